@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from './config.js';
+import type { Database } from './store/database.js';
+import { authentication } from './http/auth.js';
+import { errorHandling } from './http/errors.js';
+import { openapi } from './http/openapi.js';
+import { validatorCompiler } from './http/validation.js';
+import { healthRoutes } from './modules/health/routes.js';
+import { memoryRoutes } from './modules/memories/routes.js';
+
+export const VERSION = '0.1.0';
+
+const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface AppOptions {
+  config: Pick<Config, 'logLevel' | 'bodyLimitBytes' | 'trustProxy'>;
+  database: Database;
+  /** Where request logs go; tests capture them to check that no secret is written. */
+  logStream?: NodeJS.WritableStream;
+}
+
+/** Builds the whole service on a database; the caller decides whether to listen or inject. */
+export async function buildApp({ config, database, logStream }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      // Credentials travel only in these headers; they are never logged.
+      redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      ...(logStream ? { stream: logStream } : {}),
+    },
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+    },
+    ajv: { customOptions: { removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  // JSON only: text/plain bodies are refused with 415 like any other type.
+  app.removeContentTypeParser('text/plain');
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-ID', request.id);
+  });
+
+  await app.register(errorHandling);
+  await app.register(openapi, { version: VERSION });
+  await app.register(authentication, { database });
+  await app.register(healthRoutes, { database });
+  await app.register(memoryRoutes, { database });
+  return app;
+}

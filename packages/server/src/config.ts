@@ -1,0 +1,70 @@
+import { resolve } from 'node:path';
+
+/** Typed, validated configuration read once from the environment (ENGRAM_*). */
+export interface Config {
+  dataDir: string;
+  host: string;
+  port: number;
+  /** `postgres://…` selects PostgreSQL; anything else is a SQLite file path. */
+  database: { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string; poolSize: number };
+  logLevel: string;
+  bodyLimitBytes: number;
+  trustProxy: boolean;
+  bootstrap: { email?: string; password?: string; apiKey?: string };
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}`);
+  }
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false`);
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = resolve(env.ENGRAM_DATA_DIR || './data');
+  const url = env.ENGRAM_DATABASE_URL || '';
+  let database: Config['database'];
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    database = { dialect: 'postgres', url, poolSize: integer(env, 'ENGRAM_DATABASE_POOL_SIZE', 10, 1, 500) };
+  } else if (url === '') {
+    database = { dialect: 'sqlite', path: resolve(dataDir, 'engram.db') };
+  } else {
+    database = { dialect: 'sqlite', path: resolve(url.replace(/^(sqlite|file):(\/\/)?/, '')) };
+  }
+  const bootstrap = {
+    email: env.ENGRAM_BOOTSTRAP_EMAIL || undefined,
+    password: env.ENGRAM_BOOTSTRAP_PASSWORD || undefined,
+    apiKey: env.ENGRAM_BOOTSTRAP_API_KEY || undefined,
+  };
+  if (bootstrap.apiKey !== undefined && !/^[\x21-\x7e]{20,200}$/.test(bootstrap.apiKey)) {
+    throw new ConfigError('ENGRAM_BOOTSTRAP_API_KEY must be 20 to 200 printable ASCII characters without spaces');
+  }
+  if (bootstrap.password !== undefined && bootstrap.password.length < 8) {
+    throw new ConfigError('ENGRAM_BOOTSTRAP_PASSWORD must be at least 8 characters');
+  }
+  return {
+    dataDir,
+    host: env.ENGRAM_HOST || '127.0.0.1',
+    port: integer(env, 'ENGRAM_PORT', 8080, 0, 65535),
+    database,
+    logLevel: env.ENGRAM_LOG_LEVEL || 'info',
+    bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
+    trustProxy: boolean(env, 'ENGRAM_TRUST_PROXY', false),
+    bootstrap,
+  };
+}

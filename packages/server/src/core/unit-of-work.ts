@@ -1,0 +1,54 @@
+import type { Transaction } from 'kysely';
+import { appendAudit, type AuditEntry } from '../modules/audit/service.js';
+import { enqueueEvents, type OutboxEvent } from '../modules/events/service.js';
+import { nowIso, type Database } from '../store/database.js';
+import type { DB } from '../store/schema.js';
+import type { Actor } from '../http/auth.js';
+
+/** Who is acting, where, and under which request: everything a change records about itself. */
+export interface WriteContext {
+  actor: Actor;
+  organizationId: string;
+  projectId: string | null;
+  requestId: string | null;
+}
+
+export interface Effects {
+  /** One audit row per state-changing action. */
+  audit(action: string, target: { type: string; id: string | number | null }, result?: string): void;
+  /** An event for webhook delivery, committed with the change. */
+  emit(type: string, payload: Record<string, unknown>): void;
+  readonly now: string;
+}
+
+/**
+ * Runs a change in one transaction and commits its audit rows and outbox events with it:
+ * the single mechanism every writing route uses, so none can forget either.
+ */
+export async function write<T>(
+  database: Database,
+  ctx: WriteContext,
+  change: (trx: Transaction<DB>, effects: Effects) => Promise<T>,
+): Promise<T> {
+  return database.db.transaction().execute(async (trx) => {
+    const now = nowIso();
+    const audits: AuditEntry[] = [];
+    const events: OutboxEvent[] = [];
+    const effects: Effects = {
+      now,
+      audit: (action, target, result = 'success') =>
+        audits.push({
+          organizationId: ctx.organizationId, projectId: ctx.projectId, actorType: ctx.actor.type,
+          actorId: ctx.actor.id, action, targetType: target.type,
+          targetId: target.id === null ? null : String(target.id), result, requestId: ctx.requestId, createdAt: now,
+        }),
+      emit: (type, payload) =>
+        events.push({ organizationId: ctx.organizationId, projectId: ctx.projectId, type, payload, createdAt: now }),
+    };
+    const result = await change(trx, effects);
+    await enqueueEvents(trx, events);
+    // Last, so the chain head stays locked for as short a time as possible.
+    await appendAudit(trx, database.dialect, audits);
+    return result;
+  });
+}

@@ -1,0 +1,46 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+
+/** OpenAPI 3.1 generated from the route schemas, at /openapi.json, with a readable page at /docs. */
+export const openapi = fp(async (app: FastifyInstance, opts: { version: string }) => {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Engram',
+        version: opts.version,
+        description: 'Memory service for AI applications: store what end users said and did, and get the right memories back.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        },
+      },
+    },
+    transform: ({ schema, url, route }) => {
+      const auth = route.config?.auth;
+      if (!auth || !schema) return { schema, url };
+      // Document the scoping headers once, from the route's auth declaration.
+      const headers: Record<string, unknown> = {
+        'x-project-id': { type: 'string', description: 'Project; required unless the key is locked to a project' },
+        'x-tenant-id': { type: 'string', description: 'Tenant, for cross-tenant operator keys' },
+      };
+      if (auth.endUser !== 'none') {
+        headers['x-end-user-id'] = {
+          type: 'string',
+          description: `Opaque end-user id (not an e-mail address); ${auth.endUser === 'required' ? 'required' : 'optional, narrows the scope'}`,
+        };
+      }
+      const required = auth.endUser === 'required' ? ['x-end-user-id'] : [];
+      return {
+        schema: { ...schema, security: [{ apiKey: [] }], headers: { type: 'object', properties: headers, required } } as never,
+        url,
+      };
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+});

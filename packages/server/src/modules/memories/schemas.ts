@@ -1,0 +1,137 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/** Limits the spec leaves open; recorded in docs/api.md. */
+export const LIMITS = {
+  textChars: 32_000,
+  tags: 50,
+  tagChars: 64,
+  metadataBytes: 16_384,
+  bulkItems: 50,
+  batchUpdates: 100,
+  forgetIds: 1_000,
+} as const;
+
+export const MemoryId = Type.Integer({ minimum: 1, description: 'Memory id' });
+const Text = Type.String({ minLength: 1, maxLength: LIMITS.textChars, description: 'One statement' });
+const Tags = Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.tagChars }), { maxItems: LIMITS.tags, uniqueItems: true });
+const Importance = Type.Number({ minimum: 0, maximum: 1, description: '0 (trivial) to 1 (critical); default 0.5' });
+const Metadata = Type.Object({}, { additionalProperties: true, description: `Free-form JSON object, at most ${LIMITS.metadataBytes} bytes` });
+const Source = Type.String({ minLength: 1, maxLength: 128, description: 'Descriptive origin label' });
+const ClientRef = Type.String({ minLength: 1, maxLength: 256, description: 'Caller reference for idempotent re-import' });
+const SessionId = Type.String({ minLength: 1, maxLength: 256, description: 'Conversation session, narrows retrieval' });
+
+export const AddMemoryBody = Type.Object(
+  {
+    text: Text,
+    source: Type.Optional(Source),
+    tags: Type.Optional(Tags),
+    importance: Type.Optional(Importance),
+    metadata: Type.Optional(Metadata),
+    client_ref: Type.Optional(ClientRef),
+    session_id: Type.Optional(SessionId),
+  },
+  { additionalProperties: false, $id: 'AddMemory' },
+);
+export type AddMemoryInput = Static<typeof AddMemoryBody>;
+
+export const MemoryPatch = Type.Object(
+  {
+    tags: Type.Optional(Tags),
+    importance: Type.Optional(Importance),
+    metadata: Type.Optional(Metadata),
+    source: Type.Optional(Source),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type MemoryPatchInput = Static<typeof MemoryPatch>;
+
+export const Memory = Type.Object(
+  {
+    id: Type.Integer(),
+    text: Type.String(),
+    tags: Type.Array(Type.String()),
+    is_summary: Type.Boolean(),
+    source: Type.Union([Type.String(), Type.Null()]),
+    importance: Type.Number(),
+    metadata: Type.Object({}, { additionalProperties: true }),
+    client_ref: Type.Union([Type.String(), Type.Null()]),
+    session_id: Type.Union([Type.String(), Type.Null()]),
+    end_user_id: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Memory' },
+);
+export type MemoryView = Static<typeof Memory>;
+
+export const SkipReason = Type.Union([
+  Type.Literal('duplicate_client_ref'),
+  Type.Literal('duplicate_text'),
+  Type.Literal('already_migrated'),
+]);
+export type SkipReason = Static<typeof SkipReason>;
+
+export const Skipped = Type.Object({
+  status: Type.Literal('skipped'),
+  reason: SkipReason,
+  memory_id: Type.Integer(),
+});
+
+const ItemError = Type.Object({ code: Type.String(), message: Type.String(), field: Type.Optional(Type.String()) });
+
+export const BulkAddBody = Type.Array(AddMemoryBody, { minItems: 1, maxItems: LIMITS.bulkItems });
+export const BulkAddResult = Type.Object({
+  totals: Type.Object({ created: Type.Integer(), skipped: Type.Integer(), failed: Type.Integer() }),
+  results: Type.Array(
+    Type.Object({
+      index: Type.Integer(),
+      status: Type.Union([Type.Literal('created'), Type.Literal('skipped'), Type.Literal('failed')]),
+      memory: Type.Optional(Memory),
+      memory_id: Type.Optional(Type.Integer()),
+      reason: Type.Optional(SkipReason),
+      error: Type.Optional(ItemError),
+    }),
+  ),
+});
+export type BulkAddResultView = Static<typeof BulkAddResult>;
+
+export const BatchUpdateBody = Type.Object(
+  {
+    updates: Type.Array(
+      Type.Object({ id: MemoryId, ...MemoryPatch.properties }, { additionalProperties: false, minProperties: 2 }),
+      { minItems: 1, maxItems: LIMITS.batchUpdates },
+    ),
+  },
+  { additionalProperties: false },
+);
+export const BatchUpdateResult = Type.Object({
+  totals: Type.Object({ updated: Type.Integer(), failed: Type.Integer() }),
+  results: Type.Array(
+    Type.Object({
+      index: Type.Integer(),
+      id: Type.Integer(),
+      status: Type.Union([Type.Literal('updated'), Type.Literal('failed')]),
+      memory: Type.Optional(Memory),
+      error: Type.Optional(ItemError),
+    }),
+  ),
+});
+export type BatchUpdateResultView = Static<typeof BatchUpdateResult>;
+
+export const ForgetBody = Type.Object(
+  { ids: Type.Array(MemoryId, { minItems: 1, maxItems: LIMITS.forgetIds }) },
+  { additionalProperties: false },
+);
+
+export const HistoryEntry = Type.Object({
+  id: Type.Integer(),
+  action: Type.String({ description: 'create | update | forget' }),
+  changes: Type.Union([
+    Type.Record(Type.String(), Type.Object({ before: Type.Unknown(), after: Type.Unknown() })),
+    Type.Null(),
+  ]),
+  actor: Type.Object({ type: Type.String(), id: Type.Union([Type.Integer(), Type.Null()]) }),
+  request_id: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+});
+export const HistoryResult = Type.Object({ memory_id: Type.Integer(), items: Type.Array(HistoryEntry) });

@@ -1,0 +1,395 @@
+import type { Selectable, Transaction } from 'kysely';
+import { sha256Hex } from '../../core/crypto.js';
+import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
+import { invalid, notFound } from '../../http/errors.js';
+import { compileBody, validationError } from '../../http/validation.js';
+import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
+import type { DB, MemoriesTable } from '../../store/schema.js';
+import {
+  AddMemoryBody, LIMITS,
+  type AddMemoryInput, type BatchUpdateResultView, type BulkAddResultView, type MemoryPatchInput, type MemoryView,
+  type SkipReason,
+} from './schemas.js';
+
+/** Whose memories: every query of this module is built from one. */
+export interface Owner {
+  projectId: string;
+  tenantId: string;
+  endUserId: string;
+}
+
+type MemoryRow = Selectable<MemoriesTable>;
+type Outcome = { created: MemoryView } | { skipped: { reason: SkipReason; memory_id: number } };
+
+/** Text compared for duplicates: Unicode-normalised, case-folded, punctuation and spacing ignored. */
+export function normalizeForDedupe(text: string): string {
+  return text.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+}
+
+const dedupeHash = (text: string) => sha256Hex(normalizeForDedupe(text));
+
+export function toMemory(row: MemoryRow): MemoryView {
+  return {
+    id: row.id,
+    text: row.text,
+    tags: decodeJson<string[]>(row.tags),
+    is_summary: Boolean(row.is_summary),
+    source: row.source,
+    importance: row.importance,
+    metadata: decodeJson<Record<string, unknown>>(row.metadata),
+    client_ref: row.client_ref,
+    session_id: row.session_id,
+    end_user_id: row.end_user_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function checkContent(input: { text?: string; metadata?: Record<string, unknown> }, prefix = ''): void {
+  if (input.text !== undefined && input.text.trim() === '') throw invalid(`${prefix}text`, 'text must not be blank');
+  if (input.metadata !== undefined && Buffer.byteLength(encodeJson(input.metadata)) > LIMITS.metadataBytes) {
+    throw invalid(`${prefix}metadata`, `metadata must serialise to at most ${LIMITS.metadataBytes} bytes`);
+  }
+}
+
+const owned = (owner: Owner) => (qb: Executor) =>
+  qb
+    .selectFrom('memories')
+    .selectAll()
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .where('deleted_at', 'is', null);
+
+/**
+ * Bumps the end user's revision and returns it as the change sequence of this transaction.
+ * On PostgreSQL the row lock also serialises concurrent writes for one end user, which makes
+ * the duplicate checks below race-free.
+ */
+export async function nextSeq(trx: Executor, owner: Owner, now: string): Promise<number> {
+  const row = await trx
+    .insertInto('end_users')
+    .values({ project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, revision: 1, created_at: now, updated_at: now })
+    .onConflict((oc) =>
+      oc.columns(['project_id', 'tenant_id', 'end_user_id']).doUpdateSet((eb) => ({
+        revision: eb('end_users.revision', '+', 1),
+        updated_at: now,
+      })),
+    )
+    .returning('revision')
+    .executeTakeFirstOrThrow();
+  return row.revision;
+}
+
+async function recordHistory(
+  trx: Executor,
+  ctx: WriteContext,
+  entries: Array<{ memoryId: number; action: string; changes: Record<string, { before: unknown; after: unknown }> | null }>,
+  now: string,
+): Promise<void> {
+  if (entries.length === 0) return;
+  await trx
+    .insertInto('memory_history')
+    .values(
+      entries.map((e) => ({
+        project_id: ctx.projectId!,
+        memory_id: e.memoryId,
+        action: e.action,
+        changes: e.changes === null ? null : encodeJson(e.changes),
+        actor_type: ctx.actor.type,
+        actor_id: ctx.actor.id,
+        request_id: ctx.requestId,
+        created_at: now,
+      })),
+    )
+    .execute();
+}
+
+const CREATED_FIELDS = ['text', 'tags', 'source', 'importance', 'metadata', 'client_ref', 'session_id'] as const;
+
+/**
+ * Inserts the items that are not duplicates of a live memory of the owner (or of an earlier
+ * item in the same call), with their history rows and memory.created events.
+ */
+async function insertMemories(
+  database: Database,
+  trx: Transaction<DB>,
+  ctx: WriteContext,
+  effects: Effects,
+  owner: Owner,
+  items: AddMemoryInput[],
+  clientRefReason: SkipReason,
+): Promise<Outcome[]> {
+  const now = effects.now;
+  const seq = await nextSeq(trx, owner, now);
+  const hashes = items.map((i) => dedupeHash(i.text));
+  const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
+  const existing = await owned(owner)(trx)
+    .clearSelect()
+    .select(['id', 'client_ref', 'dedupe_hash'])
+    .where((eb) => eb.or([eb('dedupe_hash', 'in', hashes), ...(refs.length ? [eb('client_ref', 'in', refs)] : [])]))
+    .execute();
+  const byRef = new Map(existing.filter((e) => e.client_ref !== null).map((e) => [e.client_ref!, e.id]));
+  const byHash = new Map(existing.map((e) => [e.dedupe_hash!, e.id]));
+
+  const outcomes: Array<Outcome | { pending: number }> = [];
+  const rows: Array<Omit<MemoryRow, 'id'>> = [];
+  const pendingRef = new Map<string, number>();
+  const pendingHash = new Map<string, number>();
+  items.forEach((item, index) => {
+    const hash = hashes[index]!;
+    const ref = item.client_ref;
+    const refId = ref !== undefined ? byRef.get(ref) : undefined;
+    if (refId !== undefined) return outcomes.push({ skipped: { reason: clientRefReason, memory_id: refId } });
+    const hashId = byHash.get(hash);
+    if (hashId !== undefined) return outcomes.push({ skipped: { reason: 'duplicate_text', memory_id: hashId } });
+    // A duplicate of an earlier item of this call: resolved to that item's id once inserted.
+    const earlier = (ref !== undefined ? pendingRef.get(ref) : undefined) ?? pendingHash.get(hash);
+    if (earlier !== undefined) return outcomes.push({ pending: -1 - earlier });
+    if (ref !== undefined) pendingRef.set(ref, rows.length);
+    pendingHash.set(hash, rows.length);
+    outcomes.push({ pending: rows.length });
+    rows.push({
+      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: item.text,
+      tags: encodeJson(item.tags ?? []), is_summary: database.bool(false), source: item.source ?? null,
+      importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: ref ?? null,
+      session_id: item.session_id ?? null, speaker: null, dedupe_hash: hash, seq, created_at: now, updated_at: now,
+      deleted_at: null,
+    });
+  });
+
+  const inserted = rows.length ? await trx.insertInto('memories').values(rows).returningAll().execute() : [];
+  const memories = inserted.map(toMemory);
+  await recordHistory(
+    trx,
+    ctx,
+    memories.map((m) => ({
+      memoryId: m.id,
+      action: 'create',
+      changes: Object.fromEntries(CREATED_FIELDS.map((f) => [f, { before: null, after: m[f] }])),
+    })),
+    now,
+  );
+  for (const m of memories) {
+    effects.emit('memory.created', { memory_id: m.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null });
+  }
+  return outcomes.map((o) => {
+    if (!('pending' in o)) return o;
+    if (o.pending >= 0) return { created: memories[o.pending]! };
+    const first = memories[-1 - o.pending]!;
+    return { skipped: { reason: 'duplicate_text', memory_id: first.id } };
+  });
+}
+
+export async function addMemory(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<Outcome> {
+  checkContent(input);
+  return write(database, ctx, async (trx, effects) => {
+    const [outcome] = await insertMemories(database, trx, ctx, effects, owner, [input], 'duplicate_client_ref');
+    const target = 'created' in outcome! ? outcome.created.id : outcome!.skipped.memory_id;
+    effects.audit('memory.add', { type: 'memory', id: target }, 'created' in outcome! ? 'success' : 'skipped');
+    return outcome!;
+  });
+}
+
+const validateItem = compileBody<AddMemoryInput>(AddMemoryBody);
+
+/** Every valid item lands or is skipped in one transaction; invalid items are reported, not fatal. */
+export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owner, items: unknown[]): Promise<BulkAddResultView> {
+  const results: BulkAddResultView['results'] = [];
+  const valid: Array<{ index: number; item: AddMemoryInput }> = [];
+  items.forEach((item, index) => {
+    try {
+      if (!validateItem(item)) throw validationError(validateItem.errors);
+      checkContent(item);
+      valid.push({ index, item });
+    } catch (error) {
+      const e = error as { code: string; message: string; field?: string };
+      results[index] = { index, status: 'failed', error: { code: e.code, message: e.message, ...(e.field ? { field: e.field } : {}) } };
+    }
+  });
+  if (valid.length > 0) {
+    await write(database, ctx, async (trx, effects) => {
+      const outcomes = await insertMemories(database, trx, ctx, effects, owner, valid.map((v) => v.item), 'already_migrated');
+      outcomes.forEach((outcome, i) => {
+        const index = valid[i]!.index;
+        results[index] =
+          'created' in outcome
+            ? { index, status: 'created', memory: outcome.created }
+            : { index, status: 'skipped', reason: outcome.skipped.reason, memory_id: outcome.skipped.memory_id };
+      });
+      const created = outcomes.flatMap((o) => ('created' in o ? [o.created.id] : []));
+      effects.audit('memory.bulk_add', { type: 'memory', id: created.length ? created.join(',') : null });
+    });
+  }
+  const count = (status: string) => results.filter((r) => r.status === status).length;
+  return { totals: { created: count('created'), skipped: count('skipped'), failed: count('failed') }, results };
+}
+
+export async function getMemory(db: Executor, owner: Owner, id: number): Promise<MemoryView> {
+  const row = await owned(owner)(db).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Memory');
+  return toMemory(row);
+}
+
+const PATCHABLE = ['tags', 'importance', 'metadata', 'source'] as const;
+
+/** Applies a patch inside a transaction; returns undefined when the memory is not the owner's. */
+async function applyPatch(
+  trx: Executor,
+  ctx: WriteContext,
+  effects: Effects,
+  owner: Owner,
+  id: number,
+  patch: MemoryPatchInput,
+  seq: () => Promise<number>,
+): Promise<MemoryView | undefined> {
+  const row = await owned(owner)(trx).where('id', '=', id).executeTakeFirst();
+  if (!row) return undefined;
+  const current = toMemory(row);
+  const changes: Record<string, { before: unknown; after: unknown }> = {};
+  for (const field of PATCHABLE) {
+    const after = patch[field];
+    if (after !== undefined && encodeJson(after) !== encodeJson(current[field])) changes[field] = { before: current[field], after };
+  }
+  if (Object.keys(changes).length === 0) return current;
+  const updated = await trx
+    .updateTable('memories')
+    .set({
+      ...(changes.tags ? { tags: encodeJson(patch.tags) } : {}),
+      ...(changes.importance ? { importance: patch.importance } : {}),
+      ...(changes.metadata ? { metadata: encodeJson(patch.metadata) } : {}),
+      ...(changes.source ? { source: patch.source } : {}),
+      seq: await seq(),
+      updated_at: effects.now,
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await recordHistory(trx, ctx, [{ memoryId: id, action: 'update', changes }], effects.now);
+  effects.emit('memory.updated', { memory_id: id, end_user_id: owner.endUserId, fields: Object.keys(changes) });
+  return toMemory(updated);
+}
+
+/** Memoises the transaction's change sequence: taken once, and only if something changes. */
+function lazySeq(trx: Executor, owner: Owner, now: string): () => Promise<number> {
+  let seq: Promise<number> | undefined;
+  return () => (seq ??= nextSeq(trx, owner, now));
+}
+
+export async function updateMemory(
+  database: Database, ctx: WriteContext, owner: Owner, id: number, patch: MemoryPatchInput,
+): Promise<MemoryView> {
+  checkContent(patch);
+  return write(database, ctx, async (trx, effects) => {
+    const memory = await applyPatch(trx, ctx, effects, owner, id, patch, lazySeq(trx, owner, effects.now));
+    if (!memory) throw notFound('Memory');
+    effects.audit('memory.update', { type: 'memory', id });
+    return memory;
+  });
+}
+
+export async function batchUpdate(
+  database: Database, ctx: WriteContext, owner: Owner, updates: Array<MemoryPatchInput & { id: number }>,
+): Promise<BatchUpdateResultView> {
+  updates.forEach((u, i) => checkContent(u, `updates/${i}/`));
+  return write(database, ctx, async (trx, effects) => {
+    const seq = lazySeq(trx, owner, effects.now);
+    const results: BatchUpdateResultView['results'] = [];
+    for (const [index, { id, ...patch }] of updates.entries()) {
+      const memory = await applyPatch(trx, ctx, effects, owner, id, patch, seq);
+      results.push(
+        memory
+          ? { index, id, status: 'updated', memory }
+          : { index, id, status: 'failed', error: { code: 'not_found', message: 'Memory not found' } },
+      );
+    }
+    const updated = results.filter((r) => r.status === 'updated');
+    effects.audit('memory.batch_update', { type: 'memory', id: updated.map((r) => r.id).join(',') || null });
+    return { totals: { updated: updated.length, failed: results.length - updated.length }, results };
+  });
+}
+
+/**
+ * Erases memories down to an id-and-time tombstone: text, tags, metadata and references are
+ * blanked in the row and in every history row, so nothing of the content survives.
+ */
+async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects, ids: number[], seq: number): Promise<void> {
+  if (ids.length === 0) return;
+  await trx
+    .updateTable('memories')
+    .set({
+      text: '', tags: '[]', metadata: '{}', source: null, client_ref: null, session_id: null, speaker: null,
+      dedupe_hash: null, seq, updated_at: effects.now, deleted_at: effects.now,
+    })
+    .where('id', 'in', ids)
+    .execute();
+  await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', 'in', ids).execute();
+  await recordHistory(trx, ctx, ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })), effects.now);
+}
+
+export async function forget(database: Database, ctx: WriteContext, owner: Owner, ids: number[]): Promise<number[]> {
+  return write(database, ctx, async (trx, effects) => {
+    const live = await owned(owner)(trx).clearSelect().select('id').where('id', 'in', [...new Set(ids)]).orderBy('id').execute();
+    const found = live.map((r) => r.id);
+    if (found.length > 0) {
+      await eraseMemories(trx, ctx, effects, found, await nextSeq(trx, owner, effects.now));
+      for (const id of found) effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
+    }
+    effects.audit('memory.forget', { type: 'memory', id: found.join(',') || null });
+    return found;
+  });
+}
+
+export async function purgeEndUser(database: Database, ctx: WriteContext, owner: Owner): Promise<number> {
+  return write(database, ctx, async (trx, effects) => {
+    const live = await owned(owner)(trx).clearSelect().select('id').execute();
+    const ids = live.map((r) => r.id);
+    const seq = await nextSeq(trx, owner, effects.now);
+    for (let i = 0; i < ids.length; i += 500) await eraseMemories(trx, ctx, effects, ids.slice(i, i + 500), seq);
+    effects.emit('end_user.purged', { end_user_id: owner.endUserId, deleted: ids.length });
+    effects.audit('memory.purge_end_user', { type: 'end_user', id: owner.endUserId });
+    return ids.length;
+  });
+}
+
+export async function memoryHistory(db: Executor, owner: Owner, id: number) {
+  await getMemory(db, owner, id);
+  const rows = await db.selectFrom('memory_history').selectAll().where('memory_id', '=', id).orderBy('id').execute();
+  return {
+    memory_id: id,
+    items: rows.map((r) => ({
+      id: r.id,
+      action: r.action,
+      changes: r.changes === null ? null : decodeJson<Record<string, { before: unknown; after: unknown }>>(r.changes),
+      actor: { type: r.actor_type, id: r.actor_id },
+      request_id: r.request_id,
+      created_at: r.created_at,
+    })),
+  };
+}
+
+/**
+ * Streams the live memories of a project (optionally one tenant or end user) in id order,
+ * a page at a time, so memory use stays flat however many there are.
+ */
+export async function* exportMemories(
+  db: Executor,
+  filter: { projectId: string; tenantId?: string | null; endUserId?: string | null },
+  pageSize = 500,
+): AsyncGenerator<MemoryView> {
+  let after = 0;
+  for (;;) {
+    let query = db
+      .selectFrom('memories')
+      .selectAll()
+      .where('project_id', '=', filter.projectId)
+      .where('deleted_at', 'is', null)
+      .where('id', '>', after);
+    if (filter.tenantId) query = query.where('tenant_id', '=', filter.tenantId);
+    if (filter.endUserId) query = query.where('end_user_id', '=', filter.endUserId);
+    const page = await query.orderBy('id').limit(pageSize).execute();
+    for (const row of page) yield toMemory(row);
+    if (page.length < pageSize) return;
+    after = page[page.length - 1]!.id;
+  }
+}

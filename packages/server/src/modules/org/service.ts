@@ -1,0 +1,214 @@
+import { randomBytes } from 'node:crypto';
+import { constantTimeEqualHex, hashPassword, randomToken, sha256Hex } from '../../core/crypto.js';
+import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import { DATA_PLANE_SCOPES } from './scopes.js';
+
+/** Organizations, projects, accounts and API keys: the tenancy this module owns. */
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+function prefixedId(prefix: string): string {
+  const bytes = randomBytes(16);
+  let out = '';
+  for (const b of bytes) out += ALPHABET[b & 31];
+  return `${prefix}_${out}`;
+}
+
+export interface Project {
+  id: string;
+  organization_id: string;
+  name: string;
+  slug: string;
+  description: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApiKeyRecord {
+  id: number;
+  organizationId: string;
+  projectId: string | null;
+  scopes: string[];
+  tenantId: string | null;
+  endUserId: string | null;
+  lastUsedAt: string | null;
+}
+
+export async function createOrganization(db: Executor, name: string): Promise<{ id: string; name: string }> {
+  const org = { id: prefixedId('org'), name, created_at: nowIso() };
+  await db.insertInto('organizations').values(org).execute();
+  return { id: org.id, name };
+}
+
+export async function createProject(
+  db: Executor,
+  input: { organizationId: string; name: string; slug: string; description?: string },
+): Promise<Project> {
+  const now = nowIso();
+  const project = {
+    id: prefixedId('proj'),
+    organization_id: input.organizationId,
+    name: input.name,
+    slug: input.slug,
+    description: input.description ?? '',
+    created_at: now,
+    updated_at: now,
+  };
+  await db.insertInto('projects').values(project).execute();
+  return project;
+}
+
+/** A live project of the organization, or undefined: callers answer 404 either way. */
+export async function findProject(db: Executor, organizationId: string, projectId: string): Promise<Project | undefined> {
+  return db
+    .selectFrom('projects')
+    .select(['id', 'organization_id', 'name', 'slug', 'description', 'created_at', 'updated_at'])
+    .where('id', '=', projectId)
+    .where('organization_id', '=', organizationId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+}
+
+export async function createUser(db: Executor, email: string, password: string): Promise<number> {
+  const row = await db
+    .insertInto('users')
+    .values({ email: email.toLowerCase(), password_hash: await hashPassword(password), created_at: nowIso() })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function addMembership(db: Executor, organizationId: string, userId: number, role: string): Promise<void> {
+  await db.insertInto('memberships').values({ organization_id: organizationId, user_id: userId, role, created_at: nowIso() }).execute();
+}
+
+const KEY_PREFIX_LENGTH = 12;
+
+/** A new secret: `egm_` and 32 random bytes. Only its SHA-256 is stored. */
+export function generateApiKeySecret(): string {
+  return `egm_${randomToken(32)}`;
+}
+
+export async function createApiKey(
+  db: Executor,
+  input: {
+    organizationId: string;
+    name: string;
+    projectId?: string | null;
+    scopes?: string[];
+    tenantId?: string | null;
+    endUserId?: string | null;
+    createdBy?: number | null;
+    expiresAt?: string | null;
+    secret?: string;
+  },
+): Promise<{ id: number; key: string }> {
+  const key = input.secret ?? generateApiKeySecret();
+  const row = await db
+    .insertInto('api_keys')
+    .values({
+      organization_id: input.organizationId,
+      project_id: input.projectId ?? null,
+      name: input.name,
+      prefix: key.slice(0, KEY_PREFIX_LENGTH),
+      key_hash: sha256Hex(key),
+      scopes: encodeJson(input.scopes ?? [...DATA_PLANE_SCOPES]),
+      tenant_id: input.tenantId ?? null,
+      end_user_id: input.endUserId ?? null,
+      created_by: input.createdBy ?? null,
+      created_at: nowIso(),
+      expires_at: input.expiresAt ?? null,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return { id: row.id, key };
+}
+
+export async function revokeApiKey(db: Executor, organizationId: string, keyId: number): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: nowIso() })
+    .where('id', '=', keyId)
+    .where('organization_id', '=', organizationId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/**
+ * The live key matching a presented secret. Looked up by its non-secret prefix, then the
+ * SHA-256 digests are compared in constant time.
+ */
+export async function resolveApiKey(db: Executor, presented: string, now = nowIso()): Promise<ApiKeyRecord | undefined> {
+  if (presented.length < 20 || presented.length > 200) return undefined;
+  const digest = sha256Hex(presented);
+  const candidates = await db
+    .selectFrom('api_keys')
+    .innerJoin('organizations', 'organizations.id', 'api_keys.organization_id')
+    .select([
+      'api_keys.id', 'api_keys.organization_id', 'api_keys.project_id', 'api_keys.key_hash', 'api_keys.scopes',
+      'api_keys.tenant_id', 'api_keys.end_user_id', 'api_keys.expires_at', 'api_keys.revoked_at', 'api_keys.last_used_at',
+    ])
+    .where('api_keys.prefix', '=', presented.slice(0, KEY_PREFIX_LENGTH))
+    .execute();
+  const match = candidates.find((c) => constantTimeEqualHex(c.key_hash, digest));
+  if (!match || match.revoked_at !== null || (match.expires_at !== null && match.expires_at <= now)) return undefined;
+  return {
+    id: match.id,
+    organizationId: match.organization_id,
+    projectId: match.project_id,
+    scopes: decodeJson<string[]>(match.scopes),
+    tenantId: match.tenant_id,
+    endUserId: match.end_user_id,
+    lastUsedAt: match.last_used_at,
+  };
+}
+
+/** Recording last use costs a write, so it is kept to one per key per minute. */
+export async function touchApiKey(db: Executor, key: ApiKeyRecord, now = new Date()): Promise<void> {
+  if (key.lastUsedAt && now.getTime() - Date.parse(key.lastUsedAt) < 60_000) return;
+  await db.updateTable('api_keys').set({ last_used_at: now.toISOString() }).where('id', '=', key.id).execute();
+}
+
+export interface BootstrapResult {
+  organizationId: string;
+  projectId: string;
+  email: string;
+  /** Only set when generated here; a supplied password is never echoed. */
+  generatedPassword?: string;
+  /** Only set when generated here; a supplied key is never echoed. */
+  generatedApiKey?: string;
+}
+
+/**
+ * First start on an empty database: a default organization, project, owner account and a
+ * project-locked API key. Returns undefined when the database already has an organization.
+ */
+export async function bootstrap(
+  database: Database,
+  input: { email?: string; password?: string; apiKey?: string },
+): Promise<BootstrapResult | undefined> {
+  return database.db.transaction().execute(async (trx) => {
+    const existing = await trx.selectFrom('organizations').select('id').limit(1).executeTakeFirst();
+    if (existing) return undefined;
+    const email = input.email ?? 'owner@engram.local';
+    const password = input.password ?? randomToken(18);
+    const org = await createOrganization(trx, 'Default organization');
+    const project = await createProject(trx, { organizationId: org.id, name: 'Default project', slug: 'default' });
+    const userId = await createUser(trx, email, password);
+    await addMembership(trx, org.id, userId, 'owner');
+    const key = await createApiKey(trx, {
+      organizationId: org.id,
+      projectId: project.id,
+      name: 'Bootstrap key',
+      createdBy: userId,
+      secret: input.apiKey,
+    });
+    return {
+      organizationId: org.id,
+      projectId: project.id,
+      email,
+      ...(input.password ? {} : { generatedPassword: password }),
+      ...(input.apiKey ? {} : { generatedApiKey: key.key }),
+    };
+  });
+}

@@ -1,0 +1,62 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import type { Database } from './database.js';
+
+const migrationsDir = (dialect: string) => fileURLToPath(new URL(`./migrations/${dialect}/`, import.meta.url));
+
+/**
+ * Applies the plain-SQL migrations of the database's dialect that are not yet recorded,
+ * each in its own transaction, in file-name order. Safe to run from several processes:
+ * PostgreSQL takes an advisory lock, SQLite an immediate write lock.
+ */
+export async function migrate(database: Database): Promise<string[]> {
+  const { db, dialect } = database;
+  const dir = migrationsDir(dialect);
+  const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`.execute(db);
+  const applied: string[] = [];
+  await db.connection().execute(async (conn) => {
+    if (dialect === 'postgres') await sql`SELECT pg_advisory_lock(724991)`.execute(conn);
+    try {
+      for (const file of files) {
+        await conn.transaction().execute(async (trx) => {
+          if (dialect === 'sqlite') await sql`SELECT 1`.execute(trx);
+          const done = await sql<{ name: string }>`SELECT name FROM schema_migrations WHERE name = ${file}`.execute(trx);
+          if (done.rows.length > 0) return;
+          const text = readFileSync(dir + file, 'utf8');
+          if (dialect === 'postgres') {
+            await sql.raw(text).execute(trx);
+          } else {
+            // better-sqlite3 prepares one statement at a time; split on statement ends outside triggers.
+            for (const statement of splitSqlite(text)) await sql.raw(statement).execute(trx);
+          }
+          await sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${file}, ${new Date().toISOString()})`.execute(trx);
+          applied.push(file);
+        });
+      }
+    } finally {
+      if (dialect === 'postgres') await sql`SELECT pg_advisory_unlock(724991)`.execute(conn);
+    }
+  });
+  return applied;
+}
+
+function splitSqlite(text: string): string[] {
+  const statements: string[] = [];
+  let current = '';
+  let inTrigger = false;
+  for (const line of text.split('\n')) {
+    const bare = line.replace(/--.*$/, '').trim();
+    if (bare === '' && current === '') continue;
+    current += line + '\n';
+    if (/^CREATE TRIGGER/i.test(bare)) inTrigger = true;
+    if (inTrigger ? /END;$/i.test(bare) : bare.endsWith(';')) {
+      statements.push(current.trim());
+      current = '';
+      inTrigger = false;
+    }
+  }
+  if (current.trim()) statements.push(current.trim());
+  return statements;
+}

@@ -1,0 +1,65 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Row shapes as Kysely sees them. JSON columns are written as JSON text on both dialects
+ * and read back through `decodeJson` (SQLite returns text, PostgreSQL parsed jsonb).
+ * Timestamps are RFC 3339 strings on both (see database.ts for the PostgreSQL parser).
+ */
+type Json = string | unknown;
+type Bool = number | boolean;
+
+export interface OrganizationsTable { id: string; name: string; created_at: string }
+export interface ProjectsTable {
+  id: string; organization_id: string; name: string; slug: string; description: string;
+  created_at: string; updated_at: string; deleted_at: string | null;
+}
+export interface UsersTable { id: Generated<number>; email: string; password_hash: string; created_at: string }
+export interface MembershipsTable { organization_id: string; user_id: number; role: string; created_at: string }
+export interface ApiKeysTable {
+  id: Generated<number>; organization_id: string; project_id: string | null; name: string; prefix: string;
+  key_hash: string; scopes: Json; tenant_id: string | null; end_user_id: string | null; created_by: number | null;
+  created_at: string; expires_at: string | null; revoked_at: string | null; last_used_at: string | null;
+}
+export interface EndUsersTable {
+  project_id: string; tenant_id: string; end_user_id: string; revision: number; created_at: string; updated_at: string;
+}
+export interface MemoriesTable {
+  id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; text: string; tags: Json;
+  is_summary: Bool; source: string | null; importance: number; metadata: Json; client_ref: string | null;
+  session_id: string | null; speaker: string | null; dedupe_hash: string | null; seq: number;
+  created_at: string; updated_at: string; deleted_at: string | null;
+}
+export interface MemoryHistoryTable {
+  id: Generated<number>; project_id: string; memory_id: number; action: string; changes: Json | null;
+  actor_type: string; actor_id: number | null; request_id: string | null; created_at: string;
+}
+export interface AuditLogTable {
+  id: Generated<number>; organization_id: string; project_id: string | null; actor_type: string; actor_id: number | null;
+  action: string; target_type: string; target_id: string | null; result: string; request_id: string | null;
+  created_at: string; prev_hash: string; hash: string;
+}
+export interface AuditChainHeadsTable { organization_id: string; last_hash: string }
+export interface OutboxEventsTable {
+  id: Generated<number>; organization_id: string; project_id: string | null; type: string; payload: Json;
+  created_at: string; dispatched_at: string | null;
+}
+export interface JobsTable {
+  id: Generated<number>; kind: string; project_id: string | null; payload: Json; status: string; progress: number;
+  attempts: number; run_after: string; locked_until: string | null; result: Json | null; error: string | null;
+  created_at: string; updated_at: string;
+}
+
+export interface DB {
+  organizations: OrganizationsTable;
+  projects: ProjectsTable;
+  users: UsersTable;
+  memberships: MembershipsTable;
+  api_keys: ApiKeysTable;
+  end_users: EndUsersTable;
+  memories: MemoriesTable;
+  memory_history: MemoryHistoryTable;
+  audit_log: AuditLogTable;
+  audit_chain_heads: AuditChainHeadsTable;
+  outbox_events: OutboxEventsTable;
+  jobs: JobsTable;
+}
