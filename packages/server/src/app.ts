@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.js';
 import type { Database } from './store/database.js';
 import { authentication } from './http/auth.js';
-import { errorHandling } from './http/errors.js';
+import { errorHandling } from './http/error-handler.js';
 import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './modules/health/routes.js';

@@ -1,6 +1,6 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
-import { describeValidation, fieldOf, invalid, type AppError } from './errors.js';
+import { invalid, type AppError } from './errors.js';
 
 /**
  * Bodies are validated strictly: no type coercion and no silent removal of unknown fields,
@@ -31,4 +31,35 @@ export function validationError(errors: ErrorObject[] | null | undefined, contex
 
 export function compileBody<T>(schema: object): ValidateFunction<T> {
   return bodyAjv.compile<T>(schema);
+}
+
+export interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** Field path of a validation error: `text`, `items/3/text`; headers and query keep their own names. */
+export function fieldOf(error: AjvError, context?: string): string {
+  const path = error.instancePath.replace(/^\//, '').split('/').filter(Boolean);
+  if (error.keyword === 'required') path.push(String(error.params.missingProperty));
+  if (error.keyword === 'additionalProperties') path.push(String(error.params.additionalProperty));
+  if (context === 'headers' && path.length > 0) {
+    path[0] = path[0]!.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase()).replace(/-Id$/, '-ID');
+  }
+  return path.join('/') || context || 'body';
+}
+
+export function describeValidation(error: AjvError, field: string): string {
+  switch (error.keyword) {
+    case 'required':
+      return `${field} is required`;
+    case 'additionalProperties':
+      return `${field} is not a recognised field`;
+    case 'type':
+      return `${field} must be of type ${String(error.params.type)}`;
+    default:
+      return `${field} ${error.message ?? 'is invalid'}`;
+  }
 }

@@ -1,0 +1,154 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { describe } from 'vitest';
+import { buildApp } from '../app.js';
+import type { Config } from '../config.js';
+import { addMembership, createApiKey, createOrganization, createProject, createUser } from '../modules/org/service.js';
+import { openDatabase, type Database, type Dialect } from '../store/database.js';
+import { migrate } from '../store/migrate.js';
+
+/**
+ * Test support: a real app on a fresh database of either dialect, spoken to over HTTP
+ * (Fastify inject). Each call of startTestApp gets its own database.
+ */
+
+const POSTGRES_URL = process.env.ENGRAM_TEST_DATABASE_URL;
+
+/** Runs a suite once per dialect; PostgreSQL runs are skipped, visibly, without ENGRAM_TEST_DATABASE_URL. */
+export function forEachDialect(name: string, suite: (dialect: Dialect) => void): void {
+  for (const dialect of ['sqlite', 'postgres'] as const) {
+    if (dialect === 'postgres' && !POSTGRES_URL) {
+      describe.skip(`${name} [postgres: skipped, set ENGRAM_TEST_DATABASE_URL]`, () => {});
+      continue;
+    }
+    describe(`${name} [${dialect}]`, () => suite(dialect));
+  }
+}
+
+export async function freshDatabaseConfig(dialect: Dialect): Promise<{ config: Config['database']; drop: () => Promise<void> }> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'engram-test-'));
+    return { config: { dialect, path: join(dir, 'engram.db') }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `engram_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(POSTGRES_URL!);
+  url.pathname = `/${name}`;
+  return {
+    config: { dialect, url: url.toString(), poolSize: 5 },
+    drop: async () => {
+      const c = new pg.Client({ connectionString: POSTGRES_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export interface Response {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: any;
+  text: string;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  /** Raw payload, sent as is (for malformed JSON and wrong content types). */
+  payload?: string;
+  headers?: Record<string, string | undefined>;
+  /** API key to send; null sends none. Defaults to the test project's key. */
+  key?: string | null;
+  /** X-End-User-ID; null sends none. Defaults to "user-1". */
+  endUser?: string | null;
+  project?: string | null;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  database: Database;
+  dialect: Dialect;
+  organizationId: string;
+  projectId: string;
+  /** An unlocked key of the organization (sends X-Project-ID by default). */
+  key: string;
+  keyId: number;
+  userId: number;
+  logs: string[];
+  call(method: string, url: string, options?: CallOptions): Promise<Response>;
+  /** A second organization with its own project and key, to prove isolation. */
+  otherTenant(): Promise<{ organizationId: string; projectId: string; key: string }>;
+  newKey(input?: Partial<Parameters<typeof createApiKey>[1]>): Promise<{ id: number; key: string }>;
+  close(): Promise<void>;
+}
+
+export async function startTestApp(dialect: Dialect): Promise<TestApp> {
+  const fresh = await freshDatabaseConfig(dialect);
+  const database = openDatabase(fresh.config);
+  await migrate(database);
+  const org = await createOrganization(database.db, 'Test organization');
+  const project = await createProject(database.db, { organizationId: org.id, name: 'Test project', slug: 'test' });
+  const userId = await createUser(database.db, `owner-${Math.random().toString(36).slice(2)}@example.com`, 'correct horse battery');
+  await addMembership(database.db, org.id, userId, 'owner');
+  const key = await createApiKey(database.db, { organizationId: org.id, name: 'test key', createdBy: userId });
+  const logs: string[] = [];
+  const logStream = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(String(chunk));
+      done();
+    },
+  });
+  const app = await buildApp({ config: { logLevel: 'info', bodyLimitBytes: 1024 * 1024, trustProxy: false }, database, logStream });
+  await app.ready();
+
+  const call: TestApp['call'] = async (method, url, options = {}) => {
+    const headers: Record<string, string> = {};
+    const apiKey = options.key === undefined ? key.key : options.key;
+    if (apiKey !== null) headers['x-api-key'] = apiKey;
+    const projectId = options.project === undefined ? project.id : options.project;
+    if (projectId !== null) headers['x-project-id'] = projectId;
+    const endUser = options.endUser === undefined ? 'user-1' : options.endUser;
+    if (endUser !== null) headers['x-end-user-id'] = endUser;
+    let payload: string | undefined = options.payload;
+    if (options.body !== undefined) {
+      payload = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    for (const [name, value] of Object.entries(options.headers ?? {})) {
+      if (value === undefined) delete headers[name.toLowerCase()];
+      else headers[name.toLowerCase()] = value;
+    }
+    const res = await app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined ? { payload } : {}) });
+    let body: unknown;
+    try {
+      body = res.body ? JSON.parse(res.body) : undefined;
+    } catch {
+      body = undefined;
+    }
+    return { status: res.statusCode, headers: res.headers, body, text: res.body };
+  };
+
+  return {
+    app, database, dialect, logs, call, userId,
+    organizationId: org.id, projectId: project.id, key: key.key, keyId: key.id,
+    otherTenant: async () => {
+      const other = await createOrganization(database.db, 'Other organization');
+      const otherProject = await createProject(database.db, { organizationId: other.id, name: 'Other', slug: 'other' });
+      const otherKey = await createApiKey(database.db, { organizationId: other.id, name: 'other key' });
+      return { organizationId: other.id, projectId: otherProject.id, key: otherKey.key };
+    },
+    newKey: (input = {}) => createApiKey(database.db, { organizationId: org.id, name: 'extra key', ...input }),
+    close: async () => {
+      await app.close();
+      await database.close();
+      await fresh.drop();
+    },
+  };
+}
