@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+/** Starts a real `engram serve` process (the built one) on a fresh database, for benchmarks. */
+
+const MAIN = fileURLToPath(new URL('../../packages/server/dist/main.js', import.meta.url));
+export const BENCH_KEY = 'egm_bench_' + 'k'.repeat(32);
+
+export interface BenchServer {
+  url: string;
+  key: string;
+  dialect: 'sqlite' | 'postgres';
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function freshPostgres(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `engram_bench_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export async function startServer(opts: { postgresUrl?: string; port?: number; env?: Record<string, string> } = {}): Promise<BenchServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'engram-bench-'));
+  const pgdb = opts.postgresUrl ? await freshPostgres(opts.postgresUrl) : undefined;
+  const port = opts.port ?? 20000 + Math.floor(Math.random() * 20000);
+  const child = spawn(process.execPath, [MAIN, 'serve'], {
+    env: {
+      ...process.env,
+      ENGRAM_DATA_DIR: dataDir,
+      ENGRAM_PORT: String(port),
+      ENGRAM_LOG_LEVEL: 'warn',
+      ENGRAM_BOOTSTRAP_API_KEY: BENCH_KEY,
+      ENGRAM_RATE_LIMIT_ENABLED: 'false',
+      ...(pgdb ? { ENGRAM_DATABASE_URL: pgdb.url } : { ENGRAM_DATABASE_URL: '' }),
+      ...opts.env,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (i > 300 || child.exitCode !== null) throw new Error('server did not become ready');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    key: BENCH_KEY,
+    dialect: pgdb ? 'postgres' : 'sqlite',
+    process: child,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      rmSync(dataDir, { recursive: true, force: true });
+      await pgdb?.drop();
+    },
+  };
+}
