@@ -48,7 +48,7 @@ export async function write<T>(
     const result = await change(trx, effects);
     await enqueueEvents(trx, events);
     // Last, so the chain head stays locked for as short a time as possible.
-    await appendAudit(trx, database.dialect, audits);
+    await appendAudit(trx, audits);
     return result;
   });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Database } from '../store/database.js';
-import { findProject, resolveApiKey, touchApiKey, type ApiKeyRecord } from '../modules/org/service.js';
+import { resolveApiKey, touchApiKey, type ApiKeyRecord } from '../modules/org/service.js';
 import { hasScope } from '../modules/org/scopes.js';
 import { AppError, forbidden, invalid, notFound, unauthenticated } from './errors.js';
 
@@ -65,16 +65,15 @@ async function resolveScope(database: Database, request: FastifyRequest, auth: R
     throw invalid('Authorization', 'Send exactly one credential: X-API-Key or Authorization, not both');
   }
   if (!presented) throw unauthenticated('An API key is required in the X-API-Key header');
-  const key = await resolveApiKey(database.db, presented);
+  const requestedProject = header(request, 'x-project-id') || undefined;
+  const key = await resolveApiKey(database.db, presented, requestedProject);
   if (!key) throw unauthenticated('The API key is invalid, expired or revoked');
   if (!hasScope(key.scopes, auth.scope)) throw forbidden(`The API key lacks the ${auth.scope} scope`);
 
-  const requestedProject = header(request, 'x-project-id');
-  const projectId = requestedProject || key.projectId;
+  const projectId = requestedProject ?? key.projectId;
   if (!projectId) throw invalid('X-Project-ID', 'X-Project-ID is required for keys not locked to a project');
   if (key.projectId && projectId !== key.projectId) throw notFound('Project');
-  const project = await findProject(database.db, key.organizationId, projectId);
-  if (!project) throw notFound('Project');
+  if (key.liveProjectId !== projectId) throw notFound('Project');
 
   const requestedTenant = header(request, 'x-tenant-id');
   if (key.tenantId && requestedTenant && requestedTenant !== key.tenantId) throw notFound('Tenant');
@@ -95,7 +94,7 @@ async function resolveScope(database: Database, request: FastifyRequest, auth: R
   return {
     actor: { type: 'api_key', id: key.id },
     organizationId: key.organizationId,
-    projectId: project.id,
+    projectId,
     tenantId,
     endUserId,
     key,

@@ -55,7 +55,7 @@ export function openDatabase(config: Config['database']): Database {
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
     dialect: 'sqlite',
     db,
@@ -65,6 +65,29 @@ export function openDatabase(config: Config['database']): Database {
     },
     close: () => db.destroy(),
   };
+}
+
+/**
+ * Kysely prepares every statement anew; preparing is a measurable share of a small write, so
+ * statements are kept by SQL text (bounded) and reused. better-sqlite3 runs them synchronously,
+ * so a cached statement is never in use twice at once (Kysely's streaming `iterate`, which could
+ * hold one open, is not used).
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database, limit = 500): BetterSqlite3.Database {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  const prepare = sqlite.prepare.bind(sqlite);
+  return Object.assign(Object.create(sqlite) as BetterSqlite3.Database, {
+    prepare: (source: string) => {
+      let statement = cache.get(source);
+      if (!statement) {
+        statement = prepare(source);
+        if (cache.size >= limit) cache.delete(cache.keys().next().value!);
+        cache.set(source, statement);
+      }
+      return statement;
+    },
+    close: () => sqlite.close(),
+  });
 }
 
 /** JSON columns: text on SQLite, parsed jsonb on PostgreSQL. */

@@ -1,6 +1,5 @@
-import { sql } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
-import type { Dialect, Executor } from '../../store/database.js';
+import type { Executor } from '../../store/database.js';
 
 /** The append-only, hash-chained audit log. This module alone writes audit_log and audit_chain_heads. */
 
@@ -31,21 +30,21 @@ export function chainHash(entry: AuditEntry, prevHash: string): string {
 
 /**
  * Appends entries to their organizations' chains inside the caller's transaction. The chain
- * head row is locked first (PostgreSQL) so concurrent appends line up instead of forking.
+ * head row is locked first (PostgreSQL; SQLite has a single writer) so concurrent appends line
+ * up instead of forking.
  */
-export async function appendAudit(trx: Executor, dialect: Dialect, entries: AuditEntry[]): Promise<void> {
+export async function appendAudit(trx: Executor, entries: AuditEntry[]): Promise<void> {
   const byOrg = new Map<string, AuditEntry[]>();
   for (const e of entries) byOrg.set(e.organizationId, [...(byOrg.get(e.organizationId) ?? []), e]);
   for (const [organizationId, orgEntries] of byOrg) {
-    await trx
+    // Creating the head, reading it and (on PostgreSQL) row-locking it until commit, in one statement.
+    const head = await trx
       .insertInto('audit_chain_heads')
       .values({ organization_id: organizationId, last_hash: GENESIS_HASH })
-      .onConflict((oc) => oc.column('organization_id').doNothing())
-      .execute();
-    const head = await sql<{ last_hash: string }>`
-      SELECT last_hash FROM audit_chain_heads WHERE organization_id = ${organizationId}
-      ${dialect === 'postgres' ? sql`FOR UPDATE` : sql``}`.execute(trx);
-    let prev = head.rows[0]!.last_hash;
+      .onConflict((oc) => oc.column('organization_id').doUpdateSet((eb) => ({ last_hash: eb.ref('audit_chain_heads.last_hash') })))
+      .returning('last_hash')
+      .executeTakeFirstOrThrow();
+    let prev = head.last_hash;
     for (const e of orgEntries) {
       const hash = chainHash(e, prev);
       await trx

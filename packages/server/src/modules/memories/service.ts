@@ -124,13 +124,18 @@ async function insertMemories(
   const seq = await nextSeq(trx, owner, now);
   const hashes = items.map((i) => dedupeHash(i.text));
   const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
-  const existing = await owned(owner)(trx)
+  // One query per partial unique index; the IS NOT NULL terms let SQLite's planner use them.
+  const byHashRows = await owned(owner)(trx)
     .clearSelect()
-    .select(['id', 'client_ref', 'dedupe_hash'])
-    .where((eb) => eb.or([eb('dedupe_hash', 'in', hashes), ...(refs.length ? [eb('client_ref', 'in', refs)] : [])]))
+    .select(['id', 'dedupe_hash'])
+    .where('dedupe_hash', 'is not', null)
+    .where('dedupe_hash', 'in', hashes)
     .execute();
-  const byRef = new Map(existing.filter((e) => e.client_ref !== null).map((e) => [e.client_ref!, e.id]));
-  const byHash = new Map(existing.map((e) => [e.dedupe_hash!, e.id]));
+  const byRefRows = refs.length
+    ? await owned(owner)(trx).clearSelect().select(['id', 'client_ref']).where('client_ref', 'is not', null).where('client_ref', 'in', refs).execute()
+    : [];
+  const byRef = new Map(byRefRows.map((e) => [e.client_ref!, e.id]));
+  const byHash = new Map(byHashRows.map((e) => [e.dedupe_hash!, e.id]));
 
   const outcomes: Array<Outcome | { pending: number }> = [];
   const rows: Array<Omit<MemoryRow, 'id'>> = [];

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import { constantTimeEqualHex, hashPassword, randomToken, sha256Hex } from '../../core/crypto.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { DATA_PLANE_SCOPES } from './scopes.js';
@@ -31,6 +32,8 @@ export interface ApiKeyRecord {
   tenantId: string | null;
   endUserId: string | null;
   lastUsedAt: string | null;
+  /** The live project of the organization named by the request (or the key's lock), if any. */
+  liveProjectId: string | null;
 }
 
 export async function createOrganization(db: Executor, name: string): Promise<{ id: string; name: string }> {
@@ -138,13 +141,25 @@ export async function revokeApiKey(db: Executor, organizationId: string, keyId: 
  * The live key matching a presented secret. Looked up by its non-secret prefix, then the
  * SHA-256 digests are compared in constant time.
  */
-export async function resolveApiKey(db: Executor, presented: string, now = nowIso()): Promise<ApiKeyRecord | undefined> {
+export async function resolveApiKey(
+  db: Executor,
+  presented: string,
+  requestedProjectId?: string,
+  now = nowIso(),
+): Promise<ApiKeyRecord | undefined> {
   if (presented.length < 20 || presented.length > 200) return undefined;
   const digest = sha256Hex(presented);
+  // The project is resolved in the same query: one round trip per authenticated request.
   const candidates = await db
     .selectFrom('api_keys')
-    .innerJoin('organizations', 'organizations.id', 'api_keys.organization_id')
+    .leftJoin('projects', (join) =>
+      join
+        .on(sql<boolean>`projects.id = coalesce(${requestedProjectId ?? null}, api_keys.project_id)`)
+        .onRef('projects.organization_id', '=', 'api_keys.organization_id')
+        .on('projects.deleted_at', 'is', null),
+    )
     .select([
+      'projects.id as live_project_id',
       'api_keys.id', 'api_keys.organization_id', 'api_keys.project_id', 'api_keys.key_hash', 'api_keys.scopes',
       'api_keys.tenant_id', 'api_keys.end_user_id', 'api_keys.expires_at', 'api_keys.revoked_at', 'api_keys.last_used_at',
     ])
@@ -160,6 +175,7 @@ export async function resolveApiKey(db: Executor, presented: string, now = nowIs
     tenantId: match.tenant_id,
     endUserId: match.end_user_id,
     lastUsedAt: match.last_used_at,
+    liveProjectId: match.live_project_id,
   };
 }
 

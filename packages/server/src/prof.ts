@@ -1,0 +1,18 @@
+import { buildApp } from './app.js';
+import { openDatabase } from './store/database.js';
+import { migrate } from './store/migrate.js';
+import { bootstrap } from './modules/org/service.js';
+import { rmSync } from 'node:fs';
+rmSync('/tmp/profdb', { recursive: true, force: true });
+const database = openDatabase({ dialect: 'sqlite', path: '/tmp/profdb/e.db' });
+await migrate(database);
+const b = await bootstrap(database, {});
+const app = await buildApp({ config: { logLevel: 'warn', bodyLimitBytes: 1e6, trustProxy: false }, database });
+const headers = { 'x-api-key': b!.generatedApiKey!, 'x-end-user-id': 'u', 'content-type': 'application/json' };
+for (let i = 0; i < 300; i++) await app.inject({ method: 'POST', url: '/memory/add', headers, payload: JSON.stringify({ text: 'warm ' + i }) });
+let t0 = performance.now();
+for (let i = 0; i < 3000; i++) await app.inject({ method: 'POST', url: '/memory/add', headers, payload: JSON.stringify({ text: 'hello ' + i }) });
+console.log('add ms', (performance.now() - t0) / 3000);
+t0 = performance.now();
+for (let i = 0; i < 3000; i++) await app.inject({ method: 'GET', url: '/memory/5', headers });
+console.log('get ms', (performance.now() - t0) / 3000);
