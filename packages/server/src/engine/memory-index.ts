@@ -1,0 +1,377 @@
+// One end user's in-memory retrieval index: lexical (BM25), sub-word (built-in
+// hashed vectors), optional semantic vectors from a remote embedder, and structural
+// features (session neighbours, time, recency, importance, feedback), fused into
+// one explainable score.
+import { Bm25Field } from './bm25.js';
+import { builtinEmbedder, dot, type BuiltinEmbedder } from './embedder.js';
+import { parseTemporal } from './temporal.js';
+import { analyze } from './text.js';
+import type { EngineDoc, Explanation, SearchHit, SearchOptions } from './types.js';
+
+/**
+ * Fusion weights. Lexical-type features are divided by the best lexical score of the
+ * query so they live on [0, 1] like cosine similarities. Few weights on purpose:
+ * each one was chosen on one LoCoMo conversation and checked on the other.
+ */
+export interface RankingWeights {
+  lexical: number;
+  /** Lexical evidence of the turns next to a doc in its session (question -> answer pairs). */
+  context: number;
+  /** Decay of context evidence per turn of distance. */
+  contextDecay: number;
+  /** How many turns on each side count as context. */
+  contextWindow: number;
+  /** Query terms that match the doc's speaker or tags. */
+  meta: number;
+  /** Cosine of built-in hashed vectors (sub-word overlap). */
+  ngram: number;
+  /** Cosine of remote embedder vectors, when the caller supplies them. */
+  semantic: number;
+  /** Doc created inside a time range named by the query. */
+  time: number;
+  recency: number;
+  recencyHalfLifeDays: number;
+  importance: number;
+  feedback: number;
+}
+
+export const DEFAULT_WEIGHTS: RankingWeights = {
+  lexical: 1,
+  context: 0.35,
+  contextDecay: 0.5,
+  contextWindow: 2,
+  meta: 0.3,
+  ngram: 0.3,
+  semantic: 0.6,
+  time: 0.3,
+  recency: 0.05,
+  recencyHalfLifeDays: 30,
+  importance: 0.1,
+  feedback: 0.1,
+};
+
+export interface MemoryIndexOptions {
+  /** Built-in embedder for the sub-word vector feature; null disables it. */
+  embedder?: BuiltinEmbedder | null;
+  weights?: Partial<RankingWeights>;
+}
+
+/** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
+const MAX_QUERY_TERMS = 64;
+const DAY = 86_400_000;
+/** Explanation keys, in the order features are summed. */
+export const FEATURES = ['lexical', 'context', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
+
+export class MemoryIndex {
+  private readonly embedder: BuiltinEmbedder | null;
+  readonly weights: RankingWeights;
+
+  // Dense per-slot storage; a slot is reused after its doc is removed.
+  private capacity = 0;
+  private readonly idToSlot = new Map<number, number>();
+  private readonly freeSlots: number[] = [];
+  private slotId = new Float64Array(0);
+  private live = new Uint8Array(0);
+  private createdAt = new Float64Array(0);
+  private importance = new Float32Array(0);
+  private feedback = new Float32Array(0);
+  private sessionOf: (string | null)[] = [];
+  private readonly sessions = new Map<string, number[]>(); // session -> ids ascending
+
+  private readonly text = new Bm25Field();
+  private readonly meta = new Bm25Field();
+
+  private readonly dims: number;
+  private ngramVecs = new Float32Array(0);
+  private extDims = 0;
+  private extVecs = new Float32Array(0);
+  private hasExt = new Uint8Array(0);
+
+  // Scratch buffers reused across searches (reset via touched lists, not full clears).
+  private lexBuf = new Float64Array(0);
+  private metaBuf = new Float64Array(0);
+  private ctxBuf = new Float64Array(0);
+
+  constructor(opts: MemoryIndexOptions = {}) {
+    this.embedder = opts.embedder === undefined ? builtinEmbedder() : opts.embedder;
+    this.dims = this.embedder?.dimensions ?? 0;
+    this.weights = { ...DEFAULT_WEIGHTS, ...opts.weights };
+  }
+
+  get size(): number {
+    return this.idToSlot.size;
+  }
+
+  has(id: number): boolean {
+    return this.idToSlot.has(id);
+  }
+
+  private grow(min: number): void {
+    const cap = Math.max(min, this.capacity * 2, 64);
+    const g = <T extends Float64Array | Float32Array | Uint8Array>(a: T, per = 1): T => {
+      const n = new (a.constructor as new (len: number) => T)(cap * per);
+      n.set(a);
+      return n;
+    };
+    this.slotId = g(this.slotId);
+    this.live = g(this.live);
+    this.createdAt = g(this.createdAt);
+    this.importance = g(this.importance);
+    this.feedback = g(this.feedback);
+    this.ngramVecs = g(this.ngramVecs, this.dims);
+    if (this.extDims) this.extVecs = g(this.extVecs, this.extDims);
+    this.hasExt = g(this.hasExt);
+    this.lexBuf = g(this.lexBuf);
+    this.metaBuf = g(this.metaBuf);
+    this.ctxBuf = g(this.ctxBuf);
+    this.capacity = cap;
+  }
+
+  /** Adds or replaces one doc. vector: the doc's embedding from a remote embedder, if any. */
+  upsert(doc: EngineDoc, vector?: Float32Array): void {
+    let slot = this.idToSlot.get(doc.id);
+    if (slot === undefined) {
+      slot = this.freeSlots.pop() ?? this.idToSlot.size;
+      if (slot >= this.capacity) this.grow(slot + 1);
+      this.idToSlot.set(doc.id, slot);
+    } else {
+      this.detachSession(slot);
+    }
+    this.slotId[slot] = doc.id;
+    this.live[slot] = 1;
+    this.createdAt[slot] = Number.isFinite(doc.createdAt) ? doc.createdAt : 0;
+    this.importance[slot] = Number.isFinite(doc.importance) ? doc.importance : 0.5;
+    this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
+
+    this.text.add(slot, analyze(doc.text));
+    const metaText = [doc.speaker ?? '', ...(doc.tags ?? [])].join(' ');
+    this.meta.add(slot, analyze(metaText));
+
+    if (this.embedder) this.ngramVecs.set(this.embedder.embedSync(doc.text), slot * this.dims);
+    if (vector) this.setExternal(slot, vector);
+    else if (this.hasExt[slot]) this.hasExt[slot] = 0;
+
+    this.sessionOf[slot] = doc.sessionId;
+    if (doc.sessionId !== null && doc.sessionId !== undefined) {
+      let ids = this.sessions.get(doc.sessionId);
+      if (!ids) this.sessions.set(doc.sessionId, (ids = []));
+      // Ids usually arrive in increasing order, so appending is the common case.
+      if (ids.length === 0 || ids[ids.length - 1]! < doc.id) ids.push(doc.id);
+      else ids.splice(lowerBound(ids, doc.id), 0, doc.id);
+    }
+  }
+
+  private setExternal(slot: number, vector: Float32Array): void {
+    if (this.extDims === 0) {
+      this.extDims = vector.length;
+      this.extVecs = new Float32Array(this.capacity * this.extDims);
+    }
+    if (vector.length !== this.extDims) {
+      throw new Error(`vector has ${vector.length} dimensions, index holds ${this.extDims}`);
+    }
+    // Store unit-length so search needs only a dot product.
+    let n = 0;
+    for (let i = 0; i < vector.length; i++) n += vector[i]! * vector[i]!;
+    const inv = n > 0 ? 1 / Math.sqrt(n) : 0;
+    const base = slot * this.extDims;
+    for (let i = 0; i < vector.length; i++) this.extVecs[base + i] = vector[i]! * inv;
+    this.hasExt[slot] = 1;
+  }
+
+  private detachSession(slot: number): void {
+    const s = this.sessionOf[slot];
+    if (s === null || s === undefined) return;
+    const ids = this.sessions.get(s);
+    if (ids) {
+      const i = lowerBound(ids, this.slotId[slot]!);
+      if (ids[i] === this.slotId[slot]) ids.splice(i, 1);
+      if (ids.length === 0) this.sessions.delete(s);
+    }
+    this.sessionOf[slot] = null;
+  }
+
+  remove(id: number): void {
+    const slot = this.idToSlot.get(id);
+    if (slot === undefined) return;
+    this.detachSession(slot);
+    this.text.remove(slot);
+    this.meta.remove(slot);
+    this.live[slot] = 0;
+    this.hasExt[slot] = 0;
+    this.idToSlot.delete(id);
+    this.freeSlots.push(slot);
+  }
+
+  /** Approximate heap bytes held, for the server's LRU-by-bytes. */
+  approxBytes(): number {
+    const arrays =
+      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.importance.byteLength +
+      this.feedback.byteLength + this.ngramVecs.byteLength + this.extVecs.byteLength + this.hasExt.byteLength +
+      this.lexBuf.byteLength + this.metaBuf.byteLength + this.ctxBuf.byteLength;
+    const maps = this.idToSlot.size * 40 + this.capacity * 8 + this.sessions.size * 64 + this.idToSlot.size * 8;
+    return arrays + maps + this.text.approxBytes() + this.meta.approxBytes();
+  }
+
+  /** Ids of the same session within `window` turns of slot's doc, with their distance. */
+  private neighbours(slot: number, window: number, visit: (slot: number, distance: number) => void): void {
+    const s = this.sessionOf[slot];
+    if (s === null || s === undefined) return;
+    const ids = this.sessions.get(s);
+    if (!ids) return;
+    const i = lowerBound(ids, this.slotId[slot]!);
+    for (let d = 1; d <= window; d++) {
+      const a = ids[i - d];
+      const b = ids[i + d];
+      if (a !== undefined) visit(this.idToSlot.get(a)!, d);
+      if (b !== undefined) visit(this.idToSlot.get(b)!, d);
+    }
+  }
+
+  search(query: string, opts: SearchOptions): SearchHit[] {
+    const k = Math.floor(opts.k);
+    if (!(k > 0) || this.size === 0) return [];
+    const w = this.weights;
+    const now = opts.now ?? Date.now();
+    const q = typeof query === 'string' ? query : '';
+
+    // A time phrase becomes a created_at preference and is not matched as words
+    // ("last week" should not favour texts containing "week").
+    const temporal = opts.temporal === false ? null : parseTemporal(q, now);
+    const lexQuery = temporal ? q.replace(temporal.matched, ' ') : q;
+    const qTerms = new Map<string, number>();
+    for (const t of analyze(lexQuery)) {
+      if (qTerms.size >= MAX_QUERY_TERMS && !qTerms.has(t)) continue;
+      qTerms.set(t, (qTerms.get(t) ?? 0) + 1);
+    }
+
+    const lex = this.lexBuf;
+    const metaS = this.metaBuf;
+    const ctx = this.ctxBuf;
+    const touched: number[] = [];
+    this.text.scoreInto(qTerms, lex, touched);
+    const metaTouched: number[] = [];
+    this.meta.scoreInto(qTerms, metaS, metaTouched);
+
+    let maxLex = 0;
+    for (const s of touched) if (lex[s]! > maxLex) maxLex = lex[s]!;
+
+    // Context: spread each turn's lexical evidence to its session neighbours.
+    const ctxTouched: number[] = [];
+    if (w.context > 0 && w.contextWindow > 0) {
+      for (const s of touched) {
+        const v = lex[s]!;
+        this.neighbours(s, w.contextWindow, (n, d) => {
+          if (ctx[n] === 0) ctxTouched.push(n);
+          ctx[n]! += v * Math.pow(w.contextDecay, d - 1);
+        });
+      }
+    }
+
+    const filter = opts.filter;
+    const onlySession = opts.sessionId;
+    const eligible = (slot: number): boolean =>
+      this.live[slot] === 1 &&
+      (onlySession === undefined || this.sessionOf[slot] === onlySession) &&
+      (!filter || filter(this.slotId[slot]!));
+
+    // Vector features are scored for every live doc, so a doc can be found without sharing a word.
+    const qvec = this.embedder && w.ngram > 0 && qTerms.size > 0 ? this.embedder.embedSync(lexQuery) : null;
+    const extQ = opts.queryVector && this.extDims === opts.queryVector.length && w.semantic > 0 ? unit(opts.queryVector) : null;
+
+    const hasEvidence = touched.length > 0 || metaTouched.length > 0 || qvec !== null || extQ !== null;
+    const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
+    const halfLife = w.recencyHalfLifeDays * DAY;
+
+    // One fixed-order feature vector per doc; the score is its sum and the explanation
+    // lists the same numbers, so contributions always add up to the score.
+    const f = new Float64Array(FEATURES.length);
+    const features = (slot: number): number => {
+      f[0] = w.lexical * lex[slot]! * lexNorm;
+      f[1] = w.context * ctx[slot]! * lexNorm;
+      f[2] = w.meta * Math.min(1, metaS[slot]! * lexNorm);
+      f[3] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
+      f[4] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
+      const t = this.createdAt[slot]!;
+      f[5] = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
+      f[6] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
+      f[7] = w.importance * (this.importance[slot]! - 0.5);
+      f[8] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
+      let s = 0;
+      for (let i = 0; i < f.length; i++) s += f[i]!;
+      return s;
+    };
+    const explain = (slot: number): Explanation => {
+      features(slot);
+      const e: Explanation = {};
+      for (let i = 0; i < FEATURES.length; i++) if (f[i] !== 0) e[FEATURES[i]!] = f[i]!;
+      return e;
+    };
+
+    // Candidates: docs with lexical/context/meta evidence; with vectors, every doc
+    // (the vector features are cheap dot products); with no evidence at all, every doc by priors.
+    const top = new TopK(k);
+    const scoreSlot = (slot: number): void => {
+      if (!eligible(slot)) return;
+      top.offer(slot, features(slot));
+    };
+    if (!hasEvidence || qvec || extQ) {
+      for (let s = 0; s < this.capacity; s++) if (this.live[s]) scoreSlot(s);
+    } else {
+      const seen = new Set<number>();
+      for (const list of [touched, ctxTouched, metaTouched]) {
+        for (const s of list) {
+          if (seen.has(s)) continue;
+          seen.add(s);
+          scoreSlot(s);
+        }
+      }
+    }
+
+    const hits: SearchHit[] = top.sorted().map(({ slot, score }) => {
+      const hit: SearchHit = { id: this.slotId[slot]!, score };
+      if (opts.explain) hit.explanation = explain(slot);
+      return hit;
+    });
+
+    for (const s of touched) lex[s] = 0;
+    for (const s of metaTouched) metaS[s] = 0;
+    for (const s of ctxTouched) ctx[s] = 0;
+    return hits;
+  }
+}
+
+function lowerBound(a: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function unit(v: Float32Array): Float32Array {
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
+  if (n === 0) return v;
+  const inv = 1 / Math.sqrt(n);
+  return v.map((x) => x * inv);
+}
+
+/** Bounded best-k list; ties go to the newer doc (higher id) via slotId comparison at the caller's discretion. */
+class TopK {
+  private readonly items: { slot: number; score: number }[] = [];
+  constructor(private readonly k: number) {}
+  offer(slot: number, score: number): void {
+    const items = this.items;
+    if (items.length === this.k && score <= items[items.length - 1]!.score) return;
+    let i = items.length;
+    while (i > 0 && items[i - 1]!.score < score) i--;
+    items.splice(i, 0, { slot, score });
+    if (items.length > this.k) items.pop();
+  }
+  sorted(): { slot: number; score: number }[] {
+    return this.items;
+  }
+}
