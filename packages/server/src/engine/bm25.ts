@@ -59,6 +59,11 @@ export class Bm25Field {
     this.docLen[slot] = 0;
   }
 
+  /** Number of docs containing the term. */
+  df(term: string): number {
+    return this.postings.get(term)?.size ?? 0;
+  }
+
   /** Robertson/Sparck-Jones idf, floored at a small positive value so very common terms still count a little. */
   idf(term: string): number {
     const n = this.postings.get(term)?.size ?? 0;
@@ -85,6 +90,93 @@ export class Bm25Field {
         if (out[slot] === 0) touched.push(slot);
         out[slot]! += s;
       }
+    }
+  }
+
+  /**
+   * BM25F-style scoring where each doc also carries its session neighbours' terms at a
+   * lower weight: tf' = tf(self) + ctxWeight * sum_d decay^(d-1) * tf(neighbour at d).
+   * Computed at query time from the postings and the neighbour links, so an upsert never
+   * has to re-index its neighbours. The saturated per-term score is split between
+   * outSelf and outCtx in proportion to where its tf came from (keeps explanations additive).
+   */
+  scoreWithContext(
+    query: ReadonlyMap<string, number>,
+    links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number },
+    scratch: { tfSelf: Float64Array; tfCtx: Float64Array },
+    outSelf: Float64Array,
+    outCtx: Float64Array,
+    touched: number[],
+  ): void {
+    const N = this.docCount;
+    if (N === 0) return;
+    const avgLen = this.totalLen / N || 1;
+    const { prev, next, window, weight, decay } = links;
+    const { tfSelf, tfCtx } = scratch;
+    const termTouched: number[] = [];
+    // Length normalisation uses the expanded length (own + weighted neighbours), so a
+    // one-word turn does not get the full neighbour score for free.
+    let spread = 0;
+    for (let d = 1, v = weight; d <= window; d++, v *= decay) spread += 2 * v;
+    const avgExpanded = avgLen * (1 + spread);
+    const expandedLen = (slot: number): number => {
+      let len = this.docLen[slot] ?? 0;
+      if (weight <= 0) return len;
+      let a = prev[slot]!;
+      let b = next[slot]!;
+      for (let d = 1, v = weight; d <= window && (a >= 0 || b >= 0); d++, v *= decay) {
+        if (a >= 0) {
+          len += v * this.docLen[a]!;
+          a = prev[a]!;
+        }
+        if (b >= 0) {
+          len += v * this.docLen[b]!;
+          b = next[b]!;
+        }
+      }
+      return len;
+    };
+    const bump = (slot: number, v: number): void => {
+      if (tfSelf[slot] === 0 && tfCtx[slot] === 0) termTouched.push(slot);
+      tfCtx[slot]! += v;
+    };
+    for (const [term, qtf] of query) {
+      const p = this.postings.get(term);
+      if (!p) continue;
+      const idf = this.idf(term) * qtf;
+      for (const [slot, tf] of p) {
+        if (tfSelf[slot] === 0 && tfCtx[slot] === 0) termTouched.push(slot);
+        tfSelf[slot]! += tf;
+        if (weight > 0) {
+          let v = tf * weight;
+          let a = prev[slot]!;
+          let b = next[slot]!;
+          for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
+            if (a >= 0) {
+              bump(a, v);
+              a = prev[a]!;
+            }
+            if (b >= 0) {
+              bump(b, v);
+              b = next[b]!;
+            }
+            v *= decay;
+          }
+        }
+      }
+      for (const slot of termTouched) {
+        const ts = tfSelf[slot]!;
+        const t = ts + tfCtx[slot]!;
+        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * expandedLen(slot)) / avgExpanded);
+        const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
+        const selfPart = (sc * ts) / t;
+        if (outSelf[slot] === 0 && outCtx[slot] === 0) touched.push(slot);
+        outSelf[slot]! += selfPart;
+        outCtx[slot]! += sc - selfPart;
+        tfSelf[slot] = 0;
+        tfCtx[slot] = 0;
+      }
+      termTouched.length = 0;
     }
   }
 

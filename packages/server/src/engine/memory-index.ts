@@ -21,8 +21,14 @@ export interface RankingWeights {
   contextDecay: number;
   /** How many turns on each side count as context. */
   contextWindow: number;
-  /** Query terms that match the doc's speaker or tags. */
+  /** Query terms that match the doc's speaker or tags (normalised by the best match). */
   meta: number;
+  /**
+   * Text-match weight of a query term that is a speaker name or tag of this index. In
+   * conversation, a name inside a turn is mostly the addressee ("Thanks, Caroline!"),
+   * so "what did Caroline say" is better judged by who spoke than by who was named.
+   */
+  metaTermInText: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -37,11 +43,12 @@ export interface RankingWeights {
 
 export const DEFAULT_WEIGHTS: RankingWeights = {
   lexical: 1,
-  context: 0.35,
+  context: 0.7,
   contextDecay: 0.5,
   contextWindow: 2,
   meta: 0.3,
-  ngram: 0.3,
+  metaTermInText: 0.25,
+  ngram: 0,
   semantic: 0.6,
   time: 0.3,
   recency: 0.05,
@@ -76,6 +83,9 @@ export class MemoryIndex {
   private importance = new Float32Array(0);
   private feedback = new Float32Array(0);
   private sessionOf: (string | null)[] = [];
+  // Neighbouring slots in the same session (id order), -1 at the ends.
+  private prevSlot = new Int32Array(0);
+  private nextSlot = new Int32Array(0);
   private readonly sessions = new Map<string, number[]>(); // session -> ids ascending
 
   private readonly text = new Bm25Field();
@@ -91,6 +101,8 @@ export class MemoryIndex {
   private lexBuf = new Float64Array(0);
   private metaBuf = new Float64Array(0);
   private ctxBuf = new Float64Array(0);
+  private tfSelfBuf = new Float64Array(0);
+  private tfCtxBuf = new Float64Array(0);
 
   constructor(opts: MemoryIndexOptions = {}) {
     this.embedder = opts.embedder === undefined ? builtinEmbedder() : opts.embedder;
@@ -108,7 +120,7 @@ export class MemoryIndex {
 
   private grow(min: number): void {
     const cap = Math.max(min, this.capacity * 2, 64);
-    const g = <T extends Float64Array | Float32Array | Uint8Array>(a: T, per = 1): T => {
+    const g = <T extends Float64Array | Float32Array | Uint8Array | Int32Array>(a: T, per = 1): T => {
       const n = new (a.constructor as new (len: number) => T)(cap * per);
       n.set(a);
       return n;
@@ -124,6 +136,13 @@ export class MemoryIndex {
     this.lexBuf = g(this.lexBuf);
     this.metaBuf = g(this.metaBuf);
     this.ctxBuf = g(this.ctxBuf);
+    this.tfSelfBuf = g(this.tfSelfBuf);
+    this.tfCtxBuf = g(this.tfCtxBuf);
+    const oldCap = this.capacity;
+    this.prevSlot = g(this.prevSlot);
+    this.nextSlot = g(this.nextSlot);
+    this.prevSlot.fill(-1, oldCap);
+    this.nextSlot.fill(-1, oldCap);
     this.capacity = cap;
   }
 
@@ -156,8 +175,15 @@ export class MemoryIndex {
       let ids = this.sessions.get(doc.sessionId);
       if (!ids) this.sessions.set(doc.sessionId, (ids = []));
       // Ids usually arrive in increasing order, so appending is the common case.
-      if (ids.length === 0 || ids[ids.length - 1]! < doc.id) ids.push(doc.id);
-      else ids.splice(lowerBound(ids, doc.id), 0, doc.id);
+      let i = ids.length;
+      if (i === 0 || ids[i - 1]! < doc.id) ids.push(doc.id);
+      else ids.splice((i = lowerBound(ids, doc.id)), 0, doc.id);
+      const p = i > 0 ? this.idToSlot.get(ids[i - 1]!)! : -1;
+      const n = i + 1 < ids.length ? this.idToSlot.get(ids[i + 1]!)! : -1;
+      this.prevSlot[slot] = p;
+      this.nextSlot[slot] = n;
+      if (p >= 0) this.nextSlot[p] = slot;
+      if (n >= 0) this.prevSlot[n] = slot;
     }
   }
 
@@ -188,6 +214,12 @@ export class MemoryIndex {
       if (ids.length === 0) this.sessions.delete(s);
     }
     this.sessionOf[slot] = null;
+    const p = this.prevSlot[slot]!;
+    const n = this.nextSlot[slot]!;
+    if (p >= 0) this.nextSlot[p] = n;
+    if (n >= 0) this.prevSlot[n] = p;
+    this.prevSlot[slot] = -1;
+    this.nextSlot[slot] = -1;
   }
 
   remove(id: number): void {
@@ -212,21 +244,6 @@ export class MemoryIndex {
     return arrays + maps + this.text.approxBytes() + this.meta.approxBytes();
   }
 
-  /** Ids of the same session within `window` turns of slot's doc, with their distance. */
-  private neighbours(slot: number, window: number, visit: (slot: number, distance: number) => void): void {
-    const s = this.sessionOf[slot];
-    if (s === null || s === undefined) return;
-    const ids = this.sessions.get(s);
-    if (!ids) return;
-    const i = lowerBound(ids, this.slotId[slot]!);
-    for (let d = 1; d <= window; d++) {
-      const a = ids[i - d];
-      const b = ids[i + d];
-      if (a !== undefined) visit(this.idToSlot.get(a)!, d);
-      if (b !== undefined) visit(this.idToSlot.get(b)!, d);
-    }
-  }
-
   search(query: string, opts: SearchOptions): SearchHit[] {
     const k = Math.floor(opts.k);
     if (!(k > 0) || this.size === 0) return [];
@@ -247,25 +264,27 @@ export class MemoryIndex {
     const lex = this.lexBuf;
     const metaS = this.metaBuf;
     const ctx = this.ctxBuf;
+    const textTerms = new Map<string, number>();
+    for (const [t, n] of qTerms) textTerms.set(t, this.meta.df(t) > 0 ? n * w.metaTermInText : n);
+
+    // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
     const touched: number[] = [];
-    this.text.scoreInto(qTerms, lex, touched);
+    this.text.scoreWithContext(
+      textTerms,
+      { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay },
+      { tfSelf: this.tfSelfBuf, tfCtx: this.tfCtxBuf },
+      lex,
+      ctx,
+      touched,
+    );
     const metaTouched: number[] = [];
     this.meta.scoreInto(qTerms, metaS, metaTouched);
 
+    let maxMeta = 0;
+    for (const s of metaTouched) if (metaS[s]! > maxMeta) maxMeta = metaS[s]!;
+    const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
     let maxLex = 0;
-    for (const s of touched) if (lex[s]! > maxLex) maxLex = lex[s]!;
-
-    // Context: spread each turn's lexical evidence to its session neighbours.
-    const ctxTouched: number[] = [];
-    if (w.context > 0 && w.contextWindow > 0) {
-      for (const s of touched) {
-        const v = lex[s]!;
-        this.neighbours(s, w.contextWindow, (n, d) => {
-          if (ctx[n] === 0) ctxTouched.push(n);
-          ctx[n]! += v * Math.pow(w.contextDecay, d - 1);
-        });
-      }
-    }
+    for (const s of touched) if (lex[s]! + ctx[s]! > maxLex) maxLex = lex[s]! + ctx[s]!;
 
     const filter = opts.filter;
     const onlySession = opts.sessionId;
@@ -288,7 +307,7 @@ export class MemoryIndex {
     const features = (slot: number): number => {
       f[0] = w.lexical * lex[slot]! * lexNorm;
       f[1] = w.context * ctx[slot]! * lexNorm;
-      f[2] = w.meta * Math.min(1, metaS[slot]! * lexNorm);
+      f[2] = w.meta * metaS[slot]! * metaNorm;
       f[3] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[4] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
@@ -318,7 +337,7 @@ export class MemoryIndex {
       for (let s = 0; s < this.capacity; s++) if (this.live[s]) scoreSlot(s);
     } else {
       const seen = new Set<number>();
-      for (const list of [touched, ctxTouched, metaTouched]) {
+      for (const list of [touched, metaTouched]) {
         for (const s of list) {
           if (seen.has(s)) continue;
           seen.add(s);
@@ -333,9 +352,8 @@ export class MemoryIndex {
       return hit;
     });
 
-    for (const s of touched) lex[s] = 0;
+    for (const s of touched) lex[s] = ctx[s] = 0;
     for (const s of metaTouched) metaS[s] = 0;
-    for (const s of ctxTouched) ctx[s] = 0;
     return hits;
   }
 }
