@@ -59,6 +59,11 @@ export class Bm25Field {
     this.docLen[slot] = 0;
   }
 
+  /** The doc's terms with their frequencies (read-only view). */
+  termsOf(slot: number): ReadonlyMap<string, number> | undefined {
+    return this.docTerms.get(slot);
+  }
+
   /** Number of docs containing the term. */
   df(term: string): number {
     return this.postings.get(term)?.size ?? 0;

@@ -21,6 +21,8 @@ export interface RankingWeights {
   contextDecay: number;
   /** How many turns on each side count as context. */
   contextWindow: number;
+  /** Lexical evidence of the doc's whole session (summed, normalised by the best session). */
+  session: number;
   /** Query terms that match the doc's speaker or tags (normalised by the best match). */
   meta: number;
   /**
@@ -29,6 +31,13 @@ export interface RankingWeights {
    * so "what did Caroline say" is better judged by who spoke than by who was named.
    */
   metaTermInText: number;
+  /**
+   * Pseudo-relevance feedback: terms characteristic of the best first-pass docs are
+   * searched as a second query at this weight (0 disables).
+   */
+  expansion: number;
+  expansionDocs: number;
+  expansionTerms: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -46,8 +55,12 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   context: 0.7,
   contextDecay: 0.5,
   contextWindow: 2,
+  session: 0.2,
   meta: 0.3,
   metaTermInText: 0.25,
+  expansion: 0,
+  expansionDocs: 3,
+  expansionTerms: 10,
   ngram: 0,
   semantic: 0.6,
   time: 0.3,
@@ -67,7 +80,7 @@ export interface MemoryIndexOptions {
 const MAX_QUERY_TERMS = 64;
 const DAY = 86_400_000;
 /** Explanation keys, in the order features are summed. */
-export const FEATURES = ['lexical', 'context', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
+export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
 
 export class MemoryIndex {
   private readonly embedder: BuiltinEmbedder | null;
@@ -103,6 +116,7 @@ export class MemoryIndex {
   private ctxBuf = new Float64Array(0);
   private tfSelfBuf = new Float64Array(0);
   private tfCtxBuf = new Float64Array(0);
+  private expBuf = new Float64Array(0);
 
   constructor(opts: MemoryIndexOptions = {}) {
     this.embedder = opts.embedder === undefined ? builtinEmbedder() : opts.embedder;
@@ -138,6 +152,7 @@ export class MemoryIndex {
     this.ctxBuf = g(this.ctxBuf);
     this.tfSelfBuf = g(this.tfSelfBuf);
     this.tfCtxBuf = g(this.tfCtxBuf);
+    this.expBuf = g(this.expBuf);
     const oldCap = this.capacity;
     this.prevSlot = g(this.prevSlot);
     this.nextSlot = g(this.nextSlot);
@@ -264,6 +279,13 @@ export class MemoryIndex {
     const lex = this.lexBuf;
     const metaS = this.metaBuf;
     const ctx = this.ctxBuf;
+    const filter = opts.filter;
+    const onlySession = opts.sessionId;
+    const eligible = (slot: number): boolean =>
+      this.live[slot] === 1 &&
+      (onlySession === undefined || this.sessionOf[slot] === onlySession) &&
+      (!filter || filter(this.slotId[slot]!));
+
     const textTerms = new Map<string, number>();
     for (const [t, n] of qTerms) textTerms.set(t, this.meta.df(t) > 0 ? n * w.metaTermInText : n);
 
@@ -280,18 +302,61 @@ export class MemoryIndex {
     const metaTouched: number[] = [];
     this.meta.scoreInto(qTerms, metaS, metaTouched);
 
+
+    // Pseudo-relevance feedback: the best first-pass docs suggest vocabulary the query
+    // lacked (the answer turn often shares words with the turns that match the question).
+    const exp = this.expBuf;
+    const expTouched: number[] = [];
+    if (w.expansion > 0 && w.expansionDocs > 0 && touched.length > 0) {
+      const best = new TopK(w.expansionDocs);
+      for (const s of touched) if (eligible(s)) best.offer(s, lex[s]! + ctx[s]!);
+      const cand = new Map<string, number>();
+      for (const { slot } of best.sorted()) {
+        const terms = this.text.termsOf(slot);
+        if (!terms) continue;
+        let len = 0;
+        for (const n of terms.values()) len += n;
+        for (const [t, n] of terms) {
+          if (qTerms.has(t)) continue;
+          cand.set(t, (cand.get(t) ?? 0) + (n / len) * this.text.idf(t));
+        }
+      }
+      const picked = [...cand].sort((a, b) => b[1] - a[1]).slice(0, w.expansionTerms);
+      const top = picked[0]?.[1] ?? 0;
+      if (top > 0) {
+        const expTerms = new Map<string, number>(picked.map(([t, v]) => [t, v / top]));
+        // Context evidence for expansion terms lands in the same buffer: one feature.
+        this.text.scoreWithContext(
+          expTerms,
+          { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay },
+          { tfSelf: this.tfSelfBuf, tfCtx: this.tfCtxBuf },
+          exp,
+          exp,
+          expTouched,
+        );
+      }
+    }
+
+
+    // Session-level evidence: a topic discussed across a session lifts all of its turns a little.
+    const sessionScore = new Map<string, number>();
+    let maxSession = 0;
+    if (w.session > 0) {
+      for (const s of touched) {
+        const sid = this.sessionOf[s];
+        if (sid === null || sid === undefined || !eligible(s)) continue;
+        const v = (sessionScore.get(sid) ?? 0) + lex[s]!;
+        sessionScore.set(sid, v);
+        if (v > maxSession) maxSession = v;
+      }
+    }
+    const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
+
     let maxMeta = 0;
     for (const s of metaTouched) if (metaS[s]! > maxMeta) maxMeta = metaS[s]!;
     const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
     let maxLex = 0;
     for (const s of touched) if (lex[s]! + ctx[s]! > maxLex) maxLex = lex[s]! + ctx[s]!;
-
-    const filter = opts.filter;
-    const onlySession = opts.sessionId;
-    const eligible = (slot: number): boolean =>
-      this.live[slot] === 1 &&
-      (onlySession === undefined || this.sessionOf[slot] === onlySession) &&
-      (!filter || filter(this.slotId[slot]!));
 
     // Vector features are scored for every live doc, so a doc can be found without sharing a word.
     const qvec = this.embedder && w.ngram > 0 && qTerms.size > 0 ? this.embedder.embedSync(lexQuery) : null;
@@ -307,14 +372,17 @@ export class MemoryIndex {
     const features = (slot: number): number => {
       f[0] = w.lexical * lex[slot]! * lexNorm;
       f[1] = w.context * ctx[slot]! * lexNorm;
-      f[2] = w.meta * metaS[slot]! * metaNorm;
-      f[3] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
-      f[4] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
+      f[2] = w.expansion * exp[slot]! * lexNorm;
+      const sid = this.sessionOf[slot];
+      f[3] = sid === null || sid === undefined ? 0 : w.session * (sessionScore.get(sid) ?? 0) * sessionNorm;
+      f[4] = w.meta * metaS[slot]! * metaNorm;
+      f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
+      f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
-      f[5] = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
-      f[6] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
-      f[7] = w.importance * (this.importance[slot]! - 0.5);
-      f[8] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
+      f[7] = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
+      f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
+      f[9] = w.importance * (this.importance[slot]! - 0.5);
+      f[10] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
       let s = 0;
       for (let i = 0; i < f.length; i++) s += f[i]!;
       return s;
@@ -337,7 +405,7 @@ export class MemoryIndex {
       for (let s = 0; s < this.capacity; s++) if (this.live[s]) scoreSlot(s);
     } else {
       const seen = new Set<number>();
-      for (const list of [touched, metaTouched]) {
+      for (const list of [touched, metaTouched, expTouched]) {
         for (const s of list) {
           if (seen.has(s)) continue;
           seen.add(s);
@@ -354,6 +422,7 @@ export class MemoryIndex {
 
     for (const s of touched) lex[s] = ctx[s] = 0;
     for (const s of metaTouched) metaS[s] = 0;
+    for (const s of expTouched) exp[s] = 0;
     return hits;
   }
 }
