@@ -96,6 +96,10 @@ export class MemoryIndex {
   private importance = new Float32Array(0);
   private feedback = new Float32Array(0);
   private sessionOf: (string | null)[] = [];
+  // Sessions interned to small integers so per-query session sums use a typed array.
+  private sessionNo = new Int32Array(0);
+  private readonly sessionNos = new Map<string, number>();
+  private sessionBuf = new Float64Array(16);
   // Neighbouring slots in the same session (id order), -1 at the ends.
   private prevSlot = new Int32Array(0);
   private nextSlot = new Int32Array(0);
@@ -119,9 +123,11 @@ export class MemoryIndex {
   private expBuf = new Float64Array(0);
 
   constructor(opts: MemoryIndexOptions = {}) {
-    this.embedder = opts.embedder === undefined ? builtinEmbedder() : opts.embedder;
-    this.dims = this.embedder?.dimensions ?? 0;
     this.weights = { ...DEFAULT_WEIGHTS, ...opts.weights };
+    // Vectors cost dims*4 bytes per doc; keep them only when the feature is weighted.
+    const e = opts.embedder === undefined ? builtinEmbedder() : opts.embedder;
+    this.embedder = this.weights.ngram > 0 ? e : null;
+    this.dims = this.embedder?.dimensions ?? 0;
   }
 
   get size(): number {
@@ -156,6 +162,8 @@ export class MemoryIndex {
     const oldCap = this.capacity;
     this.prevSlot = g(this.prevSlot);
     this.nextSlot = g(this.nextSlot);
+    this.sessionNo = g(this.sessionNo);
+    this.sessionNo.fill(-1, oldCap);
     this.prevSlot.fill(-1, oldCap);
     this.nextSlot.fill(-1, oldCap);
     this.capacity = cap;
@@ -186,6 +194,7 @@ export class MemoryIndex {
     else if (this.hasExt[slot]) this.hasExt[slot] = 0;
 
     this.sessionOf[slot] = doc.sessionId;
+    this.sessionNo[slot] = doc.sessionId === null || doc.sessionId === undefined ? -1 : this.internSession(doc.sessionId);
     if (doc.sessionId !== null && doc.sessionId !== undefined) {
       let ids = this.sessions.get(doc.sessionId);
       if (!ids) this.sessions.set(doc.sessionId, (ids = []));
@@ -200,6 +209,21 @@ export class MemoryIndex {
       if (p >= 0) this.nextSlot[p] = slot;
       if (n >= 0) this.prevSlot[n] = slot;
     }
+  }
+
+  private internSession(sid: string): number {
+    let n = this.sessionNos.get(sid);
+    if (n === undefined) {
+      // Never forgotten: an interned number costs a few bytes even after its session is gone.
+      n = this.sessionNos.size;
+      this.sessionNos.set(sid, n);
+      if (n >= this.sessionBuf.length) {
+        const g = new Float64Array(this.sessionBuf.length * 2);
+        g.set(this.sessionBuf);
+        this.sessionBuf = g;
+      }
+    }
+    return n;
   }
 
   private setExternal(slot: number, vector: Float32Array): void {
@@ -229,6 +253,7 @@ export class MemoryIndex {
       if (ids.length === 0) this.sessions.delete(s);
     }
     this.sessionOf[slot] = null;
+    this.sessionNo[slot] = -1;
     const p = this.prevSlot[slot]!;
     const n = this.nextSlot[slot]!;
     if (p >= 0) this.nextSlot[p] = n;
@@ -339,14 +364,15 @@ export class MemoryIndex {
 
 
     // Session-level evidence: a topic discussed across a session lifts all of its turns a little.
-    const sessionScore = new Map<string, number>();
+    const sessionScore = this.sessionBuf;
+    const sessionsTouched: number[] = [];
     let maxSession = 0;
     if (w.session > 0) {
       for (const s of touched) {
-        const sid = this.sessionOf[s];
-        if (sid === null || sid === undefined || !eligible(s)) continue;
-        const v = (sessionScore.get(sid) ?? 0) + lex[s]!;
-        sessionScore.set(sid, v);
+        const sn = this.sessionNo[s]!;
+        if (sn < 0 || lex[s] === 0 || !eligible(s)) continue;
+        if (sessionScore[sn] === 0) sessionsTouched.push(sn);
+        const v = (sessionScore[sn]! += lex[s]!);
         if (v > maxSession) maxSession = v;
       }
     }
@@ -373,8 +399,8 @@ export class MemoryIndex {
       f[0] = w.lexical * lex[slot]! * lexNorm;
       f[1] = w.context * ctx[slot]! * lexNorm;
       f[2] = w.expansion * exp[slot]! * lexNorm;
-      const sid = this.sessionOf[slot];
-      f[3] = sid === null || sid === undefined ? 0 : w.session * (sessionScore.get(sid) ?? 0) * sessionNorm;
+      const sn = this.sessionNo[slot]!;
+      f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
       f[4] = w.meta * metaS[slot]! * metaNorm;
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
@@ -394,24 +420,36 @@ export class MemoryIndex {
       return e;
     };
 
-    // Candidates: docs with lexical/context/meta evidence; with vectors, every doc
-    // (the vector features are cheap dot products); with no evidence at all, every doc by priors.
     const top = new TopK(k);
-    const scoreSlot = (slot: number): void => {
-      if (!eligible(slot)) return;
-      top.offer(slot, features(slot));
-    };
-    if (!hasEvidence || qvec || extQ) {
-      for (let s = 0; s < this.capacity; s++) if (this.live[s]) scoreSlot(s);
-    } else {
-      const seen = new Set<number>();
-      for (const list of [touched, metaTouched, expTouched]) {
-        for (const s of list) {
-          if (seen.has(s)) continue;
-          seen.add(s);
-          scoreSlot(s);
-        }
+    if (qvec || extQ || (touched.length === 0 && expTouched.length === 0)) {
+      // Vector features can find a doc that shares no word with the query, and with no
+      // word evidence at all we still rank by speaker/tag match and priors: score every doc
+      // (or, with only speaker/tag evidence, the docs that have it).
+      const pool = !qvec && !extQ && metaTouched.length > 0 ? metaTouched : null;
+      if (pool) {
+        for (const s of pool) if (eligible(s)) top.offer(s, features(s));
+      } else {
+        for (let s = 0; s < this.capacity; s++) if (this.live[s] && eligible(s)) top.offer(s, features(s));
       }
+    } else {
+      // Candidates are the docs with word evidence (own, neighbours', expansion). Exact
+      // pruning: every other feature is bounded, so a doc whose word evidence plus that
+      // bound cannot beat the current k-th score is skipped without computing the rest.
+      const wordPart = (s: number): number => (w.lexical * lex[s]! + w.context * ctx[s]! + w.expansion * exp[s]!) * lexNorm;
+      const bound =
+        Math.max(0, w.session) + Math.max(0, w.meta) + Math.max(0, w.time) + Math.max(0, w.recency) +
+        Math.abs(w.importance) * 0.5 + Math.abs(w.feedback);
+      const seed = new TopK(k);
+      for (const s of touched) if (eligible(s)) seed.offer(s, wordPart(s));
+      for (const { slot } of seed.sorted()) top.offer(slot, features(slot));
+      const scan = (list: readonly number[]): void => {
+        for (const s of list) {
+          if (top.full() && wordPart(s) + bound <= top.min()) continue;
+          if (eligible(s)) top.offer(s, features(s));
+        }
+      };
+      scan(touched);
+      scan(expTouched);
     }
 
     const hits: SearchHit[] = top.sorted().map(({ slot, score }) => {
@@ -423,6 +461,7 @@ export class MemoryIndex {
     for (const s of touched) lex[s] = ctx[s] = 0;
     for (const s of metaTouched) metaS[s] = 0;
     for (const s of expTouched) exp[s] = 0;
+    for (const sn of sessionsTouched) sessionScore[sn] = 0;
     return hits;
   }
 }
@@ -446,13 +485,20 @@ function unit(v: Float32Array): Float32Array {
   return v.map((x) => x * inv);
 }
 
-/** Bounded best-k list; ties go to the newer doc (higher id) via slotId comparison at the caller's discretion. */
+/** Bounded best-k list, best first. Offering the same slot twice keeps one entry. */
 class TopK {
   private readonly items: { slot: number; score: number }[] = [];
   constructor(private readonly k: number) {}
+  full(): boolean {
+    return this.items.length >= this.k;
+  }
+  min(): number {
+    return this.items[this.items.length - 1]?.score ?? -Infinity;
+  }
   offer(slot: number, score: number): void {
     const items = this.items;
-    if (items.length === this.k && score <= items[items.length - 1]!.score) return;
+    if (items.length >= this.k && score <= items[items.length - 1]!.score) return;
+    for (const it of items) if (it.slot === slot) return;
     let i = items.length;
     while (i > 0 && items[i - 1]!.score < score) i--;
     items.splice(i, 0, { slot, score });
