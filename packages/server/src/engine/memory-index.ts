@@ -422,12 +422,11 @@ export class MemoryIndex {
 
     const top = new TopK(k);
     if (qvec || extQ || (touched.length === 0 && expTouched.length === 0)) {
-      // Vector features can find a doc that shares no word with the query, and with no
-      // word evidence at all we still rank by speaker/tag match and priors: score every doc
-      // (or, with only speaker/tag evidence, the docs that have it).
-      const pool = !qvec && !extQ && metaTouched.length > 0 ? metaTouched : null;
-      if (pool) {
-        for (const s of pool) if (eligible(s)) top.offer(s, features(s));
+      // Vector features can find a doc that shares no word with the query, and a query
+      // without content words ("what's new?") ranks every doc by its priors.
+      if (!qvec && !extQ && qTerms.size > 0) {
+        // Query words matched nothing but speaker/tags (possibly nothing at all).
+        for (const s of metaTouched) if (eligible(s)) top.offer(s, features(s));
       } else {
         for (let s = 0; s < this.capacity; s++) if (this.live[s] && eligible(s)) top.offer(s, features(s));
       }

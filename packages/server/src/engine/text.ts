@@ -4,7 +4,8 @@ import { STOP_WORDS } from './stopwords.js';
 
 // Scripts written without spaces between words: we index overlapping character
 // bigrams for them (the classic CJK bigram approach) because no dictionary is available offline.
-const UNSPACED = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}';
+// U+30FC (prolonged sound mark) and U+3005 (iteration mark) are script "Common" but part of words.
+const UNSPACED = '\\u30fc\\u3005\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}';
 const SEGMENT_RE = new RegExp(`[${UNSPACED}]+|[\\p{L}\\p{N}\\p{M}]+`, 'gu');
 const UNSPACED_RE = new RegExp(`^[${UNSPACED}]`, 'u');
 // Latin/Greek/Cyrillic combining accents only; marks of Indic scripts etc. carry meaning and stay.
@@ -49,7 +50,8 @@ const stemCache = new Map<string, string>();
 
 /** Porter2 for plain ASCII words; other scripts are kept as they are. */
 export function stem(word: string): string {
-  if (!ASCII_WORD_RE.test(word) || word.length < 3) return word;
+  // Long "words" are ids, hashes or junk; the stemmer's regexes are slow on them.
+  if (word.length < 3 || word.length > 40 || !ASCII_WORD_RE.test(word)) return word;
   let s = stemCache.get(word);
   if (s === undefined) {
     s = porter2(word);
