@@ -1,0 +1,167 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryIndex } from './memory-index.js';
+import type { EngineDoc } from './types.js';
+
+const T0 = Date.UTC(2023, 4, 8);
+let nextId = 1;
+function doc(text: string, extra: Partial<EngineDoc> = {}): EngineDoc {
+  return { id: nextId++, text, sessionId: null, createdAt: T0, importance: 0.5, feedback: 0, ...extra };
+}
+function build(docs: EngineDoc[], opts?: ConstructorParameters<typeof MemoryIndex>[0]): MemoryIndex {
+  const idx = new MemoryIndex(opts);
+  for (const d of docs) idx.upsert(d);
+  return idx;
+}
+const ids = (idx: MemoryIndex, q: string, k = 10, extra = {}) => idx.search(q, { k, now: T0, ...extra }).map((h) => h.id);
+
+describe('MemoryIndex lexical search', () => {
+  it('finds an inflected form through stemming', () => {
+    const painted = doc('I painted a sunrise over the lake last summer');
+    const idx = build([doc('We went hiking in the mountains'), painted, doc('The kids love swimming')]);
+    expect(ids(idx, 'painting')[0]).toBe(painted.id);
+  });
+
+  it('prefers rarer terms (idf) and returns at most k, best first', () => {
+    const docs = [doc('dog dog dog'), doc('dog and cat'), doc('cat'), doc('dog'), doc('axolotl and dog')];
+    const idx = build(docs);
+    const hits = idx.search('axolotl dog', { k: 2, now: T0 });
+    expect(hits).toHaveLength(2);
+    expect(hits[0]!.id).toBe(docs[4]!.id);
+    expect(hits[0]!.score).toBeGreaterThanOrEqual(hits[1]!.score);
+  });
+
+  it('lifts the answer turn through its session neighbour (question -> answer)', () => {
+    const s = 'session_1';
+    const question = doc('What did you research for the adoption?', { sessionId: s, speaker: 'Mel' });
+    const answer = doc('Mostly agencies that support single parents.', { sessionId: s, speaker: 'Caro' });
+    const far = doc('Unrelated chat about football and snacks.', { sessionId: s });
+    const other = doc('Agencies everywhere are closed on Sunday.', { sessionId: 'session_2' });
+    const withContext = build([question, answer, far, other]);
+    const without = build([question, answer, far, other], { weights: { context: 0 } });
+    expect(ids(without, 'research adoption')).toEqual([question.id]); // the answer shares no word with the query
+    const hits = ids(withContext, 'research adoption');
+    expect(hits[0]).toBe(question.id);
+    expect(hits[1]).toBe(answer.id); // next to the matching question
+    expect(hits).not.toContain(other.id);
+  });
+
+  it('removing a doc removes it from results and from its session links', () => {
+    const s = 'sx';
+    const a = doc('tell me about the volcano trip', { sessionId: s });
+    const b = doc('the volcano was huge', { sessionId: s });
+    const c = doc('we ate pizza afterwards', { sessionId: s });
+    const idx = build([a, b, c]);
+    expect(ids(idx, 'volcano')).toContain(b.id);
+    idx.remove(b.id);
+    expect(idx.size).toBe(2);
+    expect(ids(idx, 'volcano')).not.toContain(b.id);
+    idx.remove(b.id); // idempotent
+    // a and c are now neighbours: c gets context evidence from a.
+    const hit = idx.search('volcano', { k: 5, now: T0, explain: true }).find((h) => h.id === c.id);
+    expect(hit?.explanation?.context).toBeGreaterThan(0);
+  });
+
+  it('upsert replaces a doc in place (no duplicate, new text wins)', () => {
+    const d = doc('old words about gardening');
+    const idx = build([d, doc('something else')]);
+    idx.upsert({ ...d, text: 'new words about sailing' });
+    expect(idx.size).toBe(2);
+    expect(ids(idx, 'gardening')).toEqual([]);
+    expect(ids(idx, 'sailing')).toEqual([d.id]);
+  });
+
+  it('filter and sessionId restrict candidates', () => {
+    const a = doc('coffee in the morning', { sessionId: 's1' });
+    const b = doc('coffee after lunch', { sessionId: 's2' });
+    const c = doc('coffee at night', { sessionId: 's2' });
+    const idx = build([a, b, c]);
+    expect(ids(idx, 'coffee').sort()).toEqual([a.id, b.id, c.id].sort());
+    expect(ids(idx, 'coffee', 10, { filter: (id: number) => id !== b.id }).sort()).toEqual([a.id, c.id].sort());
+    expect(ids(idx, 'coffee', 10, { sessionId: 's1' })).toEqual([a.id]);
+    expect(ids(idx, 'coffee', 10, { sessionId: 'nope' })).toEqual([]);
+  });
+
+  it('explanation contributions sum to the score', () => {
+    const idx = build([
+      doc('I adopted a dog named Rex', { sessionId: 'a', speaker: 'Ann', importance: 0.9, feedback: 2 }),
+      doc('Rex loves the beach', { sessionId: 'a', speaker: 'Bob' }),
+      doc('Ann went to the beach last week', { sessionId: 'b', speaker: 'Bob', feedback: -1 }),
+    ]);
+    const hits = idx.search('What did Ann say about the dog at the beach?', { k: 3, now: T0 + 86_400_000, explain: true });
+    expect(hits.length).toBeGreaterThan(0);
+    for (const h of hits) {
+      const sum = Object.values(h.explanation!).reduce((a, b) => a + b, 0);
+      expect(sum).toBeCloseTo(h.score, 9);
+    }
+    expect(Object.keys(hits[0]!.explanation!)).toContain('lexical');
+  });
+
+  it('speaker field: a name in the query favours what that person said', () => {
+    const byAnn = doc('I started pottery classes', { speaker: 'Ann' });
+    const toAnn = doc('Ann, your pottery classes sound great', { speaker: 'Bob' });
+    const filler = ['went for a run', 'made soup for dinner', 'the weather is nice', 'Bob likes jazz', 'new shoes today'];
+    const idx = build([toAnn, byAnn, ...filler.map((t, i) => doc(t, { speaker: i % 2 ? 'Ann' : 'Bob' }))]);
+    expect(ids(idx, 'What pottery did Ann do?')[0]).toBe(byAnn.id);
+  });
+
+  it('temporal phrase prefers docs from that period', () => {
+    const may = doc('went to the museum', { createdAt: Date.UTC(2023, 4, 10) });
+    const june = doc('went to the museum', { createdAt: Date.UTC(2023, 5, 10) });
+    const idx = build([may, june]);
+    const now = Date.UTC(2023, 8, 1);
+    expect(idx.search('museum in June', { k: 2, now })[0]!.id).toBe(june.id);
+    expect(idx.search('museum in May', { k: 2, now })[0]!.id).toBe(may.id);
+  });
+
+  it('feedback and importance move ranking between otherwise equal docs', () => {
+    const a = doc('the blue car');
+    const b = doc('the blue car');
+    const idx = build([a, b]);
+    idx.upsert({ ...b, feedback: 3 });
+    expect(ids(idx, 'blue car')[0]).toBe(b.id);
+    idx.upsert({ ...b, feedback: -3 });
+    expect(ids(idx, 'blue car')[0]).toBe(a.id);
+  });
+
+  it('odd queries do not throw', () => {
+    const idx = build([doc('東京タワーに行きました'), doc('emoji party 🎉'), doc('plain english text')]);
+    for (const q of ['', '   ', '?!...', '🎉🎉🎉', 'the of and', 'x'.repeat(100_000), 'word '.repeat(20_000), '\u0000\uffff']) {
+      expect(() => idx.search(q, { k: 5 })).not.toThrow();
+    }
+    expect(ids(idx, '東京タワー')[0]).toBe(idx.search('東京タワー', { k: 1 })[0]!.id);
+    expect(idx.search('タワー', { k: 1 })).toHaveLength(1);
+    expect(idx.search('anything', { k: 0 })).toEqual([]);
+    expect(new MemoryIndex().search('anything', { k: 5 })).toEqual([]);
+  });
+
+  it('a query with no content words ranks by priors instead of failing', () => {
+    const old = doc('alpha', { createdAt: T0 - 365 * 86_400_000 });
+    const fresh = doc('beta', { createdAt: T0 });
+    const idx = build([old, fresh]);
+    expect(ids(idx, 'what is it')).toEqual([fresh.id, old.id]);
+  });
+
+  it('caller-supplied vectors give semantic matches without shared words', () => {
+    const idx = new MemoryIndex();
+    const cat = doc('feline companion');
+    const car = doc('automobile repair');
+    idx.upsert(cat, Float32Array.from([1, 0, 0]));
+    idx.upsert(car, Float32Array.from([0, 1, 0]));
+    const hits = idx.search('kitty', { k: 2, queryVector: Float32Array.from([0.9, 0.1, 0]), explain: true });
+    expect(hits[0]!.id).toBe(cat.id);
+    expect(hits[0]!.explanation!.semantic).toBeGreaterThan(0);
+    expect(() => idx.upsert(doc('x'), Float32Array.from([1, 2]))).toThrow(/dimensions/);
+  });
+
+  it('approxBytes grows with content and shrinks back on removal', () => {
+    const idx = new MemoryIndex();
+    const empty = idx.approxBytes();
+    const docs = Array.from({ length: 200 }, (_, i) => doc(`memory number ${i} about topic${i % 17}`));
+    for (const d of docs) idx.upsert(d);
+    const full = idx.approxBytes();
+    expect(full).toBeGreaterThan(empty);
+    for (const d of docs) idx.remove(d.id);
+    expect(idx.size).toBe(0);
+    expect(idx.approxBytes()).toBeLessThan(full);
+  });
+});

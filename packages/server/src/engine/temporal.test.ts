@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { parseTemporal } from './temporal.js';
+
+// Friday 2023-09-01 15:00 UTC
+const now = Date.UTC(2023, 8, 1, 15);
+const day = (y: number, m: number, d: number) => Date.UTC(y, m - 1, d);
+const range = (q: string) => {
+  const r = parseTemporal(q, now);
+  return r && [new Date(r.from).toISOString().slice(0, 10), new Date(r.to - 1).toISOString().slice(0, 10)];
+};
+
+describe('parseTemporal', () => {
+  it('reads absolute dates', () => {
+    expect(range('what happened on 2023-05-08?')).toEqual(['2023-05-08', '2023-05-08']);
+    expect(range('notes from 8 May, 2023')).toEqual(['2023-05-08', '2023-05-08']);
+    expect(range('May 8th 2023 meeting')).toEqual(['2023-05-08', '2023-05-08']);
+    expect(range('in March 2023')).toEqual(['2023-03-01', '2023-03-31']);
+    expect(range('during 2022')).toEqual(['2022-01-01', '2022-12-31']);
+  });
+
+  it('reads relative dates against now', () => {
+    expect(range('yesterday')).toEqual(['2023-08-31', '2023-08-31']);
+    expect(range('today')).toEqual(['2023-09-01', '2023-09-01']);
+    expect(range('what did I do last week')).toEqual(['2023-08-21', '2023-08-27']); // ISO weeks start Monday
+    expect(range('last month')).toEqual(['2023-08-01', '2023-08-31']);
+    expect(range('this year')).toEqual(['2023-01-01', '2023-12-31']);
+    expect(range('3 days ago')).toEqual(['2023-08-29', '2023-08-29']);
+    expect(range('in March')).toEqual(['2023-03-01', '2023-03-31']);
+    expect(range('in December')).toEqual(['2022-12-01', '2022-12-31']); // most recent December that began
+    expect(range('on Monday')).toEqual(['2023-08-28', '2023-08-28']);
+  });
+
+  it('reads open ranges up to now', () => {
+    const r = parseTemporal('anything new since Monday?', now)!;
+    expect(r.from).toBe(day(2023, 8, 28));
+    expect(r.to).toBeGreaterThan(now);
+    expect(r.matched).toBe('since Monday');
+    const p = parseTemporal('in the past 2 weeks', now)!;
+    expect(p.from).toBe(now - 14 * 86_400_000);
+  });
+
+  it('returns null without a time phrase and ignores look-alike words', () => {
+    expect(parseTemporal('what is my favourite colour', now)).toBeNull();
+    expect(parseTemporal('we sat in the sun', now)).toBeNull();
+    expect(parseTemporal('I may go', now)).toBeNull();
+    expect(parseTemporal('', now)).toBeNull();
+    expect(parseTemporal('2023-02-30', now)).toBeNull(); // not a real day
+  });
+});

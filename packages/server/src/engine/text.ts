@@ -1,0 +1,95 @@
+// Text normalisation, tokenisation and stemming shared by every lexical feature.
+import porter2 from 'wink-porter2-stemmer';
+import { STOP_WORDS } from './stopwords.js';
+
+// Scripts written without spaces between words: we index overlapping character
+// bigrams for them (the classic CJK bigram approach) because no dictionary is available offline.
+// U+30FC (prolonged sound mark) and U+3005 (iteration mark) are script "Common" but part of words.
+const UNSPACED = '\\u30fc\\u3005\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}';
+const SEGMENT_RE = new RegExp(`[${UNSPACED}]+|[\\p{L}\\p{N}\\p{M}]+`, 'gu');
+const UNSPACED_RE = new RegExp(`^[${UNSPACED}]`, 'u');
+// Latin/Greek/Cyrillic combining accents only; marks of Indic scripts etc. carry meaning and stay.
+const ACCENTS_RE = /[\u0300-\u036f]/g;
+// English clitics ("Caroline's", "I'm", "we'll") would otherwise leave stray tokens.
+const CLITIC_RE = /['’‘`](s|t|m|re|ll|ve|d)(?![\p{L}\p{N}])/gu;
+const ASCII_WORD_RE = /^[a-z]+$/;
+
+/** NFKC, lower case, accent folding for Latin-like scripts. */
+export function foldCase(text: string): string {
+  return text.normalize('NFKC').toLowerCase().normalize('NFD').replace(ACCENTS_RE, '').normalize('NFC');
+}
+
+/**
+ * Canonical form for duplicate detection: case, width, accents, punctuation and
+ * whitespace differences disappear; letters and digits of every script remain.
+ */
+export function normalizeText(text: string): string {
+  const folded = foldCase(text);
+  const parts = folded.match(/[\p{L}\p{N}\p{M}]+/gu);
+  return parts ? parts.join(' ') : '';
+}
+
+/** Surface tokens (no stop-word removal, no stemming). CJK runs become character bigrams. */
+export function tokenize(text: string): string[] {
+  const folded = foldCase(text).replace(CLITIC_RE, '');
+  const out: string[] = [];
+  for (const m of folded.matchAll(SEGMENT_RE)) {
+    const seg = m[0];
+    if (UNSPACED_RE.test(seg)) {
+      const chars = Array.from(seg);
+      if (chars.length === 1) out.push(seg);
+      for (let i = 0; i + 1 < chars.length; i++) out.push(chars[i]! + chars[i + 1]!);
+    } else {
+      out.push(seg);
+    }
+  }
+  return out;
+}
+
+const stemCache = new Map<string, string>();
+
+/** Porter2 for plain ASCII words; other scripts are kept as they are. */
+export function stem(word: string): string {
+  // Long "words" are ids, hashes or junk; the stemmer's regexes are slow on them.
+  if (word.length < 3 || word.length > 40 || !ASCII_WORD_RE.test(word)) return word;
+  let s = stemCache.get(word);
+  if (s === undefined) {
+    s = porter2(word);
+    // The cache is bounded so an index fed arbitrary text cannot grow it without limit.
+    if (stemCache.size > 200_000) stemCache.clear();
+    stemCache.set(word, s);
+  }
+  return s;
+}
+
+export function isStopWord(token: string): boolean {
+  return STOP_WORDS.has(token);
+}
+
+/** Index/query terms: tokens minus stop words, stemmed. */
+export function analyze(text: string): string[] {
+  const out: string[] = [];
+  for (const t of tokenize(text)) {
+    if (STOP_WORDS.has(t)) continue;
+    out.push(stem(t));
+  }
+  return out;
+}
+
+/**
+ * Rough token count for budgets (no tokenizer download): ~4 chars per token for
+ * Latin text, ~1 token per CJK character, ~2 chars per token for other scripts.
+ */
+export function estimateTokens(text: string): number {
+  if (!text) return 0;
+  let ascii = 0;
+  let cjk = 0;
+  let other = 0;
+  for (const ch of text) {
+    const c = ch.codePointAt(0)!;
+    if (c < 0x80) ascii++;
+    else if ((c >= 0x2e80 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7af) || (c >= 0xf900 && c <= 0xfaff) || c >= 0x20000) cjk++;
+    else other++;
+  }
+  return Math.ceil(ascii / 4) + cjk + Math.ceil(other / 2);
+}
