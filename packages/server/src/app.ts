@@ -9,13 +9,16 @@ import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { memoryRoutes } from './modules/memories/routes.js';
+import { createRetrieval, retrievalRoutes } from './modules/retrieval/routes.js';
+import { tenantRoutes } from './modules/tenant/routes.js';
+import { JobRunner } from './jobs/runner.js';
 
 export const VERSION = '0.1.0';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface AppOptions {
-  config: Pick<Config, 'logLevel' | 'bodyLimitBytes' | 'trustProxy'>;
+  config: Pick<Config, 'logLevel' | 'bodyLimitBytes' | 'trustProxy' | 'retrieval' | 'tenant'>;
   database: Database;
   /** Where request logs go; tests capture them to check that no secret is written. */
   logStream?: NodeJS.WritableStream;
@@ -51,5 +54,18 @@ export async function buildApp({ config, database, logStream }: AppOptions): Pro
   await app.register(authentication, { database });
   await app.register(healthRoutes, { database });
   await app.register(memoryRoutes, { database });
+
+  // Background jobs run in every server process; the table's leases keep them from running twice.
+  const jobs = new JobRunner(database, app.log);
+  app.addHook('onReady', async () => jobs.start());
+  app.addHook('onClose', async () => jobs.stop());
+
+  const engine = createRetrieval(database, config.retrieval);
+  await app.register(retrievalRoutes, { database, config: config.retrieval, jobs, engine });
+  await app.register(tenantRoutes, {
+    database,
+    retrieval: engine.retrieval,
+    monthlyTurnAllowance: async () => config.tenant.defaultMonthlyTurns,
+  });
   return app;
 }

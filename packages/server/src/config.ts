@@ -11,6 +11,12 @@ export interface Config {
   bodyLimitBytes: number;
   trustProxy: boolean;
   bootstrap: { email?: string; password?: string; apiKey?: string };
+  retrieval: {
+    /** builtin (offline, default) or an OpenAI-compatible /embeddings endpoint. */
+    embedder: { kind: 'builtin' } | { kind: 'openai'; baseUrl: string; model: string; apiKey?: string; dimensions?: number };
+    indexCacheBytes: number;
+  };
+  tenant: { defaultMonthlyTurns: number };
 }
 
 export class ConfigError extends Error {}
@@ -66,5 +72,22 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'ENGRAM_TRUST_PROXY', false),
     bootstrap,
+    retrieval: { embedder: embedderConfig(env), indexCacheBytes: integer(env, 'ENGRAM_INDEX_CACHE_MB', 512, 1, 1_000_000) * 1024 * 1024 },
+    tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
+  };
+}
+
+function embedderConfig(env: Env): Config['retrieval']['embedder'] {
+  const kind = env.ENGRAM_EMBEDDER || 'builtin';
+  if (kind === 'builtin') return { kind };
+  if (kind !== 'openai') throw new ConfigError('ENGRAM_EMBEDDER must be builtin or openai');
+  const baseUrl = env.ENGRAM_EMBEDDER_BASE_URL || 'https://api.openai.com/v1';
+  if (!/^https?:\/\//.test(baseUrl)) throw new ConfigError('ENGRAM_EMBEDDER_BASE_URL must be an http(s) URL');
+  return {
+    kind,
+    baseUrl,
+    model: env.ENGRAM_EMBEDDER_MODEL || 'text-embedding-3-small',
+    ...(env.ENGRAM_EMBEDDER_API_KEY ? { apiKey: env.ENGRAM_EMBEDDER_API_KEY } : {}),
+    ...(env.ENGRAM_EMBEDDER_DIMENSIONS ? { dimensions: integer(env, 'ENGRAM_EMBEDDER_DIMENSIONS', 0, 1, 16_384) } : {}),
   };
 }

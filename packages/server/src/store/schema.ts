@@ -49,6 +49,14 @@ export interface JobsTable {
   created_at: string; updated_at: string;
 }
 
+export interface FeedbackTable {
+  id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; memory_id: number; rating: number;
+  query: string | null; comment: string | null; actor_type: string; actor_id: number | null; created_at: string;
+  withdrawn_at: string | null;
+}
+export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string }
+export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }
+
 export interface DB {
   organizations: OrganizationsTable;
   projects: ProjectsTable;
@@ -62,4 +70,7 @@ export interface DB {
   audit_chain_heads: AuditChainHeadsTable;
   outbox_events: OutboxEventsTable;
   jobs: JobsTable;
+  feedback: FeedbackTable;
+  memory_embeddings: MemoryEmbeddingsTable;
+  tenant_usage: TenantUsageTable;
 }

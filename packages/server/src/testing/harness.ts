@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { describe } from 'vitest';
 import { buildApp } from '../app.js';
-import type { Config } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser } from '../modules/org/service.js';
 import { openDatabase, type Database, type Dialect } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
@@ -89,7 +89,7 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(dialect: Dialect): Promise<TestApp> {
+export async function startTestApp(dialect: Dialect, config: Partial<Config> = {}): Promise<TestApp> {
   const fresh = await freshDatabaseConfig(dialect);
   const database = openDatabase(fresh.config);
   await migrate(database);
@@ -105,7 +105,7 @@ export async function startTestApp(dialect: Dialect): Promise<TestApp> {
       done();
     },
   });
-  const app = await buildApp({ config: { logLevel: 'info', bodyLimitBytes: 1024 * 1024, trustProxy: false }, database, logStream });
+  const app = await buildApp({ config: { ...loadConfig({}), ...config }, database, logStream });
   await app.ready();
 
   const call: TestApp['call'] = async (method, url, options = {}) => {

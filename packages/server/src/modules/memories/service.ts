@@ -1,5 +1,6 @@
 import type { Selectable, Transaction } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
+import { normalizeText } from '../../engine/index.js';
 import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
 import { invalid, notFound } from '../../http/errors.js';
 import { compileBody, validationError } from '../../http/validation.js';
@@ -21,12 +22,8 @@ export interface Owner {
 type MemoryRow = Selectable<MemoriesTable>;
 type Outcome = { created: MemoryView } | { skipped: { reason: SkipReason; memory_id: number } };
 
-/** Text compared for duplicates: Unicode-normalised, case-folded, punctuation and spacing ignored. */
-export function normalizeForDedupe(text: string): string {
-  return text.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
-}
-
-const dedupeHash = (text: string) => sha256Hex(normalizeForDedupe(text));
+/** Duplicates compare the engine's normal form: case, width, accents, punctuation and spacing ignored. */
+const dedupeHash = (text: string) => sha256Hex(normalizeText(text));
 
 export function toMemory(row: MemoryRow): MemoryView {
   return {
@@ -314,6 +311,17 @@ export async function batchUpdate(
   });
 }
 
+type EraseHook = (trx: Executor, ids: number[]) => Promise<void>;
+const eraseHooks: EraseHook[] = [];
+
+/**
+ * Lets a module that keeps data derived from memories (embeddings, feedback) erase it in the same
+ * transaction as the memories themselves, without this module knowing its tables.
+ */
+export function onMemoriesErased(hook: EraseHook): void {
+  eraseHooks.push(hook);
+}
+
 /**
  * Erases memories down to an id-and-time tombstone: text, tags, metadata and references are
  * blanked in the row and in every history row, so nothing of the content survives.
@@ -330,6 +338,7 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
     .execute();
   await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', 'in', ids).execute();
   await recordHistory(trx, ctx, ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })), effects.now);
+  for (const hook of eraseHooks) await hook(trx, ids);
 }
 
 export async function forget(database: Database, ctx: WriteContext, owner: Owner, ids: number[]): Promise<number[]> {
@@ -397,4 +406,199 @@ export async function* exportMemories(
     if (page.length < pageSize) return;
     after = page[page.length - 1]!.id;
   }
+}
+
+/** The owner's change sequence: bumped by every change to their memories (0 before the first). */
+export async function revisionOf(db: Executor, owner: Owner): Promise<number> {
+  const row = await db
+    .selectFrom('end_users')
+    .select('revision')
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .executeTakeFirst();
+  return row?.revision ?? 0;
+}
+
+/** What an index needs of a memory; `deleted` rows tell it to drop the id. */
+export interface IndexedMemory {
+  id: number;
+  text: string;
+  tags: string[];
+  source: string | null;
+  importance: number;
+  metadata: Record<string, unknown>;
+  session_id: string | null;
+  speaker: string | null;
+  is_summary: boolean;
+  created_at: string;
+  end_user_id: string;
+  deleted: boolean;
+  seq: number;
+}
+
+function toIndexed(row: MemoryRow): IndexedMemory {
+  return {
+    id: row.id, text: row.text, tags: decodeJson<string[]>(row.tags), source: row.source, importance: row.importance,
+    metadata: decodeJson<Record<string, unknown>>(row.metadata), session_id: row.session_id, speaker: row.speaker,
+    is_summary: Boolean(row.is_summary), created_at: row.created_at, end_user_id: row.end_user_id,
+    deleted: row.deleted_at !== null, seq: row.seq,
+  };
+}
+
+/**
+ * The owner's memories changed after `seq` (all of them from 0), forgotten ones included, in id
+ * order. Served by the (owner, seq) index.
+ */
+export async function changesSince(db: Executor, owner: Owner, seq: number): Promise<IndexedMemory[]> {
+  const rows = await db
+    .selectFrom('memories')
+    .selectAll()
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .where('seq', '>', seq)
+    .$if(seq === 0, (qb) => qb.where('deleted_at', 'is', null))
+    .orderBy('id')
+    .execute();
+  return rows.map(toIndexed);
+}
+
+/** A project-wide revision: the sum of its end users' revisions, which grows with every change. */
+export async function projectRevision(db: Executor, projectId: string, tenantId: string | null): Promise<number> {
+  const row = await db
+    .selectFrom('end_users')
+    .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('revision'), eb.lit(0)).as('total')])
+    .where('project_id', '=', projectId)
+    .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
+}
+
+/** Every live memory of a project (optionally one tenant), a page at a time. */
+export async function* liveProjectMemories(db: Executor, projectId: string, tenantId: string | null): AsyncGenerator<IndexedMemory> {
+  let after = 0;
+  for (;;) {
+    const page = await db
+      .selectFrom('memories')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+      .where('deleted_at', 'is', null)
+      .where('id', '>', after)
+      .orderBy('id')
+      .limit(1000)
+      .execute();
+    for (const row of page) yield toIndexed(row);
+    if (page.length < 1000) return;
+    after = page[page.length - 1]!.id;
+  }
+}
+
+/** Live memories by id within a project (and tenant/end user when given), in the order asked. */
+export async function memoriesByIds(
+  db: Executor,
+  scope: { projectId: string; tenantId?: string | null; endUserId?: string | null },
+  ids: number[],
+): Promise<Array<MemoryView & { speaker: string | null; tenant_id: string }>> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('memories')
+    .selectAll()
+    .where('project_id', '=', scope.projectId)
+    .$if(scope.tenantId != null, (qb) => qb.where('tenant_id', '=', scope.tenantId!))
+    .$if(scope.endUserId != null, (qb) => qb.where('end_user_id', '=', scope.endUserId!))
+    .where('deleted_at', 'is', null)
+    .where('id', 'in', ids)
+    .execute();
+  const byId = new Map(rows.map((r) => [r.id, { ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/** Marks memories as changed (for a ranking signal kept elsewhere, such as feedback) so indexes reload them. */
+export async function touchMemories(trx: Executor, owner: Owner, ids: number[], now: string): Promise<void> {
+  const seq = await nextSeq(trx, owner, now);
+  await trx.updateTable('memories').set({ seq }).where('id', 'in', ids).where('end_user_id', '=', owner.endUserId).execute();
+}
+
+export interface TurnInput {
+  text: string;
+  speaker: string;
+  source: string;
+  sessionId: string | null;
+  metadata: Record<string, unknown>;
+  /** When the turn was said; defaults to now. */
+  occurredAt?: string;
+}
+
+/**
+ * Stores a conversation turn verbatim for a tenant's user. The same turn delivered again (same
+ * session, speaker and text) converges on the stored row. Runs inside the caller's transaction.
+ */
+export async function insertTurn(
+  trx: Executor,
+  ctx: WriteContext,
+  effects: Effects,
+  database: Database,
+  owner: Owner,
+  turn: TurnInput,
+): Promise<{ memory: MemoryView; created: boolean }> {
+  const hash = sha256Hex(JSON.stringify(['turn', turn.sessionId, turn.speaker, turn.text]));
+  const seq = await nextSeq(trx, owner, effects.now);
+  const existing = await owned(owner)(trx).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', hash).executeTakeFirst();
+  if (existing) return { memory: toMemory(existing), created: false };
+  const row = await trx
+    .insertInto('memories')
+    .values({
+      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: turn.text, tags: '[]',
+      is_summary: database.bool(false), source: turn.source, importance: 0.5, metadata: encodeJson(turn.metadata),
+      client_ref: null, session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hash, seq,
+      created_at: turn.occurredAt ?? effects.now, updated_at: effects.now, deleted_at: null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const memory = toMemory(row);
+  await recordHistory(trx, ctx, [{
+    memoryId: memory.id, action: 'create',
+    changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
+  }], effects.now);
+  effects.emit('memory.created', { memory_id: memory.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null });
+  return { memory, created: true };
+}
+
+/** A page of live memories of a project, filtered by tenant, end user and session, newest first. */
+export async function listMemories(
+  db: Executor,
+  filter: { projectId: string; tenantId?: string | null; endUserId?: string | null; sessionId?: string | null },
+  page: { offset: number; limit: number },
+): Promise<{ items: Array<MemoryView & { speaker: string | null; tenant_id: string }>; total: number }> {
+  const base = db
+    .selectFrom('memories')
+    .where('project_id', '=', filter.projectId)
+    .where('deleted_at', 'is', null)
+    .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
+    .$if(filter.endUserId != null, (qb) => qb.where('end_user_id', '=', filter.endUserId!))
+    .$if(filter.sessionId != null, (qb) => qb.where('session_id', '=', filter.sessionId!));
+  const [rows, count] = await Promise.all([
+    base.selectAll().orderBy('id', 'desc').offset(page.offset).limit(page.limit).execute(),
+    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map((r) => ({ ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id })), total: Number(count.n) };
+}
+
+/** Counts for a status page: distinct tenants and users, and live memories. */
+export async function memoryCounts(db: Executor, projectId: string, tenantId: string | null) {
+  const row = await db
+    .selectFrom('memories')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('memories'),
+      eb.fn.count<number>('tenant_id').distinct().as('tenants'),
+      eb.fn.count<number>('end_user_id').distinct().as('users'),
+    ])
+    .where('project_id', '=', projectId)
+    .where('deleted_at', 'is', null)
+    .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+    .where('tenant_id', '!=', '')
+    .executeTakeFirstOrThrow();
+  return { tenants: Number(row.tenants), users: Number(row.users), memories: Number(row.memories) };
 }

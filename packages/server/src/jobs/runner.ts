@@ -1,0 +1,150 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { sql } from 'kysely';
+import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
+
+/**
+ * Durable background jobs: rows in `jobs`, leased by whichever process polls first
+ * (FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has a single writer), retried after a crash
+ * once the lease runs out. This module owns the jobs table.
+ */
+
+export interface JobView {
+  id: number;
+  kind: string;
+  status: 'queued' | 'running' | 'succeeded' | 'failed';
+  progress: number;
+  result: unknown;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface JobContext {
+  id: number;
+  projectId: string | null;
+  payload: Record<string, unknown>;
+  progress(fraction: number): Promise<void>;
+}
+
+export type JobHandler = (job: JobContext) => Promise<unknown>;
+
+const LEASE_MS = 60_000;
+const MAX_ATTEMPTS = 3;
+
+export async function enqueueJob(db: Executor, job: { kind: string; projectId: string | null; payload: Record<string, unknown> }): Promise<number> {
+  const now = nowIso();
+  const row = await db
+    .insertInto('jobs')
+    .values({
+      kind: job.kind, project_id: job.projectId, payload: encodeJson(job.payload), status: 'queued', progress: 0, attempts: 0,
+      run_after: now, created_at: now, updated_at: now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function getJob(db: Executor, id: number, projectId: string, kind?: string): Promise<JobView | undefined> {
+  const row = await db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('id', '=', id)
+    .where('project_id', '=', projectId)
+    .$if(kind !== undefined, (qb) => qb.where('kind', '=', kind!))
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    id: row.id, kind: row.kind, status: row.status as JobView['status'], progress: row.progress,
+    result: row.result === null ? null : decodeJson(row.result), error: row.error, created_at: row.created_at, updated_at: row.updated_at,
+  };
+}
+
+export class JobRunner {
+  private readonly handlers = new Map<string, JobHandler>();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+
+  constructor(
+    private readonly database: Database,
+    private readonly log: FastifyBaseLogger,
+    private readonly pollMs = 1000,
+  ) {}
+
+  register(kind: string, handler: JobHandler): void {
+    this.handlers.set(kind, handler);
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Looks for work now (after an enqueue in this process) instead of at the next poll. */
+  kick(): void {
+    if (!this.stopped && !this.running) this.schedule(0);
+  }
+
+  private schedule(delay: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.drain().finally(() => {
+        this.running = undefined;
+        if (!this.stopped) this.schedule(this.pollMs);
+      });
+    }, delay);
+    this.timer.unref();
+  }
+
+  private async drain(): Promise<void> {
+    while (!this.stopped) {
+      const job = await this.lease();
+      if (!job) return;
+      await this.run(job);
+    }
+  }
+
+  private async lease() {
+    const now = new Date();
+    const kinds = [...this.handlers.keys()];
+    if (kinds.length === 0) return undefined;
+    const lockedUntil = new Date(now.getTime() + LEASE_MS).toISOString();
+    const skipLocked = this.database.dialect === 'postgres' ? sql`FOR UPDATE SKIP LOCKED` : sql``;
+    const result = await sql<{ id: number; kind: string; project_id: string | null; payload: unknown; attempts: number }>`
+      UPDATE jobs SET status = 'running', locked_until = ${lockedUntil}, attempts = attempts + 1, updated_at = ${now.toISOString()}
+      WHERE id = (
+        SELECT id FROM jobs
+        WHERE kind IN (${sql.join(kinds)}) AND run_after <= ${now.toISOString()}
+          AND (status = 'queued' OR (status = 'running' AND locked_until < ${now.toISOString()}))
+        ORDER BY id LIMIT 1 ${skipLocked}
+      )
+      RETURNING id, kind, project_id, payload, attempts`.execute(this.database.db);
+    return result.rows[0];
+  }
+
+  private async run(job: { id: number; kind: string; project_id: string | null; payload: unknown; attempts: number }): Promise<void> {
+    const finish = (set: { status: string; result?: string | null; error?: string | null; progress?: number; run_after?: string }) =>
+      this.database.db.updateTable('jobs').set({ ...set, locked_until: null, updated_at: nowIso() }).where('id', '=', job.id).execute();
+    try {
+      const result = await this.handlers.get(job.kind)!({
+        id: job.id,
+        projectId: job.project_id,
+        payload: decodeJson<Record<string, unknown>>(job.payload),
+        progress: async (fraction) => {
+          await this.database.db.updateTable('jobs').set({ progress: Math.min(1, Math.max(0, fraction)), updated_at: nowIso() }).where('id', '=', job.id).execute();
+        },
+      });
+      await finish({ status: 'succeeded', progress: 1, result: encodeJson(result ?? null), error: null });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.log.warn({ job: job.id, kind: job.kind, err: message }, 'job failed');
+      await finish(job.attempts >= MAX_ATTEMPTS ? { status: 'failed', error: message } : { status: 'queued', error: message, run_after: new Date(Date.now() + 2 ** job.attempts * 1000).toISOString() });
+    }
+  }
+}

@@ -1,0 +1,76 @@
+import type { Embedder } from '../../engine/index.js';
+import { nowIso, type Executor } from '../../store/database.js';
+import { onMemoriesErased, type IndexedMemory } from '../memories/service.js';
+
+/**
+ * Vectors of a remote (OpenAI-compatible) embedder, stored per memory and embedder id so that
+ * they are computed once and an embedder change never mixes spaces. This module owns
+ * memory_embeddings. Without a remote embedder nothing is stored: the built-in ranking
+ * features are computed in memory.
+ */
+export class EmbeddingStore {
+  constructor(readonly embedder: Embedder | null) {}
+
+  get id(): string {
+    return this.embedder?.id ?? 'builtin';
+  }
+
+  /** Stored vectors for these memories; missing ones are embedded now and stored. */
+  async vectorsFor(db: Executor, projectId: string, rows: IndexedMemory[]): Promise<Map<number, Float32Array>> {
+    const vectors = new Map<number, Float32Array>();
+    if (!this.embedder || rows.length === 0) return vectors;
+    const live = rows.filter((r) => !r.deleted);
+    for (let i = 0; i < live.length; i += 500) {
+      const ids = live.slice(i, i + 500).map((r) => r.id);
+      const stored = await db
+        .selectFrom('memory_embeddings')
+        .select(['memory_id', 'vector'])
+        .where('embedder', '=', this.embedder.id)
+        .where('memory_id', 'in', ids)
+        .execute();
+      for (const s of stored) vectors.set(s.memory_id, decodeVector(s.vector));
+    }
+    const missing = live.filter((r) => !vectors.has(r.id));
+    await this.store(db, projectId, missing, vectors);
+    return vectors;
+  }
+
+  /** (Re)computes and stores vectors for these memories, replacing stored ones. */
+  async store(db: Executor, projectId: string, rows: IndexedMemory[], into = new Map<number, Float32Array>()): Promise<void> {
+    if (!this.embedder || rows.length === 0) return;
+    const embedded = await this.embedder.embed(rows.map((r) => r.text));
+    const now = nowIso();
+    const values = rows.map((r, i) => ({
+      memory_id: r.id, embedder: this.embedder!.id, project_id: projectId, vector: encodeVector(embedded[i]!), created_at: now,
+    }));
+    for (let i = 0; i < values.length; i += 200) {
+      await db
+        .insertInto('memory_embeddings')
+        .values(values.slice(i, i + 200))
+        .onConflict((oc) => oc.columns(['memory_id', 'embedder']).doUpdateSet((eb) => ({ vector: eb.ref('excluded.vector'), created_at: now })))
+        .execute();
+    }
+    rows.forEach((r, i) => into.set(r.id, embedded[i]!));
+  }
+
+  async embedQuery(text: string): Promise<Float32Array | undefined> {
+    if (!this.embedder) return undefined;
+    return (await this.embedder.embed([text]))[0];
+  }
+}
+
+export function encodeVector(v: Float32Array): Buffer {
+  return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
+export function decodeVector(b: Buffer | Uint8Array): Float32Array {
+  // Copy: the driver's buffer may be a view into a larger, shared allocation.
+  const copy = new Uint8Array(b.byteLength);
+  copy.set(b);
+  return new Float32Array(copy.buffer);
+}
+
+// Vectors are derived from the text: they go when the memory is forgotten.
+onMemoriesErased(async (trx, ids) => {
+  await trx.deleteFrom('memory_embeddings').where('memory_id', 'in', ids).execute();
+});

@@ -1,0 +1,223 @@
+import { analyze, estimateTokens, parseTemporal, type SearchHit } from '../../engine/index.js';
+import { invalid } from '../../http/errors.js';
+import type { Database } from '../../store/database.js';
+import { memoriesByIds, type Owner } from '../memories/service.js';
+import type { MemoryView } from '../memories/schemas.js';
+import type { EmbeddingStore } from './embeddings.js';
+import type { CachedIndex, DocMeta, IndexCache } from './index-cache.js';
+import type { FiltersInput } from './schemas.js';
+
+export type ScoredMemory = MemoryView & { score: number; explanation?: Record<string, number>; speaker?: string | null };
+export type SearchRoute = 'keyword' | 'semantic' | 'temporal' | 'recent';
+
+/** Who is being searched: one end user, or (for principal-scoped composition) a whole project. */
+export type RetrievalScope = { kind: 'owner'; owner: Owner } | { kind: 'project'; projectId: string; tenantId: string | null };
+
+const DEFAULT_K = 10;
+const RRF_K = 60;
+const DAY = 86_400_000;
+
+function matchesFilters(meta: DocMeta | undefined, f: FiltersInput | undefined, range?: { from: number; to: number }): boolean {
+  if (!meta) return false;
+  if (range && (meta.createdAt < range.from || meta.createdAt >= range.to)) return false;
+  if (!f) return true;
+  if (f.tags_any && f.tags_any.length > 0 && !f.tags_any.some((t) => meta.tags.includes(t))) return false;
+  if (f.tags_all && !f.tags_all.every((t) => meta.tags.includes(t))) return false;
+  if (f.source !== undefined && meta.source !== f.source) return false;
+  if (f.created_after !== undefined && !(meta.createdAt > Date.parse(f.created_after))) return false;
+  if (f.created_before !== undefined && !(meta.createdAt < Date.parse(f.created_before))) return false;
+  if (f.is_summary !== undefined && meta.isSummary !== f.is_summary) return false;
+  if (f.metadata) {
+    for (const [key, value] of Object.entries(f.metadata)) {
+      if (JSON.stringify(meta.metadata[key]) !== JSON.stringify(value)) return false;
+    }
+  }
+  return true;
+}
+
+/** Sentences or lines of a long prompt that carry content words, longest first, at most 16. */
+function promptSegments(prompt: string): string[] {
+  const parts = prompt
+    .split(/(?<=[.?!])\s+|\n+/)
+    .map((p) => p.trim())
+    .filter((p) => analyze(p).length > 0);
+  return parts.sort((a, b) => b.length - a.length).slice(0, 16);
+}
+
+/**
+ * Retrieval operations over the per-end-user indexes: every call first brings the index up to
+ * date with the database, then ranks in memory and reads the winning rows back whole.
+ */
+export class Retrieval {
+  constructor(
+    private readonly database: Database,
+    private readonly cache: IndexCache,
+    private readonly embeddings: EmbeddingStore,
+  ) {}
+
+  private indexOf(scope: RetrievalScope): Promise<CachedIndex> {
+    return scope.kind === 'owner' ? this.cache.forOwner(scope.owner) : this.cache.forProject(scope.projectId, scope.tenantId);
+  }
+
+  /** Whole memory rows for ranked hits, best first; rows forgotten since ranking drop out. */
+  private async hydrate(scope: RetrievalScope, hits: SearchHit[], explain = false): Promise<ScoredMemory[]> {
+    const rowScope =
+      scope.kind === 'owner'
+        ? { projectId: scope.owner.projectId, tenantId: scope.owner.tenantId, endUserId: scope.owner.endUserId }
+        : { projectId: scope.projectId, tenantId: scope.tenantId };
+    const rows = await memoriesByIds(this.database.db, rowScope, hits.map((h) => h.id));
+    const byId = new Map(hits.map((h) => [h.id, h]));
+    return rows.map(({ tenant_id: _tenant, ...row }) => {
+      const hit = byId.get(row.id)!;
+      return { ...row, score: hit.score, ...(explain && hit.explanation ? { explanation: hit.explanation } : {}) };
+    });
+  }
+
+  private async rank(
+    cached: CachedIndex,
+    query: string,
+    opts: { k: number; sessionId?: string; filters?: FiltersInput; explain?: boolean; range?: { from: number; to: number }; temporal?: boolean },
+  ): Promise<SearchHit[]> {
+    const { index, meta } = cached;
+    const needsFilter = opts.filters !== undefined || opts.range !== undefined;
+    return index.search(query, {
+      k: opts.k,
+      ...(opts.sessionId !== undefined ? { sessionId: opts.sessionId } : {}),
+      ...(needsFilter ? { filter: (id: number) => matchesFilters(meta.get(id), opts.filters, opts.range) } : {}),
+      explain: opts.explain ?? false,
+      temporal: opts.temporal ?? true,
+      queryVector: await this.embeddings.embedQuery(query),
+    });
+  }
+
+  async query(
+    owner: Owner,
+    input: { query: string; k?: number; session_id?: string; filters?: FiltersInput; explain?: boolean },
+  ): Promise<ScoredMemory[]> {
+    if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
+    const scope: RetrievalScope = { kind: 'owner', owner };
+    const hits = await this.rank(await this.indexOf(scope), input.query, {
+      k: input.k ?? DEFAULT_K,
+      ...(input.session_id !== undefined ? { sessionId: input.session_id } : {}),
+      ...(input.filters !== undefined ? { filters: input.filters } : {}),
+      explain: input.explain ?? false,
+    });
+    return this.hydrate(scope, hits, input.explain);
+  }
+
+  /**
+   * Memories for a whole prompt (several questions, long context): each content-bearing sentence
+   * is searched on its own and the rankings are fused (reciprocal rank), then the best are
+   * taken while they fit the token budget.
+   */
+  async retrieve(scope: RetrievalScope, input: { prompt: string; k?: number; token_budget?: number }): Promise<{ memories: ScoredMemory[]; tokens: number }> {
+    if (input.prompt.trim() === '') throw invalid('prompt', 'prompt must not be blank');
+    const k = input.k ?? DEFAULT_K;
+    const cached = await this.indexOf(scope);
+    const segments = promptSegments(input.prompt);
+    const queries = segments.length > 1 ? [input.prompt, ...segments] : [input.prompt];
+    const fused = new Map<number, number>();
+    for (const q of queries) {
+      const hits = await this.rank(cached, q, { k: Math.max(2 * k, 20) });
+      hits.forEach((h, rank) => fused.set(h.id, (fused.get(h.id) ?? 0) + 1 / (RRF_K + rank)));
+    }
+    const ranked = [...fused.entries()].sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([id, score]) => ({ id, score }));
+    const memories = await this.hydrate(scope, ranked.slice(0, 4 * k));
+    return fitBudget(memories, k, input.token_budget);
+  }
+
+  /** Picks a route for a query (or takes the caller's) and says why. */
+  async search(
+    owner: Owner,
+    input: { query: string; k?: number; route?: SearchRoute | 'auto' },
+    now = Date.now(),
+  ): Promise<{ route: SearchRoute; reason: string; range?: { from: string; to: string; matched: string }; memories: ScoredMemory[] }> {
+    if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
+    const k = input.k ?? DEFAULT_K;
+    const temporal = parseTemporal(input.query, now);
+    const terms = analyze(input.query);
+    let route: SearchRoute;
+    let reason: string;
+    if (input.route && input.route !== 'auto') {
+      route = input.route;
+      reason = 'route chosen by the caller';
+    } else if (temporal) {
+      route = 'temporal';
+      reason = `the query names a time ("${temporal.matched}"), so results are limited to that period`;
+    } else if (/\b(recent|recently|latest|newest|last (few|couple))\b/i.test(input.query) && terms.length <= 3) {
+      route = 'recent';
+      reason = 'the query asks for what is recent and names little else, so the newest memories come first';
+    } else if (terms.length <= 3 || /["'][^"']+["']|\d/.test(input.query)) {
+      route = 'keyword';
+      reason = 'a short or exact query (few terms, quotes or numbers) is answered best by its words';
+    } else {
+      route = 'semantic';
+      reason = this.embeddings.embedder
+        ? `a descriptive query is answered by meaning: ${this.embeddings.id} vectors fused with word and context evidence`
+        : 'a descriptive query is answered by fused evidence: stemmed words, conversation context, sub-word similarity and recency';
+    }
+    const scope: RetrievalScope = { kind: 'owner', owner };
+    const cached = await this.indexOf(scope);
+    let hits: SearchHit[];
+    let range: { from: string; to: string; matched: string } | undefined;
+    if (route === 'recent') {
+      hits = [...cached.meta.entries()]
+        .sort((a, b) => b[1].createdAt - a[1].createdAt || b[0] - a[0])
+        .slice(0, k)
+        .map(([id, m]) => ({ id, score: Math.pow(0.5, Math.max(0, now - m.createdAt) / (30 * DAY)) }));
+    } else if (route === 'temporal') {
+      const span = temporal ?? { from: 0, to: now + DAY, matched: '' };
+      range = { from: new Date(span.from).toISOString(), to: new Date(span.to).toISOString(), matched: span.matched };
+      hits = await this.rank(cached, input.query, { k, range: { from: span.from, to: span.to } });
+    } else {
+      hits = await this.rank(cached, input.query, { k, temporal: route === 'semantic' });
+    }
+    return { route, reason, ...(range ? { range } : {}), memories: await this.hydrate(scope, hits) };
+  }
+
+  /** A ready prompt block that cites the memories it used as [m:id]. */
+  async compose(
+    scope: RetrievalScope,
+    input: { task: string; token_budget?: number; template?: string },
+  ): Promise<{ prompt: string; memories: ScoredMemory[]; tokens: number }> {
+    const template = input.template ?? DEFAULT_TEMPLATE;
+    if (!template.includes('{{memories}}')) throw invalid('template', 'template must contain {{memories}}');
+    const budget = input.token_budget ?? 1_000;
+    const frame = template.replace('{{memories}}', '').replaceAll('{{task}}', input.task);
+    const room = budget - estimateTokens(frame);
+    if (room <= 0) throw invalid('token_budget', 'token_budget is too small for the task and template');
+    const { memories } = await this.retrieve(scope, { prompt: input.task, k: 50 });
+    const used: ScoredMemory[] = [];
+    let tokens = 0;
+    for (const m of memories) {
+      const cost = estimateTokens(citation(m)) + 1;
+      if (tokens + cost > room) continue;
+      used.push(m);
+      tokens += cost;
+    }
+    const block = used.length > 0 ? used.map(citation).join('\n') : '(no relevant memories)';
+    const prompt = template.replace('{{memories}}', block).replaceAll('{{task}}', input.task);
+    return { prompt, memories: used, tokens: estimateTokens(prompt) };
+  }
+}
+
+const DEFAULT_TEMPLATE =
+  'Relevant memories, most relevant first. Cite a memory as [m:<id>] where you rely on it.\n{{memories}}\n\nTask: {{task}}';
+
+function citation(m: ScoredMemory): string {
+  return `[m:${m.id}] (${m.created_at.slice(0, 10)}) ${m.text.replace(/\s+/g, ' ').trim()}`;
+}
+
+/** The best memories, in order, that fit the budget (all k when there is none). */
+function fitBudget(memories: ScoredMemory[], k: number, budget: number | undefined): { memories: ScoredMemory[]; tokens: number } {
+  const out: ScoredMemory[] = [];
+  let tokens = 0;
+  for (const m of memories) {
+    if (out.length >= k) break;
+    const cost = estimateTokens(m.text);
+    if (budget !== undefined && tokens + cost > budget) continue;
+    out.push(m);
+    tokens += cost;
+  }
+  return { memories: out, tokens };
+}

@@ -1,0 +1,143 @@
+import type { FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { scopeOf, validateEndUserId, writeContextOf } from '../../http/auth.js';
+import { invalid } from '../../http/errors.js';
+import type { Database } from '../../store/database.js';
+import { listMemories, memoryCounts, type Owner } from '../memories/service.js';
+import type { Retrieval } from '../retrieval/service.js';
+import { AddTurnBody, AddTurnResult, ListQuery, ListResult, RecallBody, RecallResult, StatusResult } from './schemas.js';
+import { addTurn, periodOf, turnsUsed } from './service.js';
+
+export interface TenantOptions {
+  database: Database;
+  retrieval: Retrieval;
+  /** The project's monthly turn allowance per tenant (from its plan). */
+  monthlyTurnAllowance: (projectId: string) => Promise<number>;
+}
+
+const tags = ['tenant (/v1)'];
+const read = { auth: { scope: 'memories:read', endUser: 'none' } } as const;
+
+/**
+ * The tenant a /v1 request acts for: a tenant-bound key's own tenant (another one is 404, in
+ * auth), else X-Tenant-ID, which cross-tenant keys must send; a body tenant_id must agree.
+ */
+function tenantOf(request: FastifyRequest, bodyTenant: string | undefined, required = true): string | null {
+  const scope = scopeOf(request);
+  if (!scope.tenantId) {
+    if (required) throw invalid('X-Tenant-ID', 'Cross-tenant keys must send X-Tenant-ID');
+    if (bodyTenant !== undefined) throw invalid('X-Tenant-ID', 'Cross-tenant keys must send X-Tenant-ID');
+    return null;
+  }
+  if (bodyTenant !== undefined && bodyTenant !== scope.tenantId) {
+    throw invalid('tenant_id', 'tenant_id disagrees with the tenant of the key or X-Tenant-ID');
+  }
+  return scope.tenantId;
+}
+
+function ownerFor(request: FastifyRequest, body: { tenant_id: string; user_id: string }): Owner {
+  const tenantId = tenantOf(request, body.tenant_id)!;
+  return { projectId: scopeOf(request).projectId, tenantId, endUserId: validateEndUserId(body.user_id, 'user_id') };
+}
+
+export const tenantRoutes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { database, retrieval, monthlyTurnAllowance }) => {
+  app.post('/v1/memory/add_turn', {
+    config: { auth: { scope: 'memories:write', endUser: 'none' } },
+    schema: {
+      tags, summary: 'Store a conversation turn',
+      description: "Stores the turn verbatim, in order. The same turn delivered again (same session, speaker and text) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.",
+      body: AddTurnBody, response: { 201: AddTurnResult, 200: AddTurnResult },
+    },
+  }, async (request, reply) => {
+    const owner = ownerFor(request, request.body);
+    const { session_id: sessionId, timestamp, ...rest } = request.body.metadata ?? {};
+    const { memory, created } = await addTurn(
+      database,
+      writeContextOf(request),
+      owner,
+      {
+        text: request.body.text,
+        speaker: request.body.speaker,
+        source: request.body.source ?? 'conversation',
+        sessionId: sessionId ?? null,
+        metadata: rest,
+        ...(timestamp ? { occurredAt: new Date(timestamp).toISOString() } : {}),
+      },
+      await monthlyTurnAllowance(owner.projectId),
+    );
+    return reply.status(created ? 201 : 200).send({
+      id: memory.id, status: created ? 'created' : 'duplicate', tenant_id: owner.tenantId, user_id: owner.endUserId,
+      session_id: memory.session_id, created_at: memory.created_at,
+    });
+  });
+
+  app.post('/v1/memory/recall', {
+    config: read,
+    schema: {
+      tags, summary: 'Recall context',
+      description: 'The turns and memories of the user most relevant to the query, best first, and a context string of them in conversation order.',
+      body: RecallBody, response: { 200: RecallResult },
+    },
+  }, async (request) => {
+    const owner = ownerFor(request, request.body);
+    const found = await retrieval.query(owner, {
+      query: request.body.query,
+      k: request.body.k ?? 10,
+      ...(request.body.session_id ? { session_id: request.body.session_id } : {}),
+    });
+    const memories = found.map((m) => ({
+      id: m.id, text: m.text, speaker: m.speaker ?? null, session_id: m.session_id, created_at: m.created_at, score: m.score,
+    }));
+    const context = [...memories]
+      .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id - b.id)
+      .map((m) => `[${m.created_at.slice(0, 10)}]${m.speaker ? ` ${m.speaker}:` : ''} ${m.text}`)
+      .join('\n');
+    return { memories, context };
+  });
+
+  app.get('/v1/memory/status', {
+    config: read,
+    schema: { tags, summary: 'Health and counts', response: { 200: StatusResult } },
+  }, async (request) => {
+    const projectId = scopeOf(request).projectId;
+    const tenantId = tenantOf(request, undefined, false);
+    const period = periodOf(new Date());
+    const [counts, used] = await Promise.all([
+      memoryCounts(database.db, projectId, tenantId),
+      turnsUsed(database.db, projectId, tenantId, period),
+    ]);
+    const allowance = await monthlyTurnAllowance(projectId);
+    return {
+      status: 'ok',
+      database: 'ok',
+      tenant_id: tenantId,
+      counts: { ...counts, turns_this_period: used },
+      quota: tenantId
+        ? {
+            monthly_turns: allowance, used, remaining: Math.max(0, allowance - used),
+            period_start: period.start.toISOString(), period_end: period.end.toISOString(),
+          }
+        : null,
+    };
+  });
+
+  app.get('/v1/memory/memories', {
+    config: read,
+    schema: { tags, summary: 'List stored memories', querystring: ListQuery, response: { 200: ListResult } },
+  }, async (request) => {
+    const { offset, limit, user_id: userId, session_id: sessionId } = request.query;
+    const tenantId = tenantOf(request, request.query.tenant_id, false);
+    const page = await listMemories(
+      database.db,
+      { projectId: scopeOf(request).projectId, tenantId, endUserId: userId ?? null, sessionId: sessionId ?? null },
+      { offset, limit },
+    );
+    return {
+      items: page.items.map((m) => ({
+        id: m.id, text: m.text, speaker: m.speaker, session_id: m.session_id, created_at: m.created_at,
+        tenant_id: m.tenant_id, user_id: m.end_user_id, source: m.source, metadata: m.metadata,
+      })),
+      total: page.total, offset, limit, has_next: offset + page.items.length < page.total,
+    };
+  });
+};

@@ -1,0 +1,60 @@
+import { write, type WriteContext } from '../../core/unit-of-work.js';
+import { AppError } from '../../http/errors.js';
+import type { Database, Executor } from '../../store/database.js';
+import { insertTurn, type Owner, type TurnInput } from '../memories/service.js';
+
+/** Monthly turn usage per tenant, counted in the transaction that stores the turn. This module owns tenant_usage. */
+
+export interface Period {
+  key: string;
+  start: Date;
+  end: Date;
+}
+
+/** Calendar months in UTC. */
+export function periodOf(now: Date): Period {
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return { key: start.toISOString().slice(0, 7), start, end };
+}
+
+export async function turnsUsed(db: Executor, projectId: string, tenantId: string | null, period: Period): Promise<number> {
+  const row = await db
+    .selectFrom('tenant_usage')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('turns'), eb.lit(0)).as('turns'))
+    .where('project_id', '=', projectId)
+    .where('period', '=', period.key)
+    .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+    .executeTakeFirstOrThrow();
+  return Number(row.turns);
+}
+
+export async function addTurn(
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  turn: TurnInput,
+  allowance: number,
+  now = new Date(),
+): Promise<{ memory: Awaited<ReturnType<typeof insertTurn>>['memory']; created: boolean }> {
+  const period = periodOf(now);
+  return write(database, ctx, async (trx, effects) => {
+    const result = await insertTurn(trx, ctx, effects, database, owner, turn);
+    if (!result.created) return result;
+    const usage = await trx
+      .insertInto('tenant_usage')
+      .values({ project_id: owner.projectId, tenant_id: owner.tenantId, period: period.key, turns: 1 })
+      .onConflict((oc) => oc.columns(['project_id', 'tenant_id', 'period']).doUpdateSet((eb) => ({ turns: eb('tenant_usage.turns', '+', 1) })))
+      .returning('turns')
+      .executeTakeFirstOrThrow();
+    if (usage.turns > allowance) {
+      // Throwing rolls the turn and the count back together.
+      const retryAfter = Math.max(1, Math.ceil((period.end.getTime() - now.getTime()) / 1000));
+      throw new AppError('quota_exceeded', `The tenant's monthly turn quota (${allowance}) is used up until ${period.end.toISOString()}`, undefined, {
+        'Retry-After': String(retryAfter),
+      });
+    }
+    effects.audit('memory.add_turn', { type: 'memory', id: result.memory.id });
+    return result;
+  });
+}
