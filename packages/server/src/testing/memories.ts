@@ -83,7 +83,7 @@ export async function withEffects(t: TestApp, run: () => Promise<Response>) {
 
 /** Asserts the one audit row of a request and that its events were written at the same instant (same transaction). */
 export function expectAudited(
-  effects: Awaited<ReturnType<typeof withEffects>>,
+  effects: Pick<Awaited<ReturnType<typeof withEffects>>, 'audit' | 'events'>,
   t: TestApp,
   expected: { action: string; target_type?: string; target_id?: string | null; result?: string },
 ): void {
