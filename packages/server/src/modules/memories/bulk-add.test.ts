@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDialect, startTestApp, type TestApp } from '../../testing/harness.js';
+import { expect, it } from 'vitest';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { countRows, expectAudited, expectError, expectNothingWritten, withEffects } from '../../testing/memories.js';
 
 forEachDialect('POST /memory/bulk-add', (dialect) => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp(dialect);
-  });
-  afterAll(() => t.close());
+  const t = useTestApp(dialect);
 
   const bulk = (body: unknown, endUser?: string) => t.call('POST', '/memory/bulk-add', { body, ...(endUser ? { endUser } : {}) });
   const statuses = (body: { results: Array<{ status: string }> }) => body.results.map((r) => r.status);

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { createProject } from '../../modules/org/service.js';
-import { forEachDialect, startTestApp, type CallOptions, type TestApp } from '../../testing/harness.js';
+import { forEachDialect, type CallOptions, useTestApp } from '../../testing/harness.js';
 import { addMemory, expectError } from '../../testing/memories.js';
 
 interface Exported {
@@ -10,7 +10,7 @@ interface Exported {
 }
 
 forEachDialect('GET /memory/export', (dialect) => {
-  let t: TestApp;
+  const t = useTestApp(dialect);
   /** Every memory created, by id, as the API answered at creation. */
   const created = new Map<number, Record<string, unknown>>();
   const forgotten: number[] = [];
@@ -27,7 +27,6 @@ forEachDialect('GET /memory/export', (dialect) => {
   }
 
   beforeAll(async () => {
-    t = await startTestApp(dialect);
     await fill('exp-a', 1_050);
     await fill('exp-b', 60);
     // Forgotten memories drop out, including one on the first page boundary.
@@ -42,7 +41,6 @@ forEachDialect('GET /memory/export', (dialect) => {
     const sibling = await createProject(t.database.db, { organizationId: t.organizationId, name: 'Sibling', slug: 'sibling' });
     await addMemory(t, 'Sibling project memory', { project: sibling.id, endUser: 'exp-a' });
   }, 120_000);
-  afterAll(() => t.close());
 
   async function exported(options: CallOptions = {}): Promise<Exported> {
     const res = await t.call('GET', '/memory/export', { endUser: null, ...options });

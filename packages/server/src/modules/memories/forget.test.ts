@@ -1,16 +1,12 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { decodeJson } from '../../store/database.js';
-import { forEachDialect, startTestApp, type TestApp } from '../../testing/harness.js';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import {
   addMemory, expectAudited, expectError, expectNothingWritten, historyRows, memoryRow, withEffects,
 } from '../../testing/memories.js';
 
 forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (dialect) => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp(dialect);
-  });
-  afterAll(() => t.close());
+  const t = useTestApp(dialect);
 
   const forget = (ids: unknown, endUser?: string) => t.call('DELETE', '/memory/forget', { body: { ids }, ...(endUser ? { endUser } : {}) });
   const purge = (endUserId: string) => t.call('DELETE', `/memory/user/${encodeURIComponent(endUserId)}`, { endUser: null });

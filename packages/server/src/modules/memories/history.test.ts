@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDialect, startTestApp, type TestApp } from '../../testing/harness.js';
+import { expect, it } from 'vitest';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory, expectError } from '../../testing/memories.js';
 
 forEachDialect('GET /memory/{id}/history', (dialect) => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp(dialect);
-  });
-  afterAll(() => t.close());
+  const t = useTestApp(dialect);
 
   const withRequestId = (id: string) => ({ headers: { 'x-request-id': id } });
   const history = (id: number) => t.call('GET', `/memory/${id}/history`);

@@ -1,15 +1,11 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDialect, startTestApp, type TestApp } from '../../testing/harness.js';
+import { expect, it } from 'vitest';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import {
   addMemory, expectAudited, expectError, expectNothingWritten, historyRows, memoryRow, withEffects,
 } from '../../testing/memories.js';
 
 forEachDialect('GET, PATCH /memory/{id} and POST /memory/batch-update', (dialect) => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp(dialect);
-  });
-  afterAll(() => t.close());
+  const t = useTestApp(dialect);
 
   const patch = (id: number | string, body: unknown) => t.call('PATCH', `/memory/${id}`, { body });
   const batch = (body: unknown) => t.call('POST', '/memory/batch-update', { body });
