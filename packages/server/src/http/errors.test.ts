@@ -24,7 +24,8 @@ forEachDialect('Error responses and request hygiene', (dialect) => {
   });
 
   it('answers malformed or empty JSON with 400 naming the body, writing nothing', async () => {
-    for (const payload of ['{"text": "unterminated"', "{text: 'x'}", '{"text": "a",}', 'nul', '']) {
+    const poisoned = '{"text": "x", "metadata": {"__proto__": {"admin": true}}}';
+    for (const payload of ['{"text": "unterminated"', "{text: 'x'}", '{"text": "a",}', 'nul', '', poisoned]) {
       expectError(await raw('POST', '/memory/add', payload), 400, 'validation_error', 'body');
     }
     expectError(await raw('PATCH', `/memory/${memoryId}`, '{"tags": ['), 400, 'validation_error', 'body');

@@ -143,4 +143,24 @@ forEachDialect('POST /memory/add', (dialect) => {
     const again = await addMemory(t, { text: 'Lives in Lisbon', client_ref: 'addr-1' });
     expect(again.id).not.toBe(first.id);
   });
+
+  it('tells apart texts without letters or digits, and still skips their exact repeats', async () => {
+    const sushi = await addMemory(t, '🍣', { endUser: 'emoji-user' });
+    await addMemory(t, '🍕', { endUser: 'emoji-user' });
+    await addMemory(t, '!!!', { endUser: 'emoji-user' });
+    await addMemory(t, '???', { endUser: 'emoji-user' });
+    const repeat = await t.call('POST', '/memory/add', { body: { text: ' 🍣 ' }, endUser: 'emoji-user' });
+    expect(repeat.body).toEqual({ status: 'skipped', reason: 'duplicate_text', memory_id: sushi.id });
+  });
+
+  it('creates one memory when the same text is added concurrently', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => t.call('POST', '/memory/add', { body: { text: 'Concurrent text' }, endUser: 'racing-user' })),
+    );
+    const created = results.filter((r) => r.status === 201);
+    expect(created).toHaveLength(1);
+    for (const r of results.filter((x) => x.status !== 201)) {
+      expect(r.body).toEqual({ status: 'skipped', reason: 'duplicate_text', memory_id: created[0]!.body.id });
+    }
+  });
 });

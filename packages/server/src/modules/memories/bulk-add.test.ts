@@ -125,4 +125,13 @@ forEachDialect('POST /memory/bulk-add', (dialect) => {
     const res = await t.call('POST', '/memory/bulk-add', { body: [{ text: 'x' }], endUser: null });
     expectError(res, 400, 'validation_error', 'X-End-User-ID');
   });
+
+  it('stores each client_ref once when the same import runs concurrently', async () => {
+    const items = [{ text: 'Parallel import A', client_ref: 'par-a' }, { text: 'Parallel import B', client_ref: 'par-b' }];
+    const results = await Promise.all(Array.from({ length: 5 }, () => bulk(items, 'parallel-user')));
+    const created = results.reduce((n, r) => n + r.body.totals.created, 0);
+    expect(created).toBe(2);
+    const rows = await t.database.db.selectFrom('memories').select('client_ref').where('end_user_id', '=', 'parallel-user').orderBy('client_ref').execute();
+    expect(rows.map((r) => r.client_ref)).toEqual(['par-a', 'par-b']);
+  });
 });

@@ -21,9 +21,14 @@ export interface Owner {
 type MemoryRow = Selectable<MemoriesTable>;
 type Outcome = { created: MemoryView } | { skipped: { reason: SkipReason; memory_id: number } };
 
-/** Text compared for duplicates: Unicode-normalised, case-folded, punctuation and spacing ignored. */
+/**
+ * Text compared for duplicates: Unicode-normalised, case-folded, punctuation and spacing ignored.
+ * A text without letters or digits (emoji, symbols) is compared with only its spacing ignored,
+ * so that such texts are not all duplicates of one another.
+ */
 export function normalizeForDedupe(text: string): string {
-  return text.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+  const folded = text.normalize('NFKC').toLowerCase();
+  return folded.replace(/[^\p{L}\p{N}]+/gu, ' ').trim() || folded.replace(/\s+/gu, ' ').trim();
 }
 
 const dedupeHash = (text: string) => sha256Hex(normalizeForDedupe(text));
