@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.js';
 import type { Database } from './store/database.js';
 import { authentication } from './http/auth.js';
-import { errorHandling } from './http/error-handler.js';
+import { errorHandling, frameworkErrors } from './http/error-handler.js';
 import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './modules/health/routes.js';
@@ -16,6 +16,8 @@ import { JobRunner } from './jobs/runner.js';
 export const VERSION = '0.1.0';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Room for a 256-character end-user id in a path even when every character is percent-encoded UTF-8. */
+const MAX_PARAM_LENGTH = 256 * 9;
 
 export interface AppOptions {
   config: Pick<Config, 'logLevel' | 'bodyLimitBytes' | 'trustProxy' | 'retrieval' | 'tenant'>;
@@ -34,6 +36,8 @@ export async function buildApp({ config, database, logStream }: AppOptions): Pro
       ...(logStream ? { stream: logStream } : {}),
     },
     bodyLimit: config.bodyLimitBytes,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors,
     trustProxy: config.trustProxy,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];

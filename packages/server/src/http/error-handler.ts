@@ -44,6 +44,19 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
   );
 });
 
+/**
+ * Errors the router raises before any hook runs (a malformed percent-encoding, an over-long path
+ * parameter): answered in the same error shape, with the X-Request-ID the hooks would have set.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('X-Request-ID', request.id);
+  if (error.code === 'FST_ERR_BAD_URL' || error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return send(reply, request, 400, 'validation_error', 'The request path is not valid', 'path');
+  }
+  request.log.error({ err: error }, 'router error');
+  return send(reply, request, 500, 'internal_error', 'Internal error; quote the request_id when reporting it');
+}
+
 function send(reply: FastifyReply, request: FastifyRequest, status: number, code: ErrorCode, message: string, field?: string) {
   return reply.status(status).type('application/json').send(errorBody(request, code, message, field));
 }

@@ -22,8 +22,9 @@ export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpP
 
 /** The first error of a failed validation, as the 400 every route answers. */
 export function validationError(errors: ErrorObject[] | null | undefined, context?: string): AppError {
-  // An unknown field explains the other errors (a misspelt "txt" also leaves "text" missing), so name it first.
-  const first = errors?.find((e) => e.keyword === 'additionalProperties') ?? errors?.[0];
+  // An unknown field explains the other errors (a misspelt "txt" also leaves "text" missing), so name it first;
+  // then a missing field, which is more precise than an object-level rule such as minProperties.
+  const first = errors?.find((e) => e.keyword === 'additionalProperties') ?? errors?.find((e) => e.keyword === 'required') ?? errors?.[0];
   if (!first) return invalid(context ?? 'body', 'Invalid request');
   const field = fieldOf(first, context);
   return invalid(field, describeValidation(first, field));

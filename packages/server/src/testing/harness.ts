@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
-import { describe } from 'vitest';
+import { afterAll, beforeAll, describe } from 'vitest';
 import { buildApp } from '../app.js';
 import { loadConfig, type Config } from '../config.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser } from '../modules/org/service.js';
@@ -151,4 +151,23 @@ export async function startTestApp(dialect: Dialect, config: Partial<Config> = {
       await fresh.drop();
     },
   };
+}
+
+/**
+ * One app for the enclosing suite, started before its tests and closed after them. The returned
+ * object stands for that app; use it only inside tests and hooks registered after this call.
+ */
+export function useTestApp(dialect: Dialect): TestApp {
+  let current: TestApp | undefined;
+  beforeAll(async () => {
+    current = await startTestApp(dialect);
+  });
+  afterAll(() => current?.close());
+  return new Proxy({} as TestApp, {
+    get(_, property) {
+      if (!current) throw new Error('The test app is used before its suite started it');
+      const value = current[property as keyof TestApp];
+      return typeof value === 'function' ? value.bind(current) : value;
+    },
+  });
 }

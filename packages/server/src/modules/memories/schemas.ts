@@ -11,7 +11,8 @@ export const LIMITS = {
   forgetIds: 1_000,
 } as const;
 
-export const MemoryId = Type.Integer({ minimum: 1, description: 'Memory id' });
+// Bounded so that every accepted id binds as a PostgreSQL bigint and a JavaScript number.
+export const MemoryId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Memory id' });
 const Text = Type.String({ minLength: 1, maxLength: LIMITS.textChars, description: 'One statement' });
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.tagChars }), { maxItems: LIMITS.tags, uniqueItems: true });
 const Importance = Type.Number({ minimum: 0, maximum: 1, description: '0 (trivial) to 1 (critical); default 0.5' });

@@ -22,8 +22,13 @@ export interface Owner {
 type MemoryRow = Selectable<MemoriesTable>;
 type Outcome = { created: MemoryView } | { skipped: { reason: SkipReason; memory_id: number } };
 
-/** Duplicates compare the engine's normal form: case, width, accents, punctuation and spacing ignored. */
-const dedupeHash = (text: string) => sha256Hex(normalizeText(text));
+/**
+ * Duplicates compare the engine's normal form: case, width, accents, punctuation and spacing
+ * ignored. A text without letters or digits (emoji, symbols) is compared with only its spacing
+ * ignored, so that such texts are not all duplicates of one another.
+ */
+const dedupeHash = (text: string) =>
+  sha256Hex(normalizeText(text) || text.normalize('NFKC').toLowerCase().replace(/\s+/gu, ' ').trim());
 
 export function toMemory(row: MemoryRow): MemoryView {
   return {
@@ -42,7 +47,20 @@ export function toMemory(row: MemoryRow): MemoryView {
   };
 }
 
+/** NUL and unpaired surrogates: SQLite keeps them, PostgreSQL text and jsonb refuse them, so neither stores them. */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function storable(value: unknown): boolean {
+  if (typeof value === 'string') return !UNSTORABLE.test(value);
+  if (Array.isArray(value)) return value.every(storable);
+  if (value !== null && typeof value === 'object') return Object.entries(value).every(([k, v]) => storable(k) && storable(v));
+  return true;
+}
+
 function checkContent(input: { text?: string; metadata?: Record<string, unknown> }, prefix = ''): void {
+  for (const [field, value] of Object.entries(input)) {
+    if (!storable(value)) throw invalid(`${prefix}${field}`, `${field} must not contain NUL characters or unpaired surrogates`);
+  }
   if (input.text !== undefined && input.text.trim() === '') throw invalid(`${prefix}text`, 'text must not be blank');
   if (input.metadata !== undefined && Buffer.byteLength(encodeJson(input.metadata)) > LIMITS.metadataBytes) {
     throw invalid(`${prefix}metadata`, `metadata must serialise to at most ${LIMITS.metadataBytes} bytes`);
@@ -134,7 +152,7 @@ async function insertMemories(
   const byRef = new Map(byRefRows.map((e) => [e.client_ref!, e.id]));
   const byHash = new Map(byHashRows.map((e) => [e.dedupe_hash!, e.id]));
 
-  const outcomes: Array<Outcome | { pending: number }> = [];
+  const outcomes: Array<Outcome | { pending: number; reason?: SkipReason }> = [];
   const rows: Array<Omit<MemoryRow, 'id'>> = [];
   const pendingRef = new Map<string, number>();
   const pendingHash = new Map<string, number>();
@@ -146,8 +164,10 @@ async function insertMemories(
     const hashId = byHash.get(hash);
     if (hashId !== undefined) return outcomes.push({ skipped: { reason: 'duplicate_text', memory_id: hashId } });
     // A duplicate of an earlier item of this call: resolved to that item's id once inserted.
-    const earlier = (ref !== undefined ? pendingRef.get(ref) : undefined) ?? pendingHash.get(hash);
-    if (earlier !== undefined) return outcomes.push({ pending: -1 - earlier });
+    const earlierRef = ref !== undefined ? pendingRef.get(ref) : undefined;
+    if (earlierRef !== undefined) return outcomes.push({ pending: -1 - earlierRef, reason: clientRefReason });
+    const earlierText = pendingHash.get(hash);
+    if (earlierText !== undefined) return outcomes.push({ pending: -1 - earlierText, reason: 'duplicate_text' });
     if (ref !== undefined) pendingRef.set(ref, rows.length);
     pendingHash.set(hash, rows.length);
     outcomes.push({ pending: rows.length });
@@ -179,7 +199,7 @@ async function insertMemories(
     if (!('pending' in o)) return o;
     if (o.pending >= 0) return { created: memories[o.pending]! };
     const first = memories[-1 - o.pending]!;
-    return { skipped: { reason: 'duplicate_text', memory_id: first.id } };
+    return { skipped: { reason: o.reason!, memory_id: first.id } };
   });
 }
 
@@ -235,6 +255,18 @@ export async function getMemory(db: Executor, owner: Owner, id: number): Promise
 
 const PATCHABLE = ['tags', 'importance', 'metadata', 'source'] as const;
 
+/** JSON with object keys sorted: PostgreSQL jsonb gives keys back in its own order, so compare canonically. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
+
 /** Applies a patch inside a transaction; returns undefined when the memory is not the owner's. */
 async function applyPatch(
   trx: Executor,
@@ -251,7 +283,7 @@ async function applyPatch(
   const changes: Record<string, { before: unknown; after: unknown }> = {};
   for (const field of PATCHABLE) {
     const after = patch[field];
-    if (after !== undefined && encodeJson(after) !== encodeJson(current[field])) changes[field] = { before: current[field], after };
+    if (after !== undefined && !sameJson(after, current[field])) changes[field] = { before: current[field], after };
   }
   if (Object.keys(changes).length === 0) return current;
   const updated = await trx

@@ -1,0 +1,137 @@
+import { expect, it } from 'vitest';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { countRows, expectAudited, expectError, expectNothingWritten, withEffects } from '../../testing/memories.js';
+
+forEachDialect('POST /memory/bulk-add', (dialect) => {
+  const t = useTestApp(dialect);
+
+  const bulk = (body: unknown, endUser?: string) => t.call('POST', '/memory/bulk-add', { body, ...(endUser ? { endUser } : {}) });
+  const statuses = (body: { results: Array<{ status: string }> }) => body.results.map((r) => r.status);
+
+  it('creates every item in order and answers 200, with one audit row and an event per memory', async () => {
+    const items = [
+      { text: 'Bulk one', tags: ['a'], client_ref: 'b-1' },
+      { text: 'Bulk two', importance: 0.9, metadata: { k: 1 }, source: 'import' },
+      { text: 'Bulk three', session_id: 's-1' },
+    ];
+    const { res, audit, events } = await withEffects(t, () => bulk(items, 'bulk-user'));
+    expect(res.status).toBe(200);
+    expect(res.body.totals).toEqual({ created: 3, skipped: 0, failed: 0 });
+    expect(res.body.results.map((r: { index: number }) => r.index)).toEqual([0, 1, 2]);
+    expect(statuses(res.body)).toEqual(['created', 'created', 'created']);
+    res.body.results.forEach((r: { memory: Record<string, unknown> }, i: number) => {
+      expect(r.memory).toMatchObject({ ...items[i], end_user_id: 'bulk-user' });
+    });
+    const ids = res.body.results.map((r: { memory: { id: number } }) => r.memory.id);
+    expectAudited({ audit, events }, t, { action: 'memory.bulk_add', target_type: 'memory', target_id: ids.join(',') });
+    expect(events.map((e) => [e.type, e.payload.memory_id])).toEqual(ids.map((id: number) => ['memory.created', id]));
+    for (const id of ids) {
+      expect((await t.call('GET', `/memory/${id}`, { endUser: 'bulk-user' })).status).toBe(200);
+    }
+  });
+
+  it('accepts {"items": [...]} as well as a bare array', async () => {
+    const res = await bulk({ items: [{ text: 'Wrapped item' }] }, 'wrapped-user');
+    expect(res.status).toBe(200);
+    expect(res.body.results[0].memory.text).toBe('Wrapped item');
+  });
+
+  it('skips items whose client_ref already landed as already_migrated on re-import (207), writing no second row', async () => {
+    const items = [{ text: 'Import A', client_ref: 'imp-a' }, { text: 'Import B', client_ref: 'imp-b' }];
+    const first = await bulk(items, 'importer');
+    expect(first.status).toBe(200);
+    const before = await countRows(t, 'memories');
+    const again = await bulk([...items, { text: 'Import C', client_ref: 'imp-c' }], 'importer');
+    expect(again.status).toBe(207);
+    expect(again.body.totals).toEqual({ created: 1, skipped: 2, failed: 0 });
+    expect(again.body.results.slice(0, 2)).toEqual(
+      first.body.results.map((r: { index: number; memory: { id: number } }) => ({
+        index: r.index, status: 'skipped', reason: 'already_migrated', memory_id: r.memory.id,
+      })),
+    );
+    expect(await countRows(t, 'memories')).toBe(before + 1);
+  });
+
+  it('skips a text the end user already has, and duplicates within the call, naming the first', async () => {
+    const seed = await bulk([{ text: 'Has a cat named Miso' }], 'dup-user');
+    const existingId = seed.body.results[0].memory.id;
+    const res = await bulk(
+      [
+        { text: 'HAS a cat, named Miso!' },
+        { text: 'Plays chess', client_ref: 'c-1' },
+        { text: 'plays chess' },
+        { text: 'Something different', client_ref: 'c-1' },
+      ],
+      'dup-user',
+    );
+    expect(res.status).toBe(207);
+    const chessId = res.body.results[1].memory.id;
+    expect(res.body.results).toEqual([
+      { index: 0, status: 'skipped', reason: 'duplicate_text', memory_id: existingId },
+      expect.objectContaining({ index: 1, status: 'created' }),
+      { index: 2, status: 'skipped', reason: 'duplicate_text', memory_id: chessId },
+      { index: 3, status: 'skipped', reason: 'already_migrated', memory_id: chessId },
+    ]);
+    expect(res.body.totals).toEqual({ created: 1, skipped: 3, failed: 0 });
+  });
+
+  it('reports invalid items as failed naming the field while the others land', async () => {
+    const res = await bulk(
+      [
+        { text: 'Valid first' },
+        { text: 42 },
+        { text: 'Bad importance', importance: 2 },
+        { txet: 'typo' },
+        { text: '   ' },
+        { text: 'Bad tag', tags: [1] },
+        'not an object',
+        { text: 'Valid last' },
+      ],
+      'mixed-user',
+    );
+    expect(res.status).toBe(207);
+    expect(res.body.totals).toEqual({ created: 2, skipped: 0, failed: 6 });
+    expect(statuses(res.body)).toEqual(['created', 'failed', 'failed', 'failed', 'failed', 'failed', 'failed', 'created']);
+    const fields = res.body.results.filter((r: { status: string }) => r.status === 'failed').map((r: { error: { field: string } }) => r.error.field);
+    expect(fields).toEqual(['text', 'importance', 'txet', 'text', 'tags/0', 'body']);
+    for (const r of res.body.results.filter((x: { status: string }) => x.status === 'failed')) {
+      expect(r.error).toMatchObject({ code: 'validation_error', message: expect.any(String) });
+      expect(r).not.toHaveProperty('memory');
+    }
+    const listed = await t.database.db.selectFrom('memories').select('text').where('end_user_id', '=', 'mixed-user').orderBy('id').execute();
+    expect(listed.map((r) => r.text)).toEqual(['Valid first', 'Valid last']);
+  });
+
+  it('writes nothing when every item fails', async () => {
+    const res = await expectNothingWritten(t, () => bulk([{ text: '' }, { importance: 0.5 }], 'failing-user'));
+    expect(res.status).toBe(207);
+    expect(res.body.totals).toEqual({ created: 0, skipped: 0, failed: 2 });
+  });
+
+  it('takes exactly 50 items and refuses 51, empty lists and other shapes with 400, writing nothing', async () => {
+    const items = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => ({ text: `${prefix} item ${i}` }));
+    const fifty = await bulk(items(50, 'fifty'), 'limit-user');
+    expect(fifty.status).toBe(200);
+    expect(fifty.body.totals.created).toBe(50);
+    const refused: unknown[] = [items(51, 'too many'), { items: items(51, 'wrapped too many') }, [], { items: [] }, { items: 'x' },
+      { text: 'not a list' }, { items: [{ text: 'x' }], extra: 1 }, 'string', null];
+    for (const body of refused) {
+      const res = await expectNothingWritten(t, () => bulk(body, 'limit-user'));
+      expectError(res, 400, 'validation_error', 'body');
+    }
+  });
+
+  it('needs an end user', async () => {
+    const res = await t.call('POST', '/memory/bulk-add', { body: [{ text: 'x' }], endUser: null });
+    expectError(res, 400, 'validation_error', 'X-End-User-ID');
+  });
+
+  it('stores each client_ref once when the same import runs concurrently', async () => {
+    const items = [{ text: 'Parallel import A', client_ref: 'par-a' }, { text: 'Parallel import B', client_ref: 'par-b' }];
+    const results = await Promise.all(Array.from({ length: 5 }, () => bulk(items, 'parallel-user')));
+    const created = results.reduce((n, r) => n + r.body.totals.created, 0);
+    expect(created).toBe(2);
+    const rows = await t.database.db.selectFrom('memories').select('client_ref').where('end_user_id', '=', 'parallel-user').orderBy('client_ref').execute();
+    expect(rows.map((r) => r.client_ref)).toEqual(['par-a', 'par-b']);
+  });
+});
