@@ -4,6 +4,7 @@
  * (`npm run bench:write -- --postgres postgres://postgres@127.0.0.1:5432/postgres` or
  * ENGRAM_BENCH_DATABASE_URL). Prints JSON.
  */
+import { jsonClient } from './lib/http.js';
 import { runLoad } from './lib/load.js';
 import { startServer, type BenchServer } from './lib/server.js';
 
@@ -12,17 +13,10 @@ const pgIndex = args.indexOf('--postgres');
 const postgresUrl = pgIndex >= 0 ? args[pgIndex + 1] : process.env.ENGRAM_BENCH_DATABASE_URL;
 const scale = Number(process.env.ENGRAM_BENCH_SCALE ?? 1);
 
-async function post(server: BenchServer, path: string, endUser: string, body: unknown, expect: number[]): Promise<boolean> {
-  const res = await fetch(server.url + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': server.key, 'x-end-user-id': endUser },
-    body: JSON.stringify(body),
-  });
-  await res.arrayBuffer();
-  return expect.includes(res.status);
-}
-
 async function benchmark(server: BenchServer) {
+  const request = jsonClient(server.url, { 'x-api-key': server.key });
+  const post = async (_server: BenchServer, path: string, endUser: string, body: unknown, expect: number[]) =>
+    expect.includes((await request('POST', path, body, { 'x-end-user-id': endUser })).status);
   const text = (i: number) => `Benchmark memory number ${i}: the user mentioned preference ${i % 97} while planning trip ${i}`;
   // Warm up connections and JIT.
   await runLoad(200, 4, (i) => post(server, '/memory/add', 'warmup', { text: text(i) }, [201]));
