@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Config } from './config.js';
+import { controlDefaults, type Config, type ControlConfig } from './config.js';
 import type { Database } from './store/database.js';
 import { authentication } from './http/auth.js';
 import { errorHandling } from './http/error-handler.js';
@@ -9,20 +9,27 @@ import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { memoryRoutes } from './modules/memories/routes.js';
+import { authRoutes, recordRouteAccess, type RouteAccess } from './modules/auth/routes.js';
+import { TokenIssuer } from './modules/auth/tokens.js';
+import { orgRoutes } from './modules/org/routes.js';
 
 export const VERSION = '0.1.0';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface AppOptions {
-  config: Pick<Config, 'logLevel' | 'bodyLimitBytes' | 'trustProxy'>;
+  config: Pick<Config, 'logLevel' | 'bodyLimitBytes' | 'trustProxy'> & Partial<ControlConfig>;
   database: Database;
+  /** The master secret (core/secret.ts); when omitted (tests), a random one for this instance. */
+  secretKey?: Uint8Array;
   /** Where request logs go; tests capture them to check that no secret is written. */
   logStream?: NodeJS.WritableStream;
 }
 
 /** Builds the whole service on a database; the caller decides whether to listen or inject. */
-export async function buildApp({ config, database, logStream }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, database, logStream, secretKey }: AppOptions): Promise<FastifyInstance> {
+  const control = { ...controlDefaults(), ...config };
+  const tokens = new TokenIssuer(secretKey ?? randomBytes(32), control.auth.accessTokenTtlSeconds);
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -48,8 +55,16 @@ export async function buildApp({ config, database, logStream }: AppOptions): Pro
 
   await app.register(errorHandling);
   await app.register(openapi, { version: VERSION });
-  await app.register(authentication, { database });
+  // Every route's auth declaration, for the catalogue and the key test.
+  const access: RouteAccess[] = [];
+  const routeAccess = () => access;
+  app.addHook('onRoute', (route) => recordRouteAccess(access, route.method, route.url, route.config?.auth));
+  await app.register(authentication, { database, tokens });
   await app.register(healthRoutes, { database });
   await app.register(memoryRoutes, { database });
+  await app.register(authRoutes, {
+    database, tokens, settings: control.auth, loginRateLimit: control.rateLimit.loginMax, routeAccess,
+  });
+  await app.register(orgRoutes, { database, routeAccess });
   return app;
 }

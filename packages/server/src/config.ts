@@ -11,7 +11,23 @@ export interface Config {
   bodyLimitBytes: number;
   trustProxy: boolean;
   bootstrap: { email?: string; password?: string; apiKey?: string };
+  /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
+  secretKey?: string;
+  /** Shared rate-limit counters across processes when set. */
+  redisUrl?: string;
+  redisPrefix: string;
+  rateLimit: { max: number; windowSeconds: number; loginMax: number };
+  auth: {
+    accessTokenTtlSeconds: number;
+    sessionTtlSeconds: number;
+    loginMaxFailures: number;
+    loginIpMaxFailures: number;
+    loginWindowSeconds: number;
+  };
 }
+
+/** The part of the configuration the control plane reads; buildApp fills what a caller leaves out. */
+export type ControlConfig = Pick<Config, 'redisUrl' | 'redisPrefix' | 'rateLimit' | 'auth'>;
 
 export class ConfigError extends Error {}
 
@@ -66,5 +82,28 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'ENGRAM_TRUST_PROXY', false),
     bootstrap,
+    secretKey: secretKey(env),
+    redisUrl: env.ENGRAM_REDIS_URL || undefined,
+    redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',
+    rateLimit: {
+      max: integer(env, 'ENGRAM_RATE_LIMIT_MAX', 600, 1, 10_000_000),
+      windowSeconds: integer(env, 'ENGRAM_RATE_LIMIT_WINDOW', 60, 1, 86_400),
+      loginMax: integer(env, 'ENGRAM_RATE_LIMIT_LOGIN_MAX', 20, 1, 10_000_000),
+    },
+    auth: {
+      accessTokenTtlSeconds: integer(env, 'ENGRAM_ACCESS_TOKEN_TTL', 900, 30, 86_400),
+      sessionTtlSeconds: integer(env, 'ENGRAM_SESSION_TTL', 30 * 86_400, 300, 365 * 86_400),
+      loginMaxFailures: integer(env, 'ENGRAM_LOGIN_MAX_FAILURES', 5, 1, 10_000),
+      loginIpMaxFailures: integer(env, 'ENGRAM_LOGIN_IP_MAX_FAILURES', 50, 1, 1_000_000),
+      loginWindowSeconds: integer(env, 'ENGRAM_LOGIN_WINDOW', 900, 10, 86_400),
+    },
   };
 }
+
+function secretKey(env: Env): string | undefined {
+  const value = env.ENGRAM_SECRET_KEY || undefined;
+  if (value !== undefined && value.length < 32) throw new ConfigError('ENGRAM_SECRET_KEY must be at least 32 characters');
+  return value;
+}
+
+export const controlDefaults = (): ControlConfig => loadConfig({});

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { describe } from 'vitest';
 import { buildApp } from '../app.js';
-import type { Config } from '../config.js';
+import { controlDefaults, type Config, type ControlConfig } from '../config.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser } from '../modules/org/service.js';
 import { openDatabase, type Database, type Dialect } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
@@ -69,6 +69,17 @@ export interface CallOptions {
   /** X-End-User-ID; null sends none. Defaults to "user-1". */
   endUser?: string | null;
   project?: string | null;
+  /** Bearer access token; when set, no API key, X-Project-ID or X-End-User-ID is sent unless given. */
+  token?: string;
+}
+
+export interface Login {
+  token: string;
+  refreshToken: string;
+  sessionId: number;
+  userId: number;
+  email: string;
+  password: string;
 }
 
 export interface TestApp {
@@ -81,21 +92,33 @@ export interface TestApp {
   key: string;
   keyId: number;
   userId: number;
+  /** The owner's sign-in. */
+  email: string;
+  password: string;
   logs: string[];
   call(method: string, url: string, options?: CallOptions): Promise<Response>;
   /** A second organization with its own project and key, to prove isolation. */
   otherTenant(): Promise<{ organizationId: string; projectId: string; key: string }>;
   newKey(input?: Partial<Parameters<typeof createApiKey>[1]>): Promise<{ id: number; key: string }>;
+  /** Signs in over HTTP (default: the owner) and returns the tokens. */
+  login(input?: { email?: string; password?: string; scopes?: string[] }): Promise<Login>;
+  /** A new account with `role` in the organization (default: the test organization), signed in. */
+  member(role: string, input?: { organizationId?: string; scopes?: string[] }): Promise<Login>;
   close(): Promise<void>;
 }
 
-export async function startTestApp(dialect: Dialect): Promise<TestApp> {
+const PASSWORD = 'correct horse battery';
+const randomEmail = (who: string) => `${who}-${Math.random().toString(36).slice(2)}@example.com`;
+
+/** High limits by default so that no test trips them by accident; a test of the limits lowers them. */
+export async function startTestApp(dialect: Dialect, overrides: Partial<ControlConfig> = {}): Promise<TestApp> {
   const fresh = await freshDatabaseConfig(dialect);
   const database = openDatabase(fresh.config);
   await migrate(database);
   const org = await createOrganization(database.db, 'Test organization');
   const project = await createProject(database.db, { organizationId: org.id, name: 'Test project', slug: 'test' });
-  const userId = await createUser(database.db, `owner-${Math.random().toString(36).slice(2)}@example.com`, 'correct horse battery');
+  const email = randomEmail('owner');
+  const userId = await createUser(database.db, email, PASSWORD);
   await addMembership(database.db, org.id, userId, 'owner');
   const key = await createApiKey(database.db, { organizationId: org.id, name: 'test key', createdBy: userId });
   const logs: string[] = [];
@@ -105,16 +128,28 @@ export async function startTestApp(dialect: Dialect): Promise<TestApp> {
       done();
     },
   });
-  const app = await buildApp({ config: { logLevel: 'info', bodyLimitBytes: 1024 * 1024, trustProxy: false }, database, logStream });
+  const defaults = controlDefaults();
+  const app = await buildApp({
+    config: {
+      logLevel: 'info', bodyLimitBytes: 1024 * 1024, trustProxy: false,
+      rateLimit: { max: 1_000_000, windowSeconds: 60, loginMax: 1_000_000 },
+      auth: { ...defaults.auth, loginMaxFailures: 1_000, loginIpMaxFailures: 1_000_000 },
+      ...overrides,
+    },
+    database,
+    logStream,
+  });
   await app.ready();
 
   const call: TestApp['call'] = async (method, url, options = {}) => {
     const headers: Record<string, string> = {};
-    const apiKey = options.key === undefined ? key.key : options.key;
+    const bearer = options.token !== undefined;
+    if (bearer) headers.authorization = `Bearer ${options.token}`;
+    const apiKey = options.key === undefined ? (bearer ? null : key.key) : options.key;
     if (apiKey !== null) headers['x-api-key'] = apiKey;
-    const projectId = options.project === undefined ? project.id : options.project;
+    const projectId = options.project === undefined ? (bearer ? null : project.id) : options.project;
     if (projectId !== null) headers['x-project-id'] = projectId;
-    const endUser = options.endUser === undefined ? 'user-1' : options.endUser;
+    const endUser = options.endUser === undefined ? (bearer ? null : 'user-1') : options.endUser;
     if (endUser !== null) headers['x-end-user-id'] = endUser;
     let payload: string | undefined = options.payload;
     if (options.body !== undefined) {
@@ -135,8 +170,22 @@ export async function startTestApp(dialect: Dialect): Promise<TestApp> {
     return { status: res.statusCode, headers: res.headers, body, text: res.body };
   };
 
+  const login: TestApp['login'] = async (input = {}) => {
+    const credentials = { email: input.email ?? email, password: input.password ?? PASSWORD };
+    const res = await call('POST', '/auth/login', { key: null, project: null, endUser: null, body: { ...credentials, ...(input.scopes ? { scopes: input.scopes } : {}) } });
+    if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
+    const user = await database.db.selectFrom('users').select('id').where('email', '=', credentials.email).executeTakeFirstOrThrow();
+    return { token: res.body.access_token, refreshToken: res.body.refresh_token, sessionId: res.body.session_id, userId: user.id, ...credentials };
+  };
+
   return {
-    app, database, dialect, logs, call, userId,
+    app, database, dialect, logs, call, userId, email, password: PASSWORD, login,
+    member: async (role, input = {}) => {
+      const memberEmail = randomEmail(role);
+      const memberId = await createUser(database.db, memberEmail, PASSWORD);
+      await addMembership(database.db, input.organizationId ?? org.id, memberId, role);
+      return login({ email: memberEmail, ...(input.scopes ? { scopes: input.scopes } : {}) });
+    },
     organizationId: org.id, projectId: project.id, key: key.key, keyId: key.id,
     otherTenant: async () => {
       const other = await createOrganization(database.db, 'Other organization');

@@ -393,3 +393,37 @@ export async function* exportMemories(
     after = page[page.length - 1]!.id;
   }
 }
+
+/**
+ * Tombstones every live memory of a project (called when the project is soft-deleted). The rows
+ * keep their content, like the project row, but are gone for every read from then on.
+ */
+export async function tombstoneProjectMemories(trx: Executor, projectId: string, now: string): Promise<number> {
+  const result = await trx
+    .updateTable('memories')
+    .set({ deleted_at: now, updated_at: now })
+    .where('project_id', '=', projectId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Usage counts for billing: live memories, and /v1 turns (tenant memories) stored in a period. */
+export async function memoryUsage(
+  db: Executor, projectIds: string[], period: { start: string; end: string },
+): Promise<{ memories: number; turns: number }> {
+  if (projectIds.length === 0) return { memories: 0, turns: 0 };
+  const row = await db
+    .selectFrom('memories')
+    .select((eb) => [
+      eb.fn.sum<number>(eb.case().when('deleted_at', 'is', null).then(1).else(0).end()).as('memories'),
+      eb.fn
+        .sum<number>(
+          eb.case().when(eb.and([eb('tenant_id', '<>', ''), eb('created_at', '>=', period.start), eb('created_at', '<', period.end)])).then(1).else(0).end(),
+        )
+        .as('turns'),
+    ])
+    .where('project_id', 'in', projectIds)
+    .executeTakeFirstOrThrow();
+  return { memories: Number(row.memories ?? 0), turns: Number(row.turns ?? 0) };
+}
