@@ -12,6 +12,8 @@ import { memoryRoutes } from './modules/memories/routes.js';
 import { authRoutes, recordRouteAccess, type RouteAccess } from './modules/auth/routes.js';
 import { TokenIssuer } from './modules/auth/tokens.js';
 import { orgRoutes } from './modules/org/routes.js';
+import { auditRoutes } from './modules/audit/routes.js';
+import { billing } from './modules/billing/routes.js';
 
 export const VERSION = '0.1.0';
 
@@ -66,5 +68,7 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
     database, tokens, settings: control.auth, loginRateLimit: control.rateLimit.loginMax, routeAccess,
   });
   await app.register(orgRoutes, { database, routeAccess });
+  await app.register(auditRoutes, { database });
+  await app.register(billing, { database });
   return app;
 }

@@ -86,6 +86,8 @@ export interface TestApp {
   app: FastifyInstance;
   database: Database;
   dialect: Dialect;
+  /** ENGRAM_DATABASE_URL of the test database, for running the CLI against it. */
+  databaseUrl: string;
   organizationId: string;
   projectId: string;
   /** An unlocked key of the organization (sends X-Project-ID by default). */
@@ -179,7 +181,8 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<ControlC
   };
 
   return {
-    app, database, dialect, logs, call, userId, email, password: PASSWORD, login,
+    app, database, dialect, logs, call, userId, email,
+    databaseUrl: fresh.config.dialect === 'sqlite' ? fresh.config.path : fresh.config.url, password: PASSWORD, login,
     member: async (role, input = {}) => {
       const memberEmail = randomEmail(role);
       const memberId = await createUser(database.db, memberEmail, PASSWORD);

@@ -1,0 +1,48 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDialect, startTestApp, type Login, type TestApp } from '../../testing/harness.js';
+import { currentPeriod, monthlyTurnAllowance, setPlan } from './service.js';
+
+const serverDir = fileURLToPath(new URL('../../../', import.meta.url));
+
+forEachDialect('billing', (dialect) => {
+  let t: TestApp;
+  let owner: Login;
+  beforeAll(async () => {
+    t = await startTestApp(dialect);
+    owner = await t.login();
+  });
+  afterAll(() => t.close());
+
+  it('reports the plan, allowances and this month’s usage', async () => {
+    await t.call('POST', '/memory/add', { body: { text: 'Counts as a memory' } });
+    await t.call('POST', '/memory/add', { body: { text: 'Counts as a turn' }, headers: { 'x-tenant-id': 'acme' } });
+    const res = await t.call('GET', '/org/billing/current-plan', { token: owner.token });
+    expect(res.status).toBe(200);
+    const period = currentPeriod();
+    expect(res.body).toMatchObject({
+      organization_id: t.organizationId, plan: 'self_hosted',
+      allowances: { memories: null, monthly_turns: null, requests: null },
+      usage: { memories: 2, monthly_turns: 1 },
+      period_start: period.start, period_end: period.end,
+    });
+    // The key's two adds; sign-in is not an authenticated request, and this one is counted once answered.
+    expect(res.body.usage.requests).toBe(2);
+  });
+
+  it('takes a plan set by the operator through the CLI, and gives the /v1 plane its turn allowance', async () => {
+    const run = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/main.ts', 'org', 'set-plan', t.organizationId, 'pro'], {
+      cwd: serverDir, env: { ...process.env, ENGRAM_DATABASE_URL: t.databaseUrl },
+    });
+    expect(run.stdout).toContain('plan set to pro');
+    const res = await t.call('GET', '/org/billing/current-plan', { token: owner.token });
+    expect(res.body).toMatchObject({ plan: 'pro', allowances: { memories: 1_000_000, monthly_turns: 500_000, requests: 10_000_000 } });
+    expect(res.body.usage.requests).toBeGreaterThan(0);
+    expect(await monthlyTurnAllowance(t.database.db, t.projectId)).toMatchObject({ plan: 'pro', limit: 500_000, used: 1 });
+    await expect(setPlan(t.database, t.organizationId, 'platinum')).rejects.toThrow(/Unknown plan/);
+    const audit = await t.database.db.selectFrom('audit_log').selectAll().where('action', '=', 'billing.plan_set').executeTakeFirstOrThrow();
+    expect(audit).toMatchObject({ actor_type: 'system', result: 'pro', target_id: t.organizationId });
+  });
+});
