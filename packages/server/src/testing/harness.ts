@@ -1,7 +1,10 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { describe } from 'vitest';
@@ -17,6 +20,7 @@ import { migrate } from '../store/migrate.js';
  */
 
 const POSTGRES_URL = process.env.ENGRAM_TEST_DATABASE_URL;
+const SERVER_DIR = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Runs a suite once per dialect; PostgreSQL runs are skipped, visibly, without ENGRAM_TEST_DATABASE_URL. */
 export function forEachDialect(name: string, suite: (dialect: Dialect) => void): void {
@@ -102,6 +106,8 @@ export interface TestApp {
   /** A second organization with its own project and key, to prove isolation. */
   otherTenant(): Promise<{ organizationId: string; projectId: string; key: string }>;
   newKey(input?: Partial<Parameters<typeof createApiKey>[1]>): Promise<{ id: number; key: string }>;
+  /** Runs the real CLI (`node --import tsx src/main.ts …`) against this test's database. */
+  cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   /** Signs in over HTTP (default: the owner) and returns the tokens. */
   login(input?: { email?: string; password?: string; scopes?: string[] }): Promise<Login>;
   /** A new account with `role` in the organization (default: the test organization), signed in. */
@@ -180,9 +186,21 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<ControlC
     return { token: res.body.access_token, refreshToken: res.body.refresh_token, sessionId: res.body.session_id, userId: user.id, ...credentials };
   };
 
+  const databaseUrl = fresh.config.dialect === 'sqlite' ? fresh.config.path : fresh.config.url;
   return {
-    app, database, dialect, logs, call, userId, email,
-    databaseUrl: fresh.config.dialect === 'sqlite' ? fresh.config.path : fresh.config.url, password: PASSWORD, login,
+    app, database, dialect, logs, call, userId, email, databaseUrl,
+    cli: async (...args) => {
+      try {
+        const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+          cwd: SERVER_DIR,
+          env: { ...process.env, ENGRAM_DATABASE_URL: databaseUrl, ENGRAM_LOG_LEVEL: 'warn' },
+        });
+        return { code: 0, stdout, stderr };
+      } catch (error) {
+        const e = error as { code: number; stdout: string; stderr: string };
+        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+      }
+    }, password: PASSWORD, login,
     member: async (role, input = {}) => {
       const memberEmail = randomEmail(role);
       const memberId = await createUser(database.db, memberEmail, PASSWORD);

@@ -1,26 +1,7 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, startTestApp, type Login, type TestApp } from '../../testing/harness.js';
 import { verifyAuditChains } from './service.js';
-
-const serverDir = fileURLToPath(new URL('../../../', import.meta.url));
-
-/** The real CLI, as an operator runs it, against the test database. */
-async function cli(databaseUrl: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-      cwd: serverDir,
-      env: { ...process.env, ENGRAM_DATABASE_URL: databaseUrl, ENGRAM_LOG_LEVEL: 'warn' },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 forEachDialect('audit log', (dialect) => {
   let t: TestApp;
@@ -80,7 +61,7 @@ forEachDialect('audit log', (dialect) => {
   });
 
   it('refuses changes to the log, and `engram audit verify` names a tampered row', async () => {
-    const clean = await cli(t.databaseUrl, 'audit', 'verify');
+    const clean = await t.cli('audit', 'verify');
     expect(clean.stdout).toContain(`${t.organizationId}: ok`);
     expect(clean.code).toBe(0);
 
@@ -96,7 +77,7 @@ forEachDialect('audit log', (dialect) => {
 
     const [report] = await verifyAuditChains(t.database.db, t.organizationId);
     expect(report).toMatchObject({ ok: false, rows: 2, broken: { id: victim } });
-    const tampered = await cli(t.databaseUrl, 'audit', 'verify');
+    const tampered = await t.cli('audit', 'verify');
     expect(tampered.code).toBe(1);
     expect(tampered.stdout).toContain(`${t.organizationId}: BROKEN at row ${victim}`);
   });

@@ -1,11 +1,6 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, startTestApp, type Login, type TestApp } from '../../testing/harness.js';
 import { currentPeriod, monthlyTurnAllowance, setPlan } from './service.js';
-
-const serverDir = fileURLToPath(new URL('../../../', import.meta.url));
 
 forEachDialect('billing', (dialect) => {
   let t: TestApp;
@@ -33,10 +28,9 @@ forEachDialect('billing', (dialect) => {
   });
 
   it('takes a plan set by the operator through the CLI, and gives the /v1 plane its turn allowance', async () => {
-    const run = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/main.ts', 'org', 'set-plan', t.organizationId, 'pro'], {
-      cwd: serverDir, env: { ...process.env, ENGRAM_DATABASE_URL: t.databaseUrl },
-    });
-    expect(run.stdout).toContain('plan set to pro');
+    const run = await t.cli('org', 'set-plan', t.organizationId, 'pro');
+    expect(run).toMatchObject({ code: 0, stdout: expect.stringContaining('plan set to pro') });
+    expect((await t.cli('org', 'set-plan', t.organizationId, 'platinum')).code).toBe(1);
     const res = await t.call('GET', '/org/billing/current-plan', { token: owner.token });
     expect(res.body).toMatchObject({ plan: 'pro', allowances: { memories: 1_000_000, monthly_turns: 500_000, requests: 10_000_000 } });
     expect(res.body.usage.requests).toBeGreaterThan(0);
