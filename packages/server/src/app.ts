@@ -5,6 +5,7 @@ import { controlDefaults, type Config, type ControlConfig } from './config.js';
 import type { Database } from './store/database.js';
 import { authentication } from './http/auth.js';
 import { errorHandling } from './http/error-handler.js';
+import { idempotency } from './http/idempotency.js';
 import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './modules/health/routes.js';
@@ -31,7 +32,8 @@ export interface AppOptions {
 /** Builds the whole service on a database; the caller decides whether to listen or inject. */
 export async function buildApp({ config, database, logStream, secretKey }: AppOptions): Promise<FastifyInstance> {
   const control = { ...controlDefaults(), ...config };
-  const tokens = new TokenIssuer(secretKey ?? randomBytes(32), control.auth.accessTokenTtlSeconds);
+  const secret = secretKey ?? randomBytes(32);
+  const tokens = new TokenIssuer(secret, control.auth.accessTokenTtlSeconds);
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -62,6 +64,7 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
   const routeAccess = () => access;
   app.addHook('onRoute', (route) => recordRouteAccess(access, route.method, route.url, route.config?.auth));
   await app.register(authentication, { database, tokens });
+  await app.register(idempotency, { database, secretKey: secret });
   await app.register(healthRoutes, { database });
   await app.register(memoryRoutes, { database });
   await app.register(authRoutes, {
