@@ -6,6 +6,7 @@ import type { Database } from './store/database.js';
 import { authentication } from './http/auth.js';
 import { errorHandling } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
+import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './modules/health/routes.js';
@@ -59,6 +60,7 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
 
   await app.register(errorHandling);
   await app.register(openapi, { version: VERSION });
+  await app.register(rateLimits, { rateLimit: control.rateLimit, redisUrl: control.redisUrl, redisPrefix: control.redisPrefix });
   // Every route's auth declaration, for the catalogue and the key test.
   const access: RouteAccess[] = [];
   const routeAccess = () => access;

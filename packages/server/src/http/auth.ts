@@ -178,9 +178,10 @@ async function resolveBearerPrincipal(
 export const authentication = fp(async (app: FastifyInstance, opts: { database: Database; tokens: TokenIssuer }) => {
   app.decorateRequest('scope', null);
   app.decorateRequest('principal', null);
-  app.addHook('onRequest', async (request) => {
+  // preParsing: after the per-route rate limit (onRequest), before the body is read.
+  app.addHook('preParsing', async (request, _reply, payload) => {
     const auth = request.routeOptions.config.auth;
-    if (!auth) return;
+    if (!auth) return payload;
     const accepts = auth.accepts ?? ['api_key'];
     const apiKey = header(request, 'x-api-key');
     const authorization = header(request, 'authorization');
@@ -202,6 +203,7 @@ export const authentication = fp(async (app: FastifyInstance, opts: { database: 
             : 'An API key is required in the X-API-Key header',
       );
     }
+    return payload;
   });
 });
 
