@@ -81,4 +81,18 @@ forEachDialect('audit log', (dialect) => {
     expect(tampered.code).toBe(1);
     expect(tampered.stdout).toContain(`${t.organizationId}: BROKEN at row ${victim}`);
   });
+
+  it('detects rows removed from the middle or the end of a chain', async () => {
+    const other = await t.otherTenant();
+    for (const text of ['a', 'b', 'c', 'd']) {
+      expect((await t.call('POST', '/memory/add', { key: other.key, project: other.projectId, body: { text } })).status).toBe(201);
+    }
+    const ids = (await t.database.db.selectFrom('audit_log').select('id').where('organization_id', '=', other.organizationId).orderBy('id').execute()).map((r) => r.id);
+    if (dialect === 'sqlite') await sql`DROP TRIGGER IF EXISTS audit_log_no_delete`.execute(t.database.db);
+    else await sql`ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_change`.execute(t.database.db);
+    await sql`DELETE FROM audit_log WHERE id = ${ids[3]!}`.execute(t.database.db);
+    expect((await verifyAuditChains(t.database.db, other.organizationId))[0]).toMatchObject({ ok: false, rows: 3, broken: { id: null } });
+    await sql`DELETE FROM audit_log WHERE id = ${ids[1]!}`.execute(t.database.db);
+    expect((await verifyAuditChains(t.database.db, other.organizationId))[0]).toMatchObject({ ok: false, rows: 1, broken: { id: ids[2] } });
+  });
 });
