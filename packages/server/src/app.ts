@@ -5,6 +5,8 @@ import type { Config } from './config.js';
 import type { Database } from './store/database.js';
 import { authentication } from './http/auth.js';
 import { errorHandling, frameworkErrors } from './http/error-handler.js';
+import { idempotency } from './http/idempotency.js';
+import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './modules/health/routes.js';
@@ -12,6 +14,12 @@ import { memoryRoutes } from './modules/memories/routes.js';
 import { createRetrieval, retrievalRoutes } from './modules/retrieval/routes.js';
 import { tenantRoutes } from './modules/tenant/routes.js';
 import { JobRunner } from './jobs/runner.js';
+import { authRoutes, recordRouteAccess, type RouteAccess } from './modules/auth/routes.js';
+import { TokenIssuer } from './modules/auth/tokens.js';
+import { orgRoutes } from './modules/org/routes.js';
+import { auditRoutes } from './modules/audit/routes.js';
+import { billing } from './modules/billing/routes.js';
+import { monthlyTurnLimit } from './modules/billing/service.js';
 
 export const VERSION = '0.1.0';
 
@@ -20,14 +28,18 @@ const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_PARAM_LENGTH = 256 * 9;
 
 export interface AppOptions {
-  config: Pick<Config, 'logLevel' | 'bodyLimitBytes' | 'trustProxy' | 'retrieval' | 'tenant'>;
+  config: Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
   database: Database;
+  /** The master secret (core/secret.ts); when omitted (tests), a random one for this instance. */
+  secretKey?: Uint8Array;
   /** Where request logs go; tests capture them to check that no secret is written. */
   logStream?: NodeJS.WritableStream;
 }
 
 /** Builds the whole service on a database; the caller decides whether to listen or inject. */
-export async function buildApp({ config, database, logStream }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, database, logStream, secretKey }: AppOptions): Promise<FastifyInstance> {
+  const secret = secretKey ?? randomBytes(32);
+  const tokens = new TokenIssuer(secret, config.auth.accessTokenTtlSeconds);
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -55,7 +67,13 @@ export async function buildApp({ config, database, logStream }: AppOptions): Pro
 
   await app.register(errorHandling);
   await app.register(openapi, { version: VERSION });
-  await app.register(authentication, { database });
+  await app.register(rateLimits, { rateLimit: config.rateLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
+  // Every route's auth declaration, for the catalogue and the key test.
+  const access: RouteAccess[] = [];
+  const routeAccess = () => access;
+  app.addHook('onRoute', (route) => recordRouteAccess(access, route.method, route.url, route.config?.auth));
+  await app.register(authentication, { database, tokens });
+  await app.register(idempotency, { database, secretKey: secret });
   await app.register(healthRoutes, { database });
   await app.register(memoryRoutes, { database });
 
@@ -69,7 +87,14 @@ export async function buildApp({ config, database, logStream }: AppOptions): Pro
   await app.register(tenantRoutes, {
     database,
     retrieval: engine.retrieval,
-    monthlyTurnAllowance: async () => config.tenant.defaultMonthlyTurns,
+    // The plan's allowance; plans without one (self-hosted) use the configured default.
+    monthlyTurnAllowance: async (projectId) => (await monthlyTurnLimit(database.db, projectId)) ?? config.tenant.defaultMonthlyTurns,
   });
+  await app.register(authRoutes, {
+    database, tokens, settings: config.auth, loginRateLimit: config.rateLimit.loginMax, routeAccess,
+  });
+  await app.register(orgRoutes, { database, routeAccess });
+  await app.register(auditRoutes, { database });
+  await app.register(billing, { database });
   return app;
 }

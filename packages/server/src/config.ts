@@ -17,6 +17,19 @@ export interface Config {
     indexCacheBytes: number;
   };
   tenant: { defaultMonthlyTurns: number };
+  /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
+  secretKey?: string;
+  /** Shared rate-limit counters across processes when set. */
+  redisUrl?: string;
+  redisPrefix: string;
+  rateLimit: { max: number; windowSeconds: number; loginMax: number };
+  auth: {
+    accessTokenTtlSeconds: number;
+    sessionTtlSeconds: number;
+    loginMaxFailures: number;
+    loginIpMaxFailures: number;
+    loginWindowSeconds: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -74,6 +87,21 @@ export function loadConfig(env: Env = process.env): Config {
     bootstrap,
     retrieval: { embedder: embedderConfig(env), indexCacheBytes: integer(env, 'ENGRAM_INDEX_CACHE_MB', 512, 1, 1_000_000) * 1024 * 1024 },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
+    secretKey: secretKey(env),
+    redisUrl: env.ENGRAM_REDIS_URL || undefined,
+    redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',
+    rateLimit: {
+      max: integer(env, 'ENGRAM_RATE_LIMIT_MAX', 600, 1, 10_000_000),
+      windowSeconds: integer(env, 'ENGRAM_RATE_LIMIT_WINDOW', 60, 1, 86_400),
+      loginMax: integer(env, 'ENGRAM_RATE_LIMIT_LOGIN_MAX', 20, 1, 10_000_000),
+    },
+    auth: {
+      accessTokenTtlSeconds: integer(env, 'ENGRAM_ACCESS_TOKEN_TTL', 900, 30, 86_400),
+      sessionTtlSeconds: integer(env, 'ENGRAM_SESSION_TTL', 30 * 86_400, 300, 365 * 86_400),
+      loginMaxFailures: integer(env, 'ENGRAM_LOGIN_MAX_FAILURES', 5, 1, 10_000),
+      loginIpMaxFailures: integer(env, 'ENGRAM_LOGIN_IP_MAX_FAILURES', 50, 1, 1_000_000),
+      loginWindowSeconds: integer(env, 'ENGRAM_LOGIN_WINDOW', 900, 10, 86_400),
+    },
   };
 }
 
@@ -90,4 +118,10 @@ function embedderConfig(env: Env): Config['retrieval']['embedder'] {
     ...(env.ENGRAM_EMBEDDER_API_KEY ? { apiKey: env.ENGRAM_EMBEDDER_API_KEY } : {}),
     ...(env.ENGRAM_EMBEDDER_DIMENSIONS ? { dimensions: integer(env, 'ENGRAM_EMBEDDER_DIMENSIONS', 0, 1, 16_384) } : {}),
   };
+}
+
+function secretKey(env: Env): string | undefined {
+  const value = env.ENGRAM_SECRET_KEY || undefined;
+  if (value !== undefined && value.length < 32) throw new ConfigError('ENGRAM_SECRET_KEY must be at least 32 characters');
+  return value;
 }

@@ -1,6 +1,10 @@
 #!/usr/bin/env node
 import { buildApp, VERSION } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
+import { loadSecretKey } from './core/secret.js';
+import { AppError } from './http/errors.js';
+import { verifyAuditChains } from './modules/audit/service.js';
+import { setPlan } from './modules/billing/service.js';
 import { bootstrap, type BootstrapResult } from './modules/org/service.js';
 import { openDatabase } from './store/database.js';
 import { migrate } from './store/migrate.js';
@@ -13,6 +17,10 @@ Commands:
   serve     apply migrations, bootstrap an empty database, and serve HTTP (default)
   migrate   apply pending database migrations and exit
   init      apply migrations and bootstrap an empty database, then exit
+  audit verify [organization_id]
+            walk each organization's audit hash chain; name the first broken row (exit 1)
+  org set-plan <organization_id> <plan>
+            set an organization's billing plan (self_hosted, free, starter, pro, enterprise)
 
 Configuration comes from ENGRAM_* environment variables; see the README.`;
 
@@ -39,8 +47,13 @@ async function prepare(config: Config) {
 }
 
 async function serve(config: Config): Promise<void> {
+  if (config.database.dialect === 'postgres' && !config.secretKey) {
+    // Processes sharing a PostgreSQL database must sign and check tokens with one key.
+    throw new ConfigError('ENGRAM_SECRET_KEY must be set when ENGRAM_DATABASE_URL is PostgreSQL');
+  }
+  const secretKey = loadSecretKey(config);
   const database = await prepare(config);
-  const app = await buildApp({ config, database, logStream: process.stderr });
+  const app = await buildApp({ config, database, secretKey, logStream: process.stderr });
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -79,13 +92,49 @@ async function main(argv: string[]): Promise<void> {
       const database = await prepare(config);
       return database.close();
     }
+    case 'audit':
+      if (argv[1] !== 'verify') return usageError(`unknown audit command: ${argv[1] ?? '(none)'}`);
+      return withDatabase(config, async (database) => {
+        const reports = await verifyAuditChains(database.db, argv[2]);
+        if (reports.length === 0) process.stdout.write('no audit chains to verify\n');
+        for (const r of reports) {
+          process.stdout.write(
+            r.broken
+              ? `${r.organizationId}: BROKEN at ${r.broken.id === null ? 'the chain head' : `row ${r.broken.id}`}: ${r.broken.reason} (${r.rows} rows verified before it)\n`
+              : `${r.organizationId}: ok (${r.rows} rows)\n`,
+          );
+        }
+        if (reports.some((r) => !r.ok)) process.exitCode = 1;
+      });
+    case 'org':
+      if (argv[1] !== 'set-plan' || !argv[2] || !argv[3]) return usageError('usage: engram org set-plan <organization_id> <plan>');
+      return withDatabase(config, async (database) => {
+        await setPlan(database, argv[2]!, argv[3]!);
+        process.stdout.write(`${argv[2]}: plan set to ${argv[3]}\n`);
+      });
     default:
-      process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);
-      process.exitCode = 2;
+      return usageError(`unknown command: ${command}`);
+  }
+}
+
+function usageError(message: string): void {
+  process.stderr.write(`${message}\n\n${USAGE}\n`);
+  process.exitCode = 2;
+}
+
+/** A command on a migrated database, closed afterwards. */
+async function withDatabase(config: Config, run: (database: ReturnType<typeof openDatabase>) => Promise<void>): Promise<void> {
+  const database = openDatabase(config.database);
+  try {
+    await migrate(database);
+    await run(database);
+  } finally {
+    await database.close();
   }
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`engram: ${error instanceof ConfigError ? error.message : (error as Error).stack ?? String(error)}\n`);
+  const known = error instanceof ConfigError || error instanceof AppError;
+  process.stderr.write(`engram: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
   process.exit(1);
 });

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, scrypt as scryptCallback, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, scrypt as scryptCallback, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 
 const scrypt = promisify(scryptCallback) as (password: string, salt: Buffer, keylen: number, options: object) => Promise<Buffer>;
@@ -34,4 +34,24 @@ export async function verifyPassword(password: string, stored: string): Promise<
     N: Number(n), r: Number(r), p: Number(p), maxmem: SCRYPT.maxmem,
   });
   return timingSafeEqual(actual, expected);
+}
+
+/** A 32-byte key for one purpose, derived from the service's master secret (HKDF-SHA-256). */
+export function deriveKey(master: Uint8Array, purpose: string, salt: Uint8Array | string = ''): Buffer {
+  return Buffer.from(hkdfSync('sha256', master, salt, `engram:${purpose}`, 32));
+}
+
+/** AES-256-GCM: `iv.tag.ciphertext`, base64url parts. */
+export function encrypt(key: Uint8Array, plaintext: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return [iv, cipher.getAuthTag(), body].map((b) => b.toString('base64url')).join('.');
+}
+
+export function decrypt(key: Uint8Array, sealed: string): string {
+  const [iv, tag, body] = sealed.split('.').map((p) => Buffer.from(p, 'base64url'));
+  const decipher = createDecipheriv('aes-256-gcm', key, iv!);
+  decipher.setAuthTag(tag!);
+  return Buffer.concat([decipher.update(body!), decipher.final()]).toString('utf8');
 }

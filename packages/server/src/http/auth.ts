@@ -1,8 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Database } from '../store/database.js';
-import { resolveApiKey, touchApiKey, type ApiKeyRecord } from '../modules/org/service.js';
-import { hasScope } from '../modules/org/scopes.js';
+import { liveSession, touchSession } from '../modules/auth/sessions.js';
+import type { TokenIssuer } from '../modules/auth/tokens.js';
+import { membershipOf, resolveApiKey, touchApiKey, type ApiKeyRecord } from '../modules/org/service.js';
+import { hasScope, roleGrants, type Capability, type Role } from '../modules/org/scopes.js';
+import type { WriteContext } from '../core/unit-of-work.js';
 import { AppError, forbidden, invalid, notFound, unauthenticated } from './errors.js';
 
 /** Who performed an action, as recorded in history and audit rows. */
@@ -26,11 +29,43 @@ export interface DataScope {
   key: ApiKeyRecord;
 }
 
+export type CredentialKind = 'api_key' | 'bearer';
+
+/**
+ * What a route requires, declared in its `config.auth`. One declaration serves both credential
+ * families: an API key must carry `scope`; a bearer token's session must carry `scope` and the
+ * caller's role in the acting organization must grant `capability`.
+ */
 export interface RouteAuth {
-  /** The scope the credential must carry. */
-  scope: string;
+  /** The scope the credential must carry; absent: any valid credential. */
+  scope?: string;
+  /** Credential families the route accepts; default: API key only (the data plane). */
+  accepts?: readonly CredentialKind[];
+  /** Bearer tokens: the capability the caller's role must grant (implies an acting organization). */
+  capability?: Capability;
+  /**
+   * API keys: `required` (default) resolves a live project from the key's lock or X-Project-ID and
+   * sets request.scope; `optional` resolves one only when the key is locked or the header is sent.
+   */
+  project?: 'required' | 'optional';
   /** required: X-End-User-ID (or a key bound to an end user) must name one; optional: narrows when sent. */
-  endUser: 'required' | 'optional' | 'none';
+  endUser?: 'required' | 'optional' | 'none';
+}
+
+/** Who is calling, whichever credential family they used. */
+export interface Principal {
+  kind: CredentialKind;
+  actor: Actor;
+  /** The acting organization; null for a signed-in user who belongs to none. */
+  organizationId: string | null;
+  /** Bearer: the caller's role in the acting organization. */
+  role: Role | null;
+  scopes: string[];
+  /** API key: the project resolved from its lock or X-Project-ID, if any. */
+  projectId: string | null;
+  userId: number | null;
+  sessionId: number | null;
+  key: ApiKeyRecord | null;
 }
 
 declare module 'fastify' {
@@ -39,6 +74,7 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     scope: DataScope | null;
+    principal: Principal | null;
   }
 }
 
@@ -59,57 +95,142 @@ export function validateEndUserId(value: string, field: string): string {
   return value;
 }
 
-async function resolveScope(database: Database, request: FastifyRequest, auth: RouteAuth): Promise<DataScope> {
-  const presented = header(request, 'x-api-key');
-  if (request.headers.authorization !== undefined && presented !== undefined) {
-    throw invalid('Authorization', 'Send exactly one credential: X-API-Key or Authorization, not both');
-  }
-  if (!presented) throw unauthenticated('An API key is required in the X-API-Key header');
+async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string) {
   const requestedProject = header(request, 'x-project-id') || undefined;
+  // The key and the project it names (or is locked to) are resolved in one query.
   const key = await resolveApiKey(database.db, presented, requestedProject);
   if (!key) throw unauthenticated('The API key is invalid, expired or revoked');
-  if (!hasScope(key.scopes, auth.scope)) throw forbidden(`The API key lacks the ${auth.scope} scope`);
+  if (auth.scope && !hasScope(key.scopes, auth.scope)) throw forbidden(`The API key lacks the ${auth.scope} scope`);
 
+  const projectMode = auth.project ?? 'required';
   const projectId = requestedProject ?? key.projectId;
-  if (!projectId) throw invalid('X-Project-ID', 'X-Project-ID is required for keys not locked to a project');
   if (key.projectId && projectId !== key.projectId) throw notFound('Project');
-  if (key.liveProjectId !== projectId) throw notFound('Project');
+  let project: { id: string } | undefined;
+  if (projectId) {
+    if (key.liveProjectId !== projectId) throw notFound('Project');
+    project = { id: projectId };
+  } else if (projectMode === 'required') {
+    throw invalid('X-Project-ID', 'X-Project-ID is required for keys not locked to a project');
+  }
+  const principal: Principal = {
+    kind: 'api_key', actor: { type: 'api_key', id: key.id }, organizationId: key.organizationId, role: null,
+    scopes: key.scopes, projectId: project?.id ?? null, userId: null, sessionId: null, key,
+  };
+  const scope = project && projectMode === 'required' ? dataScope(request, auth, key, project.id) : null;
+  await touchApiKey(database.db, key);
+  return { principal, scope };
+}
 
+function dataScope(request: FastifyRequest, auth: RouteAuth, key: ApiKeyRecord, projectId: string): DataScope {
   const requestedTenant = header(request, 'x-tenant-id');
   if (key.tenantId && requestedTenant && requestedTenant !== key.tenantId) throw notFound('Tenant');
   const tenantId = key.tenantId ?? requestedTenant ?? '';
 
   let endUserId: string | null = null;
-  if (auth.endUser !== 'none') {
+  const endUser = auth.endUser ?? 'none';
+  if (endUser !== 'none') {
     const requested = header(request, 'x-end-user-id');
     if (requested !== undefined) validateEndUserId(requested, 'X-End-User-ID');
     if (key.endUserId && requested !== undefined && requested !== key.endUserId) throw notFound('End user');
     endUserId = key.endUserId ?? requested ?? null;
-    if (auth.endUser === 'required' && !endUserId) {
+    if (endUser === 'required' && !endUserId) {
       throw invalid('X-End-User-ID', 'X-End-User-ID is required for this operation');
     }
   }
 
-  await touchApiKey(database.db, key);
+  return { actor: { type: 'api_key', id: key.id }, organizationId: key.organizationId, projectId, tenantId, endUserId, key };
+}
+
+const BEARER = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i;
+const ORGANIZATION_ID = /^org_[0-9a-z]{1,64}$/;
+
+async function resolveBearerPrincipal(
+  database: Database, tokens: TokenIssuer, request: FastifyRequest, auth: RouteAuth, authorization: string,
+): Promise<Principal> {
+  const token = BEARER.exec(authorization)?.[1];
+  const claims = token === undefined ? undefined : await tokens.verify(token);
+  if (!claims) throw unauthenticated('The bearer token is invalid or expired');
+  const session = await liveSession(database.db, claims);
+  if (!session) throw unauthenticated('The session of this token has ended; sign in again');
+
+  const requestedOrganization = header(request, 'x-organization-id');
+  if (requestedOrganization !== undefined && !ORGANIZATION_ID.test(requestedOrganization)) {
+    throw invalid('X-Organization-ID', 'X-Organization-ID must be an organization id (org_…)');
+  }
+  const membership = await membershipOf(database.db, session.userId, requestedOrganization);
+  if (requestedOrganization !== undefined && !membership) throw notFound('Organization');
+  const role = membership?.role as Role | undefined;
+  if (auth.capability) {
+    if (!role) throw forbidden('This operation needs a membership in an organization');
+    if (!roleGrants(role, auth.capability)) throw forbidden(`Your role (${role}) lacks the ${auth.capability} capability`);
+  }
+  if (auth.scope && !hasScope(session.scopes, auth.scope)) throw forbidden(`The token lacks the ${auth.scope} scope`);
+  await touchSession(database.db, session);
   return {
-    actor: { type: 'api_key', id: key.id },
-    organizationId: key.organizationId,
-    projectId,
-    tenantId,
-    endUserId,
-    key,
+    kind: 'bearer', actor: { type: 'user', id: session.userId }, organizationId: membership?.organizationId ?? null,
+    role: role ?? null, scopes: session.scopes, projectId: null, userId: session.userId, sessionId: session.id, key: null,
   };
 }
 
-/** Resolves credentials to a DataScope before the body is even parsed, for every route that declares `config.auth`. */
-export const authentication = fp(async (app: FastifyInstance, opts: { database: Database }) => {
+/**
+ * Resolves credentials before the body is even parsed, for every route that declares `config.auth`:
+ * exactly one credential family per request, and only one the route accepts.
+ */
+export const authentication = fp(async (app: FastifyInstance, opts: { database: Database; tokens: TokenIssuer }) => {
   app.decorateRequest('scope', null);
-  app.addHook('onRequest', async (request) => {
+  app.decorateRequest('principal', null);
+  // preParsing: after the per-route rate limit (onRequest), before the body is read.
+  app.addHook('preParsing', async (request, _reply, payload) => {
     const auth = request.routeOptions.config.auth;
-    if (!auth) return;
-    request.scope = await resolveScope(opts.database, request, auth);
+    if (!auth) return payload;
+    const accepts = auth.accepts ?? ['api_key'];
+    const apiKey = header(request, 'x-api-key');
+    const authorization = header(request, 'authorization');
+    if (authorization !== undefined && apiKey !== undefined) {
+      throw invalid('Authorization', 'Send exactly one credential: X-API-Key or Authorization, not both');
+    }
+    if (apiKey && accepts.includes('api_key')) {
+      const resolved = await resolveApiKeyPrincipal(opts.database, request, auth, apiKey);
+      request.principal = resolved.principal;
+      request.scope = resolved.scope;
+    } else if (authorization && accepts.includes('bearer')) {
+      request.principal = await resolveBearerPrincipal(opts.database, opts.tokens, request, auth, authorization);
+    } else {
+      throw unauthenticated(
+        accepts.length === 2
+          ? 'A bearer token (Authorization) or an API key (X-API-Key) is required'
+          : accepts[0] === 'bearer'
+            ? 'A bearer token is required in the Authorization header'
+            : 'An API key is required in the X-API-Key header',
+      );
+    }
+    return payload;
   });
 });
+
+/** The principal of an authenticated route; its absence is a wiring bug, not a client error. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new AppError('internal_error', 'Route is missing its auth declaration');
+  return request.principal;
+}
+
+/** The principal and acting organization of a control-plane route. */
+export function organizationOf(request: FastifyRequest): Principal & { organizationId: string } {
+  const principal = principalOf(request);
+  if (!principal.organizationId) throw forbidden('This operation needs a membership in an organization');
+  return principal as Principal & { organizationId: string };
+}
+
+/** The WriteContext of a control-plane request, acting in `organizationId` (default: the principal's). */
+export function controlContextOf(request: FastifyRequest, organizationId?: string, projectId?: string | null): WriteContext {
+  const principal = principalOf(request);
+  return {
+    actor: principal.actor,
+    organizationId: organizationId ?? organizationOf(request).organizationId,
+    projectId: projectId ?? principal.projectId,
+    requestId: request.id,
+  };
+}
 
 /** The scope of an authenticated route; its absence is a wiring bug, not a client error. */
 export function scopeOf(request: FastifyRequest): DataScope {

@@ -23,20 +23,34 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
     transform: ({ schema, url, route }) => {
       const auth = route.config?.auth;
       if (!auth || !schema) return { schema, url };
-      // Document the scoping headers once, from the route's auth declaration.
-      const headers: Record<string, unknown> = {
-        'x-project-id': { type: 'string', description: 'Project; required unless the key is locked to a project' },
-        'x-tenant-id': { type: 'string', description: 'Tenant, for cross-tenant operator keys' },
-      };
-      if (auth.endUser !== 'none') {
+      // Document the credentials and scoping headers once, from the route's auth declaration.
+      const accepts = auth.accepts ?? ['api_key'];
+      const headers: Record<string, unknown> = {};
+      if (accepts.includes('bearer')) {
+        headers['x-organization-id'] = { type: 'string', description: "Bearer calls: the organization to act in; default the caller's first" };
+      }
+      if (accepts.includes('api_key')) {
+        headers['x-project-id'] = {
+          type: 'string',
+          description: `API-key calls: the project; ${(auth.project ?? 'required') === 'required' ? 'required' : 'optional'} unless the key is locked to a project`,
+        };
+        headers['x-tenant-id'] = { type: 'string', description: 'Tenant, for cross-tenant operator keys' };
+      }
+      const endUser = auth.endUser ?? 'none';
+      if (endUser !== 'none') {
         headers['x-end-user-id'] = {
           type: 'string',
-          description: `Opaque end-user id (not an e-mail address); ${auth.endUser === 'required' ? 'required' : 'optional, narrows the scope'}`,
+          description: `Opaque end-user id (not an e-mail address); ${endUser === 'required' ? 'required' : 'optional, narrows the scope'}`,
         };
       }
-      const required = auth.endUser === 'required' ? ['x-end-user-id'] : [];
+      const required = endUser === 'required' ? ['x-end-user-id'] : [];
+      const requirement = [auth.scope && `scope ${auth.scope}`, auth.capability && `capability ${auth.capability} (bearer)`].filter(Boolean);
+      const description = [schema.description, requirement.length ? `Requires ${requirement.join(' and ')}.` : '']
+        .filter(Boolean)
+        .join('\n\n');
+      const security = accepts.map((kind) => (kind === 'bearer' ? { bearer: [] } : { apiKey: [] }));
       return {
-        schema: { ...schema, security: [{ apiKey: [] }], headers: { type: 'object', properties: headers, required } } as never,
+        schema: { ...schema, description, security, headers: { type: 'object', properties: headers, required } } as never,
         url,
       };
     },

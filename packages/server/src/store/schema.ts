@@ -48,6 +48,18 @@ export interface JobsTable {
   attempts: number; run_after: string; locked_until: string | null; result: Json | null; error: string | null;
   created_at: string; updated_at: string;
 }
+export interface SessionsTable {
+  id: Generated<number>; user_id: number; scopes: Json; ip: string | null; user_agent: string | null; created_at: string;
+  expires_at: string; last_used_at: string | null; revoked_at: string | null; revoked_reason: string | null;
+}
+export interface RefreshTokensTable { token_hash: string; session_id: number; created_at: string; spent_at: string | null }
+export interface LoginThrottleTable { key: string; failures: number; window_started_at: string }
+export interface IdempotencyKeysTable {
+  principal: string; key_hash: string; fingerprint: string; status: number | null; response: string | null;
+  created_at: string; locked_until: string; expires_at: string;
+}
+export interface OrganizationPlansTable { organization_id: string; plan: string; updated_at: string }
+export interface UsageCountersTable { organization_id: string; period_start: string; requests: number }
 
 export interface FeedbackTable {
   id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; memory_id: number; rating: number;
@@ -73,4 +85,10 @@ export interface DB {
   feedback: FeedbackTable;
   memory_embeddings: MemoryEmbeddingsTable;
   tenant_usage: TenantUsageTable;
+  sessions: SessionsTable;
+  refresh_tokens: RefreshTokensTable;
+  login_throttle: LoginThrottleTable;
+  idempotency_keys: IdempotencyKeysTable;
+  organization_plans: OrganizationPlansTable;
+  usage_counters: UsageCountersTable;
 }

@@ -1,7 +1,10 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
@@ -17,6 +20,7 @@ import { migrate } from '../store/migrate.js';
  */
 
 const POSTGRES_URL = process.env.ENGRAM_TEST_DATABASE_URL;
+const SERVER_DIR = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Runs a suite once per dialect; PostgreSQL runs are skipped, visibly, without ENGRAM_TEST_DATABASE_URL. */
 export function forEachDialect(name: string, suite: (dialect: Dialect) => void): void {
@@ -69,33 +73,60 @@ export interface CallOptions {
   /** X-End-User-ID; null sends none. Defaults to "user-1". */
   endUser?: string | null;
   project?: string | null;
+  /** Bearer access token; when set, no API key, X-Project-ID or X-End-User-ID is sent unless given. */
+  token?: string;
+}
+
+export interface Login {
+  token: string;
+  refreshToken: string;
+  sessionId: number;
+  userId: number;
+  email: string;
+  password: string;
 }
 
 export interface TestApp {
   app: FastifyInstance;
   database: Database;
   dialect: Dialect;
+  /** ENGRAM_DATABASE_URL of the test database, for running the CLI against it. */
+  databaseUrl: string;
   organizationId: string;
   projectId: string;
   /** An unlocked key of the organization (sends X-Project-ID by default). */
   key: string;
   keyId: number;
   userId: number;
+  /** The owner's sign-in. */
+  email: string;
+  password: string;
   logs: string[];
   call(method: string, url: string, options?: CallOptions): Promise<Response>;
   /** A second organization with its own project and key, to prove isolation. */
   otherTenant(): Promise<{ organizationId: string; projectId: string; key: string }>;
   newKey(input?: Partial<Parameters<typeof createApiKey>[1]>): Promise<{ id: number; key: string }>;
+  /** Runs the real CLI (`node --import tsx src/main.ts …`) against this test's database. */
+  cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** Signs in over HTTP (default: the owner) and returns the tokens. */
+  login(input?: { email?: string; password?: string; scopes?: string[] }): Promise<Login>;
+  /** A new account with `role` in the organization (default: the test organization), signed in. */
+  member(role: string, input?: { organizationId?: string; scopes?: string[] }): Promise<Login>;
   close(): Promise<void>;
 }
 
-export async function startTestApp(dialect: Dialect, config: Partial<Config> = {}): Promise<TestApp> {
+const PASSWORD = 'correct horse battery';
+const randomEmail = (who: string) => `${who}-${Math.random().toString(36).slice(2)}@example.com`;
+
+/** High limits by default so that no test trips them by accident; a test of the limits lowers them. */
+export async function startTestApp(dialect: Dialect, overrides: Partial<Config> = {}): Promise<TestApp> {
   const fresh = await freshDatabaseConfig(dialect);
   const database = openDatabase(fresh.config);
   await migrate(database);
   const org = await createOrganization(database.db, 'Test organization');
   const project = await createProject(database.db, { organizationId: org.id, name: 'Test project', slug: 'test' });
-  const userId = await createUser(database.db, `owner-${Math.random().toString(36).slice(2)}@example.com`, 'correct horse battery');
+  const email = randomEmail('owner');
+  const userId = await createUser(database.db, email, PASSWORD);
   await addMembership(database.db, org.id, userId, 'owner');
   const key = await createApiKey(database.db, { organizationId: org.id, name: 'test key', createdBy: userId });
   const logs: string[] = [];
@@ -105,16 +136,28 @@ export async function startTestApp(dialect: Dialect, config: Partial<Config> = {
       done();
     },
   });
-  const app = await buildApp({ config: { ...loadConfig({}), ...config }, database, logStream });
+  const defaults = loadConfig({});
+  const app = await buildApp({
+    config: {
+      ...defaults,
+      rateLimit: { max: 1_000_000, windowSeconds: 60, loginMax: 1_000_000 },
+      auth: { ...defaults.auth, loginMaxFailures: 1_000, loginIpMaxFailures: 1_000_000 },
+      ...overrides,
+    },
+    database,
+    logStream,
+  });
   await app.ready();
 
   const call: TestApp['call'] = async (method, url, options = {}) => {
     const headers: Record<string, string> = {};
-    const apiKey = options.key === undefined ? key.key : options.key;
+    const bearer = options.token !== undefined;
+    if (bearer) headers.authorization = `Bearer ${options.token}`;
+    const apiKey = options.key === undefined ? (bearer ? null : key.key) : options.key;
     if (apiKey !== null) headers['x-api-key'] = apiKey;
-    const projectId = options.project === undefined ? project.id : options.project;
+    const projectId = options.project === undefined ? (bearer ? null : project.id) : options.project;
     if (projectId !== null) headers['x-project-id'] = projectId;
-    const endUser = options.endUser === undefined ? 'user-1' : options.endUser;
+    const endUser = options.endUser === undefined ? (bearer ? null : 'user-1') : options.endUser;
     if (endUser !== null) headers['x-end-user-id'] = endUser;
     let payload: string | undefined = options.payload;
     if (options.body !== undefined) {
@@ -135,8 +178,35 @@ export async function startTestApp(dialect: Dialect, config: Partial<Config> = {
     return { status: res.statusCode, headers: res.headers, body, text: res.body };
   };
 
+  const login: TestApp['login'] = async (input = {}) => {
+    const credentials = { email: input.email ?? email, password: input.password ?? PASSWORD };
+    const res = await call('POST', '/auth/login', { key: null, project: null, endUser: null, body: { ...credentials, ...(input.scopes ? { scopes: input.scopes } : {}) } });
+    if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
+    const user = await database.db.selectFrom('users').select('id').where('email', '=', credentials.email).executeTakeFirstOrThrow();
+    return { token: res.body.access_token, refreshToken: res.body.refresh_token, sessionId: res.body.session_id, userId: user.id, ...credentials };
+  };
+
+  const databaseUrl = fresh.config.dialect === 'sqlite' ? fresh.config.path : fresh.config.url;
   return {
-    app, database, dialect, logs, call, userId,
+    app, database, dialect, logs, call, userId, email, databaseUrl,
+    cli: async (...args) => {
+      try {
+        const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+          cwd: SERVER_DIR,
+          env: { ...process.env, ENGRAM_DATABASE_URL: databaseUrl, ENGRAM_LOG_LEVEL: 'warn' },
+        });
+        return { code: 0, stdout, stderr };
+      } catch (error) {
+        const e = error as { code: number; stdout: string; stderr: string };
+        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+      }
+    }, password: PASSWORD, login,
+    member: async (role, input = {}) => {
+      const memberEmail = randomEmail(role);
+      const memberId = await createUser(database.db, memberEmail, PASSWORD);
+      await addMembership(database.db, input.organizationId ?? org.id, memberId, role);
+      return login({ email: memberEmail, ...(input.scopes ? { scopes: input.scopes } : {}) });
+    },
     organizationId: org.id, projectId: project.id, key: key.key, keyId: key.id,
     otherTenant: async () => {
       const other = await createOrganization(database.db, 'Other organization');

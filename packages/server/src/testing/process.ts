@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 /** Runs the real CLI (from source) as a child process: for tests that need a listening server or a kill. */
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
+const TEST_SECRET = 'engram-test-secret-0123456789abcdef0123456789';
 
 export interface ServerProcess {
   url: string;
@@ -25,7 +26,8 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const port = 30000 + Math.floor(Math.random() * 20000);
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
-    env: { ...process.env, ENGRAM_HOST: '127.0.0.1', ENGRAM_PORT: String(port), ...env },
+    // PostgreSQL deployments must share one secret between processes (see README); tests use a fixed one.
+    env: { ...process.env, ENGRAM_HOST: '127.0.0.1', ENGRAM_PORT: String(port), ENGRAM_SECRET_KEY: TEST_SECRET, ...env },
   });
   let stdout = '';
   let stderr = '';

@@ -634,3 +634,29 @@ export async function memoryCounts(db: Executor, projectId: string, tenantId: st
     .executeTakeFirstOrThrow();
   return { tenants: Number(row.tenants), users: Number(row.users), memories: Number(row.memories) };
 }
+
+/**
+ * Tombstones every live memory of a project (called when the project is soft-deleted). The rows
+ * keep their content, like the project row, but are gone for every read from then on.
+ */
+export async function tombstoneProjectMemories(trx: Executor, projectId: string, now: string): Promise<number> {
+  const result = await trx
+    .updateTable('memories')
+    .set({ deleted_at: now, updated_at: now })
+    .where('project_id', '=', projectId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Live memories of these projects, for billing. */
+export async function liveMemoryCount(db: Executor, projectIds: string[]): Promise<number> {
+  if (projectIds.length === 0) return 0;
+  const row = await db
+    .selectFrom('memories')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('project_id', 'in', projectIds)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

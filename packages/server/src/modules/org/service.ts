@@ -36,8 +36,10 @@ export interface ApiKeyRecord {
   liveProjectId: string | null;
 }
 
-export async function createOrganization(db: Executor, name: string): Promise<{ id: string; name: string }> {
-  const org = { id: prefixedId('org'), name, created_at: nowIso() };
+export const newOrganizationId = () => prefixedId('org');
+
+export async function createOrganization(db: Executor, name: string, id = newOrganizationId()): Promise<{ id: string; name: string }> {
+  const org = { id, name, created_at: nowIso() };
   await db.insertInto('organizations').values(org).execute();
   return { id: org.id, name };
 }
@@ -126,10 +128,10 @@ export async function createApiKey(
   return { id: row.id, key };
 }
 
-export async function revokeApiKey(db: Executor, organizationId: string, keyId: number): Promise<boolean> {
+export async function revokeApiKey(db: Executor, organizationId: string, keyId: number, now = nowIso()): Promise<boolean> {
   const result = await db
     .updateTable('api_keys')
-    .set({ revoked_at: nowIso() })
+    .set({ revoked_at: now })
     .where('id', '=', keyId)
     .where('organization_id', '=', organizationId)
     .where('revoked_at', 'is', null)
@@ -179,9 +181,13 @@ export async function resolveApiKey(
   };
 }
 
-/** Recording last use costs a write, so it is kept to one per key per minute. */
+/** Recording last use costs a write, so credentials record it at most once a minute. */
+export function lastUseDue(lastUsedAt: string | null, now: Date): boolean {
+  return !lastUsedAt || now.getTime() - Date.parse(lastUsedAt) >= 60_000;
+}
+
 export async function touchApiKey(db: Executor, key: ApiKeyRecord, now = new Date()): Promise<void> {
-  if (key.lastUsedAt && now.getTime() - Date.parse(key.lastUsedAt) < 60_000) return;
+  if (!lastUseDue(key.lastUsedAt, now)) return;
   await db.updateTable('api_keys').set({ last_used_at: now.toISOString() }).where('id', '=', key.id).execute();
 }
 
@@ -227,4 +233,29 @@ export async function bootstrap(
       ...(input.apiKey ? {} : { generatedApiKey: key.key }),
     };
   });
+}
+
+export interface Membership {
+  organizationId: string;
+  name: string;
+  role: string;
+  createdAt: string;
+}
+
+/** The user's memberships, oldest first: the first is the organization a bearer call acts in by default. */
+export function memberships(db: Executor, userId: number) {
+  return db
+    .selectFrom('memberships')
+    .innerJoin('organizations', 'organizations.id', 'memberships.organization_id')
+    .select(['memberships.organization_id as organizationId', 'organizations.name', 'memberships.role', 'memberships.created_at as createdAt'])
+    .where('memberships.user_id', '=', userId)
+    .orderBy('memberships.created_at')
+    .orderBy('memberships.organization_id');
+}
+
+/** The membership a bearer call acts under: the named organization, else the first. */
+export async function membershipOf(db: Executor, userId: number, organizationId?: string): Promise<Membership | undefined> {
+  let query = memberships(db, userId);
+  if (organizationId !== undefined) query = query.where('memberships.organization_id', '=', organizationId);
+  return query.limit(1).executeTakeFirst();
 }

@@ -29,6 +29,18 @@ export async function turnsUsed(db: Executor, projectId: string, tenantId: strin
   return Number(row.turns);
 }
 
+/** Turns stored by all tenants of these projects in a period (billing usage). */
+export async function turnsStoredIn(db: Executor, projectIds: string[], period: Period): Promise<number> {
+  if (projectIds.length === 0) return 0;
+  const row = await db
+    .selectFrom('tenant_usage')
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('turns'), eb.lit(0)).as('turns'))
+    .where('project_id', 'in', projectIds)
+    .where('period', '=', period.key)
+    .executeTakeFirstOrThrow();
+  return Number(row.turns);
+}
+
 export async function addTurn(
   database: Database,
   ctx: WriteContext,

@@ -1,0 +1,135 @@
+import { loadConfig } from '../config.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sha256Hex } from '../core/crypto.js';
+import { buildApp } from '../app.js';
+import { forEachDialect, startTestApp, type TestApp } from '../testing/harness.js';
+import { purgeExpiredIdempotencyKeys } from './idempotency.js';
+
+forEachDialect('Idempotency-Key', (dialect) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(dialect);
+  });
+  afterAll(() => t.close());
+
+  const count = async (table: 'memories' | 'audit_log' | 'api_keys') =>
+    Number((await t.database.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const withKey = (key: string) => ({ headers: { 'idempotency-key': key } });
+
+  it('replays a data-plane write unchanged, and runs it once', async () => {
+    const [memories, audits] = [await count('memories'), await count('audit_log')];
+    const first = await t.call('POST', '/memory/add', { ...withKey('add-1'), body: { text: 'Drinks oat milk' } });
+    expect(first.status).toBe(201);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const second = await t.call('POST', '/memory/add', { ...withKey('add-1'), body: { text: 'Drinks oat milk' } });
+    expect(second.status).toBe(201);
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.body).toEqual(first.body);
+    expect(second.headers['content-type']).toBe(first.headers['content-type']);
+    expect(await count('memories')).toBe(memories + 1);
+    expect(await count('audit_log')).toBe(audits + 1);
+    // Key order in the body does not make it another request.
+    const reordered = await t.call('POST', '/memory/add', { ...withKey('add-2'), body: { text: 'a', tags: ['x'] } });
+    const again = await t.call('POST', '/memory/add', { ...withKey('add-2'), payload: '{"tags":["x"],"text":"a"}', headers: { 'idempotency-key': 'add-2', 'content-type': 'application/json' } });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(reordered.body);
+  });
+
+  it('refuses the same key for a different request with 422', async () => {
+    await t.call('POST', '/memory/add', { ...withKey('reuse'), body: { text: 'First use' } });
+    const otherBody = await t.call('POST', '/memory/add', { ...withKey('reuse'), body: { text: 'Second use' } });
+    expect(otherBody.status).toBe(422);
+    expect(otherBody.body.error).toMatchObject({ code: 'idempotency_key_reused', field: 'Idempotency-Key' });
+    const otherUser = await t.call('POST', '/memory/add', { ...withKey('reuse'), endUser: 'user-2', body: { text: 'First use' } });
+    expect(otherUser.status).toBe(422);
+    // Another principal has its own keys.
+    const other = await t.newKey();
+    const mine = await t.call('POST', '/memory/add', { ...withKey('reuse'), key: other.key, body: { text: 'Second use' } });
+    expect(mine.status).toBe(201);
+  });
+
+  it('answers 409 to a duplicate while the first is in flight, and takes over an abandoned claim', async () => {
+    // The real plugin stack with one extra route that waits until released, so the race is certain.
+    const app = await buildApp({ config: { ...loadConfig({}), logLevel: 'silent' }, database: t.database });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let runs = 0;
+    app.post('/slow', { config: { auth: { scope: 'memories:write', project: 'required' } } }, async () => {
+      runs++;
+      await gate;
+      return { runs };
+    });
+    await app.ready();
+    const send = () => app.inject({
+      method: 'POST', url: '/slow', payload: { n: 1 },
+      headers: { 'x-api-key': t.key, 'x-project-id': t.projectId, 'idempotency-key': 'race' },
+    });
+    try {
+      const first = send();
+      while (!(await t.database.db.selectFrom('idempotency_keys').select('key_hash').where('key_hash', '=', sha256Hex('race')).executeTakeFirst())) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const duplicate = await send();
+      expect(duplicate.statusCode).toBe(409);
+      expect(duplicate.json().error.code).toBe('conflict');
+      release();
+      expect((await first).json()).toEqual({ runs: 1 });
+      const replay = await send();
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json()).toEqual({ runs: 1 });
+      expect(runs).toBe(1);
+    } finally {
+      await app.close();
+    }
+    expect((await t.call('POST', '/memory/add', { ...withKey('abandoned'), body: { text: 'Only once' } })).status).toBe(201);
+
+    // A process that died mid-request leaves a claim without a response; once its lock lapses, a retry runs.
+    const past = new Date(Date.now() - 1000).toISOString();
+    await t.database.db.updateTable('idempotency_keys').set({ status: null, response: null, locked_until: past })
+      .where('key_hash', '=', sha256Hex('abandoned')).execute();
+    const retried = await t.call('POST', '/memory/add', { ...withKey('abandoned'), body: { text: 'Only once' } });
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ status: 'skipped', reason: 'duplicate_text' });
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('covers control-plane writes, replaying a new key without storing its secret in clear', async () => {
+    const owner = await t.login();
+    const keys = await count('api_keys');
+    const first = await t.call('POST', '/org/api-keys', { token: owner.token, ...withKey('mint'), body: { name: 'retry-safe' } });
+    const second = await t.call('POST', '/org/api-keys', { token: owner.token, ...withKey('mint'), body: { name: 'retry-safe' } });
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(201);
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.body.key).toBe(first.body.key);
+    expect(await count('api_keys')).toBe(keys + 1);
+    const stored = await t.database.db.selectFrom('idempotency_keys').select(['response', 'key_hash']).execute();
+    for (const row of stored) {
+      expect(row.response ?? '').not.toContain(first.body.key);
+      expect(row.key_hash).not.toBe('mint');
+    }
+    // The same Idempotency-Key by a user is not the same as by an API key.
+    const patch = await t.call('PATCH', `/org/projects/${t.projectId}`, { token: owner.token, ...withKey('add-1'), body: { description: 'x' } });
+    expect(patch.status).toBe(200);
+    const deleted = await t.call('DELETE', `/org/api-keys/${first.body.id}`, { token: owner.token, ...withKey('revoke') });
+    const replayed = await t.call('DELETE', `/org/api-keys/${first.body.id}`, { token: owner.token, ...withKey('revoke') });
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body).toEqual(deleted.body);
+  });
+
+  it('rejects a malformed key and purges expired ones', async () => {
+    const bad = await t.call('POST', '/memory/add', { ...withKey('x'.repeat(256)), body: { text: 'never' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.field).toBe('Idempotency-Key');
+    const past = new Date(Date.now() - 1000).toISOString();
+    await t.database.db.insertInto('idempotency_keys').values({
+      principal: `api_key:${t.keyId}`, key_hash: sha256Hex('old'), fingerprint: 'f', status: 201, response: 'sealed',
+      created_at: past, locked_until: past, expires_at: past,
+    }).execute();
+    // An expired key is free again even before the purge runs.
+    expect((await t.call('POST', '/memory/add', { ...withKey('old'), body: { text: 'Fresh start' } })).status).toBe(201);
+    await t.database.db.updateTable('idempotency_keys').set({ expires_at: past }).where('key_hash', '=', sha256Hex('old')).execute();
+    expect(await purgeExpiredIdempotencyKeys(t.database.db)).toBe(1);
+    expect(await t.database.db.selectFrom('idempotency_keys').select('key_hash').where('key_hash', '=', sha256Hex('old')).executeTakeFirst()).toBeUndefined();
+  });
+});

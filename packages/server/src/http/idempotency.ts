@@ -1,0 +1,161 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
+import { nowIso, type Database, type Executor } from '../store/database.js';
+import { AppError, invalid } from './errors.js';
+
+/**
+ * Idempotency-Key on every write (POST, PUT, PATCH, DELETE) of every area, as one plugin.
+ * The same key from the same principal for the same request within 24 hours replays the stored
+ * status and body (`Idempotent-Replayed: true`); the same key for a different request is 422
+ * idempotency_key_reused; a duplicate while the first is still running is 409 conflict.
+ * This module owns the idempotency_keys table.
+ *
+ * Stored responses can hold secrets (a new API key, tokens), so they are sealed with AES-256-GCM
+ * under a key derived from the service secret and the Idempotency-Key itself, which is stored only
+ * as a digest: the table alone reveals nothing.
+ */
+
+export const IDEMPOTENCY = {
+  windowMs: 24 * 60 * 60 * 1000,
+  /** A claim older than this with no stored response is taken to be abandoned (its process died). */
+  lockMs: 5 * 60 * 1000,
+  purgeEveryMs: 10 * 60 * 1000,
+} as const;
+
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const KEY = /^[\x21-\x7e]{1,255}$/;
+/** Headers that change what a request means, so they are part of its fingerprint. */
+const SCOPING_HEADERS = ['x-organization-id', 'x-project-id', 'x-tenant-id', 'x-end-user-id'];
+const REPLAYED_HEADERS = ['content-type', 'location'];
+
+interface Claim {
+  principal: string;
+  keyHash: string;
+  sealKey: Buffer;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotencyClaim: Claim | null;
+  }
+}
+
+/** JSON with sorted object keys: the same document always gives the same text. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function fingerprint(request: FastifyRequest): string {
+  const headers = SCOPING_HEADERS.map((h) => request.headers[h] ?? null);
+  return sha256Hex(canonical([request.method, request.url, request.body ?? null, headers]));
+}
+
+function principalOf(request: FastifyRequest): string {
+  const p = request.principal;
+  return p ? `${p.actor.type}:${p.actor.id}` : `anonymous:${request.ip}`;
+}
+
+export async function purgeExpiredIdempotencyKeys(db: Executor, now = nowIso()): Promise<number> {
+  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+type Outcome = { claimed: true } | { replay: { status: number; headers: Record<string, string>; body: string } };
+
+async function claim(db: Executor, c: Claim, print: string): Promise<Outcome> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const now = new Date();
+    const row = {
+      principal: c.principal, key_hash: c.keyHash, fingerprint: print, status: null, response: null, created_at: now.toISOString(),
+      locked_until: new Date(now.getTime() + IDEMPOTENCY.lockMs).toISOString(),
+      expires_at: new Date(now.getTime() + IDEMPOTENCY.windowMs).toISOString(),
+    };
+    const inserted = await db
+      .insertInto('idempotency_keys')
+      .values(row)
+      .onConflict((oc) => oc.columns(['principal', 'key_hash']).doNothing())
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { claimed: true };
+
+    const existing = await db.selectFrom('idempotency_keys').selectAll()
+      .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).executeTakeFirst();
+    if (!existing) continue;
+    const stale = existing.expires_at <= row.created_at || (existing.status === null && existing.locked_until <= row.created_at);
+    if (stale) {
+      // Take over an expired or abandoned claim, unless another request just did.
+      const taken = await db.updateTable('idempotency_keys').set(row)
+        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', existing.created_at)
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) > 0) return { claimed: true };
+      continue;
+    }
+    if (existing.fingerprint !== print) {
+      throw new AppError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request', 'Idempotency-Key');
+    }
+    if (existing.status === null || existing.response === null) {
+      throw new AppError('conflict', 'A request with this Idempotency-Key is still in progress; retry shortly');
+    }
+    const stored = JSON.parse(decrypt(c.sealKey, existing.response)) as { headers: Record<string, string>; body: string };
+    return { replay: { status: existing.status, ...stored } };
+  }
+  throw new AppError('conflict', 'A request with this Idempotency-Key is still in progress; retry shortly');
+}
+
+async function store(db: Executor, request: FastifyRequest, reply: FastifyReply, c: Claim, payload: unknown): Promise<void> {
+  const body = payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
+  // A failed (5xx) or streamed response is not kept: the client may retry and run the request again.
+  if (reply.statusCode >= 500 || body === undefined) {
+    await db.deleteFrom('idempotency_keys').where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).execute();
+    return;
+  }
+  const headers: Record<string, string> = {};
+  for (const name of REPLAYED_HEADERS) {
+    const value = reply.getHeader(name);
+    if (value !== undefined) headers[name] = String(value);
+  }
+  await db
+    .updateTable('idempotency_keys')
+    .set({ status: reply.statusCode, response: encrypt(c.sealKey, JSON.stringify({ headers, body })) })
+    .where('principal', '=', c.principal)
+    .where('key_hash', '=', c.keyHash)
+    .execute();
+  request.idempotencyClaim = null;
+}
+
+export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array }) => {
+  const { db } = opts.database;
+  const master = deriveKey(opts.secretKey, 'idempotency');
+  app.decorateRequest('idempotencyClaim', null);
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (!WRITES.has(request.method) || !request.routeOptions.url) return;
+    const raw = request.headers['idempotency-key'];
+    if (raw === undefined) return;
+    if (typeof raw !== 'string' || !KEY.test(raw)) {
+      throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters, sent once');
+    }
+    const principal = principalOf(request);
+    const c: Claim = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
+    const outcome = await claim(db, c, fingerprint(request));
+    if ('claimed' in outcome) {
+      request.idempotencyClaim = c;
+      return;
+    }
+    const { status, headers, body } = outcome.replay;
+    return reply.code(status).headers(headers).header('idempotent-replayed', 'true').send(body);
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.idempotencyClaim) await store(db, request, reply, request.idempotencyClaim, payload);
+    return payload;
+  });
+
+  const timer = setInterval(() => void purgeExpiredIdempotencyKeys(db).catch(() => {}), IDEMPOTENCY.purgeEveryMs);
+  timer.unref();
+  app.addHook('onClose', async () => clearInterval(timer));
+});

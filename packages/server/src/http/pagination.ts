@@ -1,0 +1,49 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import type { SelectQueryBuilder } from 'kysely';
+
+/** Every list: offset/limit (default 50, maximum 100) -> items, total, offset, limit, has_next. */
+export const PAGE_LIMIT = { default: 50, maximum: 100 } as const;
+
+export const PageQuery = Type.Object(
+  {
+    offset: Type.Integer({ minimum: 0, default: 0, description: 'Rows to skip' }),
+    limit: Type.Integer({ minimum: 1, maximum: PAGE_LIMIT.maximum, default: PAGE_LIMIT.default, description: 'Rows to return (at most 100)' }),
+  },
+  { additionalProperties: false },
+);
+export type PageParams = Static<typeof PageQuery>;
+
+export const PageOf = <T extends TSchema>(item: T) =>
+  Type.Object({
+    items: Type.Array(item),
+    total: Type.Integer({ description: 'All matching rows' }),
+    offset: Type.Integer(),
+    limit: Type.Integer(),
+    has_next: Type.Boolean(),
+  });
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  offset: number;
+  limit: number;
+  has_next: boolean;
+}
+
+/** Runs a filtered, ordered query for one page and counts every matching row. */
+export async function paginate<DB, TB extends keyof DB, O, T>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: PageParams,
+  map: (row: O) => T,
+): Promise<Page<T>> {
+  const [rows, count] = await Promise.all([
+    query.offset(page.offset).limit(page.limit).execute(),
+    query
+      .clearSelect()
+      .clearOrderBy()
+      .select((eb) => eb.fn.countAll().as('total'))
+      .executeTakeFirstOrThrow() as Promise<{ total: number | string | bigint }>,
+  ]);
+  const total = Number(count.total);
+  return { items: rows.map(map), total, offset: page.offset, limit: page.limit, has_next: page.offset + rows.length < total };
+}

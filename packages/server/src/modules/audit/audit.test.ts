@@ -1,0 +1,98 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDialect, startTestApp, type Login, type TestApp } from '../../testing/harness.js';
+import { verifyAuditChains } from './service.js';
+
+forEachDialect('audit log', (dialect) => {
+  let t: TestApp;
+  let owner: Login;
+  beforeAll(async () => {
+    t = await startTestApp(dialect);
+    owner = await t.login();
+    for (const text of ['one', 'two', 'three']) await t.call('POST', '/memory/add', { body: { text } });
+    await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Audited' } });
+  });
+  afterAll(() => t.close());
+
+  it('lists events newest first with the spec fields, filters and pagination', async () => {
+    const res = await t.call('GET', '/admin/team/audit-logs', { token: owner.token });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ offset: 0, limit: 50, has_next: false });
+    expect(res.body.items[0]).toMatchObject({ action: 'project.create', actor_type: 'user', actor_id: owner.userId, target_type: 'project', result: 'success' });
+    expect(Object.keys(res.body.items[0]).sort()).toEqual(
+      ['action', 'actor_id', 'actor_type', 'created_at', 'id', 'project_id', 'request_id', 'result', 'target_id', 'target_type'],
+    );
+    const adds = await t.call('GET', `/admin/team/audit-logs?action=memory.add&actor_id=${t.keyId}&limit=2`, { token: owner.token });
+    expect(adds.body).toMatchObject({ total: 3, offset: 0, limit: 2, has_next: true });
+    expect(adds.body.items.every((e: { action: string; actor_type: string }) => e.action === 'memory.add' && e.actor_type === 'api_key')).toBe(true);
+    const next = await t.call('GET', '/admin/team/audit-logs?action=memory.add&offset=2&limit=2', { token: owner.token });
+    expect(next.body).toMatchObject({ total: 3, offset: 2, has_next: false });
+    expect(next.body.items).toHaveLength(1);
+
+    const oldest = res.body.items[res.body.items.length - 1];
+    const after = await t.call('GET', `/admin/team/audit-logs?created_after=${encodeURIComponent(oldest.created_at)}`, { token: owner.token });
+    expect(after.body.items.every((e: { created_at: string }) => e.created_at > oldest.created_at)).toBe(true);
+    const before = await t.call('GET', `/admin/team/audit-logs?created_before=2000-01-01T00:00:00Z`, { token: owner.token });
+    expect(before.body).toMatchObject({ total: 0, items: [] });
+    const offsetZone = await t.call('GET', `/admin/team/audit-logs?created_after=${encodeURIComponent('2000-01-01T02:00:00+02:00')}`, { token: owner.token });
+    expect(offsetZone.body.total).toBe(res.body.total);
+  });
+
+  it('refuses bad queries naming the parameter', async () => {
+    for (const [query, field] of [
+      ['limit=101', 'limit'], ['limit=0', 'limit'], ['offset=-1', 'offset'], ['actor_id=abc', 'actor_id'],
+      ['created_after=yesterday', 'created_after'], ['sort=asc', 'sort'],
+    ]) {
+      const res = await t.call('GET', `/admin/team/audit-logs?${query}`, { token: owner.token });
+      expect(res.status, query).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'validation_error', field });
+    }
+  });
+
+  it('is readable by an API key with audit:read, narrowed to its project', async () => {
+    const key = await t.newKey({ scopes: ['audit:read'], projectId: t.projectId });
+    const res = await t.call('GET', '/admin/team/audit-logs', { key: key.key, project: null, endUser: null });
+    expect(res.status).toBe(200);
+    expect(res.body.total).toBe(3);
+    expect(res.body.items.every((e: { project_id: string }) => e.project_id === t.projectId)).toBe(true);
+    expect((await t.call('GET', '/admin/team/audit-logs', { key: t.key, project: null, endUser: null })).status).toBe(403);
+    const viewer = await t.member('viewer');
+    expect((await t.call('GET', '/admin/team/audit-logs', { token: viewer.token })).status).toBe(403);
+  });
+
+  it('refuses changes to the log, and `engram audit verify` names a tampered row', async () => {
+    const clean = await t.cli('audit', 'verify');
+    expect(clean.stdout).toContain(`${t.organizationId}: ok`);
+    expect(clean.code).toBe(0);
+
+    const rows = await t.database.db.selectFrom('audit_log').select('id').where('organization_id', '=', t.organizationId).orderBy('id').execute();
+    const victim = rows[2]!.id;
+    await expect(sql`UPDATE audit_log SET result = 'failure' WHERE id = ${victim}`.execute(t.database.db)).rejects.toThrow(/append-only/);
+    await expect(sql`DELETE FROM audit_log WHERE id = ${victim}`.execute(t.database.db)).rejects.toThrow(/append-only/);
+
+    // An attacker with direct database access switches the protection off first.
+    if (dialect === 'sqlite') await sql`DROP TRIGGER audit_log_no_update`.execute(t.database.db);
+    else await sql`ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_change`.execute(t.database.db);
+    await sql`UPDATE audit_log SET result = 'failure' WHERE id = ${victim}`.execute(t.database.db);
+
+    const [report] = await verifyAuditChains(t.database.db, t.organizationId);
+    expect(report).toMatchObject({ ok: false, rows: 2, broken: { id: victim } });
+    const tampered = await t.cli('audit', 'verify');
+    expect(tampered.code).toBe(1);
+    expect(tampered.stdout).toContain(`${t.organizationId}: BROKEN at row ${victim}`);
+  });
+
+  it('detects rows removed from the middle or the end of a chain', async () => {
+    const other = await t.otherTenant();
+    for (const text of ['a', 'b', 'c', 'd']) {
+      expect((await t.call('POST', '/memory/add', { key: other.key, project: other.projectId, body: { text } })).status).toBe(201);
+    }
+    const ids = (await t.database.db.selectFrom('audit_log').select('id').where('organization_id', '=', other.organizationId).orderBy('id').execute()).map((r) => r.id);
+    if (dialect === 'sqlite') await sql`DROP TRIGGER IF EXISTS audit_log_no_delete`.execute(t.database.db);
+    else await sql`ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_change`.execute(t.database.db);
+    await sql`DELETE FROM audit_log WHERE id = ${ids[3]!}`.execute(t.database.db);
+    expect((await verifyAuditChains(t.database.db, other.organizationId))[0]).toMatchObject({ ok: false, rows: 3, broken: { id: null } });
+    await sql`DELETE FROM audit_log WHERE id = ${ids[1]!}`.execute(t.database.db);
+    expect((await verifyAuditChains(t.database.db, other.organizationId))[0]).toMatchObject({ ok: false, rows: 1, broken: { id: ids[2] } });
+  });
+});

@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDialect, startTestApp, type TestApp } from '../../testing/harness.js';
+
+forEachDialect('sign-in and sessions', (dialect) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(dialect);
+  });
+  afterAll(() => t.close());
+
+  const anonymous = { key: null, project: null, endUser: null } as const;
+
+  it('signs in, and the token works until its session is revoked', async () => {
+    const res = await t.call('POST', '/auth/login', { ...anonymous, body: { email: t.email.toUpperCase(), password: t.password } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ token_type: 'Bearer', expires_in: 900 });
+    expect(res.body.access_token.split('.')).toHaveLength(3);
+    expect(res.body.refresh_token).toMatch(/^egr_/);
+    const token = res.body.access_token;
+    const sessions = await t.call('GET', '/auth/sessions', { token });
+    expect(sessions.status).toBe(200);
+    expect(sessions.body.items.find((s: { id: number }) => s.id === res.body.session_id)).toMatchObject({ current: true, user_id: t.userId });
+
+    const revoked = await t.call('POST', `/auth/sessions/${res.body.session_id}/revoke`, { token });
+    expect(revoked.status).toBe(200);
+    const after = await t.call('GET', '/auth/sessions', { token });
+    expect(after.status).toBe(401);
+    expect(after.body.error.code).toBe('unauthenticated');
+    expect(after.headers['www-authenticate']).toBeDefined();
+  });
+
+  it('answers a wrong e-mail and a wrong password alike', async () => {
+    const wrongPassword = await t.call('POST', '/auth/login', { ...anonymous, body: { email: t.email, password: 'not the password' } });
+    const wrongEmail = await t.call('POST', '/auth/login', { ...anonymous, body: { email: 'nobody@example.com', password: t.password } });
+    expect(wrongPassword.status).toBe(401);
+    expect(wrongEmail.status).toBe(401);
+    const strip = (body: { error: Record<string, unknown> }) => ({ ...body.error, request_id: undefined });
+    expect(strip(wrongEmail.body)).toEqual(strip(wrongPassword.body));
+  });
+
+  it('rotates refresh tokens, and reuse of a spent one ends the session', async () => {
+    const first = await t.login();
+    const rotated = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: first.refreshToken } });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.session_id).toBe(first.sessionId);
+    expect(rotated.body.refresh_token).not.toBe(first.refreshToken);
+    expect((await t.call('GET', '/auth/sessions', { token: rotated.body.access_token })).status).toBe(200);
+
+    const reused = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: first.refreshToken } });
+    expect(reused.status).toBe(401);
+    // The whole session is gone: its newest access and refresh tokens stop working.
+    expect((await t.call('GET', '/auth/sessions', { token: rotated.body.access_token })).status).toBe(401);
+    const next = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: rotated.body.refresh_token } });
+    expect(next.status).toBe(401);
+    const row = await t.database.db.selectFrom('sessions').select('revoked_reason').where('id', '=', first.sessionId).executeTakeFirstOrThrow();
+    expect(row.revoked_reason).toBe('refresh_token_reuse');
+  });
+
+  it('logs out', async () => {
+    const session = await t.login();
+    const res = await t.call('POST', '/auth/logout', { token: session.token });
+    expect(res.status).toBe(200);
+    expect(res.body.id).toBe(session.sessionId);
+    expect((await t.call('POST', '/auth/logout', { token: session.token })).status).toBe(401);
+    const refreshed = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: session.refreshToken } });
+    expect(refreshed.status).toBe(401);
+  });
+
+  it("shows admins their members' sessions, and members only their own", async () => {
+    const admin = await t.login();
+    const member = await t.member('member');
+    const adminView = await t.call('GET', '/auth/sessions?limit=100', { token: admin.token });
+    expect(adminView.body.items.map((s: { id: number }) => s.id)).toContain(member.sessionId);
+    const memberView = await t.call('GET', '/auth/sessions', { token: member.token });
+    expect(memberView.body.items.map((s: { user_id: number }) => s.user_id)).toEqual([member.userId]);
+    // A member cannot see, so cannot revoke, the owner's session.
+    const denied = await t.call('POST', `/auth/sessions/${admin.sessionId}/revoke`, { token: member.token });
+    expect(denied.status).toBe(404);
+    expect((await t.call('GET', '/auth/sessions', { token: admin.token })).status).toBe(200);
+    // The owner can end the member's session.
+    expect((await t.call('POST', `/auth/sessions/${member.sessionId}/revoke`, { token: admin.token })).status).toBe(200);
+    expect((await t.call('GET', '/auth/sessions', { token: member.token })).status).toBe(401);
+  });
+
+  it('narrows a token to the scopes asked for', async () => {
+    const narrow = await t.login({ scopes: ['projects:read'] });
+    expect((await t.call('GET', '/org/projects', { token: narrow.token })).status).toBe(200);
+    const denied = await t.call('GET', '/auth/sessions', { token: narrow.token });
+    expect(denied.status).toBe(403);
+    expect(denied.body.error.code).toBe('forbidden');
+    const unknown = await t.call('POST', '/auth/login', { ...anonymous, body: { email: t.email, password: t.password, scopes: ['root'] } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.field).toBe('scopes/0');
+  });
+
+  it('refuses malformed and mixed credentials', async () => {
+    const session = await t.login();
+    expect((await t.call('GET', '/auth/sessions', { token: 'not-a-jwt' })).status).toBe(401);
+    expect((await t.call('GET', '/auth/sessions', { token: session.token.slice(0, -2) + 'xx' })).status).toBe(401);
+    const both = await t.call('GET', '/auth/sessions', { token: session.token, key: t.key });
+    expect(both.status).toBe(400);
+    // A bearer-only route does not take an API key.
+    expect((await t.call('GET', '/auth/sessions', { key: t.key })).status).toBe(401);
+    // And a data-plane route does not take a bearer token.
+    expect((await t.call('GET', '/memory/1', { token: session.token, endUser: 'user-1', project: t.projectId })).status).toBe(401);
+  });
+
+  it('serves the catalogue', async () => {
+    const res = await t.call('GET', '/auth/catalogue', anonymous);
+    expect(res.status).toBe(200);
+    expect(res.body.roles.map((r: { name: string }) => r.name)).toEqual(['owner', 'admin', 'member', 'viewer']);
+    expect(res.body.scopes.map((s: { name: string }) => s.name)).toContain('audit:read');
+    expect(res.body.operations).toContainEqual({
+      method: 'PATCH', path: '/org/projects/:project_id', accepts: ['bearer', 'api_key'], scope: 'projects:write', capability: 'projects.manage',
+    });
+  });
+});
+
+forEachDialect('login throttling', (dialect) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp(dialect, {
+      auth: { accessTokenTtlSeconds: 900, sessionTtlSeconds: 86_400, loginMaxFailures: 3, loginIpMaxFailures: 1_000, loginWindowSeconds: 600 },
+    });
+  });
+  afterAll(() => t.close());
+
+  const attempt = (email: string, password: string) =>
+    t.call('POST', '/auth/login', { key: null, project: null, endUser: null, body: { email, password } });
+
+  it('locks an account after repeated failures, known or not, even for the right password', async () => {
+    for (const email of [t.email, 'ghost@example.com']) {
+      for (let i = 0; i < 3; i++) expect((await attempt(email, 'wrong password')).status).toBe(401);
+      const locked = await attempt(email, t.password);
+      expect(locked.status).toBe(429);
+      expect(locked.body.error.code).toBe('rate_limited');
+      expect(Number(locked.headers['retry-after'])).toBeGreaterThan(500);
+    }
+  });
+
+  it('locks an IP after repeated failures across accounts', async () => {
+    const strict = await startTestApp(dialect, {
+      auth: { accessTokenTtlSeconds: 900, sessionTtlSeconds: 86_400, loginMaxFailures: 100, loginIpMaxFailures: 4, loginWindowSeconds: 600 },
+    });
+    try {
+      for (let i = 0; i < 4; i++) {
+        const res = await strict.call('POST', '/auth/login', { key: null, body: { email: `guess-${i}@example.com`, password: 'x' } });
+        expect(res.status).toBe(401);
+      }
+      const res = await strict.call('POST', '/auth/login', { key: null, body: { email: strict.email, password: strict.password } });
+      expect(res.status).toBe(429);
+    } finally {
+      await strict.close();
+    }
+  });
+});

@@ -1,0 +1,28 @@
+import { decodeJson, nowIso, type Executor } from '../../store/database.js';
+import { lastUseDue } from '../org/service.js';
+import type { AccessClaims } from './tokens.js';
+
+export interface LiveSession {
+  id: number;
+  userId: number;
+  scopes: string[];
+  lastUsedAt: string | null;
+}
+
+/** The session an access token names, if it is still live: not revoked, not expired. */
+export async function liveSession(db: Executor, claims: AccessClaims, now = nowIso()): Promise<LiveSession | undefined> {
+  const row = await db
+    .selectFrom('sessions')
+    .select(['id', 'user_id', 'scopes', 'last_used_at'])
+    .where('id', '=', claims.sessionId)
+    .where('user_id', '=', claims.userId)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return row && { id: row.id, userId: row.user_id, scopes: decodeJson<string[]>(row.scopes), lastUsedAt: row.last_used_at };
+}
+
+export async function touchSession(db: Executor, session: LiveSession, now = new Date()): Promise<void> {
+  if (!lastUseDue(session.lastUsedAt, now)) return;
+  await db.updateTable('sessions').set({ last_used_at: now.toISOString() }).where('id', '=', session.id).execute();
+}
