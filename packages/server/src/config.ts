@@ -91,7 +91,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',
     rateLimit: {
-      max: integer(env, 'ENGRAM_RATE_LIMIT_MAX', 600, 1, 10_000_000),
+      max: integer(env, 'ENGRAM_RATE_LIMIT_MAX', 60_000, 1, 10_000_000),
       windowSeconds: integer(env, 'ENGRAM_RATE_LIMIT_WINDOW', 60, 1, 86_400),
       loginMax: integer(env, 'ENGRAM_RATE_LIMIT_LOGIN_MAX', 20, 1, 10_000_000),
     },
