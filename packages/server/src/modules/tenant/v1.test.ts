@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { decodeJson } from '../../store/database.js';
 import { forEachDialect, startTestApp, useTestApp, type TestApp } from '../../testing/harness.js';
 import { countRows, expectError, memoryRow } from '../../testing/memories.js';
 import { freshUser } from '../../testing/retrieval.js';
@@ -46,7 +47,7 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     for (const [i, id] of ids.entries()) {
       const row = await memoryRow(t, id);
       expect(row).toMatchObject({ text: texts[i], tenant_id: 'acme', end_user_id: user, session_id: 's1', source: 'chat', speaker: i % 2 ? 'bob' : 'alice' });
-      expect(JSON.parse(row.metadata)).toEqual({ project: 'demo' });
+      expect(decodeJson(row.metadata)).toEqual({ project: 'demo' });
     }
 
     const rows = await countRows(t, 'memories');
