@@ -171,6 +171,14 @@ forEachDialect('POST /memory/compose', (dialect) => {
     expect(large.memories.length).toBeGreaterThan(small.memories.length);
   });
 
+  it('quotes the task and the memories verbatim, replacement patterns included', async () => {
+    const endUser = freshUser();
+    const m = await addMemory(t, "The fee is $5 off; ask for $& and $' at the {{task}} counter", { endUser });
+    const task = "What is the fee? Reply with $& or $1, $$ and $'";
+    const body = await compose({ task, template: '{{memories}} / {{task}} / {{task}}' }, endUser);
+    expect(body.prompt).toBe(`[m:${m.id}] (${m.created_at.slice(0, 10)}) ${m.text} / ${task} / ${task}`);
+  });
+
   it('refuses a template without {{memories}} and other bad input with 400 naming the field', async () => {
     expectError(await t.call('POST', '/memory/compose', { endUser: null, body: { task: 'x', template: 'Task: {{task}}' } }), 400, 'validation_error', 'template');
     const cases: Array<[Record<string, unknown>, string]> = [

@@ -90,6 +90,16 @@ forEachDialect('POST /memory/query', (dialect) => {
     expect(await filtered({ tags_any: ['work'], source: 'email', metadata: { level: 2 } })).toEqual([a.id]);
   });
 
+  it('compares nested metadata by value, whatever the order of its keys', async () => {
+    const endUser = freshUser();
+    const m = await addMemory(t, { text: 'Parcel sent to the new flat', metadata: { address: { street: 'Main', city: 'Porto', zip: '4000' }, tags: [{ b: 1, a: 2 }] } }, { endUser });
+    const filtered = (metadata: Record<string, unknown>) => query(t, { query: 'parcel', filters: { metadata } }, { endUser }).then(idsOf);
+    expect(await filtered({ address: { zip: '4000', city: 'Porto', street: 'Main' } })).toEqual([m.id]);
+    expect(await filtered({ address: { street: 'Main', city: 'Porto', zip: '4000' }, tags: [{ a: 2, b: 1 }] })).toEqual([m.id]);
+    expect(await filtered({ address: { street: 'Main', city: 'Porto' } })).toEqual([]);
+    expect(await filtered({ tags: [{ a: 2, b: 1 }, { c: 3 }] })).toEqual([]);
+  });
+
   it('answers a malformed request with 400 naming the field', async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{}, 'query'],

@@ -60,6 +60,15 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     await created(turns.add('acme', { user_id: user, text: texts[1], speaker: 'alice', metadata: { session_id: 's1' } }));
   });
 
+  it('converges concurrent deliveries of one turn on one row', async () => {
+    const user = freshUser('user');
+    const turn = { user_id: user, text: 'Delivered many times at once', speaker: 'hash-abc', metadata: { session_id: 's' } };
+    const results = await Promise.all(Array.from({ length: 6 }, () => turns.add('acme', turn)));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 201]);
+    expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
+    expect((await turns.list(`?user_id=${user}`, 'acme')).body.total).toBe(1);
+  });
+
   it('dates a turn by metadata.timestamp and refuses bad fields with 400 naming them', async () => {
     const user = freshUser('user');
     const body = await created(turns.add('acme', { user_id: user, text: 'Said long ago', speaker: 'alice', metadata: { session_id: 's', timestamp: '2023-05-08T13:56:00+02:00' } }));
@@ -240,5 +249,13 @@ forEachDialect('/v1 monthly turn quota', (dialect) => {
     await created(turns.add('other', { user_id: 'u', text: 'fresh tenant', speaker: 's' }));
     expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'small' })).body.quota).toMatchObject({ monthly_turns: 3, used: 3, remaining: 0 });
     expectError(await turns.add('small', { user_id: 'u2', text: 'still too many', speaker: 's' }), 429, 'quota_exceeded');
+  });
+
+  it('never lets concurrent turns exceed the quota', async () => {
+    const turns = turnsOf(t);
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => turns.add('busy', { user_id: `u${i % 3}`, text: `burst ${i}`, speaker: 's' })));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 201, 201, 429, 429, 429, 429, 429]);
+    expect((await turns.list('', 'busy')).body.total).toBe(3);
+    expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'busy' })).body.quota).toMatchObject({ used: 3, remaining: 0 });
   });
 });
