@@ -182,6 +182,10 @@ forEachDialect('POST /memory/query', (dialect) => {
     await t.call('PATCH', `/memory/${m.id}`, { endUser, body: { tags: ['water'] } });
     expect(await query(t, { query: 'kayak', filters: { tags_any: ['outdoors'] } }, { endUser })).toEqual([]);
 
+    const batch = await t.call('POST', '/memory/batch-update', { endUser, body: { updates: [{ id: m.id, importance: 0.9, source: 'batch' }] } });
+    expect(batch.status, batch.text).toBe(200);
+    expect(idsOf(await query(t, { query: 'kayak', filters: { source: 'batch' } }, { endUser }))).toEqual([m.id]);
+
     const n = await addMemory(t, 'The kayak paddle is in the garage', { endUser });
     expect(idsOf(await query(t, 'kayak', { endUser })).sort()).toEqual([m.id, n.id].sort());
     expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [m.id] } })).body).toEqual([m.id]);
@@ -190,5 +194,26 @@ forEachDialect('POST /memory/query', (dialect) => {
     expect((await t.call('DELETE', `/memory/user/${endUser}`, { endUser: null })).status).toBe(200);
     expect(await query(t, 'kayak', { endUser })).toEqual([]);
     expect(await query(t, 'paddle garage', { endUser })).toEqual([]);
+  });
+});
+
+forEachDialect('POST /memory/query with an index cache smaller than one index', (dialect) => {
+  const t = useTestApp(dialect, { retrieval: { embedder: { kind: 'builtin' }, indexCacheBytes: 1 } });
+
+  it('stays exact while indexes are evicted between queries', async () => {
+    const users = [freshUser(), freshUser(), freshUser()];
+    const added = new Map<string, number[]>(users.map((u) => [u, []]));
+    for (let round = 0; round < 3; round++) {
+      for (const endUser of users) {
+        added.get(endUser)!.push((await addMemory(t, `Lighthouse visit number ${round} for ${endUser}`, { endUser })).id);
+        const found = idsOf(await query(t, { query: 'lighthouse visit', k: 100 }, { endUser }));
+        expect(found.sort((a, b) => a - b)).toEqual(added.get(endUser));
+      }
+    }
+    const [first] = users;
+    const gone = added.get(first!)![0]!;
+    expect((await t.call('DELETE', '/memory/forget', { endUser: first, body: { ids: [gone] } })).body).toEqual([gone]);
+    for (const endUser of users) await query(t, 'lighthouse', { endUser });
+    expect(idsOf(await query(t, { query: 'lighthouse', k: 100 }, { endUser: first }))).not.toContain(gone);
   });
 });

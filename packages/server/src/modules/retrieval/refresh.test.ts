@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeVector } from './embeddings.js';
-import { forEachDialect, startTestApp, useTestApp, type TestApp } from '../../testing/harness.js';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { expectError } from '../../testing/memories.js';
 import { addAll, freshUser, idsOf, query, startFakeEmbedder, waitForJob, type FakeEmbedder } from '../../testing/retrieval.js';
 
@@ -39,17 +39,13 @@ forEachDialect('POST /memory/refresh and GET /memory/refresh/{job_id}', (dialect
 
 forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
   let fake: FakeEmbedder;
-  let t: TestApp;
   beforeAll(async () => {
     fake = await startFakeEmbedder();
-    t = await startTestApp(dialect, {
-      retrieval: { embedder: { kind: 'openai', baseUrl: fake.baseUrl, model: 'fake-embed' }, indexCacheBytes: 64 * 1024 * 1024 },
-    });
   });
-  afterAll(async () => {
-    await t?.close();
-    await fake?.close();
-  });
+  afterAll(() => fake?.close());
+  const t = useTestApp(dialect, () => ({
+    retrieval: { embedder: { kind: 'openai', baseUrl: fake.baseUrl, model: 'fake-embed' }, indexCacheBytes: 64 * 1024 * 1024 },
+  }));
 
   const storedVectors = async () => {
     const rows = await t.database.db.selectFrom('memory_embeddings').selectAll().orderBy('memory_id').execute();

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { decodeJson } from '../../store/database.js';
-import { forEachDialect, startTestApp, useTestApp, type TestApp } from '../../testing/harness.js';
+import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
 import { countRows, expectError, memoryRow } from '../../testing/memories.js';
 import { freshUser } from '../../testing/retrieval.js';
 
@@ -222,11 +222,7 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
 });
 
 forEachDialect('/v1 monthly turn quota', (dialect) => {
-  let t: TestApp;
-  beforeAll(async () => {
-    t = await startTestApp(dialect, { tenant: { defaultMonthlyTurns: 3 } });
-  });
-  afterAll(() => t?.close());
+  const t = useTestApp(dialect, { tenant: { defaultMonthlyTurns: 3 } });
 
   it('answers 429 quota_exceeded with Retry-After once the tenant’s turns are used up, storing nothing', async () => {
     const turns = turnsOf(t);
