@@ -1,14 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabaseConfig, forEachDialect } from '../src/testing/harness.js';
-import { startServerProcess } from '../src/testing/process.js';
+import { databaseEnv, startServerProcess } from '../src/testing/process.js';
 import { openDatabase } from '../src/store/database.js';
-import type { Config } from '../src/config.js';
 
 const KEY = 'egm_durability_' + 'd'.repeat(30);
-
-function databaseEnv(config: Config['database']): Record<string, string> {
-  return { ENGRAM_DATABASE_URL: config.dialect === 'postgres' ? config.url : config.path };
-}
 
 forEachDialect('acknowledged writes survive kill -9', (dialect) => {
   let fresh: Awaited<ReturnType<typeof freshDatabaseConfig>>;

@@ -224,13 +224,14 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
 }
 
 /**
- * One app for the enclosing suite, started before its tests and closed after them. The returned
+ * One app for the enclosing suite (with configuration overrides, or a function giving them once
+ * earlier hooks have run), started before its tests and closed after them. The returned
  * object stands for that app; use it only inside tests and hooks registered after this call.
  */
-export function useTestApp(dialect: Dialect): TestApp {
+export function useTestApp(dialect: Dialect, config: Partial<Config> | (() => Partial<Config>) = {}): TestApp {
   let current: TestApp | undefined;
   beforeAll(async () => {
-    current = await startTestApp(dialect);
+    current = await startTestApp(dialect, typeof config === 'function' ? config() : config);
   });
   afterAll(() => current?.close());
   return new Proxy({} as TestApp, {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { Config } from '../config.js';
 
 /** Runs the real CLI (from source) as a child process: for tests that need a listening server or a kill. */
 
@@ -54,4 +55,9 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       return exited;
     },
   };
+}
+
+/** The ENGRAM_DATABASE_URL that points a server process at a test database. */
+export function databaseEnv(config: Config['database']): Record<string, string> {
+  return { ENGRAM_DATABASE_URL: config.dialect === 'postgres' ? config.url : config.path };
 }

@@ -17,6 +17,15 @@ const DEFAULT_K = 10;
 const RRF_K = 60;
 const DAY = 86_400_000;
 
+/** JSON with object keys sorted at every level: equal values compare equal whatever their key order (PostgreSQL jsonb reorders keys). */
+function canonicalJson(value: unknown): string | undefined {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
 function matchesFilters(meta: DocMeta | undefined, f: FiltersInput | undefined, range?: { from: number; to: number }): boolean {
   if (!meta) return false;
   if (range && (meta.createdAt < range.from || meta.createdAt >= range.to)) return false;
@@ -29,7 +38,7 @@ function matchesFilters(meta: DocMeta | undefined, f: FiltersInput | undefined, 
   if (f.is_summary !== undefined && meta.isSummary !== f.is_summary) return false;
   if (f.metadata) {
     for (const [key, value] of Object.entries(f.metadata)) {
-      if (JSON.stringify(meta.metadata[key]) !== JSON.stringify(value)) return false;
+      if (canonicalJson(meta.metadata[key]) !== canonicalJson(value)) return false;
     }
   }
   return true;
@@ -183,7 +192,17 @@ export class Retrieval {
     const template = input.template ?? DEFAULT_TEMPLATE;
     if (!template.includes('{{memories}}')) throw invalid('template', 'template must contain {{memories}}');
     const budget = input.token_budget ?? 1_000;
-    const frame = template.replace('{{memories}}', '').replaceAll('{{task}}', input.task);
+    // One pass with a function: a task or memory text containing `$&`, `$'` or `{{task}}` is quoted verbatim.
+    const fill = (memories: string) => {
+      let first = true;
+      return template.replace(/\{\{(memories|task)\}\}/g, (whole, name: string) => {
+        if (name === 'task') return input.task;
+        if (!first) return whole;
+        first = false;
+        return memories;
+      });
+    };
+    const frame = fill('');
     const room = budget - estimateTokens(frame);
     if (room <= 0) throw invalid('token_budget', 'token_budget is too small for the task and template');
     const { memories } = await this.retrieve(scope, { prompt: input.task, k: 50 });
@@ -196,7 +215,7 @@ export class Retrieval {
       tokens += cost;
     }
     const block = used.length > 0 ? used.map(citation).join('\n') : '(no relevant memories)';
-    const prompt = template.replace('{{memories}}', block).replaceAll('{{task}}', input.task);
+    const prompt = fill(block);
     return { prompt, memories: used, tokens: estimateTokens(prompt) };
   }
 }

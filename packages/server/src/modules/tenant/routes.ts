@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { scopeOf, validateEndUserId, writeContextOf } from '../../http/auth.js';
-import { invalid } from '../../http/errors.js';
+import { invalid, notFound } from '../../http/errors.js';
 import type { Database } from '../../store/database.js';
 import { listMemories, memoryCounts, type Owner } from '../memories/service.js';
 import type { Retrieval } from '../retrieval/service.js';
@@ -30,7 +30,10 @@ function tenantOf(request: FastifyRequest, bodyTenant: string | undefined, requi
     return null;
   }
   if (bodyTenant !== undefined && bodyTenant !== scope.tenantId) {
-    throw invalid('tenant_id', 'tenant_id disagrees with the tenant of the key or X-Tenant-ID');
+    // Another tenant is outside a tenant-bound key's reach (404, as for X-Tenant-ID); only a
+    // cross-tenant key's header can be contradicted.
+    if (scope.key.tenantId) throw notFound('Tenant');
+    throw invalid('tenant_id', 'tenant_id disagrees with X-Tenant-ID');
   }
   return scope.tenantId;
 }

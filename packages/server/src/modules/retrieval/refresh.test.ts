@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { decodeVector } from './embeddings.js';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { expectError } from '../../testing/memories.js';
+import { addAll, freshUser, idsOf, query, startFakeEmbedder, waitForJob, type FakeEmbedder } from '../../testing/retrieval.js';
+
+forEachDialect('POST /memory/refresh and GET /memory/refresh/{job_id}', (dialect) => {
+  const t = useTestApp(dialect);
+
+  it('runs the rebuild as a background job whose progress can be read', async () => {
+    const endUser = freshUser();
+    await addAll(t, ['First thing to embed', 'Second thing to embed'], { endUser });
+    await addAll(t, ['Someone else’s thing'], { endUser: freshUser() });
+
+    const res = await t.call('POST', '/memory/refresh', { endUser });
+    expect(res.status, res.text).toBe(202);
+    expect(res.body).toMatchObject({ id: expect.any(Number), kind: 'embeddings.refresh', status: expect.stringMatching(/queued|running|succeeded/) });
+    const done = await waitForJob(t, res.body.id);
+    expect(done).toMatchObject({ id: res.body.id, status: 'succeeded', progress: 1, error: null, result: { memories: 2, embedder: 'builtin' } });
+
+    // Without X-End-User-ID the whole project is rebuilt.
+    const project = await t.call('POST', '/memory/refresh', { endUser: null });
+    expect(project.status).toBe(202);
+    expect((await waitForJob(t, project.body.id, { endUser: null })).result).toMatchObject({ memories: 3 });
+  });
+
+  it("hides another project's jobs and refuses keys without the write scope", async () => {
+    const res = await t.call('POST', '/memory/refresh', { endUser: null });
+    const other = await t.otherTenant();
+    expectError(await t.call('GET', `/memory/refresh/${res.body.id}`, { key: other.key, project: other.projectId }), 404, 'not_found');
+    expectError(await t.call('GET', '/memory/refresh/987654321'), 404, 'not_found');
+    expectError(await t.call('GET', '/memory/refresh/0'), 400, 'validation_error', 'job_id');
+    const reader = await t.newKey({ scopes: ['memories:read'] });
+    expectError(await t.call('POST', '/memory/refresh', { key: reader.key }), 403, 'forbidden');
+    expect((await t.call('GET', `/memory/refresh/${res.body.id}`, { key: reader.key })).status).toBe(200);
+    await waitForJob(t, res.body.id);
+  });
+});
+
+forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
+  let fake: FakeEmbedder;
+  beforeAll(async () => {
+    fake = await startFakeEmbedder();
+  });
+  afterAll(() => fake?.close());
+  const t = useTestApp(dialect, () => ({
+    retrieval: { embedder: { kind: 'openai', baseUrl: fake.baseUrl, model: 'fake-embed' }, indexCacheBytes: 64 * 1024 * 1024 },
+  }));
+
+  const storedVectors = async () => {
+    const rows = await t.database.db.selectFrom('memory_embeddings').selectAll().orderBy('memory_id').execute();
+    return rows.map((r) => ({ memory_id: r.memory_id, embedder: r.embedder, project_id: r.project_id, vector: Array.from(decodeVector(r.vector)) }));
+  };
+  const expectVectorsOf = async (memories: Array<{ id: number; text: string }>) => {
+    const stored = await storedVectors();
+    expect(stored.map((s) => s.memory_id)).toEqual(idsOf(memories));
+    stored.forEach((s, i) => {
+      expect(s).toMatchObject({ embedder: 'openai:fake-embed', project_id: t.projectId });
+      const expected = fake.vector(memories[i]!.text);
+      s.vector.forEach((x, j) => expect(x).toBeCloseTo(expected[j]!, 5));
+    });
+  };
+
+  it('stores vectors, ranks by them, deletes them on forget and rebuilds them on refresh', async () => {
+    const endUser = freshUser();
+    const [hound, car, food] = await addAll(t, ['Rex is my loyal hound', 'I drive an old automobile', 'We had sushi on Friday'], { endUser });
+
+    // No word in common with the hound memory: only the vectors can find it.
+    const found = await query(t, { query: 'canine', explain: true }, { endUser });
+    expect(found[0]).toMatchObject({ id: hound.id, explanation: { semantic: expect.any(Number) } });
+    for (const other of found.slice(1)) expect(other.explanation.semantic).toBeLessThan(found[0].explanation.semantic);
+    expect(found[0].explanation.lexical ?? 0).toBe(0);
+    expect(fake.requests.every((r) => r.model === 'fake-embed' && Array.isArray(r.input))).toBe(true);
+    expect(fake.requests.flatMap((r) => r.input)).toEqual(expect.arrayContaining([hound.text, car.text, food.text, 'canine']));
+    await expectVectorsOf([hound, car, food]);
+    expect(idsOf(await query(t, 'vehicle', { endUser }))[0]).toBe(car.id);
+
+    // Vectors are computed once: a further query embeds only the query text.
+    const embedded = fake.requests.flatMap((r) => r.input).length;
+    expect(idsOf(await query(t, 'dinner', { endUser }))[0]).toBe(food.id);
+    expect(fake.requests.flatMap((r) => r.input).length).toBe(embedded + 1);
+
+    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [hound.id] } })).body).toEqual([hound.id]);
+    await expectVectorsOf([car, food]);
+    expect(idsOf(await query(t, 'canine', { endUser }))).not.toContain(hound.id);
+
+    // An embedder change: every vector moves; refresh recomputes the stored ones.
+    fake.generation = 1;
+    const job = await t.call('POST', '/memory/refresh', { endUser });
+    expect(job.status).toBe(202);
+    expect(await waitForJob(t, job.body.id)).toMatchObject({ status: 'succeeded', result: { memories: 2, embedder: 'openai:fake-embed' } });
+    await expectVectorsOf([car, food]);
+    const [best] = await query(t, { query: 'vehicle', explain: true }, { endUser });
+    expect(best.id).toBe(car.id);
+    expect(best.explanation.semantic).toBeGreaterThan(0.2);
+  });
+});
