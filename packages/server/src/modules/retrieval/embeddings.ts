@@ -1,4 +1,5 @@
-import type { Embedder } from '../../engine/index.js';
+import { EmbedderError, type Embedder } from '../../engine/index.js';
+import { AppError } from '../../http/errors.js';
 import { nowIso, type Executor } from '../../store/database.js';
 import { onMemoriesErased, type IndexedMemory } from '../memories/service.js';
 
@@ -38,7 +39,7 @@ export class EmbeddingStore {
   /** (Re)computes and stores vectors for these memories, replacing stored ones. */
   async store(db: Executor, projectId: string, rows: IndexedMemory[], into = new Map<number, Float32Array>()): Promise<void> {
     if (!this.embedder || rows.length === 0) return;
-    const embedded = await this.embedder.embed(rows.map((r) => r.text));
+    const embedded = await this.embed(rows.map((r) => r.text));
     const now = nowIso();
     const values = rows.map((r, i) => ({
       memory_id: r.id, embedder: this.embedder!.id, project_id: projectId, vector: encodeVector(embedded[i]!), created_at: now,
@@ -53,9 +54,19 @@ export class EmbeddingStore {
     rows.forEach((r, i) => into.set(r.id, embedded[i]!));
   }
 
+  /** A provider failure is the caller's 503, not a 500: the request may succeed when it recovers. */
+  private async embed(texts: string[]): Promise<Float32Array[]> {
+    try {
+      return await this.embedder!.embed(texts);
+    } catch (error) {
+      const detail = error instanceof EmbedderError ? `: ${error.message}` : '';
+      throw new AppError('unavailable', `The embedding provider (${this.embedder!.id}) did not answer${detail}`);
+    }
+  }
+
   async embedQuery(text: string): Promise<Float32Array | undefined> {
     if (!this.embedder) return undefined;
-    return (await this.embedder.embed([text]))[0];
+    return (await this.embed([text]))[0];
   }
 }
 

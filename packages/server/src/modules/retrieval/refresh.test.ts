@@ -95,3 +95,22 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     expect(best.explanation.semantic).toBeGreaterThan(0.2);
   });
 });
+
+forEachDialect('retrieval when the embedding provider is down', (dialect) => {
+  // Nothing listens on port 9 (discard) here: every embedding call fails to connect.
+  const t = useTestApp(dialect, () => ({
+    retrieval: { embedder: { kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', model: 'down' }, indexCacheBytes: 16 * 1024 * 1024 },
+  }));
+
+  it('answers 503 unavailable, keeps the write, and recovers nothing half-done', async () => {
+    const added = await t.call('POST', '/memory/add', { body: { text: 'Writes do not wait for the embedder' } });
+    expect(added.status).toBe(201);
+    const res = await t.call('POST', '/memory/query', { body: { query: 'embedder' } });
+    expect(res.status).toBe(503);
+    expect(res.body.error).toMatchObject({ code: 'unavailable' });
+    expect(res.body.error.message).toContain('embedding provider');
+    const stored = await t.database.db.selectFrom('memory_embeddings').selectAll().execute();
+    expect(stored).toHaveLength(0);
+    expect((await t.call('GET', `/memory/${added.body.id}`)).status).toBe(200);
+  });
+});
