@@ -11,7 +11,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { MemoryIndex, type EngineDoc, type RankingWeights } from '../packages/server/src/engine/index.js';
-import { baselineSearch, loadConversation as load, pooled, recallOf, type Recall } from './lib/locomo.js';
+import { baselineSearch, loadConversation as load, mulberry32, pooled, recallOf, type Recall } from './lib/locomo.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -60,17 +60,6 @@ if (doQuality) {
 }
 
 // ---- latency ---------------------------------------------------------------
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 if (doLatency) {
   const rand = mulberry32(42);
   const sentences = convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3);
