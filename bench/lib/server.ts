@@ -37,11 +37,17 @@ async function freshPostgres(adminUrl: string): Promise<{ url: string; drop: () 
   };
 }
 
-export async function startServer(opts: { postgresUrl?: string; port?: number; env?: Record<string, string> } = {}): Promise<BenchServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'engram-bench-'));
+/** A fresh data directory for a benchmark server (removed by the caller, or by `stop` when startServer made it). */
+export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'engram-bench-'));
+
+export async function startServer(
+  opts: { postgresUrl?: string; port?: number; env?: Record<string, string>; dataDir?: string; nodeArgs?: string[] } = {},
+): Promise<BenchServer> {
+  const ownDir = opts.dataDir === undefined;
+  const dataDir = opts.dataDir ?? freshDataDir();
   const pgdb = opts.postgresUrl ? await freshPostgres(opts.postgresUrl) : undefined;
   const port = opts.port ?? 20000 + Math.floor(Math.random() * 20000);
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), MAIN, 'serve'], {
     env: {
       ...process.env,
       ENGRAM_DATA_DIR: dataDir,
@@ -73,7 +79,7 @@ export async function startServer(opts: { postgresUrl?: string; port?: number; e
     stop: async () => {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
-      rmSync(dataDir, { recursive: true, force: true });
+      if (ownDir) rmSync(dataDir, { recursive: true, force: true });
       await pgdb?.drop();
     },
   };

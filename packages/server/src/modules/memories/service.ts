@@ -534,16 +534,21 @@ export async function memoriesByIds(
   ids: number[],
 ): Promise<Array<MemoryView & { speaker: string | null; tenant_id: string }>> {
   if (ids.length === 0) return [];
+  // Tenant and end user are checked here, not in SQL: given equality on them, SQLite (which has
+  // no statistics) walks the owner's whole (owner, seq) index instead of looking up the ids,
+  // which costs a query time proportional to the owner's memories.
   const rows = await db
     .selectFrom('memories')
     .selectAll()
     .where('project_id', '=', scope.projectId)
-    .$if(scope.tenantId != null, (qb) => qb.where('tenant_id', '=', scope.tenantId!))
-    .$if(scope.endUserId != null, (qb) => qb.where('end_user_id', '=', scope.endUserId!))
     .where('deleted_at', 'is', null)
     .where('id', 'in', ids)
     .execute();
-  const byId = new Map(rows.map((r) => [r.id, { ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }]));
+  const byId = new Map(
+    rows
+      .filter((r) => (scope.tenantId == null || r.tenant_id === scope.tenantId) && (scope.endUserId == null || r.end_user_id === scope.endUserId))
+      .map((r) => [r.id, { ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }]),
+  );
   return ids.flatMap((id) => byId.get(id) ?? []);
 }
 

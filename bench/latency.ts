@@ -1,0 +1,285 @@
+/**
+ * Query latency of a real server at scale: POST /memory/query (k = 10) p50/p99 for one end user
+ * holding 1,000, 10,000 and 100,000 memories, with 1,000,000 memories in the database in total
+ * (the rest spread over many other end users); queries per second at 16 concurrent clients (at
+ * the 10,000 size); the throughput of GET /healthz at 16 clients on the same server as the
+ * ceiling; the server's resident memory (VmRSS) after warm-up and at the end. Prints JSON.
+ *
+ *   npm run bench:latency [-- --fill http|direct] [--total N] [--sizes 1000,10000,100000] [--postgres URL]
+ *                         [--cpu-prof DIR]
+ *
+ * Fill: `http` bulk-adds 50 memories per request, 8 requests in flight (the honest path);
+ * `direct` (SQLite only) writes the same rows straight into the database file with
+ * better-sqlite3 while the server is stopped, then starts it on that file. Texts are 1-3
+ * sentences recombined from the LoCoMo turns (unique per end user); queries are LoCoMo questions.
+ */
+import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Sqlite from 'better-sqlite3';
+import { normalizeText } from '../packages/server/src/engine/index.js';
+import { jsonClient } from './lib/http.js';
+import { runLoad, type LoadResult } from './lib/load.js';
+import { loadConversation, mulberry32 } from './lib/locomo.js';
+import { freshDataDir, startServer, type BenchServer } from './lib/server.js';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+// ---- arguments ---------------------------------------------------------------
+const argv = process.argv.slice(2);
+const opt = (name: string) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const postgresUrl = opt('--postgres');
+const total = Number(opt('--total') ?? 1_000_000);
+const fill = (opt('--fill') ?? 'http') as 'http' | 'direct';
+const cpuProfDir = opt('--cpu-prof');
+if (fill === 'direct' && postgresUrl) throw new Error('--fill direct is for SQLite only');
+const SIZES = (opt('--sizes') ?? '1000,10000,100000').split(',').map(Number);
+const QPS_SIZE = SIZES.includes(10_000) ? 10_000 : SIZES[SIZES.length - 1]!;
+const BATCH = 50;
+
+// ---- data ----------------------------------------------------------------------
+const dataDir = resolve(repoRoot, '../shared/bench/locomo-dev');
+const convs = readdirSync(dataDir).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(dataDir, f)));
+const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
+const questions = convs.flatMap((c) => c.qa.map((q) => q.question));
+const rand = mulberry32(7);
+const pick = <T>(a: T[]) => a[Math.floor(rand() * a.length)]!;
+
+interface User {
+  id: string;
+  count: number;
+  made: number;
+  seen: Set<string>;
+}
+const targets = SIZES.map((n) => ({ id: `user-${n}`, count: n, made: 0, seen: new Set<string>() }));
+const fillerTotal = Math.max(0, total - SIZES.reduce((a, b) => a + b, 0));
+const fillers: User[] = [];
+for (let i = 0, left = fillerTotal; left > 0; i++, left -= 1000) {
+  fillers.push({ id: `filler-${String(i + 1).padStart(4, '0')}`, count: Math.min(1000, left), made: 0, seen: new Set() });
+}
+
+/** A text this end user does not have yet (by the server's duplicate key). */
+function textFor(user: User): string {
+  for (;;) {
+    const parts = 1 + Math.floor(rand() * 3);
+    const text = Array.from({ length: parts }, () => pick(sentences)).join(' ');
+    const key = normalizeText(text);
+    if (key && !user.seen.has(key)) {
+      user.seen.add(key);
+      return text;
+    }
+  }
+}
+
+/**
+ * Batches of 50 in a mixed order: 32 end users are being filled at a time, round robin, so each
+ * user's rows are spread through the table as in a live database.
+ */
+function* batches(): Generator<{ user: User; items: Array<{ text: string; session_id: string }> }> {
+  const waiting = [...targets, ...fillers];
+  // Spread the target users through the queue.
+  waiting.sort((a, b) => (a.id < b.id ? -1 : 1));
+  const active: User[] = waiting.splice(0, 32);
+  let turn = 0;
+  while (active.length > 0) {
+    turn %= active.length;
+    const user = active[turn]!;
+    const n = Math.min(BATCH, user.count - user.made);
+    const items = Array.from({ length: n }, () => {
+      const i = user.made++;
+      return { text: textFor(user), session_id: `s${Math.floor(i / 20) + 1}` };
+    });
+    yield { user, items };
+    if (user.made >= user.count) {
+      user.seen = new Set();
+      active.splice(turn, 1);
+      const next = waiting.shift();
+      if (next) active.splice(turn, 0, next);
+    } else {
+      turn++;
+    }
+  }
+}
+
+// ---- fill ------------------------------------------------------------------------
+async function fillHttp(server: BenchServer): Promise<number> {
+  const request = jsonClient(server.url, { 'x-api-key': server.key }, 16);
+  const gen = batches();
+  let done = 0;
+  let nextReport = 100_000;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let b = gen.next(); !b.done; b = gen.next()) {
+        const res = await request('POST', '/memory/bulk-add', b.value.items, { 'x-end-user-id': b.value.user.id });
+        if (res.status !== 200) throw new Error(`bulk-add -> ${res.status}: ${res.body.slice(0, 300)}`);
+        done += b.value.items.length;
+        if (done >= nextReport) {
+          process.stderr.write(`filled ${done}\n`);
+          nextReport += 100_000;
+        }
+      }
+    }),
+  );
+  return done;
+}
+
+/**
+ * The rows bulk-add would write (memories, their history, the end user's revision), written in
+ * large transactions while the server is stopped. One change sequence per batch of 50, as one
+ * bulk-add call takes; created_at advances like the clock of a live fill.
+ */
+function fillDirect(file: string): number {
+  const db = new Sqlite(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = OFF');
+  const { project_id: projectId } = db.prepare('SELECT id AS project_id FROM projects LIMIT 1').get() as { project_id: string };
+  const { id: keyId } = db.prepare('SELECT id FROM api_keys LIMIT 1').get() as { id: number };
+  const insertMemory = db.prepare(
+    `INSERT INTO memories (project_id, tenant_id, end_user_id, text, tags, is_summary, source, importance, metadata, client_ref,
+       session_id, speaker, dedupe_hash, seq, created_at, updated_at, deleted_at)
+     VALUES (?, '', ?, ?, '[]', 0, NULL, 0.5, '{}', NULL, ?, NULL, ?, ?, ?, ?, NULL)`,
+  );
+  const insertHistory = db.prepare(
+    `INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
+     VALUES (?, ?, 'create', ?, 'api_key', ?, ?, ?)`,
+  );
+  const upsertUser = db.prepare(
+    `INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at) VALUES (?, '', ?, 1, ?, ?)
+     ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = revision + 1, updated_at = excluded.updated_at
+     RETURNING revision`,
+  );
+  let clock = Date.now();
+  let done = 0;
+  let requestNo = 0;
+  const writeBatches = db.transaction((list: Array<{ user: User; items: Array<{ text: string; session_id: string }> }>) => {
+    for (const { user, items } of list) {
+      const now = new Date((clock += 2)).toISOString();
+      const { revision: seq } = upsertUser.get(projectId, user.id, now, now) as { revision: number };
+      const requestId = `req-fill-${++requestNo}`;
+      for (const item of items) {
+        const hash = createHash('sha256').update(normalizeText(item.text)).digest('hex');
+        const { lastInsertRowid } = insertMemory.run(projectId, user.id, item.text, item.session_id, hash, seq, now, now);
+        const changes = JSON.stringify({
+          text: { before: null, after: item.text }, tags: { before: null, after: [] }, source: { before: null, after: null },
+          importance: { before: null, after: 0.5 }, metadata: { before: null, after: {} }, client_ref: { before: null, after: null },
+          session_id: { before: null, after: item.session_id },
+        });
+        insertHistory.run(projectId, lastInsertRowid, changes, keyId, requestId, now);
+      }
+      done += items.length;
+    }
+  });
+  let pending: Array<{ user: User; items: Array<{ text: string; session_id: string }> }> = [];
+  for (const b of batches()) {
+    pending.push(b);
+    if (pending.length === 400) {
+      writeBatches(pending);
+      pending = [];
+    }
+  }
+  writeBatches(pending);
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  return done;
+}
+
+// ---- measuring ---------------------------------------------------------------------
+const rssMb = (pid: number) => {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Math.round(Number(m[1]) / 1024) : null;
+};
+
+async function measure(server: BenchServer) {
+  const request = jsonClient(server.url, { 'x-api-key': server.key }, 32);
+  let q = 0;
+  const query = async (user: string) => {
+    const res = await request('POST', '/memory/query', { query: questions[q++ % questions.length], k: 10 }, { 'x-end-user-id': user });
+    if (res.status !== 200) throw new Error(`query -> ${res.status}: ${res.body.slice(0, 300)}`);
+    return (JSON.parse(res.body) as { memories: unknown[] }).memories.length;
+  };
+  const pid = server.process.pid!;
+  const rssStart = rssMb(pid);
+  const latency: Record<string, unknown> = {};
+  const cold: Record<string, number> = {};
+  for (const n of SIZES) {
+    const s = performance.now();
+    await query(`user-${n}`);
+    cold[String(n)] = Math.round((performance.now() - s) * 100) / 100;
+  }
+  // Warm-up: JIT, statement caches, connections.
+  for (const n of SIZES) await runLoad(100, 1, async () => (await query(`user-${n}`)) >= 0);
+  const rssWarm = rssMb(pid);
+  let empty = 0;
+  for (const n of SIZES) {
+    const runs = n >= 100_000 ? 1000 : 3000;
+    const r: LoadResult = await runLoad(runs, 1, async () => {
+      if ((await query(`user-${n}`)) === 0) empty++;
+      return true;
+    });
+    latency[String(n)] = { memories_of_user: n, cold_first_query_ms: cold[String(n)], p50_ms: r.p50_ms, p99_ms: r.p99_ms, queries: r.requests, errors: r.errors };
+  }
+  const qps = await runLoad(20_000, 16, async () => (await query(`user-${QPS_SIZE}`)) >= 0);
+  const healthz = await runLoad(40_000, 16, async () => (await request('GET', '/healthz')).status === 200);
+  const rssEnd = rssMb(pid);
+  return {
+    query_latency_1_client: latency,
+    queries_with_no_result: empty,
+    query_16_clients: { memories_of_user: QPS_SIZE, ...qps },
+    healthz_16_clients: healthz,
+    rss_mb: { after_start: rssStart, after_warm_up: rssWarm, at_end: rssEnd },
+  };
+}
+
+// ---- run -----------------------------------------------------------------------
+const dir = postgresUrl ? undefined : freshDataDir();
+const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
+let server: BenchServer;
+let filled: number;
+const t0 = performance.now();
+if (fill === 'http') {
+  // Queries are measured on the same process: bulk-add builds no index, so every index is still cold.
+  server = await startServer(postgresUrl ? { postgresUrl, nodeArgs } : { dataDir: dir!, nodeArgs });
+  try {
+    filled = await fillHttp(server);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+} else {
+  // Schema, organization, project and key from a first start; then rows; then the server measured.
+  await (await startServer({ dataDir: dir! })).stop();
+  filled = fillDirect(join(dir!, 'engram.db'));
+  server = await startServer({ dataDir: dir!, nodeArgs });
+}
+const fillSeconds = (performance.now() - t0) / 1000;
+let results;
+try {
+  results = await measure(server);
+} finally {
+  await server.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+}
+process.stdout.write(
+  JSON.stringify(
+    {
+      benchmark: 'latency',
+      node: process.version,
+      dialect: server.dialect,
+      route: 'POST /memory/query {query: <LoCoMo question>, k: 10}',
+      fill: {
+        method: fill === 'http' ? 'HTTP POST /memory/bulk-add, 50 per request, 8 in flight' : 'direct SQLite insert (better-sqlite3) of the rows bulk-add writes, server stopped',
+        memories: filled,
+        end_users: targets.length + fillers.length,
+        seconds: Math.round(fillSeconds * 10) / 10,
+        memories_per_second: Math.round(filled / fillSeconds),
+      },
+      ...results,
+    },
+    null,
+    2,
+  ) + '\n',
+);
