@@ -93,6 +93,10 @@ export class MemoryIndex {
   private slotId = new Float64Array(0);
   private live = new Uint8Array(0);
   private createdAt = new Float64Array(0);
+  /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
+  private maxCreatedAt = -Infinity;
+  private maxImportanceDev = 0;
+  private maxAbsFeedback = 0;
   private importance = new Float32Array(0);
   private feedback = new Float32Array(0);
   private sessionOf: (string | null)[] = [];
@@ -184,6 +188,9 @@ export class MemoryIndex {
     this.createdAt[slot] = Number.isFinite(doc.createdAt) ? doc.createdAt : 0;
     this.importance[slot] = Number.isFinite(doc.importance) ? doc.importance : 0.5;
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
+    this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
+    this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
+    this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
     this.text.add(slot, analyze(doc.text));
     const metaText = [doc.speaker ?? '', ...(doc.tags ?? [])].join(' ');
@@ -435,15 +442,24 @@ export class MemoryIndex {
       // pruning: every other feature is bounded, so a doc whose word evidence plus that
       // bound cannot beat the current k-th score is skipped without computing the rest.
       const wordPart = (s: number): number => (w.lexical * lex[s]! + w.context * ctx[s]! + w.expansion * exp[s]!) * lexNorm;
+      // The parts already computed per doc (words, session, meta) are taken exactly; the rest
+      // is bounded by what this index holds (a time phrase, its newest doc, its importance
+      // and feedback extremes), so the bound is tight and the pruning still exact.
+      const known = (s: number): number => {
+        const sn = this.sessionNo[s]!;
+        return wordPart(s) + (sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm) + w.meta * metaS[s]! * metaNorm;
+      };
       const bound =
-        Math.max(0, w.session) + Math.max(0, w.meta) + Math.max(0, w.time) + Math.max(0, w.recency) +
-        Math.abs(w.importance) * 0.5 + Math.abs(w.feedback);
+        (temporal ? Math.max(0, w.time) : 0) +
+        Math.max(0, w.recency) * Math.pow(0.5, Math.max(0, now - this.maxCreatedAt) / halfLife) +
+        Math.abs(w.importance) * this.maxImportanceDev + Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
+        1e-9;
       const seed = new TopK(k);
       for (const s of touched) if (eligible(s)) seed.offer(s, wordPart(s));
       for (const { slot } of seed.sorted()) top.offer(slot, features(slot));
       const scan = (list: readonly number[]): void => {
         for (const s of list) {
-          if (top.full() && wordPart(s) + bound <= top.min()) continue;
+          if (top.full() && known(s) + bound <= top.min()) continue;
           if (eligible(s)) top.offer(s, features(s));
         }
       };
