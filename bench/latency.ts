@@ -13,6 +13,7 @@
  * better-sqlite3 while the server is stopped, then starts it on that file. Texts are 1-3
  * sentences recombined from the LoCoMo turns (unique per end user); queries are LoCoMo questions.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
@@ -36,6 +37,8 @@ const postgresUrl = opt('--postgres');
 const total = Number(opt('--total') ?? 1_000_000);
 const fill = (opt('--fill') ?? 'http') as 'http' | 'direct';
 const cpuProfDir = opt('--cpu-prof');
+/** ENGRAM_WORKERS for the measured server: HTTP processes sharing the port. */
+const workers = Number(opt('--workers') ?? 1);
 if (fill === 'direct' && postgresUrl) throw new Error('--fill direct is for SQLite only');
 const SIZES = (opt('--sizes') ?? '1000,10000,100000').split(',').map(Number);
 const QPS_SIZE = SIZES.includes(10_000) ? 10_000 : SIZES[SIZES.length - 1]!;
@@ -188,9 +191,15 @@ function fillDirect(file: string): number {
 }
 
 // ---- measuring ---------------------------------------------------------------------
+/** Resident memory of the server: its process and, with workers, theirs. */
 const rssMb = (pid: number) => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Math.round(Number(m[1]) / 1024) : null;
+  const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)]).toString().trim().split(/\s+/).filter(Boolean).map(Number);
+  let kb = 0;
+  for (const p of [pid, ...children]) {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+    kb += m ? Number(m[1]) : 0;
+  }
+  return Math.round(kb / 1024);
 };
 
 async function measure(server: BenchServer) {
@@ -237,12 +246,13 @@ async function measure(server: BenchServer) {
 // ---- run -----------------------------------------------------------------------
 const dir = postgresUrl ? undefined : freshDataDir();
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
+const workerEnv = { ENGRAM_WORKERS: String(workers) };
 let server: BenchServer;
 let filled: number;
 const t0 = performance.now();
 if (fill === 'http') {
   // Queries are measured on the same process: bulk-add builds no index, so every index is still cold.
-  server = await startServer(postgresUrl ? { postgresUrl, nodeArgs } : { dataDir: dir!, nodeArgs });
+  server = await startServer(postgresUrl ? { postgresUrl, nodeArgs, env: workerEnv } : { dataDir: dir!, nodeArgs, env: workerEnv });
   try {
     filled = await fillHttp(server);
   } catch (error) {
@@ -253,7 +263,7 @@ if (fill === 'http') {
   // Schema, organization, project and key from a first start; then rows; then the server measured.
   await (await startServer({ dataDir: dir! })).stop();
   filled = fillDirect(join(dir!, 'engram.db'));
-  server = await startServer({ dataDir: dir!, nodeArgs });
+  server = await startServer({ dataDir: dir!, nodeArgs, env: workerEnv });
 }
 const fillSeconds = (performance.now() - t0) / 1000;
 let results;
@@ -269,6 +279,7 @@ process.stdout.write(
       benchmark: 'latency',
       node: process.version,
       dialect: server.dialect,
+      workers,
       route: 'POST /memory/query {query: <LoCoMo question>, k: 10}',
       fill: {
         method: fill === 'http' ? 'HTTP POST /memory/bulk-add, 50 per request, 8 in flight' : 'direct SQLite insert (better-sqlite3) of the rows bulk-add writes, server stopped',

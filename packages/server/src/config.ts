@@ -7,6 +7,8 @@ export interface Config {
   port: number;
   /** `postgres://…` selects PostgreSQL; anything else is a SQLite file path. */
   database: { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string; poolSize: number };
+  /** HTTP server processes sharing the port (node:cluster); 1 serves from this process. */
+  workers: number;
   logLevel: string;
   bodyLimitBytes: number;
   trustProxy: boolean;
@@ -81,6 +83,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.ENGRAM_HOST || '127.0.0.1',
     port: integer(env, 'ENGRAM_PORT', 8080, 0, 65535),
     database,
+    workers: integer(env, 'ENGRAM_WORKERS', 1, 1, 64),
     logLevel: env.ENGRAM_LOG_LEVEL || 'info',
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'ENGRAM_TRUST_PROXY', false),

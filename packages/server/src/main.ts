@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import cluster from 'node:cluster';
 import { buildApp, VERSION } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { loadSecretKey } from './core/secret.js';
@@ -6,7 +7,7 @@ import { AppError } from './http/errors.js';
 import { verifyAuditChains } from './modules/audit/service.js';
 import { setPlan } from './modules/billing/service.js';
 import { bootstrap, type BootstrapResult } from './modules/org/service.js';
-import { openDatabase } from './store/database.js';
+import { openDatabase, type Database } from './store/database.js';
 import { migrate } from './store/migrate.js';
 
 const USAGE = `engram ${VERSION}: memory service for AI applications
@@ -51,8 +52,16 @@ async function serve(config: Config): Promise<void> {
     // Processes sharing a PostgreSQL database must sign and check tokens with one key.
     throw new ConfigError('ENGRAM_SECRET_KEY must be set when ENGRAM_DATABASE_URL is PostgreSQL');
   }
+  if (cluster.isWorker) return serveHttp(config, openDatabase(config.database));
   const secretKey = loadSecretKey(config);
   const database = await prepare(config);
+  if (config.workers === 1) return serveHttp(config, database, secretKey);
+  await database.close();
+  return superviseWorkers(config.workers);
+}
+
+/** One HTTP server process: a standalone server, or one of several cluster workers sharing the port. */
+async function serveHttp(config: Config, database: Database, secretKey = loadSecretKey(config)): Promise<void> {
   const app = await buildApp({ config, database, secretKey, logStream: process.stderr });
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -66,6 +75,30 @@ async function serve(config: Config): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
   await app.listen({ host: config.host, port: config.port });
+}
+
+/**
+ * ENGRAM_WORKERS > 1: the primary has migrated and bootstrapped; it forks that many workers that
+ * share the listening port, replaces any that die, and passes a stop signal on to all of them.
+ * Every worker checks its indexes against the database on each query, so they never disagree.
+ */
+async function superviseWorkers(count: number): Promise<void> {
+  let stopping = false;
+  for (let i = 0; i < count; i++) cluster.fork();
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    process.stderr.write(`engram: worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`);
+    cluster.fork();
+  });
+  const stop = (signal: NodeJS.Signals) => {
+    stopping = true;
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill(signal);
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabaseConfig, forEachDialect } from '../src/testing/harness.js';
 import { runCli, startServerProcess } from '../src/testing/process.js';
@@ -53,5 +54,36 @@ forEachDialect('engram CLI', (dialect) => {
     const res = await runCli(['migrate'], { ...env, ENGRAM_PORT: 'eighty' });
     expect(res.code).toBe(1);
     expect(res.stderr).toContain('ENGRAM_PORT must be an integer');
+  });
+});
+
+forEachDialect('engram serve with ENGRAM_WORKERS', (dialect) => {
+  let fresh: Awaited<ReturnType<typeof freshDatabaseConfig>>;
+  beforeAll(async () => {
+    fresh = await freshDatabaseConfig(dialect);
+  });
+  afterAll(() => fresh.drop());
+
+  it('serves from several worker processes that all see every write, and stops cleanly', async () => {
+    const key = 'egm_workers_' + 'w'.repeat(30);
+    const server = await startServerProcess({
+      ENGRAM_DATABASE_URL: fresh.config.dialect === 'postgres' ? fresh.config.url : fresh.config.path,
+      ENGRAM_BOOTSTRAP_API_KEY: key, ENGRAM_WORKERS: '2', ENGRAM_LOG_LEVEL: 'warn',
+    });
+    try {
+      const workers = execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.child.pid)]).toString().trim().split(/\s+/);
+      expect(workers).toHaveLength(2);
+      const headers = { 'content-type': 'application/json', 'x-api-key': key, 'x-end-user-id': 'u' };
+      for (let i = 0; i < 10; i++) {
+        // Each write lands on one worker or the other; the next query, on either, must see it.
+        const added = await fetch(`${server.url}/memory/add`, { method: 'POST', headers, body: JSON.stringify({ text: `worker fact number ${i}` }) });
+        expect(added.status).toBe(201);
+        const id = ((await added.json()) as { id: number }).id;
+        const found = await fetch(`${server.url}/memory/query`, { method: 'POST', headers, body: JSON.stringify({ query: `worker fact number ${i}`, k: 1 }) });
+        expect(((await found.json()) as { memories: Array<{ id: number }> }).memories.map((m) => m.id)).toEqual([id]);
+      }
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
   });
 });
