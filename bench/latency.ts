@@ -193,7 +193,12 @@ function fillDirect(file: string): number {
 // ---- measuring ---------------------------------------------------------------------
 /** Resident memory of the server: its process and, with workers, theirs. */
 const rssMb = (pid: number) => {
-  const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)]).toString().trim().split(/\s+/).filter(Boolean).map(Number);
+  let children: number[] = [];
+  try {
+    children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)]).toString().trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    // ps exits 1 when there are none.
+  }
   let kb = 0;
   for (const p of [pid, ...children]) {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'));
