@@ -1,10 +1,13 @@
 import { MemoryIndex } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
-  changesSince, liveProjectMemories, projectRevision, revisionOf, type IndexedMemory, type Owner,
+  changesSince, liveMemoryCount, liveProjectMemories, projectRevision, revisionOf, type IndexedMemory, type Owner,
 } from '../memories/service.js';
+import { invalid } from '../../http/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
+
+export const PROJECT_INDEX_MAX_MEMORIES = 200_000;
 
 /** What filters need of a memory, kept beside the index so filtering costs no query. */
 export interface DocMeta {
@@ -57,6 +60,10 @@ export class IndexCache {
   async forProject(projectId: string, tenantId: string | null): Promise<CachedIndex> {
     const key = `p\u0000${projectId}\u0000${tenantId ?? '*'}`;
     return this.use(key, () => projectRevision(this.database.db, projectId, tenantId), async (entry, revision) => {
+      // A whole-project index lives in memory; past this size a request must name an end user.
+      if ((await liveMemoryCount(this.database.db, [projectId])) > PROJECT_INDEX_MAX_MEMORIES) {
+        throw invalid('X-End-User-ID', `The project holds more than ${PROJECT_INDEX_MAX_MEMORIES} memories; send X-End-User-ID to compose for one end user`);
+      }
       entry.index = new MemoryIndex({ embedder: null });
       entry.meta.clear();
       let batch: IndexedMemory[] = [];
