@@ -17,6 +17,8 @@ export interface Config {
     /** builtin (offline, default) or an OpenAI-compatible /embeddings endpoint. */
     embedder: { kind: 'builtin' } | { kind: 'openai'; baseUrl: string; model: string; apiKey?: string; dimensions?: number };
     indexCacheBytes: number;
+    /** Largest project that principal-scoped compose indexes whole. */
+    projectIndexMaxMemories: number;
   };
   tenant: { defaultMonthlyTurns: number };
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
@@ -88,7 +90,11 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'ENGRAM_TRUST_PROXY', false),
     bootstrap,
-    retrieval: { embedder: embedderConfig(env), indexCacheBytes: integer(env, 'ENGRAM_INDEX_CACHE_MB', 512, 1, 1_000_000) * 1024 * 1024 },
+    retrieval: {
+      embedder: embedderConfig(env),
+      indexCacheBytes: integer(env, 'ENGRAM_INDEX_CACHE_MB', 512, 1, 1_000_000) * 1024 * 1024,
+      projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
+    },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
     secretKey: secretKey(env),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,

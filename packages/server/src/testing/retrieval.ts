@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import type { CallOptions, Response, TestApp } from './harness.js';
 import { addMemory } from './memories.js';
+import { loadConfig, type Config } from '../config.js';
 
 /** Helpers shared by the retrieval and /v1 tenant-plane tests. */
 
@@ -122,3 +123,8 @@ export async function startFakeEmbedder(): Promise<FakeEmbedder> {
   fake.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   return fake;
 }
+
+/** Retrieval configuration: the defaults with some settings changed. */
+export const retrievalConfig = (overrides: Partial<Config['retrieval']>): { retrieval: Config['retrieval'] } => ({
+  retrieval: { ...loadConfig({}).retrieval, ...overrides },
+});

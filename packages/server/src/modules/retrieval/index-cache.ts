@@ -7,8 +7,6 @@ import { invalid } from '../../http/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
 
-export const PROJECT_INDEX_MAX_MEMORIES = 200_000;
-
 /** What filters need of a memory, kept beside the index so filtering costs no query. */
 export interface DocMeta {
   tags: string[];
@@ -45,6 +43,7 @@ export class IndexCache {
     private readonly database: Database,
     private readonly embeddings: EmbeddingStore,
     private readonly maxBytes: number,
+    private readonly projectMaxMemories: number,
   ) {}
 
   async forOwner(owner: Owner): Promise<CachedIndex> {
@@ -61,8 +60,8 @@ export class IndexCache {
     const key = `p\u0000${projectId}\u0000${tenantId ?? '*'}`;
     return this.use(key, () => projectRevision(this.database.db, projectId, tenantId), async (entry, revision) => {
       // A whole-project index lives in memory; past this size a request must name an end user.
-      if ((await liveMemoryCount(this.database.db, [projectId])) > PROJECT_INDEX_MAX_MEMORIES) {
-        throw invalid('X-End-User-ID', `The project holds more than ${PROJECT_INDEX_MAX_MEMORIES} memories; send X-End-User-ID to compose for one end user`);
+      if ((await liveMemoryCount(this.database.db, [projectId])) > this.projectMaxMemories) {
+        throw invalid('X-End-User-ID', `The project holds more than ${this.projectMaxMemories} memories; send X-End-User-ID to compose for one end user`);
       }
       entry.index = new MemoryIndex({ embedder: null });
       entry.meta.clear();

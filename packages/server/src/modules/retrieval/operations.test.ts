@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { estimateTokens } from '../../engine/index.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory, expectError } from '../../testing/memories.js';
-import { addAll, fieldOfError, freshUser, idsOf, post200, setColumns } from '../../testing/retrieval.js';
+import { addAll, fieldOfError, freshUser, idsOf, post200, retrievalConfig, setColumns } from '../../testing/retrieval.js';
 
 const DAY = 86_400_000;
 const sumTokens = (memories: Array<{ text: string }>) => memories.reduce((n, m) => n + estimateTokens(m.text), 0);
@@ -188,5 +188,18 @@ forEachDialect('POST /memory/compose', (dialect) => {
     const got = [];
     for (const [body] of cases) got.push(fieldOfError(await t.call('POST', '/memory/compose', { endUser: null, body })));
     expect(got).toEqual(cases.map(([, field]) => field));
+  });
+});
+
+forEachDialect('POST /memory/compose on a project too large to index whole', (dialect) => {
+  const t = useTestApp(dialect, retrievalConfig({ projectIndexMaxMemories: 2 }));
+
+  it('asks for X-End-User-ID instead of loading the whole project', async () => {
+    const user = freshUser();
+    await addAll(t, ['Invoice paid in March', 'Invoice overdue in April', 'Invoice disputed in May'], { endUser: user });
+    const whole = await t.call('POST', '/memory/compose', { endUser: null, body: { task: 'invoices' } });
+    expectError(whole, 400, 'validation_error', 'X-End-User-ID');
+    const one = await post200(t, '/memory/compose', { task: 'invoices' }, { endUser: user });
+    expect(one.memories.length).toBeGreaterThan(0);
   });
 });

@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { createProject } from '../org/service.js';
 import { addMemory, expectError } from '../../testing/memories.js';
-import { addAll, explained, fieldOfError, freshUser, idsOf, query, setColumns } from '../../testing/retrieval.js';
+import { addAll, explained, fieldOfError, freshUser, idsOf, query, retrievalConfig, setColumns } from '../../testing/retrieval.js';
 
 forEachDialect('POST /memory/query', (dialect) => {
   const t = useTestApp(dialect);
@@ -198,7 +198,7 @@ forEachDialect('POST /memory/query', (dialect) => {
 });
 
 forEachDialect('POST /memory/query with an index cache smaller than one index', (dialect) => {
-  const t = useTestApp(dialect, { retrieval: { embedder: { kind: 'builtin' }, indexCacheBytes: 1 } });
+  const t = useTestApp(dialect, retrievalConfig({ indexCacheBytes: 1 }));
 
   it('stays exact while indexes are evicted between queries', async () => {
     const users = [freshUser(), freshUser(), freshUser()];

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeVector } from './embeddings.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { expectError } from '../../testing/memories.js';
-import { addAll, freshUser, idsOf, query, startFakeEmbedder, waitForJob, type FakeEmbedder } from '../../testing/retrieval.js';
+import { addAll, freshUser, idsOf, query, retrievalConfig, startFakeEmbedder, waitForJob, type FakeEmbedder } from '../../testing/retrieval.js';
 
 forEachDialect('POST /memory/refresh and GET /memory/refresh/{job_id}', (dialect) => {
   const t = useTestApp(dialect);
@@ -44,7 +44,7 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
   });
   afterAll(() => fake?.close());
   const t = useTestApp(dialect, () => ({
-    retrieval: { embedder: { kind: 'openai', baseUrl: fake.baseUrl, model: 'fake-embed' }, indexCacheBytes: 64 * 1024 * 1024 },
+    ...retrievalConfig({ embedder: { kind: 'openai', baseUrl: fake.baseUrl, model: 'fake-embed' } }),
   }));
 
   const storedVectors = async () => {
@@ -99,7 +99,7 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
 forEachDialect('retrieval when the embedding provider is down', (dialect) => {
   // Nothing listens on port 9 (discard) here: every embedding call fails to connect.
   const t = useTestApp(dialect, () => ({
-    retrieval: { embedder: { kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', model: 'down' }, indexCacheBytes: 16 * 1024 * 1024 },
+    ...retrievalConfig({ embedder: { kind: 'openai', baseUrl: 'http://127.0.0.1:9/v1', model: 'down' } }),
   }));
 
   it('answers 503 unavailable, keeps the write, and recovers nothing half-done', async () => {

@@ -39,7 +39,7 @@ export interface RetrievalOptions {
 /** The retrieval engine behind the shared per-end-user index cache; /v1 recall uses the same instance. */
 export function createRetrieval(database: Database, config: Config['retrieval']) {
   const embeddings = new EmbeddingStore(createEmbedder(config.embedder));
-  const cache = new IndexCache(database, embeddings, config.indexCacheBytes);
+  const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories);
   return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings) };
 }
 
