@@ -1,7 +1,10 @@
 // In-process quality and latency harness for the retrieval engine.
 //
 //   node --import tsx bench/engine-eval.ts [files...] [--weights '{"context":0.4}'] [--no-latency]
-//        [--no-quality] [--sizes 1000,10000,100000] [--no-ngram]
+//        [--no-quality] [--sizes 1000,10000,100000] [--no-ngram] [--now ISO|after-last]
+//
+// The clock: by default the real Date.now(), like the server (so the figures equal
+// `npm run bench:retrieval`'s); `--now after-last` = one day after each conversation's last session.
 //
 // Quality: LoCoMo evidence recall@5/@10 (categories 1-4) for the engine and for a plain
 // BM25 baseline. Questions are asked with the question text only; answers and evidence
@@ -23,12 +26,14 @@ let doLatency = true;
 let doQuality = true;
 let ngram = true;
 let sizes = [1000, 10000, 100000];
+let nowArg: string | undefined;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i]!;
   if (a === '--weights') weights = JSON.parse(argv[++i]!) as Partial<RankingWeights>;
   else if (a === '--no-latency') doLatency = false;
   else if (a === '--no-quality') doQuality = false;
   else if (a === '--no-ngram') ngram = false;
+  else if (a === '--now') nowArg = argv[++i]!;
   else if (a === '--sizes') sizes = argv[++i]!.split(',').map(Number);
   else files.push(resolve(a));
 }
@@ -38,7 +43,7 @@ if (files.length === 0) {
 const indexOpts = () => ({ weights, ...(ngram ? {} : { embedder: null }) });
 
 const convs = files.map(load);
-const out: Record<string, unknown> = { files: files.map((f) => f.split('/').pop()), weights };
+const out: Record<string, unknown> = { files: files.map((f) => f.split('/').pop()), weights, now: nowArg ?? 'Date.now()' };
 
 if (doQuality) {
   const engine: Recall[] = [];
@@ -47,8 +52,11 @@ if (doQuality) {
   for (const conv of convs) {
     const idx = new MemoryIndex(indexOpts());
     for (const d of conv.docs) idx.upsert(d);
-    // "now" one day after the last session: conversations are in the past, as in a live service.
-    const now = Math.max(...conv.docs.map((d) => d.createdAt)) + 86_400_000;
+    // The server's clock unless told otherwise (the conversations are from 2023, so recency is ~0).
+    const now =
+      nowArg === undefined ? Date.now()
+      : nowArg === 'after-last' ? Math.max(...conv.docs.map((d) => d.createdAt)) + 86_400_000
+      : Date.parse(nowArg);
     const e = await recallOf(conv, (q, k) => idx.search(q, { k, now }).map((h) => h.id));
     const b = await recallOf(conv, baselineSearch(conv.docs));
     engine.push(e);
@@ -56,7 +64,7 @@ if (doQuality) {
     perFile[conv.name] = { turns: conv.docs.length, engine: e, baseline: b };
   }
   const brief = ({ byCategory: _c, ...r }: Recall) => r;
-  out.quality = { all: { engine: brief(pooled(engine)), baseline: brief(pooled(baseline)) }, perFile };
+  out.quality = { all: { engine: pooled(engine), baseline: brief(pooled(baseline)) }, perFile };
 }
 
 // ---- latency ---------------------------------------------------------------

@@ -107,7 +107,7 @@ export class Bm25Field {
    */
   scoreWithContext(
     query: ReadonlyMap<string, number>,
-    links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number },
+    links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number; backward?: number },
     scratch: { tfSelf: Float64Array; tfCtx: Float64Array },
     outSelf: Float64Array,
     outCtx: Float64Array,
@@ -117,12 +117,13 @@ export class Bm25Field {
     if (N === 0) return;
     const avgLen = this.totalLen / N || 1;
     const { prev, next, window, weight, decay } = links;
+    const back = links.backward ?? 1;
     const { tfSelf, tfCtx } = scratch;
     const termTouched: number[] = [];
     // Length normalisation uses the expanded length (own + weighted neighbours), so a
     // one-word turn does not get the full neighbour score for free.
     let spread = 0;
-    for (let d = 1, v = weight; d <= window; d++, v *= decay) spread += 2 * v;
+    for (let d = 1, v = weight; d <= window; d++, v *= decay) spread += (1 + back) * v;
     const avgExpanded = avgLen * (1 + spread);
     const expandedLen = (slot: number): number => {
       let len = this.docLen[slot] ?? 0;
@@ -158,7 +159,7 @@ export class Bm25Field {
           let b = next[slot]!;
           for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
             if (a >= 0) {
-              bump(a, v);
+              if (back > 0) bump(a, v * back);
               a = prev[a]!;
             }
             if (b >= 0) {

@@ -45,6 +45,28 @@ describe('MemoryIndex lexical search', () => {
     expect(hits).not.toContain(other.id);
   });
 
+  it('weighs context from the turn before a doc above the turn after it (answers follow questions)', () => {
+    const s = 'session_q';
+    const before = doc('Quiet evening.', { sessionId: s });
+    const question = doc('What got you into running?', { sessionId: s });
+    const after = doc('Sunny weather?', { sessionId: s });
+    const docs = [before, question, after];
+    const explainOf = (idx: MemoryIndex, id: number) => idx.search('running', { k: 5, now: T0, explain: true }).find((h) => h.id === id);
+    const symmetric = build(docs, { weights: { contextBackward: 1 } });
+    // Symmetric: the turns on both sides of the match get the same context evidence.
+    expect(explainOf(symmetric, before.id)!.explanation!.context).toBeCloseTo(explainOf(symmetric, after.id)!.explanation!.context!, 9);
+    const idx = build(docs); // default: evidence flowing backwards is down-weighted
+    const a = explainOf(idx, after.id)!;
+    const b = explainOf(idx, before.id)!;
+    expect(a.explanation!.context).toBeGreaterThan(b.explanation!.context!);
+    expect(ids(idx, 'running')).toEqual([question.id, after.id, before.id]);
+    // Contributions still add up to the score.
+    const sum = Object.values(a.explanation!).reduce((x, y) => x + y, 0);
+    expect(sum).toBeCloseTo(a.score, 9);
+    const none = build(docs, { weights: { contextBackward: 0 } });
+    expect(ids(none, 'running')).toEqual([question.id, after.id]);
+  });
+
   it('removing a doc removes it from results and from its session links', () => {
     const s = 'sx';
     const a = doc('tell me about the volcano trip', { sessionId: s });

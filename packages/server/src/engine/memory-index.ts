@@ -21,6 +21,12 @@ export interface RankingWeights {
   contextDecay: number;
   /** How many turns on each side count as context. */
   contextWindow: number;
+  /**
+   * Weight of context evidence a doc receives from the turns *after* it, relative to the
+   * turns before it (1 = symmetric). In dialogue an answer follows its question, so a turn
+   * is better explained by what was said just before it than by what came next.
+   */
+  contextBackward: number;
   /** Lexical evidence of the doc's whole session (summed, normalised by the best session). */
   session: number;
   /** Query terms that match the doc's speaker or tags (normalised by the best match). */
@@ -55,6 +61,7 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   context: 0.7,
   contextDecay: 0.5,
   contextWindow: 2,
+  contextBackward: 0.5,
   session: 0.2,
   meta: 0.3,
   metaTermInText: 0.25,
@@ -325,7 +332,7 @@ export class MemoryIndex {
     const touched: number[] = [];
     this.text.scoreWithContext(
       textTerms,
-      { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay },
+      { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay, backward: w.contextBackward },
       { tfSelf: this.tfSelfBuf, tfCtx: this.tfCtxBuf },
       lex,
       ctx,
@@ -360,7 +367,7 @@ export class MemoryIndex {
         // Context evidence for expansion terms lands in the same buffer: one feature.
         this.text.scoreWithContext(
           expTerms,
-          { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay },
+          { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay, backward: w.contextBackward },
           { tfSelf: this.tfSelfBuf, tfCtx: this.tfCtxBuf },
           exp,
           exp,
