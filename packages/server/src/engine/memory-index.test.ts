@@ -36,13 +36,30 @@ describe('MemoryIndex lexical search', () => {
     const answer = doc('Mostly agencies that support single parents.', { sessionId: s, speaker: 'Caro' });
     const far = doc('Unrelated chat about football and snacks.', { sessionId: s });
     const other = doc('Agencies everywhere are closed on Sunday.', { sessionId: 'session_2' });
-    const withContext = build([question, answer, far, other]);
-    const without = build([question, answer, far, other], { weights: { context: 0 } });
+    // Expansion is off here: it would rightly pull in `other` through "agencies" (tested below).
+    const withContext = build([question, answer, far, other], { weights: { expansion: 0 } });
+    const without = build([question, answer, far, other], { weights: { context: 0, expansion: 0 } });
     expect(ids(without, 'research adoption')).toEqual([question.id]); // the answer shares no word with the query
     const hits = ids(withContext, 'research adoption');
     expect(hits[0]).toBe(question.id);
     expect(hits[1]).toBe(answer.id); // next to the matching question
     expect(hits).not.toContain(other.id);
+  });
+
+  it('expansion finds docs that share the characteristic words of the best matches, below them', () => {
+    const a = doc('Our sourdough starter needs rye flour and warm water', { sessionId: 'a' });
+    const b = doc('Baking sourdough: the starter, rye flour, a long proof', { sessionId: 'b' });
+    const c = doc('Rye flour keeps the starter active for days', { sessionId: 'c' });
+    const unrelated = doc('The train to Lisbon leaves at nine', { sessionId: 'd' });
+    const noExpansion = build([a, b, c, unrelated], { weights: { expansion: 0 } });
+    const withExpansion = build([a, b, c, unrelated], { weights: { expansion: 0.1 } });
+    expect(ids(noExpansion, 'sourdough').sort((x, y) => x - y)).toEqual([a.id, b.id].sort((x, y) => x - y));
+    const hits = withExpansion.search('sourdough', { k: 10, now: T0, explain: true });
+    expect(hits.map((h) => h.id)).toContain(c.id); // no "sourdough", but "rye", "flour", "starter"
+    expect(hits.map((h) => h.id)).not.toContain(unrelated.id);
+    const byId = new Map(hits.map((h) => [h.id, h]));
+    expect(byId.get(c.id)!.score).toBeLessThan(Math.min(byId.get(a.id)!.score, byId.get(b.id)!.score));
+    expect(byId.get(c.id)!.explanation!.expansion).toBeGreaterThan(0);
   });
 
   it('weighs context from the turn before a doc above the turn after it (answers follow questions)', () => {

@@ -65,7 +65,7 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   session: 0.2,
   meta: 0.3,
   metaTermInText: 0.25,
-  expansion: 0,
+  expansion: 0.1,
   expansionDocs: 3,
   expansionTerms: 10,
   ngram: 0,
