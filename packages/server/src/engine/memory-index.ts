@@ -385,14 +385,34 @@ export class MemoryIndex {
     const ma = metaTouched.a;
     const mn = metaTouched.n;
 
+    // One pass over the first-pass docs: the best ones for feedback, session sums, the
+    // normaliser (none of these depends on the expansion scores).
+    const doExpansion = w.expansion > 0 && w.expansionDocs > 0 && tn > 0;
+    const best = doExpansion ? new TopK(w.expansionDocs) : null;
+    // Session-level evidence: a topic discussed across a session lifts all of its turns a little.
+    const doSession = w.session > 0;
+    const sessionScore = this.sessionBuf;
+    const sessionsTouched: number[] = [];
+    let maxSession = 0;
+    let maxLex = 0;
+    for (let i = 0; i < tn; i++) {
+      const s = ta[i]!;
+      const l = lex[s]!;
+      const lc = l + ctx[s]!;
+      if (lc > maxLex) maxLex = lc;
+      if (best !== null && (!best.full() || lc > best.min()) && eligible(s)) best.offer(s, lc);
+      if (!doSession) continue;
+      const sn = sessionNo[s]!;
+      if (sn < 0 || l === 0 || !eligible(s)) continue;
+      if (sessionScore[sn] === 0) sessionsTouched.push(sn);
+      const v = (sessionScore[sn]! += l);
+      if (v > maxSession) maxSession = v;
+    }
+    const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
+
     // Pseudo-relevance feedback: the best first-pass docs suggest vocabulary the query
     // lacked (the answer turn often shares words with the turns that match the question).
-    if (w.expansion > 0 && w.expansionDocs > 0 && tn > 0) {
-      const best = new TopK(w.expansionDocs);
-      for (let i = 0; i < tn; i++) {
-        const s = ta[i]!;
-        if (eligible(s)) best.offer(s, lex[s]! + ctx[s]!);
-      }
+    if (best !== null) {
       const cand = new Map<string, number>();
       for (const { slot } of best.sorted()) {
         const terms = this.text.termsOf(slot);
@@ -415,30 +435,9 @@ export class MemoryIndex {
     const ea = expTouched.a;
     const en = expTouched.n;
 
-    // Session-level evidence: a topic discussed across a session lifts all of its turns a little.
-    const sessionScore = this.sessionBuf;
-    const sessionsTouched: number[] = [];
-    let maxSession = 0;
-    if (w.session > 0) {
-      for (let i = 0; i < tn; i++) {
-        const s = ta[i]!;
-        const sn = sessionNo[s]!;
-        if (sn < 0 || lex[s] === 0 || !eligible(s)) continue;
-        if (sessionScore[sn] === 0) sessionsTouched.push(sn);
-        const v = (sessionScore[sn]! += lex[s]!);
-        if (v > maxSession) maxSession = v;
-      }
-    }
-    const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
-
     let maxMeta = 0;
     for (let i = 0; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
     const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
-    let maxLex = 0;
-    for (let i = 0; i < tn; i++) {
-      const s = ta[i]!;
-      if (lex[s]! + ctx[s]! > maxLex) maxLex = lex[s]! + ctx[s]!;
-    }
 
     // Vector features are scored for every live doc, so a doc can be found without sharing a word.
     const qvec = this.embedder && w.ngram > 0 && qTerms.size > 0 ? this.embedder.embedSync(lexQuery) : null;
@@ -516,6 +515,9 @@ export class MemoryIndex {
         const n = pass === 0 ? tn : en;
         for (let i = 0; i < n; i++) {
           const s = list[i]!;
+          // A doc with first-pass evidence was already offered in the first pass; offering it
+          // again cannot change the top k.
+          if (pass === 1 && (lex[s] !== 0 || ctx[s] !== 0)) continue;
           const sn = sessionNo[s]!;
           const known =
             (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm +
