@@ -4,13 +4,48 @@
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
 
+/**
+ * One term's postings. The map is the source of truth (slot -> tf, in insertion order); the
+ * arrays are the same entries in the same order, for fast scoring: appended to on add and
+ * rebuilt from the map after a removal (dirty).
+ */
+interface Postings {
+  map: Map<number, number>;
+  slots: Int32Array;
+  tfs: Float64Array;
+  n: number;
+  dirty: boolean;
+}
+
+/** Reusable per-caller buffers for scoreWithContext; all indexed by slot (length >= slot capacity). */
+export interface ContextScratch {
+  tfSelf: Float64Array;
+  tfCtx: Float64Array;
+  /** Slots touched by the current term. */
+  termTouched: Int32Array;
+  /** Per-slot cached length normalisation; valid where normStamp[slot] === stamp. */
+  norm: Float64Array;
+  normStamp: Uint32Array;
+  /** Current stamp; the caller changes it whenever lengths, links or parameters may have changed. */
+  stamp: number;
+}
+
+/** Slots appended in first-touch order. */
+export interface SlotList {
+  a: Int32Array;
+  n: number;
+}
+
 export class Bm25Field {
-  private readonly postings = new Map<string, Map<number, number>>(); // term -> slot -> tf
+  private readonly postings = new Map<string, Postings>(); // term -> postings
   private readonly docTerms = new Map<number, Map<string, number>>(); // slot -> term -> tf (for removal)
   private docLen = new Float64Array(64);
   private totalLen = 0;
   private approxTermBytes = 0;
   private entries = 0;
+  private arrayBytes = 0;
+  /** Changes on every add/remove (lengths, df and N may have changed). */
+  version = 0;
 
   get docCount(): number {
     return this.docTerms.size;
@@ -18,17 +53,25 @@ export class Bm25Field {
 
   add(slot: number, terms: readonly string[]): void {
     this.remove(slot);
+    this.version++;
     if (terms.length === 0) return;
     const tf = new Map<string, number>();
     for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + 1);
     for (const [t, n] of tf) {
       let p = this.postings.get(t);
       if (!p) {
-        p = new Map();
+        p = { map: new Map(), slots: new Int32Array(0), tfs: new Float64Array(0), n: 0, dirty: false };
         this.postings.set(t, p);
         this.approxTermBytes += 64 + t.length * 2;
       }
-      p.set(slot, n);
+      if (p.map.has(slot)) p.dirty = true;
+      p.map.set(slot, n);
+      if (!p.dirty) {
+        if (p.n === p.slots.length) this.growPostings(p, Math.max(4, p.n * 2));
+        p.slots[p.n] = slot;
+        p.tfs[p.n] = n;
+        p.n++;
+      }
     }
     this.docTerms.set(slot, tf);
     this.entries += tf.size;
@@ -41,16 +84,51 @@ export class Bm25Field {
     this.totalLen += terms.length;
   }
 
+  private growPostings(p: Postings, cap: number): void {
+    const slots = new Int32Array(cap);
+    const tfs = new Float64Array(cap);
+    slots.set(p.slots.subarray(0, p.n));
+    tfs.set(p.tfs.subarray(0, p.n));
+    this.arrayBytes += (cap - p.slots.length) * 12;
+    p.slots = slots;
+    p.tfs = tfs;
+  }
+
+  /** The term's postings as arrays in map order (rebuilt after removals). */
+  private compiled(term: string): Postings | undefined {
+    const p = this.postings.get(term);
+    if (!p || !p.dirty) return p;
+    const size = p.map.size;
+    if (size > p.slots.length || size < p.slots.length / 4) {
+      this.arrayBytes -= p.slots.length * 12;
+      p.slots = new Int32Array(size);
+      p.tfs = new Float64Array(size);
+      this.arrayBytes += size * 12;
+    }
+    let i = 0;
+    for (const [slot, tf] of p.map) {
+      p.slots[i] = slot;
+      p.tfs[i] = tf;
+      i++;
+    }
+    p.n = i;
+    p.dirty = false;
+    return p;
+  }
+
   remove(slot: number): void {
     const tf = this.docTerms.get(slot);
     if (!tf) return;
+    this.version++;
     for (const t of tf.keys()) {
       const p = this.postings.get(t);
       if (!p) continue;
-      p.delete(slot);
-      if (p.size === 0) {
+      p.map.delete(slot);
+      p.dirty = true;
+      if (p.map.size === 0) {
         this.postings.delete(t);
         this.approxTermBytes -= 64 + t.length * 2;
+        this.arrayBytes -= p.slots.length * 12;
       }
     }
     this.entries -= tf.size;
@@ -66,12 +144,12 @@ export class Bm25Field {
 
   /** Number of docs containing the term. */
   df(term: string): number {
-    return this.postings.get(term)?.size ?? 0;
+    return this.postings.get(term)?.map.size ?? 0;
   }
 
   /** Robertson/Sparck-Jones idf, floored at a small positive value so very common terms still count a little. */
   idf(term: string): number {
-    const n = this.postings.get(term)?.size ?? 0;
+    const n = this.postings.get(term)?.map.size ?? 0;
     if (n === 0) return 0;
     const N = this.docCount;
     return Math.max(0.01, Math.log(1 + (N - n + 0.5) / (n + 0.5)));
@@ -81,18 +159,27 @@ export class Bm25Field {
    * Adds weight * BM25(term, doc) into out[slot] for every posting of every query term.
    * Slots seen for the first time (out[slot] was 0) are appended to touched.
    */
-  scoreInto(query: ReadonlyMap<string, number>, out: Float64Array, touched: number[], weight = 1): void {
+  scoreInto(query: ReadonlyMap<string, number>, out: Float64Array, touched: SlotList, weight = 1): void {
     const N = this.docCount;
     if (N === 0) return;
     const avgLen = this.totalLen / N || 1;
+    const docLen = this.docLen;
+    let ta = touched.a;
     for (const [term, qtf] of query) {
-      const p = this.postings.get(term);
+      const p = this.compiled(term);
       if (!p) continue;
       const idf = this.idf(term) * qtf * weight;
-      for (const [slot, tf] of p) {
-        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * (this.docLen[slot] ?? 0)) / avgLen);
+      const slots = p.slots;
+      const tfs = p.tfs;
+      for (let i = 0, n = p.n; i < n; i++) {
+        const slot = slots[i]!;
+        const tf = tfs[i]!;
+        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * (docLen[slot] ?? 0)) / avgLen);
         const s = (idf * tf * (BM25_K1 + 1)) / (tf + norm);
-        if (out[slot] === 0) touched.push(slot);
+        if (out[slot] === 0) {
+          if (touched.n === ta.length) ta = growList(touched);
+          ta[touched.n++] = slot;
+        }
         out[slot]! += s;
       }
     }
@@ -108,50 +195,36 @@ export class Bm25Field {
   scoreWithContext(
     query: ReadonlyMap<string, number>,
     links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number; backward?: number },
-    scratch: { tfSelf: Float64Array; tfCtx: Float64Array },
+    scratch: ContextScratch,
     outSelf: Float64Array,
     outCtx: Float64Array,
-    touched: number[],
+    touched: SlotList,
   ): void {
     const N = this.docCount;
     if (N === 0) return;
     const avgLen = this.totalLen / N || 1;
     const { prev, next, window, weight, decay } = links;
     const back = links.backward ?? 1;
-    const { tfSelf, tfCtx } = scratch;
-    const termTouched: number[] = [];
+    const { tfSelf, tfCtx, termTouched, norm: normCache, normStamp } = scratch;
+    const stamp = scratch.stamp;
+    const docLen = this.docLen;
+    let ta = touched.a;
     // Length normalisation uses the expanded length (own + weighted neighbours), so a
     // one-word turn does not get the full neighbour score for free.
     let spread = 0;
     for (let d = 1, v = weight; d <= window; d++, v *= decay) spread += (1 + back) * v;
     const avgExpanded = avgLen * (1 + spread);
-    const expandedLen = (slot: number): number => {
-      let len = this.docLen[slot] ?? 0;
-      if (weight <= 0) return len;
-      let a = prev[slot]!;
-      let b = next[slot]!;
-      for (let d = 1, v = weight; d <= window && (a >= 0 || b >= 0); d++, v *= decay) {
-        if (a >= 0) {
-          len += v * this.docLen[a]!;
-          a = prev[a]!;
-        }
-        if (b >= 0) {
-          len += v * this.docLen[b]!;
-          b = next[b]!;
-        }
-      }
-      return len;
-    };
-    const bump = (slot: number, v: number): void => {
-      if (tfSelf[slot] === 0 && tfCtx[slot] === 0) termTouched.push(slot);
-      tfCtx[slot]! += v;
-    };
     for (const [term, qtf] of query) {
-      const p = this.postings.get(term);
+      const p = this.compiled(term);
       if (!p) continue;
       const idf = this.idf(term) * qtf;
-      for (const [slot, tf] of p) {
-        if (tfSelf[slot] === 0 && tfCtx[slot] === 0) termTouched.push(slot);
+      const slots = p.slots;
+      const tfs = p.tfs;
+      let nt = 0;
+      for (let i = 0, n = p.n; i < n; i++) {
+        const slot = slots[i]!;
+        const tf = tfs[i]!;
+        if (tfSelf[slot] === 0 && tfCtx[slot] === 0) termTouched[nt++] = slot;
         tfSelf[slot]! += tf;
         if (weight > 0) {
           let v = tf * weight;
@@ -159,35 +232,71 @@ export class Bm25Field {
           let b = next[slot]!;
           for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
             if (a >= 0) {
-              if (back > 0) bump(a, v * back);
+              if (back > 0) {
+                if (tfSelf[a] === 0 && tfCtx[a] === 0) termTouched[nt++] = a;
+                tfCtx[a]! += v * back;
+              }
               a = prev[a]!;
             }
             if (b >= 0) {
-              bump(b, v);
+              if (tfSelf[b] === 0 && tfCtx[b] === 0) termTouched[nt++] = b;
+              tfCtx[b]! += v;
               b = next[b]!;
             }
             v *= decay;
           }
         }
       }
-      for (const slot of termTouched) {
+      for (let j = 0; j < nt; j++) {
+        const slot = termTouched[j]!;
         const ts = tfSelf[slot]!;
         const t = ts + tfCtx[slot]!;
-        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * expandedLen(slot)) / avgExpanded);
+        let norm: number;
+        if (normStamp[slot] === stamp) {
+          norm = normCache[slot]!;
+        } else {
+          // Expanded length: own length plus the neighbours' at their context weights.
+          let len = docLen[slot] ?? 0;
+          if (weight > 0) {
+            let a = prev[slot]!;
+            let b = next[slot]!;
+            for (let d = 1, v = weight; d <= window && (a >= 0 || b >= 0); d++, v *= decay) {
+              if (a >= 0) {
+                len += v * docLen[a]!;
+                a = prev[a]!;
+              }
+              if (b >= 0) {
+                len += v * docLen[b]!;
+                b = next[b]!;
+              }
+            }
+          }
+          norm = BM25_K1 * (1 - BM25_B + (BM25_B * len) / avgExpanded);
+          normCache[slot] = norm;
+          normStamp[slot] = stamp;
+        }
         const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
         const selfPart = (sc * ts) / t;
-        if (outSelf[slot] === 0 && outCtx[slot] === 0) touched.push(slot);
+        if (outSelf[slot] === 0 && outCtx[slot] === 0) {
+          if (touched.n === ta.length) ta = growList(touched);
+          ta[touched.n++] = slot;
+        }
         outSelf[slot]! += selfPart;
         outCtx[slot]! += sc - selfPart;
         tfSelf[slot] = 0;
         tfCtx[slot] = 0;
       }
-      termTouched.length = 0;
     }
   }
 
   approxBytes(): number {
-    // Posting entry in a Map ~ 40 bytes; per-doc term map roughly the same again.
-    return this.approxTermBytes + this.entries * 80 + this.docLen.byteLength;
+    // Posting entry in a Map ~ 40 bytes; per-doc term map roughly the same again; plus the posting arrays.
+    return this.approxTermBytes + this.entries * 80 + this.arrayBytes + this.docLen.byteLength;
   }
+}
+
+function growList(l: SlotList): Int32Array {
+  const a = new Int32Array(Math.max(64, l.a.length * 2));
+  a.set(l.a);
+  return (l.a = a);
 }

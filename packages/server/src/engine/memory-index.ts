@@ -2,7 +2,7 @@
 // hashed vectors), optional semantic vectors from a remote embedder, and structural
 // features (session neighbours, time, recency, importance, feedback), fused into
 // one explainable score.
-import { Bm25Field } from './bm25.js';
+import { Bm25Field, type ContextScratch, type SlotList } from './bm25.js';
 import { builtinEmbedder, dot, type BuiltinEmbedder } from './embedder.js';
 import { parseTemporal } from './temporal.js';
 import { analyze } from './text.js';
@@ -129,9 +129,22 @@ export class MemoryIndex {
   private lexBuf = new Float64Array(0);
   private metaBuf = new Float64Array(0);
   private ctxBuf = new Float64Array(0);
-  private tfSelfBuf = new Float64Array(0);
-  private tfCtxBuf = new Float64Array(0);
   private expBuf = new Float64Array(0);
+  private readonly scratch: ContextScratch = {
+    tfSelf: new Float64Array(0),
+    tfCtx: new Float64Array(0),
+    termTouched: new Int32Array(0),
+    norm: new Float64Array(0),
+    normStamp: new Uint32Array(0),
+    stamp: 1,
+  };
+  private readonly touched: SlotList = { a: new Int32Array(0), n: 0 };
+  private readonly metaTouched: SlotList = { a: new Int32Array(0), n: 0 };
+  private readonly expTouched: SlotList = { a: new Int32Array(0), n: 0 };
+  /** Changes on every upsert/remove: cached length normalisations (scratch.norm) are then stale. */
+  private mutations = 0;
+  /** What scratch.stamp's cached norms were computed under. */
+  private normKey = { mutations: -1, window: NaN, weight: NaN, decay: NaN, backward: NaN };
 
   constructor(opts: MemoryIndexOptions = {}) {
     this.weights = { ...DEFAULT_WEIGHTS, ...opts.weights };
@@ -151,7 +164,7 @@ export class MemoryIndex {
 
   private grow(min: number): void {
     const cap = Math.max(min, this.capacity * 2, 64);
-    const g = <T extends Float64Array | Float32Array | Uint8Array | Int32Array>(a: T, per = 1): T => {
+    const g = <T extends Float64Array | Float32Array | Uint8Array | Int32Array | Uint32Array>(a: T, per = 1): T => {
       const n = new (a.constructor as new (len: number) => T)(cap * per);
       n.set(a);
       return n;
@@ -167,9 +180,14 @@ export class MemoryIndex {
     this.lexBuf = g(this.lexBuf);
     this.metaBuf = g(this.metaBuf);
     this.ctxBuf = g(this.ctxBuf);
-    this.tfSelfBuf = g(this.tfSelfBuf);
-    this.tfCtxBuf = g(this.tfCtxBuf);
     this.expBuf = g(this.expBuf);
+    const sc = this.scratch;
+    sc.tfSelf = g(sc.tfSelf);
+    sc.tfCtx = g(sc.tfCtx);
+    sc.termTouched = g(sc.termTouched);
+    sc.norm = g(sc.norm);
+    sc.normStamp = g(sc.normStamp);
+    for (const l of [this.touched, this.metaTouched, this.expTouched]) l.a = g(l.a);
     const oldCap = this.capacity;
     this.prevSlot = g(this.prevSlot);
     this.nextSlot = g(this.nextSlot);
@@ -182,6 +200,7 @@ export class MemoryIndex {
 
   /** Adds or replaces one doc. vector: the doc's embedding from a remote embedder, if any. */
   upsert(doc: EngineDoc, vector?: Float32Array): void {
+    this.mutations++;
     let slot = this.idToSlot.get(doc.id);
     if (slot === undefined) {
       slot = this.freeSlots.pop() ?? this.idToSlot.size;
@@ -279,6 +298,7 @@ export class MemoryIndex {
   remove(id: number): void {
     const slot = this.idToSlot.get(id);
     if (slot === undefined) return;
+    this.mutations++;
     this.detachSession(slot);
     this.text.remove(slot);
     this.meta.remove(slot);
@@ -318,37 +338,81 @@ export class MemoryIndex {
     const lex = this.lexBuf;
     const metaS = this.metaBuf;
     const ctx = this.ctxBuf;
+    const exp = this.expBuf;
+    const live = this.live;
+    const sessionNo = this.sessionNo;
     const filter = opts.filter;
     const onlySession = opts.sessionId;
+    const restricted = !!filter || onlySession !== undefined;
     const eligible = (slot: number): boolean =>
-      this.live[slot] === 1 &&
-      (onlySession === undefined || this.sessionOf[slot] === onlySession) &&
-      (!filter || filter(this.slotId[slot]!));
+      live[slot] === 1 &&
+      (!restricted ||
+        ((onlySession === undefined || this.sessionOf[slot] === onlySession) && (!filter || filter(this.slotId[slot]!))));
 
     const textTerms = new Map<string, number>();
     for (const [t, n] of qTerms) textTerms.set(t, this.meta.df(t) > 0 ? n * w.metaTermInText : n);
 
-    // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
-    const touched: number[] = [];
-    this.text.scoreWithContext(
-      textTerms,
-      { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay, backward: w.contextBackward },
-      { tfSelf: this.tfSelfBuf, tfCtx: this.tfCtxBuf },
-      lex,
-      ctx,
-      touched,
-    );
-    const metaTouched: number[] = [];
-    this.meta.scoreInto(qTerms, metaS, metaTouched);
+    // Expanded-length normalisations are cached per slot across searches until the index
+    // or the context parameters change.
+    const scratch = this.scratch;
+    const nk = this.normKey;
+    if (
+      nk.mutations !== this.mutations || nk.window !== w.contextWindow || nk.weight !== w.context ||
+      nk.decay !== w.contextDecay || nk.backward !== w.contextBackward
+    ) {
+      scratch.stamp = (scratch.stamp + 1) >>> 0;
+      if (scratch.stamp === 0) {
+        scratch.normStamp.fill(0);
+        scratch.stamp = 1;
+      }
+      nk.mutations = this.mutations;
+      nk.window = w.contextWindow;
+      nk.weight = w.context;
+      nk.decay = w.contextDecay;
+      nk.backward = w.contextBackward;
+    }
+    const links = { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay, backward: w.contextBackward };
 
+    // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
+    const touched = this.touched;
+    const metaTouched = this.metaTouched;
+    const expTouched = this.expTouched;
+    touched.n = metaTouched.n = expTouched.n = 0;
+    this.text.scoreWithContext(textTerms, links, scratch, lex, ctx, touched);
+    this.meta.scoreInto(qTerms, metaS, metaTouched);
+    const ta = touched.a;
+    const tn = touched.n;
+    const ma = metaTouched.a;
+    const mn = metaTouched.n;
+
+    // One pass over the first-pass docs: the best ones for feedback, session sums, the
+    // normaliser (none of these depends on the expansion scores).
+    const doExpansion = w.expansion > 0 && w.expansionDocs > 0 && tn > 0;
+    const best = doExpansion ? new TopK(w.expansionDocs) : null;
+    // Session-level evidence: a topic discussed across a session lifts all of its turns a little.
+    const doSession = w.session > 0;
+    const sessionScore = this.sessionBuf;
+    const sessionsTouched: number[] = [];
+    let maxSession = 0;
+    let maxLex = 0;
+    for (let i = 0; i < tn; i++) {
+      const s = ta[i]!;
+      const l = lex[s]!;
+      const lc = l + ctx[s]!;
+      if (lc > maxLex) maxLex = lc;
+      if (best !== null && (!best.full() || lc > best.min()) && eligible(s)) best.offer(s, lc);
+      if (!doSession) continue;
+      const sn = sessionNo[s]!;
+      if (sn < 0 || l === 0 || !eligible(s)) continue;
+      if (sessionScore[sn] === 0) sessionsTouched.push(sn);
+      const v = (sessionScore[sn]! += l);
+      if (v > maxSession) maxSession = v;
+    }
+    const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
 
     // Pseudo-relevance feedback: the best first-pass docs suggest vocabulary the query
     // lacked (the answer turn often shares words with the turns that match the question).
-    const exp = this.expBuf;
-    const expTouched: number[] = [];
-    if (w.expansion > 0 && w.expansionDocs > 0 && touched.length > 0) {
-      const best = new TopK(w.expansionDocs);
-      for (const s of touched) if (eligible(s)) best.offer(s, lex[s]! + ctx[s]!);
+    if (best !== null) {
       const cand = new Map<string, number>();
       for (const { slot } of best.sorted()) {
         const terms = this.text.termsOf(slot);
@@ -365,44 +429,20 @@ export class MemoryIndex {
       if (top > 0) {
         const expTerms = new Map<string, number>(picked.map(([t, v]) => [t, v / top]));
         // Context evidence for expansion terms lands in the same buffer: one feature.
-        this.text.scoreWithContext(
-          expTerms,
-          { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay, backward: w.contextBackward },
-          { tfSelf: this.tfSelfBuf, tfCtx: this.tfCtxBuf },
-          exp,
-          exp,
-          expTouched,
-        );
+        this.text.scoreWithContext(expTerms, links, scratch, exp, exp, expTouched);
       }
     }
-
-
-    // Session-level evidence: a topic discussed across a session lifts all of its turns a little.
-    const sessionScore = this.sessionBuf;
-    const sessionsTouched: number[] = [];
-    let maxSession = 0;
-    if (w.session > 0) {
-      for (const s of touched) {
-        const sn = this.sessionNo[s]!;
-        if (sn < 0 || lex[s] === 0 || !eligible(s)) continue;
-        if (sessionScore[sn] === 0) sessionsTouched.push(sn);
-        const v = (sessionScore[sn]! += lex[s]!);
-        if (v > maxSession) maxSession = v;
-      }
-    }
-    const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
+    const ea = expTouched.a;
+    const en = expTouched.n;
 
     let maxMeta = 0;
-    for (const s of metaTouched) if (metaS[s]! > maxMeta) maxMeta = metaS[s]!;
+    for (let i = 0; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
     const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
-    let maxLex = 0;
-    for (const s of touched) if (lex[s]! + ctx[s]! > maxLex) maxLex = lex[s]! + ctx[s]!;
 
     // Vector features are scored for every live doc, so a doc can be found without sharing a word.
     const qvec = this.embedder && w.ngram > 0 && qTerms.size > 0 ? this.embedder.embedSync(lexQuery) : null;
     const extQ = opts.queryVector && this.extDims === opts.queryVector.length && w.semantic > 0 ? unit(opts.queryVector) : null;
 
-    const hasEvidence = touched.length > 0 || metaTouched.length > 0 || qvec !== null || extQ !== null;
     const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
     const halfLife = w.recencyHalfLifeDays * DAY;
 
@@ -413,7 +453,7 @@ export class MemoryIndex {
       f[0] = w.lexical * lex[slot]! * lexNorm;
       f[1] = w.context * ctx[slot]! * lexNorm;
       f[2] = w.expansion * exp[slot]! * lexNorm;
-      const sn = this.sessionNo[slot]!;
+      const sn = sessionNo[slot]!;
       f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
       f[4] = w.meta * metaS[slot]! * metaNorm;
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
@@ -435,43 +475,61 @@ export class MemoryIndex {
     };
 
     const top = new TopK(k);
-    if (qvec || extQ || (touched.length === 0 && expTouched.length === 0)) {
+    if (qvec || extQ || (tn === 0 && en === 0)) {
       // Vector features can find a doc that shares no word with the query, and a query
       // without content words ("what's new?") ranks every doc by its priors.
       if (!qvec && !extQ && qTerms.size > 0) {
         // Query words matched nothing but speaker/tags (possibly nothing at all).
-        for (const s of metaTouched) if (eligible(s)) top.offer(s, features(s));
+        for (let i = 0; i < mn; i++) if (eligible(ma[i]!)) top.offer(ma[i]!, features(ma[i]!));
       } else {
-        for (let s = 0; s < this.capacity; s++) if (this.live[s] && eligible(s)) top.offer(s, features(s));
+        for (let s = 0; s < this.capacity; s++) if (live[s] && eligible(s)) top.offer(s, features(s));
       }
     } else {
       // Candidates are the docs with word evidence (own, neighbours', expansion). Exact
       // pruning: every other feature is bounded, so a doc whose word evidence plus that
       // bound cannot beat the current k-th score is skipped without computing the rest.
-      const wordPart = (s: number): number => (w.lexical * lex[s]! + w.context * ctx[s]! + w.expansion * exp[s]!) * lexNorm;
       // The parts already computed per doc (words, session, meta) are taken exactly; the rest
       // is bounded by what this index holds (a time phrase, its newest doc, its importance
       // and feedback extremes), so the bound is tight and the pruning still exact.
-      const known = (s: number): number => {
-        const sn = this.sessionNo[s]!;
-        return wordPart(s) + (sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm) + w.meta * metaS[s]! * metaNorm;
-      };
+      const wLex = w.lexical;
+      const wCtx = w.context;
+      const wExp = w.expansion;
+      const wSession = w.session;
+      const wMeta = w.meta;
       const bound =
         (temporal ? Math.max(0, w.time) : 0) +
         Math.max(0, w.recency) * Math.pow(0.5, Math.max(0, now - this.maxCreatedAt) / halfLife) +
         Math.abs(w.importance) * this.maxImportanceDev + Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
         1e-9;
       const seed = new TopK(k);
-      for (const s of touched) if (eligible(s)) seed.offer(s, wordPart(s));
-      for (const { slot } of seed.sorted()) top.offer(slot, features(slot));
-      const scan = (list: readonly number[]): void => {
-        for (const s of list) {
-          if (top.full() && known(s) + bound <= top.min()) continue;
-          if (eligible(s)) top.offer(s, features(s));
+      for (let i = 0; i < tn; i++) {
+        const s = ta[i]!;
+        if (!seed.full() || (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm > seed.min()) {
+          if (eligible(s)) seed.offer(s, (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm);
         }
-      };
-      scan(touched);
-      scan(expTouched);
+      }
+      for (const { slot } of seed.sorted()) top.offer(slot, features(slot));
+      let min = top.full() ? top.min() : -Infinity;
+      for (let pass = 0; pass < 2; pass++) {
+        const list = pass === 0 ? ta : ea;
+        const n = pass === 0 ? tn : en;
+        for (let i = 0; i < n; i++) {
+          const s = list[i]!;
+          // A doc with first-pass evidence was already offered in the first pass; offering it
+          // again cannot change the top k.
+          if (pass === 1 && (lex[s] !== 0 || ctx[s] !== 0)) continue;
+          const sn = sessionNo[s]!;
+          const known =
+            (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm +
+            (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
+            wMeta * metaS[s]! * metaNorm;
+          if (known + bound <= min) continue;
+          if (eligible(s)) {
+            top.offer(s, features(s));
+            if (top.full()) min = top.min();
+          }
+        }
+      }
     }
 
     const hits: SearchHit[] = top.sorted().map(({ slot, score }) => {
@@ -480,9 +538,9 @@ export class MemoryIndex {
       return hit;
     });
 
-    for (const s of touched) lex[s] = ctx[s] = 0;
-    for (const s of metaTouched) metaS[s] = 0;
-    for (const s of expTouched) exp[s] = 0;
+    for (let i = 0; i < tn; i++) lex[ta[i]!] = ctx[ta[i]!] = 0;
+    for (let i = 0; i < mn; i++) metaS[ma[i]!] = 0;
+    for (let i = 0; i < en; i++) exp[ea[i]!] = 0;
     for (const sn of sessionsTouched) sessionScore[sn] = 0;
     return hits;
   }

@@ -1,0 +1,534 @@
+// FROZEN REFERENCE for bench/engine-exactness.ts: the engine's memory-index.ts as of commit 1d9825b
+// (before the search-speed work). Not part of the product; do not edit.
+// One end user's in-memory retrieval index: lexical (BM25), sub-word (built-in
+// hashed vectors), optional semantic vectors from a remote embedder, and structural
+// features (session neighbours, time, recency, importance, feedback), fused into
+// one explainable score.
+import { Bm25Field } from './reference-bm25.js';
+import { builtinEmbedder, dot, type BuiltinEmbedder } from '../../packages/server/src/engine/embedder.js';
+import { parseTemporal } from '../../packages/server/src/engine/temporal.js';
+import { analyze } from '../../packages/server/src/engine/text.js';
+import type { EngineDoc, Explanation, SearchHit, SearchOptions } from '../../packages/server/src/engine/types.js';
+
+/**
+ * Fusion weights. Lexical-type features are divided by the best lexical score of the
+ * query so they live on [0, 1] like cosine similarities. Few weights on purpose:
+ * each one was chosen on one LoCoMo conversation and checked on the other.
+ */
+export interface RankingWeights {
+  lexical: number;
+  /** Lexical evidence of the turns next to a doc in its session (question -> answer pairs). */
+  context: number;
+  /** Decay of context evidence per turn of distance. */
+  contextDecay: number;
+  /** How many turns on each side count as context. */
+  contextWindow: number;
+  /**
+   * Weight of context evidence a doc receives from the turns *after* it, relative to the
+   * turns before it (1 = symmetric). In dialogue an answer follows its question, so a turn
+   * is better explained by what was said just before it than by what came next.
+   */
+  contextBackward: number;
+  /** Lexical evidence of the doc's whole session (summed, normalised by the best session). */
+  session: number;
+  /** Query terms that match the doc's speaker or tags (normalised by the best match). */
+  meta: number;
+  /**
+   * Text-match weight of a query term that is a speaker name or tag of this index. In
+   * conversation, a name inside a turn is mostly the addressee ("Thanks, Caroline!"),
+   * so "what did Caroline say" is better judged by who spoke than by who was named.
+   */
+  metaTermInText: number;
+  /**
+   * Pseudo-relevance feedback: terms characteristic of the best first-pass docs are
+   * searched as a second query at this weight (0 disables).
+   */
+  expansion: number;
+  expansionDocs: number;
+  expansionTerms: number;
+  /** Cosine of built-in hashed vectors (sub-word overlap). */
+  ngram: number;
+  /** Cosine of remote embedder vectors, when the caller supplies them. */
+  semantic: number;
+  /** Doc created inside a time range named by the query. */
+  time: number;
+  recency: number;
+  recencyHalfLifeDays: number;
+  importance: number;
+  feedback: number;
+}
+
+export const DEFAULT_WEIGHTS: RankingWeights = {
+  lexical: 1,
+  context: 0.7,
+  contextDecay: 0.5,
+  contextWindow: 2,
+  contextBackward: 0.5,
+  session: 0.2,
+  meta: 0.3,
+  metaTermInText: 0.25,
+  expansion: 0.1,
+  expansionDocs: 3,
+  expansionTerms: 10,
+  ngram: 0,
+  semantic: 0.6,
+  time: 0.3,
+  recency: 0.05,
+  recencyHalfLifeDays: 30,
+  importance: 0.1,
+  feedback: 0.1,
+};
+
+export interface MemoryIndexOptions {
+  /** Built-in embedder for the sub-word vector feature; null disables it. */
+  embedder?: BuiltinEmbedder | null;
+  weights?: Partial<RankingWeights>;
+}
+
+/** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
+const MAX_QUERY_TERMS = 64;
+const DAY = 86_400_000;
+/** Explanation keys, in the order features are summed. */
+export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
+
+export class MemoryIndex {
+  private readonly embedder: BuiltinEmbedder | null;
+  readonly weights: RankingWeights;
+
+  // Dense per-slot storage; a slot is reused after its doc is removed.
+  private capacity = 0;
+  private readonly idToSlot = new Map<number, number>();
+  private readonly freeSlots: number[] = [];
+  private slotId = new Float64Array(0);
+  private live = new Uint8Array(0);
+  private createdAt = new Float64Array(0);
+  /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
+  private maxCreatedAt = -Infinity;
+  private maxImportanceDev = 0;
+  private maxAbsFeedback = 0;
+  private importance = new Float32Array(0);
+  private feedback = new Float32Array(0);
+  private sessionOf: (string | null)[] = [];
+  // Sessions interned to small integers so per-query session sums use a typed array.
+  private sessionNo = new Int32Array(0);
+  private readonly sessionNos = new Map<string, number>();
+  private sessionBuf = new Float64Array(16);
+  // Neighbouring slots in the same session (id order), -1 at the ends.
+  private prevSlot = new Int32Array(0);
+  private nextSlot = new Int32Array(0);
+  private readonly sessions = new Map<string, number[]>(); // session -> ids ascending
+
+  private readonly text = new Bm25Field();
+  private readonly meta = new Bm25Field();
+
+  private readonly dims: number;
+  private ngramVecs = new Float32Array(0);
+  private extDims = 0;
+  private extVecs = new Float32Array(0);
+  private hasExt = new Uint8Array(0);
+
+  // Scratch buffers reused across searches (reset via touched lists, not full clears).
+  private lexBuf = new Float64Array(0);
+  private metaBuf = new Float64Array(0);
+  private ctxBuf = new Float64Array(0);
+  private tfSelfBuf = new Float64Array(0);
+  private tfCtxBuf = new Float64Array(0);
+  private expBuf = new Float64Array(0);
+
+  constructor(opts: MemoryIndexOptions = {}) {
+    this.weights = { ...DEFAULT_WEIGHTS, ...opts.weights };
+    // Vectors cost dims*4 bytes per doc; keep them only when the feature is weighted.
+    const e = opts.embedder === undefined ? builtinEmbedder() : opts.embedder;
+    this.embedder = this.weights.ngram > 0 ? e : null;
+    this.dims = this.embedder?.dimensions ?? 0;
+  }
+
+  get size(): number {
+    return this.idToSlot.size;
+  }
+
+  has(id: number): boolean {
+    return this.idToSlot.has(id);
+  }
+
+  private grow(min: number): void {
+    const cap = Math.max(min, this.capacity * 2, 64);
+    const g = <T extends Float64Array | Float32Array | Uint8Array | Int32Array>(a: T, per = 1): T => {
+      const n = new (a.constructor as new (len: number) => T)(cap * per);
+      n.set(a);
+      return n;
+    };
+    this.slotId = g(this.slotId);
+    this.live = g(this.live);
+    this.createdAt = g(this.createdAt);
+    this.importance = g(this.importance);
+    this.feedback = g(this.feedback);
+    this.ngramVecs = g(this.ngramVecs, this.dims);
+    if (this.extDims) this.extVecs = g(this.extVecs, this.extDims);
+    this.hasExt = g(this.hasExt);
+    this.lexBuf = g(this.lexBuf);
+    this.metaBuf = g(this.metaBuf);
+    this.ctxBuf = g(this.ctxBuf);
+    this.tfSelfBuf = g(this.tfSelfBuf);
+    this.tfCtxBuf = g(this.tfCtxBuf);
+    this.expBuf = g(this.expBuf);
+    const oldCap = this.capacity;
+    this.prevSlot = g(this.prevSlot);
+    this.nextSlot = g(this.nextSlot);
+    this.sessionNo = g(this.sessionNo);
+    this.sessionNo.fill(-1, oldCap);
+    this.prevSlot.fill(-1, oldCap);
+    this.nextSlot.fill(-1, oldCap);
+    this.capacity = cap;
+  }
+
+  /** Adds or replaces one doc. vector: the doc's embedding from a remote embedder, if any. */
+  upsert(doc: EngineDoc, vector?: Float32Array): void {
+    let slot = this.idToSlot.get(doc.id);
+    if (slot === undefined) {
+      slot = this.freeSlots.pop() ?? this.idToSlot.size;
+      if (slot >= this.capacity) this.grow(slot + 1);
+      this.idToSlot.set(doc.id, slot);
+    } else {
+      this.detachSession(slot);
+    }
+    this.slotId[slot] = doc.id;
+    this.live[slot] = 1;
+    this.createdAt[slot] = Number.isFinite(doc.createdAt) ? doc.createdAt : 0;
+    this.importance[slot] = Number.isFinite(doc.importance) ? doc.importance : 0.5;
+    this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
+    this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
+    this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
+    this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
+
+    this.text.add(slot, analyze(doc.text));
+    const metaText = [doc.speaker ?? '', ...(doc.tags ?? [])].join(' ');
+    this.meta.add(slot, analyze(metaText));
+
+    if (this.embedder) this.ngramVecs.set(this.embedder.embedSync(doc.text), slot * this.dims);
+    if (vector) this.setExternal(slot, vector);
+    else if (this.hasExt[slot]) this.hasExt[slot] = 0;
+
+    this.sessionOf[slot] = doc.sessionId;
+    this.sessionNo[slot] = doc.sessionId === null || doc.sessionId === undefined ? -1 : this.internSession(doc.sessionId);
+    if (doc.sessionId !== null && doc.sessionId !== undefined) {
+      let ids = this.sessions.get(doc.sessionId);
+      if (!ids) this.sessions.set(doc.sessionId, (ids = []));
+      // Ids usually arrive in increasing order, so appending is the common case.
+      let i = ids.length;
+      if (i === 0 || ids[i - 1]! < doc.id) ids.push(doc.id);
+      else ids.splice((i = lowerBound(ids, doc.id)), 0, doc.id);
+      const p = i > 0 ? this.idToSlot.get(ids[i - 1]!)! : -1;
+      const n = i + 1 < ids.length ? this.idToSlot.get(ids[i + 1]!)! : -1;
+      this.prevSlot[slot] = p;
+      this.nextSlot[slot] = n;
+      if (p >= 0) this.nextSlot[p] = slot;
+      if (n >= 0) this.prevSlot[n] = slot;
+    }
+  }
+
+  private internSession(sid: string): number {
+    let n = this.sessionNos.get(sid);
+    if (n === undefined) {
+      // Never forgotten: an interned number costs a few bytes even after its session is gone.
+      n = this.sessionNos.size;
+      this.sessionNos.set(sid, n);
+      if (n >= this.sessionBuf.length) {
+        const g = new Float64Array(this.sessionBuf.length * 2);
+        g.set(this.sessionBuf);
+        this.sessionBuf = g;
+      }
+    }
+    return n;
+  }
+
+  private setExternal(slot: number, vector: Float32Array): void {
+    if (this.extDims === 0) {
+      this.extDims = vector.length;
+      this.extVecs = new Float32Array(this.capacity * this.extDims);
+    }
+    if (vector.length !== this.extDims) {
+      throw new Error(`vector has ${vector.length} dimensions, index holds ${this.extDims}`);
+    }
+    // Store unit-length so search needs only a dot product.
+    let n = 0;
+    for (let i = 0; i < vector.length; i++) n += vector[i]! * vector[i]!;
+    const inv = n > 0 ? 1 / Math.sqrt(n) : 0;
+    const base = slot * this.extDims;
+    for (let i = 0; i < vector.length; i++) this.extVecs[base + i] = vector[i]! * inv;
+    this.hasExt[slot] = 1;
+  }
+
+  private detachSession(slot: number): void {
+    const s = this.sessionOf[slot];
+    if (s === null || s === undefined) return;
+    const ids = this.sessions.get(s);
+    if (ids) {
+      const i = lowerBound(ids, this.slotId[slot]!);
+      if (ids[i] === this.slotId[slot]) ids.splice(i, 1);
+      if (ids.length === 0) this.sessions.delete(s);
+    }
+    this.sessionOf[slot] = null;
+    this.sessionNo[slot] = -1;
+    const p = this.prevSlot[slot]!;
+    const n = this.nextSlot[slot]!;
+    if (p >= 0) this.nextSlot[p] = n;
+    if (n >= 0) this.prevSlot[n] = p;
+    this.prevSlot[slot] = -1;
+    this.nextSlot[slot] = -1;
+  }
+
+  remove(id: number): void {
+    const slot = this.idToSlot.get(id);
+    if (slot === undefined) return;
+    this.detachSession(slot);
+    this.text.remove(slot);
+    this.meta.remove(slot);
+    this.live[slot] = 0;
+    this.hasExt[slot] = 0;
+    this.idToSlot.delete(id);
+    this.freeSlots.push(slot);
+  }
+
+  /** Approximate heap bytes held, for the server's LRU-by-bytes. */
+  approxBytes(): number {
+    const arrays =
+      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.importance.byteLength +
+      this.feedback.byteLength + this.ngramVecs.byteLength + this.extVecs.byteLength + this.hasExt.byteLength +
+      this.lexBuf.byteLength + this.metaBuf.byteLength + this.ctxBuf.byteLength;
+    const maps = this.idToSlot.size * 40 + this.capacity * 8 + this.sessions.size * 64 + this.idToSlot.size * 8;
+    return arrays + maps + this.text.approxBytes() + this.meta.approxBytes();
+  }
+
+  search(query: string, opts: SearchOptions): SearchHit[] {
+    const k = Math.floor(opts.k);
+    if (!(k > 0) || this.size === 0) return [];
+    const w = this.weights;
+    const now = opts.now ?? Date.now();
+    const q = typeof query === 'string' ? query : '';
+
+    // A time phrase becomes a created_at preference and is not matched as words
+    // ("last week" should not favour texts containing "week").
+    const temporal = opts.temporal === false ? null : parseTemporal(q, now);
+    const lexQuery = temporal ? q.replace(temporal.matched, ' ') : q;
+    const qTerms = new Map<string, number>();
+    for (const t of analyze(lexQuery)) {
+      if (qTerms.size >= MAX_QUERY_TERMS && !qTerms.has(t)) continue;
+      qTerms.set(t, (qTerms.get(t) ?? 0) + 1);
+    }
+
+    const lex = this.lexBuf;
+    const metaS = this.metaBuf;
+    const ctx = this.ctxBuf;
+    const filter = opts.filter;
+    const onlySession = opts.sessionId;
+    const eligible = (slot: number): boolean =>
+      this.live[slot] === 1 &&
+      (onlySession === undefined || this.sessionOf[slot] === onlySession) &&
+      (!filter || filter(this.slotId[slot]!));
+
+    const textTerms = new Map<string, number>();
+    for (const [t, n] of qTerms) textTerms.set(t, this.meta.df(t) > 0 ? n * w.metaTermInText : n);
+
+    // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
+    const touched: number[] = [];
+    this.text.scoreWithContext(
+      textTerms,
+      { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay, backward: w.contextBackward },
+      { tfSelf: this.tfSelfBuf, tfCtx: this.tfCtxBuf },
+      lex,
+      ctx,
+      touched,
+    );
+    const metaTouched: number[] = [];
+    this.meta.scoreInto(qTerms, metaS, metaTouched);
+
+
+    // Pseudo-relevance feedback: the best first-pass docs suggest vocabulary the query
+    // lacked (the answer turn often shares words with the turns that match the question).
+    const exp = this.expBuf;
+    const expTouched: number[] = [];
+    if (w.expansion > 0 && w.expansionDocs > 0 && touched.length > 0) {
+      const best = new TopK(w.expansionDocs);
+      for (const s of touched) if (eligible(s)) best.offer(s, lex[s]! + ctx[s]!);
+      const cand = new Map<string, number>();
+      for (const { slot } of best.sorted()) {
+        const terms = this.text.termsOf(slot);
+        if (!terms) continue;
+        let len = 0;
+        for (const n of terms.values()) len += n;
+        for (const [t, n] of terms) {
+          if (qTerms.has(t)) continue;
+          cand.set(t, (cand.get(t) ?? 0) + (n / len) * this.text.idf(t));
+        }
+      }
+      const picked = [...cand].sort((a, b) => b[1] - a[1]).slice(0, w.expansionTerms);
+      const top = picked[0]?.[1] ?? 0;
+      if (top > 0) {
+        const expTerms = new Map<string, number>(picked.map(([t, v]) => [t, v / top]));
+        // Context evidence for expansion terms lands in the same buffer: one feature.
+        this.text.scoreWithContext(
+          expTerms,
+          { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay, backward: w.contextBackward },
+          { tfSelf: this.tfSelfBuf, tfCtx: this.tfCtxBuf },
+          exp,
+          exp,
+          expTouched,
+        );
+      }
+    }
+
+
+    // Session-level evidence: a topic discussed across a session lifts all of its turns a little.
+    const sessionScore = this.sessionBuf;
+    const sessionsTouched: number[] = [];
+    let maxSession = 0;
+    if (w.session > 0) {
+      for (const s of touched) {
+        const sn = this.sessionNo[s]!;
+        if (sn < 0 || lex[s] === 0 || !eligible(s)) continue;
+        if (sessionScore[sn] === 0) sessionsTouched.push(sn);
+        const v = (sessionScore[sn]! += lex[s]!);
+        if (v > maxSession) maxSession = v;
+      }
+    }
+    const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
+
+    let maxMeta = 0;
+    for (const s of metaTouched) if (metaS[s]! > maxMeta) maxMeta = metaS[s]!;
+    const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
+    let maxLex = 0;
+    for (const s of touched) if (lex[s]! + ctx[s]! > maxLex) maxLex = lex[s]! + ctx[s]!;
+
+    // Vector features are scored for every live doc, so a doc can be found without sharing a word.
+    const qvec = this.embedder && w.ngram > 0 && qTerms.size > 0 ? this.embedder.embedSync(lexQuery) : null;
+    const extQ = opts.queryVector && this.extDims === opts.queryVector.length && w.semantic > 0 ? unit(opts.queryVector) : null;
+
+    const hasEvidence = touched.length > 0 || metaTouched.length > 0 || qvec !== null || extQ !== null;
+    const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
+    const halfLife = w.recencyHalfLifeDays * DAY;
+
+    // One fixed-order feature vector per doc; the score is its sum and the explanation
+    // lists the same numbers, so contributions always add up to the score.
+    const f = new Float64Array(FEATURES.length);
+    const features = (slot: number): number => {
+      f[0] = w.lexical * lex[slot]! * lexNorm;
+      f[1] = w.context * ctx[slot]! * lexNorm;
+      f[2] = w.expansion * exp[slot]! * lexNorm;
+      const sn = this.sessionNo[slot]!;
+      f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
+      f[4] = w.meta * metaS[slot]! * metaNorm;
+      f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
+      f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
+      const t = this.createdAt[slot]!;
+      f[7] = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
+      f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
+      f[9] = w.importance * (this.importance[slot]! - 0.5);
+      f[10] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
+      let s = 0;
+      for (let i = 0; i < f.length; i++) s += f[i]!;
+      return s;
+    };
+    const explain = (slot: number): Explanation => {
+      features(slot);
+      const e: Explanation = {};
+      for (let i = 0; i < FEATURES.length; i++) if (f[i] !== 0) e[FEATURES[i]!] = f[i]!;
+      return e;
+    };
+
+    const top = new TopK(k);
+    if (qvec || extQ || (touched.length === 0 && expTouched.length === 0)) {
+      // Vector features can find a doc that shares no word with the query, and a query
+      // without content words ("what's new?") ranks every doc by its priors.
+      if (!qvec && !extQ && qTerms.size > 0) {
+        // Query words matched nothing but speaker/tags (possibly nothing at all).
+        for (const s of metaTouched) if (eligible(s)) top.offer(s, features(s));
+      } else {
+        for (let s = 0; s < this.capacity; s++) if (this.live[s] && eligible(s)) top.offer(s, features(s));
+      }
+    } else {
+      // Candidates are the docs with word evidence (own, neighbours', expansion). Exact
+      // pruning: every other feature is bounded, so a doc whose word evidence plus that
+      // bound cannot beat the current k-th score is skipped without computing the rest.
+      const wordPart = (s: number): number => (w.lexical * lex[s]! + w.context * ctx[s]! + w.expansion * exp[s]!) * lexNorm;
+      // The parts already computed per doc (words, session, meta) are taken exactly; the rest
+      // is bounded by what this index holds (a time phrase, its newest doc, its importance
+      // and feedback extremes), so the bound is tight and the pruning still exact.
+      const known = (s: number): number => {
+        const sn = this.sessionNo[s]!;
+        return wordPart(s) + (sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm) + w.meta * metaS[s]! * metaNorm;
+      };
+      const bound =
+        (temporal ? Math.max(0, w.time) : 0) +
+        Math.max(0, w.recency) * Math.pow(0.5, Math.max(0, now - this.maxCreatedAt) / halfLife) +
+        Math.abs(w.importance) * this.maxImportanceDev + Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
+        1e-9;
+      const seed = new TopK(k);
+      for (const s of touched) if (eligible(s)) seed.offer(s, wordPart(s));
+      for (const { slot } of seed.sorted()) top.offer(slot, features(slot));
+      const scan = (list: readonly number[]): void => {
+        for (const s of list) {
+          if (top.full() && known(s) + bound <= top.min()) continue;
+          if (eligible(s)) top.offer(s, features(s));
+        }
+      };
+      scan(touched);
+      scan(expTouched);
+    }
+
+    const hits: SearchHit[] = top.sorted().map(({ slot, score }) => {
+      const hit: SearchHit = { id: this.slotId[slot]!, score };
+      if (opts.explain) hit.explanation = explain(slot);
+      return hit;
+    });
+
+    for (const s of touched) lex[s] = ctx[s] = 0;
+    for (const s of metaTouched) metaS[s] = 0;
+    for (const s of expTouched) exp[s] = 0;
+    for (const sn of sessionsTouched) sessionScore[sn] = 0;
+    return hits;
+  }
+}
+
+function lowerBound(a: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid]! < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function unit(v: Float32Array): Float32Array {
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
+  if (n === 0) return v;
+  const inv = 1 / Math.sqrt(n);
+  return v.map((x) => x * inv);
+}
+
+/** Bounded best-k list, best first. Offering the same slot twice keeps one entry. */
+class TopK {
+  private readonly items: { slot: number; score: number }[] = [];
+  constructor(private readonly k: number) {}
+  full(): boolean {
+    return this.items.length >= this.k;
+  }
+  min(): number {
+    return this.items[this.items.length - 1]?.score ?? -Infinity;
+  }
+  offer(slot: number, score: number): void {
+    const items = this.items;
+    if (items.length >= this.k && score <= items[items.length - 1]!.score) return;
+    for (const it of items) if (it.slot === slot) return;
+    let i = items.length;
+    while (i > 0 && items[i - 1]!.score < score) i--;
+    items.splice(i, 0, { slot, score });
+    if (items.length > this.k) items.pop();
+  }
+  sorted(): { slot: number; score: number }[] {
+    return this.items;
+  }
+}
