@@ -5,6 +5,7 @@ import { write, type Effects, type WriteContext } from '../../core/unit-of-work.
 import { invalid, notFound } from '../../http/errors.js';
 import { compileBody, validationError } from '../../http/validation.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
+import { prepared } from '../../store/prepared.js';
 import type { DB, MemoriesTable } from '../../store/schema.js';
 import {
   AddMemoryBody, LIMITS,
@@ -441,14 +442,17 @@ export async function* exportMemories(
 }
 
 /** The owner's change sequence: bumped by every change to their memories (0 before the first). */
-export async function revisionOf(db: Executor, owner: Owner): Promise<number> {
-  const row = await db
+const revisionRow = prepared(3, (db, projectId: string, tenantId: string, endUserId: string) =>
+  db
     .selectFrom('end_users')
     .select('revision')
-    .where('project_id', '=', owner.projectId)
-    .where('tenant_id', '=', owner.tenantId)
-    .where('end_user_id', '=', owner.endUserId)
-    .executeTakeFirst();
+    .where('project_id', '=', projectId)
+    .where('tenant_id', '=', tenantId)
+    .where('end_user_id', '=', endUserId),
+);
+
+export async function revisionOf(db: Executor, owner: Owner): Promise<number> {
+  const [row] = await revisionRow(db, owner.projectId, owner.tenantId, owner.endUserId);
   return row?.revision ?? 0;
 }
 

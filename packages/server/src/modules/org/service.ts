@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { constantTimeEqualHex, hashPassword, randomToken, sha256Hex } from '../../core/crypto.js';
+import { prepared } from '../../store/prepared.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { DATA_PLANE_SCOPES } from './scopes.js';
 
@@ -143,20 +144,13 @@ export async function revokeApiKey(db: Executor, organizationId: string, keyId: 
  * The live key matching a presented secret. Looked up by its non-secret prefix, then the
  * SHA-256 digests are compared in constant time.
  */
-export async function resolveApiKey(
-  db: Executor,
-  presented: string,
-  requestedProjectId?: string,
-  now = nowIso(),
-): Promise<ApiKeyRecord | undefined> {
-  if (presented.length < 20 || presented.length > 200) return undefined;
-  const digest = sha256Hex(presented);
-  // The project is resolved in the same query: one round trip per authenticated request.
-  const candidates = await db
+/** Keys with a display prefix, and the live project the request names (or the key is locked to): one round trip. */
+const keyCandidates = prepared(2, (db, prefix: string, requestedProjectId: string | null) =>
+  db
     .selectFrom('api_keys')
     .leftJoin('projects', (join) =>
       join
-        .on(sql<boolean>`projects.id = coalesce(${requestedProjectId ?? null}, api_keys.project_id)`)
+        .on(sql<boolean>`projects.id = coalesce(${requestedProjectId}, api_keys.project_id)`)
         .onRef('projects.organization_id', '=', 'api_keys.organization_id')
         .on('projects.deleted_at', 'is', null),
     )
@@ -165,8 +159,18 @@ export async function resolveApiKey(
       'api_keys.id', 'api_keys.organization_id', 'api_keys.project_id', 'api_keys.key_hash', 'api_keys.scopes',
       'api_keys.tenant_id', 'api_keys.end_user_id', 'api_keys.expires_at', 'api_keys.revoked_at', 'api_keys.last_used_at',
     ])
-    .where('api_keys.prefix', '=', presented.slice(0, KEY_PREFIX_LENGTH))
-    .execute();
+    .where('api_keys.prefix', '=', prefix),
+);
+
+export async function resolveApiKey(
+  db: Executor,
+  presented: string,
+  requestedProjectId?: string,
+  now = nowIso(),
+): Promise<ApiKeyRecord | undefined> {
+  if (presented.length < 20 || presented.length > 200) return undefined;
+  const digest = sha256Hex(presented);
+  const candidates = await keyCandidates(db, presented.slice(0, KEY_PREFIX_LENGTH), requestedProjectId ?? null);
   const match = candidates.find((c) => constantTimeEqualHex(c.key_hash, digest));
   if (!match || match.revoked_at !== null || (match.expires_at !== null && match.expires_at <= now)) return undefined;
   return {
