@@ -27,6 +27,11 @@ const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Room for a 256-character end-user id in a path even when every character is percent-encoded UTF-8. */
 const MAX_PARAM_LENGTH = 256 * 9;
 
+// A random per-process prefix and a counter: unique across processes, and cheaper than fresh randomness per request.
+const REQUEST_ID_PREFIX = randomBytes(6).toString('hex');
+let requestCounter = 0;
+const nextRequestId = () => `req_${REQUEST_ID_PREFIX}${(requestCounter++).toString(16).padStart(12, '0')}`;
+
 export interface AppOptions {
   config: Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
   database: Database;
@@ -53,7 +58,7 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
     trustProxy: config.trustProxy,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
-      return typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : `req_${randomBytes(12).toString('hex')}`;
+      return typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : nextRequestId();
     },
     ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();

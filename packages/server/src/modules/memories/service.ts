@@ -532,6 +532,19 @@ export async function* liveProjectMemories(db: Executor, projectId: string, tena
 }
 
 /** Live memories by id within a project (and tenant/end user when given), in the order asked. */
+/** One compiled query per id-list length (retrieval asks for k rows, so few lengths occur). */
+const rowsByIdsQueries = new Map<number, (db: Executor, projectId: string, ...ids: number[]) => Promise<MemoryRow[]>>();
+function liveRowsByIds(count: number) {
+  let query = rowsByIdsQueries.get(count);
+  if (!query) {
+    query = prepared(count + 1, (db, projectId: string, ...ids: number[]) =>
+      db.selectFrom('memories').selectAll().where('project_id', '=', projectId).where('deleted_at', 'is', null).where('id', 'in', ids),
+    );
+    if (rowsByIdsQueries.size < 500) rowsByIdsQueries.set(count, query);
+  }
+  return query;
+}
+
 export async function memoriesByIds(
   db: Executor,
   scope: { projectId: string; tenantId?: string | null; endUserId?: string | null },
@@ -541,13 +554,7 @@ export async function memoriesByIds(
   // Tenant and end user are checked here, not in SQL: given equality on them, SQLite (which has
   // no statistics) walks the owner's whole (owner, seq) index instead of looking up the ids,
   // which costs a query time proportional to the owner's memories.
-  const rows = await db
-    .selectFrom('memories')
-    .selectAll()
-    .where('project_id', '=', scope.projectId)
-    .where('deleted_at', 'is', null)
-    .where('id', 'in', ids)
-    .execute();
+  const rows = await liveRowsByIds(ids.length)(db, scope.projectId, ...ids);
   const byId = new Map(
     rows
       .filter((r) => (scope.tenantId == null || r.tenant_id === scope.tenantId) && (scope.endUserId == null || r.end_user_id === scope.endUserId))
