@@ -7,7 +7,7 @@ import { notFound } from '../../http/errors.js';
 import { enqueueJob, getJob, type JobRunner } from '../../jobs/runner.js';
 import type { Database } from '../../store/database.js';
 import { write } from '../../core/unit-of-work.js';
-import { changesSince, liveProjectMemories, type IndexedMemory } from '../memories/service.js';
+import { changesSince, liveMemoryCount, liveProjectMemories, type IndexedMemory } from '../memories/service.js';
 import { MemoryId } from '../memories/schemas.js';
 import { EmbeddingStore } from './embeddings.js';
 import { addFeedback, listFeedback, withdrawFeedback } from './feedback.js';
@@ -55,13 +55,14 @@ export const retrievalRoutes: FastifyPluginAsyncTypebox<RetrievalOptions & { eng
     const rows: AsyncIterable<IndexedMemory> | IndexedMemory[] = endUserId
       ? await changesSince(database.db, { projectId, tenantId, endUserId }, 0)
       : liveProjectMemories(database.db, projectId, tenantId || null);
+    const total = Array.isArray(rows) ? rows.length : await liveMemoryCount(database.db, [projectId]);
     let done = 0;
     let batch: IndexedMemory[] = [];
     const flush = async () => {
       await embeddings.store(database.db, projectId, batch);
       done += batch.length;
       batch = [];
-      await job.progress(done === 0 ? 0 : 0.99);
+      await job.progress(total === 0 ? 1 : done / total);
     };
     for await (const row of rows) {
       batch.push(row);
