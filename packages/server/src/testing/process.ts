@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config.js';
 
@@ -24,8 +25,20 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const port = 30000 + Math.floor(Math.random() * 20000);
+/** A port the OS just handed out, so parallel test files do not pick the same one. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startServerProcess(env: Record<string, string>, attempts = 3): Promise<ServerProcess> {
+  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
     // PostgreSQL deployments must share one secret between processes (see README); tests use a fixed one.
     env: { ...process.env, ENGRAM_HOST: '127.0.0.1', ENGRAM_PORT: String(port), ENGRAM_SECRET_KEY: TEST_SECRET, ...env },
@@ -38,11 +51,17 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   for (let i = 0; ; i++) {
     try {
-      if ((await fetch(`${url}/readyz`)).status === 200) break;
+      // Ready only while our child runs: an answer from another process on a reused port does not count.
+      if ((await fetch(`${url}/readyz`)).status === 200 && child.exitCode === null) break;
     } catch {
       /* not listening yet */
     }
-    if (child.exitCode !== null || i > 300) throw new Error(`server did not start:\n${stderr}`);
+    if (child.exitCode !== null) {
+      // Another process took the port between our probe and the child's listen: try another.
+      if (stderr.includes('EADDRINUSE') && attempts > 1) return startServerProcess(env, attempts - 1);
+      throw new Error(`server did not start:\n${stderr}`);
+    }
+    if (i > 300) throw new Error(`server did not start:\n${stderr}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
