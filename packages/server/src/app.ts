@@ -93,7 +93,7 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
     database,
     retrieval: engine.retrieval,
     // The plan's allowance; plans without one (self-hosted) use the configured default.
-    monthlyTurnAllowance: async (projectId) => (await monthlyTurnLimit(database.db, projectId)) ?? config.tenant.defaultMonthlyTurns,
+    monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
   });
   await app.register(authRoutes, {
     database, tokens, settings: config.auth, loginRateLimit: config.rateLimit.loginMax, routeAccess,

@@ -228,17 +228,30 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
  * earlier hooks have run), started before its tests and closed after them. The returned
  * object stands for that app; use it only inside tests and hooks registered after this call.
  */
-export function useTestApp(dialect: Dialect, config: Partial<Config> | (() => Partial<Config>) = {}): TestApp {
-  let current: TestApp | undefined;
+/**
+ * A value made once for the enclosing suite (beforeAll) and optionally disposed of (afterAll),
+ * usable directly in the suite's tests.
+ */
+function suiteValue<T extends object>(make: () => Promise<T>, dispose?: (value: T) => Promise<void>): T {
+  let current: T | undefined;
   beforeAll(async () => {
-    current = await startTestApp(dialect, typeof config === 'function' ? config() : config);
+    current = await make();
   });
-  afterAll(() => current?.close());
-  return new Proxy({} as TestApp, {
+  if (dispose) afterAll(() => (current ? dispose(current) : undefined));
+  return new Proxy({} as T, {
     get(_, property) {
-      if (!current) throw new Error('The test app is used before its suite started it');
-      const value = current[property as keyof TestApp];
+      if (!current) throw new Error('A suite value is used before its suite made it');
+      const value = current[property as keyof T];
       return typeof value === 'function' ? value.bind(current) : value;
     },
   });
+}
+
+export function useTestApp(dialect: Dialect, config: Partial<Config> | (() => Partial<Config>) = {}): TestApp {
+  return suiteValue(() => startTestApp(dialect, typeof config === 'function' ? config() : config), (t) => t.close());
+}
+
+/** The test organization's owner, signed in once for the suite. */
+export function useOwner(t: TestApp): Login {
+  return suiteValue(() => t.login());
 }

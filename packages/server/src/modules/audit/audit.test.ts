@@ -1,18 +1,15 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDialect, startTestApp, type Login, type TestApp } from '../../testing/harness.js';
+import { beforeAll, expect, it } from 'vitest';
+import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { verifyAuditChains } from './service.js';
 
 forEachDialect('audit log', (dialect) => {
-  let t: TestApp;
-  let owner: Login;
+  const t = useTestApp(dialect);
+  const owner = useOwner(t);
   beforeAll(async () => {
-    t = await startTestApp(dialect);
-    owner = await t.login();
     for (const text of ['one', 'two', 'three']) await t.call('POST', '/memory/add', { body: { text } });
     await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Audited' } });
   });
-  afterAll(() => t.close());
 
   it('lists events newest first with the spec fields, filters and pagination', async () => {
     const res = await t.call('GET', '/admin/team/audit-logs', { token: owner.token });

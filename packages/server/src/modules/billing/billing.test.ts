@@ -1,15 +1,10 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDialect, startTestApp, type Login, type TestApp } from '../../testing/harness.js';
+import { expect, it } from 'vitest';
+import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { currentPeriod, monthlyTurnLimit, setPlan } from './service.js';
 
 forEachDialect('billing', (dialect) => {
-  let t: TestApp;
-  let owner: Login;
-  beforeAll(async () => {
-    t = await startTestApp(dialect);
-    owner = await t.login();
-  });
-  afterAll(() => t.close());
+  const t = useTestApp(dialect);
+  const owner = useOwner(t);
 
   it('reports the plan, allowances and this month’s usage', async () => {
     await t.call('POST', '/memory/add', { body: { text: 'Counts as a memory' } });
@@ -37,7 +32,7 @@ forEachDialect('billing', (dialect) => {
     const res = await t.call('GET', '/org/billing/current-plan', { token: owner.token });
     expect(res.body).toMatchObject({ plan: 'pro', allowances: { memories: 1_000_000, monthly_turns: 500_000, requests: 10_000_000 } });
     expect(res.body.usage.requests).toBeGreaterThan(0);
-    expect(await monthlyTurnLimit(t.database.db, t.projectId)).toBe(500_000);
+    expect(await monthlyTurnLimit(t.database.db, t.organizationId)).toBe(500_000);
     await expect(setPlan(t.database, t.organizationId, 'platinum')).rejects.toThrow(/Unknown plan/);
     const audit = await t.database.db.selectFrom('audit_log').selectAll().where('action', '=', 'billing.plan_set').executeTakeFirstOrThrow();
     expect(audit).toMatchObject({ actor_type: 'system', result: 'pro', target_id: t.organizationId });

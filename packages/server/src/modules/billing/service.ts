@@ -97,11 +97,9 @@ export async function currentPlan(db: Executor, organizationId: string, at = new
   };
 }
 
-/** The per-tenant monthly turn limit of the project's plan (null: the plan sets none). */
-export async function monthlyTurnLimit(db: Executor, projectId: string): Promise<number | null> {
-  const project = await db.selectFrom('projects').select('organization_id').where('id', '=', projectId).executeTakeFirst();
-  if (!project) throw notFound('Project');
-  return PLANS[await planOf(db, project.organization_id)].monthly_turns;
+/** The per-tenant monthly turn limit of the organization's plan (null: the plan sets none). */
+export async function monthlyTurnLimit(db: Executor, organizationId: string): Promise<number | null> {
+  return PLANS[await planOf(db, organizationId)].monthly_turns;
 }
 
 /**

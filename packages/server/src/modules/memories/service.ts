@@ -592,6 +592,7 @@ export async function insertTurn(
   turn: TurnInput,
 ): Promise<{ memory: MemoryView; created: boolean }> {
   const hash = sha256Hex(JSON.stringify(['turn', turn.sessionId, turn.speaker, turn.text]));
+  // Taken first even for a redelivery: on PostgreSQL its row lock is what makes the duplicate check race-free.
   const seq = await nextSeq(trx, owner, effects.now);
   const existing = await owned(owner)(trx).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', hash).executeTakeFirst();
   if (existing) return { memory: toMemory(existing), created: false };

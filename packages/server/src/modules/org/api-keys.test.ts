@@ -1,14 +1,9 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDialect, startTestApp, type Login, type TestApp } from '../../testing/harness.js';
+import { expect, it } from 'vitest';
+import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 
 forEachDialect('API keys', (dialect) => {
-  let t: TestApp;
-  let owner: Login;
-  beforeAll(async () => {
-    t = await startTestApp(dialect);
-    owner = await t.login();
-  });
-  afterAll(() => t.close());
+  const t = useTestApp(dialect);
+  const owner = useOwner(t);
 
   it('creates a key whose secret is shown once, and which works at once', async () => {
     const created = await t.call('POST', '/org/api-keys', { token: owner.token, body: { name: 'ingest', project_id: t.projectId } });

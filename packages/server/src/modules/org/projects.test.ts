@@ -1,15 +1,10 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { decodeJson } from '../../store/database.js';
-import { forEachDialect, startTestApp, type Login, type TestApp } from '../../testing/harness.js';
+import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 
 forEachDialect('projects', (dialect) => {
-  let t: TestApp;
-  let owner: Login;
-  beforeAll(async () => {
-    t = await startTestApp(dialect);
-    owner = await t.login();
-  });
-  afterAll(() => t.close());
+  const t = useTestApp(dialect);
+  const owner = useOwner(t);
 
   it('creates, lists, reads and paginates projects', async () => {
     const created = await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Support Bot', description: 'Tier 1' } });

@@ -11,8 +11,8 @@ import { addTurn, periodOf, turnsUsed } from './service.js';
 export interface TenantOptions {
   database: Database;
   retrieval: Retrieval;
-  /** The project's monthly turn allowance per tenant (from its plan). */
-  monthlyTurnAllowance: (projectId: string) => Promise<number>;
+  /** The monthly turn allowance per tenant (from the organization's plan). */
+  monthlyTurnAllowance: (organizationId: string) => Promise<number>;
 }
 
 const tags = ['tenant (/v1)'];
@@ -66,7 +66,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<TenantOptions> = async (app
         metadata: rest,
         ...(timestamp ? { occurredAt: new Date(timestamp).toISOString() } : {}),
       },
-      await monthlyTurnAllowance(owner.projectId),
+      await monthlyTurnAllowance(scopeOf(request).organizationId),
     );
     return reply.status(created ? 201 : 200).send({
       id: memory.id, status: created ? 'created' : 'duplicate', tenant_id: owner.tenantId, user_id: owner.endUserId,
@@ -102,14 +102,14 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<TenantOptions> = async (app
     config: read,
     schema: { tags, summary: 'Health and counts', response: { 200: StatusResult } },
   }, async (request) => {
-    const projectId = scopeOf(request).projectId;
+    const { projectId, organizationId } = scopeOf(request);
     const tenantId = tenantOf(request, undefined, false);
     const period = periodOf(new Date());
     const [counts, used] = await Promise.all([
       memoryCounts(database.db, projectId, tenantId),
       turnsUsed(database.db, projectId, tenantId, period),
     ]);
-    const allowance = await monthlyTurnAllowance(projectId);
+    const allowance = await monthlyTurnAllowance(organizationId);
     return {
       status: 'ok',
       database: 'ok',
