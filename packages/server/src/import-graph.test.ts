@@ -95,6 +95,22 @@ describe('import graph', () => {
     expect(fastify).toEqual([]);
   });
 
+  it('builds the service graph and runs the worker without loading any HTTP code', () => {
+    const reached = new Set<string>();
+    const walk = (file: string) => {
+      if (reached.has(file) || !graph.has(file)) return;
+      reached.add(file);
+      for (const next of graph.get(file)!) walk(next);
+    };
+    walk('worker.ts');
+    walk('services.ts');
+    expect(reached.size).toBeGreaterThan(20);
+    const http = [...reached].filter(
+      (f) => area(f) === 'http' || f === 'app.ts' || isRouteFile(f) || /from '(fastify|fastify-plugin|@fastify\/[^']+)'/.test(readFileSync(join(SRC, f), 'utf8')),
+    );
+    expect(http).toEqual([]);
+  });
+
   it('lets only the app, route files and HTTP plugins import http/', () => {
     const offending = edges.filter(
       (e) => area(e.to) === 'http' && area(e.from) !== 'http' && !isRouteFile(e.from) && !['app.ts', 'testing'].includes(area(e.from)),
