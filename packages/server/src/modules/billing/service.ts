@@ -4,7 +4,7 @@ import { invalid, notFound } from '../../core/errors.js';
 import type { Database, Executor } from '../../store/database.js';
 import { liveMemoryCount } from '../memories/index.js';
 import { organizationExists, projectIdsOf } from '../org/index.js';
-import { turnsStoredIn } from '../tenant/index.js';
+import { turnsStoredIn } from '../v1/index.js';
 import { monthOf } from '../../core/period.js';
 
 /**

@@ -45,7 +45,7 @@ function ownerFor(request: FastifyRequest, body: { tenant_id: string; user_id: s
   return { projectId: scopeOf(request).projectId, tenantId, endUserId: validateEndUserId(body.user_id, 'user_id') };
 }
 
-export const tenantRoutes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { database, retrieval, monthlyTurnAllowance }) => {
+export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { database, retrieval, monthlyTurnAllowance }) => {
   app.post('/v1/memory/add_turn', {
     config: { auth: { scope: 'memories:write', endUser: 'none' } },
     schema: {
