@@ -6,3 +6,4 @@ export { openAiEmbedder, EmbedderError, type OpenAiEmbedderConfig } from './open
 export { MemoryIndex, DEFAULT_WEIGHTS, FEATURES, type MemoryIndexOptions, type RankingWeights } from './memory-index.js';
 export { parseTemporal, type TemporalRange } from './temporal.js';
 export { estimateTokens, normalizeText, tokenize, analyze } from './text.js';
+export { createLlm, LlmError, openAiLlm, retryDelayMs, type ChatMessage, type ChatResult, type LlmProvider, type LlmSettings, type TokenUsage } from './llm/index.js';
