@@ -100,3 +100,25 @@ forEachDialect('POST /memory/relations, GET /memory/{id}/relations, DELETE /memo
     expect(replay.body).toEqual(first.body);
   });
 });
+
+forEachDialect('OpenAPI document: summarize, relations, synthesize', (dialect) => {
+  const t = useTestApp(dialect);
+
+  it('documents each operation with its operationId, tags, request, answers and errors', async () => {
+    const paths = (await t.call('GET', '/openapi.json', { key: null, endUser: null, project: null })).body.paths;
+    const operations: Array<[string, string, string, string[]]> = [
+      ['post', '/memory/summarize', 'summarizeMemories', ['201', '200', '400', '404', '503']],
+      ['post', '/memory/relations', 'createRelation', ['201', '200', '400', '404']],
+      ['get', '/memory/{memory_id}/relations', 'listRelations', ['200', '404']],
+      ['delete', '/memory/relations/{relation_id}', 'deleteRelation', ['200', '404', '409']],
+      ['post', '/memory/synthesize', 'synthesizeAnswer', ['200', '400', '503']],
+    ];
+    for (const [method, path, operationId, statuses] of operations) {
+      const op = paths[path]?.[method];
+      expect(op, `${method} ${path}`).toMatchObject({ operationId, tags: [expect.any(String)], summary: expect.any(String) });
+      for (const status of statuses) expect(op.responses[status], `${path} ${status}`).toBeDefined();
+    }
+    const relation = paths['/memory/relations'].post.requestBody.content['application/json'].schema;
+    expect(JSON.stringify(relation.properties.type)).toContain('contradicts');
+  });
+});
