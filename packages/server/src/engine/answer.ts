@@ -68,6 +68,17 @@ function bestClause(sentence: string, terms: Set<string>): string {
   return best.trim();
 }
 
+/** A span without the words at its edges that the question already says (or that say nothing). */
+function trimSpan(span: string, terms: Set<string>): string {
+  const words = span.split(/\s+/).filter(Boolean);
+  const idle = (w: string) => analyze(w).every((t) => terms.has(t));
+  let start = 0;
+  let end = words.length;
+  while (start < end && idle(words[start]!)) start++;
+  while (end > start && idle(words[end - 1]!)) end--;
+  return start < end ? words.slice(start, end).join(' ').replace(/^[^\p{L}\p{N}"“(]+|[^\p{L}\p{N}"”)]+$/gu, '') || span : span;
+}
+
 /**
  * Picks the sentence of the retrieved memories that shares the most question terms (ties go to
  * the better-ranked memory) and answers with it; a "when" question is answered with the date it
@@ -80,17 +91,21 @@ export function extractiveAnswer(question: string, evidence: Evidence[]): Extrac
     const sentences = splitSentences(memory.text);
     const speakerTerms = memory.speaker ? new Set(analyze(memory.speaker)) : new Set<string>();
     for (const sentence of sentences) {
+      // A question answers nothing (in a conversation, its answer is another turn).
+      if (/\?["')\]]*$/.test(sentence)) continue;
       const words = new Set([...analyze(sentence), ...speakerTerms]);
       let hits = 0;
       for (const t of terms) if (words.has(t)) hits++;
       if (hits === 0) continue;
-      // Coverage of the question first; then rank; short sentences are slightly preferred.
-      const score = hits / terms.size + 0.3 / (rank + 1) - 0.002 * words.size;
+      let fresh = 0;
+      for (const w of words) if (!terms.has(w) && !speakerTerms.has(w)) fresh++;
+      // Coverage of the question first; then rank; then something the question does not already say.
+      const score = hits / terms.size + 0.3 / (rank + 1) + 0.03 * Math.min(fresh, 4) - 0.002 * words.size;
       if (!best || score > best.score) best = { memory, sentence, score };
     }
   });
   if (!best) return { answer: null, citations: [] };
   const { memory, sentence } = best;
-  const answer = isWhenQuestion(question) ? resolveWhen(sentence, memory.createdAt) : bestClause(sentence, terms);
+  const answer = isWhenQuestion(question) ? resolveWhen(sentence, memory.createdAt) : trimSpan(bestClause(sentence, terms), terms);
   return { answer, citations: [{ memory_id: memory.id, text: sentence }] };
 }
