@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { LlmSettings } from './engine/llm/index.js';
 
 /** Typed, validated configuration read once from the environment (ENGRAM_*). */
 export interface Config {
@@ -25,6 +26,8 @@ export interface Config {
     projectIndexMaxMemories: number;
   };
   tenant: { defaultMonthlyTurns: number };
+  /** An OpenAI-compatible chat-completions endpoint; null: built-in methods only. */
+  llm: LlmSettings;
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
   /** Shared rate-limit counters across processes when set. */
@@ -109,6 +112,7 @@ export function loadConfig(env: Env = process.env): Config {
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
+    llm: llmConfig(env),
     secretKey: secretKey(env),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',
@@ -139,6 +143,23 @@ function embedderConfig(env: Env): Config['retrieval']['embedder'] {
     model: env.ENGRAM_EMBEDDER_MODEL || 'text-embedding-3-small',
     ...(env.ENGRAM_EMBEDDER_API_KEY ? { apiKey: env.ENGRAM_EMBEDDER_API_KEY } : {}),
     ...(env.ENGRAM_EMBEDDER_DIMENSIONS ? { dimensions: integer(env, 'ENGRAM_EMBEDDER_DIMENSIONS', 0, 1, 16_384) } : {}),
+  };
+}
+
+function llmConfig(env: Env): LlmSettings {
+  const baseUrl = env.ENGRAM_LLM_BASE_URL || undefined;
+  const model = env.ENGRAM_LLM_MODEL || undefined;
+  if (baseUrl === undefined && model === undefined) return null;
+  if (model === undefined) throw new ConfigError('ENGRAM_LLM_MODEL is required when ENGRAM_LLM_BASE_URL is set');
+  const url = baseUrl ?? 'https://api.openai.com/v1';
+  if (!/^https?:\/\//.test(url)) throw new ConfigError('ENGRAM_LLM_BASE_URL must be an http(s) URL');
+  return {
+    kind: 'openai',
+    baseUrl: url,
+    model,
+    ...(env.ENGRAM_LLM_API_KEY ? { apiKey: env.ENGRAM_LLM_API_KEY } : {}),
+    timeoutMs: integer(env, 'ENGRAM_LLM_TIMEOUT', 60, 1, 3_600) * 1000,
+    maxRetries: integer(env, 'ENGRAM_LLM_MAX_RETRIES', 2, 0, 10),
   };
 }
 

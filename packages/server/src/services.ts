@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from './config.js';
 import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
 import { dispatchOutbox, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
+import { createLlm, type LlmProvider } from './engine/index.js';
 import { JobHandlers } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
 import { TokenIssuer } from './modules/auth/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
 import { EraseHooks } from './modules/memories/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
+import { eraseSynthesisData } from './modules/synthesis/index.js';
 import type { Database } from './store/database.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
@@ -25,6 +27,8 @@ export interface Services {
   secretKey: Uint8Array;
   tokens: TokenIssuer;
   retrieval: RetrievalEngine;
+  /** The configured OpenAI-compatible chat model, or null: the built-in methods (engine/llm/). */
+  llm: LlmProvider | null;
   /** Background job kinds and their handlers (jobs/runner.ts runs them). */
   jobs: JobHandlers;
   /** What forgetting a memory must also erase, in the same transaction. */
@@ -47,6 +51,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
 
   const erase = new EraseHooks();
   erase.register(eraseDerivedData);
+  erase.register(eraseSynthesisData);
 
   const jobs = new JobHandlers();
   jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
@@ -59,7 +64,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   ];
 
   return {
-    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, jobs, erase,
+    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, llm: createLlm(config.llm), jobs, erase,
     outboxDispatchers, chores, eventTypes: listEventTypes,
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,

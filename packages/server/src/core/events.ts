@@ -17,10 +17,15 @@ interface EventType<P extends TObject = TObject> {
 
 const event = <P extends TObject>(version: number, description: string, payload: P): EventType<P> => ({ version, description, payload });
 const Id = Type.Integer({ minimum: 1 });
+/** A relation's ids and type, never its metadata (which may quote content). */
+const RelationPayload = Type.Object({
+  relation_id: Id, type: Type.String(), source_id: Id, target_id: Id, end_user_id: Type.String(),
+});
 
 export const EVENT_TYPES = {
-  'memory.created': event(1, 'A memory (or a /v1 turn) was stored.', Type.Object({
+  'memory.created': event(1, 'A memory (or a /v1 turn, or a summary) was stored.', Type.Object({
     memory_id: Id, end_user_id: Type.String(), tenant_id: Type.Union([Type.String(), Type.Null()]),
+    is_summary: Type.Optional(Type.Literal(true, { description: 'Present on summaries (POST /memory/summarize)' })),
   })),
   'memory.updated': event(1, "A memory's tags, importance, metadata or source changed.", Type.Object({
     memory_id: Id, end_user_id: Type.String(), fields: Type.Array(Type.String()),
@@ -31,6 +36,8 @@ export const EVENT_TYPES = {
   'end_user.purged': event(1, "Every memory of an end user was forgotten.", Type.Object({
     end_user_id: Type.String(), deleted: Type.Integer({ minimum: 0 }),
   })),
+  'relation.created': event(1, 'Two memories of an end user were related (POST /memory/relations).', RelationPayload),
+  'relation.deleted': event(1, 'A relation between two memories was removed.', RelationPayload),
   'project.created': event(1, 'A project was created.', Type.Object({
     project_id: Type.String(), name: Type.String(), slug: Type.String(),
   })),

@@ -67,6 +67,10 @@ export interface FeedbackTable {
   withdrawn_at: string | null;
 }
 export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string }
+export interface MemoryRelationsTable {
+  id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; source_id: number; target_id: number;
+  type: string; metadata: Json; created_at: string;
+}
 export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }
 
 export interface DB {
@@ -85,6 +89,7 @@ export interface DB {
   feedback: FeedbackTable;
   memory_embeddings: MemoryEmbeddingsTable;
   tenant_usage: TenantUsageTable;
+  memory_relations: MemoryRelationsTable;
   sessions: SessionsTable;
   refresh_tokens: RefreshTokensTable;
   login_throttle: LoginThrottleTable;

@@ -57,6 +57,13 @@ export async function getMemory(db: Executor, owner: Owner, id: number): Promise
 }
 
 
+/** The owner's live summary of this set, if one exists (a summary's set key takes the place of its text hash). */
+export async function summaryBySetKey(db: Executor, owner: Owner, setKey: string): Promise<MemoryView | undefined> {
+  const row = await owned(owner)(db).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', setKey).executeTakeFirst();
+  return row ? toMemory(row) : undefined;
+}
+
+
 export async function memoryHistory(db: Executor, owner: Owner, id: number) {
   await getMemory(db, owner, id);
   const rows = await db.selectFrom('memory_history').selectAll().where('memory_id', '=', id).orderBy('id').execute();

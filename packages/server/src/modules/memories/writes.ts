@@ -75,7 +75,8 @@ export async function nextSeq(trx: Executor, owner: Owner, now: string): Promise
 }
 
 
-async function recordHistory(
+/** History rows for a transaction's changes (other modules record theirs on memories through this). */
+export async function recordHistory(
   trx: Executor,
   ctx: WriteContext,
   entries: Array<{ memoryId: number; action: string; changes: Record<string, { before: unknown; after: unknown }> | null }>,
@@ -318,8 +319,18 @@ export async function batchUpdate(
 }
 
 
-/** Erases what a module derived from memories (vectors, feedback) in the transaction that forgets them. */
-export type EraseHook = (trx: Executor, ids: number[]) => Promise<void>;
+/** The forgetting transaction, for hooks that must change memories themselves (summaries of a forgotten source). */
+export interface Erasure {
+  ctx: WriteContext;
+  effects: Effects;
+  /** The change sequence of the forgetting transaction. */
+  seq: number;
+  /** The hooks this erasure runs, for a hook that forgets further memories (forgetWithin). */
+  hooks: EraseHooks;
+}
+
+/** Erases what a module derived from memories (vectors, feedback, relations, summaries) in the transaction that forgets them. */
+export type EraseHook = (trx: Executor, ids: number[], erasure: Erasure) => Promise<void>;
 
 /**
  * The erase hooks of modules that keep data derived from memories, registered explicitly by the
@@ -333,8 +344,8 @@ export class EraseHooks {
     this.hooks.push(hook);
   }
 
-  async run(trx: Executor, ids: number[]): Promise<void> {
-    for (const hook of this.hooks) await hook(trx, ids);
+  async run(trx: Executor, ids: number[], erasure: Omit<Erasure, 'hooks'>): Promise<void> {
+    for (const hook of this.hooks) await hook(trx, ids, { ...erasure, hooks: this });
   }
 }
 
@@ -355,7 +366,16 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
     .execute();
   await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', 'in', ids).execute();
   await recordHistory(trx, ctx, ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })), effects.now);
-  await erase.run(trx, ids);
+  await erase.run(trx, ids, { ctx, effects, seq });
+}
+
+/** Forgets memories inside a transaction already under way (a summary whose every source was forgotten). */
+export async function forgetWithin(trx: Executor, erasure: Erasure, owner: Owner, ids: number[]): Promise<number[]> {
+  const live = await owned(owner)(trx).clearSelect().select('id').where('id', 'in', ids).orderBy('id').execute();
+  const found = live.map((r) => r.id);
+  await eraseMemories(trx, erasure.ctx, erasure.effects, found, erasure.seq, erasure.hooks);
+  for (const id of found) erasure.effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
+  return found;
 }
 
 
@@ -453,4 +473,62 @@ export async function tombstoneProjectMemories(trx: Executor, projectId: string,
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** A summary to store: its text, its metadata (listing its sources), and the key of the set it summarizes. */
+export interface SummaryInput {
+  text: string;
+  metadata: Record<string, unknown>;
+  /** Identifies the summarized set and method; an equal key finds the same summary again. */
+  setKey: string;
+  sessionId: string | null;
+}
+
+/**
+ * Stores a summary as a memory with is_summary set, with its history and memory.created event.
+ * Its set key takes the place of the text hash, so re-summarizing the same set finds it.
+ */
+export async function insertSummary(
+  trx: Executor, ctx: WriteContext, effects: Effects, database: Database, owner: Owner, summary: SummaryInput,
+): Promise<MemoryView> {
+  checkContent(summary);
+  const seq = await nextSeq(trx, owner, effects.now);
+  const row = await trx
+    .insertInto('memories')
+    .values({
+      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: summary.text, tags: '[]',
+      is_summary: database.bool(true), source: 'summary', importance: 0.5, metadata: encodeJson(summary.metadata),
+      client_ref: null, session_id: summary.sessionId, speaker: null, dedupe_hash: summary.setKey, seq,
+      created_at: effects.now, updated_at: effects.now, deleted_at: null,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const memory = toMemory(row);
+  await recordHistory(trx, ctx, [{
+    memoryId: memory.id, action: 'create',
+    changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
+  }], effects.now);
+  effects.emit('memory.created', { memory_id: memory.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null, is_summary: true });
+  return memory;
+}
+
+/**
+ * Replaces a summary's text and metadata after one of its sources was forgotten. Its earlier
+ * history rows quoted the forgotten text, so their content is erased, as forgetting does.
+ */
+export async function rewriteSummary(
+  trx: Executor, erasure: Erasure, owner: Owner, id: number, summary: Omit<SummaryInput, 'sessionId'>,
+): Promise<void> {
+  const { ctx, effects, seq } = erasure;
+  await trx
+    .updateTable('memories')
+    .set({ text: summary.text, metadata: encodeJson(summary.metadata), dedupe_hash: summary.setKey, seq, updated_at: effects.now })
+    .where('id', '=', id)
+    .execute();
+  await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', '=', id).execute();
+  await recordHistory(trx, ctx, [{
+    memoryId: id, action: 'update',
+    changes: { text: { before: null, after: summary.text }, metadata: { before: null, after: summary.metadata } },
+  }], effects.now);
+  effects.emit('memory.updated', { memory_id: id, end_user_id: owner.endUserId, fields: ['text', 'metadata'] });
 }

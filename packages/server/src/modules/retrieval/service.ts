@@ -106,6 +106,17 @@ export class Retrieval {
     return this.hydrate(scope, hits, input.explain);
   }
 
+  /** Ids of the owner's live memories that pass the filters (and session), oldest first: the same filters query applies. */
+  async matching(owner: Owner, input: { filters?: FiltersInput; session_id?: string }): Promise<number[]> {
+    const { meta } = await this.indexOf({ kind: 'owner', owner });
+    const ids: number[] = [];
+    for (const [id, m] of meta) {
+      if (input.session_id !== undefined && m.sessionId !== input.session_id) continue;
+      if (matchesFilters(m, input.filters)) ids.push(id);
+    }
+    return ids.sort((a, b) => a - b);
+  }
+
   /**
    * Memories for a whole prompt (several questions, long context): each content-bearing sentence
    * is searched on its own and the rankings are fused (reciprocal rank), then the best are
