@@ -13,6 +13,7 @@ import { healthRoutes } from './modules/health/routes.js';
 import { memoryRoutes } from './modules/memories/routes.js';
 import { createRetrieval, retrievalRoutes } from './modules/retrieval/routes.js';
 import { tenantRoutes } from './modules/tenant/routes.js';
+import { intelligenceRoutes } from './modules/intelligence/routes.js';
 import { JobRunner } from './jobs/runner.js';
 import { authRoutes, recordRouteAccess, type RouteAccess } from './modules/auth/routes.js';
 import { TokenIssuer } from './modules/auth/tokens.js';
@@ -89,6 +90,7 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
 
   const engine = createRetrieval(database, config.retrieval);
   await app.register(retrievalRoutes, { database, config: config.retrieval, jobs, engine });
+  await app.register(intelligenceRoutes, { database, jobs, cacheOwners: config.intelligence.cacheOwners });
   await app.register(tenantRoutes, {
     database,
     retrieval: engine.retrieval,

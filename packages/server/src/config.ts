@@ -21,6 +21,8 @@ export interface Config {
     projectIndexMaxMemories: number;
   };
   tenant: { defaultMonthlyTurns: number };
+  /** End users whose derived intelligence views (graph, decisions, clusters) one process keeps. */
+  intelligence: { cacheOwners: number };
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
   /** Shared rate-limit counters across processes when set. */
@@ -96,6 +98,7 @@ export function loadConfig(env: Env = process.env): Config {
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
+    intelligence: { cacheOwners: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_USERS', 1000, 1, 10_000_000) },
     secretKey: secretKey(env),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',

@@ -5,4 +5,4 @@ export { builtinEmbedder } from './embedder.js';
 export { openAiEmbedder, EmbedderError, type OpenAiEmbedderConfig } from './openai-embedder.js';
 export { MemoryIndex, DEFAULT_WEIGHTS, FEATURES, type MemoryIndexOptions, type RankingWeights } from './memory-index.js';
 export { parseTemporal, type TemporalRange } from './temporal.js';
-export { estimateTokens, normalizeText, tokenize, analyze } from './text.js';
+export { estimateTokens, normalizeText, tokenize, analyze, stem, isStopWord } from './text.js';

@@ -45,6 +45,7 @@ export function toMemory(row: MemoryRow): MemoryView {
     end_user_id: row.end_user_id,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    superseded_by: row.superseded_by,
   };
 }
 
@@ -177,7 +178,7 @@ async function insertMemories(
       tags: encodeJson(item.tags ?? []), is_summary: database.bool(false), source: item.source ?? null,
       importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: ref ?? null,
       session_id: item.session_id ?? null, speaker: null, dedupe_hash: hash, seq, created_at: now, updated_at: now,
-      deleted_at: null,
+      deleted_at: null, superseded_by: null,
     });
   });
 
@@ -369,6 +370,8 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
     })
     .where('id', 'in', ids)
     .execute();
+  // A memory kept over a forgotten one is no longer superseded by anything.
+  await trx.updateTable('memories').set({ superseded_by: null, seq }).where('superseded_by', 'in', ids).execute();
   await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', 'in', ids).execute();
   await recordHistory(trx, ctx, ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })), effects.now);
   for (const hook of eraseHooks) await hook(trx, ids);
@@ -471,6 +474,7 @@ export interface IndexedMemory {
   end_user_id: string;
   deleted: boolean;
   seq: number;
+  superseded_by: number | null;
 }
 
 function toIndexed(row: MemoryRow): IndexedMemory {
@@ -478,7 +482,7 @@ function toIndexed(row: MemoryRow): IndexedMemory {
     id: row.id, text: row.text, tags: decodeJson<string[]>(row.tags), source: row.source, importance: row.importance,
     metadata: decodeJson<Record<string, unknown>>(row.metadata), session_id: row.session_id, speaker: row.speaker,
     is_summary: Boolean(row.is_summary), created_at: row.created_at, end_user_id: row.end_user_id,
-    deleted: row.deleted_at !== null, seq: row.seq,
+    deleted: row.deleted_at !== null, seq: row.seq, superseded_by: row.superseded_by,
   };
 }
 
@@ -498,6 +502,12 @@ export async function changesSince(db: Executor, owner: Owner, seq: number): Pro
     .orderBy('id')
     .execute();
   return rows.map(toIndexed);
+}
+
+/** Every end user of a project who has ever had a memory. */
+export async function endUsersOf(db: Executor, projectId: string): Promise<Owner[]> {
+  const rows = await db.selectFrom('end_users').select(['tenant_id', 'end_user_id']).where('project_id', '=', projectId).orderBy('tenant_id').orderBy('end_user_id').execute();
+  return rows.map((r) => ({ projectId, tenantId: r.tenant_id, endUserId: r.end_user_id }));
 }
 
 /** A project-wide revision: the sum of its end users' revisions, which grows with every change. */
@@ -561,6 +571,27 @@ export async function memoriesByIds(
       .map((r) => [r.id, { ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }]),
   );
   return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+/**
+ * Marks a memory as superseded by another of the same owner (a resolved conflict), or clears the
+ * mark (successor null). Its history records why; its change sequence moves so every index reloads it.
+ */
+export async function markSuperseded(
+  trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, id: number, successor: number | null, reason: string,
+): Promise<void> {
+  const row = await owned(owner)(trx).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Memory');
+  await trx
+    .updateTable('memories')
+    .set({ superseded_by: successor, seq: await nextSeq(trx, owner, effects.now), updated_at: effects.now })
+    .where('id', '=', id)
+    .execute();
+  await recordHistory(trx, ctx, [{
+    memoryId: id, action: 'supersede',
+    changes: { superseded_by: { before: row.superseded_by, after: successor }, reason: { before: null, after: reason } },
+  }], effects.now);
+  effects.emit('memory.updated', { memory_id: id, end_user_id: owner.endUserId, fields: ['superseded_by'] });
 }
 
 /** Marks memories as changed (for a ranking signal kept elsewhere, such as feedback) so indexes reload them. */
