@@ -4,8 +4,8 @@ import { addMemory, expectAudited, expectError, historyRows, withEffects } from 
 import { freshUser, idsOf, query, setColumns } from '../../testing/retrieval.js';
 
 /** Adds memories stated at the given times (set before any intelligence read of this end user). */
-async function stated(t: TestApp, endUser: string, items: Array<[string, string]>) {
-  const out = [];
+async function stated(t: TestApp, endUser: string, items: Array<[string, string]>): Promise<number[]> {
+  const out: number[] = [];
   for (const [text, at] of items) {
     const m = await addMemory(t, text, { endUser });
     await setColumns(t, m.id, { created_at: at });
@@ -86,14 +86,14 @@ forEachDialect('intelligence: graph, decisions, clusters, report, ontology', (di
 
   it('lists conflicts with a suggested resolution; keep_one supersedes the other memory, audited, once', async () => {
     const endUser = freshUser();
-    const [old, recent] = await stated(t, endUser, [
+    const [old, recent] = (await stated(t, endUser, [
       ['I work at Microsoft as an engineer.', '2023-05-01T09:00:00.000Z'],
       ['I started working at Google this year.', '2024-05-01T09:00:00.000Z'],
-    ]);
-    const [sushi, noSushi] = await stated(t, endUser, [
+    ])) as [number, number];
+    const [sushi, noSushi] = (await stated(t, endUser, [
       ['I love sushi.', '2023-01-01T09:00:00.000Z'],
       ["I don't love sushi anymore.", '2024-01-01T09:00:00.000Z'],
-    ]);
+    ])) as [number, number];
     const listed = await get(t, '/memory/decisions', endUser);
     expect(listed).toMatchObject({ total: 2, offset: 0, limit: 50, has_next: false });
     const [job, food] = listed.items;
@@ -154,7 +154,7 @@ forEachDialect('intelligence: graph, decisions, clusters, report, ontology', (di
 
   it('keeping the older statement keeps its fact current; forgetting removes what a memory alone supported', async () => {
     const endUser = freshUser();
-    const [rome, oslo] = await stated(t, endUser, [['I live in Rome.', '2024-01-01T00:00:00.000Z'], ['I moved to Oslo.', '2024-02-01T00:00:00.000Z']]);
+    const [rome, oslo] = (await stated(t, endUser, [['I live in Rome.', '2024-01-01T00:00:00.000Z'], ['I moved to Oslo.', '2024-02-01T00:00:00.000Z']])) as [number, number];
     const [decision] = (await get(t, '/memory/decisions', endUser)).items;
     expect((await t.call('POST', `/memory/decision/${decision.id}/resolve`, { endUser, body: { resolution: 'keep_one', memory_id: rome } })).status).toBe(200);
     const graph = await get(t, '/memory/graph', endUser);
