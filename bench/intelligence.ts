@@ -5,7 +5,7 @@
  * user holding N memories (default 10,000, LoCoMo sentences recombined): the first read after start
  * and warm p50 of GET /memory/graph, /memory/clusters and /memory/decisions. Prints JSON.
  *
- *   npm run bench:intelligence [-- --size 10000] [--quality-only]
+ *   npm run bench:intelligence [-- --size 10000] [--quality-only]   (ENGRAM_LOCOMO_DIR: the LoCoMo files)
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -88,7 +88,8 @@ const quality = Object.fromEntries((['dev', 'test'] as const).map((split) => [
 ]));
 
 async function speed() {
-  const dataDir = resolve(here, '../../shared/bench/locomo-dev');
+  // Beside the repository, like bench/latency.ts; ENGRAM_LOCOMO_DIR when the checkout lives elsewhere.
+  const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(here, '../../shared/bench/locomo-dev');
   const convs = readdirSync(dataDir).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(dataDir, f)));
   const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
   const rand = mulberry32(11);

@@ -20,6 +20,7 @@ export interface ClusterInput {
 const SIMILARITY = 0.28;
 const MIN_SIZE = 2;
 const LABEL_TERMS = 3;
+const CANDIDATE_TERMS = 3;
 
 interface Group {
   members: number[];
@@ -52,7 +53,7 @@ export function clusterMemories(inputs: ClusterInput[]): Cluster[] {
   for (const d of docs) for (const t of d.terms.keys()) df.set(t, (df.get(t) ?? 0) + 1);
   const n = docs.length;
   // Terms in most memories say nothing about a theme; they neither find nor label groups.
-  const common = Math.max(3, n * 0.2);
+  const common = Math.max(3, n * 0.02);
   const groups: Group[] = [];
   const byTerm = new Map<string, number[]>();
   for (const d of docs) {
@@ -66,11 +67,14 @@ export function clusterMemories(inputs: ClusterInput[]): Cluster[] {
     }
     if (norm === 0) continue;
     norm = Math.sqrt(norm);
-    const dots = new Map<number, number>();
-    for (const [t, w] of vector) for (const g of byTerm.get(t) ?? []) dots.set(g, (dots.get(g) ?? 0) + (w / norm) * groups[g]!.weights.get(t)!);
+    // Candidate groups share one of the memory's most telling terms; each is then scored on all of them.
+    const telling = [...vector].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, CANDIDATE_TERMS);
+    const candidates = new Set(telling.flatMap(([t]) => byTerm.get(t) ?? []));
     let best = -1;
     let bestScore = SIMILARITY;
-    for (const [g, dot] of [...dots].sort((a, b) => a[0] - b[0])) {
+    for (const g of [...candidates].sort((a, b) => a - b)) {
+      let dot = 0;
+      for (const [t, w] of vector) dot += (w / norm) * (groups[g]!.weights.get(t) ?? 0);
       const score = dot / Math.sqrt(groups[g]!.norm2);
       if (score >= bestScore) {
         best = g;
