@@ -12,6 +12,7 @@ import { healthRoutes } from './modules/health/routes.js';
 import { memoryRoutes } from './modules/memories/routes.js';
 import { retrievalRoutes } from './modules/retrieval/routes.js';
 import { synthesisRoutes } from './modules/synthesis/routes.js';
+import { intelligenceRoutes } from './modules/intelligence/routes.js';
 import { v1Routes } from './modules/v1/routes.js';
 import type { RouteAccess } from './core/access.js';
 import { authRoutes, recordRouteAccess } from './modules/auth/routes.js';
@@ -80,6 +81,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(memoryRoutes, { database, erase: services.erase });
   await app.register(retrievalRoutes, { database, jobs: services.jobs, engine: services.retrieval });
   await app.register(synthesisRoutes, { database, retrieval: services.retrieval.retrieval, llm: services.llm });
+  await app.register(intelligenceRoutes, { database, jobs: services.jobs, intelligence: services.intelligence });
   await app.register(v1Routes, { database, retrieval: services.retrieval.retrieval, monthlyTurnAllowance: services.monthlyTurnAllowance });
   await app.register(authRoutes, {
     database, tokens, settings: config.auth, loginRateLimit: config.rateLimit.loginMax, routeAccess,

@@ -7,6 +7,7 @@ import { JobHandlers } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
 import { TokenIssuer } from './modules/auth/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
+import { createIntelligence, eraseResolutions, RECLASSIFY_JOB, reclassifyJob, type Intelligence } from './modules/intelligence/index.js';
 import { EraseHooks } from './modules/memories/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
 import { eraseSynthesisData } from './modules/synthesis/index.js';
@@ -29,6 +30,8 @@ export interface Services {
   retrieval: RetrievalEngine;
   /** The configured OpenAI-compatible chat model, or null: the built-in methods (engine/llm/). */
   llm: LlmProvider | null;
+  /** Graph, clusters, decisions and reports, derived from the change feed and cached per end user. */
+  intelligence: Intelligence;
   /** Background job kinds and their handlers (jobs/runner.ts runs them). */
   jobs: JobHandlers;
   /** What forgetting a memory must also erase, in the same transaction. */
@@ -48,13 +51,16 @@ const MINUTE = 60_000;
 export function buildServices({ config, database, secretKey }: { config: ServiceConfig; database: Database; secretKey?: Uint8Array }): Services {
   const secret = secretKey ?? randomBytes(32);
   const retrieval = createRetrieval(database, config.retrieval);
+  const intelligence = createIntelligence(database, config.intelligence.cacheOwners);
 
   const erase = new EraseHooks();
   erase.register(eraseDerivedData);
   erase.register(eraseSynthesisData);
+  erase.register(eraseResolutions);
 
   const jobs = new JobHandlers();
   jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
+  jobs.register(RECLASSIFY_JOB, reclassifyJob(database, intelligence));
 
   const outboxDispatchers: OutboxDispatcher[] = [];
   const chores: Chore[] = [
@@ -64,7 +70,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   ];
 
   return {
-    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, llm: createLlm(config.llm), jobs, erase,
+    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, llm: createLlm(config.llm), intelligence, jobs, erase,
     outboxDispatchers, chores, eventTypes: listEventTypes,
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,

@@ -38,6 +38,13 @@ export const EVENT_TYPES = {
   })),
   'relation.created': event(1, 'Two memories of an end user were related (POST /memory/relations).', RelationPayload),
   'relation.deleted': event(1, 'A relation between two memories was removed.', RelationPayload),
+  'decision.resolved': event(1, 'A conflicting statement (GET /memory/decisions) was resolved.', Type.Object({
+    decision_id: Id, end_user_id: Type.String(), resolution: Type.Union([Type.Literal('keep_one'), Type.Literal('keep_both'), Type.Literal('dismiss')]),
+    kept_memory_id: Type.Union([Id, Type.Null()]), memory_ids: Type.Array(Id),
+  })),
+  'ontology.updated': event(1, "A project's ontology was replaced; its memories are reclassified by the job named.", Type.Object({
+    revision: Type.Integer({ minimum: 1 }), job_id: Id,
+  })),
   'project.created': event(1, 'A project was created.', Type.Object({
     project_id: Type.String(), name: Type.String(), slug: Type.String(),
   })),

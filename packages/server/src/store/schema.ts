@@ -28,6 +28,8 @@ export interface MemoriesTable {
   is_summary: Bool; source: string | null; importance: number; metadata: Json; client_ref: string | null;
   session_id: string | null; speaker: string | null; dedupe_hash: string | null; seq: number;
   created_at: string; updated_at: string; deleted_at: string | null;
+  /** Set when a resolved decision kept another memory over this one. */
+  superseded_by: number | null;
 }
 export interface MemoryHistoryTable {
   id: Generated<number>; project_id: string; memory_id: number; action: string; changes: Json | null;
@@ -73,6 +75,13 @@ export interface MemoryRelationsTable {
 }
 export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }
 
+export interface OntologiesTable { project_id: string; document: Json; revision: number; reclassify_job_id: number | null; updated_at: string }
+export interface DecisionResolutionsTable {
+  id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; decision_id: number;
+  older_memory_id: number; newer_memory_id: number; resolution: string; kept_memory_id: number | null; note: string | null;
+  actor_type: string; actor_id: number | null; created_at: string;
+}
+
 export interface DB {
   organizations: OrganizationsTable;
   projects: ProjectsTable;
@@ -96,4 +105,6 @@ export interface DB {
   idempotency_keys: IdempotencyKeysTable;
   organization_plans: OrganizationPlansTable;
   usage_counters: UsageCountersTable;
+  ontologies: OntologiesTable;
+  decision_resolutions: DecisionResolutionsTable;
 }

@@ -1,10 +1,10 @@
 /** The memories module's public face: what other modules, the worker and the CLI may use. */
 export {
-  changesSince, exportMemories, getMemory, liveMemoryCount, liveProjectMemories, listMemories, memoriesByIds, memoryCounts,
+  changesSince, endUsersOf, exportMemories, getMemory, liveMemoryCount, liveProjectMemories, listMemories, memoriesByIds, memoryCounts,
   memoryHistory, projectRevision, revisionOf, summaryBySetKey, type IndexedMemory, type Owner,
 } from './feed.js';
 export {
-  addMemory, batchUpdate, bulkAdd, EraseHooks, forget, forgetWithin, insertSummary, insertTurn, purgeEndUser, recordHistory, rewriteSummary,
+  addMemory, batchUpdate, bulkAdd, EraseHooks, forget, forgetWithin, insertSummary, insertTurn, markSuperseded, purgeEndUser, recordHistory, rewriteSummary,
   tombstoneProjectMemories, touchMemories, updateMemory, type EraseHook, type Erasure, type SummaryInput, type TurnInput,
 } from './writes.js';
 export { LIMITS as MEMORY_LIMITS, Memory, MemoryId, type MemoryView } from './schemas.js';

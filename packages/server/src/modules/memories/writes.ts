@@ -158,7 +158,7 @@ async function insertMemories(
       tags: encodeJson(item.tags ?? []), is_summary: database.bool(false), source: item.source ?? null,
       importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: ref ?? null,
       session_id: item.session_id ?? null, speaker: null, dedupe_hash: hash, seq, created_at: now, updated_at: now,
-      deleted_at: null,
+      deleted_at: null, superseded_by: null,
     });
   });
 
@@ -364,6 +364,8 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
     })
     .where('id', 'in', ids)
     .execute();
+  // A memory kept over a forgotten one is no longer superseded by anything.
+  await trx.updateTable('memories').set({ superseded_by: null, seq }).where('superseded_by', 'in', ids).execute();
   await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', 'in', ids).execute();
   await recordHistory(trx, ctx, ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })), effects.now);
   await erase.run(trx, ids, { ctx, effects, seq });
@@ -405,6 +407,27 @@ export async function purgeEndUser(database: Database, ctx: WriteContext, owner:
   });
 }
 
+
+/**
+ * Marks a memory as superseded by another of the same owner (a resolved conflict), or clears the
+ * mark (successor null). Its history records why; its change sequence moves so every index reloads it.
+ */
+export async function markSuperseded(
+  trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, id: number, successor: number | null, reason: string,
+): Promise<void> {
+  const row = await owned(owner)(trx).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Memory');
+  await trx
+    .updateTable('memories')
+    .set({ superseded_by: successor, seq: await nextSeq(trx, owner, effects.now), updated_at: effects.now })
+    .where('id', '=', id)
+    .execute();
+  await recordHistory(trx, ctx, [{
+    memoryId: id, action: 'supersede',
+    changes: { superseded_by: { before: row.superseded_by, after: successor }, reason: { before: null, after: reason } },
+  }], effects.now);
+  effects.emit('memory.updated', { memory_id: id, end_user_id: owner.endUserId, fields: ['superseded_by'] });
+}
 
 /** Marks memories as changed (for a ranking signal kept elsewhere, such as feedback) so indexes reload them. */
 export async function touchMemories(trx: Executor, owner: Owner, ids: number[], now: string): Promise<void> {
