@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerOf, scopeOf, writeContextOf } from '../../http/auth.js';
-import { errorResponses } from '../../http/error-schema.js';
+import { errorAnswers } from '../../http/openapi.js';
 import type { JobHandlers } from '../../jobs/runner.js';
 import type { Database } from '../../store/database.js';
 import { readOntology, replaceOntology } from './ontology.js';
@@ -12,7 +12,7 @@ import type { Intelligence } from './service.js';
 
 const read = { auth: { scope: 'memories:read', endUser: 'required' } } as const;
 const tags = ['intelligence'];
-const errors = errorResponses({ 400: 'validation_error: a parameter or the body is invalid (field names it)', 404: 'not_found' });
+const errors = errorAnswers({ 400: 'validation_error: a parameter or the body is invalid (field names it)', 404: 'not_found' });
 
 export interface IntelligenceOptions {
   database: Database;
@@ -32,7 +32,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
     schema: {
       tags, operationId: 'getOntology', summary: 'Read the ontology',
       description: "The project's vocabulary: categories, entity types and relation types (the built-in default until replaced), with the progress of the last reclassification.",
-      response: { 200: OntologyResult, ...errorResponses({ 404: 'not_found' }) },
+      response: { 200: OntologyResult, ...errorAnswers({ 404: 'not_found' }) },
     },
   }, async (request) => ontologyView(scopeOf(request).projectId));
 
@@ -82,7 +82,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
     schema: {
       tags, operationId: 'resolveDecision', summary: 'Record a resolution',
       description: 'keep_one (with memory_id) marks the other memory superseded_by the kept one: it then ranks below it in retrieval and its history says why. keep_both and dismiss change no memory. Audited; emits decision.resolved. A decision is resolved once: a second resolution is 409.',
-      params: DecisionParams, body: ResolveBody, response: { 200: Decision, ...errors, ...errorResponses({ 409: 'conflict: the decision was already resolved' }) },
+      params: DecisionParams, body: ResolveBody, response: { 200: Decision, ...errors, ...errorAnswers({ 409: 'conflict: the decision was already resolved' }) },
     },
   }, async (request) => intelligence.resolve(writeContextOf(request), ownerOf(request), request.params.decision_id, request.body));
 
