@@ -1,6 +1,7 @@
 // Chat completions from any OpenAI-compatible endpoint (OpenAI, Azure-style proxies, Ollama,
 // vLLM, LM Studio): POST {baseUrl}/chat/completions, no streaming.
 import { LlmError, type ChatRequest, type ChatResult, type LlmProvider, type TokenUsage } from './base.js';
+import { errorDetail, keyScrubber } from '../provider-http.js';
 
 export interface OpenAiLlmConfig {
   baseUrl: string;
@@ -44,8 +45,7 @@ export function openAiLlm(cfg: OpenAiLlmConfig): LlmProvider {
   const maxRetries = cfg.maxRetries ?? 2;
   const maxRetryWaitMs = cfg.maxRetryWaitMs ?? 10_000;
   const apiKey = cfg.apiKey;
-  // Never echo the key: scrub it from any text that came back from the provider.
-  const scrub = (s: string): string => (apiKey ? s.split(apiKey).join('[redacted]') : s);
+  const scrub = keyScrubber(apiKey);
   const totals = { requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 
   type Attempt = { ok: true; result: ChatResult } | { ok: false; error: LlmError; retry: boolean; waitMs?: number };
@@ -62,13 +62,7 @@ export function openAiLlm(cfg: OpenAiLlmConfig): LlmProvider {
     }
     const text = await res.text();
     if (!res.ok) {
-      let detail = text.slice(0, 300);
-      try {
-        const j = JSON.parse(text) as { error?: { message?: string } | string };
-        detail = typeof j.error === 'string' ? j.error : (j.error?.message ?? detail);
-      } catch {
-        /* not JSON: keep the raw prefix */
-      }
+      const detail = errorDetail(text);
       const waitMs = retryDelayMs(res.headers);
       return {
         ok: false,

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { Insertable, Transaction } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
@@ -6,7 +6,7 @@ import { write, type Effects, type WriteContext } from '../../core/unit-of-work.
 import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { encodeJson, type Database, type Executor } from '../../store/database.js';
-import type { DB } from '../../store/schema.js';
+import type { DB, MemoriesTable } from '../../store/schema.js';
 import { owned, toMemory, type MemoryRow, type Owner } from './feed.js';
 import {
   AddMemoryBody, LIMITS,
@@ -447,6 +447,30 @@ export interface TurnInput {
 }
 
 
+/** One memory row (a turn or a summary) with its create history and memory.created event. */
+async function insertOne(
+  trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner,
+  values: Pick<Insertable<MemoriesTable>, 'text' | 'is_summary' | 'source' | 'metadata' | 'session_id' | 'speaker' | 'dedupe_hash' | 'seq' | 'created_at'>,
+  event: { is_summary?: true } = {},
+): Promise<MemoryView> {
+  const row = await trx
+    .insertInto('memories')
+    .values({
+      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, tags: '[]', importance: 0.5, client_ref: null,
+      updated_at: effects.now, deleted_at: null, ...values,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const memory = toMemory(row);
+  await recordHistory(trx, ctx, [{
+    memoryId: memory.id, action: 'create',
+    changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
+  }], effects.now);
+  effects.emit('memory.created', { memory_id: memory.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null, ...event });
+  return memory;
+}
+
+
 /**
  * Stores a conversation turn verbatim for a tenant's user. The same turn delivered again (same
  * session, speaker and text) converges on the stored row. Runs inside the caller's transaction.
@@ -464,22 +488,10 @@ export async function insertTurn(
   const seq = await nextSeq(trx, owner, effects.now);
   const existing = await owned(owner)(trx).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', hash).executeTakeFirst();
   if (existing) return { memory: toMemory(existing), created: false };
-  const row = await trx
-    .insertInto('memories')
-    .values({
-      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: turn.text, tags: '[]',
-      is_summary: database.bool(false), source: turn.source, importance: 0.5, metadata: encodeJson(turn.metadata),
-      client_ref: null, session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hash, seq,
-      created_at: turn.occurredAt ?? effects.now, updated_at: effects.now, deleted_at: null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  const memory = toMemory(row);
-  await recordHistory(trx, ctx, [{
-    memoryId: memory.id, action: 'create',
-    changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
-  }], effects.now);
-  effects.emit('memory.created', { memory_id: memory.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null });
+  const memory = await insertOne(trx, ctx, effects, owner, {
+    text: turn.text, is_summary: database.bool(false), source: turn.source, metadata: encodeJson(turn.metadata),
+    session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hash, seq, created_at: turn.occurredAt ?? effects.now,
+  });
   return { memory, created: true };
 }
 
@@ -516,23 +528,10 @@ export async function insertSummary(
 ): Promise<MemoryView> {
   checkContent(summary);
   const seq = await nextSeq(trx, owner, effects.now);
-  const row = await trx
-    .insertInto('memories')
-    .values({
-      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: summary.text, tags: '[]',
-      is_summary: database.bool(true), source: 'summary', importance: 0.5, metadata: encodeJson(summary.metadata),
-      client_ref: null, session_id: summary.sessionId, speaker: null, dedupe_hash: summary.setKey, seq,
-      created_at: effects.now, updated_at: effects.now, deleted_at: null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  const memory = toMemory(row);
-  await recordHistory(trx, ctx, [{
-    memoryId: memory.id, action: 'create',
-    changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
-  }], effects.now);
-  effects.emit('memory.created', { memory_id: memory.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null, is_summary: true });
-  return memory;
+  return insertOne(trx, ctx, effects, owner, {
+    text: summary.text, is_summary: database.bool(true), source: 'summary', metadata: encodeJson(summary.metadata),
+    session_id: summary.sessionId, speaker: null, dedupe_hash: summary.setKey, seq, created_at: effects.now,
+  }, { is_summary: true });
 }
 
 /**

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
-import { addMemory, expectAudited, expectError, expectNothingWritten, historyRows, withEffects } from '../../testing/memories.js';
+import { addMemory, expectAudited, expectError, expectIdempotentReplay, expectNothingWritten, historyRows, withEffects } from '../../testing/memories.js';
 import { addAll, freshUser } from '../../testing/retrieval.js';
 
 forEachDialect('POST /memory/relations, GET /memory/{id}/relations, DELETE /memory/relations/{id}', (dialect) => {
@@ -92,12 +92,7 @@ forEachDialect('POST /memory/relations, GET /memory/{id}/relations, DELETE /memo
     const endUser = freshUser();
     const [a, b] = await addAll(t, ['Runs marathons', 'Ran Boston in 2023'], { endUser });
     const send = () => t.call('POST', '/memory/relations', { endUser, headers: { 'idempotency-key': `rel-${endUser}` }, body: { source_id: b.id, target_id: a.id, type: 'supports' } });
-    const first = await send();
-    const replay = await send();
-    expect(first.status).toBe(201);
-    expect(replay.status).toBe(201);
-    expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(replay.body).toEqual(first.body);
+    await expectIdempotentReplay(send, 201);
   });
 });
 

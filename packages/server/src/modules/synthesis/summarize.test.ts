@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../config.js';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
-import { addMemory, expectAudited, expectError, expectNothingWritten, historyRows, withEffects } from '../../testing/memories.js';
+import { addMemory, expectAudited, expectError, expectIdempotentReplay, expectNothingWritten, historyRows, withEffects } from '../../testing/memories.js';
 import { startFakeLlm, type FakeLlm } from '../../testing/fake-llm.js';
 import { addAll, freshUser, idsOf, query } from '../../testing/retrieval.js';
 
@@ -156,12 +156,7 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
     const endUser = freshUser();
     const sources = await addAll(t, TRIP.slice(0, 2), { endUser });
     const send = () => t.call('POST', '/memory/summarize', { endUser, headers: { 'idempotency-key': `sum-${endUser}` }, body: { memory_ids: idsOf(sources) } });
-    const first = await send();
-    const replay = await send();
-    expect(first.status).toBe(201);
-    expect(replay.status).toBe(201);
-    expect(replay.headers['idempotent-replayed']).toBe('true');
-    expect(replay.body).toEqual(first.body);
+    await expectIdempotentReplay(send, 201);
   });
 });
 
