@@ -1,5 +1,18 @@
 import { resolve } from 'node:path';
-import type { BlobConfig } from './store/blobs.js';
+
+/** S3-compatible object storage for blobs: ENGRAM_BLOB_URL=s3://bucket/prefix plus endpoint, region and keys. */
+export interface S3BlobConfig {
+  kind: 's3';
+  bucket: string;
+  /** '' or ending in '/'. */
+  prefix: string;
+  /** http(s)://host[:port] of an S3-compatible service (path-style); absent: AWS (virtual-hosted). */
+  endpoint?: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+export type BlobConfig = { kind: 'database' } | S3BlobConfig;
 
 /** Typed, validated configuration read once from the environment (ENGRAM_*). */
 export interface Config {
@@ -28,6 +41,8 @@ export interface Config {
   tenant: { defaultMonthlyTurns: number };
   /** Where artifacts (exports) are kept: the database (default) or S3-compatible storage. */
   blobs: BlobConfig;
+  /** How long export artifacts are kept (seconds). */
+  exports: { ttlSeconds: number };
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
   /** Shared rate-limit counters across processes when set. */
@@ -113,6 +128,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
     blobs: blobConfig(env),
+    exports: { ttlSeconds: integer(env, 'ENGRAM_EXPORT_TTL', 7 * 86_400, 60, 365 * 86_400) },
     secretKey: secretKey(env),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',
