@@ -1,3 +1,4 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
@@ -135,3 +136,14 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 });
+
+/** The error body as an OpenAPI response schema. */
+export const ErrorResponse = Type.Object(
+  { error: Type.Object({ code: Type.String(), message: Type.String(), field: Type.Optional(Type.String()), request_id: Type.String() }) },
+  { description: 'An error (see docs/api.md for codes)' },
+);
+
+/** Error responses for a route's OpenAPI entry: the given statuses plus 401, 403 and 429 every authenticated route can answer. */
+export function errorResponses(...statuses: number[]): Record<number, typeof ErrorResponse> {
+  return Object.fromEntries([...new Set([...statuses, 401, 403, 429])].map((s) => [s, ErrorResponse]));
+}
