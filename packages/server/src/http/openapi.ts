@@ -1,4 +1,3 @@
-import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
@@ -25,11 +24,14 @@ const ERROR_STATUSES: Record<number, { code: ErrorCode; description: string }> =
   403: { code: 'forbidden', description: 'The credential lacks the scope or the role the capability' },
   404: { code: 'not_found', description: 'Absent, or outside the caller\'s scope' },
   409: { code: 'conflict', description: 'Conflicts with the current state, or a request with this Idempotency-Key is in flight' },
+  410: { code: 'gone', description: 'No longer available (expired or withdrawn)' },
   413: { code: 'payload_too_large', description: 'Request body too large' },
   415: { code: 'unsupported_media_type', description: 'Content-Type must be application/json' },
+  416: { code: 'range_not_satisfiable', description: 'The requested byte range is outside the resource' },
   422: { code: 'idempotency_key_reused', description: 'The Idempotency-Key was used for a different request' },
   429: { code: 'rate_limited', description: 'Rate limited (see Retry-After), or a quota is used up' },
   500: { code: 'internal_error', description: 'Internal error; quote the request_id' },
+  503: { code: 'unavailable', description: 'A provider or dependency is unavailable; retry later' },
 };
 
 /** The tags of the document, one per area; every operation carries one of them. */
@@ -43,6 +45,7 @@ export const OPENAPI_TAGS = [
   { name: 'api-keys', description: 'API keys of an organization' },
   { name: 'audit', description: 'The hash-chained audit log' },
   { name: 'billing', description: 'Plan, allowances and usage' },
+  { name: 'exports', description: 'Background exports and imports of project data' },
   { name: 'health', description: 'Liveness and readiness probes' },
 ];
 
@@ -137,13 +140,11 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 });
 
-/** The error body as an OpenAPI response schema. */
-export const ErrorResponse = Type.Object(
-  { error: Type.Object({ code: Type.String(), message: Type.String(), field: Type.Optional(Type.String()), request_id: Type.String() }) },
-  { description: 'An error (see docs/api.md for codes)' },
-);
 
-/** Error responses for a route's OpenAPI entry: the given statuses plus 401, 403 and 429 every authenticated route can answer. */
-export function errorResponses(...statuses: number[]): Record<number, typeof ErrorResponse> {
-  return Object.fromEntries([...new Set([...statuses, 401, 403, 429])].map((s) => [s, ErrorResponse]));
+/**
+ * Error answers a route declares beyond those every operation gets (e.g. 410, 416), each a
+ * reference to the one Error component: `response: { 200: Thing, ...declaredErrors(409, 410) }`.
+ */
+export function declaredErrors(...statuses: number[]): Record<number, { description: string; $ref: string }> {
+  return Object.fromEntries(statuses.map((status) => [status, { description: ERROR_STATUSES[status]?.description ?? 'Error', $ref: 'Error#' }]));
 }
