@@ -2,9 +2,11 @@
 export {
   changesSince, endUsersOf, exportMemories, getMemory, liveMemoryCount, liveProjectMemories, listMemories, memoriesByIds, memoryCounts,
   memoryHistory, projectRevision, revisionOf, summaryBySetKey, type IndexedMemory, type Owner,
+  countForExport, exportPage, historyOfMemories, ownersOfMemories, type ExportFilter, type PortableMemory,
 } from './feed.js';
 export {
   addMemory, batchUpdate, bulkAdd, EraseHooks, forget, forgetWithin, insertSummary, insertTurn, markSuperseded, purgeEndUser, recordHistory, rewriteSummary,
   tombstoneProjectMemories, touchMemories, updateMemory, type EraseHook, type Erasure, type SummaryInput, type TurnInput,
+  importMemories, type ImportedMemory,
 } from './writes.js';
-export { LIMITS as MEMORY_LIMITS, Memory, MemoryId, type MemoryView } from './schemas.js';
+export { AddMemoryBody, LIMITS as MEMORY_LIMITS, Memory, MemoryId, type MemoryView } from './schemas.js';

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { LlmProvider } from '../../engine/index.js';
 import { ownerOf, writeContextOf } from '../../http/auth.js';
-import { errorAnswers } from '../../http/openapi.js';
+import { declaredErrors } from '../../http/openapi.js';
 import type { Database } from '../../store/database.js';
 import { MemoryId } from '../memories/index.js';
 import type { Retrieval } from '../retrieval/index.js';
@@ -16,8 +16,6 @@ import { summarize } from './summaries.js';
 
 const read = { auth: { scope: 'memories:read', endUser: 'required' } } as const;
 const writeUser = { auth: { scope: 'memories:write', endUser: 'required' } } as const;
-const COMMON = { 400: 'validation_error: the body, a header or a parameter is invalid (field names it)', 401: 'unauthenticated', 403: 'forbidden: the key lacks the scope' };
-const LLM_DOWN = { 503: 'unavailable: the configured LLM did not answer; nothing was written' };
 
 export interface SynthesisOptions {
   database: Database;
@@ -37,7 +35,7 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
         '201 when stored now; 200 with status existing when the same set was summarized before, or not_stored.',
       operationId: 'summarizeMemories',
       body: SummarizeBody,
-      response: { 201: SummarizeResult, 200: SummarizeResult, ...errorAnswers({ ...COMMON, 404: 'not_found: a memory_ids entry is not a live memory of the end user (field names it)', ...LLM_DOWN }) },
+      response: { 201: SummarizeResult, 200: SummarizeResult, ...declaredErrors(503) },
     },
   }, async (request, reply) => {
     const { result, created } = await summarize(database, retrieval, llm, writeContextOf(request), ownerOf(request), request.body);
@@ -51,7 +49,7 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
       description: `A typed link (${RELATION_TYPES.join(', ')}) from source_id to target_id, both live memories of the end user. 201 when created; 200 with the existing relation when the same link exists.`,
       operationId: 'createRelation',
       body: RelationBody,
-      response: { 201: Relation, 200: Relation, ...errorAnswers({ ...COMMON, 404: 'not_found: source_id or target_id is not a live memory of the end user (field names it)' }) },
+      response: { 201: Relation, 200: Relation },
     },
   }, async (request, reply) => {
     const { relation, created } = await createRelation(database, writeContextOf(request), ownerOf(request), request.body);
@@ -65,7 +63,7 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
       description: 'Links from and to the memory, oldest first.',
       operationId: 'listRelations',
       params: Type.Object({ memory_id: MemoryId }),
-      response: { 200: RelationList, ...errorAnswers({ ...COMMON, 404: 'not_found: no such memory of the end user' }) },
+      response: { 200: RelationList },
     },
   }, async (request) => listRelations(database.db, ownerOf(request), request.params.memory_id));
 
@@ -76,7 +74,7 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
       description: `Answers the removed relation. A ${SUMMARIZES} link is kept while its summary lives (409).`,
       params: Type.Object({ relation_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) }),
       operationId: 'deleteRelation',
-      response: { 200: Relation, ...errorAnswers({ ...COMMON, 404: 'not_found: no such relation of the end user', 409: 'conflict: a summarizes link lives as long as its summary' }) },
+      response: { 200: Relation },
     },
   }, async (request) => deleteRelation(database, writeContextOf(request), ownerOf(request), request.params.relation_id));
 
@@ -89,7 +87,7 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
         `found is false (answer "No answer found in the memories.") when nothing supports an answer.`,
       operationId: 'synthesizeAnswer',
       body: SynthesizeBody,
-      response: { 200: SynthesizeResult, ...errorAnswers({ ...COMMON, ...LLM_DOWN }) },
+      response: { 200: SynthesizeResult, ...declaredErrors(503) },
     },
   }, async (request) => synthesize(retrieval, llm, ownerOf(request), request.body));
 };
