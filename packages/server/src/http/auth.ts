@@ -95,6 +95,33 @@ export function validateEndUserId(value: string, field: string): string {
   return value;
 }
 
+/**
+ * The end user a request may act on, whichever way it names one (X-End-User-ID, a body or query
+ * `user_id`, a path): a key bound to an end user acts only as that end user, and naming another is
+ * 404, indistinguishable from absence. Null: none named and the key is not bound.
+ */
+export function endUserWithin(key: KeyBinding, named: string | undefined, field: string): string | null {
+  if (named !== undefined) validateEndUserId(named, field);
+  if (key.endUserId && named !== undefined && named !== key.endUserId) throw notFound('End user');
+  return key.endUserId ?? named ?? null;
+}
+
+/** The narrowing an API key carries beyond its organization: a project, a tenant, an end user. */
+export type KeyBinding = Pick<ApiKeyRecord, 'projectId' | 'tenantId' | 'endUserId'>;
+
+/**
+ * Whether something that belongs to (project, tenant, end user) is within a key's reach: every
+ * binding the key carries must match. For rows a route reads by id (jobs, audit rows): out of reach is 404.
+ */
+export function withinBinding(
+  key: KeyBinding, owner: { projectId: string | null; tenantId: string | null; endUserId: string | null },
+): boolean {
+  if (key.projectId && owner.projectId !== key.projectId) return false;
+  if (key.tenantId && owner.tenantId !== key.tenantId) return false;
+  if (key.endUserId && owner.endUserId !== key.endUserId) return false;
+  return true;
+}
+
 async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string) {
   const requestedProject = header(request, 'x-project-id') || undefined;
   // The key and the project it names (or is locked to) are resolved in one query.
@@ -129,10 +156,7 @@ function dataScope(request: FastifyRequest, auth: RouteAuth, key: ApiKeyRecord, 
   let endUserId: string | null = null;
   const endUser = auth.endUser ?? 'none';
   if (endUser !== 'none') {
-    const requested = header(request, 'x-end-user-id');
-    if (requested !== undefined) validateEndUserId(requested, 'X-End-User-ID');
-    if (key.endUserId && requested !== undefined && requested !== key.endUserId) throw notFound('End user');
-    endUserId = key.endUserId ?? requested ?? null;
+    endUserId = endUserWithin(key, header(request, 'x-end-user-id'), 'X-End-User-ID');
     if (endUser === 'required' && !endUserId) {
       throw invalid('X-End-User-ID', 'X-End-User-ID is required for this operation');
     }

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ownerOf, scopeOf, validateEndUserId, writeContextOf } from '../../http/auth.js';
+import { endUserWithin, ownerOf, scopeOf, writeContextOf } from '../../http/auth.js';
 import { notFound } from '../../http/errors.js';
 import { bodyAjv } from '../../http/validation.js';
 import { nowIso, type Database } from '../../store/database.js';
@@ -123,8 +123,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = a
     },
   }, async (request) => {
     const scope = scopeOf(request);
-    const endUserId = validateEndUserId(request.params.end_user_id, 'end_user_id');
-    if (scope.key.endUserId && scope.key.endUserId !== endUserId) throw notFound('End user');
+    const endUserId = endUserWithin(scope.key, request.params.end_user_id, 'end_user_id')!;
     const deleted = await memories.purgeEndUser(database, writeContextOf(request), {
       projectId: scope.projectId, tenantId: scope.tenantId, endUserId,
     });

@@ -615,7 +615,7 @@ export async function insertTurn(
   return { memory, created: true };
 }
 
-/** A page of live memories of a project, filtered by tenant, end user and session, newest first. */
+/** A page of live /v1 memories (those of a tenant) of a project, filtered by tenant, end user and session, newest first. */
 export async function listMemories(
   db: Executor,
   filter: { projectId: string; tenantId?: string | null; endUserId?: string | null; sessionId?: string | null },
@@ -625,6 +625,7 @@ export async function listMemories(
     .selectFrom('memories')
     .where('project_id', '=', filter.projectId)
     .where('deleted_at', 'is', null)
+    .where('tenant_id', '!=', '')
     .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
     .$if(filter.endUserId != null, (qb) => qb.where('end_user_id', '=', filter.endUserId!))
     .$if(filter.sessionId != null, (qb) => qb.where('session_id', '=', filter.sessionId!));
@@ -635,8 +636,10 @@ export async function listMemories(
   return { items: rows.map((r) => ({ ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id })), total: Number(count.n) };
 }
 
-/** Counts for a status page: distinct tenants and users, and live memories. */
-export async function memoryCounts(db: Executor, projectId: string, tenantId: string | null) {
+/** Counts for a status page: distinct tenants and users, and live memories (of one tenant or end user when given). */
+export async function memoryCounts(
+  db: Executor, { projectId, tenantId, endUserId }: { projectId: string; tenantId: string | null; endUserId: string | null },
+) {
   const row = await db
     .selectFrom('memories')
     .select((eb) => [
@@ -647,6 +650,7 @@ export async function memoryCounts(db: Executor, projectId: string, tenantId: st
     .where('project_id', '=', projectId)
     .where('deleted_at', 'is', null)
     .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+    .$if(endUserId !== null, (qb) => qb.where('end_user_id', '=', endUserId!))
     .where('tenant_id', '!=', '')
     .executeTakeFirstOrThrow();
   return { tenants: Number(row.tenants), users: Number(row.users), memories: Number(row.memories) };
