@@ -76,7 +76,10 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = a
       tenant_id: scope.tenantId || null,
       end_user_id: scope.endUserId,
     };
-    const rows = memories.exportMemories(database.db, { projectId: scope.projectId, tenantId: scope.tenantId, endUserId: scope.endUserId });
+    // The scope of compose: an end user is one end user of one tenant ('' outside /v1); without one, the
+    // key's tenant or else every tenant of the project.
+    const tenantId = scope.endUserId ? scope.tenantId : scope.tenantId || null;
+    const rows = memories.exportMemories(database.db, { projectId: scope.projectId, tenantId, endUserId: scope.endUserId });
     async function* body() {
       yield `{"principal":${JSON.stringify(principal)},"generated_at":"${nowIso()}","memories":[`;
       let first = true;

@@ -416,7 +416,7 @@ export async function memoryHistory(db: Executor, owner: Owner, id: number) {
 }
 
 /**
- * Streams the live memories of a project (optionally one tenant or end user) in id order,
+ * Streams the live memories of a project (optionally one tenant, '' being no tenant, or end user) in id order,
  * a page at a time, so memory use stays flat however many there are.
  */
 export async function* exportMemories(
@@ -432,7 +432,7 @@ export async function* exportMemories(
       .where('project_id', '=', filter.projectId)
       .where('deleted_at', 'is', null)
       .where('id', '>', after);
-    if (filter.tenantId) query = query.where('tenant_id', '=', filter.tenantId);
+    if (filter.tenantId != null) query = query.where('tenant_id', '=', filter.tenantId);
     if (filter.endUserId) query = query.where('end_user_id', '=', filter.endUserId);
     const page = await query.orderBy('id').limit(pageSize).execute();
     for (const row of page) yield toMemory(row);
