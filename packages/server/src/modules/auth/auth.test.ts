@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, startTestApp, type TestApp } from '../../testing/harness.js';
+import { addMembership, createOrganization } from '../org/service.js';
 
 forEachDialect('sign-in and sessions', (dialect) => {
   let t: TestApp;
@@ -80,6 +81,34 @@ forEachDialect('sign-in and sessions', (dialect) => {
     // The owner can end the member's session.
     expect((await t.call('POST', `/auth/sessions/${member.sessionId}/revoke`, { token: admin.token })).status).toBe(200);
     expect((await t.call('GET', '/auth/sessions', { token: member.token })).status).toBe(401);
+  });
+
+  it("keeps a person's sessions to them and to the organization they were opened for", async () => {
+    // A person in two organizations signs in for their first (A, the test organization); B's owner is someone else.
+    const person = await t.member('member');
+    const orgB = await createOrganization(t.database.db, 'Organization B');
+    await addMembership(t.database.db, orgB.id, person.userId, 'member');
+    const ownerB = await t.member('owner', { organizationId: orgB.id });
+    const ownerA = await t.login();
+
+    const seenByB = await t.call('GET', '/auth/sessions?limit=100', { token: ownerB.token });
+    expect(seenByB.status, seenByB.text).toBe(200);
+    expect(seenByB.body.items.map((s: { id: number }) => s.id)).toEqual([ownerB.sessionId]);
+    expect((await t.call('POST', `/auth/sessions/${person.sessionId}/revoke`, { token: ownerB.token })).status).toBe(404);
+    expect((await t.call('GET', '/auth/sessions', { token: person.token })).status).toBe(200);
+
+    const seenByA = await t.call('GET', '/auth/sessions?limit=100', { token: ownerA.token });
+    expect(seenByA.body.items.map((s: { id: number }) => s.id)).toContain(person.sessionId);
+    // The person ends their own session while acting in B: audited in A, where the session was opened.
+    const second = await t.login({ email: person.email, password: person.password });
+    const revoked = await t.call('POST', `/auth/sessions/${second.sessionId}/revoke`, { token: person.token, headers: { 'X-Organization-ID': orgB.id } });
+    expect(revoked.status, revoked.text).toBe(200);
+    const rows = await t.database.db.selectFrom('audit_log').select(['organization_id', 'actor_id'])
+      .where('action', '=', 'session.revoke').where('target_id', '=', String(second.sessionId)).execute();
+    expect(rows).toEqual([{ organization_id: t.organizationId, actor_id: person.userId }]);
+    // An admin of A ends it too.
+    expect((await t.call('POST', `/auth/sessions/${person.sessionId}/revoke`, { token: ownerA.token })).status).toBe(200);
+    expect((await t.call('GET', '/auth/sessions', { token: person.token })).status).toBe(401);
   });
 
   it('narrows a token to the scopes asked for', async () => {
