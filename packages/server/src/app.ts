@@ -9,6 +9,8 @@ import { idempotency } from './http/idempotency.js';
 import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
+import { checkJsonInput, INPUT_LIMITS } from './http/input.js';
+import { invalid } from './http/errors.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { memoryRoutes } from './modules/memories/routes.js';
 import { createRetrieval, retrievalRoutes } from './modules/retrieval/routes.js';
@@ -66,6 +68,22 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
   app.setValidatorCompiler(validatorCompiler);
   // JSON only: text/plain bodies are refused with 415 like any other type.
   app.removeContentTypeParser('text/plain');
+  // Fastify's JSON parser (prototype poisoning refused), then the one input rule for every body.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    try {
+      parseJson(request, body as string, (error: Error | null, value?: unknown) => {
+        if (error) return done(error, undefined);
+        const violation = checkJsonInput(value);
+        return violation ? done(violation, undefined) : done(null, value);
+      });
+    } catch (error) {
+      // A document nested deeply enough to exhaust the parser's stack.
+      if (error instanceof RangeError) return done(invalid('body', `JSON may nest at most ${INPUT_LIMITS.maxDepth} levels`), undefined);
+      throw error;
+    }
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-ID', request.id);
   });

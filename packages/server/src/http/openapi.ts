@@ -20,7 +20,8 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
         },
       },
     },
-    transform: ({ schema, url, route }) => {
+    transform: ({ schema: routeSchema, url, route }) => {
+      const schema = routeSchema && withOptionalDefaults(routeSchema);
       const auth = route.config?.auth;
       if (!auth || !schema) return { schema, url };
       // Document the credentials and scoping headers once, from the route's auth declaration.
@@ -58,3 +59,14 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 });
+
+/**
+ * A query parameter with a default (offset, limit) may be omitted: the validator fills it in, so it
+ * is not required on the wire, though handlers always see a value.
+ */
+function withOptionalDefaults<S extends { querystring?: unknown }>(schema: S): S {
+  const query = schema.querystring as { properties?: Record<string, { default?: unknown }>; required?: string[] } | undefined;
+  if (!query?.required || !query.properties) return schema;
+  const required = query.required.filter((name) => query.properties![name]?.default === undefined);
+  return { ...schema, querystring: { ...query, required } };
+}

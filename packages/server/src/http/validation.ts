@@ -1,6 +1,7 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import type { FastifySchemaCompiler } from 'fastify';
 import { invalid, type AppError } from './errors.js';
+import { checkTextInput } from './input.js';
 
 /**
  * Bodies are validated strictly: no type coercion and no silent removal of unknown fields,
@@ -17,8 +18,24 @@ for (const ajv of [bodyAjv, textAjv]) {
   });
 }
 
-export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) =>
-  (httpPart === 'body' ? bodyAjv : textAjv).compile(schema) as never;
+/**
+ * Bodies are checked against the input rule by the JSON parser (http/input.ts); path parameters,
+ * query strings and headers here, before their schema.
+ */
+export const validatorCompiler: FastifySchemaCompiler<object> = ({ schema, httpPart }) => {
+  if (httpPart === 'body') return bodyAjv.compile(schema) as never;
+  const validate = textAjv.compile(schema);
+  const part = httpPart === 'params' || httpPart === 'querystring' ? httpPart : 'headers';
+  const checked = (data: unknown) => {
+    const error = checkTextInput(part, data, schema);
+    if (error) return { error };
+    const valid = validate(data);
+    checked.errors = validate.errors;
+    return valid;
+  };
+  checked.errors = null as ErrorObject[] | null | undefined;
+  return checked as never;
+};
 
 /** The first error of a failed validation, as the 400 every route answers. */
 export function validationError(errors: ErrorObject[] | null | undefined, context?: string): AppError {

@@ -48,20 +48,8 @@ export function toMemory(row: MemoryRow): MemoryView {
   };
 }
 
-/** NUL and unpaired surrogates: SQLite keeps them, PostgreSQL text and jsonb refuse them, so neither stores them. */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-function storable(value: unknown): boolean {
-  if (typeof value === 'string') return !UNSTORABLE.test(value);
-  if (Array.isArray(value)) return value.every(storable);
-  if (value !== null && typeof value === 'object') return Object.entries(value).every(([k, v]) => storable(k) && storable(v));
-  return true;
-}
-
+/** Rules beyond the schema (NUL and unpaired surrogates are refused for every request by http/input.ts). */
 function checkContent(input: { text?: string; metadata?: Record<string, unknown> }, prefix = ''): void {
-  for (const [field, value] of Object.entries(input)) {
-    if (!storable(value)) throw invalid(`${prefix}${field}`, `${field} must not contain NUL characters or unpaired surrogates`);
-  }
   if (input.text !== undefined && input.text.trim() === '') throw invalid(`${prefix}text`, 'text must not be blank');
   if (input.metadata !== undefined && Buffer.byteLength(encodeJson(input.metadata)) > LIMITS.metadataBytes) {
     throw invalid(`${prefix}metadata`, `metadata must serialise to at most ${LIMITS.metadataBytes} bytes`);
