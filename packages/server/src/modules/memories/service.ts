@@ -579,6 +579,8 @@ export async function insertTurn(
   owner: Owner,
   turn: TurnInput,
 ): Promise<{ memory: MemoryView; created: boolean }> {
+  // The same content rules as /memory/add: text not blank, metadata within its size limit.
+  checkContent({ text: turn.text, metadata: turn.metadata });
   const hash = sha256Hex(JSON.stringify(['turn', turn.sessionId, turn.speaker, turn.text]));
   // Taken first even for a redelivery: on PostgreSQL its row lock is what makes the duplicate check race-free.
   const seq = await nextSeq(trx, owner, effects.now);

@@ -85,6 +85,10 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
       [{ user_id: user, text: 'x', speaker: 'a', metadata: { session_id: 5 } }, 'metadata/session_id'],
       [{ user_id: user, text: 'x', speaker: 'a', metadata: 'none' }, 'metadata'],
       [{ user_id: user, text: 'x', speaker: 'a', extra: true }, 'extra'],
+      // The limits of /memory/add hold on this plane too.
+      [{ user_id: user, text: '   \n ', speaker: 'a' }, 'text'],
+      [{ user_id: user, text: 'x', speaker: 'a', metadata: { big: 'x'.repeat(17_000) } }, 'metadata'],
+      [{ user_id: user, text: 'x', speaker: 'a', metadata: { big: 'x'.repeat(900_000) } }, 'metadata'],
     ];
     for (const [body, field] of cases) expectError(await turns.add('acme', body), 400, 'validation_error', field);
     expect(await countRows(t, 'memories')).toBe(before);
