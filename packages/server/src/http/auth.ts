@@ -7,6 +7,7 @@ import { membershipOf, resolveApiKey, touchApiKey, type ApiKeyRecord } from '../
 import { hasScope, roleGrants, type Capability, type Role } from '../modules/org/scopes.js';
 import type { WriteContext } from '../core/unit-of-work.js';
 import { AppError, forbidden, invalid, notFound, unauthenticated } from './errors.js';
+import { singleHeader } from './headers.js';
 
 /** Who performed an action, as recorded in history and audit rows. */
 export interface Actor {
@@ -81,11 +82,6 @@ declare module 'fastify' {
 const END_USER_ID = /^[^\x00-\x1f\x7f]{1,256}$/;
 const LOOKS_LIKE_EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 
-function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  if (Array.isArray(value)) throw invalid(name, `${name} must be sent once`);
-  return value === undefined ? undefined : value.trim();
-}
 
 export function validateEndUserId(value: string, field: string): string {
   if (!END_USER_ID.test(value)) throw invalid(field, `${field} must be 1 to 256 characters without control characters`);
@@ -123,7 +119,7 @@ export function withinBinding(
 }
 
 async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string) {
-  const requestedProject = header(request, 'x-project-id') || undefined;
+  const requestedProject = singleHeader(request, 'x-project-id') || undefined;
   // The key and the project it names (or is locked to) are resolved in one query.
   const key = await resolveApiKey(database.db, presented, requestedProject);
   if (!key) throw unauthenticated('The API key is invalid, expired or revoked');
@@ -149,14 +145,14 @@ async function resolveApiKeyPrincipal(database: Database, request: FastifyReques
 }
 
 function dataScope(request: FastifyRequest, auth: RouteAuth, key: ApiKeyRecord, projectId: string): DataScope {
-  const requestedTenant = header(request, 'x-tenant-id');
+  const requestedTenant = singleHeader(request, 'x-tenant-id');
   if (key.tenantId && requestedTenant && requestedTenant !== key.tenantId) throw notFound('Tenant');
   const tenantId = key.tenantId ?? requestedTenant ?? '';
 
   let endUserId: string | null = null;
   const endUser = auth.endUser ?? 'none';
   if (endUser !== 'none') {
-    endUserId = endUserWithin(key, header(request, 'x-end-user-id'), 'X-End-User-ID');
+    endUserId = endUserWithin(key, singleHeader(request, 'x-end-user-id'), 'X-End-User-ID');
     if (endUser === 'required' && !endUserId) {
       throw invalid('X-End-User-ID', 'X-End-User-ID is required for this operation');
     }
@@ -177,7 +173,7 @@ async function resolveBearerPrincipal(
   const session = await liveSession(database.db, claims);
   if (!session) throw unauthenticated('The session of this token has ended; sign in again');
 
-  const requestedOrganization = header(request, 'x-organization-id');
+  const requestedOrganization = singleHeader(request, 'x-organization-id');
   if (requestedOrganization !== undefined && !ORGANIZATION_ID.test(requestedOrganization)) {
     throw invalid('X-Organization-ID', 'X-Organization-ID must be an organization id (org_…)');
   }
@@ -208,8 +204,8 @@ export const authentication = fp(async (app: FastifyInstance, opts: { database: 
     const auth = request.routeOptions.config.auth;
     if (!auth) return payload;
     const accepts = auth.accepts ?? ['api_key'];
-    const apiKey = header(request, 'x-api-key');
-    const authorization = header(request, 'authorization');
+    const apiKey = singleHeader(request, 'x-api-key');
+    const authorization = singleHeader(request, 'authorization');
     if (authorization !== undefined && apiKey !== undefined) {
       throw invalid('Authorization', 'Send exactly one credential: X-API-Key or Authorization, not both');
     }

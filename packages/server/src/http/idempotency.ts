@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
 import { nowIso, type Database, type Executor } from '../store/database.js';
 import { AppError, invalid } from './errors.js';
+import { singleHeader } from './headers.js';
 
 /**
  * Idempotency-Key on every write (POST, PUT, PATCH, DELETE) of every area, as one plugin.
@@ -134,11 +135,9 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
 
   app.addHook('preHandler', async (request, reply) => {
     if (!WRITES.has(request.method) || !request.routeOptions.url) return;
-    const raw = request.headers['idempotency-key'];
+    const raw = singleHeader(request, 'idempotency-key');
     if (raw === undefined) return;
-    if (typeof raw !== 'string' || !KEY.test(raw)) {
-      throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters, sent once');
-    }
+    if (!KEY.test(raw)) throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
     const principal = principalOf(request);
     const c: Claim = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
     const outcome = await claim(db, c, fingerprint(request));
