@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import type { Database } from './store/database.js';
 import { authentication } from './http/auth.js';
 import { errorHandling, frameworkErrors } from './http/error-handler.js';
+import { capConnectionsPerClient, clientErrors } from './http/connections.js';
 import { idempotency } from './http/idempotency.js';
 import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
@@ -57,6 +58,13 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors,
+    // Slow bodies (slowloris) time out with 408; Node checks open requests every connectionsCheckingInterval.
+    requestTimeout: config.http.requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(60_000, config.http.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, config.http.requestTimeoutMs / 4)),
+    },
+    clientErrorHandler: clientErrors(nextRequestId),
     trustProxy: config.trustProxy,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -65,6 +73,7 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
     ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  capConnectionsPerClient(app.server, config.http.maxConnectionsPerClient, nextRequestId);
   app.setValidatorCompiler(validatorCompiler);
   // JSON only: text/plain bodies are refused with 415 like any other type.
   app.removeContentTypeParser('text/plain');

@@ -12,6 +12,8 @@ export interface Config {
   logLevel: string;
   bodyLimitBytes: number;
   trustProxy: boolean;
+  /** Slow clients: a request (headers and body) must arrive within requestTimeoutMs (else 408), and one client address may hold at most maxConnectionsPerClient open connections (0: no cap). */
+  http: { requestTimeoutMs: number; maxConnectionsPerClient: number };
   bootstrap: { email?: string; password?: string; apiKey?: string };
   retrieval: {
     /** builtin (offline, default) or an OpenAI-compatible /embeddings endpoint. */
@@ -89,6 +91,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.ENGRAM_LOG_LEVEL || 'info',
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'ENGRAM_TRUST_PROXY', false),
+    http: {
+      requestTimeoutMs: integer(env, 'ENGRAM_REQUEST_TIMEOUT', 30, 1, 3_600) * 1000,
+      maxConnectionsPerClient: integer(env, 'ENGRAM_MAX_CONNECTIONS_PER_CLIENT', 256, 0, 1_000_000),
+    },
     bootstrap,
     retrieval: {
       embedder: embedderConfig(env),

@@ -10,6 +10,8 @@ export type ErrorCode =
   | 'conflict'
   | 'idempotency_key_reused'
   | 'payload_too_large'
+  | 'request_timeout'
+  | 'headers_too_large'
   | 'unsupported_media_type'
   | 'rate_limited'
   | 'quota_exceeded'
@@ -25,6 +27,8 @@ const statusOf: Record<ErrorCode, number> = {
   conflict: 409,
   idempotency_key_reused: 422,
   payload_too_large: 413,
+  request_timeout: 408,
+  headers_too_large: 431,
   unsupported_media_type: 415,
   rate_limited: 429,
   quota_exceeded: 429,
