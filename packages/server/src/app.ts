@@ -105,7 +105,7 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
   const routeAccess = () => access;
   app.addHook('onRoute', (route) => recordRouteAccess(access, route.method, route.url, route.config?.auth));
   await app.register(authentication, { database, tokens });
-  await app.register(idempotency, { database, secretKey: secret });
+  await app.register(idempotency, { database, secretKey: secret, ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}) });
   await app.register(healthRoutes, { database });
   await app.register(memoryRoutes, { database });
 

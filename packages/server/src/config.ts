@@ -25,6 +25,8 @@ export interface Config {
   tenant: { defaultMonthlyTurns: number };
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
+  /** Tests only (ENGRAM_TEST_FAILPOINT): a crash point, e.g. `idempotency-after-commit` (see docs/architecture.md). */
+  testFailpoint?: string;
   /** Shared rate-limit counters across processes when set. */
   redisUrl?: string;
   redisPrefix: string;
@@ -103,6 +105,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
     secretKey: secretKey(env),
+    ...(env.ENGRAM_TEST_FAILPOINT ? { testFailpoint: env.ENGRAM_TEST_FAILPOINT } : {}),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',
     rateLimit: {

@@ -11,6 +11,20 @@ export interface WriteContext {
   organizationId: string;
   projectId: string | null;
   requestId: string | null;
+  /** Set for a request with an Idempotency-Key: how its writes are recognised when it is retried. */
+  journal?: WriteJournal;
+}
+
+/**
+ * Exactly-once writes across a crash: each write of an idempotent request records its result in
+ * the same transaction, so a retry after a crash between commit and answer is handed the committed
+ * result instead of running the change again. Results must survive JSON.
+ */
+export interface WriteJournal {
+  /** The result the next write of this request committed in an earlier attempt, if it did. */
+  replay(): { value: unknown } | undefined;
+  /** Records the result of the write now committing, inside its transaction. */
+  record(trx: Transaction<DB>, value: unknown): Promise<void>;
 }
 
 export interface Effects {
@@ -30,6 +44,8 @@ export async function write<T>(
   ctx: WriteContext,
   change: (trx: Transaction<DB>, effects: Effects) => Promise<T>,
 ): Promise<T> {
+  const earlier = ctx.journal?.replay();
+  if (earlier) return earlier.value as T;
   return database.db.transaction().execute(async (trx) => {
     const now = nowIso();
     const audits: AuditEntry[] = [];
@@ -46,6 +62,7 @@ export async function write<T>(
         events.push({ organizationId: ctx.organizationId, projectId: ctx.projectId, type, payload, createdAt: now }),
     };
     const result = await change(trx, effects);
+    await ctx.journal?.record(trx, result);
     await enqueueEvents(trx, events);
     // Last, so the chain head stays locked for as short a time as possible.
     await appendAudit(trx, audits);

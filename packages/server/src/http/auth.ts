@@ -249,6 +249,7 @@ export function controlContextOf(request: FastifyRequest, organizationId?: strin
     organizationId: organizationId ?? organizationOf(request).organizationId,
     projectId: projectId ?? principal.projectId,
     requestId: request.id,
+    ...journalOf(request),
   };
 }
 
@@ -265,10 +266,13 @@ export function endUserOf(request: FastifyRequest): string {
 }
 
 /** The WriteContext of an authenticated data-plane request. */
-export function writeContextOf(request: FastifyRequest) {
+export function writeContextOf(request: FastifyRequest): WriteContext {
   const scope = scopeOf(request);
-  return { actor: scope.actor, organizationId: scope.organizationId, projectId: scope.projectId, requestId: request.id };
+  return { actor: scope.actor, organizationId: scope.organizationId, projectId: scope.projectId, requestId: request.id, ...journalOf(request) };
 }
+
+/** An idempotent request's writes record themselves (http/idempotency.ts), so a retry recognises them. */
+const journalOf = (request: FastifyRequest) => (request.idempotencyClaim ? { journal: request.idempotencyClaim.journal } : {});
 
 /** The end user whose memories an end-user-scoped route acts on. */
 export function ownerOf(request: FastifyRequest) {

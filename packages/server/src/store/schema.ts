@@ -59,6 +59,8 @@ export interface LoginThrottleTable { key: string; failures: number; window_star
 export interface IdempotencyKeysTable {
   principal: string; key_hash: string; fingerprint: string; status: number | null; response: string | null;
   created_at: string; locked_until: string; expires_at: string;
+  /** Sealed JSON array of the results the request's writes committed (with them), for a retry after a crash. */
+  committed: string | null;
 }
 export interface OrganizationPlansTable { organization_id: string; plan: string; updated_at: string }
 export interface UsageCountersTable { organization_id: string; period_start: string; requests: number }

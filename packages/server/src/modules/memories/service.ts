@@ -219,17 +219,19 @@ export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owne
     }
   });
   if (valid.length > 0) {
-    await write(database, ctx, async (trx, effects) => {
-      const outcomes = await insertMemories(database, trx, ctx, effects, owner, valid.map((v) => v.item), 'already_migrated');
-      outcomes.forEach((outcome, i) => {
-        const index = valid[i]!.index;
-        results[index] =
-          'created' in outcome
-            ? { index, status: 'created', memory: outcome.created }
-            : { index, status: 'skipped', reason: outcome.skipped.reason, memory_id: outcome.skipped.memory_id };
-      });
-      const created = outcomes.flatMap((o) => ('created' in o ? [o.created.id] : []));
+    // The outcomes are the write's result (not filled in from inside it), so a replayed write yields them too.
+    const outcomes = await write(database, ctx, async (trx, effects) => {
+      const stored = await insertMemories(database, trx, ctx, effects, owner, valid.map((v) => v.item), 'already_migrated');
+      const created = stored.flatMap((o) => ('created' in o ? [o.created.id] : []));
       effects.audit('memory.bulk_add', { type: 'memory', id: created.length ? created.join(',') : null });
+      return stored;
+    });
+    outcomes.forEach((outcome, i) => {
+      const index = valid[i]!.index;
+      results[index] =
+        'created' in outcome
+          ? { index, status: 'created', memory: outcome.created }
+          : { index, status: 'skipped', reason: outcome.skipped.reason, memory_id: outcome.skipped.memory_id };
     });
   }
   const count = (status: string) => results.filter((r) => r.status === status).length;
