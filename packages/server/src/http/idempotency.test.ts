@@ -126,6 +126,19 @@ forEachDialect('Idempotency-Key', (dialect) => {
     const replayed = await t.call('DELETE', `/org/api-keys/${first.body.id}`, { token: owner.token, ...withKey('revoke') });
     expect(replayed.headers['idempotent-replayed']).toBe('true');
     expect(replayed.body).toEqual(deleted.body);
+
+    // Replaying the creation now must not hand out the revoked key's secret (nor call it active).
+    const resurrected = await t.call('POST', '/org/api-keys', { token: owner.token, ...withKey('mint'), body: { name: 'retry-safe' } });
+    expect(resurrected.status, resurrected.text).toBe(409);
+    expect(resurrected.body.error.code).toBe('conflict');
+    expect(resurrected.text).not.toContain(first.body.key);
+    // Nor when the creation is recognised after a crash between commit and answer.
+    await t.database.db.updateTable('idempotency_keys').set({ status: null, response: null })
+      .where('key_hash', '=', sha256Hex('mint')).execute();
+    const recovered = await t.call('POST', '/org/api-keys', { token: owner.token, ...withKey('mint'), body: { name: 'retry-safe' } });
+    expect(recovered.status, recovered.text).toBe(409);
+    expect(recovered.text).not.toContain(first.body.key);
+    expect(await count('api_keys')).toBe(keys + 1);
   });
 
   it('rejects a malformed key and purges expired ones', async () => {

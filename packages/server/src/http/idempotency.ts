@@ -62,6 +62,13 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotencyClaim: Claim | null;
   }
+  interface FastifyContextConfig {
+    /**
+     * Run before a stored answer is replayed, with its body: throws (an AppError) when replaying it
+     * would reveal what is no longer valid, such as the secret of a key revoked since.
+     */
+    replayCheck?: (request: FastifyRequest, body: string) => Promise<void>;
+  }
 }
 
 /** JSON with sorted object keys: the same document always gives the same text. */
@@ -178,6 +185,7 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
       return;
     }
     const { status, headers, body } = outcome.replay;
+    await request.routeOptions.config.replayCheck?.(request, body);
     return reply.code(status).headers(headers).header('idempotent-replayed', 'true').send(body);
   });
 
