@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDialect, startTestApp, type TestApp } from '../../testing/harness.js';
+import { loadConfig } from '../../config.js';
+import { forEachDialect, startTestApp, useTestApp, type TestApp } from '../../testing/harness.js';
 import { addMembership, createOrganization } from '../org/service.js';
 
 forEachDialect('sign-in and sessions', (dialect) => {
@@ -181,5 +182,42 @@ forEachDialect('login throttling', (dialect) => {
     } finally {
       await strict.close();
     }
+  });
+});
+
+forEachDialect('sessions and access tokens expire', (dialect) => {
+  // Access tokens that are already past their expiry when issued (TTL 0): no sleeping needed.
+  const t = useTestApp(dialect, () => ({ auth: { ...loadConfig({}).auth, accessTokenTtlSeconds: 0 } }));
+  const anonymous = { key: null, project: null, endUser: null } as const;
+
+  it('refuses an expired access token while its session lives, and a token and refresh token of an expired session', async () => {
+    const session = await t.login();
+    const expired = await t.call('GET', '/auth/sessions', { token: session.token });
+    expect(expired.status).toBe(401);
+    expect(expired.body.error.code).toBe('unauthenticated');
+    const refreshed = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: session.refreshToken } });
+    expect(refreshed.status, refreshed.text).toBe(200);
+
+    // The session's own end: its expiry moved into the past (the server compares with its clock).
+    await t.database.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1_000).toISOString() })
+      .where('id', '=', session.sessionId).execute();
+    const ended = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: refreshed.body.refresh_token } });
+    expect(ended.status).toBe(401);
+  });
+});
+
+forEachDialect('an expired session', (dialect) => {
+  const t = useTestApp(dialect);
+  it('ends its access tokens at once and leaves the session list', async () => {
+    const owner = await t.login();
+    const other = await t.login();
+    expect((await t.call('GET', '/auth/sessions', { token: other.token })).status).toBe(200);
+    await t.database.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1_000).toISOString() })
+      .where('id', '=', other.sessionId).execute();
+    expect((await t.call('GET', '/auth/sessions', { token: other.token })).status).toBe(401);
+    const listed = await t.call('GET', '/auth/sessions?limit=100', { token: owner.token });
+    expect(listed.status).toBe(200);
+    expect(listed.body.items.map((s: { id: number }) => s.id)).toContain(owner.sessionId);
+    expect(listed.body.items.map((s: { id: number }) => s.id)).not.toContain(other.sessionId);
   });
 });
