@@ -1,36 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Database } from '../store/database.js';
-import { liveSession, touchSession } from '../modules/auth/sessions.js';
-import type { TokenIssuer } from '../modules/auth/tokens.js';
-import { membershipOf, resolveApiKey, touchApiKey, type ApiKeyRecord } from '../modules/org/service.js';
-import { hasScope, roleGrants, type Capability, type Role } from '../modules/org/scopes.js';
-import type { WriteContext } from '../core/unit-of-work.js';
-import { AppError, forbidden, invalid, notFound, unauthenticated } from './errors.js';
+import { liveSession, touchSession, type TokenIssuer } from '../modules/auth/index.js';
+import { membershipOf, resolveApiKey, touchApiKey } from '../modules/org/index.js';
+import { hasScope, roleGrants, type Capability, type Role } from '../core/access.js';
+import type { ApiKeyRecord, CredentialKind, DataScope, Principal, WriteContext } from '../core/context.js';
+import { endUserWithin } from '../core/binding.js';
+import { AppError, forbidden, invalid, notFound, unauthenticated } from '../core/errors.js';
 import { singleHeader } from './headers.js';
-
-/** Who performed an action, as recorded in history and audit rows. */
-export interface Actor {
-  type: 'api_key' | 'user' | 'system';
-  id: number | null;
-}
-
-/**
- * The resolved scope of a data-plane request. Handlers build every query from this and never
- * read organization, project, tenant or end user from the body.
- */
-export interface DataScope {
-  actor: Actor;
-  organizationId: string;
-  projectId: string;
-  /** '' outside the /v1 tenant plane. */
-  tenantId: string;
-  /** Set when the route is end-user scoped (X-End-User-ID or the key's binding). */
-  endUserId: string | null;
-  key: ApiKeyRecord;
-}
-
-export type CredentialKind = 'api_key' | 'bearer';
 
 /**
  * What a route requires, declared in its `config.auth`. One declaration serves both credential
@@ -53,22 +30,6 @@ export interface RouteAuth {
   endUser?: 'required' | 'optional' | 'none';
 }
 
-/** Who is calling, whichever credential family they used. */
-export interface Principal {
-  kind: CredentialKind;
-  actor: Actor;
-  /** The acting organization; null for a signed-in user who belongs to none. */
-  organizationId: string | null;
-  /** Bearer: the caller's role in the acting organization. */
-  role: Role | null;
-  scopes: string[];
-  /** API key: the project resolved from its lock or X-Project-ID, if any. */
-  projectId: string | null;
-  userId: number | null;
-  sessionId: number | null;
-  key: ApiKeyRecord | null;
-}
-
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: RouteAuth;
@@ -77,45 +38,6 @@ declare module 'fastify' {
     scope: DataScope | null;
     principal: Principal | null;
   }
-}
-
-const END_USER_ID = /^[^\x00-\x1f\x7f]{1,256}$/;
-const LOOKS_LIKE_EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
-
-
-export function validateEndUserId(value: string, field: string): string {
-  if (!END_USER_ID.test(value)) throw invalid(field, `${field} must be 1 to 256 characters without control characters`);
-  if (LOOKS_LIKE_EMAIL.test(value)) {
-    throw invalid(field, `${field} must be an opaque stable id, not an e-mail address`);
-  }
-  return value;
-}
-
-/**
- * The end user a request may act on, whichever way it names one (X-End-User-ID, a body or query
- * `user_id`, a path): a key bound to an end user acts only as that end user, and naming another is
- * 404, indistinguishable from absence. Null: none named and the key is not bound.
- */
-export function endUserWithin(key: KeyBinding, named: string | undefined, field: string): string | null {
-  if (named !== undefined) validateEndUserId(named, field);
-  if (key.endUserId && named !== undefined && named !== key.endUserId) throw notFound('End user');
-  return key.endUserId ?? named ?? null;
-}
-
-/** The narrowing an API key carries beyond its organization: a project, a tenant, an end user. */
-export type KeyBinding = Pick<ApiKeyRecord, 'projectId' | 'tenantId' | 'endUserId'>;
-
-/**
- * Whether something that belongs to (project, tenant, end user) is within a key's reach: every
- * binding the key carries must match. For rows a route reads by id (jobs, audit rows): out of reach is 404.
- */
-export function withinBinding(
-  key: KeyBinding, owner: { projectId: string | null; tenantId: string | null; endUserId: string | null },
-): boolean {
-  if (key.projectId && owner.projectId !== key.projectId) return false;
-  if (key.tenantId && owner.tenantId !== key.tenantId) return false;
-  if (key.endUserId && owner.endUserId !== key.endUserId) return false;
-  return true;
 }
 
 async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string) {

@@ -1,6 +1,6 @@
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { AppError, invalid, type ErrorBody } from './errors.js';
+import { AppError, invalid, type ErrorBody } from '../core/errors.js';
 
 /**
  * What happens below Fastify, on the socket: errors of Node's HTTP parser (malformed requests,

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { invalid } from './errors.js';
+import { invalid } from '../core/errors.js';
 
 /** Headers by the names errors give them (`field`). */
 const CANONICAL: Record<string, string> = {

@@ -1,9 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
-import { nowIso, type Database, type Executor } from '../store/database.js';
-import type { WriteJournal } from '../core/unit-of-work.js';
-import { AppError, invalid } from './errors.js';
+import type { WriteJournal } from '../core/context.js';
+import { IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.js';
+import { canonicalJson } from '../core/json.js';
+import type { Database, Executor } from '../store/database.js';
+import { AppError, invalid } from '../core/errors.js';
 import { singleHeader } from './headers.js';
 
 /**
@@ -19,10 +21,9 @@ import { singleHeader } from './headers.js';
  */
 
 export const IDEMPOTENCY = {
-  windowMs: 24 * 60 * 60 * 1000,
+  windowMs: IDEMPOTENCY_WINDOW_MS,
   /** A claim older than this with no stored response is taken to be abandoned (its process died). */
   lockMs: 5 * 60 * 1000,
-  purgeEveryMs: 10 * 60 * 1000,
 } as const;
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -71,28 +72,14 @@ declare module 'fastify' {
   }
 }
 
-/** JSON with sorted object keys: the same document always gives the same text. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
 function fingerprint(request: FastifyRequest): string {
   const headers = SCOPING_HEADERS.map((h) => request.headers[h] ?? null);
-  return sha256Hex(canonical([request.method, request.url, request.body ?? null, headers]));
+  return sha256Hex(canonicalJson([request.method, request.url, request.body ?? null, headers])!);
 }
 
 function principalOf(request: FastifyRequest): string {
   const p = request.principal;
   return p ? `${p.actor.type}:${p.actor.id}` : `anonymous:${request.ip}`;
-}
-
-export async function purgeExpiredIdempotencyKeys(db: Executor, now = nowIso()): Promise<number> {
-  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
-  return Number(result.numDeletedRows);
 }
 
 type Outcome = { claimed: true; committed: unknown[] } | { replay: { status: number; headers: Record<string, string>; body: string } };
@@ -197,8 +184,4 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     await store(db, request, reply, c, payload);
     return payload;
   });
-
-  const timer = setInterval(() => void purgeExpiredIdempotencyKeys(db).catch(() => {}), IDEMPOTENCY.purgeEveryMs);
-  timer.unref();
-  app.addHook('onClose', async () => clearInterval(timer));
 });

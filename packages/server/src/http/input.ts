@@ -1,4 +1,4 @@
-import { AppError, invalid, notFound } from './errors.js';
+import { AppError, invalid, notFound } from '../core/errors.js';
 
 /**
  * One input rule for every request, on both databases, applied before any schema or handler sees

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../app.js';
+import { buildServices } from '../services.js';
 import { startTestApp, type TestApp } from '../testing/harness.js';
 
 const REDIS_URL = process.env.ENGRAM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -70,7 +71,8 @@ describe('rate limits', () => {
       redisUrl: REDIS_URL, redisPrefix: `engram-test-${randomBytes(6).toString('hex')}:`,
       rateLimit: { max: 3, windowSeconds: 60, loginMax: 3 },
     };
-    const [a, b] = await Promise.all([buildApp({ config, database: t.database }), buildApp({ config, database: t.database })]);
+    const build = () => buildApp({ services: buildServices({ config, database: t.database }) });
+    const [a, b] = await Promise.all([build(), build()]);
     try {
       const get = (app: typeof a) => app.inject({ method: 'GET', url: '/healthz' });
       expect((await get(a)).statusCode).toBe(200);

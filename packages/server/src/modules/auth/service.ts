@@ -3,13 +3,13 @@ import { sql } from 'kysely';
 import type { Config } from '../../config.js';
 import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../core/crypto.js';
 import { write, type Effects } from '../../core/unit-of-work.js';
-import type { Principal } from '../../http/auth.js';
-import { AppError, invalid, notFound, unauthenticated } from '../../http/errors.js';
-import { paginate, type PageParams } from '../../http/pagination.js';
+import type { Principal } from '../../core/context.js';
+import { AppError, invalid, notFound, unauthenticated } from '../../core/errors.js';
+import { paginate, type PageParams } from '../../core/paging.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import type { DB } from '../../store/schema.js';
-import { membershipOf } from '../org/service.js';
-import { ALL_SCOPES, isScope, roleGrants } from '../org/scopes.js';
+import { membershipOf, memberUserIds, userCredentials } from '../org/index.js';
+import { ALL_SCOPES, isScope, roleGrants } from '../../core/access.js';
 import type { TokenIssuer } from './tokens.js';
 
 /** Sign-in, rotating refresh tokens and sessions. This module owns sessions, refresh_tokens and login_throttle. */
@@ -127,8 +127,8 @@ export async function login(
   const keys = throttleKeys(email, client.ip, settings);
   await checkThrottle(database.db, keys, settings, now);
 
-  const user = await database.db.selectFrom('users').select(['id', 'password_hash']).where('email', '=', email).executeTakeFirst();
-  const valid = await verifyPassword(input.password, user?.password_hash ?? (await (dummyHash ??= hashPassword(randomToken(24)))));
+  const user = await userCredentials(database.db, email);
+  const valid = await verifyPassword(input.password, user?.passwordHash ?? (await (dummyHash ??= hashPassword(randomToken(24)))));
   if (!user || !valid) {
     await recordFailure(database.db, keys, settings, now);
     throw unauthenticated(BAD_CREDENTIALS);
@@ -215,7 +215,7 @@ export interface SessionView {
  * sessions.manage, those members opened for the acting organization (never a session a member of
  * several organizations opened for another one).
  */
-function visibleSessions(db: Executor, principal: Principal) {
+async function visibleSessions(db: Executor, principal: Principal) {
   let query = db
     .selectFrom('sessions')
     .selectAll('sessions')
@@ -223,11 +223,11 @@ function visibleSessions(db: Executor, principal: Principal) {
     .where('sessions.expires_at', '>', nowIso());
   const organizationId = principal.organizationId;
   if (organizationId && principal.role && roleGrants(principal.role, 'sessions.manage')) {
-    const members = db.selectFrom('memberships').select('user_id').where('organization_id', '=', organizationId);
+    const members = await memberUserIds(db, organizationId);
     query = query.where((eb) =>
       eb.or([
         eb('sessions.user_id', '=', principal.userId!),
-        eb.and([eb('sessions.organization_id', '=', organizationId), eb('sessions.user_id', 'in', members)]),
+        eb.and([eb('sessions.organization_id', '=', organizationId), eb('sessions.user_id', 'in', members.length ? members : [-1])]),
       ]),
     );
   } else {
@@ -236,8 +236,8 @@ function visibleSessions(db: Executor, principal: Principal) {
   return query;
 }
 
-export function listSessions(db: Executor, principal: Principal, page: PageParams) {
-  return paginate(visibleSessions(db, principal).orderBy('sessions.id', 'desc'), page, (r): SessionView => ({
+export async function listSessions(db: Executor, principal: Principal, page: PageParams) {
+  return paginate((await visibleSessions(db, principal)).orderBy('sessions.id', 'desc'), page, (r): SessionView => ({
     id: r.id, user_id: r.user_id, created_at: r.created_at, last_used_at: r.last_used_at, expires_at: r.expires_at,
     ip: r.ip, user_agent: r.user_agent, scopes: decodeJson<string[]>(r.scopes), current: r.id === principal.sessionId,
   }));
@@ -246,7 +246,7 @@ export function listSessions(db: Executor, principal: Principal, page: PageParam
 export async function revokeSession(
   deps: AuthDeps, principal: Principal, sessionId: number, requestId: string, reason = 'revoked',
 ): Promise<{ id: number; revoked_at: string }> {
-  const found = await visibleSessions(deps.database.db, principal).where('sessions.id', '=', sessionId).executeTakeFirst();
+  const found = await (await visibleSessions(deps.database.db, principal)).where('sessions.id', '=', sessionId).executeTakeFirst();
   if (!found) throw notFound('Session');
   // Audited where the session was opened, whoever ends it (the person, or an admin of that organization).
   return writeForUser(deps.database, principal.userId!, requestId, found.organization_id ?? principal.organizationId, async (trx, effects) => {

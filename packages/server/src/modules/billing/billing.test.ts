@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
-import { currentPeriod, monthlyTurnLimit, setPlan } from './service.js';
+import { monthOf } from '../../core/period.js';
+import { monthlyTurnLimit, setPlan } from './service.js';
 
 forEachDialect('billing', (dialect) => {
   const t = useTestApp(dialect);
@@ -15,13 +16,13 @@ forEachDialect('billing', (dialect) => {
     const res = await t.call('GET', '/org/billing/current-plan', { token: owner.token });
     expect(res.status).toBe(200);
     // The server's month (its clock at the request), not the test's: a run may cross a month boundary.
-    const period = currentPeriod(new Date(res.body.period_start));
-    expect(Date.parse(period.start)).toBeLessThanOrEqual(Date.now());
+    const period = monthOf(new Date(res.body.period_start));
+    expect(period.start.getTime()).toBeLessThanOrEqual(Date.now());
     expect(res.body).toMatchObject({
       organization_id: t.organizationId, plan: 'self_hosted',
       allowances: { memories: null, monthly_turns: null, requests: null },
       usage: { memories: 2, monthly_turns: 1 },
-      period_start: period.start, period_end: period.end,
+      period_start: period.start.toISOString(), period_end: period.end.toISOString(),
     });
     // The key's add and two turns; sign-in is not an authenticated request, and this one is counted once answered.
     expect(res.body.usage.requests).toBe(3);

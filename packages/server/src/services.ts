@@ -1,0 +1,67 @@
+import { randomBytes } from 'node:crypto';
+import type { Config } from './config.js';
+import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
+import { dispatchOutbox, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
+import { JobHandlers } from './jobs/runner.js';
+import type { Chore } from './jobs/schedule.js';
+import { TokenIssuer } from './modules/auth/index.js';
+import { monthlyTurnLimit } from './modules/billing/index.js';
+import { EraseHooks } from './modules/memories/index.js';
+import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
+import type { Database } from './store/database.js';
+
+/** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
+export type ServiceConfig = Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
+
+/**
+ * The service graph, built once per process from configuration and a database, with no HTTP in
+ * it: the HTTP app (app.ts), the worker (worker.ts) and the CLI all run on it. Every job handler,
+ * erase hook, chore and outbox dispatcher is registered here, explicitly.
+ */
+export interface Services {
+  config: ServiceConfig;
+  database: Database;
+  /** The master secret (core/secret.ts): signs tokens and seals stored responses. */
+  secretKey: Uint8Array;
+  tokens: TokenIssuer;
+  retrieval: RetrievalEngine;
+  /** Background job kinds and their handlers (jobs/runner.ts runs them). */
+  jobs: JobHandlers;
+  /** What forgetting a memory must also erase, in the same transaction. */
+  erase: EraseHooks;
+  /** Takers of outbox events (the webhook deliverer registers here). */
+  outboxDispatchers: OutboxDispatcher[];
+  /** Periodic upkeep run by whichever process runs background work. */
+  chores: Chore[];
+  /** The event catalogue, for the webhook "list event types" operation. */
+  eventTypes: typeof listEventTypes;
+  /** The /v1 per-tenant monthly turn allowance of an organization. */
+  monthlyTurnAllowance(organizationId: string): Promise<number>;
+}
+
+const MINUTE = 60_000;
+
+export function buildServices({ config, database, secretKey }: { config: ServiceConfig; database: Database; secretKey?: Uint8Array }): Services {
+  const secret = secretKey ?? randomBytes(32);
+  const retrieval = createRetrieval(database, config.retrieval);
+
+  const erase = new EraseHooks();
+  erase.register(eraseDerivedData);
+
+  const jobs = new JobHandlers();
+  jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
+
+  const outboxDispatchers: OutboxDispatcher[] = [];
+  const chores: Chore[] = [
+    { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
+    { name: 'outbox.dispatch', everyMs: 1000, run: () => dispatchOutbox(database, outboxDispatchers) },
+    { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
+  ];
+
+  return {
+    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, jobs, erase,
+    outboxDispatchers, chores, eventTypes: listEventTypes,
+    // The plan's allowance; plans without one (self-hosted) use the configured default.
+    monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
+  };
+}
