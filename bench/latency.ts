@@ -18,6 +18,7 @@ import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { normalizeText } from '../packages/server/src/engine/index.js';
+import { sql } from 'kysely';
 import { bulkAdd } from '../packages/server/src/modules/memories/index.js';
 import { resolveApiKey } from '../packages/server/src/modules/org/index.js';
 import { openDatabase } from '../packages/server/src/store/database.js';
@@ -138,6 +139,8 @@ async function fillHttp(server: BenchServer): Promise<number> {
 async function fillDirect(file: string): Promise<number> {
   const database = openDatabase({ dialect: 'sqlite', path: file });
   try {
+    // A bulk load with the server stopped: no fsync per transaction (the old direct fill did the same).
+    await sql`PRAGMA synchronous = OFF`.execute(database.db);
     const key = await resolveApiKey(database.db, BENCH_KEY);
     if (!key?.projectId) throw new Error('the bench key must be locked to the bootstrap project');
     let done = 0;

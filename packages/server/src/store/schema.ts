@@ -51,7 +51,7 @@ export interface JobsTable {
 export interface SessionsTable {
   id: Generated<number>; user_id: number; scopes: Json; ip: string | null; user_agent: string | null; created_at: string;
   expires_at: string; last_used_at: string | null; revoked_at: string | null; revoked_reason: string | null;
-  /** The organization the session was opened for (null: the user belonged to none). */
+  /** The organization the session was opened for; null when the user belonged to none. */
   organization_id: string | null;
 }
 export interface RefreshTokensTable { token_hash: string; session_id: number; created_at: string; spent_at: string | null }
