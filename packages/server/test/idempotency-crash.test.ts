@@ -30,8 +30,9 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
   const send = (s: ServerProcess, path: string, body: unknown, headers: Record<string, string>) =>
     fetch(`${s.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   /** The request the failpoint kills: no answer arrives, and the process is gone. */
-  async function crashOn(path: string, body: unknown, headers: Record<string, string>) {
+  async function crashOn(path: string, body: unknown, headers: Record<string, string>, before?: (s: ServerProcess) => Promise<void>) {
     const crashing = await startServerProcess(env(true));
+    await before?.(crashing);
     await expect(send(crashing, path, body, headers)).rejects.toThrow();
     expect(await crashing.stop()).toBe(null);
     expect(crashing.child.signalCode).toBe('SIGKILL');
@@ -39,12 +40,12 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
 
   it('answers the retry with the committed result: one memory, one project', async () => {
     const dataPlane = { 'x-api-key': KEY, 'x-end-user-id': 'crash-user', 'idempotency-key': 'add-1' };
-    await crashOn('/memory/add', { text: 'written exactly once' }, dataPlane);
-
-    server = await startServerProcess(env(false));
-    const login = await send(server, '/auth/login', { email: EMAIL, password: PASSWORD }, {});
-    const token = ((await login.json()) as { access_token: string }).access_token;
-    await server.stop();
+    let token = '';
+    // Sign-in carries no Idempotency-Key, so the failpoint lets it through.
+    await crashOn('/memory/add', { text: 'written exactly once' }, dataPlane, async (s) => {
+      const login = await send(s, '/auth/login', { email: EMAIL, password: PASSWORD }, {});
+      token = ((await login.json()) as { access_token: string }).access_token;
+    });
     const control = { authorization: `Bearer ${token}`, 'idempotency-key': 'project-1' };
     await crashOn('/org/projects', { name: 'Crash project' }, control);
 
@@ -74,5 +75,5 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
     } finally {
       await database.close();
     }
-  });
+  }, 120_000);
 });
