@@ -20,6 +20,7 @@ import { authRoutes, recordRouteAccess } from './modules/auth/routes.js';
 import { orgRoutes } from './modules/org/routes.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
+import { exportRoutes } from './modules/exports/routes.js';
 
 export const VERSION = '0.1.0';
 
@@ -112,5 +113,6 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(orgRoutes, { database, routeAccess });
   await app.register(auditRoutes, { database });
   await app.register(billing, { database });
+  await app.register(exportRoutes, { database, blobs: services.blobs, jobs: services.jobs, ttlSeconds: config.exports.ttlSeconds });
   return app;
 }

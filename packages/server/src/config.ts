@@ -1,5 +1,19 @@
 import { resolve } from 'node:path';
 
+/** S3-compatible object storage for blobs: ENGRAM_BLOB_URL=s3://bucket/prefix plus endpoint, region and keys. */
+export interface S3BlobConfig {
+  kind: 's3';
+  bucket: string;
+  /** '' or ending in '/'. */
+  prefix: string;
+  /** http(s)://host[:port] of an S3-compatible service (path-style); absent: AWS (virtual-hosted). */
+  endpoint?: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+export type BlobConfig = { kind: 'database' } | S3BlobConfig;
+
 /** Typed, validated configuration read once from the environment (ENGRAM_*). */
 export interface Config {
   dataDir: string;
@@ -27,6 +41,10 @@ export interface Config {
     projectIndexMaxMemories: number;
   };
   tenant: { defaultMonthlyTurns: number };
+  /** Where artifacts (exports) are kept: the database (default) or S3-compatible storage. */
+  blobs: BlobConfig;
+  /** How long export artifacts are kept (seconds). */
+  exports: { ttlSeconds: number };
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
   /** Tests only (ENGRAM_TEST_FAILPOINT): a crash point, e.g. `idempotency-after-commit` (see docs/architecture.md). */
@@ -117,6 +135,8 @@ export function loadConfig(env: Env = process.env): Config {
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
+    blobs: blobConfig(env),
+    exports: { ttlSeconds: integer(env, 'ENGRAM_EXPORT_TTL', 7 * 86_400, 60, 365 * 86_400) },
     secretKey: secretKey(env),
     ...(env.ENGRAM_TEST_FAILPOINT ? { testFailpoint: env.ENGRAM_TEST_FAILPOINT } : {}),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
@@ -148,6 +168,29 @@ function embedderConfig(env: Env): Config['retrieval']['embedder'] {
     model: env.ENGRAM_EMBEDDER_MODEL || 'text-embedding-3-small',
     ...(env.ENGRAM_EMBEDDER_API_KEY ? { apiKey: env.ENGRAM_EMBEDDER_API_KEY } : {}),
     ...(env.ENGRAM_EMBEDDER_DIMENSIONS ? { dimensions: integer(env, 'ENGRAM_EMBEDDER_DIMENSIONS', 0, 1, 16_384) } : {}),
+  };
+}
+
+/** ENGRAM_BLOB_URL=s3://bucket/prefix selects S3; the keys come from their own variables, never the URL. */
+function blobConfig(env: Env): BlobConfig {
+  const url = env.ENGRAM_BLOB_URL || '';
+  if (url === '' || url === 'database') return { kind: 'database' };
+  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(url);
+  if (!match) throw new ConfigError('ENGRAM_BLOB_URL must be s3://bucket/prefix (or unset: artifacts in the database)');
+  const accessKeyId = env.ENGRAM_BLOB_ACCESS_KEY_ID;
+  const secretAccessKey = env.ENGRAM_BLOB_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) {
+    throw new ConfigError('ENGRAM_BLOB_ACCESS_KEY_ID and ENGRAM_BLOB_SECRET_ACCESS_KEY must be set with an s3:// ENGRAM_BLOB_URL');
+  }
+  const endpoint = env.ENGRAM_BLOB_ENDPOINT || undefined;
+  if (endpoint !== undefined && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) {
+    throw new ConfigError('ENGRAM_BLOB_ENDPOINT must be http(s)://host[:port]');
+  }
+  const prefix = match[2] ?? '';
+  return {
+    kind: 's3', bucket: match[1]!, prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`,
+    region: env.ENGRAM_BLOB_REGION || 'us-east-1', accessKeyId, secretAccessKey,
+    ...(endpoint ? { endpoint } : {}),
   };
 }
 

@@ -41,6 +41,12 @@ export const EVENT_TYPES = {
   'project.deleted': event(1, 'A project was deleted and its memories tombstoned.', Type.Object({
     project_id: Type.String(), memories_tombstoned: Type.Integer({ minimum: 0 }),
   })),
+  'export.completed': event(1, "An export's artifact is ready to download.", Type.Object({
+    export_id: Id, project_id: Type.String(), rows: Type.Integer({ minimum: 0 }), size: Type.Integer({ minimum: 0 }), sha256: Type.String(),
+  })),
+  'export.failed': event(1, 'An export failed after its last attempt.', Type.Object({
+    export_id: Id, project_id: Type.String(), error: Type.String(),
+  })),
 } as const satisfies Record<string, EventType>;
 
 export type EventKind = keyof typeof EVENT_TYPES;

@@ -1,8 +1,8 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../core/errors.js';
 
 /** The one error body of every 4xx and 5xx answer (docs/api.md), a named component of the document. */
@@ -58,7 +58,7 @@ export function operationIdOf(method: string, url: string): string {
 }
 
 /** The error answers an operation can give, each referencing the Error component. */
-function errorResponses(method: string, url: string, authenticated: boolean, declared: Record<string, unknown>) {
+function impliedErrorResponses(method: string, url: string, authenticated: boolean, declared: Record<string, unknown>) {
   // Any request can be malformed, slow, rate limited or over-long in its headers (http/connections.ts).
   const statuses = [400, 408, 429, 431, 500];
   if (authenticated) statuses.push(401, 403);
@@ -101,7 +101,7 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
       const documented = {
         ...schema,
         operationId: schema.operationId ?? operationIdOf(method, route.url),
-        response: { ...declared, ...errorResponses(method, route.url, auth !== undefined, declared) },
+        response: { ...declared, ...impliedErrorResponses(method, route.url, auth !== undefined, declared) },
       };
       if (!auth) return { schema: documented as never, url };
       // Document the credentials and scoping headers once, from the route's auth declaration.
@@ -149,4 +149,15 @@ function withOptionalDefaults<S extends { querystring?: unknown }>(schema: S): S
   if (!query?.required || !query.properties) return schema;
   const required = query.required.filter((name) => query.properties![name]?.default === undefined);
   return { ...schema, querystring: { ...query, required } };
+}
+
+/** The error body as an OpenAPI response schema. */
+export const ErrorResponse = Type.Object(
+  { error: Type.Object({ code: Type.String(), message: Type.String(), field: Type.Optional(Type.String()), request_id: Type.String() }) },
+  { description: 'An error (see docs/api.md for codes)' },
+);
+
+/** Error responses for a route's OpenAPI entry: the given statuses plus 401, 403 and 429 every authenticated route can answer. */
+export function errorResponses(...statuses: number[]): Record<number, typeof ErrorResponse> {
+  return Object.fromEntries([...new Set([...statuses, 401, 403, 429])].map((s) => [s, ErrorResponse]));
 }

@@ -73,6 +73,24 @@ export interface FeedbackTable {
 export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string }
 export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }
 
+export interface BlobsTable { key: string; size: number; chunk_bytes: number; sha256: string; created_at: string }
+export interface BlobChunksTable { key: string; n: number; data: Buffer }
+
+export interface ExportsTable {
+  id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; scope: Json;
+  format: string; gzip: Bool; include: Json; rows_done: Generated<number>; rows_total: number | null; last_memory_id: Generated<number>; erasures: Generated<number>;
+  blob_key: string | null; size: number | null; sha256: string | null; error: string | null; artifact_deleted_at: string | null;
+  artifact_deleted_reason: string | null; created_at: string; updated_at: string; started_at: string | null;
+  completed_at: string | null; expires_at: string; deleted_at: string | null;
+}
+export interface ImportsTable {
+  id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; format: string;
+  blob_key: string | null; bytes_total: number; bytes_done: Generated<number>; rows_done: Generated<number>; rows_created: Generated<number>;
+  rows_skipped: Generated<number>;
+  error: string | null; error_record: number | null; error_line: number | null; created_at: string; updated_at: string;
+  completed_at: string | null;
+}
+
 export interface DB {
   organizations: OrganizationsTable;
   projects: ProjectsTable;
@@ -95,4 +113,8 @@ export interface DB {
   idempotency_keys: IdempotencyKeysTable;
   organization_plans: OrganizationPlansTable;
   usage_counters: UsageCountersTable;
+  blobs: BlobsTable;
+  blob_chunks: BlobChunksTable;
+  exports: ExportsTable;
+  imports: ImportsTable;
 }
