@@ -18,6 +18,7 @@ import { orgRoutes } from './modules/org/routes.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
 import { exportRoutes } from './modules/exports/routes.js';
+import { peopleRoutes } from './modules/people/routes.js';
 
 export const VERSION = '0.1.0';
 
@@ -87,5 +88,6 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(auditRoutes, { database });
   await app.register(billing, { database });
   await app.register(exportRoutes, { database, blobs: services.blobs, jobs: services.jobs, ttlSeconds: config.exports.ttlSeconds });
+  await app.register(peopleRoutes, { database, mailer: services.mailer, publicUrl: config.publicUrl, publicRateLimit: config.rateLimit.loginMax });
   return app;
 }

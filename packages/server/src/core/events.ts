@@ -47,6 +47,18 @@ export const EVENT_TYPES = {
   'export.failed': event(1, 'An export failed after its last attempt.', Type.Object({
     export_id: Id, project_id: Type.String(), error: Type.String(),
   })),
+  'member.invited': event(1, 'A person was invited to the organization (the invitation id and role; never the address).', Type.Object({
+    invitation_id: Id, role: Type.String(),
+  })),
+  'member.joined': event(1, 'A person joined the organization (accepted an invitation, or added by an operator).', Type.Object({
+    user_id: Id, role: Type.String(),
+  })),
+  'member.role_changed': event(1, "A member's role changed.", Type.Object({
+    user_id: Id, role: Type.String(), previous_role: Type.String(),
+  })),
+  'member.removed': event(1, 'A member was removed from the organization; their sessions ended.', Type.Object({
+    user_id: Id, previous_role: Type.String(),
+  })),
 } as const satisfies Record<string, EventType>;
 
 export type EventKind = keyof typeof EVENT_TYPES;

@@ -67,6 +67,11 @@ export interface FeedbackTable {
   withdrawn_at: string | null;
 }
 export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string }
+export interface InvitationsTable {
+  id: Generated<number>; organization_id: string; email: string; role: string; token_hash: string; invited_by: number | null;
+  created_at: string; expires_at: string; accepted_at: string | null; accepted_by: number | null;
+}
+export interface PasswordResetsTable { token_hash: string; user_id: number; created_at: string; expires_at: string; used_at: string | null }
 export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }
 
 export interface BlobsTable { key: string; size: number; chunk_bytes: number; sha256: string; created_at: string }
@@ -113,4 +118,6 @@ export interface DB {
   blob_chunks: BlobChunksTable;
   exports: ExportsTable;
   imports: ImportsTable;
+  invitations: InvitationsTable;
+  password_resets: PasswordResetsTable;
 }
