@@ -161,3 +161,13 @@ export async function purgeDispatchedEvents(db: Executor, before = new Date(Date
   const result = await db.deleteFrom('outbox_events').where('dispatched_at', 'is not', null).where('dispatched_at', '<', before).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** Events not yet handed to a dispatcher, and when the oldest was written (for `engram status` and /metrics). */
+export async function outboxBacklog(db: Executor): Promise<{ pending: number; oldest: string | null }> {
+  const row = await db
+    .selectFrom('outbox_events')
+    .select([(eb) => eb.fn.countAll().as('n'), (eb) => eb.fn.min('created_at').as('oldest')])
+    .where('dispatched_at', 'is', null)
+    .executeTakeFirst();
+  return { pending: Number(row?.n ?? 0), oldest: (row?.oldest as string | null | undefined) ?? null };
+}

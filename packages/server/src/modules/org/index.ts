@@ -5,3 +5,4 @@ export {
   findMember, findUser, listUsers, members, ownerCount, projectOrganization, removeMembership, revokeApiKey, setMemberRole, setPassword,
   type BootstrapResult, type Member, type UserRecord,
 } from './service.js';
+export { createKeyAsOperator, revokeKeyAsOperator } from './api-keys.js';
