@@ -7,6 +7,7 @@ import { errorHandling, frameworkErrors } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
 import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
+import { metrics } from './http/metrics.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { memoryRoutes } from './modules/memories/routes.js';
@@ -59,6 +60,8 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
       return typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : nextRequestId();
     },
     ajv: { customOptions: { removeAdditional: false } },
+    // Fastify's own logging writes two lines per request; the onResponse hook below writes one.
+    disableRequestLogging: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -67,9 +70,14 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-ID', request.id);
   });
+  // One line per request, once it is answered (no headers: credentials never reach the log).
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({ method: request.method, url: request.url, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+  });
 
   await app.register(errorHandling);
   await app.register(openapi, { version: VERSION });
+  await app.register(metrics, { database, indexCache: () => services.retrieval.cache.stats(), token: config.metricsToken });
   await app.register(rateLimits, { rateLimit: config.rateLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
   // Every route's auth declaration, for the catalogue and the key test.
   const access: RouteAccess[] = [];
