@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Services } from './services.js';
 import { authentication } from './http/auth.js';
@@ -61,7 +61,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
     },
     ajv: { customOptions: { removeAdditional: false } },
     // Fastify's own logging writes two lines per request; the onResponse hook below writes one.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
