@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Services } from './services.js';
 import { authentication } from './http/auth.js';
@@ -8,6 +8,7 @@ import { capConnectionsPerClient, clientErrors } from './http/connections.js';
 import { idempotency } from './http/idempotency.js';
 import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
+import { metrics } from './http/metrics.js';
 import { validatorCompiler } from './http/validation.js';
 import { checkJsonInput, INPUT_LIMITS } from './http/input.js';
 import { invalid } from './core/errors.js';
@@ -23,6 +24,7 @@ import { orgRoutes } from './modules/org/routes.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
 import { exportRoutes } from './modules/exports/routes.js';
+import { peopleRoutes } from './modules/people/routes.js';
 
 export const VERSION = '0.1.0';
 
@@ -70,6 +72,8 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
       return typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : nextRequestId();
     },
     ajv: { customOptions: { removeAdditional: false } },
+    // Fastify's own logging writes two lines per request; the onResponse hook below writes one.
+    logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   capConnectionsPerClient(app.server, config.http.maxConnectionsPerClient, nextRequestId);
@@ -95,9 +99,14 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-ID', request.id);
   });
+  // One line per request, once it is answered (no headers: credentials never reach the log).
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({ method: request.method, url: request.url, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+  });
 
   await app.register(errorHandling);
   await app.register(openapi, { version: VERSION });
+  await app.register(metrics, { database, indexCache: () => services.retrieval.cache.stats(), token: config.metricsToken });
   await app.register(rateLimits, { rateLimit: config.rateLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
   // Every route's auth declaration, for the catalogue and the key test.
   const access: RouteAccess[] = [];
@@ -118,5 +127,6 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(auditRoutes, { database });
   await app.register(billing, { database });
   await app.register(exportRoutes, { database, blobs: services.blobs, jobs: services.jobs, ttlSeconds: config.exports.ttlSeconds });
+  await app.register(peopleRoutes, { database, mailer: services.mailer, publicUrl: config.publicUrl, publicRateLimit: config.rateLimit.loginMax });
   return app;
 }

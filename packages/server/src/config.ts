@@ -58,6 +58,12 @@ export interface Config {
   redisUrl?: string;
   redisPrefix: string;
   rateLimit: { max: number; windowSeconds: number; loginMax: number };
+  /** Base of the links Engram hands out (invitations, password resets): ENGRAM_PUBLIC_URL. */
+  publicUrl: string;
+  /** ENGRAM_SMTP_URL: invitations and reset links are mailed too when set. */
+  mail: { url?: string; from: string };
+  /** ENGRAM_METRICS_TOKEN: GET /metrics answers only with it (Bearer); without it the route is off (404). */
+  metricsToken?: string;
   auth: {
     accessTokenTtlSeconds: number;
     sessionTtlSeconds: number;
@@ -118,10 +124,12 @@ export function loadConfig(env: Env = process.env): Config {
     httpProcesses = integer(env, 'ENGRAM_WORKERS', 1, 1, 64);
     warnings.push('ENGRAM_WORKERS is deprecated and will be removed in the next release; use ENGRAM_HTTP_PROCESSES');
   }
+  const host = env.ENGRAM_HOST || '127.0.0.1';
+  const port = integer(env, 'ENGRAM_PORT', 8080, 0, 65535);
   return {
     dataDir,
-    host: env.ENGRAM_HOST || '127.0.0.1',
-    port: integer(env, 'ENGRAM_PORT', 8080, 0, 65535),
+    host,
+    port,
     database,
     httpProcesses,
     runJobs: boolean(env, 'ENGRAM_RUN_JOBS', true),
@@ -153,6 +161,9 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: integer(env, 'ENGRAM_RATE_LIMIT_WINDOW', 60, 1, 86_400),
       loginMax: integer(env, 'ENGRAM_RATE_LIMIT_LOGIN_MAX', 20, 1, 10_000_000),
     },
+    publicUrl: httpUrl(env, 'ENGRAM_PUBLIC_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    mail: { url: smtpUrl(env), from: env.ENGRAM_SMTP_FROM || 'Engram <engram@localhost>' },
+    metricsToken: metricsToken(env),
     auth: {
       accessTokenTtlSeconds: integer(env, 'ENGRAM_ACCESS_TOKEN_TTL', 900, 30, 86_400),
       sessionTtlSeconds: integer(env, 'ENGRAM_SESSION_TTL', 30 * 86_400, 300, 365 * 86_400),
@@ -221,5 +232,23 @@ function blobConfig(env: Env): BlobConfig {
 function secretKey(env: Env): string | undefined {
   const value = env.ENGRAM_SECRET_KEY || undefined;
   if (value !== undefined && value.length < 32) throw new ConfigError('ENGRAM_SECRET_KEY must be at least 32 characters');
+  return value;
+}
+
+function httpUrl(env: Env, name: string): string | undefined {
+  const value = env[name] || undefined;
+  if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value)) throw new ConfigError(`${name} must be an http(s) URL`);
+  return value;
+}
+
+function smtpUrl(env: Env): string | undefined {
+  const value = env.ENGRAM_SMTP_URL || undefined;
+  if (value !== undefined && !/^smtps?:\/\/[^\s]+$/.test(value)) throw new ConfigError('ENGRAM_SMTP_URL must be an smtp:// or smtps:// URL');
+  return value;
+}
+
+function metricsToken(env: Env): string | undefined {
+  const value = env.ENGRAM_METRICS_TOKEN || undefined;
+  if (value !== undefined && !/^[\x21-\x7e]{16,256}$/.test(value)) throw new ConfigError('ENGRAM_METRICS_TOKEN must be 16 to 256 printable ASCII characters');
   return value;
 }

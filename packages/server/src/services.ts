@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
 import { dispatchOutbox, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
 import { createLlm, type LlmProvider } from './engine/index.js';
+import { createMailer, type Mailer } from './core/mailer.js';
 import { JobHandlers } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
 import { TokenIssuer } from './modules/auth/index.js';
@@ -47,6 +48,8 @@ export interface Services {
   chores: Chore[];
   /** The event catalogue, for the webhook "list event types" operation. */
   eventTypes: typeof listEventTypes;
+  /** Outgoing mail when ENGRAM_SMTP_URL is set (invitations, password-reset links); null otherwise. */
+  mailer: Mailer | null;
   /** The /v1 per-tenant monthly turn allowance of an organization. */
   monthlyTurnAllowance(organizationId: string): Promise<number>;
 }
@@ -92,7 +95,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
 
   return {
     config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, llm: createLlm(config.llm), intelligence, blobs, jobs, erase,
-    outboxDispatchers, chores, eventTypes: listEventTypes,
+    outboxDispatchers, chores, eventTypes: listEventTypes, mailer: createMailer(config.mail),
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
   };

@@ -61,6 +61,18 @@ export const EVENT_TYPES = {
   'export.failed': event(1, 'An export failed after its last attempt.', Type.Object({
     export_id: Id, project_id: Type.String(), error: Type.String(),
   })),
+  'member.invited': event(1, 'A person was invited to the organization (the invitation id and role; never the address).', Type.Object({
+    invitation_id: Id, role: Type.String(),
+  })),
+  'member.joined': event(1, 'A person joined the organization (accepted an invitation, or added by an operator).', Type.Object({
+    user_id: Id, role: Type.String(),
+  })),
+  'member.role_changed': event(1, "A member's role changed.", Type.Object({
+    user_id: Id, role: Type.String(), previous_role: Type.String(),
+  })),
+  'member.removed': event(1, 'A member was removed from the organization; their sessions ended.', Type.Object({
+    user_id: Id, previous_role: Type.String(),
+  })),
 } as const satisfies Record<string, EventType>;
 
 export type EventKind = keyof typeof EVENT_TYPES;
@@ -162,4 +174,14 @@ export const OUTBOX_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 export async function purgeDispatchedEvents(db: Executor, before = new Date(Date.now() - OUTBOX_RETENTION_MS).toISOString()): Promise<number> {
   const result = await db.deleteFrom('outbox_events').where('dispatched_at', 'is not', null).where('dispatched_at', '<', before).executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+/** Events not yet handed to a dispatcher, and when the oldest was written (for `engram status` and /metrics). */
+export async function outboxBacklog(db: Executor): Promise<{ pending: number; oldest: string | null }> {
+  const row = await db
+    .selectFrom('outbox_events')
+    .select([(eb) => eb.fn.countAll().as('n'), (eb) => eb.fn.min('created_at').as('oldest')])
+    .where('dispatched_at', 'is', null)
+    .executeTakeFirst();
+  return { pending: Number(row?.n ?? 0), oldest: (row?.oldest as string | null | undefined) ?? null };
 }

@@ -44,6 +44,7 @@ export const OPENAPI_TAGS = [
   { name: 'tenant (/v1)', description: 'The /v1 conversation plane: turns, recall, listing, status' },
   { name: 'auth', description: 'Sign-in, sessions, tokens and the access catalogue' },
   { name: 'organizations', description: 'Organizations and memberships' },
+  { name: 'members', description: 'Invitations, members and their roles, password-reset links' },
   { name: 'projects', description: 'Projects of an organization' },
   { name: 'api-keys', description: 'API keys of an organization' },
   { name: 'audit', description: 'The hash-chained audit log' },

@@ -15,6 +15,8 @@ export interface Database {
   /** Booleans: SQLite cannot bind them, so they travel as 0/1 there. */
   bool(value: boolean): boolean | number;
   ping(): Promise<void>;
+  /** PostgreSQL connection pool figures (for /metrics); SQLite has one connection and no pool. */
+  pool(): { total: number; idle: number; waiting: number; max: number } | null;
   close(): Promise<void>;
 }
 
@@ -45,6 +47,7 @@ export function openDatabase(config: Config['database']): Database {
       ping: async () => {
         await pool.query('SELECT 1');
       },
+      pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize }),
       close: () => db.destroy(),
     };
   }
@@ -63,6 +66,7 @@ export function openDatabase(config: Config['database']): Database {
     ping: async () => {
       sqlite.prepare('SELECT 1').get();
     },
+    pool: () => null,
     close: () => db.destroy(),
   };
 }

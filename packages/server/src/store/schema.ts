@@ -77,6 +77,11 @@ export interface MemoryRelationsTable {
   id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; source_id: number; target_id: number;
   type: string; metadata: Json; created_at: string;
 }
+export interface InvitationsTable {
+  id: Generated<number>; organization_id: string; email: string; role: string; token_hash: string; invited_by: number | null;
+  created_at: string; expires_at: string; accepted_at: string | null; accepted_by: number | null;
+}
+export interface PasswordResetsTable { token_hash: string; user_id: number; created_at: string; expires_at: string; used_at: string | null }
 export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }
 
 export interface OntologiesTable { project_id: string; document: Json; revision: number; reclassify_job_id: number | null; updated_at: string }
@@ -132,4 +137,6 @@ export interface DB {
   blob_chunks: BlobChunksTable;
   exports: ExportsTable;
   imports: ImportsTable;
+  invitations: InvitationsTable;
+  password_resets: PasswordResetsTable;
 }
