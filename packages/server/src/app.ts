@@ -17,6 +17,7 @@ import { authRoutes, recordRouteAccess } from './modules/auth/routes.js';
 import { orgRoutes } from './modules/org/routes.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
+import { webhookRoutes } from './modules/webhooks/routes.js';
 
 export const VERSION = '0.1.0';
 
@@ -85,5 +86,6 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(orgRoutes, { database, routeAccess });
   await app.register(auditRoutes, { database });
   await app.register(billing, { database });
+  await app.register(webhookRoutes, { database, settings: services.webhooks });
   return app;
 }

@@ -25,6 +25,14 @@ export interface Config {
     projectIndexMaxMemories: number;
   };
   tenant: { defaultMonthlyTurns: number };
+  webhooks: {
+    /** ENGRAM_WEBHOOK_ALLOW_HOSTS: hosts, addresses or CIDR ranges receivers may use although not public (SSRF exceptions). */
+    allowHosts: string[];
+    /** ENGRAM_WEBHOOK_ALLOW_HTTP: accept plain-http receiver URLs (default: https only). */
+    allowHttp: boolean;
+    /** One attempt's deadline: a 2xx within this is success. */
+    timeoutMs: number;
+  };
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
   /** Shared rate-limit counters across processes when set. */
@@ -109,6 +117,11 @@ export function loadConfig(env: Env = process.env): Config {
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
+    webhooks: {
+      allowHosts: (env.ENGRAM_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+      allowHttp: boolean(env, 'ENGRAM_WEBHOOK_ALLOW_HTTP', false),
+      timeoutMs: integer(env, 'ENGRAM_WEBHOOK_TIMEOUT_SECONDS', 15, 1, 60) * 1000,
+    },
     secretKey: secretKey(env),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',

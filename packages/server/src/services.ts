@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.js';
 import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
-import { dispatchOutbox, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
+import { eraseMemoryEvents, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
 import { JobHandlers } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
 import { TokenIssuer } from './modules/auth/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
 import { EraseHooks } from './modules/memories/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
+import { eraseMemoryDeliveries, fanOut, type WebhookSettings } from './modules/webhooks/index.js';
 import type { Database } from './store/database.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
@@ -29,8 +30,10 @@ export interface Services {
   jobs: JobHandlers;
   /** What forgetting a memory must also erase, in the same transaction. */
   erase: EraseHooks;
-  /** Takers of outbox events (the webhook deliverer registers here). */
+  /** Takers of outbox events (webhooks fan them out into deliveries), run by the delivery loop (worker.ts). */
   outboxDispatchers: OutboxDispatcher[];
+  /** Webhook signing and receiver policy. */
+  webhooks: WebhookSettings;
   /** Periodic upkeep run by whichever process runs background work. */
   chores: Chore[];
   /** The event catalogue, for the webhook "list event types" operation. */
@@ -47,20 +50,21 @@ export function buildServices({ config, database, secretKey }: { config: Service
 
   const erase = new EraseHooks();
   erase.register(eraseDerivedData);
+  erase.register(eraseMemoryEvents);
+  erase.register(eraseMemoryDeliveries);
 
   const jobs = new JobHandlers();
   jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
 
-  const outboxDispatchers: OutboxDispatcher[] = [];
+  const outboxDispatchers: OutboxDispatcher[] = [fanOut];
   const chores: Chore[] = [
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
-    { name: 'outbox.dispatch', everyMs: 1000, run: () => dispatchOutbox(database, outboxDispatchers) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
   ];
 
   return {
     config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, jobs, erase,
-    outboxDispatchers, chores, eventTypes: listEventTypes,
+    outboxDispatchers, chores, eventTypes: listEventTypes, webhooks: { secretKey: secret, ...config.webhooks },
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
   };

@@ -3,7 +3,7 @@ import { nowIso, type Database } from '../store/database.js';
 import type { DB } from '../store/schema.js';
 import { appendAudit, type AuditEntry } from './audit-log.js';
 import type { WriteContext } from './context.js';
-import { enqueueEvents, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
+import { enqueueEvents, notifyEventsCommitted, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
 
 export type { WriteContext } from './context.js';
 
@@ -24,10 +24,11 @@ export async function write<T>(
   ctx: WriteContext,
   change: (trx: Transaction<DB>, effects: Effects) => Promise<T>,
 ): Promise<T> {
-  return database.db.transaction().execute(async (trx) => {
+  const events: OutboxEvent[] = [];
+  const result = await database.db.transaction().execute(async (trx) => {
+    events.length = 0;
     const now = nowIso();
     const audits: AuditEntry[] = [];
-    const events: OutboxEvent[] = [];
     const effects: Effects = {
       now,
       audit: (action, target, result = 'success') =>
@@ -45,4 +46,6 @@ export async function write<T>(
     await appendAudit(trx, audits);
     return result;
   });
+  if (events.length > 0) notifyEventsCommitted();
+  return result;
 }

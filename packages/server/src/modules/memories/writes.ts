@@ -174,7 +174,7 @@ async function insertMemories(
     now,
   );
   for (const m of memories) {
-    effects.emit('memory.created', { memory_id: m.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null });
+    effects.emit('memory.created', { memory: m, tenant_id: owner.tenantId || null });
   }
   return outcomes.map((o) => {
     if (!('pending' in o)) return o;
@@ -271,8 +271,9 @@ async function applyPatch(
     .returningAll()
     .executeTakeFirstOrThrow();
   await recordHistory(trx, ctx, [{ memoryId: id, action: 'update', changes }], effects.now);
-  effects.emit('memory.updated', { memory_id: id, end_user_id: owner.endUserId, fields: Object.keys(changes) });
-  return toMemory(updated);
+  const memory = toMemory(updated);
+  effects.emit('memory.updated', { memory, fields: Object.keys(changes) });
+  return memory;
 }
 
 
@@ -436,7 +437,7 @@ export async function insertTurn(
     memoryId: memory.id, action: 'create',
     changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
   }], effects.now);
-  effects.emit('memory.created', { memory_id: memory.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null });
+  effects.emit('memory.created', { memory, tenant_id: owner.tenantId || null });
   return { memory, created: true };
 }
 
