@@ -19,6 +19,9 @@ export interface Received {
  */
 export class Receiver {
   readonly received: Received[] = [];
+  /** Requests that arrived while another request with the same webhook-id was still being answered. */
+  overlaps = 0;
+  private readonly active = new Set<string>();
   private readonly behaviours = new Map<string, Behaviour>();
   private readonly secrets = new Map<string, string[]>();
   private readonly server = createServer((req, res) => this.handle(req, res));
@@ -54,6 +57,10 @@ export class Receiver {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
+    const id = String(req.headers['webhook-id']);
+    if (this.active.has(id)) this.overlaps++;
+    this.active.add(id);
+    res.on('close', () => this.active.delete(id));
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {

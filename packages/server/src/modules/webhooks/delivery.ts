@@ -19,6 +19,8 @@ const CONCURRENCY = 64;
 const PER_ENDPOINT = 8;
 /** How often an idle loop looks for work committed by other processes; commits in this process wake it at once. */
 const IDLE_POLL_MS = 200;
+/** A lease outlives the attempt deadline by this much, for recording the outcome; then a dead process's deliveries are taken over. */
+const LEASE_MARGIN_MS = 5000;
 
 export const newMessageId = () => `msg_${randomBytes(12).toString('base64url')}`;
 
@@ -215,7 +217,7 @@ export class DeliveryLoop {
 
   private async claim(limit: number): Promise<Claimed[]> {
     const now = nowIso();
-    const leaseUntil = new Date(Date.now() + this.settings.timeoutMs + 15_000).toISOString();
+    const leaseUntil = new Date(Date.now() + this.settings.timeoutMs + LEASE_MARGIN_MS).toISOString();
     return this.database.db.transaction().execute(async (trx) => {
       const candidates = await trx.selectFrom('webhook_deliveries as d')
         .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
