@@ -7,6 +7,7 @@ import { loadSecretKey } from './core/secret.js';
 import { AppError } from './core/errors.js';
 import { verifyAuditChains } from './modules/audit/index.js';
 import { setPlan } from './modules/billing/index.js';
+import { listen } from './modules/webhooks/index.js';
 import { bootstrap, type BootstrapResult } from './modules/org/index.js';
 import { buildServices } from './services.js';
 import { openDatabase, type Database } from './store/database.js';
@@ -27,6 +28,9 @@ Commands:
             walk each organization's audit hash chain; name the first broken row (exit 1)
   org set-plan <organization_id> <plan>
             set an organization's billing plan (self_hosted, free, starter, pro, enterprise)
+  webhooks listen --port N [--secret whsec_...]
+            a local webhook receiver on 127.0.0.1:N that prints deliveries and verifies their
+            signatures (answers 401 to a bad one), for debugging an integration
 
 Configuration comes from ENGRAM_* environment variables; see the README.`;
 
@@ -156,6 +160,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(VERSION + '\n');
     return;
   }
+  if (command === 'webhooks') return webhooksCommand(argv.slice(1));
   const config = loadConfig();
   if (cluster.isPrimary) for (const warning of config.warnings) process.stderr.write(`engram: warning: ${warning}\n`);
   switch (command) {
@@ -196,6 +201,22 @@ async function main(argv: string[]): Promise<void> {
     default:
       return usageError(`unknown command: ${command}`);
   }
+}
+
+/** `engram webhooks listen --port N [--secret whsec_…]`: needs no configuration or database. */
+async function webhooksCommand(args: string[]): Promise<void> {
+  const option = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const port = Number(option('--port'));
+  const secret = option('--secret');
+  if (args[0] !== 'listen' || !Number.isInteger(port) || port < 1 || port > 65535) {
+    return usageError('usage: engram webhooks listen --port N [--secret whsec_...]');
+  }
+  if (secret !== undefined && !secret.startsWith('whsec_')) return usageError('--secret must be a whsec_… signing secret');
+  await listen(port, secret, process.stdout);
+  process.stderr.write(`engram: listening for webhooks on http://127.0.0.1:${port}/ (${secret ? 'verifying signatures' : 'signatures not checked'})\n`);
 }
 
 function usageError(message: string): void {
