@@ -10,7 +10,7 @@ import { dispatchOutbox, forgottenMemory, onEventsCommitted, type OutboxDispatch
 import { checkAddress, OutboundRefused } from '../../core/outbound.js';
 import { write } from '../../core/unit-of-work.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
-import { openSecret, policyOf, retryConfigOf, type EndpointRow, type WebhookSettings } from './endpoints.js';
+import { openSecret, policyOf, retryConfigOf, type WebhookSettings } from './endpoints.js';
 
 /** Response bodies are kept (and read) up to this many bytes; the rest is never read. */
 export const RESPONSE_CAPTURE_BYTES = 2048;
@@ -21,6 +21,11 @@ const PER_ENDPOINT = 8;
 const IDLE_POLL_MS = 200;
 /** A lease outlives the attempt deadline by this much, for recording the outcome; then a dead process's deliveries are taken over. */
 const LEASE_MARGIN_MS = 5000;
+
+// Keep-alive pools (sockets are keyed by host and port, each connected to an address checked when it was
+// opened), as large as the loop's concurrency, so a request never waits in a pool behind a slow receiver.
+const httpAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
 
 export const newMessageId = () => `msg_${randomBytes(12).toString('base64url')}`;
 
@@ -104,11 +109,12 @@ export async function attempt(settings: WebhookSettings, target: string, headers
   }
   return new Promise<Outcome>((resolve) => {
     let settled = false;
-    const finish = (outcome: Outcome) => {
+    // A connection whose answer was read to the end goes back to the keep-alive pool; any other is dropped.
+    const finish = (outcome: Outcome, reusable = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
-      req.destroy();
+      if (!reusable) req.destroy();
       resolve(outcome);
     };
     const client = url.protocol === 'https:' ? https : http;
@@ -121,20 +127,20 @@ export async function attempt(settings: WebhookSettings, target: string, headers
         if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
         else callback(null, address, family);
       },
-      agent: false,
+      agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
     }, (res) => {
       const status = res.statusCode ?? 0;
       const parts: Buffer[] = [];
       let size = 0;
-      const complete = () => finish(done(status, Buffer.concat(parts).subarray(0, RESPONSE_CAPTURE_BYTES).toString('utf8'),
-        status >= 200 && status < 300 ? null : `HTTP ${status}`));
+      const complete = (reusable: boolean) => finish(done(status, Buffer.concat(parts).subarray(0, RESPONSE_CAPTURE_BYTES).toString('utf8'),
+        status >= 200 && status < 300 ? null : `HTTP ${status}`), reusable);
       res.on('data', (chunk: Buffer) => {
         parts.push(chunk);
         size += chunk.length;
-        if (size >= RESPONSE_CAPTURE_BYTES) complete();
+        if (size > RESPONSE_CAPTURE_BYTES) complete(false);
       });
-      res.on('end', complete);
-      res.on('error', complete);
+      res.on('end', () => complete(true));
+      res.on('error', () => complete(false));
     });
     const deadline = setTimeout(() => finish(done(null, null, `no answer within ${settings.timeoutMs / 1000} s`)), settings.timeoutMs);
     req.on('error', (error) => finish(done(null, null, error.message)));
@@ -148,6 +154,17 @@ interface Claimed {
   message_id: string;
   body: string;
   next_step: number;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  retry_config: unknown;
+}
+
+interface Finished {
+  delivery: Claimed;
+  outcome: Outcome;
+  at: string;
 }
 
 /**
@@ -155,6 +172,7 @@ interface Claimed {
  * and attempts due deliveries, each under a lease longer than the attempt deadline (rows claimed
  * with SKIP LOCKED on PostgreSQL), so several processes share the work and never attempt one
  * delivery twice at once; a process killed mid-attempt leaves a lease that simply expires.
+ * Outcomes are recorded in batches (one transaction for every attempt finished meanwhile).
  */
 export class DeliveryLoop {
   private running = false;
@@ -163,6 +181,9 @@ export class DeliveryLoop {
   private unsubscribe: (() => void) | null = null;
   private readonly inFlight = new Map<number, Promise<void>>();
   private readonly perEndpoint = new Map<number, number>();
+  private finished: Array<Finished & { recorded: () => void }> = [];
+  private recording: Promise<void> | null = null;
+  private readonly secrets = new Map<string, string>();
 
   constructor(
     private readonly database: Database,
@@ -221,7 +242,7 @@ export class DeliveryLoop {
     return this.database.db.transaction().execute(async (trx) => {
       const candidates = await trx.selectFrom('webhook_deliveries as d')
         .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-        .select(['d.id', 'd.endpoint_id', 'd.message_id', 'd.body', 'd.next_step'])
+        .select(['d.id', 'd.endpoint_id', 'd.message_id', 'd.body', 'd.next_step', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_until', 'e.retry_config'])
         .where('d.status', '=', 'pending').where('e.status', '=', 'enabled').where('d.next_attempt_at', '<=', now)
         .where((eb) => eb.or([eb('d.lease_until', 'is', null), eb('d.lease_until', '<', now)]))
         .orderBy('d.next_attempt_at').orderBy('d.id').limit(limit * 4)
@@ -257,68 +278,105 @@ export class DeliveryLoop {
     this.inFlight.set(delivery.id, work);
   }
 
-  private async deliver(delivery: Claimed): Promise<void> {
-    const endpoint = await this.database.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', delivery.endpoint_id).executeTakeFirst();
-    if (!endpoint) return;
-    const timestamp = Math.floor(Date.now() / 1000);
-    const outcome = await attempt(this.settings, endpoint.url, signedHeaders(this.settings, endpoint, delivery, timestamp), delivery.body);
-    await recordAttempt(this.database, endpoint, delivery, outcome);
+  private open(sealed: string): string {
+    let secret = this.secrets.get(sealed);
+    if (secret === undefined) {
+      secret = openSecret(this.settings, sealed);
+      this.secrets.set(sealed, secret);
+    }
+    return secret;
   }
-}
 
-function signedHeaders(settings: WebhookSettings, endpoint: EndpointRow, delivery: Claimed, timestamp: number): Record<string, string> {
-  const secrets = [openSecret(settings, endpoint.secret)];
-  if (endpoint.previous_secret && endpoint.previous_secret_until && Date.parse(endpoint.previous_secret_until) > Date.now()) {
-    secrets.push(openSecret(settings, endpoint.previous_secret));
+  private async deliver(delivery: Claimed): Promise<void> {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const secrets = [this.open(delivery.secret)];
+    if (delivery.previous_secret && delivery.previous_secret_until && Date.parse(delivery.previous_secret_until) > Date.now()) {
+      secrets.push(this.open(delivery.previous_secret));
+    }
+    const headers = {
+      'webhook-id': delivery.message_id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': secrets.map((s) => sign(s, delivery.message_id, timestamp, delivery.body)).join(' '),
+      'user-agent': 'Engram-Webhooks/1',
+    };
+    const outcome = await attempt(this.settings, delivery.url, headers, delivery.body);
+    await new Promise<void>((recorded) => {
+      this.finished.push({ delivery, outcome, at: nowIso(), recorded });
+      this.recording ??= this.record().finally(() => (this.recording = null));
+    });
   }
-  return {
-    'webhook-id': delivery.message_id,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': secrets.map((s) => sign(s, delivery.message_id, timestamp, delivery.body)).join(' '),
-    'user-agent': 'Engram-Webhooks/1',
-  };
+
+  /** Records every finished attempt in one transaction per round, until none is left. */
+  private async record(): Promise<void> {
+    while (this.finished.length > 0) {
+      const batch = this.finished.splice(0);
+      try {
+        await recordAttempts(this.database, batch);
+      } catch (error) {
+        this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'webhook attempts not recorded; their leases will expire and they will be retried');
+      }
+      for (const item of batch) item.recorded();
+    }
+  }
 }
 
 /**
- * Records an attempt and moves the delivery on: succeeded, the next step of the endpoint's
- * schedule, or exhausted. The endpoint's health follows; one failing every attempt for its
+ * Records attempts and moves each delivery on: succeeded, the next step of its endpoint's
+ * schedule, or exhausted; then each endpoint's health. An endpoint failing every attempt for its
  * disable period is disabled, with an audit row and an endpoint.disabled event.
  */
-async function recordAttempt(database: Database, endpoint: EndpointRow, delivery: Claimed, outcome: Outcome): Promise<void> {
-  const succeeded = outcome.error === null;
-  const schedule = retryConfigOf(endpoint).schedule_seconds;
+async function recordAttempts(database: Database, batch: Finished[]): Promise<void> {
+  const toDisable = await database.db.transaction().execute(async (trx) => {
+    await trx.insertInto('webhook_attempts').values(batch.map(({ delivery, outcome, at }) => ({
+      delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, attempted_at: at, status_code: outcome.statusCode,
+      latency_ms: outcome.latencyMs, response_body: outcome.body, error: outcome.error, succeeded: database.bool(outcome.error === null),
+    }))).execute();
+    for (const { delivery, outcome, at } of batch) {
+      const schedule = decodeJson<{ schedule_seconds: number[] }>(delivery.retry_config).schedule_seconds;
+      const succeeded = outcome.error === null;
+      const nextStep = delivery.next_step + 1;
+      const exhausted = !succeeded && nextStep >= schedule.length;
+      await trx.updateTable('webhook_deliveries').set((eb) => ({
+        status: succeeded ? 'succeeded' : exhausted ? 'exhausted' : 'pending',
+        attempts: eb('attempts', '+', 1),
+        next_step: succeeded || exhausted ? delivery.next_step : nextStep,
+        next_attempt_at: succeeded || exhausted ? null : new Date(Date.parse(at) + schedule[nextStep]! * 1000).toISOString(),
+        lease_until: null, updated_at: at,
+      })).where('id', '=', delivery.id).execute();
+    }
+    const endpointIds = [...new Set(batch.map((b) => b.delivery.endpoint_id))];
+    const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'failing_since', 'consecutive_failures', 'status', 'retry_config', 'last_success_at', 'last_failure_at'])
+      .where('id', 'in', endpointIds).execute();
+    const disable: number[] = [];
+    for (const e of endpoints) {
+      let { failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure } = e;
+      for (const { delivery, outcome, at } of batch) {
+        if (delivery.endpoint_id !== e.id) continue;
+        if (outcome.error === null) [failingSince, failures, lastSuccess] = [null, 0, at];
+        else [failingSince, failures, lastFailure] = [failingSince ?? at, failures + 1, at];
+      }
+      await trx.updateTable('webhook_endpoints').set({
+        failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure,
+      }).where('id', '=', e.id).execute();
+      const disableAfterMs = retryConfigOf(e).disable_after_seconds * 1000;
+      if (e.status === 'enabled' && failingSince !== null && lastFailure !== null && Date.parse(lastFailure) - Date.parse(failingSince) >= disableAfterMs) disable.push(e.id);
+    }
+    return disable;
+  });
+  for (const id of toDisable) await disableEndpoint(database, id);
+}
+
+async function disableEndpoint(database: Database, id: number): Promise<void> {
+  const endpoint = await database.db.selectFrom('webhook_endpoints').select(['organization_id', 'project_id', 'url', 'failing_since']).where('id', '=', id).executeTakeFirst();
+  if (!endpoint?.failing_since) return;
+  const failingSince = endpoint.failing_since;
   const ctx = { actor: SYSTEM_ACTOR, organizationId: endpoint.organization_id, projectId: endpoint.project_id, requestId: null };
   await write(database, ctx, async (trx, effects) => {
-    const now = effects.now;
-    await trx.insertInto('webhook_attempts').values({
-      delivery_id: delivery.id, endpoint_id: endpoint.id, attempted_at: now, status_code: outcome.statusCode, latency_ms: outcome.latencyMs,
-      response_body: outcome.body, error: outcome.error, succeeded: database.bool(succeeded),
-    }).execute();
-    const nextStep = delivery.next_step + 1;
-    const exhausted = !succeeded && nextStep >= schedule.length;
-    await trx.updateTable('webhook_deliveries').set((eb) => ({
-      status: succeeded ? 'succeeded' : exhausted ? 'exhausted' : 'pending',
-      attempts: eb('attempts', '+', 1),
-      next_step: succeeded || exhausted ? delivery.next_step : nextStep,
-      next_attempt_at: succeeded || exhausted ? null : new Date(Date.parse(now) + schedule[nextStep]! * 1000).toISOString(),
-      lease_until: null, updated_at: now,
-    })).where('id', '=', delivery.id).execute();
-    if (succeeded) {
-      await trx.updateTable('webhook_endpoints').set({ last_success_at: now, failing_since: null, consecutive_failures: 0 })
-        .where('id', '=', endpoint.id).execute();
-      return;
-    }
-    const current = await trx.selectFrom('webhook_endpoints').select(['failing_since', 'status', 'url', 'retry_config']).where('id', '=', endpoint.id).executeTakeFirst();
-    if (!current) return;
-    const failingSince = current.failing_since ?? now;
-    const disable = current.status === 'enabled' && Date.parse(now) - Date.parse(failingSince) >= retryConfigOf(current).disable_after_seconds * 1000;
-    await trx.updateTable('webhook_endpoints').set((eb) => ({
-      last_failure_at: now, failing_since: failingSince, consecutive_failures: eb('consecutive_failures', '+', 1),
-      ...(disable ? { status: 'disabled', disabled_reason: `every attempt failed since ${failingSince}`, updated_at: now } : {}),
-    })).where('id', '=', endpoint.id).execute();
-    if (disable) {
-      effects.audit('webhook.disable', { type: 'webhook_endpoint', id: endpoint.id });
-      effects.emit('endpoint.disabled', { endpoint_id: endpoint.id, url: current.url, failing_since: failingSince, reason: 'every attempt failed for the disable period' });
-    }
+    const changed = await trx.updateTable('webhook_endpoints')
+      .set({ status: 'disabled', disabled_reason: `every attempt failed since ${failingSince}`, updated_at: effects.now })
+      .where('id', '=', id).where('status', '=', 'enabled').executeTakeFirst();
+    if (Number(changed.numUpdatedRows) === 0) return;
+    effects.audit('webhook.disable', { type: 'webhook_endpoint', id });
+    effects.emit('endpoint.disabled', { endpoint_id: id, url: endpoint.url, failing_since: failingSince, reason: 'every attempt failed for the disable period' });
   });
 }
