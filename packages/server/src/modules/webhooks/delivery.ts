@@ -17,6 +17,7 @@ export const RESPONSE_CAPTURE_BYTES = 2048;
 /** Deliveries attempted at once by one process, and at most this many for one endpoint, so a slow receiver cannot stall the others. */
 const CONCURRENCY = 64;
 const PER_ENDPOINT = 8;
+const CLAIM_BATCH = CONCURRENCY / 4;
 /** How often an idle loop looks for work committed by other processes; commits in this process wake it at once. */
 const IDLE_POLL_MS = 200;
 /** A lease outlives the attempt deadline by this much, for recording the outcome; then a dead process's deliveries are taken over. */
@@ -184,6 +185,7 @@ export class DeliveryLoop {
   private finished: Array<Finished & { recorded: () => void }> = [];
   private recording: Promise<void> | null = null;
   private readonly secrets = new Map<string, string>();
+  private outboxDirty = true;
 
   constructor(
     private readonly database: Database,
@@ -194,7 +196,10 @@ export class DeliveryLoop {
 
   start(): void {
     this.running = true;
-    this.unsubscribe = onEventsCommitted(() => this.wake?.());
+    this.unsubscribe = onEventsCommitted(() => {
+      this.outboxDirty = true;
+      this.wake?.();
+    });
     this.loop = this.run();
   }
 
@@ -210,9 +215,15 @@ export class DeliveryLoop {
     while (this.running) {
       let busy = false;
       try {
-        busy = (await dispatchOutbox(this.database, this.dispatchers)) > 0;
+        // The outbox is read only when something may have been committed (a wake-up, a poll) or is left over.
+        if (this.outboxDirty) {
+          this.outboxDirty = false;
+          busy = (await dispatchOutbox(this.database, this.dispatchers)) > 0;
+          this.outboxDirty = busy;
+        }
+        // Claims are taken in batches (a quarter of the slots at least, or whatever is due when idle): each is a transaction.
         const free = CONCURRENCY - this.inFlight.size;
-        if (free > 0) {
+        if (free >= CLAIM_BATCH || this.inFlight.size === 0) {
           const claimed = await this.claim(free);
           for (const delivery of claimed) this.begin(delivery);
           busy ||= claimed.length === free;
@@ -227,7 +238,10 @@ export class DeliveryLoop {
   /** Until woken (a commit in this process, a finished attempt) or the poll interval passes. */
   private idle(): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => this.wake?.(), IDLE_POLL_MS);
+      const timer = setTimeout(() => {
+        this.outboxDirty = true;
+        this.wake?.();
+      }, IDLE_POLL_MS);
       this.wake = () => {
         clearTimeout(timer);
         this.wake = null;

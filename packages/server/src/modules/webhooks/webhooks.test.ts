@@ -221,7 +221,7 @@ forEachDialect('webhooks', (dialect) => {
     }
     await subscribe('/steady');
     for (let i = 0; i < 20; i++) await addMemory(`Steady ${i}`);
-    await until(() => receiver.at('/steady').length === 20, 'every delivery to the good receiver');
+    await until(() => receiver.at('/steady').length === 20, 'every delivery to the good receiver', 60_000);
     const outcome = async (behaviour: string) => {
       const id = (await deliveries(endpoints.get(behaviour)!)).body.items.at(-1).id;
       return (await until(async () => {
