@@ -118,7 +118,7 @@ function memoryOf(e: OutboxEvent): number | null {
 /** Forgetting: outbox events that carry these memories keep only their ids. */
 export async function eraseMemoryEvents(trx: Executor, memoryIds: number[]): Promise<void> {
   if (memoryIds.length === 0) return;
-  const rows = await trx.selectFrom('outbox_events').select(['id', 'memory_id']).where('memory_id', 'in', memoryIds).execute();
+  const rows = await trx.selectFrom('outbox_events').select(['id', 'memory_id']).where('memory_id', 'in', memoryIds).orderBy('id').execute();
   for (const row of rows) {
     await trx.updateTable('outbox_events').set({ payload: encodeJson({ memory: forgottenMemory(row.memory_id!) }) }).where('id', '=', row.id).execute();
   }

@@ -71,7 +71,7 @@ export const fanOut: OutboxDispatcher = async (trx, events) => {
 /** Forgetting: stored deliveries of a forgotten memory keep its id and nothing else. */
 export async function eraseMemoryDeliveries(trx: Executor, memoryIds: number[]): Promise<void> {
   if (memoryIds.length === 0) return;
-  const rows = await trx.selectFrom('webhook_deliveries').select(['id', 'memory_id', 'body']).where('memory_id', 'in', memoryIds).execute();
+  const rows = await trx.selectFrom('webhook_deliveries').select(['id', 'memory_id', 'body']).where('memory_id', 'in', memoryIds).orderBy('id').execute();
   for (const row of rows) {
     const sent = JSON.parse(row.body) as { type: string; timestamp: string };
     await trx.updateTable('webhook_deliveries').set({ body: messageBody(sent.type, sent.timestamp, { memory: forgottenMemory(row.memory_id!) }) })
@@ -345,7 +345,8 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
       delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, attempted_at: at, status_code: outcome.statusCode,
       latency_ms: outcome.latencyMs, response_body: outcome.body, error: outcome.error, succeeded: database.bool(outcome.error === null),
     }))).execute();
-    for (const { delivery, outcome, at } of batch) {
+    // In id order, like the erase hook, so two transactions never wait on each other's rows (PostgreSQL deadlocks).
+    for (const { delivery, outcome, at } of [...batch].sort((a, b) => a.delivery.id - b.delivery.id)) {
       const schedule = decodeJson<{ schedule_seconds: number[] }>(delivery.retry_config).schedule_seconds;
       const succeeded = outcome.error === null;
       const nextStep = delivery.next_step + 1;
@@ -360,7 +361,7 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
     }
     const endpointIds = [...new Set(batch.map((b) => b.delivery.endpoint_id))];
     const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'failing_since', 'consecutive_failures', 'status', 'retry_config', 'last_success_at', 'last_failure_at'])
-      .where('id', 'in', endpointIds).execute();
+      .where('id', 'in', endpointIds).orderBy('id').execute();
     const disable: number[] = [];
     for (const e of endpoints) {
       let { failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure } = e;
