@@ -1,5 +1,19 @@
 import { resolve } from 'node:path';
 
+/** S3-compatible object storage for blobs: ENGRAM_BLOB_URL=s3://bucket/prefix plus endpoint, region and keys. */
+export interface S3BlobConfig {
+  kind: 's3';
+  bucket: string;
+  /** '' or ending in '/'. */
+  prefix: string;
+  /** http(s)://host[:port] of an S3-compatible service (path-style); absent: AWS (virtual-hosted). */
+  endpoint?: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+export type BlobConfig = { kind: 'database' } | S3BlobConfig;
+
 /** Typed, validated configuration read once from the environment (ENGRAM_*). */
 export interface Config {
   dataDir: string;
@@ -16,6 +30,8 @@ export interface Config {
   logLevel: string;
   bodyLimitBytes: number;
   trustProxy: boolean;
+  /** Slow clients: a request (headers and body) must arrive within requestTimeoutMs (else 408), and one client address may hold at most maxConnectionsPerClient open connections (0: no cap). */
+  http: { requestTimeoutMs: number; maxConnectionsPerClient: number };
   bootstrap: { email?: string; password?: string; apiKey?: string };
   retrieval: {
     /** builtin (offline, default) or an OpenAI-compatible /embeddings endpoint. */
@@ -33,8 +49,14 @@ export interface Config {
     /** One attempt's deadline: a 2xx within this is success. */
     timeoutMs: number;
   };
+  /** Where artifacts (exports) are kept: the database (default) or S3-compatible storage. */
+  blobs: BlobConfig;
+  /** How long export artifacts are kept (seconds). */
+  exports: { ttlSeconds: number };
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
+  /** Tests only (ENGRAM_TEST_FAILPOINT): a crash point, e.g. `idempotency-after-commit` (see docs/architecture.md). */
+  testFailpoint?: string;
   /** Shared rate-limit counters across processes when set. */
   redisUrl?: string;
   redisPrefix: string;
@@ -110,6 +132,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.ENGRAM_LOG_LEVEL || 'info',
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'ENGRAM_TRUST_PROXY', false),
+    http: {
+      requestTimeoutMs: integer(env, 'ENGRAM_REQUEST_TIMEOUT', 30, 1, 3_600) * 1000,
+      maxConnectionsPerClient: integer(env, 'ENGRAM_MAX_CONNECTIONS_PER_CLIENT', 256, 0, 1_000_000),
+    },
     bootstrap,
     retrieval: {
       embedder: embedderConfig(env),
@@ -122,7 +148,10 @@ export function loadConfig(env: Env = process.env): Config {
       allowHttp: boolean(env, 'ENGRAM_WEBHOOK_ALLOW_HTTP', false),
       timeoutMs: integer(env, 'ENGRAM_WEBHOOK_TIMEOUT_SECONDS', 15, 1, 60) * 1000,
     },
+    blobs: blobConfig(env),
+    exports: { ttlSeconds: integer(env, 'ENGRAM_EXPORT_TTL', 7 * 86_400, 60, 365 * 86_400) },
     secretKey: secretKey(env),
+    ...(env.ENGRAM_TEST_FAILPOINT ? { testFailpoint: env.ENGRAM_TEST_FAILPOINT } : {}),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',
     rateLimit: {
@@ -152,6 +181,29 @@ function embedderConfig(env: Env): Config['retrieval']['embedder'] {
     model: env.ENGRAM_EMBEDDER_MODEL || 'text-embedding-3-small',
     ...(env.ENGRAM_EMBEDDER_API_KEY ? { apiKey: env.ENGRAM_EMBEDDER_API_KEY } : {}),
     ...(env.ENGRAM_EMBEDDER_DIMENSIONS ? { dimensions: integer(env, 'ENGRAM_EMBEDDER_DIMENSIONS', 0, 1, 16_384) } : {}),
+  };
+}
+
+/** ENGRAM_BLOB_URL=s3://bucket/prefix selects S3; the keys come from their own variables, never the URL. */
+function blobConfig(env: Env): BlobConfig {
+  const url = env.ENGRAM_BLOB_URL || '';
+  if (url === '' || url === 'database') return { kind: 'database' };
+  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(url);
+  if (!match) throw new ConfigError('ENGRAM_BLOB_URL must be s3://bucket/prefix (or unset: artifacts in the database)');
+  const accessKeyId = env.ENGRAM_BLOB_ACCESS_KEY_ID;
+  const secretAccessKey = env.ENGRAM_BLOB_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) {
+    throw new ConfigError('ENGRAM_BLOB_ACCESS_KEY_ID and ENGRAM_BLOB_SECRET_ACCESS_KEY must be set with an s3:// ENGRAM_BLOB_URL');
+  }
+  const endpoint = env.ENGRAM_BLOB_ENDPOINT || undefined;
+  if (endpoint !== undefined && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) {
+    throw new ConfigError('ENGRAM_BLOB_ENDPOINT must be http(s)://host[:port]');
+  }
+  const prefix = match[2] ?? '';
+  return {
+    kind: 's3', bucket: match[1]!, prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`,
+    region: env.ENGRAM_BLOB_REGION || 'us-east-1', accessKeyId, secretAccessKey,
+    ...(endpoint ? { endpoint } : {}),
   };
 }
 

@@ -10,6 +10,7 @@ import { setPlan } from './modules/billing/index.js';
 import { listen } from './modules/webhooks/index.js';
 import { bootstrap, type BootstrapResult } from './modules/org/index.js';
 import { buildServices } from './services.js';
+import { CliError, exportCommand, importCommand } from './cli/transfer.js';
 import { openDatabase, type Database } from './store/database.js';
 import { migrate } from './store/migrate.js';
 import { startBackground, type Background } from './worker.js';
@@ -31,6 +32,11 @@ Commands:
   webhooks listen --port N [--secret whsec_...]
             a local webhook receiver on 127.0.0.1:N that prints deliveries and verifies their
             signatures (answers 401 to a bad one), for debugging an integration
+  export [--format jsonl|json|csv] [--gzip] [--end-user ID] [--tenant ID] [--include history,feedback] [-o FILE]
+            export a project from a running server and download it (checks its SHA-256)
+  import FILE [--format auto|engram|mem0]
+            import an Engram or Mem0 export file into a project of a running server
+            (both: --url/ENGRAM_URL, --token/ENGRAM_TOKEN (bearer), --project/ENGRAM_PROJECT_ID)
 
 Configuration comes from ENGRAM_* environment variables; see the README.`;
 
@@ -161,6 +167,8 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (command === 'webhooks') return webhooksCommand(argv.slice(1));
+  if (command === 'export') return exportCommand(argv.slice(1));
+  if (command === 'import') return importCommand(argv.slice(1));
   const config = loadConfig();
   if (cluster.isPrimary) for (const warning of config.warnings) process.stderr.write(`engram: warning: ${warning}\n`);
   switch (command) {
@@ -236,7 +244,7 @@ async function withDatabase(config: Config, run: (database: ReturnType<typeof op
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  const known = error instanceof ConfigError || error instanceof AppError;
+  const known = error instanceof ConfigError || error instanceof AppError || error instanceof CliError;
   process.stderr.write(`engram: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
   process.exit(1);
 });

@@ -7,8 +7,11 @@ import type { Chore } from './jobs/schedule.js';
 import { TokenIssuer } from './modules/auth/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
 import { EraseHooks } from './modules/memories/index.js';
+import { exportJob, EXPORT_JOB, IMPORT_JOB, importJob, purgeDeletedArtifacts, sweepExports, withdrawArtifactsHolding } from './modules/exports/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
 import { eraseMemoryDeliveries, fanOut, type WebhookSettings } from './modules/webhooks/index.js';
+import type { BlobStore } from './store/blobs.js';
+import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
@@ -26,6 +29,8 @@ export interface Services {
   secretKey: Uint8Array;
   tokens: TokenIssuer;
   retrieval: RetrievalEngine;
+  /** Where artifacts and uploaded files live (the database or S3-compatible storage). */
+  blobs: BlobStore;
   /** Background job kinds and their handlers (jobs/runner.ts runs them). */
   jobs: JobHandlers;
   /** What forgetting a memory must also erase, in the same transaction. */
@@ -48,22 +53,38 @@ export function buildServices({ config, database, secretKey }: { config: Service
   const secret = secretKey ?? randomBytes(32);
   const retrieval = createRetrieval(database, config.retrieval);
 
+  const blobs = openBlobStore(config.blobs, database);
+
+  // Forgetting withdraws export artifacts holding the memories in its transaction; their bytes go
+  // right after it commits (and at every sweep, should this process stop first).
+  let purge: NodeJS.Timeout | undefined;
+  const purgeSoon = () => {
+    clearTimeout(purge);
+    purge = setTimeout(() => void purgeDeletedArtifacts(database, blobs).catch(() => {}), 50);
+    purge.unref();
+  };
   const erase = new EraseHooks();
   erase.register(eraseDerivedData);
   erase.register(eraseMemoryEvents);
   erase.register(eraseMemoryDeliveries);
+  erase.register(async (trx, ids) => {
+    if (await withdrawArtifactsHolding(trx, ids)) purgeSoon();
+  });
 
   const jobs = new JobHandlers();
   jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
+  jobs.register(EXPORT_JOB, exportJob(database, blobs));
+  jobs.register(IMPORT_JOB, importJob(database, blobs));
 
   const outboxDispatchers: OutboxDispatcher[] = [fanOut];
   const chores: Chore[] = [
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
+    { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
   ];
 
   return {
-    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, jobs, erase,
+    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, blobs, jobs, erase,
     outboxDispatchers, chores, eventTypes: listEventTypes, webhooks: { secretKey: secret, ...config.webhooks },
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,

@@ -6,8 +6,12 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'gone'
+  | 'range_not_satisfiable'
   | 'idempotency_key_reused'
   | 'payload_too_large'
+  | 'request_timeout'
+  | 'headers_too_large'
   | 'unsupported_media_type'
   | 'rate_limited'
   | 'quota_exceeded'
@@ -21,8 +25,12 @@ const statusOf: Record<ErrorCode, number> = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  gone: 410,
+  range_not_satisfiable: 416,
   idempotency_key_reused: 422,
   payload_too_large: 413,
+  request_timeout: 408,
+  headers_too_large: 431,
   unsupported_media_type: 415,
   rate_limited: 429,
   quota_exceeded: 429,

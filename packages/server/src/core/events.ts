@@ -57,6 +57,12 @@ export const EVENT_TYPES = {
   'endpoint.disabled': event(1, 'A webhook endpoint failed every attempt for its disable period and was disabled.', Type.Object({
     endpoint_id: Id, url: Type.String(), failing_since: Type.String(), reason: Type.String(),
   })),
+  'export.completed': event(1, "An export's artifact is ready to download.", Type.Object({
+    export_id: Id, project_id: Type.String(), rows: Type.Integer({ minimum: 0 }), size: Type.Integer({ minimum: 0 }), sha256: Type.String(),
+  })),
+  'export.failed': event(1, 'An export failed after its last attempt.', Type.Object({
+    export_id: Id, project_id: Type.String(), error: Type.String(),
+  })),
 } as const satisfies Record<string, EventType>;
 
 export type EventKind = keyof typeof EVENT_TYPES;

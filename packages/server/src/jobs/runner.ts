@@ -17,12 +17,19 @@ export interface JobView {
   error: string | null;
   created_at: string;
   updated_at: string;
+  /** What the job was asked to do, for the owner's access check; not part of the wire representation. */
+  payload: Record<string, unknown>;
 }
 
 export interface JobContext {
   id: number;
   projectId: string | null;
   payload: Record<string, unknown>;
+  /** 1 on the first run; a crash or failure runs the job again with the next number. */
+  attempt: number;
+  /** Whether a failure now is final (no further attempt follows). */
+  finalAttempt: boolean;
+  /** Records progress and extends the lease, so a long job that reports progress is not taken over. */
   progress(fraction: number): Promise<void>;
 }
 
@@ -56,6 +63,7 @@ export async function getJob(db: Executor, id: number, projectId: string, kind?:
   return {
     id: row.id, kind: row.kind, status: row.status as JobView['status'], progress: row.progress,
     result: row.result === null ? null : decodeJson(row.result), error: row.error, created_at: row.created_at, updated_at: row.updated_at,
+    payload: decodeJson(row.payload),
   };
 }
 
@@ -171,8 +179,13 @@ export class JobRunner {
         id: job.id,
         projectId: job.project_id,
         payload: decodeJson<Record<string, unknown>>(job.payload),
+        attempt: job.attempts,
+        finalAttempt: job.attempts >= MAX_ATTEMPTS,
         progress: async (fraction) => {
-          await this.database.db.updateTable('jobs').set({ progress: Math.min(1, Math.max(0, fraction)), updated_at: nowIso() }).where('id', '=', job.id).execute();
+          const now = Date.now();
+          await this.database.db.updateTable('jobs')
+            .set({ progress: Math.min(1, Math.max(0, fraction)), locked_until: new Date(now + LEASE_MS).toISOString(), updated_at: new Date(now).toISOString() })
+            .where('id', '=', job.id).execute();
         },
       });
       await finish({ status: 'succeeded', progress: 1, result: encodeJson(result ?? null), error: null });

@@ -67,12 +67,16 @@ export interface JobsTable {
 export interface SessionsTable {
   id: Generated<number>; user_id: number; scopes: Json; ip: string | null; user_agent: string | null; created_at: string;
   expires_at: string; last_used_at: string | null; revoked_at: string | null; revoked_reason: string | null;
+  /** The organization the session was opened for; null when the user belonged to none. */
+  organization_id: string | null;
 }
 export interface RefreshTokensTable { token_hash: string; session_id: number; created_at: string; spent_at: string | null }
 export interface LoginThrottleTable { key: string; failures: number; window_started_at: string }
 export interface IdempotencyKeysTable {
   principal: string; key_hash: string; fingerprint: string; status: number | null; response: string | null;
   created_at: string; locked_until: string; expires_at: string;
+  /** Sealed JSON array of the results the request's writes committed (with them), for a retry after a crash. */
+  committed: string | null;
 }
 export interface OrganizationPlansTable { organization_id: string; plan: string; updated_at: string }
 export interface UsageCountersTable { organization_id: string; period_start: string; requests: number }
@@ -84,6 +88,24 @@ export interface FeedbackTable {
 }
 export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string }
 export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }
+
+export interface BlobsTable { key: string; size: number; chunk_bytes: number; sha256: string; created_at: string }
+export interface BlobChunksTable { key: string; n: number; data: Buffer }
+
+export interface ExportsTable {
+  id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; scope: Json;
+  format: string; gzip: Bool; include: Json; rows_done: Generated<number>; rows_total: number | null; last_memory_id: Generated<number>; erasures: Generated<number>;
+  blob_key: string | null; size: number | null; sha256: string | null; error: string | null; artifact_deleted_at: string | null;
+  artifact_deleted_reason: string | null; created_at: string; updated_at: string; started_at: string | null;
+  completed_at: string | null; expires_at: string; deleted_at: string | null;
+}
+export interface ImportsTable {
+  id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; format: string;
+  blob_key: string | null; bytes_total: number; bytes_done: Generated<number>; rows_done: Generated<number>; rows_created: Generated<number>;
+  rows_skipped: Generated<number>;
+  error: string | null; error_record: number | null; error_line: number | null; created_at: string; updated_at: string;
+  completed_at: string | null;
+}
 
 export interface DB {
   organizations: OrganizationsTable;
@@ -110,4 +132,8 @@ export interface DB {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_attempts: WebhookAttemptsTable;
+  blobs: BlobsTable;
+  blob_chunks: BlobChunksTable;
+  exports: ExportsTable;
+  imports: ImportsTable;
 }

@@ -2,9 +2,10 @@
 export {
   changesSince, exportMemories, getMemory, liveMemoryCount, liveProjectMemories, listMemories, memoriesByIds, memoryCounts,
   memoryHistory, projectRevision, revisionOf, type IndexedMemory, type Owner,
+  countForExport, exportPage, historyOfMemories, ownersOfMemories, type ExportFilter, type PortableMemory,
 } from './feed.js';
 export {
   addMemory, batchUpdate, bulkAdd, EraseHooks, forget, insertTurn, purgeEndUser, tombstoneProjectMemories, touchMemories, updateMemory,
-  type EraseHook, type TurnInput,
+  type EraseHook, type TurnInput, importMemories, type ImportedMemory,
 } from './writes.js';
-export { Memory, MemoryId, type MemoryView } from './schemas.js';
+export { AddMemoryBody, Memory, MemoryId, type MemoryView } from './schemas.js';

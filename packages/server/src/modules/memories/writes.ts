@@ -31,22 +31,8 @@ const dedupeHash = (text: string) =>
   sha256Hex(normalizeText(text) || text.normalize('NFKC').toLowerCase().replace(/\s+/gu, ' ').trim());
 
 
-/** NUL and unpaired surrogates: SQLite keeps them, PostgreSQL text and jsonb refuse them, so neither stores them. */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-
-function storable(value: unknown): boolean {
-  if (typeof value === 'string') return !UNSTORABLE.test(value);
-  if (Array.isArray(value)) return value.every(storable);
-  if (value !== null && typeof value === 'object') return Object.entries(value).every(([k, v]) => storable(k) && storable(v));
-  return true;
-}
-
-
+/** Rules beyond the schema (NUL and unpaired surrogates are refused for every request by http/input.ts). */
 function checkContent(input: { text?: string; metadata?: Record<string, unknown> }, prefix = ''): void {
-  for (const [field, value] of Object.entries(input)) {
-    if (!storable(value)) throw invalid(`${prefix}${field}`, `${field} must not contain NUL characters or unpaired surrogates`);
-  }
   if (input.text !== undefined && input.text.trim() === '') throw invalid(`${prefix}text`, 'text must not be blank');
   if (input.metadata !== undefined && Buffer.byteLength(encodeJson(input.metadata)) > LIMITS.metadataBytes) {
     throw invalid(`${prefix}metadata`, `metadata must serialise to at most ${LIMITS.metadataBytes} bytes`);
@@ -113,12 +99,13 @@ async function insertMemories(
   ctx: WriteContext,
   effects: Effects,
   owner: Owner,
-  items: AddMemoryInput[],
+  items: ImportedMemory[],
   clientRefReason: SkipReason,
 ): Promise<Outcome[]> {
   const now = effects.now;
   const seq = await nextSeq(trx, owner, now);
-  const hashes = items.map((i) => dedupeHash(i.text));
+  // A conversation turn (with a speaker) is a duplicate only of the same turn, as on /v1.
+  const hashes = items.map((i) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text) : dedupeHash(i.text)));
   const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
   // One query per partial unique index; the IS NOT NULL terms let SQLite's planner use them.
   const byHashRows = await owned(owner)(trx)
@@ -154,9 +141,10 @@ async function insertMemories(
     outcomes.push({ pending: rows.length });
     rows.push({
       project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: item.text,
-      tags: encodeJson(item.tags ?? []), is_summary: database.bool(false), source: item.source ?? null,
+      tags: encodeJson(item.tags ?? []), is_summary: database.bool(item.is_summary ?? false), source: item.source ?? null,
       importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: ref ?? null,
-      session_id: item.session_id ?? null, speaker: null, dedupe_hash: hash, seq, created_at: now, updated_at: now,
+      session_id: item.session_id ?? null, speaker: item.speaker ?? null, dedupe_hash: hash, seq,
+      created_at: item.created_at ?? now, updated_at: item.updated_at ?? item.created_at ?? now,
       deleted_at: null,
     });
   });
@@ -214,17 +202,19 @@ export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owne
     }
   });
   if (valid.length > 0) {
-    await write(database, ctx, async (trx, effects) => {
-      const outcomes = await insertMemories(database, trx, ctx, effects, owner, valid.map((v) => v.item), 'already_migrated');
-      outcomes.forEach((outcome, i) => {
-        const index = valid[i]!.index;
-        results[index] =
-          'created' in outcome
-            ? { index, status: 'created', memory: outcome.created }
-            : { index, status: 'skipped', reason: outcome.skipped.reason, memory_id: outcome.skipped.memory_id };
-      });
-      const created = outcomes.flatMap((o) => ('created' in o ? [o.created.id] : []));
+    // The outcomes are the write's result (not filled in from inside it), so a replayed write yields them too.
+    const outcomes = await write(database, ctx, async (trx, effects) => {
+      const stored = await insertMemories(database, trx, ctx, effects, owner, valid.map((v) => v.item), 'already_migrated');
+      const created = stored.flatMap((o) => ('created' in o ? [o.created.id] : []));
       effects.audit('memory.bulk_add', { type: 'memory', id: created.length ? created.join(',') : null });
+      return stored;
+    });
+    outcomes.forEach((outcome, i) => {
+      const index = valid[i]!.index;
+      results[index] =
+        'created' in outcome
+          ? { index, status: 'created', memory: outcome.created }
+          : { index, status: 'skipped', reason: outcome.skipped.reason, memory_id: outcome.skipped.memory_id };
     });
   }
   const count = (status: string) => results.filter((r) => r.status === status).length;
@@ -394,6 +384,8 @@ export async function touchMemories(trx: Executor, owner: Owner, ids: number[], 
 }
 
 
+const turnHash = (sessionId: string | null, speaker: string, text: string) => sha256Hex(JSON.stringify(['turn', sessionId, speaker, text]));
+
 export interface TurnInput {
   text: string;
   speaker: string;
@@ -417,7 +409,9 @@ export async function insertTurn(
   owner: Owner,
   turn: TurnInput,
 ): Promise<{ memory: MemoryView; created: boolean }> {
-  const hash = sha256Hex(JSON.stringify(['turn', turn.sessionId, turn.speaker, turn.text]));
+  // The same content rules as /memory/add: text not blank, metadata within its size limit.
+  checkContent({ text: turn.text, metadata: turn.metadata });
+  const hash = turnHash(turn.sessionId, turn.speaker, turn.text);
   // Taken first even for a redelivery: on PostgreSQL its row lock is what makes the duplicate check race-free.
   const seq = await nextSeq(trx, owner, effects.now);
   const existing = await owned(owner)(trx).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', hash).executeTakeFirst();
@@ -454,4 +448,38 @@ export async function tombstoneProjectMemories(trx: Executor, projectId: string,
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** A memory arriving from an export (Engram's or another service's), keeping its own timestamps. */
+export interface ImportedMemory extends AddMemoryInput {
+  is_summary?: boolean;
+  speaker?: string | null;
+  created_at?: string;
+  updated_at?: string;
+}
+
+/**
+ * Imports memories of several end users in one transaction. An item whose client_ref already
+ * landed is skipped (`already_migrated`), so a re-run of an interrupted import skips what landed.
+ */
+export async function importMemories(
+  database: Database, ctx: WriteContext, batch: Array<{ owner: Owner; item: ImportedMemory }>,
+): Promise<{ created: number; skipped: number }> {
+  const groups = new Map<string, { owner: Owner; items: ImportedMemory[] }>();
+  for (const { owner, item } of batch) {
+    checkContent(item);
+    const key = JSON.stringify([owner.tenantId, owner.endUserId]);
+    const group = groups.get(key) ?? { owner, items: [] };
+    group.items.push(item);
+    groups.set(key, group);
+  }
+  return write(database, ctx, async (trx, effects) => {
+    let created = 0;
+    for (const { owner, items } of groups.values()) {
+      const outcomes = await insertMemories(database, trx, ctx, effects, owner, items, 'already_migrated');
+      created += outcomes.filter((o) => 'created' in o).length;
+    }
+    effects.audit('memory.import', { type: 'memory', id: null }, created === batch.length ? 'success' : 'partial');
+    return { created, skipped: batch.length - created };
+  });
 }
