@@ -23,6 +23,7 @@ import { authRoutes, recordRouteAccess } from './modules/auth/routes.js';
 import { orgRoutes } from './modules/org/routes.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
+import { webhookRoutes } from './modules/webhooks/routes.js';
 import { exportRoutes } from './modules/exports/routes.js';
 import { peopleRoutes } from './modules/people/routes.js';
 
@@ -126,6 +127,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(orgRoutes, { database, routeAccess });
   await app.register(auditRoutes, { database });
   await app.register(billing, { database });
+  await app.register(webhookRoutes, { database, settings: services.webhooks });
   await app.register(exportRoutes, { database, blobs: services.blobs, jobs: services.jobs, ttlSeconds: config.exports.ttlSeconds });
   await app.register(peopleRoutes, { database, mailer: services.mailer, publicUrl: config.publicUrl, publicRateLimit: config.rateLimit.loginMax });
   return app;

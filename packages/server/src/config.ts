@@ -46,6 +46,14 @@ export interface Config {
   llm: LlmSettings;
   /** End users whose derived intelligence views (graph, decisions, clusters) one process keeps. */
   intelligence: { cacheOwners: number };
+  webhooks: {
+    /** ENGRAM_WEBHOOK_ALLOW_HOSTS: hosts, addresses or CIDR ranges receivers may use although not public (SSRF exceptions). */
+    allowHosts: string[];
+    /** ENGRAM_WEBHOOK_ALLOW_HTTP: accept plain-http receiver URLs (default: https only). */
+    allowHttp: boolean;
+    /** One attempt's deadline: a 2xx within this is success. */
+    timeoutMs: number;
+  };
   /** Where artifacts (exports) are kept: the database (default) or S3-compatible storage. */
   blobs: BlobConfig;
   /** How long export artifacts are kept (seconds). */
@@ -150,6 +158,11 @@ export function loadConfig(env: Env = process.env): Config {
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
     llm: llmConfig(env),
     intelligence: { cacheOwners: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_USERS', 1000, 1, 10_000_000) },
+    webhooks: {
+      allowHosts: (env.ENGRAM_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+      allowHttp: boolean(env, 'ENGRAM_WEBHOOK_ALLOW_HTTP', false),
+      timeoutMs: integer(env, 'ENGRAM_WEBHOOK_TIMEOUT_SECONDS', 15, 1, 60) * 1000,
+    },
     blobs: blobConfig(env),
     exports: { ttlSeconds: integer(env, 'ENGRAM_EXPORT_TTL', 7 * 86_400, 60, 365 * 86_400) },
     secretKey: secretKey(env),

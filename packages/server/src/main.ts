@@ -13,6 +13,7 @@ import { lastSignIns } from './modules/auth/index.js';
 import { createUserAsOperator, resetPasswordAsOperator } from './modules/people/index.js';
 import { outboxBacklog } from './core/events.js';
 import { jobCounts } from './jobs/runner.js';
+import { listen } from './modules/webhooks/index.js';
 import { buildServices } from './services.js';
 import { CliError, exportCommand, importCommand } from './cli/transfer.js';
 import { openDatabase, type Database } from './store/database.js';
@@ -33,6 +34,9 @@ Commands:
             walk each organization's audit hash chain; name the first broken row (exit 1)
   org set-plan <organization_id> <plan>
             set an organization's billing plan (self_hosted, free, starter, pro, enterprise)
+  webhooks listen --port N [--secret whsec_...]
+            a local webhook receiver on 127.0.0.1:N that prints deliveries and verifies their
+            signatures (answers 401 to a bad one), for debugging an integration
   export [--format jsonl|json|csv] [--gzip] [--end-user ID] [--tenant ID] [--include history,feedback] [-o FILE]
             export a project from a running server and download it (checks its SHA-256)
   import FILE [--format auto|engram|mem0]
@@ -179,6 +183,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(VERSION + '\n');
     return;
   }
+  if (command === 'webhooks') return webhooksCommand(argv.slice(1));
   if (command === 'export') return exportCommand(argv.slice(1));
   if (command === 'import') return importCommand(argv.slice(1));
   const config = loadConfig();
@@ -325,6 +330,22 @@ async function status(config: Config): Promise<void> {
   } finally {
     await database?.close();
   }
+}
+
+/** `engram webhooks listen --port N [--secret whsec_…]`: needs no configuration or database. */
+async function webhooksCommand(args: string[]): Promise<void> {
+  const option = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const port = Number(option('--port'));
+  const secret = option('--secret');
+  if (args[0] !== 'listen' || !Number.isInteger(port) || port < 1 || port > 65535) {
+    return usageError('usage: engram webhooks listen --port N [--secret whsec_...]');
+  }
+  if (secret !== undefined && !secret.startsWith('whsec_')) return usageError('--secret must be a whsec_… signing secret');
+  await listen(port, secret, process.stdout);
+  process.stderr.write(`engram: listening for webhooks on http://127.0.0.1:${port}/ (${secret ? 'verifying signatures' : 'signatures not checked'})\n`);
 }
 
 function usageError(message: string): void {

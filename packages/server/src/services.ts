@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.js';
 import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
-import { dispatchOutbox, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
+import { eraseMemoryEvents, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
 import { createLlm, type LlmProvider } from './engine/index.js';
 import { createMailer, type Mailer } from './core/mailer.js';
 import { JobHandlers } from './jobs/runner.js';
@@ -13,6 +13,7 @@ import { EraseHooks } from './modules/memories/index.js';
 import { exportJob, EXPORT_JOB, IMPORT_JOB, importJob, purgeDeletedArtifacts, sweepExports, withdrawArtifactsHolding } from './modules/exports/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
 import { eraseSynthesisData } from './modules/synthesis/index.js';
+import { eraseMemoryDeliveries, fanOut, type WebhookSettings } from './modules/webhooks/index.js';
 import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
@@ -42,8 +43,10 @@ export interface Services {
   jobs: JobHandlers;
   /** What forgetting a memory must also erase, in the same transaction. */
   erase: EraseHooks;
-  /** Takers of outbox events (the webhook deliverer registers here). */
+  /** Takers of outbox events (webhooks fan them out into deliveries), run by the delivery loop (worker.ts). */
   outboxDispatchers: OutboxDispatcher[];
+  /** Webhook signing and receiver policy. */
+  webhooks: WebhookSettings;
   /** Periodic upkeep run by whichever process runs background work. */
   chores: Chore[];
   /** The event catalogue, for the webhook "list event types" operation. */
@@ -75,6 +78,8 @@ export function buildServices({ config, database, secretKey }: { config: Service
   erase.register(eraseDerivedData);
   erase.register(eraseSynthesisData);
   erase.register(eraseResolutions);
+  erase.register(eraseMemoryEvents);
+  erase.register(eraseMemoryDeliveries);
   erase.register(async (trx, ids) => {
     if (await withdrawArtifactsHolding(trx, ids)) purgeSoon();
   });
@@ -85,17 +90,16 @@ export function buildServices({ config, database, secretKey }: { config: Service
   jobs.register(EXPORT_JOB, exportJob(database, blobs));
   jobs.register(IMPORT_JOB, importJob(database, blobs));
 
-  const outboxDispatchers: OutboxDispatcher[] = [];
+  const outboxDispatchers: OutboxDispatcher[] = [fanOut];
   const chores: Chore[] = [
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
-    { name: 'outbox.dispatch', everyMs: 1000, run: () => dispatchOutbox(database, outboxDispatchers) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
   ];
 
   return {
     config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, llm: createLlm(config.llm), intelligence, blobs, jobs, erase,
-    outboxDispatchers, chores, eventTypes: listEventTypes, mailer: createMailer(config.mail),
+    outboxDispatchers, chores, eventTypes: listEventTypes, mailer: createMailer(config.mail), webhooks: { secretKey: secret, ...config.webhooks },
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
   };

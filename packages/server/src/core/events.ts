@@ -4,9 +4,10 @@ import { bodyAjv } from './validation.js';
 
 /**
  * The event catalogue: every kind of event the service emits, declared once with its payload
- * schema and version. The outbox accepts only these; webhook delivery will serve this list as its
- * "event types" operation. Payloads carry ids, never memory content, so forgetting leaves no copy.
- * A change to a payload that is not purely additive takes a new version.
+ * schema and version. The outbox accepts only these; webhook delivery serves this list as its
+ * "event types" operation. Memory events carry the memory's public representation; the outbox
+ * records which memory, so forgetting it erases that copy (eraseMemoryEvents), as webhook
+ * deliveries do theirs. A change to a payload that is not purely additive takes a new version.
  */
 
 interface EventType<P extends TObject = TObject> {
@@ -22,13 +23,20 @@ const RelationPayload = Type.Object({
   relation_id: Id, type: Type.String(), source_id: Id, target_id: Id, end_user_id: Type.String(),
 });
 
+const MemoryRepresentation = Type.Object(
+  { id: Id, end_user_id: Type.String() },
+  { additionalProperties: true, description: 'The memory as GET /memory/{memory_id} answers it (text, tags, metadata, …)' },
+);
+const ApiKeyPayload = Type.Object({
+  api_key_id: Id, name: Type.String(), project_id: Type.Union([Type.String(), Type.Null()]), scopes: Type.Array(Type.String()),
+});
+
 export const EVENT_TYPES = {
-  'memory.created': event(1, 'A memory (or a /v1 turn, or a summary) was stored.', Type.Object({
-    memory_id: Id, end_user_id: Type.String(), tenant_id: Type.Union([Type.String(), Type.Null()]),
-    is_summary: Type.Optional(Type.Literal(true, { description: 'Present on summaries (POST /memory/summarize)' })),
+  'memory.created': event(2, 'A memory (or a /v1 turn, or a summary) was stored.', Type.Object({
+    memory: MemoryRepresentation, tenant_id: Type.Union([Type.String(), Type.Null()]),
   })),
-  'memory.updated': event(1, "A memory's tags, importance, metadata or source changed.", Type.Object({
-    memory_id: Id, end_user_id: Type.String(), fields: Type.Array(Type.String()),
+  'memory.updated': event(2, "A memory's tags, importance, metadata or source changed; `fields` names them.", Type.Object({
+    memory: MemoryRepresentation, fields: Type.Array(Type.String()),
   })),
   'memory.deleted': event(1, 'A memory was forgotten (erased down to a tombstone).', Type.Object({
     memory_id: Id, end_user_id: Type.String(),
@@ -54,6 +62,14 @@ export const EVENT_TYPES = {
   })),
   'project.deleted': event(1, 'A project was deleted and its memories tombstoned.', Type.Object({
     project_id: Type.String(), memories_tombstoned: Type.Integer({ minimum: 0 }),
+  })),
+  'api_key.created': event(1, 'An API key was created (never its secret).', ApiKeyPayload),
+  'api_key.revoked': event(1, 'An API key was revoked.', ApiKeyPayload),
+  'webhook.test': event(1, 'Sent to one endpoint by its "send a test event" operation.', Type.Object({
+    endpoint_id: Id, message: Type.String(),
+  })),
+  'endpoint.disabled': event(1, 'A webhook endpoint failed every attempt for its disable period and was disabled.', Type.Object({
+    endpoint_id: Id, url: Type.String(), failing_since: Type.String(), reason: Type.String(),
   })),
   'export.completed': event(1, "An export's artifact is ready to download.", Type.Object({
     export_id: Id, project_id: Type.String(), rows: Type.Integer({ minimum: 0 }), size: Type.Integer({ minimum: 0 }), sha256: Type.String(),
@@ -118,10 +134,44 @@ export async function enqueueEvents(trx: Executor, events: OutboxEvent[]): Promi
         project_id: e.projectId,
         type: e.type,
         payload: encodeJson(e.payload),
+        memory_id: memoryOf(e),
         created_at: e.createdAt,
       })),
     )
     .execute();
+}
+
+/** The memory an event carries a copy of, if any. */
+function memoryOf(e: OutboxEvent): number | null {
+  const payload = e.payload as { memory?: { id: number } };
+  return payload.memory?.id ?? null;
+}
+
+/** Forgetting: outbox events that carry these memories keep only their ids. */
+export async function eraseMemoryEvents(trx: Executor, memoryIds: number[]): Promise<void> {
+  if (memoryIds.length === 0) return;
+  const rows = await trx.selectFrom('outbox_events').select(['id', 'memory_id']).where('memory_id', 'in', memoryIds).orderBy('id').execute();
+  for (const row of rows) {
+    await trx.updateTable('outbox_events').set({ payload: encodeJson({ memory: forgottenMemory(row.memory_id!) }) }).where('id', '=', row.id).execute();
+  }
+}
+
+/** What is left of a memory's representation in an event once it is forgotten. */
+export function forgottenMemory(id: number): { id: number; forgotten: true } {
+  return { id, forgotten: true };
+}
+
+type CommitListener = () => void;
+const commitListeners = new Set<CommitListener>();
+
+/** In-process wake-up for outbox readers: called after a transaction that enqueued events commits. */
+export function onEventsCommitted(listener: CommitListener): () => void {
+  commitListeners.add(listener);
+  return () => commitListeners.delete(listener);
+}
+
+export function notifyEventsCommitted(): void {
+  for (const listener of commitListeners) listener();
 }
 
 /** An event as stored in the outbox, for a dispatcher. */

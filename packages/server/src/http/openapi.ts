@@ -49,6 +49,7 @@ export const OPENAPI_TAGS = [
   { name: 'api-keys', description: 'API keys of an organization' },
   { name: 'audit', description: 'The hash-chained audit log' },
   { name: 'billing', description: 'Plan, allowances and usage' },
+  { name: 'webhooks', description: 'Webhook endpoints, event types, deliveries and their attempts' },
   { name: 'exports', description: 'Background exports and imports of project data' },
   { name: 'health', description: 'Liveness and readiness probes' },
 ];

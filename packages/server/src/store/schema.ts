@@ -43,7 +43,23 @@ export interface AuditLogTable {
 export interface AuditChainHeadsTable { organization_id: string; last_hash: string }
 export interface OutboxEventsTable {
   id: Generated<number>; organization_id: string; project_id: string | null; type: string; payload: Json;
-  created_at: string; dispatched_at: string | null;
+  created_at: string; dispatched_at: string | null; memory_id: number | null;
+}
+export interface WebhookEndpointsTable {
+  id: Generated<number>; organization_id: string; project_id: string; name: string; url: string; description: string;
+  events: Json; retry_config: Json; signature_config: Json; status: string; disabled_reason: string | null; secret: string;
+  previous_secret: string | null; previous_secret_until: string | null; failing_since: string | null;
+  consecutive_failures: Generated<number>; last_success_at: string | null; last_failure_at: string | null;
+  created_at: string; updated_at: string;
+}
+export interface WebhookDeliveriesTable {
+  id: Generated<number>; endpoint_id: number; message_id: string; event_type: string; memory_id: number | null; body: string;
+  status: string; attempts: Generated<number>; next_step: Generated<number>; next_attempt_at: string | null;
+  lease_until: string | null; created_at: string; updated_at: string;
+}
+export interface WebhookAttemptsTable {
+  id: Generated<number>; delivery_id: number; endpoint_id: number; attempted_at: string; status_code: number | null;
+  latency_ms: number; response_body: string | null; error: string | null; succeeded: Bool;
 }
 export interface JobsTable {
   id: Generated<number>; kind: string; project_id: string | null; payload: Json; status: string; progress: number;
@@ -133,6 +149,9 @@ export interface DB {
   usage_counters: UsageCountersTable;
   ontologies: OntologiesTable;
   decision_resolutions: DecisionResolutionsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
   blobs: BlobsTable;
   blob_chunks: BlobChunksTable;
   exports: ExportsTable;

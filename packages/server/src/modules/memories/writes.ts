@@ -163,7 +163,7 @@ async function insertMemories(
     now,
   );
   for (const m of memories) {
-    effects.emit('memory.created', { memory_id: m.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null });
+    effects.emit('memory.created', { memory: m, tenant_id: owner.tenantId || null });
   }
   return outcomes.map((o) => {
     if (!('pending' in o)) return o;
@@ -262,8 +262,9 @@ async function applyPatch(
     .returningAll()
     .executeTakeFirstOrThrow();
   await recordHistory(trx, ctx, [{ memoryId: id, action: 'update', changes }], effects.now);
-  effects.emit('memory.updated', { memory_id: id, end_user_id: owner.endUserId, fields: Object.keys(changes) });
-  return toMemory(updated);
+  const memory = toMemory(updated);
+  effects.emit('memory.updated', { memory, fields: Object.keys(changes) });
+  return memory;
 }
 
 
@@ -416,7 +417,7 @@ export async function markSuperseded(
     memoryId: id, action: 'supersede',
     changes: { superseded_by: { before: row.superseded_by, after: successor }, reason: { before: null, after: reason } },
   }], effects.now);
-  effects.emit('memory.updated', { memory_id: id, end_user_id: owner.endUserId, fields: ['superseded_by'] });
+  effects.emit('memory.updated', { memory: toMemory(await owned(owner)(trx).where('id', '=', id).executeTakeFirstOrThrow()), fields: ['superseded_by'] });
 }
 
 /** Marks memories as changed (for a ranking signal kept elsewhere, such as feedback) so indexes reload them. */
@@ -443,7 +444,6 @@ export interface TurnInput {
 async function insertOne(
   trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner,
   values: Pick<Insertable<MemoriesTable>, 'text' | 'is_summary' | 'source' | 'metadata' | 'session_id' | 'speaker' | 'dedupe_hash' | 'seq' | 'created_at'>,
-  event: { is_summary?: true } = {},
 ): Promise<MemoryView> {
   const row = await trx
     .insertInto('memories')
@@ -458,7 +458,7 @@ async function insertOne(
     memoryId: memory.id, action: 'create',
     changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
   }], effects.now);
-  effects.emit('memory.created', { memory_id: memory.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null, ...event });
+  effects.emit('memory.created', { memory, tenant_id: owner.tenantId || null });
   return memory;
 }
 
@@ -525,7 +525,7 @@ export async function insertSummary(
   return insertOne(trx, ctx, effects, owner, {
     text: summary.text, is_summary: database.bool(true), source: 'summary', metadata: encodeJson(summary.metadata),
     session_id: summary.sessionId, speaker: null, dedupe_hash: summary.setKey, seq, created_at: effects.now,
-  }, { is_summary: true });
+  });
 }
 
 /**
@@ -546,7 +546,7 @@ export async function rewriteSummary(
     memoryId: id, action: 'update',
     changes: { text: { before: null, after: summary.text }, metadata: { before: null, after: summary.metadata } },
   }], effects.now);
-  effects.emit('memory.updated', { memory_id: id, end_user_id: owner.endUserId, fields: ['text', 'metadata'] });
+  effects.emit('memory.updated', { memory: toMemory(await owned(owner)(trx).where('id', '=', id).executeTakeFirstOrThrow()), fields: ['text', 'metadata'] });
 }
 
 /** A memory arriving from an export (Engram's or another service's), keeping its own timestamps. */

@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import type { Principal } from '../../core/context.js';
+import type { EventPayload } from '../../core/events.js';
 import { validateEndUserId } from '../../core/validation.js';
 import { forbidden, invalid, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
@@ -79,9 +80,15 @@ export async function issueApiKey(database: Database, ctx: WriteContext, princip
       expiresAt: input.expires_at === undefined ? null : new Date(input.expires_at).toISOString(),
     });
     effects.audit('api_key.create', { type: 'api_key', id: created.id });
-    const row = await orgKeys(trx, ctx.organizationId).where('id', '=', created.id).executeTakeFirstOrThrow();
-    return { ...toApiKeyView(row, effects.now), key: created.key };
+    const view = toApiKeyView(await orgKeys(trx, ctx.organizationId).where('id', '=', created.id).executeTakeFirstOrThrow(), effects.now);
+    effects.emit('api_key.created', keyEvent(view));
+    return { ...view, key: created.key };
   });
+}
+
+/** API key events name the key and its reach, never its secret; without a project lock they go to every endpoint of the organization. */
+function keyEvent(view: ApiKeyView): EventPayload<'api_key.created'> {
+  return { api_key_id: view.id, name: view.name, project_id: view.project_id, scopes: view.scopes };
 }
 
 export type RevokeOutcome = 'revoked' | 'already_revoked' | 'not_found';
@@ -93,6 +100,7 @@ export async function revokeApiKeys(database: Database, ctx: WriteContext, ids: 
     for (const id of ids) {
       if (await revokeApiKey(trx, ctx.organizationId, id, effects.now)) {
         effects.audit('api_key.revoke', { type: 'api_key', id });
+        effects.emit('api_key.revoked', keyEvent(toApiKeyView(await orgKeys(trx, ctx.organizationId).where('id', '=', id).executeTakeFirstOrThrow(), effects.now)));
         results.push({ id, status: 'revoked' });
       } else {
         const exists = await orgKeys(trx, ctx.organizationId).select('id').where('id', '=', id).executeTakeFirst();
