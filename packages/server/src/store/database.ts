@@ -81,7 +81,11 @@ function withStatementCache(sqlite: BetterSqlite3.Database, limit = 500): Better
   const cache = new Map<string, BetterSqlite3.Statement>();
   const prepare = sqlite.prepare.bind(sqlite);
   return Object.assign(Object.create(sqlite) as BetterSqlite3.Database, {
-    prepare: (source: string) => {
+    prepare: (text: string) => {
+      // Kysely opens transactions with a deferred `begin`; take the write lock at once instead, so a
+      // transaction that reads and then writes waits (busy_timeout) for another process's writer rather
+      // than failing with SQLITE_BUSY when that process committed in between (two servers, or a worker).
+      const source = text === 'begin' ? 'begin immediate' : text;
       let statement = cache.get(source);
       if (!statement) {
         statement = prepare(source);

@@ -39,7 +39,7 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
     expect(body.summary).toMatch(/hiking/);
     expectAudited(created, t, { action: 'memory.summarize', target_type: 'memory', target_id: String(body.memory.id) });
     expect(created.events.filter((e) => e.type === 'memory.created').map((e) => e.payload)).toEqual([
-      { memory_id: body.memory.id, end_user_id: endUser, tenant_id: null, is_summary: true },
+      { memory: { ...body.memory, end_user_id: endUser }, tenant_id: null },
     ]);
 
     const links = await t.call('GET', `/memory/${body.memory.id}/relations`, { endUser });
@@ -120,7 +120,7 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
 
     const forgotten = await withEffects(t, () => t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[2].id] } }));
     expect(forgotten.res.body).toEqual([sources[2].id]);
-    expect(forgotten.events.map((e) => [e.type, e.payload.memory_id])).toEqual([['memory.updated', summary.id], ['memory.deleted', sources[2].id]]);
+    expect(forgotten.events.map((e) => [e.type, e.payload.memory?.id ?? e.payload.memory_id])).toEqual([['memory.updated', summary.id], ['memory.deleted', sources[2].id]]);
     const rewritten = (await t.call('GET', `/memory/${summary.id}`, { endUser })).body;
     expect(rewritten.text).not.toContain('Biscuit');
     expect(rewritten.text).toMatch(/hiking/);
