@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -157,6 +158,23 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
   // Like `engram serve`: background jobs and chores run beside the app unless turned off.
   const background = services.config.runJobs ? startBackground(services, app.log) : null;
 
+  let origin: Promise<string> | undefined;
+  const overTheWire = async (method: string, path: string, headers: Record<string, string | string[]>, payload?: string) => {
+    origin ??= app.listen({ host: '127.0.0.1', port: 0 });
+    const { hostname, port } = new URL(await origin);
+    const raw = Object.entries(headers).flatMap(([name, value]) => [value].flat().flatMap((v) => [name, v]));
+    // Given a raw header list, Node adds neither Host nor Content-Length.
+    raw.push('host', `${hostname}:${port}`, 'content-length', String(payload === undefined ? 0 : Buffer.byteLength(payload)));
+    return new Promise<{ statusCode: number; headers: Response['headers']; body: string }>((resolve, reject) => {
+      const req = httpRequest({ hostname, port, path, method, headers: raw }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => resolve({ statusCode: res.statusCode!, headers: res.headers, body }));
+      });
+      req.on('error', reject);
+      req.end(payload);
+    });
+  };
+
   const call: TestApp['call'] = async (method, url, options = {}) => {
     const headers: Record<string, string | string[]> = {};
     const bearer = options.token !== undefined;
@@ -176,7 +194,10 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
       if (value === undefined) delete headers[name.toLowerCase()];
       else headers[name.toLowerCase()] = value;
     }
-    const res = await app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined ? { payload } : {}) });
+    // A repeated header (an array value) must reach the server repeated, which inject cannot do: real HTTP then.
+    const res = Object.values(headers).some(Array.isArray)
+      ? await overTheWire(method, url, headers, payload)
+      : await app.inject({ method: method as 'GET', url, headers, ...(payload !== undefined ? { payload } : {}) });
     let body: unknown;
     try {
       body = res.body ? JSON.parse(res.body) : undefined;

@@ -120,7 +120,7 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
 
     const forgotten = await withEffects(t, () => t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[2].id] } }));
     expect(forgotten.res.body).toEqual([sources[2].id]);
-    expect(forgotten.events.map((e) => [e.type, e.payload.memory?.id ?? e.payload.memory_id])).toEqual([['memory.updated', summary.id], ['memory.deleted', sources[2].id]]);
+    expect(forgotten.events.map((e) => [e.type, (e.payload as { memory?: { id: number } }).memory?.id ?? e.payload.memory_id])).toEqual([['memory.updated', summary.id], ['memory.deleted', sources[2].id]]);
     const rewritten = (await t.call('GET', `/memory/${summary.id}`, { endUser })).body;
     expect(rewritten.text).not.toContain('Biscuit');
     expect(rewritten.text).toMatch(/hiking/);
