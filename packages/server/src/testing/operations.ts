@@ -203,6 +203,7 @@ export async function buildWorld(t: TestApp): Promise<World> {
   };
   const ownerTokenOf = (org: 'A' | 'B') => (org === 'A' ? owner : otherOwner).headers.authorization!.slice('Bearer '.length);
 
+  const fixtureTokens = { A: ownerTokenOf('A'), B: ownerTokenOf('B') };
   return {
     t, ids, credentials, makers: { A: makerA, B: makerB }, ownerToken: ownerTokenOf('A'), otherOwnerToken: ownerTokenOf('B'),
     victimSession: async () => (await victim.login()).sessionId,
@@ -214,7 +215,10 @@ export async function buildWorld(t: TestApp): Promise<World> {
     },
     job: async (place) => (await made('POST', '/memory/refresh', place)).id as number,
     project: async (org) => {
-      const res = await t.call('POST', '/org/projects', { token: ownerTokenOf(org), body: { name: `probe project ${serial++}` } });
+      const create = (token: string) => t.call('POST', '/org/projects', { token, body: { name: `probe project ${serial++}` } });
+      let res = await create(fixtureTokens[org]);
+      // A probe may have ended the owner's session (that is what it probes): sign in again.
+      if (res.status === 401) res = await create((fixtureTokens[org] = await (org === 'A' ? owner : otherOwner).relogin()));
       if (res.status !== 201) throw new Error(`fixture project failed: ${res.status} ${res.text}`);
       return res.body.id as string;
     },
@@ -239,7 +243,7 @@ export const DECLARATIONS: Record<string, Declaration> = {
   'GET /healthz': { public: true },
   'GET /readyz': { public: true },
   'GET /auth/catalogue': { public: true },
-  'POST /auth/login': { public: true },
+  'POST /auth/login': { public: true, build: async (w) => ({ body: { email: w.t.email, password: w.t.password } }) },
   'POST /auth/refresh': { public: true },
 
   // ---- data plane ----------------------------------------------------------------------------
