@@ -5,7 +5,7 @@ import { openDatabase } from '../src/store/database.js';
 
 /**
  * Crash windows: an idempotent write whose process dies after the write committed and before the
- * answer was stored or sent (the ENGRAM_FAILPOINT of http/idempotency.ts), retried with the same
+ * answer was stored or sent (the ENGRAM_TEST_FAILPOINT of http/idempotency.ts), retried with the same
  * Idempotency-Key on a restarted server, has exactly one effect and answers as the first would have.
  */
 
@@ -36,7 +36,7 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
 
   /** Sends the write to a server armed with the failpoint: the connection must drop, the process must die. */
   async function crashDuring(send: (server: ServerProcess) => Promise<unknown>, prepare?: (server: ServerProcess) => Promise<void>) {
-    const armed = await startServerProcess({ ...env(), ENGRAM_FAILPOINT: 'idempotency-after-commit' });
+    const armed = await startServerProcess({ ...env(), ENGRAM_TEST_FAILPOINT: 'idempotency-after-commit' });
     try {
       await prepare?.(armed);
       await expect(send(armed)).rejects.toThrow();

@@ -144,7 +144,10 @@ function casesFor(op: ServedOperation, built: Built, headers: Record<string, str
 
   // ---- headers ----------------------------------------------------------------------------------
   // The headers this request's credential family reads: each is 400 when repeated.
-  const repeatable = headers.authorization ? ['authorization', 'x-organization-id'] : ['x-api-key', 'x-project-id', 'x-tenant-id', 'x-end-user-id'];
+  // X-Tenant-ID only where the operation resolves a data scope (API keys only): the control plane ignores it.
+  const repeatable = headers.authorization
+    ? ['authorization', 'x-organization-id']
+    : ['x-api-key', 'x-project-id', ...(op.accepts.includes('bearer') ? [] : ['x-tenant-id']), 'x-end-user-id'];
   if (['POST', 'PUT', 'PATCH', 'DELETE'].includes(op.method) && op.accepts.length) repeatable.push('idempotency-key');
   for (const name of repeatable) {
     const declared = op.parameters.some((p) => p.in === 'header' && p.name === name);
@@ -239,8 +242,12 @@ forEachDialect('fuzzing the served operations', (dialect) => {
       // A fresh session per operation: a probe of the one before may have ended the last one.
       if (op.accepts.length && c.kind === 'bearer') headers.authorization = `Bearer ${await c.relogin!()}`;
       for (const fuzz of casesFor(op, built, headers, 1_000 + index)) {
-        // Operations that end the session or revoke a key get a fresh one per case.
-        if (d!.consumesSession && c.relogin) fuzz.request.headers = { ...fuzz.request.headers, authorization: `Bearer ${await c.relogin()}` };
+        // Operations that end the session get a fresh one per case (a repeated header stays repeated).
+        if (d!.consumesSession && c.relogin) {
+          const fresh = `Bearer ${await c.relogin()}`;
+          const sent = fuzz.request.headers?.authorization;
+          fuzz.request.headers = { ...fuzz.request.headers, authorization: Array.isArray(sent) ? sent.map((v, i) => (i === 0 ? fresh : v === sent[0] ? fresh : v)) : fresh };
+        }
         const res = await client.send(fuzz.request);
         sent++;
         failures.push(...check(fuzz, res).map((f) => `${op.id} ${f}`));
