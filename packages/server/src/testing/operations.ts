@@ -299,7 +299,7 @@ export const DECLARATIONS: Record<string, Declaration> = {
   'GET /v1/memory/memories': {
     ok: 200, targets: v1Named,
     // A key bound to an end user lists without naming one: the binding alone must narrow the list.
-    build: async (w, place, c) => (await w.memory(place), { headers: placeHeaders(place, false), query: c.bound?.endUser && place === 'own' ? {} : { user_id: PLACES[place].endUser } }),
+    build: async (w, place, c) => (await w.memory(place), { headers: placeHeaders(place, false), query: c.bound?.endUser && place === 'own' ? {} : { user_id: PLACES[place].endUser } } as Built),
   },
 
   // ---- sessions --------------------------------------------------------------------------------
