@@ -1,5 +1,5 @@
 import { beforeAll, expect, it } from 'vitest';
-import { hasScope, roleGrants, type Capability } from '../modules/org/scopes.js';
+import { hasScope, roleGrants, type Capability } from '../core/access.js';
 import type { Database } from '../store/database.js';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
 import {

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { ALL_SCOPES } from '../modules/org/scopes.js';
+import { ALL_SCOPES } from '../core/access.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser, revokeApiKey } from '../modules/org/service.js';
 import type { TestApp } from './harness.js';
 
