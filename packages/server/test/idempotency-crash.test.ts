@@ -86,7 +86,7 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
       expect(projects).toEqual([{ id: created.id }]);
       expect(await database.db.selectFrom('memories').select('id').where('text', '=', turn.text).execute()).toHaveLength(1);
       expect(await database.db.selectFrom('feedback').select('id').where('memory_id', '=', rated).execute()).toHaveLength(1);
-      const audits = await database.db.selectFrom('audit_log').select('id').where('action', '=', 'memory.add').execute();
+      const audits = await database.db.selectFrom('audit_log').select('id').where('action', '=', 'memory.add').where('target_id', '=', String(memory.id)).execute();
       expect(audits).toHaveLength(1);
     } finally {
       await database.close();

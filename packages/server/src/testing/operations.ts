@@ -80,6 +80,8 @@ export interface Declaration {
   owner?: 'organization' | 'caller';
   /** The call ends the credential's session: a fresh sign-in per cell. */
   consumesSession?: true;
+  /** The answer holds a whole project's memories (every end user and tenant of the target's project). */
+  readsProject?: true;
   /** What a refused call answers, when not 404 (a batch answers per item). */
   refusedWith?: number;
   /** An exception to the rules, for one cell: the status, or undefined to keep the rule. */
@@ -96,7 +98,14 @@ export interface World {
   otherOwnerToken: string;
   /** A fresh session of a viewer of A who also belongs to B. */
   victimSession(): Promise<number>;
-  memory(place: Place): Promise<number>;
+  /** A live memory of the place (the same one until an operation erases it, or a new one when `fresh`). */
+  memory(place: Place, fresh?: boolean): Promise<number>;
+  /** A relation between two memories of the place. */
+  relation(place: Place): Promise<number>;
+  /** A completed export of project P (org A) or PB (org B). */
+  export(org: 'A' | 'B'): Promise<number>;
+  /** A finished import into project P or PB. */
+  import(org: 'A' | 'B'): Promise<number>;
   feedback(place: Place): Promise<{ memoryId: number; feedbackId: number }>;
   job(place: Place): Promise<number>;
   project(org: 'A' | 'B'): Promise<string>;
@@ -191,9 +200,9 @@ export async function buildWorld(t: TestApp): Promise<World> {
   };
   // One live memory per place, made again once an operation has erased it.
   const memories = new Map<Place, number>();
-  const memory = async (place: Place) => {
+  const memory = async (place: Place, fresh = false) => {
     const cached = memories.get(place);
-    if (cached !== undefined) {
+    if (cached !== undefined && !fresh) {
       const live = await db.selectFrom('memories').select('id').where('id', '=', cached).where('deleted_at', 'is', null).executeTakeFirst();
       if (live) return cached;
     }
@@ -214,6 +223,32 @@ export async function buildWorld(t: TestApp): Promise<World> {
       return { memoryId, feedbackId };
     },
     job: async (place) => (await made('POST', '/memory/refresh', place)).id as number,
+    relation: async (place) => {
+      const other = (await made('POST', '/memory/add', place, { text: `${marker(place)} related fact ${serial++}` })).id as number;
+      return (await made('POST', '/memory/relations', place, { source_id: await memory(place), target_id: other, type: 'related' })).id as number;
+    },
+    export: async (org) => {
+      const headers = { 'x-project-id': ids[org === 'A' ? 'P' : 'PB'] };
+      const res = await t.call('POST', '/exports', { token: fixtureTokens[org], headers, body: {} });
+      if (res.status !== 202) throw new Error(`fixture export failed: ${res.status} ${res.text}`);
+      // Finished, so that what may be done with it does not depend on timing.
+      for (let i = 0; i < 200; i++) {
+        const state = await t.call('GET', `/exports/${res.body.id}`, { token: fixtureTokens[org], headers });
+        if (state.body?.status === 'completed') return res.body.id as number;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error('fixture export did not complete');
+    },
+    import: async (org) => {
+      const res = await t.call('POST', '/imports', { token: fixtureTokens[org], headers: { 'x-project-id': ids[org === 'A' ? 'P' : 'PB'] }, body: { memories: [] } });
+      if (res.status !== 202) throw new Error(`fixture import failed: ${res.status} ${res.text}`);
+      for (let i = 0; i < 200; i++) {
+        const state = await t.call('GET', `/imports/${res.body.id}`, { token: fixtureTokens[org], headers: { 'x-project-id': ids[org === 'A' ? 'P' : 'PB'] } });
+        if (!['queued', 'running'].includes(state.body?.status)) return res.body.id as number;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error('fixture import did not finish');
+    },
     project: async (org) => {
       const create = (token: string) => t.call('POST', '/org/projects', { token, body: { name: `probe project ${serial++}` } });
       let res = await create(fixtureTokens[org]);
@@ -238,6 +273,10 @@ export const landing = (place: Place, c: Credential): Place => (place === 'unten
 const inPlace = (body?: (place: Place) => unknown, endUser = true) =>
   async (_w: World, place: Place, c: Credential): Promise<Built> => ({ headers: placeHeaders(place, endUser), ...(body ? { body: body(landing(place, c)) } : {}) });
 const v1Body = (place: Place, rest: Record<string, unknown>) => ({ tenant_id: PLACES[place].tenant, user_id: PLACES[place].endUser, ...rest });
+
+/** X-Project-ID of the place's project, for bearer operations that act on one project. */
+const projectOf = (w: World, place: Place) => ({ 'x-project-id': w.ids[PLACES[place].project] });
+const onExport = () => async (w: World, place: Place): Promise<Built> => ({ params: { id: await w.export(PLACES[place].org) }, headers: projectOf(w, place) });
 
 export const DECLARATIONS: Record<string, Declaration> = {
   'GET /healthz': { public: true },
@@ -332,6 +371,57 @@ export const DECLARATIONS: Record<string, Declaration> = {
     ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, refusedWith: 200,
     build: async (w, place) => ({ body: { ids: [await w.apiKey(PLACES[place].org)] } }),
   },
+  // ---- synthesis and intelligence (data plane) --------------------------------------------------
+  'POST /memory/summarize': {
+    ok: 201, targets: dataTargets,
+    build: async (w, place) => ({ headers: placeHeaders('own'), body: { memory_ids: [await w.memory(place, true)] } }),
+  },
+  'POST /memory/relations': {
+    ok: 201, targets: dataTargets,
+    build: async (w, place) => {
+      const target = await w.memory(place);
+      return { headers: placeHeaders('own'), body: { source_id: await w.memory('own', true), target_id: target, type: 'related' } };
+    },
+  },
+  'GET /memory/{memory_id}/relations': { ok: 200, targets: dataTargets, build: onMemory() },
+  'DELETE /memory/relations/{relation_id}': {
+    ok: 200, targets: dataTargets,
+    build: async (w, place) => ({ params: { relation_id: await w.relation(place) }, headers: placeHeaders('own') }),
+  },
+  'POST /memory/synthesize': { ok: 200, targets: namedScope, build: async (w, place) => (await w.memory(place), { headers: placeHeaders(place), body: { question: 'which fact?' } }) },
+  'GET /memory/ontology': { ok: 200, build: inPlace(undefined, false) },
+  'PUT /memory/ontology': {
+    ok: 200, build: inPlace(() => ({ categories: [], entity_types: [], relation_types: [] }), false),
+  },
+  'GET /memory/graph': { ok: 200, targets: namedScope, build: inPlace() },
+  'GET /memory/clusters': { ok: 200, targets: namedScope, build: inPlace() },
+  'GET /memory/decisions': { ok: 200, targets: namedScope, build: inPlace() },
+  // No conflict to resolve exists in the fixtures: a permitted call finds none (404); the cell still
+  // checks who is refused (401/403) and that a refusal changes nothing.
+  'POST /memory/decision/{decision_id}/resolve': { ok: 404, build: async () => ({ params: { decision_id: 1 }, headers: placeHeaders('own'), body: { resolution: 'dismiss' } }) },
+  'GET /memory/intelligence': { ok: 200, targets: namedScope, build: inPlace() },
+  'GET /memory/knowledge/stats': { ok: 200, targets: namedScope, build: inPlace() },
+
+  // ---- exports and imports (bearer, X-Project-ID names the project) ----------------------------
+  'POST /exports': { ok: 202, owner: 'organization', targets: { org: 'elsewhere' }, build: async (w, place) => ({ headers: projectOf(w, place), body: {} }) },
+  'GET /exports': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: async (w, place) => ({ headers: projectOf(w, place) }) },
+  'GET /exports/{id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onExport() },
+  'DELETE /exports/{id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onExport() },
+  // The fixture export has completed: a permitted cancel answers 409 (nothing left to cancel).
+  'POST /exports/{id}/cancel': { ok: 409, owner: 'organization', targets: { org: 'elsewhere' }, build: onExport() },
+  'GET /exports/{id}/download': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, readsProject: true, build: onExport() },
+  'POST /imports': { ok: 202, owner: 'organization', targets: { org: 'elsewhere' }, build: async (w, place) => ({ headers: projectOf(w, place), body: { memories: [] } }) },
+  'GET /imports': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: async (w, place) => ({ headers: projectOf(w, place) }) },
+  'GET /imports/{id}': {
+    ok: 200, owner: 'organization', targets: { org: 'elsewhere' },
+    build: async (w, place) => ({ params: { id: await w.import(PLACES[place].org) }, headers: projectOf(w, place) }),
+  },
+  // The fixture import has finished: a permitted cancel answers 409.
+  'POST /imports/{id}/cancel': {
+    ok: 409, owner: 'organization', targets: { org: 'elsewhere' },
+    build: async (w, place) => ({ params: { id: await w.import(PLACES[place].org) }, headers: projectOf(w, place) }),
+  },
+
   'GET /admin/team/audit-logs': { ok: 200, owner: 'caller', build: async () => ({}) },
   'GET /org/billing/current-plan': { ok: 200, owner: 'caller', build: async () => ({}) },
 };
