@@ -3,7 +3,7 @@ import { hasScope, roleGrants, type Capability } from '../core/access.js';
 import type { Database } from '../store/database.js';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
 import {
-  buildWorld, DECLARATIONS, fillPath, landing, marker, PLACES, queryString, VICTIM_USER_AGENT,
+  buildWorld, DECLARATIONS, fillPath, landing, marker, PLACES, PROBE_CONFIG, queryString, VICTIM_USER_AGENT,
   type Credential, type Declaration, type Place, type World,
 } from '../testing/operations.js';
 import { answerProblems, servedOperations, type ServedOperation } from '../testing/served.js';
@@ -88,7 +88,7 @@ async function settle(database: Database): Promise<void> {
 }
 
 forEachDialect('authorization matrix', (dialect) => {
-  const t = useTestApp(dialect);
+  const t = useTestApp(dialect, PROBE_CONFIG);
   let world: World;
   let operations: ServedOperation[];
   const access = new Map<string, Access>();
@@ -125,7 +125,11 @@ forEachDialect('authorization matrix', (dialect) => {
           const { status: want, refused } = expectedAnswer(op, access.get(op.id)!, d, c, place);
           const built = await d.build!(world, place, c);
           let headers = { ...(built.headers ?? {}), ...c.headers };
-          if (c.kind === 'bearer' && d.consumesSession && !c.dead && c.relogin) headers = { ...headers, authorization: `Bearer ${await c.relogin()}` };
+          if (c.kind === 'bearer' && d.consumesSession && !c.dead && c.relogin) {
+            headers = { ...headers, authorization: `Bearer ${await c.relogin()}` };
+            // The call ends the credential's other sessions: the fresh one carries on.
+            if (d.endsOtherSessions) c.headers.authorization = headers.authorization!;
+          }
           // A refusal answered per item (a batch) may record the attempt in the audit log, nothing else.
           const batch = want < 400;
           if (refused) await settle(t.database);

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
-import { buildWorld, DECLARATIONS, fillPath, queryString, type Built, type Credential, type World } from '../testing/operations.js';
+import { buildWorld, DECLARATIONS, fillPath, PROBE_CONFIG, queryString, type Built, type Credential, type World } from '../testing/operations.js';
 import {
   answerProblems, deeplyNested, deleteAt, leaves, listen, seeded, servedOperations, setAt, validValue, wrongType,
   type JsonSchema, type Path, type RawRequest, type RawResponse, type ServedOperation,
@@ -213,7 +213,7 @@ function parseRaw(answer: string): RawResponse {
 }
 
 forEachDialect('fuzzing the served operations', (dialect) => {
-  const t = useTestApp(dialect);
+  const t = useTestApp(dialect, PROBE_CONFIG);
   let world: World;
   let operations: ServedOperation[];
   let client: Awaited<ReturnType<typeof listen>>;

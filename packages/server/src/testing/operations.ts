@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { ALL_SCOPES } from '../core/access.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser, revokeApiKey } from '../modules/org/service.js';
+import type { Config } from '../config.js';
 import type { TestApp } from './harness.js';
 
 /**
@@ -25,6 +26,10 @@ export const PLACES: Record<Place, { org: 'A' | 'B'; project: 'P' | 'Q' | 'PB'; 
   project: { org: 'A', project: 'Q', tenant: 'acme', endUser: 'alice' },
   org: { org: 'B', project: 'PB', tenant: 'acme', endUser: 'alice' },
 };
+
+/** The app the probes run: webhook receivers on loopback (a closed port: deliveries fail at once, nothing leaves the machine). */
+export const PROBE_CONFIG: Partial<Config> = { webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 } };
+export const RECEIVER = 'http://127.0.0.1:9/hook';
 
 /** Text that must never appear in an answer about another place. */
 export const marker = (place: Place) => `leakmarker${place}x`;
@@ -80,6 +85,8 @@ export interface Declaration {
   owner?: 'organization' | 'caller';
   /** The call ends the credential's session: a fresh sign-in per cell. */
   consumesSession?: true;
+  /** The call ends the credential's other sessions: the fresh one replaces the credential's token. */
+  endsOtherSessions?: true;
   /** The answer holds a whole project's memories (every end user and tenant of the target's project). */
   readsProject?: true;
   /** What a refused call answers, when not 404 (a batch answers per item). */
@@ -104,6 +111,12 @@ export interface World {
   relation(place: Place): Promise<number>;
   /** A completed export of project P (org A) or PB (org B). */
   export(org: 'A' | 'B'): Promise<number>;
+  /** A webhook endpoint of project P or PB. */
+  webhook(org: 'A' | 'B'): Promise<number>;
+  /** A delivery (the test event) of a webhook endpoint of project P or PB. */
+  delivery(org: 'A' | 'B'): Promise<{ endpointId: number; deliveryId: number }>;
+  /** A new viewer of the organization. */
+  member(org: 'A' | 'B'): Promise<number>;
   /** A finished import into project P or PB. */
   import(org: 'A' | 'B'): Promise<number>;
   feedback(place: Place): Promise<{ memoryId: number; feedbackId: number }>;
@@ -213,6 +226,27 @@ export async function buildWorld(t: TestApp): Promise<World> {
   const ownerTokenOf = (org: 'A' | 'B') => (org === 'A' ? owner : otherOwner).headers.authorization!.slice('Bearer '.length);
 
   const fixtureTokens = { A: ownerTokenOf('A'), B: ownerTokenOf('B') };
+  /** A call as the organization's owner; a probe may have ended the owner's session (that is what it probes): sign in again. */
+  const ownerCall = async (org: 'A' | 'B', method: string, url: string, options: { headers?: Record<string, string>; body?: unknown }, status: number) => {
+    let res = await t.call(method, url, { token: fixtureTokens[org], ...options });
+    if (res.status === 401) res = await t.call(method, url, { token: (fixtureTokens[org] = await (org === 'A' ? owner : otherOwner).relogin()), ...options });
+    if (res.status !== status) throw new Error(`fixture ${method} ${url} failed: ${res.status} ${res.text}`);
+    return res.body;
+  };
+  const projectHeader = (org: 'A' | 'B') => ({ 'x-project-id': ids[org === 'A' ? 'P' : 'PB'] });
+  const until = async (done: () => Promise<boolean>) => {
+    for (let i = 0; i < 200; i++) {
+      if (await done()) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error('a fixture did not finish');
+  };
+  let eventType: string | undefined;
+  const webhook = async (org: 'A' | 'B') => {
+    eventType ??= (await ownerCall('A', 'GET', '/org/webhooks/event-types', {}, 200)).items?.[0]?.type ?? 'memory.created';
+    const body = { name: `probe hook ${serial++}`, url: RECEIVER, events: [eventType] };
+    return (await ownerCall(org, 'POST', '/org/webhooks', { headers: projectHeader(org), body }, 201)).id as number;
+  };
   return {
     t, ids, credentials, makers: { A: makerA, B: makerB }, ownerToken: ownerTokenOf('A'), otherOwnerToken: ownerTokenOf('B'),
     victimSession: async () => (await victim.login()).sessionId,
@@ -228,35 +262,24 @@ export async function buildWorld(t: TestApp): Promise<World> {
       return (await made('POST', '/memory/relations', place, { source_id: await memory(place), target_id: other, type: 'related' })).id as number;
     },
     export: async (org) => {
-      const headers = { 'x-project-id': ids[org === 'A' ? 'P' : 'PB'] };
-      const res = await t.call('POST', '/exports', { token: fixtureTokens[org], headers, body: {} });
-      if (res.status !== 202) throw new Error(`fixture export failed: ${res.status} ${res.text}`);
+      const id = (await ownerCall(org, 'POST', '/exports', { headers: projectHeader(org), body: {} }, 202)).id as number;
       // Finished, so that what may be done with it does not depend on timing.
-      for (let i = 0; i < 200; i++) {
-        const state = await t.call('GET', `/exports/${res.body.id}`, { token: fixtureTokens[org], headers });
-        if (state.body?.status === 'completed') return res.body.id as number;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error('fixture export did not complete');
+      await until(async () => (await ownerCall(org, 'GET', `/exports/${id}`, { headers: projectHeader(org) }, 200)).status === 'completed');
+      return id;
     },
     import: async (org) => {
-      const res = await t.call('POST', '/imports', { token: fixtureTokens[org], headers: { 'x-project-id': ids[org === 'A' ? 'P' : 'PB'] }, body: { memories: [] } });
-      if (res.status !== 202) throw new Error(`fixture import failed: ${res.status} ${res.text}`);
-      for (let i = 0; i < 200; i++) {
-        const state = await t.call('GET', `/imports/${res.body.id}`, { token: fixtureTokens[org], headers: { 'x-project-id': ids[org === 'A' ? 'P' : 'PB'] } });
-        if (!['queued', 'running'].includes(state.body?.status)) return res.body.id as number;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error('fixture import did not finish');
+      const id = (await ownerCall(org, 'POST', '/imports', { headers: projectHeader(org), body: { memories: [] } }, 202)).id as number;
+      await until(async () => !['queued', 'running'].includes((await ownerCall(org, 'GET', `/imports/${id}`, { headers: projectHeader(org) }, 200)).status));
+      return id;
     },
-    project: async (org) => {
-      const create = (token: string) => t.call('POST', '/org/projects', { token, body: { name: `probe project ${serial++}` } });
-      let res = await create(fixtureTokens[org]);
-      // A probe may have ended the owner's session (that is what it probes): sign in again.
-      if (res.status === 401) res = await create((fixtureTokens[org] = await (org === 'A' ? owner : otherOwner).relogin()));
-      if (res.status !== 201) throw new Error(`fixture project failed: ${res.status} ${res.text}`);
-      return res.body.id as string;
+    webhook,
+    delivery: async (org) => {
+      const endpointId = await webhook(org);
+      const delivery = await ownerCall(org, 'POST', `/org/webhooks/${endpointId}/test`, { headers: projectHeader(org) }, 202);
+      return { endpointId, deliveryId: delivery.id as number };
     },
+    member: async (org) => (await person([[ids[org], 'viewer']])).userId,
+    project: async (org) => (await ownerCall(org, 'POST', '/org/projects', { body: { name: `probe project ${serial++}` } }, 201)).id as string,
     apiKey: async (org) => (await createApiKey(db, { organizationId: ids[org], name: `fixture key ${serial++}` })).id,
   };
 }
@@ -276,6 +299,18 @@ const v1Body = (place: Place, rest: Record<string, unknown>) => ({ tenant_id: PL
 
 /** X-Project-ID of the place's project, for bearer operations that act on one project. */
 const projectOf = (w: World, place: Place) => ({ 'x-project-id': w.ids[PLACES[place].project] });
+const onWebhook = (body?: unknown) => async (w: World, place: Place): Promise<Built> =>
+  ({ params: { endpoint_id: await w.webhook(PLACES[place].org) }, headers: projectOf(w, place), ...(body !== undefined ? { body } : {}) });
+const onDelivery = () => async (w: World, place: Place): Promise<Built> => {
+  const { endpointId, deliveryId } = await w.delivery(PLACES[place].org);
+  return { params: { endpoint_id: endpointId, delivery_id: deliveryId }, headers: projectOf(w, place) };
+};
+const onMember = (body?: unknown) => async (w: World, place: Place): Promise<Built> =>
+  ({ params: { user_id: await w.member(PLACES[place].org) }, ...(body !== undefined ? { body } : {}) });
+const eventTypeOf = async (w: World) => {
+  const res = await w.t.call('GET', '/org/webhooks/event-types', { token: w.ownerToken });
+  return (res.body?.items?.[0]?.type as string | undefined) ?? 'memory.created';
+};
 const onExport = () => async (w: World, place: Place): Promise<Built> => ({ params: { id: await w.export(PLACES[place].org) }, headers: projectOf(w, place) });
 
 export const DECLARATIONS: Record<string, Declaration> = {
@@ -420,6 +455,41 @@ export const DECLARATIONS: Record<string, Declaration> = {
   'POST /imports/{id}/cancel': {
     ok: 409, owner: 'organization', targets: { org: 'elsewhere' },
     build: async (w, place) => ({ params: { id: await w.import(PLACES[place].org) }, headers: projectOf(w, place) }),
+  },
+
+  // ---- webhooks (bearer, X-Project-ID names the project) -----------------------------------------
+  'GET /org/webhooks/event-types': { ok: 200, owner: 'caller', build: async (w) => ({ headers: projectOf(w, 'own') }) },
+  'POST /org/webhooks': {
+    ok: 201, owner: 'organization', targets: { org: 'elsewhere' },
+    build: async (w, place) => ({ headers: projectOf(w, place), body: { name: `probe hook ${serial++}`, url: RECEIVER, events: [await eventTypeOf(w)] } }),
+  },
+  'GET /org/webhooks': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: async (w, place) => ({ headers: projectOf(w, place) }) },
+  'GET /org/webhooks/{endpoint_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook() },
+  'PATCH /org/webhooks/{endpoint_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook({ description: 'probe' }) },
+  'DELETE /org/webhooks/{endpoint_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook() },
+  'GET /org/webhooks/{endpoint_id}/health': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook() },
+  'POST /org/webhooks/{endpoint_id}/pause': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook() },
+  'POST /org/webhooks/{endpoint_id}/resume': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook() },
+  'POST /org/webhooks/{endpoint_id}/rotate-secret': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook() },
+  'POST /org/webhooks/{endpoint_id}/test': { ok: 202, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook() },
+  'POST /org/webhooks/{endpoint_id}/replay': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook({}) },
+  'GET /org/webhooks/{endpoint_id}/deliveries': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onWebhook() },
+  'GET /org/webhooks/{endpoint_id}/deliveries/{delivery_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onDelivery() },
+  'POST /org/webhooks/{endpoint_id}/deliveries/{delivery_id}/retry': { ok: 202, owner: 'organization', targets: { org: 'elsewhere' }, build: onDelivery() },
+
+  // ---- people ------------------------------------------------------------------------------------
+  'POST /invitations/accept': { public: true },
+  'POST /auth/password/reset': { public: true },
+  'POST /org/invitations': { ok: 201, owner: 'caller', build: async () => ({ body: { email: `invited-${serial++}@example.com`, role: 'viewer' } }) },
+  'GET /org/members': { ok: 200, owner: 'caller', build: async () => ({}) },
+  'GET /org/members/{user_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onMember() },
+  'PATCH /org/members/{user_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onMember({ role: 'member' }) },
+  'DELETE /org/members/{user_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onMember() },
+  'POST /org/members/{user_id}/password-reset': { ok: 201, owner: 'organization', targets: { org: 'elsewhere' }, build: onMember() },
+  // Sets the same password again (so the person can still sign in); ends the caller's other sessions.
+  'POST /auth/password': {
+    ok: 200, owner: 'caller', consumesSession: true, endsOtherSessions: true,
+    build: async () => ({ body: { current_password: PASSWORD, new_password: PASSWORD } }),
   },
 
   'GET /admin/team/audit-logs': { ok: 200, owner: 'caller', build: async () => ({}) },
