@@ -18,6 +18,8 @@ export interface BenchServer {
   databaseUrl: string;
   process: ChildProcess;
   stop(): Promise<void>;
+  /** SIGKILL, keeping the database (for restarts on the same data). */
+  kill(): Promise<void>;
 }
 
 export async function freshPostgres(adminUrl: string): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -43,11 +45,15 @@ export async function freshPostgres(adminUrl: string): Promise<{ url: string; dr
 export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'engram-bench-'));
 
 export async function startServer(
-  opts: { postgresUrl?: string; port?: number; env?: Record<string, string>; dataDir?: string; nodeArgs?: string[] } = {},
+  opts: {
+    postgresUrl?: string; port?: number; env?: Record<string, string>; dataDir?: string; nodeArgs?: string[];
+    /** An existing PostgreSQL database to serve (kept on stop), instead of a fresh one. */
+    databaseUrl?: string;
+  } = {},
 ): Promise<BenchServer> {
   const ownDir = opts.dataDir === undefined;
   const dataDir = opts.dataDir ?? freshDataDir();
-  const pgdb = opts.postgresUrl ? await freshPostgres(opts.postgresUrl) : undefined;
+  const pgdb = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : opts.postgresUrl ? await freshPostgres(opts.postgresUrl) : undefined;
   const port = opts.port ?? 20000 + Math.floor(Math.random() * 20000);
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), MAIN, 'serve'], {
     env: {
@@ -79,9 +85,18 @@ export async function startServer(
     dialect: pgdb ? 'postgres' : 'sqlite',
     databaseUrl: pgdb?.url ?? '',
     process: child,
+    kill: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+    },
     stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
       if (ownDir) rmSync(dataDir, { recursive: true, force: true });
       await pgdb?.drop();
     },

@@ -1,46 +1,34 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabaseConfig, forEachDialect } from '../src/testing/harness.js';
 import { databaseEnv, startServerProcess } from '../src/testing/process.js';
-import { openDatabase } from '../src/store/database.js';
+import { acknowledgedCount, lostWrites, writeUntilKilled, type TrialLoad } from '../src/testing/durability.js';
 
 const KEY = 'egm_durability_' + 'd'.repeat(30);
 
+/** The short version of `npm run bench:durability`: two kill -9 trials under 8 concurrent writers. */
 forEachDialect('acknowledged writes survive kill -9', (dialect) => {
   let fresh: Awaited<ReturnType<typeof freshDatabaseConfig>>;
+  const env = () => ({ ...databaseEnv(fresh.config), ENGRAM_BOOTSTRAP_API_KEY: KEY, ENGRAM_LOG_LEVEL: 'warn' });
   beforeAll(async () => {
     fresh = await freshDatabaseConfig(dialect);
   });
   afterAll(() => fresh.drop());
 
-  it('keeps every memory acknowledged before SIGKILL', async () => {
-    const server = await startServerProcess({ ...databaseEnv(fresh.config), ENGRAM_BOOTSTRAP_API_KEY: KEY, ENGRAM_LOG_LEVEL: 'warn' });
-    const headers = { 'content-type': 'application/json', 'x-api-key': KEY, 'x-end-user-id': 'durable-user' };
-    const acknowledged: number[] = [];
-    // Several writes in flight at once; the process is killed the moment the last acknowledgement arrives.
-    await Promise.all(
-      Array.from({ length: 20 }, async (_, i) => {
-        const res = await fetch(`${server.url}/memory/add`, { method: 'POST', headers, body: JSON.stringify({ text: `durable fact ${i}` }) });
-        if (res.status === 201) acknowledged.push(((await res.json()) as { id: number }).id);
-      }),
-    );
-    await server.stop('SIGKILL');
-    expect(acknowledged).toHaveLength(20);
-
-    const database = openDatabase(fresh.config);
-    try {
-      const rows = await database.db.selectFrom('memories').select(['id', 'text']).where('id', 'in', acknowledged).execute();
-      expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual([...acknowledged].sort((a, b) => a - b));
-    } finally {
-      await database.close();
+  it('keeps every memory acknowledged before SIGKILL, over two trials of 8 concurrent writers', async () => {
+    const trials: TrialLoad[] = [];
+    for (const trial of ['one', 'two']) {
+      const server = await startServerProcess(env());
+      const load = await writeUntilKilled({ url: server.url, key: KEY, kill: async () => void (await server.stop('SIGKILL')) }, trial, 8, 60);
+      expect(server.child.signalCode).toBe('SIGKILL');
+      expect(acknowledgedCount(load)).toBeGreaterThanOrEqual(60);
+      trials.push(load);
     }
-
-    // And a restarted server serves them.
-    const again = await startServerProcess({ ...databaseEnv(fresh.config), ENGRAM_BOOTSTRAP_API_KEY: KEY, ENGRAM_LOG_LEVEL: 'warn' });
+    const again = await startServerProcess(env());
     try {
-      const res = await fetch(`${again.url}/memory/${acknowledged[0]}`, { headers });
-      expect(res.status).toBe(200);
+      // Every trial's acknowledged writes, the earlier ones across two kills.
+      for (const load of trials) expect(await lostWrites(again.url, KEY, load)).toEqual([]);
     } finally {
       await again.stop();
     }
-  });
+  }, 120_000);
 });

@@ -38,7 +38,7 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
     expect(crashing.child.signalCode).toBe('SIGKILL');
   }
 
-  it('answers the retry with the committed result: one memory, one project', async () => {
+  it('answers the retry with the committed result: one memory, one project, one turn, one rating', async () => {
     const dataPlane = { 'x-api-key': KEY, 'x-end-user-id': 'crash-user', 'idempotency-key': 'add-1' };
     let token = '';
     // Sign-in carries no Idempotency-Key, so the failpoint lets it through.
@@ -48,6 +48,16 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
     });
     const control = { authorization: `Bearer ${token}`, 'idempotency-key': 'project-1' };
     await crashOn('/org/projects', { name: 'Crash project' }, control);
+    const turn = { tenant_id: 'crash-tenant', user_id: 'crash-user', text: 'a turn said once', speaker: 'user' };
+    const tenantPlane = { 'x-api-key': KEY, 'x-tenant-id': 'crash-tenant', 'idempotency-key': 'turn-1' };
+    let rated = 0;
+    await crashOn('/v1/memory/add_turn', turn, tenantPlane, async (s) => {
+      // The memory to rate, written without an Idempotency-Key (the failpoint lets it through).
+      const res = await send(s, '/memory/add', { text: 'a memory to rate' }, { 'x-api-key': KEY, 'x-end-user-id': 'crash-user' });
+      rated = ((await res.json()) as { id: number }).id;
+    });
+    const rating = { 'x-api-key': KEY, 'x-end-user-id': 'crash-user', 'idempotency-key': 'feedback-1' };
+    await crashOn(`/memory/${rated}/feedback`, { rating: 'positive' }, rating);
 
     server = await startServerProcess(env(false));
     const added = await send(server, '/memory/add', { text: 'written exactly once' }, dataPlane);
@@ -58,6 +68,10 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
     expect(project.status).toBe(201);
     const created = (await project.json()) as { id: string; slug: string };
     expect(created.slug).toBe('crash-project');
+    const turned = await send(server, '/v1/memory/add_turn', turn, tenantPlane);
+    expect(turned.status).toBe(201);
+    expect(((await turned.json()) as { status: string }).status).toBe('created');
+    expect((await send(server, `/memory/${rated}/feedback`, { rating: 'positive' }, rating)).status).toBe(201);
     // Answered from now on as any stored answer is.
     const again = await send(server, '/memory/add', { text: 'written exactly once' }, dataPlane);
     expect(again.status).toBe(201);
@@ -70,10 +84,12 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
       expect(memories).toEqual([{ id: memory.id }]);
       const projects = await database.db.selectFrom('projects').select('id').where('name', '=', 'Crash project').execute();
       expect(projects).toEqual([{ id: created.id }]);
-      const audits = await database.db.selectFrom('audit_log').select('id').where('action', '=', 'memory.add').execute();
+      expect(await database.db.selectFrom('memories').select('id').where('text', '=', turn.text).execute()).toHaveLength(1);
+      expect(await database.db.selectFrom('feedback').select('id').where('memory_id', '=', rated).execute()).toHaveLength(1);
+      const audits = await database.db.selectFrom('audit_log').select('id').where('action', '=', 'memory.add').where('target_id', '=', String(memory.id)).execute();
       expect(audits).toHaveLength(1);
     } finally {
       await database.close();
     }
-  }, 120_000);
+  }, 240_000);
 });

@@ -1,0 +1,23 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The tests Stryker runs against each mutant (stryker.config.mjs): those of the mutated modules.
+ * The authorization matrix and the fuzz test are left out: one test over every operation would run
+ * for every mutant and make the run intractable on a small machine.
+ */
+export default defineConfig({
+  test: {
+    include: [
+      'src/http/auth.test.ts',
+      'src/http/idempotency.test.ts',
+      'src/modules/auth/*.test.ts',
+      'src/modules/audit/*.test.ts',
+      'src/modules/memories/*.test.ts',
+      'src/modules/org/access.test.ts',
+      'src/modules/org/api-keys.test.ts',
+      'src/modules/tenant/v1.test.ts',
+    ],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+  },
+});
