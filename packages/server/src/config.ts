@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { BlobConfig } from './store/blobs.js';
 
 /** Typed, validated configuration read once from the environment (ENGRAM_*). */
 export interface Config {
@@ -21,6 +22,8 @@ export interface Config {
     projectIndexMaxMemories: number;
   };
   tenant: { defaultMonthlyTurns: number };
+  /** Where artifacts (exports) are kept: the database (default) or S3-compatible storage. */
+  blobs: BlobConfig;
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
   /** Shared rate-limit counters across processes when set. */
@@ -96,6 +99,7 @@ export function loadConfig(env: Env = process.env): Config {
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
+    blobs: blobConfig(env),
     secretKey: secretKey(env),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',
@@ -126,6 +130,29 @@ function embedderConfig(env: Env): Config['retrieval']['embedder'] {
     model: env.ENGRAM_EMBEDDER_MODEL || 'text-embedding-3-small',
     ...(env.ENGRAM_EMBEDDER_API_KEY ? { apiKey: env.ENGRAM_EMBEDDER_API_KEY } : {}),
     ...(env.ENGRAM_EMBEDDER_DIMENSIONS ? { dimensions: integer(env, 'ENGRAM_EMBEDDER_DIMENSIONS', 0, 1, 16_384) } : {}),
+  };
+}
+
+/** ENGRAM_BLOB_URL=s3://bucket/prefix selects S3; the keys come from their own variables, never the URL. */
+function blobConfig(env: Env): BlobConfig {
+  const url = env.ENGRAM_BLOB_URL || '';
+  if (url === '' || url === 'database') return { kind: 'database' };
+  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(url);
+  if (!match) throw new ConfigError('ENGRAM_BLOB_URL must be s3://bucket/prefix (or unset: artifacts in the database)');
+  const accessKeyId = env.ENGRAM_BLOB_ACCESS_KEY_ID;
+  const secretAccessKey = env.ENGRAM_BLOB_SECRET_ACCESS_KEY;
+  if (!accessKeyId || !secretAccessKey) {
+    throw new ConfigError('ENGRAM_BLOB_ACCESS_KEY_ID and ENGRAM_BLOB_SECRET_ACCESS_KEY must be set with an s3:// ENGRAM_BLOB_URL');
+  }
+  const endpoint = env.ENGRAM_BLOB_ENDPOINT || undefined;
+  if (endpoint !== undefined && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) {
+    throw new ConfigError('ENGRAM_BLOB_ENDPOINT must be http(s)://host[:port]');
+  }
+  const prefix = match[2] ?? '';
+  return {
+    kind: 's3', bucket: match[1]!, prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`,
+    region: env.ENGRAM_BLOB_REGION || 'us-east-1', accessKeyId, secretAccessKey,
+    ...(endpoint ? { endpoint } : {}),
   };
 }
 

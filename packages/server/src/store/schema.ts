@@ -69,6 +69,9 @@ export interface FeedbackTable {
 export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string }
 export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }
 
+export interface BlobsTable { key: string; size: number; chunk_bytes: number; sha256: string; created_at: string }
+export interface BlobChunksTable { key: string; n: number; data: Buffer }
+
 export interface DB {
   organizations: OrganizationsTable;
   projects: ProjectsTable;
@@ -91,4 +94,6 @@ export interface DB {
   idempotency_keys: IdempotencyKeysTable;
   organization_plans: OrganizationPlansTable;
   usage_counters: UsageCountersTable;
+  blobs: BlobsTable;
+  blob_chunks: BlobChunksTable;
 }
