@@ -20,6 +20,8 @@ import { orgRoutes } from './modules/org/routes.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
 import { monthlyTurnLimit } from './modules/billing/service.js';
+import { ingestRoutes } from './modules/ingest/routes.js';
+import { openBlobStore } from './store/blobs.js';
 
 export const VERSION = '0.1.0';
 
@@ -86,6 +88,9 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
   const jobs = new JobRunner(database, app.log);
   app.addHook('onReady', async () => jobs.start());
   app.addHook('onClose', async () => jobs.stop());
+
+  const blobs = openBlobStore(config.blobs, database);
+  await app.register(ingestRoutes, { database, blobs, jobs, settings: config.upload });
 
   const engine = createRetrieval(database, config.retrieval);
   await app.register(retrievalRoutes, { database, config: config.retrieval, jobs, engine });

@@ -22,6 +22,8 @@ export interface Config {
     projectIndexMaxMemories: number;
   };
   tenant: { defaultMonthlyTurns: number };
+  /** POST /memory/upload: the largest file (413 above) and the size from which a job ingests it (202). */
+  upload: { maxBytes: number; backgroundFromBytes: number };
   /** Where artifacts (exports) are kept: the database (default) or S3-compatible storage. */
   blobs: BlobConfig;
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
@@ -99,6 +101,10 @@ export function loadConfig(env: Env = process.env): Config {
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
+    upload: {
+      maxBytes: integer(env, 'ENGRAM_UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      backgroundFromBytes: integer(env, 'ENGRAM_UPLOAD_BACKGROUND_BYTES', 1024 * 1024, 0, 1024 * 1024 * 1024),
+    },
     blobs: blobConfig(env),
     secretKey: secretKey(env),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,

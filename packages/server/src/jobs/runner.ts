@@ -28,6 +28,9 @@ export interface JobContext {
 
 export type JobHandler = (job: JobContext) => Promise<unknown>;
 
+/** A failure that another attempt cannot fix (a corrupt file): the job fails at once instead of being retried. */
+export class PermanentJobError extends Error {}
+
 const LEASE_MS = 60_000;
 const MAX_ATTEMPTS = 3;
 
@@ -71,8 +74,18 @@ export class JobRunner {
     private readonly pollMs = 1000,
   ) {}
 
+  private readonly periodic: Array<{ every: number; last: number; task: () => Promise<void> }> = [];
+
   register(kind: string, handler: JobHandler): void {
     this.handlers.set(kind, handler);
+  }
+
+  /**
+   * Runs `task` from the poll loop at most once per `everyMs` (schedules that enqueue jobs when due).
+   * Every process runs it; the task itself must claim its work so that only one process acts.
+   */
+  every(everyMs: number, task: () => Promise<void>): void {
+    this.periodic.push({ every: everyMs, last: 0, task });
   }
 
   start(): void {
@@ -103,6 +116,11 @@ export class JobRunner {
   }
 
   private async drain(): Promise<void> {
+    for (const p of this.periodic) {
+      if (Date.now() - p.last < p.every) continue;
+      p.last = Date.now();
+      await p.task().catch((error) => this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'periodic task failed'));
+    }
     while (!this.stopped) {
       const job = await this.lease();
       if (!job) return;
@@ -136,15 +154,18 @@ export class JobRunner {
         id: job.id,
         projectId: job.project_id,
         payload: decodeJson<Record<string, unknown>>(job.payload),
+        // Reporting progress also renews the lease, so a long job is not taken over while it is alive.
         progress: async (fraction) => {
-          await this.database.db.updateTable('jobs').set({ progress: Math.min(1, Math.max(0, fraction)), updated_at: nowIso() }).where('id', '=', job.id).execute();
+          await this.database.db.updateTable('jobs')
+            .set({ progress: Math.min(1, Math.max(0, fraction)), locked_until: new Date(Date.now() + LEASE_MS).toISOString(), updated_at: nowIso() })
+            .where('id', '=', job.id).execute();
         },
       });
       await finish({ status: 'succeeded', progress: 1, result: encodeJson(result ?? null), error: null });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.log.warn({ job: job.id, kind: job.kind, err: message }, 'job failed');
-      await finish(job.attempts >= MAX_ATTEMPTS ? { status: 'failed', error: message } : { status: 'queued', error: message, run_after: new Date(Date.now() + 2 ** job.attempts * 1000).toISOString() });
+      await finish(job.attempts >= MAX_ATTEMPTS || error instanceof PermanentJobError ? { status: 'failed', error: message } : { status: 'queued', error: message, run_after: new Date(Date.now() + 2 ** job.attempts * 1000).toISOString() });
     }
   }
 }

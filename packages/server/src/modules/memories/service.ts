@@ -374,14 +374,44 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
   for (const hook of eraseHooks) await hook(trx, ids);
 }
 
+/**
+ * Forgets the owner's live memories among `ids` inside the caller's transaction (for modules that
+ * forget as part of a larger change, such as replacing a file's memories); returns the ids forgotten.
+ */
+export async function forgetWithin(trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const found: number[] = [];
+  const unique = [...new Set(ids)];
+  for (let i = 0; i < unique.length; i += 500) {
+    const live = await owned(owner)(trx).clearSelect().select('id').where('id', 'in', unique.slice(i, i + 500)).orderBy('id').execute();
+    found.push(...live.map((r) => r.id));
+  }
+  if (found.length > 0) {
+    const seq = await nextSeq(trx, owner, effects.now);
+    for (let i = 0; i < found.length; i += 500) await eraseMemories(trx, ctx, effects, found.slice(i, i + 500), seq);
+    for (const id of found) effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
+  }
+  return found;
+}
+
+/**
+ * Adds memories inside the caller's transaction, skipping duplicates of the owner's live memories
+ * (and of earlier items) as POST /memory/add does; outcomes in item order.
+ */
+export async function addWithin(
+  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner, items: AddMemoryInput[],
+): Promise<Outcome[]> {
+  items.forEach((item, i) => checkContent(item, `items/${i}/`));
+  const outcomes: Outcome[] = [];
+  for (let i = 0; i < items.length; i += 500) {
+    outcomes.push(...(await insertMemories(database, trx, ctx, effects, owner, items.slice(i, i + 500), 'duplicate_client_ref')));
+  }
+  return outcomes;
+}
+
 export async function forget(database: Database, ctx: WriteContext, owner: Owner, ids: number[]): Promise<number[]> {
   return write(database, ctx, async (trx, effects) => {
-    const live = await owned(owner)(trx).clearSelect().select('id').where('id', 'in', [...new Set(ids)]).orderBy('id').execute();
-    const found = live.map((r) => r.id);
-    if (found.length > 0) {
-      await eraseMemories(trx, ctx, effects, found, await nextSeq(trx, owner, effects.now));
-      for (const id of found) effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
-    }
+    const found = await forgetWithin(trx, ctx, effects, owner, ids);
     effects.audit('memory.forget', { type: 'memory', id: found.join(',') || null });
     return found;
   });
