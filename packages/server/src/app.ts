@@ -21,6 +21,7 @@ import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
 import { monthlyTurnLimit } from './modules/billing/service.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
+import { connectorRoutes } from './modules/connectors/routes.js';
 import { openBlobStore } from './store/blobs.js';
 
 export const VERSION = '0.1.0';
@@ -91,6 +92,7 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
 
   const blobs = openBlobStore(config.blobs, database);
   await app.register(ingestRoutes, { database, blobs, jobs, settings: config.upload });
+  await app.register(connectorRoutes, { database, jobs, secret, outbound: config.outbound });
 
   const engine = createRetrieval(database, config.retrieval);
   await app.register(retrievalRoutes, { database, config: config.retrieval, jobs, engine });

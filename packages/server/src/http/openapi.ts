@@ -28,6 +28,7 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
       const headers: Record<string, unknown> = {};
       if (accepts.includes('bearer')) {
         headers['x-organization-id'] = { type: 'string', description: "Bearer calls: the organization to act in; default the caller's first" };
+        if (auth.bearerProject) headers['x-project-id'] = { type: 'string', description: 'The project (of the acting organization); required' };
       }
       if (accepts.includes('api_key')) {
         headers['x-project-id'] = {
@@ -43,7 +44,7 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
           description: `Opaque end-user id (not an e-mail address); ${endUser === 'required' ? 'required' : 'optional, narrows the scope'}`,
         };
       }
-      const required = endUser === 'required' ? ['x-end-user-id'] : [];
+      const required = [...(endUser === 'required' ? ['x-end-user-id'] : []), ...(auth.bearerProject ? ['x-project-id'] : [])];
       const requirement = [auth.scope && `scope ${auth.scope}`, auth.capability && `capability ${auth.capability} (bearer)`].filter(Boolean);
       const description = [schema.description, requirement.length ? `Requires ${requirement.join(' and ')}.` : '']
         .filter(Boolean)

@@ -31,6 +31,7 @@ CREATE TABLE connector_connections (
   state_reason     TEXT,
   schedule_minutes INTEGER,
   next_sync_at     TIMESTAMPTZ,
+  cursor           JSONB,
   created_at       TIMESTAMPTZ NOT NULL,
   updated_at       TIMESTAMPTZ NOT NULL
 );

@@ -31,6 +31,7 @@ CREATE TABLE connector_connections (
   state_reason     TEXT,
   schedule_minutes INTEGER,
   next_sync_at     TEXT,
+  cursor           TEXT,
   created_at       TEXT NOT NULL,
   updated_at       TEXT NOT NULL
 );
