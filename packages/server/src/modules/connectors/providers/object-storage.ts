@@ -13,6 +13,7 @@ const Config = Type.Object({
   bucket: Type.String({ minLength: 3, maxLength: 63, pattern: '^[a-z0-9][a-z0-9.-]+[a-z0-9]$' }),
   prefix: Type.String({ maxLength: 1024, default: '' }),
   region: Type.String({ minLength: 1, maxLength: 64, default: 'us-east-1' }),
+  page_size: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Keys per ListObjectsV2 page' }),
   endpoint: Type.Optional(Type.String({ pattern: '^https?://[^/]+/?$', description: 'http(s)://host[:port] of an S3-compatible service (path-style); absent: AWS' })),
 }, { additionalProperties: false });
 type Config = Static<typeof Config>;
@@ -72,7 +73,7 @@ export const objectStorage: ConnectorProvider = {
     const s3 = client(run, config, run.credentials as Credentials);
     let token = (run.checkpoint as { token?: string } | null)?.token;
     for (;;) {
-      const response = await s3.list({ prefix: config.prefix ?? '', 'max-keys': '1000', ...(token ? { 'continuation-token': token } : {}) });
+      const response = await s3.list({ prefix: config.prefix ?? '', 'max-keys': String(config.page_size ?? 1000), ...(token ? { 'continuation-token': token } : {}) });
       const xml = response.body.toString('utf8');
       if (response.status !== 200) throw failure(response.status, xml);
       for (const [, entry] of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
