@@ -1,4 +1,6 @@
 import type { ValidateFunction } from 'ajv';
+import type { Selectable } from 'kysely';
+import type { ConnectorSyncsTable } from '../../store/schema.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { outboundRequest } from '../../core/outbound.js';
 import { AppError, forbidden, invalid, notFound } from '../../http/errors.js';
@@ -71,9 +73,8 @@ export interface ConnectionView {
 
 export type SyncView = ReturnType<typeof syncView>;
 
-type SyncRow = Awaited<ReturnType<typeof syncRows>>[number];
-const syncRows = (db: Executor) => db.selectFrom('connector_syncs').selectAll().execute();
-export const syncView = (s: { id: number; connection_id: number; status: string; trigger: string; seen: number; created: number; updated: number; deleted: number; unchanged: number; failed: number; cancel_requested: unknown; error: string | null; started_at: string | null; finished_at: string | null; created_at: string }) => ({
+type SyncRow = Selectable<ConnectorSyncsTable>;
+export const syncView = (s: SyncRow) => ({
   id: s.id, connection_id: s.connection_id, status: s.status, trigger: s.trigger, cancel_requested: Boolean(s.cancel_requested),
   progress: { seen: s.seen, created: s.created, updated: s.updated, deleted: s.deleted, unchanged: s.unchanged, failed: s.failed },
   error: s.error, started_at: s.started_at, finished_at: s.finished_at, created_at: s.created_at,

@@ -4,7 +4,7 @@ import { outboundRequest, type OutboundPolicy } from '../../core/outbound.js';
 import { AppError } from '../../http/errors.js';
 import { enqueueJob, type JobContext, type JobRunner } from '../../jobs/runner.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
-import { addWithin, forgetWithin, type Owner } from '../memories/service.js';
+import { addWithin, forgetWithin, liveMemoryIds, type Owner } from '../memories/service.js';
 import { chunkMemories, readDocument } from '../ingest/document.js';
 import { providerNamed } from './providers/index.js';
 import { ProviderConfigError, type SourceObject, type SyncRun } from './providers/provider.js';
@@ -81,6 +81,11 @@ export async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown>
     if (row.cancel_requested) throw new SyncCancelled();
     if (handled % 10 === 0) await job.progress(handled / (handled + 100));
   };
+  // Memories forgotten since the last sync (by the end user, say) make the object changed, so it is read again.
+  const intact = async (stored: unknown) => {
+    const ids = decodeJson<number[]>(stored);
+    return (await liveMemoryIds(db, owner, ids)).length === ids.length;
+  };
   const objectRow = (trx: Executor, sourceId: string) =>
     trx.selectFrom('connector_objects').selectAll().where('connection_id', '=', connection.id).where('source_id', '=', sourceId).executeTakeFirst();
 
@@ -92,7 +97,7 @@ export async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown>
     fetch: (url, request) => outboundRequest(deps.outbound, url, request),
     async unchanged(sourceId, version) {
       const row = await objectRow(db, sourceId);
-      if (!row || version === null || row.version !== version || row.status !== 'synced') return false;
+      if (!row || version === null || row.version !== version || row.status !== 'synced' || !(await intact(row.memory_ids))) return false;
       if (row.last_seen_sync !== syncId) {
         const now = nowIso();
         await db.transaction().execute(async (trx) => {
@@ -108,7 +113,7 @@ export async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown>
       const existing = await objectRow(db, object.sourceId);
       // Already handled by this run before a crash: nothing to do again.
       if (existing?.last_seen_sync === syncId && existing.content_hash === hash) return;
-      if (existing && existing.content_hash === hash && existing.status === 'synced') {
+      if (existing && existing.content_hash === hash && existing.status === 'synced' && (await intact(existing.memory_ids))) {
         const now = nowIso();
         await db.transaction().execute(async (trx) => {
           await trx.updateTable('connector_objects').set({ version: object.version, last_seen_sync: syncId, updated_at: now })

@@ -4,7 +4,7 @@ import { AppError, notFound } from '../../http/errors.js';
 import { enqueueJob, getJob, PermanentJobError, type JobRunner, type JobView } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
-import { addWithin, forgetWithin, nextSeq, type Owner } from '../memories/service.js';
+import { addWithin, forgetWithin, liveMemoryIds, nextSeq, type Owner } from '../memories/service.js';
 import type { MemoryView } from '../memories/schemas.js';
 import { chunkMemories, readDocument, sha256Of, type ReadDocument } from './document.js';
 import { detectType, type FileType } from './parsers/index.js';
@@ -43,6 +43,12 @@ const fileRow = (db: Executor, owner: Owner, name: string) =>
     .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId)
     .where('name', '=', name).executeTakeFirst();
 
+/** Whether every memory of a stored version is still live: if some were forgotten since, the same file is ingested again. */
+async function stillLive(db: Executor, owner: Owner, stored: unknown): Promise<boolean> {
+  const ids = decodeJson<number[]>(stored);
+  return (await liveMemoryIds(db, owner, ids)).length === ids.length;
+}
+
 /**
  * Writes a read document as the live version of the file, in one transaction: the same version
  * again is skipped; another version forgets the previous version's memories and adds the new ones.
@@ -55,7 +61,7 @@ async function storeVersion(
     // Locks the end user first (PostgreSQL), so two uploads of one file line up.
     await nextSeq(trx, owner, effects.now);
     const existing = await fileRow(trx, owner, name);
-    if (existing?.sha256 === document.sha256) {
+    if (existing?.sha256 === document.sha256 && (await stillLive(trx, owner, existing.memory_ids))) {
       effects.audit('memory.upload', { type: 'file', id: document.sha256 }, 'skipped');
       return { status: 'skipped' as const, reason: 'duplicate_file' as const, file, memory_ids: decodeJson<number[]>(existing.memory_ids) };
     }
@@ -92,7 +98,7 @@ export async function uploadFile(
   const type = detectType(file.bytes, file.name, file.mediaType);
   const view = { name: file.name, type, size: file.bytes.length, sha256: sha256Of(file.bytes) };
   const existing = await fileRow(database.db, owner, file.name);
-  if (existing?.sha256 === view.sha256) {
+  if (existing?.sha256 === view.sha256 && (await stillLive(database.db, owner, existing.memory_ids))) {
     return { status: 'skipped', reason: 'duplicate_file', file: view, memory_ids: decodeJson<number[]>(existing.memory_ids) };
   }
   const blobKey = `${owner.projectId}/uploads/${view.sha256}-${Date.now().toString(36)}`;

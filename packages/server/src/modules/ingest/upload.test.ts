@@ -133,6 +133,12 @@ forEachDialect('POST /memory/upload', (dialect) => {
     const forgotten = await t.database.db.selectFrom('memories').select(['text', 'metadata']).where('id', 'in', ids).execute();
     expect(forgotten.every((r) => r.text === '')).toBe(true);
 
+    // Once the end user has forgotten some of a file's memories, the same file is read again.
+    await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [second.body.memories[0].id] } });
+    const reread = await upload(t, { name: 'guide.md', content: revised }, { endUser });
+    expect(reread.status, reread.text).toBe(201);
+    expect(reread.body.memories).toHaveLength(3);
+
     // Another end user's file of the same name is theirs alone.
     const other = await upload(t, { name: 'guide.md', content: GUIDE }, { endUser: freshUser() });
     expect(other.status).toBe(201);

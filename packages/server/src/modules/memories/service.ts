@@ -409,6 +409,16 @@ export async function addWithin(
   return outcomes;
 }
 
+/** Those of `ids` that are live memories of the owner. */
+export async function liveMemoryIds(db: Executor, owner: Owner, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const live: number[] = [];
+  for (let i = 0; i < ids.length; i += 500) {
+    live.push(...(await owned(owner)(db).clearSelect().select('id').where('id', 'in', ids.slice(i, i + 500)).execute()).map((r) => r.id));
+  }
+  return live;
+}
+
 export async function forget(database: Database, ctx: WriteContext, owner: Owner, ids: number[]): Promise<number[]> {
   return write(database, ctx, async (trx, effects) => {
     const found = await forgetWithin(trx, ctx, effects, owner, ids);
