@@ -20,8 +20,8 @@ const ROBOTS_TOKEN = 'EngramBot';
 const robotsParser = robotsParserModule as unknown as typeof robotsParserModule.default;
 
 const Config = Type.Object({
-  start_urls: Type.Array(Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 }), { minItems: 0, maxItems: 20, default: [] }),
-  sitemap_urls: Type.Array(Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048 }), { maxItems: 10, default: [] }),
+  start_urls: Type.Array(Type.String({ pattern: '^https?://\\S+$', maxLength: 2048 }), { minItems: 0, maxItems: 20, default: [] }),
+  sitemap_urls: Type.Array(Type.String({ pattern: '^https?://\\S+$', maxLength: 2048 }), { maxItems: 10, default: [] }),
   same_site: Type.Boolean({ default: true, description: 'Follow links only to the hosts of the start URLs and sitemaps' }),
   max_depth: Type.Integer({ minimum: 0, maximum: 20, default: 3, description: 'Links followed from a start URL' }),
   max_pages: Type.Integer({ minimum: 1, maximum: 100_000, default: 500 }),
