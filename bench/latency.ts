@@ -9,21 +9,23 @@
  *                         [--cpu-prof DIR]
  *
  * Fill: `http` bulk-adds 50 memories per request, 8 requests in flight (the honest path);
- * `direct` (SQLite only) writes the same rows straight into the database file with
- * better-sqlite3 while the server is stopped, then starts it on that file. Texts are 1-3
+ * `direct` (SQLite only) adds the same batches through the memories module in this process while
+ * the server is stopped, then starts it on that file. Texts are 1-3
  * sentences recombined from the LoCoMo turns (unique per end user); queries are LoCoMo questions.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Sqlite from 'better-sqlite3';
 import { normalizeText } from '../packages/server/src/engine/index.js';
+import { sql } from 'kysely';
+import { bulkAdd } from '../packages/server/src/modules/memories/index.js';
+import { resolveApiKey } from '../packages/server/src/modules/org/index.js';
+import { openDatabase } from '../packages/server/src/store/database.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import { loadConversation, mulberry32 } from './lib/locomo.js';
-import { freshDataDir, startServer, type BenchServer } from './lib/server.js';
+import { BENCH_KEY, freshDataDir, startServer, type BenchServer } from './lib/server.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -37,7 +39,7 @@ const postgresUrl = opt('--postgres');
 const total = Number(opt('--total') ?? 1_000_000);
 const fill = (opt('--fill') ?? 'http') as 'http' | 'direct';
 const cpuProfDir = opt('--cpu-prof');
-/** ENGRAM_WORKERS for the measured server: HTTP processes sharing the port. */
+/** ENGRAM_HTTP_PROCESSES for the measured server: HTTP processes sharing the port. */
 const workers = Number(opt('--workers') ?? 1);
 if (fill === 'direct' && postgresUrl) throw new Error('--fill direct is for SQLite only');
 const SIZES = (opt('--sizes') ?? '1000,10000,100000').split(',').map(Number);
@@ -131,63 +133,28 @@ async function fillHttp(server: BenchServer): Promise<number> {
 }
 
 /**
- * The rows bulk-add would write (memories, their history, the end user's revision), written in
- * large transactions while the server is stopped. One change sequence per batch of 50, as one
- * bulk-add call takes; created_at advances like the clock of a live fill.
+ * The fill without HTTP: with the server stopped, this process adds the same batches through the
+ * memories module (bulk-add's own code: rows, history, revisions), one transaction per batch of 50.
  */
-function fillDirect(file: string): number {
-  const db = new Sqlite(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = OFF');
-  const { project_id: projectId } = db.prepare('SELECT id AS project_id FROM projects LIMIT 1').get() as { project_id: string };
-  const { id: keyId } = db.prepare('SELECT id FROM api_keys LIMIT 1').get() as { id: number };
-  const insertMemory = db.prepare(
-    `INSERT INTO memories (project_id, tenant_id, end_user_id, text, tags, is_summary, source, importance, metadata, client_ref,
-       session_id, speaker, dedupe_hash, seq, created_at, updated_at, deleted_at)
-     VALUES (?, '', ?, ?, '[]', 0, NULL, 0.5, '{}', NULL, ?, NULL, ?, ?, ?, ?, NULL)`,
-  );
-  const insertHistory = db.prepare(
-    `INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
-     VALUES (?, ?, 'create', ?, 'api_key', ?, ?, ?)`,
-  );
-  const upsertUser = db.prepare(
-    `INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at) VALUES (?, '', ?, 1, ?, ?)
-     ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = revision + 1, updated_at = excluded.updated_at
-     RETURNING revision`,
-  );
-  let clock = Date.now();
-  let done = 0;
-  let requestNo = 0;
-  const writeBatches = db.transaction((list: Array<{ user: User; items: Array<{ text: string; session_id: string }> }>) => {
-    for (const { user, items } of list) {
-      const now = new Date((clock += 2)).toISOString();
-      const { revision: seq } = upsertUser.get(projectId, user.id, now, now) as { revision: number };
-      const requestId = `req-fill-${++requestNo}`;
-      for (const item of items) {
-        const hash = createHash('sha256').update(normalizeText(item.text)).digest('hex');
-        const { lastInsertRowid } = insertMemory.run(projectId, user.id, item.text, item.session_id, hash, seq, now, now);
-        const changes = JSON.stringify({
-          text: { before: null, after: item.text }, tags: { before: null, after: [] }, source: { before: null, after: null },
-          importance: { before: null, after: 0.5 }, metadata: { before: null, after: {} }, client_ref: { before: null, after: null },
-          session_id: { before: null, after: item.session_id },
-        });
-        insertHistory.run(projectId, lastInsertRowid, changes, keyId, requestId, now);
-      }
-      done += items.length;
+async function fillDirect(file: string): Promise<number> {
+  const database = openDatabase({ dialect: 'sqlite', path: file });
+  try {
+    // A bulk load with the server stopped: no fsync per transaction (the old direct fill did the same).
+    await sql`PRAGMA synchronous = OFF`.execute(database.db);
+    const key = await resolveApiKey(database.db, BENCH_KEY);
+    if (!key?.projectId) throw new Error('the bench key must be locked to the bootstrap project');
+    let done = 0;
+    let requestNo = 0;
+    for (const { user, items } of batches()) {
+      const ctx = { actor: { type: 'api_key' as const, id: key.id }, organizationId: key.organizationId, projectId: key.projectId, requestId: `req-fill-${++requestNo}` };
+      const result = await bulkAdd(database, ctx, { projectId: key.projectId, tenantId: '', endUserId: user.id }, items);
+      done += result.totals.created + result.totals.skipped;
+      if (result.totals.failed > 0) throw new Error(`bulk-add refused ${result.totals.failed} items`);
     }
-  });
-  let pending: Array<{ user: User; items: Array<{ text: string; session_id: string }> }> = [];
-  for (const b of batches()) {
-    pending.push(b);
-    if (pending.length === 400) {
-      writeBatches(pending);
-      pending = [];
-    }
+    return done;
+  } finally {
+    await database.close();
   }
-  writeBatches(pending);
-  db.pragma('wal_checkpoint(TRUNCATE)');
-  db.close();
-  return done;
 }
 
 // ---- measuring ---------------------------------------------------------------------
@@ -251,7 +218,7 @@ async function measure(server: BenchServer) {
 // ---- run -----------------------------------------------------------------------
 const dir = postgresUrl ? undefined : freshDataDir();
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
-const workerEnv = { ENGRAM_WORKERS: String(workers) };
+const workerEnv = { ENGRAM_HTTP_PROCESSES: String(workers) };
 let server: BenchServer;
 let filled: number;
 const t0 = performance.now();
@@ -267,7 +234,7 @@ if (fill === 'http') {
 } else {
   // Schema, organization, project and key from a first start; then rows; then the server measured.
   await (await startServer({ dataDir: dir! })).stop();
-  filled = fillDirect(join(dir!, 'engram.db'));
+  filled = await fillDirect(join(dir!, 'engram.db'));
   server = await startServer({ dataDir: dir!, nodeArgs, env: workerEnv });
 }
 const fillSeconds = (performance.now() - t0) / 1000;
@@ -287,7 +254,7 @@ process.stdout.write(
       workers,
       route: 'POST /memory/query {query: <LoCoMo question>, k: 10}',
       fill: {
-        method: fill === 'http' ? 'HTTP POST /memory/bulk-add, 50 per request, 8 in flight' : 'direct SQLite insert (better-sqlite3) of the rows bulk-add writes, server stopped',
+        method: fill === 'http' ? 'HTTP POST /memory/bulk-add, 50 per request, 8 in flight' : 'the memories module\'s bulk-add in the bench process, 50 per transaction, server stopped',
         memories: filled,
         end_users: targets.length + fillers.length,
         seconds: Math.round(fillSeconds * 10) / 10,

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Config } from './config.js';
-import type { Database } from './store/database.js';
+import type { Services } from './services.js';
 import { authentication } from './http/auth.js';
 import { errorHandling, frameworkErrors } from './http/error-handler.js';
 import { idempotency } from './http/idempotency.js';
@@ -11,18 +10,15 @@ import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { memoryRoutes } from './modules/memories/routes.js';
-import { createRetrieval, retrievalRoutes } from './modules/retrieval/routes.js';
-import { tenantRoutes } from './modules/tenant/routes.js';
-import { JobRunner } from './jobs/runner.js';
-import { authRoutes, recordRouteAccess, type RouteAccess } from './modules/auth/routes.js';
-import { TokenIssuer } from './modules/auth/tokens.js';
+import { retrievalRoutes } from './modules/retrieval/routes.js';
+import { v1Routes } from './modules/v1/routes.js';
+import type { RouteAccess } from './core/access.js';
+import { authRoutes, recordRouteAccess } from './modules/auth/routes.js';
 import { orgRoutes } from './modules/org/routes.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
-import { monthlyTurnLimit } from './modules/billing/service.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { connectorRoutes } from './modules/connectors/routes.js';
-import { openBlobStore } from './store/blobs.js';
 
 export const VERSION = '0.1.0';
 
@@ -36,18 +32,17 @@ let requestCounter = 0;
 const nextRequestId = () => `req_${REQUEST_ID_PREFIX}${(requestCounter++).toString(16).padStart(12, '0')}`;
 
 export interface AppOptions {
-  config: Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
-  database: Database;
-  /** The master secret (core/secret.ts); when omitted (tests), a random one for this instance. */
-  secretKey?: Uint8Array;
+  services: Services;
   /** Where request logs go; tests capture them to check that no secret is written. */
   logStream?: NodeJS.WritableStream;
 }
 
-/** Builds the whole service on a database; the caller decides whether to listen or inject. */
-export async function buildApp({ config, database, logStream, secretKey }: AppOptions): Promise<FastifyInstance> {
-  const secret = secretKey ?? randomBytes(32);
-  const tokens = new TokenIssuer(secret, config.auth.accessTokenTtlSeconds);
+/**
+ * The HTTP face of a service graph (services.ts): plugins and routes only. Background work is
+ * not started here (worker.ts); the caller decides whether to listen or inject.
+ */
+export async function buildApp({ services, logStream }: AppOptions): Promise<FastifyInstance> {
+  const { config, database, tokens } = services;
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -81,27 +76,13 @@ export async function buildApp({ config, database, logStream, secretKey }: AppOp
   const routeAccess = () => access;
   app.addHook('onRoute', (route) => recordRouteAccess(access, route.method, route.url, route.config?.auth));
   await app.register(authentication, { database, tokens });
-  await app.register(idempotency, { database, secretKey: secret });
+  await app.register(idempotency, { database, secretKey: services.secretKey });
   await app.register(healthRoutes, { database });
-  await app.register(memoryRoutes, { database });
-
-  // Background jobs run in every server process; the table's leases keep them from running twice.
-  const jobs = new JobRunner(database, app.log);
-  app.addHook('onReady', async () => jobs.start());
-  app.addHook('onClose', async () => jobs.stop());
-
-  const blobs = openBlobStore(config.blobs, database);
-  await app.register(ingestRoutes, { database, blobs, jobs, settings: config.upload });
-  await app.register(connectorRoutes, { database, jobs, secret, outbound: config.outbound });
-
-  const engine = createRetrieval(database, config.retrieval);
-  await app.register(retrievalRoutes, { database, config: config.retrieval, jobs, engine });
-  await app.register(tenantRoutes, {
-    database,
-    retrieval: engine.retrieval,
-    // The plan's allowance; plans without one (self-hosted) use the configured default.
-    monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
-  });
+  await app.register(memoryRoutes, { database, erase: services.erase });
+  await app.register(ingestRoutes, { services });
+  await app.register(connectorRoutes, { services });
+  await app.register(retrievalRoutes, { database, jobs: services.jobs, engine: services.retrieval });
+  await app.register(v1Routes, { database, retrieval: services.retrieval.retrieval, monthlyTurnAllowance: services.monthlyTurnAllowance });
   await app.register(authRoutes, {
     database, tokens, settings: config.auth, loginRateLimit: config.rateLimit.loginMax, routeAccess,
   });

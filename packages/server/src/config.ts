@@ -1,5 +1,12 @@
 import { resolve } from 'node:path';
-import type { BlobConfig } from './store/blobs.js';
+
+/**
+ * Where large byte artifacts are kept (store/blobs.ts): the database, or an S3-compatible bucket
+ * (path-style at `endpoint` when given, else AWS). Declared here so the store depends on config, not back.
+ */
+export type BlobConfig =
+  | { kind: 'database' }
+  | { kind: 's3'; bucket: string; prefix: string; region: string; accessKeyId: string; secretAccessKey: string; endpoint?: string };
 
 /** Typed, validated configuration read once from the environment (ENGRAM_*). */
 export interface Config {
@@ -9,7 +16,11 @@ export interface Config {
   /** `postgres://…` selects PostgreSQL; anything else is a SQLite file path. */
   database: { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string; poolSize: number };
   /** HTTP server processes sharing the port (node:cluster); 1 serves from this process. */
-  workers: number;
+  httpProcesses: number;
+  /** Whether `engram serve` also runs background jobs and chores in-process (worker.ts). */
+  runJobs: boolean;
+  /** Deprecated settings in use, to print once at start-up. */
+  warnings: string[];
   logLevel: string;
   bodyLimitBytes: number;
   trustProxy: boolean;
@@ -87,12 +98,21 @@ export function loadConfig(env: Env = process.env): Config {
   if (bootstrap.password !== undefined && bootstrap.password.length < 8) {
     throw new ConfigError('ENGRAM_BOOTSTRAP_PASSWORD must be at least 8 characters');
   }
+  const warnings: string[] = [];
+  let httpProcesses = integer(env, 'ENGRAM_HTTP_PROCESSES', 1, 1, 64);
+  if (!env.ENGRAM_HTTP_PROCESSES && env.ENGRAM_WORKERS) {
+    // Renamed: "workers" now means background-job processes (`engram worker`). Kept for one release.
+    httpProcesses = integer(env, 'ENGRAM_WORKERS', 1, 1, 64);
+    warnings.push('ENGRAM_WORKERS is deprecated and will be removed in the next release; use ENGRAM_HTTP_PROCESSES');
+  }
   return {
     dataDir,
     host: env.ENGRAM_HOST || '127.0.0.1',
     port: integer(env, 'ENGRAM_PORT', 8080, 0, 65535),
     database,
-    workers: integer(env, 'ENGRAM_WORKERS', 1, 1, 64),
+    httpProcesses,
+    runJobs: boolean(env, 'ENGRAM_RUN_JOBS', true),
+    warnings,
     logLevel: env.ENGRAM_LOG_LEVEL || 'info',
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'ENGRAM_TRUST_PROXY', false),

@@ -1,21 +1,26 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster';
+import { pino } from 'pino';
 import { buildApp, VERSION } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { loadSecretKey } from './core/secret.js';
-import { AppError } from './http/errors.js';
-import { verifyAuditChains } from './modules/audit/service.js';
-import { setPlan } from './modules/billing/service.js';
-import { bootstrap, type BootstrapResult } from './modules/org/service.js';
+import { AppError } from './core/errors.js';
+import { verifyAuditChains } from './modules/audit/index.js';
+import { setPlan } from './modules/billing/index.js';
+import { bootstrap, type BootstrapResult } from './modules/org/index.js';
+import { buildServices } from './services.js';
 import { openDatabase, type Database } from './store/database.js';
 import { migrate } from './store/migrate.js';
+import { startBackground, type Background } from './worker.js';
 
 const USAGE = `engram ${VERSION}: memory service for AI applications
 
 Usage: engram <command>
 
 Commands:
-  serve     apply migrations, bootstrap an empty database, and serve HTTP (default)
+  serve     apply migrations, bootstrap an empty database, and serve HTTP (default); also runs
+            background jobs and chores unless ENGRAM_RUN_JOBS=false
+  worker    apply migrations and run background jobs and chores, with no HTTP server
   migrate   apply pending database migrations and exit
   init      apply migrations and bootstrap an empty database, then exit
   audit verify [organization_id]
@@ -47,50 +52,90 @@ async function prepare(config: Config) {
   return database;
 }
 
-async function serve(config: Config): Promise<void> {
+function requireSharedSecret(config: Config): void {
   if (config.database.dialect === 'postgres' && !config.secretKey) {
     // Processes sharing a PostgreSQL database must sign and check tokens with one key.
     throw new ConfigError('ENGRAM_SECRET_KEY must be set when ENGRAM_DATABASE_URL is PostgreSQL');
   }
-  if (cluster.isWorker) return serveHttp(config, openDatabase(config.database));
-  const secretKey = loadSecretKey(config);
-  const database = await prepare(config);
-  if (config.workers === 1) return serveHttp(config, database, secretKey);
-  await database.close();
-  return superviseWorkers(config.workers);
 }
 
-/** One HTTP server process: a standalone server, or one of several cluster workers sharing the port. */
-async function serveHttp(config: Config, database: Database, secretKey = loadSecretKey(config)): Promise<void> {
-  const app = await buildApp({ config, database, secretKey, logStream: process.stderr });
+function processLogger(config: Config) {
+  return pino({ level: config.logLevel }, process.stderr);
+}
+
+/** Stops `stop` (and closes the database) on SIGTERM or SIGINT, then exits. */
+function onSignals(log: { info(obj: object, msg: string): void }, stop: () => Promise<void>): void {
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    app.log.info({ signal }, 'shutting down');
-    await app.close();
-    await database.close();
+    log.info({ signal }, 'shutting down');
+    await stop();
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  await app.listen({ host: config.host, port: config.port });
 }
 
 /**
- * ENGRAM_WORKERS > 1: the primary has migrated and bootstrapped; it forks that many workers that
- * share the listening port, replaces any that die, and passes a stop signal on to all of them.
- * Every worker checks its indexes against the database on each query, so they never disagree.
+ * HTTP in this process (ENGRAM_HTTP_PROCESSES=1) or in that many cluster children sharing the
+ * port; background work, unless ENGRAM_RUN_JOBS=false, in this process only.
  */
-async function superviseWorkers(count: number): Promise<void> {
+async function serve(config: Config): Promise<void> {
+  requireSharedSecret(config);
+  if (cluster.isWorker) return serveHttp(config, openDatabase(config.database), loadSecretKey(config), null);
+  const secretKey = loadSecretKey(config);
+  const database = await prepare(config);
+  if (config.httpProcesses === 1) return serveHttp(config, database, secretKey, config.runJobs ? 'in-process' : null);
+  const background = config.runJobs ? startBackground(buildServices({ config, database, secretKey }), processLogger(config)) : null;
+  if (!background) await database.close();
+  return superviseHttpProcesses(config.httpProcesses, async () => {
+    await background?.stop();
+    if (background) await database.close();
+  });
+}
+
+/** One HTTP server process: a standalone server, or one of several cluster children sharing the port. */
+async function serveHttp(config: Config, database: Database, secretKey: Uint8Array, jobs: 'in-process' | null): Promise<void> {
+  const services = buildServices({ config, database, secretKey });
+  const app = await buildApp({ services, logStream: process.stderr });
+  const background: Background | null = jobs ? startBackground(services, app.log) : null;
+  onSignals(app.log, async () => {
+    await background?.stop();
+    await app.close();
+    await database.close();
+  });
+  await app.listen({ host: config.host, port: config.port });
+}
+
+/** `engram worker`: background jobs and chores on the service graph, with no HTTP server. */
+async function work(config: Config): Promise<void> {
+  requireSharedSecret(config);
+  const database = openDatabase(config.database);
+  await migrate(database);
+  const log = processLogger(config);
+  const background = startBackground(buildServices({ config, database, secretKey: loadSecretKey(config) }), log);
+  log.info({ jobs: true }, 'worker started');
+  onSignals(log, async () => {
+    await background.stop();
+    await database.close();
+  });
+}
+
+/**
+ * ENGRAM_HTTP_PROCESSES > 1: the primary has migrated and bootstrapped; it forks that many HTTP
+ * processes that share the listening port, replaces any that die, and passes a stop signal on to
+ * all of them. Each checks its indexes against the database on every query, so they never disagree.
+ */
+async function superviseHttpProcesses(count: number, afterAll: () => Promise<void>): Promise<void> {
   let stopping = false;
   for (let i = 0; i < count; i++) cluster.fork();
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      if (Object.keys(cluster.workers ?? {}).length === 0) void afterAll().finally(() => process.exit(0));
       return;
     }
-    process.stderr.write(`engram: worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`);
+    process.stderr.write(`engram: HTTP process ${worker.process.pid} exited (${signal ?? code}); starting another\n`);
     cluster.fork();
   });
   const stop = (signal: NodeJS.Signals) => {
@@ -112,9 +157,12 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const config = loadConfig();
+  if (cluster.isPrimary) for (const warning of config.warnings) process.stderr.write(`engram: warning: ${warning}\n`);
   switch (command) {
     case 'serve':
       return serve(config);
+    case 'worker':
+      return work(config);
     case 'migrate': {
       const database = openDatabase(config.database);
       const applied = await migrate(database);

@@ -57,25 +57,25 @@ forEachDialect('engram CLI', (dialect) => {
   });
 });
 
-forEachDialect('engram serve with ENGRAM_WORKERS', (dialect) => {
+forEachDialect('engram serve with ENGRAM_HTTP_PROCESSES', (dialect) => {
   let fresh: Awaited<ReturnType<typeof freshDatabaseConfig>>;
   beforeAll(async () => {
     fresh = await freshDatabaseConfig(dialect);
   });
   afterAll(() => fresh.drop());
 
-  it('serves from several worker processes that all see every write, and stops cleanly', async () => {
+  it('serves from several HTTP processes that all see every write, and stops cleanly', async () => {
     const key = 'egm_workers_' + 'w'.repeat(30);
     const server = await startServerProcess({
       ENGRAM_DATABASE_URL: fresh.config.dialect === 'postgres' ? fresh.config.url : fresh.config.path,
-      ENGRAM_BOOTSTRAP_API_KEY: key, ENGRAM_WORKERS: '2', ENGRAM_LOG_LEVEL: 'warn',
+      ENGRAM_BOOTSTRAP_API_KEY: key, ENGRAM_HTTP_PROCESSES: '2', ENGRAM_LOG_LEVEL: 'warn',
     });
     try {
-      const workers = execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.child.pid)]).toString().trim().split(/\s+/);
-      expect(workers).toHaveLength(2);
+      const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.child.pid)]).toString().trim().split(/\s+/);
+      expect(children).toHaveLength(2);
       const headers = { 'content-type': 'application/json', 'x-api-key': key, 'x-end-user-id': 'u' };
       for (let i = 0; i < 10; i++) {
-        // Each write lands on one worker or the other; the next query, on either, must see it.
+        // Each write lands on one process or the other; the next query, on either, must see it.
         const added = await fetch(`${server.url}/memory/add`, { method: 'POST', headers, body: JSON.stringify({ text: `worker fact number ${i}` }) });
         expect(added.status).toBe(201);
         const id = ((await added.json()) as { id: number }).id;

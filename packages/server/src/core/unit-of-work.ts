@@ -1,23 +1,17 @@
 import type { Transaction } from 'kysely';
-import { appendAudit, type AuditEntry } from '../modules/audit/service.js';
-import { enqueueEvents, type OutboxEvent } from '../modules/events/service.js';
 import { nowIso, type Database } from '../store/database.js';
 import type { DB } from '../store/schema.js';
-import type { Actor } from '../http/auth.js';
+import { appendAudit, type AuditEntry } from './audit-log.js';
+import type { WriteContext } from './context.js';
+import { enqueueEvents, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
 
-/** Who is acting, where, and under which request: everything a change records about itself. */
-export interface WriteContext {
-  actor: Actor;
-  organizationId: string;
-  projectId: string | null;
-  requestId: string | null;
-}
+export type { WriteContext } from './context.js';
 
 export interface Effects {
   /** One audit row per state-changing action. */
   audit(action: string, target: { type: string; id: string | number | null }, result?: string): void;
-  /** An event for webhook delivery, committed with the change. */
-  emit(type: string, payload: Record<string, unknown>): void;
+  /** An event of the catalogue (core/events.ts) for webhook delivery, committed with the change. */
+  emit<K extends EventKind>(type: K, payload: EventPayload<K>): void;
   readonly now: string;
 }
 
@@ -43,7 +37,7 @@ export async function write<T>(
           targetId: target.id === null ? null : String(target.id), result, requestId: ctx.requestId, createdAt: now,
         }),
       emit: (type, payload) =>
-        events.push({ organizationId: ctx.organizationId, projectId: ctx.projectId, type, payload, createdAt: now }),
+        events.push({ organizationId: ctx.organizationId, projectId: ctx.projectId, type, payload, createdAt: now } as OutboxEvent),
     };
     const result = await change(trx, effects);
     await enqueueEvents(trx, events);

@@ -1,35 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Database } from '../store/database.js';
-import { liveSession, touchSession } from '../modules/auth/sessions.js';
-import type { TokenIssuer } from '../modules/auth/tokens.js';
-import { findProject, membershipOf, resolveApiKey, touchApiKey, type ApiKeyRecord } from '../modules/org/service.js';
-import { hasScope, roleGrants, type Capability, type Role } from '../modules/org/scopes.js';
-import type { WriteContext } from '../core/unit-of-work.js';
-import { AppError, forbidden, invalid, notFound, unauthenticated } from './errors.js';
-
-/** Who performed an action, as recorded in history and audit rows. */
-export interface Actor {
-  type: 'api_key' | 'user' | 'system';
-  id: number | null;
-}
-
-/**
- * The resolved scope of a data-plane request. Handlers build every query from this and never
- * read organization, project, tenant or end user from the body.
- */
-export interface DataScope {
-  actor: Actor;
-  organizationId: string;
-  projectId: string;
-  /** '' outside the /v1 tenant plane. */
-  tenantId: string;
-  /** Set when the route is end-user scoped (X-End-User-ID or the key's binding). */
-  endUserId: string | null;
-  key: ApiKeyRecord;
-}
-
-export type CredentialKind = 'api_key' | 'bearer';
+import { liveSession, touchSession, type TokenIssuer } from '../modules/auth/index.js';
+import { findProject, membershipOf, resolveApiKey, touchApiKey } from '../modules/org/index.js';
+import { hasScope, roleGrants, type Capability, type Role } from '../core/access.js';
+import type { ApiKeyRecord, CredentialKind, DataScope, Principal, WriteContext } from '../core/context.js';
+import { AppError, forbidden, invalid, notFound, unauthenticated } from '../core/errors.js';
+import { validateEndUserId } from '../core/validation.js';
 
 /**
  * What a route requires, declared in its `config.auth`. One declaration serves both credential
@@ -57,22 +34,6 @@ export interface RouteAuth {
   endUser?: 'required' | 'optional' | 'none';
 }
 
-/** Who is calling, whichever credential family they used. */
-export interface Principal {
-  kind: CredentialKind;
-  actor: Actor;
-  /** The acting organization; null for a signed-in user who belongs to none. */
-  organizationId: string | null;
-  /** Bearer: the caller's role in the acting organization. */
-  role: Role | null;
-  scopes: string[];
-  /** API key: the project resolved from its lock or X-Project-ID, if any. */
-  projectId: string | null;
-  userId: number | null;
-  sessionId: number | null;
-  key: ApiKeyRecord | null;
-}
-
 declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: RouteAuth;
@@ -83,21 +44,10 @@ declare module 'fastify' {
   }
 }
 
-const END_USER_ID = /^[^\x00-\x1f\x7f]{1,256}$/;
-const LOOKS_LIKE_EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
-
 function header(request: FastifyRequest, name: string): string | undefined {
   const value = request.headers[name];
   if (Array.isArray(value)) throw invalid(name, `${name} must be sent once`);
   return value === undefined ? undefined : value.trim();
-}
-
-export function validateEndUserId(value: string, field: string): string {
-  if (!END_USER_ID.test(value)) throw invalid(field, `${field} must be 1 to 256 characters without control characters`);
-  if (LOOKS_LIKE_EMAIL.test(value)) {
-    throw invalid(field, `${field} must be an opaque stable id, not an e-mail address`);
-  }
-  return value;
 }
 
 async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string) {

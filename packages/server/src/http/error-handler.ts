@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, errorBody, invalid, type ErrorCode } from './errors.js';
-import { validationError, type AjvError } from './validation.js';
+import { AppError, invalid, type ErrorBody, type ErrorCode } from '../core/errors.js';
+import { validationError, type AjvError } from '../core/validation.js';
 
 function fromFastifyError(error: FastifyError): AppError | undefined {
   switch (error.code) {
@@ -66,6 +66,10 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
   }
   request.log.error({ err: error }, 'router error');
   return send(reply, request, 500, 'internal_error', 'Internal error; quote the request_id when reporting it');
+}
+
+export function errorBody(request: FastifyRequest, code: ErrorCode, message: string, field?: string): ErrorBody {
+  return { error: { code, message, ...(field ? { field } : {}), request_id: request.id } };
 }
 
 function send(reply: FastifyReply, request: FastifyRequest, status: number, code: ErrorCode, message: string, field?: string) {

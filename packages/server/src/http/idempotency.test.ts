@@ -2,8 +2,9 @@ import { loadConfig } from '../config.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sha256Hex } from '../core/crypto.js';
 import { buildApp } from '../app.js';
+import { buildServices } from '../services.js';
 import { forEachDialect, startTestApp, type TestApp } from '../testing/harness.js';
-import { purgeExpiredIdempotencyKeys } from './idempotency.js';
+import { purgeExpiredIdempotencyKeys } from '../core/idempotency-keys.js';
 
 forEachDialect('Idempotency-Key', (dialect) => {
   let t: TestApp;
@@ -50,7 +51,7 @@ forEachDialect('Idempotency-Key', (dialect) => {
 
   it('answers 409 to a duplicate while the first is in flight, and takes over an abandoned claim', async () => {
     // The real plugin stack with one extra route that waits until released, so the race is certain.
-    const app = await buildApp({ config: { ...loadConfig({}), logLevel: 'silent' }, database: t.database });
+    const app = await buildApp({ services: buildServices({ config: { ...loadConfig({}), logLevel: 'silent' }, database: t.database }) });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     let runs = 0;

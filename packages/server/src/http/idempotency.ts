@@ -1,8 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
-import { nowIso, type Database, type Executor } from '../store/database.js';
-import { AppError, invalid } from './errors.js';
+import { IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.js';
+import { canonicalJson } from '../core/json.js';
+import type { Database, Executor } from '../store/database.js';
+import { AppError, invalid } from '../core/errors.js';
 
 /**
  * Idempotency-Key on every write (POST, PUT, PATCH, DELETE) of every area, as one plugin.
@@ -17,10 +19,9 @@ import { AppError, invalid } from './errors.js';
  */
 
 export const IDEMPOTENCY = {
-  windowMs: 24 * 60 * 60 * 1000,
+  windowMs: IDEMPOTENCY_WINDOW_MS,
   /** A claim older than this with no stored response is taken to be abandoned (its process died). */
   lockMs: 5 * 60 * 1000,
-  purgeEveryMs: 10 * 60 * 1000,
 } as const;
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -41,28 +42,14 @@ declare module 'fastify' {
   }
 }
 
-/** JSON with sorted object keys: the same document always gives the same text. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
 function fingerprint(request: FastifyRequest): string {
   const headers = SCOPING_HEADERS.map((h) => request.headers[h] ?? null);
-  return sha256Hex(canonical([request.method, request.url, request.body ?? null, headers]));
+  return sha256Hex(canonicalJson([request.method, request.url, request.body ?? null, headers])!);
 }
 
 function principalOf(request: FastifyRequest): string {
   const p = request.principal;
   return p ? `${p.actor.type}:${p.actor.id}` : `anonymous:${request.ip}`;
-}
-
-export async function purgeExpiredIdempotencyKeys(db: Executor, now = nowIso()): Promise<number> {
-  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst();
-  return Number(result.numDeletedRows);
 }
 
 type Outcome = { claimed: true } | { replay: { status: number; headers: Record<string, string>; body: string } };
@@ -154,8 +141,4 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     if (request.idempotencyClaim) await store(db, request, reply, request.idempotencyClaim, payload);
     return payload;
   });
-
-  const timer = setInterval(() => void purgeExpiredIdempotencyKeys(db).catch(() => {}), IDEMPOTENCY.purgeEveryMs);
-  timer.unref();
-  app.addHook('onClose', async () => clearInterval(timer));
 });

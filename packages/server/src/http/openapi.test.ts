@@ -27,6 +27,35 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
     expect(add.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
   });
 
+  it('names, tags and types the errors of every operation, for generated clients', async () => {
+    const doc = (await t.call('GET', '/openapi.json', anonymous)).body;
+    expect(doc.components.schemas.Error.properties.error.required).toEqual(['code', 'message', 'request_id']);
+    const areas = new Set(doc.tags.map((tag: { name: string }) => tag.name));
+    const ids: string[] = [];
+    const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+      Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })),
+    );
+    expect(operations.length).toBeGreaterThan(40);
+    for (const { name, op } of operations) {
+      expect(op.operationId, name).toMatch(/^[a-z][A-Za-z0-9]+$/);
+      ids.push(op.operationId);
+      expect(op.tags, name).toHaveLength(1);
+      expect(areas.has(op.tags[0]), `${name}: tag ${op.tags[0]} is declared`).toBe(true);
+      const errors = Object.entries(op.responses as Record<string, any>).filter(([status]) => Number(status) >= 400);
+      expect(errors.map(([status]) => status), name).toEqual(expect.arrayContaining(['400', '500']));
+      for (const [status, response] of errors) {
+        // The readiness probe answers 503 with its own small status body, for load balancers.
+        if (name === 'GET /readyz' && status === '503') continue;
+        expect(response.content['application/json'].schema, `${name} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
+      }
+      if (op.security) expect(Object.keys(op.responses), name).toEqual(expect.arrayContaining(['401', '403', '404']));
+    }
+    expect(new Set(ids).size, 'operationIds are unique').toBe(ids.length);
+    // Stable: derived from method and path, so clients generated today keep their method names.
+    expect(doc.paths['/memory/{memory_id}/history'].get.operationId).toBe('getMemoryByMemoryIdHistory');
+    expect(doc.paths['/v1/memory/add_turn'].post.operationId).toBe('postV1MemoryAddTurn');
+  });
+
   it('serves a readable docs page', async () => {
     const res = await t.call('GET', '/docs/', anonymous);
     expect(res.status).toBe(200);

@@ -2,11 +2,82 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { Type } from '@sinclair/typebox';
+import type { ErrorCode } from '../core/errors.js';
+
+/** The one error body of every 4xx and 5xx answer (docs/api.md), a named component of the document. */
+const ErrorBody = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ description: 'Machine-readable code, e.g. validation_error, not_found, rate_limited' }),
+      message: Type.String(),
+      field: Type.Optional(Type.String({ description: 'The offending field (a JSON pointer path for nested ones)' })),
+      request_id: Type.String(),
+    }),
+  },
+  { $id: 'Error', title: 'Error' },
+);
+
+const ERROR_STATUSES: Record<number, { code: ErrorCode; description: string }> = {
+  400: { code: 'validation_error', description: 'Invalid request; `field` names the offending field' },
+  401: { code: 'unauthenticated', description: 'Missing, invalid or expired credentials' },
+  403: { code: 'forbidden', description: 'The credential lacks the scope or the role the capability' },
+  404: { code: 'not_found', description: 'Absent, or outside the caller\'s scope' },
+  409: { code: 'conflict', description: 'Conflicts with the current state, or a request with this Idempotency-Key is in flight' },
+  413: { code: 'payload_too_large', description: 'Request body too large' },
+  415: { code: 'unsupported_media_type', description: 'Content-Type must be application/json' },
+  422: { code: 'idempotency_key_reused', description: 'The Idempotency-Key was used for a different request' },
+  429: { code: 'rate_limited', description: 'Rate limited (see Retry-After), or a quota is used up' },
+  500: { code: 'internal_error', description: 'Internal error; quote the request_id' },
+};
+
+/** The tags of the document, one per area; every operation carries one of them. */
+export const OPENAPI_TAGS = [
+  { name: 'memories', description: 'Add, read, change, export and forget memories' },
+  { name: 'retrieval', description: 'Query, retrieve, search, compose; embeddings refresh; feedback' },
+  { name: 'tenant (/v1)', description: 'The /v1 conversation plane: turns, recall, listing, status' },
+  { name: 'auth', description: 'Sign-in, sessions, tokens and the access catalogue' },
+  { name: 'organizations', description: 'Organizations and memberships' },
+  { name: 'projects', description: 'Projects of an organization' },
+  { name: 'api-keys', description: 'API keys of an organization' },
+  { name: 'audit', description: 'The hash-chained audit log' },
+  { name: 'billing', description: 'Plan, allowances and usage' },
+  { name: 'health', description: 'Liveness and readiness probes' },
+  { name: 'connectors', description: 'Connections to external sources, their syncs and synced objects (bearer, X-Project-ID)' },
+  { name: 'integrations', description: 'The integrations catalog of an organization and the per-project overview' },
+];
+
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** A stable operationId from the method and path, unless the route names one: `GET /memory/{memory_id}/history` -> getMemoryByMemoryIdHistory. */
+export function operationIdOf(method: string, url: string): string {
+  const camel = (s: string) => s.replace(/[-_]+([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  const upper = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+  const parts = url.split('/').filter(Boolean).map((part) => (part.startsWith(':') ? `By${upper(camel(part.slice(1)))}` : upper(camel(part))));
+  return method.toLowerCase() + parts.join('');
+}
+
+/** The error answers an operation can give, each referencing the Error component. */
+function errorResponses(method: string, url: string, authenticated: boolean, declared: Record<string, unknown>) {
+  const statuses = [400, 429, 500];
+  if (authenticated) statuses.push(401, 403);
+  if (authenticated || url.includes(':')) statuses.push(404);
+  if (WRITES.has(method)) statuses.push(409, 413, 415, 422);
+  return Object.fromEntries(
+    statuses
+      .filter((status) => !(String(status) in declared))
+      .map((status) => [status, { description: ERROR_STATUSES[status]!.description, $ref: 'Error#' }]),
+  );
+}
 
 /** OpenAPI 3.1 generated from the route schemas, at /openapi.json, with a readable page at /docs. */
 export const openapi = fp(async (app: FastifyInstance, opts: { version: string }) => {
+  app.addSchema(ErrorBody);
   await app.register(swagger, {
+    // Shared schemas become components named by their $id (Error), not def-0.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {
+      tags: OPENAPI_TAGS,
       openapi: '3.1.0',
       info: {
         title: 'Engram',
@@ -21,8 +92,16 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
       },
     },
     transform: ({ schema, url, route }) => {
+      if (!schema || schema.hide) return { schema, url };
+      const method = [route.method].flat().find((m) => m !== 'HEAD')!;
       const auth = route.config?.auth;
-      if (!auth || !schema) return { schema, url };
+      const declared = (schema.response ?? {}) as Record<string, unknown>;
+      const documented = {
+        ...schema,
+        operationId: schema.operationId ?? operationIdOf(method, route.url),
+        response: { ...declared, ...errorResponses(method, route.url, auth !== undefined, declared) },
+      };
+      if (!auth) return { schema: documented as never, url };
       // Document the credentials and scoping headers once, from the route's auth declaration.
       const accepts = auth.accepts ?? ['api_key'];
       const headers: Record<string, unknown> = {};
@@ -46,12 +125,12 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
       }
       const required = [...(endUser === 'required' ? ['x-end-user-id'] : []), ...(auth.bearerProject ? ['x-project-id'] : [])];
       const requirement = [auth.scope && `scope ${auth.scope}`, auth.capability && `capability ${auth.capability} (bearer)`].filter(Boolean);
-      const description = [schema.description, requirement.length ? `Requires ${requirement.join(' and ')}.` : '']
+      const description = [documented.description, requirement.length ? `Requires ${requirement.join(' and ')}.` : '']
         .filter(Boolean)
         .join('\n\n');
       const security = accepts.map((kind) => (kind === 'bearer' ? { bearer: [] } : { apiKey: [] }));
       return {
-        schema: { ...schema, description, security, headers: { type: 'object', properties: headers, required } } as never,
+        schema: { ...documented, description, security, headers: { type: 'object', properties: headers, required } } as never,
         url,
       };
     },

@@ -2,6 +2,7 @@ import { loadConfig } from '../config.js';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../app.js';
+import { buildServices } from '../services.js';
 import { startTestApp, type TestApp } from '../testing/harness.js';
 
 const REDIS_URL = process.env.ENGRAM_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -51,7 +52,8 @@ describe('rate limits shared through Redis', () => {
       redisUrl: REDIS_URL, redisPrefix: `engram-test-${randomBytes(6).toString('hex')}:`,
       rateLimit: { max: 3, windowSeconds: 60, loginMax: 3 },
     };
-    const [a, b] = await Promise.all([buildApp({ config, database: t.database }), buildApp({ config, database: t.database })]);
+    const build = () => buildApp({ services: buildServices({ config, database: t.database }) });
+    const [a, b] = await Promise.all([build(), build()]);
     try {
       const get = (app: typeof a) => app.inject({ method: 'GET', url: '/healthz' });
       expect((await get(a)).statusCode).toBe(200);

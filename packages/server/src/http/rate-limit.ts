@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { Redis } from 'ioredis';
 import type { Config } from '../config.js';
-import { AppError } from './errors.js';
+import { AppError } from '../core/errors.js';
 
 /**
  * Per IP and per route request limits (429 rate_limited with Retry-After and RateLimit-* headers).

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { BaseLogger } from 'pino';
 import { sql } from 'kysely';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
 
@@ -62,39 +62,64 @@ export async function getJob(db: Executor, id: number, projectId: string, kind?:
   };
 }
 
-export class JobRunner {
+/**
+ * Job kinds and their handlers, registered explicitly by the composition root (services.ts).
+ * Code that enqueues a job calls `enqueued()` after its commit so a runner in this process starts
+ * at once instead of at its next poll.
+ */
+export class JobHandlers {
   private readonly handlers = new Map<string, JobHandler>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = true;
-
-  constructor(
-    private readonly database: Database,
-    private readonly log: FastifyBaseLogger,
-    private readonly pollMs = 1000,
-  ) {}
-
-  private readonly periodic: Array<{ every: number; last: number; task: () => Promise<void> }> = [];
+  private readonly listeners = new Set<() => void>();
 
   register(kind: string, handler: JobHandler): void {
+    if (this.handlers.has(kind)) throw new Error(`Job kind ${kind} is registered twice`);
     this.handlers.set(kind, handler);
   }
 
-  /**
-   * Runs `task` from the poll loop at most once per `everyMs` (schedules that enqueue jobs when due).
-   * Every process runs it; the task itself must claim its work so that only one process acts.
-   */
-  every(everyMs: number, task: () => Promise<void>): void {
-    this.periodic.push({ every: everyMs, last: 0, task });
+  get(kind: string): JobHandler | undefined {
+    return this.handlers.get(kind);
   }
+
+  kinds(): string[] {
+    return [...this.handlers.keys()];
+  }
+
+  enqueued(): void {
+    for (const listener of this.listeners) listener();
+  }
+
+  /** Called on every `enqueued()`; returns the function that stops listening. */
+  onEnqueued(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+type Log = Pick<BaseLogger, 'info' | 'warn' | 'error'>;
+
+/** Leases and runs queued jobs of the registered kinds until stopped; any number of runners may share a database. */
+export class JobRunner {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private unlisten: (() => void) | undefined;
+
+  constructor(
+    private readonly database: Database,
+    private readonly handlers: JobHandlers,
+    private readonly log: Log,
+    private readonly pollMs = 1000,
+  ) {}
 
   start(): void {
     this.stopped = false;
+    this.unlisten = this.handlers.onEnqueued(() => this.kick());
     this.schedule(0);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.unlisten?.();
     clearTimeout(this.timer);
     await this.running;
   }
@@ -116,11 +141,6 @@ export class JobRunner {
   }
 
   private async drain(): Promise<void> {
-    for (const p of this.periodic) {
-      if (Date.now() - p.last < p.every) continue;
-      p.last = Date.now();
-      await p.task().catch((error) => this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'periodic task failed'));
-    }
     while (!this.stopped) {
       const job = await this.lease();
       if (!job) return;
@@ -130,7 +150,7 @@ export class JobRunner {
 
   private async lease() {
     const now = new Date();
-    const kinds = [...this.handlers.keys()];
+    const kinds = this.handlers.kinds();
     if (kinds.length === 0) return undefined;
     const lockedUntil = new Date(now.getTime() + LEASE_MS).toISOString();
     const skipLocked = this.database.dialect === 'postgres' ? sql`FOR UPDATE SKIP LOCKED` : sql``;

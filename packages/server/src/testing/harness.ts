@@ -10,7 +10,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { buildApp } from '../app.js';
 import { loadConfig, type Config } from '../config.js';
-import { addMembership, createApiKey, createOrganization, createProject, createUser } from '../modules/org/service.js';
+import { addMembership, createApiKey, createOrganization, createProject, createUser } from '../modules/org/index.js';
+import { buildServices, type Services } from '../services.js';
+import { startBackground } from '../worker.js';
 import { openDatabase, type Database, type Dialect } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 
@@ -88,6 +90,7 @@ export interface Login {
 
 export interface TestApp {
   app: FastifyInstance;
+  services: Services;
   database: Database;
   dialect: Dialect;
   /** ENGRAM_DATABASE_URL of the test database, for running the CLI against it. */
@@ -137,7 +140,7 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
     },
   });
   const defaults = loadConfig({});
-  const app = await buildApp({
+  const services = buildServices({
     config: {
       ...defaults,
       rateLimit: { max: 1_000_000, windowSeconds: 60, loginMax: 1_000_000 },
@@ -145,9 +148,11 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
       ...overrides,
     },
     database,
-    logStream,
   });
+  const app = await buildApp({ services, logStream });
   await app.ready();
+  // Like `engram serve`: background jobs and chores run beside the app unless turned off.
+  const background = services.config.runJobs ? startBackground(services, app.log) : null;
 
   const call: TestApp['call'] = async (method, url, options = {}) => {
     const headers: Record<string, string> = {};
@@ -188,7 +193,7 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
 
   const databaseUrl = fresh.config.dialect === 'sqlite' ? fresh.config.path : fresh.config.url;
   return {
-    app, database, dialect, logs, call, userId, email, databaseUrl,
+    app, services, database, dialect, logs, call, userId, email, databaseUrl,
     cli: async (...args) => {
       try {
         const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
@@ -216,6 +221,7 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
     },
     newKey: (input = {}) => createApiKey(database.db, { organizationId: org.id, name: 'extra key', ...input }),
     close: async () => {
+      await background?.stop();
       await app.close();
       await database.close();
       await fresh.drop();

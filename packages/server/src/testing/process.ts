@@ -76,6 +76,31 @@ export async function startServerProcess(env: Record<string, string>, attempts =
   };
 }
 
+export interface BackgroundProcess {
+  child: ChildProcess;
+  stderr: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** `engram worker` as a child process on the given environment (no port: it serves no HTTP). */
+export function startWorkerProcess(env: Record<string, string>): BackgroundProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'worker'], {
+    env: { ...process.env, ENGRAM_SECRET_KEY: TEST_SECRET, ...env },
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  child.stdout!.resume();
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    stderr: () => stderr,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
 /** The ENGRAM_DATABASE_URL that points a server process at a test database. */
 export function databaseEnv(config: Config['database']): Record<string, string> {
   return { ENGRAM_DATABASE_URL: config.dialect === 'postgres' ? config.url : config.path };

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { organizationOf } from '../../http/auth.js';
-import { PageOf, PageQuery, paginate } from '../../http/pagination.js';
+import { PageOf, PageQuery, paginate } from '../../core/paging.js';
 import type { Database } from '../../store/database.js';
 import { auditEvents } from './service.js';
 

@@ -2,8 +2,8 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { principalOf, type RouteAuth } from '../../http/auth.js';
-import { PageOf, PageQuery } from '../../http/pagination.js';
-import { CAPABILITIES, ROLES, SCOPES } from '../org/scopes.js';
+import { PageOf, PageQuery } from '../../core/paging.js';
+import { CAPABILITIES, ROLES, SCOPES, type RouteAccess } from '../../core/access.js';
 import * as auth from './service.js';
 
 const tags = ['auth'];
@@ -30,14 +30,6 @@ const Session = Type.Object({
 });
 
 const Revoked = Type.Object({ id: Type.Integer(), revoked_at: Type.String({ format: 'date-time' }) });
-
-export interface RouteAccess {
-  method: string;
-  path: string;
-  accepts: string[];
-  scope: string | null;
-  capability: string | null;
-}
 
 const client = (request: FastifyRequest): auth.Client => ({
   ip: request.ip,

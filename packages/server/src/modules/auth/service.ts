@@ -3,13 +3,13 @@ import { sql } from 'kysely';
 import type { Config } from '../../config.js';
 import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../core/crypto.js';
 import { write, type Effects } from '../../core/unit-of-work.js';
-import type { Principal } from '../../http/auth.js';
-import { AppError, invalid, notFound, unauthenticated } from '../../http/errors.js';
-import { paginate, type PageParams } from '../../http/pagination.js';
+import type { Principal } from '../../core/context.js';
+import { AppError, invalid, notFound, unauthenticated } from '../../core/errors.js';
+import { paginate, type PageParams } from '../../core/paging.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import type { DB } from '../../store/schema.js';
-import { membershipOf } from '../org/service.js';
-import { ALL_SCOPES, isScope, roleGrants } from '../org/scopes.js';
+import { membershipOf, memberUserIds, userCredentials } from '../org/index.js';
+import { ALL_SCOPES, isScope, roleGrants } from '../../core/access.js';
 import type { TokenIssuer } from './tokens.js';
 
 /** Sign-in, rotating refresh tokens and sessions. This module owns sessions, refresh_tokens and login_throttle. */
@@ -125,8 +125,8 @@ export async function login(
   const keys = throttleKeys(email, client.ip, settings);
   await checkThrottle(database.db, keys, settings, now);
 
-  const user = await database.db.selectFrom('users').select(['id', 'password_hash']).where('email', '=', email).executeTakeFirst();
-  const valid = await verifyPassword(input.password, user?.password_hash ?? (await (dummyHash ??= hashPassword(randomToken(24)))));
+  const user = await userCredentials(database.db, email);
+  const valid = await verifyPassword(input.password, user?.passwordHash ?? (await (dummyHash ??= hashPassword(randomToken(24)))));
   if (!user || !valid) {
     await recordFailure(database.db, keys, settings, now);
     throw unauthenticated(BAD_CREDENTIALS);
@@ -207,23 +207,23 @@ export interface SessionView {
 }
 
 /** Sessions the principal may see and revoke: their own, or with sessions.manage, every member's. */
-function visibleSessions(db: Executor, principal: Principal) {
+async function visibleSessions(db: Executor, principal: Principal) {
   let query = db
     .selectFrom('sessions')
     .selectAll('sessions')
     .where('sessions.revoked_at', 'is', null)
     .where('sessions.expires_at', '>', nowIso());
   if (principal.organizationId && principal.role && roleGrants(principal.role, 'sessions.manage')) {
-    const members = db.selectFrom('memberships').select('user_id').where('organization_id', '=', principal.organizationId);
-    query = query.where((eb) => eb.or([eb('sessions.user_id', '=', principal.userId!), eb('sessions.user_id', 'in', members)]));
+    const members = await memberUserIds(db, principal.organizationId);
+    query = query.where('sessions.user_id', 'in', [principal.userId!, ...members]);
   } else {
     query = query.where('sessions.user_id', '=', principal.userId!);
   }
   return query;
 }
 
-export function listSessions(db: Executor, principal: Principal, page: PageParams) {
-  return paginate(visibleSessions(db, principal).orderBy('sessions.id', 'desc'), page, (r): SessionView => ({
+export async function listSessions(db: Executor, principal: Principal, page: PageParams) {
+  return paginate((await visibleSessions(db, principal)).orderBy('sessions.id', 'desc'), page, (r): SessionView => ({
     id: r.id, user_id: r.user_id, created_at: r.created_at, last_used_at: r.last_used_at, expires_at: r.expires_at,
     ip: r.ip, user_agent: r.user_agent, scopes: decodeJson<string[]>(r.scopes), current: r.id === principal.sessionId,
   }));
@@ -232,7 +232,7 @@ export function listSessions(db: Executor, principal: Principal, page: PageParam
 export async function revokeSession(
   deps: AuthDeps, principal: Principal, sessionId: number, requestId: string, reason = 'revoked',
 ): Promise<{ id: number; revoked_at: string }> {
-  const found = await visibleSessions(deps.database.db, principal).where('sessions.id', '=', sessionId).executeTakeFirst();
+  const found = await (await visibleSessions(deps.database.db, principal)).where('sessions.id', '=', sessionId).executeTakeFirst();
   if (!found) throw notFound('Session');
   return writeForUser(deps.database, principal.userId!, requestId, principal.organizationId, async (trx, effects) => {
     await revoke(trx, sessionId, reason, effects.now);

@@ -1,5 +1,5 @@
 import { decodeJson, nowIso, type Executor } from '../../store/database.js';
-import { lastUseDue } from '../org/service.js';
+import { lastUseDue } from '../org/index.js';
 import type { AccessClaims } from './tokens.js';
 
 export interface LiveSession {

@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
-import { currentPeriod, monthlyTurnLimit, setPlan } from './service.js';
+import { monthOf } from '../../core/period.js';
+import { monthlyTurnLimit, setPlan } from './service.js';
 
 forEachDialect('billing', (dialect) => {
   const t = useTestApp(dialect);
@@ -14,12 +15,12 @@ forEachDialect('billing', (dialect) => {
     expect((await t.call('POST', '/v1/memory/add_turn', { body: turn, headers: { 'x-tenant-id': 'acme' }, endUser: null })).status).toBe(200);
     const res = await t.call('GET', '/org/billing/current-plan', { token: owner.token });
     expect(res.status).toBe(200);
-    const period = currentPeriod();
+    const period = monthOf(new Date());
     expect(res.body).toMatchObject({
       organization_id: t.organizationId, plan: 'self_hosted',
       allowances: { memories: null, monthly_turns: null, requests: null },
       usage: { memories: 2, monthly_turns: 1 },
-      period_start: period.start, period_end: period.end,
+      period_start: period.start.toISOString(), period_end: period.end.toISOString(),
     });
     // The key's add and two turns; sign-in is not an authenticated request, and this one is counted once answered.
     expect(res.body.usage.requests).toBe(3);

@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
 import { write } from '../../core/unit-of-work.js';
-import { invalid, notFound } from '../../http/errors.js';
+import { invalid, notFound } from '../../core/errors.js';
 import type { Database, Executor } from '../../store/database.js';
-import { liveMemoryCount } from '../memories/service.js';
-import { periodOf, turnsStoredIn } from '../tenant/service.js';
+import { liveMemoryCount } from '../memories/index.js';
+import { organizationExists, projectIdsOf } from '../org/index.js';
+import { turnsStoredIn } from '../v1/index.js';
+import { monthOf } from '../../core/period.js';
 
 /**
  * Read-only billing: the plan an operator set for an organization (`engram org set-plan`), its
@@ -33,13 +35,6 @@ export const DEFAULT_PLAN: PlanName = 'self_hosted';
 
 export const isPlan = (name: string): name is PlanName => Object.hasOwn(PLANS, name);
 
-/** The calendar month (UTC) containing `at`. */
-export function currentPeriod(at = new Date()): { start: string; end: string } {
-  const start = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
-  const end = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1));
-  return { start: start.toISOString(), end: end.toISOString() };
-}
-
 export async function planOf(db: Executor, organizationId: string): Promise<PlanName> {
   const row = await db.selectFrom('organization_plans').select('plan').where('organization_id', '=', organizationId).executeTakeFirst();
   return row && isPlan(row.plan) ? row.plan : DEFAULT_PLAN;
@@ -48,8 +43,7 @@ export async function planOf(db: Executor, organizationId: string): Promise<Plan
 /** Operator action (CLI): sets the plan, with an audit row by the system actor. */
 export async function setPlan(database: Database, organizationId: string, plan: string): Promise<void> {
   if (!isPlan(plan)) throw invalid('plan', `Unknown plan ${plan}; one of ${Object.keys(PLANS).join(', ')}`);
-  const org = await database.db.selectFrom('organizations').select('id').where('id', '=', organizationId).executeTakeFirst();
-  if (!org) throw notFound('Organization');
+  if (!(await organizationExists(database.db, organizationId))) throw notFound('Organization');
   const ctx = { actor: { type: 'system' as const, id: null }, organizationId, projectId: null, requestId: null };
   await write(database, ctx, async (trx, effects) => {
     await trx
@@ -71,29 +65,23 @@ async function requestsIn(db: Executor, organizationId: string, periodStart: str
   return row ? Number(row.requests) : 0;
 }
 
-async function projectIds(db: Executor, organizationId: string, liveOnly: boolean): Promise<string[]> {
-  let query = db.selectFrom('projects').select('id').where('organization_id', '=', organizationId);
-  if (liveOnly) query = query.where('deleted_at', 'is', null);
-  return (await query.execute()).map((p) => p.id);
-}
-
 export async function currentPlan(db: Executor, organizationId: string, at = new Date()) {
-  const period = currentPeriod(at);
+  const period = monthOf(at);
   const plan = await planOf(db, organizationId);
   // Live memories count in live projects; turns stored this month count even if since deleted.
-  const [live, all] = await Promise.all([projectIds(db, organizationId, true), projectIds(db, organizationId, false)]);
+  const [live, all] = await Promise.all([projectIdsOf(db, organizationId, 'live'), projectIdsOf(db, organizationId, 'all')]);
   const [memories, turns, requests] = await Promise.all([
     liveMemoryCount(db, live),
-    turnsStoredIn(db, all, periodOf(at)),
-    requestsIn(db, organizationId, period.start),
+    turnsStoredIn(db, all, period),
+    requestsIn(db, organizationId, period.start.toISOString()),
   ]);
   return {
     organization_id: organizationId,
     plan,
     allowances: PLANS[plan],
     usage: { memories, monthly_turns: turns, requests },
-    period_start: period.start,
-    period_end: period.end,
+    period_start: period.start.toISOString(),
+    period_end: period.end.toISOString(),
   };
 }
 
@@ -122,7 +110,7 @@ export class RequestCounter {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
-    const periodStart = currentPeriod(at).start;
+    const periodStart = monthOf(at).start.toISOString();
     for (const [organizationId, n] of batch) {
       await this.db
         .insertInto('usage_counters')

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { connectorsClient, startSite, type LocalSite } from '../../testing/connectors.js';
 import { expectError } from '../../testing/memories.js';
+import { JobHandlers } from '../../jobs/runner.js';
+import { EraseHooks } from '../memories/index.js';
 import { queueDueSyncs } from './service.js';
 
 const HTML = 'text/html';
@@ -100,7 +102,7 @@ forEachDialect('connector framework: connections, configuration, catalog, integr
   it('queues scheduled syncs when due, once', async () => {
     const c = connectorsClient(t, owner);
     const connection = await c.create({ provider: 'web_crawler', name: 'Scheduled', end_user_id: 'scheduled', config: { ...config(), max_depth: 0 }, schedule_minutes: 5 });
-    const deps = { database: t.database, jobs: { kick: () => {} } as never, secret: new Uint8Array(32), outbound: { allow: [] } };
+    const deps = { database: t.database, jobs: new JobHandlers(), secret: new Uint8Array(32), outbound: { allow: [] }, erase: new EraseHooks() };
     expect(await queueDueSyncs(deps, new Date())).toEqual([]);
     const later = new Date(Date.now() + 6 * 60_000);
     const queued = await queueDueSyncs(deps, later);

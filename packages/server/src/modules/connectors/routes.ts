@@ -1,18 +1,16 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import type { OutboundPolicy } from '../../core/outbound.js';
 import { controlContextOf, organizationOf, principalOf } from '../../http/auth.js';
-import { PageOf, PageQuery } from '../../http/pagination.js';
-import type { JobRunner } from '../../jobs/runner.js';
-import type { Database } from '../../store/database.js';
+import { PageOf, PageQuery } from '../../core/paging.js';
+import type { Services } from '../../services.js';
 import {
   ConfigurationBody, ConfigurationPage, Connection, ConnectionParams, ConnectionPatchBody, Insights, Integration, NewConnectionBody,
   ObjectsQuery, Overview, Provider, ProviderParams, Purged, Removed, Sync, SyncedObject, SyncParams,
 } from './schemas.js';
 import * as connectors from './service.js';
 import { PROVIDERS } from './providers/index.js';
-import { runSync, SYNC_JOB, type SyncDeps } from './sync.js';
+import type { SyncDeps } from './sync.js';
 
 const read = { auth: { accepts: ['bearer'], scope: 'connectors:read', capability: 'projects.read', bearerProject: 'required' } } as const;
 const manage = { auth: { accepts: ['bearer'], scope: 'connectors:write', capability: 'connectors.manage', bearerProject: 'required' } } as const;
@@ -24,14 +22,11 @@ function projectContext(request: FastifyRequest) {
   return { ...controlContextOf(request, undefined, principal.projectId), projectId: principal.projectId! };
 }
 
-const SCHEDULE_CHECK_MS = 30_000;
-
-export const connectorRoutes: FastifyPluginAsyncTypebox<{ database: Database; jobs: JobRunner; secret: Uint8Array; outbound: OutboundPolicy }> = async (
-  app, { database, jobs, secret, outbound },
-) => {
-  const deps: SyncDeps = { database, jobs, secret, outbound };
-  jobs.register(SYNC_JOB, (job) => runSync(deps, job));
-  jobs.every(SCHEDULE_CHECK_MS, async () => void (await connectors.queueDueSyncs(deps)));
+export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { database } = services;
+  const deps: SyncDeps = {
+    database, jobs: services.jobs, secret: services.secretKey, outbound: services.config.outbound, erase: services.erase,
+  };
 
   // ---- provider catalog ---------------------------------------------------------------------
   app.get('/connectors/providers', {

@@ -3,11 +3,11 @@ import type { Selectable } from 'kysely';
 import type { ConnectorSyncsTable } from '../../store/schema.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { outboundRequest } from '../../core/outbound.js';
-import { AppError, forbidden, invalid, notFound } from '../../http/errors.js';
-import { paginate, type PageParams } from '../../http/pagination.js';
-import { compileBody, validationError } from '../../http/validation.js';
+import { AppError, forbidden, invalid, notFound } from '../../core/errors.js';
+import { paginate, type PageParams } from '../../core/paging.js';
+import { compileBody, validationError } from '../../core/validation.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
-import { forgetWithin } from '../memories/service.js';
+import { forgetWithin } from '../memories/index.js';
 import { PROVIDERS, providerNamed } from './providers/index.js';
 import { ProviderConfigError, type ConnectorProvider } from './providers/provider.js';
 import { openCredentials, sealCredentials, type ConnectionRow } from './store.js';
@@ -179,7 +179,7 @@ async function purgeWithin(deps: SyncDeps, ctx: WriteContext, row: ConnectionRow
     if (objects.length === 0) return forgotten;
     await write(deps.database, ctx, async (trx, effects) => {
       const ids = objects.flatMap((o) => decodeJson<number[]>(o.memory_ids));
-      forgotten += (await forgetWithin(trx, ctx, effects, { projectId: row.project_id, tenantId: '', endUserId: row.end_user_id }, ids)).length;
+      forgotten += (await forgetWithin(trx, ctx, effects, { projectId: row.project_id, tenantId: '', endUserId: row.end_user_id }, ids, deps.erase)).length;
       await trx.deleteFrom('connector_objects').where('connection_id', '=', row.id).where('source_id', 'in', objects.map((o) => o.source_id)).execute();
     });
   }
@@ -240,7 +240,7 @@ export async function triggerSync(deps: SyncDeps, ctx: WriteContext & { projectI
     if (error instanceof Error && /unique|duplicate key/i.test(error.message)) throw running;
     throw error;
   });
-  deps.jobs.kick();
+  deps.jobs.enqueued();
   return getSync(deps.database.db, ctx.projectId, syncId);
 }
 
@@ -346,7 +346,7 @@ export async function queueDueSyncs(deps: SyncDeps, now = new Date()): Promise<n
     });
     if (id !== undefined) queued.push(id);
   }
-  if (queued.length) deps.jobs.kick();
+  if (queued.length) deps.jobs.enqueued();
   return queued;
 }
 

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { outboundRequest, type OutboundPolicy } from '../../core/outbound.js';
-import { AppError } from '../../http/errors.js';
-import { enqueueJob, type JobContext, type JobRunner } from '../../jobs/runner.js';
+import { AppError } from '../../core/errors.js';
+import { enqueueJob, type JobContext, type JobHandler, type JobHandlers } from '../../jobs/runner.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
-import { addWithin, forgetWithin, liveMemoryIds, type Owner } from '../memories/service.js';
-import { chunkMemories, readDocument } from '../ingest/document.js';
+import { addWithin, forgetWithin, liveMemoryIds, type EraseHooks, type Owner } from '../memories/index.js';
+import { chunkMemories, readDocument } from '../ingest/index.js';
 import { providerNamed } from './providers/index.js';
 import { ProviderConfigError, type SourceObject, type SyncRun } from './providers/provider.js';
 import { openCredentials, type ConnectionRow } from './store.js';
@@ -25,9 +25,10 @@ class SyncCancelled extends Error {}
 
 export interface SyncDeps {
   database: Database;
-  jobs: JobRunner;
+  jobs: JobHandlers;
   secret: Uint8Array;
   outbound: OutboundPolicy;
+  erase: EraseHooks;
 }
 
 const ownerOf = (connection: ConnectionRow): Owner => ({ projectId: connection.project_id, tenantId: '', endUserId: connection.end_user_id });
@@ -60,8 +61,11 @@ async function bump(db: Executor, syncId: number, counts: Partial<Record<Counter
     .where('id', '=', syncId).execute();
 }
 
-/** Runs one sync to its end (succeeded, failed or cancelled); called by the job runner. */
-export async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
+/** The `connector.sync` job (registered in services.ts). */
+export const syncJobHandler = (deps: SyncDeps): JobHandler => (job) => runSync(deps, job);
+
+/** Runs one sync to its end (succeeded, failed or cancelled). */
+async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
   const { database } = deps;
   const db = database.db;
   const { syncId, ctx: jobCtx } = job.payload as { syncId: number; ctx: Pick<WriteContext, 'actor' | 'requestId'> };
@@ -135,7 +139,7 @@ export async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown>
         return;
       }
       await write(database, ctx, async (trx, effects) => {
-        const forgotten = existing ? await forgetWithin(trx, ctx, effects, owner, decodeJson<number[]>(existing.memory_ids)) : [];
+        const forgotten = existing ? await forgetWithin(trx, ctx, effects, owner, decodeJson<number[]>(existing.memory_ids), deps.erase) : [];
         const outcomes = await addWithin(database, trx, ctx, effects, owner, items);
         const ids = outcomes.flatMap((o) => ('created' in o ? [o.created.id] : []));
         const values = {
@@ -198,7 +202,7 @@ async function forgetUnseen(deps: SyncDeps, ctx: WriteContext, connection: Conne
     if (gone.length === 0) return;
     await write(deps.database, ctx, async (trx, effects) => {
       const ids = gone.flatMap((o) => decodeJson<number[]>(o.memory_ids));
-      await forgetWithin(trx, ctx, effects, ownerOf(connection), ids);
+      await forgetWithin(trx, ctx, effects, ownerOf(connection), ids, deps.erase);
       await trx.updateTable('connector_objects').set({ status: 'deleted', memory_ids: '[]', content_hash: null, version: null, last_seen_sync: syncId, updated_at: effects.now })
         .where('connection_id', '=', connection.id).where('source_id', 'in', gone.map((o) => o.source_id)).execute();
       await bump(trx, syncId, { deleted: gone.length }, effects.now);
@@ -218,12 +222,12 @@ async function finish(
       ...(credentialsBroken ? { state: 'error', state_reason: error } : {}),
       updated_at: effects.now,
     }).where('id', '=', connection.id).execute();
-    const counts = Object.fromEntries(COUNTERS.map((c) => [c, row[c]]));
-    if (status !== 'cancelled') {
-      effects.emit(status === 'succeeded' ? 'sync.completed' : 'sync.failed', {
-        connection_id: connection.id, sync_id: syncId, provider: connection.provider, ...counts, ...(error ? { error: error.slice(0, 300) } : {}),
-      });
-    }
+    const summary = {
+      connection_id: connection.id, sync_id: syncId, provider: connection.provider,
+      seen: row.seen, created: row.created, updated: row.updated, deleted: row.deleted, unchanged: row.unchanged, failed: row.failed,
+    };
+    if (status === 'succeeded') effects.emit('sync.completed', summary);
+    if (status === 'failed') effects.emit('sync.failed', { ...summary, error: (error ?? 'failed').slice(0, 300) });
     effects.audit(`connector.sync`, { type: 'connection', id: connection.id }, status);
   });
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { invalid } from '../../http/errors.js';
-import type { AddMemoryInput } from '../memories/schemas.js';
+import { invalid } from '../../core/errors.js';
+import type { AddMemoryInput } from '../memories/index.js';
 import { chunkBlocks, type Chunk } from './chunker.js';
 import { detectType, parserFor, type FileType } from './parsers/index.js';
 

@@ -2,15 +2,13 @@ import multipart, { type MultipartFile } from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerOf, writeContextOf } from '../../http/auth.js';
-import { AppError, invalid } from '../../http/errors.js';
-import type { JobRunner } from '../../jobs/runner.js';
-import type { BlobStore } from '../../store/blobs.js';
-import type { Database } from '../../store/database.js';
-import { JobResult } from '../retrieval/schemas.js';
+import { AppError, invalid } from '../../core/errors.js';
+import type { Services } from '../../services.js';
+import { JobResult } from '../retrieval/index.js';
 import { CHUNK } from './chunker.js';
 import { sha256Of } from './document.js';
 import { UploadJobParams, UploadResult } from './schemas.js';
-import { registerUploadJob, uploadFile, uploadJob, type UploadedFile, type UploadSettings } from './service.js';
+import { uploadFile, uploadJob, type UploadedFile } from './service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,10 +18,10 @@ declare module 'fastify' {
 
 const tags = ['memories'];
 
-export const ingestRoutes: FastifyPluginAsyncTypebox<{ database: Database; blobs: BlobStore; jobs: JobRunner; settings: UploadSettings }> = async (
-  app, { database, blobs, jobs, settings },
-) => {
-  registerUploadJob({ database, blobs, jobs });
+export const ingestRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
+  const { database } = services;
+  const settings = services.config.upload;
+  const deps = { database, blobs: services.blobs, jobs: services.jobs, erase: services.erase, settings };
 
   // Registered inside this plugin only, so every other route keeps answering multipart bodies with 415.
   await app.register(multipart, {
@@ -69,7 +67,7 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ database: Database; blobs
       if (!request.uploadedFile) throw invalid('file', 'A file part named "file" is required');
     },
   }, async (request, reply) => {
-    const outcome = await uploadFile({ database, blobs, jobs, settings }, writeContextOf(request), ownerOf(request), request.uploadedFile!);
+    const outcome = await uploadFile(deps, writeContextOf(request), ownerOf(request), request.uploadedFile!);
     return reply.status(outcome.status === 'created' ? 201 : outcome.status === 'queued' ? 202 : 200).send(outcome);
   });
 

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { Memory } from '../memories/schemas.js';
-import { JobResult } from '../retrieval/schemas.js';
+import { Memory } from '../memories/index.js';
+import { JobResult } from '../retrieval/index.js';
 import { FILE_TYPES } from './parsers/index.js';
 
 const File = Type.Object({

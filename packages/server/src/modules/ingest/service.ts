@@ -1,11 +1,10 @@
 import { Readable } from 'node:stream';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
-import { AppError, notFound } from '../../http/errors.js';
-import { enqueueJob, getJob, PermanentJobError, type JobRunner, type JobView } from '../../jobs/runner.js';
+import { AppError, notFound } from '../../core/errors.js';
+import { enqueueJob, getJob, PermanentJobError, type JobHandler, type JobHandlers, type JobView } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
-import { addWithin, forgetWithin, liveMemoryIds, nextSeq, type Owner } from '../memories/service.js';
-import type { MemoryView } from '../memories/schemas.js';
+import { addWithin, forgetWithin, liveMemoryIds, nextSeq, type EraseHooks, type MemoryView, type Owner } from '../memories/index.js';
 import { chunkMemories, readDocument, sha256Of, type ReadDocument } from './document.js';
 import { detectType, type FileType } from './parsers/index.js';
 
@@ -18,6 +17,14 @@ export interface UploadSettings {
   maxBytes: number;
   /** Files larger than this are ingested by a background job (202). */
   backgroundFromBytes: number;
+}
+
+/** What ingesting needs of the service graph. */
+export interface IngestDeps {
+  database: Database;
+  blobs: BlobStore;
+  jobs: JobHandlers;
+  erase: EraseHooks;
 }
 
 export interface UploadedFile {
@@ -54,8 +61,9 @@ async function stillLive(db: Executor, owner: Owner, stored: unknown): Promise<b
  * again is skipped; another version forgets the previous version's memories and adds the new ones.
  */
 async function storeVersion(
-  database: Database, ctx: WriteContext, owner: Owner, name: string, document: ReadDocument,
+  deps: Pick<IngestDeps, 'database' | 'erase'>, ctx: WriteContext, owner: Owner, name: string, document: ReadDocument,
 ): Promise<Exclude<UploadOutcome, { status: 'queued' }>> {
+  const { database } = deps;
   const file = { name, type: document.type, size: document.size, sha256: document.sha256 };
   return write(database, ctx, async (trx, effects) => {
     // Locks the end user first (PostgreSQL), so two uploads of one file line up.
@@ -65,7 +73,7 @@ async function storeVersion(
       effects.audit('memory.upload', { type: 'file', id: document.sha256 }, 'skipped');
       return { status: 'skipped' as const, reason: 'duplicate_file' as const, file, memory_ids: decodeJson<number[]>(existing.memory_ids) };
     }
-    const forgotten = existing ? await forgetWithin(trx, ctx, effects, owner, decodeJson<number[]>(existing.memory_ids)) : [];
+    const forgotten = existing ? await forgetWithin(trx, ctx, effects, owner, decodeJson<number[]>(existing.memory_ids), deps.erase) : [];
     const outcomes = await addWithin(database, trx, ctx, effects, owner, chunkMemories(document, { source: 'upload', file: { name } }));
     const memories = outcomes.flatMap((o) => ('created' in o ? [o.created] : []));
     const skipped = outcomes.flatMap((o, i) => ('skipped' in o ? [{ chunk_index: i, ...o.skipped }] : []));
@@ -88,12 +96,12 @@ async function storeVersion(
  * bytes wait in the blob store. Nothing is written for a file that cannot be read.
  */
 export async function uploadFile(
-  deps: { database: Database; blobs: BlobStore; jobs: JobRunner; settings: UploadSettings },
+  deps: IngestDeps & { settings: UploadSettings },
   ctx: WriteContext, owner: Owner, file: UploadedFile,
 ): Promise<UploadOutcome> {
   const { database, settings } = deps;
   if (file.bytes.length <= settings.backgroundFromBytes) {
-    return storeVersion(database, ctx, owner, file.name, await readDocument(file.bytes, file.name, file.mediaType));
+    return storeVersion(deps, ctx, owner, file.name, await readDocument(file.bytes, file.name, file.mediaType));
   }
   const type = detectType(file.bytes, file.name, file.mediaType);
   const view = { name: file.name, type, size: file.bytes.length, sha256: sha256Of(file.bytes) };
@@ -119,13 +127,13 @@ export async function uploadFile(
     effects.audit('memory.upload', { type: 'file', id: view.sha256 }, 'queued');
     return id;
   });
-  deps.jobs.kick();
+  deps.jobs.enqueued();
   return { status: 'queued', file: view, job: (await getJob(database.db, jobId, owner.projectId))! };
 }
 
-/** The background half of a large upload. */
-export function registerUploadJob(deps: { database: Database; blobs: BlobStore; jobs: JobRunner }): void {
-  deps.jobs.register(UPLOAD_JOB, async (job) => {
+/** The background half of a large upload (registered in services.ts). */
+export function uploadJobHandler(deps: Omit<IngestDeps, 'jobs'>): JobHandler {
+  return async (job) => {
     const { owner, name, mediaType, blobKey, ctx } = job.payload as {
       owner: Owner; name: string; mediaType: string | null; blobKey: string; ctx: Omit<WriteContext, 'projectId'>;
     };
@@ -143,12 +151,12 @@ export function registerUploadJob(deps: { database: Database; blobs: BlobStore; 
       throw error;
     }
     await job.progress(0.5);
-    const outcome = await storeVersion(deps.database, { ...ctx, projectId: owner.projectId }, owner, name, document);
+    const outcome = await storeVersion(deps, { ...ctx, projectId: owner.projectId }, owner, name, document);
     await deps.blobs.delete(blobKey);
     return outcome.status === 'created'
       ? { status: 'created', file: outcome.file, memory_ids: outcome.memories.map((m) => m.id), skipped: outcome.skipped.length, forgotten: outcome.forgotten }
       : { status: 'skipped', reason: outcome.reason, file: outcome.file, memory_ids: outcome.memory_ids };
-  });
+  };
 }
 
 /** A background upload's job, visible only to the end user who uploaded the file. */

@@ -1,22 +1,23 @@
 import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ownerOf, scopeOf, validateEndUserId, writeContextOf } from '../../http/auth.js';
-import { notFound } from '../../http/errors.js';
-import { bodyAjv } from '../../http/validation.js';
+import { ownerOf, scopeOf, writeContextOf } from '../../http/auth.js';
+import { notFound } from '../../core/errors.js';
+import { bodyAjv, validateEndUserId } from '../../core/validation.js';
 import { nowIso, type Database } from '../../store/database.js';
 import {
   AddMemoryBody, BatchUpdateBody, BatchUpdateResult, BulkAddBody, BulkAddResult, ForgetBody, HistoryResult, LIMITS,
   Memory, MemoryId, MemoryPatch, Skipped,
 } from './schemas.js';
-import * as memories from './service.js';
+import * as memories from './index.js';
+import type { EraseHooks } from './index.js';
 
 const read = { auth: { scope: 'memories:read', endUser: 'required' } } as const;
 const writeUser = { auth: { scope: 'memories:write', endUser: 'required' } } as const;
 const IdParams = Type.Object({ memory_id: MemoryId });
 const tags = ['memories'];
 
-export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = async (app, { database }) => {
+export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database; erase: EraseHooks }> = async (app, { database, erase }) => {
   app.post('/memory/add', {
     config: writeUser,
     schema: {
@@ -111,7 +112,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = a
       body: ForgetBody,
       response: { 200: Type.Array(Type.Integer()) },
     },
-  }, async (request) => memories.forget(database, writeContextOf(request), ownerOf(request), request.body.ids));
+  }, async (request) => memories.forget(database, writeContextOf(request), ownerOf(request), request.body.ids, erase));
 
   app.delete('/memory/user/:end_user_id', {
     config: { auth: { scope: 'memories:write', endUser: 'none' } },
@@ -127,7 +128,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = a
     if (scope.key.endUserId && scope.key.endUserId !== endUserId) throw notFound('End user');
     const deleted = await memories.purgeEndUser(database, writeContextOf(request), {
       projectId: scope.projectId, tenantId: scope.tenantId, endUserId,
-    });
+    }, erase);
     return { end_user_id: endUserId, deleted };
   });
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, startTestApp, type Login, type TestApp } from '../../testing/harness.js';
-import { ALL_SCOPES } from './scopes.js';
+import { ALL_SCOPES } from '../../core/access.js';
 import { createApiKey } from './service.js';
 
 /**

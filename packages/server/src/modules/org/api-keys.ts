@@ -1,11 +1,12 @@
 import type { Selectable } from 'kysely';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
-import { validateEndUserId, type Principal } from '../../http/auth.js';
-import { forbidden, invalid, notFound } from '../../http/errors.js';
-import { paginate, type PageParams } from '../../http/pagination.js';
+import type { Principal } from '../../core/context.js';
+import { validateEndUserId } from '../../core/validation.js';
+import { forbidden, invalid, notFound } from '../../core/errors.js';
+import { paginate, type PageParams } from '../../core/paging.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import type { ApiKeysTable } from '../../store/schema.js';
-import { DATA_PLANE_SCOPES, hasScope, isScope } from './scopes.js';
+import { DATA_PLANE_SCOPES, hasScope, isScope } from '../../core/access.js';
 import { createApiKey, findProject, revokeApiKey } from './service.js';
 
 /** API key management for the control plane. The secret is returned once, at creation. */

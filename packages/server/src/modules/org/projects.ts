@@ -1,8 +1,8 @@
 import { write, type WriteContext } from '../../core/unit-of-work.js';
-import { AppError, invalid, notFound } from '../../http/errors.js';
-import { paginate, type PageParams } from '../../http/pagination.js';
+import { AppError, invalid, notFound } from '../../core/errors.js';
+import { paginate, type PageParams } from '../../core/paging.js';
 import { isUniqueViolation, type Database, type Executor } from '../../store/database.js';
-import { tombstoneProjectMemories } from '../memories/service.js';
+import { tombstoneProjectMemories } from '../memories/index.js';
 import { createProject, findProject, type Project } from './service.js';
 
 /** Project lifecycle: list, create, change, soft-delete. */

@@ -2,10 +2,10 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { write } from '../../core/unit-of-work.js';
 import { controlContextOf, organizationOf, principalOf } from '../../http/auth.js';
-import { notFound } from '../../http/errors.js';
-import { PageOf, PageQuery, paginate } from '../../http/pagination.js';
+import { notFound } from '../../core/errors.js';
+import { PageOf, PageQuery, paginate } from '../../core/paging.js';
 import type { Database } from '../../store/database.js';
-import type { RouteAccess } from '../auth/routes.js';
+import type { RouteAccess } from '../../core/access.js';
 import { getApiKey, issueApiKey, listApiKeys, revokeApiKeys, testApiKey } from './api-keys.js';
 import { addProject, deleteProject, getProject, listProjects, updateProject } from './projects.js';
 import { ApiKey, ApiKeyTest, BulkRevokeBody, BulkRevokeResult, CreatedApiKey, KeyParams, NewApiKeyBody, NewOrganizationBody,

@@ -3,7 +3,8 @@ import { sql } from 'kysely';
 import { constantTimeEqualHex, hashPassword, randomToken, sha256Hex } from '../../core/crypto.js';
 import { prepared } from '../../store/prepared.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
-import { DATA_PLANE_SCOPES } from './scopes.js';
+import { DATA_PLANE_SCOPES } from '../../core/access.js';
+import type { ApiKeyRecord } from '../../core/context.js';
 
 /** Organizations, projects, accounts and API keys: the tenancy this module owns. */
 
@@ -23,18 +24,6 @@ export interface Project {
   description: string;
   created_at: string;
   updated_at: string;
-}
-
-export interface ApiKeyRecord {
-  id: number;
-  organizationId: string;
-  projectId: string | null;
-  scopes: string[];
-  tenantId: string | null;
-  endUserId: string | null;
-  lastUsedAt: string | null;
-  /** The live project of the organization named by the request (or the key's lock), if any. */
-  liveProjectId: string | null;
 }
 
 export const newOrganizationId = () => prefixedId('org');
@@ -262,4 +251,31 @@ export async function membershipOf(db: Executor, userId: number, organizationId?
   let query = memberships(db, userId);
   if (organizationId !== undefined) query = query.where('memberships.organization_id', '=', organizationId);
   return query.limit(1).executeTakeFirst();
+}
+
+/** The user with this e-mail address and their password hash, for sign-in. */
+export async function userCredentials(db: Executor, email: string): Promise<{ id: number; passwordHash: string } | undefined> {
+  const row = await db.selectFrom('users').select(['id', 'password_hash']).where('email', '=', email).executeTakeFirst();
+  return row && { id: row.id, passwordHash: row.password_hash };
+}
+
+/** The user ids of an organization's members. */
+export async function memberUserIds(db: Executor, organizationId: string): Promise<number[]> {
+  const rows = await db.selectFrom('memberships').select('user_id').where('organization_id', '=', organizationId).execute();
+  return rows.map((r) => r.user_id);
+}
+
+export async function organizationExists(db: Executor, organizationId: string): Promise<boolean> {
+  return (await db.selectFrom('organizations').select('id').where('id', '=', organizationId).executeTakeFirst()) !== undefined;
+}
+
+/** The ids of an organization's projects: live ones only, or deleted ones too. */
+export async function projectIdsOf(db: Executor, organizationId: string, which: 'live' | 'all'): Promise<string[]> {
+  const rows = await db
+    .selectFrom('projects')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .$if(which === 'live', (qb) => qb.where('deleted_at', 'is', null))
+    .execute();
+  return rows.map((p) => p.id);
 }

@@ -1,7 +1,7 @@
 import { EmbedderError, type Embedder } from '../../engine/index.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../core/errors.js';
 import { nowIso, type Executor } from '../../store/database.js';
-import { onMemoriesErased, type IndexedMemory } from '../memories/service.js';
+import { type IndexedMemory } from '../memories/index.js';
 
 /**
  * Vectors of a remote (OpenAI-compatible) embedder, stored per memory and embedder id so that
@@ -80,8 +80,3 @@ export function decodeVector(b: Buffer | Uint8Array): Float32Array {
   copy.set(b);
   return new Float32Array(copy.buffer);
 }
-
-// Vectors are derived from the text: they go when the memory is forgotten.
-onMemoriesErased(async (trx, ids) => {
-  await trx.deleteFrom('memory_embeddings').where('memory_id', 'in', ids).execute();
-});

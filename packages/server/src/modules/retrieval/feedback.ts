@@ -1,8 +1,8 @@
 import type { WriteContext } from '../../core/unit-of-work.js';
 import { write } from '../../core/unit-of-work.js';
-import { notFound } from '../../http/errors.js';
+import { notFound } from '../../core/errors.js';
 import type { Database, Executor } from '../../store/database.js';
-import { getMemory, onMemoriesErased, touchMemories, type Owner } from '../memories/service.js';
+import { getMemory, touchMemories, type Owner } from '../memories/index.js';
 
 /**
  * Feedback on retrieval results: each rating moves that memory's rank for its end user (the
@@ -112,8 +112,3 @@ export async function withdrawFeedback(
     return toView(row);
   });
 }
-
-// Feedback may quote the memory (query, comment): it goes when the memory is forgotten.
-onMemoriesErased(async (trx, ids) => {
-  await trx.deleteFrom('feedback').where('memory_id', 'in', ids).execute();
-});

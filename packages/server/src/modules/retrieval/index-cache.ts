@@ -2,8 +2,8 @@ import { MemoryIndex } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
   changesSince, liveMemoryCount, liveProjectMemories, projectRevision, revisionOf, type IndexedMemory, type Owner,
-} from '../memories/service.js';
-import { invalid } from '../../http/errors.js';
+} from '../memories/index.js';
+import { invalid } from '../../core/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
 

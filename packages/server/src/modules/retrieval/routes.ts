@@ -1,77 +1,26 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Config } from '../../config.js';
-import { openAiEmbedder, type Embedder } from '../../engine/index.js';
 import { ownerOf, scopeOf, writeContextOf } from '../../http/auth.js';
-import { notFound } from '../../http/errors.js';
-import { enqueueJob, getJob, type JobRunner } from '../../jobs/runner.js';
+import { notFound } from '../../core/errors.js';
+import { enqueueJob, getJob, type JobHandlers } from '../../jobs/runner.js';
 import type { Database } from '../../store/database.js';
 import { write } from '../../core/unit-of-work.js';
-import { changesSince, liveMemoryCount, liveProjectMemories, type IndexedMemory } from '../memories/service.js';
-import { MemoryId } from '../memories/schemas.js';
-import { EmbeddingStore } from './embeddings.js';
+import { MemoryId } from '../memories/index.js';
 import { addFeedback, listFeedback, withdrawFeedback } from './feedback.js';
-import { IndexCache } from './index-cache.js';
+import { REFRESH_JOB, type RetrievalEngine } from './engine.js';
 import {
   ComposeBody, ComposeResult, FeedbackBody, FeedbackResult, JobResult, QueryBody, QueryResult, RetrieveBody, RetrieveResult,
   SearchBody, SearchResult,
 } from './schemas.js';
-import { Retrieval, type RetrievalScope } from './service.js';
+import type { RetrievalScope } from './service.js';
 
 const read = { auth: { scope: 'memories:read', endUser: 'required' } } as const;
 const tags = ['retrieval'];
-const REFRESH_JOB = 'embeddings.refresh';
 
-export function createEmbedder(config: Config['retrieval']['embedder']): Embedder | null {
-  if (config.kind === 'builtin') return null;
-  return openAiEmbedder({
-    baseUrl: config.baseUrl, model: config.model,
-    ...(config.apiKey ? { apiKey: config.apiKey } : {}), ...(config.dimensions ? { dimensions: config.dimensions } : {}),
-  });
-}
-
-export interface RetrievalOptions {
-  database: Database;
-  config: Config['retrieval'];
-  jobs: JobRunner;
-}
-
-/** The retrieval engine behind the shared per-end-user index cache; /v1 recall uses the same instance. */
-export function createRetrieval(database: Database, config: Config['retrieval']) {
-  const embeddings = new EmbeddingStore(createEmbedder(config.embedder));
-  const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories);
-  return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings) };
-}
-
-export const retrievalRoutes: FastifyPluginAsyncTypebox<RetrievalOptions & { engine: ReturnType<typeof createRetrieval> }> = async (
+export const retrievalRoutes: FastifyPluginAsyncTypebox<{ database: Database; jobs: JobHandlers; engine: RetrievalEngine }> = async (
   app,
-  { database, jobs, engine },
+  { database, jobs, engine: { retrieval } },
 ) => {
-  const { retrieval, embeddings, cache } = engine;
-
-  jobs.register(REFRESH_JOB, async (job) => {
-    const { tenantId, endUserId } = job.payload as { tenantId: string; endUserId: string | null };
-    const projectId = job.projectId!;
-    const rows: AsyncIterable<IndexedMemory> | IndexedMemory[] = endUserId
-      ? await changesSince(database.db, { projectId, tenantId, endUserId }, 0)
-      : liveProjectMemories(database.db, projectId, tenantId || null);
-    const total = Array.isArray(rows) ? rows.length : await liveMemoryCount(database.db, [projectId]);
-    let done = 0;
-    let batch: IndexedMemory[] = [];
-    const flush = async () => {
-      await embeddings.store(database.db, projectId, batch);
-      done += batch.length;
-      batch = [];
-      await job.progress(total === 0 ? 1 : done / total);
-    };
-    for await (const row of rows) {
-      batch.push(row);
-      if (batch.length === 100) await flush();
-    }
-    await flush();
-    cache.invalidateProject(projectId);
-    return { memories: done, embedder: embeddings.id };
-  });
 
   app.post('/memory/query', {
     config: read,
@@ -128,7 +77,7 @@ export const retrievalRoutes: FastifyPluginAsyncTypebox<RetrievalOptions & { eng
       effects.audit('memory.refresh', { type: 'job', id: jobId });
       return jobId;
     });
-    jobs.kick();
+    jobs.enqueued();
     return reply.status(202).send((await getJob(database.db, id, scope.projectId))!);
   });
 

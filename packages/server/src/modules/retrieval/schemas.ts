@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Memory } from '../memories/schemas.js';
+import { Memory } from '../memories/index.js';
 
 /** Limits the spec leaves open; recorded in docs/api.md. */
 export const RETRIEVAL_LIMITS = {

@@ -1,8 +1,9 @@
 import { analyze, estimateTokens, parseTemporal, type SearchHit } from '../../engine/index.js';
-import { invalid } from '../../http/errors.js';
+import { invalid } from '../../core/errors.js';
+import { canonicalJson } from '../../core/json.js';
 import type { Database } from '../../store/database.js';
-import { memoriesByIds, type Owner } from '../memories/service.js';
-import type { MemoryView } from '../memories/schemas.js';
+import { memoriesByIds, type Owner } from '../memories/index.js';
+import type { MemoryView } from '../memories/index.js';
 import type { EmbeddingStore } from './embeddings.js';
 import type { CachedIndex, DocMeta, IndexCache } from './index-cache.js';
 import type { FiltersInput } from './schemas.js';
@@ -16,15 +17,6 @@ export type RetrievalScope = { kind: 'owner'; owner: Owner } | { kind: 'project'
 const DEFAULT_K = 10;
 const RRF_K = 60;
 const DAY = 86_400_000;
-
-/** JSON with object keys sorted at every level: equal values compare equal whatever their key order (PostgreSQL jsonb reorders keys). */
-function canonicalJson(value: unknown): string | undefined {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
-}
 
 function matchesFilters(meta: DocMeta | undefined, f: FiltersInput | undefined, range?: { from: number; to: number }): boolean {
   if (!meta) return false;

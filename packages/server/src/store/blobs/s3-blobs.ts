@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { BlobInfo, BlobStore, ByteRange } from '../blobs.js';
+import type { BlobInfo, BlobStore, ByteRange } from './types.js';
 import { fixedPieces, sha256 } from './hashing.js';
 import { EMPTY_SHA256, sha256Hex, signRequest, uriEncode, type Credentials } from './sigv4.js';
 

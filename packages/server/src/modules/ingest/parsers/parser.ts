@@ -1,4 +1,4 @@
-import { AppError, invalid } from '../../../http/errors.js';
+import { AppError, invalid } from '../../../core/errors.js';
 
 /**
  * One interface for every file type: a parser turns a file's bytes into the document's blocks in

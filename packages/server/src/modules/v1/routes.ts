@@ -1,12 +1,14 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { scopeOf, validateEndUserId, writeContextOf } from '../../http/auth.js';
-import { invalid, notFound } from '../../http/errors.js';
+import { scopeOf, writeContextOf } from '../../http/auth.js';
+import { validateEndUserId } from '../../core/validation.js';
+import { invalid, notFound } from '../../core/errors.js';
 import type { Database } from '../../store/database.js';
-import { listMemories, memoryCounts, type Owner } from '../memories/service.js';
-import type { Retrieval } from '../retrieval/service.js';
+import { listMemories, memoryCounts, type Owner } from '../memories/index.js';
+import type { Retrieval } from '../retrieval/index.js';
 import { AddTurnBody, AddTurnResult, ListQuery, ListResult, RecallBody, RecallResult, StatusResult } from './schemas.js';
-import { addTurn, periodOf, turnsUsed } from './service.js';
+import { addTurn, turnsUsed } from './service.js';
+import { monthOf } from '../../core/period.js';
 
 export interface TenantOptions {
   database: Database;
@@ -43,7 +45,7 @@ function ownerFor(request: FastifyRequest, body: { tenant_id: string; user_id: s
   return { projectId: scopeOf(request).projectId, tenantId, endUserId: validateEndUserId(body.user_id, 'user_id') };
 }
 
-export const tenantRoutes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { database, retrieval, monthlyTurnAllowance }) => {
+export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { database, retrieval, monthlyTurnAllowance }) => {
   app.post('/v1/memory/add_turn', {
     config: { auth: { scope: 'memories:write', endUser: 'none' } },
     schema: {
@@ -104,7 +106,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<TenantOptions> = async (app
   }, async (request) => {
     const { projectId, organizationId } = scopeOf(request);
     const tenantId = tenantOf(request, undefined, false);
-    const period = periodOf(new Date());
+    const period = monthOf(new Date());
     const [counts, used] = await Promise.all([
       memoryCounts(database.db, projectId, tenantId),
       turnsUsed(database.db, projectId, tenantId, period),

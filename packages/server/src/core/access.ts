@@ -67,3 +67,12 @@ export function hasScope(granted: readonly string[], needed: string): boolean {
 export function roleGrants(role: string, capability: Capability): boolean {
   return isRole(role) && (ROLES[role] as readonly Capability[]).includes(capability);
 }
+
+/** One operation's access declaration, as listed in the catalogue (GET /auth/catalogue). */
+export interface RouteAccess {
+  method: string;
+  path: string;
+  accepts: string[];
+  scope: string | null;
+  capability: string | null;
+}

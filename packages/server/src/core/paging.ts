@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { SelectQueryBuilder } from 'kysely';
 
-/** Every list: offset/limit (default 50, maximum 100) -> items, total, offset, limit, has_next. */
+/** Offset paging for every list: offset/limit (default 50, maximum 100) -> items, total, offset, limit, has_next. */
 export const PAGE_LIMIT = { default: 50, maximum: 100 } as const;
 
 export const PageQuery = Type.Object(
@@ -46,4 +46,21 @@ export async function paginate<DB, TB extends keyof DB, O, T>(
   ]);
   const total = Number(count.total);
   return { items: rows.map(map), total, offset: page.offset, limit: page.limit, has_next: page.offset + rows.length < total };
+}
+
+/**
+ * Walks rows in ascending id order a page at a time (keyset paging: each page starts after the
+ * last id of the one before), so memory stays flat however many rows there are.
+ */
+export async function* keysetPages<R extends { id: number }>(
+  fetchPage: (afterId: number, limit: number) => Promise<R[]>,
+  pageSize: number,
+): AsyncGenerator<R[]> {
+  let after = 0;
+  for (;;) {
+    const page = await fetchPage(after, pageSize);
+    if (page.length > 0) yield page;
+    if (page.length < pageSize) return;
+    after = page[page.length - 1]!.id;
+  }
 }

@@ -1,24 +1,12 @@
 import { write, type WriteContext } from '../../core/unit-of-work.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../core/errors.js';
+import { monthOf, type Month } from '../../core/period.js';
 import type { Database, Executor } from '../../store/database.js';
-import { insertTurn, type Owner, type TurnInput } from '../memories/service.js';
+import { insertTurn, type Owner, type TurnInput } from '../memories/index.js';
 
 /** Monthly turn usage per tenant, counted in the transaction that stores the turn. This module owns tenant_usage. */
 
-export interface Period {
-  key: string;
-  start: Date;
-  end: Date;
-}
-
-/** Calendar months in UTC. */
-export function periodOf(now: Date): Period {
-  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-  return { key: start.toISOString().slice(0, 7), start, end };
-}
-
-export async function turnsUsed(db: Executor, projectId: string, tenantId: string | null, period: Period): Promise<number> {
+export async function turnsUsed(db: Executor, projectId: string, tenantId: string | null, period: Month): Promise<number> {
   const row = await db
     .selectFrom('tenant_usage')
     .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('turns'), eb.lit(0)).as('turns'))
@@ -30,7 +18,7 @@ export async function turnsUsed(db: Executor, projectId: string, tenantId: strin
 }
 
 /** Turns stored by all tenants of these projects in a period (billing usage). */
-export async function turnsStoredIn(db: Executor, projectIds: string[], period: Period): Promise<number> {
+export async function turnsStoredIn(db: Executor, projectIds: string[], period: Month): Promise<number> {
   if (projectIds.length === 0) return 0;
   const row = await db
     .selectFrom('tenant_usage')
@@ -49,7 +37,7 @@ export async function addTurn(
   allowance: number,
   now = new Date(),
 ): Promise<{ memory: Awaited<ReturnType<typeof insertTurn>>['memory']; created: boolean }> {
-  const period = periodOf(now);
+  const period = monthOf(now);
   return write(database, ctx, async (trx, effects) => {
     const result = await insertTurn(trx, ctx, effects, database, owner, turn);
     if (!result.created) return result;

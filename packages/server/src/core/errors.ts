@@ -1,5 +1,3 @@
-import type { FastifyRequest } from 'fastify';
-
 /** The error codes of the wire contract (spec section 7, plus the conventions in docs/api.md). */
 export type ErrorCode =
   | 'validation_error'
@@ -54,8 +52,4 @@ export const unauthenticated = (message: string) =>
 
 export interface ErrorBody {
   error: { code: ErrorCode; message: string; field?: string; request_id: string };
-}
-
-export function errorBody(request: FastifyRequest, code: ErrorCode, message: string, field?: string): ErrorBody {
-  return { error: { code, message, ...(field ? { field } : {}), request_id: request.id } };
 }

@@ -1,26 +1,25 @@
-import type { Selectable, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
+import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
 import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
-import { invalid, notFound } from '../../http/errors.js';
-import { compileBody, validationError } from '../../http/validation.js';
-import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
-import { prepared } from '../../store/prepared.js';
-import type { DB, MemoriesTable } from '../../store/schema.js';
+import { invalid, notFound } from '../../core/errors.js';
+import { compileBody, validationError } from '../../core/validation.js';
+import { encodeJson, type Database, type Executor } from '../../store/database.js';
+import type { DB } from '../../store/schema.js';
+import { owned, toMemory, type MemoryRow, type Owner } from './feed.js';
 import {
   AddMemoryBody, LIMITS,
   type AddMemoryInput, type BatchUpdateResultView, type BulkAddResultView, type MemoryPatchInput, type MemoryView,
   type SkipReason,
 } from './schemas.js';
 
-/** Whose memories: every query of this module is built from one. */
-export interface Owner {
-  projectId: string;
-  tenantId: string;
-  endUserId: string;
-}
+/**
+ * Changing memories: the only writer of memories, memory_history and end_users. Every change
+ * bumps the end user's revision and stamps its rows with it, which is what the change feed
+ * (feed.ts) and the retrieval indexes follow.
+ */
 
-type MemoryRow = Selectable<MemoriesTable>;
 type Outcome = { created: MemoryView } | { skipped: { reason: SkipReason; memory_id: number } };
 
 /**
@@ -31,25 +30,10 @@ type Outcome = { created: MemoryView } | { skipped: { reason: SkipReason; memory
 const dedupeHash = (text: string) =>
   sha256Hex(normalizeText(text) || text.normalize('NFKC').toLowerCase().replace(/\s+/gu, ' ').trim());
 
-export function toMemory(row: MemoryRow): MemoryView {
-  return {
-    id: row.id,
-    text: row.text,
-    tags: decodeJson<string[]>(row.tags),
-    is_summary: Boolean(row.is_summary),
-    source: row.source,
-    importance: row.importance,
-    metadata: decodeJson<Record<string, unknown>>(row.metadata),
-    client_ref: row.client_ref,
-    session_id: row.session_id,
-    end_user_id: row.end_user_id,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-}
 
 /** NUL and unpaired surrogates: SQLite keeps them, PostgreSQL text and jsonb refuse them, so neither stores them. */
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 
 function storable(value: unknown): boolean {
   if (typeof value === 'string') return !UNSTORABLE.test(value);
@@ -57,6 +41,7 @@ function storable(value: unknown): boolean {
   if (value !== null && typeof value === 'object') return Object.entries(value).every(([k, v]) => storable(k) && storable(v));
   return true;
 }
+
 
 function checkContent(input: { text?: string; metadata?: Record<string, unknown> }, prefix = ''): void {
   for (const [field, value] of Object.entries(input)) {
@@ -68,14 +53,6 @@ function checkContent(input: { text?: string; metadata?: Record<string, unknown>
   }
 }
 
-const owned = (owner: Owner) => (qb: Executor) =>
-  qb
-    .selectFrom('memories')
-    .selectAll()
-    .where('project_id', '=', owner.projectId)
-    .where('tenant_id', '=', owner.tenantId)
-    .where('end_user_id', '=', owner.endUserId)
-    .where('deleted_at', 'is', null);
 
 /**
  * Bumps the end user's revision and returns it as the change sequence of this transaction.
@@ -96,6 +73,7 @@ export async function nextSeq(trx: Executor, owner: Owner, now: string): Promise
     .executeTakeFirstOrThrow();
   return row.revision;
 }
+
 
 async function recordHistory(
   trx: Executor,
@@ -121,7 +99,9 @@ async function recordHistory(
     .execute();
 }
 
+
 const CREATED_FIELDS = ['text', 'tags', 'source', 'importance', 'metadata', 'client_ref', 'session_id'] as const;
+
 
 /**
  * Inserts the items that are not duplicates of a live memory of the owner (or of an earlier
@@ -204,6 +184,7 @@ async function insertMemories(
   });
 }
 
+
 export async function addMemory(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<Outcome> {
   checkContent(input);
   return write(database, ctx, async (trx, effects) => {
@@ -214,7 +195,9 @@ export async function addMemory(database: Database, ctx: WriteContext, owner: Ow
   });
 }
 
+
 const validateItem = compileBody<AddMemoryInput>(AddMemoryBody);
+
 
 /** Every valid item lands or is skipped in one transaction; invalid items are reported, not fatal. */
 export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owner, items: unknown[]): Promise<BulkAddResultView> {
@@ -248,25 +231,12 @@ export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owne
   return { totals: { created: count('created'), skipped: count('skipped'), failed: count('failed') }, results };
 }
 
-export async function getMemory(db: Executor, owner: Owner, id: number): Promise<MemoryView> {
-  const row = await owned(owner)(db).where('id', '=', id).executeTakeFirst();
-  if (!row) throw notFound('Memory');
-  return toMemory(row);
-}
 
 const PATCHABLE = ['tags', 'importance', 'metadata', 'source'] as const;
 
-/** JSON with object keys sorted: PostgreSQL jsonb gives keys back in its own order, so compare canonically. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
 
 const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
+
 
 /** Applies a patch inside a transaction; returns undefined when the memory is not the owner's. */
 async function applyPatch(
@@ -305,11 +275,13 @@ async function applyPatch(
   return toMemory(updated);
 }
 
+
 /** Memoises the transaction's change sequence: taken once, and only if something changes. */
 function lazySeq(trx: Executor, owner: Owner, now: string): () => Promise<number> {
   let seq: Promise<number> | undefined;
   return () => (seq ??= nextSeq(trx, owner, now));
 }
+
 
 export async function updateMemory(
   database: Database, ctx: WriteContext, owner: Owner, id: number, patch: MemoryPatchInput,
@@ -322,6 +294,7 @@ export async function updateMemory(
     return memory;
   });
 }
+
 
 export async function batchUpdate(
   database: Database, ctx: WriteContext, owner: Owner, updates: Array<MemoryPatchInput & { id: number }>,
@@ -344,22 +317,33 @@ export async function batchUpdate(
   });
 }
 
-type EraseHook = (trx: Executor, ids: number[]) => Promise<void>;
-const eraseHooks: EraseHook[] = [];
+
+/** Erases what a module derived from memories (vectors, feedback) in the transaction that forgets them. */
+export type EraseHook = (trx: Executor, ids: number[]) => Promise<void>;
 
 /**
- * Lets a module that keeps data derived from memories (embeddings, feedback) erase it in the same
- * transaction as the memories themselves, without this module knowing its tables.
+ * The erase hooks of modules that keep data derived from memories, registered explicitly by the
+ * composition root (services.ts), so forgetting removes every copy without this module knowing
+ * their tables.
  */
-export function onMemoriesErased(hook: EraseHook): void {
-  eraseHooks.push(hook);
+export class EraseHooks {
+  private readonly hooks: EraseHook[] = [];
+
+  register(hook: EraseHook): void {
+    this.hooks.push(hook);
+  }
+
+  async run(trx: Executor, ids: number[]): Promise<void> {
+    for (const hook of this.hooks) await hook(trx, ids);
+  }
 }
+
 
 /**
  * Erases memories down to an id-and-time tombstone: text, tags, metadata and references are
  * blanked in the row and in every history row, so nothing of the content survives.
  */
-async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects, ids: number[], seq: number): Promise<void> {
+async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects, ids: number[], seq: number, erase: EraseHooks): Promise<void> {
   if (ids.length === 0) return;
   await trx
     .updateTable('memories')
@@ -371,14 +355,16 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
     .execute();
   await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', 'in', ids).execute();
   await recordHistory(trx, ctx, ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })), effects.now);
-  for (const hook of eraseHooks) await hook(trx, ids);
+  await erase.run(trx, ids);
 }
 
 /**
  * Forgets the owner's live memories among `ids` inside the caller's transaction (for modules that
  * forget as part of a larger change, such as replacing a file's memories); returns the ids forgotten.
  */
-export async function forgetWithin(trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, ids: number[]): Promise<number[]> {
+export async function forgetWithin(
+  trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, ids: number[], erase: EraseHooks,
+): Promise<number[]> {
   if (ids.length === 0) return [];
   const found: number[] = [];
   const unique = [...new Set(ids)];
@@ -388,7 +374,7 @@ export async function forgetWithin(trx: Executor, ctx: WriteContext, effects: Ef
   }
   if (found.length > 0) {
     const seq = await nextSeq(trx, owner, effects.now);
-    for (let i = 0; i < found.length; i += 500) await eraseMemories(trx, ctx, effects, found.slice(i, i + 500), seq);
+    for (let i = 0; i < found.length; i += 500) await eraseMemories(trx, ctx, effects, found.slice(i, i + 500), seq, erase);
     for (const id of found) effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
   }
   return found;
@@ -419,195 +405,34 @@ export async function liveMemoryIds(db: Executor, owner: Owner, ids: number[]): 
   return live;
 }
 
-export async function forget(database: Database, ctx: WriteContext, owner: Owner, ids: number[]): Promise<number[]> {
+export async function forget(database: Database, ctx: WriteContext, owner: Owner, ids: number[], erase: EraseHooks): Promise<number[]> {
   return write(database, ctx, async (trx, effects) => {
-    const found = await forgetWithin(trx, ctx, effects, owner, ids);
+    const found = await forgetWithin(trx, ctx, effects, owner, ids, erase);
     effects.audit('memory.forget', { type: 'memory', id: found.join(',') || null });
     return found;
   });
 }
 
-export async function purgeEndUser(database: Database, ctx: WriteContext, owner: Owner): Promise<number> {
+
+export async function purgeEndUser(database: Database, ctx: WriteContext, owner: Owner, erase: EraseHooks): Promise<number> {
   return write(database, ctx, async (trx, effects) => {
     const live = await owned(owner)(trx).clearSelect().select('id').execute();
     const ids = live.map((r) => r.id);
     const seq = await nextSeq(trx, owner, effects.now);
-    for (let i = 0; i < ids.length; i += 500) await eraseMemories(trx, ctx, effects, ids.slice(i, i + 500), seq);
+    for (let i = 0; i < ids.length; i += 500) await eraseMemories(trx, ctx, effects, ids.slice(i, i + 500), seq, erase);
     effects.emit('end_user.purged', { end_user_id: owner.endUserId, deleted: ids.length });
     effects.audit('memory.purge_end_user', { type: 'end_user', id: owner.endUserId });
     return ids.length;
   });
 }
 
-export async function memoryHistory(db: Executor, owner: Owner, id: number) {
-  await getMemory(db, owner, id);
-  const rows = await db.selectFrom('memory_history').selectAll().where('memory_id', '=', id).orderBy('id').execute();
-  return {
-    memory_id: id,
-    items: rows.map((r) => ({
-      id: r.id,
-      action: r.action,
-      changes: r.changes === null ? null : decodeJson<Record<string, { before: unknown; after: unknown }>>(r.changes),
-      actor: { type: r.actor_type, id: r.actor_id },
-      request_id: r.request_id,
-      created_at: r.created_at,
-    })),
-  };
-}
-
-/**
- * Streams the live memories of a project (optionally one tenant or end user) in id order,
- * a page at a time, so memory use stays flat however many there are.
- */
-export async function* exportMemories(
-  db: Executor,
-  filter: { projectId: string; tenantId?: string | null; endUserId?: string | null },
-  pageSize = 500,
-): AsyncGenerator<MemoryView> {
-  let after = 0;
-  for (;;) {
-    let query = db
-      .selectFrom('memories')
-      .selectAll()
-      .where('project_id', '=', filter.projectId)
-      .where('deleted_at', 'is', null)
-      .where('id', '>', after);
-    if (filter.tenantId) query = query.where('tenant_id', '=', filter.tenantId);
-    if (filter.endUserId) query = query.where('end_user_id', '=', filter.endUserId);
-    const page = await query.orderBy('id').limit(pageSize).execute();
-    for (const row of page) yield toMemory(row);
-    if (page.length < pageSize) return;
-    after = page[page.length - 1]!.id;
-  }
-}
-
-/** The owner's change sequence: bumped by every change to their memories (0 before the first). */
-const revisionRow = prepared(3, (db, projectId: string, tenantId: string, endUserId: string) =>
-  db
-    .selectFrom('end_users')
-    .select('revision')
-    .where('project_id', '=', projectId)
-    .where('tenant_id', '=', tenantId)
-    .where('end_user_id', '=', endUserId),
-);
-
-export async function revisionOf(db: Executor, owner: Owner): Promise<number> {
-  const [row] = await revisionRow(db, owner.projectId, owner.tenantId, owner.endUserId);
-  return row?.revision ?? 0;
-}
-
-/** What an index needs of a memory; `deleted` rows tell it to drop the id. */
-export interface IndexedMemory {
-  id: number;
-  text: string;
-  tags: string[];
-  source: string | null;
-  importance: number;
-  metadata: Record<string, unknown>;
-  session_id: string | null;
-  speaker: string | null;
-  is_summary: boolean;
-  created_at: string;
-  end_user_id: string;
-  deleted: boolean;
-  seq: number;
-}
-
-function toIndexed(row: MemoryRow): IndexedMemory {
-  return {
-    id: row.id, text: row.text, tags: decodeJson<string[]>(row.tags), source: row.source, importance: row.importance,
-    metadata: decodeJson<Record<string, unknown>>(row.metadata), session_id: row.session_id, speaker: row.speaker,
-    is_summary: Boolean(row.is_summary), created_at: row.created_at, end_user_id: row.end_user_id,
-    deleted: row.deleted_at !== null, seq: row.seq,
-  };
-}
-
-/**
- * The owner's memories changed after `seq` (all of them from 0), forgotten ones included, in id
- * order. Served by the (owner, seq) index.
- */
-export async function changesSince(db: Executor, owner: Owner, seq: number): Promise<IndexedMemory[]> {
-  const rows = await db
-    .selectFrom('memories')
-    .selectAll()
-    .where('project_id', '=', owner.projectId)
-    .where('tenant_id', '=', owner.tenantId)
-    .where('end_user_id', '=', owner.endUserId)
-    .where('seq', '>', seq)
-    .$if(seq === 0, (qb) => qb.where('deleted_at', 'is', null))
-    .orderBy('id')
-    .execute();
-  return rows.map(toIndexed);
-}
-
-/** A project-wide revision: the sum of its end users' revisions, which grows with every change. */
-export async function projectRevision(db: Executor, projectId: string, tenantId: string | null): Promise<number> {
-  const row = await db
-    .selectFrom('end_users')
-    .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('revision'), eb.lit(0)).as('total')])
-    .where('project_id', '=', projectId)
-    .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
-    .executeTakeFirstOrThrow();
-  return Number(row.total);
-}
-
-/** Every live memory of a project (optionally one tenant), a page at a time. */
-export async function* liveProjectMemories(db: Executor, projectId: string, tenantId: string | null): AsyncGenerator<IndexedMemory> {
-  let after = 0;
-  for (;;) {
-    const page = await db
-      .selectFrom('memories')
-      .selectAll()
-      .where('project_id', '=', projectId)
-      .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
-      .where('deleted_at', 'is', null)
-      .where('id', '>', after)
-      .orderBy('id')
-      .limit(1000)
-      .execute();
-    for (const row of page) yield toIndexed(row);
-    if (page.length < 1000) return;
-    after = page[page.length - 1]!.id;
-  }
-}
-
-/** Live memories by id within a project (and tenant/end user when given), in the order asked. */
-/** One compiled query per id-list length (retrieval asks for k rows, so few lengths occur). */
-const rowsByIdsQueries = new Map<number, (db: Executor, projectId: string, ...ids: number[]) => Promise<MemoryRow[]>>();
-function liveRowsByIds(count: number) {
-  let query = rowsByIdsQueries.get(count);
-  if (!query) {
-    query = prepared(count + 1, (db, projectId: string, ...ids: number[]) =>
-      db.selectFrom('memories').selectAll().where('project_id', '=', projectId).where('deleted_at', 'is', null).where('id', 'in', ids),
-    );
-    if (rowsByIdsQueries.size < 500) rowsByIdsQueries.set(count, query);
-  }
-  return query;
-}
-
-export async function memoriesByIds(
-  db: Executor,
-  scope: { projectId: string; tenantId?: string | null; endUserId?: string | null },
-  ids: number[],
-): Promise<Array<MemoryView & { speaker: string | null; tenant_id: string }>> {
-  if (ids.length === 0) return [];
-  // Tenant and end user are checked here, not in SQL: given equality on them, SQLite (which has
-  // no statistics) walks the owner's whole (owner, seq) index instead of looking up the ids,
-  // which costs a query time proportional to the owner's memories.
-  const rows = await liveRowsByIds(ids.length)(db, scope.projectId, ...ids);
-  const byId = new Map(
-    rows
-      .filter((r) => (scope.tenantId == null || r.tenant_id === scope.tenantId) && (scope.endUserId == null || r.end_user_id === scope.endUserId))
-      .map((r) => [r.id, { ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }]),
-  );
-  return ids.flatMap((id) => byId.get(id) ?? []);
-}
 
 /** Marks memories as changed (for a ranking signal kept elsewhere, such as feedback) so indexes reload them. */
 export async function touchMemories(trx: Executor, owner: Owner, ids: number[], now: string): Promise<void> {
   const seq = await nextSeq(trx, owner, now);
   await trx.updateTable('memories').set({ seq }).where('id', 'in', ids).where('end_user_id', '=', owner.endUserId).execute();
 }
+
 
 export interface TurnInput {
   text: string;
@@ -618,6 +443,7 @@ export interface TurnInput {
   /** When the turn was said; defaults to now. */
   occurredAt?: string;
 }
+
 
 /**
  * Stores a conversation turn verbatim for a tenant's user. The same turn delivered again (same
@@ -655,42 +481,6 @@ export async function insertTurn(
   return { memory, created: true };
 }
 
-/** A page of live memories of a project, filtered by tenant, end user and session, newest first. */
-export async function listMemories(
-  db: Executor,
-  filter: { projectId: string; tenantId?: string | null; endUserId?: string | null; sessionId?: string | null },
-  page: { offset: number; limit: number },
-): Promise<{ items: Array<MemoryView & { speaker: string | null; tenant_id: string }>; total: number }> {
-  const base = db
-    .selectFrom('memories')
-    .where('project_id', '=', filter.projectId)
-    .where('deleted_at', 'is', null)
-    .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
-    .$if(filter.endUserId != null, (qb) => qb.where('end_user_id', '=', filter.endUserId!))
-    .$if(filter.sessionId != null, (qb) => qb.where('session_id', '=', filter.sessionId!));
-  const [rows, count] = await Promise.all([
-    base.selectAll().orderBy('id', 'desc').offset(page.offset).limit(page.limit).execute(),
-    base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { items: rows.map((r) => ({ ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id })), total: Number(count.n) };
-}
-
-/** Counts for a status page: distinct tenants and users, and live memories. */
-export async function memoryCounts(db: Executor, projectId: string, tenantId: string | null) {
-  const row = await db
-    .selectFrom('memories')
-    .select((eb) => [
-      eb.fn.countAll<number>().as('memories'),
-      eb.fn.count<number>('tenant_id').distinct().as('tenants'),
-      eb.fn.count<number>('end_user_id').distinct().as('users'),
-    ])
-    .where('project_id', '=', projectId)
-    .where('deleted_at', 'is', null)
-    .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
-    .where('tenant_id', '!=', '')
-    .executeTakeFirstOrThrow();
-  return { tenants: Number(row.tenants), users: Number(row.users), memories: Number(row.memories) };
-}
 
 /**
  * Tombstones every live memory of a project (called when the project is soft-deleted). The rows
@@ -704,16 +494,4 @@ export async function tombstoneProjectMemories(trx: Executor, projectId: string,
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
-}
-
-/** Live memories of these projects, for billing. */
-export async function liveMemoryCount(db: Executor, projectIds: string[]): Promise<number> {
-  if (projectIds.length === 0) return 0;
-  const row = await db
-    .selectFrom('memories')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('project_id', 'in', projectIds)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
 }

@@ -1,0 +1,69 @@
+import type { Role } from './access.js';
+
+/**
+ * Who acts, where, and under which request: the types every service takes, whatever the
+ * transport (HTTP, the worker, the CLI). The HTTP layer produces them from credentials.
+ */
+
+/** Who performed an action, as recorded in history and audit rows. */
+export interface Actor {
+  type: 'api_key' | 'user' | 'system';
+  id: number | null;
+}
+
+/** The system actor: operator commands and background work. */
+export const SYSTEM_ACTOR: Actor = { type: 'system', id: null };
+
+export type CredentialKind = 'api_key' | 'bearer';
+
+/** A live API key as resolved from the presented secret. */
+export interface ApiKeyRecord {
+  id: number;
+  organizationId: string;
+  projectId: string | null;
+  scopes: string[];
+  tenantId: string | null;
+  endUserId: string | null;
+  lastUsedAt: string | null;
+  /** The live project of the organization named by the request (or the key's lock), if any. */
+  liveProjectId: string | null;
+}
+
+/** Who is calling, whichever credential family they used. */
+export interface Principal {
+  kind: CredentialKind;
+  actor: Actor;
+  /** The acting organization; null for a signed-in user who belongs to none. */
+  organizationId: string | null;
+  /** Bearer: the caller's role in the acting organization. */
+  role: Role | null;
+  scopes: string[];
+  /** API key: the project resolved from its lock or X-Project-ID, if any. */
+  projectId: string | null;
+  userId: number | null;
+  sessionId: number | null;
+  key: ApiKeyRecord | null;
+}
+
+/**
+ * The resolved scope of a data-plane request. Services build every query from this and never
+ * read organization, project, tenant or end user from the body.
+ */
+export interface DataScope {
+  actor: Actor;
+  organizationId: string;
+  projectId: string;
+  /** '' outside the /v1 conversation plane. */
+  tenantId: string;
+  /** Set when the operation is end-user scoped (X-End-User-ID or the key's binding). */
+  endUserId: string | null;
+  key: ApiKeyRecord;
+}
+
+/** Who is acting, where, and under which request: everything a change records about itself. */
+export interface WriteContext {
+  actor: Actor;
+  organizationId: string;
+  projectId: string | null;
+  requestId: string | null;
+}

@@ -1,0 +1,153 @@
+import { Type, type Static, type TObject } from '@sinclair/typebox';
+import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
+import { bodyAjv } from './validation.js';
+
+/**
+ * The event catalogue: every kind of event the service emits, declared once with its payload
+ * schema and version. The outbox accepts only these; webhook delivery will serve this list as its
+ * "event types" operation. Payloads carry ids, never memory content, so forgetting leaves no copy.
+ * A change to a payload that is not purely additive takes a new version.
+ */
+
+interface EventType<P extends TObject = TObject> {
+  version: number;
+  description: string;
+  payload: P;
+}
+
+const event = <P extends TObject>(version: number, description: string, payload: P): EventType<P> => ({ version, description, payload });
+const Id = Type.Integer({ minimum: 1 });
+
+export const EVENT_TYPES = {
+  'memory.created': event(1, 'A memory (or a /v1 turn) was stored.', Type.Object({
+    memory_id: Id, end_user_id: Type.String(), tenant_id: Type.Union([Type.String(), Type.Null()]),
+  })),
+  'memory.updated': event(1, "A memory's tags, importance, metadata or source changed.", Type.Object({
+    memory_id: Id, end_user_id: Type.String(), fields: Type.Array(Type.String()),
+  })),
+  'memory.deleted': event(1, 'A memory was forgotten (erased down to a tombstone).', Type.Object({
+    memory_id: Id, end_user_id: Type.String(),
+  })),
+  'end_user.purged': event(1, "Every memory of an end user was forgotten.", Type.Object({
+    end_user_id: Type.String(), deleted: Type.Integer({ minimum: 0 }),
+  })),
+  'project.created': event(1, 'A project was created.', Type.Object({
+    project_id: Type.String(), name: Type.String(), slug: Type.String(),
+  })),
+  'project.updated': event(1, "A project's name, slug or description changed.", Type.Object({
+    project_id: Type.String(), changed: Type.Array(Type.String()), name: Type.String(), slug: Type.String(),
+    description: Type.String(), updated_at: Type.String(),
+  })),
+  'project.deleted': event(1, 'A project was deleted and its memories tombstoned.', Type.Object({
+    project_id: Type.String(), memories_tombstoned: Type.Integer({ minimum: 0 }),
+  })),
+  'sync.completed': event(1, 'A connector sync finished; counts of the objects it saw.', Type.Object({
+    connection_id: Id, sync_id: Id, provider: Type.String(), seen: Type.Integer(), created: Type.Integer(), updated: Type.Integer(),
+    deleted: Type.Integer(), unchanged: Type.Integer(), failed: Type.Integer(),
+  })),
+  'sync.failed': event(1, 'A connector sync stopped on an error (the reason, never a credential).', Type.Object({
+    connection_id: Id, sync_id: Id, provider: Type.String(), seen: Type.Integer(), created: Type.Integer(), updated: Type.Integer(),
+    deleted: Type.Integer(), unchanged: Type.Integer(), failed: Type.Integer(), error: Type.String(),
+  })),
+} as const satisfies Record<string, EventType>;
+
+export type EventKind = keyof typeof EVENT_TYPES;
+export type EventPayload<K extends EventKind> = Static<(typeof EVENT_TYPES)[K]['payload']>;
+
+export function isEventKind(kind: string): kind is EventKind {
+  return Object.hasOwn(EVENT_TYPES, kind);
+}
+
+/** The catalogue as data, in name order: what a "list event types" operation serves. */
+export function listEventTypes(): Array<{ type: EventKind; version: number; description: string; payload: TObject }> {
+  return (Object.keys(EVENT_TYPES) as EventKind[]).sort().map((type) => ({ type, ...EVENT_TYPES[type] }));
+}
+
+const validators = new Map(
+  (Object.keys(EVENT_TYPES) as EventKind[]).map((kind) => [kind, bodyAjv.compile({ ...EVENT_TYPES[kind].payload, additionalProperties: false })] as const),
+);
+
+export interface OutboxEvent<K extends EventKind = EventKind> {
+  organizationId: string;
+  projectId: string | null;
+  type: K;
+  payload: EventPayload<K>;
+  createdAt: string;
+}
+
+/**
+ * Writes events to the durable outbox in the transaction of the change they describe; delivery
+ * reads them later. An undeclared kind or a payload off its schema is a programming error.
+ */
+export async function enqueueEvents(trx: Executor, events: OutboxEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  for (const e of events) {
+    const valid = validators.get(e.type);
+    if (!valid) throw new Error(`Undeclared event kind ${String(e.type)}; declare it in core/events.ts`);
+    if (!valid(e.payload)) throw new Error(`Event ${e.type} payload does not match its schema: ${bodyAjv.errorsText(valid.errors)}`);
+  }
+  await trx
+    .insertInto('outbox_events')
+    .values(
+      events.map((e) => ({
+        organization_id: e.organizationId,
+        project_id: e.projectId,
+        type: e.type,
+        payload: encodeJson(e.payload),
+        created_at: e.createdAt,
+      })),
+    )
+    .execute();
+}
+
+/** An event as stored in the outbox, for a dispatcher. */
+export interface StoredEvent {
+  id: number;
+  organizationId: string;
+  projectId: string | null;
+  type: EventKind;
+  version: number;
+  payload: Record<string, unknown>;
+  createdAt: string;
+}
+
+/**
+ * Takes outbox events on (webhook delivery fans them out to its endpoints' delivery rows) inside
+ * the transaction that marks them dispatched, so an event is handed on exactly once.
+ */
+export type OutboxDispatcher = (trx: Executor, events: StoredEvent[]) => Promise<void>;
+
+/**
+ * Hands the oldest undispatched events to every dispatcher and marks them dispatched, one batch
+ * per transaction (rows locked with SKIP LOCKED on PostgreSQL, so workers take different batches).
+ * Without a dispatcher events stay pending, for the one that comes. Returns how many it dispatched.
+ */
+export async function dispatchOutbox(database: Database, dispatchers: readonly OutboxDispatcher[], batchSize = 100): Promise<number> {
+  if (dispatchers.length === 0) return 0;
+  return database.db.transaction().execute(async (trx) => {
+    const rows = await trx
+      .selectFrom('outbox_events')
+      .selectAll()
+      .where('dispatched_at', 'is', null)
+      .orderBy('id')
+      .limit(batchSize)
+      .$if(database.dialect === 'postgres', (qb) => qb.forUpdate().skipLocked())
+      .execute();
+    if (rows.length === 0) return 0;
+    const events = rows.map((r): StoredEvent => ({
+      id: r.id, organizationId: r.organization_id, projectId: r.project_id, type: r.type as EventKind,
+      version: isEventKind(r.type) ? EVENT_TYPES[r.type].version : 0, payload: decodeJson(r.payload), createdAt: r.created_at,
+    }));
+    for (const dispatch of dispatchers) await dispatch(trx, events);
+    await trx.updateTable('outbox_events').set({ dispatched_at: nowIso() }).where('id', 'in', rows.map((r) => r.id)).execute();
+    return rows.length;
+  });
+}
+
+/** Dispatched events are kept this long (for inspection), then deleted. */
+export const OUTBOX_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+export async function purgeDispatchedEvents(db: Executor, before = new Date(Date.now() - OUTBOX_RETENTION_MS).toISOString()): Promise<number> {
+  const result = await db.deleteFrom('outbox_events').where('dispatched_at', 'is not', null).where('dispatched_at', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,0 +1,2 @@
+/** The billing module's public face. */
+export { currentPlan, monthlyTurnLimit, PLANS, setPlan } from './service.js';

@@ -1,0 +1,282 @@
+import type { Selectable } from 'kysely';
+import { notFound } from '../../core/errors.js';
+import { keysetPages, paginate, type Page, type PageParams } from '../../core/paging.js';
+import { decodeJson, type Executor } from '../../store/database.js';
+import { prepared } from '../../store/prepared.js';
+import type { MemoriesTable } from '../../store/schema.js';
+import type { MemoryView } from './schemas.js';
+
+/**
+ * Reading memories: single rows, lists, exports, and the change feed the retrieval indexes follow
+ * (each end user's revision and the rows changed since a sequence number). Writes are in writes.ts.
+ */
+
+/** Whose memories: every query of this module is built from one. */
+export interface Owner {
+  projectId: string;
+  tenantId: string;
+  endUserId: string;
+}
+
+
+export type MemoryRow = Selectable<MemoriesTable>;
+
+
+export function toMemory(row: MemoryRow): MemoryView {
+  return {
+    id: row.id,
+    text: row.text,
+    tags: decodeJson<string[]>(row.tags),
+    is_summary: Boolean(row.is_summary),
+    source: row.source,
+    importance: row.importance,
+    metadata: decodeJson<Record<string, unknown>>(row.metadata),
+    client_ref: row.client_ref,
+    session_id: row.session_id,
+    end_user_id: row.end_user_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+
+export const owned = (owner: Owner) => (qb: Executor) =>
+  qb
+    .selectFrom('memories')
+    .selectAll()
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .where('deleted_at', 'is', null);
+
+
+export async function getMemory(db: Executor, owner: Owner, id: number): Promise<MemoryView> {
+  const row = await owned(owner)(db).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Memory');
+  return toMemory(row);
+}
+
+
+export async function memoryHistory(db: Executor, owner: Owner, id: number) {
+  await getMemory(db, owner, id);
+  const rows = await db.selectFrom('memory_history').selectAll().where('memory_id', '=', id).orderBy('id').execute();
+  return {
+    memory_id: id,
+    items: rows.map((r) => ({
+      id: r.id,
+      action: r.action,
+      changes: r.changes === null ? null : decodeJson<Record<string, { before: unknown; after: unknown }>>(r.changes),
+      actor: { type: r.actor_type, id: r.actor_id },
+      request_id: r.request_id,
+      created_at: r.created_at,
+    })),
+  };
+}
+
+
+/**
+ * Streams the live memories of a project (optionally one tenant or end user) in id order,
+ * a page at a time, so memory use stays flat however many there are.
+ */
+export async function* exportMemories(
+  db: Executor,
+  filter: { projectId: string; tenantId?: string | null; endUserId?: string | null },
+  pageSize = 500,
+): AsyncGenerator<MemoryView> {
+  const pages = keysetPages(
+    (after, limit) =>
+      db
+        .selectFrom('memories')
+        .selectAll()
+        .where('project_id', '=', filter.projectId)
+        .where('deleted_at', 'is', null)
+        .where('id', '>', after)
+        .$if(Boolean(filter.tenantId), (qb) => qb.where('tenant_id', '=', filter.tenantId!))
+        .$if(Boolean(filter.endUserId), (qb) => qb.where('end_user_id', '=', filter.endUserId!))
+        .orderBy('id')
+        .limit(limit)
+        .execute(),
+    pageSize,
+  );
+  for await (const page of pages) for (const row of page) yield toMemory(row);
+}
+
+
+/** The owner's change sequence: bumped by every change to their memories (0 before the first). */
+const revisionRow = prepared(3, (db, projectId: string, tenantId: string, endUserId: string) =>
+  db
+    .selectFrom('end_users')
+    .select('revision')
+    .where('project_id', '=', projectId)
+    .where('tenant_id', '=', tenantId)
+    .where('end_user_id', '=', endUserId),
+);
+
+
+export async function revisionOf(db: Executor, owner: Owner): Promise<number> {
+  const [row] = await revisionRow(db, owner.projectId, owner.tenantId, owner.endUserId);
+  return row?.revision ?? 0;
+}
+
+
+/** What an index needs of a memory; `deleted` rows tell it to drop the id. */
+export interface IndexedMemory {
+  id: number;
+  text: string;
+  tags: string[];
+  source: string | null;
+  importance: number;
+  metadata: Record<string, unknown>;
+  session_id: string | null;
+  speaker: string | null;
+  is_summary: boolean;
+  created_at: string;
+  end_user_id: string;
+  deleted: boolean;
+  seq: number;
+}
+
+
+function toIndexed(row: MemoryRow): IndexedMemory {
+  return {
+    id: row.id, text: row.text, tags: decodeJson<string[]>(row.tags), source: row.source, importance: row.importance,
+    metadata: decodeJson<Record<string, unknown>>(row.metadata), session_id: row.session_id, speaker: row.speaker,
+    is_summary: Boolean(row.is_summary), created_at: row.created_at, end_user_id: row.end_user_id,
+    deleted: row.deleted_at !== null, seq: row.seq,
+  };
+}
+
+
+/**
+ * The owner's memories changed after `seq` (all of them from 0), forgotten ones included, in id
+ * order. Served by the (owner, seq) index.
+ */
+export async function changesSince(db: Executor, owner: Owner, seq: number): Promise<IndexedMemory[]> {
+  const rows = await db
+    .selectFrom('memories')
+    .selectAll()
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .where('seq', '>', seq)
+    .$if(seq === 0, (qb) => qb.where('deleted_at', 'is', null))
+    .orderBy('id')
+    .execute();
+  return rows.map(toIndexed);
+}
+
+
+/** A project-wide revision: the sum of its end users' revisions, which grows with every change. */
+export async function projectRevision(db: Executor, projectId: string, tenantId: string | null): Promise<number> {
+  const row = await db
+    .selectFrom('end_users')
+    .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('revision'), eb.lit(0)).as('total')])
+    .where('project_id', '=', projectId)
+    .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+    .executeTakeFirstOrThrow();
+  return Number(row.total);
+}
+
+
+/** Every live memory of a project (optionally one tenant), a page at a time. */
+export async function* liveProjectMemories(db: Executor, projectId: string, tenantId: string | null): AsyncGenerator<IndexedMemory> {
+  const pages = keysetPages(
+    (after, limit) =>
+      db
+        .selectFrom('memories')
+        .selectAll()
+        .where('project_id', '=', projectId)
+        .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+        .where('deleted_at', 'is', null)
+        .where('id', '>', after)
+        .orderBy('id')
+        .limit(limit)
+        .execute(),
+    1000,
+  );
+  for await (const page of pages) for (const row of page) yield toIndexed(row);
+}
+
+
+/** Live memories by id within a project (and tenant/end user when given), in the order asked. */
+/** One compiled query per id-list length (retrieval asks for k rows, so few lengths occur). */
+const rowsByIdsQueries = new Map<number, (db: Executor, projectId: string, ...ids: number[]) => Promise<MemoryRow[]>>();
+function liveRowsByIds(count: number) {
+  let query = rowsByIdsQueries.get(count);
+  if (!query) {
+    query = prepared(count + 1, (db, projectId: string, ...ids: number[]) =>
+      db.selectFrom('memories').selectAll().where('project_id', '=', projectId).where('deleted_at', 'is', null).where('id', 'in', ids),
+    );
+    if (rowsByIdsQueries.size < 500) rowsByIdsQueries.set(count, query);
+  }
+  return query;
+}
+
+
+export async function memoriesByIds(
+  db: Executor,
+  scope: { projectId: string; tenantId?: string | null; endUserId?: string | null },
+  ids: number[],
+): Promise<Array<MemoryView & { speaker: string | null; tenant_id: string }>> {
+  if (ids.length === 0) return [];
+  // Tenant and end user are checked here, not in SQL: given equality on them, SQLite (which has
+  // no statistics) walks the owner's whole (owner, seq) index instead of looking up the ids,
+  // which costs a query time proportional to the owner's memories.
+  const rows = await liveRowsByIds(ids.length)(db, scope.projectId, ...ids);
+  const byId = new Map(
+    rows
+      .filter((r) => (scope.tenantId == null || r.tenant_id === scope.tenantId) && (scope.endUserId == null || r.end_user_id === scope.endUserId))
+      .map((r) => [r.id, { ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }]),
+  );
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+
+/** A page of live memories of a project, filtered by tenant, end user and session, newest first. */
+export async function listMemories(
+  db: Executor,
+  filter: { projectId: string; tenantId?: string | null; endUserId?: string | null; sessionId?: string | null },
+  page: PageParams,
+): Promise<Page<MemoryView & { speaker: string | null; tenant_id: string }>> {
+  const query = db
+    .selectFrom('memories')
+    .selectAll()
+    .where('project_id', '=', filter.projectId)
+    .where('deleted_at', 'is', null)
+    .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
+    .$if(filter.endUserId != null, (qb) => qb.where('end_user_id', '=', filter.endUserId!))
+    .$if(filter.sessionId != null, (qb) => qb.where('session_id', '=', filter.sessionId!))
+    .orderBy('id', 'desc');
+  return paginate(query, page, (r) => ({ ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }));
+}
+
+
+/** Counts for a status page: distinct tenants and users, and live memories. */
+export async function memoryCounts(db: Executor, projectId: string, tenantId: string | null) {
+  const row = await db
+    .selectFrom('memories')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('memories'),
+      eb.fn.count<number>('tenant_id').distinct().as('tenants'),
+      eb.fn.count<number>('end_user_id').distinct().as('users'),
+    ])
+    .where('project_id', '=', projectId)
+    .where('deleted_at', 'is', null)
+    .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+    .where('tenant_id', '!=', '')
+    .executeTakeFirstOrThrow();
+  return { tenants: Number(row.tenants), users: Number(row.users), memories: Number(row.memories) };
+}
+
+
+/** Live memories of these projects, for billing. */
+export async function liveMemoryCount(db: Executor, projectIds: string[]): Promise<number> {
+  if (projectIds.length === 0) return 0;
+  const row = await db
+    .selectFrom('memories')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('project_id', 'in', projectIds)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

@@ -1,0 +1,64 @@
+import type { Config } from '../../config.js';
+import { openAiEmbedder, type Embedder } from '../../engine/index.js';
+import type { JobHandler } from '../../jobs/runner.js';
+import type { Database, Executor } from '../../store/database.js';
+import { changesSince, liveMemoryCount, liveProjectMemories, type IndexedMemory } from '../memories/index.js';
+import { EmbeddingStore } from './embeddings.js';
+import { IndexCache } from './index-cache.js';
+import { Retrieval } from './service.js';
+
+export const REFRESH_JOB = 'embeddings.refresh';
+
+export function createEmbedder(config: Config['retrieval']['embedder']): Embedder | null {
+  if (config.kind === 'builtin') return null;
+  return openAiEmbedder({
+    baseUrl: config.baseUrl, model: config.model,
+    ...(config.apiKey ? { apiKey: config.apiKey } : {}), ...(config.dimensions ? { dimensions: config.dimensions } : {}),
+  });
+}
+
+export interface RetrievalEngine {
+  embeddings: EmbeddingStore;
+  cache: IndexCache;
+  retrieval: Retrieval;
+}
+
+/** The retrieval engine behind the shared per-end-user index cache; /v1 recall uses the same instance. */
+export function createRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine {
+  const embeddings = new EmbeddingStore(createEmbedder(config.embedder));
+  const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories);
+  return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings) };
+}
+
+/** The `embeddings.refresh` job: recomputes stored vectors for an end user or a whole project, reporting progress. */
+export function refreshEmbeddingsJob(database: Database, { embeddings, cache }: RetrievalEngine): JobHandler {
+  return async (job) => {
+    const { tenantId, endUserId } = job.payload as { tenantId: string; endUserId: string | null };
+    const projectId = job.projectId!;
+    const rows: AsyncIterable<IndexedMemory> | IndexedMemory[] = endUserId
+      ? await changesSince(database.db, { projectId, tenantId, endUserId }, 0)
+      : liveProjectMemories(database.db, projectId, tenantId || null);
+    const total = Array.isArray(rows) ? rows.length : await liveMemoryCount(database.db, [projectId]);
+    let done = 0;
+    let batch: IndexedMemory[] = [];
+    const flush = async () => {
+      await embeddings.store(database.db, projectId, batch);
+      done += batch.length;
+      batch = [];
+      await job.progress(total === 0 ? 1 : done / total);
+    };
+    for await (const row of rows) {
+      batch.push(row);
+      if (batch.length === 100) await flush();
+    }
+    await flush();
+    cache.invalidateProject(projectId);
+    return { memories: done, embedder: embeddings.id };
+  };
+}
+
+/** Vectors and feedback are derived from a memory's text: they go in the transaction that forgets it. */
+export async function eraseDerivedData(trx: Executor, memoryIds: number[]): Promise<void> {
+  await trx.deleteFrom('memory_embeddings').where('memory_id', 'in', memoryIds).execute();
+  await trx.deleteFrom('feedback').where('memory_id', 'in', memoryIds).execute();
+}

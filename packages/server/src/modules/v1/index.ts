@@ -1,0 +1,2 @@
+/** The /v1 conversation plane's public face. */
+export { turnsStoredIn } from './service.js';

@@ -1,0 +1,78 @@
+import { randomBytes } from 'node:crypto';
+import type { Config } from './config.js';
+import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
+import { dispatchOutbox, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
+import { JobHandlers } from './jobs/runner.js';
+import type { Chore } from './jobs/schedule.js';
+import { TokenIssuer } from './modules/auth/index.js';
+import { monthlyTurnLimit } from './modules/billing/index.js';
+import { EraseHooks } from './modules/memories/index.js';
+import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
+import { openBlobStore, type BlobStore } from './store/blobs.js';
+import type { Database } from './store/database.js';
+import { queueDueSyncs, SYNC_JOB, syncJobHandler } from './modules/connectors/index.js';
+import { UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
+
+/** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
+export type ServiceConfig = Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
+
+/**
+ * The service graph, built once per process from configuration and a database, with no HTTP in
+ * it: the HTTP app (app.ts), the worker (worker.ts) and the CLI all run on it. Every job handler,
+ * erase hook, chore and outbox dispatcher is registered here, explicitly.
+ */
+export interface Services {
+  config: ServiceConfig;
+  database: Database;
+  /** The master secret (core/secret.ts): signs tokens and seals stored responses. */
+  secretKey: Uint8Array;
+  tokens: TokenIssuer;
+  retrieval: RetrievalEngine;
+  /** Where large byte artifacts wait (uploads queued for ingest, exports). */
+  blobs: BlobStore;
+  /** Background job kinds and their handlers (jobs/runner.ts runs them). */
+  jobs: JobHandlers;
+  /** What forgetting a memory must also erase, in the same transaction. */
+  erase: EraseHooks;
+  /** Takers of outbox events (the webhook deliverer registers here). */
+  outboxDispatchers: OutboxDispatcher[];
+  /** Periodic upkeep run by whichever process runs background work. */
+  chores: Chore[];
+  /** The event catalogue, for the webhook "list event types" operation. */
+  eventTypes: typeof listEventTypes;
+  /** The /v1 per-tenant monthly turn allowance of an organization. */
+  monthlyTurnAllowance(organizationId: string): Promise<number>;
+}
+
+const MINUTE = 60_000;
+
+export function buildServices({ config, database, secretKey }: { config: ServiceConfig; database: Database; secretKey?: Uint8Array }): Services {
+  const secret = secretKey ?? randomBytes(32);
+  const retrieval = createRetrieval(database, config.retrieval);
+
+  const erase = new EraseHooks();
+  erase.register(eraseDerivedData);
+
+  const jobs = new JobHandlers();
+  jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
+  const blobs = openBlobStore(config.blobs, database);
+  jobs.register(UPLOAD_JOB, uploadJobHandler({ database, blobs, erase }));
+  const connectors = { database, jobs, secret, outbound: config.outbound, erase };
+  jobs.register(SYNC_JOB, syncJobHandler(connectors));
+
+  const outboxDispatchers: OutboxDispatcher[] = [];
+  const chores: Chore[] = [
+    { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
+    { name: 'outbox.dispatch', everyMs: 1000, run: () => dispatchOutbox(database, outboxDispatchers) },
+    { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
+    // Each due connection is claimed with a conditional update, so one process queues its sync.
+    { name: 'connectors.schedule', everyMs: 30_000, run: () => queueDueSyncs(connectors) },
+  ];
+
+  return {
+    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, blobs, jobs, erase,
+    outboxDispatchers, chores, eventTypes: listEventTypes,
+    // The plan's allowance; plans without one (self-hosted) use the configured default.
+    monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
+  };
+}

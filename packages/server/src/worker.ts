@@ -1,0 +1,25 @@
+import type { BaseLogger } from 'pino';
+import { JobRunner } from './jobs/runner.js';
+import { Schedule } from './jobs/schedule.js';
+import type { Services } from './services.js';
+
+export interface Background {
+  stop(): Promise<void>;
+}
+
+/**
+ * Background work on the service graph, without HTTP: the job runner (leased rows, so any number
+ * of processes may run it) and the periodic chores (outbox dispatch, purges). `engram worker`
+ * runs only this; `engram serve` runs it beside the HTTP server unless ENGRAM_RUN_JOBS=false.
+ */
+export function startBackground(services: Services, log: Pick<BaseLogger, 'info' | 'warn' | 'error'>): Background {
+  const runner = new JobRunner(services.database, services.jobs, log);
+  const schedule = new Schedule(services.chores, log);
+  runner.start();
+  schedule.start();
+  return {
+    stop: async () => {
+      await Promise.all([runner.stop(), schedule.stop()]);
+    },
+  };
+}
