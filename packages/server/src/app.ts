@@ -19,6 +19,7 @@ import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { connectorRoutes } from './modules/connectors/routes.js';
+import { exportRoutes } from './modules/exports/routes.js';
 
 export const VERSION = '0.1.0';
 
@@ -89,5 +90,6 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(orgRoutes, { database, routeAccess });
   await app.register(auditRoutes, { database });
   await app.register(billing, { database });
+  await app.register(exportRoutes, { database, blobs: services.blobs, jobs: services.jobs, ttlSeconds: config.exports.ttlSeconds });
   return app;
 }

@@ -1,12 +1,18 @@
 import { resolve } from 'node:path';
 
-/**
- * Where large byte artifacts are kept (store/blobs.ts): the database, or an S3-compatible bucket
- * (path-style at `endpoint` when given, else AWS). Declared here so the store depends on config, not back.
- */
-export type BlobConfig =
-  | { kind: 'database' }
-  | { kind: 's3'; bucket: string; prefix: string; region: string; accessKeyId: string; secretAccessKey: string; endpoint?: string };
+/** S3-compatible object storage for blobs: ENGRAM_BLOB_URL=s3://bucket/prefix plus endpoint, region and keys. */
+export interface S3BlobConfig {
+  kind: 's3';
+  bucket: string;
+  /** '' or ending in '/'. */
+  prefix: string;
+  /** http(s)://host[:port] of an S3-compatible service (path-style); absent: AWS (virtual-hosted). */
+  endpoint?: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+export type BlobConfig = { kind: 'database' } | S3BlobConfig;
 
 /** Typed, validated configuration read once from the environment (ENGRAM_*). */
 export interface Config {
@@ -39,6 +45,8 @@ export interface Config {
   outbound: { allow: string[] };
   /** Where artifacts (exports) are kept: the database (default) or S3-compatible storage. */
   blobs: BlobConfig;
+  /** How long export artifacts are kept (seconds). */
+  exports: { ttlSeconds: number };
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
   /** Shared rate-limit counters across processes when set. */
@@ -129,6 +137,7 @@ export function loadConfig(env: Env = process.env): Config {
       backgroundFromBytes: integer(env, 'ENGRAM_UPLOAD_BACKGROUND_BYTES', 1024 * 1024, 0, 1024 * 1024 * 1024),
     },
     blobs: blobConfig(env),
+    exports: { ttlSeconds: integer(env, 'ENGRAM_EXPORT_TTL', 7 * 86_400, 60, 365 * 86_400) },
     secretKey: secretKey(env),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',

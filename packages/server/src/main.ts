@@ -9,6 +9,7 @@ import { verifyAuditChains } from './modules/audit/index.js';
 import { setPlan } from './modules/billing/index.js';
 import { bootstrap, type BootstrapResult } from './modules/org/index.js';
 import { buildServices } from './services.js';
+import { CliError, exportCommand, importCommand } from './cli/transfer.js';
 import { openDatabase, type Database } from './store/database.js';
 import { migrate } from './store/migrate.js';
 import { startBackground, type Background } from './worker.js';
@@ -27,6 +28,11 @@ Commands:
             walk each organization's audit hash chain; name the first broken row (exit 1)
   org set-plan <organization_id> <plan>
             set an organization's billing plan (self_hosted, free, starter, pro, enterprise)
+  export [--format jsonl|json|csv] [--gzip] [--end-user ID] [--tenant ID] [--include history,feedback] [-o FILE]
+            export a project from a running server and download it (checks its SHA-256)
+  import FILE [--format auto|engram|mem0]
+            import an Engram or Mem0 export file into a project of a running server
+            (both: --url/ENGRAM_URL, --token/ENGRAM_TOKEN (bearer), --project/ENGRAM_PROJECT_ID)
 
 Configuration comes from ENGRAM_* environment variables; see the README.`;
 
@@ -156,6 +162,8 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(VERSION + '\n');
     return;
   }
+  if (command === 'export') return exportCommand(argv.slice(1));
+  if (command === 'import') return importCommand(argv.slice(1));
   const config = loadConfig();
   if (cluster.isPrimary) for (const warning of config.warnings) process.stderr.write(`engram: warning: ${warning}\n`);
   switch (command) {
@@ -215,7 +223,7 @@ async function withDatabase(config: Config, run: (database: ReturnType<typeof op
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  const known = error instanceof ConfigError || error instanceof AppError;
+  const known = error instanceof ConfigError || error instanceof AppError || error instanceof CliError;
   process.stderr.write(`engram: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
   process.exit(1);
 });

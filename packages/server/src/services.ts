@@ -7,8 +7,10 @@ import type { Chore } from './jobs/schedule.js';
 import { TokenIssuer } from './modules/auth/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
 import { EraseHooks } from './modules/memories/index.js';
+import { exportJob, EXPORT_JOB, IMPORT_JOB, importJob, purgeDeletedArtifacts, sweepExports, withdrawArtifactsHolding } from './modules/exports/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
-import { openBlobStore, type BlobStore } from './store/blobs.js';
+import type { BlobStore } from './store/blobs.js';
+import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
 import { queueDueSyncs, SYNC_JOB, syncJobHandler } from './modules/connectors/index.js';
 import { UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
@@ -28,7 +30,7 @@ export interface Services {
   secretKey: Uint8Array;
   tokens: TokenIssuer;
   retrieval: RetrievalEngine;
-  /** Where large byte artifacts wait (uploads queued for ingest, exports). */
+  /** Where artifacts and uploaded files live (the database or S3-compatible storage). */
   blobs: BlobStore;
   /** Background job kinds and their handlers (jobs/runner.ts runs them). */
   jobs: JobHandlers;
@@ -50,12 +52,26 @@ export function buildServices({ config, database, secretKey }: { config: Service
   const secret = secretKey ?? randomBytes(32);
   const retrieval = createRetrieval(database, config.retrieval);
 
+  const blobs = openBlobStore(config.blobs, database);
+
+  // Forgetting withdraws export artifacts holding the memories in its transaction; their bytes go
+  // right after it commits (and at every sweep, should this process stop first).
+  let purge: NodeJS.Timeout | undefined;
+  const purgeSoon = () => {
+    clearTimeout(purge);
+    purge = setTimeout(() => void purgeDeletedArtifacts(database, blobs).catch(() => {}), 50);
+    purge.unref();
+  };
   const erase = new EraseHooks();
   erase.register(eraseDerivedData);
+  erase.register(async (trx, ids) => {
+    if (await withdrawArtifactsHolding(trx, ids)) purgeSoon();
+  });
 
   const jobs = new JobHandlers();
   jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
-  const blobs = openBlobStore(config.blobs, database);
+  jobs.register(EXPORT_JOB, exportJob(database, blobs));
+  jobs.register(IMPORT_JOB, importJob(database, blobs));
   jobs.register(UPLOAD_JOB, uploadJobHandler({ database, blobs, erase }));
   const connectors = { database, jobs, secret, outbound: config.outbound, erase };
   jobs.register(SYNC_JOB, syncJobHandler(connectors));
@@ -65,6 +81,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
     { name: 'outbox.dispatch', everyMs: 1000, run: () => dispatchOutbox(database, outboxDispatchers) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
+    { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
     // Each due connection is claimed with a conditional update, so one process queues its sync.
     { name: 'connectors.schedule', everyMs: 30_000, run: () => queueDueSyncs(connectors) },
   ];

@@ -6,6 +6,8 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'gone'
+  | 'range_not_satisfiable'
   | 'idempotency_key_reused'
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -21,6 +23,8 @@ const statusOf: Record<ErrorCode, number> = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  gone: 410,
+  range_not_satisfiable: 416,
   idempotency_key_reused: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -49,6 +49,12 @@ export const EVENT_TYPES = {
     connection_id: Id, sync_id: Id, provider: Type.String(), seen: Type.Integer(), created: Type.Integer(), updated: Type.Integer(),
     deleted: Type.Integer(), unchanged: Type.Integer(), failed: Type.Integer(), error: Type.String(),
   })),
+  'export.completed': event(1, "An export's artifact is ready to download.", Type.Object({
+    export_id: Id, project_id: Type.String(), rows: Type.Integer({ minimum: 0 }), size: Type.Integer({ minimum: 0 }), sha256: Type.String(),
+  })),
+  'export.failed': event(1, 'An export failed after its last attempt.', Type.Object({
+    export_id: Id, project_id: Type.String(), error: Type.String(),
+  })),
 } as const satisfies Record<string, EventType>;
 
 export type EventKind = keyof typeof EVENT_TYPES;

@@ -24,11 +24,14 @@ const ERROR_STATUSES: Record<number, { code: ErrorCode; description: string }> =
   403: { code: 'forbidden', description: 'The credential lacks the scope or the role the capability' },
   404: { code: 'not_found', description: 'Absent, or outside the caller\'s scope' },
   409: { code: 'conflict', description: 'Conflicts with the current state, or a request with this Idempotency-Key is in flight' },
+  410: { code: 'gone', description: 'No longer available (expired or withdrawn)' },
   413: { code: 'payload_too_large', description: 'Request body too large' },
   415: { code: 'unsupported_media_type', description: 'Content-Type must be application/json' },
+  416: { code: 'range_not_satisfiable', description: 'The requested byte range is outside the resource' },
   422: { code: 'idempotency_key_reused', description: 'The Idempotency-Key was used for a different request' },
   429: { code: 'rate_limited', description: 'Rate limited (see Retry-After), or a quota is used up' },
   500: { code: 'internal_error', description: 'Internal error; quote the request_id' },
+  503: { code: 'unavailable', description: 'A provider or dependency is unavailable; retry later' },
 };
 
 /** The tags of the document, one per area; every operation carries one of them. */
@@ -42,6 +45,7 @@ export const OPENAPI_TAGS = [
   { name: 'api-keys', description: 'API keys of an organization' },
   { name: 'audit', description: 'The hash-chained audit log' },
   { name: 'billing', description: 'Plan, allowances and usage' },
+  { name: 'exports', description: 'Background exports and imports of project data' },
   { name: 'health', description: 'Liveness and readiness probes' },
   { name: 'connectors', description: 'Connections to external sources, their syncs and synced objects (bearer, X-Project-ID)' },
   { name: 'integrations', description: 'The integrations catalog of an organization and the per-project overview' },
@@ -138,3 +142,12 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 });
+
+
+/**
+ * Error answers a route declares beyond those every operation gets (e.g. 410, 416), each a
+ * reference to the one Error component: `response: { 200: Thing, ...declaredErrors(409, 410) }`.
+ */
+export function declaredErrors(...statuses: number[]): Record<number, { description: string; $ref: string }> {
+  return Object.fromEntries(statuses.map((status) => [status, { description: ERROR_STATUSES[status]?.description ?? 'Error', $ref: 'Error#' }]));
+}

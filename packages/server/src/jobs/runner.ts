@@ -23,6 +23,11 @@ export interface JobContext {
   id: number;
   projectId: string | null;
   payload: Record<string, unknown>;
+  /** 1 on the first run; a crash or failure runs the job again with the next number. */
+  attempt: number;
+  /** Whether a failure now is final (no further attempt follows). */
+  finalAttempt: boolean;
+  /** Records progress and extends the lease, so a long job that reports progress is not taken over. */
   progress(fraction: number): Promise<void>;
 }
 
@@ -174,10 +179,12 @@ export class JobRunner {
         id: job.id,
         projectId: job.project_id,
         payload: decodeJson<Record<string, unknown>>(job.payload),
-        // Reporting progress also renews the lease, so a long job is not taken over while it is alive.
+        attempt: job.attempts,
+        finalAttempt: job.attempts >= MAX_ATTEMPTS,
         progress: async (fraction) => {
+          const now = Date.now();
           await this.database.db.updateTable('jobs')
-            .set({ progress: Math.min(1, Math.max(0, fraction)), locked_until: new Date(Date.now() + LEASE_MS).toISOString(), updated_at: nowIso() })
+            .set({ progress: Math.min(1, Math.max(0, fraction)), locked_until: new Date(now + LEASE_MS).toISOString(), updated_at: new Date(now).toISOString() })
             .where('id', '=', job.id).execute();
         },
       });

@@ -1,7 +1,7 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { notFound } from '../../core/errors.js';
 import { keysetPages, paginate, type Page, type PageParams } from '../../core/paging.js';
-import { decodeJson, type Executor } from '../../store/database.js';
+import { decodeJson, type Database, type Executor } from '../../store/database.js';
 import { prepared } from '../../store/prepared.js';
 import type { MemoriesTable } from '../../store/schema.js';
 import type { MemoryView } from './schemas.js';
@@ -280,3 +280,70 @@ export async function liveMemoryCount(db: Executor, projectIds: string[]): Promi
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
+
+/** What an export may narrow to, beyond the project. */
+export interface ExportFilter {
+  projectId: string;
+  tenantId?: string | null;
+  endUserId?: string | null;
+  sessionId?: string | null;
+  /** Exclusive bounds, RFC 3339. */
+  createdAfter?: string | null;
+  createdBefore?: string | null;
+  /** Any of these tags. */
+  tagsAny?: string[] | null;
+}
+
+/** A memory as exported and imported: the wire Memory plus who it belongs to and the /v1 speaker. */
+export type PortableMemory = MemoryView & { tenant_id: string; speaker: string | null };
+
+function exportQuery({ db, dialect }: Database, filter: ExportFilter) {
+  return db
+    .selectFrom('memories')
+    .where('project_id', '=', filter.projectId)
+    .where('deleted_at', 'is', null)
+    .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
+    .$if(filter.endUserId != null, (qb) => qb.where('end_user_id', '=', filter.endUserId!))
+    .$if(filter.sessionId != null, (qb) => qb.where('session_id', '=', filter.sessionId!))
+    .$if(filter.createdAfter != null, (qb) => qb.where('created_at', '>', filter.createdAfter!))
+    .$if(filter.createdBefore != null, (qb) => qb.where('created_at', '<', filter.createdBefore!))
+    .$if(!!filter.tagsAny?.length, (qb) =>
+      qb.where(({ exists, selectFrom }) =>
+        dialect === 'postgres'
+          ? sql<boolean>`jsonb_exists_any(memories.tags, ${sql.val(filter.tagsAny!)}::text[])`
+          : exists(selectFrom(sql`json_each(memories.tags)`.as('t')).select(sql`1`.as('one')).where(sql.ref('t.value'), 'in', filter.tagsAny!)),
+      ),
+    );
+}
+
+/** How many live memories an export of `filter` holds right now. */
+export async function countForExport(database: Database, filter: ExportFilter): Promise<number> {
+  const row = await exportQuery(database, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** One keyset page of live memories matching `filter` with ids above `afterId`, in id order. */
+export async function exportPage(database: Database, filter: ExportFilter, afterId: number, limit: number): Promise<PortableMemory[]> {
+  const rows = await exportQuery(database, filter).selectAll().where('id', '>', afterId).orderBy('id').limit(limit).execute();
+  return rows.map((r) => ({ ...toMemory(r), tenant_id: r.tenant_id, speaker: r.speaker }));
+}
+
+/** The history of these memories (of one project), grouped by memory id, oldest first. */
+export async function historyOfMemories(db: Executor, projectId: string, ids: number[]) {
+  const byMemory = new Map<number, Array<{ action: string; changes: unknown; actor: { type: string; id: number | null }; created_at: string }>>();
+  if (ids.length === 0) return byMemory;
+  const rows = await db.selectFrom('memory_history').selectAll().where('project_id', '=', projectId).where('memory_id', 'in', ids).orderBy('id').execute();
+  for (const r of rows) {
+    const list = byMemory.get(r.memory_id) ?? [];
+    list.push({ action: r.action, changes: r.changes === null ? null : decodeJson(r.changes), actor: { type: r.actor_type, id: r.actor_id }, created_at: r.created_at });
+    byMemory.set(r.memory_id, list);
+  }
+  return byMemory;
+}
+
+/** Whose memories these are (forgotten ones included): what an erase hook needs to know what held them. */
+export async function ownersOfMemories(db: Executor, ids: number[]) {
+  if (ids.length === 0) return [];
+  return db.selectFrom('memories').select(['id', 'project_id', 'tenant_id', 'end_user_id', 'created_at']).where('id', 'in', ids).execute();
+}
+

@@ -113,12 +113,13 @@ async function insertMemories(
   ctx: WriteContext,
   effects: Effects,
   owner: Owner,
-  items: AddMemoryInput[],
+  items: ImportedMemory[],
   clientRefReason: SkipReason,
 ): Promise<Outcome[]> {
   const now = effects.now;
   const seq = await nextSeq(trx, owner, now);
-  const hashes = items.map((i) => dedupeHash(i.text));
+  // A conversation turn (with a speaker) is a duplicate only of the same turn, as on /v1.
+  const hashes = items.map((i) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text) : dedupeHash(i.text)));
   const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
   // One query per partial unique index; the IS NOT NULL terms let SQLite's planner use them.
   const byHashRows = await owned(owner)(trx)
@@ -154,9 +155,10 @@ async function insertMemories(
     outcomes.push({ pending: rows.length });
     rows.push({
       project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: item.text,
-      tags: encodeJson(item.tags ?? []), is_summary: database.bool(false), source: item.source ?? null,
+      tags: encodeJson(item.tags ?? []), is_summary: database.bool(item.is_summary ?? false), source: item.source ?? null,
       importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: ref ?? null,
-      session_id: item.session_id ?? null, speaker: null, dedupe_hash: hash, seq, created_at: now, updated_at: now,
+      session_id: item.session_id ?? null, speaker: item.speaker ?? null, dedupe_hash: hash, seq,
+      created_at: item.created_at ?? now, updated_at: item.updated_at ?? item.created_at ?? now,
       deleted_at: null,
     });
   });
@@ -434,6 +436,8 @@ export async function touchMemories(trx: Executor, owner: Owner, ids: number[], 
 }
 
 
+const turnHash = (sessionId: string | null, speaker: string, text: string) => sha256Hex(JSON.stringify(['turn', sessionId, speaker, text]));
+
 export interface TurnInput {
   text: string;
   speaker: string;
@@ -457,7 +461,7 @@ export async function insertTurn(
   owner: Owner,
   turn: TurnInput,
 ): Promise<{ memory: MemoryView; created: boolean }> {
-  const hash = sha256Hex(JSON.stringify(['turn', turn.sessionId, turn.speaker, turn.text]));
+  const hash = turnHash(turn.sessionId, turn.speaker, turn.text);
   // Taken first even for a redelivery: on PostgreSQL its row lock is what makes the duplicate check race-free.
   const seq = await nextSeq(trx, owner, effects.now);
   const existing = await owned(owner)(trx).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', hash).executeTakeFirst();
@@ -494,4 +498,38 @@ export async function tombstoneProjectMemories(trx: Executor, projectId: string,
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** A memory arriving from an export (Engram's or another service's), keeping its own timestamps. */
+export interface ImportedMemory extends AddMemoryInput {
+  is_summary?: boolean;
+  speaker?: string | null;
+  created_at?: string;
+  updated_at?: string;
+}
+
+/**
+ * Imports memories of several end users in one transaction. An item whose client_ref already
+ * landed is skipped (`already_migrated`), so a re-run of an interrupted import skips what landed.
+ */
+export async function importMemories(
+  database: Database, ctx: WriteContext, batch: Array<{ owner: Owner; item: ImportedMemory }>,
+): Promise<{ created: number; skipped: number }> {
+  const groups = new Map<string, { owner: Owner; items: ImportedMemory[] }>();
+  for (const { owner, item } of batch) {
+    checkContent(item);
+    const key = JSON.stringify([owner.tenantId, owner.endUserId]);
+    const group = groups.get(key) ?? { owner, items: [] };
+    group.items.push(item);
+    groups.set(key, group);
+  }
+  return write(database, ctx, async (trx, effects) => {
+    let created = 0;
+    for (const { owner, items } of groups.values()) {
+      const outcomes = await insertMemories(database, trx, ctx, effects, owner, items, 'already_migrated');
+      created += outcomes.filter((o) => 'created' in o).length;
+    }
+    effects.audit('memory.import', { type: 'memory', id: null }, created === batch.length ? 'success' : 'partial');
+    return { created, skipped: batch.length - created };
+  });
 }

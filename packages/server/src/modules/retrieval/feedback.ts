@@ -112,3 +112,17 @@ export async function withdrawFeedback(
     return toView(row);
   });
 }
+
+/** Every rating (withdrawn ones too) of these memories, grouped by memory id: what an export includes. */
+export async function feedbackOfMemories(db: Executor, ids: number[]): Promise<Map<number, FeedbackView[]>> {
+  const byMemory = new Map<number, FeedbackView[]>();
+  if (ids.length === 0) return byMemory;
+  const rows = await db
+    .selectFrom('feedback')
+    .select(['id', 'memory_id', 'rating', 'query', 'comment', 'created_at', 'withdrawn_at'])
+    .where('memory_id', 'in', ids)
+    .orderBy('id')
+    .execute();
+  for (const r of rows) byMemory.set(r.memory_id, [...(byMemory.get(r.memory_id) ?? []), toView(r)]);
+  return byMemory;
+}

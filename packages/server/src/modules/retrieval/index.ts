@@ -1,4 +1,5 @@
 /** The retrieval module's public face: the engine other modules and the composition root use. */
+export { feedbackOfMemories } from './feedback.js';
 export { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './engine.js';
 export type { Retrieval, RetrievalScope, ScoredMemory } from './service.js';
 export { JobResult } from './schemas.js';

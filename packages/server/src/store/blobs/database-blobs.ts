@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { BlobInfo, BlobStore, ByteRange } from './types.js';
+import type { BlobInfo, BlobStore, ByteRange } from '../blobs.js';
 import { nowIso, type Database } from '../database.js';
 import { fixedPieces, sha256 } from './hashing.js';
 

@@ -1,15 +1,10 @@
 import { Readable } from 'node:stream';
-import type { BlobInfo, BlobStore, ByteRange } from './types.js';
+import type { BlobInfo, BlobStore, ByteRange } from '../blobs.js';
 import { fixedPieces, sha256 } from './hashing.js';
-import { EMPTY_SHA256, sha256Hex, signRequest, uriEncode, type Credentials } from './sigv4.js';
+import type { S3BlobConfig } from '../../config.js';
+import { EMPTY_SHA256, sha256Hex, signRequest, uriEncode } from './sigv4.js';
 
-/** ENGRAM_BLOB_URL=s3://bucket/prefix plus endpoint, region and keys. */
-export interface S3Location extends Credentials {
-  bucket: string;
-  prefix: string;
-  /** https://host[:port] of an S3-compatible service (path-style); absent: AWS (virtual-hosted). */
-  endpoint?: string;
-}
+type S3Location = Omit<S3BlobConfig, 'kind'>;
 
 /** S3 needs parts of at least 5 MiB (but the last); smaller blobs go up in one PUT. */
 const PART_BYTES = 8 * 1024 * 1024;

@@ -1,0 +1,103 @@
+/**
+ * Export and import at scale: fills a project with `--total` memories (default 1,000,000) through
+ * the memories module (importMemories, batches of 1,000 across 1,000 end users; no raw SQL), then
+ * runs the real export job (jsonl, plain and gzip) and the real import job into an empty project.
+ * Reports rows per second, peak RSS growth of this process during each run, and artifact sizes.
+ * SQLite by default; PostgreSQL with `--postgres URL`. Prints JSON.
+ *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres]
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { freshDataDir, freshPostgres } from './lib/server.js';
+import type { JobContext } from '../packages/server/src/jobs/runner.js';
+import { exportJob, importJob } from '../packages/server/src/modules/exports/index.js';
+import { createImport } from '../packages/server/src/modules/exports/imports.js';
+import { createExport } from '../packages/server/src/modules/exports/service.js';
+import { importMemories } from '../packages/server/src/modules/memories/index.js';
+import { createOrganization, createProject } from '../packages/server/src/modules/org/index.js';
+import { openBlobStore } from '../packages/server/src/store/blobs/open.js';
+import { openDatabase, type Database } from '../packages/server/src/store/database.js';
+import { migrate } from '../packages/server/src/store/migrate.js';
+
+const args = process.argv.slice(2);
+const option = (name: string) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : undefined);
+const total = Number(option('--total') ?? 1_000_000);
+const postgresUrl = option('--postgres');
+
+async function open(): Promise<{ database: Database; drop: () => Promise<void> }> {
+  if (postgresUrl) {
+    const fresh = await freshPostgres(postgresUrl);
+    return { database: openDatabase({ dialect: 'postgres', url: fresh.url, poolSize: 5 }), drop: fresh.drop };
+  }
+  const dir = freshDataDir();
+  return { database: openDatabase({ dialect: 'sqlite', path: join(dir, 'engram.db') }), drop: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Runs `work`, sampling this process's RSS; answers seconds taken and the peak growth over the start, in MB. */
+async function measured<T>(work: () => Promise<T>): Promise<{ result: T; seconds: number; peak_rss_growth_mb: number }> {
+  (globalThis as { gc?: () => void }).gc?.();
+  const base = process.memoryUsage().rss;
+  let peak = base;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  const start = performance.now();
+  const result = await work();
+  const seconds = (performance.now() - start) / 1000;
+  clearInterval(timer);
+  peak = Math.max(peak, process.memoryUsage().rss);
+  return { result, seconds, peak_rss_growth_mb: Math.round(((peak - base) / 1024 / 1024) * 10) / 10 };
+}
+
+const job = (id: number, projectId: string, payload: Record<string, unknown>): JobContext => ({
+  id, projectId, payload, attempt: 1, finalAttempt: true, progress: async () => {},
+});
+
+const { database, drop } = await open();
+try {
+  await migrate(database);
+  const blobs = openBlobStore({ kind: 'database' }, database);
+  const org = await createOrganization(database.db, 'Bench');
+  const source = await createProject(database.db, { organizationId: org.id, name: 'Source', slug: 'source' });
+  const target = await createProject(database.db, { organizationId: org.id, name: 'Target', slug: 'target' });
+  const ctx = { actor: { type: 'system' as const, id: null }, organizationId: org.id, projectId: source.id, requestId: null };
+
+  const fillStart = performance.now();
+  for (let start = 0; start < total; start += 1000) {
+    const batch = Array.from({ length: Math.min(1000, total - start) }, (_, i) => {
+      const n = start + i;
+      return {
+        owner: { projectId: source.id, tenantId: '', endUserId: `user-${n % 1000}` },
+        item: { text: `Benchmark memory ${n}: the user mentioned preference ${n % 97} while planning trip ${n}`, tags: [`t${n % 13}`], metadata: { n } },
+      };
+    });
+    await importMemories(database, ctx, batch);
+  }
+  const fillSeconds = (performance.now() - fillStart) / 1000;
+
+  const runExport = async (gzip: boolean) => {
+    const record = await createExport(database, { ...ctx, projectId: source.id }, { format: 'jsonl', gzip }, 86_400);
+    const run = await measured(() => exportJob(database, blobs)(job(record.id, source.id, { exportId: record.id })));
+    const row = await database.db.selectFrom('exports').select(['status', 'size', 'rows_done', 'blob_key']).where('id', '=', record.id).executeTakeFirstOrThrow();
+    if (row.status !== 'completed' || row.rows_done !== total) throw new Error(`export ${record.id} ended ${row.status} with ${row.rows_done} rows`);
+    return { ...run, size: row.size!, key: row.blob_key!, rows_per_second: Math.round(total / run.seconds) };
+  };
+  const plain = await runExport(false);
+  const gzipped = await runExport(true);
+
+  // Import the gzip artifact (the smaller upload) into the empty project.
+  const upload = (await blobs.get(gzipped.key))!;
+  const record = await createImport(database, blobs, { ...ctx, projectId: target.id }, 'auto', upload);
+  const imported = await measured(() => importJob(database, blobs)(job(record.id, target.id, { importId: record.id })));
+  const row = await database.db.selectFrom('imports').select(['status', 'rows_created']).where('id', '=', record.id).executeTakeFirstOrThrow();
+  if (row.status !== 'completed' || row.rows_created !== total) throw new Error(`import ended ${row.status} with ${row.rows_created} created`);
+
+  process.stdout.write(JSON.stringify({
+    benchmark: 'export', node: process.version, dialect: database.dialect, memories: total,
+    fill: { seconds: Math.round(fillSeconds * 10) / 10, rows_per_second: Math.round(total / fillSeconds) },
+    export_jsonl: { seconds: Math.round(plain.seconds * 10) / 10, rows_per_second: plain.rows_per_second, peak_rss_growth_mb: plain.peak_rss_growth_mb, artifact_bytes: plain.size },
+    export_jsonl_gzip: { seconds: Math.round(gzipped.seconds * 10) / 10, rows_per_second: gzipped.rows_per_second, peak_rss_growth_mb: gzipped.peak_rss_growth_mb, artifact_bytes: gzipped.size },
+    import: { seconds: Math.round(imported.seconds * 10) / 10, rows_per_second: Math.round(total / imported.seconds), peak_rss_growth_mb: imported.peak_rss_growth_mb },
+  }, null, 2) + '\n');
+} finally {
+  await database.close();
+  await drop();
+}

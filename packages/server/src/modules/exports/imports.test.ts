@@ -1,0 +1,137 @@
+import { gzipSync } from 'node:zlib';
+import { beforeAll, expect, it } from 'vitest';
+import { createApiKey, createProject } from '../org/index.js';
+import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
+import { countRows, expectError } from '../../testing/memories.js';
+import { waitFor } from '../../testing/jobs.js';
+
+forEachDialect('imports', (dialect) => {
+  const t = useTestApp(dialect);
+  const owner = useOwner(t);
+
+  const upload = (project: string, body: string | Buffer, query = '', contentType = 'application/x-ndjson') =>
+    t.app.inject({
+      method: 'POST', url: `/imports${query}`, payload: body,
+      headers: { authorization: `Bearer ${owner.token}`, 'x-project-id': project, 'content-type': contentType },
+    });
+  const imported = async (project: string, body: string | Buffer, query = '') => {
+    const res = await upload(project, body, query);
+    expect(res.statusCode, res.body).toBe(202);
+    return waitFor(t, owner.token, `/imports/${JSON.parse(res.body).id}`, project, (b) => ['completed', 'failed', 'cancelled'].includes(b.status));
+  };
+  const memoriesOf = async (project: string) =>
+    t.database.db.selectFrom('memories').selectAll().where('project_id', '=', project).where('deleted_at', 'is', null).orderBy('id').execute();
+
+  let source: string;
+  beforeAll(async () => {
+    source = t.projectId;
+    // Memories of several end users, a tenant's turns, summaries, tags, metadata and timestamps to carry over.
+    for (let start = 0; start < 1_500; start += 50) {
+      const items = Array.from({ length: 50 }, (_, i) => ({
+        text: `fact ${start + i} ünïcode "quoted"`, tags: [`t${(start + i) % 4}`, 'x'], metadata: { n: start + i, nested: { a: [1, null] } },
+        importance: ((start + i) % 10) / 10, ...((start + i) % 5 === 0 ? { source: 'crm', session_id: `s${start}` } : {}),
+      }));
+      expect((await t.call('POST', '/memory/bulk-add', { body: items, endUser: `user-${start % 3}` })).status).toBe(200);
+    }
+    const tenantKey = await createApiKey(t.database.db, { organizationId: t.organizationId, name: 'v1', projectId: source, tenantId: 'acme' });
+    for (const [speaker, text] of [['user', 'I moved to Lisbon'], ['assistant', 'Noted: Lisbon']]) {
+      const res = await t.call('POST', '/v1/memory/add_turn', {
+        key: tenantKey.key, endUser: null,
+        body: { tenant_id: 'acme', user_id: 'u9', text, speaker, metadata: { session_id: 'chat-1', timestamp: '2024-03-01T10:00:00.000Z' } },
+      });
+      expect(res.status, res.text).toBe(201);
+    }
+  }, 120_000);
+
+  it('an export of a project round-trips through import into an empty project: identical texts, tags, metadata and timestamps', async () => {
+    const created = await t.call('POST', '/exports', { token: owner.token, project: source, body: { gzip: true } });
+    const done = await waitFor(t, owner.token, `/exports/${created.body.id}`, source);
+    expect(done.status).toBe('completed');
+    const file = await t.app.inject({ method: 'GET', url: `/exports/${done.id}/download`, headers: { authorization: `Bearer ${owner.token}`, 'x-project-id': source } });
+    const target = (await createProject(t.database.db, { organizationId: t.organizationId, name: 'Target', slug: 'target' })).id;
+
+    const result = await imported(target, file.rawPayload);
+    expect(result).toMatchObject({ status: 'completed', format: 'auto', created: 1_502, skipped: 0, error: null, progress: { rows_done: 1_502, rows_total: 1_502, bytes_total: file.rawPayload.length } });
+    const portable = (rows: Awaited<ReturnType<typeof memoriesOf>>) => rows.map((r) => ({
+      text: r.text, tags: typeof r.tags === 'string' ? JSON.parse(r.tags) : r.tags, metadata: typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata,
+      created_at: r.created_at, updated_at: r.updated_at, end_user_id: r.end_user_id, tenant_id: r.tenant_id, importance: r.importance,
+      source: r.source, session_id: r.session_id, speaker: r.speaker, is_summary: Boolean(r.is_summary),
+    })).sort((a, b) => (a.text < b.text ? -1 : 1));
+    expect(portable(await memoriesOf(target))).toEqual(portable(await memoriesOf(source)));
+    // The turns are still turns: /v1 recall reads them back.
+    expect((await memoriesOf(target)).filter((m) => m.speaker).map((m) => m.created_at)).toEqual(['2024-03-01T10:00:00.000Z', '2024-03-01T10:00:00.000Z']);
+
+    // A re-run (as after an interruption) skips everything that landed.
+    const again = await imported(target, file.rawPayload);
+    expect(again).toMatchObject({ status: 'completed', created: 0, skipped: 1_502 });
+    expect(await memoriesOf(target)).toHaveLength(1_502);
+    // The uploaded files are gone once read.
+    const keys = await t.database.db.selectFrom('blobs').select('key').execute();
+    expect(keys.filter((k) => k.key.includes('/imports/'))).toEqual([]);
+  });
+
+  it("imports Mem0's export format and its get_all list, with client_ref = the Mem0 id", async () => {
+    const target = (await createProject(t.database.db, { organizationId: t.organizationId, name: 'From Mem0', slug: 'from-mem0' })).id;
+    // The shape of Mem0's documented export / get_all (v1.1) output.
+    const mem0 = {
+      results: [
+        {
+          id: '892db2ae-06d9-49e5-8b3e-585ef9b85b8e', memory: 'User is planning a trip to Japan next month.', user_id: 'alice',
+          metadata: { source: 'chat' }, categories: ['travel'], created_at: '2024-07-20T01:30:52.014958-07:00',
+          updated_at: '2024-07-21T08:00:00.000000-07:00', hash: 'b3c5f4a6', agent_id: null, run_id: null,
+        },
+        { id: 'c1b2c3d4-0000-4000-8000-000000000002', memory: 'Is vegetarian', user_id: 'alice', metadata: null, categories: ['food', 'health'], created_at: '2024-07-22T10:00:00Z', updated_at: null },
+        { id: 'c1b2c3d4-0000-4000-8000-000000000003', memory: 'Prefers window seats', user_id: 'bob', metadata: {}, categories: [], created_at: '2024-07-23T10:00:00Z', run_id: 'trip-planning' },
+      ],
+    };
+    const result = await imported(target, JSON.stringify(mem0, null, 2), '?format=mem0');
+    expect(result).toMatchObject({ status: 'completed', format: 'mem0', created: 3, skipped: 0 });
+    const rows = await memoriesOf(target);
+    expect(rows.map((r) => [r.end_user_id, r.text, r.client_ref, r.created_at, r.session_id])).toEqual([
+      ['alice', 'User is planning a trip to Japan next month.', '892db2ae-06d9-49e5-8b3e-585ef9b85b8e', '2024-07-20T08:30:52.014Z', null],
+      ['alice', 'Is vegetarian', 'c1b2c3d4-0000-4000-8000-000000000002', '2024-07-22T10:00:00.000Z', null],
+      ['bob', 'Prefers window seats', 'c1b2c3d4-0000-4000-8000-000000000003', '2024-07-23T10:00:00.000Z', 'trip-planning'],
+    ]);
+    const first = await t.call('GET', `/memory/${rows[0]!.id}`, { project: target, endUser: 'alice' });
+    expect(first.body).toMatchObject({ tags: ['travel'], metadata: { source: 'chat' }, updated_at: '2024-07-21T15:00:00.000Z' });
+    // get_all's bare list, auto-detected: the ones that landed are skipped.
+    const again = await imported(target, JSON.stringify([...mem0.results, { id: 'n4', memory: 'Owns a cat', user_id: 'bob', created_at: '2024-08-01T00:00:00Z' }]));
+    expect(again).toMatchObject({ status: 'completed', format: 'auto', created: 1, skipped: 3 });
+  });
+
+  it('a malformed file fails naming the record and line; whole batches before it stay, and a re-run skips them', async () => {
+    const target = (await createProject(t.database.db, { organizationId: t.organizationId, name: 'Broken', slug: 'broken' })).id;
+    const good = (n: number) => JSON.stringify({ id: `m${n}`, memory: `memory number ${n}`, user_id: 'carol', created_at: '2024-01-01T00:00:00Z' });
+    const records = Array.from({ length: 1_100 }, (_, i) => good(i));
+    records[1_050] = JSON.stringify({ id: 'bad', memory: '', user_id: 'carol' });
+    const file = `{"results": [\n${records.join(',\n')}\n]}`;
+    const failed = await imported(target, gzipSync(file));
+    expect(failed).toMatchObject({ status: 'failed', created: 1_000, progress: { rows_done: 1_000 } });
+    expect(failed.error).toMatchObject({ record: 1_051, line: 1_052, message: expect.stringContaining('memory') });
+    expect(await memoriesOf(target)).toHaveLength(1_000);
+
+    const truncated = await imported(target, file.slice(0, file.indexOf('memory number 1020')));
+    expect(truncated.status).toBe('failed');
+    expect(truncated.error.message).toMatch(/ends inside a JSON value/);
+
+    records[1_050] = good(1_050);
+    const fixed = await imported(target, `{"results": [${records.join(',')}]}`);
+    expect(fixed).toMatchObject({ status: 'completed', created: 100, skipped: 1_000 });
+  });
+
+  it('bad input: empty body, unknown format, another project; lists and cancels', async () => {
+    expect((await upload(t.projectId, '')).statusCode).toBe(400);
+    const unknown = await upload(t.projectId, '[]', '?format=csv');
+    expect(unknown.statusCode).toBe(400);
+    expect(JSON.parse(unknown.body).error.field).toBe('format');
+    const other = await t.otherTenant();
+    expect((await upload(other.projectId, '[]')).statusCode).toBe(404);
+    const list = await t.call('GET', '/imports', { token: owner.token, project: t.projectId });
+    expect(list.status).toBe(200);
+    const notMine = await t.call('GET', '/imports/1', { token: owner.token, project: other.projectId });
+    expectError(notMine, 404, 'not_found');
+    const done = list.body.items.find((i: { status: string }) => i.status !== 'queued');
+    if (done) expectError(await t.call('POST', `/imports/${done.id}/cancel`, { token: owner.token, project: t.projectId }), 409, 'conflict');
+    expect(await countRows(t, 'imports')).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,247 @@
+import { pipeline, Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import type { Selectable } from 'kysely';
+import { write, type WriteContext } from '../../core/unit-of-work.js';
+import { AppError, notFound } from '../../core/errors.js';
+import { paginate, type PageParams } from '../../core/paging.js';
+import { compileBody, validateEndUserId, validationError } from '../../core/validation.js';
+import { enqueueJob, type JobContext } from '../../jobs/runner.js';
+import type { BlobStore } from '../../store/blobs.js';
+import { nowIso, type Database, type Executor } from '../../store/database.js';
+import type { ImportsTable } from '../../store/schema.js';
+import { AddMemoryBody, importMemories, type ImportedMemory, type Owner } from '../memories/index.js';
+import { ENGRAM_EXPORT_FORMAT } from './formats.js';
+import { ImportFileError, scanRecords, type Container } from './import-scanner.js';
+import type { ImportView } from './schemas.js';
+
+/**
+ * Imports: an uploaded file (kept in the blob store until the job has read it) becomes memories,
+ * a batch per transaction. Each record's source id becomes its client_ref, so a re-run (after a
+ * crash, or of the same file) skips what already landed.
+ */
+
+export const IMPORT_JOB = 'imports.run';
+const BATCH = 1000;
+const SYSTEM = { type: 'system', id: null } as const;
+type ImportRow = Selectable<ImportsTable>;
+type Format = 'auto' | 'engram' | 'mem0';
+
+export function toImport(row: ImportRow): ImportView {
+  const finished = row.status === 'completed';
+  return {
+    id: row.id, project_id: row.project_id, status: row.status as ImportView['status'], format: row.format as Format,
+    progress: { rows_done: row.rows_done, rows_total: finished ? row.rows_done : null, bytes_done: row.bytes_done, bytes_total: row.bytes_total },
+    created: row.rows_created, skipped: row.rows_skipped,
+    error: row.error === null ? null : { message: row.error, record: row.error_record, line: row.error_line },
+    created_at: row.created_at, completed_at: row.completed_at,
+  };
+}
+
+/** Stores the uploaded file, then records the import and queues its job. */
+export async function createImport(
+  database: Database, blobs: BlobStore, ctx: WriteContext & { projectId: string }, format: Format, body: AsyncIterable<Uint8Array>,
+): Promise<ImportView> {
+  const key = `${ctx.projectId}/imports/upload-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  let info;
+  try {
+    info = await blobs.put(key, body);
+  } catch (error) {
+    await blobs.delete(key);
+    throw error;
+  }
+  if (info.size === 0) {
+    await blobs.delete(key);
+    throw new AppError('validation_error', 'The import file is empty', 'body');
+  }
+  return write(database, ctx, async (trx, effects) => {
+    const row = await trx.insertInto('imports').values({
+      organization_id: ctx.organizationId, project_id: ctx.projectId, created_by: ctx.actor.id, status: 'queued', format,
+      blob_key: key, bytes_total: info.size, created_at: effects.now, updated_at: effects.now,
+    }).returningAll().executeTakeFirstOrThrow();
+    await enqueueJob(trx, { kind: IMPORT_JOB, projectId: ctx.projectId, payload: { importId: row.id } });
+    effects.audit('import.create', { type: 'import', id: row.id });
+    return toImport(row);
+  });
+}
+
+const projectImports = (db: Executor, projectId: string) => db.selectFrom('imports').selectAll().where('project_id', '=', projectId);
+
+export function listImports(db: Executor, projectId: string, page: PageParams) {
+  return paginate(projectImports(db, projectId).orderBy('id', 'desc'), page, toImport);
+}
+
+export async function getImport(db: Executor, projectId: string, id: number): Promise<ImportView> {
+  const row = await projectImports(db, projectId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Import');
+  return toImport(row);
+}
+
+export async function cancelImport(database: Database, ctx: WriteContext & { projectId: string }, id: number): Promise<ImportView> {
+  return write(database, ctx, async (trx, effects) => {
+    const row = await projectImports(trx, ctx.projectId).where('id', '=', id).executeTakeFirst();
+    if (!row) throw notFound('Import');
+    if (row.status !== 'queued' && row.status !== 'running') throw new AppError('conflict', `The import is already ${row.status}`);
+    const updated = await trx.updateTable('imports').set({ status: 'cancelled', completed_at: effects.now, updated_at: effects.now })
+      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    effects.audit('import.cancel', { type: 'import', id });
+    return toImport(updated);
+  });
+}
+
+const validateMemory = compileBody<ImportedMemory>(AddMemoryBody);
+
+/** A timestamp in any RFC 3339 offset (Mem0 writes local offsets and microseconds), as our UTC milliseconds. */
+function timestamp(value: unknown, field: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  const ms = typeof value === 'string' ? Date.parse(value) : NaN;
+  if (Number.isNaN(ms)) throw new AppError('validation_error', `${field} must be an RFC 3339 timestamp`, field);
+  return new Date(ms).toISOString();
+}
+
+const optionalString = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
+
+/** One record of Engram's own export format. */
+function fromEngram(r: Record<string, unknown>, projectId: string): { owner: Owner; item: ImportedMemory } {
+  const item: Record<string, unknown> = {
+    text: r.text, tags: r.tags, importance: r.importance, metadata: r.metadata,
+    client_ref: optionalString(r.client_ref) ?? `engram:${String(r.id)}`,
+    ...(optionalString(r.source) ? { source: r.source } : {}), ...(optionalString(r.session_id) ? { session_id: r.session_id } : {}),
+  };
+  for (const k of Object.keys(item)) if (item[k] === undefined) delete item[k];
+  if (!validateMemory(item)) throw validationError(validateMemory.errors);
+  if (typeof r.end_user_id !== 'string') throw new AppError('validation_error', 'end_user_id is required', 'end_user_id');
+  return {
+    owner: { projectId, tenantId: typeof r.tenant_id === 'string' ? r.tenant_id : '', endUserId: validateEndUserId(r.end_user_id, 'end_user_id') },
+    item: {
+      ...(item as unknown as ImportedMemory), is_summary: r.is_summary === true, speaker: optionalString(r.speaker) ?? null,
+      created_at: timestamp(r.created_at, 'created_at'), updated_at: timestamp(r.updated_at, 'updated_at'),
+    },
+  };
+}
+
+/** One record of Mem0's export (`results`) or get_all list: id, memory, user_id, metadata, categories, timestamps. */
+function fromMem0(r: Record<string, unknown>, projectId: string): { owner: Owner; item: ImportedMemory } {
+  if (r.id === undefined || r.id === null) throw new AppError('validation_error', 'id is required', 'id');
+  const userId = optionalString(r.user_id) ?? optionalString(r.agent_id);
+  if (!userId) throw new AppError('validation_error', 'user_id is required', 'user_id');
+  const metadata = { ...((r.metadata ?? {}) as Record<string, unknown>), ...(optionalString(r.agent_id) && r.user_id ? { agent_id: r.agent_id } : {}) };
+  const item: Record<string, unknown> = {
+    text: r.memory, tags: r.categories ?? [], metadata, client_ref: String(r.id),
+    ...(optionalString(r.run_id) ? { session_id: r.run_id } : {}),
+  };
+  if (!validateMemory(item)) {
+    const error = validationError(validateMemory.errors);
+    // Name the field as the file does.
+    const field = error.field?.replace(/^text/, 'memory').replace(/^tags/, 'categories').replace(/^session_id/, 'run_id');
+    throw new AppError('validation_error', error.message.replace(/\btext\b/, 'memory').replace(/\btags\b/, 'categories'), field);
+  }
+  const created = timestamp(r.created_at, 'created_at');
+  return {
+    owner: { projectId, tenantId: '', endUserId: validateEndUserId(userId, 'user_id') },
+    item: { ...(item as unknown as ImportedMemory), created_at: created, updated_at: timestamp(r.updated_at, 'updated_at') ?? created },
+  };
+}
+
+function detect(format: Format, container: Container, header: Record<string, unknown> | null): 'engram' | 'mem0' {
+  if (format !== 'auto') return format;
+  if (header?.format === ENGRAM_EXPORT_FORMAT || container === 'memories' || container === 'lines') return 'engram';
+  return 'mem0';
+}
+
+async function* decoded(bytes: AsyncIterable<Buffer>): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  for await (const chunk of bytes) {
+    yield decoder.decode(chunk, { stream: true });
+  }
+  yield decoder.decode();
+}
+
+/** The file's text, gunzipped when it starts with the gzip magic number; `counter` counts the stored bytes read. */
+async function fileText(blobs: BlobStore, key: string, counter: { bytes: number }): Promise<AsyncIterable<string>> {
+  const head = await blobs.get(key, { offset: 0, length: 2 });
+  const magic = head ? Buffer.concat(await head.toArray()) : Buffer.alloc(0);
+  const raw = (await blobs.get(key))!;
+  async function* counted() {
+    for await (const chunk of raw) {
+      counter.bytes += (chunk as Buffer).length;
+      yield chunk as Buffer;
+    }
+  }
+  const bytes = Readable.from(counted());
+  return decoded(magic[0] === 0x1f && magic[1] === 0x8b ? pipeline(bytes, createGunzip(), () => {}) : bytes);
+}
+
+export function importJob(database: Database, blobs: BlobStore) {
+  return async (job: JobContext) => {
+    const id = job.payload.importId as number;
+    const { db } = database;
+    const row = await db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row || (row.status !== 'queued' && row.status !== 'running') || !row.blob_key) return { skipped: row?.status ?? 'missing' };
+    const ctx: WriteContext = { actor: row.created_by === null ? SYSTEM : { type: 'user', id: row.created_by }, organizationId: row.organization_id, projectId: row.project_id, requestId: null };
+    // A re-run starts over: records that landed are skipped by their client_ref.
+    await db.updateTable('imports').set({ status: 'running', rows_done: 0, rows_created: 0, rows_skipped: 0, bytes_done: 0, updated_at: nowIso() }).where('id', '=', id).execute();
+    const counter = { bytes: 0 };
+    let header: Record<string, unknown> | null = null;
+    let batch: Array<{ owner: Owner; item: ImportedMemory }> = [];
+    const totals = { done: 0, created: 0, skipped: 0 };
+    const finish = async (set: { status: string; error?: string; error_record?: number | null; error_line?: number | null }) => {
+      await db.updateTable('imports').set({ ...set, blob_key: null, completed_at: nowIso(), updated_at: nowIso() }).where('id', '=', id).execute();
+      // The uploaded file holds memory content: it goes once read, so erasure leaves no copy in it.
+      await blobs.delete(row.blob_key!);
+    };
+    const flush = async () => {
+      if (batch.length) {
+        const result = await importMemories(database, ctx, batch);
+        totals.done += batch.length;
+        totals.created += result.created;
+        totals.skipped += result.skipped;
+        batch = [];
+      }
+      const now = await db.selectFrom('imports').select('status').where('id', '=', id).executeTakeFirst();
+      await db.updateTable('imports').set({ rows_done: totals.done, rows_created: totals.created, rows_skipped: totals.skipped, bytes_done: counter.bytes, updated_at: nowIso() }).where('id', '=', id).execute();
+      await job.progress(row.bytes_total ? counter.bytes / row.bytes_total : 1);
+      return now?.status === 'running';
+    };
+    let current: { record: number; line: number } | null = null;
+    try {
+      for await (const scanned of scanRecords(await fileText(blobs, row.blob_key, counter))) {
+        if (scanned.kind === 'header') {
+          header = scanned.value;
+          continue;
+        }
+        current = scanned;
+        let value: unknown;
+        try {
+          value = JSON.parse(scanned.text);
+        } catch {
+          throw new ImportFileError(`record ${scanned.record} (line ${scanned.line}) is not valid JSON`, scanned.record, scanned.line);
+        }
+        const format = detect(row.format as Format, scanned.container, header);
+        try {
+          batch.push(format === 'engram' ? fromEngram(value as Record<string, unknown>, row.project_id) : fromMem0(value as Record<string, unknown>, row.project_id));
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          throw new ImportFileError(`record ${scanned.record} (line ${scanned.line}): ${error.field ? `${error.field}: ` : ''}${error.message}`, scanned.record, scanned.line);
+        }
+        if (batch.length === BATCH && !(await flush())) return { cancelled: true };
+      }
+      if (!(await flush())) return { cancelled: true };
+      await finish({ status: 'completed' });
+      return totals;
+    } catch (error) {
+      if (error instanceof ImportFileError || error instanceof TypeError) {
+        const message = error instanceof ImportFileError ? error.message : `line ${current ? current.line : 1}: the file is not valid UTF-8`;
+        await finish({ status: 'failed', error: message, error_record: error instanceof ImportFileError ? error.record : null, error_line: error instanceof ImportFileError ? error.line : null });
+        return { failed: true };
+      }
+      if (error instanceof AppError) {
+        // A record the memories module refused as a whole (e.g. a NUL character): the batch did not land.
+        await finish({ status: 'failed', error: `batch ending at record ${current?.record ?? 0}: ${error.message}`, error_record: current?.record ?? null, error_line: current?.line ?? null });
+        return { failed: true };
+      }
+      if (!job.finalAttempt) throw error;
+      await finish({ status: 'failed', error: error instanceof Error ? error.message.slice(0, 500) : 'import failed' });
+      return { failed: true };
+    }
+  };
+}

@@ -1,0 +1,161 @@
+import type { Selectable } from 'kysely';
+import { write, type WriteContext } from '../../core/unit-of-work.js';
+import { AppError, notFound } from '../../core/errors.js';
+import { paginate, type PageParams } from '../../core/paging.js';
+import { enqueueJob } from '../../jobs/runner.js';
+import type { BlobStore } from '../../store/blobs.js';
+import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import type { ExportsTable } from '../../store/schema.js';
+import { ownersOfMemories, type ExportFilter } from '../memories/index.js';
+import type { CreateExportInput, ExportScopeInput, ExportView } from './schemas.js';
+
+/**
+ * Export records: create (queues the job), list, read, cancel, delete; expiry and erasure of
+ * artifacts. This module owns the exports and imports tables.
+ */
+
+export const EXPORT_JOB = 'exports.run';
+type ExportRow = Selectable<ExportsTable>;
+export const FINISHED = ['completed', 'failed', 'cancelled', 'expired'];
+
+export const EXTENSIONS = { jsonl: 'jsonl', json: 'json', csv: 'csv' } as const;
+export const filenameOf = (row: Pick<ExportRow, 'id' | 'format' | 'gzip'>) =>
+  `engram-export-${row.id}.${EXTENSIONS[row.format as keyof typeof EXTENSIONS]}${row.gzip ? '.gz' : ''}`;
+
+export function toExport(row: ExportRow): ExportView {
+  return {
+    id: row.id, project_id: row.project_id, status: row.status as ExportView['status'], scope: decodeJson<ExportScopeInput>(row.scope),
+    format: row.format as ExportView['format'], gzip: Boolean(row.gzip), include: decodeJson<string[]>(row.include),
+    progress: { rows_done: row.rows_done, rows_total: row.rows_total }, size: row.size, sha256: row.sha256,
+    filename: filenameOf(row), error: row.error, artifact_deleted_at: row.artifact_deleted_at,
+    artifact_deleted_reason: row.artifact_deleted_reason, created_at: row.created_at, started_at: row.started_at,
+    completed_at: row.completed_at, expires_at: row.expires_at,
+  };
+}
+
+export function filterOf(projectId: string, scope: ExportScopeInput): ExportFilter {
+  return {
+    projectId, tenantId: scope.tenant_id ?? null, endUserId: scope.end_user_id ?? null, sessionId: scope.session_id ?? null,
+    createdAfter: scope.created_after ? new Date(scope.created_after).toISOString() : null,
+    createdBefore: scope.created_before ? new Date(scope.created_before).toISOString() : null,
+    tagsAny: scope.tags_any ?? null,
+  };
+}
+
+export async function createExport(
+  database: Database, ctx: WriteContext & { projectId: string }, input: CreateExportInput, ttlSeconds: number,
+): Promise<ExportView> {
+  const scope = input.scope ?? {};
+  if (scope.created_after && scope.created_before && Date.parse(scope.created_after) >= Date.parse(scope.created_before)) {
+    throw new AppError('validation_error', 'created_after must be before created_before', 'scope/created_after');
+  }
+  return write(database, ctx, async (trx, effects) => {
+    const row = await trx
+      .insertInto('exports')
+      .values({
+        organization_id: ctx.organizationId, project_id: ctx.projectId, created_by: ctx.actor.id, status: 'queued',
+        scope: encodeJson(scope), format: input.format ?? 'jsonl', gzip: database.bool(input.gzip ?? false),
+        include: encodeJson(input.include ?? []), created_at: effects.now, updated_at: effects.now,
+        expires_at: new Date(Date.parse(effects.now) + ttlSeconds * 1000).toISOString(),
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await enqueueJob(trx, { kind: EXPORT_JOB, projectId: ctx.projectId, payload: { exportId: row.id } });
+    effects.audit('export.create', { type: 'export', id: row.id });
+    return toExport(row);
+  });
+}
+
+const liveExports = (db: Executor, projectId: string) =>
+  db.selectFrom('exports').selectAll().where('project_id', '=', projectId).where('deleted_at', 'is', null);
+
+export function listExports(db: Executor, projectId: string, page: PageParams) {
+  return paginate(liveExports(db, projectId).orderBy('id', 'desc'), page, toExport);
+}
+
+export async function exportRow(db: Executor, projectId: string, id: number): Promise<ExportRow> {
+  const row = await liveExports(db, projectId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Export');
+  return row;
+}
+
+export async function cancelExport(database: Database, ctx: WriteContext & { projectId: string }, id: number): Promise<ExportView> {
+  return write(database, ctx, async (trx, effects) => {
+    const row = await exportRow(trx, ctx.projectId, id);
+    if (FINISHED.includes(row.status)) throw new AppError('conflict', `The export is already ${row.status}`);
+    // The job sees this at its next page and stops, removing what it wrote.
+    const updated = await trx.updateTable('exports').set({ status: 'cancelled', updated_at: effects.now, completed_at: effects.now })
+      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    effects.audit('export.cancel', { type: 'export', id });
+    return toExport(updated);
+  });
+}
+
+/** Deletes the record (it answers 404 from then on) and its artifact. */
+export async function deleteExport(
+  database: Database, blobs: BlobStore, ctx: WriteContext & { projectId: string }, id: number,
+): Promise<ExportView> {
+  const row = await write(database, ctx, async (trx, effects) => {
+    const current = await exportRow(trx, ctx.projectId, id);
+    const status = FINISHED.includes(current.status) ? current.status : 'cancelled';
+    const updated = await trx.updateTable('exports')
+      .set({ status, deleted_at: effects.now, updated_at: effects.now, artifact_deleted_at: current.artifact_deleted_at ?? effects.now, artifact_deleted_reason: current.artifact_deleted_reason ?? 'deleted' })
+      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    effects.audit('export.delete', { type: 'export', id });
+    return updated;
+  });
+  await purgeDeletedArtifacts(database, blobs);
+  return toExport(row);
+}
+
+/**
+ * Erase hook: forgetting memories (or purging an end user) withdraws every artifact that holds
+ * one of them, in the same transaction; the record stays, naming the reason. Exports still
+ * running restart, since what they wrote so far may hold them. Session and tag filters are not
+ * checked (erasure blanks them first), so such exports are withdrawn conservatively.
+ */
+export async function withdrawArtifactsHolding(trx: Executor, ids: number[]): Promise<boolean> {
+  const owners = await ownersOfMemories(trx, ids);
+  const byProject = new Map<string, typeof owners>();
+  for (const o of owners) byProject.set(o.project_id, [...(byProject.get(o.project_id) ?? []), o]);
+  let withdrew = false;
+  const now = nowIso();
+  for (const [projectId, erased] of byProject) {
+    const candidates = await liveExports(trx, projectId).where('artifact_deleted_at', 'is', null).where('status', 'in', ['queued', 'running', 'completed']).execute();
+    for (const row of candidates) {
+      const filter = filterOf(projectId, decodeJson<ExportScopeInput>(row.scope));
+      const holds = erased.some((m) =>
+        (filter.tenantId == null || filter.tenantId === m.tenant_id) && (filter.endUserId == null || filter.endUserId === m.end_user_id) &&
+        (filter.createdAfter == null || m.created_at > filter.createdAfter) && (filter.createdBefore == null || m.created_at < filter.createdBefore) &&
+        (row.status !== 'completed' || m.id <= row.last_memory_id));
+      if (!holds) continue;
+      if (row.status === 'completed') {
+        await trx.updateTable('exports').set({ artifact_deleted_at: now, artifact_deleted_reason: 'memories_erased', updated_at: now }).where('id', '=', row.id).execute();
+        withdrew = true;
+      } else {
+        await trx.updateTable('exports').set((eb) => ({ erasures: eb('erasures', '+', 1) })).where('id', '=', row.id).execute();
+      }
+    }
+  }
+  return withdrew;
+}
+
+/** Removes the bytes of withdrawn artifacts (expired, erased, deleted); the records stay. */
+export async function purgeDeletedArtifacts(database: Database, blobs: BlobStore): Promise<number> {
+  const rows = await database.db.selectFrom('exports').select(['id', 'blob_key'])
+    .where('artifact_deleted_at', 'is not', null).where('blob_key', 'is not', null).execute();
+  for (const row of rows) {
+    await blobs.delete(row.blob_key!);
+    await database.db.updateTable('exports').set({ blob_key: null }).where('id', '=', row.id).execute();
+  }
+  return rows.length;
+}
+
+/** The periodic sweep: completed exports past expires_at become `expired` and lose their artifact. */
+export async function sweepExports(database: Database, blobs: BlobStore, now = nowIso()): Promise<{ expired: number; purged: number }> {
+  const expired = await database.db.updateTable('exports')
+    .set({ status: 'expired', artifact_deleted_at: now, artifact_deleted_reason: 'expired', updated_at: now })
+    .where('expires_at', '<=', now).where('artifact_deleted_at', 'is', null).where('status', '=', 'completed')
+    .executeTakeFirst();
+  return { expired: Number(expired.numUpdatedRows), purged: await purgeDeletedArtifacts(database, blobs) };
+}
