@@ -4,10 +4,13 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Services } from './services.js';
 import { authentication } from './http/auth.js';
 import { errorHandling, frameworkErrors } from './http/error-handler.js';
+import { capConnectionsPerClient, clientErrors } from './http/connections.js';
 import { idempotency } from './http/idempotency.js';
 import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
 import { validatorCompiler } from './http/validation.js';
+import { checkJsonInput, INPUT_LIMITS } from './http/input.js';
+import { invalid } from './core/errors.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { memoryRoutes } from './modules/memories/routes.js';
 import { retrievalRoutes } from './modules/retrieval/routes.js';
@@ -54,6 +57,13 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors,
+    // Slow bodies (slowloris) time out with 408; Node checks open requests every connectionsCheckingInterval.
+    requestTimeout: config.http.requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(60_000, config.http.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(30_000, Math.max(100, config.http.requestTimeoutMs / 4)),
+    },
+    clientErrorHandler: clientErrors(nextRequestId),
     trustProxy: config.trustProxy,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -62,9 +72,26 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
     ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  capConnectionsPerClient(app.server, config.http.maxConnectionsPerClient, nextRequestId);
   app.setValidatorCompiler(validatorCompiler);
   // JSON only: text/plain bodies are refused with 415 like any other type.
   app.removeContentTypeParser('text/plain');
+  // Fastify's JSON parser (prototype poisoning refused), then the one input rule for every body.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    try {
+      parseJson(request, body as string, (error: Error | null, value?: unknown) => {
+        if (error) return done(error, undefined);
+        const violation = checkJsonInput(value);
+        return violation ? done(violation, undefined) : done(null, value);
+      });
+    } catch (error) {
+      // A document nested deeply enough to exhaust the parser's stack.
+      if (error instanceof RangeError) return done(invalid('body', `JSON may nest at most ${INPUT_LIMITS.maxDepth} levels`), undefined);
+      throw error;
+    }
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-ID', request.id);
   });
@@ -77,7 +104,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   const routeAccess = () => access;
   app.addHook('onRoute', (route) => recordRouteAccess(access, route.method, route.url, route.config?.auth));
   await app.register(authentication, { database, tokens });
-  await app.register(idempotency, { database, secretKey: services.secretKey });
+  await app.register(idempotency, { database, secretKey: services.secretKey, ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}) });
   await app.register(healthRoutes, { database });
   await app.register(memoryRoutes, { database, erase: services.erase });
   await app.register(ingestRoutes, { services });

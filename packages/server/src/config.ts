@@ -30,6 +30,8 @@ export interface Config {
   logLevel: string;
   bodyLimitBytes: number;
   trustProxy: boolean;
+  /** Slow clients: a request (headers and body) must arrive within requestTimeoutMs (else 408), and one client address may hold at most maxConnectionsPerClient open connections (0: no cap). */
+  http: { requestTimeoutMs: number; maxConnectionsPerClient: number };
   bootstrap: { email?: string; password?: string; apiKey?: string };
   retrieval: {
     /** builtin (offline, default) or an OpenAI-compatible /embeddings endpoint. */
@@ -49,6 +51,8 @@ export interface Config {
   exports: { ttlSeconds: number };
   /** ENGRAM_SECRET_KEY; when absent a key is generated once and kept in the data directory. */
   secretKey?: string;
+  /** Tests only (ENGRAM_TEST_FAILPOINT): a crash point, e.g. `idempotency-after-commit` (see docs/architecture.md). */
+  testFailpoint?: string;
   /** Shared rate-limit counters across processes when set. */
   redisUrl?: string;
   redisPrefix: string;
@@ -124,6 +128,10 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.ENGRAM_LOG_LEVEL || 'info',
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),
     trustProxy: boolean(env, 'ENGRAM_TRUST_PROXY', false),
+    http: {
+      requestTimeoutMs: integer(env, 'ENGRAM_REQUEST_TIMEOUT', 30, 1, 3_600) * 1000,
+      maxConnectionsPerClient: integer(env, 'ENGRAM_MAX_CONNECTIONS_PER_CLIENT', 256, 0, 1_000_000),
+    },
     bootstrap,
     retrieval: {
       embedder: embedderConfig(env),
@@ -139,6 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
     blobs: blobConfig(env),
     exports: { ttlSeconds: integer(env, 'ENGRAM_EXPORT_TTL', 7 * 86_400, 60, 365 * 86_400) },
     secretKey: secretKey(env),
+    ...(env.ENGRAM_TEST_FAILPOINT ? { testFailpoint: env.ENGRAM_TEST_FAILPOINT } : {}),
     redisUrl: env.ENGRAM_REDIS_URL || undefined,
     redisPrefix: env.ENGRAM_REDIS_PREFIX || 'engram:',
     rateLimit: {

@@ -1,3 +1,5 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../store/schema.js';
 import type { Role } from './access.js';
 
 /**
@@ -66,4 +68,18 @@ export interface WriteContext {
   organizationId: string;
   projectId: string | null;
   requestId: string | null;
+  /** Set for a request with an Idempotency-Key: how its writes are recognised when it is retried. */
+  journal?: WriteJournal;
+}
+
+/**
+ * Exactly-once writes across a crash: each write of an idempotent request records its result in
+ * the same transaction, so a retry after a crash between commit and answer is handed the committed
+ * result instead of running the change again. Results must survive JSON.
+ */
+export interface WriteJournal {
+  /** The result the next write of this request committed in an earlier attempt, if it did. */
+  replay(): { value: unknown } | undefined;
+  /** Records the result of the write now committing, inside its transaction. */
+  record(trx: Transaction<DB>, value: unknown): Promise<void>;
 }

@@ -10,6 +10,8 @@ export type ErrorCode =
   | 'range_not_satisfiable'
   | 'idempotency_key_reused'
   | 'payload_too_large'
+  | 'request_timeout'
+  | 'headers_too_large'
   | 'unsupported_media_type'
   | 'rate_limited'
   | 'quota_exceeded'
@@ -27,6 +29,8 @@ const statusOf: Record<ErrorCode, number> = {
   range_not_satisfiable: 416,
   idempotency_key_reused: 422,
   payload_too_large: 413,
+  request_timeout: 408,
+  headers_too_large: 431,
   unsupported_media_type: 415,
   rate_limited: 429,
   quota_exceeded: 429,

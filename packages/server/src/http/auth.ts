@@ -5,8 +5,9 @@ import { liveSession, touchSession, type TokenIssuer } from '../modules/auth/ind
 import { findProject, membershipOf, resolveApiKey, touchApiKey } from '../modules/org/index.js';
 import { hasScope, roleGrants, type Capability, type Role } from '../core/access.js';
 import type { ApiKeyRecord, CredentialKind, DataScope, Principal, WriteContext } from '../core/context.js';
+import { endUserWithin } from '../core/binding.js';
 import { AppError, forbidden, invalid, notFound, unauthenticated } from '../core/errors.js';
-import { validateEndUserId } from '../core/validation.js';
+import { singleHeader } from './headers.js';
 
 /**
  * What a route requires, declared in its `config.auth`. One declaration serves both credential
@@ -44,14 +45,8 @@ declare module 'fastify' {
   }
 }
 
-function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  if (Array.isArray(value)) throw invalid(name, `${name} must be sent once`);
-  return value === undefined ? undefined : value.trim();
-}
-
 async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string) {
-  const requestedProject = header(request, 'x-project-id') || undefined;
+  const requestedProject = singleHeader(request, 'x-project-id') || undefined;
   // The key and the project it names (or is locked to) are resolved in one query.
   const key = await resolveApiKey(database.db, presented, requestedProject);
   if (!key) throw unauthenticated('The API key is invalid, expired or revoked');
@@ -77,17 +72,14 @@ async function resolveApiKeyPrincipal(database: Database, request: FastifyReques
 }
 
 function dataScope(request: FastifyRequest, auth: RouteAuth, key: ApiKeyRecord, projectId: string): DataScope {
-  const requestedTenant = header(request, 'x-tenant-id');
+  const requestedTenant = singleHeader(request, 'x-tenant-id');
   if (key.tenantId && requestedTenant && requestedTenant !== key.tenantId) throw notFound('Tenant');
   const tenantId = key.tenantId ?? requestedTenant ?? '';
 
   let endUserId: string | null = null;
   const endUser = auth.endUser ?? 'none';
   if (endUser !== 'none') {
-    const requested = header(request, 'x-end-user-id');
-    if (requested !== undefined) validateEndUserId(requested, 'X-End-User-ID');
-    if (key.endUserId && requested !== undefined && requested !== key.endUserId) throw notFound('End user');
-    endUserId = key.endUserId ?? requested ?? null;
+    endUserId = endUserWithin(key, singleHeader(request, 'x-end-user-id'), 'X-End-User-ID');
     if (endUser === 'required' && !endUserId) {
       throw invalid('X-End-User-ID', 'X-End-User-ID is required for this operation');
     }
@@ -108,7 +100,7 @@ async function resolveBearerPrincipal(
   const session = await liveSession(database.db, claims);
   if (!session) throw unauthenticated('The session of this token has ended; sign in again');
 
-  const requestedOrganization = header(request, 'x-organization-id');
+  const requestedOrganization = singleHeader(request, 'x-organization-id');
   if (requestedOrganization !== undefined && !ORGANIZATION_ID.test(requestedOrganization)) {
     throw invalid('X-Organization-ID', 'X-Organization-ID must be an organization id (org_…)');
   }
@@ -122,7 +114,7 @@ async function resolveBearerPrincipal(
   if (auth.scope && !hasScope(session.scopes, auth.scope)) throw forbidden(`The token lacks the ${auth.scope} scope`);
   let projectId: string | null = null;
   if (auth.bearerProject) {
-    const requested = header(request, 'x-project-id');
+    const requested = singleHeader(request, 'x-project-id');
     if (!requested) throw invalid('X-Project-ID', 'X-Project-ID is required for this operation');
     const project = membership ? await findProject(database.db, membership.organizationId, requested) : undefined;
     if (!project) throw notFound('Project');
@@ -147,8 +139,8 @@ export const authentication = fp(async (app: FastifyInstance, opts: { database: 
     const auth = request.routeOptions.config.auth;
     if (!auth) return payload;
     const accepts = auth.accepts ?? ['api_key'];
-    const apiKey = header(request, 'x-api-key');
-    const authorization = header(request, 'authorization');
+    const apiKey = singleHeader(request, 'x-api-key');
+    const authorization = singleHeader(request, 'authorization');
     if (authorization !== undefined && apiKey !== undefined) {
       throw invalid('Authorization', 'Send exactly one credential: X-API-Key or Authorization, not both');
     }
@@ -192,6 +184,7 @@ export function controlContextOf(request: FastifyRequest, organizationId?: strin
     organizationId: organizationId ?? organizationOf(request).organizationId,
     projectId: projectId ?? principal.projectId,
     requestId: request.id,
+    ...journalOf(request),
   };
 }
 
@@ -208,10 +201,13 @@ export function endUserOf(request: FastifyRequest): string {
 }
 
 /** The WriteContext of an authenticated data-plane request. */
-export function writeContextOf(request: FastifyRequest) {
+export function writeContextOf(request: FastifyRequest): WriteContext {
   const scope = scopeOf(request);
-  return { actor: scope.actor, organizationId: scope.organizationId, projectId: scope.projectId, requestId: request.id };
+  return { actor: scope.actor, organizationId: scope.organizationId, projectId: scope.projectId, requestId: request.id, ...journalOf(request) };
 }
+
+/** An idempotent request's writes record themselves (http/idempotency.ts), so a retry recognises them. */
+const journalOf = (request: FastifyRequest) => (request.idempotencyClaim ? { journal: request.idempotencyClaim.journal } : {});
 
 /** The end user whose memories an end-user-scoped route acts on. */
 export function ownerOf(request: FastifyRequest) {

@@ -82,16 +82,27 @@ forEachDialect('Idempotency-Key', (dialect) => {
     } finally {
       await app.close();
     }
-    expect((await t.call('POST', '/memory/add', { ...withKey('abandoned'), body: { text: 'Only once' } })).status).toBe(201);
+    const original = await t.call('POST', '/memory/add', { ...withKey('abandoned'), body: { text: 'Only once' } });
+    expect(original.status).toBe(201);
 
-    // A process that died mid-request leaves a claim without a response; once its lock lapses, a retry runs.
-    const past = new Date(Date.now() - 1000).toISOString();
-    await t.database.db.updateTable('idempotency_keys').set({ status: null, response: null, locked_until: past })
+    // A process that died between commit and answer leaves a claim with committed results and no response:
+    // the retry is recognised at once (no 409 until the lock lapses) and answers what the write did.
+    await t.database.db.updateTable('idempotency_keys').set({ status: null, response: null })
       .where('key_hash', '=', sha256Hex('abandoned')).execute();
+    const memories = await count('memories');
     const retried = await t.call('POST', '/memory/add', { ...withKey('abandoned'), body: { text: 'Only once' } });
-    expect(retried.status).toBe(200);
-    expect(retried.body).toMatchObject({ status: 'skipped', reason: 'duplicate_text' });
-    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(retried.status, retried.text).toBe(201);
+    expect(retried.body).toEqual(original.body);
+    expect(await count('memories')).toBe(memories);
+
+    // One that died before its write committed leaves no results; once its lock lapses, a retry runs.
+    const past = new Date(Date.now() - 1000).toISOString();
+    await t.database.db.updateTable('idempotency_keys').set({ status: null, response: null, committed: null, locked_until: past })
+      .where('key_hash', '=', sha256Hex('abandoned')).execute();
+    const rerun = await t.call('POST', '/memory/add', { ...withKey('abandoned'), body: { text: 'Only once' } });
+    expect(rerun.status).toBe(200);
+    expect(rerun.body).toMatchObject({ status: 'skipped', reason: 'duplicate_text' });
+    expect(rerun.headers['idempotent-replayed']).toBeUndefined();
   });
 
   it('covers control-plane writes, replaying a new key without storing its secret in clear', async () => {
@@ -116,6 +127,19 @@ forEachDialect('Idempotency-Key', (dialect) => {
     const replayed = await t.call('DELETE', `/org/api-keys/${first.body.id}`, { token: owner.token, ...withKey('revoke') });
     expect(replayed.headers['idempotent-replayed']).toBe('true');
     expect(replayed.body).toEqual(deleted.body);
+
+    // Replaying the creation now must not hand out the revoked key's secret (nor call it active).
+    const resurrected = await t.call('POST', '/org/api-keys', { token: owner.token, ...withKey('mint'), body: { name: 'retry-safe' } });
+    expect(resurrected.status, resurrected.text).toBe(409);
+    expect(resurrected.body.error.code).toBe('conflict');
+    expect(resurrected.text).not.toContain(first.body.key);
+    // Nor when the creation is recognised after a crash between commit and answer.
+    await t.database.db.updateTable('idempotency_keys').set({ status: null, response: null })
+      .where('key_hash', '=', sha256Hex('mint')).execute();
+    const recovered = await t.call('POST', '/org/api-keys', { token: owner.token, ...withKey('mint'), body: { name: 'retry-safe' } });
+    expect(recovered.status, recovered.text).toBe(409);
+    expect(recovered.text).not.toContain(first.body.key);
+    expect(await count('api_keys')).toBe(keys + 1);
   });
 
   it('rejects a malformed key and purges expired ones', async () => {

@@ -1,10 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
+import type { WriteJournal } from '../core/context.js';
 import { IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.js';
 import { canonicalJson } from '../core/json.js';
 import type { Database, Executor } from '../store/database.js';
 import { AppError, invalid } from '../core/errors.js';
+import { singleHeader } from './headers.js';
 
 /**
  * Idempotency-Key on every write (POST, PUT, PATCH, DELETE) of every area, as one plugin.
@@ -34,11 +36,39 @@ interface Claim {
   principal: string;
   keyHash: string;
   sealKey: Buffer;
+  journal: WriteJournal;
+  /** Results of this request's writes, committed with them (sealed in `committed`). */
+  results: unknown[];
+}
+
+/**
+ * The request's writes record their results in the claim row, in their own transactions; a retry
+ * of a request whose writes committed but whose answer was never stored (the process died in
+ * between) is handed those results in order instead of writing again.
+ */
+function journalFor(c: Omit<Claim, 'journal'>, earlier: unknown[]): WriteJournal {
+  let next = 0;
+  return {
+    replay: () => (next < earlier.length ? { value: earlier[next++] } : undefined),
+    record: async (trx, value) => {
+      next++;
+      c.results.push(value);
+      await trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify(c.results)) })
+        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).execute();
+    },
+  };
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
     idempotencyClaim: Claim | null;
+  }
+  interface FastifyContextConfig {
+    /**
+     * Run before a stored answer is replayed, with its body: throws (an AppError) when replaying it
+     * would reveal what is no longer valid, such as the secret of a key revoked since.
+     */
+    replayCheck?: (request: FastifyRequest, body: string) => Promise<void>;
   }
 }
 
@@ -52,9 +82,9 @@ function principalOf(request: FastifyRequest): string {
   return p ? `${p.actor.type}:${p.actor.id}` : `anonymous:${request.ip}`;
 }
 
-type Outcome = { claimed: true } | { replay: { status: number; headers: Record<string, string>; body: string } };
+type Outcome = { claimed: true; committed: unknown[] } | { replay: { status: number; headers: Record<string, string>; body: string } };
 
-async function claim(db: Executor, c: Claim, print: string): Promise<Outcome> {
+async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results'>, print: string): Promise<Outcome> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const now = new Date();
     const row = {
@@ -67,22 +97,29 @@ async function claim(db: Executor, c: Claim, print: string): Promise<Outcome> {
       .values(row)
       .onConflict((oc) => oc.columns(['principal', 'key_hash']).doNothing())
       .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { claimed: true };
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { claimed: true, committed: [] };
 
     const existing = await db.selectFrom('idempotency_keys').selectAll()
       .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).executeTakeFirst();
     if (!existing) continue;
-    const stale = existing.expires_at <= row.created_at || (existing.status === null && existing.locked_until <= row.created_at);
-    if (stale) {
-      // Take over an expired or abandoned claim, unless another request just did.
-      const taken = await db.updateTable('idempotency_keys').set(row)
+    const expired = existing.expires_at <= row.created_at;
+    if (!expired && existing.fingerprint !== print) {
+      throw new AppError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request', 'Idempotency-Key');
+    }
+    // Writes committed without a stored answer: the attempt died between commit and answer. Take it over
+    // at once and hand its committed results to the retry.
+    const unanswered = !expired && existing.status === null && existing.committed !== null;
+    const stale = expired || (existing.status === null && existing.locked_until <= row.created_at);
+    if (stale || unanswered) {
+      // Take over an expired, abandoned or unanswered claim, unless another request just did.
+      const taken = await db.updateTable('idempotency_keys').set(expired ? { ...row, committed: null } : row)
         .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', existing.created_at)
         .executeTakeFirst();
-      if (Number(taken.numUpdatedRows) > 0) return { claimed: true };
+      if (Number(taken.numUpdatedRows) > 0) {
+        const committed = !expired && existing.committed !== null ? (JSON.parse(decrypt(c.sealKey, existing.committed)) as unknown[]) : [];
+        return { claimed: true, committed };
+      }
       continue;
-    }
-    if (existing.fingerprint !== print) {
-      throw new AppError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request', 'Idempotency-Key');
     }
     if (existing.status === null || existing.response === null) {
       throw new AppError('conflict', 'A request with this Idempotency-Key is still in progress; retry shortly');
@@ -95,8 +132,10 @@ async function claim(db: Executor, c: Claim, print: string): Promise<Outcome> {
 
 async function store(db: Executor, request: FastifyRequest, reply: FastifyReply, c: Claim, payload: unknown): Promise<void> {
   const body = payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
-  // A failed (5xx) or streamed response is not kept: the client may retry and run the request again.
+  // A failed (5xx) or streamed response is not kept: the client may retry and run the request again,
+  // unless a write of it committed, which the retry must then recognise (the claim stays, unanswered).
   if (reply.statusCode >= 500 || body === undefined) {
+    if (c.results.length > 0) return;
     await db.deleteFrom('idempotency_keys').where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).execute();
     return;
   }
@@ -114,31 +153,35 @@ async function store(db: Executor, request: FastifyRequest, reply: FastifyReply,
   request.idempotencyClaim = null;
 }
 
-export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array }) => {
+export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array; failpoint?: string }) => {
   const { db } = opts.database;
   const master = deriveKey(opts.secretKey, 'idempotency');
   app.decorateRequest('idempotencyClaim', null);
 
   app.addHook('preHandler', async (request, reply) => {
     if (!WRITES.has(request.method) || !request.routeOptions.url) return;
-    const raw = request.headers['idempotency-key'];
+    const raw = singleHeader(request, 'idempotency-key');
     if (raw === undefined) return;
-    if (typeof raw !== 'string' || !KEY.test(raw)) {
-      throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters, sent once');
-    }
+    if (!KEY.test(raw)) throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
     const principal = principalOf(request);
-    const c: Claim = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
-    const outcome = await claim(db, c, fingerprint(request));
+    const base = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
+    const outcome = await claim(db, base, fingerprint(request));
     if ('claimed' in outcome) {
-      request.idempotencyClaim = c;
+      const partial = { ...base, results: [...outcome.committed] };
+      request.idempotencyClaim = { ...partial, journal: journalFor(partial, outcome.committed) };
       return;
     }
     const { status, headers, body } = outcome.replay;
+    await request.routeOptions.config.replayCheck?.(request, body);
     return reply.code(status).headers(headers).header('idempotent-replayed', 'true').send(body);
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
-    if (request.idempotencyClaim) await store(db, request, reply, request.idempotencyClaim, payload);
+    const c = request.idempotencyClaim;
+    if (!c) return payload;
+    // Test failpoint (ENGRAM_TEST_FAILPOINT=idempotency-after-commit): die between a committed write and its stored answer.
+    if (opts.failpoint === 'idempotency-after-commit' && reply.statusCode < 400) process.kill(process.pid, 'SIGKILL');
+    await store(db, request, reply, c, payload);
     return payload;
   });
 });

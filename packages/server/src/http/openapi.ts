@@ -1,8 +1,8 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { Type } from '@sinclair/typebox';
 import type { ErrorCode } from '../core/errors.js';
 
 /** The one error body of every 4xx and 5xx answer (docs/api.md), a named component of the document. */
@@ -23,13 +23,15 @@ const ERROR_STATUSES: Record<number, { code: ErrorCode; description: string }> =
   401: { code: 'unauthenticated', description: 'Missing, invalid or expired credentials' },
   403: { code: 'forbidden', description: 'The credential lacks the scope or the role the capability' },
   404: { code: 'not_found', description: 'Absent, or outside the caller\'s scope' },
+  408: { code: 'request_timeout', description: 'The request (headers and body) did not arrive within the request timeout' },
   409: { code: 'conflict', description: 'Conflicts with the current state, or a request with this Idempotency-Key is in flight' },
   410: { code: 'gone', description: 'No longer available (expired or withdrawn)' },
   413: { code: 'payload_too_large', description: 'Request body too large' },
   415: { code: 'unsupported_media_type', description: 'Content-Type must be application/json' },
   416: { code: 'range_not_satisfiable', description: 'The requested byte range is outside the resource' },
   422: { code: 'idempotency_key_reused', description: 'The Idempotency-Key was used for a different request' },
-  429: { code: 'rate_limited', description: 'Rate limited (see Retry-After), or a quota is used up' },
+  429: { code: 'rate_limited', description: 'Rate limited (see Retry-After), a quota is used up, or too many open connections' },
+  431: { code: 'headers_too_large', description: 'The request headers are over 16 KiB' },
   500: { code: 'internal_error', description: 'Internal error; quote the request_id' },
   503: { code: 'unavailable', description: 'A provider or dependency is unavailable; retry later' },
 };
@@ -62,8 +64,9 @@ export function operationIdOf(method: string, url: string): string {
 }
 
 /** The error answers an operation can give, each referencing the Error component. */
-function errorResponses(method: string, url: string, authenticated: boolean, declared: Record<string, unknown>) {
-  const statuses = [400, 429, 500];
+function impliedErrorResponses(method: string, url: string, authenticated: boolean, declared: Record<string, unknown>) {
+  // Any request can be malformed, slow, rate limited or over-long in its headers (http/connections.ts).
+  const statuses = [400, 408, 429, 431, 500];
   if (authenticated) statuses.push(401, 403);
   if (authenticated || url.includes(':')) statuses.push(404);
   if (WRITES.has(method)) statuses.push(409, 413, 415, 422);
@@ -95,15 +98,16 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
         },
       },
     },
-    transform: ({ schema, url, route }) => {
-      if (!schema || schema.hide) return { schema, url };
+    transform: ({ schema: routeSchema, url, route }) => {
+      if (!routeSchema || routeSchema.hide) return { schema: routeSchema, url };
+      const schema = withOptionalDefaults(routeSchema);
       const method = [route.method].flat().find((m) => m !== 'HEAD')!;
       const auth = route.config?.auth;
       const declared = (schema.response ?? {}) as Record<string, unknown>;
       const documented = {
         ...schema,
         operationId: schema.operationId ?? operationIdOf(method, route.url),
-        response: { ...declared, ...errorResponses(method, route.url, auth !== undefined, declared) },
+        response: { ...declared, ...impliedErrorResponses(method, route.url, auth !== undefined, declared) },
       };
       if (!auth) return { schema: documented as never, url };
       // Document the credentials and scoping headers once, from the route's auth declaration.
@@ -142,6 +146,17 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 });
+
+/**
+ * A query parameter with a default (offset, limit) may be omitted: the validator fills it in, so it
+ * is not required on the wire, though handlers always see a value.
+ */
+function withOptionalDefaults<S extends { querystring?: unknown }>(schema: S): S {
+  const query = schema.querystring as { properties?: Record<string, { default?: unknown }>; required?: string[] } | undefined;
+  if (!query?.required || !query.properties) return schema;
+  const required = query.required.filter((name) => query.properties![name]?.default === undefined);
+  return { ...schema, querystring: { ...query, required } };
+}
 
 
 /**

@@ -17,6 +17,8 @@ export interface JobView {
   error: string | null;
   created_at: string;
   updated_at: string;
+  /** What the job was asked to do, for the owner's access check; not part of the wire representation. */
+  payload: Record<string, unknown>;
 }
 
 export interface JobContext {
@@ -64,6 +66,7 @@ export async function getJob(db: Executor, id: number, projectId: string, kind?:
   return {
     id: row.id, kind: row.kind, status: row.status as JobView['status'], progress: row.progress,
     result: row.result === null ? null : decodeJson(row.result), error: row.error, created_at: row.created_at, updated_at: row.updated_at,
+    payload: decodeJson(row.payload),
   };
 }
 

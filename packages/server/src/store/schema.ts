@@ -51,12 +51,16 @@ export interface JobsTable {
 export interface SessionsTable {
   id: Generated<number>; user_id: number; scopes: Json; ip: string | null; user_agent: string | null; created_at: string;
   expires_at: string; last_used_at: string | null; revoked_at: string | null; revoked_reason: string | null;
+  /** The organization the session was opened for; null when the user belonged to none. */
+  organization_id: string | null;
 }
 export interface RefreshTokensTable { token_hash: string; session_id: number; created_at: string; spent_at: string | null }
 export interface LoginThrottleTable { key: string; failures: number; window_started_at: string }
 export interface IdempotencyKeysTable {
   principal: string; key_hash: string; fingerprint: string; status: number | null; response: string | null;
   created_at: string; locked_until: string; expires_at: string;
+  /** Sealed JSON array of the results the request's writes committed (with them), for a retry after a crash. */
+  committed: string | null;
 }
 export interface OrganizationPlansTable { organization_id: string; plan: string; updated_at: string }
 export interface UsageCountersTable { organization_id: string; period_start: string; requests: number }

@@ -69,7 +69,8 @@ export interface CallOptions {
   body?: unknown;
   /** Raw payload, sent as is (for malformed JSON and wrong content types). */
   payload?: string | Buffer;
-  headers?: Record<string, string | undefined>;
+  /** An array sends the header once per value. */
+  headers?: Record<string, string | string[] | undefined>;
   /** API key to send; null sends none. Defaults to the test project's key. */
   key?: string | null;
   /** X-End-User-ID; null sends none. Defaults to "user-1". */
@@ -155,7 +156,7 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
   const background = services.config.runJobs ? startBackground(services, app.log) : null;
 
   const call: TestApp['call'] = async (method, url, options = {}) => {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string | string[]> = {};
     const bearer = options.token !== undefined;
     if (bearer) headers.authorization = `Bearer ${options.token}`;
     const apiKey = options.key === undefined ? (bearer ? null : key.key) : options.key;

@@ -21,6 +21,7 @@ forEachDialect('audit log', (dialect) => {
     );
     const adds = await t.call('GET', `/admin/team/audit-logs?action=memory.add&actor_id=${t.keyId}&limit=2`, { token: owner.token });
     expect(adds.body).toMatchObject({ total: 3, offset: 0, limit: 2, has_next: true });
+    expect(adds.body.items).toHaveLength(2);
     expect(adds.body.items.every((e: { action: string; actor_type: string }) => e.action === 'memory.add' && e.actor_type === 'api_key')).toBe(true);
     const next = await t.call('GET', '/admin/team/audit-logs?action=memory.add&offset=2&limit=2', { token: owner.token });
     expect(next.body).toMatchObject({ total: 3, offset: 2, has_next: false });
@@ -28,6 +29,7 @@ forEachDialect('audit log', (dialect) => {
 
     const oldest = res.body.items[res.body.items.length - 1];
     const after = await t.call('GET', `/admin/team/audit-logs?created_after=${encodeURIComponent(oldest.created_at)}`, { token: owner.token });
+    expect(after.body.items.length).toBe(res.body.items.length - 1);
     expect(after.body.items.every((e: { created_at: string }) => e.created_at > oldest.created_at)).toBe(true);
     const before = await t.call('GET', `/admin/team/audit-logs?created_before=2000-01-01T00:00:00Z`, { token: owner.token });
     expect(before.body).toMatchObject({ total: 0, items: [] });
@@ -51,6 +53,7 @@ forEachDialect('audit log', (dialect) => {
     const res = await t.call('GET', '/admin/team/audit-logs', { key: key.key, project: null, endUser: null });
     expect(res.status).toBe(200);
     expect(res.body.total).toBe(3);
+    expect(res.body.items).toHaveLength(3);
     expect(res.body.items.every((e: { project_id: string }) => e.project_id === t.projectId)).toBe(true);
     expect((await t.call('GET', '/admin/team/audit-logs', { key: t.key, project: null, endUser: null })).status).toBe(403);
     const viewer = await t.member('viewer');
@@ -91,5 +94,54 @@ forEachDialect('audit log', (dialect) => {
     expect((await verifyAuditChains(t.database.db, other.organizationId))[0]).toMatchObject({ ok: false, rows: 3, broken: { id: null } });
     await sql`DELETE FROM audit_log WHERE id = ${ids[1]!}`.execute(t.database.db);
     expect((await verifyAuditChains(t.database.db, other.organizationId))[0]).toMatchObject({ ok: false, rows: 1, broken: { id: ids[2] } });
+  });
+});
+
+forEachDialect('audit rows of every kind of change', (dialect) => {
+  const t = useTestApp(dialect);
+
+  /** The one audit row of a request, by its request id. */
+  async function auditOf(res: { headers: Record<string, unknown> }) {
+    return t.database.db.selectFrom('audit_log').selectAll().where('request_id', '=', String(res.headers['x-request-id'])).execute();
+  }
+  const row = (action: string, actorType: string, actorId: number, targetType: string, targetId: unknown) => ({
+    organization_id: t.organizationId, action, actor_type: actorType, actor_id: actorId, target_type: targetType,
+    target_id: String(targetId), result: 'success',
+  });
+
+  it('writes one for add_turn, feedback, refresh jobs, sign-in, refresh, sign-out and session revoke', async () => {
+    const turn = await t.call('POST', '/v1/memory/add_turn', {
+      endUser: null, headers: { 'X-Tenant-ID': 'acme' }, body: { tenant_id: 'acme', user_id: 'u1', text: 'audited turn', speaker: 'me' },
+    });
+    expect(turn.status).toBe(201);
+    expect(await auditOf(turn)).toMatchObject([row('memory.add_turn', 'api_key', t.keyId, 'memory', turn.body.id)]);
+
+    const memory = (await t.call('POST', '/memory/add', { body: { text: 'rated' } })).body;
+    const rated = await t.call('POST', `/memory/${memory.id}/feedback`, { body: { rating: 'positive' } });
+    expect(rated.status).toBe(201);
+    expect(await auditOf(rated)).toMatchObject([row('memory.feedback', 'api_key', t.keyId, 'memory', memory.id)]);
+    const withdrawn = await t.call('DELETE', `/memory/${memory.id}/feedback/${rated.body.id}`);
+    expect(withdrawn.status).toBe(200);
+    expect(await auditOf(withdrawn)).toMatchObject([row('memory.feedback_withdraw', 'api_key', t.keyId, 'feedback', rated.body.id)]);
+
+    const job = await t.call('POST', '/memory/refresh', { endUser: null });
+    expect(job.status).toBe(202);
+    expect(await auditOf(job)).toMatchObject([row('memory.refresh', 'api_key', t.keyId, 'job', job.body.id)]);
+
+    const anonymous = { key: null, project: null, endUser: null } as const;
+    const login = await t.call('POST', '/auth/login', { ...anonymous, body: { email: t.email, password: t.password } });
+    expect(login.status).toBe(200);
+    expect(await auditOf(login)).toMatchObject([row('auth.login', 'user', t.userId, 'session', login.body.session_id)]);
+    const refreshed = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: login.body.refresh_token } });
+    expect(refreshed.status).toBe(200);
+    expect(await auditOf(refreshed)).toMatchObject([row('auth.refresh', 'user', t.userId, 'session', login.body.session_id)]);
+    const second = await t.login();
+    const revoked = await t.call('POST', `/auth/sessions/${second.sessionId}/revoke`, { token: refreshed.body.access_token });
+    expect(revoked.status).toBe(200);
+    expect(await auditOf(revoked)).toMatchObject([row('session.revoke', 'user', t.userId, 'session', second.sessionId)]);
+    const logout = await t.call('POST', '/auth/logout', { token: refreshed.body.access_token });
+    expect(logout.status).toBe(200);
+    expect(await auditOf(logout)).toMatchObject([row('auth.logout', 'user', t.userId, 'session', login.body.session_id)]);
+    expect((await verifyAuditChains(t.database.db, t.organizationId))[0]).toMatchObject({ ok: true });
   });
 });

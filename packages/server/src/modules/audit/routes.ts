@@ -37,13 +37,16 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = as
       tags: ['audit'], summary: 'List audit events',
       description:
         "The organization's append-only, hash-chained audit log, newest first. An API key sees its organization's events, " +
-        'narrowed to its project when it is locked to one or sends X-Project-ID.',
+        'narrowed to its project when it is locked to one or sends X-Project-ID; a key bound to a tenant or end user sees only its own actions.',
       querystring: AuditQuery,
       response: { 200: PageOf(AuditEvent) },
     },
   }, async (request) => {
     const principal = organizationOf(request);
     const { offset, limit, ...filter } = request.query;
-    return paginate(auditEvents(database.db, principal, filter), { offset, limit }, (row) => row);
+    // Rows do not record the tenant or end user they concern, so a key bound to one sees only its own actions.
+    const key = principal.key;
+    const narrowed = key && (key.tenantId || key.endUserId) ? { onlyApiKeyId: key.id } : {};
+    return paginate(auditEvents(database.db, { ...principal, ...narrowed }, filter), { offset, limit }, (row) => row);
   });
 };

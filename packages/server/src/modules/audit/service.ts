@@ -65,13 +65,19 @@ export interface AuditFilter {
   created_before?: string;
 }
 
-/** The audit events of an organization (optionally one project), newest first. */
-export function auditEvents(db: Executor, scope: { organizationId: string; projectId: string | null }, filter: AuditFilter) {
+/**
+ * The audit events of an organization (optionally one project, optionally only one API key's own
+ * actions), newest first.
+ */
+export function auditEvents(
+  db: Executor, scope: { organizationId: string; projectId: string | null; onlyApiKeyId?: number }, filter: AuditFilter,
+) {
   let query = db
     .selectFrom('audit_log')
     .select(['id', 'actor_id', 'actor_type', 'action', 'target_type', 'target_id', 'result', 'request_id', 'created_at', 'project_id'])
     .where('organization_id', '=', scope.organizationId);
   if (scope.projectId) query = query.where('project_id', '=', scope.projectId);
+  if (scope.onlyApiKeyId !== undefined) query = query.where('actor_type', '=', 'api_key').where('actor_id', '=', scope.onlyApiKeyId);
   if (filter.actor_id !== undefined) query = query.where('actor_id', '=', filter.actor_id);
   if (filter.actor_type !== undefined) query = query.where('actor_type', '=', filter.actor_type);
   if (filter.action !== undefined) query = query.where('action', '=', filter.action);

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { forEachDialect, startTestApp, type TestApp } from '../../testing/harness.js';
+import { loadConfig } from '../../config.js';
+import { forEachDialect, startTestApp, useTestApp, type TestApp } from '../../testing/harness.js';
+import { addMembership, createOrganization } from '../org/service.js';
 
 forEachDialect('sign-in and sessions', (dialect) => {
   let t: TestApp;
@@ -82,6 +84,34 @@ forEachDialect('sign-in and sessions', (dialect) => {
     expect((await t.call('GET', '/auth/sessions', { token: member.token })).status).toBe(401);
   });
 
+  it("keeps a person's sessions to them and to the organization they were opened for", async () => {
+    // A person in two organizations signs in for their first (A, the test organization); B's owner is someone else.
+    const person = await t.member('member');
+    const orgB = await createOrganization(t.database.db, 'Organization B');
+    await addMembership(t.database.db, orgB.id, person.userId, 'member');
+    const ownerB = await t.member('owner', { organizationId: orgB.id });
+    const ownerA = await t.login();
+
+    const seenByB = await t.call('GET', '/auth/sessions?limit=100', { token: ownerB.token });
+    expect(seenByB.status, seenByB.text).toBe(200);
+    expect(seenByB.body.items.map((s: { id: number }) => s.id)).toEqual([ownerB.sessionId]);
+    expect((await t.call('POST', `/auth/sessions/${person.sessionId}/revoke`, { token: ownerB.token })).status).toBe(404);
+    expect((await t.call('GET', '/auth/sessions', { token: person.token })).status).toBe(200);
+
+    const seenByA = await t.call('GET', '/auth/sessions?limit=100', { token: ownerA.token });
+    expect(seenByA.body.items.map((s: { id: number }) => s.id)).toContain(person.sessionId);
+    // The person ends their own session while acting in B: audited in A, where the session was opened.
+    const second = await t.login({ email: person.email, password: person.password });
+    const revoked = await t.call('POST', `/auth/sessions/${second.sessionId}/revoke`, { token: person.token, headers: { 'X-Organization-ID': orgB.id } });
+    expect(revoked.status, revoked.text).toBe(200);
+    const rows = await t.database.db.selectFrom('audit_log').select(['organization_id', 'actor_id'])
+      .where('action', '=', 'session.revoke').where('target_id', '=', String(second.sessionId)).execute();
+    expect(rows).toEqual([{ organization_id: t.organizationId, actor_id: person.userId }]);
+    // An admin of A ends it too.
+    expect((await t.call('POST', `/auth/sessions/${person.sessionId}/revoke`, { token: ownerA.token })).status).toBe(200);
+    expect((await t.call('GET', '/auth/sessions', { token: person.token })).status).toBe(401);
+  });
+
   it('narrows a token to the scopes asked for', async () => {
     const narrow = await t.login({ scopes: ['projects:read'] });
     expect((await t.call('GET', '/org/projects', { token: narrow.token })).status).toBe(200);
@@ -152,5 +182,42 @@ forEachDialect('login throttling', (dialect) => {
     } finally {
       await strict.close();
     }
+  });
+});
+
+forEachDialect('sessions and access tokens expire', (dialect) => {
+  // Access tokens that are already past their expiry when issued (TTL 0): no sleeping needed.
+  const t = useTestApp(dialect, () => ({ auth: { ...loadConfig({}).auth, accessTokenTtlSeconds: 0 } }));
+  const anonymous = { key: null, project: null, endUser: null } as const;
+
+  it('refuses an expired access token while its session lives, and a token and refresh token of an expired session', async () => {
+    const session = await t.login();
+    const expired = await t.call('GET', '/auth/sessions', { token: session.token });
+    expect(expired.status).toBe(401);
+    expect(expired.body.error.code).toBe('unauthenticated');
+    const refreshed = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: session.refreshToken } });
+    expect(refreshed.status, refreshed.text).toBe(200);
+
+    // The session's own end: its expiry moved into the past (the server compares with its clock).
+    await t.database.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1_000).toISOString() })
+      .where('id', '=', session.sessionId).execute();
+    const ended = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: refreshed.body.refresh_token } });
+    expect(ended.status).toBe(401);
+  });
+});
+
+forEachDialect('an expired session', (dialect) => {
+  const t = useTestApp(dialect);
+  it('ends its access tokens at once and leaves the session list', async () => {
+    const owner = await t.login();
+    const other = await t.login();
+    expect((await t.call('GET', '/auth/sessions', { token: other.token })).status).toBe(200);
+    await t.database.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1_000).toISOString() })
+      .where('id', '=', other.sessionId).execute();
+    expect((await t.call('GET', '/auth/sessions', { token: other.token })).status).toBe(401);
+    const listed = await t.call('GET', '/auth/sessions?limit=100', { token: owner.token });
+    expect(listed.status).toBe(200);
+    expect(listed.body.items.map((s: { id: number }) => s.id)).toContain(owner.sessionId);
+    expect(listed.body.items.map((s: { id: number }) => s.id)).not.toContain(other.sessionId);
   });
 });

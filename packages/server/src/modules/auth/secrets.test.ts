@@ -12,16 +12,19 @@ forEachDialect('secrets stay out of logs and answers', (dialect) => {
     const secrets: string[] = [t.password, t.key];
     const anonymous = { key: null, project: null, endUser: null } as const;
     const failed = await t.call('POST', '/auth/login', { ...anonymous, body: { email: t.email, password: 'hunter2-wrong-password' } });
+    expect(failed.status).toBe(401);
     expect(failed.text).not.toContain('hunter2');
     secrets.push('hunter2-wrong-password');
 
     const session = await t.login();
     secrets.push(session.token, session.refreshToken);
     const refreshed = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: session.refreshToken } });
+    expect(refreshed.status).toBe(200);
     secrets.push(refreshed.body.access_token, refreshed.body.refresh_token);
     const token = refreshed.body.access_token;
     // A spent refresh token presented again: refused, and not echoed.
     const reuse = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: session.refreshToken } });
+    expect(reuse.status).toBe(401);
     expect(reuse.text).not.toContain(session.refreshToken);
 
     const other = await t.login();
@@ -32,18 +35,26 @@ forEachDialect('secrets stay out of logs and answers', (dialect) => {
     const replayed = await t.call('POST', '/org/api-keys', {
       token: other.token, headers: { 'idempotency-key': 'mint-1' }, body: { name: 'logged?', project_id: t.projectId },
     });
+    expect(created.status).toBe(201);
+    expect(replayed.status).toBe(201);
     expect(replayed.body.key).toBe(created.body.key);
     secrets.push(created.body.key);
     expect((await t.call('POST', '/memory/add', { key: created.body.key, project: null, body: { text: 'Uses the key' } })).status).toBe(201);
-    expect((await t.call('POST', `/org/api-keys/${created.body.id}/test`, { token: other.token })).text).not.toContain(created.body.key);
-    await t.call('DELETE', `/org/api-keys/${created.body.id}`, { token: other.token });
+    const tested = await t.call('POST', `/org/api-keys/${created.body.id}/test`, { token: other.token });
+    expect(tested.status).toBe(200);
+    expect(tested.text).not.toContain(created.body.key);
+    expect((await t.call('DELETE', `/org/api-keys/${created.body.id}`, { token: other.token })).status).toBe(200);
     const revokedUse = await t.call('POST', '/memory/add', { key: created.body.key, project: null, body: { text: 'Refused' } });
     expect(revokedUse.status).toBe(401);
     expect(revokedUse.text).not.toContain(created.body.key);
-    await t.call('POST', '/auth/logout', { token: other.token });
+    expect((await t.call('POST', '/auth/logout', { token: other.token })).status).toBe(200);
     const afterLogout = await t.call('GET', '/auth/sessions', { token: other.token });
+    expect(afterLogout.status).toBe(401);
     expect(afterLogout.text).not.toContain(other.token);
-    await t.call('GET', '/auth/sessions', { token });
+    // The reuse of a spent refresh token above ended that whole session.
+    const ended = await t.call('GET', '/auth/sessions', { token });
+    expect(ended.status).toBe(401);
+    expect(ended.text).not.toContain(token);
 
     const log = t.logs.join('');
     expect(log.length).toBeGreaterThan(1000); // requests were logged at all

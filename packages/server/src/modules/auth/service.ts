@@ -49,11 +49,13 @@ async function writeForUser<T>(
   database: Database, userId: number, requestId: string, organizationId: string | null,
   change: (trx: Transaction<DB>, effects: Effects) => Promise<T>,
 ): Promise<T> {
-  const orgId = organizationId ?? (await membershipOf(database.db, userId))?.organizationId;
+  const orgId = organizationId ?? (await firstOrganizationOf(database.db, userId));
   const actor = { type: 'user' as const, id: userId };
   if (orgId) return write(database, { actor, organizationId: orgId, projectId: null, requestId }, change);
   return database.db.transaction().execute((trx) => change(trx, { now: nowIso(), audit: () => {}, emit: () => {} }));
 }
+
+const firstOrganizationOf = async (db: Executor, userId: number) => (await membershipOf(db, userId))?.organizationId ?? null;
 
 // ---- login throttle ---------------------------------------------------------------------------
 
@@ -134,11 +136,13 @@ export async function login(
   await database.db.deleteFrom('login_throttle').where('key', '=', keys[0]!.key).execute();
 
   const expiresAt = new Date(now.getTime() + settings.sessionTtlSeconds * 1000).toISOString();
-  const { sessionId, refreshToken } = await writeForUser(database, user.id, client.requestId, null, async (trx, effects) => {
+  // The session is opened for the user's first organization: its admins may see and end it, and it is audited there.
+  const organizationId = await firstOrganizationOf(database.db, user.id);
+  const { sessionId, refreshToken } = await writeForUser(database, user.id, client.requestId, organizationId, async (trx, effects) => {
     const session = await trx
       .insertInto('sessions')
       .values({
-        user_id: user.id, scopes: encodeJson([...new Set(scopes)]), ip: client.ip, user_agent: client.userAgent?.slice(0, 512) ?? null,
+        user_id: user.id, organization_id: organizationId, scopes: encodeJson([...new Set(scopes)]), ip: client.ip, user_agent: client.userAgent?.slice(0, 512) ?? null,
         created_at: effects.now, expires_at: expiresAt, last_used_at: effects.now,
       })
       .returning('id')
@@ -168,14 +172,14 @@ export async function refresh(deps: AuthDeps, refreshToken: string, client: Clie
     ? await database.db
         .selectFrom('refresh_tokens')
         .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
-        .select(['refresh_tokens.spent_at', 'sessions.id', 'sessions.user_id', 'sessions.expires_at', 'sessions.revoked_at'])
+        .select(['refresh_tokens.spent_at', 'sessions.id', 'sessions.user_id', 'sessions.organization_id', 'sessions.expires_at', 'sessions.revoked_at'])
         .where('refresh_tokens.token_hash', '=', sha256Hex(refreshToken))
         .executeTakeFirst()
     : undefined;
   const ended = unauthenticated('The refresh token is invalid, spent or its session has ended');
   if (!row || row.revoked_at !== null || row.expires_at <= nowIso()) throw ended;
 
-  const rotated = await writeForUser(database, row.user_id, client.requestId, null, async (trx, effects) => {
+  const rotated = await writeForUser(database, row.user_id, client.requestId, row.organization_id, async (trx, effects) => {
     const spent = await trx
       .updateTable('refresh_tokens')
       .set({ spent_at: effects.now })
@@ -206,16 +210,26 @@ export interface SessionView {
   current: boolean;
 }
 
-/** Sessions the principal may see and revoke: their own, or with sessions.manage, every member's. */
+/**
+ * Sessions the principal may see and revoke. A session belongs to its person: their own, and with
+ * sessions.manage, those members opened for the acting organization (never a session a member of
+ * several organizations opened for another one).
+ */
 async function visibleSessions(db: Executor, principal: Principal) {
   let query = db
     .selectFrom('sessions')
     .selectAll('sessions')
     .where('sessions.revoked_at', 'is', null)
     .where('sessions.expires_at', '>', nowIso());
-  if (principal.organizationId && principal.role && roleGrants(principal.role, 'sessions.manage')) {
-    const members = await memberUserIds(db, principal.organizationId);
-    query = query.where('sessions.user_id', 'in', [principal.userId!, ...members]);
+  const organizationId = principal.organizationId;
+  if (organizationId && principal.role && roleGrants(principal.role, 'sessions.manage')) {
+    const members = await memberUserIds(db, organizationId);
+    query = query.where((eb) =>
+      eb.or([
+        eb('sessions.user_id', '=', principal.userId!),
+        eb.and([eb('sessions.organization_id', '=', organizationId), eb('sessions.user_id', 'in', members.length ? members : [-1])]),
+      ]),
+    );
   } else {
     query = query.where('sessions.user_id', '=', principal.userId!);
   }
@@ -234,7 +248,8 @@ export async function revokeSession(
 ): Promise<{ id: number; revoked_at: string }> {
   const found = await (await visibleSessions(deps.database.db, principal)).where('sessions.id', '=', sessionId).executeTakeFirst();
   if (!found) throw notFound('Session');
-  return writeForUser(deps.database, principal.userId!, requestId, principal.organizationId, async (trx, effects) => {
+  // Audited where the session was opened, whoever ends it (the person, or an admin of that organization).
+  return writeForUser(deps.database, principal.userId!, requestId, found.organization_id ?? principal.organizationId, async (trx, effects) => {
     await revoke(trx, sessionId, reason, effects.now);
     effects.audit(reason === 'logout' ? 'auth.logout' : 'session.revoke', { type: 'session', id: sessionId });
     return { id: sessionId, revoked_at: effects.now };

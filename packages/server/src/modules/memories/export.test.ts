@@ -99,4 +99,23 @@ forEachDialect('GET /memory/export', (dialect) => {
     expectError(await t.call('GET', '/memory/export', { key: writer.key, endUser: null }), 403, 'forbidden');
     expectError(await t.call('GET', '/memory/export', { endUser: 'exp@example.com' }), 400, 'validation_error', 'X-End-User-ID');
   });
+
+  // Last: it adds tenant memories, which the whole-project export above must not count.
+  it('keeps to the tenant: an end user is one end user of one tenant, and a tenant-bound key exports only its tenant', async () => {
+    const turn = (tenant: string, user: string, text: string) =>
+      t.call('POST', '/v1/memory/add_turn', { endUser: null, headers: { 'X-Tenant-ID': tenant }, body: { tenant_id: tenant, user_id: user, text, speaker: 'u' } });
+    const inAcme = await turn('acme', 'exp-b', 'exp-b said this in acme');
+    expect(inAcme.status, inAcme.text).toBe(201);
+    expect((await turn('globex', 'exp-b', 'exp-b said this in globex')).status).toBe(201);
+
+    // No tenant named: exp-b's memories of no tenant only, as a read of them would answer.
+    expect((await exported({ endUser: 'exp-b' })).memories).toEqual(expectedFor('exp-b'));
+    const bound = await t.newKey({ endUserId: 'exp-b', scopes: ['memories:read'] });
+    expect((await exported({ key: bound.key })).memories).toEqual(expectedFor('exp-b'));
+
+    const acmeKey = await t.newKey({ tenantId: 'acme', scopes: ['memories:read'] });
+    expect((await exported({ key: acmeKey.key })).memories.map((m) => m.id)).toEqual([inAcme.body.id]);
+    expect((await exported({ key: acmeKey.key, endUser: 'exp-b' })).memories.map((m) => m.id)).toEqual([inAcme.body.id]);
+    expect((await exported({ endUser: 'exp-b', headers: { 'X-Tenant-ID': 'acme' } })).memories.map((m) => m.id)).toEqual([inAcme.body.id]);
+  });
 });

@@ -75,7 +75,7 @@ export async function memoryHistory(db: Executor, owner: Owner, id: number) {
 
 
 /**
- * Streams the live memories of a project (optionally one tenant or end user) in id order,
+ * Streams the live memories of a project (optionally one tenant, '' being no tenant, or end user) in id order,
  * a page at a time, so memory use stays flat however many there are.
  */
 export async function* exportMemories(
@@ -91,7 +91,7 @@ export async function* exportMemories(
         .where('project_id', '=', filter.projectId)
         .where('deleted_at', 'is', null)
         .where('id', '>', after)
-        .$if(Boolean(filter.tenantId), (qb) => qb.where('tenant_id', '=', filter.tenantId!))
+        .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
         .$if(Boolean(filter.endUserId), (qb) => qb.where('end_user_id', '=', filter.endUserId!))
         .orderBy('id')
         .limit(limit)
@@ -232,7 +232,7 @@ export async function memoriesByIds(
 }
 
 
-/** A page of live memories of a project, filtered by tenant, end user and session, newest first. */
+/** A page of live /v1 memories (those of a tenant) of a project, filtered by tenant, end user and session, newest first. */
 export async function listMemories(
   db: Executor,
   filter: { projectId: string; tenantId?: string | null; endUserId?: string | null; sessionId?: string | null },
@@ -243,6 +243,7 @@ export async function listMemories(
     .selectAll()
     .where('project_id', '=', filter.projectId)
     .where('deleted_at', 'is', null)
+    .where('tenant_id', '!=', '')
     .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
     .$if(filter.endUserId != null, (qb) => qb.where('end_user_id', '=', filter.endUserId!))
     .$if(filter.sessionId != null, (qb) => qb.where('session_id', '=', filter.sessionId!))
@@ -251,8 +252,10 @@ export async function listMemories(
 }
 
 
-/** Counts for a status page: distinct tenants and users, and live memories. */
-export async function memoryCounts(db: Executor, projectId: string, tenantId: string | null) {
+/** Counts for a status page: distinct tenants and users, and live memories (of one tenant or end user when given). */
+export async function memoryCounts(
+  db: Executor, { projectId, tenantId, endUserId }: { projectId: string; tenantId: string | null; endUserId: string | null },
+) {
   const row = await db
     .selectFrom('memories')
     .select((eb) => [
@@ -263,6 +266,7 @@ export async function memoryCounts(db: Executor, projectId: string, tenantId: st
     .where('project_id', '=', projectId)
     .where('deleted_at', 'is', null)
     .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+    .$if(endUserId !== null, (qb) => qb.where('end_user_id', '=', endUserId!))
     .where('tenant_id', '!=', '')
     .executeTakeFirstOrThrow();
   return { tenants: Number(row.tenants), users: Number(row.users), memories: Number(row.memories) };

@@ -117,6 +117,25 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     expect(again.body).toEqual({ end_user_id: 'leaving-user', deleted: 0 });
   });
 
+  it('purges an end user with more memories than one erase batch (500): every row and history erased', async () => {
+    const endUser = 'prolific-user';
+    const count = 1_001;
+    for (let start = 0; start < count; start += 50) {
+      const items = Array.from({ length: Math.min(50, count - start) }, (_, i) => ({ text: `prolific secret ${start + i}`, metadata: { n: start + i } }));
+      expect((await t.call('POST', '/memory/bulk-add', { body: items, endUser })).status).toBe(200);
+    }
+    const res = await purge(endUser);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ end_user_id: endUser, deleted: count });
+    const rows = await t.database.db.selectFrom('memories').select(['text', 'metadata', 'deleted_at']).where('end_user_id', '=', endUser).execute();
+    expect(rows).toHaveLength(count);
+    expect(rows.filter((r) => r.text !== '' || r.deleted_at === null || JSON.stringify(decodeJson(r.metadata)) !== '{}')).toEqual([]);
+    const history = await t.database.db.selectFrom('memory_history').innerJoin('memories', 'memories.id', 'memory_history.memory_id')
+      .select(['memory_history.changes', 'memory_history.action']).where('memories.end_user_id', '=', endUser).execute();
+    expect(history.filter((h) => h.changes !== null)).toEqual([]);
+    expect(history.filter((h) => h.action === 'forget')).toHaveLength(count);
+  }, 60_000);
+
   it('refuses an e-mail-like or malformed end user id naming end_user_id, deleting nothing', async () => {
     await addMemory(t, 'Mail user memory', { endUser: 'mail-user' });
     for (const id of ['someone@example.com', 'bad\u0001id', 'x'.repeat(257)]) {

@@ -72,7 +72,7 @@ forEachDialect('GET /memory/{id}/history', (dialect) => {
     await t.call('DELETE', '/memory/forget', { body: { ids: [memory.id] } });
     expectError(await history(memory.id), 404, 'not_found');
     expectError(await history(memory.id + 1_000), 404, 'not_found');
-    expectError(await t.call('GET', '/memory/abc/history'), 400, 'validation_error', 'memory_id');
+    expectError(await t.call('GET', '/memory/abc/history'), 404, 'not_found');
     expectError(await t.call('GET', `/memory/${memory.id}/history`, { endUser: null }), 400, 'validation_error', 'X-End-User-ID');
   });
 });

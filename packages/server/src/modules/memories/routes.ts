@@ -2,8 +2,8 @@ import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerOf, scopeOf, writeContextOf } from '../../http/auth.js';
-import { notFound } from '../../core/errors.js';
-import { bodyAjv, validateEndUserId } from '../../core/validation.js';
+import { endUserWithin } from '../../core/binding.js';
+import { bodyAjv } from '../../core/validation.js';
 import { nowIso, type Database } from '../../store/database.js';
 import {
   AddMemoryBody, BatchUpdateBody, BatchUpdateResult, BulkAddBody, BulkAddResult, ForgetBody, HistoryResult, LIMITS,
@@ -77,7 +77,10 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database; erase
       tenant_id: scope.tenantId || null,
       end_user_id: scope.endUserId,
     };
-    const rows = memories.exportMemories(database.db, { projectId: scope.projectId, tenantId: scope.tenantId, endUserId: scope.endUserId });
+    // The scope of compose: an end user is one end user of one tenant ('' outside /v1); without one, the
+    // key's tenant or else every tenant of the project.
+    const tenantId = scope.endUserId ? scope.tenantId : scope.tenantId || null;
+    const rows = memories.exportMemories(database.db, { projectId: scope.projectId, tenantId, endUserId: scope.endUserId });
     async function* body() {
       yield `{"principal":${JSON.stringify(principal)},"generated_at":"${nowIso()}","memories":[`;
       let first = true;
@@ -124,8 +127,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database; erase
     },
   }, async (request) => {
     const scope = scopeOf(request);
-    const endUserId = validateEndUserId(request.params.end_user_id, 'end_user_id');
-    if (scope.key.endUserId && scope.key.endUserId !== endUserId) throw notFound('End user');
+    const endUserId = endUserWithin(scope.key, request.params.end_user_id, 'end_user_id')!;
     const deleted = await memories.purgeEndUser(database, writeContextOf(request), {
       projectId: scope.projectId, tenantId: scope.tenantId, endUserId,
     }, erase);

@@ -31,22 +31,8 @@ const dedupeHash = (text: string) =>
   sha256Hex(normalizeText(text) || text.normalize('NFKC').toLowerCase().replace(/\s+/gu, ' ').trim());
 
 
-/** NUL and unpaired surrogates: SQLite keeps them, PostgreSQL text and jsonb refuse them, so neither stores them. */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-
-function storable(value: unknown): boolean {
-  if (typeof value === 'string') return !UNSTORABLE.test(value);
-  if (Array.isArray(value)) return value.every(storable);
-  if (value !== null && typeof value === 'object') return Object.entries(value).every(([k, v]) => storable(k) && storable(v));
-  return true;
-}
-
-
+/** Rules beyond the schema (NUL and unpaired surrogates are refused for every request by http/input.ts). */
 function checkContent(input: { text?: string; metadata?: Record<string, unknown> }, prefix = ''): void {
-  for (const [field, value] of Object.entries(input)) {
-    if (!storable(value)) throw invalid(`${prefix}${field}`, `${field} must not contain NUL characters or unpaired surrogates`);
-  }
   if (input.text !== undefined && input.text.trim() === '') throw invalid(`${prefix}text`, 'text must not be blank');
   if (input.metadata !== undefined && Buffer.byteLength(encodeJson(input.metadata)) > LIMITS.metadataBytes) {
     throw invalid(`${prefix}metadata`, `metadata must serialise to at most ${LIMITS.metadataBytes} bytes`);
@@ -216,17 +202,19 @@ export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owne
     }
   });
   if (valid.length > 0) {
-    await write(database, ctx, async (trx, effects) => {
-      const outcomes = await insertMemories(database, trx, ctx, effects, owner, valid.map((v) => v.item), 'already_migrated');
-      outcomes.forEach((outcome, i) => {
-        const index = valid[i]!.index;
-        results[index] =
-          'created' in outcome
-            ? { index, status: 'created', memory: outcome.created }
-            : { index, status: 'skipped', reason: outcome.skipped.reason, memory_id: outcome.skipped.memory_id };
-      });
-      const created = outcomes.flatMap((o) => ('created' in o ? [o.created.id] : []));
+    // The outcomes are the write's result (not filled in from inside it), so a replayed write yields them too.
+    const outcomes = await write(database, ctx, async (trx, effects) => {
+      const stored = await insertMemories(database, trx, ctx, effects, owner, valid.map((v) => v.item), 'already_migrated');
+      const created = stored.flatMap((o) => ('created' in o ? [o.created.id] : []));
       effects.audit('memory.bulk_add', { type: 'memory', id: created.length ? created.join(',') : null });
+      return stored;
+    });
+    outcomes.forEach((outcome, i) => {
+      const index = valid[i]!.index;
+      results[index] =
+        'created' in outcome
+          ? { index, status: 'created', memory: outcome.created }
+          : { index, status: 'skipped', reason: outcome.skipped.reason, memory_id: outcome.skipped.memory_id };
     });
   }
   const count = (status: string) => results.filter((r) => r.status === status).length;
@@ -461,6 +449,8 @@ export async function insertTurn(
   owner: Owner,
   turn: TurnInput,
 ): Promise<{ memory: MemoryView; created: boolean }> {
+  // The same content rules as /memory/add: text not blank, metadata within its size limit.
+  checkContent({ text: turn.text, metadata: turn.metadata });
   const hash = turnHash(turn.sessionId, turn.speaker, turn.text);
   // Taken first even for a redelivery: on PostgreSQL its row lock is what makes the duplicate check race-free.
   const seq = await nextSeq(trx, owner, effects.now);

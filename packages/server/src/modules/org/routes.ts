@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { write } from '../../core/unit-of-work.js';
 import { controlContextOf, organizationOf, principalOf } from '../../http/auth.js';
-import { notFound } from '../../core/errors.js';
+import { AppError, notFound } from '../../core/errors.js';
 import { PageOf, PageQuery, paginate } from '../../core/paging.js';
 import type { Database } from '../../store/database.js';
 import type { RouteAccess } from '../../core/access.js';
@@ -98,15 +98,31 @@ export const orgRoutes: FastifyPluginAsyncTypebox<{ database: Database; routeAcc
 
   // ---- API keys ------------------------------------------------------------------------------
   const keyTags = ['api-keys'];
+  /** A replayed creation (stored answer, or a write recognised after a crash) never hands out the secret of a key no longer active. */
+  const secretStillValid = async (organizationId: string, keyId: number | undefined) => {
+    if (keyId !== undefined && (await getApiKey(database.db, organizationId, keyId)).status !== 'active') {
+      throw new AppError('conflict', 'The API key this request created has since been revoked or has expired; its secret is not shown again');
+    }
+  };
   app.post('/org/api-keys', {
-    config: bearer('keys:write', 'keys.manage'),
+    config: {
+      ...bearer('keys:write', 'keys.manage'),
+      replayCheck: async (request, body) => {
+        const stored = JSON.parse(body) as { id?: number; key?: string };
+        if (stored.key) await secretStillValid(organizationOf(request).organizationId, stored.id);
+      },
+    },
     schema: {
       tags: keyTags, summary: 'Create an API key',
-      description: 'The secret is in `key`, in this response only. scopes default to memories:read and memories:write and cannot exceed the scopes of the calling token.',
+      description: 'The secret is in `key`, in this response only. scopes default to memories:read and memories:write and cannot exceed the scopes of the calling token. Replaying the request (same Idempotency-Key) after the key was revoked or expired is 409: its secret is not shown again.',
       body: NewApiKeyBody, response: { 201: CreatedApiKey },
     },
-  }, async (request, reply) =>
-    reply.status(201).send(await issueApiKey(database, controlContextOf(request), principalOf(request), request.body)));
+  }, async (request, reply) => {
+    const ctx = controlContextOf(request);
+    const created = await issueApiKey(database, ctx, principalOf(request), request.body);
+    await secretStillValid(ctx.organizationId, created.id);
+    return reply.status(201).send(created);
+  });
 
   app.get('/org/api-keys', {
     config: bearer('keys:read', 'keys.read'),

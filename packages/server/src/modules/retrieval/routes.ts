@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerOf, scopeOf, writeContextOf } from '../../http/auth.js';
+import { withinBinding } from '../../core/binding.js';
 import { notFound } from '../../core/errors.js';
 import { enqueueJob, getJob, type JobHandlers } from '../../jobs/runner.js';
 import type { Database } from '../../store/database.js';
@@ -78,16 +79,23 @@ export const retrievalRoutes: FastifyPluginAsyncTypebox<{ database: Database; jo
       return jobId;
     });
     jobs.enqueued();
-    return reply.status(202).send((await getJob(database.db, id, scope.projectId))!);
+    const { payload: _payload, ...job } = (await getJob(database.db, id, scope.projectId))!;
+    return reply.status(202).send(job);
   });
 
   app.get('/memory/refresh/:job_id', {
     config: { auth: { scope: 'memories:read', endUser: 'none' } },
     schema: { tags, summary: 'Progress of a rebuild', params: Type.Object({ job_id: Type.Integer({ minimum: 1 }) }), response: { 200: JobResult } },
   }, async (request) => {
-    const job = await getJob(database.db, request.params.job_id, scopeOf(request).projectId, REFRESH_JOB);
-    if (!job) throw notFound('Job');
-    return job;
+    const scope = scopeOf(request);
+    const job = await getJob(database.db, request.params.job_id, scope.projectId, REFRESH_JOB);
+    // A refresh job belongs to the tenant and end user it was started for; a narrower key sees only its own.
+    const target = job?.payload as { tenantId: string; endUserId: string | null } | undefined;
+    if (!job || !target || !withinBinding(scope.key, { projectId: scope.projectId, tenantId: target.tenantId, endUserId: target.endUserId })) {
+      throw notFound('Job');
+    }
+    const { payload: _payload, ...view } = job;
+    return view;
   });
 
   const FeedbackParams = Type.Object({ memory_id: MemoryId });

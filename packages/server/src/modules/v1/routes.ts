@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { scopeOf, writeContextOf } from '../../http/auth.js';
-import { validateEndUserId } from '../../core/validation.js';
+import { endUserWithin } from '../../core/binding.js';
 import { invalid, notFound } from '../../core/errors.js';
 import type { Database } from '../../store/database.js';
 import { listMemories, memoryCounts, type Owner } from '../memories/index.js';
@@ -42,7 +42,8 @@ function tenantOf(request: FastifyRequest, bodyTenant: string | undefined, requi
 
 function ownerFor(request: FastifyRequest, body: { tenant_id: string; user_id: string }): Owner {
   const tenantId = tenantOf(request, body.tenant_id)!;
-  return { projectId: scopeOf(request).projectId, tenantId, endUserId: validateEndUserId(body.user_id, 'user_id') };
+  const scope = scopeOf(request);
+  return { projectId: scope.projectId, tenantId, endUserId: endUserWithin(scope.key, body.user_id, 'user_id')! };
 }
 
 export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { database, retrieval, monthlyTurnAllowance }) => {
@@ -104,11 +105,12 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
     config: read,
     schema: { tags, summary: 'Health and counts', response: { 200: StatusResult } },
   }, async (request) => {
-    const { projectId, organizationId } = scopeOf(request);
+    const { projectId, organizationId, key } = scopeOf(request);
     const tenantId = tenantOf(request, undefined, false);
     const period = monthOf(new Date());
     const [counts, used] = await Promise.all([
-      memoryCounts(database.db, projectId, tenantId),
+      // A key bound to an end user counts only that end user's memories; the quota is the tenant's.
+      memoryCounts(database.db, { projectId, tenantId, endUserId: key.endUserId }),
       turnsUsed(database.db, projectId, tenantId, period),
     ]);
     const allowance = await monthlyTurnAllowance(organizationId);
@@ -130,11 +132,13 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
     config: read,
     schema: { tags, summary: 'List stored memories', querystring: ListQuery, response: { 200: ListResult } },
   }, async (request) => {
-    const { offset, limit, user_id: userId, session_id: sessionId } = request.query;
+    const { offset, limit, session_id: sessionId } = request.query;
+    const scope = scopeOf(request);
     const tenantId = tenantOf(request, request.query.tenant_id, false);
+    const endUserId = endUserWithin(scope.key, request.query.user_id, 'user_id');
     const page = await listMemories(
       database.db,
-      { projectId: scopeOf(request).projectId, tenantId, endUserId: userId ?? null, sessionId: sessionId ?? null },
+      { projectId: scope.projectId, tenantId, endUserId, sessionId: sessionId ?? null },
       { offset, limit },
     );
     return {

@@ -85,6 +85,10 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
       [{ user_id: user, text: 'x', speaker: 'a', metadata: { session_id: 5 } }, 'metadata/session_id'],
       [{ user_id: user, text: 'x', speaker: 'a', metadata: 'none' }, 'metadata'],
       [{ user_id: user, text: 'x', speaker: 'a', extra: true }, 'extra'],
+      // The limits of /memory/add hold on this plane too.
+      [{ user_id: user, text: '   \n ', speaker: 'a' }, 'text'],
+      [{ user_id: user, text: 'x', speaker: 'a', metadata: { big: 'x'.repeat(17_000) } }, 'metadata'],
+      [{ user_id: user, text: 'x', speaker: 'a', metadata: { big: 'x'.repeat(900_000) } }, 'metadata'],
     ];
     for (const [body, field] of cases) expectError(await turns.add('acme', body), 400, 'validation_error', field);
     expect(await countRows(t, 'memories')).toBe(before);
@@ -161,15 +165,18 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     await created(turns.add(tenant, { user_id: 'u1', text: 'one', speaker: 's' }));
     await created(turns.add(tenant, { user_id: 'u1', text: 'two', speaker: 's' }));
     await created(turns.add(tenant, { user_id: 'u2', text: 'three', speaker: 's' }));
+    const sent = Date.now();
     const res = await v1(t, 'GET', '/v1/memory/status', { tenant });
+    const answered = Date.now();
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({
       status: 'ok', database: 'ok', tenant_id: tenant,
       counts: { tenants: 1, users: 2, memories: 3, turns_this_period: 3 },
       quota: { monthly_turns: 100_000, used: 3, remaining: 99_997, period_start: expect.any(String), period_end: expect.any(String) },
     });
-    expect(Date.parse(res.body.quota.period_start)).toBeLessThanOrEqual(Date.now());
-    expect(Date.parse(res.body.quota.period_end)).toBeGreaterThan(Date.now());
+    // The server's month at the moment it answered, whichever side of a month boundary that was.
+    expect(Date.parse(res.body.quota.period_start)).toBeLessThanOrEqual(answered);
+    expect(Date.parse(res.body.quota.period_end)).toBeGreaterThan(sent);
 
     const all = await v1(t, 'GET', '/v1/memory/status');
     expect(all.status).toBe(200);
