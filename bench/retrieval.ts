@@ -14,6 +14,7 @@ import { readdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jsonClient } from './lib/http.js';
+import { ingestConversation } from './lib/ingest.js';
 import { percentile } from './lib/load.js';
 import { baselineSearch, loadConversation, pooled, recallOf, type Conversation, type Recall } from './lib/locomo.js';
 import { startServer, type BenchServer } from './lib/server.js';
@@ -51,18 +52,10 @@ async function run(server: BenchServer) {
   const idMaps = await Promise.all(
     convs.map(async (conv, c) => {
       const userId = `conversation-${c + 1}-${conv.name.replace(/\.json$/, '')}`;
-      const diaOf = new Map<number, string>();
-      for (const d of conv.docs) {
-        const s = performance.now();
-        const res = await post('/v1/memory/add_turn', {
-          tenant_id: TENANT, user_id: userId, source: 'locomo', text: d.text, speaker: d.speaker,
-          metadata: { session_id: d.sessionId, timestamp: new Date(d.createdAt).toISOString() },
-        });
-        addLatencies.push(performance.now() - s);
-        if (res.status === 'duplicate') duplicates++;
-        diaOf.set(res.id as number, conv.diaOf.get(d.id)!);
-      }
-      return { userId, diaOf };
+      const ingested = await ingestConversation(post, conv, TENANT, userId);
+      addLatencies.push(...ingested.latencies);
+      duplicates += ingested.duplicates;
+      return { userId, diaOf: ingested.diaOf };
     }),
   );
   const ingestSeconds = (performance.now() - t0) / 1000;

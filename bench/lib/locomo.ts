@@ -15,6 +15,8 @@ export interface Turn {
 }
 export interface Qa {
   question: string;
+  /** The gold answer (scoring only; never sent). */
+  answer?: string | number;
   category: number;
   evidence: string[];
 }

@@ -14,6 +14,8 @@ export interface BenchServer {
   url: string;
   key: string;
   dialect: 'sqlite' | 'postgres';
+  /** ENGRAM_DATABASE_URL for other processes on the same database ('' with the data directory, for SQLite). */
+  databaseUrl: string;
   process: ChildProcess;
   stop(): Promise<void>;
 }
@@ -75,6 +77,7 @@ export async function startServer(
     url,
     key: BENCH_KEY,
     dialect: pgdb ? 'postgres' : 'sqlite',
+    databaseUrl: pgdb?.url ?? '',
     process: child,
     stop: async () => {
       child.kill('SIGTERM');

@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    testTimeout: 30_000,
+    // Process-level tests (test/) start real servers and workers; on 2 busy cores that takes tens of seconds.
+    testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // s3rver (the local S3 the tests start) encrypts ListObjectsV2 continuation tokens with DES,

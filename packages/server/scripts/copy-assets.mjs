@@ -1,3 +1,6 @@
-// tsc copies no SQL: mirror the migration files next to the compiled code.
-import { cpSync } from 'node:fs';
-cpSync(new URL('../src/store/migrations', import.meta.url), new URL('../dist/store/migrations', import.meta.url), { recursive: true });
+// tsc copies only what it compiles: mirror the data files the code reads at run time (SQL
+// migrations, the common-password list) next to the compiled code.
+import { cpSync, statSync } from 'node:fs';
+const src = new URL('../src', import.meta.url);
+const dist = new URL('../dist', import.meta.url);
+cpSync(src, dist, { recursive: true, filter: (path) => statSync(path).isDirectory() || /\.(sql|txt)$/.test(path) });

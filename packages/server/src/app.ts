@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Services } from './services.js';
 import { authentication } from './http/auth.js';
@@ -8,12 +8,15 @@ import { capConnectionsPerClient, clientErrors } from './http/connections.js';
 import { idempotency } from './http/idempotency.js';
 import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
+import { metrics } from './http/metrics.js';
 import { validatorCompiler } from './http/validation.js';
 import { checkJsonInput, INPUT_LIMITS } from './http/input.js';
 import { invalid } from './core/errors.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { memoryRoutes } from './modules/memories/routes.js';
 import { retrievalRoutes } from './modules/retrieval/routes.js';
+import { synthesisRoutes } from './modules/synthesis/routes.js';
+import { intelligenceRoutes } from './modules/intelligence/routes.js';
 import { v1Routes } from './modules/v1/routes.js';
 import type { RouteAccess } from './core/access.js';
 import { authRoutes, recordRouteAccess } from './modules/auth/routes.js';
@@ -22,7 +25,9 @@ import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { connectorRoutes } from './modules/connectors/routes.js';
+import { webhookRoutes } from './modules/webhooks/routes.js';
 import { exportRoutes } from './modules/exports/routes.js';
+import { peopleRoutes } from './modules/people/routes.js';
 
 export const VERSION = '0.1.0';
 
@@ -70,6 +75,8 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
       return typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : nextRequestId();
     },
     ajv: { customOptions: { removeAdditional: false } },
+    // Fastify's own logging writes two lines per request; the onResponse hook below writes one.
+    logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   capConnectionsPerClient(app.server, config.http.maxConnectionsPerClient, nextRequestId);
@@ -95,9 +102,14 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-ID', request.id);
   });
+  // One line per request, once it is answered (no headers: credentials never reach the log).
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({ method: request.method, url: request.url, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+  });
 
   await app.register(errorHandling);
   await app.register(openapi, { version: VERSION });
+  await app.register(metrics, { database, indexCache: () => services.retrieval.cache.stats(), token: config.metricsToken });
   await app.register(rateLimits, { rateLimit: config.rateLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
   // Every route's auth declaration, for the catalogue and the key test.
   const access: RouteAccess[] = [];
@@ -110,6 +122,8 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(ingestRoutes, { services });
   await app.register(connectorRoutes, { services });
   await app.register(retrievalRoutes, { database, jobs: services.jobs, engine: services.retrieval });
+  await app.register(synthesisRoutes, { database, retrieval: services.retrieval.retrieval, llm: services.llm });
+  await app.register(intelligenceRoutes, { database, jobs: services.jobs, intelligence: services.intelligence });
   await app.register(v1Routes, { database, retrieval: services.retrieval.retrieval, monthlyTurnAllowance: services.monthlyTurnAllowance });
   await app.register(authRoutes, {
     database, tokens, settings: config.auth, loginRateLimit: config.rateLimit.loginMax, routeAccess,
@@ -117,6 +131,8 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(orgRoutes, { database, routeAccess });
   await app.register(auditRoutes, { database });
   await app.register(billing, { database });
+  await app.register(webhookRoutes, { database, settings: services.webhooks });
   await app.register(exportRoutes, { database, blobs: services.blobs, jobs: services.jobs, ttlSeconds: config.exports.ttlSeconds });
+  await app.register(peopleRoutes, { database, mailer: services.mailer, publicUrl: config.publicUrl, publicRateLimit: config.rateLimit.loginMax });
   return app;
 }

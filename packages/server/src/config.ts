@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { LlmSettings } from './engine/llm/index.js';
 
 /** S3-compatible object storage for blobs: ENGRAM_BLOB_URL=s3://bucket/prefix plus endpoint, region and keys. */
 export interface S3BlobConfig {
@@ -45,6 +46,18 @@ export interface Config {
   upload: { maxBytes: number; backgroundFromBytes: number };
   /** The SSRF guard's allow-list (core/outbound.ts): hosts, addresses or CIDR ranges that may be reached though not public. */
   outbound: { allow: string[] };
+  /** An OpenAI-compatible chat-completions endpoint; null: built-in methods only. */
+  llm: LlmSettings;
+  /** End users whose derived intelligence views (graph, decisions, clusters) one process keeps. */
+  intelligence: { cacheOwners: number };
+  webhooks: {
+    /** ENGRAM_WEBHOOK_ALLOW_HOSTS: hosts, addresses or CIDR ranges receivers may use although not public (SSRF exceptions). */
+    allowHosts: string[];
+    /** ENGRAM_WEBHOOK_ALLOW_HTTP: accept plain-http receiver URLs (default: https only). */
+    allowHttp: boolean;
+    /** One attempt's deadline: a 2xx within this is success. */
+    timeoutMs: number;
+  };
   /** Where artifacts (exports) are kept: the database (default) or S3-compatible storage. */
   blobs: BlobConfig;
   /** How long export artifacts are kept (seconds). */
@@ -57,6 +70,12 @@ export interface Config {
   redisUrl?: string;
   redisPrefix: string;
   rateLimit: { max: number; windowSeconds: number; loginMax: number };
+  /** Base of the links Engram hands out (invitations, password resets): ENGRAM_PUBLIC_URL. */
+  publicUrl: string;
+  /** ENGRAM_SMTP_URL: invitations and reset links are mailed too when set. */
+  mail: { url?: string; from: string };
+  /** ENGRAM_METRICS_TOKEN: GET /metrics answers only with it (Bearer); without it the route is off (404). */
+  metricsToken?: string;
   auth: {
     accessTokenTtlSeconds: number;
     sessionTtlSeconds: number;
@@ -117,10 +136,12 @@ export function loadConfig(env: Env = process.env): Config {
     httpProcesses = integer(env, 'ENGRAM_WORKERS', 1, 1, 64);
     warnings.push('ENGRAM_WORKERS is deprecated and will be removed in the next release; use ENGRAM_HTTP_PROCESSES');
   }
+  const host = env.ENGRAM_HOST || '127.0.0.1';
+  const port = integer(env, 'ENGRAM_PORT', 8080, 0, 65535);
   return {
     dataDir,
-    host: env.ENGRAM_HOST || '127.0.0.1',
-    port: integer(env, 'ENGRAM_PORT', 8080, 0, 65535),
+    host,
+    port,
     database,
     httpProcesses,
     runJobs: boolean(env, 'ENGRAM_RUN_JOBS', true),
@@ -144,6 +165,13 @@ export function loadConfig(env: Env = process.env): Config {
       maxBytes: integer(env, 'ENGRAM_UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       backgroundFromBytes: integer(env, 'ENGRAM_UPLOAD_BACKGROUND_BYTES', 1024 * 1024, 0, 1024 * 1024 * 1024),
     },
+    llm: llmConfig(env),
+    intelligence: { cacheOwners: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_USERS', 1000, 1, 10_000_000) },
+    webhooks: {
+      allowHosts: (env.ENGRAM_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+      allowHttp: boolean(env, 'ENGRAM_WEBHOOK_ALLOW_HTTP', false),
+      timeoutMs: integer(env, 'ENGRAM_WEBHOOK_TIMEOUT_SECONDS', 15, 1, 60) * 1000,
+    },
     blobs: blobConfig(env),
     exports: { ttlSeconds: integer(env, 'ENGRAM_EXPORT_TTL', 7 * 86_400, 60, 365 * 86_400) },
     secretKey: secretKey(env),
@@ -155,6 +183,9 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: integer(env, 'ENGRAM_RATE_LIMIT_WINDOW', 60, 1, 86_400),
       loginMax: integer(env, 'ENGRAM_RATE_LIMIT_LOGIN_MAX', 20, 1, 10_000_000),
     },
+    publicUrl: httpUrl(env, 'ENGRAM_PUBLIC_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    mail: { url: smtpUrl(env), from: env.ENGRAM_SMTP_FROM || 'Engram <engram@localhost>' },
+    metricsToken: metricsToken(env),
     auth: {
       accessTokenTtlSeconds: integer(env, 'ENGRAM_ACCESS_TOKEN_TTL', 900, 30, 86_400),
       sessionTtlSeconds: integer(env, 'ENGRAM_SESSION_TTL', 30 * 86_400, 300, 365 * 86_400),
@@ -177,6 +208,23 @@ function embedderConfig(env: Env): Config['retrieval']['embedder'] {
     model: env.ENGRAM_EMBEDDER_MODEL || 'text-embedding-3-small',
     ...(env.ENGRAM_EMBEDDER_API_KEY ? { apiKey: env.ENGRAM_EMBEDDER_API_KEY } : {}),
     ...(env.ENGRAM_EMBEDDER_DIMENSIONS ? { dimensions: integer(env, 'ENGRAM_EMBEDDER_DIMENSIONS', 0, 1, 16_384) } : {}),
+  };
+}
+
+function llmConfig(env: Env): LlmSettings {
+  const baseUrl = env.ENGRAM_LLM_BASE_URL || undefined;
+  const model = env.ENGRAM_LLM_MODEL || undefined;
+  if (baseUrl === undefined && model === undefined) return null;
+  if (model === undefined) throw new ConfigError('ENGRAM_LLM_MODEL is required when ENGRAM_LLM_BASE_URL is set');
+  const url = baseUrl ?? 'https://api.openai.com/v1';
+  if (!/^https?:\/\//.test(url)) throw new ConfigError('ENGRAM_LLM_BASE_URL must be an http(s) URL');
+  return {
+    kind: 'openai',
+    baseUrl: url,
+    model,
+    ...(env.ENGRAM_LLM_API_KEY ? { apiKey: env.ENGRAM_LLM_API_KEY } : {}),
+    timeoutMs: integer(env, 'ENGRAM_LLM_TIMEOUT', 60, 1, 3_600) * 1000,
+    maxRetries: integer(env, 'ENGRAM_LLM_MAX_RETRIES', 2, 0, 10),
   };
 }
 
@@ -206,5 +254,23 @@ function blobConfig(env: Env): BlobConfig {
 function secretKey(env: Env): string | undefined {
   const value = env.ENGRAM_SECRET_KEY || undefined;
   if (value !== undefined && value.length < 32) throw new ConfigError('ENGRAM_SECRET_KEY must be at least 32 characters');
+  return value;
+}
+
+function httpUrl(env: Env, name: string): string | undefined {
+  const value = env[name] || undefined;
+  if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value)) throw new ConfigError(`${name} must be an http(s) URL`);
+  return value;
+}
+
+function smtpUrl(env: Env): string | undefined {
+  const value = env.ENGRAM_SMTP_URL || undefined;
+  if (value !== undefined && !/^smtps?:\/\/[^\s]+$/.test(value)) throw new ConfigError('ENGRAM_SMTP_URL must be an smtp:// or smtps:// URL');
+  return value;
+}
+
+function metricsToken(env: Env): string | undefined {
+  const value = env.ENGRAM_METRICS_TOKEN || undefined;
+  if (value !== undefined && !/^[\x21-\x7e]{16,256}$/.test(value)) throw new ConfigError('ENGRAM_METRICS_TOKEN must be 16 to 256 printable ASCII characters');
   return value;
 }

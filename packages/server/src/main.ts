@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster';
+import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { buildApp, VERSION } from './app.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
@@ -7,11 +8,16 @@ import { loadSecretKey } from './core/secret.js';
 import { AppError } from './core/errors.js';
 import { verifyAuditChains } from './modules/audit/index.js';
 import { setPlan } from './modules/billing/index.js';
-import { bootstrap, type BootstrapResult } from './modules/org/index.js';
+import { bootstrap, createKeyAsOperator, listUsers, revokeKeyAsOperator, type BootstrapResult } from './modules/org/index.js';
+import { lastSignIns } from './modules/auth/index.js';
+import { createUserAsOperator, resetPasswordAsOperator } from './modules/people/index.js';
+import { outboxBacklog } from './core/events.js';
+import { jobCounts } from './jobs/runner.js';
+import { listen } from './modules/webhooks/index.js';
 import { buildServices } from './services.js';
 import { CliError, exportCommand, importCommand } from './cli/transfer.js';
 import { openDatabase, type Database } from './store/database.js';
-import { migrate } from './store/migrate.js';
+import { migrate, migrationStatus } from './store/migrate.js';
 import { startBackground, type Background } from './worker.js';
 
 const USAGE = `engram ${VERSION}: memory service for AI applications
@@ -28,11 +34,26 @@ Commands:
             walk each organization's audit hash chain; name the first broken row (exit 1)
   org set-plan <organization_id> <plan>
             set an organization's billing plan (self_hosted, free, starter, pro, enterprise)
+  webhooks listen --port N [--secret whsec_...]
+            a local webhook receiver on 127.0.0.1:N that prints deliveries and verifies their
+            signatures (answers 401 to a bad one), for debugging an integration
   export [--format jsonl|json|csv] [--gzip] [--end-user ID] [--tenant ID] [--include history,feedback] [-o FILE]
             export a project from a running server and download it (checks its SHA-256)
   import FILE [--format auto|engram|mem0]
             import an Engram or Mem0 export file into a project of a running server
             (both: --url/ENGRAM_URL, --token/ENGRAM_TOKEN (bearer), --project/ENGRAM_PROJECT_ID)
+  user create <email> [--org <organization_id>] [--role <role>]
+            create an account (a member of the organization when given, role default member);
+            prints its generated password once
+  user reset-password <email>
+            set a new generated password (printed once) and end every session of the account
+  user list list accounts with their organizations, roles and last sign-in
+  key create --project <project_id> [--scopes a,b] [--name <name>]
+            create an API key locked to the project; prints the secret once
+  key revoke <key_id>
+            revoke an API key
+  status    database, migrations, jobs queued and failed, outbox backlog (exit 1 when the
+            database does not answer)
 
 Configuration comes from ENGRAM_* environment variables; see the README.`;
 
@@ -162,6 +183,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(VERSION + '\n');
     return;
   }
+  if (command === 'webhooks') return webhooksCommand(argv.slice(1));
   if (command === 'export') return exportCommand(argv.slice(1));
   if (command === 'import') return importCommand(argv.slice(1));
   const config = loadConfig();
@@ -201,9 +223,129 @@ async function main(argv: string[]): Promise<void> {
         await setPlan(database, argv[2]!, argv[3]!);
         process.stdout.write(`${argv[2]}: plan set to ${argv[3]}\n`);
       });
+    case 'user':
+      return userCommand(config, argv.slice(1));
+    case 'key':
+      return keyCommand(config, argv.slice(1));
+    case 'status':
+      return status(config);
     default:
       return usageError(`unknown command: ${command}`);
   }
+}
+
+/** Options and positionals of a subcommand; an unknown option is a usage error. */
+function options(args: string[], names: string[]): { values: Record<string, string | undefined>; positionals: string[] } | undefined {
+  try {
+    const parsed = parseArgs({ args, allowPositionals: true, options: Object.fromEntries(names.map((n) => [n, { type: 'string' as const }])) });
+    return { values: parsed.values as Record<string, string | undefined>, positionals: parsed.positionals };
+  } catch (error) {
+    usageError((error as Error).message);
+    return undefined;
+  }
+}
+
+/** Secrets go to stdout once, never through the logger. */
+async function userCommand(config: Config, args: string[]): Promise<void> {
+  const parsed = options(args.slice(1), ['org', 'role']);
+  if (!parsed) return;
+  const [email] = parsed.positionals;
+  switch (args[0]) {
+    case 'create':
+      if (!email) return usageError('usage: engram user create <email> [--org <organization_id>] [--role <role>]');
+      return withDatabase(config, async (database) => {
+        const created = await createUserAsOperator(database, { email, organizationId: parsed.values.org, role: parsed.values.role });
+        const where = parsed.values.org ? ` in ${parsed.values.org} as ${parsed.values.role ?? 'member'}` : '';
+        process.stdout.write(`created user ${created.userId} ${email.toLowerCase()}${where}\n  password: ${created.password}\nStore it now: it is not shown again.\n`);
+      });
+    case 'reset-password':
+      if (!email) return usageError('usage: engram user reset-password <email>');
+      return withDatabase(config, async (database) => {
+        const reset = await resetPasswordAsOperator(database, email);
+        process.stdout.write(`user ${reset.userId}: new password set, ${reset.sessionsEnded} session(s) ended\n  password: ${reset.password}\nStore it now: it is not shown again.\n`);
+      });
+    case 'list':
+      return withDatabase(config, async (database) => {
+        const users = await listUsers(database.db);
+        const signIns = await lastSignIns(database.db, users.map((u) => u.id));
+        for (const u of users) {
+          const orgs = u.memberships.map((m) => `${m.organizationId}:${m.role}`).join(',') || '-';
+          process.stdout.write(`${u.id}\t${u.email}\t${orgs}\tlast sign-in ${signIns.get(u.id) ?? 'never'}\n`);
+        }
+      });
+    default:
+      return usageError(`unknown user command: ${args[0] ?? '(none)'}`);
+  }
+}
+
+async function keyCommand(config: Config, args: string[]): Promise<void> {
+  const parsed = options(args.slice(1), ['project', 'scopes', 'name']);
+  if (!parsed) return;
+  switch (args[0]) {
+    case 'create': {
+      const { project, scopes, name } = parsed.values;
+      if (!project) return usageError('usage: engram key create --project <project_id> [--scopes a,b] [--name <name>]');
+      return withDatabase(config, async (database) => {
+        const key = await createKeyAsOperator(database, {
+          projectId: project, ...(scopes ? { scopes: scopes.split(',').map((s) => s.trim()).filter(Boolean) } : {}), ...(name ? { name } : {}),
+        });
+        process.stdout.write(`created API key ${key.id} for ${project} (${key.organizationId})\n  key: ${key.key}\nStore it now: it is not shown again.\n`);
+      });
+    }
+    case 'revoke': {
+      const id = Number(parsed.positionals[0]);
+      if (!Number.isInteger(id) || id < 1) return usageError('usage: engram key revoke <key_id>');
+      return withDatabase(config, async (database) => {
+        const outcome = await revokeKeyAsOperator(database, id);
+        process.stdout.write(`API key ${id}: ${outcome.replace('_', ' ')}\n`);
+        if (outcome === 'not_found') process.exitCode = 1;
+      });
+    }
+    default:
+      return usageError(`unknown key command: ${args[0] ?? '(none)'}`);
+  }
+}
+
+/** What an operator checks first: does the database answer, is it migrated, is background work keeping up. Applies nothing. */
+async function status(config: Config): Promise<void> {
+  const where = config.database.dialect === 'sqlite' ? `sqlite ${config.database.path}` : `postgres ${new URL(config.database.url).host}`;
+  let database: Database | undefined;
+  try {
+    try {
+      database = openDatabase(config.database);
+      await database.ping();
+    } catch (error) {
+      process.stdout.write(`database:   ${where}: not answering (${(error as Error).message})\n`);
+      process.exitCode = 1;
+      return;
+    }
+    const migrations = await migrationStatus(database);
+    process.stdout.write(`database:   ${where}: ok\n`);
+    process.stdout.write(`migrations: ${migrations.applied.length} applied, ${migrations.pending.length} pending${migrations.pending.length ? ` (${migrations.pending.join(', ')}; run engram migrate)` : ''}\n`);
+    if (migrations.applied.length === 0) return;
+    const jobs = await jobCounts(database.db);
+    process.stdout.write(`jobs:       ${jobs.queued} queued, ${jobs.running} running, ${jobs.failed} failed, ${jobs.succeeded} succeeded\n`);
+    const outbox = await outboxBacklog(database.db);
+    process.stdout.write(`outbox:     ${outbox.pending} pending${outbox.oldest ? ` (oldest ${outbox.oldest})` : ''}\n`);
+  } finally {
+    await database?.close();
+  }
+}
+
+/** `engram webhooks listen --port N [--secret whsec_…]`: needs no configuration or database. */
+async function webhooksCommand(args: string[]): Promise<void> {
+  const option = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const port = Number(option('--port'));
+  const secret = option('--secret');
+  if (args[0] !== 'listen' || !Number.isInteger(port) || port < 1 || port > 65535) {
+    return usageError('usage: engram webhooks listen --port N [--secret whsec_...]');
+  }
+  if (secret !== undefined && !secret.startsWith('whsec_')) return usageError('--secret must be a whsec_… signing secret');
+  await listen(port, secret, process.stdout);
+  process.stderr.write(`engram: listening for webhooks on http://127.0.0.1:${port}/ (${secret ? 'verifying signatures' : 'signatures not checked'})\n`);
 }
 
 function usageError(message: string): void {

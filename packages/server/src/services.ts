@@ -1,14 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.js';
 import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
-import { dispatchOutbox, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
+import { eraseMemoryEvents, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
+import { createLlm, type LlmProvider } from './engine/index.js';
+import { createMailer, type Mailer } from './core/mailer.js';
 import { JobHandlers } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
 import { TokenIssuer } from './modules/auth/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
+import { createIntelligence, eraseResolutions, RECLASSIFY_JOB, reclassifyJob, type Intelligence } from './modules/intelligence/index.js';
 import { EraseHooks } from './modules/memories/index.js';
 import { exportJob, EXPORT_JOB, IMPORT_JOB, importJob, purgeDeletedArtifacts, sweepExports, withdrawArtifactsHolding } from './modules/exports/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
+import { eraseSynthesisData } from './modules/synthesis/index.js';
+import { eraseMemoryDeliveries, fanOut, type WebhookSettings } from './modules/webhooks/index.js';
 import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
@@ -30,18 +35,26 @@ export interface Services {
   secretKey: Uint8Array;
   tokens: TokenIssuer;
   retrieval: RetrievalEngine;
+  /** The configured OpenAI-compatible chat model, or null: the built-in methods (engine/llm/). */
+  llm: LlmProvider | null;
+  /** Graph, clusters, decisions and reports, derived from the change feed and cached per end user. */
+  intelligence: Intelligence;
   /** Where artifacts and uploaded files live (the database or S3-compatible storage). */
   blobs: BlobStore;
   /** Background job kinds and their handlers (jobs/runner.ts runs them). */
   jobs: JobHandlers;
   /** What forgetting a memory must also erase, in the same transaction. */
   erase: EraseHooks;
-  /** Takers of outbox events (the webhook deliverer registers here). */
+  /** Takers of outbox events (webhooks fan them out into deliveries), run by the delivery loop (worker.ts). */
   outboxDispatchers: OutboxDispatcher[];
+  /** Webhook signing and receiver policy. */
+  webhooks: WebhookSettings;
   /** Periodic upkeep run by whichever process runs background work. */
   chores: Chore[];
   /** The event catalogue, for the webhook "list event types" operation. */
   eventTypes: typeof listEventTypes;
+  /** Outgoing mail when ENGRAM_SMTP_URL is set (invitations, password-reset links); null otherwise. */
+  mailer: Mailer | null;
   /** The /v1 per-tenant monthly turn allowance of an organization. */
   monthlyTurnAllowance(organizationId: string): Promise<number>;
 }
@@ -51,6 +64,7 @@ const MINUTE = 60_000;
 export function buildServices({ config, database, secretKey }: { config: ServiceConfig; database: Database; secretKey?: Uint8Array }): Services {
   const secret = secretKey ?? randomBytes(32);
   const retrieval = createRetrieval(database, config.retrieval);
+  const intelligence = createIntelligence(database, config.intelligence.cacheOwners);
 
   const blobs = openBlobStore(config.blobs, database);
 
@@ -64,22 +78,26 @@ export function buildServices({ config, database, secretKey }: { config: Service
   };
   const erase = new EraseHooks();
   erase.register(eraseDerivedData);
+  erase.register(eraseSynthesisData);
+  erase.register(eraseResolutions);
+  erase.register(eraseMemoryEvents);
+  erase.register(eraseMemoryDeliveries);
   erase.register(async (trx, ids) => {
     if (await withdrawArtifactsHolding(trx, ids)) purgeSoon();
   });
 
   const jobs = new JobHandlers();
   jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
+  jobs.register(RECLASSIFY_JOB, reclassifyJob(database, intelligence));
   jobs.register(EXPORT_JOB, exportJob(database, blobs));
   jobs.register(IMPORT_JOB, importJob(database, blobs));
   jobs.register(UPLOAD_JOB, uploadJobHandler({ database, blobs, erase }));
   const connectors = { database, jobs, secret, outbound: config.outbound, erase };
   jobs.register(SYNC_JOB, syncJobHandler(connectors));
 
-  const outboxDispatchers: OutboxDispatcher[] = [];
+  const outboxDispatchers: OutboxDispatcher[] = [fanOut];
   const chores: Chore[] = [
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
-    { name: 'outbox.dispatch', everyMs: 1000, run: () => dispatchOutbox(database, outboxDispatchers) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
     // Each due connection is claimed with a conditional update, so one process queues its sync.
@@ -87,8 +105,8 @@ export function buildServices({ config, database, secretKey }: { config: Service
   ];
 
   return {
-    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, blobs, jobs, erase,
-    outboxDispatchers, chores, eventTypes: listEventTypes,
+    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, llm: createLlm(config.llm), intelligence, blobs, jobs, erase,
+    outboxDispatchers, chores, eventTypes: listEventTypes, mailer: createMailer(config.mail), webhooks: { secretKey: secret, ...config.webhooks },
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
   };

@@ -1,6 +1,7 @@
 import type { BaseLogger } from 'pino';
 import { JobRunner } from './jobs/runner.js';
 import { Schedule } from './jobs/schedule.js';
+import { DeliveryLoop } from './modules/webhooks/index.js';
 import type { Services } from './services.js';
 
 export interface Background {
@@ -9,17 +10,20 @@ export interface Background {
 
 /**
  * Background work on the service graph, without HTTP: the job runner (leased rows, so any number
- * of processes may run it) and the periodic chores (outbox dispatch, purges). `engram worker`
+ * of processes may run it), the webhook delivery loop (outbox dispatch and leased deliveries) and
+ * the periodic chores (purges). `engram worker`
  * runs only this; `engram serve` runs it beside the HTTP server unless ENGRAM_RUN_JOBS=false.
  */
 export function startBackground(services: Services, log: Pick<BaseLogger, 'info' | 'warn' | 'error'>): Background {
   const runner = new JobRunner(services.database, services.jobs, log);
   const schedule = new Schedule(services.chores, log);
+  const deliveries = new DeliveryLoop(services.database, services.webhooks, services.outboxDispatchers, log);
   runner.start();
   schedule.start();
+  deliveries.start();
   return {
     stop: async () => {
-      await Promise.all([runner.stop(), schedule.stop()]);
+      await Promise.all([runner.stop(), schedule.stop(), deliveries.stop()]);
     },
   };
 }

@@ -8,7 +8,7 @@ import { startFakeEmbedder, type FakeEmbedder } from '../src/testing/retrieval.j
 /** `engram worker`: background jobs in a process of their own, with no HTTP server. */
 
 const POLL_MS = 50;
-const DEADLINE_MS = 60_000;
+const DEADLINE_MS = 50_000;
 
 async function until<T>(read: () => Promise<T | undefined>, what: string): Promise<T> {
   for (const started = Date.now(); Date.now() - started < DEADLINE_MS; await new Promise((r) => setTimeout(r, POLL_MS))) {

@@ -16,6 +16,9 @@ export const SCOPES = {
   'sessions:write': 'Revoke sign-in sessions',
   'organizations:read': 'List the organizations the caller belongs to',
   'organizations:write': 'Create organizations',
+  'members:read': 'List the members of the organization',
+  'members:write': 'Invite, change and remove members; issue password-reset links',
+  'account:write': "Change the caller's own password",
   'webhooks:read': 'Read webhook endpoints and deliveries',
   'webhooks:write': 'Manage webhook endpoints and deliveries',
   'audit:read': 'Read the audit log',
@@ -34,6 +37,8 @@ export const CAPABILITIES = {
   'projects.manage': 'Create, change and delete projects',
   'keys.read': 'See the API keys of the organization',
   'keys.manage': 'Create, test and revoke API keys',
+  'members.read': 'See the members of the organization and their roles',
+  'members.manage': 'Invite, change and remove members; issue password-reset links (owners only for owners)',
   'sessions.manage': "See and revoke the sessions of the organization's members",
   'webhooks.manage': 'Manage webhook endpoints',
   'audit.read': 'Read the audit log of the organization',
@@ -47,8 +52,8 @@ const ALL_CAPABILITIES = Object.keys(CAPABILITIES) as Capability[];
 export const ROLES = {
   owner: ALL_CAPABILITIES,
   admin: ALL_CAPABILITIES,
-  member: ['projects.read', 'keys.read', 'billing.read', 'exports.manage', 'connectors.manage'],
-  viewer: ['projects.read', 'keys.read', 'billing.read'],
+  member: ['projects.read', 'keys.read', 'members.read', 'billing.read', 'exports.manage', 'connectors.manage'],
+  viewer: ['projects.read', 'keys.read', 'members.read', 'billing.read'],
 } as const satisfies Record<string, readonly Capability[]>;
 export type Role = keyof typeof ROLES;
 

@@ -4,9 +4,10 @@ import { bodyAjv } from './validation.js';
 
 /**
  * The event catalogue: every kind of event the service emits, declared once with its payload
- * schema and version. The outbox accepts only these; webhook delivery will serve this list as its
- * "event types" operation. Payloads carry ids, never memory content, so forgetting leaves no copy.
- * A change to a payload that is not purely additive takes a new version.
+ * schema and version. The outbox accepts only these; webhook delivery serves this list as its
+ * "event types" operation. Memory events carry the memory's public representation; the outbox
+ * records which memory, so forgetting it erases that copy (eraseMemoryEvents), as webhook
+ * deliveries do theirs. A change to a payload that is not purely additive takes a new version.
  */
 
 interface EventType<P extends TObject = TObject> {
@@ -17,19 +18,40 @@ interface EventType<P extends TObject = TObject> {
 
 const event = <P extends TObject>(version: number, description: string, payload: P): EventType<P> => ({ version, description, payload });
 const Id = Type.Integer({ minimum: 1 });
+/** A relation's ids and type, never its metadata (which may quote content). */
+const RelationPayload = Type.Object({
+  relation_id: Id, type: Type.String(), source_id: Id, target_id: Id, end_user_id: Type.String(),
+});
+
+const MemoryRepresentation = Type.Object(
+  { id: Id, end_user_id: Type.String() },
+  { additionalProperties: true, description: 'The memory as GET /memory/{memory_id} answers it (text, tags, metadata, …)' },
+);
+const ApiKeyPayload = Type.Object({
+  api_key_id: Id, name: Type.String(), project_id: Type.Union([Type.String(), Type.Null()]), scopes: Type.Array(Type.String()),
+});
 
 export const EVENT_TYPES = {
-  'memory.created': event(1, 'A memory (or a /v1 turn) was stored.', Type.Object({
-    memory_id: Id, end_user_id: Type.String(), tenant_id: Type.Union([Type.String(), Type.Null()]),
+  'memory.created': event(2, 'A memory (or a /v1 turn, or a summary) was stored.', Type.Object({
+    memory: MemoryRepresentation, tenant_id: Type.Union([Type.String(), Type.Null()]),
   })),
-  'memory.updated': event(1, "A memory's tags, importance, metadata or source changed.", Type.Object({
-    memory_id: Id, end_user_id: Type.String(), fields: Type.Array(Type.String()),
+  'memory.updated': event(2, "A memory's tags, importance, metadata or source changed; `fields` names them.", Type.Object({
+    memory: MemoryRepresentation, fields: Type.Array(Type.String()),
   })),
   'memory.deleted': event(1, 'A memory was forgotten (erased down to a tombstone).', Type.Object({
     memory_id: Id, end_user_id: Type.String(),
   })),
   'end_user.purged': event(1, "Every memory of an end user was forgotten.", Type.Object({
     end_user_id: Type.String(), deleted: Type.Integer({ minimum: 0 }),
+  })),
+  'relation.created': event(1, 'Two memories of an end user were related (POST /memory/relations).', RelationPayload),
+  'relation.deleted': event(1, 'A relation between two memories was removed.', RelationPayload),
+  'decision.resolved': event(1, 'A conflicting statement (GET /memory/decisions) was resolved.', Type.Object({
+    decision_id: Id, end_user_id: Type.String(), resolution: Type.Union([Type.Literal('keep_one'), Type.Literal('keep_both'), Type.Literal('dismiss')]),
+    kept_memory_id: Type.Union([Id, Type.Null()]), memory_ids: Type.Array(Id),
+  })),
+  'ontology.updated': event(1, "A project's ontology was replaced; its memories are reclassified by the job named.", Type.Object({
+    revision: Type.Integer({ minimum: 1 }), job_id: Id,
   })),
   'project.created': event(1, 'A project was created.', Type.Object({
     project_id: Type.String(), name: Type.String(), slug: Type.String(),
@@ -49,11 +71,31 @@ export const EVENT_TYPES = {
     connection_id: Id, sync_id: Id, provider: Type.String(), seen: Type.Integer(), created: Type.Integer(), updated: Type.Integer(),
     deleted: Type.Integer(), unchanged: Type.Integer(), failed: Type.Integer(), error: Type.String(),
   })),
+  'api_key.created': event(1, 'An API key was created (never its secret).', ApiKeyPayload),
+  'api_key.revoked': event(1, 'An API key was revoked.', ApiKeyPayload),
+  'webhook.test': event(1, 'Sent to one endpoint by its "send a test event" operation.', Type.Object({
+    endpoint_id: Id, message: Type.String(),
+  })),
+  'endpoint.disabled': event(1, 'A webhook endpoint failed every attempt for its disable period and was disabled.', Type.Object({
+    endpoint_id: Id, url: Type.String(), failing_since: Type.String(), reason: Type.String(),
+  })),
   'export.completed': event(1, "An export's artifact is ready to download.", Type.Object({
     export_id: Id, project_id: Type.String(), rows: Type.Integer({ minimum: 0 }), size: Type.Integer({ minimum: 0 }), sha256: Type.String(),
   })),
   'export.failed': event(1, 'An export failed after its last attempt.', Type.Object({
     export_id: Id, project_id: Type.String(), error: Type.String(),
+  })),
+  'member.invited': event(1, 'A person was invited to the organization (the invitation id and role; never the address).', Type.Object({
+    invitation_id: Id, role: Type.String(),
+  })),
+  'member.joined': event(1, 'A person joined the organization (accepted an invitation, or added by an operator).', Type.Object({
+    user_id: Id, role: Type.String(),
+  })),
+  'member.role_changed': event(1, "A member's role changed.", Type.Object({
+    user_id: Id, role: Type.String(), previous_role: Type.String(),
+  })),
+  'member.removed': event(1, 'A member was removed from the organization; their sessions ended.', Type.Object({
+    user_id: Id, previous_role: Type.String(),
   })),
 } as const satisfies Record<string, EventType>;
 
@@ -100,10 +142,44 @@ export async function enqueueEvents(trx: Executor, events: OutboxEvent[]): Promi
         project_id: e.projectId,
         type: e.type,
         payload: encodeJson(e.payload),
+        memory_id: memoryOf(e),
         created_at: e.createdAt,
       })),
     )
     .execute();
+}
+
+/** The memory an event carries a copy of, if any. */
+function memoryOf(e: OutboxEvent): number | null {
+  const payload = e.payload as { memory?: { id: number } };
+  return payload.memory?.id ?? null;
+}
+
+/** Forgetting: outbox events that carry these memories keep only their ids. */
+export async function eraseMemoryEvents(trx: Executor, memoryIds: number[]): Promise<void> {
+  if (memoryIds.length === 0) return;
+  const rows = await trx.selectFrom('outbox_events').select(['id', 'memory_id']).where('memory_id', 'in', memoryIds).orderBy('id').execute();
+  for (const row of rows) {
+    await trx.updateTable('outbox_events').set({ payload: encodeJson({ memory: forgottenMemory(row.memory_id!) }) }).where('id', '=', row.id).execute();
+  }
+}
+
+/** What is left of a memory's representation in an event once it is forgotten. */
+export function forgottenMemory(id: number): { id: number; forgotten: true } {
+  return { id, forgotten: true };
+}
+
+type CommitListener = () => void;
+const commitListeners = new Set<CommitListener>();
+
+/** In-process wake-up for outbox readers: called after a transaction that enqueued events commits. */
+export function onEventsCommitted(listener: CommitListener): () => void {
+  commitListeners.add(listener);
+  return () => commitListeners.delete(listener);
+}
+
+export function notifyEventsCommitted(): void {
+  for (const listener of commitListeners) listener();
 }
 
 /** An event as stored in the outbox, for a dispatcher. */
@@ -156,4 +232,14 @@ export const OUTBOX_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 export async function purgeDispatchedEvents(db: Executor, before = new Date(Date.now() - OUTBOX_RETENTION_MS).toISOString()): Promise<number> {
   const result = await db.deleteFrom('outbox_events').where('dispatched_at', 'is not', null).where('dispatched_at', '<', before).executeTakeFirst();
   return Number(result.numDeletedRows);
+}
+
+/** Events not yet handed to a dispatcher, and when the oldest was written (for `engram status` and /metrics). */
+export async function outboxBacklog(db: Executor): Promise<{ pending: number; oldest: string | null }> {
+  const row = await db
+    .selectFrom('outbox_events')
+    .select([(eb) => eb.fn.countAll().as('n'), (eb) => eb.fn.min('created_at').as('oldest')])
+    .where('dispatched_at', 'is', null)
+    .executeTakeFirst();
+  return { pending: Number(row?.n ?? 0), oldest: (row?.oldest as string | null | undefined) ?? null };
 }

@@ -3,7 +3,7 @@ import { nowIso, type Database } from '../store/database.js';
 import type { DB } from '../store/schema.js';
 import { appendAudit, type AuditEntry } from './audit-log.js';
 import type { WriteContext } from './context.js';
-import { enqueueEvents, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
+import { enqueueEvents, notifyEventsCommitted, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
 
 export type { WriteContext, WriteJournal } from './context.js';
 
@@ -26,10 +26,11 @@ export async function write<T>(
 ): Promise<T> {
   const earlier = ctx.journal?.replay();
   if (earlier) return earlier.value as T;
-  return database.db.transaction().execute(async (trx) => {
+  const events: OutboxEvent[] = [];
+  const result = await database.db.transaction().execute(async (trx) => {
+    events.length = 0;
     const now = nowIso();
     const audits: AuditEntry[] = [];
-    const events: OutboxEvent[] = [];
     const effects: Effects = {
       now,
       audit: (action, target, result = 'success') =>
@@ -48,4 +49,6 @@ export async function write<T>(
     await appendAudit(trx, audits);
     return result;
   });
+  if (events.length > 0) notifyEventsCommitted();
+  return result;
 }

@@ -1,6 +1,7 @@
 // Embedder for any OpenAI-compatible /embeddings endpoint (OpenAI, Azure-style
 // proxies, Ollama, vLLM, LM Studio ...). Only used when the operator configures one.
 import type { Embedder } from './embedder.js';
+import { errorDetail, keyScrubber } from './provider-http.js';
 
 export interface OpenAiEmbedderConfig {
   baseUrl: string;
@@ -31,8 +32,7 @@ export function openAiEmbedder(cfg: OpenAiEmbedderConfig): Embedder {
   const batchSize = Math.max(1, cfg.batchSize ?? 256);
   const timeoutMs = cfg.timeoutMs ?? 30_000;
   const apiKey = cfg.apiKey;
-  // Never echo the key: scrub it from any text that came back from the provider.
-  const scrub = (s: string): string => (apiKey ? s.split(apiKey).join('[redacted]') : s);
+  const scrub = keyScrubber(apiKey);
   let dims = cfg.dimensions ?? 0;
 
   async function embedBatch(input: string[]): Promise<Float32Array[]> {
@@ -48,13 +48,7 @@ export function openAiEmbedder(cfg: OpenAiEmbedderConfig): Embedder {
     }
     const text = await res.text();
     if (!res.ok) {
-      let detail = text.slice(0, 300);
-      try {
-        const j = JSON.parse(text) as { error?: { message?: string } | string };
-        detail = typeof j.error === 'string' ? j.error : (j.error?.message ?? detail);
-      } catch {
-        /* not JSON: keep the raw prefix */
-      }
+      const detail = errorDetail(text);
       throw new EmbedderError(`embedding request failed with HTTP ${res.status}: ${scrub(detail)}`, res.status);
     }
     let parsed: EmbeddingsResponse;

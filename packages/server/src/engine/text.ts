@@ -93,3 +93,11 @@ export function estimateTokens(text: string): number {
   }
   return Math.ceil(ascii / 4) + cjk + Math.ceil(other / 2);
 }
+
+/** Sentences of a text: split after . ! ? (not after a single initial or a number's dot) and at line breaks. */
+export function splitSentences(text: string): string[] {
+  return text
+    .split(/(?<=(?:[^\s.!?]{2,}|\d)[.!?]+["')\]]?)\s+(?=\S)|\n+/u)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}

@@ -199,3 +199,11 @@ export class JobRunner {
     }
   }
 }
+
+/** Jobs by status (queued, running, succeeded, failed), for `engram status` and /metrics. */
+export async function jobCounts(db: Executor): Promise<Record<JobView['status'], number>> {
+  const rows = await db.selectFrom('jobs').select(['status', (eb) => eb.fn.countAll().as('n')]).groupBy('status').execute();
+  const counts = { queued: 0, running: 0, succeeded: 0, failed: 0 };
+  for (const row of rows) if (row.status in counts) counts[row.status as JobView['status']] = Number(row.n);
+  return counts;
+}

@@ -1,6 +1,6 @@
 import type { BaseLogger } from 'pino';
 
-/** Periodic upkeep (purges, retention, outbox dispatch): each chore on its own timer, never overlapping itself. */
+/** Periodic upkeep (purges, retention): each chore on its own timer, never overlapping itself. */
 export interface Chore {
   name: string;
   everyMs: number;

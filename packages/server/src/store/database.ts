@@ -15,6 +15,8 @@ export interface Database {
   /** Booleans: SQLite cannot bind them, so they travel as 0/1 there. */
   bool(value: boolean): boolean | number;
   ping(): Promise<void>;
+  /** PostgreSQL connection pool figures (for /metrics); SQLite has one connection and no pool. */
+  pool(): { total: number; idle: number; waiting: number; max: number } | null;
   close(): Promise<void>;
 }
 
@@ -45,6 +47,7 @@ export function openDatabase(config: Config['database']): Database {
       ping: async () => {
         await pool.query('SELECT 1');
       },
+      pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize }),
       close: () => db.destroy(),
     };
   }
@@ -63,6 +66,7 @@ export function openDatabase(config: Config['database']): Database {
     ping: async () => {
       sqlite.prepare('SELECT 1').get();
     },
+    pool: () => null,
     close: () => db.destroy(),
   };
 }
@@ -77,7 +81,11 @@ function withStatementCache(sqlite: BetterSqlite3.Database, limit = 500): Better
   const cache = new Map<string, BetterSqlite3.Statement>();
   const prepare = sqlite.prepare.bind(sqlite);
   return Object.assign(Object.create(sqlite) as BetterSqlite3.Database, {
-    prepare: (source: string) => {
+    prepare: (text: string) => {
+      // Kysely opens transactions with a deferred `begin`; take the write lock at once instead, so a
+      // transaction that reads and then writes waits (busy_timeout) for another process's writer rather
+      // than failing with SQLITE_BUSY when that process committed in between (two servers, or a worker).
+      const source = text === 'begin' ? 'begin immediate' : text;
       let statement = cache.get(source);
       if (!statement) {
         statement = prepare(source);

@@ -42,6 +42,19 @@ export async function migrate(database: Database): Promise<string[]> {
   return applied;
 }
 
+/** Which migrations of this build the database has, and which it still lacks (for `engram status`); applies none. */
+export async function migrationStatus(database: Database): Promise<{ applied: string[]; pending: string[] }> {
+  const files = readdirSync(migrationsDir(database.dialect)).filter((f) => f.endsWith('.sql')).sort();
+  let recorded: string[] = [];
+  try {
+    recorded = (await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(database.db)).rows.map((r) => r.name);
+  } catch {
+    // No schema_migrations table yet: nothing applied.
+  }
+  const done = new Set(recorded);
+  return { applied: files.filter((f) => done.has(f)), pending: files.filter((f) => !done.has(f)) };
+}
+
 function splitSqlite(text: string): string[] {
   const statements: string[] = [];
   let current = '';

@@ -28,6 +28,8 @@ export interface MemoriesTable {
   is_summary: Bool; source: string | null; importance: number; metadata: Json; client_ref: string | null;
   session_id: string | null; speaker: string | null; dedupe_hash: string | null; seq: number;
   created_at: string; updated_at: string; deleted_at: string | null;
+  /** Set when a resolved decision kept another memory over this one. */
+  superseded_by: number | null;
 }
 export interface MemoryHistoryTable {
   id: Generated<number>; project_id: string; memory_id: number; action: string; changes: Json | null;
@@ -41,7 +43,23 @@ export interface AuditLogTable {
 export interface AuditChainHeadsTable { organization_id: string; last_hash: string }
 export interface OutboxEventsTable {
   id: Generated<number>; organization_id: string; project_id: string | null; type: string; payload: Json;
-  created_at: string; dispatched_at: string | null;
+  created_at: string; dispatched_at: string | null; memory_id: number | null;
+}
+export interface WebhookEndpointsTable {
+  id: Generated<number>; organization_id: string; project_id: string; name: string; url: string; description: string;
+  events: Json; retry_config: Json; signature_config: Json; status: string; disabled_reason: string | null; secret: string;
+  previous_secret: string | null; previous_secret_until: string | null; failing_since: string | null;
+  consecutive_failures: Generated<number>; last_success_at: string | null; last_failure_at: string | null;
+  created_at: string; updated_at: string;
+}
+export interface WebhookDeliveriesTable {
+  id: Generated<number>; endpoint_id: number; message_id: string; event_type: string; memory_id: number | null; body: string;
+  status: string; attempts: Generated<number>; next_step: Generated<number>; next_attempt_at: string | null;
+  lease_until: string | null; created_at: string; updated_at: string;
+}
+export interface WebhookAttemptsTable {
+  id: Generated<number>; delivery_id: number; endpoint_id: number; attempted_at: string; status_code: number | null;
+  latency_ms: number; response_body: string | null; error: string | null; succeeded: Bool;
 }
 export interface JobsTable {
   id: Generated<number>; kind: string; project_id: string | null; payload: Json; status: string; progress: number;
@@ -71,8 +89,23 @@ export interface FeedbackTable {
   withdrawn_at: string | null;
 }
 export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string }
+export interface MemoryRelationsTable {
+  id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; source_id: number; target_id: number;
+  type: string; metadata: Json; created_at: string;
+}
+export interface InvitationsTable {
+  id: Generated<number>; organization_id: string; email: string; role: string; token_hash: string; invited_by: number | null;
+  created_at: string; expires_at: string; accepted_at: string | null; accepted_by: number | null;
+}
+export interface PasswordResetsTable { token_hash: string; user_id: number; created_at: string; expires_at: string; used_at: string | null }
 export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }
 
+export interface OntologiesTable { project_id: string; document: Json; revision: number; reclassify_job_id: number | null; updated_at: string }
+export interface DecisionResolutionsTable {
+  id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; decision_id: number;
+  older_memory_id: number; newer_memory_id: number; resolution: string; kept_memory_id: number | null; note: string | null;
+  actor_type: string; actor_id: number | null; created_at: string;
+}
 export interface BlobsTable { key: string; size: number; chunk_bytes: number; sha256: string; created_at: string }
 export interface BlobChunksTable { key: string; n: number; data: Buffer }
 
@@ -128,12 +161,18 @@ export interface DB {
   feedback: FeedbackTable;
   memory_embeddings: MemoryEmbeddingsTable;
   tenant_usage: TenantUsageTable;
+  memory_relations: MemoryRelationsTable;
   sessions: SessionsTable;
   refresh_tokens: RefreshTokensTable;
   login_throttle: LoginThrottleTable;
   idempotency_keys: IdempotencyKeysTable;
   organization_plans: OrganizationPlansTable;
   usage_counters: UsageCountersTable;
+  ontologies: OntologiesTable;
+  decision_resolutions: DecisionResolutionsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
   blobs: BlobsTable;
   blob_chunks: BlobChunksTable;
   uploaded_files: UploadedFilesTable;
@@ -143,4 +182,6 @@ export interface DB {
   integration_settings: IntegrationSettingsTable;
   exports: ExportsTable;
   imports: ImportsTable;
+  invitations: InvitationsTable;
+  password_resets: PasswordResetsTable;
 }

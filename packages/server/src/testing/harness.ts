@@ -149,6 +149,8 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
       ...overrides,
     },
     database,
+    // A configured secret is the master secret, as in `engram serve`, so child processes given it can read what this app sealed.
+    ...(overrides.secretKey ? { secretKey: Buffer.from(overrides.secretKey, 'utf8') } : {}),
   });
   const app = await buildApp({ services, logStream });
   await app.ready();

@@ -109,3 +109,14 @@ export async function breakAuditLog(t: TestApp): Promise<() => Promise<void>> {
     await sql`DROP FUNCTION fail_audit()`.execute(db);
   };
 }
+
+/** Sends a write twice with one Idempotency-Key: the second answer is the first, replayed. */
+export async function expectIdempotentReplay(send: () => Promise<Response>, status: number): Promise<Response> {
+  const first = await send();
+  expect(first.status, first.text).toBe(status);
+  const replay = await send();
+  expect(replay.status).toBe(status);
+  expect(replay.headers['idempotent-replayed']).toBe('true');
+  expect(replay.body).toEqual(first.body);
+  return first;
+}

@@ -1,3 +1,3 @@
 /** The auth module's public face. */
 export { TokenIssuer, type AccessClaims } from './tokens.js';
-export { liveSession, touchSession } from './sessions.js';
+export { endSessions, lastSignIns, liveSession, touchSession } from './sessions.js';

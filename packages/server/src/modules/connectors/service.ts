@@ -179,7 +179,7 @@ async function purgeWithin(deps: SyncDeps, ctx: WriteContext, row: ConnectionRow
     if (objects.length === 0) return forgotten;
     await write(deps.database, ctx, async (trx, effects) => {
       const ids = objects.flatMap((o) => decodeJson<number[]>(o.memory_ids));
-      forgotten += (await forgetWithin(trx, ctx, effects, { projectId: row.project_id, tenantId: '', endUserId: row.end_user_id }, ids, deps.erase)).length;
+      forgotten += (await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, { projectId: row.project_id, tenantId: '', endUserId: row.end_user_id }, ids)).length;
       await trx.deleteFrom('connector_objects').where('connection_id', '=', row.id).where('source_id', 'in', objects.map((o) => o.source_id)).execute();
     });
   }

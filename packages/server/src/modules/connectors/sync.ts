@@ -139,7 +139,7 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
         return;
       }
       await write(database, ctx, async (trx, effects) => {
-        const forgotten = existing ? await forgetWithin(trx, ctx, effects, owner, decodeJson<number[]>(existing.memory_ids), deps.erase) : [];
+        const forgotten = existing ? await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, owner, decodeJson<number[]>(existing.memory_ids)) : [];
         const outcomes = await addWithin(database, trx, ctx, effects, owner, items);
         const ids = outcomes.flatMap((o) => ('created' in o ? [o.created.id] : []));
         const values = {
@@ -202,7 +202,7 @@ async function forgetUnseen(deps: SyncDeps, ctx: WriteContext, connection: Conne
     if (gone.length === 0) return;
     await write(deps.database, ctx, async (trx, effects) => {
       const ids = gone.flatMap((o) => decodeJson<number[]>(o.memory_ids));
-      await forgetWithin(trx, ctx, effects, ownerOf(connection), ids, deps.erase);
+      await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, ownerOf(connection), ids);
       await trx.updateTable('connector_objects').set({ status: 'deleted', memory_ids: '[]', content_hash: null, version: null, last_seen_sync: syncId, updated_at: effects.now })
         .where('connection_id', '=', connection.id).where('source_id', 'in', gone.map((o) => o.source_id)).execute();
       await bump(trx, syncId, { deleted: gone.length }, effects.now);

@@ -73,7 +73,7 @@ async function storeVersion(
       effects.audit('memory.upload', { type: 'file', id: document.sha256 }, 'skipped');
       return { status: 'skipped' as const, reason: 'duplicate_file' as const, file, memory_ids: decodeJson<number[]>(existing.memory_ids) };
     }
-    const forgotten = existing ? await forgetWithin(trx, ctx, effects, owner, decodeJson<number[]>(existing.memory_ids), deps.erase) : [];
+    const forgotten = existing ? await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, owner, decodeJson<number[]>(existing.memory_ids)) : [];
     const outcomes = await addWithin(database, trx, ctx, effects, owner, chunkMemories(document, { source: 'upload', file: { name } }));
     const memories = outcomes.flatMap((o) => ('created' in o ? [o.created] : []));
     const skipped = outcomes.flatMap((o, i) => ('skipped' in o ? [{ chunk_index: i, ...o.skipped }] : []));

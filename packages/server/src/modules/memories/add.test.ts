@@ -112,7 +112,7 @@ forEachDialect('POST /memory/add', (dialect) => {
     expect(res.status).toBe(201);
     expectAudited({ audit, events }, t, { action: 'memory.add', target_type: 'memory', target_id: String(res.body.id) });
     expect(events.map(({ type, payload }) => ({ type, payload }))).toEqual([
-      { type: 'memory.created', payload: { memory_id: res.body.id, end_user_id: 'user-1', tenant_id: null } },
+      { type: 'memory.created', payload: { memory: res.body, tenant_id: null } },
     ]);
     const history = await t.call('GET', `/memory/${res.body.id}/history`);
     expect(history.body.items.map((i: { action: string }) => i.action)).toEqual(['create']);

@@ -24,7 +24,7 @@ forEachDialect('POST /memory/bulk-add', (dialect) => {
     });
     const ids = res.body.results.map((r: { memory: { id: number } }) => r.memory.id);
     expectAudited({ audit, events }, t, { action: 'memory.bulk_add', target_type: 'memory', target_id: ids.join(',') });
-    expect(events.map((e) => [e.type, e.payload.memory_id])).toEqual(ids.map((id: number) => ['memory.created', id]));
+    expect(events.map((e) => [e.type, e.payload.memory])).toEqual(res.body.results.map((r: { memory: unknown }) => ['memory.created', r.memory]));
     for (const id of ids) {
       expect((await t.call('GET', `/memory/${id}`, { endUser: 'bulk-user' })).status).toBe(200);
     }

@@ -36,6 +36,7 @@ export function toMemory(row: MemoryRow): MemoryView {
     end_user_id: row.end_user_id,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    superseded_by: row.superseded_by,
   };
 }
 
@@ -54,6 +55,13 @@ export async function getMemory(db: Executor, owner: Owner, id: number): Promise
   const row = await owned(owner)(db).where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound('Memory');
   return toMemory(row);
+}
+
+
+/** The owner's live summary of this set, if one exists (a summary's set key takes the place of its text hash). */
+export async function summaryBySetKey(db: Executor, owner: Owner, setKey: string): Promise<MemoryView | undefined> {
+  const row = await owned(owner)(db).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', setKey).executeTakeFirst();
+  return row ? toMemory(row) : undefined;
 }
 
 
@@ -134,6 +142,7 @@ export interface IndexedMemory {
   end_user_id: string;
   deleted: boolean;
   seq: number;
+  superseded_by: number | null;
 }
 
 
@@ -142,7 +151,7 @@ function toIndexed(row: MemoryRow): IndexedMemory {
     id: row.id, text: row.text, tags: decodeJson<string[]>(row.tags), source: row.source, importance: row.importance,
     metadata: decodeJson<Record<string, unknown>>(row.metadata), session_id: row.session_id, speaker: row.speaker,
     is_summary: Boolean(row.is_summary), created_at: row.created_at, end_user_id: row.end_user_id,
-    deleted: row.deleted_at !== null, seq: row.seq,
+    deleted: row.deleted_at !== null, seq: row.seq, superseded_by: row.superseded_by,
   };
 }
 
@@ -163,6 +172,13 @@ export async function changesSince(db: Executor, owner: Owner, seq: number): Pro
     .orderBy('id')
     .execute();
   return rows.map(toIndexed);
+}
+
+
+/** Every end user of a project who has ever had a memory. */
+export async function endUsersOf(db: Executor, projectId: string): Promise<Owner[]> {
+  const rows = await db.selectFrom('end_users').select(['tenant_id', 'end_user_id']).where('project_id', '=', projectId).orderBy('tenant_id').orderBy('end_user_id').execute();
+  return rows.map((r) => ({ projectId, tenantId: r.tenant_id, endUserId: r.end_user_id }));
 }
 
 

@@ -60,6 +60,9 @@ export const Memory = Type.Object(
     end_user_id: Type.String(),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
+    superseded_by: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval',
+    }),
   },
   { $id: 'Memory' },
 );

@@ -34,7 +34,7 @@ forEachDialect('GET, PATCH /memory/{id} and POST /memory/batch-update', (dialect
     expect((await t.call('GET', `/memory/${memory.id}`)).body).toEqual(res.body);
     expectAudited({ audit, events }, t, { action: 'memory.update', target_type: 'memory', target_id: String(memory.id) });
     expect(events).toMatchObject([
-      { type: 'memory.updated', payload: { memory_id: memory.id, end_user_id: 'user-1', fields: ['tags', 'importance', 'metadata', 'source'] } },
+      { type: 'memory.updated', payload: { memory: res.body, fields: ['tags', 'importance', 'metadata', 'source'] } },
     ]);
   });
 
@@ -100,7 +100,7 @@ forEachDialect('GET, PATCH /memory/{id} and POST /memory/batch-update', (dialect
       { index: 1, id: b.id, status: 'updated', memory: expect.objectContaining({ id: b.id, tags: ['x'], source: 'batch' }) },
     ]);
     expectAudited({ audit, events }, t, { action: 'memory.batch_update', target_id: `${a.id},${b.id}` });
-    expect(events.map((e) => [e.type, e.payload.memory_id, e.payload.fields])).toEqual([
+    expect(events.map((e) => [e.type, (e.payload.memory as { id: number }).id, e.payload.fields])).toEqual([
       ['memory.updated', a.id, ['importance']],
       ['memory.updated', b.id, ['tags', 'source']],
     ]);

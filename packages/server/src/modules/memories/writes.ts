@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { Insertable, Transaction } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
@@ -6,7 +6,7 @@ import { write, type Effects, type WriteContext } from '../../core/unit-of-work.
 import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { encodeJson, type Database, type Executor } from '../../store/database.js';
-import type { DB } from '../../store/schema.js';
+import type { DB, MemoriesTable } from '../../store/schema.js';
 import { owned, toMemory, type MemoryRow, type Owner } from './feed.js';
 import {
   AddMemoryBody, LIMITS,
@@ -61,7 +61,8 @@ export async function nextSeq(trx: Executor, owner: Owner, now: string): Promise
 }
 
 
-async function recordHistory(
+/** History rows for a transaction's changes (other modules record theirs on memories through this). */
+export async function recordHistory(
   trx: Executor,
   ctx: WriteContext,
   entries: Array<{ memoryId: number; action: string; changes: Record<string, { before: unknown; after: unknown }> | null }>,
@@ -145,7 +146,7 @@ async function insertMemories(
       importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: ref ?? null,
       session_id: item.session_id ?? null, speaker: item.speaker ?? null, dedupe_hash: hash, seq,
       created_at: item.created_at ?? now, updated_at: item.updated_at ?? item.created_at ?? now,
-      deleted_at: null,
+      deleted_at: null, superseded_by: null,
     });
   });
 
@@ -162,7 +163,7 @@ async function insertMemories(
     now,
   );
   for (const m of memories) {
-    effects.emit('memory.created', { memory_id: m.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null });
+    effects.emit('memory.created', { memory: m, tenant_id: owner.tenantId || null });
   }
   return outcomes.map((o) => {
     if (!('pending' in o)) return o;
@@ -261,8 +262,9 @@ async function applyPatch(
     .returningAll()
     .executeTakeFirstOrThrow();
   await recordHistory(trx, ctx, [{ memoryId: id, action: 'update', changes }], effects.now);
-  effects.emit('memory.updated', { memory_id: id, end_user_id: owner.endUserId, fields: Object.keys(changes) });
-  return toMemory(updated);
+  const memory = toMemory(updated);
+  effects.emit('memory.updated', { memory, fields: Object.keys(changes) });
+  return memory;
 }
 
 
@@ -308,8 +310,18 @@ export async function batchUpdate(
 }
 
 
-/** Erases what a module derived from memories (vectors, feedback) in the transaction that forgets them. */
-export type EraseHook = (trx: Executor, ids: number[]) => Promise<void>;
+/** The forgetting transaction, for hooks that must change memories themselves (summaries of a forgotten source). */
+export interface Erasure {
+  ctx: WriteContext;
+  effects: Effects;
+  /** The change sequence of the forgetting transaction. */
+  seq: number;
+  /** The hooks this erasure runs, for a hook that forgets further memories (forgetWithin). */
+  hooks: EraseHooks;
+}
+
+/** Erases what a module derived from memories (vectors, feedback, relations, summaries) in the transaction that forgets them. */
+export type EraseHook = (trx: Executor, ids: number[], erasure: Erasure) => Promise<void>;
 
 /**
  * The erase hooks of modules that keep data derived from memories, registered explicitly by the
@@ -323,8 +335,8 @@ export class EraseHooks {
     this.hooks.push(hook);
   }
 
-  async run(trx: Executor, ids: number[]): Promise<void> {
-    for (const hook of this.hooks) await hook(trx, ids);
+  async run(trx: Executor, ids: number[], erasure: Omit<Erasure, 'hooks'>): Promise<void> {
+    for (const hook of this.hooks) await hook(trx, ids, { ...erasure, hooks: this });
   }
 }
 
@@ -343,30 +355,32 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
     })
     .where('id', 'in', ids)
     .execute();
+  // A memory kept over a forgotten one is no longer superseded by anything.
+  await trx.updateTable('memories').set({ superseded_by: null, seq }).where('superseded_by', 'in', ids).execute();
   await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', 'in', ids).execute();
   await recordHistory(trx, ctx, ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })), effects.now);
-  await erase.run(trx, ids);
+  await erase.run(trx, ids, { ctx, effects, seq });
 }
 
 /**
- * Forgets the owner's live memories among `ids` inside the caller's transaction (for modules that
- * forget as part of a larger change, such as replacing a file's memories); returns the ids forgotten.
+ * Forgets the owner's live memories among `ids` inside a transaction already under way: a hook
+ * forgetting further memories (a summary whose every source was forgotten) passes its erasure's
+ * `seq`; a module replacing memories (a new version of a file) leaves it out, and a change
+ * sequence is taken when something is forgotten. Returns the ids forgotten.
  */
 export async function forgetWithin(
-  trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, ids: number[], erase: EraseHooks,
+  trx: Executor, erasure: Omit<Erasure, 'seq'> & { seq?: number }, owner: Owner, ids: number[],
 ): Promise<number[]> {
-  if (ids.length === 0) return [];
-  const found: number[] = [];
   const unique = [...new Set(ids)];
+  const found: number[] = [];
   for (let i = 0; i < unique.length; i += 500) {
     const live = await owned(owner)(trx).clearSelect().select('id').where('id', 'in', unique.slice(i, i + 500)).orderBy('id').execute();
     found.push(...live.map((r) => r.id));
   }
-  if (found.length > 0) {
-    const seq = await nextSeq(trx, owner, effects.now);
-    for (let i = 0; i < found.length; i += 500) await eraseMemories(trx, ctx, effects, found.slice(i, i + 500), seq, erase);
-    for (const id of found) effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
-  }
+  if (found.length === 0) return found;
+  const seq = erasure.seq ?? (await nextSeq(trx, owner, erasure.effects.now));
+  for (let i = 0; i < found.length; i += 500) await eraseMemories(trx, erasure.ctx, erasure.effects, found.slice(i, i + 500), seq, erasure.hooks);
+  for (const id of found) erasure.effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
   return found;
 }
 
@@ -397,7 +411,7 @@ export async function liveMemoryIds(db: Executor, owner: Owner, ids: number[]): 
 
 export async function forget(database: Database, ctx: WriteContext, owner: Owner, ids: number[], erase: EraseHooks): Promise<number[]> {
   return write(database, ctx, async (trx, effects) => {
-    const found = await forgetWithin(trx, ctx, effects, owner, ids, erase);
+    const found = await forgetWithin(trx, { ctx, effects, hooks: erase }, owner, ids);
     effects.audit('memory.forget', { type: 'memory', id: found.join(',') || null });
     return found;
   });
@@ -417,6 +431,27 @@ export async function purgeEndUser(database: Database, ctx: WriteContext, owner:
 }
 
 
+/**
+ * Marks a memory as superseded by another of the same owner (a resolved conflict), or clears the
+ * mark (successor null). Its history records why; its change sequence moves so every index reloads it.
+ */
+export async function markSuperseded(
+  trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, id: number, successor: number | null, reason: string,
+): Promise<void> {
+  const row = await owned(owner)(trx).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Memory');
+  await trx
+    .updateTable('memories')
+    .set({ superseded_by: successor, seq: await nextSeq(trx, owner, effects.now), updated_at: effects.now })
+    .where('id', '=', id)
+    .execute();
+  await recordHistory(trx, ctx, [{
+    memoryId: id, action: 'supersede',
+    changes: { superseded_by: { before: row.superseded_by, after: successor }, reason: { before: null, after: reason } },
+  }], effects.now);
+  effects.emit('memory.updated', { memory: toMemory(await owned(owner)(trx).where('id', '=', id).executeTakeFirstOrThrow()), fields: ['superseded_by'] });
+}
+
 /** Marks memories as changed (for a ranking signal kept elsewhere, such as feedback) so indexes reload them. */
 export async function touchMemories(trx: Executor, owner: Owner, ids: number[], now: string): Promise<void> {
   const seq = await nextSeq(trx, owner, now);
@@ -434,6 +469,29 @@ export interface TurnInput {
   metadata: Record<string, unknown>;
   /** When the turn was said; defaults to now. */
   occurredAt?: string;
+}
+
+
+/** One memory row (a turn or a summary) with its create history and memory.created event. */
+async function insertOne(
+  trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner,
+  values: Pick<Insertable<MemoriesTable>, 'text' | 'is_summary' | 'source' | 'metadata' | 'session_id' | 'speaker' | 'dedupe_hash' | 'seq' | 'created_at'>,
+): Promise<MemoryView> {
+  const row = await trx
+    .insertInto('memories')
+    .values({
+      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, tags: '[]', importance: 0.5, client_ref: null,
+      updated_at: effects.now, deleted_at: null, ...values,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const memory = toMemory(row);
+  await recordHistory(trx, ctx, [{
+    memoryId: memory.id, action: 'create',
+    changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
+  }], effects.now);
+  effects.emit('memory.created', { memory, tenant_id: owner.tenantId || null });
+  return memory;
 }
 
 
@@ -456,22 +514,10 @@ export async function insertTurn(
   const seq = await nextSeq(trx, owner, effects.now);
   const existing = await owned(owner)(trx).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', hash).executeTakeFirst();
   if (existing) return { memory: toMemory(existing), created: false };
-  const row = await trx
-    .insertInto('memories')
-    .values({
-      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: turn.text, tags: '[]',
-      is_summary: database.bool(false), source: turn.source, importance: 0.5, metadata: encodeJson(turn.metadata),
-      client_ref: null, session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hash, seq,
-      created_at: turn.occurredAt ?? effects.now, updated_at: effects.now, deleted_at: null,
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  const memory = toMemory(row);
-  await recordHistory(trx, ctx, [{
-    memoryId: memory.id, action: 'create',
-    changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
-  }], effects.now);
-  effects.emit('memory.created', { memory_id: memory.id, end_user_id: owner.endUserId, tenant_id: owner.tenantId || null });
+  const memory = await insertOne(trx, ctx, effects, owner, {
+    text: turn.text, is_summary: database.bool(false), source: turn.source, metadata: encodeJson(turn.metadata),
+    session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hash, seq, created_at: turn.occurredAt ?? effects.now,
+  });
   return { memory, created: true };
 }
 
@@ -488,6 +534,51 @@ export async function tombstoneProjectMemories(trx: Executor, projectId: string,
     .where('deleted_at', 'is', null)
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
+}
+
+/** A summary to store: its text, its metadata (listing its sources), and the key of the set it summarizes. */
+export interface SummaryInput {
+  text: string;
+  metadata: Record<string, unknown>;
+  /** Identifies the summarized set and method; an equal key finds the same summary again. */
+  setKey: string;
+  sessionId: string | null;
+}
+
+/**
+ * Stores a summary as a memory with is_summary set, with its history and memory.created event.
+ * Its set key takes the place of the text hash, so re-summarizing the same set finds it.
+ */
+export async function insertSummary(
+  trx: Executor, ctx: WriteContext, effects: Effects, database: Database, owner: Owner, summary: SummaryInput,
+): Promise<MemoryView> {
+  checkContent(summary);
+  const seq = await nextSeq(trx, owner, effects.now);
+  return insertOne(trx, ctx, effects, owner, {
+    text: summary.text, is_summary: database.bool(true), source: 'summary', metadata: encodeJson(summary.metadata),
+    session_id: summary.sessionId, speaker: null, dedupe_hash: summary.setKey, seq, created_at: effects.now,
+  });
+}
+
+/**
+ * Replaces a summary's text and metadata after one of its sources was forgotten. Its earlier
+ * history rows quoted the forgotten text, so their content is erased, as forgetting does.
+ */
+export async function rewriteSummary(
+  trx: Executor, erasure: Erasure, owner: Owner, id: number, summary: Omit<SummaryInput, 'sessionId'>,
+): Promise<void> {
+  const { ctx, effects, seq } = erasure;
+  await trx
+    .updateTable('memories')
+    .set({ text: summary.text, metadata: encodeJson(summary.metadata), dedupe_hash: summary.setKey, seq, updated_at: effects.now })
+    .where('id', '=', id)
+    .execute();
+  await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', '=', id).execute();
+  await recordHistory(trx, ctx, [{
+    memoryId: id, action: 'update',
+    changes: { text: { before: null, after: summary.text }, metadata: { before: null, after: summary.metadata } },
+  }], effects.now);
+  effects.emit('memory.updated', { memory: toMemory(await owned(owner)(trx).where('id', '=', id).executeTakeFirstOrThrow()), fields: ['text', 'metadata'] });
 }
 
 /** A memory arriving from an export (Engram's or another service's), keeping its own timestamps. */

@@ -60,6 +60,13 @@ forEachDialect('control-plane access matrix', (dialect) => {
       { method: 'POST', url: '/org/api-keys/bulk-revoke', body: { ids: [keyId] }, scope: 'keys:write', weakRole: 'viewer', foreign: 'ids' },
       { method: 'GET', url: '/admin/team/audit-logs', scope: 'audit:read', weakRole: 'member', foreign: 'org', apiKey: true },
       { method: 'GET', url: '/org/billing/current-plan', scope: 'billing:read', foreign: 'org' },
+      { method: 'POST', url: '/org/invitations', body: { email: 'new@example.com', role: 'member' }, scope: 'members:write', weakRole: 'viewer', foreign: 'org' },
+      { method: 'GET', url: '/org/members', scope: 'members:read', foreign: 'org' },
+      { method: 'GET', url: `/org/members/${owner.userId}`, scope: 'members:read', foreign: 'item' },
+      { method: 'PATCH', url: `/org/members/${owner.userId}`, body: { role: 'admin' }, scope: 'members:write', weakRole: 'member', foreign: 'item' },
+      { method: 'DELETE', url: `/org/members/${owner.userId}`, scope: 'members:write', weakRole: 'viewer', foreign: 'item' },
+      { method: 'POST', url: `/org/members/${owner.userId}/password-reset`, scope: 'members:write', weakRole: 'member', foreign: 'item' },
+      { method: 'POST', url: '/auth/password', body: { current_password: 'x', new_password: 'y' }, scope: 'account:write', foreign: 'user' },
     );
   });
   afterAll(() => t.close());
@@ -73,6 +80,9 @@ forEachDialect('control-plane access matrix', (dialect) => {
       db.selectFrom('projects').selectAll().orderBy('id').execute(),
       db.selectFrom('api_keys').select(['id', 'name', 'revoked_at', 'scopes']).orderBy('id').execute(),
       db.selectFrom('sessions').select(['id', 'revoked_at']).orderBy('id').execute(),
+      db.selectFrom('users').select(['id', 'password_hash']).orderBy('id').execute(),
+      db.selectFrom('invitations').selectAll().orderBy('id').execute(),
+      db.selectFrom('password_resets').selectAll().orderBy('token_hash').execute(),
       db.selectFrom('audit_log').select((eb) => eb.fn.countAll().as('n')).execute(),
       db.selectFrom('outbox_events').select((eb) => eb.fn.countAll().as('n')).execute(),
     ]));

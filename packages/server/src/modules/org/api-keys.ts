@@ -1,13 +1,15 @@
 import type { Selectable } from 'kysely';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import type { Principal } from '../../core/context.js';
+import type { EventPayload } from '../../core/events.js';
 import { validateEndUserId } from '../../core/validation.js';
 import { forbidden, invalid, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import type { ApiKeysTable } from '../../store/schema.js';
 import { DATA_PLANE_SCOPES, hasScope, isScope } from '../../core/access.js';
-import { createApiKey, findProject, revokeApiKey } from './service.js';
+import { SYSTEM_ACTOR } from '../../core/context.js';
+import { createApiKey, findProject, projectOrganization, revokeApiKey } from './service.js';
 
 /** API key management for the control plane. The secret is returned once, at creation. */
 
@@ -78,9 +80,15 @@ export async function issueApiKey(database: Database, ctx: WriteContext, princip
       expiresAt: input.expires_at === undefined ? null : new Date(input.expires_at).toISOString(),
     });
     effects.audit('api_key.create', { type: 'api_key', id: created.id });
-    const row = await orgKeys(trx, ctx.organizationId).where('id', '=', created.id).executeTakeFirstOrThrow();
-    return { ...toApiKeyView(row, effects.now), key: created.key };
+    const view = toApiKeyView(await orgKeys(trx, ctx.organizationId).where('id', '=', created.id).executeTakeFirstOrThrow(), effects.now);
+    effects.emit('api_key.created', keyEvent(view));
+    return { ...view, key: created.key };
   });
+}
+
+/** API key events name the key and its reach, never its secret; without a project lock they go to every endpoint of the organization. */
+function keyEvent(view: ApiKeyView): EventPayload<'api_key.created'> {
+  return { api_key_id: view.id, name: view.name, project_id: view.project_id, scopes: view.scopes };
 }
 
 export type RevokeOutcome = 'revoked' | 'already_revoked' | 'not_found';
@@ -92,6 +100,7 @@ export async function revokeApiKeys(database: Database, ctx: WriteContext, ids: 
     for (const id of ids) {
       if (await revokeApiKey(trx, ctx.organizationId, id, effects.now)) {
         effects.audit('api_key.revoke', { type: 'api_key', id });
+        effects.emit('api_key.revoked', keyEvent(toApiKeyView(await orgKeys(trx, ctx.organizationId).where('id', '=', id).executeTakeFirstOrThrow(), effects.now)));
         results.push({ id, status: 'revoked' });
       } else {
         const exists = await orgKeys(trx, ctx.organizationId).select('id').where('id', '=', id).executeTakeFirst();
@@ -127,4 +136,31 @@ export async function testApiKey(
       ? operations.filter((op) => op.accepts.includes('api_key') && (op.scope === null || hasScope(key.scopes, op.scope))).map((op) => `${op.method} ${op.path}`)
       : [],
   };
+}
+
+// ---- operator commands (engram key …) ----------------------------------------------------------
+
+/** `engram key create`: a key locked to a project, audited as the system actor. The secret is returned once. */
+export async function createKeyAsOperator(
+  database: Database, input: { projectId: string; scopes?: string[]; name?: string },
+): Promise<{ id: number; key: string; organizationId: string }> {
+  const organizationId = await projectOrganization(database.db, input.projectId);
+  if (!organizationId) throw notFound(`Project ${input.projectId}`);
+  const scopes = input.scopes ?? [...DATA_PLANE_SCOPES];
+  scopes.forEach((scope, i) => {
+    if (!isScope(scope)) throw invalid(`scopes/${i}`, `${scope} is not a known scope`);
+  });
+  return write(database, { actor: SYSTEM_ACTOR, organizationId, projectId: input.projectId, requestId: null }, async (trx, effects) => {
+    const key = await createApiKey(trx, { organizationId, projectId: input.projectId, name: input.name ?? 'Operator key', scopes: [...new Set(scopes)] });
+    effects.audit('api_key.create', { type: 'api_key', id: key.id });
+    return { ...key, organizationId };
+  });
+}
+
+/** `engram key revoke`: revoked, already_revoked or not_found. */
+export async function revokeKeyAsOperator(database: Database, keyId: number): Promise<RevokeOutcome> {
+  const row = await database.db.selectFrom('api_keys').select('organization_id').where('id', '=', keyId).executeTakeFirst();
+  if (!row) return 'not_found';
+  const [result] = await revokeApiKeys(database, { actor: SYSTEM_ACTOR, organizationId: row.organization_id, projectId: null, requestId: null }, [keyId]);
+  return result!.status;
 }

@@ -279,3 +279,83 @@ export async function projectIdsOf(db: Executor, organizationId: string, which: 
     .execute();
   return rows.map((p) => p.id);
 }
+
+// ---- people: accounts and memberships, for the people module and the operator CLI -----------
+
+export interface UserRecord {
+  id: number;
+  email: string;
+  passwordHash: string;
+  createdAt: string;
+}
+
+export async function findUser(db: Executor, by: { email: string } | { id: number }): Promise<UserRecord | undefined> {
+  const query = db.selectFrom('users').select(['id', 'email', 'password_hash', 'created_at']);
+  const row = await ('email' in by ? query.where('email', '=', by.email.trim().toLowerCase()) : query.where('id', '=', by.id)).executeTakeFirst();
+  return row && { id: row.id, email: row.email, passwordHash: row.password_hash, createdAt: row.created_at };
+}
+
+export async function setPassword(db: Executor, userId: number, password: string): Promise<void> {
+  await db.updateTable('users').set({ password_hash: await hashPassword(password) }).where('id', '=', userId).execute();
+}
+
+/** Every account, oldest first, with its memberships (for `engram user list`). */
+export async function listUsers(db: Executor): Promise<Array<{ id: number; email: string; createdAt: string; memberships: Array<{ organizationId: string; role: string }> }>> {
+  const users = await db.selectFrom('users').select(['id', 'email', 'created_at']).orderBy('id').execute();
+  const rows = await db.selectFrom('memberships').select(['user_id', 'organization_id', 'role']).orderBy('created_at').execute();
+  return users.map((u) => ({
+    id: u.id, email: u.email, createdAt: u.created_at,
+    memberships: rows.filter((m) => m.user_id === u.id).map((m) => ({ organizationId: m.organization_id, role: m.role })),
+  }));
+}
+
+export interface Member {
+  userId: number;
+  email: string;
+  role: string;
+  joinedAt: string;
+}
+
+/** The organization's members, oldest membership first (a query, for paging). */
+export function members(db: Executor, organizationId: string) {
+  return db
+    .selectFrom('memberships')
+    .innerJoin('users', 'users.id', 'memberships.user_id')
+    .select(['memberships.user_id as userId', 'users.email', 'memberships.role', 'memberships.created_at as joinedAt'])
+    .where('memberships.organization_id', '=', organizationId)
+    .orderBy('memberships.created_at')
+    .orderBy('memberships.user_id');
+}
+
+export async function findMember(db: Executor, organizationId: string, userId: number): Promise<Member | undefined> {
+  return members(db, organizationId).where('memberships.user_id', '=', userId).executeTakeFirst();
+}
+
+/**
+ * How many owners the organization has. In a transaction on PostgreSQL the owners' rows are
+ * locked, so two concurrent demotions cannot both see a second owner.
+ */
+export async function ownerCount(db: Executor, organizationId: string, dialect: 'sqlite' | 'postgres'): Promise<number> {
+  const rows = await db
+    .selectFrom('memberships')
+    .select('user_id')
+    .where('organization_id', '=', organizationId)
+    .where('role', '=', 'owner')
+    .$if(dialect === 'postgres', (qb) => qb.forUpdate())
+    .execute();
+  return rows.length;
+}
+
+export async function setMemberRole(db: Executor, organizationId: string, userId: number, role: string): Promise<void> {
+  await db.updateTable('memberships').set({ role }).where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
+}
+
+export async function removeMembership(db: Executor, organizationId: string, userId: number): Promise<void> {
+  await db.deleteFrom('memberships').where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
+}
+
+/** A live project of the organization, for the operator CLI's `key create`. */
+export async function projectOrganization(db: Executor, projectId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('projects').select('organization_id').where('id', '=', projectId).where('deleted_at', 'is', null).executeTakeFirst();
+  return row?.organization_id;
+}

@@ -38,6 +38,9 @@ interface Entry extends CachedIndex {
 export class IndexCache {
   private readonly entries = new Map<string, Entry>();
   private totalBytes = 0;
+  /** Lookups answered from a current index, and those that had to load or bring one up to date (for /metrics). */
+  private hits = 0;
+  private misses = 0;
 
   constructor(
     private readonly database: Database,
@@ -102,9 +105,11 @@ export class IndexCache {
       this.entries.delete(key);
       this.entries.set(key, entry);
     }
+    let fresh = true;
     for (;;) {
       const revision = await currentRevision();
       if (revision === entry.revision) break;
+      fresh = false;
       if (entry.refreshing) {
         await entry.refreshing;
         continue;
@@ -124,6 +129,8 @@ export class IndexCache {
       this.account(current);
       break;
     }
+    if (fresh) this.hits++;
+    else this.misses++;
     return entry;
   }
 
@@ -165,7 +172,7 @@ export class IndexCache {
     }
   }
 
-  stats(): { entries: number; bytes: number } {
-    return { entries: this.entries.size, bytes: this.totalBytes };
+  stats(): { entries: number; bytes: number; hits: number; misses: number } {
+    return { entries: this.entries.size, bytes: this.totalBytes, hits: this.hits, misses: this.misses };
   }
 }

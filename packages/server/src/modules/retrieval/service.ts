@@ -49,6 +49,17 @@ function promptSegments(prompt: string): string[] {
  * Retrieval operations over the per-end-user indexes: every call first brings the index up to
  * date with the database, then ranks in memory and reads the winning rows back whole.
  */
+/**
+ * A memory that a resolved decision superseded ranks below every memory that was not superseded
+ * (its successor among them), at no more than half the lowest of their scores; order is otherwise kept.
+ */
+function demoteSuperseded<T extends { score: number; superseded_by: number | null }>(ranked: T[]): T[] {
+  const kept = ranked.filter((m) => m.superseded_by === null);
+  if (kept.length === ranked.length) return ranked;
+  const floor = kept.length > 0 ? kept[kept.length - 1]!.score : Infinity;
+  return [...kept, ...ranked.filter((m) => m.superseded_by !== null).map((m) => ({ ...m, score: Math.min(m.score, floor) / 2 }))];
+}
+
 export class Retrieval {
   constructor(
     private readonly database: Database,
@@ -68,10 +79,10 @@ export class Retrieval {
         : { projectId: scope.projectId, tenantId: scope.tenantId };
     const rows = await memoriesByIds(this.database.db, rowScope, hits.map((h) => h.id));
     const byId = new Map(hits.map((h) => [h.id, h]));
-    return rows.map(({ tenant_id: _tenant, ...row }) => {
+    return demoteSuperseded(rows.map(({ tenant_id: _tenant, ...row }) => {
       const hit = byId.get(row.id)!;
       return { ...row, score: hit.score, ...(explain && hit.explanation ? { explanation: hit.explanation } : {}) };
-    });
+    }));
   }
 
   private async rank(
@@ -104,6 +115,17 @@ export class Retrieval {
       explain: input.explain ?? false,
     });
     return this.hydrate(scope, hits, input.explain);
+  }
+
+  /** Ids of the owner's live memories that pass the filters (and session), oldest first: the same filters query applies. */
+  async matching(owner: Owner, input: { filters?: FiltersInput; session_id?: string }): Promise<number[]> {
+    const { meta } = await this.indexOf({ kind: 'owner', owner });
+    const ids: number[] = [];
+    for (const [id, m] of meta) {
+      if (input.session_id !== undefined && m.sessionId !== input.session_id) continue;
+      if (matchesFilters(m, input.filters)) ids.push(id);
+    }
+    return ids.sort((a, b) => a - b);
   }
 
   /**

@@ -1,0 +1,135 @@
+/**
+ * Intelligence quality and speed. Quality: entity, relation and conflict precision/recall of the
+ * rule-based extractor on the labelled sets in bench/intelligence (dev: rules were tuned on it;
+ * test: written before measuring and never tuned on). Speed: a real server (SQLite) with one end
+ * user holding N memories (default 10,000, LoCoMo sentences recombined): the first read after start
+ * and warm p50 of GET /memory/graph, /memory/clusters and /memory/decisions. Prints JSON.
+ *
+ *   npm run bench:intelligence [-- --size 10000] [--quality-only]   (ENGRAM_LOCOMO_DIR: the LoCoMo files)
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DEFAULT_ONTOLOGY, Extractor, SELF } from '../packages/server/src/engine/nlp/index.js';
+import { deriveKnowledge } from '../packages/server/src/modules/intelligence/knowledge.js';
+import { jsonClient } from './lib/http.js';
+import { loadConversation, mulberry32 } from './lib/locomo.js';
+import { startServer } from './lib/server.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const argv = process.argv.slice(2);
+const opt = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
+const size = Number(opt('--size') ?? 10_000);
+const extractor = new Extractor(DEFAULT_ONTOLOGY);
+
+const lines = (file: string) => readFileSync(join(here, 'intelligence', file), 'utf8').split('\n').filter((l) => l.trim() && !l.startsWith('#'));
+const prf = (tp: number, fp: number, fn: number) => {
+  const precision = tp + fp ? tp / (tp + fp) : 1;
+  const recall = tp + fn ? tp / (tp + fn) : 1;
+  const f1 = precision + recall ? (2 * precision * recall) / (precision + recall) : 0;
+  const r = (x: number) => Math.round(x * 1000) / 1000;
+  return { precision: r(precision), recall: r(recall), f1: r(f1), tp, fp, fn };
+};
+
+function score(gold: Set<string>, found: Set<string>, counts: number[]) {
+  for (const g of gold) counts[found.has(g) ? 0 : 2]!++;
+  for (const f of found) if (!gold.has(f)) counts[1]!++;
+}
+
+function statements(file: string) {
+  const entities = [0, 0, 0];
+  const untyped = [0, 0, 0];
+  const relations = [0, 0, 0];
+  const rows = lines(file);
+  for (const line of rows) {
+    const [rawText, goldEntities = '', goldRelations = ''] = line.split('|').map((s) => s.trim());
+    const speaker = rawText!.startsWith('@') ? rawText!.slice(1, rawText!.indexOf(' ')) : null;
+    const text = speaker ? rawText!.slice(speaker.length + 2) : rawText!;
+    const result = extractor.extract(text, speaker);
+    const ge = goldEntities.split(',').map((s) => s.trim()).filter(Boolean).map((s) => s.toLowerCase());
+    // The speaker of a turn is labelled as an entity of it; the extractor knows it from the turn, not the text.
+    const fe = [...result.entities.map((e) => `${e.name}:${e.type}`.toLowerCase()), ...(speaker ? [`${speaker}:person`.toLowerCase()] : [])];
+    score(new Set(ge), new Set(fe), entities);
+    score(new Set(ge.map((e) => e.split(':')[0]!)), new Set(fe.map((e) => e.split(':')[0]!)), untyped);
+    const gr = goldRelations.split(',').map((s) => s.trim()).filter(Boolean).map((s) => {
+      const [subject, relation, object, not] = s.split('>');
+      return `${subject === 'I' ? (speaker ?? SELF) : subject}>${relation}>${object}>${not ? 'not' : ''}`.toLowerCase();
+    });
+    const fr = result.relations.map((r) => `${r.subject.name}>${r.relation}>${r.object.name}>${r.negated ? 'not' : ''}`.toLowerCase());
+    score(new Set(gr), new Set(fr), relations);
+  }
+  return {
+    sentences: rows.length,
+    entities: prf(entities[0]!, entities[1]!, entities[2]!),
+    entities_untyped: prf(untyped[0]!, untyped[1]!, untyped[2]!),
+    relations: prf(relations[0]!, relations[1]!, relations[2]!),
+  };
+}
+
+function conflicts(file: string) {
+  const counts = [0, 0, 0];
+  const rows = lines(file);
+  for (const line of rows) {
+    const [a, b, label] = line.split('||').map((s) => s.trim());
+    const memories = [a!, b!].map((text, i) => ({
+      id: i + 1, createdAt: `2024-0${i + 1}-01T00:00:00.000Z`, supersededBy: null, isSummary: false, extraction: extractor.extract(text),
+    }));
+    const found = deriveKnowledge(memories, 'user').conflicts.length > 0;
+    const gold = label === 'yes';
+    if (found && gold) counts[0]!++;
+    else if (found) counts[1]!++;
+    else if (gold) counts[2]!++;
+  }
+  return { pairs: rows.length, ...prf(counts[0]!, counts[1]!, counts[2]!) };
+}
+
+const quality = Object.fromEntries((['dev', 'test'] as const).map((split) => [
+  split, { ...statements(`${split}-statements.txt`), conflicts: conflicts(`${split}-conflicts.txt`) },
+]));
+
+async function speed() {
+  // Beside the repository, like bench/latency.ts; ENGRAM_LOCOMO_DIR when the checkout lives elsewhere.
+  const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(here, '../../shared/bench/locomo-dev');
+  const convs = readdirSync(dataDir).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(dataDir, f)));
+  const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
+  const rand = mulberry32(11);
+  const server = await startServer();
+  try {
+    const request = jsonClient(server.url, { 'x-api-key': server.key, 'x-end-user-id': 'bench-user' }, 8);
+    const texts = new Set<string>();
+    while (texts.size < size) texts.add(Array.from({ length: 1 + Math.floor(rand() * 2) }, () => sentences[Math.floor(rand() * sentences.length)]).join(' '));
+    const all = [...texts];
+    for (let i = 0; i < all.length; i += 50) {
+      const res = await request('POST', '/memory/bulk-add', all.slice(i, i + 50).map((text) => ({ text })));
+      if (res.status >= 300 && res.status !== 207) throw new Error(`bulk-add -> ${res.status}`);
+    }
+    const timed = async (path: string) => {
+      const s = performance.now();
+      const res = await request('GET', path);
+      if (res.status !== 200) throw new Error(`${path} -> ${res.status}: ${res.body.slice(0, 200)}`);
+      return { ms: performance.now() - s, body: JSON.parse(res.body) };
+    };
+    const out: Record<string, unknown> = { memories: size };
+    const first = await timed('/memory/graph?limit=100');
+    out.first_read_ms = Math.round(first.ms);
+    for (const path of ['/memory/graph?limit=100', '/memory/clusters', '/memory/decisions']) {
+      const runs: number[] = [];
+      let body: any;
+      for (let i = 0; i < 60; i++) ({ ms: runs[i], body } = await timed(path));
+      runs.sort((a, b) => a - b);
+      out[path] = { p50_ms: Math.round(runs[30]! * 100) / 100, p99_ms: Math.round(runs[59]! * 100) / 100, total: body.total ?? body.nodes?.length };
+    }
+    // One more memory, then the next read: incremental re-extraction of the change only.
+    await request('POST', '/memory/add', { text: 'I moved to Lisbon last week.' });
+    out.read_after_one_add_ms = Math.round((await timed('/memory/graph?limit=100')).ms);
+    const stats = (await timed('/memory/knowledge/stats')).body;
+    out.stats = { entities: stats.entities, relations: stats.relations, clusters: stats.clusters, decisions: stats.decisions };
+    return out;
+  } finally {
+    await server.stop();
+  }
+}
+
+const result: Record<string, unknown> = { quality };
+if (!argv.includes('--quality-only')) result.speed = await speed();
+console.log(JSON.stringify(result, null, 2));

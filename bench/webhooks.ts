@@ -1,0 +1,143 @@
+/**
+ * Webhook delivery of a real server: events committed through the API (bulk-add of memories,
+ * each a memory.created event) delivered to a local receiver subscribed with 16 endpoints.
+ * Prints JSON: deliveries per second (16 endpoints), commit-to-delivery p50/p99 (the event's
+ * commit timestamp to its arrival, on an idle server, one event at a time), and the duplicates
+ * after an `engram worker` process sharing the work is killed with SIGKILL mid-delivery.
+ *
+ *   npm run bench:webhooks [-- --events N] [--postgres URL]
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { jsonClient } from './lib/http.js';
+import { percentile } from './lib/load.js';
+import { freshDataDir, startServer } from './lib/server.js';
+
+const argv = process.argv.slice(2);
+const opt = (name: string) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const postgresUrl = opt('--postgres');
+const EVENTS = Number(opt('--events') ?? 2000);
+const ENDPOINTS = 16;
+const LATENCY_SAMPLES = 100;
+const MAIN = fileURLToPath(new URL('../packages/server/dist/main.js', import.meta.url));
+
+// ---- the receiver --------------------------------------------------------------
+const arrivals = new Map<string, number>(); // `${path} ${webhook-id}` -> count
+const latencies: number[] = [];
+let received = 0;
+let recordLatency = false;
+let waiters: Array<() => void> = [];
+const receiver = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const now = Date.now();
+    const key = `${req.url} ${req.headers['webhook-id']}`;
+    arrivals.set(key, (arrivals.get(key) ?? 0) + 1);
+    received++;
+    if (recordLatency) latencies.push(now - Date.parse((JSON.parse(Buffer.concat(chunks).toString()) as { timestamp: string }).timestamp));
+    res.writeHead(204).end();
+    for (const w of waiters.splice(0)) w();
+  });
+});
+await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+const receivedAtLeast = (n: number) => new Promise<void>((resolve) => {
+  const check = () => (received >= n ? resolve() : waiters.push(check));
+  check();
+});
+
+// ---- the server ------------------------------------------------------------------
+const email = 'bench@example.com';
+const password = 'bench-password-123';
+const webhookEnv = { ENGRAM_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ENGRAM_WEBHOOK_ALLOW_HTTP: 'true' };
+const dataDir = freshDataDir();
+const server = await startServer({
+  ...(postgresUrl ? { postgresUrl } : {}), dataDir,
+  env: { ENGRAM_BOOTSTRAP_EMAIL: email, ENGRAM_BOOTSTRAP_PASSWORD: password, ...webhookEnv },
+});
+const anonymous = jsonClient(server.url, {});
+const login = JSON.parse((await anonymous('POST', '/auth/login', { email, password })).body) as { access_token: string };
+const bearer = jsonClient(server.url, { authorization: `Bearer ${login.access_token}` });
+const project = (JSON.parse((await bearer('GET', '/org/projects')).body) as { items: Array<{ id: string }> }).items[0]!.id;
+const control = jsonClient(server.url, { authorization: `Bearer ${login.access_token}`, 'x-project-id': project });
+for (let i = 0; i < ENDPOINTS; i++) {
+  const res = await control('POST', '/org/webhooks', { name: `bench ${i}`, url: `${receiverUrl}/hook/${i}`, events: ['memory.created'] });
+  if (res.status !== 201) throw new Error(`endpoint: ${res.status} ${res.body}`);
+}
+const data = jsonClient(server.url, { 'x-api-key': server.key, 'x-project-id': project, 'x-end-user-id': 'bench-user' });
+let made = 0;
+const addBatch = async (n: number) => {
+  const items = Array.from({ length: n }, () => ({ text: `Bench memory number ${made++} about webhooks` }));
+  const res = await data('POST', '/memory/bulk-add', { items });
+  if (res.status !== 200) throw new Error(`bulk-add: ${res.status} ${res.body}`);
+};
+
+// ---- commit-to-delivery on an idle server: one event at a time --------------------
+recordLatency = true;
+for (let i = 0; i < LATENCY_SAMPLES; i++) {
+  const target = received + ENDPOINTS;
+  await addBatch(1);
+  await receivedAtLeast(target);
+  await new Promise((r) => setTimeout(r, 20));
+}
+recordLatency = false;
+latencies.sort((a, b) => a - b);
+
+// ---- throughput: EVENTS events committed as fast as the API takes them ------------
+const before = received;
+const started = performance.now();
+const BATCH = 50;
+await Promise.all(Array.from({ length: 4 }, async () => {
+  while (made < LATENCY_SAMPLES + EVENTS) await addBatch(Math.min(BATCH, LATENCY_SAMPLES + EVENTS - made));
+}));
+const committedMs = performance.now() - started;
+await receivedAtLeast(before + EVENTS * ENDPOINTS);
+const deliveredMs = performance.now() - started;
+
+// ---- a worker killed mid-delivery: nothing lost, duplicates counted ----------------
+const worker = spawn(process.execPath, [MAIN, 'worker'], {
+  env: {
+    ...process.env, ENGRAM_DATA_DIR: dataDir, ENGRAM_LOG_LEVEL: 'warn', ENGRAM_SECRET_KEY: 'engram-bench-secret-0123456789abcdef0123456789',
+    ENGRAM_DATABASE_URL: server.databaseUrl, ...webhookEnv,
+  },
+  stdio: 'ignore',
+});
+await new Promise((r) => setTimeout(r, 2000));
+const keysBefore = arrivals.size;
+const duplicatesBefore = received - keysBefore;
+const killBase = received;
+const KILL_EVENTS = 500;
+const writing = (async () => {
+  const stop = LATENCY_SAMPLES + EVENTS + KILL_EVENTS;
+  while (made < stop) await addBatch(Math.min(BATCH, stop - made));
+})();
+await receivedAtLeast(killBase + (KILL_EVENTS * ENDPOINTS) / 4);
+worker.kill('SIGKILL');
+await writing;
+const expected = keysBefore + KILL_EVENTS * ENDPOINTS;
+await new Promise<void>((resolve) => {
+  const check = () => (arrivals.size >= expected ? resolve() : waiters.push(check));
+  check();
+});
+const duplicates = received - arrivals.size - duplicatesBefore;
+
+console.log(JSON.stringify({
+  dialect: server.dialect,
+  endpoints: ENDPOINTS,
+  events: EVENTS,
+  deliveries: EVENTS * ENDPOINTS,
+  deliveries_per_second: Math.round((EVENTS * ENDPOINTS) / (deliveredMs / 1000)),
+  commit_seconds: +(committedMs / 1000).toFixed(2),
+  delivery_seconds: +(deliveredMs / 1000).toFixed(2),
+  commit_to_delivery_ms: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), samples: latencies.length },
+  worker_kill: { events: KILL_EVENTS, deliveries: KILL_EVENTS * ENDPOINTS, lost: expected - arrivals.size, duplicates },
+}, null, 2));
+
+await server.stop();
+receiver.close();

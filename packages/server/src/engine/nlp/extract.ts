@@ -1,0 +1,209 @@
+// Statements -> entities, typed relations (with polarity) and categories, by rules. Deterministic and offline.
+import { analyze } from '../text.js';
+import { findEntities, type CustomNames, type EntityMention } from './entities.js';
+import { FAVORITE_PREFIX, type Ontology, type RelationTypeDef } from './ontology.js';
+import { keyOf, tokenizeWithOffsets, type Token } from './tokens.js';
+
+/** The end user (or the speaker of a turn) when a statement is in the first person. */
+export const SELF = '@self';
+
+export interface EntityRef {
+  name: string;
+  type: string;
+}
+
+export interface RelationFact {
+  subject: EntityRef;
+  relation: string;
+  object: EntityRef;
+  /** "I don't live in Paris anymore": the statement denies the relation. */
+  negated: boolean;
+  singleValued: boolean;
+}
+
+export interface Extraction {
+  entities: EntityRef[];
+  relations: RelationFact[];
+  categories: string[];
+}
+
+interface Cue {
+  relation: RelationTypeDef;
+  keys: string[];
+}
+
+// Words that may stand between a subject and its verb without changing who acts.
+const BETWEEN = new Set([
+  'just', 'recently', 'finally', 'now', 'also', 'still', 'currently', 'really', 'actually', 'already', 'have', 'do', 'be',
+  'not', 'never', 'no', 'longer', 'always', 'absolut', 'total', 'truli', 'so', 'offici', 'eventu', 'then', 'again', 'sinc',
+  'happili', 'definit', 'honest', 'genuin', 'realli', 'too', 'even', 'all', 'both', 'current', 'last', 'year', 'month', 'week',
+  'get', 'new', 'proud', 'on', 'off',
+]);
+// Words that make a statement hypothetical or past rather than a fact about now.
+const HYPOTHETICAL = new Set(['want', 'wanna', 'plan', 'hope', 'go', 'gonna', 'might', 'would', 'could', 'should', 'if', 'mayb', 'use', 'wish', 'will', 'can', 'may', 'tri', 'think', 'consid', 'dream']);
+const NEGATIONS = new Set(['not', 'never']);
+const OBJECT_STOP = new Set([
+  ',', '.', ';', ':', '!', '?', '(', ')', '"', 'and', 'but', 'becaus', 'so', 'sinc', 'when', 'while', 'with', 'for', 'at', 'in',
+  'on', 'who', 'that', 'which', 'where', 'to', 'be', 'last', 'next', 'yesterday', 'today', 'tomorrow', 'anymor', 'ani', 'too',
+  'as', 'after', 'befor', 'dure', 'than', 'or', 'veri', 'a', 'lot', 'right', 'now', 'again', 'from', 'about', 'of', 'until',
+  'anyway', 'though', 'although', 'tonight', 'there', 'here', 'togeth', 'sometim', 'everi', 'whenev', 'by', 'like',
+]);
+const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'our', 'some', 'his', 'her', 'their', 'your', 'this', 'that', 'these', 'those', 'two', 'three', 'new', 'own', 'little', 'big', 'first', 'second', 'lovely', 'beauti', 'cute', 'old']);
+const OBJECT_PRONOUNS = new Set(['it', 'that', 'this', 'them', 'him', 'her', 'you', 'me', 'us', 'there', 'here', 'someth', 'anyth', 'everyth', 'noth', 'one', 'what', 'lot', 'way', 'time', 'to', 'home', 'bit']);
+const THIRD_PERSON = new Set(['he', 'she']);
+const SPOUSE = new Set(['wife', 'husband', 'spous']);
+
+/** Compiles an ontology's relation cues and category cues once; `extract` is then a pure function of the text. */
+export class Extractor {
+  private readonly cues: Cue[];
+  private readonly favorites: RelationTypeDef | undefined;
+  private readonly married: RelationTypeDef | undefined;
+  private readonly custom: CustomNames;
+  private readonly categoryCues: Array<{ name: string; stems: string[][] }>;
+
+  constructor(private readonly ontology: Ontology) {
+    this.cues = ontology.relation_types
+      .flatMap((relation) => relation.cues.map((cue) => ({ relation, keys: tokenizeWithOffsets(cue).map((t) => t.key) })))
+      .filter((c) => c.keys.length > 0)
+      .sort((a, b) => b.keys.length - a.keys.length);
+    this.favorites = ontology.relation_types.find((r) => r.name === `${FAVORITE_PREFIX}*`);
+    this.married = ontology.relation_types.find((r) => r.name === 'married_to');
+    this.custom = new Map(
+      ontology.entity_types.flatMap((t) => t.examples.map((e) => [e.toLowerCase(), t.name] as [string, string])),
+    );
+    this.categoryCues = ontology.categories.map((c) => ({ name: c.name, stems: c.cues.map((cue) => analyze(cue)).filter((s) => s.length > 0) }));
+  }
+
+  /** Entities, relations and categories of one memory; `speaker` names who "I" is in a conversation turn. */
+  extract(text: string, speaker?: string | null): Extraction {
+    const tokens = tokenizeWithOffsets(text);
+    const mentions = findEntities(tokens, this.custom);
+    const self: EntityRef = speaker ? { name: speaker, type: 'person' } : { name: SELF, type: 'person' };
+    const relations = this.relations(tokens, mentions, self);
+    const entities = new Map<string, EntityRef>();
+    for (const m of mentions) entities.set(`${m.type}\u0000${m.name}`, { name: m.name, type: m.type });
+    return { entities: [...entities.values()], relations, categories: this.categorise(text) };
+  }
+
+  private categorise(text: string): string[] {
+    const stems = analyze(text);
+    const joined = ` ${stems.join(' ')} `;
+    return this.categoryCues.filter((c) => c.stems.some((s) => joined.includes(` ${s.join(' ')} `))).map((c) => c.name);
+  }
+
+  private relations(tokens: Token[], mentions: EntityMention[], self: EntityRef): RelationFact[] {
+    const mentionAt = new Map<number, EntityMention>();
+    const mentionEnding = new Map<number, EntityMention>();
+    for (const m of mentions) {
+      mentionAt.set(m.first, m);
+      mentionEnding.set(m.last - 1, m);
+    }
+    const out: RelationFact[] = [];
+    const seen = new Set<string>();
+    const add = (fact: RelationFact) => {
+      const key = `${fact.subject.name}|${fact.relation}|${fact.object.name}|${fact.negated}`;
+      if (!seen.has(key)) {
+        seen.add(key);
+        out.push(fact);
+      }
+    };
+    let lastPerson: EntityRef | null = null;
+    for (let i = 0; i < tokens.length; i++) {
+      const ending = mentionEnding.get(i);
+      if (ending?.type === 'person') lastPerson = { name: ending.name, type: 'person' };
+      const possessive = this.possessiveFact(tokens, i, mentionAt, mentionEnding, self);
+      if (possessive) add(possessive);
+      for (const cue of this.cues) {
+        if (!cue.keys.every((k, j) => tokens[i + j]?.key === k)) continue;
+        const fact = this.cueFact(tokens, i, cue, mentionAt, mentionEnding, self, lastPerson);
+        if (fact) add(fact);
+        break;
+      }
+    }
+    return out;
+  }
+
+  /** Walks left from a cue over auxiliaries and adverbs to its subject; notes negation and hedging on the way. */
+  private subjectBefore(
+    tokens: Token[], cueStart: number, mentionEnding: Map<number, EntityMention>, self: EntityRef, lastPerson: EntityRef | null,
+  ): { subject: EntityRef; negated: boolean } | null {
+    let negated = false;
+    for (let j = cueStart - 1; j >= 0 && j >= cueStart - 6; j--) {
+      const t = tokens[j]!;
+      if (t.lower === 'i') return { subject: self, negated };
+      const person = mentionEnding.get(j);
+      if (person?.type === 'person') return { subject: { name: person.name, type: 'person' }, negated };
+      if (THIRD_PERSON.has(t.lower)) return lastPerson ? { subject: lastPerson, negated } : null;
+      if (HYPOTHETICAL.has(t.key)) return null;
+      if (NEGATIONS.has(t.key) || (t.key === 'no' && tokens[j + 1]?.key === 'longer')) negated = true;
+      if (!BETWEEN.has(t.key) && !NEGATIONS.has(t.key)) return null;
+    }
+    return null;
+  }
+
+  private objectAfter(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): { ref: EntityRef; end: number } | null {
+    let i = start;
+    while (tokens[i] && DETERMINERS.has(tokens[i]!.key) && !mentionAt.has(i)) i++;
+    const mention = mentionAt.get(i);
+    if (mention) return { ref: { name: mention.name, type: mention.type }, end: mention.last };
+    const words: string[] = [];
+    let j = i;
+    while (tokens[j] && words.length < 3 && !OBJECT_STOP.has(tokens[j]!.key) && !mentionAt.has(j)) {
+      words.push(tokens[j]!.lower);
+      j++;
+    }
+    if (words.length === 0 || OBJECT_PRONOUNS.has(keyOf(words[0]!)) || /^\d/.test(words[0]!)) return null;
+    if (/ing$/.test(words[0]!) && words.length > 1) words.splice(1);
+    return { ref: { name: words.join(' '), type: 'concept' }, end: j };
+  }
+
+  private cueFact(
+    tokens: Token[], i: number, cue: Cue, mentionAt: Map<number, EntityMention>, mentionEnding: Map<number, EntityMention>,
+    self: EntityRef, lastPerson: EntityRef | null,
+  ): RelationFact | null {
+    const found = this.subjectBefore(tokens, i, mentionEnding, self, lastPerson);
+    if (!found) return null;
+    const object = this.objectAfter(tokens, i + cue.keys.length, mentionAt);
+    if (!object || !allowed(cue.relation.target_types, object.ref.type)) return null;
+    const after = tokens.slice(object.end, object.end + 3).map((t) => t.key);
+    const negated = found.negated || after.includes('anymor') || (after[0] === 'ani' && after[1] === 'more');
+    return { subject: found.subject, relation: cue.relation.name, object: object.ref, negated, singleValued: cue.relation.single_valued };
+  }
+
+  /** "my favorite color is blue", "Mel's favourite band is …", "my wife Anna" / "my husband is Tom". */
+  private possessiveFact(
+    tokens: Token[], i: number, mentionAt: Map<number, EntityMention>, mentionEnding: Map<number, EntityMention>, self: EntityRef,
+  ): RelationFact | null {
+    const t = tokens[i]!;
+    let owner: EntityRef | null = null;
+    let next = i + 1;
+    if (t.lower === 'my') owner = self;
+    else if (tokens[i + 1]?.text === "'s" && mentionEnding.get(i)?.type === 'person') {
+      owner = { name: mentionEnding.get(i)!.name, type: 'person' };
+      next = i + 2;
+    }
+    if (!owner) return null;
+    if (this.favorites && tokens[next]?.key === 'favorit') {
+      const thing: string[] = [];
+      let j = next + 1;
+      while (tokens[j] && tokens[j]!.key !== 'be' && !tokens[j]!.punct && thing.length < 3) thing.push(tokens[j++]!.lower);
+      if (tokens[j]?.key !== 'be' || thing.length === 0) return null;
+      const negated = tokens[j + 1]?.key === 'not';
+      const object = this.objectAfter(tokens, j + (negated ? 2 : 1), mentionAt);
+      if (!object) return null;
+      const relation = `${FAVORITE_PREFIX}${thing.map((w) => w.replace(/[^a-z0-9]/g, '')).join('_')}`;
+      return { subject: owner, relation, object: object.ref, negated, singleValued: this.favorites.single_valued };
+    }
+    if (this.married && SPOUSE.has(tokens[next]?.key ?? '')) {
+      let j = next + 1;
+      if (tokens[j]?.text === ',') j++;
+      if (tokens[j]?.key === 'be') j++;
+      const mention = mentionAt.get(j);
+      if (mention?.type !== 'person') return null;
+      return { subject: owner, relation: this.married.name, object: { name: mention.name, type: 'person' }, negated: false, singleValued: this.married.single_valued };
+    }
+    return null;
+  }
+}
+
+const allowed = (types: string[], type: string) => types.length === 0 || types.includes(type) || (type === 'concept' && types.includes('concept'));

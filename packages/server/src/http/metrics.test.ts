@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { forEachDialect, useTestApp } from '../testing/harness.js';
+
+const TOKEN = 'metrics-token-0123456789';
+
+/** The value of one sample line of a Prometheus text answer. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+forEachDialect('GET /metrics', (dialect) => {
+  const t = useTestApp(dialect, { metricsToken: TOKEN, runJobs: false });
+  const scrape = () => t.call('GET', '/metrics', { key: null, project: null, endUser: null, headers: { authorization: `Bearer ${TOKEN}` } });
+
+  it('answers only to the metrics token', async () => {
+    for (const authorization of [undefined, 'Bearer wrong-token-0123456789', `Basic ${TOKEN}`]) {
+      const res = await t.call('GET', '/metrics', { key: null, project: null, endUser: null, headers: { authorization } });
+      expect(res.status).toBe(401);
+      expect(res.body.error.code).toBe('unauthenticated');
+    }
+    expect((await scrape()).status).toBe(200);
+  });
+
+  it('counts requests by route and status with a latency histogram, and reports cache, jobs, outbox and pool', async () => {
+    for (let i = 0; i < 3; i++) expect((await t.call('POST', '/memory/add', { body: { text: `metric fact ${i}` } })).status).toBe(201);
+    expect((await t.call('POST', '/memory/add', { body: { text: '' } })).status).toBe(400);
+    for (let i = 0; i < 2; i++) expect((await t.call('POST', '/memory/query', { body: { query: 'metric fact' } })).status).toBe(200);
+    await t.call('POST', '/memory/refresh', {});
+
+    const res = await scrape();
+    expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = res.text;
+    const labels = 'method="POST",route="/memory/add",status="201"';
+    expect(sample(text, `engram_http_requests_total{${labels}}`)).toBe(3);
+    expect(sample(text, 'engram_http_requests_total{method="POST",route="/memory/add",status="400"}')).toBe(1);
+    expect(sample(text, `engram_http_request_duration_seconds_count{${labels}}`)).toBe(3);
+    expect(sample(text, `engram_http_request_duration_seconds_bucket{${labels},le="+Inf"}`)).toBe(3);
+    expect(sample(text, `engram_http_request_duration_seconds_sum{${labels}}`)).toBeGreaterThan(0);
+    // The first query loads the index (a miss), the second finds it current (a hit).
+    expect(sample(text, 'engram_index_cache_lookups_total{result="miss"}')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'engram_index_cache_lookups_total{result="hit"}')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'engram_index_cache_bytes')).toBeGreaterThan(0);
+    expect(sample(text, 'engram_jobs{state="queued"}')).toBe(1);
+    expect(sample(text, 'engram_outbox_pending_events')).toBe(3);
+    expect(sample(text, 'engram_outbox_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(0);
+    if (dialect === 'postgres') expect(sample(text, 'engram_db_pool_connections{state="max"}')).toBe(5);
+    else expect(text).not.toContain('engram_db_pool_connections{');
+    expect(text).not.toContain(t.key);
+  });
+
+  it('logs one line per request', async () => {
+    const before = t.logs.length;
+    await t.call('GET', '/healthz', { key: null, project: null, endUser: null, headers: { 'x-request-id': 'one-line-check' } });
+    const lines = t.logs.slice(before).join('').split('\n').filter((l) => l.includes('one-line-check'));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'request', method: 'GET', route: '/healthz', status: 200 });
+  });
+});
+
+describe('GET /metrics without ENGRAM_METRICS_TOKEN', () => {
+  const t = useTestApp('sqlite');
+  it('is off (404)', async () => {
+    expect((await t.call('GET', '/metrics', { key: null, project: null, endUser: null })).status).toBe(404);
+  });
+});

@@ -1,0 +1,192 @@
+// What an end user's memories say, derived: the entity graph with fact validity, and conflicting statements.
+// Pure functions of the extracted memories, so every process derives the same answer from the same rows.
+import { createHash } from 'node:crypto';
+import { personAliases, SELF, type EntityRef, type Extraction, type RelationFact } from '../../engine/nlp/index.js';
+
+export interface ExtractedMemory {
+  id: number;
+  createdAt: string;
+  supersededBy: number | null;
+  isSummary: boolean;
+  extraction: Extraction;
+}
+
+export interface GraphNode {
+  id: string;
+  name: string;
+  type: string;
+  aliases: string[];
+  memory_ids: number[];
+  is_end_user: boolean;
+}
+
+export interface GraphEdge {
+  id: string;
+  source: string;
+  target: string;
+  type: string;
+  memory_ids: number[];
+  valid_at: string;
+  invalid_at: string | null;
+  /** The memory whose statement ended this fact. */
+  invalidated_by: number | null;
+}
+
+export interface Conflict {
+  id: number;
+  kind: 'single_valued' | 'negation';
+  subject: { id: string; name: string };
+  attribute: string;
+  values: Array<{ memory_id: number; value: string; negated: boolean; stated_at: string }>;
+  older: number;
+  newer: number;
+  detected_at: string;
+}
+
+export interface Knowledge {
+  nodes: Map<string, GraphNode>;
+  edges: GraphEdge[];
+  conflicts: Conflict[];
+}
+
+const nodeId = (ref: EntityRef) => (ref.name === SELF ? 'self' : `${ref.type}:${ref.name.toLowerCase()}`);
+
+/** A stable positive integer (48 bits) for a decision, so its id survives recomputation on any process. */
+export function decisionId(key: string): number {
+  return parseInt(createHash('sha256').update(key).digest('hex').slice(0, 12), 16);
+}
+
+const edgeId = (key: string) => `e_${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
+
+/** Memories in the order their statements were made (creation time, then id). */
+const chronological = (memories: ExtractedMemory[]) =>
+  [...memories].sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id - b.id));
+
+/** Builds nodes (with person short names merged into full names), edges with validity, and conflicts. */
+export function deriveKnowledge(memories: ExtractedMemory[], endUserName: string): Knowledge {
+  const ordered = chronological(memories);
+  const aliases = personAliases(ordered.flatMap((m) => [
+    ...m.extraction.entities.filter((e) => e.type === 'person').map((e) => e.name),
+    ...m.extraction.relations.flatMap((r) => [r.subject, r.object]).filter((e) => e.type === 'person' && e.name !== SELF).map((e) => e.name),
+  ]));
+  const canonical = (ref: EntityRef): EntityRef => (ref.type === 'person' && aliases.has(ref.name) ? { name: aliases.get(ref.name)!, type: 'person' } : ref);
+
+  const nodes = new Map<string, GraphNode & { aliasSet: Set<string>; memorySet: Set<number> }>();
+  const touch = (ref: EntityRef, memoryId: number) => {
+    const c = canonical(ref);
+    const id = nodeId(c);
+    let node = nodes.get(id);
+    if (!node) {
+      const self = c.name === SELF;
+      node = { id, name: self ? endUserName : c.name, type: c.type, aliases: [], memory_ids: [], is_end_user: self, aliasSet: new Set(), memorySet: new Set() };
+      nodes.set(id, node);
+    }
+    if (ref.name !== c.name) node.aliasSet.add(ref.name);
+    node.memorySet.add(memoryId);
+    return id;
+  };
+
+  for (const m of ordered) {
+    for (const e of m.extraction.entities) touch(e, m.id);
+    for (const r of m.extraction.relations) {
+      touch(r.subject, m.id);
+      touch(r.object, m.id);
+    }
+  }
+  const resolve = (r: RelationFact) => ({ ...r, source: nodeId(canonical(r.subject)), target: nodeId(canonical(r.object)) });
+  const edges = timeline(ordered, resolve, true).edges;
+  const conflicts = timeline(ordered, resolve, false).conflicts.map((c) => ({
+    ...c, subject: { id: c.subject, name: nodes.get(c.subject)?.name ?? c.subject },
+    values: c.values.map((v) => ({ ...v, value: nodes.get(v.value)?.name ?? v.value })),
+  }));
+  const finished = new Map<string, GraphNode>();
+  for (const [id, { aliasSet, memorySet, ...node }] of nodes) {
+    finished.set(id, { ...node, aliases: [...aliasSet].sort(), memory_ids: [...memorySet].sort((a, b) => a - b) });
+  }
+  return { nodes: finished, edges, conflicts };
+}
+
+type Resolved = RelationFact & { source: string; target: string };
+type RawConflict = Omit<Conflict, 'subject'> & { subject: string };
+
+/**
+ * Replays the statements in order. A single-valued relation keeps one current edge per subject: a
+ * different value ends it (and is a conflict); a denial of a current fact ends it (also a conflict).
+ * With `honourSupersession`, a memory that a resolution overruled never ends another fact.
+ */
+function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Resolved, honourSupersession: boolean) {
+  const edges: GraphEdge[] = [];
+  const conflicts: RawConflict[] = [];
+  const current = new Map<string, GraphEdge>(); // subject|relation|object (multi) or subject|relation (single)
+  const denied = new Map<string, { memoryId: number; at: string }>(); // subject|relation|object -> last denial
+  const conflict = (kind: RawConflict['kind'], f: Resolved, older: GraphEdge | { memoryId: number; at: string; target: string; negated: boolean }, m: ExtractedMemory) => {
+    const olderId = 'memory_ids' in older ? older.memory_ids[older.memory_ids.length - 1]! : older.memoryId;
+    const olderAt = 'memory_ids' in older ? older.valid_at : older.at;
+    const olderTarget = 'memory_ids' in older ? older.target : older.target;
+    const olderNegated = 'memory_ids' in older ? false : older.negated;
+    if (olderId === m.id) return;
+    conflicts.push({
+      id: decisionId(`${kind}|${f.source}|${f.relation}|${olderId}|${m.id}`), kind, subject: f.source, attribute: f.relation,
+      values: [
+        { memory_id: olderId, value: olderTarget, negated: olderNegated, stated_at: olderAt },
+        { memory_id: m.id, value: f.target, negated: f.negated, stated_at: m.createdAt },
+      ],
+      older: olderId, newer: m.id, detected_at: m.createdAt,
+    });
+  };
+  const end = (edge: GraphEdge, m: ExtractedMemory) => {
+    edge.invalid_at = m.createdAt;
+    edge.invalidated_by = m.id;
+  };
+  for (const m of ordered) {
+    if (m.isSummary) continue;
+    const overruled = honourSupersession && m.supersededBy !== null;
+    for (const raw of m.extraction.relations) {
+      const f = resolve(raw);
+      const factKey = `${f.source}|${f.relation}|${f.target}`;
+      const slot = f.singleValued ? `${f.source}|${f.relation}` : factKey;
+      const live = current.get(slot);
+      if (f.negated) {
+        if (live && live.target === f.target) {
+          conflict('negation', f, live, m);
+          if (!overruled) {
+            end(live, m);
+            current.delete(slot);
+          }
+        }
+        denied.set(factKey, { memoryId: m.id, at: m.createdAt });
+        continue;
+      }
+      const denial = denied.get(factKey);
+      if (denial && !(live && live.target === f.target)) {
+        conflict('negation', f, { ...denial, target: f.target, negated: true }, m);
+        denied.delete(factKey);
+      }
+      if (live && live.target === f.target) {
+        if (!live.memory_ids.includes(m.id)) live.memory_ids.push(m.id);
+        continue;
+      }
+      const edge: GraphEdge = {
+        id: edgeId(`${factKey}|${m.id}`), source: f.source, target: f.target, type: f.relation, memory_ids: [m.id],
+        valid_at: m.createdAt, invalid_at: null, invalidated_by: null,
+      };
+      edges.push(edge);
+      if (live) conflict('single_valued', f, live, m);
+      if (overruled) {
+        // Kept for the record, but never true: the resolution preferred another statement.
+        edge.invalid_at = m.createdAt;
+        edge.invalidated_by = m.supersededBy;
+        continue;
+      }
+      if (live) end(live, m);
+      current.set(slot, edge);
+    }
+  }
+  return { edges, conflicts };
+}
+
+/** Edges true at `asOf` (all edges when absent): stated by then and not yet ended. */
+export function edgesAsOf(edges: GraphEdge[], asOf: string | undefined): GraphEdge[] {
+  if (asOf === undefined) return edges;
+  return edges.filter((e) => e.valid_at <= asOf && (e.invalid_at === null || e.invalid_at > asOf));
+}

@@ -1,0 +1,243 @@
+import { SMTPServer } from 'smtp-server';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { forEachDialect, useOwner, useTestApp, type TestApp } from '../../testing/harness.js';
+
+const STRONG = 'plum tree in the rain';
+
+/** Audit actions and outbox event types written since `afterId`. */
+async function effectsSince(t: TestApp, afterAudit: number, afterEvent: number) {
+  const audit = await t.database.db.selectFrom('audit_log').select(['action', 'actor_type', 'actor_id', 'target_id']).where('id', '>', afterAudit).orderBy('id').execute();
+  const events = await t.database.db.selectFrom('outbox_events').select(['type', 'payload']).where('id', '>', afterEvent).orderBy('id').execute();
+  return { audit, events: events.map((e) => ({ type: e.type, payload: typeof e.payload === 'string' ? JSON.parse(e.payload) : e.payload })) };
+}
+
+async function marks(t: TestApp) {
+  const a = await t.database.db.selectFrom('audit_log').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst();
+  const e = await t.database.db.selectFrom('outbox_events').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst();
+  return [Number(a?.m ?? 0), Number(e?.m ?? 0)] as const;
+}
+
+forEachDialect('members', (dialect) => {
+  const t = useTestApp(dialect);
+  const owner = useOwner(t);
+
+  const invite = (email: string, role: string, token = owner.token) => t.call('POST', '/org/invitations', { token, body: { email, role } });
+  const accept = (token: string, password: string) => t.call('POST', '/invitations/accept', { key: null, project: null, endUser: null, body: { token, password } });
+
+  it('invites with a role; the single-use link creates the account, audited, with member.* events', async () => {
+    const [a, e] = await marks(t);
+    const email = `Ada-${dialect}@Example.com`;
+    const res = await invite(email, 'admin');
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ email: email.toLowerCase(), role: 'admin', invited_by: owner.userId, mailed: false });
+    expect(res.body.token).toMatch(/^egi_/);
+    expect(res.body.url).toBe(`http://127.0.0.1:8080/invitations/accept#token=${res.body.token}`);
+    const stored = await t.database.db.selectFrom('invitations').selectAll().where('id', '=', res.body.id).executeTakeFirstOrThrow();
+    expect(JSON.stringify(stored)).not.toContain(res.body.token);
+
+    const weak = await accept(res.body.token, 'short');
+    expect(weak.status).toBe(400);
+    expect(weak.body.error.field).toBe('password');
+    const common = await accept(res.body.token, 'Password123');
+    expect(common.status).toBe(400);
+    expect(common.body.error.message).toMatch(/common passwords/);
+
+    const joined = await accept(res.body.token, STRONG);
+    expect(joined.status).toBe(200);
+    expect(joined.body).toMatchObject({ organization_id: t.organizationId, role: 'admin', created_account: true, email: email.toLowerCase() });
+    expect((await accept(res.body.token, STRONG)).status).toBe(404);
+
+    const admin = await t.login({ email: email.toLowerCase(), password: STRONG });
+    const list = await t.call('GET', '/org/members', { token: admin.token });
+    expect(list.status).toBe(200);
+    const me = list.body.items.find((m: { user_id: number }) => m.user_id === joined.body.user_id);
+    expect(me).toMatchObject({ role: 'admin', email: email.toLowerCase() });
+    expect(me.last_sign_in_at).toMatch(/^\d{4}-.*Z$/);
+    expect(list.body.items.find((m: { user_id: number }) => m.user_id === owner.userId).role).toBe('owner');
+
+    const { audit, events } = await effectsSince(t, a, e);
+    expect(audit.filter((r) => r.action.startsWith('member.')).map((r) => [r.action, r.actor_id])).toEqual([
+      ['member.invite', owner.userId], ['member.join', joined.body.user_id],
+    ]);
+    expect(events.filter((ev) => ev.type.startsWith('member.'))).toEqual([
+      { type: 'member.invited', payload: { invitation_id: res.body.id, role: 'admin' } },
+      { type: 'member.joined', payload: { user_id: joined.body.user_id, role: 'admin' } },
+    ]);
+  });
+
+  it('joins with an existing account only with its password; expired links and members already in are refused', async () => {
+    const other = await t.member('viewer');
+    const otherOrg = await t.call('POST', '/organizations', { token: owner.token, body: { name: 'Second' } });
+    const res = await invite(other.email, 'member', owner.token);
+    expect(res.status).toBe(409);
+    expect(res.body.error.field).toBe('email');
+
+    const inSecond = await t.call('POST', '/org/invitations', {
+      token: owner.token, headers: { 'x-organization-id': otherOrg.body.id }, body: { email: other.email, role: 'member' },
+    });
+    expect(inSecond.status).toBe(201);
+    const wrong = await accept(inSecond.body.token, 'not the password at all');
+    expect(wrong.status).toBe(401);
+    const ok = await accept(inSecond.body.token, other.password);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ user_id: other.userId, created_account: false, organization_id: otherOrg.body.id, role: 'member' });
+
+    const late = await invite(`late-${dialect}@example.com`, 'viewer');
+    await t.database.db.updateTable('invitations').set({ expires_at: '2020-01-01T00:00:00.000Z' }).where('id', '=', late.body.id).execute();
+    expect((await accept(late.body.token, STRONG)).status).toBe(404);
+    expect(await t.database.db.selectFrom('users').select('id').where('email', '=', `late-${dialect}@example.com`).executeTakeFirst()).toBeUndefined();
+  });
+
+  it('changes roles; only owners touch owners; the last owner cannot be demoted or removed (409)', async () => {
+    const admin = await t.member('admin');
+    const viewer = await t.member('viewer');
+    const promoted = await t.call('PATCH', `/org/members/${viewer.userId}`, { token: admin.token, body: { role: 'member' } });
+    expect(promoted.status).toBe(200);
+    expect(promoted.body).toMatchObject({ user_id: viewer.userId, role: 'member' });
+    expect((await t.call('PATCH', `/org/members/${viewer.userId}`, { token: admin.token, body: { role: 'owner' } })).status).toBe(403);
+    expect((await t.call('PATCH', `/org/members/${owner.userId}`, { token: admin.token, body: { role: 'viewer' } })).status).toBe(403);
+    expect((await t.call('PATCH', `/org/members/${viewer.userId}`, { token: owner.token, body: { role: 'superuser' } })).body.error.field).toBe('role');
+
+    const demote = await t.call('PATCH', `/org/members/${owner.userId}`, { token: owner.token, body: { role: 'admin' } });
+    expect(demote.status).toBe(409);
+    const remove = await t.call('DELETE', `/org/members/${owner.userId}`, { token: owner.token });
+    expect(remove.status).toBe(409);
+    const row = await t.database.db.selectFrom('memberships').select('role').where('organization_id', '=', t.organizationId).where('user_id', '=', owner.userId).executeTakeFirst();
+    expect(row?.role).toBe('owner');
+
+    // With a second owner, the first may step down.
+    const second = await t.member('owner');
+    expect((await t.call('PATCH', `/org/members/${second.userId}`, { token: owner.token, body: { role: 'admin' } })).status).toBe(200);
+    expect((await t.call('PATCH', `/org/members/${second.userId}`, { token: owner.token, body: { role: 'owner' } })).status).toBe(200);
+  });
+
+  it("removes a member: their sessions end at once, audited, member.removed emitted", async () => {
+    const gone = await t.member('member');
+    const extra = await t.login({ email: gone.email });
+    expect((await t.call('GET', '/org/projects', { token: gone.token })).status).toBe(200);
+    const [a, e] = await marks(t);
+    const res = await t.call('DELETE', `/org/members/${gone.userId}`, { token: owner.token });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ user_id: gone.userId, sessions_ended: 2 });
+    for (const token of [gone.token, extra.token]) expect((await t.call('GET', '/org/projects', { token })).status).toBe(401);
+    expect((await t.call('DELETE', `/org/members/${gone.userId}`, { token: owner.token })).status).toBe(404);
+    const { audit, events } = await effectsSince(t, a, e);
+    expect(audit.map((r) => [r.action, r.target_id])).toEqual([['member.remove', String(gone.userId)]]);
+    expect(events).toEqual([{ type: 'member.removed', payload: { user_id: gone.userId, previous_role: 'member' } }]);
+  });
+
+  it('a viewer cannot invite (403) and an admin of another organization gets 404, changing nothing', async () => {
+    const viewer = await t.member('viewer');
+    const before = await t.database.db.selectFrom('invitations').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    const refused = await invite(`x-${dialect}@example.com`, 'member', viewer.token);
+    expect(refused.status).toBe(403);
+    const other = await t.otherTenant();
+    const stranger = await t.member('admin', { organizationId: other.organizationId });
+    const target = await t.member('member');
+    for (const [method, url, body] of [
+      ['PATCH', `/org/members/${target.userId}`, { role: 'viewer' }], ['DELETE', `/org/members/${target.userId}`, undefined],
+      ['POST', `/org/members/${target.userId}/password-reset`, undefined], ['GET', `/org/members/${target.userId}`, undefined],
+    ] as const) {
+      const res = await t.call(method, url, { token: stranger.token, ...(body ? { body } : {}) });
+      expect(res.status, `${method} ${url}`).toBe(404);
+    }
+    const asOurs = await t.call('POST', '/org/invitations', { token: stranger.token, headers: { 'x-organization-id': t.organizationId }, body: { email: 'y@example.com', role: 'member' } });
+    expect(asOurs.status).toBe(404);
+    const after = await t.database.db.selectFrom('invitations').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    expect(Number(after.n)).toBe(Number(before.n));
+    expect((await t.call('GET', '/org/projects', { token: target.token })).status).toBe(200);
+  });
+});
+
+forEachDialect('passwords', (dialect) => {
+  const t = useTestApp(dialect);
+  const owner = useOwner(t);
+
+  it('changing your own needs the current password and ends your other sessions', async () => {
+    const person = await t.member('member');
+    const other = await t.login({ email: person.email });
+    const wrong = await t.call('POST', '/auth/password', { token: person.token, body: { current_password: 'wrong guess here', new_password: STRONG } });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.error.field).toBe('current_password');
+    const common = await t.call('POST', '/auth/password', { token: person.token, body: { current_password: person.password, new_password: 'qwertyuiop' } });
+    expect(common.body.error.field).toBe('new_password');
+    const asEmail = await t.call('POST', '/auth/password', { token: person.token, body: { current_password: person.password, new_password: person.email.toUpperCase() } });
+    expect(asEmail.body.error.field).toBe('new_password');
+
+    const changed = await t.call('POST', '/auth/password', { token: person.token, body: { current_password: person.password, new_password: STRONG } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toEqual({ sessions_ended: 1 });
+    expect((await t.call('GET', '/auth/sessions', { token: other.token })).status).toBe(401);
+    expect((await t.call('GET', '/auth/sessions', { token: person.token })).status).toBe(200);
+    await expect(t.login({ email: person.email })).rejects.toThrow(/401/);
+    await t.login({ email: person.email, password: STRONG });
+    const audit = await t.database.db.selectFrom('audit_log').select(['action', 'actor_id']).where('action', '=', 'password.change').execute();
+    expect(audit).toEqual([{ action: 'password.change', actor_id: person.userId }]);
+  });
+
+  it('an admin issues a single-use reset link; spending it sets the password and ends every session', async () => {
+    const person = await t.member('viewer');
+    const admin = await t.member('admin');
+    const issued = await t.call('POST', `/org/members/${person.userId}/password-reset`, { token: admin.token });
+    expect(issued.status).toBe(201);
+    expect(issued.body.token).toMatch(/^egp_/);
+    expect(issued.body.url).toContain('/auth/password/reset#token=egp_');
+    expect((await t.call('POST', `/org/members/${owner.userId}/password-reset`, { token: admin.token })).status).toBe(403);
+
+    const reset = (token: string, new_password: string) =>
+      t.call('POST', '/auth/password/reset', { key: null, project: null, endUser: null, body: { token, new_password } });
+    expect((await reset(issued.body.token, 'abcdefghij')).status).toBe(400);
+    const done = await reset(issued.body.token, STRONG);
+    expect(done.status).toBe(200);
+    expect(done.body).toEqual({ user_id: person.userId, sessions_ended: 1 });
+    expect((await t.call('GET', '/auth/sessions', { token: person.token })).status).toBe(401);
+    expect((await reset(issued.body.token, 'another fine password')).status).toBe(404);
+    await t.login({ email: person.email, password: STRONG });
+    expect((await reset('egp_unknown', STRONG)).status).toBe(404);
+  });
+});
+
+describe('mail (a local SMTP server receives what Engram sends)', () => {
+  const received: Array<{ to: string[]; data: string }> = [];
+  let smtp: SMTPServer;
+  let port = 0;
+  beforeAll(async () => {
+    smtp = new SMTPServer({
+      authOptional: true, disabledCommands: ['STARTTLS'], logger: false,
+      onData(stream, session, done) {
+        let data = '';
+        stream.on('data', (chunk) => (data += chunk));
+        stream.on('end', () => {
+          received.push({ to: session.envelope.rcptTo.map((r) => r.address), data });
+          done();
+        });
+      },
+    });
+    await new Promise<void>((resolve) => smtp.listen(0, '127.0.0.1', () => resolve()));
+    port = (smtp.server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => smtp.close(() => resolve())));
+
+  const t = useTestApp('sqlite', () => ({
+    mail: { url: `smtp://127.0.0.1:${port}`, from: 'Engram <engram@test.local>' }, publicUrl: 'https://engram.example.com',
+  }));
+  const owner = useOwner(t);
+
+  it('mails the invitation link and the reset link to the person', async () => {
+    const res = await t.call('POST', '/org/invitations', { token: owner.token, body: { email: 'mailed@example.com', role: 'member' } });
+    expect(res.status).toBe(201);
+    expect(res.body.mailed).toBe(true);
+    expect(res.body.url).toBe(`https://engram.example.com/invitations/accept#token=${res.body.token}`);
+    expect(received).toHaveLength(1);
+    expect(received[0]!.to).toEqual(['mailed@example.com']);
+    expect(received[0]!.data.replace(/=\r?\n/g, '')).toContain(res.body.token);
+
+    const person = await t.member('member');
+    const reset = await t.call('POST', `/org/members/${person.userId}/password-reset`, { token: owner.token });
+    expect(reset.body.mailed).toBe(true);
+    expect(received[1]!.to).toEqual([person.email]);
+    expect(received[1]!.data.replace(/=\r?\n/g, '')).toContain(reset.body.token);
+    expect(t.logs.join('')).not.toContain(reset.body.token);
+  });
+});

@@ -1,0 +1,397 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import type { BaseLogger } from 'pino';
+import { sql } from 'kysely';
+import { SYSTEM_ACTOR } from '../../core/context.js';
+import { dispatchOutbox, forgottenMemory, onEventsCommitted, type OutboxDispatcher, type StoredEvent } from '../../core/events.js';
+import { checkAddress, OutboundRefused } from '../../core/outbound.js';
+import { write } from '../../core/unit-of-work.js';
+import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import { openSecret, policyOf, retryConfigOf, type WebhookSettings } from './endpoints.js';
+
+/** Response bodies are kept (and read) up to this many bytes; the rest is never read. */
+export const RESPONSE_CAPTURE_BYTES = 2048;
+/** Deliveries attempted at once by one process, and at most this many for one endpoint, so a slow receiver cannot stall the others. */
+const CONCURRENCY = 64;
+const PER_ENDPOINT = 8;
+const CLAIM_BATCH = CONCURRENCY / 4;
+/** How often an idle loop looks for work committed by other processes; commits in this process wake it at once. */
+const IDLE_POLL_MS = 200;
+/** A lease outlives the attempt deadline by this much, for recording the outcome; then a dead process's deliveries are taken over. */
+const LEASE_MARGIN_MS = 5000;
+
+// Keep-alive pools (sockets are keyed by host and port, each connected to an address checked when it was
+// opened), as large as the loop's concurrency, so a request never waits in a pool behind a slow receiver.
+const httpAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+
+export const newMessageId = () => `msg_${randomBytes(12).toString('base64url')}`;
+
+/** The body every delivery sends: `{type, timestamp, data}`, fixed when the delivery is made, so a retry sends the same bytes. */
+export function messageBody(type: string, timestamp: string, data: unknown): string {
+  return JSON.stringify({ type, timestamp, data });
+}
+
+/** Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` under the secret's base64 key. */
+export function sign(secret: string, messageId: string, timestamp: number, body: string): string {
+  const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  return `v1,${createHmac('sha256', key).update(`${messageId}.${timestamp}.${body}`).digest('base64')}`;
+}
+
+/**
+ * The outbox dispatcher: in the transaction that marks events dispatched, one delivery row per
+ * event and subscribed endpoint of its project (events without a project, such as organization-wide
+ * API keys, go to every endpoint of the organization). Paused endpoints get rows too; disabled ones do not.
+ */
+export const fanOut: OutboxDispatcher = async (trx, events) => {
+  const organizations = [...new Set(events.map((e) => e.organizationId))];
+  const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'organization_id', 'project_id', 'events'])
+    .where('organization_id', 'in', organizations).where('status', '!=', 'disabled').execute();
+  if (endpoints.length === 0) return;
+  const subscribed = endpoints.map((e) => ({ ...e, events: new Set(decodeJson<string[]>(e.events)) }));
+  const now = nowIso();
+  const rows = events.flatMap((event: StoredEvent) => {
+    const targets = subscribed.filter((e) => e.organization_id === event.organizationId && e.events.has(event.type)
+      && (event.projectId === null || e.project_id === event.projectId));
+    if (targets.length === 0) return [];
+    const messageId = newMessageId();
+    const body = messageBody(event.type, event.createdAt, event.payload);
+    const memory = (event.payload as { memory?: { id?: number } }).memory?.id ?? null;
+    return targets.map((e) => ({
+      endpoint_id: e.id, message_id: messageId, event_type: event.type, memory_id: memory, body, status: 'pending',
+      next_attempt_at: now, lease_until: null, created_at: now, updated_at: now,
+    }));
+  });
+  for (let i = 0; i < rows.length; i += 500) await trx.insertInto('webhook_deliveries').values(rows.slice(i, i + 500)).execute();
+};
+
+/** Forgetting: stored deliveries of a forgotten memory keep its id and nothing else. */
+export async function eraseMemoryDeliveries(trx: Executor, memoryIds: number[]): Promise<void> {
+  if (memoryIds.length === 0) return;
+  const rows = await trx.selectFrom('webhook_deliveries').select(['id', 'memory_id', 'body']).where('memory_id', 'in', memoryIds).orderBy('id').execute();
+  for (const row of rows) {
+    const sent = JSON.parse(row.body) as { type: string; timestamp: string };
+    await trx.updateTable('webhook_deliveries').set({ body: messageBody(sent.type, sent.timestamp, { memory: forgottenMemory(row.memory_id!) }) })
+      .where('id', '=', row.id).execute();
+  }
+}
+
+interface Outcome {
+  statusCode: number | null;
+  body: string | null;
+  error: string | null;
+  latencyMs: number;
+}
+
+/**
+ * One attempt: the host is resolved and every address checked again (SSRF), and the socket goes
+ * to the checked address; redirects are not followed (a 3xx fails); a 2xx within the deadline
+ * succeeds; at most RESPONSE_CAPTURE_BYTES of the answer are read, then the connection is dropped.
+ */
+export async function attempt(settings: WebhookSettings, target: string, headers: Record<string, string>, body: string): Promise<Outcome> {
+  const started = performance.now();
+  const done = (statusCode: number | null, text: string | null, error: string | null): Outcome =>
+    ({ statusCode, body: text, error, latencyMs: Math.round(performance.now() - started) });
+  let url: URL;
+  let address: string;
+  try {
+    url = new URL(target);
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && settings.allowHttp)) throw new OutboundRefused(`${url.protocol} receivers are not allowed`);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
+    if (addresses.length === 0) throw new OutboundRefused(`${host} does not resolve`);
+    for (const a of addresses) checkAddress(policyOf(settings), host, a);
+    address = addresses[0]!;
+  } catch (error) {
+    return done(null, null, error instanceof Error ? error.message : String(error));
+  }
+  return new Promise<Outcome>((resolve) => {
+    let settled = false;
+    // A connection whose answer was read to the end goes back to the keep-alive pool; any other is dropped.
+    const finish = (outcome: Outcome, reusable = false) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      if (!reusable) req.destroy();
+      resolve(outcome);
+    };
+    const client = url.protocol === 'https:' ? https : http;
+    const req = client.request(url, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      // The connection goes to the address checked above, whatever a second resolution would say.
+      lookup: (_hostname, options, callback) => {
+        const family = isIP(address);
+        if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
+        else callback(null, address, family);
+      },
+      agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
+    }, (res) => {
+      const status = res.statusCode ?? 0;
+      const parts: Buffer[] = [];
+      let size = 0;
+      const complete = (reusable: boolean) => finish(done(status, Buffer.concat(parts).subarray(0, RESPONSE_CAPTURE_BYTES).toString('utf8'),
+        status >= 200 && status < 300 ? null : `HTTP ${status}`), reusable);
+      res.on('data', (chunk: Buffer) => {
+        parts.push(chunk);
+        size += chunk.length;
+        if (size > RESPONSE_CAPTURE_BYTES) complete(false);
+      });
+      res.on('end', () => complete(true));
+      res.on('error', () => complete(false));
+    });
+    const deadline = setTimeout(() => finish(done(null, null, `no answer within ${settings.timeoutMs / 1000} s`)), settings.timeoutMs);
+    req.on('error', (error) => finish(done(null, null, error.message)));
+    req.end(body);
+  });
+}
+
+interface Claimed {
+  id: number;
+  endpoint_id: number;
+  message_id: string;
+  body: string;
+  next_step: number;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: string | null;
+  retry_config: unknown;
+}
+
+interface Finished {
+  delivery: Claimed;
+  outcome: Outcome;
+  at: string;
+}
+
+/**
+ * Background delivery: drains the outbox into delivery rows (fanOut, registered as a dispatcher)
+ * and attempts due deliveries, each under a lease longer than the attempt deadline (rows claimed
+ * with SKIP LOCKED on PostgreSQL), so several processes share the work and never attempt one
+ * delivery twice at once; a process killed mid-attempt leaves a lease that simply expires.
+ * Outcomes are recorded in batches (one transaction for every attempt finished meanwhile).
+ */
+export class DeliveryLoop {
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wake: (() => void) | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private readonly inFlight = new Map<number, Promise<void>>();
+  private readonly perEndpoint = new Map<number, number>();
+  private finished: Array<Finished & { recorded: () => void }> = [];
+  private recording: Promise<void> | null = null;
+  private readonly secrets = new Map<string, string>();
+  private outboxDirty = true;
+
+  constructor(
+    private readonly database: Database,
+    private readonly settings: WebhookSettings,
+    private readonly dispatchers: readonly OutboxDispatcher[],
+    private readonly log: Pick<BaseLogger, 'warn'>,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    this.unsubscribe = onEventsCommitted(() => {
+      this.outboxDirty = true;
+      this.wake?.();
+    });
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.unsubscribe?.();
+    this.wake?.();
+    await this.loop;
+    await Promise.all(this.inFlight.values());
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let busy = false;
+      try {
+        // The outbox is read only when something may have been committed (a wake-up, a poll) or is left over.
+        if (this.outboxDirty) {
+          this.outboxDirty = false;
+          busy = (await dispatchOutbox(this.database, this.dispatchers)) > 0;
+          this.outboxDirty = busy;
+        }
+        // Claims are taken in batches (a quarter of the slots at least, or whatever is due when idle): each is a transaction.
+        const free = CONCURRENCY - this.inFlight.size;
+        if (free >= CLAIM_BATCH || this.inFlight.size === 0) {
+          const claimed = await this.claim(free);
+          for (const delivery of claimed) this.begin(delivery);
+          busy ||= claimed.length === free;
+        }
+      } catch (error) {
+        this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'webhook delivery loop failed; retrying');
+      }
+      if (!busy && this.running) await this.idle();
+    }
+  }
+
+  /** Until woken (a commit in this process, a finished attempt) or the poll interval passes. */
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.outboxDirty = true;
+        this.wake?.();
+      }, IDLE_POLL_MS);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+
+  private async claim(limit: number): Promise<Claimed[]> {
+    const now = nowIso();
+    const leaseUntil = new Date(Date.now() + this.settings.timeoutMs + LEASE_MARGIN_MS).toISOString();
+    return this.database.db.transaction().execute(async (trx) => {
+      const candidates = await trx.selectFrom('webhook_deliveries as d')
+        .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
+        .select(['d.id', 'd.endpoint_id', 'd.message_id', 'd.body', 'd.next_step', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_until', 'e.retry_config'])
+        .where('d.status', '=', 'pending').where('e.status', '=', 'enabled').where('d.next_attempt_at', '<=', now)
+        .where((eb) => eb.or([eb('d.lease_until', 'is', null), eb('d.lease_until', '<', now)]))
+        .orderBy('d.next_attempt_at').orderBy('d.id').limit(limit * 4)
+        .$if(this.database.dialect === 'postgres', (qb) => qb.modifyEnd(sql`for update of d skip locked`))
+        .execute();
+      const taken: Claimed[] = [];
+      const counts = new Map(this.perEndpoint);
+      for (const c of candidates) {
+        if (taken.length >= limit) break;
+        const n = counts.get(c.endpoint_id) ?? 0;
+        if (n >= PER_ENDPOINT) continue;
+        counts.set(c.endpoint_id, n + 1);
+        taken.push(c);
+      }
+      if (taken.length > 0) {
+        await trx.updateTable('webhook_deliveries').set({ lease_until: leaseUntil }).where('id', 'in', taken.map((c) => c.id)).execute();
+      }
+      return taken;
+    });
+  }
+
+  private begin(delivery: Claimed): void {
+    this.perEndpoint.set(delivery.endpoint_id, (this.perEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
+    const work = this.deliver(delivery)
+      .catch((error: unknown) => this.log.warn({ delivery: delivery.id, err: error instanceof Error ? error.message : String(error) }, 'webhook attempt failed to record'))
+      .finally(() => {
+        this.inFlight.delete(delivery.id);
+        const n = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
+        if (n === 0) this.perEndpoint.delete(delivery.endpoint_id);
+        else this.perEndpoint.set(delivery.endpoint_id, n);
+        this.wake?.();
+      });
+    this.inFlight.set(delivery.id, work);
+  }
+
+  private open(sealed: string): string {
+    let secret = this.secrets.get(sealed);
+    if (secret === undefined) {
+      secret = openSecret(this.settings, sealed);
+      this.secrets.set(sealed, secret);
+    }
+    return secret;
+  }
+
+  private async deliver(delivery: Claimed): Promise<void> {
+    const timestamp = Math.floor(Date.now() / 1000);
+    const secrets = [this.open(delivery.secret)];
+    if (delivery.previous_secret && delivery.previous_secret_until && Date.parse(delivery.previous_secret_until) > Date.now()) {
+      secrets.push(this.open(delivery.previous_secret));
+    }
+    const headers = {
+      'webhook-id': delivery.message_id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': secrets.map((s) => sign(s, delivery.message_id, timestamp, delivery.body)).join(' '),
+      'user-agent': 'Engram-Webhooks/1',
+    };
+    const outcome = await attempt(this.settings, delivery.url, headers, delivery.body);
+    await new Promise<void>((recorded) => {
+      this.finished.push({ delivery, outcome, at: nowIso(), recorded });
+      this.recording ??= this.record().finally(() => (this.recording = null));
+    });
+  }
+
+  /** Records every finished attempt in one transaction per round, until none is left. */
+  private async record(): Promise<void> {
+    while (this.finished.length > 0) {
+      const batch = this.finished.splice(0);
+      try {
+        await recordAttempts(this.database, batch);
+      } catch (error) {
+        this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'webhook attempts not recorded; their leases will expire and they will be retried');
+      }
+      for (const item of batch) item.recorded();
+    }
+  }
+}
+
+/**
+ * Records attempts and moves each delivery on: succeeded, the next step of its endpoint's
+ * schedule, or exhausted; then each endpoint's health. An endpoint failing every attempt for its
+ * disable period is disabled, with an audit row and an endpoint.disabled event.
+ */
+async function recordAttempts(database: Database, batch: Finished[]): Promise<void> {
+  const toDisable = await database.db.transaction().execute(async (trx) => {
+    await trx.insertInto('webhook_attempts').values(batch.map(({ delivery, outcome, at }) => ({
+      delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, attempted_at: at, status_code: outcome.statusCode,
+      latency_ms: outcome.latencyMs, response_body: outcome.body, error: outcome.error, succeeded: database.bool(outcome.error === null),
+    }))).execute();
+    // In id order, like the erase hook, so two transactions never wait on each other's rows (PostgreSQL deadlocks).
+    for (const { delivery, outcome, at } of [...batch].sort((a, b) => a.delivery.id - b.delivery.id)) {
+      const schedule = decodeJson<{ schedule_seconds: number[] }>(delivery.retry_config).schedule_seconds;
+      const succeeded = outcome.error === null;
+      const nextStep = delivery.next_step + 1;
+      const exhausted = !succeeded && nextStep >= schedule.length;
+      await trx.updateTable('webhook_deliveries').set((eb) => ({
+        status: succeeded ? 'succeeded' : exhausted ? 'exhausted' : 'pending',
+        attempts: eb('attempts', '+', 1),
+        next_step: succeeded || exhausted ? delivery.next_step : nextStep,
+        next_attempt_at: succeeded || exhausted ? null : new Date(Date.parse(at) + schedule[nextStep]! * 1000).toISOString(),
+        lease_until: null, updated_at: at,
+      })).where('id', '=', delivery.id).execute();
+    }
+    const endpointIds = [...new Set(batch.map((b) => b.delivery.endpoint_id))];
+    const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'failing_since', 'consecutive_failures', 'status', 'retry_config', 'last_success_at', 'last_failure_at'])
+      .where('id', 'in', endpointIds).orderBy('id').execute();
+    const disable: number[] = [];
+    for (const e of endpoints) {
+      let { failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure } = e;
+      for (const { delivery, outcome, at } of batch) {
+        if (delivery.endpoint_id !== e.id) continue;
+        if (outcome.error === null) [failingSince, failures, lastSuccess] = [null, 0, at];
+        else [failingSince, failures, lastFailure] = [failingSince ?? at, failures + 1, at];
+      }
+      await trx.updateTable('webhook_endpoints').set({
+        failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure,
+      }).where('id', '=', e.id).execute();
+      const disableAfterMs = retryConfigOf(e).disable_after_seconds * 1000;
+      if (e.status === 'enabled' && failingSince !== null && lastFailure !== null && Date.parse(lastFailure) - Date.parse(failingSince) >= disableAfterMs) disable.push(e.id);
+    }
+    return disable;
+  });
+  for (const id of toDisable) await disableEndpoint(database, id);
+}
+
+async function disableEndpoint(database: Database, id: number): Promise<void> {
+  const endpoint = await database.db.selectFrom('webhook_endpoints').select(['organization_id', 'project_id', 'url', 'failing_since']).where('id', '=', id).executeTakeFirst();
+  if (!endpoint?.failing_since) return;
+  const failingSince = endpoint.failing_since;
+  const ctx = { actor: SYSTEM_ACTOR, organizationId: endpoint.organization_id, projectId: endpoint.project_id, requestId: null };
+  await write(database, ctx, async (trx, effects) => {
+    const changed = await trx.updateTable('webhook_endpoints')
+      .set({ status: 'disabled', disabled_reason: `every attempt failed since ${failingSince}`, updated_at: effects.now })
+      .where('id', '=', id).where('status', '=', 'enabled').executeTakeFirst();
+    if (Number(changed.numUpdatedRows) === 0) return;
+    effects.audit('webhook.disable', { type: 'webhook_endpoint', id });
+    effects.emit('endpoint.disabled', { endpoint_id: id, url: endpoint.url, failing_since: failingSince, reason: 'every attempt failed for the disable period' });
+  });
+}

@@ -1,0 +1,4 @@
+/** The webhooks module's public face: its outbox dispatcher, its erase hook, the delivery loop and the CLI receiver. */
+export { DeliveryLoop, eraseMemoryDeliveries, fanOut, sign } from './delivery.js';
+export type { WebhookSettings } from './endpoints.js';
+export { listen } from './listen.js';

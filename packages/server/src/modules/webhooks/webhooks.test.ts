@@ -1,0 +1,279 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { decodeJson } from '../../store/database.js';
+import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
+import { Receiver, until } from '../../testing/receiver.js';
+
+const FAST = { schedule_seconds: [0, 1, 1, 1, 1] };
+
+forEachDialect('webhooks', (dialect) => {
+  const t = useTestApp(dialect, { webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 } });
+  const owner = useOwner(t);
+  const receiver = new Receiver();
+  beforeAll(() => receiver.start());
+  afterAll(() => receiver.stop());
+
+  const as = (extra: { project?: string } = {}) => ({ token: owner.token, headers: { 'x-project-id': extra.project ?? t.projectId } });
+  async function subscribe(path: string, body: Record<string, unknown> = {}) {
+    const res = await t.call('POST', '/org/webhooks', { ...as(), body: { name: path, url: `${receiver.url}${path}`, events: ['memory.created'], retry_config: FAST, ...body } });
+    expect(res.status, res.text).toBe(201);
+    receiver.verifyWith(path, res.body.secret);
+    return res.body as { id: number; secret: string };
+  }
+  const addMemory = async (text: string) => (await t.call('POST', '/memory/add', { body: { text, tags: ['hook'] } })).body;
+  const deliveries = (id: number, query = '') => t.call('GET', `/org/webhooks/${id}/deliveries${query}`, as());
+
+  it('creates, reads, lists, updates and deletes endpoints; the secret is shown once and stored sealed; audit rows', async () => {
+    const created = await subscribe('/crud', { description: 'orders', signature_config: { rotation_overlap_seconds: 60 } });
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
+    expect(created).toMatchObject({
+      name: '/crud', url: `${receiver.url}/crud`, description: 'orders', events: ['memory.created'], enabled: true, state: 'enabled', project_id: t.projectId,
+      retry_config: { schedule_seconds: FAST.schedule_seconds, disable_after_seconds: 432000 }, signature_config: { rotation_overlap_seconds: 60 },
+    });
+    const row = await t.database.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', created.id).executeTakeFirstOrThrow();
+    expect(row.secret).not.toContain(created.secret.slice(6));
+    const got = await t.call('GET', `/org/webhooks/${created.id}`, as());
+    expect(got.status).toBe(200);
+    expect(got.body.secret).toBeUndefined();
+    const { secret: _secret, ...view } = created;
+    expect(got.body).toEqual(view);
+    const list = await t.call('GET', '/org/webhooks?limit=1', as());
+    expect(list.body).toMatchObject({ offset: 0, limit: 1 });
+    expect(list.body.items[0].secret).toBeUndefined();
+
+    const updated = await t.call('PATCH', `/org/webhooks/${created.id}`, { ...as(), body: { name: 'renamed', events: ['memory.created', 'memory.updated'], retry_config: { disable_after_seconds: 3600 } } });
+    expect(updated.status).toBe(200);
+    expect(updated.body).toEqual({ ...view, name: 'renamed', events: ['memory.created', 'memory.updated'], retry_config: { schedule_seconds: FAST.schedule_seconds, disable_after_seconds: 3600 }, updated_at: expect.any(String) });
+
+    const rotated = await t.call('POST', `/org/webhooks/${created.id}/rotate-secret`, as());
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(created.secret);
+
+    const deleted = await t.call('DELETE', `/org/webhooks/${created.id}`, as());
+    expect(deleted.status).toBe(200);
+    expect((await t.call('GET', `/org/webhooks/${created.id}`, as())).status).toBe(404);
+    const audit = await t.database.db.selectFrom('audit_log').select(['action', 'actor_id']).where('target_type', '=', 'webhook_endpoint').where('target_id', '=', String(created.id)).orderBy('id').execute();
+    expect(audit.map((a) => a.action)).toEqual(['webhook.create', 'webhook.update', 'webhook.rotate_secret', 'webhook.delete']);
+    expect(audit.every((a) => a.actor_id === owner.userId)).toBe(true);
+  });
+
+  it('refuses bad input with 400 naming the field', async () => {
+    const bad = async (body: Record<string, unknown>, field: string) => {
+      const res = await t.call('POST', '/org/webhooks', { ...as(), body: { name: 'x', url: `${receiver.url}/x`, events: ['memory.created'], ...body } });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.field, JSON.stringify(body)).toBe(field);
+    };
+    await bad({ url: 'not a url' }, 'url');
+    await bad({ url: 'ftp://example.com/hook' }, 'url');
+    await bad({ url: 'http://10.0.0.1/hook' }, 'url');
+    await bad({ url: 'http://169.254.169.254/latest' }, 'url');
+    await bad({ url: 'http://[::ffff:192.168.0.1]/hook' }, 'url');
+    await bad({ url: 'http://localhost.:1/hook' }, 'url');
+    await bad({ events: [] }, 'events');
+    await bad({ events: ['memory.exploded'] }, 'events/0');
+    await bad({ retry_config: { schedule_seconds: [] } }, 'retry_config/schedule_seconds');
+    await bad({ retry_config: { schedule_seconds: [-1] } }, 'retry_config/schedule_seconds/0');
+    await bad({ retry_config: { attempts: 3 } }, 'retry_config/attempts');
+    const endpoint = await subscribe('/bad-input');
+    const patch = await t.call('PATCH', `/org/webhooks/${endpoint.id}`, { ...as(), body: { url: 'http://192.168.1.1/' } });
+    expect(patch.body.error.field).toBe('url');
+    expect((await t.call('PATCH', `/org/webhooks/${endpoint.id}`, { ...as(), body: { events: [] } })).body.error.field).toBe('events');
+    expect((await t.call('PATCH', `/org/webhooks/${endpoint.id}`, { ...as(), body: { secret: 'whsec_x' } })).body.error.field).toBe('secret');
+    const noProject = await t.call('GET', '/org/webhooks', { token: owner.token });
+    expect(noProject.status).toBe(400);
+    expect(noProject.body.error.field).toBe('X-Project-ID');
+  });
+
+  it('answers 404 for endpoints of other projects and organizations, 403 without the capability', async () => {
+    const endpoint = await subscribe('/scoped');
+    const other = await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Elsewhere' } });
+    for (const [method, path] of [['GET', ''], ['PATCH', ''], ['DELETE', ''], ['GET', '/health'], ['POST', '/pause'], ['POST', '/rotate-secret'], ['POST', '/test'], ['GET', '/deliveries']] as const) {
+      const res = await t.call(method, `/org/webhooks/${endpoint.id}${path}`, { ...as({ project: other.body.id }), ...(method === 'PATCH' ? { body: { name: 'no' } } : {}) });
+      expect(res.status, `${method} ${path}`).toBe(404);
+    }
+    const stranger = await t.otherTenant();
+    const outsider = await t.member('owner', { organizationId: stranger.organizationId });
+    expect((await t.call('GET', `/org/webhooks/${endpoint.id}`, { token: outsider.token, headers: { 'x-project-id': stranger.projectId } })).status).toBe(404);
+    expect((await t.call('GET', `/org/webhooks/${endpoint.id}`, { token: outsider.token, headers: { 'x-project-id': t.projectId } })).status).toBe(404);
+    const member = await t.member('member');
+    expect((await t.call('GET', '/org/webhooks', { token: member.token, headers: { 'x-project-id': t.projectId } })).status).toBe(403);
+    const readOnly = await t.login({ scopes: ['webhooks:read'] });
+    expect((await t.call('DELETE', `/org/webhooks/${endpoint.id}`, { token: readOnly.token, headers: { 'x-project-id': t.projectId } })).status).toBe(403);
+  });
+
+  it('lists event types with payload schemas', async () => {
+    const res = await t.call('GET', '/org/webhooks/event-types', { token: owner.token });
+    expect(res.status).toBe(200);
+    const types = res.body.items.map((i: { type: string }) => i.type);
+    expect(types).toEqual(expect.arrayContaining(['memory.created', 'memory.updated', 'memory.deleted', 'end_user.purged', 'project.updated',
+      'project.deleted', 'api_key.created', 'api_key.revoked', 'webhook.test', 'endpoint.disabled']));
+    expect(res.body.items.find((i: { type: string }) => i.type === 'memory.created').payload_schema.properties.memory).toBeDefined();
+  });
+
+  it('delivers signed memory events carrying the memory; after a rotation both secrets sign', async () => {
+    const endpoint = await subscribe('/signed', { events: ['memory.created', 'memory.updated', 'memory.deleted'] });
+    const memory = await addMemory('Prefers window seats');
+    const [first] = await until(() => receiver.at('/signed').length > 0 && receiver.at('/signed'), 'the first delivery');
+    expect(first!.verified).toBe(true);
+    expect(new Webhook(endpoint.secret).verify(first!.body, first!.headers)).toEqual({ type: 'memory.created', timestamp: expect.any(String), data: { memory, tenant_id: null } });
+    expect(first!.headers['webhook-id']).toMatch(/^msg_/);
+
+    const rotated = (await t.call('POST', `/org/webhooks/${endpoint.id}/rotate-secret`, as())).body;
+    receiver.verifyWith('/signed', endpoint.secret, rotated.secret);
+    await t.call('PATCH', `/memory/${memory.id}`, { body: { tags: ['changed'] } });
+    const second = (await until(() => receiver.at('/signed').length > 1 && receiver.at('/signed'), 'the update'))[1]!;
+    expect(second.verified).toBe(true);
+    expect(second.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    expect(JSON.parse(second.body)).toMatchObject({ type: 'memory.updated', data: { fields: ['tags'], memory: { id: memory.id, tags: ['changed'] } } });
+  });
+
+  it('survives a receiver outage of several attempts: nothing lost, the same id and body on every retry', async () => {
+    receiver.set('/outage', 'fail');
+    const endpoint = await subscribe('/outage');
+    const memories = [await addMemory('Outage one'), await addMemory('Outage two'), await addMemory('Outage three')];
+    await until(() => receiver.at('/outage').length >= 9, 'three failed attempts of each');
+    receiver.set('/outage', 'ok');
+    await until(async () => (await deliveries(endpoint.id, '?status=succeeded')).body.total === 3, 'recovery');
+    const byId = new Map<string, Set<string>>();
+    for (const r of receiver.at('/outage')) byId.set(r.headers['webhook-id']!, (byId.get(r.headers['webhook-id']!) ?? new Set()).add(r.body));
+    expect(byId.size).toBe(3);
+    for (const bodies of byId.values()) expect(bodies.size).toBe(1);
+    expect([...byId.values()].map((b) => JSON.parse([...b][0]!).data.memory.id).sort()).toEqual(memories.map((m) => m.id).sort());
+    const list = await deliveries(endpoint.id);
+    const detail = await t.call('GET', `/org/webhooks/${endpoint.id}/deliveries/${list.body.items[0].id}`, as());
+    expect(detail.body.status).toBe('succeeded');
+    expect(detail.body.attempt_log.slice(0, 3).map((a: { status_code: number; response_body: string; succeeded: boolean }) => [a.status_code, a.response_body, a.succeeded]))
+      .toEqual([[500, 'receiver is down', false], [500, 'receiver is down', false], [500, 'receiver is down', false]]);
+    expect(detail.body.attempt_log.at(-1)).toMatchObject({ status_code: 200, response_body: 'thanks', succeeded: true, error: null });
+    const health = await t.call('GET', `/org/webhooks/${endpoint.id}/health`, as());
+    expect(health.body).toMatchObject({ state: 'enabled', consecutive_failures: 0, failing_since: null, pending_deliveries: 0, last_success_at: expect.any(String), last_failure_at: expect.any(String) });
+    expect(health.body.success_rate_24h).toBeGreaterThan(0);
+    expect(health.body.success_rate_24h).toBeLessThan(1);
+    expect(health.body.p50_latency_ms_24h).toEqual(expect.any(Number));
+  });
+
+  it('exhausts a delivery after its schedule, then replays it; retries one delivery; filters deliveries', async () => {
+    receiver.set('/exhaust', 'fail');
+    const endpoint = await subscribe('/exhaust', { retry_config: { schedule_seconds: [0, 1] } });
+    await addMemory('Will exhaust');
+    await until(async () => (await deliveries(endpoint.id, '?status=exhausted')).body.total === 1, 'exhaustion');
+    expect((await deliveries(endpoint.id, '?event_type=memory.deleted')).body.total).toBe(0);
+    expect((await deliveries(endpoint.id, `?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`)).body.total).toBe(0);
+    expect((await deliveries(endpoint.id, '?status=lost')).body.error.field).toBe('status');
+    receiver.set('/exhaust', 'ok');
+    const replay = await t.call('POST', `/org/webhooks/${endpoint.id}/replay`, { ...as(), body: {} });
+    expect(replay.body).toEqual({ replayed: 1 });
+    await until(async () => (await deliveries(endpoint.id, '?status=succeeded')).body.total === 1, 'the replay');
+    const id = (await deliveries(endpoint.id)).body.items[0].id;
+    const retried = await t.call('POST', `/org/webhooks/${endpoint.id}/deliveries/${id}/retry`, as());
+    expect(retried.status).toBe(202);
+    await until(async () => (await t.call('GET', `/org/webhooks/${endpoint.id}/deliveries/${id}`, as())).body.attempts === 4, 'the retry');
+    const ids = new Set(receiver.at('/exhaust').map((r) => r.headers['webhook-id']));
+    expect(ids.size).toBe(1);
+    expect((await t.call('GET', `/org/webhooks/${endpoint.id}/deliveries/999999`, as())).status).toBe(404);
+  });
+
+  it('pauses (deliveries accumulate), resumes (they arrive), and sends a test event', async () => {
+    const endpoint = await subscribe('/paused');
+    expect((await t.call('POST', `/org/webhooks/${endpoint.id}/pause`, as())).body).toMatchObject({ state: 'paused', enabled: false });
+    await addMemory('While paused');
+    await until(async () => (await deliveries(endpoint.id)).body.total === 1, 'the delivery row');
+    expect(receiver.at('/paused')).toHaveLength(0);
+    expect((await t.call('GET', `/org/webhooks/${endpoint.id}/health`, as())).body).toMatchObject({ state: 'paused', pending_deliveries: 1 });
+    expect((await t.call('POST', `/org/webhooks/${endpoint.id}/resume`, as())).body).toMatchObject({ state: 'enabled', enabled: true });
+    await until(() => receiver.at('/paused').length === 1, 'the accumulated delivery');
+    const test = await t.call('POST', `/org/webhooks/${endpoint.id}/test`, as());
+    expect(test.status).toBe(202);
+    expect(test.body).toMatchObject({ event_type: 'webhook.test', status: 'pending' });
+    const received = await until(() => receiver.at('/paused')[1], 'the test event');
+    expect(received.verified).toBe(true);
+    expect(JSON.parse(received.body)).toMatchObject({ type: 'webhook.test', data: { endpoint_id: endpoint.id } });
+    const audit = await t.database.db.selectFrom('audit_log').select('action').where('target_id', '=', String(endpoint.id)).where('target_type', '=', 'webhook_endpoint').orderBy('id').execute();
+    expect(audit.map((a) => a.action)).toEqual(['webhook.create', 'webhook.pause', 'webhook.resume', 'webhook.test']);
+  });
+
+  it('disables an endpoint that failed every attempt for its disable period, and emits endpoint.disabled', async () => {
+    receiver.set('/dying', 'fail');
+    const watcher = await subscribe('/watcher', { events: ['endpoint.disabled'] });
+    const endpoint = await subscribe('/dying', { retry_config: { schedule_seconds: [0, 1, 1], disable_after_seconds: 60 } });
+    await addMemory('Into the void');
+    await until(() => receiver.at('/dying').length >= 1, 'a first failure');
+    // As if it had been failing for an hour.
+    await t.database.db.updateTable('webhook_endpoints').set({ failing_since: new Date(Date.now() - 3_600_000).toISOString() }).where('id', '=', endpoint.id).execute();
+    await until(async () => (await t.call('GET', `/org/webhooks/${endpoint.id}`, as())).body.state === 'disabled', 'the disable');
+    const got = await t.call('GET', `/org/webhooks/${endpoint.id}`, as());
+    expect(got.body).toMatchObject({ enabled: false, disabled_reason: expect.stringContaining('every attempt failed') });
+    const notice = await until(() => receiver.at('/watcher')[0], 'endpoint.disabled');
+    expect(JSON.parse(notice.body)).toMatchObject({ type: 'endpoint.disabled', data: { endpoint_id: endpoint.id } });
+    expect(notice.verified).toBe(true);
+    expect(watcher.id).not.toBe(endpoint.id);
+    const audit = await t.database.db.selectFrom('audit_log').select(['action', 'actor_type']).where('action', '=', 'webhook.disable').where('target_id', '=', String(endpoint.id)).execute();
+    expect(audit).toEqual([{ action: 'webhook.disable', actor_type: 'system' }]);
+  });
+
+  it('never lets slow, hanging, redirecting, failing, resetting or 10 MB receivers stall the others', async () => {
+    const bad = ['hang', 'slow', 'redirect', 'not_found', 'fail', 'reset', 'huge'] as const;
+    const endpoints = new Map<string, number>();
+    for (const behaviour of bad) {
+      receiver.set(`/${behaviour}`, behaviour);
+      endpoints.set(behaviour, (await subscribe(`/${behaviour}`, { retry_config: { schedule_seconds: [0] } })).id);
+    }
+    await subscribe('/steady');
+    for (let i = 0; i < 20; i++) await addMemory(`Steady ${i}`);
+    await until(() => receiver.at('/steady').length === 20, 'every delivery to the good receiver', 60_000);
+    const outcome = async (behaviour: string) => {
+      const id = (await deliveries(endpoints.get(behaviour)!)).body.items.at(-1).id;
+      return (await until(async () => {
+        const d = (await t.call('GET', `/org/webhooks/${endpoints.get(behaviour)}/deliveries/${id}`, as())).body;
+        return d.attempt_log.length > 0 && d;
+      }, `an attempt to ${behaviour}`)).attempt_log[0];
+    };
+    expect(await outcome('slow')).toMatchObject({ status_code: 200, succeeded: true });
+    expect(await outcome('redirect')).toMatchObject({ status_code: 302, succeeded: false, error: 'HTTP 302' });
+    expect(receiver.at('/ok-elsewhere')).toHaveLength(0);
+    expect(await outcome('not_found')).toMatchObject({ status_code: 404, succeeded: false, response_body: 'no such hook' });
+    expect(await outcome('fail')).toMatchObject({ status_code: 500, succeeded: false });
+    expect(await outcome('reset')).toMatchObject({ status_code: null, succeeded: false, error: expect.any(String) });
+    const huge = await outcome('huge');
+    expect(huge).toMatchObject({ status_code: 200, succeeded: true });
+    expect(huge.response_body.length).toBeLessThanOrEqual(2048);
+    expect(await outcome('hang')).toMatchObject({ status_code: null, succeeded: false, error: 'no answer within 2 s' });
+  });
+
+  it('forgetting a memory leaves no copy in stored deliveries or the outbox', async () => {
+    const endpoint = await subscribe('/forget');
+    await t.call('POST', `/org/webhooks/${endpoint.id}/pause`, as());
+    const memory = await addMemory('My secret diagnosis');
+    await until(async () => (await deliveries(endpoint.id)).body.total === 1, 'the pending delivery');
+    const forgot = await t.call('DELETE', '/memory/forget', { body: { ids: [memory.id] } });
+    expect(forgot.status).toBe(200);
+    const stored = await t.database.db.selectFrom('webhook_deliveries').select('body').where('memory_id', '=', memory.id).execute();
+    expect(stored.length).toBeGreaterThan(0);
+    for (const row of stored) expect(row.body).not.toContain('diagnosis');
+    const outbox = await t.database.db.selectFrom('outbox_events').select('payload').where('memory_id', '=', memory.id).execute();
+    expect(outbox.length).toBeGreaterThan(0);
+    for (const row of outbox) expect(JSON.stringify(decodeJson(row.payload))).not.toContain('diagnosis');
+    await t.call('POST', `/org/webhooks/${endpoint.id}/resume`, as());
+    const sent = await until(() => receiver.at('/forget').find((r) => JSON.parse(r.body).type === 'memory.created'), 'the scrubbed delivery');
+    expect(JSON.parse(sent.body).data).toEqual({ memory: { id: memory.id, forgotten: true } });
+  });
+
+  it('emits api_key.created, api_key.revoked, project.deleted and end_user.purged', async () => {
+    const endpoint = await subscribe('/lifecycle', { events: ['api_key.created', 'api_key.revoked', 'end_user.purged', 'memory.deleted'] });
+    const key = await t.call('POST', '/org/api-keys', { token: owner.token, body: { name: 'hooked' } });
+    await t.call('DELETE', `/org/api-keys/${key.body.id}`, { token: owner.token });
+    const m = await addMemory('Short-lived');
+    await t.call('DELETE', '/memory/forget', { body: { ids: [m.id] } });
+    await t.call('DELETE', '/memory/user/user-1');
+    const types = await until(() => {
+      const seen = receiver.at('/lifecycle').map((r) => JSON.parse(r.body).type as string);
+      return seen.length >= 4 && seen;
+    }, 'the lifecycle events');
+    expect(types.sort()).toEqual(['api_key.created', 'api_key.revoked', 'end_user.purged', 'memory.deleted']);
+    const created = receiver.at('/lifecycle').map((r) => JSON.parse(r.body)).find((b) => b.type === 'api_key.created');
+    expect(created.data).toEqual({ api_key_id: key.body.id, name: 'hooked', project_id: null, scopes: ['memories:read', 'memories:write'] });
+    expect(JSON.stringify(created)).not.toContain(key.body.key);
+    expect(endpoint.id).toBeGreaterThan(0);
+  });
+});
