@@ -7,6 +7,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // s3rver (the local S3 the tests start) encrypts ListObjectsV2 continuation tokens with DES,
+    // which OpenSSL 3 keeps in its legacy provider.
+    poolOptions: { forks: { execArgv: ['--openssl-legacy-provider'] } },
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
     outputFile: { json: '.vitest-results.json' },
   },

@@ -23,6 +23,8 @@ import { authRoutes, recordRouteAccess } from './modules/auth/routes.js';
 import { orgRoutes } from './modules/org/routes.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { billing } from './modules/billing/routes.js';
+import { ingestRoutes } from './modules/ingest/routes.js';
+import { connectorRoutes } from './modules/connectors/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
 import { exportRoutes } from './modules/exports/routes.js';
 import { peopleRoutes } from './modules/people/routes.js';
@@ -117,6 +119,8 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(idempotency, { database, secretKey: services.secretKey, ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}) });
   await app.register(healthRoutes, { database });
   await app.register(memoryRoutes, { database, erase: services.erase });
+  await app.register(ingestRoutes, { services });
+  await app.register(connectorRoutes, { services });
   await app.register(retrievalRoutes, { database, jobs: services.jobs, engine: services.retrieval });
   await app.register(synthesisRoutes, { database, retrieval: services.retrieval.retrieval, llm: services.llm });
   await app.register(intelligenceRoutes, { database, jobs: services.jobs, intelligence: services.intelligence });

@@ -42,6 +42,10 @@ export interface Config {
     projectIndexMaxMemories: number;
   };
   tenant: { defaultMonthlyTurns: number };
+  /** POST /memory/upload: the largest file (413 above) and the size from which a job ingests it (202). */
+  upload: { maxBytes: number; backgroundFromBytes: number };
+  /** The SSRF guard's allow-list (core/outbound.ts): hosts, addresses or CIDR ranges that may be reached though not public. */
+  outbound: { allow: string[] };
   /** An OpenAI-compatible chat-completions endpoint; null: built-in methods only. */
   llm: LlmSettings;
   /** End users whose derived intelligence views (graph, decisions, clusters) one process keeps. */
@@ -156,6 +160,11 @@ export function loadConfig(env: Env = process.env): Config {
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
+    outbound: { allow: (env.ENGRAM_OUTBOUND_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean) },
+    upload: {
+      maxBytes: integer(env, 'ENGRAM_UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+      backgroundFromBytes: integer(env, 'ENGRAM_UPLOAD_BACKGROUND_BYTES', 1024 * 1024, 0, 1024 * 1024 * 1024),
+    },
     llm: llmConfig(env),
     intelligence: { cacheOwners: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_USERS', 1000, 1, 10_000_000) },
     webhooks: {

@@ -17,6 +17,8 @@ import { eraseMemoryDeliveries, fanOut, type WebhookSettings } from './modules/w
 import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
+import { queueDueSyncs, SYNC_JOB, syncJobHandler } from './modules/connectors/index.js';
+import { UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
 export type ServiceConfig = Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
@@ -89,12 +91,17 @@ export function buildServices({ config, database, secretKey }: { config: Service
   jobs.register(RECLASSIFY_JOB, reclassifyJob(database, intelligence));
   jobs.register(EXPORT_JOB, exportJob(database, blobs));
   jobs.register(IMPORT_JOB, importJob(database, blobs));
+  jobs.register(UPLOAD_JOB, uploadJobHandler({ database, blobs, erase }));
+  const connectors = { database, jobs, secret, outbound: config.outbound, erase };
+  jobs.register(SYNC_JOB, syncJobHandler(connectors));
 
   const outboxDispatchers: OutboxDispatcher[] = [fanOut];
   const chores: Chore[] = [
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
+    // Each due connection is claimed with a conditional update, so one process queues its sync.
+    { name: 'connectors.schedule', everyMs: 30_000, run: () => queueDueSyncs(connectors) },
   ];
 
   return {

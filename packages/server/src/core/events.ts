@@ -63,6 +63,14 @@ export const EVENT_TYPES = {
   'project.deleted': event(1, 'A project was deleted and its memories tombstoned.', Type.Object({
     project_id: Type.String(), memories_tombstoned: Type.Integer({ minimum: 0 }),
   })),
+  'sync.completed': event(1, 'A connector sync finished; counts of the objects it saw.', Type.Object({
+    connection_id: Id, sync_id: Id, provider: Type.String(), seen: Type.Integer(), created: Type.Integer(), updated: Type.Integer(),
+    deleted: Type.Integer(), unchanged: Type.Integer(), failed: Type.Integer(),
+  })),
+  'sync.failed': event(1, 'A connector sync stopped on an error (the reason, never a credential).', Type.Object({
+    connection_id: Id, sync_id: Id, provider: Type.String(), seen: Type.Integer(), created: Type.Integer(), updated: Type.Integer(),
+    deleted: Type.Integer(), unchanged: Type.Integer(), failed: Type.Integer(), error: Type.String(),
+  })),
   'api_key.created': event(1, 'An API key was created (never its secret).', ApiKeyPayload),
   'api_key.revoked': event(1, 'An API key was revoked.', ApiKeyPayload),
   'webhook.test': event(1, 'Sent to one endpoint by its "send a test event" operation.', Type.Object({

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Database } from '../store/database.js';
 import { liveSession, touchSession, type TokenIssuer } from '../modules/auth/index.js';
-import { membershipOf, resolveApiKey, touchApiKey } from '../modules/org/index.js';
+import { findProject, membershipOf, resolveApiKey, touchApiKey } from '../modules/org/index.js';
 import { hasScope, roleGrants, type Capability, type Role } from '../core/access.js';
 import type { ApiKeyRecord, CredentialKind, DataScope, Principal, WriteContext } from '../core/context.js';
 import { endUserWithin } from '../core/binding.js';
@@ -26,6 +26,11 @@ export interface RouteAuth {
    * sets request.scope; `optional` resolves one only when the key is locked or the header is sent.
    */
   project?: 'required' | 'optional';
+  /**
+   * Bearer tokens: `required` makes X-Project-ID name a live project of the acting organization
+   * (404 otherwise), which becomes principal.projectId (project-scoped control-plane areas: connectors).
+   */
+  bearerProject?: 'required';
   /** required: X-End-User-ID (or a key bound to an end user) must name one; optional: narrows when sent. */
   endUser?: 'required' | 'optional' | 'none';
 }
@@ -107,10 +112,18 @@ async function resolveBearerPrincipal(
     if (!roleGrants(role, auth.capability)) throw forbidden(`Your role (${role}) lacks the ${auth.capability} capability`);
   }
   if (auth.scope && !hasScope(session.scopes, auth.scope)) throw forbidden(`The token lacks the ${auth.scope} scope`);
+  let projectId: string | null = null;
+  if (auth.bearerProject) {
+    const requested = singleHeader(request, 'x-project-id');
+    if (!requested) throw invalid('X-Project-ID', 'X-Project-ID is required for this operation');
+    const project = membership ? await findProject(database.db, membership.organizationId, requested) : undefined;
+    if (!project) throw notFound('Project');
+    projectId = project.id;
+  }
   await touchSession(database.db, session);
   return {
     kind: 'bearer', actor: { type: 'user', id: session.userId }, organizationId: membership?.organizationId ?? null,
-    role: role ?? null, scopes: session.scopes, projectId: null, userId: session.userId, sessionId: session.id, key: null,
+    role: role ?? null, scopes: session.scopes, projectId, userId: session.userId, sessionId: session.id, key: null,
   };
 }
 

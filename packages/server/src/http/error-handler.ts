@@ -15,6 +15,17 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_TYPE':
       return new AppError('unsupported_media_type', 'Content-Type must be application/json');
+    // Multipart uploads (@fastify/multipart).
+    case 'FST_REQ_FILE_TOO_LARGE':
+      return new AppError('payload_too_large', 'The file is larger than the upload limit', 'file');
+    case 'FST_FILES_LIMIT':
+      return invalid('file', 'Send exactly one file');
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+    case 'FST_PROTO_VIOLATION':
+      return invalid('body', 'The multipart form has too many or malformed parts');
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+      return new AppError('unsupported_media_type', 'Send the file as multipart/form-data', 'Content-Type');
   }
   if (error.name === 'SyntaxError' && error.statusCode === 400) return invalid('body', 'Request body is not valid JSON');
   return undefined;

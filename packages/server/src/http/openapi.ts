@@ -52,6 +52,8 @@ export const OPENAPI_TAGS = [
   { name: 'webhooks', description: 'Webhook endpoints, event types, deliveries and their attempts' },
   { name: 'exports', description: 'Background exports and imports of project data' },
   { name: 'health', description: 'Liveness and readiness probes' },
+  { name: 'connectors', description: 'Connections to external sources, their syncs and synced objects (bearer, X-Project-ID)' },
+  { name: 'integrations', description: 'The integrations catalog of an organization and the per-project overview' },
 ];
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -116,6 +118,7 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
       const headers: Record<string, unknown> = {};
       if (accepts.includes('bearer')) {
         headers['x-organization-id'] = { type: 'string', description: "Bearer calls: the organization to act in; default the caller's first" };
+        if (auth.bearerProject) headers['x-project-id'] = { type: 'string', description: 'The project (of the acting organization); required' };
       }
       if (accepts.includes('api_key')) {
         headers['x-project-id'] = {
@@ -131,7 +134,7 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
           description: `Opaque end-user id (not an e-mail address); ${endUser === 'required' ? 'required' : 'optional, narrows the scope'}`,
         };
       }
-      const required = endUser === 'required' ? ['x-end-user-id'] : [];
+      const required = [...(endUser === 'required' ? ['x-end-user-id'] : []), ...(auth.bearerProject ? ['x-project-id'] : [])];
       const requirement = [auth.scope && `scope ${auth.scope}`, auth.capability && `capability ${auth.capability} (bearer)`].filter(Boolean);
       const description = [documented.description, requirement.length ? `Requires ${requirement.join(' and ')}.` : '']
         .filter(Boolean)

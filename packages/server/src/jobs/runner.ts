@@ -35,6 +35,9 @@ export interface JobContext {
 
 export type JobHandler = (job: JobContext) => Promise<unknown>;
 
+/** A failure that another attempt cannot fix (a corrupt file): the job fails at once instead of being retried. */
+export class PermanentJobError extends Error {}
+
 const LEASE_MS = 60_000;
 const MAX_ATTEMPTS = 3;
 
@@ -192,7 +195,7 @@ export class JobRunner {
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       this.log.warn({ job: job.id, kind: job.kind, err: message }, 'job failed');
-      await finish(job.attempts >= MAX_ATTEMPTS ? { status: 'failed', error: message } : { status: 'queued', error: message, run_after: new Date(Date.now() + 2 ** job.attempts * 1000).toISOString() });
+      await finish(job.attempts >= MAX_ATTEMPTS || error instanceof PermanentJobError ? { status: 'failed', error: message } : { status: 'queued', error: message, run_after: new Date(Date.now() + 2 ** job.attempts * 1000).toISOString() });
     }
   }
 }

@@ -106,6 +106,7 @@ const TYPED_KINDS: Record<string, Kind[]> = {
   'Generated<number>': ['integer'],
   Json: ['json', 'text'],
   Bool: ['boolean', 'integer'],
+  'Generated<Bool>': ['boolean', 'integer'],
   Buffer: ['bytes'],
 };
 

@@ -109,6 +109,27 @@ export interface DecisionResolutionsTable {
 export interface BlobsTable { key: string; size: number; chunk_bytes: number; sha256: string; created_at: string }
 export interface BlobChunksTable { key: string; n: number; data: Buffer }
 
+export interface UploadedFilesTable {
+  id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; name: string; type: string; size: number;
+  sha256: string | null; memory_ids: Json; job_id: number | null; created_at: string; updated_at: string;
+}
+export interface ConnectorConnectionsTable {
+  id: Generated<number>; organization_id: string; project_id: string; provider: string; name: string; end_user_id: string;
+  config: Json; credentials: string | null; state: string; state_reason: string | null; schedule_minutes: number | null;
+  next_sync_at: string | null; cursor: Json | null; created_at: string; updated_at: string;
+}
+export interface ConnectorSyncsTable {
+  id: Generated<number>; project_id: string; connection_id: number; job_id: number | null; status: string; trigger: string;
+  seen: Generated<number>; created: Generated<number>; updated: Generated<number>; deleted: Generated<number>;
+  unchanged: Generated<number>; failed: Generated<number>; checkpoint: Json | null; cancel_requested: Generated<Bool>;
+  error: string | null; started_at: string | null; finished_at: string | null; created_at: string; updated_at: string;
+}
+export interface ConnectorObjectsTable {
+  connection_id: number; source_id: string; project_id: string; title: string | null; url: string | null; version: string | null;
+  content_hash: string | null; memory_ids: Json; status: string; error: string | null; last_seen_sync: number | null;
+  created_at: string; updated_at: string;
+}
+export interface IntegrationSettingsTable { organization_id: string; provider: string; enabled: Bool; updated_at: string }
 export interface ExportsTable {
   id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; scope: Json;
   format: string; gzip: Bool; include: Json; rows_done: Generated<number>; rows_total: number | null; last_memory_id: Generated<number>; erasures: Generated<number>;
@@ -154,6 +175,11 @@ export interface DB {
   webhook_attempts: WebhookAttemptsTable;
   blobs: BlobsTable;
   blob_chunks: BlobChunksTable;
+  uploaded_files: UploadedFilesTable;
+  connector_connections: ConnectorConnectionsTable;
+  connector_syncs: ConnectorSyncsTable;
+  connector_objects: ConnectorObjectsTable;
+  integration_settings: IntegrationSettingsTable;
   exports: ExportsTable;
   imports: ImportsTable;
   invitations: InvitationsTable;

@@ -69,7 +69,7 @@ export interface Response {
 export interface CallOptions {
   body?: unknown;
   /** Raw payload, sent as is (for malformed JSON and wrong content types). */
-  payload?: string;
+  payload?: string | Buffer;
   /** An array sends the header once per value. */
   headers?: Record<string, string | string[] | undefined>;
   /** API key to send; null sends none. Defaults to the test project's key. */
@@ -185,7 +185,7 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
     if (projectId !== null) headers['x-project-id'] = projectId;
     const endUser = options.endUser === undefined ? (bearer ? null : 'user-1') : options.endUser;
     if (endUser !== null) headers['x-end-user-id'] = endUser;
-    let payload: string | undefined = options.payload;
+    let payload: string | Buffer | undefined = options.payload;
     if (options.body !== undefined) {
       payload = JSON.stringify(options.body);
       headers['content-type'] = 'application/json';

@@ -5,8 +5,8 @@ export {
   countForExport, exportPage, historyOfMemories, ownersOfMemories, type ExportFilter, type PortableMemory,
 } from './feed.js';
 export {
-  addMemory, batchUpdate, bulkAdd, EraseHooks, forget, forgetWithin, insertSummary, insertTurn, markSuperseded, purgeEndUser, recordHistory, rewriteSummary,
+  addMemory, addWithin, batchUpdate, bulkAdd, EraseHooks, forget, forgetWithin, insertSummary, insertTurn, liveMemoryIds, markSuperseded, nextSeq, purgeEndUser, recordHistory, rewriteSummary,
   tombstoneProjectMemories, touchMemories, updateMemory, type EraseHook, type Erasure, type SummaryInput, type TurnInput,
   importMemories, type ImportedMemory,
 } from './writes.js';
-export { AddMemoryBody, LIMITS as MEMORY_LIMITS, Memory, MemoryId, type MemoryView } from './schemas.js';
+export { AddMemoryBody, LIMITS as MEMORY_LIMITS, Memory, MemoryId, type AddMemoryInput, type MemoryView } from './schemas.js';

@@ -362,24 +362,56 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
   await erase.run(trx, ids, { ctx, effects, seq });
 }
 
-/** Forgets memories inside a transaction already under way (a summary whose every source was forgotten). */
-export async function forgetWithin(trx: Executor, erasure: Erasure, owner: Owner, ids: number[]): Promise<number[]> {
-  const live = await owned(owner)(trx).clearSelect().select('id').where('id', 'in', ids).orderBy('id').execute();
-  const found = live.map((r) => r.id);
-  await eraseMemories(trx, erasure.ctx, erasure.effects, found, erasure.seq, erasure.hooks);
+/**
+ * Forgets the owner's live memories among `ids` inside a transaction already under way: a hook
+ * forgetting further memories (a summary whose every source was forgotten) passes its erasure's
+ * `seq`; a module replacing memories (a new version of a file) leaves it out, and a change
+ * sequence is taken when something is forgotten. Returns the ids forgotten.
+ */
+export async function forgetWithin(
+  trx: Executor, erasure: Omit<Erasure, 'seq'> & { seq?: number }, owner: Owner, ids: number[],
+): Promise<number[]> {
+  const unique = [...new Set(ids)];
+  const found: number[] = [];
+  for (let i = 0; i < unique.length; i += 500) {
+    const live = await owned(owner)(trx).clearSelect().select('id').where('id', 'in', unique.slice(i, i + 500)).orderBy('id').execute();
+    found.push(...live.map((r) => r.id));
+  }
+  if (found.length === 0) return found;
+  const seq = erasure.seq ?? (await nextSeq(trx, owner, erasure.effects.now));
+  for (let i = 0; i < found.length; i += 500) await eraseMemories(trx, erasure.ctx, erasure.effects, found.slice(i, i + 500), seq, erasure.hooks);
   for (const id of found) erasure.effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
   return found;
 }
 
+/**
+ * Adds memories inside the caller's transaction, skipping duplicates of the owner's live memories
+ * (and of earlier items) as POST /memory/add does; outcomes in item order.
+ */
+export async function addWithin(
+  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner, items: AddMemoryInput[],
+): Promise<Outcome[]> {
+  items.forEach((item, i) => checkContent(item, `items/${i}/`));
+  const outcomes: Outcome[] = [];
+  for (let i = 0; i < items.length; i += 500) {
+    outcomes.push(...(await insertMemories(database, trx, ctx, effects, owner, items.slice(i, i + 500), 'duplicate_client_ref')));
+  }
+  return outcomes;
+}
+
+/** Those of `ids` that are live memories of the owner. */
+export async function liveMemoryIds(db: Executor, owner: Owner, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const live: number[] = [];
+  for (let i = 0; i < ids.length; i += 500) {
+    live.push(...(await owned(owner)(db).clearSelect().select('id').where('id', 'in', ids.slice(i, i + 500)).execute()).map((r) => r.id));
+  }
+  return live;
+}
 
 export async function forget(database: Database, ctx: WriteContext, owner: Owner, ids: number[], erase: EraseHooks): Promise<number[]> {
   return write(database, ctx, async (trx, effects) => {
-    const live = await owned(owner)(trx).clearSelect().select('id').where('id', 'in', [...new Set(ids)]).orderBy('id').execute();
-    const found = live.map((r) => r.id);
-    if (found.length > 0) {
-      await eraseMemories(trx, ctx, effects, found, await nextSeq(trx, owner, effects.now), erase);
-      for (const id of found) effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
-    }
+    const found = await forgetWithin(trx, { ctx, effects, hooks: erase }, owner, ids);
     effects.audit('memory.forget', { type: 'memory', id: found.join(',') || null });
     return found;
   });

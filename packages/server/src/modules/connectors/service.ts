@@ -1,0 +1,352 @@
+import type { ValidateFunction } from 'ajv';
+import type { Selectable } from 'kysely';
+import type { ConnectorSyncsTable } from '../../store/schema.js';
+import { write, type WriteContext } from '../../core/unit-of-work.js';
+import { outboundRequest } from '../../core/outbound.js';
+import { AppError, forbidden, invalid, notFound } from '../../core/errors.js';
+import { paginate, type PageParams } from '../../core/paging.js';
+import { compileBody, validationError } from '../../core/validation.js';
+import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import { forgetWithin } from '../memories/index.js';
+import { PROVIDERS, providerNamed } from './providers/index.js';
+import { ProviderConfigError, type ConnectorProvider } from './providers/provider.js';
+import { openCredentials, sealCredentials, type ConnectionRow } from './store.js';
+import { queueSync, type SyncDeps } from './sync.js';
+
+export interface ConnectionInput {
+  provider: string;
+  name: string;
+  config: Record<string, unknown>;
+  credentials?: Record<string, unknown>;
+  end_user_id?: string;
+  schedule_minutes?: number | null;
+}
+
+export type ConnectionPatch = Partial<Pick<ConnectionInput, 'name' | 'credentials' | 'schedule_minutes'>>;
+
+const validators = new Map<object, ValidateFunction>();
+function check(schema: object, value: unknown, prefix: string): void {
+  let validate = validators.get(schema);
+  if (!validate) validators.set(schema, (validate = compileBody(schema)));
+  if (!validate(value)) {
+    const error = validationError(validate.errors);
+    throw invalid(`${prefix}/${error.field}`.replace(/\/body$/, ''), `${prefix}: ${error.message}`);
+  }
+}
+
+export function providerOrThrow(name: string, field = 'provider'): ConnectorProvider {
+  const provider = providerNamed(name);
+  if (!provider) throw invalid(field, `Unknown provider ${name}; see GET /connectors/providers`);
+  return provider;
+}
+
+export const providerView = (p: ConnectorProvider) => ({
+  name: p.name, title: p.title, description: p.description, auth_kind: p.authKind,
+  config_schema: p.configSchema, credentials_schema: p.credentialsSchema, capabilities: p.capabilities,
+});
+
+async function integrationEnabled(db: Executor, organizationId: string, provider: string): Promise<boolean> {
+  const row = await db.selectFrom('integration_settings').select('enabled').where('organization_id', '=', organizationId).where('provider', '=', provider).executeTakeFirst();
+  return row === undefined || Boolean(row.enabled);
+}
+
+/** Checks the configuration and credentials against the provider's schemas, then against the source itself. */
+async function validateAgainstSource(deps: SyncDeps, provider: ConnectorProvider, config: unknown, credentials: Record<string, unknown> | null) {
+  check(provider.configSchema, config, 'config');
+  if (provider.credentialsSchema) {
+    if (!credentials) throw invalid('credentials', `${provider.title} needs credentials`);
+    check(provider.credentialsSchema, credentials, 'credentials');
+  } else if (credentials) throw invalid('credentials', `${provider.title} takes no credentials`);
+  try {
+    await provider.validate({ config: config as Record<string, unknown>, credentials, fetch: (url, request) => outboundRequest(deps.outbound, url, request) });
+  } catch (error) {
+    if (error instanceof ProviderConfigError) throw invalid(error.field ?? 'config', error.message);
+    throw invalid('config', `The source cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+export interface ConnectionView {
+  id: number; provider: string; name: string; end_user_id: string; state: string; state_reason: string | null;
+  has_credentials: boolean; schedule_minutes: number | null; next_sync_at: string | null; created_at: string; updated_at: string;
+  last_sync: SyncView | null;
+}
+
+export type SyncView = ReturnType<typeof syncView>;
+
+type SyncRow = Selectable<ConnectorSyncsTable>;
+export const syncView = (s: SyncRow) => ({
+  id: s.id, connection_id: s.connection_id, status: s.status, trigger: s.trigger, cancel_requested: Boolean(s.cancel_requested),
+  progress: { seen: s.seen, created: s.created, updated: s.updated, deleted: s.deleted, unchanged: s.unchanged, failed: s.failed },
+  error: s.error, started_at: s.started_at, finished_at: s.finished_at, created_at: s.created_at,
+});
+
+async function lastSyncs(db: Executor, connectionIds: number[]): Promise<Map<number, SyncRow>> {
+  if (connectionIds.length === 0) return new Map();
+  const rows = await db.selectFrom('connector_syncs').selectAll()
+    .where('id', 'in', (eb) => eb.selectFrom('connector_syncs').select((e) => e.fn.max('id').as('id')).where('connection_id', 'in', connectionIds).groupBy('connection_id'))
+    .execute();
+  return new Map(rows.map((r) => [r.connection_id, r]));
+}
+
+function connectionView(row: ConnectionRow, last: SyncRow | undefined): ConnectionView {
+  return {
+    id: row.id, provider: row.provider, name: row.name, end_user_id: row.end_user_id, state: row.state, state_reason: row.state_reason,
+    has_credentials: row.credentials !== null, schedule_minutes: row.schedule_minutes, next_sync_at: row.next_sync_at,
+    created_at: row.created_at, updated_at: row.updated_at, last_sync: last ? syncView(last) : null,
+  };
+}
+
+export async function connectionRow(db: Executor, projectId: string, id: number): Promise<ConnectionRow> {
+  const row = await db.selectFrom('connector_connections').selectAll().where('project_id', '=', projectId).where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound('Connection');
+  return row;
+}
+
+export async function getConnection(db: Executor, projectId: string, id: number): Promise<ConnectionView> {
+  const row = await connectionRow(db, projectId, id);
+  return connectionView(row, (await lastSyncs(db, [id])).get(id));
+}
+
+export async function listConnections(db: Executor, projectId: string, page: PageParams) {
+  const result = await paginate(db.selectFrom('connector_connections').selectAll().where('project_id', '=', projectId).orderBy('id'), page, (r) => r);
+  const last = await lastSyncs(db, result.items.map((r) => r.id));
+  return { ...result, items: result.items.map((r) => connectionView(r, last.get(r.id))) };
+}
+
+const nextRun = (minutes: number | null | undefined, from = Date.now()) => (minutes ? new Date(from + minutes * 60_000).toISOString() : null);
+
+export async function createConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, input: ConnectionInput): Promise<ConnectionView> {
+  const provider = providerOrThrow(input.provider);
+  if (!(await integrationEnabled(deps.database.db, ctx.organizationId, provider.name))) throw forbidden(`${provider.title} is disabled for this organization`);
+  await validateAgainstSource(deps, provider, input.config, input.credentials ?? null);
+  return write(deps.database, ctx, async (trx, effects) => {
+    const row = await trx.insertInto('connector_connections').values({
+      organization_id: ctx.organizationId, project_id: ctx.projectId, provider: provider.name, name: input.name,
+      end_user_id: input.end_user_id ?? `connector-${provider.name}`, config: encodeJson(input.config),
+      credentials: sealCredentials(deps.secret, input.credentials), state: 'active', state_reason: null,
+      schedule_minutes: input.schedule_minutes ?? null, next_sync_at: nextRun(input.schedule_minutes), cursor: null,
+      created_at: effects.now, updated_at: effects.now,
+    }).returningAll().executeTakeFirstOrThrow();
+    effects.audit('connection.create', { type: 'connection', id: row.id });
+    return connectionView(row, undefined);
+  });
+}
+
+export async function updateConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number, patch: ConnectionPatch): Promise<ConnectionView> {
+  const row = await connectionRow(deps.database.db, ctx.projectId, id);
+  const provider = providerOrThrow(row.provider);
+  if (patch.credentials !== undefined) await validateAgainstSource(deps, provider, decodeJson(row.config), patch.credentials);
+  await write(deps.database, ctx, async (trx, effects) => {
+    await trx.updateTable('connector_connections').set({
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.credentials !== undefined ? { credentials: sealCredentials(deps.secret, patch.credentials), state: 'active', state_reason: null } : {}),
+      ...(patch.schedule_minutes !== undefined ? { schedule_minutes: patch.schedule_minutes, next_sync_at: nextRun(patch.schedule_minutes) } : {}),
+      updated_at: effects.now,
+    }).where('id', '=', id).execute();
+    effects.audit('connection.update', { type: 'connection', id });
+  });
+  return getConnection(deps.database.db, ctx.projectId, id);
+}
+
+/** Re-validates the stored credentials and configuration against the source and, when they work, makes the connection active again. */
+export async function repairConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number): Promise<ConnectionView> {
+  const row = await connectionRow(deps.database.db, ctx.projectId, id);
+  const provider = providerOrThrow(row.provider);
+  let reason: string | null = null;
+  try {
+    await validateAgainstSource(deps, provider, decodeJson(row.config), openCredentials(deps.secret, row.credentials));
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    reason = error.message;
+  }
+  await write(deps.database, ctx, async (trx, effects) => {
+    await trx.updateTable('connector_connections').set({ state: reason ? 'error' : 'active', state_reason: reason, updated_at: effects.now }).where('id', '=', id).execute();
+    effects.audit('connection.repair', { type: 'connection', id }, reason ? 'failure' : 'success');
+  });
+  return getConnection(deps.database.db, ctx.projectId, id);
+}
+
+async function refuseWhileSyncing(db: Executor, id: number): Promise<void> {
+  const active = await db.selectFrom('connector_syncs').select('id').where('connection_id', '=', id).where('status', 'in', ['queued', 'running']).executeTakeFirst();
+  if (active) throw new AppError('conflict', `Sync ${active.id} of this connection is in progress; cancel it or wait`);
+}
+
+/** Forgets every memory the connection brought in; its objects are forgotten too, so the next sync starts afresh. */
+async function purgeWithin(deps: SyncDeps, ctx: WriteContext, row: ConnectionRow): Promise<number> {
+  let forgotten = 0;
+  for (;;) {
+    const objects = await deps.database.db.selectFrom('connector_objects').select(['source_id', 'memory_ids']).where('connection_id', '=', row.id).limit(200).execute();
+    if (objects.length === 0) return forgotten;
+    await write(deps.database, ctx, async (trx, effects) => {
+      const ids = objects.flatMap((o) => decodeJson<number[]>(o.memory_ids));
+      forgotten += (await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, { projectId: row.project_id, tenantId: '', endUserId: row.end_user_id }, ids)).length;
+      await trx.deleteFrom('connector_objects').where('connection_id', '=', row.id).where('source_id', 'in', objects.map((o) => o.source_id)).execute();
+    });
+  }
+}
+
+export async function purgeConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number) {
+  const row = await connectionRow(deps.database.db, ctx.projectId, id);
+  await refuseWhileSyncing(deps.database.db, id);
+  const forgotten = await purgeWithin(deps, ctx, row);
+  await write(deps.database, ctx, async (trx, effects) => {
+    await trx.updateTable('connector_connections').set({ cursor: null, updated_at: effects.now }).where('id', '=', id).execute();
+    effects.audit('connection.purge', { type: 'connection', id });
+  });
+  return { id, memories_forgotten: forgotten };
+}
+
+export async function removeConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number) {
+  const row = await connectionRow(deps.database.db, ctx.projectId, id);
+  await refuseWhileSyncing(deps.database.db, id);
+  const forgotten = await purgeWithin(deps, ctx, row);
+  await write(deps.database, ctx, async (trx, effects) => {
+    await trx.deleteFrom('connector_syncs').where('connection_id', '=', id).execute();
+    await trx.deleteFrom('connector_connections').where('id', '=', id).execute();
+    effects.audit('connection.remove', { type: 'connection', id });
+  });
+  return { id, removed: true, memories_forgotten: forgotten };
+}
+
+export async function configurationPage(db: Executor, projectId: string, id: number) {
+  const row = await connectionRow(db, projectId, id);
+  const provider = providerOrThrow(row.provider);
+  return { connection_id: id, provider: provider.name, schema: provider.configSchema, values: decodeJson<Record<string, unknown>>(row.config) };
+}
+
+export async function saveConfiguration(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number, values: Record<string, unknown>) {
+  const row = await connectionRow(deps.database.db, ctx.projectId, id);
+  const provider = providerOrThrow(row.provider);
+  await validateAgainstSource(deps, provider, values, openCredentials(deps.secret, row.credentials));
+  await write(deps.database, ctx, async (trx, effects) => {
+    // What to read changed: the cursor of the old selection no longer applies.
+    await trx.updateTable('connector_connections').set({ config: encodeJson(values), cursor: null, updated_at: effects.now }).where('id', '=', id).execute();
+    effects.audit('connection.configure', { type: 'connection', id });
+  });
+  return configurationPage(deps.database.db, ctx.projectId, id);
+}
+
+export async function triggerSync(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number): Promise<SyncView> {
+  const row = await connectionRow(deps.database.db, ctx.projectId, id);
+  if (!(await integrationEnabled(deps.database.db, ctx.organizationId, row.provider))) throw forbidden(`${row.provider} is disabled for this organization`);
+  const running = new AppError('conflict', 'A sync of this connection is already queued or running');
+  const syncId = await write(deps.database, ctx, async (trx, effects) => {
+    const queued = await queueSync(trx, row, 'manual', ctx, effects.now);
+    if (queued === undefined) throw running;
+    effects.audit('connector.sync_trigger', { type: 'connection', id });
+    return queued;
+  }).catch((error: unknown) => {
+    // Lost a race with another trigger: the partial unique index refused the second active sync.
+    if (error instanceof Error && /unique|duplicate key/i.test(error.message)) throw running;
+    throw error;
+  });
+  deps.jobs.enqueued();
+  return getSync(deps.database.db, ctx.projectId, syncId);
+}
+
+export async function getSync(db: Executor, projectId: string, syncId: number): Promise<SyncView> {
+  const row = await db.selectFrom('connector_syncs').selectAll().where('project_id', '=', projectId).where('id', '=', syncId).executeTakeFirst();
+  if (!row) throw notFound('Sync');
+  return syncView(row);
+}
+
+export async function listSyncs(db: Executor, projectId: string, connectionId: number, page: PageParams) {
+  await connectionRow(db, projectId, connectionId);
+  return paginate(db.selectFrom('connector_syncs').selectAll().where('connection_id', '=', connectionId).orderBy('id', 'desc'), page, syncView);
+}
+
+/** Asks a queued or running sync to stop; it stops before its next object. A finished sync is 409. */
+export async function cancelSync(deps: SyncDeps, ctx: WriteContext & { projectId: string }, syncId: number): Promise<SyncView> {
+  const sync = await getSync(deps.database.db, ctx.projectId, syncId);
+  if (!['queued', 'running'].includes(sync.status)) throw new AppError('conflict', `The sync has already ${sync.status}`);
+  await write(deps.database, ctx, async (trx, effects) => {
+    // A queued sync is cancelled outright; a running one at its next object.
+    await trx.updateTable('connector_syncs').set({ cancel_requested: deps.database.bool(true), updated_at: effects.now }).where('id', '=', syncId).execute();
+    await trx.updateTable('connector_syncs').set({ status: 'cancelled', finished_at: effects.now }).where('id', '=', syncId).where('status', '=', 'queued').execute();
+    effects.audit('connector.sync_cancel', { type: 'sync', id: syncId });
+  });
+  return getSync(deps.database.db, ctx.projectId, syncId);
+}
+
+export async function listObjects(db: Executor, projectId: string, connectionId: number, page: PageParams & { status?: string }) {
+  await connectionRow(db, projectId, connectionId);
+  return paginate(
+    db.selectFrom('connector_objects').selectAll().where('connection_id', '=', connectionId)
+      .$if(page.status !== undefined, (qb) => qb.where('status', '=', page.status!)).orderBy('source_id'),
+    page,
+    (o) => ({
+      source_id: o.source_id, title: o.title, url: o.url, version: o.version, content_hash: o.content_hash, memory_ids: decodeJson<number[]>(o.memory_ids),
+      status: o.status, error: o.error, created_at: o.created_at, updated_at: o.updated_at,
+    }),
+  );
+}
+
+export async function insights(db: Executor, projectId: string) {
+  const connections = await db.selectFrom('connector_connections').select(['state', (eb) => eb.fn.countAll<number>().as('n')]).where('project_id', '=', projectId).groupBy('state').execute();
+  const objects = await db.selectFrom('connector_objects').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).where('project_id', '=', projectId).groupBy('status').execute();
+  const syncs = await db.selectFrom('connector_syncs').select(['status', (eb) => eb.fn.countAll<number>().as('n')]).where('project_id', '=', projectId).groupBy('status').execute();
+  const live = await db.selectFrom('connector_objects').select('memory_ids').where('project_id', '=', projectId).where('status', '=', 'synced').execute();
+  const recent = await db.selectFrom('connector_syncs').selectAll().where('project_id', '=', projectId).orderBy('id', 'desc').limit(10).execute();
+  const byKey = (rows: Array<{ n: number } & Record<string, unknown>>, key: string) => Object.fromEntries(rows.map((r) => [String(r[key]), Number(r.n)]));
+  return {
+    connections: { total: connections.reduce((s, r) => s + Number(r.n), 0), by_state: byKey(connections, 'state') },
+    objects: { total: objects.reduce((s, r) => s + Number(r.n), 0), by_status: byKey(objects, 'status') },
+    memories: live.reduce((s, o) => s + decodeJson<number[]>(o.memory_ids).length, 0),
+    syncs: { total: syncs.reduce((s, r) => s + Number(r.n), 0), by_status: byKey(syncs, 'status') },
+    last_runs: recent.map(syncView),
+  };
+}
+
+export async function integrationCatalog(db: Executor, organizationId: string) {
+  const settings = await db.selectFrom('integration_settings').selectAll().where('organization_id', '=', organizationId).execute();
+  const enabled = new Map(settings.map((s) => [s.provider, Boolean(s.enabled)]));
+  return { items: PROVIDERS.map((p) => ({ ...providerView(p), enabled: enabled.get(p.name) ?? true })) };
+}
+
+export async function setIntegration(database: Database, ctx: WriteContext, provider: string, enabled: boolean) {
+  const p = providerNamed(provider);
+  if (!p) throw notFound('Integration');
+  await write(database, ctx, async (trx, effects) => {
+    await trx.insertInto('integration_settings').values({ organization_id: ctx.organizationId, provider, enabled: database.bool(enabled), updated_at: effects.now })
+      .onConflict((oc) => oc.columns(['organization_id', 'provider']).doUpdateSet({ enabled: database.bool(enabled), updated_at: effects.now })).execute();
+    effects.audit(enabled ? 'integration.enable' : 'integration.disable', { type: 'integration', id: provider });
+  });
+  return { ...providerView(p), enabled };
+}
+
+/** Every connection of the project with its state and last sync, in one call. */
+export async function integrationsOverview(db: Executor, organizationId: string, projectId: string) {
+  const rows = await db.selectFrom('connector_connections').selectAll().where('project_id', '=', projectId).orderBy('id').execute();
+  const last = await lastSyncs(db, rows.map((r) => r.id));
+  const catalog = await integrationCatalog(db, organizationId);
+  return {
+    project_id: projectId,
+    integrations: catalog.items.map((i) => ({ provider: i.name, title: i.title, enabled: i.enabled, connections: rows.filter((r) => r.provider === i.name).length })),
+    connections: rows.map((r) => connectionView(r, last.get(r.id))),
+  };
+}
+
+/**
+ * Queues the syncs whose schedule is due. Each connection's next_sync_at is moved forward with a
+ * conditional update first, so of several processes only one queues it.
+ */
+export async function queueDueSyncs(deps: SyncDeps, now = new Date()): Promise<number[]> {
+  const due = await deps.database.db.selectFrom('connector_connections').selectAll()
+    .where('next_sync_at', 'is not', null).where('next_sync_at', '<=', now.toISOString()).where('state', '=', 'active').limit(100).execute();
+  const queued: number[] = [];
+  for (const row of due) {
+    const claimed = await deps.database.db.updateTable('connector_connections')
+      .set({ next_sync_at: nextRun(row.schedule_minutes, now.getTime()) }).where('id', '=', row.id).where('next_sync_at', '=', row.next_sync_at).executeTakeFirst();
+    if (Number(claimed.numUpdatedRows) === 0) continue;
+    const ctx: WriteContext = { actor: { type: 'system', id: null }, organizationId: row.organization_id, projectId: row.project_id, requestId: null };
+    const id = await write(deps.database, ctx, async (trx, effects) => {
+      const syncId = await queueSync(trx, row, 'schedule', ctx, effects.now);
+      if (syncId !== undefined) effects.audit('connector.sync_trigger', { type: 'connection', id: row.id }, 'scheduled');
+      return syncId;
+    });
+    if (id !== undefined) queued.push(id);
+  }
+  if (queued.length) deps.jobs.enqueued();
+  return queued;
+}
+

@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+import { invalid } from '../../core/errors.js';
+import type { AddMemoryInput } from '../memories/index.js';
+import { chunkBlocks, type Chunk } from './chunker.js';
+import { detectType, parserFor, type FileType } from './parsers/index.js';
+
+/**
+ * The pipeline every document goes through, from an upload or a connector: detect the type,
+ * parse, split along the structure, and describe each chunk as a memory with its provenance.
+ */
+
+export interface ReadDocument {
+  type: FileType;
+  sha256: string;
+  size: number;
+  title?: string;
+  chunks: Chunk[];
+}
+
+export const sha256Of = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** Throws 415 for an unsupported type and 400 for a corrupt, encrypted or empty file. */
+export async function readDocument(bytes: Buffer, name: string, mediaType?: string): Promise<ReadDocument> {
+  const type = detectType(bytes, name, mediaType);
+  const parsed = await parserFor(type).parse(bytes);
+  const chunks = chunkBlocks(parsed.blocks);
+  if (chunks.length === 0) throw invalid('file', 'The file has no text to remember (a scanned PDF needs OCR first)');
+  return { type, sha256: sha256Of(bytes), size: bytes.length, ...(parsed.title ? { title: parsed.title } : {}), chunks };
+}
+
+/** Where a memory came from, in its metadata: enough for retrieval to cite the file and the place in it. */
+export interface Provenance {
+  source: string;
+  file: Record<string, unknown>;
+}
+
+export function chunkMemories(document: ReadDocument, provenance: Provenance): AddMemoryInput[] {
+  return document.chunks.map((chunk) => ({
+    text: chunk.text,
+    source: provenance.source,
+    metadata: {
+      file: { ...provenance.file, type: document.type, sha256: document.sha256, ...(document.title ? { title: document.title } : {}) },
+      heading_path: chunk.headingPath,
+      ...(chunk.page !== null ? { page: chunk.page } : {}),
+      chunk_index: chunk.index,
+      chunk_count: document.chunks.length,
+      char_start: chunk.charStart,
+      char_end: chunk.charEnd,
+    },
+  }));
+}

@@ -1,0 +1,61 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
+import type { CallOptions, Login, TestApp } from './harness.js';
+
+/** Helpers for connector tests: bearer calls scoped to the test project, waiting for syncs, a local HTTP site. */
+
+export function connectorsClient(t: TestApp, owner: Login) {
+  const call = (method: string, url: string, options: CallOptions = {}) =>
+    t.call(method, url, { token: owner.token, ...options, headers: { 'x-project-id': t.projectId, ...options.headers } });
+  return {
+    call,
+    async create(body: Record<string, unknown>) {
+      const res = await call('POST', '/connectors/connections', { body });
+      expect(res.status, res.text).toBe(201);
+      return res.body as { id: number };
+    },
+    async sync(connectionId: number) {
+      const res = await call('POST', `/connectors/connections/${connectionId}/sync`);
+      expect(res.status, res.text).toBe(202);
+      return res.body as { id: number };
+    },
+    async waitForSync(syncId: number) {
+      for (let i = 0; i < 800; i++) {
+        const res = await call('GET', `/connectors/syncs/${syncId}`);
+        expect(res.status, res.text).toBe(200);
+        if (['succeeded', 'failed', 'cancelled'].includes(res.body.status)) return res.body;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      throw new Error(`sync ${syncId} did not finish`);
+    },
+    async objects(connectionId: number) {
+      const res = await call('GET', `/connectors/connections/${connectionId}/objects?limit=100`);
+      expect(res.status, res.text).toBe(200);
+      return res.body.items as Array<{ source_id: string; status: string; memory_ids: number[]; version: string | null; url: string | null }>;
+    },
+  };
+}
+
+export interface LocalSite {
+  base: string;
+  /** path -> [status, content type, body]; change it between syncs. */
+  pages: Map<string, [number, string, string]>;
+  requests: string[];
+  close(): Promise<void>;
+}
+
+/** A website on 127.0.0.1 served from a map the test changes. */
+export async function startSite(pages: Record<string, [number, string, string]>): Promise<LocalSite> {
+  const map = new Map(Object.entries(pages));
+  const requests: string[] = [];
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    requests.push(req.url ?? '');
+    const page = map.get(req.url ?? '') ?? [404, 'text/plain', 'not found'];
+    res.writeHead(page[0], { 'content-type': page[1] });
+    res.end(page[2]);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { base: `http://127.0.0.1:${port}`, pages: map, requests, close: () => new Promise((r) => server.close(() => r())) };
+}
