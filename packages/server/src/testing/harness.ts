@@ -159,7 +159,7 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
   const background = services.config.runJobs ? startBackground(services, app.log) : null;
 
   let origin: Promise<string> | undefined;
-  const overTheWire = async (method: string, path: string, headers: Record<string, string | string[]>, payload?: string) => {
+  const overTheWire = async (method: string, path: string, headers: Record<string, string | string[]>, payload?: string | Buffer) => {
     origin ??= app.listen({ host: '127.0.0.1', port: 0 });
     const { hostname, port } = new URL(await origin);
     const raw = Object.entries(headers).flatMap(([name, value]) => [value].flat().flatMap((v) => [name, v]));
