@@ -135,7 +135,7 @@ forEachDialect('authorization matrix', (dialect) => {
           if (refused) await settle(t.database);
           const before = refused ? await snapshot(t.database, !batch) : '';
           const url = fillPath(op.path, built.params) + queryString(built.query);
-          const res = await t.call(op.method, url, { key: null, project: null, endUser: null, headers, ...(built.body !== undefined ? { body: built.body } : {}) });
+          const res = await t.call(op.method, url, { key: null, project: null, endUser: null, headers, ...(built.body !== undefined ? { body: built.body } : {}), ...(built.payload ? { payload: built.payload } : {}) });
           cells++;
           const cell = `${op.id} as ${c.name} on ${place}`;
           if (res.status !== want) failures.push(`${cell}: ${res.status} (expected ${want}) ${res.text.slice(0, 160)}`);

@@ -54,6 +54,8 @@ function casesFor(op: ServedOperation, built: Built, headers: Record<string, str
   };
   const url = (params = built.params, query = built.query) => fillPath(op.path, params) + queryString(query);
   const base = (overrides: Partial<RawRequest> = {}): RawRequest => {
+    // A raw payload (a multipart form) goes as built, with the Content-Type in its headers.
+    if (built.payload) return { method: op.method, path: url(), headers, payload: built.payload, ...overrides };
     const body = built.body ?? (op.body ? validValue(op.body) : undefined);
     return {
       method: op.method, path: url(), headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },

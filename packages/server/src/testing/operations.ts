@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import { ALL_SCOPES } from '../core/access.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser, revokeApiKey } from '../modules/org/service.js';
@@ -27,8 +29,16 @@ export const PLACES: Record<Place, { org: 'A' | 'B'; project: 'P' | 'Q' | 'PB'; 
   org: { org: 'B', project: 'PB', tenant: 'acme', endUser: 'alice' },
 };
 
-/** The app the probes run: webhook receivers on loopback (a closed port: deliveries fail at once, nothing leaves the machine). */
-export const PROBE_CONFIG: Partial<Config> = { webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 } };
+/**
+ * The app the probes run: webhook receivers on loopback (a closed port: deliveries fail at once,
+ * nothing leaves the machine), connectors reaching the probes' own site on loopback, and uploads
+ * from 2 KB ingested by a job (so a fixture job is a small file).
+ */
+export const PROBE_CONFIG: Partial<Config> = {
+  webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 },
+  outbound: { allow: ['127.0.0.1'] },
+  upload: { maxBytes: 25 * 1024 * 1024, backgroundFromBytes: 2048 },
+};
 export const RECEIVER = 'http://127.0.0.1:9/hook';
 
 /** Text that must never appear in an answer about another place. */
@@ -65,8 +75,10 @@ export interface Built {
   params?: Record<string, string | number>;
   query?: Record<string, string | number>;
   body?: unknown;
-  /** Scope headers of the place (X-Tenant-ID, X-End-User-ID). */
+  /** Scope headers of the place (X-Tenant-ID, X-End-User-ID); a raw payload's Content-Type. */
   headers?: Record<string, string>;
+  /** A body sent as is (a multipart form), instead of `body` as JSON. */
+  payload?: Buffer;
 }
 
 export interface Declaration {
@@ -123,6 +135,39 @@ export interface World {
   job(place: Place): Promise<number>;
   project(org: 'A' | 'B'): Promise<string>;
   apiKey(org: 'A' | 'B'): Promise<number>;
+  /** A web-crawler connection of project P or PB (the same one while it exists, a new one when `fresh`). */
+  connection(org: 'A' | 'B', fresh?: boolean): Promise<number>;
+  /** A finished sync of a connection of project P or PB. */
+  sync(org: 'A' | 'B'): Promise<{ connectionId: number; syncId: number }>;
+  /** The job ingesting a large upload of the place. */
+  uploadJob(place: Place): Promise<number>;
+  /** The probes' website on loopback, for connections to read. */
+  siteBase: string;
+}
+
+/** A multipart form with one part `file`, as a client uploads a document. */
+export function uploadForm(name: string, text: string): { payload: Buffer; headers: Record<string, string> } {
+  const boundary = `probe${serial++}boundary`;
+  const payload = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: text/plain\r\n\r\n${text}\r\n--${boundary}--\r\n`,
+  );
+  return { payload, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } };
+}
+
+/** A two-page website on loopback for connector fixtures; it does not keep the process alive. */
+async function startProbeSite(): Promise<string> {
+  const pages: Record<string, string> = {
+    '/': '<html><body><h1>Probe docs</h1><p>The probe site has one page of facts.</p><a href="/more">More</a></body></html>',
+    '/more': '<html><body><h1>More</h1><p>A second page about probing.</p></body></html>',
+  };
+  const server = createServer((req, res) => {
+    const page = pages[req.url ?? ''];
+    res.writeHead(page ? 200 : 404, { 'content-type': page ? 'text/html' : 'text/plain' });
+    res.end(page ?? 'not found');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 const PASSWORD = 'correct horse battery';
@@ -247,7 +292,42 @@ export async function buildWorld(t: TestApp): Promise<World> {
     const body = { name: `probe hook ${serial++}`, url: RECEIVER, events: [eventType] };
     return (await ownerCall(org, 'POST', '/org/webhooks', { headers: projectHeader(org), body }, 201)).id as number;
   };
+  const siteBase = await startProbeSite();
+  const connections = new Map<'A' | 'B', number>();
+  const connection = async (org: 'A' | 'B', fresh = false) => {
+    const cached = connections.get(org);
+    if (cached !== undefined && !fresh) {
+      const live = await db.selectFrom('connector_connections').select('id').where('id', '=', cached).executeTakeFirst();
+      if (live) return cached;
+    }
+    const body = { provider: 'web_crawler', name: `probe connection ${serial++}`, config: { start_urls: [`${siteBase}/`], delay_ms: 0, max_depth: 1 } };
+    const id = (await ownerCall(org, 'POST', '/connectors/connections', { headers: projectHeader(org), body }, 201)).id as number;
+    if (!fresh) connections.set(org, id);
+    return id;
+  };
+  const syncs = new Map<'A' | 'B', { connectionId: number; syncId: number }>();
+  const sync = async (org: 'A' | 'B') => {
+    const cached = syncs.get(org);
+    if (cached) {
+      const live = await db.selectFrom('connector_syncs').select('id').where('id', '=', cached.syncId).executeTakeFirst();
+      if (live) return cached;
+    }
+    const connectionId = await connection(org, true);
+    const syncId = (await ownerCall(org, 'POST', `/connectors/connections/${connectionId}/sync`, { headers: projectHeader(org) }, 202)).id as number;
+    // Finished, so that what may be done with it does not depend on timing.
+    await until(async () => !['queued', 'running'].includes((await ownerCall(org, 'GET', `/connectors/syncs/${syncId}`, { headers: projectHeader(org) }, 200)).status));
+    syncs.set(org, { connectionId, syncId });
+    return { connectionId, syncId };
+  };
+  const uploadJob = async (place: Place) => {
+    const text = `${marker(place)} large upload ${serial++}\n\n${'A paragraph of a long probe document. '.repeat(80)}`;
+    const form = uploadForm(`probe-large-${serial++}.txt`, text);
+    const res = await t.call('POST', '/memory/upload', { key: null, project: null, endUser: null, headers: { ...maker(place), ...form.headers }, payload: form.payload });
+    if (res.status !== 202) throw new Error(`fixture upload failed: ${res.status} ${res.text}`);
+    return res.body.job.id as number;
+  };
   return {
+    siteBase, connection, sync, uploadJob,
     t, ids, credentials, makers: { A: makerA, B: makerB }, ownerToken: ownerTokenOf('A'), otherOwnerToken: ownerTokenOf('B'),
     victimSession: async () => (await victim.login()).sessionId,
     memory,
@@ -311,6 +391,14 @@ const eventTypeOf = async (w: World) => {
   const res = await w.t.call('GET', '/org/webhooks/event-types', { token: w.ownerToken });
   return (res.body?.items?.[0]?.type as string | undefined) ?? 'memory.created';
 };
+const onConnection = (body?: unknown) => async (w: World, place: Place): Promise<Built> =>
+  ({ params: { connection_id: await w.connection(PLACES[place].org) }, headers: projectOf(w, place), ...(body !== undefined ? { body } : {}) });
+/** A connection of its own (the call removes, purges or syncs it). */
+const onFreshConnection = () => async (w: World, place: Place): Promise<Built> =>
+  ({ params: { connection_id: await w.connection(PLACES[place].org, true) }, headers: projectOf(w, place) });
+const onSync = () => async (w: World, place: Place): Promise<Built> =>
+  ({ params: { sync_id: (await w.sync(PLACES[place].org)).syncId }, headers: projectOf(w, place) });
+const inProject = () => async (w: World, place: Place): Promise<Built> => ({ headers: projectOf(w, place) });
 const onExport = () => async (w: World, place: Place): Promise<Built> => ({ params: { id: await w.export(PLACES[place].org) }, headers: projectOf(w, place) });
 
 export const DECLARATIONS: Record<string, Declaration> = {
@@ -491,6 +579,61 @@ export const DECLARATIONS: Record<string, Declaration> = {
     ok: 200, owner: 'caller', consumesSession: true, endsOtherSessions: true,
     build: async () => ({ body: { current_password: PASSWORD, new_password: PASSWORD } }),
   },
+
+  // ---- file upload (data plane, multipart) -------------------------------------------------------
+  'POST /memory/upload': {
+    ok: 201, targets: namedScope,
+    build: async (_w, place, c) => {
+      const form = uploadForm(`probe-${serial++}.txt`, `${marker(landing(place, c))} uploaded fact ${serial++}`);
+      return { headers: { ...placeHeaders(place), ...form.headers }, payload: form.payload };
+    },
+  },
+  'GET /memory/upload/{job_id}': {
+    ok: 200, targets: { user: 'named', tenant: 'named', untenanted: 'named', project: 'elsewhere', org: 'elsewhere' },
+    // A job outside any tenant is outside a tenant-bound key's reach.
+    override: (c, place) => (place === 'untenanted' && c.bound?.tenant ? 404 : undefined),
+    build: async (w, place) => ({ params: { job_id: await w.uploadJob(place) }, headers: placeHeaders('own') }),
+  },
+
+  // ---- connectors (bearer, X-Project-ID names the project) --------------------------------------
+  'GET /connectors/providers': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: inProject() },
+  'GET /connectors/providers/{provider}': {
+    ok: 200, owner: 'organization', targets: { org: 'elsewhere' },
+    build: async (w, place) => ({ params: { provider: 'web_crawler' }, headers: projectOf(w, place) }),
+  },
+  'POST /connectors/connections': {
+    ok: 201, owner: 'organization', targets: { org: 'elsewhere' },
+    build: async (w, place) => ({
+      headers: projectOf(w, place),
+      body: { provider: 'web_crawler', name: `probe connection ${serial++}`, config: { start_urls: [`${w.siteBase}/`], delay_ms: 0, max_depth: 1 } },
+    }),
+  },
+  'GET /connectors/connections': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: inProject() },
+  'GET /connectors/connections/{connection_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onConnection() },
+  'PATCH /connectors/connections/{connection_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onConnection({ schedule_minutes: 60 }) },
+  'POST /connectors/connections/{connection_id}/repair': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onConnection() },
+  'POST /connectors/connections/{connection_id}/purge': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onFreshConnection() },
+  'DELETE /connectors/connections/{connection_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onFreshConnection() },
+  'GET /connectors/connections/{connection_id}/configuration': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onConnection() },
+  'PUT /connectors/connections/{connection_id}/configuration': {
+    ok: 200, owner: 'organization', targets: { org: 'elsewhere' },
+    build: async (w, place) => onConnection({ values: { start_urls: [`${w.siteBase}/`], delay_ms: 0, max_depth: 1 } })(w, place),
+  },
+  'POST /connectors/connections/{connection_id}/sync': { ok: 202, owner: 'organization', targets: { org: 'elsewhere' }, build: onFreshConnection() },
+  'GET /connectors/connections/{connection_id}/syncs': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onConnection() },
+  'GET /connectors/connections/{connection_id}/objects': {
+    ok: 200, owner: 'organization', targets: { org: 'elsewhere' },
+    build: async (w, place) => ({ params: { connection_id: (await w.sync(PLACES[place].org)).connectionId }, headers: projectOf(w, place) }),
+  },
+  'GET /connectors/syncs/{sync_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onSync() },
+  // The fixture sync has finished: a permitted cancel answers 409 (nothing left to cancel).
+  'POST /connectors/syncs/{sync_id}/cancel': { ok: 409, owner: 'organization', targets: { org: 'elsewhere' }, build: onSync() },
+  'GET /connectors/insights': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: inProject() },
+  'GET /integrations': { ok: 200, owner: 'caller', build: async () => ({}) },
+  // object_storage, not web_crawler: the connection fixtures need web_crawler enabled.
+  'POST /integrations/{provider}/enable': { ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'object_storage' } }) },
+  'POST /integrations/{provider}/disable': { ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'object_storage' } }) },
+  'GET /integrations/overview': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: inProject() },
 
   'GET /admin/team/audit-logs': { ok: 200, owner: 'caller', build: async () => ({}) },
   'GET /org/billing/current-plan': { ok: 200, owner: 'caller', build: async () => ({}) },

@@ -184,7 +184,7 @@ export interface RawRequest {
   /** A value given as an array is sent as that many header lines. */
   headers?: Record<string, string | string[] | undefined>;
   /** Sent as is. */
-  payload?: string;
+  payload?: string | Buffer;
 }
 
 /** The app listening on an ephemeral port, and a keep-alive client for it. */
