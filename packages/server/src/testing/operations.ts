@@ -592,7 +592,7 @@ export const DECLARATIONS: Record<string, Declaration> = {
     ok: 200, targets: { user: 'named', tenant: 'named', untenanted: 'named', project: 'elsewhere', org: 'elsewhere' },
     // A job outside any tenant is outside a tenant-bound key's reach.
     override: (c, place) => (place === 'untenanted' && c.bound?.tenant ? 404 : undefined),
-    build: async (w, place) => ({ params: { job_id: await w.uploadJob(place) }, headers: placeHeaders('own') }),
+    build: async (w, place) => ({ params: { job_id: await w.uploadJob(place) }, headers: placeHeaders(place) }),
   },
 
   // ---- connectors (bearer, X-Project-ID names the project) --------------------------------------
