@@ -465,12 +465,14 @@ export class MemoryIndex {
       f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
       f[9] = w.importance * (this.importance[slot]! - 0.5);
       f[10] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
-      // Evidence: the query's words (in the doc or its neighbouring turns), speaker/tags, vectors;
-      // the time named counts only when the query names nothing else. Structural features and priors
-      // (session, time, recency, importance, feedback) only reorder docs that have evidence; a query
-      // with nothing to be evidence of ("what's new?") is ranked by the priors alone.
-      supported = f[0]! + f[1]! + f[4]! + f[5]! + f[6]! + (qTerms.size === 0 ? f[7]! : 0) > 0;
-      if (!supported && hasContent) f[3] = f[7] = f[8] = f[9] = f[10] = 0;
+      // A doc's own evidence: the query's words, speaker/tags, vectors; the time named counts only when
+      // the query names nothing else. Its neighbouring turns' words support it too (an answer follows
+      // its question). Structural features and priors (session, time, recency, importance, feedback)
+      // only reorder docs with evidence of their own; a query with nothing to be evidence of
+      // ("what's new?") is ranked by the priors alone.
+      const own = f[0]! + f[4]! + f[5]! + f[6]! + (qTerms.size === 0 ? f[7]! : 0) > 0;
+      supported = own || f[1]! > 0;
+      if (!own && hasContent) f[3] = f[7] = f[8] = f[9] = f[10] = 0;
       let s = 0;
       for (let i = 0; i < f.length; i++) s += f[i]!;
       return s;

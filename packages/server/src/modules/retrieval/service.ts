@@ -226,7 +226,7 @@ export class Retrieval {
         // Nothing relevant is dated in the period: the period becomes a preference, not a filter.
         hits = await this.rank(cached, input.query, { k, cutoff: input });
         reason = hits.length > 0
-          ? `the query names a time ("${span.matched}"), but no relevant memory is dated in that period, so results come from any time (memories dated then still rank first)`
+          ? `the query names a time ("${span.matched}"), but no relevant memory is dated in that period, so results come from any time`
           : `the query names a time ("${span.matched}"); no relevant memory was found in that period or at any other time`;
       }
     } else {
