@@ -97,6 +97,8 @@ forEachDialect('relevance cutoff and score', (dialect) => {
     const recent = await post200(t, '/memory/search', { query: 'passport', route: 'recent', k: 12 }, { endUser });
     expect(recent.memories).toHaveLength(12);
     expect(idsOf(recent.memories)).toContain(passport.id);
+    const cut = await post200(t, '/memory/search', { query: 'passport', route: 'recent', k: 12, min_score: 0.5 }, { endUser });
+    expect(idsOf(cut.memories)).toEqual([passport.id]);
     const alone = (await post200(t, '/memory/query', { query: 'passport' }, { endUser })).memories[0];
     expect(recent.memories.find((m: { id: number }) => m.id === passport.id).score).toBeCloseTo(alone.score, 9);
     for (const m of [...query, ...retrieve, ...recent.memories]) {

@@ -210,14 +210,15 @@ export class Retrieval {
     }
     const scope: RetrievalScope = { kind: 'owner', owner };
     const cached = await this.indexOf(scope);
-    let hits: SearchHit[];
+    let hits: Array<Pick<SearchHit, 'id' | 'relevance'>>;
     let range: { from: string; to: string; matched: string } | undefined;
     if (route === 'recent') {
-      // Newest first, whatever they say; each scored like any other result, for the query's words.
+      // Newest first; each scored like any other result, for the query's words.
       const newest = [...cached.meta.entries()].sort((a, b) => b[1].createdAt - a[1].createdAt || b[0] - a[0]).slice(0, k).map(([id]) => id);
       const scored = await this.rank(cached, input.query, { k, cutoff: { min_score: 0 }, only: new Set(newest) });
       const relevance = new Map(scored.map((h) => [h.id, h.relevance]));
-      hits = newest.map((id) => ({ id, score: 0, relevance: relevance.get(id) ?? 0 }));
+      // The newest are the answer whatever they say; only a min_score the caller sends cuts them.
+      hits = newest.map((id) => ({ id, relevance: relevance.get(id) ?? 0 })).filter((h) => h.relevance >= (input.min_score ?? 0));
     } else if (route === 'temporal') {
       const span = temporal ?? { from: 0, to: now + DAY, matched: '' };
       range = { from: new Date(span.from).toISOString(), to: new Date(span.to).toISOString(), matched: span.matched };
