@@ -54,6 +54,17 @@ export interface RankingWeights {
   recencyHalfLifeDays: number;
   importance: number;
   feedback: number;
+  xTimeCand: number;
+  xWhen: number;
+  xWhenProp: number;
+  xTimeSpec: number;
+  xIdfPow: number;
+  xMetaProp: number;
+  xFloor: number;
+  xFloorUnseen: number;
+  xExpCap: number;
+  xEventTime: number;
+  xEmptyWords: number;
 }
 
 export const DEFAULT_WEIGHTS: RankingWeights = {
@@ -75,6 +86,17 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   recencyHalfLifeDays: 30,
   importance: 0.1,
   feedback: 0.1,
+  xTimeCand: 0,
+  xWhen: 0,
+  xWhenProp: 0,
+  xTimeSpec: 0,
+  xIdfPow: 0,
+  xMetaProp: 0,
+  xFloor: 0,
+  xFloorUnseen: 0,
+  xExpCap: 0,
+  xEventTime: 0,
+  xEmptyWords: 0,
 };
 
 export interface MemoryIndexOptions {
@@ -86,6 +108,8 @@ export interface MemoryIndexOptions {
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
 const DAY = 86_400_000;
+const TIME_WORDS = /\b(yesterday|tomorrow|tonight|today|ago|last|next|week|weekend|weeks|month|months|year|years|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
+const WHEN_QUESTION = /^\s*(when\b|how long\b|what (date|time|year|month|day)\b|which (year|month|day)\b)/i;
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
 
@@ -100,6 +124,10 @@ export class MemoryIndex {
   private slotId = new Float64Array(0);
   private live = new Uint8Array(0);
   private createdAt = new Float64Array(0);
+  /** The time a doc's own text names ("last night", "on 3 May"), resolved against its createdAt; NaN when none. */
+  private eventFrom = new Float64Array(0);
+  private eventTo = new Float64Array(0);
+  private namesTime = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
   private maxImportanceDev = 0;
@@ -172,6 +200,9 @@ export class MemoryIndex {
     this.slotId = g(this.slotId);
     this.live = g(this.live);
     this.createdAt = g(this.createdAt);
+    this.eventFrom = g(this.eventFrom);
+    this.eventTo = g(this.eventTo);
+    this.namesTime = g(this.namesTime);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
@@ -215,6 +246,10 @@ export class MemoryIndex {
     this.importance[slot] = Number.isFinite(doc.importance) ? doc.importance : 0.5;
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
+    const ev = this.weights.xEventTime ? parseTemporal(doc.text, this.createdAt[slot]!) : null;
+    this.eventFrom[slot] = ev ? ev.from : NaN;
+    this.eventTo[slot] = ev ? ev.to : NaN;
+    this.namesTime[slot] = ev || TIME_WORDS.test(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
@@ -327,8 +362,22 @@ export class MemoryIndex {
 
     // A time phrase becomes a created_at preference and is not matched as words
     // ("last week" should not favour texts containing "week").
-    const temporal = opts.temporal === false ? null : parseTemporal(q, now);
+    let temporal = opts.temporal === false ? null : parseTemporal(q, now);
+    const inTime = (slot: number): boolean => {
+      const t = this.createdAt[slot]!;
+      if (t >= temporal!.from && t < temporal!.to) return true;
+      const ef = this.eventFrom[slot]!;
+      return ef === ef && ef < temporal!.to && this.eventTo[slot]! > temporal!.from;
+    };
+    const timeSlots: number[] = [];
+    if (temporal && (w.xTimeCand || w.xEmptyWords)) {
+      for (let s = 0; s < this.capacity; s++) if (this.live[s] && inTime(s)) timeSlots.push(s);
+      if (timeSlots.length === 0 && w.xEmptyWords) temporal = null;
+    }
     const lexQuery = temporal ? q.replace(temporal.matched, ' ') : q;
+    const whenQ = (w.xWhen > 0 || w.xWhenProp > 0) && WHEN_QUESTION.test(q);
+    // A named day is stronger evidence than a named month or year.
+    const timeWeight = temporal ? w.time * (1 + w.xTimeSpec * Math.max(0, Math.min(1, Math.log((366 * DAY) / (temporal.to - temporal.from)) / Math.log(366)))) : 0;
     const qTerms = new Map<string, number>();
     for (const t of analyze(lexQuery)) {
       if (qTerms.size >= MAX_QUERY_TERMS && !qTerms.has(t)) continue;
@@ -350,7 +399,7 @@ export class MemoryIndex {
         ((onlySession === undefined || this.sessionOf[slot] === onlySession) && (!filter || filter(this.slotId[slot]!))));
 
     const textTerms = new Map<string, number>();
-    for (const [t, n] of qTerms) textTerms.set(t, this.meta.df(t) > 0 ? n * w.metaTermInText : n);
+    for (const [t, n] of qTerms) textTerms.set(t, (this.meta.df(t) > 0 ? n * w.metaTermInText : n) * (w.xIdfPow ? Math.pow(this.text.idf(t) || 1, w.xIdfPow) : 1));
 
     // Expanded-length normalisations are cached per slot across searches until the index
     // or the context parameters change.
@@ -443,7 +492,18 @@ export class MemoryIndex {
     const qvec = this.embedder && w.ngram > 0 && qTerms.size > 0 ? this.embedder.embedSync(lexQuery) : null;
     const extQ = opts.queryVector && this.extDims === opts.queryVector.length && w.semantic > 0 ? unit(opts.queryVector) : null;
 
-    const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
+    let ideal = 0;
+    if (w.xFloor > 0) {
+      const N = this.size;
+      for (const [t, n] of textTerms) {
+        const df = this.text.df(t);
+        ideal += n * (df > 0 ? this.text.idf(t) : w.xFloorUnseen * Math.log(1 + (N + 0.5) / 0.5));
+      }
+    }
+    const lexNorm = Math.max(maxLex, w.xFloor * ideal) > 0 ? 1 / Math.max(maxLex, w.xFloor * ideal) : 0;
+    let maxExp = 0;
+    for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
+    const expNorm = w.xExpCap && maxExp > maxLex ? 1 / maxExp : lexNorm;
     const halfLife = w.recencyHalfLifeDays * DAY;
 
     // One fixed-order feature vector per doc; the score is its sum and the explanation
@@ -452,14 +512,14 @@ export class MemoryIndex {
     const features = (slot: number): number => {
       f[0] = w.lexical * lex[slot]! * lexNorm;
       f[1] = w.context * ctx[slot]! * lexNorm;
-      f[2] = w.expansion * exp[slot]! * lexNorm;
+      f[2] = w.expansion * exp[slot]! * expNorm;
       const sn = sessionNo[slot]!;
       f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
-      f[4] = w.meta * metaS[slot]! * metaNorm;
+      f[4] = w.meta * metaS[slot]! * metaNorm + w.xMetaProp * metaS[slot]! * metaNorm * (f[0] + f[1] + f[2]);
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
-      f[7] = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
+      f[7] = (temporal && inTime(slot) ? timeWeight : 0) + (whenQ && this.namesTime[slot] ? w.xWhen + w.xWhenProp * (f[0] + f[1] + f[2]) : 0);
       f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
       f[9] = w.importance * (this.importance[slot]! - 0.5);
       f[10] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
@@ -497,18 +557,19 @@ export class MemoryIndex {
       const wSession = w.session;
       const wMeta = w.meta;
       const bound =
-        (temporal ? Math.max(0, w.time) : 0) +
+        (temporal ? Math.max(0, timeWeight) : 0) + (whenQ ? w.xWhen : 0) +
         Math.max(0, w.recency) * Math.pow(0.5, Math.max(0, now - this.maxCreatedAt) / halfLife) +
         Math.abs(w.importance) * this.maxImportanceDev + Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
         1e-9;
       const seed = new TopK(k);
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        if (!seed.full() || (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm > seed.min()) {
-          if (eligible(s)) seed.offer(s, (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm);
+        if (!seed.full() || ((wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm) > seed.min()) {
+          if (eligible(s)) seed.offer(s, ((wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm));
         }
       }
       for (const { slot } of seed.sorted()) top.offer(slot, features(slot));
+      if (temporal && w.xTimeCand) for (const s of timeSlots) if (eligible(s)) top.offer(s, features(s));
       let min = top.full() ? top.min() : -Infinity;
       for (let pass = 0; pass < 2; pass++) {
         const list = pass === 0 ? ta : ea;
@@ -520,10 +581,11 @@ export class MemoryIndex {
           if (pass === 1 && (lex[s] !== 0 || ctx[s] !== 0)) continue;
           const sn = sessionNo[s]!;
           const known =
-            (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm +
+            ((wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
             wMeta * metaS[s]! * metaNorm;
-          if (known + bound <= min) continue;
+          const knownAll = known + w.xMetaProp * metaS[s]! * metaNorm * ((wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm);
+          if (knownAll * (1 + (whenQ ? w.xWhenProp : 0)) + bound <= min) continue;
           if (eligible(s)) {
             top.offer(s, features(s));
             if (top.full()) min = top.min();
