@@ -32,6 +32,12 @@ export interface RankingWeights {
   /** Query terms that match the doc's speaker or tags (normalised by the best match). */
   meta: number;
   /**
+   * A doc whose speaker/tags match the query also has its word evidence lifted by this
+   * fraction (in `meta`): "what has John done" is answered by what John said. Unlike the
+   * flat `meta`, it only reorders docs that have word evidence of their own.
+   */
+  metaEvidence: number;
+  /**
    * Text-match weight of a query term that is a speaker name or tag of this index. In
    * conversation, a name inside a turn is mostly the addressee ("Thanks, Caroline!"),
    * so "what did Caroline say" is better judged by who spoke than by who was named.
@@ -50,21 +56,16 @@ export interface RankingWeights {
   semantic: number;
   /** Doc created inside a time range named by the query. */
   time: number;
+  /**
+   * A "when ..." / "how long ..." question lifts the word evidence of docs whose text names
+   * a time ("last week", "in May", "2019") by this fraction (in `time`): the answer to when
+   * is usually a turn that says when.
+   */
+  whenNamesTime: number;
   recency: number;
   recencyHalfLifeDays: number;
   importance: number;
   feedback: number;
-  xTimeCand: number;
-  xWhen: number;
-  xWhenProp: number;
-  xTimeSpec: number;
-  xIdfPow: number;
-  xMetaProp: number;
-  xFloor: number;
-  xFloorUnseen: number;
-  xExpCap: number;
-  xEventTime: number;
-  xEmptyWords: number;
 }
 
 export const DEFAULT_WEIGHTS: RankingWeights = {
@@ -75,28 +76,19 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   contextBackward: 0.5,
   session: 0.2,
   meta: 0.3,
+  metaEvidence: 0.3,
   metaTermInText: 0.25,
   expansion: 0.1,
   expansionDocs: 3,
   expansionTerms: 10,
   ngram: 0,
   semantic: 0.6,
-  time: 0.3,
+  time: 0.6,
+  whenNamesTime: 0.4,
   recency: 0.05,
   recencyHalfLifeDays: 30,
   importance: 0.1,
   feedback: 0.1,
-  xTimeCand: 0,
-  xWhen: 0,
-  xWhenProp: 0,
-  xTimeSpec: 0,
-  xIdfPow: 0,
-  xMetaProp: 0,
-  xFloor: 0,
-  xFloorUnseen: 0,
-  xExpCap: 0,
-  xEventTime: 0,
-  xEmptyWords: 0,
 };
 
 export interface MemoryIndexOptions {
@@ -108,8 +100,10 @@ export interface MemoryIndexOptions {
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
 const DAY = 86_400_000;
-const TIME_WORDS = /\b(yesterday|tomorrow|tonight|today|ago|last|next|week|weekend|weeks|month|months|year|years|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
-const WHEN_QUESTION = /^\s*(when\b|how long\b|what (date|time|year|month|day)\b|which (year|month|day)\b)/i;
+/** Words that place a text in time (for `whenNamesTime`); English, like the temporal parser. */
+const TIME_WORDS =
+  /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
+const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
 
@@ -124,9 +118,7 @@ export class MemoryIndex {
   private slotId = new Float64Array(0);
   private live = new Uint8Array(0);
   private createdAt = new Float64Array(0);
-  /** The time a doc's own text names ("last night", "on 3 May"), resolved against its createdAt; NaN when none. */
-  private eventFrom = new Float64Array(0);
-  private eventTo = new Float64Array(0);
+  /** 1 when the doc's text names a time (TIME_WORDS). */
   private namesTime = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
@@ -200,8 +192,6 @@ export class MemoryIndex {
     this.slotId = g(this.slotId);
     this.live = g(this.live);
     this.createdAt = g(this.createdAt);
-    this.eventFrom = g(this.eventFrom);
-    this.eventTo = g(this.eventTo);
     this.namesTime = g(this.namesTime);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
@@ -246,10 +236,7 @@ export class MemoryIndex {
     this.importance[slot] = Number.isFinite(doc.importance) ? doc.importance : 0.5;
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
-    const ev = this.weights.xEventTime ? parseTemporal(doc.text, this.createdAt[slot]!) : null;
-    this.eventFrom[slot] = ev ? ev.from : NaN;
-    this.eventTo[slot] = ev ? ev.to : NaN;
-    this.namesTime[slot] = ev || TIME_WORDS.test(doc.text) ? 1 : 0;
+    this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
@@ -346,7 +333,7 @@ export class MemoryIndex {
   /** Approximate heap bytes held, for the server's LRU-by-bytes. */
   approxBytes(): number {
     const arrays =
-      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.importance.byteLength +
+      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.namesTime.byteLength + this.importance.byteLength +
       this.feedback.byteLength + this.ngramVecs.byteLength + this.extVecs.byteLength + this.hasExt.byteLength +
       this.lexBuf.byteLength + this.metaBuf.byteLength + this.ctxBuf.byteLength;
     const maps = this.idToSlot.size * 40 + this.capacity * 8 + this.sessions.size * 64 + this.idToSlot.size * 8;
@@ -362,22 +349,9 @@ export class MemoryIndex {
 
     // A time phrase becomes a created_at preference and is not matched as words
     // ("last week" should not favour texts containing "week").
-    let temporal = opts.temporal === false ? null : parseTemporal(q, now);
-    const inTime = (slot: number): boolean => {
-      const t = this.createdAt[slot]!;
-      if (t >= temporal!.from && t < temporal!.to) return true;
-      const ef = this.eventFrom[slot]!;
-      return ef === ef && ef < temporal!.to && this.eventTo[slot]! > temporal!.from;
-    };
-    const timeSlots: number[] = [];
-    if (temporal && (w.xTimeCand || w.xEmptyWords)) {
-      for (let s = 0; s < this.capacity; s++) if (this.live[s] && inTime(s)) timeSlots.push(s);
-      if (timeSlots.length === 0 && w.xEmptyWords) temporal = null;
-    }
+    const temporal = opts.temporal === false ? null : parseTemporal(q, now);
     const lexQuery = temporal ? q.replace(temporal.matched, ' ') : q;
-    const whenQ = (w.xWhen > 0 || w.xWhenProp > 0) && WHEN_QUESTION.test(q);
-    // A named day is stronger evidence than a named month or year.
-    const timeWeight = temporal ? w.time * (1 + w.xTimeSpec * Math.max(0, Math.min(1, Math.log((366 * DAY) / (temporal.to - temporal.from)) / Math.log(366)))) : 0;
+    const whenLift = WHEN_QUESTION.test(q) ? Math.max(0, w.whenNamesTime) : 0;
     const qTerms = new Map<string, number>();
     for (const t of analyze(lexQuery)) {
       if (qTerms.size >= MAX_QUERY_TERMS && !qTerms.has(t)) continue;
@@ -399,7 +373,7 @@ export class MemoryIndex {
         ((onlySession === undefined || this.sessionOf[slot] === onlySession) && (!filter || filter(this.slotId[slot]!))));
 
     const textTerms = new Map<string, number>();
-    for (const [t, n] of qTerms) textTerms.set(t, (this.meta.df(t) > 0 ? n * w.metaTermInText : n) * (w.xIdfPow ? Math.pow(this.text.idf(t) || 1, w.xIdfPow) : 1));
+    for (const [t, n] of qTerms) textTerms.set(t, this.meta.df(t) > 0 ? n * w.metaTermInText : n);
 
     // Expanded-length normalisations are cached per slot across searches until the index
     // or the context parameters change.
@@ -492,18 +466,13 @@ export class MemoryIndex {
     const qvec = this.embedder && w.ngram > 0 && qTerms.size > 0 ? this.embedder.embedSync(lexQuery) : null;
     const extQ = opts.queryVector && this.extDims === opts.queryVector.length && w.semantic > 0 ? unit(opts.queryVector) : null;
 
-    let ideal = 0;
-    if (w.xFloor > 0) {
-      const N = this.size;
-      for (const [t, n] of textTerms) {
-        const df = this.text.df(t);
-        ideal += n * (df > 0 ? this.text.idf(t) : w.xFloorUnseen * Math.log(1 + (N + 0.5) / 0.5));
-      }
-    }
-    const lexNorm = Math.max(maxLex, w.xFloor * ideal) > 0 ? 1 / Math.max(maxLex, w.xFloor * ideal) : 0;
+    const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
+    // Expansion is normalised like the first pass unless its own best is stronger (a first pass
+    // that matched only a weak word, e.g. a name): then by its own best, so it never outweighs `expansion`.
     let maxExp = 0;
     for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
-    const expNorm = w.xExpCap && maxExp > maxLex ? 1 / maxExp : lexNorm;
+    const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
+    const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
     const halfLife = w.recencyHalfLifeDays * DAY;
 
     // One fixed-order feature vector per doc; the score is its sum and the explanation
@@ -513,13 +482,14 @@ export class MemoryIndex {
       f[0] = w.lexical * lex[slot]! * lexNorm;
       f[1] = w.context * ctx[slot]! * lexNorm;
       f[2] = w.expansion * exp[slot]! * expNorm;
+      const words = f[0] + f[1] + f[2];
       const sn = sessionNo[slot]!;
       f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
-      f[4] = w.meta * metaS[slot]! * metaNorm + w.xMetaProp * metaS[slot]! * metaNorm * (f[0] + f[1] + f[2]);
+      f[4] = w.meta * metaS[slot]! * metaNorm + metaLift * metaS[slot]! * words;
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
-      f[7] = (temporal && inTime(slot) ? timeWeight : 0) + (whenQ && this.namesTime[slot] ? w.xWhen + w.xWhenProp * (f[0] + f[1] + f[2]) : 0);
+      f[7] = (temporal && t >= temporal.from && t < temporal.to ? w.time : 0) + (this.namesTime[slot] ? whenLift * words : 0);
       f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
       f[9] = w.importance * (this.importance[slot]! - 0.5);
       f[10] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
@@ -557,19 +527,17 @@ export class MemoryIndex {
       const wSession = w.session;
       const wMeta = w.meta;
       const bound =
-        (temporal ? Math.max(0, timeWeight) : 0) + (whenQ ? w.xWhen : 0) +
+        (temporal ? Math.max(0, w.time) : 0) +
         Math.max(0, w.recency) * Math.pow(0.5, Math.max(0, now - this.maxCreatedAt) / halfLife) +
         Math.abs(w.importance) * this.maxImportanceDev + Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
         1e-9;
       const seed = new TopK(k);
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        if (!seed.full() || ((wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm) > seed.min()) {
-          if (eligible(s)) seed.offer(s, ((wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm));
-        }
+        const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+        if ((!seed.full() || words > seed.min()) && eligible(s)) seed.offer(s, words);
       }
       for (const { slot } of seed.sorted()) top.offer(slot, features(slot));
-      if (temporal && w.xTimeCand) for (const s of timeSlots) if (eligible(s)) top.offer(s, features(s));
       let min = top.full() ? top.min() : -Infinity;
       for (let pass = 0; pass < 2; pass++) {
         const list = pass === 0 ? ta : ea;
@@ -580,12 +548,12 @@ export class MemoryIndex {
           // again cannot change the top k.
           if (pass === 1 && (lex[s] !== 0 || ctx[s] !== 0)) continue;
           const sn = sessionNo[s]!;
+          const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
           const known =
-            ((wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm) +
+            words * (1 + metaLift * metaS[s]! + (this.namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
             wMeta * metaS[s]! * metaNorm;
-          const knownAll = known + w.xMetaProp * metaS[s]! * metaNorm * ((wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm);
-          if (knownAll * (1 + (whenQ ? w.xWhenProp : 0)) + bound <= min) continue;
+          if (known + bound <= min) continue;
           if (eligible(s)) {
             top.offer(s, features(s));
             if (top.full()) min = top.min();
