@@ -72,7 +72,7 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   lexical: 1,
   context: 0.7,
   contextDecay: 0.5,
-  contextWindow: 3,
+  contextWindow: 2,
   contextBackward: 0.5,
   session: 0.2,
   meta: 0.3,
