@@ -491,18 +491,24 @@ export class MemoryIndex {
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
-      f[7] = (temporal && t >= temporal.from && t < temporal.to ? w.time : 0) + (this.namesTime[slot] ? whenLift * words : 0);
+      const inPeriod = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
+      const whenTime = this.namesTime[slot] ? whenLift * words : 0;
+      f[7] = inPeriod + whenTime;
       f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
       f[9] = w.importance * (this.importance[slot]! - 0.5);
       f[10] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
-      // A doc's own evidence: the query's words, speaker/tags, vectors; the time named counts only when
-      // the query names nothing else. Its neighbouring turns' words support it too (an answer follows
-      // its question). Structural features and priors (session, time, recency, importance, feedback)
-      // only reorder docs with evidence of their own; a query with nothing to be evidence of
-      // ("what's new?") is ranked by the priors alone.
-      const own = f[0]! + f[4]! + f[5]! + f[6]! + (qTerms.size === 0 ? f[7]! : 0) > 0;
+      // A doc's own evidence: the query's words, speaker/tags, vectors; the period named counts only
+      // when the query names nothing else. Its neighbouring turns' words support it too (an answer
+      // follows its question). Structural features and priors (session, period, recency, importance,
+      // feedback) only reorder docs with evidence of their own; the when-lift is a fraction of the
+      // doc's word evidence, so it already does. A query with nothing to be evidence of ("what's
+      // new?") is ranked by the priors alone.
+      const own = f[0]! + f[4]! + f[5]! + f[6]! + (qTerms.size === 0 ? inPeriod : 0) > 0;
       supported = own || f[1]! > 0;
-      if (!own && hasContent) f[3] = f[7] = f[8] = f[9] = f[10] = 0;
+      if (!own && hasContent) {
+        f[3] = f[8] = f[9] = f[10] = 0;
+        f[7] = whenTime;
+      }
       let s = 0;
       for (let i = 0; i < f.length; i++) s += f[i]!;
       return s;
