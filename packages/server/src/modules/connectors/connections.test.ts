@@ -102,7 +102,7 @@ forEachDialect('connector framework: connections, configuration, catalog, integr
   it('queues scheduled syncs when due, once', async () => {
     const c = connectorsClient(t, owner);
     const connection = await c.create({ provider: 'web_crawler', name: 'Scheduled', end_user_id: 'scheduled', config: { ...config(), max_depth: 0 }, schedule_minutes: 5 });
-    const deps = { database: t.database, jobs: new JobHandlers(), secret: new Uint8Array(32), outbound: { allow: [] }, erase: new EraseHooks() };
+    const deps = { database: t.database, jobs: new JobHandlers(), secret: new Uint8Array(32), outbound: { allow: [] }, erase: new EraseHooks(), connectors: { redirectUrl: 'http://127.0.0.1/callback', vendors: {} } };
     expect(await queueDueSyncs(deps, new Date())).toEqual([]);
     const later = new Date(Date.now() + 6 * 60_000);
     const queued = await queueDueSyncs(deps, later);

@@ -25,7 +25,7 @@ function projectContext(request: FastifyRequest) {
 export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const { database } = services;
   const deps: SyncDeps = {
-    database, jobs: services.jobs, secret: services.secretKey, outbound: services.config.outbound, erase: services.erase,
+    database, jobs: services.jobs, secret: services.secretKey, outbound: services.config.outbound, erase: services.erase, connectors: services.config.connectors,
   };
 
   // ---- provider catalog ---------------------------------------------------------------------
