@@ -8,7 +8,7 @@ import { decodeJson, nowIso } from '../../store/database.js';
 import { jsonOf, vendorRequest } from './providers/http.js';
 import { ConsentRevoked, type ConnectorProvider, type OAuthAccess, type SourceAccess } from './providers/provider.js';
 import { openCredentials, sealCredentials, sealSecret, openSecret, type ConnectionRow } from './store.js';
-import type { SyncDeps } from './sync.js';
+import type { SyncDeps } from './deps.js';
 
 /**
  * OAuth 2.0 consent for connector providers (authorization code grant, RFC 6749; PKCE S256 per

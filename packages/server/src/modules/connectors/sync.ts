@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
-import type { OutboundPolicy } from '../../core/outbound.js';
-import type { ConnectorsConfig } from '../../config.js';
+import type { SyncDeps } from './deps.js';
 import { AppError } from '../../core/errors.js';
-import { enqueueJob, type JobContext, type JobHandler, type JobHandlers } from '../../jobs/runner.js';
-import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
-import { MEMORY_LIMITS, addWithin, forgetWithin, liveMemoryIds, type EraseHooks, type ImportedMemory, type Owner } from '../memories/index.js';
+import { enqueueJob, type JobContext, type JobHandler } from '../../jobs/runner.js';
+import { decodeJson, encodeJson, nowIso, type Executor } from '../../store/database.js';
+import { MEMORY_LIMITS, addWithin, forgetWithin, liveMemoryIds, type ImportedMemory, type Owner } from '../memories/index.js';
 import { chunkMemories, readDocument } from '../ingest/index.js';
 import { sourceAccess } from './oauth.js';
 import { providerNamed } from './providers/index.js';
@@ -25,14 +24,7 @@ type Counter = (typeof COUNTERS)[number];
 
 class SyncCancelled extends Error {}
 
-export interface SyncDeps {
-  database: Database;
-  jobs: JobHandlers;
-  secret: Uint8Array;
-  outbound: OutboundPolicy;
-  erase: EraseHooks;
-  connectors: ConnectorsConfig;
-}
+export type { SyncDeps } from './deps.js';
 
 const ownerOf = (connection: ConnectionRow): Owner => ({ projectId: connection.project_id, tenantId: '', endUserId: connection.end_user_id });
 
