@@ -106,6 +106,7 @@ export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
       }
       // A page token is the number of the first change it reads (1-based); pages of pageSize changes.
       const from = Number(q.get('pageToken'));
+      if (!(from >= 1 && from <= changes.length + 1)) return googleError(400, 'INVALID_ARGUMENT', 'Invalid Value', 'invalid');
       const size = Number(q.get('pageSize') ?? 100);
       const slice = changes.slice(from - 1, from - 1 + size);
       const next = from - 1 + size < changes.length ? String(from + size) : undefined;

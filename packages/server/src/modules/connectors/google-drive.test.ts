@@ -3,7 +3,7 @@ import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { connectorsClient, consentAt } from '../../testing/connectors.js';
 import { GOOGLE_CLIENT, startFakeGoogleDrive, type FakeGoogleDrive } from '../../testing/fake-google-drive.js';
 import { expectError } from '../../testing/memories.js';
-import { decodeJson } from '../../store/database.js';
+import { decodeJson, encodeJson } from '../../store/database.js';
 
 const REDIRECT = 'https://console.example.com/oauth/callback';
 const FOLDER = 'application/vnd.google-apps.folder';
@@ -95,6 +95,13 @@ forEachDialect('Google Drive connector (OAuth consent with PKCE, local Drive API
     expect(fourth.status).toBe('succeeded');
     expect(decodeJson<any>((await connectionRow(connection.id)).cursor).page_token).toBe('14');
     expect(await texts()).toContain('Parking is free for visitors after six.');
+
+    // A page token Google no longer accepts: everything is listed again, nothing changes.
+    const row = await connectionRow(connection.id);
+    await t.database.db.updateTable('connector_connections').set({ cursor: encodeJson({ page_token: '999', folders: ['FHANDBOOK', 'FPOLICIES'] }) }).where('id', '=', connection.id).execute();
+    const relisted = await c.waitForSync((await c.sync(connection.id)).id);
+    expect(relisted).toMatchObject({ status: 'succeeded', progress: { unchanged: 2, created: 0, updated: 0, deleted: 0 } });
+    expect(decodeJson<any>((await connectionRow(connection.id)).cursor).page_token).toBe(decodeJson<any>(row.cursor).page_token);
 
     // Access removed at Google: the refresh answers invalid_grant; the connection needs repair, memories stay.
     google.revoke();

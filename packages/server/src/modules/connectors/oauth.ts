@@ -169,16 +169,16 @@ export interface CallbackInput {
 
 /**
  * Claims the state (it must name this connection and this caller, and be live) and exchanges the
- * code for tokens. Answers the tokens, or null when the user refused consent at the provider.
+ * code for tokens. Answers the tokens, or what the provider said when the user refused consent.
  */
 export async function exchangeCode(deps: SyncDeps, ctx: WriteContext, row: ConnectionRow, provider: ConnectorProvider, input: CallbackInput): Promise<TokenSet | { refused: string }> {
   if (!provider.oauth) throw invalid('connection_id', `${provider.title} connections take credentials, not OAuth consent`);
+  if (input.code === undefined && input.error === undefined) throw invalid('code', 'code (or the provider\'s error) is required');
   const claimed = await deps.database.db.deleteFrom('connector_oauth_states')
     .where('state_hash', '=', sha256Hex(input.state)).where('connection_id', '=', row.id).where('actor', '=', actorKey(ctx)).where('expires_at', '>', nowIso())
     .returningAll().executeTakeFirst();
   if (!claimed) throw invalid('state', 'The state is unknown, used, expired, or was issued for another connection or caller; start consent again');
-  if (input.error !== undefined) return { refused: input.error };
-  if (input.code === undefined) throw invalid('code', 'code or error is required');
+  if (input.code === undefined) return { refused: input.error! };
   const result = await tokenRequest(deps, provider, {
     grant_type: 'authorization_code', code: input.code, redirect_uri: claimed.redirect_uri,
     ...(claimed.code_verifier ? { code_verifier: openSecret(deps.secret, claimed.code_verifier) } : {}),

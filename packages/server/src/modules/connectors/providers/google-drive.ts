@@ -136,22 +136,27 @@ export const googleDrive: ConnectorProvider = {
     type Changes = { phase: 'changes'; page_token: string; folders: string[] };
     const checkpoint = run.checkpoint as Listing | Changes | null;
 
-    if (!cursor || checkpoint?.phase === 'list') {
+    const fullListing = async (): Promise<SyncEnd> => {
       // The start token is taken before listing, so changes made while listing are read next time.
       const state: Listing = checkpoint?.phase === 'list'
         ? checkpoint
         : { phase: 'list', start: (await json(run, '/changes/startPageToken', { supportsAllDrives: 'true' })).startPageToken, queue: [...config.folder_ids], folders: [...config.folder_ids] };
       await listFolders(run, config, state, read, (s) => run.saveCheckpoint(s));
       return { complete: true, cursor: { page_token: state.start, folders: state.folders } satisfies Cursor };
-    }
+    };
+    if (!cursor || checkpoint?.phase === 'list') return fullListing();
 
     const folders = new Set(checkpoint?.folders ?? cursor.folders);
     let token = checkpoint?.page_token ?? cursor.page_token;
     for (;;) {
-      const page = await json(run, '/changes', {
+      const response = await request(run, '/changes', {
         pageToken: token, pageSize: config.page_size ?? 100, includeRemoved: 'true', supportsAllDrives: 'true', includeItemsFromAllDrives: 'true',
         fields: `nextPageToken,newStartPageToken,changes(fileId,removed,time,file(${FILE_FIELDS}))`,
       });
+      // A page token Google no longer accepts: list everything again (a complete run).
+      if (response.status === 400 || response.status === 404) return fullListing();
+      if (response.status !== 200) throw new Error(`Google Drive /changes answered ${response.status}`);
+      const page = jsonOf(response, 'Google Drive /changes');
       for (const change of page.changes as Array<{ fileId: string; removed?: boolean; file?: DriveFile }>) {
         const file = change.file;
         const inside = file?.parents?.some((p) => folders.has(p)) ?? false;
