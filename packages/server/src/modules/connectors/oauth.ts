@@ -182,6 +182,9 @@ export async function exchangeCode(deps: SyncDeps, ctx: WriteContext, row: Conne
   const result = await tokenRequest(deps, provider, {
     grant_type: 'authorization_code', code: input.code, redirect_uri: claimed.redirect_uri,
     ...(claimed.code_verifier ? { code_verifier: openSecret(deps.secret, claimed.code_verifier) } : {}),
+  }).catch((error: unknown) => {
+    if (error instanceof AppError) throw error;
+    throw new AppError('unavailable', `${provider.title} token endpoint cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
   });
   if ('error' in result) {
     if (CLIENT_ERRORS.has(result.error)) throw new AppError('unavailable', `${provider.title} refused this server's OAuth client (${result.error})`);
