@@ -99,16 +99,19 @@ forEachDialect('Slack connector (OAuth consent, local Slack Web API)', (dialect)
     Object.assign(general[5]!, { text: 'Budget is 950 euros per person.', edited: { user: 'U0ALICE', ts: '1700001000.000000' } });
     general.splice(0, 1);
     general.push({ ts: '1700000170.000800', user: 'U0ALICE', text: 'Booked the Alfama hotel.', thread_ts: '1700000100.000200' });
+    // A message by someone since removed from the workspace (users.info: user_not_found) keeps the id as the name.
+    slack.messages.get('C0RANDOM')!.push({ ts: '1700000500.000900', user: 'U0GONE', text: 'Old news.' });
     slack.expireAccessToken();
     const before = stored.credentials;
     const second = await c.waitForSync((await c.sync(connection.id)).id);
-    expect(second).toMatchObject({ status: 'succeeded', progress: { created: 0, updated: 2, unchanged: 1, deleted: 1 } });
+    expect(second).toMatchObject({ status: 'succeeded', progress: { created: 1, updated: 2, unchanged: 1, deleted: 1 } });
     expect(slack.grants).toEqual(['authorization_code', 'refresh_token']);
     expect((await connectionRow(connection.id)).credentials).not.toBe(before);
     memories = await live();
     expect(memories.map((m) => m.text)).toEqual([
-      'Who books the hotel?', 'I do, @Bob Kowalski handles flights.', 'Fine by me.', 'Booked the Alfama hotel.', 'Budget is 950 euros per person.', 'The coffee machine on floor 2 is fixed.',
+      'Who books the hotel?', 'I do, @Bob Kowalski handles flights.', 'Fine by me.', 'Booked the Alfama hotel.', 'Budget is 950 euros per person.', 'The coffee machine on floor 2 is fixed.', 'Old news.',
     ]);
+    expect(memories.at(-1)!.speaker).toBe('U0GONE');
     expect((await c.objects(connection.id)).find((o) => o.source_id === 'C0GENERAL/1700000000.000100')).toMatchObject({ status: 'deleted', memory_ids: [] });
 
     // Forgetting a message leaves no copy: the memory is blanked, the object row holds no text.

@@ -140,7 +140,7 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
           return;
         }
       }
-      await write(database, ctx, async (trx, effects) => {
+      const written = await write(database, ctx, async (trx, effects) => {
         const forgotten = existing ? await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, owner, decodeJson<number[]>(existing.memory_ids)) : [];
         const outcomes = await addWithin(database, trx, ctx, effects, owner, items);
         const ids = outcomes.flatMap((o) => ('created' in o ? [o.created.id] : []));
@@ -151,8 +151,13 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
         if (existing) await trx.updateTable('connector_objects').set(values).where('connection_id', '=', connection.id).where('source_id', '=', object.sourceId).execute();
         else await trx.insertInto('connector_objects').values({ connection_id: connection.id, source_id: object.sourceId, project_id: connection.project_id, created_at: effects.now, ...values }).execute();
         await bump(trx, syncId, { seen: 1, [existing && existing.status !== 'deleted' ? 'updated' : 'created']: 1 }, effects.now);
-        return forgotten;
+        return true;
+      }).catch((error: unknown) => {
+        // Content the memory store refuses (metadata over its limit): rolled back, the object is failed.
+        if (error instanceof AppError) return error;
+        throw error;
       });
+      if (written instanceof AppError) return run.failed(object.sourceId, written.message);
       await heartbeat();
     },
     async failed(sourceId, reason) {

@@ -63,7 +63,7 @@ function summaryParts(summary: string): string[] {
 }
 
 function statementsOf(note: Note, includeTranscript: boolean): SourceStatement[] {
-  const meeting = { note_id: note.id, title: note.title ?? null, meeting_at: note.calendar_event?.scheduled_start_time ?? note.created_at, attendees: (note.attendees ?? []).map((a) => a.name || a.email).filter(Boolean) };
+  const meeting = { note_id: note.id, title: note.title ?? null, meeting_at: note.calendar_event?.scheduled_start_time ?? note.created_at, attendees: (note.attendees ?? []).slice(0, 50).map((a) => a.name || a.email).filter(Boolean) };
   const sessionId = `granola:${note.id}`;
   const summary = note.summary_markdown || note.summary_text || '';
   const statements: SourceStatement[] = summaryParts(summary).map((text, i) => ({

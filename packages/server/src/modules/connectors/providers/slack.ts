@@ -33,7 +33,8 @@ interface SlackMessage {
 }
 interface Channel { id: string; name: string }
 
-async function call(access: Pick<SourceAccess, 'fetch' | 'endpoint' | 'oauth'>, method: string, params: Record<string, string | number | undefined> = {}): Promise<any> {
+/** Calls a Web API method; an error named in `tolerated` answers null instead of failing. */
+async function call(access: Pick<SourceAccess, 'fetch' | 'endpoint' | 'oauth'>, method: string, params: Record<string, string | number | undefined> = {}, tolerated: string[] = []): Promise<any> {
   const url = access.endpoint(`${API}${method}`);
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
   for (let attempt = 0; ; attempt++) {
@@ -47,6 +48,7 @@ async function call(access: Pick<SourceAccess, 'fetch' | 'endpoint' | 'oauth'>, 
     const body = jsonOf(response, `Slack ${method}`);
     if (body.ok) return body;
     const error = String(body.error ?? `HTTP ${response.status}`);
+    if (tolerated.includes(error)) return null;
     // With token rotation on, an access token lives 12 hours: refresh once, then try again.
     if (error === 'token_expired' && attempt === 0) {
       await access.oauth!.refresh();
@@ -109,8 +111,9 @@ export const slack: ConnectorProvider = {
     const nameOf = async (message: SlackMessage): Promise<string> => {
       if (!message.user) return message.bot_profile?.name ?? message.username ?? 'bot';
       if (!names.has(message.user)) {
-        const { user } = await call(run, 'users.info', { user: message.user });
-        names.set(message.user, user.profile?.display_name || user.real_name || user.name || message.user);
+        // A user deleted from the workspace keeps their id as the name.
+        const user = (await call(run, 'users.info', { user: message.user }, ['user_not_found']))?.user;
+        names.set(message.user, user?.profile?.display_name || user?.real_name || user?.name || message.user);
       }
       return names.get(message.user)!;
     };
