@@ -36,6 +36,10 @@ export interface FakeGoogleDrive extends LocalVendor {
   /** Holds the next changes.list call until released. */
   holdChanges(): { reached: Promise<void>; release(): void };
   grants: string[];
+  /** Access tokens in the order they were issued. */
+  issued: string[];
+  /** The next access token issued lives 30 seconds (less than a client's refresh margin). */
+  shortLivedNext: boolean;
 }
 
 const googleError = (code: number, status: string, message: string, reason: string): VendorAnswer => ({
@@ -60,9 +64,12 @@ export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
   const issue = (withRefresh: boolean) => {
     const accessToken = `ya29.${randomBytes(16).toString('base64url')}`;
     access.set(accessToken, 'live');
+    fake.issued.push(accessToken);
+    const lifetime = fake.shortLivedNext ? 30 : 3599;
+    fake.shortLivedNext = false;
     const refreshToken = `1//${randomBytes(16).toString('base64url')}`;
     if (withRefresh) refreshTokens.set(refreshToken, 'live');
-    return { access_token: accessToken, expires_in: 3599, scope: 'https://www.googleapis.com/auth/drive.readonly', token_type: 'Bearer', ...(withRefresh ? { refresh_token: refreshToken } : {}) };
+    return { access_token: accessToken, expires_in: lifetime, scope: 'https://www.googleapis.com/auth/drive.readonly', token_type: 'Bearer', ...(withRefresh ? { refresh_token: refreshToken } : {}) };
   };
 
   const token = (request: VendorRequest): VendorAnswer => {
@@ -165,6 +172,8 @@ export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
   return Object.assign(fake, vendor, {
     rateLimitOnce: new Set<string>(),
     grants: [] as string[],
+    issued: [] as string[],
+    shortLivedNext: false,
     put(file: FakeDriveFile) {
       const previous = files.get(file.id);
       files.set(file.id, { ...previous, ...file, version: (previous?.version ?? 0) + 1, modifiedTime: new Date((clock += 60_000)).toISOString() });

@@ -44,10 +44,14 @@ forEachDialect('Google Drive connector (OAuth consent with PKCE, local Drive API
     });
     expect(url.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const back = await consentAt(start.authorization_url);
+    // The first access token expires within the client's one-minute margin: refreshed before it is ever used.
+    google.shortLivedNext = true;
     // The fake checks the PKCE verifier against the challenge at the token exchange.
     const done = await c.call('POST', `/connectors/connections/${connection.id}/callback`, { body: { state: back.state, code: back.code } });
     expect(done.body).toMatchObject({ state: 'active', has_credentials: true });
     expect((await connectionRow(connection.id)).credentials).not.toContain('ya29');
+    expect(google.grants).toEqual(['authorization_code', 'refresh_token']);
+    expect(google.requests.filter((r) => r.headers.authorization === `Bearer ${google.issued[0]}`)).toEqual([]);
 
     // First sync: files.list over the folder and its subfolder, two files a page; the first page is rate limited once.
     google.rateLimitOnce.add('/drive/v3/files');
@@ -77,7 +81,7 @@ forEachDialect('Google Drive connector (OAuth consent with PKCE, local Drive API
     const second = await c.waitForSync((await c.sync(connection.id)).id);
     expect(second).toMatchObject({ status: 'succeeded', progress: { created: 1, updated: 1, deleted: 2, failed: 0 } });
     expect(google.requests.filter((r) => r.path === '/drive/v3/files').length).toBe(listsBefore);
-    expect(google.grants).toEqual(['authorization_code', 'refresh_token']);
+    expect(google.grants).toEqual(['authorization_code', 'refresh_token', 'refresh_token']);
     expect(await texts()).toEqual(['New staff get a laptop and a badge on day one.', 'Parking is free for visitors.']);
     expect((await c.objects(connection.id)).map((o) => [o.source_id, o.status])).toEqual([['DOC1', 'synced'], ['MD1', 'deleted'], ['SHEET1', 'deleted'], ['TXT2', 'synced']]);
     expect(decodeJson<any>((await connectionRow(connection.id)).cursor).page_token).toBe('13');

@@ -230,7 +230,9 @@ export async function completeAuthorization(deps: SyncDeps, ctx: WriteContext & 
     });
     return getConnection(deps.database.db, ctx.projectId, id);
   }
+  // Stored first: a refresh while checking the configuration below stores its tokens over these.
   const credentials = sealCredentials(deps.secret, outcome as unknown as Record<string, unknown>);
+  await deps.database.db.updateTable('connector_connections').set({ credentials, updated_at: nowIso() }).where('id', '=', id).execute();
   let state = 'active';
   let reason: string | null = null;
   try {
@@ -241,7 +243,7 @@ export async function completeAuthorization(deps: SyncDeps, ctx: WriteContext & 
     reason = error.message;
   }
   await write(deps.database, ctx, async (trx, effects) => {
-    await trx.updateTable('connector_connections').set({ credentials, state, state_reason: reason, updated_at: effects.now }).where('id', '=', id).execute();
+    await trx.updateTable('connector_connections').set({ state, state_reason: reason, updated_at: effects.now }).where('id', '=', id).execute();
     effects.audit('connection.consent', { type: 'connection', id }, reason ? 'failure' : 'success');
   });
   return getConnection(deps.database.db, ctx.projectId, id);
