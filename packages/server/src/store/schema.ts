@@ -133,7 +133,7 @@ export interface ConnectorOauthStatesTable {
   state_hash: string; connection_id: number; project_id: string; actor: string; code_verifier: string | null; redirect_uri: string;
   expires_at: string; created_at: string;
 }
-export interface IntegrationSettingsTable { organization_id: string; provider: string; enabled: Bool; updated_at: string }
+export interface IntegrationSettingsTable { organization_id: string; provider: string; enabled: Bool; oauth_client: string | null; updated_at: string }
 export interface ExportsTable {
   id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; scope: Json;
   format: string; gzip: Bool; include: Json; rows_done: Generated<number>; rows_total: number | null; last_memory_id: Generated<number>; erasures: Generated<number>;

@@ -653,6 +653,11 @@ export const DECLARATIONS: Record<string, Declaration> = {
   // object_storage, not web_crawler: the connection fixtures need web_crawler enabled.
   'POST /integrations/{provider}/enable': { ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'object_storage' } }) },
   'POST /integrations/{provider}/disable': { ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'object_storage' } }) },
+  // google_drive, not slack: the consent fixtures use the server's Slack client.
+  'PUT /integrations/{provider}/oauth-client': {
+    ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'google_drive' }, body: { client_id: 'probe.apps.example', client_secret: 'probe-secret' } }),
+  },
+  'DELETE /integrations/{provider}/oauth-client': { ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'google_drive' } }) },
   'GET /integrations/overview': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: inProject() },
 
   'GET /admin/team/audit-logs': { ok: 200, owner: 'caller', build: async () => ({}) },

@@ -46,5 +46,22 @@ forEachDialect('OAuth consent: the SSRF guard and server configuration', (dialec
     expectError(unconfigured, 503, 'unavailable');
     expect(unconfigured.body.error.message).toContain('ENGRAM_GOOGLE_DRIVE_CLIENT_ID');
     expect(await t.database.db.selectFrom('connector_oauth_states').selectAll().where('connection_id', '=', drive.id).execute()).toEqual([]);
+
+    // The organization brings its own Google app: consent uses its client; the secret is stored sealed, never shown.
+    const secret = 'GOCSPX-organization-own-secret';
+    const own = await c.call('PUT', '/integrations/google_drive/oauth-client', { body: { client_id: 'org-app.apps.googleusercontent.com', client_secret: secret } });
+    expect(own.body).toEqual({ provider: 'google_drive', client_id: 'org-app.apps.googleusercontent.com', source: 'organization' });
+    const stored = await t.database.db.selectFrom('integration_settings').selectAll().where('organization_id', '=', t.organizationId).where('provider', '=', 'google_drive').executeTakeFirstOrThrow();
+    expect(stored.oauth_client).not.toContain(secret);
+    expect(Boolean(stored.enabled)).toBe(true);
+    const consent = await c.call('POST', `/connectors/connections/${drive.id}/authorize`);
+    expect(new URL(consent.body.authorization_url).searchParams.get('client_id')).toBe('org-app.apps.googleusercontent.com');
+    expect((await c.call('GET', '/integrations')).text).not.toContain(secret);
+    expect((await c.call('DELETE', '/integrations/google_drive/oauth-client')).body).toEqual({ provider: 'google_drive', client_id: null, source: null });
+    expect((await c.call('DELETE', '/integrations/slack/oauth-client')).body).toEqual({ provider: 'slack', client_id: SLACK_CLIENT.clientId, source: 'server' });
+    expectError(await c.call('POST', `/connectors/connections/${drive.id}/authorize`), 503, 'unavailable');
+    expectError(await c.call('PUT', '/integrations/web_crawler/oauth-client', { body: { client_id: 'x', client_secret: 'y' } }), 400, 'validation_error', 'provider');
+    expectError(await c.call('PUT', '/integrations/nope/oauth-client', { body: { client_id: 'x', client_secret: 'y' } }), 404, 'not_found');
+    expect(t.logs.join('\n')).not.toContain(secret);
   });
 });

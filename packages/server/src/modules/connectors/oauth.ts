@@ -44,13 +44,20 @@ export function vendorEndpoint(settings: VendorSettings, url: string): URL {
   return new URL(`${base.pathname.replace(/\/$/, '')}${target.pathname}${target.search}`, base.origin);
 }
 
-function clientOf(deps: SyncDeps, provider: ConnectorProvider): { clientId: string; clientSecret: string } {
+/** The OAuth client of the organization for the provider (PUT /integrations/{provider}/oauth-client), else the server's. */
+export async function clientOf(deps: SyncDeps, provider: ConnectorProvider, organizationId: string): Promise<{ clientId: string; clientSecret: string; source: 'organization' | 'server' }> {
+  const own = await deps.database.db.selectFrom('integration_settings').select('oauth_client')
+    .where('organization_id', '=', organizationId).where('provider', '=', provider.name).executeTakeFirst();
+  if (own?.oauth_client) {
+    const sealed = openCredentials(deps.secret, own.oauth_client) as { client_id: string; client_secret: string };
+    return { clientId: sealed.client_id, clientSecret: sealed.client_secret, source: 'organization' };
+  }
   const { clientId, clientSecret } = vendorSettings(deps, provider);
   if (!clientId || !clientSecret) {
     const prefix = `ENGRAM_${provider.name.toUpperCase()}`;
-    throw new AppError('unavailable', `${provider.title} consent is not configured on this server (${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET)`);
+    throw new AppError('unavailable', `${provider.title} consent is not configured: no OAuth client for the organization (PUT /integrations/${provider.name}/oauth-client) nor the server (${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET)`);
   }
-  return { clientId, clientSecret };
+  return { clientId, clientSecret, source: 'server' };
 }
 
 const actorKey = (ctx: WriteContext) => `${ctx.actor.type}:${ctx.actor.id ?? ''}`;
@@ -67,7 +74,7 @@ export interface Consent {
 export async function startConsent(deps: SyncDeps, ctx: WriteContext, row: ConnectionRow, provider: ConnectorProvider): Promise<Consent> {
   const spec = provider.oauth;
   if (!spec) throw invalid('connection_id', `${provider.title} connections take credentials, not OAuth consent`);
-  const { clientId } = clientOf(deps, provider);
+  const { clientId } = await clientOf(deps, provider, row.organization_id);
   const state = randomToken(32);
   const verifier = spec.pkce ? randomToken(48) : null;
   const redirectUri = deps.connectors.redirectUrl;
@@ -95,9 +102,9 @@ const CLIENT_ERRORS = new Set(['invalid_client', 'unauthorized_client', 'invalid
 
 /** POSTs a grant to the provider's token endpoint; returns the tokens or the endpoint's error code. */
 async function tokenRequest(
-  deps: SyncDeps, provider: ConnectorProvider, grant: Record<string, string>,
+  deps: SyncDeps, provider: ConnectorProvider, organizationId: string, grant: Record<string, string>,
 ): Promise<{ tokens: TokenSet } | { error: string; status: number }> {
-  const { clientId, clientSecret } = clientOf(deps, provider);
+  const { clientId, clientSecret } = await clientOf(deps, provider, organizationId);
   const body = new URLSearchParams({ ...grant, client_id: clientId, client_secret: clientSecret });
   const response = await vendorRequest(
     { fetch: (url, request) => outboundRequest(deps.outbound, url, request) },
@@ -123,7 +130,7 @@ async function tokenRequest(
 }
 
 /** The connection's tokens as providers use them; refreshed tokens are stored (encrypted) at once. */
-export function oauthAccess(deps: SyncDeps, connectionId: number, provider: ConnectorProvider, stored: TokenSet | null): OAuthAccess {
+export function oauthAccess(deps: SyncDeps, connection: Pick<ConnectionRow, 'id' | 'organization_id'>, provider: ConnectorProvider, stored: TokenSet | null): OAuthAccess {
   let tokens = stored;
   const access: OAuthAccess = {
     async accessToken() {
@@ -133,7 +140,7 @@ export function oauthAccess(deps: SyncDeps, connectionId: number, provider: Conn
     },
     async refresh() {
       if (!tokens?.refresh_token) throw new ConsentRevoked(`${provider.title} access expired and no refresh token was granted; consent again`);
-      const result = await tokenRequest(deps, provider, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token });
+      const result = await tokenRequest(deps, provider, connection.organization_id, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token });
       if ('error' in result) {
         if (CLIENT_ERRORS.has(result.error)) throw new Error(`${provider.title} refused this server's OAuth client (${result.error})`);
         throw new ConsentRevoked(`${provider.title} refused to refresh the access (${result.error}); the consent was revoked or expired`);
@@ -141,7 +148,7 @@ export function oauthAccess(deps: SyncDeps, connectionId: number, provider: Conn
       // A provider that rotates refresh tokens sends a new one; one that does not keeps the old valid.
       tokens = { ...result.tokens, refresh_token: result.tokens.refresh_token ?? tokens.refresh_token };
       await deps.database.db.updateTable('connector_connections').set({ credentials: sealCredentials(deps.secret, tokens as never), updated_at: nowIso() })
-        .where('id', '=', connectionId).execute();
+        .where('id', '=', connection.id).execute();
       return tokens.access_token;
     },
   };
@@ -149,7 +156,7 @@ export function oauthAccess(deps: SyncDeps, connectionId: number, provider: Conn
 }
 
 /** How validate and sync reach the connection's source. */
-export function sourceAccess(deps: SyncDeps, provider: ConnectorProvider, connection: Pick<ConnectionRow, 'id' | 'config' | 'credentials'>): SourceAccess {
+export function sourceAccess(deps: SyncDeps, provider: ConnectorProvider, connection: Pick<ConnectionRow, 'id' | 'organization_id' | 'config' | 'credentials'>): SourceAccess {
   const credentials = openCredentials(deps.secret, connection.credentials);
   const settings = vendorSettings(deps, provider);
   return {
@@ -157,7 +164,7 @@ export function sourceAccess(deps: SyncDeps, provider: ConnectorProvider, connec
     credentials: provider.authKind === 'oauth2' ? null : credentials,
     fetch: (url, request) => outboundRequest(deps.outbound, url, request),
     endpoint: (url) => vendorEndpoint(settings, url),
-    oauth: provider.authKind === 'oauth2' ? oauthAccess(deps, connection.id, provider, credentials as TokenSet | null) : null,
+    oauth: provider.authKind === 'oauth2' ? oauthAccess(deps, connection, provider, credentials as TokenSet | null) : null,
   };
 }
 
@@ -179,7 +186,7 @@ export async function exchangeCode(deps: SyncDeps, ctx: WriteContext, row: Conne
     .returningAll().executeTakeFirst();
   if (!claimed) throw invalid('state', 'The state is unknown, used, expired, or was issued for another connection or caller; start consent again');
   if (input.code === undefined) return { refused: input.error! };
-  const result = await tokenRequest(deps, provider, {
+  const result = await tokenRequest(deps, provider, row.organization_id, {
     grant_type: 'authorization_code', code: input.code, redirect_uri: claimed.redirect_uri,
     ...(claimed.code_verifier ? { code_verifier: openSecret(deps.secret, claimed.code_verifier) } : {}),
   }).catch((error: unknown) => {

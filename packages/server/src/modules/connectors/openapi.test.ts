@@ -15,6 +15,7 @@ forEachDialect('OpenAPI: upload, connectors and integrations', (dialect) => {
       ['post', '/connectors/connections/{connection_id}/sync'], ['get', '/connectors/connections/{connection_id}/syncs'],
       ['get', '/connectors/syncs/{sync_id}'], ['post', '/connectors/syncs/{sync_id}/cancel'], ['get', '/connectors/connections/{connection_id}/objects'],
       ['get', '/connectors/insights'], ['get', '/integrations'], ['post', '/integrations/{provider}/enable'], ['post', '/integrations/{provider}/disable'],
+      ['put', '/integrations/{provider}/oauth-client'], ['delete', '/integrations/{provider}/oauth-client'],
       ['get', '/integrations/overview'],
     ];
     const ids = new Set<string>();

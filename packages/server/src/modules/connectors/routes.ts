@@ -7,7 +7,7 @@ import { declaredErrors } from '../../http/openapi.js';
 import type { Services } from '../../services.js';
 import {
   CallbackBody, ConfigurationBody, ConfigurationPage, Connection, ConnectionParams, ConnectionPatchBody, Consent, Insights, Integration, NewConnectionBody,
-  ObjectsQuery, Overview, Provider, ProviderParams, Purged, Removed, Repaired, Sync, SyncedObject, SyncParams,
+  OAuthClient, OAuthClientBody, ObjectsQuery, Overview, Provider, ProviderParams, Purged, Removed, Repaired, Sync, SyncedObject, SyncParams,
 } from './schemas.js';
 import * as connectors from './service.js';
 import { PROVIDERS } from './providers/index.js';
@@ -179,6 +179,24 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
       },
     }, async (request) => connectors.setIntegration(database, controlContextOf(request, undefined, null), request.params.provider, action === 'enable'));
   }
+
+  app.put('/integrations/:provider/oauth-client', {
+    config: orgManage,
+    schema: {
+      tags: ['integrations'], summary: "Set the organization's OAuth client", operationId: 'setIntegrationOAuthClient',
+      description: "The organization's own app at the provider (Slack, Google Drive): consent and token refreshes of its connections use it instead of the server's (ENGRAM_<PROVIDER>_CLIENT_ID). The secret is stored encrypted and never returned. 400 for providers without OAuth.",
+      params: ProviderParams, body: OAuthClientBody, response: { 200: OAuthClient },
+    },
+  }, async (request) => connectors.setOAuthClient(deps, controlContextOf(request, undefined, null), request.params.provider, request.body));
+
+  app.delete('/integrations/:provider/oauth-client', {
+    config: orgManage,
+    schema: {
+      tags: ['integrations'], summary: "Remove the organization's OAuth client", operationId: 'removeIntegrationOAuthClient',
+      description: "The server's client applies again; the answer says which client consent now uses (null: none).",
+      params: ProviderParams, response: { 200: OAuthClient },
+    },
+  }, async (request) => connectors.removeOAuthClient(deps, controlContextOf(request, undefined, null), request.params.provider));
 
   app.get('/integrations/overview', {
     config: read,

@@ -102,3 +102,13 @@ export const CallbackBody = Type.Object({
 export const Repaired = Type.Intersect([Connection, Type.Object({
   consent: Type.Optional(Consent),
 })], { description: 'The connection; with `consent` when its consent is gone and must be given again' });
+
+export const OAuthClientBody = Type.Object({
+  client_id: Type.String({ minLength: 1, maxLength: 512 }),
+  client_secret: Type.String({ minLength: 1, maxLength: 1024, description: 'Stored encrypted, never returned' }),
+}, { additionalProperties: false });
+export const OAuthClient = Type.Object({
+  provider: Type.String(),
+  client_id: Type.Union([Type.String(), Type.Null()], { description: 'The client consent uses; null: none (consent answers 503)' }),
+  source: Type.Union([Type.Literal('organization'), Type.Literal('server'), Type.Null()], { description: "organization: set here; server: ENGRAM_<PROVIDER>_CLIENT_ID" }),
+});

@@ -3,7 +3,7 @@ import type { Selectable } from 'kysely';
 import type { ConnectorSyncsTable } from '../../store/schema.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { outboundRequest } from '../../core/outbound.js';
-import { exchangeCode, sourceAccess, startConsent, vendorEndpoint, vendorSettings, type CallbackInput, type Consent } from './oauth.js';
+import { clientOf, exchangeCode, sourceAccess, startConsent, vendorEndpoint, vendorSettings, type CallbackInput, type Consent } from './oauth.js';
 import { AppError, forbidden, invalid, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { compileBody, validationError } from '../../core/validation.js';
@@ -392,11 +392,50 @@ export async function setIntegration(database: Database, ctx: WriteContext, prov
   const p = providerNamed(provider);
   if (!p) throw notFound('Integration');
   await write(database, ctx, async (trx, effects) => {
-    await trx.insertInto('integration_settings').values({ organization_id: ctx.organizationId, provider, enabled: database.bool(enabled), updated_at: effects.now })
+    await trx.insertInto('integration_settings').values({ organization_id: ctx.organizationId, provider, enabled: database.bool(enabled), oauth_client: null, updated_at: effects.now })
       .onConflict((oc) => oc.columns(['organization_id', 'provider']).doUpdateSet({ enabled: database.bool(enabled), updated_at: effects.now })).execute();
     effects.audit(enabled ? 'integration.enable' : 'integration.disable', { type: 'integration', id: provider });
   });
   return { ...providerView(p), enabled };
+}
+
+function oauthProvider(name: string): ConnectorProvider {
+  const provider = providerNamed(name);
+  if (!provider) throw notFound('Integration');
+  if (!provider.oauth) throw invalid('provider', `${provider.title} does not use OAuth consent`);
+  return provider;
+}
+
+/** Which OAuth client consent and refreshes of the provider use in the organization; the secret is never shown. */
+async function oauthClientView(deps: SyncDeps, provider: ConnectorProvider, organizationId: string) {
+  const client = await clientOf(deps, provider, organizationId).catch((error: unknown) => {
+    if (error instanceof AppError && error.code === 'unavailable') return null;
+    throw error;
+  });
+  return { provider: provider.name, client_id: client?.clientId ?? null, source: client?.source ?? null };
+}
+
+/** Gives the organization its own OAuth client for a provider (its own app at the vendor), stored encrypted. */
+export async function setOAuthClient(deps: SyncDeps, ctx: WriteContext, name: string, client: { client_id: string; client_secret: string }) {
+  const provider = oauthProvider(name);
+  const sealed = sealCredentials(deps.secret, client);
+  await write(deps.database, ctx, async (trx, effects) => {
+    await trx.insertInto('integration_settings').values({ organization_id: ctx.organizationId, provider: provider.name, enabled: deps.database.bool(true), oauth_client: sealed, updated_at: effects.now })
+      .onConflict((oc) => oc.columns(['organization_id', 'provider']).doUpdateSet({ oauth_client: sealed, updated_at: effects.now })).execute();
+    effects.audit('integration.oauth_client_set', { type: 'integration', id: provider.name });
+  });
+  return oauthClientView(deps, provider, ctx.organizationId);
+}
+
+/** Drops the organization's own OAuth client: the server's applies again (if it has one). */
+export async function removeOAuthClient(deps: SyncDeps, ctx: WriteContext, name: string) {
+  const provider = oauthProvider(name);
+  await write(deps.database, ctx, async (trx, effects) => {
+    await trx.updateTable('integration_settings').set({ oauth_client: null, updated_at: effects.now })
+      .where('organization_id', '=', ctx.organizationId).where('provider', '=', provider.name).execute();
+    effects.audit('integration.oauth_client_remove', { type: 'integration', id: provider.name });
+  });
+  return oauthClientView(deps, provider, ctx.organizationId);
 }
 
 /** Every connection of the project with its state and last sync, in one call. */

@@ -12,3 +12,6 @@ CREATE TABLE connector_oauth_states (
   created_at    TIMESTAMPTZ NOT NULL
 );
 CREATE INDEX connector_oauth_states_connection ON connector_oauth_states (connection_id);
+
+-- An organization's own OAuth client for a provider (sealed JSON {client_id, client_secret}); absent: the server's.
+ALTER TABLE integration_settings ADD COLUMN oauth_client TEXT;
