@@ -5,7 +5,7 @@ import { AppError, invalid } from '../../core/errors.js';
 import { outboundRequest } from '../../core/outbound.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { decodeJson, nowIso } from '../../store/database.js';
-import { jsonOf, vendorRequest } from './providers/http.js';
+import { jsonOf, sleep, vendorRequest } from './providers/http.js';
 import { ConsentRevoked, type ConnectorProvider, type OAuthAccess, type SourceAccess } from './providers/provider.js';
 import { openCredentials, sealCredentials, sealSecret, openSecret, type ConnectionRow } from './store.js';
 import type { SyncDeps } from './deps.js';
@@ -103,11 +103,11 @@ const CLIENT_ERRORS = new Set(['invalid_client', 'unauthorized_client', 'invalid
 /** POSTs a grant to the provider's token endpoint; returns the tokens or the endpoint's error code. */
 async function tokenRequest(
   deps: SyncDeps, provider: ConnectorProvider, organizationId: string, grant: Record<string, string>,
-): Promise<{ tokens: TokenSet } | { error: string; status: number }> {
+): Promise<{ tokens: TokenSet } | { error: string }> {
   const { clientId, clientSecret } = await clientOf(deps, provider, organizationId);
   const body = new URLSearchParams({ ...grant, client_id: clientId, client_secret: clientSecret });
   const response = await vendorRequest(
-    { fetch: (url, request) => outboundRequest(deps.outbound, url, request) },
+    { fetch: (url, request) => outboundRequest(deps.outbound, url, request), pause: sleep },
     vendorEndpoint(vendorSettings(deps, provider), provider.oauth!.tokenUrl),
     { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' }, body: Buffer.from(body.toString()), maxBytes: 1024 * 1024 },
   );
@@ -115,7 +115,7 @@ async function tokenRequest(
   const json = jsonOf<Record<string, unknown>>(response, `${provider.title} token endpoint`);
   // Slack answers 200 with ok:false; RFC 6749 answers 400 with `error`.
   if (response.status >= 400 || json.ok === false || typeof json.access_token !== 'string') {
-    return { error: typeof json.error === 'string' ? json.error.slice(0, 100) : `HTTP ${response.status}`, status: response.status };
+    return { error: typeof json.error === 'string' ? json.error.slice(0, 100) : `HTTP ${response.status}` };
   }
   const expiresIn = Number(json.expires_in);
   return {
@@ -165,6 +165,7 @@ export function sourceAccess(deps: SyncDeps, provider: ConnectorProvider, connec
     fetch: (url, request) => outboundRequest(deps.outbound, url, request),
     endpoint: (url) => vendorEndpoint(settings, url),
     oauth: provider.authKind === 'oauth2' ? oauthAccess(deps, connection, provider, credentials as TokenSet | null) : null,
+    pause: sleep,
   };
 }
 

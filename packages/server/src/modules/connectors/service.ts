@@ -9,6 +9,7 @@ import { paginate, type PageParams } from '../../core/paging.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { forgetWithin } from '../memories/index.js';
+import { sleep } from './providers/http.js';
 import { PROVIDERS, providerNamed } from './providers/index.js';
 import { ConsentRevoked, ProviderConfigError, type ConnectorProvider, type SourceAccess } from './providers/provider.js';
 import { sealCredentials, type ConnectionRow } from './store.js';
@@ -56,7 +57,7 @@ function givenAccess(deps: SyncDeps, provider: ConnectorProvider, config: unknow
   const settings = vendorSettings(deps, provider);
   return {
     config: config as Record<string, unknown>, credentials, oauth: null,
-    fetch: (url, request) => outboundRequest(deps.outbound, url, request), endpoint: (url) => vendorEndpoint(settings, url),
+    fetch: (url, request) => outboundRequest(deps.outbound, url, request), endpoint: (url) => vendorEndpoint(settings, url), pause: sleep,
   };
 }
 

@@ -7,6 +7,7 @@ import { decodeJson, encodeJson, nowIso, type Executor } from '../../store/datab
 import { MEMORY_LIMITS, addWithin, forgetWithin, liveMemoryIds, type ImportedMemory, type Owner } from '../memories/index.js';
 import { chunkMemories, readDocument } from '../ingest/index.js';
 import { sourceAccess } from './oauth.js';
+import { sleep } from './providers/http.js';
 import { providerNamed } from './providers/index.js';
 import { ConsentRevoked, ProviderConfigError, type SourceObject, type SyncRun } from './providers/provider.js';
 import type { ConnectionRow } from './store.js';
@@ -75,10 +76,13 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
   await db.updateTable('connector_syncs').set({ status: 'running', started_at: sync.started_at ?? nowIso(), updated_at: nowIso() }).where('id', '=', syncId).execute();
 
   let handled = 0;
-  const heartbeat = async () => {
-    handled++;
+  const stopIfCancelled = async () => {
     const row = await db.selectFrom('connector_syncs').select('cancel_requested').where('id', '=', syncId).executeTakeFirstOrThrow();
     if (row.cancel_requested) throw new SyncCancelled();
+  };
+  const heartbeat = async () => {
+    handled++;
+    await stopIfCancelled();
     if (handled % 10 === 0) await job.progress(handled / (handled + 100));
   };
   // Memories forgotten since the last sync (by the end user, say) make the object changed, so it is read again.
@@ -91,6 +95,14 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
 
   const run: SyncRun = {
     ...sourceAccess(deps, provider, connection),
+    // A long wait keeps the job's lease (shorter than a Retry-After may be) and notices a cancel.
+    async pause(ms) {
+      for (const until = Date.now() + ms; Date.now() < until;) {
+        await sleep(Math.min(15_000, until - Date.now()));
+        await job.progress(handled / (handled + 100));
+        await stopIfCancelled();
+      }
+    },
     checkpoint: sync.checkpoint === null ? null : decodeJson(sync.checkpoint),
     cursor: connection.cursor === null ? null : decodeJson(connection.cursor),
     async unchanged(sourceId, version) {

@@ -40,7 +40,7 @@ interface Cursor { page_token: string; folders: string[] }
 // Google answers rate limits as 429, or as 403 with reason rateLimitExceeded / userRateLimitExceeded.
 const rateLimited = (r: OutboundResponse) => r.status === 403 && /"(rateLimitExceeded|userRateLimitExceeded)"/.test(r.body.toString('utf8'));
 
-async function request(access: Pick<SourceAccess, 'fetch' | 'endpoint' | 'oauth'>, path: string, query: Record<string, string | number | undefined> = {}): Promise<OutboundResponse> {
+async function request(access: SourceAccess, path: string, query: Record<string, string | number | undefined> = {}): Promise<OutboundResponse> {
   const url = access.endpoint(`${API}${path}`);
   for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
   for (let attempt = 0; ; attempt++) {
@@ -52,7 +52,7 @@ async function request(access: Pick<SourceAccess, 'fetch' | 'endpoint' | 'oauth'
   }
 }
 
-async function json(access: Pick<SourceAccess, 'fetch' | 'endpoint' | 'oauth'>, path: string, query: Record<string, string | number | undefined> = {}): Promise<any> {
+async function json(access: SourceAccess, path: string, query: Record<string, string | number | undefined> = {}): Promise<any> {
   const response = await request(access, path, query);
   const body = jsonOf(response, `Google Drive ${path}`);
   if (response.status === 200) return body;

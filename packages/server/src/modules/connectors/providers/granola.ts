@@ -36,7 +36,7 @@ interface Note extends NoteSummary {
   transcript?: TranscriptSegment[] | null;
 }
 
-async function call(access: Pick<SourceAccess, 'fetch' | 'endpoint' | 'credentials'>, path: string, query: Record<string, string | number | undefined> = {}): Promise<any> {
+async function call(access: SourceAccess, path: string, query: Record<string, string | number | undefined> = {}): Promise<any> {
   const url = access.endpoint(`${API}${path}`);
   for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
   const apiKey = String((access.credentials as { api_key: string }).api_key);

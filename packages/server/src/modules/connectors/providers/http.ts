@@ -6,12 +6,15 @@ import type { SourceAccess } from './provider.js';
  * `limited` recognises, e.g. Google's 403 rateLimitExceeded) is retried after the Retry-After the
  * vendor sent (seconds or an HTTP date), else after an exponential backoff; a wait longer than
  * MAX_WAIT_MS, or more than MAX_ATTEMPTS answers, fails the sync instead (the next sync retries).
+ * The wait is the caller's `pause`: a sync keeps its job lease and notices a cancel meanwhile.
  */
 
 const MAX_ATTEMPTS = 6;
 const MAX_WAIT_MS = 5 * 60_000;
 
 export class RateLimited extends Error {}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** How long a rate-limited answer asks us to wait, in milliseconds. */
 export function retryAfterMs(response: OutboundResponse, attempt: number): number {
@@ -26,7 +29,7 @@ export function retryAfterMs(response: OutboundResponse, attempt: number): numbe
 }
 
 export async function vendorRequest(
-  access: Pick<SourceAccess, 'fetch'>, url: URL, request: OutboundRequest = {}, limited: (r: OutboundResponse) => boolean = () => false,
+  access: Pick<SourceAccess, 'fetch' | 'pause'>, url: URL, request: OutboundRequest = {}, limited: (r: OutboundResponse) => boolean = () => false,
 ): Promise<OutboundResponse> {
   for (let attempt = 0; ; attempt++) {
     const response = await access.fetch(url, { maxRedirects: 0, ...request });
@@ -35,7 +38,7 @@ export async function vendorRequest(
     if (attempt + 1 >= MAX_ATTEMPTS || wait > MAX_WAIT_MS) {
       throw new RateLimited(`${url.host} kept answering rate limited (asked to wait ${Math.round(wait / 1000)} s); the next sync continues`);
     }
-    await new Promise((resolve) => setTimeout(resolve, wait));
+    await access.pause(wait);
   }
 }
 

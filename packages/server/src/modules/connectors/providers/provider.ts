@@ -91,6 +91,8 @@ export interface SourceAccess<Config = Record<string, unknown>, Credentials = Re
   endpoint(url: string): URL;
   /** The connection's OAuth tokens (oauth2 providers only). */
   oauth: OAuthAccess | null;
+  /** Waits (a vendor's Retry-After); in a sync it keeps the job's lease and stops for a cancel. */
+  pause(ms: number): Promise<void>;
 }
 
 export interface SyncRun<Config = Record<string, unknown>, Credentials = Record<string, unknown> | null> extends SourceAccess<Config, Credentials> {

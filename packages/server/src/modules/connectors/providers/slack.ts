@@ -34,7 +34,7 @@ interface SlackMessage {
 interface Channel { id: string; name: string }
 
 /** Calls a Web API method; an error named in `tolerated` answers null instead of failing. */
-async function call(access: Pick<SourceAccess, 'fetch' | 'endpoint' | 'oauth'>, method: string, params: Record<string, string | number | undefined> = {}, tolerated: string[] = []): Promise<any> {
+async function call(access: SourceAccess, method: string, params: Record<string, string | number | undefined> = {}, tolerated: string[] = []): Promise<any> {
   const url = access.endpoint(`${API}${method}`);
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
   for (let attempt = 0; ; attempt++) {
