@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
-import type { SyncDeps } from './deps.js';
 import { AppError } from '../../core/errors.js';
 import { enqueueJob, type JobContext, type JobHandler } from '../../jobs/runner.js';
 import { decodeJson, encodeJson, nowIso, type Executor } from '../../store/database.js';
 import { MEMORY_LIMITS, addWithin, forgetWithin, liveMemoryIds, type ImportedMemory, type Owner } from '../memories/index.js';
 import { chunkMemories, readDocument } from '../ingest/index.js';
+import type { SyncDeps } from './deps.js';
 import { sourceAccess } from './oauth.js';
 import { sleep } from './providers/http.js';
 import { providerNamed } from './providers/index.js';
@@ -133,8 +133,8 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
         return heartbeat();
       }
       let items: ImportedMemory[];
+      const origin = { source_id: object.sourceId, connection_id: connection.id, provider: provider.name, ...(object.url ? { url: object.url } : {}), ...(object.title ? { title: object.title } : {}) };
       if ('statements' in object) {
-        const origin = { source_id: object.sourceId, connection_id: connection.id, provider: provider.name, ...(object.url ? { url: object.url } : {}), ...(object.title ? { title: object.title } : {}) };
         items = object.statements.filter((s) => s.text.trim() !== '').map((s) => ({
           text: s.text.slice(0, MEMORY_LIMITS.textChars), source, created_at: s.time, metadata: { ...s.metadata, origin },
           ...(s.speaker ? { speaker: s.speaker } : {}), ...(s.sessionId ? { session_id: s.sessionId } : {}),
@@ -142,10 +142,7 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
       } else {
         try {
           const document = await readDocument(object.bytes, object.name, object.mediaType);
-          items = chunkMemories(document, {
-            source,
-            file: { name: object.name, source_id: object.sourceId, connection_id: connection.id, provider: provider.name, ...(object.url ? { url: object.url } : {}), ...(object.title ? { title: object.title } : {}) },
-          });
+          items = chunkMemories(document, { source, file: { name: object.name, ...origin } });
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
           await run.failed(object.sourceId, error.message);
