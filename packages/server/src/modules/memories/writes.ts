@@ -106,7 +106,7 @@ async function insertMemories(
   const now = effects.now;
   const seq = await nextSeq(trx, owner, now);
   // A conversation turn (with a speaker) is a duplicate only of the same turn, as on /v1.
-  const hashes = items.map((i) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text, i.created_at ?? now) : dedupeHash(i.text)));
+  const hashes = items.map((i) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text, i.created_at ?? null) : dedupeHash(i.text)));
   const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
   // One query per partial unique index; the IS NOT NULL terms let SQLite's planner use them.
   const byHashRows = await owned(owner)(trx)
@@ -460,9 +460,12 @@ export async function touchMemories(trx: Executor, owner: Owner, ids: number[], 
 }
 
 
-/** A turn is who said what, in which session, when: the same words said again later are another turn. */
-const turnHash = (sessionId: string | null, speaker: string, text: string, at: string) =>
-  sha256Hex(JSON.stringify(['turn', sessionId, speaker, text, new Date(at).toISOString()]));
+/**
+ * A turn is who said what, in which session, when: the same words said again later are another
+ * turn. A stored turn without a time of its own (a bulk item) is keyed by its words alone.
+ */
+const turnHash = (sessionId: string | null, speaker: string, text: string, at: string | null) =>
+  sha256Hex(JSON.stringify(at === null ? ['turn', sessionId, speaker, text] : ['turn', sessionId, speaker, text, new Date(at).toISOString()]));
 
 /**
  * A turn sent without a timestamp is dated on arrival; the same turn arriving again within this
