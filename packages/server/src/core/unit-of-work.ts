@@ -45,7 +45,6 @@ export async function write<T>(
     const result = await change(trx, effects);
     await ctx.journal?.record(trx, result);
     await enqueueEvents(trx, events);
-    // Last, so the chain head stays locked for as short a time as possible.
     await appendAudit(trx, audits);
     return result;
   });
