@@ -48,17 +48,19 @@ export function chainHash(entry: AuditEntry, place: ChainPlace, prevHash: string
   return sha256Hex(JSON.stringify(place.legacy ? [...fields, prevHash] : [...fields, place.auditId, place.position, prevHash]));
 }
 
-/** Appends entries inside the caller's transaction, unchained (the sealer chains them once committed). */
-export function auditRows(entries: AuditEntry[]) {
-  return entries.map((e) => ({
-    organization_id: e.organizationId, project_id: e.projectId, actor_type: e.actorType, actor_id: e.actorId,
-    action: e.action, target_type: e.targetType, target_id: e.targetId, result: e.result,
-    request_id: e.requestId, created_at: e.createdAt,
-  }));
-}
-
-export async function appendAudit(trx: Executor, entries: AuditEntry[]): Promise<void> {
-  if (entries.length > 0) await trx.insertInto('audit_log').values(auditRows(entries)).execute();
+/**
+ * The insert appending entries in the caller's transaction, unchained (the sealer chains them once
+ * committed); undefined when there are none.
+ */
+export function auditInsert(trx: Executor, entries: AuditEntry[]) {
+  if (entries.length === 0) return undefined;
+  return trx.insertInto('audit_log').values(
+    entries.map((e) => ({
+      organization_id: e.organizationId, project_id: e.projectId, actor_type: e.actorType, actor_id: e.actorId,
+      action: e.action, target_type: e.targetType, target_id: e.targetId, result: e.result,
+      request_id: e.requestId, created_at: e.createdAt,
+    })),
+  );
 }
 
 const SEAL_BATCH = 2000;
