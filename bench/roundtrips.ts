@@ -23,7 +23,7 @@ const lines = () => readFileSync(log, 'utf8').split('\n').filter(Boolean);
 try {
   const request = jsonClient(server.url, { 'x-api-key': server.key });
   const measure = async (name: string, times: number, send: (i: number) => Promise<unknown>) => {
-    for (let i = 0; i < 5; i++) await send(-1 - i); // warm: key last-use, end user rows, prepared state
+    for (let i = 0; i < 5; i++) await send(1_000_000 + i); // warm: key last-use, end user rows, prepared state
     const before = lines().length;
     for (let i = 0; i < times; i++) await send(i);
     const statements = lines().slice(before);

@@ -29,7 +29,7 @@ export async function write<T>(
   const earlier = ctx.journal?.replay();
   if (earlier) return earlier.value as T;
   const events: OutboxEvent[] = [];
-  const result = await database.db.transaction().execute(async (trx) => {
+  const result = await inTransaction(database, async (trx) => {
     events.length = 0;
     const now = nowIso();
     const audits: AuditEntry[] = [];
@@ -57,6 +57,78 @@ export async function write<T>(
   });
   if (events.length > 0) notifyEventsCommitted();
   return result;
+}
+
+/** PostgreSQL: a transaction of its own. SQLite: a place in the next group commit. */
+function inTransaction<T>(database: Database, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  if (database.dialect === 'postgres') return database.db.transaction().execute(work);
+  let group = commitGroups.get(database);
+  if (!group) commitGroups.set(database, (group = new CommitGroup(database)));
+  return group.submit(work);
+}
+
+const commitGroups = new WeakMap<Database, CommitGroup>();
+
+interface GroupedWrite {
+  work(trx: Transaction<DB>): Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Group commit for SQLite, where a durable commit (synchronous=FULL) costs an fsync and blocks the
+ * one connection: the writes submitted while the event loop was busy run in one transaction, each
+ * inside its own savepoint (a write that fails is rolled back alone and fails alone), and all are
+ * answered only after that transaction's COMMIT returned, so none is acknowledged before it is
+ * durable. A failed COMMIT fails every write of the group, none of which then committed.
+ */
+class CommitGroup {
+  private waiting: GroupedWrite[] = [];
+  private scheduled = false;
+
+  constructor(private readonly database: Database) {}
+
+  submit<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.scheduled) return;
+      this.scheduled = true;
+      // After the I/O of this turn of the event loop: requests read in the same turn join the group.
+      setImmediate(() => void this.commit());
+    });
+  }
+
+  private async commit(): Promise<void> {
+    this.scheduled = false;
+    const group = this.waiting.splice(0);
+    const outcomes: Array<{ value: unknown } | { error: unknown }> = [];
+    try {
+      await this.database.db.transaction().execute(async (trx) => {
+        if (group.length === 1) {
+          outcomes.push({ value: await group[0]!.work(trx) });
+          return;
+        }
+        for (const write of group) {
+          await sql`SAVEPOINT grouped_write`.execute(trx);
+          try {
+            outcomes.push({ value: await write.work(trx) });
+          } catch (error) {
+            outcomes.push({ error });
+            await sql`ROLLBACK TO grouped_write`.execute(trx);
+          }
+          await sql`RELEASE grouped_write`.execute(trx);
+        }
+      });
+    } catch (error) {
+      for (const write of group) write.reject(error);
+      return;
+    }
+    group.forEach((write, i) => {
+      const outcome = outcomes[i]!;
+      if ('error' in outcome) write.reject(outcome.error);
+      else write.resolve(outcome.value);
+    });
+  }
 }
 
 /**
