@@ -1,0 +1,11 @@
+import { jsonClient } from './lib/http.js';
+import { runLoad } from './lib/load.js';
+import { startServer } from './lib/server.js';
+const conc = Number(process.argv[2] ?? 1);
+const server = await startServer({ postgresUrl: process.argv[3] || undefined });
+const request = jsonClient(server.url, { 'x-api-key': server.key });
+const text = (i: number) => `Benchmark memory number ${i}: the user mentioned preference ${i % 97} while planning trip ${i}`;
+await runLoad(200, 4, async (i) => (await request('POST', '/memory/add', { text: text(i) }, { 'x-end-user-id': 'w' })).status === 201);
+const r = await runLoad(1000, conc, async (i) => (await request('POST', '/memory/add', { text: text(10000 + i) }, { 'x-end-user-id': `u-${i % 64}` })).status === 201);
+console.log(process.env.LABEL, conc, JSON.stringify(r));
+await server.stop();

@@ -1,0 +1,11 @@
+import { jsonClient } from './lib/http.js';
+import { runLoad } from './lib/load.js';
+import { startServer } from './lib/server.js';
+const pgUrl = process.argv[2] || undefined;
+const dir = '/tmp/perf/prof-bulk-' + (pgUrl ? 'pg' : 'sqlite');
+const server = await startServer({ postgresUrl: pgUrl, nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir] });
+const request = jsonClient(server.url, { 'x-api-key': server.key });
+const text = (i: number) => `Benchmark memory number ${i}: the user mentioned preference ${i % 97} while planning trip ${i}`;
+const r = await runLoad(400, 8, async (b) => (await request('POST', '/memory/bulk-add', Array.from({ length: 50 }, (_, j) => ({ text: text(b * 50 + j), client_ref: `ref-${b}-${j}` })), { 'x-end-user-id': `bulk-${b % 32}` })).status === 200);
+console.log(JSON.stringify({ ...r, memories_per_second: r.per_second * 50 }));
+await server.stop();
