@@ -1,5 +1,5 @@
 /**
- * Round trips to PostgreSQL per write operation of a real server: every statement the server
+ * Round trips to PostgreSQL per operation (writes, and a query) of a real server: every statement the server
  * process sends is logged (bench/lib/count-statements.mjs), and the log is read around each
  * operation. `npm run bench:roundtrips -- --postgres URL` (or ENGRAM_BENCH_DATABASE_URL). Prints JSON.
  */
@@ -36,6 +36,8 @@ try {
       request('POST', '/memory/add', { text: text(1000 + i) }, { 'x-end-user-id': 'rt', 'idempotency-key': `rt-${i}` })),
     await measure('POST /memory/bulk-add (50 items)', 5, (i) =>
       request('POST', '/memory/bulk-add', Array.from({ length: 50 }, (_, j) => ({ text: text(10_000 + i * 50 + j) })), { 'x-end-user-id': 'rt' })),
+    await measure('POST /memory/query (k = 10)', 20, (i) =>
+      request('POST', '/memory/query', { query: `what preference did the user mention ${i % 97}`, k: 10 }, { 'x-end-user-id': 'rt' })),
   ];
   process.stdout.write(JSON.stringify({ benchmark: 'roundtrips', dialect: 'postgres', results }, null, 2) + '\n');
 } finally {
