@@ -74,13 +74,14 @@ export function openDatabase(config: Config['database']): Database {
 /**
  * node-pg sends unnamed statements, which PostgreSQL parses and plans on every execution (for the
  * small statements of a write, planning costs more than running them). Statements with parameters
- * are sent named instead, one name per SQL text (bounded), so each connection prepares a text once.
+ * are sent named instead, one name per SQL text, so each connection prepares a text once; the first
+ * `limit` texts only (texts vary with list lengths, and each prepared one holds server memory).
  * A prepared statement whose table changed shape under it (another process migrated) fails with
  * 0A000; its text then gets a fresh name, so it is prepared anew: at once outside a transaction,
  * while a transaction it broke fails (it is aborted) and the next one prepares it. Off with
  * ENGRAM_DATABASE_PREPARED_STATEMENTS=false (poolers that do not keep prepared statements).
  */
-function withNamedStatements(pool: pg.Pool, limit = 1000): pg.Pool {
+function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
   const names = new Map<string, string>();
   let issued = 0;
   const nameOf = (text: string) => {
