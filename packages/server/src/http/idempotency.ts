@@ -50,11 +50,11 @@ function journalFor(c: Omit<Claim, 'journal'>, earlier: unknown[]): WriteJournal
   let next = 0;
   return {
     replay: () => (next < earlier.length ? { value: earlier[next++] } : undefined),
-    record: async (trx, value) => {
+    record: (trx, value) => {
       next++;
       c.results.push(value);
-      await trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify(c.results)) })
-        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).execute();
+      return trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify(c.results)) })
+        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash);
     },
   };
 }
