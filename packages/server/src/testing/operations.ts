@@ -198,6 +198,12 @@ export async function buildWorld(t: TestApp): Promise<World> {
     const email = `probe-${serial++}-${Math.random().toString(36).slice(2)}@example.com`;
     const userId = await createUser(db, email, PASSWORD);
     for (const [org, role] of memberships) await addMembership(db, org, userId, role);
+    // Memberships made in one millisecond tie on created_at, and sign-in opens the session in the first
+    // by (created_at, organization id): space them so the first listed is the first joined.
+    for (const [i, [org]] of memberships.entries()) {
+      await db.updateTable('memberships').set({ created_at: new Date(Date.parse('2026-01-01T00:00:00Z') + i * 1000).toISOString() })
+        .where('organization_id', '=', org).where('user_id', '=', userId).execute();
+    }
     const login = async () => {
       const res = await t.call('POST', '/auth/login', {
         key: null, project: null, endUser: null, body: { email, password: PASSWORD },
