@@ -1,5 +1,5 @@
 import { OPERATIONS } from './generated/operations.js';
-import { type Body, type CallOptions, type Input, type OperationId, type Query, type Result, Transport, type TransportOptions } from './transport.js';
+import { type Body, type CallOptions, type Input, type OperationId, type Query, type RequestBody, type Result, Transport, type TransportOptions } from './transport.js';
 
 /** A signed-in session: what POST /auth/login and POST /auth/refresh answer. */
 export type Tokens = Result<'postAuthLogin'>;
@@ -171,7 +171,7 @@ export class ControlClient {
 
   readonly imports = {
     /** Imports a file: an Engram export (jsonl or json, optionally gzipped) or a Mem0 export. */
-    create: (file: Blob | Uint8Array | string, query: Query<'postImports'> = {}, options?: CallOptions) => this.call('postImports', { query, raw: { body: file as BodyInit, contentType: 'application/octet-stream' } }, options),
+    create: (file: Blob | Uint8Array | string, query: Query<'postImports'> = {}, options?: CallOptions) => this.call('postImports', { query, raw: { body: file as RequestBody, contentType: 'application/octet-stream' } }, options),
     list: (query: Query<'getImports'> = {}, options?: CallOptions) => this.call('getImports', { query }, options),
     listAll: (query: Query<'getImports'> = {}, options?: CallOptions) => this.transport.pages('getImports', { query }, this.scoped(options)),
     get: (id: string | number, options?: CallOptions) => this.call('getImportsById', { path: { id } }, options),

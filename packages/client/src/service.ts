@@ -136,6 +136,6 @@ export class ServiceClient {
 /** A multipart form with one part `file`. */
 export function formWith(file: Blob | Uint8Array | string, filename: string): FormData {
   const form = new FormData();
-  form.append('file', file instanceof Blob ? file : new Blob([file as BlobPart]), filename);
+  form.append('file', file instanceof Blob ? file : new Blob([file]), filename);
   return form;
 }

@@ -74,9 +74,12 @@ export interface Input {
   query?: object;
   body?: unknown;
   /** A body sent as is (a file, a form), instead of JSON. */
-  raw?: { body: BodyInit; contentType?: string };
+  raw?: { body: RequestBody; contentType?: string };
   headers?: Record<string, string>;
 }
+
+/** What fetch accepts as a request body (without depending on the DOM library's types). */
+export type RequestBody = NonNullable<RequestInit['body']>;
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const RETRIED_STATUSES = new Set([429, 503]);
@@ -113,7 +116,7 @@ export class Transport {
     for (const [name, value] of Object.entries({
       'x-project-id': options.projectId, 'x-end-user-id': options.endUserId, 'x-tenant-id': options.tenantId, 'x-organization-id': options.organizationId,
     })) if (value !== undefined) headers[name] = value;
-    let body: BodyInit | undefined;
+    let body: RequestBody | undefined;
     if (input.raw) {
       body = input.raw.body;
       if (input.raw.contentType) headers['content-type'] = input.raw.contentType;
