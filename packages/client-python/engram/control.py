@@ -13,6 +13,7 @@ from typing import Any, BinaryIO, Callable
 import httpx
 
 from ._operations import OPERATIONS
+from . import models
 from ._plane import _Group, _Plane, transport_settings
 from ._transport import AsyncTransport, SyncTransport
 from .errors import EngramError
@@ -22,12 +23,12 @@ REFRESH_MARGIN_SECONDS = 30
 
 
 class Auth(_Group):
-    def login(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postAuthLogin", body=body, **params)
-    def refresh(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postAuthRefresh", body=body, **params)
+    def login(self, body: models.PostAuthLoginBody, **params: Any) -> Any: return self._call("postAuthLogin", body=body, **params)
+    def refresh(self, body: models.PostAuthRefreshBody, **params: Any) -> Any: return self._call("postAuthRefresh", body=body, **params)
     def logout(self, **params: Any) -> Any: return self._call("postAuthLogout", **params)
     def catalogue(self, **params: Any) -> Any: return self._call("getAuthCatalogue", **params)
-    def change_password(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postAuthPassword", body=body, **params)
-    def reset_password(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postAuthPasswordReset", body=body, **params)
+    def change_password(self, body: models.PostAuthPasswordBody, **params: Any) -> Any: return self._call("postAuthPassword", body=body, **params)
+    def reset_password(self, body: models.PostAuthPasswordResetBody, **params: Any) -> Any: return self._call("postAuthPasswordReset", body=body, **params)
 
 
 class Sessions(_Group):
@@ -37,7 +38,7 @@ class Sessions(_Group):
 
 
 class Organizations(_Group):
-    def create(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postOrganizations", body=body, **params)
+    def create(self, body: models.PostOrganizationsBody, **params: Any) -> Any: return self._call("postOrganizations", body=body, **params)
     def list(self, **params: Any) -> Any: return self._call("getOrganizations", **params)
     def list_all(self, **params: Any) -> Any: return self._pages("getOrganizations", **params)
 
@@ -45,20 +46,20 @@ class Organizations(_Group):
 class Projects(_Group):
     def list(self, **params: Any) -> Any: return self._call("getOrgProjects", **params)
     def list_all(self, **params: Any) -> Any: return self._pages("getOrgProjects", **params)
-    def create(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postOrgProjects", body=body, **params)
+    def create(self, body: models.PostOrgProjectsBody, **params: Any) -> Any: return self._call("postOrgProjects", body=body, **params)
     def get(self, project_id: str | int, **params: Any) -> Any: return self._call("getOrgProjectsByProjectId", path={"project_id": project_id}, **params)
-    def update(self, project_id: str | int, body: dict[str, Any], **params: Any) -> Any: return self._call("patchOrgProjectsByProjectId", path={"project_id": project_id}, body=body, **params)
+    def update(self, project_id: str | int, body: models.PatchOrgProjectsByProjectIdBody, **params: Any) -> Any: return self._call("patchOrgProjectsByProjectId", path={"project_id": project_id}, body=body, **params)
     def delete(self, project_id: str | int, **params: Any) -> Any: return self._call("deleteOrgProjectsByProjectId", path={"project_id": project_id}, **params)
 
 
 class Keys(_Group):
-    def create(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postOrgApiKeys", body=body, **params)
+    def create(self, body: models.PostOrgApiKeysBody, **params: Any) -> Any: return self._call("postOrgApiKeys", body=body, **params)
     def list(self, **params: Any) -> Any: return self._call("getOrgApiKeys", **params)
     def list_all(self, **params: Any) -> Any: return self._pages("getOrgApiKeys", **params)
     def get(self, key_id: str | int, **params: Any) -> Any: return self._call("getOrgApiKeysByKeyId", path={"key_id": key_id}, **params)
     def revoke(self, key_id: str | int, **params: Any) -> Any: return self._call("deleteOrgApiKeysByKeyId", path={"key_id": key_id}, **params)
     def test(self, key_id: str | int, **params: Any) -> Any: return self._call("postOrgApiKeysByKeyIdTest", path={"key_id": key_id}, **params)
-    def bulk_revoke(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postOrgApiKeysBulkRevoke", body=body, **params)
+    def bulk_revoke(self, body: models.PostOrgApiKeysBulkRevokeBody, **params: Any) -> Any: return self._call("postOrgApiKeysBulkRevoke", body=body, **params)
 
 
 class Audit(_Group):
@@ -72,18 +73,18 @@ class Billing(_Group):
 
 class Webhooks(_Group):
     def event_types(self, **params: Any) -> Any: return self._call("getOrgWebhooksEventTypes", **params)
-    def create(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postOrgWebhooks", body=body, **params)
+    def create(self, body: models.PostOrgWebhooksBody, **params: Any) -> Any: return self._call("postOrgWebhooks", body=body, **params)
     def list(self, **params: Any) -> Any: return self._call("getOrgWebhooks", **params)
     def list_all(self, **params: Any) -> Any: return self._pages("getOrgWebhooks", **params)
     def get(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("getOrgWebhooksByEndpointId", path={"endpoint_id": endpoint_id}, **params)
-    def update(self, endpoint_id: str | int, body: dict[str, Any], **params: Any) -> Any: return self._call("patchOrgWebhooksByEndpointId", path={"endpoint_id": endpoint_id}, body=body, **params)
+    def update(self, endpoint_id: str | int, body: models.PatchOrgWebhooksByEndpointIdBody, **params: Any) -> Any: return self._call("patchOrgWebhooksByEndpointId", path={"endpoint_id": endpoint_id}, body=body, **params)
     def delete(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("deleteOrgWebhooksByEndpointId", path={"endpoint_id": endpoint_id}, **params)
     def health(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("getOrgWebhooksByEndpointIdHealth", path={"endpoint_id": endpoint_id}, **params)
     def pause(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdPause", path={"endpoint_id": endpoint_id}, **params)
     def resume(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdResume", path={"endpoint_id": endpoint_id}, **params)
     def rotate_secret(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdRotateSecret", path={"endpoint_id": endpoint_id}, **params)
     def test(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdTest", path={"endpoint_id": endpoint_id}, **params)
-    def replay(self, endpoint_id: str | int, body: dict[str, Any], **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdReplay", path={"endpoint_id": endpoint_id}, body=body, **params)
+    def replay(self, endpoint_id: str | int, body: models.PostOrgWebhooksByEndpointIdReplayBody, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdReplay", path={"endpoint_id": endpoint_id}, body=body, **params)
     def deliveries(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("getOrgWebhooksByEndpointIdDeliveries", path={"endpoint_id": endpoint_id}, **params)
     def deliveries_all(self, endpoint_id: str | int, **params: Any) -> Any: return self._pages("getOrgWebhooksByEndpointIdDeliveries", path={"endpoint_id": endpoint_id}, **params)
     def delivery(self, endpoint_id: str | int, delivery_id: str | int, **params: Any) -> Any: return self._call("getOrgWebhooksByEndpointIdDeliveriesByDeliveryId", path={"endpoint_id": endpoint_id, "delivery_id": delivery_id}, **params)
@@ -91,7 +92,7 @@ class Webhooks(_Group):
 
 
 class Exports(_Group):
-    def create(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postExports", body=body, **params)
+    def create(self, body: models.PostExportsBody, **params: Any) -> Any: return self._call("postExports", body=body, **params)
     def list(self, **params: Any) -> Any: return self._call("getExports", **params)
     def list_all(self, **params: Any) -> Any: return self._pages("getExports", **params)
     def get(self, id: str | int, **params: Any) -> Any: return self._call("getExportsById", path={"id": id}, **params)
@@ -109,12 +110,12 @@ class Imports(_Group):
 
 
 class Members(_Group):
-    def invite(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postOrgInvitations", body=body, **params)
-    def accept_invitation(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postInvitationsAccept", body=body, **params)
+    def invite(self, body: models.PostOrgInvitationsBody, **params: Any) -> Any: return self._call("postOrgInvitations", body=body, **params)
+    def accept_invitation(self, body: models.PostInvitationsAcceptBody, **params: Any) -> Any: return self._call("postInvitationsAccept", body=body, **params)
     def list(self, **params: Any) -> Any: return self._call("getOrgMembers", **params)
     def list_all(self, **params: Any) -> Any: return self._pages("getOrgMembers", **params)
     def get(self, user_id: str | int, **params: Any) -> Any: return self._call("getOrgMembersByUserId", path={"user_id": user_id}, **params)
-    def update(self, user_id: str | int, body: dict[str, Any], **params: Any) -> Any: return self._call("patchOrgMembersByUserId", path={"user_id": user_id}, body=body, **params)
+    def update(self, user_id: str | int, body: models.PatchOrgMembersByUserIdBody, **params: Any) -> Any: return self._call("patchOrgMembersByUserId", path={"user_id": user_id}, body=body, **params)
     def remove(self, user_id: str | int, **params: Any) -> Any: return self._call("deleteOrgMembersByUserId", path={"user_id": user_id}, **params)
     def password_reset_link(self, user_id: str | int, **params: Any) -> Any: return self._call("postOrgMembersByUserIdPasswordReset", path={"user_id": user_id}, **params)
 
@@ -122,16 +123,16 @@ class Members(_Group):
 class Connectors(_Group):
     def providers(self, **params: Any) -> Any: return self._call("getConnectorsProviders", **params)
     def provider(self, provider: str | int, **params: Any) -> Any: return self._call("getConnectorsProvidersByProvider", path={"provider": provider}, **params)
-    def create(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postConnectorsConnections", body=body, **params)
+    def create(self, body: models.PostConnectorsConnectionsBody, **params: Any) -> Any: return self._call("postConnectorsConnections", body=body, **params)
     def list(self, **params: Any) -> Any: return self._call("getConnectorsConnections", **params)
     def list_all(self, **params: Any) -> Any: return self._pages("getConnectorsConnections", **params)
     def get(self, connection_id: str | int, **params: Any) -> Any: return self._call("getConnectorsConnectionsByConnectionId", path={"connection_id": connection_id}, **params)
-    def update(self, connection_id: str | int, body: dict[str, Any], **params: Any) -> Any: return self._call("patchConnectorsConnectionsByConnectionId", path={"connection_id": connection_id}, body=body, **params)
+    def update(self, connection_id: str | int, body: models.PatchConnectorsConnectionsByConnectionIdBody, **params: Any) -> Any: return self._call("patchConnectorsConnectionsByConnectionId", path={"connection_id": connection_id}, body=body, **params)
     def remove(self, connection_id: str | int, **params: Any) -> Any: return self._call("deleteConnectorsConnectionsByConnectionId", path={"connection_id": connection_id}, **params)
     def repair(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdRepair", path={"connection_id": connection_id}, **params)
     def purge(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdPurge", path={"connection_id": connection_id}, **params)
     def configuration(self, connection_id: str | int, **params: Any) -> Any: return self._call("getConnectorsConnectionsByConnectionIdConfiguration", path={"connection_id": connection_id}, **params)
-    def set_configuration(self, connection_id: str | int, body: dict[str, Any], **params: Any) -> Any: return self._call("putConnectorsConnectionsByConnectionIdConfiguration", path={"connection_id": connection_id}, body=body, **params)
+    def set_configuration(self, connection_id: str | int, body: models.PutConnectorsConnectionsByConnectionIdConfigurationBody, **params: Any) -> Any: return self._call("putConnectorsConnectionsByConnectionIdConfiguration", path={"connection_id": connection_id}, body=body, **params)
     def sync(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdSync", path={"connection_id": connection_id}, **params)
     def syncs(self, connection_id: str | int, **params: Any) -> Any: return self._call("getConnectorsConnectionsByConnectionIdSyncs", path={"connection_id": connection_id}, **params)
     def syncs_all(self, connection_id: str | int, **params: Any) -> Any: return self._pages("getConnectorsConnectionsByConnectionIdSyncs", path={"connection_id": connection_id}, **params)

@@ -7,6 +7,7 @@ from typing import Any, BinaryIO
 
 import httpx
 
+from . import models
 from ._plane import _Group, _Plane, transport_settings
 from ._transport import AsyncTransport, SyncTransport
 from .errors import EngramError
@@ -20,56 +21,56 @@ class Health(_Group):
 
 
 class Memories(_Group):
-    def add(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemoryAdd", body=body, **params)
-    def bulk_add(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemoryBulkAdd", body=body, **params)
+    def add(self, body: models.PostMemoryAddBody, **params: Any) -> Any: return self._call("postMemoryAdd", body=body, **params)
+    def bulk_add(self, body: models.PostMemoryBulkAddBody, **params: Any) -> Any: return self._call("postMemoryBulkAdd", body=body, **params)
     def export(self, **params: Any) -> Any: return self._call("getMemoryExport", **params)
-    def batch_update(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemoryBatchUpdate", body=body, **params)
-    def forget(self, body: dict[str, Any], **params: Any) -> Any: return self._call("deleteMemoryForget", body=body, **params)
+    def batch_update(self, body: models.PostMemoryBatchUpdateBody, **params: Any) -> Any: return self._call("postMemoryBatchUpdate", body=body, **params)
+    def forget(self, body: models.DeleteMemoryForgetBody, **params: Any) -> Any: return self._call("deleteMemoryForget", body=body, **params)
     def forget_end_user(self, end_user_id: str | int, **params: Any) -> Any: return self._call("deleteMemoryUserByEndUserId", path={"end_user_id": end_user_id}, **params)
     def get(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryId", path={"memory_id": memory_id}, **params)
-    def update(self, memory_id: str | int, body: dict[str, Any], **params: Any) -> Any: return self._call("patchMemoryByMemoryId", path={"memory_id": memory_id}, body=body, **params)
+    def update(self, memory_id: str | int, body: models.PatchMemoryByMemoryIdBody, **params: Any) -> Any: return self._call("patchMemoryByMemoryId", path={"memory_id": memory_id}, body=body, **params)
     def history(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryIdHistory", path={"memory_id": memory_id}, **params)
     def upload(self, file: bytes | str | BinaryIO, filename: str, **params: Any) -> Any: return self._call("postMemoryUpload", files={"file": (filename, file)}, **params)
     def add_many(self, items: list[dict[str, Any]], **params: Any) -> Any: return self._client._add_many(items, **params)
     def upload_job(self, job_id: str | int, **params: Any) -> Any: return self._call("getMemoryUploadByJobId", path={"job_id": job_id}, **params)
-    def query(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemoryQuery", body=body, **params)
-    def retrieve(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemoryRetrieve", body=body, **params)
-    def search(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemorySearch", body=body, **params)
-    def compose(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemoryCompose", body=body, **params)
+    def query(self, body: models.PostMemoryQueryBody, **params: Any) -> Any: return self._call("postMemoryQuery", body=body, **params)
+    def retrieve(self, body: models.PostMemoryRetrieveBody, **params: Any) -> Any: return self._call("postMemoryRetrieve", body=body, **params)
+    def search(self, body: models.PostMemorySearchBody, **params: Any) -> Any: return self._call("postMemorySearch", body=body, **params)
+    def compose(self, body: models.PostMemoryComposeBody, **params: Any) -> Any: return self._call("postMemoryCompose", body=body, **params)
     def refresh_embeddings(self, **params: Any) -> Any: return self._call("postMemoryRefresh", **params)
     def refresh_job(self, job_id: str | int, **params: Any) -> Any: return self._call("getMemoryRefreshByJobId", path={"job_id": job_id}, **params)
-    def summarize(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemorySummarize", body=body, **params)
-    def synthesize(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemorySynthesize", body=body, **params)
+    def summarize(self, body: models.PostMemorySummarizeBody, **params: Any) -> Any: return self._call("postMemorySummarize", body=body, **params)
+    def synthesize(self, body: models.PostMemorySynthesizeBody, **params: Any) -> Any: return self._call("postMemorySynthesize", body=body, **params)
 
 
 class Feedback(_Group):
-    def add(self, memory_id: str | int, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemoryByMemoryIdFeedback", path={"memory_id": memory_id}, body=body, **params)
+    def add(self, memory_id: str | int, body: models.PostMemoryByMemoryIdFeedbackBody, **params: Any) -> Any: return self._call("postMemoryByMemoryIdFeedback", path={"memory_id": memory_id}, body=body, **params)
     def list(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryIdFeedback", path={"memory_id": memory_id}, **params)
     def delete(self, memory_id: str | int, feedback_id: str | int, **params: Any) -> Any: return self._call("deleteMemoryByMemoryIdFeedbackByFeedbackId", path={"memory_id": memory_id, "feedback_id": feedback_id}, **params)
 
 
 class Relations(_Group):
-    def create(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemoryRelations", body=body, **params)
+    def create(self, body: models.PostMemoryRelationsBody, **params: Any) -> Any: return self._call("postMemoryRelations", body=body, **params)
     def list(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryIdRelations", path={"memory_id": memory_id}, **params)
     def delete(self, relation_id: str | int, **params: Any) -> Any: return self._call("deleteMemoryRelationsByRelationId", path={"relation_id": relation_id}, **params)
 
 
 class Intelligence(_Group):
     def ontology(self, **params: Any) -> Any: return self._call("getMemoryOntology", **params)
-    def replace_ontology(self, body: dict[str, Any], **params: Any) -> Any: return self._call("putMemoryOntology", body=body, **params)
+    def replace_ontology(self, body: models.PutMemoryOntologyBody, **params: Any) -> Any: return self._call("putMemoryOntology", body=body, **params)
     def graph(self, **params: Any) -> Any: return self._call("getMemoryGraph", **params)
     def clusters(self, **params: Any) -> Any: return self._call("getMemoryClusters", **params)
     def decisions(self, **params: Any) -> Any: return self._call("getMemoryDecisions", **params)
     def decisions_all(self, **params: Any) -> Any: return self._pages("getMemoryDecisions", **params)
-    def resolve_decision(self, decision_id: str | int, body: dict[str, Any], **params: Any) -> Any: return self._call("postMemoryDecisionByDecisionIdResolve", path={"decision_id": decision_id}, body=body, **params)
+    def resolve_decision(self, decision_id: str | int, body: models.PostMemoryDecisionByDecisionIdResolveBody, **params: Any) -> Any: return self._call("postMemoryDecisionByDecisionIdResolve", path={"decision_id": decision_id}, body=body, **params)
     def report(self, **params: Any) -> Any: return self._call("getMemoryIntelligence", **params)
     def stats(self, **params: Any) -> Any: return self._call("getMemoryKnowledgeStats", **params)
 
 
 class V1(_Group):
     """The /v1 conversation plane (tenant_id and user_id in the body or query)."""
-    def add_turn(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postV1MemoryAddTurn", body=body, **params)
-    def recall(self, body: dict[str, Any], **params: Any) -> Any: return self._call("postV1MemoryRecall", body=body, **params)
+    def add_turn(self, body: models.PostV1MemoryAddTurnBody, **params: Any) -> Any: return self._call("postV1MemoryAddTurn", body=body, **params)
+    def recall(self, body: models.PostV1MemoryRecallBody, **params: Any) -> Any: return self._call("postV1MemoryRecall", body=body, **params)
     def status(self, **params: Any) -> Any: return self._call("getV1MemoryStatus", **params)
     def memories(self, **params: Any) -> Any: return self._call("getV1MemoryMemories", **params)
     def memories_all(self, **params: Any) -> Any: return self._pages("getV1MemoryMemories", **params)
