@@ -6,6 +6,7 @@ import asyncio
 import http.server
 import socket
 import threading
+import time
 from typing import Any
 
 import httpx
@@ -36,6 +37,10 @@ class Proxy(http.server.ThreadingHTTPServer):
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
+                    return
+                if fault == "hang":  # no answer within the client's timeout
+                    time.sleep(2)
+                    self.close_connection = True
                     return
                 if fault == "reset":
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -125,6 +130,13 @@ def test_without_retries_a_write_carries_no_key_and_fails_at_once(server, proxy)
     assert caught.value.status == 503
     assert [s["key"] for s in proxy.seen] == [None]
     assert count(server, "Not retried in Python") == 0
+
+
+def test_an_attempt_times_out(server, proxy):
+    proxy.faults[:] = ["hang"]
+    with client(server, proxy, max_retries=0, timeout=0.2) as c, pytest.raises(EngramError) as caught:
+        c.health.live()
+    assert (caught.value.status, caught.value.code) == (0, "timeout")
 
 
 def test_the_async_client_retries_the_same_way(server, proxy):
