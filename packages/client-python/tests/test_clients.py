@@ -220,7 +220,17 @@ def test_webhooks(control, local):
     assert control.webhooks.health(endpoint["id"]) is not None
     control.webhooks.pause(endpoint["id"])
     control.webhooks.resume(endpoint["id"])
-    assert control.webhooks.rotate_secret(endpoint["id"])["secret"].startswith("whsec_")
+    rotated = control.webhooks.rotate_secret(endpoint["id"])["secret"]
+    assert rotated.startswith("whsec_")
+    # While the rotated secret overlaps, a delivery is signed under both: either verifies it.
+    before = len(local.deliveries)
+    control.webhooks.test(endpoint["id"])
+    headers, body = until(lambda: local.deliveries, lambda d: len(d) > before)[-1]
+    assert len(headers["webhook-signature"].split(" ")) == 2
+    for secret in (endpoint["secret"], rotated):
+        assert verify_webhook(body, headers, secret) is not None
+    with pytest.raises(WebhookVerificationError, match="tolerance"):
+        verify_webhook(body, headers, rotated, now=time.time() + 600)
     assert "replayed" in control.webhooks.replay(endpoint["id"], {})
     control.webhooks.delete(endpoint["id"])
     assert failure(lambda: control.webhooks.get(endpoint["id"])).status == 404

@@ -222,6 +222,16 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     await control.webhooks.resume(endpoint.id);
     const rotated = await control.webhooks.rotateSecret(endpoint.id);
     expect(rotated.secret).toMatch(/^whsec_/);
+    // While the rotated secret overlaps, a delivery is signed under both: either verifies it.
+    const before = receiver.deliveries.length;
+    await control.webhooks.test(endpoint.id);
+    const second = (await until(async () => receiver.deliveries, (d) => d.length > before)).at(-1);
+    expect(String(second!.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    for (const secret of [endpoint.secret, rotated.secret]) {
+      expect(await verifyWebhook({ payload: second!.body, headers: second!.headers as Record<string, string>, secret })).toBeDefined();
+    }
+    const stale = new Date(Date.now() + 10 * 60_000);
+    await expect(verifyWebhook({ payload: second!.body, headers: second!.headers as Record<string, string>, secret: rotated.secret, now: stale })).rejects.toThrow(/tolerance/);
     expect(await control.webhooks.replay(endpoint.id, {})).toMatchObject({ replayed: expect.any(Number) });
     await control.webhooks.delete(endpoint.id);
     expect((await failure(control.webhooks.get(endpoint.id))).status).toBe(404);
