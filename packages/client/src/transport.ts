@@ -103,13 +103,19 @@ export class Transport {
 
   /** Sends an operation and parses its JSON answer. */
   async call<K extends OperationId>(operationId: K, input: Input = {}, options: CallOptions = {}): Promise<Result<K>> {
-    const response = await this.send(operationId, input, options);
-    const text = await response.text();
+    const text = await this.exchange(operationId, input, options, (response) => response.text());
     return (text === '' ? undefined : JSON.parse(text)) as Result<K>;
   }
 
-  /** Sends an operation and hands back the answer unread (downloads). */
-  async send(operationId: OperationId, input: Input = {}, options: CallOptions = {}): Promise<Response> {
+  /** Sends an operation and hands back the answer unread (downloads): the timeout covers the wait for its headers. */
+  send(operationId: OperationId, input: Input = {}, options: CallOptions = {}): Promise<Response> {
+    return this.exchange(operationId, input, options, null);
+  }
+
+  /** One request with its retries; `read` consumes a successful answer within the attempt's timeout. */
+  private exchange(operationId: OperationId, input: Input, options: CallOptions, read: null): Promise<Response>;
+  private exchange<T>(operationId: OperationId, input: Input, options: CallOptions, read: (response: Response) => Promise<T>): Promise<T>;
+  private async exchange<T>(operationId: OperationId, input: Input, options: CallOptions, read: ((response: Response) => Promise<T>) | null): Promise<T | Response> {
     const { method, path } = OPERATIONS[operationId];
     const url = this.urlOf(path, input);
     const headers: Record<string, string> = { accept: 'application/json' };
@@ -134,25 +140,30 @@ export class Transport {
     let renewed = false;
     for (let attempt = 0; ; attempt++) {
       this.options.onRequest?.({ operationId, method, url, attempt });
-      const signals = [AbortSignal.timeout(options.timeoutMs ?? this.options.timeoutMs ?? 30_000)];
-      if (options.signal) signals.push(options.signal);
+      const timeout = new AbortController();
+      const timer = setTimeout(() => timeout.abort(), options.timeoutMs ?? this.options.timeoutMs ?? 30_000);
       let response: Response;
       try {
         const credentialHeaders = await this.credentials.headers();
         response = await this.fetch(url, {
-          method, body, signal: AbortSignal.any(signals),
+          method, body, signal: options.signal ? AbortSignal.any([timeout.signal, options.signal]) : timeout.signal,
           headers: { ...credentialHeaders, ...headers, ...input.headers, ...options.headers },
           ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
         } as RequestInit);
+        if (response.ok) {
+          if (!read) return response;
+          return await read(response);
+        }
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason ?? error;
-        const timedOut = error instanceof Error && error.name === 'TimeoutError';
+        const timedOut = timeout.signal.aborted;
         const failure = new EngramError(0, timedOut ? 'timeout' : 'network_error', timedOut ? `${method} ${path} timed out` : `${method} ${path}: ${(error as Error).message}`, undefined, undefined);
         if (!retriable || attempt >= maxRetries) throw failure;
         await this.pause(this.backoff(attempt), options.signal);
         continue;
+      } finally {
+        clearTimeout(timer);
       }
-      if (response.ok) return response;
       const failure = await errorOf(response);
       if (response.status === 401 && !renewed && this.credentials.renew) {
         renewed = true;
