@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The tests start real servers (the server's test harness) on both dialects.
-    testTimeout: 60_000,
+    testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',
     reporters: process.env.CI ? ['default', 'json'] : ['default'],

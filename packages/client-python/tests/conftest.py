@@ -63,7 +63,7 @@ def server() -> Iterator[Server]:
             if "Store them now" in line:
                 break
         assert project_id, "the server printed no bootstrap banner"
-        for _ in range(300):
+        for _ in range(600):
             try:
                 if httpx.get(f"{url}/readyz").status_code == 200:
                     break

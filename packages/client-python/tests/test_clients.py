@@ -21,7 +21,7 @@ def record(request: dict[str, Any]) -> None:
 
 
 def until(read: Callable[[], Any], done: Callable[[Any], bool]) -> Any:
-    for _ in range(400):
+    for _ in range(1200):
         value = read()
         if done(value):
             return value
@@ -303,7 +303,7 @@ def test_async_clients(server):
             await control.sign_in(server.email, server.password)
             assert [s async for s in control.sessions.list_all(limit=1)]
             created = await control.exports.create({"format": "json"})
-            for _ in range(400):
+            for _ in range(1200):
                 if (await control.exports.get(created["id"]))["status"] == "completed":
                     break
                 await asyncio.sleep(0.025)

@@ -9,7 +9,7 @@ import { OPERATIONS } from '../src/generated/operations.js';
 /** Every operation both clients send, against a real app; the last test checks none was left out. */
 
 const until = async <T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> => {
-  for (let i = 0; i < 400; i++) {
+  for (let i = 0; i < 1200; i++) {
     const value = await read();
     if (done(value)) return value;
     await new Promise((r) => setTimeout(r, 25));
