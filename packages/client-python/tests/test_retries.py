@@ -132,6 +132,18 @@ def test_without_retries_a_write_carries_no_key_and_fails_at_once(server, proxy)
     assert count(server, "Not retried in Python") == 0
 
 
+def test_add_many_reports_a_failed_batch_and_goes_on(server, proxy):
+    proxy.seen.clear()
+    proxy.faults[:] = ["pass", "503", "pass"]  # the second of three bulk-add requests is refused
+    with client(server, proxy, max_retries=0) as c:
+        outcome = c.memories.add_many([{"text": f"Python batch item {i}"} for i in range(120)])
+    assert len(proxy.seen) == 3
+    assert outcome["totals"] == {"created": 70, "skipped": 0, "failed": 50}
+    assert [r["index"] for r in outcome["results"] if r["status"] == "failed"] == list(range(50, 100))
+    assert outcome["results"][50]["error"]["code"] == "unavailable"
+    assert count(server, "Python batch item 60") == 0 and count(server, "Python batch item 110") == 1
+
+
 def test_an_attempt_times_out(server, proxy):
     proxy.faults[:] = ["hang"]
     with client(server, proxy, max_retries=0, timeout=0.2) as c, pytest.raises(EngramError) as caught:

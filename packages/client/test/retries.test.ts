@@ -9,7 +9,7 @@ import { ControlClient, EngramError, ServiceClient, type Memory } from '../src/i
  * (the Error body, Retry-After: 0), a reset connection, no answer at all, or the app's answer
  * lost on the way back (the write happened; only the retry's idempotent replay can tell).
  */
-type Fault = '429' | '503' | 'reset' | 'hang' | 'lose-answer';
+type Fault = '429' | '503' | 'reset' | 'hang' | 'lose-answer' | 'pass';
 
 interface Proxy {
   url: string;
@@ -109,6 +109,19 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
     expect(error).toMatchObject({ status: 503 });
     expect(proxy.seen).toEqual([expect.objectContaining({ idempotencyKey: undefined })]);
     expect(await countOf('Not retried')).toBe(0);
+  });
+
+  it('addMany reports the items of a batch whose request failed as failed, and goes on with the next', async () => {
+    proxy.seen.length = 0;
+    // The first and third bulk-add requests pass; the second is refused, and not retried.
+    proxy.faults.push('pass', '503', 'pass');
+    const outcome = await client({ maxRetries: 0 }).memories.addMany(Array.from({ length: 120 }, (_, i) => ({ text: `Batch item ${i}` })));
+    expect(proxy.seen).toHaveLength(3);
+    expect(outcome.totals).toEqual({ created: 70, skipped: 0, failed: 50 });
+    expect(outcome.results.filter((r) => r.status === 'failed').map((r) => r.index)).toEqual(Array.from({ length: 50 }, (_, i) => 50 + i));
+    expect(outcome.results[50]).toMatchObject({ error: { code: 'unavailable' } });
+    expect(await countOf('Batch item 60')).toBe(0);
+    expect(await countOf('Batch item 110')).toBe(1);
   });
 
   it('times out an attempt, and stops at once when the caller aborts', async () => {
