@@ -2,6 +2,13 @@
 //
 //   node --import tsx bench/engine-eval.ts [files...] [--weights '{"context":0.4}'] [--no-latency]
 //        [--no-quality] [--sizes 1000,10000,100000] [--no-ngram] [--now ISO|after-last]
+//        [--grid '[{"time":0.3},{"time":0.6}]']
+//
+// Files: default every ../shared/bench/locomo-dev/*.json.
+// --grid: leave-one-conversation-out. Every weight variant (each on top of --weights) is scored on
+// every file; for each file, the variant with the best recall@5 + recall@10 on the *other* files
+// is picked and scored on the held-out file. Prints each variant's per-file figures, the picks and
+// the pooled held-out figures (quality only).
 //
 // The clock: by default the real Date.now(), like the server (so the figures equal
 // `npm run bench:retrieval`'s); `--now after-last` = one day after each conversation's last session.
@@ -10,6 +17,7 @@
 // BM25 baseline. Questions are asked with the question text only; answers and evidence
 // are read solely to score the returned ids.
 // Latency: p50/p99 of search (k=10) over synthetic indexes built from recombined dataset sentences.
+import { readdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -27,6 +35,7 @@ let doQuality = true;
 let ngram = true;
 let sizes = [1000, 10000, 100000];
 let nowArg: string | undefined;
+let grid: Partial<RankingWeights>[] | undefined;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i]!;
   if (a === '--weights') weights = JSON.parse(argv[++i]!) as Partial<RankingWeights>;
@@ -35,29 +44,58 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--no-ngram') ngram = false;
   else if (a === '--now') nowArg = argv[++i]!;
   else if (a === '--sizes') sizes = argv[++i]!.split(',').map(Number);
+  else if (a === '--grid') grid = JSON.parse(argv[++i]!) as Partial<RankingWeights>[];
   else files.push(resolve(a));
 }
 if (files.length === 0) {
-  files.push(resolve(repoRoot, '../shared/bench/locomo-dev/26.json'), resolve(repoRoot, '../shared/bench/locomo-dev/30.json'));
+  const dir = resolve(repoRoot, '../shared/bench/locomo-dev');
+  files.push(...readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => resolve(dir, f)));
 }
-const indexOpts = () => ({ weights, ...(ngram ? {} : { embedder: null }) });
+const indexOpts = (variant: Partial<RankingWeights> = {}) => ({ weights: { ...weights, ...variant }, ...(ngram ? {} : { embedder: null }) });
 
 const convs = files.map(load);
 const out: Record<string, unknown> = { files: files.map((f) => f.split('/').pop()), weights, now: nowArg ?? 'Date.now()' };
 
-if (doQuality) {
+// The server's clock unless told otherwise (the conversations are from 2023, so recency is ~0).
+const nowFor = (conv: (typeof convs)[number]) =>
+  nowArg === undefined ? Date.now()
+  : nowArg === 'after-last' ? Math.max(...conv.docs.map((d) => d.createdAt)) + 86_400_000
+  : Date.parse(nowArg);
+async function engineRecall(conv: (typeof convs)[number], variant: Partial<RankingWeights> = {}): Promise<Recall> {
+  const idx = new MemoryIndex(indexOpts(variant));
+  for (const d of conv.docs) idx.upsert(d);
+  const now = nowFor(conv);
+  return recallOf(conv, (q, k) => idx.search(q, { k, now }).map((h) => h.id));
+}
+
+if (doQuality && grid) {
+  const brief = (r: Recall) => ({ questions: r.questions, recall5: r.recall5, recall10: r.recall10 });
+  const scores: Recall[][] = [];
+  for (const variant of grid) scores.push(await Promise.all(convs.map((c) => engineRecall(c, variant))));
+  const heldOut: Recall[] = [];
+  const picks: Record<string, unknown> = {};
+  convs.forEach((conv, h) => {
+    let best = 0;
+    let bestValue = -Infinity;
+    scores.forEach((perFile, v) => {
+      const value = perFile.reduce((a, r, i) => (i === h ? a : a + (r.recall5 + r.recall10) * r.questions), 0);
+      if (value > bestValue) [best, bestValue] = [v, value];
+    });
+    heldOut.push(scores[best]![h]!);
+    picks[conv.name] = { picked: grid![best], heldOut: scores[best]![h] };
+  });
+  out.grid = grid.map((variant, v) => ({
+    variant,
+    all: pooled(scores[v]!),
+    perFile: Object.fromEntries(convs.map((c, i) => [c.name, brief(scores[v]![i]!)])),
+  }));
+  out.leaveOneOut = { picks, pooled: pooled(heldOut) };
+} else if (doQuality) {
   const engine: Recall[] = [];
   const baseline: Recall[] = [];
   const perFile: Record<string, unknown> = {};
   for (const conv of convs) {
-    const idx = new MemoryIndex(indexOpts());
-    for (const d of conv.docs) idx.upsert(d);
-    // The server's clock unless told otherwise (the conversations are from 2023, so recency is ~0).
-    const now =
-      nowArg === undefined ? Date.now()
-      : nowArg === 'after-last' ? Math.max(...conv.docs.map((d) => d.createdAt)) + 86_400_000
-      : Date.parse(nowArg);
-    const e = await recallOf(conv, (q, k) => idx.search(q, { k, now }).map((h) => h.id));
+    const e = await engineRecall(conv);
     const b = await recallOf(conv, baselineSearch(conv.docs));
     engine.push(e);
     baseline.push(b);

@@ -143,6 +143,48 @@ describe('MemoryIndex lexical search', () => {
     expect(ids(idx, 'What pottery did Ann do?')[0]).toBe(byAnn.id);
   });
 
+  it('speaker match lifts word evidence (metaEvidence) and never a doc that has none', () => {
+    // Two turns by Ann with the same words but one is longer: without the lift Bob's short
+    // turn wins on BM25 length normalisation; with it, what Ann said comes first.
+    const byAnn = doc('I tried kickboxing at the gym downtown with friends', { speaker: 'Ann' });
+    const byBob = doc('kickboxing gym', { speaker: 'Bob' });
+    const annNoWords = doc('see you tomorrow', { speaker: 'Ann' });
+    const docs = [byAnn, byBob, annNoWords, doc('soup for dinner', { speaker: 'Bob' })];
+    const lifted = build(docs, { weights: { meta: 0, metaEvidence: 1, expansion: 0 } });
+    const flat = build(docs, { weights: { meta: 0, metaEvidence: 0, expansion: 0 } });
+    expect(ids(flat, 'Ann kickboxing gym')[0]).toBe(byBob.id);
+    const hits = lifted.search('Ann kickboxing gym', { k: 10, now: T0, explain: true });
+    expect(hits[0]!.id).toBe(byAnn.id);
+    expect(hits.map((h) => h.id)).not.toContain(annNoWords.id);
+    expect(hits[0]!.explanation!.meta).toBeGreaterThan(0);
+  });
+
+  it('a "when" question prefers the turn that names a time (whenNamesTime)', () => {
+    const says = doc('We adopted the puppy two weeks ago, she is lovely and tiny', { sessionId: 's' });
+    const plain = doc('The puppy is lovely', { sessionId: 't' });
+    const idx = build([plain, says, doc('soup for dinner')], { weights: { expansion: 0 } });
+    const off = build([plain, says, doc('soup for dinner')], { weights: { expansion: 0, whenNamesTime: 0 } });
+    expect(ids(off, 'When did they adopt the puppy?')).toContain(plain.id);
+    const hits = idx.search('When did they adopt the puppy?', { k: 2, now: T0, explain: true });
+    expect(hits[0]!.id).toBe(says.id);
+    expect(hits[0]!.explanation!.time).toBeGreaterThan(0);
+    // Not a when-question: no lift.
+    const other = idx.search('puppy lovely', { k: 2, now: T0, explain: true });
+    expect(other.every((h) => h.explanation!.time === undefined)).toBe(true);
+  });
+
+  it('expansion never outweighs its weight when the first pass matched only a weak word', () => {
+    const docs = [
+      doc('Bye Ann!', { speaker: 'Bob', sessionId: 'a' }),
+      doc('Our sourdough starter needs rye flour', { speaker: 'Ann', sessionId: 'b' }),
+      doc('Rye flour keeps the starter alive', { speaker: 'Bob', sessionId: 'c' }),
+    ];
+    const idx = build(docs, { weights: { expansion: 0.1 } });
+    for (const h of idx.search('Where did Ann travel?', { k: 3, now: T0, explain: true })) {
+      expect(h.explanation!.expansion ?? 0).toBeLessThanOrEqual(0.1 + 1e-12);
+    }
+  });
+
   it('temporal phrase prefers docs from that period', () => {
     const may = doc('went to the museum', { createdAt: Date.UTC(2023, 4, 10) });
     const june = doc('went to the museum', { createdAt: Date.UTC(2023, 5, 10) });

@@ -32,6 +32,12 @@ export interface RankingWeights {
   /** Query terms that match the doc's speaker or tags (normalised by the best match). */
   meta: number;
   /**
+   * A doc whose speaker/tags match the query also has its word evidence lifted by this
+   * fraction (in `meta`): "what has John done" is answered by what John said. Unlike the
+   * flat `meta`, it only reorders docs that have word evidence of their own.
+   */
+  metaEvidence: number;
+  /**
    * Text-match weight of a query term that is a speaker name or tag of this index. In
    * conversation, a name inside a turn is mostly the addressee ("Thanks, Caroline!"),
    * so "what did Caroline say" is better judged by who spoke than by who was named.
@@ -50,6 +56,12 @@ export interface RankingWeights {
   semantic: number;
   /** Doc created inside a time range named by the query. */
   time: number;
+  /**
+   * A "when ..." / "how long ..." question lifts the word evidence of docs whose text names
+   * a time ("last week", "in May", "2019") by this fraction (in `time`): the answer to when
+   * is usually a turn that says when.
+   */
+  whenNamesTime: number;
   recency: number;
   recencyHalfLifeDays: number;
   importance: number;
@@ -64,13 +76,15 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   contextBackward: 0.5,
   session: 0.2,
   meta: 0.3,
+  metaEvidence: 0.3,
   metaTermInText: 0.25,
   expansion: 0.1,
   expansionDocs: 3,
   expansionTerms: 10,
   ngram: 0,
   semantic: 0.6,
-  time: 0.3,
+  time: 0.6,
+  whenNamesTime: 0.4,
   recency: 0.05,
   recencyHalfLifeDays: 30,
   importance: 0.1,
@@ -86,6 +100,10 @@ export interface MemoryIndexOptions {
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
 const DAY = 86_400_000;
+/** Words that place a text in time (for `whenNamesTime`); English, like the temporal parser. */
+const TIME_WORDS =
+  /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
+const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
 
@@ -100,6 +118,8 @@ export class MemoryIndex {
   private slotId = new Float64Array(0);
   private live = new Uint8Array(0);
   private createdAt = new Float64Array(0);
+  /** 1 when the doc's text names a time (TIME_WORDS). */
+  private namesTime = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
   private maxImportanceDev = 0;
@@ -172,6 +192,7 @@ export class MemoryIndex {
     this.slotId = g(this.slotId);
     this.live = g(this.live);
     this.createdAt = g(this.createdAt);
+    this.namesTime = g(this.namesTime);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
@@ -215,6 +236,7 @@ export class MemoryIndex {
     this.importance[slot] = Number.isFinite(doc.importance) ? doc.importance : 0.5;
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
+    this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
@@ -311,7 +333,7 @@ export class MemoryIndex {
   /** Approximate heap bytes held, for the server's LRU-by-bytes. */
   approxBytes(): number {
     const arrays =
-      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.importance.byteLength +
+      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.namesTime.byteLength + this.importance.byteLength +
       this.feedback.byteLength + this.ngramVecs.byteLength + this.extVecs.byteLength + this.hasExt.byteLength +
       this.lexBuf.byteLength + this.metaBuf.byteLength + this.ctxBuf.byteLength;
     const maps = this.idToSlot.size * 40 + this.capacity * 8 + this.sessions.size * 64 + this.idToSlot.size * 8;
@@ -329,6 +351,7 @@ export class MemoryIndex {
     // ("last week" should not favour texts containing "week").
     const temporal = opts.temporal === false ? null : parseTemporal(q, now);
     const lexQuery = temporal ? q.replace(temporal.matched, ' ') : q;
+    const whenLift = WHEN_QUESTION.test(q) ? Math.max(0, w.whenNamesTime) : 0;
     const qTerms = new Map<string, number>();
     for (const t of analyze(lexQuery)) {
       if (qTerms.size >= MAX_QUERY_TERMS && !qTerms.has(t)) continue;
@@ -444,6 +467,12 @@ export class MemoryIndex {
     const extQ = opts.queryVector && this.extDims === opts.queryVector.length && w.semantic > 0 ? unit(opts.queryVector) : null;
 
     const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
+    // Expansion is normalised like the first pass unless its own best is stronger (a first pass
+    // that matched only a weak word, e.g. a name): then by its own best, so it never outweighs `expansion`.
+    let maxExp = 0;
+    for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
+    const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
+    const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
     const halfLife = w.recencyHalfLifeDays * DAY;
 
     // One fixed-order feature vector per doc; the score is its sum and the explanation
@@ -452,14 +481,15 @@ export class MemoryIndex {
     const features = (slot: number): number => {
       f[0] = w.lexical * lex[slot]! * lexNorm;
       f[1] = w.context * ctx[slot]! * lexNorm;
-      f[2] = w.expansion * exp[slot]! * lexNorm;
+      f[2] = w.expansion * exp[slot]! * expNorm;
+      const words = f[0] + f[1] + f[2];
       const sn = sessionNo[slot]!;
       f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
-      f[4] = w.meta * metaS[slot]! * metaNorm;
+      f[4] = w.meta * metaS[slot]! * metaNorm + metaLift * metaS[slot]! * words;
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
-      f[7] = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
+      f[7] = (temporal && t >= temporal.from && t < temporal.to ? w.time : 0) + (this.namesTime[slot] ? whenLift * words : 0);
       f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
       f[9] = w.importance * (this.importance[slot]! - 0.5);
       f[10] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
@@ -504,9 +534,8 @@ export class MemoryIndex {
       const seed = new TopK(k);
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        if (!seed.full() || (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm > seed.min()) {
-          if (eligible(s)) seed.offer(s, (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm);
-        }
+        const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+        if ((!seed.full() || words > seed.min()) && eligible(s)) seed.offer(s, words);
       }
       for (const { slot } of seed.sorted()) top.offer(slot, features(slot));
       let min = top.full() ? top.min() : -Infinity;
@@ -519,8 +548,9 @@ export class MemoryIndex {
           // again cannot change the top k.
           if (pass === 1 && (lex[s] !== 0 || ctx[s] !== 0)) continue;
           const sn = sessionNo[s]!;
+          const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
           const known =
-            (wLex * lex[s]! + wCtx * ctx[s]! + wExp * exp[s]!) * lexNorm +
+            words * (1 + metaLift * metaS[s]! + (this.namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
             wMeta * metaS[s]! * metaNorm;
           if (known + bound <= min) continue;
