@@ -130,6 +130,8 @@ class Connectors(_Group):
     def update(self, connection_id: str | int, body: models.PatchConnectorsConnectionsByConnectionIdBody, **params: Any) -> Any: return self._call("patchConnectorsConnectionsByConnectionId", path={"connection_id": connection_id}, body=body, **params)
     def remove(self, connection_id: str | int, **params: Any) -> Any: return self._call("deleteConnectorsConnectionsByConnectionId", path={"connection_id": connection_id}, **params)
     def repair(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdRepair", path={"connection_id": connection_id}, **params)
+    def authorize(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdAuthorize", path={"connection_id": connection_id}, **params)
+    def complete_authorization(self, connection_id: str | int, body: models.PostConnectorsConnectionsByConnectionIdCallbackBody, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdCallback", path={"connection_id": connection_id}, body=body, **params)
     def purge(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdPurge", path={"connection_id": connection_id}, **params)
     def configuration(self, connection_id: str | int, **params: Any) -> Any: return self._call("getConnectorsConnectionsByConnectionIdConfiguration", path={"connection_id": connection_id}, **params)
     def set_configuration(self, connection_id: str | int, body: models.PutConnectorsConnectionsByConnectionIdConfigurationBody, **params: Any) -> Any: return self._call("putConnectorsConnectionsByConnectionIdConfiguration", path={"connection_id": connection_id}, body=body, **params)
@@ -148,6 +150,8 @@ class Integrations(_Group):
     def enable(self, provider: str | int, **params: Any) -> Any: return self._call("postIntegrationsByProviderEnable", path={"provider": provider}, **params)
     def disable(self, provider: str | int, **params: Any) -> Any: return self._call("postIntegrationsByProviderDisable", path={"provider": provider}, **params)
     def overview(self, **params: Any) -> Any: return self._call("getIntegrationsOverview", **params)
+    def set_oauth_client(self, provider: str, body: models.PutIntegrationsByProviderOauthClientBody, **params: Any) -> Any: return self._call("putIntegrationsByProviderOauthClient", path={"provider": provider}, body=body, **params)
+    def remove_oauth_client(self, provider: str, **params: Any) -> Any: return self._call("deleteIntegrationsByProviderOauthClient", path={"provider": provider}, **params)
 
 
 class _ControlPlane(_Plane):

@@ -282,6 +282,18 @@ def test_connectors_and_integrations(control, local):
     control.integrations.enable("object_storage")
     assert control.integrations.overview() is not None
 
+    # OAuth consent with the organization's own Slack app: the consent URL, then the user's refusal coming back.
+    assert control.integrations.set_oauth_client("slack", {"client_id": "client-slack-1", "client_secret": "a secret"})["client_id"] == "client-slack-1"
+    slack = control.connectors.create({"provider": "slack", "name": "Team", "end_user_id": "team", "config": {"channels": ["#general"]}})
+    consent = control.connectors.authorize(slack["id"])
+    assert "client-slack-1" in consent["authorization_url"]
+    try:
+        control.connectors.complete_authorization(slack["id"], {"state": consent["state"], "error": "access_denied"})
+    except EngramError as error:
+        assert error.status < 500
+    control.connectors.remove(slack["id"])
+    control.integrations.remove_oauth_client("slack")
+
 
 def test_errors_carry_status_code_field_and_request_id(server, service):
     error = failure(lambda: service.memories.add({"text": "x", "importance": 7}))

@@ -199,6 +199,8 @@ export class ControlClient {
     update: (connectionId: string | number, body: Body<'patchConnectorsConnectionsByConnectionId'>, options?: CallOptions) => this.call('patchConnectorsConnectionsByConnectionId', { path: { connection_id: connectionId }, body }, options),
     remove: (connectionId: string | number, options?: CallOptions) => this.call('deleteConnectorsConnectionsByConnectionId', { path: { connection_id: connectionId } }, options),
     repair: (connectionId: string | number, options?: CallOptions) => this.call('postConnectorsConnectionsByConnectionIdRepair', { path: { connection_id: connectionId } }, options),
+    authorize: (connectionId: string | number, options?: CallOptions) => this.call('postConnectorsConnectionsByConnectionIdAuthorize', { path: { connection_id: connectionId } }, options),
+    completeAuthorization: (connectionId: string | number, body: Body<'postConnectorsConnectionsByConnectionIdCallback'>, options?: CallOptions) => this.call('postConnectorsConnectionsByConnectionIdCallback', { path: { connection_id: connectionId }, body }, options),
     purge: (connectionId: string | number, options?: CallOptions) => this.call('postConnectorsConnectionsByConnectionIdPurge', { path: { connection_id: connectionId } }, options),
     configuration: (connectionId: string | number, options?: CallOptions) => this.call('getConnectorsConnectionsByConnectionIdConfiguration', { path: { connection_id: connectionId } }, options),
     setConfiguration: (connectionId: string | number, body: Body<'putConnectorsConnectionsByConnectionIdConfiguration'>, options?: CallOptions) => this.call('putConnectorsConnectionsByConnectionIdConfiguration', { path: { connection_id: connectionId }, body }, options),
@@ -217,6 +219,8 @@ export class ControlClient {
     enable: (provider: string | number, options?: CallOptions) => this.call('postIntegrationsByProviderEnable', { path: { provider } }, options),
     disable: (provider: string | number, options?: CallOptions) => this.call('postIntegrationsByProviderDisable', { path: { provider } }, options),
     overview: (options?: CallOptions) => this.call('getIntegrationsOverview', {}, options),
+    setOAuthClient: (provider: string | number, body: Body<'putIntegrationsByProviderOauthClient'>, options?: CallOptions) => this.call('putIntegrationsByProviderOauthClient', { path: { provider }, body }, options),
+    removeOAuthClient: (provider: string | number, options?: CallOptions) => this.call('deleteIntegrationsByProviderOauthClient', { path: { provider } }, options),
   };
 }
 

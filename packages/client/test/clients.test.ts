@@ -283,6 +283,16 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     await control.integrations.disable('object_storage');
     await control.integrations.enable('object_storage');
     expect(await control.integrations.overview()).toBeDefined();
+
+    // OAuth consent with the organization's own Slack app: the consent URL, then the user's refusal coming back.
+    expect(await control.integrations.setOAuthClient('slack', { client_id: 'client-slack-1', client_secret: 'a secret' })).toMatchObject({ client_id: 'client-slack-1' });
+    const slack = await control.connectors.create({ provider: 'slack', name: 'Team', end_user_id: 'team', config: { channels: ['#general'] } });
+    const consent = await control.connectors.authorize(slack.id);
+    expect(consent.authorization_url).toContain('client-slack-1');
+    const refused = await control.connectors.completeAuthorization(slack.id, { state: consent.state, error: 'access_denied' }).catch((e: unknown) => e);
+    expect(refused instanceof EngramError ? refused.status : 200).toBeLessThan(500);
+    await control.connectors.remove(slack.id);
+    await control.integrations.removeOAuthClient('slack');
   });
 
   it('errors carry status, code, field and request_id', async () => {

@@ -19,3 +19,19 @@ describe('process settings', () => {
     expect(loadConfig({ ENGRAM_WORKERS: '2', ENGRAM_HTTP_PROCESSES: '4' })).toMatchObject({ httpProcesses: 4, warnings: [] });
   });
 });
+
+describe('connector vendors', () => {
+  it('reads each OAuth client and base URL, and the redirect URL', () => {
+    const config = loadConfig({
+      ENGRAM_PUBLIC_URL: 'https://memory.example.com/', ENGRAM_SLACK_CLIENT_ID: '123.456', ENGRAM_SLACK_CLIENT_SECRET: 's3cret',
+      ENGRAM_GRANOLA_BASE_URL: 'https://granola-proxy.internal',
+    });
+    expect(config.connectors).toEqual({
+      redirectUrl: 'https://memory.example.com/connectors/oauth/callback',
+      vendors: { slack: { clientId: '123.456', clientSecret: 's3cret' }, google_drive: {}, granola: { baseUrl: 'https://granola-proxy.internal' } },
+    });
+    expect(loadConfig({ ENGRAM_OAUTH_REDIRECT_URL: 'https://console.example.com/cb' }).connectors.redirectUrl).toBe('https://console.example.com/cb');
+    expect(() => loadConfig({ ENGRAM_GOOGLE_DRIVE_CLIENT_ID: 'only-the-id' })).toThrow('ENGRAM_GOOGLE_DRIVE_CLIENT_ID and ENGRAM_GOOGLE_DRIVE_CLIENT_SECRET go together');
+    expect(() => loadConfig({ ENGRAM_SLACK_BASE_URL: 'ftp://slack' })).toThrow('ENGRAM_SLACK_BASE_URL must be an http(s) URL');
+  });
+});

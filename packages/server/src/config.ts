@@ -46,6 +46,8 @@ export interface Config {
   upload: { maxBytes: number; backgroundFromBytes: number };
   /** The SSRF guard's allow-list (core/outbound.ts): hosts, addresses or CIDR ranges that may be reached though not public. */
   outbound: { allow: string[] };
+  /** Connectors that call a vendor's API (modules/connectors/providers). */
+  connectors: ConnectorsConfig;
   /** An OpenAI-compatible chat-completions endpoint; null: built-in methods only. */
   llm: LlmSettings;
   /** End users whose derived intelligence views (graph, decisions, clusters) one process keeps. */
@@ -83,6 +85,22 @@ export interface Config {
     loginIpMaxFailures: number;
     loginWindowSeconds: number;
   };
+}
+
+/** The providers whose OAuth client and base URL come from ENGRAM_<NAME>_CLIENT_ID, _CLIENT_SECRET and _BASE_URL. */
+export const VENDOR_CONNECTORS = ['slack', 'google_drive', 'granola'] as const;
+
+export interface VendorSettings {
+  clientId?: string;
+  clientSecret?: string;
+  /** Replaces the scheme, host and port of every vendor URL (a private deployment's proxy, or a test's local server). */
+  baseUrl?: string;
+}
+
+export interface ConnectorsConfig {
+  /** Where a provider sends the browser after consent (ENGRAM_OAUTH_REDIRECT_URL); registered with each provider app. */
+  redirectUrl: string;
+  vendors: Partial<Record<(typeof VENDOR_CONNECTORS)[number], VendorSettings>>;
 }
 
 export class ConfigError extends Error {}
@@ -161,6 +179,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
     outbound: { allow: (env.ENGRAM_OUTBOUND_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean) },
+    connectors: connectorsConfig(env, httpUrl(env, 'ENGRAM_PUBLIC_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`),
     upload: {
       maxBytes: integer(env, 'ENGRAM_UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       backgroundFromBytes: integer(env, 'ENGRAM_UPLOAD_BACKGROUND_BYTES', 1024 * 1024, 0, 1024 * 1024 * 1024),
@@ -255,6 +274,21 @@ function secretKey(env: Env): string | undefined {
   const value = env.ENGRAM_SECRET_KEY || undefined;
   if (value !== undefined && value.length < 32) throw new ConfigError('ENGRAM_SECRET_KEY must be at least 32 characters');
   return value;
+}
+
+function connectorsConfig(env: Env, publicUrl: string): ConnectorsConfig {
+  const vendors: ConnectorsConfig['vendors'] = {};
+  for (const name of VENDOR_CONNECTORS) {
+    const prefix = `ENGRAM_${name.toUpperCase()}`;
+    const settings: VendorSettings = {
+      clientId: env[`${prefix}_CLIENT_ID`] || undefined,
+      clientSecret: env[`${prefix}_CLIENT_SECRET`] || undefined,
+      baseUrl: httpUrl(env, `${prefix}_BASE_URL`),
+    };
+    if (Boolean(settings.clientId) !== Boolean(settings.clientSecret)) throw new ConfigError(`${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET go together`);
+    vendors[name] = Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined));
+  }
+  return { redirectUrl: httpUrl(env, 'ENGRAM_OAUTH_REDIRECT_URL') ?? `${publicUrl.replace(/\/$/, '')}/connectors/oauth/callback`, vendors };
 }
 
 function httpUrl(env: Env, name: string): string | undefined {

@@ -92,7 +92,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   jobs.register(EXPORT_JOB, exportJob(database, blobs));
   jobs.register(IMPORT_JOB, importJob(database, blobs));
   jobs.register(UPLOAD_JOB, uploadJobHandler({ database, blobs, erase }));
-  const connectors = { database, jobs, secret, outbound: config.outbound, erase };
+  const connectors = { database, jobs, secret, outbound: config.outbound, erase, connectors: config.connectors };
   jobs.register(SYNC_JOB, syncJobHandler(connectors));
 
   const outboxDispatchers: OutboxDispatcher[] = [fanOut];

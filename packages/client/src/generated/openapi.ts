@@ -373,11 +373,55 @@ export interface paths {
         put?: never;
         /**
          * Repair a connection
-         * @description Re-validates the stored credentials and configuration against the source; the connection becomes active when they work, else stays in error with the reason.
+         * @description Re-validates the stored credentials (OAuth tokens are refreshed) and configuration against the source; the connection becomes active when they work, else stays in error with the reason. When an OAuth connection's consent is gone it becomes needs_repair and the answer carries `consent`, a new consent URL to send the user through.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
         post: operations["postConnectorsConnectionsByConnectionIdRepair"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connectors/connections/{connection_id}/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start OAuth consent
+         * @description The provider's consent URL for an oauth2 connection, with a `state` that is single use, bound to the caller and the connection, and expires in ten minutes (PKCE where the provider takes it). After consent the provider sends the browser to the redirect URI with `code` and `state`; post them to …/callback. 400 for providers without OAuth; 503 when the server has no OAuth client for the provider.
+         *
+         *     Requires scope connectors:write and capability connectors.manage (bearer).
+         */
+        post: operations["postConnectorsConnectionsByConnectionIdAuthorize"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connectors/connections/{connection_id}/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete OAuth consent
+         * @description Exchanges the code for tokens (stored encrypted, never returned) and checks the configuration with them: the connection becomes active, or error with the reason. The state must be live and issued to this caller for this connection (else 400 on `state`); it is used up either way. `error` instead of `code` (the user refused at the provider) keeps the connection waiting, with the reason.
+         *
+         *     Requires scope connectors:write and capability connectors.manage (bearer).
+         */
+        post: operations["postConnectorsConnectionsByConnectionIdCallback"];
         delete?: never;
         options?: never;
         head?: never;
@@ -445,7 +489,7 @@ export interface paths {
         put?: never;
         /**
          * Trigger a sync
-         * @description 202 with the queued sync; 409 while one is queued or running for the connection.
+         * @description 202 with the queued sync; 409 while one is queued or running for the connection, or while an OAuth connection waits for consent.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
@@ -625,6 +669,34 @@ export interface paths {
          */
         post: operations["postIntegrationsByProviderDisable"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/integrations/{provider}/oauth-client": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the organization's OAuth client
+         * @description The organization's own app at the provider (Slack, Google Drive): consent and token refreshes of its connections use it instead of the server's (ENGRAM_<PROVIDER>_CLIENT_ID). The secret is stored encrypted and never returned. 400 for providers without OAuth.
+         *
+         *     Requires scope connectors:write and capability connectors.manage (bearer).
+         */
+        put: operations["putIntegrationsByProviderOauthClient"];
+        post?: never;
+        /**
+         * Remove the organization's OAuth client
+         * @description The server's client applies again; the answer says which client consent now uses (null: none).
+         *
+         *     Requires scope connectors:write and capability connectors.manage (bearer).
+         */
+        delete: operations["deleteIntegrationsByProviderOauthClient"];
         options?: never;
         head?: never;
         patch?: never;
@@ -4155,7 +4227,7 @@ export interface operations {
                             name: string;
                             title: string;
                             description: string;
-                            /** @description none | access_keys | oauth2 */
+                            /** @description none | access_keys | api_key | oauth2 */
                             auth_kind: string;
                             /** @description JSON Schema of the configuration */
                             config_schema: unknown;
@@ -4266,7 +4338,7 @@ export interface operations {
                         name: string;
                         title: string;
                         description: string;
-                        /** @description none | access_keys | oauth2 */
+                        /** @description none | access_keys | api_key | oauth2 */
                         auth_kind: string;
                         /** @description JSON Schema of the configuration */
                         config_schema: unknown;
@@ -4382,7 +4454,7 @@ export interface operations {
                             name: string;
                             /** @description The end user whose memories the synced content becomes */
                             end_user_id: string;
-                            /** @description active | error */
+                            /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
                             state: string;
                             state_reason: string | null;
                             /** @description Credentials are stored (encrypted); they are never returned */
@@ -4544,7 +4616,7 @@ export interface operations {
                         name: string;
                         /** @description The end user whose memories the synced content becomes */
                         end_user_id: string;
-                        /** @description active | error */
+                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
                         state: string;
                         state_reason: string | null;
                         /** @description Credentials are stored (encrypted); they are never returned */
@@ -4718,7 +4790,7 @@ export interface operations {
                         name: string;
                         /** @description The end user whose memories the synced content becomes */
                         end_user_id: string;
-                        /** @description active | error */
+                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
                         state: string;
                         state_reason: string | null;
                         /** @description Credentials are stored (encrypted); they are never returned */
@@ -5010,7 +5082,7 @@ export interface operations {
                         name: string;
                         /** @description The end user whose memories the synced content becomes */
                         end_user_id: string;
-                        /** @description active | error */
+                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
                         state: string;
                         state_reason: string | null;
                         /** @description Credentials are stored (encrypted); they are never returned */
@@ -5174,6 +5246,367 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The connection; with `consent` when its consent is gone and must be given again */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        provider: string;
+                        name: string;
+                        /** @description The end user whose memories the synced content becomes */
+                        end_user_id: string;
+                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
+                        state: string;
+                        state_reason: string | null;
+                        /** @description Credentials are stored (encrypted); they are never returned */
+                        has_credentials: boolean;
+                        schedule_minutes: number | null;
+                        next_sync_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        last_sync: {
+                            id: number;
+                            connection_id: number;
+                            /** @description queued | running | succeeded | failed | cancelled */
+                            status: string;
+                            /** @description manual | schedule */
+                            trigger: string;
+                            cancel_requested: boolean;
+                            progress: {
+                                seen: number;
+                                created: number;
+                                updated: number;
+                                deleted: number;
+                                unchanged: number;
+                                failed: number;
+                            };
+                            error: string | null;
+                            started_at: string | null;
+                            finished_at: string | null;
+                            /** Format: date-time */
+                            created_at: string;
+                        } | null;
+                    } & {
+                        consent?: {
+                            /** @description The provider's consent page; send the user's browser there */
+                            authorization_url: string;
+                            /** @description Single use, bound to the caller and the connection; the provider hands it back with the code */
+                            state: string;
+                            /** @description Where the provider sends the browser back (ENGRAM_OAUTH_REDIRECT_URL) */
+                            redirect_uri: string;
+                            /** Format: date-time */
+                            expires_at: string;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request; `field` names the offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential lacks the scope or the role the capability */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Absent, or outside the caller's scope */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request (headers and body) did not arrive within the request timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request headers are over 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote the request_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A provider or dependency is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postConnectorsConnectionsByConnectionIdAuthorize: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                "idempotency-key"?: string;
+                /** @description Bearer calls: the organization to act in; default the caller's first */
+                "x-organization-id"?: string;
+                /** @description The project (of the acting organization); required */
+                "x-project-id": string;
+            };
+            path: {
+                connection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The provider's consent page; send the user's browser there */
+                        authorization_url: string;
+                        /** @description Single use, bound to the caller and the connection; the provider hands it back with the code */
+                        state: string;
+                        /** @description Where the provider sends the browser back (ENGRAM_OAUTH_REDIRECT_URL) */
+                        redirect_uri: string;
+                        /** Format: date-time */
+                        expires_at: string;
+                    };
+                };
+            };
+            /** @description Invalid request; `field` names the offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential lacks the scope or the role the capability */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Absent, or outside the caller's scope */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request (headers and body) did not arrive within the request timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request headers are over 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote the request_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A provider or dependency is unavailable; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postConnectorsConnectionsByConnectionIdCallback: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                "idempotency-key"?: string;
+                /** @description Bearer calls: the organization to act in; default the caller's first */
+                "x-organization-id"?: string;
+                /** @description The project (of the acting organization); required */
+                "x-project-id": string;
+            };
+            path: {
+                connection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    state: string;
+                    /** @description The code the provider added to the redirect */
+                    code?: string;
+                    /** @description The provider's error instead of a code (access_denied: the user refused) */
+                    error?: string;
+                };
+            };
+        };
+        responses: {
             /** @description Default Response */
             200: {
                 headers: {
@@ -5186,7 +5619,7 @@ export interface operations {
                         name: string;
                         /** @description The end user whose memories the synced content becomes */
                         end_user_id: string;
-                        /** @description active | error */
+                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
                         state: string;
                         state_reason: string | null;
                         /** @description Credentials are stored (encrypted); they are never returned */
@@ -5323,6 +5756,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A provider or dependency is unavailable; retry later */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6585,7 +7027,7 @@ export interface operations {
                             name: string;
                             title: string;
                             description: string;
-                            /** @description none | access_keys | oauth2 */
+                            /** @description none | access_keys | api_key | oauth2 */
                             auth_kind: string;
                             /** @description JSON Schema of the configuration */
                             config_schema: unknown;
@@ -6698,7 +7140,7 @@ export interface operations {
                         name: string;
                         title: string;
                         description: string;
-                        /** @description none | access_keys | oauth2 */
+                        /** @description none | access_keys | api_key | oauth2 */
                         auth_kind: string;
                         /** @description JSON Schema of the configuration */
                         config_schema: unknown;
@@ -6846,7 +7288,7 @@ export interface operations {
                         name: string;
                         title: string;
                         description: string;
-                        /** @description none | access_keys | oauth2 */
+                        /** @description none | access_keys | api_key | oauth2 */
                         auth_kind: string;
                         /** @description JSON Schema of the configuration */
                         config_schema: unknown;
@@ -6855,6 +7297,296 @@ export interface operations {
                         capabilities: string[];
                     } & {
                         enabled: boolean;
+                    };
+                };
+            };
+            /** @description Invalid request; `field` names the offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential lacks the scope or the role the capability */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Absent, or outside the caller's scope */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request (headers and body) did not arrive within the request timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request headers are over 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote the request_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putIntegrationsByProviderOauthClient: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                "idempotency-key"?: string;
+                /** @description Bearer calls: the organization to act in; default the caller's first */
+                "x-organization-id"?: string;
+            };
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    client_id: string;
+                    /** @description Stored encrypted, never returned */
+                    client_secret: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        provider: string;
+                        /** @description The client consent uses; null: none (consent answers 503) */
+                        client_id: string | null;
+                        /** @description organization: set here; server: ENGRAM_<PROVIDER>_CLIENT_ID */
+                        source: "organization" | "server" | null;
+                    };
+                };
+            };
+            /** @description Invalid request; `field` names the offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential lacks the scope or the role the capability */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Absent, or outside the caller's scope */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request (headers and body) did not arrive within the request timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request headers are over 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote the request_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteIntegrationsByProviderOauthClient: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                "idempotency-key"?: string;
+                /** @description Bearer calls: the organization to act in; default the caller's first */
+                "x-organization-id"?: string;
+            };
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        provider: string;
+                        /** @description The client consent uses; null: none (consent answers 503) */
+                        client_id: string | null;
+                        /** @description organization: set here; server: ENGRAM_<PROVIDER>_CLIENT_ID */
+                        source: "organization" | "server" | null;
                     };
                 };
             };
@@ -7002,7 +7734,7 @@ export interface operations {
                             name: string;
                             /** @description The end user whose memories the synced content becomes */
                             end_user_id: string;
-                            /** @description active | error */
+                            /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
                             state: string;
                             state_reason: string | null;
                             /** @description Credentials are stored (encrypted); they are never returned */

@@ -129,7 +129,11 @@ export interface ConnectorObjectsTable {
   content_hash: string | null; memory_ids: Json; status: string; error: string | null; last_seen_sync: number | null;
   created_at: string; updated_at: string;
 }
-export interface IntegrationSettingsTable { organization_id: string; provider: string; enabled: Bool; updated_at: string }
+export interface ConnectorOauthStatesTable {
+  state_hash: string; connection_id: number; project_id: string; actor: string; code_verifier: string | null; redirect_uri: string;
+  expires_at: string; created_at: string;
+}
+export interface IntegrationSettingsTable { organization_id: string; provider: string; enabled: Bool; oauth_client: string | null; updated_at: string }
 export interface ExportsTable {
   id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; scope: Json;
   format: string; gzip: Bool; include: Json; rows_done: Generated<number>; rows_total: number | null; last_memory_id: Generated<number>; erasures: Generated<number>;
@@ -179,6 +183,7 @@ export interface DB {
   connector_connections: ConnectorConnectionsTable;
   connector_syncs: ConnectorSyncsTable;
   connector_objects: ConnectorObjectsTable;
+  connector_oauth_states: ConnectorOauthStatesTable;
   integration_settings: IntegrationSettingsTable;
   exports: ExportsTable;
   imports: ImportsTable;

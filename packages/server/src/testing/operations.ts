@@ -38,6 +38,8 @@ export const PROBE_CONFIG: Partial<Config> = {
   webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 },
   outbound: { allow: ['127.0.0.1'] },
   upload: { maxBytes: 25 * 1024 * 1024, backgroundFromBytes: 2048 },
+  // Consent URLs are built without reaching Slack; nothing calls its API in the probes.
+  connectors: { redirectUrl: 'https://console.example.com/oauth/callback', vendors: { slack: { clientId: 'probe.client', clientSecret: 'probe-secret' } } },
 };
 export const RECEIVER = 'http://127.0.0.1:9/hook';
 
@@ -137,6 +139,8 @@ export interface World {
   apiKey(org: 'A' | 'B'): Promise<number>;
   /** A web-crawler connection of project P or PB (the same one while it exists, a new one when `fresh`). */
   connection(org: 'A' | 'B', fresh?: boolean): Promise<number>;
+  /** A Slack connection (OAuth, waiting for consent) of project P or PB. */
+  oauthConnection(org: 'A' | 'B'): Promise<number>;
   /** A finished sync of a connection of project P or PB. */
   sync(org: 'A' | 'B'): Promise<{ connectionId: number; syncId: number }>;
   /** The job ingesting a large upload of the place. */
@@ -305,6 +309,15 @@ export async function buildWorld(t: TestApp): Promise<World> {
     if (!fresh) connections.set(org, id);
     return id;
   };
+  const oauthConnections = new Map<'A' | 'B', number>();
+  const oauthConnection = async (org: 'A' | 'B') => {
+    const cached = oauthConnections.get(org);
+    if (cached !== undefined && (await db.selectFrom('connector_connections').select('id').where('id', '=', cached).executeTakeFirst())) return cached;
+    const body = { provider: 'slack', name: `probe slack ${serial++}`, config: { channels: ['#general'] } };
+    const id = (await ownerCall(org, 'POST', '/connectors/connections', { headers: projectHeader(org), body }, 201)).id as number;
+    oauthConnections.set(org, id);
+    return id;
+  };
   const syncs = new Map<'A' | 'B', { connectionId: number; syncId: number }>();
   const sync = async (org: 'A' | 'B') => {
     const cached = syncs.get(org);
@@ -327,7 +340,7 @@ export async function buildWorld(t: TestApp): Promise<World> {
     return res.body.job.id as number;
   };
   return {
-    siteBase, connection, sync, uploadJob,
+    siteBase, connection, oauthConnection, sync, uploadJob,
     t, ids, credentials, makers: { A: makerA, B: makerB }, ownerToken: ownerTokenOf('A'), otherOwnerToken: ownerTokenOf('B'),
     victimSession: async () => (await victim.login()).sessionId,
     memory,
@@ -398,6 +411,8 @@ const onFreshConnection = () => async (w: World, place: Place): Promise<Built> =
   ({ params: { connection_id: await w.connection(PLACES[place].org, true) }, headers: projectOf(w, place) });
 const onSync = () => async (w: World, place: Place): Promise<Built> =>
   ({ params: { sync_id: (await w.sync(PLACES[place].org)).syncId }, headers: projectOf(w, place) });
+const onOAuthConnection = (body?: unknown) => async (w: World, place: Place): Promise<Built> =>
+  ({ params: { connection_id: await w.oauthConnection(PLACES[place].org) }, headers: projectOf(w, place), ...(body !== undefined ? { body } : {}) });
 const inProject = () => async (w: World, place: Place): Promise<Built> => ({ headers: projectOf(w, place) });
 const onExport = () => async (w: World, place: Place): Promise<Built> => ({ params: { id: await w.export(PLACES[place].org) }, headers: projectOf(w, place) });
 
@@ -612,6 +627,11 @@ export const DECLARATIONS: Record<string, Declaration> = {
   'GET /connectors/connections/{connection_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onConnection() },
   'PATCH /connectors/connections/{connection_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onConnection({ schedule_minutes: 60 }) },
   'POST /connectors/connections/{connection_id}/repair': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onConnection() },
+  'POST /connectors/connections/{connection_id}/authorize': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onOAuthConnection() },
+  // No consent was started with this state: a permitted call answers 400 on `state` (it reaches no provider).
+  'POST /connectors/connections/{connection_id}/callback': {
+    ok: 400, owner: 'organization', targets: { org: 'elsewhere' }, build: onOAuthConnection({ state: 'probe-state-never-issued', code: 'probe-code' }),
+  },
   'POST /connectors/connections/{connection_id}/purge': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onFreshConnection() },
   'DELETE /connectors/connections/{connection_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onFreshConnection() },
   'GET /connectors/connections/{connection_id}/configuration': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onConnection() },
@@ -633,6 +653,11 @@ export const DECLARATIONS: Record<string, Declaration> = {
   // object_storage, not web_crawler: the connection fixtures need web_crawler enabled.
   'POST /integrations/{provider}/enable': { ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'object_storage' } }) },
   'POST /integrations/{provider}/disable': { ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'object_storage' } }) },
+  // google_drive, not slack: the consent fixtures use the server's Slack client.
+  'PUT /integrations/{provider}/oauth-client': {
+    ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'google_drive' }, body: { client_id: 'probe.apps.example', client_secret: 'probe-secret' } }),
+  },
+  'DELETE /integrations/{provider}/oauth-client': { ok: 200, owner: 'caller', build: async () => ({ params: { provider: 'google_drive' } }) },
   'GET /integrations/overview': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: inProject() },
 
   'GET /admin/team/audit-logs': { ok: 200, owner: 'caller', build: async () => ({}) },

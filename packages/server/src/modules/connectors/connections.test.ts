@@ -25,7 +25,13 @@ forEachDialect('connector framework: connections, configuration, catalog, integr
     const c = connectorsClient(t, owner);
     const res = await c.call('GET', '/connectors/providers');
     expect(res.status).toBe(200);
-    expect(res.body.items.map((p: any) => [p.name, p.auth_kind])).toEqual([['web_crawler', 'none'], ['object_storage', 'access_keys']]);
+    expect(res.body.items.map((p: any) => [p.name, p.auth_kind])).toEqual([
+      ['web_crawler', 'none'], ['object_storage', 'access_keys'], ['slack', 'oauth2'], ['google_drive', 'oauth2'], ['granola', 'api_key'],
+    ]);
+    for (const provider of res.body.items) expect(provider.config_schema, provider.name).toMatchObject({ type: 'object', properties: expect.any(Object) });
+    expect(res.body.items[2].config_schema.required).toContain('channels');
+    expect(res.body.items[3].config_schema.required).toContain('folder_ids');
+    expect(res.body.items[4].credentials_schema.required).toEqual(['api_key']);
     expect(res.body.items[1].credentials_schema.required).toEqual(['access_key_id', 'secret_access_key']);
     expect(res.body.items[0].config_schema.properties.max_depth).toMatchObject({ type: 'integer', default: 3 });
     expect((await c.call('GET', '/connectors/providers/object_storage')).body.capabilities).toContain('resumable');
@@ -102,7 +108,7 @@ forEachDialect('connector framework: connections, configuration, catalog, integr
   it('queues scheduled syncs when due, once', async () => {
     const c = connectorsClient(t, owner);
     const connection = await c.create({ provider: 'web_crawler', name: 'Scheduled', end_user_id: 'scheduled', config: { ...config(), max_depth: 0 }, schedule_minutes: 5 });
-    const deps = { database: t.database, jobs: new JobHandlers(), secret: new Uint8Array(32), outbound: { allow: [] }, erase: new EraseHooks() };
+    const deps = { database: t.database, jobs: new JobHandlers(), secret: new Uint8Array(32), outbound: { allow: [] }, erase: new EraseHooks(), connectors: { redirectUrl: 'http://127.0.0.1/callback', vendors: {} } };
     expect(await queueDueSyncs(deps, new Date())).toEqual([]);
     const later = new Date(Date.now() + 6 * 60_000);
     const queued = await queueDueSyncs(deps, later);
@@ -116,7 +122,9 @@ forEachDialect('connector framework: connections, configuration, catalog, integr
 
   it('enables and disables integrations for the organization', async () => {
     const c = connectorsClient(t, owner);
-    expect((await c.call('GET', '/integrations')).body.items.map((i: any) => [i.name, i.enabled])).toEqual([['web_crawler', true], ['object_storage', true]]);
+    expect((await c.call('GET', '/integrations')).body.items.map((i: any) => [i.name, i.enabled])).toEqual([
+      ['web_crawler', true], ['object_storage', true], ['slack', true], ['google_drive', true], ['granola', true],
+    ]);
     const disabled = await c.call('POST', '/integrations/web_crawler/disable', { headers: { 'x-project-id': undefined } });
     expect(disabled.body).toMatchObject({ name: 'web_crawler', enabled: false });
     expectError(await c.call('POST', '/connectors/connections', { body: { provider: 'web_crawler', name: 'x', config: config() } }), 403, 'forbidden');

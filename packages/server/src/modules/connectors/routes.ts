@@ -3,10 +3,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { controlContextOf, organizationOf, principalOf } from '../../http/auth.js';
 import { PageOf, PageQuery } from '../../core/paging.js';
+import { declaredErrors } from '../../http/openapi.js';
 import type { Services } from '../../services.js';
 import {
-  ConfigurationBody, ConfigurationPage, Connection, ConnectionParams, ConnectionPatchBody, Insights, Integration, NewConnectionBody,
-  ObjectsQuery, Overview, Provider, ProviderParams, Purged, Removed, Sync, SyncedObject, SyncParams,
+  CallbackBody, ConfigurationBody, ConfigurationPage, Connection, ConnectionParams, ConnectionPatchBody, Consent, Insights, Integration, NewConnectionBody,
+  OAuthClient, OAuthClientBody, ObjectsQuery, Overview, Provider, ProviderParams, Purged, Removed, Repaired, Sync, SyncedObject, SyncParams,
 } from './schemas.js';
 import * as connectors from './service.js';
 import { PROVIDERS } from './providers/index.js';
@@ -25,7 +26,7 @@ function projectContext(request: FastifyRequest) {
 export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
   const { database } = services;
   const deps: SyncDeps = {
-    database, jobs: services.jobs, secret: services.secretKey, outbound: services.config.outbound, erase: services.erase,
+    database, jobs: services.jobs, secret: services.secretKey, outbound: services.config.outbound, erase: services.erase, connectors: services.config.connectors,
   };
 
   // ---- provider catalog ---------------------------------------------------------------------
@@ -72,10 +73,29 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     config: manage,
     schema: {
       tags, summary: 'Repair a connection',
-      description: 'Re-validates the stored credentials and configuration against the source; the connection becomes active when they work, else stays in error with the reason.',
-      params: ConnectionParams, response: { 200: Connection },
+      description: 'Re-validates the stored credentials (OAuth tokens are refreshed) and configuration against the source; the connection becomes active when they work, else stays in error with the reason. When an OAuth connection\'s consent is gone it becomes needs_repair and the answer carries `consent`, a new consent URL to send the user through.',
+      params: ConnectionParams, response: { 200: Repaired, ...declaredErrors(503) },
     },
   }, async (request) => connectors.repairConnection(deps, projectContext(request), request.params.connection_id));
+
+  // ---- OAuth consent ------------------------------------------------------------------------
+  app.post('/connectors/connections/:connection_id/authorize', {
+    config: manage,
+    schema: {
+      tags, summary: 'Start OAuth consent',
+      description: "The provider's consent URL for an oauth2 connection, with a `state` that is single use, bound to the caller and the connection, and expires in ten minutes (PKCE where the provider takes it). After consent the provider sends the browser to the redirect URI with `code` and `state`; post them to …/callback. 400 for providers without OAuth; 503 when the server has no OAuth client for the provider.",
+      params: ConnectionParams, response: { 200: Consent, ...declaredErrors(503) },
+    },
+  }, async (request) => connectors.authorizeConnection(deps, projectContext(request), request.params.connection_id));
+
+  app.post('/connectors/connections/:connection_id/callback', {
+    config: manage,
+    schema: {
+      tags, summary: 'Complete OAuth consent',
+      description: "Exchanges the code for tokens (stored encrypted, never returned) and checks the configuration with them: the connection becomes active, or error with the reason. The state must be live and issued to this caller for this connection (else 400 on `state`); it is used up either way. `error` instead of `code` (the user refused at the provider) keeps the connection waiting, with the reason.",
+      params: ConnectionParams, body: CallbackBody, response: { 200: Connection, ...declaredErrors(503) },
+    },
+  }, async (request) => connectors.completeAuthorization(deps, projectContext(request), request.params.connection_id, request.body));
 
   app.post('/connectors/connections/:connection_id/purge', {
     config: manage,
@@ -113,7 +133,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   // ---- syncs --------------------------------------------------------------------------------
   app.post('/connectors/connections/:connection_id/sync', {
     config: manage,
-    schema: { tags, summary: 'Trigger a sync', description: '202 with the queued sync; 409 while one is queued or running for the connection.', params: ConnectionParams, response: { 202: Sync } },
+    schema: { tags, summary: 'Trigger a sync', description: '202 with the queued sync; 409 while one is queued or running for the connection, or while an OAuth connection waits for consent.', params: ConnectionParams, response: { 202: Sync, ...declaredErrors(409) } },
   }, async (request, reply) => reply.status(202).send(await connectors.triggerSync(deps, projectContext(request), request.params.connection_id)));
 
   app.get('/connectors/connections/:connection_id/syncs', {
@@ -159,6 +179,24 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
       },
     }, async (request) => connectors.setIntegration(database, controlContextOf(request, undefined, null), request.params.provider, action === 'enable'));
   }
+
+  app.put('/integrations/:provider/oauth-client', {
+    config: orgManage,
+    schema: {
+      tags: ['integrations'], summary: "Set the organization's OAuth client",
+      description: "The organization's own app at the provider (Slack, Google Drive): consent and token refreshes of its connections use it instead of the server's (ENGRAM_<PROVIDER>_CLIENT_ID). The secret is stored encrypted and never returned. 400 for providers without OAuth.",
+      params: ProviderParams, body: OAuthClientBody, response: { 200: OAuthClient },
+    },
+  }, async (request) => connectors.setOAuthClient(deps, controlContextOf(request, undefined, null), request.params.provider, request.body));
+
+  app.delete('/integrations/:provider/oauth-client', {
+    config: orgManage,
+    schema: {
+      tags: ['integrations'], summary: "Remove the organization's OAuth client",
+      description: "The server's client applies again; the answer says which client consent now uses (null: none).",
+      params: ProviderParams, response: { 200: OAuthClient },
+    },
+  }, async (request) => connectors.removeOAuthClient(deps, controlContextOf(request, undefined, null), request.params.provider));
 
   app.get('/integrations/overview', {
     config: read,

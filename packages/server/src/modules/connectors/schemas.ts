@@ -9,7 +9,7 @@ export const ProviderParams = Type.Object({ provider: Type.String({ minLength: 1
 
 export const Provider = Type.Object({
   name: Type.String(), title: Type.String(), description: Type.String(),
-  auth_kind: Type.String({ description: 'none | access_keys | oauth2' }),
+  auth_kind: Type.String({ description: 'none | access_keys | api_key | oauth2' }),
   config_schema: Type.Unknown({ description: 'JSON Schema of the configuration' }),
   credentials_schema: Type.Unknown({ description: 'JSON Schema of the credentials, or null' }),
   capabilities: Type.Array(Type.String()),
@@ -30,7 +30,8 @@ export const Sync = Type.Object({
 export const Connection = Type.Object({
   id: Type.Integer(), provider: Type.String(), name: Type.String(),
   end_user_id: Type.String({ description: 'The end user whose memories the synced content becomes' }),
-  state: Type.String({ description: 'active | error' }), state_reason: Nullable(Type.String()),
+  state: Type.String({ description: 'active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair)' }),
+  state_reason: Nullable(Type.String()),
   has_credentials: Type.Boolean({ description: 'Credentials are stored (encrypted); they are never returned' }),
   schedule_minutes: Type.Union([Type.Integer(), Type.Null()]), next_sync_at: Nullable(DateTime),
   created_at: DateTime, updated_at: DateTime, last_sync: Type.Union([Sync, Type.Null()]),
@@ -86,3 +87,28 @@ export const Overview = Type.Object({
 
 export const Purged = Type.Object({ id: Type.Integer(), memories_forgotten: Type.Integer() });
 export const Removed = Type.Object({ id: Type.Integer(), removed: Type.Boolean(), memories_forgotten: Type.Integer() });
+
+export const Consent = Type.Object({
+  authorization_url: Type.String({ description: "The provider's consent page; send the user's browser there" }),
+  state: Type.String({ description: 'Single use, bound to the caller and the connection; the provider hands it back with the code' }),
+  redirect_uri: Type.String({ description: 'Where the provider sends the browser back (ENGRAM_OAUTH_REDIRECT_URL)' }),
+  expires_at: DateTime,
+});
+export const CallbackBody = Type.Object({
+  state: Type.String({ minLength: 1, maxLength: 512 }),
+  code: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'The code the provider added to the redirect' })),
+  error: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The provider's error instead of a code (access_denied: the user refused)" })),
+}, { additionalProperties: false });
+export const Repaired = Type.Intersect([Connection, Type.Object({
+  consent: Type.Optional(Consent),
+})], { description: 'The connection; with `consent` when its consent is gone and must be given again' });
+
+export const OAuthClientBody = Type.Object({
+  client_id: Type.String({ minLength: 1, maxLength: 512 }),
+  client_secret: Type.String({ minLength: 1, maxLength: 1024, description: 'Stored encrypted, never returned' }),
+}, { additionalProperties: false });
+export const OAuthClient = Type.Object({
+  provider: Type.String(),
+  client_id: Type.Union([Type.String(), Type.Null()], { description: 'The client consent uses; null: none (consent answers 503)' }),
+  source: Type.Union([Type.Literal('organization'), Type.Literal('server'), Type.Null()], { description: "organization: set here; server: ENGRAM_<PROVIDER>_CLIENT_ID" }),
+});

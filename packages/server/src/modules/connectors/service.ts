@@ -3,14 +3,16 @@ import type { Selectable } from 'kysely';
 import type { ConnectorSyncsTable } from '../../store/schema.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { outboundRequest } from '../../core/outbound.js';
+import { clientOf, exchangeCode, sourceAccess, startConsent, vendorEndpoint, vendorSettings, type CallbackInput, type Consent } from './oauth.js';
 import { AppError, forbidden, invalid, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { forgetWithin } from '../memories/index.js';
+import { sleep } from './providers/http.js';
 import { PROVIDERS, providerNamed } from './providers/index.js';
-import { ProviderConfigError, type ConnectorProvider } from './providers/provider.js';
-import { openCredentials, sealCredentials, type ConnectionRow } from './store.js';
+import { ConsentRevoked, ProviderConfigError, type ConnectorProvider, type SourceAccess } from './providers/provider.js';
+import { sealCredentials, type ConnectionRow } from './store.js';
 import { queueSync, type SyncDeps } from './sync.js';
 
 export interface ConnectionInput {
@@ -50,18 +52,44 @@ async function integrationEnabled(db: Executor, organizationId: string, provider
   return row === undefined || Boolean(row.enabled);
 }
 
-/** Checks the configuration and credentials against the provider's schemas, then against the source itself. */
-async function validateAgainstSource(deps: SyncDeps, provider: ConnectorProvider, config: unknown, credentials: Record<string, unknown> | null) {
-  check(provider.configSchema, config, 'config');
+/** Access to the source with credentials the caller gives (not yet stored). */
+function givenAccess(deps: SyncDeps, provider: ConnectorProvider, config: unknown, credentials: Record<string, unknown> | null): SourceAccess {
+  const settings = vendorSettings(deps, provider);
+  return {
+    config: config as Record<string, unknown>, credentials, oauth: null,
+    fetch: (url, request) => outboundRequest(deps.outbound, url, request), endpoint: (url) => vendorEndpoint(settings, url), pause: sleep,
+  };
+}
+
+/**
+ * Checks the configuration and credentials against the provider's schemas, then against the
+ * source itself. An oauth2 connection's tokens come from consent: before it, only the schema is checked.
+ */
+async function validateAgainstSource(provider: ConnectorProvider, access: SourceAccess, consented = true) {
+  check(provider.configSchema, access.config, 'config');
+  const { credentials } = access;
   if (provider.credentialsSchema) {
     if (!credentials) throw invalid('credentials', `${provider.title} needs credentials`);
     check(provider.credentialsSchema, credentials, 'credentials');
-  } else if (credentials) throw invalid('credentials', `${provider.title} takes no credentials`);
+  } else if (credentials) {
+    throw invalid('credentials', provider.oauth ? `${provider.title} is authorised by consent (POST …/authorize), not credentials` : `${provider.title} takes no credentials`);
+  }
+  if (provider.oauth && !consented) return;
   try {
-    await provider.validate({ config: config as Record<string, unknown>, credentials, fetch: (url, request) => outboundRequest(deps.outbound, url, request) });
+    await provider.validate(access);
   } catch (error) {
     if (error instanceof ProviderConfigError) throw invalid(error.field ?? 'config', error.message);
+    if (error instanceof ConsentRevoked) throw new ConsentNeeded(error.message);
     throw invalid('config', `The source cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+const AWAITING_CONSENT = ['needs_consent', 'needs_repair'];
+
+/** The source says the connection's consent is gone: 409 to a caller that cannot fix that, what repair repairs. */
+class ConsentNeeded extends AppError {
+  constructor(readonly reason: string) {
+    super('conflict', `${reason}; POST …/repair to consent again`);
   }
 }
 
@@ -118,12 +146,13 @@ const nextRun = (minutes: number | null | undefined, from = Date.now()) => (minu
 export async function createConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, input: ConnectionInput): Promise<ConnectionView> {
   const provider = providerOrThrow(input.provider);
   if (!(await integrationEnabled(deps.database.db, ctx.organizationId, provider.name))) throw forbidden(`${provider.title} is disabled for this organization`);
-  await validateAgainstSource(deps, provider, input.config, input.credentials ?? null);
+  await validateAgainstSource(provider, givenAccess(deps, provider, input.config, input.credentials ?? null), false);
   return write(deps.database, ctx, async (trx, effects) => {
     const row = await trx.insertInto('connector_connections').values({
       organization_id: ctx.organizationId, project_id: ctx.projectId, provider: provider.name, name: input.name,
       end_user_id: input.end_user_id ?? `connector-${provider.name}`, config: encodeJson(input.config),
-      credentials: sealCredentials(deps.secret, input.credentials), state: 'active', state_reason: null,
+      credentials: sealCredentials(deps.secret, input.credentials),
+      ...(provider.oauth ? { state: 'needs_consent', state_reason: 'Waiting for consent (POST …/authorize)' } : { state: 'active', state_reason: null }),
       schedule_minutes: input.schedule_minutes ?? null, next_sync_at: nextRun(input.schedule_minutes), cursor: null,
       created_at: effects.now, updated_at: effects.now,
     }).returningAll().executeTakeFirstOrThrow();
@@ -135,7 +164,7 @@ export async function createConnection(deps: SyncDeps, ctx: WriteContext & { pro
 export async function updateConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number, patch: ConnectionPatch): Promise<ConnectionView> {
   const row = await connectionRow(deps.database.db, ctx.projectId, id);
   const provider = providerOrThrow(row.provider);
-  if (patch.credentials !== undefined) await validateAgainstSource(deps, provider, decodeJson(row.config), patch.credentials);
+  if (patch.credentials !== undefined) await validateAgainstSource(provider, givenAccess(deps, provider, decodeJson(row.config), patch.credentials));
   await write(deps.database, ctx, async (trx, effects) => {
     await trx.updateTable('connector_connections').set({
       ...(patch.name !== undefined ? { name: patch.name } : {}),
@@ -148,20 +177,75 @@ export async function updateConnection(deps: SyncDeps, ctx: WriteContext & { pro
   return getConnection(deps.database.db, ctx.projectId, id);
 }
 
-/** Re-validates the stored credentials and configuration against the source and, when they work, makes the connection active again. */
-export async function repairConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number): Promise<ConnectionView> {
+/**
+ * Re-validates the stored credentials (an oauth2 connection's tokens, refreshed if need be) and the
+ * configuration against the source and, when they work, makes the connection active again. When
+ * an oauth2 connection's consent is gone, it becomes `needs_repair` and the answer carries a new
+ * consent to send the user through.
+ */
+export async function repairConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number): Promise<ConnectionView & { consent?: Consent }> {
   const row = await connectionRow(deps.database.db, ctx.projectId, id);
   const provider = providerOrThrow(row.provider);
+  let state = 'active';
   let reason: string | null = null;
   try {
-    await validateAgainstSource(deps, provider, decodeJson(row.config), openCredentials(deps.secret, row.credentials));
+    if (provider.oauth && row.credentials === null) throw new ConsentNeeded(`${provider.title} has not been authorised yet`);
+    await validateAgainstSource(provider, sourceAccess(deps, provider, row));
+  } catch (error) {
+    if (error instanceof ConsentNeeded) {
+      state = row.state === 'needs_consent' ? 'needs_consent' : 'needs_repair';
+      reason = `${error.reason}; consent again at the consent URL`;
+    } else if (error instanceof AppError) {
+      state = 'error';
+      reason = error.message;
+    } else throw error;
+  }
+  await write(deps.database, ctx, async (trx, effects) => {
+    await trx.updateTable('connector_connections').set({ state, state_reason: reason, updated_at: effects.now }).where('id', '=', id).execute();
+    effects.audit('connection.repair', { type: 'connection', id }, reason ? 'failure' : 'success');
+  });
+  const view = await getConnection(deps.database.db, ctx.projectId, id);
+  return AWAITING_CONSENT.includes(state) ? { ...view, consent: await startConsent(deps, ctx, row, provider) } : view;
+}
+
+/** Starts (or restarts) OAuth consent for an oauth2 connection: the provider's consent URL. */
+export async function authorizeConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number): Promise<Consent> {
+  const row = await connectionRow(deps.database.db, ctx.projectId, id);
+  const provider = providerOrThrow(row.provider);
+  if (!(await integrationEnabled(deps.database.db, ctx.organizationId, provider.name))) throw forbidden(`${provider.title} is disabled for this organization`);
+  return startConsent(deps, ctx, row, provider);
+}
+
+/**
+ * Completes consent: the state must be the one this caller was given for this connection. The
+ * tokens are stored encrypted, then the configuration is checked against the source with them.
+ */
+export async function completeAuthorization(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number, input: CallbackInput): Promise<ConnectionView> {
+  const row = await connectionRow(deps.database.db, ctx.projectId, id);
+  const provider = providerOrThrow(row.provider);
+  const outcome = await exchangeCode(deps, ctx, row, provider, input);
+  if ('refused' in outcome) {
+    await write(deps.database, ctx, async (trx, effects) => {
+      await trx.updateTable('connector_connections').set({ state_reason: `Consent was refused at ${provider.title} (${outcome.refused.slice(0, 100)})`, updated_at: effects.now }).where('id', '=', id).execute();
+      effects.audit('connection.consent', { type: 'connection', id }, 'failure');
+    });
+    return getConnection(deps.database.db, ctx.projectId, id);
+  }
+  // Stored first: a refresh while checking the configuration below stores its tokens over these.
+  const credentials = sealCredentials(deps.secret, outcome as unknown as Record<string, unknown>);
+  await deps.database.db.updateTable('connector_connections').set({ credentials, updated_at: nowIso() }).where('id', '=', id).execute();
+  let state = 'active';
+  let reason: string | null = null;
+  try {
+    await validateAgainstSource(provider, sourceAccess(deps, provider, { ...row, credentials }));
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
+    state = 'error';
     reason = error.message;
   }
   await write(deps.database, ctx, async (trx, effects) => {
-    await trx.updateTable('connector_connections').set({ state: reason ? 'error' : 'active', state_reason: reason, updated_at: effects.now }).where('id', '=', id).execute();
-    effects.audit('connection.repair', { type: 'connection', id }, reason ? 'failure' : 'success');
+    await trx.updateTable('connector_connections').set({ state, state_reason: reason, updated_at: effects.now }).where('id', '=', id).execute();
+    effects.audit('connection.consent', { type: 'connection', id }, reason ? 'failure' : 'success');
   });
   return getConnection(deps.database.db, ctx.projectId, id);
 }
@@ -202,6 +286,7 @@ export async function removeConnection(deps: SyncDeps, ctx: WriteContext & { pro
   const forgotten = await purgeWithin(deps, ctx, row);
   await write(deps.database, ctx, async (trx, effects) => {
     await trx.deleteFrom('connector_syncs').where('connection_id', '=', id).execute();
+    await trx.deleteFrom('connector_oauth_states').where('connection_id', '=', id).execute();
     await trx.deleteFrom('connector_connections').where('id', '=', id).execute();
     effects.audit('connection.remove', { type: 'connection', id });
   });
@@ -217,7 +302,7 @@ export async function configurationPage(db: Executor, projectId: string, id: num
 export async function saveConfiguration(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number, values: Record<string, unknown>) {
   const row = await connectionRow(deps.database.db, ctx.projectId, id);
   const provider = providerOrThrow(row.provider);
-  await validateAgainstSource(deps, provider, values, openCredentials(deps.secret, row.credentials));
+  await validateAgainstSource(provider, { ...sourceAccess(deps, provider, row), config: values }, row.credentials !== null);
   await write(deps.database, ctx, async (trx, effects) => {
     // What to read changed: the cursor of the old selection no longer applies.
     await trx.updateTable('connector_connections').set({ config: encodeJson(values), cursor: null, updated_at: effects.now }).where('id', '=', id).execute();
@@ -229,6 +314,7 @@ export async function saveConfiguration(deps: SyncDeps, ctx: WriteContext & { pr
 export async function triggerSync(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number): Promise<SyncView> {
   const row = await connectionRow(deps.database.db, ctx.projectId, id);
   if (!(await integrationEnabled(deps.database.db, ctx.organizationId, row.provider))) throw forbidden(`${row.provider} is disabled for this organization`);
+  if (AWAITING_CONSENT.includes(row.state)) throw new AppError('conflict', `The connection ${row.state === 'needs_consent' ? 'is waiting for consent (POST …/authorize)' : 'lost its consent (POST …/repair)'}`);
   const running = new AppError('conflict', 'A sync of this connection is already queued or running');
   const syncId = await write(deps.database, ctx, async (trx, effects) => {
     const queued = await queueSync(trx, row, 'manual', ctx, effects.now);
@@ -307,11 +393,50 @@ export async function setIntegration(database: Database, ctx: WriteContext, prov
   const p = providerNamed(provider);
   if (!p) throw notFound('Integration');
   await write(database, ctx, async (trx, effects) => {
-    await trx.insertInto('integration_settings').values({ organization_id: ctx.organizationId, provider, enabled: database.bool(enabled), updated_at: effects.now })
+    await trx.insertInto('integration_settings').values({ organization_id: ctx.organizationId, provider, enabled: database.bool(enabled), oauth_client: null, updated_at: effects.now })
       .onConflict((oc) => oc.columns(['organization_id', 'provider']).doUpdateSet({ enabled: database.bool(enabled), updated_at: effects.now })).execute();
     effects.audit(enabled ? 'integration.enable' : 'integration.disable', { type: 'integration', id: provider });
   });
   return { ...providerView(p), enabled };
+}
+
+function oauthProvider(name: string): ConnectorProvider {
+  const provider = providerNamed(name);
+  if (!provider) throw notFound('Integration');
+  if (!provider.oauth) throw invalid('provider', `${provider.title} does not use OAuth consent`);
+  return provider;
+}
+
+/** Which OAuth client consent and refreshes of the provider use in the organization; the secret is never shown. */
+async function oauthClientView(deps: SyncDeps, provider: ConnectorProvider, organizationId: string) {
+  const client = await clientOf(deps, provider, organizationId).catch((error: unknown) => {
+    if (error instanceof AppError && error.code === 'unavailable') return null;
+    throw error;
+  });
+  return { provider: provider.name, client_id: client?.clientId ?? null, source: client?.source ?? null };
+}
+
+/** Gives the organization its own OAuth client for a provider (its own app at the vendor), stored encrypted. */
+export async function setOAuthClient(deps: SyncDeps, ctx: WriteContext, name: string, client: { client_id: string; client_secret: string }) {
+  const provider = oauthProvider(name);
+  const sealed = sealCredentials(deps.secret, client);
+  await write(deps.database, ctx, async (trx, effects) => {
+    await trx.insertInto('integration_settings').values({ organization_id: ctx.organizationId, provider: provider.name, enabled: deps.database.bool(true), oauth_client: sealed, updated_at: effects.now })
+      .onConflict((oc) => oc.columns(['organization_id', 'provider']).doUpdateSet({ oauth_client: sealed, updated_at: effects.now })).execute();
+    effects.audit('integration.oauth_client_set', { type: 'integration', id: provider.name });
+  });
+  return oauthClientView(deps, provider, ctx.organizationId);
+}
+
+/** Drops the organization's own OAuth client: the server's applies again (if it has one). */
+export async function removeOAuthClient(deps: SyncDeps, ctx: WriteContext, name: string) {
+  const provider = oauthProvider(name);
+  await write(deps.database, ctx, async (trx, effects) => {
+    await trx.updateTable('integration_settings').set({ oauth_client: null, updated_at: effects.now })
+      .where('organization_id', '=', ctx.organizationId).where('provider', '=', provider.name).execute();
+    effects.audit('integration.oauth_client_remove', { type: 'integration', id: provider.name });
+  });
+  return oauthClientView(deps, provider, ctx.organizationId);
 }
 
 /** Every connection of the project with its state and last sync, in one call. */

@@ -2,7 +2,7 @@ import type { Selectable } from 'kysely';
 import { decrypt, deriveKey, encrypt } from '../../core/crypto.js';
 import type { ConnectorConnectionsTable } from '../../store/schema.js';
 
-/** This module owns connector_connections, connector_syncs, connector_objects and integration_settings. */
+/** This module owns connector_connections, connector_syncs, connector_objects, connector_oauth_states and integration_settings. */
 
 export type ConnectionRow = Selectable<ConnectorConnectionsTable>;
 
@@ -14,3 +14,7 @@ export const sealCredentials = (secret: Uint8Array, credentials: Record<string, 
 
 export const openCredentials = (secret: Uint8Array, sealed: string | null): Record<string, unknown> | null =>
   sealed === null ? null : (JSON.parse(decrypt(credentialKey(secret), sealed)) as Record<string, unknown>);
+
+/** One secret string at rest (a PKCE verifier), under the same key. */
+export const sealSecret = (secret: Uint8Array, value: string) => encrypt(credentialKey(secret), value);
+export const openSecret = (secret: Uint8Array, sealed: string) => decrypt(credentialKey(secret), sealed);

@@ -1,14 +1,16 @@
 import { createHash } from 'node:crypto';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
-import { outboundRequest, type OutboundPolicy } from '../../core/outbound.js';
 import { AppError } from '../../core/errors.js';
-import { enqueueJob, type JobContext, type JobHandler, type JobHandlers } from '../../jobs/runner.js';
-import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
-import { addWithin, forgetWithin, liveMemoryIds, type EraseHooks, type Owner } from '../memories/index.js';
+import { enqueueJob, type JobContext, type JobHandler } from '../../jobs/runner.js';
+import { decodeJson, encodeJson, nowIso, type Executor } from '../../store/database.js';
+import { MEMORY_LIMITS, addWithin, forgetWithin, liveMemoryIds, type ImportedMemory, type Owner } from '../memories/index.js';
 import { chunkMemories, readDocument } from '../ingest/index.js';
+import type { SyncDeps } from './deps.js';
+import { sourceAccess } from './oauth.js';
+import { sleep } from './providers/http.js';
 import { providerNamed } from './providers/index.js';
-import { ProviderConfigError, type SourceObject, type SyncRun } from './providers/provider.js';
-import { openCredentials, type ConnectionRow } from './store.js';
+import { ConsentRevoked, ProviderConfigError, type SourceObject, type SyncRun } from './providers/provider.js';
+import type { ConnectionRow } from './store.js';
 
 /**
  * The sync engine, the same for every provider: objects are identified by connection + source
@@ -23,13 +25,7 @@ type Counter = (typeof COUNTERS)[number];
 
 class SyncCancelled extends Error {}
 
-export interface SyncDeps {
-  database: Database;
-  jobs: JobHandlers;
-  secret: Uint8Array;
-  outbound: OutboundPolicy;
-  erase: EraseHooks;
-}
+export type { SyncDeps } from './deps.js';
 
 const ownerOf = (connection: ConnectionRow): Owner => ({ projectId: connection.project_id, tenantId: '', endUserId: connection.end_user_id });
 
@@ -53,7 +49,8 @@ export async function queueSync(
   return sync.id;
 }
 
-const contentHash = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+const contentHash = (object: SourceObject) =>
+  createHash('sha256').update('bytes' in object ? object.bytes : encodeJson(object.statements)).digest('hex');
 
 async function bump(db: Executor, syncId: number, counts: Partial<Record<Counter, number>>, now: string) {
   await db.updateTable('connector_syncs')
@@ -79,10 +76,13 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
   await db.updateTable('connector_syncs').set({ status: 'running', started_at: sync.started_at ?? nowIso(), updated_at: nowIso() }).where('id', '=', syncId).execute();
 
   let handled = 0;
-  const heartbeat = async () => {
-    handled++;
+  const stopIfCancelled = async () => {
     const row = await db.selectFrom('connector_syncs').select('cancel_requested').where('id', '=', syncId).executeTakeFirstOrThrow();
     if (row.cancel_requested) throw new SyncCancelled();
+  };
+  const heartbeat = async () => {
+    handled++;
+    await stopIfCancelled();
     if (handled % 10 === 0) await job.progress(handled / (handled + 100));
   };
   // Memories forgotten since the last sync (by the end user, say) make the object changed, so it is read again.
@@ -94,11 +94,17 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
     trx.selectFrom('connector_objects').selectAll().where('connection_id', '=', connection.id).where('source_id', '=', sourceId).executeTakeFirst();
 
   const run: SyncRun = {
-    config: decodeJson(connection.config),
-    credentials: openCredentials(deps.secret, connection.credentials),
+    ...sourceAccess(deps, provider, connection),
+    // A long wait keeps the job's lease (shorter than a Retry-After may be) and notices a cancel.
+    async pause(ms) {
+      for (const until = Date.now() + ms; Date.now() < until;) {
+        await sleep(Math.min(15_000, until - Date.now()));
+        await job.progress(handled / (handled + 100));
+        await stopIfCancelled();
+      }
+    },
     checkpoint: sync.checkpoint === null ? null : decodeJson(sync.checkpoint),
     cursor: connection.cursor === null ? null : decodeJson(connection.cursor),
-    fetch: (url, request) => outboundRequest(deps.outbound, url, request),
     async unchanged(sourceId, version) {
       const row = await objectRow(db, sourceId);
       if (!row || version === null || row.version !== version || row.status !== 'synced' || !(await intact(row.memory_ids))) return false;
@@ -113,7 +119,7 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
       return true;
     },
     async object(object: SourceObject) {
-      const hash = contentHash(object.bytes);
+      const hash = contentHash(object);
       const existing = await objectRow(db, object.sourceId);
       // Already handled by this run before a crash: nothing to do again.
       if (existing?.last_seen_sync === syncId && existing.content_hash === hash) return;
@@ -126,19 +132,24 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
         });
         return heartbeat();
       }
-      let items;
-      try {
-        const document = await readDocument(object.bytes, object.name, object.mediaType);
-        items = chunkMemories(document, {
-          source,
-          file: { name: object.name, source_id: object.sourceId, connection_id: connection.id, provider: provider.name, ...(object.url ? { url: object.url } : {}), ...(object.title ? { title: object.title } : {}) },
-        });
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        await run.failed(object.sourceId, error.message);
-        return;
+      let items: ImportedMemory[];
+      const origin = { source_id: object.sourceId, connection_id: connection.id, provider: provider.name, ...(object.url ? { url: object.url } : {}), ...(object.title ? { title: object.title } : {}) };
+      if ('statements' in object) {
+        items = object.statements.filter((s) => s.text.trim() !== '').map((s) => ({
+          text: s.text.slice(0, MEMORY_LIMITS.textChars), source, created_at: s.time, metadata: { ...s.metadata, origin },
+          ...(s.speaker ? { speaker: s.speaker } : {}), ...(s.sessionId ? { session_id: s.sessionId } : {}),
+        }));
+      } else {
+        try {
+          const document = await readDocument(object.bytes, object.name, object.mediaType);
+          items = chunkMemories(document, { source, file: { name: object.name, ...origin } });
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          await run.failed(object.sourceId, error.message);
+          return;
+        }
       }
-      await write(database, ctx, async (trx, effects) => {
+      const written = await write(database, ctx, async (trx, effects) => {
         const forgotten = existing ? await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, owner, decodeJson<number[]>(existing.memory_ids)) : [];
         const outcomes = await addWithin(database, trx, ctx, effects, owner, items);
         const ids = outcomes.flatMap((o) => ('created' in o ? [o.created.id] : []));
@@ -149,8 +160,13 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
         if (existing) await trx.updateTable('connector_objects').set(values).where('connection_id', '=', connection.id).where('source_id', '=', object.sourceId).execute();
         else await trx.insertInto('connector_objects').values({ connection_id: connection.id, source_id: object.sourceId, project_id: connection.project_id, created_at: effects.now, ...values }).execute();
         await bump(trx, syncId, { seen: 1, [existing && existing.status !== 'deleted' ? 'updated' : 'created']: 1 }, effects.now);
-        return forgotten;
+        return true;
+      }).catch((error: unknown) => {
+        // Content the memory store refuses (metadata over its limit): rolled back, the object is failed.
+        if (error instanceof AppError) return error;
+        throw error;
       });
+      if (written instanceof AppError) return run.failed(object.sourceId, written.message);
       await heartbeat();
     },
     async failed(sourceId, reason) {
@@ -170,6 +186,17 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
       });
       await heartbeat();
     },
+    async gone(sourceId) {
+      const existing = await objectRow(db, sourceId);
+      if (!existing || existing.status === 'deleted') return;
+      await write(database, ctx, async (trx, effects) => {
+        await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, owner, decodeJson<number[]>(existing.memory_ids));
+        await trx.updateTable('connector_objects').set({ status: 'deleted', memory_ids: '[]', content_hash: null, version: null, last_seen_sync: syncId, updated_at: effects.now })
+          .where('connection_id', '=', connection.id).where('source_id', '=', sourceId).execute();
+        await bump(trx, syncId, { deleted: 1 }, effects.now);
+      });
+      await heartbeat();
+    },
     async saveCheckpoint(state) {
       await db.updateTable('connector_syncs').set({ checkpoint: encodeJson(state), updated_at: nowIso() }).where('id', '=', syncId).execute();
       await job.progress(handled / (handled + 100));
@@ -185,7 +212,8 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
       await finish(deps, ctx, connection, syncId, 'cancelled', null);
     } else {
       const message = error instanceof Error ? error.message : String(error);
-      await finish(deps, ctx, connection, syncId, 'failed', message, undefined, error instanceof ProviderConfigError);
+      const broken = error instanceof ConsentRevoked ? 'needs_repair' : error instanceof ProviderConfigError ? 'error' : undefined;
+      await finish(deps, ctx, connection, syncId, 'failed', message, undefined, broken);
     }
   }
   const done = await db.selectFrom('connector_syncs').selectAll().where('id', '=', syncId).executeTakeFirstOrThrow();
@@ -212,14 +240,14 @@ async function forgetUnseen(deps: SyncDeps, ctx: WriteContext, connection: Conne
 
 async function finish(
   deps: SyncDeps, ctx: WriteContext, connection: ConnectionRow, syncId: number, status: 'succeeded' | 'failed' | 'cancelled',
-  error: string | null, cursor?: unknown, credentialsBroken = false,
+  error: string | null, cursor?: unknown, broken?: 'error' | 'needs_repair',
 ): Promise<void> {
   await write(deps.database, ctx, async (trx, effects) => {
     const row = await trx.updateTable('connector_syncs').set({ status, error: error?.slice(0, 1000) ?? null, finished_at: effects.now, updated_at: effects.now })
       .where('id', '=', syncId).returningAll().executeTakeFirstOrThrow();
     await trx.updateTable('connector_connections').set({
       ...(cursor !== undefined ? { cursor: encodeJson(cursor) } : {}),
-      ...(credentialsBroken ? { state: 'error', state_reason: error } : {}),
+      ...(broken ? { state: broken, state_reason: error } : {}),
       updated_at: effects.now,
     }).where('id', '=', connection.id).execute();
     const summary = {

@@ -386,10 +386,11 @@ export async function forgetWithin(
 
 /**
  * Adds memories inside the caller's transaction, skipping duplicates of the owner's live memories
- * (and of earlier items) as POST /memory/add does; outcomes in item order.
+ * (and of earlier items) as POST /memory/add does; outcomes in item order. An item may carry its
+ * own time and speaker (a connector's chat message or transcript turn).
  */
 export async function addWithin(
-  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner, items: AddMemoryInput[],
+  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner, items: ImportedMemory[],
 ): Promise<Outcome[]> {
   items.forEach((item, i) => checkContent(item, `items/${i}/`));
   const outcomes: Outcome[] = [];

@@ -2,6 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { parseHTML } from 'linkedom';
 import robotsParserModule from 'robots-parser';
 import type { OutboundResponse } from '../../../core/outbound.js';
+import { sleep } from './http.js';
 import { ProviderConfigError, type ConnectorProvider, type SyncRun } from './provider.js';
 
 /**
@@ -46,7 +47,6 @@ const normalize = (href: string, base?: string): string | undefined => {
   }
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const isHtml = (response: OutboundResponse) => /html/i.test(response.headers['content-type'] ?? '');
 
 type Robots = { allowed(url: string): boolean; delayMs: number };
