@@ -3,7 +3,7 @@ export type { EngineDoc, Explanation, SearchHit, SearchOptions } from './types.j
 export type { Embedder, BuiltinEmbedder } from './embedder.js';
 export { builtinEmbedder } from './embedder.js';
 export { openAiEmbedder, EmbedderError, type OpenAiEmbedderConfig } from './openai-embedder.js';
-export { MemoryIndex, DEFAULT_WEIGHTS, FEATURES, type MemoryIndexOptions, type RankingWeights } from './memory-index.js';
+export { MemoryIndex, DEFAULT_WEIGHTS, FEATURES, relevanceOf, type MemoryIndexOptions, type RankingWeights } from './memory-index.js';
 export { parseTemporal, type TemporalRange } from './temporal.js';
 export { estimateTokens, normalizeText, tokenize, analyze, splitSentences, stem, isStopWord } from './text.js';
 export { createLlm, LlmError, openAiLlm, retryDelayMs, type ChatMessage, type ChatResult, type LlmProvider, type LlmSettings, type TokenUsage } from './llm/index.js';

@@ -478,6 +478,8 @@ export class MemoryIndex {
     // One fixed-order feature vector per doc; the score is its sum and the explanation
     // lists the same numbers, so contributions always add up to the score.
     const f = new Float64Array(FEATURES.length);
+    let supported = false;
+    const hasContent = qTerms.size > 0 || temporal !== null;
     const features = (slot: number): number => {
       f[0] = w.lexical * lex[slot]! * lexNorm;
       f[1] = w.context * ctx[slot]! * lexNorm;
@@ -489,10 +491,24 @@ export class MemoryIndex {
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
-      f[7] = (temporal && t >= temporal.from && t < temporal.to ? w.time : 0) + (this.namesTime[slot] ? whenLift * words : 0);
+      const inPeriod = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
+      const whenTime = this.namesTime[slot] ? whenLift * words : 0;
+      f[7] = inPeriod + whenTime;
       f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
       f[9] = w.importance * (this.importance[slot]! - 0.5);
       f[10] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
+      // A doc's own evidence: the query's words, speaker/tags, vectors; the period named counts only
+      // when the query names nothing else. Its neighbouring turns' words support it too (an answer
+      // follows its question). Structural features and priors (session, period, recency, importance,
+      // feedback) only reorder docs with evidence of their own; the when-lift is a fraction of the
+      // doc's word evidence, so it already does. A query with nothing to be evidence of ("what's
+      // new?") is ranked by the priors alone.
+      const own = f[0]! + f[4]! + f[5]! + f[6]! + (qTerms.size === 0 ? inPeriod : 0) > 0;
+      supported = own || f[1]! > 0;
+      if (!own && hasContent) {
+        f[3] = f[8] = f[9] = f[10] = 0;
+        f[7] = whenTime;
+      }
       let s = 0;
       for (let i = 0; i < f.length; i++) s += f[i]!;
       return s;
@@ -505,14 +521,22 @@ export class MemoryIndex {
     };
 
     const top = new TopK(k);
+    const requireEvidence = opts.requireEvidence === true;
+    const minRelevance = opts.minRelevance ?? 0;
+    const offer = (slot: number): void => {
+      const score = features(slot);
+      if (requireEvidence && !supported) return;
+      if (minRelevance > 0 && relevanceOf(score) < minRelevance) return;
+      top.offer(slot, score);
+    };
     if (qvec || extQ || (tn === 0 && en === 0)) {
       // Vector features can find a doc that shares no word with the query, and a query
       // without content words ("what's new?") ranks every doc by its priors.
       if (!qvec && !extQ && qTerms.size > 0) {
         // Query words matched nothing but speaker/tags (possibly nothing at all).
-        for (let i = 0; i < mn; i++) if (eligible(ma[i]!)) top.offer(ma[i]!, features(ma[i]!));
+        for (let i = 0; i < mn; i++) if (eligible(ma[i]!)) offer(ma[i]!);
       } else {
-        for (let s = 0; s < this.capacity; s++) if (live[s] && eligible(s)) top.offer(s, features(s));
+        for (let s = 0; s < this.capacity; s++) if (live[s] && eligible(s)) offer(s);
       }
     } else {
       // Candidates are the docs with word evidence (own, neighbours', expansion). Exact
@@ -537,7 +561,7 @@ export class MemoryIndex {
         const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
         if ((!seed.full() || words > seed.min()) && eligible(s)) seed.offer(s, words);
       }
-      for (const { slot } of seed.sorted()) top.offer(slot, features(slot));
+      for (const { slot } of seed.sorted()) offer(slot);
       let min = top.full() ? top.min() : -Infinity;
       for (let pass = 0; pass < 2; pass++) {
         const list = pass === 0 ? ta : ea;
@@ -555,7 +579,7 @@ export class MemoryIndex {
             wMeta * metaS[s]! * metaNorm;
           if (known + bound <= min) continue;
           if (eligible(s)) {
-            top.offer(s, features(s));
+            offer(s);
             if (top.full()) min = top.min();
           }
         }
@@ -563,7 +587,7 @@ export class MemoryIndex {
     }
 
     const hits: SearchHit[] = top.sorted().map(({ slot, score }) => {
-      const hit: SearchHit = { id: this.slotId[slot]!, score };
+      const hit: SearchHit = { id: this.slotId[slot]!, score, relevance: relevanceOf(score) };
       if (opts.explain) hit.explanation = explain(slot);
       return hit;
     });
@@ -574,6 +598,11 @@ export class MemoryIndex {
     for (const sn of sessionsTouched) sessionScore[sn] = 0;
     return hits;
   }
+}
+
+/** The fused score mapped onto [0, 1]: 1 - e^(-s), 0 for s <= 0; monotone, so order is kept. */
+export function relevanceOf(score: number): number {
+  return score > 0 ? 1 - Math.exp(-score) : 0;
 }
 
 function lowerBound(a: readonly number[], x: number): number {

@@ -14,14 +14,17 @@ export interface EngineDoc {
   tags?: string[];
 }
 
-/** Per-feature contribution; the contributions sum to the hit's score. */
+/** Per-feature contribution; the contributions sum to the hit's fused score. */
 export interface Explanation {
   [feature: string]: number;
 }
 
 export interface SearchHit {
   id: number;
+  /** Fused score s, the sum of the explanation's contributions; hits are ordered by it. */
   score: number;
+  /** Relevance on [0, 1]: 1 - e^(-s) (0 when s <= 0), the same scale for every query. */
+  relevance: number;
   explanation?: Explanation;
 }
 
@@ -36,6 +39,13 @@ export interface SearchOptions {
   now?: number;
   /** Query embedding from a remote embedder, compared with the vectors given to upsert. */
   queryVector?: Float32Array;
+  /**
+   * Return only docs with supporting evidence: their own or their neighbouring turns' words, a
+   * speaker or tag match, vector similarity, or (for a query that is only a time phrase) the time named.
+   */
+  requireEvidence?: boolean;
+  /** Return only hits whose relevance is at least this. */
+  minRelevance?: number;
   /** Interpret temporal phrases ("last week", "in May 2023") as a soft created_at preference; default true. */
   temporal?: boolean;
 }

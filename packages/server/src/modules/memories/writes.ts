@@ -106,7 +106,7 @@ async function insertMemories(
   const now = effects.now;
   const seq = await nextSeq(trx, owner, now);
   // A conversation turn (with a speaker) is a duplicate only of the same turn, as on /v1.
-  const hashes = items.map((i) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text) : dedupeHash(i.text)));
+  const hashes = items.map((i) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text, i.created_at ?? null) : dedupeHash(i.text)));
   const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
   // One query per partial unique index; the IS NOT NULL terms let SQLite's planner use them.
   const byHashRows = await owned(owner)(trx)
@@ -460,7 +460,28 @@ export async function touchMemories(trx: Executor, owner: Owner, ids: number[], 
 }
 
 
-const turnHash = (sessionId: string | null, speaker: string, text: string) => sha256Hex(JSON.stringify(['turn', sessionId, speaker, text]));
+/**
+ * A turn is who said what, in which session, when: the same words said again later are another
+ * turn. A stored turn without a time of its own (a bulk item) is keyed by its words alone.
+ */
+const turnHash = (sessionId: string | null, speaker: string, text: string, at: string | null) =>
+  sha256Hex(JSON.stringify(at === null ? ['turn', sessionId, speaker, text] : ['turn', sessionId, speaker, text, new Date(at).toISOString()]));
+
+/**
+ * A turn sent without a timestamp is dated on arrival; the same turn arriving again within this
+ * window is taken as a redelivery of it (docs/api.md, "Turns").
+ */
+export const TURN_REDELIVERY_WINDOW_MS = 60_000;
+
+/**
+ * Keys under which an undated turn arriving at `now` may already be stored: arrivals are keyed by
+ * window-sized slot, so the current slot and the one before cover every arrival within the window.
+ */
+function arrivalHashes(sessionId: string | null, speaker: string, text: string, now: string): [string, string] {
+  const slot = Math.floor(Date.parse(now) / TURN_REDELIVERY_WINDOW_MS);
+  const key = (n: number) => sha256Hex(JSON.stringify(['turn-arrival', sessionId, speaker, text, n]));
+  return [key(slot), key(slot - 1)];
+}
 
 export interface TurnInput {
   text: string;
@@ -498,7 +519,9 @@ async function insertOne(
 
 /**
  * Stores a conversation turn verbatim for a tenant's user. The same turn delivered again (same
- * session, speaker and text) converges on the stored row. Runs inside the caller's transaction.
+ * session, speaker and text, and the same timestamp, or none within the redelivery window)
+ * converges on the stored row; the same words at another time are another turn. Runs inside the
+ * caller's transaction.
  */
 export async function insertTurn(
   trx: Executor,
@@ -510,14 +533,23 @@ export async function insertTurn(
 ): Promise<{ memory: MemoryView; created: boolean }> {
   // The same content rules as /memory/add: text not blank, metadata within its size limit.
   checkContent({ text: turn.text, metadata: turn.metadata });
-  const hash = turnHash(turn.sessionId, turn.speaker, turn.text);
+  const at = turn.occurredAt ?? effects.now;
   // Taken first even for a redelivery: on PostgreSQL its row lock is what makes the duplicate check race-free.
   const seq = await nextSeq(trx, owner, effects.now);
-  const existing = await owned(owner)(trx).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', hash).executeTakeFirst();
+  const hashes = turn.occurredAt !== undefined
+    ? [turnHash(turn.sessionId, turn.speaker, turn.text, at)]
+    : arrivalHashes(turn.sessionId, turn.speaker, turn.text, effects.now);
+  const existing = await owned(owner)(trx)
+    .where('dedupe_hash', 'is not', null)
+    .where('dedupe_hash', 'in', hashes)
+    .$if(turn.occurredAt === undefined, (qb) =>
+      qb.where('created_at', '>', new Date(Date.parse(effects.now) - TURN_REDELIVERY_WINDOW_MS).toISOString()))
+    .orderBy('id', 'desc')
+    .executeTakeFirst();
   if (existing) return { memory: toMemory(existing), created: false };
   const memory = await insertOne(trx, ctx, effects, owner, {
     text: turn.text, is_summary: database.bool(false), source: turn.source, metadata: encodeJson(turn.metadata),
-    session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hash, seq, created_at: turn.occurredAt ?? effects.now,
+    session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hashes[0], seq, created_at: at,
   });
   return { memory, created: true };
 }

@@ -1,4 +1,4 @@
-import { MemoryIndex } from '../../engine/index.js';
+import { MemoryIndex, parseTemporal } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
   changesSince, liveMemoryCount, liveProjectMemories, projectRevision, revisionOf, type IndexedMemory, type Owner,
@@ -15,6 +15,8 @@ export interface DocMeta {
   metadata: Record<string, unknown>;
   isSummary: boolean;
   sessionId: string | null;
+  /** When the text says it happened (a date in the text, read relative to created_at), if it names one. */
+  event?: { from: number; to: number };
 }
 
 export interface CachedIndex {
@@ -155,8 +157,10 @@ export class IndexCache {
         },
         vectors.get(row.id),
       );
+      const event = parseTemporal(row.text, createdAt);
       entry.meta.set(row.id, {
         tags: row.tags, source: row.source, createdAt, metadata: row.metadata, isSummary: row.is_summary, sessionId: row.session_id,
+        ...(event ? { event: { from: event.from, to: event.to } } : {}),
       });
     }
   }

@@ -3,4 +3,4 @@ export { feedbackOfMemories } from './feedback.js';
 export { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './engine.js';
 export type { Retrieval, RetrievalScope, ScoredMemory } from './service.js';
 export { JobResult } from './schemas.js';
-export { Filters, RETRIEVAL_LIMITS, ScoredMemory as ScoredMemorySchema } from './schemas.js';
+export { Filters, MinScore, RETRIEVAL_LIMITS, ScoredMemory as ScoredMemorySchema } from './schemas.js';

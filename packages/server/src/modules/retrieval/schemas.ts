@@ -13,6 +13,16 @@ const K = Type.Integer({ minimum: 1, maximum: RETRIEVAL_LIMITS.maxK, description
 const Query = Type.String({ minLength: 1, maxLength: RETRIEVAL_LIMITS.queryChars });
 const TokenBudget = Type.Integer({ minimum: 1, maximum: RETRIEVAL_LIMITS.maxTokenBudget });
 const DateTime = Type.String({ format: 'date-time' });
+/** The relevance cutoff of every retrieval operation (docs/api.md, "Relevance"). */
+export const MinScore = Type.Number({
+  minimum: 0, maximum: 1,
+  description: 'Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns\' words, speaker or tag, vector similarity); 0 turns the cutoff off',
+});
+/** The one relevance score of every retrieval operation. */
+export const Score = Type.Number({
+  minimum: 0, maximum: 1,
+  description: 'Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation\'s feature contributions',
+});
 
 export const Filters = Type.Object(
   {
@@ -35,6 +45,7 @@ export const QueryBody = Type.Object(
     session_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
     filters: Type.Optional(Filters),
     explain: Type.Optional(Type.Boolean()),
+    min_score: Type.Optional(MinScore),
   },
   { additionalProperties: false },
 );
@@ -42,8 +53,8 @@ export const QueryBody = Type.Object(
 export const ScoredMemory = Type.Intersect([
   Memory,
   Type.Object({
-    score: Type.Number(),
-    explanation: Type.Optional(Type.Record(Type.String(), Type.Number())),
+    score: Score,
+    explanation: Type.Optional(Type.Record(Type.String(), Type.Number(), { description: 'Per-feature contributions to s (query with explain: true)' })),
   }),
 ]);
 export const QueryResult = Type.Object({ memories: Type.Array(ScoredMemory) });
@@ -53,6 +64,7 @@ export const RetrieveBody = Type.Object(
     prompt: Type.String({ minLength: 1, maxLength: RETRIEVAL_LIMITS.promptChars }),
     k: Type.Optional(K),
     token_budget: Type.Optional(TokenBudget),
+    min_score: Type.Optional(MinScore),
   },
   { additionalProperties: false },
 );
@@ -66,12 +78,12 @@ export const Route = Type.Union([
   Type.Literal('auto'), Type.Literal('keyword'), Type.Literal('semantic'), Type.Literal('temporal'), Type.Literal('recent'),
 ]);
 export const SearchBody = Type.Object(
-  { query: Query, k: Type.Optional(K), route: Type.Optional(Route) },
+  { query: Query, k: Type.Optional(K), route: Type.Optional(Route), min_score: Type.Optional(MinScore) },
   { additionalProperties: false },
 );
 export const SearchResult = Type.Object({
   route: Type.String(),
-  reason: Type.String(),
+  reason: Type.String({ description: 'Why this route; says so when a time filter found nothing and results come from any time' }),
   range: Type.Optional(Type.Object({ from: DateTime, to: DateTime, matched: Type.String() })),
   memories: Type.Array(ScoredMemory),
 });
@@ -81,6 +93,7 @@ export const ComposeBody = Type.Object(
     task: Type.String({ minLength: 1, maxLength: RETRIEVAL_LIMITS.promptChars }),
     token_budget: Type.Optional(TokenBudget),
     template: Type.Optional(Type.String({ minLength: 1, maxLength: 8_000, description: 'Must contain {{memories}}; may contain {{task}}' })),
+    min_score: Type.Optional(MinScore),
   },
   { additionalProperties: false },
 );

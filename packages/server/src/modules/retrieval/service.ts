@@ -9,6 +9,16 @@ import type { CachedIndex, DocMeta, IndexCache } from './index-cache.js';
 import type { FiltersInput } from './schemas.js';
 
 export type ScoredMemory = MemoryView & { score: number; explanation?: Record<string, number>; speaker?: string | null };
+
+/**
+ * The relevance cutoff every retrieval operation takes. Absent: only memories with supporting
+ * evidence are returned. A number: results scoring below it are dropped too; 0 turns the cutoff off.
+ */
+export type Cutoff = { min_score?: number };
+
+function cutoffOptions(input: Cutoff): { requireEvidence: boolean; minRelevance: number } {
+  return { requireEvidence: input.min_score !== 0, minRelevance: input.min_score ?? 0 };
+}
 export type SearchRoute = 'keyword' | 'semantic' | 'temporal' | 'recent';
 
 /** Who is being searched: one end user, or (for principal-scoped composition) a whole project. */
@@ -18,9 +28,15 @@ const DEFAULT_K = 10;
 const RRF_K = 60;
 const DAY = 86_400_000;
 
+/** A period a memory falls in: by its stored time (a turn's timestamp) or by a date its text names. */
+function happenedWithin(meta: DocMeta, range: { from: number; to: number }): boolean {
+  if (meta.createdAt >= range.from && meta.createdAt < range.to) return true;
+  return meta.event !== undefined && meta.event.from < range.to && meta.event.to > range.from;
+}
+
 function matchesFilters(meta: DocMeta | undefined, f: FiltersInput | undefined, range?: { from: number; to: number }): boolean {
   if (!meta) return false;
-  if (range && (meta.createdAt < range.from || meta.createdAt >= range.to)) return false;
+  if (range && !happenedWithin(meta, range)) return false;
   if (!f) return true;
   if (f.tags_any && f.tags_any.length > 0 && !f.tags_any.some((t) => meta.tags.includes(t))) return false;
   if (f.tags_all && !f.tags_all.every((t) => meta.tags.includes(t))) return false;
@@ -72,7 +88,7 @@ export class Retrieval {
   }
 
   /** Whole memory rows for ranked hits, best first; rows forgotten since ranking drop out. */
-  private async hydrate(scope: RetrievalScope, hits: SearchHit[], explain = false): Promise<ScoredMemory[]> {
+  private async hydrate(scope: RetrievalScope, hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>, explain = false): Promise<ScoredMemory[]> {
     const rowScope =
       scope.kind === 'owner'
         ? { projectId: scope.owner.projectId, tenantId: scope.owner.tenantId, endUserId: scope.owner.endUserId }
@@ -81,21 +97,26 @@ export class Retrieval {
     const byId = new Map(hits.map((h) => [h.id, h]));
     return demoteSuperseded(rows.map(({ tenant_id: _tenant, ...row }) => {
       const hit = byId.get(row.id)!;
-      return { ...row, score: hit.score, ...(explain && hit.explanation ? { explanation: hit.explanation } : {}) };
+      return { ...row, score: hit.relevance, ...(explain && hit.explanation ? { explanation: hit.explanation } : {}) };
     }));
   }
 
   private async rank(
     cached: CachedIndex,
     query: string,
-    opts: { k: number; sessionId?: string; filters?: FiltersInput; explain?: boolean; range?: { from: number; to: number }; temporal?: boolean },
+    opts: {
+      k: number; cutoff: Cutoff; sessionId?: string; filters?: FiltersInput; explain?: boolean; range?: { from: number; to: number }; temporal?: boolean;
+      only?: Set<number>;
+    },
   ): Promise<SearchHit[]> {
     const { index, meta } = cached;
-    const needsFilter = opts.filters !== undefined || opts.range !== undefined;
+    const { only } = opts;
+    const needsFilter = opts.filters !== undefined || opts.range !== undefined || only !== undefined;
     return index.search(query, {
       k: opts.k,
+      ...cutoffOptions(opts.cutoff),
       ...(opts.sessionId !== undefined ? { sessionId: opts.sessionId } : {}),
-      ...(needsFilter ? { filter: (id: number) => matchesFilters(meta.get(id), opts.filters, opts.range) } : {}),
+      ...(needsFilter ? { filter: (id: number) => (!only || only.has(id)) && matchesFilters(meta.get(id), opts.filters, opts.range) } : {}),
       explain: opts.explain ?? false,
       temporal: opts.temporal ?? true,
       queryVector: await this.embeddings.embedQuery(query),
@@ -104,12 +125,13 @@ export class Retrieval {
 
   async query(
     owner: Owner,
-    input: { query: string; k?: number; session_id?: string; filters?: FiltersInput; explain?: boolean },
+    input: { query: string; k?: number; session_id?: string; filters?: FiltersInput; explain?: boolean } & Cutoff,
   ): Promise<ScoredMemory[]> {
     if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
     const scope: RetrievalScope = { kind: 'owner', owner };
     const hits = await this.rank(await this.indexOf(scope), input.query, {
       k: input.k ?? DEFAULT_K,
+      cutoff: input,
       ...(input.session_id !== undefined ? { sessionId: input.session_id } : {}),
       ...(input.filters !== undefined ? { filters: input.filters } : {}),
       explain: input.explain ?? false,
@@ -131,20 +153,27 @@ export class Retrieval {
   /**
    * Memories for a whole prompt (several questions, long context): each content-bearing sentence
    * is searched on its own and the rankings are fused (reciprocal rank), then the best are
-   * taken while they fit the token budget.
+   * taken while they fit the token budget. A memory's score is its best relevance to the prompt
+   * or to any one of its sentences.
    */
-  async retrieve(scope: RetrievalScope, input: { prompt: string; k?: number; token_budget?: number }): Promise<{ memories: ScoredMemory[]; tokens: number }> {
+  async retrieve(
+    scope: RetrievalScope, input: { prompt: string; k?: number; token_budget?: number } & Cutoff,
+  ): Promise<{ memories: ScoredMemory[]; tokens: number }> {
     if (input.prompt.trim() === '') throw invalid('prompt', 'prompt must not be blank');
     const k = input.k ?? DEFAULT_K;
     const cached = await this.indexOf(scope);
     const segments = promptSegments(input.prompt);
     const queries = segments.length > 1 ? [input.prompt, ...segments] : [input.prompt];
     const fused = new Map<number, number>();
+    const relevance = new Map<number, number>();
     for (const q of queries) {
-      const hits = await this.rank(cached, q, { k: Math.max(2 * k, 20) });
-      hits.forEach((h, rank) => fused.set(h.id, (fused.get(h.id) ?? 0) + 1 / (RRF_K + rank)));
+      const hits = await this.rank(cached, q, { k: Math.max(2 * k, 20), cutoff: input });
+      hits.forEach((h, rank) => {
+        fused.set(h.id, (fused.get(h.id) ?? 0) + 1 / (RRF_K + rank));
+        relevance.set(h.id, Math.max(relevance.get(h.id) ?? 0, h.relevance));
+      });
     }
-    const ranked = [...fused.entries()].sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([id, score]) => ({ id, score }));
+    const ranked = [...fused.entries()].sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([id]) => ({ id, relevance: relevance.get(id)! }));
     const memories = await this.hydrate(scope, ranked.slice(0, 4 * k));
     return fitBudget(memories, k, input.token_budget);
   }
@@ -152,7 +181,7 @@ export class Retrieval {
   /** Picks a route for a query (or takes the caller's) and says why. */
   async search(
     owner: Owner,
-    input: { query: string; k?: number; route?: SearchRoute | 'auto' },
+    input: { query: string; k?: number; route?: SearchRoute | 'auto' } & Cutoff,
     now = Date.now(),
   ): Promise<{ route: SearchRoute; reason: string; range?: { from: string; to: string; matched: string }; memories: ScoredMemory[] }> {
     if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
@@ -181,19 +210,28 @@ export class Retrieval {
     }
     const scope: RetrievalScope = { kind: 'owner', owner };
     const cached = await this.indexOf(scope);
-    let hits: SearchHit[];
+    let hits: Array<Pick<SearchHit, 'id' | 'relevance'>>;
     let range: { from: string; to: string; matched: string } | undefined;
     if (route === 'recent') {
-      hits = [...cached.meta.entries()]
-        .sort((a, b) => b[1].createdAt - a[1].createdAt || b[0] - a[0])
-        .slice(0, k)
-        .map(([id, m]) => ({ id, score: Math.pow(0.5, Math.max(0, now - m.createdAt) / (30 * DAY)) }));
+      // Newest first; each scored like any other result, for the query's words.
+      const newest = [...cached.meta.entries()].sort((a, b) => b[1].createdAt - a[1].createdAt || b[0] - a[0]).slice(0, k).map(([id]) => id);
+      const scored = await this.rank(cached, input.query, { k, cutoff: { min_score: 0 }, only: new Set(newest) });
+      const relevance = new Map(scored.map((h) => [h.id, h.relevance]));
+      // The newest are the answer whatever they say; only a min_score the caller sends cuts them.
+      hits = newest.map((id) => ({ id, relevance: relevance.get(id) ?? 0 })).filter((h) => h.relevance >= (input.min_score ?? 0));
     } else if (route === 'temporal') {
       const span = temporal ?? { from: 0, to: now + DAY, matched: '' };
       range = { from: new Date(span.from).toISOString(), to: new Date(span.to).toISOString(), matched: span.matched };
-      hits = await this.rank(cached, input.query, { k, range: { from: span.from, to: span.to } });
+      hits = await this.rank(cached, input.query, { k, cutoff: input, range: { from: span.from, to: span.to } });
+      if (hits.length === 0) {
+        // Nothing relevant is dated in the period: the period becomes a preference, not a filter.
+        hits = await this.rank(cached, input.query, { k, cutoff: input });
+        reason = hits.length > 0
+          ? `the query names a time ("${span.matched}"), but no relevant memory is dated in that period, so results come from any time`
+          : `the query names a time ("${span.matched}"); no relevant memory was found in that period or at any other time`;
+      }
     } else {
-      hits = await this.rank(cached, input.query, { k, temporal: route === 'semantic' });
+      hits = await this.rank(cached, input.query, { k, cutoff: input, temporal: route === 'semantic' });
     }
     return { route, reason, ...(range ? { range } : {}), memories: await this.hydrate(scope, hits) };
   }
@@ -201,7 +239,7 @@ export class Retrieval {
   /** A ready prompt block that cites the memories it used as [m:id]. */
   async compose(
     scope: RetrievalScope,
-    input: { task: string; token_budget?: number; template?: string },
+    input: { task: string; token_budget?: number; template?: string } & Cutoff,
   ): Promise<{ prompt: string; memories: ScoredMemory[]; tokens: number }> {
     const template = input.template ?? DEFAULT_TEMPLATE;
     if (!template.includes('{{memories}}')) throw invalid('template', 'template must contain {{memories}}');
@@ -219,7 +257,7 @@ export class Retrieval {
     const frame = fill('');
     const room = budget - estimateTokens(frame);
     if (room <= 0) throw invalid('token_budget', 'token_budget is too small for the task and template');
-    const { memories } = await this.retrieve(scope, { prompt: input.task, k: 50 });
+    const { memories } = await this.retrieve(scope, { prompt: input.task, k: 50, ...(input.min_score !== undefined ? { min_score: input.min_score } : {}) });
     const used: ScoredMemory[] = [];
     let tokens = 0;
     for (const m of memories) {

@@ -51,7 +51,7 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
     config: { auth: { scope: 'memories:write', endUser: 'none' } },
     schema: {
       tags, summary: 'Store a conversation turn',
-      description: "Stores the turn verbatim, in order. The same turn delivered again (same session, speaker and text) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.",
+      description: "Stores the turn verbatim, in order. The same words said at another time are another turn. The same turn delivered again (same session, speaker, text and metadata.timestamp; without a timestamp, within 60 seconds of its arrival) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.",
       body: AddTurnBody, response: { 201: AddTurnResult, 200: AddTurnResult },
     },
   }, async (request, reply) => {
@@ -81,7 +81,7 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
     config: read,
     schema: {
       tags, summary: 'Recall context',
-      description: 'The turns and memories of the user most relevant to the query, best first, and a context string of them in conversation order.',
+      description: 'The turns and memories of the user most relevant to the query, best first, as whole memory records (metadata, tags, source, importance) with the relevance score every retrieval operation uses, and a context string of them in conversation order. min_score: the relevance cutoff of /memory/query.',
       body: RecallBody, response: { 200: RecallResult },
     },
   }, async (request) => {
@@ -90,10 +90,9 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
       query: request.body.query,
       k: request.body.k ?? 10,
       ...(request.body.session_id ? { session_id: request.body.session_id } : {}),
+      ...(request.body.min_score !== undefined ? { min_score: request.body.min_score } : {}),
     });
-    const memories = found.map((m) => ({
-      id: m.id, text: m.text, speaker: m.speaker ?? null, session_id: m.session_id, created_at: m.created_at, score: m.score,
-    }));
+    const memories = found.map((m) => ({ ...m, speaker: m.speaker ?? null, tenant_id: owner.tenantId }));
     const context = [...memories]
       .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id - b.id)
       .map((m) => `[${m.created_at.slice(0, 10)}]${m.speaker ? ` ${m.speaker}:` : ''} ${m.text}`)

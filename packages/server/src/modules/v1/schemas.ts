@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { MinScore, ScoredMemorySchema } from '../retrieval/index.js';
 
 const Id = (description: string) => Type.String({ minLength: 1, maxLength: 256, description });
 
@@ -47,12 +48,16 @@ export const RecallBody = Type.Object(
     query: Type.String({ minLength: 1, maxLength: 4_000 }),
     k: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
     session_id: Type.Optional(Id('Narrow to one session')),
+    min_score: Type.Optional(MinScore),
   },
   { additionalProperties: false },
 );
 
 export const RecallResult = Type.Object({
-  memories: Type.Array(Type.Intersect([Turn, Type.Object({ score: Type.Number() })])),
+  memories: Type.Array(
+    Type.Intersect([ScoredMemorySchema, Type.Object({ speaker: Type.Union([Type.String(), Type.Null()]), tenant_id: Type.String() })]),
+    { description: 'Whole memory records, best first' },
+  ),
   context: Type.String({ description: 'The recalled turns in conversation order, ready for a prompt' }),
 });
 

@@ -60,6 +60,30 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     await created(turns.add('acme', { user_id: user, text: texts[1], speaker: 'alice', metadata: { session_id: 's1' } }));
   });
 
+  it('keeps the same words said again later as another turn, and converges a redelivery with the same timestamp', async () => {
+    const user = freshUser('user');
+    const ok = (timestamp: string) => turns.add('acme', { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's', timestamp } });
+    const first = await created(ok('2026-11-20T09:00:00Z'));
+    const second = await created(ok('2026-11-20T09:04:00Z'));
+    expect(second.id).not.toBe(first.id);
+    const rows = await countRows(t, 'memories');
+    // The same turn delivered again (same speaker, words and timestamp, however it is spelled) is the stored row.
+    for (const again of [await ok('2026-11-20T09:04:00Z'), await ok('2026-11-20T10:04:00+01:00')]) {
+      expect(again.status, again.text).toBe(200);
+      expect(again.body).toMatchObject({ id: second.id, status: 'duplicate' });
+    }
+    expect(await countRows(t, 'memories')).toBe(rows);
+    const listed = (await turns.list(`?user_id=${user}`, 'acme')).body;
+    expect(listed.items.map((m: { id: number; text: string; created_at: string }) => [m.id, m.text, m.created_at])).toEqual([
+      [second.id, 'ok', '2026-11-20T09:04:00.000Z'], [first.id, 'ok', '2026-11-20T09:00:00.000Z'],
+    ]);
+    // Without a timestamp the turn is dated on arrival; delivered again at once, it converges too.
+    const undated = await created(turns.add('acme', { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's' } }));
+    const redelivered = await turns.add('acme', { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's' } });
+    expect(redelivered.body).toMatchObject({ id: undated.id, status: 'duplicate' });
+    expect((await turns.list(`?user_id=${user}`, 'acme')).body.total).toBe(3);
+  });
+
   it('converges concurrent deliveries of one turn on one row', async () => {
     const user = freshUser('user');
     const turn = { user_id: user, text: 'Delivered many times at once', speaker: 'hash-abc', metadata: { session_id: 's' } };
@@ -114,7 +138,14 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     // Best first: a turn of the Kyoto conversation (the question, the trip or Alice's verdict), never the bakery.
     expect(ids.slice(0, 3)).toContain(memories[0].id);
     for (const m of memories) {
-      expect(Object.keys(m).sort()).toEqual(['created_at', 'id', 'score', 'session_id', 'speaker', 'text']);
+      // Whole memory records, as every retrieval operation returns them (spec rule 4).
+      expect(Object.keys(m).sort()).toEqual([
+        'client_ref', 'created_at', 'end_user_id', 'id', 'importance', 'is_summary', 'metadata', 'score', 'session_id', 'source', 'speaker',
+        'superseded_by', 'tags', 'tenant_id', 'text', 'updated_at',
+      ]);
+      expect(m).toMatchObject({ source: 'chat', tags: [], importance: 0.5, metadata: {}, tenant_id: 'acme', end_user_id: user });
+      expect(m.score).toBeGreaterThan(0);
+      expect(m.score).toBeLessThanOrEqual(1);
       expect(ids).toContain(m.id);
     }
     expect(memories.map((m: { score: number }) => m.score)).toEqual([...memories.map((m: { score: number }) => m.score)].sort((a, b) => b - a));
@@ -128,6 +159,31 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     expect(nobody.body).toEqual({ memories: [], context: '' });
     expectError(await turns.recall('acme', { user_id: user, query: '' }), 400, 'validation_error', 'query');
     expectError(await turns.recall('acme', { user_id: user, query: 'x', k: 101 }), 400, 'validation_error', 'k');
+  });
+
+  it('recalls whole memory records with their metadata, and only relevant ones unless min_score says otherwise', async () => {
+    const user = freshUser('user');
+    const passport = await created(turns.add('acme', {
+      user_id: user, text: 'My passport is in the top drawer of the desk', speaker: 'alice', source: 'assistant-chat',
+      metadata: { session_id: 's9', project: 'travel', mood: 'calm' },
+    }));
+    for (const text of ['Adopted a grey cat called Smudge', 'Booked flights to Lisbon for the summer', 'Allergic to peanuts']) {
+      await created(turns.add('acme', { user_id: user, text, speaker: 'alice', metadata: { session_id: `other-${text.length}` } }));
+    }
+    const res = await turns.recall('acme', { user_id: user, query: 'where is my passport?' });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.memories).toHaveLength(1);
+    expect(res.body.memories[0]).toMatchObject({
+      id: passport.id, text: 'My passport is in the top drawer of the desk', speaker: 'alice', source: 'assistant-chat',
+      metadata: { project: 'travel', mood: 'calm' }, tags: [], importance: 0.5, is_summary: false, session_id: 's9',
+      tenant_id: 'acme', end_user_id: user, superseded_by: null, created_at: passport.created_at,
+    });
+    // The same score as /memory/query would give: one scale for every retrieval operation.
+    expect(res.body.memories[0].score).toBeGreaterThan(0);
+    expect(res.body.memories[0].score).toBeLessThan(1);
+    expect((await turns.recall('acme', { user_id: user, query: 'volcano insurance' })).body).toEqual({ memories: [], context: '' });
+    expect((await turns.recall('acme', { user_id: user, query: 'where is my passport?', min_score: 0 })).body.memories[0].id).toBe(passport.id);
+    expectError(await turns.recall('acme', { user_id: user, query: 'x', min_score: 1.1 }), 400, 'validation_error', 'min_score');
   });
 
   it('lists memories a page at a time with tenant, user and session filters', async () => {
