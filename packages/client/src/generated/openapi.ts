@@ -1181,7 +1181,7 @@ export interface paths {
         put?: never;
         /**
          * Store a conversation turn
-         * @description Stores the turn verbatim, in order. The same turn delivered again (same session, speaker and text) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.
+         * @description Stores the turn verbatim, in order. The same words said at another time are another turn. The same turn delivered again (same session, speaker, text and metadata.timestamp; without a timestamp, within 60 seconds of its arrival) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.
          *
          *     Requires scope memories:write.
          */
@@ -1203,7 +1203,7 @@ export interface paths {
         put?: never;
         /**
          * Recall context
-         * @description The turns and memories of the user most relevant to the query, best first, and a context string of them in conversation order.
+         * @description The turns and memories of the user most relevant to the query, best first, as whole memory records (metadata, tags, source, importance) with the relevance score every retrieval operation uses, and a context string of them in conversation order. min_score: the relevance cutoff of /memory/query.
          *
          *     Requires scope memories:read.
          */
@@ -7883,6 +7883,8 @@ export interface operations {
                         is_summary?: boolean;
                     };
                     explain?: boolean;
+                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+                    min_score?: number;
                 };
             };
         };
@@ -7895,7 +7897,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         memories: (components["schemas"]["Memory"] & {
+                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
                             score: number;
+                            /** @description Per-feature contributions to s (query with explain: true) */
                             explanation?: {
                                 [key: string]: number;
                             };
@@ -8036,6 +8040,8 @@ export interface operations {
                     /** @description Number of results (default 10) */
                     k?: number;
                     token_budget?: number;
+                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+                    min_score?: number;
                 };
             };
         };
@@ -8048,7 +8054,9 @@ export interface operations {
                 content: {
                     "application/json": {
                         memories: (components["schemas"]["Memory"] & {
+                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
                             score: number;
+                            /** @description Per-feature contributions to s (query with explain: true) */
                             explanation?: {
                                 [key: string]: number;
                             };
@@ -8192,6 +8200,8 @@ export interface operations {
                     /** @description Number of results (default 10) */
                     k?: number;
                     route?: "auto" | "keyword" | "semantic" | "temporal" | "recent";
+                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+                    min_score?: number;
                 };
             };
         };
@@ -8204,6 +8214,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         route: string;
+                        /** @description Why this route; says so when a time filter found nothing and results come from any time */
                         reason: string;
                         range?: {
                             /** Format: date-time */
@@ -8213,7 +8224,9 @@ export interface operations {
                             matched: string;
                         };
                         memories: (components["schemas"]["Memory"] & {
+                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
                             score: number;
+                            /** @description Per-feature contributions to s (query with explain: true) */
                             explanation?: {
                                 [key: string]: number;
                             };
@@ -8354,6 +8367,8 @@ export interface operations {
                     token_budget?: number;
                     /** @description Must contain {{memories}}; may contain {{task}} */
                     template?: string;
+                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+                    min_score?: number;
                 };
             };
         };
@@ -8367,7 +8382,9 @@ export interface operations {
                     "application/json": {
                         prompt: string;
                         memories: (components["schemas"]["Memory"] & {
+                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
                             score: number;
+                            /** @description Per-feature contributions to s (query with explain: true) */
                             explanation?: {
                                 [key: string]: number;
                             };
@@ -9865,7 +9882,9 @@ export interface operations {
                             text: string;
                         }[];
                         memories: (components["schemas"]["Memory"] & {
+                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
                             score: number;
+                            /** @description Per-feature contributions to s (query with explain: true) */
                             explanation?: {
                                 [key: string]: number;
                             };
@@ -11428,6 +11447,8 @@ export interface operations {
                     k?: number;
                     /** @description Narrow to one session */
                     session_id?: string;
+                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+                    min_score?: number;
                 };
             };
         };
@@ -11439,15 +11460,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        memories: ({
-                            id: number;
-                            text: string;
-                            speaker: string | null;
-                            session_id: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        } & {
+                        /** @description Whole memory records, best first */
+                        memories: ((components["schemas"]["Memory"] & {
+                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
                             score: number;
+                            /** @description Per-feature contributions to s (query with explain: true) */
+                            explanation?: {
+                                [key: string]: number;
+                            };
+                        }) & {
+                            speaker: string | null;
+                            tenant_id: string;
                         })[];
                         /** @description The recalled turns in conversation order, ready for a prompt */
                         context: string;
