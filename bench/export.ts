@@ -27,7 +27,7 @@ const postgresUrl = option('--postgres');
 async function open(): Promise<{ database: Database; drop: () => Promise<void> }> {
   if (postgresUrl) {
     const fresh = await freshPostgres(postgresUrl);
-    return { database: openDatabase({ dialect: 'postgres', url: fresh.url, poolSize: 5 }), drop: fresh.drop };
+    return { database: openDatabase({ dialect: 'postgres', url: fresh.url, poolSize: 5, preparedStatements: true }), drop: fresh.drop };
   }
   const dir = freshDataDir();
   return { database: openDatabase({ dialect: 'sqlite', path: join(dir, 'engram.db') }), drop: async () => rmSync(dir, { recursive: true, force: true }) };

@@ -10,7 +10,8 @@ export default {
   mutate: [
     'src/http/auth.ts',
     'src/http/idempotency.ts',
-    'src/modules/memories/service.ts',
+    'src/modules/memories/writes.ts',
+    'src/modules/memories/feed.ts',
     'src/modules/auth/*.ts',
     'src/modules/audit/*.ts',
     '!**/*.test.ts',

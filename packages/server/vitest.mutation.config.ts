@@ -9,13 +9,16 @@ export default defineConfig({
   test: {
     include: [
       'src/http/auth.test.ts',
+      'src/http/credentials.test.ts',
+      'src/http/key-binding.test.ts',
+      'src/http/headers.test.ts',
       'src/http/idempotency.test.ts',
       'src/modules/auth/*.test.ts',
       'src/modules/audit/*.test.ts',
       'src/modules/memories/*.test.ts',
       'src/modules/org/access.test.ts',
       'src/modules/org/api-keys.test.ts',
-      'src/modules/tenant/v1.test.ts',
+      'src/modules/v1/v1.test.ts',
     ],
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -21,7 +21,7 @@ export interface Config {
   host: string;
   port: number;
   /** `postgres://…` selects PostgreSQL; anything else is a SQLite file path. */
-  database: { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string; poolSize: number };
+  database: { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string; poolSize: number; preparedStatements: boolean };
   /** HTTP server processes sharing the port (node:cluster); 1 serves from this process. */
   httpProcesses: number;
   /** Whether `engram serve` also runs background jobs and chores in-process (worker.ts). */
@@ -130,7 +130,10 @@ export function loadConfig(env: Env = process.env): Config {
   const url = env.ENGRAM_DATABASE_URL || '';
   let database: Config['database'];
   if (/^postgres(ql)?:\/\//.test(url)) {
-    database = { dialect: 'postgres', url, poolSize: integer(env, 'ENGRAM_DATABASE_POOL_SIZE', 10, 1, 500) };
+    database = {
+      dialect: 'postgres', url, poolSize: integer(env, 'ENGRAM_DATABASE_POOL_SIZE', 10, 1, 500),
+      preparedStatements: boolean(env, 'ENGRAM_DATABASE_PREPARED_STATEMENTS', true),
+    };
   } else if (url === '') {
     database = { dialect: 'sqlite', path: resolve(dataDir, 'engram.db') };
   } else {

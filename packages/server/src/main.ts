@@ -211,8 +211,8 @@ async function main(argv: string[]): Promise<void> {
         for (const r of reports) {
           process.stdout.write(
             r.broken
-              ? `${r.organizationId}: BROKEN at ${r.broken.id === null ? 'the chain head' : `row ${r.broken.id}`}: ${r.broken.reason} (${r.rows} rows verified before it)\n`
-              : `${r.organizationId}: ok (${r.rows} rows)\n`,
+              ? `${r.organizationId}: BROKEN at ${r.broken.id === null ? 'the chain head' : `row ${r.broken.id}`}: ${r.broken.reason} (${r.rows} rows verified before it${r.unsealed ? `; ${r.unsealed} not sealed yet` : ''})\n`
+              : `${r.organizationId}: ok (${r.rows} rows${r.unsealed ? `; ${r.unsealed} not sealed yet` : ''})\n`,
           );
         }
         if (reports.some((r) => !r.ok)) process.exitCode = 1;

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.js';
+import { sealAuditChains } from './core/audit-log.js';
 import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
 import { eraseMemoryEvents, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
 import { createLlm, type LlmProvider } from './engine/index.js';
@@ -97,6 +98,8 @@ export function buildServices({ config, database, secretKey }: { config: Service
 
   const outboxDispatchers: OutboxDispatcher[] = [fanOut];
   const chores: Chore[] = [
+    // Writes append audit rows unchained; this chains the committed ones (core/audit-log.ts).
+    { name: 'audit.seal', everyMs: 1000, run: () => sealAuditChains(database) },
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import type { Compilable, OperationNodeSource, Transaction } from 'kysely';
 import type { DB } from '../store/schema.js';
 import type { Role } from './access.js';
 
@@ -80,6 +80,12 @@ export interface WriteContext {
 export interface WriteJournal {
   /** The result the next write of this request committed in an earlier attempt, if it did. */
   replay(): { value: unknown } | undefined;
-  /** Records the result of the write now committing, inside its transaction. */
-  record(trx: Transaction<DB>, value: unknown): Promise<void>;
+  /** The statement recording the result of the write now committing, for the unit of work to run in its transaction. */
+  record(trx: Transaction<DB>, value: unknown): PendingWrite;
 }
+
+/**
+ * A statement a write needs run in its transaction but never reads back (history, outbox, audit,
+ * journal rows): the unit of work sends them together at the end, as one statement on PostgreSQL.
+ */
+export type PendingWrite = Compilable & OperationNodeSource;

@@ -124,29 +124,27 @@ export interface OutboxEvent<K extends EventKind = EventKind> {
 }
 
 /**
- * Writes events to the durable outbox in the transaction of the change they describe; delivery
- * reads them later. An undeclared kind or a payload off its schema is a programming error.
+ * The insert that writes events to the durable outbox in the transaction of the change they
+ * describe (the unit of work sends it); delivery reads them later. An undeclared kind or a
+ * payload off its schema is a programming error. Undefined when there is nothing to write.
  */
-export async function enqueueEvents(trx: Executor, events: OutboxEvent[]): Promise<void> {
-  if (events.length === 0) return;
+export function outboxInsert(trx: Executor, events: OutboxEvent[]) {
+  if (events.length === 0) return undefined;
   for (const e of events) {
     const valid = validators.get(e.type);
     if (!valid) throw new Error(`Undeclared event kind ${String(e.type)}; declare it in core/events.ts`);
     if (!valid(e.payload)) throw new Error(`Event ${e.type} payload does not match its schema: ${bodyAjv.errorsText(valid.errors)}`);
   }
-  await trx
-    .insertInto('outbox_events')
-    .values(
-      events.map((e) => ({
-        organization_id: e.organizationId,
-        project_id: e.projectId,
-        type: e.type,
-        payload: encodeJson(e.payload),
-        memory_id: memoryOf(e),
-        created_at: e.createdAt,
-      })),
-    )
-    .execute();
+  return trx.insertInto('outbox_events').values(
+    events.map((e) => ({
+      organization_id: e.organizationId,
+      project_id: e.projectId,
+      type: e.type,
+      payload: encodeJson(e.payload),
+      memory_id: memoryOf(e),
+      created_at: e.createdAt,
+    })),
+  );
 }
 
 /** The memory an event carries a copy of, if any. */

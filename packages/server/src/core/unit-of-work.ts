@@ -1,17 +1,19 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { nowIso, type Database } from '../store/database.js';
 import type { DB } from '../store/schema.js';
-import { appendAudit, type AuditEntry } from './audit-log.js';
-import type { WriteContext } from './context.js';
-import { enqueueEvents, notifyEventsCommitted, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
+import { auditInsert, type AuditEntry } from './audit-log.js';
+import type { PendingWrite, WriteContext } from './context.js';
+import { notifyEventsCommitted, outboxInsert, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
 
-export type { WriteContext, WriteJournal } from './context.js';
+export type { PendingWrite, WriteContext, WriteJournal } from './context.js';
 
 export interface Effects {
   /** One audit row per state-changing action. */
   audit(action: string, target: { type: string; id: string | number | null }, result?: string): void;
   /** An event of the catalogue (core/events.ts) for webhook delivery, committed with the change. */
   emit<K extends EventKind>(type: K, payload: EventPayload<K>): void;
+  /** A statement to run in this transaction whose result the change does not need: sent with the audit and outbox rows. */
+  later(statement: PendingWrite | undefined): void;
   readonly now: string;
 }
 
@@ -27,10 +29,11 @@ export async function write<T>(
   const earlier = ctx.journal?.replay();
   if (earlier) return earlier.value as T;
   const events: OutboxEvent[] = [];
-  const result = await database.db.transaction().execute(async (trx) => {
+  const result = await inTransaction(database, async (trx) => {
     events.length = 0;
     const now = nowIso();
     const audits: AuditEntry[] = [];
+    const pending: PendingWrite[] = [];
     const effects: Effects = {
       now,
       audit: (action, target, result = 'success') =>
@@ -41,14 +44,120 @@ export async function write<T>(
         }),
       emit: (type, payload) =>
         events.push({ organizationId: ctx.organizationId, projectId: ctx.projectId, type, payload, createdAt: now } as OutboxEvent),
+      later: (statement) => {
+        if (statement) pending.push(statement);
+      },
     };
     const result = await change(trx, effects);
-    await ctx.journal?.record(trx, result);
-    await enqueueEvents(trx, events);
-    // Last, so the chain head stays locked for as short a time as possible.
-    await appendAudit(trx, audits);
+    if (ctx.journal) pending.push(ctx.journal.record(trx, result));
+    effects.later(outboxInsert(trx, events));
+    effects.later(auditInsert(trx, audits));
+    await runTogether(database, trx, pending);
     return result;
   });
   if (events.length > 0) notifyEventsCommitted();
   return result;
+}
+
+/** PostgreSQL: a transaction of its own. SQLite: a place in the next group commit. */
+function inTransaction<T>(database: Database, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  if (database.dialect === 'postgres') return database.db.transaction().execute(work);
+  let group = commitGroups.get(database);
+  if (!group) commitGroups.set(database, (group = new CommitGroup(database)));
+  return group.submit(work);
+}
+
+const commitGroups = new WeakMap<Database, CommitGroup>();
+
+interface GroupedWrite {
+  work(trx: Transaction<DB>): Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Group commit for SQLite, where a durable commit (synchronous=FULL) costs an fsync and blocks the
+ * one connection: the writes submitted while the event loop was busy run in one transaction, each
+ * inside its own savepoint (a write that fails is rolled back alone and fails alone), and all are
+ * answered only after that transaction's COMMIT returned, so none is acknowledged before it is
+ * durable. A failed COMMIT fails every write of the group, none of which then committed.
+ */
+class CommitGroup {
+  private waiting: GroupedWrite[] = [];
+  private scheduled = false;
+
+  constructor(private readonly database: Database) {}
+
+  submit<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.scheduled) return;
+      this.scheduled = true;
+      // After the I/O of this turn of the event loop: requests read in the same turn join the group.
+      setImmediate(() => void this.commit());
+    });
+  }
+
+  private async commit(): Promise<void> {
+    this.scheduled = false;
+    const group = this.waiting.splice(0);
+    const outcomes: Array<{ value: unknown } | { error: unknown }> = [];
+    try {
+      await this.database.db.transaction().execute(async (trx) => {
+        if (group.length === 1) {
+          outcomes.push({ value: await group[0]!.work(trx) });
+          return;
+        }
+        for (const write of group) {
+          await sql`SAVEPOINT grouped_write`.execute(trx);
+          try {
+            outcomes.push({ value: await write.work(trx) });
+          } catch (error) {
+            outcomes.push({ error });
+            await sql`ROLLBACK TO grouped_write`.execute(trx);
+          }
+          await sql`RELEASE grouped_write`.execute(trx);
+        }
+      });
+    } catch (error) {
+      for (const write of group) write.reject(error);
+      return;
+    }
+    group.forEach((write, i) => {
+      const outcome = outcomes[i]!;
+      if ('error' in outcome) write.reject(outcome.error);
+      else write.resolve(outcome.value);
+    });
+  }
+}
+
+/**
+ * A change with no organization to audit it in (a user without one): its own transaction, audit
+ * rows and events dropped, its pending statements still run.
+ */
+export async function writeUnaudited<T>(database: Database, change: (trx: Transaction<DB>, effects: Effects) => Promise<T>): Promise<T> {
+  return database.db.transaction().execute(async (trx) => {
+    const pending: PendingWrite[] = [];
+    const result = await change(trx, { now: nowIso(), audit: () => {}, emit: () => {}, later: (s) => void (s && pending.push(s)) });
+    await runTogether(database, trx, pending);
+    return result;
+  });
+}
+
+/**
+ * Runs statements that return nothing the caller reads. On PostgreSQL they travel as one statement
+ * (each a data-modifying CTE; all see the same snapshot, so none may depend on another's rows):
+ * one round trip instead of one each. SQLite runs in process, so it runs them in order.
+ */
+async function runTogether(database: Database, trx: Transaction<DB>, statements: PendingWrite[]): Promise<void> {
+  if (database.dialect === 'sqlite' || statements.length === 1) {
+    for (const statement of statements) await trx.executeQuery(statement.compile());
+    return;
+  }
+  if (statements.length === 0) return;
+  let combined = trx as unknown as { with(name: string, query: () => PendingWrite): typeof combined; selectNoFrom: Transaction<DB>['selectNoFrom'] };
+  statements.forEach((statement, i) => {
+    combined = combined.with(`w${i}`, () => statement);
+  });
+  await combined.selectNoFrom(sql<number>`1`.as('done')).execute();
 }

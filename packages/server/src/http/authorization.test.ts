@@ -26,11 +26,12 @@ interface Access {
  */
 const WATCHED: Record<string, string[]> = {
   organizations: [], projects: ['updated_at', 'deleted_at'], users: [], memberships: ['role'], api_keys: ['revoked_at', 'expires_at'],
-  end_users: ['updated_at'], memories: ['updated_at', 'deleted_at'], memory_history: [], audit_log: [], audit_chain_heads: ['last_hash'],
+  end_users: ['updated_at'], memories: ['updated_at', 'deleted_at'], memory_history: [], audit_log: [],
   outbox_events: [], feedback: ['withdrawn_at'], sessions: ['revoked_at'], refresh_tokens: ['spent_at'], organization_plans: ['updated_at'],
   tenant_usage: ['turns'], jobs: [],
 };
-const AUDIT = ['audit_log', 'audit_chain_heads'];
+// The chain (audit_seals, audit_chain_heads) is the sealer's, which runs on its own clock: not watched.
+const AUDIT = ['audit_log'];
 
 /** `withAudit: false` for an operation that answers per item: it may record the attempt, nothing else. */
 async function snapshot(database: Database, withAudit = true): Promise<string> {

@@ -105,6 +105,96 @@ forEachDialect('Idempotency-Key', (dialect) => {
     expect(rerun.headers['idempotent-replayed']).toBeUndefined();
   });
 
+  it('keeps the claim of a request whose writes committed before it failed, and hands the retry those results in order', async () => {
+    const app = await buildApp({ services: buildServices({ config: { ...loadConfig({}), logLevel: 'silent' }, database: t.database }) });
+    const auth = { auth: { scope: 'memories:write', project: 'required' } } as const;
+    let attempt = 0;
+    // Three steps, each its own committed write; the first attempt dies (500) after the second step.
+    app.post('/steps', { config: auth }, async (request) => {
+      attempt++;
+      const journal = request.idempotencyClaim!.journal;
+      const seen: unknown[] = [];
+      for (const step of [1, 2, 3]) {
+        const earlier = journal.replay();
+        if (earlier) { seen.push({ replayed: earlier.value }); continue; }
+        await t.database.db.transaction().execute((trx) => journal.record(trx, { step, attempt }));
+        seen.push({ ran: step });
+        if (attempt === 1 && step === 2) throw new Error('the process fails after two committed steps');
+      }
+      return { seen, after: journal.replay() ?? null };
+    });
+    let failures = 0;
+    // Fails before any write on its first attempt: nothing committed, so the key is free again.
+    app.post('/fails-first', { config: auth }, async () => {
+      if (failures++ === 0) throw new Error('fails before writing');
+      return { failures };
+    });
+    // Answers with no body at all.
+    app.post('/empty', { config: auth }, async (_request, reply) => reply.code(202).send());
+    await app.ready();
+    const send = (url: string, key: string) => app.inject({
+      method: 'POST', url, payload: { n: 1 },
+      headers: { 'x-api-key': t.key, 'x-project-id': t.projectId, 'idempotency-key': key },
+    });
+    const claimOf = (key: string) => t.database.db.selectFrom('idempotency_keys').selectAll().where('key_hash', '=', sha256Hex(key)).executeTakeFirst();
+    try {
+      const failed = await send('/steps', 'steps');
+      expect(failed.statusCode).toBe(500);
+      const kept = await claimOf('steps');
+      expect(kept).toMatchObject({ status: null, response: null });
+      expect(kept!.committed).not.toBeNull();
+
+      const retried = await send('/steps', 'steps');
+      expect(retried.statusCode, retried.body).toBe(200);
+      expect(retried.json()).toEqual({
+        seen: [{ replayed: { step: 1, attempt: 1 } }, { replayed: { step: 2, attempt: 1 } }, { ran: 3 }],
+        after: null,
+      });
+      const replayed = await send('/steps', 'steps');
+      expect(replayed.headers['idempotent-replayed']).toBe('true');
+      expect(replayed.json()).toEqual(retried.json());
+      expect(attempt).toBe(2);
+
+      const firstFailure = await send('/fails-first', 'fails');
+      expect(firstFailure.statusCode).toBe(500);
+      expect(await claimOf('fails')).toBeUndefined();
+      const rerun = await send('/fails-first', 'fails');
+      expect(rerun.statusCode).toBe(200);
+      expect(rerun.headers['idempotent-replayed']).toBeUndefined();
+      expect(rerun.json()).toEqual({ failures: 2 });
+
+      const empty = await send('/empty', 'empty');
+      expect(empty.statusCode).toBe(202);
+      const emptyAgain = await send('/empty', 'empty');
+      expect(emptyAgain.statusCode).toBe(202);
+      expect(emptyAgain.headers['idempotent-replayed']).toBe('true');
+      expect(emptyAgain.body).toBe('');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('replays an answered request even after its lock lapsed, and claims nothing for an unknown route', async () => {
+    const first = await t.call('POST', '/memory/add', { ...withKey('lapsed'), body: { text: 'Answered long ago' } });
+    expect(first.status).toBe(201);
+    const past = new Date(Date.now() - 1000).toISOString();
+    await t.database.db.updateTable('idempotency_keys').set({ locked_until: past }).where('key_hash', '=', sha256Hex('lapsed')).execute();
+    const memories = await count('memories');
+    const again = await t.call('POST', '/memory/add', { ...withKey('lapsed'), body: { text: 'Answered long ago' } });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    // Only the headers the first answer had are replayed.
+    for (const name of ['content-type', 'location']) expect(again.headers[name]).toBe(first.headers[name]);
+    expect(await count('memories')).toBe(memories);
+
+    for (let i = 0; i < 2; i++) {
+      const unknown = await t.call('POST', '/memory/no-such-operation', { ...withKey('nowhere'), body: { text: 'x' } });
+      expect(unknown.status).toBe(404);
+      expect(unknown.headers['idempotent-replayed']).toBeUndefined();
+    }
+    expect(await t.database.db.selectFrom('idempotency_keys').select('key_hash').where('key_hash', '=', sha256Hex('nowhere')).executeTakeFirst()).toBeUndefined();
+  });
+
   it('covers control-plane writes, replaying a new key without storing its secret in clear', async () => {
     const owner = await t.login();
     const keys = await count('api_keys');

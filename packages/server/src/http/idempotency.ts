@@ -50,11 +50,11 @@ function journalFor(c: Omit<Claim, 'journal'>, earlier: unknown[]): WriteJournal
   let next = 0;
   return {
     replay: () => (next < earlier.length ? { value: earlier[next++] } : undefined),
-    record: async (trx, value) => {
+    record: (trx, value) => {
       next++;
       c.results.push(value);
-      await trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify(c.results)) })
-        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).execute();
+      return trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify(c.results)) })
+        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash);
     },
   };
 }
@@ -82,7 +82,7 @@ function principalOf(request: FastifyRequest): string {
   return p ? `${p.actor.type}:${p.actor.id}` : `anonymous:${request.ip}`;
 }
 
-type Outcome = { claimed: true; committed: unknown[] } | { replay: { status: number; headers: Record<string, string>; body: string } };
+type Outcome = { committed: unknown[] } | { replay: { status: number; headers: Record<string, string>; body: string } };
 
 async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results'>, print: string): Promise<Outcome> {
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -97,7 +97,7 @@ async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results'>, print:
       .values(row)
       .onConflict((oc) => oc.columns(['principal', 'key_hash']).doNothing())
       .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { claimed: true, committed: [] };
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { committed: [] };
 
     const existing = await db.selectFrom('idempotency_keys').selectAll()
       .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).executeTakeFirst();
@@ -117,10 +117,11 @@ async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results'>, print:
         .executeTakeFirst();
       if (Number(taken.numUpdatedRows) > 0) {
         const committed = !expired && existing.committed !== null ? (JSON.parse(decrypt(c.sealKey, existing.committed)) as unknown[]) : [];
-        return { claimed: true, committed };
+        return { committed };
       }
       continue;
     }
+    // status and response are stored together: no status means the first request is still running.
     if (existing.status === null || existing.response === null) {
       throw new AppError('conflict', 'A request with this Idempotency-Key is still in progress; retry shortly');
     }
@@ -166,7 +167,7 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     const principal = principalOf(request);
     const base = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
     const outcome = await claim(db, base, fingerprint(request));
-    if ('claimed' in outcome) {
+    if (!('replay' in outcome)) {
       const partial = { ...base, results: [...outcome.committed] };
       request.idempotencyClaim = { ...partial, journal: journalFor(partial, outcome.committed) };
       return;

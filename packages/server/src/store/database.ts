@@ -39,7 +39,7 @@ export function openDatabase(config: Config['database']): Database {
     const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes() });
     // An idle client's connection error must not crash the process; the next query reports it.
     pool.on('error', () => {});
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? withNamedStatements(pool) : pool }) });
     return {
       dialect: 'postgres',
       db,
@@ -69,6 +69,65 @@ export function openDatabase(config: Config['database']): Database {
     pool: () => null,
     close: () => db.destroy(),
   };
+}
+
+/**
+ * node-pg sends unnamed statements, which PostgreSQL parses and plans on every execution (for the
+ * small statements of a write, planning costs more than running them). Statements with parameters
+ * are sent named instead, one name per SQL text, so each connection prepares a text once; the first
+ * `limit` texts only (texts vary with list lengths, and each prepared one holds server memory).
+ * A prepared statement whose table changed shape under it (another process migrated) fails with
+ * 0A000; its text then gets a fresh name, so it is prepared anew: at once outside a transaction,
+ * while a transaction it broke fails (it is aborted) and the next one prepares it. Off with
+ * ENGRAM_DATABASE_PREPARED_STATEMENTS=false (poolers that do not keep prepared statements).
+ */
+function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
+  const names = new Map<string, string>();
+  let issued = 0;
+  const nameOf = (text: string) => {
+    let name = names.get(text);
+    if (name === undefined && names.size < limit) names.set(text, (name = `engram_${++issued}`));
+    return name;
+  };
+  const clients = new WeakMap<pg.PoolClient, pg.PoolClient>();
+  const named = (client: pg.PoolClient): pg.PoolClient => {
+    let inTransaction = false;
+    const run = async (text: string, values: unknown[], retry: boolean): Promise<pg.QueryResult> => {
+      const name = nameOf(text);
+      if (name === undefined) return client.query(text, values);
+      try {
+        return await client.query({ name, text, values });
+      } catch (error) {
+        if ((error as { code?: string }).code !== '0A000') throw error;
+        if (names.get(text) === name) names.delete(text);
+        if (!retry || inTransaction) throw error;
+        return run(text, values, false);
+      }
+    };
+    return Object.assign(Object.create(client) as pg.PoolClient, {
+      query: (text: unknown, values?: unknown[]) => {
+        if (typeof text !== 'string' || !values || values.length === 0) {
+          if (typeof text === 'string') {
+            const statement = text.trim().toLowerCase();
+            if (statement.startsWith('begin') || statement.startsWith('start transaction')) inTransaction = true;
+            else if (statement === 'commit' || statement === 'rollback') inTransaction = false;
+          }
+          return client.query(text as string, values);
+        }
+        return run(text, values, true);
+      },
+      release: (error?: Error | boolean) => client.release(error),
+    });
+  };
+  return Object.assign(Object.create(pool) as pg.Pool, {
+    connect: async () => {
+      const client = await pool.connect();
+      let wrapped = clients.get(client);
+      if (!wrapped) clients.set(client, (wrapped = named(client)));
+      return wrapped;
+    },
+    end: () => pool.end(),
+  });
 }
 
 /**

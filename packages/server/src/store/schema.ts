@@ -38,9 +38,14 @@ export interface MemoryHistoryTable {
 export interface AuditLogTable {
   id: Generated<number>; organization_id: string; project_id: string | null; actor_type: string; actor_id: number | null;
   action: string; target_type: string; target_id: string | null; result: string; request_id: string | null;
-  created_at: string; prev_hash: string; hash: string;
+  created_at: string;
 }
-export interface AuditChainHeadsTable { organization_id: string; last_hash: string }
+/** The chain of an organization's audit rows, in the order the sealer chained them (position 1, 2, ...). */
+export interface AuditSealsTable {
+  organization_id: string; position: number; audit_id: number; prev_hash: string; hash: string; legacy: Generated<Bool>;
+}
+export interface AuditUnsealedTable { audit_id: number; organization_id: string }
+export interface AuditChainHeadsTable { organization_id: string; last_hash: string; last_position: Generated<number> }
 export interface OutboxEventsTable {
   id: Generated<number>; organization_id: string; project_id: string | null; type: string; payload: Json;
   created_at: string; dispatched_at: string | null; memory_id: number | null;
@@ -160,6 +165,8 @@ export interface DB {
   memory_history: MemoryHistoryTable;
   audit_log: AuditLogTable;
   audit_chain_heads: AuditChainHeadsTable;
+  audit_seals: AuditSealsTable;
+  audit_unsealed: AuditUnsealedTable;
   outbox_events: OutboxEventsTable;
   jobs: JobsTable;
   feedback: FeedbackTable;

@@ -49,7 +49,7 @@ export async function freshDatabaseConfig(dialect: Dialect): Promise<{ config: C
   const url = new URL(POSTGRES_URL!);
   url.pathname = `/${name}`;
   return {
-    config: { dialect, url: url.toString(), poolSize: 5 },
+    config: { dialect, url: url.toString(), poolSize: 5, preparedStatements: true },
     drop: async () => {
       const c = new pg.Client({ connectionString: POSTGRES_URL });
       await c.connect();

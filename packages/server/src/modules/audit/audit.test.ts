@@ -1,10 +1,12 @@
 import { sql } from 'kysely';
 import { beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
+import { sealAuditChains } from '../../core/audit-log.js';
 import { verifyAuditChains } from './service.js';
 
 forEachDialect('audit log', (dialect) => {
-  const t = useTestApp(dialect);
+  // No background sealer: the tests seal when they mean to.
+  const t = useTestApp(dialect, { runJobs: false });
   const owner = useOwner(t);
   beforeAll(async () => {
     for (const text of ['one', 'two', 'three']) await t.call('POST', '/memory/add', { body: { text } });
@@ -17,7 +19,7 @@ forEachDialect('audit log', (dialect) => {
     expect(res.body).toMatchObject({ offset: 0, limit: 50, has_next: false });
     expect(res.body.items[0]).toMatchObject({ action: 'project.create', actor_type: 'user', actor_id: owner.userId, target_type: 'project', result: 'success' });
     expect(Object.keys(res.body.items[0]).sort()).toEqual(
-      ['action', 'actor_id', 'actor_type', 'created_at', 'id', 'project_id', 'request_id', 'result', 'target_id', 'target_type'],
+      ['action', 'actor_id', 'actor_type', 'created_at', 'id', 'project_id', 'request_id', 'result', 'sealed', 'target_id', 'target_type'],
     );
     const adds = await t.call('GET', `/admin/team/audit-logs?action=memory.add&actor_id=${t.keyId}&limit=2`, { token: owner.token });
     expect(adds.body).toMatchObject({ total: 3, offset: 0, limit: 2, has_next: true });
@@ -60,7 +62,26 @@ forEachDialect('audit log', (dialect) => {
     expect((await t.call('GET', '/admin/team/audit-logs', { token: viewer.token })).status).toBe(403);
   });
 
+  it('shows rows not yet sealed as such, and seals them in order', async () => {
+    const pending = await t.cli('audit', 'verify', t.organizationId);
+    expect(pending.code).toBe(0);
+    expect(pending.stdout).toMatch(new RegExp(`${t.organizationId}: ok \\(0 rows; \\d+ not sealed yet\\)`));
+    const before = await t.call('GET', '/admin/team/audit-logs', { token: owner.token });
+    expect(before.body.items.every((e: { sealed: boolean }) => e.sealed === false)).toBe(true);
+
+    expect(await sealAuditChains(t.database)).toBe(before.body.total);
+    expect(await sealAuditChains(t.database)).toBe(0);
+    const after = await t.call('GET', '/admin/team/audit-logs', { token: owner.token });
+    expect(after.body.items.every((e: { sealed: boolean }) => e.sealed === true)).toBe(true);
+    // Seals follow the rows' order: position n holds the n-th row by id.
+    const seals = await t.database.db.selectFrom('audit_seals').select(['position', 'audit_id']).where('organization_id', '=', t.organizationId).orderBy('position').execute();
+    const ids = after.body.items.map((e: { id: number }) => e.id).reverse();
+    expect(seals).toEqual(ids.map((id: number, i: number) => ({ position: i + 1, audit_id: id })));
+    expect((await verifyAuditChains(t.database.db, t.organizationId))[0]).toMatchObject({ ok: true, rows: ids.length, unsealed: 0 });
+  });
+
   it('refuses changes to the log, and `engram audit verify` names a tampered row', async () => {
+    await sealAuditChains(t.database);
     const clean = await t.cli('audit', 'verify');
     expect(clean.stdout).toContain(`${t.organizationId}: ok`);
     expect(clean.code).toBe(0);
@@ -87,13 +108,33 @@ forEachDialect('audit log', (dialect) => {
     for (const text of ['a', 'b', 'c', 'd']) {
       expect((await t.call('POST', '/memory/add', { key: other.key, project: other.projectId, body: { text } })).status).toBe(201);
     }
+    await sealAuditChains(t.database, other.organizationId);
     const ids = (await t.database.db.selectFrom('audit_log').select('id').where('organization_id', '=', other.organizationId).orderBy('id').execute()).map((r) => r.id);
-    if (dialect === 'sqlite') await sql`DROP TRIGGER IF EXISTS audit_log_no_delete`.execute(t.database.db);
-    else await sql`ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_change`.execute(t.database.db);
+    expect(ids).toHaveLength(4);
+    if (dialect === 'sqlite') {
+      await sql`DROP TRIGGER IF EXISTS audit_log_no_delete`.execute(t.database.db);
+      await sql`DROP TRIGGER IF EXISTS audit_seals_no_delete`.execute(t.database.db);
+      await sql`DROP TRIGGER IF EXISTS audit_seals_no_update`.execute(t.database.db);
+    } else {
+      await sql`ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_change`.execute(t.database.db);
+      await sql`ALTER TABLE audit_seals DISABLE TRIGGER audit_seals_no_change`.execute(t.database.db);
+    }
+    const verify = async () => (await verifyAuditChains(t.database.db, other.organizationId))[0];
+    // The last seal removed along with its row: the chain head still names it.
+    await sql`DELETE FROM audit_seals WHERE audit_id = ${ids[3]!}`.execute(t.database.db);
     await sql`DELETE FROM audit_log WHERE id = ${ids[3]!}`.execute(t.database.db);
-    expect((await verifyAuditChains(t.database.db, other.organizationId))[0]).toMatchObject({ ok: false, rows: 3, broken: { id: null } });
+    expect(await verify()).toMatchObject({ ok: false, rows: 3, broken: { id: null } });
+    // Two seals swapped (positions exchanged): the first moved one no longer fits.
+    await sql`UPDATE audit_seals SET position = -1 WHERE audit_id = ${ids[0]!}`.execute(t.database.db);
+    await sql`UPDATE audit_seals SET position = 1 WHERE audit_id = ${ids[1]!}`.execute(t.database.db);
+    await sql`UPDATE audit_seals SET position = 2 WHERE audit_id = ${ids[0]!}`.execute(t.database.db);
+    expect(await verify()).toMatchObject({ ok: false, rows: 0, broken: { id: ids[1] } });
+    await sql`UPDATE audit_seals SET position = -1 WHERE audit_id = ${ids[1]!}`.execute(t.database.db);
+    await sql`UPDATE audit_seals SET position = 1 WHERE audit_id = ${ids[0]!}`.execute(t.database.db);
+    await sql`UPDATE audit_seals SET position = 2 WHERE audit_id = ${ids[1]!}`.execute(t.database.db);
+    // A sealed row removed from the middle.
     await sql`DELETE FROM audit_log WHERE id = ${ids[1]!}`.execute(t.database.db);
-    expect((await verifyAuditChains(t.database.db, other.organizationId))[0]).toMatchObject({ ok: false, rows: 1, broken: { id: ids[2] } });
+    expect(await verify()).toMatchObject({ ok: false, rows: 1, broken: { id: ids[1] } });
   });
 });
 
@@ -142,6 +183,7 @@ forEachDialect('audit rows of every kind of change', (dialect) => {
     const logout = await t.call('POST', '/auth/logout', { token: refreshed.body.access_token });
     expect(logout.status).toBe(200);
     expect(await auditOf(logout)).toMatchObject([row('auth.logout', 'user', t.userId, 'session', login.body.session_id)]);
-    expect((await verifyAuditChains(t.database.db, t.organizationId))[0]).toMatchObject({ ok: true });
+    await sealAuditChains(t.database);
+    expect((await verifyAuditChains(t.database.db, t.organizationId))[0]).toMatchObject({ ok: true, unsealed: 0 });
   });
 });

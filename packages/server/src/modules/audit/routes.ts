@@ -16,6 +16,7 @@ const AuditEvent = Type.Object({
   request_id: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
   project_id: Type.Union([Type.String(), Type.Null()]),
+  sealed: Type.Boolean({ description: 'Whether the row is chained yet; rows are sealed moments after their write commits' }),
 });
 
 const AuditQuery = Type.Object(
@@ -36,7 +37,7 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = as
     schema: {
       tags: ['audit'], summary: 'List audit events',
       description:
-        "The organization's append-only, hash-chained audit log, newest first. An API key sees its organization's events, " +
+        "The organization's append-only, hash-chained audit log, newest first (the newest rows may not be sealed into the chain yet). An API key sees its organization's events, " +
         'narrowed to its project when it is locked to one or sends X-Project-ID; a key bound to a tenant or end user sees only its own actions.',
       querystring: AuditQuery,
       response: { 200: PageOf(AuditEvent) },
@@ -47,6 +48,6 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ database: Database }> = as
     // Rows do not record the tenant or end user they concern, so a key bound to one sees only its own actions.
     const key = principal.key;
     const narrowed = key && (key.tenantId || key.endUserId) ? { onlyApiKeyId: key.id } : {};
-    return paginate(auditEvents(database.db, { ...principal, ...narrowed }, filter), { offset, limit }, (row) => row);
+    return paginate(auditEvents(database.db, { ...principal, ...narrowed }, filter), { offset, limit }, (row) => ({ ...row, sealed: Boolean(row.sealed) }));
   });
 };

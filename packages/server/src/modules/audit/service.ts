@@ -1,55 +1,71 @@
-import { chainHash, GENESIS_HASH, type AuditEntry } from '../../core/audit-log.js';
+import { chainHash, entryOf, GENESIS_HASH, unsealedCounts } from '../../core/audit-log.js';
 import { keysetPages } from '../../core/paging.js';
 import type { Executor } from '../../store/database.js';
 
-/** Reading and verifying the audit log that core/audit-log.ts appends to inside every unit of work. */
+/** Reading and verifying the audit log that core/audit-log.ts appends to and seals. */
 
 export interface ChainReport {
   organizationId: string;
+  /** Sealed rows verified. */
   rows: number;
+  /** Rows written but not yet chained by the sealer: listed, but not yet protected. */
+  unsealed: number;
   ok: boolean;
-  /** The first row that does not fit the chain (null id: the chain head disagrees with the last row). */
+  /** The first row that does not fit the chain (null id: the chain head disagrees with the last seal). */
   broken?: { id: number | null; reason: string };
 }
 
 /**
- * Walks each organization's chain from genesis, recomputing every hash: a changed, inserted or
- * removed row breaks the chain at the first row that no longer fits; rows removed from the end are
- * caught by the chain head.
+ * Walks each organization's chain from genesis in position order, recomputing every hash: a
+ * changed row, a removed row or seal, or seals moved to other positions break the chain at the
+ * first place that no longer fits; seals removed from the end are caught by the chain head.
  */
 export async function verifyAuditChains(db: Executor, organizationId?: string): Promise<ChainReport[]> {
-  let heads = db.selectFrom('audit_chain_heads').select(['organization_id', 'last_hash']).orderBy('organization_id');
+  let heads = db.selectFrom('audit_chain_heads').select(['organization_id', 'last_hash', 'last_position']).orderBy('organization_id');
   if (organizationId) heads = heads.where('organization_id', '=', organizationId);
+  const unsealed = await unsealedCounts(db, organizationId);
   const reports: ChainReport[] = [];
-  for (const head of await heads.execute()) {
-    const report: ChainReport = { organizationId: head.organization_id, rows: 0, ok: true };
+  const chains = await heads.execute();
+  // An organization whose rows were never sealed yet has no head: nothing chained, everything pending.
+  for (const [org] of unsealed) {
+    if (!chains.some((h) => h.organization_id === org)) chains.push({ organization_id: org, last_hash: GENESIS_HASH, last_position: 0 });
+  }
+  chains.sort((a, b) => a.organization_id.localeCompare(b.organization_id));
+  for (const head of chains) {
+    const report: ChainReport = { organizationId: head.organization_id, rows: 0, unsealed: unsealed.get(head.organization_id) ?? 0, ok: true };
     let prev = GENESIS_HASH;
+    let expected = 1;
     const pages = keysetPages(
       (after, limit) =>
-        db.selectFrom('audit_log').selectAll().where('organization_id', '=', head.organization_id).where('id', '>', after).orderBy('id').limit(limit).execute(),
+        db.selectFrom('audit_seals as s')
+          .leftJoin('audit_log as a', 'a.id', 's.audit_id')
+          .select(['s.position as id', 's.audit_id', 's.prev_hash', 's.hash', 's.legacy'])
+          .select(['a.id as row_id', 'a.organization_id', 'a.project_id', 'a.actor_type', 'a.actor_id', 'a.action', 'a.target_type', 'a.target_id', 'a.result', 'a.request_id', 'a.created_at'])
+          .where('s.organization_id', '=', head.organization_id).where('s.position', '>', after).orderBy('s.position').limit(limit).execute(),
       1000,
     );
-    walk: for await (const rows of pages) {
-      for (const row of rows) {
-        const entry: AuditEntry = {
-          organizationId: row.organization_id, projectId: row.project_id, actorType: row.actor_type, actorId: row.actor_id,
-          action: row.action, targetType: row.target_type, targetId: row.target_id, result: row.result,
-          requestId: row.request_id, createdAt: row.created_at,
-        };
-        if (row.prev_hash !== prev) {
-          report.broken = { id: row.id, reason: 'prev_hash does not match the hash of the row before it (a row was removed or inserted)' };
+    walk: for await (const seals of pages) {
+      for (const seal of seals) {
+        if (Number(seal.id) !== expected || seal.prev_hash !== prev) {
+          report.broken = { id: seal.audit_id, reason: 'the seal does not follow the one before it (a row was removed, inserted or moved)' };
           break walk;
         }
-        if (chainHash(entry, prev) !== row.hash) {
-          report.broken = { id: row.id, reason: 'hash does not match the row (the row was changed)' };
+        if (seal.row_id === null || seal.organization_id !== head.organization_id) {
+          report.broken = { id: seal.audit_id, reason: 'the sealed row is missing (it was removed)' };
           break walk;
         }
-        prev = row.hash;
+        const place = { auditId: seal.audit_id, position: expected, legacy: Boolean(seal.legacy) };
+        if (chainHash(entryOf(seal as Parameters<typeof entryOf>[0]), place, prev) !== seal.hash) {
+          report.broken = { id: seal.audit_id, reason: 'hash does not match the row (the row was changed)' };
+          break walk;
+        }
+        prev = seal.hash;
+        expected++;
         report.rows++;
       }
     }
-    if (!report.broken && prev !== head.last_hash) {
-      report.broken = { id: null, reason: 'the chain head does not match the last row (rows were removed from the end)' };
+    if (!report.broken && (prev !== head.last_hash || report.rows !== Number(head.last_position))) {
+      report.broken = { id: null, reason: 'the chain head does not match the last seal (seals were removed from the end)' };
     }
     report.ok = !report.broken;
     reports.push(report);
@@ -75,6 +91,8 @@ export function auditEvents(
   let query = db
     .selectFrom('audit_log')
     .select(['id', 'actor_id', 'actor_type', 'action', 'target_type', 'target_id', 'result', 'request_id', 'created_at', 'project_id'])
+    // Sealed: chained (core/audit-log.ts); a row stays unsealed for the moments until the sealer's next pass.
+    .select((eb) => eb.not(eb.exists(eb.selectFrom('audit_unsealed').select('audit_unsealed.audit_id').whereRef('audit_unsealed.audit_id', '=', 'audit_log.id'))).as('sealed'))
     .where('organization_id', '=', scope.organizationId);
   if (scope.projectId) query = query.where('project_id', '=', scope.projectId);
   if (scope.onlyApiKeyId !== undefined) query = query.where('actor_type', '=', 'api_key').where('actor_id', '=', scope.onlyApiKeyId);

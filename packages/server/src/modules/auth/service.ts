@@ -2,7 +2,7 @@ import type { Transaction } from 'kysely';
 import { sql } from 'kysely';
 import type { Config } from '../../config.js';
 import { hashPassword, randomToken, sha256Hex, verifyPassword } from '../../core/crypto.js';
-import { write, type Effects } from '../../core/unit-of-work.js';
+import { write, writeUnaudited, type Effects } from '../../core/unit-of-work.js';
 import type { Principal } from '../../core/context.js';
 import { AppError, invalid, notFound, unauthenticated } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
@@ -52,7 +52,7 @@ async function writeForUser<T>(
   const orgId = organizationId ?? (await firstOrganizationOf(database.db, userId));
   const actor = { type: 'user' as const, id: userId };
   if (orgId) return write(database, { actor, organizationId: orgId, projectId: null, requestId }, change);
-  return database.db.transaction().execute((trx) => change(trx, { now: nowIso(), audit: () => {}, emit: () => {} }));
+  return writeUnaudited(database, change);
 }
 
 const firstOrganizationOf = async (db: Executor, userId: number) => (await membershipOf(db, userId))?.organizationId ?? null;

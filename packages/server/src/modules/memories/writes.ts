@@ -61,15 +61,17 @@ export async function nextSeq(trx: Executor, owner: Owner, now: string): Promise
 }
 
 
+type HistoryEntry = { memoryId: number; action: string; changes: Record<string, { before: unknown; after: unknown }> | null };
+
 /** History rows for a transaction's changes (other modules record theirs on memories through this). */
-export async function recordHistory(
-  trx: Executor,
-  ctx: WriteContext,
-  entries: Array<{ memoryId: number; action: string; changes: Record<string, { before: unknown; after: unknown }> | null }>,
-  now: string,
-): Promise<void> {
-  if (entries.length === 0) return;
-  await trx
+export async function recordHistory(trx: Executor, ctx: WriteContext, entries: HistoryEntry[], now: string): Promise<void> {
+  await historyInsert(trx, ctx, entries, now)?.execute();
+}
+
+/** The insert of history rows, for a write to hand to its unit of work (Effects.later); undefined when there are none. */
+function historyInsert(trx: Executor, ctx: WriteContext, entries: HistoryEntry[], now: string) {
+  if (entries.length === 0) return undefined;
+  return trx
     .insertInto('memory_history')
     .values(
       entries.map((e) => ({
@@ -82,8 +84,7 @@ export async function recordHistory(
         request_id: ctx.requestId,
         created_at: now,
       })),
-    )
-    .execute();
+    );
 }
 
 
@@ -152,7 +153,7 @@ async function insertMemories(
 
   const inserted = rows.length ? await trx.insertInto('memories').values(rows).returningAll().execute() : [];
   const memories = inserted.map(toMemory);
-  await recordHistory(
+  effects.later(historyInsert(
     trx,
     ctx,
     memories.map((m) => ({
@@ -161,7 +162,7 @@ async function insertMemories(
       changes: Object.fromEntries(CREATED_FIELDS.map((f) => [f, { before: null, after: m[f] }])),
     })),
     now,
-  );
+  ));
   for (const m of memories) {
     effects.emit('memory.created', { memory: m, tenant_id: owner.tenantId || null });
   }

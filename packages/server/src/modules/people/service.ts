@@ -3,7 +3,7 @@ import type { Actor, WriteContext } from '../../core/context.js';
 import { AppError, forbidden, invalid, notFound, unauthenticated } from '../../core/errors.js';
 import type { Mailer } from '../../core/mailer.js';
 import { paginate, type PageParams } from '../../core/paging.js';
-import { write } from '../../core/unit-of-work.js';
+import { write, writeUnaudited } from '../../core/unit-of-work.js';
 import { isRole, type Role } from '../../core/access.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import { endSessions, lastSignIns } from '../auth/index.js';
@@ -214,7 +214,7 @@ async function writeForPerson<T>(
 ): Promise<T> {
   const organizationId = (await membershipOf(database.db, userId))?.organizationId;
   if (organizationId) return write(database, { actor, organizationId, projectId: null, requestId }, change);
-  return database.db.transaction().execute((trx) => change(trx, { now: nowIso(), audit: () => {}, emit: () => {} }));
+  return writeUnaudited(database, change);
 }
 
 /** Changing one's own password needs the current one; every other session of theirs ends. */

@@ -1,0 +1,43 @@
+import { sql } from 'kysely';
+import { expect, it } from 'vitest';
+import { forEachDialect, useTestApp } from '../testing/harness.js';
+
+/**
+ * Writes arriving together (on SQLite they share one group commit, each in its own savepoint):
+ * one that fails midway leaves nothing behind and takes nothing of the others with it.
+ */
+forEachDialect('concurrent writes, one failing midway', (dialect) => {
+  const t = useTestApp(dialect, { runJobs: false });
+
+  it('commits every write but the failing one, whose memory, history, revision and audit row are gone', async () => {
+    const db = t.database.db;
+    // Fails the history insert of one text, after its memory row and revision bump were written.
+    if (dialect === 'sqlite') {
+      await sql`CREATE TRIGGER poison_history BEFORE INSERT ON memory_history WHEN NEW.changes LIKE '%poison%' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`.execute(db);
+    } else {
+      await sql`CREATE FUNCTION poison_history() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.changes::text LIKE '%poison%' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`.execute(db);
+      await sql`CREATE TRIGGER poison_history BEFORE INSERT ON memory_history FOR EACH ROW EXECUTE FUNCTION poison_history()`.execute(db);
+    }
+    const texts = Array.from({ length: 12 }, (_, i) => (i === 5 ? 'poison pill' : `grouped write number ${i}`));
+    const answers = await Promise.all(texts.map((text) => t.call('POST', '/memory/add', { endUser: 'grouped', body: { text } })));
+    expect(answers.map((a) => a.status)).toEqual(texts.map((_, i) => (i === 5 ? 500 : 201)));
+    // A missing memory answers 404 from inside its write, beside writes that succeed.
+    const patches = await Promise.all([
+      t.call('PATCH', '/memory/999999', { endUser: 'grouped', body: { importance: 0.9 } }),
+      t.call('PATCH', `/memory/${answers[0]!.body.id}`, { endUser: 'grouped', body: { importance: 0.9 } }),
+    ]);
+    expect(patches.map((p) => p.status)).toEqual([404, 200]);
+
+    const stored = await db.selectFrom('memories').select(['id', 'text', 'importance']).where('end_user_id', '=', 'grouped').orderBy('id').execute();
+    expect(stored.map((m) => m.text).sort()).toEqual(texts.filter((x) => x !== 'poison pill').sort());
+    expect(stored.find((m) => m.id === answers[0]!.body.id)!.importance).toBe(0.9);
+    const history = await db.selectFrom('memory_history').select(['memory_id', 'action']).where('memory_id', 'in', stored.map((m) => m.id)).execute();
+    expect(history).toHaveLength(12);
+    // Eleven adds and one update bumped the revision; the failed add's bump was rolled back with it.
+    const owner = await db.selectFrom('end_users').select('revision').where('end_user_id', '=', 'grouped').executeTakeFirstOrThrow();
+    expect(Number(owner.revision)).toBe(12);
+    const audits = await db.selectFrom('audit_log').select('action').where('organization_id', '=', t.organizationId).execute();
+    expect(audits.filter((a) => a.action === 'memory.add')).toHaveLength(11);
+    expect(audits.filter((a) => a.action === 'memory.update')).toHaveLength(1);
+  });
+});
