@@ -1571,7 +1571,7 @@ export interface paths {
         };
         /**
          * List audit events
-         * @description The organization's append-only, hash-chained audit log, newest first. An API key sees its organization's events, narrowed to its project when it is locked to one or sends X-Project-ID; a key bound to a tenant or end user sees only its own actions.
+         * @description The organization's append-only, hash-chained audit log, newest first (the newest rows may not be sealed into the chain yet). An API key sees its organization's events, narrowed to its project when it is locked to one or sends X-Project-ID; a key bound to a tenant or end user sees only its own actions.
          *
          *     Requires scope audit:read and capability audit.read (bearer).
          */
@@ -14402,6 +14402,8 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             project_id: string | null;
+                            /** @description Whether the row is chained yet; rows are sealed moments after their write commits */
+                            sealed: boolean;
                         }[];
                         /** @description All matching rows */
                         total: number;
