@@ -117,7 +117,7 @@ forEachDialect('Idempotency-Key', (dialect) => {
       for (const step of [1, 2, 3]) {
         const earlier = journal.replay();
         if (earlier) { seen.push({ replayed: earlier.value }); continue; }
-        await t.database.db.transaction().execute((trx) => journal.record(trx, { step, attempt }));
+        await t.database.db.transaction().execute((trx) => trx.executeQuery(journal.record(trx, { step, attempt }).compile()));
         seen.push({ ran: step });
         if (attempt === 1 && step === 2) throw new Error('the process fails after two committed steps');
       }
