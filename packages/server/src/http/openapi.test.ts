@@ -1,5 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
+import { operationIdOf } from './openapi.js';
+
+const COMMITTED = new URL('../../openapi.json', import.meta.url);
 
 forEachDialect('OpenAPI document and docs page', (dialect) => {
   const t = useTestApp(dialect);
@@ -51,9 +55,24 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
       if (op.security) expect(Object.keys(op.responses), name).toEqual(expect.arrayContaining(['401', '403', '404']));
     }
     expect(new Set(ids).size, 'operationIds are unique').toBe(ids.length);
+    // One rule for every id: method and path (a route that names its own breaks it).
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const derived = operationIdOf(method, path.replace(/\{([^}]+)\}/g, ':$1'));
+        expect(op.operationId, `${method.toUpperCase()} ${path}: declare no operationId, it is ${derived}`).toBe(derived);
+        const headers = (op.parameters ?? []).filter((p: { in: string }) => p.in === 'header').map((p: { name: string }) => p.name);
+        if (method !== 'get') expect(headers, `${method.toUpperCase()} ${path} takes Idempotency-Key`).toContain('idempotency-key');
+      }
+    }
     // Stable: derived from method and path, so clients generated today keep their method names.
     expect(doc.paths['/memory/{memory_id}/history'].get.operationId).toBe('getMemoryByMemoryIdHistory');
     expect(doc.paths['/v1/memory/add_turn'].post.operationId).toBe('postV1MemoryAddTurn');
+  });
+
+  it('is the committed packages/server/openapi.json (regenerate it with `npm run openapi`)', async () => {
+    const served = (await t.call('GET', '/openapi.json', anonymous)).body;
+    const committed = JSON.parse(readFileSync(COMMITTED, 'utf8'));
+    expect(served, 'openapi.json is stale: run `npm run openapi`').toEqual(committed);
   });
 
   it('serves a readable docs page', async () => {

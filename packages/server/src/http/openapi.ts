@@ -58,7 +58,16 @@ export const OPENAPI_TAGS = [
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-/** A stable operationId from the method and path, unless the route names one: `GET /memory/{memory_id}/history` -> getMemoryByMemoryIdHistory. */
+const IDEMPOTENCY_KEY_HEADER = {
+  type: 'string',
+  description: 'Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)',
+};
+
+/**
+ * The one operationId rule: derived from the method and path, `GET /memory/{memory_id}/history` ->
+ * getMemoryByMemoryIdHistory. Routes name none, so a client method bound to an id stays bound while the
+ * route stays where it is (src/http/openapi.test.ts checks every id against this rule).
+ */
 export function operationIdOf(method: string, url: string): string {
   const camel = (s: string) => s.replace(/[-_]+([a-z0-9])/g, (_, c: string) => c.toUpperCase());
   const upper = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
@@ -112,10 +121,15 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
         operationId: schema.operationId ?? operationIdOf(method, route.url),
         response: { ...declared, ...impliedErrorResponses(method, route.url, auth !== undefined, declared) },
       };
-      if (!auth) return { schema: documented as never, url };
+      // Every write takes an Idempotency-Key (http/idempotency.ts).
+      const idempotencyKey = WRITES.has(method) ? { 'idempotency-key': IDEMPOTENCY_KEY_HEADER } : {};
+      if (!auth) {
+        const headers = { type: 'object', properties: idempotencyKey };
+        return { schema: (WRITES.has(method) ? { ...documented, headers } : documented) as never, url };
+      }
       // Document the credentials and scoping headers once, from the route's auth declaration.
       const accepts = auth.accepts ?? ['api_key'];
-      const headers: Record<string, unknown> = {};
+      const headers: Record<string, unknown> = { ...idempotencyKey };
       if (accepts.includes('bearer')) {
         headers['x-organization-id'] = { type: 'string', description: "Bearer calls: the organization to act in; default the caller's first" };
         if (auth.bearerProject) headers['x-project-id'] = { type: 'string', description: 'The project (of the acting organization); required' };

@@ -32,19 +32,19 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   // ---- provider catalog ---------------------------------------------------------------------
   app.get('/connectors/providers', {
     config: read,
-    schema: { tags, summary: 'List connector providers', operationId: 'listConnectorProviders', description: 'Each provider with its auth kind, configuration and credentials JSON Schemas and capabilities.', response: { 200: Type.Object({ items: Type.Array(Provider) }) } },
+    schema: { tags, summary: 'List connector providers', description: 'Each provider with its auth kind, configuration and credentials JSON Schemas and capabilities.', response: { 200: Type.Object({ items: Type.Array(Provider) }) } },
   }, async () => ({ items: PROVIDERS.map(connectors.providerView) }));
 
   app.get('/connectors/providers/:provider', {
     config: read,
-    schema: { tags, summary: 'Read a connector provider', operationId: 'getConnectorProvider', params: ProviderParams, response: { 200: Provider } },
+    schema: { tags, summary: 'Read a connector provider', params: ProviderParams, response: { 200: Provider } },
   }, async (request) => connectors.providerView(connectors.providerOrThrow(request.params.provider, 'provider')));
 
   // ---- connection lifecycle -----------------------------------------------------------------
   app.post('/connectors/connections', {
     config: manage,
     schema: {
-      tags, summary: 'Create a connection', operationId: 'createConnection',
+      tags, summary: 'Create a connection',
       description: 'Validates the configuration and credentials against the provider schemas and the source itself. Credentials are stored encrypted and never returned.',
       body: NewConnectionBody, response: { 201: Connection },
     },
@@ -52,18 +52,18 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
 
   app.get('/connectors/connections', {
     config: read,
-    schema: { tags, summary: 'List connections', operationId: 'listConnections', querystring: PageQuery, response: { 200: PageOf(Connection) } },
+    schema: { tags, summary: 'List connections', querystring: PageQuery, response: { 200: PageOf(Connection) } },
   }, async (request) => connectors.listConnections(database.db, projectContext(request).projectId, request.query));
 
   app.get('/connectors/connections/:connection_id', {
     config: read,
-    schema: { tags, summary: 'Read a connection', operationId: 'getConnection', params: ConnectionParams, response: { 200: Connection } },
+    schema: { tags, summary: 'Read a connection', params: ConnectionParams, response: { 200: Connection } },
   }, async (request) => connectors.getConnection(database.db, projectContext(request).projectId, request.params.connection_id));
 
   app.patch('/connectors/connections/:connection_id', {
     config: manage,
     schema: {
-      tags, summary: 'Update a connection', operationId: 'updateConnection',
+      tags, summary: 'Update a connection',
       description: 'Name, credentials (validated against the source, then stored encrypted) or schedule.',
       params: ConnectionParams, body: ConnectionPatchBody, response: { 200: Connection },
     },
@@ -72,7 +72,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   app.post('/connectors/connections/:connection_id/repair', {
     config: manage,
     schema: {
-      tags, summary: 'Repair a connection', operationId: 'repairConnection',
+      tags, summary: 'Repair a connection',
       description: 'Re-validates the stored credentials (OAuth tokens are refreshed) and configuration against the source; the connection becomes active when they work, else stays in error with the reason. When an OAuth connection\'s consent is gone it becomes needs_repair and the answer carries `consent`, a new consent URL to send the user through.',
       params: ConnectionParams, response: { 200: Repaired, ...declaredErrors(503) },
     },
@@ -82,7 +82,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   app.post('/connectors/connections/:connection_id/authorize', {
     config: manage,
     schema: {
-      tags, summary: 'Start OAuth consent', operationId: 'authorizeConnection',
+      tags, summary: 'Start OAuth consent',
       description: "The provider's consent URL for an oauth2 connection, with a `state` that is single use, bound to the caller and the connection, and expires in ten minutes (PKCE where the provider takes it). After consent the provider sends the browser to the redirect URI with `code` and `state`; post them to …/callback. 400 for providers without OAuth; 503 when the server has no OAuth client for the provider.",
       params: ConnectionParams, response: { 200: Consent, ...declaredErrors(503) },
     },
@@ -91,7 +91,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   app.post('/connectors/connections/:connection_id/callback', {
     config: manage,
     schema: {
-      tags, summary: 'Complete OAuth consent', operationId: 'completeConnectionAuthorization',
+      tags, summary: 'Complete OAuth consent',
       description: "Exchanges the code for tokens (stored encrypted, never returned) and checks the configuration with them: the connection becomes active, or error with the reason. The state must be live and issued to this caller for this connection (else 400 on `state`); it is used up either way. `error` instead of `code` (the user refused at the provider) keeps the connection waiting, with the reason.",
       params: ConnectionParams, body: CallbackBody, response: { 200: Connection, ...declaredErrors(503) },
     },
@@ -100,7 +100,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   app.post('/connectors/connections/:connection_id/purge', {
     config: manage,
     schema: {
-      tags, summary: 'Purge what a connection brought in', operationId: 'purgeConnection',
+      tags, summary: 'Purge what a connection brought in',
       description: 'Forgets every memory the connection created and its synced objects; the connection stays. 409 while a sync runs.',
       params: ConnectionParams, response: { 200: Purged },
     },
@@ -109,7 +109,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   app.delete('/connectors/connections/:connection_id', {
     config: manage,
     schema: {
-      tags, summary: 'Remove a connection', operationId: 'removeConnection',
+      tags, summary: 'Remove a connection',
       description: 'Purges (forgets every memory it brought in) and deletes the connection with its syncs. 409 while a sync runs.',
       params: ConnectionParams, response: { 200: Removed },
     },
@@ -118,13 +118,13 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   // ---- configuration pages ------------------------------------------------------------------
   app.get('/connectors/connections/:connection_id/configuration', {
     config: read,
-    schema: { tags, summary: 'Read the configuration page', operationId: 'getConnectionConfiguration', description: "The provider's configuration schema and the current values.", params: ConnectionParams, response: { 200: ConfigurationPage } },
+    schema: { tags, summary: 'Read the configuration page', description: "The provider's configuration schema and the current values.", params: ConnectionParams, response: { 200: ConfigurationPage } },
   }, async (request) => connectors.configurationPage(database.db, projectContext(request).projectId, request.params.connection_id));
 
   app.put('/connectors/connections/:connection_id/configuration', {
     config: manage,
     schema: {
-      tags, summary: 'Replace the configuration', operationId: 'putConnectionConfiguration',
+      tags, summary: 'Replace the configuration',
       description: 'What to read, validated against the schema and the source. The next sync reads the new selection; objects outside it are forgotten by that (complete) sync.',
       params: ConnectionParams, body: ConfigurationBody, response: { 200: ConfigurationPage },
     },
@@ -133,32 +133,32 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   // ---- syncs --------------------------------------------------------------------------------
   app.post('/connectors/connections/:connection_id/sync', {
     config: manage,
-    schema: { tags, summary: 'Trigger a sync', operationId: 'triggerSync', description: '202 with the queued sync; 409 while one is queued or running for the connection, or while an OAuth connection waits for consent.', params: ConnectionParams, response: { 202: Sync, ...declaredErrors(409) } },
+    schema: { tags, summary: 'Trigger a sync', description: '202 with the queued sync; 409 while one is queued or running for the connection, or while an OAuth connection waits for consent.', params: ConnectionParams, response: { 202: Sync, ...declaredErrors(409) } },
   }, async (request, reply) => reply.status(202).send(await connectors.triggerSync(deps, projectContext(request), request.params.connection_id)));
 
   app.get('/connectors/connections/:connection_id/syncs', {
     config: read,
-    schema: { tags, summary: "List a connection's syncs", operationId: 'listSyncs', params: ConnectionParams, querystring: PageQuery, response: { 200: PageOf(Sync) } },
+    schema: { tags, summary: "List a connection's syncs", params: ConnectionParams, querystring: PageQuery, response: { 200: PageOf(Sync) } },
   }, async (request) => connectors.listSyncs(database.db, projectContext(request).projectId, request.params.connection_id, request.query));
 
   app.get('/connectors/syncs/:sync_id', {
     config: read,
-    schema: { tags, summary: 'Watch a sync', operationId: 'getSync', description: 'Status and progress: objects seen, created, updated, deleted, unchanged, failed.', params: SyncParams, response: { 200: Sync } },
+    schema: { tags, summary: 'Watch a sync', description: 'Status and progress: objects seen, created, updated, deleted, unchanged, failed.', params: SyncParams, response: { 200: Sync } },
   }, async (request) => connectors.getSync(database.db, projectContext(request).projectId, request.params.sync_id));
 
   app.post('/connectors/syncs/:sync_id/cancel', {
     config: manage,
-    schema: { tags, summary: 'Cancel a sync', operationId: 'cancelSync', description: 'A queued sync is cancelled at once, a running one before its next object; a finished one is 409.', params: SyncParams, response: { 200: Sync } },
+    schema: { tags, summary: 'Cancel a sync', description: 'A queued sync is cancelled at once, a running one before its next object; a finished one is 409.', params: SyncParams, response: { 200: Sync } },
   }, async (request) => connectors.cancelSync(deps, projectContext(request), request.params.sync_id));
 
   app.get('/connectors/connections/:connection_id/objects', {
     config: read,
-    schema: { tags, summary: 'List synced objects', operationId: 'listSyncedObjects', description: 'Source id, version, content hash, memory ids and status of each object.', params: ConnectionParams, querystring: ObjectsQuery, response: { 200: PageOf(SyncedObject) } },
+    schema: { tags, summary: 'List synced objects', description: 'Source id, version, content hash, memory ids and status of each object.', params: ConnectionParams, querystring: ObjectsQuery, response: { 200: PageOf(SyncedObject) } },
   }, async (request) => connectors.listObjects(database.db, projectContext(request).projectId, request.params.connection_id, request.query));
 
   app.get('/connectors/insights', {
     config: read,
-    schema: { tags, summary: 'Connector insights', operationId: 'getConnectorInsights', description: "Totals of the project's connections, objects, memories and syncs, and the last runs.", response: { 200: Insights } },
+    schema: { tags, summary: 'Connector insights', description: "Totals of the project's connections, objects, memories and syncs, and the last runs.", response: { 200: Insights } },
   }, async (request) => connectors.insights(database.db, projectContext(request).projectId));
 
   // ---- integrations (legacy catalog and aggregate view) -------------------------------------
@@ -166,14 +166,14 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   const orgManage = { auth: { accepts: ['bearer'], scope: 'connectors:write', capability: 'connectors.manage' } } as const;
   app.get('/integrations', {
     config: orgRead,
-    schema: { tags: ['integrations'], summary: 'Integrations catalog', operationId: 'listIntegrations', description: 'Every provider with whether it is enabled for the organization.', response: { 200: Type.Object({ items: Type.Array(Integration) }) } },
+    schema: { tags: ['integrations'], summary: 'Integrations catalog', description: 'Every provider with whether it is enabled for the organization.', response: { 200: Type.Object({ items: Type.Array(Integration) }) } },
   }, async (request) => connectors.integrationCatalog(database.db, organizationOf(request).organizationId));
 
   for (const action of ['enable', 'disable'] as const) {
     app.post(`/integrations/:provider/${action}`, {
       config: orgManage,
       schema: {
-        tags: ['integrations'], summary: `${action === 'enable' ? 'Enable' : 'Disable'} an integration`, operationId: `${action}Integration`,
+        tags: ['integrations'], summary: `${action === 'enable' ? 'Enable' : 'Disable'} an integration`,
         description: action === 'enable' ? 'Allows connections of this provider in the organization (the default).' : 'Refuses new connections and syncs of this provider in the organization (403); existing memories stay.',
         params: ProviderParams, response: { 200: Integration },
       },
@@ -183,7 +183,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   app.put('/integrations/:provider/oauth-client', {
     config: orgManage,
     schema: {
-      tags: ['integrations'], summary: "Set the organization's OAuth client", operationId: 'setIntegrationOAuthClient',
+      tags: ['integrations'], summary: "Set the organization's OAuth client",
       description: "The organization's own app at the provider (Slack, Google Drive): consent and token refreshes of its connections use it instead of the server's (ENGRAM_<PROVIDER>_CLIENT_ID). The secret is stored encrypted and never returned. 400 for providers without OAuth.",
       params: ProviderParams, body: OAuthClientBody, response: { 200: OAuthClient },
     },
@@ -192,7 +192,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   app.delete('/integrations/:provider/oauth-client', {
     config: orgManage,
     schema: {
-      tags: ['integrations'], summary: "Remove the organization's OAuth client", operationId: 'removeIntegrationOAuthClient',
+      tags: ['integrations'], summary: "Remove the organization's OAuth client",
       description: "The server's client applies again; the answer says which client consent now uses (null: none).",
       params: ProviderParams, response: { 200: OAuthClient },
     },
@@ -200,6 +200,6 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
 
   app.get('/integrations/overview', {
     config: read,
-    schema: { tags: ['integrations'], summary: 'All integrations of a project', operationId: 'getIntegrationsOverview', description: 'Every connection of the project with its state and last sync, and each provider with its connection count, in one call.', response: { 200: Overview } },
+    schema: { tags: ['integrations'], summary: 'All integrations of a project', description: 'Every connection of the project with its state and last sync, and each provider with its connection count, in one call.', response: { 200: Overview } },
   }, async (request) => connectors.integrationsOverview(database.db, organizationOf(request).organizationId, projectContext(request).projectId));
 };

@@ -71,7 +71,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
   app.post('/exports', {
     config: manage,
     schema: {
-      tags, operationId: 'createExport', summary: 'Create an export',
+      tags, summary: 'Create an export',
       description: 'Exports the project named by X-Project-ID (narrowed by `scope`) in the background; answers 202 with the export record. Read progress with GET /exports/{id}, then download the artifact.',
       body: CreateExportBody, response: { 202: Export, ...declaredErrors(400, 404) },
     },
@@ -83,18 +83,18 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
 
   app.get('/exports', {
     config: read,
-    schema: { tags, operationId: 'listExports', summary: 'List exports', description: 'Newest first.', querystring: PageQuery, response: { 200: PageOf(Export), ...declaredErrors(400, 404) } },
+    schema: { tags, summary: 'List exports', description: 'Newest first.', querystring: PageQuery, response: { 200: PageOf(Export), ...declaredErrors(400, 404) } },
   }, async (request) => listExports(database.db, await projectOf(database, request), request.query));
 
   app.get('/exports/:id', {
     config: read,
-    schema: { tags, operationId: 'getExport', summary: 'Get an export', params: IdParams, response: { 200: Export, ...declaredErrors(400, 404) } },
+    schema: { tags, summary: 'Get an export', params: IdParams, response: { 200: Export, ...declaredErrors(400, 404) } },
   }, async (request) => toExport(await exportRow(database.db, await projectOf(database, request), request.params.id)));
 
   app.post('/exports/:id/cancel', {
     config: manage,
     schema: {
-      tags, operationId: 'cancelExport', summary: 'Cancel an export', description: 'A running export stops within a second; 409 when it has already finished.',
+      tags, summary: 'Cancel an export', description: 'A running export stops within a second; 409 when it has already finished.',
       params: IdParams, response: { 200: Export, ...declaredErrors(400, 404, 409) },
     },
   }, async (request) => cancelExport(database, await contextOf(database, request), request.params.id));
@@ -102,7 +102,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
   app.delete('/exports/:id', {
     config: manage,
     schema: {
-      tags, operationId: 'deleteExport', summary: 'Delete an export', description: 'Deletes the artifact and the record (404 from then on); a running export is cancelled.',
+      tags, summary: 'Delete an export', description: 'Deletes the artifact and the record (404 from then on); a running export is cancelled.',
       params: IdParams, response: { 200: Export, ...declaredErrors(400, 404) },
     },
   }, async (request) => deleteExport(database, blobs, await contextOf(database, request), request.params.id));
@@ -110,7 +110,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
   app.get('/exports/:id/download', {
     config: read,
     schema: {
-      tags, operationId: 'downloadExport', summary: 'Download an export',
+      tags, summary: 'Download an export',
       description: 'The artifact, streamed, with Content-Length, Content-Disposition, `Repr-Digest: sha-256=:…:` (of the whole artifact) and single-range `Range` support (206) so a broken download resumes. 409 before it has completed, 410 once expired or withdrawn.',
       params: IdParams,
       response: { 200: Type.String({ description: 'The artifact' }), 206: Type.String({ description: 'Part of the artifact' }), ...declaredErrors(400, 404, 409, 410, 416) },
@@ -144,7 +144,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
     uploads.post('/imports', {
       config: manage,
       schema: {
-        tags, operationId: 'createImport', summary: 'Import memories',
+        tags, summary: 'Import memories',
         description: "The request body is the file: Engram's export (jsonl or json, optionally gzipped) or Mem0's (`{\"results\": [...]}` or the list get_all returns). Answers 202 with the import record; read progress with GET /imports/{id}. Each record's source id becomes its client_ref, so importing the same file again skips what landed.",
         querystring: ImportQuery, response: { 202: Import, ...declaredErrors(400, 404, 413) },
       },
@@ -174,18 +174,18 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
 
   app.get('/imports', {
     config: read,
-    schema: { tags, operationId: 'listImports', summary: 'List imports', description: 'Newest first.', querystring: PageQuery, response: { 200: PageOf(Import), ...declaredErrors(400, 404) } },
+    schema: { tags, summary: 'List imports', description: 'Newest first.', querystring: PageQuery, response: { 200: PageOf(Import), ...declaredErrors(400, 404) } },
   }, async (request) => listImports(database.db, await projectOf(database, request), request.query));
 
   app.get('/imports/:id', {
     config: read,
-    schema: { tags, operationId: 'getImport', summary: 'Get an import', description: 'Status and progress (records done, bytes read).', params: IdParams, response: { 200: Import, ...declaredErrors(400, 404) } },
+    schema: { tags, summary: 'Get an import', description: 'Status and progress (records done, bytes read).', params: IdParams, response: { 200: Import, ...declaredErrors(400, 404) } },
   }, async (request) => getImport(database.db, await projectOf(database, request), request.params.id));
 
   app.post('/imports/:id/cancel', {
     config: manage,
     schema: {
-      tags, operationId: 'cancelImport', summary: 'Cancel an import', description: 'Stops after the batch in progress; committed batches stay (a re-import skips them). 409 when finished.',
+      tags, summary: 'Cancel an import', description: 'Stops after the batch in progress; committed batches stay (a re-import skips them). 409 when finished.',
       params: IdParams, response: { 200: Import, ...declaredErrors(400, 404, 409) },
     },
   }, async (request) => cancelImport(database, await contextOf(database, request), request.params.id));

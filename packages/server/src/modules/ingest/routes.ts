@@ -45,7 +45,7 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
   app.post('/memory/upload', {
     config: { auth: { scope: 'memories:write', endUser: 'required' } },
     schema: {
-      tags, summary: 'Ingest a file', operationId: 'uploadFile',
+      tags, summary: 'Ingest a file',
       description:
         'multipart/form-data with one part `file`: text, Markdown, HTML, PDF, DOCX, CSV or JSON, detected by content and name. ' +
         `The document is split along its structure (headings, paragraphs, table rows, sentences) into memories of 1 to ${CHUNK.max} characters ` +
@@ -74,7 +74,7 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
   app.get('/memory/upload/:job_id', {
     config: { auth: { scope: 'memories:read', endUser: 'required' } },
     schema: {
-      tags, summary: 'Progress of a large upload', operationId: 'getUploadJob',
+      tags, summary: 'Progress of a large upload',
       description: "The job ingesting a large file: status, progress (0 to 1) and, once done, the result (memory ids) or the reason it failed.",
       params: UploadJobParams, response: { 200: JobResult },
     },

@@ -28,7 +28,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
   app.get('/memory/ontology', {
     config: { auth: { scope: 'memories:read', endUser: 'optional' } },
     schema: {
-      tags, operationId: 'getOntology', summary: 'Read the ontology',
+      tags, summary: 'Read the ontology',
       description: "The project's vocabulary: categories, entity types and relation types (the built-in default until replaced), with the progress of the last reclassification.",
       response: { 200: OntologyResult },
     },
@@ -37,7 +37,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
   app.put('/memory/ontology', {
     config: { auth: { scope: 'memories:write', endUser: 'optional' } },
     schema: {
-      tags, operationId: 'replaceOntology', summary: 'Replace the ontology',
+      tags, summary: 'Replace the ontology',
       description: 'Replaces the whole ontology of the project (unknown entity types and duplicate names are 400 naming the field), audits it, emits ontology.updated and reclassifies existing memories in a background job.',
       body: Ontology, response: { 200: OntologyResult },
     },
@@ -51,7 +51,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
   app.get('/memory/graph', {
     config: read,
     schema: {
-      tags, operationId: 'getGraph', summary: 'Entity and relation graph',
+      tags, summary: 'Entity and relation graph',
       description: "Entities of the end user's memories and the facts relating them. Every edge lists the memories that state it and when it became true (valid_at) and stopped being true (invalid_at, invalidated_by): a new value of a single-valued relation ends the old edge, which is kept. as_of answers what was true then.",
       querystring: GraphQuery, response: { 200: GraphResult },
     },
@@ -60,7 +60,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
   app.get('/memory/clusters', {
     config: read,
     schema: {
-      tags, operationId: 'listClusters', summary: 'Thematic clusters',
+      tags, summary: 'Thematic clusters',
       description: "Groups of the end user's memories about one theme (two or more members), largest first, each labelled with its top terms; deterministic for the same memories.",
       querystring: ClustersQuery, response: { 200: ClustersResult },
     },
@@ -69,7 +69,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
   app.get('/memory/decisions', {
     config: read,
     schema: {
-      tags, operationId: 'listDecisions', summary: 'Conflicting statements',
+      tags, summary: 'Conflicting statements',
       description: 'Pairs of memories that cannot both be true now: two values of a single-valued relation, or a statement and its negation. Each carries a suggested resolution (the newer statement, with the reason) and its status; newest first.',
       querystring: DecisionsQuery, response: { 200: DecisionsResult },
     },
@@ -78,7 +78,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
   app.post('/memory/decision/:decision_id/resolve', {
     config: { auth: { scope: 'memories:write', endUser: 'required' } },
     schema: {
-      tags, operationId: 'resolveDecision', summary: 'Record a resolution',
+      tags, summary: 'Record a resolution',
       description: 'keep_one (with memory_id) marks the other memory superseded_by the kept one: it then ranks below it in retrieval and its history says why. keep_both and dismiss change no memory. Audited; emits decision.resolved. A decision is resolved once: a second resolution is 409.',
       params: DecisionParams, body: ResolveBody, response: { 200: Decision },
     },
@@ -87,7 +87,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
   app.get('/memory/intelligence', {
     config: read,
     schema: {
-      tags, operationId: 'getIntelligenceReport', summary: 'Combined report',
+      tags, summary: 'Combined report',
       description: 'Top entities, the facts that changed most recently, the largest clusters and open decisions, in one read.',
       response: { 200: IntelligenceResult },
     },
@@ -96,7 +96,7 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
   app.get('/memory/knowledge/stats', {
     config: read,
     schema: {
-      tags, operationId: 'getKnowledgeStats', summary: 'Knowledge totals',
+      tags, summary: 'Knowledge totals',
       description: 'Memories, summaries, entities and relations by type, clusters, decisions by status and memories per category.',
       response: { 200: StatsResult },
     },

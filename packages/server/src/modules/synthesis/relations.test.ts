@@ -102,11 +102,11 @@ forEachDialect('OpenAPI document: summarize, relations, synthesize', (dialect) =
   it('documents each operation with its operationId, tags, request, answers and errors', async () => {
     const paths = (await t.call('GET', '/openapi.json', { key: null, endUser: null, project: null })).body.paths;
     const operations: Array<[string, string, string, string[]]> = [
-      ['post', '/memory/summarize', 'summarizeMemories', ['201', '200', '400', '404', '503']],
-      ['post', '/memory/relations', 'createRelation', ['201', '200', '400', '404']],
-      ['get', '/memory/{memory_id}/relations', 'listRelations', ['200', '404']],
-      ['delete', '/memory/relations/{relation_id}', 'deleteRelation', ['200', '404', '409']],
-      ['post', '/memory/synthesize', 'synthesizeAnswer', ['200', '400', '503']],
+      ['post', '/memory/summarize', 'postMemorySummarize', ['201', '200', '400', '404', '503']],
+      ['post', '/memory/relations', 'postMemoryRelations', ['201', '200', '400', '404']],
+      ['get', '/memory/{memory_id}/relations', 'getMemoryByMemoryIdRelations', ['200', '404']],
+      ['delete', '/memory/relations/{relation_id}', 'deleteMemoryRelationsByRelationId', ['200', '404', '409']],
+      ['post', '/memory/synthesize', 'postMemorySynthesize', ['200', '400', '503']],
     ];
     for (const [method, path, operationId, statuses] of operations) {
       const op = paths[path]?.[method];

@@ -33,7 +33,6 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
       description: `Summarizes memory_ids, or the memories matching filters and session_id (all the end user's when neither is given; at most ${SYNTHESIS_LIMITS.summarySources}; summaries are never sources). ` +
         'Extractive (central sentences, no repetition) by default, abstractive through the configured LLM. Stored (unless store is false) as a memory with is_summary true, linked to each source by a summarizes relation. ' +
         '201 when stored now; 200 with status existing when the same set was summarized before, or not_stored.',
-      operationId: 'summarizeMemories',
       body: SummarizeBody,
       response: { 201: SummarizeResult, 200: SummarizeResult, ...declaredErrors(503) },
     },
@@ -47,7 +46,6 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
     schema: {
       tags: ['memories'], summary: 'Relate two memories',
       description: `A typed link (${RELATION_TYPES.join(', ')}) from source_id to target_id, both live memories of the end user. 201 when created; 200 with the existing relation when the same link exists.`,
-      operationId: 'createRelation',
       body: RelationBody,
       response: { 201: Relation, 200: Relation },
     },
@@ -61,7 +59,6 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
     schema: {
       tags: ['memories'], summary: 'Relations of a memory',
       description: 'Links from and to the memory, oldest first.',
-      operationId: 'listRelations',
       params: Type.Object({ memory_id: MemoryId }),
       response: { 200: RelationList },
     },
@@ -73,7 +70,6 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
       tags: ['memories'], summary: 'Remove a relation',
       description: `Answers the removed relation. A ${SUMMARIZES} link is kept while its summary lives (409).`,
       params: Type.Object({ relation_id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) }),
-      operationId: 'deleteRelation',
       response: { 200: Relation },
     },
   }, async (request) => deleteRelation(database, writeContextOf(request), ownerOf(request), request.params.relation_id));
@@ -85,7 +81,6 @@ export const synthesisRoutes: FastifyPluginAsyncTypebox<SynthesisOptions> = asyn
       description: 'Retrieves k memories for the question (as query does, with session_id and filters), then answers with citations of the spans relied on: ' +
         'built-in, the best-supported sentence (a date for "when" questions, relative dates resolved against when they were said); through the configured LLM, a grounded answer citing only retrieved memories. ' +
         `found is false (answer "No answer found in the memories.") when nothing supports an answer.`,
-      operationId: 'synthesizeAnswer',
       body: SynthesizeBody,
       response: { 200: SynthesizeResult, ...declaredErrors(503) },
     },

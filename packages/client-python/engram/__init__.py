@@ -1,0 +1,10 @@
+"""Official Python client of the Engram memory service."""
+from . import models
+from .control import AsyncControlClient, ControlClient
+from .errors import EngramError
+from .service import AsyncServiceClient, ServiceClient
+from .webhooks import WebhookVerificationError, verify_webhook
+
+__version__ = "0.1.0"
+__all__ = ["ServiceClient", "AsyncServiceClient", "ControlClient", "AsyncControlClient", "EngramError",
+           "verify_webhook", "WebhookVerificationError", "models", "__version__"]

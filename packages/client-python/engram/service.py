@@ -1,0 +1,162 @@
+"""The data plane and /v1 with an API key: memories, retrieval, feedback, relations, intelligence, the
+tenant plane. Project, end user and tenant are set once on the client or per call (project_id=,
+end_user_id=, tenant_id=). Answers are the server's JSON (dicts); unknown fields are kept."""
+from __future__ import annotations
+
+from typing import Any, BinaryIO
+
+import httpx
+
+from . import models
+from ._plane import _Group, _Plane, transport_settings
+from ._transport import AsyncTransport, SyncTransport
+from .errors import EngramError
+
+BULK_SIZE = 50
+
+
+class Health(_Group):
+    def live(self, **params: Any) -> Any: return self._call("getHealthz", **params)
+    def ready(self, **params: Any) -> Any: return self._call("getReadyz", **params)
+
+
+class Memories(_Group):
+    def add(self, body: models.PostMemoryAddBody, **params: Any) -> Any: return self._call("postMemoryAdd", body=body, **params)
+    def bulk_add(self, body: models.PostMemoryBulkAddBody, **params: Any) -> Any: return self._call("postMemoryBulkAdd", body=body, **params)
+    def export(self, **params: Any) -> Any: return self._call("getMemoryExport", **params)
+    def batch_update(self, body: models.PostMemoryBatchUpdateBody, **params: Any) -> Any: return self._call("postMemoryBatchUpdate", body=body, **params)
+    def forget(self, body: models.DeleteMemoryForgetBody, **params: Any) -> Any: return self._call("deleteMemoryForget", body=body, **params)
+    def forget_end_user(self, end_user_id: str | int, **params: Any) -> Any: return self._call("deleteMemoryUserByEndUserId", path={"end_user_id": end_user_id}, **params)
+    def get(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryId", path={"memory_id": memory_id}, **params)
+    def update(self, memory_id: str | int, body: models.PatchMemoryByMemoryIdBody, **params: Any) -> Any: return self._call("patchMemoryByMemoryId", path={"memory_id": memory_id}, body=body, **params)
+    def history(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryIdHistory", path={"memory_id": memory_id}, **params)
+    def upload(self, file: bytes | str | BinaryIO, filename: str, **params: Any) -> Any: return self._call("postMemoryUpload", files={"file": (filename, file)}, **params)
+    def add_many(self, items: list[dict[str, Any]], **params: Any) -> Any: return self._client._add_many(items, **params)
+    def upload_job(self, job_id: str | int, **params: Any) -> Any: return self._call("getMemoryUploadByJobId", path={"job_id": job_id}, **params)
+    def query(self, body: models.PostMemoryQueryBody, **params: Any) -> Any: return self._call("postMemoryQuery", body=body, **params)
+    def retrieve(self, body: models.PostMemoryRetrieveBody, **params: Any) -> Any: return self._call("postMemoryRetrieve", body=body, **params)
+    def search(self, body: models.PostMemorySearchBody, **params: Any) -> Any: return self._call("postMemorySearch", body=body, **params)
+    def compose(self, body: models.PostMemoryComposeBody, **params: Any) -> Any: return self._call("postMemoryCompose", body=body, **params)
+    def refresh_embeddings(self, **params: Any) -> Any: return self._call("postMemoryRefresh", **params)
+    def refresh_job(self, job_id: str | int, **params: Any) -> Any: return self._call("getMemoryRefreshByJobId", path={"job_id": job_id}, **params)
+    def summarize(self, body: models.PostMemorySummarizeBody, **params: Any) -> Any: return self._call("postMemorySummarize", body=body, **params)
+    def synthesize(self, body: models.PostMemorySynthesizeBody, **params: Any) -> Any: return self._call("postMemorySynthesize", body=body, **params)
+
+
+class Feedback(_Group):
+    def add(self, memory_id: str | int, body: models.PostMemoryByMemoryIdFeedbackBody, **params: Any) -> Any: return self._call("postMemoryByMemoryIdFeedback", path={"memory_id": memory_id}, body=body, **params)
+    def list(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryIdFeedback", path={"memory_id": memory_id}, **params)
+    def delete(self, memory_id: str | int, feedback_id: str | int, **params: Any) -> Any: return self._call("deleteMemoryByMemoryIdFeedbackByFeedbackId", path={"memory_id": memory_id, "feedback_id": feedback_id}, **params)
+
+
+class Relations(_Group):
+    def create(self, body: models.PostMemoryRelationsBody, **params: Any) -> Any: return self._call("postMemoryRelations", body=body, **params)
+    def list(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryIdRelations", path={"memory_id": memory_id}, **params)
+    def delete(self, relation_id: str | int, **params: Any) -> Any: return self._call("deleteMemoryRelationsByRelationId", path={"relation_id": relation_id}, **params)
+
+
+class Intelligence(_Group):
+    def ontology(self, **params: Any) -> Any: return self._call("getMemoryOntology", **params)
+    def replace_ontology(self, body: models.PutMemoryOntologyBody, **params: Any) -> Any: return self._call("putMemoryOntology", body=body, **params)
+    def graph(self, **params: Any) -> Any: return self._call("getMemoryGraph", **params)
+    def clusters(self, **params: Any) -> Any: return self._call("getMemoryClusters", **params)
+    def decisions(self, **params: Any) -> Any: return self._call("getMemoryDecisions", **params)
+    def decisions_all(self, **params: Any) -> Any: return self._pages("getMemoryDecisions", **params)
+    def resolve_decision(self, decision_id: str | int, body: models.PostMemoryDecisionByDecisionIdResolveBody, **params: Any) -> Any: return self._call("postMemoryDecisionByDecisionIdResolve", path={"decision_id": decision_id}, body=body, **params)
+    def report(self, **params: Any) -> Any: return self._call("getMemoryIntelligence", **params)
+    def stats(self, **params: Any) -> Any: return self._call("getMemoryKnowledgeStats", **params)
+
+
+class V1(_Group):
+    """The /v1 conversation plane (tenant_id and user_id in the body or query)."""
+    def add_turn(self, body: models.PostV1MemoryAddTurnBody, **params: Any) -> Any: return self._call("postV1MemoryAddTurn", body=body, **params)
+    def recall(self, body: models.PostV1MemoryRecallBody, **params: Any) -> Any: return self._call("postV1MemoryRecall", body=body, **params)
+    def status(self, **params: Any) -> Any: return self._call("getV1MemoryStatus", **params)
+    def memories(self, **params: Any) -> Any: return self._call("getV1MemoryMemories", **params)
+    def memories_all(self, **params: Any) -> Any: return self._pages("getV1MemoryMemories", **params)
+
+
+class _ServicePlane(_Plane):
+    def _groups(self) -> None:
+        self.health = Health(self)
+        self.memories = Memories(self)
+        self.feedback = Feedback(self)
+        self.relations = Relations(self)
+        self.intelligence = Intelligence(self)
+        self.v1 = V1(self)
+
+
+def _merge(outcome: dict[str, Any], start: int, batch: list[dict[str, Any]], answer: Any, error: EngramError | None) -> None:
+    """Adds one bulk-add answer (or the error that failed the whole request) to the add_many outcome."""
+    if error is not None:
+        for i in range(len(batch)):
+            failed = {"code": error.code, "message": str(error), **({"field": error.field} if error.field else {})}
+            outcome["results"].append({"index": start + i, "status": "failed", "error": failed})
+            outcome["totals"]["failed"] += 1
+        return
+    for result in answer["results"]:
+        outcome["results"].append({**result, "index": start + result["index"]})
+        outcome["totals"][result["status"]] += 1
+
+
+class ServiceClient(_ServicePlane):
+    """Blocking data-plane client: ``ServiceClient(base_url, api_key, project_id=..., end_user_id=...)``."""
+
+    def __init__(self, base_url: str, api_key: str, *, project_id: str | None = None, end_user_id: str | None = None,
+                 tenant_id: str | None = None, http: httpx.Client | None = None, **settings: Any) -> None:
+        defaults = {"project_id": project_id, "end_user_id": end_user_id, "tenant_id": tenant_id}
+        self.transport = SyncTransport(transport_settings(base_url, defaults, settings), lambda: {"x-api-key": api_key}, http=http)
+        self._groups()
+
+    def _add_many(self, items: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+        """Adds any number of memories in requests of 50 (bulk-add): totals and one result per item, indexed as given."""
+        outcome: dict[str, Any] = {"totals": {"created": 0, "skipped": 0, "failed": 0}, "results": []}
+        for start in range(0, len(items), BULK_SIZE):
+            batch = items[start:start + BULK_SIZE]
+            try:
+                _merge(outcome, start, batch, self._call("postMemoryBulkAdd", body=batch, **params), None)
+            except EngramError as error:
+                _merge(outcome, start, batch, None, error)
+        return outcome
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def __enter__(self) -> "ServiceClient":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class AsyncServiceClient(_ServicePlane):
+    """The same surface as ServiceClient; every method is awaited and list_all iterators are async."""
+
+    def __init__(self, base_url: str, api_key: str, *, project_id: str | None = None, end_user_id: str | None = None,
+                 tenant_id: str | None = None, http: httpx.AsyncClient | None = None, **settings: Any) -> None:
+        defaults = {"project_id": project_id, "end_user_id": end_user_id, "tenant_id": tenant_id}
+
+        async def headers() -> dict[str, str]:
+            return {"x-api-key": api_key}
+
+        self.transport = AsyncTransport(transport_settings(base_url, defaults, settings), headers, http=http)
+        self._groups()
+
+    async def _add_many(self, items: list[dict[str, Any]], **params: Any) -> dict[str, Any]:
+        outcome: dict[str, Any] = {"totals": {"created": 0, "skipped": 0, "failed": 0}, "results": []}
+        for start in range(0, len(items), BULK_SIZE):
+            batch = items[start:start + BULK_SIZE]
+            try:
+                _merge(outcome, start, batch, await self._call("postMemoryBulkAdd", body=batch, **params), None)
+            except EngramError as error:
+                _merge(outcome, start, batch, None, error)
+        return outcome
+
+    async def close(self) -> None:
+        await self.transport.close()
+
+    async def __aenter__(self) -> "AsyncServiceClient":
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()

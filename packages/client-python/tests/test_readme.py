@@ -1,0 +1,24 @@
+"""The README's Python example, run as written against a real server."""
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+README = (pathlib.Path(__file__).resolve().parents[3] / "README.md").read_text()
+
+
+def example_after(heading: str, language: str) -> str:
+    section = README[README.index(heading):]
+    found = re.search(r"```" + language + r"\n(.*?)```", section, re.S)
+    assert found, f"no {language} example after {heading}"
+    return found.group(1)
+
+
+def test_readme_python_example_runs_as_written(server):
+    env = {**os.environ, "ENGRAM_URL": server.url, "ENGRAM_API_KEY": server.api_key}
+    # The bootstrap key is locked to its project, as in the README's quick start.
+    done = subprocess.run([sys.executable, "-c", example_after("### Python client", "python")], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Prefers aisle seats on long flights"
