@@ -36,7 +36,8 @@ function postgresTypes(): pg.CustomTypesConfig {
 
 export function openDatabase(config: Config['database']): Database {
   if (config.dialect === 'postgres') {
-    const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes() });
+    // Pipeline mode: a statement sent while another is unanswered goes out at once (BEGIN below).
+    const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes(), pipeline: config.preparedStatements } as pg.PoolConfig);
     // An idle client's connection error must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? withNamedStatements(pool) : pool }) });
@@ -92,6 +93,15 @@ function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
   const clients = new WeakMap<pg.PoolClient, pg.PoolClient>();
   const named = (client: pg.PoolClient): pg.PoolClient => {
     let inTransaction = false;
+    // A BEGIN is not waited for: it travels with the transaction's first statement (pipeline mode),
+    // one round trip for both; that statement's answer waits for the BEGIN's, and fails if it failed.
+    let begun: Promise<unknown> | undefined;
+    const afterBegin = (result: Promise<pg.QueryResult>): Promise<pg.QueryResult> => {
+      if (!begun) return result;
+      const begin = begun;
+      begun = undefined;
+      return Promise.all([begin, result]).then(([, r]) => r);
+    };
     const run = async (text: string, values: unknown[], retry: boolean): Promise<pg.QueryResult> => {
       const name = nameOf(text);
       if (name === undefined) return client.query(text, values);
@@ -109,12 +119,17 @@ function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
         if (typeof text !== 'string' || !values || values.length === 0) {
           if (typeof text === 'string') {
             const statement = text.trim().toLowerCase();
-            if (statement.startsWith('begin') || statement.startsWith('start transaction')) inTransaction = true;
-            else if (statement === 'commit' || statement === 'rollback') inTransaction = false;
+            if (statement.startsWith('begin') || statement.startsWith('start transaction')) {
+              inTransaction = true;
+              begun = client.query(text);
+              begun.catch(() => {}); // reported by the statement that follows it
+              return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [], fields: [], oid: 0 } as pg.QueryResult);
+            }
+            if (statement === 'commit' || statement === 'rollback') inTransaction = false;
           }
-          return client.query(text as string, values);
+          return afterBegin(client.query(text as string, values));
         }
-        return run(text, values, true);
+        return afterBegin(run(text, values, true));
       },
       release: (error?: Error | boolean) => client.release(error),
     });
