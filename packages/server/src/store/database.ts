@@ -82,6 +82,14 @@ export function openDatabase(config: Config['database']): Database {
  * while a transaction it broke fails (it is aborted) and the next one prepares it. Off with
  * ENGRAM_DATABASE_PREPARED_STATEMENTS=false (poolers that do not keep prepared statements).
  */
+/**
+ * Marks the last statement of a transaction (core/unit-of-work.ts): with named statements on, its
+ * COMMIT is sent right behind it (pipeline mode), one round trip for both, and the COMMIT Kysely
+ * sends next is answered by that one. Should the statement fail, that COMMIT ends the aborted
+ * transaction as a rollback, and the statement's error is what the caller sees.
+ */
+export const LAST_IN_TRANSACTION = '/* last in transaction */ ';
+
 function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
   const names = new Map<string, string>();
   let issued = 0;
@@ -96,6 +104,13 @@ function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
     // A BEGIN is not waited for: it travels with the transaction's first statement (pipeline mode),
     // one round trip for both; that statement's answer waits for the BEGIN's, and fails if it failed.
     let begun: Promise<unknown> | undefined;
+    let committing: Promise<pg.QueryResult> | undefined;
+    const thenCommit = (text: unknown, result: Promise<pg.QueryResult>): Promise<pg.QueryResult> => {
+      if (!inTransaction || typeof text !== 'string' || !text.startsWith(LAST_IN_TRANSACTION)) return result;
+      committing = client.query('commit');
+      committing.catch(() => {}); // awaited by the COMMIT that follows, or by the ROLLBACK after a failure
+      return result;
+    };
     const afterBegin = (result: Promise<pg.QueryResult>): Promise<pg.QueryResult> => {
       if (!begun) return result;
       const begin = begun;
@@ -125,11 +140,17 @@ function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
               begun.catch(() => {}); // reported by the statement that follows it
               return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [], fields: [], oid: 0 } as pg.QueryResult);
             }
-            if (statement === 'commit' || statement === 'rollback') inTransaction = false;
+            if (statement === 'commit' || statement === 'rollback') {
+              inTransaction = false;
+              const sent = committing;
+              committing = undefined;
+              if (sent && statement === 'commit') return sent;
+              if (sent) return sent.then(() => ({ command: 'ROLLBACK', rowCount: null, rows: [], fields: [], oid: 0 }) as pg.QueryResult);
+            }
           }
-          return afterBegin(client.query(text as string, values));
+          return afterBegin(thenCommit(text, client.query(text as string, values)));
         }
-        return afterBegin(run(text, values, true));
+        return afterBegin(thenCommit(text, run(text, values, true)));
       },
       release: (error?: Error | boolean) => client.release(error),
     });
