@@ -50,6 +50,13 @@ export interface RankingWeights {
   expansion: number;
   expansionDocs: number;
   expansionTerms: number;
+  /** EXPERIMENT: expansion terms must occur in at least this many docs (a term only in the feedback doc finds nothing new). */
+  expansionMinDf: number;
+  /** EXPERIMENT: expansion terms in more than this share of docs are skipped (1 = off). */
+  expansionMaxDfShare: number;
+  /** EXPERIMENT: session-first lift of own word evidence for turns of the best sessions (by idf coverage of query words). */
+  sessionFirst: number;
+  sessionFirstTop: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -81,6 +88,10 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   expansion: 0.1,
   expansionDocs: 3,
   expansionTerms: 10,
+  expansionMinDf: 1,
+  expansionMaxDfShare: 1,
+  sessionFirst: 0,
+  sessionFirstTop: 3,
   ngram: 0,
   semantic: 0.6,
   time: 0.6,
@@ -433,6 +444,29 @@ export class MemoryIndex {
     }
     const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
 
+    // EXPERIMENT session-first: sessions scored as documents by the idf of the distinct query
+    // words their turns contain; the best sessions' turns with own word evidence are lifted.
+    const sfLift = new Map<number, number>();
+    if (w.sessionFirst > 0 && tn > 0) {
+      const cover = new Map<number, Set<string>>();
+      for (let i = 0; i < tn; i++) {
+        const s = ta[i]!;
+        if (lex[s] === 0 || sessionNo[s]! < 0 || !eligible(s)) continue;
+        const terms = this.text.termsOf(s);
+        if (!terms) continue;
+        let set = cover.get(sessionNo[s]!);
+        for (const t of textTerms.keys()) if (terms.has(t)) (set ??= new Set()).add(t);
+        if (set) cover.set(sessionNo[s]!, set);
+      }
+      const scored = [...cover].map(([sn, set]) => {
+        let v = 0;
+        for (const t of set) v += this.text.idf(t) * textTerms.get(t)!;
+        return [sn, v] as const;
+      }).sort((a, b) => b[1] - a[1]).slice(0, w.sessionFirstTop);
+      const topV = scored[0]?.[1] ?? 0;
+      for (const [sn, v] of scored) if (topV > 0) sfLift.set(sn, (w.sessionFirst * v) / topV);
+    }
+
     // Pseudo-relevance feedback: the best first-pass docs suggest vocabulary the query
     // lacked (the answer turn often shares words with the turns that match the question).
     if (best !== null) {
@@ -444,6 +478,8 @@ export class MemoryIndex {
         for (const n of terms.values()) len += n;
         for (const [t, n] of terms) {
           if (qTerms.has(t)) continue;
+          const df = this.text.df(t);
+          if (df < w.expansionMinDf || df > w.expansionMaxDfShare * this.text.docCount) continue;
           cand.set(t, (cand.get(t) ?? 0) + (n / len) * this.text.idf(t));
         }
       }
@@ -481,7 +517,7 @@ export class MemoryIndex {
     let supported = false;
     const hasContent = qTerms.size > 0 || temporal !== null;
     const features = (slot: number): number => {
-      f[0] = w.lexical * lex[slot]! * lexNorm;
+      f[0] = w.lexical * lex[slot]! * lexNorm * (1 + (sfLift.get(sessionNo[slot]!) ?? 0));
       f[1] = w.context * ctx[slot]! * lexNorm;
       f[2] = w.expansion * exp[slot]! * expNorm;
       const words = f[0] + f[1] + f[2];
@@ -558,7 +594,7 @@ export class MemoryIndex {
       const seed = new TopK(k);
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+        const words = (wLex * lex[s]! * (1 + (sfLift.get(sessionNo[s]!) ?? 0)) + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
         if ((!seed.full() || words > seed.min()) && eligible(s)) seed.offer(s, words);
       }
       for (const { slot } of seed.sorted()) offer(slot);
@@ -575,6 +611,7 @@ export class MemoryIndex {
           const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
           const known =
             words * (1 + metaLift * metaS[s]! + (this.namesTime[s] ? whenLift : 0)) +
+            wLex * lex[s]! * lexNorm * (sfLift.get(sn) ?? 0) * (1 + metaLift * metaS[s]! + (this.namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
             wMeta * metaS[s]! * metaNorm;
           if (known + bound <= min) continue;
