@@ -57,6 +57,12 @@ export interface RankingWeights {
   /** EXPERIMENT: session-first lift of own word evidence for turns of the best sessions (by idf coverage of query words). */
   sessionFirst: number;
   sessionFirstTop: number;
+  /** EXPERIMENT: feedback docs taken from distinct sessions (1) or not (0). */
+  expansionDistinctSessions: number;
+  /** EXPERIMENT: a turn saying "you/your" also matches its neighbour's speaker (the addressee) at this fraction. */
+  metaAddressee: number;
+  /** EXPERIMENT: BM25 of adjacent content-word pairs (phrases), added to lexical at this weight. */
+  phrase: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -92,6 +98,9 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   expansionMaxDfShare: 1,
   sessionFirst: 0,
   sessionFirstTop: 3,
+  expansionDistinctSessions: 0,
+  metaAddressee: 0,
+  phrase: 0,
   ngram: 0,
   semantic: 0.6,
   time: 0.6,
@@ -131,6 +140,7 @@ export class MemoryIndex {
   private createdAt = new Float64Array(0);
   /** 1 when the doc's text names a time (TIME_WORDS). */
   private namesTime = new Uint8Array(0);
+  private secondPerson = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
   private maxImportanceDev = 0;
@@ -149,6 +159,9 @@ export class MemoryIndex {
 
   private readonly text = new Bm25Field();
   private readonly meta = new Bm25Field();
+  private readonly pairs = new Bm25Field();
+  private pairBuf = new Float64Array(0);
+  private readonly pairTouched: SlotList = { a: new Int32Array(0), n: 0 };
 
   private readonly dims: number;
   private ngramVecs = new Float32Array(0);
@@ -204,6 +217,7 @@ export class MemoryIndex {
     this.live = g(this.live);
     this.createdAt = g(this.createdAt);
     this.namesTime = g(this.namesTime);
+    this.secondPerson = g(this.secondPerson);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
@@ -213,6 +227,7 @@ export class MemoryIndex {
     this.metaBuf = g(this.metaBuf);
     this.ctxBuf = g(this.ctxBuf);
     this.expBuf = g(this.expBuf);
+    this.pairBuf = g(this.pairBuf);
     const sc = this.scratch;
     sc.tfSelf = g(sc.tfSelf);
     sc.tfCtx = g(sc.tfCtx);
@@ -248,10 +263,13 @@ export class MemoryIndex {
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
     this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
+    this.secondPerson[slot] = /\b(?:you|your|yours|yourself)\b/i.test(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
-    this.text.add(slot, analyze(doc.text));
+    const terms = analyze(doc.text);
+    this.text.add(slot, terms);
+    if (this.weights.phrase > 0) this.pairs.add(slot, pairsOf(terms));
     const metaText = [doc.speaker ?? '', ...(doc.tags ?? [])].join(' ');
     this.meta.add(slot, analyze(metaText));
 
@@ -334,6 +352,7 @@ export class MemoryIndex {
     this.mutations++;
     this.detachSession(slot);
     this.text.remove(slot);
+    if (this.weights.phrase > 0) this.pairs.remove(slot);
     this.meta.remove(slot);
     this.live[slot] = 0;
     this.hasExt[slot] = 0;
@@ -414,6 +433,19 @@ export class MemoryIndex {
     touched.n = metaTouched.n = expTouched.n = 0;
     this.text.scoreWithContext(textTerms, links, scratch, lex, ctx, touched);
     this.meta.scoreInto(qTerms, metaS, metaTouched);
+    if (w.phrase > 0) {
+      const qPairs = new Map<string, number>();
+      for (const p of pairsOf(analyze(lexQuery))) qPairs.set(p, 1);
+      const pt = this.pairTouched;
+      pt.n = 0;
+      const pb = this.pairBuf;
+      this.pairs.scoreInto(qPairs, pb, pt);
+      for (let i = 0; i < pt.n; i++) {
+        const s = pt.a[i]!;
+        if (lex[s]! > 0) lex[s]! += w.phrase * pb[s]!;
+        pb[s] = 0;
+      }
+    }
     const ta = touched.a;
     const tn = touched.n;
     const ma = metaTouched.a;
@@ -422,7 +454,7 @@ export class MemoryIndex {
     // One pass over the first-pass docs: the best ones for feedback, session sums, the
     // normaliser (none of these depends on the expansion scores).
     const doExpansion = w.expansion > 0 && w.expansionDocs > 0 && tn > 0;
-    const best = doExpansion ? new TopK(w.expansionDocs) : null;
+    const best = doExpansion ? new TopK(w.expansionDistinctSessions ? w.expansionDocs * 4 : w.expansionDocs) : null;
     // Session-level evidence: a topic discussed across a session lifts all of its turns a little.
     const doSession = w.session > 0;
     const sessionScore = this.sessionBuf;
@@ -471,7 +503,16 @@ export class MemoryIndex {
     // lacked (the answer turn often shares words with the turns that match the question).
     if (best !== null) {
       const cand = new Map<string, number>();
+      const seen = new Set<number>();
+      let used = 0;
       for (const { slot } of best.sorted()) {
+        if (used >= w.expansionDocs) break;
+        if (w.expansionDistinctSessions) {
+          const sn = sessionNo[slot]!;
+          if (sn >= 0 && seen.has(sn)) continue;
+          seen.add(sn);
+        }
+        used++;
         const terms = this.text.termsOf(slot);
         if (!terms) continue;
         let len = 0;
@@ -509,6 +550,17 @@ export class MemoryIndex {
     for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
     const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
     const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
+    const wAddr = w.metaAddressee;
+    const prevS = this.prevSlot;
+    const nextS = this.nextSlot;
+    const metaOf = (slot: number): number => {
+      const m = metaS[slot]!;
+      if (wAddr <= 0 || mn === 0 || !this.secondPerson[slot]) return m;
+      const p = prevS[slot]!;
+      const nx = nextS[slot]!;
+      const a = Math.max(p >= 0 ? metaS[p]! : 0, nx >= 0 ? metaS[nx]! : 0);
+      return Math.max(m, wAddr * a);
+    };
     const halfLife = w.recencyHalfLifeDays * DAY;
 
     // One fixed-order feature vector per doc; the score is its sum and the explanation
@@ -523,7 +575,8 @@ export class MemoryIndex {
       const words = f[0] + f[1] + f[2];
       const sn = sessionNo[slot]!;
       f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
-      f[4] = w.meta * metaS[slot]! * metaNorm + metaLift * metaS[slot]! * words;
+      const ms = metaOf(slot);
+      f[4] = w.meta * ms * metaNorm + metaLift * ms * words;
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
@@ -610,10 +663,10 @@ export class MemoryIndex {
           const sn = sessionNo[s]!;
           const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
           const known =
-            words * (1 + metaLift * metaS[s]! + (this.namesTime[s] ? whenLift : 0)) +
-            wLex * lex[s]! * lexNorm * (sfLift.get(sn) ?? 0) * (1 + metaLift * metaS[s]! + (this.namesTime[s] ? whenLift : 0)) +
+            words * (1 + metaLift * metaOf(s) + (this.namesTime[s] ? whenLift : 0)) +
+            wLex * lex[s]! * lexNorm * (sfLift.get(sn) ?? 0) * (1 + metaLift * metaOf(s) + (this.namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
-            wMeta * metaS[s]! * metaNorm;
+            wMeta * metaOf(s) * metaNorm;
           if (known + bound <= min) continue;
           if (eligible(s)) {
             offer(s);
@@ -640,6 +693,12 @@ export class MemoryIndex {
 /** The fused score mapped onto [0, 1]: 1 - e^(-s), 0 for s <= 0; monotone, so order is kept. */
 export function relevanceOf(score: number): number {
   return score > 0 ? 1 - Math.exp(-score) : 0;
+}
+
+function pairsOf(terms: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 1; i < terms.length; i++) out.push(`${terms[i - 1]} ${terms[i]}`);
+  return out;
 }
 
 function lowerBound(a: readonly number[], x: number): number {
