@@ -63,6 +63,10 @@ export interface RankingWeights {
   metaAddressee: number;
   /** EXPERIMENT: BM25 of adjacent content-word pairs (phrases), added to lexical at this weight. */
   phrase: number;
+  /** EXPERIMENT: feedback docs weighted by their first-pass score (1) or equally (0). */
+  expansionWeighted: number;
+  /** EXPERIMENT: a speaker match counts this fraction for a turn with no first-person word (it speaks of the other). */
+  metaNotSelf: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -101,6 +105,8 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   expansionDistinctSessions: 0,
   metaAddressee: 0,
   phrase: 0,
+  expansionWeighted: 0,
+  metaNotSelf: 1,
   ngram: 0,
   semantic: 0.6,
   time: 0.6,
@@ -141,6 +147,7 @@ export class MemoryIndex {
   /** 1 when the doc's text names a time (TIME_WORDS). */
   private namesTime = new Uint8Array(0);
   private secondPerson = new Uint8Array(0);
+  private firstPerson = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
   private maxImportanceDev = 0;
@@ -218,6 +225,7 @@ export class MemoryIndex {
     this.createdAt = g(this.createdAt);
     this.namesTime = g(this.namesTime);
     this.secondPerson = g(this.secondPerson);
+    this.firstPerson = g(this.firstPerson);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
@@ -263,6 +271,7 @@ export class MemoryIndex {
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
     this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
+    this.firstPerson[slot] = /\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|us)\b/i.test(doc.text) ? 1 : 0;
     this.secondPerson[slot] = /\b(?:you|your|yours|yourself)\b/i.test(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
@@ -505,8 +514,10 @@ export class MemoryIndex {
       const cand = new Map<string, number>();
       const seen = new Set<number>();
       let used = 0;
-      for (const { slot } of best.sorted()) {
+      const bestScore = best.sorted()[0]?.score ?? 1;
+      for (const { slot, score } of best.sorted()) {
         if (used >= w.expansionDocs) break;
+        const dw = w.expansionWeighted ? score / bestScore : 1;
         if (w.expansionDistinctSessions) {
           const sn = sessionNo[slot]!;
           if (sn >= 0 && seen.has(sn)) continue;
@@ -521,7 +532,7 @@ export class MemoryIndex {
           if (qTerms.has(t)) continue;
           const df = this.text.df(t);
           if (df < w.expansionMinDf || df > w.expansionMaxDfShare * this.text.docCount) continue;
-          cand.set(t, (cand.get(t) ?? 0) + (n / len) * this.text.idf(t));
+          cand.set(t, (cand.get(t) ?? 0) + dw * (n / len) * this.text.idf(t));
         }
       }
       const picked = [...cand].sort((a, b) => b[1] - a[1]).slice(0, w.expansionTerms);
@@ -554,7 +565,7 @@ export class MemoryIndex {
     const prevS = this.prevSlot;
     const nextS = this.nextSlot;
     const metaOf = (slot: number): number => {
-      const m = metaS[slot]!;
+      const m = this.firstPerson[slot] ? metaS[slot]! : metaS[slot]! * w.metaNotSelf;
       if (wAddr <= 0 || mn === 0 || !this.secondPerson[slot]) return m;
       const p = prevS[slot]!;
       const nx = nextS[slot]!;
