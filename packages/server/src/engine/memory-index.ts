@@ -67,6 +67,8 @@ export interface RankingWeights {
   expansionWeighted: number;
   /** EXPERIMENT: a speaker match counts this fraction for a turn with no first-person word (it speaks of the other). */
   metaNotSelf: number;
+  /** EXPERIMENT: a speaker/tag named after a preposition ("gave to Joanna") is matched at this fraction. */
+  metaObject: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -107,6 +109,7 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   phrase: 0,
   expansionWeighted: 0,
   metaNotSelf: 1,
+  metaObject: 1,
   ngram: 0,
   semantic: 0.6,
   time: 0.6,
@@ -129,6 +132,7 @@ const DAY = 86_400_000;
 /** Words that place a text in time (for `whenNamesTime`); English, like the temporal parser. */
 const TIME_WORDS =
   /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
+const OBJECT_PREPOSITIONS = new Set(['to', 'with', 'for', 'from', 'about', 'at', 'by', 'of', 'on', 'towards']);
 const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
@@ -441,7 +445,21 @@ export class MemoryIndex {
     const expTouched = this.expTouched;
     touched.n = metaTouched.n = expTouched.n = 0;
     this.text.scoreWithContext(textTerms, links, scratch, lex, ctx, touched);
-    this.meta.scoreInto(qTerms, metaS, metaTouched);
+    let metaQuery: Map<string, number> = qTerms;
+    if (w.metaObject !== 1) {
+      // A name right after a preposition is who the question's subject acted on, not who spoke.
+      const words = lexQuery.toLowerCase().match(/[\p{L}\p{N}']+/gu) ?? [];
+      const objects = new Set<string>();
+      for (let i = 1; i < words.length; i++) {
+        if (!OBJECT_PREPOSITIONS.has(words[i - 1]!)) continue;
+        for (const t of analyze(words[i]!)) if (this.meta.df(t) > 0) objects.add(t);
+      }
+      if (objects.size > 0) {
+        metaQuery = new Map(qTerms);
+        for (const t of objects) if (metaQuery.has(t)) metaQuery.set(t, metaQuery.get(t)! * w.metaObject);
+      }
+    }
+    this.meta.scoreInto(metaQuery, metaS, metaTouched);
     if (w.phrase > 0) {
       const qPairs = new Map<string, number>();
       for (const p of pairsOf(analyze(lexQuery))) qPairs.set(p, 1);
