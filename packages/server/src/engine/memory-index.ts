@@ -50,25 +50,6 @@ export interface RankingWeights {
   expansion: number;
   expansionDocs: number;
   expansionTerms: number;
-  /** EXPERIMENT: expansion terms must occur in at least this many docs (a term only in the feedback doc finds nothing new). */
-  expansionMinDf: number;
-  /** EXPERIMENT: expansion terms in more than this share of docs are skipped (1 = off). */
-  expansionMaxDfShare: number;
-  /** EXPERIMENT: session-first lift of own word evidence for turns of the best sessions (by idf coverage of query words). */
-  sessionFirst: number;
-  sessionFirstTop: number;
-  /** EXPERIMENT: feedback docs taken from distinct sessions (1) or not (0). */
-  expansionDistinctSessions: number;
-  /** EXPERIMENT: a turn saying "you/your" also matches its neighbour's speaker (the addressee) at this fraction. */
-  metaAddressee: number;
-  /** EXPERIMENT: BM25 of adjacent content-word pairs (phrases), added to lexical at this weight. */
-  phrase: number;
-  /** EXPERIMENT: feedback docs weighted by their first-pass score (1) or equally (0). */
-  expansionWeighted: number;
-  /** EXPERIMENT: a speaker match counts this fraction for a turn with no first-person word (it speaks of the other). */
-  metaNotSelf: number;
-  /** EXPERIMENT: a speaker/tag named after a preposition ("gave to Joanna") is matched at this fraction. */
-  metaObject: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -100,16 +81,6 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   expansion: 0.1,
   expansionDocs: 3,
   expansionTerms: 10,
-  expansionMinDf: 1,
-  expansionMaxDfShare: 1,
-  sessionFirst: 0,
-  sessionFirstTop: 3,
-  expansionDistinctSessions: 0,
-  metaAddressee: 0,
-  phrase: 0,
-  expansionWeighted: 0,
-  metaNotSelf: 1,
-  metaObject: 1,
   ngram: 0,
   semantic: 0.6,
   time: 0.6,
@@ -132,7 +103,6 @@ const DAY = 86_400_000;
 /** Words that place a text in time (for `whenNamesTime`); English, like the temporal parser. */
 const TIME_WORDS =
   /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
-const OBJECT_PREPOSITIONS = new Set(['to', 'with', 'for', 'from', 'about', 'at', 'by', 'of', 'on', 'towards']);
 const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
@@ -150,8 +120,6 @@ export class MemoryIndex {
   private createdAt = new Float64Array(0);
   /** 1 when the doc's text names a time (TIME_WORDS). */
   private namesTime = new Uint8Array(0);
-  private secondPerson = new Uint8Array(0);
-  private firstPerson = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
   private maxImportanceDev = 0;
@@ -170,9 +138,6 @@ export class MemoryIndex {
 
   private readonly text = new Bm25Field();
   private readonly meta = new Bm25Field();
-  private readonly pairs = new Bm25Field();
-  private pairBuf = new Float64Array(0);
-  private readonly pairTouched: SlotList = { a: new Int32Array(0), n: 0 };
 
   private readonly dims: number;
   private ngramVecs = new Float32Array(0);
@@ -228,8 +193,6 @@ export class MemoryIndex {
     this.live = g(this.live);
     this.createdAt = g(this.createdAt);
     this.namesTime = g(this.namesTime);
-    this.secondPerson = g(this.secondPerson);
-    this.firstPerson = g(this.firstPerson);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
@@ -239,7 +202,6 @@ export class MemoryIndex {
     this.metaBuf = g(this.metaBuf);
     this.ctxBuf = g(this.ctxBuf);
     this.expBuf = g(this.expBuf);
-    this.pairBuf = g(this.pairBuf);
     const sc = this.scratch;
     sc.tfSelf = g(sc.tfSelf);
     sc.tfCtx = g(sc.tfCtx);
@@ -275,14 +237,10 @@ export class MemoryIndex {
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
     this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
-    this.firstPerson[slot] = /\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|our|us)\b/i.test(doc.text) ? 1 : 0;
-    this.secondPerson[slot] = /\b(?:you|your|yours|yourself)\b/i.test(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
-    const terms = analyze(doc.text);
-    this.text.add(slot, terms);
-    if (this.weights.phrase > 0) this.pairs.add(slot, pairsOf(terms));
+    this.text.add(slot, analyze(doc.text));
     const metaText = [doc.speaker ?? '', ...(doc.tags ?? [])].join(' ');
     this.meta.add(slot, analyze(metaText));
 
@@ -365,7 +323,6 @@ export class MemoryIndex {
     this.mutations++;
     this.detachSession(slot);
     this.text.remove(slot);
-    if (this.weights.phrase > 0) this.pairs.remove(slot);
     this.meta.remove(slot);
     this.live[slot] = 0;
     this.hasExt[slot] = 0;
@@ -445,34 +402,7 @@ export class MemoryIndex {
     const expTouched = this.expTouched;
     touched.n = metaTouched.n = expTouched.n = 0;
     this.text.scoreWithContext(textTerms, links, scratch, lex, ctx, touched);
-    let metaQuery: Map<string, number> = qTerms;
-    if (w.metaObject !== 1) {
-      // A name right after a preposition is who the question's subject acted on, not who spoke.
-      const words = lexQuery.toLowerCase().match(/[\p{L}\p{N}']+/gu) ?? [];
-      const objects = new Set<string>();
-      for (let i = 1; i < words.length; i++) {
-        if (!OBJECT_PREPOSITIONS.has(words[i - 1]!)) continue;
-        for (const t of analyze(words[i]!)) if (this.meta.df(t) > 0) objects.add(t);
-      }
-      if (objects.size > 0) {
-        metaQuery = new Map(qTerms);
-        for (const t of objects) if (metaQuery.has(t)) metaQuery.set(t, metaQuery.get(t)! * w.metaObject);
-      }
-    }
-    this.meta.scoreInto(metaQuery, metaS, metaTouched);
-    if (w.phrase > 0) {
-      const qPairs = new Map<string, number>();
-      for (const p of pairsOf(analyze(lexQuery))) qPairs.set(p, 1);
-      const pt = this.pairTouched;
-      pt.n = 0;
-      const pb = this.pairBuf;
-      this.pairs.scoreInto(qPairs, pb, pt);
-      for (let i = 0; i < pt.n; i++) {
-        const s = pt.a[i]!;
-        if (lex[s]! > 0) lex[s]! += w.phrase * pb[s]!;
-        pb[s] = 0;
-      }
-    }
+    this.meta.scoreInto(qTerms, metaS, metaTouched);
     const ta = touched.a;
     const tn = touched.n;
     const ma = metaTouched.a;
@@ -481,7 +411,7 @@ export class MemoryIndex {
     // One pass over the first-pass docs: the best ones for feedback, session sums, the
     // normaliser (none of these depends on the expansion scores).
     const doExpansion = w.expansion > 0 && w.expansionDocs > 0 && tn > 0;
-    const best = doExpansion ? new TopK(w.expansionDistinctSessions ? w.expansionDocs * 4 : w.expansionDocs) : null;
+    const best = doExpansion ? new TopK(w.expansionDocs) : null;
     // Session-level evidence: a topic discussed across a session lifts all of its turns a little.
     const doSession = w.session > 0;
     const sessionScore = this.sessionBuf;
@@ -503,54 +433,18 @@ export class MemoryIndex {
     }
     const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
 
-    // EXPERIMENT session-first: sessions scored as documents by the idf of the distinct query
-    // words their turns contain; the best sessions' turns with own word evidence are lifted.
-    const sfLift = new Map<number, number>();
-    if (w.sessionFirst > 0 && tn > 0) {
-      const cover = new Map<number, Set<string>>();
-      for (let i = 0; i < tn; i++) {
-        const s = ta[i]!;
-        if (lex[s] === 0 || sessionNo[s]! < 0 || !eligible(s)) continue;
-        const terms = this.text.termsOf(s);
-        if (!terms) continue;
-        let set = cover.get(sessionNo[s]!);
-        for (const t of textTerms.keys()) if (terms.has(t)) (set ??= new Set()).add(t);
-        if (set) cover.set(sessionNo[s]!, set);
-      }
-      const scored = [...cover].map(([sn, set]) => {
-        let v = 0;
-        for (const t of set) v += this.text.idf(t) * textTerms.get(t)!;
-        return [sn, v] as const;
-      }).sort((a, b) => b[1] - a[1]).slice(0, w.sessionFirstTop);
-      const topV = scored[0]?.[1] ?? 0;
-      for (const [sn, v] of scored) if (topV > 0) sfLift.set(sn, (w.sessionFirst * v) / topV);
-    }
-
     // Pseudo-relevance feedback: the best first-pass docs suggest vocabulary the query
     // lacked (the answer turn often shares words with the turns that match the question).
     if (best !== null) {
       const cand = new Map<string, number>();
-      const seen = new Set<number>();
-      let used = 0;
-      const bestScore = best.sorted()[0]?.score ?? 1;
-      for (const { slot, score } of best.sorted()) {
-        if (used >= w.expansionDocs) break;
-        const dw = w.expansionWeighted ? score / bestScore : 1;
-        if (w.expansionDistinctSessions) {
-          const sn = sessionNo[slot]!;
-          if (sn >= 0 && seen.has(sn)) continue;
-          seen.add(sn);
-        }
-        used++;
+      for (const { slot } of best.sorted()) {
         const terms = this.text.termsOf(slot);
         if (!terms) continue;
         let len = 0;
         for (const n of terms.values()) len += n;
         for (const [t, n] of terms) {
           if (qTerms.has(t)) continue;
-          const df = this.text.df(t);
-          if (df < w.expansionMinDf || df > w.expansionMaxDfShare * this.text.docCount) continue;
-          cand.set(t, (cand.get(t) ?? 0) + dw * (n / len) * this.text.idf(t));
+          cand.set(t, (cand.get(t) ?? 0) + (n / len) * this.text.idf(t));
         }
       }
       const picked = [...cand].sort((a, b) => b[1] - a[1]).slice(0, w.expansionTerms);
@@ -579,17 +473,6 @@ export class MemoryIndex {
     for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
     const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
     const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
-    const wAddr = w.metaAddressee;
-    const prevS = this.prevSlot;
-    const nextS = this.nextSlot;
-    const metaOf = (slot: number): number => {
-      const m = this.firstPerson[slot] ? metaS[slot]! : metaS[slot]! * w.metaNotSelf;
-      if (wAddr <= 0 || mn === 0 || !this.secondPerson[slot]) return m;
-      const p = prevS[slot]!;
-      const nx = nextS[slot]!;
-      const a = Math.max(p >= 0 ? metaS[p]! : 0, nx >= 0 ? metaS[nx]! : 0);
-      return Math.max(m, wAddr * a);
-    };
     const halfLife = w.recencyHalfLifeDays * DAY;
 
     // One fixed-order feature vector per doc; the score is its sum and the explanation
@@ -598,14 +481,13 @@ export class MemoryIndex {
     let supported = false;
     const hasContent = qTerms.size > 0 || temporal !== null;
     const features = (slot: number): number => {
-      f[0] = w.lexical * lex[slot]! * lexNorm * (1 + (sfLift.get(sessionNo[slot]!) ?? 0));
+      f[0] = w.lexical * lex[slot]! * lexNorm;
       f[1] = w.context * ctx[slot]! * lexNorm;
       f[2] = w.expansion * exp[slot]! * expNorm;
       const words = f[0] + f[1] + f[2];
       const sn = sessionNo[slot]!;
       f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
-      const ms = metaOf(slot);
-      f[4] = w.meta * ms * metaNorm + metaLift * ms * words;
+      f[4] = w.meta * metaS[slot]! * metaNorm + metaLift * metaS[slot]! * words;
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
@@ -676,7 +558,7 @@ export class MemoryIndex {
       const seed = new TopK(k);
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        const words = (wLex * lex[s]! * (1 + (sfLift.get(sessionNo[s]!) ?? 0)) + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+        const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
         if ((!seed.full() || words > seed.min()) && eligible(s)) seed.offer(s, words);
       }
       for (const { slot } of seed.sorted()) offer(slot);
@@ -692,10 +574,9 @@ export class MemoryIndex {
           const sn = sessionNo[s]!;
           const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
           const known =
-            words * (1 + metaLift * metaOf(s) + (this.namesTime[s] ? whenLift : 0)) +
-            wLex * lex[s]! * lexNorm * (sfLift.get(sn) ?? 0) * (1 + metaLift * metaOf(s) + (this.namesTime[s] ? whenLift : 0)) +
+            words * (1 + metaLift * metaS[s]! + (this.namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
-            wMeta * metaOf(s) * metaNorm;
+            wMeta * metaS[s]! * metaNorm;
           if (known + bound <= min) continue;
           if (eligible(s)) {
             offer(s);
@@ -722,12 +603,6 @@ export class MemoryIndex {
 /** The fused score mapped onto [0, 1]: 1 - e^(-s), 0 for s <= 0; monotone, so order is kept. */
 export function relevanceOf(score: number): number {
   return score > 0 ? 1 - Math.exp(-score) : 0;
-}
-
-function pairsOf(terms: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 1; i < terms.length; i++) out.push(`${terms[i - 1]} ${terms[i]}`);
-  return out;
 }
 
 function lowerBound(a: readonly number[], x: number): number {
