@@ -43,9 +43,6 @@ export interface RankingWeights {
    * so "what did Caroline say" is better judged by who spoke than by who was named.
    */
   metaTermInText: number;
-  /** EXPERIMENT: for list questions ("what games ..."), each hit already taken from a session scales the rest of it by (1 - this). */
-  listDiversity: number;
-  listPool: number;
   /**
    * Pseudo-relevance feedback: terms characteristic of the best first-pass docs are
    * searched as a second query at this weight (0 disables).
@@ -81,8 +78,6 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   meta: 0.3,
   metaEvidence: 0.3,
   metaTermInText: 0.25,
-  listDiversity: 0,
-  listPool: 3,
   expansion: 0.1,
   expansionDocs: 3,
   expansionTerms: 10,
@@ -108,7 +103,6 @@ const DAY = 86_400_000;
 /** Words that place a text in time (for `whenNamesTime`); English, like the temporal parser. */
 const TIME_WORDS =
   /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
-const LIST_QUESTION = /^\s*(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(?:[a-z]+\s+)?[a-z]+s\b(?<!\b(?:was|is|does|has|his|this|its|us))/i;
 const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
@@ -526,8 +520,7 @@ export class MemoryIndex {
       return e;
     };
 
-    const listQuery = w.listDiversity > 0 && LIST_QUESTION.test(q);
-    const top = new TopK(listQuery ? k * w.listPool : k);
+    const top = new TopK(k);
     const requireEvidence = opts.requireEvidence === true;
     const minRelevance = opts.minRelevance ?? 0;
     const offer = (slot: number): void => {
@@ -593,26 +586,7 @@ export class MemoryIndex {
       }
     }
 
-    let ranked = top.sorted();
-    if (listQuery) {
-      const pool = [...ranked];
-      const taken = new Map<number, number>();
-      ranked = [];
-      while (ranked.length < k && pool.length > 0) {
-        let bi = 0;
-        let bv = -Infinity;
-        for (let i = 0; i < pool.length; i++) {
-          const sn = sessionNo[pool[i]!.slot]!;
-          const v = pool[i]!.score * Math.pow(1 - w.listDiversity, sn < 0 ? 0 : taken.get(sn) ?? 0);
-          if (v > bv) [bi, bv] = [i, v];
-        }
-        const it = pool.splice(bi, 1)[0]!;
-        const sn = sessionNo[it.slot]!;
-        taken.set(sn, (taken.get(sn) ?? 0) + 1);
-        ranked.push(it);
-      }
-    }
-    const hits: SearchHit[] = ranked.map(({ slot, score }) => {
+    const hits: SearchHit[] = top.sorted().map(({ slot, score }) => {
       const hit: SearchHit = { id: this.slotId[slot]!, score, relevance: relevanceOf(score) };
       if (opts.explain) hit.explanation = explain(slot);
       return hit;
