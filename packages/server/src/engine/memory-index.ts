@@ -43,6 +43,10 @@ export interface RankingWeights {
    * so "what did Caroline say" is better judged by who spoke than by who was named.
    */
   metaTermInText: number;
+  /** EXPERIMENT: own word evidence of a turn that only asks (every sentence a question). */
+  askingTurn: number;
+  /** EXPERIMENT: own word evidence of a turn that ends with a question. */
+  endsAsking: number;
   /**
    * Pseudo-relevance feedback: terms characteristic of the best first-pass docs are
    * searched as a second query at this weight (0 disables).
@@ -78,6 +82,8 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   meta: 0.3,
   metaEvidence: 0.3,
   metaTermInText: 0.25,
+  askingTurn: 1,
+  endsAsking: 1,
   expansion: 0.1,
   expansionDocs: 3,
   expansionTerms: 10,
@@ -120,6 +126,7 @@ export class MemoryIndex {
   private createdAt = new Float64Array(0);
   /** 1 when the doc's text names a time (TIME_WORDS). */
   private namesTime = new Uint8Array(0);
+  private asking = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
   private maxImportanceDev = 0;
@@ -193,6 +200,7 @@ export class MemoryIndex {
     this.live = g(this.live);
     this.createdAt = g(this.createdAt);
     this.namesTime = g(this.namesTime);
+    this.asking = g(this.asking);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
@@ -237,6 +245,7 @@ export class MemoryIndex {
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
     this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
+    this.asking[slot] = askingKind(doc.text);
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
@@ -481,7 +490,8 @@ export class MemoryIndex {
     let supported = false;
     const hasContent = qTerms.size > 0 || temporal !== null;
     const features = (slot: number): number => {
-      f[0] = w.lexical * lex[slot]! * lexNorm;
+      const ak = this.asking[slot]!;
+      f[0] = w.lexical * lex[slot]! * lexNorm * (ak === 2 ? w.askingTurn : ak === 1 ? w.endsAsking : 1);
       f[1] = w.context * ctx[slot]! * lexNorm;
       f[2] = w.expansion * exp[slot]! * expNorm;
       const words = f[0] + f[1] + f[2];
@@ -603,6 +613,13 @@ export class MemoryIndex {
 /** The fused score mapped onto [0, 1]: 1 - e^(-s), 0 for s <= 0; monotone, so order is kept. */
 export function relevanceOf(score: number): number {
   return score > 0 ? 1 - Math.exp(-score) : 0;
+}
+
+function askingKind(text: string): number {
+  const s = text.replace(/\[image:[^\]]*\]/g, '').trim();
+  const parts = s.split(/(?<=[.!?])\s+/).filter(Boolean);
+  if (parts.length > 0 && parts.every((p) => /\?\s*$/.test(p) || p.split(/\s+/).length <= 3)) return 2;
+  return /\?\s*$/.test(s) ? 1 : 0;
 }
 
 function lowerBound(a: readonly number[], x: number): number {
