@@ -45,6 +45,7 @@ export interface RankingWeights {
   metaTermInText: number;
   /** EXPERIMENT: own word evidence of a turn that only asks (every sentence a question). */
   askingTurn: number;
+  metaNotSelf: number;
   /** EXPERIMENT: own word evidence of a turn that ends with a question. */
   endsAsking: number;
   /**
@@ -83,6 +84,7 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   metaEvidence: 0.3,
   metaTermInText: 0.25,
   askingTurn: 1,
+  metaNotSelf: 1,
   endsAsking: 1,
   expansion: 0.1,
   expansionDocs: 3,
@@ -109,6 +111,7 @@ const DAY = 86_400_000;
 /** Words that place a text in time (for `whenNamesTime`); English, like the temporal parser. */
 const TIME_WORDS =
   /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
+const FIRST_PERSON = /\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b/i;
 const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
@@ -127,6 +130,7 @@ export class MemoryIndex {
   /** 1 when the doc's text names a time (TIME_WORDS). */
   private namesTime = new Uint8Array(0);
   private asking = new Uint8Array(0);
+  private firstPerson = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
   private maxImportanceDev = 0;
@@ -201,6 +205,7 @@ export class MemoryIndex {
     this.createdAt = g(this.createdAt);
     this.namesTime = g(this.namesTime);
     this.asking = g(this.asking);
+    this.firstPerson = g(this.firstPerson);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
@@ -246,6 +251,7 @@ export class MemoryIndex {
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
     this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
     this.asking[slot] = askingKind(doc.text);
+    this.firstPerson[slot] = FIRST_PERSON.test(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
@@ -482,6 +488,9 @@ export class MemoryIndex {
     for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
     const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
     const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
+    const notSelf = w.metaNotSelf;
+    const firstPerson = this.firstPerson;
+    const metaOf = (slot: number): number => (firstPerson[slot] ? metaS[slot]! : metaS[slot]! * notSelf);
     const halfLife = w.recencyHalfLifeDays * DAY;
 
     // One fixed-order feature vector per doc; the score is its sum and the explanation
@@ -497,7 +506,8 @@ export class MemoryIndex {
       const words = f[0] + f[1] + f[2];
       const sn = sessionNo[slot]!;
       f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
-      f[4] = w.meta * metaS[slot]! * metaNorm + metaLift * metaS[slot]! * words;
+      const m = metaOf(slot);
+      f[4] = w.meta * m * metaNorm + metaLift * m * words;
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
@@ -583,10 +593,11 @@ export class MemoryIndex {
           if (pass === 1 && (lex[s] !== 0 || ctx[s] !== 0)) continue;
           const sn = sessionNo[s]!;
           const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+          const m = metaOf(s);
           const known =
-            words * (1 + metaLift * metaS[s]! + (this.namesTime[s] ? whenLift : 0)) +
+            words * (1 + metaLift * m + (this.namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
-            wMeta * metaS[s]! * metaNorm;
+            wMeta * m * metaNorm;
           if (known + bound <= min) continue;
           if (eligible(s)) {
             offer(s);
