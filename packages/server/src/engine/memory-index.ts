@@ -577,6 +577,8 @@ export class MemoryIndex {
       // is bounded by what this index holds (a time phrase, its newest doc, its importance
       // and feedback extremes), so the bound is tight and the pruning still exact.
       const wLex = w.lexical;
+      const wLexAsking = w.lexical * w.asking;
+      const notSelf = w.metaNotSelf;
       const wCtx = w.context;
       const wExp = w.expansion;
       const wSession = w.session;
@@ -589,7 +591,7 @@ export class MemoryIndex {
       const seed = new TopK(k);
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        const words = (wLex * lex[s]! * askingOf(s) + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+        const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
         if ((!seed.full() || words > seed.min()) && eligible(s)) seed.offer(s, words);
       }
       for (const { slot } of seed.sorted()) offer(slot);
@@ -603,8 +605,9 @@ export class MemoryIndex {
           // again cannot change the top k.
           if (pass === 1 && (lex[s] !== 0 || ctx[s] !== 0)) continue;
           const sn = sessionNo[s]!;
-          const words = (wLex * lex[s]! * askingOf(s) + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
-          const m = metaOf(s);
+          const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+          const ms = metaS[s]!;
+          const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
           const known =
             words * (1 + metaLift * m + (this.namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
