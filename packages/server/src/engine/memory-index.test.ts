@@ -159,6 +159,28 @@ describe('MemoryIndex lexical search', () => {
     expect(hits[0]!.explanation!.meta).toBeGreaterThan(0);
   });
 
+  it('a speaker match counts less for a turn with no first-person word (metaNotSelf)', () => {
+    // Both turns are Nate's; the short one is about Joanna and wins on length normalisation
+    // unless the speaker match is discounted for a turn that does not speak of its speaker.
+    const self = doc('I keep two turtles in a big tank at home', { speaker: 'Nate' });
+    const aboutOther = doc('Cool turtles tank, Joanna', { speaker: 'Nate' });
+    const filler = ['went for a run', 'made soup for dinner', 'the weather is nice', 'new shoes today', 'jazz night'];
+    const docs = [aboutOther, self, ...filler.map((t, i) => doc(t, { speaker: i % 2 ? 'Nate' : 'Joanna' }))];
+    const q = 'What turtles tank does Nate have?';
+    expect(ids(build(docs, { weights: { expansion: 0, metaNotSelf: 1 } }), q)[0]).toBe(aboutOther.id);
+    const hits = build(docs, { weights: { expansion: 0 } }).search(q, { k: 2, now: T0, explain: true });
+    expect(hits.map((h) => h.id)).toEqual([self.id, aboutOther.id]);
+    expect(hits[1]!.explanation!.meta).toBeLessThan(hits[0]!.explanation!.meta!);
+  });
+
+  it('a turn that ends asking counts less than one that tells (asking)', () => {
+    const ask = doc('Have you seen the turtles tank?', { sessionId: 'a' });
+    const tell = doc('The turtles tank at the zoo was huge and lovely', { sessionId: 'b' });
+    const docs = [ask, tell, doc('went for a run'), doc('made soup for dinner'), doc('new shoes today')];
+    expect(ids(build(docs, { weights: { expansion: 0, asking: 1 } }), 'turtles tank')[0]).toBe(ask.id);
+    expect(ids(build(docs, { weights: { expansion: 0 } }), 'turtles tank')).toEqual([tell.id, ask.id]);
+  });
+
   it('a "when" question prefers the turn that names a time (whenNamesTime)', () => {
     const says = doc('We adopted the puppy two weeks ago, she is lovely and tiny', { sessionId: 's' });
     const plain = doc('The puppy is lovely', { sessionId: 't' });

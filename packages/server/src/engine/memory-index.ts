@@ -44,6 +44,18 @@ export interface RankingWeights {
    */
   metaTermInText: number;
   /**
+   * Speaker/tag match of a doc with no first-person word, as a fraction of a full match: in
+   * conversation such a turn speaks of the other person ("That's great, Joanna!"), not of
+   * its speaker.
+   */
+  metaNotSelf: number;
+  /**
+   * A doc's own word evidence when its text ends with a question, as a fraction: the turn
+   * that asks is less often the one that tells (the answer follows; `context` carries the
+   * question's words to it).
+   */
+  asking: number;
+  /**
    * Pseudo-relevance feedback: terms characteristic of the best first-pass docs are
    * searched as a second query at this weight (0 disables).
    */
@@ -78,6 +90,8 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   meta: 0.3,
   metaEvidence: 0.3,
   metaTermInText: 0.25,
+  metaNotSelf: 0.7,
+  asking: 0.8,
   expansion: 0.1,
   expansionDocs: 3,
   expansionTerms: 10,
@@ -103,6 +117,10 @@ const DAY = 86_400_000;
 /** Words that place a text in time (for `whenNamesTime`); English, like the temporal parser. */
 const TIME_WORDS =
   /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
+/** First-person words (English, like TIME_WORDS). */
+const FIRST_PERSON = /\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b/i;
+/** Text ending with a question mark, an image caption the server appended ignored. */
+const ENDS_ASKING = /[?？]\s*(?:\[image:[^\]]*\])?\s*$/;
 const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
@@ -120,6 +138,10 @@ export class MemoryIndex {
   private createdAt = new Float64Array(0);
   /** 1 when the doc's text names a time (TIME_WORDS). */
   private namesTime = new Uint8Array(0);
+  /** 1 when the doc's text has a first-person word (FIRST_PERSON). */
+  private firstPerson = new Uint8Array(0);
+  /** 1 when the doc's text ends with a question (ENDS_ASKING). */
+  private endsAsking = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
   private maxImportanceDev = 0;
@@ -193,6 +215,8 @@ export class MemoryIndex {
     this.live = g(this.live);
     this.createdAt = g(this.createdAt);
     this.namesTime = g(this.namesTime);
+    this.firstPerson = g(this.firstPerson);
+    this.endsAsking = g(this.endsAsking);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
@@ -237,6 +261,8 @@ export class MemoryIndex {
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
     this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
+    this.firstPerson[slot] = FIRST_PERSON.test(doc.text) ? 1 : 0;
+    this.endsAsking[slot] = ENDS_ASKING.test(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
@@ -333,7 +359,7 @@ export class MemoryIndex {
   /** Approximate heap bytes held, for the server's LRU-by-bytes. */
   approxBytes(): number {
     const arrays =
-      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.namesTime.byteLength + this.importance.byteLength +
+      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.namesTime.byteLength + this.firstPerson.byteLength + this.endsAsking.byteLength + this.importance.byteLength +
       this.feedback.byteLength + this.ngramVecs.byteLength + this.extVecs.byteLength + this.hasExt.byteLength +
       this.lexBuf.byteLength + this.metaBuf.byteLength + this.ctxBuf.byteLength;
     const maps = this.idToSlot.size * 40 + this.capacity * 8 + this.sessions.size * 64 + this.idToSlot.size * 8;
@@ -473,6 +499,10 @@ export class MemoryIndex {
     for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
     const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
     const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
+    const firstPerson = this.firstPerson;
+    const endsAsking = this.endsAsking;
+    const metaOf = (slot: number): number => (firstPerson[slot] ? metaS[slot]! : metaS[slot]! * w.metaNotSelf);
+    const askingOf = (slot: number): number => (endsAsking[slot] ? w.asking : 1);
     const halfLife = w.recencyHalfLifeDays * DAY;
 
     // One fixed-order feature vector per doc; the score is its sum and the explanation
@@ -481,13 +511,14 @@ export class MemoryIndex {
     let supported = false;
     const hasContent = qTerms.size > 0 || temporal !== null;
     const features = (slot: number): number => {
-      f[0] = w.lexical * lex[slot]! * lexNorm;
+      f[0] = w.lexical * lex[slot]! * lexNorm * askingOf(slot);
       f[1] = w.context * ctx[slot]! * lexNorm;
       f[2] = w.expansion * exp[slot]! * expNorm;
       const words = f[0] + f[1] + f[2];
       const sn = sessionNo[slot]!;
       f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
-      f[4] = w.meta * metaS[slot]! * metaNorm + metaLift * metaS[slot]! * words;
+      const m = metaOf(slot);
+      f[4] = w.meta * m * metaNorm + metaLift * m * words;
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
@@ -546,6 +577,8 @@ export class MemoryIndex {
       // is bounded by what this index holds (a time phrase, its newest doc, its importance
       // and feedback extremes), so the bound is tight and the pruning still exact.
       const wLex = w.lexical;
+      const wLexAsking = w.lexical * w.asking;
+      const notSelf = w.metaNotSelf;
       const wCtx = w.context;
       const wExp = w.expansion;
       const wSession = w.session;
@@ -558,7 +591,7 @@ export class MemoryIndex {
       const seed = new TopK(k);
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+        const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
         if ((!seed.full() || words > seed.min()) && eligible(s)) seed.offer(s, words);
       }
       for (const { slot } of seed.sorted()) offer(slot);
@@ -572,11 +605,13 @@ export class MemoryIndex {
           // again cannot change the top k.
           if (pass === 1 && (lex[s] !== 0 || ctx[s] !== 0)) continue;
           const sn = sessionNo[s]!;
-          const words = (wLex * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+          const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+          const ms = metaS[s]!;
+          const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
           const known =
-            words * (1 + metaLift * metaS[s]! + (this.namesTime[s] ? whenLift : 0)) +
+            words * (1 + metaLift * m + (this.namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
-            wMeta * metaS[s]! * metaNorm;
+            wMeta * m * metaNorm;
           if (known + bound <= min) continue;
           if (eligible(s)) {
             offer(s);
