@@ -167,16 +167,14 @@ function memoryRow(database: Database, owner: Owner, item: ImportedMemory, hash:
 
 /** The owner's live memories with one of these text hashes or client refs (one query per partial unique index). */
 async function existingDuplicates(trx: Executor, owner: Owner, hashes: string[], refs: string[]) {
-  // The IS NOT NULL terms let SQLite's planner use the partial indexes.
-  const byHashRows = await owned(owner)(trx)
-    .clearSelect()
-    .select(['id', 'dedupe_hash'])
-    .where('dedupe_hash', 'is not', null)
-    .where('dedupe_hash', 'in', hashes)
-    .execute();
-  const byRefRows = refs.length
-    ? await owned(owner)(trx).clearSelect().select(['id', 'client_ref']).where('client_ref', 'is not', null).where('client_ref', 'in', refs).execute()
-    : [];
+  // The IS NOT NULL terms let SQLite's planner use the partial indexes. Sent together: on
+  // PostgreSQL (pipeline mode) one round trip for both.
+  const [byHashRows, byRefRows] = await Promise.all([
+    owned(owner)(trx).clearSelect().select(['id', 'dedupe_hash']).where('dedupe_hash', 'is not', null).where('dedupe_hash', 'in', hashes).execute(),
+    refs.length
+      ? owned(owner)(trx).clearSelect().select(['id', 'client_ref']).where('client_ref', 'is not', null).where('client_ref', 'in', refs).execute()
+      : [],
+  ]);
   return {
     byRef: new Map(byRefRows.map((e) => [e.client_ref!, e.id])),
     byHash: new Map(byHashRows.map((e) => [e.dedupe_hash!, e.id])),
