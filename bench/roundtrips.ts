@@ -27,7 +27,11 @@ try {
     const before = lines().length;
     for (let i = 0; i < times; i++) await send(i);
     const statements = lines().slice(before);
-    return { operation: name, round_trips_per_request: statements.length / times, statements_of_one: statements.slice(0, statements.length / times) };
+    const roundTrips = statements.filter((s) => !s.startsWith('+ ')).length;
+    return {
+      operation: name, round_trips_per_request: roundTrips / times, statements_per_request: statements.length / times,
+      statements_of_one: statements.slice(0, statements.length / times),
+    };
   };
   const text = (i: number) => `Round trip memory ${i}: the user mentioned preference ${i % 97}`;
   const results = [

@@ -1,6 +1,8 @@
 // Preloaded into a benchmark server (node --import): appends the text of every statement the
 // process sends to PostgreSQL to ENGRAM_BENCH_STATEMENT_LOG, one line each, so a benchmark can
-// count round trips per operation. Measurement only; never part of the product.
+// count round trips per operation. A statement sent while an earlier one on the same connection is
+// still unanswered (pipeline mode) shares its round trip: its line starts with "+ ".
+// Measurement only; never part of the product.
 import { appendFileSync } from 'node:fs';
 import pg from 'pg';
 
@@ -9,7 +11,13 @@ if (file) {
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (config, ...rest) {
     const text = typeof config === 'string' ? config : config?.text;
-    if (text) appendFileSync(file, text.replace(/\s+/g, ' ').slice(0, 160) + '\n');
-    return query.call(this, config, ...rest);
+    const pending = this.engramPending ?? 0;
+    if (text) appendFileSync(file, (pending > 0 ? '+ ' : '') + text.replace(/\s+/g, ' ').slice(0, 160) + '\n');
+    this.engramPending = pending + 1;
+    const result = query.call(this, config, ...rest);
+    const done = () => void (this.engramPending -= 1);
+    if (result && typeof result.then === 'function') result.then(done, done);
+    else done();
+    return result;
   };
 }

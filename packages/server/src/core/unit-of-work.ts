@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import { nowIso, type Database } from '../store/database.js';
+import { LAST_IN_TRANSACTION, nowIso, type Database } from '../store/database.js';
 import type { DB } from '../store/schema.js';
 import { auditInsert, type AuditEntry } from './audit-log.js';
 import type { PendingWrite, WriteContext } from './context.js';
@@ -145,12 +145,14 @@ export async function writeUnaudited<T>(database: Database, change: (trx: Transa
 }
 
 /**
- * Runs statements that return nothing the caller reads. On PostgreSQL they travel as one statement
- * (each a data-modifying CTE; all see the same snapshot, so none may depend on another's rows):
- * one round trip instead of one each. SQLite runs in process, so it runs them in order.
+ * Runs statements that return nothing the caller reads, last in their transaction. On PostgreSQL
+ * they travel as one statement (each a data-modifying CTE; all see the same snapshot, so none may
+ * depend on another's rows), marked so that the COMMIT goes out with it (store/database.ts,
+ * LAST_IN_TRANSACTION): one round trip for them all and the COMMIT. SQLite runs in process, so
+ * it runs them in order.
  */
 async function runTogether(database: Database, trx: Transaction<DB>, statements: PendingWrite[]): Promise<void> {
-  if (database.dialect === 'sqlite' || statements.length === 1) {
+  if (database.dialect === 'sqlite') {
     for (const statement of statements) await trx.executeQuery(statement.compile());
     return;
   }
@@ -159,5 +161,6 @@ async function runTogether(database: Database, trx: Transaction<DB>, statements:
   statements.forEach((statement, i) => {
     combined = combined.with(`w${i}`, () => statement);
   });
-  await combined.selectNoFrom(sql<number>`1`.as('done')).execute();
+  const query = combined.selectNoFrom(sql<number>`1`.as('done')).compile();
+  await trx.executeQuery({ ...query, sql: LAST_IN_TRANSACTION + query.sql });
 }

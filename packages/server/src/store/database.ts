@@ -36,7 +36,8 @@ function postgresTypes(): pg.CustomTypesConfig {
 
 export function openDatabase(config: Config['database']): Database {
   if (config.dialect === 'postgres') {
-    const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes() });
+    // Pipeline mode: a statement sent while another is unanswered goes out at once (BEGIN below).
+    const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes(), pipeline: config.preparedStatements } as pg.PoolConfig);
     // An idle client's connection error must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? withNamedStatements(pool) : pool }) });
@@ -81,6 +82,14 @@ export function openDatabase(config: Config['database']): Database {
  * while a transaction it broke fails (it is aborted) and the next one prepares it. Off with
  * ENGRAM_DATABASE_PREPARED_STATEMENTS=false (poolers that do not keep prepared statements).
  */
+/**
+ * Marks the last statement of a transaction (core/unit-of-work.ts): with named statements on, its
+ * COMMIT is sent right behind it (pipeline mode), one round trip for both, and the COMMIT Kysely
+ * sends next is answered by that one. Should the statement fail, that COMMIT ends the aborted
+ * transaction as a rollback, and the statement's error is what the caller sees.
+ */
+export const LAST_IN_TRANSACTION = '/* last in transaction */ ';
+
 function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
   const names = new Map<string, string>();
   let issued = 0;
@@ -92,6 +101,22 @@ function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
   const clients = new WeakMap<pg.PoolClient, pg.PoolClient>();
   const named = (client: pg.PoolClient): pg.PoolClient => {
     let inTransaction = false;
+    // A BEGIN is not waited for: it travels with the transaction's first statement (pipeline mode),
+    // one round trip for both; that statement's answer waits for the BEGIN's, and fails if it failed.
+    let begun: Promise<unknown> | undefined;
+    let committing: Promise<pg.QueryResult> | undefined;
+    const thenCommit = (text: unknown, result: Promise<pg.QueryResult>): Promise<pg.QueryResult> => {
+      if (!inTransaction || typeof text !== 'string' || !text.startsWith(LAST_IN_TRANSACTION)) return result;
+      committing = client.query('commit');
+      committing.catch(() => {}); // awaited by the COMMIT that follows, or by the ROLLBACK after a failure
+      return result;
+    };
+    const afterBegin = (result: Promise<pg.QueryResult>): Promise<pg.QueryResult> => {
+      if (!begun) return result;
+      const begin = begun;
+      begun = undefined;
+      return Promise.all([begin, result]).then(([, r]) => r);
+    };
     const run = async (text: string, values: unknown[], retry: boolean): Promise<pg.QueryResult> => {
       const name = nameOf(text);
       if (name === undefined) return client.query(text, values);
@@ -109,12 +134,23 @@ function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
         if (typeof text !== 'string' || !values || values.length === 0) {
           if (typeof text === 'string') {
             const statement = text.trim().toLowerCase();
-            if (statement.startsWith('begin') || statement.startsWith('start transaction')) inTransaction = true;
-            else if (statement === 'commit' || statement === 'rollback') inTransaction = false;
+            if (statement.startsWith('begin') || statement.startsWith('start transaction')) {
+              inTransaction = true;
+              begun = client.query(text);
+              begun.catch(() => {}); // reported by the statement that follows it
+              return Promise.resolve({ command: 'BEGIN', rowCount: null, rows: [], fields: [], oid: 0 } as pg.QueryResult);
+            }
+            if (statement === 'commit' || statement === 'rollback') {
+              inTransaction = false;
+              const sent = committing;
+              committing = undefined;
+              if (sent && statement === 'commit') return sent;
+              if (sent) return sent.then(() => ({ command: 'ROLLBACK', rowCount: null, rows: [], fields: [], oid: 0 }) as pg.QueryResult);
+            }
           }
-          return client.query(text as string, values);
+          return afterBegin(thenCommit(text, client.query(text as string, values)));
         }
-        return run(text, values, true);
+        return afterBegin(thenCommit(text, run(text, values, true)));
       },
       release: (error?: Error | boolean) => client.release(error),
     });

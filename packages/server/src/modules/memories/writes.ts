@@ -1,4 +1,4 @@
-import type { Insertable, Transaction } from 'kysely';
+import type { Insertable, QueryCreator, Transaction } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
@@ -46,7 +46,13 @@ function checkContent(input: { text?: string; metadata?: Record<string, unknown>
  * the duplicate checks below race-free.
  */
 export async function nextSeq(trx: Executor, owner: Owner, now: string): Promise<number> {
-  const row = await trx
+  const row = await revisionBump(trx, owner, now).executeTakeFirstOrThrow();
+  return row.revision;
+}
+
+/** The upsert behind nextSeq, returning the new revision (on PostgreSQL also a CTE of a single add's insert). */
+function revisionBump(trx: QueryCreator<DB>, owner: Owner, now: string) {
+  return trx
     .insertInto('end_users')
     .values({ project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, revision: 1, created_at: now, updated_at: now })
     .onConflict((oc) =>
@@ -55,9 +61,7 @@ export async function nextSeq(trx: Executor, owner: Owner, now: string): Promise
         updated_at: now,
       })),
     )
-    .returning('revision')
-    .executeTakeFirstOrThrow();
-  return row.revision;
+    .returning('revision');
 }
 
 
@@ -105,22 +109,16 @@ async function insertMemories(
   clientRefReason: SkipReason,
 ): Promise<Outcome[]> {
   const now = effects.now;
-  const seq = await nextSeq(trx, owner, now);
   // A conversation turn (with a speaker) is a duplicate only of the same turn, as on /v1.
   const hashes = items.map((i) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text, i.created_at ?? null) : dedupeHash(i.text)));
+  if (items.length === 1) {
+    const outcome = await insertUnlessDuplicate(database, trx, owner, items[0]!, hashes[0]!, now, clientRefReason);
+    if (outcome && 'created' in outcome) recordCreated(trx, ctx, effects, owner, [outcome.created]);
+    if (outcome) return [outcome];
+  }
+  const seq = await nextSeq(trx, owner, now);
   const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
-  // One query per partial unique index; the IS NOT NULL terms let SQLite's planner use them.
-  const byHashRows = await owned(owner)(trx)
-    .clearSelect()
-    .select(['id', 'dedupe_hash'])
-    .where('dedupe_hash', 'is not', null)
-    .where('dedupe_hash', 'in', hashes)
-    .execute();
-  const byRefRows = refs.length
-    ? await owned(owner)(trx).clearSelect().select(['id', 'client_ref']).where('client_ref', 'is not', null).where('client_ref', 'in', refs).execute()
-    : [];
-  const byRef = new Map(byRefRows.map((e) => [e.client_ref!, e.id]));
-  const byHash = new Map(byHashRows.map((e) => [e.dedupe_hash!, e.id]));
+  const { byHash, byRef } = await existingDuplicates(trx, owner, hashes, refs);
 
   const outcomes: Array<Outcome | { pending: number; reason?: SkipReason }> = [];
   const rows: Array<Omit<MemoryRow, 'id'>> = [];
@@ -141,37 +139,97 @@ async function insertMemories(
     if (ref !== undefined) pendingRef.set(ref, rows.length);
     pendingHash.set(hash, rows.length);
     outcomes.push({ pending: rows.length });
-    rows.push({
-      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: item.text,
-      tags: encodeJson(item.tags ?? []), is_summary: database.bool(item.is_summary ?? false), source: item.source ?? null,
-      importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: ref ?? null,
-      session_id: item.session_id ?? null, speaker: item.speaker ?? null, dedupe_hash: hash, seq,
-      created_at: item.created_at ?? now, updated_at: item.updated_at ?? item.created_at ?? now,
-      deleted_at: null, superseded_by: null,
-    });
+    rows.push(memoryRow(database, owner, item, hash, seq, now));
   });
 
   const inserted = rows.length ? await trx.insertInto('memories').values(rows).returningAll().execute() : [];
   const memories = inserted.map(toMemory);
-  effects.later(historyInsert(
-    trx,
-    ctx,
-    memories.map((m) => ({
-      memoryId: m.id,
-      action: 'create',
-      changes: Object.fromEntries(CREATED_FIELDS.map((f) => [f, { before: null, after: m[f] }])),
-    })),
-    now,
-  ));
-  for (const m of memories) {
-    effects.emit('memory.created', { memory: m, tenant_id: owner.tenantId || null });
-  }
+  recordCreated(trx, ctx, effects, owner, memories);
   return outcomes.map((o) => {
     if (!('pending' in o)) return o;
     if (o.pending >= 0) return { created: memories[o.pending]! };
     const first = memories[-1 - o.pending]!;
     return { skipped: { reason: o.reason!, memory_id: first.id } };
   });
+}
+
+
+function memoryRow(database: Database, owner: Owner, item: ImportedMemory, hash: string, seq: number, now: string): Omit<MemoryRow, 'id'> {
+  return {
+    project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: item.text,
+    tags: encodeJson(item.tags ?? []), is_summary: database.bool(item.is_summary ?? false), source: item.source ?? null,
+    importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: item.client_ref ?? null,
+    session_id: item.session_id ?? null, speaker: item.speaker ?? null, dedupe_hash: hash, seq,
+    created_at: item.created_at ?? now, updated_at: item.updated_at ?? item.created_at ?? now,
+    deleted_at: null, superseded_by: null,
+  };
+}
+
+/** The owner's live memories with one of these text hashes or client refs (one query per partial unique index). */
+async function existingDuplicates(trx: Executor, owner: Owner, hashes: string[], refs: string[]) {
+  // The IS NOT NULL terms let SQLite's planner use the partial indexes. Sent together: on
+  // PostgreSQL (pipeline mode) one round trip for both.
+  const [byHashRows, byRefRows] = await Promise.all([
+    owned(owner)(trx).clearSelect().select(['id', 'dedupe_hash']).where('dedupe_hash', 'is not', null).where('dedupe_hash', 'in', hashes).execute(),
+    refs.length
+      ? owned(owner)(trx).clearSelect().select(['id', 'client_ref']).where('client_ref', 'is not', null).where('client_ref', 'in', refs).execute()
+      : [],
+  ]);
+  return {
+    byRef: new Map(byRefRows.map((e) => [e.client_ref!, e.id])),
+    byHash: new Map(byHashRows.map((e) => [e.dedupe_hash!, e.id])),
+  };
+}
+
+/**
+ * One item, without looking for a duplicate first: the insert skips itself on a conflict with the
+ * partial unique indexes (client_ref, dedupe_hash among the owner's live memories, which is
+ * exactly the duplicate rule), and only then is the existing memory looked up. On PostgreSQL the
+ * revision bump travels in the same statement (a data-modifying CTE, run to completion whether or
+ * not the row lands): the add is one round trip where it was three. Its row lock is taken before
+ * the insert checks the indexes, and the check sees rows committed meanwhile, so it stays
+ * race-free. Undefined when the conflicting memory is gone by the time it is looked up (forgotten
+ * in between): the caller then takes the general path.
+ */
+async function insertUnlessDuplicate(
+  database: Database, trx: Transaction<DB>, owner: Owner, item: ImportedMemory, hash: string, now: string, clientRefReason: SkipReason,
+): Promise<Outcome | undefined> {
+  let inserted: MemoryRow | undefined;
+  if (database.dialect === 'postgres') {
+    inserted = await trx
+      .with('revision', (db) => revisionBump(db, owner, now))
+      .insertInto('memories')
+      .values({ ...memoryRow(database, owner, item, hash, 0, now), seq: (eb) => eb.selectFrom('revision').select('revision') })
+      .onConflict((oc) => oc.doNothing())
+      .returningAll()
+      .executeTakeFirst();
+  } else {
+    const seq = await nextSeq(trx, owner, now);
+    inserted = await trx.insertInto('memories').values(memoryRow(database, owner, item, hash, seq, now))
+      .onConflict((oc) => oc.doNothing()).returningAll().executeTakeFirst();
+  }
+  if (inserted) return { created: toMemory(inserted) };
+  const { byHash, byRef } = await existingDuplicates(trx, owner, [hash], item.client_ref === undefined ? [] : [item.client_ref]);
+  const refId = item.client_ref === undefined ? undefined : byRef.get(item.client_ref);
+  if (refId !== undefined) return { skipped: { reason: clientRefReason, memory_id: refId } };
+  const hashId = byHash.get(hash);
+  if (hashId !== undefined) return { skipped: { reason: 'duplicate_text', memory_id: hashId } };
+  return undefined;
+}
+
+/** The history rows and memory.created events of new memories. */
+function recordCreated(trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, created: MemoryView[]): void {
+  effects.later(historyInsert(
+    trx,
+    ctx,
+    created.map((m) => ({
+      memoryId: m.id,
+      action: 'create',
+      changes: Object.fromEntries(CREATED_FIELDS.map((f) => [f, { before: null, after: m[f] }])),
+    })),
+    effects.now,
+  ));
+  for (const m of created) effects.emit('memory.created', { memory: m, tenant_id: owner.tenantId || null });
 }
 
 
