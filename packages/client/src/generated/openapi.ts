@@ -779,7 +779,7 @@ export interface paths {
         put?: never;
         /**
          * Routed search
-         * @description route auto (default) picks keyword, semantic, temporal (a time phrase becomes a created_at range) or recent, and says why.
+         * @description route auto (default) picks keyword, semantic, temporal (a time phrase becomes a period; a memory falls in it by its time or a date its text names, and an empty period falls back to any time) or recent, and says why in reason.
          *
          *     Requires scope memories:read.
          */
