@@ -17,7 +17,60 @@ export interface Database {
   ping(): Promise<void>;
   /** PostgreSQL connection pool figures (for /metrics); SQLite has one connection and no pool. */
   pool(): { total: number; idle: number; waiting: number; max: number } | null;
+  /**
+   * PostgreSQL: LISTEN on `channel` over a connection of its own, reconnecting when it is lost,
+   * and report to `watcher` until the returned stop is called (or the database closed). null on
+   * SQLite, which has no notifications.
+   */
+  watch(channel: string, watcher: ChannelWatcher): (() => void) | null;
   close(): Promise<void>;
+}
+
+/** What a PostgreSQL LISTEN tells its watcher. */
+export interface ChannelWatcher {
+  /** Listening (again): every transaction that notifies from now on is reported. */
+  listening(): void;
+  /** A notification arrived: some transaction committed a change. */
+  notified(): void;
+  /** No longer listening (connection lost, or stopped): notifications may go unreported until listening() again. */
+  deaf(): void;
+}
+
+const RELISTEN_AFTER_MS = 1_000;
+
+function listenOn(url: string, channel: string, watcher: ChannelWatcher): () => void {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = () => {
+    const own = (client = new pg.Client({ connectionString: url }));
+    let lost = false;
+    const lose = () => {
+      if (lost) return;
+      lost = true;
+      watcher.deaf();
+      own.end().catch(() => {});
+      if (!stopped) (retry = setTimeout(connect, RELISTEN_AFTER_MS)).unref();
+    };
+    own.on('error', lose);
+    own.on('end', lose);
+    own.on('notification', (message) => {
+      if (message.channel === channel) watcher.notified();
+    });
+    own.connect()
+      .then(() => own.query(`LISTEN ${pg.escapeIdentifier(channel)}`))
+      .then(() => {
+        if (!lost && !stopped) watcher.listening();
+      })
+      .catch(lose);
+  };
+  connect();
+  return () => {
+    stopped = true;
+    clearTimeout(retry);
+    watcher.deaf();
+    client?.end().catch(() => {});
+  };
 }
 
 /** PostgreSQL values come back in the same shapes SQLite gives: numbers and RFC 3339 strings. */
@@ -41,6 +94,7 @@ export function openDatabase(config: Config['database']): Database {
     // An idle client's connection error must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? withNamedStatements(pool) : pool }) });
+    const listeners = new Set<() => void>();
     return {
       dialect: 'postgres',
       db,
@@ -49,7 +103,19 @@ export function openDatabase(config: Config['database']): Database {
         await pool.query('SELECT 1');
       },
       pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize }),
-      close: () => db.destroy(),
+      watch: (channel, watcher) => {
+        const stopListening = listenOn(config.url, channel, watcher);
+        const stop = () => {
+          listeners.delete(stop);
+          stopListening();
+        };
+        listeners.add(stop);
+        return stop;
+      },
+      close: () => {
+        for (const stop of listeners) stop();
+        return db.destroy();
+      },
     };
   }
   mkdirSync(dirname(config.path), { recursive: true });
@@ -68,6 +134,7 @@ export function openDatabase(config: Config['database']): Database {
       sqlite.prepare('SELECT 1').get();
     },
     pool: () => null,
+    watch: () => null,
     close: () => db.destroy(),
   };
 }
