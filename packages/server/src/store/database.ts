@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -19,7 +20,9 @@ export interface Database {
   pool(): { total: number; idle: number; waiting: number; max: number } | null;
   /**
    * PostgreSQL: LISTEN on `channel` over a connection of its own, reconnecting when it is lost,
-   * and report to `watcher` until the returned stop is called (or the database closed). null on
+   * and report to `watcher` until the returned stop is called (or the database closed). Listening
+   * is reported only once a probe notified through the pool has come back on that connection:
+   * behind a transaction-mode pooler, which does not pass notifications on, it never is. null on
    * SQLite, which has no notifications.
    */
   watch(channel: string, watcher: ChannelWatcher): (() => void) | null;
@@ -38,7 +41,7 @@ export interface ChannelWatcher {
 
 const RELISTEN_AFTER_MS = 1_000;
 
-function listenOn(url: string, channel: string, watcher: ChannelWatcher): () => void {
+function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: (payload: string) => Promise<unknown>): () => void {
   let stopped = false;
   let client: pg.Client | undefined;
   let retry: NodeJS.Timeout | undefined;
@@ -54,14 +57,15 @@ function listenOn(url: string, channel: string, watcher: ChannelWatcher): () => 
     };
     own.on('error', lose);
     own.on('end', lose);
+    const probePayload = `probe ${randomBytes(12).toString('hex')}`;
     own.on('notification', (message) => {
-      if (message.channel === channel) watcher.notified();
+      if (message.channel !== channel || lost || stopped) return;
+      if (message.payload === probePayload) watcher.listening();
+      else watcher.notified();
     });
     own.connect()
       .then(() => own.query(`LISTEN ${pg.escapeIdentifier(channel)}`))
-      .then(() => {
-        if (!lost && !stopped) watcher.listening();
-      })
+      .then(() => probe(probePayload))
       .catch(lose);
   };
   connect();
@@ -104,7 +108,7 @@ export function openDatabase(config: Config['database']): Database {
       },
       pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize }),
       watch: (channel, watcher) => {
-        const stopListening = listenOn(config.url, channel, watcher);
+        const stopListening = listenOn(config.url, channel, watcher, (payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
         const stop = () => {
           listeners.delete(stop);
           stopListening();
