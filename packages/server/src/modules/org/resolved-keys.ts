@@ -20,9 +20,9 @@ import { resolveApiKey } from './service.js';
  */
 export const CREDENTIALS_CHANNEL = 'engram_credentials';
 
-const MAX_KEPT = 10_000;
-
-class ResolvedKeys implements ChannelWatcher {
+/** The keys one process holds (exported for resolved-keys-rules.test.ts). */
+export class ResolvedKeys implements ChannelWatcher {
+  static readonly MAX_KEPT = 10_000;
   private readonly kept = new Map<string, ApiKeyRecord>();
   private trusted = false;
   /** Moves whenever what was resolved before may no longer hold. */
@@ -59,7 +59,7 @@ class ResolvedKeys implements ChannelWatcher {
 
   keep(slot: string, generation: number, key: ApiKeyRecord): void {
     if (!this.trusted || generation !== this.generation) return;
-    if (this.kept.size >= MAX_KEPT) this.kept.delete(this.kept.keys().next().value!);
+    if (this.kept.size >= ResolvedKeys.MAX_KEPT) this.kept.delete(this.kept.keys().next().value!);
     this.kept.set(slot, key);
   }
 }
