@@ -23,7 +23,7 @@ export default defineConfig({
       'src/modules/org/api-keys.test.ts',
       'src/modules/v1/v1.test.ts',
     ],
-    testTimeout: 30_000,
+    testTimeout: 120_000,
     hookTimeout: 60_000,
   },
 });
