@@ -237,6 +237,17 @@ forEachDialect('audit chain verification', (dialect) => {
     expect(await verify(sealed[1]!.organizationId)).toEqual({ organizationId: sealed[1]!.organizationId, rows: 1, unsealed: 0, ok: true });
   });
 
+  it('reports an organization with sealed and pending rows once', async () => {
+    const other = await t.otherTenant();
+    const add = async (text: string) => expect((await t.call('POST', '/memory/add', { key: other.key, project: other.projectId, body: { text } })).status).toBe(201);
+    await add('sealed');
+    await sealAuditChains(t.database, other.organizationId);
+    await add('pending');
+    const expected = { organizationId: other.organizationId, rows: 1, unsealed: 1, ok: true };
+    expect(await verifyAuditChains(t.database.db, other.organizationId)).toEqual([expected]);
+    expect((await verifyAuditChains(t.database.db)).filter((r) => r.organizationId === other.organizationId)).toEqual([expected]);
+  });
+
   it('detects a seal moved to another position though it still names the seal before it', async () => {
     const { organizationId, ids } = await organizationWithRows(3);
     await switchProtectionOff();
@@ -289,5 +300,20 @@ forEachDialect('audit chain verification', (dialect) => {
     }
     const byUserId = await t.call('GET', `/admin/team/audit-logs?limit=100&actor_id=${owner.userId}`, { token: owner.token });
     expect(byUserId.body.items).toEqual(everything.items.filter((e: { actor_id: number }) => e.actor_id === owner.userId));
+  });
+
+  it("shows a key bound to an end user only that key's own actions", async () => {
+    const owner = await t.login();
+    const bound = await t.newKey({ scopes: ['audit:read', 'memories:write'], projectId: t.projectId, endUserId: 'alice' });
+    expect((await t.call('POST', '/memory/add', { key: t.key, endUser: 'bob', body: { text: 'by the project key' } })).status).toBe(201);
+    const own = await t.call('POST', '/memory/add', { key: bound.key, endUser: 'alice', body: { text: 'by the bound key' } });
+    expect(own.status).toBe(201);
+    const everything = (await t.call('GET', '/admin/team/audit-logs?limit=100', { token: owner.token })).body;
+    expect(everything.items.some((e: { actor_id: number }) => e.actor_id !== bound.id)).toBe(true);
+    const seen = await t.call('GET', '/admin/team/audit-logs?limit=100', { key: bound.key, project: null, endUser: null });
+    expect(seen.status).toBe(200);
+    expect(seen.body.items.map((e: { actor_type: string; actor_id: number; target_id: string }) => [e.actor_type, e.actor_id, e.target_id])).toEqual(
+      [['api_key', bound.id, String(own.body.id)]],
+    );
   });
 });
