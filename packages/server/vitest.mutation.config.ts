@@ -2,10 +2,11 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * The tests Stryker runs against each mutant (stryker.config.mjs): those of the mutated modules.
- * openapi.test.ts compares the served document with the committed one in an app it starts inside
- * the test, so it kills mutants of route declarations (schemas, limits, access) that tests sharing
- * a suite's app, built before any test, cannot. The authorization matrix and the fuzz test are left out: one test over every operation would run
- * for every mutant and make the run intractable on a small machine.
+ * Route declarations run while an app is built; Stryker counts a test as covering them only when
+ * the app is built inside that test, so openapi.test.ts (the served document against the committed
+ * one) and auth.test.ts's "as declared" test start their own. The authorization matrix and the fuzz
+ * test are left out: one test over every operation would run for every mutant and make the run
+ * intractable on a small machine.
  */
 export default defineConfig({
   test: {
