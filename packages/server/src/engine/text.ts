@@ -13,9 +13,12 @@ const ACCENTS_RE = /[\u0300-\u036f]/g;
 // English clitics ("Caroline's", "I'm", "we'll") would otherwise leave stray tokens.
 const CLITIC_RE = /['’‘`](s|t|m|re|ll|ve|d)(?![\p{L}\p{N}])/gu;
 const ASCII_WORD_RE = /^[a-z]+$/;
+const ASCII_RE = /^[\x00-\x7f]*$/;
 
 /** NFKC, lower case, accent folding for Latin-like scripts. */
 export function foldCase(text: string): string {
+  // ASCII is its own NFKC/NFD/NFC form and has no accents: lower case is the whole fold.
+  if (ASCII_RE.test(text)) return text.toLowerCase();
   return text.normalize('NFKC').toLowerCase().normalize('NFD').replace(ACCENTS_RE, '').normalize('NFC');
 }
 
