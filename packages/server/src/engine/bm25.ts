@@ -70,7 +70,7 @@ export class Bm25Field {
         this.postings.set(t, p);
         this.approxTermBytes += 64 + t.length * 2;
       }
-      if (p.map.has(slot)) p.dirty = true;
+      // remove(slot) above took the slot out of every posting, so this appends (the arrays stay in map order).
       p.map.set(slot, n);
       if (!p.dirty) {
         if (p.n === p.slots.length) this.growPostings(p, Math.max(4, p.n * 2));

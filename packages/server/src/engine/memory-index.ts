@@ -441,7 +441,8 @@ export class MemoryIndex {
       if (best !== null && lc > best.floor && eligible(s)) best.offer(s, lc);
       if (!doSession) continue;
       const sn = sessionNo[s]!;
-      if (sn < 0 || l === 0 || !eligible(s)) continue;
+      // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
+      if (sn < 0 || l === 0 || (restricted && !eligible(s))) continue;
       if (sessionScore[sn] === 0) sessionsTouched.push(sn);
       const v = (sessionScore[sn]! += l);
       if (v > maxSession) maxSession = v;
