@@ -20,24 +20,18 @@ interface Postings {
   dirty: boolean;
 }
 
-/**
- * Reusable per-caller buffers for scoreWithContext, indexed by slot (capacity >= slot count).
- * `perSlot` holds SCRATCH_STRIDE numbers a slot side by side (read together, one cache line):
- * the current term's own tf, its neighbours' weighted tf, the cached length normalisation and
- * the stamp it was cached under.
- */
+/** Reusable per-caller buffers for scoreWithContext; all indexed by slot (length >= slot capacity). */
 export interface ContextScratch {
-  perSlot: Float64Array;
+  tfSelf: Float64Array;
+  tfCtx: Float64Array;
   /** Slots touched by the current term. */
   termTouched: Int32Array;
+  /** Per-slot cached length normalisation; valid where normStamp[slot] === stamp. */
+  norm: Float64Array;
+  normStamp: Uint32Array;
   /** Current stamp; the caller changes it whenever lengths, links or parameters may have changed. */
   stamp: number;
 }
-export const SCRATCH_STRIDE = 4;
-const TF_SELF = 0;
-const TF_CTX = 1;
-const NORM = 2;
-const NORM_STAMP = 3;
 
 /** Slots appended in first-touch order. */
 export interface SlotList {
@@ -176,10 +170,10 @@ export class Bm25Field {
   }
 
   /**
-   * Adds weight * BM25(term, doc) into out[slot * stride + at] for every posting of every query
-   * term. Slots seen for the first time (their number was 0) are appended to touched.
+   * Adds weight * BM25(term, doc) into out[slot] for every posting of every query term.
+   * Slots seen for the first time (out[slot] was 0) are appended to touched.
    */
-  scoreInto(query: ReadonlyMap<string, number>, out: Float64Array, stride: number, at: number, touched: SlotList, weight = 1): void {
+  scoreInto(query: ReadonlyMap<string, number>, out: Float64Array, touched: SlotList, weight = 1): void {
     const N = this.docCount;
     if (N === 0) return;
     const avgLen = this.totalLen / N || 1;
@@ -196,12 +190,11 @@ export class Bm25Field {
         const tf = tfs[i]!;
         const norm = BM25_K1 * (1 - BM25_B + (BM25_B * (docLen[slot] ?? 0)) / avgLen);
         const s = (idf * tf * (BM25_K1 + 1)) / (tf + norm);
-        const o = slot * stride + at;
-        if (out[o] === 0) {
+        if (out[slot] === 0) {
           if (touched.n === ta.length) ta = growList(touched);
           ta[touched.n++] = slot;
         }
-        out[o]! += s;
+        out[slot]! += s;
       }
     }
   }
@@ -211,17 +204,14 @@ export class Bm25Field {
    * lower weight: tf' = tf(self) + ctxWeight * sum_d decay^(d-1) * tf(neighbour at d).
    * Computed at query time from the postings and the neighbour links, so an upsert never
    * has to re-index its neighbours. The saturated per-term score is split between
-   * out[slot * stride + selfAt] and out[slot * stride + ctxAt] in proportion to where its tf
-   * came from (keeps explanations additive); the two may be the same place.
+   * outSelf and outCtx in proportion to where its tf came from (keeps explanations additive).
    */
   scoreWithContext(
     query: ReadonlyMap<string, number>,
     links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number; backward?: number },
     scratch: ContextScratch,
-    out: Float64Array,
-    stride: number,
-    selfAt: number,
-    ctxAt: number,
+    outSelf: Float64Array,
+    outCtx: Float64Array,
     touched: SlotList,
   ): void {
     const N = this.docCount;
@@ -229,7 +219,7 @@ export class Bm25Field {
     const avgLen = this.totalLen / N || 1;
     const { prev, next, window, weight, decay } = links;
     const back = links.backward ?? 1;
-    const { perSlot: sc4, termTouched } = scratch;
+    const { tfSelf, tfCtx, termTouched, norm: normCache, normStamp } = scratch;
     const stamp = scratch.stamp;
     const docLen = this.docLen;
     let ta = touched.a;
@@ -248,9 +238,8 @@ export class Bm25Field {
       for (let i = 0, n = p.n; i < n; i++) {
         const slot = slots[i]!;
         const tf = tfs[i]!;
-        const o = slot * SCRATCH_STRIDE;
-        if (sc4[o + TF_SELF] === 0 && sc4[o + TF_CTX] === 0) termTouched[nt++] = slot;
-        sc4[o + TF_SELF]! += tf;
+        if (tfSelf[slot] === 0 && tfCtx[slot] === 0) termTouched[nt++] = slot;
+        tfSelf[slot]! += tf;
         if (weight > 0) {
           let v = tf * weight;
           let a = prev[slot]!;
@@ -258,16 +247,14 @@ export class Bm25Field {
           for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
             if (a >= 0) {
               if (back > 0) {
-                const oa = a * SCRATCH_STRIDE;
-                if (sc4[oa + TF_SELF] === 0 && sc4[oa + TF_CTX] === 0) termTouched[nt++] = a;
-                sc4[oa + TF_CTX]! += v * back;
+                if (tfSelf[a] === 0 && tfCtx[a] === 0) termTouched[nt++] = a;
+                tfCtx[a]! += v * back;
               }
               a = prev[a]!;
             }
             if (b >= 0) {
-              const ob = b * SCRATCH_STRIDE;
-              if (sc4[ob + TF_SELF] === 0 && sc4[ob + TF_CTX] === 0) termTouched[nt++] = b;
-              sc4[ob + TF_CTX]! += v;
+              if (tfSelf[b] === 0 && tfCtx[b] === 0) termTouched[nt++] = b;
+              tfCtx[b]! += v;
               b = next[b]!;
             }
             v *= decay;
@@ -276,12 +263,11 @@ export class Bm25Field {
       }
       for (let j = 0; j < nt; j++) {
         const slot = termTouched[j]!;
-        const o = slot * SCRATCH_STRIDE;
-        const ts = sc4[o + TF_SELF]!;
-        const t = ts + sc4[o + TF_CTX]!;
+        const ts = tfSelf[slot]!;
+        const t = ts + tfCtx[slot]!;
         let norm: number;
-        if (sc4[o + NORM_STAMP] === stamp) {
-          norm = sc4[o + NORM]!;
+        if (normStamp[slot] === stamp) {
+          norm = normCache[slot]!;
         } else {
           // Expanded length: own length plus the neighbours' at their context weights.
           let len = docLen[slot] ?? 0;
@@ -300,20 +286,19 @@ export class Bm25Field {
             }
           }
           norm = BM25_K1 * (1 - BM25_B + (BM25_B * len) / avgExpanded);
-          sc4[o + NORM] = norm;
-          sc4[o + NORM_STAMP] = stamp;
+          normCache[slot] = norm;
+          normStamp[slot] = stamp;
         }
         const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
         const selfPart = (sc * ts) / t;
-        const os = slot * stride;
-        if (out[os + selfAt] === 0 && out[os + ctxAt] === 0) {
+        if (outSelf[slot] === 0 && outCtx[slot] === 0) {
           if (touched.n === ta.length) ta = growList(touched);
           ta[touched.n++] = slot;
         }
-        out[os + selfAt]! += selfPart;
-        out[os + ctxAt]! += sc - selfPart;
-        sc4[o + TF_SELF] = 0;
-        sc4[o + TF_CTX] = 0;
+        outSelf[slot]! += selfPart;
+        outCtx[slot]! += sc - selfPart;
+        tfSelf[slot] = 0;
+        tfCtx[slot] = 0;
       }
     }
   }

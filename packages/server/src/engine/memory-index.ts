@@ -2,7 +2,7 @@
 // hashed vectors), optional semantic vectors from a remote embedder, and structural
 // features (session neighbours, time, recency, importance, feedback), fused into
 // one explainable score.
-import { Bm25Field, SCRATCH_STRIDE, type ContextScratch, type SlotList } from './bm25.js';
+import { Bm25Field, type ContextScratch, type SlotList } from './bm25.js';
 import { builtinEmbedder, dot, type BuiltinEmbedder } from './embedder.js';
 import { parseTemporal } from './temporal.js';
 import { analyze } from './text.js';
@@ -122,16 +122,6 @@ const FIRST_PERSON = /\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b/i;
 /** Text ending with a question mark, an image caption the server appended ignored. */
 const ENDS_ASKING = /[?？]\s*(?:\[image:[^\]]*\])?\s*$/;
 const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
-/** Bits of MemoryIndex.textFlags. */
-const NAMES_TIME = 1;
-const FIRST_PERSON_WORD = 2;
-const ASKS = 4;
-/** Positions in a slot's stride of MemoryIndex.acc. */
-const LEX = 0;
-const CTX = 1;
-const EXP = 2;
-const META = 3;
-const ACC_STRIDE = 4;
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
 
@@ -146,8 +136,12 @@ export class MemoryIndex {
   private slotId = new Float64Array(0);
   private live = new Uint8Array(0);
   private createdAt = new Float64Array(0);
-  /** What the doc's text says of itself: NAMES_TIME, FIRST_PERSON, ENDS_ASKING bits. */
-  private textFlags = new Uint8Array(0);
+  /** 1 when the doc's text names a time (TIME_WORDS). */
+  private namesTime = new Uint8Array(0);
+  /** 1 when the doc's text has a first-person word (FIRST_PERSON). */
+  private firstPerson = new Uint8Array(0);
+  /** 1 when the doc's text ends with a question (ENDS_ASKING). */
+  private endsAsking = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
   private maxImportanceDev = 0;
@@ -174,13 +168,18 @@ export class MemoryIndex {
   private hasExt = new Uint8Array(0);
 
   // Scratch buffers reused across searches (reset via touched lists, not full clears).
-  /**
-   * Per-slot evidence of the current search, ACC_STRIDE numbers a slot (own words, neighbours'
-   * words, expansion, speaker/tags) side by side: a search reads them together for tens of
-   * thousands of slots, and one cache line per slot beats four.
-   */
-  private acc = new Float64Array(0);
-  private readonly scratch: ContextScratch = { perSlot: new Float64Array(0), termTouched: new Int32Array(0), stamp: 1 };
+  private lexBuf = new Float64Array(0);
+  private metaBuf = new Float64Array(0);
+  private ctxBuf = new Float64Array(0);
+  private expBuf = new Float64Array(0);
+  private readonly scratch: ContextScratch = {
+    tfSelf: new Float64Array(0),
+    tfCtx: new Float64Array(0),
+    termTouched: new Int32Array(0),
+    norm: new Float64Array(0),
+    normStamp: new Uint32Array(0),
+    stamp: 1,
+  };
   private readonly touched: SlotList = { a: new Int32Array(0), n: 0 };
   private readonly metaTouched: SlotList = { a: new Int32Array(0), n: 0 };
   private readonly expTouched: SlotList = { a: new Int32Array(0), n: 0 };
@@ -215,16 +214,24 @@ export class MemoryIndex {
     this.slotId = g(this.slotId);
     this.live = g(this.live);
     this.createdAt = g(this.createdAt);
-    this.textFlags = g(this.textFlags);
+    this.namesTime = g(this.namesTime);
+    this.firstPerson = g(this.firstPerson);
+    this.endsAsking = g(this.endsAsking);
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
     if (this.extDims) this.extVecs = g(this.extVecs, this.extDims);
     this.hasExt = g(this.hasExt);
-    this.acc = g(this.acc, ACC_STRIDE);
+    this.lexBuf = g(this.lexBuf);
+    this.metaBuf = g(this.metaBuf);
+    this.ctxBuf = g(this.ctxBuf);
+    this.expBuf = g(this.expBuf);
     const sc = this.scratch;
-    sc.perSlot = g(sc.perSlot, SCRATCH_STRIDE);
+    sc.tfSelf = g(sc.tfSelf);
+    sc.tfCtx = g(sc.tfCtx);
     sc.termTouched = g(sc.termTouched);
+    sc.norm = g(sc.norm);
+    sc.normStamp = g(sc.normStamp);
     for (const l of [this.touched, this.metaTouched, this.expTouched]) l.a = g(l.a);
     const oldCap = this.capacity;
     this.prevSlot = g(this.prevSlot);
@@ -253,8 +260,9 @@ export class MemoryIndex {
     this.importance[slot] = Number.isFinite(doc.importance) ? doc.importance : 0.5;
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
-    this.textFlags[slot] =
-      (TIME_WORDS.test(doc.text) ? NAMES_TIME : 0) | (FIRST_PERSON.test(doc.text) ? FIRST_PERSON_WORD : 0) | (ENDS_ASKING.test(doc.text) ? ASKS : 0);
+    this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
+    this.firstPerson[slot] = FIRST_PERSON.test(doc.text) ? 1 : 0;
+    this.endsAsking[slot] = ENDS_ASKING.test(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
@@ -351,9 +359,9 @@ export class MemoryIndex {
   /** Approximate heap bytes held, for the server's LRU-by-bytes. */
   approxBytes(): number {
     const arrays =
-      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.textFlags.byteLength + this.importance.byteLength +
+      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.namesTime.byteLength + this.firstPerson.byteLength + this.endsAsking.byteLength + this.importance.byteLength +
       this.feedback.byteLength + this.ngramVecs.byteLength + this.extVecs.byteLength + this.hasExt.byteLength +
-      this.acc.byteLength;
+      this.lexBuf.byteLength + this.metaBuf.byteLength + this.ctxBuf.byteLength;
     const maps = this.idToSlot.size * 40 + this.capacity * 8 + this.sessions.size * 64 + this.idToSlot.size * 8;
     return arrays + maps + this.text.approxBytes() + this.meta.approxBytes();
   }
@@ -376,7 +384,10 @@ export class MemoryIndex {
       qTerms.set(t, (qTerms.get(t) ?? 0) + 1);
     }
 
-    const acc = this.acc;
+    const lex = this.lexBuf;
+    const metaS = this.metaBuf;
+    const ctx = this.ctxBuf;
+    const exp = this.expBuf;
     const live = this.live;
     const sessionNo = this.sessionNo;
     const filter = opts.filter;
@@ -400,7 +411,7 @@ export class MemoryIndex {
     ) {
       scratch.stamp = (scratch.stamp + 1) >>> 0;
       if (scratch.stamp === 0) {
-        for (let i = 3; i < scratch.perSlot.length; i += SCRATCH_STRIDE) scratch.perSlot[i] = 0;
+        scratch.normStamp.fill(0);
         scratch.stamp = 1;
       }
       nk.mutations = this.mutations;
@@ -416,8 +427,8 @@ export class MemoryIndex {
     const metaTouched = this.metaTouched;
     const expTouched = this.expTouched;
     touched.n = metaTouched.n = expTouched.n = 0;
-    this.text.scoreWithContext(textTerms, links, scratch, acc, ACC_STRIDE, LEX, CTX, touched);
-    this.meta.scoreInto(qTerms, acc, ACC_STRIDE, META, metaTouched);
+    this.text.scoreWithContext(textTerms, links, scratch, lex, ctx, touched);
+    this.meta.scoreInto(qTerms, metaS, metaTouched);
     const ta = touched.a;
     const tn = touched.n;
     const ma = metaTouched.a;
@@ -435,8 +446,8 @@ export class MemoryIndex {
     let maxLex = 0;
     for (let i = 0; i < tn; i++) {
       const s = ta[i]!;
-      const l = acc[s * ACC_STRIDE + LEX]!;
-      const lc = l + acc[s * ACC_STRIDE + CTX]!;
+      const l = lex[s]!;
+      const lc = l + ctx[s]!;
       if (lc > maxLex) maxLex = lc;
       if (best !== null && lc > best.floor && eligible(s)) best.offer(s, lc);
       if (!doSession) continue;
@@ -468,14 +479,14 @@ export class MemoryIndex {
       if (top > 0) {
         const expTerms = new Map<string, number>(picked.map(([t, v]) => [t, v / top]));
         // Context evidence for expansion terms lands in the same buffer: one feature.
-        this.text.scoreWithContext(expTerms, links, scratch, acc, ACC_STRIDE, EXP, EXP, expTouched);
+        this.text.scoreWithContext(expTerms, links, scratch, exp, exp, expTouched);
       }
     }
     const ea = expTouched.a;
     const en = expTouched.n;
 
     let maxMeta = 0;
-    for (let i = 0; i < mn; i++) if (acc[ma[i]! * ACC_STRIDE + META]! > maxMeta) maxMeta = acc[ma[i]! * ACC_STRIDE + META]!;
+    for (let i = 0; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
     const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
 
     // Vector features are scored for every live doc, so a doc can be found without sharing a word.
@@ -486,15 +497,13 @@ export class MemoryIndex {
     // Expansion is normalised like the first pass unless its own best is stronger (a first pass
     // that matched only a weak word, e.g. a name): then by its own best, so it never outweighs `expansion`.
     let maxExp = 0;
-    for (let i = 0; i < en; i++) if (acc[ea[i]! * ACC_STRIDE + EXP]! > maxExp) maxExp = acc[ea[i]! * ACC_STRIDE + EXP]!;
+    for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
     const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
     const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
-    const textFlags = this.textFlags;
-    const metaOf = (slot: number): number => {
-      const ms = acc[slot * ACC_STRIDE + META]!;
-      return textFlags[slot]! & FIRST_PERSON_WORD ? ms : ms * w.metaNotSelf;
-    };
-    const askingOf = (slot: number): number => (textFlags[slot]! & ASKS ? w.asking : 1);
+    const firstPerson = this.firstPerson;
+    const endsAsking = this.endsAsking;
+    const metaOf = (slot: number): number => (firstPerson[slot] ? metaS[slot]! : metaS[slot]! * w.metaNotSelf);
+    const askingOf = (slot: number): number => (endsAsking[slot] ? w.asking : 1);
     const halfLife = w.recencyHalfLifeDays * DAY;
 
     // One fixed-order feature vector per doc; the score is its sum and the explanation
@@ -503,10 +512,9 @@ export class MemoryIndex {
     let supported = false;
     const hasContent = qTerms.size > 0 || temporal !== null;
     const features = (slot: number): number => {
-      const b = slot * ACC_STRIDE;
-      f[0] = w.lexical * acc[b + LEX]! * lexNorm * askingOf(slot);
-      f[1] = w.context * acc[b + CTX]! * lexNorm;
-      f[2] = w.expansion * acc[b + EXP]! * expNorm;
+      f[0] = w.lexical * lex[slot]! * lexNorm * askingOf(slot);
+      f[1] = w.context * ctx[slot]! * lexNorm;
+      f[2] = w.expansion * exp[slot]! * expNorm;
       const words = f[0] + f[1] + f[2];
       const sn = sessionNo[slot]!;
       f[3] = sn < 0 ? 0 : w.session * sessionScore[sn]! * sessionNorm;
@@ -516,7 +524,7 @@ export class MemoryIndex {
       f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
       const t = this.createdAt[slot]!;
       const inPeriod = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
-      const whenTime = textFlags[slot]! & NAMES_TIME ? whenLift * words : 0;
+      const whenTime = this.namesTime[slot] ? whenLift * words : 0;
       f[7] = inPeriod + whenTime;
       f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
       f[9] = w.importance * (this.importance[slot]! - 0.5);
@@ -584,8 +592,7 @@ export class MemoryIndex {
       const seed = new TopK(k);
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        const b = s * ACC_STRIDE;
-        const words = ((textFlags[s]! & ASKS ? wLexAsking : wLex) * acc[b + LEX]! + wCtx * acc[b + CTX]!) * lexNorm + wExp * acc[b + EXP]! * expNorm;
+        const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
         if (words > seed.floor && eligible(s)) seed.offer(s, words);
       }
       for (const { slot } of seed.sorted()) offer(slot);
@@ -599,19 +606,17 @@ export class MemoryIndex {
         if (pass === 1 && mn === 0 && bareExpansionCap <= min) break;
         for (let i = 0; i < n; i++) {
           const s = list[i]!;
-          const b = s * ACC_STRIDE;
-          const ms = acc[b + META]!;
+          const ms = metaS[s]!;
           if (pass === 1) {
             // A doc with first-pass evidence was already offered in the first pass; offering it
             // again cannot change the top k.
-            if (acc[b + LEX] !== 0 || acc[b + CTX] !== 0 || (ms === 0 && bareExpansionCap <= min)) continue;
+            if (lex[s] !== 0 || ctx[s] !== 0 || (ms === 0 && bareExpansionCap <= min)) continue;
           }
           const sn = sessionNo[s]!;
-          const flags = textFlags[s]!;
-          const words = ((flags & ASKS ? wLexAsking : wLex) * acc[b + LEX]! + wCtx * acc[b + CTX]!) * lexNorm + wExp * acc[b + EXP]! * expNorm;
-          const m = ms === 0 || flags & FIRST_PERSON_WORD ? ms : ms * notSelf;
+          const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+          const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
           const known =
-            words * (1 + metaLift * m + (flags & NAMES_TIME ? whenLift : 0)) +
+            words * (1 + metaLift * m + (this.namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
             wMeta * m * metaNorm;
           if (known + bound <= min) continue;
@@ -629,9 +634,9 @@ export class MemoryIndex {
       return hit;
     });
 
-    for (let i = 0; i < tn; i++) acc[ta[i]! * ACC_STRIDE + LEX] = acc[ta[i]! * ACC_STRIDE + CTX] = 0;
-    for (let i = 0; i < mn; i++) acc[ma[i]! * ACC_STRIDE + META] = 0;
-    for (let i = 0; i < en; i++) acc[ea[i]! * ACC_STRIDE + EXP] = 0;
+    for (let i = 0; i < tn; i++) lex[ta[i]!] = ctx[ta[i]!] = 0;
+    for (let i = 0; i < mn; i++) metaS[ma[i]!] = 0;
+    for (let i = 0; i < en; i++) exp[ea[i]!] = 0;
     for (const sn of sessionsTouched) sessionScore[sn] = 0;
     return hits;
   }
