@@ -14,6 +14,7 @@ export default {
     'src/modules/memories/feed.ts',
     'src/modules/auth/*.ts',
     'src/modules/audit/*.ts',
+    'src/modules/org/resolved-keys.ts',
     '!**/*.test.ts',
   ],
   // Error messages and log text: a changed message is not a changed decision.

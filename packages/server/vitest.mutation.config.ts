@@ -18,6 +18,8 @@ export default defineConfig({
       'src/modules/memories/*.test.ts',
       'src/modules/org/access.test.ts',
       'src/modules/org/api-keys.test.ts',
+      'src/modules/org/resolved-keys.test.ts',
+      'src/modules/org/resolved-keys-rules.test.ts',
       'src/modules/v1/v1.test.ts',
     ],
     testTimeout: 30_000,

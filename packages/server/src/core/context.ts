@@ -27,6 +27,7 @@ export interface ApiKeyRecord {
   tenantId: string | null;
   endUserId: string | null;
   lastUsedAt: string | null;
+  expiresAt: string | null;
   /** The live project of the organization named by the request (or the key's lock), if any. */
   liveProjectId: string | null;
 }

@@ -1,6 +1,8 @@
 import { beforeAll, expect, it } from 'vitest';
-import { createProject, revokeApiKey } from '../modules/org/service.js';
-import { nowIso } from '../store/database.js';
+import { SYSTEM_ACTOR } from '../core/context.js';
+import { revokeKeyAsOperator } from '../modules/org/index.js';
+import { deleteProject } from '../modules/org/projects.js';
+import { createProject } from '../modules/org/service.js';
 import { forEachDialect, type CallOptions, useTestApp } from '../testing/harness.js';
 import { addMemory, expectError, expectNothingWritten, memoryRow } from '../testing/memories.js';
 
@@ -83,7 +85,8 @@ forEachDialect('API-key authentication and scoping of the memory data plane', (d
   it('answers 401 for a revoked key and an expired key, and accepts a key that has not yet expired', async () => {
     const revoked = await t.newKey();
     expect((await t.call('GET', `/memory/${memoryId}`, { key: revoked.key })).status).toBe(200);
-    expect(await revokeApiKey(t.database.db, t.organizationId, revoked.id)).toBe(true);
+    // Used just above: on PostgreSQL the key is held in memory when it is revoked.
+    expect(await revokeKeyAsOperator(t.database, revoked.id)).toBe('revoked');
     const expired = await t.newKey({ expiresAt: new Date(Date.now() - 1_000).toISOString() });
     for (const key of [revoked.key, expired.key]) await expectRefused(everything(), { key }, 401, 'unauthenticated');
     const future = await t.newKey({ expiresAt: new Date(Date.now() + 3_600_000).toISOString() });
@@ -110,7 +113,7 @@ forEachDialect('API-key authentication and scoping of the memory data plane', (d
     const other = await t.otherTenant();
     const doomed = await createProject(t.database.db, { organizationId: t.organizationId, name: 'Doomed', slug: 'doomed' });
     await addMemory(t, 'In a project about to be deleted', { project: doomed.id });
-    await t.database.db.updateTable('projects').set({ deleted_at: nowIso() }).where('id', '=', doomed.id).execute();
+    await deleteProject(t.database, { actor: SYSTEM_ACTOR, organizationId: t.organizationId, projectId: null, requestId: null }, doomed.id);
     for (const project of [other.projectId, doomed.id, 'proj_doesnotexist']) {
       await expectRefused(everything(), { project }, 404, 'not_found');
     }

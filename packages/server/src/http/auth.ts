@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Database } from '../store/database.js';
 import { liveSession, touchSession, type TokenIssuer } from '../modules/auth/index.js';
-import { findProject, membershipOf, resolveApiKey, touchApiKey } from '../modules/org/index.js';
+import { findProject, membershipOf, resolveKey, touchApiKey } from '../modules/org/index.js';
 import { hasScope, roleGrants, type Capability, type Role } from '../core/access.js';
 import type { ApiKeyRecord, CredentialKind, DataScope, Principal, WriteContext } from '../core/context.js';
 import { endUserWithin } from '../core/binding.js';
@@ -47,8 +47,8 @@ declare module 'fastify' {
 
 async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string) {
   const requestedProject = singleHeader(request, 'x-project-id') || undefined;
-  // The key and the project it names (or is locked to) are resolved in one query.
-  const key = await resolveApiKey(database.db, presented, requestedProject);
+  // The key and the project it names (or is locked to), resolved together (modules/org/resolved-keys.ts).
+  const key = await resolveKey(database, presented, requestedProject);
   if (!key) throw unauthenticated('The API key is invalid, expired or revoked');
   if (auth.scope && !hasScope(key.scopes, auth.scope)) throw forbidden(`The API key lacks the ${auth.scope} scope`);
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -17,7 +18,63 @@ export interface Database {
   ping(): Promise<void>;
   /** PostgreSQL connection pool figures (for /metrics); SQLite has one connection and no pool. */
   pool(): { total: number; idle: number; waiting: number; max: number } | null;
+  /**
+   * PostgreSQL: LISTEN on `channel` over a connection of its own, reconnecting when it is lost,
+   * and report to `watcher` until the returned stop is called (or the database closed). Listening
+   * is reported only once a probe notified through the pool has come back on that connection:
+   * behind a transaction-mode pooler, which does not pass notifications on, it never is. null on
+   * SQLite, which has no notifications.
+   */
+  watch(channel: string, watcher: ChannelWatcher): (() => void) | null;
   close(): Promise<void>;
+}
+
+/** What a PostgreSQL LISTEN tells its watcher. */
+export interface ChannelWatcher {
+  /** Listening (again): every transaction that notifies from now on is reported. */
+  listening(): void;
+  /** A notification arrived: some transaction committed a change. */
+  notified(): void;
+  /** No longer listening (connection lost, or stopped): notifications may go unreported until listening() again. */
+  deaf(): void;
+}
+
+const RELISTEN_AFTER_MS = 1_000;
+
+function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: (payload: string) => Promise<unknown>): () => void {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const connect = () => {
+    const own = (client = new pg.Client({ connectionString: url }));
+    let lost = false;
+    const lose = () => {
+      if (lost) return;
+      lost = true;
+      watcher.deaf();
+      own.end().catch(() => {});
+      if (!stopped) (retry = setTimeout(connect, RELISTEN_AFTER_MS)).unref();
+    };
+    own.on('error', lose);
+    own.on('end', lose);
+    const probePayload = `probe ${randomBytes(12).toString('hex')}`;
+    own.on('notification', (message) => {
+      if (message.channel !== channel || lost || stopped) return;
+      if (message.payload === probePayload) watcher.listening();
+      else watcher.notified();
+    });
+    own.connect()
+      .then(() => own.query(`LISTEN ${pg.escapeIdentifier(channel)}`))
+      .then(() => probe(probePayload))
+      .catch(lose);
+  };
+  connect();
+  return () => {
+    stopped = true;
+    clearTimeout(retry);
+    watcher.deaf();
+    client?.end().catch(() => {});
+  };
 }
 
 /** PostgreSQL values come back in the same shapes SQLite gives: numbers and RFC 3339 strings. */
@@ -41,6 +98,7 @@ export function openDatabase(config: Config['database']): Database {
     // An idle client's connection error must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? withNamedStatements(pool) : pool }) });
+    const listeners = new Set<() => void>();
     return {
       dialect: 'postgres',
       db,
@@ -49,7 +107,19 @@ export function openDatabase(config: Config['database']): Database {
         await pool.query('SELECT 1');
       },
       pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize }),
-      close: () => db.destroy(),
+      watch: (channel, watcher) => {
+        const stopListening = listenOn(config.url, channel, watcher, (payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
+        const stop = () => {
+          listeners.delete(stop);
+          stopListening();
+        };
+        listeners.add(stop);
+        return stop;
+      },
+      close: () => {
+        for (const stop of listeners) stop();
+        return db.destroy();
+      },
     };
   }
   mkdirSync(dirname(config.path), { recursive: true });
@@ -68,6 +138,7 @@ export function openDatabase(config: Config['database']): Database {
       sqlite.prepare('SELECT 1').get();
     },
     pool: () => null,
+    watch: () => null,
     close: () => db.destroy(),
   };
 }

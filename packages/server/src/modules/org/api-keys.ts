@@ -10,6 +10,7 @@ import type { ApiKeysTable } from '../../store/schema.js';
 import { DATA_PLANE_SCOPES, hasScope, isScope } from '../../core/access.js';
 import { SYSTEM_ACTOR } from '../../core/context.js';
 import { createApiKey, findProject, projectOrganization, revokeApiKey } from './service.js';
+import { credentialsChanged } from './resolved-keys.js';
 
 /** API key management for the control plane. The secret is returned once, at creation. */
 
@@ -95,6 +96,15 @@ export type RevokeOutcome = 'revoked' | 'already_revoked' | 'not_found';
 
 /** Revokes keys of the organization, one audit row per key actually revoked. */
 export async function revokeApiKeys(database: Database, ctx: WriteContext, ids: number[]): Promise<Array<{ id: number; status: RevokeOutcome }>> {
+  try {
+    return await revokeInTransaction(database, ctx, ids);
+  } finally {
+    // Committed (or, after a failed COMMIT, perhaps committed): no key resolved before is used again.
+    credentialsChanged(database);
+  }
+}
+
+function revokeInTransaction(database: Database, ctx: WriteContext, ids: number[]): Promise<Array<{ id: number; status: RevokeOutcome }>> {
   return write(database, ctx, async (trx, effects) => {
     const results: Array<{ id: number; status: RevokeOutcome }> = [];
     for (const id of ids) {

@@ -4,6 +4,7 @@ import { paginate, type PageParams } from '../../core/paging.js';
 import { isUniqueViolation, type Database, type Executor } from '../../store/database.js';
 import { tombstoneProjectMemories } from '../memories/index.js';
 import { createProject, findProject, type Project } from './service.js';
+import { credentialsChanged } from './resolved-keys.js';
 
 /** Project lifecycle: list, create, change, soft-delete. */
 
@@ -101,6 +102,15 @@ export async function updateProject(
 
 /** Soft-deletes the project and tombstones its memories: both answer 404 from then on. */
 export async function deleteProject(database: Database, ctx: WriteContext, projectId: string): Promise<{ id: string; deleted_at: string; memories_tombstoned: number }> {
+  try {
+    return await softDelete(database, ctx, projectId);
+  } finally {
+    // Committed (or perhaps, after a failed COMMIT): no key resolved with this project is used again.
+    credentialsChanged(database);
+  }
+}
+
+function softDelete(database: Database, ctx: WriteContext, projectId: string): Promise<{ id: string; deleted_at: string; memories_tombstoned: number }> {
   return write(database, { ...ctx, projectId }, async (trx, effects) => {
     const deleted = await trx
       .updateTable('projects')

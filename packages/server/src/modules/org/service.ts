@@ -170,6 +170,7 @@ export async function resolveApiKey(
     tenantId: match.tenant_id,
     endUserId: match.end_user_id,
     lastUsedAt: match.last_used_at,
+    expiresAt: match.expires_at,
     liveProjectId: match.live_project_id,
   };
 }
@@ -181,6 +182,8 @@ export function lastUseDue(lastUsedAt: string | null, now: Date): boolean {
 
 export async function touchApiKey(db: Executor, key: ApiKeyRecord, now = new Date()): Promise<void> {
   if (!lastUseDue(key.lastUsedAt, now)) return;
+  // A record kept in memory (resolved-keys.ts) serves the requests that follow: marked first, one of them writes, not all.
+  key.lastUsedAt = now.toISOString();
   await db.updateTable('api_keys').set({ last_used_at: now.toISOString() }).where('id', '=', key.id).execute();
 }
 

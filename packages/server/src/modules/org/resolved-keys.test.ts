@@ -1,0 +1,103 @@
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
+import { startServerProcess, type ServerProcess } from '../../testing/process.js';
+import { CREDENTIALS_CHANNEL } from './resolved-keys.js';
+
+/**
+ * Two app instances on one database: this test's app (A) and an `engram serve` process (B). On
+ * PostgreSQL both keep resolved keys in memory (resolved-keys.ts); a change made through either,
+ * or by any other session, must be refused by both on the very next request.
+ */
+forEachDialect('resolved API keys across processes', (dialect) => {
+  const t = useTestApp(dialect, { runJobs: false });
+  const owner = useOwner(t);
+  let b: ServerProcess;
+  beforeAll(async () => {
+    b = await startServerProcess({ ENGRAM_DATABASE_URL: t.databaseUrl, ENGRAM_RUN_JOBS: 'false', ENGRAM_LOG_LEVEL: 'warn' });
+  });
+  afterAll(async () => {
+    // Its listening connection does not keep it from stopping.
+    expect(await b.stop()).toBe(0);
+  });
+
+  let n = 0;
+  const addOnB = async (key: string, projectId = t.projectId) =>
+    (await fetch(`${b.url}/memory/add`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-project-id': projectId, 'x-end-user-id': 'u' },
+      body: JSON.stringify({ text: `fact number ${++n} about resolved keys` }),
+    })).status;
+  const addOnA = async (key: string, project = t.projectId) =>
+    (await t.call('POST', '/memory/add', { key, project, body: { text: `fact number ${++n} about resolved keys` } })).status;
+
+  it('refuses a key revoked through the other instance at once, on both', async () => {
+    const key = await t.newKey();
+    // Used on both first, so that each holds it resolved.
+    for (let i = 0; i < 2; i++) {
+      expect(await addOnB(key.key)).toBe(201);
+      expect(await addOnA(key.key)).toBe(201);
+    }
+    const revoked = await t.call('DELETE', `/org/api-keys/${key.id}`, { token: owner.token });
+    expect(revoked.body.status).toBe('revoked');
+    expect(await addOnB(key.key)).toBe(401);
+    expect(await addOnA(key.key)).toBe(401);
+  });
+
+  it('refuses a key revoked by another process (engram key revoke) at once, on both', async () => {
+    const key = await t.newKey();
+    expect(await addOnB(key.key)).toBe(201);
+    expect(await addOnA(key.key)).toBe(201);
+    const revoked = await t.cli('key', 'revoke', String(key.id));
+    expect(revoked.code).toBe(0);
+    expect(await addOnB(key.key)).toBe(401);
+    expect(await addOnA(key.key)).toBe(401);
+  });
+
+  it('answers 404 at once, on both, for a project deleted through one of them', async () => {
+    const created = await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Short-lived' } });
+    const projectId = created.body.id as string;
+    const key = await t.newKey();
+    expect(await addOnB(key.key, projectId)).toBe(201);
+    expect(await addOnA(key.key, projectId)).toBe(201);
+    expect((await t.call('DELETE', `/org/projects/${projectId}`, { token: owner.token })).status).toBe(200);
+    expect(await addOnB(key.key, projectId)).toBe(404);
+    expect(await addOnA(key.key, projectId)).toBe(404);
+    // The key itself still works in the project that is live.
+    expect(await addOnB(key.key)).toBe(201);
+  });
+
+  it('refuses an expired key held in memory', async () => {
+    // Expires within the test: resolved (and held) while live, refused once past its time.
+    const expiresAt = new Date(Date.now() + 3_000);
+    const key = await t.newKey({ expiresAt: expiresAt.toISOString() });
+    expect(await addOnA(key.key)).toBe(201);
+    expect(await addOnB(key.key)).toBe(201);
+    while (Date.now() <= expiresAt.getTime()) await new Promise((r) => setTimeout(r, 100));
+    expect(await addOnA(key.key)).toBe(401);
+    expect(await addOnB(key.key)).toBe(401);
+  });
+
+  if (dialect === 'postgres') {
+    it('holds nothing while not listening: a change made meanwhile is seen at once', async () => {
+      const key = await t.newKey();
+      expect(await addOnA(key.key)).toBe(201);
+      expect(await addOnB(key.key)).toBe(201);
+      const admin = new pg.Client({ connectionString: t.databaseUrl });
+      await admin.connect();
+      try {
+        // Both instances lose their listening connection; the revocation then notifies no one.
+        const listeners = await admin.query(
+          'SELECT pg_terminate_backend(pid, 5000) AS ended FROM pg_stat_activity WHERE datname = current_database() AND query = $1',
+          [`LISTEN ${pg.escapeIdentifier(CREDENTIALS_CHANNEL)}`],
+        );
+        expect(listeners.rows.map((r) => r.ended)).toEqual([true, true]);
+        await admin.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [key.id]);
+      } finally {
+        await admin.end();
+      }
+      expect(await addOnA(key.key)).toBe(401);
+      expect(await addOnB(key.key)).toBe(401);
+    });
+  }
+});
