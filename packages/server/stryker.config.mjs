@@ -24,6 +24,8 @@ export default {
   ignoreStatic: true,
   concurrency: 2,
   timeoutMS: 30_000,
+  // The initial run of every test in the set takes minutes on a busy two-core machine.
+  dryRunTimeoutMinutes: 20,
   reporters: ['clear-text', 'progress', 'json', 'html'],
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
   htmlReporter: { fileName: 'reports/mutation/mutation.html' },

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
-import { forEachDialect, useTestApp } from '../testing/harness.js';
+import { forEachDialect, startTestApp, useTestApp } from '../testing/harness.js';
 import { operationIdOf } from './openapi.js';
 
 const COMMITTED = new URL('../../openapi.json', import.meta.url);
@@ -70,9 +70,16 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
   });
 
   it('is the committed packages/server/openapi.json (regenerate it with `npm run openapi`)', async () => {
-    const served = (await t.call('GET', '/openapi.json', anonymous)).body;
-    const committed = JSON.parse(readFileSync(COMMITTED, 'utf8'));
-    expect(served, 'openapi.json is stale: run `npm run openapi`').toEqual(committed);
+    // Its own app, started inside the test: every route declaration (schemas, limits, access) runs
+    // under this test, so a mutation test of a routes file sees the contract it changed.
+    const own = await startTestApp(dialect);
+    try {
+      const served = (await own.call('GET', '/openapi.json', anonymous)).body;
+      const committed = JSON.parse(readFileSync(COMMITTED, 'utf8'));
+      expect(served, 'openapi.json is stale: run `npm run openapi`').toEqual(committed);
+    } finally {
+      await own.close();
+    }
   });
 
   it('serves a readable docs page', async () => {

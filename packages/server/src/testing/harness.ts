@@ -254,11 +254,6 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
 }
 
 /**
- * One app for the enclosing suite (with configuration overrides, or a function giving them once
- * earlier hooks have run), started before its tests and closed after them. The returned
- * object stands for that app; use it only inside tests and hooks registered after this call.
- */
-/**
  * A value made once for the enclosing suite (beforeAll) and optionally disposed of (afterAll),
  * usable directly in the suite's tests.
  */
@@ -277,6 +272,11 @@ function suiteValue<T extends object>(make: () => Promise<T>, dispose?: (value: 
   });
 }
 
+/**
+ * One app for the enclosing suite (with configuration overrides, or a function giving them once
+ * earlier hooks have run), started before its tests and closed after them. The returned
+ * object stands for that app; use it only inside tests and hooks registered after this call.
+ */
 export function useTestApp(dialect: Dialect, config: Partial<Config> | (() => Partial<Config>) = {}): TestApp {
   return suiteValue(() => startTestApp(dialect, typeof config === 'function' ? config() : config), (t) => t.close());
 }

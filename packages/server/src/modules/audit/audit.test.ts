@@ -187,3 +187,133 @@ forEachDialect('audit rows of every kind of change', (dialect) => {
     expect((await verifyAuditChains(t.database.db, t.organizationId))[0]).toMatchObject({ ok: true, unsealed: 0 });
   });
 });
+
+forEachDialect('audit chain verification', (dialect) => {
+  // No background sealer: each test seals the organizations it means to.
+  const t = useTestApp(dialect, { runJobs: false });
+
+  /** A fresh organization with `count` audited adds, sealed unless told otherwise. */
+  async function organizationWithRows(count: number, seal = true) {
+    const other = await t.otherTenant();
+    for (let i = 0; i < count; i++) {
+      expect((await t.call('POST', '/memory/add', { key: other.key, project: other.projectId, body: { text: `row ${i}` } })).status).toBe(201);
+    }
+    if (seal) await sealAuditChains(t.database, other.organizationId);
+    const ids = (await t.database.db.selectFrom('audit_log').select('id').where('organization_id', '=', other.organizationId).orderBy('id').execute()).map((r) => r.id);
+    expect(ids).toHaveLength(count);
+    return { organizationId: other.organizationId, ids };
+  }
+
+  /** What an attacker with direct database access does first. */
+  async function switchProtectionOff() {
+    if (dialect === 'sqlite') {
+      for (const trigger of ['audit_log_no_update', 'audit_log_no_delete', 'audit_seals_no_delete', 'audit_seals_no_update']) {
+        await sql`DROP TRIGGER IF EXISTS ${sql.raw(trigger)}`.execute(t.database.db);
+      }
+    } else {
+      await sql`ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_change`.execute(t.database.db);
+      await sql`ALTER TABLE audit_seals DISABLE TRIGGER audit_seals_no_change`.execute(t.database.db);
+    }
+  }
+  const verify = async (organizationId: string) => {
+    const reports = await verifyAuditChains(t.database.db, organizationId);
+    expect(reports.map((r) => r.organizationId)).toEqual([organizationId]);
+    return reports[0]!;
+  };
+
+  it('reports every organization in order, one when asked, and rows never sealed as pending', async () => {
+    const sealed = [await organizationWithRows(1), await organizationWithRows(1), await organizationWithRows(1)];
+    const pending = [await organizationWithRows(2, false), await organizationWithRows(2, false), await organizationWithRows(2, false)];
+    const all = await verifyAuditChains(t.database.db);
+    const ids = all.map((r) => r.organizationId);
+    expect(ids).toEqual([...ids].sort((a, b) => a.localeCompare(b)));
+    for (const { organizationId } of sealed) {
+      expect(all.find((r) => r.organizationId === organizationId)).toEqual({ organizationId, rows: 1, unsealed: 0, ok: true });
+    }
+    for (const { organizationId } of pending) {
+      expect(all.find((r) => r.organizationId === organizationId)).toEqual({ organizationId, rows: 0, unsealed: 2, ok: true });
+      expect(await verifyAuditChains(t.database.db, organizationId)).toEqual([{ organizationId, rows: 0, unsealed: 2, ok: true }]);
+    }
+    expect(await verify(sealed[1]!.organizationId)).toEqual({ organizationId: sealed[1]!.organizationId, rows: 1, unsealed: 0, ok: true });
+  });
+
+  it('reports an organization with sealed and pending rows once', async () => {
+    const other = await t.otherTenant();
+    const add = async (text: string) => expect((await t.call('POST', '/memory/add', { key: other.key, project: other.projectId, body: { text } })).status).toBe(201);
+    await add('sealed');
+    await sealAuditChains(t.database, other.organizationId);
+    await add('pending');
+    const expected = { organizationId: other.organizationId, rows: 1, unsealed: 1, ok: true };
+    expect(await verifyAuditChains(t.database.db, other.organizationId)).toEqual([expected]);
+    expect((await verifyAuditChains(t.database.db)).filter((r) => r.organizationId === other.organizationId)).toEqual([expected]);
+  });
+
+  it('detects a seal moved to another position though it still names the seal before it', async () => {
+    const { organizationId, ids } = await organizationWithRows(3);
+    await switchProtectionOff();
+    await sql`UPDATE audit_seals SET position = 4 WHERE audit_id = ${ids[2]!}`.execute(t.database.db);
+    expect(await verify(organizationId)).toMatchObject({ ok: false, rows: 2, broken: { id: ids[2], reason: expect.stringMatching(/does not follow/) } });
+  });
+
+  it('detects a seal whose link to the seal before it was rewritten', async () => {
+    const { organizationId, ids } = await organizationWithRows(3);
+    await switchProtectionOff();
+    await sql`UPDATE audit_seals SET prev_hash = ${'0'.repeat(64)} WHERE audit_id = ${ids[1]!}`.execute(t.database.db);
+    expect(await verify(organizationId)).toMatchObject({ ok: false, rows: 1, broken: { id: ids[1], reason: expect.stringMatching(/does not follow/) } });
+  });
+
+  it("detects a seal pointed at another organization's row", async () => {
+    const victim = await organizationWithRows(2);
+    const stranger = await organizationWithRows(1, false);
+    await switchProtectionOff();
+    await sql`UPDATE audit_seals SET audit_id = ${stranger.ids[0]!} WHERE audit_id = ${victim.ids[1]!}`.execute(t.database.db);
+    expect(await verify(victim.organizationId)).toMatchObject({ ok: false, rows: 1, broken: { id: stranger.ids[0], reason: expect.stringMatching(/missing/) } });
+  });
+
+  it('detects a chain head that disagrees with the last seal, by hash or by position alone', async () => {
+    const byHash = await organizationWithRows(2);
+    const byPosition = await organizationWithRows(2);
+    await sql`UPDATE audit_chain_heads SET last_hash = ${'f'.repeat(64)} WHERE organization_id = ${byHash.organizationId}`.execute(t.database.db);
+    await sql`UPDATE audit_chain_heads SET last_position = 3 WHERE organization_id = ${byPosition.organizationId}`.execute(t.database.db);
+    for (const { organizationId } of [byHash, byPosition]) {
+      expect(await verify(organizationId)).toMatchObject({ ok: false, rows: 2, broken: { id: null, reason: expect.stringMatching(/chain head/) } });
+    }
+  });
+
+  it('filters events by actor and actor kind', async () => {
+    const owner = await t.login();
+    expect((await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'By a person' } })).status).toBe(201);
+    expect((await t.call('POST', '/memory/add', { body: { text: 'by a key' } })).status).toBe(201);
+    const everything = (await t.call('GET', '/admin/team/audit-logs?limit=100', { token: owner.token })).body;
+    const kinds = new Set(everything.items.map((e: { actor_type: string }) => e.actor_type));
+    expect(kinds).toEqual(new Set(['user', 'api_key']));
+    for (const [query, keep] of [
+      [`actor_id=${owner.userId}&actor_type=user`, (e: { actor_id: number; actor_type: string }) => e.actor_id === owner.userId && e.actor_type === 'user'],
+      ['actor_type=api_key', (e: { actor_type: string }) => e.actor_type === 'api_key'],
+      [`actor_id=${t.keyId}&actor_type=api_key`, (e: { actor_id: number; actor_type: string }) => e.actor_id === t.keyId && e.actor_type === 'api_key'],
+    ] as const) {
+      const res = await t.call('GET', `/admin/team/audit-logs?limit=100&${query}`, { token: owner.token });
+      expect(res.status, query).toBe(200);
+      const wanted = everything.items.filter(keep);
+      expect(wanted.length, query).toBeGreaterThan(0);
+      expect(res.body.items, query).toEqual(wanted);
+    }
+    const byUserId = await t.call('GET', `/admin/team/audit-logs?limit=100&actor_id=${owner.userId}`, { token: owner.token });
+    expect(byUserId.body.items).toEqual(everything.items.filter((e: { actor_id: number }) => e.actor_id === owner.userId));
+  });
+
+  it("shows a key bound to an end user only that key's own actions", async () => {
+    const owner = await t.login();
+    const bound = await t.newKey({ scopes: ['audit:read', 'memories:write'], projectId: t.projectId, endUserId: 'alice' });
+    expect((await t.call('POST', '/memory/add', { key: t.key, endUser: 'bob', body: { text: 'by the project key' } })).status).toBe(201);
+    const own = await t.call('POST', '/memory/add', { key: bound.key, endUser: 'alice', body: { text: 'by the bound key' } });
+    expect(own.status).toBe(201);
+    const everything = (await t.call('GET', '/admin/team/audit-logs?limit=100', { token: owner.token })).body;
+    expect(everything.items.some((e: { actor_id: number }) => e.actor_id !== bound.id)).toBe(true);
+    const seen = await t.call('GET', '/admin/team/audit-logs?limit=100', { key: bound.key, project: null, endUser: null });
+    expect(seen.status).toBe(200);
+    expect(seen.body.items.map((e: { actor_type: string; actor_id: number; target_id: string }) => [e.actor_type, e.actor_id, e.target_id])).toEqual(
+      [['api_key', bound.id, String(own.body.id)]],
+    );
+  });
+});

@@ -32,7 +32,7 @@ export async function verifyAuditChains(db: Executor, organizationId?: string): 
   }
   chains.sort((a, b) => a.organization_id.localeCompare(b.organization_id));
   for (const head of chains) {
-    const report: ChainReport = { organizationId: head.organization_id, rows: 0, unsealed: unsealed.get(head.organization_id) ?? 0, ok: true };
+    const report: Omit<ChainReport, 'ok'> = { organizationId: head.organization_id, rows: 0, unsealed: unsealed.get(head.organization_id) ?? 0 };
     let prev = GENESIS_HASH;
     let expected = 1;
     const pages = keysetPages(
@@ -67,8 +67,7 @@ export async function verifyAuditChains(db: Executor, organizationId?: string): 
     if (!report.broken && (prev !== head.last_hash || report.rows !== Number(head.last_position))) {
       report.broken = { id: null, reason: 'the chain head does not match the last seal (seals were removed from the end)' };
     }
-    report.ok = !report.broken;
-    reports.push(report);
+    reports.push({ ...report, ok: !report.broken });
   }
   return reports;
 }

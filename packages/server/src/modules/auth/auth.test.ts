@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../config.js';
 import { forEachDialect, startTestApp, useTestApp, type TestApp } from '../../testing/harness.js';
+import { CAPABILITIES, ROLES, SCOPES } from '../../core/access.js';
 import { addMembership, createOrganization } from '../org/service.js';
 
 forEachDialect('sign-in and sessions', (dialect) => {
@@ -219,5 +220,60 @@ forEachDialect('an expired session', (dialect) => {
     expect(listed.status).toBe(200);
     expect(listed.body.items.map((s: { id: number }) => s.id)).toContain(owner.sessionId);
     expect(listed.body.items.map((s: { id: number }) => s.id)).not.toContain(other.sessionId);
+  });
+});
+
+forEachDialect('the auth routes as declared', (dialect) => {
+  // The app starts inside the test, so that the routes' declarations (limits, access, handlers)
+  // are made under it: a mutation test of routes.ts sees what each declaration is for.
+  it('limits sign-in and refresh, records the client, serves each operation and lists every declared access', async () => {
+    const t = await startTestApp(dialect, { rateLimit: { max: 1_000, windowSeconds: 60, loginMax: 2 } });
+    try {
+      const anonymous = { key: null, project: null, endUser: null } as const;
+      const login = () => t.call('POST', '/auth/login', { ...anonymous, headers: { 'user-agent': 'probe/1.0' }, body: { email: t.email, password: t.password } });
+      const first = await login();
+      expect(first.status).toBe(200);
+      const token = first.body.access_token;
+      const sessions = await t.call('GET', '/auth/sessions', { token });
+      expect(sessions.status).toBe(200);
+      expect(sessions.body.items.find((s: { id: number }) => s.id === first.body.session_id)).toMatchObject({ user_agent: 'probe/1.0', current: true });
+      const second = await login();
+      expect(second.status).toBe(200);
+      const limited = await login();
+      expect(limited.status).toBe(429);
+      expect(limited.headers['ratelimit-limit']).toBe('2');
+
+      const refresh = (refreshToken: string) => t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: refreshToken } });
+      const refreshed = await refresh(first.body.refresh_token);
+      expect(refreshed.status).toBe(200);
+      expect((await refresh(refreshed.body.refresh_token)).status).toBe(200);
+      const tooMany = await refresh('egr_anything');
+      expect(tooMany.status).toBe(429);
+      expect(tooMany.headers['ratelimit-limit']).toBe('2');
+
+      const revoked = await t.call('POST', `/auth/sessions/${second.body.session_id}/revoke`, { token });
+      expect(revoked.status).toBe(200);
+      expect(revoked.body).toMatchObject({ id: second.body.session_id, revoked_at: expect.any(String) });
+      const loggedOut = await t.call('POST', '/auth/logout', { token });
+      expect(loggedOut.status).toBe(200);
+      expect(loggedOut.body).toMatchObject({ id: first.body.session_id, revoked_at: expect.any(String) });
+
+      const catalogue = await t.call('GET', '/auth/catalogue', anonymous);
+      expect(catalogue.status).toBe(200);
+      expect(catalogue.body.scopes).toEqual(Object.entries(SCOPES).map(([name, description]) => ({ name, description })));
+      expect(catalogue.body.capabilities).toEqual(Object.entries(CAPABILITIES).map(([name, description]) => ({ name, description })));
+      expect(catalogue.body.roles).toEqual(Object.entries(ROLES).map(([name, capabilities]) => ({ name, capabilities: [...capabilities] })));
+      const operations = catalogue.body.operations as Array<{ method: string; path: string }>;
+      expect(operations).toContainEqual({ method: 'POST', path: '/auth/logout', accepts: ['bearer'], scope: null, capability: null });
+      expect(operations).toContainEqual({ method: 'GET', path: '/auth/sessions', accepts: ['bearer'], scope: 'sessions:read', capability: null });
+      // Undeclared accepts means an API key.
+      expect(operations).toContainEqual({ method: 'GET', path: '/memory/:memory_id', accepts: ['api_key'], scope: 'memories:read', capability: null });
+      // Public routes declare no access and are not listed; HEAD answers as its GET does.
+      expect(operations.some((o) => o.path === '/auth/login' || o.path === '/auth/catalogue')).toBe(false);
+      expect(operations.some((o) => o.method === 'HEAD')).toBe(false);
+      expect(new Set(operations.map((o) => `${o.method} ${o.path}`)).size).toBe(operations.length);
+    } finally {
+      await t.close();
+    }
   });
 });

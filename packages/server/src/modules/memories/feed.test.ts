@@ -1,0 +1,143 @@
+import { beforeAll, expect, it } from 'vitest';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { addMemory } from '../../testing/memories.js';
+import {
+  changesSince, countForExport, exportPage, historyOfMemories, listMemories, liveMemoryCount, liveProjectMemories, memoriesByIds,
+  memoryCounts, ownersOfMemories, projectRevision, revisionOf,
+} from './index.js';
+
+/**
+ * The read side other modules build on (retrieval indexes, /v1 lists, exports, erase hooks),
+ * called as they call it: each function must keep to the scope it is given, whatever ids or
+ * filters it is handed.
+ */
+forEachDialect('memory feed', (dialect) => {
+  const t = useTestApp(dialect, { runJobs: false });
+  /** Memory ids by name, written before the tests. */
+  const ids: Record<string, number> = {};
+
+  const turn = async (tenant: string, user: string, text: string, session = 's1') => {
+    const res = await t.call('POST', '/v1/memory/add_turn', {
+      endUser: null, headers: { 'X-Tenant-ID': tenant }, body: { tenant_id: tenant, user_id: user, text, speaker: 'me', metadata: { session_id: session } },
+    });
+    expect(res.status, res.text).toBe(201);
+    return res.body.id as number;
+  };
+
+  beforeAll(async () => {
+    ids.alice = (await addMemory(t, { text: 'alice likes tea', tags: ['drink'] }, { endUser: 'alice' })).id;
+    ids.aliceForgotten = (await addMemory(t, 'alice forgot this', { endUser: 'alice' })).id;
+    ids.bob = (await addMemory(t, { text: 'bob likes coffee', tags: ['drink', 'morning'] }, { endUser: 'bob' })).id;
+    ids.acmeU1 = await turn('acme', 'u1', 'acme u1 turn');
+    ids.acmeU1Other = await turn('acme', 'u1', 'acme u1 in another session', 's2');
+    ids.acmeU2 = await turn('acme', 'u2', 'acme u2 turn');
+    ids.globexU1 = await turn('globex', 'u1', 'globex u1 turn');
+    expect((await t.call('DELETE', '/memory/forget', { endUser: 'alice', body: { ids: [ids.aliceForgotten] } })).status).toBe(200);
+  });
+
+  const project = () => t.projectId;
+  const plain = (endUserId: string) => ({ projectId: project(), tenantId: '', endUserId });
+  const idsOf = (rows: Array<{ id: number }>) => rows.map((r) => r.id);
+
+  it('gives rows by id only within the scope asked, in the order asked, never forgotten ones', async () => {
+    const db = t.database.db;
+    const all = [ids.globexU1!, ids.acmeU2!, ids.acmeU1!, ids.bob!, ids.alice!, ids.aliceForgotten!];
+    expect(idsOf(await memoriesByIds(db, { projectId: project() }, all))).toEqual([ids.globexU1, ids.acmeU2, ids.acmeU1, ids.bob, ids.alice]);
+    expect(idsOf(await memoriesByIds(db, { projectId: project(), tenantId: 'acme' }, all))).toEqual([ids.acmeU2, ids.acmeU1]);
+    expect(idsOf(await memoriesByIds(db, { projectId: project(), tenantId: 'acme', endUserId: 'u1' }, all))).toEqual([ids.acmeU1]);
+    // An end user of the same name in another tenant is another person.
+    expect(idsOf(await memoriesByIds(db, { projectId: project(), endUserId: 'u1' }, all))).toEqual([ids.globexU1, ids.acmeU1]);
+    expect(idsOf(await memoriesByIds(db, { projectId: project(), tenantId: '', endUserId: 'alice' }, all))).toEqual([ids.alice]);
+    expect(await memoriesByIds(db, { projectId: 'no-such-project' }, all)).toEqual([]);
+    expect(await memoriesByIds(db, { projectId: project() }, [])).toEqual([]);
+    const [row] = await memoriesByIds(db, { projectId: project() }, [ids.acmeU1!]);
+    expect(row).toMatchObject({ id: ids.acmeU1, text: 'acme u1 turn', tenant_id: 'acme', end_user_id: 'u1', speaker: 'me', session_id: 's1' });
+  });
+
+  it("follows an owner's changes: live rows from scratch, forgotten ones after a sequence", async () => {
+    const db = t.database.db;
+    const fromScratch = await changesSince(db, plain('alice'), 0);
+    expect(fromScratch.map((r) => [r.id, r.deleted])).toEqual([[ids.alice, false]]);
+    expect(fromScratch[0]).toMatchObject({ text: 'alice likes tea', tags: ['drink'], end_user_id: 'alice', is_summary: false });
+    const first = fromScratch[0]!.seq;
+    const later = await changesSince(db, plain('alice'), first);
+    expect(later.map((r) => [r.id, r.deleted])).toEqual([[ids.aliceForgotten, true]]);
+    expect(await changesSince(db, plain('alice'), Math.max(first, later[0]!.seq))).toEqual([]);
+    expect(await revisionOf(db, plain('alice'))).toBeGreaterThanOrEqual(later[0]!.seq);
+    expect(await revisionOf(db, plain('nobody'))).toBe(0);
+  });
+
+  it('sums revisions and lists live memories per project or tenant', async () => {
+    const db = t.database.db;
+    const owners = [plain('alice'), plain('bob'), { projectId: project(), tenantId: 'acme', endUserId: 'u1' }, { projectId: project(), tenantId: 'acme', endUserId: 'u2' }, { projectId: project(), tenantId: 'globex', endUserId: 'u1' }];
+    const revisions = await Promise.all(owners.map((o) => revisionOf(db, o)));
+    expect(await projectRevision(db, project(), null)).toBe(revisions.reduce((a, b) => a + b, 0));
+    expect(await projectRevision(db, project(), 'acme')).toBe(revisions[2]! + revisions[3]!);
+    expect(await projectRevision(db, 'no-such-project', null)).toBe(0);
+
+    const collect = async (tenantId: string | null) => {
+      const out: number[] = [];
+      for await (const row of liveProjectMemories(db, project(), tenantId)) out.push(row.id);
+      return out;
+    };
+    expect(await collect(null)).toEqual([ids.alice, ids.bob, ids.acmeU1, ids.acmeU1Other, ids.acmeU2, ids.globexU1]);
+    expect(await collect('acme')).toEqual([ids.acmeU1, ids.acmeU1Other, ids.acmeU2]);
+    expect(await liveMemoryCount(db, [project()])).toBe(6);
+    expect(await liveMemoryCount(db, [])).toBe(0);
+  });
+
+  it('lists and counts /v1 memories by tenant, end user and session', async () => {
+    const db = t.database.db;
+    const page = { offset: 0, limit: 50 };
+    const list = async (filter: { tenantId?: string; endUserId?: string; sessionId?: string }) =>
+      idsOf((await listMemories(db, { projectId: project(), ...filter }, page)).items);
+    // Newest first, and never a memory of the plain (tenant-less) API.
+    expect(await list({})).toEqual([ids.globexU1, ids.acmeU2, ids.acmeU1Other, ids.acmeU1]);
+    expect(await list({ tenantId: 'acme' })).toEqual([ids.acmeU2, ids.acmeU1Other, ids.acmeU1]);
+    expect(await list({ endUserId: 'u1' })).toEqual([ids.globexU1, ids.acmeU1Other, ids.acmeU1]);
+    expect(await list({ tenantId: 'acme', endUserId: 'u1', sessionId: 's2' })).toEqual([ids.acmeU1Other]);
+
+    expect(await memoryCounts(db, { projectId: project(), tenantId: null, endUserId: null })).toEqual({ tenants: 2, users: 2, memories: 4 });
+    expect(await memoryCounts(db, { projectId: project(), tenantId: 'acme', endUserId: null })).toEqual({ tenants: 1, users: 2, memories: 3 });
+    expect(await memoryCounts(db, { projectId: project(), tenantId: null, endUserId: 'u2' })).toEqual({ tenants: 1, users: 1, memories: 1 });
+  });
+
+  it('exports exactly what the filter names', async () => {
+    const base = { projectId: project() };
+    const exported = async (filter: Record<string, unknown>) => {
+      const rows = await exportPage(t.database, { ...base, ...filter }, 0, 100);
+      expect(await countForExport(t.database, { ...base, ...filter })).toBe(rows.length);
+      return idsOf(rows);
+    };
+    expect(await exported({})).toEqual([ids.alice, ids.bob, ids.acmeU1, ids.acmeU1Other, ids.acmeU2, ids.globexU1]);
+    expect(await exported({ tenantId: 'acme' })).toEqual([ids.acmeU1, ids.acmeU1Other, ids.acmeU2]);
+    expect(await exported({ endUserId: 'u1' })).toEqual([ids.acmeU1, ids.acmeU1Other, ids.globexU1]);
+    expect(await exported({ sessionId: 's2' })).toEqual([ids.acmeU1Other]);
+    expect(await exported({ tagsAny: ['morning', 'evening'] })).toEqual([ids.bob]);
+    expect(await exported({ tagsAny: ['drink'] })).toEqual([ids.alice, ids.bob]);
+    expect(await exported({ tagsAny: [] })).toHaveLength(6);
+    const { created_at: bobCreated } = await t.database.db.selectFrom('memories').select('created_at').where('id', '=', ids.bob!).executeTakeFirstOrThrow();
+    expect(await exported({ createdBefore: bobCreated })).toEqual([ids.alice]);
+    expect(await exported({ createdAfter: bobCreated })).not.toContain(ids.bob);
+    expect(await exported({ createdAfter: bobCreated })).not.toContain(ids.alice);
+    expect(await exportPage(t.database, base, ids.acmeU2!, 100).then(idsOf)).toEqual([ids.globexU1]);
+    const [row] = await exportPage(t.database, { ...base, tenantId: 'globex' }, 0, 1);
+    expect(row).toMatchObject({ id: ids.globexU1, tenant_id: 'globex', speaker: 'me', end_user_id: 'u1' });
+  });
+
+  it('gives history grouped by memory and owners of memories, forgotten ones included', async () => {
+    const db = t.database.db;
+    expect((await historyOfMemories(db, project(), [])).size).toBe(0);
+    const history = await historyOfMemories(db, project(), [ids.alice!, ids.aliceForgotten!]);
+    expect(history.get(ids.alice!)!.map((h) => h.action)).toEqual(['create']);
+    expect(history.get(ids.aliceForgotten!)!.map((h) => h.action)).toEqual(['create', 'forget']);
+    expect(history.get(ids.alice!)![0]).toMatchObject({ actor: { type: 'api_key', id: t.keyId } });
+    expect((await historyOfMemories(db, 'no-such-project', [ids.alice!])).size).toBe(0);
+
+    expect(await ownersOfMemories(db, [])).toEqual([]);
+    const owners = await ownersOfMemories(db, [ids.aliceForgotten!, ids.acmeU2!]);
+    expect(owners.map((o) => [o.id, o.tenant_id, o.end_user_id]).sort()).toEqual(
+      [[ids.aliceForgotten, '', 'alice'], [ids.acmeU2, 'acme', 'u2']].sort(),
+    );
+  });
+});
