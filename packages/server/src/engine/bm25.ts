@@ -5,15 +5,18 @@ export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
 
 /**
- * One term's postings. The map is the source of truth (slot -> tf, in insertion order); the
- * arrays are the same entries in the same order, for fast scoring: appended to on add and
- * rebuilt from the map after a removal (dirty).
+ * One term's postings: (slot, tf) appended in the order docs were added. Removing a doc leaves
+ * its entries behind (dirty) and a slot added again appends a new entry; compacting keeps each
+ * slot's last entry if its doc still holds the term, so the order is always that of the docs'
+ * last additions (what an insertion-ordered map would give, without a map entry per posting).
  */
 interface Postings {
-  map: Map<number, number>;
   slots: Int32Array;
   tfs: Float64Array;
+  /** Entries in the arrays, stale ones included while dirty. */
   n: number;
+  /** Docs holding the term (document frequency). */
+  live: number;
   dirty: boolean;
 }
 
@@ -60,18 +63,19 @@ export class Bm25Field {
     for (const [t, n] of tf) {
       let p = this.postings.get(t);
       if (!p) {
-        p = { map: new Map(), slots: new Int32Array(0), tfs: new Float64Array(0), n: 0, dirty: false };
+        p = { slots: new Int32Array(0), tfs: new Float64Array(0), n: 0, live: 0, dirty: false };
         this.postings.set(t, p);
         this.approxTermBytes += 64 + t.length * 2;
       }
-      if (p.map.has(slot)) p.dirty = true;
-      p.map.set(slot, n);
-      if (!p.dirty) {
+      if (p.n === p.slots.length) {
+        // Stale entries are dropped before the arrays grow for them.
+        if (p.dirty && p.n >= 2 * p.live + 16) this.compact(p, t);
         if (p.n === p.slots.length) this.growPostings(p, Math.max(4, p.n * 2));
-        p.slots[p.n] = slot;
-        p.tfs[p.n] = n;
-        p.n++;
       }
+      p.slots[p.n] = slot;
+      p.tfs[p.n] = n;
+      p.n++;
+      p.live++;
     }
     this.docTerms.set(slot, tf);
     this.entries += tf.size;
@@ -94,26 +98,36 @@ export class Bm25Field {
     p.tfs = tfs;
   }
 
-  /** The term's postings as arrays in map order (rebuilt after removals). */
+  /** The term's postings without stale entries. */
   private compiled(term: string): Postings | undefined {
     const p = this.postings.get(term);
-    if (!p || !p.dirty) return p;
-    const size = p.map.size;
-    if (size > p.slots.length || size < p.slots.length / 4) {
-      this.arrayBytes -= p.slots.length * 12;
-      p.slots = new Int32Array(size);
-      p.tfs = new Float64Array(size);
-      this.arrayBytes += size * 12;
-    }
-    let i = 0;
-    for (const [slot, tf] of p.map) {
-      p.slots[i] = slot;
-      p.tfs[i] = tf;
-      i++;
-    }
-    p.n = i;
-    p.dirty = false;
+    if (p && p.dirty) this.compact(p, term);
     return p;
+  }
+
+  /** Drops stale entries in place: each slot keeps its last entry, if its doc still holds the term. */
+  private compact(p: Postings, term: string): void {
+    const seen = new Set<number>();
+    const kept: number[] = [];
+    for (let i = p.n - 1; i >= 0; i--) {
+      const slot = p.slots[i]!;
+      if (seen.has(slot)) continue;
+      seen.add(slot);
+      if (this.docTerms.get(slot)?.has(term)) kept.push(i);
+    }
+    // Kept indices are written forward, each to a position at or before its own.
+    for (let j = 0, m = kept.length; j < m; j++) {
+      const i = kept[m - 1 - j]!;
+      p.slots[j] = p.slots[i]!;
+      p.tfs[j] = p.tfs[i]!;
+    }
+    p.n = kept.length;
+    p.dirty = false;
+    if (p.n < p.slots.length / 4) {
+      this.arrayBytes -= (p.slots.length - p.n) * 12;
+      p.slots = p.slots.slice(0, p.n);
+      p.tfs = p.tfs.slice(0, p.n);
+    }
   }
 
   remove(slot: number): void {
@@ -123,9 +137,9 @@ export class Bm25Field {
     for (const t of tf.keys()) {
       const p = this.postings.get(t);
       if (!p) continue;
-      p.map.delete(slot);
+      p.live--;
       p.dirty = true;
-      if (p.map.size === 0) {
+      if (p.live === 0) {
         this.postings.delete(t);
         this.approxTermBytes -= 64 + t.length * 2;
         this.arrayBytes -= p.slots.length * 12;
@@ -144,12 +158,12 @@ export class Bm25Field {
 
   /** Number of docs containing the term. */
   df(term: string): number {
-    return this.postings.get(term)?.map.size ?? 0;
+    return this.postings.get(term)?.live ?? 0;
   }
 
   /** Robertson/Sparck-Jones idf, floored at a small positive value so very common terms still count a little. */
   idf(term: string): number {
-    const n = this.postings.get(term)?.map.size ?? 0;
+    const n = this.postings.get(term)?.live ?? 0;
     if (n === 0) return 0;
     const N = this.docCount;
     return Math.max(0.01, Math.log(1 + (N - n + 0.5) / (n + 0.5)));
@@ -290,8 +304,8 @@ export class Bm25Field {
   }
 
   approxBytes(): number {
-    // Posting entry in a Map ~ 40 bytes; per-doc term map roughly the same again; plus the posting arrays.
-    return this.approxTermBytes + this.entries * 80 + this.arrayBytes + this.docLen.byteLength;
+    // A per-doc term map entry ~ 40 bytes, plus the posting arrays (12 bytes an entry).
+    return this.approxTermBytes + this.entries * 40 + this.arrayBytes + this.docLen.byteLength;
   }
 }
 

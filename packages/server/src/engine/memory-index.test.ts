@@ -268,3 +268,44 @@ describe('MemoryIndex lexical search', () => {
     expect(idx.approxBytes()).toBeLessThan(full);
   });
 });
+
+describe('MemoryIndex after changes', () => {
+  it('ranks as an index built from the final docs alone after replacements, removals and re-additions', () => {
+    const words = ['garden', 'piano', 'tomato', 'violin', 'harbour', 'lantern', 'orchard', 'meadow', 'compass', 'ferry', 'pottery', 'canyon'];
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const text = (n: number) => Array.from({ length: 3 + (n % 5) }, () => words[Math.floor(rand() * words.length)]!).join(' ') + ` note${n}`;
+    const final = new Map<number, EngineDoc>();
+    const docAt = (id: number, version: number): EngineDoc => ({
+      id, text: text(id * 31 + version), sessionId: `s${Math.ceil(id / 5)}`, createdAt: T0 + id * 60_000, importance: 0.5, feedback: 0,
+      speaker: id % 3 ? 'Ann' : 'Bo',
+    });
+    const churned = new MemoryIndex();
+    for (let id = 1; id <= 120; id++) churned.upsert(docAt(id, 0));
+    for (let round = 1; round <= 40; round++) {
+      const id = 1 + Math.floor(rand() * 120);
+      if (round % 3 === 0) churned.remove(id);
+      else churned.upsert(docAt(id, round));
+      // A search between changes compacts postings; the next changes then dirty them again.
+      if (round % 7 === 0) churned.search('garden piano', { k: 5, now: T0 });
+    }
+    for (let id = 1; id <= 120; id++) {
+      // Removed ones are added back, the rest replaced once more: every posting sees a stale entry.
+      const d = docAt(id, 100 + id);
+      churned.upsert(d);
+      final.set(id, d);
+    }
+    for (let id = 1; id <= 120; id += 4) {
+      churned.remove(id);
+      final.delete(id);
+    }
+    const fresh = build([...final.values()]);
+    expect(churned.size).toBe(fresh.size);
+    for (const q of ['garden piano', 'tomato violin harbour', 'lantern', 'what did Ann say about the ferry', 'canyon pottery meadow compass']) {
+      const a = churned.search(q, { k: 10, now: T0, explain: true });
+      const b = fresh.search(q, { k: 10, now: T0, explain: true });
+      expect(a.map((h) => h.id), q).toEqual(b.map((h) => h.id));
+      a.forEach((h, i) => expect(h.score).toBeCloseTo(b[i]!.score, 9));
+    }
+  });
+});

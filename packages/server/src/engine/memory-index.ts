@@ -449,10 +449,11 @@ export class MemoryIndex {
       const l = lex[s]!;
       const lc = l + ctx[s]!;
       if (lc > maxLex) maxLex = lc;
-      if (best !== null && (!best.full() || lc > best.min()) && eligible(s)) best.offer(s, lc);
+      if (best !== null && lc > best.floor && eligible(s)) best.offer(s, lc);
       if (!doSession) continue;
       const sn = sessionNo[s]!;
-      if (sn < 0 || l === 0 || !eligible(s)) continue;
+      // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
+      if (sn < 0 || l === 0 || (restricted && !eligible(s))) continue;
       if (sessionScore[sn] === 0) sessionsTouched.push(sn);
       const v = (sessionScore[sn]! += l);
       if (v > maxSession) maxSession = v;
@@ -592,21 +593,27 @@ export class MemoryIndex {
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
         const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
-        if ((!seed.full() || words > seed.min()) && eligible(s)) seed.offer(s, words);
+        if (words > seed.floor && eligible(s)) seed.offer(s, words);
       }
       for (const { slot } of seed.sorted()) offer(slot);
-      let min = top.full() ? top.min() : -Infinity;
+      let min = top.floor;
+      // A doc with expansion evidence only and no speaker/tag match has no evidence of its own, so
+      // it scores its expansion words plus the when-lift on them and no priors: at most this.
+      const bareExpansionCap = Math.abs(wExp) * (1 + whenLift) + 1e-9;
       for (let pass = 0; pass < 2; pass++) {
         const list = pass === 0 ? ta : ea;
         const n = pass === 0 ? tn : en;
+        if (pass === 1 && mn === 0 && bareExpansionCap <= min) break;
         for (let i = 0; i < n; i++) {
           const s = list[i]!;
-          // A doc with first-pass evidence was already offered in the first pass; offering it
-          // again cannot change the top k.
-          if (pass === 1 && (lex[s] !== 0 || ctx[s] !== 0)) continue;
+          const ms = metaS[s]!;
+          if (pass === 1) {
+            // A doc with first-pass evidence was already offered in the first pass; offering it
+            // again cannot change the top k.
+            if (lex[s] !== 0 || ctx[s] !== 0 || (ms === 0 && bareExpansionCap <= min)) continue;
+          }
           const sn = sessionNo[s]!;
           const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
-          const ms = metaS[s]!;
           const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
           const known =
             words * (1 + metaLift * m + (this.namesTime[s] ? whenLift : 0)) +
@@ -615,7 +622,7 @@ export class MemoryIndex {
           if (known + bound <= min) continue;
           if (eligible(s)) {
             offer(s);
-            if (top.full()) min = top.min();
+            min = top.floor;
           }
         }
       }
@@ -662,21 +669,18 @@ function unit(v: Float32Array): Float32Array {
 /** Bounded best-k list, best first. Offering the same slot twice keeps one entry. */
 class TopK {
   private readonly items: { slot: number; score: number }[] = [];
+  /** The score an offer must beat: the k-th best once full, -Infinity before (kept in a field: read per candidate). */
+  floor = -Infinity;
   constructor(private readonly k: number) {}
-  full(): boolean {
-    return this.items.length >= this.k;
-  }
-  min(): number {
-    return this.items[this.items.length - 1]?.score ?? -Infinity;
-  }
   offer(slot: number, score: number): void {
     const items = this.items;
-    if (items.length >= this.k && score <= items[items.length - 1]!.score) return;
+    if (score <= this.floor) return;
     for (const it of items) if (it.slot === slot) return;
     let i = items.length;
     while (i > 0 && items[i - 1]!.score < score) i--;
     items.splice(i, 0, { slot, score });
     if (items.length > this.k) items.pop();
+    if (items.length >= this.k) this.floor = items[items.length - 1]!.score;
   }
   sorted(): { slot: number; score: number }[] {
     return this.items;

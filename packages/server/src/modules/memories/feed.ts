@@ -146,7 +146,13 @@ export interface IndexedMemory {
 }
 
 
-function toIndexed(row: MemoryRow): IndexedMemory {
+/** The columns an index reads (a cold index reads every row of its owner: no column it does not use). */
+const INDEXED_COLUMNS = [
+  'id', 'text', 'tags', 'source', 'importance', 'metadata', 'session_id', 'speaker', 'is_summary', 'created_at', 'end_user_id', 'deleted_at', 'seq',
+  'superseded_by',
+] as const;
+
+function toIndexed(row: Pick<MemoryRow, (typeof INDEXED_COLUMNS)[number]>): IndexedMemory {
   return {
     id: row.id, text: row.text, tags: decodeJson<string[]>(row.tags), source: row.source, importance: row.importance,
     metadata: decodeJson<Record<string, unknown>>(row.metadata), session_id: row.session_id, speaker: row.speaker,
@@ -163,7 +169,7 @@ function toIndexed(row: MemoryRow): IndexedMemory {
 export async function changesSince(db: Executor, owner: Owner, seq: number): Promise<IndexedMemory[]> {
   const rows = await db
     .selectFrom('memories')
-    .selectAll()
+    .select(INDEXED_COLUMNS)
     .where('project_id', '=', owner.projectId)
     .where('tenant_id', '=', owner.tenantId)
     .where('end_user_id', '=', owner.endUserId)
@@ -200,7 +206,7 @@ export async function* liveProjectMemories(db: Executor, projectId: string, tena
     (after, limit) =>
       db
         .selectFrom('memories')
-        .selectAll()
+        .select(INDEXED_COLUMNS)
         .where('project_id', '=', projectId)
         .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
         .where('deleted_at', 'is', null)
