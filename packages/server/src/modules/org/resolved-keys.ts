@@ -6,7 +6,7 @@ import { resolveApiKey } from './service.js';
 /**
  * API keys as resolved for requests, kept in memory on PostgreSQL, where looking a key up costs
  * every request a round trip of its own. Kept only while exact:
- * - only while this process listens on engram_credentials, which the triggers of migration 0016
+ * - only while this process listens on engram_credentials, which the triggers of migration 0015
  *   notify in the transaction of every change to api_keys (but last use), projects or
  *   organizations, whichever process or session commits it; every notification forgets them all,
  *   and so does losing the connection (none is used until listening again);
