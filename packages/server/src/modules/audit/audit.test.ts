@@ -298,8 +298,14 @@ forEachDialect('audit chain verification', (dialect) => {
       expect(wanted.length, query).toBeGreaterThan(0);
       expect(res.body.items, query).toEqual(wanted);
     }
-    const byUserId = await t.call('GET', `/admin/team/audit-logs?limit=100&actor_id=${owner.userId}`, { token: owner.token });
-    expect(byUserId.body.items).toEqual(everything.items.filter((e: { actor_id: number }) => e.actor_id === owner.userId));
+    // An actor id alone, of a key whose id no person of the organization has.
+    const extra = await t.newKey({ projectId: t.projectId });
+    expect(extra.id).not.toBe(owner.userId);
+    expect((await t.call('POST', '/memory/add', { key: extra.key, body: { text: 'by another key' } })).status).toBe(201);
+    const byKeyId = await t.call('GET', `/admin/team/audit-logs?limit=100&actor_id=${extra.id}`, { token: owner.token });
+    expect(byKeyId.body.items.map((e: { actor_type: string; actor_id: number; action: string }) => [e.actor_type, e.actor_id, e.action])).toEqual(
+      [['api_key', extra.id, 'memory.add']],
+    );
   });
 
   it("shows a key bound to an end user only that key's own actions", async () => {

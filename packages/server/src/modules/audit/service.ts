@@ -40,7 +40,7 @@ export async function verifyAuditChains(db: Executor, organizationId?: string): 
         db.selectFrom('audit_seals as s')
           .leftJoin('audit_log as a', 'a.id', 's.audit_id')
           .select(['s.position as id', 's.audit_id', 's.prev_hash', 's.hash', 's.legacy'])
-          .select(['a.id as row_id', 'a.organization_id', 'a.project_id', 'a.actor_type', 'a.actor_id', 'a.action', 'a.target_type', 'a.target_id', 'a.result', 'a.request_id', 'a.created_at'])
+          .select(['a.organization_id', 'a.project_id', 'a.actor_type', 'a.actor_id', 'a.action', 'a.target_type', 'a.target_id', 'a.result', 'a.request_id', 'a.created_at'])
           .where('s.organization_id', '=', head.organization_id).where('s.position', '>', after).orderBy('s.position').limit(limit).execute(),
       1000,
     );
@@ -50,7 +50,8 @@ export async function verifyAuditChains(db: Executor, organizationId?: string): 
           report.broken = { id: seal.audit_id, reason: 'the seal does not follow the one before it (a row was removed, inserted or moved)' };
           break walk;
         }
-        if (seal.row_id === null || seal.organization_id !== head.organization_id) {
+        // A removed row joins as nulls, so its organization is null too.
+        if (seal.organization_id !== head.organization_id) {
           report.broken = { id: seal.audit_id, reason: 'the sealed row is missing (it was removed)' };
           break walk;
         }
