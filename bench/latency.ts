@@ -218,7 +218,41 @@ async function measure(server: BenchServer) {
 // ---- run -----------------------------------------------------------------------
 const dir = postgresUrl ? undefined : freshDataDir();
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
-const workerEnv = { ENGRAM_HTTP_PROCESSES: String(workers) };
+const METRICS_TOKEN = 'engram-bench-metrics';
+const workerEnv = { ENGRAM_HTTP_PROCESSES: String(workers), ENGRAM_METRICS_TOKEN: METRICS_TOKEN };
+
+/** Indexes the server has stored (GET /metrics). */
+async function snapshotsStored(server: BenchServer): Promise<number> {
+  const res = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  return Number(/engram_index_snapshots_total\{event="stored"\} (\d+)/.exec(await res.text())?.[1] ?? 0);
+}
+
+/**
+ * The first query of each end user on a new server process over the same database, once the
+ * measured server has stored the indexes of those at or above the snapshot threshold (default 10,000).
+ */
+async function firstQueriesAfterRestart(server: BenchServer) {
+  const large = SIZES.filter((n) => n >= 10_000).length;
+  for (let i = 0; i < 600 && (await snapshotsStored(server)) < large; i++) await new Promise((r) => setTimeout(r, 100));
+  const stored = await snapshotsStored(server);
+  const exited = new Promise((r) => server.process.once('exit', r));
+  server.process.kill('SIGTERM');
+  await exited;
+  const again = await startServer(postgresUrl ? { databaseUrl: server.databaseUrl, env: workerEnv } : { dataDir: dir!, env: workerEnv });
+  try {
+    const request = jsonClient(again.url, { 'x-api-key': again.key });
+    const first: Record<string, number> = {};
+    for (const n of SIZES) {
+      const s = performance.now();
+      const res = await request('POST', '/memory/query', { query: questions[n % questions.length], k: 10 }, { 'x-end-user-id': `user-${n}` });
+      if (res.status !== 200) throw new Error(`query -> ${res.status}: ${res.body.slice(0, 300)}`);
+      first[String(n)] = Math.round((performance.now() - s) * 100) / 100;
+    }
+    return { index_snapshots_stored: stored, first_query_ms: first };
+  } finally {
+    await again.stop();
+  }
+}
 let server: BenchServer;
 let filled: number;
 const t0 = performance.now();
@@ -241,6 +275,7 @@ const fillSeconds = (performance.now() - t0) / 1000;
 let results;
 try {
   results = await measure(server);
+  results = { ...results, after_restart: await firstQueriesAfterRestart(server) };
 } finally {
   await server.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });

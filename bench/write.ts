@@ -4,9 +4,9 @@
  * (`npm run bench:write -- --postgres postgres://postgres@127.0.0.1:5432/postgres` or
  * ENGRAM_BENCH_DATABASE_URL). Beside each single-add figure, in the same run: the ceiling of a bare
  * insert through the same driver (one INSERT of one row per commit, same durability settings, same
- * concurrency) and Engram's ratio to it. Prints JSON.
+ * concurrency) and Engram's ratio to it. Prints JSON. `--cpu-prof DIR` writes the server's CPU profile there.
  */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { jsonClient } from './lib/http.js';
@@ -18,6 +18,8 @@ const args = process.argv.slice(2);
 const pgIndex = args.indexOf('--postgres');
 const postgresUrl = pgIndex >= 0 ? args[pgIndex + 1] : process.env.ENGRAM_BENCH_DATABASE_URL;
 const scale = Number(process.env.ENGRAM_BENCH_SCALE ?? 1);
+const cpuProfIndex = args.indexOf('--cpu-prof');
+const nodeArgs = cpuProfIndex >= 0 ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args[cpuProfIndex + 1]!)}`] : [];
 
 async function benchmark(server: BenchServer) {
   const request = jsonClient(server.url, { 'x-api-key': server.key });
@@ -84,7 +86,7 @@ async function bareInsertCeiling(server: BenchServer, total: number, concurrency
 
 const results = [];
 for (const url of [undefined, postgresUrl].filter((u, i) => i === 0 || u)) {
-  const server = await startServer({ postgresUrl: url });
+  const server = await startServer({ postgresUrl: url, nodeArgs });
   try {
     results.push(await benchmark(server));
   } finally {

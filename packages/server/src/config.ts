@@ -40,6 +40,8 @@ export interface Config {
     indexCacheBytes: number;
     /** Largest project that principal-scoped compose indexes whole. */
     projectIndexMaxMemories: number;
+    /** End users with at least this many memories get their built index stored (modules/retrieval/snapshots.ts); 0: never. */
+    indexSnapshotMinMemories: number;
   };
   tenant: { defaultMonthlyTurns: number };
   /** POST /memory/upload: the largest file (413 above) and the size from which a job ingests it (202). */
@@ -179,6 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
       embedder: embedderConfig(env),
       indexCacheBytes: integer(env, 'ENGRAM_INDEX_CACHE_MB', 512, 1, 1_000_000) * 1024 * 1024,
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
+      indexSnapshotMinMemories: integer(env, 'ENGRAM_INDEX_SNAPSHOT_MIN_MEMORIES', 10_000, 0, 100_000_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
     outbound: { allow: (env.ENGRAM_OUTBOUND_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean) },

@@ -1,5 +1,6 @@
 // Incremental BM25 over an inverted index keyed by dense slots (see MemoryIndex).
 // Adding or removing a document touches only that document's postings.
+import type { SnapshotReader, SnapshotWriter } from './snapshot.js';
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -11,6 +12,8 @@ export const BM25_B = 0.75;
  * last additions (what an insertion-ordered map would give, without a map entry per posting).
  */
 interface Postings {
+  /** The term's number in the restored snapshot's dictionary (frozen doc terms), -1 for a term added since. */
+  id: number;
   slots: Int32Array;
   tfs: Float64Array;
   /** Entries in the arrays, stale ones included while dirty. */
@@ -39,9 +42,24 @@ export interface SlotList {
   n: number;
 }
 
+/**
+ * The doc terms of a restored snapshot, in one array (terms of slot s at start[s]..end[s], in the
+ * order the doc first used them; start -1 once the doc is removed or added again): a map per doc
+ * would cost what restoring saves.
+ */
+interface FrozenDocTerms {
+  start: Int32Array;
+  end: Int32Array;
+  terms: Int32Array;
+  tfs: Float64Array;
+  dictionary: string[];
+}
+
 export class Bm25Field {
   private readonly postings = new Map<string, Postings>(); // term -> postings
   private readonly docTerms = new Map<number, Map<string, number>>(); // slot -> term -> tf (for removal)
+  private frozen: FrozenDocTerms | null = null;
+  private frozenDocs = 0;
   private docLen = new Float64Array(64);
   private totalLen = 0;
   private approxTermBytes = 0;
@@ -51,7 +69,7 @@ export class Bm25Field {
   version = 0;
 
   get docCount(): number {
-    return this.docTerms.size;
+    return this.docTerms.size + this.frozenDocs;
   }
 
   add(slot: number, terms: readonly string[]): void {
@@ -63,7 +81,7 @@ export class Bm25Field {
     for (const [t, n] of tf) {
       let p = this.postings.get(t);
       if (!p) {
-        p = { slots: new Int32Array(0), tfs: new Float64Array(0), n: 0, live: 0, dirty: false };
+        p = { id: -1, slots: new Int32Array(0), tfs: new Float64Array(0), n: 0, live: 0, dirty: false };
         this.postings.set(t, p);
         this.approxTermBytes += 64 + t.length * 2;
       }
@@ -113,7 +131,7 @@ export class Bm25Field {
       const slot = p.slots[i]!;
       if (seen.has(slot)) continue;
       seen.add(slot);
-      if (this.docTerms.get(slot)?.has(term)) kept.push(i);
+      if (this.holds(slot, term, p.id)) kept.push(i);
     }
     // Kept indices are written forward, each to a position at or before its own.
     for (let j = 0, m = kept.length; j < m; j++) {
@@ -130,9 +148,32 @@ export class Bm25Field {
     }
   }
 
+  private holds(slot: number, term: string, termId: number): boolean {
+    const own = this.docTerms.get(slot);
+    if (own) return own.has(term);
+    const f = this.frozen;
+    if (!f || termId < 0 || slot >= f.start.length || f.start[slot]! < 0) return false;
+    for (let i = f.start[slot]!, end = f.end[slot]!; i < end; i++) if (f.terms[i] === termId) return true;
+    return false;
+  }
+
+  /** A restored doc's terms as a map (in the order the doc first used them), or undefined. */
+  private frozenTerms(slot: number): Map<string, number> | undefined {
+    const f = this.frozen;
+    if (!f || slot >= f.start.length || f.start[slot]! < 0) return undefined;
+    const terms = new Map<string, number>();
+    for (let i = f.start[slot]!, end = f.end[slot]!; i < end; i++) terms.set(f.dictionary[f.terms[i]!]!, f.tfs[i]!);
+    return terms;
+  }
+
   remove(slot: number): void {
-    const tf = this.docTerms.get(slot);
-    if (!tf) return;
+    let tf = this.docTerms.get(slot);
+    if (!tf) {
+      tf = this.frozenTerms(slot);
+      if (!tf) return;
+      this.frozen!.start[slot] = -1;
+      this.frozenDocs--;
+    }
     this.version++;
     for (const t of tf.keys()) {
       const p = this.postings.get(t);
@@ -153,7 +194,7 @@ export class Bm25Field {
 
   /** The doc's terms with their frequencies (read-only view). */
   termsOf(slot: number): ReadonlyMap<string, number> | undefined {
-    return this.docTerms.get(slot);
+    return this.docTerms.get(slot) ?? this.frozenTerms(slot);
   }
 
   /** Number of docs containing the term. */
@@ -301,6 +342,77 @@ export class Bm25Field {
         tfCtx[slot] = 0;
       }
     }
+  }
+
+  /**
+   * Writes the field: postings compacted first (so the restored order is the order scoring sees),
+   * then the dictionary, the postings, every doc's terms and the doc lengths.
+   */
+  snapshot(w: SnapshotWriter): void {
+    for (const [term, p] of this.postings) if (p.dirty) this.compact(p, term);
+    const dictionary = [...this.postings.keys()];
+    const ids = new Map(dictionary.map((t, i) => [t, i]));
+    let entries = 0;
+    for (const p of this.postings.values()) entries += p.n;
+    const counts = new Int32Array(dictionary.length);
+    const slots = new Int32Array(entries);
+    const tfs = new Float64Array(entries);
+    let at = 0;
+    let i = 0;
+    for (const p of this.postings.values()) {
+      counts[i++] = p.n;
+      slots.set(p.slots.subarray(0, p.n), at);
+      tfs.set(p.tfs.subarray(0, p.n), at);
+      at += p.n;
+    }
+    // Doc terms, slot by slot; a slot holding no doc has an empty range.
+    const capacity = this.docLen.length;
+    const start = new Int32Array(capacity).fill(-1);
+    const end = new Int32Array(capacity);
+    const docTerms = new Int32Array(entries);
+    const docTfs = new Float64Array(entries);
+    at = 0;
+    for (let slot = 0; slot < capacity; slot++) {
+      const terms = this.termsOf(slot);
+      if (!terms) continue;
+      start[slot] = at;
+      for (const [t, n] of terms) {
+        docTerms[at] = ids.get(t)!;
+        docTfs[at++] = n;
+      }
+      end[slot] = at;
+    }
+    w.value(dictionary).value(this.totalLen).value(this.version);
+    w.array(counts).array(slots).array(tfs).array(start).array(end).array(docTerms).array(docTfs).array(this.docLen);
+  }
+
+  /** A field as snapshot() wrote it. */
+  static restore(r: SnapshotReader): Bm25Field {
+    const field = new Bm25Field();
+    const dictionary = r.value<string[]>();
+    field.totalLen = r.value<number>();
+    field.version = r.value<number>();
+    const counts = r.array('i32');
+    const slots = r.array('i32');
+    const tfs = r.array('f64');
+    let at = 0;
+    dictionary.forEach((term, id) => {
+      const n = counts[id]!;
+      field.postings.set(term, { id, slots: slots.subarray(at, at + n), tfs: tfs.subarray(at, at + n), n, live: n, dirty: false });
+      field.approxTermBytes += 64 + term.length * 2;
+      at += n;
+    });
+    field.arrayBytes = at * 12;
+    const start = r.array('i32');
+    const end = r.array('i32');
+    field.frozen = { start, end, terms: r.array('i32'), tfs: r.array('f64'), dictionary };
+    for (let slot = 0; slot < start.length; slot++) {
+      if (start[slot]! < 0) continue;
+      field.frozenDocs++;
+      field.entries += end[slot]! - start[slot]!;
+    }
+    field.docLen = r.array('f64');
+    return field;
   }
 
   approxBytes(): number {

@@ -6,6 +6,7 @@ import { Bm25Field, type ContextScratch, type SlotList } from './bm25.js';
 import { builtinEmbedder, dot, type BuiltinEmbedder } from './embedder.js';
 import { parseTemporal } from './temporal.js';
 import { analyze } from './text.js';
+import { SnapshotReader, SnapshotWriter } from './snapshot.js';
 import type { EngineDoc, Explanation, SearchHit, SearchOptions } from './types.js';
 
 /**
@@ -158,8 +159,8 @@ export class MemoryIndex {
   private nextSlot = new Int32Array(0);
   private readonly sessions = new Map<string, number[]>(); // session -> ids ascending
 
-  private readonly text = new Bm25Field();
-  private readonly meta = new Bm25Field();
+  private text = new Bm25Field();
+  private meta = new Bm25Field();
 
   private readonly dims: number;
   private ngramVecs = new Float32Array(0);
@@ -354,6 +355,80 @@ export class MemoryIndex {
     this.hasExt[slot] = 0;
     this.idToSlot.delete(id);
     this.freeSlots.push(slot);
+  }
+
+  /**
+   * The index in binary form (engine/snapshot.ts), for `MemoryIndex.restore`: what it holds and
+   * how it is laid out, so that a restored index answers every search exactly as this one does.
+   */
+  snapshot(): Uint8Array {
+    const w = new SnapshotWriter();
+    const ids = new Float64Array(this.idToSlot.size);
+    const slots = new Int32Array(this.idToSlot.size);
+    let i = 0;
+    for (const [id, slot] of this.idToSlot) {
+      ids[i] = id;
+      slots[i++] = slot;
+    }
+    w.value(this.capacity).value(this.dims).value(this.extDims).value([...this.sessionNos.keys()]);
+    w.value([this.maxCreatedAt, this.maxImportanceDev, this.maxAbsFeedback]);
+    w.array(ids).array(slots).array(Int32Array.from(this.freeSlots));
+    w.array(this.slotId).array(this.live).array(this.createdAt).array(this.namesTime).array(this.firstPerson).array(this.endsAsking);
+    w.array(this.importance).array(this.feedback).array(this.sessionNo).array(this.prevSlot).array(this.nextSlot);
+    w.array(this.ngramVecs).array(this.extVecs).array(this.hasExt);
+    this.text.snapshot(w);
+    this.meta.snapshot(w);
+    return w.finish();
+  }
+
+  /**
+   * An index from `snapshot()` bytes, with these options (they must be those it was built with:
+   * the vector dimensions are checked). Throws on bytes of another format.
+   */
+  static restore(bytes: Uint8Array, opts: MemoryIndexOptions = {}): MemoryIndex {
+    const index = new MemoryIndex(opts);
+    const r = new SnapshotReader(bytes);
+    const capacity = r.value<number>();
+    if (r.value<number>() !== index.dims) throw new Error('index snapshot of other sub-word vectors');
+    const extDims = r.value<number>();
+    const sessionNames = r.value<string[]>();
+    [index.maxCreatedAt, index.maxImportanceDev, index.maxAbsFeedback] = r.value<[number, number, number]>().map((v) => v ?? -Infinity) as [number, number, number];
+    if (capacity > 0) index.grow(capacity);
+    const ids = r.array('f64');
+    const slots = r.array('i32');
+    for (let i = 0; i < ids.length; i++) index.idToSlot.set(ids[i]!, slots[i]!);
+    for (const slot of r.array('i32')) index.freeSlots.push(slot);
+    index.slotId = r.array('f64');
+    index.live = r.array('u8');
+    index.createdAt = r.array('f64');
+    index.namesTime = r.array('u8');
+    index.firstPerson = r.array('u8');
+    index.endsAsking = r.array('u8');
+    index.importance = r.array('f32');
+    index.feedback = r.array('f32');
+    index.sessionNo = r.array('i32');
+    index.prevSlot = r.array('i32');
+    index.nextSlot = r.array('i32');
+    index.ngramVecs = r.array('f32');
+    index.extDims = extDims;
+    index.extVecs = r.array('f32');
+    index.hasExt = r.array('u8');
+    index.text = Bm25Field.restore(r);
+    index.meta = Bm25Field.restore(r);
+    for (const name of sessionNames) index.internSession(name);
+    // Sessions' ids, ascending, from the live slots.
+    index.sessionOf = new Array<string | null>(capacity).fill(null);
+    for (let slot = 0; slot < capacity; slot++) {
+      const no = index.sessionNo[slot]!;
+      if (no < 0 || index.live[slot] !== 1) continue;
+      const name = sessionNames[no]!;
+      index.sessionOf[slot] = name;
+      let members = index.sessions.get(name);
+      if (!members) index.sessions.set(name, (members = []));
+      members.push(index.slotId[slot]!);
+    }
+    for (const members of index.sessions.values()) members.sort((a, b) => a - b);
+    return index;
   }
 
   /** Approximate heap bytes held, for the server's LRU-by-bytes. */

@@ -24,7 +24,7 @@ interface Series {
 
 export interface MetricsSources {
   database: Database;
-  indexCache: () => { entries: number; bytes: number; hits: number; misses: number };
+  indexCache: () => { entries: number; bytes: number; hits: number; misses: number; snapshots: { loaded: number; stored: number; failed: number } };
 }
 
 const escape = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
@@ -91,6 +91,8 @@ export const metrics = fp(async (app: FastifyInstance, opts: MetricsSources & { 
       family('engram_index_cache_entries', 'gauge', 'Retrieval indexes held in this process.', [`engram_index_cache_entries ${cache.entries}`]),
       family('engram_index_cache_lookups_total', 'counter', 'Index lookups: hit (current index used as is) or miss (loaded or brought up to date).',
         [`engram_index_cache_lookups_total{result="hit"} ${cache.hits}`, `engram_index_cache_lookups_total{result="miss"} ${cache.misses}`]),
+      family('engram_index_snapshots_total', 'counter', 'Stored indexes of large end users: loaded instead of built, stored, or failed to store.',
+        Object.entries(cache.snapshots).map(([event, n]) => `engram_index_snapshots_total{event="${event}"} ${n}`)),
       family('engram_jobs', 'gauge', 'Background jobs by state.', Object.entries(jobs).map(([state, n]) => `engram_jobs{state="${state}"} ${n}`)),
       family('engram_outbox_pending_events', 'gauge', 'Outbox events not yet dispatched.', [`engram_outbox_pending_events ${outbox.pending}`]),
       family('engram_outbox_oldest_pending_age_seconds', 'gauge', 'Age of the oldest undispatched outbox event (0 when none).',

@@ -94,6 +94,10 @@ export interface FeedbackTable {
   withdrawn_at: string | null;
 }
 export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string }
+export interface IndexSnapshotsTable {
+  project_id: string; tenant_id: string; end_user_id: string; revision: number; embedder: string; format: number; memories: number;
+  index_data: Buffer; doc_meta: Buffer; created_at: string;
+}
 export interface MemoryRelationsTable {
   id: Generated<number>; project_id: string; tenant_id: string; end_user_id: string; source_id: number; target_id: number;
   type: string; metadata: Json; created_at: string;
@@ -171,6 +175,7 @@ export interface DB {
   jobs: JobsTable;
   feedback: FeedbackTable;
   memory_embeddings: MemoryEmbeddingsTable;
+  index_snapshots: IndexSnapshotsTable;
   tenant_usage: TenantUsageTable;
   memory_relations: MemoryRelationsTable;
   sessions: SessionsTable;

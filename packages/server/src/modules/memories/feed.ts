@@ -127,6 +127,28 @@ export async function revisionOf(db: Executor, owner: Owner): Promise<number> {
 }
 
 
+/**
+ * Whether any of the owner's memories was forgotten after change `seq`, for a module about to store
+ * a copy derived from the memories as of `seq` (retrieval's index snapshots), which forgetting
+ * erases in its own transaction. Call it in the transaction that stores the copy: the owner's
+ * revision row is read under a share lock (PostgreSQL), so a forgetting transaction under way is
+ * waited for and then seen here, and one that starts later waits for the copy to commit and then
+ * erases it; on SQLite write transactions run one at a time.
+ */
+export async function forgottenSince(database: Database, trx: Executor, owner: Owner, seq: number): Promise<boolean> {
+  await trx.selectFrom('end_users').select('revision')
+    .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId)
+    .$if(database.dialect === 'postgres', (qb) => qb.forShare())
+    .execute();
+  const forgotten = await trx.selectFrom('memories').select('id')
+    .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId)
+    .where('seq', '>', seq).where('deleted_at', 'is not', null)
+    .limit(1)
+    .execute();
+  return forgotten.length > 0;
+}
+
+
 /** What an index needs of a memory; `deleted` rows tell it to drop the id. */
 export interface IndexedMemory {
   id: number;

@@ -6,6 +6,7 @@ import { changesSince, liveMemoryCount, liveProjectMemories, type IndexedMemory 
 import { EmbeddingStore } from './embeddings.js';
 import { IndexCache } from './index-cache.js';
 import { Retrieval } from './service.js';
+import { eraseIndexSnapshots } from './snapshots.js';
 
 export const REFRESH_JOB = 'embeddings.refresh';
 
@@ -26,7 +27,7 @@ export interface RetrievalEngine {
 /** The retrieval engine behind the shared per-end-user index cache; /v1 recall uses the same instance. */
 export function createRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine {
   const embeddings = new EmbeddingStore(createEmbedder(config.embedder));
-  const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories);
+  const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories, config.indexSnapshotMinMemories);
   return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings) };
 }
 
@@ -57,8 +58,9 @@ export function refreshEmbeddingsJob(database: Database, { embeddings, cache }: 
   };
 }
 
-/** Vectors and feedback are derived from a memory's text: they go in the transaction that forgets it. */
+/** Vectors, feedback and stored indexes are derived from memories: they go in the transaction that forgets them. */
 export async function eraseDerivedData(trx: Executor, memoryIds: number[]): Promise<void> {
   await trx.deleteFrom('memory_embeddings').where('memory_id', 'in', memoryIds).execute();
   await trx.deleteFrom('feedback').where('memory_id', 'in', memoryIds).execute();
+  await eraseIndexSnapshots(trx, memoryIds);
 }

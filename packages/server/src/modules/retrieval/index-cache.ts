@@ -6,18 +6,9 @@ import {
 import { invalid } from '../../core/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
+import { loadSnapshot, storeSnapshot, type DocMeta } from './snapshots.js';
 
-/** What filters need of a memory, kept beside the index so filtering costs no query. */
-export interface DocMeta {
-  tags: string[];
-  source: string | null;
-  createdAt: number;
-  metadata: Record<string, unknown>;
-  isSummary: boolean;
-  sessionId: string | null;
-  /** When the text says it happened (a date in the text, read relative to created_at), if it names one. */
-  event?: { from: number; to: number };
-}
+export type { DocMeta };
 
 export interface CachedIndex {
   index: MemoryIndex;
@@ -29,6 +20,10 @@ interface Entry extends CachedIndex {
   bytes: number;
   /** Set while the entry is being brought up to date, so concurrent queries share one refresh. */
   refreshing?: Promise<void>;
+  /** Rows applied since the index was last stored or loaded as a snapshot (or built), and whether one is being stored. */
+  unsnapshotted: number;
+  snapshotted: boolean;
+  storing?: boolean;
 }
 
 /**
@@ -43,20 +38,67 @@ export class IndexCache {
   /** Lookups answered from a current index, and those that had to load or bring one up to date (for /metrics). */
   private hits = 0;
   private misses = 0;
+  private readonly snapshots = { loaded: 0, stored: 0, failed: 0 };
 
+  /** snapshotMinMemories: end users with at least this many memories get their index stored (snapshots.ts); 0: never. */
   constructor(
     private readonly database: Database,
     private readonly embeddings: EmbeddingStore,
     private readonly maxBytes: number,
     private readonly projectMaxMemories: number,
+    private readonly snapshotMinMemories = 0,
   ) {}
 
   async forOwner(owner: Owner): Promise<CachedIndex> {
     const key = `u\u0000${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
+    // Snapshots hold the built-in features only: vectors of a remote embedder are read from their table.
+    const snapshots = this.snapshotMinMemories > 0 && this.embeddings.embedder === null;
     return this.use(key, () => revisionOf(this.database.db, owner), async (entry, revision) => {
+      if (snapshots && entry.revision === 0 && entry.index.size === 0) {
+        const stored = await loadSnapshot(this.database.db, owner, this.embeddings.id);
+        if (stored && stored.revision <= revision) {
+          Object.assign(entry, { index: stored.index, meta: stored.meta, revision: stored.revision, snapshotted: true });
+          this.snapshots.loaded++;
+        }
+      }
       const rows = await changesSince(this.database.db, owner, entry.revision);
       await this.apply(entry, owner.projectId, rows, { owner });
       entry.revision = revision;
+      entry.unsnapshotted += rows.length;
+      if (snapshots) this.maybeStore(key, owner, entry);
+    });
+  }
+
+  /**
+   * Stores a large index once built, and again after changes of a tenth of it: after this turn of
+   * the event loop (taking it is synchronous, so it is the index of exactly entry.revision), in the
+   * background; a failure leaves the previous snapshot, which is only slower to catch up from.
+   */
+  private maybeStore(key: string, owner: Owner, entry: Entry): void {
+    const size = entry.index.size;
+    if (entry.storing || size < this.snapshotMinMemories) return;
+    if (entry.snapshotted && entry.unsnapshotted < Math.max(1000, size / 10)) return;
+    entry.storing = true;
+    setImmediate(() => {
+      if (this.entries.get(key) !== entry || entry.refreshing) {
+        entry.storing = false;
+        return;
+      }
+      const applied = entry.unsnapshotted;
+      const taken = { index: entry.index.snapshot(), meta: entry.meta, revision: entry.revision, memories: entry.index.size };
+      storeSnapshot(this.database, owner, this.embeddings.id, taken)
+        .then((stored) => {
+          if (!stored) return;
+          this.snapshots.stored++;
+          entry.snapshotted = true;
+          entry.unsnapshotted -= applied;
+        })
+        .catch(() => {
+          this.snapshots.failed++;
+        })
+        .finally(() => {
+          entry.storing = false;
+        });
     });
   }
 
@@ -100,7 +142,7 @@ export class IndexCache {
   ): Promise<CachedIndex> {
     let entry = this.entries.get(key);
     if (!entry) {
-      entry = { index: new MemoryIndex({ embedder: null }), meta: new Map(), revision: 0, bytes: 0 };
+      entry = { index: new MemoryIndex({ embedder: null }), meta: new Map(), revision: 0, bytes: 0, unsnapshotted: 0, snapshotted: false };
       this.entries.set(key, entry);
     } else {
       // Most recently used last.
@@ -176,7 +218,7 @@ export class IndexCache {
     }
   }
 
-  stats(): { entries: number; bytes: number; hits: number; misses: number } {
-    return { entries: this.entries.size, bytes: this.totalBytes, hits: this.hits, misses: this.misses };
+  stats(): { entries: number; bytes: number; hits: number; misses: number; snapshots: { loaded: number; stored: number; failed: number } } {
+    return { entries: this.entries.size, bytes: this.totalBytes, hits: this.hits, misses: this.misses, snapshots: { ...this.snapshots } };
   }
 }

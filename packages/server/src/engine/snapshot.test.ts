@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryIndex } from './memory-index.js';
+import type { EngineDoc } from './types.js';
+
+const T0 = Date.UTC(2023, 4, 8);
+const DAY = 86_400_000;
+
+// A deterministic generator (mulberry32) of conversation-like turns.
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const WORDS = (
+  'adoption agency painting sunrise lake hiking mountain swimming kids football snacks guitar concert ' +
+  'pottery class camping trip beach sister brother wedding birthday cake marathon running shoes job ' +
+  'interview promotion bakery recipe garden roses dog puppy cat vet library novel poetry museum Paris ' +
+  'Tokyo flight hotel yesterday last week May 2022 Monday tomorrow I my we our you'
+).split(' ');
+const SPEAKERS = ['Caroline', 'Melanie', 'Jon', 'Gina'];
+
+function turns(count: number, seed: number, firstId = 1): EngineDoc[] {
+  const rand = random(seed);
+  const pick = <T>(a: T[]) => a[Math.floor(rand() * a.length)]!;
+  return Array.from({ length: count }, (_, i) => {
+    const words = Array.from({ length: 3 + Math.floor(rand() * 12) }, () => pick(WORDS));
+    return {
+      id: firstId + i,
+      text: words.join(' ') + (rand() < 0.2 ? '?' : '.'),
+      sessionId: rand() < 0.8 ? `session_${Math.floor(i / 20)}` : null,
+      createdAt: T0 + Math.floor(rand() * 60) * DAY,
+      importance: Math.round(rand() * 10) / 10,
+      feedback: rand() < 0.1 ? (rand() < 0.5 ? -1 : 2) : 0,
+      speaker: rand() < 0.9 ? pick(SPEAKERS) : null,
+      tags: rand() < 0.3 ? [pick(['travel', 'family', 'work', 'hobby'])] : [],
+    };
+  });
+}
+
+const QUERIES = [
+  'When did Caroline go to the adoption agency?',
+  'What did Melanie paint last week?',
+  'guitar concert Tokyo',
+  'What does Jon think about running shoes and marathon training?',
+  'Which novel did Gina read in May 2022?',
+  'travel',
+  'puppy vet',
+  'How long has Caroline been doing pottery?',
+  'What happened yesterday?',
+];
+
+function answers(index: MemoryIndex): unknown[] {
+  const out: unknown[] = [];
+  for (const q of QUERIES) {
+    out.push(index.search(q, { k: 10, now: T0 + 70 * DAY, explain: true }));
+    out.push(index.search(q, { k: 5, now: T0 + 70 * DAY, sessionId: 'session_3' }));
+    out.push(index.search(q, { k: 20, now: T0 + 70 * DAY, filter: (id) => id % 3 !== 0, requireEvidence: true }));
+  }
+  return out;
+}
+
+/** The same changes, applied to two indexes alike: removals, replacements and additions. */
+function change(index: MemoryIndex, docs: EngineDoc[], seed: number): void {
+  const rand = random(seed);
+  for (const d of docs) if (rand() < 0.1) index.remove(d.id);
+  const replaced = turns(40, seed + 1, 1);
+  for (const d of replaced) index.upsert({ ...d, id: 1 + Math.floor(rand() * docs.length) });
+  for (const d of turns(60, seed + 2, 10_000 + seed)) index.upsert(d);
+}
+
+describe('index snapshots', () => {
+  it('restore answers every search as the index it was taken of, before and after further changes', () => {
+    const docs = turns(1500, 7);
+    const original = new MemoryIndex({ embedder: null });
+    for (const d of docs) original.upsert(d);
+    // Stale postings and reused slots are part of what a snapshot must carry.
+    change(original, docs, 11);
+
+    const bytes = original.snapshot();
+    const restored = MemoryIndex.restore(bytes, { embedder: null });
+    expect(restored.size).toBe(original.size);
+    expect(answers(restored)).toEqual(answers(original));
+    // Taken again, the snapshot is the same bytes.
+    expect(Buffer.from(restored.snapshot()).equals(Buffer.from(bytes))).toBe(true);
+
+    // Changes after restoring touch the restored (frozen) doc terms: removals, re-additions, new terms.
+    change(original, docs, 23);
+    change(restored, docs, 23);
+    expect(restored.size).toBe(original.size);
+    expect(answers(restored)).toEqual(answers(original));
+    expect(Buffer.from(restored.snapshot()).equals(Buffer.from(original.snapshot()))).toBe(true);
+  });
+
+  it('carries sub-word and external vectors', () => {
+    const docs = turns(200, 3);
+    const vector = (id: number) => Float32Array.from({ length: 8 }, (_, i) => Math.sin(id * (i + 1)));
+    const options = { weights: { ngram: 0.2 } };
+    const original = new MemoryIndex(options);
+    for (const d of docs) original.upsert(d, vector(d.id));
+    const restored = MemoryIndex.restore(original.snapshot(), options);
+    const search = (index: MemoryIndex) => index.search('guitar lake', { k: 10, now: T0, explain: true, queryVector: vector(5) });
+    expect(search(restored)).toEqual(search(original));
+    expect(search(restored)[0]!.explanation!.semantic).toBeGreaterThan(0);
+    expect(() => MemoryIndex.restore(original.snapshot(), { embedder: null })).toThrow(/sub-word/);
+  });
+
+  it('an empty index round-trips, and bytes that are not a snapshot are refused', () => {
+    const empty = MemoryIndex.restore(new MemoryIndex({ embedder: null }).snapshot(), { embedder: null });
+    expect(empty.size).toBe(0);
+    expect(empty.search('anything', { k: 5 })).toEqual([]);
+    empty.upsert(turns(1, 1)[0]!);
+    expect(empty.search(turns(1, 1)[0]!.text, { k: 5, now: T0 })).toHaveLength(1);
+
+    const bytes = new MemoryIndex({ embedder: null }).snapshot();
+    expect(() => MemoryIndex.restore(new Uint8Array(8), { embedder: null })).toThrow(/not an index snapshot/);
+    const otherFormat = Uint8Array.from(bytes);
+    otherFormat[4] = 99;
+    expect(() => MemoryIndex.restore(otherFormat, { embedder: null })).toThrow(/another format/);
+    expect(() => MemoryIndex.restore(bytes.subarray(0, bytes.length - 8), { embedder: null })).toThrow();
+  });
+});

@@ -1,0 +1,144 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, expect, it } from 'vitest';
+import { buildApp } from '../../app.js';
+import { loadConfig, type Config } from '../../config.js';
+import { buildServices } from '../../services.js';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { freshUser, retrievalConfig } from '../../testing/retrieval.js';
+import { storeSnapshot } from './snapshots.js';
+
+const METRICS_TOKEN = 'metrics-token-for-snapshot-tests';
+const MIN = 20;
+const config = (): Partial<Config> => ({ ...retrievalConfig({ ...loadConfig({}).retrieval, indexSnapshotMinMemories: MIN }), metricsToken: METRICS_TOKEN });
+
+const TOPICS = ['pottery class', 'adoption agency', 'guitar lessons', 'marathon training', 'trip to Tokyo', 'sourdough baking'];
+const QUERIES = ['When is the pottery class?', 'Tokyo trip plans', 'What did the adoption agency say?', 'sourdough'];
+type Hits = Array<[number, number]>;
+/** The same memories in the same order with the same scores (but recency, which moves with the clock between two queries). */
+function expectSameHits(actual: Hits[], expected: Hits[]): void {
+  expect(actual.map((hits) => hits.map(([id]) => id))).toEqual(expected.map((hits) => hits.map(([id]) => id)));
+  actual.forEach((hits, i) => hits.forEach(([, score], j) => expect(Math.abs(score - expected[i]![j]![1])).toBeLessThan(1e-6)));
+}
+
+forEachDialect('stored indexes of large end users', (dialect) => {
+  const t = useTestApp(dialect, config);
+  const others: FastifyInstance[] = [];
+  afterAll(async () => {
+    for (const app of others) await app.close();
+  });
+
+  /** Another server process on the same database: its own index cache, nothing in memory. */
+  const anotherProcess = async () => {
+    const app = await buildApp({ services: buildServices({ config: { ...loadConfig({}), ...config(), logLevel: 'silent' }, database: t.database }) });
+    others.push(app);
+    const headers = (endUser: string) => ({ 'x-api-key': t.key, 'x-project-id': t.projectId, 'x-end-user-id': endUser });
+    return {
+      query: async (endUser: string, q: string) => {
+        const res = await app.inject({ method: 'POST', url: '/memory/query', headers: headers(endUser), payload: { query: q, k: 5 } });
+        expect(res.statusCode, res.body).toBe(200);
+        return (res.json().memories as Array<{ id: number; score: number }>).map((m): [number, number] => [m.id, m.score]);
+      },
+      snapshots: async () => {
+        const res = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+        return Object.fromEntries([...res.body.matchAll(/engram_index_snapshots_total\{event="(\w+)"\} (\d+)/g)].map((m) => [m[1], Number(m[2])]));
+      },
+    };
+  };
+
+  const fill = async (endUser: string, count: number) => {
+    const items = Array.from({ length: count }, (_, i) => ({ text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`, session_id: `s${Math.floor(i / 8)}` }));
+    const res = await t.call('POST', '/memory/bulk-add', { endUser, body: items });
+    expect(res.status, res.text).toBe(200);
+    return (res.body.results as Array<{ memory: { id: number } }>).map((r) => r.memory.id);
+  };
+  const query = async (endUser: string, q: string) => {
+    const res = await t.call('POST', '/memory/query', { endUser, body: { query: q, k: 5 } });
+    expect(res.status, res.text).toBe(200);
+    return (res.body.memories as Array<{ id: number; score: number }>).map((m): [number, number] => [m.id, m.score]);
+  };
+  const stored = (endUser: string) =>
+    t.database.db.selectFrom('index_snapshots').select(['revision', 'memories', 'embedder'])
+      .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirst();
+  const revision = async (endUser: string) =>
+    Number((await t.database.db.selectFrom('end_users').select('revision').where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirstOrThrow()).revision);
+  const eventually = async <T>(read: () => Promise<T | undefined>): Promise<T> => {
+    for (let i = 0; i < 200; i++) {
+      const value = await read();
+      if (value !== undefined) return value;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('timed out');
+  };
+
+  it('stores a large index once built; another process loads it, catches up, and answers alike', async () => {
+    const endUser = freshUser();
+    const small = freshUser();
+    await fill(endUser, MIN + 10);
+    await fill(small, MIN - 1);
+    const before = await Promise.all(QUERIES.map((q) => query(endUser, q)));
+    await query(small, 'pottery');
+
+    const snapshot = await eventually(() => stored(endUser));
+    expect(snapshot).toMatchObject({ memories: MIN + 10, embedder: 'builtin' });
+    expect(Number(snapshot.revision)).toBe(await revision(endUser));
+    expect(await stored(small)).toBeUndefined();
+
+    const other = await anotherProcess();
+    expectSameHits(await Promise.all(QUERIES.map((q) => other.query(endUser, q))), before);
+    expect(await other.snapshots()).toEqual({ loaded: 1, stored: 0, failed: 0 });
+
+    // A change after the snapshot reaches the process that loaded it (caught up from the change feed).
+    const added = await t.call('POST', '/memory/add', { endUser, body: { text: 'Booked a kintsugi workshop in Kyoto' } });
+    expect(added.status).toBe(201);
+    expect((await other.query(endUser, 'kintsugi workshop Kyoto')).map(([id]) => id)).toEqual([added.body.id]);
+    expectSameHits(await Promise.all(QUERIES.map((q) => other.query(endUser, q))), await Promise.all(QUERIES.map((q) => query(endUser, q))));
+  });
+
+  it('forgetting any of the memories deletes the snapshot in the same transaction, and a stale one is never stored', async () => {
+    const endUser = freshUser();
+    const ids = await fill(endUser, MIN + 5);
+    await query(endUser, 'pottery');
+    const snapshot = await eventually(() => stored(endUser));
+
+    const forgotten = ids[0]!;
+    const res = await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [forgotten] } });
+    expect(res.body, res.text).toEqual([forgotten]);
+    expect(await stored(endUser)).toBeUndefined();
+
+    // The index taken before the forgetting is refused: its text would outlive the memory.
+    const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
+    const { MemoryIndex } = await import('../../engine/index.js');
+    const taken = { index: new MemoryIndex({ embedder: null }).snapshot(), meta: new Map(), revision: Number(snapshot.revision), memories: 0 };
+    expect(await storeSnapshot(t.database, owner, 'builtin', taken)).toBe(false);
+    expect(await stored(endUser)).toBeUndefined();
+
+    // A fresh process builds from the rows (no snapshot) and never returns the forgotten memory.
+    const other = await anotherProcess();
+    const hits = await other.query(endUser, 'Note 0 pottery class day 0');
+    expect(hits.map(([id]) => id)).not.toContain(forgotten);
+    expect(await other.snapshots()).toMatchObject({ loaded: 0 });
+    // It stores a new one, as of now.
+    const again = await eventually(() => stored(endUser));
+    expect(Number(again.revision)).toBe(await revision(endUser));
+
+    // Purging the end user deletes it too.
+    expect((await t.call('DELETE', `/memory/user/${endUser}`, { endUser: null })).body).toEqual({ end_user_id: endUser, deleted: MIN + 4 });
+    expect(await stored(endUser)).toBeUndefined();
+  });
+
+  it('an unreadable snapshot is ignored: the index is built and the snapshot replaced', async () => {
+    const endUser = freshUser();
+    await fill(endUser, MIN);
+    await query(endUser, 'guitar lessons');
+    await eventually(() => stored(endUser));
+    await t.database.db.updateTable('index_snapshots').set({ index_data: Buffer.from('not an index') })
+      .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).execute();
+    await t.call('POST', '/memory/add', { endUser, body: { text: 'One more note about guitar lessons' } });
+
+    const other = await anotherProcess();
+    expectSameHits([await other.query(endUser, 'guitar lessons')], [await query(endUser, 'guitar lessons')]);
+    expect(await other.snapshots()).toMatchObject({ loaded: 0 });
+    await eventually(async () => ((await other.snapshots()).stored === 1 ? true : undefined));
+    expect(Number((await stored(endUser))!.revision)).toBe(await revision(endUser));
+  });
+});

@@ -1,0 +1,18 @@
+-- Built retrieval indexes of large end users (modules/retrieval/snapshots.ts), so a process that
+-- has none in memory loads one instead of building it from every memory. A snapshot holds the
+-- index as of `revision` (the end user's change sequence) and is caught up from the changes after
+-- it; forgetting any of the end user's memories deletes it in the same transaction.
+CREATE TABLE index_snapshots (
+  project_id  TEXT NOT NULL,
+  tenant_id   TEXT NOT NULL,
+  end_user_id TEXT NOT NULL,
+  revision    INTEGER NOT NULL,
+  embedder    TEXT NOT NULL,
+  format      INTEGER NOT NULL,
+  memories    INTEGER NOT NULL,
+  index_data  BLOB NOT NULL,
+  doc_meta    BLOB NOT NULL,
+  created_at  TEXT NOT NULL,
+  PRIMARY KEY (project_id, tenant_id, end_user_id),
+  FOREIGN KEY (project_id, tenant_id, end_user_id) REFERENCES end_users (project_id, tenant_id, end_user_id)
+);
