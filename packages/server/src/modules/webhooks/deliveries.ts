@@ -1,11 +1,11 @@
 import { sql, type Selectable } from 'kysely';
 import { notFound } from '../../core/errors.js';
-import { notifyEventsCommitted } from '../../core/events.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import type { Database, Executor } from '../../store/database.js';
 import type { WebhookDeliveriesTable } from '../../store/schema.js';
 import { messageBody, newMessageId } from './delivery.js';
+import { notifyDeliveriesDue } from './due.js';
 import { endpointRow, type EndpointScope, type EndpointState } from './endpoints.js';
 
 type DeliveryRow = Selectable<WebhookDeliveriesTable>;
@@ -65,7 +65,7 @@ export async function retryDelivery(database: Database, ctx: WriteContext, scope
     effects.audit('webhook.retry_delivery', { type: 'webhook_delivery', id: deliveryId });
     return toDelivery(row);
   });
-  notifyEventsCommitted();
+  notifyDeliveriesDue();
   return view;
 }
 
@@ -81,7 +81,7 @@ export async function replayDeliveries(database: Database, ctx: WriteContext, sc
     effects.audit('webhook.replay', { type: 'webhook_endpoint', id: endpointId });
     return Number(result.numUpdatedRows);
   });
-  if (replayed > 0) notifyEventsCommitted();
+  if (replayed > 0) notifyDeliveriesDue();
   return { replayed };
 }
 
@@ -97,7 +97,7 @@ export async function sendTestEvent(database: Database, ctx: WriteContext, scope
     effects.audit('webhook.test', { type: 'webhook_endpoint', id: endpointId });
     return toDelivery(row);
   });
-  notifyEventsCommitted();
+  notifyDeliveriesDue();
   return view;
 }
 

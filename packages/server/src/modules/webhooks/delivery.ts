@@ -10,6 +10,7 @@ import { dispatchOutbox, forgottenMemory, onEventsCommitted, type OutboxDispatch
 import { checkAddress, OutboundRefused } from '../../core/outbound.js';
 import { write } from '../../core/unit-of-work.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import { notifyDeliveriesDue, onDeliveriesDue } from './due.js';
 import { openSecret, policyOf, retryConfigOf, type WebhookSettings } from './endpoints.js';
 
 /** Response bodies are kept (and read) up to this many bytes; the rest is never read. */
@@ -20,6 +21,11 @@ const PER_ENDPOINT = 8;
 const CLAIM_BATCH = CONCURRENCY / 4;
 /** How often an idle loop looks for work committed by other processes; commits in this process wake it at once. */
 const IDLE_POLL_MS = 200;
+/**
+ * Outbox reads start at least this far apart: under a stream of writes each read takes the events
+ * of many commits (one transaction for them all) instead of running once per commit beside them.
+ */
+const DISPATCH_GAP_MS = 10;
 /** A lease outlives the attempt deadline by this much, for recording the outcome; then a dead process's deliveries are taken over. */
 const LEASE_MARGIN_MS = 5000;
 
@@ -66,6 +72,8 @@ export const fanOut: OutboxDispatcher = async (trx, events) => {
     }));
   });
   for (let i = 0; i < rows.length; i += 500) await trx.insertInto('webhook_deliveries').values(rows.slice(i, i + 500)).execute();
+  // The loop dispatching these events claims after their transaction has committed.
+  if (rows.length > 0) notifyDeliveriesDue();
 };
 
 /** Forgetting: stored deliveries of a forgotten memory keep its id and nothing else. */
@@ -186,6 +194,8 @@ export class DeliveryLoop {
   private recording: Promise<void> | null = null;
   private readonly secrets = new Map<string, string>();
   private outboxDirty = true;
+  private claimsDue = true;
+  private lastDispatch = 0;
 
   constructor(
     private readonly database: Database,
@@ -196,10 +206,18 @@ export class DeliveryLoop {
 
   start(): void {
     this.running = true;
-    this.unsubscribe = onEventsCommitted(() => {
+    const stopEvents = onEventsCommitted(() => {
       this.outboxDirty = true;
       this.wake?.();
     });
+    const stopDue = onDeliveriesDue(() => {
+      this.claimsDue = true;
+      this.wake?.();
+    });
+    this.unsubscribe = () => {
+      stopEvents();
+      stopDue();
+    };
     this.loop = this.run();
   }
 
@@ -217,16 +235,22 @@ export class DeliveryLoop {
       try {
         // The outbox is read only when something may have been committed (a wake-up, a poll) or is left over.
         if (this.outboxDirty) {
+          const wait = this.lastDispatch + DISPATCH_GAP_MS - Date.now();
+          if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+          this.lastDispatch = Date.now();
           this.outboxDirty = false;
           busy = (await dispatchOutbox(this.database, this.dispatchers)) > 0;
           this.outboxDirty = busy;
         }
         // Claims are taken in batches (a quarter of the slots at least, or whatever is due when idle): each is a transaction.
         const free = CONCURRENCY - this.inFlight.size;
-        if (free >= CLAIM_BATCH || this.inFlight.size === 0) {
+        if (this.claimsDue && (free >= CLAIM_BATCH || this.inFlight.size === 0)) {
+          this.claimsDue = false;
           const claimed = await this.claim(free);
           for (const delivery of claimed) this.begin(delivery);
-          busy ||= claimed.length === free;
+          // A full batch: more may be due.
+          this.claimsDue ||= claimed.length === free;
+          busy ||= this.claimsDue;
         }
       } catch (error) {
         this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'webhook delivery loop failed; retrying');
@@ -240,6 +264,7 @@ export class DeliveryLoop {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.outboxDirty = true;
+        this.claimsDue = true;
         this.wake?.();
       }, IDLE_POLL_MS);
       this.wake = () => {
@@ -287,6 +312,7 @@ export class DeliveryLoop {
         const n = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
         if (n === 0) this.perEndpoint.delete(delivery.endpoint_id);
         else this.perEndpoint.set(delivery.endpoint_id, n);
+        this.claimsDue = true;
         this.wake?.();
       });
     this.inFlight.set(delivery.id, work);

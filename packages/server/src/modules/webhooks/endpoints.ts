@@ -4,12 +4,13 @@ import { isIP } from 'node:net';
 import type { Selectable } from 'kysely';
 import { decrypt, deriveKey, encrypt } from '../../core/crypto.js';
 import { invalid, notFound } from '../../core/errors.js';
-import { isEventKind, notifyEventsCommitted } from '../../core/events.js';
+import { isEventKind } from '../../core/events.js';
 import { checkAddress, OutboundRefused, type OutboundPolicy } from '../../core/outbound.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
 import type { WebhookEndpointsTable } from '../../store/schema.js';
+import { notifyDeliveriesDue } from './due.js';
 import {
   DEFAULT_DISABLE_AFTER_SECONDS, DEFAULT_ROTATION_OVERLAP_SECONDS, DEFAULT_SCHEDULE_SECONDS,
   type EndpointPatch, type NewEndpoint, type RetryConfig, type SignatureConfig,
@@ -171,7 +172,7 @@ export async function setEndpointState(database: Database, ctx: WriteContext, sc
     effects.audit(state === 'paused' ? 'webhook.pause' : 'webhook.resume', { type: 'webhook_endpoint', id });
     return toEndpoint(updated);
   });
-  if (state === 'enabled') notifyEventsCommitted();
+  if (state === 'enabled') notifyDeliveriesDue();
   return view;
 }
 
