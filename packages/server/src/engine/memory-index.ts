@@ -223,17 +223,7 @@ export class MemoryIndex {
     this.ngramVecs = g(this.ngramVecs, this.dims);
     if (this.extDims) this.extVecs = g(this.extVecs, this.extDims);
     this.hasExt = g(this.hasExt);
-    this.lexBuf = g(this.lexBuf);
-    this.metaBuf = g(this.metaBuf);
-    this.ctxBuf = g(this.ctxBuf);
-    this.expBuf = g(this.expBuf);
-    const sc = this.scratch;
-    sc.tfSelf = g(sc.tfSelf);
-    sc.tfCtx = g(sc.tfCtx);
-    sc.termTouched = g(sc.termTouched);
-    sc.norm = g(sc.norm);
-    sc.normStamp = g(sc.normStamp);
-    for (const l of [this.touched, this.metaTouched, this.expTouched]) l.a = g(l.a);
+    this.allocateScratch(cap);
     const oldCap = this.capacity;
     this.prevSlot = g(this.prevSlot);
     this.nextSlot = g(this.nextSlot);
@@ -242,6 +232,22 @@ export class MemoryIndex {
     this.prevSlot.fill(-1, oldCap);
     this.nextSlot.fill(-1, oldCap);
     this.capacity = cap;
+  }
+
+  /** Search buffers for `cap` slots: zero between searches, so a new one holds nothing to keep. */
+  private allocateScratch(cap: number): void {
+    this.lexBuf = new Float64Array(cap);
+    this.metaBuf = new Float64Array(cap);
+    this.ctxBuf = new Float64Array(cap);
+    this.expBuf = new Float64Array(cap);
+    const sc = this.scratch;
+    sc.tfSelf = new Float64Array(cap);
+    sc.tfCtx = new Float64Array(cap);
+    sc.termTouched = new Int32Array(cap);
+    // Cached length normalisations: a zero stamp never matches, so all are computed anew.
+    sc.norm = new Float64Array(cap);
+    sc.normStamp = new Uint32Array(cap);
+    for (const l of [this.touched, this.metaTouched, this.expTouched]) l.a = new Int32Array(cap);
   }
 
   /** Adds or replaces one doc. vector: the doc's embedding from a remote embedder, if any. */
@@ -376,6 +382,13 @@ export class MemoryIndex {
     w.array(this.slotId).array(this.live).array(this.createdAt).array(this.namesTime).array(this.firstPerson).array(this.endsAsking);
     w.array(this.importance).array(this.feedback).array(this.sessionNo).array(this.prevSlot).array(this.nextSlot);
     w.array(this.ngramVecs).array(this.extVecs).array(this.hasExt);
+    // Each interned session's ids, ascending (empty for a session with no doc left).
+    const names = [...this.sessionNos.keys()];
+    const offsets = new Int32Array(names.length + 1);
+    names.forEach((name, n) => (offsets[n + 1] = offsets[n]! + (this.sessions.get(name)?.length ?? 0)));
+    const members = new Float64Array(offsets[names.length]!);
+    names.forEach((name, n) => members.set(this.sessions.get(name) ?? [], offsets[n]!));
+    w.array(offsets).array(members);
     this.text.snapshot(w);
     this.meta.snapshot(w);
     return w.finish();
@@ -383,7 +396,8 @@ export class MemoryIndex {
 
   /**
    * An index from `snapshot()` bytes, with these options (they must be those it was built with:
-   * the vector dimensions are checked). Throws on bytes of another format.
+   * the vector dimensions are checked). Throws on bytes of another format. Bytes that fill their
+   * own buffer become the index's memory (no copy): the caller must not use them afterwards.
    */
   static restore(bytes: Uint8Array, opts: MemoryIndexOptions = {}): MemoryIndex {
     const index = new MemoryIndex(opts);
@@ -393,7 +407,8 @@ export class MemoryIndex {
     const extDims = r.value<number>();
     const sessionNames = r.value<string[]>();
     [index.maxCreatedAt, index.maxImportanceDev, index.maxAbsFeedback] = r.value<[number, number, number]>().map((v) => v ?? -Infinity) as [number, number, number];
-    if (capacity > 0) index.grow(capacity);
+    index.capacity = capacity;
+    index.allocateScratch(capacity);
     const ids = r.array('f64');
     const slots = r.array('i32');
     for (let i = 0; i < ids.length; i++) index.idToSlot.set(ids[i]!, slots[i]!);
@@ -413,21 +428,19 @@ export class MemoryIndex {
     index.extDims = extDims;
     index.extVecs = r.array('f32');
     index.hasExt = r.array('u8');
-    index.text = Bm25Field.restore(r);
-    index.meta = Bm25Field.restore(r);
-    for (const name of sessionNames) index.internSession(name);
-    // Sessions' ids, ascending, from the live slots.
+    const offsets = r.array('i32');
+    const members = r.array('f64');
+    sessionNames.forEach((name, n) => {
+      index.internSession(name);
+      if (offsets[n + 1]! > offsets[n]!) index.sessions.set(name, Array.from(members.subarray(offsets[n]!, offsets[n + 1]!)));
+    });
     index.sessionOf = new Array<string | null>(capacity).fill(null);
     for (let slot = 0; slot < capacity; slot++) {
       const no = index.sessionNo[slot]!;
-      if (no < 0 || index.live[slot] !== 1) continue;
-      const name = sessionNames[no]!;
-      index.sessionOf[slot] = name;
-      let members = index.sessions.get(name);
-      if (!members) index.sessions.set(name, (members = []));
-      members.push(index.slotId[slot]!);
+      if (no >= 0) index.sessionOf[slot] = sessionNames[no]!;
     }
-    for (const members of index.sessions.values()) members.sort((a, b) => a - b);
+    index.text = Bm25Field.restore(r);
+    index.meta = Bm25Field.restore(r);
     return index;
   }
 

@@ -65,10 +65,13 @@ export class SnapshotReader {
 
   /** Throws when the bytes are not a snapshot of this format. */
   constructor(bytes: Uint8Array) {
-    // One aligned copy; every array is a view into it.
-    this.buffer = new ArrayBuffer(bytes.byteLength);
-    const copy = new Uint8Array(this.buffer);
-    copy.set(bytes);
+    // Every array is a view into one 8-byte-aligned buffer: the caller's, when it is one of its own.
+    if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) {
+      this.buffer = bytes.buffer;
+    } else {
+      this.buffer = new ArrayBuffer(bytes.byteLength);
+      new Uint8Array(this.buffer).set(bytes);
+    }
     const view = new DataView(this.buffer);
     if (bytes.byteLength < 12 || view.getUint32(0, true) !== MAGIC) throw new Error('not an index snapshot');
     if (view.getUint32(4, true) !== SNAPSHOT_FORMAT) throw new Error('index snapshot of another format');

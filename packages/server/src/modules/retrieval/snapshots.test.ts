@@ -12,7 +12,16 @@ const MIN = 20;
 const config = (): Partial<Config> => ({ ...retrievalConfig({ ...loadConfig({}).retrieval, indexSnapshotMinMemories: MIN }), metricsToken: METRICS_TOKEN });
 
 const TOPICS = ['pottery class', 'adoption agency', 'guitar lessons', 'marathon training', 'trip to Tokyo', 'sourdough baking'];
-const QUERIES = ['When is the pottery class?', 'Tokyo trip plans', 'What did the adoption agency say?', 'sourdough'];
+/** Queries, some with filters: a restored index keeps every doc's filter metadata. */
+const QUERIES: Array<string | Record<string, unknown>> = [
+  'When is the pottery class?', 'Tokyo trip plans', 'What did the adoption agency say?', 'sourdough',
+  { query: 'pottery class', filters: { tags_any: ['hobby'] } },
+  { query: 'pottery class', filters: { metadata: { mood: 'excited' }, source: 'chat' } },
+  { query: 'agency', session_id: 's1' },
+  { query: 'What happened on day 3?', filters: { created_after: '2020-01-01T00:00:00Z', is_summary: false } },
+  { query: 'talked about the guitar lessons', filters: { tags_all: ['hobby', 'music'] } },
+];
+const bodyOf = (q: string | Record<string, unknown>) => ({ ...(typeof q === 'string' ? { query: q } : q), k: 5 });
 type Hits = Array<[number, number]>;
 /** The same memories in the same order with the same scores (but recency, which moves with the clock between two queries). */
 function expectSameHits(actual: Hits[], expected: Hits[]): void {
@@ -33,8 +42,8 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     others.push(app);
     const headers = (endUser: string) => ({ 'x-api-key': t.key, 'x-project-id': t.projectId, 'x-end-user-id': endUser });
     return {
-      query: async (endUser: string, q: string) => {
-        const res = await app.inject({ method: 'POST', url: '/memory/query', headers: headers(endUser), payload: { query: q, k: 5 } });
+      query: async (endUser: string, q: string | Record<string, unknown>) => {
+        const res = await app.inject({ method: 'POST', url: '/memory/query', headers: headers(endUser), payload: bodyOf(q) });
         expect(res.statusCode, res.body).toBe(200);
         return (res.json().memories as Array<{ id: number; score: number }>).map((m): [number, number] => [m.id, m.score]);
       },
@@ -46,13 +55,18 @@ forEachDialect('stored indexes of large end users', (dialect) => {
   };
 
   const fill = async (endUser: string, count: number) => {
-    const items = Array.from({ length: count }, (_, i) => ({ text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`, session_id: `s${Math.floor(i / 8)}` }));
+    const items = Array.from({ length: count }, (_, i) => ({
+      text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`, session_id: `s${Math.floor(i / 8)}`,
+      ...(i % 3 === 0 ? { tags: i % 2 === 0 ? ['hobby', 'music'] : ['hobby'] } : {}),
+      ...(i % 4 === 0 ? { metadata: { mood: i % 8 === 0 ? 'excited' : 'calm', day: i } } : {}),
+      ...(i % 5 === 0 ? { source: 'chat' } : {}),
+    }));
     const res = await t.call('POST', '/memory/bulk-add', { endUser, body: items });
     expect(res.status, res.text).toBe(200);
     return (res.body.results as Array<{ memory: { id: number } }>).map((r) => r.memory.id);
   };
-  const query = async (endUser: string, q: string) => {
-    const res = await t.call('POST', '/memory/query', { endUser, body: { query: q, k: 5 } });
+  const query = async (endUser: string, q: string | Record<string, unknown>) => {
+    const res = await t.call('POST', '/memory/query', { endUser, body: bodyOf(q) });
     expect(res.status, res.text).toBe(200);
     return (res.body.memories as Array<{ id: number; score: number }>).map((m): [number, number] => [m.id, m.score]);
   };
@@ -76,6 +90,8 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     await fill(endUser, MIN + 10);
     await fill(small, MIN - 1);
     const before = await Promise.all(QUERIES.map((q) => query(endUser, q)));
+    // Every filter narrows to something (so a lost field would show).
+    before.forEach((hits) => expect(hits.length).toBeGreaterThan(0));
     await query(small, 'pottery');
 
     const snapshot = await eventually(() => stored(endUser));

@@ -1,4 +1,4 @@
-import { MemoryIndex, SNAPSHOT_FORMAT } from '../../engine/index.js';
+import { MemoryIndex, SNAPSHOT_FORMAT, SnapshotReader, SnapshotWriter } from '../../engine/index.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.js';
 
@@ -30,26 +30,71 @@ export interface Snapshot {
   revision: number;
 }
 
-// A doc's filter metadata as stored: [id, tags, source, createdAt, metadata, isSummary, sessionId, eventFrom?, eventTo?].
-type StoredMeta = [number, string[], string | null, number, Record<string, unknown>, boolean, string | null, number?, number?];
-
-function encodeMeta(meta: Map<number, DocMeta>): Buffer {
-  const rows: StoredMeta[] = [];
+/**
+ * Filter metadata, column by column (engine/snapshot.ts's layout): numbers in typed arrays, and
+ * strings, tag lists and metadata objects as indexes into tables of their distinct values, so a
+ * load parses each distinct value once (most docs share a source, a session, no tags, `{}`).
+ */
+function encodeMeta(meta: Map<number, DocMeta>): Uint8Array {
+  const n = meta.size;
+  const ids = new Float64Array(n);
+  const createdAt = new Float64Array(n);
+  const eventFrom = new Float64Array(n).fill(NaN);
+  const eventTo = new Float64Array(n).fill(NaN);
+  const isSummary = new Uint8Array(n);
+  const [strings, tags, metadata] = [new Interned(), new Interned(), new Interned()];
+  const [source, session, tagList, metadataOf] = [new Int32Array(n), new Int32Array(n), new Int32Array(n), new Int32Array(n)];
+  let i = 0;
   for (const [id, m] of meta) {
-    const row: StoredMeta = [id, m.tags, m.source, m.createdAt, m.metadata, m.isSummary, m.sessionId];
-    if (m.event) row.push(m.event.from, m.event.to);
-    rows.push(row);
+    ids[i] = id;
+    createdAt[i] = m.createdAt;
+    if (m.event) [eventFrom[i], eventTo[i]] = [m.event.from, m.event.to];
+    isSummary[i] = m.isSummary ? 1 : 0;
+    source[i] = m.source === null ? -1 : strings.of(m.source);
+    session[i] = m.sessionId === null ? -1 : strings.of(m.sessionId);
+    tagList[i] = tags.of(JSON.stringify(m.tags));
+    metadataOf[i++] = metadata.of(JSON.stringify(m.metadata));
   }
-  return Buffer.from(JSON.stringify(rows), 'utf8');
+  return new SnapshotWriter().value(strings.values).value(tags.values).value(metadata.values)
+    .array(ids).array(createdAt).array(eventFrom).array(eventTo).array(isSummary)
+    .array(source).array(session).array(tagList).array(metadataOf).finish();
 }
 
 function decodeMeta(bytes: Uint8Array): Map<number, DocMeta> {
-  const rows = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as StoredMeta[];
+  const r = new SnapshotReader(bytes);
+  const strings = r.value<string[]>();
+  const tags = r.value<string[]>().map((t) => JSON.parse(t) as string[]);
+  const metadata = r.value<string[]>().map((m) => JSON.parse(m) as Record<string, unknown>);
+  const [ids, createdAt, eventFrom, eventTo] = [r.array('f64'), r.array('f64'), r.array('f64'), r.array('f64')];
+  const isSummary = r.array('u8');
+  const [source, session, tagList, metadataOf] = [r.array('i32'), r.array('i32'), r.array('i32'), r.array('i32')];
   const meta = new Map<number, DocMeta>();
-  for (const [id, tags, source, createdAt, metadata, isSummary, sessionId, from, to] of rows) {
-    meta.set(id, { tags, source, createdAt, metadata, isSummary, sessionId, ...(from !== undefined ? { event: { from, to: to! } } : {}) });
+  for (let i = 0; i < ids.length; i++) {
+    const doc: DocMeta = {
+      // Docs with equal tag lists or metadata share one (read-only) value.
+      tags: tags[tagList[i]!]!, source: source[i]! < 0 ? null : strings[source[i]!]!, createdAt: createdAt[i]!,
+      metadata: metadata[metadataOf[i]!]!, isSummary: isSummary[i] === 1, sessionId: session[i]! < 0 ? null : strings[session[i]!]!,
+    };
+    if (!Number.isNaN(eventFrom[i]!)) doc.event = { from: eventFrom[i]!, to: eventTo[i]! };
+    meta.set(ids[i]!, doc);
   }
   return meta;
+}
+
+/** Distinct values, numbered in order of first use. */
+class Interned {
+  readonly values: string[] = [];
+  private readonly numbers = new Map<string, number>();
+
+  of(value: string): number {
+    let n = this.numbers.get(value);
+    if (n === undefined) {
+      n = this.values.length;
+      this.values.push(value);
+      this.numbers.set(value, n);
+    }
+    return n;
+  }
 }
 
 const ownerIs = (owner: Owner) => ({ project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId });
@@ -82,7 +127,8 @@ export async function storeSnapshot(
     const result = await trx.insertInto('index_snapshots')
       .values({
         ...ownerIs(owner), revision: taken.revision, embedder, format: SNAPSHOT_FORMAT, memories: taken.memories,
-        index_data: Buffer.from(taken.index.buffer, taken.index.byteOffset, taken.index.byteLength), doc_meta: docMeta, created_at: nowIso(),
+        index_data: Buffer.from(taken.index.buffer, taken.index.byteOffset, taken.index.byteLength),
+        doc_meta: Buffer.from(docMeta.buffer, docMeta.byteOffset, docMeta.byteLength), created_at: nowIso(),
       })
       .onConflict((oc) => oc.columns(['project_id', 'tenant_id', 'end_user_id']).doUpdateSet((eb) => ({
         revision: eb.ref('excluded.revision'), embedder: eb.ref('excluded.embedder'), format: eb.ref('excluded.format'),
