@@ -42,6 +42,8 @@ export interface Config {
     projectIndexMaxMemories: number;
     /** End users with at least this many memories get their built index stored (modules/retrieval/snapshots.ts); 0: never. */
     indexSnapshotMinMemories: number;
+    /** How often background upkeep brings large end users' stored indexes up to date (the `retrieval.snapshots` chore). */
+    indexSnapshotIntervalMs: number;
   };
   tenant: { defaultMonthlyTurns: number };
   /** POST /memory/upload: the largest file (413 above) and the size from which a job ingests it (202). */
@@ -182,6 +184,7 @@ export function loadConfig(env: Env = process.env): Config {
       indexCacheBytes: integer(env, 'ENGRAM_INDEX_CACHE_MB', 512, 1, 1_000_000) * 1024 * 1024,
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
       indexSnapshotMinMemories: integer(env, 'ENGRAM_INDEX_SNAPSHOT_MIN_MEMORIES', 10_000, 0, 100_000_000),
+      indexSnapshotIntervalMs: integer(env, 'ENGRAM_INDEX_SNAPSHOT_INTERVAL', 30, 1, 86_400) * 1000,
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
     outbound: { allow: (env.ENGRAM_OUTBOUND_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean) },

@@ -105,6 +105,8 @@ export function buildServices({ config, database, secretKey }: { config: Service
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
     // Each due connection is claimed with a conditional update, so one process queues its sync.
     { name: 'connectors.schedule', everyMs: 30_000, run: () => queueDueSyncs(connectors) },
+    // Large end users' indexes, stored so that first queries load them (modules/retrieval/snapshots.ts).
+    { name: 'retrieval.snapshots', everyMs: config.retrieval.indexSnapshotIntervalMs, run: () => retrieval.cache.refreshLargeOwners() },
   ];
 
   return {

@@ -149,6 +149,25 @@ export async function forgottenSince(database: Database, trx: Executor, owner: O
 }
 
 
+/**
+ * End users whose memories changed after `after` (by their revision's time) and who hold at least
+ * `minMemories` live memories, with their current revision: one statement, for background upkeep
+ * of large end users (retrieval's index snapshots).
+ */
+export async function largeOwnersChangedAfter(db: Executor, after: string, minMemories: number): Promise<Array<{ owner: Owner; revision: number }>> {
+  const rows = await db.selectFrom('end_users as e')
+    .innerJoin('memories as m', (j) => j.onRef('m.project_id', '=', 'e.project_id').onRef('m.tenant_id', '=', 'e.tenant_id').onRef('m.end_user_id', '=', 'e.end_user_id'))
+    .select(['e.project_id', 'e.tenant_id', 'e.end_user_id', 'e.revision'])
+    .where('e.updated_at', '>', after)
+    .where('m.deleted_at', 'is', null)
+    .groupBy(['e.project_id', 'e.tenant_id', 'e.end_user_id', 'e.revision'])
+    .having((eb) => eb.fn.countAll(), '>=', minMemories)
+    .orderBy('e.project_id').orderBy('e.tenant_id').orderBy('e.end_user_id')
+    .execute();
+  return rows.map((r) => ({ owner: { projectId: r.project_id, tenantId: r.tenant_id, endUserId: r.end_user_id }, revision: Number(r.revision) }));
+}
+
+
 /** What an index needs of a memory; `deleted` rows tell it to drop the id. */
 export interface IndexedMemory {
   id: number;

@@ -1,12 +1,12 @@
 import { MemoryIndex, parseTemporal } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
-  changesSince, liveMemoryCount, liveProjectMemories, projectRevision, revisionOf, type IndexedMemory, type Owner,
+  changesSince, largeOwnersChangedAfter, liveMemoryCount, liveProjectMemories, projectRevision, revisionOf, type IndexedMemory, type Owner,
 } from '../memories/index.js';
 import { invalid } from '../../core/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
-import { loadSnapshot, storeSnapshot, type DocMeta } from './snapshots.js';
+import { loadSnapshot, snapshotRevision, storeSnapshot, type DocMeta } from './snapshots.js';
 
 export type { DocMeta };
 
@@ -26,6 +26,10 @@ interface Entry extends CachedIndex {
   storing?: boolean;
 }
 
+const YIELD_EVERY_ROWS = 2000;
+/** The background refresh looks again at end users changed this long before its last run (writes commit after their time). */
+const REFRESH_OVERLAP_MS = 60_000;
+
 /**
  * One in-process index per end user (and one per project, for principal-scoped composition),
  * validated against the database on every use: the owner's revision is one indexed read, and
@@ -39,6 +43,8 @@ export class IndexCache {
   private hits = 0;
   private misses = 0;
   private readonly snapshots = { loaded: 0, stored: 0, failed: 0 };
+  /** Large end users changed after this time are looked at by the next refreshLargeOwners. */
+  private changedAfter = new Date(0).toISOString();
 
   /** snapshotMinMemories: end users with at least this many memories get their index stored (snapshots.ts); 0: never. */
   constructor(
@@ -67,6 +73,26 @@ export class IndexCache {
       entry.unsnapshotted += rows.length;
       if (snapshots) this.maybeStore(key, owner, entry);
     });
+  }
+
+  /**
+   * Background upkeep (the `retrieval.snapshots` chore): brings the index of every large end user
+   * whose memories changed since the last run up to date unless its stored snapshot is current,
+   * which stores a snapshot when it was built or has changed enough (maybeStore). So the first
+   * query after an import, or in a new process, loads an index instead of building it. Returns how
+   * many indexes it brought up to date.
+   */
+  async refreshLargeOwners(): Promise<number> {
+    if (this.snapshotMinMemories === 0 || this.embeddings.embedder !== null) return 0;
+    const started = Date.now();
+    let refreshed = 0;
+    for (const { owner, revision } of await largeOwnersChangedAfter(this.database.db, this.changedAfter, this.snapshotMinMemories)) {
+      if ((await snapshotRevision(this.database.db, owner, this.embeddings.id)) === revision) continue;
+      await this.forOwner(owner);
+      refreshed++;
+    }
+    this.changedAfter = new Date(started - REFRESH_OVERLAP_MS).toISOString();
+    return refreshed;
   }
 
   /**
@@ -185,7 +211,14 @@ export class IndexCache {
       this.embeddings.vectorsFor(this.database.db, projectId, live),
       feedbackSums(this.database.db, live.map((r) => r.id), opts.owner),
     ]);
+    let since = 0;
     for (const row of rows) {
+      // A large build gives the event loop back now and then (other requests wait for it otherwise);
+      // queries of this entry wait for the whole refresh (use()), so none sees it half built.
+      if (++since === YIELD_EVERY_ROWS) {
+        since = 0;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
       if (row.deleted) {
         entry.index.remove(row.id);
         entry.meta.delete(row.id);

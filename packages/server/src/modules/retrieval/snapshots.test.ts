@@ -9,7 +9,10 @@ import { storeSnapshot } from './snapshots.js';
 
 const METRICS_TOKEN = 'metrics-token-for-snapshot-tests';
 const MIN = 20;
-const config = (): Partial<Config> => ({ ...retrievalConfig({ ...loadConfig({}).retrieval, indexSnapshotMinMemories: MIN }), metricsToken: METRICS_TOKEN });
+// The background refresh runs when a test says so.
+const config = (): Partial<Config> => ({
+  ...retrievalConfig({ ...loadConfig({}).retrieval, indexSnapshotMinMemories: MIN, indexSnapshotIntervalMs: 3_600_000 }), metricsToken: METRICS_TOKEN,
+});
 
 const TOPICS = ['pottery class', 'adoption agency', 'guitar lessons', 'marathon training', 'trip to Tokyo', 'sourdough baking'];
 /** Queries, some with filters: a restored index keeps every doc's filter metadata. */
@@ -108,6 +111,30 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     expect(added.status).toBe(201);
     expect((await other.query(endUser, 'kintsugi workshop Kyoto')).map(([id]) => id)).toEqual([added.body.id]);
     expectSameHits(await Promise.all(QUERIES.map((q) => other.query(endUser, q))), await Promise.all(QUERIES.map((q) => query(endUser, q))));
+  });
+
+  it('background upkeep stores the indexes of large end users nobody has queried yet', async () => {
+    const endUser = freshUser();
+    const small = freshUser();
+    await fill(endUser, MIN + 3);
+    await fill(small, MIN - 1);
+    const upkeep = t.services.chores.find((c) => c.name === 'retrieval.snapshots')!;
+    expect(await upkeep.run()).toBeGreaterThanOrEqual(1);
+    const snapshot = await eventually(() => stored(endUser));
+    expect(snapshot).toMatchObject({ memories: MIN + 3 });
+    expect(Number(snapshot.revision)).toBe(await revision(endUser));
+    expect(await stored(small)).toBeUndefined();
+
+    // The first query of another process loads it.
+    const other = await anotherProcess();
+    expectSameHits(await Promise.all(QUERIES.map((q) => other.query(endUser, q))), await Promise.all(QUERIES.map((q) => query(endUser, q))));
+    expect(await other.snapshots()).toMatchObject({ loaded: 1 });
+
+    // Run again with nothing changed, it leaves a current snapshot alone.
+    const before = await t.database.db.selectFrom('index_snapshots').select('created_at').where('end_user_id', '=', endUser).executeTakeFirstOrThrow();
+    await upkeep.run();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await t.database.db.selectFrom('index_snapshots').select('created_at').where('end_user_id', '=', endUser).executeTakeFirstOrThrow()).toEqual(before);
   });
 
   it('forgetting any of the memories deletes the snapshot in the same transaction, and a stale one is never stored', async () => {

@@ -114,6 +114,15 @@ export async function loadSnapshot(db: Executor, owner: Owner, embedder: string)
   }
 }
 
+/** The revision of the owner's stored snapshot for this embedder and format, or null. */
+export async function snapshotRevision(db: Executor, owner: Owner, embedder: string): Promise<number | null> {
+  const row = await db.selectFrom('index_snapshots').select('revision')
+    .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId)
+    .where('embedder', '=', embedder).where('format', '=', SNAPSHOT_FORMAT)
+    .executeTakeFirst();
+  return row ? Number(row.revision) : null;
+}
+
 /**
  * Stores an index taken at `revision` unless something of the owner was forgotten since then (its
  * text would survive in the snapshot) or a snapshot as new is already stored. Returns whether it did.
