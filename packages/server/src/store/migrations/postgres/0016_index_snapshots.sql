@@ -16,3 +16,6 @@ CREATE TABLE index_snapshots (
   PRIMARY KEY (project_id, tenant_id, end_user_id),
   FOREIGN KEY (project_id, tenant_id, end_user_id) REFERENCES end_users (project_id, tenant_id, end_user_id)
 );
+-- Stored out of line without compression: read whole on every load, where decompressing would cost more than the bytes saved.
+ALTER TABLE index_snapshots ALTER COLUMN index_data SET STORAGE EXTERNAL;
+ALTER TABLE index_snapshots ALTER COLUMN doc_meta SET STORAGE EXTERNAL;
