@@ -113,9 +113,10 @@ export class IndexCache {
       const applied = entry.unsnapshotted;
       const taken = { index: entry.index.snapshot(), meta: entry.meta, revision: entry.revision, memories: entry.index.size };
       storeSnapshot(this.database, owner, this.embeddings.id, taken)
-        .then((stored) => {
-          if (!stored) return;
-          this.snapshots.stored++;
+        .then((outcome) => {
+          // Forgotten since it was taken: the next refresh (which that forgetting causes) stores a new one.
+          if (outcome === 'forgotten') return;
+          if (outcome === 'stored') this.snapshots.stored++;
           entry.snapshotted = true;
           entry.unsnapshotted -= applied;
         })

@@ -152,7 +152,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
     const { MemoryIndex } = await import('../../engine/index.js');
     const taken = { index: new MemoryIndex({ embedder: null }).snapshot(), meta: new Map(), revision: Number(snapshot.revision), memories: 0 };
-    expect(await storeSnapshot(t.database, owner, 'builtin', taken)).toBe(false);
+    expect(await storeSnapshot(t.database, owner, 'builtin', taken)).toBe('forgotten');
     expect(await stored(endUser)).toBeUndefined();
 
     // A fresh process builds from the rows (no snapshot) and never returns the forgotten memory.
@@ -163,6 +163,9 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     // It stores a new one, as of now.
     const again = await eventually(() => stored(endUser));
     expect(Number(again.revision)).toBe(await revision(endUser));
+    // A snapshot no newer than the stored one leaves it alone.
+    expect(await storeSnapshot(t.database, owner, 'builtin', { ...taken, revision: Number(again.revision) })).toBe('current');
+    expect(await stored(endUser)).toEqual(again);
 
     // Purging the end user deletes it too.
     expect((await t.call('DELETE', `/memory/user/${endUser}`, { endUser: null })).body).toEqual({ end_user_id: endUser, deleted: MIN + 4 });

@@ -125,14 +125,14 @@ export async function snapshotRevision(db: Executor, owner: Owner, embedder: str
 
 /**
  * Stores an index taken at `revision` unless something of the owner was forgotten since then (its
- * text would survive in the snapshot) or a snapshot as new is already stored. Returns whether it did.
+ * text would survive in the snapshot: 'forgotten') or a snapshot as new is already stored ('current').
  */
 export async function storeSnapshot(
   database: Database, owner: Owner, embedder: string, taken: { index: Uint8Array; meta: Map<number, DocMeta>; revision: number; memories: number },
-): Promise<boolean> {
+): Promise<'stored' | 'current' | 'forgotten'> {
   const docMeta = encodeMeta(taken.meta);
   return database.db.transaction().execute(async (trx) => {
-    if (await forgottenSince(database, trx, owner, taken.revision)) return false;
+    if (await forgottenSince(database, trx, owner, taken.revision)) return 'forgotten';
     const result = await trx.insertInto('index_snapshots')
       .values({
         ...ownerIs(owner), revision: taken.revision, embedder, format: SNAPSHOT_FORMAT, memories: taken.memories,
@@ -145,7 +145,7 @@ export async function storeSnapshot(
         created_at: eb.ref('excluded.created_at'),
       })).where('index_snapshots.revision', '<', taken.revision))
       .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0 ? 'stored' : 'current';
   });
 }
 
