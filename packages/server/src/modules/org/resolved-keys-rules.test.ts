@@ -45,6 +45,7 @@ describe('resolved keys', () => {
   it('neither uses nor keeps anything before listening or while deaf', () => {
     const keys = new ResolvedKeys();
     keys.keep('a', keys.generation, record(1));
+    expect(keys.find('a', NOW)).toBeUndefined();
     keys.listening();
     expect(keys.find('a', NOW)).toBeUndefined();
     keys.keep('a', keys.generation, record(1));

@@ -79,6 +79,38 @@ forEachDialect('resolved API keys across processes', (dialect) => {
   });
 
   if (dialect === 'postgres') {
+    it('holds a resolved key until notified: a change that notifies no one is not seen, so every change must notify', async () => {
+      const key = await t.newKey();
+      expect(await addOnA(key.key)).toBe(201);
+      // The key's creation notifies too, asynchronously: once that has landed, the key is held from the next use.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await addOnA(key.key)).toBe(201);
+      const admin = new pg.Client({ connectionString: t.databaseUrl });
+      await admin.connect();
+      try {
+        // With triggers off for this session, the revocation notifies no one: the held key still serves.
+        await admin.query("SET session_replication_role = 'replica'");
+        await admin.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [key.id]);
+        expect(await addOnA(key.key)).toBe(201);
+        await admin.query('SELECT pg_notify($1, $2)', [CREDENTIALS_CHANNEL, 'test']);
+      } finally {
+        await admin.end();
+      }
+      for (let i = 0; i < 100 && (await addOnA(key.key)) === 201; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(await addOnA(key.key)).toBe(401);
+    });
+
+    it('holds a key per project named: a key resolved for one project never serves a request naming another', async () => {
+      const created = await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Second for keys' } });
+      const second = created.body.id as string;
+      const key = await t.newKey();
+      for (const project of [t.projectId, second, t.projectId, second]) expect(await addOnA(key.key, project)).toBe(201);
+      const counts = await t.database.db.selectFrom('memories').select(['project_id', (eb) => eb.fn.countAll<number>().as('n')])
+        .where('project_id', 'in', [t.projectId, second]).where('end_user_id', '=', 'user-1').where('text', 'like', 'fact number %')
+        .groupBy('project_id').execute();
+      expect(Object.fromEntries(counts.map((c) => [c.project_id, Number(c.n)]))[second]).toBe(2);
+    });
+
     it('holds nothing while not listening: a change made meanwhile is seen at once', async () => {
       const key = await t.newKey();
       expect(await addOnA(key.key)).toBe(201);
