@@ -2,8 +2,8 @@ import { beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory } from '../../testing/memories.js';
 import {
-  changesSince, countForExport, exportPage, historyOfMemories, listMemories, liveMemoryCount, liveProjectMemories, memoriesByIds,
-  memoryCounts, ownersOfMemories, projectRevision, revisionOf,
+  changesSince, countForExport, exportPage, forgottenSince, historyOfMemories, largeOwnersChangedAfter, listMemories, liveMemoryCount,
+  liveProjectMemories, memoriesByIds, memoryCounts, ownersOfMemories, projectRevision, revisionOf,
 } from './index.js';
 
 /**
@@ -52,6 +52,31 @@ forEachDialect('memory feed', (dialect) => {
     expect(await memoriesByIds(db, { projectId: project() }, [])).toEqual([]);
     const [row] = await memoriesByIds(db, { projectId: project() }, [ids.acmeU1!]);
     expect(row).toMatchObject({ id: ids.acmeU1, text: 'acme u1 turn', tenant_id: 'acme', end_user_id: 'u1', speaker: 'me', session_id: 's1' });
+  });
+
+  it('tells whether anything of an owner was forgotten after a sequence', async () => {
+    const forgottenAt = Number((await t.database.db.selectFrom('memories').select('seq').where('id', '=', ids.aliceForgotten!).executeTakeFirstOrThrow()).seq);
+    const since = (owner: ReturnType<typeof plain>, seq: number) => t.database.db.transaction().execute((trx) => forgottenSince(t.database, trx, owner, seq));
+    expect(await since(plain('alice'), forgottenAt - 1)).toBe(true);
+    expect(await since(plain('alice'), forgottenAt)).toBe(false);
+    expect(await since(plain('bob'), 0)).toBe(false);
+    expect(await since({ projectId: project(), tenantId: 'acme', endUserId: 'alice' }, 0)).toBe(false);
+  });
+
+  it('finds end users changed after a time with at least so many live memories, with their revision', async () => {
+    const db = t.database.db;
+    const owners = async (after: string, min: number) =>
+      (await largeOwnersChangedAfter(db, after, min)).map(({ owner, revision }) => [owner.tenantId, owner.endUserId, revision]);
+    const revision = (tenantId: string, endUserId: string) => revisionOf(db, { projectId: project(), tenantId, endUserId });
+    const epoch = new Date(0).toISOString();
+    // alice's forgotten memory does not count; acme's u1 has two turns.
+    expect(await owners(epoch, 2)).toEqual([['acme', 'u1', await revision('acme', 'u1')]]);
+    expect(await owners(epoch, 1)).toEqual([
+      ['', 'alice', await revision('', 'alice')], ['', 'bob', await revision('', 'bob')], ['acme', 'u1', await revision('acme', 'u1')],
+      ['acme', 'u2', await revision('acme', 'u2')], ['globex', 'u1', await revision('globex', 'u1')],
+    ]);
+    expect(await owners(new Date(Date.now() + 60_000).toISOString(), 1)).toEqual([]);
+    expect(await owners(epoch, 3)).toEqual([]);
   });
 
   it("follows an owner's changes: live rows from scratch, forgotten ones after a sequence", async () => {
