@@ -376,14 +376,14 @@ export class MemoryIndex {
       ids[i] = id;
       slots[i++] = slot;
     }
-    w.value(this.capacity).value(this.dims).value(this.extDims).value([...this.sessionNos.keys()]);
+    const names = [...this.sessionNos.keys()];
+    w.value(this.capacity).value(this.dims).value(this.extDims).value(names);
     w.value([this.maxCreatedAt, this.maxImportanceDev, this.maxAbsFeedback]);
     w.array(ids).array(slots).array(Int32Array.from(this.freeSlots));
     w.array(this.slotId).array(this.live).array(this.createdAt).array(this.namesTime).array(this.firstPerson).array(this.endsAsking);
     w.array(this.importance).array(this.feedback).array(this.sessionNo).array(this.prevSlot).array(this.nextSlot);
     w.array(this.ngramVecs).array(this.extVecs).array(this.hasExt);
     // Each interned session's ids, ascending (empty for a session with no doc left).
-    const names = [...this.sessionNos.keys()];
     const offsets = new Int32Array(names.length + 1);
     names.forEach((name, n) => (offsets[n + 1] = offsets[n]! + (this.sessions.get(name)?.length ?? 0)));
     const members = new Float64Array(offsets[names.length]!);

@@ -7,15 +7,14 @@ const MAGIC = 0x58494d45; // "EMIX", little-endian
 /** Changes whenever what an index stores changes; a snapshot of another format is not read. */
 export const SNAPSHOT_FORMAT = 1;
 
-type ArrayKind = 'f64' | 'f32' | 'i32' | 'u32' | 'u8';
-type NumberArray = Float64Array | Float32Array | Int32Array | Uint32Array | Uint8Array;
-const CONSTRUCTORS = { f64: Float64Array, f32: Float32Array, i32: Int32Array, u32: Uint32Array, u8: Uint8Array } as const;
+type ArrayKind = 'f64' | 'f32' | 'i32' | 'u8';
+type NumberArray = Float64Array | Float32Array | Int32Array | Uint8Array;
+const CONSTRUCTORS = { f64: Float64Array, f32: Float32Array, i32: Int32Array, u8: Uint8Array } as const;
 
 function kindOf(a: NumberArray): ArrayKind {
   if (a instanceof Float64Array) return 'f64';
   if (a instanceof Float32Array) return 'f32';
   if (a instanceof Int32Array) return 'i32';
-  if (a instanceof Uint32Array) return 'u32';
   return 'u8';
 }
 
