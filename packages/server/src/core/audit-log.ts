@@ -63,6 +63,18 @@ export function auditInsert(trx: Executor, entries: AuditEntry[]) {
   );
 }
 
+/**
+ * PostgreSQL: the insert appending one entry per row of the CTE `from` (a one-statement write,
+ * core/unit-of-work.ts#writeInsert), whose id is the entry's target.
+ */
+export function auditInsertPerRow(entry: Omit<AuditEntry, 'targetId'>, from: string) {
+  const row = sql.table(from);
+  return sql`INSERT INTO audit_log (organization_id, project_id, actor_type, actor_id, action, target_type, target_id, result, request_id, created_at)
+    SELECT ${entry.organizationId}::text, ${entry.projectId}::text, ${entry.actorType}::text, ${entry.actorId}::bigint, ${entry.action}::text,
+      ${entry.targetType}::text, CAST(${row}.id AS text), ${entry.result}::text, ${entry.requestId}::text, ${entry.createdAt}::timestamptz
+    FROM ${row}`;
+}
+
 const SEAL_BATCH = 2000;
 
 /**

@@ -1,4 +1,5 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
+import { sql } from 'kysely';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
 import { bodyAjv } from './validation.js';
 
@@ -130,11 +131,7 @@ export interface OutboxEvent<K extends EventKind = EventKind> {
  */
 export function outboxInsert(trx: Executor, events: OutboxEvent[]) {
   if (events.length === 0) return undefined;
-  for (const e of events) {
-    const valid = validators.get(e.type);
-    if (!valid) throw new Error(`Undeclared event kind ${String(e.type)}; declare it in core/events.ts`);
-    if (!valid(e.payload)) throw new Error(`Event ${e.type} payload does not match its schema: ${bodyAjv.errorsText(valid.errors)}`);
-  }
+  for (const e of events) checkEvent(e);
   return trx.insertInto('outbox_events').values(
     events.map((e) => ({
       organization_id: e.organizationId,
@@ -145,6 +142,27 @@ export function outboxInsert(trx: Executor, events: OutboxEvent[]) {
       created_at: e.createdAt,
     })),
   );
+}
+
+/**
+ * PostgreSQL: the insert writing one event per row of the CTE `from` (a one-statement write,
+ * core/unit-of-work.ts#writeInsert): the memory the event carries is the row inserted, so the payload
+ * is the event's with the row's id at `memory.id` (the event is checked with the id it has).
+ */
+export function outboxInsertPerRow(event: OutboxEvent, from: string) {
+  checkEvent(event);
+  if (memoryOf(event) === null) throw new Error(`Event ${event.type} carries no memory`);
+  const row = sql.table(from);
+  return sql`INSERT INTO outbox_events (organization_id, project_id, type, payload, memory_id, created_at)
+    SELECT ${event.organizationId}::text, ${event.projectId}::text, ${event.type}::text,
+      jsonb_set(${encodeJson(event.payload)}::jsonb, '{memory,id}', to_jsonb(${row}.id)), ${row}.id, ${event.createdAt}::timestamptz
+    FROM ${row}`;
+}
+
+function checkEvent(e: OutboxEvent): void {
+  const valid = validators.get(e.type);
+  if (!valid) throw new Error(`Undeclared event kind ${String(e.type)}; declare it in core/events.ts`);
+  if (!valid(e.payload)) throw new Error(`Event ${e.type} payload does not match its schema: ${bodyAjv.errorsText(valid.errors)}`);
 }
 
 /** The memory an event carries a copy of, if any. */

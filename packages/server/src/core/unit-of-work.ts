@@ -1,9 +1,9 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type OperationNodeSource, type Transaction } from 'kysely';
 import { LAST_IN_TRANSACTION, nowIso, type Database } from '../store/database.js';
 import type { DB } from '../store/schema.js';
-import { auditInsert, type AuditEntry } from './audit-log.js';
+import { auditInsert, auditInsertPerRow, type AuditEntry } from './audit-log.js';
 import type { PendingWrite, WriteContext } from './context.js';
-import { notifyEventsCommitted, outboxInsert, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
+import { notifyEventsCommitted, outboxInsert, outboxInsertPerRow, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
 
 export type { PendingWrite, WriteContext, WriteJournal } from './context.js';
 
@@ -57,6 +57,45 @@ export async function write<T>(
   });
   if (events.length > 0) notifyEventsCommitted();
   return result;
+}
+
+/**
+ * One INSERT and what it implies, as a single statement (PostgreSQL): `steps` are data-modifying
+ * CTEs run in order, the last named `inserted` and returning the row; `rows` are the owning
+ * module's further inserts reading `inserted`; the audit row and the event (its `memory.id` the
+ * row's id) are written per row of `inserted`. One statement is atomic without BEGIN and COMMIT:
+ * one round trip where write() takes two. Nothing but `steps` takes effect when the INSERT does
+ * not land (ON CONFLICT DO NOTHING): the result is then undefined, and the caller takes write().
+ * Not for a request with an Idempotency-Key (its journal row needs the result): the caller checks.
+ */
+export async function writeInsert<Row extends { id: number }>(
+  database: Database,
+  ctx: WriteContext,
+  spec: {
+    steps: Array<[name: string, statement: OperationNodeSource]>;
+    rows: Array<OperationNodeSource>;
+    audit: { action: string; targetType: string };
+    event?: { type: EventKind; payload: EventPayload<EventKind> };
+    now: string;
+  },
+): Promise<Row | undefined> {
+  if (database.dialect !== 'postgres' || ctx.journal) throw new Error('writeInsert: PostgreSQL writes without a journal only');
+  if (spec.steps.at(-1)?.[0] !== 'inserted') throw new Error('writeInsert: the last step must be named inserted');
+  const audit = auditInsertPerRow({
+    organizationId: ctx.organizationId, projectId: ctx.projectId, actorType: ctx.actor.type, actorId: ctx.actor.id,
+    action: spec.audit.action, targetType: spec.audit.targetType, result: 'success', requestId: ctx.requestId, createdAt: spec.now,
+  }, 'inserted');
+  const event = spec.event
+    ? outboxInsertPerRow({ organizationId: ctx.organizationId, projectId: ctx.projectId, type: spec.event.type, payload: spec.event.payload, createdAt: spec.now }, 'inserted')
+    : undefined;
+  const ctes = [
+    ...spec.steps,
+    ...[...spec.rows, ...(event ? [event] : []), audit].map((statement, i): [string, OperationNodeSource] => [`effect_${i}`, statement]),
+  ];
+  const statement = sql<Row>`WITH ${sql.join(ctes.map(([name, cte]) => sql`${sql.id(name)} AS (${cte})`))} SELECT * FROM inserted`;
+  const [row] = (await statement.execute(database.db)).rows;
+  if (row && event) notifyEventsCommitted();
+  return row;
 }
 
 /** PostgreSQL: a transaction of its own. SQLite: a place in the next group commit. */

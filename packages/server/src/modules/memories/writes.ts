@@ -1,11 +1,11 @@
-import type { Insertable, QueryCreator, Transaction } from 'kysely';
+import { sql, type Insertable, type QueryCreator, type Transaction } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
-import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
+import { write, writeInsert, type Effects, type WriteContext } from '../../core/unit-of-work.js';
 import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
-import { encodeJson, type Database, type Executor } from '../../store/database.js';
+import { encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import type { DB, MemoriesTable } from '../../store/schema.js';
 import { owned, toMemory, type MemoryRow, type Owner } from './feed.js';
 import {
@@ -94,6 +94,11 @@ function historyInsert(trx: Executor, ctx: WriteContext, entries: HistoryEntry[]
 
 const CREATED_FIELDS = ['text', 'tags', 'source', 'importance', 'metadata', 'client_ref', 'session_id'] as const;
 
+/** The dedupe_hash of an item: a conversation turn (with a speaker) is a duplicate only of the same turn, as on /v1. */
+const duplicateKey = (i: ImportedMemory) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text, i.created_at ?? null) : dedupeHash(i.text));
+
+const createdChanges = (m: MemoryView) => Object.fromEntries(CREATED_FIELDS.map((f) => [f, { before: null, after: m[f] }]));
+
 
 /**
  * Inserts the items that are not duplicates of a live memory of the owner (or of an earlier
@@ -109,8 +114,7 @@ async function insertMemories(
   clientRefReason: SkipReason,
 ): Promise<Outcome[]> {
   const now = effects.now;
-  // A conversation turn (with a speaker) is a duplicate only of the same turn, as on /v1.
-  const hashes = items.map((i) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text, i.created_at ?? null) : dedupeHash(i.text)));
+  const hashes = items.map(duplicateKey);
   if (items.length === 1) {
     const outcome = await insertUnlessDuplicate(database, trx, owner, items[0]!, hashes[0]!, now, clientRefReason);
     if (outcome && 'created' in outcome) recordCreated(trx, ctx, effects, owner, [outcome.created]);
@@ -222,11 +226,7 @@ function recordCreated(trx: Executor, ctx: WriteContext, effects: Effects, owner
   effects.later(historyInsert(
     trx,
     ctx,
-    created.map((m) => ({
-      memoryId: m.id,
-      action: 'create',
-      changes: Object.fromEntries(CREATED_FIELDS.map((f) => [f, { before: null, after: m[f] }])),
-    })),
+    created.map((m) => ({ memoryId: m.id, action: 'create', changes: createdChanges(m) })),
     effects.now,
   ));
   for (const m of created) effects.emit('memory.created', { memory: m, tenant_id: owner.tenantId || null });
@@ -235,12 +235,45 @@ function recordCreated(trx: Executor, ctx: WriteContext, effects: Effects, owner
 
 export async function addMemory(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<Outcome> {
   checkContent(input);
+  if (database.dialect === 'postgres' && !ctx.journal) {
+    const created = await addInOneStatement(database, ctx, owner, input);
+    if (created) return { created };
+  }
+  // A duplicate, SQLite (group commit), or a request with an Idempotency-Key.
   return write(database, ctx, async (trx, effects) => {
     const [outcome] = await insertMemories(database, trx, ctx, effects, owner, [input], 'duplicate_client_ref');
     const target = 'created' in outcome! ? outcome.created.id : outcome!.skipped.memory_id;
     effects.audit('memory.add', { type: 'memory', id: target }, 'created' in outcome! ? 'success' : 'skipped');
     return outcome!;
   });
+}
+
+
+/**
+ * PostgreSQL: a new memory with its revision bump, history row, memory.created event and audit
+ * row as one statement (core/unit-of-work.ts#writeInsert). Undefined for a duplicate, of which
+ * nothing but the revision bump was written: addMemory then takes the general path, which finds it.
+ */
+async function addInOneStatement(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<MemoryView | undefined> {
+  const now = nowIso();
+  const row = memoryRow(database, owner, input, duplicateKey(input), 0, now);
+  // The memory as its row will read; its id is the row's (set in SQL: the event carries it as checked here).
+  const expected = toMemory({ ...row, id: 1 } as MemoryRow);
+  const db = database.db;
+  const inserted = await writeInsert<MemoryRow>(database, ctx, {
+    now,
+    steps: [
+      ['revision', revisionBump(db, owner, now)],
+      ['inserted', db.insertInto('memories').values({ ...row, seq: sql<number>`(SELECT revision FROM revision)` }).onConflict((oc) => oc.doNothing()).returningAll()],
+    ],
+    rows: [sql`INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
+      SELECT ${ctx.projectId}::text, inserted.id, 'create', ${encodeJson(createdChanges(expected))}::jsonb, ${ctx.actor.type}::text,
+        ${ctx.actor.id}::bigint, ${ctx.requestId}::text, ${now}::timestamptz
+      FROM inserted`],
+    audit: { action: 'memory.add', targetType: 'memory' },
+    event: { type: 'memory.created', payload: { memory: expected, tenant_id: owner.tenantId || null } },
+  });
+  return inserted && toMemory(inserted);
 }
 
 
