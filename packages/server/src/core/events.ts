@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
+import { preparedWrite } from '../store/prepared.js';
 import { bodyAjv } from './validation.js';
 
 /**
@@ -132,6 +133,10 @@ export interface OutboxEvent<K extends EventKind = EventKind> {
 export function outboxInsert(trx: Executor, events: OutboxEvent[]) {
   if (events.length === 0) return undefined;
   for (const e of events) checkEvent(e);
+  if (events.length === 1) {
+    const e = events[0]!;
+    return outboxRow(trx, e.organizationId, e.projectId, e.type, encodeJson(e.payload), memoryOf(e), e.createdAt);
+  }
   return trx.insertInto('outbox_events').values(
     events.map((e) => ({
       organization_id: e.organizationId,
@@ -143,6 +148,11 @@ export function outboxInsert(trx: Executor, events: OutboxEvent[]) {
     })),
   );
 }
+
+/** The one event of most writes, compiled once. */
+const outboxRow = preparedWrite(6, (db, organizationId: string, projectId: string | null, type: string, payload: string, memoryId: number | null, createdAt: string) =>
+  db.insertInto('outbox_events').values({ organization_id: organizationId, project_id: projectId, type, payload, memory_id: memoryId, created_at: createdAt }),
+);
 
 /**
  * PostgreSQL: the insert writing one event per row of the CTE `from` (a one-statement write,

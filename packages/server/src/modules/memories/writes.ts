@@ -6,6 +6,7 @@ import { write, writeInsert, type Effects, type WriteContext } from '../../core/
 import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import { prepared, preparedWrite } from '../../store/prepared.js';
 import type { DB, MemoriesTable } from '../../store/schema.js';
 import { owned, toMemory, type MemoryRow, type Owner } from './feed.js';
 import {
@@ -46,12 +47,16 @@ function checkContent(input: { text?: string; metadata?: Record<string, unknown>
  * the duplicate checks below race-free.
  */
 export async function nextSeq(trx: Executor, owner: Owner, now: string): Promise<number> {
-  const row = await revisionBump(trx, owner, now).executeTakeFirstOrThrow();
-  return row.revision;
+  const [row] = await bumpRevision(trx, owner.projectId, owner.tenantId, owner.endUserId, now);
+  return row!.revision;
 }
 
+const bumpRevision = prepared(4, (db, projectId: string, tenantId: string, endUserId: string, now: string) =>
+  revisionBump(db, { projectId, tenantId, endUserId }, now),
+);
+
 /** The upsert behind nextSeq, returning the new revision (on PostgreSQL also a CTE of a single add's insert). */
-function revisionBump(trx: QueryCreator<DB>, owner: Owner, now: string) {
+function revisionBump(trx: QueryCreator<DB>, owner: Pick<Owner, 'projectId' | 'tenantId' | 'endUserId'>, now: string) {
   return trx
     .insertInto('end_users')
     .values({ project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, revision: 1, created_at: now, updated_at: now })
@@ -69,12 +74,17 @@ type HistoryEntry = { memoryId: number; action: string; changes: Record<string, 
 
 /** History rows for a transaction's changes (other modules record theirs on memories through this). */
 export async function recordHistory(trx: Executor, ctx: WriteContext, entries: HistoryEntry[], now: string): Promise<void> {
-  await historyInsert(trx, ctx, entries, now)?.execute();
+  const statement = historyInsert(trx, ctx, entries, now);
+  if (statement) await trx.executeQuery(statement.compile());
 }
 
 /** The insert of history rows, for a write to hand to its unit of work (Effects.later); undefined when there are none. */
 function historyInsert(trx: Executor, ctx: WriteContext, entries: HistoryEntry[], now: string) {
   if (entries.length === 0) return undefined;
+  if (entries.length === 1) {
+    const e = entries[0]!;
+    return historyRow(trx, ctx.projectId!, e.memoryId, e.action, e.changes === null ? null : encodeJson(e.changes), ctx.actor.type, ctx.actor.id, ctx.requestId, now);
+  }
   return trx
     .insertInto('memory_history')
     .values(
@@ -90,6 +100,15 @@ function historyInsert(trx: Executor, ctx: WriteContext, entries: HistoryEntry[]
       })),
     );
 }
+
+
+/** The one history row of most changes, compiled once. */
+const historyRow = preparedWrite(8, (db, projectId: string, memoryId: number, action: string, changes: string | null, actorType: string,
+  actorId: number | null, requestId: string | null, createdAt: string) =>
+  db.insertInto('memory_history').values({
+    project_id: projectId, memory_id: memoryId, action, changes, actor_type: actorType, actor_id: actorId, request_id: requestId, created_at: createdAt,
+  }),
+);
 
 
 const CREATED_FIELDS = ['text', 'tags', 'source', 'importance', 'metadata', 'client_ref', 'session_id'] as const;
@@ -169,6 +188,19 @@ function memoryRow(database: Database, owner: Owner, item: ImportedMemory, hash:
   };
 }
 
+const MEMORY_COLUMNS = [
+  'project_id', 'tenant_id', 'end_user_id', 'text', 'tags', 'is_summary', 'source', 'importance', 'metadata', 'client_ref', 'session_id',
+  'speaker', 'dedupe_hash', 'seq', 'created_at', 'updated_at', 'deleted_at', 'superseded_by',
+] as const satisfies ReadonlyArray<keyof Omit<MemoryRow, 'id'>>;
+
+/** One memory row (values in MEMORY_COLUMNS order) unless it conflicts with a live one of the owner, compiled once. */
+const insertUnlessConflict = prepared(MEMORY_COLUMNS.length, (db, ...values: unknown[]) =>
+  db.insertInto('memories')
+    .values(Object.fromEntries(MEMORY_COLUMNS.map((column, i) => [column, values[i]])) as Insertable<MemoriesTable>)
+    .onConflict((oc) => oc.doNothing())
+    .returningAll(),
+);
+
 /** The owner's live memories with one of these text hashes or client refs (one query per partial unique index). */
 async function existingDuplicates(trx: Executor, owner: Owner, hashes: string[], refs: string[]) {
   // The IS NOT NULL terms let SQLite's planner use the partial indexes. Sent together: on
@@ -208,9 +240,8 @@ async function insertUnlessDuplicate(
       .returningAll()
       .executeTakeFirst();
   } else {
-    const seq = await nextSeq(trx, owner, now);
-    inserted = await trx.insertInto('memories').values(memoryRow(database, owner, item, hash, seq, now))
-      .onConflict((oc) => oc.doNothing()).returningAll().executeTakeFirst();
+    const row = memoryRow(database, owner, item, hash, await nextSeq(trx, owner, now), now);
+    [inserted] = await insertUnlessConflict(trx, ...MEMORY_COLUMNS.map((column) => row[column]));
   }
   if (inserted) return { created: toMemory(inserted) };
   const { byHash, byRef } = await existingDuplicates(trx, owner, [hash], item.client_ref === undefined ? [] : [item.client_ref]);
