@@ -4,11 +4,13 @@
  * (`npm run bench:write -- --postgres postgres://postgres@127.0.0.1:5432/postgres` or
  * ENGRAM_BENCH_DATABASE_URL). Beside each single-add figure, in the same run: the ceiling of a bare
  * insert through the same driver (one INSERT of one row per commit, same durability settings, same
- * concurrency) and Engram's ratio to it. Prints JSON. `--cpu-prof DIR` writes the server's CPU profile there.
+ * concurrency) and Engram's ratio to it; for the 16-client adds and the bulk-add, the CPU milliseconds per memory
+ * of the server process and (PostgreSQL) of the database backends. Prints JSON. `--cpu-prof DIR` writes the server's CPU profile there.
  */
 import { join, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
+import { processCpuSeconds, postgresCpuSeconds } from './lib/cpu.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import { freshDataDir, startServer, type BenchServer } from './lib/server.js';
@@ -29,14 +31,18 @@ async function benchmark(server: BenchServer) {
   // Warm up connections and JIT.
   await runLoad(200, 4, (i) => post(server, '/memory/add', 'warmup', { text: text(i) }, [201]));
   const single1 = await runLoad(Math.round(2000 * scale), 1, (i) => post(server, '/memory/add', 'single-1', { text: text(i) }, [201]));
-  const single16 = await runLoad(Math.round(10000 * scale), 16, (i) => post(server, '/memory/add', `single-16-${i % 64}`, { text: text(i) }, [201]));
+  const single16 = await costed(server, Math.round(10000 * scale), () =>
+    runLoad(Math.round(10000 * scale), 16, (i) => post(server, '/memory/add', `single-16-${i % 64}`, { text: text(i) }, [201])),
+  );
   const batches = Math.round(400 * scale);
-  const bulk = await runLoad(batches, 8, (b) =>
-    post(server, '/memory/bulk-add', `bulk-${b % 32}`, Array.from({ length: 50 }, (_, j) => ({ text: text(b * 50 + j), client_ref: `ref-${b}-${j}` })), [200]),
+  const bulk = await costed(server, batches * 50, () =>
+    runLoad(batches, 8, (b) =>
+      post(server, '/memory/bulk-add', `bulk-${b % 32}`, Array.from({ length: 50 }, (_, j) => ({ text: text(b * 50 + j), client_ref: `ref-${b}-${j}` })), [200]),
+    ),
   );
   const ceiling1 = await bareInsertCeiling(server, Math.round(2000 * scale), 1);
   const ceiling16 = await bareInsertCeiling(server, Math.round(10000 * scale), 16);
-  const ratio = (engram: LoadResult, bare: LoadResult) => Math.round((engram.per_second / bare.per_second) * 1000) / 1000;
+  const ratio = (engram: { per_second: number }, bare: { per_second: number }) => Math.round((engram.per_second / bare.per_second) * 1000) / 1000;
   return {
     dialect: server.dialect,
     add_single_1_client: single1,
@@ -46,6 +52,24 @@ async function benchmark(server: BenchServer) {
     bare_insert_16_clients: ceiling16,
     ratio_to_bare_insert_16_clients: ratio(single16, ceiling16),
     bulk_add_50_items_8_clients: { ...bulk, memories_per_second: Math.round(bulk.per_second * 50) },
+  };
+}
+
+/**
+ * A run with the CPU milliseconds it cost the server process and (PostgreSQL) the database's
+ * backends per memory written: on this 2-core machine the load generator, the server and the
+ * database share the cores, so these say which side bounds the throughput.
+ */
+async function costed(server: BenchServer, memories: number, run: () => Promise<LoadResult>) {
+  const serverCpu = () => processCpuSeconds(server.process.pid!);
+  const databaseCpu = () => (server.dialect === 'postgres' ? postgresCpuSeconds(server.databaseUrl) : 0);
+  const [server0, database0] = [serverCpu(), databaseCpu()];
+  const result = await run();
+  const perMemory = (seconds: number) => Math.round((seconds * 1e6) / memories) / 1000;
+  return {
+    ...result,
+    server_cpu_ms_per_memory: perMemory(serverCpu() - server0),
+    ...(server.dialect === 'postgres' ? { database_cpu_ms_per_memory: perMemory(databaseCpu() - database0) } : {}),
   };
 }
 

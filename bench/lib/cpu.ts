@@ -1,0 +1,35 @@
+import { readFileSync, readdirSync } from 'node:fs';
+
+/**
+ * CPU seconds (user + system, from /proc) used so far by a process, or by every PostgreSQL backend
+ * serving a database: what an operation costs each side, which the throughput of a 2-core machine
+ * shared by the load generator, the server and the database does not show by itself.
+ */
+export function processCpuSeconds(pid: number): number {
+  return ticksOf(pid) / CLOCK_TICKS;
+}
+
+export function postgresCpuSeconds(databaseUrl: string): number {
+  const database = new URL(databaseUrl).pathname.slice(1);
+  let ticks = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      // A backend's title: "postgres: <cluster>: <user> <database> <client> <state>".
+      const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (title.startsWith('postgres:') && title.split(' ').includes(database)) ticks += ticksOf(Number(pid));
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+/** Linux reports CPU time in clock ticks of 1/100 s (USER_HZ) on every architecture Node runs on. */
+const CLOCK_TICKS = 100;
+
+function ticksOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime, stime
+}
