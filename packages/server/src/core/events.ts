@@ -156,20 +156,26 @@ const outboxRow = preparedWrite(6, (db, organizationId: string, projectId: strin
 
 /**
  * PostgreSQL: the insert writing one event per row of the CTE `from` (a one-statement write,
- * core/unit-of-work.ts#writeInsert): the memory the event carries is the row inserted, so the payload
- * is the event's with the row's id at `memory.id` (the event is checked with the id it has).
+ * core/unit-of-work.ts#oneStatementWrite): the memory the event carries is the row inserted, so the
+ * payload (from eventJson) is written with the row's id at `memory.id`.
  */
-export function outboxInsertPerRow(event: OutboxEvent, from: string) {
-  checkEvent(event);
-  if (memoryOf(event) === null) throw new Error(`Event ${event.type} carries no memory`);
+export function outboxInsertPerRow(event: Omit<OutboxEvent, 'payload'> & { payloadJson: string }, from: string) {
   const row = sql.table(from);
   return sql`INSERT INTO outbox_events (organization_id, project_id, type, payload, memory_id, created_at)
     SELECT ${event.organizationId}::text, ${event.projectId}::text, ${event.type}::text,
-      jsonb_set(${encodeJson(event.payload)}::jsonb, '{memory,id}', to_jsonb(${row}.id)), ${row}.id, ${event.createdAt}::timestamptz
+      jsonb_set(${event.payloadJson}::jsonb, '{memory,id}', to_jsonb(${row}.id)), ${row}.id, ${event.createdAt}::timestamptz
     FROM ${row}`;
 }
 
-function checkEvent(e: OutboxEvent): void {
+/** A payload of a memory event checked against the catalogue and encoded, for outboxInsertPerRow. */
+export function eventJson<K extends EventKind>(type: K, payload: EventPayload<K>): string {
+  const event = { type, payload } as OutboxEvent;
+  checkEvent(event);
+  if (memoryOf(event) === null) throw new Error(`Event ${type} carries no memory`);
+  return encodeJson(payload);
+}
+
+function checkEvent(e: Pick<OutboxEvent, 'type' | 'payload'>): void {
   const valid = validators.get(e.type);
   if (!valid) throw new Error(`Undeclared event kind ${String(e.type)}; declare it in core/events.ts`);
   if (!valid(e.payload)) throw new Error(`Event ${e.type} payload does not match its schema: ${bodyAjv.errorsText(valid.errors)}`);

@@ -1,4 +1,5 @@
-import { sql, type OperationNodeSource, type Transaction } from 'kysely';
+import { sql, type Kysely, type OperationNodeSource, type Transaction } from 'kysely';
+import { prepared } from '../store/prepared.js';
 import { LAST_IN_TRANSACTION, nowIso, type Database } from '../store/database.js';
 import type { DB } from '../store/schema.js';
 import { auditInsert, auditInsertPerRow, type AuditEntry } from './audit-log.js';
@@ -59,43 +60,59 @@ export async function write<T>(
   return result;
 }
 
+/** The write context's values as oneStatementWrite binds them, for the shape's own rows. */
+export interface BoundContext {
+  projectId: string | null;
+  actorType: string;
+  actorId: number | null;
+  requestId: string | null;
+  now: string;
+}
+
+/** What a one-statement write does (oneStatementWrite); every value in it is bound, never shaping the SQL. */
+export interface InsertShape {
+  /** Data-modifying CTEs run in order, the last named `inserted` and returning the row. */
+  steps: Array<[name: string, statement: OperationNodeSource]>;
+  /** The owning module's further inserts, reading `inserted`. */
+  rows: OperationNodeSource[];
+  audit: { action: string; targetType: string };
+  /** An event carrying the inserted row, its payload from `eventJson` (the row's id is set at memory.id). */
+  event?: { type: EventKind; payloadJson: string };
+}
+
 /**
- * One INSERT and what it implies, as a single statement (PostgreSQL): `steps` are data-modifying
- * CTEs run in order, the last named `inserted` and returning the row; `rows` are the owning
- * module's further inserts reading `inserted`; the audit row and the event (its `memory.id` the
- * row's id) are written per row of `inserted`. One statement is atomic without BEGIN and COMMIT:
- * one round trip where write() takes two. Nothing but `steps` takes effect when the INSERT does
- * not land (ON CONFLICT DO NOTHING): the result is then undefined, and the caller takes write().
- * Not for a request with an Idempotency-Key (its journal row needs the result): the caller checks.
+ * One INSERT and what it implies, as a single statement (PostgreSQL): the shape's steps, its rows,
+ * and an audit row and event per row of `inserted`. One statement is atomic without BEGIN and
+ * COMMIT: one round trip where write() takes two. Nothing but the steps takes effect when the INSERT
+ * does not land (ON CONFLICT DO NOTHING): the result is then undefined, and the caller takes write().
+ * Built and compiled once (store/prepared.ts), with a marker for each of `arity` arguments and of the
+ * write context's values. Not for a request with an Idempotency-Key (its journal row needs the
+ * result): the caller checks.
  */
-export async function writeInsert<Row extends { id: number }>(
-  database: Database,
-  ctx: WriteContext,
-  spec: {
-    steps: Array<[name: string, statement: OperationNodeSource]>;
-    rows: Array<OperationNodeSource>;
-    audit: { action: string; targetType: string };
-    event?: { type: EventKind; payload: EventPayload<EventKind> };
-    now: string;
-  },
-): Promise<Row | undefined> {
-  if (database.dialect !== 'postgres' || ctx.journal) throw new Error('writeInsert: PostgreSQL writes without a journal only');
-  if (spec.steps.at(-1)?.[0] !== 'inserted') throw new Error('writeInsert: the last step must be named inserted');
-  const audit = auditInsertPerRow({
-    organizationId: ctx.organizationId, projectId: ctx.projectId, actorType: ctx.actor.type, actorId: ctx.actor.id,
-    action: spec.audit.action, targetType: spec.audit.targetType, result: 'success', requestId: ctx.requestId, createdAt: spec.now,
-  }, 'inserted');
-  const event = spec.event
-    ? outboxInsertPerRow({ organizationId: ctx.organizationId, projectId: ctx.projectId, type: spec.event.type, payload: spec.event.payload, createdAt: spec.now }, 'inserted')
-    : undefined;
-  const ctes = [
-    ...spec.steps,
-    ...[...spec.rows, ...(event ? [event] : []), audit].map((statement, i): [string, OperationNodeSource] => [`effect_${i}`, statement]),
-  ];
-  const statement = sql<Row>`WITH ${sql.join(ctes.map(([name, cte]) => sql`${sql.id(name)} AS (${cte})`))} SELECT * FROM inserted`;
-  const [row] = (await statement.execute(database.db)).rows;
-  if (row && event) notifyEventsCommitted();
-  return row;
+export function oneStatementWrite<A extends unknown[]>(arity: number, shape: (db: Kysely<DB>, bound: BoundContext, ...args: A) => InsertShape) {
+  let emits: boolean | undefined;
+  const statement = prepared(6 + arity, (db, organizationId: string, projectId: string | null, actorType: string, actorId: number | null,
+    requestId: string | null, now: string, ...args: A) => {
+    const { steps, rows, audit, event } = shape(db as Kysely<DB>, { projectId, actorType, actorId, requestId, now }, ...args);
+    if (steps.at(-1)?.[0] !== 'inserted') throw new Error('oneStatementWrite: the last step must be named inserted');
+    emits = event !== undefined;
+    const effects = [
+      ...rows,
+      ...(event ? [outboxInsertPerRow({ organizationId, projectId, type: event.type, payloadJson: event.payloadJson, createdAt: now }, 'inserted')] : []),
+      auditInsertPerRow({
+        organizationId, projectId, actorType, actorId, action: audit.action, targetType: audit.targetType, result: 'success', requestId, createdAt: now,
+      }, 'inserted'),
+    ];
+    const ctes = [...steps, ...effects.map((cte, i): [string, OperationNodeSource] => [`effect_${i}`, cte])];
+    const query = sql`WITH ${sql.join(ctes.map(([name, cte]) => sql`${sql.id(name)} AS (${cte})`))} SELECT * FROM inserted`;
+    return { compile: () => query.compile(db) };
+  });
+  return async <Row extends { id: number }>(database: Database, ctx: WriteContext, now: string, ...args: A): Promise<Row | undefined> => {
+    if (database.dialect !== 'postgres' || ctx.journal) throw new Error('oneStatementWrite: PostgreSQL writes without a journal only');
+    const [row] = (await statement(database.db, ctx.organizationId, ctx.projectId, ctx.actor.type, ctx.actor.id, ctx.requestId, now, ...args)) as Row[];
+    if (row && emits) notifyEventsCommitted();
+    return row;
+  };
 }
 
 /** PostgreSQL: a transaction of its own. SQLite: a place in the next group commit. */

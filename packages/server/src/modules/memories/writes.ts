@@ -2,9 +2,10 @@ import { sql, type Insertable, type QueryCreator, type Transaction } from 'kysel
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
-import { write, writeInsert, type Effects, type WriteContext } from '../../core/unit-of-work.js';
+import { oneStatementWrite, write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
 import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
+import { eventJson } from '../../core/events.js';
 import { encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { prepared, preparedWrite } from '../../store/prepared.js';
 import type { DB, MemoriesTable } from '../../store/schema.js';
@@ -282,30 +283,37 @@ export async function addMemory(database: Database, ctx: WriteContext, owner: Ow
 
 /**
  * PostgreSQL: a new memory with its revision bump, history row, memory.created event and audit
- * row as one statement (core/unit-of-work.ts#writeInsert). Undefined for a duplicate, of which
+ * row as one statement (core/unit-of-work.ts#oneStatementWrite). Undefined for a duplicate, of which
  * nothing but the revision bump was written: addMemory then takes the general path, which finds it.
  */
 async function addInOneStatement(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<MemoryView | undefined> {
   const now = nowIso();
   const row = memoryRow(database, owner, input, duplicateKey(input), 0, now);
-  // The memory as its row will read; its id is the row's (set in SQL: the event carries it as checked here).
+  // The memory as its row will read; its id is the row's (set in SQL).
   const expected = toMemory({ ...row, id: 1 } as MemoryRow);
-  const db = database.db;
-  const inserted = await writeInsert<MemoryRow>(database, ctx, {
-    now,
+  const inserted = await addStatement<MemoryRow>(database, ctx, now, encodeJson(createdChanges(expected)),
+    eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }), ...NEW_MEMORY_COLUMNS.map((column) => row[column]));
+  return inserted && toMemory(inserted);
+}
+
+const NEW_MEMORY_COLUMNS = MEMORY_COLUMNS.filter((column) => column !== 'seq');
+
+const addStatement = oneStatementWrite(2 + NEW_MEMORY_COLUMNS.length, (db, bound, changesJson: string, payloadJson: string, ...values: unknown[]) => {
+  const row = Object.fromEntries(NEW_MEMORY_COLUMNS.map((column, i) => [column, values[i]])) as Omit<Insertable<MemoriesTable>, 'seq'>;
+  const owner = { projectId: row.project_id as string, tenantId: row.tenant_id as string, endUserId: row.end_user_id as string };
+  return {
     steps: [
-      ['revision', revisionBump(db, owner, now)],
+      ['revision', revisionBump(db, owner, bound.now)],
       ['inserted', db.insertInto('memories').values({ ...row, seq: sql<number>`(SELECT revision FROM revision)` }).onConflict((oc) => oc.doNothing()).returningAll()],
     ],
     rows: [sql`INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
-      SELECT ${ctx.projectId}::text, inserted.id, 'create', ${encodeJson(createdChanges(expected))}::jsonb, ${ctx.actor.type}::text,
-        ${ctx.actor.id}::bigint, ${ctx.requestId}::text, ${now}::timestamptz
+      SELECT ${bound.projectId}::text, inserted.id, 'create', ${changesJson}::jsonb, ${bound.actorType}::text, ${bound.actorId}::bigint,
+        ${bound.requestId}::text, ${bound.now}::timestamptz
       FROM inserted`],
     audit: { action: 'memory.add', targetType: 'memory' },
-    event: { type: 'memory.created', payload: { memory: expected, tenant_id: owner.tenantId || null } },
-  });
-  return inserted && toMemory(inserted);
-}
+    event: { type: 'memory.created', payloadJson },
+  };
+});
 
 
 const validateItem = compileBody<AddMemoryInput>(AddMemoryBody);
