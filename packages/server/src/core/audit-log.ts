@@ -1,7 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import { sha256Hex } from './crypto.js';
 import type { Database, Executor } from '../store/database.js';
-import { preparedWrite } from '../store/prepared.js';
+import { preparedInsert } from '../store/prepared.js';
+import type { AuditLogTable } from '../store/schema.js';
 
 /**
  * The append-only, hash-chained audit log: written only here; the audit module reads and verifies
@@ -55,31 +56,21 @@ export function chainHash(entry: AuditEntry, place: ChainPlace, prevHash: string
  */
 export function auditInsert(trx: Executor, entries: AuditEntry[]) {
   if (entries.length === 0) return undefined;
-  if (entries.length === 1) {
-    const e = entries[0]!;
-    return auditRow(trx, e.organizationId, e.projectId, e.actorType, e.actorId, e.action, e.targetType, e.targetId, e.result, e.requestId, e.createdAt);
-  }
-  return trx.insertInto('audit_log').values(
-    entries.map((e) => ({
-      organization_id: e.organizationId, project_id: e.projectId, actor_type: e.actorType, actor_id: e.actorId,
-      action: e.action, target_type: e.targetType, target_id: e.targetId, result: e.result,
-      request_id: e.requestId, created_at: e.createdAt,
-    })),
-  );
+  return auditRows(trx, entries.map((e) => ({
+    organization_id: e.organizationId, project_id: e.projectId, actor_type: e.actorType, actor_id: e.actorId,
+    action: e.action, target_type: e.targetType, target_id: e.targetId, result: e.result,
+    request_id: e.requestId, created_at: e.createdAt,
+  })));
 }
 
-/** The one row of most writes, compiled once. */
-const auditRow = preparedWrite(10, (db, organizationId: string, projectId: string | null, actorType: string, actorId: number | null, action: string,
-  targetType: string, targetId: string | null, result: string, requestId: string | null, createdAt: string) =>
-  db.insertInto('audit_log').values({
-    organization_id: organizationId, project_id: projectId, actor_type: actorType, actor_id: actorId, action, target_type: targetType,
-    target_id: targetId, result, request_id: requestId, created_at: createdAt,
-  }),
+const auditRows = preparedInsert<Insertable<AuditLogTable>>(
+  ['organization_id', 'project_id', 'actor_type', 'actor_id', 'action', 'target_type', 'target_id', 'result', 'request_id', 'created_at'],
+  (db, rows) => db.insertInto('audit_log').values(rows),
 );
 
 /**
  * PostgreSQL: the insert appending one entry per row of the CTE `from` (a one-statement write,
- * core/unit-of-work.ts#writeInsert), whose id is the entry's target.
+ * core/unit-of-work.ts#oneStatementWrite), whose id is the entry's target.
  */
 export function auditInsertPerRow(entry: Omit<AuditEntry, 'targetId'>, from: string) {
   const row = sql.table(from);

@@ -1,7 +1,8 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import { sql } from 'kysely';
+import { sql, type Insertable } from 'kysely';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
-import { preparedWrite } from '../store/prepared.js';
+import { preparedInsert } from '../store/prepared.js';
+import type { OutboxEventsTable } from '../store/schema.js';
 import { bodyAjv } from './validation.js';
 
 /**
@@ -133,25 +134,14 @@ export interface OutboxEvent<K extends EventKind = EventKind> {
 export function outboxInsert(trx: Executor, events: OutboxEvent[]) {
   if (events.length === 0) return undefined;
   for (const e of events) checkEvent(e);
-  if (events.length === 1) {
-    const e = events[0]!;
-    return outboxRow(trx, e.organizationId, e.projectId, e.type, encodeJson(e.payload), memoryOf(e), e.createdAt);
-  }
-  return trx.insertInto('outbox_events').values(
-    events.map((e) => ({
-      organization_id: e.organizationId,
-      project_id: e.projectId,
-      type: e.type,
-      payload: encodeJson(e.payload),
-      memory_id: memoryOf(e),
-      created_at: e.createdAt,
-    })),
-  );
+  return outboxRows(trx, events.map((e) => ({
+    organization_id: e.organizationId, project_id: e.projectId, type: e.type, payload: encodeJson(e.payload), memory_id: memoryOf(e), created_at: e.createdAt,
+  })));
 }
 
-/** The one event of most writes, compiled once. */
-const outboxRow = preparedWrite(6, (db, organizationId: string, projectId: string | null, type: string, payload: string, memoryId: number | null, createdAt: string) =>
-  db.insertInto('outbox_events').values({ organization_id: organizationId, project_id: projectId, type, payload, memory_id: memoryId, created_at: createdAt }),
+const outboxRows = preparedInsert<Insertable<OutboxEventsTable>>(
+  ['organization_id', 'project_id', 'type', 'payload', 'memory_id', 'created_at'],
+  (db, rows) => db.insertInto('outbox_events').values(rows),
 );
 
 /**

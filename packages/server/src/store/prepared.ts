@@ -13,15 +13,32 @@ export function prepared<A extends unknown[], R>(arity: number, build: (db: Exec
 }
 
 /**
- * A statement of fixed shape among a write's pending statements (core/unit-of-work.ts), compiled
- * once per dialect as `prepared` is; the Kysely query is built only when the unit of work combines
- * it into another statement (PostgreSQL).
+ * An INSERT of rows (and what follows its VALUES: ON CONFLICT, RETURNING) compiled once per dialect
+ * and row count, then run with new values: the inserts of a write, whose rows vary only in number.
+ * Each row has every column of `columns`; `build` must use their values only as bound values. The
+ * Kysely query is built only when the unit of work combines the insert into another statement
+ * (PostgreSQL, core/unit-of-work.ts).
  */
-export function preparedWrite<A extends unknown[]>(arity: number, build: (db: Executor, ...args: A) => Compilable & OperationNodeSource) {
-  const compile = compiledOnce(arity, build);
-  return (db: Executor, ...args: A): Compilable & OperationNodeSource => ({
-    compile: () => compile(db, args),
-    toOperationNode: () => build(db, ...args).toOperationNode(),
+export function preparedInsert<Row extends Record<string, unknown>, R = unknown>(
+  columns: ReadonlyArray<keyof Row & string>,
+  build: (db: Executor, rows: Row[]) => Compilable<R> & OperationNodeSource,
+) {
+  const byCount = new Map<number, (db: Executor, args: unknown[]) => CompiledQuery<R>>();
+  const compilerFor = (count: number) => {
+    let compile = byCount.get(count);
+    if (!compile) {
+      const width = columns.length;
+      compile = compiledOnce(count * width, (db, ...values: unknown[]) =>
+        build(db, Array.from({ length: count }, (_, r) => Object.fromEntries(columns.map((column, c) => [column, values[r * width + c]])) as Row)),
+      );
+      // Counts vary with the size of a bulk request: the first ones seen are kept, the rest compiled each time.
+      if (byCount.size < 64) byCount.set(count, compile);
+    }
+    return compile;
+  };
+  return (db: Executor, rows: Row[]): Compilable<R> & OperationNodeSource => ({
+    compile: () => compilerFor(rows.length)(db, rows.flatMap((row) => columns.map((column) => row[column]))),
+    toOperationNode: () => build(db, rows).toOperationNode(),
   });
 }
 
@@ -33,7 +50,8 @@ function compiledOnce<A extends unknown[], R>(arity: number, build: (db: Executo
     if (!entry) {
       const markers = Array.from({ length: arity }, (_, i) => `\u0000prepared-argument-${i}\u0000`);
       const compiled = build(db, ...(markers as unknown as A)).compile();
-      const slots = compiled.parameters.map((p) => markers.indexOf(p as string));
+      const markerIndex = new Map(markers.map((marker, i) => [marker, i]));
+      const slots = compiled.parameters.map((p) => markerIndex.get(p as string) ?? -1);
       if (new Set(slots.filter((s) => s >= 0)).size !== arity) throw new Error('prepared: every argument must be bound exactly once');
       entry = { compiled, slots };
       compiledByDialect.set(dialect, entry);

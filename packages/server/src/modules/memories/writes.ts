@@ -7,8 +7,8 @@ import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { eventJson } from '../../core/events.js';
 import { encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
-import { prepared, preparedWrite } from '../../store/prepared.js';
-import type { DB, MemoriesTable } from '../../store/schema.js';
+import { prepared, preparedInsert } from '../../store/prepared.js';
+import type { DB, MemoriesTable, MemoryHistoryTable } from '../../store/schema.js';
 import { owned, toMemory, type MemoryRow, type Owner } from './feed.js';
 import {
   AddMemoryBody, LIMITS,
@@ -82,33 +82,15 @@ export async function recordHistory(trx: Executor, ctx: WriteContext, entries: H
 /** The insert of history rows, for a write to hand to its unit of work (Effects.later); undefined when there are none. */
 function historyInsert(trx: Executor, ctx: WriteContext, entries: HistoryEntry[], now: string) {
   if (entries.length === 0) return undefined;
-  if (entries.length === 1) {
-    const e = entries[0]!;
-    return historyRow(trx, ctx.projectId!, e.memoryId, e.action, e.changes === null ? null : encodeJson(e.changes), ctx.actor.type, ctx.actor.id, ctx.requestId, now);
-  }
-  return trx
-    .insertInto('memory_history')
-    .values(
-      entries.map((e) => ({
-        project_id: ctx.projectId!,
-        memory_id: e.memoryId,
-        action: e.action,
-        changes: e.changes === null ? null : encodeJson(e.changes),
-        actor_type: ctx.actor.type,
-        actor_id: ctx.actor.id,
-        request_id: ctx.requestId,
-        created_at: now,
-      })),
-    );
+  return historyRows(trx, entries.map((e) => ({
+    project_id: ctx.projectId!, memory_id: e.memoryId, action: e.action, changes: e.changes === null ? null : encodeJson(e.changes),
+    actor_type: ctx.actor.type, actor_id: ctx.actor.id, request_id: ctx.requestId, created_at: now,
+  })));
 }
 
-
-/** The one history row of most changes, compiled once. */
-const historyRow = preparedWrite(8, (db, projectId: string, memoryId: number, action: string, changes: string | null, actorType: string,
-  actorId: number | null, requestId: string | null, createdAt: string) =>
-  db.insertInto('memory_history').values({
-    project_id: projectId, memory_id: memoryId, action, changes, actor_type: actorType, actor_id: actorId, request_id: requestId, created_at: createdAt,
-  }),
+const historyRows = preparedInsert<Insertable<MemoryHistoryTable>>(
+  ['project_id', 'memory_id', 'action', 'changes', 'actor_type', 'actor_id', 'request_id', 'created_at'],
+  (db, rows) => db.insertInto('memory_history').values(rows),
 );
 
 
@@ -166,7 +148,7 @@ async function insertMemories(
     rows.push(memoryRow(database, owner, item, hash, seq, now));
   });
 
-  const inserted = rows.length ? await trx.insertInto('memories').values(rows).returningAll().execute() : [];
+  const inserted = rows.length ? (await trx.executeQuery(insertRows(trx, rows).compile())).rows : [];
   const memories = inserted.map(toMemory);
   recordCreated(trx, ctx, effects, owner, memories);
   return outcomes.map((o) => {
@@ -194,12 +176,13 @@ const MEMORY_COLUMNS = [
   'speaker', 'dedupe_hash', 'seq', 'created_at', 'updated_at', 'deleted_at', 'superseded_by',
 ] as const satisfies ReadonlyArray<keyof Omit<MemoryRow, 'id'>>;
 
-/** One memory row (values in MEMORY_COLUMNS order) unless it conflicts with a live one of the owner, compiled once. */
-const insertUnlessConflict = prepared(MEMORY_COLUMNS.length, (db, ...values: unknown[]) =>
-  db.insertInto('memories')
-    .values(Object.fromEntries(MEMORY_COLUMNS.map((column, i) => [column, values[i]])) as Insertable<MemoriesTable>)
-    .onConflict((oc) => oc.doNothing())
-    .returningAll(),
+/** Memory rows (unless one conflicts with a live memory of the owner), compiled once per row count. */
+const insertUnlessConflict = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(MEMORY_COLUMNS, (db, rows) =>
+  db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).onConflict((oc) => oc.doNothing()).returningAll(),
+);
+
+const insertRows = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(MEMORY_COLUMNS, (db, rows) =>
+  db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).returningAll(),
 );
 
 /** The owner's live memories with one of these text hashes or client refs (one query per partial unique index). */
@@ -242,7 +225,7 @@ async function insertUnlessDuplicate(
       .executeTakeFirst();
   } else {
     const row = memoryRow(database, owner, item, hash, await nextSeq(trx, owner, now), now);
-    [inserted] = await insertUnlessConflict(trx, ...MEMORY_COLUMNS.map((column) => row[column]));
+    [inserted] = (await trx.executeQuery(insertUnlessConflict(trx, [row]).compile())).rows;
   }
   if (inserted) return { created: toMemory(inserted) };
   const { byHash, byRef } = await existingDuplicates(trx, owner, [hash], item.client_ref === undefined ? [] : [item.client_ref]);
