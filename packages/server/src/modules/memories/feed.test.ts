@@ -3,7 +3,7 @@ import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory } from '../../testing/memories.js';
 import {
   changesSince, countForExport, exportPage, forgottenSince, historyOfMemories, largeOwnersChangedAfter, listMemories, liveMemoryCount,
-  liveProjectMemories, memoriesByIds, memoryCounts, ownersOfMemories, projectRevision, revisionOf,
+  liveProjectMemories, memoriesByIds, memoryCounts, ownerMemoriesAt, ownersOfMemories, projectRevision, revisionOf,
 } from './index.js';
 
 /**
@@ -52,6 +52,24 @@ forEachDialect('memory feed', (dialect) => {
     expect(await memoriesByIds(db, { projectId: project() }, [])).toEqual([]);
     const [row] = await memoriesByIds(db, { projectId: project() }, [ids.acmeU1!]);
     expect(row).toMatchObject({ id: ids.acmeU1, text: 'acme u1 turn', tenant_id: 'acme', end_user_id: 'u1', speaker: 'me', session_id: 's1' });
+  });
+
+  it("gives an owner's revision with its live rows by id, in the order asked, only the owner's", async () => {
+    const db = t.database.db;
+    const all = [ids.globexU1!, ids.acmeU1Other!, ids.acmeU2!, ids.acmeU1!, ids.bob!, ids.alice!, ids.aliceForgotten!];
+    const u1 = { projectId: project(), tenantId: 'acme', endUserId: 'u1' };
+    const at = await ownerMemoriesAt(db, u1, all);
+    expect(at.revision).toBe(await revisionOf(db, u1));
+    expect(at.revision).toBeGreaterThan(0);
+    expect(idsOf(at.memories)).toEqual([ids.acmeU1Other, ids.acmeU1]);
+    expect(at.memories[1]).toMatchObject({ id: ids.acmeU1, text: 'acme u1 turn', tenant_id: 'acme', end_user_id: 'u1', speaker: 'me', session_id: 's1' });
+    // Forgotten rows are not given; ids of nothing live still give the revision.
+    const alice = await ownerMemoriesAt(db, plain('alice'), [ids.aliceForgotten!, ids.bob!]);
+    expect(alice).toEqual({ revision: await revisionOf(db, plain('alice')), memories: [] });
+    expect(idsOf((await ownerMemoriesAt(db, plain('alice'), all)).memories)).toEqual([ids.alice]);
+    // An owner with nothing written, or of another project: revision 0, no rows.
+    expect(await ownerMemoriesAt(db, plain('nobody'), all)).toEqual({ revision: 0, memories: [] });
+    expect(await ownerMemoriesAt(db, { ...plain('alice'), projectId: 'no-such-project' }, all)).toEqual({ revision: 0, memories: [] });
   });
 
   it('tells whether anything of an owner was forgotten after a sequence', async () => {

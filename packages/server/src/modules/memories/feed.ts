@@ -295,6 +295,47 @@ export async function memoriesByIds(
 }
 
 
+/**
+ * The owner's revision and, read in the same statement (so as of the same commit), its live
+ * memories among these ids in the order asked: for a caller that ranked on an index it holds and
+ * keeps the answer only if that index was of this revision (retrieval's query: one round trip).
+ * Ids must be non-empty. Revision 0 for an owner with nothing written yet.
+ */
+export async function ownerMemoriesAt(
+  db: Executor,
+  owner: Owner,
+  ids: number[],
+): Promise<{ revision: number; memories: Array<MemoryView & { speaker: string | null; tenant_id: string }> }> {
+  const query = rowsAtRevision(ids.length);
+  const rows = await query(db, owner.projectId, owner.tenantId, owner.endUserId, ...ids);
+  // Tenant and end user are checked here, as memoriesByIds does (and the left join's empty row dropped).
+  const byId = new Map(
+    rows
+      .filter((r) => r.id !== null && r.tenant_id === owner.tenantId && r.end_user_id === owner.endUserId)
+      .map((r) => [r.id, { ...toMemory(r as MemoryRow), speaker: r.speaker, tenant_id: r.tenant_id! }]),
+  );
+  return { revision: rows[0]?.owner_revision ?? 0, memories: ids.flatMap((id) => byId.get(id) ?? []) };
+}
+
+type RowAtRevision = { owner_revision: number } & { [K in keyof MemoryRow]: MemoryRow[K] | null };
+const rowsAtRevisionQueries = new Map<number, (db: Executor, projectId: string, tenantId: string, endUserId: string, ...ids: number[]) => Promise<RowAtRevision[]>>();
+/** One compiled query per id-list length, as liveRowsByIds. */
+function rowsAtRevision(count: number) {
+  let query = rowsAtRevisionQueries.get(count);
+  if (!query) {
+    query = prepared(3 + count, (q, projectId: string, tenantId: string, endUserId: string, ...wanted: number[]) =>
+      q.selectFrom('end_users as e')
+        .leftJoin('memories as m', (join) => join.onRef('m.project_id', '=', 'e.project_id').on('m.deleted_at', 'is', null).on('m.id', 'in', wanted))
+        .select('e.revision as owner_revision')
+        .selectAll('m')
+        .where('e.project_id', '=', projectId).where('e.tenant_id', '=', tenantId).where('e.end_user_id', '=', endUserId),
+    ) as (db: Executor, projectId: string, tenantId: string, endUserId: string, ...ids: number[]) => Promise<RowAtRevision[]>;
+    if (rowsAtRevisionQueries.size < 500) rowsAtRevisionQueries.set(count, query);
+  }
+  return query;
+}
+
+
 /** A page of live /v1 memories (those of a tenant) of a project, filtered by tenant, end user and session, newest first. */
 export async function listMemories(
   db: Executor,

@@ -26,6 +26,8 @@ interface Entry extends CachedIndex {
   storing?: boolean;
 }
 
+const ownerKey = (owner: Owner) => `u\u0000${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
+
 const YIELD_EVERY_ROWS = 2000;
 /** The background refresh looks again at end users changed this long before its last run (writes commit after their time). */
 const REFRESH_OVERLAP_MS = 60_000;
@@ -55,8 +57,28 @@ export class IndexCache {
     private readonly snapshotMinMemories = 0,
   ) {}
 
+  /**
+   * The owner's index as held, without reading the revision: for a caller that reads the revision
+   * together with what it needs next and keeps its answer only if they agree (then `confirmed`).
+   * Undefined when none is held or it is being brought up to date.
+   */
+  held(owner: Owner): CachedIndex | undefined {
+    const key = ownerKey(owner);
+    const entry = this.entries.get(key);
+    if (!entry || entry.refreshing || entry.revision === 0) return undefined;
+    // Most recently used last.
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry;
+  }
+
+  /** A held index turned out current (for /metrics, as a lookup answered from a current index). */
+  confirmed(): void {
+    this.hits++;
+  }
+
   async forOwner(owner: Owner): Promise<CachedIndex> {
-    const key = `u\u0000${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
+    const key = ownerKey(owner);
     // Snapshots hold the built-in features only: vectors of a remote embedder are read from their table.
     const snapshots = this.snapshotMinMemories > 0 && this.embeddings.embedder === null;
     return this.use(key, () => revisionOf(this.database.db, owner), async (entry, revision) => {

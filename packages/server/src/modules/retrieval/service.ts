@@ -2,7 +2,7 @@ import { analyze, estimateTokens, parseTemporal, type SearchHit } from '../../en
 import { invalid } from '../../core/errors.js';
 import { canonicalJson } from '../../core/json.js';
 import type { Database } from '../../store/database.js';
-import { memoriesByIds, type Owner } from '../memories/index.js';
+import { memoriesByIds, ownerMemoriesAt, revisionOf, type Owner } from '../memories/index.js';
 import type { MemoryView } from '../memories/index.js';
 import type { EmbeddingStore } from './embeddings.js';
 import type { CachedIndex, DocMeta, IndexCache } from './index-cache.js';
@@ -76,6 +76,17 @@ function demoteSuperseded<T extends { score: number; superseded_by: number | nul
   return [...kept, ...ranked.filter((m) => m.superseded_by !== null).map((m) => ({ ...m, score: Math.min(m.score, floor) / 2 }))];
 }
 
+/** Rows of ranked hits with their relevance (and explanation when asked), best first. */
+function scored(
+  hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>, rows: Array<MemoryView & { speaker: string | null; tenant_id: string }>, explain = false,
+): ScoredMemory[] {
+  const byId = new Map(hits.map((h) => [h.id, h]));
+  return demoteSuperseded(rows.map(({ tenant_id: _tenant, ...row }) => {
+    const hit = byId.get(row.id)!;
+    return { ...row, score: hit.relevance, ...(explain && hit.explanation ? { explanation: hit.explanation } : {}) };
+  }));
+}
+
 export class Retrieval {
   constructor(
     private readonly database: Database,
@@ -93,12 +104,7 @@ export class Retrieval {
       scope.kind === 'owner'
         ? { projectId: scope.owner.projectId, tenantId: scope.owner.tenantId, endUserId: scope.owner.endUserId }
         : { projectId: scope.projectId, tenantId: scope.tenantId };
-    const rows = await memoriesByIds(this.database.db, rowScope, hits.map((h) => h.id));
-    const byId = new Map(hits.map((h) => [h.id, h]));
-    return demoteSuperseded(rows.map(({ tenant_id: _tenant, ...row }) => {
-      const hit = byId.get(row.id)!;
-      return { ...row, score: hit.relevance, ...(explain && hit.explanation ? { explanation: hit.explanation } : {}) };
-    }));
+    return scored(hits, await memoriesByIds(this.database.db, rowScope, hits.map((h) => h.id)), explain);
   }
 
   private async rank(
@@ -128,15 +134,28 @@ export class Retrieval {
     input: { query: string; k?: number; session_id?: string; filters?: FiltersInput; explain?: boolean } & Cutoff,
   ): Promise<ScoredMemory[]> {
     if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
-    const scope: RetrievalScope = { kind: 'owner', owner };
-    const hits = await this.rank(await this.indexOf(scope), input.query, {
+    const opts = {
       k: input.k ?? DEFAULT_K,
       cutoff: input,
       ...(input.session_id !== undefined ? { sessionId: input.session_id } : {}),
       ...(input.filters !== undefined ? { filters: input.filters } : {}),
       explain: input.explain ?? false,
-    });
-    return this.hydrate(scope, hits, input.explain);
+    };
+    // Ranked on the index held, its rows read with the owner's revision in one statement: exact
+    // when the index was of that revision (one round trip); otherwise as below.
+    const held = this.cache.held(owner);
+    if (held) {
+      const hits = await this.rank(held, input.query, opts);
+      const { revision, memories } = hits.length > 0
+        ? await ownerMemoriesAt(this.database.db, owner, hits.map((h) => h.id))
+        : { revision: await revisionOf(this.database.db, owner), memories: [] };
+      if (revision === held.revision) {
+        this.cache.confirmed();
+        return scored(hits, memories, input.explain);
+      }
+    }
+    const scope: RetrievalScope = { kind: 'owner', owner };
+    return this.hydrate(scope, await this.rank(await this.indexOf(scope), input.query, opts), input.explain);
   }
 
   /** Ids of the owner's live memories that pass the filters (and session), oldest first: the same filters query applies. */
