@@ -173,6 +173,8 @@ export class MemoryIndex {
   private metaBuf = new Float64Array(0);
   private ctxBuf = new Float64Array(0);
   private expBuf = new Float64Array(0);
+  /** Per first-pass candidate (by its index in the touched list): its known score part, for ranking. */
+  private knownBuf = new Float64Array(0);
   private readonly scratch: ContextScratch = {
     tfSelf: new Float64Array(0),
     tfCtx: new Float64Array(0),
@@ -240,6 +242,7 @@ export class MemoryIndex {
     this.metaBuf = new Float64Array(cap);
     this.ctxBuf = new Float64Array(cap);
     this.expBuf = new Float64Array(cap);
+    this.knownBuf = new Float64Array(cap);
     const sc = this.scratch;
     sc.tfSelf = new Float64Array(cap);
     sc.tfCtx = new Float64Array(cap);
@@ -677,34 +680,48 @@ export class MemoryIndex {
         Math.max(0, w.recency) * Math.pow(0.5, Math.max(0, now - this.maxCreatedAt) / halfLife) +
         Math.abs(w.importance) * this.maxImportanceDev + Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
         1e-9;
+      const namesTime = this.namesTime;
+      // One pass over the first-pass docs: each one's known part (below) is kept by its index in the
+      // touched list, and the docs with the best word evidence seed the top k.
+      const knownOf = this.knownBuf;
       const seed = new TopK(k);
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
         const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
         if (words > seed.floor && eligible(s)) seed.offer(s, words);
+        const ms = metaS[s]!;
+        const sn = sessionNo[s]!;
+        const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
+        knownOf[i] =
+          words * (1 + metaLift * m + (namesTime[s] ? whenLift : 0)) +
+          (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
+          wMeta * m * metaNorm;
       }
       for (const { slot } of seed.sorted()) offer(slot);
       let min = top.floor;
+      for (let i = 0; i < tn; i++) {
+        if (knownOf[i]! + bound <= min) continue;
+        const s = ta[i]!;
+        if (eligible(s)) {
+          offer(s);
+          min = top.floor;
+        }
+      }
       // A doc with expansion evidence only and no speaker/tag match has no evidence of its own, so
       // it scores its expansion words plus the when-lift on them and no priors: at most this.
       const bareExpansionCap = Math.abs(wExp) * (1 + whenLift) + 1e-9;
-      for (let pass = 0; pass < 2; pass++) {
-        const list = pass === 0 ? ta : ea;
-        const n = pass === 0 ? tn : en;
-        if (pass === 1 && mn === 0 && bareExpansionCap <= min) break;
-        for (let i = 0; i < n; i++) {
-          const s = list[i]!;
+      if (mn > 0 || bareExpansionCap > min) {
+        for (let i = 0; i < en; i++) {
+          const s = ea[i]!;
           const ms = metaS[s]!;
-          if (pass === 1) {
-            // A doc with first-pass evidence was already offered in the first pass; offering it
-            // again cannot change the top k.
-            if (lex[s] !== 0 || ctx[s] !== 0 || (ms === 0 && bareExpansionCap <= min)) continue;
-          }
+          // A doc with first-pass evidence was already offered in the first pass; offering it
+          // again cannot change the top k.
+          if ((ms === 0 && bareExpansionCap <= min) || lex[s] !== 0 || ctx[s] !== 0) continue;
           const sn = sessionNo[s]!;
           const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
           const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
           const known =
-            words * (1 + metaLift * m + (this.namesTime[s] ? whenLift : 0)) +
+            words * (1 + metaLift * m + (namesTime[s] ? whenLift : 0)) +
             (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
             wMeta * m * metaNorm;
           if (known + bound <= min) continue;
