@@ -29,9 +29,10 @@ export interface ContextScratch {
   tfCtx: Float64Array;
   /** Slots touched by the current term. */
   termTouched: Int32Array;
-  /** Per-slot cached length normalisation; valid where normStamp[slot] === stamp. */
+  /** Per-slot cached length normalisation, 0 where not computed yet; valid while normStamp === stamp. */
   norm: Float64Array;
-  normStamp: Uint32Array;
+  /** The stamp the cached normalisations were computed under (0: none). */
+  normStamp: number;
   /** Current stamp; the caller changes it whenever lengths, links or parameters may have changed. */
   stamp: number;
 }
@@ -260,8 +261,11 @@ export class Bm25Field {
     const avgLen = this.totalLen / N || 1;
     const { prev, next, window, weight, decay } = links;
     const back = links.backward ?? 1;
-    const { tfSelf, tfCtx, termTouched, norm: normCache, normStamp } = scratch;
-    const stamp = scratch.stamp;
+    const { tfSelf, tfCtx, termTouched, norm: normCache } = scratch;
+    if (scratch.normStamp !== scratch.stamp) {
+      normCache.fill(0);
+      scratch.normStamp = scratch.stamp;
+    }
     const docLen = this.docLen;
     let ta = touched.a;
     // Length normalisation uses the expanded length (own + weighted neighbours), so a
@@ -306,10 +310,9 @@ export class Bm25Field {
         const slot = termTouched[j]!;
         const ts = tfSelf[slot]!;
         const t = ts + tfCtx[slot]!;
-        let norm: number;
-        if (normStamp[slot] === stamp) {
-          norm = normCache[slot]!;
-        } else {
+        let norm = normCache[slot]!;
+        if (norm === 0) {
+          // (A normalisation that is 0 is computed again each time: the same value.)
           // Expanded length: own length plus the neighbours' at their context weights.
           let len = docLen[slot] ?? 0;
           if (weight > 0) {
@@ -328,7 +331,6 @@ export class Bm25Field {
           }
           norm = BM25_K1 * (1 - BM25_B + (BM25_B * len) / avgExpanded);
           normCache[slot] = norm;
-          normStamp[slot] = stamp;
         }
         const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
         const selfPart = (sc * ts) / t;

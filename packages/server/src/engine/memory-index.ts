@@ -180,7 +180,7 @@ export class MemoryIndex {
     tfCtx: new Float64Array(0),
     termTouched: new Int32Array(0),
     norm: new Float64Array(0),
-    normStamp: new Uint32Array(0),
+    normStamp: 0,
     stamp: 1,
   };
   private readonly touched: SlotList = { a: new Int32Array(0), n: 0 };
@@ -247,9 +247,9 @@ export class MemoryIndex {
     sc.tfSelf = new Float64Array(cap);
     sc.tfCtx = new Float64Array(cap);
     sc.termTouched = new Int32Array(cap);
-    // Cached length normalisations: a zero stamp never matches, so all are computed anew.
+    // Cached length normalisations: all computed anew.
     sc.norm = new Float64Array(cap);
-    sc.normStamp = new Uint32Array(cap);
+    sc.normStamp = 0;
     for (const l of [this.touched, this.metaTouched, this.expTouched]) l.a = new Int32Array(cap);
   }
 
@@ -502,7 +502,7 @@ export class MemoryIndex {
     ) {
       scratch.stamp = (scratch.stamp + 1) >>> 0;
       if (scratch.stamp === 0) {
-        scratch.normStamp.fill(0);
+        scratch.normStamp = 0;
         scratch.stamp = 1;
       }
       nk.mutations = this.mutations;
@@ -739,9 +739,17 @@ export class MemoryIndex {
       return hit;
     });
 
-    for (let i = 0; i < tn; i++) lex[ta[i]!] = ctx[ta[i]!] = 0;
+    // Buffers back to zero: slot by slot, or whole when most of it was touched (a sequential fill is cheaper).
+    const cap = this.capacity;
+    if (tn > cap >>> 3) {
+      lex.fill(0);
+      ctx.fill(0);
+    } else {
+      for (let i = 0; i < tn; i++) lex[ta[i]!] = ctx[ta[i]!] = 0;
+    }
     for (let i = 0; i < mn; i++) metaS[ma[i]!] = 0;
-    for (let i = 0; i < en; i++) exp[ea[i]!] = 0;
+    if (en > cap >>> 3) exp.fill(0);
+    else for (let i = 0; i < en; i++) exp[ea[i]!] = 0;
     for (const sn of sessionsTouched) sessionScore[sn] = 0;
     return hits;
   }
