@@ -27,7 +27,7 @@ interface Postings {
 export interface ContextScratch {
   tfSelf: Float64Array;
   tfCtx: Float64Array;
-  /** Slots touched by the current term. */
+  /** Slots touched by the current term (length at least the slot capacity + 1). */
   termTouched: Int32Array;
   /** Per-slot cached length normalisation, 0 where not computed yet; valid while normStamp === stamp. */
   norm: Float64Array;
@@ -268,6 +268,7 @@ export class Bm25Field {
     }
     const docLen = this.docLen;
     let ta = touched.a;
+    let tn = touched.n;
     // Length normalisation uses the expanded length (own + weighted neighbours), so a
     // one-word turn does not get the full neighbour score for free.
     let spread = 0;
@@ -283,7 +284,9 @@ export class Bm25Field {
       for (let i = 0, n = p.n; i < n; i++) {
         const slot = slots[i]!;
         const tf = tfs[i]!;
-        if (tfSelf[slot] === 0 && tfCtx[slot] === 0) termTouched[nt++] = slot;
+        // First touch of a slot for this term: appended without a branch (written always, counted once).
+        termTouched[nt] = slot;
+        nt += +(tfSelf[slot] === 0) & +(tfCtx[slot] === 0);
         tfSelf[slot]! += tf;
         if (weight > 0) {
           let v = tf * weight;
@@ -292,13 +295,15 @@ export class Bm25Field {
           for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
             if (a >= 0) {
               if (back > 0) {
-                if (tfSelf[a] === 0 && tfCtx[a] === 0) termTouched[nt++] = a;
+                termTouched[nt] = a;
+                nt += +(tfSelf[a] === 0) & +(tfCtx[a] === 0);
                 tfCtx[a]! += v * back;
               }
               a = prev[a]!;
             }
             if (b >= 0) {
-              if (tfSelf[b] === 0 && tfCtx[b] === 0) termTouched[nt++] = b;
+              termTouched[nt] = b;
+              nt += +(tfSelf[b] === 0) & +(tfCtx[b] === 0);
               tfCtx[b]! += v;
               b = next[b]!;
             }
@@ -334,16 +339,19 @@ export class Bm25Field {
         }
         const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
         const selfPart = (sc * ts) / t;
-        if (outSelf[slot] === 0 && outCtx[slot] === 0) {
-          if (touched.n === ta.length) ta = growList(touched);
-          ta[touched.n++] = slot;
+        if (tn === ta.length) {
+          touched.n = tn;
+          ta = growList(touched);
         }
+        ta[tn] = slot;
+        tn += +(outSelf[slot] === 0) & +(outCtx[slot] === 0);
         outSelf[slot]! += selfPart;
         outCtx[slot]! += sc - selfPart;
         tfSelf[slot] = 0;
         tfCtx[slot] = 0;
       }
     }
+    touched.n = tn;
   }
 
   /**

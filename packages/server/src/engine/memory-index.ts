@@ -246,7 +246,8 @@ export class MemoryIndex {
     const sc = this.scratch;
     sc.tfSelf = new Float64Array(cap);
     sc.tfCtx = new Float64Array(cap);
-    sc.termTouched = new Int32Array(cap);
+    // One more than the slots: a slot is written at the end of the list before it is known to be new.
+    sc.termTouched = new Int32Array(cap + 1);
     // Cached length normalisations: all computed anew.
     sc.norm = new Float64Array(cap);
     sc.normStamp = 0;
