@@ -536,19 +536,25 @@ export class MemoryIndex {
     const sessionsTouched: number[] = [];
     let maxSession = 0;
     let maxLex = 0;
-    for (let i = 0; i < tn; i++) {
-      const s = ta[i]!;
-      const l = lex[s]!;
-      const lc = l + ctx[s]!;
-      if (lc > maxLex) maxLex = lc;
-      if (best !== null && lc > best.floor && eligible(s)) best.offer(s, lc);
-      if (!doSession) continue;
-      const sn = sessionNo[s]!;
-      // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
-      if (sn < 0 || l === 0 || (restricted && !eligible(s))) continue;
-      if (sessionScore[sn] === 0) sessionsTouched.push(sn);
-      const v = (sessionScore[sn]! += l);
-      if (v > maxSession) maxSession = v;
+    {
+      // (Hot loops read block-local names: the closures below capture the function's own, which
+      // then live in a heap context, a load per use, and numbers an unboxing as well.)
+      const lex = this.lexBuf, ctx = this.ctxBuf, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
+      const restricted = !!filter || onlySession !== undefined;
+      for (let i = 0; i < tn; i++) {
+        const s = ta[i]!;
+        const l = lex[s]!;
+        const lc = l + ctx[s]!;
+        if (lc > maxLex) maxLex = lc;
+        if (best !== null && lc > best.floor && eligible(s)) best.offer(s, lc);
+        if (!doSession) continue;
+        const sn = sessionNo[s]!;
+        // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
+        if (sn < 0 || l === 0 || (restricted && !eligible(s))) continue;
+        if (sessionScore[sn] === 0) sessionsTouched.push(sn);
+        const v = (sessionScore[sn]! += l);
+        if (v > maxSession) maxSession = v;
+      }
     }
     const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
 
@@ -578,7 +584,7 @@ export class MemoryIndex {
     const en = expTouched.n;
 
     let maxMeta = 0;
-    for (let i = 0; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
+    for (let i = 0, metaS = this.metaBuf; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
     const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
 
     // Vector features are scored for every live doc, so a doc can be found without sharing a word.
@@ -589,7 +595,7 @@ export class MemoryIndex {
     // Expansion is normalised like the first pass unless its own best is stronger (a first pass
     // that matched only a weak word, e.g. a name): then by its own best, so it never outweighs `expansion`.
     let maxExp = 0;
-    for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
+    for (let i = 0, exp = this.expBuf; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
     const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
     const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
     const firstPerson = this.firstPerson;
@@ -686,17 +692,21 @@ export class MemoryIndex {
       // touched list, and the docs with the best word evidence seed the top k.
       const knownOf = this.knownBuf;
       const seed = new TopK(k);
+      // Block-local names (see the session pass).
+      const lex = this.lexBuf, ctx = this.ctxBuf, exp = this.expBuf, metaS = this.metaBuf, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
+      const firstPerson = this.firstPerson, endsAsking = this.endsAsking;
+      const lexNormL = lexNorm, expNormL = expNorm, sessionNormL = sessionNorm, metaNormL = metaNorm, metaLiftL = metaLift, whenLiftL = whenLift;
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+        const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNormL + wExp * exp[s]! * expNormL;
         if (words > seed.floor && eligible(s)) seed.offer(s, words);
         const ms = metaS[s]!;
         const sn = sessionNo[s]!;
         const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
         knownOf[i] =
-          words * (1 + metaLift * m + (namesTime[s] ? whenLift : 0)) +
-          (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
-          wMeta * m * metaNorm;
+          words * (1 + metaLiftL * m + (namesTime[s] ? whenLiftL : 0)) +
+          (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNormL) +
+          wMeta * m * metaNormL;
       }
       for (const { slot } of seed.sorted()) offer(slot);
       let min = top.floor;
@@ -710,7 +720,7 @@ export class MemoryIndex {
       }
       // A doc with expansion evidence only and no speaker/tag match has no evidence of its own, so
       // it scores its expansion words plus the when-lift on them and no priors: at most this.
-      const bareExpansionCap = Math.abs(wExp) * (1 + whenLift) + 1e-9;
+      const bareExpansionCap = Math.abs(wExp) * (1 + whenLiftL) + 1e-9;
       if (mn > 0 || bareExpansionCap > min) {
         for (let i = 0; i < en; i++) {
           const s = ea[i]!;
@@ -719,12 +729,12 @@ export class MemoryIndex {
           // again cannot change the top k.
           if ((ms === 0 && bareExpansionCap <= min) || lex[s] !== 0 || ctx[s] !== 0) continue;
           const sn = sessionNo[s]!;
-          const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+          const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNormL + wExp * exp[s]! * expNormL;
           const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
           const known =
-            words * (1 + metaLift * m + (namesTime[s] ? whenLift : 0)) +
-            (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
-            wMeta * m * metaNorm;
+            words * (1 + metaLiftL * m + (namesTime[s] ? whenLiftL : 0)) +
+            (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNormL) +
+            wMeta * m * metaNormL;
           if (known + bound <= min) continue;
           if (eligible(s)) {
             offer(s);
