@@ -175,6 +175,8 @@ export class MemoryIndex {
   private expBuf = new Float64Array(0);
   /** Per first-pass candidate (by its index in the touched list): its known score part, for ranking. */
   private knownBuf = new Float64Array(0);
+  /** 1 for the slots whose speaker/tags matched the current query (a byte a slot: cheaper to scan than metaBuf). */
+  private metaHit = new Uint8Array(0);
   private readonly scratch: ContextScratch = {
     tfSelf: new Float64Array(0),
     tfCtx: new Float64Array(0),
@@ -243,6 +245,7 @@ export class MemoryIndex {
     this.ctxBuf = new Float64Array(cap);
     this.expBuf = new Float64Array(cap);
     this.knownBuf = new Float64Array(cap);
+    this.metaHit = new Uint8Array(cap);
     const sc = this.scratch;
     sc.tfSelf = new Float64Array(cap);
     sc.tfCtx = new Float64Array(cap);
@@ -722,8 +725,12 @@ export class MemoryIndex {
       // it scores its expansion words plus the when-lift on them and no priors: at most this.
       const bareExpansionCap = Math.abs(wExp) * (1 + whenLiftL) + 1e-9;
       if (mn > 0 || bareExpansionCap > min) {
+        const metaHit = this.metaHit;
+        for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 1;
         for (let i = 0; i < en; i++) {
           const s = ea[i]!;
+          // No speaker/tag match (metaS[s] is 0) once bare expansion cannot reach the top k: skipped below.
+          if (metaHit[s] === 0 && bareExpansionCap <= min) continue;
           const ms = metaS[s]!;
           // A doc with first-pass evidence was already offered in the first pass; offering it
           // again cannot change the top k.
@@ -741,6 +748,7 @@ export class MemoryIndex {
             min = top.floor;
           }
         }
+        for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 0;
       }
     }
 
