@@ -544,10 +544,16 @@ export class MemoryIndex {
       // then live in a heap context, a load per use, and numbers an unboxing as well.)
       const lex = this.lexBuf, ctx = this.ctxBuf, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
       const restricted = !!filter || onlySession !== undefined;
+      // Each doc's weighted own + context words, kept by its index in the touched list for the ranking
+      // pass (read in order there, not from three per-slot arrays).
+      const wordsPart = this.knownBuf, endsAsking = this.endsAsking;
+      const wLex = w.lexical, wLexAsking = w.lexical * w.asking, wCtx = w.context;
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
         const l = lex[s]!;
-        const lc = l + ctx[s]!;
+        const c = ctx[s]!;
+        wordsPart[i] = (endsAsking[s] ? wLexAsking : wLex) * l + wCtx * c;
+        const lc = l + c;
         if (lc > maxLex) maxLex = lc;
         if (best !== null && lc > best.floor && eligible(s)) best.offer(s, lc);
         if (!doSession) continue;
@@ -701,7 +707,8 @@ export class MemoryIndex {
       const lexNormL = lexNorm, expNormL = expNorm, sessionNormL = sessionNorm, metaNormL = metaNorm, metaLiftL = metaLift, whenLiftL = whenLift;
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNormL + wExp * exp[s]! * expNormL;
+        // knownOf[i] holds the doc's (asking-weighted) lexical + context words from the session pass.
+        const words = knownOf[i]! * lexNormL + wExp * exp[s]! * expNormL;
         if (words > seed.floor && eligible(s)) seed.offer(s, words);
         const ms = metaS[s]!;
         const sn = sessionNo[s]!;
