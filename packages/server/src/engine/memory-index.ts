@@ -807,21 +807,37 @@ function unit(v: Float32Array): Float32Array {
 
 /** Bounded best-k list, best first. Offering the same slot twice keeps one entry. */
 class TopK {
-  private readonly items: { slot: number; score: number }[] = [];
+  // Parallel arrays (no object per offer): slots[i] scored scores[i], best first.
+  private readonly slots: number[] = [];
+  private readonly scores: number[] = [];
   /** The score an offer must beat: the k-th best once full, -Infinity before (kept in a field: read per candidate). */
   floor = -Infinity;
   constructor(private readonly k: number) {}
   offer(slot: number, score: number): void {
-    const items = this.items;
     if (score <= this.floor) return;
-    for (const it of items) if (it.slot === slot) return;
-    let i = items.length;
-    while (i > 0 && items[i - 1]!.score < score) i--;
-    items.splice(i, 0, { slot, score });
-    if (items.length > this.k) items.pop();
-    if (items.length >= this.k) this.floor = items[items.length - 1]!.score;
+    const slots = this.slots;
+    const scores = this.scores;
+    let n = slots.length;
+    for (let j = 0; j < n; j++) if (slots[j] === slot) return;
+    let i = n;
+    while (i > 0 && scores[i - 1]! < score) i--;
+    slots.push(slot);
+    scores.push(score);
+    for (let j = n; j > i; j--) {
+      slots[j] = slots[j - 1]!;
+      scores[j] = scores[j - 1]!;
+    }
+    slots[i] = slot;
+    scores[i] = score;
+    n++;
+    if (n > this.k) {
+      slots.pop();
+      scores.pop();
+      n--;
+    }
+    if (n >= this.k) this.floor = scores[n - 1]!;
   }
   sorted(): { slot: number; score: number }[] {
-    return this.items;
+    return this.slots.map((slot, i) => ({ slot, score: this.scores[i]! }));
   }
 }
