@@ -269,6 +269,7 @@ export class Bm25Field {
     const docLen = this.docLen;
     let ta = touched.a;
     let tn = touched.n;
+    const same = outSelf === outCtx;
     // Length normalisation uses the expanded length (own + weighted neighbours), so a
     // one-word turn does not get the full neighbour score for free.
     let spread = 0;
@@ -344,9 +345,16 @@ export class Bm25Field {
           ta = growList(touched);
         }
         ta[tn] = slot;
-        tn += +(outSelf[slot] === 0) & +(outCtx[slot] === 0);
-        outSelf[slot]! += selfPart;
-        outCtx[slot]! += sc - selfPart;
+        if (same) {
+          // One buffer for both parts: read once, the two parts added in the same order.
+          const o = outSelf[slot]!;
+          tn += +(o === 0);
+          outSelf[slot] = o + selfPart + (sc - selfPart);
+        } else {
+          tn += +(outSelf[slot] === 0) & +(outCtx[slot] === 0);
+          outSelf[slot]! += selfPart;
+          outCtx[slot]! += sc - selfPart;
+        }
         tfSelf[slot] = 0;
         tfCtx[slot] = 0;
       }
