@@ -27,11 +27,12 @@ interface Postings {
 export interface ContextScratch {
   tfSelf: Float64Array;
   tfCtx: Float64Array;
-  /** Slots touched by the current term. */
+  /** Slots touched by the current term (length at least the slot capacity + 1). */
   termTouched: Int32Array;
-  /** Per-slot cached length normalisation; valid where normStamp[slot] === stamp. */
+  /** Per-slot cached length normalisation, 0 where not computed yet; valid while normStamp === stamp. */
   norm: Float64Array;
-  normStamp: Uint32Array;
+  /** The stamp the cached normalisations were computed under (0: none). */
+  normStamp: number;
   /** Current stamp; the caller changes it whenever lengths, links or parameters may have changed. */
   stamp: number;
 }
@@ -260,10 +261,15 @@ export class Bm25Field {
     const avgLen = this.totalLen / N || 1;
     const { prev, next, window, weight, decay } = links;
     const back = links.backward ?? 1;
-    const { tfSelf, tfCtx, termTouched, norm: normCache, normStamp } = scratch;
-    const stamp = scratch.stamp;
+    const { tfSelf, tfCtx, termTouched, norm: normCache } = scratch;
+    if (scratch.normStamp !== scratch.stamp) {
+      normCache.fill(0);
+      scratch.normStamp = scratch.stamp;
+    }
     const docLen = this.docLen;
     let ta = touched.a;
+    let tn = touched.n;
+    const same = outSelf === outCtx;
     // Length normalisation uses the expanded length (own + weighted neighbours), so a
     // one-word turn does not get the full neighbour score for free.
     let spread = 0;
@@ -279,7 +285,9 @@ export class Bm25Field {
       for (let i = 0, n = p.n; i < n; i++) {
         const slot = slots[i]!;
         const tf = tfs[i]!;
-        if (tfSelf[slot] === 0 && tfCtx[slot] === 0) termTouched[nt++] = slot;
+        // First touch of a slot for this term: appended without a branch (written always, counted once).
+        termTouched[nt] = slot;
+        nt += +(tfSelf[slot] === 0) & +(tfCtx[slot] === 0);
         tfSelf[slot]! += tf;
         if (weight > 0) {
           let v = tf * weight;
@@ -288,13 +296,15 @@ export class Bm25Field {
           for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
             if (a >= 0) {
               if (back > 0) {
-                if (tfSelf[a] === 0 && tfCtx[a] === 0) termTouched[nt++] = a;
+                termTouched[nt] = a;
+                nt += +(tfSelf[a] === 0) & +(tfCtx[a] === 0);
                 tfCtx[a]! += v * back;
               }
               a = prev[a]!;
             }
             if (b >= 0) {
-              if (tfSelf[b] === 0 && tfCtx[b] === 0) termTouched[nt++] = b;
+              termTouched[nt] = b;
+              nt += +(tfSelf[b] === 0) & +(tfCtx[b] === 0);
               tfCtx[b]! += v;
               b = next[b]!;
             }
@@ -306,10 +316,9 @@ export class Bm25Field {
         const slot = termTouched[j]!;
         const ts = tfSelf[slot]!;
         const t = ts + tfCtx[slot]!;
-        let norm: number;
-        if (normStamp[slot] === stamp) {
-          norm = normCache[slot]!;
-        } else {
+        let norm = normCache[slot]!;
+        if (norm === 0) {
+          // (A normalisation that is 0 is computed again each time: the same value.)
           // Expanded length: own length plus the neighbours' at their context weights.
           let len = docLen[slot] ?? 0;
           if (weight > 0) {
@@ -328,20 +337,29 @@ export class Bm25Field {
           }
           norm = BM25_K1 * (1 - BM25_B + (BM25_B * len) / avgExpanded);
           normCache[slot] = norm;
-          normStamp[slot] = stamp;
         }
         const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
         const selfPart = (sc * ts) / t;
-        if (outSelf[slot] === 0 && outCtx[slot] === 0) {
-          if (touched.n === ta.length) ta = growList(touched);
-          ta[touched.n++] = slot;
+        if (tn === ta.length) {
+          touched.n = tn;
+          ta = growList(touched);
         }
-        outSelf[slot]! += selfPart;
-        outCtx[slot]! += sc - selfPart;
+        ta[tn] = slot;
+        if (same) {
+          // One buffer for both parts: read once, the two parts added in the same order.
+          const o = outSelf[slot]!;
+          tn += +(o === 0);
+          outSelf[slot] = o + selfPart + (sc - selfPart);
+        } else {
+          tn += +(outSelf[slot] === 0) & +(outCtx[slot] === 0);
+          outSelf[slot]! += selfPart;
+          outCtx[slot]! += sc - selfPart;
+        }
         tfSelf[slot] = 0;
         tfCtx[slot] = 0;
       }
     }
+    touched.n = tn;
   }
 
   /**

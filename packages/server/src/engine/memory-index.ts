@@ -173,12 +173,16 @@ export class MemoryIndex {
   private metaBuf = new Float64Array(0);
   private ctxBuf = new Float64Array(0);
   private expBuf = new Float64Array(0);
+  /** Per first-pass candidate (by its index in the touched list): its known score part, for ranking. */
+  private knownBuf = new Float64Array(0);
+  /** 1 for the slots whose speaker/tags matched the current query (a byte a slot: cheaper to scan than metaBuf). */
+  private metaHit = new Uint8Array(0);
   private readonly scratch: ContextScratch = {
     tfSelf: new Float64Array(0),
     tfCtx: new Float64Array(0),
     termTouched: new Int32Array(0),
     norm: new Float64Array(0),
-    normStamp: new Uint32Array(0),
+    normStamp: 0,
     stamp: 1,
   };
   private readonly touched: SlotList = { a: new Int32Array(0), n: 0 };
@@ -240,13 +244,16 @@ export class MemoryIndex {
     this.metaBuf = new Float64Array(cap);
     this.ctxBuf = new Float64Array(cap);
     this.expBuf = new Float64Array(cap);
+    this.knownBuf = new Float64Array(cap);
+    this.metaHit = new Uint8Array(cap);
     const sc = this.scratch;
     sc.tfSelf = new Float64Array(cap);
     sc.tfCtx = new Float64Array(cap);
-    sc.termTouched = new Int32Array(cap);
-    // Cached length normalisations: a zero stamp never matches, so all are computed anew.
+    // One more than the slots: a slot is written at the end of the list before it is known to be new.
+    sc.termTouched = new Int32Array(cap + 1);
+    // Cached length normalisations: all computed anew.
     sc.norm = new Float64Array(cap);
-    sc.normStamp = new Uint32Array(cap);
+    sc.normStamp = 0;
     for (const l of [this.touched, this.metaTouched, this.expTouched]) l.a = new Int32Array(cap);
   }
 
@@ -499,7 +506,7 @@ export class MemoryIndex {
     ) {
       scratch.stamp = (scratch.stamp + 1) >>> 0;
       if (scratch.stamp === 0) {
-        scratch.normStamp.fill(0);
+        scratch.normStamp = 0;
         scratch.stamp = 1;
       }
       nk.mutations = this.mutations;
@@ -532,19 +539,31 @@ export class MemoryIndex {
     const sessionsTouched: number[] = [];
     let maxSession = 0;
     let maxLex = 0;
-    for (let i = 0; i < tn; i++) {
-      const s = ta[i]!;
-      const l = lex[s]!;
-      const lc = l + ctx[s]!;
-      if (lc > maxLex) maxLex = lc;
-      if (best !== null && lc > best.floor && eligible(s)) best.offer(s, lc);
-      if (!doSession) continue;
-      const sn = sessionNo[s]!;
-      // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
-      if (sn < 0 || l === 0 || (restricted && !eligible(s))) continue;
-      if (sessionScore[sn] === 0) sessionsTouched.push(sn);
-      const v = (sessionScore[sn]! += l);
-      if (v > maxSession) maxSession = v;
+    {
+      // (Hot loops read block-local names: the closures below capture the function's own, which
+      // then live in a heap context, a load per use, and numbers an unboxing as well.)
+      const lex = this.lexBuf, ctx = this.ctxBuf, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
+      const restricted = !!filter || onlySession !== undefined;
+      // Each doc's weighted own + context words, kept by its index in the touched list for the ranking
+      // pass (read in order there, not from three per-slot arrays).
+      const wordsPart = this.knownBuf, endsAsking = this.endsAsking;
+      const wLex = w.lexical, wLexAsking = w.lexical * w.asking, wCtx = w.context;
+      for (let i = 0; i < tn; i++) {
+        const s = ta[i]!;
+        const l = lex[s]!;
+        const c = ctx[s]!;
+        wordsPart[i] = (endsAsking[s] ? wLexAsking : wLex) * l + wCtx * c;
+        const lc = l + c;
+        if (lc > maxLex) maxLex = lc;
+        if (best !== null && lc > best.floor && eligible(s)) best.offer(s, lc);
+        if (!doSession) continue;
+        const sn = sessionNo[s]!;
+        // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
+        if (sn < 0 || l === 0 || (restricted && !eligible(s))) continue;
+        if (sessionScore[sn] === 0) sessionsTouched.push(sn);
+        const v = (sessionScore[sn]! += l);
+        if (v > maxSession) maxSession = v;
+      }
     }
     const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
 
@@ -574,7 +593,7 @@ export class MemoryIndex {
     const en = expTouched.n;
 
     let maxMeta = 0;
-    for (let i = 0; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
+    for (let i = 0, metaS = this.metaBuf; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
     const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
 
     // Vector features are scored for every live doc, so a doc can be found without sharing a word.
@@ -585,7 +604,7 @@ export class MemoryIndex {
     // Expansion is normalised like the first pass unless its own best is stronger (a first pass
     // that matched only a weak word, e.g. a name): then by its own best, so it never outweighs `expansion`.
     let maxExp = 0;
-    for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
+    for (let i = 0, exp = this.expBuf; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
     const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
     const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
     const firstPerson = this.firstPerson;
@@ -677,42 +696,66 @@ export class MemoryIndex {
         Math.max(0, w.recency) * Math.pow(0.5, Math.max(0, now - this.maxCreatedAt) / halfLife) +
         Math.abs(w.importance) * this.maxImportanceDev + Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
         1e-9;
+      const namesTime = this.namesTime;
+      // One pass over the first-pass docs: each one's known part (below) is kept by its index in the
+      // touched list, and the docs with the best word evidence seed the top k.
+      const knownOf = this.knownBuf;
       const seed = new TopK(k);
+      // Block-local names (see the session pass).
+      const lex = this.lexBuf, ctx = this.ctxBuf, exp = this.expBuf, metaS = this.metaBuf, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
+      const firstPerson = this.firstPerson, endsAsking = this.endsAsking;
+      const lexNormL = lexNorm, expNormL = expNorm, sessionNormL = sessionNorm, metaNormL = metaNorm, metaLiftL = metaLift, whenLiftL = whenLift;
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
-        const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+        // knownOf[i] holds the doc's (asking-weighted) lexical + context words from the session pass.
+        const words = knownOf[i]! * lexNormL + wExp * exp[s]! * expNormL;
         if (words > seed.floor && eligible(s)) seed.offer(s, words);
+        const ms = metaS[s]!;
+        const sn = sessionNo[s]!;
+        const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
+        knownOf[i] =
+          words * (1 + metaLiftL * m + (namesTime[s] ? whenLiftL : 0)) +
+          (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNormL) +
+          wMeta * m * metaNormL;
       }
       for (const { slot } of seed.sorted()) offer(slot);
       let min = top.floor;
+      for (let i = 0; i < tn; i++) {
+        if (knownOf[i]! + bound <= min) continue;
+        const s = ta[i]!;
+        if (eligible(s)) {
+          offer(s);
+          min = top.floor;
+        }
+      }
       // A doc with expansion evidence only and no speaker/tag match has no evidence of its own, so
       // it scores its expansion words plus the when-lift on them and no priors: at most this.
-      const bareExpansionCap = Math.abs(wExp) * (1 + whenLift) + 1e-9;
-      for (let pass = 0; pass < 2; pass++) {
-        const list = pass === 0 ? ta : ea;
-        const n = pass === 0 ? tn : en;
-        if (pass === 1 && mn === 0 && bareExpansionCap <= min) break;
-        for (let i = 0; i < n; i++) {
-          const s = list[i]!;
+      const bareExpansionCap = Math.abs(wExp) * (1 + whenLiftL) + 1e-9;
+      if (mn > 0 || bareExpansionCap > min) {
+        const metaHit = this.metaHit;
+        for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 1;
+        for (let i = 0; i < en; i++) {
+          const s = ea[i]!;
+          // No speaker/tag match (metaS[s] is 0) once bare expansion cannot reach the top k: skipped below.
+          if (metaHit[s] === 0 && bareExpansionCap <= min) continue;
           const ms = metaS[s]!;
-          if (pass === 1) {
-            // A doc with first-pass evidence was already offered in the first pass; offering it
-            // again cannot change the top k.
-            if (lex[s] !== 0 || ctx[s] !== 0 || (ms === 0 && bareExpansionCap <= min)) continue;
-          }
+          // A doc with first-pass evidence was already offered in the first pass; offering it
+          // again cannot change the top k.
+          if ((ms === 0 && bareExpansionCap <= min) || lex[s] !== 0 || ctx[s] !== 0) continue;
           const sn = sessionNo[s]!;
-          const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNorm + wExp * exp[s]! * expNorm;
+          const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNormL + wExp * exp[s]! * expNormL;
           const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
           const known =
-            words * (1 + metaLift * m + (this.namesTime[s] ? whenLift : 0)) +
-            (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNorm) +
-            wMeta * m * metaNorm;
+            words * (1 + metaLiftL * m + (namesTime[s] ? whenLiftL : 0)) +
+            (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNormL) +
+            wMeta * m * metaNormL;
           if (known + bound <= min) continue;
           if (eligible(s)) {
             offer(s);
             min = top.floor;
           }
         }
+        for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 0;
       }
     }
 
@@ -722,9 +765,17 @@ export class MemoryIndex {
       return hit;
     });
 
-    for (let i = 0; i < tn; i++) lex[ta[i]!] = ctx[ta[i]!] = 0;
+    // Buffers back to zero: slot by slot, or whole when most of it was touched (a sequential fill is cheaper).
+    const cap = this.capacity;
+    if (tn > cap >>> 3) {
+      lex.fill(0);
+      ctx.fill(0);
+    } else {
+      for (let i = 0; i < tn; i++) lex[ta[i]!] = ctx[ta[i]!] = 0;
+    }
     for (let i = 0; i < mn; i++) metaS[ma[i]!] = 0;
-    for (let i = 0; i < en; i++) exp[ea[i]!] = 0;
+    if (en > cap >>> 3) exp.fill(0);
+    else for (let i = 0; i < en; i++) exp[ea[i]!] = 0;
     for (const sn of sessionsTouched) sessionScore[sn] = 0;
     return hits;
   }
@@ -756,21 +807,37 @@ function unit(v: Float32Array): Float32Array {
 
 /** Bounded best-k list, best first. Offering the same slot twice keeps one entry. */
 class TopK {
-  private readonly items: { slot: number; score: number }[] = [];
+  // Parallel arrays (no object per offer): slots[i] scored scores[i], best first.
+  private readonly slots: number[] = [];
+  private readonly scores: number[] = [];
   /** The score an offer must beat: the k-th best once full, -Infinity before (kept in a field: read per candidate). */
   floor = -Infinity;
   constructor(private readonly k: number) {}
   offer(slot: number, score: number): void {
-    const items = this.items;
     if (score <= this.floor) return;
-    for (const it of items) if (it.slot === slot) return;
-    let i = items.length;
-    while (i > 0 && items[i - 1]!.score < score) i--;
-    items.splice(i, 0, { slot, score });
-    if (items.length > this.k) items.pop();
-    if (items.length >= this.k) this.floor = items[items.length - 1]!.score;
+    const slots = this.slots;
+    const scores = this.scores;
+    let n = slots.length;
+    for (let j = 0; j < n; j++) if (slots[j] === slot) return;
+    let i = n;
+    while (i > 0 && scores[i - 1]! < score) i--;
+    slots.push(slot);
+    scores.push(score);
+    for (let j = n; j > i; j--) {
+      slots[j] = slots[j - 1]!;
+      scores[j] = scores[j - 1]!;
+    }
+    slots[i] = slot;
+    scores[i] = score;
+    n++;
+    if (n > this.k) {
+      slots.pop();
+      scores.pop();
+      n--;
+    }
+    if (n >= this.k) this.floor = scores[n - 1]!;
   }
   sorted(): { slot: number; score: number }[] {
-    return this.items;
+    return this.slots.map((slot, i) => ({ slot, score: this.scores[i]! }));
   }
 }
