@@ -14,11 +14,13 @@ export interface CachedIndex {
   index: MemoryIndex;
   meta: Map<number, DocMeta>;
   revision: number;
+  /** Set while the index is being brought up to date (it may be half applied): its revision is not yet what it holds. */
+  readonly refreshing?: Promise<void>;
 }
 
 interface Entry extends CachedIndex {
   bytes: number;
-  /** Set while the entry is being brought up to date, so concurrent queries share one refresh. */
+  /** Concurrent queries share one refresh. */
   refreshing?: Promise<void>;
   /** Rows applied since the index was last stored or loaded as a snapshot (or built), and whether one is being stored. */
   unsnapshotted: number;
@@ -59,8 +61,9 @@ export class IndexCache {
 
   /**
    * The owner's index as held, without reading the revision: for a caller that reads the revision
-   * together with what it needs next and keeps its answer only if they agree (then `confirmed`).
-   * Undefined when none is held or it is being brought up to date.
+   * together with what it needs next and keeps its answer only if it is the one the index was of
+   * when searched, and the index was not being refreshed then (then `confirmed`). Undefined when
+   * none is held or it is being brought up to date.
    */
   held(owner: Owner): CachedIndex | undefined {
     const key = ownerKey(owner);

@@ -76,6 +76,26 @@ function demoteSuperseded<T extends { score: number; superseded_by: number | nul
   return [...kept, ...ranked.filter((m) => m.superseded_by !== null).map((m) => ({ ...m, score: Math.min(m.score, floor) / 2 }))];
 }
 
+interface RankOptions {
+  k: number; cutoff: Cutoff; sessionId?: string; filters?: FiltersInput; explain?: boolean; range?: { from: number; to: number }; temporal?: boolean;
+  only?: Set<number>;
+}
+
+function searchIndex(cached: CachedIndex, query: string, opts: RankOptions, queryVector: Float32Array | undefined): SearchHit[] {
+  const { index, meta } = cached;
+  const { only } = opts;
+  const needsFilter = opts.filters !== undefined || opts.range !== undefined || only !== undefined;
+  return index.search(query, {
+    k: opts.k,
+    ...cutoffOptions(opts.cutoff),
+    ...(opts.sessionId !== undefined ? { sessionId: opts.sessionId } : {}),
+    ...(needsFilter ? { filter: (id: number) => (!only || only.has(id)) && matchesFilters(meta.get(id), opts.filters, opts.range) } : {}),
+    explain: opts.explain ?? false,
+    temporal: opts.temporal ?? true,
+    queryVector,
+  });
+}
+
 /** Rows of ranked hits with their relevance (and explanation when asked), best first. */
 function scored(
   hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>, rows: Array<MemoryView & { speaker: string | null; tenant_id: string }>, explain = false,
@@ -107,26 +127,8 @@ export class Retrieval {
     return scored(hits, await memoriesByIds(this.database.db, rowScope, hits.map((h) => h.id)), explain);
   }
 
-  private async rank(
-    cached: CachedIndex,
-    query: string,
-    opts: {
-      k: number; cutoff: Cutoff; sessionId?: string; filters?: FiltersInput; explain?: boolean; range?: { from: number; to: number }; temporal?: boolean;
-      only?: Set<number>;
-    },
-  ): Promise<SearchHit[]> {
-    const { index, meta } = cached;
-    const { only } = opts;
-    const needsFilter = opts.filters !== undefined || opts.range !== undefined || only !== undefined;
-    return index.search(query, {
-      k: opts.k,
-      ...cutoffOptions(opts.cutoff),
-      ...(opts.sessionId !== undefined ? { sessionId: opts.sessionId } : {}),
-      ...(needsFilter ? { filter: (id: number) => (!only || only.has(id)) && matchesFilters(meta.get(id), opts.filters, opts.range) } : {}),
-      explain: opts.explain ?? false,
-      temporal: opts.temporal ?? true,
-      queryVector: await this.embeddings.embedQuery(query),
-    });
+  private async rank(cached: CachedIndex, query: string, opts: RankOptions): Promise<SearchHit[]> {
+    return searchIndex(cached, query, opts, await this.embeddings.embedQuery(query));
   }
 
   async query(
@@ -144,18 +146,23 @@ export class Retrieval {
     // Ranked on the index held, its rows read with the owner's revision in one statement: exact
     // when the index was of that revision (one round trip); otherwise as below.
     const held = this.cache.held(owner);
-    if (held) {
-      const hits = await this.rank(held, input.query, opts);
+    const queryVector = held && (await this.embeddings.embedQuery(input.query));
+    // The index is of held.revision unless a refresh has begun (the search below is synchronous).
+    if (held && !held.refreshing) {
+      const rankedAt = held.revision;
+      const hits = searchIndex(held, input.query, opts, queryVector || undefined);
       const { revision, memories } = hits.length > 0
         ? await ownerMemoriesAt(this.database.db, owner, hits.map((h) => h.id))
         : { revision: await revisionOf(this.database.db, owner), memories: [] };
-      if (revision === held.revision) {
+      if (revision === rankedAt) {
         this.cache.confirmed();
         return scored(hits, memories, input.explain);
       }
     }
     const scope: RetrievalScope = { kind: 'owner', owner };
-    return this.hydrate(scope, await this.rank(await this.indexOf(scope), input.query, opts), input.explain);
+    const cached = await this.indexOf(scope);
+    const vector = held ? queryVector : await this.embeddings.embedQuery(input.query);
+    return this.hydrate(scope, searchIndex(cached, input.query, opts, vector || undefined), input.explain);
   }
 
   /** Ids of the owner's live memories that pass the filters (and session), oldest first: the same filters query applies. */
