@@ -17,11 +17,13 @@ import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.
 /**
  * Both parts are stored deflated (level 1, in the thread pool): a snapshot of 100,000 memories is
  * about a fifth of its 29 MB, which is what PostgreSQL has to detoast and send (a 29 MB bytea took
- * ~0.3 s to fetch, its inflating ~0.06 s). The stored format is the engine's with this encoding.
+ * ~0.3 s to fetch; the deflated one ~0.07 s, inflating it ~0.06 s). The stored format is the engine's with this encoding.
  */
 const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 1;
-const deflated = (bytes: Uint8Array) => promisify(deflate)(bytes, { level: 1 });
-const inflated = promisify(inflate);
+// Large chunks: the thread pool hands each chunk back to the event loop (16 KB by default: 1,800 hops for 29 MB).
+const ZLIB_CHUNK = 4 << 20;
+const deflated = (bytes: Uint8Array) => promisify(deflate)(bytes, { level: 1, chunkSize: ZLIB_CHUNK });
+const inflated = (bytes: Uint8Array) => promisify(inflate)(bytes, { chunkSize: ZLIB_CHUNK });
 
 /** What filters need of a memory, kept beside the index so filtering costs no query. */
 export interface DocMeta {
