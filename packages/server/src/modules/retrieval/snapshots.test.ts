@@ -74,7 +74,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     return (res.body.memories as Array<{ id: number; score: number }>).map((m): [number, number] => [m.id, m.score]);
   };
   const stored = (endUser: string) =>
-    t.database.db.selectFrom('index_snapshots').select(['revision', 'memories', 'embedder'])
+    t.database.db.selectFrom('index_snapshots').select(['revision', 'memories', 'embedder', 'format'])
       .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirst();
   const revision = async (endUser: string) =>
     Number((await t.database.db.selectFrom('end_users').select('revision').where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirstOrThrow()).revision);
@@ -186,5 +186,27 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     expect(await other.snapshots()).toMatchObject({ loaded: 0 });
     await eventually(async () => ((await other.snapshots()).stored === 1 ? true : undefined));
     expect(Number((await stored(endUser))!.revision)).toBe(await revision(endUser));
+  });
+  it("a snapshot of an earlier version's stored format is replaced, whatever its revision", async () => {
+    const endUser = freshUser();
+    await fill(endUser, MIN);
+    await query(endUser, 'guitar lessons');
+    const current = await eventually(() => stored(endUser));
+    // As an earlier version would have left it: another format, a revision not below the one to store.
+    await t.database.db.updateTable('index_snapshots').set({ format: 1, revision: Number(current.revision) + 1000, index_data: Buffer.from('raw, not deflated') })
+      .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).execute();
+
+    const other = await anotherProcess();
+    expectSameHits([await other.query(endUser, 'guitar lessons')], [await query(endUser, 'guitar lessons')]);
+    expect(await other.snapshots()).toMatchObject({ loaded: 0 });
+    await eventually(async () => ((await other.snapshots()).stored === 1 ? true : undefined));
+    const replaced = (await stored(endUser))!;
+    expect(Number(replaced.revision)).toBe(await revision(endUser));
+    expect(Number(current.format)).toBeGreaterThan(1);
+    expect(Number(replaced.format)).toBe(Number(current.format));
+    // The next process loads it.
+    const third = await anotherProcess();
+    await third.query(endUser, 'guitar lessons');
+    expect(await third.snapshots()).toMatchObject({ loaded: 1 });
   });
 });

@@ -156,7 +156,8 @@ export async function storeSnapshot(
         revision: eb.ref('excluded.revision'), embedder: eb.ref('excluded.embedder'), format: eb.ref('excluded.format'),
         memories: eb.ref('excluded.memories'), index_data: eb.ref('excluded.index_data'), doc_meta: eb.ref('excluded.doc_meta'),
         created_at: eb.ref('excluded.created_at'),
-      })).where('index_snapshots.revision', '<', taken.revision))
+      // A snapshot in another stored format (an earlier version's) is replaced whatever its revision.
+      })).where((eb) => eb.or([eb('index_snapshots.revision', '<', taken.revision), eb('index_snapshots.format', '!=', STORED_FORMAT)])))
       .executeTakeFirst();
     return Number(result.numInsertedOrUpdatedRows ?? 0) > 0 ? 'stored' : 'current';
   });
