@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Compilable, type Selectable } from 'kysely';
 import { notFound } from '../../core/errors.js';
 import { keysetPages, paginate, type Page, type PageParams } from '../../core/paging.js';
 import { decodeJson, type Database, type Executor } from '../../store/database.js';
@@ -261,37 +261,53 @@ export async function* liveProjectMemories(db: Executor, projectId: string, tena
 }
 
 
-/** Live memories by id within a project (and tenant/end user when given), in the order asked. */
-/** One compiled query per id-list length (retrieval asks for k rows, so few lengths occur). */
-const rowsByIdsQueries = new Map<number, (db: Executor, projectId: string, ...ids: number[]) => Promise<MemoryRow[]>>();
-function liveRowsByIds(count: number) {
-  let query = rowsByIdsQueries.get(count);
-  if (!query) {
-    query = prepared(count + 1, (db, projectId: string, ...ids: number[]) =>
-      db.selectFrom('memories').selectAll().where('project_id', '=', projectId).where('deleted_at', 'is', null).where('id', 'in', ids),
-    );
-    if (rowsByIdsQueries.size < 500) rowsByIdsQueries.set(count, query);
-  }
-  return query;
+/**
+ * One compiled query per id-list length (retrieval asks for k rows, so few lengths occur), kept for
+ * the first 500 lengths seen.
+ */
+function perIdCount<A extends unknown[], R>(fixed: number, build: (db: Executor, ...args: [...A, ...number[]]) => Compilable<R>) {
+  const queries = new Map<number, (db: Executor, ...args: [...A, ...number[]]) => Promise<R[]>>();
+  return (count: number) => {
+    let query = queries.get(count);
+    if (!query) {
+      query = prepared(fixed + count, build);
+      if (queries.size < 500) queries.set(count, query);
+    }
+    return query;
+  };
 }
 
+type ScopedRow = Pick<MemoryRow, 'id' | 'tenant_id' | 'end_user_id' | 'speaker'>;
 
+/**
+ * The rows within the tenant and end user given, as views, in the order of `ids`. Tenant and end
+ * user are checked here, not in SQL: given equality on them, SQLite (which has no statistics) walks
+ * the owner's whole (owner, seq) index instead of looking up the ids, which costs a query time
+ * proportional to the owner's memories.
+ */
+function viewsInOrder(
+  rows: ScopedRow[], scope: { tenantId?: string | null; endUserId?: string | null }, ids: number[],
+): Array<MemoryView & { speaker: string | null; tenant_id: string }> {
+  const byId = new Map(
+    rows
+      .filter((r) => (scope.tenantId == null || r.tenant_id === scope.tenantId) && (scope.endUserId == null || r.end_user_id === scope.endUserId))
+      .map((r) => [r.id, { ...toMemory(r as MemoryRow), speaker: r.speaker, tenant_id: r.tenant_id }]),
+  );
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
+const liveRowsByIds = perIdCount<[projectId: string], MemoryRow>(1, (db, projectId, ...ids) =>
+  db.selectFrom('memories').selectAll().where('project_id', '=', projectId as string).where('deleted_at', 'is', null).where('id', 'in', ids as number[]),
+);
+
+/** Live memories by id within a project (and tenant/end user when given), in the order asked. */
 export async function memoriesByIds(
   db: Executor,
   scope: { projectId: string; tenantId?: string | null; endUserId?: string | null },
   ids: number[],
 ): Promise<Array<MemoryView & { speaker: string | null; tenant_id: string }>> {
   if (ids.length === 0) return [];
-  // Tenant and end user are checked here, not in SQL: given equality on them, SQLite (which has
-  // no statistics) walks the owner's whole (owner, seq) index instead of looking up the ids,
-  // which costs a query time proportional to the owner's memories.
-  const rows = await liveRowsByIds(ids.length)(db, scope.projectId, ...ids);
-  const byId = new Map(
-    rows
-      .filter((r) => (scope.tenantId == null || r.tenant_id === scope.tenantId) && (scope.endUserId == null || r.end_user_id === scope.endUserId))
-      .map((r) => [r.id, { ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }]),
-  );
-  return ids.flatMap((id) => byId.get(id) ?? []);
+  return viewsInOrder(await liveRowsByIds(ids.length)(db, scope.projectId, ...ids), scope, ids);
 }
 
 
@@ -306,34 +322,20 @@ export async function ownerMemoriesAt(
   owner: Owner,
   ids: number[],
 ): Promise<{ revision: number; memories: Array<MemoryView & { speaker: string | null; tenant_id: string }> }> {
-  const query = rowsAtRevision(ids.length);
-  const rows = await query(db, owner.projectId, owner.tenantId, owner.endUserId, ...ids);
-  // Tenant and end user are checked here, as memoriesByIds does (and the left join's empty row dropped).
-  const byId = new Map(
-    rows
-      .filter((r) => r.id !== null && r.tenant_id === owner.tenantId && r.end_user_id === owner.endUserId)
-      .map((r) => [r.id, { ...toMemory(r as MemoryRow), speaker: r.speaker, tenant_id: r.tenant_id! }]),
-  );
-  return { revision: rows[0]?.owner_revision ?? 0, memories: ids.flatMap((id) => byId.get(id) ?? []) };
+  const rows = (await rowsAtRevision(ids.length)(db, owner.projectId, owner.tenantId, owner.endUserId, ...ids)) as RowAtRevision[];
+  // The left join gives one row without a memory when none of the ids is live.
+  const found = rows.filter((r): r is RowAtRevision & ScopedRow => r.id !== null);
+  return { revision: rows[0]?.owner_revision ?? 0, memories: viewsInOrder(found, owner, ids) };
 }
 
 type RowAtRevision = { owner_revision: number } & { [K in keyof MemoryRow]: MemoryRow[K] | null };
-const rowsAtRevisionQueries = new Map<number, (db: Executor, projectId: string, tenantId: string, endUserId: string, ...ids: number[]) => Promise<RowAtRevision[]>>();
-/** One compiled query per id-list length, as liveRowsByIds. */
-function rowsAtRevision(count: number) {
-  let query = rowsAtRevisionQueries.get(count);
-  if (!query) {
-    query = prepared(3 + count, (q, projectId: string, tenantId: string, endUserId: string, ...wanted: number[]) =>
-      q.selectFrom('end_users as e')
-        .leftJoin('memories as m', (join) => join.onRef('m.project_id', '=', 'e.project_id').on('m.deleted_at', 'is', null).on('m.id', 'in', wanted))
-        .select('e.revision as owner_revision')
-        .selectAll('m')
-        .where('e.project_id', '=', projectId).where('e.tenant_id', '=', tenantId).where('e.end_user_id', '=', endUserId),
-    ) as (db: Executor, projectId: string, tenantId: string, endUserId: string, ...ids: number[]) => Promise<RowAtRevision[]>;
-    if (rowsAtRevisionQueries.size < 500) rowsAtRevisionQueries.set(count, query);
-  }
-  return query;
-}
+const rowsAtRevision = perIdCount<[projectId: string, tenantId: string, endUserId: string], unknown>(3, (db, projectId, tenantId, endUserId, ...ids) =>
+  db.selectFrom('end_users as e')
+    .leftJoin('memories as m', (join) => join.onRef('m.project_id', '=', 'e.project_id').on('m.deleted_at', 'is', null).on('m.id', 'in', ids as number[]))
+    .select('e.revision as owner_revision')
+    .selectAll('m')
+    .where('e.project_id', '=', projectId as string).where('e.tenant_id', '=', tenantId as string).where('e.end_user_id', '=', endUserId as string),
+);
 
 
 /** A page of live /v1 memories (those of a tenant) of a project, filtered by tenant, end user and session, newest first. */

@@ -145,12 +145,12 @@ export class Retrieval {
     };
     // Ranked on the index held, its rows read with the owner's revision in one statement: exact
     // when the index was of that revision (one round trip); otherwise as below.
+    const queryVector = await this.embeddings.embedQuery(input.query);
     const held = this.cache.held(owner);
-    const queryVector = held && (await this.embeddings.embedQuery(input.query));
     // The index is of held.revision unless a refresh has begun (the search below is synchronous).
     if (held && !held.refreshing) {
       const rankedAt = held.revision;
-      const hits = searchIndex(held, input.query, opts, queryVector || undefined);
+      const hits = searchIndex(held, input.query, opts, queryVector);
       const { revision, memories } = hits.length > 0
         ? await ownerMemoriesAt(this.database.db, owner, hits.map((h) => h.id))
         : { revision: await revisionOf(this.database.db, owner), memories: [] };
@@ -160,9 +160,7 @@ export class Retrieval {
       }
     }
     const scope: RetrievalScope = { kind: 'owner', owner };
-    const cached = await this.indexOf(scope);
-    const vector = held ? queryVector : await this.embeddings.embedQuery(input.query);
-    return this.hydrate(scope, searchIndex(cached, input.query, opts, vector || undefined), input.explain);
+    return this.hydrate(scope, searchIndex(await this.indexOf(scope), input.query, opts, queryVector), input.explain);
   }
 
   /** Ids of the owner's live memories that pass the filters (and session), oldest first: the same filters query applies. */
