@@ -54,7 +54,7 @@ forEachDialect('projects', (dialect) => {
     const audit = await t.database.db.selectFrom('audit_log').selectAll().where('action', '=', 'project.update').where('target_id', '=', project.id).orderBy('id').execute();
     expect(audit.map((a) => [a.actor_type, a.actor_id, a.result])).toEqual([['user', owner.userId, 'success'], ['api_key', key.id, 'success']]);
     expect(audit[0]!.request_id).toBe(res.headers['x-request-id']);
-    const events = await t.database.db.selectFrom('outbox_events').selectAll().where('type', '=', 'project.updated').where('project_id', '=', project.id).execute();
+    const events = await t.database.db.selectFrom('outbox_events').selectAll().where('type', '=', 'project.updated').where('project_id', '=', project.id).orderBy('id').execute();
     expect(events).toHaveLength(2);
     expect(decodeJson<{ changed: string[] }>(events[0]!.payload).changed).toEqual(['name', 'slug', 'description']);
     const slugTaken = await t.call('PATCH', `/org/projects/${project.id}`, { token: owner.token, body: { slug: 'test' } });
