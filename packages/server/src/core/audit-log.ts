@@ -69,16 +69,19 @@ const auditRows = preparedInsert<Insertable<AuditLogTable>>(
 );
 
 /**
- * PostgreSQL: the insert appending one entry per row of the CTE `from` (a one-statement write,
- * core/unit-of-work.ts#oneStatementWrite), whose id is the entry's target.
+ * PostgreSQL: the insert appending one entry per row of the CTE `inserted` of a grouped insert
+ * (core/unit-of-work.ts#groupedInsert), whose id is the entry's target; each entry's actor, request
+ * and time are its write's, from the CTE `input` (joined on `ord`).
  */
-export function auditInsertPerRow(entry: Omit<AuditEntry, 'targetId'>, from: string) {
-  const row = sql.table(from);
-  return sql`INSERT INTO audit_log (organization_id, project_id, actor_type, actor_id, action, target_type, target_id, result, request_id, created_at)
-    SELECT ${entry.organizationId}::text, ${entry.projectId}::text, ${entry.actorType}::text, ${entry.actorId}::bigint, ${entry.action}::text,
-      ${entry.targetType}::text, CAST(${row}.id AS text), ${entry.result}::text, ${entry.requestId}::text, ${entry.createdAt}::timestamptz
-    FROM ${row}`;
+export function auditInsertPerInsertedRow(action: string, targetType: string): string {
+  return `INSERT INTO audit_log (organization_id, project_id, actor_type, actor_id, action, target_type, target_id, result, request_id, created_at)
+    SELECT input.ctx_organization_id, input.ctx_project_id, input.ctx_actor_type, input.ctx_actor_id, ${literal(action)}, ${literal(targetType)},
+      CAST(inserted.id AS text), 'success', input.ctx_request_id, input.ctx_now
+    FROM inserted JOIN input USING (ord) ORDER BY inserted.id`;
 }
+
+/** A constant of the statement's text (the grouped insert's text is fixed, so it holds no values of a request). */
+const literal = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
 const SEAL_BATCH = 2000;
 

@@ -1,5 +1,5 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import { sql, type Insertable } from 'kysely';
+import type { Insertable } from 'kysely';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
 import { preparedInsert } from '../store/prepared.js';
 import type { OutboxEventsTable } from '../store/schema.js';
@@ -145,19 +145,19 @@ const outboxRows = preparedInsert<Insertable<OutboxEventsTable>>(
 );
 
 /**
- * PostgreSQL: the insert writing one event per row of the CTE `from` (a one-statement write,
- * core/unit-of-work.ts#oneStatementWrite): the memory the event carries is the row inserted, so the
- * payload (from eventJson) is written with the row's id at `memory.id`.
+ * PostgreSQL: the insert writing one event per row of the CTE `inserted` of a grouped insert
+ * (core/unit-of-work.ts#groupedInsert): the memory the event carries is the row inserted, so each
+ * write's payload (from eventJson, in the CTE `input`) is written with the row's id at `memory.id`.
  */
-export function outboxInsertPerRow(event: Omit<OutboxEvent, 'payload'> & { payloadJson: string }, from: string) {
-  const row = sql.table(from);
-  return sql`INSERT INTO outbox_events (organization_id, project_id, type, payload, memory_id, created_at)
-    SELECT ${event.organizationId}::text, ${event.projectId}::text, ${event.type}::text,
-      jsonb_set(${event.payloadJson}::jsonb, '{memory,id}', to_jsonb(${row}.id)), ${row}.id, ${event.createdAt}::timestamptz
-    FROM ${row}`;
+export function outboxInsertPerInsertedRow(type: EventKind): string {
+  if (!/^[a-z_.]+$/.test(type)) throw new Error(`Unexpected event kind ${type}`);
+  return `INSERT INTO outbox_events (organization_id, project_id, type, payload, memory_id, created_at)
+    SELECT input.ctx_organization_id, input.ctx_project_id, '${type}',
+      jsonb_set(input.ctx_event_payload, '{memory,id}', to_jsonb(inserted.id)), inserted.id, input.ctx_now
+    FROM inserted JOIN input USING (ord) ORDER BY inserted.id`;
 }
 
-/** A payload of a memory event checked against the catalogue and encoded, for outboxInsertPerRow. */
+/** A payload of a memory event checked against the catalogue and encoded, for a grouped insert's event. */
 export function eventJson<K extends EventKind>(type: K, payload: EventPayload<K>): string {
   const event = { type, payload } as OutboxEvent;
   checkEvent(event);

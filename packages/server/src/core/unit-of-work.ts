@@ -1,10 +1,9 @@
-import { sql, type Kysely, type OperationNodeSource, type Transaction } from 'kysely';
-import { prepared } from '../store/prepared.js';
+import { CompiledQuery, sql, type Transaction } from 'kysely';
 import { LAST_IN_TRANSACTION, nowIso, type Database } from '../store/database.js';
 import type { DB } from '../store/schema.js';
-import { auditInsert, auditInsertPerRow, type AuditEntry } from './audit-log.js';
+import { auditInsert, auditInsertPerInsertedRow, type AuditEntry } from './audit-log.js';
 import type { PendingWrite, WriteContext } from './context.js';
-import { notifyEventsCommitted, outboxInsert, outboxInsertPerRow, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
+import { notifyEventsCommitted, outboxInsert, outboxInsertPerInsertedRow, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
 
 export type { PendingWrite, WriteContext, WriteJournal } from './context.js';
 
@@ -60,59 +59,175 @@ export async function write<T>(
   return result;
 }
 
-/** The write context's values as oneStatementWrite binds them, for the shape's own rows. */
-export interface BoundContext {
-  projectId: string | null;
-  actorType: string;
-  actorId: number | null;
-  requestId: string | null;
-  now: string;
+/** A column of a grouped insert's input rows: its name and PostgreSQL type. */
+export type InputColumn = readonly [name: string, type: string];
+
+/** What a grouped insert writes; its SQL is fixed text, every value of a write comes through `input`. */
+export interface GroupedInsertShape {
+  /** The owning module's values of each write, as columns of `input` ('jsonb' values are given as JSON text). */
+  columns: readonly InputColumn[];
+  /**
+   * Data-modifying CTEs run in order, reading `input` (one row per write: the columns above, its
+   * position `ord`, and the write context's `ctx_organization_id`, `ctx_project_id`, `ctx_actor_type`,
+   * `ctx_actor_id`, `ctx_request_id`, `ctx_now`); the last, named `inserted`, yields the rows that
+   * landed, each with the `ord` of its write.
+   */
+  steps: ReadonlyArray<readonly [name: string, statement: string]>;
+  /** The owning module's further inserts, reading `inserted` joined with `input` on `ord`. */
+  rows: readonly string[];
+  /** The audit row of each landed write, whose target is the inserted row. */
+  audit: { action: string; targetType: string };
+  /** The event of each landed write, carrying the inserted row; its payload is the write's `eventJson`. */
+  event?: EventKind;
+  /**
+   * Keys that two writes of one statement must not share, because the second would conflict with
+   * the first (a duplicate of it): such a write goes in the next statement, and meets the first there.
+   */
+  exclusive(values: readonly unknown[]): string[];
 }
 
-/** What a one-statement write does (oneStatementWrite); every value in it is bound, never shaping the SQL. */
-export interface InsertShape {
-  /** Data-modifying CTEs run in order, the last named `inserted` and returning the row. */
-  steps: Array<[name: string, statement: OperationNodeSource]>;
-  /** The owning module's further inserts, reading `inserted`. */
-  rows: OperationNodeSource[];
-  audit: { action: string; targetType: string };
-  /** An event carrying the inserted row, its payload from `eventJson` (the row's id is set at memory.id). */
-  event?: { type: EventKind; payloadJson: string };
-}
+const CONTEXT_COLUMNS: readonly InputColumn[] = [
+  ['ctx_organization_id', 'text'], ['ctx_project_id', 'text'], ['ctx_actor_type', 'text'], ['ctx_actor_id', 'bigint'],
+  ['ctx_request_id', 'text'], ['ctx_now', 'timestamptz'], ['ctx_event_payload', 'jsonb'],
+];
+
+/** At most this many writes share a statement (its JSON parameter stays small). */
+const GROUP_LIMIT = 64;
+/** Statements of one grouped insert under way at once, per process. */
+const IN_FLIGHT_LIMIT = 2;
 
 /**
- * One INSERT and what it implies, as a single statement (PostgreSQL): the shape's steps, its rows,
- * and an audit row and event per row of `inserted`. One statement is atomic without BEGIN and
- * COMMIT: one round trip where write() takes two. Nothing but the steps takes effect when the INSERT
- * does not land (ON CONFLICT DO NOTHING): the result is then undefined, and the caller takes write().
- * Built and compiled once (store/prepared.ts), with a marker for each of `arity` arguments and of the
- * write context's values. Not for a request with an Idempotency-Key (its journal row needs the
- * result): the caller checks.
+ * PostgreSQL group commit of single-row inserts. A write that is one INSERT whose audit row, event
+ * and further rows depend only on the row it inserts joins the other such writes submitted in the
+ * same turn of the event loop: all go out as ONE statement (their values as one JSON parameter
+ * read by json_to_recordset, then the shape's data-modifying CTEs, the events and the audit rows),
+ * without BEGIN and COMMIT, since one statement is atomic. One round trip, one commit and one WAL
+ * flush for the group instead of one each: under concurrent load most of a single write's cost in
+ * both processes is per statement, not per row. Each write is answered with its inserted row, or
+ * undefined when its insert did not land (ON CONFLICT DO NOTHING; the shape's other steps still took
+ * effect): the caller then takes write(). Should the statement fail, each of its writes is retried
+ * in a statement of its own, so a write fails only for its own reason. A write alone in its turn
+ * goes out at once, as a group of one. Not for a request with an Idempotency-Key (its journal row
+ * needs the result): the caller checks.
  */
-export function oneStatementWrite<A extends unknown[]>(arity: number, shape: (db: Kysely<DB>, bound: BoundContext, ...args: A) => InsertShape) {
-  let emits: boolean | undefined;
-  const statement = prepared(6 + arity, (db, organizationId: string, projectId: string | null, actorType: string, actorId: number | null,
-    requestId: string | null, now: string, ...args: A) => {
-    const { steps, rows, audit, event } = shape(db as Kysely<DB>, { projectId, actorType, actorId, requestId, now }, ...args);
-    if (steps.at(-1)?.[0] !== 'inserted') throw new Error('oneStatementWrite: the last step must be named inserted');
-    emits = event !== undefined;
-    const effects = [
-      ...rows,
-      ...(event ? [outboxInsertPerRow({ organizationId, projectId, type: event.type, payloadJson: event.payloadJson, createdAt: now }, 'inserted')] : []),
-      auditInsertPerRow({
-        organizationId, projectId, actorType, actorId, action: audit.action, targetType: audit.targetType, result: 'success', requestId, createdAt: now,
-      }, 'inserted'),
-    ];
-    const ctes = [...steps, ...effects.map((cte, i): [string, OperationNodeSource] => [`effect_${i}`, cte])];
-    const query = sql`WITH ${sql.join(ctes.map(([name, cte]) => sql`${sql.id(name)} AS (${cte})`))} SELECT * FROM inserted`;
-    return { compile: () => query.compile(db) };
-  });
-  return async <Row extends { id: number }>(database: Database, ctx: WriteContext, now: string, ...args: A): Promise<Row | undefined> => {
-    if (database.dialect !== 'postgres' || ctx.journal) throw new Error('oneStatementWrite: PostgreSQL writes without a journal only');
-    const [row] = (await statement(database.db, ctx.organizationId, ctx.projectId, ctx.actor.type, ctx.actor.id, ctx.requestId, now, ...args)) as Row[];
-    if (row && emits) notifyEventsCommitted();
-    return row;
+export function groupedInsert(shape: GroupedInsertShape) {
+  const columns = [...CONTEXT_COLUMNS, ...shape.columns];
+  const ctes: Array<readonly [string, string]> = [
+    ['input', `SELECT * FROM json_to_recordset($1::json) AS input(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')})`],
+    ...shape.steps,
+    ...[
+      ...shape.rows,
+      ...(shape.event ? [outboxInsertPerInsertedRow(shape.event)] : []),
+      auditInsertPerInsertedRow(shape.audit.action, shape.audit.targetType),
+    ].map((statement, i) => [`effect_${i}`, statement] as const),
+  ];
+  if (shape.steps.at(-1)?.[0] !== 'inserted') throw new Error('groupedInsert: the last step must be named inserted');
+  const text = `WITH ${ctes.map(([name, statement]) => `${name} AS (${statement})`).join(',\n')}\nSELECT * FROM inserted`;
+  const groups = new WeakMap<Database, InsertGroup>();
+  return async <Row extends { id: number }>(
+    database: Database, ctx: WriteContext, now: string, values: readonly unknown[], eventPayloadJson?: string,
+  ): Promise<Row | undefined> => {
+    if (database.dialect !== 'postgres' || ctx.journal) throw new Error('groupedInsert: PostgreSQL writes without a journal only');
+    if (values.length !== shape.columns.length) throw new Error('groupedInsert: one value per column');
+    if ((eventPayloadJson === undefined) !== (shape.event === undefined)) throw new Error('groupedInsert: an event payload exactly when the shape emits one');
+    let group = groups.get(database);
+    if (!group) groups.set(database, (group = new InsertGroup(database, text, columns, shape.event !== undefined)));
+    const contextValues = [ctx.organizationId, ctx.projectId, ctx.actor.type, ctx.actor.id, ctx.requestId, now, eventPayloadJson ?? 'null'];
+    return (await group.submit([...contextValues, ...values], shape.exclusive(values))) as Row | undefined;
   };
+}
+
+interface GroupedInsertWrite {
+  values: unknown[];
+  exclusive: string[];
+  resolve(row: unknown): void;
+  reject(error: unknown): void;
+}
+
+class InsertGroup {
+  private waiting: GroupedInsertWrite[] = [];
+  private scheduled = false;
+  private inFlight = 0;
+
+  constructor(
+    private readonly database: Database,
+    private readonly text: string,
+    private readonly columns: readonly InputColumn[],
+    private readonly emits: boolean,
+  ) {}
+
+  submit(values: unknown[], exclusive: string[]): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ values, exclusive, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // After the I/O of this turn of the event loop: the writes of requests read in the same turn join.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  /**
+   * Sends groups while fewer than IN_FLIGHT_LIMIT are under way; the writes arriving meanwhile wait
+   * for the next one to finish, and then go out together: under load, groups grow with it.
+   */
+  private flush(): void {
+    while (this.waiting.length > 0 && this.inFlight < IN_FLIGHT_LIMIT) {
+      const group: GroupedInsertWrite[] = [];
+      const taken = new Set<string>();
+      const later: GroupedInsertWrite[] = [];
+      for (const write of this.waiting) {
+        if (group.length >= GROUP_LIMIT || write.exclusive.some((key) => taken.has(key))) later.push(write);
+        else {
+          group.push(write);
+          for (const key of write.exclusive) taken.add(key);
+        }
+      }
+      this.waiting = later;
+      this.inFlight++;
+      void this.run(group).finally(() => {
+        this.inFlight--;
+        this.flush();
+      });
+    }
+  }
+
+  private async run(group: GroupedInsertWrite[]): Promise<void> {
+    let rows: Array<{ ord: number }>;
+    try {
+      rows = (await this.database.db.executeQuery<{ ord: number }>(CompiledQuery.raw(this.text, [this.inputJson(group)]))).rows;
+    } catch (error) {
+      // PostgreSQL refused the statement (it has an SQLSTATE), so none of it took effect: each write
+      // is tried alone. A lost connection may have lost the answer of a commit: that fails them all.
+      const refused = typeof (error as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
+      if (group.length === 1 || !refused) for (const write of group) write.reject(error);
+      else for (const write of group) void this.run([write]);
+      return;
+    }
+    const byOrd = new Map<number, unknown>();
+    for (const { ord, ...row } of rows) byOrd.set(ord, row);
+    if (this.emits && rows.length > 0) notifyEventsCommitted();
+    group.forEach((write, ord) => write.resolve(byOrd.get(ord)));
+  }
+
+  /** The writes as json_to_recordset reads them; JSON text values ('jsonb' columns) are embedded as they are. */
+  private inputJson(group: GroupedInsertWrite[]): string {
+    const keys = this.columns.map(([name, type]) => [`,"${name}":`, type === 'jsonb'] as const);
+    return `[${group.map((write, ord) => {
+      let object = `{"ord":${ord}`;
+      keys.forEach(([key, embedded], i) => {
+        const value = write.values[i];
+        object += key + (embedded ? (value as string) : JSON.stringify(value ?? null));
+      });
+      return object + '}';
+    }).join(',')}]`;
+  }
 }
 
 /** PostgreSQL: a transaction of its own. SQLite: a place in the next group commit. */

@@ -2,7 +2,7 @@ import { sql, type Insertable, type QueryCreator, type Transaction } from 'kysel
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
-import { oneStatementWrite, write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
+import { groupedInsert, write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
 import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { eventJson } from '../../core/events.js';
@@ -266,36 +266,61 @@ export async function addMemory(database: Database, ctx: WriteContext, owner: Ow
 
 /**
  * PostgreSQL: a new memory with its revision bump, history row, memory.created event and audit
- * row as one statement (core/unit-of-work.ts#oneStatementWrite). Undefined for a duplicate, of which
- * nothing but the revision bump was written: addMemory then takes the general path, which finds it.
+ * row, grouped with the adds submitted at the same time into one statement
+ * (core/unit-of-work.ts#groupedInsert). Undefined for a duplicate, of which nothing but the revision
+ * bump was written: addMemory then takes the general path, which finds it.
  */
 async function addInOneStatement(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<MemoryView | undefined> {
   const now = nowIso();
   const row = memoryRow(database, owner, input, duplicateKey(input), 0, now);
   // The memory as its row will read; its id is the row's (set in SQL).
   const expected = toMemory({ ...row, id: 1 } as MemoryRow);
-  const inserted = await addStatement<MemoryRow>(database, ctx, now, encodeJson(createdChanges(expected)),
-    eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }), ...NEW_MEMORY_COLUMNS.map((column) => row[column]));
+  const inserted = await addStatement<MemoryRow>(database, ctx, now, [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(createdChanges(expected))],
+    eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }));
   return inserted && toMemory(inserted);
 }
 
-const NEW_MEMORY_COLUMNS = MEMORY_COLUMNS.filter((column) => column !== 'seq');
+/** A memory row's columns but its seq (the revision the statement bumps), with their PostgreSQL types. */
+const NEW_MEMORY_COLUMNS = [
+  ['project_id', 'text'], ['tenant_id', 'text'], ['end_user_id', 'text'], ['text', 'text'], ['tags', 'jsonb'], ['is_summary', 'boolean'],
+  ['source', 'text'], ['importance', 'double precision'], ['metadata', 'jsonb'], ['client_ref', 'text'], ['session_id', 'text'],
+  ['speaker', 'text'], ['dedupe_hash', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'], ['deleted_at', 'timestamptz'],
+  ['superseded_by', 'bigint'],
+] as const satisfies ReadonlyArray<readonly [Exclude<(typeof MEMORY_COLUMNS)[number], 'seq'>, string]>;
 
-const addStatement = oneStatementWrite(2 + NEW_MEMORY_COLUMNS.length, (db, bound, changesJson: string, payloadJson: string, ...values: unknown[]) => {
-  const row = Object.fromEntries(NEW_MEMORY_COLUMNS.map((column, i) => [column, values[i]])) as Omit<Insertable<MemoriesTable>, 'seq'>;
-  const owner = { projectId: row.project_id as string, tenantId: row.tenant_id as string, endUserId: row.end_user_id as string };
-  return {
-    steps: [
-      ['revision', revisionBump(db, owner, bound.now)],
-      ['inserted', db.insertInto('memories').values({ ...row, seq: sql<number>`(SELECT revision FROM revision)` }).onConflict((oc) => oc.doNothing()).returningAll()],
-    ],
-    rows: [sql`INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
-      SELECT ${bound.projectId}::text, inserted.id, 'create', ${changesJson}::jsonb, ${bound.actorType}::text, ${bound.actorId}::bigint,
-        ${bound.requestId}::text, ${bound.now}::timestamptz
-      FROM inserted`],
-    audit: { action: 'memory.add', targetType: 'memory' },
-    event: { type: 'memory.created', payloadJson },
-  };
+if (NEW_MEMORY_COLUMNS.length !== MEMORY_COLUMNS.length - 1) throw new Error('NEW_MEMORY_COLUMNS must list every memory column but seq');
+const columnIndex = (name: string) => NEW_MEMORY_COLUMNS.findIndex(([column]) => column === name);
+const [PROJECT, TENANT, END_USER, HASH, CLIENT_REF] = ['project_id', 'tenant_id', 'end_user_id', 'dedupe_hash', 'client_ref'].map(columnIndex) as [number, number, number, number, number];
+const memoryColumnList = NEW_MEMORY_COLUMNS.map(([column]) => column).join(', ');
+
+/**
+ * The revision of each owner is bumped once per statement (its rows share the new revision as their
+ * seq, as a bulk-add's do), owners locked in one order so that two statements never deadlock; rows
+ * are inserted in their writes' order, and each landed row is matched to its write by owner and
+ * dedupe hash (unique among a statement's writes: `exclusive`).
+ */
+const addStatement = groupedInsert({
+  columns: [...NEW_MEMORY_COLUMNS, ['history_changes', 'jsonb']],
+  steps: [
+    ['revision', `INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at)
+      SELECT project_id, tenant_id, end_user_id, 1, max(ctx_now), max(ctx_now) FROM input GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = end_users.revision + 1, updated_at = excluded.updated_at
+      RETURNING project_id, tenant_id, end_user_id, revision`],
+    ['landed', `INSERT INTO memories (${memoryColumnList}, seq)
+      SELECT ${NEW_MEMORY_COLUMNS.map(([column]) => `input.${column}`).join(', ')}, revision.revision
+      FROM input JOIN revision USING (project_id, tenant_id, end_user_id) ORDER BY input.ord
+      ON CONFLICT DO NOTHING RETURNING *`],
+    ['inserted', `SELECT landed.*, input.ord FROM landed JOIN input USING (project_id, tenant_id, end_user_id, dedupe_hash)`],
+  ],
+  rows: [`INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
+    SELECT input.ctx_project_id, inserted.id, 'create', input.history_changes, input.ctx_actor_type, input.ctx_actor_id, input.ctx_request_id, input.ctx_now
+    FROM inserted JOIN input USING (ord) ORDER BY inserted.id`],
+  audit: { action: 'memory.add', targetType: 'memory' },
+  event: 'memory.created',
+  exclusive: (values) => {
+    const owner = `${values[PROJECT]}\u0000${values[TENANT]}\u0000${values[END_USER]}\u0000`;
+    return values[CLIENT_REF] === null ? [`${owner}h${values[HASH]}`] : [`${owner}h${values[HASH]}`, `${owner}r${values[CLIENT_REF]}`];
+  },
 });
 
 
