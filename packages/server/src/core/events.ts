@@ -204,46 +204,61 @@ export function notifyEventsCommitted(): void {
   for (const listener of commitListeners) listener();
 }
 
-/** An event as stored in the outbox, for a dispatcher. */
+/** An event as stored in the outbox, for a dispatcher; its payload is read only when asked for (payloadsOf). */
 export interface StoredEvent {
   id: number;
   organizationId: string;
   projectId: string | null;
   type: EventKind;
   version: number;
-  payload: Record<string, unknown>;
   createdAt: string;
 }
 
 /**
  * Takes outbox events on (webhook delivery fans them out to its endpoints' delivery rows) inside
- * the transaction that marks them dispatched, so an event is handed on exactly once.
+ * the transaction that marks them dispatched, so an event is handed on exactly once. `payloadsOf`
+ * reads the payloads of the events it is given, in their order: most events go to no endpoint,
+ * and then none is read.
  */
-export type OutboxDispatcher = (trx: Executor, events: StoredEvent[]) => Promise<void>;
+export type OutboxDispatcher = (
+  trx: Executor, events: StoredEvent[], payloadsOf: (events: StoredEvent[]) => Promise<Array<Record<string, unknown>>>,
+) => Promise<void>;
 
 /**
  * Hands the oldest undispatched events to every dispatcher and marks them dispatched, one batch
- * per transaction (rows locked with SKIP LOCKED on PostgreSQL, so workers take different batches).
- * Without a dispatcher events stay pending, for the one that comes. Returns how many it dispatched.
+ * per transaction: one statement marks the batch and answers it (rows locked with SKIP LOCKED on
+ * PostgreSQL, so workers take different batches), then the dispatchers run, and the transaction
+ * commits both. Without a dispatcher events stay pending, for the one that comes. Returns how
+ * many it dispatched.
  */
 export async function dispatchOutbox(database: Database, dispatchers: readonly OutboxDispatcher[], batchSize = 100): Promise<number> {
   if (dispatchers.length === 0) return 0;
   return database.db.transaction().execute(async (trx) => {
     const rows = await trx
-      .selectFrom('outbox_events')
-      .selectAll()
-      .where('dispatched_at', 'is', null)
-      .orderBy('id')
-      .limit(batchSize)
-      .$if(database.dialect === 'postgres', (qb) => qb.forUpdate().skipLocked())
+      .updateTable('outbox_events')
+      .set({ dispatched_at: nowIso() })
+      .where('id', 'in', (eb) => eb
+        .selectFrom('outbox_events')
+        .select('id')
+        .where('dispatched_at', 'is', null)
+        .orderBy('id')
+        .limit(batchSize)
+        .$if(database.dialect === 'postgres', (qb) => qb.forUpdate().skipLocked()))
+      .returning(['id', 'organization_id', 'project_id', 'type', 'created_at'])
       .execute();
     if (rows.length === 0) return 0;
+    rows.sort((a, b) => a.id - b.id);
     const events = rows.map((r): StoredEvent => ({
       id: r.id, organizationId: r.organization_id, projectId: r.project_id, type: r.type as EventKind,
-      version: isEventKind(r.type) ? EVENT_TYPES[r.type].version : 0, payload: decodeJson(r.payload), createdAt: r.created_at,
+      version: isEventKind(r.type) ? EVENT_TYPES[r.type].version : 0, createdAt: r.created_at,
     }));
-    for (const dispatch of dispatchers) await dispatch(trx, events);
-    await trx.updateTable('outbox_events').set({ dispatched_at: nowIso() }).where('id', 'in', rows.map((r) => r.id)).execute();
+    const payloadsOf = async (wanted: StoredEvent[]) => {
+      if (wanted.length === 0) return [];
+      const stored = await trx.selectFrom('outbox_events').select(['id', 'payload']).where('id', 'in', wanted.map((e) => e.id)).execute();
+      const byId = new Map(stored.map((row) => [row.id, row.payload]));
+      return wanted.map((e) => decodeJson<Record<string, unknown>>(byId.get(e.id)!));
+    };
+    for (const dispatch of dispatchers) await dispatch(trx, events, payloadsOf);
     return rows.length;
   });
 }

@@ -52,20 +52,24 @@ export function sign(secret: string, messageId: string, timestamp: number, body:
  * event and subscribed endpoint of its project (events without a project, such as organization-wide
  * API keys, go to every endpoint of the organization). Paused endpoints get rows too; disabled ones do not.
  */
-export const fanOut: OutboxDispatcher = async (trx, events) => {
+export const fanOut: OutboxDispatcher = async (trx, events, payloadsOf) => {
   const organizations = [...new Set(events.map((e) => e.organizationId))];
   const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'organization_id', 'project_id', 'events'])
     .where('organization_id', 'in', organizations).where('status', '!=', 'disabled').execute();
   if (endpoints.length === 0) return;
   const subscribed = endpoints.map((e) => ({ ...e, events: new Set(decodeJson<string[]>(e.events)) }));
-  const now = nowIso();
-  const rows = events.flatMap((event: StoredEvent) => {
+  const targeted = events.flatMap((event: StoredEvent) => {
     const targets = subscribed.filter((e) => e.organization_id === event.organizationId && e.events.has(event.type)
       && (event.projectId === null || e.project_id === event.projectId));
-    if (targets.length === 0) return [];
+    return targets.length > 0 ? [{ event, targets }] : [];
+  });
+  const payloads = await payloadsOf(targeted.map(({ event }) => event));
+  const now = nowIso();
+  const rows = targeted.flatMap(({ event, targets }, i) => {
+    const payload = payloads[i]!;
     const messageId = newMessageId();
-    const body = messageBody(event.type, event.createdAt, event.payload);
-    const memory = (event.payload as { memory?: { id?: number } }).memory?.id ?? null;
+    const body = messageBody(event.type, event.createdAt, payload);
+    const memory = (payload as { memory?: { id?: number } }).memory?.id ?? null;
     return targets.map((e) => ({
       endpoint_id: e.id, message_id: messageId, event_type: event.type, memory_id: memory, body, status: 'pending',
       next_attempt_at: now, lease_until: null, created_at: now, updated_at: now,
