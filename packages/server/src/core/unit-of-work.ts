@@ -1,4 +1,4 @@
-import { sql, type Kysely, type OperationNodeSource, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type OperationNodeSource, type Transaction } from 'kysely';
 import { prepared } from '../store/prepared.js';
 import { LAST_IN_TRANSACTION, nowIso, type Database } from '../store/database.js';
 import type { DB } from '../store/schema.js';
@@ -213,10 +213,25 @@ async function runTogether(database: Database, trx: Transaction<DB>, statements:
     return;
   }
   if (statements.length === 0) return;
-  let combined = trx as unknown as { with(name: string, query: () => PendingWrite): typeof combined; selectNoFrom: Transaction<DB>['selectNoFrom'] };
-  statements.forEach((statement, i) => {
-    combined = combined.with(`w${i}`, () => statement);
-  });
-  const query = combined.selectNoFrom(sql<number>`1`.as('done')).compile();
-  await trx.executeQuery({ ...query, sql: LAST_IN_TRANSACTION + query.sql });
+  await trx.executeQuery(asCommonTableExpressions(statements.map((statement) => statement.compile())));
 }
+
+/**
+ * `WITH "w0" AS (…), "w1" AS (…) SELECT 1 AS "done"` from compiled PostgreSQL statements, each
+ * statement's parameters renumbered after those before it: the text Kysely compiles from the same
+ * statements as CTEs, without building and compiling them again (a bulk write's rows are most of
+ * its parameters: rebuilding them cost more than running the statement's JavaScript).
+ */
+function asCommonTableExpressions(statements: CompiledQuery[]): CompiledQuery {
+  const parameters: unknown[] = [];
+  const ctes = statements.map((statement, i) => {
+    const offset = parameters.length;
+    parameters.push(...statement.parameters);
+    return `"w${i}" as (${offset === 0 ? statement.sql : renumberParameters(statement.sql, offset)})`;
+  });
+  return CompiledQuery.raw(`${LAST_IN_TRANSACTION}with ${ctes.join(', ')} select 1 as "done"`, parameters);
+}
+
+/** `$n` becomes `$(n + offset)` outside quoted literals and identifiers. */
+const renumberParameters = (text: string, offset: number) =>
+  text.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\$(\d+)/g, (match, n: string | undefined) => (n === undefined ? match : `$${Number(n) + offset}`));

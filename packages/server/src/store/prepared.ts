@@ -1,4 +1,4 @@
-import type { Compilable, CompiledQuery, OperationNodeSource } from 'kysely';
+import type { Compilable, CompiledQuery } from 'kysely';
 import type { Executor } from './database.js';
 
 /**
@@ -15,13 +15,11 @@ export function prepared<A extends unknown[], R>(arity: number, build: (db: Exec
 /**
  * An INSERT of rows (and what follows its VALUES: ON CONFLICT, RETURNING) compiled once per dialect
  * and row count, then run with new values: the inserts of a write, whose rows vary only in number.
- * Each row has every column of `columns`; `build` must use their values only as bound values. The
- * Kysely query is built only when the unit of work combines the insert into another statement
- * (PostgreSQL, core/unit-of-work.ts).
+ * Each row has every column of `columns`; `build` must use their values only as bound values.
  */
 export function preparedInsert<Row extends Record<string, unknown>, R = unknown>(
   columns: ReadonlyArray<keyof Row & string>,
-  build: (db: Executor, rows: Row[]) => Compilable<R> & OperationNodeSource,
+  build: (db: Executor, rows: Row[]) => Compilable<R>,
 ) {
   const byCount = new Map<number, (db: Executor, args: unknown[]) => CompiledQuery<R>>();
   const compilerFor = (count: number) => {
@@ -36,9 +34,8 @@ export function preparedInsert<Row extends Record<string, unknown>, R = unknown>
     }
     return compile;
   };
-  return (db: Executor, rows: Row[]): Compilable<R> & OperationNodeSource => ({
+  return (db: Executor, rows: Row[]): Compilable<R> => ({
     compile: () => compilerFor(rows.length)(db, rows.flatMap((row) => columns.map((column) => row[column]))),
-    toOperationNode: () => build(db, rows).toOperationNode(),
   });
 }
 

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type QueryCreator, type Transaction } from 'kysely';
+import { sql, type Insertable, type QueryCreator, type RawBuilder, type Transaction } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
@@ -124,7 +124,7 @@ async function insertMemories(
   }
   const seq = await nextSeq(trx, owner, now);
   const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
-  const { byHash, byRef } = await existingDuplicates(trx, owner, hashes, refs);
+  const { byHash, byRef } = await existingDuplicates(database, trx, owner, hashes, refs);
 
   const outcomes: Array<Outcome | { pending: number; reason?: SkipReason }> = [];
   const rows: Array<Omit<MemoryRow, 'id'>> = [];
@@ -185,21 +185,42 @@ const insertRows = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(MEMORY_COLUM
   db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).returningAll(),
 );
 
-/** The owner's live memories with one of these text hashes or client refs (one query per partial unique index). */
-async function existingDuplicates(trx: Executor, owner: Owner, hashes: string[], refs: string[]) {
-  // The IS NOT NULL terms let SQLite's planner use the partial indexes. Sent together: on
-  // PostgreSQL (pipeline mode) one round trip for both.
-  const [byHashRows, byRefRows] = await Promise.all([
-    owned(owner)(trx).clearSelect().select(['id', 'dedupe_hash']).where('dedupe_hash', 'is not', null).where('dedupe_hash', 'in', hashes).execute(),
-    refs.length
-      ? owned(owner)(trx).clearSelect().select(['id', 'client_ref']).where('client_ref', 'is not', null).where('client_ref', 'in', refs).execute()
-      : [],
-  ]);
-  return {
-    byRef: new Map(byRefRows.map((e) => [e.client_ref!, e.id])),
-    byHash: new Map(byHashRows.map((e) => [e.dedupe_hash!, e.id])),
-  };
+/**
+ * The owner's live memories with one of these text hashes or client refs: one statement, a lookup
+ * in each partial unique index (their IS NOT NULL terms let SQLite's planner use them) per value,
+ * compiled once per dialect. Each list is bound as one value, so its length leaves the text as it
+ * is (on PostgreSQL one named statement, planned once per connection, for every call).
+ */
+async function existingDuplicates(database: Database, trx: Executor, owner: Owner, hashes: string[], refs: string[]) {
+  const lookup = duplicateLookups[database.dialect];
+  const rows = await lookup.statement(trx, owner.projectId, owner.tenantId, owner.endUserId, lookup.list(hashes), lookup.list(refs));
+  const byHash = new Map<string, number>();
+  const byRef = new Map<string, number>();
+  for (const row of rows) (row.kind === 'hash' ? byHash : byRef).set(row.key, row.id);
+  return { byHash, byRef };
 }
+
+type DuplicateColumn = 'dedupe_hash' | 'client_ref';
+
+function duplicateLookup(isIn: (column: DuplicateColumn, list: unknown) => RawBuilder<boolean>) {
+  return prepared(5, (db, projectId: string, tenantId: string, endUserId: string, hashes: unknown, refs: unknown) => {
+    const live = (column: DuplicateColumn, list: unknown) =>
+      owned({ projectId, tenantId, endUserId })(db).clearSelect().select(['id', sql<string>`${sql.ref(column)}`.as('key')])
+        .where(column, 'is not', null).where(isIn(column, list));
+    return live('dedupe_hash', hashes).select(sql.lit('hash').as('kind')).unionAll(live('client_ref', refs).select(sql.lit('ref').as('kind')));
+  });
+}
+
+const duplicateLookups = {
+  sqlite: {
+    statement: duplicateLookup((column, list) => sql<boolean>`${sql.ref(column)} in (select value from json_each(${list}))`),
+    list: (values: string[]): unknown => JSON.stringify(values),
+  },
+  postgres: {
+    statement: duplicateLookup((column, list) => sql<boolean>`${sql.ref(column)} = any(${list}::text[])`),
+    list: (values: string[]): unknown => values,
+  },
+};
 
 /**
  * One item, without looking for a duplicate first: the insert skips itself on a conflict with the
@@ -228,7 +249,7 @@ async function insertUnlessDuplicate(
     [inserted] = (await trx.executeQuery(insertUnlessConflict(trx, [row]).compile())).rows;
   }
   if (inserted) return { created: toMemory(inserted) };
-  const { byHash, byRef } = await existingDuplicates(trx, owner, [hash], item.client_ref === undefined ? [] : [item.client_ref]);
+  const { byHash, byRef } = await existingDuplicates(database, trx, owner, [hash], item.client_ref === undefined ? [] : [item.client_ref]);
   const refId = item.client_ref === undefined ? undefined : byRef.get(item.client_ref);
   if (refId !== undefined) return { skipped: { reason: clientRefReason, memory_id: refId } };
   const hashId = byHash.get(hash);
