@@ -148,8 +148,7 @@ async function insertMemories(
     rows.push(memoryRow(database, owner, item, hash, seq, now));
   });
 
-  const inserted = rows.length ? (await trx.executeQuery(insertRows(trx, rows).compile())).rows : [];
-  const memories = inserted.map(toMemory);
+  const memories = rows.length ? await insertedMemories(database, trx, rows) : [];
   recordCreated(trx, ctx, effects, owner, memories);
   return outcomes.map((o) => {
     if (!('pending' in o)) return o;
@@ -181,8 +180,23 @@ const insertUnlessConflict = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(ME
   db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).onConflict((oc) => oc.doNothing()).returningAll(),
 );
 
+/**
+ * Inserts memory rows and returns them as the memories they now are, in order. PostgreSQL returns
+ * the stored rows (jsonb keeps metadata in its own key order); SQLite stores exactly the values it
+ * was given, so only the ids come back (returning every column was a sixth of the insert's time).
+ */
+async function insertedMemories(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>): Promise<MemoryView[]> {
+  if (database.dialect === 'postgres') return (await trx.executeQuery(insertRows(trx, rows).compile())).rows.map(toMemory);
+  const inserted = (await trx.executeQuery(insertRowIds(trx, rows).compile())).rows;
+  return inserted.map(({ id }, i) => toMemory({ ...rows[i]!, id }));
+}
+
 const insertRows = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(MEMORY_COLUMNS, (db, rows) =>
   db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).returningAll(),
+);
+
+const insertRowIds = preparedInsert<Omit<MemoryRow, 'id'>, Pick<MemoryRow, 'id'>>(MEMORY_COLUMNS, (db, rows) =>
+  db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).returning('id'),
 );
 
 /**
