@@ -34,13 +34,18 @@ export function preparedInsert<Row extends Record<string, unknown>, R = unknown>
     }
     return compile;
   };
+  const valuesOf = (rows: Row[]) => {
+    const values: unknown[] = [];
+    for (const row of rows) for (const column of columns) values.push(row[column]);
+    return values;
+  };
   return (db: Executor, rows: Row[]): Compilable<R> => ({
-    compile: () => compilerFor(rows.length)(db, rows.flatMap((row) => columns.map((column) => row[column]))),
+    compile: () => compilerFor(rows.length)(db, valuesOf(rows)),
   });
 }
 
 function compiledOnce<A extends unknown[], R>(arity: number, build: (db: Executor, ...args: A) => Compilable<R>) {
-  const compiledByDialect = new Map<unknown, { compiled: CompiledQuery<R>; slots: number[] }>();
+  const compiledByDialect = new Map<unknown, { compiled: CompiledQuery<R>; slots: number[]; argumentsInOrder: boolean }>();
   return (db: Executor, args: A): CompiledQuery<R> => {
     const dialect = db.getExecutor().adapter.constructor;
     let entry = compiledByDialect.get(dialect);
@@ -50,10 +55,11 @@ function compiledOnce<A extends unknown[], R>(arity: number, build: (db: Executo
       const markerIndex = new Map(markers.map((marker, i) => [marker, i]));
       const slots = compiled.parameters.map((p) => markerIndex.get(p as string) ?? -1);
       if (new Set(slots.filter((s) => s >= 0)).size !== arity) throw new Error('prepared: every argument must be bound exactly once');
-      entry = { compiled, slots };
+      // An INSERT's VALUES bind exactly the arguments, in order: its parameters are then the arguments themselves.
+      entry = { compiled, slots, argumentsInOrder: slots.length === arity && slots.every((slot, i) => slot === i) };
       compiledByDialect.set(dialect, entry);
     }
-    const { compiled, slots } = entry;
-    return { ...compiled, parameters: compiled.parameters.map((value, i) => (slots[i]! >= 0 ? args[slots[i]!] : value)) };
+    const { compiled, slots, argumentsInOrder } = entry;
+    return { ...compiled, parameters: argumentsInOrder ? args : compiled.parameters.map((value, i) => (slots[i]! >= 0 ? args[slots[i]!] : value)) };
   };
 }
