@@ -203,7 +203,7 @@ const insertRowIds = preparedInsert<Omit<MemoryRow, 'id'>, Pick<MemoryRow, 'id'>
  * The owner's live memories with one of these text hashes or client refs: one statement, a lookup
  * in each partial unique index (their IS NOT NULL terms let SQLite's planner use them) per value,
  * compiled once per dialect. Each list is bound as one value, so its length leaves the text as it
- * is (on PostgreSQL one named statement, planned once per connection, for every call).
+ * is (on PostgreSQL one named statement for every call, prepared once per connection).
  */
 async function existingDuplicates(database: Database, trx: Executor, owner: Owner, hashes: string[], refs: string[]) {
   const lookup = duplicateLookups[database.dialect];
