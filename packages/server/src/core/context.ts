@@ -1,4 +1,4 @@
-import type { Compilable, OperationNodeSource, Transaction } from 'kysely';
+import type { Compilable, Transaction } from 'kysely';
 import type { DB } from '../store/schema.js';
 import type { Role } from './access.js';
 
@@ -89,4 +89,4 @@ export interface WriteJournal {
  * A statement a write needs run in its transaction but never reads back (history, outbox, audit,
  * journal rows): the unit of work sends them together at the end, as one statement on PostgreSQL.
  */
-export type PendingWrite = Compilable & OperationNodeSource;
+export type PendingWrite = Compilable;

@@ -328,10 +328,36 @@ async function runTogether(database: Database, trx: Transaction<DB>, statements:
     return;
   }
   if (statements.length === 0) return;
-  let combined = trx as unknown as { with(name: string, query: () => PendingWrite): typeof combined; selectNoFrom: Transaction<DB>['selectNoFrom'] };
-  statements.forEach((statement, i) => {
-    combined = combined.with(`w${i}`, () => statement);
-  });
-  const query = combined.selectNoFrom(sql<number>`1`.as('done')).compile();
-  await trx.executeQuery({ ...query, sql: LAST_IN_TRANSACTION + query.sql });
+  await trx.executeQuery(asCommonTableExpressions(statements.map((statement) => statement.compile())));
 }
+
+/**
+ * `WITH "w0" AS (…), "w1" AS (…) SELECT 1 AS "done"` from compiled PostgreSQL statements, each
+ * statement's parameters renumbered after those before it: the text Kysely compiles from the same
+ * statements as CTEs, without building and compiling them again (a bulk write's rows are most of
+ * its parameters: rebuilding them cost more than running the statement's JavaScript). The texts
+ * are few (one per shape and row count), so each joined text is kept: the same string every time,
+ * whose hash the named-statement lookup (store/database.ts) computes once.
+ */
+function asCommonTableExpressions(statements: CompiledQuery[]): CompiledQuery {
+  const key = statements.map((statement) => statement.sql).join('\u0000');
+  let text = joinedTexts.get(key);
+  if (text === undefined) {
+    let offset = 0;
+    const ctes = statements.map((statement, i) => {
+      const renumbered = renumberParameters(statement.sql, offset);
+      offset += statement.parameters.length;
+      return `"w${i}" as (${renumbered})`;
+    });
+    text = `${LAST_IN_TRANSACTION}with ${ctes.join(', ')} select 1 as "done"`;
+    if (joinedTexts.size >= 256) joinedTexts.delete(joinedTexts.keys().next().value!);
+    joinedTexts.set(key, text);
+  }
+  return CompiledQuery.raw(text, statements.flatMap((statement) => statement.parameters));
+}
+
+const joinedTexts = new Map<string, string>();
+
+/** `$n` becomes `$(n + offset)` outside quoted literals and identifiers. */
+const renumberParameters = (text: string, offset: number) =>
+  offset === 0 ? text : text.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\$(\d+)/g, (match, n: string | undefined) => (n === undefined ? match : `$${Number(n) + offset}`));

@@ -1,4 +1,4 @@
-import type { Compilable, CompiledQuery, OperationNodeSource } from 'kysely';
+import type { Compilable, CompiledQuery } from 'kysely';
 import type { Executor } from './database.js';
 
 /**
@@ -15,13 +15,11 @@ export function prepared<A extends unknown[], R>(arity: number, build: (db: Exec
 /**
  * An INSERT of rows (and what follows its VALUES: ON CONFLICT, RETURNING) compiled once per dialect
  * and row count, then run with new values: the inserts of a write, whose rows vary only in number.
- * Each row has every column of `columns`; `build` must use their values only as bound values. The
- * Kysely query is built only when the unit of work combines the insert into another statement
- * (PostgreSQL, core/unit-of-work.ts).
+ * Each row has every column of `columns`; `build` must use their values only as bound values.
  */
 export function preparedInsert<Row extends Record<string, unknown>, R = unknown>(
   columns: ReadonlyArray<keyof Row & string>,
-  build: (db: Executor, rows: Row[]) => Compilable<R> & OperationNodeSource,
+  build: (db: Executor, rows: Row[]) => Compilable<R>,
 ) {
   const byCount = new Map<number, (db: Executor, args: unknown[]) => CompiledQuery<R>>();
   const compilerFor = (count: number) => {
@@ -36,14 +34,18 @@ export function preparedInsert<Row extends Record<string, unknown>, R = unknown>
     }
     return compile;
   };
-  return (db: Executor, rows: Row[]): Compilable<R> & OperationNodeSource => ({
-    compile: () => compilerFor(rows.length)(db, rows.flatMap((row) => columns.map((column) => row[column]))),
-    toOperationNode: () => build(db, rows).toOperationNode(),
+  const valuesOf = (rows: Row[]) => {
+    const values: unknown[] = [];
+    for (const row of rows) for (const column of columns) values.push(row[column]);
+    return values;
+  };
+  return (db: Executor, rows: Row[]): Compilable<R> => ({
+    compile: () => compilerFor(rows.length)(db, valuesOf(rows)),
   });
 }
 
 function compiledOnce<A extends unknown[], R>(arity: number, build: (db: Executor, ...args: A) => Compilable<R>) {
-  const compiledByDialect = new Map<unknown, { compiled: CompiledQuery<R>; slots: number[] }>();
+  const compiledByDialect = new Map<unknown, { compiled: CompiledQuery<R>; slots: number[]; argumentsInOrder: boolean }>();
   return (db: Executor, args: A): CompiledQuery<R> => {
     const dialect = db.getExecutor().adapter.constructor;
     let entry = compiledByDialect.get(dialect);
@@ -53,10 +55,11 @@ function compiledOnce<A extends unknown[], R>(arity: number, build: (db: Executo
       const markerIndex = new Map(markers.map((marker, i) => [marker, i]));
       const slots = compiled.parameters.map((p) => markerIndex.get(p as string) ?? -1);
       if (new Set(slots.filter((s) => s >= 0)).size !== arity) throw new Error('prepared: every argument must be bound exactly once');
-      entry = { compiled, slots };
+      // An INSERT's VALUES bind exactly the arguments, in order: its parameters are then the arguments themselves.
+      entry = { compiled, slots, argumentsInOrder: slots.length === arity && slots.every((slot, i) => slot === i) };
       compiledByDialect.set(dialect, entry);
     }
-    const { compiled, slots } = entry;
-    return { ...compiled, parameters: compiled.parameters.map((value, i) => (slots[i]! >= 0 ? args[slots[i]!] : value)) };
+    const { compiled, slots, argumentsInOrder } = entry;
+    return { ...compiled, parameters: argumentsInOrder ? args : compiled.parameters.map((value, i) => (slots[i]! >= 0 ? args[slots[i]!] : value)) };
   };
 }

@@ -12,7 +12,7 @@ forEachDialect('POST /memory/bulk-add', (dialect) => {
     const items = [
       { text: 'Bulk one', tags: ['a'], client_ref: 'b-1' },
       { text: 'Bulk two', importance: 0.9, metadata: { k: 1 }, source: 'import' },
-      { text: 'Bulk three', session_id: 's-1' },
+      { text: 'Bulk three', session_id: 's-1', importance: 1, metadata: { zeta: [1, { b: null, a: 'x' }], alpha: 'é' } },
     ];
     const { res, audit, events } = await withEffects(t, () => bulk(items, 'bulk-user'));
     expect(res.status).toBe(200);
@@ -25,8 +25,11 @@ forEachDialect('POST /memory/bulk-add', (dialect) => {
     const ids = res.body.results.map((r: { memory: { id: number } }) => r.memory.id);
     expectAudited({ audit, events }, t, { action: 'memory.bulk_add', target_type: 'memory', target_id: ids.join(',') });
     expect(events.map((e) => [e.type, e.payload.memory])).toEqual(res.body.results.map((r: { memory: unknown }) => ['memory.created', r.memory]));
-    for (const id of ids) {
-      expect((await t.call('GET', `/memory/${id}`, { endUser: 'bulk-user' })).status).toBe(200);
+    // The answer is the stored row (SQLite answers from the values it inserted, PostgreSQL from the row returned).
+    for (const [i, id] of ids.entries()) {
+      const stored = await t.call('GET', `/memory/${id}`, { endUser: 'bulk-user' });
+      expect(stored.status).toBe(200);
+      expect(JSON.stringify(stored.body)).toBe(JSON.stringify(res.body.results[i].memory));
     }
   });
 
