@@ -254,7 +254,11 @@ function withStatementCache(sqlite: BetterSqlite3.Database, limit = 500): Better
       const source = text === 'begin' ? 'begin immediate' : text;
       let statement = cache.get(source);
       if (!statement) {
-        statement = prepare(source);
+        const prepared = prepare(source);
+        // A statement that changes the schema (a migration) may change what `select *` returns: the
+        // statements kept so far, and the column names their row builders hold, are prepared anew.
+        if (!prepared.reader && SCHEMA_CHANGE.test(source)) cache.clear();
+        statement = prepared.reader ? withRowsBuiltInJs(prepared) : prepared;
         if (cache.size >= limit) cache.delete(cache.keys().next().value!);
         cache.set(source, statement);
       }
@@ -262,6 +266,39 @@ function withStatementCache(sqlite: BetterSqlite3.Database, limit = 500): Better
     },
     close: () => sqlite.close(),
   });
+}
+
+const SCHEMA_CHANGE = /^\s*(create|alter|drop)\b/i;
+
+/**
+ * A reading statement whose rows are built here from better-sqlite3's raw arrays. better-sqlite3
+ * builds each row object through V8's embedder API, one property at a time (a key lookup and a
+ * map transition per column): for the ten memory rows a query reads that cost more than running
+ * the statement. A function compiled once per statement builds the same objects (same keys in
+ * the same order, a repeated name keeping its last value) as one object literal. The column names
+ * are read again whenever a row's width differs from them (the schema changed under a statement
+ * another process's migration recompiled). Kysely calls only `reader`, `all` and `run` on a statement.
+ */
+function withRowsBuiltInJs(statement: BetterSqlite3.Statement): BetterSqlite3.Statement {
+  const names = () => statement.columns().map((column) => column.name);
+  const builderFor = (columns: string[]): ((values: unknown[]) => Record<string, unknown>) =>
+    // '__proto__' in a literal would set the prototype; such a row is built key by key.
+    columns.includes('__proto__')
+      ? (values) => Object.fromEntries(columns.map((name, i) => [name, values[i]]))
+      : (new Function('v', `return {${columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ')}};`) as (values: unknown[]) => Record<string, unknown>);
+  let columns = names();
+  let build = builderFor(columns);
+  statement.raw(true);
+  const reading = {
+    reader: true,
+    all: (...parameters: unknown[]) => {
+      const rows = statement.all(...parameters) as unknown[][];
+      if (rows.length > 0 && rows[0]!.length !== columns.length) build = builderFor((columns = names()));
+      return rows.map(build);
+    },
+    run: (...parameters: unknown[]) => statement.run(...parameters),
+  };
+  return reading as unknown as BetterSqlite3.Statement;
 }
 
 /** JSON columns: text on SQLite, parsed jsonb on PostgreSQL. */
