@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { freshDatabaseConfig } from '../testing/harness.js';
-import { openDatabase } from './database.js';
+import { openDatabase, timestamptzToIso } from './database.js';
 
 /** A kill -9 test cannot see a lost fsync (the OS still writes the page cache), so the settings are asserted. */
 it('runs SQLite in WAL mode with synchronous=FULL, so a commit is on disk before it is acknowledged', async () => {
@@ -44,4 +44,41 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)('re-prepares a named PostgreSQL
     await database.close();
     await fresh.drop();
   }
+});
+
+/**
+ * SQLite rows are built from raw arrays (store/database.ts#withRowsBuiltInJs): the same objects as
+ * better-sqlite3's, a repeated name keeping its last value, and still right after a migration
+ * changed the shape of the table a kept statement reads.
+ */
+it('builds SQLite rows as better-sqlite3 would, across changes of the schema', async () => {
+  const fresh = await freshDatabaseConfig('sqlite');
+  const database = openDatabase(fresh.config);
+  try {
+    await sql`CREATE TABLE shapes (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`.execute(database.db);
+    await sql`INSERT INTO shapes VALUES (1, 'one'), (2, 'two')`.execute(database.db);
+    const read = () => sql<Record<string, unknown>>`SELECT * FROM shapes WHERE id >= ${1} ORDER BY id`.execute(database.db);
+    expect((await read()).rows).toEqual([{ id: 1, name: 'one' }, { id: 2, name: 'two' }]);
+    expect(Object.keys((await read()).rows[0]!)).toEqual(['id', 'name']);
+    // better-sqlite3 assigns each column in turn: the last of a name wins, and __proto__ (a number) sets nothing.
+    const repeated = await sql<Record<string, unknown>>`SELECT id AS "__proto__", name AS x, id AS x FROM shapes WHERE id = ${2}`.execute(database.db);
+    expect(repeated.rows).toEqual([{ x: 2 }]);
+    expect(Object.getOwnPropertyNames(repeated.rows[0])).toEqual(['x']);
+    expect(Object.getPrototypeOf(repeated.rows[0])).toBe(Object.prototype);
+    await sql`ALTER TABLE shapes ADD COLUMN colour TEXT`.execute(database.db);
+    expect((await read()).rows).toEqual([{ id: 1, name: 'one', colour: null }, { id: 2, name: 'two', colour: null }]);
+    expect((await sql`INSERT INTO shapes (id, name) VALUES (${3}, 'three') RETURNING id, name`.execute(database.db)).rows).toEqual([{ id: 3, name: 'three' }]);
+  } finally {
+    await database.close();
+    await fresh.drop();
+  }
+});
+
+it('reads PostgreSQL timestamptz text as Date would, without Date where it can', () => {
+  for (const value of ['2023-05-08 13:56:01+00', '2023-05-08 13:56:01.5+00', '2023-05-08 13:56:01.123456+00', '2024-02-29 23:59:59.9999+00']) {
+    expect(timestamptzToIso(value)).toBe(new Date(value).toISOString());
+  }
+  // Forms left to Date: another offset, and years Date reads its own way.
+  expect(timestamptzToIso('2023-05-08 15:56:01.25+02')).toBe('2023-05-08T13:56:01.250Z');
+  expect(timestamptzToIso('0099-01-01 00:00:00+00')).toBe(new Date('0099-01-01 00:00:00+00').toISOString());
 });

@@ -22,7 +22,13 @@ export interface Owner {
 export type MemoryRow = Selectable<MemoriesTable>;
 
 
-export function toMemory(row: MemoryRow): MemoryView {
+/** The columns a memory's view is built from. */
+const VIEW_COLUMNS = [
+  'id', 'text', 'tags', 'is_summary', 'source', 'importance', 'metadata', 'client_ref', 'session_id', 'end_user_id', 'created_at',
+  'updated_at', 'superseded_by',
+] as const;
+
+export function toMemory(row: Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>): MemoryView {
   return {
     id: row.id,
     text: row.text,
@@ -277,27 +283,43 @@ function perIdCount<A extends unknown[], R>(fixed: number, build: (db: Executor,
   };
 }
 
-type ScopedRow = Pick<MemoryRow, 'id' | 'tenant_id' | 'end_user_id' | 'speaker'>;
+/** What reading memories back by id selects: the view, the speaker, and what the scope is checked against. */
+const READ_COLUMNS = [...VIEW_COLUMNS, 'speaker', 'project_id', 'tenant_id'] as const;
+type ReadRow = Pick<MemoryRow, (typeof READ_COLUMNS)[number]>;
+
+/** A memory read back by id: its view, its speaker and its tenant. */
+export type ScopedMemory = MemoryView & { speaker: string | null; tenant_id: string };
 
 /**
- * The rows within the tenant and end user given, as views, in the order of `ids`. Tenant and end
- * user are checked here, not in SQL: given equality on them, SQLite (which has no statistics) walks
- * the owner's whole (owner, seq) index instead of looking up the ids, which costs a query time
- * proportional to the owner's memories.
+ * The rows within the project, tenant and end user given, as views, in the order of `ids`. The
+ * statements select by id only and the scope is checked here: given equality on the owner,
+ * SQLite (which has no statistics) walks the owner's whole (owner, seq) index instead of looking
+ * up the ids, and PostgreSQL does the same on a table it has not analysed yet, which costs a
+ * query time proportional to the owner's memories.
  */
 function viewsInOrder(
-  rows: ScopedRow[], scope: { tenantId?: string | null; endUserId?: string | null }, ids: number[],
-): Array<MemoryView & { speaker: string | null; tenant_id: string }> {
-  const byId = new Map(
-    rows
-      .filter((r) => (scope.tenantId == null || r.tenant_id === scope.tenantId) && (scope.endUserId == null || r.end_user_id === scope.endUserId))
-      .map((r) => [r.id, { ...toMemory(r as MemoryRow), speaker: r.speaker, tenant_id: r.tenant_id }]),
-  );
-  return ids.flatMap((id) => byId.get(id) ?? []);
+  rows: ReadRow[], scope: { projectId: string; tenantId?: string | null; endUserId?: string | null }, ids: number[],
+): ScopedMemory[] {
+  const byId = new Map<number, ScopedMemory>();
+  for (const row of rows) {
+    if (row.project_id !== scope.projectId) continue;
+    if ((scope.tenantId != null && row.tenant_id !== scope.tenantId) || (scope.endUserId != null && row.end_user_id !== scope.endUserId)) continue;
+    // Extended in place: spreading a view into a new object costs a few microseconds a row.
+    const view = toMemory(row) as ScopedMemory;
+    view.speaker = row.speaker;
+    view.tenant_id = row.tenant_id;
+    byId.set(row.id, view);
+  }
+  const inOrder: ScopedMemory[] = [];
+  for (const id of ids) {
+    const view = byId.get(id);
+    if (view) inOrder.push(view);
+  }
+  return inOrder;
 }
 
-const liveRowsByIds = perIdCount<[projectId: string], MemoryRow>(1, (db, projectId, ...ids) =>
-  db.selectFrom('memories').selectAll().where('project_id', '=', projectId as string).where('deleted_at', 'is', null).where('id', 'in', ids as number[]),
+const liveRowsByIds = perIdCount<[], ReadRow>(0, (db, ...ids) =>
+  db.selectFrom('memories').select(READ_COLUMNS).where('deleted_at', 'is', null).where('id', 'in', ids as number[]),
 );
 
 /** Live memories by id within a project (and tenant/end user when given), in the order asked. */
@@ -305,9 +327,9 @@ export async function memoriesByIds(
   db: Executor,
   scope: { projectId: string; tenantId?: string | null; endUserId?: string | null },
   ids: number[],
-): Promise<Array<MemoryView & { speaker: string | null; tenant_id: string }>> {
+): Promise<ScopedMemory[]> {
   if (ids.length === 0) return [];
-  return viewsInOrder(await liveRowsByIds(ids.length)(db, scope.projectId, ...ids), scope, ids);
+  return viewsInOrder(await liveRowsByIds(ids.length)(db, ...ids), scope, ids);
 }
 
 
@@ -321,19 +343,19 @@ export async function ownerMemoriesAt(
   db: Executor,
   owner: Owner,
   ids: number[],
-): Promise<{ revision: number; memories: Array<MemoryView & { speaker: string | null; tenant_id: string }> }> {
+): Promise<{ revision: number; memories: ScopedMemory[] }> {
   const rows = (await rowsAtRevision(ids.length)(db, owner.projectId, owner.tenantId, owner.endUserId, ...ids)) as RowAtRevision[];
   // The left join gives one row without a memory when none of the ids is live.
-  const found = rows.filter((r): r is RowAtRevision & ScopedRow => r.id !== null);
+  const found = rows.filter((r): r is RowAtRevision & ReadRow => r.id !== null);
   return { revision: rows[0]?.owner_revision ?? 0, memories: viewsInOrder(found, owner, ids) };
 }
 
-type RowAtRevision = { owner_revision: number } & { [K in keyof MemoryRow]: MemoryRow[K] | null };
+type RowAtRevision = { owner_revision: number } & { [K in keyof ReadRow]: ReadRow[K] | null };
 const rowsAtRevision = perIdCount<[projectId: string, tenantId: string, endUserId: string], unknown>(3, (db, projectId, tenantId, endUserId, ...ids) =>
   db.selectFrom('end_users as e')
-    .leftJoin('memories as m', (join) => join.onRef('m.project_id', '=', 'e.project_id').on('m.deleted_at', 'is', null).on('m.id', 'in', ids as number[]))
+    .leftJoin('memories as m', (join) => join.on('m.deleted_at', 'is', null).on('m.id', 'in', ids as number[]))
     .select('e.revision as owner_revision')
-    .selectAll('m')
+    .select(READ_COLUMNS.map((column) => `m.${column}` as const))
     .where('e.project_id', '=', projectId as string).where('e.tenant_id', '=', tenantId as string).where('e.end_user_id', '=', endUserId as string),
 );
 

@@ -1,7 +1,7 @@
 /** The memories module's public face: what other modules, the worker and the CLI may use. */
 export {
   changesSince, endUsersOf, exportMemories, forgottenSince, largeOwnersChangedAfter, getMemory, liveMemoryCount, liveProjectMemories, listMemories, memoriesByIds, memoryCounts, ownerMemoriesAt,
-  memoryHistory, projectRevision, revisionOf, summaryBySetKey, type IndexedMemory, type Owner,
+  memoryHistory, projectRevision, revisionOf, summaryBySetKey, type IndexedMemory, type Owner, type ScopedMemory,
   countForExport, exportPage, historyOfMemories, ownersOfMemories, type ExportFilter, type PortableMemory,
 } from './feed.js';
 export {

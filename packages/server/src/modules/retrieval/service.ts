@@ -3,7 +3,7 @@ import { invalid } from '../../core/errors.js';
 import { canonicalJson } from '../../core/json.js';
 import type { Database } from '../../store/database.js';
 import { memoriesByIds, ownerMemoriesAt, revisionOf, type Owner } from '../memories/index.js';
-import type { MemoryView } from '../memories/index.js';
+import type { MemoryView, ScopedMemory } from '../memories/index.js';
 import type { EmbeddingStore } from './embeddings.js';
 import type { CachedIndex, DocMeta, IndexCache } from './index-cache.js';
 import type { FiltersInput } from './schemas.js';
@@ -96,14 +96,19 @@ function searchIndex(cached: CachedIndex, query: string, opts: RankOptions, quer
   });
 }
 
-/** Rows of ranked hits with their relevance (and explanation when asked), best first. */
-function scored(
-  hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>, rows: Array<MemoryView & { speaker: string | null; tenant_id: string }>, explain = false,
-): ScoredMemory[] {
+/**
+ * Rows of ranked hits with their relevance (and explanation when asked), best first. The rows were
+ * just read for this answer, so they are given their score in place (keeping their tenant_id,
+ * which no response schema of theirs serializes): a copy by spreading costs a few microseconds a
+ * row, and leaves objects that the response serializer reads several times slower.
+ */
+function scored(hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>, rows: ScopedMemory[], explain = false): ScoredMemory[] {
   const byId = new Map(hits.map((h) => [h.id, h]));
-  return demoteSuperseded(rows.map(({ tenant_id: _tenant, ...row }) => {
+  return demoteSuperseded(rows.map((row) => {
     const hit = byId.get(row.id)!;
-    return { ...row, score: hit.relevance, ...(explain && hit.explanation ? { explanation: hit.explanation } : {}) };
+    const memory: ScoredMemory = Object.assign(row, { score: hit.relevance });
+    if (explain && hit.explanation) memory.explanation = hit.explanation;
+    return memory;
   }));
 }
 
