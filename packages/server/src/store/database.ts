@@ -142,6 +142,11 @@ export function openDatabase(config: Config['database']): Database {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('busy_timeout = 5000');
+  // Group commit (core/unit-of-work.ts) runs each write of a group in a savepoint, and SQLite copies
+  // every page a savepoint changes again into a sub-journal, a temporary file past 64 KiB: a write
+  // syscall per page. Kept in memory, it halved the system CPU of a SQLite add at 16 clients. Other
+  // temporary data (sorts without an index) is held in memory too, as the retrieval indexes are.
+  sqlite.pragma('temp_store = MEMORY');
   sqlite.pragma('foreign_keys = ON');
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
