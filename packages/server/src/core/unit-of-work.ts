@@ -93,8 +93,13 @@ const CONTEXT_COLUMNS: readonly InputColumn[] = [
 
 /** At most this many writes share a statement (its JSON parameter stays small). */
 const GROUP_LIMIT = 64;
-/** Statements of one grouped insert under way at once, per process. */
-const IN_FLIGHT_LIMIT = 2;
+/**
+ * One statement of a grouped insert under way per process, so that groups grow with the load; up
+ * to STALLED_LIMIT when the oldest has taken STALL_MS (waiting for a row lock another transaction
+ * holds, say), so that one slow statement does not hold up every add of the process.
+ */
+const STALL_MS = 20;
+const STALLED_LIMIT = 4;
 
 /**
  * PostgreSQL group commit of single-row inserts. A write that is one INSERT whose audit row, event
@@ -147,7 +152,9 @@ interface GroupedInsertWrite {
 class InsertGroup {
   private waiting: GroupedInsertWrite[] = [];
   private scheduled = false;
-  private inFlight = 0;
+  /** The statements under way, with when each started (performance.now()). */
+  private readonly underWay = new Set<{ started: number }>();
+  private stallTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly database: Database,
@@ -173,12 +180,9 @@ class InsertGroup {
     });
   }
 
-  /**
-   * Sends groups while fewer than IN_FLIGHT_LIMIT are under way; the writes arriving meanwhile wait
-   * for the next one to finish, and then go out together: under load, groups grow with it.
-   */
+  /** Sends the waiting writes as groups while a statement may start (STALL_MS); the rest wait for the next to finish. */
   private flush(): void {
-    while (this.waiting.length > 0 && this.inFlight < IN_FLIGHT_LIMIT) {
+    while (this.waiting.length > 0 && this.mayStart()) {
       const group: GroupedInsertWrite[] = [];
       const taken = new Set<string>();
       const later: GroupedInsertWrite[] = [];
@@ -190,12 +194,29 @@ class InsertGroup {
         }
       }
       this.waiting = later;
-      this.inFlight++;
+      const statement = { started: performance.now() };
+      this.underWay.add(statement);
       void this.run(group).finally(() => {
-        this.inFlight--;
+        this.underWay.delete(statement);
         this.flush();
       });
     }
+    if (this.waiting.length > 0 && !this.stallTimer) {
+      // Should the statement under way stall, the writes waiting go out beside it.
+      this.stallTimer = setTimeout(() => {
+        this.stallTimer = undefined;
+        this.flush();
+      }, STALL_MS);
+      this.stallTimer.unref();
+    }
+  }
+
+  private mayStart(): boolean {
+    if (this.underWay.size === 0) return true;
+    if (this.underWay.size >= STALLED_LIMIT) return false;
+    const now = performance.now();
+    for (const { started } of this.underWay) if (now - started < STALL_MS) return false;
+    return true;
   }
 
   private async run(group: GroupedInsertWrite[]): Promise<void> {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 
@@ -76,5 +77,32 @@ forEachDialect('POST /memory/add, many at once', (dialect) => {
     const audits = await t.database.db.selectFrom('audit_log').select(['result']).where('action', '=', 'memory.add')
       .where('target_id', 'in', [answers[0]!.body.id, answers[2]!.body.id].map(String)).execute();
     expect(audits.map((a) => a.result).sort()).toEqual(['skipped', 'skipped', 'success', 'success']);
+  });
+
+  it.runIf(dialect === 'postgres')('does not hold up other end users\' adds behind one waiting for a row lock', async () => {
+    await t.call('POST', '/memory/add', { endUser: 'locked', body: { text: 'Before the lock' } });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    // Another transaction holds the end user's revision row, as a long write of theirs would.
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      await sql`SELECT revision FROM end_users WHERE end_user_id = 'locked' FOR UPDATE`.execute(trx);
+      locked();
+      await released;
+    });
+    await lockTaken;
+    let blockedDone = false;
+    const blocked = t.call('POST', '/memory/add', { endUser: 'locked', body: { text: 'Waits for the lock' } }).then((res) => {
+      blockedDone = true;
+      return res;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const other = await t.call('POST', '/memory/add', { endUser: 'free', body: { text: 'Not held up' } });
+    expect(other.status).toBe(201);
+    expect(blockedDone).toBe(false);
+    release();
+    await holder;
+    expect((await blocked).status).toBe(201);
   });
 });
