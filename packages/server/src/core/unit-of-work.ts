@@ -104,15 +104,15 @@ const STALLED_LIMIT = 4;
 /**
  * PostgreSQL group commit of single-row inserts. A write that is one INSERT whose audit row, event
  * and further rows depend only on the row it inserts joins the other such writes submitted in the
- * same turn of the event loop: all go out as ONE statement (their values as one JSON parameter
+ * same turn of the event loop, or while the shape's previous statement was under way: all go out as ONE statement (their values as one JSON parameter
  * read by json_to_recordset, then the shape's data-modifying CTEs, the events and the audit rows),
  * without BEGIN and COMMIT, since one statement is atomic. One round trip, one commit and one WAL
  * flush for the group instead of one each: under concurrent load most of a single write's cost in
  * both processes is per statement, not per row. Each write is answered with its inserted row, or
  * undefined when its insert did not land (ON CONFLICT DO NOTHING; the shape's other steps still took
  * effect): the caller then takes write(). Should the statement fail, each of its writes is retried
- * in a statement of its own, so a write fails only for its own reason. A write alone in its turn
- * goes out at once, as a group of one. Not for a request with an Idempotency-Key (its journal row
+ * in a statement of its own, so a write fails only for its own reason. A write alone, with no
+ * statement under way, goes out at once as a group of one. Not for a request with an Idempotency-Key (its journal row
  * needs the result): the caller checks.
  */
 export function groupedInsert(shape: GroupedInsertShape) {
