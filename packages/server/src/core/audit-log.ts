@@ -1,6 +1,6 @@
 import { sql, type Insertable } from 'kysely';
 import { sha256Hex } from './crypto.js';
-import type { Database, Executor } from '../store/database.js';
+import { sqlLiteral, type Database, type Executor } from '../store/database.js';
 import { preparedInsert } from '../store/prepared.js';
 import type { AuditLogTable } from '../store/schema.js';
 
@@ -75,13 +75,10 @@ const auditRows = preparedInsert<Insertable<AuditLogTable>>(
  */
 export function auditInsertPerInsertedRow(action: string, targetType: string): string {
   return `INSERT INTO audit_log (organization_id, project_id, actor_type, actor_id, action, target_type, target_id, result, request_id, created_at)
-    SELECT input.ctx_organization_id, input.ctx_project_id, input.ctx_actor_type, input.ctx_actor_id, ${literal(action)}, ${literal(targetType)},
+    SELECT input.ctx_organization_id, input.ctx_project_id, input.ctx_actor_type, input.ctx_actor_id, ${sqlLiteral(action)}, ${sqlLiteral(targetType)},
       CAST(inserted.id AS text), 'success', input.ctx_request_id, input.ctx_now
     FROM inserted JOIN input USING (ord) ORDER BY inserted.id`;
 }
-
-/** A constant of the statement's text (the grouped insert's text is fixed, so it holds no values of a request). */
-const literal = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
 const SEAL_BATCH = 2000;
 

@@ -1,6 +1,6 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import type { Insertable } from 'kysely';
-import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
+import { decodeJson, encodeJson, nowIso, sqlLiteral, type Database, type Executor } from '../store/database.js';
 import { preparedInsert } from '../store/prepared.js';
 import type { OutboxEventsTable } from '../store/schema.js';
 import { bodyAjv } from './validation.js';
@@ -150,9 +150,8 @@ const outboxRows = preparedInsert<Insertable<OutboxEventsTable>>(
  * write's payload (from eventJson, in the CTE `input`) is written with the row's id at `memory.id`.
  */
 export function outboxInsertPerInsertedRow(type: EventKind): string {
-  if (!/^[a-z_.]+$/.test(type)) throw new Error(`Unexpected event kind ${type}`);
   return `INSERT INTO outbox_events (organization_id, project_id, type, payload, memory_id, created_at)
-    SELECT input.ctx_organization_id, input.ctx_project_id, '${type}',
+    SELECT input.ctx_organization_id, input.ctx_project_id, ${sqlLiteral(type)},
       jsonb_set(input.ctx_event_payload, '{memory,id}', to_jsonb(inserted.id)), inserted.id, input.ctx_now
     FROM inserted JOIN input USING (ord) ORDER BY inserted.id`;
 }

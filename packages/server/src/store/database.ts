@@ -162,6 +162,17 @@ export function openDatabase(config: Config['database']): Database {
   };
 }
 
+/** A constant string as an SQL literal, for statements of fixed text that hold no request's values (core/unit-of-work.ts#groupedInsert). */
+export const sqlLiteral = (value: string) => `'${value.replace(/'/g, "''")}'`;
+
+/**
+ * Marks the last statement of a transaction (core/unit-of-work.ts): with named statements on, its
+ * COMMIT is sent right behind it (pipeline mode), one round trip for both, and the COMMIT Kysely
+ * sends next is answered by that one. Should the statement fail, that COMMIT ends the aborted
+ * transaction as a rollback, and the statement's error is what the caller sees.
+ */
+export const LAST_IN_TRANSACTION = '/* last in transaction */ ';
+
 /**
  * node-pg sends unnamed statements, which PostgreSQL parses and plans on every execution (for the
  * small statements of a write, planning costs more than running them). Statements with parameters
@@ -172,14 +183,6 @@ export function openDatabase(config: Config['database']): Database {
  * while a transaction it broke fails (it is aborted) and the next one prepares it. Off with
  * ENGRAM_DATABASE_PREPARED_STATEMENTS=false (poolers that do not keep prepared statements).
  */
-/**
- * Marks the last statement of a transaction (core/unit-of-work.ts): with named statements on, its
- * COMMIT is sent right behind it (pipeline mode), one round trip for both, and the COMMIT Kysely
- * sends next is answered by that one. Should the statement fail, that COMMIT ends the aborted
- * transaction as a rollback, and the statement's error is what the caller sees.
- */
-export const LAST_IN_TRANSACTION = '/* last in transaction */ ';
-
 function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
   const names = new Map<string, string>();
   let issued = 0;

@@ -69,13 +69,22 @@ forEachDialect('POST /memory/add, many at once', (dialect) => {
     ];
     const answers = await Promise.all(sends.map(({ text, client_ref }) =>
       t.call('POST', '/memory/add', { endUser: 'dupes', body: client_ref ? { text, client_ref } : { text } })));
-    expect(answers.map((a) => a.status)).toEqual([201, 200, 201, 200, 201]);
-    expect(answers[1]!.body).toEqual({ status: 'skipped', reason: 'duplicate_text', memory_id: answers[0]!.body.id });
-    expect(answers[3]!.body).toEqual({ status: 'skipped', reason: 'duplicate_client_ref', memory_id: answers[2]!.body.id });
-    const stored = await t.database.db.selectFrom('memories').select('text').where('end_user_id', '=', 'dupes').orderBy('id').execute();
-    expect(stored.map((m) => m.text)).toEqual(['Sent twice at once', 'First with this ref', 'Unrelated and new']);
+    // Of two concurrent duplicates, whichever arrives first lands and the other is skipped against it.
+    const landedOf = (pair: [number, number], reason: string) => {
+      const statuses = pair.map((i) => answers[i]!.status).sort();
+      expect(statuses).toEqual([200, 201]);
+      const [created, skipped] = answers[pair[0]]!.status === 201 ? pair : [pair[1], pair[0]];
+      expect(answers[skipped]!.body).toEqual({ status: 'skipped', reason, memory_id: answers[created]!.body.id });
+      return created;
+    };
+    const sameText = landedOf([0, 1], 'duplicate_text');
+    const sameRef = landedOf([2, 3], 'duplicate_client_ref');
+    expect(answers[4]!.status).toBe(201);
+    const stored = await t.database.db.selectFrom('memories').select(['id', 'text']).where('end_user_id', '=', 'dupes').orderBy('id').execute();
+    expect(stored.map((m) => m.text).sort()).toEqual([sends[sameText]!.text, sends[sameRef]!.text, sends[4]!.text].sort());
+    for (const i of [sameText, sameRef, 4]) expect(stored.find((m) => m.id === answers[i]!.body.id)?.text).toBe(sends[i]!.text);
     const audits = await t.database.db.selectFrom('audit_log').select(['result']).where('action', '=', 'memory.add')
-      .where('target_id', 'in', [answers[0]!.body.id, answers[2]!.body.id].map(String)).execute();
+      .where('target_id', 'in', [answers[sameText]!.body.id, answers[sameRef]!.body.id].map(String)).execute();
     expect(audits.map((a) => a.result).sort()).toEqual(['skipped', 'skipped', 'success', 'success']);
   });
 
@@ -97,7 +106,13 @@ forEachDialect('POST /memory/add, many at once', (dialect) => {
       blockedDone = true;
       return res;
     });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The add's statement is under way once its backend waits for that lock.
+    for (let waiting = 0; waiting === 0;) {
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%json_to_recordset%'`.execute(t.database.db);
+      waiting = rows[0]!.n;
+      if (waiting === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
     const other = await t.call('POST', '/memory/add', { endUser: 'free', body: { text: 'Not held up' } });
     expect(other.status).toBe(201);
     expect(blockedDone).toBe(false);
