@@ -78,6 +78,29 @@ forEachDialect('POST /memory/bulk-add', (dialect) => {
     expect(res.body.totals).toEqual({ created: 1, skipped: 3, failed: 0 });
   });
 
+  it('names the memory each item duplicates when no item repeats another (a client_ref before a text), with events for the new ones only', async () => {
+    const seed = await bulk([{ text: 'Owns a red kayak', client_ref: 'k-1' }, { text: 'Climbs on Sundays' }], 'no-repeats');
+    const [kayakId, climbId] = seed.body.results.map((r: { memory: { id: number } }) => r.memory.id);
+    const before = await countRows(t, 'memories');
+    const { res, events } = await withEffects(t, () => bulk(
+      [
+        { text: 'climbs on sundays!', client_ref: 'k-1' },
+        { text: 'Learns Portuguese', client_ref: 'k-2' },
+        { text: 'CLIMBS ON SUNDAYS' },
+      ],
+      'no-repeats',
+    ));
+    expect(res.status).toBe(207);
+    const newId = res.body.results[1].memory.id;
+    expect(res.body.results).toEqual([
+      { index: 0, status: 'skipped', reason: 'already_migrated', memory_id: kayakId },
+      expect.objectContaining({ index: 1, status: 'created', memory: expect.objectContaining({ text: 'Learns Portuguese', client_ref: 'k-2' }) }),
+      { index: 2, status: 'skipped', reason: 'duplicate_text', memory_id: climbId },
+    ]);
+    expect(await countRows(t, 'memories')).toBe(before + 1);
+    expect(events.map((e) => [e.type, (e.payload.memory as { id: number }).id])).toEqual([['memory.created', newId]]);
+  });
+
   it('reports invalid items as failed naming the field while the others land', async () => {
     const res = await bulk(
       [

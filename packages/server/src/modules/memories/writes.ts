@@ -123,6 +123,65 @@ async function insertMemories(
     if (outcome) return [outcome];
   }
   const seq = await nextSeq(trx, owner, now);
+  return repeatsWithin(items, hashes)
+    ? insertAfterLookup(database, trx, ctx, effects, owner, items, hashes, seq, clientRefReason)
+    : insertSkippingConflicts(database, trx, ctx, effects, owner, items, hashes, seq, clientRefReason);
+}
+
+/** Whether two items share a client ref or a duplicate key (the later one is then a duplicate of the earlier). */
+function repeatsWithin(items: ImportedMemory[], hashes: string[]): boolean {
+  const refs = new Set<string>();
+  for (const item of items) {
+    if (item.client_ref === undefined) continue;
+    if (refs.has(item.client_ref)) return true;
+    refs.add(item.client_ref);
+  }
+  return new Set(hashes).size < hashes.length;
+}
+
+/**
+ * Items that repeat none of one another: all are inserted at once, the insert skipping those that
+ * conflict with a live memory of the owner (the partial unique indexes on client_ref and
+ * dedupe_hash are exactly the duplicate rule), and only the skipped ones are looked up. New
+ * memories, what an import mostly brings, so cost no lookup at all. The transaction holds the
+ * owner's revision lock (nextSeq), so a conflicting memory cannot be forgotten before it is looked
+ * up; should one be missing all the same, its item goes through the lookup first.
+ */
+async function insertSkippingConflicts(
+  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner,
+  items: ImportedMemory[], hashes: string[], seq: number, clientRefReason: SkipReason,
+): Promise<Outcome[]> {
+  const landed = await insertedUnlessConflict(database, trx, items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seq, effects.now)));
+  const skipped = items.flatMap((item, i) => (landed.has(hashes[i]!) ? [] : [{ item, hash: hashes[i]!, index: i }]));
+  const outcomes: Array<Outcome | undefined> = hashes.map((hash) => {
+    const created = landed.get(hash);
+    return created && { created };
+  });
+  if (skipped.length > 0) {
+    const refs = skipped.flatMap(({ item }) => (item.client_ref === undefined ? [] : [item.client_ref]));
+    const { byHash, byRef } = await existingDuplicates(database, trx, owner, skipped.map((s) => s.hash), refs);
+    const missing: typeof skipped = [];
+    for (const s of skipped) {
+      const refId = s.item.client_ref === undefined ? undefined : byRef.get(s.item.client_ref);
+      const hashId = byHash.get(s.hash);
+      if (refId !== undefined) outcomes[s.index] = { skipped: { reason: clientRefReason, memory_id: refId } };
+      else if (hashId !== undefined) outcomes[s.index] = { skipped: { reason: 'duplicate_text', memory_id: hashId } };
+      else missing.push(s);
+    }
+    if (missing.length > 0) {
+      const again = await insertAfterLookup(database, trx, ctx, effects, owner, missing.map((s) => s.item), missing.map((s) => s.hash), seq, clientRefReason);
+      missing.forEach((s, i) => (outcomes[s.index] = again[i]));
+    }
+  }
+  recordCreated(trx, ctx, effects, owner, [...landed.values()]);
+  return outcomes as Outcome[];
+}
+
+/** Looks up the owner's memories that the items duplicate, then inserts the rest; outcomes in item order. */
+async function insertAfterLookup(
+  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner,
+  items: ImportedMemory[], hashes: string[], seq: number, clientRefReason: SkipReason,
+): Promise<Outcome[]> {
   const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
   const { byHash, byRef } = await existingDuplicates(database, trx, owner, hashes, refs);
 
@@ -145,7 +204,7 @@ async function insertMemories(
     if (ref !== undefined) pendingRef.set(ref, rows.length);
     pendingHash.set(hash, rows.length);
     outcomes.push({ pending: rows.length });
-    rows.push(memoryRow(database, owner, item, hash, seq, now));
+    rows.push(memoryRow(database, owner, item, hash, seq, effects.now));
   });
 
   const memories = rows.length ? await insertedMemories(database, trx, rows) : [];
@@ -190,6 +249,33 @@ async function insertedMemories(database: Database, trx: Executor, rows: Array<O
   const inserted = (await trx.executeQuery(insertRowIds(trx, rows).compile())).rows;
   return inserted.map(({ id }, i) => toMemory({ ...rows[i]!, id }));
 }
+
+/**
+ * Inserts memory rows, skipping those that conflict with a live memory of the owner, and returns
+ * the memories that landed by their dedupe_hash (unique among the rows given), in row order.
+ */
+async function insertedUnlessConflict(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>): Promise<Map<string, MemoryView>> {
+  const landed = new Map<string, MemoryView>();
+  if (database.dialect === 'postgres') {
+    const inserted = (await trx.executeQuery(insertUnlessConflict(trx, rows).compile())).rows;
+    const byHash = new Map(inserted.map((row) => [row.dedupe_hash!, row]));
+    for (const row of rows) {
+      const stored = byHash.get(row.dedupe_hash!);
+      if (stored) landed.set(row.dedupe_hash!, toMemory(stored));
+    }
+    return landed;
+  }
+  const ids = new Map((await trx.executeQuery(insertIdsUnlessConflict(trx, rows).compile())).rows.map((r) => [r.dedupe_hash!, r.id]));
+  for (const row of rows) {
+    const id = ids.get(row.dedupe_hash!);
+    if (id !== undefined) landed.set(row.dedupe_hash!, toMemory({ ...row, id }));
+  }
+  return landed;
+}
+
+const insertIdsUnlessConflict = preparedInsert<Omit<MemoryRow, 'id'>, Pick<MemoryRow, 'id' | 'dedupe_hash'>>(MEMORY_COLUMNS, (db, rows) =>
+  db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).onConflict((oc) => oc.doNothing()).returning(['id', 'dedupe_hash']),
+);
 
 const insertRows = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(MEMORY_COLUMNS, (db, rows) =>
   db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).returningAll(),
