@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { readdirSync, statSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { freshDatabaseConfig } from '../testing/harness.js';
 import { openDatabase, timestamptzToIso } from './database.js';
@@ -14,6 +15,34 @@ it('runs SQLite in WAL mode with synchronous=FULL, so a commit is on disk before
     expect(await pragma('foreign_keys')).toBe(1);
   } finally {
     await database.close();
+    await fresh.drop();
+  }
+});
+
+/**
+ * Checkpoints run on the checkpointer's connection, not inside a serving COMMIT: the serving
+ * connection would checkpoint only at 10,000 WAL pages, yet the pages written land in the database
+ * file on their own; and closing the database ends the checkpointer's thread.
+ */
+it('checkpoints the SQLite WAL from a thread of its own', async () => {
+  const fresh = await freshDatabaseConfig('sqlite');
+  const database = openDatabase(fresh.config);
+  try {
+    const pragma = async (name: string) => Object.values((await sql.raw(`PRAGMA ${name}`).execute(database.db)).rows[0] as object)[0];
+    expect(await pragma('wal_autocheckpoint')).toBe(10_000);
+    await sql`CREATE TABLE filler (body TEXT NOT NULL)`.execute(database.db);
+    const before = statSync(fresh.config.path).size;
+    // About 2 MB in 200 commits: 500 WAL pages, half the serving connection's old checkpoint point.
+    for (let i = 0; i < 200; i++) await sql`INSERT INTO filler VALUES (${`${i}`.padEnd(10_000, 'x')})`.execute(database.db);
+    const deadline = Date.now() + 10_000;
+    while (statSync(fresh.config.path).size < before + 2_000_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(statSync(fresh.config.path).size).toBeGreaterThanOrEqual(before + 2_000_000);
+    const threads = () => readdirSync('/proc/self/task').length;
+    const running = threads();
+    await database.close();
+    expect(threads()).toBeLessThan(running);
+  } finally {
+    await database.close().catch(() => {});
     await fresh.drop();
   }
 });
