@@ -150,7 +150,8 @@ export function openDatabase(config: Config['database']): Database {
   // temporary data (sorts without an index) is held in memory too, as the retrieval indexes are.
   sqlite.pragma('temp_store = MEMORY');
   sqlite.pragma('foreign_keys = ON');
-  const checkpointer = startCheckpointer(config.path);
+  // Should the checkpointer's thread fail, the serving connection checkpoints as SQLite does by default.
+  const checkpointer = startCheckpointer(config.path, () => void (sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000')));
   if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${CHECKPOINT_BOUND_PAGES}`);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
@@ -197,10 +198,11 @@ parentPort.once('message', () => {
  * run on a connection of their own in a worker thread, every 100 ms: on the serving connection
  * they ran inside the COMMIT that took the WAL past 1,000 pages, and blocked the event loop for
  * it (a third of a bulk import's time). A passive checkpoint never waits for a reader or a writer;
- * the serving connection still checkpoints at CHECKPOINT_BOUND_PAGES, should this one fall behind.
+ * the serving connection still checkpoints at CHECKPOINT_BOUND_PAGES, should this one fall behind,
+ * and at SQLite's usual 1,000 once the thread failed (`failed`).
  * None for an in-memory database, which no other connection can open.
  */
-function startCheckpointer(path: string): { stop(): Promise<void> } | null {
+function startCheckpointer(path: string, failed: () => void): { stop(): Promise<void> } | null {
   if (path === ':memory:' || path === '') return null;
   const worker = new Worker(CHECKPOINTER_SOURCE, {
     eval: true,
@@ -208,7 +210,7 @@ function startCheckpointer(path: string): { stop(): Promise<void> } | null {
   });
   // It must not keep a process alive that has nothing else to do.
   worker.unref();
-  worker.on('error', () => {});
+  worker.on('error', failed);
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   return {
     stop: () => {

@@ -153,19 +153,17 @@ async function insertSkippingConflicts(
 ): Promise<Outcome[]> {
   const landed = await insertedUnlessConflict(database, trx, items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seq, effects.now)));
   const skipped = items.flatMap((item, i) => (landed.has(hashes[i]!) ? [] : [{ item, hash: hashes[i]!, index: i }]));
+  recordCreated(trx, ctx, effects, owner, [...landed.values()]);
   const outcomes: Array<Outcome | undefined> = hashes.map((hash) => {
     const created = landed.get(hash);
     return created && { created };
   });
   if (skipped.length > 0) {
-    const refs = skipped.flatMap(({ item }) => (item.client_ref === undefined ? [] : [item.client_ref]));
-    const { byHash, byRef } = await existingDuplicates(database, trx, owner, skipped.map((s) => s.hash), refs);
+    const duplicateOf = await existingDuplicates(database, trx, owner, skipped.map((s) => s.item), skipped.map((s) => s.hash), clientRefReason);
     const missing: typeof skipped = [];
     for (const s of skipped) {
-      const refId = s.item.client_ref === undefined ? undefined : byRef.get(s.item.client_ref);
-      const hashId = byHash.get(s.hash);
-      if (refId !== undefined) outcomes[s.index] = { skipped: { reason: clientRefReason, memory_id: refId } };
-      else if (hashId !== undefined) outcomes[s.index] = { skipped: { reason: 'duplicate_text', memory_id: hashId } };
+      const outcome = duplicateOf(s.item, s.hash);
+      if (outcome) outcomes[s.index] = outcome;
       else missing.push(s);
     }
     if (missing.length > 0) {
@@ -173,7 +171,6 @@ async function insertSkippingConflicts(
       missing.forEach((s, i) => (outcomes[s.index] = again[i]));
     }
   }
-  recordCreated(trx, ctx, effects, owner, [...landed.values()]);
   return outcomes as Outcome[];
 }
 
@@ -182,8 +179,7 @@ async function insertAfterLookup(
   database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner,
   items: ImportedMemory[], hashes: string[], seq: number, clientRefReason: SkipReason,
 ): Promise<Outcome[]> {
-  const refs = items.map((i) => i.client_ref).filter((r): r is string => r !== undefined);
-  const { byHash, byRef } = await existingDuplicates(database, trx, owner, hashes, refs);
+  const duplicateOf = await existingDuplicates(database, trx, owner, items, hashes, clientRefReason);
 
   const outcomes: Array<Outcome | { pending: number; reason?: SkipReason }> = [];
   const rows: Array<Omit<MemoryRow, 'id'>> = [];
@@ -192,10 +188,8 @@ async function insertAfterLookup(
   items.forEach((item, index) => {
     const hash = hashes[index]!;
     const ref = item.client_ref;
-    const refId = ref !== undefined ? byRef.get(ref) : undefined;
-    if (refId !== undefined) return outcomes.push({ skipped: { reason: clientRefReason, memory_id: refId } });
-    const hashId = byHash.get(hash);
-    if (hashId !== undefined) return outcomes.push({ skipped: { reason: 'duplicate_text', memory_id: hashId } });
+    const existing = duplicateOf(item, hash);
+    if (existing) return outcomes.push(existing);
     // A duplicate of an earlier item of this call: resolved to that item's id once inserted.
     const earlierRef = ref !== undefined ? pendingRef.get(ref) : undefined;
     if (earlierRef !== undefined) return outcomes.push({ pending: -1 - earlierRef, reason: clientRefReason });
@@ -286,18 +280,30 @@ const insertRowIds = preparedInsert<Omit<MemoryRow, 'id'>, Pick<MemoryRow, 'id'>
 );
 
 /**
- * The owner's live memories with one of these text hashes or client refs: one statement, a lookup
- * in each partial unique index (their IS NOT NULL terms let SQLite's planner use them) per value,
- * compiled once per dialect. Each list is bound as one value, so its length leaves the text as it
- * is (on PostgreSQL one named statement for every call, prepared once per connection).
+ * The owner's live memories that the items duplicate, as a function from an item to its skip
+ * (undefined: none). One statement, a lookup in each partial unique index (their IS NOT NULL terms
+ * let SQLite's planner use them) per value, compiled once per dialect. Each list is bound as one
+ * value, so its length leaves the text as it is (on PostgreSQL one named statement for every call,
+ * prepared once per connection). PostgreSQL probes the indexes only once `memories` has statistics:
+ * before, the planner reads all of the owner's rows instead, which is why a bulk insert looks up
+ * only what did not land (insertSkippingConflicts).
  */
-async function existingDuplicates(database: Database, trx: Executor, owner: Owner, hashes: string[], refs: string[]) {
+async function existingDuplicates(
+  database: Database, trx: Executor, owner: Owner, items: ImportedMemory[], hashes: string[], clientRefReason: SkipReason,
+): Promise<(item: ImportedMemory, hash: string) => Outcome | undefined> {
+  const refs = items.flatMap((item) => (item.client_ref === undefined ? [] : [item.client_ref]));
   const lookup = duplicateLookups[database.dialect];
   const rows = await lookup.statement(trx, owner.projectId, owner.tenantId, owner.endUserId, lookup.list(hashes), lookup.list(refs));
   const byHash = new Map<string, number>();
   const byRef = new Map<string, number>();
   for (const row of rows) (row.kind === 'hash' ? byHash : byRef).set(row.key, row.id);
-  return { byHash, byRef };
+  // The skip of an item that duplicates a memory the owner has: a client_ref match before a text match.
+  return (item, hash) => {
+    const refId = item.client_ref === undefined ? undefined : byRef.get(item.client_ref);
+    if (refId !== undefined) return { skipped: { reason: clientRefReason, memory_id: refId } };
+    const hashId = byHash.get(hash);
+    return hashId === undefined ? undefined : { skipped: { reason: 'duplicate_text', memory_id: hashId } };
+  };
 }
 
 type DuplicateColumn = 'dedupe_hash' | 'client_ref';
@@ -349,12 +355,7 @@ async function insertUnlessDuplicate(
     [inserted] = (await trx.executeQuery(insertUnlessConflict(trx, [row]).compile())).rows;
   }
   if (inserted) return { created: toMemory(inserted) };
-  const { byHash, byRef } = await existingDuplicates(database, trx, owner, [hash], item.client_ref === undefined ? [] : [item.client_ref]);
-  const refId = item.client_ref === undefined ? undefined : byRef.get(item.client_ref);
-  if (refId !== undefined) return { skipped: { reason: clientRefReason, memory_id: refId } };
-  const hashId = byHash.get(hash);
-  if (hashId !== undefined) return { skipped: { reason: 'duplicate_text', memory_id: hashId } };
-  return undefined;
+  return (await existingDuplicates(database, trx, owner, [item], [hash], clientRefReason))(item, hash);
 }
 
 /** The history rows and memory.created events of new memories. */
