@@ -82,7 +82,11 @@ forEachDialect('POST /memory/bulk-add', (dialect) => {
     const seed = await bulk([{ text: 'Owns a red kayak', client_ref: 'k-1' }, { text: 'Climbs on Sundays' }], 'no-repeats');
     const [kayakId, climbId] = seed.body.results.map((r: { memory: { id: number } }) => r.memory.id);
     const before = await countRows(t, 'memories');
-    const { res, events } = await withEffects(t, () => bulk(
+    const revision = () => t.database.db.selectFrom('end_users').select('revision').where('end_user_id', '=', 'no-repeats').executeTakeFirstOrThrow();
+    const { revision: revisionBefore } = await revision();
+    const [historyBefore, eventsBefore] = [await countRows(t, 'memory_history'), await countRows(t, 'outbox_events')];
+    // The first attempt's plain insert meets the duplicates and is rolled back whole; the second skips them.
+    const { res, events, audit } = await withEffects(t, () => bulk(
       [
         { text: 'climbs on sundays!', client_ref: 'k-1' },
         { text: 'Learns Portuguese', client_ref: 'k-2' },
@@ -99,6 +103,9 @@ forEachDialect('POST /memory/bulk-add', (dialect) => {
     ]);
     expect(await countRows(t, 'memories')).toBe(before + 1);
     expect(events.map((e) => [e.type, (e.payload.memory as { id: number }).id])).toEqual([['memory.created', newId]]);
+    expect(audit.map((a) => [a.action, a.target_id])).toEqual([['memory.bulk_add', String(newId)]]);
+    expect([await countRows(t, 'memory_history'), await countRows(t, 'outbox_events')]).toEqual([historyBefore + 1, eventsBefore + 1]);
+    expect(Number((await revision()).revision)).toBe(Number(revisionBefore) + 1);
   });
 
   it('reports invalid items as failed naming the field while the others land', async () => {
