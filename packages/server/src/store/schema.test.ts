@@ -140,6 +140,16 @@ describe('one schema', () => {
     expect(new Set(numbers).size, 'one file per migration number').toBe(numbers.length);
   });
 
+  it('takes no foreign-key lock when memories and their history rows are inserted (PostgreSQL; migration 0017)', async (context) => {
+    const postgres = databases.postgres?.database;
+    if (!postgres) return context.skip();
+    const keys = await sql<{ table: string; references: string }>`
+      SELECT conrelid::regclass::text AS table, confrelid::regclass::text AS references FROM pg_constraint
+      WHERE contype = 'f' AND conrelid::regclass::text IN ('memories', 'memory_history', 'feedback') ORDER BY 1, 2`.execute(postgres.db);
+    // feedback's reference to memories stays: it is off the write path.
+    expect(keys.rows).toEqual([{ table: 'feedback', references: 'memories' }]);
+  });
+
   it('matches schema.ts: the same tables, columns, nullability and compatible types', () => {
     const typed = typedSchema();
     expect(Object.keys(typed).length).toBeGreaterThan(20);
