@@ -176,9 +176,9 @@ const rssMb = (pid: number) => {
 
 async function measure(server: BenchServer) {
   const request = jsonClient(server.url, { 'x-api-key': server.key }, 32);
-  let q = 0;
-  const query = async (user: string) => {
-    const res = await request('POST', '/memory/query', { query: questions[q++ % questions.length], k: 10 }, { 'x-end-user-id': user });
+  // The i-th question of every measurement is the same, so that sizes (and runs) compare like with like.
+  const query = async (user: string, i: number) => {
+    const res = await request('POST', '/memory/query', { query: questions[i % questions.length], k: 10 }, { 'x-end-user-id': user });
     if (res.status !== 200) throw new Error(`query -> ${res.status}: ${res.body.slice(0, 300)}`);
     return (JSON.parse(res.body) as { memories: unknown[] }).memories.length;
   };
@@ -188,22 +188,22 @@ async function measure(server: BenchServer) {
   const cold: Record<string, number> = {};
   for (const n of SIZES) {
     const s = performance.now();
-    await query(`user-${n}`);
+    await query(`user-${n}`, 0);
     cold[String(n)] = Math.round((performance.now() - s) * 100) / 100;
   }
   // Warm-up: JIT, statement caches, connections.
-  for (const n of SIZES) await runLoad(100, 1, async () => (await query(`user-${n}`)) >= 0);
+  for (const n of SIZES) await runLoad(100, 1, async (i) => (await query(`user-${n}`, questions.length - 1 - i)) >= 0);
   const rssWarm = rssMb(pid);
   let empty = 0;
   for (const n of SIZES) {
     const runs = n >= 100_000 ? 1000 : 3000;
-    const r: LoadResult = await runLoad(runs, 1, async () => {
-      if ((await query(`user-${n}`)) === 0) empty++;
+    const r: LoadResult = await runLoad(runs, 1, async (i) => {
+      if ((await query(`user-${n}`, i)) === 0) empty++;
       return true;
     });
     latency[String(n)] = { memories_of_user: n, cold_first_query_ms: cold[String(n)], p50_ms: r.p50_ms, p99_ms: r.p99_ms, queries: r.requests, errors: r.errors };
   }
-  const qps = await runLoad(20_000, 16, async () => (await query(`user-${QPS_SIZE}`)) >= 0);
+  const qps = await runLoad(20_000, 16, async (i) => (await query(`user-${QPS_SIZE}`, i)) >= 0);
   const healthz = await runLoad(40_000, 16, async () => (await request('GET', '/healthz')).status === 200);
   const rssEnd = rssMb(pid);
   return {
@@ -244,7 +244,7 @@ async function firstQueriesAfterRestart(server: BenchServer) {
     const first: Record<string, number> = {};
     for (const n of SIZES) {
       const s = performance.now();
-      const res = await request('POST', '/memory/query', { query: questions[n % questions.length], k: 10 }, { 'x-end-user-id': `user-${n}` });
+      const res = await request('POST', '/memory/query', { query: questions[0], k: 10 }, { 'x-end-user-id': `user-${n}` });
       if (res.status !== 200) throw new Error(`query -> ${res.status}: ${res.body.slice(0, 300)}`);
       first[String(n)] = Math.round((performance.now() - s) * 100) / 100;
     }
