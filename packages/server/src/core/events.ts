@@ -147,7 +147,8 @@ const outboxRows = preparedInsert<Insertable<OutboxEventsTable>>(
 /**
  * PostgreSQL: the insert writing one event per row of the CTE `inserted` of a grouped insert
  * (core/unit-of-work.ts#groupedInsert): the memory the event carries is the row inserted, so each
- * write's payload (from eventJson, in the CTE `input`) is written with the row's id at `memory.id`.
+ * write's payload (from eventJson, in the CTE `input`) is written with the row's id at `memory.id`
+ * (by jsonb_set, so such a payload's keys are stored in jsonb's order).
  */
 export function outboxInsertPerInsertedRow(type: EventKind): string {
   return `INSERT INTO outbox_events (organization_id, project_id, type, payload, memory_id, created_at)

@@ -64,7 +64,7 @@ export type InputColumn = readonly [name: string, type: string];
 
 /** What a grouped insert writes; its SQL is fixed text, every value of a write comes through `input`. */
 export interface GroupedInsertShape {
-  /** The owning module's values of each write, as columns of `input` ('jsonb' values are given as JSON text). */
+  /** The owning module's values of each write, as columns of `input` ('json' and 'jsonb' values are given as JSON text). */
   columns: readonly InputColumn[];
   /**
    * Data-modifying CTEs run in order, reading `input` (one row per write: the columns above, its
@@ -237,9 +237,9 @@ class InsertGroup {
     group.forEach((write, ord) => write.resolve(byOrd.get(ord)));
   }
 
-  /** The writes as json_to_recordset reads them; JSON text values ('jsonb' columns) are embedded as they are. */
+  /** The writes as json_to_recordset reads them; JSON text values ('json' and 'jsonb' columns) are embedded as they are. */
   private inputJson(group: GroupedInsertWrite[]): string {
-    const keys = this.columns.map(([name, type]) => [`,"${name}":`, type === 'jsonb'] as const);
+    const keys = this.columns.map(([name, type]) => [`,"${name}":`, type === 'json' || type === 'jsonb'] as const);
     return `[${group.map((write, ord) => {
       let object = `{"ord":${ord}`;
       keys.forEach(([key, embedded], i) => {

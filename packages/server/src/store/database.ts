@@ -381,7 +381,7 @@ function withRowsBuiltInJs(statement: BetterSqlite3.Statement): BetterSqlite3.St
   return reading as unknown as BetterSqlite3.Statement;
 }
 
-/** JSON columns: text on SQLite, parsed jsonb on PostgreSQL. */
+/** JSON columns: text on SQLite, parsed json or jsonb on PostgreSQL. */
 export function decodeJson<T>(value: unknown): T {
   return (typeof value === 'string' ? JSON.parse(value) : value) as T;
 }

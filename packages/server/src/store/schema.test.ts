@@ -32,7 +32,7 @@ const BOOKKEEPING = new Set(['schema_migrations', 'sqlite_sequence']);
 
 const POSTGRES_KINDS: Record<string, Kind> = {
   integer: 'integer', bigint: 'integer', smallint: 'integer', 'double precision': 'real', real: 'real', text: 'text',
-  bytea: 'bytes', jsonb: 'json', 'timestamp with time zone': 'timestamp', boolean: 'boolean',
+  bytea: 'bytes', jsonb: 'json', json: 'json', 'timestamp with time zone': 'timestamp', boolean: 'boolean',
 };
 const SQLITE_KINDS: Record<string, Kind> = { INTEGER: 'integer', REAL: 'real', TEXT: 'text', BLOB: 'bytes' };
 

@@ -2,7 +2,7 @@ import type { Generated } from 'kysely';
 
 /**
  * Row shapes as Kysely sees them. JSON columns are written as JSON text on both dialects
- * and read back through `decodeJson` (SQLite returns text, PostgreSQL parsed jsonb).
+ * and read back through `decodeJson` (SQLite returns text, PostgreSQL parsed json or jsonb).
  * Timestamps are RFC 3339 strings on both (see database.ts for the PostgreSQL parser).
  */
 type Json = string | unknown;

@@ -46,6 +46,10 @@ forEachDialect('GET /memory/{id}/history', (dialect) => {
     ]);
     const ids = res.body.items.map((i: { id: number }) => i.id);
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+    // The documents keep the order they were written in, on both dialects (PostgreSQL stores them as json).
+    expect(res.body.items.map((i: { changes: object }) => Object.keys(i.changes))).toEqual([
+      ['text', 'tags', 'source', 'importance', 'metadata', 'client_ref', 'session_id'], ['importance'], ['metadata', 'source'],
+    ]);
   });
 
   it('records the generated request id when none (or an unusable one) was sent', async () => {

@@ -456,7 +456,7 @@ const memoryColumnList = NEW_MEMORY_COLUMNS.map(([column]) => column).join(', ')
  * dedupe hash (unique among a statement's writes: `exclusive`).
  */
 const addStatement = groupedInsert({
-  columns: [...NEW_MEMORY_COLUMNS, ['history_changes', 'jsonb']],
+  columns: [...NEW_MEMORY_COLUMNS, ['history_changes', 'json']],
   steps: [
     ['revision', `INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at)
       SELECT project_id, tenant_id, end_user_id, 1, max(ctx_now), max(ctx_now) FROM input GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
