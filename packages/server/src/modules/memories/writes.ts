@@ -174,10 +174,10 @@ function repeatsWithin(items: ImportedMemory[], hashes: string[]): boolean {
 /**
  * Items that repeat none of one another: all are inserted at once, the insert skipping those that
  * conflict with a live memory of the owner (the partial unique indexes on client_ref and
- * dedupe_hash are exactly the duplicate rule), and only the skipped ones are looked up: no
- * lookup at all for new memories, without the cost of a lookup on a table PostgreSQL has no
- * statistics for yet (existingDuplicates). A connector's re-sync, which brings mostly memories the
- * owner has, comes this way (DuplicatePolicy 'skip'). The transaction holds the
+ * dedupe_hash are exactly the duplicate rule), and only the skipped ones are looked up, so new
+ * memories cost no lookup (which on a table PostgreSQL has no statistics for yet reads the owner's
+ * rows: existingDuplicates). A connector's re-sync, mostly memories the owner has, and a bulk add
+ * run again after a duplicate come this way (DuplicatePolicy 'skip'). The transaction holds the
  * owner's revision lock (nextSeq), so a conflicting memory cannot be forgotten before it is looked
  * up; should one be missing all the same, its item goes through the lookup first.
  */
@@ -319,8 +319,8 @@ const insertRowIds = preparedInsert<Omit<MemoryRow, 'id'>, Pick<MemoryRow, 'id'>
  * let SQLite's planner use them) per value, compiled once per dialect. Each list is bound as one
  * value, so its length leaves the text as it is (on PostgreSQL one named statement for every call,
  * prepared once per connection). PostgreSQL probes the indexes only once `memories` has statistics:
- * before, the planner reads all of the owner's rows instead, which is why a bulk insert looks up
- * only what did not land (insertSkippingConflicts).
+ * before, the planner reads all of the owner's rows instead, which is why a bulk insert never looks
+ * up before inserting (DuplicatePolicy) unless its items repeat one another.
  */
 async function existingDuplicates(
   database: Database, trx: Executor, owner: Owner, items: ImportedMemory[], hashes: string[], clientRefReason: SkipReason,
