@@ -11,18 +11,14 @@
  * the commit, not that the commit reached the disk (that is the fsync settings' job).
  */
 import { acknowledgedCount, lostWrites, writeUntilKilled } from '../packages/server/src/testing/durability.js';
+import { option } from './lib/args.js';
 import { freshDataDir, freshPostgres, startServer } from './lib/server.js';
 import { rmSync } from 'node:fs';
 
-const argv = process.argv.slice(2);
-const opt = (name: string) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const trials = Number(opt('--trials') ?? 10);
-const clients = Number(opt('--clients') ?? 8);
-const killAfter = Number(opt('--kill-after') ?? 200);
-const postgresUrl = opt('--postgres');
+const trials = Number(option('--trials') ?? 10);
+const clients = Number(option('--clients') ?? 8);
+const killAfter = Number(option('--kill-after') ?? 200);
+const postgresUrl = option('--postgres');
 
 const pg = postgresUrl ? await freshPostgres(postgresUrl) : undefined;
 const dataDir = freshDataDir();

@@ -12,14 +12,14 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_ONTOLOGY, Extractor, SELF } from '../packages/server/src/engine/nlp/index.js';
 import { deriveKnowledge } from '../packages/server/src/modules/intelligence/knowledge.js';
+import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
 import { loadConversation, mulberry32 } from './lib/locomo.js';
 import { startServer } from './lib/server.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
-const opt = (name: string) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
-const size = Number(opt('--size') ?? 10_000);
+const size = Number(option('--size') ?? 10_000);
 const extractor = new Extractor(DEFAULT_ONTOLOGY);
 
 const lines = (file: string) => readFileSync(join(here, 'intelligence', file), 'utf8').split('\n').filter((l) => l.trim() && !l.startsWith('#'));

@@ -22,6 +22,7 @@ import { sql } from 'kysely';
 import { bulkAdd } from '../packages/server/src/modules/memories/index.js';
 import { resolveApiKey } from '../packages/server/src/modules/org/index.js';
 import { openDatabase } from '../packages/server/src/store/database.js';
+import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import { loadConversation, mulberry32 } from './lib/locomo.js';
@@ -30,19 +31,14 @@ import { BENCH_KEY, freshDataDir, startServer, type BenchServer } from './lib/se
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 // ---- arguments ---------------------------------------------------------------
-const argv = process.argv.slice(2);
-const opt = (name: string) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const postgresUrl = opt('--postgres');
-const total = Number(opt('--total') ?? 1_000_000);
-const fill = (opt('--fill') ?? 'http') as 'http' | 'direct';
-const cpuProfDir = opt('--cpu-prof');
+const postgresUrl = option('--postgres');
+const total = Number(option('--total') ?? 1_000_000);
+const fill = (option('--fill') ?? 'http') as 'http' | 'direct';
+const cpuProfDir = option('--cpu-prof');
 /** ENGRAM_HTTP_PROCESSES for the measured server: HTTP processes sharing the port. */
-const workers = Number(opt('--workers') ?? 1);
+const workers = Number(option('--workers') ?? 1);
 if (fill === 'direct' && postgresUrl) throw new Error('--fill direct is for SQLite only');
-const SIZES = (opt('--sizes') ?? '1000,10000,100000').split(',').map(Number);
+const SIZES = (option('--sizes') ?? '1000,10000,100000').split(',').map(Number);
 const QPS_SIZE = SIZES.includes(10_000) ? 10_000 : SIZES[SIZES.length - 1]!;
 const BATCH = 50;
 

@@ -7,19 +7,15 @@
  *   npm run bench:soak [-- --minutes N] [--clients N] [--postgres URL]
  */
 import { readFileSync } from 'node:fs';
+import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
 import { percentile } from './lib/load.js';
 import { mulberry32 } from './lib/locomo.js';
 import { startServer } from './lib/server.js';
 
-const argv = process.argv.slice(2);
-const opt = (name: string) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const minutes = Number(opt('--minutes') ?? 10);
-const clients = Number(opt('--clients') ?? 16);
-const postgresUrl = opt('--postgres');
+const minutes = Number(option('--minutes') ?? 10);
+const clients = Number(option('--clients') ?? 16);
+const postgresUrl = option('--postgres');
 const WARMUP_MINUTES = Math.min(2, Math.max(0, minutes - 1));
 /** RSS may grow this much after warm-up before it is flagged (data and caches grow with the load). */
 const RSS_GROWTH_FLAG = 0.25;

@@ -11,17 +11,13 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
 import { percentile } from './lib/load.js';
 import { freshDataDir, startServer } from './lib/server.js';
 
-const argv = process.argv.slice(2);
-const opt = (name: string) => {
-  const i = argv.indexOf(name);
-  return i >= 0 ? argv[i + 1] : undefined;
-};
-const postgresUrl = opt('--postgres');
-const EVENTS = Number(opt('--events') ?? 2000);
+const postgresUrl = option('--postgres');
+const EVENTS = Number(option('--events') ?? 2000);
 const ENDPOINTS = 16;
 const LATENCY_SAMPLES = 100;
 const MAIN = fileURLToPath(new URL('../packages/server/dist/main.js', import.meta.url));

@@ -5,7 +5,8 @@
  * ENGRAM_BENCH_DATABASE_URL). Beside each single-add figure, in the same run: the ceiling of a bare
  * insert through the same driver (one INSERT of one row per commit, same durability settings, same
  * concurrency) and Engram's ratio to it; for the 16-client adds and the bulk-add, the CPU milliseconds per memory
- * of the server process and (PostgreSQL) of the database backends. Prints JSON. `--cpu-prof DIR` writes the server's CPU profile there.
+ * of the server process and (PostgreSQL) of the database backends; GET /healthz at 16 clients, the machine's
+ * speed of the moment (bench:latency reports the same). Prints JSON. `--cpu-prof DIR` writes the server's CPU profile there.
  */
 import { join, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -40,6 +41,8 @@ async function benchmark(server: BenchServer) {
       post(server, '/memory/bulk-add', `bulk-${b % 32}`, Array.from({ length: 50 }, (_, j) => ({ text: text(b * 50 + j), client_ref: `ref-${b}-${j}` })), [200]),
     ),
   );
+  // The machine's speed of the moment, comparable with bench:latency's: GET /healthz at 16 clients.
+  const healthz = await runLoad(Math.round(40_000 * scale), 16, async () => (await request('GET', '/healthz')).status === 200);
   const ceiling1 = await bareInsertCeiling(server, Math.round(2000 * scale), 1);
   const ceiling16 = await bareInsertCeiling(server, Math.round(10000 * scale), 16);
   const ratio = (engram: { per_second: number }, bare: { per_second: number }) => Math.round((engram.per_second / bare.per_second) * 1000) / 1000;
@@ -52,6 +55,7 @@ async function benchmark(server: BenchServer) {
     bare_insert_16_clients: ceiling16,
     ratio_to_bare_insert_16_clients: ratio(single16, ceiling16),
     bulk_add_50_items_8_clients: { ...bulk, memories_per_second: Math.round(bulk.per_second * 50) },
+    healthz_16_clients: healthz,
   };
 }
 

@@ -49,13 +49,15 @@ export async function startServer(
     postgresUrl?: string; port?: number; env?: Record<string, string>; dataDir?: string; nodeArgs?: string[];
     /** An existing PostgreSQL database to serve (kept on stop), instead of a fresh one. */
     databaseUrl?: string;
+    /** Another build's dist/main.js (bench/pair.ts's baseline), instead of this checkout's. */
+    main?: string;
   } = {},
 ): Promise<BenchServer> {
   const ownDir = opts.dataDir === undefined;
   const dataDir = opts.dataDir ?? freshDataDir();
   const pgdb = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : opts.postgresUrl ? await freshPostgres(opts.postgresUrl) : undefined;
   const port = opts.port ?? 20000 + Math.floor(Math.random() * 20000);
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), MAIN, 'serve'], {
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.main ?? MAIN, 'serve'], {
     env: {
       ...process.env,
       ENGRAM_DATA_DIR: dataDir,

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../core/crypto.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { AppError } from '../../core/errors.js';
 import { enqueueJob, type JobContext, type JobHandler } from '../../jobs/runner.js';
@@ -50,7 +50,7 @@ export async function queueSync(
 }
 
 const contentHash = (object: SourceObject) =>
-  createHash('sha256').update('bytes' in object ? object.bytes : encodeJson(object.statements)).digest('hex');
+  sha256Hex('bytes' in object ? object.bytes : encodeJson(object.statements));
 
 async function bump(db: Executor, syncId: number, counts: Partial<Record<Counter, number>>, now: string) {
   await db.updateTable('connector_syncs')

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../core/crypto.js';
 import { invalid } from '../../core/errors.js';
 import type { AddMemoryInput } from '../memories/index.js';
 import { chunkBlocks, type Chunk } from './chunker.js';
@@ -17,7 +17,6 @@ export interface ReadDocument {
   chunks: Chunk[];
 }
 
-export const sha256Of = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /** Throws 415 for an unsupported type and 400 for a corrupt, encrypted or empty file. */
 export async function readDocument(bytes: Buffer, name: string, mediaType?: string): Promise<ReadDocument> {
@@ -25,7 +24,7 @@ export async function readDocument(bytes: Buffer, name: string, mediaType?: stri
   const parsed = await parserFor(type).parse(bytes);
   const chunks = chunkBlocks(parsed.blocks);
   if (chunks.length === 0) throw invalid('file', 'The file has no text to remember (a scanned PDF needs OCR first)');
-  return { type, sha256: sha256Of(bytes), size: bytes.length, ...(parsed.title ? { title: parsed.title } : {}), chunks };
+  return { type, sha256: sha256Hex(bytes), size: bytes.length, ...(parsed.title ? { title: parsed.title } : {}), chunks };
 }
 
 /** Where a memory came from, in its metadata: enough for retrieval to cite the file and the place in it. */

@@ -1,3 +1,3 @@
 /** The ingest module's public face: the document pipeline (connectors reuse it) and the upload job. */
-export { chunkMemories, readDocument, sha256Of, type ReadDocument } from './document.js';
+export { chunkMemories, readDocument, type ReadDocument } from './document.js';
 export { UPLOAD_JOB, uploadJobHandler } from './service.js';

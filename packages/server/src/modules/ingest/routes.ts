@@ -3,10 +3,10 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerOf, writeContextOf } from '../../http/auth.js';
 import { AppError, invalid } from '../../core/errors.js';
+import { sha256Hex } from '../../core/crypto.js';
 import type { Services } from '../../services.js';
 import { JobResult } from '../retrieval/index.js';
 import { CHUNK } from './chunker.js';
-import { sha256Of } from './document.js';
 import { UploadJobParams, UploadResult } from './schemas.js';
 import { uploadFile, uploadJob, type UploadedFile } from './service.js';
 
@@ -38,7 +38,7 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = a
       const name = part.filename.split(/[\\/]/).pop()!.trim();
       if (!name || name.length > 255) throw invalid('file', 'The file needs a name of 1 to 255 characters');
       this.uploadedFile = { name, mediaType: part.mimetype, bytes };
-      (part as unknown as { value: unknown }).value = { name, size: bytes.length, sha256: sha256Of(bytes) };
+      (part as unknown as { value: unknown }).value = { name, size: bytes.length, sha256: sha256Hex(bytes) };
     },
   });
 

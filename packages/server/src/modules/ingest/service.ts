@@ -1,11 +1,12 @@
 import { Readable } from 'node:stream';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { AppError, notFound } from '../../core/errors.js';
+import { sha256Hex } from '../../core/crypto.js';
 import { enqueueJob, getJob, PermanentJobError, type JobHandler, type JobHandlers, type JobView } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
 import { addWithin, forgetWithin, liveMemoryIds, nextSeq, type EraseHooks, type MemoryView, type Owner } from '../memories/index.js';
-import { chunkMemories, readDocument, sha256Of, type ReadDocument } from './document.js';
+import { chunkMemories, readDocument, type ReadDocument } from './document.js';
 import { detectType, type FileType } from './parsers/index.js';
 
 /** This module owns uploaded_files: per end user and file name, the version whose memories are live. */
@@ -104,7 +105,7 @@ export async function uploadFile(
     return storeVersion(deps, ctx, owner, file.name, await readDocument(file.bytes, file.name, file.mediaType));
   }
   const type = detectType(file.bytes, file.name, file.mediaType);
-  const view = { name: file.name, type, size: file.bytes.length, sha256: sha256Of(file.bytes) };
+  const view = { name: file.name, type, size: file.bytes.length, sha256: sha256Hex(file.bytes) };
   const existing = await fileRow(database.db, owner, file.name);
   if (existing?.sha256 === view.sha256 && (await stillLive(database.db, owner, existing.memory_ids))) {
     return { status: 'skipped', reason: 'duplicate_file', file: view, memory_ids: decodeJson<number[]>(existing.memory_ids) };

@@ -1,6 +1,6 @@
 // What an end user's memories say, derived: the entity graph with fact validity, and conflicting statements.
 // Pure functions of the extracted memories, so every process derives the same answer from the same rows.
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../core/crypto.js';
 import { personAliases, SELF, type EntityRef, type Extraction, type RelationFact } from '../../engine/nlp/index.js';
 
 export interface ExtractedMemory {
@@ -53,10 +53,10 @@ const nodeId = (ref: EntityRef) => (ref.name === SELF ? 'self' : `${ref.type}:${
 
 /** A stable positive integer (48 bits) for a decision, so its id survives recomputation on any process. */
 export function decisionId(key: string): number {
-  return parseInt(createHash('sha256').update(key).digest('hex').slice(0, 12), 16);
+  return parseInt(sha256Hex(key).slice(0, 12), 16);
 }
 
-const edgeId = (key: string) => `e_${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
+const edgeId = (key: string) => `e_${sha256Hex(key).slice(0, 16)}`;
 
 /** Memories in the order their statements were made (creation time, then id). */
 const chronological = (memories: ExtractedMemory[]) =>

@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 
 /**
  * AWS Signature Version 4 for S3 requests (header-based), as specified in the S3 API reference
@@ -14,7 +14,7 @@ export interface Credentials {
 export const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
-export const sha256Hex = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
+export const sha256Hex = (data: string | Uint8Array) => hash('sha256', data, 'hex');
 
 /** RFC 3986 encoding as S3 wants it: everything but unreserved characters, and '/' kept in paths. */
 export function uriEncode(value: string, keepSlash = false): string {

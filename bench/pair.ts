@@ -1,0 +1,174 @@
+/**
+ * This checkout against a baseline revision, in alternation: what one change does to the CPU an
+ * operation costs and to throughput, on a machine whose speed drifts from minute to minute (a shared
+ * 2-core machine). Two servers run side by side on fresh databases, the baseline built from
+ * `git archive <rev>` (kept in the temp directory per commit), and the load goes to one, then the
+ * other, in rounds (ABBA order, the first round a warm-up): each round's figures are compared with
+ * the other side's in the same round, and the median of those ratios is the answer. Prints JSON.
+ *
+ *   npm run bench:pair -- --base <rev> [--phase add|bulk|query] [--rounds 10] [--postgres URL]
+ *                         [--memories 10000]
+ *
+ * Phases: `add` (POST /memory/add, 16 clients, 64 end users), `bulk` (POST /memory/bulk-add of 50,
+ * 8 clients, 32 end users), `query` (POST /memory/query {k: 10} with LoCoMo questions, 16 clients,
+ * on an end user holding `--memories` memories). CPU per operation: the server process, and on
+ * PostgreSQL the database's backends (/proc), as in `bench:write`.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { option } from './lib/args.js';
+import { postgresCpuSeconds, processCpuSeconds } from './lib/cpu.js';
+import { jsonClient } from './lib/http.js';
+import { runLoad } from './lib/load.js';
+import { loadConversation, mulberry32 } from './lib/locomo.js';
+import { startServer, type BenchServer } from './lib/server.js';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const baseRev = option('--base');
+if (!baseRev) throw new Error('--base <rev> is required: the revision to compare this checkout with');
+const phase = (option('--phase') ?? 'bulk') as 'add' | 'bulk' | 'query';
+if (!['add', 'bulk', 'query'].includes(phase)) throw new Error('--phase must be add, bulk or query');
+const rounds = Number(option('--rounds') ?? 10);
+const postgresUrl = option('--postgres');
+const memories = Number(option('--memories') ?? 10_000);
+
+/** The baseline's compiled server, built once per commit from `git archive` beside this checkout's node_modules. */
+function baselineMain(rev: string): { sha: string; main: string } {
+  const sha = execFileSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], { cwd: repoRoot, encoding: 'utf8' }).trim();
+  const dir = join(tmpdir(), `engram-baseline-${sha}`);
+  const main = join(dir, 'packages/server/dist/main.js');
+  if (existsSync(main)) return { sha, main };
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C "${dir}"`], { cwd: repoRoot });
+  symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'));
+  const serverModules = join(repoRoot, 'packages/server/node_modules');
+  if (existsSync(serverModules)) symlinkSync(serverModules, join(dir, 'packages/server/node_modules'));
+  const server = join(dir, 'packages/server');
+  execFileSync(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: server, stdio: 'inherit' });
+  execFileSync(process.execPath, ['scripts/copy-assets.mjs'], { cwd: server, stdio: 'inherit' });
+  return { sha, main };
+}
+
+// ---- workloads ---------------------------------------------------------------------
+const locomo = resolve(repoRoot, '../shared/bench/locomo-dev');
+const conversations = () => readdirSync(locomo).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(locomo, f)));
+
+interface Side {
+  name: 'base' | 'current';
+  server: BenchServer;
+  request: ReturnType<typeof jsonClient>;
+}
+
+/** Distinct texts: every round adds memories no end user has yet. */
+let written = 0;
+const text = (i: number) => `Benchmark memory number ${i}: the user mentioned preference ${i % 97} while planning trip ${i}`;
+
+/** One round's load on one side: its operations and the result. */
+async function roundOf(side: Side, questions: string[]) {
+  const { request } = side;
+  if (phase === 'add') {
+    const from = written;
+    written += 5_000;
+    return { operations: 5_000, load: await runLoad(5_000, 16, async (i) => (await request('POST', '/memory/add', { text: text(from + i) }, { 'x-end-user-id': `add-${i % 64}` })).status === 201) };
+  }
+  if (phase === 'bulk') {
+    const from = written;
+    written += 400 * 50;
+    const items = (b: number) => Array.from({ length: 50 }, (_, j) => ({ text: text(from + b * 50 + j), client_ref: `ref-${from + b * 50 + j}` }));
+    return { operations: 400 * 50, load: await runLoad(400, 8, async (b) => (await request('POST', '/memory/bulk-add', items(b), { 'x-end-user-id': `bulk-${b % 32}` })).status === 200) };
+  }
+  return { operations: 3_000, load: await runLoad(3_000, 16, async (i) => (await request('POST', '/memory/query', { query: questions[i % questions.length], k: 10 }, { 'x-end-user-id': 'reader' })).status === 200) };
+}
+
+/** The query phase's end user on both sides, the same memories in the same order (texts recombined from LoCoMo turns). */
+async function fillReader(sides: Side[]): Promise<string[]> {
+  const convs = conversations();
+  const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
+  const rand = mulberry32(7);
+  const texts = new Set<string>();
+  while (texts.size < memories) texts.add(Array.from({ length: 1 + Math.floor(rand() * 3) }, () => sentences[Math.floor(rand() * sentences.length)]!).join(' '));
+  const all = [...texts];
+  for (const { request } of sides) {
+    await runLoad(Math.ceil(all.length / 50), 8, async (b) => {
+      const items = all.slice(b * 50, b * 50 + 50).map((t, j) => ({ text: t, session_id: `s${Math.floor((b * 50 + j) / 20) + 1}` }));
+      return (await request('POST', '/memory/bulk-add', items, { 'x-end-user-id': 'reader' })).status === 200;
+    });
+  }
+  const questions = convs.flatMap((c) => c.qa.map((q) => q.question));
+  for (let i = questions.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [questions[i], questions[j]] = [questions[j]!, questions[i]!];
+  }
+  return questions;
+}
+
+// ---- run ------------------------------------------------------------------------------
+const base = baselineMain(baseRev);
+const current = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
+const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: repoRoot, encoding: 'utf8' }).trim() !== '';
+const sides: Side[] = [];
+for (const [name, main] of [['base', base.main], ['current', undefined]] as const) {
+  const server = await startServer({ postgresUrl, main });
+  sides.push({ name, server, request: jsonClient(server.url, { 'x-api-key': server.key }) });
+}
+
+interface Figures { per_second: number; server_cpu_ms: number; database_cpu_ms?: number }
+const perRound: Record<Side['name'], Figures[]> = { base: [], current: [] };
+try {
+  const questions = phase === 'query' ? await fillReader(sides) : [];
+  for (let r = 0; r <= rounds; r++) {
+    for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
+      const { server } = side;
+      const cpu = () => [processCpuSeconds(server.process.pid!), server.dialect === 'postgres' ? postgresCpuSeconds(server.databaseUrl) : 0] as const;
+      const [server0, database0] = cpu();
+      const { operations, load } = await roundOf(side, questions);
+      const [server1, database1] = cpu();
+      if (load.errors > 0) throw new Error(`${side.name}: ${load.errors} of ${load.requests} requests failed`);
+      if (r === 0) continue; // warm-up
+      const ms = (seconds: number) => Math.round((seconds * 1e6) / operations) / 1000;
+      perRound[side.name].push({
+        per_second: Math.round(operations / load.seconds),
+        server_cpu_ms: ms(server1 - server0),
+        ...(server.dialect === 'postgres' ? { database_cpu_ms: ms(database1 - database0) } : {}),
+      });
+    }
+  }
+} finally {
+  for (const { server } of sides) await server.stop();
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length % 2 ? sorted[sorted.length >> 1]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+};
+const round3 = (n: number) => Math.round(n * 1000) / 1000;
+/** current / base of one figure, round by round (each pair ran back to back), and its median. */
+const ratio = (figure: keyof Figures) => {
+  const ratios = perRound.current.map((c, i) => (c[figure] ?? 0) / (perRound.base[i]![figure] ?? 1));
+  return { median: round3(median(ratios)), min: round3(Math.min(...ratios)), max: round3(Math.max(...ratios)) };
+};
+const summary = (figures: Figures[]) => ({
+  per_second: Math.round(median(figures.map((f) => f.per_second))),
+  server_cpu_ms_per_operation: round3(median(figures.map((f) => f.server_cpu_ms))),
+  ...(figures[0]?.database_cpu_ms !== undefined ? { database_cpu_ms_per_operation: round3(median(figures.map((f) => f.database_cpu_ms!))) } : {}),
+});
+process.stdout.write(JSON.stringify({
+  benchmark: 'pair',
+  node: process.version,
+  dialect: sides[0]!.server.dialect,
+  phase,
+  ...(phase === 'query' ? { memories_of_user: memories } : {}),
+  rounds,
+  base: { rev: baseRev, sha: base.sha, ...summary(perRound.base) },
+  current: { sha: current, uncommitted_changes: dirty, ...summary(perRound.current) },
+  current_over_base: {
+    per_second: ratio('per_second'),
+    server_cpu_ms: ratio('server_cpu_ms'),
+    ...(sides[0]!.server.dialect === 'postgres' ? { database_cpu_ms: ratio('database_cpu_ms') } : {}),
+  },
+  rounds_detail: perRound,
+}, null, 2) + '\n');
