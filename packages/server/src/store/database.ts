@@ -22,13 +22,27 @@ export interface Database {
   pool(): { total: number; idle: number; waiting: number; max: number } | null;
   /**
    * PostgreSQL: LISTEN on `channel` over a connection of its own, reconnecting when it is lost,
-   * and report to `watcher` until the returned stop is called (or the database closed). Listening
-   * is reported only once a probe notified through the pool has come back on that connection:
-   * behind a transaction-mode pooler, which does not pass notifications on, it never is. null on
-   * SQLite, which has no notifications.
+   * and report to `watcher` until stopped (or the database closed). Listening is reported only
+   * once a probe notified through the pool has come back on that connection: behind a
+   * transaction-mode pooler, which does not pass notifications on, it never is. null on SQLite,
+   * which has no notifications.
    */
-  watch(channel: string, watcher: ChannelWatcher): (() => void) | null;
+  watch(channel: string, watcher: ChannelWatcher): Watch | null;
   close(): Promise<void>;
+}
+
+/** A PostgreSQL LISTEN under way (Database.watch). */
+export interface Watch {
+  /**
+   * Resolves once every notification committed before the call has been reported to the watcher
+   * (or the watcher was told it is deaf). A notification reaches a listener asynchronously, after
+   * the notifying commit has returned: a request that arrives on the heels of a change made
+   * elsewhere can come before it. This is one round trip on the listening connection, begun after
+   * the call (calls made meanwhile share the next one): PostgreSQL (14 and later) sends a
+   * listener every notification already committed before the ReadyForQuery that ends a statement.
+   */
+  caughtUp(): Promise<void>;
+  stop(): void;
 }
 
 /** What a PostgreSQL LISTEN tells its watcher. */
@@ -42,21 +56,26 @@ export interface ChannelWatcher {
 }
 
 const RELISTEN_AFTER_MS = 1_000;
+/** application_name of the connections that LISTEN. */
+export const LISTENER_APPLICATION_NAME = 'engram-listener';
 
-function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: (payload: string) => Promise<unknown>): () => void {
+function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: (payload: string) => Promise<unknown>): Watch {
   let stopped = false;
-  let client: pg.Client | undefined;
+  let current: { client: pg.Client; lose: () => void } | undefined;
   let retry: NodeJS.Timeout | undefined;
   const connect = () => {
-    const own = (client = new pg.Client({ connectionString: url }));
+    // Named, so that an operator (and a test) can tell it from the pool's connections.
+    const own = new pg.Client({ connectionString: url, application_name: LISTENER_APPLICATION_NAME });
     let lost = false;
     const lose = () => {
       if (lost) return;
       lost = true;
+      if (current?.client === own) current = undefined;
       watcher.deaf();
       own.end().catch(() => {});
       if (!stopped) (retry = setTimeout(connect, RELISTEN_AFTER_MS)).unref();
     };
+    current = { client: own, lose };
     own.on('error', lose);
     own.on('end', lose);
     const probePayload = `probe ${randomBytes(12).toString('hex')}`;
@@ -71,11 +90,31 @@ function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: 
       .catch(lose);
   };
   connect();
-  return () => {
-    stopped = true;
-    clearTimeout(retry);
-    watcher.deaf();
-    client?.end().catch(() => {});
+
+  // The round trip under way, and the one that callers arriving meanwhile wait for.
+  let inFlight: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  const roundTrip = async (): Promise<void> => {
+    const listening = current;
+    if (!listening) return; // deaf: the watcher forgot everything when told so
+    // A failed round trip may not end the connection by itself: it is lost, and the watcher told.
+    await listening.client.query('SELECT 1').catch(listening.lose);
+  };
+  const caughtUp = (): Promise<void> => {
+    if (!inFlight) return (inFlight = roundTrip().finally(() => (inFlight = undefined)));
+    return (next ??= inFlight.then(() => {
+      next = undefined;
+      return caughtUp();
+    }));
+  };
+  return {
+    caughtUp,
+    stop: () => {
+      stopped = true;
+      clearTimeout(retry);
+      watcher.deaf();
+      current?.client.end().catch(() => {});
+    },
   };
 }
 
@@ -124,13 +163,13 @@ export function openDatabase(config: Config['database']): Database {
       },
       pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize }),
       watch: (channel, watcher) => {
-        const stopListening = listenOn(config.url, channel, watcher, (payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
+        const watch = listenOn(config.url, channel, watcher, (payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
         const stop = () => {
           listeners.delete(stop);
-          stopListening();
+          watch.stop();
         };
         listeners.add(stop);
-        return stop;
+        return { caughtUp: watch.caughtUp, stop };
       },
       close: () => {
         for (const stop of listeners) stop();

@@ -2,6 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { startServerProcess, type ServerProcess } from '../../testing/process.js';
+import { LISTENER_APPLICATION_NAME } from '../../store/database.js';
+import { startSlowRelay } from '../../testing/slow-network.js';
 import { CREDENTIALS_CHANNEL } from './resolved-keys.js';
 
 /**
@@ -120,8 +122,8 @@ forEachDialect('resolved API keys across processes', (dialect) => {
       try {
         // Both instances lose their listening connection; the revocation then notifies no one.
         const listeners = await admin.query(
-          'SELECT pg_terminate_backend(pid, 5000) AS ended FROM pg_stat_activity WHERE datname = current_database() AND query = $1',
-          [`LISTEN ${pg.escapeIdentifier(CREDENTIALS_CHANNEL)}`],
+          'SELECT pg_terminate_backend(pid, 5000) AS ended FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
+          [LISTENER_APPLICATION_NAME],
         );
         expect(listeners.rows.map((r) => r.ended)).toEqual([true, true]);
         await admin.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [key.id]);
@@ -130,6 +132,38 @@ forEachDialect('resolved API keys across processes', (dialect) => {
       }
       expect(await addOnA(key.key)).toBe(401);
       expect(await addOnB(key.key)).toBe(401);
+    });
+
+    it('refuses at once a key revoked elsewhere even where notifications arrive late (a slow network to the database)', async () => {
+      // A third process whose every byte from PostgreSQL comes 60 ms late: the revocation's
+      // notification reaches it long after its next request. A held key is used only once the
+      // listening connection has caught up, so that request is refused all the same.
+      const url = new URL(t.databaseUrl);
+      const relay = await startSlowRelay({ host: url.hostname, port: Number(url.port || 5432) }, 60);
+      url.host = `127.0.0.1:${relay.port}`;
+      const slow = await startServerProcess({ ENGRAM_DATABASE_URL: url.toString(), ENGRAM_RUN_JOBS: 'false', ENGRAM_LOG_LEVEL: 'warn' });
+      try {
+        const addOnSlow = async (key: string) =>
+          (await fetch(`${slow.url}/memory/add`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-project-id': t.projectId, 'x-end-user-id': 'u' },
+            body: JSON.stringify({ text: `fact number ${++n} about resolved keys` }),
+          })).status;
+        const key = await t.newKey();
+        // Held from its second use, once the creation's notification has arrived.
+        expect(await addOnSlow(key.key)).toBe(201);
+        await new Promise((r) => setTimeout(r, 500));
+        expect(await addOnSlow(key.key)).toBe(201);
+        const before = await t.database.db.selectFrom('memories').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', t.projectId).executeTakeFirstOrThrow();
+        expect((await t.call('DELETE', `/org/api-keys/${key.id}`, { token: owner.token })).body.status).toBe('revoked');
+        expect(await addOnSlow(key.key)).toBe(401);
+        // And nothing was written with it.
+        const after = await t.database.db.selectFrom('memories').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', t.projectId).executeTakeFirstOrThrow();
+        expect(Number(after.n)).toBe(Number(before.n));
+      } finally {
+        expect(await slow.stop()).toBe(0);
+        await relay.close();
+      }
     });
   }
 });

@@ -1,6 +1,6 @@
 import type { ApiKeyRecord } from '../../core/context.js';
 import { sha256Hex } from '../../core/crypto.js';
-import { nowIso, type ChannelWatcher, type Database } from '../../store/database.js';
+import { nowIso, type ChannelWatcher, type Database, type Watch } from '../../store/database.js';
 import { resolveApiKey } from './service.js';
 
 /**
@@ -13,6 +13,11 @@ import { resolveApiKey } from './service.js';
  * - a change this process makes forgets them all once committed (credentialsChanged), without
  *   waiting for its own notification;
  * - a lookup that began before any of these is not kept (the generation moved);
+ * - a key found held is used only after the listening connection has caught up (Watch.caughtUp):
+ *   a notification arrives after the notifying commit has returned, so a request sent on the heels
+ *   of a change made through another process could otherwise come first. That is one round trip
+ *   on the listening connection, shared by the requests that arrive meanwhile, instead of a lookup
+ *   each on the pool;
  * - expiry is checked on every use; a key is kept only with the live project it names (or none
  *   named and none locked), so a request naming a project that was not live is looked up again.
  * SQLite looks a key up on every request: in process it costs no round trip, and a change another
@@ -64,16 +69,22 @@ export class ResolvedKeys implements ChannelWatcher {
   }
 }
 
-const byDatabase = new WeakMap<Database, ResolvedKeys | null>();
+interface Held {
+  keys: ResolvedKeys;
+  watch: Watch;
+}
 
-function resolvedKeys(database: Database): ResolvedKeys | null {
-  let keys = byDatabase.get(database);
-  if (keys === undefined) {
-    const created = new ResolvedKeys();
-    keys = database.watch(CREDENTIALS_CHANNEL, created) ? created : null;
-    byDatabase.set(database, keys);
+const byDatabase = new WeakMap<Database, Held | null>();
+
+function held(database: Database): Held | null {
+  let found = byDatabase.get(database);
+  if (found === undefined) {
+    const keys = new ResolvedKeys();
+    const watch = database.watch(CREDENTIALS_CHANNEL, keys);
+    found = watch ? { keys, watch } : null;
+    byDatabase.set(database, found);
   }
-  return keys;
+  return found;
 }
 
 /**
@@ -81,12 +92,18 @@ function resolvedKeys(database: Database): ResolvedKeys | null {
  * is locked to): from memory when exact (above), from the database otherwise.
  */
 export async function resolveKey(database: Database, presented: string, requestedProjectId?: string): Promise<ApiKeyRecord | undefined> {
-  const keys = resolvedKeys(database);
-  if (!keys) return resolveApiKey(database.db, presented, requestedProjectId);
+  const state = held(database);
+  if (!state) return resolveApiKey(database.db, presented, requestedProjectId);
+  const { keys, watch } = state;
   const now = nowIso();
   const slot = `${sha256Hex(presented)} ${requestedProjectId ?? ''}`;
   const found = keys.find(slot, now);
-  if (found) return found;
+  if (found) {
+    const heldSince = keys.generation;
+    await watch.caughtUp();
+    // Nothing committed before this request changed any credential: what is held still holds.
+    if (keys.generation === heldSince) return found;
+  }
   const generation = keys.generation;
   const key = await resolveApiKey(database.db, presented, requestedProjectId, now);
   if (key && key.liveProjectId === (requestedProjectId ?? key.projectId)) keys.keep(slot, generation, key);
@@ -95,5 +112,5 @@ export async function resolveKey(database: Database, presented: string, requeste
 
 /** After this process committed a change to keys or projects: nothing resolved before it is used again. */
 export function credentialsChanged(database: Database): void {
-  byDatabase.get(database)?.forgetAll();
+  byDatabase.get(database)?.keys.forgetAll();
 }
