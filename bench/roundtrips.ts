@@ -7,12 +7,11 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
 import { startServer } from './lib/server.js';
 
-const args = process.argv.slice(2);
-const pgIndex = args.indexOf('--postgres');
-const postgresUrl = (pgIndex >= 0 ? args[pgIndex + 1] : undefined) ?? process.env.ENGRAM_BENCH_DATABASE_URL;
+const postgresUrl = option('--postgres') ?? process.env.ENGRAM_BENCH_DATABASE_URL;
 if (!postgresUrl) throw new Error('a PostgreSQL URL is required: --postgres URL or ENGRAM_BENCH_DATABASE_URL');
 
 const log = join(mkdtempSync(join(tmpdir(), 'engram-roundtrips-')), 'statements.log');

@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { option } from './lib/args.js';
 
-const at = process.argv.indexOf('--runs');
-const runs = at > 0 ? Number(process.argv[at + 1]) : 3;
+const runs = Number(option('--runs') ?? 3);
 const ROOT = new URL('..', import.meta.url).pathname;
 
 const freePort = () =>

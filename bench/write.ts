@@ -8,21 +8,20 @@
  * of the server process and (PostgreSQL) of the database backends; GET /healthz at 16 clients, the machine's
  * speed of the moment (bench:latency reports the same). Prints JSON. `--cpu-prof DIR` writes the server's CPU profile there.
  */
+import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
+import { option } from './lib/args.js';
 import { processCpuSeconds, postgresCpuSeconds } from './lib/cpu.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import { freshDataDir, startServer, type BenchServer } from './lib/server.js';
-import { rmSync } from 'node:fs';
 
-const args = process.argv.slice(2);
-const pgIndex = args.indexOf('--postgres');
-const postgresUrl = pgIndex >= 0 ? args[pgIndex + 1] : process.env.ENGRAM_BENCH_DATABASE_URL;
+const postgresUrl = option('--postgres') ?? process.env.ENGRAM_BENCH_DATABASE_URL;
 const scale = Number(process.env.ENGRAM_BENCH_SCALE ?? 1);
-const cpuProfIndex = args.indexOf('--cpu-prof');
-const nodeArgs = cpuProfIndex >= 0 ? ['--cpu-prof', `--cpu-prof-dir=${resolve(args[cpuProfIndex + 1]!)}`] : [];
+const cpuProfDir = option('--cpu-prof');
+const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
 
 async function benchmark(server: BenchServer) {
   const request = jsonClient(server.url, { 'x-api-key': server.key });
