@@ -7,12 +7,13 @@
  * the other side's in the same round, and the median of those ratios is the answer. Prints JSON.
  *
  *   npm run bench:pair -- --base <rev> [--phase add|bulk|query] [--rounds 10] [--postgres URL]
- *                         [--memories 10000]
+ *                         [--memories 10000] [--clients N]
  *
  * Phases: `add` (POST /memory/add, 16 clients, 64 end users), `bulk` (POST /memory/bulk-add of 50,
  * 8 clients, 32 end users), `query` (POST /memory/query {k: 10} with LoCoMo questions, 16 clients,
- * on an end user holding `--memories` memories). CPU per operation: the server process, and on
- * PostgreSQL the database's backends (/proc), as in `bench:write`.
+ * on an end user holding `--memories` memories); `--clients` sets another number of clients (1 for
+ * latency). CPU per operation: the server process, and on PostgreSQL the database's backends
+ * (/proc), as in `bench:write`; the median latency of each round too.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
@@ -34,6 +35,8 @@ if (!['add', 'bulk', 'query'].includes(phase)) throw new Error('--phase must be 
 const rounds = Number(option('--rounds') ?? 10);
 const postgresUrl = option('--postgres');
 const memories = Number(option('--memories') ?? 10_000);
+const clients = Number(option('--clients') ?? (phase === 'bulk' ? 8 : 16));
+if (!Number.isInteger(clients) || clients < 1) throw new Error('--clients must be a positive integer');
 
 /** The baseline's compiled server, built once per commit from `git archive` beside this checkout's node_modules. */
 function baselineMain(rev: string): { sha: string; main: string } {
@@ -73,15 +76,15 @@ async function roundOf(side: Side, questions: string[]) {
   if (phase === 'add') {
     const from = written;
     written += 5_000;
-    return { operations: 5_000, load: await runLoad(5_000, 16, async (i) => (await request('POST', '/memory/add', { text: text(from + i) }, { 'x-end-user-id': `add-${i % 64}` })).status === 201) };
+    return { operations: 5_000, load: await runLoad(5_000, clients, async (i) => (await request('POST', '/memory/add', { text: text(from + i) }, { 'x-end-user-id': `add-${i % 64}` })).status === 201) };
   }
   if (phase === 'bulk') {
     const from = written;
     written += 400 * 50;
     const items = (b: number) => Array.from({ length: 50 }, (_, j) => ({ text: text(from + b * 50 + j), client_ref: `ref-${from + b * 50 + j}` }));
-    return { operations: 400 * 50, load: await runLoad(400, 8, async (b) => (await request('POST', '/memory/bulk-add', items(b), { 'x-end-user-id': `bulk-${b % 32}` })).status === 200) };
+    return { operations: 400 * 50, load: await runLoad(400, clients, async (b) => (await request('POST', '/memory/bulk-add', items(b), { 'x-end-user-id': `bulk-${b % 32}` })).status === 200) };
   }
-  return { operations: 3_000, load: await runLoad(3_000, 16, async (i) => (await request('POST', '/memory/query', { query: questions[i % questions.length], k: 10 }, { 'x-end-user-id': 'reader' })).status === 200) };
+  return { operations: 3_000, load: await runLoad(3_000, clients, async (i) => (await request('POST', '/memory/query', { query: questions[i % questions.length], k: 10 }, { 'x-end-user-id': 'reader' })).status === 200) };
 }
 
 /** The query phase's end user on both sides, the same memories in the same order (texts recombined from LoCoMo turns). */
@@ -116,7 +119,7 @@ for (const [name, main] of [['base', base.main], ['current', undefined]] as cons
   sides.push({ name, server, request: jsonClient(server.url, { 'x-api-key': server.key }) });
 }
 
-interface Figures { per_second: number; server_cpu_ms: number; database_cpu_ms?: number }
+interface Figures { per_second: number; p50_ms: number; server_cpu_ms: number; database_cpu_ms?: number }
 const perRound: Record<Side['name'], Figures[]> = { base: [], current: [] };
 try {
   const questions = phase === 'query' ? await fillReader(sides) : [];
@@ -132,6 +135,7 @@ try {
       const ms = (seconds: number) => Math.round((seconds * 1e6) / operations) / 1000;
       perRound[side.name].push({
         per_second: Math.round(operations / load.seconds),
+        p50_ms: load.p50_ms,
         server_cpu_ms: ms(server1 - server0),
         ...(server.dialect === 'postgres' ? { database_cpu_ms: ms(database1 - database0) } : {}),
       });
@@ -153,6 +157,7 @@ const ratio = (figure: keyof Figures) => {
 };
 const summary = (figures: Figures[]) => ({
   per_second: Math.round(median(figures.map((f) => f.per_second))),
+  p50_ms: round3(median(figures.map((f) => f.p50_ms))),
   server_cpu_ms_per_operation: round3(median(figures.map((f) => f.server_cpu_ms))),
   ...(figures[0]?.database_cpu_ms !== undefined ? { database_cpu_ms_per_operation: round3(median(figures.map((f) => f.database_cpu_ms!))) } : {}),
 });
@@ -162,11 +167,13 @@ process.stdout.write(JSON.stringify({
   dialect: sides[0]!.server.dialect,
   phase,
   ...(phase === 'query' ? { memories_of_user: memories } : {}),
+  clients,
   rounds,
   base: { rev: baseRev, sha: base.sha, ...summary(perRound.base) },
   current: { sha: current, uncommitted_changes: dirty, ...summary(perRound.current) },
   current_over_base: {
     per_second: ratio('per_second'),
+    p50_ms: ratio('p50_ms'),
     server_cpu_ms: ratio('server_cpu_ms'),
     ...(sides[0]!.server.dialect === 'postgres' ? { database_cpu_ms: ratio('database_cpu_ms') } : {}),
   },

@@ -37,8 +37,8 @@ export interface Watch {
    * Resolves once every notification committed before the call has been reported to the watcher
    * (or the watcher was told it is deaf). A notification reaches a listener asynchronously, after
    * the notifying commit has returned: a request that arrives on the heels of a change made
-   * elsewhere can come before it. This is one round trip on the listening connection, begun after
-   * the call (calls made meanwhile share the next one): PostgreSQL (14 and later) sends a
+   * elsewhere can come before it. This is one round trip (an empty statement) on the listening
+   * connection, begun after the call (calls made meanwhile share the next one): PostgreSQL (14 and later) sends a
    * listener every notification already committed before the ReadyForQuery that ends a statement.
    */
   caughtUp(): Promise<void>;
@@ -58,14 +58,17 @@ export interface ChannelWatcher {
 const RELISTEN_AFTER_MS = 1_000;
 /** application_name of the connections that LISTEN. */
 export const LISTENER_APPLICATION_NAME = 'engram-listener';
+const LISTENER_TIMEOUT_MS = 5_000;
 
 function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: (payload: string) => Promise<unknown>): Watch {
   let stopped = false;
   let current: { client: pg.Client; lose: () => void } | undefined;
   let retry: NodeJS.Timeout | undefined;
   const connect = () => {
-    // Named, so that an operator (and a test) can tell it from the pool's connections.
-    const own = new pg.Client({ connectionString: url, application_name: LISTENER_APPLICATION_NAME });
+    // Named, so that an operator (and a test) can tell it from the pool's connections. A statement
+    // unanswered for LISTENER_TIMEOUT_MS loses the connection (a network that went silent), so that
+    // requests waiting to catch up fall back to looking their key up instead of waiting on it.
+    const own = new pg.Client({ connectionString: url, application_name: LISTENER_APPLICATION_NAME, query_timeout: LISTENER_TIMEOUT_MS });
     let lost = false;
     const lose = () => {
       if (lost) return;
@@ -97,8 +100,9 @@ function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: 
   const roundTrip = async (): Promise<void> => {
     const listening = current;
     if (!listening) return; // deaf: the watcher forgot everything when told so
-    // A failed round trip may not end the connection by itself: it is lost, and the watcher told.
-    await listening.client.query('SELECT 1').catch(listening.lose);
+    // An empty statement: nothing to parse or plan, and still a ReadyForQuery after it. A failed
+    // round trip may not end the connection by itself: it is lost, and the watcher told.
+    await listening.client.query('').catch(listening.lose);
   };
   const caughtUp = (): Promise<void> => {
     if (!inFlight) return (inFlight = roundTrip().finally(() => (inFlight = undefined)));
