@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
+import { CommitGroup, write } from './unit-of-work.js';
 
 /**
  * Writes arriving together (on SQLite they share one group commit, each in its own savepoint):
@@ -44,5 +45,35 @@ forEachDialect('concurrent writes, one failing midway', (dialect) => {
     const audits = await db.selectFrom('audit_log').select('action').where('organization_id', '=', t.organizationId).execute();
     expect(audits.filter((a) => a.action === 'memory.add')).toHaveLength(11);
     expect(audits.filter((a) => a.action === 'memory.update')).toHaveLength(1);
+  });
+});
+
+/**
+ * SQLite's group commit waits for writes while the event loop keeps bringing them, and no longer;
+ * on PostgreSQL every write() has a transaction of its own.
+ */
+forEachDialect('group commit over quiet turns', (dialect) => {
+  const t = useTestApp(dialect, { runJobs: false });
+  const ctx = () => ({ actor: { type: 'system' as const, id: null }, organizationId: t.organizationId, projectId: t.projectId, requestId: null });
+  const transactionOf = () => write(t.database, ctx(), async (trx) => trx);
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('joins writes submitted over consecutive turns in one transaction (SQLite), up to its cap, and commits after a quiet turn', async () => {
+    // One write per turn: on SQLite the first GROUP_TURNS share a transaction, the next starts another.
+    const submitted: Promise<unknown>[] = [];
+    for (let turn = 0; turn <= CommitGroup.GROUP_TURNS; turn++) {
+      submitted.push(transactionOf());
+      await nextTurn();
+    }
+    const transactions = await Promise.all(submitted);
+    expect(new Set(transactions.slice(0, CommitGroup.GROUP_TURNS)).size).toBe(dialect === 'sqlite' ? 1 : CommitGroup.GROUP_TURNS);
+    expect(transactions[CommitGroup.GROUP_TURNS]).not.toBe(transactions[0]);
+
+    // A write after a turn that brought nothing is in the next group.
+    const first = transactionOf();
+    await nextTurn();
+    await nextTurn();
+    await nextTurn();
+    expect(await transactionOf()).not.toBe(await first);
   });
 });

@@ -272,9 +272,12 @@ interface GroupedWrite {
  * one connection: the writes submitted while the event loop was busy run in one transaction, each
  * inside its own savepoint (a write that fails is rolled back alone and fails alone), and all are
  * answered only after that transaction's COMMIT returned, so none is acknowledged before it is
- * durable. A failed COMMIT fails every write of the group, none of which then committed.
+ * durable. A failed COMMIT fails every write of the group, none of which then committed. (Exported
+ * for its test.)
  */
-class CommitGroup {
+export class CommitGroup {
+  /** The most turns of the event loop a group waits for more writes. */
+  static readonly GROUP_TURNS = 4;
   private waiting: GroupedWrite[] = [];
   private scheduled = false;
 
@@ -285,7 +288,7 @@ class CommitGroup {
       this.waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
       if (this.scheduled) return;
       this.scheduled = true;
-      this.commitOnceQuiet(0, 0);
+      this.commitOnceQuiet(0, 0); // the first turn always counts as bringing writes: this one
     });
   }
 
@@ -301,8 +304,6 @@ class CommitGroup {
       else void this.commit();
     });
   }
-
-  static readonly GROUP_TURNS = 4;
 
   private async commit(): Promise<void> {
     this.scheduled = false;

@@ -38,8 +38,9 @@ export interface Watch {
    * (or the watcher was told it is deaf). A notification reaches a listener asynchronously, after
    * the notifying commit has returned: a request that arrives on the heels of a change made
    * elsewhere can come before it. This is one round trip (an empty statement) on the listening
-   * connection, begun after the call (calls made meanwhile share the next one): PostgreSQL (14 and later) sends a
-   * listener every notification already committed before the ReadyForQuery that ends a statement.
+   * connection, begun after the call (calls made meanwhile share the next one): PostgreSQL (14
+   * and later) sends a listener every notification already committed before the ReadyForQuery
+   * that ends a statement.
    */
   caughtUp(): Promise<void>;
   stop(): void;

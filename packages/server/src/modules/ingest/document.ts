@@ -17,7 +17,6 @@ export interface ReadDocument {
   chunks: Chunk[];
 }
 
-
 /** Throws 415 for an unsupported type and 400 for a corrupt, encrypted or empty file. */
 export async function readDocument(bytes: Buffer, name: string, mediaType?: string): Promise<ReadDocument> {
   const type = detectType(bytes, name, mediaType);
