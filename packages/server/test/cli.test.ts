@@ -85,7 +85,8 @@ forEachDialect('engram serve with ENGRAM_HTTP_PROCESSES', (dialect) => {
     } finally {
       expect(await server.stop()).toBe(0);
     }
-  });
+    // Three processes compile the sources at start: beside the rest of the suite on 2 cores that took over a minute once.
+  }, 120_000);
 });
 
 forEachDialect('engram user, key and status', (dialect) => {

@@ -1,5 +1,5 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
-import type { Insertable } from 'kysely';
+import { PostgresAdapter, sql, type Insertable } from 'kysely';
 import { decodeJson, encodeJson, nowIso, sqlLiteral, type Database, type Executor } from '../store/database.js';
 import { preparedInsert } from '../store/prepared.js';
 import type { OutboxEventsTable } from '../store/schema.js';
@@ -128,7 +128,8 @@ export interface OutboxEvent<K extends EventKind = EventKind> {
 
 /**
  * The insert that writes events to the durable outbox in the transaction of the change they
- * describe (the unit of work sends it); delivery reads them later. An undeclared kind or a
+ * describe (the unit of work sends it); delivery reads them later. Only events a subscription
+ * matches are written (`subscribed`): one nobody receives costs no row. An undeclared kind or a
  * payload off its schema is a programming error. Undefined when there is nothing to write.
  */
 export function outboxInsert(trx: Executor, events: OutboxEvent[]) {
@@ -139,22 +140,70 @@ export function outboxInsert(trx: Executor, events: OutboxEvent[]) {
   })));
 }
 
-const outboxRows = preparedInsert<Insertable<OutboxEventsTable>>(
-  ['organization_id', 'project_id', 'type', 'payload', 'memory_id', 'created_at'],
-  (db, rows) => db.insertInto('outbox_events').values(rows),
-);
+const OUTBOX_COLUMNS = ['organization_id', 'project_id', 'type', 'payload', 'memory_id', 'created_at'] as const;
+
+/**
+ * INSERT … SELECT from the rows' VALUES, each kept if subscribed. PostgreSQL types a VALUES list of
+ * parameters as text, so the columns that are not text are cast there; SQLite names its columns
+ * column1, column2, … and takes no column list on the alias.
+ */
+const outboxRows = preparedInsert<Insertable<OutboxEventsTable>>(OUTBOX_COLUMNS, (db, rows) => {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const cast = (value: unknown, type: string) => (postgres ? sql`CAST(${value} AS ${sql.raw(type)})` : sql`${value}`);
+  const values = rows.map((r) => sql`(${r.organization_id}, ${r.project_id}, ${r.type}, ${cast(r.payload, 'json')}, ${cast(r.memory_id, 'bigint')}, ${cast(r.created_at, 'timestamptz')})`);
+  const [organization, project, type, ...rest] = postgres ? OUTBOX_COLUMNS.map((c) => `event.${c}`) : OUTBOX_COLUMNS.map((_, i) => `event.column${i + 1}`);
+  const statement = sql`INSERT INTO outbox_events (${sql.raw(OUTBOX_COLUMNS.join(', '))})
+    SELECT ${sql.raw([organization, project, type, ...rest].join(', '))}
+    FROM (VALUES ${sql.join(values)}) AS ${sql.raw(postgres ? `event (${OUTBOX_COLUMNS.join(', ')})` : 'event')}
+    WHERE ${sql.raw(subscribed(organization!, project!, type!))}`;
+  return { compile: () => statement.compile(db) };
+});
+
+/**
+ * SQL true when a subscription receives the event of these expressions: one of its organization
+ * and kind, in its project (or, for an event of the organization as a whole, any project), as
+ * delivery's fan-out sends them (modules/webhooks). Evaluated in the writing transaction, so a
+ * subscription committed before the write's statement began receives its event.
+ */
+function subscribed(organization: string, project: string, type: string): string {
+  return `EXISTS (SELECT 1 FROM event_subscriptions s WHERE s.organization_id = ${organization} AND s.type = ${type}
+      AND (${project} IS NULL OR s.project_id = ${project}))`;
+}
 
 /**
  * PostgreSQL: the insert writing one event per row of the CTE `inserted` of a grouped insert
- * (core/unit-of-work.ts#groupedInsert): the memory the event carries is the row inserted, so each
- * write's payload (from eventJson, in the CTE `input`) is written with the row's id at `memory.id`
- * (by jsonb_set, so such a payload's keys are stored in jsonb's order).
+ * (core/unit-of-work.ts#groupedInsert), if subscribed: the memory the event carries is the row
+ * inserted, so each write's payload (from eventJson, in the CTE `input`) is written with the row's
+ * id at `memory.id` (by jsonb_set, so such a payload's keys are stored in jsonb's order).
  */
 export function outboxInsertPerInsertedRow(type: EventKind): string {
   return `INSERT INTO outbox_events (organization_id, project_id, type, payload, memory_id, created_at)
     SELECT input.ctx_organization_id, input.ctx_project_id, ${sqlLiteral(type)},
       jsonb_set(input.ctx_event_payload, '{memory,id}', to_jsonb(inserted.id)), inserted.id, input.ctx_now
-    FROM inserted JOIN input USING (ord) ORDER BY inserted.id`;
+    FROM inserted JOIN input USING (ord)
+    WHERE ${subscribed('input.ctx_organization_id', 'input.ctx_project_id', sqlLiteral(type))}
+    ORDER BY inserted.id`;
+}
+
+/** Who receives events: a subscriber's kinds in one organization and project (a webhook endpoint's, say). */
+export interface Subscription {
+  organizationId: string;
+  projectId: string;
+  types: readonly string[];
+}
+
+/**
+ * Sets what a subscriber (a stable name, e.g. `webhook_endpoint:12`) receives from now on, replacing
+ * what it received before; null ends its subscription. Call it in the transaction that changes what
+ * the subscriber wants, so no write sees one without the other.
+ */
+export async function subscribe(trx: Executor, subscriber: string, subscription: Subscription | null): Promise<void> {
+  await trx.deleteFrom('event_subscriptions').where('subscriber', '=', subscriber).execute();
+  const types = [...new Set(subscription?.types ?? [])];
+  if (!subscription || types.length === 0) return;
+  await trx.insertInto('event_subscriptions')
+    .values(types.map((type) => ({ organization_id: subscription.organizationId, type, project_id: subscription.projectId, subscriber })))
+    .execute();
 }
 
 /** A payload of a memory event checked against the catalogue and encoded, for a grouped insert's event. */

@@ -1,11 +1,14 @@
 import { expect, it } from 'vitest';
-import { forEachDialect, useTestApp } from '../testing/harness.js';
-import { dispatchOutbox, outboxBacklog, purgeDispatchedEvents, type OutboxDispatcher, type StoredEvent } from './events.js';
+import { forEachDialect, HARNESS_SUBSCRIBER, useTestApp } from '../testing/harness.js';
+import { SYSTEM_ACTOR } from './context.js';
+import { dispatchOutbox, listEventTypes, outboxBacklog, purgeDispatchedEvents, subscribe, type OutboxDispatcher, type StoredEvent } from './events.js';
+import { write } from './unit-of-work.js';
 
 /**
  * The outbox: a dispatch takes the oldest pending events exactly once, in order, and only if its
  * transaction commits; retention deletes events once dispatched, never one still pending.
- * Background work is off, so nothing dispatches but the test.
+ * Background work is off, so nothing dispatches but the test. Only events a subscription receives
+ * are written.
  */
 forEachDialect('the outbox', (dialect) => {
   const t = useTestApp(dialect, { runJobs: false });
@@ -76,5 +79,55 @@ forEachDialect('the outbox', (dialect) => {
     await Promise.all([drain(), drain(), drain()]);
     expect(taken.sort((a, b) => a - b)).toEqual(queued);
     expect(await pendingIds()).toEqual([]);
+  });
+
+  it('writes only the events a subscription receives, on every write path', async () => {
+    const db = t.database.db;
+    const since = async () => Number((await db.selectFrom('outbox_events').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst())?.m ?? 0);
+    const eventsAfter = async (id: number) =>
+      (await db.selectFrom('outbox_events').select(['type', 'project_id', 'memory_id']).where('id', '>', id).orderBy('id').execute())
+        .map((e) => [e.type, e.project_id, e.memory_id === null ? null : Number(e.memory_id)]);
+    // A single add (grouped into one statement on PostgreSQL), a bulk-add and an update (write()).
+    const writeAll = async (label: string) => {
+      const single = await t.call('POST', '/memory/add', { endUser: 'subscribed', body: { text: `${label}: single` } });
+      const bulk = await t.call('POST', '/memory/bulk-add', { endUser: 'subscribed', body: [{ text: `${label}: bulk one` }, { text: `${label}: bulk two` }] });
+      expect([single.status, bulk.status]).toEqual([201, 200]);
+      const updated = await t.call('PATCH', `/memory/${single.body.id}`, { endUser: 'subscribed', body: { tags: [label] } });
+      expect(updated.status, updated.text).toBe(200);
+      return [single.body.id, ...bulk.body.results.map((r: { memory: { id: number } }) => r.memory.id)] as number[];
+    };
+    const everything = { organizationId: t.organizationId, projectId: t.projectId, types: listEventTypes().map((e) => e.type) };
+    try {
+      await subscribe(db, HARNESS_SUBSCRIBER, null);
+      let mark = await since();
+      const unheard = await writeAll('Nobody listens');
+      expect(await eventsAfter(mark)).toEqual([]);
+      expect(await db.selectFrom('memories').select('id').where('id', 'in', unheard).execute()).toHaveLength(3);
+
+      // Another project's subscription receives nothing of this one.
+      await subscribe(db, 'elsewhere', { organizationId: t.organizationId, projectId: 'prj_elsewhere', types: ['memory.created'] });
+      mark = await since();
+      await writeAll('Elsewhere listens');
+      expect(await eventsAfter(mark)).toEqual([]);
+
+      await subscribe(db, 'creations', { organizationId: t.organizationId, projectId: t.projectId, types: ['memory.created'] });
+      mark = await since();
+      const heard = await writeAll('Creations are heard');
+      expect(await eventsAfter(mark)).toEqual(heard.map((id) => ['memory.created', t.projectId, id]));
+
+      // An event of the organization as a whole reaches a subscription in any of its projects.
+      const orgWide = { actor: SYSTEM_ACTOR, organizationId: t.organizationId, projectId: null, requestId: null };
+      const emitRemoval = () => write(t.database, orgWide, async (_trx, effects) => effects.emit('member.removed', { user_id: 7, previous_role: 'viewer' }));
+      mark = await since();
+      await emitRemoval();
+      expect(await eventsAfter(mark)).toEqual([]);
+      await subscribe(db, 'elsewhere', { organizationId: t.organizationId, projectId: 'prj_elsewhere', types: ['member.removed'] });
+      await emitRemoval();
+      expect(await eventsAfter(mark)).toEqual([['member.removed', null, null]]);
+    } finally {
+      await subscribe(db, 'creations', null);
+      await subscribe(db, 'elsewhere', null);
+      await subscribe(db, HARNESS_SUBSCRIBER, everything);
+    }
   });
 });

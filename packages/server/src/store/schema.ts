@@ -50,6 +50,9 @@ export interface OutboxEventsTable {
   id: Generated<number>; organization_id: string; project_id: string | null; type: string; payload: Json;
   created_at: string; dispatched_at: string | null; memory_id: number | null;
 }
+export interface EventSubscriptionsTable {
+  organization_id: string; type: string; project_id: string; subscriber: string;
+}
 export interface WebhookEndpointsTable {
   id: Generated<number>; organization_id: string; project_id: string; name: string; url: string; description: string;
   events: Json; retry_config: Json; signature_config: Json; status: string; disabled_reason: string | null; secret: string;
@@ -172,6 +175,7 @@ export interface DB {
   audit_seals: AuditSealsTable;
   audit_unsealed: AuditUnsealedTable;
   outbox_events: OutboxEventsTable;
+  event_subscriptions: EventSubscriptionsTable;
   jobs: JobsTable;
   feedback: FeedbackTable;
   memory_embeddings: MemoryEmbeddingsTable;

@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { buildApp } from '../app.js';
+import { listEventTypes, subscribe } from '../core/events.js';
 import { loadConfig, type Config } from '../config.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser } from '../modules/org/index.js';
 import { buildServices, type Services } from '../services.js';
@@ -123,6 +124,9 @@ export interface TestApp {
 const PASSWORD = 'correct horse battery';
 const randomEmail = (who: string) => `${who}-${Math.random().toString(36).slice(2)}@example.com`;
 
+/** The harness's event subscription (core/events.ts#subscribe); a test of unsubscribed writes ends it. */
+export const HARNESS_SUBSCRIBER = 'test-harness';
+
 /** High limits by default so that no test trips them by accident; a test of the limits lowers them. */
 export async function startTestApp(dialect: Dialect, overrides: Partial<Config> = {}): Promise<TestApp> {
   const fresh = await freshDatabaseConfig(dialect);
@@ -134,6 +138,9 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
   const userId = await createUser(database.db, email, PASSWORD);
   await addMembership(database.db, org.id, userId, 'owner');
   const key = await createApiKey(database.db, { organizationId: org.id, name: 'test key', createdBy: userId });
+  // Tests read the events a write emits from the outbox, which keeps only events someone receives:
+  // the harness receives every kind in its project, as a webhook endpoint subscribed to all would.
+  await subscribe(database.db, HARNESS_SUBSCRIBER, { organizationId: org.id, projectId: project.id, types: listEventTypes().map((t) => t.type) });
   const logs: string[] = [];
   const logStream = new Writable({
     write(chunk, _enc, done) {

@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { subscribe } from '../../core/events.js';
 import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 
@@ -33,6 +34,8 @@ forEachDialect('projects', (dialect) => {
 
   it('changes a project by bearer token or API key, with an audit row and a project.updated event', async () => {
     const project = (await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Renamed later' } })).body;
+    // The outbox keeps the events someone receives: here, the new project's updates.
+    await subscribe(t.database.db, 'projects-test', { organizationId: t.organizationId, projectId: project.id, types: ['project.updated'] });
     const res = await t.call('PATCH', `/org/projects/${project.id}`, {
       token: owner.token, body: { name: 'Renamed', slug: 'renamed', description: 'now' },
     });

@@ -11,7 +11,7 @@ import { checkAddress, OutboundRefused } from '../../core/outbound.js';
 import { write } from '../../core/unit-of-work.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { notifyDeliveriesDue, onDeliveriesDue } from './due.js';
-import { openSecret, policyOf, retryConfigOf, type WebhookSettings } from './endpoints.js';
+import { openSecret, policyOf, retryConfigOf, subscribeEndpoint, type WebhookSettings } from './endpoints.js';
 
 /** Response bodies are kept (and read) up to this many bytes; the rest is never read. */
 export const RESPONSE_CAPTURE_BYTES = 2048;
@@ -421,6 +421,7 @@ async function disableEndpoint(database: Database, id: number): Promise<void> {
       .set({ status: 'disabled', disabled_reason: `every attempt failed since ${failingSince}`, updated_at: effects.now })
       .where('id', '=', id).where('status', '=', 'enabled').executeTakeFirst();
     if (Number(changed.numUpdatedRows) === 0) return;
+    await subscribeEndpoint(trx, id, null);
     effects.audit('webhook.disable', { type: 'webhook_endpoint', id });
     effects.emit('endpoint.disabled', { endpoint_id: id, url: endpoint.url, failing_since: failingSince, reason: 'every attempt failed for the disable period' });
   });

@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 import type { Selectable } from 'kysely';
 import { decrypt, deriveKey, encrypt } from '../../core/crypto.js';
 import { invalid, notFound } from '../../core/errors.js';
-import { isEventKind } from '../../core/events.js';
+import { isEventKind, subscribe } from '../../core/events.js';
 import { checkAddress, OutboundRefused, type OutboundPolicy } from '../../core/outbound.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
@@ -93,6 +93,16 @@ export function toEndpoint(row: EndpointRow) {
 }
 export type EndpointView = ReturnType<typeof toEndpoint>;
 
+/**
+ * An endpoint receives its kinds of event in its project while it is not disabled (paused, its
+ * deliveries wait): the subscription the outbox writes events for (core/events.ts#subscribe), set in
+ * every transaction that changes the endpoint's events or status.
+ */
+export async function subscribeEndpoint(trx: Executor, id: number, endpoint: Pick<EndpointRow, 'organization_id' | 'project_id' | 'events' | 'status'> | null) {
+  const live = endpoint?.status === 'disabled' ? null : endpoint;
+  await subscribe(trx, `webhook_endpoint:${id}`, live && { organizationId: live.organization_id, projectId: live.project_id, types: decodeJson<string[]>(live.events) });
+}
+
 const inScope = (db: Executor, scope: EndpointScope) =>
   db.selectFrom('webhook_endpoints').selectAll().where('organization_id', '=', scope.organizationId).where('project_id', '=', scope.projectId);
 
@@ -123,6 +133,7 @@ export async function createEndpoint(database: Database, settings: WebhookSettin
       status: 'enabled', disabled_reason: null, secret: encrypt(sealKey(settings), secret), previous_secret: null, previous_secret_until: null,
       failing_since: null, last_success_at: null, last_failure_at: null, created_at: effects.now, updated_at: effects.now,
     }).returningAll().executeTakeFirstOrThrow();
+    await subscribeEndpoint(trx, created.id, created);
     effects.audit('webhook.create', { type: 'webhook_endpoint', id: created.id });
     return created;
   });
@@ -144,6 +155,7 @@ export async function updateEndpoint(database: Database, settings: WebhookSettin
       ...(patch.signature_config !== undefined ? { signature_config: encodeJson({ ...signatureConfigOf(row), ...patch.signature_config }) } : {}),
       updated_at: effects.now,
     }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    if (patch.events !== undefined) await subscribeEndpoint(trx, id, updated);
     effects.audit('webhook.update', { type: 'webhook_endpoint', id });
     return toEndpoint(updated);
   });
@@ -156,6 +168,7 @@ export async function deleteEndpoint(database: Database, ctx: WriteContext, scop
     await trx.deleteFrom('webhook_attempts').where('endpoint_id', '=', id).execute();
     await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();
     await trx.deleteFrom('webhook_endpoints').where('id', '=', id).execute();
+    await subscribeEndpoint(trx, id, null);
     effects.audit('webhook.delete', { type: 'webhook_endpoint', id });
     return toEndpoint(row);
   });
@@ -169,6 +182,7 @@ export async function setEndpointState(database: Database, ctx: WriteContext, sc
       status: state, disabled_reason: null, updated_at: effects.now,
       ...(state === 'enabled' ? { failing_since: null, consecutive_failures: 0 } : {}),
     }).where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+    await subscribeEndpoint(trx, id, updated);
     effects.audit(state === 'paused' ? 'webhook.pause' : 'webhook.resume', { type: 'webhook_endpoint', id });
     return toEndpoint(updated);
   });

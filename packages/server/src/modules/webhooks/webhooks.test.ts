@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
+import { subscribe as setSubscription } from '../../core/events.js';
 import { decodeJson } from '../../store/database.js';
-import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
+import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../../testing/harness.js';
 import { Receiver, until } from '../../testing/receiver.js';
 
 const FAST = { schedule_seconds: [0, 1, 1, 1, 1] };
@@ -10,6 +11,8 @@ forEachDialect('webhooks', (dialect) => {
   const t = useTestApp(dialect, { webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 } });
   const owner = useOwner(t);
   const receiver = new Receiver();
+  // Only the endpoints' own subscriptions bring events here: the outbox keeps nothing else.
+  beforeAll(() => setSubscription(t.database.db, HARNESS_SUBSCRIBER, null));
   beforeAll(() => receiver.start());
   afterAll(() => receiver.stop());
 
@@ -21,6 +24,9 @@ forEachDialect('webhooks', (dialect) => {
     return res.body as { id: number; secret: string };
   }
   const addMemory = async (text: string) => (await t.call('POST', '/memory/add', { body: { text, tags: ['hook'] } })).body;
+  const subscriptionOf = async (id: number) =>
+    (await t.database.db.selectFrom('event_subscriptions').select(['organization_id', 'project_id', 'type']).where('subscriber', '=', `webhook_endpoint:${id}`).orderBy('type').execute())
+      .map((s) => [s.organization_id, s.project_id, s.type]);
   const deliveries = (id: number, query = '') => t.call('GET', `/org/webhooks/${id}/deliveries${query}`, as());
 
   it('creates, reads, lists, updates and deletes endpoints; the secret is shown once and stored sealed; audit rows', async () => {
@@ -37,6 +43,7 @@ forEachDialect('webhooks', (dialect) => {
     expect(got.body.secret).toBeUndefined();
     const { secret: _secret, ...view } = created;
     expect(got.body).toEqual(view);
+    expect(await subscriptionOf(created.id)).toEqual([[t.organizationId, t.projectId, 'memory.created']]);
     const list = await t.call('GET', '/org/webhooks?limit=1', as());
     expect(list.body).toMatchObject({ offset: 0, limit: 1 });
     expect(list.body.items[0].secret).toBeUndefined();
@@ -44,6 +51,7 @@ forEachDialect('webhooks', (dialect) => {
     const updated = await t.call('PATCH', `/org/webhooks/${created.id}`, { ...as(), body: { name: 'renamed', events: ['memory.created', 'memory.updated'], retry_config: { disable_after_seconds: 3600 } } });
     expect(updated.status).toBe(200);
     expect(updated.body).toEqual({ ...view, name: 'renamed', events: ['memory.created', 'memory.updated'], retry_config: { schedule_seconds: FAST.schedule_seconds, disable_after_seconds: 3600 }, updated_at: expect.any(String) });
+    expect(await subscriptionOf(created.id)).toEqual([[t.organizationId, t.projectId, 'memory.created'], [t.organizationId, t.projectId, 'memory.updated']]);
 
     const rotated = await t.call('POST', `/org/webhooks/${created.id}/rotate-secret`, as());
     expect(rotated.status).toBe(200);
@@ -53,6 +61,7 @@ forEachDialect('webhooks', (dialect) => {
     const deleted = await t.call('DELETE', `/org/webhooks/${created.id}`, as());
     expect(deleted.status).toBe(200);
     expect((await t.call('GET', `/org/webhooks/${created.id}`, as())).status).toBe(404);
+    expect(await subscriptionOf(created.id)).toEqual([]);
     const audit = await t.database.db.selectFrom('audit_log').select(['action', 'actor_id']).where('target_type', '=', 'webhook_endpoint').where('target_id', '=', String(created.id)).orderBy('id').execute();
     expect(audit.map((a) => a.action)).toEqual(['webhook.create', 'webhook.update', 'webhook.rotate_secret', 'webhook.delete']);
     expect(audit.every((a) => a.actor_id === owner.userId)).toBe(true);
@@ -177,6 +186,8 @@ forEachDialect('webhooks', (dialect) => {
   it('pauses (deliveries accumulate), resumes (they arrive), and sends a test event', async () => {
     const endpoint = await subscribe('/paused');
     expect((await t.call('POST', `/org/webhooks/${endpoint.id}/pause`, as())).body).toMatchObject({ state: 'paused', enabled: false });
+    // Paused, it still receives: its deliveries wait for the resume.
+    expect(await subscriptionOf(endpoint.id)).toEqual([[t.organizationId, t.projectId, 'memory.created']]);
     await addMemory('While paused');
     await until(async () => (await deliveries(endpoint.id)).body.total === 1, 'the delivery row');
     expect(receiver.at('/paused')).toHaveLength(0);
@@ -204,6 +215,8 @@ forEachDialect('webhooks', (dialect) => {
     await until(async () => (await t.call('GET', `/org/webhooks/${endpoint.id}`, as())).body.state === 'disabled', 'the disable');
     const got = await t.call('GET', `/org/webhooks/${endpoint.id}`, as());
     expect(got.body).toMatchObject({ enabled: false, disabled_reason: expect.stringContaining('every attempt failed') });
+    // A disabled endpoint receives nothing more, so the outbox keeps nothing for it.
+    expect(await subscriptionOf(endpoint.id)).toEqual([]);
     const notice = await until(() => receiver.at('/watcher')[0], 'endpoint.disabled');
     expect(JSON.parse(notice.body)).toMatchObject({ type: 'endpoint.disabled', data: { endpoint_id: endpoint.id } });
     expect(notice.verified).toBe(true);
