@@ -41,11 +41,18 @@ export class ResolvedKeys extends ListeningCache<ApiKeyRecord> {
 
 /**
  * The live key matching a presented secret, with the live project the request names (or the key
- * is locked to): from memory when exact (above), from the database otherwise.
+ * is locked to): from memory when exact (above), from the database otherwise. `caughtUp`: the
+ * listening connection caught up after the call began, so this process had heard every change
+ * committed before it (WriteContext.caughtUp).
  */
-export async function resolveKey(database: Database, presented: string, requestedProjectId?: string): Promise<ApiKeyRecord | undefined> {
+export async function resolveKey(
+  database: Database, presented: string, requestedProjectId?: string,
+): Promise<{ key: ApiKeyRecord; caughtUp: boolean } | undefined> {
   const state = listeningCache(database, CREDENTIALS_CHANNEL, () => new ResolvedKeys());
-  if (!state) return resolveApiKey(database.db, presented, requestedProjectId);
+  if (!state) {
+    const key = await resolveApiKey(database.db, presented, requestedProjectId);
+    return key && { key, caughtUp: false };
+  }
   const { cache: keys, watch } = state;
   const now = nowIso();
   const slot = `${sha256Hex(presented)} ${requestedProjectId ?? ''}`;
@@ -54,12 +61,12 @@ export async function resolveKey(database: Database, presented: string, requeste
     const heldSince = keys.generation;
     await watch.caughtUp();
     // Nothing committed before this request changed any credential: what is held still holds.
-    if (keys.generation === heldSince) return found;
+    if (keys.generation === heldSince) return { key: found, caughtUp: true };
   }
   const generation = keys.generation;
   const key = await resolveApiKey(database.db, presented, requestedProjectId, now);
   if (key && key.liveProjectId === (requestedProjectId ?? key.projectId)) keys.keep(slot, generation, key);
-  return key;
+  return key && { key, caughtUp: found !== undefined };
 }
 
 /** After this process committed a change to keys or projects: nothing resolved before it is used again. */
