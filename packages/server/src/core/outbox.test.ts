@@ -149,6 +149,16 @@ forEachDialect('the outbox', (dialect) => {
       }
       expect(await observe('Unheard')).toEqual({ built: 0, wakes: 0, stored: 0 });
 
+      // A transaction that subscribes hears its own events, whatever the process holds.
+      const caughtUp = { actor: SYSTEM_ACTOR, organizationId: t.organizationId, projectId: t.projectId, requestId: null, caughtUp: true };
+      const mark = await lastEventId(t);
+      await write(t.database, caughtUp, async (trx, effects) => {
+        await subscribe(trx, 'same-transaction', { organizationId: t.organizationId, projectId: t.projectId, types: ['member.removed'] });
+        effects.emit('member.removed', { user_id: 8, previous_role: 'viewer' });
+      });
+      expect(await eventsAfter(t, mark)).toEqual([['member.removed', t.projectId, null]]);
+      await subscribe(db, 'same-transaction', null);
+
       // The adds' three memory.created are built, stored and wake the loop (once per write); the
       // update's memory.updated, which nobody receives, is not built.
       await subscribe(db, 'creations', { organizationId: t.organizationId, projectId: t.projectId, types: ['memory.created'] });
