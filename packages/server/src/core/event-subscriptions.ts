@@ -60,8 +60,9 @@ const MAX_ORGANIZATIONS = 10_000;
  * for a statement of its own), or undefined when this process cannot tell without a round trip of
  * its own: then every event is sent and the outbox insert's condition decides.
  * - SQLite: read in the write's transaction (an in-process statement), which holds the write lock,
- *   so exactly what the insert's condition sees; nothing is kept, so several processes on one file
- *   need no notifications, and no `data_version` bookkeeping is needed to be exact.
+ *   so exactly what the insert's condition sees, with any number of processes on the file. Keeping
+ *   them behind `PRAGMA data_version` would save nothing: that check is a statement per write too,
+ *   and any write by another process moves it.
  * - PostgreSQL: the organization's subscriptions as this process holds them, read once on first
  *   need and kept while exact (store/listening-cache.ts, channel engram_event_subscriptions), for a
  *   write whose request's authentication waited for the listening connection to catch up
