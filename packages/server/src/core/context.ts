@@ -71,6 +71,12 @@ export interface WriteContext {
   requestId: string | null;
   /** Set for a request with an Idempotency-Key: how its writes are recognised when it is retried. */
   journal?: WriteJournal;
+  /**
+   * PostgreSQL: this process had heard every change committed before the request arrived when it
+   * was authenticated (its listening connection caught up, Watch.caughtUp), so what the process
+   * holds exact by notifications answers for the request (event subscriptions). Unset: unknown.
+   */
+  caughtUp?: boolean;
 }
 
 /**

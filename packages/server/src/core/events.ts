@@ -162,8 +162,10 @@ const outboxRows = preparedInsert<Insertable<OutboxEventsTable>>(OUTBOX_COLUMNS,
 /**
  * SQL true when a subscription receives the event of these expressions: one of its organization
  * and kind, in its project (or, for an event of the organization as a whole, any project), as
- * delivery's fan-out sends them (modules/webhooks). Evaluated in the writing transaction, so a
- * subscription committed before the write's statement began receives its event.
+ * delivery's fan-out sends them (modules/webhooks). Evaluated in the writing transaction, it is the
+ * final word: the server rules out before building an event only what this would drop
+ * (core/event-subscriptions.ts), so a subscription committed before the write's statement began
+ * receives the events the server sent, and those of every request that arrived after it committed.
  */
 function subscribed(organization: string, project: string, type: string): string {
   return `EXISTS (SELECT 1 FROM event_subscriptions s WHERE s.organization_id = ${organization} AND s.type = ${type}
@@ -174,36 +176,16 @@ function subscribed(organization: string, project: string, type: string): string
  * PostgreSQL: the insert writing one event per row of the CTE `inserted` of a grouped insert
  * (core/unit-of-work.ts#groupedInsert), if subscribed: the memory the event carries is the row
  * inserted, so each write's payload (from eventJson, in the CTE `input`) is written with the row's
- * id at `memory.id` (by jsonb_set, so such a payload's keys are stored in jsonb's order).
+ * id at `memory.id` (by jsonb_set, so such a payload's keys are stored in jsonb's order). A write
+ * whose event was found unsubscribed before it was built carries no payload (null) and gets no row.
  */
 export function outboxInsertPerInsertedRow(type: EventKind): string {
   return `INSERT INTO outbox_events (organization_id, project_id, type, payload, memory_id, created_at)
     SELECT input.ctx_organization_id, input.ctx_project_id, ${sqlLiteral(type)},
       jsonb_set(input.ctx_event_payload, '{memory,id}', to_jsonb(inserted.id)), inserted.id, input.ctx_now
     FROM inserted JOIN input USING (ord)
-    WHERE ${subscribed('input.ctx_organization_id', 'input.ctx_project_id', sqlLiteral(type))}
+    WHERE input.ctx_event_payload IS NOT NULL AND ${subscribed('input.ctx_organization_id', 'input.ctx_project_id', sqlLiteral(type))}
     ORDER BY inserted.id`;
-}
-
-/** Who receives events: a subscriber's kinds in one organization and project (a webhook endpoint's, say). */
-export interface Subscription {
-  organizationId: string;
-  projectId: string;
-  types: readonly string[];
-}
-
-/**
- * Sets what a subscriber (a stable name, e.g. `webhook_endpoint:12`) receives from now on, replacing
- * what it received before; null ends its subscription. Call it in the transaction that changes what
- * the subscriber wants, so no write sees one without the other.
- */
-export async function subscribe(trx: Executor, subscriber: string, subscription: Subscription | null): Promise<void> {
-  await trx.deleteFrom('event_subscriptions').where('subscriber', '=', subscriber).execute();
-  const types = [...new Set(subscription?.types ?? [])];
-  if (!subscription || types.length === 0) return;
-  await trx.insertInto('event_subscriptions')
-    .values(types.map((type) => ({ organization_id: subscription.organizationId, type, project_id: subscription.projectId, subscriber })))
-    .execute();
 }
 
 /** A payload of a memory event checked against the catalogue and encoded, for a grouped insert's event. */
@@ -214,7 +196,13 @@ export function eventJson<K extends EventKind>(type: K, payload: EventPayload<K>
   return encodeJson(payload);
 }
 
+let checked = 0;
+
+/** How many events this process has checked against the catalogue (for tests: an event nobody receives is never built). */
+export const eventsChecked = (): number => checked;
+
 function checkEvent(e: Pick<OutboxEvent, 'type' | 'payload'>): void {
+  checked++;
   const valid = validators.get(e.type);
   if (!valid) throw new Error(`Undeclared event kind ${String(e.type)}; declare it in core/events.ts`);
   if (!valid(e.payload)) throw new Error(`Event ${e.type} payload does not match its schema: ${bodyAjv.errorsText(valid.errors)}`);

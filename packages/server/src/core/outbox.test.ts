@@ -1,7 +1,9 @@
 import { expect, it } from 'vitest';
 import { forEachDialect, HARNESS_SUBSCRIBER, useTestApp } from '../testing/harness.js';
+import { eventsAfter, lastEventId } from '../testing/memories.js';
 import { SYSTEM_ACTOR } from './context.js';
-import { dispatchOutbox, listEventTypes, outboxBacklog, purgeDispatchedEvents, subscribe, type OutboxDispatcher, type StoredEvent } from './events.js';
+import { subscribe } from './event-subscriptions.js';
+import { dispatchOutbox, eventsChecked, listEventTypes, onEventsCommitted, outboxBacklog, purgeDispatchedEvents, type OutboxDispatcher, type StoredEvent } from './events.js';
 import { write } from './unit-of-work.js';
 
 /**
@@ -81,53 +83,90 @@ forEachDialect('the outbox', (dialect) => {
     expect(await pendingIds()).toEqual([]);
   });
 
+  // A single add (grouped into one statement on PostgreSQL), a bulk-add and an update (write()).
+  const writeAll = async (label: string) => {
+    const single = await t.call('POST', '/memory/add', { endUser: 'subscribed', body: { text: `${label}: single` } });
+    const bulk = await t.call('POST', '/memory/bulk-add', { endUser: 'subscribed', body: [{ text: `${label}: bulk one` }, { text: `${label}: bulk two` }] });
+    expect([single.status, bulk.status]).toEqual([201, 200]);
+    const updated = await t.call('PATCH', `/memory/${single.body.id}`, { endUser: 'subscribed', body: { tags: [label] } });
+    expect(updated.status, updated.text).toBe(200);
+    return [single.body.id, ...bulk.body.results.map((r: { memory: { id: number } }) => r.memory.id)] as number[];
+  };
+  const everything = () => ({ organizationId: t.organizationId, projectId: t.projectId, types: listEventTypes().map((e) => e.type) });
+
   it('writes only the events a subscription receives, on every write path', async () => {
     const db = t.database.db;
-    const since = async () => Number((await db.selectFrom('outbox_events').select((eb) => eb.fn.max('id').as('m')).executeTakeFirst())?.m ?? 0);
-    const eventsAfter = async (id: number) =>
-      (await db.selectFrom('outbox_events').select(['type', 'project_id', 'memory_id']).where('id', '>', id).orderBy('id').execute())
-        .map((e) => [e.type, e.project_id, e.memory_id === null ? null : Number(e.memory_id)]);
-    // A single add (grouped into one statement on PostgreSQL), a bulk-add and an update (write()).
-    const writeAll = async (label: string) => {
-      const single = await t.call('POST', '/memory/add', { endUser: 'subscribed', body: { text: `${label}: single` } });
-      const bulk = await t.call('POST', '/memory/bulk-add', { endUser: 'subscribed', body: [{ text: `${label}: bulk one` }, { text: `${label}: bulk two` }] });
-      expect([single.status, bulk.status]).toEqual([201, 200]);
-      const updated = await t.call('PATCH', `/memory/${single.body.id}`, { endUser: 'subscribed', body: { tags: [label] } });
-      expect(updated.status, updated.text).toBe(200);
-      return [single.body.id, ...bulk.body.results.map((r: { memory: { id: number } }) => r.memory.id)] as number[];
-    };
-    const everything = { organizationId: t.organizationId, projectId: t.projectId, types: listEventTypes().map((e) => e.type) };
     try {
       await subscribe(db, HARNESS_SUBSCRIBER, null);
-      let mark = await since();
+      let mark = await lastEventId(t);
       const unheard = await writeAll('Nobody listens');
-      expect(await eventsAfter(mark)).toEqual([]);
+      expect(await eventsAfter(t, mark)).toEqual([]);
       expect(await db.selectFrom('memories').select('id').where('id', 'in', unheard).execute()).toHaveLength(3);
 
       // Another project's subscription receives nothing of this one.
       await subscribe(db, 'elsewhere', { organizationId: t.organizationId, projectId: 'prj_elsewhere', types: ['memory.created'] });
-      mark = await since();
+      mark = await lastEventId(t);
       await writeAll('Elsewhere listens');
-      expect(await eventsAfter(mark)).toEqual([]);
+      expect(await eventsAfter(t, mark)).toEqual([]);
 
       await subscribe(db, 'creations', { organizationId: t.organizationId, projectId: t.projectId, types: ['memory.created'] });
-      mark = await since();
+      mark = await lastEventId(t);
       const heard = await writeAll('Creations are heard');
-      expect(await eventsAfter(mark)).toEqual(heard.map((id) => ['memory.created', t.projectId, id]));
+      expect(await eventsAfter(t, mark)).toEqual(heard.map((id) => ['memory.created', t.projectId, id]));
 
       // An event of the organization as a whole reaches a subscription in any of its projects.
       const orgWide = { actor: SYSTEM_ACTOR, organizationId: t.organizationId, projectId: null, requestId: null };
       const emitRemoval = () => write(t.database, orgWide, async (_trx, effects) => effects.emit('member.removed', { user_id: 7, previous_role: 'viewer' }));
-      mark = await since();
+      mark = await lastEventId(t);
       await emitRemoval();
-      expect(await eventsAfter(mark)).toEqual([]);
+      expect(await eventsAfter(t, mark)).toEqual([]);
       await subscribe(db, 'elsewhere', { organizationId: t.organizationId, projectId: 'prj_elsewhere', types: ['member.removed'] });
       await emitRemoval();
-      expect(await eventsAfter(mark)).toEqual([['member.removed', null, null]]);
+      expect(await eventsAfter(t, mark)).toEqual([['member.removed', null, null]]);
     } finally {
       await subscribe(db, 'creations', null);
       await subscribe(db, 'elsewhere', null);
-      await subscribe(db, HARNESS_SUBSCRIBER, everything);
+      await subscribe(db, HARNESS_SUBSCRIBER, everything());
+    }
+  });
+
+  it('builds, checks and sends no event nobody receives, and wakes no delivery loop for it', async () => {
+    const db = t.database.db;
+    let wakes = 0;
+    const stopCounting = onEventsCommitted(() => wakes++);
+    const observe = async (label: string) => {
+      const [built, woken, mark] = [eventsChecked(), wakes, await lastEventId(t)];
+      await writeAll(label);
+      return { built: eventsChecked() - built, wakes: wakes - woken, stored: (await eventsAfter(t, mark)).length };
+    };
+    try {
+      await subscribe(db, HARNESS_SUBSCRIBER, null);
+      // PostgreSQL: the process rules events out once it listens for subscription changes, which its first writes start.
+      let warming = await observe('Unheard while warming up');
+      for (let i = 0; i < 50 && warming.built > 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        warming = await observe(`Unheard while warming up ${i}`);
+      }
+      expect(await observe('Unheard')).toEqual({ built: 0, wakes: 0, stored: 0 });
+
+      // A transaction that subscribes hears its own events, whatever the process holds.
+      const caughtUp = { actor: SYSTEM_ACTOR, organizationId: t.organizationId, projectId: t.projectId, requestId: null, caughtUp: true };
+      const mark = await lastEventId(t);
+      await write(t.database, caughtUp, async (trx, effects) => {
+        await subscribe(trx, 'same-transaction', { organizationId: t.organizationId, projectId: t.projectId, types: ['member.removed'] });
+        effects.emit('member.removed', { user_id: 8, previous_role: 'viewer' });
+      });
+      expect(await eventsAfter(t, mark)).toEqual([['member.removed', t.projectId, null]]);
+      await subscribe(db, 'same-transaction', null);
+
+      // The adds' three memory.created are built, stored and wake the loop (once per write); the
+      // update's memory.updated, which nobody receives, is not built.
+      await subscribe(db, 'creations', { organizationId: t.organizationId, projectId: t.projectId, types: ['memory.created'] });
+      expect(await observe('Heard')).toEqual({ built: 3, wakes: 2, stored: 3 });
+    } finally {
+      stopCounting();
+      await subscribe(db, 'creations', null);
+      await subscribe(db, HARNESS_SUBSCRIBER, everything());
     }
   });
 });

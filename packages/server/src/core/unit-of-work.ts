@@ -3,6 +3,7 @@ import { LAST_IN_TRANSACTION, nowIso, type Database } from '../store/database.js
 import type { DB } from '../store/schema.js';
 import { auditInsert, auditInsertPerInsertedRow, type AuditEntry } from './audit-log.js';
 import type { PendingWrite, WriteContext } from './context.js';
+import { receivedEvents, receiversFor, subscriptionsCommitted } from './event-subscriptions.js';
 import { notifyEventsCommitted, outboxInsert, outboxInsertPerInsertedRow, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
 
 export type { PendingWrite, WriteContext, WriteJournal } from './context.js';
@@ -29,7 +30,10 @@ export async function write<T>(
   const earlier = ctx.journal?.replay();
   if (earlier) return earlier.value as T;
   const events: OutboxEvent[] = [];
+  let sent: OutboxEvent[] = [];
+  let transaction: Transaction<DB> | undefined;
   const result = await inTransaction(database, async (trx) => {
+    transaction = trx;
     events.length = 0;
     const now = nowIso();
     const audits: AuditEntry[] = [];
@@ -50,12 +54,15 @@ export async function write<T>(
     };
     const result = await change(trx, effects);
     if (ctx.journal) pending.push(ctx.journal.record(trx, result));
-    effects.later(outboxInsert(trx, events));
+    // Only the events someone may receive are checked, encoded and sent (core/event-subscriptions.ts).
+    sent = await receivedEvents(database, trx, ctx, events);
+    effects.later(outboxInsert(trx, sent));
     effects.later(auditInsert(trx, audits));
     await runTogether(database, trx, pending);
     return result;
   });
-  if (events.length > 0) notifyEventsCommitted();
+  subscriptionsCommitted(database, transaction!);
+  if (sent.length > 0) notifyEventsCommitted();
   return result;
 }
 
@@ -77,7 +84,10 @@ export interface GroupedInsertShape {
   rows: readonly string[];
   /** The audit row of each landed write, whose target is the inserted row. */
   audit: { action: string; targetType: string };
-  /** The event of each landed write, carrying the inserted row; its payload is the write's `eventJson`. */
+  /**
+   * The event of each landed write, carrying the inserted row; its payload is the write's
+   * `eventJson`, built only when a subscription may receive it (core/event-subscriptions.ts).
+   */
   event?: EventKind;
   /**
    * Keys that two writes of one statement must not share, because the second would conflict with
@@ -130,21 +140,29 @@ export function groupedInsert(shape: GroupedInsertShape) {
   const text = `WITH ${ctes.map(([name, statement]) => `${name} AS (${statement})`).join(',\n')}\nSELECT * FROM inserted`;
   const groups = new WeakMap<Database, InsertGroup>();
   return async <Row extends { id: number }>(
-    database: Database, ctx: WriteContext, now: string, values: readonly unknown[], eventPayloadJson?: string,
+    database: Database, ctx: WriteContext, now: string, values: readonly unknown[], eventPayload?: () => string,
   ): Promise<Row | undefined> => {
     if (database.dialect !== 'postgres' || ctx.journal) throw new Error('groupedInsert: PostgreSQL writes without a journal only');
     if (values.length !== shape.columns.length) throw new Error('groupedInsert: one value per column');
-    if ((eventPayloadJson === undefined) !== (shape.event === undefined)) throw new Error('groupedInsert: an event payload exactly when the shape emits one');
+    if ((eventPayload === undefined) !== (shape.event === undefined)) throw new Error('groupedInsert: an event payload exactly when the shape emits one');
+    // The event's payload is built only if someone may receive it; a write without one carries null (no event row).
+    let event: string | null = null;
+    if (shape.event) {
+      const receives = await receiversFor(database, database.db, ctx);
+      if (!receives || receives(ctx.projectId, shape.event)) event = eventPayload!();
+    }
     let group = groups.get(database);
-    if (!group) groups.set(database, (group = new InsertGroup(database, text, columns, shape.event !== undefined)));
-    const contextValues = [ctx.organizationId, ctx.projectId, ctx.actor.type, ctx.actor.id, ctx.requestId, now, eventPayloadJson ?? 'null'];
-    return (await group.submit([...contextValues, ...values], shape.exclusive(values))) as Row | undefined;
+    if (!group) groups.set(database, (group = new InsertGroup(database, text, columns)));
+    const contextValues = [ctx.organizationId, ctx.projectId, ctx.actor.type, ctx.actor.id, ctx.requestId, now, event ?? 'null'];
+    return (await group.submit([...contextValues, ...values], shape.exclusive(values), event !== null)) as Row | undefined;
   };
 }
 
 interface GroupedInsertWrite {
   values: unknown[];
   exclusive: string[];
+  /** Carries an event payload (someone may receive its event). */
+  emits: boolean;
   resolve(row: unknown): void;
   reject(error: unknown): void;
 }
@@ -160,12 +178,11 @@ class InsertGroup {
     private readonly database: Database,
     private readonly text: string,
     private readonly columns: readonly InputColumn[],
-    private readonly emits: boolean,
   ) {}
 
-  submit(values: unknown[], exclusive: string[]): Promise<unknown> {
+  submit(values: unknown[], exclusive: string[], emits: boolean): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ values, exclusive, resolve, reject });
+      this.waiting.push({ values, exclusive, emits, resolve, reject });
       this.schedule();
     });
   }
@@ -233,7 +250,7 @@ class InsertGroup {
     }
     const byOrd = new Map<number, unknown>();
     for (const { ord, ...row } of rows) byOrd.set(ord, row);
-    if (this.emits && rows.length > 0) notifyEventsCommitted();
+    if (group.some((write, ord) => write.emits && byOrd.has(ord))) notifyEventsCommitted();
     group.forEach((write, ord) => write.resolve(byOrd.get(ord)));
   }
 

@@ -42,14 +42,17 @@ declare module 'fastify' {
   interface FastifyRequest {
     scope: DataScope | null;
     principal: Principal | null;
+    /** Authenticated once this process had heard every change committed before the request arrived (WriteContext.caughtUp). */
+    caughtUp: boolean;
   }
 }
 
 async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string) {
   const requestedProject = singleHeader(request, 'x-project-id') || undefined;
   // The key and the project it names (or is locked to), resolved together (modules/org/resolved-keys.ts).
-  const key = await resolveKey(database, presented, requestedProject);
-  if (!key) throw unauthenticated('The API key is invalid, expired or revoked');
+  const resolved = await resolveKey(database, presented, requestedProject);
+  if (!resolved) throw unauthenticated('The API key is invalid, expired or revoked');
+  const { key, caughtUp } = resolved;
   if (auth.scope && !hasScope(key.scopes, auth.scope)) throw forbidden(`The API key lacks the ${auth.scope} scope`);
 
   const projectMode = auth.project ?? 'required';
@@ -68,7 +71,7 @@ async function resolveApiKeyPrincipal(database: Database, request: FastifyReques
   };
   const scope = project && projectMode === 'required' ? dataScope(request, auth, key, project.id) : null;
   await touchApiKey(database.db, key);
-  return { principal, scope };
+  return { principal, scope, caughtUp };
 }
 
 function dataScope(request: FastifyRequest, auth: RouteAuth, key: ApiKeyRecord, projectId: string): DataScope {
@@ -134,6 +137,7 @@ async function resolveBearerPrincipal(
 export const authentication = fp(async (app: FastifyInstance, opts: { database: Database; tokens: TokenIssuer }) => {
   app.decorateRequest('scope', null);
   app.decorateRequest('principal', null);
+  app.decorateRequest('caughtUp', false);
   // preParsing: after the per-route rate limit (onRequest), before the body is read.
   app.addHook('preParsing', async (request, _reply, payload) => {
     const auth = request.routeOptions.config.auth;
@@ -148,6 +152,7 @@ export const authentication = fp(async (app: FastifyInstance, opts: { database: 
       const resolved = await resolveApiKeyPrincipal(opts.database, request, auth, apiKey);
       request.principal = resolved.principal;
       request.scope = resolved.scope;
+      request.caughtUp = resolved.caughtUp;
     } else if (authorization && accepts.includes('bearer')) {
       request.principal = await resolveBearerPrincipal(opts.database, opts.tokens, request, auth, authorization);
     } else {
@@ -184,7 +189,7 @@ export function controlContextOf(request: FastifyRequest, organizationId?: strin
     organizationId: organizationId ?? organizationOf(request).organizationId,
     projectId: projectId ?? principal.projectId,
     requestId: request.id,
-    ...journalOf(request),
+    ...requestOwn(request),
   };
 }
 
@@ -203,11 +208,17 @@ export function endUserOf(request: FastifyRequest): string {
 /** The WriteContext of an authenticated data-plane request. */
 export function writeContextOf(request: FastifyRequest): WriteContext {
   const scope = scopeOf(request);
-  return { actor: scope.actor, organizationId: scope.organizationId, projectId: scope.projectId, requestId: request.id, ...journalOf(request) };
+  return { actor: scope.actor, organizationId: scope.organizationId, projectId: scope.projectId, requestId: request.id, ...requestOwn(request) };
 }
 
-/** An idempotent request's writes record themselves (http/idempotency.ts), so a retry recognises them. */
-const journalOf = (request: FastifyRequest) => (request.idempotencyClaim ? { journal: request.idempotencyClaim.journal } : {});
+/**
+ * What a request's writes know of it: an idempotent request's writes record themselves
+ * (http/idempotency.ts), so a retry recognises them; and whether it was authenticated caught up.
+ */
+const requestOwn = (request: FastifyRequest) => ({
+  caughtUp: request.caughtUp,
+  ...(request.idempotencyClaim ? { journal: request.idempotencyClaim.journal } : {}),
+});
 
 /** The end user whose memories an end-user-scoped route acts on. */
 export function ownerOf(request: FastifyRequest) {

@@ -21,11 +21,12 @@ export interface Database {
   /** PostgreSQL connection pool figures (for /metrics); SQLite has one connection and no pool. */
   pool(): { total: number; idle: number; waiting: number; max: number } | null;
   /**
-   * PostgreSQL: LISTEN on `channel` over a connection of its own, reconnecting when it is lost,
-   * and report to `watcher` until stopped (or the database closed). Listening is reported only
-   * once a probe notified through the pool has come back on that connection: behind a
-   * transaction-mode pooler, which does not pass notifications on, it never is. null on SQLite,
-   * which has no notifications.
+   * PostgreSQL: report what `channel` notifies to `watcher` until stopped (or the database closed).
+   * Every channel watched is LISTENed on over ONE connection of the database's own, reconnecting
+   * when it is lost, so one catch-up (Watch.caughtUp) serves them all. Listening is reported per
+   * channel only once a probe notified on it through the pool has come back on that connection:
+   * behind a transaction-mode pooler, which does not pass notifications on, it never is. null on
+   * SQLite, which has no notifications.
    */
   watch(channel: string, watcher: ChannelWatcher): Watch | null;
   close(): Promise<void>;
@@ -61,11 +62,20 @@ const RELISTEN_AFTER_MS = 1_000;
 export const LISTENER_APPLICATION_NAME = 'engram-listener';
 const LISTENER_TIMEOUT_MS = 5_000;
 
-function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: (payload: string) => Promise<unknown>): Watch {
-  let stopped = false;
-  let current: { client: pg.Client; lose: () => void } | undefined;
+/**
+ * The database's listening connection: every watched channel is LISTENed on over it, so that a
+ * catch-up, one empty statement, covers every channel at once.
+ */
+function listener(url: string, probe: (channel: string, payload: string) => Promise<unknown>) {
+  const watchers = new Map<string, Set<ChannelWatcher>>();
+  const everyWatcher = () => [...watchers.values()].flatMap((set) => [...set]);
+  let current: { client: pg.Client; lose: () => void; ready: boolean; probePayload: string } | undefined;
   let retry: NodeJS.Timeout | undefined;
+  // LISTEN, then a probe through the pool: once it comes back here, the channel's watchers hear every later commit.
+  const listen = (connection: NonNullable<typeof current>, channel: string) =>
+    connection.client.query(`LISTEN ${pg.escapeIdentifier(channel)}`).then(() => probe(channel, connection.probePayload)).catch(connection.lose);
   const connect = () => {
+    retry = undefined;
     // Named, so that an operator (and a test) can tell it from the pool's connections. A statement
     // unanswered for LISTENER_TIMEOUT_MS loses the connection (a network that went silent), so that
     // requests waiting to catch up fall back to looking their key up instead of waiting on it.
@@ -74,35 +84,40 @@ function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: 
     const lose = () => {
       if (lost) return;
       lost = true;
-      if (current?.client === own) current = undefined;
-      watcher.deaf();
       own.end().catch(() => {});
-      if (!stopped) (retry = setTimeout(connect, RELISTEN_AFTER_MS)).unref();
+      // A connection ended because nothing is watched any more is no one's loss.
+      if (current?.client !== own) return;
+      current = undefined;
+      for (const watcher of everyWatcher()) watcher.deaf();
+      if (watchers.size > 0) (retry = setTimeout(connect, RELISTEN_AFTER_MS)).unref();
     };
-    current = { client: own, lose };
+    const connection = { client: own, lose, ready: false, probePayload: `probe ${randomBytes(12).toString('hex')}` };
+    current = connection;
     own.on('error', lose);
     own.on('end', lose);
-    const probePayload = `probe ${randomBytes(12).toString('hex')}`;
     own.on('notification', (message) => {
-      if (message.channel !== channel || lost || stopped) return;
-      if (message.payload === probePayload) watcher.listening();
-      else watcher.notified();
+      if (lost) return;
+      for (const watcher of watchers.get(message.channel) ?? []) {
+        if (message.payload === connection.probePayload) watcher.listening();
+        else watcher.notified();
+      }
     });
     own.connect()
-      .then(() => own.query(`LISTEN ${pg.escapeIdentifier(channel)}`))
-      .then(() => probe(probePayload))
+      .then(() => {
+        connection.ready = true;
+        for (const channel of watchers.keys()) void listen(connection, channel);
+      })
       .catch(lose);
   };
-  connect();
 
   // The round trip under way, and the one that callers arriving meanwhile wait for.
   let inFlight: Promise<void> | undefined;
   let next: Promise<void> | undefined;
   const roundTrip = async (): Promise<void> => {
     const listening = current;
-    if (!listening) return; // deaf: the watcher forgot everything when told so
+    if (!listening?.ready) return; // deaf: the watchers forgot everything when told so
     // An empty statement: nothing to parse or plan, and still a ReadyForQuery after it. A failed
-    // round trip may not end the connection by itself: it is lost, and the watcher told.
+    // round trip may not end the connection by itself: it is lost, and the watchers told.
     await listening.client.query('').catch(listening.lose);
   };
   const caughtUp = (): Promise<void> => {
@@ -112,13 +127,30 @@ function listenOn(url: string, channel: string, watcher: ChannelWatcher, probe: 
       return caughtUp();
     }));
   };
+  const unwatch = (channel: string, watcher: ChannelWatcher) => {
+    const set = watchers.get(channel);
+    if (!set?.delete(watcher)) return;
+    if (set.size === 0) watchers.delete(channel);
+    watcher.deaf();
+    if (watchers.size > 0) return;
+    // Nothing left to listen for.
+    clearTimeout(retry);
+    retry = undefined;
+    const listening = current;
+    current = undefined;
+    listening?.client.end().catch(() => {});
+  };
   return {
-    caughtUp,
-    stop: () => {
-      stopped = true;
-      clearTimeout(retry);
-      watcher.deaf();
-      current?.client.end().catch(() => {});
+    watch: (channel: string, watcher: ChannelWatcher): Watch => {
+      let set = watchers.get(channel);
+      if (!set) watchers.set(channel, (set = new Set()));
+      set.add(watcher);
+      if (current?.ready) void listen(current, channel);
+      else if (!current && !retry) connect();
+      return { caughtUp, stop: () => unwatch(channel, watcher) };
+    },
+    stopAll: () => {
+      for (const [channel, set] of [...watchers]) for (const watcher of [...set]) unwatch(channel, watcher);
     },
   };
 }
@@ -158,7 +190,7 @@ export function openDatabase(config: Config['database']): Database {
     // An idle client's connection error must not crash the process; the next query reports it.
     pool.on('error', () => {});
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? withNamedStatements(pool) : pool }) });
-    const listeners = new Set<() => void>();
+    const listening = listener(config.url, (channel, payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
     return {
       dialect: 'postgres',
       db,
@@ -167,17 +199,9 @@ export function openDatabase(config: Config['database']): Database {
         await pool.query('SELECT 1');
       },
       pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize }),
-      watch: (channel, watcher) => {
-        const watch = listenOn(config.url, channel, watcher, (payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
-        const stop = () => {
-          listeners.delete(stop);
-          watch.stop();
-        };
-        listeners.add(stop);
-        return { caughtUp: watch.caughtUp, stop };
-      },
+      watch: listening.watch,
       close: () => {
-        for (const stop of listeners) stop();
+        listening.stopAll();
         return db.destroy();
       },
     };

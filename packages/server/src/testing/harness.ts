@@ -10,7 +10,8 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { buildApp } from '../app.js';
-import { listEventTypes, subscribe } from '../core/events.js';
+import { subscribe } from '../core/event-subscriptions.js';
+import { listEventTypes } from '../core/events.js';
 import { loadConfig, type Config } from '../config.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser } from '../modules/org/index.js';
 import { buildServices, type Services } from '../services.js';
@@ -124,7 +125,7 @@ export interface TestApp {
 const PASSWORD = 'correct horse battery';
 const randomEmail = (who: string) => `${who}-${Math.random().toString(36).slice(2)}@example.com`;
 
-/** The harness's event subscription (core/events.ts#subscribe); a test of unsubscribed writes ends it. */
+/** The harness's event subscription (core/event-subscriptions.ts#subscribe); a test of unsubscribed writes ends it. */
 export const HARNESS_SUBSCRIBER = 'test-harness';
 
 /** High limits by default so that no test trips them by accident; a test of the limits lowers them. */

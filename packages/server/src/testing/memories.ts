@@ -32,6 +32,15 @@ async function maxId(t: TestApp, table: 'outbox_events' | 'audit_log' | 'memory_
   return Number(row?.m ?? 0);
 }
 
+/** The id of the last outbox event written (0: none yet), a mark for eventsAfter. */
+export const lastEventId = (t: TestApp) => maxId(t, 'outbox_events');
+
+/** The outbox events written after a mark, as [type, project, memory id]. */
+export async function eventsAfter(t: TestApp, id: number) {
+  const rows = await t.database.db.selectFrom('outbox_events').select(['type', 'project_id', 'memory_id']).where('id', '>', id).orderBy('id').execute();
+  return rows.map((e) => [e.type, e.project_id, e.memory_id === null ? null : Number(e.memory_id)]);
+}
+
 export const memoryRow = (t: TestApp, id: number) =>
   t.database.db.selectFrom('memories').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 

@@ -432,7 +432,7 @@ async function addInOneStatement(database: Database, ctx: WriteContext, owner: O
   // The memory as its row will read; its id is the row's (set in SQL).
   const expected = toMemory({ ...row, id: 1 } as MemoryRow);
   const inserted = await addStatement<MemoryRow>(database, ctx, now, [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(createdChanges(expected))],
-    eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }));
+    () => eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }));
   return inserted && toMemory(inserted);
 }
 

@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { subscribe } from '../../core/events.js';
+import { subscribe } from '../../core/event-subscriptions.js';
 import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 

@@ -4,7 +4,8 @@ import { isIP } from 'node:net';
 import type { Selectable } from 'kysely';
 import { decrypt, deriveKey, encrypt } from '../../core/crypto.js';
 import { invalid, notFound } from '../../core/errors.js';
-import { isEventKind, subscribe } from '../../core/events.js';
+import { subscribe } from '../../core/event-subscriptions.js';
+import { isEventKind } from '../../core/events.js';
 import { checkAddress, OutboundRefused, type OutboundPolicy } from '../../core/outbound.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
@@ -95,7 +96,7 @@ export type EndpointView = ReturnType<typeof toEndpoint>;
 
 /**
  * An endpoint receives its kinds of event in its project while it is not disabled (paused, its
- * deliveries wait): the subscription the outbox writes events for (core/events.ts#subscribe), set in
+ * deliveries wait): the subscription the outbox writes events for (core/event-subscriptions.ts#subscribe), set in
  * every transaction that changes the endpoint's events or status.
  */
 export async function subscribeEndpoint(trx: Executor, id: number, endpoint: Pick<EndpointRow, 'organization_id' | 'project_id' | 'events' | 'status'> | null) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { subscribe as setSubscription } from '../../core/events.js';
+import { subscribe as setSubscription } from '../../core/event-subscriptions.js';
 import { decodeJson } from '../../store/database.js';
 import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../../testing/harness.js';
 import { Receiver, until } from '../../testing/receiver.js';
