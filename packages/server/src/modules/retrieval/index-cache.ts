@@ -92,7 +92,7 @@ export class IndexCache {
     const snapshots = this.snapshotMinMemories > 0 && this.embeddings.embedder === null;
     return this.use(key, () => revisionOf(this.database.db, owner), async (entry, revision) => {
       if (snapshots && entry.revision === 0 && entry.index.size === 0) {
-        const stored = await loadSnapshot(this.database.db, owner, this.embeddings.id);
+        const stored = await loadSnapshot(this.database, owner, this.embeddings.id);
         if (stored && stored.revision <= revision) {
           Object.assign(entry, { index: stored.index, meta: stored.meta, revision: stored.revision, snapshotted: true });
           this.snapshots.loaded++;
