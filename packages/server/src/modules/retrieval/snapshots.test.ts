@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { afterAll, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
 import { loadConfig, type Config } from '../../config.js';
 import { buildServices } from '../../services.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser, retrievalConfig } from '../../testing/retrieval.js';
-import { loadSnapshot, storeSnapshot } from './snapshots.js';
+import { deflatedPieces, inflatedPieces, loadSnapshot, storeSnapshot } from './snapshots.js';
 
 const METRICS_TOKEN = 'metrics-token-for-snapshot-tests';
 const MIN = 20;
@@ -225,5 +226,22 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     const third = await anotherProcess();
     await third.query(endUser, 'guitar lessons');
     expect(await third.snapshots()).toMatchObject({ loaded: 1 });
+  });
+});
+
+describe('an index stored in deflated pieces', () => {
+  it('inflates to the bytes deflated, whatever their length against the piece', async () => {
+    const bytes = Buffer.concat([randomBytes(3000), Buffer.alloc(3000, 7)]);
+    for (const length of [0, 1, 999, 1000, 1001, 2500, 6000]) {
+      const stored = await deflatedPieces(bytes.subarray(0, length), 1000);
+      expect(stored.readUInt32LE(0)).toBe(Math.ceil(length / 1000));
+      expect((await inflatedPieces(stored)).equals(bytes.subarray(0, length))).toBe(true);
+    }
+  });
+
+  it('refuses pieces that do not add up', async () => {
+    const stored = await deflatedPieces(randomBytes(2500), 1000);
+    await expect(inflatedPieces(stored.subarray(0, stored.length - 1))).rejects.toThrow();
+    await expect(inflatedPieces(Buffer.concat([stored, Buffer.alloc(1)]))).rejects.toThrow('do not add up');
   });
 });

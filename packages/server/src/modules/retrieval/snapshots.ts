@@ -18,13 +18,42 @@ import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.
 /**
  * Both parts are stored deflated (level 1, in the thread pool): a snapshot of 100,000 memories is
  * about a fifth of its 29 MB, which is what PostgreSQL has to detoast and send (a 29 MB bytea took
- * ~0.3 s to fetch; the deflated one ~0.07 s, inflating it ~0.06 s). The stored format is the engine's with this encoding.
+ * ~0.3 s to fetch; the deflated one ~0.07 s, inflating it ~0.06 s). The index part is deflated in
+ * pieces of ZLIB_CHUNK bytes, inflated side by side in the thread pool on load: the 31 MB of a
+ * 100,000-memory index in 36-56 ms instead of 102-115 as one stream. The stored format is the
+ * engine's with this encoding (+1: one stream; +2: pieces).
  */
-const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 1;
+const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 2;
 // Large chunks: the thread pool hands each chunk back to the event loop (16 KB by default: 1,800 hops for 29 MB).
 const ZLIB_CHUNK = 4 << 20;
 const deflated = (bytes: Uint8Array) => promisify(deflate)(bytes, { level: 1, chunkSize: ZLIB_CHUNK });
 const inflated = (bytes: Uint8Array) => promisify(inflate)(bytes, { chunkSize: ZLIB_CHUNK });
+
+/** Bytes deflated in pieces of `piece` bytes: a count, each piece's length (u32 LE), the pieces (exported for its test). */
+export async function deflatedPieces(bytes: Uint8Array, piece = ZLIB_CHUNK): Promise<Buffer> {
+  const pieces: Uint8Array[] = [];
+  for (let at = 0; at < bytes.length; at += piece) pieces.push(bytes.subarray(at, at + piece));
+  const parts = await Promise.all(pieces.map(deflated));
+  const header = Buffer.alloc(4 * (parts.length + 1));
+  header.writeUInt32LE(parts.length, 0);
+  parts.forEach((part, i) => header.writeUInt32LE(part.length, 4 * (i + 1)));
+  return Buffer.concat([header, ...parts]);
+}
+
+/** What deflatedPieces wrote, inflated into one buffer of its own (the restored index's memory). */
+export async function inflatedPieces(bytes: Uint8Array): Promise<Buffer> {
+  const stored = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = stored.readUInt32LE(0);
+  const parts: Buffer[] = [];
+  let at = 4 * (count + 1);
+  for (let i = 0; i < count; i++) {
+    const length = stored.readUInt32LE(4 * (i + 1));
+    parts.push(stored.subarray(at, at + length));
+    at += length;
+  }
+  if (at !== stored.length) throw new Error('index snapshot pieces do not add up');
+  return Buffer.concat(await Promise.all(parts.map(inflated)));
+}
 
 /** What filters need of a memory, kept beside the index so filtering costs no query. */
 export interface DocMeta {
@@ -149,7 +178,7 @@ export async function loadSnapshot(database: Database, owner: Owner, embedder: s
   const row = await storedRow(database, owner, embedder, chunk);
   if (!row) return null;
   try {
-    const [index, meta] = await Promise.all([inflated(row.index_data), inflated(row.doc_meta)]);
+    const [index, meta] = await Promise.all([inflatedPieces(row.index_data), inflated(row.doc_meta)]);
     return { index: MemoryIndex.restore(index, { embedder: null }), meta: decodeMeta(meta), revision: row.revision };
   } catch {
     // Unreadable (written by another version): the caller builds, and the next store replaces it.
@@ -173,7 +202,7 @@ export async function snapshotRevision(db: Executor, owner: Owner, embedder: str
 export async function storeSnapshot(
   database: Database, owner: Owner, embedder: string, taken: { index: Uint8Array; meta: Map<number, DocMeta>; revision: number; memories: number },
 ): Promise<'stored' | 'current' | 'forgotten'> {
-  const [index, docMeta] = await Promise.all([deflated(taken.index), deflated(encodeMeta(taken.meta))]);
+  const [index, docMeta] = await Promise.all([deflatedPieces(taken.index), deflated(encodeMeta(taken.meta))]);
   return database.db.transaction().execute(async (trx) => {
     if (await forgottenSince(database, trx, owner, taken.revision)) return 'forgotten';
     const result = await trx.insertInto('index_snapshots')
