@@ -30,6 +30,8 @@ export interface ApiKeyRecord {
   expiresAt: string | null;
   /** The live project of the organization named by the request (or the key's lock), if any. */
   liveProjectId: string | null;
+  /** The credentials clock (core/credentials-clock.ts) in the statement that read this record. */
+  clock: number;
 }
 
 /** Who is calling, whichever credential family they used. */
@@ -77,6 +79,12 @@ export interface WriteContext {
    * holds exact by notifications answers for the request (event subscriptions). Unset: unknown.
    */
   caughtUp?: boolean;
+  /**
+   * PostgreSQL: the request uses an API key held in memory without that wait; this is the
+   * credentials clock the key was read at, and no write of the request may commit unless a
+   * statement of it found the clock still there (core/credentials-clock.ts). Unset: verified.
+   */
+  heldAt?: number;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Database, Executor } from '../store/database.js';
 import { existingCache, ListeningCache, listeningCache } from '../store/listening-cache.js';
 import { prepared } from '../store/prepared.js';
 import type { WriteContext } from './context.js';
+import { checkHeld, clockNow } from './credentials-clock.js';
 import type { EventKind, OutboxEvent } from './events.js';
 
 /**
@@ -42,14 +43,27 @@ export async function subscribe(trx: Executor, subscriber: string, subscription:
 /** Whether a subscription receives an event of this project (null: of the organization as a whole) and kind, as fan-out sends them. */
 export type Receives = (projectId: string | null, type: EventKind) => boolean;
 
+/** The organization's subscriptions with the credentials clock of the same snapshot (one row with none). */
 const subscriptionRows = prepared(1, (db, organizationId: string) =>
-  db.selectFrom('event_subscriptions').select(['project_id', 'type']).where('organization_id', '=', organizationId));
+  db.selectFrom(db.selectNoFrom(clockNow.as('generation')).as('clock'))
+    .leftJoin('event_subscriptions as s', (join) => join.on('s.organization_id', '=', organizationId))
+    .select(['clock.generation', 's.project_id', 's.type']));
 
-async function readReceivers(db: Executor, organizationId: string): Promise<Receives> {
+/** Who receives an organization's events, as read at `clock` (core/credentials-clock.ts). */
+interface HeldReceivers {
+  receives: Receives;
+  clock: number;
+}
+
+async function readReceivers(db: Executor, organizationId: string): Promise<HeldReceivers> {
   const rows = await subscriptionRows(db, organizationId);
-  const kinds = new Set(rows.map((r) => r.type));
-  const inProject = new Set(rows.map((r) => `${r.project_id}\u0000${r.type}`));
-  return (projectId, type) => (projectId === null ? kinds.has(type) : inProject.has(`${projectId}\u0000${type}`));
+  const found = rows.filter((r): r is typeof r & { type: string; project_id: string } => r.type !== null);
+  const kinds = new Set(found.map((r) => r.type));
+  const inProject = new Set(found.map((r) => `${r.project_id}\u0000${r.type}`));
+  return {
+    receives: (projectId, type) => (projectId === null ? kinds.has(type) : inProject.has(`${projectId}\u0000${type}`)),
+    clock: Number(rows[0]!.generation),
+  };
 }
 
 /** Organizations whose subscriptions one process holds at most. */
@@ -67,20 +81,24 @@ const MAX_ORGANIZATIONS = 10_000;
  *   need and kept while exact (store/listening-cache.ts, channel engram_event_subscriptions), for a
  *   write whose request's authentication waited for the listening connection to catch up
  *   (`ctx.caughtUp`): every subscription committed before the request arrived is then in what is
- *   held. Not for a transaction that changed subscriptions itself.
+ *   held. For a request using a held key unverified (`ctx.heldAt`), only subscriptions read at the
+ *   same credentials clock: its write checks that clock, so they too are exact if it lands
+ *   (core/credentials-clock.ts); read again otherwise, and CredentialsMoved if the clock moved since
+ *   the key was read. Not for a transaction that changed subscriptions itself.
  */
 export async function receiversFor(database: Database, db: Executor, ctx: WriteContext): Promise<Receives | undefined> {
-  if (database.dialect === 'sqlite') return readReceivers(db, ctx.organizationId);
+  if (database.dialect === 'sqlite') return (await readReceivers(db, ctx.organizationId)).receives;
   // Watched from the first write on, so that the writes of caught-up requests find it listening.
-  const held = listeningCache(database, SUBSCRIPTIONS_CHANNEL, () => new ListeningCache<Receives>(MAX_ORGANIZATIONS));
-  if (!held?.cache.listens || !ctx.caughtUp || changedIn.has(db)) return undefined;
+  const held = listeningCache(database, SUBSCRIPTIONS_CHANNEL, () => new ListeningCache<HeldReceivers>(MAX_ORGANIZATIONS));
+  if (!held?.cache.listens || !(ctx.caughtUp || ctx.heldAt !== undefined) || changedIn.has(db)) return undefined;
   const { cache } = held;
   const kept = cache.get(ctx.organizationId);
-  if (kept) return kept;
+  if (kept && (ctx.caughtUp || kept.clock === ctx.heldAt)) return kept.receives;
   const generation = cache.generation;
-  const receives = await readReceivers(db, ctx.organizationId);
-  cache.keep(ctx.organizationId, generation, receives);
-  return receives;
+  const read = await readReceivers(db, ctx.organizationId);
+  checkHeld(ctx.heldAt, read.clock);
+  cache.keep(ctx.organizationId, generation, read);
+  return read.receives;
 }
 
 /** The events of a write that a subscription may receive (all of them when that cannot be told: receiversFor). */

@@ -3,6 +3,7 @@ import { LAST_IN_TRANSACTION, nowIso, type Database } from '../store/database.js
 import type { DB } from '../store/schema.js';
 import { auditInsert, auditInsertPerInsertedRow, type AuditEntry } from './audit-log.js';
 import type { PendingWrite, WriteContext } from './context.js';
+import { CLOCK_NOW_SQL, CredentialsMoved, verifyHeld } from './credentials-clock.js';
 import { receivedEvents, receiversFor, subscriptionsCommitted } from './event-subscriptions.js';
 import { notifyEventsCommitted, outboxInsert, outboxInsertPerInsertedRow, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
 
@@ -34,6 +35,8 @@ export async function write<T>(
   let transaction: Transaction<DB> | undefined;
   const result = await inTransaction(database, async (trx) => {
     transaction = trx;
+    // A request using a held key writes nothing unless its credentials still hold (core/credentials-clock.ts).
+    await verifyHeld(trx, ctx.heldAt);
     events.length = 0;
     const now = nowIso();
     const audits: AuditEntry[] = [];
@@ -76,8 +79,8 @@ export interface GroupedInsertShape {
   /**
    * Data-modifying CTEs run in order, reading `input` (one row per write: the columns above, its
    * position `ord`, and the write context's `ctx_organization_id`, `ctx_project_id`, `ctx_actor_type`,
-   * `ctx_actor_id`, `ctx_request_id`, `ctx_now`); the last, named `inserted`, yields the rows that
-   * landed, each with the `ord` of its write.
+   * `ctx_actor_id`, `ctx_request_id`, `ctx_now`; a write whose held credentials' clock moved is not
+   * in it); the last, named `inserted`, yields the rows that landed, each with the `ord` of its write.
    */
   steps: ReadonlyArray<readonly [name: string, statement: string]>;
   /** The owning module's further inserts, reading `inserted` joined with `input` on `ord`. */
@@ -98,7 +101,7 @@ export interface GroupedInsertShape {
 
 const CONTEXT_COLUMNS: readonly InputColumn[] = [
   ['ctx_organization_id', 'text'], ['ctx_project_id', 'text'], ['ctx_actor_type', 'text'], ['ctx_actor_id', 'bigint'],
-  ['ctx_request_id', 'text'], ['ctx_now', 'timestamptz'], ['ctx_event_payload', 'jsonb'],
+  ['ctx_request_id', 'text'], ['ctx_now', 'timestamptz'], ['ctx_event_payload', 'jsonb'], ['ctx_held_at', 'bigint'],
 ];
 
 /** At most this many writes share a statement (its JSON parameter stays small). */
@@ -120,7 +123,9 @@ const STALLED_LIMIT = 4;
  * flush for the group instead of one each: under concurrent load most of a single write's cost in
  * both processes is per statement, not per row. Each write is answered with its inserted row, or
  * undefined when its insert did not land (ON CONFLICT DO NOTHING; the shape's other steps still took
- * effect): the caller then takes write(). Should the statement fail, each of its writes is retried
+ * effect): the caller then takes write(). A write of a request using a held key (WriteContext.heldAt)
+ * takes part only if the statement finds the credentials clock where the key was read, and is
+ * otherwise refused with CredentialsMoved, having written nothing. Should the statement fail, each of its writes is retried
  * in a statement of its own, so a write fails only for its own reason. A write alone, with no
  * statement under way, goes out at once as a group of one. Not for a request with an Idempotency-Key (its journal row
  * needs the result): the caller checks.
@@ -128,7 +133,10 @@ const STALLED_LIMIT = 4;
 export function groupedInsert(shape: GroupedInsertShape) {
   const columns = [...CONTEXT_COLUMNS, ...shape.columns];
   const ctes: Array<readonly [string, string]> = [
-    ['input', `SELECT * FROM json_to_recordset($1::json) AS input(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')})`],
+    ['given', `SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')})`],
+    ['clock', `SELECT ${CLOCK_NOW_SQL} AS generation`],
+    // A write of a request using a held key whose clock moved is left out of every step (CredentialsMoved).
+    ['input', 'SELECT given.* FROM given, clock WHERE given.ctx_held_at IS NULL OR given.ctx_held_at = clock.generation'],
     ...shape.steps,
     ...[
       ...shape.rows,
@@ -137,7 +145,8 @@ export function groupedInsert(shape: GroupedInsertShape) {
     ].map((statement, i) => [`effect_${i}`, statement] as const),
   ];
   if (shape.steps.at(-1)?.[0] !== 'inserted') throw new Error('groupedInsert: the last step must be named inserted');
-  const text = `WITH ${ctes.map(([name, statement]) => `${name} AS (${statement})`).join(',\n')}\nSELECT * FROM inserted`;
+  // One row at least, so that the clock comes back when nothing landed.
+  const text = `WITH ${ctes.map(([name, statement]) => `${name} AS (${statement})`).join(',\n')}\nSELECT inserted.*, clock.generation AS ctx_clock FROM clock LEFT JOIN inserted ON true`;
   const groups = new WeakMap<Database, InsertGroup>();
   return async <Row extends { id: number }>(
     database: Database, ctx: WriteContext, now: string, values: readonly unknown[], eventPayload?: () => string,
@@ -153,8 +162,8 @@ export function groupedInsert(shape: GroupedInsertShape) {
     }
     let group = groups.get(database);
     if (!group) groups.set(database, (group = new InsertGroup(database, text, columns)));
-    const contextValues = [ctx.organizationId, ctx.projectId, ctx.actor.type, ctx.actor.id, ctx.requestId, now, event ?? 'null'];
-    return (await group.submit([...contextValues, ...values], shape.exclusive(values), event !== null)) as Row | undefined;
+    const contextValues = [ctx.organizationId, ctx.projectId, ctx.actor.type, ctx.actor.id, ctx.requestId, now, event ?? 'null', ctx.heldAt ?? null];
+    return (await group.submit([...contextValues, ...values], shape.exclusive(values), event !== null, ctx.heldAt)) as Row | undefined;
   };
 }
 
@@ -163,6 +172,8 @@ interface GroupedInsertWrite {
   exclusive: string[];
   /** Carries an event payload (someone may receive its event). */
   emits: boolean;
+  /** The credentials clock its request's held key was read at (WriteContext.heldAt). */
+  heldAt: number | undefined;
   resolve(row: unknown): void;
   reject(error: unknown): void;
 }
@@ -180,9 +191,9 @@ class InsertGroup {
     private readonly columns: readonly InputColumn[],
   ) {}
 
-  submit(values: unknown[], exclusive: string[], emits: boolean): Promise<unknown> {
+  submit(values: unknown[], exclusive: string[], emits: boolean, heldAt: number | undefined): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ values, exclusive, emits, resolve, reject });
+      this.waiting.push({ values, exclusive, emits, heldAt, resolve, reject });
       this.schedule();
     });
   }
@@ -237,9 +248,9 @@ class InsertGroup {
   }
 
   private async run(group: GroupedInsertWrite[]): Promise<void> {
-    let rows: Array<{ ord: number }>;
+    let rows: Array<{ ord: number | null; ctx_clock: number }>;
     try {
-      rows = (await this.database.db.executeQuery<{ ord: number }>(CompiledQuery.raw(this.text, [this.inputJson(group)]))).rows;
+      rows = (await this.database.db.executeQuery<{ ord: number | null; ctx_clock: number }>(CompiledQuery.raw(this.text, [this.inputJson(group)]))).rows;
     } catch (error) {
       // PostgreSQL refused the statement (it has an SQLSTATE), so none of it took effect: each write
       // is tried alone. A lost connection may have lost the answer of a commit: that fails them all.
@@ -249,9 +260,13 @@ class InsertGroup {
       return;
     }
     const byOrd = new Map<number, unknown>();
-    for (const { ord, ...row } of rows) byOrd.set(ord, row);
+    for (const { ord, ctx_clock: _, ...row } of rows) if (ord !== null) byOrd.set(ord, row);
     if (group.some((write, ord) => write.emits && byOrd.has(ord))) notifyEventsCommitted();
-    group.forEach((write, ord) => write.resolve(byOrd.get(ord)));
+    const clock = Number(rows[0]!.ctx_clock);
+    group.forEach((write, ord) => {
+      if (write.heldAt !== undefined && write.heldAt !== clock) write.reject(new CredentialsMoved());
+      else write.resolve(byOrd.get(ord));
+    });
   }
 
   /** The writes as json_to_recordset reads them; JSON text values ('json' and 'jsonb' columns) are embedded as they are. */

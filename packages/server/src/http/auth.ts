@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Database } from '../store/database.js';
 import { liveSession, touchSession, type TokenIssuer } from '../modules/auth/index.js';
-import { findProject, membershipOf, resolveKey, touchApiKey } from '../modules/org/index.js';
+import { findProject, forgetKey, membershipOf, resolveKey, touchApiKey } from '../modules/org/index.js';
+import { CredentialsMoved } from '../core/credentials-clock.js';
 import { hasScope, roleGrants, type Capability, type Role } from '../core/access.js';
 import type { ApiKeyRecord, CredentialKind, DataScope, Principal, WriteContext } from '../core/context.js';
 import { endUserWithin } from '../core/binding.js';
@@ -33,6 +34,15 @@ export interface RouteAuth {
   bearerProject?: 'required';
   /** required: X-End-User-ID (or a key bound to an end user) must name one; optional: narrows when sent. */
   endUser?: 'required' | 'optional' | 'none';
+  /**
+   * API keys on PostgreSQL: the route's statements check the credentials clock (WriteContext.heldAt,
+   * core/credentials-clock.ts), so a key this process holds is used without waiting for the
+   * listening connection to catch up; should the clock have moved, the handler throws
+   * CredentialsMoved and is run again once the key is looked up afresh. For hot routes only: a
+   * revoked key is then refused after the body was parsed and validated, in the moment before this
+   * process hears of the revocation. Not for a request with an Idempotency-Key (its claim is a write).
+   */
+  checksClock?: boolean;
 }
 
 declare module 'fastify' {
@@ -44,15 +54,17 @@ declare module 'fastify' {
     principal: Principal | null;
     /** Authenticated once this process had heard every change committed before the request arrived (WriteContext.caughtUp). */
     caughtUp: boolean;
+    /** Authenticated by a key held in memory, read at this credentials clock, for the route's statements to check (WriteContext.heldAt). */
+    heldAt: number | undefined;
   }
 }
 
-async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string) {
+async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string, checksClock: boolean) {
   const requestedProject = singleHeader(request, 'x-project-id') || undefined;
   // The key and the project it names (or is locked to), resolved together (modules/org/resolved-keys.ts).
-  const resolved = await resolveKey(database, presented, requestedProject);
+  const resolved = await resolveKey(database, presented, requestedProject, checksClock);
   if (!resolved) throw unauthenticated('The API key is invalid, expired or revoked');
-  const { key, caughtUp } = resolved;
+  const { key, caughtUp, heldAt } = resolved;
   if (auth.scope && !hasScope(key.scopes, auth.scope)) throw forbidden(`The API key lacks the ${auth.scope} scope`);
 
   const projectMode = auth.project ?? 'required';
@@ -71,7 +83,7 @@ async function resolveApiKeyPrincipal(database: Database, request: FastifyReques
   };
   const scope = project && projectMode === 'required' ? dataScope(request, auth, key, project.id) : null;
   await touchApiKey(database.db, key);
-  return { principal, scope, caughtUp };
+  return { principal, scope, caughtUp, heldAt };
 }
 
 function dataScope(request: FastifyRequest, auth: RouteAuth, key: ApiKeyRecord, projectId: string): DataScope {
@@ -138,6 +150,33 @@ export const authentication = fp(async (app: FastifyInstance, opts: { database: 
   app.decorateRequest('scope', null);
   app.decorateRequest('principal', null);
   app.decorateRequest('caughtUp', false);
+  app.decorateRequest('heldAt', undefined);
+  const byApiKey = async (request: FastifyRequest, auth: RouteAuth, apiKey: string, checksClock: boolean) => {
+    const resolved = await resolveApiKeyPrincipal(opts.database, request, auth, apiKey, checksClock);
+    request.principal = resolved.principal;
+    request.scope = resolved.scope;
+    request.caughtUp = resolved.caughtUp;
+    request.heldAt = resolved.heldAt;
+  };
+  // A route that checks the clock runs again, with its key looked up afresh, if its statements found the clock moved.
+  app.addHook('onRoute', (route) => {
+    const auth = route.config?.auth;
+    if (!auth?.checksClock) return;
+    const handler = route.handler;
+    route.handler = async function (this: unknown, request: FastifyRequest, reply: FastifyReply) {
+      try {
+        return await handler.call(this as FastifyInstance, request, reply);
+      } catch (error) {
+        if (!(error instanceof CredentialsMoved) || request.heldAt === undefined) throw error;
+        const apiKey = singleHeader(request, 'x-api-key')!;
+        forgetKey(opts.database, apiKey, singleHeader(request, 'x-project-id') || undefined);
+        request.principal = null;
+        request.scope = null;
+        await byApiKey(request, auth, apiKey, false);
+        return handler.call(this as FastifyInstance, request, reply);
+      }
+    };
+  });
   // preParsing: after the per-route rate limit (onRequest), before the body is read.
   app.addHook('preParsing', async (request, _reply, payload) => {
     const auth = request.routeOptions.config.auth;
@@ -149,10 +188,7 @@ export const authentication = fp(async (app: FastifyInstance, opts: { database: 
       throw invalid('Authorization', 'Send exactly one credential: X-API-Key or Authorization, not both');
     }
     if (apiKey && accepts.includes('api_key')) {
-      const resolved = await resolveApiKeyPrincipal(opts.database, request, auth, apiKey);
-      request.principal = resolved.principal;
-      request.scope = resolved.scope;
-      request.caughtUp = resolved.caughtUp;
+      await byApiKey(request, auth, apiKey, auth.checksClock === true && request.headers['idempotency-key'] === undefined);
     } else if (authorization && accepts.includes('bearer')) {
       request.principal = await resolveBearerPrincipal(opts.database, opts.tokens, request, auth, authorization);
     } else {
@@ -217,6 +253,7 @@ export function writeContextOf(request: FastifyRequest): WriteContext {
  */
 const requestOwn = (request: FastifyRequest) => ({
   caughtUp: request.caughtUp,
+  ...(request.heldAt !== undefined ? { heldAt: request.heldAt } : {}),
   ...(request.idempotencyClaim ? { journal: request.idempotencyClaim.journal } : {}),
 });
 

@@ -50,6 +50,8 @@ export interface OutboxEventsTable {
   id: Generated<number>; organization_id: string; project_id: string | null; type: string; payload: Json;
   created_at: string; dispatched_at: string | null; memory_id: number | null;
 }
+/** One row (migration 0021): moves with every change to what keys resolve to or who receives events. */
+export interface CredentialsClockTable { generation: number }
 export interface EventSubscriptionsTable {
   organization_id: string; type: string; project_id: string; subscriber: string;
 }
@@ -176,6 +178,7 @@ export interface DB {
   audit_unsealed: AuditUnsealedTable;
   outbox_events: OutboxEventsTable;
   event_subscriptions: EventSubscriptionsTable;
+  credentials_clock: CredentialsClockTable;
   jobs: JobsTable;
   feedback: FeedbackTable;
   memory_embeddings: MemoryEmbeddingsTable;

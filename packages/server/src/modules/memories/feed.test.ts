@@ -61,15 +61,18 @@ forEachDialect('memory feed', (dialect) => {
     const at = await ownerMemoriesAt(db, u1, all);
     expect(at.revision).toBe(await revisionOf(db, u1));
     expect(at.revision).toBeGreaterThan(0);
+    // With the credentials clock of the same snapshot (core/credentials-clock.ts).
+    const clock = Number((await db.selectFrom('credentials_clock').select('generation').executeTakeFirstOrThrow()).generation);
+    expect(at.clock).toBe(clock);
     expect(idsOf(at.memories)).toEqual([ids.acmeU1Other, ids.acmeU1]);
     expect(at.memories[1]).toMatchObject({ id: ids.acmeU1, text: 'acme u1 turn', tenant_id: 'acme', end_user_id: 'u1', speaker: 'me', session_id: 's1' });
     // Forgotten rows are not given; ids of nothing live still give the revision.
     const alice = await ownerMemoriesAt(db, plain('alice'), [ids.aliceForgotten!, ids.bob!]);
-    expect(alice).toEqual({ revision: await revisionOf(db, plain('alice')), memories: [] });
+    expect(alice).toEqual({ revision: await revisionOf(db, plain('alice')), memories: [], clock });
     expect(idsOf((await ownerMemoriesAt(db, plain('alice'), all)).memories)).toEqual([ids.alice]);
-    // An owner with nothing written, or of another project: revision 0, no rows.
-    expect(await ownerMemoriesAt(db, plain('nobody'), all)).toEqual({ revision: 0, memories: [] });
-    expect(await ownerMemoriesAt(db, { ...plain('alice'), projectId: 'no-such-project' }, all)).toEqual({ revision: 0, memories: [] });
+    // An owner with nothing written, or of another project: revision 0, no rows, no clock.
+    expect(await ownerMemoriesAt(db, plain('nobody'), all)).toEqual({ revision: 0, memories: [], clock: undefined });
+    expect(await ownerMemoriesAt(db, { ...plain('alice'), projectId: 'no-such-project' }, all)).toEqual({ revision: 0, memories: [], clock: undefined });
   });
 
   it('tells whether anything of an owner was forgotten after a sequence', async () => {

@@ -1,5 +1,6 @@
 import { sql, type Compilable, type Selectable } from 'kysely';
 import { notFound } from '../../core/errors.js';
+import { clockNow } from '../../core/credentials-clock.js';
 import { keysetPages, paginate, type Page, type PageParams } from '../../core/paging.js';
 import { decodeJson, type Database, type Executor } from '../../store/database.js';
 import { prepared } from '../../store/prepared.js';
@@ -337,24 +338,26 @@ export async function memoriesByIds(
  * The owner's revision and, read in the same statement (so as of the same commit), its live
  * memories among these ids in the order asked: for a caller that ranked on an index it holds and
  * keeps the answer only if that index was of this revision (retrieval's query: one round trip).
- * Ids must be non-empty. Revision 0 for an owner with nothing written yet.
+ * Ids must be non-empty. Revision 0 for an owner with nothing written yet; with it, the credentials
+ * clock (core/credentials-clock.ts), undefined then.
  */
 export async function ownerMemoriesAt(
   db: Executor,
   owner: Owner,
   ids: number[],
-): Promise<{ revision: number; memories: ScopedMemory[] }> {
+): Promise<{ revision: number; memories: ScopedMemory[]; clock: number | undefined }> {
   const rows = (await rowsAtRevision(ids.length)(db, owner.projectId, owner.tenantId, owner.endUserId, ...ids)) as RowAtRevision[];
   // The left join gives one row without a memory when none of the ids is live.
   const found = rows.filter((r): r is RowAtRevision & ReadRow => r.id !== null);
-  return { revision: rows[0]?.owner_revision ?? 0, memories: viewsInOrder(found, owner, ids) };
+  return { revision: rows[0]?.owner_revision ?? 0, memories: viewsInOrder(found, owner, ids), clock: rows[0] && Number(rows[0].clock) };
 }
 
-type RowAtRevision = { owner_revision: number } & { [K in keyof ReadRow]: ReadRow[K] | null };
+type RowAtRevision = { owner_revision: number; clock: number } & { [K in keyof ReadRow]: ReadRow[K] | null };
 const rowsAtRevision = perIdCount<[projectId: string, tenantId: string, endUserId: string], unknown>(3, (db, projectId, tenantId, endUserId, ...ids) =>
   db.selectFrom('end_users as e')
     .leftJoin('memories as m', (join) => join.on('m.deleted_at', 'is', null).on('m.id', 'in', ids as number[]))
     .select('e.revision as owner_revision')
+    .select(clockNow.as('clock'))
     .select(READ_COLUMNS.map((column) => `m.${column}` as const))
     .where('e.project_id', '=', projectId as string).where('e.tenant_id', '=', tenantId as string).where('e.end_user_id', '=', endUserId as string),
 );

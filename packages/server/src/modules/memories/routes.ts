@@ -19,7 +19,7 @@ const tags = ['memories'];
 
 export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database; erase: EraseHooks }> = async (app, { database, erase }) => {
   app.post('/memory/add', {
-    config: writeUser,
+    config: { auth: { ...writeUser.auth, checksClock: true } },
     schema: {
       tags, summary: 'Add a memory',
       description: 'Creates a memory for the end user, or skips it when the end user already has a live memory with the same client_ref or the same normalised text.',

@@ -406,12 +406,16 @@ function recordCreated(trx: Executor, ctx: WriteContext, effects: Effects, owner
 
 export async function addMemory(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<Outcome> {
   checkContent(input);
+  let general = ctx;
   if (database.dialect === 'postgres' && !ctx.journal) {
     const created = await addInOneStatement(database, ctx, owner, input);
     if (created) return { created };
+    // Its statement found the credentials clock where the request's held key was read: verified.
+    const { heldAt: _, ...verified } = ctx;
+    general = verified;
   }
   // A duplicate, SQLite (group commit), or a request with an Idempotency-Key.
-  return write(database, ctx, async (trx, effects) => {
+  return write(database, general, async (trx, effects) => {
     const [outcome] = await insertMemories(database, trx, ctx, effects, owner, [input], 'duplicate_client_ref');
     const target = 'created' in outcome! ? outcome.created.id : outcome!.skipped.memory_id;
     effects.audit('memory.add', { type: 'memory', id: target }, 'created' in outcome! ? 'success' : 'skipped');

@@ -6,4 +6,4 @@ export {
   type BootstrapResult, type Member, type UserRecord,
 } from './service.js';
 export { createKeyAsOperator, revokeKeyAsOperator } from './api-keys.js';
-export { credentialsChanged, resolveKey } from './resolved-keys.js';
+export { credentialsChanged, forgetKey, resolveKey } from './resolved-keys.js';

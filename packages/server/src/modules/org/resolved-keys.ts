@@ -2,7 +2,7 @@ import type { ApiKeyRecord } from '../../core/context.js';
 import { sha256Hex } from '../../core/crypto.js';
 import { nowIso, type Database } from '../../store/database.js';
 import { existingCache, ListeningCache, listeningCache } from '../../store/listening-cache.js';
-import { resolveApiKey } from './service.js';
+import { lastUseDue, resolveApiKey } from './service.js';
 
 /**
  * API keys as resolved for requests, kept in memory on PostgreSQL, where looking a key up costs
@@ -13,7 +13,9 @@ import { resolveApiKey } from './service.js';
  * after the listening connection has caught up (Watch.caughtUp), since a request sent on the heels
  * of a change made through another process could otherwise come before its notification: one round
  * trip on the listening connection, shared by the requests that arrive meanwhile, instead of a
- * lookup each on the pool. Expiry is checked on every use; a key is kept only with the live project
+ * lookup each on the pool; or, for a route whose own statement checks the credentials clock
+ * (RouteAuth.checksClock), without that wait, the clock the key was read at going with the request
+ * (core/credentials-clock.ts). Expiry is checked on every use; a key is kept only with the live project
  * it names (or none named and none locked), so a request naming a project that was not live is
  * looked up again.
  * SQLite looks a key up on every request: in process it costs no round trip, and a change another
@@ -43,11 +45,13 @@ export class ResolvedKeys extends ListeningCache<ApiKeyRecord> {
  * The live key matching a presented secret, with the live project the request names (or the key
  * is locked to): from memory when exact (above), from the database otherwise. `caughtUp`: the
  * listening connection caught up after the call began, so this process had heard every change
- * committed before it (WriteContext.caughtUp).
+ * committed before it (WriteContext.caughtUp). `checksClock`: a key found held is returned at once
+ * with `heldAt`, the clock it was read at, for the caller's statements to check (WriteContext.heldAt);
+ * not when its last use is due to be recorded, a write that must not be made with a revoked key.
  */
 export async function resolveKey(
-  database: Database, presented: string, requestedProjectId?: string,
-): Promise<{ key: ApiKeyRecord; caughtUp: boolean } | undefined> {
+  database: Database, presented: string, requestedProjectId?: string, checksClock = false,
+): Promise<{ key: ApiKeyRecord; caughtUp: boolean; heldAt?: number } | undefined> {
   const state = listeningCache(database, CREDENTIALS_CHANNEL, () => new ResolvedKeys());
   if (!state) {
     const key = await resolveApiKey(database.db, presented, requestedProjectId);
@@ -55,8 +59,9 @@ export async function resolveKey(
   }
   const { cache: keys, watch } = state;
   const now = nowIso();
-  const slot = `${sha256Hex(presented)} ${requestedProjectId ?? ''}`;
+  const slot = keySlot(presented, requestedProjectId);
   const found = keys.find(slot, now);
+  if (found && checksClock && !lastUseDue(found.lastUsedAt, new Date())) return { key: found, caughtUp: false, heldAt: found.clock };
   if (found) {
     const heldSince = keys.generation;
     await watch.caughtUp();
@@ -67,6 +72,13 @@ export async function resolveKey(
   const key = await resolveApiKey(database.db, presented, requestedProjectId, now);
   if (key && key.liveProjectId === (requestedProjectId ?? key.projectId)) keys.keep(slot, generation, key);
   return key && { key, caughtUp: found !== undefined };
+}
+
+const keySlot = (presented: string, requestedProjectId: string | undefined) => `${sha256Hex(presented)} ${requestedProjectId ?? ''}`;
+
+/** A held key whose clock has moved (CredentialsMoved): the next resolution looks it up again, reading the clock anew. */
+export function forgetKey(database: Database, presented: string, requestedProjectId?: string): void {
+  existingCache(database, CREDENTIALS_CHANNEL)?.delete(keySlot(presented, requestedProjectId));
 }
 
 /** After this process committed a change to keys or projects: nothing resolved before it is used again. */

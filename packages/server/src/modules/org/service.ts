@@ -5,6 +5,7 @@ import { prepared } from '../../store/prepared.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { DATA_PLANE_SCOPES } from '../../core/access.js';
 import type { ApiKeyRecord } from '../../core/context.js';
+import { clockNow } from '../../core/credentials-clock.js';
 
 /** Organizations, projects, accounts and API keys: the tenancy this module owns. */
 
@@ -147,6 +148,7 @@ const keyCandidates = prepared(2, (db, prefix: string, requestedProjectId: strin
       'projects.id as live_project_id',
       'api_keys.id', 'api_keys.organization_id', 'api_keys.project_id', 'api_keys.key_hash', 'api_keys.scopes',
       'api_keys.tenant_id', 'api_keys.end_user_id', 'api_keys.expires_at', 'api_keys.revoked_at', 'api_keys.last_used_at',
+      clockNow.as('clock'),
     ])
     .where('api_keys.prefix', '=', prefix),
 );
@@ -172,6 +174,7 @@ export async function resolveApiKey(
     lastUsedAt: match.last_used_at,
     expiresAt: match.expires_at,
     liveProjectId: match.live_project_id,
+    clock: Number(match.clock),
   };
 }
 

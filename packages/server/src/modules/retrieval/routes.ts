@@ -24,13 +24,13 @@ export const retrievalRoutes: FastifyPluginAsyncTypebox<{ database: Database; jo
 ) => {
 
   app.post('/memory/query', {
-    config: read,
+    config: { auth: { ...read.auth, checksClock: true } },
     schema: {
       tags, summary: 'Query memories',
       description: "Ranks the end user's memories for a query (stemmed words, conversation context, recency, importance, feedback, and vectors when an embedder is configured), with optional filters and per-feature explanations.",
       body: QueryBody, response: { 200: QueryResult },
     },
-  }, async (request) => ({ memories: await retrieval.query(ownerOf(request), request.body) }));
+  }, async (request) => ({ memories: await retrieval.query(ownerOf(request), request.body, request.heldAt) }));
 
   app.post('/memory/retrieve', {
     config: read,

@@ -1,4 +1,5 @@
 import { analyze, estimateTokens, parseTemporal, type SearchHit } from '../../engine/index.js';
+import { checkHeld, verifyHeld } from '../../core/credentials-clock.js';
 import { invalid } from '../../core/errors.js';
 import { canonicalJson } from '../../core/json.js';
 import type { Database } from '../../store/database.js';
@@ -136,9 +137,11 @@ export class Retrieval {
     return searchIndex(cached, query, opts, await this.embeddings.embedQuery(query));
   }
 
+  /** `heldAt`: the request uses a held key read at this credentials clock, which a statement here checks (core/credentials-clock.ts). */
   async query(
     owner: Owner,
     input: { query: string; k?: number; session_id?: string; filters?: FiltersInput; explain?: boolean } & Cutoff,
+    heldAt?: number,
   ): Promise<ScoredMemory[]> {
     if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
     const opts = {
@@ -156,16 +159,22 @@ export class Retrieval {
     if (held && !held.refreshing) {
       const rankedAt = held.revision;
       const hits = searchIndex(held, input.query, opts, queryVector);
-      const { revision, memories } = hits.length > 0
+      const { revision, memories, clock } = hits.length > 0
         ? await ownerMemoriesAt(this.database.db, owner, hits.map((h) => h.id))
-        : { revision: await revisionOf(this.database.db, owner), memories: [] };
+        : { revision: await revisionOf(this.database.db, owner), memories: [], clock: undefined };
       if (revision === rankedAt) {
+        if (clock !== undefined) checkHeld(heldAt, clock);
+        else await verifyHeld(this.database.db, heldAt);
         this.cache.confirmed();
         return scored(hits, memories, input.explain);
       }
     }
     const scope: RetrievalScope = { kind: 'owner', owner };
-    return this.hydrate(scope, searchIndex(await this.indexOf(scope), input.query, opts, queryVector), input.explain);
+    const [ranked] = await Promise.all([
+      this.hydrate(scope, searchIndex(await this.indexOf(scope), input.query, opts, queryVector), input.explain),
+      verifyHeld(this.database.db, heldAt),
+    ]);
+    return ranked;
   }
 
   /** Ids of the owner's live memories that pass the filters (and session), oldest first: the same filters query applies. */
