@@ -1,12 +1,12 @@
 import { beforeAll, expect, it } from 'vitest';
 import { hasScope, roleGrants, type Capability } from '../core/access.js';
 import type { Database } from '../store/database.js';
-import { forEachDialect, useTestApp } from '../testing/harness.js';
+import { forEachDialect, useTestApp } from './harness.js';
 import {
   buildWorld, DECLARATIONS, fillPath, landing, marker, PLACES, PROBE_CONFIG, queryString, VICTIM_USER_AGENT,
   type Credential, type Declaration, type Place, type World,
-} from '../testing/operations.js';
-import { answerProblems, servedOperations, type ServedOperation } from '../testing/served.js';
+} from './operations.js';
+import { answerProblems, servedOperations, type ServedOperation } from './served.js';
 
 /**
  * The authorization matrix: every operation of the served document, called with every kind of
@@ -88,67 +88,73 @@ async function settle(database: Database): Promise<void> {
   }
 }
 
-forEachDialect('authorization matrix', (dialect) => {
-  const t = useTestApp(dialect, PROBE_CONFIG);
-  let world: World;
-  let operations: ServedOperation[];
-  const access = new Map<string, Access>();
+/**
+ * The matrix over one of `shards` shares of the operations (every shards-th, from `shard`), so that
+ * test files running side by side each take a share; the first also checks the declarations.
+ */
+export function authorizationMatrix(shard: number, shards: number): void {
+  forEachDialect(`authorization matrix, share ${shard + 1} of ${shards}`, (dialect) => {
+    const t = useTestApp(dialect, PROBE_CONFIG);
+    let world: World;
+    let operations: ServedOperation[];
+    const access = new Map<string, Access>();
 
-  beforeAll(async () => {
-    world = await buildWorld(t);
-    operations = servedOperations((await t.call('GET', '/openapi.json')).body);
-    const catalogue = await t.call('GET', '/auth/catalogue');
-    for (const o of catalogue.body.operations as { method: string; path: string; scope: string | null; capability: string | null }[]) {
-      access.set(`${o.method} ${o.path.replace(/:([A-Za-z_]+)/g, '{$1}')}`, { scope: o.scope, capability: o.capability });
-    }
-  });
+    beforeAll(async () => {
+      world = await buildWorld(t);
+      operations = servedOperations((await t.call('GET', '/openapi.json')).body);
+      const catalogue = await t.call('GET', '/auth/catalogue');
+      for (const o of catalogue.body.operations as { method: string; path: string; scope: string | null; capability: string | null }[]) {
+        access.set(`${o.method} ${o.path.replace(/:([A-Za-z_]+)/g, '{$1}')}`, { scope: o.scope, capability: o.capability });
+      }
+    });
 
-  it('has a declaration for every served operation, and none for an operation no longer served', () => {
-    const served = operations.map((o) => o.id);
-    expect(served.filter((id) => !DECLARATIONS[id]), 'operations without a declaration in testing/operations.ts').toEqual([]);
-    expect(Object.keys(DECLARATIONS).filter((id) => !served.includes(id)), 'declarations of operations not served').toEqual([]);
-    for (const op of operations) {
-      const d = DECLARATIONS[op.id]!;
-      if (d.public) expect(op.accepts, `${op.id} is declared public but takes credentials`).toEqual([]);
-      else expect(access.get(op.id), `${op.id} has no auth declaration in the catalogue`).toBeDefined();
-    }
-  });
+    if (shard === 0) it('has a declaration for every served operation, and none for an operation no longer served', () => {
+      const served = operations.map((o) => o.id);
+      expect(served.filter((id) => !DECLARATIONS[id]), 'operations without a declaration in testing/operations.ts').toEqual([]);
+      expect(Object.keys(DECLARATIONS).filter((id) => !served.includes(id)), 'declarations of operations not served').toEqual([]);
+      for (const op of operations) {
+        const d = DECLARATIONS[op.id]!;
+        if (d.public) expect(op.accepts, `${op.id} is declared public but takes credentials`).toEqual([]);
+        else expect(access.get(op.id), `${op.id} has no auth declaration in the catalogue`).toBeDefined();
+      }
+    });
 
-  it('answers every operation, for every credential and target, as declared, and refusals change nothing', async () => {
-    const failures: string[] = [];
-    let cells = 0;
-    for (const op of operations) {
-      const d = DECLARATIONS[op.id];
-      if (!d || d.public) continue;
-      const places: Place[] = ['own', ...(Object.keys(d.targets ?? {}) as Place[])];
-      for (const c of world.credentials) {
-        for (const place of places) {
-          const { status: want, refused } = expectedAnswer(op, access.get(op.id)!, d, c, place);
-          const built = await d.build!(world, place, c);
-          let headers = { ...(built.headers ?? {}), ...c.headers };
-          if (c.kind === 'bearer' && d.consumesSession && !c.dead && c.relogin) {
-            headers = { ...headers, authorization: `Bearer ${await c.relogin()}` };
-            // The call ends the credential's other sessions: the fresh one carries on.
-            if (d.endsOtherSessions) c.headers.authorization = headers.authorization!;
+    it('answers every operation, for every credential and target, as declared, and refusals change nothing', async () => {
+      const failures: string[] = [];
+      let cells = 0;
+      for (const op of operations.filter((_, i) => i % shards === shard)) {
+        const d = DECLARATIONS[op.id];
+        if (!d || d.public) continue;
+        const places: Place[] = ['own', ...(Object.keys(d.targets ?? {}) as Place[])];
+        for (const c of world.credentials) {
+          for (const place of places) {
+            const { status: want, refused } = expectedAnswer(op, access.get(op.id)!, d, c, place);
+            const built = await d.build!(world, place, c);
+            let headers = { ...(built.headers ?? {}), ...c.headers };
+            if (c.kind === 'bearer' && d.consumesSession && !c.dead && c.relogin) {
+              headers = { ...headers, authorization: `Bearer ${await c.relogin()}` };
+              // The call ends the credential's other sessions: the fresh one carries on.
+              if (d.endsOtherSessions) c.headers.authorization = headers.authorization!;
+            }
+            // A refusal answered per item (a batch) may record the attempt in the audit log, nothing else.
+            const batch = want < 400;
+            if (refused) await settle(t.database);
+            const before = refused ? await snapshot(t.database, !batch) : '';
+            const url = fillPath(op.path, built.params) + queryString(built.query);
+            const res = await t.call(op.method, url, { key: null, project: null, endUser: null, headers, ...(built.body !== undefined ? { body: built.body } : {}), ...(built.payload ? { payload: built.payload } : {}) });
+            cells++;
+            const cell = `${op.id} as ${c.name} on ${place}`;
+            if (res.status !== want) failures.push(`${cell}: ${res.status} (expected ${want}) ${res.text.slice(0, 160)}`);
+            for (const problem of answerProblems(res)) failures.push(`${cell}: ${problem}`);
+            for (const text of forbiddenText(c, place, d)) {
+              if (res.text.includes(text)) failures.push(`${cell}: the answer carries data of another place (${text})`);
+            }
+            if (refused && (await snapshot(t.database, !batch)) !== before) failures.push(`${cell}: refused (${res.status}) but the database changed`);
           }
-          // A refusal answered per item (a batch) may record the attempt in the audit log, nothing else.
-          const batch = want < 400;
-          if (refused) await settle(t.database);
-          const before = refused ? await snapshot(t.database, !batch) : '';
-          const url = fillPath(op.path, built.params) + queryString(built.query);
-          const res = await t.call(op.method, url, { key: null, project: null, endUser: null, headers, ...(built.body !== undefined ? { body: built.body } : {}), ...(built.payload ? { payload: built.payload } : {}) });
-          cells++;
-          const cell = `${op.id} as ${c.name} on ${place}`;
-          if (res.status !== want) failures.push(`${cell}: ${res.status} (expected ${want}) ${res.text.slice(0, 160)}`);
-          for (const problem of answerProblems(res)) failures.push(`${cell}: ${problem}`);
-          for (const text of forbiddenText(c, place, d)) {
-            if (res.text.includes(text)) failures.push(`${cell}: the answer carries data of another place (${text})`);
-          }
-          if (refused && (await snapshot(t.database, !batch)) !== before) failures.push(`${cell}: refused (${res.status}) but the database changed`);
         }
       }
-    }
-    expect(cells).toBeGreaterThan(500);
-    expect(failures).toEqual([]);
-  }, 300_000);
-});
+      expect(cells).toBeGreaterThan(500 / shards);
+      expect(failures).toEqual([]);
+    }, 300_000);
+  });
+}
