@@ -1,6 +1,6 @@
 // Incremental BM25 over an inverted index keyed by dense slots (see MemoryIndex).
 // Adding or removing a document touches only that document's postings.
-import type { SnapshotReader, SnapshotWriter } from './snapshot.js';
+import type { SnapshotReader, SnapshotWriter, Steps } from './snapshot.js';
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -56,6 +56,36 @@ interface FrozenDocTerms {
   dictionary: string[];
 }
 
+/**
+ * What a snapshot taken in steps (snapshotSteps) needs of a field as it was when it began: read
+ * then, or kept by the changes since (before they change it) while it has yet to read it.
+ */
+export interface FieldTake {
+  dictionary: string[];
+  /** Each term's number in the dictionary. */
+  ids: Map<string, number>;
+  /** Postings entries (as many as doc terms) and slots when it began. */
+  entries: number;
+  capacity: number;
+  /** The writer's parts it writes in place: counts, postings' slots and tfs, doc ranges' starts and ends, doc terms and tfs. */
+  parts: number[];
+  /** Entries written so far (of the postings, then of the doc terms). */
+  at: number;
+  /** Entries of terms changed since it began, as they were then (compacted). */
+  terms: Map<string, { slots: Int32Array; tfs: Float64Array; n: number }>;
+  /** Terms of slots changed since it began, as they were then: see docAt. */
+  docs: Map<number, DocAt>;
+  /** Terms [0, termsRead) of the dictionary and slots [0, slotsRead) are written: changes to them need not be kept. */
+  termsRead: number;
+  slotsRead: number;
+}
+
+/** A doc's terms: its own map, the start of its frozen terms, or null (no doc in the slot). */
+type DocAt = ReadonlyMap<string, number> | number | null;
+
+/** Work (postings entries, doc terms, slots) in a step of a snapshot: well under a millisecond. */
+const STEP_WORK = 1 << 13;
+
 export class Bm25Field {
   private readonly postings = new Map<string, Postings>(); // term -> postings
   private readonly docTerms = new Map<number, Map<string, number>>(); // slot -> term -> tf (for removal)
@@ -68,6 +98,8 @@ export class Bm25Field {
   private arrayBytes = 0;
   /** Changes on every add/remove (lengths, df and N may have changed). */
   version = 0;
+  /** A snapshot being taken in steps, for which changes keep what they change (beginSnapshot). */
+  private taking: FieldTake | null = null;
 
   get docCount(): number {
     return this.docTerms.size + this.frozenDocs;
@@ -79,6 +111,7 @@ export class Bm25Field {
     if (terms.length === 0) return;
     const tf = new Map<string, number>();
     for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + 1);
+    if (this.taking) for (const t of tf.keys()) this.keepTerm(t);
     for (const [t, n] of tf) {
       let p = this.postings.get(t);
       if (!p) {
@@ -168,10 +201,13 @@ export class Bm25Field {
   }
 
   remove(slot: number): void {
-    let tf = this.docTerms.get(slot);
-    if (!tf) {
-      tf = this.frozenTerms(slot);
-      if (!tf) return;
+    // (add removes first: a snapshot being taken keeps the slot as it was, doc or none, from here.)
+    if (this.taking) this.keepDoc(slot);
+    const own = this.docTerms.get(slot);
+    const tf = own ?? this.frozenTerms(slot);
+    if (!tf) return;
+    if (this.taking) for (const t of tf.keys()) this.keepTerm(t);
+    if (!own) {
       this.frozen!.start[slot] = -1;
       this.frozenDocs--;
     }
@@ -362,46 +398,133 @@ export class Bm25Field {
     touched.n = tn;
   }
 
+  /** The doc in the slot (DocAt), as it is now. */
+  private docAt(slot: number): DocAt {
+    const own = this.docTerms.get(slot);
+    if (own) return own;
+    const f = this.frozen;
+    return f && slot < f.start.length && f.start[slot]! >= 0 ? f.start[slot]! : null;
+  }
+
+  /** Before the slot's doc changes: what a snapshot being taken has yet to read of it, as it is. */
+  private keepDoc(slot: number): void {
+    const k = this.taking!;
+    if (slot < k.capacity && slot >= k.slotsRead && !k.docs.has(slot)) k.docs.set(slot, this.docAt(slot));
+  }
+
   /**
-   * Writes the field: postings compacted first (so the restored order is the order scoring sees),
-   * then the dictionary, the postings, every doc's terms and the doc lengths.
+   * Before a term's postings change (a doc holding it is added or removed): the entries, compacted
+   * as they are (no doc holding the term has changed since the snapshot began, or this ran then).
    */
-  snapshot(w: SnapshotWriter): void {
-    for (const [term, p] of this.postings) if (p.dirty) this.compact(p, term);
+  private keepTerm(term: string): void {
+    const k = this.taking!;
+    if (k.terms.has(term)) return;
+    const id = k.ids.get(term);
+    if (id === undefined || id < k.termsRead) return;
+    const p = this.compiled(term)!;
+    k.terms.set(term, { slots: p.slots.slice(0, p.n), tfs: p.tfs.slice(0, p.n), n: p.n });
+  }
+
+  /**
+   * Begins a snapshot of the field as it is now, put into `w` (snapshotSteps writes its parts once
+   * laid out). `track`: until it ends (endSnapshot), changes keep what they change of what it has
+   * yet to read; untracked, nothing may change before it is written.
+   */
+  beginSnapshot(w: SnapshotWriter, track: boolean): FieldTake {
     const dictionary = [...this.postings.keys()];
-    const ids = new Map(dictionary.map((t, i) => [t, i]));
-    let entries = 0;
-    for (const p of this.postings.values()) entries += p.n;
-    const counts = new Int32Array(dictionary.length);
-    const slots = new Int32Array(entries);
-    const tfs = new Float64Array(entries);
-    let at = 0;
-    let i = 0;
-    for (const p of this.postings.values()) {
-      counts[i++] = p.n;
+    const { entries } = this;
+    const capacity = this.docLen.length;
+    w.value(dictionary).value(this.totalLen).value(this.version);
+    const parts = [
+      w.reserve('i32', dictionary.length), w.reserve('i32', entries), w.reserve('f64', entries),
+      w.reserve('i32', capacity), w.reserve('i32', capacity), w.reserve('i32', entries), w.reserve('f64', entries),
+    ];
+    w.live(this.docLen);
+    const take: FieldTake = {
+      dictionary, ids: new Map(dictionary.map((t, i) => [t, i])), entries, capacity, parts, at: 0,
+      terms: new Map(), docs: new Map(), termsRead: 0, slotsRead: 0,
+    };
+    if (track) this.taking = take;
+    return take;
+  }
+
+  endSnapshot(take: FieldTake): void {
+    if (this.taking === take) this.taking = null;
+  }
+
+  /**
+   * Writes the field as it was when the take began (`w` laid out): each term's postings compacted
+   * (so the restored order is the order scoring sees), then every doc's terms. The loops are in
+   * plain methods, a step's worth a call (V8 optimizes a long loop of a plain function as it runs).
+   */
+  *snapshotSteps(k: FieldTake, w: SnapshotWriter): Steps<void> {
+    const [counts, slots, tfs] = [w.view(k.parts[0]!, 'i32'), w.view(k.parts[1]!, 'i32'), w.view(k.parts[2]!, 'f64')];
+    while (k.termsRead < k.dictionary.length) {
+      this.writePostings(k, counts, slots, tfs);
+      yield;
+    }
+    if (k.at !== k.entries) throw new Error('index snapshot does not add up');
+    const [start, end, docTerms, docTfs] = [w.view(k.parts[3]!, 'i32'), w.view(k.parts[4]!, 'i32'), w.view(k.parts[5]!, 'i32'), w.view(k.parts[6]!, 'f64')];
+    // A slot holding no doc has an empty range.
+    start.fill(-1);
+    // A restored doc's terms are numbers of the restored dictionary: renumbered by one table, not looked up term by term.
+    const f = this.frozen;
+    const renumber = Int32Array.from(f ? f.dictionary : [], (t) => k.ids.get(t) ?? -1);
+    yield;
+    k.at = 0;
+    while (k.slotsRead < k.capacity) {
+      this.writeDocTerms(k, renumber, start, end, docTerms, docTfs);
+      yield;
+    }
+    if (k.at !== k.entries) throw new Error('index snapshot does not add up');
+    this.endSnapshot(k);
+  }
+
+  /** A step of snapshotSteps: the postings of the next terms. */
+  private writePostings(k: FieldTake, counts: Int32Array, slots: Int32Array, tfs: Float64Array): void {
+    let { termsRead: i, at } = k;
+    for (let work = 0; i < k.dictionary.length && work < STEP_WORK; i++) {
+      const term = k.dictionary[i]!;
+      const p = k.terms.get(term) ?? this.compiled(term)!;
+      if (at + p.n > k.entries) throw new Error('index snapshot does not add up');
+      counts[i] = p.n;
       slots.set(p.slots.subarray(0, p.n), at);
       tfs.set(p.tfs.subarray(0, p.n), at);
       at += p.n;
+      work += p.n + 16;
     }
-    // Doc terms, slot by slot; a slot holding no doc has an empty range.
-    const capacity = this.docLen.length;
-    const start = new Int32Array(capacity).fill(-1);
-    const end = new Int32Array(capacity);
-    const docTerms = new Int32Array(entries);
-    const docTfs = new Float64Array(entries);
-    at = 0;
-    for (let slot = 0; slot < capacity; slot++) {
-      const terms = this.termsOf(slot);
-      if (!terms) continue;
-      start[slot] = at;
-      for (const [t, n] of terms) {
-        docTerms[at] = ids.get(t)!;
-        docTfs[at++] = n;
+    k.termsRead = i;
+    k.at = at;
+  }
+
+  /** A step of snapshotSteps: the terms of the docs in the next slots, as they were. */
+  private writeDocTerms(k: FieldTake, renumber: Int32Array, start: Int32Array, end: Int32Array, docTerms: Int32Array, docTfs: Float64Array): void {
+    const f = this.frozen;
+    let { slotsRead: slot, at } = k;
+    for (let work = 0; slot < k.capacity && work < STEP_WORK; slot++) {
+      const kept = k.docs.get(slot);
+      const doc = kept === undefined ? this.docAt(slot) : kept;
+      work++;
+      if (doc === null) continue;
+      const from = at;
+      if (at + (typeof doc === 'number' ? f!.end[slot]! - doc : doc.size) > k.entries) throw new Error('index snapshot does not add up');
+      if (typeof doc === 'number') {
+        for (let i = doc, e = f!.end[slot]!; i < e; i++) {
+          docTerms[at] = renumber[f!.terms[i]!]!;
+          docTfs[at++] = f!.tfs[i]!;
+        }
+      } else {
+        for (const [t, n] of doc) {
+          docTerms[at] = k.ids.get(t)!;
+          docTfs[at++] = n;
+        }
       }
+      start[slot] = from;
       end[slot] = at;
+      work += at - from;
     }
-    w.value(dictionary).value(this.totalLen).value(this.version);
-    w.array(counts).array(slots).array(tfs).array(start).array(end).array(docTerms).array(docTfs).array(this.docLen);
+    k.slotsRead = slot;
+    k.at = at;
   }
 
   /** A field as snapshot() wrote it. */

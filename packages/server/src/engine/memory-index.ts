@@ -2,11 +2,11 @@
 // hashed vectors), optional semantic vectors from a remote embedder, and structural
 // features (session neighbours, time, recency, importance, feedback), fused into
 // one explainable score.
-import { Bm25Field, type ContextScratch, type SlotList } from './bm25.js';
+import { Bm25Field, type ContextScratch, type FieldTake, type SlotList } from './bm25.js';
 import { builtinEmbedder, dot, type BuiltinEmbedder } from './embedder.js';
 import { parseTemporal } from './temporal.js';
 import { analyze } from './text.js';
-import { SnapshotReader, SnapshotWriter } from './snapshot.js';
+import { runNow, SnapshotReader, SnapshotWriter, type Steps } from './snapshot.js';
 import type { EngineDoc, Explanation, SearchHit, SearchOptions } from './types.js';
 
 /**
@@ -123,6 +123,30 @@ const FIRST_PERSON = /\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b/i;
 /** Text ending with a question mark, an image caption the server appended ignored. */
 const ENDS_ASKING = /[?？]\s*(?:\[image:[^\]]*\])?\s*$/;
 const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
+/** Entries (docs' ids, sessions' ids) read or written in a step of a snapshot: well under a millisecond. */
+const STEP = 1 << 13;
+
+/** A snapshot being taken in steps (MemoryIndex.snapshotSteps): what changes keep for it. */
+interface IndexTake {
+  writer: SnapshotWriter;
+  /** The docs' ids and slots in the order they were added, read a step at a time (by `idToSlot`'s iterator until done). */
+  ids: Float64Array;
+  slots: Int32Array;
+  idsRead: number;
+  entries: Iterator<[number, number]> | null;
+  /** Sessions interned when it began, in order. */
+  names: string[];
+  /** Ids of sessions [0, names.length) changed since it began, as they were then (undefined: none). */
+  sessions: Map<number, readonly number[] | undefined>;
+  /** Sessions [0, sessionsRead) are written. */
+  sessionsRead: number;
+  /** The writer's parts for the sessions' ids: where each session's begin (one more), the ids. */
+  offsets: number;
+  members: number;
+  text: FieldTake;
+  meta: FieldTake;
+}
+
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
 
@@ -158,6 +182,8 @@ export class MemoryIndex {
   private prevSlot = new Int32Array(0);
   private nextSlot = new Int32Array(0);
   private readonly sessions = new Map<string, number[]>(); // session -> ids ascending
+  /** Ids in `sessions`, all sessions together (what a snapshot's list of them holds). */
+  private sessionMembers = 0;
 
   private text = new Bm25Field();
   private meta = new Bm25Field();
@@ -192,6 +218,8 @@ export class MemoryIndex {
   private mutations = 0;
   /** What scratch.stamp's cached norms were computed under. */
   private normKey = { mutations: -1, window: NaN, weight: NaN, decay: NaN, backward: NaN };
+  /** A snapshot being taken in steps, for which changes keep what they change (snapshotSteps). */
+  private taking: IndexTake | null = null;
 
   constructor(opts: MemoryIndexOptions = {}) {
     this.weights = { ...DEFAULT_WEIGHTS, ...opts.weights };
@@ -259,6 +287,7 @@ export class MemoryIndex {
 
   /** Adds or replaces one doc. vector: the doc's embedding from a remote embedder, if any. */
   upsert(doc: EngineDoc, vector?: Float32Array): void {
+    if (this.taking) this.beforeChange(this.taking);
     this.mutations++;
     let slot = this.idToSlot.get(doc.id);
     if (slot === undefined) {
@@ -291,12 +320,14 @@ export class MemoryIndex {
     this.sessionOf[slot] = doc.sessionId;
     this.sessionNo[slot] = doc.sessionId === null || doc.sessionId === undefined ? -1 : this.internSession(doc.sessionId);
     if (doc.sessionId !== null && doc.sessionId !== undefined) {
+      if (this.taking) this.keepSession(doc.sessionId);
       let ids = this.sessions.get(doc.sessionId);
       if (!ids) this.sessions.set(doc.sessionId, (ids = []));
       // Ids usually arrive in increasing order, so appending is the common case.
       let i = ids.length;
       if (i === 0 || ids[i - 1]! < doc.id) ids.push(doc.id);
       else ids.splice((i = lowerBound(ids, doc.id)), 0, doc.id);
+      this.sessionMembers++;
       const p = i > 0 ? this.idToSlot.get(ids[i - 1]!)! : -1;
       const n = i + 1 < ids.length ? this.idToSlot.get(ids[i + 1]!)! : -1;
       this.prevSlot[slot] = p;
@@ -341,10 +372,14 @@ export class MemoryIndex {
   private detachSession(slot: number): void {
     const s = this.sessionOf[slot];
     if (s === null || s === undefined) return;
+    if (this.taking) this.keepSession(s);
     const ids = this.sessions.get(s);
     if (ids) {
       const i = lowerBound(ids, this.slotId[slot]!);
-      if (ids[i] === this.slotId[slot]) ids.splice(i, 1);
+      if (ids[i] === this.slotId[slot]) {
+        ids.splice(i, 1);
+        this.sessionMembers--;
+      }
       if (ids.length === 0) this.sessions.delete(s);
     }
     this.sessionOf[slot] = null;
@@ -360,6 +395,7 @@ export class MemoryIndex {
   remove(id: number): void {
     const slot = this.idToSlot.get(id);
     if (slot === undefined) return;
+    if (this.taking) this.beforeChange(this.taking);
     this.mutations++;
     this.detachSession(slot);
     this.text.remove(slot);
@@ -375,30 +411,103 @@ export class MemoryIndex {
    * how it is laid out, so that a restored index answers every search exactly as this one does.
    */
   snapshot(): Uint8Array {
+    return runNow(this.snapshotSteps(false));
+  }
+
+  /**
+   * snapshot() a step at a time (engine/snapshot.ts, runInSlices): the same bytes, of the index as
+   * it was at the first step, however it changes between steps. Until the last step, a change first
+   * keeps what it is about to change of what the snapshot has yet to read: the slot arrays (copied
+   * in once), the docs' order, a session's ids, a term's postings, a doc's terms. One at a time per
+   * index. `track` false: nothing changes between steps (snapshot()), so nothing is kept.
+   */
+  *snapshotSteps(track = true): Steps<Uint8Array> {
+    if (track && this.taking) throw new Error('a snapshot of this index is already being taken');
     const w = new SnapshotWriter();
-    const ids = new Float64Array(this.idToSlot.size);
-    const slots = new Int32Array(this.idToSlot.size);
-    let i = 0;
-    for (const [id, slot] of this.idToSlot) {
-      ids[i] = id;
-      slots[i++] = slot;
-    }
+    const [ids, slots] = [new Float64Array(this.idToSlot.size), new Int32Array(this.idToSlot.size)];
     const names = [...this.sessionNos.keys()];
     w.value(this.capacity).value(this.dims).value(this.extDims).value(names);
     w.value([this.maxCreatedAt, this.maxImportanceDev, this.maxAbsFeedback]);
     w.array(ids).array(slots).array(Int32Array.from(this.freeSlots));
-    w.array(this.slotId).array(this.live).array(this.createdAt).array(this.namesTime).array(this.firstPerson).array(this.endsAsking);
-    w.array(this.importance).array(this.feedback).array(this.sessionNo).array(this.prevSlot).array(this.nextSlot);
-    w.array(this.ngramVecs).array(this.extVecs).array(this.hasExt);
-    // Each interned session's ids, ascending (empty for a session with no doc left).
-    const offsets = new Int32Array(names.length + 1);
-    names.forEach((name, n) => (offsets[n + 1] = offsets[n]! + (this.sessions.get(name)?.length ?? 0)));
-    const members = new Float64Array(offsets[names.length]!);
-    names.forEach((name, n) => members.set(this.sessions.get(name) ?? [], offsets[n]!));
-    w.array(offsets).array(members);
-    this.text.snapshot(w);
-    this.meta.snapshot(w);
-    return w.finish();
+    w.live(this.slotId).live(this.live).live(this.createdAt).live(this.namesTime).live(this.firstPerson).live(this.endsAsking);
+    w.live(this.importance).live(this.feedback).live(this.sessionNo).live(this.prevSlot).live(this.nextSlot);
+    w.live(this.ngramVecs).live(this.extVecs).live(this.hasExt);
+    const take: IndexTake = {
+      writer: w, ids, slots, idsRead: 0, entries: this.idToSlot.entries(), names, sessions: new Map(), sessionsRead: 0,
+      // Each interned session's ids, ascending (empty for a session with no doc left).
+      offsets: w.reserve('i32', names.length + 1), members: w.reserve('f64', this.sessionMembers),
+      text: this.text.beginSnapshot(w, track), meta: this.meta.beginSnapshot(w, track),
+    };
+    if (track) this.taking = take;
+    try {
+      yield;
+      while (take.entries) {
+        this.readIds(take, STEP);
+        yield;
+      }
+      // The snapshot's bytes (their allocation may start a collection: a step of its own), its parts written in place.
+      w.layout();
+      yield;
+      const [offsets, members] = [w.view(take.offsets, 'i32'), w.view(take.members, 'f64')];
+      while (take.sessionsRead < names.length) {
+        this.writeSessions(take, offsets, members);
+        yield;
+      }
+      if (offsets[names.length] !== members.length) throw new Error('index snapshot does not add up');
+      yield* this.text.snapshotSteps(take.text, w);
+      yield* this.meta.snapshotSteps(take.meta, w);
+      return yield* w.finishSteps();
+    } finally {
+      if (this.taking === take) this.taking = null;
+      this.text.endSnapshot(take.text);
+      this.meta.endSnapshot(take.meta);
+    }
+  }
+
+  /** Before the index changes, with a snapshot being taken: what it has yet to read of what may change. */
+  private beforeChange(take: IndexTake): void {
+    take.writer.keep();
+    // (Reading a map that changes would be wrong: done now, at once.)
+    if (take.entries) this.readIds(take, Infinity);
+  }
+
+  /** A step of snapshotSteps: the next docs' ids and slots, in the order they were added. */
+  private readIds(take: IndexTake, most: number): void {
+    const { ids, slots, entries } = take;
+    let i = take.idsRead;
+    for (const end = Math.min(ids.length, i + most); i < end; i++) {
+      const [id, slot] = entries!.next().value!;
+      ids[i] = id;
+      slots[i] = slot;
+    }
+    take.idsRead = i;
+    if (i === ids.length) take.entries = null;
+  }
+
+  /** A step of snapshotSteps: the ids of the next sessions, as they were. */
+  private writeSessions(take: IndexTake, offsets: Int32Array, members: Float64Array): void {
+    let n = take.sessionsRead;
+    for (let work = 0; n < take.names.length && work < STEP; n++) {
+      const ids = this.sessionAt(take, n) ?? [];
+      if (offsets[n]! + ids.length > members.length) throw new Error('index snapshot does not add up');
+      members.set(ids, offsets[n]!);
+      offsets[n + 1] = offsets[n]! + ids.length;
+      work += 1 + ids.length;
+    }
+    take.sessionsRead = n;
+  }
+
+  /** The ids of the take's n-th session when it began. */
+  private sessionAt(take: IndexTake, n: number): readonly number[] | undefined {
+    return take.sessions.has(n) ? take.sessions.get(n) : this.sessions.get(take.names[n]!);
+  }
+
+  /** Before a session's ids change: a snapshot being taken keeps them as they are, if it has yet to read them. */
+  private keepSession(name: string): void {
+    const take = this.taking!;
+    const n = this.sessionNos.get(name);
+    if (n === undefined || n >= take.names.length || n < take.sessionsRead || take.sessions.has(n)) return;
+    take.sessions.set(n, this.sessions.get(name)?.slice());
   }
 
   /**
@@ -437,6 +546,7 @@ export class MemoryIndex {
     index.hasExt = r.array('u8');
     const offsets = r.array('i32');
     const members = r.array('f64');
+    index.sessionMembers = members.length;
     sessionNames.forEach((name, n) => {
       index.internSession(name);
       if (offsets[n + 1]! > offsets[n]!) index.sessions.set(name, Array.from(members.subarray(offsets[n]!, offsets[n + 1]!)));

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryIndex } from './memory-index.js';
+import { runInSlices } from './snapshot.js';
 import type { EngineDoc } from './types.js';
 
 const T0 = Date.UTC(2023, 4, 8);
@@ -121,5 +122,106 @@ describe('index snapshots', () => {
     otherFormat[4] = 99;
     expect(() => MemoryIndex.restore(otherFormat, { embedder: null })).toThrow(/another format/);
     expect(() => MemoryIndex.restore(bytes.subarray(0, bytes.length - 8), { embedder: null })).toThrow();
+  });
+});
+
+/**
+ * Changes to make one by one while a snapshot is being taken: removals (whole terms go with their
+ * last doc), replacements (slots and sessions change), new docs (the slot arrays grow, new
+ * sessions and terms appear), and removals of docs added since.
+ */
+function changes(docs: EngineDoc[], seed: number, removalFirst = true): Array<(index: MemoryIndex) => void> {
+  const rand = random(seed);
+  const added = turns(1500, seed + 1, 20_000).map((d, i) => ({ ...d, sessionId: i % 3 === 0 ? `later_${i >> 4}` : d.sessionId, text: `${d.text} word${i}` }));
+  // The first changes after the first step: a removal and a doc added to another session the index holds.
+  const removed = docs.find((d) => d.sessionId !== null)!;
+  const session = docs.find((d) => d.sessionId !== null && d.sessionId !== removed.sessionId)!.sessionId;
+  const first: Array<(index: MemoryIndex) => void> = [
+    (index) => index.remove(removed.id),
+    (index) => index.upsert({ ...added[0]!, id: 30_000, sessionId: session }),
+  ];
+  const out = removalFirst ? first : first.reverse();
+  for (let i = 1; i < 1500; i++) {
+    const r = rand();
+    const old = docs[Math.floor(rand() * docs.length)]!;
+    if (r < 0.25) out.push((index) => index.remove(old.id));
+    else if (r < 0.5) out.push((index) => index.upsert({ ...added[i]!, id: old.id }));
+    else if (r < 0.9) out.push((index) => index.upsert(added[i]!));
+    else out.push((index) => index.remove(added[Math.floor(rand() * (i + 1))]!.id));
+  }
+  return out;
+}
+
+describe('a snapshot taken in steps', () => {
+  /** A changed index (stale postings, reused slots), built or restored. */
+  const indexOf = (restored: boolean) => {
+    const docs = turns(6000, 5);
+    const index = new MemoryIndex({ embedder: null });
+    for (const d of docs) index.upsert(d);
+    change(index, docs, 11);
+    return { docs, index: restored ? MemoryIndex.restore(index.snapshot(), { embedder: null }) : index };
+  };
+
+  for (const restored of [false, true]) {
+    it(`is the snapshot of the index at its first step, whatever changes between steps (${restored ? 'restored' : 'built'} index)`, () => {
+      const { docs, index } = indexOf(restored);
+      const expected = index.snapshot();
+      const before = answers(index);
+      const steps = index.snapshotSteps();
+      const pending = changes(docs, 31, !restored);
+      let step = steps.next();
+      let between = 0;
+      for (let i = 0; !step.done; i++) {
+        // A few changes between two steps, none between others.
+        for (let j = 2 - (i % 3); j > 0 && pending.length > 0; j--) pending.shift()!(index);
+        between++;
+        step = steps.next();
+      }
+      expect(between).toBeGreaterThan(20);
+      expect(pending.length).toBeLessThan(1500);
+      expect(Buffer.from(step.value).equals(Buffer.from(expected))).toBe(true);
+      expect(answers(MemoryIndex.restore(step.value, { embedder: null }))).toEqual(before);
+
+      // The changed index snapshots (and restores) as itself, the changes that came after included.
+      for (const apply of pending) apply(index);
+      const now = index.snapshot();
+      expect(Buffer.from(MemoryIndex.restore(Uint8Array.from(now), { embedder: null }).snapshot()).equals(Buffer.from(now))).toBe(true);
+      expect(answers(MemoryIndex.restore(now, { embedder: null }))).toEqual(answers(index));
+    });
+  }
+
+  it('gives the event loop back between slices, and changes made meanwhile are not in it', async () => {
+    const { docs, index } = indexOf(false);
+    const expected = index.snapshot();
+    const pending = changes(docs, 37);
+    // Every turn of the event loop while it is being taken changes the index.
+    let turns = 0;
+    let done = false;
+    const tick = () => {
+      if (done) return;
+      turns++;
+      pending.shift()?.(index);
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    const bytes = await runInSlices(index.snapshotSteps(), 0);
+    done = true;
+    expect(turns).toBeGreaterThan(20);
+    expect(Buffer.from(bytes).equals(Buffer.from(expected))).toBe(true);
+  });
+
+  it('is one at a time per index; snapshot() meanwhile is of the index as it is', () => {
+    const { docs, index } = indexOf(false);
+    const steps = index.snapshotSteps();
+    steps.next();
+    expect(() => index.snapshotSteps().next()).toThrow(/already being taken/);
+    changes(docs, 41).slice(0, 50).forEach((apply) => apply(index));
+    const changed = index.snapshot();
+    expect(Buffer.from(MemoryIndex.restore(Uint8Array.from(changed), { embedder: null }).snapshot()).equals(Buffer.from(changed))).toBe(true);
+    while (!steps.next().done);
+    // Over, the next one may begin.
+    const next = index.snapshotSteps();
+    expect(() => next.next()).not.toThrow();
+    next.return(new Uint8Array(0));
   });
 });

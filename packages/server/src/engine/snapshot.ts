@@ -2,6 +2,7 @@
 // arrays back costs a copy, where building from texts costs tokenizing, stemming and a map entry
 // per posting. Layout: magic, format version, header length, a JSON header (plain values in the
 // order they were put, and each array's type and length), then the arrays, each 8-byte aligned.
+import { performance } from 'node:perf_hooks';
 
 const MAGIC = 0x58494d45; // "EMIX", little-endian
 /** Changes whenever what an index stores changes; a snapshot of another format is not read. */
@@ -20,37 +21,151 @@ function kindOf(a: NumberArray): ArrayKind {
 
 const align8 = (n: number) => (n + 7) & ~7;
 
+/**
+ * Work done a step at a time (a generator that yields between steps and returns what it made), so
+ * that a caller can run it at once (runNow) or give the event loop back between slices (runInSlices).
+ */
+export type Steps<T> = Generator<void, T, void>;
+
+/** Runs steps to the end at once. */
+export function runNow<T>(steps: Steps<T>): T {
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * How long a slice of runInSlices runs before it gives the event loop back. A query of a
+ * 100,000-memory end user searches for ~4-5 ms: a request that arrives during a slice waits at most
+ * about that much more (plus one step, well under a millisecond), and a 0.3 s snapshot is ~60 slices.
+ */
+export const SLICE_MS = 5;
+
+/**
+ * Runs steps a slice at a time: steps until `sliceMs` have passed, then the event loop's turn
+ * (setImmediate: timers, I/O and other requests run in between), and so on to the end.
+ */
+export async function runInSlices<T>(steps: Steps<T>, sliceMs = SLICE_MS): Promise<T> {
+  let until = performance.now() + sliceMs;
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    if (performance.now() >= until) {
+      await new Promise((resolve) => setImmediate(resolve));
+      until = performance.now() + sliceMs;
+    }
+  }
+}
+
+/** Bytes of the arrays copied into the snapshot in a step of finishing it (fresh memory: ~1 ms here). */
+const COPY_STEP = 1 << 18;
+
+type Views = { f64: Float64Array; f32: Float32Array; i32: Int32Array; u8: Uint8Array };
+
+interface Part {
+  kind: ArrayKind;
+  length: number;
+  /** The array to copy in when finishing; null once it is in (or for a part written in place). */
+  from: NumberArray | null;
+  /** The index's own array, which it goes on changing (see `live`). */
+  live: boolean;
+}
+
+/**
+ * Writes a snapshot: values and arrays in the order they are put. Once laid out (`layout`, or when
+ * finishing) the bytes exist, and a part put with `reserve` is written in place through its `view`:
+ * a large snapshot is made in its final buffer, not gathered and then copied.
+ */
 export class SnapshotWriter {
   private readonly values: unknown[] = [];
-  private readonly arrays: NumberArray[] = [];
+  private readonly parts: Part[] = [];
+  private out: Uint8Array<ArrayBuffer> | null = null;
+  private readonly offsets: number[] = [];
+  /** Set by `keep`: the index has changed, so an array of its own is no longer the snapshot's. */
+  private kept = false;
 
   value(v: unknown): this {
     this.values.push(v);
     return this;
   }
 
+  /** An array copied in when finishing: one made for the snapshot, or one nothing changes before then. */
   array(a: NumberArray): this {
-    this.arrays.push(a);
+    this.parts.push({ kind: kindOf(a), length: a.length, from: a, live: false });
     return this;
   }
 
-  finish(): Uint8Array {
-    const header = Buffer.from(JSON.stringify({ values: this.values, arrays: this.arrays.map((a) => [kindOf(a), a.length]) }), 'utf8');
-    const start = align8(12 + header.length);
-    let size = start;
-    for (const a of this.arrays) size = align8(size + a.byteLength);
-    const out = new Uint8Array(size);
+  /**
+   * An array the index goes on changing: copied in when finishing, unless `keep` (before the index
+   * first changes) has copied it in as it was.
+   */
+  live(a: NumberArray): this {
+    if (this.kept) throw new Error('a live array put after the index changed');
+    this.parts.push({ kind: kindOf(a), length: a.length, from: a, live: true });
+    return this;
+  }
+
+  /** An array of `length` written in place (through `view` once laid out); its number. */
+  reserve(kind: ArrayKind, length: number): number {
+    this.parts.push({ kind, length, from: null, live: false });
+    return this.parts.length - 1;
+  }
+
+  /** The bytes, zeroed, with the header written: every value and part has been put. */
+  layout(): void {
+    if (this.out) return;
+    const header = Buffer.from(JSON.stringify({ values: this.values, arrays: this.parts.map((p) => [p.kind, p.length]) }), 'utf8');
+    let at = align8(12 + header.length);
+    for (const p of this.parts) {
+      this.offsets.push(at);
+      at = align8(at + p.length * CONSTRUCTORS[p.kind].BYTES_PER_ELEMENT);
+    }
+    const out = new Uint8Array(at);
     const view = new DataView(out.buffer);
     view.setUint32(0, MAGIC, true);
     view.setUint32(4, SNAPSHOT_FORMAT, true);
     view.setUint32(8, header.length, true);
     out.set(header, 12);
-    let at = start;
-    for (const a of this.arrays) {
-      out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at);
-      at = align8(at + a.byteLength);
+    this.out = out;
+  }
+
+  /** Where a reserved part is written (laid out). */
+  view<K extends ArrayKind>(part: number, kind: K): Views[K] {
+    const p = this.parts[part]!;
+    if (!this.out || p.kind !== kind) throw new Error('not a reserved part of this kind, laid out');
+    return new CONSTRUCTORS[kind](this.out.buffer, this.offsets[part]!, p.length) as Views[K];
+  }
+
+  /** Before the index first changes: its own arrays not yet in the snapshot, as they are (laid out: copied in). */
+  keep(): void {
+    if (this.kept) return;
+    this.kept = true;
+    this.parts.forEach((p, i) => {
+      if (!p.live || !p.from) return;
+      if (this.out) this.copyIn(i, 0, p.from.byteLength);
+      else p.from = p.from.slice();
+    });
+  }
+
+  private copyIn(i: number, from: number, to: number): void {
+    const a = this.parts[i]!.from!;
+    this.out!.set(new Uint8Array(a.buffer, a.byteOffset + from, to - from), this.offsets[i]! + from);
+    if (to === a.byteLength) this.parts[i]!.from = null;
+  }
+
+  /** The snapshot's bytes, a step at a time: laid out, then the arrays to copy in, COPY_STEP bytes a step. */
+  *finishSteps(): Steps<Uint8Array> {
+    this.layout();
+    for (let i = 0; i < this.parts.length; i++) {
+      // (Read again after every step: `keep` may have copied it in meanwhile.)
+      for (let done = 0; this.parts[i]!.from; done += COPY_STEP) {
+        yield;
+        const a = this.parts[i]!.from;
+        if (a) this.copyIn(i, done, Math.min(done + COPY_STEP, a.byteLength));
+      }
     }
-    return out;
+    return this.out!;
   }
 }
 

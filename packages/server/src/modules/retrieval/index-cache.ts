@@ -1,4 +1,4 @@
-import { MemoryIndex, parseTemporal } from '../../engine/index.js';
+import { MemoryIndex, parseTemporal, SLICE_MS } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
   changesSince, largeOwnersChangedAfter, liveMemoryCount, liveProjectMemories, projectRevision, revisionOf, type IndexedMemory, type Owner,
@@ -6,7 +6,7 @@ import {
 import { invalid } from '../../core/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
-import { loadSnapshot, snapshotRevision, storeSnapshot, type DocMeta } from './snapshots.js';
+import { loadSnapshot, SnapshotTaking, snapshotRevision, storeSnapshot, type DocMeta } from './snapshots.js';
 
 export type { DocMeta };
 
@@ -26,6 +26,8 @@ interface Entry extends CachedIndex {
   unsnapshotted: number;
   snapshotted: boolean;
   storing?: boolean;
+  /** Set while its snapshot is being taken: a change of `meta` tells it first. */
+  taking?: SnapshotTaking;
 }
 
 const ownerKey = (owner: Owner) => `u\u0000${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
@@ -34,9 +36,9 @@ const YIELD_EVERY_ROWS = 2000;
 /** The background refresh looks again at end users changed this long before its last run (writes commit after their time). */
 const REFRESH_OVERLAP_MS = 60_000;
 /**
- * A built index is taken for storing this long after the refresh that built it: taking it is
- * synchronous (~0.5 s of the event loop at 100,000 memories, with its filter metadata), so the
- * queries that waited for the build are answered first instead of after it.
+ * A built index is taken for storing this long after the refresh that built it: taking it costs
+ * ~0.3 s of CPU at 100,000 memories (in slices, SnapshotTaking), which the queries that waited for
+ * the build, and those that follow them, need more.
  */
 const STORE_AFTER_MS = 1_000;
 
@@ -55,6 +57,9 @@ export class IndexCache {
   private readonly snapshots = { loaded: 0, stored: 0, failed: 0 };
   /** Large end users changed after this time are looked at by the next refreshLargeOwners. */
   private changedAfter = new Date(0).toISOString();
+
+  /** How long taking a snapshot runs before it gives the event loop back (engine/snapshot.ts); 0: after every step (tests). */
+  snapshotSliceMs = SLICE_MS;
 
   /** snapshotMinMemories: end users with at least this many memories get their index stored (snapshots.ts); 0: never. */
   constructor(
@@ -128,9 +133,9 @@ export class IndexCache {
 
   /**
    * Stores a large index once built, and again after changes of a tenth of it: STORE_AFTER_MS later
-   * unless a refresh is under way then (the next refresh decides again; taking it is synchronous, so
-   * it is the index of exactly entry.revision), in the background; a failure leaves the previous
-   * snapshot, which is only slower to catch up from.
+   * unless a refresh is under way then (the next refresh decides again), in the background; a
+   * failure leaves the previous snapshot, which is only slower to catch up from. It is taken in
+   * slices as it is when taking begins, the index of exactly entry.revision, while refreshes go on.
    */
   private maybeStore(key: string, owner: Owner, entry: Entry): void {
     const size = entry.index.size;
@@ -143,8 +148,14 @@ export class IndexCache {
         return;
       }
       const applied = entry.unsnapshotted;
-      const taken = { index: entry.index.snapshot(), meta: entry.meta, revision: entry.revision, memories: entry.index.size };
-      storeSnapshot(this.database, owner, this.embeddings.id, taken)
+      const { revision, index: { size: memories } } = entry;
+      const taking = new SnapshotTaking(entry.index, entry.meta, this.snapshotSliceMs);
+      entry.taking = taking;
+      taking.taken
+        .finally(() => {
+          entry.taking = undefined;
+        })
+        .then((taken) => storeSnapshot(this.database, owner, this.embeddings.id, { ...taken, revision, memories }))
         .then((outcome) => {
           // Forgotten since it was taken: the next refresh (which that forgetting causes) stores a new one.
           if (outcome === 'forgotten') return;
@@ -252,6 +263,7 @@ export class IndexCache {
         since = 0;
         await new Promise((resolve) => setImmediate(resolve));
       }
+      entry.taking?.metaChanging(row.id);
       if (row.deleted) {
         entry.index.remove(row.id);
         entry.meta.delete(row.id);

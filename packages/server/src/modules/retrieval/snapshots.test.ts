@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../app.js';
 import { loadConfig, type Config } from '../../config.js';
+import { MemoryIndex, SLICE_MS } from '../../engine/index.js';
 import { buildServices } from '../../services.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser, retrievalConfig } from '../../testing/retrieval.js';
-import { deflatedPieces, inflatedPieces, loadSnapshot, storeSnapshot } from './snapshots.js';
+import { deflatedPieces, inflatedPieces, loadSnapshot, SnapshotTaking, storeSnapshot, type DocMeta } from './snapshots.js';
 
 const METRICS_TOKEN = 'metrics-token-for-snapshot-tests';
 const MIN = 20;
@@ -168,8 +169,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
 
     // The index taken before the forgetting is refused: its text would outlive the memory.
     const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
-    const { MemoryIndex } = await import('../../engine/index.js');
-    const taken = { index: new MemoryIndex({ embedder: null }).snapshot(), meta: new Map(), revision: Number(snapshot.revision), memories: 0 };
+    const taken = { ...(await new SnapshotTaking(new MemoryIndex({ embedder: null }), new Map()).taken), revision: Number(snapshot.revision), memories: 0 };
     expect(await storeSnapshot(t.database, owner, 'builtin', taken)).toBe('forgotten');
     expect(await stored(endUser)).toBeUndefined();
 
@@ -226,6 +226,153 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     const third = await anotherProcess();
     await third.query(endUser, 'guitar lessons');
     expect(await third.snapshots()).toMatchObject({ loaded: 1 });
+  });
+
+  it('takes a snapshot in slices, of the index as it was when taking began, while the end user is written to and queried', async () => {
+    const cache = t.services.retrieval.cache;
+    // Every step a slice of its own (a step is well under a millisecond; the default lets steps run for SLICE_MS).
+    cache.snapshotSliceMs = 0;
+    const endUser = freshUser();
+    const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
+    const ids = await fill(endUser, MIN + 25);
+    // This end user's index, once built: its taking is watched, and held after its first step until released.
+    let target: MemoryIndex | undefined;
+    let atStart: Buffer | undefined;
+    let began: () => void;
+    const beginning = new Promise<void>((resolve) => (began = resolve));
+    let released = false;
+    // Turns of the event loop while it is taken, and its steps after it is released.
+    let turns = 0;
+    let steps = 0;
+    let heldTheLoop = false;
+    const snapshotSteps = MemoryIndex.prototype.snapshotSteps;
+    const spy = vi.spyOn(MemoryIndex.prototype, 'snapshotSteps').mockImplementation(function* (this: MemoryIndex, track = true) {
+      if (this !== target || !track) return yield* snapshotSteps.call(this, track);
+      // The synchronous snapshot at the moment taking begins (its first step).
+      atStart = Buffer.from(this.snapshot());
+      const inner = snapshotSteps.call(this, track);
+      inner.next();
+      began();
+      let taking = true;
+      const tick = () => {
+        turns++;
+        if (taking) setImmediate(tick);
+      };
+      setImmediate(tick);
+      // Every step in a turn of its own (slices of 0 ms): one that follows another in the same turn
+      // held the event loop (and would spin here for ever).
+      let turn = -1;
+      const ownTurn = () => {
+        if (turns === turn) heldTheLoop = released = true;
+        turn = turns;
+      };
+      try {
+        while (!released) {
+          ownTurn();
+          yield;
+        }
+        for (;;) {
+          ownTurn();
+          const step = inner.next();
+          if (step.done) return step.value;
+          steps++;
+          yield;
+        }
+      } finally {
+        taking = false;
+      }
+    });
+    try {
+      const before = await Promise.all(QUERIES.map((q) => query(endUser, q)));
+      target = cache.held(owner)!.index;
+      await beginning;
+      const startRevision = await revision(endUser);
+
+      // Meanwhile: a new memory, a changed one, more in the same sessions; each query sees them.
+      const added = await t.call('POST', '/memory/add', { endUser, body: { text: 'Booked a kintsugi workshop in Kyoto', session_id: 's1' } });
+      expect(added.status).toBe(201);
+      expect((await query(endUser, 'kintsugi workshop Kyoto'))[0]![0]).toBe(added.body.id);
+      const changed = ids[0]!;
+      expect((await t.call('PATCH', `/memory/${changed}`, { endUser, body: { tags: ['ceramics'], metadata: { mood: 'proud' } } })).status).toBe(200);
+      expect((await query(endUser, { query: 'pottery class', filters: { tags_any: ['ceramics'] } })).map(([id]) => id)).toEqual([changed]);
+      const more = Array.from({ length: 8 }, (_, i) => ({ text: `Later note ${i}: the ${TOPICS[i % TOPICS.length]} again`, session_id: `s${i}` }));
+      expect((await t.call('POST', '/memory/bulk-add', { endUser, body: more })).status).toBe(200);
+      const current = await Promise.all(QUERIES.map((q) => query(endUser, q)));
+      expect(current).not.toEqual(before);
+
+      // Let it go on.
+      const failed = cache.stats().snapshots.failed;
+      released = true;
+      const stored = await eventually(async () => {
+        expect(cache.stats().snapshots.failed, 'taking or storing the snapshot failed').toBe(failed);
+        return t.database.db.selectFrom('index_snapshots').select(['revision', 'index_data'])
+          .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirst();
+      });
+      expect(heldTheLoop, 'a step ran in the turn of the event loop of the step before').toBe(false);
+      expect(steps).toBeGreaterThan(5);
+      expect(turns).toBeGreaterThan(steps);
+
+      // Stored: the index as it was when taking began, byte for byte, and its metadata then.
+      expect(Number(stored.revision)).toBe(startRevision);
+      expect((await inflatedPieces(stored.index_data)).equals(atStart!)).toBe(true);
+      const loaded = (await loadSnapshot(t.database, owner, 'builtin'))!;
+      expect(loaded.meta.size).toBe(MIN + 25);
+      expect(loaded.meta.has(added.body.id)).toBe(false);
+      expect(loaded.meta.get(changed)).toMatchObject({ tags: ['hobby', 'music'], metadata: { mood: 'excited', day: 0 } });
+
+      // A process that loads it catches up to the same answers.
+      const other = await anotherProcess();
+      expectSameHits(await Promise.all(QUERIES.map((q) => other.query(endUser, q))), await Promise.all(QUERIES.map((q) => query(endUser, q))));
+      expect(await other.snapshots()).toMatchObject({ loaded: 1 });
+    } finally {
+      spy.mockRestore();
+      cache.snapshotSliceMs = SLICE_MS;
+    }
+  });
+});
+
+describe('taking an index and its filter metadata in slices', () => {
+  const docMeta = (i: number) => ({
+    tags: i % 3 === 0 ? ['hobby'] : [], source: i % 5 === 0 ? 'chat' : null, createdAt: 1_700_000_000_000 + i,
+    metadata: i % 4 === 0 ? { day: i } : {}, isSummary: false, sessionId: `s${i >> 3}`,
+  });
+  const doc = (i: number) => ({
+    id: i, text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`, sessionId: `s${i >> 3}`,
+    createdAt: 1_700_000_000_000 + i, importance: 0.5, feedback: 0, tags: docMeta(i).tags,
+  });
+
+  it('takes both as they were when it began, however they change meanwhile', async () => {
+    const index = new MemoryIndex({ embedder: null });
+    const meta = new Map<number, DocMeta>();
+    for (let i = 1; i <= 3000; i++) {
+      index.upsert(doc(i));
+      meta.set(i, docMeta(i));
+    }
+    // The same, left alone.
+    const copy = new SnapshotTaking(MemoryIndex.restore(index.snapshot(), { embedder: null }), new Map(meta), 0);
+    const taking = new SnapshotTaking(index, meta, 0);
+    // Every turn of the event loop meanwhile: a doc removed, one changed, one added (metaChanging first, as the index cache does).
+    let turns = 0;
+    let done = false;
+    const change = () => {
+      if (done) return;
+      const i = ++turns;
+      for (const [id, apply] of [
+        [i * 7, () => (index.remove(i * 7), meta.delete(i * 7))],
+        [i * 11, () => (index.upsert({ ...doc(i * 11), tags: ['changed'] }), meta.set(i * 11, { ...docMeta(i * 11), tags: ['changed'] }))],
+        [5000 + i, () => (index.upsert(doc(5000 + i)), meta.set(5000 + i, docMeta(5000 + i)))],
+      ] as const) {
+        taking.metaChanging(id);
+        apply();
+      }
+      setImmediate(change);
+    };
+    setImmediate(change);
+    const [taken, expected] = await Promise.all([taking.taken, copy.taken]);
+    done = true;
+    expect(turns).toBeGreaterThan(10);
+    expect(Buffer.from(taken.index).equals(Buffer.from(expected.index))).toBe(true);
+    expect(Buffer.from(taken.meta).equals(Buffer.from(expected.meta))).toBe(true);
   });
 });
 

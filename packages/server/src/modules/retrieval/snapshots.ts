@@ -1,7 +1,7 @@
 import { promisify } from 'node:util';
 import { deflate, inflate } from 'node:zlib';
 import { sql } from 'kysely';
-import { MemoryIndex, SNAPSHOT_FORMAT, SnapshotReader, SnapshotWriter } from '../../engine/index.js';
+import { MemoryIndex, runInSlices, SLICE_MS, SNAPSHOT_FORMAT, SnapshotReader, SnapshotWriter, type Steps } from '../../engine/index.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.js';
 
@@ -29,11 +29,14 @@ const ZLIB_CHUNK = 4 << 20;
 const deflated = (bytes: Uint8Array) => promisify(deflate)(bytes, { level: 1, chunkSize: ZLIB_CHUNK });
 const inflated = (bytes: Uint8Array) => promisify(inflate)(bytes, { chunkSize: ZLIB_CHUNK });
 
-/** Bytes deflated in pieces of `piece` bytes: a count, each piece's length (u32 LE), the pieces (exported for its test). */
+/**
+ * Bytes deflated in pieces of `piece` bytes: a count, each piece's length (u32 LE), the pieces
+ * (exported for its test). One piece at a time: storing is background work, and pieces deflated side
+ * by side would take both cores from the event loop (its own work ran 1.5-3 times slower meanwhile).
+ */
 export async function deflatedPieces(bytes: Uint8Array, piece = ZLIB_CHUNK): Promise<Buffer> {
-  const pieces: Uint8Array[] = [];
-  for (let at = 0; at < bytes.length; at += piece) pieces.push(bytes.subarray(at, at + piece));
-  const parts = await Promise.all(pieces.map(deflated));
+  const parts: Buffer[] = [];
+  for (let at = 0; at < bytes.length; at += piece) parts.push(await deflated(bytes.subarray(at, at + piece)));
   const header = Buffer.alloc(4 * (parts.length + 1));
   header.writeUInt32LE(parts.length, 0);
   parts.forEach((part, i) => header.writeUInt32LE(part.length, 4 * (i + 1)));
@@ -73,34 +76,99 @@ export interface Snapshot {
   revision: number;
 }
 
+/** Docs of filter metadata encoded between two steps (a few hundred microseconds). */
+const META_STEP = 256;
+
 /**
  * Filter metadata, column by column (engine/snapshot.ts's layout): numbers in typed arrays, and
  * strings, tag lists and metadata objects as indexes into tables of their distinct values, so a
  * load parses each distinct value once (most docs share a source, a session, no tags, `{}`).
+ * `ids` in the map's order; `metaOf` each one's metadata (as the map held it when the ids were read).
  */
-function encodeMeta(meta: Map<number, DocMeta>): Uint8Array {
-  const n = meta.size;
-  const ids = new Float64Array(n);
+function* encodeMetaSteps(ids: Float64Array, metaOf: (id: number) => DocMeta): Steps<Uint8Array> {
+  const n = ids.length;
   const createdAt = new Float64Array(n);
   const eventFrom = new Float64Array(n).fill(NaN);
   const eventTo = new Float64Array(n).fill(NaN);
   const isSummary = new Uint8Array(n);
   const [strings, tags, metadata] = [new Interned(), new Interned(), new Interned()];
   const [source, session, tagList, metadataOf] = [new Int32Array(n), new Int32Array(n), new Int32Array(n), new Int32Array(n)];
-  let i = 0;
-  for (const [id, m] of meta) {
-    ids[i] = id;
+  for (let i = 0; i < n; i++) {
+    if (i > 0 && i % META_STEP === 0) yield;
+    const m = metaOf(ids[i]!);
     createdAt[i] = m.createdAt;
     if (m.event) [eventFrom[i], eventTo[i]] = [m.event.from, m.event.to];
     isSummary[i] = m.isSummary ? 1 : 0;
     source[i] = m.source === null ? -1 : strings.of(m.source);
     session[i] = m.sessionId === null ? -1 : strings.of(m.sessionId);
     tagList[i] = tags.of(JSON.stringify(m.tags));
-    metadataOf[i++] = metadata.of(JSON.stringify(m.metadata));
+    metadataOf[i] = metadata.of(JSON.stringify(m.metadata));
   }
-  return new SnapshotWriter().value(strings.values).value(tags.values).value(metadata.values)
+  return yield* new SnapshotWriter().value(strings.values).value(tags.values).value(metadata.values)
     .array(ids).array(createdAt).array(eventFrom).array(eventTo).array(isSummary)
-    .array(source).array(session).array(tagList).array(metadataOf).finish();
+    .array(source).array(session).array(tagList).array(metadataOf).finishSteps();
+}
+
+/** A taken index and its filter metadata, encoded (storeSnapshot deflates and stores them). */
+export interface Taken {
+  index: Uint8Array;
+  meta: Uint8Array;
+}
+
+/**
+ * Takes an index and its filter metadata as they are now, for storing, a slice at a time
+ * (runInSlices: the event loop runs between slices, and the owner's queries and refreshes with
+ * it): the bytes a synchronous snapshot now would be, however both change meanwhile. The index
+ * keeps what its changes change for the snapshot (MemoryIndex.snapshotSteps); whoever changes
+ * `meta` before `taken` settles calls `metaChanging` first.
+ */
+export class SnapshotTaking {
+  readonly taken: Promise<Taken>;
+  /** The docs' ids in the map's order, read a step at a time (by its iterator until done). */
+  private ids = new Float64Array(0);
+  private idsRead = 0;
+  private keys: Iterator<number> | null = null;
+  /** Metadata of docs changed since the taking began, as it was then (undefined: none). */
+  private readonly kept = new Map<number, DocMeta | undefined>();
+
+  constructor(index: MemoryIndex, private readonly meta: Map<number, DocMeta>, sliceMs = SLICE_MS) {
+    this.taken = runInSlices(this.steps(index), sliceMs);
+  }
+
+  /** Before `meta` of this doc changes (set or deleted). */
+  metaChanging(id: number): void {
+    // (Reading a map that changes would be wrong: done now, at once.)
+    if (this.keys) this.readIds(Infinity);
+    if (!this.kept.has(id)) this.kept.set(id, this.meta.get(id));
+  }
+
+  private readIds(most: number): void {
+    let i = this.idsRead;
+    for (const end = Math.min(this.ids.length, i + most); i < end; i++) this.ids[i] = this.keys!.next().value!;
+    this.idsRead = i;
+    if (i === this.ids.length) this.keys = null;
+  }
+
+  private *steps(index: MemoryIndex): Steps<Taken> {
+    // Both as they are now (the first step runs in the constructor): the index's first step takes
+    // what it needs of it, and the docs' ids are read from here on.
+    const indexSteps = index.snapshotSteps();
+    try {
+      indexSteps.next();
+      this.ids = new Float64Array(this.meta.size);
+      this.keys = this.meta.keys();
+      yield;
+      const indexBytes = yield* indexSteps;
+      while (this.keys) {
+        this.readIds(META_STEP * 32);
+        yield;
+      }
+      const metaOf = (id: number) => (this.kept.has(id) ? this.kept.get(id)! : this.meta.get(id)!);
+      return { index: indexBytes, meta: yield* encodeMetaSteps(this.ids, metaOf) };
+    } finally {
+      indexSteps.return(new Uint8Array(0));
+    }
+  }
 }
 
 function decodeMeta(bytes: Uint8Array): Map<number, DocMeta> {
@@ -200,9 +268,10 @@ export async function snapshotRevision(db: Executor, owner: Owner, embedder: str
  * text would survive in the snapshot: 'forgotten') or a snapshot as new is already stored ('current').
  */
 export async function storeSnapshot(
-  database: Database, owner: Owner, embedder: string, taken: { index: Uint8Array; meta: Map<number, DocMeta>; revision: number; memories: number },
+  database: Database, owner: Owner, embedder: string, taken: Taken & { revision: number; memories: number },
 ): Promise<'stored' | 'current' | 'forgotten'> {
-  const [index, docMeta] = await Promise.all([deflatedPieces(taken.index), deflated(encodeMeta(taken.meta))]);
+  const index = await deflatedPieces(taken.index);
+  const docMeta = await deflated(taken.meta);
   return database.db.transaction().execute(async (trx) => {
     if (await forgottenSince(database, trx, owner, taken.revision)) return 'forgotten';
     const result = await trx.insertInto('index_snapshots')
