@@ -34,6 +34,6 @@ export function checkHeld(heldAt: number | undefined, clock: number | undefined)
 /** For a request using a held key (`heldAt` set): a statement of its own that checks the clock. */
 export async function verifyHeld(db: Executor, heldAt: number | undefined): Promise<void> {
   if (heldAt === undefined) return;
-  const row = await db.selectFrom('credentials_clock').select('generation').executeTakeFirst();
-  checkHeld(heldAt, row?.generation === undefined ? undefined : Number(row.generation));
+  const { generation } = await db.selectNoFrom(clockNow.as('generation')).executeTakeFirstOrThrow();
+  checkHeld(heldAt, generation === null ? undefined : Number(generation));
 }

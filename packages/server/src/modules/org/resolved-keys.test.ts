@@ -196,6 +196,16 @@ forEachDialect('resolved API keys across processes', (dialect) => {
         expect(query.body.memories).toBeUndefined();
       });
 
+      it('refuses at once a query with a key revoked elsewhere when the index held is behind, and answers nothing', async () => {
+        const key = await heldKey();
+        // Written through the other instance: the slow process's index of this end user is behind, so its query reads rows anew.
+        expect((await t.call('POST', '/memory/add', { endUser: 'slow', body: { text: `fact number ${++n} about resolved keys` } })).status).toBe(201);
+        await revoke(key);
+        const query = await queryOnSlow(key.key);
+        expect(query.status).toBe(401);
+        expect(query.body.memories).toBeUndefined();
+      });
+
       it('serves a held key whose clock moved for another reason: looked up again and run once', async () => {
         const moveTheClock = async () =>
           expect((await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Moves the clock' } })).status).toBe(201);
