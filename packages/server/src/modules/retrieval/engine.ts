@@ -36,7 +36,9 @@ export interface RetrievalEngine {
 export function createRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine {
   const shareable = database.config.dialect === 'postgres' || (database.config.path !== ':memory:' && database.config.path !== '');
   if (!config.searchThread || !shareable) return createInProcessRetrieval(database, config);
-  const thread = new RetrievalThread({ database: database.config, retrieval: config });
+  // Its PostgreSQL pool: half the process's again (retrieval reads one statement a call), two at least.
+  const threadDatabase = database.config.dialect === 'postgres' ? { ...database.config, poolSize: Math.max(2, Math.ceil(database.config.poolSize / 2)) } : database.config;
+  const thread = new RetrievalThread({ database: threadDatabase, retrieval: config });
   return { embeddings: new EmbeddingStore(createEmbedder(config.embedder)), cache: thread.cache, retrieval: thread.retrieval, close: () => thread.close() };
 }
 
