@@ -24,6 +24,8 @@ export interface RetrievalEngine {
   embeddings: EmbeddingStore;
   cache: IndexCacheService;
   retrieval: RetrievalService;
+  /** Starts the search thread, if there is one, ahead of the first call (`engram serve` does, as it starts). */
+  start(): void;
   /** Ends the search thread, if there is one. */
   close(): Promise<void>;
 }
@@ -39,14 +41,14 @@ export function createRetrieval(database: Database, config: Config['retrieval'])
   // Its PostgreSQL pool: half the process's again (retrieval reads one statement a call), two at least.
   const threadDatabase = database.config.dialect === 'postgres' ? { ...database.config, poolSize: Math.max(2, Math.ceil(database.config.poolSize / 2)) } : database.config;
   const thread = new RetrievalThread({ database: threadDatabase, retrieval: config });
-  return { embeddings: new EmbeddingStore(createEmbedder(config.embedder)), cache: thread.cache, retrieval: thread.retrieval, close: () => thread.close() };
+  return { embeddings: new EmbeddingStore(createEmbedder(config.embedder)), cache: thread.cache, retrieval: thread.retrieval, start: () => thread.start(), close: () => thread.close() };
 }
 
 /** The engine on this thread: the index cache and the searches it serves (also the search thread's own, thread-worker.ts). */
 export function createInProcessRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine & { cache: IndexCache; retrieval: Retrieval } {
   const embeddings = new EmbeddingStore(createEmbedder(config.embedder));
   const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories, config.indexSnapshotMinMemories);
-  return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings), close: async () => {} };
+  return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings), start: () => {}, close: async () => {} };
 }
 
 /** The `embeddings.refresh` job: recomputes stored vectors for an end user or a whole project, reporting progress. */

@@ -67,8 +67,8 @@ function rethrown(error: ThreadError): Error {
 const WORKER_URL = new URL(`./thread-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
 /**
- * The search thread, started at the first call: a process that never retrieves never starts it.
- * Should it die, the calls under way fail and the next call starts another (its indexes are then
+ * The search thread, started by `start` (`engram serve`, as it starts) or at the first call (a
+ * process that never retrieves never starts it). Should it die, the calls under way fail and the next call starts another (its indexes are then
  * built or loaded again, as in a new process).
  */
 export class RetrievalThread {
@@ -96,9 +96,14 @@ export class RetrievalThread {
 
   constructor(private readonly data: ThreadData) {}
 
+  /** Starts the thread now (it loads its modules and opens its connection meanwhile), so that the first call does not wait for it. */
+  start(): void {
+    if (!this.worker && !this.closed) this.spawn();
+  }
+
   private call(method: ThreadMethod, args: unknown[]): Promise<unknown> {
     if (this.closed) return Promise.reject(new Error('the search thread is closed'));
-    const worker = this.worker ?? this.start();
+    const worker = this.worker ?? this.spawn();
     const id = ++this.nextId;
     // Held while a call is under way (the caller waits for it), not while idle.
     if (this.pending.size === 0) worker.ref();
@@ -108,7 +113,7 @@ export class RetrievalThread {
     });
   }
 
-  private start(): Worker {
+  private spawn(): Worker {
     const worker = WORKER_URL.pathname.endsWith('.ts')
       // Under tsx (tests, `npm run dev`) the worker registers the same loader before it reads TypeScript.
       ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}); })`, { eval: true, workerData: this.data satisfies ThreadData })
