@@ -110,6 +110,8 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(errorHandling);
   await app.register(openapi, { version: VERSION });
   await app.register(metrics, { database, indexCache: () => services.retrieval.cache.stats(), token: config.metricsToken });
+  // The search thread (modules/retrieval/thread.ts) ends with the app, after the requests under way.
+  app.addHook('onClose', () => services.retrieval.close());
   await app.register(rateLimits, { rateLimit: config.rateLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
   // Every route's auth declaration, for the catalogue and the key test.
   const access: RouteAccess[] = [];

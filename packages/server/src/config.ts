@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { LlmSettings } from './engine/llm/index.js';
 
@@ -44,6 +45,8 @@ export interface Config {
     indexSnapshotMinMemories: number;
     /** How often background upkeep brings large end users' stored indexes up to date (the `retrieval.snapshots` chore). */
     indexSnapshotIntervalMs: number;
+    /** Indexes and searches on a thread of their own (modules/retrieval/thread.ts); default on with more than one core. */
+    searchThread: boolean;
   };
   tenant: { defaultMonthlyTurns: number };
   /** POST /memory/upload: the largest file (413 above) and the size from which a job ingests it (202). */
@@ -185,6 +188,7 @@ export function loadConfig(env: Env = process.env): Config {
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
       indexSnapshotMinMemories: integer(env, 'ENGRAM_INDEX_SNAPSHOT_MIN_MEMORIES', 10_000, 0, 100_000_000),
       indexSnapshotIntervalMs: integer(env, 'ENGRAM_INDEX_SNAPSHOT_INTERVAL', 30, 1, 86_400) * 1000,
+      searchThread: boolean(env, 'ENGRAM_SEARCH_THREAD', availableParallelism() > 1),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
     outbound: { allow: (env.ENGRAM_OUTBOUND_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean) },

@@ -125,6 +125,8 @@ async function serve(config: Config): Promise<void> {
 /** One HTTP server process: a standalone server, or one of several cluster children sharing the port. */
 async function serveHttp(config: Config, database: Database, secretKey: Uint8Array, jobs: 'in-process' | null): Promise<void> {
   const services = buildServices({ config, database, secretKey });
+  // The search thread loads beside the rest of the start, so that the first query does not wait for it.
+  services.retrieval.start();
   const app = await buildApp({ services, logStream: process.stderr });
   const background: Background | null = jobs ? startBackground(services, app.log) : null;
   onSignals(app.log, async () => {

@@ -24,7 +24,7 @@ interface Series {
 
 export interface MetricsSources {
   database: Database;
-  indexCache: () => { entries: number; bytes: number; hits: number; misses: number; snapshots: { loaded: number; stored: number; failed: number } };
+  indexCache: () => Promise<{ entries: number; bytes: number; hits: number; misses: number; snapshots: { loaded: number; stored: number; failed: number } }>;
 }
 
 const escape = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
@@ -72,7 +72,7 @@ export const metrics = fp(async (app: FastifyInstance, opts: MetricsSources & { 
     }
     const [jobs, outbox] = await Promise.all([jobCounts(opts.database.db), outboxBacklog(opts.database.db)]);
     const pool = opts.database.pool();
-    const cache = opts.indexCache();
+    const cache = await opts.indexCache();
     const all = [...requests.values()];
     const text = [
       family('engram_http_requests_total', 'counter', 'Requests answered, by method, route pattern and status.',

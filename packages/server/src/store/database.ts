@@ -14,6 +14,8 @@ export type Executor = Kysely<DB> | Transaction<DB>;
 
 export interface Database {
   readonly dialect: Dialect;
+  /** What it was opened with (another connection to the same database opens it the same way: modules/retrieval/thread.ts). */
+  readonly config: Config['database'];
   readonly db: Kysely<DB>;
   /** Booleans: SQLite cannot bind them, so they travel as 0/1 there. */
   bool(value: boolean): boolean | number;
@@ -183,7 +185,11 @@ function postgresTypes(): pg.CustomTypesConfig {
   };
 }
 
-export function openDatabase(config: Config['database']): Database {
+/**
+ * `checkpoints: false` for a further connection to a SQLite file whose serving connection runs the
+ * checkpointer thread (modules/retrieval/thread-worker.ts): one checkpointer a file is enough.
+ */
+export function openDatabase(config: Config['database'], { checkpoints = true }: { checkpoints?: boolean } = {}): Database {
   if (config.dialect === 'postgres') {
     // Pipeline mode: a statement sent while another is unanswered goes out at once (BEGIN below).
     const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes(), pipeline: config.preparedStatements } as pg.PoolConfig);
@@ -193,6 +199,7 @@ export function openDatabase(config: Config['database']): Database {
     const listening = listener(config.url, (channel, payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
     return {
       dialect: 'postgres',
+      config,
       db,
       bool: (value) => value,
       ping: async () => {
@@ -219,11 +226,12 @@ export function openDatabase(config: Config['database']): Database {
   sqlite.pragma('temp_store = MEMORY');
   sqlite.pragma('foreign_keys = ON');
   // Should the checkpointer's thread fail, the serving connection checkpoints as SQLite does by default.
-  const checkpointer = startCheckpointer(config.path, () => void (sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000')));
+  const checkpointer = checkpoints ? startCheckpointer(config.path, () => void (sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000'))) : null;
   if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${CHECKPOINT_BOUND_PAGES}`);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
     dialect: 'sqlite',
+    config,
     db,
     bool: (value) => (value ? 1 : 0),
     ping: async () => {

@@ -6,6 +6,7 @@ import { changesSince, liveMemoryCount, liveProjectMemories, type IndexedMemory 
 import { EmbeddingStore } from './embeddings.js';
 import { IndexCache } from './index-cache.js';
 import { Retrieval } from './service.js';
+import { RetrievalThread, type IndexCacheService, type RetrievalService } from './thread.js';
 import { eraseIndexSnapshots } from './snapshots.js';
 
 export const REFRESH_JOB = 'embeddings.refresh';
@@ -19,16 +20,35 @@ export function createEmbedder(config: Config['retrieval']['embedder']): Embedde
 }
 
 export interface RetrievalEngine {
+  /** The stored vectors (the `embeddings.refresh` job writes them here, on this thread). */
   embeddings: EmbeddingStore;
-  cache: IndexCache;
-  retrieval: Retrieval;
+  cache: IndexCacheService;
+  retrieval: RetrievalService;
+  /** Starts the search thread, if there is one, ahead of the first call (`engram serve` does, as it starts). */
+  start(): void;
+  /** Ends the search thread, if there is one. */
+  close(): Promise<void>;
 }
 
-/** The retrieval engine behind the shared per-end-user index cache; /v1 recall uses the same instance. */
+/**
+ * The retrieval engine behind the shared per-end-user index cache; /v1 recall uses the same
+ * instance. On a thread of its own (thread.ts) when the configuration asks for it and another
+ * connection can open the database (not an in-memory SQLite database); otherwise in process.
+ */
 export function createRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine {
+  const shareable = database.config.dialect === 'postgres' || (database.config.path !== ':memory:' && database.config.path !== '');
+  if (!config.searchThread || !shareable) return createInProcessRetrieval(database, config);
+  // Its PostgreSQL pool: half the process's again (retrieval reads one statement a call), two at least.
+  const threadDatabase = database.config.dialect === 'postgres' ? { ...database.config, poolSize: Math.max(2, Math.ceil(database.config.poolSize / 2)) } : database.config;
+  const thread = new RetrievalThread({ database: threadDatabase, retrieval: config });
+  return { embeddings: new EmbeddingStore(createEmbedder(config.embedder)), cache: thread.cache, retrieval: thread.retrieval, start: () => thread.start(), close: () => thread.close() };
+}
+
+/** The engine on this thread: the index cache and the searches it serves (also the search thread's own, thread-worker.ts). */
+export function createInProcessRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine & { cache: IndexCache; retrieval: Retrieval } {
   const embeddings = new EmbeddingStore(createEmbedder(config.embedder));
   const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories, config.indexSnapshotMinMemories);
-  return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings) };
+  return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings), start: () => {}, close: async () => {} };
 }
 
 /** The `embeddings.refresh` job: recomputes stored vectors for an end user or a whole project, reporting progress. */

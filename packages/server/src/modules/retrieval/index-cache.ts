@@ -30,6 +30,15 @@ interface Entry extends CachedIndex {
   taking?: SnapshotTaking;
 }
 
+/** What /metrics reports of the index cache. */
+export interface IndexCacheStats {
+  entries: number;
+  bytes: number;
+  hits: number;
+  misses: number;
+  snapshots: { loaded: number; stored: number; failed: number };
+}
+
 const ownerKey = (owner: Owner) => `u\u0000${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
 
 const YIELD_EVERY_ROWS = 2000;
@@ -296,7 +305,7 @@ export class IndexCache {
     }
   }
 
-  stats(): { entries: number; bytes: number; hits: number; misses: number; snapshots: { loaded: number; stored: number; failed: number } } {
+  async stats(): Promise<IndexCacheStats> {
     return { entries: this.entries.size, bytes: this.totalBytes, hits: this.hits, misses: this.misses, snapshots: { ...this.snapshots } };
   }
 }

@@ -7,13 +7,14 @@ import { MemoryIndex, SLICE_MS } from '../../engine/index.js';
 import { buildServices } from '../../services.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser, retrievalConfig } from '../../testing/retrieval.js';
+import type { IndexCache } from './index-cache.js';
 import { deflatedPieces, inflatedPieces, loadSnapshot, SnapshotTaking, storeSnapshot, type DocMeta } from './snapshots.js';
 
 const METRICS_TOKEN = 'metrics-token-for-snapshot-tests';
 const MIN = 20;
-// The background refresh runs when a test says so.
+// The background refresh runs when a test says so; the engine runs in process, where a test can watch its index being taken.
 const config = (): Partial<Config> => ({
-  ...retrievalConfig({ ...loadConfig({}).retrieval, indexSnapshotMinMemories: MIN, indexSnapshotIntervalMs: 3_600_000 }), metricsToken: METRICS_TOKEN,
+  ...retrievalConfig({ ...loadConfig({}).retrieval, indexSnapshotMinMemories: MIN, indexSnapshotIntervalMs: 3_600_000, searchThread: false }), metricsToken: METRICS_TOKEN,
 });
 
 const TOPICS = ['pottery class', 'adoption agency', 'guitar lessons', 'marathon training', 'trip to Tokyo', 'sourdough baking'];
@@ -229,7 +230,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
   });
 
   it('takes a snapshot in slices, of the index as it was when taking began, while the end user is written to and queried', async () => {
-    const cache = t.services.retrieval.cache;
+    const cache = t.services.retrieval.cache as IndexCache;
     // Every step a slice of its own (a step is well under a millisecond; the default lets steps run for SLICE_MS).
     cache.snapshotSliceMs = 0;
     const endUser = freshUser();
@@ -301,10 +302,10 @@ forEachDialect('stored indexes of large end users', (dialect) => {
       expect(current).not.toEqual(before);
 
       // Let it go on.
-      const failed = cache.stats().snapshots.failed;
+      const failed = (await cache.stats()).snapshots.failed;
       released = true;
       const stored = await eventually(async () => {
-        expect(cache.stats().snapshots.failed, 'taking or storing the snapshot failed').toBe(failed);
+        expect((await cache.stats()).snapshots.failed, 'taking or storing the snapshot failed').toBe(failed);
         return t.database.db.selectFrom('index_snapshots').select(['revision', 'index_data'])
           .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirst();
       });

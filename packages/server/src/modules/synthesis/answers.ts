@@ -1,6 +1,6 @@
 import { analyze, extractiveAnswer, splitSentences, type ChatMessage, type LlmProvider, type TokenUsage } from '../../engine/index.js';
 import type { Owner } from '../memories/index.js';
-import type { Retrieval, ScoredMemory } from '../retrieval/index.js';
+import type { RetrievalService, ScoredMemory } from '../retrieval/index.js';
 import { SYNTHESIS_LIMITS, type SynthesizeInput, type SynthesizeResultView } from './schemas.js';
 import { llmUnavailable } from './summaries.js';
 
@@ -97,7 +97,7 @@ async function throughLlm(llm: LlmProvider, question: string, memories: ScoredMe
 }
 
 /** Retrieves the memories a question needs, then answers from them with citations. */
-export async function synthesize(retrieval: Retrieval, llm: LlmProvider | null, owner: Owner, input: SynthesizeInput): Promise<SynthesizeResultView> {
+export async function synthesize(retrieval: RetrievalService, llm: LlmProvider | null, owner: Owner, input: SynthesizeInput): Promise<SynthesizeResultView> {
   const memories = await retrieval.query(owner, {
     query: input.question,
     k: input.k ?? SYNTHESIS_LIMITS.defaultSynthesizeK,

@@ -5,7 +5,7 @@ import { ownerOf, writeContextOf } from '../../http/auth.js';
 import { declaredErrors } from '../../http/openapi.js';
 import type { Database } from '../../store/database.js';
 import { MemoryId } from '../memories/index.js';
-import type { Retrieval } from '../retrieval/index.js';
+import type { RetrievalService } from '../retrieval/index.js';
 import { synthesize } from './answers.js';
 import { createRelation, deleteRelation, listRelations } from './relations.js';
 import {
@@ -19,7 +19,7 @@ const writeUser = { auth: { scope: 'memories:write', endUser: 'required' } } as 
 
 export interface SynthesisOptions {
   database: Database;
-  retrieval: Retrieval;
+  retrieval: RetrievalService;
   /** The configured LLM, or null for the built-in methods. */
   llm: LlmProvider | null;
 }

@@ -6,7 +6,7 @@ import type { Database, Executor } from '../../store/database.js';
 import {
   forgetWithin, insertSummary, MEMORY_LIMITS, memoriesByIds, rewriteSummary, summaryBySetKey, type EraseHook, type MemoryView, type Owner,
 } from '../memories/index.js';
-import type { Retrieval } from '../retrieval/index.js';
+import type { RetrievalService } from '../retrieval/index.js';
 import { deleteRelationsOf, insertRelations, memoryNotFound, sourcesOf, summariesOf } from './relations.js';
 import { SUMMARIZES, SYNTHESIS_LIMITS, type SummarizeInput, type SummarizeResultView } from './schemas.js';
 
@@ -63,7 +63,7 @@ async function abstractive(llm: LlmProvider, sources: Source[], maxSentences: nu
 }
 
 /** The memories a request names, or those its filters select: live, the owner's, and not summaries themselves. */
-async function selectSources(db: Executor, retrieval: Retrieval, owner: Owner, input: SummarizeInput): Promise<Source[]> {
+async function selectSources(db: Executor, retrieval: RetrievalService, owner: Owner, input: SummarizeInput): Promise<Source[]> {
   const limit = SYNTHESIS_LIMITS.summarySources;
   if (input.memory_ids) {
     if (input.filters || input.session_id) throw invalid('memory_ids', 'give memory_ids or filters and session_id, not both');
@@ -91,7 +91,7 @@ async function selectSources(db: Executor, retrieval: Retrieval, owner: Owner, i
  * each source by a `summarizes` relation; the same set summarized again answers the stored one.
  */
 export async function summarize(
-  database: Database, retrieval: Retrieval, llm: LlmProvider | null, ctx: WriteContext, owner: Owner, input: SummarizeInput,
+  database: Database, retrieval: RetrievalService, llm: LlmProvider | null, ctx: WriteContext, owner: Owner, input: SummarizeInput,
 ): Promise<{ result: SummarizeResultView; created: boolean }> {
   const maxSentences = input.max_sentences ?? SYNTHESIS_LIMITS.defaultSentences;
   const store = input.store ?? true;

@@ -5,14 +5,14 @@ import { endUserWithin } from '../../core/binding.js';
 import { invalid, notFound } from '../../core/errors.js';
 import type { Database } from '../../store/database.js';
 import { listMemories, memoryCounts, type Owner } from '../memories/index.js';
-import type { Retrieval } from '../retrieval/index.js';
+import type { RetrievalService } from '../retrieval/index.js';
 import { AddTurnBody, AddTurnResult, ListQuery, ListResult, RecallBody, RecallResult, StatusResult } from './schemas.js';
 import { addTurn, turnsUsed } from './service.js';
 import { monthOf } from '../../core/period.js';
 
 export interface TenantOptions {
   database: Database;
-  retrieval: Retrieval;
+  retrieval: RetrievalService;
   /** The monthly turn allowance per tenant (from the organization's plan). */
   monthlyTurnAllowance: (organizationId: string) => Promise<number>;
 }

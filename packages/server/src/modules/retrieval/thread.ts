@@ -1,0 +1,164 @@
+import { Worker } from 'node:worker_threads';
+import { CredentialsMoved } from '../../core/credentials-clock.js';
+import { AppError, type ErrorCode } from '../../core/errors.js';
+import type { Config } from '../../config.js';
+import type { IndexCacheStats } from './index-cache.js';
+import type { Retrieval } from './service.js';
+
+/**
+ * Retrieval on a thread of its own (ENGRAM_SEARCH_THREAD): the indexes, their upkeep and every
+ * search live in a worker thread with its own database connection, and the HTTP thread only
+ * asks. Ranking a query is half of its server time; on one thread a process serves queries one
+ * search at a time, on two the next request is parsed, authenticated and answered while a search
+ * runs (bench/README.md, "A thread for the search"). Exactly what the in-process engine answers:
+ * the worker runs the same code (thread-worker.ts).
+ */
+
+/** What callers use of the retrieval engine, wherever it runs. */
+export type RetrievalService = Pick<Retrieval, 'query' | 'matching' | 'retrieve' | 'search' | 'compose'>;
+
+/** What callers use of the index cache, wherever it runs. */
+export interface IndexCacheService {
+  refreshLargeOwners(): Promise<number>;
+  invalidateProject(projectId: string): void;
+  stats(): Promise<IndexCacheStats>;
+}
+
+export const THREAD_METHODS = ['query', 'matching', 'retrieve', 'search', 'compose', 'refreshLargeOwners', 'invalidateProject', 'stats', 'close'] as const;
+export type ThreadMethod = (typeof THREAD_METHODS)[number];
+
+export interface ThreadCall {
+  id: number;
+  method: ThreadMethod;
+  args: unknown[];
+}
+
+/** An error thrown on the thread, as it crosses back (structured clone keeps no classes). */
+export type ThreadError =
+  | { kind: 'app'; code: ErrorCode; message: string; field?: string; headers: Record<string, string> }
+  | { kind: 'credentials_moved' }
+  | { kind: 'failed'; name: string; message: string; stack?: string; code?: string };
+
+export type ThreadAnswer = { id: number; result: unknown } | { id: number; error: ThreadError };
+
+export interface ThreadData {
+  database: Config['database'];
+  retrieval: Config['retrieval'];
+}
+
+export function threadError(error: unknown): ThreadError {
+  if (error instanceof AppError) return { kind: 'app', code: error.code, message: error.message, ...(error.field !== undefined ? { field: error.field } : {}), headers: error.headers };
+  if (error instanceof CredentialsMoved) return { kind: 'credentials_moved' };
+  const e = error instanceof Error ? error : new Error(String(error));
+  const code = (e as { code?: unknown }).code;
+  return { kind: 'failed', name: e.name, message: e.message, ...(e.stack ? { stack: e.stack } : {}), ...(typeof code === 'string' ? { code } : {}) };
+}
+
+function rethrown(error: ThreadError): Error {
+  if (error.kind === 'app') return new AppError(error.code, error.message, error.field, error.headers);
+  if (error.kind === 'credentials_moved') return new CredentialsMoved();
+  const e = Object.assign(new Error(error.message), error.code !== undefined ? { code: error.code } : {});
+  e.name = error.name;
+  if (error.stack) e.stack = `${error.stack}\n    (on the search thread)`;
+  return e;
+}
+
+/** The worker's module: compiled JavaScript beside this file, or TypeScript under tsx (tests, `npm run dev`). */
+const WORKER_URL = new URL(`./thread-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+/**
+ * The search thread, started by `start` (`engram serve`, as it starts) or at the first call (a
+ * process that never retrieves never starts it). Should it die, the calls under way fail and the next call starts another (its indexes are then
+ * built or loaded again, as in a new process).
+ */
+export class RetrievalThread {
+  private worker: Worker | undefined;
+  private exited: Promise<void> | undefined;
+  private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
+  private nextId = 0;
+  private closed = false;
+  private closing = false;
+
+  readonly retrieval: RetrievalService = {
+    query: (...args) => this.call('query', args) as ReturnType<Retrieval['query']>,
+    matching: (...args) => this.call('matching', args) as ReturnType<Retrieval['matching']>,
+    retrieve: (...args) => this.call('retrieve', args) as ReturnType<Retrieval['retrieve']>,
+    search: (...args) => this.call('search', args) as ReturnType<Retrieval['search']>,
+    compose: (...args) => this.call('compose', args) as ReturnType<Retrieval['compose']>,
+  };
+
+  readonly cache: IndexCacheService = {
+    refreshLargeOwners: () => this.call('refreshLargeOwners', []) as Promise<number>,
+    // Nothing to drop on a thread that has not started (or has died): it holds no index.
+    invalidateProject: (projectId) => void (this.worker && this.call('invalidateProject', [projectId]).catch(() => {})),
+    stats: async () => (this.worker ? ((await this.call('stats', [])) as IndexCacheStats) : { entries: 0, bytes: 0, hits: 0, misses: 0, snapshots: { loaded: 0, stored: 0, failed: 0 } }),
+  };
+
+  constructor(private readonly data: ThreadData) {}
+
+  /** Starts the thread now (it loads its modules and opens its connection meanwhile), so that the first call does not wait for it. */
+  start(): void {
+    if (!this.worker && !this.closed) this.spawn();
+  }
+
+  private call(method: ThreadMethod, args: unknown[]): Promise<unknown> {
+    if (this.closed) return Promise.reject(new Error('the search thread is closed'));
+    const worker = this.worker ?? this.spawn();
+    const id = ++this.nextId;
+    // Held while a call is under way (the caller waits for it), not while idle.
+    if (this.pending.size === 0) worker.ref();
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ id, method, args } satisfies ThreadCall);
+    });
+  }
+
+  private spawn(): Worker {
+    const worker = WORKER_URL.pathname.endsWith('.ts')
+      // Under tsx (tests, `npm run dev`) the worker registers the same loader before it reads TypeScript.
+      ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}); })`, { eval: true, workerData: this.data satisfies ThreadData })
+      : new Worker(WORKER_URL, { workerData: this.data satisfies ThreadData });
+    // Like the checkpointer thread, it must not keep alive a process that has nothing else to do.
+    worker.unref();
+    worker.on('message', (answer: ThreadAnswer) => {
+      const waiting = this.pending.get(answer.id);
+      if (!waiting) return;
+      this.pending.delete(answer.id);
+      if (this.pending.size === 0 && !this.closing) worker.unref();
+      if ('error' in answer) waiting.reject(rethrown(answer.error));
+      else waiting.resolve(answer.result);
+    });
+    let failure: Error | undefined;
+    worker.on('error', (error) => (failure = error));
+    this.exited = new Promise((resolve) => {
+      worker.once('exit', (code) => {
+        if (this.worker === worker) this.worker = undefined;
+        const error = failure ?? new Error(`the search thread exited (code ${code})`);
+        for (const waiting of this.pending.values()) waiting.reject(error);
+        this.pending.clear();
+        resolve();
+      });
+    });
+    this.worker = worker;
+    return worker;
+  }
+
+  /** Closes the thread's database connection and ends it (calls made afterwards fail). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    const worker = this.worker;
+    if (!worker) {
+      this.closed = true;
+      return;
+    }
+    // Held while it closes, so that a process awaiting this does not end before it has.
+    this.closing = true;
+    worker.ref();
+    const exited = this.exited!;
+    await this.call('close', []).catch(() => {});
+    this.closed = true;
+    const ended = await Promise.race([exited.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 2_000).unref())]);
+    if (!ended) await worker.terminate();
+    await exited;
+  }
+}
