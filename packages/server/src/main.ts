@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster';
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { buildApp, VERSION } from './app.js';
@@ -79,6 +80,15 @@ async function prepare(config: Config) {
   return database;
 }
 
+/**
+ * Printed once `engram serve` accepts connections, to stdout (never through the logger, so at every
+ * log level): the address it bound, the one place that names the port when ENGRAM_PORT=0 let the
+ * operating system pick it.
+ */
+function printListening(address: string, port: number): void {
+  process.stdout.write(`engram: listening on http://${address.includes(':') ? `[${address}]` : address}:${port}\n`);
+}
+
 function requireSharedSecret(config: Config): void {
   if (config.database.dialect === 'postgres' && !config.secretKey) {
     // Processes sharing a PostgreSQL database must sign and check tokens with one key.
@@ -133,6 +143,11 @@ async function serveHttp(config: Config, database: Database, secretKey: Uint8Arr
     await database.close();
   });
   await app.listen({ host: config.host, port: config.port });
+  // Cluster children share the primary's port, which the primary announces (superviseHttpProcesses).
+  if (cluster.isPrimary) {
+    const { address, port } = app.server.address() as AddressInfo;
+    printListening(address, port);
+  }
 }
 
 /** `engram worker`: background jobs and chores on the service graph, with no HTTP server. */
@@ -156,6 +171,13 @@ async function work(config: Config): Promise<void> {
  */
 async function superviseHttpProcesses(count: number, afterAll: () => Promise<void>): Promise<void> {
   let stopping = false;
+  // Every child listens on the one port (with ENGRAM_PORT=0, the one the first child was given): it is
+  // announced once, and again only if it changes (every child gone at once, the next given another).
+  let announced = '';
+  cluster.on('listening', (_worker, { address, port }) => {
+    if (`${address}:${port}` !== announced) printListening(address, port);
+    announced = `${address}:${port}`;
+  });
   for (let i = 0; i < count; i++) cluster.fork();
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
