@@ -36,8 +36,9 @@ Commands:
   org set-plan <organization_id> <plan>
             set an organization's billing plan (self_hosted, free, starter, pro, enterprise)
   webhooks listen --port N [--secret whsec_...]
-            a local webhook receiver on 127.0.0.1:N that prints deliveries and verifies their
-            signatures (answers 401 to a bad one), for debugging an integration
+            a local webhook receiver on 127.0.0.1:N (0: a free port, named when listening) that
+            prints deliveries and verifies their signatures (answers 401 to a bad one), for
+            debugging an integration
   export [--format jsonl|json|csv] [--gzip] [--end-user ID] [--tenant ID] [--include history,feedback] [-o FILE]
             export a project from a running server and download it (checks its SHA-256)
   import FILE [--format auto|engram|mem0]
@@ -362,12 +363,14 @@ async function webhooksCommand(args: string[]): Promise<void> {
   };
   const port = Number(option('--port'));
   const secret = option('--secret');
-  if (args[0] !== 'listen' || !Number.isInteger(port) || port < 1 || port > 65535) {
+  if (args[0] !== 'listen' || !Number.isInteger(port) || port < 0 || port > 65535) {
     return usageError('usage: engram webhooks listen --port N [--secret whsec_...]');
   }
   if (secret !== undefined && !secret.startsWith('whsec_')) return usageError('--secret must be a whsec_… signing secret');
-  await listen(port, secret, process.stdout);
-  process.stderr.write(`engram: listening for webhooks on http://127.0.0.1:${port}/ (${secret ? 'verifying signatures' : 'signatures not checked'})\n`);
+  const server = await listen(port, secret, process.stdout);
+  // The port bound: with --port 0, one the operating system picked.
+  const bound = (server.address() as AddressInfo).port;
+  process.stderr.write(`engram: listening for webhooks on http://127.0.0.1:${bound}/ (${secret ? 'verifying signatures' : 'signatures not checked'})\n`);
 }
 
 function usageError(message: string): void {
