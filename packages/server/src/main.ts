@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import cluster from 'node:cluster';
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { buildApp, VERSION } from './app.js';
@@ -35,8 +36,9 @@ Commands:
   org set-plan <organization_id> <plan>
             set an organization's billing plan (self_hosted, free, starter, pro, enterprise)
   webhooks listen --port N [--secret whsec_...]
-            a local webhook receiver on 127.0.0.1:N that prints deliveries and verifies their
-            signatures (answers 401 to a bad one), for debugging an integration
+            a local webhook receiver on 127.0.0.1:N (0: a free port, named when listening) that
+            prints deliveries and verifies their signatures (answers 401 to a bad one), for
+            debugging an integration
   export [--format jsonl|json|csv] [--gzip] [--end-user ID] [--tenant ID] [--include history,feedback] [-o FILE]
             export a project from a running server and download it (checks its SHA-256)
   import FILE [--format auto|engram|mem0]
@@ -77,6 +79,15 @@ async function prepare(config: Config) {
   const created = await bootstrap(database, config.bootstrap);
   if (created) printBootstrap(created);
   return database;
+}
+
+/**
+ * Printed once `engram serve` accepts connections, to stdout (never through the logger, so at every
+ * log level): the address it bound, the one place that names the port when ENGRAM_PORT=0 let the
+ * operating system pick it.
+ */
+function printListening(address: string, port: number): void {
+  process.stdout.write(`engram: listening on http://${address.includes(':') ? `[${address}]` : address}:${port}\n`);
 }
 
 function requireSharedSecret(config: Config): void {
@@ -135,6 +146,11 @@ async function serveHttp(config: Config, database: Database, secretKey: Uint8Arr
     await database.close();
   });
   await app.listen({ host: config.host, port: config.port });
+  // Cluster children share the primary's port, which the primary announces (superviseHttpProcesses).
+  if (cluster.isPrimary) {
+    const { address, port } = app.server.address() as AddressInfo;
+    printListening(address, port);
+  }
 }
 
 /** `engram worker`: background jobs and chores on the service graph, with no HTTP server. */
@@ -158,6 +174,13 @@ async function work(config: Config): Promise<void> {
  */
 async function superviseHttpProcesses(count: number, afterAll: () => Promise<void>): Promise<void> {
   let stopping = false;
+  // Every child listens on the one port (with ENGRAM_PORT=0, the one the first child was given): it is
+  // announced once, and again only if it changes (every child gone at once, the next given another).
+  let announced = '';
+  cluster.on('listening', (_worker, { address, port }) => {
+    if (`${address}:${port}` !== announced) printListening(address, port);
+    announced = `${address}:${port}`;
+  });
   for (let i = 0; i < count; i++) cluster.fork();
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) {
@@ -342,12 +365,14 @@ async function webhooksCommand(args: string[]): Promise<void> {
   };
   const port = Number(option('--port'));
   const secret = option('--secret');
-  if (args[0] !== 'listen' || !Number.isInteger(port) || port < 1 || port > 65535) {
+  if (args[0] !== 'listen' || !Number.isInteger(port) || port < 0 || port > 65535) {
     return usageError('usage: engram webhooks listen --port N [--secret whsec_...]');
   }
   if (secret !== undefined && !secret.startsWith('whsec_')) return usageError('--secret must be a whsec_… signing secret');
-  await listen(port, secret, process.stdout);
-  process.stderr.write(`engram: listening for webhooks on http://127.0.0.1:${port}/ (${secret ? 'verifying signatures' : 'signatures not checked'})\n`);
+  const server = await listen(port, secret, process.stdout);
+  // The port bound: with --port 0, one the operating system picked.
+  const bound = (server.address() as AddressInfo).port;
+  process.stderr.write(`engram: listening for webhooks on http://127.0.0.1:${bound}/ (${secret ? 'verifying signatures' : 'signatures not checked'})\n`);
 }
 
 function usageError(message: string): void {

@@ -52,8 +52,10 @@ forEachDialect('engram worker', (dialect) => {
     const queued = await t.call('POST', '/memory/refresh');
     expect(queued.status, queued.text).toBe(202);
 
-    // The port a server would take if this process served HTTP.
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    // The port a server would take if this process served HTTP: below the range the OS picks from
+    // for port 0 (Linux 32768-60999, macOS 49152-65535), where every other server of the suite
+    // listens, so that none can be found there by chance.
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
     worker = startWorkerProcess({
       ENGRAM_DATABASE_URL: t.databaseUrl, ENGRAM_PORT: String(port), ENGRAM_LOG_LEVEL: 'warn',
       ENGRAM_EMBEDDER: 'openai', ENGRAM_EMBEDDER_BASE_URL: fake.baseUrl, ENGRAM_EMBEDDER_MODEL: 'fake-embed',

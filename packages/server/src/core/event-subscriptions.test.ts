@@ -2,8 +2,9 @@ import { beforeAll, expect, it } from 'vitest';
 import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../testing/harness.js';
 import { eventsAfter, lastEventId } from '../testing/memories.js';
 import { startServerProcess } from '../testing/process.js';
-import { startSlowRelay } from '../testing/slow-network.js';
-import { subscribe } from './event-subscriptions.js';
+import { CREDENTIALS_CHANNEL } from '../modules/org/resolved-keys.js';
+import { heardEverything, startSlowRelay } from '../testing/slow-network.js';
+import { subscribe, SUBSCRIPTIONS_CHANNEL } from './event-subscriptions.js';
 
 /**
  * A process builds no event nobody receives, deciding from the subscriptions it holds
@@ -35,9 +36,10 @@ forEachDialect('event subscriptions across processes', (dialect) => {
         return (await res.json()) as { id: number; results: Array<{ memory: { id: number } }> };
       };
       const add = async () => (await post('/memory/add', { text: `Fact ${++n} written elsewhere` })).id;
-      // Used until the other process holds the key and the project's (empty) subscriptions.
+      // Used until the other process holds the key and the project's (empty) subscriptions: once it
+      // has heard every notification sent before (SQLite holds nothing, so there is none to hear).
       await add();
-      await new Promise((r) => setTimeout(r, 500));
+      if (relay) await heardEverything(relay, t.databaseUrl, [CREDENTIALS_CHANNEL, SUBSCRIPTIONS_CHANNEL]);
       await add();
       const mark = await lastEventId(t);
       await add();

@@ -62,6 +62,8 @@ export interface ChannelWatcher {
 const RELISTEN_AFTER_MS = 1_000;
 /** application_name of the connections that LISTEN. */
 export const LISTENER_APPLICATION_NAME = 'engram-listener';
+/** How the payload of a listening connection's probe begins (a test can tell one pass by). */
+export const LISTENER_PROBE_PREFIX = 'probe ';
 const LISTENER_TIMEOUT_MS = 5_000;
 
 /**
@@ -93,7 +95,7 @@ function listener(url: string, probe: (channel: string, payload: string) => Prom
       for (const watcher of everyWatcher()) watcher.deaf();
       if (watchers.size > 0) (retry = setTimeout(connect, RELISTEN_AFTER_MS)).unref();
     };
-    const connection = { client: own, lose, ready: false, probePayload: `probe ${randomBytes(12).toString('hex')}` };
+    const connection = { client: own, lose, ready: false, probePayload: `${LISTENER_PROBE_PREFIX}${randomBytes(12).toString('hex')}` };
     current = connection;
     own.on('error', lose);
     own.on('end', lose);

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config.js';
 
@@ -7,6 +6,9 @@ import type { Config } from '../config.js';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
 const TEST_SECRET = 'engram-test-secret-0123456789abcdef0123456789';
+/** What `engram serve` prints on stdout once it accepts connections, at every log level (main.ts). */
+const LISTENING = /^engram: listening on (http:\/\/\S+)$/m;
+const START_LIMIT_MS = 30_000;
 
 export interface ServerProcess {
   url: string;
@@ -25,55 +27,46 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
-/** A port the OS just handed out, so parallel test files do not pick the same one. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-export async function startServerProcess(env: Record<string, string>, attempts = 3): Promise<ServerProcess> {
-  const port = await freePort();
+/**
+ * `engram serve`, ready. It listens on a port the OS picks (ENGRAM_PORT=0) and is spoken to at the
+ * address it prints: a port probed free and handed over could be taken meanwhile by another test
+ * file's server, which would then answer for ours.
+ */
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
     // PostgreSQL deployments must share one secret between processes (see README); tests use a fixed one.
-    env: { ...process.env, ENGRAM_HOST: '127.0.0.1', ENGRAM_PORT: String(port), ENGRAM_SECRET_KEY: TEST_SECRET, ...env },
+    env: { ...process.env, ENGRAM_HOST: '127.0.0.1', ENGRAM_PORT: '0', ENGRAM_SECRET_KEY: TEST_SECRET, ...env },
   });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));
   child.stderr!.on('data', (d) => (stderr += d));
-  const url = `http://127.0.0.1:${port}`;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  for (let i = 0; ; i++) {
-    try {
-      // Ready only while our child runs: an answer from another process on a reused port does not count.
-      if ((await fetch(`${url}/readyz`)).status === 200 && child.exitCode === null) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (child.exitCode !== null) {
-      // Another process took the port between our probe and the child's listen: try another.
-      if (stderr.includes('EADDRINUSE') && attempts > 1) return startServerProcess(env, attempts - 1);
-      throw new Error(`server did not start:\n${stderr}`);
-    }
-    if (i > 300) throw new Error(`server did not start:\n${stderr}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    url,
-    child,
-    stdout: () => stdout,
-    stderr: () => stderr,
-    stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
-    },
+  const running = () => child.exitCode === null && child.signalCode === null;
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (running()) child.kill(signal);
+    return exited;
   };
+  const deadline = Date.now() + START_LIMIT_MS;
+  for (;;) {
+    const url = LISTENING.exec(stdout)?.[1];
+    // The port stays our child's while it runs: an answer there, with the child still running, is its own.
+    if (url && (await answersReady(url)) && running()) return { url, child, stdout: () => stdout, stderr: () => stderr, stop };
+    if (!running()) throw new Error(`server exited before it was ready:\n${stderr}`);
+    if (Date.now() > deadline) {
+      await stop('SIGKILL');
+      throw new Error(`server not ready within ${START_LIMIT_MS} ms:\n${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function answersReady(url: string): Promise<boolean> {
+  try {
+    return (await fetch(`${url}/readyz`)).status === 200;
+  } catch {
+    return false;
+  }
 }
 
 export interface BackgroundProcess {

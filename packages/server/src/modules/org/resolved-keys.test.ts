@@ -2,9 +2,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { startServerProcess, type ServerProcess } from '../../testing/process.js';
+import { SUBSCRIPTIONS_CHANNEL } from '../../core/event-subscriptions.js';
 import { LISTENER_APPLICATION_NAME } from '../../store/database.js';
-import { startSlowRelay } from '../../testing/slow-network.js';
-import { CREDENTIALS_CHANNEL } from './resolved-keys.js';
+import { listeningCache } from '../../store/listening-cache.js';
+import { heardEverything, startSlowRelay, type SlowRelay } from '../../testing/slow-network.js';
+import { CREDENTIALS_CHANNEL, ResolvedKeys } from './resolved-keys.js';
 
 /**
  * Two app instances on one database: this test's app (A) and an `engram serve` process (B). On
@@ -81,11 +83,14 @@ forEachDialect('resolved API keys across processes', (dialect) => {
   });
 
   if (dialect === 'postgres') {
+    /** Resolves once A has heard every credentials notification committed before the call (Watch.caughtUp). */
+    const caughtUpOnA = () => listeningCache(t.database, CREDENTIALS_CHANNEL, () => new ResolvedKeys())!.watch.caughtUp();
+
     it('holds a resolved key until notified: a change that notifies no one is not seen, so every change must notify', async () => {
       const key = await t.newKey();
       expect(await addOnA(key.key)).toBe(201);
-      // The key's creation notifies too, asynchronously: once that has landed, the key is held from the next use.
-      await new Promise((r) => setTimeout(r, 300));
+      // The key's creation notifies too, asynchronously: once it has landed, the key is held from the next use.
+      await caughtUpOnA();
       expect(await addOnA(key.key)).toBe(201);
       const admin = new pg.Client({ connectionString: t.databaseUrl });
       await admin.connect();
@@ -98,7 +103,7 @@ forEachDialect('resolved API keys across processes', (dialect) => {
       } finally {
         await admin.end();
       }
-      for (let i = 0; i < 100 && (await addOnA(key.key)) === 201; i++) await new Promise((r) => setTimeout(r, 20));
+      await caughtUpOnA();
       expect(await addOnA(key.key)).toBe(401);
     });
 
@@ -139,7 +144,7 @@ forEachDialect('resolved API keys across processes', (dialect) => {
       // (add, query) without waiting for the catch-up, its statement checking the credentials
       // clock instead (core/credentials-clock.ts); on other routes once the catch-up is done.
       let slow: ServerProcess;
-      let relay: Awaited<ReturnType<typeof startSlowRelay>>;
+      let relay: SlowRelay;
       beforeAll(async () => {
         const url = new URL(t.databaseUrl);
         relay = await startSlowRelay({ host: url.hostname, port: Number(url.port || 5432) }, 60);
@@ -171,7 +176,7 @@ forEachDialect('resolved API keys across processes', (dialect) => {
         const key = await t.newKey();
         // Looked up on first use; once the creation's notification has arrived, kept from the next.
         expect(await addOnSlow(key.key)).toBe(201);
-        await new Promise((r) => setTimeout(r, 500));
+        await heardEverything(relay, t.databaseUrl, [CREDENTIALS_CHANNEL, SUBSCRIPTIONS_CHANNEL]);
         for (let i = 0; i < 2; i++) {
           expect(await addOnSlow(key.key)).toBe(201);
           expect((await queryOnSlow(key.key)).status).toBe(200);

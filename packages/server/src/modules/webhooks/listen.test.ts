@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
@@ -7,23 +6,16 @@ import { until } from '../../testing/receiver.js';
 
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
 
-const freePort = () => new Promise<number>((resolve) => {
-  const server = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as AddressInfo;
-    server.close(() => resolve(port));
-  });
-});
-
 it('engram webhooks listen prints deliveries and verifies their signatures', async () => {
   const secret = `whsec_${Buffer.from('a-listen-test-secret-24b').toString('base64')}`;
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'webhooks', 'listen', '--port', String(port), '--secret', secret]);
+  // Port 0: the OS picks one no other process holds, and the receiver names it.
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'webhooks', 'listen', '--port', '0', '--secret', secret]);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
   child.stderr.on('data', (d) => (stderr += d));
   try {
-    await until(() => stderr.includes('listening'), 'the receiver to listen');
+    const port = await until(() => /listening for webhooks on http:\/\/127\.0\.0\.1:(\d+)\//.exec(stderr)?.[1], 'the receiver to listen');
     const body = JSON.stringify({ type: 'webhook.test', timestamp: new Date().toISOString(), data: { endpoint_id: 1, message: 'hi' } });
     const signature = new Webhook(secret).sign('msg_listen1', new Date(), body);
     const headers = { 'content-type': 'application/json', 'webhook-id': 'msg_listen1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': signature };
