@@ -6,7 +6,6 @@ import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -32,37 +31,35 @@ class Server:
     password: str
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def server() -> Iterator[Server]:
     # Compiles the server only when its sources changed since the last build (as `npm start` does).
     subprocess.run(["node", str(SERVER / "scripts" / "build-if-stale.mjs")], check=True)
     data_dir = tempfile.mkdtemp(prefix="engram-python-")
-    port = free_port()
     env = {
         **os.environ,
-        "ENGRAM_DATA_DIR": data_dir, "ENGRAM_PORT": str(port), "ENGRAM_DATABASE_URL": "",
+        "ENGRAM_DATA_DIR": data_dir, "ENGRAM_PORT": "0", "ENGRAM_DATABASE_URL": "",
         "ENGRAM_BOOTSTRAP_EMAIL": EMAIL, "ENGRAM_BOOTSTRAP_PASSWORD": PASSWORD, "ENGRAM_BOOTSTRAP_API_KEY": API_KEY,
         "ENGRAM_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "ENGRAM_WEBHOOK_ALLOW_HTTP": "true", "ENGRAM_OUTBOUND_ALLOW": "127.0.0.1",
         "ENGRAM_UPLOAD_BACKGROUND_BYTES": "2048", "ENGRAM_RATE_LIMIT_LOGIN_MAX": "100000", "ENGRAM_LOG_LEVEL": "warn",
     }
     log = open(os.path.join(data_dir, "server.log"), "w+")
     process = subprocess.Popen(["node", str(SERVER / "dist" / "main.js"), "serve"], env=env, stdout=subprocess.PIPE, stderr=log, text=True)
-    url = f"http://127.0.0.1:{port}"
     try:
+        # The bootstrap banner (printed once, before listening), then the address it listens on: a
+        # port the OS picked (ENGRAM_PORT=0), so no other process can have taken it meanwhile.
         project_id = None
-        for line in process.stdout:  # the bootstrap banner, printed once before listening
+        url = None
+        for line in process.stdout:
             found = re.search(r"project id:\s+(\S+)", line)
             if found:
                 project_id = found.group(1)
-            if "Store them now" in line:
+            listening = re.match(r"engram: listening on (\S+)", line)
+            if listening:
+                url = listening.group(1)
                 break
         assert project_id, "the server printed no bootstrap banner"
+        assert url, "the server printed no listening address"
         for _ in range(600):
             try:
                 if httpx.get(f"{url}/readyz").status_code == 200:
