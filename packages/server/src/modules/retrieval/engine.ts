@@ -40,7 +40,7 @@ export function createRetrieval(database: Database, config: Config['retrieval'])
   if (!config.searchThread || !shareable) return createInProcessRetrieval(database, config);
   // Its PostgreSQL pool: half the process's again (retrieval reads one statement a call), two at least.
   const threadDatabase = database.config.dialect === 'postgres' ? { ...database.config, poolSize: Math.max(2, Math.ceil(database.config.poolSize / 2)) } : database.config;
-  const thread = new RetrievalThread({ database: threadDatabase, retrieval: config });
+  const thread = new RetrievalThread({ database: threadDatabase, retrieval: config }, database);
   return { embeddings: new EmbeddingStore(createEmbedder(config.embedder)), cache: thread.cache, retrieval: thread.retrieval, start: () => thread.start(), close: () => thread.close() };
 }
 

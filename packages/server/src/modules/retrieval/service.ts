@@ -113,6 +113,47 @@ function scored(hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>
   }));
 }
 
+export type QueryInput = { query: string; k?: number; session_id?: string; filters?: FiltersInput; explain?: boolean } & Cutoff;
+
+/** A query ranked on an index held (Retrieval.rankHeld): its hits and the revision it was of; hits undefined when none was held (the query's vector kept). */
+export interface HeldRanking {
+  hits: SearchHit[] | undefined;
+  rankedAt: number;
+  queryVector?: Float32Array;
+}
+
+export function checkQuery(input: QueryInput): void {
+  if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
+}
+
+function queryOptions(input: QueryInput): RankOptions {
+  return {
+    k: input.k ?? DEFAULT_K,
+    cutoff: input,
+    ...(input.session_id !== undefined ? { sessionId: input.session_id } : {}),
+    ...(input.filters !== undefined ? { filters: input.filters } : {}),
+    explain: input.explain ?? false,
+  };
+}
+
+/**
+ * The answer to a query ranked on a held index, if the owner's revision, read with the winning rows
+ * in one statement, is still the one the index was of; undefined otherwise (rank afresh).
+ */
+export async function answerFromHeld(
+  database: Database, owner: Owner, ranking: HeldRanking, input: QueryInput, heldAt?: number,
+): Promise<ScoredMemory[] | undefined> {
+  const { hits, rankedAt } = ranking;
+  if (!hits) return undefined;
+  const { revision, memories, clock } = hits.length > 0
+    ? await ownerMemoriesAt(database.db, owner, hits.map((h) => h.id))
+    : { revision: await revisionOf(database.db, owner), memories: [], clock: undefined };
+  if (revision !== rankedAt) return undefined;
+  if (clock !== undefined) checkHeld(heldAt, clock);
+  else await verifyHeld(database.db, heldAt);
+  return scored(hits, memories, input.explain);
+}
+
 export class Retrieval {
   constructor(
     private readonly database: Database,
@@ -137,41 +178,44 @@ export class Retrieval {
     return searchIndex(cached, query, opts, await this.embeddings.embedQuery(query));
   }
 
-  /** `heldAt`: the request uses a held key read at this credentials clock, which a statement here checks (core/credentials-clock.ts). */
-  async query(
-    owner: Owner,
-    input: { query: string; k?: number; session_id?: string; filters?: FiltersInput; explain?: boolean } & Cutoff,
-    heldAt?: number,
-  ): Promise<ScoredMemory[]> {
-    if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
-    const opts = {
-      k: input.k ?? DEFAULT_K,
-      cutoff: input,
-      ...(input.session_id !== undefined ? { sessionId: input.session_id } : {}),
-      ...(input.filters !== undefined ? { filters: input.filters } : {}),
-      explain: input.explain ?? false,
-    };
-    // Ranked on the index held, its rows read with the owner's revision in one statement: exact
-    // when the index was of that revision (one round trip); otherwise as below.
+  /**
+   * `heldAt`: the request uses a held key read at this credentials clock, which a statement here
+   * checks (core/credentials-clock.ts). Ranked on the index held, its rows read with the owner's
+   * revision in one statement: exact when the index was of that revision (one round trip);
+   * otherwise ranked afresh. (The search thread runs the same three steps, the middle one on the
+   * HTTP thread: thread.ts.)
+   */
+  async query(owner: Owner, input: QueryInput, heldAt?: number): Promise<ScoredMemory[]> {
+    checkQuery(input);
+    const ranking = await this.rankHeld(owner, input);
+    if (ranking) {
+      const answer = await answerFromHeld(this.database, owner, ranking, input, heldAt);
+      if (answer) return answer;
+    }
+    return this.queryAfresh(owner, input, heldAt, ranking?.queryVector);
+  }
+
+  /**
+   * The query ranked on the owner's index as held, with the revision that index is of; undefined
+   * when none is held or it is being brought up to date. Counts as a lookup answered from a current
+   * index: should the revision have moved meanwhile, queryAfresh counts its own.
+   */
+  async rankHeld(owner: Owner, input: QueryInput): Promise<HeldRanking | undefined> {
     const queryVector = await this.embeddings.embedQuery(input.query);
     const held = this.cache.held(owner);
     // The index is of held.revision unless a refresh has begun (the search below is synchronous).
-    if (held && !held.refreshing) {
-      const rankedAt = held.revision;
-      const hits = searchIndex(held, input.query, opts, queryVector);
-      const { revision, memories, clock } = hits.length > 0
-        ? await ownerMemoriesAt(this.database.db, owner, hits.map((h) => h.id))
-        : { revision: await revisionOf(this.database.db, owner), memories: [], clock: undefined };
-      if (revision === rankedAt) {
-        if (clock !== undefined) checkHeld(heldAt, clock);
-        else await verifyHeld(this.database.db, heldAt);
-        this.cache.confirmed();
-        return scored(hits, memories, input.explain);
-      }
-    }
+    if (!held || held.refreshing) return queryVector ? { hits: undefined, rankedAt: -1, queryVector } : undefined;
+    this.cache.confirmed();
+    return { hits: searchIndex(held, input.query, queryOptions(input), queryVector), rankedAt: held.revision, ...(queryVector ? { queryVector } : {}) };
+  }
+
+  /** The query on the owner's index brought up to date (the general path). */
+  async queryAfresh(owner: Owner, input: QueryInput, heldAt?: number, vector?: Float32Array): Promise<ScoredMemory[]> {
+    checkQuery(input);
+    const queryVector = vector ?? (await this.embeddings.embedQuery(input.query));
     const scope: RetrievalScope = { kind: 'owner', owner };
     const [ranked] = await Promise.all([
-      this.hydrate(scope, searchIndex(await this.indexOf(scope), input.query, opts, queryVector), input.explain),
+      this.hydrate(scope, searchIndex(await this.indexOf(scope), input.query, queryOptions(input), queryVector), input.explain),
       verifyHeld(this.database.db, heldAt),
     ]);
     return ranked;

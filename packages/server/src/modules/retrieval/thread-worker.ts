@@ -15,7 +15,8 @@ const port = parentPort!;
 
 async function answer({ method, args }: ThreadCall): Promise<unknown> {
   switch (method) {
-    case 'query': return retrieval.query(...(args as Parameters<typeof retrieval.query>));
+    case 'rankHeld': return retrieval.rankHeld(...(args as Parameters<typeof retrieval.rankHeld>));
+    case 'queryAfresh': return retrieval.queryAfresh(...(args as Parameters<typeof retrieval.queryAfresh>));
     case 'matching': return retrieval.matching(...(args as Parameters<typeof retrieval.matching>));
     case 'retrieve': return retrieval.retrieve(...(args as Parameters<typeof retrieval.retrieve>));
     case 'search': return retrieval.search(...(args as Parameters<typeof retrieval.search>));

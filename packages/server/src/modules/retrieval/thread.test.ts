@@ -80,7 +80,7 @@ forEachDialect('retrieval on a thread of its own', (dialect) => {
   it('fails the calls of a thread that died and serves the next on a new one', async () => {
     const endUser = freshUser();
     await fill(endUser, 20);
-    const thread = new RetrievalThread({ database: t.database.config, retrieval: loadConfig({}).retrieval });
+    const thread = new RetrievalThread({ database: t.database.config, retrieval: loadConfig({}).retrieval }, t.database);
     try {
       const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
       const before = await thread.retrieval.query(owner, { query: 'guitar lessons', k: 3 });

@@ -2,8 +2,9 @@ import { Worker } from 'node:worker_threads';
 import { CredentialsMoved } from '../../core/credentials-clock.js';
 import { AppError, type ErrorCode } from '../../core/errors.js';
 import type { Config } from '../../config.js';
+import type { Database } from '../../store/database.js';
 import type { IndexCacheStats } from './index-cache.js';
-import type { Retrieval } from './service.js';
+import { answerFromHeld, checkQuery, type HeldRanking, type Retrieval, type ScoredMemory } from './service.js';
 
 /**
  * Retrieval on a thread of its own (ENGRAM_SEARCH_THREAD): the indexes, their upkeep and every
@@ -24,7 +25,7 @@ export interface IndexCacheService {
   stats(): Promise<IndexCacheStats>;
 }
 
-export const THREAD_METHODS = ['query', 'matching', 'retrieve', 'search', 'compose', 'refreshLargeOwners', 'invalidateProject', 'stats', 'close'] as const;
+export const THREAD_METHODS = ['rankHeld', 'queryAfresh', 'matching', 'retrieve', 'search', 'compose', 'refreshLargeOwners', 'invalidateProject', 'stats', 'close'] as const;
 export type ThreadMethod = (typeof THREAD_METHODS)[number];
 
 export interface ThreadCall {
@@ -80,7 +81,17 @@ export class RetrievalThread {
   private closing = false;
 
   readonly retrieval: RetrievalService = {
-    query: (...args) => this.call('query', args) as ReturnType<Retrieval['query']>,
+    // Ranked on the thread, the rows read back here: the two threads share a query's work about
+    // equally (the thread is left only the search); exact as in process (Retrieval.query).
+    query: async (owner, input, heldAt) => {
+      checkQuery(input);
+      const ranking = (await this.call('rankHeld', [owner, input])) as HeldRanking | undefined;
+      if (ranking) {
+        const answer = await answerFromHeld(this.database, owner, ranking, input, heldAt);
+        if (answer) return answer;
+      }
+      return (await this.call('queryAfresh', [owner, input, heldAt, ranking?.queryVector])) as ScoredMemory[];
+    },
     matching: (...args) => this.call('matching', args) as ReturnType<Retrieval['matching']>,
     retrieve: (...args) => this.call('retrieve', args) as ReturnType<Retrieval['retrieve']>,
     search: (...args) => this.call('search', args) as ReturnType<Retrieval['search']>,
@@ -94,7 +105,11 @@ export class RetrievalThread {
     stats: async () => (this.worker ? ((await this.call('stats', [])) as IndexCacheStats) : { entries: 0, bytes: 0, hits: 0, misses: 0, snapshots: { loaded: 0, stored: 0, failed: 0 } }),
   };
 
-  constructor(private readonly data: ThreadData) {}
+  /** `database`: this thread's connection, on which a query's rows are read back. */
+  constructor(
+    private readonly data: ThreadData,
+    private readonly database: Database,
+  ) {}
 
   /** Starts the thread now (it loads its modules and opens its connection meanwhile), so that the first call does not wait for it. */
   start(): void {
