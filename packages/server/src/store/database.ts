@@ -187,6 +187,9 @@ function postgresTypes(): pg.CustomTypesConfig {
   };
 }
 
+/** Whether another connection (another thread or process) can open the same database: not an in-memory SQLite one. */
+export const opensAgain = (config: Config['database']): boolean => config.dialect === 'postgres' || (config.path !== ':memory:' && config.path !== '');
+
 /**
  * `checkpoints: false` for a further connection to a SQLite file whose serving connection runs the
  * checkpointer thread (modules/retrieval/thread-worker.ts): one checkpointer a file is enough.
@@ -281,7 +284,7 @@ parentPort.once('message', () => {
  * None for an in-memory database, which no other connection can open.
  */
 function startCheckpointer(path: string, failed: () => void): { stop(): Promise<void> } | null {
-  if (path === ':memory:' || path === '') return null;
+  if (!opensAgain({ dialect: 'sqlite', path })) return null;
   const worker = new Worker(CHECKPOINTER_SOURCE, {
     eval: true,
     workerData: { path, module: createRequire(import.meta.url).resolve('better-sqlite3'), everyMs: CHECKPOINT_EVERY_MS },

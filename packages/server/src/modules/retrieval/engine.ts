@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import { openAiEmbedder, type Embedder } from '../../engine/index.js';
 import type { JobHandler } from '../../jobs/runner.js';
-import type { Database, Executor } from '../../store/database.js';
+import { opensAgain, type Database, type Executor } from '../../store/database.js';
 import { changesSince, liveMemoryCount, liveProjectMemories, type IndexedMemory } from '../memories/index.js';
 import { EmbeddingStore } from './embeddings.js';
 import { IndexCache } from './index-cache.js';
@@ -36,8 +36,7 @@ export interface RetrievalEngine {
  * connection can open the database (not an in-memory SQLite database); otherwise in process.
  */
 export function createRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine {
-  const shareable = database.config.dialect === 'postgres' || (database.config.path !== ':memory:' && database.config.path !== '');
-  if (!config.searchThread || !shareable) return createInProcessRetrieval(database, config);
+  if (!config.searchThread || !opensAgain(database.config)) return createInProcessRetrieval(database, config);
   // Its PostgreSQL pool: half the process's again (retrieval reads one statement a call), two at least.
   const threadDatabase = database.config.dialect === 'postgres' ? { ...database.config, poolSize: Math.max(2, Math.ceil(database.config.poolSize / 2)) } : database.config;
   const thread = new RetrievalThread({ database: threadDatabase, retrieval: config }, database);

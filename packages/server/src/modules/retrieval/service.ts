@@ -115,11 +115,17 @@ function scored(hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>
 
 export type QueryInput = { query: string; k?: number; session_id?: string; filters?: FiltersInput; explain?: boolean } & Cutoff;
 
-/** A query ranked on an index held (Retrieval.rankHeld): its hits and the revision it was of; hits undefined when none was held (the query's vector kept). */
-export interface HeldRanking {
-  hits: SearchHit[] | undefined;
-  rankedAt: number;
+/** A query as ranked by Retrieval.rankHeld. */
+export interface Ranking {
+  /** Its hits on the owner's index as held, and the revision that index is of; none when none is held or it is being brought up to date. */
+  held?: HeldHits;
+  /** Its vector from a remote embedder, computed once for whichever path answers. */
   queryVector?: Float32Array;
+}
+
+export interface HeldHits {
+  hits: SearchHit[];
+  rankedAt: number;
 }
 
 export function checkQuery(input: QueryInput): void {
@@ -141,10 +147,8 @@ function queryOptions(input: QueryInput): RankOptions {
  * in one statement, is still the one the index was of; undefined otherwise (rank afresh).
  */
 export async function answerFromHeld(
-  database: Database, owner: Owner, ranking: HeldRanking, input: QueryInput, heldAt?: number,
+  database: Database, owner: Owner, { hits, rankedAt }: HeldHits, input: QueryInput, heldAt?: number,
 ): Promise<ScoredMemory[] | undefined> {
-  const { hits, rankedAt } = ranking;
-  if (!hits) return undefined;
   const { revision, memories, clock } = hits.length > 0
     ? await ownerMemoriesAt(database.db, owner, hits.map((h) => h.id))
     : { revision: await revisionOf(database.db, owner), memories: [], clock: undefined };
@@ -187,26 +191,24 @@ export class Retrieval {
    */
   async query(owner: Owner, input: QueryInput, heldAt?: number): Promise<ScoredMemory[]> {
     checkQuery(input);
-    const ranking = await this.rankHeld(owner, input);
-    if (ranking) {
-      const answer = await answerFromHeld(this.database, owner, ranking, input, heldAt);
-      if (answer) return answer;
-    }
-    return this.queryAfresh(owner, input, heldAt, ranking?.queryVector);
+    const { held, queryVector } = await this.rankHeld(owner, input);
+    const answer = held && (await answerFromHeld(this.database, owner, held, input, heldAt));
+    return answer ?? this.queryAfresh(owner, input, heldAt, queryVector);
   }
 
   /**
-   * The query ranked on the owner's index as held, with the revision that index is of; undefined
-   * when none is held or it is being brought up to date. Counts as a lookup answered from a current
-   * index: should the revision have moved meanwhile, queryAfresh counts its own.
+   * The query ranked on the owner's index as held (Ranking). A ranking on a held index counts as a
+   * lookup answered from a current index: should the revision have moved meanwhile, queryAfresh
+   * counts its own.
    */
-  async rankHeld(owner: Owner, input: QueryInput): Promise<HeldRanking | undefined> {
+  async rankHeld(owner: Owner, input: QueryInput): Promise<Ranking> {
     const queryVector = await this.embeddings.embedQuery(input.query);
-    const held = this.cache.held(owner);
-    // The index is of held.revision unless a refresh has begun (the search below is synchronous).
-    if (!held || held.refreshing) return queryVector ? { hits: undefined, rankedAt: -1, queryVector } : undefined;
+    const vector = queryVector ? { queryVector } : {};
+    const index = this.cache.held(owner);
+    // The index is of index.revision unless a refresh has begun (the search below is synchronous).
+    if (!index || index.refreshing) return vector;
     this.cache.confirmed();
-    return { hits: searchIndex(held, input.query, queryOptions(input), queryVector), rankedAt: held.revision, ...(queryVector ? { queryVector } : {}) };
+    return { held: { hits: searchIndex(index, input.query, queryOptions(input), queryVector), rankedAt: index.revision }, ...vector };
   }
 
   /** The query on the owner's index brought up to date (the general path). */

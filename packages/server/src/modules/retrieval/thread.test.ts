@@ -29,8 +29,8 @@ forEachDialect('retrieval on a thread of its own', (dialect) => {
     for (const app of apps) await app.close();
   });
 
-  const fill = async (endUser: string, count: number) => {
-    const items = Array.from({ length: count }, (_, i) => ({
+  const fill = async (endUser: string, count: number, from = 0) => {
+    const items = Array.from({ length: count }, (_, j) => from + j).map((i) => ({
       text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`, session_id: `s${Math.floor(i / 8)}`,
       ...(i % 3 === 0 ? { tags: ['hobby'] } : {}),
       ...(i % 4 === 0 ? { metadata: { mood: i % 8 === 0 ? 'excited' : 'calm' } } : {}),
@@ -85,9 +85,13 @@ forEachDialect('retrieval on a thread of its own', (dialect) => {
       const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
       const before = await thread.retrieval.query(owner, { query: 'guitar lessons', k: 3 });
       expect(before).toHaveLength(3);
-      // A thread that ends under a call (as an out-of-memory end would).
+      // A thread that ends under a call (as an out-of-memory end would): the call builds the index
+      // of an end user the thread has not indexed yet (several statements and a build), which
+      // cannot be answered before the end it is sent just ahead of.
+      const other = freshUser();
+      for (let i = 0; i < 4; i++) await fill(other, 50, i * 50);
       const worker = (thread as unknown as { worker: Worker }).worker;
-      const underWay = thread.retrieval.query(owner, { query: 'trip to Tokyo', k: 3 });
+      const underWay = thread.retrieval.matching({ ...owner, endUserId: other }, {});
       await worker.terminate();
       await expect(underWay).rejects.toThrow(/search thread exited/);
       const after = await thread.retrieval.query(owner, { query: 'guitar lessons', k: 3 });

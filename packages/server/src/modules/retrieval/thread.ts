@@ -4,7 +4,7 @@ import { AppError, type ErrorCode } from '../../core/errors.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../store/database.js';
 import type { IndexCacheStats } from './index-cache.js';
-import { answerFromHeld, checkQuery, type HeldRanking, type Retrieval, type ScoredMemory } from './service.js';
+import { answerFromHeld, checkQuery, type Ranking, type Retrieval, type ScoredMemory } from './service.js';
 
 /**
  * Retrieval on a thread of its own (ENGRAM_SEARCH_THREAD): the indexes, their upkeep and every
@@ -25,8 +25,8 @@ export interface IndexCacheService {
   stats(): Promise<IndexCacheStats>;
 }
 
-export const THREAD_METHODS = ['rankHeld', 'queryAfresh', 'matching', 'retrieve', 'search', 'compose', 'refreshLargeOwners', 'invalidateProject', 'stats', 'close'] as const;
-export type ThreadMethod = (typeof THREAD_METHODS)[number];
+export type ThreadMethod =
+  'rankHeld' | 'queryAfresh' | 'matching' | 'retrieve' | 'search' | 'compose' | 'refreshLargeOwners' | 'invalidateProject' | 'stats' | 'close';
 
 export interface ThreadCall {
   id: number;
@@ -69,8 +69,8 @@ const WORKER_URL = new URL(`./thread-worker${import.meta.url.endsWith('.ts') ? '
 
 /**
  * The search thread, started by `start` (`engram serve`, as it starts) or at the first call (a
- * process that never retrieves never starts it). Should it die, the calls under way fail and the next call starts another (its indexes are then
- * built or loaded again, as in a new process).
+ * process that never retrieves never starts it). Should it die, the calls under way fail and the
+ * next call starts another (its indexes are then built or loaded again, as in a new process).
  */
 export class RetrievalThread {
   private worker: Worker | undefined;
@@ -85,12 +85,9 @@ export class RetrievalThread {
     // equally (the thread is left only the search); exact as in process (Retrieval.query).
     query: async (owner, input, heldAt) => {
       checkQuery(input);
-      const ranking = (await this.call('rankHeld', [owner, input])) as HeldRanking | undefined;
-      if (ranking) {
-        const answer = await answerFromHeld(this.database, owner, ranking, input, heldAt);
-        if (answer) return answer;
-      }
-      return (await this.call('queryAfresh', [owner, input, heldAt, ranking?.queryVector])) as ScoredMemory[];
+      const { held, queryVector } = (await this.call('rankHeld', [owner, input])) as Ranking;
+      const answer = held && (await answerFromHeld(this.database, owner, held, input, heldAt));
+      return answer ?? ((await this.call('queryAfresh', [owner, input, heldAt, queryVector])) as ScoredMemory[]);
     },
     matching: (...args) => this.call('matching', args) as ReturnType<Retrieval['matching']>,
     retrieve: (...args) => this.call('retrieve', args) as ReturnType<Retrieval['retrieve']>,
