@@ -270,6 +270,41 @@ describe('MemoryIndex lexical search', () => {
 });
 
 describe('MemoryIndex after changes', () => {
+  it('the top k is the start of the ranking of every doc (the pruned scans skip only docs that cannot enter it)', () => {
+    // k = every doc never fills the top k, so nothing is pruned: the reference. Speakers named in the
+    // questions bring docs found by expansion and a name alone, the case the last scan is for.
+    const words = Array.from({ length: 300 }, (_, i) => `w${i.toString(36)}x`);
+    let seed = 11;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const speakers = ['Ann', 'Bo', 'Cy'];
+    // Most words from five of the session's topic, so that sessions have topics expansion can follow.
+    const word = (session: number) =>
+      words[rand() < 0.6 ? (session * 5 + Math.floor(rand() * 5)) % words.length : Math.floor(rand() * words.length)]!;
+    const docs: EngineDoc[] = Array.from({ length: 600 }, (_, i) => {
+      const session = Math.ceil((i + 1) / 12);
+      const text = Array.from({ length: 2 + Math.floor(rand() * 5) }, () => word(session)).join(' ');
+      return {
+        id: i + 1, text: rand() < 0.3 ? `${text} I did` : text, sessionId: `s${session}`, createdAt: T0 + i * 60_000,
+        importance: 0.5, feedback: 0, speaker: speakers[i % 3],
+      };
+    });
+    const idx = build(docs);
+    let compared = 0;
+    for (let q = 0; q < 60; q++) {
+      const question = `what did ${speakers[q % 3]} say about the ${words[q % words.length]} ${q % 4 === 0 ? '' : words[(q * 7) % words.length]}`;
+      const all = idx.search(question, { k: docs.length, now: T0 });
+      const scoreOf = new Map(all.map((h) => [h.id, h.score]));
+      for (const k of [1, 5, 10]) {
+        // Docs of equal score may come in either order: the scores, and each doc's, are what must match.
+        const top = idx.search(question, { k, now: T0 });
+        expect(top.map((h) => h.score), `${question} k=${k}`).toEqual(all.slice(0, k).map((h) => h.score));
+        for (const h of top) expect(h.score).toBe(scoreOf.get(h.id));
+        compared++;
+      }
+    }
+    expect(compared).toBe(180);
+  });
+
   it('ranks as an index built from the final docs alone after replacements, removals and re-additions', () => {
     const words = ['garden', 'piano', 'tomato', 'violin', 'harbour', 'lantern', 'orchard', 'meadow', 'compass', 'ferry', 'pottery', 'canyon'];
     let seed = 7;

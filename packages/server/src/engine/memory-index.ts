@@ -841,7 +841,13 @@ export class MemoryIndex {
       // A doc with expansion evidence only and no speaker/tag match has no evidence of its own, so
       // it scores its expansion words plus the when-lift on them and no priors: at most this.
       const bareExpansionCap = Math.abs(wExp) * (1 + whenLiftL) + 1e-9;
-      if (mn > 0 || bareExpansionCap > min) {
+      // And none of them scores more than this (its words are expansion's alone; words, meta and
+      // session are each normalised to at most 1): once the k-th score is above it, the scan below
+      // cannot offer anything, and is not run (a name in the question matches half the turns).
+      const metaMost = Math.max(1, notSelf);
+      const expansionOnlyCap =
+        Math.abs(wExp) * (1 + Math.max(0, w.metaEvidence) * metaMost + whenLiftL) + Math.max(0, wSession) + Math.max(0, wMeta) * metaMost + 1e-9;
+      if ((mn > 0 || bareExpansionCap > min) && expansionOnlyCap + bound > min) {
         const metaHit = this.metaHit;
         for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 1;
         for (let i = 0; i < en; i++) {
