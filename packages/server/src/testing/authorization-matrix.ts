@@ -1,5 +1,6 @@
 import { beforeAll, expect, it } from 'vitest';
 import { hasScope, roleGrants, type Capability } from '../core/access.js';
+import { jobCounts } from '../jobs/runner.js';
 import type { Database } from '../store/database.js';
 import { forEachDialect, useTestApp } from './harness.js';
 import {
@@ -79,13 +80,18 @@ function forbiddenText(c: Credential, place: Place, d: Declaration): string[] {
   return out;
 }
 
-/** Background jobs (exports, embeddings) write as they finish: wait until none is pending before comparing states. */
+/**
+ * Background jobs (exports, embeddings) write as they finish: wait until none is pending before
+ * comparing states. A job still pending after 10 s fails the check (comparing then would compare
+ * a state still moving).
+ */
 async function settle(database: Database): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const pending = await database.db.selectFrom('jobs').select((eb) => eb.fn.countAll().as('n')).where('status', 'in', ['queued', 'running']).executeTakeFirstOrThrow();
-    if (Number(pending.n) === 0) return;
+  let counts = await jobCounts(database.db);
+  for (let i = 0; i < 200 && counts.queued + counts.running > 0; i++) {
     await new Promise((r) => setTimeout(r, 50));
+    counts = await jobCounts(database.db);
   }
+  if (counts.queued + counts.running > 0) throw new Error(`background jobs still pending after 10 s: ${JSON.stringify(counts)}`);
 }
 
 /**

@@ -5,6 +5,7 @@ import { ALL_SCOPES } from '../core/access.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser, revokeApiKey } from '../modules/org/service.js';
 import type { Config } from '../config.js';
 import type { TestApp } from './harness.js';
+import { until } from './until.js';
 
 /**
  * The probes' declaration table: for every operation of the served OpenAPI document, how to aim
@@ -289,13 +290,6 @@ export async function buildWorld(t: TestApp): Promise<World> {
     return res.body;
   };
   const projectHeader = (org: 'A' | 'B') => ({ 'x-project-id': ids[org === 'A' ? 'P' : 'PB'] });
-  const until = async (done: () => Promise<boolean>) => {
-    for (let i = 0; i < 200; i++) {
-      if (await done()) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error('a fixture did not finish');
-  };
   let eventType: string | undefined;
   const webhook = async (org: 'A' | 'B') => {
     eventType ??= (await ownerCall('A', 'GET', '/org/webhooks/event-types', {}, 200)).items?.[0]?.type ?? 'memory.created';
@@ -334,7 +328,7 @@ export async function buildWorld(t: TestApp): Promise<World> {
     const connectionId = await connection(org, true);
     const syncId = (await ownerCall(org, 'POST', `/connectors/connections/${connectionId}/sync`, { headers: projectHeader(org) }, 202)).id as number;
     // Finished, so that what may be done with it does not depend on timing.
-    await until(async () => !['queued', 'running'].includes((await ownerCall(org, 'GET', `/connectors/syncs/${syncId}`, { headers: projectHeader(org) }, 200)).status));
+    await until(async () => !['queued', 'running'].includes((await ownerCall(org, 'GET', `/connectors/syncs/${syncId}`, { headers: projectHeader(org) }, 200)).status), 'a fixture sync', 10_000);
     syncs.set(org, { connectionId, syncId });
     return { connectionId, syncId };
   };
@@ -363,12 +357,12 @@ export async function buildWorld(t: TestApp): Promise<World> {
     export: async (org) => {
       const id = (await ownerCall(org, 'POST', '/exports', { headers: projectHeader(org), body: {} }, 202)).id as number;
       // Finished, so that what may be done with it does not depend on timing.
-      await until(async () => (await ownerCall(org, 'GET', `/exports/${id}`, { headers: projectHeader(org) }, 200)).status === 'completed');
+      await until(async () => (await ownerCall(org, 'GET', `/exports/${id}`, { headers: projectHeader(org) }, 200)).status === 'completed', 'a fixture export', 10_000);
       return id;
     },
     import: async (org) => {
       const id = (await ownerCall(org, 'POST', '/imports', { headers: projectHeader(org), body: { memories: [] } }, 202)).id as number;
-      await until(async () => !['queued', 'running'].includes((await ownerCall(org, 'GET', `/imports/${id}`, { headers: projectHeader(org) }, 200)).status));
+      await until(async () => !['queued', 'running'].includes((await ownerCall(org, 'GET', `/imports/${id}`, { headers: projectHeader(org) }, 200)).status), 'a fixture import', 10_000);
       return id;
     },
     webhook,

@@ -104,14 +104,3 @@ export class Receiver {
     });
   }
 }
-
-/** Waits until `check` holds (a condition, not a timing assertion), failing after `limitMs`. */
-export async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string, limitMs = 30_000): Promise<T> {
-  const end = Date.now() + limitMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import type { CallOptions, Response, TestApp } from './harness.js';
 import { addMemory } from './memories.js';
+import { until } from './until.js';
 import { loadConfig, type Config } from '../config.js';
 
 /** Helpers shared by the retrieval and /v1 tenant-plane tests. */
@@ -44,13 +45,11 @@ export async function setColumns(t: TestApp, id: number, values: { created_at?: 
 
 /** Polls a refresh job until it is finished (bounded); returns its final state. */
 export async function waitForJob(t: TestApp, id: number, options: CallOptions = {}) {
-  for (let i = 0; i < 400; i++) {
+  return until(async () => {
     const res = await t.call('GET', `/memory/refresh/${id}`, options);
     expect(res.status, res.text).toBe(200);
-    if (res.body.status === 'succeeded' || res.body.status === 'failed') return res.body;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`job ${id} did not finish`);
+    return res.body.status === 'succeeded' || res.body.status === 'failed' ? res.body : undefined;
+  }, `refresh job ${id}`, 10_000);
 }
 
 /** Sum of an explanation's contributions. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import { LISTENER_PROBE_PREFIX } from '../store/database.js';
-import { until } from './receiver.js';
+import { until } from './until.js';
 
 export interface SlowRelay {
   port: number;

@@ -8,6 +8,7 @@ import { countRows, expectError } from '../../testing/memories.js';
 import { sweepExports } from './service.js';
 import { blobKey, exportJob } from './export-job.js';
 import { waitFor } from '../../testing/jobs.js';
+import { until } from '../../testing/until.js';
 
 forEachDialect('exports', (dialect) => {
   const t = useTestApp(dialect);
@@ -154,10 +155,7 @@ forEachDialect('exports', (dialect) => {
     expect(after.body).toMatchObject({ status: 'completed', artifact_deleted_reason: 'memories_erased', artifact_deleted_at: expect.any(String) });
     expectError(await t.call('GET', `/exports/${a.id}/download`, { token: owner.token, project: t.projectId }), 410, 'gone');
     // The bytes go right after the forget commits.
-    for (let i = 0; i < 200 && (await t.database.db.selectFrom('blob_chunks').select('n').where('key', '=', key).executeTakeFirst()); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    expect(await t.database.db.selectFrom('blob_chunks').select('n').where('key', '=', key).executeTakeFirst()).toBeUndefined();
+    await until(async () => !(await t.database.db.selectFrom('blob_chunks').select('n').where('key', '=', key).executeTakeFirst()), 'the artifact\'s bytes deleted', 4_000);
     expect((await download(b.id)).statusCode).toBe(200);
     // Purging the end user withdraws b.
     expect((await t.call('DELETE', '/memory/user/exp-b', { endUser: null })).status).toBe(200);

@@ -4,6 +4,7 @@ import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { makeDocx, makePdf, upload } from '../../testing/files.js';
 import { expectError, expectNothingWritten, withEffects } from '../../testing/memories.js';
 import { freshUser } from '../../testing/retrieval.js';
+import { until } from '../../testing/until.js';
 import { CHUNK } from './chunker.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
@@ -25,6 +26,12 @@ Aphids leave sticky leaves.
 
 forEachDialect('POST /memory/upload', (dialect) => {
   const t = useTestApp(dialect, { upload: { maxBytes: 200_000, backgroundFromBytes: 50_000 } });
+  /** The upload job once it has succeeded or failed. */
+  const finished = (id: number, endUser: string) =>
+    until(async () => {
+      const job = (await t.call('GET', `/memory/upload/${id}`, { endUser })).body;
+      return job.status === 'succeeded' || job.status === 'failed' ? job : undefined;
+    }, `upload job ${id}`, 10_000);
 
   it('splits Markdown along its headings and records provenance in each memory', async () => {
     const endUser = freshUser();
@@ -196,12 +203,7 @@ forEachDialect('POST /memory/upload', (dialect) => {
     const res = await upload(t, { name: 'stock.csv', content }, { endUser });
     expect(res.status, res.text).toBe(202);
     expect(res.body).toMatchObject({ status: 'queued', file: { name: 'stock.csv', type: 'csv', sha256: sha(content) }, job: { id: expect.any(Number), kind: 'ingest.upload' } });
-    let job: any;
-    for (let i = 0; i < 400; i++) {
-      job = (await t.call('GET', `/memory/upload/${res.body.job.id}`, { endUser })).body;
-      if (job.status === 'succeeded' || job.status === 'failed') break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    const job = await finished(res.body.job.id, endUser);
     expect(job).toMatchObject({ status: 'succeeded', progress: 1, result: { status: 'created', file: { sha256: sha(content) } } });
     expect(job.result.memory_ids).toHaveLength(2_000);
     const sample = await t.call('GET', `/memory/${job.result.memory_ids[5]}`, { endUser });
@@ -218,12 +220,7 @@ forEachDialect('POST /memory/upload', (dialect) => {
     const content = `{"items": [${'"x",'.repeat(20_000)}`;
     const res = await upload(t, { name: 'big.json', content }, { endUser });
     expect(res.status).toBe(202);
-    let job: any;
-    for (let i = 0; i < 400; i++) {
-      job = (await t.call('GET', `/memory/upload/${res.body.job.id}`, { endUser })).body;
-      if (job.status === 'succeeded' || job.status === 'failed') break;
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    const job = await finished(res.body.job.id, endUser);
     expect(job).toMatchObject({ status: 'failed', error: expect.stringMatching(/malformed/) });
     const count = await t.database.db.selectFrom('memories').select((eb) => eb.fn.countAll().as('n')).where('end_user_id', '=', endUser).executeTakeFirstOrThrow();
     expect(Number(count.n)).toBe(0);

@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
 import { addMemory, expectAudited, expectError, historyRows, withEffects } from '../../testing/memories.js';
 import { freshUser, idsOf, query, setColumns } from '../../testing/retrieval.js';
+import { until } from '../../testing/until.js';
 
 /** Adds memories stated at the given times (set before any intelligence read of this end user). */
 async function stated(t: TestApp, endUser: string, items: Array<[string, string]>): Promise<number[]> {
@@ -259,11 +260,10 @@ forEachDialect('intelligence: graph, decisions, clusters, report, ontology', (di
     expect(effects.events).toEqual([expect.objectContaining({ type: 'ontology.updated', payload: { revision: 1, job_id: effects.res.body.reclassification.id } })]);
     expect((await put()).headers['idempotent-replayed']).toBe('true');
 
-    let job;
-    for (let i = 0; i < 400 && job?.status !== 'succeeded'; i++) {
-      job = (await t.call('GET', '/memory/ontology')).body.reclassification;
-      if (job.status !== 'succeeded') await new Promise((r) => setTimeout(r, 25));
-    }
+    const job = await until(async () => {
+      const reclassification = (await t.call('GET', '/memory/ontology')).body.reclassification;
+      return reclassification.status === 'succeeded' || reclassification.status === 'failed' ? reclassification : undefined;
+    }, 'the reclassification job', 10_000);
     expect(job).toMatchObject({ status: 'succeeded', progress: 1, result: { end_users: expect.any(Number) } });
 
     const [decision] = (await get(t, '/memory/decisions', endUser)).items;

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { until } from '../../testing/receiver.js';
+import { until } from '../../testing/until.js';
 
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
 

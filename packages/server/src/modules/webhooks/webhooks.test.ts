@@ -3,7 +3,8 @@ import { Webhook } from 'standardwebhooks';
 import { subscribe as setSubscription } from '../../core/event-subscriptions.js';
 import { decodeJson } from '../../store/database.js';
 import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../../testing/harness.js';
-import { Receiver, until } from '../../testing/receiver.js';
+import { Receiver } from '../../testing/receiver.js';
+import { until } from '../../testing/until.js';
 
 const FAST = { schedule_seconds: [0, 1, 1, 1, 1] };
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { startWorkerProcess, type BackgroundProcess } from '../../testing/process.js';
-import { Receiver, until } from '../../testing/receiver.js';
+import { Receiver } from '../../testing/receiver.js';
+import { until } from '../../testing/until.js';
 
 const SECRET = 'webhook-kill-test-secret-0123456789abcdefghij';
 const EVENTS = 150;
