@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { forEachDialect, HARNESS_SUBSCRIBER, useTestApp } from '../testing/harness.js';
 import { eventsAfter, lastEventId } from '../testing/memories.js';
+import { until } from '../testing/until.js';
 import { SYSTEM_ACTOR } from './context.js';
 import { subscribe } from './event-subscriptions.js';
 import { dispatchOutbox, eventsChecked, listEventTypes, onEventsCommitted, outboxBacklog, purgeDispatchedEvents, type OutboxDispatcher, type StoredEvent } from './events.js';
@@ -142,11 +143,8 @@ forEachDialect('the outbox', (dialect) => {
     try {
       await subscribe(db, HARNESS_SUBSCRIBER, null);
       // PostgreSQL: the process rules events out once it listens for subscription changes, which its first writes start.
-      let warming = await observe('Unheard while warming up');
-      for (let i = 0; i < 50 && warming.built > 0; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        warming = await observe(`Unheard while warming up ${i}`);
-      }
+      let tries = 0;
+      await until(async () => (await observe(`Unheard while warming up ${tries++}`)).built === 0, 'the process to rule unheard events out', 5_000);
       expect(await observe('Unheard')).toEqual({ built: 0, wakes: 0, stored: 0 });
 
       // A transaction that subscribes hears its own events, whatever the process holds.

@@ -289,7 +289,6 @@ describe('MemoryIndex after changes', () => {
       };
     });
     const idx = build(docs);
-    let compared = 0;
     for (let q = 0; q < 60; q++) {
       const question = `what did ${speakers[q % 3]} say about the ${words[q % words.length]} ${q % 4 === 0 ? '' : words[(q * 7) % words.length]}`;
       const all = idx.search(question, { k: docs.length, now: T0 });
@@ -299,10 +298,8 @@ describe('MemoryIndex after changes', () => {
         const top = idx.search(question, { k, now: T0 });
         expect(top.map((h) => h.score), `${question} k=${k}`).toEqual(all.slice(0, k).map((h) => h.score));
         for (const h of top) expect(h.score).toBe(scoreOf.get(h.id));
-        compared++;
       }
     }
-    expect(compared).toBe(180);
   });
 
   it('ranks as an index built from the final docs alone after replacements, removals and re-additions', () => {

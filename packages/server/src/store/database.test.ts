@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { readdirSync, statSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { freshDatabaseConfig } from '../testing/harness.js';
+import { until } from '../testing/until.js';
 import { openDatabase, timestamptzToIso } from './database.js';
 
 /** A kill -9 test cannot see a lost fsync (the OS still writes the page cache), so the settings are asserted. */
@@ -35,9 +36,7 @@ it('checkpoints the SQLite WAL from a thread of its own', async () => {
     const before = statSync(path).size;
     // About 2 MB in 200 commits: 500 WAL pages, half the serving connection's old checkpoint point.
     for (let i = 0; i < 200; i++) await sql`INSERT INTO filler VALUES (${`${i}`.padEnd(10_000, 'x')})`.execute(database.db);
-    const deadline = Date.now() + 10_000;
-    while (statSync(path).size < before + 2_000_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(statSync(path).size).toBeGreaterThanOrEqual(before + 2_000_000);
+    await until(() => statSync(path).size >= before + 2_000_000, 'the checkpointer to copy the WAL into the database file', 10_000);
     const threads = () => readdirSync('/proc/self/task').length;
     const running = threads();
     await database.close();

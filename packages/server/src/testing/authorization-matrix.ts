@@ -3,6 +3,7 @@ import { hasScope, roleGrants, type Capability } from '../core/access.js';
 import { jobCounts } from '../jobs/runner.js';
 import type { Database } from '../store/database.js';
 import { forEachDialect, useTestApp } from './harness.js';
+import { until } from './until.js';
 import {
   buildWorld, DECLARATIONS, fillPath, landing, marker, PLACES, PROBE_CONFIG, queryString, VICTIM_USER_AGENT,
   type Credential, type Declaration, type Place, type World,
@@ -86,12 +87,10 @@ function forbiddenText(c: Credential, place: Place, d: Declaration): string[] {
  * a state still moving).
  */
 async function settle(database: Database): Promise<void> {
-  let counts = await jobCounts(database.db);
-  for (let i = 0; i < 200 && counts.queued + counts.running > 0; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    counts = await jobCounts(database.db);
-  }
-  if (counts.queued + counts.running > 0) throw new Error(`background jobs still pending after 10 s: ${JSON.stringify(counts)}`);
+  await until(async () => {
+    const { queued, running } = await jobCounts(database.db);
+    return queued + running === 0;
+  }, 'background jobs to finish', 10_000);
 }
 
 /**

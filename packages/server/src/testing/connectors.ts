@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import type { CallOptions, Login, TestApp } from './harness.js';
+import { until } from './until.js';
 
 /** Helpers for connector tests: bearer calls scoped to the test project, waiting for syncs, a local HTTP site. */
 
@@ -20,14 +21,12 @@ export function connectorsClient(t: TestApp, owner: Login) {
       expect(res.status, res.text).toBe(202);
       return res.body as { id: number };
     },
-    async waitForSync(syncId: number) {
-      for (let i = 0; i < 800; i++) {
+    waitForSync(syncId: number) {
+      return until(async () => {
         const res = await call('GET', `/connectors/syncs/${syncId}`);
         expect(res.status, res.text).toBe(200);
-        if (['succeeded', 'failed', 'cancelled'].includes(res.body.status)) return res.body;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      throw new Error(`sync ${syncId} did not finish`);
+        return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
+      }, `sync ${syncId} to finish`, 20_000);
     },
     async objects(connectionId: number) {
       const res = await call('GET', `/connectors/connections/${connectionId}/objects?limit=100`);

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { until } from '../../testing/until.js';
 
 /**
  * Adds arriving together share one statement on PostgreSQL (core/unit-of-work.ts#groupedInsert) and
@@ -107,12 +108,11 @@ forEachDialect('POST /memory/add, many at once', (dialect) => {
       return res;
     });
     // The add's statement is under way once its backend waits for that lock.
-    for (let waiting = 0; waiting === 0;) {
+    await until(async () => {
       const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%json_to_recordset%'`.execute(t.database.db);
-      waiting = rows[0]!.n;
-      if (waiting === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+      return rows[0]!.n > 0;
+    }, 'the add\'s statement to wait for the lock', 10_000);
     const other = await t.call('POST', '/memory/add', { endUser: 'free', body: { text: 'Not held up' } });
     expect(other.status).toBe(201);
     expect(blockedDone).toBe(false);
