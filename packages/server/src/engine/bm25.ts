@@ -6,6 +6,15 @@ export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
 
 /**
+ * Term frequencies are kept as 16-bit counts (postings and restored doc terms: 6 bytes an entry,
+ * not 12), a count in one doc capped here. A memory's text is at most 32,000 characters, so no
+ * stored doc reaches the cap; BM25 has saturated long before it.
+ */
+export const TF_MAX = 0xffff;
+/** Bytes of a postings entry: its slot (i32) and tf (u16). */
+const ENTRY_BYTES = 6;
+
+/**
  * One term's postings: (slot, tf) appended in the order docs were added. Removing a doc leaves
  * its entries behind (dirty) and a slot added again appends a new entry; compacting keeps each
  * slot's last entry if its doc still holds the term, so the order is always that of the docs'
@@ -15,7 +24,7 @@ interface Postings {
   /** The term's number in the restored snapshot's dictionary (frozen doc terms), -1 for a term added since. */
   id: number;
   slots: Int32Array;
-  tfs: Float64Array;
+  tfs: Uint16Array;
   /** Entries in the arrays, stale ones included while dirty. */
   n: number;
   /** Docs holding the term (document frequency). */
@@ -52,7 +61,7 @@ interface FrozenDocTerms {
   start: Int32Array;
   end: Int32Array;
   terms: Int32Array;
-  tfs: Float64Array;
+  tfs: Uint16Array;
   dictionary: string[];
 }
 
@@ -72,7 +81,7 @@ export interface FieldTake {
   /** Entries written so far (of the postings, then of the doc terms). */
   at: number;
   /** Entries of terms changed since it began, as they were then (compacted). */
-  terms: Map<string, { slots: Int32Array; tfs: Float64Array; n: number }>;
+  terms: Map<string, { slots: Int32Array; tfs: Uint16Array; n: number }>;
   /** Terms of slots changed since it began, as they were then: see docAt. */
   docs: Map<number, DocAt>;
   /** Terms [0, termsRead) of the dictionary and slots [0, slotsRead) are written: changes to them need not be kept. */
@@ -110,12 +119,12 @@ export class Bm25Field {
     this.version++;
     if (terms.length === 0) return;
     const tf = new Map<string, number>();
-    for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + 1);
+    for (const t of terms) tf.set(t, Math.min(TF_MAX, (tf.get(t) ?? 0) + 1));
     if (this.taking) for (const t of tf.keys()) this.keepTerm(t);
     for (const [t, n] of tf) {
       let p = this.postings.get(t);
       if (!p) {
-        p = { id: -1, slots: new Int32Array(0), tfs: new Float64Array(0), n: 0, live: 0, dirty: false };
+        p = { id: -1, slots: new Int32Array(0), tfs: new Uint16Array(0), n: 0, live: 0, dirty: false };
         this.postings.set(t, p);
         this.approxTermBytes += 64 + t.length * 2;
       }
@@ -142,10 +151,10 @@ export class Bm25Field {
 
   private growPostings(p: Postings, cap: number): void {
     const slots = new Int32Array(cap);
-    const tfs = new Float64Array(cap);
+    const tfs = new Uint16Array(cap);
     slots.set(p.slots.subarray(0, p.n));
     tfs.set(p.tfs.subarray(0, p.n));
-    this.arrayBytes += (cap - p.slots.length) * 12;
+    this.arrayBytes += (cap - p.slots.length) * ENTRY_BYTES;
     p.slots = slots;
     p.tfs = tfs;
   }
@@ -176,7 +185,7 @@ export class Bm25Field {
     p.n = kept.length;
     p.dirty = false;
     if (p.n < p.slots.length / 4) {
-      this.arrayBytes -= (p.slots.length - p.n) * 12;
+      this.arrayBytes -= (p.slots.length - p.n) * ENTRY_BYTES;
       p.slots = p.slots.slice(0, p.n);
       p.tfs = p.tfs.slice(0, p.n);
     }
@@ -220,7 +229,7 @@ export class Bm25Field {
       if (p.live === 0) {
         this.postings.delete(t);
         this.approxTermBytes -= 64 + t.length * 2;
-        this.arrayBytes -= p.slots.length * 12;
+        this.arrayBytes -= p.slots.length * ENTRY_BYTES;
       }
     }
     this.entries -= tf.size;
@@ -436,8 +445,8 @@ export class Bm25Field {
     const capacity = this.docLen.length;
     w.value(dictionary).value(this.totalLen).value(this.version);
     const parts = [
-      w.reserve('i32', dictionary.length), w.reserve('i32', entries), w.reserve('f64', entries),
-      w.reserve('i32', capacity), w.reserve('i32', capacity), w.reserve('i32', entries), w.reserve('f64', entries),
+      w.reserve('i32', dictionary.length), w.reserve('i32', entries), w.reserve('u16', entries),
+      w.reserve('i32', capacity), w.reserve('i32', capacity), w.reserve('i32', entries), w.reserve('u16', entries),
     ];
     w.live(this.docLen);
     const take: FieldTake = {
@@ -458,13 +467,13 @@ export class Bm25Field {
    * plain methods, a step's worth a call (V8 optimizes a long loop of a plain function as it runs).
    */
   *snapshotSteps(k: FieldTake, w: SnapshotWriter): Steps<void> {
-    const [counts, slots, tfs] = [w.view(k.parts[0]!, 'i32'), w.view(k.parts[1]!, 'i32'), w.view(k.parts[2]!, 'f64')];
+    const [counts, slots, tfs] = [w.view(k.parts[0]!, 'i32'), w.view(k.parts[1]!, 'i32'), w.view(k.parts[2]!, 'u16')];
     while (k.termsRead < k.dictionary.length) {
       this.writePostings(k, counts, slots, tfs);
       yield;
     }
     if (k.at !== k.entries) throw new Error('index snapshot does not add up');
-    const [start, end, docTerms, docTfs] = [w.view(k.parts[3]!, 'i32'), w.view(k.parts[4]!, 'i32'), w.view(k.parts[5]!, 'i32'), w.view(k.parts[6]!, 'f64')];
+    const [start, end, docTerms, docTfs] = [w.view(k.parts[3]!, 'i32'), w.view(k.parts[4]!, 'i32'), w.view(k.parts[5]!, 'i32'), w.view(k.parts[6]!, 'u16')];
     // A slot holding no doc has an empty range.
     start.fill(-1);
     // A restored doc's terms are numbers of the restored dictionary: renumbered by one table, not looked up term by term.
@@ -481,7 +490,7 @@ export class Bm25Field {
   }
 
   /** A step of snapshotSteps: the postings of the next terms. */
-  private writePostings(k: FieldTake, counts: Int32Array, slots: Int32Array, tfs: Float64Array): void {
+  private writePostings(k: FieldTake, counts: Int32Array, slots: Int32Array, tfs: Uint16Array): void {
     let { termsRead: i, at } = k;
     for (let work = 0; i < k.dictionary.length && work < STEP_WORK; i++) {
       const term = k.dictionary[i]!;
@@ -498,7 +507,7 @@ export class Bm25Field {
   }
 
   /** A step of snapshotSteps: the terms of the docs in the next slots, as they were. */
-  private writeDocTerms(k: FieldTake, renumber: Int32Array, start: Int32Array, end: Int32Array, docTerms: Int32Array, docTfs: Float64Array): void {
+  private writeDocTerms(k: FieldTake, renumber: Int32Array, start: Int32Array, end: Int32Array, docTerms: Int32Array, docTfs: Uint16Array): void {
     const f = this.frozen;
     let { slotsRead: slot, at } = k;
     for (let work = 0; slot < k.capacity && work < STEP_WORK; slot++) {
@@ -535,7 +544,7 @@ export class Bm25Field {
     field.version = r.value<number>();
     const counts = r.array('i32');
     const slots = r.array('i32');
-    const tfs = r.array('f64');
+    const tfs = r.array('u16');
     let at = 0;
     dictionary.forEach((term, id) => {
       const n = counts[id]!;
@@ -543,10 +552,10 @@ export class Bm25Field {
       field.approxTermBytes += 64 + term.length * 2;
       at += n;
     });
-    field.arrayBytes = at * 12;
+    field.arrayBytes = at * ENTRY_BYTES;
     const start = r.array('i32');
     const end = r.array('i32');
-    field.frozen = { start, end, terms: r.array('i32'), tfs: r.array('f64'), dictionary };
+    field.frozen = { start, end, terms: r.array('i32'), tfs: r.array('u16'), dictionary };
     for (let slot = 0; slot < start.length; slot++) {
       if (start[slot]! < 0) continue;
       field.frozenDocs++;
@@ -557,7 +566,7 @@ export class Bm25Field {
   }
 
   approxBytes(): number {
-    // A per-doc term map entry ~ 40 bytes, plus the posting arrays (12 bytes an entry).
+    // A per-doc term map entry ~ 40 bytes, plus the posting arrays (ENTRY_BYTES an entry).
     return this.approxTermBytes + this.entries * 40 + this.arrayBytes + this.docLen.byteLength;
   }
 }

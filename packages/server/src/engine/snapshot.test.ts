@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryIndex } from './memory-index.js';
+import { TF_MAX } from './bm25.js';
 import { runInSlices } from './snapshot.js';
 import type { EngineDoc } from './types.js';
 
@@ -107,6 +108,17 @@ describe('index snapshots', () => {
     expect(search(restored)).toEqual(search(original));
     expect(search(restored)[0]!.explanation!.semantic).toBeGreaterThan(0);
     expect(() => MemoryIndex.restore(original.snapshot(), { embedder: null })).toThrow(/sub-word/);
+  });
+
+  it('keeps a term counted past 16 bits at the cap, built and restored', () => {
+    // Counts are 16-bit (TF_MAX): 65,536 would wrap to 0 and score the doc NaN without the cap.
+    const index = new MemoryIndex({ embedder: null });
+    index.upsert({ id: 1, text: 'zebra '.repeat(TF_MAX + 1), sessionId: null, createdAt: T0, importance: 0.5, feedback: 0 });
+    index.upsert({ id: 2, text: 'a zebra at the lake', sessionId: null, createdAt: T0, importance: 0.5, feedback: 0 });
+    const hits = index.search('zebra', { k: 5, now: T0, explain: true });
+    expect(hits.map((h) => h.id).sort()).toEqual([1, 2]);
+    for (const hit of hits) expect(hit.explanation!.lexical).toBeGreaterThan(0);
+    expect(MemoryIndex.restore(index.snapshot(), { embedder: null }).search('zebra', { k: 5, now: T0, explain: true })).toEqual(hits);
   });
 
   it('an empty index round-trips, and bytes that are not a snapshot are refused', () => {
