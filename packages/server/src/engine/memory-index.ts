@@ -137,7 +137,7 @@ interface IndexTake {
   /** Sessions interned when it began, in order. */
   names: string[];
   /** Ids of sessions [0, names.length) changed since it began, as they were then (undefined: none). */
-  sessions: Map<number, readonly number[] | undefined>;
+  sessions: Map<number, SessionIds | undefined>;
   /** Sessions [0, sessionsRead) are written. */
   sessionsRead: number;
   /** The writer's parts for the sessions' ids: where each session's begin (one more), the ids. */
@@ -146,6 +146,9 @@ interface IndexTake {
   text: FieldTake;
   meta: FieldTake;
 }
+
+/** A session's ids, ascending: its own array, or a restored index's view of them. */
+type SessionIds = readonly number[] | Float64Array;
 
 /** Explanation keys, in the order features are summed. */
 export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
@@ -156,7 +159,13 @@ export class MemoryIndex {
 
   // Dense per-slot storage; a slot is reused after its doc is removed.
   private capacity = 0;
-  private readonly idToSlot = new Map<number, number>();
+  private readonly slotsById = new Map<number, number>();
+  /**
+   * A restored index's docs' ids and slots in the order they were added, until something needs them
+   * by id (`idToSlot`, built then, in that order): a first query after a restart needs none of them,
+   * and a map of 100,000 entries costs it 30-45 ms.
+   */
+  private restoredIds: { ids: Float64Array; slots: Int32Array } | null = null;
   private readonly freeSlots: number[] = [];
   private slotId = new Float64Array(0);
   private live = new Uint8Array(0);
@@ -173,15 +182,21 @@ export class MemoryIndex {
   private maxAbsFeedback = 0;
   private importance = new Float32Array(0);
   private feedback = new Float32Array(0);
-  private sessionOf: (string | null)[] = [];
-  // Sessions interned to small integers so per-query session sums use a typed array.
+  // Sessions interned to small integers so per-query session sums use a typed array; -1: no session.
   private sessionNo = new Int32Array(0);
   private readonly sessionNos = new Map<string, number>();
+  /** The interned sessions by number. */
+  private readonly sessionNames: string[] = [];
   private sessionBuf = new Float64Array(16);
   // Neighbouring slots in the same session (id order), -1 at the ends.
   private prevSlot = new Int32Array(0);
   private nextSlot = new Int32Array(0);
   private readonly sessions = new Map<string, number[]>(); // session -> ids ascending
+  /**
+   * A restored index's sessions' ids (session n's at offsets[n]..offsets[n + 1]), each moved into
+   * `sessions` when it first changes (taken[n]): a first query after a restart changes none of them.
+   */
+  private frozenSessions: { offsets: Int32Array; members: Float64Array; taken: Uint8Array } | null = null;
   /** Ids in `sessions`, all sessions together (what a snapshot's list of them holds). */
   private sessionMembers = 0;
 
@@ -230,7 +245,17 @@ export class MemoryIndex {
   }
 
   get size(): number {
-    return this.idToSlot.size;
+    return this.restoredIds ? this.restoredIds.ids.length : this.slotsById.size;
+  }
+
+  /** Each doc's slot by its id. */
+  private get idToSlot(): Map<number, number> {
+    const restored = this.restoredIds;
+    if (restored) {
+      this.restoredIds = null;
+      for (let i = 0; i < restored.ids.length; i++) this.slotsById.set(restored.ids[i]!, restored.slots[i]!);
+    }
+    return this.slotsById;
   }
 
   has(id: number): boolean {
@@ -317,11 +342,10 @@ export class MemoryIndex {
     if (vector) this.setExternal(slot, vector);
     else if (this.hasExt[slot]) this.hasExt[slot] = 0;
 
-    this.sessionOf[slot] = doc.sessionId;
     this.sessionNo[slot] = doc.sessionId === null || doc.sessionId === undefined ? -1 : this.internSession(doc.sessionId);
     if (doc.sessionId !== null && doc.sessionId !== undefined) {
       if (this.taking) this.keepSession(doc.sessionId);
-      let ids = this.sessions.get(doc.sessionId);
+      let ids = this.ownSessionIds(doc.sessionId);
       if (!ids) this.sessions.set(doc.sessionId, (ids = []));
       // Ids usually arrive in increasing order, so appending is the common case.
       let i = ids.length;
@@ -343,6 +367,7 @@ export class MemoryIndex {
       // Never forgotten: an interned number costs a few bytes even after its session is gone.
       n = this.sessionNos.size;
       this.sessionNos.set(sid, n);
+      this.sessionNames.push(sid);
       if (n >= this.sessionBuf.length) {
         const g = new Float64Array(this.sessionBuf.length * 2);
         g.set(this.sessionBuf);
@@ -370,10 +395,11 @@ export class MemoryIndex {
   }
 
   private detachSession(slot: number): void {
-    const s = this.sessionOf[slot];
-    if (s === null || s === undefined) return;
+    const no = this.sessionNo[slot]!;
+    if (no < 0) return;
+    const s = this.sessionNames[no]!;
     if (this.taking) this.keepSession(s);
-    const ids = this.sessions.get(s);
+    const ids = this.ownSessionIds(s);
     if (ids) {
       const i = lowerBound(ids, this.slotId[slot]!);
       if (ids[i] === this.slotId[slot]) {
@@ -382,7 +408,6 @@ export class MemoryIndex {
       }
       if (ids.length === 0) this.sessions.delete(s);
     }
-    this.sessionOf[slot] = null;
     this.sessionNo[slot] = -1;
     const p = this.prevSlot[slot]!;
     const n = this.nextSlot[slot]!;
@@ -498,8 +523,30 @@ export class MemoryIndex {
   }
 
   /** The ids of the take's n-th session when it began. */
-  private sessionAt(take: IndexTake, n: number): readonly number[] | undefined {
-    return take.sessions.has(n) ? take.sessions.get(n) : this.sessions.get(take.names[n]!);
+  private sessionAt(take: IndexTake, n: number): SessionIds | undefined {
+    return take.sessions.has(n) ? take.sessions.get(n) : this.sessionIds(take.names[n]!);
+  }
+
+  /** A session's ids as they are (none: undefined). */
+  private sessionIds(name: string): SessionIds | undefined {
+    const own = this.sessions.get(name);
+    if (own) return own;
+    const f = this.frozenSessions;
+    const n = this.sessionNos.get(name);
+    if (!f || n === undefined || n >= f.taken.length || f.taken[n] || f.offsets[n + 1] === f.offsets[n]) return undefined;
+    return f.members.subarray(f.offsets[n]!, f.offsets[n + 1]!);
+  }
+
+  /** A session's ids as an array of its own, to change (none: undefined). */
+  private ownSessionIds(name: string): number[] | undefined {
+    const own = this.sessions.get(name);
+    if (own) return own;
+    const frozen = this.sessionIds(name);
+    if (!frozen) return undefined;
+    this.frozenSessions!.taken[this.sessionNos.get(name)!] = 1;
+    const ids = Array.from(frozen);
+    this.sessions.set(name, ids);
+    return ids;
   }
 
   /** Before a session's ids change: a snapshot being taken keeps them as they are, if it has yet to read them. */
@@ -507,7 +554,7 @@ export class MemoryIndex {
     const take = this.taking!;
     const n = this.sessionNos.get(name);
     if (n === undefined || n >= take.names.length || n < take.sessionsRead || take.sessions.has(n)) return;
-    take.sessions.set(n, this.sessions.get(name)?.slice());
+    take.sessions.set(n, this.sessionIds(name)?.slice());
   }
 
   /**
@@ -527,7 +574,7 @@ export class MemoryIndex {
     index.allocateScratch(capacity);
     const ids = r.array('f64');
     const slots = r.array('i32');
-    for (let i = 0; i < ids.length; i++) index.idToSlot.set(ids[i]!, slots[i]!);
+    index.restoredIds = { ids, slots };
     for (const slot of r.array('i32')) index.freeSlots.push(slot);
     index.slotId = r.array('f64');
     index.live = r.array('u8');
@@ -547,15 +594,8 @@ export class MemoryIndex {
     const offsets = r.array('i32');
     const members = r.array('f64');
     index.sessionMembers = members.length;
-    sessionNames.forEach((name, n) => {
-      index.internSession(name);
-      if (offsets[n + 1]! > offsets[n]!) index.sessions.set(name, Array.from(members.subarray(offsets[n]!, offsets[n + 1]!)));
-    });
-    index.sessionOf = new Array<string | null>(capacity).fill(null);
-    for (let slot = 0; slot < capacity; slot++) {
-      const no = index.sessionNo[slot]!;
-      if (no >= 0) index.sessionOf[slot] = sessionNames[no]!;
-    }
+    for (const name of sessionNames) index.internSession(name);
+    index.frozenSessions = { offsets, members, taken: new Uint8Array(sessionNames.length) };
     index.text = Bm25Field.restore(r);
     index.meta = Bm25Field.restore(r);
     return index;
@@ -567,7 +607,7 @@ export class MemoryIndex {
       this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.namesTime.byteLength + this.firstPerson.byteLength + this.endsAsking.byteLength + this.importance.byteLength +
       this.feedback.byteLength + this.ngramVecs.byteLength + this.extVecs.byteLength + this.hasExt.byteLength +
       this.lexBuf.byteLength + this.metaBuf.byteLength + this.ctxBuf.byteLength;
-    const maps = this.idToSlot.size * 40 + this.capacity * 8 + this.sessions.size * 64 + this.idToSlot.size * 8;
+    const maps = this.size * 48 + this.capacity * 8 + this.sessionNos.size * 64;
     return arrays + maps + this.text.approxBytes() + this.meta.approxBytes();
   }
 
@@ -598,10 +638,12 @@ export class MemoryIndex {
     const filter = opts.filter;
     const onlySession = opts.sessionId;
     const restricted = !!filter || onlySession !== undefined;
+    // The session's number (-2, which no doc has, for a session this index has never held).
+    const onlyNo = onlySession === undefined ? -2 : (this.sessionNos.get(onlySession) ?? -2);
     const eligible = (slot: number): boolean =>
       live[slot] === 1 &&
       (!restricted ||
-        ((onlySession === undefined || this.sessionOf[slot] === onlySession) && (!filter || filter(this.slotId[slot]!))));
+        ((onlySession === undefined || sessionNo[slot] === onlyNo) && (!filter || filter(this.slotId[slot]!))));
 
     const textTerms = new Map<string, number>();
     for (const [t, n] of qTerms) textTerms.set(t, this.meta.df(t) > 0 ? n * w.metaTermInText : n);

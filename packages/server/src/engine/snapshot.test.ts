@@ -79,6 +79,9 @@ describe('index snapshots', () => {
     const docs = turns(1500, 7);
     const original = new MemoryIndex({ embedder: null });
     for (const d of docs) original.upsert(d);
+    // A session emptied after restoring, then used again (below).
+    const lone = turns(3, 5, 20_000).map((d) => ({ ...d, sessionId: 'session_lone' }));
+    for (const d of lone) original.upsert(d);
     // Stale postings and reused slots are part of what a snapshot must carry.
     change(original, docs, 11);
 
@@ -92,9 +95,18 @@ describe('index snapshots', () => {
     // Changes after restoring touch the restored (frozen) doc terms: removals, re-additions, new terms.
     change(original, docs, 23);
     change(restored, docs, 23);
+    for (const index of [original, restored]) {
+      for (const d of lone) index.remove(d.id);
+      index.upsert({ ...turns(1, 9, 30_000)[0]!, sessionId: 'session_lone' });
+    }
     expect(restored.size).toBe(original.size);
     expect(answers(restored)).toEqual(answers(original));
     expect(Buffer.from(restored.snapshot()).equals(Buffer.from(original.snapshot()))).toBe(true);
+    const inLone = (index: MemoryIndex) => index.search(turns(1, 9, 30_000)[0]!.text, { k: 5, now: T0, sessionId: 'session_lone' }).map((h) => h.id);
+    expect(inLone(restored)).toEqual([30_000]);
+    expect(inLone(original)).toEqual([30_000]);
+    // A session the index never held matches no doc, not even those without a session.
+    for (const index of [original, restored]) expect(index.search('guitar lake', { k: 5, now: T0, sessionId: 'session_none' })).toEqual([]);
   });
 
   it('carries sub-word and external vectors', () => {
