@@ -5,7 +5,7 @@ export { builtinEmbedder } from './embedder.js';
 export { openAiEmbedder, EmbedderError, type OpenAiEmbedderConfig } from './openai-embedder.js';
 export { MemoryIndex, DEFAULT_WEIGHTS, FEATURES, relevanceOf, type MemoryIndexOptions, type RankingWeights } from './memory-index.js';
 export { parseTemporal, type TemporalRange } from './temporal.js';
-export { runInSlices, SLICE_MS, SNAPSHOT_FORMAT, SnapshotReader, SnapshotWriter, type Steps } from './snapshot.js';
+export { runInSlices, SLICE_MS, SNAPSHOT_FORMAT, snapshotCuts, SnapshotReader, SnapshotWriter, type Steps } from './snapshot.js';
 export { estimateTokens, normalizeText, tokenize, analyze, splitSentences, stem, isStopWord } from './text.js';
 export { createLlm, LlmError, openAiLlm, retryDelayMs, type ChatMessage, type ChatResult, type LlmProvider, type LlmSettings, type TokenUsage } from './llm/index.js';
 export { extractiveSummary, type SummarySentence, type SummarySource } from './summarize.js';

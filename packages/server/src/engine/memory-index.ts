@@ -558,11 +558,12 @@ export class MemoryIndex {
   }
 
   /**
-   * An index from `snapshot()` bytes, with these options (they must be those it was built with:
-   * the vector dimensions are checked). Throws on bytes of another format. Bytes that fill their
-   * own buffer become the index's memory (no copy): the caller must not use them afterwards.
+   * An index from `snapshot()` bytes, or from those bytes in pieces cut by `snapshotCuts`, with these
+   * options (they must be those it was built with: the vector dimensions are checked). Throws on
+   * bytes of another format. Bytes (each piece) that fill their own buffer become the index's memory
+   * (no copy): the caller must not use them afterwards.
    */
-  static restore(bytes: Uint8Array, opts: MemoryIndexOptions = {}): MemoryIndex {
+  static restore(bytes: Uint8Array | readonly Uint8Array[], opts: MemoryIndexOptions = {}): MemoryIndex {
     const index = new MemoryIndex(opts);
     const r = new SnapshotReader(bytes);
     const capacity = r.value<number>();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryIndex } from './memory-index.js';
 import { TF_MAX } from './bm25.js';
-import { runInSlices } from './snapshot.js';
+import { runInSlices, snapshotCuts } from './snapshot.js';
 import type { EngineDoc } from './types.js';
 
 const T0 = Date.UTC(2023, 4, 8);
@@ -131,6 +131,23 @@ describe('index snapshots', () => {
     expect(hits.map((h) => h.id).sort()).toEqual([1, 2]);
     for (const hit of hits) expect(hit.explanation!.lexical).toBeGreaterThan(0);
     expect(MemoryIndex.restore(index.snapshot(), { embedder: null }).search('zebra', { k: 5, now: T0, explain: true })).toEqual(hits);
+  });
+
+  it('restores from pieces: cut where arrays begin (views), or anywhere (arrays across pieces copied)', () => {
+    const original = new MemoryIndex({ embedder: null });
+    for (const d of turns(600, 13)) original.upsert(d);
+    const bytes = original.snapshot();
+    const cuts = snapshotCuts(bytes, 4096);
+    expect(cuts.length).toBeGreaterThan(2);
+    for (const at of cuts) expect(at % 8).toBe(0);
+    const arbitrary = Array.from({ length: Math.floor(bytes.length / 1001) }, (_, i) => (i + 1) * 1001);
+    for (const at of [cuts, arbitrary]) {
+      const bounds = [0, ...at, bytes.length];
+      const pieces = bounds.slice(1).map((end, i) => Uint8Array.from(bytes.subarray(bounds[i]!, end)));
+      const restored = MemoryIndex.restore(pieces, { embedder: null });
+      expect(answers(restored)).toEqual(answers(original));
+      expect(Buffer.from(restored.snapshot()).equals(Buffer.from(bytes))).toBe(true);
+    }
   });
 
   it('an empty index round-trips, and bytes that are not a snapshot are refused', () => {

@@ -170,31 +170,66 @@ export class SnapshotWriter {
   }
 }
 
+/** The bytes' header: where its values end and each array's kind and length. */
+function headerOf(first: Uint8Array, total: number): { values: unknown[]; arrays: Array<[ArrayKind, number]>; end: number } {
+  const view = new DataView(first.buffer, first.byteOffset, first.byteLength);
+  if (first.byteLength < 12 || view.getUint32(0, true) !== MAGIC) throw new Error('not an index snapshot');
+  if (view.getUint32(4, true) !== SNAPSHOT_FORMAT) throw new Error('index snapshot of another format');
+  const headerLength = view.getUint32(8, true);
+  if (12 + headerLength > first.byteLength || 12 + headerLength > total) throw new Error('index snapshot truncated');
+  const header = JSON.parse(Buffer.from(first.buffer, first.byteOffset + 12, headerLength).toString('utf8')) as { values: unknown[]; arrays: Array<[ArrayKind, number]> };
+  return { ...header, end: align8(12 + headerLength) };
+}
+
+/**
+ * Where to cut a snapshot into pieces of at least `piece` bytes (the last may be shorter), each
+ * holding whole arrays: the offsets at which the second and later pieces begin. Pieces cut there and
+ * given to `SnapshotReader` as they are become the arrays' memory without being joined first.
+ */
+export function snapshotCuts(bytes: Uint8Array, piece: number): number[] {
+  const { arrays, end } = headerOf(bytes, bytes.byteLength);
+  const cuts: number[] = [];
+  let from = 0;
+  let at = end;
+  for (const [kind, length] of arrays) {
+    if (at - from >= piece) cuts.push((from = at));
+    at = align8(at + length * CONSTRUCTORS[kind].BYTES_PER_ELEMENT);
+  }
+  return cuts;
+}
+
 export class SnapshotReader {
   private readonly values: unknown[];
   private readonly kinds: Array<[ArrayKind, number]>;
-  private readonly buffer: ArrayBuffer;
+  /** The snapshot's bytes in order, each piece a whole buffer of its own, and where each begins. */
+  private readonly pieces: Array<{ start: number; bytes: Uint8Array<ArrayBuffer> }> = [];
+  private readonly total: number;
   private at: number;
   private nextValue = 0;
   private nextArray = 0;
 
-  /** Throws when the bytes are not a snapshot of this format. */
-  constructor(bytes: Uint8Array) {
-    // Every array is a view into one 8-byte-aligned buffer: the caller's, when it is one of its own.
-    if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) {
-      this.buffer = bytes.buffer;
-    } else {
-      this.buffer = new ArrayBuffer(bytes.byteLength);
-      new Uint8Array(this.buffer).set(bytes);
+  /**
+   * Throws when the bytes are not a snapshot of this format. The bytes, or its pieces in order (as
+   * `snapshotCuts` cuts them), each become the index's memory when it fills its own buffer: an array
+   * is a view into it. A piece that shares its buffer is copied first, and an array that a piece does
+   * not hold whole, or not aligned, is copied on its own.
+   */
+  constructor(input: Uint8Array | readonly Uint8Array[]) {
+    let start = 0;
+    for (const bytes of input instanceof Uint8Array ? [input] : input) {
+      const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+      this.pieces.push({ start, bytes: own ? (bytes as Uint8Array<ArrayBuffer>) : Uint8Array.from(bytes) });
+      start += bytes.byteLength;
     }
-    const view = new DataView(this.buffer);
-    if (bytes.byteLength < 12 || view.getUint32(0, true) !== MAGIC) throw new Error('not an index snapshot');
-    if (view.getUint32(4, true) !== SNAPSHOT_FORMAT) throw new Error('index snapshot of another format');
-    const headerLength = view.getUint32(8, true);
-    const header = JSON.parse(Buffer.from(this.buffer, 12, headerLength).toString('utf8')) as { values: unknown[]; arrays: Array<[ArrayKind, number]> };
+    this.total = start;
+    if (this.pieces.length === 0 || this.total < 12) throw new Error('not an index snapshot');
+    // The header from the first piece, or gathered from as many as hold it.
+    const first = this.pieces[0]!.bytes;
+    const headerEnd = 12 + new DataView(this.bytesAt(0, 12).buffer).getUint32(8, true);
+    const header = headerOf(first.byteLength >= headerEnd ? first : this.bytesAt(0, Math.min(headerEnd, this.total)), this.total);
     this.values = header.values;
     this.kinds = header.arrays;
-    this.at = align8(12 + headerLength);
+    this.at = header.end;
   }
 
   value<T>(): T {
@@ -206,9 +241,32 @@ export class SnapshotReader {
     const entry = this.kinds[this.nextArray++];
     if (!entry || entry[0] !== kind) throw new Error('index snapshot does not match its reader');
     const Ctor = CONSTRUCTORS[kind];
-    if (this.at + entry[1] * Ctor.BYTES_PER_ELEMENT > this.buffer.byteLength) throw new Error('index snapshot truncated');
-    const a = new Ctor(this.buffer, this.at, entry[1]);
-    this.at = align8(this.at + a.byteLength);
-    return a as InstanceType<(typeof CONSTRUCTORS)[K]>;
+    const byteLength = entry[1] * Ctor.BYTES_PER_ELEMENT;
+    if (this.at + byteLength > this.total) throw new Error('index snapshot truncated');
+    const from = this.at;
+    this.at = align8(this.at + byteLength);
+    const piece = this.pieces[this.pieceAt(from)]!;
+    const offset = from - piece.start;
+    const inPlace = offset + byteLength <= piece.bytes.byteLength && offset % Ctor.BYTES_PER_ELEMENT === 0;
+    return new Ctor(inPlace ? piece.bytes.buffer : this.bytesAt(from, byteLength).buffer, inPlace ? offset : 0, entry[1]) as InstanceType<(typeof CONSTRUCTORS)[K]>;
+  }
+
+  /** The piece holding the byte at `at`. */
+  private pieceAt(at: number): number {
+    let i = this.pieces.length - 1;
+    while (i > 0 && this.pieces[i]!.start > at) i--;
+    return i;
+  }
+
+  /** A copy of `length` bytes from `from`, gathered across pieces. */
+  private bytesAt(from: number, length: number): Uint8Array<ArrayBuffer> {
+    const copy = new Uint8Array(length);
+    for (let i = this.pieceAt(from), done = 0; done < length; i++) {
+      const p = this.pieces[i]!;
+      const part = p.bytes.subarray(from + done - p.start, Math.min(p.bytes.byteLength, from + length - p.start));
+      copy.set(part, done);
+      done += part.byteLength;
+    }
+    return copy;
   }
 }

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../app.js';
 import { loadConfig, type Config } from '../../config.js';
-import { MemoryIndex, SLICE_MS } from '../../engine/index.js';
+import { MemoryIndex, SLICE_MS, snapshotCuts } from '../../engine/index.js';
 import { buildServices } from '../../services.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser, retrievalConfig } from '../../testing/retrieval.js';
@@ -315,7 +315,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
 
       // Stored: the index as it was when taking began, byte for byte, and its metadata then.
       expect(Number(stored.revision)).toBe(startRevision);
-      expect((await inflatedPieces(stored.index_data)).equals(atStart!)).toBe(true);
+      expect(Buffer.concat(await inflatedPieces(stored.index_data)).equals(atStart!)).toBe(true);
       const loaded = (await loadSnapshot(t.database, owner, 'builtin'))!;
       expect(loaded.meta.size).toBe(MIN + 25);
       expect(loaded.meta.has(added.body.id)).toBe(false);
@@ -378,18 +378,41 @@ describe('taking an index and its filter metadata in slices', () => {
 });
 
 describe('an index stored in deflated pieces', () => {
-  it('inflates to the bytes deflated, whatever their length against the piece', async () => {
+  const every = (length: number, piece: number) => Array.from({ length: Math.ceil(length / piece) }, (_, i) => i * piece);
+  it('inflates to the bytes deflated, piece by piece, whatever their length against the cuts', async () => {
     const bytes = Buffer.concat([randomBytes(3000), Buffer.alloc(3000, 7)]);
     for (const length of [0, 1, 999, 1000, 1001, 2500, 6000]) {
-      const stored = await deflatedPieces(bytes.subarray(0, length), 1000);
-      expect(stored.readUInt32LE(0)).toBe(Math.ceil(length / 1000));
-      expect((await inflatedPieces(stored)).equals(bytes.subarray(0, length))).toBe(true);
+      const stored = await deflatedPieces(bytes.subarray(0, length), every(length, 1000));
+      const pieces = await inflatedPieces(stored);
+      expect(pieces).toHaveLength(Math.max(1, Math.ceil(length / 1000)));
+      expect(Buffer.concat(pieces).equals(bytes.subarray(0, length))).toBe(true);
     }
   });
 
+  it('restores an index from pieces cut where its arrays begin, each inflated into a buffer of its own', async () => {
+    const index = new MemoryIndex({ embedder: null });
+    for (let i = 1; i <= 400; i++) index.upsert({ id: i, text: `${TOPICS[i % TOPICS.length]} on day ${i}`, sessionId: `s${i >> 4}`, createdAt: 1_700_000_000_000 + i, importance: 0.5, feedback: 0 });
+    const bytes = index.snapshot();
+    const cuts = snapshotCuts(bytes, 2048);
+    expect(cuts.length).toBeGreaterThan(2);
+    const pieces = await inflatedPieces(await deflatedPieces(bytes, cuts));
+    for (const piece of pieces.slice(0, -1)) expect(piece.length).toBeGreaterThanOrEqual(2048);
+    // Large pieces come back as whole buffers, the memory a restored index keeps without copying.
+    const large = pieces.filter((piece) => piece.length > 4096);
+    expect(large.length).toBeGreaterThan(0);
+    for (const piece of large) expect([piece.byteOffset, piece.buffer.byteLength]).toEqual([0, piece.length]);
+    const restored = MemoryIndex.restore(pieces, { embedder: null });
+    expect(restored.search('pottery class', { k: 5, now: 1_700_000_001_000, explain: true })).toEqual(index.search('pottery class', { k: 5, now: 1_700_000_001_000, explain: true }));
+    expect(Buffer.from(restored.snapshot()).equals(Buffer.from(bytes))).toBe(true);
+  });
+
   it('refuses pieces that do not add up', async () => {
-    const stored = await deflatedPieces(randomBytes(2500), 1000);
+    const stored = await deflatedPieces(randomBytes(2500), every(2500, 1000));
     await expect(inflatedPieces(stored.subarray(0, stored.length - 1))).rejects.toThrow();
     await expect(inflatedPieces(Buffer.concat([stored, Buffer.alloc(1)]))).rejects.toThrow('do not add up');
+    // A piece whose inflated length is not the one recorded.
+    const misstated = Buffer.from(stored);
+    misstated.writeUInt32LE(999, 8);
+    await expect(inflatedPieces(misstated)).rejects.toThrow('do not add up');
   });
 });

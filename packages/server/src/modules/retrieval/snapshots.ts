@@ -1,7 +1,7 @@
 import { promisify } from 'node:util';
 import { deflate, inflate } from 'node:zlib';
 import { sql } from 'kysely';
-import { MemoryIndex, runInSlices, SLICE_MS, SNAPSHOT_FORMAT, SnapshotReader, SnapshotWriter, type Steps } from '../../engine/index.js';
+import { MemoryIndex, runInSlices, SLICE_MS, SNAPSHOT_FORMAT, snapshotCuts, SnapshotReader, SnapshotWriter, type Steps } from '../../engine/index.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.js';
 
@@ -17,45 +17,59 @@ import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.
 
 /**
  * Both parts are stored deflated (level 1, in the thread pool): a snapshot of 100,000 memories is
- * about a fifth of its 29 MB, which is what PostgreSQL has to detoast and send (a 29 MB bytea took
- * ~0.3 s to fetch; the deflated one ~0.07 s, inflating it ~0.06 s). The index part is deflated in
- * pieces of ZLIB_CHUNK bytes, inflated side by side in the thread pool on load: the 31 MB of a
- * 100,000-memory index in 36-56 ms instead of 102-115 as one stream. The stored format is the
- * engine's with this encoding (+1: one stream; +2: pieces).
+ * about a quarter of its 19 MB, which is what PostgreSQL has to detoast and send. The index part is
+ * deflated in pieces of at least ZLIB_CHUNK bytes, cut where an array of the snapshot begins
+ * (`snapshotCuts`), and inflated side by side in the thread pool on load, each into a buffer of its
+ * own that the restored index keeps as it is: the pieces are never joined (19 MB of fresh memory and
+ * a copy less). The stored format is the engine's with this encoding (+1: one stream; +2: pieces;
+ * +3: pieces cut at arrays, with their lengths inflated).
  */
-const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 2;
+const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 3;
 // Large chunks: the thread pool hands each chunk back to the event loop (16 KB by default: 1,800 hops for 29 MB).
 const ZLIB_CHUNK = 4 << 20;
 const deflated = (bytes: Uint8Array) => promisify(deflate)(bytes, { level: 1, chunkSize: ZLIB_CHUNK });
-const inflated = (bytes: Uint8Array) => promisify(inflate)(bytes, { chunkSize: ZLIB_CHUNK });
+const inflated = (bytes: Uint8Array, chunkSize = ZLIB_CHUNK) => promisify(inflate)(bytes, { chunkSize });
 
 /**
- * Bytes deflated in pieces of `piece` bytes: a count, each piece's length (u32 LE), the pieces
- * (exported for its test). One piece at a time: storing is background work, and pieces deflated side
- * by side would take both cores from the event loop (its own work ran 1.5-3 times slower meanwhile).
+ * Bytes deflated in pieces, cut at `cuts` (ascending offsets where the second and later pieces
+ * begin): a count, each piece's length deflated and inflated (u32 LE), the pieces (exported for its
+ * test). One piece at a time: storing is background work, and pieces deflated side by side would
+ * take both cores from the event loop (its own work ran 1.5-3 times slower meanwhile).
  */
-export async function deflatedPieces(bytes: Uint8Array, piece = ZLIB_CHUNK): Promise<Buffer> {
+export async function deflatedPieces(bytes: Uint8Array, cuts: readonly number[]): Promise<Buffer> {
+  const bounds = [0, ...cuts.filter((at) => at > 0 && at < bytes.length), bytes.length];
   const parts: Buffer[] = [];
-  for (let at = 0; at < bytes.length; at += piece) parts.push(await deflated(bytes.subarray(at, at + piece)));
-  const header = Buffer.alloc(4 * (parts.length + 1));
-  header.writeUInt32LE(parts.length, 0);
-  parts.forEach((part, i) => header.writeUInt32LE(part.length, 4 * (i + 1)));
+  const header = Buffer.alloc(4 * (2 * (bounds.length - 1) + 1));
+  header.writeUInt32LE(bounds.length - 1, 0);
+  for (let i = 0; i + 1 < bounds.length; i++) {
+    parts.push(await deflated(bytes.subarray(bounds[i]!, bounds[i + 1]!)));
+    header.writeUInt32LE(parts[i]!.length, 4 * (2 * i + 1));
+    header.writeUInt32LE(bounds[i + 1]! - bounds[i]!, 4 * (2 * i + 2));
+  }
   return Buffer.concat([header, ...parts]);
 }
 
-/** What deflatedPieces wrote, inflated into one buffer of its own (the restored index's memory). */
-export async function inflatedPieces(bytes: Uint8Array): Promise<Buffer> {
+/**
+ * What deflatedPieces wrote, inflated piece by piece, each into a buffer of exactly its length (one
+ * chunk: zlib then hands it back as it is, a buffer of its own, which the restored index keeps).
+ */
+export async function inflatedPieces(bytes: Uint8Array): Promise<Buffer[]> {
   const stored = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const count = stored.readUInt32LE(0);
-  const parts: Buffer[] = [];
-  let at = 4 * (count + 1);
+  const parts: Array<{ deflated: Buffer; length: number }> = [];
+  let at = 4 * (2 * count + 1);
+  if (at > stored.length) throw new Error('index snapshot pieces do not add up');
   for (let i = 0; i < count; i++) {
-    const length = stored.readUInt32LE(4 * (i + 1));
-    parts.push(stored.subarray(at, at + length));
+    const length = stored.readUInt32LE(4 * (2 * i + 1));
+    parts.push({ deflated: stored.subarray(at, at + length), length: stored.readUInt32LE(4 * (2 * i + 2)) });
     at += length;
   }
   if (at !== stored.length) throw new Error('index snapshot pieces do not add up');
-  return Buffer.concat(await Promise.all(parts.map(inflated)));
+  return Promise.all(parts.map(async ({ deflated, length }) => {
+    const piece = await inflated(deflated, Math.max(64, length));
+    if (piece.length !== length) throw new Error('index snapshot pieces do not add up');
+    return piece;
+  }));
 }
 
 /** What filters need of a memory, kept beside the index so filtering costs no query. */
@@ -270,7 +284,7 @@ export async function snapshotRevision(db: Executor, owner: Owner, embedder: str
 export async function storeSnapshot(
   database: Database, owner: Owner, embedder: string, taken: Taken & { revision: number; memories: number },
 ): Promise<'stored' | 'current' | 'forgotten'> {
-  const index = await deflatedPieces(taken.index);
+  const index = await deflatedPieces(taken.index, snapshotCuts(taken.index, ZLIB_CHUNK));
   const docMeta = await deflated(taken.meta);
   return database.db.transaction().execute(async (trx) => {
     if (await forgottenSince(database, trx, owner, taken.revision)) return 'forgotten';
