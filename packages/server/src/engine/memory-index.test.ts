@@ -340,4 +340,26 @@ describe('MemoryIndex after changes', () => {
       a.forEach((h, i) => expect(h.score).toBeCloseTo(b[i]!.score, 9));
     }
   });
+
+  it('indexes of every size share the search buffers: a search that throws leaves none of its scores to the next', () => {
+    const words = ['garden', 'piano', 'tomato', 'violin', 'harbour', 'lantern', 'orchard', 'meadow'];
+    const docsOf = (n: number, salt: number): EngineDoc[] => Array.from({ length: n }, (_, i) => ({
+      id: i + 1, text: `${words[(i * salt) % words.length]} ${words[(i + salt) % words.length]} note${i % 7}`, sessionId: `s${i >> 3}`,
+      createdAt: T0 + i * 60_000, importance: 0.5, feedback: 0, speaker: i % 2 ? 'Ann' : 'Bo',
+    }));
+    const [small, large] = [build(docsOf(40, 3)), build(docsOf(900, 5))];
+    const queries = ['garden piano', 'what did Ann say about the harbour', 'lantern meadow note3'];
+    const answers = (index: MemoryIndex) => queries.map((q) => index.search(q, { k: 10, now: T0, explain: true }));
+    const expected = [answers(build(docsOf(40, 3))), answers(build(docsOf(900, 5)))];
+    let calls = 0;
+    const failing = () => {
+      if (++calls > 5) throw new Error('filter failed');
+      return true;
+    };
+    for (const index of [large, small, large]) {
+      expect(() => index.search('garden piano harbour', { k: 3, now: T0, filter: failing })).toThrow('filter failed');
+      calls = 0;
+      expect([answers(small), answers(large)]).toEqual(expected);
+    }
+  });
 });

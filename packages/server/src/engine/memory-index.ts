@@ -209,15 +209,7 @@ export class MemoryIndex {
   private extVecs = new Float32Array(0);
   private hasExt = new Uint8Array(0);
 
-  // Scratch buffers reused across searches (reset via touched lists, not full clears).
-  private lexBuf = new Float64Array(0);
-  private metaBuf = new Float64Array(0);
-  private ctxBuf = new Float64Array(0);
-  private expBuf = new Float64Array(0);
-  /** Per first-pass candidate (by its index in the touched list): its known score part, for ranking. */
-  private knownBuf = new Float64Array(0);
-  /** 1 for the slots whose speaker/tags matched the current query (a byte a slot: cheaper to scan than metaBuf). */
-  private metaHit = new Uint8Array(0);
+  /** The context scorer's state: its per-slot buffers are the thread's (SearchBuffers), its cached normalisations this index's. */
   private readonly scratch: ContextScratch = {
     tfSelf: new Float64Array(0),
     tfCtx: new Float64Array(0),
@@ -226,9 +218,6 @@ export class MemoryIndex {
     normStamp: 0,
     stamp: 1,
   };
-  private readonly touched: SlotList = { a: new Int32Array(0), n: 0 };
-  private readonly metaTouched: SlotList = { a: new Int32Array(0), n: 0 };
-  private readonly expTouched: SlotList = { a: new Int32Array(0), n: 0 };
   /** Changes on every upsert/remove: cached length normalisations (scratch.norm) are then stale. */
   private mutations = 0;
   /** What scratch.stamp's cached norms were computed under. */
@@ -280,7 +269,9 @@ export class MemoryIndex {
     this.ngramVecs = g(this.ngramVecs, this.dims);
     if (this.extDims) this.extVecs = g(this.extVecs, this.extDims);
     this.hasExt = g(this.hasExt);
-    this.allocateScratch(cap);
+    // Cached length normalisations: all computed anew.
+    this.scratch.norm = new Float64Array(cap);
+    this.scratch.normStamp = 0;
     const oldCap = this.capacity;
     this.prevSlot = g(this.prevSlot);
     this.nextSlot = g(this.nextSlot);
@@ -291,24 +282,6 @@ export class MemoryIndex {
     this.capacity = cap;
   }
 
-  /** Search buffers for `cap` slots: zero between searches, so a new one holds nothing to keep. */
-  private allocateScratch(cap: number): void {
-    this.lexBuf = new Float64Array(cap);
-    this.metaBuf = new Float64Array(cap);
-    this.ctxBuf = new Float64Array(cap);
-    this.expBuf = new Float64Array(cap);
-    this.knownBuf = new Float64Array(cap);
-    this.metaHit = new Uint8Array(cap);
-    const sc = this.scratch;
-    sc.tfSelf = new Float64Array(cap);
-    sc.tfCtx = new Float64Array(cap);
-    // One more than the slots: a slot is written at the end of the list before it is known to be new.
-    sc.termTouched = new Int32Array(cap + 1);
-    // Cached length normalisations: all computed anew.
-    sc.norm = new Float64Array(cap);
-    sc.normStamp = 0;
-    for (const l of [this.touched, this.metaTouched, this.expTouched]) l.a = new Int32Array(cap);
-  }
 
   /** Adds or replaces one doc. vector: the doc's embedding from a remote embedder, if any. */
   upsert(doc: EngineDoc, vector?: Float32Array): void {
@@ -572,7 +545,7 @@ export class MemoryIndex {
     const sessionNames = r.value<string[]>();
     [index.maxCreatedAt, index.maxImportanceDev, index.maxAbsFeedback] = r.value<[number, number, number]>().map((v) => v ?? -Infinity) as [number, number, number];
     index.capacity = capacity;
-    index.allocateScratch(capacity);
+    index.scratch.norm = new Float64Array(capacity);
     const ids = r.array('f64');
     const slots = r.array('i32');
     index.restoredIds = { ids, slots };
@@ -607,14 +580,31 @@ export class MemoryIndex {
     const arrays =
       this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.namesTime.byteLength + this.firstPerson.byteLength + this.endsAsking.byteLength + this.importance.byteLength +
       this.feedback.byteLength + this.ngramVecs.byteLength + this.extVecs.byteLength + this.hasExt.byteLength +
-      this.lexBuf.byteLength + this.metaBuf.byteLength + this.ctxBuf.byteLength;
-    const maps = this.size * 48 + this.capacity * 8 + this.sessionNos.size * 64;
+      this.scratch.norm.byteLength + this.prevSlot.byteLength + this.nextSlot.byteLength + this.sessionNo.byteLength;
+    const maps = this.size * 48 + this.sessionNos.size * 64;
     return arrays + maps + this.text.approxBytes() + this.meta.approxBytes();
   }
 
   search(query: string, opts: SearchOptions): SearchHit[] {
     const k = Math.floor(opts.k);
     if (!(k > 0) || this.size === 0) return [];
+    const b = SearchBuffers.forSlots(this.capacity);
+    const scratch = this.scratch;
+    scratch.tfSelf = b.tfSelf;
+    scratch.tfCtx = b.tfCtx;
+    scratch.termTouched = b.termTouched;
+    try {
+      return this.rank(query, opts, k, b);
+    } catch (error) {
+      // (A caller's filter that throws.) The buffers are the thread's: zero again for the next search, whatever index.
+      b.clear(this.capacity);
+      this.sessionBuf.fill(0);
+      throw error;
+    }
+  }
+
+  /** search() with the thread's buffers, which it leaves zero. */
+  private rank(query: string, opts: SearchOptions, k: number, b: SearchBuffers): SearchHit[] {
     const w = this.weights;
     const now = opts.now ?? Date.now();
     const q = typeof query === 'string' ? query : '';
@@ -630,10 +620,10 @@ export class MemoryIndex {
       qTerms.set(t, (qTerms.get(t) ?? 0) + 1);
     }
 
-    const lex = this.lexBuf;
-    const metaS = this.metaBuf;
-    const ctx = this.ctxBuf;
-    const exp = this.expBuf;
+    const lex = b.lex;
+    const metaS = b.meta;
+    const ctx = b.ctx;
+    const exp = b.exp;
     const live = this.live;
     const sessionNo = this.sessionNo;
     const filter = opts.filter;
@@ -671,9 +661,9 @@ export class MemoryIndex {
     const links = { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay, backward: w.contextBackward };
 
     // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
-    const touched = this.touched;
-    const metaTouched = this.metaTouched;
-    const expTouched = this.expTouched;
+    const touched = b.touched;
+    const metaTouched = b.metaTouched;
+    const expTouched = b.expTouched;
     touched.n = metaTouched.n = expTouched.n = 0;
     this.text.scoreWithContext(textTerms, links, scratch, lex, ctx, touched);
     this.meta.scoreInto(qTerms, metaS, metaTouched);
@@ -695,11 +685,11 @@ export class MemoryIndex {
     {
       // (Hot loops read block-local names: the closures below capture the function's own, which
       // then live in a heap context, a load per use, and numbers an unboxing as well.)
-      const lex = this.lexBuf, ctx = this.ctxBuf, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
+      const lex = b.lex, ctx = b.ctx, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
       const restricted = !!filter || onlySession !== undefined;
       // Each doc's weighted own + context words, kept by its index in the touched list for the ranking
       // pass (read in order there, not from three per-slot arrays).
-      const wordsPart = this.knownBuf, endsAsking = this.endsAsking;
+      const wordsPart = b.known, endsAsking = this.endsAsking;
       const wLex = w.lexical, wLexAsking = w.lexical * w.asking, wCtx = w.context;
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
@@ -746,7 +736,7 @@ export class MemoryIndex {
     const en = expTouched.n;
 
     let maxMeta = 0;
-    for (let i = 0, metaS = this.metaBuf; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
+    for (let i = 0, metaS = b.meta; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
     const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
 
     // Vector features are scored for every live doc, so a doc can be found without sharing a word.
@@ -757,7 +747,7 @@ export class MemoryIndex {
     // Expansion is normalised like the first pass unless its own best is stronger (a first pass
     // that matched only a weak word, e.g. a name): then by its own best, so it never outweighs `expansion`.
     let maxExp = 0;
-    for (let i = 0, exp = this.expBuf; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
+    for (let i = 0, exp = b.exp; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
     const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
     const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
     const firstPerson = this.firstPerson;
@@ -852,10 +842,10 @@ export class MemoryIndex {
       const namesTime = this.namesTime;
       // One pass over the first-pass docs: each one's known part (below) is kept by its index in the
       // touched list, and the docs with the best word evidence seed the top k.
-      const knownOf = this.knownBuf;
+      const knownOf = b.known;
       const seed = new TopK(k);
       // Block-local names (see the session pass).
-      const lex = this.lexBuf, ctx = this.ctxBuf, exp = this.expBuf, metaS = this.metaBuf, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
+      const lex = b.lex, ctx = b.ctx, exp = b.exp, metaS = b.meta, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
       const firstPerson = this.firstPerson, endsAsking = this.endsAsking;
       const lexNormL = lexNorm, expNormL = expNorm, sessionNormL = sessionNorm, metaNormL = metaNorm, metaLiftL = metaLift, whenLiftL = whenLift;
       for (let i = 0; i < tn; i++) {
@@ -891,7 +881,7 @@ export class MemoryIndex {
       const expansionOnlyCap =
         Math.abs(wExp) * (1 + Math.max(0, w.metaEvidence) * metaMost + whenLiftL) + Math.max(0, wSession) + Math.max(0, wMeta) * metaMost + 1e-9;
       if ((mn > 0 || bareExpansionCap > min) && expansionOnlyCap + bound > min) {
-        const metaHit = this.metaHit;
+        const metaHit = b.metaHit;
         for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 1;
         for (let i = 0; i < en; i++) {
           const s = ea[i]!;
@@ -927,16 +917,71 @@ export class MemoryIndex {
     // Buffers back to zero: slot by slot, or whole when most of it was touched (a sequential fill is cheaper).
     const cap = this.capacity;
     if (tn > cap >>> 3) {
-      lex.fill(0);
-      ctx.fill(0);
+      lex.fill(0, 0, cap);
+      ctx.fill(0, 0, cap);
     } else {
       for (let i = 0; i < tn; i++) lex[ta[i]!] = ctx[ta[i]!] = 0;
     }
     for (let i = 0; i < mn; i++) metaS[ma[i]!] = 0;
-    if (en > cap >>> 3) exp.fill(0);
+    if (en > cap >>> 3) exp.fill(0, 0, cap);
     else for (let i = 0; i < en; i++) exp[ea[i]!] = 0;
     for (const sn of sessionsTouched) sessionScore[sn] = 0;
     return hits;
+  }
+}
+
+/**
+ * A search's per-slot working buffers, one set per thread and shared by every index it holds (a
+ * search runs to its end before another begins), grown to the largest index searched and zero
+ * between searches. Each index had its own (~70 bytes a slot, 9 MB at 100,000 memories, held by
+ * every index in the cache, and touched afresh by the first search of a restored one).
+ */
+class SearchBuffers {
+  private static shared: SearchBuffers | null = null;
+  lex = new Float64Array(0);
+  meta = new Float64Array(0);
+  ctx = new Float64Array(0);
+  exp = new Float64Array(0);
+  /** Per first-pass candidate (by its index in the touched list): its known score part, for ranking. */
+  known = new Float64Array(0);
+  /** 1 for the slots whose speaker/tags matched the current query (a byte a slot: cheaper to scan than `meta`). */
+  metaHit = new Uint8Array(0);
+  tfSelf = new Float64Array(0);
+  tfCtx = new Float64Array(0);
+  // One more than the slots: a slot is written at the end of the list before it is known to be new.
+  termTouched = new Int32Array(1);
+  readonly touched: SlotList = { a: new Int32Array(0), n: 0 };
+  readonly metaTouched: SlotList = { a: new Int32Array(0), n: 0 };
+  readonly expTouched: SlotList = { a: new Int32Array(0), n: 0 };
+  private slots = 0;
+
+  /** The thread's buffers, for an index of `slots` slots. */
+  static forSlots(slots: number): SearchBuffers {
+    const b = (SearchBuffers.shared ??= new SearchBuffers());
+    if (slots > b.slots) b.grow(Math.max(slots, b.slots * 2));
+    return b;
+  }
+
+  /** New, zero buffers (the old ones are zero: nothing to carry over). */
+  private grow(slots: number): void {
+    this.slots = slots;
+    this.lex = new Float64Array(slots);
+    this.meta = new Float64Array(slots);
+    this.ctx = new Float64Array(slots);
+    this.exp = new Float64Array(slots);
+    this.known = new Float64Array(slots);
+    this.metaHit = new Uint8Array(slots);
+    this.tfSelf = new Float64Array(slots);
+    this.tfCtx = new Float64Array(slots);
+    this.termTouched = new Int32Array(slots + 1);
+    for (const l of [this.touched, this.metaTouched, this.expTouched]) l.a = new Int32Array(slots);
+  }
+
+  /** Zero again over the first `slots`, whatever a search left. */
+  clear(slots: number): void {
+    for (const a of [this.lex, this.meta, this.ctx, this.exp, this.tfSelf, this.tfCtx]) a.fill(0, 0, slots);
+    this.metaHit.fill(0, 0, slots);
+    this.touched.n = this.metaTouched.n = this.expTouched.n = 0;
   }
 }
 
