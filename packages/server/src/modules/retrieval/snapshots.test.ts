@@ -9,7 +9,7 @@ import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser, retrievalConfig } from '../../testing/retrieval.js';
 import { until } from '../../testing/until.js';
 import type { IndexCache } from './index-cache.js';
-import { deflatedPieces, inflatedPieces, loadSnapshot, SnapshotTaking, storeSnapshot, type DocMeta } from './snapshots.js';
+import { decodeMeta, deflatedPieces, inflatedPieces, loadSnapshot, SnapshotTaking, storeSnapshot, type DocMeta } from './snapshots.js';
 
 const METRICS_TOKEN = 'metrics-token-for-snapshot-tests';
 const MIN = 20;
@@ -374,6 +374,26 @@ describe('taking an index and its filter metadata in slices', () => {
     expect(turns).toBeGreaterThan(10);
     expect(Buffer.from(taken.index).equals(Buffer.from(expected.index))).toBe(true);
     expect(Buffer.from(taken.meta).equals(Buffer.from(expected.meta))).toBe(true);
+  });
+
+  it('restores the metadata as a map that decodes itself on first use, whatever the first use is', async () => {
+    const meta = new Map<number, DocMeta>();
+    for (let i = 1; i <= 300; i++) meta.set(i, { ...docMeta(i), ...(i % 9 === 0 ? { event: { from: i, to: i + 1 } } : {}) });
+    const index = new MemoryIndex({ embedder: null });
+    const bytes = (await new SnapshotTaking(index, meta, 0).taken).meta;
+    const uses: Array<(m: Map<number, DocMeta>) => unknown> = [
+      (m) => m.size, (m) => m.get(9), (m) => m.has(301), (m) => [...m.keys()], (m) => [...m.values()], (m) => [...m],
+      (m) => { const seen: number[] = []; m.forEach((_, id) => seen.push(id)); return seen; },
+      (m) => (m.set(301, docMeta(301)), [...m.entries()]), (m) => (m.delete(5), [...m.entries()]), (m) => (m.clear(), m.size),
+    ];
+    for (const use of uses) {
+      const expected = new Map(meta);
+      const restored = decodeMeta(bytes);
+      expect(restored.size).toBe(300);
+      expect(use(restored)).toEqual(use(expected));
+      expect([...restored.entries()]).toEqual([...expected.entries()]);
+      expect(restored.size).toBe(expected.size);
+    }
   });
 });
 
