@@ -18,6 +18,14 @@ describe('process settings', () => {
     expect(old.warnings).toEqual([expect.stringContaining('ENGRAM_WORKERS is deprecated')]);
     expect(loadConfig({ ENGRAM_WORKERS: '2', ENGRAM_HTTP_PROCESSES: '4' })).toMatchObject({ httpProcesses: 4, warnings: [] });
   });
+
+  it('reads how long the search thread stays awake for its next call, 0 to never', () => {
+    expect(loadConfig({}).retrieval.searchThreadSpinMicros).toBe(2_000);
+    expect(loadConfig({ ENGRAM_SEARCH_THREAD_SPIN_US: '0' }).retrieval.searchThreadSpinMicros).toBe(0);
+    expect(loadConfig({ ENGRAM_SEARCH_THREAD_SPIN_US: '500' }).retrieval.searchThreadSpinMicros).toBe(500);
+    expect(() => loadConfig({ ENGRAM_SEARCH_THREAD_SPIN_US: '-1' })).toThrow('ENGRAM_SEARCH_THREAD_SPIN_US must be an integer between 0 and 100000');
+    expect(() => loadConfig({ ENGRAM_SEARCH_THREAD_SPIN_US: '1ms' })).toThrow(ConfigError);
+  });
 });
 
 describe('connector vendors', () => {

@@ -47,6 +47,8 @@ export interface Config {
     indexSnapshotIntervalMs: number;
     /** Indexes and searches on a thread of their own (modules/retrieval/thread.ts); default on with more than one core. */
     searchThread: boolean;
+    /** How long that thread, having answered every call, stays awake for the next one while calls come this close together (µs; 0: it sleeps at once). */
+    searchThreadSpinMicros: number;
   };
   tenant: { defaultMonthlyTurns: number };
   /** POST /memory/upload: the largest file (413 above) and the size from which a job ingests it (202). */
@@ -189,6 +191,7 @@ export function loadConfig(env: Env = process.env): Config {
       indexSnapshotMinMemories: integer(env, 'ENGRAM_INDEX_SNAPSHOT_MIN_MEMORIES', 10_000, 0, 100_000_000),
       indexSnapshotIntervalMs: integer(env, 'ENGRAM_INDEX_SNAPSHOT_INTERVAL', 30, 1, 86_400) * 1000,
       searchThread: boolean(env, 'ENGRAM_SEARCH_THREAD', availableParallelism() > 1),
+      searchThreadSpinMicros: integer(env, 'ENGRAM_SEARCH_THREAD_SPIN_US', 2_000, 0, 100_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
     outbound: { allow: (env.ENGRAM_OUTBOUND_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean) },

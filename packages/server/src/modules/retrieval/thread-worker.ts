@@ -1,7 +1,7 @@
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { openDatabase } from '../../store/database.js';
 import { createInProcessRetrieval } from './engine.js';
-import { threadError, type ThreadCall, type ThreadData } from './thread.js';
+import { threadError, type ThreadAnswer, type ThreadCall, type ThreadData } from './thread.js';
 
 /**
  * The search thread (thread.ts): the retrieval engine with its own database connection, answering
@@ -28,17 +28,50 @@ async function answer({ method, args }: ThreadCall): Promise<unknown> {
   }
 }
 
-function onCall(call: ThreadCall): void {
+/**
+ * Staying awake for the next call (ENGRAM_SEARCH_THREAD_SPIN_US). A thread that slept takes a
+ * wake-up to see its next call (~0.07 ms in a virtual machine) and then runs on a core whose caches
+ * went cold: a third of a small query's time at one client (bench/README.md, "The search thread
+ * stays awake between close calls"). So once every call is answered, the thread polls its port for
+ * up to this long before it sleeps, but only while calls come that close together: one that arrives
+ * after a sleep longer than the spin turns spinning off until they do again, and a quiet server
+ * never spins.
+ */
+const spinMs = retrievalConfig.searchThreadSpinMicros / 1000;
+let underWay = 0;
+let answeredAt = -Infinity;
+let spinning = false;
+
+/** `awake`: taken from the port while spinning, not delivered after a sleep. */
+function onCall(call: ThreadCall, awake = false): void {
+  if (!awake) spinning = spinMs > 0 && performance.now() - answeredAt <= spinMs;
+  underWay++;
   answer(call).then(
-    (result) => {
-      port.postMessage({ id: call.id, result });
-      // Closed: the thread ends once the answer has gone and nothing else holds it.
-      if (call.method === 'close') {
-        port.off('message', onCall);
-        port.unref();
-      }
-    },
-    (error: unknown) => port.postMessage({ id: call.id, error: threadError(error) }),
+    (result) => reply(call, { id: call.id, result }),
+    (error: unknown) => reply(call, { id: call.id, error: threadError(error) }),
   );
 }
-port.on('message', onCall);
+
+function reply(call: ThreadCall, answer: ThreadAnswer): void {
+  port.postMessage(answer);
+  underWay--;
+  if (call.method === 'close') {
+    // Closed: the thread ends once the answer has gone and nothing else holds it.
+    port.off('message', onCall);
+    port.unref();
+    return;
+  }
+  answeredAt = performance.now();
+  if (underWay === 0 && spinning) awaitNextCall();
+}
+
+function awaitNextCall(): void {
+  const until = answeredAt + spinMs;
+  do {
+    const next = receiveMessageOnPort(port);
+    if (next) return onCall(next.message as ThreadCall, true);
+  } while (performance.now() < until);
+  spinning = false;
+}
+
+port.on('message', (call: ThreadCall) => onCall(call));

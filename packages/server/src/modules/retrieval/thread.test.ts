@@ -6,6 +6,7 @@ import { loadConfig } from '../../config.js';
 import { buildServices } from '../../services.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser, retrievalConfig } from '../../testing/retrieval.js';
+import { createInProcessRetrieval } from './engine.js';
 import { RetrievalThread } from './thread.js';
 
 const TOPICS = ['pottery class', 'adoption agency', 'guitar lessons', 'marathon training', 'trip to Tokyo', 'sourdough baking'];
@@ -101,5 +102,33 @@ forEachDialect('retrieval on a thread of its own', (dialect) => {
       await thread.close();
     }
     await expect(thread.retrieval.query({ projectId: t.projectId, tenantId: '', endUserId: endUser }, { query: 'x' })).rejects.toThrow(/closed/);
+  });
+
+  it('answers the calls it takes while it waits awake for them, and closes from there', async () => {
+    const endUser = freshUser();
+    await fill(endUser, 40);
+    const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
+    const retrieval = loadConfig({}).retrieval;
+    // A spin so long that, from the third call of a sequence on, each call arrives while the thread polls for it.
+    const thread = new RetrievalThread({ database: t.database.config, retrieval: { ...retrieval, searchThreadSpinMicros: 100_000 } }, t.database);
+    const local = createInProcessRetrieval(t.database, retrieval).retrieval;
+    const ids = (memories: Array<{ id: number }>) => memories.map((m) => m.id);
+    try {
+      const questions = [...TOPICS, ...TOPICS].map((topic, i) => ({ query: `how did the ${topic} go on day ${i}`, k: 4 }));
+      for (const input of questions) expect(ids(await thread.retrieval.query(owner, input)), input.query).toEqual(ids(await local.query(owner, input)));
+      // Several under way at once, then errors, each taken while the thread waits awake.
+      const together = await Promise.all(questions.map((input) => thread.retrieval.query(owner, input)));
+      for (const [i, input] of questions.entries()) expect(ids(together[i]!), input.query).toEqual(ids(await local.query(owner, input)));
+      const scope = { kind: 'owner' as const, owner };
+      await expect(thread.retrieval.compose(scope, { task: 'plan', template: 'no placeholder' })).rejects.toMatchObject({ code: 'validation_error', field: 'template' });
+      await expect(thread.retrieval.retrieve(scope, { prompt: ' ' })).rejects.toMatchObject({ code: 'validation_error', field: 'prompt' });
+      expect(await thread.retrieval.matching(owner, { session_id: 's1' })).toHaveLength(8);
+    } finally {
+      const worker = (thread as unknown as { worker: Worker }).worker;
+      const exitCode = new Promise((resolve) => worker.once('exit', resolve));
+      await thread.close();
+      // It ended by itself (code 0) once its close was answered, not by being terminated (code 1).
+      expect(await exitCode).toBe(0);
+    }
   });
 });
