@@ -20,6 +20,8 @@ class LongRunningFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    // The compiled build, up to date, for the tests that start Engram as a program (testing/global-setup.ts).
+    globalSetup: ['src/testing/global-setup.ts'],
     // Process-level tests (test/) start real servers and workers; on 2 busy cores that takes tens of seconds.
     testTimeout: 60_000,
     hookTimeout: 60_000,

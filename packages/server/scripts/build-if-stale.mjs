@@ -1,14 +1,20 @@
 // `npm start` runs this first: it compiles (tsc, then the assets) only when a source, a
 // tsconfig or the package manifest changed since the last build, so a second start costs no
-// compilation. The stamp is written only after a build succeeded.
+// compilation. The stamp is written only after a build succeeded. The test run's setup and the
+// Python client's tests run it too, possibly at the same moment: one builds while the others wait
+// for it (a lock file), then find the build fresh.
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const stamp = join(root, 'dist', '.build-stamp');
+const dist = join(root, 'dist');
+const stamp = join(dist, '.build-stamp');
+const lock = join(dist, '.build-lock');
+/** A lock older than this was left by a build that died (one takes well under a minute). */
+const ABANDONED_MS = 5 * 60_000;
 
 function newest(path) {
   const info = statSync(path);
@@ -16,16 +22,46 @@ function newest(path) {
   return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
 }
 
-let built = 0;
-try {
-  built = statSync(stamp).mtimeMs;
-} catch {
-  // Never built.
+function stale() {
+  let built = 0;
+  try {
+    built = statSync(stamp).mtimeMs;
+  } catch {
+    // Never built.
+  }
+  const inputs = ['src', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json'].map((p) => newest(join(root, p)));
+  return Math.max(...inputs) >= built;
 }
-const inputs = ['src', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json'].map((p) => newest(join(root, p)));
-if (Math.max(...inputs) >= built) {
-  process.stderr.write('engram: compiling (sources changed since the last build)\n');
-  execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
-  execFileSync(process.execPath, [join(root, 'scripts', 'copy-assets.mjs')], { stdio: 'inherit' });
-  writeFileSync(stamp, new Date().toISOString() + '\n');
+
+function acquire() {
+  mkdirSync(dist, { recursive: true });
+  for (;;) {
+    try {
+      return openSync(lock, 'wx');
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > ABANDONED_MS) unlinkSync(lock);
+      } catch {
+        // Released meanwhile.
+      }
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    }
+  }
+}
+
+if (stale()) {
+  const held = acquire();
+  try {
+    // Another run may have built it while this one waited.
+    if (stale()) {
+      process.stderr.write('engram: compiling (sources changed since the last build)\n');
+      execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+      execFileSync(process.execPath, [join(root, 'scripts', 'copy-assets.mjs')], { stdio: 'inherit' });
+      writeFileSync(stamp, new Date().toISOString() + '\n');
+    }
+  } finally {
+    closeSync(held);
+    unlinkSync(lock);
+  }
 }

@@ -18,6 +18,7 @@ import { buildServices, type Services } from '../services.js';
 import { startBackground } from '../worker.js';
 import { openDatabase, type Database, type Dialect } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
+import { programArgs } from './process.js';
 
 /**
  * Test support: a real app on a fresh database of either dialect, spoken to over HTTP
@@ -113,7 +114,7 @@ export interface TestApp {
   /** A second organization with its own project and key, to prove isolation. */
   otherTenant(): Promise<{ organizationId: string; projectId: string; key: string }>;
   newKey(input?: Partial<Parameters<typeof createApiKey>[1]>): Promise<{ id: number; key: string }>;
-  /** Runs the real CLI (`node --import tsx src/main.ts …`) against this test's database. */
+  /** Runs the real CLI (testing/process.ts#programArgs) against this test's database. */
   cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   /** Signs in over HTTP (default: the owner) and returns the tokens. */
   login(input?: { email?: string; password?: string; scopes?: string[] }): Promise<Login>;
@@ -228,7 +229,7 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
     app, services, database, dialect, logs, call, userId, email, databaseUrl,
     cli: async (...args) => {
       try {
-        const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+        const { stdout, stderr } = await promisify(execFile)(process.execPath, [...programArgs(), ...args], {
           cwd: SERVER_DIR,
           env: { ...process.env, ENGRAM_DATABASE_URL: databaseUrl, ENGRAM_LOG_LEVEL: 'warn' },
         });

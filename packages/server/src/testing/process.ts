@@ -1,10 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config.js';
+import { PROGRAM_ENV } from './global-setup.js';
 
-/** Runs the real CLI (from source) as a child process: for tests that need a listening server or a kill. */
+/** Runs the real CLI as a child process: for tests that need a listening server or a kill. */
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
+
+/**
+ * Node's arguments that start Engram: its compiled build, brought up to date by the test run's
+ * setup (global-setup.ts), or its source under tsx when there is none (a failed build).
+ */
+export function programArgs(): string[] {
+  const built = process.env[PROGRAM_ENV];
+  return built ? [built] : ['--import', 'tsx', MAIN];
+}
 const TEST_SECRET = 'engram-test-secret-0123456789abcdef0123456789';
 /** What `engram serve` prints on stdout once it accepts connections, at every log level (main.ts). */
 const LISTENING = /^engram: listening on (http:\/\/\S+)$/m;
@@ -19,7 +29,7 @@ export interface ServerProcess {
 }
 
 export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [...programArgs(), ...args], { env: { ...process.env, ...env } });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -33,7 +43,7 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
  * file's server, which would then answer for ours.
  */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
+  const child = spawn(process.execPath, [...programArgs(), 'serve'], {
     // PostgreSQL deployments must share one secret between processes (see README); tests use a fixed one.
     env: { ...process.env, ENGRAM_HOST: '127.0.0.1', ENGRAM_PORT: '0', ENGRAM_SECRET_KEY: TEST_SECRET, ...env },
   });
@@ -77,7 +87,7 @@ export interface BackgroundProcess {
 
 /** `engram worker` as a child process on the given environment (no port: it serves no HTTP). */
 export function startWorkerProcess(env: Record<string, string>): BackgroundProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'worker'], {
+  const child = spawn(process.execPath, [...programArgs(), 'worker'], {
     env: { ...process.env, ENGRAM_SECRET_KEY: TEST_SECRET, ...env },
   });
   let stderr = '';
