@@ -131,4 +131,24 @@ forEachDialect('retrieval on a thread of its own', (dialect) => {
       expect(await exitCode).toBe(0);
     }
   });
+
+  it('runs its own timers and I/O however close the calls come', async () => {
+    const endUser = freshUser();
+    await fill(endUser, 40);
+    const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
+    // Every call of the loop below arrives while the thread waits awake; its first builds the index,
+    // after which the thread stores a snapshot of it on a timer, in slices (index-cache.ts).
+    const retrieval = { ...loadConfig({}).retrieval, searchThreadSpinMicros: 100_000, indexSnapshotMinMemories: 10 };
+    const thread = new RetrievalThread({ database: t.database.config, retrieval }, t.database);
+    try {
+      let stored = 0;
+      for (let i = 0; i < 3_000 && stored === 0; i++) {
+        expect(await thread.retrieval.query(owner, { query: TOPICS[i % TOPICS.length]!, k: 3 })).toHaveLength(3);
+        stored = (await thread.cache.stats()).snapshots.stored;
+      }
+      expect(stored, 'the snapshot was stored while the calls went on').toBe(1);
+    } finally {
+      await thread.close();
+    }
+  });
 });
