@@ -62,8 +62,8 @@ function onCall(call: ThreadCall, awake = false): void {
 }
 
 function reply(call: ThreadCall, answer: ThreadAnswer): void {
-  port.postMessage(answer);
   underWay--;
+  port.postMessage(answer);
   if (call.method === 'close') {
     // Closed: the thread ends once the answer has gone and nothing else holds it.
     port.off('message', onMessage);
