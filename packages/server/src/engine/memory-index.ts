@@ -282,7 +282,6 @@ export class MemoryIndex {
     this.capacity = cap;
   }
 
-
   /** Adds or replaces one doc. vector: the doc's embedding from a remote embedder, if any. */
   upsert(doc: EngineDoc, vector?: Float32Array): void {
     if (this.taking) this.beforeChange(this.taking);

@@ -3,9 +3,13 @@ import { fileURLToPath } from 'node:url';
 import type { Config } from '../config.js';
 import { PROGRAM_ENV } from './global-setup.js';
 
-/** Runs the real CLI as a child process: for tests that need a listening server or a kill. */
+/** Engram run as a program (the CLI, `engram serve`, `engram worker`): for tests that need a listening server or a kill. */
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
+const TEST_SECRET = 'engram-test-secret-0123456789abcdef0123456789';
+/** What `engram serve` prints on stdout once it accepts connections, at every log level (main.ts). */
+const LISTENING = /^engram: listening on (http:\/\/\S+)$/m;
+const START_LIMIT_MS = 30_000;
 
 /**
  * Node's arguments that start Engram: its compiled build, brought up to date by the test run's
@@ -15,10 +19,6 @@ export function programArgs(): string[] {
   const built = process.env[PROGRAM_ENV];
   return built ? [built] : ['--import', 'tsx', MAIN];
 }
-const TEST_SECRET = 'engram-test-secret-0123456789abcdef0123456789';
-/** What `engram serve` prints on stdout once it accepts connections, at every log level (main.ts). */
-const LISTENING = /^engram: listening on (http:\/\/\S+)$/m;
-const START_LIMIT_MS = 30_000;
 
 export interface ServerProcess {
   url: string;
