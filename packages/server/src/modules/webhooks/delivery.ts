@@ -390,8 +390,10 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
       })).where('id', '=', delivery.id).execute();
     }
     const endpointIds = [...new Set(batch.map((b) => b.delivery.endpoint_id))];
+    // Locked as read: another worker's batch, or an operator's change, landing between this read and the
+    // update below would otherwise be overwritten with what this transaction saw (PostgreSQL; SQLite has one writer).
     const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'failing_since', 'consecutive_failures', 'status', 'retry_config', 'last_success_at', 'last_failure_at'])
-      .where('id', 'in', endpointIds).orderBy('id').execute();
+      .where('id', 'in', endpointIds).orderBy('id').$if(database.dialect === 'postgres', (qb) => qb.forUpdate()).execute();
     const disable: number[] = [];
     for (const e of endpoints) {
       let { failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure } = e;

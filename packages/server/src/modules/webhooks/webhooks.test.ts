@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { subscribe as setSubscription } from '../../core/event-subscriptions.js';
 import { decodeJson } from '../../store/database.js';
@@ -224,6 +225,35 @@ forEachDialect('webhooks', (dialect) => {
     expect(watcher.id).not.toBe(endpoint.id);
     const audit = await t.database.db.selectFrom('audit_log').select(['action', 'actor_type']).where('action', '=', 'webhook.disable').where('target_id', '=', String(endpoint.id)).execute();
     expect(audit).toEqual([{ action: 'webhook.disable', actor_type: 'system' }]);
+  });
+
+  it.runIf(dialect === 'postgres')('an attempt recorded while its endpoint changes keeps that change (the endpoint row is locked as read)', async () => {
+    receiver.set('/raced', 'fail');
+    const endpoint = await subscribe('/raced', { retry_config: { schedule_seconds: [0], disable_after_seconds: 60 } });
+    const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let changed!: () => void;
+    const changeMade = new Promise<void>((resolve) => (changed = resolve));
+    // Another transaction changes the endpoint and has not committed when the attempt is recorded.
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      await trx.updateTable('webhook_endpoints').set({ failing_since: hourAgo }).where('id', '=', endpoint.id).execute();
+      changed();
+      await released;
+    });
+    await changeMade;
+    await addMemory('Raced');
+    await until(async () => {
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%webhook_endpoints%'`.execute(t.database.db);
+      return receiver.at('/raced').length === 1 && rows[0]!.n > 0;
+    }, 'the attempt\'s record to wait for the endpoint row', 10_000);
+    release();
+    await holder;
+    // Its only attempt failed an hour into the failing period: disabled, failing_since as the other transaction left it.
+    await until(async () => (await t.call('GET', `/org/webhooks/${endpoint.id}`, as())).body.state === 'disabled', 'the disable', 10_000);
+    const row = await t.database.db.selectFrom('webhook_endpoints').select(['failing_since', 'consecutive_failures']).where('id', '=', endpoint.id).executeTakeFirstOrThrow();
+    expect(row).toEqual({ failing_since: hourAgo, consecutive_failures: 1 });
   });
 
   it('never lets slow, hanging, redirecting, failing, resetting or 10 MB receivers stall the others', async () => {
