@@ -22,6 +22,8 @@ export default defineConfig({
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     // The compiled build, up to date, for the tests that start Engram as a program (testing/global-setup.ts).
     globalSetup: ['src/testing/global-setup.ts'],
+    // And for the search threads of each file's apps.
+    setupFiles: ['src/testing/file-setup.ts'],
     // Process-level tests (test/) start real servers and workers; on 2 busy cores that takes tens of seconds.
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Config } from '../config.js';
 import { PROGRAM_ENV } from './global-setup.js';
 
@@ -18,6 +18,12 @@ const START_LIMIT_MS = 30_000;
 export function programArgs(): string[] {
   const built = process.env[PROGRAM_ENV];
   return built ? [built] : ['--import', 'tsx', MAIN];
+}
+
+/** A module of that build (`path` relative to its dist/), or undefined when there is none. */
+export function compiledModule(path: string): URL | undefined {
+  const built = process.env[PROGRAM_ENV];
+  return built ? new URL(path, pathToFileURL(built)) : undefined;
 }
 
 export interface ServerProcess {

@@ -64,8 +64,17 @@ function rethrown(error: ThreadError): Error {
   return e;
 }
 
-/** The worker's module: compiled JavaScript beside this file, or TypeScript under tsx (tests, `npm run dev`). */
-const WORKER_URL = new URL(`./thread-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+/** The worker's module: compiled JavaScript beside this file, or TypeScript under tsx (`npm run dev`, tests without a build). */
+let workerUrl = new URL(`./thread-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+/**
+ * Search threads started from now on run `compiled` (thread-worker.js of a build). The tests'
+ * do, from the build their run's setup brought up to date (testing/global-setup.ts): a thread
+ * that loads the source under tsx takes seconds of CPU to start, and nearly every test app starts one.
+ */
+export function runSearchThreadsFrom(compiled: URL): void {
+  workerUrl = compiled;
+}
 
 /**
  * The search thread, started by `start` (`engram serve`, as it starts) or at the first call (a
@@ -126,10 +135,10 @@ export class RetrievalThread {
   }
 
   private spawn(): Worker {
-    const worker = WORKER_URL.pathname.endsWith('.ts')
-      // Under tsx (tests, `npm run dev`) the worker registers the same loader before it reads TypeScript.
-      ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER_URL.href)}); })`, { eval: true, workerData: this.data satisfies ThreadData })
-      : new Worker(WORKER_URL, { workerData: this.data satisfies ThreadData });
+    const worker = workerUrl.pathname.endsWith('.ts')
+      // Under tsx the worker registers the same loader before it reads TypeScript.
+      ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(workerUrl.href)}); })`, { eval: true, workerData: this.data satisfies ThreadData })
+      : new Worker(workerUrl, { workerData: this.data satisfies ThreadData });
     // Like the checkpointer thread, it must not keep alive a process that has nothing else to do.
     worker.unref();
     worker.on('message', (answer: ThreadAnswer) => {

@@ -1,0 +1,10 @@
+import { runSearchThreadsFrom } from '../modules/retrieval/thread.js';
+import { compiledModule } from './process.js';
+
+/**
+ * Before each test file: its apps' search threads run from the compiled build as Engram's processes
+ * do (testing/global-setup.ts), not from source under tsx, which costs each thread seconds of CPU to
+ * load (docs/architecture.md, "Testing").
+ */
+const searchThread = compiledModule('modules/retrieval/thread-worker.js');
+if (searchThread) runSearchThreadsFrom(searchThread);
