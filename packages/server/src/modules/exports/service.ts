@@ -81,11 +81,13 @@ export async function exportRow(db: Executor, projectId: string, id: number): Pr
 
 export async function cancelExport(database: Database, ctx: WriteContext & { projectId: string }, id: number): Promise<ExportView> {
   return write(database, ctx, async (trx, effects) => {
-    const row = await exportRow(trx, ctx.projectId, id);
-    if (FINISHED.includes(row.status)) throw new AppError('conflict', `The export is already ${row.status}`);
-    // The job sees this at its next page and stops, removing what it wrote.
+    // The status is decided as the update finds the row: an export completing meanwhile keeps its
+    // artifact (its client was told so) and the cancel is refused. The job sees a cancel at its
+    // next page and stops, removing what it wrote.
     const updated = await trx.updateTable('exports').set({ status: 'cancelled', updated_at: effects.now, completed_at: effects.now })
-      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      .where('id', '=', id).where('project_id', '=', ctx.projectId).where('deleted_at', 'is', null).where('status', 'in', ['queued', 'running'])
+      .returningAll().executeTakeFirst();
+    if (!updated) throw new AppError('conflict', `The export is already ${(await exportRow(trx, ctx.projectId, id)).status}`);
     effects.audit('export.cancel', { type: 'export', id });
     return toExport(updated);
   });
