@@ -251,4 +251,18 @@ forEachDialect('exports', (dialect) => {
     expect(file.statusCode).toBe(200);
     expect(createHash('sha256').update(file.rawPayload).digest('hex')).toBe(row.sha256);
   });
+
+  it.runIf(dialect === 'postgres')('forgetting a memory as an export holding it completes withdraws the artifact', async () => {
+    const added = await t.call('POST', '/memory/bulk-add', { endUser: 'exp-race', body: [{ text: 'raced one' }, { text: 'raced two' }] });
+    expect(added.status, added.text).toBe(200);
+    const done = await finished((await create({ scope: { end_user_id: 'exp-race' } })).body.id);
+    const first = JSON.parse((await download(done.id)).payload.split('\n')[1]!);
+    const { answer, result, key } = await completingDuring(done.id, () => t.call('DELETE', '/memory/forget', { body: { ids: [first.id] }, endUser: 'exp-race' }));
+    expect(answer.body).toEqual([first.id]);
+    expect(result).toMatchObject({ rows: 2 });
+    const after = await t.call('GET', `/exports/${done.id}`, { token: owner.token, project: t.projectId });
+    expect(after.body).toMatchObject({ status: 'completed', artifact_deleted_reason: 'memories_erased' });
+    expectError(await t.call('GET', `/exports/${done.id}/download`, { token: owner.token, project: t.projectId }), 410, 'gone');
+    await until(async () => (await openBlobStore({ kind: 'database' }, t.database).stat(key)) === undefined, 'the artifact\'s bytes deleted', 4_000);
+  });
 });
