@@ -84,7 +84,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   erase.register(eraseMemoryEvents);
   erase.register(eraseMemoryDeliveries);
   erase.register(async (trx, ids) => {
-    if (await withdrawArtifactsHolding(trx, ids)) purgeSoon();
+    if (await withdrawArtifactsHolding(trx, database.dialect, ids)) purgeSoon();
   });
 
   const jobs = new JobHandlers();

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
+import { sql } from 'kysely';
 import { beforeAll, expect, it } from 'vitest';
+import type { BlobStore } from '../../store/blobs.js';
 import { openBlobStore } from '../../store/blobs/open.js';
 import { createProject } from '../org/index.js';
 import { forEachDialect, useOwner, useTestApp, type TestApp } from '../../testing/harness.js';
@@ -188,5 +190,79 @@ forEachDialect('exports', (dialect) => {
     expect(events.map((e) => (typeof e.payload === 'string' ? JSON.parse(e.payload) : e.payload).export_id)).toContain(done.id);
     const audit = await t.database.db.selectFrom('audit_log').select('action').where('target_id', '=', String(done.id)).where('target_type', '=', 'export').execute();
     expect(audit.map((a) => a.action)).toContain('export.create');
+  });
+
+  /**
+   * Re-runs the finished export `id`'s job and has its completion meet `operation`: the job's
+   * completing UPDATE waits for the export's row (held by another transaction), then the
+   * operation's statement waits behind it; released, the job's completion commits first, as when
+   * an export completes between the operation's start and its write.
+   */
+  async function completingDuring<T>(id: number, operation: () => Promise<T>) {
+    const store = openBlobStore({ kind: 'database' }, t.database);
+    let written!: () => void;
+    const artifactWritten = new Promise<void>((resolve) => (written = resolve));
+    let complete!: () => void;
+    const completing = new Promise<void>((resolve) => (complete = resolve));
+    const paused: BlobStore = {
+      put: async (key, body) => {
+        const info = await store.put(key, body);
+        written();
+        await completing;
+        return info;
+      },
+      get: (key, range) => store.get(key, range), stat: (key) => store.stat(key), delete: (key) => store.delete(key),
+    };
+    await t.database.db.updateTable('exports').set({ status: 'running', blob_key: null, size: null, sha256: null, completed_at: null }).where('id', '=', id).execute();
+    const run = exportJob(t.database, paused)({ id: 0, projectId: t.projectId, payload: { exportId: id }, attempt: 2, finalAttempt: false, progress: async () => {} });
+    await artifactWritten;
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      await sql`SELECT id FROM exports WHERE id = ${id} FOR UPDATE`.execute(trx);
+      locked();
+      await released;
+    });
+    await lockTaken;
+    const waiting = (n: number, what: string) => until(async () => {
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%exports%'`.execute(t.database.db);
+      return rows[0]!.n === n;
+    }, what, 10_000);
+    complete();
+    await waiting(1, 'the job\'s completion to wait for the export\'s row');
+    const answer = operation();
+    await waiting(2, 'the operation to wait behind the job\'s completion');
+    release();
+    await holder;
+    return { answer: await answer, result: await run, key: blobKey(t.projectId, id, 2) };
+  }
+
+  it.runIf(dialect === 'postgres')('a cancel meeting the job as it completes is refused (409); the artifact stays downloadable', async () => {
+    const done = await finished((await create({ scope: { end_user_id: 'nobody' } })).body.id);
+    const { answer, result, key } = await completingDuring(done.id, () => t.call('POST', `/exports/${done.id}/cancel`, { token: owner.token, project: t.projectId }));
+    expectError(answer, 409, 'conflict');
+    expect(result).toMatchObject({ rows: 0 });
+    const row = await t.database.db.selectFrom('exports').select(['status', 'blob_key', 'sha256']).where('id', '=', done.id).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'completed', blob_key: key });
+    const file = await download(done.id);
+    expect(file.statusCode).toBe(200);
+    expect(createHash('sha256').update(file.rawPayload).digest('hex')).toBe(row.sha256);
+  });
+
+  it.runIf(dialect === 'postgres')('forgetting a memory as an export holding it completes withdraws the artifact', async () => {
+    const added = await t.call('POST', '/memory/bulk-add', { endUser: 'exp-race', body: [{ text: 'raced one' }, { text: 'raced two' }] });
+    expect(added.status, added.text).toBe(200);
+    const done = await finished((await create({ scope: { end_user_id: 'exp-race' } })).body.id);
+    const first = JSON.parse((await download(done.id)).payload.split('\n')[1]!);
+    const { answer, result, key } = await completingDuring(done.id, () => t.call('DELETE', '/memory/forget', { body: { ids: [first.id] }, endUser: 'exp-race' }));
+    expect(answer.body).toEqual([first.id]);
+    expect(result).toMatchObject({ rows: 2 });
+    const after = await t.call('GET', `/exports/${done.id}`, { token: owner.token, project: t.projectId });
+    expect(after.body).toMatchObject({ status: 'completed', artifact_deleted_reason: 'memories_erased' });
+    expectError(await t.call('GET', `/exports/${done.id}/download`, { token: owner.token, project: t.projectId }), 410, 'gone');
+    await until(async () => (await openBlobStore({ kind: 'database' }, t.database).stat(key)) === undefined, 'the artifact\'s bytes deleted', 4_000);
   });
 });

@@ -1,9 +1,12 @@
 import { gzipSync } from 'node:zlib';
+import { sql } from 'kysely';
 import { beforeAll, expect, it } from 'vitest';
 import { createApiKey, createProject } from '../org/index.js';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { countRows, expectError } from '../../testing/memories.js';
 import { waitFor } from '../../testing/jobs.js';
+import { until } from '../../testing/until.js';
+import { importJob } from './imports.js';
 
 forEachDialect('imports', (dialect) => {
   const t = useTestApp(dialect);
@@ -133,5 +136,92 @@ forEachDialect('imports', (dialect) => {
     const done = list.body.items.find((i: { status: string }) => i.status !== 'queued');
     if (done) expectError(await t.call('POST', `/imports/${done.id}/cancel`, { token: owner.token, project: t.projectId }), 409, 'conflict');
     expect(await countRows(t, 'imports')).toBeGreaterThan(0);
+  });
+
+  // Two records of Mem0's get_all list: one batch.
+  const twoRecords = JSON.stringify([{ id: 'r1', memory: 'raced one', user_id: 'dana' }, { id: 'r2', memory: 'raced two', user_id: 'dana' }]);
+  /** An import recorded as POST /imports records it, but with no job queued: the test runs its job. */
+  const unqueuedImport = async (slug: string) => {
+    const project = (await createProject(t.database.db, { organizationId: t.organizationId, name: slug, slug })).id;
+    const key = `${project}/imports/upload-${slug}`;
+    await t.services.blobs.put(key, (async function* () { yield Buffer.from(twoRecords); })());
+    const now = new Date().toISOString();
+    const row = await t.database.db.insertInto('imports').values({
+      organization_id: t.organizationId, project_id: project, created_by: null, status: 'queued', format: 'auto', blob_key: key,
+      bytes_total: Buffer.byteLength(twoRecords), created_at: now, updated_at: now,
+    }).returningAll().executeTakeFirstOrThrow();
+    return { id: row.id, project, key };
+  };
+  const runJob = (id: number, progress: () => Promise<void> = async () => {}) =>
+    importJob(t.database, t.services.blobs)({ id: 0, projectId: null, payload: { importId: id }, attempt: 1, finalAttempt: false, progress });
+  const cancel = (id: number, project: string) => t.call('POST', `/imports/${id}/cancel`, { token: owner.token, project });
+  const stateOf = async (id: number, project: string, key: string) => ({
+    import: (await t.call('GET', `/imports/${id}`, { token: owner.token, project })).body,
+    blobKey: (await t.database.db.selectFrom('imports').select('blob_key').where('id', '=', id).executeTakeFirstOrThrow()).blob_key,
+    file: await t.services.blobs.stat(key),
+    memories: (await memoriesOf(project)).length,
+  });
+  const waiting = (n: number, what: string) => until(async () => {
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%imports%'`.execute(t.database.db);
+    return rows[0]!.n === n;
+  }, what, 10_000);
+
+  it('a cancel while the import records its last batch stands: the job does not finish it over, and deletes the file', async () => {
+    const { id, project, key } = await unqueuedImport('cancelled-last-batch');
+    let cancelled;
+    await runJob(id, async () => {
+      cancelled = await cancel(id, project);
+    });
+    expect(cancelled).toMatchObject({ status: 200, body: { status: 'cancelled' } });
+    expect(await stateOf(id, project, key)).toMatchObject({ import: { status: 'cancelled', created: 2 }, blobKey: null, file: undefined, memories: 2 });
+  });
+
+  it.runIf(dialect === 'postgres')('a cancel committing as the import\'s job starts stands: nothing is imported and the file is deleted', async () => {
+    const { id, project, key } = await unqueuedImport('cancelled-at-start');
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let cancelMade!: () => void;
+    const cancelling = new Promise<void>((resolve) => (cancelMade = resolve));
+    // Another transaction cancels the import as cancelImport does, and has not committed when the job reads it.
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      const now = new Date().toISOString();
+      await trx.updateTable('imports').set({ status: 'cancelled', completed_at: now, updated_at: now }).where('id', '=', id).execute();
+      cancelMade();
+      await released;
+    });
+    await cancelling;
+    const run = runJob(id);
+    await waiting(1, 'the job\'s start to wait for the import\'s row');
+    release();
+    await holder;
+    expect(await run).toEqual({ cancelled: true });
+    expect(await stateOf(id, project, key)).toMatchObject({ import: { status: 'cancelled', created: 0 }, blobKey: null, file: undefined, memories: 0 });
+  });
+
+  it.runIf(dialect === 'postgres')('a cancel meeting the import as it finishes is refused (409); the import stays completed', async () => {
+    const { id, project, key } = await unqueuedImport('cancelled-at-finish');
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let holder: Promise<void> | undefined;
+    // Once the last batch is recorded, another transaction holds the import's row: the job's finish waits for it.
+    const run = runJob(id, async () => {
+      let locked!: () => void;
+      const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+      holder = t.database.db.transaction().execute(async (trx) => {
+        await sql`SELECT id FROM imports WHERE id = ${id} FOR UPDATE`.execute(trx);
+        locked();
+        await released;
+      });
+      await lockTaken;
+    });
+    await waiting(1, 'the job\'s finish to wait for the import\'s row');
+    const answer = cancel(id, project);
+    await waiting(2, 'the cancel to wait behind the finish');
+    release();
+    await holder;
+    expectError(await answer, 409, 'conflict');
+    await run;
+    expect(await stateOf(id, project, key)).toMatchObject({ import: { status: 'completed', created: 2 }, blobKey: null, file: undefined, memories: 2 });
   });
 });

@@ -78,11 +78,11 @@ export async function getImport(db: Executor, projectId: string, id: number): Pr
 
 export async function cancelImport(database: Database, ctx: WriteContext & { projectId: string }, id: number): Promise<ImportView> {
   return write(database, ctx, async (trx, effects) => {
-    const row = await projectImports(trx, ctx.projectId).where('id', '=', id).executeTakeFirst();
-    if (!row) throw notFound('Import');
-    if (row.status !== 'queued' && row.status !== 'running') throw new AppError('conflict', `The import is already ${row.status}`);
+    // The status is decided as the update finds the row: an import finishing meanwhile stays finished and the cancel is refused.
     const updated = await trx.updateTable('imports').set({ status: 'cancelled', completed_at: effects.now, updated_at: effects.now })
-      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      .where('id', '=', id).where('project_id', '=', ctx.projectId).where('status', 'in', ['queued', 'running'])
+      .returningAll().executeTakeFirst();
+    if (!updated) throw new AppError('conflict', `The import is already ${(await getImport(trx, ctx.projectId, id)).status}`);
     effects.audit('import.cancel', { type: 'import', id });
     return toImport(updated);
   });
@@ -176,18 +176,31 @@ export function importJob(database: Database, blobs: BlobStore) {
     const id = job.payload.importId as number;
     const { db } = database;
     const row = await db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirst();
-    if (!row || (row.status !== 'queued' && row.status !== 'running') || !row.blob_key) return { skipped: row?.status ?? 'missing' };
+    // A finished import has no file left; a cancelled one has, until its job runs.
+    if (!row || !row.blob_key) return { skipped: row?.status ?? 'missing' };
     const ctx: WriteContext = { actor: row.created_by === null ? SYSTEM : { type: 'user', id: row.created_by }, organizationId: row.organization_id, projectId: row.project_id, requestId: null };
-    // A re-run starts over: records that landed are skipped by their client_ref.
-    await db.updateTable('imports').set({ status: 'running', rows_done: 0, rows_created: 0, rows_skipped: 0, bytes_done: 0, updated_at: nowIso() }).where('id', '=', id).execute();
+    // The uploaded file holds memory content: it goes once read or cancelled, so erasure leaves no copy in it.
+    const discardUpload = async () => {
+      await db.updateTable('imports').set({ blob_key: null }).where('id', '=', id).execute();
+      await blobs.delete(row.blob_key!);
+    };
+    const stop = async () => {
+      await discardUpload();
+      return { cancelled: true };
+    };
+    // A re-run starts over: records that landed are skipped by their client_ref. The status is
+    // decided as the update finds the row, so a cancel since the read above stands.
+    const started = await db.updateTable('imports').set({ status: 'running', rows_done: 0, rows_created: 0, rows_skipped: 0, bytes_done: 0, updated_at: nowIso() })
+      .where('id', '=', id).where('status', 'in', ['queued', 'running']).executeTakeFirst();
+    if (Number(started.numUpdatedRows) === 0) return stop();
     const counter = { bytes: 0 };
     let header: Record<string, unknown> | null = null;
     let batch: Array<{ owner: Owner; item: ImportedMemory }> = [];
     const totals = { done: 0, created: 0, skipped: 0 };
     const finish = async (set: { status: string; error?: string; error_record?: number | null; error_line?: number | null }) => {
-      await db.updateTable('imports').set({ ...set, blob_key: null, completed_at: nowIso(), updated_at: nowIso() }).where('id', '=', id).execute();
-      // The uploaded file holds memory content: it goes once read, so erasure leaves no copy in it.
-      await blobs.delete(row.blob_key!);
+      // Only a running import finishes: a cancel since the last check stands.
+      await db.updateTable('imports').set({ ...set, completed_at: nowIso(), updated_at: nowIso() }).where('id', '=', id).where('status', '=', 'running').execute();
+      await discardUpload();
     };
     const flush = async () => {
       if (batch.length) {
@@ -223,9 +236,9 @@ export function importJob(database: Database, blobs: BlobStore) {
           if (!(error instanceof AppError)) throw error;
           throw new ImportFileError(`record ${scanned.record} (line ${scanned.line}): ${error.field ? `${error.field}: ` : ''}${error.message}`, scanned.record, scanned.line);
         }
-        if (batch.length === BATCH && !(await flush())) return { cancelled: true };
+        if (batch.length === BATCH && !(await flush())) return stop();
       }
-      if (!(await flush())) return { cancelled: true };
+      if (!(await flush())) return stop();
       await finish({ status: 'completed' });
       return totals;
     } catch (error) {

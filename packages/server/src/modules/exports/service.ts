@@ -4,7 +4,7 @@ import { AppError, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { enqueueJob } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
-import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import { decodeJson, encodeJson, nowIso, type Database, type Dialect, type Executor } from '../../store/database.js';
 import type { ExportsTable } from '../../store/schema.js';
 import { ownersOfMemories, type ExportFilter } from '../memories/index.js';
 import type { CreateExportInput, ExportScopeInput, ExportView } from './schemas.js';
@@ -81,11 +81,13 @@ export async function exportRow(db: Executor, projectId: string, id: number): Pr
 
 export async function cancelExport(database: Database, ctx: WriteContext & { projectId: string }, id: number): Promise<ExportView> {
   return write(database, ctx, async (trx, effects) => {
-    const row = await exportRow(trx, ctx.projectId, id);
-    if (FINISHED.includes(row.status)) throw new AppError('conflict', `The export is already ${row.status}`);
-    // The job sees this at its next page and stops, removing what it wrote.
+    // The status is decided as the update finds the row: an export completing meanwhile keeps its
+    // artifact (its client was told so) and the cancel is refused. The job sees a cancel at its
+    // next page and stops, removing what it wrote.
     const updated = await trx.updateTable('exports').set({ status: 'cancelled', updated_at: effects.now, completed_at: effects.now })
-      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      .where('id', '=', id).where('project_id', '=', ctx.projectId).where('deleted_at', 'is', null).where('status', 'in', ['queued', 'running'])
+      .returningAll().executeTakeFirst();
+    if (!updated) throw new AppError('conflict', `The export is already ${(await exportRow(trx, ctx.projectId, id)).status}`);
     effects.audit('export.cancel', { type: 'export', id });
     return toExport(updated);
   });
@@ -114,22 +116,31 @@ export async function deleteExport(
  * running restart, since what they wrote so far may hold them. Session and tag filters are not
  * checked (erasure blanks them first), so such exports are withdrawn conservatively.
  */
-export async function withdrawArtifactsHolding(trx: Executor, ids: number[]): Promise<boolean> {
+export async function withdrawArtifactsHolding(trx: Executor, dialect: Dialect, ids: number[]): Promise<boolean> {
   const owners = await ownersOfMemories(trx, ids);
   const byProject = new Map<string, typeof owners>();
   for (const o of owners) byProject.set(o.project_id, [...(byProject.get(o.project_id) ?? []), o]);
   let withdrew = false;
   const now = nowIso();
   for (const [projectId, erased] of byProject) {
-    const candidates = await liveExports(trx, projectId).where('artifact_deleted_at', 'is', null).where('status', 'in', ['queued', 'running', 'completed']).execute();
-    for (const row of candidates) {
+    const withdrawable = () => liveExports(trx, projectId).where('artifact_deleted_at', 'is', null).where('status', 'in', ['queued', 'running', 'completed']);
+    const inScope = new Map<number, typeof erased>();
+    for (const row of await withdrawable().execute()) {
       const filter = filterOf(projectId, decodeJson<ExportScopeInput>(row.scope));
-      const holds = erased.some((m) =>
+      const held = erased.filter((m) =>
         (filter.tenantId == null || filter.tenantId === m.tenant_id) && (filter.endUserId == null || filter.endUserId === m.end_user_id) &&
-        (filter.createdAfter == null || m.created_at > filter.createdAfter) && (filter.createdBefore == null || m.created_at < filter.createdBefore) &&
-        (row.status !== 'completed' || m.id <= row.last_memory_id));
-      if (!holds) continue;
+        (filter.createdAfter == null || m.created_at > filter.createdAfter) && (filter.createdBefore == null || m.created_at < filter.createdBefore));
+      if (held.length) inScope.set(row.id, held);
+    }
+    if (inScope.size === 0) continue;
+    // Their status is read again under a lock, as their job may complete meanwhile: a completion
+    // committed first is withdrawn here; one committing after finds `erasures` moved and starts
+    // over. Only exports in scope (a scope never changes) are locked, in id order (no deadlock).
+    const locked = await withdrawable().where('id', 'in', [...inScope.keys()]).orderBy('id')
+      .$if(dialect === 'postgres', (qb) => qb.forUpdate()).execute();
+    for (const row of locked) {
       if (row.status === 'completed') {
+        if (!inScope.get(row.id)!.some((m) => m.id <= row.last_memory_id)) continue;
         await trx.updateTable('exports').set({ artifact_deleted_at: now, artifact_deleted_reason: 'memories_erased', updated_at: now }).where('id', '=', row.id).execute();
         withdrew = true;
       } else {
