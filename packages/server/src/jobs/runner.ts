@@ -29,14 +29,26 @@ export interface JobContext {
   attempt: number;
   /** Whether a failure now is final (no further attempt follows). */
   finalAttempt: boolean;
-  /** Records progress and extends the lease, so a long job that reports progress is not taken over. */
-  progress(fraction: number): Promise<void>;
+  /**
+   * Records progress and extends the lease, so a long job that reports progress is not taken over.
+   * Throws LeaseLost when another runner has taken the job over (this one stalled past its lease).
+   * Given the transaction of the job's own writes, it fences them: they commit only while this
+   * attempt holds the job (on PostgreSQL the job's row stays locked until they do).
+   */
+  progress(fraction: number, trx?: Executor): Promise<void>;
 }
 
 export type JobHandler = (job: JobContext) => Promise<unknown>;
 
 /** A failure that another attempt cannot fix (a corrupt file): the job fails at once instead of being retried. */
 export class PermanentJobError extends Error {}
+
+/** This attempt's lease ran out and another runner took the job over: this attempt stops, writing nothing further. */
+export class LeaseLost extends Error {
+  constructor(jobId: number) {
+    super(`Job ${jobId} was taken over by another runner`);
+  }
+}
 
 const LEASE_MS = 60_000;
 const MAX_ATTEMPTS = 3;
@@ -175,8 +187,12 @@ export class JobRunner {
   }
 
   private async run(job: { id: number; kind: string; project_id: string | null; payload: unknown; attempts: number }): Promise<void> {
-    const finish = (set: { status: string; result?: string | null; error?: string | null; progress?: number; run_after?: string }) =>
-      this.database.db.updateTable('jobs').set({ ...set, locked_until: null, updated_at: nowIso() }).where('id', '=', job.id).execute();
+    // Every write of an attempt is fenced by its number: after a takeover, only the new attempt's land.
+    const ours = (trx: Executor) => trx.updateTable('jobs').where('id', '=', job.id).where('attempts', '=', job.attempts);
+    const finish = async (set: { status: string; result?: string | null; error?: string | null; progress?: number; run_after?: string }) => {
+      const result = await ours(this.database.db).set({ ...set, locked_until: null, updated_at: nowIso() }).executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) this.log.warn({ job: job.id, kind: job.kind }, 'job taken over by another runner; its outcome is theirs');
+    };
     try {
       const result = await this.handlers.get(job.kind)!({
         id: job.id,
@@ -184,15 +200,20 @@ export class JobRunner {
         payload: decodeJson<Record<string, unknown>>(job.payload),
         attempt: job.attempts,
         finalAttempt: job.attempts >= MAX_ATTEMPTS,
-        progress: async (fraction) => {
+        progress: async (fraction, trx = this.database.db) => {
           const now = Date.now();
-          await this.database.db.updateTable('jobs')
+          const renewed = await ours(trx)
             .set({ progress: Math.min(1, Math.max(0, fraction)), locked_until: new Date(now + LEASE_MS).toISOString(), updated_at: new Date(now).toISOString() })
-            .where('id', '=', job.id).execute();
+            .executeTakeFirst();
+          if (Number(renewed.numUpdatedRows) === 0) throw new LeaseLost(job.id);
         },
       });
       await finish({ status: 'succeeded', progress: 1, result: encodeJson(result ?? null), error: null });
     } catch (error) {
+      if (error instanceof LeaseLost) {
+        this.log.warn({ job: job.id, kind: job.kind }, 'job taken over by another runner; this attempt stopped');
+        return;
+      }
       const message = error instanceof Error ? error.message : String(error);
       this.log.warn({ job: job.id, kind: job.kind, err: message }, 'job failed');
       await finish(job.attempts >= MAX_ATTEMPTS || error instanceof PermanentJobError ? { status: 'failed', error: message } : { status: 'queued', error: message, run_after: new Date(Date.now() + 2 ** job.attempts * 1000).toISOString() });

@@ -130,7 +130,7 @@ export interface UploadedFilesTable {
 export interface ConnectorConnectionsTable {
   id: Generated<number>; organization_id: string; project_id: string; provider: string; name: string; end_user_id: string;
   config: Json; credentials: string | null; state: string; state_reason: string | null; schedule_minutes: number | null;
-  next_sync_at: string | null; cursor: Json | null; created_at: string; updated_at: string;
+  next_sync_at: string | null; cursor: Json | null; purging_since: string | null; created_at: string; updated_at: string;
 }
 export interface ConnectorSyncsTable {
   id: Generated<number>; project_id: string; connection_id: number; job_id: number | null; status: string; trigger: string;

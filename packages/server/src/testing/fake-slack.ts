@@ -33,6 +33,8 @@ export interface FakeSlack extends LocalVendor {
   revoke(): void;
   /** Holds conversations.history of a channel until `release` is called. */
   hold(channel: string): { reached: Promise<void>; release(): void };
+  /** Holds the next call of a method (`auth.test`, `oauth.v2.access` …) until `release`; it is answered as things are then. */
+  holdCall(method: string): { reached: Promise<void>; release(): void };
   grants: string[];
 }
 
@@ -45,6 +47,7 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   const refresh = new Map<string, 'live' | 'used' | 'revoked'>();
   const codes = new Map<string, string>();
   const holds = new Map<string, { reached: () => void; released: Promise<void> }>();
+  const callHolds = new Map<string, { reached: () => void; released: Promise<void> }>();
   const fake = {} as FakeSlack;
 
   const issue = () => {
@@ -68,6 +71,12 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   };
 
   const api = async (method: string, request: VendorRequest): Promise<VendorAnswer> => {
+    const held = callHolds.get(method);
+    if (held) {
+      callHolds.delete(method);
+      held.reached();
+      await held.released;
+    }
     if (method === 'oauth.v2.access') {
       if (request.method !== 'POST') return { json: { ok: false, error: 'invalid_request' } };
       const { form } = request;
@@ -180,6 +189,13 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       let release!: () => void;
       const reachedPromise = new Promise<void>((r) => (reached = r));
       holds.set(channel, { reached, released: new Promise<void>((r) => (release = r)) });
+      return { reached: reachedPromise, release: () => release() };
+    },
+    holdCall(method: string) {
+      let reached!: () => void;
+      let release!: () => void;
+      const reachedPromise = new Promise<void>((r) => (reached = r));
+      callHolds.set(method, { reached, released: new Promise<void>((r) => (release = r)) });
       return { reached: reachedPromise, release: () => release() };
     },
   });

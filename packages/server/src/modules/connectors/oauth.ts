@@ -7,7 +7,7 @@ import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { decodeJson, nowIso } from '../../store/database.js';
 import { jsonOf, sleep, vendorRequest } from './providers/http.js';
 import { ConsentRevoked, type ConnectorProvider, type OAuthAccess, type SourceAccess } from './providers/provider.js';
-import { openCredentials, sealCredentials, sealSecret, openSecret, type ConnectionRow } from './store.js';
+import { openCredentials, sameCredentials, sealCredentials, sealSecret, openSecret, type ConnectionRow, type StoredCredentials } from './store.js';
 import type { SyncDeps } from './deps.js';
 
 /**
@@ -129,9 +129,22 @@ async function tokenRequest(
   };
 }
 
-/** The connection's tokens as providers use them; refreshed tokens are stored (encrypted) at once. */
-export function oauthAccess(deps: SyncDeps, connection: Pick<ConnectionRow, 'id' | 'organization_id'>, provider: ConnectorProvider, stored: TokenSet | null): OAuthAccess {
-  let tokens = stored;
+/**
+ * The connection's tokens as providers use them; refreshed tokens are stored (encrypted) at once, in
+ * place of those this access holds only (`stored`). Another refresh or a new consent may have stored
+ * tokens meanwhile; those are then used instead, as they are when the vendor refuses a refresh token
+ * another refresh already spent (providers that rotate refresh tokens).
+ */
+export function oauthAccess(deps: SyncDeps, connection: Pick<ConnectionRow, 'id' | 'organization_id'>, provider: ConnectorProvider, stored: StoredCredentials): OAuthAccess {
+  let tokens = openCredentials(deps.secret, stored.sealed) as TokenSet | null;
+  /** Takes the tokens stored now if they are not those held; whether they were. */
+  const adoptStored = async () => {
+    const row = await deps.database.db.selectFrom('connector_connections').select('credentials').where('id', '=', connection.id).executeTakeFirst();
+    if (!row || row.credentials === stored.sealed) return false;
+    stored.sealed = row.credentials;
+    tokens = openCredentials(deps.secret, row.credentials) as TokenSet | null;
+    return true;
+  };
   const access: OAuthAccess = {
     async accessToken() {
       if (!tokens) throw new ConsentRevoked(`${provider.title} has not been authorised yet`);
@@ -143,28 +156,38 @@ export function oauthAccess(deps: SyncDeps, connection: Pick<ConnectionRow, 'id'
       const result = await tokenRequest(deps, provider, connection.organization_id, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token });
       if ('error' in result) {
         if (CLIENT_ERRORS.has(result.error)) throw new Error(`${provider.title} refused this server's OAuth client (${result.error})`);
+        if (await adoptStored()) return access.accessToken();
         throw new ConsentRevoked(`${provider.title} refused to refresh the access (${result.error}); the consent was revoked or expired`);
       }
       // A provider that rotates refresh tokens sends a new one; one that does not keeps the old valid.
-      tokens = { ...result.tokens, refresh_token: result.tokens.refresh_token ?? tokens.refresh_token };
-      await deps.database.db.updateTable('connector_connections').set({ credentials: sealCredentials(deps.secret, tokens as never), updated_at: nowIso() })
-        .where('id', '=', connection.id).execute();
+      const refreshed = { ...result.tokens, refresh_token: result.tokens.refresh_token ?? tokens.refresh_token };
+      const sealed = sealCredentials(deps.secret, refreshed as never);
+      const swapped = await deps.database.db.updateTable('connector_connections').set({ credentials: sealed, updated_at: nowIso() })
+        .where('id', '=', connection.id).where(sameCredentials(stored.sealed)).executeTakeFirst();
+      if (Number(swapped.numUpdatedRows) === 0 && (await adoptStored())) return access.accessToken();
+      stored.sealed = sealed;
+      tokens = refreshed;
       return tokens.access_token;
     },
   };
   return access;
 }
 
-/** How validate and sync reach the connection's source. */
-export function sourceAccess(deps: SyncDeps, provider: ConnectorProvider, connection: Pick<ConnectionRow, 'id' | 'organization_id' | 'config' | 'credentials'>): SourceAccess {
-  const credentials = openCredentials(deps.secret, connection.credentials);
+/**
+ * How validate and sync reach the connection's source. `stored` follows the credentials through
+ * refreshes, for a write decided from them to compare against (`sameCredentials`).
+ */
+export function sourceAccess(
+  deps: SyncDeps, provider: ConnectorProvider, connection: Pick<ConnectionRow, 'id' | 'organization_id' | 'config' | 'credentials'>,
+  stored: StoredCredentials = { sealed: connection.credentials },
+): SourceAccess {
   const settings = vendorSettings(deps, provider);
   return {
     config: decodeJson(connection.config),
-    credentials: provider.authKind === 'oauth2' ? null : credentials,
+    credentials: provider.authKind === 'oauth2' ? null : openCredentials(deps.secret, stored.sealed),
     fetch: (url, request) => outboundRequest(deps.outbound, url, request),
     endpoint: (url) => vendorEndpoint(settings, url),
-    oauth: provider.authKind === 'oauth2' ? oauthAccess(deps, connection, provider, credentials as TokenSet | null) : null,
+    oauth: provider.authKind === 'oauth2' ? oauthAccess(deps, connection, provider, stored) : null,
     pause: sleep,
   };
 }

@@ -73,8 +73,8 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     config: manage,
     schema: {
       tags, summary: 'Repair a connection',
-      description: 'Re-validates the stored credentials (OAuth tokens are refreshed) and configuration against the source; the connection becomes active when they work, else stays in error with the reason. When an OAuth connection\'s consent is gone it becomes needs_repair and the answer carries `consent`, a new consent URL to send the user through.',
-      params: ConnectionParams, response: { 200: Repaired, ...declaredErrors(503) },
+      description: 'Re-validates the stored credentials (OAuth tokens are refreshed) and configuration against the source; the connection becomes active when they work, else stays in error with the reason. When an OAuth connection\'s consent is gone it becomes needs_repair and the answer carries `consent`, a new consent URL to send the user through. 409 should the credentials keep changing (a consent, a refresh by a sync) while they are checked.',
+      params: ConnectionParams, response: { 200: Repaired, ...declaredErrors(409, 503) },
     },
   }, async (request) => connectors.repairConnection(deps, projectContext(request), request.params.connection_id));
 
@@ -92,8 +92,8 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     config: manage,
     schema: {
       tags, summary: 'Complete OAuth consent',
-      description: "Exchanges the code for tokens (stored encrypted, never returned) and checks the configuration with them: the connection becomes active, or error with the reason. The state must be live and issued to this caller for this connection (else 400 on `state`); it is used up either way. `error` instead of `code` (the user refused at the provider) keeps the connection waiting, with the reason.",
-      params: ConnectionParams, body: CallbackBody, response: { 200: Connection, ...declaredErrors(503) },
+      description: "Exchanges the code for tokens (stored encrypted, never returned) and checks the configuration with them: the connection becomes active, or error with the reason. The state must be live and issued to this caller for this connection (else 400 on `state`); it is used up either way. `error` instead of `code` (the user refused at the provider) keeps the connection waiting, with the reason. 409 should the credentials keep changing (another consent) while they are checked.",
+      params: ConnectionParams, body: CallbackBody, response: { 200: Connection, ...declaredErrors(409, 503) },
     },
   }, async (request) => connectors.completeAuthorization(deps, projectContext(request), request.params.connection_id, request.body));
 
@@ -101,8 +101,8 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     config: manage,
     schema: {
       tags, summary: 'Purge what a connection brought in',
-      description: 'Forgets every memory the connection created and its synced objects; the connection stays. 409 while a sync runs.',
-      params: ConnectionParams, response: { 200: Purged },
+      description: 'Forgets every memory the connection created and its synced objects; the connection stays. 409 while a sync is queued or running; no sync is queued until the purge is done. A purge that died half way is finished by the next purge or removal.',
+      params: ConnectionParams, response: { 200: Purged, ...declaredErrors(409) },
     },
   }, async (request) => connectors.purgeConnection(deps, projectContext(request), request.params.connection_id));
 
@@ -110,8 +110,8 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     config: manage,
     schema: {
       tags, summary: 'Remove a connection',
-      description: 'Purges (forgets every memory it brought in) and deletes the connection with its syncs. 409 while a sync runs.',
-      params: ConnectionParams, response: { 200: Removed },
+      description: 'Purges (forgets every memory it brought in) and deletes the connection with its syncs. 409 while a sync is queued or running; no sync is queued meanwhile.',
+      params: ConnectionParams, response: { 200: Removed, ...declaredErrors(409) },
     },
   }, async (request) => connectors.removeConnection(deps, projectContext(request), request.params.connection_id));
 
@@ -133,7 +133,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
   // ---- syncs --------------------------------------------------------------------------------
   app.post('/connectors/connections/:connection_id/sync', {
     config: manage,
-    schema: { tags, summary: 'Trigger a sync', description: '202 with the queued sync; 409 while one is queued or running for the connection, or while an OAuth connection waits for consent.', params: ConnectionParams, response: { 202: Sync, ...declaredErrors(409) } },
+    schema: { tags, summary: 'Trigger a sync', description: '202 with the queued sync; 409 while one is queued or running for the connection, while an OAuth connection waits for consent, or while the connection is being purged or removed.', params: ConnectionParams, response: { 202: Sync, ...declaredErrors(409) } },
   }, async (request, reply) => reply.status(202).send(await connectors.triggerSync(deps, projectContext(request), request.params.connection_id)));
 
   app.get('/connectors/connections/:connection_id/syncs', {

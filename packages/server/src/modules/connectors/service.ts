@@ -12,8 +12,8 @@ import { forgetWithin } from '../memories/index.js';
 import { sleep } from './providers/http.js';
 import { PROVIDERS, providerNamed } from './providers/index.js';
 import { ConsentRevoked, ProviderConfigError, type ConnectorProvider, type SourceAccess } from './providers/provider.js';
-import { sealCredentials, type ConnectionRow } from './store.js';
-import { queueSync, type SyncDeps } from './sync.js';
+import { lockedConnection, sameCredentials, sealCredentials, type ConnectionRow, type StoredCredentials } from './store.js';
+import { AWAITING_CONSENT, queueSync, type SyncDeps } from './sync.js';
 
 export interface ConnectionInput {
   provider: string;
@@ -83,8 +83,6 @@ async function validateAgainstSource(provider: ConnectorProvider, access: Source
     throw invalid('config', `The source cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
-
-const AWAITING_CONSENT = ['needs_consent', 'needs_repair'];
 
 /** The source says the connection's consent is gone: 409 to a caller that cannot fix that, what repair repairs. */
 class ConsentNeeded extends AppError {
@@ -178,6 +176,32 @@ export async function updateConnection(deps: SyncDeps, ctx: WriteContext & { pro
 }
 
 /**
+ * Checks the connection against its source with its stored credentials (`check`), and records the
+ * state the check decided while those credentials are still stored. A consent, new credentials or a
+ * refresh elsewhere in between makes the check run again with the new ones (409 should they keep changing).
+ */
+async function recordCheckedState(
+  deps: SyncDeps, ctx: WriteContext & { projectId: string }, first: ConnectionRow, action: string,
+  check: (row: ConnectionRow, stored: StoredCredentials) => Promise<{ state: string; reason: string | null }>,
+): Promise<string> {
+  let row = first;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (attempt > 0) row = await connectionRow(deps.database.db, ctx.projectId, row.id);
+    const stored: StoredCredentials = { sealed: row.credentials };
+    const { state, reason } = await check(row, stored);
+    const recorded = await write(deps.database, ctx, async (trx, effects) => {
+      const result = await trx.updateTable('connector_connections').set({ state, state_reason: reason, updated_at: effects.now })
+        .where('id', '=', row.id).where(sameCredentials(stored.sealed)).executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0) return false;
+      effects.audit(action, { type: 'connection', id: row.id }, reason ? 'failure' : 'success');
+      return true;
+    });
+    if (recorded) return state;
+  }
+  throw new AppError('conflict', 'The connection\'s credentials kept changing while they were checked; try again');
+}
+
+/**
  * Re-validates the stored credentials (an oauth2 connection's tokens, refreshed if need be) and the
  * configuration against the source and, when they work, makes the connection active again. When
  * an oauth2 connection's consent is gone, it becomes `needs_repair` and the answer carries a new
@@ -186,23 +210,16 @@ export async function updateConnection(deps: SyncDeps, ctx: WriteContext & { pro
 export async function repairConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number): Promise<ConnectionView & { consent?: Consent }> {
   const row = await connectionRow(deps.database.db, ctx.projectId, id);
   const provider = providerOrThrow(row.provider);
-  let state = 'active';
-  let reason: string | null = null;
-  try {
-    if (provider.oauth && row.credentials === null) throw new ConsentNeeded(`${provider.title} has not been authorised yet`);
-    await validateAgainstSource(provider, sourceAccess(deps, provider, row));
-  } catch (error) {
-    if (error instanceof ConsentNeeded) {
-      state = row.state === 'needs_consent' ? 'needs_consent' : 'needs_repair';
-      reason = `${error.reason}; consent again at the consent URL`;
-    } else if (error instanceof AppError) {
-      state = 'error';
-      reason = error.message;
-    } else throw error;
-  }
-  await write(deps.database, ctx, async (trx, effects) => {
-    await trx.updateTable('connector_connections').set({ state, state_reason: reason, updated_at: effects.now }).where('id', '=', id).execute();
-    effects.audit('connection.repair', { type: 'connection', id }, reason ? 'failure' : 'success');
+  const state = await recordCheckedState(deps, ctx, row, 'connection.repair', async (current, stored) => {
+    try {
+      if (provider.oauth && stored.sealed === null) throw new ConsentNeeded(`${provider.title} has not been authorised yet`);
+      await validateAgainstSource(provider, sourceAccess(deps, provider, current, stored));
+      return { state: 'active', reason: null };
+    } catch (error) {
+      if (error instanceof ConsentNeeded) return { state: current.state === 'needs_consent' ? 'needs_consent' : 'needs_repair', reason: `${error.reason}; consent again at the consent URL` };
+      if (error instanceof AppError) return { state: 'error', reason: error.message };
+      throw error;
+    }
   });
   const view = await getConnection(deps.database.db, ctx.projectId, id);
   return AWAITING_CONSENT.includes(state) ? { ...view, consent: await startConsent(deps, ctx, row, provider) } : view;
@@ -231,28 +248,35 @@ export async function completeAuthorization(deps: SyncDeps, ctx: WriteContext & 
     });
     return getConnection(deps.database.db, ctx.projectId, id);
   }
-  // Stored first: a refresh while checking the configuration below stores its tokens over these.
+  // Stored first, in place of whatever was there: a refresh while checking the configuration below stores its tokens over these.
   const credentials = sealCredentials(deps.secret, outcome as unknown as Record<string, unknown>);
   await deps.database.db.updateTable('connector_connections').set({ credentials, updated_at: nowIso() }).where('id', '=', id).execute();
-  let state = 'active';
-  let reason: string | null = null;
-  try {
-    await validateAgainstSource(provider, sourceAccess(deps, provider, { ...row, credentials }));
-  } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    state = 'error';
-    reason = error.message;
-  }
-  await write(deps.database, ctx, async (trx, effects) => {
-    await trx.updateTable('connector_connections').set({ state, state_reason: reason, updated_at: effects.now }).where('id', '=', id).execute();
-    effects.audit('connection.consent', { type: 'connection', id }, reason ? 'failure' : 'success');
+  await recordCheckedState(deps, ctx, { ...row, credentials }, 'connection.consent', async (current, stored) => {
+    try {
+      await validateAgainstSource(provider, sourceAccess(deps, provider, current, stored));
+      return { state: 'active', reason: null };
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      return { state: 'error', reason: error.message };
+    }
   });
   return getConnection(deps.database.db, ctx.projectId, id);
 }
 
-async function refuseWhileSyncing(db: Executor, id: number): Promise<void> {
-  const active = await db.selectFrom('connector_syncs').select('id').where('connection_id', '=', id).where('status', 'in', ['queued', 'running']).executeTakeFirst();
-  if (active) throw new AppError('conflict', `Sync ${active.id} of this connection is in progress; cancel it or wait`);
+/**
+ * Marks the connection as being purged, its row locked, unless a sync is queued or running (409).
+ * From then on no sync is queued (queueSync) until the purge ends, so none adds back what it forgets.
+ * A purge or removal that died half way is finished by the next one.
+ */
+async function startPurge(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number): Promise<ConnectionRow> {
+  return write(deps.database, ctx, async (trx, effects) => {
+    const row = await lockedConnection(deps.database, trx, ctx.projectId, id);
+    if (!row) throw notFound('Connection');
+    const active = await trx.selectFrom('connector_syncs').select('id').where('connection_id', '=', id).where('status', 'in', ['queued', 'running']).executeTakeFirst();
+    if (active) throw new AppError('conflict', `Sync ${active.id} of this connection is in progress; cancel it or wait`);
+    if (row.purging_since === null) await trx.updateTable('connector_connections').set({ purging_since: effects.now }).where('id', '=', id).execute();
+    return row;
+  });
 }
 
 /** Forgets every memory the connection brought in; its objects are forgotten too, so the next sync starts afresh. */
@@ -270,19 +294,17 @@ async function purgeWithin(deps: SyncDeps, ctx: WriteContext, row: ConnectionRow
 }
 
 export async function purgeConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number) {
-  const row = await connectionRow(deps.database.db, ctx.projectId, id);
-  await refuseWhileSyncing(deps.database.db, id);
+  const row = await startPurge(deps, ctx, id);
   const forgotten = await purgeWithin(deps, ctx, row);
   await write(deps.database, ctx, async (trx, effects) => {
-    await trx.updateTable('connector_connections').set({ cursor: null, updated_at: effects.now }).where('id', '=', id).execute();
+    await trx.updateTable('connector_connections').set({ cursor: null, purging_since: null, updated_at: effects.now }).where('id', '=', id).execute();
     effects.audit('connection.purge', { type: 'connection', id });
   });
   return { id, memories_forgotten: forgotten };
 }
 
 export async function removeConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number) {
-  const row = await connectionRow(deps.database.db, ctx.projectId, id);
-  await refuseWhileSyncing(deps.database.db, id);
+  const row = await startPurge(deps, ctx, id);
   const forgotten = await purgeWithin(deps, ctx, row);
   await write(deps.database, ctx, async (trx, effects) => {
     await trx.deleteFrom('connector_syncs').where('connection_id', '=', id).execute();
@@ -314,17 +336,10 @@ export async function saveConfiguration(deps: SyncDeps, ctx: WriteContext & { pr
 export async function triggerSync(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number): Promise<SyncView> {
   const row = await connectionRow(deps.database.db, ctx.projectId, id);
   if (!(await integrationEnabled(deps.database.db, ctx.organizationId, row.provider))) throw forbidden(`${row.provider} is disabled for this organization`);
-  if (AWAITING_CONSENT.includes(row.state)) throw new AppError('conflict', `The connection ${row.state === 'needs_consent' ? 'is waiting for consent (POST …/authorize)' : 'lost its consent (POST …/repair)'}`);
-  const running = new AppError('conflict', 'A sync of this connection is already queued or running');
   const syncId = await write(deps.database, ctx, async (trx, effects) => {
-    const queued = await queueSync(trx, row, 'manual', ctx, effects.now);
-    if (queued === undefined) throw running;
+    const queued = await queueSync(deps.database, trx, row, 'manual', ctx, effects.now);
     effects.audit('connector.sync_trigger', { type: 'connection', id });
     return queued;
-  }).catch((error: unknown) => {
-    // Lost a race with another trigger: the partial unique index refused the second active sync.
-    if (error instanceof Error && /unique|duplicate key/i.test(error.message)) throw running;
-    throw error;
   });
   deps.jobs.enqueued();
   return getSync(deps.database.db, ctx.projectId, syncId);
@@ -457,7 +472,8 @@ export async function integrationsOverview(db: Executor, organizationId: string,
  */
 export async function queueDueSyncs(deps: SyncDeps, now = new Date()): Promise<number[]> {
   const due = await deps.database.db.selectFrom('connector_connections').selectAll()
-    .where('next_sync_at', 'is not', null).where('next_sync_at', '<=', now.toISOString()).where('state', '=', 'active').limit(100).execute();
+    .where('next_sync_at', 'is not', null).where('next_sync_at', '<=', now.toISOString()).where('state', '=', 'active').where('purging_since', 'is', null)
+    .limit(100).execute();
   const queued: number[] = [];
   for (const row of due) {
     const claimed = await deps.database.db.updateTable('connector_connections')
@@ -465,13 +481,16 @@ export async function queueDueSyncs(deps: SyncDeps, now = new Date()): Promise<n
     if (Number(claimed.numUpdatedRows) === 0) continue;
     const ctx: WriteContext = { actor: { type: 'system', id: null }, organizationId: row.organization_id, projectId: row.project_id, requestId: null };
     const id = await write(deps.database, ctx, async (trx, effects) => {
-      const syncId = await queueSync(trx, row, 'schedule', ctx, effects.now);
-      if (syncId !== undefined) effects.audit('connector.sync_trigger', { type: 'connection', id: row.id }, 'scheduled');
+      const syncId = await queueSync(deps.database, trx, row, 'schedule', ctx, effects.now);
+      effects.audit('connector.sync_trigger', { type: 'connection', id: row.id }, 'scheduled');
       return syncId;
+    }).catch((error: unknown) => {
+      // A sync already under way, or the connection changed since it was found due (a purge began, consent was lost): skipped this time.
+      if (error instanceof AppError && error.code === 'conflict') return undefined;
+      throw error;
     });
     if (id !== undefined) queued.push(id);
   }
   if (queued.length) deps.jobs.enqueued();
   return queued;
 }
-

@@ -1,6 +1,7 @@
-import type { Selectable } from 'kysely';
+import type { ExpressionBuilder, Selectable } from 'kysely';
 import { decrypt, deriveKey, encrypt } from '../../core/crypto.js';
-import type { ConnectorConnectionsTable } from '../../store/schema.js';
+import type { Database, Executor } from '../../store/database.js';
+import type { ConnectorConnectionsTable, DB } from '../../store/schema.js';
 
 /** This module owns connector_connections, connector_syncs, connector_objects, connector_oauth_states and integration_settings. */
 
@@ -18,3 +19,23 @@ export const openCredentials = (secret: Uint8Array, sealed: string | null): Reco
 /** One secret string at rest (a PKCE verifier), under the same key. */
 export const sealSecret = (secret: Uint8Array, value: string) => encrypt(credentialKey(secret), value);
 export const openSecret = (secret: Uint8Array, sealed: string) => decrypt(credentialKey(secret), sealed);
+
+/**
+ * The connection's credentials (sealed) as a check or a refresh last read or stored them. A write
+ * decided from them is made only while they are still stored (`sameCredentials`): a consent, new
+ * credentials or another refresh in between makes it void.
+ */
+export interface StoredCredentials {
+  sealed: string | null;
+}
+
+export const sameCredentials = (sealed: string | null) => (eb: ExpressionBuilder<DB, 'connector_connections'>) =>
+  sealed === null ? eb('credentials', 'is', null) : eb('credentials', '=', sealed);
+
+/**
+ * The connection's row, locked until the transaction ends on PostgreSQL (SQLite has one writer):
+ * queueing a sync and starting or ending a purge take turns on it.
+ */
+export const lockedConnection = (database: Database, trx: Executor, projectId: string, id: number) =>
+  trx.selectFrom('connector_connections').selectAll().where('project_id', '=', projectId).where('id', '=', id)
+    .$if(database.dialect === 'postgres', (qb) => qb.forUpdate()).executeTakeFirst();

@@ -1,16 +1,16 @@
 import { sha256Hex } from '../../core/crypto.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
-import { AppError } from '../../core/errors.js';
-import { enqueueJob, type JobContext, type JobHandler } from '../../jobs/runner.js';
-import { decodeJson, encodeJson, nowIso, type Executor } from '../../store/database.js';
-import { MEMORY_LIMITS, addWithin, forgetWithin, liveMemoryIds, type ImportedMemory, type Owner } from '../memories/index.js';
+import { AppError, notFound } from '../../core/errors.js';
+import { enqueueJob, LeaseLost, type JobContext, type JobHandler } from '../../jobs/runner.js';
+import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import { MEMORY_LIMITS, addWithin, forgetWithin, liveMemoryIds, nextSeq, type ImportedMemory, type Owner } from '../memories/index.js';
 import { chunkMemories, readDocument } from '../ingest/index.js';
 import type { SyncDeps } from './deps.js';
 import { sourceAccess } from './oauth.js';
 import { sleep } from './providers/http.js';
 import { providerNamed } from './providers/index.js';
 import { ConsentRevoked, ProviderConfigError, type SourceObject, type SyncRun } from './providers/provider.js';
-import type { ConnectionRow } from './store.js';
+import { lockedConnection, sameCredentials, type ConnectionRow, type StoredCredentials } from './store.js';
 
 /**
  * The sync engine, the same for every provider: objects are identified by connection + source
@@ -29,23 +29,32 @@ export type { SyncDeps } from './deps.js';
 
 const ownerOf = (connection: ConnectionRow): Owner => ({ projectId: connection.project_id, tenantId: '', endUserId: connection.end_user_id });
 
+/** Connection states in which a sync cannot run until consent (POST …/authorize or …/repair). */
+export const AWAITING_CONSENT = ['needs_consent', 'needs_repair'];
+
 /**
- * Queues a sync of the connection; undefined when one is already queued or running (a partial
- * unique index backs the check, so two triggers cannot both win).
+ * Queues a sync of the connection, or refuses with 409: one is already queued or running, the
+ * connection waits for consent, or its memories are being purged. The connection's row is locked
+ * first, so a purge or removal starting meanwhile takes its turn after (and sees the sync); two
+ * triggers take turns as well, and the partial unique index on active syncs is only a backstop.
  */
 export async function queueSync(
-  db: Executor, connection: ConnectionRow, trigger: 'manual' | 'schedule', ctx: WriteContext, now: string,
-): Promise<number | undefined> {
-  const active = await db.selectFrom('connector_syncs').select('id').where('connection_id', '=', connection.id)
+  database: Database, trx: Executor, connection: ConnectionRow, trigger: 'manual' | 'schedule', ctx: WriteContext, now: string,
+): Promise<number> {
+  const current = await lockedConnection(database, trx, connection.project_id, connection.id);
+  if (!current) throw notFound('Connection');
+  if (current.purging_since !== null) throw new AppError('conflict', 'The connection\'s memories are being purged; sync once that is done');
+  if (AWAITING_CONSENT.includes(current.state)) {
+    throw new AppError('conflict', `The connection ${current.state === 'needs_consent' ? 'is waiting for consent (POST …/authorize)' : 'lost its consent (POST …/repair)'}`);
+  }
+  const active = await trx.selectFrom('connector_syncs').select('id').where('connection_id', '=', connection.id)
     .where('status', 'in', ['queued', 'running']).executeTakeFirst();
-  if (active) return undefined;
-  // The partial unique index is the last word when two triggers race past the check above: the loser's
-  // transaction fails with a unique violation, which the caller's retry (or the 409) answers.
-  const sync = await db.insertInto('connector_syncs')
+  if (active) throw new AppError('conflict', 'A sync of this connection is already queued or running');
+  const sync = await trx.insertInto('connector_syncs')
     .values({ project_id: connection.project_id, connection_id: connection.id, job_id: null, status: 'queued', trigger, checkpoint: null, error: null, started_at: null, finished_at: null, created_at: now, updated_at: now })
     .returning('id').executeTakeFirstOrThrow();
-  const jobId = await enqueueJob(db, { kind: SYNC_JOB, projectId: connection.project_id, payload: { syncId: sync.id, ctx: { actor: ctx.actor, requestId: ctx.requestId } } });
-  await db.updateTable('connector_syncs').set({ job_id: jobId }).where('id', '=', sync.id).execute();
+  const jobId = await enqueueJob(trx, { kind: SYNC_JOB, projectId: connection.project_id, payload: { syncId: sync.id, ctx: { actor: ctx.actor, requestId: ctx.requestId } } });
+  await trx.updateTable('connector_syncs').set({ job_id: jobId }).where('id', '=', sync.id).execute();
   return sync.id;
 }
 
@@ -73,9 +82,17 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
   const provider = providerNamed(connection.provider)!;
   const owner = ownerOf(connection);
   const source = `connector:${provider.name}`;
-  await db.updateTable('connector_syncs').set({ status: 'running', started_at: sync.started_at ?? nowIso(), updated_at: nowIso() }).where('id', '=', syncId).execute();
+  const credentials: StoredCredentials = { sealed: connection.credentials };
 
   let handled = 0;
+  // Every write of the run renews the job's lease in its own transaction and commits only while this
+  // attempt holds the job: a runner that stalled past its lease and was taken over writes nothing more.
+  const fence = (trx: Executor) => job.progress(handled / (handled + 100), trx);
+  await db.transaction().execute(async (trx) => {
+    await fence(trx);
+    await trx.updateTable('connector_syncs').set({ status: 'running', started_at: sync.started_at ?? nowIso(), updated_at: nowIso() }).where('id', '=', syncId).execute();
+  });
+
   const stopIfCancelled = async () => {
     const row = await db.selectFrom('connector_syncs').select('cancel_requested').where('id', '=', syncId).executeTakeFirstOrThrow();
     if (row.cancel_requested) throw new SyncCancelled();
@@ -83,7 +100,6 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
   const heartbeat = async () => {
     handled++;
     await stopIfCancelled();
-    if (handled % 10 === 0) await job.progress(handled / (handled + 100));
   };
   // Memories forgotten since the last sync (by the end user, say) make the object changed, so it is read again.
   const intact = async (stored: unknown) => {
@@ -94,7 +110,7 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
     trx.selectFrom('connector_objects').selectAll().where('connection_id', '=', connection.id).where('source_id', '=', sourceId).executeTakeFirst();
 
   const run: SyncRun = {
-    ...sourceAccess(deps, provider, connection),
+    ...sourceAccess(deps, provider, connection, credentials),
     // A long wait keeps the job's lease (shorter than a Retry-After may be) and notices a cancel.
     async pause(ms) {
       for (const until = Date.now() + ms; Date.now() < until;) {
@@ -111,6 +127,7 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
       if (row.last_seen_sync !== syncId) {
         const now = nowIso();
         await db.transaction().execute(async (trx) => {
+          await fence(trx);
           await trx.updateTable('connector_objects').set({ last_seen_sync: syncId, updated_at: now }).where('connection_id', '=', connection.id).where('source_id', '=', sourceId).execute();
           await bump(trx, syncId, { seen: 1, unchanged: 1 }, now);
         });
@@ -120,12 +137,13 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
     },
     async object(object: SourceObject) {
       const hash = contentHash(object);
-      const existing = await objectRow(db, object.sourceId);
+      const seen = await objectRow(db, object.sourceId);
       // Already handled by this run before a crash: nothing to do again.
-      if (existing?.last_seen_sync === syncId && existing.content_hash === hash) return;
-      if (existing && existing.content_hash === hash && existing.status === 'synced' && (await intact(existing.memory_ids))) {
+      if (seen?.last_seen_sync === syncId && seen.content_hash === hash) return;
+      if (seen && seen.content_hash === hash && seen.status === 'synced' && (await intact(seen.memory_ids))) {
         const now = nowIso();
         await db.transaction().execute(async (trx) => {
+          await fence(trx);
           await trx.updateTable('connector_objects').set({ version: object.version, last_seen_sync: syncId, updated_at: now })
             .where('connection_id', '=', connection.id).where('source_id', '=', object.sourceId).execute();
           await bump(trx, syncId, { seen: 1, unchanged: 1 }, now);
@@ -150,7 +168,11 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
         }
       }
       const written = await write(database, ctx, async (trx, effects) => {
-        const forgotten = existing ? await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, owner, decodeJson<number[]>(existing.memory_ids)) : [];
+        await fence(trx);
+        // The owner's lock first, then the object row as it is now: the memories replaced are those it names.
+        const seq = await nextSeq(trx, owner, effects.now);
+        const existing = await objectRow(trx, object.sourceId);
+        if (existing) await forgetWithin(trx, { ctx, effects, hooks: deps.erase, seq }, owner, decodeJson<number[]>(existing.memory_ids));
         const outcomes = await addWithin(database, trx, ctx, effects, owner, items);
         const ids = outcomes.flatMap((o) => ('created' in o ? [o.created.id] : []));
         const values = {
@@ -172,6 +194,7 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
     async failed(sourceId, reason) {
       const now = nowIso();
       await db.transaction().execute(async (trx) => {
+        await fence(trx);
         const existing = await objectRow(trx, sourceId);
         if (existing) {
           await trx.updateTable('connector_objects').set({ status: existing.status === 'synced' ? 'synced' : 'failed', error: reason.slice(0, 500), last_seen_sync: syncId, updated_at: now })
@@ -187,10 +210,14 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
       await heartbeat();
     },
     async gone(sourceId) {
-      const existing = await objectRow(db, sourceId);
-      if (!existing || existing.status === 'deleted') return;
+      const seen = await objectRow(db, sourceId);
+      if (!seen || seen.status === 'deleted') return;
       await write(database, ctx, async (trx, effects) => {
-        await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, owner, decodeJson<number[]>(existing.memory_ids));
+        await fence(trx);
+        const seq = await nextSeq(trx, owner, effects.now);
+        const existing = await objectRow(trx, sourceId);
+        if (!existing || existing.status === 'deleted') return;
+        await forgetWithin(trx, { ctx, effects, hooks: deps.erase, seq }, owner, decodeJson<number[]>(existing.memory_ids));
         await trx.updateTable('connector_objects').set({ status: 'deleted', memory_ids: '[]', content_hash: null, version: null, last_seen_sync: syncId, updated_at: effects.now })
           .where('connection_id', '=', connection.id).where('source_id', '=', sourceId).execute();
         await bump(trx, syncId, { deleted: 1 }, effects.now);
@@ -198,22 +225,27 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
       await heartbeat();
     },
     async saveCheckpoint(state) {
-      await db.updateTable('connector_syncs').set({ checkpoint: encodeJson(state), updated_at: nowIso() }).where('id', '=', syncId).execute();
-      await job.progress(handled / (handled + 100));
+      await db.transaction().execute(async (trx) => {
+        await fence(trx);
+        await trx.updateTable('connector_syncs').set({ checkpoint: encodeJson(state), updated_at: nowIso() }).where('id', '=', syncId).execute();
+      });
     },
   };
 
+  const end = (status: 'succeeded' | 'failed' | 'cancelled', error: string | null, cursor?: unknown, broken?: 'error' | 'needs_repair') =>
+    finish(deps, ctx, connection, syncId, fence, { status, error, cursor, broken, credentials: credentials.sealed });
   try {
-    const end = await provider.sync(run);
-    if (end.complete) await forgetUnseen(deps, ctx, connection, syncId);
-    await finish(deps, ctx, connection, syncId, 'succeeded', null, end.cursor);
+    const result = await provider.sync(run);
+    if (result.complete) await forgetUnseen(deps, ctx, connection, syncId, fence);
+    await end('succeeded', null, result.cursor);
   } catch (error) {
+    if (error instanceof LeaseLost) throw error;
     if (error instanceof SyncCancelled) {
-      await finish(deps, ctx, connection, syncId, 'cancelled', null);
+      await end('cancelled', null);
     } else {
       const message = error instanceof Error ? error.message : String(error);
       const broken = error instanceof ConsentRevoked ? 'needs_repair' : error instanceof ProviderConfigError ? 'error' : undefined;
-      await finish(deps, ctx, connection, syncId, 'failed', message, undefined, broken);
+      await end('failed', message, undefined, broken);
     }
   }
   const done = await db.selectFrom('connector_syncs').selectAll().where('id', '=', syncId).executeTakeFirstOrThrow();
@@ -221,7 +253,7 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
 }
 
 /** Objects of the connection that a complete run did not see are gone at the source: their memories are forgotten. */
-async function forgetUnseen(deps: SyncDeps, ctx: WriteContext, connection: ConnectionRow, syncId: number): Promise<void> {
+async function forgetUnseen(deps: SyncDeps, ctx: WriteContext, connection: ConnectionRow, syncId: number, fence: (trx: Executor) => Promise<void>): Promise<void> {
   for (;;) {
     const gone = await deps.database.db.selectFrom('connector_objects').selectAll()
       .where('connection_id', '=', connection.id).where('status', '!=', 'deleted')
@@ -229,6 +261,7 @@ async function forgetUnseen(deps: SyncDeps, ctx: WriteContext, connection: Conne
       .limit(100).execute();
     if (gone.length === 0) return;
     await write(deps.database, ctx, async (trx, effects) => {
+      await fence(trx);
       const ids = gone.flatMap((o) => decodeJson<number[]>(o.memory_ids));
       await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, ownerOf(connection), ids);
       await trx.updateTable('connector_objects').set({ status: 'deleted', memory_ids: '[]', content_hash: null, version: null, last_seen_sync: syncId, updated_at: effects.now })
@@ -239,17 +272,26 @@ async function forgetUnseen(deps: SyncDeps, ctx: WriteContext, connection: Conne
 }
 
 async function finish(
-  deps: SyncDeps, ctx: WriteContext, connection: ConnectionRow, syncId: number, status: 'succeeded' | 'failed' | 'cancelled',
-  error: string | null, cursor?: unknown, broken?: 'error' | 'needs_repair',
+  deps: SyncDeps, ctx: WriteContext, connection: ConnectionRow, syncId: number, fence: (trx: Executor) => Promise<void>,
+  outcome: { status: 'succeeded' | 'failed' | 'cancelled'; error: string | null; cursor?: unknown; broken?: 'error' | 'needs_repair'; credentials: string | null },
 ): Promise<void> {
+  const { status, error, cursor, broken } = outcome;
   await write(deps.database, ctx, async (trx, effects) => {
+    await fence(trx);
+    // The connection before the sync's row, as queueSync takes them: the two never wait for each other in turn.
+    await trx.updateTable('connector_connections').set({ updated_at: effects.now }).where('id', '=', connection.id).execute();
+    // Where the next run starts, only while the configuration is the one this run read: new configuration chose what to read anew.
+    if (cursor !== undefined) {
+      await trx.updateTable('connector_connections').set({ cursor: encodeJson(cursor) })
+        .where('id', '=', connection.id).where('config', '=', encodeJson(decodeJson(connection.config))).execute();
+    }
+    // Decided from the credentials and configuration this run used: a consent, new credentials or configuration since decides afresh.
+    if (broken) {
+      await trx.updateTable('connector_connections').set({ state: broken, state_reason: error })
+        .where('id', '=', connection.id).where(sameCredentials(outcome.credentials)).where('config', '=', encodeJson(decodeJson(connection.config))).execute();
+    }
     const row = await trx.updateTable('connector_syncs').set({ status, error: error?.slice(0, 1000) ?? null, finished_at: effects.now, updated_at: effects.now })
       .where('id', '=', syncId).returningAll().executeTakeFirstOrThrow();
-    await trx.updateTable('connector_connections').set({
-      ...(cursor !== undefined ? { cursor: encodeJson(cursor) } : {}),
-      ...(broken ? { state: broken, state_reason: error } : {}),
-      updated_at: effects.now,
-    }).where('id', '=', connection.id).execute();
     const summary = {
       connection_id: connection.id, sync_id: syncId, provider: connection.provider,
       seen: row.seen, created: row.created, updated: row.updated, deleted: row.deleted, unchanged: row.unchanged, failed: row.failed,

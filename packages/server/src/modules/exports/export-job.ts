@@ -1,7 +1,7 @@
 import { pipeline, Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { write } from '../../core/unit-of-work.js';
-import type { JobContext } from '../../jobs/runner.js';
+import { LeaseLost, type JobContext } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import { decodeJson, nowIso, type Database } from '../../store/database.js';
 import { countForExport, exportPage, historyOfMemories } from '../memories/index.js';
@@ -102,7 +102,8 @@ export function exportJob(database: Database, blobs: BlobStore) {
         await blobs.delete(key);
         if (error instanceof Stop && error.why === 'cancelled') return { cancelled: true };
         if (!(error instanceof Stop)) {
-          if (!job.finalAttempt) throw error;
+          // A taken-over attempt leaves the outcome to the runner that took the job over.
+          if (!job.finalAttempt || error instanceof LeaseLost) throw error;
           await failExport(database, row, error);
           return { failed: true };
         }

@@ -5,7 +5,7 @@ import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { AppError, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { compileBody, validateEndUserId, validationError } from '../../core/validation.js';
-import { enqueueJob, type JobContext } from '../../jobs/runner.js';
+import { enqueueJob, LeaseLost, type JobContext } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import type { ImportsTable } from '../../store/schema.js';
@@ -252,7 +252,8 @@ export function importJob(database: Database, blobs: BlobStore) {
         await finish({ status: 'failed', error: `batch ending at record ${current?.record ?? 0}: ${error.message}`, error_record: current?.record ?? null, error_line: current?.line ?? null });
         return { failed: true };
       }
-      if (!job.finalAttempt) throw error;
+      // A taken-over attempt leaves the outcome to the runner that took the job over.
+      if (!job.finalAttempt || error instanceof LeaseLost) throw error;
       await finish({ status: 'failed', error: error instanceof Error ? error.message.slice(0, 500) : 'import failed' });
       return { failed: true };
     }
