@@ -528,7 +528,11 @@ const PATCHABLE = ['tags', 'importance', 'metadata', 'source'] as const;
 const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
 
 
-/** Applies a patch inside a transaction; returns undefined when the memory is not the owner's. */
+/**
+ * Applies a patch inside a transaction holding the owner's lock (nextSeq, which forgetting takes
+ * too, so a memory forgotten meanwhile is seen gone); returns undefined when the memory is not a
+ * live one of the owner's.
+ */
 async function applyPatch(
   trx: Executor,
   ctx: WriteContext,
@@ -536,7 +540,7 @@ async function applyPatch(
   owner: Owner,
   id: number,
   patch: MemoryPatchInput,
-  seq: () => Promise<number>,
+  seq: number,
 ): Promise<MemoryView | undefined> {
   const row = await owned(owner)(trx).where('id', '=', id).executeTakeFirst();
   if (!row) return undefined;
@@ -554,23 +558,19 @@ async function applyPatch(
       ...(changes.importance ? { importance: patch.importance } : {}),
       ...(changes.metadata ? { metadata: encodeJson(patch.metadata) } : {}),
       ...(changes.source ? { source: patch.source } : {}),
-      seq: await seq(),
+      seq,
       updated_at: effects.now,
     })
     .where('id', '=', id)
+    // Tombstoning a deleted project's memories takes no owner lock.
+    .where('deleted_at', 'is', null)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (!updated) return undefined;
   await recordHistory(trx, ctx, [{ memoryId: id, action: 'update', changes }], effects.now);
   const memory = toMemory(updated);
   effects.emit('memory.updated', { memory, fields: Object.keys(changes) });
   return memory;
-}
-
-
-/** Memoises the transaction's change sequence: taken once, and only if something changes. */
-function lazySeq(trx: Executor, owner: Owner, now: string): () => Promise<number> {
-  let seq: Promise<number> | undefined;
-  return () => (seq ??= nextSeq(trx, owner, now));
 }
 
 
@@ -579,7 +579,7 @@ export async function updateMemory(
 ): Promise<MemoryView> {
   checkContent(patch);
   return write(database, ctx, async (trx, effects) => {
-    const memory = await applyPatch(trx, ctx, effects, owner, id, patch, lazySeq(trx, owner, effects.now));
+    const memory = await applyPatch(trx, ctx, effects, owner, id, patch, await nextSeq(trx, owner, effects.now));
     if (!memory) throw notFound('Memory');
     effects.audit('memory.update', { type: 'memory', id });
     return memory;
@@ -592,7 +592,7 @@ export async function batchUpdate(
 ): Promise<BatchUpdateResultView> {
   updates.forEach((u, i) => checkContent(u, `updates/${i}/`));
   return write(database, ctx, async (trx, effects) => {
-    const seq = lazySeq(trx, owner, effects.now);
+    const seq = await nextSeq(trx, owner, effects.now);
     const results: BatchUpdateResultView['results'] = [];
     for (const [index, { id, ...patch }] of updates.entries()) {
       const memory = await applyPatch(trx, ctx, effects, owner, id, patch, seq);
