@@ -5,7 +5,7 @@ import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
 import { addMemory } from '../../testing/memories.js';
 import {
   addWithin, EraseHooks, forget, forgetWithin, importMemories, insertSummary, insertTurn, liveMemoryIds, markSuperseded, MEMORY_LIMITS,
-  recordHistory, revisionOf, rewriteSummary, touchMemories, type Owner,
+  nextSeq, recordHistory, revisionOf, rewriteSummary, touchMemories, type Owner,
 } from './index.js';
 import { TURN_REDELIVERY_WINDOW_MS } from './writes.js';
 
@@ -145,7 +145,7 @@ forEachDialect('memory writes', (dialect) => {
 
   it('stores and rewrites a summary, keyed by the set it summarizes', async () => {
     const o = owner('summary-user', 'acme');
-    const summary = await within((trx, effects, c) => insertSummary(trx, c, effects, t.database, o, {
+    const summary = await within(async (trx, effects, c) => insertSummary(trx, c, effects, t.database, o, await nextSeq(trx, o, effects.now), {
       text: 'A summary of two notes', metadata: { sources: [1, 2] }, setKey: 'set-key-1', sessionId: 's9',
     }));
     const stored = await row(summary.id);

@@ -908,13 +908,14 @@ export interface SummaryInput {
 
 /**
  * Stores a summary as a memory with is_summary set, with its history and memory.created event.
- * Its set key takes the place of the text hash, so re-summarizing the same set finds it.
+ * Its set key takes the place of the text hash, so re-summarizing the same set finds it. `seq` is
+ * the transaction's (nextSeq), taken before the sources were read again in it, so none of them is
+ * forgotten before the summary commits.
  */
 export async function insertSummary(
-  trx: Executor, ctx: WriteContext, effects: Effects, database: Database, owner: Owner, summary: SummaryInput,
+  trx: Executor, ctx: WriteContext, effects: Effects, database: Database, owner: Owner, seq: number, summary: SummaryInput,
 ): Promise<MemoryView> {
   checkContent(summary);
-  const seq = await nextSeq(trx, owner, effects.now);
   return insertOne(trx, ctx, effects, owner, {
     text: summary.text, is_summary: database.bool(true), source: 'summary', metadata: encodeJson(summary.metadata),
     session_id: summary.sessionId, speaker: null, dedupe_hash: summary.setKey, seq, created_at: effects.now,
