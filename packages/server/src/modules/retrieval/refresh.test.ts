@@ -94,6 +94,28 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     expect(best.id).toBe(car.id);
     expect(best.explanation.semantic).toBeGreaterThan(0.2);
   });
+
+  it('stores no vector of a memory forgotten while it was being embedded', async () => {
+    const endUser = freshUser();
+    const [kept, gone] = await addAll(t, ['My sedan is blue', 'The secret puppy is called Biscuit'], { endUser });
+    let asked!: () => void;
+    const embedding = new Promise<void>((resolve) => (asked = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    fake.hold = async (input) => {
+      if (!input.includes(gone.text)) return;
+      asked();
+      await released;
+    };
+    const querying = query(t, 'vehicle', { endUser });
+    await embedding;
+    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [gone.id] } })).body).toEqual([gone.id]);
+    release();
+    expect(idsOf(await querying)).not.toContain(gone.id);
+    fake.hold = null;
+    const stored = await t.database.db.selectFrom('memory_embeddings').select('memory_id').where('memory_id', 'in', [kept.id, gone.id]).execute();
+    expect(stored.map((r) => r.memory_id)).toEqual([kept.id]);
+  });
 });
 
 forEachDialect('retrieval when the embedding provider is down', (dialect) => {
