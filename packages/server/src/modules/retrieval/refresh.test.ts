@@ -116,6 +116,32 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     const stored = await t.database.db.selectFrom('memory_embeddings').select('memory_id').where('memory_id', 'in', [kept.id, gone.id]).execute();
     expect(stored.map((r) => r.memory_id)).toEqual([kept.id]);
   });
+
+  it('embeds a summary rewritten without a forgotten source anew, keeping no vector of its old text', async () => {
+    const endUser = freshUser();
+    const sources = await addAll(t, ['Rex is my loyal hound', 'I drive an old automobile', 'We had sushi on Friday'], { endUser });
+    const summary = (await t.call('POST', '/memory/summarize', { endUser, body: { memory_ids: idsOf(sources) } })).body.memory;
+    expect(summary.text).toContain('sushi');
+    const vectorOf = async (id: number) => {
+      const row = await t.database.db.selectFrom('memory_embeddings').select('vector').where('memory_id', '=', id).executeTakeFirst();
+      return row && Array.from(decodeVector(row.vector));
+    };
+    const expectVectorOf = (vector: number[] | undefined, text: string) => {
+      const expected = fake.vector(text);
+      expect(vector).toHaveLength(expected.length);
+      vector!.forEach((x, j) => expect(x).toBeCloseTo(expected[j]!, 5));
+    };
+    // A query embeds every memory of the end user, the summary included.
+    await query(t, 'canine', { endUser });
+    expectVectorOf(await vectorOf(summary.id), summary.text);
+
+    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[2].id] } })).body).toEqual([sources[2].id]);
+    const rewritten = (await t.call('GET', `/memory/${summary.id}`, { endUser })).body.text;
+    expect(rewritten).not.toContain('sushi');
+    expect(await vectorOf(summary.id)).toBeUndefined();
+    await query(t, 'canine', { endUser });
+    expectVectorOf(await vectorOf(summary.id), rewritten);
+  });
 });
 
 forEachDialect('retrieval when the embedding provider is down', (dialect) => {

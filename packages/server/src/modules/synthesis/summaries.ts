@@ -6,7 +6,7 @@ import type { Database, Executor } from '../../store/database.js';
 import {
   forgetWithin, insertSummary, MEMORY_LIMITS, memoriesByIds, nextSeq, rewriteSummary, summaryBySetKey, type EraseHook, type MemoryView, type Owner,
 } from '../memories/index.js';
-import type { RetrievalService } from '../retrieval/index.js';
+import { eraseVectors, type RetrievalService } from '../retrieval/index.js';
 import { deleteRelationsOf, insertRelations, memoryNotFound, sourcesOf, summariesOf } from './relations.js';
 import { SUMMARIZES, SYNTHESIS_LIMITS, type SummarizeInput, type SummarizeResultView } from './schemas.js';
 
@@ -181,6 +181,8 @@ export const eraseSynthesisData: EraseHook = async (trx, ids, erasure) => {
         ...summaryMetadata('extractive', maxSentences, liveIds, { regenerated_at: erasure.effects.now, forgotten_sources: forgotten }),
       },
     });
+    // Its stored vectors were made of the old text, forgotten source included.
+    await eraseVectors(trx, [id]);
   }
   await deleteRelationsOf(trx, projectId, ids);
 };
