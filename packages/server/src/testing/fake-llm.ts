@@ -28,7 +28,8 @@ export interface FakeLlm {
   requests: Array<{ path: string; authorization: string | undefined; body: ChatCompletionRequest }>;
   /** Answers used in order, one per request, before `fallback`. */
   script: FakeAnswer[];
-  fallback: (body: ChatCompletionRequest) => FakeAnswer;
+  /** The answer of a request the script does not cover; a promise holds it until it settles. */
+  fallback: (body: ChatCompletionRequest) => FakeAnswer | Promise<FakeAnswer>;
   close(): Promise<void>;
 }
 
@@ -63,7 +64,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
   const server = createServer(async (req, res) => {
     const body = JSON.parse(await readBody(req)) as ChatCompletionRequest;
     fake.requests.push({ path: req.url ?? '', authorization: req.headers.authorization, body });
-    const answer = fake.script.shift() ?? fake.fallback(body);
+    const answer = fake.script.shift() ?? (await fake.fallback(body));
     if (answer.hang) return void hanging.push(res);
     res.statusCode = answer.status ?? 200;
     res.setHeader('content-type', 'application/json');

@@ -68,6 +68,8 @@ export interface FakeEmbedder {
   baseUrl: string;
   requests: Array<{ model: string; input: string[] }>;
   generation: number;
+  /** When set, each request is answered once the promise it returns settles (a slow provider the test releases). */
+  hold: ((input: string[]) => Promise<void>) | null;
   vector(text: string): number[];
   close(): Promise<void>;
 }
@@ -84,6 +86,7 @@ export async function startFakeEmbedder(): Promise<FakeEmbedder> {
     baseUrl: '',
     requests: [],
     generation: 0,
+    hold: null,
     vector(text) {
       const v = new Array<number>(DIMS).fill(0);
       for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
@@ -104,13 +107,14 @@ export async function startFakeEmbedder(): Promise<FakeEmbedder> {
   const server: Server = createServer((req, res) => {
     let raw = '';
     req.on('data', (d) => (raw += d));
-    req.on('end', () => {
+    req.on('end', async () => {
       if (req.method !== 'POST' || req.url !== '/v1/embeddings') {
         res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
         return;
       }
       const body = JSON.parse(raw) as { model: string; input: string[] };
       fake.requests.push(body);
+      await fake.hold?.(body.input);
       // Items in reverse order: `index` is authoritative on the real wire.
       const data = body.input.map((text, index) => ({ object: 'embedding', index, embedding: fake.vector(text) })).reverse();
       res.writeHead(200, { 'content-type': 'application/json' }).end(

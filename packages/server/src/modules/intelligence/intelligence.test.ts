@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
+import { lockWaiterCount, lockWaiters } from '../../testing/locks.js';
 import { addMemory, expectAudited, expectError, historyRows, withEffects } from '../../testing/memories.js';
 import { freshUser, idsOf, query, setColumns } from '../../testing/retrieval.js';
 import { until } from '../../testing/until.js';
@@ -181,6 +182,39 @@ forEachDialect('intelligence: graph, decisions, clusters, report, ontology', (di
     expect(dismissed.body).toMatchObject({ status: 'dismissed', resolution: { resolution: 'dismiss', memory_id: null } });
     expect((await get(t, '/memory/knowledge/stats', endUser)).decisions).toEqual({ open: 0, resolved: 1, dismissed: 1 });
     expect((await get(t, '/memory/decisions?limit=1', endUser))).toMatchObject({ total: 2, has_next: true });
+  });
+
+  it.runIf(dialect === 'postgres')('keeps no resolution made while one of its memories was being forgotten', async () => {
+    const endUser = freshUser();
+    const [lisbon, madrid] = (await stated(t, endUser, [['I live in Lisbon.', '2024-01-01T00:00:00.000Z'], ['I moved to Madrid.', '2024-02-01T00:00:00.000Z']])) as [number, number];
+    const [decision] = (await get(t, '/memory/decisions', endUser)).items;
+    // Another transaction resolves the same decision and has not ended: the request's insert waits for
+    // it, after finding no resolution.
+    let end!: () => void;
+    const ended = new Promise<void>((resolve) => (end = resolve));
+    let inserted!: () => void;
+    const insertMade = new Promise<void>((resolve) => (inserted = resolve));
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      await trx.insertInto('decision_resolutions').values({
+        project_id: t.projectId, tenant_id: '', end_user_id: endUser, decision_id: decision.id, older_memory_id: lisbon, newer_memory_id: madrid,
+        resolution: 'dismiss', kept_memory_id: null, note: null, actor_type: 'api_key', actor_id: t.keyId, created_at: new Date().toISOString(),
+      }).execute();
+      inserted();
+      await ended;
+      throw new Error('rolled back');
+    }).catch(() => undefined);
+    await insertMade;
+    const resolving = t.call('POST', `/memory/decision/${decision.id}/resolve`, { endUser, body: { resolution: 'keep_both', note: 'both true' } });
+    await lockWaiters(t, 1, 'the resolution\'s insert to wait for the other transaction');
+    let forgotten = false;
+    const forgetting = t.call('DELETE', '/memory/forget', { endUser, body: { ids: [lisbon] } }).finally(() => (forgotten = true));
+    // The forget waits for the request's transaction, or (were the memories not kept live until it commits) is done.
+    await until(async () => forgotten || (await lockWaiterCount(t)) >= 2, 'the forget to end or to wait for the resolution');
+    end();
+    await holder;
+    expect((await resolving).status).toBe(200);
+    expect((await forgetting).body).toEqual([lisbon]);
+    expect(await t.database.db.selectFrom('decision_resolutions').selectAll().where('end_user_id', '=', endUser).execute()).toEqual([]);
   });
 
   it('keeping the older statement keeps its fact current; forgetting removes what a memory alone supported', async () => {

@@ -5,7 +5,7 @@ import { AppError, invalid, notFound } from '../../core/errors.js';
 import type { Page } from '../../core/paging.js';
 import { isUniqueViolation, type Database, type Executor } from '../../store/database.js';
 import type { JobHandler } from '../../jobs/runner.js';
-import { endUsersOf, markSuperseded, type EraseHook, type Owner } from '../memories/index.js';
+import { endUsersOf, liveMemoryIds, markSuperseded, nextSeq, type EraseHook, type Owner } from '../memories/index.js';
 import { relationsOfOwner, type RelationView } from '../synthesis/index.js';
 import { IntelligenceCache, type OwnerView } from './cache.js';
 import { Extractors } from './ontology.js';
@@ -145,6 +145,10 @@ export class Intelligence {
     const resolved = new AppError('conflict', 'The decision is already resolved');
     try {
       const row = await write(this.database, ctx, async (trx, effects) => {
+        // The owner's lock first, as forgetting takes it: a memory of the decision forgotten meanwhile
+        // (which took the decision with it) is seen here, and none is forgotten before this commits.
+        await nextSeq(trx, owner, effects.now);
+        if ((await liveMemoryIds(trx, owner, members)).length < members.length) throw notFound('Decision');
         const existing = await trx.selectFrom('decision_resolutions').select('id')
           .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId)
           .where('end_user_id', '=', owner.endUserId).where('decision_id', '=', decisionId).executeTakeFirst();

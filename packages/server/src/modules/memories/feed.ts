@@ -333,6 +333,34 @@ export async function memoriesByIds(
   return viewsInOrder(await liveRowsByIds(ids.length)(db, ...ids), scope, ids);
 }
 
+/**
+ * Live memories by id, as memoriesByIds, that stay live and as read until the transaction ends:
+ * for a write keeping something of them (a relation, a vector of the text) which forgetting
+ * erases, or a summary's rewrite replaces, in its own transaction. Their owners' revision rows are
+ * read under a share lock first (PostgreSQL), as forgottenSince does: a forgetting under way holds
+ * its owner's row (nextSeq), so it is waited for and then seen; one that starts later waits for
+ * this transaction and then erases what it wrote. Owners are locked in the grouped add's order, so
+ * neither waits for the other in turn. SQLite runs write transactions one at a time.
+ */
+export async function memoriesHeld(
+  database: Database,
+  trx: Executor,
+  scope: { projectId: string; tenantId?: string | null; endUserId?: string | null },
+  ids: number[],
+): Promise<ScopedMemory[]> {
+  if (ids.length === 0) return [];
+  if (database.dialect === 'postgres') {
+    await trx.selectFrom('end_users as e')
+      .innerJoin('memories as m', (j) => j.onRef('m.project_id', '=', 'e.project_id').onRef('m.tenant_id', '=', 'e.tenant_id').onRef('m.end_user_id', '=', 'e.end_user_id'))
+      .select('e.revision')
+      .where('m.id', 'in', ids)
+      .orderBy('e.project_id').orderBy('e.tenant_id').orderBy('e.end_user_id')
+      .forShare('e')
+      .execute();
+  }
+  return memoriesByIds(trx, scope, ids);
+}
+
 
 /**
  * The owner's revision and, read in the same statement (so as of the same commit), its live

@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
 import {
   addMemory, expectAudited, expectError, expectNothingWritten, historyRows, memoryRow, withEffects,
 } from '../../testing/memories.js';
@@ -135,6 +136,23 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     expect(history.filter((h) => h.changes !== null)).toEqual([]);
     expect(history.filter((h) => h.action === 'forget')).toHaveLength(count);
   }, 60_000);
+
+  it.runIf(dialect === 'postgres')('purges a memory added while the purge waited for the end user', async () => {
+    const endUser = 'purged-while-adding';
+    const old = await addMemory(t, 'There before the purge', { endUser });
+    // The add queues first for the owner's lock, then the purge, which has listed the memories unless it waits first.
+    const lock = await holdOwnerLocks(t, [endUser]);
+    const adding = t.call('POST', '/memory/add', { endUser, body: { text: secret } });
+    await lockWaiters(t, 1, 'the add to wait for the owner lock');
+    const purging = purge(endUser);
+    await lockWaiters(t, 2, 'the purge to wait behind it');
+    await lock.release();
+    const added = await adding;
+    expect(added.status, added.text).toBe(201);
+    expect((await purging).body).toEqual({ end_user_id: endUser, deleted: 2 });
+    await expectTombstone(old.id, 'There before the purge');
+    await expectTombstone(added.body.id, secret);
+  });
 
   it('refuses an e-mail-like or malformed end user id naming end_user_id, deleting nothing', async () => {
     await addMemory(t, 'Mail user memory', { endUser: 'mail-user' });

@@ -1,5 +1,7 @@
 import { expect, it } from 'vitest';
+import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
 import {
   addMemory, expectAudited, expectError, expectNothingWritten, historyRows, memoryRow, withEffects,
 } from '../../testing/memories.js';
@@ -146,6 +148,25 @@ forEachDialect('GET, PATCH /memory/{id} and POST /memory/batch-update', (dialect
       const res = await expectNothingWritten(t, () => batch(body));
       expectError(res, 400, 'validation_error', field);
     }
+  });
+
+  it.runIf(dialect === 'postgres')('answers 404 for a memory forgotten while its patch waited, writing nothing onto the tombstone', async () => {
+    const endUser = 'patched-while-forgotten';
+    const memory = await addMemory(t, { text: 'Patched while forgotten', tags: ['before'] }, { endUser });
+    // The forget queues first for the owner's lock, then the patch, which has read the memory live unless it waits first.
+    const lock = await holdOwnerLocks(t, [endUser]);
+    const forgetting = t.call('DELETE', '/memory/forget', { endUser, body: { ids: [memory.id] } });
+    await lockWaiters(t, 1, 'the forget to wait for the owner lock');
+    const patching = t.call('PATCH', `/memory/${memory.id}`, { endUser, body: { tags: ['after'], metadata: { leaked: 'yes' }, source: 'crm' } });
+    await lockWaiters(t, 2, 'the patch to wait behind it');
+    await lock.release();
+    expect((await forgetting).body).toEqual([memory.id]);
+    expectError(await patching, 404, 'not_found');
+    const row = await memoryRow(t, memory.id);
+    expect([decodeJson(row.tags), decodeJson(row.metadata), row.source, row.deleted_at]).toEqual([[], {}, null, expect.any(String)]);
+    expect((await historyRows(t, memory.id)).map((h) => [h.action, h.changes])).toEqual([['create', null], ['forget', null]]);
+    const events = await t.database.db.selectFrom('outbox_events').select('type').where('memory_id', '=', memory.id).execute();
+    expect(events.map((e) => e.type)).not.toContain('memory.updated');
   });
 
   it('takes exactly 100 updates', async () => {

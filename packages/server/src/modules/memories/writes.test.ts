@@ -1,10 +1,11 @@
 import { expect, it } from 'vitest';
 import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
 import { addMemory } from '../../testing/memories.js';
 import {
   addWithin, EraseHooks, forget, forgetWithin, importMemories, insertSummary, insertTurn, liveMemoryIds, markSuperseded, MEMORY_LIMITS,
-  recordHistory, revisionOf, rewriteSummary, touchMemories, type Owner,
+  nextSeq, recordHistory, revisionOf, rewriteSummary, touchMemories, type Owner,
 } from './index.js';
 import { TURN_REDELIVERY_WINDOW_MS } from './writes.js';
 
@@ -109,9 +110,42 @@ forEachDialect('memory writes', (dialect) => {
     await expect(within((trx, effects, c) => markSuperseded(trx, c, effects, owner(), kept.id, null, 'x'))).rejects.toMatchObject({ code: 'not_found' });
   });
 
+  it.runIf(dialect === 'postgres')('refuses to mark a memory superseded by one forgotten while it waited', async () => {
+    const o = owner();
+    const kept = await addMemory(t, 'the fact to keep', { endUser: o.endUserId });
+    const old = await addMemory(t, 'the fact it replaces', { endUser: o.endUserId });
+    // The forget queues first for the owner's lock, then the mark, which has read its memory live unless it waits first.
+    const lock = await holdOwnerLocks(t, [o.endUserId]);
+    const forgetting = t.call('DELETE', '/memory/forget', { endUser: o.endUserId, body: { ids: [kept.id] } });
+    await lockWaiters(t, 1, 'the forget to wait for the owner lock');
+    const marking = within((trx, effects, c) => markSuperseded(trx, c, effects, o, old.id, kept.id, 'resolved conflict')).then(() => 'marked', (error) => error);
+    await lockWaiters(t, 2, 'the mark to wait behind it');
+    await lock.release();
+    expect((await forgetting).body).toEqual([kept.id]);
+    expect(await marking).toMatchObject({ code: 'not_found' });
+    expect((await row(old.id)).superseded_by).toBeNull();
+  });
+
+  it.runIf(dialect === 'postgres')('runs two imports of the same end users, listed in opposite orders, at once', async () => {
+    const [a, b] = [owner(), owner()];
+    for (const o of [a, b]) await addMemory(t, `${o.endUserId} was here`, { endUser: o.endUserId });
+    // Both queue for the end users' locks before either has one, so neither gets one first by chance.
+    const lock = await holdOwnerLocks(t, [a.endUserId, b.endUserId]);
+    const first = importMemories(t.database, ctx(), [{ owner: a, item: { text: 'first import for a' } }, { owner: b, item: { text: 'first import for b' } }]);
+    await lockWaiters(t, 1, 'the first import to wait for an end user');
+    const second = importMemories(t.database, ctx(), [{ owner: b, item: { text: 'second import for b' } }, { owner: a, item: { text: 'second import for a' } }]);
+    await lockWaiters(t, 2, 'the second import to wait for an end user');
+    await lock.release();
+    expect(await Promise.all([first, second])).toEqual([{ created: 2, skipped: 0 }, { created: 2, skipped: 0 }]);
+    for (const o of [a, b]) {
+      const rows = await rowsOf(o);
+      expect(Math.max(...rows.map((r) => Number(r.seq)))).toBe(await revisionOf(db(), o));
+    }
+  });
+
   it('stores and rewrites a summary, keyed by the set it summarizes', async () => {
     const o = owner('summary-user', 'acme');
-    const summary = await within((trx, effects, c) => insertSummary(trx, c, effects, t.database, o, {
+    const summary = await within(async (trx, effects, c) => insertSummary(trx, c, effects, t.database, o, await nextSeq(trx, o, effects.now), {
       text: 'A summary of two notes', metadata: { sources: [1, 2] }, setKey: 'set-key-1', sessionId: 's9',
     }));
     const stored = await row(summary.id);

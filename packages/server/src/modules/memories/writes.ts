@@ -52,6 +52,29 @@ export async function nextSeq(trx: Executor, owner: Owner, now: string): Promise
   return row!.revision;
 }
 
+/**
+ * nextSeq for several owners, in the order given. On PostgreSQL one statement bumps them all,
+ * locking their rows in the grouped add's order (ORDER BY 1, 2, 3), so two writes of overlapping
+ * owners never each hold one the other waits for (a deadlock); SQLite has one writer.
+ */
+async function nextSeqs(database: Database, trx: Executor, owners: Owner[], now: string): Promise<number[]> {
+  if (database.dialect === 'sqlite') {
+    const seqs: number[] = [];
+    for (const owner of owners) seqs.push(await nextSeq(trx, owner, now));
+    return seqs;
+  }
+  const rows = owners.map((o) => ({ project_id: o.projectId, tenant_id: o.tenantId, end_user_id: o.endUserId }));
+  const { rows: bumped } = await sql<{ project_id: string; tenant_id: string; end_user_id: string; revision: number }>`
+    INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at)
+    SELECT project_id, tenant_id, end_user_id, 1, ${now}::timestamptz, ${now}::timestamptz
+    FROM json_to_recordset(${JSON.stringify(rows)}::json) AS o(project_id text, tenant_id text, end_user_id text) ORDER BY 1, 2, 3
+    ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = end_users.revision + 1, updated_at = excluded.updated_at
+    RETURNING project_id, tenant_id, end_user_id, revision`.execute(trx);
+  const key = (r: { project_id: string; tenant_id: string; end_user_id: string }) => JSON.stringify([r.project_id, r.tenant_id, r.end_user_id]);
+  const revisions = new Map(bumped.map((r) => [key(r), r.revision]));
+  return rows.map((r) => revisions.get(key(r))!);
+}
+
 const bumpRevision = prepared(4, (db, projectId: string, tenantId: string, endUserId: string, now: string) =>
   revisionBump(db, { projectId, tenantId, endUserId }, now),
 );
@@ -128,7 +151,8 @@ async function retryingOnDuplicates<T>(run: (duplicates: DuplicatePolicy) => Pro
 
 /**
  * Inserts the items that are not duplicates of a live memory of the owner (or of an earlier
- * item in the same call), with their history rows and memory.created events.
+ * item in the same call), with their history rows and memory.created events. `lockedSeq`: the
+ * owner's change sequence, when the caller took it (nextSeqs).
  */
 async function insertMemories(
   database: Database,
@@ -139,15 +163,16 @@ async function insertMemories(
   items: ImportedMemory[],
   clientRefReason: SkipReason,
   duplicates: DuplicatePolicy = 'skip',
+  lockedSeq?: number,
 ): Promise<Outcome[]> {
   const now = effects.now;
   const hashes = items.map(duplicateKey);
-  if (items.length === 1) {
+  if (items.length === 1 && lockedSeq === undefined) {
     const outcome = await insertUnlessDuplicate(database, trx, owner, items[0]!, hashes[0]!, now, clientRefReason);
     if (outcome && 'created' in outcome) recordCreated(trx, ctx, effects, owner, [outcome.created]);
     if (outcome) return [outcome];
   }
-  const seq = await nextSeq(trx, owner, now);
+  const seq = lockedSeq ?? (await nextSeq(trx, owner, now));
   if (repeatsWithin(items, hashes)) return insertAfterLookup(database, trx, ctx, effects, owner, items, hashes, seq, clientRefReason);
   if (duplicates === 'skip') return insertSkippingConflicts(database, trx, ctx, effects, owner, items, hashes, seq, clientRefReason);
   let memories: MemoryView[];
@@ -528,7 +553,11 @@ const PATCHABLE = ['tags', 'importance', 'metadata', 'source'] as const;
 const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
 
 
-/** Applies a patch inside a transaction; returns undefined when the memory is not the owner's. */
+/**
+ * Applies a patch inside a transaction holding the owner's lock (nextSeq, which forgetting takes
+ * too, so a memory forgotten meanwhile is seen gone); returns undefined when the memory is not a
+ * live one of the owner's.
+ */
 async function applyPatch(
   trx: Executor,
   ctx: WriteContext,
@@ -536,7 +565,7 @@ async function applyPatch(
   owner: Owner,
   id: number,
   patch: MemoryPatchInput,
-  seq: () => Promise<number>,
+  seq: number,
 ): Promise<MemoryView | undefined> {
   const row = await owned(owner)(trx).where('id', '=', id).executeTakeFirst();
   if (!row) return undefined;
@@ -554,23 +583,19 @@ async function applyPatch(
       ...(changes.importance ? { importance: patch.importance } : {}),
       ...(changes.metadata ? { metadata: encodeJson(patch.metadata) } : {}),
       ...(changes.source ? { source: patch.source } : {}),
-      seq: await seq(),
+      seq,
       updated_at: effects.now,
     })
     .where('id', '=', id)
+    // Tombstoning a deleted project's memories takes no owner lock.
+    .where('deleted_at', 'is', null)
     .returningAll()
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst();
+  if (!updated) return undefined;
   await recordHistory(trx, ctx, [{ memoryId: id, action: 'update', changes }], effects.now);
   const memory = toMemory(updated);
   effects.emit('memory.updated', { memory, fields: Object.keys(changes) });
   return memory;
-}
-
-
-/** Memoises the transaction's change sequence: taken once, and only if something changes. */
-function lazySeq(trx: Executor, owner: Owner, now: string): () => Promise<number> {
-  let seq: Promise<number> | undefined;
-  return () => (seq ??= nextSeq(trx, owner, now));
 }
 
 
@@ -579,7 +604,7 @@ export async function updateMemory(
 ): Promise<MemoryView> {
   checkContent(patch);
   return write(database, ctx, async (trx, effects) => {
-    const memory = await applyPatch(trx, ctx, effects, owner, id, patch, lazySeq(trx, owner, effects.now));
+    const memory = await applyPatch(trx, ctx, effects, owner, id, patch, await nextSeq(trx, owner, effects.now));
     if (!memory) throw notFound('Memory');
     effects.audit('memory.update', { type: 'memory', id });
     return memory;
@@ -592,7 +617,7 @@ export async function batchUpdate(
 ): Promise<BatchUpdateResultView> {
   updates.forEach((u, i) => checkContent(u, `updates/${i}/`));
   return write(database, ctx, async (trx, effects) => {
-    const seq = lazySeq(trx, owner, effects.now);
+    const seq = await nextSeq(trx, owner, effects.now);
     const results: BatchUpdateResultView['results'] = [];
     for (const [index, { id, ...patch }] of updates.entries()) {
       const memory = await applyPatch(trx, ctx, effects, owner, id, patch, seq);
@@ -720,9 +745,10 @@ export async function forget(database: Database, ctx: WriteContext, owner: Owner
 
 export async function purgeEndUser(database: Database, ctx: WriteContext, owner: Owner, erase: EraseHooks): Promise<number> {
   return write(database, ctx, async (trx, effects) => {
+    // The owner's lock before the read: a memory committed meanwhile is seen, and purged.
+    const seq = await nextSeq(trx, owner, effects.now);
     const live = await owned(owner)(trx).clearSelect().select('id').execute();
     const ids = live.map((r) => r.id);
-    const seq = await nextSeq(trx, owner, effects.now);
     for (let i = 0; i < ids.length; i += 500) await eraseMemories(trx, ctx, effects, ids.slice(i, i + 500), seq, erase);
     effects.emit('end_user.purged', { end_user_id: owner.endUserId, deleted: ids.length });
     effects.audit('memory.purge_end_user', { type: 'end_user', id: owner.endUserId });
@@ -738,11 +764,14 @@ export async function purgeEndUser(database: Database, ctx: WriteContext, owner:
 export async function markSuperseded(
   trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, id: number, successor: number | null, reason: string,
 ): Promise<void> {
+  // The owner's lock first, as forgetting takes it: neither memory is forgotten before this commits.
+  const seq = await nextSeq(trx, owner, effects.now);
   const row = await owned(owner)(trx).where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound('Memory');
+  if (successor !== null && (await liveMemoryIds(trx, owner, [successor])).length === 0) throw notFound('Memory');
   await trx
     .updateTable('memories')
-    .set({ superseded_by: successor, seq: await nextSeq(trx, owner, effects.now), updated_at: effects.now })
+    .set({ superseded_by: successor, seq, updated_at: effects.now })
     .where('id', '=', id)
     .execute();
   await recordHistory(trx, ctx, [{
@@ -879,13 +908,14 @@ export interface SummaryInput {
 
 /**
  * Stores a summary as a memory with is_summary set, with its history and memory.created event.
- * Its set key takes the place of the text hash, so re-summarizing the same set finds it.
+ * Its set key takes the place of the text hash, so re-summarizing the same set finds it. `seq` is
+ * the transaction's (nextSeq), taken before the sources were read again in it, so none of them is
+ * forgotten before the summary commits.
  */
 export async function insertSummary(
-  trx: Executor, ctx: WriteContext, effects: Effects, database: Database, owner: Owner, summary: SummaryInput,
+  trx: Executor, ctx: WriteContext, effects: Effects, database: Database, owner: Owner, seq: number, summary: SummaryInput,
 ): Promise<MemoryView> {
   checkContent(summary);
-  const seq = await nextSeq(trx, owner, effects.now);
   return insertOne(trx, ctx, effects, owner, {
     text: summary.text, is_summary: database.bool(true), source: 'summary', metadata: encodeJson(summary.metadata),
     session_id: summary.sessionId, speaker: null, dedupe_hash: summary.setKey, seq, created_at: effects.now,
@@ -936,10 +966,12 @@ export async function importMemories(
     group.items.push(item);
     groups.set(key, group);
   }
+  const owners = [...groups.values()];
   return retryingOnDuplicates((duplicates) => write(database, ctx, async (trx, effects) => {
+    const seqs = await nextSeqs(database, trx, owners.map((g) => g.owner), effects.now);
     let created = 0;
-    for (const { owner, items } of groups.values()) {
-      const outcomes = await insertMemories(database, trx, ctx, effects, owner, items, 'already_migrated', duplicates);
+    for (const [i, { owner, items }] of owners.entries()) {
+      const outcomes = await insertMemories(database, trx, ctx, effects, owner, items, 'already_migrated', duplicates, seqs[i]);
       created += outcomes.filter((o) => 'created' in o).length;
     }
     effects.audit('memory.import', { type: 'memory', id: null }, created === batch.length ? 'success' : 'partial');

@@ -1,7 +1,7 @@
 import { EmbedderError, type Embedder } from '../../engine/index.js';
 import { AppError } from '../../core/errors.js';
-import { nowIso, type Executor } from '../../store/database.js';
-import { type IndexedMemory } from '../memories/index.js';
+import { nowIso, type Database } from '../../store/database.js';
+import { memoriesHeld, type IndexedMemory } from '../memories/index.js';
 
 /**
  * Vectors of a remote (OpenAI-compatible) embedder, stored per memory and embedder id so that
@@ -17,13 +17,13 @@ export class EmbeddingStore {
   }
 
   /** Stored vectors for these memories; missing ones are embedded now and stored. */
-  async vectorsFor(db: Executor, projectId: string, rows: IndexedMemory[]): Promise<Map<number, Float32Array>> {
+  async vectorsFor(database: Database, projectId: string, rows: IndexedMemory[]): Promise<Map<number, Float32Array>> {
     const vectors = new Map<number, Float32Array>();
     if (!this.embedder || rows.length === 0) return vectors;
     const live = rows.filter((r) => !r.deleted);
     for (let i = 0; i < live.length; i += 500) {
       const ids = live.slice(i, i + 500).map((r) => r.id);
-      const stored = await db
+      const stored = await database.db
         .selectFrom('memory_embeddings')
         .select(['memory_id', 'vector'])
         .where('embedder', '=', this.embedder.id)
@@ -32,24 +32,34 @@ export class EmbeddingStore {
       for (const s of stored) vectors.set(s.memory_id, decodeVector(s.vector));
     }
     const missing = live.filter((r) => !vectors.has(r.id));
-    await this.store(db, projectId, missing, vectors);
+    await this.store(database, projectId, missing, vectors);
     return vectors;
   }
 
-  /** (Re)computes and stores vectors for these memories, replacing stored ones. */
-  async store(db: Executor, projectId: string, rows: IndexedMemory[], into = new Map<number, Float32Array>()): Promise<void> {
+  /**
+   * (Re)computes and stores vectors for these memories, replacing stored ones. The texts were read
+   * before the provider's call: a vector is stored only if its memory is still live with that text
+   * (not forgotten or its summary rewritten meanwhile, whose erasure would not see it), checked in
+   * the storing transaction under its owner's lock (memoriesHeld).
+   */
+  async store(database: Database, projectId: string, rows: IndexedMemory[], into = new Map<number, Float32Array>()): Promise<void> {
     if (!this.embedder || rows.length === 0) return;
     const embedded = await this.embed(rows.map((r) => r.text));
     const now = nowIso();
-    const values = rows.map((r, i) => ({
-      memory_id: r.id, embedder: this.embedder!.id, project_id: projectId, vector: encodeVector(embedded[i]!), created_at: now,
-    }));
-    for (let i = 0; i < values.length; i += 200) {
-      await db
-        .insertInto('memory_embeddings')
-        .values(values.slice(i, i + 200))
-        .onConflict((oc) => oc.columns(['memory_id', 'embedder']).doUpdateSet((eb) => ({ vector: eb.ref('excluded.vector'), created_at: now })))
-        .execute();
+    for (let i = 0; i < rows.length; i += 200) {
+      const batch = rows.slice(i, i + 200);
+      await database.db.transaction().execute(async (trx) => {
+        const current = new Map((await memoriesHeld(database, trx, { projectId }, batch.map((r) => r.id))).map((m) => [m.id, m.text]));
+        const values = batch.flatMap((r, j) => (current.get(r.id) === r.text ? [{
+          memory_id: r.id, embedder: this.embedder!.id, project_id: projectId, vector: encodeVector(embedded[i + j]!), created_at: now,
+        }] : []));
+        if (values.length === 0) return;
+        await trx
+          .insertInto('memory_embeddings')
+          .values(values)
+          .onConflict((oc) => oc.columns(['memory_id', 'embedder']).doUpdateSet((eb) => ({ vector: eb.ref('excluded.vector'), created_at: now })))
+          .execute();
+      });
     }
     rows.forEach((r, i) => into.set(r.id, embedded[i]!));
   }

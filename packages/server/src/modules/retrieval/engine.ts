@@ -62,7 +62,7 @@ export function refreshEmbeddingsJob(database: Database, { embeddings, cache }: 
     let done = 0;
     let batch: IndexedMemory[] = [];
     const flush = async () => {
-      await embeddings.store(database.db, projectId, batch);
+      await embeddings.store(database, projectId, batch);
       done += batch.length;
       batch = [];
       await job.progress(total === 0 ? 1 : done / total);
@@ -79,7 +79,12 @@ export function refreshEmbeddingsJob(database: Database, { embeddings, cache }: 
 
 /** Vectors, feedback and stored indexes are derived from memories: they go in the transaction that forgets them. */
 export async function eraseDerivedData(trx: Executor, memoryIds: number[]): Promise<void> {
-  await trx.deleteFrom('memory_embeddings').where('memory_id', 'in', memoryIds).execute();
+  await eraseVectors(trx, memoryIds);
   await trx.deleteFrom('feedback').where('memory_id', 'in', memoryIds).execute();
   await eraseIndexSnapshots(trx, memoryIds);
+}
+
+/** The stored vectors of memories, also when their text is replaced (a summary rewritten): the next load embeds the new text. */
+export async function eraseVectors(trx: Executor, memoryIds: number[]): Promise<void> {
+  await trx.deleteFrom('memory_embeddings').where('memory_id', 'in', memoryIds).execute();
 }

@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
 import { addMemory, expectError } from '../../testing/memories.js';
 import { addAll, freshUser, idsOf, query } from '../../testing/retrieval.js';
 
@@ -76,5 +77,20 @@ forEachDialect('POST, GET, DELETE /memory/{id}/feedback', (dialect) => {
     expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [m.id] } })).body).toEqual([m.id]);
     expect(await feedbackRows(m.id)).toEqual([]);
     expectError(await t.call('GET', `/memory/${m.id}/feedback`, { endUser }), 404, 'not_found');
+  });
+
+  it.runIf(dialect === 'postgres')('answers 404 for feedback on a memory forgotten while it waited, keeping no row', async () => {
+    const endUser = freshUser();
+    const m = await addMemory(t, 'Rated while forgotten', { endUser });
+    // The forget queues first for the owner's lock, then the feedback, which has read the memory live unless it waits first.
+    const lock = await holdOwnerLocks(t, [endUser]);
+    const forgetting = t.call('DELETE', '/memory/forget', { endUser, body: { ids: [m.id] } });
+    await lockWaiters(t, 1, 'the forget to wait for the owner lock');
+    const rating = t.call('POST', `/memory/${m.id}/feedback`, { endUser, body: { rating: 'negative', comment: 'quotes the memory' } });
+    await lockWaiters(t, 2, 'the feedback to wait behind it');
+    await lock.release();
+    expect((await forgetting).body).toEqual([m.id]);
+    expectError(await rating, 404, 'not_found');
+    expect(await feedbackRows(m.id)).toEqual([]);
   });
 });

@@ -62,6 +62,9 @@ export async function addFeedback(
   input: { rating: 'positive' | 'negative'; query?: string; comment?: string },
 ): Promise<FeedbackView> {
   return write(database, ctx, async (trx, effects) => {
+    // The owner's lock (taken by touching, as forgetting takes it) before the memory is read: one
+    // forgotten meanwhile is not found, and none is forgotten before the rating commits.
+    await touchMemories(trx, owner, [memoryId], effects.now);
     await getMemory(trx, owner, memoryId);
     const row = await trx
       .insertInto('feedback')
@@ -72,7 +75,6 @@ export async function addFeedback(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    await touchMemories(trx, owner, [memoryId], effects.now);
     effects.audit('memory.feedback', { type: 'memory', id: memoryId });
     return toView(row);
   });

@@ -261,7 +261,7 @@ export class IndexCache {
     if (rows.length === 0) return;
     const live = rows.filter((r) => !r.deleted);
     const [vectors, feedback] = await Promise.all([
-      this.embeddings.vectorsFor(this.database.db, projectId, live),
+      this.embeddings.vectorsFor(this.database, projectId, live),
       feedbackSums(this.database.db, live.map((r) => r.id), opts.owner),
     ]);
     let since = 0;

@@ -94,6 +94,54 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     expect(best.id).toBe(car.id);
     expect(best.explanation.semantic).toBeGreaterThan(0.2);
   });
+
+  it('stores no vector of a memory forgotten while it was being embedded', async () => {
+    const endUser = freshUser();
+    const [kept, gone] = await addAll(t, ['My sedan is blue', 'The secret puppy is called Biscuit'], { endUser });
+    let asked!: () => void;
+    const embedding = new Promise<void>((resolve) => (asked = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    fake.hold = async (input) => {
+      if (!input.includes(gone.text)) return;
+      asked();
+      await released;
+    };
+    const querying = query(t, 'vehicle', { endUser });
+    await embedding;
+    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [gone.id] } })).body).toEqual([gone.id]);
+    release();
+    expect(idsOf(await querying)).not.toContain(gone.id);
+    fake.hold = null;
+    const stored = await t.database.db.selectFrom('memory_embeddings').select('memory_id').where('memory_id', 'in', [kept.id, gone.id]).execute();
+    expect(stored.map((r) => r.memory_id)).toEqual([kept.id]);
+  });
+
+  it('embeds a summary rewritten without a forgotten source anew, keeping no vector of its old text', async () => {
+    const endUser = freshUser();
+    const sources = await addAll(t, ['Rex is my loyal hound', 'I drive an old automobile', 'We had sushi on Friday'], { endUser });
+    const summary = (await t.call('POST', '/memory/summarize', { endUser, body: { memory_ids: idsOf(sources) } })).body.memory;
+    expect(summary.text).toContain('sushi');
+    const vectorOf = async (id: number) => {
+      const row = await t.database.db.selectFrom('memory_embeddings').select('vector').where('memory_id', '=', id).executeTakeFirst();
+      return row && Array.from(decodeVector(row.vector));
+    };
+    const expectVectorOf = (vector: number[] | undefined, text: string) => {
+      const expected = fake.vector(text);
+      expect(vector).toHaveLength(expected.length);
+      vector!.forEach((x, j) => expect(x).toBeCloseTo(expected[j]!, 5));
+    };
+    // A query embeds every memory of the end user, the summary included.
+    await query(t, 'canine', { endUser });
+    expectVectorOf(await vectorOf(summary.id), summary.text);
+
+    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[2].id] } })).body).toEqual([sources[2].id]);
+    const rewritten = (await t.call('GET', `/memory/${summary.id}`, { endUser })).body.text;
+    expect(rewritten).not.toContain('sushi');
+    expect(await vectorOf(summary.id)).toBeUndefined();
+    await query(t, 'canine', { endUser });
+    expectVectorOf(await vectorOf(summary.id), rewritten);
+  });
 });
 
 forEachDialect('retrieval when the embedding provider is down', (dialect) => {

@@ -3,7 +3,7 @@ import { write, type Effects, type WriteContext } from '../../core/unit-of-work.
 import { AppError, invalid, notFound } from '../../core/errors.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
 import type { MemoryRelationsTable } from '../../store/schema.js';
-import { getMemory, MEMORY_LIMITS, memoriesByIds, recordHistory, type Owner } from '../memories/index.js';
+import { getMemory, MEMORY_LIMITS, memoriesHeld, recordHistory, type Owner } from '../memories/index.js';
 import { SUMMARIZES, type RelationInput, type RelationView } from './schemas.js';
 
 /** This module owns memory_relations: typed links between two memories of one end user. */
@@ -75,7 +75,8 @@ export async function createRelation(
     throw invalid('metadata', `metadata must serialise to at most ${MEMORY_LIMITS.metadataBytes} bytes`);
   }
   return write(database, ctx, async (trx, effects) => {
-    const live = new Set((await memoriesByIds(trx, owner, [input.source_id, input.target_id])).map((m) => m.id));
+    // Kept live until this commits: forgetting either one then finds the link and deletes it.
+    const live = new Set((await memoriesHeld(database, trx, owner, [input.source_id, input.target_id])).map((m) => m.id));
     for (const field of ['source_id', 'target_id'] as const) if (!live.has(input[field])) throw memoryNotFound(input[field], field);
     const [outcome] = await insertRelations(trx, ctx, effects, owner, [input]);
     const { relation, created } = outcome!;

@@ -4,9 +4,9 @@ import { extractiveSummary, LlmError, type LlmProvider, type SummarySource, type
 import { AppError, invalid } from '../../core/errors.js';
 import type { Database, Executor } from '../../store/database.js';
 import {
-  forgetWithin, insertSummary, MEMORY_LIMITS, memoriesByIds, rewriteSummary, summaryBySetKey, type EraseHook, type MemoryView, type Owner,
+  forgetWithin, insertSummary, MEMORY_LIMITS, memoriesByIds, nextSeq, rewriteSummary, summaryBySetKey, type EraseHook, type MemoryView, type Owner,
 } from '../memories/index.js';
-import type { RetrievalService } from '../retrieval/index.js';
+import { eraseVectors, type RetrievalService } from '../retrieval/index.js';
 import { deleteRelationsOf, insertRelations, memoryNotFound, sourcesOf, summariesOf } from './relations.js';
 import { SUMMARIZES, SYNTHESIS_LIMITS, type SummarizeInput, type SummarizeResultView } from './schemas.js';
 
@@ -62,6 +62,19 @@ async function abstractive(llm: LlmProvider, sources: Source[], maxSentences: nu
   }
 }
 
+/** What a request selects its memories by, when it names none. */
+const selectionField = (input: SummarizeInput) => (input.filters ? 'filters' : input.session_id ? 'session_id' : 'body');
+
+/**
+ * A source forgotten while its summary was being made (the LLM answers in seconds): one named is
+ * not found, as it would be a moment later; one selected by filters is a conflict, since the
+ * selection itself would now be another.
+ */
+function sourceForgotten(input: SummarizeInput, id: number): AppError {
+  if (input.memory_ids) return memoryNotFound(id, `memory_ids/${input.memory_ids.indexOf(id)}`);
+  return new AppError('conflict', `Memory ${id} was forgotten while the summary was made; send the request again`, selectionField(input));
+}
+
 /** The memories a request names, or those its filters select: live, the owner's, and not summaries themselves. */
 async function selectSources(db: Executor, retrieval: RetrievalService, owner: Owner, input: SummarizeInput): Promise<Source[]> {
   const limit = SYNTHESIS_LIMITS.summarySources;
@@ -75,7 +88,7 @@ async function selectSources(db: Executor, retrieval: RetrievalService, owner: O
     });
     return input.memory_ids.map((id) => found.get(id)!);
   }
-  const field = input.filters ? 'filters' : input.session_id ? 'session_id' : 'body';
+  const field = selectionField(input);
   const ids = await retrieval.matching(owner, {
     filters: { ...input.filters, is_summary: false },
     ...(input.session_id !== undefined ? { session_id: input.session_id } : {}),
@@ -113,13 +126,18 @@ export async function summarize(
   if (!store) return { result: { ...answer(null, 'not_stored', spent), summary: text }, created: false };
 
   return write(database, ctx, async (trx, effects) => {
-    // Another request may have stored it meanwhile (the end user's revision lock serialises the insert).
+    // The owner's lock first (forgetting takes it too): what is read below stays so until this commits.
+    const seq = await nextSeq(trx, owner, effects.now);
+    const live = new Set((await memoriesByIds(trx, owner, ids)).map((m) => m.id));
+    const gone = ids.find((id) => !live.has(id));
+    if (gone !== undefined) throw sourceForgotten(input, gone);
+    // Another request may have stored it meanwhile.
     const raced = await summaryBySetKey(trx, owner, setKey);
     if (raced) {
       effects.audit('memory.summarize', { type: 'memory', id: raced.id }, 'existing');
       return { result: answer(raced, 'existing', spent), created: false };
     }
-    const memory = await insertSummary(trx, ctx, effects, database, owner, {
+    const memory = await insertSummary(trx, ctx, effects, database, owner, seq, {
       text, setKey, sessionId: input.session_id ?? null,
       metadata: summaryMetadata(method, maxSentences, ids, { ...model, ...(input.session_id ? { session_id: input.session_id } : {}) }),
     });
@@ -163,6 +181,8 @@ export const eraseSynthesisData: EraseHook = async (trx, ids, erasure) => {
         ...summaryMetadata('extractive', maxSentences, liveIds, { regenerated_at: erasure.effects.now, forgotten_sources: forgotten }),
       },
     });
+    // Its stored vectors were made of the old text, forgotten source included.
+    await eraseVectors(trx, [id]);
   }
   await deleteRelationsOf(trx, projectId, ids);
 };

@@ -3,6 +3,8 @@ import { loadConfig } from '../../config.js';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
 import { addMemory, expectAudited, expectError, expectIdempotentReplay, expectNothingWritten, historyRows, withEffects } from '../../testing/memories.js';
 import { startFakeLlm, type FakeLlm } from '../../testing/fake-llm.js';
+import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
+import { until } from '../../testing/until.js';
 import { addAll, freshUser, idsOf, query } from '../../testing/retrieval.js';
 
 const TRIP = [
@@ -190,6 +192,61 @@ forEachDialect('POST /memory/summarize (LLM)', (dialect) => {
     // Same set again: the stored summary, no second call.
     expect((await summarize(t, endUser, { memory_ids: idsOf(sources), max_sentences: 2 })).body.status).toBe('existing');
     expect(fake.requests).toHaveLength(1);
+  });
+
+  it('refuses a summary whose source was forgotten while the model wrote it, storing nothing', async () => {
+    const endUser = freshUser();
+    const named = await addAll(t, TRIP.slice(0, 3), { endUser });
+    const selected = await addAll(t, [{ text: 'Booked flights to Tokyo.', tags: ['travel'] }, { text: 'Hotel in Shinjuku confirmed.', tags: ['travel'] }], { endUser });
+    const cases: Array<[Record<string, unknown>, number, number, string, string]> = [
+      // A named source is not found, as a moment later; the selection of filters would now be another one.
+      [{ memory_ids: idsOf(named) }, named[2].id, 404, 'not_found', 'memory_ids/2'],
+      [{ filters: { tags_any: ['travel'] } }, selected[1].id, 409, 'conflict', 'filters'],
+    ];
+    for (const [body, forgotten, status, code, field] of cases) {
+      let asked!: () => void;
+      const askedModel = new Promise<void>((resolve) => (asked = resolve));
+      let answer!: () => void;
+      const answered = new Promise<void>((resolve) => (answer = resolve));
+      fake.fallback = async () => {
+        asked();
+        await answered;
+        return { content: 'Caroline adopted a puppy named Biscuit and flies to Tokyo.' };
+      };
+      const summarizing = summarize(t, endUser, body);
+      await askedModel;
+      expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [forgotten] } })).body).toEqual([forgotten]);
+      answer();
+      expectError(await summarizing, status, code, field);
+    }
+    const db = t.database.db;
+    expect(await db.selectFrom('memories').select('id').where('end_user_id', '=', endUser).where('is_summary', '=', t.database.bool(true)).execute()).toEqual([]);
+    expect(await db.selectFrom('memory_relations').select('id').where('end_user_id', '=', endUser).execute()).toEqual([]);
+  });
+
+  it.runIf(dialect === 'postgres')('stores one summary of two identical requests at once, answering the other with it', async () => {
+    const endUser = freshUser();
+    const sources = await addAll(t, TRIP.slice(0, 2), { endUser });
+    fake.requests.length = 0;
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    fake.fallback = async () => {
+      await answered;
+      return { content: 'Caroline hikes in the Alps.' };
+    };
+    const both = [0, 1].map(() => summarize(t, endUser, { memory_ids: idsOf(sources) }));
+    await until(() => fake.requests.length === 2, 'both requests to ask the model');
+    // Answered together, both reach the owner's lock before either has stored anything.
+    const lock = await holdOwnerLocks(t, [endUser]);
+    answer();
+    await lockWaiters(t, 2, 'both summaries to wait for the owner lock');
+    await lock.release();
+    const answers = await Promise.all(both);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 201]);
+    expect(answers.map((a) => a.body.status).sort()).toEqual(['created', 'existing']);
+    expect(answers[0]!.body.memory.id).toBe(answers[1]!.body.memory.id);
+    const stored = await t.database.db.selectFrom('memories').select('id').where('end_user_id', '=', endUser).where('is_summary', '=', t.database.bool(true)).execute();
+    expect(stored).toHaveLength(1);
   });
 
   it('answers 503 unavailable and writes nothing when the provider is down', async () => {

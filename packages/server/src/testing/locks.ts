@@ -1,0 +1,41 @@
+import { sql } from 'kysely';
+import type { TestApp } from './harness.js';
+import { until } from './until.js';
+
+/**
+ * PostgreSQL interleavings without timing: a transaction of the test holds end users' revision
+ * rows (the owner lock that nextSeq takes, forgetting included) until released, so writes started
+ * meanwhile queue behind it, each waiting for the lock, and go on in the order they queued.
+ */
+export async function holdOwnerLocks(t: TestApp, endUserIds: string[]): Promise<{ release: () => Promise<void> }> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let locked!: () => void;
+  const taken = new Promise<void>((resolve) => (locked = resolve));
+  const holder = t.database.db.transaction().execute(async (trx) => {
+    const { rows } = await sql`SELECT revision FROM end_users WHERE project_id = ${t.projectId} AND tenant_id = ''
+      AND end_user_id IN (${sql.join(endUserIds)}) FOR UPDATE`.execute(trx);
+    if (rows.length !== endUserIds.length) throw new Error(`no revision row for some of ${endUserIds.join(', ')}`);
+    locked();
+    await released;
+  });
+  await Promise.race([taken, holder]);
+  return {
+    release: async () => {
+      release();
+      await holder;
+    },
+  };
+}
+
+/** PostgreSQL: how many backends of the test's database wait for a lock. */
+export async function lockWaiterCount(t: TestApp): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+    WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(t.database.db);
+  return rows[0]!.n;
+}
+
+/** PostgreSQL: waits until at least `count` backends of the test's database wait for a lock. */
+export async function lockWaiters(t: TestApp, count: number, what: string): Promise<void> {
+  await until(async () => (await lockWaiterCount(t)) >= count, what, 10_000);
+}
