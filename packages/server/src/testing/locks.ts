@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
+import type { DB } from '../store/schema.js';
 import type { TestApp } from './harness.js';
 import { until } from './until.js';
 
@@ -27,6 +28,34 @@ export async function holdOwnerLocks(t: TestApp, endUserIds: string[]): Promise<
     },
   };
 }
+
+/**
+ * PostgreSQL: a transaction of the test makes `write` and holds it uncommitted until released, then
+ * rolls it back; a request's write of the same unique key meanwhile waits for it.
+ */
+export async function holdUncommitted(t: TestApp, write: (trx: Transaction<DB>) => Promise<unknown>): Promise<{ release: () => Promise<void> }> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let written!: () => void;
+  const made = new Promise<void>((resolve) => (written = resolve));
+  const holder = t.database.db.transaction().execute(async (trx) => {
+    await write(trx);
+    written();
+    await released;
+    throw new RolledBack();
+  }).catch((error: unknown) => {
+    if (!(error instanceof RolledBack)) throw error;
+  });
+  await Promise.race([made, holder]);
+  return {
+    release: async () => {
+      release();
+      await holder;
+    },
+  };
+}
+
+class RolledBack extends Error {}
 
 /** PostgreSQL: how many backends of the test's database wait for a lock. */
 export async function lockWaiterCount(t: TestApp): Promise<number> {

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
-import { lockWaiterCount, lockWaiters } from '../../testing/locks.js';
+import { holdUncommitted, lockWaiterCount, lockWaiters } from '../../testing/locks.js';
 import { addMemory, expectAudited, expectError, historyRows, withEffects } from '../../testing/memories.js';
 import { freshUser, idsOf, query, setColumns } from '../../testing/retrieval.js';
 import { until } from '../../testing/until.js';
@@ -190,28 +190,19 @@ forEachDialect('intelligence: graph, decisions, clusters, report, ontology', (di
     const [decision] = (await get(t, '/memory/decisions', endUser)).items;
     // Another transaction resolves the same decision and has not ended: the request's insert waits for
     // it, after finding no resolution.
-    let end!: () => void;
-    const ended = new Promise<void>((resolve) => (end = resolve));
-    let inserted!: () => void;
-    const insertMade = new Promise<void>((resolve) => (inserted = resolve));
-    const holder = t.database.db.transaction().execute(async (trx) => {
-      await trx.insertInto('decision_resolutions').values({
+    const other = await holdUncommitted(t, (trx) =>
+      trx.insertInto('decision_resolutions').values({
         project_id: t.projectId, tenant_id: '', end_user_id: endUser, decision_id: decision.id, older_memory_id: lisbon, newer_memory_id: madrid,
         resolution: 'dismiss', kept_memory_id: null, note: null, actor_type: 'api_key', actor_id: t.keyId, created_at: new Date().toISOString(),
-      }).execute();
-      inserted();
-      await ended;
-      throw new Error('rolled back');
-    }).catch(() => undefined);
-    await insertMade;
+      }).execute(),
+    );
     const resolving = t.call('POST', `/memory/decision/${decision.id}/resolve`, { endUser, body: { resolution: 'keep_both', note: 'both true' } });
     await lockWaiters(t, 1, 'the resolution\'s insert to wait for the other transaction');
     let forgotten = false;
     const forgetting = t.call('DELETE', '/memory/forget', { endUser, body: { ids: [lisbon] } }).finally(() => (forgotten = true));
     // The forget waits for the request's transaction, or (were the memories not kept live until it commits) is done.
     await until(async () => forgotten || (await lockWaiterCount(t)) >= 2, 'the forget to end or to wait for the resolution');
-    end();
-    await holder;
+    await other.release();
     expect((await resolving).status).toBe(200);
     expect((await forgetting).body).toEqual([lisbon]);
     expect(await t.database.db.selectFrom('decision_resolutions').selectAll().where('end_user_id', '=', endUser).execute()).toEqual([]);

@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
-import { lockWaiterCount, lockWaiters } from '../../testing/locks.js';
+import { holdUncommitted, lockWaiterCount, lockWaiters } from '../../testing/locks.js';
 import { until } from '../../testing/until.js';
 import { addMemory, expectAudited, expectError, expectIdempotentReplay, expectNothingWritten, historyRows, withEffects } from '../../testing/memories.js';
 import { addAll, freshUser } from '../../testing/retrieval.js';
@@ -95,28 +95,19 @@ forEachDialect('POST /memory/relations, GET /memory/{id}/relations, DELETE /memo
     const [a, b] = await addAll(t, ['Linked while forgotten', 'The other end of the link'], { endUser });
     // Another transaction inserts the same link and has not ended: the request's insert waits for it,
     // after finding both memories live.
-    let end!: () => void;
-    const ended = new Promise<void>((resolve) => (end = resolve));
-    let inserted!: () => void;
-    const insertMade = new Promise<void>((resolve) => (inserted = resolve));
-    const holder = t.database.db.transaction().execute(async (trx) => {
-      await trx.insertInto('memory_relations').values({
+    const other = await holdUncommitted(t, (trx) =>
+      trx.insertInto('memory_relations').values({
         project_id: t.projectId, tenant_id: '', end_user_id: endUser, source_id: a.id, target_id: b.id, type: 'related', metadata: '{}',
         created_at: new Date().toISOString(),
-      }).execute();
-      inserted();
-      await ended;
-      throw new Error('rolled back');
-    }).catch(() => undefined);
-    await insertMade;
+      }).execute(),
+    );
     const relating = t.call('POST', '/memory/relations', { endUser, body: { source_id: a.id, target_id: b.id, type: 'related' } });
     await lockWaiters(t, 1, 'the link\'s insert to wait for the other transaction');
     let forgotten = false;
     const forgetting = t.call('DELETE', '/memory/forget', { endUser, body: { ids: [b.id] } }).finally(() => (forgotten = true));
     // The forget waits for the request's transaction, or (were the memories not kept live until it commits) is done.
     await until(async () => forgotten || (await lockWaiterCount(t)) >= 2, 'the forget to end or to wait for the link');
-    end();
-    await holder;
+    await other.release();
     expect((await relating).status).toBe(201);
     expect((await forgetting).body).toEqual([b.id]);
     expect((await relationRows()).filter((r) => r.source_id === b.id || r.target_id === b.id)).toEqual([]);
