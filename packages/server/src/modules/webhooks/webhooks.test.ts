@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { subscribe as setSubscription } from '../../core/event-subscriptions.js';
-import { decodeJson } from '../../store/database.js';
+import { decodeJson, encodeJson } from '../../store/database.js';
+import type { DB } from '../../store/schema.js';
 import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../../testing/harness.js';
 import { Receiver } from '../../testing/receiver.js';
 import { until } from '../../testing/until.js';
@@ -30,6 +31,30 @@ forEachDialect('webhooks', (dialect) => {
     (await t.database.db.selectFrom('event_subscriptions').select(['organization_id', 'project_id', 'type']).where('subscriber', '=', `webhook_endpoint:${id}`).orderBy('type').execute())
       .map((s) => [s.organization_id, s.project_id, s.type]);
   const deliveries = (id: number, query = '') => t.call('GET', `/org/webhooks/${id}/deliveries${query}`, as());
+  /** Backends waiting for a row lock in a statement whose text is like `query` (PostgreSQL). */
+  const waitingIn = async (query: string) => (await sql<{ pid: number; xact_start: string }>`SELECT pid, xact_start::text FROM pg_stat_activity
+    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${query}`.execute(t.database.db)).rows;
+  /**
+   * Runs `operation` while another transaction has made `change` and not committed it; commits it once a
+   * statement like `query` waits for a row lock (PostgreSQL), and answers what the operation answers.
+   */
+  async function whileChanging<T>(change: (trx: Transaction<DB>) => Promise<unknown>, operation: () => Promise<T>, query = '%webhook_endpoints%'): Promise<T> {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let changed!: () => void;
+    const changeMade = new Promise<void>((resolve) => (changed = resolve));
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      await change(trx);
+      changed();
+      await released;
+    });
+    await changeMade;
+    const answer = operation();
+    await until(async () => (await waitingIn(query)).length > 0, `a statement like ${query} to wait for the changed row`, 10_000);
+    release();
+    await holder;
+    return answer;
+  }
 
   it('creates, reads, lists, updates and deletes endpoints; the secret is shown once and stored sealed; audit rows', async () => {
     const created = await subscribe('/crud', { description: 'orders', signature_config: { rotation_overlap_seconds: 60 } });
@@ -254,6 +279,29 @@ forEachDialect('webhooks', (dialect) => {
     await until(async () => (await t.call('GET', `/org/webhooks/${endpoint.id}`, as())).body.state === 'disabled', 'the disable', 10_000);
     const row = await t.database.db.selectFrom('webhook_endpoints').select(['failing_since', 'consecutive_failures']).where('id', '=', endpoint.id).executeTakeFirstOrThrow();
     expect(row).toEqual({ failing_since: hourAgo, consecutive_failures: 1 });
+  });
+
+  it.runIf(dialect === 'postgres')('a rotation while another rotation commits keeps that one\'s secret signing as the previous one (the row is locked as read)', async () => {
+    const endpoint = await subscribe('/rotated');
+    // What the other rotation stores: a sealed secret (this one another endpoint's, sealed under the same key).
+    const other = await subscribe('/rotated-other');
+    const { secret: sealed } = await t.database.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', other.id).executeTakeFirstOrThrow();
+    const rotated = await whileChanging((trx) => trx.updateTable('webhook_endpoints').set({ secret: sealed }).where('id', '=', endpoint.id).execute(),
+      () => t.call('POST', `/org/webhooks/${endpoint.id}/rotate-secret`, as()));
+    expect(rotated.status).toBe(200);
+    // Receivers configured with the other rotation's secret keep verifying through the overlap.
+    receiver.verifyWith('/rotated', rotated.body.secret, other.secret);
+    expect((await t.call('POST', `/org/webhooks/${endpoint.id}/test`, as())).status).toBe(202);
+    expect((await until(() => receiver.at('/rotated')[0], 'the test event')).verified).toBe(true);
+  });
+
+  it.runIf(dialect === 'postgres')('an update merging retry_config while another change to it commits keeps that change (the row is locked as read)', async () => {
+    const endpoint = await subscribe('/merged');
+    const updated = await whileChanging(
+      (trx) => trx.updateTable('webhook_endpoints').set({ retry_config: encodeJson({ schedule_seconds: [7], disable_after_seconds: 432000 }) }).where('id', '=', endpoint.id).execute(),
+      () => t.call('PATCH', `/org/webhooks/${endpoint.id}`, { ...as(), body: { retry_config: { disable_after_seconds: 3600 } } }));
+    expect(updated.status).toBe(200);
+    expect(updated.body.retry_config).toEqual({ schedule_seconds: [7], disable_after_seconds: 3600 });
   });
 
   it('never lets slow, hanging, redirecting, failing, resetting or 10 MB receivers stall the others', async () => {
