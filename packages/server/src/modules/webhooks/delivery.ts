@@ -370,13 +370,15 @@ export class DeliveryLoop {
  * disable period is disabled, with an audit row and an endpoint.disabled event.
  */
 async function recordAttempts(database: Database, batch: Finished[]): Promise<void> {
+  // Deliveries in id order (the attempts' foreign keys lock them too), then their endpoints, like the erase hook and an
+  // endpoint's deletion, so two transactions never wait on each other's rows (PostgreSQL deadlocks).
+  const ordered = [...batch].sort((a, b) => a.delivery.id - b.delivery.id);
   const toDisable = await database.db.transaction().execute(async (trx) => {
-    await trx.insertInto('webhook_attempts').values(batch.map(({ delivery, outcome, at }) => ({
+    await trx.insertInto('webhook_attempts').values(ordered.map(({ delivery, outcome, at }) => ({
       delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, attempted_at: at, status_code: outcome.statusCode,
       latency_ms: outcome.latencyMs, response_body: outcome.body, error: outcome.error, succeeded: database.bool(outcome.error === null),
     }))).execute();
-    // In id order, like the erase hook, so two transactions never wait on each other's rows (PostgreSQL deadlocks).
-    for (const { delivery, outcome, at } of [...batch].sort((a, b) => a.delivery.id - b.delivery.id)) {
+    for (const { delivery, outcome, at } of ordered) {
       const schedule = decodeJson<{ schedule_seconds: number[] }>(delivery.retry_config).schedule_seconds;
       const succeeded = outcome.error === null;
       const nextStep = delivery.next_step + 1;

@@ -169,6 +169,11 @@ export async function updateEndpoint(database: Database, settings: WebhookSettin
 export async function deleteEndpoint(database: Database, ctx: WriteContext, scope: EndpointScope, id: number) {
   return write(database, ctx, async (trx, effects) => {
     const row = await endpointRow(trx, scope, id);
+    // Lock order (PostgreSQL): its deliveries in id order, then the endpoint, as recording attempts (delivery.ts) and the
+    // erase hook take them. Deleted in scan order, one delivery could be held here while a batch of attempts holds
+    // another and then waits for this one: a deadlock.
+    await trx.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', id).orderBy('id')
+      .$if(database.dialect === 'postgres', (qb) => qb.forUpdate()).execute();
     // Attempts and deliveries go with it (they reference it ON DELETE CASCADE; deleted explicitly for SQLite without foreign keys).
     await trx.deleteFrom('webhook_attempts').where('endpoint_id', '=', id).execute();
     await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();

@@ -304,6 +304,41 @@ forEachDialect('webhooks', (dialect) => {
     expect(updated.body.retry_config).toEqual({ schedule_seconds: [7], disable_after_seconds: 3600 });
   });
 
+  it.runIf(dialect === 'postgres')('deleting an endpoint while a batch of its attempts is recorded does not deadlock (its deliveries are locked in id order)', async () => {
+    const endpoint = await subscribe('/deleted');
+    await t.call('POST', `/org/webhooks/${endpoint.id}/pause`, as());
+    await addMemory('Deleted one');
+    await addMemory('Deleted two');
+    const rowsOf = () => t.database.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpoint.id).orderBy('id').execute();
+    const [low, high] = (await until(async () => {
+      const rows = await rowsOf();
+      return rows.length === 2 && rows;
+    }, 'two deliveries')).map((r) => r.id);
+    // As an attempt's record does, an update of an indexed column writes the lower one's row anew behind the other's
+    // (not as a heap-only tuple, which its index entry would still find first): a scan meets the higher one first.
+    await t.database.db.updateTable('webhook_deliveries').set({ next_attempt_at: new Date().toISOString() }).where('id', '=', low!).execute();
+    let lowHeld!: () => void;
+    const holdingLow = new Promise<void>((resolve) => (lowHeld = resolve));
+    let goOn!: () => void;
+    const deleteWaits = new Promise<void>((resolve) => (goOn = resolve));
+    // As a batch recording attempts of both locks them: the deliveries in id order, then the endpoint.
+    const batch = t.database.db.transaction().execute(async (trx) => {
+      const attempted = (id: number) => trx.updateTable('webhook_deliveries').set((eb) => ({ attempts: eb('attempts', '+', 1) })).where('id', '=', id).execute();
+      await attempted(low!);
+      lowHeld();
+      await deleteWaits;
+      await attempted(high!);
+      await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).forUpdate().execute();
+    });
+    await holdingLow;
+    const deleted = t.call('DELETE', `/org/webhooks/${endpoint.id}`, as());
+    await until(async () => (await waitingIn('%webhook_deliveries%')).length > 0, 'the deletion to wait for the lower delivery', 10_000);
+    goOn();
+    await batch;
+    expect((await deleted).status).toBe(200);
+    expect(await rowsOf()).toEqual([]);
+  });
+
   it('never lets slow, hanging, redirecting, failing, resetting or 10 MB receivers stall the others', async () => {
     const bad = ['hang', 'slow', 'redirect', 'not_found', 'fail', 'reset', 'huge'] as const;
     const endpoints = new Map<string, number>();
