@@ -281,6 +281,75 @@ forEachDialect('webhooks', (dialect) => {
     expect(row).toEqual({ failing_since: hourAgo, consecutive_failures: 1 });
   });
 
+  it('a retry asked for while a delivery is attempted wins over that attempt\'s outcome: pending again, then attempted again', async () => {
+    receiver.set('/retried', 'hold');
+    const endpoint = await subscribe('/retried', { retry_config: { schedule_seconds: [0] } });
+    await addMemory('Retried while attempted');
+    await until(() => receiver.at('/retried').length === 1, 'the attempt');
+    const id = (await deliveries(endpoint.id)).body.items[0].id;
+    const delivery = async () => (await t.call('GET', `/org/webhooks/${endpoint.id}/deliveries/${id}`, as())).body;
+    expect((await t.call('POST', `/org/webhooks/${endpoint.id}/deliveries/${id}/retry`, as())).status).toBe(202);
+    receiver.set('/retried', 'ok');
+    receiver.release('/retried', 'fail');
+    // Its only step failed, which alone exhausts it; the retry asked for meanwhile queues it again.
+    const recorded = await until(async () => {
+      const d = await delivery();
+      return d.attempt_log.length > 0 && d;
+    }, 'the attempt\'s record');
+    expect(recorded.status).not.toBe('exhausted');
+    const done = await until(async () => {
+      const d = await delivery();
+      return d.status === 'succeeded' && d;
+    }, 'the retry');
+    expect(done.attempt_log.map((a: { succeeded: boolean }) => a.succeeded)).toEqual([false, true]);
+    expect(done.attempts).toBe(2);
+  });
+
+  it.runIf(dialect === 'postgres')('an endpoint resumed while its disable is decided stays enabled (the disable is fenced by the failure streak it saw)', async () => {
+    receiver.set('/resumed', 'fail');
+    const endpoint = await subscribe('/resumed', { retry_config: { schedule_seconds: [0], disable_after_seconds: 60 } });
+    await t.database.db.updateTable('webhook_endpoints').set({ failing_since: new Date(Date.now() - 3_600_000).toISOString() }).where('id', '=', endpoint.id).execute();
+    const row = () => t.database.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id);
+    const signal = () => {
+      let done!: () => void;
+      const promise = new Promise<void>((resolve) => (done = resolve));
+      return [promise, done] as const;
+    };
+    // A transaction holds the endpoint's row (not its key, which new deliveries reference): the failed attempt's record
+    // waits for it, and the resume queues behind the record.
+    const [held, hold] = signal();
+    const [holderReleased, releaseHolder] = signal();
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).forNoKeyUpdate().execute();
+      hold();
+      await holderReleased;
+    });
+    await held;
+    await addMemory('Resumed meanwhile');
+    await until(async () => receiver.at('/resumed').length === 1 && (await waitingIn('%webhook_endpoints%')).length > 0, 'the record to wait for the endpoint', 10_000);
+    const [resumeMade, resumed] = signal();
+    const [resumeReleased, releaseResume] = signal();
+    // What a resume writes, committed once the disable the record decided waits for it.
+    const resume = t.database.db.transaction().execute(async (trx) => {
+      await trx.updateTable('webhook_endpoints').set({ consecutive_failures: 0, failing_since: null }).where('id', '=', endpoint.id).execute();
+      resumed();
+      await resumeReleased;
+    });
+    await until(async () => (await waitingIn('update "webhook_endpoints" set "consecutive_failures"%')).length > 0, 'the resume to queue behind the record', 10_000);
+    releaseHolder();
+    await holder;
+    await resumeMade;
+    const [disable] = await until(async () => {
+      const waiting = await waitingIn('update "webhook_endpoints" set "status"%');
+      return waiting.length > 0 && waiting;
+    }, 'the disable to wait for the resume', 10_000);
+    releaseResume();
+    await resume;
+    await until(async () => (await sql`SELECT 1 FROM pg_stat_activity WHERE pid = ${disable!.pid} AND xact_start::text = ${disable!.xact_start}`.execute(t.database.db)).rows.length === 0,
+      'the disable\'s transaction to end', 10_000);
+    expect(await row().executeTakeFirstOrThrow()).toMatchObject({ status: 'enabled', failing_since: null });
+  });
+
   it.runIf(dialect === 'postgres')('a rotation while another rotation commits keeps that one\'s secret signing as the previous one (the row is locked as read)', async () => {
     const endpoint = await subscribe('/rotated');
     // What the other rotation stores: a sealed secret (this one another endpoint's, sealed under the same key).
