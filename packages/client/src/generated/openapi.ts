@@ -2138,7 +2138,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a member
-         * @description Their sessions end at once. Only an owner may remove an owner; the last owner cannot be removed (409).
+         * @description Their sessions end at once. Only an owner may remove an owner; the last owner cannot be removed (409), nor a member whose role changed since this request read it (409, read it again).
          *
          *     Requires scope members:write and capability members.manage (bearer).
          */
@@ -2147,7 +2147,7 @@ export interface paths {
         head?: never;
         /**
          * Change a member's role
-         * @description Only an owner may make someone owner or change an owner. The last owner cannot be demoted (409).
+         * @description Only an owner may make someone owner or change an owner. The last owner cannot be demoted (409); neither can a member whose role changed since this request read it (409, read it again).
          *
          *     Requires scope members:write and capability members.manage (bearer).
          */

@@ -95,12 +95,15 @@ export interface WriteContext {
 export interface WriteJournal {
   /** The result the next write of this request committed in an earlier attempt, if it did. */
   replay(): { value: unknown } | undefined;
-  /** The statement recording the result of the write now committing, for the unit of work to run in its transaction. */
-  record(trx: Transaction<DB>, value: unknown): PendingWrite;
+  /**
+   * Records the result of the write now committing, in its transaction; throws (and so rolls the write back)
+   * when the request no longer holds its claim, a retry having taken it over.
+   */
+  record(trx: Transaction<DB>, value: unknown): Promise<void>;
 }
 
 /**
- * A statement a write needs run in its transaction but never reads back (history, outbox, audit,
- * journal rows): the unit of work sends them together at the end, as one statement on PostgreSQL.
+ * A statement a write needs run in its transaction but never reads back (history, outbox, audit
+ * rows): the unit of work sends them together at the end, as one statement on PostgreSQL.
  */
 export type PendingWrite = Compilable;

@@ -56,7 +56,8 @@ export async function write<T>(
       },
     };
     const result = await change(trx, effects);
-    if (ctx.journal) pending.push(ctx.journal.record(trx, result));
+    // A statement of its own, whose count decides: a request whose claim a retry took over must not commit.
+    if (ctx.journal) await ctx.journal.record(trx, result);
     // Only the events someone may receive are checked, encoded and sent (core/event-subscriptions.ts).
     sent = await receivedEvents(database, trx, ctx, events);
     effects.later(outboxInsert(trx, sent));

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { loadConfig } from '../config.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sha256Hex } from '../core/crypto.js';
@@ -5,6 +6,7 @@ import { buildApp } from '../app.js';
 import { buildServices } from '../services.js';
 import { forEachDialect, startTestApp, type TestApp } from '../testing/harness.js';
 import { purgeExpiredIdempotencyKeys } from '../core/idempotency-keys.js';
+import { until } from '../testing/until.js';
 
 forEachDialect('Idempotency-Key', (dialect) => {
   let t: TestApp;
@@ -117,7 +119,7 @@ forEachDialect('Idempotency-Key', (dialect) => {
       for (const step of [1, 2, 3]) {
         const earlier = journal.replay();
         if (earlier) { seen.push({ replayed: earlier.value }); continue; }
-        await t.database.db.transaction().execute((trx) => trx.executeQuery(journal.record(trx, { step, attempt }).compile()));
+        await t.database.db.transaction().execute((trx) => journal.record(trx, { step, attempt }));
         seen.push({ ran: step });
         if (attempt === 1 && step === 2) throw new Error('the process fails after two committed steps');
       }
@@ -169,6 +171,125 @@ forEachDialect('Idempotency-Key', (dialect) => {
       expect(emptyAgain.statusCode).toBe(202);
       expect(emptyAgain.headers['idempotent-replayed']).toBe('true');
       expect(emptyAgain.body).toBe('');
+    } finally {
+      await app.close();
+    }
+  });
+
+  /** A resolvable promise: the test's hand on a request under way. */
+  const signal = () => {
+    let done!: () => void;
+    const promise = new Promise<void>((resolve) => (done = resolve));
+    return [promise, done] as const;
+  };
+  const lapse = (key: string) => t.database.db.updateTable('idempotency_keys').set({ locked_until: new Date(Date.now() - 1000).toISOString() })
+    .where('key_hash', '=', sha256Hex(key)).execute();
+
+  it('a request whose claim a retry took over writes nothing more and leaves the retry\'s answer in place', async () => {
+    const app = await buildApp({ services: buildServices({ config: { ...loadConfig({}), logLevel: 'silent' }, database: t.database }) });
+    const auth = { auth: { scope: 'memories:write', project: 'required' } } as const;
+    const [released, release] = signal();
+    const committed: number[] = [];
+    let runs = 0;
+    // Its first run stalls until released (past its lock), then writes; later runs write at once.
+    app.post('/stalls', { config: auth }, async (request) => {
+      const run = ++runs;
+      if (run === 1) await released;
+      await t.database.db.transaction().execute((trx) => request.idempotencyClaim!.journal.record(trx, { run }));
+      committed.push(run);
+      return { run };
+    });
+    const [failureReleased, releaseFailure] = signal();
+    let failing = 0;
+    // Its first run stalls, then fails (500) having written nothing.
+    app.post('/stalls-then-fails', { config: auth }, async () => {
+      const run = ++failing;
+      if (run === 1) {
+        await failureReleased;
+        throw new Error('fails after its claim was taken over');
+      }
+      return { run };
+    });
+    await app.ready();
+    const send = (url: string, key: string) => app.inject({
+      method: 'POST', url, payload: { n: 1 },
+      headers: { 'x-api-key': t.key, 'x-project-id': t.projectId, 'idempotency-key': key },
+    });
+    try {
+      const stalled = send('/stalls', 'stalled');
+      await until(() => runs === 1, 'the first run');
+      await lapse('stalled');
+      const retried = await send('/stalls', 'stalled');
+      expect(retried.json()).toEqual({ run: 2 });
+      release();
+      const late = await stalled;
+      expect(late.statusCode, late.body).toBe(409);
+      expect(late.json().error.code).toBe('conflict');
+      expect(committed).toEqual([2]);
+      const replayed = await send('/stalls', 'stalled');
+      expect(replayed.headers['idempotent-replayed']).toBe('true');
+      expect(replayed.json()).toEqual({ run: 2 });
+
+      const failed = send('/stalls-then-fails', 'failed');
+      await until(() => failing === 1, 'the first run');
+      await lapse('failed');
+      expect((await send('/stalls-then-fails', 'failed')).json()).toEqual({ run: 2 });
+      releaseFailure();
+      expect((await failed).statusCode).toBe(500);
+      const kept = await send('/stalls-then-fails', 'failed');
+      expect(kept.headers['idempotent-replayed']).toBe('true');
+      expect(kept.json()).toEqual({ run: 2 });
+      expect(failing).toBe(2);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it.runIf(dialect === 'postgres')('a retry taking over a claim while its write commits is handed that write\'s result', async () => {
+    const app = await buildApp({ services: buildServices({ config: { ...loadConfig({}), logLevel: 'silent' }, database: t.database }) });
+    const [lapsed, lockLapsed] = signal();
+    const [locked, claimLocked] = signal();
+    const [commitReleased, releaseCommit] = signal();
+    const writes: number[] = [];
+    let runs = 0;
+    // Its first run's transaction locks the claim row (as recording its write does, which follows) and waits to be
+    // released before it records and commits; a retry replays a committed write.
+    app.post('/commits', { config: { auth: { scope: 'memories:write', project: 'required' } } }, async (request) => {
+      const run = ++runs;
+      const journal = request.idempotencyClaim!.journal;
+      const earlier = journal.replay();
+      if (earlier) return { run, replayed: earlier.value };
+      if (run === 1) await lapsed;
+      await t.database.db.transaction().execute(async (trx) => {
+        if (run === 1) {
+          await sql`SELECT 1 FROM idempotency_keys WHERE key_hash = ${sha256Hex('committing')} FOR UPDATE`.execute(trx);
+          claimLocked();
+          await commitReleased;
+        }
+        await journal.record(trx, { wrote: run });
+        writes.push(run);
+      });
+      return { run };
+    });
+    await app.ready();
+    const send = () => app.inject({
+      method: 'POST', url: '/commits', payload: { n: 1 },
+      headers: { 'x-api-key': t.key, 'x-project-id': t.projectId, 'idempotency-key': 'committing' },
+    });
+    try {
+      const first = send();
+      await until(() => runs === 1, 'the first run');
+      await lapse('committing');
+      lockLapsed();
+      await locked;
+      const retry = send();
+      await until(async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%idempotency_keys%'`.execute(t.database.db)).rows[0]!.n > 0,
+      'the retry\'s takeover to wait for the write', 10_000);
+      releaseCommit();
+      expect((await first).json()).toEqual({ run: 1 });
+      expect((await retry).json()).toEqual({ run: 2, replayed: { wrote: 1 } });
+      expect(writes).toEqual([1]);
     } finally {
       await app.close();
     }

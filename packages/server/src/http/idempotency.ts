@@ -35,26 +35,35 @@ const REPLAYED_HEADERS = ['content-type', 'location'];
 interface Claim {
   principal: string;
   keyHash: string;
+  /** The claim's `created_at`, which a retry taking it over replaces: this request's writes to the row match it. */
+  createdAt: string;
   sealKey: Buffer;
   journal: WriteJournal;
   /** Results of this request's writes, committed with them (sealed in `committed`). */
   results: unknown[];
 }
 
+const takenOver = () => new AppError('conflict', 'A retry of this request took over its Idempotency-Key; the retry\'s answer is the one kept');
+
 /**
  * The request's writes record their results in the claim row, in their own transactions; a retry
  * of a request whose writes committed but whose answer was never stored (the process died in
- * between) is handed those results in order instead of writing again.
+ * between) is handed those results in order instead of writing again. A write of a request whose
+ * claim such a retry took over (it looked dead: its lock lapsed, or it had committed results and no
+ * answer) finds the row no longer its own and fails, rolled back: the retry runs it.
  */
 function journalFor(c: Omit<Claim, 'journal'>, earlier: unknown[]): WriteJournal {
   let next = 0;
   return {
     replay: () => (next < earlier.length ? { value: earlier[next++] } : undefined),
-    record: (trx, value) => {
+    record: async (trx, value) => {
+      const results = [...c.results, value];
+      const recorded = await trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify(results)) })
+        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', c.createdAt)
+        .executeTakeFirst();
+      if (Number(recorded.numUpdatedRows) === 0) throw takenOver();
       next++;
       c.results.push(value);
-      return trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify(c.results)) })
-        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash);
     },
   };
 }
@@ -82,9 +91,9 @@ function principalOf(request: FastifyRequest): string {
   return p ? `${p.actor.type}:${p.actor.id}` : `anonymous:${request.ip}`;
 }
 
-type Outcome = { committed: unknown[] } | { replay: { status: number; headers: Record<string, string>; body: string } };
+type Outcome = { committed: unknown[]; createdAt: string } | { replay: { status: number; headers: Record<string, string>; body: string } };
 
-async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results'>, print: string): Promise<Outcome> {
+async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results' | 'createdAt'>, print: string): Promise<Outcome> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const now = new Date();
     const row = {
@@ -97,7 +106,7 @@ async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results'>, print:
       .values(row)
       .onConflict((oc) => oc.columns(['principal', 'key_hash']).doNothing())
       .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { committed: [] };
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) return { committed: [], createdAt: row.created_at };
 
     const existing = await db.selectFrom('idempotency_keys').selectAll()
       .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).executeTakeFirst();
@@ -111,13 +120,14 @@ async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results'>, print:
     const unanswered = !expired && existing.status === null && existing.committed !== null;
     const stale = expired || (existing.status === null && existing.locked_until <= row.created_at);
     if (stale || unanswered) {
-      // Take over an expired, abandoned or unanswered claim, unless another request just did.
+      // Take over an expired, abandoned or unanswered claim, unless another request just did. The results are
+      // read as it is taken over: a write of the request taken over that committed since the read above counts.
       const taken = await db.updateTable('idempotency_keys').set(expired ? { ...row, committed: null } : row)
         .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', existing.created_at)
-        .executeTakeFirst();
-      if (Number(taken.numUpdatedRows) > 0) {
-        const committed = !expired && existing.committed !== null ? (JSON.parse(decrypt(c.sealKey, existing.committed)) as unknown[]) : [];
-        return { committed };
+        .returning('committed').executeTakeFirst();
+      if (taken) {
+        const committed = taken.committed !== null ? (JSON.parse(decrypt(c.sealKey, taken.committed)) as unknown[]) : [];
+        return { committed, createdAt: row.created_at };
       }
       continue;
     }
@@ -135,9 +145,11 @@ async function store(db: Executor, request: FastifyRequest, reply: FastifyReply,
   const body = payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
   // A failed (5xx) or streamed response is not kept: the client may retry and run the request again,
   // unless a write of it committed, which the retry must then recognise (the claim stays, unanswered).
+  // Either way only this request's claim is touched: once a retry took it over, the retry's answer is kept.
   if (reply.statusCode >= 500 || body === undefined) {
     if (c.results.length > 0) return;
-    await db.deleteFrom('idempotency_keys').where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).execute();
+    await db.deleteFrom('idempotency_keys').where('principal', '=', c.principal).where('key_hash', '=', c.keyHash)
+      .where('created_at', '=', c.createdAt).execute();
     return;
   }
   const headers: Record<string, string> = {};
@@ -150,6 +162,7 @@ async function store(db: Executor, request: FastifyRequest, reply: FastifyReply,
     .set({ status: reply.statusCode, response: encrypt(c.sealKey, JSON.stringify({ headers, body })) })
     .where('principal', '=', c.principal)
     .where('key_hash', '=', c.keyHash)
+    .where('created_at', '=', c.createdAt)
     .execute();
   request.idempotencyClaim = null;
 }
@@ -168,7 +181,7 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     const base = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
     const outcome = await claim(db, base, fingerprint(request));
     if (!('replay' in outcome)) {
-      const partial = { ...base, results: [...outcome.committed] };
+      const partial = { ...base, createdAt: outcome.createdAt, results: [...outcome.committed] };
       request.idempotencyClaim = { ...partial, journal: journalFor(partial, outcome.committed) };
       return;
     }

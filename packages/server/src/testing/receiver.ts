@@ -2,8 +2,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
-/** What a test receiver does with a request: answer it (status, body), or misbehave. */
-export type Behaviour = 'ok' | 'fail' | 'not_found' | 'redirect' | 'slow' | 'hang' | 'reset' | 'huge';
+/** What a test receiver does with a request: answer it (status, body), misbehave, or hold it unanswered until released. */
+export type Behaviour = 'ok' | 'fail' | 'not_found' | 'redirect' | 'slow' | 'hang' | 'reset' | 'huge' | 'hold';
 
 export interface Received {
   path: string;
@@ -24,6 +24,7 @@ export class Receiver {
   private readonly active = new Set<string>();
   private readonly behaviours = new Map<string, Behaviour>();
   private readonly secrets = new Map<string, string[]>();
+  private held: Array<{ path: string; req: IncomingMessage; res: ServerResponse }> = [];
   private readonly server = createServer((req, res) => this.handle(req, res));
   private readonly sockets = new Set<import('node:net').Socket>();
   url = '';
@@ -45,6 +46,12 @@ export class Receiver {
   /** Secrets a path's deliveries must verify with (each one on its own). */
   verifyWith(path: string, ...secrets: string[]): void {
     this.secrets.set(path, secrets);
+  }
+
+  /** Answers the requests held at `path` as `behaviour` answers. */
+  release(path: string, behaviour: Exclude<Behaviour, 'hold'>): void {
+    for (const { req, res } of this.held.filter((h) => h.path === path)) this.answer(req, res, behaviour);
+    this.held = this.held.filter((h) => h.path !== path);
   }
 
   at(path: string): Received[] {
@@ -78,29 +85,34 @@ export class Receiver {
       });
       const behaviour = this.behaviours.get(path) ?? 'ok';
       if (behaviour !== 'hang') this.received.push({ path, headers, body, verified });
-      switch (behaviour) {
-        case 'ok': return void res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks');
-        case 'fail': return void res.writeHead(500).end('receiver is down');
-        case 'not_found': return void res.writeHead(404).end('no such hook');
-        case 'redirect': return void res.writeHead(302, { location: `${this.url}/ok-elsewhere` }).end();
-        case 'slow': return void setTimeout(() => res.writeHead(200).end('slow but fine'), 300);
-        case 'hang': return; // never answers
-        case 'reset': return void req.socket.destroy();
-        case 'huge': {
-          res.writeHead(200, { 'content-type': 'text/plain' });
-          const block = Buffer.alloc(64 * 1024, 'x');
-          let sent = 0;
-          const pump = () => {
-            while (sent < 10 * 1024 * 1024) {
-              sent += block.length;
-              if (!res.write(block)) return void res.once('drain', pump);
-            }
-            res.end();
-          };
-          res.on('error', () => undefined);
-          return pump();
-        }
-      }
+      if (behaviour === 'hold') this.held.push({ path, req, res });
+      else this.answer(req, res, behaviour);
     });
+  }
+
+  private answer(req: IncomingMessage, res: ServerResponse, behaviour: Exclude<Behaviour, 'hold'>): void {
+    switch (behaviour) {
+      case 'ok': return void res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks');
+      case 'fail': return void res.writeHead(500).end('receiver is down');
+      case 'not_found': return void res.writeHead(404).end('no such hook');
+      case 'redirect': return void res.writeHead(302, { location: `${this.url}/ok-elsewhere` }).end();
+      case 'slow': return void setTimeout(() => res.writeHead(200).end('slow but fine'), 300);
+      case 'hang': return; // never answers
+      case 'reset': return void req.socket.destroy();
+      case 'huge': {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        const block = Buffer.alloc(64 * 1024, 'x');
+        let sent = 0;
+        const pump = () => {
+          while (sent < 10 * 1024 * 1024) {
+            sent += block.length;
+            if (!res.write(block)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        res.on('error', () => undefined);
+        return pump();
+      }
+    }
   }
 }

@@ -339,7 +339,8 @@ export async function findMember(db: Executor, organizationId: string, userId: n
 
 /**
  * How many owners the organization has. In a transaction on PostgreSQL the owners' rows are
- * locked, so two concurrent demotions cannot both see a second owner.
+ * locked (in user id order, so two counts never deadlock), so two concurrent demotions cannot
+ * both see a second owner.
  */
 export async function ownerCount(db: Executor, organizationId: string, dialect: 'sqlite' | 'postgres'): Promise<number> {
   const rows = await db
@@ -347,17 +348,24 @@ export async function ownerCount(db: Executor, organizationId: string, dialect: 
     .select('user_id')
     .where('organization_id', '=', organizationId)
     .where('role', '=', 'owner')
+    .orderBy('user_id')
     .$if(dialect === 'postgres', (qb) => qb.forUpdate())
     .execute();
   return rows.length;
 }
 
-export async function setMemberRole(db: Executor, organizationId: string, userId: number, role: string): Promise<void> {
-  await db.updateTable('memberships').set({ role }).where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
+/** Gives the member `role` if their role is still `from`, the one the change was decided on; false if it is not (changed meanwhile). */
+export async function setMemberRole(db: Executor, organizationId: string, userId: number, role: string, from: string): Promise<boolean> {
+  const changed = await db.updateTable('memberships').set({ role })
+    .where('organization_id', '=', organizationId).where('user_id', '=', userId).where('role', '=', from).executeTakeFirst();
+  return Number(changed.numUpdatedRows) > 0;
 }
 
-export async function removeMembership(db: Executor, organizationId: string, userId: number): Promise<void> {
-  await db.deleteFrom('memberships').where('organization_id', '=', organizationId).where('user_id', '=', userId).execute();
+/** Removes the member if their role is still `role`, the one the removal was decided on; false if it is not (changed meanwhile). */
+export async function removeMembership(db: Executor, organizationId: string, userId: number, role: string): Promise<boolean> {
+  const removed = await db.deleteFrom('memberships')
+    .where('organization_id', '=', organizationId).where('user_id', '=', userId).where('role', '=', role).executeTakeFirst();
+  return Number(removed.numDeletedRows) > 0;
 }
 
 /** A live project of the organization, for the operator CLI's `key create`. */

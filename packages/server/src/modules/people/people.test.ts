@@ -1,7 +1,9 @@
 import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp, type TestApp } from '../../testing/harness.js';
+import { until } from '../../testing/until.js';
 
 const STRONG = 'plum tree in the rain';
 
@@ -110,6 +112,36 @@ forEachDialect('members', (dialect) => {
     const second = await t.member('owner');
     expect((await t.call('PATCH', `/org/members/${second.userId}`, { token: owner.token, body: { role: 'admin' } })).status).toBe(200);
     expect((await t.call('PATCH', `/org/members/${second.userId}`, { token: owner.token, body: { role: 'owner' } })).status).toBe(200);
+  });
+
+  it.runIf(dialect === 'postgres')('an admin\'s change or removal of members made owners meanwhile is refused with 409, changing nothing', async () => {
+    const admin = await t.member('admin');
+    const [changed, removed] = [await t.member('member'), await t.member('member')];
+    const roleOf = async (userId: number) => (await t.database.db.selectFrom('memberships').select('role')
+      .where('organization_id', '=', t.organizationId).where('user_id', '=', userId).executeTakeFirst())?.role;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let promoted!: () => void;
+    const promotion = new Promise<void>((resolve) => (promoted = resolve));
+    // An owner makes both owners; not yet committed when the admin's requests read their roles.
+    const owners = t.database.db.transaction().execute(async (trx) => {
+      await trx.updateTable('memberships').set({ role: 'owner' }).where('organization_id', '=', t.organizationId).where('user_id', 'in', [changed.userId, removed.userId]).execute();
+      promoted();
+      await released;
+    });
+    await promotion;
+    const change = t.call('PATCH', `/org/members/${changed.userId}`, { token: admin.token, body: { role: 'viewer' } });
+    const removal = t.call('DELETE', `/org/members/${removed.userId}`, { token: admin.token });
+    await until(async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%memberships%'`.execute(t.database.db)).rows[0]!.n === 2,
+    'both requests to wait for the promotion', 10_000);
+    release();
+    await owners;
+    for (const res of [await change, await removal]) {
+      expect(res.status, res.text).toBe(409);
+      expect(res.body.error.code).toBe('conflict');
+    }
+    expect([await roleOf(changed.userId), await roleOf(removed.userId)]).toEqual(['owner', 'owner']);
   });
 
   it("removes a member: their sessions end at once, audited, member.removed emitted", async () => {

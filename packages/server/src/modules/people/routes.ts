@@ -73,7 +73,7 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<people.PeopleDeps & { publi
     config: membersWrite,
     schema: {
       tags, summary: "Change a member's role",
-      description: 'Only an owner may make someone owner or change an owner. The last owner cannot be demoted (409).',
+      description: 'Only an owner may make someone owner or change an owner. The last owner cannot be demoted (409); neither can a member whose role changed since this request read it (409, read it again).',
       params: UserParams, body: Type.Object({ role: Role }, { additionalProperties: false }), response: { 200: Member },
     },
   }, async (request) => people.changeRole(database, controlContextOf(request), manager(request), request.params.user_id, request.body.role));
@@ -82,7 +82,7 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<people.PeopleDeps & { publi
     config: membersWrite,
     schema: {
       tags, summary: 'Remove a member',
-      description: 'Their sessions end at once. Only an owner may remove an owner; the last owner cannot be removed (409).',
+      description: 'Their sessions end at once. Only an owner may remove an owner; the last owner cannot be removed (409), nor a member whose role changed since this request read it (409, read it again).',
       params: UserParams,
       response: { 200: Type.Object({ user_id: Type.Integer(), removed_at: Timestamp, sessions_ended: Type.Integer() }) },
     },

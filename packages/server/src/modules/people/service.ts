@@ -36,6 +36,8 @@ export interface Manager {
 }
 
 const conflict = (message: string, field?: string) => new AppError('conflict', message, field);
+/** A role change or removal is decided on the member's role as read; another change of it committed meanwhile refuses it. */
+const roleChangedMeanwhile = () => conflict('The member\'s role changed meanwhile; read it again and retry');
 
 /** Granting, changing or removing the owner role is for owners. */
 function requireOwnerFor(manager: Manager, role: string, what: string): void {
@@ -181,7 +183,7 @@ export async function changeRole(database: Database, ctx: WriteContext, manager:
     requireOwnerFor(manager, role, 'make someone');
     if (member.role === role) return;
     if (role !== 'owner') await keepAnOwner(database, trx, ctx.organizationId, member.role);
-    await setMemberRole(trx, ctx.organizationId, userId, role);
+    if (!(await setMemberRole(trx, ctx.organizationId, userId, role, member.role))) throw roleChangedMeanwhile();
     effects.audit('member.role_change', { type: 'user', id: userId });
     effects.emit('member.role_changed', { user_id: userId, role, previous_role: member.role });
   });
@@ -197,7 +199,7 @@ export async function removeMember(
     if (!member) throw notFound('Member');
     requireOwnerFor(manager, member.role, 'remove');
     await keepAnOwner(database, trx, ctx.organizationId, member.role);
-    await removeMembership(trx, ctx.organizationId, userId);
+    if (!(await removeMembership(trx, ctx.organizationId, userId, member.role))) throw roleChangedMeanwhile();
     const ended = await endSessions(trx, userId, 'member_removed', null, effects.now);
     effects.audit('member.remove', { type: 'user', id: userId });
     effects.emit('member.removed', { user_id: userId, previous_role: member.role });

@@ -172,6 +172,9 @@ interface Claimed {
   previous_secret: string | null;
   previous_secret_until: string | null;
   retry_config: unknown;
+  /** As claimed: its outcome moves the delivery on only if neither changed since (not taken over, not queued again). */
+  lease_until: string;
+  updated_at: string;
 }
 
 interface Finished {
@@ -285,7 +288,7 @@ export class DeliveryLoop {
     return this.database.db.transaction().execute(async (trx) => {
       const candidates = await trx.selectFrom('webhook_deliveries as d')
         .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-        .select(['d.id', 'd.endpoint_id', 'd.message_id', 'd.body', 'd.next_step', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_until', 'e.retry_config'])
+        .select(['d.id', 'd.endpoint_id', 'd.message_id', 'd.body', 'd.next_step', 'd.updated_at', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_until', 'e.retry_config'])
         .where('d.status', '=', 'pending').where('e.status', '=', 'enabled').where('d.next_attempt_at', '<=', now)
         .where((eb) => eb.or([eb('d.lease_until', 'is', null), eb('d.lease_until', '<', now)]))
         .orderBy('d.next_attempt_at').orderBy('d.id').limit(limit * 4)
@@ -298,7 +301,7 @@ export class DeliveryLoop {
         const n = counts.get(c.endpoint_id) ?? 0;
         if (n >= PER_ENDPOINT) continue;
         counts.set(c.endpoint_id, n + 1);
-        taken.push(c);
+        taken.push({ ...c, lease_until: leaseUntil });
       }
       if (taken.length > 0) {
         await trx.updateTable('webhook_deliveries').set({ lease_until: leaseUntil }).where('id', 'in', taken.map((c) => c.id)).execute();
@@ -370,31 +373,40 @@ export class DeliveryLoop {
  * disable period is disabled, with an audit row and an endpoint.disabled event.
  */
 async function recordAttempts(database: Database, batch: Finished[]): Promise<void> {
+  // Deliveries in id order (the attempts' foreign keys lock them too), then their endpoints, like the erase hook and an
+  // endpoint's deletion, so two transactions never wait on each other's rows (PostgreSQL deadlocks).
+  const ordered = [...batch].sort((a, b) => a.delivery.id - b.delivery.id);
   const toDisable = await database.db.transaction().execute(async (trx) => {
-    await trx.insertInto('webhook_attempts').values(batch.map(({ delivery, outcome, at }) => ({
+    await trx.insertInto('webhook_attempts').values(ordered.map(({ delivery, outcome, at }) => ({
       delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, attempted_at: at, status_code: outcome.statusCode,
       latency_ms: outcome.latencyMs, response_body: outcome.body, error: outcome.error, succeeded: database.bool(outcome.error === null),
     }))).execute();
-    // In id order, like the erase hook, so two transactions never wait on each other's rows (PostgreSQL deadlocks).
-    for (const { delivery, outcome, at } of [...batch].sort((a, b) => a.delivery.id - b.delivery.id)) {
+    for (const { delivery, outcome, at } of ordered) {
       const schedule = decodeJson<{ schedule_seconds: number[] }>(delivery.retry_config).schedule_seconds;
       const succeeded = outcome.error === null;
       const nextStep = delivery.next_step + 1;
       const exhausted = !succeeded && nextStep >= schedule.length;
-      await trx.updateTable('webhook_deliveries').set((eb) => ({
+      const moved = await trx.updateTable('webhook_deliveries').set((eb) => ({
         status: succeeded ? 'succeeded' : exhausted ? 'exhausted' : 'pending',
         attempts: eb('attempts', '+', 1),
         next_step: succeeded || exhausted ? delivery.next_step : nextStep,
         next_attempt_at: succeeded || exhausted ? null : new Date(Date.parse(at) + schedule[nextStep]! * 1000).toISOString(),
         lease_until: null, updated_at: at,
-      })).where('id', '=', delivery.id).execute();
+      })).where('id', '=', delivery.id).where('lease_until', '=', delivery.lease_until).where('updated_at', '=', delivery.updated_at).executeTakeFirst();
+      if (Number(moved.numUpdatedRows) === 0) {
+        // Queued again by an operator while attempted (their retry wins: pending, due when they asked), or its lease
+        // lapsed and another process took it over (whose outcome decides): this attempt only counts, and gives the
+        // lease up if it is still this one.
+        await trx.updateTable('webhook_deliveries').set((eb) => ({ attempts: eb('attempts', '+', 1) })).where('id', '=', delivery.id).execute();
+        await trx.updateTable('webhook_deliveries').set({ lease_until: null }).where('id', '=', delivery.id).where('lease_until', '=', delivery.lease_until).execute();
+      }
     }
     const endpointIds = [...new Set(batch.map((b) => b.delivery.endpoint_id))];
     // Locked as read: another worker's batch, or an operator's change, landing between this read and the
     // update below would otherwise be overwritten with what this transaction saw (PostgreSQL; SQLite has one writer).
     const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'failing_since', 'consecutive_failures', 'status', 'retry_config', 'last_success_at', 'last_failure_at'])
       .where('id', 'in', endpointIds).orderBy('id').$if(database.dialect === 'postgres', (qb) => qb.forUpdate()).execute();
-    const disable: number[] = [];
+    const disable: Array<{ id: number; failingSince: string }> = [];
     for (const e of endpoints) {
       let { failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure } = e;
       for (const { delivery, outcome, at } of batch) {
@@ -406,22 +418,22 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
         failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure,
       }).where('id', '=', e.id).execute();
       const disableAfterMs = retryConfigOf(e).disable_after_seconds * 1000;
-      if (e.status === 'enabled' && failingSince !== null && lastFailure !== null && Date.parse(lastFailure) - Date.parse(failingSince) >= disableAfterMs) disable.push(e.id);
+      if (e.status === 'enabled' && failingSince !== null && lastFailure !== null && Date.parse(lastFailure) - Date.parse(failingSince) >= disableAfterMs) disable.push({ id: e.id, failingSince });
     }
     return disable;
   });
-  for (const id of toDisable) await disableEndpoint(database, id);
+  for (const { id, failingSince } of toDisable) await disableEndpoint(database, id, failingSince);
 }
 
-async function disableEndpoint(database: Database, id: number): Promise<void> {
-  const endpoint = await database.db.selectFrom('webhook_endpoints').select(['organization_id', 'project_id', 'url', 'failing_since']).where('id', '=', id).executeTakeFirst();
-  if (!endpoint?.failing_since) return;
-  const failingSince = endpoint.failing_since;
+/** Disables an endpoint still enabled and failing since `failingSince`: a resume (or a success) committed meanwhile ended that streak. */
+async function disableEndpoint(database: Database, id: number, failingSince: string): Promise<void> {
+  const endpoint = await database.db.selectFrom('webhook_endpoints').select(['organization_id', 'project_id', 'url']).where('id', '=', id).executeTakeFirst();
+  if (!endpoint) return;
   const ctx = { actor: SYSTEM_ACTOR, organizationId: endpoint.organization_id, projectId: endpoint.project_id, requestId: null };
   await write(database, ctx, async (trx, effects) => {
     const changed = await trx.updateTable('webhook_endpoints')
       .set({ status: 'disabled', disabled_reason: `every attempt failed since ${failingSince}`, updated_at: effects.now })
-      .where('id', '=', id).where('status', '=', 'enabled').executeTakeFirst();
+      .where('id', '=', id).where('status', '=', 'enabled').where('failing_since', '=', failingSince).executeTakeFirst();
     if (Number(changed.numUpdatedRows) === 0) return;
     await subscribeEndpoint(trx, id, null);
     effects.audit('webhook.disable', { type: 'webhook_endpoint', id });

@@ -107,9 +107,12 @@ export async function subscribeEndpoint(trx: Executor, id: number, endpoint: Pic
 const inScope = (db: Executor, scope: EndpointScope) =>
   db.selectFrom('webhook_endpoints').selectAll().where('organization_id', '=', scope.organizationId).where('project_id', '=', scope.projectId);
 
-/** The endpoint if it is in scope; anything else is 404. */
-export async function endpointRow(db: Executor, scope: EndpointScope, id: number): Promise<EndpointRow> {
-  const row = await inScope(db, scope).where('id', '=', id).executeTakeFirst();
+/**
+ * The endpoint if it is in scope; anything else is 404. `forUpdate` (PostgreSQL) locks its row until the transaction
+ * ends, for a change computed from what the row holds: a concurrent change would otherwise be overwritten with it.
+ */
+export async function endpointRow(db: Executor, scope: EndpointScope, id: number, forUpdate = false): Promise<EndpointRow> {
+  const row = await inScope(db, scope).where('id', '=', id).$if(forUpdate, (qb) => qb.forUpdate()).executeTakeFirst();
   if (!row) throw notFound('Webhook endpoint');
   return row;
 }
@@ -146,7 +149,8 @@ export async function updateEndpoint(database: Database, settings: WebhookSettin
   if (patch.events) checkEvents(patch.events);
   const url = patch.url === undefined ? undefined : await checkReceiverUrl(settings, patch.url);
   return write(database, ctx, async (trx, effects) => {
-    const row = await endpointRow(trx, scope, id);
+    // Locked: the configs below are merged into what the row holds.
+    const row = await endpointRow(trx, scope, id, database.dialect === 'postgres');
     const updated = await trx.updateTable('webhook_endpoints').set({
       ...(patch.name !== undefined ? { name: patch.name } : {}),
       ...(url !== undefined ? { url } : {}),
@@ -165,6 +169,11 @@ export async function updateEndpoint(database: Database, settings: WebhookSettin
 export async function deleteEndpoint(database: Database, ctx: WriteContext, scope: EndpointScope, id: number) {
   return write(database, ctx, async (trx, effects) => {
     const row = await endpointRow(trx, scope, id);
+    // Lock order (PostgreSQL): its deliveries in id order, then the endpoint, as recording attempts (delivery.ts) and the
+    // erase hook take them. Deleted in scan order, one delivery could be held here while a batch of attempts holds
+    // another and then waits for this one: a deadlock.
+    await trx.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', id).orderBy('id')
+      .$if(database.dialect === 'postgres', (qb) => qb.forUpdate()).execute();
     // Attempts and deliveries go with it (they reference it ON DELETE CASCADE; deleted explicitly for SQLite without foreign keys).
     await trx.deleteFrom('webhook_attempts').where('endpoint_id', '=', id).execute();
     await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();
@@ -195,7 +204,8 @@ export async function setEndpointState(database: Database, ctx: WriteContext, sc
 export async function rotateSecret(database: Database, settings: WebhookSettings, ctx: WriteContext, scope: EndpointScope, id: number) {
   const secret = newSecret();
   return write(database, ctx, async (trx, effects) => {
-    const row = await endpointRow(trx, scope, id);
+    // Locked: the secret it holds becomes the previous one, so a rotation under way is waited for, not lost.
+    const row = await endpointRow(trx, scope, id, database.dialect === 'postgres');
     const until = new Date(Date.parse(effects.now) + signatureConfigOf(row).rotation_overlap_seconds * 1000).toISOString();
     await trx.updateTable('webhook_endpoints').set({
       secret: encrypt(sealKey(settings), secret), previous_secret: row.secret, previous_secret_until: until, updated_at: effects.now,

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { subscribe as setSubscription } from '../../core/event-subscriptions.js';
-import { decodeJson } from '../../store/database.js';
+import { decodeJson, encodeJson } from '../../store/database.js';
+import type { DB } from '../../store/schema.js';
 import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../../testing/harness.js';
 import { Receiver } from '../../testing/receiver.js';
 import { until } from '../../testing/until.js';
@@ -30,6 +31,30 @@ forEachDialect('webhooks', (dialect) => {
     (await t.database.db.selectFrom('event_subscriptions').select(['organization_id', 'project_id', 'type']).where('subscriber', '=', `webhook_endpoint:${id}`).orderBy('type').execute())
       .map((s) => [s.organization_id, s.project_id, s.type]);
   const deliveries = (id: number, query = '') => t.call('GET', `/org/webhooks/${id}/deliveries${query}`, as());
+  /** Backends waiting for a row lock in a statement whose text is like `query` (PostgreSQL). */
+  const waitingIn = async (query: string) => (await sql<{ pid: number; xact_start: string }>`SELECT pid, xact_start::text FROM pg_stat_activity
+    WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE ${query}`.execute(t.database.db)).rows;
+  /**
+   * Runs `operation` while another transaction has made `change` and not committed it; commits it once a
+   * statement like `query` waits for a row lock (PostgreSQL), and answers what the operation answers.
+   */
+  async function whileChanging<T>(change: (trx: Transaction<DB>) => Promise<unknown>, operation: () => Promise<T>, query = '%webhook_endpoints%'): Promise<T> {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let changed!: () => void;
+    const changeMade = new Promise<void>((resolve) => (changed = resolve));
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      await change(trx);
+      changed();
+      await released;
+    });
+    await changeMade;
+    const answer = operation();
+    await until(async () => (await waitingIn(query)).length > 0, `a statement like ${query} to wait for the changed row`, 10_000);
+    release();
+    await holder;
+    return answer;
+  }
 
   it('creates, reads, lists, updates and deletes endpoints; the secret is shown once and stored sealed; audit rows', async () => {
     const created = await subscribe('/crud', { description: 'orders', signature_config: { rotation_overlap_seconds: 60 } });
@@ -254,6 +279,133 @@ forEachDialect('webhooks', (dialect) => {
     await until(async () => (await t.call('GET', `/org/webhooks/${endpoint.id}`, as())).body.state === 'disabled', 'the disable', 10_000);
     const row = await t.database.db.selectFrom('webhook_endpoints').select(['failing_since', 'consecutive_failures']).where('id', '=', endpoint.id).executeTakeFirstOrThrow();
     expect(row).toEqual({ failing_since: hourAgo, consecutive_failures: 1 });
+  });
+
+  it('a retry asked for while a delivery is attempted wins over that attempt\'s outcome: pending again, then attempted again', async () => {
+    receiver.set('/retried', 'hold');
+    const endpoint = await subscribe('/retried', { retry_config: { schedule_seconds: [0] } });
+    await addMemory('Retried while attempted');
+    await until(() => receiver.at('/retried').length === 1, 'the attempt');
+    const id = (await deliveries(endpoint.id)).body.items[0].id;
+    const delivery = async () => (await t.call('GET', `/org/webhooks/${endpoint.id}/deliveries/${id}`, as())).body;
+    expect((await t.call('POST', `/org/webhooks/${endpoint.id}/deliveries/${id}/retry`, as())).status).toBe(202);
+    receiver.set('/retried', 'ok');
+    receiver.release('/retried', 'fail');
+    // Its only step failed, which alone exhausts it; the retry asked for meanwhile queues it again.
+    const recorded = await until(async () => {
+      const d = await delivery();
+      return d.attempt_log.length > 0 && d;
+    }, 'the attempt\'s record');
+    expect(recorded.status).not.toBe('exhausted');
+    const done = await until(async () => {
+      const d = await delivery();
+      return d.status === 'succeeded' && d;
+    }, 'the retry');
+    expect(done.attempt_log.map((a: { succeeded: boolean }) => a.succeeded)).toEqual([false, true]);
+    expect(done.attempts).toBe(2);
+  });
+
+  it.runIf(dialect === 'postgres')('an endpoint resumed while its disable is decided stays enabled (the disable is fenced by the failure streak it saw)', async () => {
+    receiver.set('/resumed', 'fail');
+    const endpoint = await subscribe('/resumed', { retry_config: { schedule_seconds: [0], disable_after_seconds: 60 } });
+    await t.database.db.updateTable('webhook_endpoints').set({ failing_since: new Date(Date.now() - 3_600_000).toISOString() }).where('id', '=', endpoint.id).execute();
+    const row = () => t.database.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id);
+    const signal = () => {
+      let done!: () => void;
+      const promise = new Promise<void>((resolve) => (done = resolve));
+      return [promise, done] as const;
+    };
+    // A transaction holds the endpoint's row (not its key, which new deliveries reference): the failed attempt's record
+    // waits for it, and the resume queues behind the record.
+    const [held, hold] = signal();
+    const [holderReleased, releaseHolder] = signal();
+    const holder = t.database.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).forNoKeyUpdate().execute();
+      hold();
+      await holderReleased;
+    });
+    await held;
+    await addMemory('Resumed meanwhile');
+    await until(async () => receiver.at('/resumed').length === 1 && (await waitingIn('%webhook_endpoints%')).length > 0, 'the record to wait for the endpoint', 10_000);
+    const [resumeMade, resumed] = signal();
+    const [resumeReleased, releaseResume] = signal();
+    // What a resume writes, committed once the disable the record decided waits for it.
+    const resume = t.database.db.transaction().execute(async (trx) => {
+      await trx.updateTable('webhook_endpoints').set({ consecutive_failures: 0, failing_since: null }).where('id', '=', endpoint.id).execute();
+      resumed();
+      await resumeReleased;
+    });
+    await until(async () => (await waitingIn('update "webhook_endpoints" set "consecutive_failures"%')).length > 0, 'the resume to queue behind the record', 10_000);
+    releaseHolder();
+    await holder;
+    await resumeMade;
+    const [disable] = await until(async () => {
+      const waiting = await waitingIn('update "webhook_endpoints" set "status"%');
+      return waiting.length > 0 && waiting;
+    }, 'the disable to wait for the resume', 10_000);
+    releaseResume();
+    await resume;
+    await until(async () => (await sql`SELECT 1 FROM pg_stat_activity WHERE pid = ${disable!.pid} AND xact_start::text = ${disable!.xact_start}`.execute(t.database.db)).rows.length === 0,
+      'the disable\'s transaction to end', 10_000);
+    expect(await row().executeTakeFirstOrThrow()).toMatchObject({ status: 'enabled', failing_since: null });
+  });
+
+  it.runIf(dialect === 'postgres')('a rotation while another rotation commits keeps that one\'s secret signing as the previous one (the row is locked as read)', async () => {
+    const endpoint = await subscribe('/rotated');
+    // What the other rotation stores: a sealed secret (this one another endpoint's, sealed under the same key).
+    const other = await subscribe('/rotated-other');
+    const { secret: sealed } = await t.database.db.selectFrom('webhook_endpoints').select('secret').where('id', '=', other.id).executeTakeFirstOrThrow();
+    const rotated = await whileChanging((trx) => trx.updateTable('webhook_endpoints').set({ secret: sealed }).where('id', '=', endpoint.id).execute(),
+      () => t.call('POST', `/org/webhooks/${endpoint.id}/rotate-secret`, as()));
+    expect(rotated.status).toBe(200);
+    // Receivers configured with the other rotation's secret keep verifying through the overlap.
+    receiver.verifyWith('/rotated', rotated.body.secret, other.secret);
+    expect((await t.call('POST', `/org/webhooks/${endpoint.id}/test`, as())).status).toBe(202);
+    expect((await until(() => receiver.at('/rotated')[0], 'the test event')).verified).toBe(true);
+  });
+
+  it.runIf(dialect === 'postgres')('an update merging retry_config while another change to it commits keeps that change (the row is locked as read)', async () => {
+    const endpoint = await subscribe('/merged');
+    const updated = await whileChanging(
+      (trx) => trx.updateTable('webhook_endpoints').set({ retry_config: encodeJson({ schedule_seconds: [7], disable_after_seconds: 432000 }) }).where('id', '=', endpoint.id).execute(),
+      () => t.call('PATCH', `/org/webhooks/${endpoint.id}`, { ...as(), body: { retry_config: { disable_after_seconds: 3600 } } }));
+    expect(updated.status).toBe(200);
+    expect(updated.body.retry_config).toEqual({ schedule_seconds: [7], disable_after_seconds: 3600 });
+  });
+
+  it.runIf(dialect === 'postgres')('deleting an endpoint while a batch of its attempts is recorded does not deadlock (its deliveries are locked in id order)', async () => {
+    const endpoint = await subscribe('/deleted');
+    await t.call('POST', `/org/webhooks/${endpoint.id}/pause`, as());
+    await addMemory('Deleted one');
+    await addMemory('Deleted two');
+    const rowsOf = () => t.database.db.selectFrom('webhook_deliveries').select('id').where('endpoint_id', '=', endpoint.id).orderBy('id').execute();
+    const [low, high] = (await until(async () => {
+      const rows = await rowsOf();
+      return rows.length === 2 && rows;
+    }, 'two deliveries')).map((r) => r.id);
+    // As an attempt's record does, an update of an indexed column writes the lower one's row anew behind the other's
+    // (not as a heap-only tuple, which its index entry would still find first): a scan meets the higher one first.
+    await t.database.db.updateTable('webhook_deliveries').set({ next_attempt_at: new Date().toISOString() }).where('id', '=', low!).execute();
+    let lowHeld!: () => void;
+    const holdingLow = new Promise<void>((resolve) => (lowHeld = resolve));
+    let goOn!: () => void;
+    const deleteWaits = new Promise<void>((resolve) => (goOn = resolve));
+    // As a batch recording attempts of both locks them: the deliveries in id order, then the endpoint.
+    const batch = t.database.db.transaction().execute(async (trx) => {
+      const attempted = (id: number) => trx.updateTable('webhook_deliveries').set((eb) => ({ attempts: eb('attempts', '+', 1) })).where('id', '=', id).execute();
+      await attempted(low!);
+      lowHeld();
+      await deleteWaits;
+      await attempted(high!);
+      await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).forUpdate().execute();
+    });
+    await holdingLow;
+    const deleted = t.call('DELETE', `/org/webhooks/${endpoint.id}`, as());
+    await until(async () => (await waitingIn('%webhook_deliveries%')).length > 0, 'the deletion to wait for the lower delivery', 10_000);
+    goOn();
+    await batch;
+    expect((await deleted).status).toBe(200);
+    expect(await rowsOf()).toEqual([]);
   });
 
   it('never lets slow, hanging, redirecting, failing, resetting or 10 MB receivers stall the others', async () => {
