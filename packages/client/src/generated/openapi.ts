@@ -346,7 +346,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a connection
-         * @description Purges (forgets every memory it brought in) and deletes the connection with its syncs. 409 while a sync runs.
+         * @description Purges (forgets every memory it brought in) and deletes the connection with its syncs. 409 while a sync is queued or running; no sync is queued meanwhile.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
@@ -373,7 +373,7 @@ export interface paths {
         put?: never;
         /**
          * Repair a connection
-         * @description Re-validates the stored credentials (OAuth tokens are refreshed) and configuration against the source; the connection becomes active when they work, else stays in error with the reason. When an OAuth connection's consent is gone it becomes needs_repair and the answer carries `consent`, a new consent URL to send the user through.
+         * @description Re-validates the stored credentials (OAuth tokens are refreshed) and configuration against the source; the connection becomes active when they work, else stays in error with the reason. When an OAuth connection's consent is gone it becomes needs_repair and the answer carries `consent`, a new consent URL to send the user through. 409 should the credentials keep changing (a consent, a refresh by a sync) while they are checked.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
@@ -417,7 +417,7 @@ export interface paths {
         put?: never;
         /**
          * Complete OAuth consent
-         * @description Exchanges the code for tokens (stored encrypted, never returned) and checks the configuration with them: the connection becomes active, or error with the reason. The state must be live and issued to this caller for this connection (else 400 on `state`); it is used up either way. `error` instead of `code` (the user refused at the provider) keeps the connection waiting, with the reason.
+         * @description Exchanges the code for tokens (stored encrypted, never returned) and checks the configuration with them: the connection becomes active, or error with the reason. The state must be live and issued to this caller for this connection (else 400 on `state`); it is used up either way. `error` instead of `code` (the user refused at the provider) keeps the connection waiting, with the reason. 409 should the credentials keep changing (another consent) while they are checked.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
@@ -439,7 +439,7 @@ export interface paths {
         put?: never;
         /**
          * Purge what a connection brought in
-         * @description Forgets every memory the connection created and its synced objects; the connection stays. 409 while a sync runs.
+         * @description Forgets every memory the connection created and its synced objects; the connection stays. 409 while a sync is queued or running; no sync is queued until the purge is done. A purge that died half way is finished by the next purge or removal.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
@@ -489,7 +489,7 @@ export interface paths {
         put?: never;
         /**
          * Trigger a sync
-         * @description 202 with the queued sync; 409 while one is queued or running for the connection, or while an OAuth connection waits for consent.
+         * @description 202 with the queued sync; 409 while one is queued or running for the connection, while an OAuth connection waits for consent, or while the connection is being purged or removed.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */

@@ -554,9 +554,8 @@ const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(
 
 
 /**
- * Applies a patch inside a transaction holding the owner's lock (nextSeq, which forgetting takes
- * too, so a memory forgotten meanwhile is seen gone); returns undefined when the memory is not a
- * live one of the owner's.
+ * Applies a patch inside a transaction, taking the owner's lock (`seq`) before it changes anything;
+ * returns undefined when the memory is not a live one of the owner's.
  */
 async function applyPatch(
   trx: Executor,
@@ -565,16 +564,29 @@ async function applyPatch(
   owner: Owner,
   id: number,
   patch: MemoryPatchInput,
-  seq: number,
+  seq: () => Promise<number>,
 ): Promise<MemoryView | undefined> {
-  const row = await owned(owner)(trx).where('id', '=', id).executeTakeFirst();
-  if (!row) return undefined;
-  const current = toMemory(row);
-  const changes: Record<string, { before: unknown; after: unknown }> = {};
-  for (const field of PATCHABLE) {
-    const after = patch[field];
-    if (after !== undefined && !sameJson(after, current[field])) changes[field] = { before: current[field], after };
-  }
+  const read = async () => {
+    const row = await owned(owner)(trx).where('id', '=', id).executeTakeFirst();
+    return row && toMemory(row);
+  };
+  const changesFrom = (current: MemoryView) => {
+    const changes: Record<string, { before: unknown; after: unknown }> = {};
+    for (const field of PATCHABLE) {
+      const after = patch[field];
+      if (after !== undefined && !sameJson(after, current[field])) changes[field] = { before: current[field], after };
+    }
+    return changes;
+  };
+  let current = await read();
+  if (!current || Object.keys(changesFrom(current)).length === 0) return current;
+  // Something changes: the owner's lock, which forgetting takes too, then the memory read again under
+  // it (a memory forgotten meanwhile is gone, one changed meanwhile is patched as it now is). Taken
+  // only then, so a patch that changes nothing (or is refused) writes nothing.
+  const changeSeq = await seq();
+  current = await read();
+  if (!current) return undefined;
+  const changes = changesFrom(current);
   if (Object.keys(changes).length === 0) return current;
   const updated = await trx
     .updateTable('memories')
@@ -583,7 +595,7 @@ async function applyPatch(
       ...(changes.importance ? { importance: patch.importance } : {}),
       ...(changes.metadata ? { metadata: encodeJson(patch.metadata) } : {}),
       ...(changes.source ? { source: patch.source } : {}),
-      seq,
+      seq: changeSeq,
       updated_at: effects.now,
     })
     .where('id', '=', id)
@@ -599,12 +611,19 @@ async function applyPatch(
 }
 
 
+/** Memoises the transaction's change sequence: taken once, and only if something changes. */
+function lazySeq(trx: Executor, owner: Owner, now: string): () => Promise<number> {
+  let seq: Promise<number> | undefined;
+  return () => (seq ??= nextSeq(trx, owner, now));
+}
+
+
 export async function updateMemory(
   database: Database, ctx: WriteContext, owner: Owner, id: number, patch: MemoryPatchInput,
 ): Promise<MemoryView> {
   checkContent(patch);
   return write(database, ctx, async (trx, effects) => {
-    const memory = await applyPatch(trx, ctx, effects, owner, id, patch, await nextSeq(trx, owner, effects.now));
+    const memory = await applyPatch(trx, ctx, effects, owner, id, patch, lazySeq(trx, owner, effects.now));
     if (!memory) throw notFound('Memory');
     effects.audit('memory.update', { type: 'memory', id });
     return memory;
@@ -617,7 +636,7 @@ export async function batchUpdate(
 ): Promise<BatchUpdateResultView> {
   updates.forEach((u, i) => checkContent(u, `updates/${i}/`));
   return write(database, ctx, async (trx, effects) => {
-    const seq = await nextSeq(trx, owner, effects.now);
+    const seq = lazySeq(trx, owner, effects.now);
     const results: BatchUpdateResultView['results'] = [];
     for (const [index, { id, ...patch }] of updates.entries()) {
       const memory = await applyPatch(trx, ctx, effects, owner, id, patch, seq);
