@@ -31,9 +31,11 @@ export async function holdOwnerLocks(t: TestApp, endUserIds: string[]): Promise<
 
 /**
  * PostgreSQL: a transaction of the test makes `write` and holds it uncommitted until released, then
- * rolls it back; a request's write of the same unique key meanwhile waits for it.
+ * commits it (`commit`) or rolls it back; a request's write of the same rows meanwhile waits for it.
  */
-export async function holdUncommitted(t: TestApp, write: (trx: Transaction<DB>) => Promise<unknown>): Promise<{ release: () => Promise<void> }> {
+export async function holdUncommitted(
+  t: TestApp, write: (trx: Transaction<DB>) => Promise<unknown>, { commit = false } = {},
+): Promise<{ release: () => Promise<void> }> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let written!: () => void;
@@ -42,7 +44,7 @@ export async function holdUncommitted(t: TestApp, write: (trx: Transaction<DB>) 
     await write(trx);
     written();
     await released;
-    throw new RolledBack();
+    if (!commit) throw new RolledBack();
   }).catch((error: unknown) => {
     if (!(error instanceof RolledBack)) throw error;
   });

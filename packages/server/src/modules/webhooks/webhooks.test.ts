@@ -5,6 +5,7 @@ import { subscribe as setSubscription } from '../../core/event-subscriptions.js'
 import { decodeJson, encodeJson } from '../../store/database.js';
 import type { DB } from '../../store/schema.js';
 import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../../testing/harness.js';
+import { holdUncommitted } from '../../testing/locks.js';
 import { Receiver } from '../../testing/receiver.js';
 import { until } from '../../testing/until.js';
 
@@ -39,20 +40,10 @@ forEachDialect('webhooks', (dialect) => {
    * statement like `query` waits for a row lock (PostgreSQL), and answers what the operation answers.
    */
   async function whileChanging<T>(change: (trx: Transaction<DB>) => Promise<unknown>, operation: () => Promise<T>, query = '%webhook_endpoints%'): Promise<T> {
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let changed!: () => void;
-    const changeMade = new Promise<void>((resolve) => (changed = resolve));
-    const holder = t.database.db.transaction().execute(async (trx) => {
-      await change(trx);
-      changed();
-      await released;
-    });
-    await changeMade;
+    const other = await holdUncommitted(t, change, { commit: true });
     const answer = operation();
     await until(async () => (await waitingIn(query)).length > 0, `a statement like ${query} to wait for the changed row`, 10_000);
-    release();
-    await holder;
+    await other.release();
     return answer;
   }
 
