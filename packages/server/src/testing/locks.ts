@@ -70,3 +70,23 @@ export async function lockWaiterCount(t: TestApp): Promise<number> {
 export async function lockWaiters(t: TestApp, count: number, what: string): Promise<void> {
   await until(async () => (await lockWaiterCount(t)) >= count, what, 10_000);
 }
+
+/**
+ * PostgreSQL: every other backend of the test's database, what it waits for, who blocks it and what it runs: what a
+ * test waiting for an interleaving prints when the interleaving did not come.
+ */
+export async function lockReport(t: TestApp): Promise<string> {
+  const { rows } = await sql<{ pid: number; state: string | null; wait: string | null; blocked_by: number[]; query: string }>`
+    SELECT pid, state, wait_event_type || ':' || wait_event AS wait, pg_blocking_pids(pid) AS blocked_by, left(query, 160) AS query
+    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY pid`.execute(t.database.db);
+  return rows.map((r) => `${r.pid} ${r.state} ${r.wait ?? '-'} blocked by [${r.blocked_by.join(',')}]: ${r.query}`).join('\n');
+}
+
+/** `until`, whose failure also names every backend of the test's database and the locks it waits for (PostgreSQL). */
+export async function untilLocked<T>(t: TestApp, check: () => Promise<T | undefined | null | false>, what: string, limitMs = 30_000): Promise<T> {
+  try {
+    return await until(check, what, limitMs);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; backends:\n${await lockReport(t)}`);
+  }
+}

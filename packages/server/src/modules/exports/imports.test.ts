@@ -167,6 +167,17 @@ forEachDialect('imports', (dialect) => {
     return rows[0]!.n === n;
   }, what, 10_000);
 
+  it('an attempt that finds the file gone (an earlier one read it and stopped before recording its outcome) fails the import, saying so', async () => {
+    const { id, project, key } = await unqueuedImport('file-gone');
+    // What an attempt interrupted between deleting the file it read and recording its outcome leaves.
+    await t.database.db.updateTable('imports').set({ status: 'running' }).where('id', '=', id).execute();
+    await t.services.blobs.delete(key);
+    expect(await runJob(id)).toEqual({ failed: true });
+    const state = await stateOf(id, project, key);
+    expect(state).toMatchObject({ import: { status: 'failed', created: 0 }, blobKey: null, file: undefined, memories: 0 });
+    expect(state.import.error.message).toMatch(/uploaded file is gone/);
+  });
+
   it('a cancel while the import records its last batch stands: the job does not finish it over, and deletes the file', async () => {
     const { id, project, key } = await unqueuedImport('cancelled-last-batch');
     let cancelled;

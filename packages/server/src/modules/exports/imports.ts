@@ -198,8 +198,11 @@ export function importJob(database: Database, blobs: BlobStore) {
     let batch: Array<{ owner: Owner; item: ImportedMemory }> = [];
     const totals = { done: 0, created: 0, skipped: 0 };
     const finish = async (set: { status: string; error?: string; error_record?: number | null; error_line?: number | null }) => {
-      // Only a running import finishes: a cancel since the last check stands.
-      await db.updateTable('imports').set({ ...set, completed_at: nowIso(), updated_at: nowIso() }).where('id', '=', id).where('status', '=', 'running').execute();
+      // Only a running import finishes: a cancel since the last check stands. The file is deleted before the outcome
+      // shows, so a finished import has none left; a crash in between leaves a running import, whose next attempt
+      // finds the file gone and fails it (what landed stays, and a re-upload skips it).
+      await blobs.delete(row.blob_key!);
+      await db.updateTable('imports').set({ ...set, blob_key: null, completed_at: nowIso(), updated_at: nowIso() }).where('id', '=', id).where('status', '=', 'running').execute();
       await discardUpload();
     };
     const flush = async () => {
@@ -215,6 +218,10 @@ export function importJob(database: Database, blobs: BlobStore) {
       await job.progress(row.bytes_total ? counter.bytes / row.bytes_total : 1);
       return now?.status === 'running';
     };
+    if (!(await blobs.stat(row.blob_key))) {
+      await finish({ status: 'failed', error: 'the uploaded file is gone: an earlier attempt read it and stopped before recording its outcome (what it imported stays; importing the file again skips it)' });
+      return { failed: true };
+    }
     let current: { record: number; line: number } | null = null;
     try {
       for await (const scanned of scanRecords(await fileText(blobs, row.blob_key, counter))) {

@@ -5,7 +5,7 @@ import { subscribe as setSubscription } from '../../core/event-subscriptions.js'
 import { decodeJson, encodeJson } from '../../store/database.js';
 import type { DB } from '../../store/schema.js';
 import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../../testing/harness.js';
-import { holdUncommitted } from '../../testing/locks.js';
+import { holdUncommitted, untilLocked } from '../../testing/locks.js';
 import { Receiver } from '../../testing/receiver.js';
 import { until } from '../../testing/until.js';
 
@@ -301,44 +301,31 @@ forEachDialect('webhooks', (dialect) => {
     const endpoint = await subscribe('/resumed', { retry_config: { schedule_seconds: [0], disable_after_seconds: 60 } });
     await t.database.db.updateTable('webhook_endpoints').set({ failing_since: new Date(Date.now() - 3_600_000).toISOString() }).where('id', '=', endpoint.id).execute();
     const row = () => t.database.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id);
-    const signal = () => {
-      let done!: () => void;
-      const promise = new Promise<void>((resolve) => (done = resolve));
-      return [promise, done] as const;
-    };
     // A transaction holds the endpoint's row (not its key, which new deliveries reference): the failed attempt's record
     // waits for it, and the resume queues behind the record.
-    const [held, hold] = signal();
-    const [holderReleased, releaseHolder] = signal();
-    const holder = t.database.db.transaction().execute(async (trx) => {
-      await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).forNoKeyUpdate().execute();
-      hold();
-      await holderReleased;
-    });
-    await held;
-    await addMemory('Resumed meanwhile');
-    await until(async () => receiver.at('/resumed').length === 1 && (await waitingIn('%webhook_endpoints%')).length > 0, 'the record to wait for the endpoint', 10_000);
-    const [resumeMade, resumed] = signal();
-    const [resumeReleased, releaseResume] = signal();
+    const holder = await holdUncommitted(t, (trx) => trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).forNoKeyUpdate().execute());
     // What a resume writes, committed once the disable the record decided waits for it.
-    const resume = t.database.db.transaction().execute(async (trx) => {
-      await trx.updateTable('webhook_endpoints').set({ consecutive_failures: 0, failing_since: null }).where('id', '=', endpoint.id).execute();
-      resumed();
-      await resumeReleased;
-    });
-    await until(async () => (await waitingIn('update "webhook_endpoints" set "consecutive_failures"%')).length > 0, 'the resume to queue behind the record', 10_000);
-    releaseHolder();
-    await holder;
-    await resumeMade;
-    const [disable] = await until(async () => {
-      const waiting = await waitingIn('update "webhook_endpoints" set "status"%');
-      return waiting.length > 0 && waiting;
-    }, 'the disable to wait for the resume', 10_000);
-    releaseResume();
-    await resume;
-    await until(async () => (await sql`SELECT 1 FROM pg_stat_activity WHERE pid = ${disable!.pid} AND xact_start::text = ${disable!.xact_start}`.execute(t.database.db)).rows.length === 0,
-      'the disable\'s transaction to end', 10_000);
-    expect(await row().executeTakeFirstOrThrow()).toMatchObject({ status: 'enabled', failing_since: null });
+    let resume: ReturnType<typeof holdUncommitted> | undefined;
+    try {
+      await addMemory('Resumed meanwhile');
+      await untilLocked(t, async () => receiver.at('/resumed').length === 1 && (await waitingIn('%webhook_endpoints%')).length > 0, 'the record to wait for the endpoint');
+      resume = holdUncommitted(t, (trx) => trx.updateTable('webhook_endpoints').set({ consecutive_failures: 0, failing_since: null }).where('id', '=', endpoint.id).execute(), { commit: true });
+      await untilLocked(t, async () => (await waitingIn('update "webhook_endpoints" set "consecutive_failures"%')).length > 0, 'the resume to queue behind the record');
+      await holder.release();
+      await resume;
+      const [disable] = await untilLocked(t, async () => {
+        const waiting = await waitingIn('update "webhook_endpoints" set "status"%');
+        return waiting.length > 0 && waiting;
+      }, 'the disable to wait for the resume');
+      await (await resume).release();
+      await untilLocked(t, async () => (await sql`SELECT 1 FROM pg_stat_activity WHERE pid = ${disable!.pid} AND xact_start::text = ${disable!.xact_start}`.execute(t.database.db)).rows.length === 0,
+        'the disable\'s transaction to end');
+      expect(await row().executeTakeFirstOrThrow()).toMatchObject({ status: 'enabled', failing_since: null });
+    } finally {
+      // Whatever failed above, nothing of this test stays waiting on a lock (the app's shutdown would wait for it).
+      await holder.release();
+      if (resume) await (await resume).release();
+    }
   });
 
   it.runIf(dialect === 'postgres')('a rotation while another rotation commits keeps that one\'s secret signing as the previous one (the row is locked as read)', async () => {
