@@ -11,6 +11,7 @@ import { sweepExports } from './service.js';
 import { blobKey, exportJob } from './export-job.js';
 import { waitFor } from '../../testing/jobs.js';
 import { until } from '../../testing/until.js';
+import { holdOwnerLocks, holdUncommitted, lockWaiterCount, untilLocked } from '../../testing/locks.js';
 
 forEachDialect('exports', (dialect) => {
   const t = useTestApp(dialect);
@@ -264,5 +265,51 @@ forEachDialect('exports', (dialect) => {
     expect(after.body).toMatchObject({ status: 'completed', artifact_deleted_reason: 'memories_erased' });
     expectError(await t.call('GET', `/exports/${done.id}/download`, { token: owner.token, project: t.projectId }), 410, 'gone');
     await until(async () => (await openBlobStore({ kind: 'database' }, t.database).stat(key)) === undefined, 'the artifact\'s bytes deleted', 4_000);
+  });
+
+  it.runIf(dialect === 'postgres')('an export created while a forget that has already checked the exports is still under way does not hold the forgotten memory', async () => {
+    const added = await t.call('POST', '/memory/bulk-add', { endUser: 'exp-late', body: [{ text: 'forgotten while exported' }, { text: 'kept while exported' }] });
+    expect(added.status, added.text).toBe(200);
+    const forgottenId = added.body.results[0].memory.id as number;
+    // The forget is stopped after its erase hooks and before it commits: it waits for the owner lock a transaction of
+    // the test holds, then for its Idempotency-Key's row, which another one holds once the forget has the owner lock.
+    const ownerLock = await holdOwnerLocks(t, ['exp-late']);
+    let claimLock: { release: () => Promise<void> } | undefined;
+    let exporting: Promise<{ status: number; body: { id: number } }> | undefined;
+    try {
+      const forget = t.call('DELETE', '/memory/forget', { body: { ids: [forgottenId] }, endUser: 'exp-late', headers: { 'idempotency-key': 'late-export-forget' } });
+      await untilLocked(t, async () => (await lockWaiterCount(t)) === 1, 'the forget to wait for the owner lock');
+      claimLock = await holdUncommitted(t, (trx) => trx.selectFrom('idempotency_keys').select('key_hash').forUpdate().execute());
+      await ownerLock.release();
+      await untilLocked(t, async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'update "idempotency_keys"%'`.execute(t.database.db)).rows[0]!.n === 1,
+      'the forget, past its erase hooks, to wait before committing');
+      let createdMeanwhile = false;
+      exporting = create({ scope: { end_user_id: 'exp-late' } }).then((res) => {
+        createdMeanwhile = true;
+        return res;
+      });
+      // The export's creation waits for the forget to commit (or, were it not to, the export completes meanwhile).
+      await untilLocked(t, async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event = 'advisory'`.execute(t.database.db)).rows[0]!.n === 1
+        || createdMeanwhile,
+      'the export\'s creation to wait for the forget');
+      // Were it created meanwhile, its job would run now, reading what the forget has not committed yet.
+      if (createdMeanwhile) await finished((await exporting).body.id);
+      await claimLock.release();
+      expect((await forget).body).toEqual([forgottenId]);
+      const created = await exporting;
+      expect(created.status).toBe(202);
+      const done = await finished(created.body.id);
+      expect(done.status).toBe('completed');
+      const file = await download(done.id);
+      expect(file.statusCode).toBe(200);
+      expect(file.payload).not.toContain('forgotten while exported');
+      expect(file.payload).toContain('kept while exported');
+    } finally {
+      await ownerLock.release();
+      await claimLock?.release();
+      await exporting;
+    }
   });
 });

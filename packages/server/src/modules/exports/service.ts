@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { AppError, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
@@ -50,6 +50,7 @@ export async function createExport(
     throw new AppError('validation_error', 'created_after must be before created_before', 'scope/created_after');
   }
   return write(database, ctx, async (trx, effects) => {
+    await exportsOfProjectLock(trx, database.dialect, ctx.projectId, 'create');
     const row = await trx
       .insertInto('exports')
       .values({
@@ -65,6 +66,23 @@ export async function createExport(
     return toExport(row);
   });
 }
+
+/**
+ * PostgreSQL: a forget's erase hook reads a project's exports, and its transaction may commit long after. An export
+ * created in between would not be seen by the hook, yet its job could read the memory before the forget commits and
+ * complete holding it. So forgetting holds this lock shared (from before it reads the exports until it commits) and
+ * creating an export holds it exclusively: a creation waits for the forgets under way, whose memories its job then
+ * no longer reads, and a forget waits for a creation under way, whose export it then sees. A statement of its own,
+ * taken before the read: a statement's snapshot is taken as it starts, before a lock it waits for inside.
+ * (SQLite has one writer at a time.)
+ */
+async function exportsOfProjectLock(trx: Executor, dialect: Dialect, projectId: string, as: 'create' | 'erase'): Promise<void> {
+  if (dialect !== 'postgres') return;
+  if (as === 'create') await sql`SELECT pg_advisory_xact_lock(${EXPORTS_LOCK_CLASS}, hashtext(${projectId}))`.execute(trx);
+  else await sql`SELECT pg_advisory_xact_lock_shared(${EXPORTS_LOCK_CLASS}, hashtext(${projectId}))`.execute(trx);
+}
+/** The first key of the exports module's advisory locks (the second is the project's hash). */
+const EXPORTS_LOCK_CLASS = 724_992;
 
 const liveExports = (db: Executor, projectId: string) =>
   db.selectFrom('exports').selectAll().where('project_id', '=', projectId).where('deleted_at', 'is', null);
@@ -122,7 +140,8 @@ export async function withdrawArtifactsHolding(trx: Executor, dialect: Dialect, 
   for (const o of owners) byProject.set(o.project_id, [...(byProject.get(o.project_id) ?? []), o]);
   let withdrew = false;
   const now = nowIso();
-  for (const [projectId, erased] of byProject) {
+  for (const [projectId, erased] of [...byProject].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    await exportsOfProjectLock(trx, dialect, projectId, 'erase');
     const withdrawable = () => liveExports(trx, projectId).where('artifact_deleted_at', 'is', null).where('status', 'in', ['queued', 'running', 'completed']);
     const inScope = new Map<number, typeof erased>();
     for (const row of await withdrawable().execute()) {
