@@ -3,7 +3,7 @@ import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
 import {
-  addMemory, expectAudited, expectError, expectNothingWritten, historyRows, memoryRow, withEffects,
+  addMemory, eventsAfter, expectAudited, expectError, expectNothingWritten, historyRows, lastEventId, memoryRow, withEffects,
 } from '../../testing/memories.js';
 
 forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (dialect) => {
@@ -152,6 +152,23 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     expect((await purging).body).toEqual({ end_user_id: endUser, deleted: 2 });
     await expectTombstone(old.id, 'There before the purge');
     await expectTombstone(added.body.id, secret);
+  });
+
+  it.runIf(dialect === 'postgres')('two forgets of one memory at once: one forgets it, the other finds nothing, and memory.deleted is emitted once', async () => {
+    const endUser = 'forgotten-twice';
+    const memory = await addMemory(t, 'Forgotten by two requests at once', { endUser });
+    const mark = await lastEventId(t);
+    // Both have read the memory live before either takes the owner lock.
+    const lock = await holdOwnerLocks(t, [endUser]);
+    const first = forget([memory.id], endUser);
+    await lockWaiters(t, 1, 'the first forget to wait for the owner lock');
+    const second = forget([memory.id], endUser);
+    await lockWaiters(t, 2, 'the second forget to wait behind it');
+    await lock.release();
+    const answers = [(await first).body, (await second).body];
+    expect(answers).toEqual([[memory.id], []]);
+    expect((await eventsAfter(t, mark)).filter(([type]) => type === 'memory.deleted')).toHaveLength(1);
+    await expectTombstone(memory.id, 'Forgotten by two requests at once');
   });
 
   it('refuses an e-mail-like or malformed end user id naming end_user_id, deleting nothing', async () => {

@@ -714,14 +714,16 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
 export async function forgetWithin(
   trx: Executor, erasure: Omit<Erasure, 'seq'> & { seq?: number }, owner: Owner, ids: number[],
 ): Promise<number[]> {
-  const unique = [...new Set(ids)];
-  const found: number[] = [];
-  for (let i = 0; i < unique.length; i += 500) {
-    const live = await owned(owner)(trx).clearSelect().select('id').where('id', 'in', unique.slice(i, i + 500)).orderBy('id').execute();
-    found.push(...live.map((r) => r.id));
-  }
+  let found = (await liveMemoryIds(trx, owner, [...new Set(ids)])).sort((a, b) => a - b);
   if (found.length === 0) return found;
-  const seq = erasure.seq ?? (await nextSeq(trx, owner, erasure.effects.now));
+  let seq = erasure.seq;
+  if (seq === undefined) {
+    // Read again under the owner lock: a forget of the same memories that committed meanwhile forgot them
+    // (and said so); forgetting them again would announce memory.deleted twice.
+    seq = await nextSeq(trx, owner, erasure.effects.now);
+    found = await liveMemoryIds(trx, owner, found);
+    if (found.length === 0) return found;
+  }
   for (let i = 0; i < found.length; i += 500) await eraseMemories(trx, erasure.ctx, erasure.effects, found.slice(i, i + 500), seq, erasure.hooks);
   for (const id of found) erasure.effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
   return found;
