@@ -253,6 +253,17 @@ forEachDialect('exports', (dialect) => {
     expect(createHash('sha256').update(file.rawPayload).digest('hex')).toBe(row.sha256);
   });
 
+  it.runIf(dialect === 'postgres')('deleting an export as its job completes records it completed (not cancelled) and removes the artifact', async () => {
+    const done = await finished((await create({ scope: { end_user_id: 'nobody' } })).body.id);
+    const { answer, result, key } = await completingDuring(done.id, () => t.call('DELETE', `/exports/${done.id}`, { token: owner.token, project: t.projectId }));
+    expect(answer.status, answer.text).toBe(200);
+    expect(result).toMatchObject({ rows: 0 });
+    const row = await t.database.db.selectFrom('exports').select(['status', 'deleted_at', 'artifact_deleted_reason']).where('id', '=', done.id).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'completed', deleted_at: expect.any(String), artifact_deleted_reason: 'deleted' });
+    expectError(await t.call('GET', `/exports/${done.id}`, { token: owner.token, project: t.projectId }), 404, 'not_found');
+    await until(async () => (await openBlobStore({ kind: 'database' }, t.database).stat(key)) === undefined, 'the artifact\'s bytes deleted', 4_000);
+  });
+
   it.runIf(dialect === 'postgres')('forgetting a memory as an export holding it completes withdraws the artifact', async () => {
     const added = await t.call('POST', '/memory/bulk-add', { endUser: 'exp-race', body: [{ text: 'raced one' }, { text: 'raced two' }] });
     expect(added.status, added.text).toBe(200);

@@ -16,7 +16,6 @@ import type { CreateExportInput, ExportScopeInput, ExportView } from './schemas.
 
 export const EXPORT_JOB = 'exports.run';
 type ExportRow = Selectable<ExportsTable>;
-export const FINISHED = ['completed', 'failed', 'cancelled', 'expired'];
 
 export const EXTENSIONS = { jsonl: 'jsonl', json: 'json', csv: 'csv' } as const;
 export const filenameOf = (row: Pick<ExportRow, 'id' | 'format' | 'gzip'>) =>
@@ -116,11 +115,17 @@ export async function deleteExport(
   database: Database, blobs: BlobStore, ctx: WriteContext & { projectId: string }, id: number,
 ): Promise<ExportView> {
   const row = await write(database, ctx, async (trx, effects) => {
-    const current = await exportRow(trx, ctx.projectId, id);
-    const status = FINISHED.includes(current.status) ? current.status : 'cancelled';
+    // One statement deciding from the row as it finds it: an export completing meanwhile is recorded as completed
+    // (not cancelled), and its artifact goes all the same.
     const updated = await trx.updateTable('exports')
-      .set({ status, deleted_at: effects.now, updated_at: effects.now, artifact_deleted_at: current.artifact_deleted_at ?? effects.now, artifact_deleted_reason: current.artifact_deleted_reason ?? 'deleted' })
-      .where('id', '=', id).returningAll().executeTakeFirstOrThrow();
+      .set((eb) => ({
+        status: eb.case().when('status', 'in', ['queued', 'running']).then('cancelled').else(eb.ref('status')).end(),
+        deleted_at: effects.now, updated_at: effects.now,
+        artifact_deleted_at: eb.fn.coalesce('artifact_deleted_at', eb.val(effects.now)),
+        artifact_deleted_reason: eb.fn.coalesce('artifact_deleted_reason', eb.val('deleted')),
+      }))
+      .where('id', '=', id).where('project_id', '=', ctx.projectId).where('deleted_at', 'is', null).returningAll().executeTakeFirst();
+    if (!updated) throw notFound('Export');
     effects.audit('export.delete', { type: 'export', id });
     return updated;
   });
