@@ -375,8 +375,14 @@ export class DeliveryLoop {
 async function recordAttempts(database: Database, batch: Finished[]): Promise<void> {
   // Deliveries in id order (the attempts' foreign keys lock them too), then their endpoints, like the erase hook and an
   // endpoint's deletion, so two transactions never wait on each other's rows (PostgreSQL deadlocks).
-  const ordered = [...batch].sort((a, b) => a.delivery.id - b.delivery.id);
+  const sorted = [...batch].sort((a, b) => a.delivery.id - b.delivery.id);
   const toDisable = await database.db.transaction().execute(async (trx) => {
+    // An attempt whose delivery went meanwhile (its endpoint deleted) is not recorded; one such attempt failing the
+    // batch's foreign keys would leave every other delivery of the batch to be attempted again.
+    const present = new Set((await trx.selectFrom('webhook_deliveries').select('id').where('id', 'in', sorted.map((b) => b.delivery.id)).orderBy('id')
+      .$if(database.dialect === 'postgres', (qb) => qb.forNoKeyUpdate()).execute()).map((r) => r.id));
+    const ordered = sorted.filter((b) => present.has(b.delivery.id));
+    if (ordered.length === 0) return [];
     await trx.insertInto('webhook_attempts').values(ordered.map(({ delivery, outcome, at }) => ({
       delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, attempted_at: at, status_code: outcome.statusCode,
       latency_ms: outcome.latencyMs, response_body: outcome.body, error: outcome.error, succeeded: database.bool(outcome.error === null),
@@ -401,7 +407,7 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
         await trx.updateTable('webhook_deliveries').set({ lease_until: null }).where('id', '=', delivery.id).where('lease_until', '=', delivery.lease_until).execute();
       }
     }
-    const endpointIds = [...new Set(batch.map((b) => b.delivery.endpoint_id))];
+    const endpointIds = [...new Set(ordered.map((b) => b.delivery.endpoint_id))];
     // Locked as read: another worker's batch, or an operator's change, landing between this read and the
     // update below would otherwise be overwritten with what this transaction saw (PostgreSQL; SQLite has one writer).
     const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'failing_since', 'consecutive_failures', 'status', 'retry_config', 'last_success_at', 'last_failure_at'])
@@ -409,7 +415,7 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
     const disable: Array<{ id: number; failingSince: string }> = [];
     for (const e of endpoints) {
       let { failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure } = e;
-      for (const { delivery, outcome, at } of batch) {
+      for (const { delivery, outcome, at } of ordered) {
         if (delivery.endpoint_id !== e.id) continue;
         if (outcome.error === null) [failingSince, failures, lastSuccess] = [null, 0, at];
         else [failingSince, failures, lastFailure] = [failingSince ?? at, failures + 1, at];

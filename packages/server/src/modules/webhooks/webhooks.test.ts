@@ -386,6 +386,36 @@ forEachDialect('webhooks', (dialect) => {
     expect(await rowsOf()).toEqual([]);
   });
 
+  it.runIf(dialect === 'postgres')('an endpoint deleted while its attempt is under way costs the other attempts recorded with it nothing (each recorded once, none attempted again)', async () => {
+    const first = await subscribe('/batch-first');
+    const gone = await subscribe('/batch-gone');
+    const kept = await subscribe('/batch-kept');
+    receiver.set('/batch-gone', 'hold');
+    receiver.set('/batch-kept', 'hold');
+    // The attempt recorded first waits for its endpoint's row, which the test holds; the two held attempts finish
+    // meanwhile, so they are recorded together, after it.
+    const holder = await holdUncommitted(t, (trx) => trx.selectFrom('webhook_endpoints').select('id').where('id', '=', first.id).forNoKeyUpdate().execute());
+    try {
+      await addMemory('Recorded together');
+      await untilLocked(t, async () => receiver.at('/batch-gone').length === 1 && receiver.at('/batch-kept').length === 1
+        && (await waitingIn('%webhook_endpoints%')).length > 0, 'a record to wait for the first endpoint while the other two attempts are under way');
+      expect((await t.call('DELETE', `/org/webhooks/${gone.id}`, as())).status).toBe(200);
+      receiver.release('/batch-gone', 'ok');
+      receiver.release('/batch-kept', 'ok');
+      // Their answers reach the worker while the record before them still waits (a settle, not a timing assertion).
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    } finally {
+      await holder.release();
+    }
+    const delivered = await until(async () => {
+      const d = (await deliveries(kept.id)).body.items[0];
+      return d?.status === 'succeeded' && d;
+    }, 'the kept endpoint\'s delivery recorded', 20_000);
+    expect(delivered.attempts).toBe(1);
+    expect(receiver.at('/batch-kept')).toHaveLength(1);
+    expect(await t.database.db.selectFrom('webhook_attempts').select('id').where('endpoint_id', '=', gone.id).execute()).toEqual([]);
+  });
+
   it('never lets slow, hanging, redirecting, failing, resetting or 10 MB receivers stall the others', async () => {
     const bad = ['hang', 'slow', 'redirect', 'not_found', 'fail', 'reset', 'huge'] as const;
     const endpoints = new Map<string, number>();
