@@ -1,4 +1,6 @@
+import { afterEach } from 'vitest';
 import { runSearchThreadsFrom } from '../modules/retrieval/thread.js';
+import { releaseHeldLocks } from './locks.js';
 import { compiledModule } from './process.js';
 
 /**
@@ -8,3 +10,6 @@ import { compiledModule } from './process.js';
  */
 const searchThread = compiledModule('modules/retrieval/thread-worker.js');
 if (searchThread) runSearchThreadsFrom(searchThread);
+
+// A test that failed while holding a row lock releases it here, not never: its app's shutdown would wait for it.
+afterEach(releaseHeldLocks);

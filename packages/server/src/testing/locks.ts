@@ -21,12 +21,7 @@ export async function holdOwnerLocks(t: TestApp, endUserIds: string[]): Promise<
     await released;
   });
   await Promise.race([taken, holder]);
-  return {
-    release: async () => {
-      release();
-      await holder;
-    },
-  };
+  return held(release, holder);
 }
 
 /**
@@ -49,15 +44,28 @@ export async function holdUncommitted(
     if (!(error instanceof RolledBack)) throw error;
   });
   await Promise.race([made, holder]);
-  return {
-    release: async () => {
-      release();
-      await holder;
-    },
-  };
+  return held(release, holder);
 }
 
 class RolledBack extends Error {}
+
+/** Holds not released yet: a test that fails while holding one must not leave its app waiting at shutdown. */
+const unreleased = new Set<() => Promise<void>>();
+
+function held(release: () => void, holder: Promise<unknown>): { release: () => Promise<void> } {
+  const released = async () => {
+    unreleased.delete(released);
+    release();
+    await holder;
+  };
+  unreleased.add(released);
+  return { release: released };
+}
+
+/** Releases what a test still holds (testing/file-setup.ts runs it after each test). */
+export async function releaseHeldLocks(): Promise<void> {
+  await Promise.allSettled([...unreleased].map((release) => release()));
+}
 
 /** PostgreSQL: how many backends of the test's database wait for a lock. */
 export async function lockWaiterCount(t: TestApp): Promise<number> {
