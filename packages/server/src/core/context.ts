@@ -1,4 +1,5 @@
 import type { Compilable, Transaction } from 'kysely';
+import type { Executor } from '../store/database.js';
 import type { DB } from '../store/schema.js';
 import type { Role } from './access.js';
 
@@ -85,6 +86,12 @@ export interface WriteContext {
    * statement of it found the clock still there (core/credentials-clock.ts). Unset: verified.
    */
   heldAt?: number;
+  /**
+   * A person acting by bearer token was authorized by their role as read when the request arrived:
+   * run in the write's transaction, this throws when that role has changed since (a demotion or
+   * removal committed meanwhile), so nothing the old role allowed is written after it.
+   */
+  verifyActor?: (trx: Executor) => Promise<void>;
 }
 
 /**

@@ -37,6 +37,7 @@ export async function write<T>(
     transaction = trx;
     // A request using a held key writes nothing unless its credentials still hold (core/credentials-clock.ts).
     await verifyHeld(trx, ctx.heldAt);
+    await ctx.verifyActor?.(trx);
     events.length = 0;
     const now = nowIso();
     const audits: AuditEntry[] = [];

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Database } from '../store/database.js';
+import type { Database, Executor } from '../store/database.js';
 import { liveSession, touchSession, type TokenIssuer } from '../modules/auth/index.js';
 import { findProject, forgetKey, membershipOf, resolveKey, touchApiKey } from '../modules/org/index.js';
 import { CredentialsMoved } from '../core/credentials-clock.js';
@@ -253,9 +253,25 @@ export function writeContextOf(request: FastifyRequest): WriteContext {
  */
 const requestOwn = (request: FastifyRequest) => ({
   caughtUp: request.caughtUp,
+  ...(request.principal?.kind === 'bearer' && request.principal.organizationId && request.principal.role
+    ? { verifyActor: roleStillHeld(request.principal.userId!, request.principal.organizationId, request.principal.role) } : {}),
   ...(request.heldAt !== undefined ? { heldAt: request.heldAt } : {}),
   ...(request.idempotencyClaim ? { journal: request.idempotencyClaim.journal } : {}),
 });
+
+/**
+ * WriteContext.verifyActor for a person: their role in the organization is still the one the request was authorized
+ * with. A plain read in the write's transaction (not a lock, which would order itself against the owners' locks of
+ * role changes): a change committed before it is seen, one committing later is ordered after this write.
+ */
+function roleStillHeld(userId: number, organizationId: string, role: Role) {
+  return async (trx: Executor) => {
+    const now = (await membershipOf(trx, userId, organizationId))?.role;
+    if (now !== role) {
+      throw new AppError('conflict', `Your role in this organization changed while this request ran (${role} → ${now ?? 'no longer a member'}); nothing was changed. Send it again to be authorized as you are now`);
+    }
+  };
+}
 
 /** The end user whose memories an end-user-scoped route acts on. */
 export function ownerOf(request: FastifyRequest) {

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp, type TestApp } from '../../testing/harness.js';
 import { until } from '../../testing/until.js';
+import { holdUncommitted, untilLocked } from '../../testing/locks.js';
 
 const STRONG = 'plum tree in the rain';
 
@@ -142,6 +143,29 @@ forEachDialect('members', (dialect) => {
       expect(res.body.error.code).toBe('conflict');
     }
     expect([await roleOf(changed.userId), await roleOf(removed.userId)]).toEqual(['owner', 'owner']);
+  });
+
+  it.runIf(dialect === 'postgres')('an owner demoted while their request was under way cannot make an owner-level change with it (409, nothing changed)', async () => {
+    const acting = await t.member('owner');
+    const target = await t.member('member');
+    const roleOf = async (userId: number) => (await t.database.db.selectFrom('memberships').select('role')
+      .where('organization_id', '=', t.organizationId).where('user_id', '=', userId).executeTakeFirst())?.role;
+    // The request reads the acting owner's role as it authenticates, then stops at the session's last use (due), whose
+    // row the test holds; the demotion commits meanwhile.
+    await t.database.db.updateTable('sessions').set({ last_used_at: '2000-01-01T00:00:00.000Z' }).where('user_id', '=', acting.userId).execute();
+    const session = await holdUncommitted(t, (trx) => trx.selectFrom('sessions').select('id').where('user_id', '=', acting.userId).forUpdate().execute());
+    const promotion = t.call('PATCH', `/org/members/${target.userId}`, { token: acting.token, body: { role: 'owner' } });
+    await untilLocked(t, async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'update "sessions"%'`.execute(t.database.db)).rows[0]!.n === 1,
+    'the request, authenticated as an owner, to wait at its session');
+    await t.database.db.updateTable('memberships').set({ role: 'admin' }).where('organization_id', '=', t.organizationId).where('user_id', '=', acting.userId).execute();
+    await session.release();
+    const res = await promotion;
+    expect(res.status, res.text).toBe(409);
+    expect(res.body.error.message).toMatch(/role in this organization changed while this request ran \(owner → admin\)/);
+    expect(await roleOf(target.userId)).toBe('member');
+    // Sent again, it is authorized as the person is now: an admin cannot make an owner.
+    expect((await t.call('PATCH', `/org/members/${target.userId}`, { token: acting.token, body: { role: 'owner' } })).status).toBe(403);
   });
 
   it("removes a member: their sessions end at once, audited, member.removed emitted", async () => {
