@@ -346,7 +346,7 @@ export interface paths {
         post?: never;
         /**
          * Remove a connection
-         * @description Purges (forgets every memory it brought in) and deletes the connection with its syncs. 409 while a sync is queued or running; no sync is queued meanwhile.
+         * @description Purges (forgets every memory it brought in) and deletes the connection with its syncs. 409 while a sync is queued or running, or while a purge or removal of the connection is under way; no sync is queued meanwhile.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
@@ -439,7 +439,7 @@ export interface paths {
         put?: never;
         /**
          * Purge what a connection brought in
-         * @description Forgets every memory the connection created and its synced objects; the connection stays. 409 while a sync is queued or running; no sync is queued until the purge is done. A purge that died half way is finished by the next purge or removal.
+         * @description Forgets every memory the connection created and its synced objects; the connection stays. 409 while a sync is queued or running, or while another purge or removal of the connection is under way (one purge at a time); no sync is queued until the purge is done. A purge that failed half way is finished by the next purge or removal; one whose process died, once five minutes have passed since its last batch.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */

@@ -4,16 +4,18 @@ import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { connectorsClient, consentAt } from '../../testing/connectors.js';
 import { GOOGLE_CLIENT, startFakeGoogleDrive, type FakeGoogleDrive } from '../../testing/fake-google-drive.js';
 import { SLACK_CLIENT, startFakeSlack, type FakeMessage, type FakeSlack } from '../../testing/fake-slack.js';
+import { holdOwnerLocks, lockWaiterCount, lockWaiters, untilLocked } from '../../testing/locks.js';
 import { expectError } from '../../testing/memories.js';
 import { until } from '../../testing/until.js';
 import { JobRunner } from '../../jobs/runner.js';
 import { decodeJson } from '../../store/database.js';
 import { queueDueSyncs } from './service.js';
 import type { SyncDeps } from './deps.js';
+import { PURGE_LEASE_MS } from './store.js';
 
 /**
  * Connectors when things happen at once: a sync taken over by another runner, a purge while syncs
- * are due, configuration and credentials that change while a sync or a check uses the old ones.
+ * are due or while another purge runs, configuration and credentials that change while a sync or a check uses the old ones.
  * The vendors (local fakes) hold an answer until the test releases it, which fixes the interleaving.
  */
 
@@ -136,6 +138,102 @@ forEachDialect('connectors under concurrency', (dialect) => {
     expect(await c.objects(id)).toEqual([]);
     expect(await connectionRow(id)).toMatchObject({ purging_since: null, cursor: null, state: 'active' });
     // Done: syncs are queued again.
+    expect(await c.waitForSync((await c.sync(id)).id)).toMatchObject({ status: 'succeeded', progress: { created: 2 } });
+  });
+
+  const syncsOf = async (id: number) => (await t.database.db.selectFrom('connector_syncs').select('id').where('connection_id', '=', id).execute()).length;
+  const purgeAudits = async (id: number) =>
+    (await t.database.db.selectFrom('audit_log').select('id').where('action', '=', 'connection.purge').where('target_id', '=', String(id)).execute()).length;
+
+  it.runIf(dialect === 'postgres')('two purges of one connection at once: the second is 409 while the first runs, which alone forgets and ends the purge', async () => {
+    const c = connectorsClient(t, owner);
+    const endUser = `purged-twice-${dialect}`;
+    slack.messages.set('C0GENERAL', [message(10, 'The wiki moved.'), message(20, 'Backups run at two.')]);
+    const id = await slackConnection(endUser);
+    expect(await c.waitForSync((await c.sync(id)).id)).toMatchObject({ status: 'succeeded', progress: { created: 2 } });
+    const syncsBefore = await syncsOf(id);
+
+    // The first purge has marked the connection; its first batch waits for the end user's revision row.
+    const owners = await holdOwnerLocks(t, [endUser]);
+    const first = c.call('POST', `/connectors/connections/${id}/purge`);
+    await lockWaiters(t, 1, 'the first purge to wait for the end user');
+    let answered = false;
+    const second = c.call('POST', `/connectors/connections/${id}/purge`).finally(() => (answered = true));
+    // Refused at once; a second purge that ran would queue behind the same lock instead.
+    await untilLocked(t, async () => answered || (await lockWaiterCount(t)) >= 2, 'the second purge to answer (or wait behind the first)');
+    const answeredWhileHeld = answered;
+    const removal = answeredWhileHeld ? await c.call('DELETE', `/connectors/connections/${id}`) : undefined;
+    expectError(await c.call('POST', `/connectors/connections/${id}/sync`), 409, 'conflict');
+    await owners.release();
+
+    const [purged, refused] = await Promise.all([first, second]);
+    expectError(refused, 409, 'conflict');
+    expect(refused.body.error.message).toContain('already being purged');
+    expect(answeredWhileHeld).toBe(true);
+    expectError(removal!, 409, 'conflict');
+    expect(purged.status, purged.text).toBe(200);
+    expect(purged.body).toEqual({ id, memories_forgotten: 2 });
+    expect(await liveTexts(endUser)).toEqual([]);
+    expect(await c.objects(id)).toEqual([]);
+    expect(await purgeAudits(id)).toBe(1);
+    expect(await syncsOf(id)).toBe(syncsBefore);
+    expect(await connectionRow(id)).toMatchObject({ purging_since: null, cursor: null, state: 'active' });
+    expect(await c.waitForSync((await c.sync(id)).id)).toMatchObject({ status: 'succeeded', progress: { created: 2 } });
+  });
+
+  it.runIf(dialect === 'postgres')('a purge that stalled past its lease and was taken over commits nothing more; the one that took over ends it', async () => {
+    const c = connectorsClient(t, owner);
+    const endUser = `purge-taken-over-${dialect}`;
+    slack.messages.set('C0GENERAL', [message(10, 'Payroll is on the 25th.'), message(20, 'The VPN changed.')]);
+    const id = await slackConnection(endUser);
+    expect(await c.waitForSync((await c.sync(id)).id)).toMatchObject({ status: 'succeeded', progress: { created: 2 } });
+
+    const owners = await holdOwnerLocks(t, [endUser]);
+    const stalled = c.call('POST', `/connectors/connections/${id}/purge`);
+    await lockWaiters(t, 1, 'the first purge to wait for the end user');
+    // It stalls past its lease; the next purge takes the connection over and waits behind the same lock.
+    await t.database.db.updateTable('connector_connections').set({ purging_since: new Date(Date.now() - PURGE_LEASE_MS - 1000).toISOString() }).where('id', '=', id).execute();
+    const next = c.call('POST', `/connectors/connections/${id}/purge`);
+    await lockWaiters(t, 2, 'the second purge to wait behind it');
+    await owners.release();
+
+    const [lost, purged] = await Promise.all([stalled, next]);
+    expectError(lost, 409, 'conflict');
+    expect(lost.body.error.message).toContain('took over');
+    expect(purged.status, purged.text).toBe(200);
+    expect(purged.body).toEqual({ id, memories_forgotten: 2 });
+    expect(await liveTexts(endUser)).toEqual([]);
+    expect(await purgeAudits(id)).toBe(1);
+    expect(await connectionRow(id)).toMatchObject({ purging_since: null, cursor: null });
+  });
+
+  it('a purge under way elsewhere makes the next one 409; once its mark lapsed (it died), the next purge finishes it', async () => {
+    const c = connectorsClient(t, owner);
+    const endUser = `purge-lapsed-${dialect}`;
+    slack.messages.set('C0GENERAL', [message(10, 'The printer is fixed.'), message(20, 'Parking is full.')]);
+    const id = await slackConnection(endUser);
+    expect(await c.waitForSync((await c.sync(id)).id)).toMatchObject({ status: 'succeeded', progress: { created: 2 } });
+    const markAt = (ms: number) => t.database.db.updateTable('connector_connections').set({ purging_since: new Date(ms).toISOString() }).where('id', '=', id).execute();
+
+    // Another process's purge marked the connection a moment ago.
+    await markAt(Date.now() - 1000);
+    for (const [method, url] of [['POST', `/connectors/connections/${id}/purge`], ['DELETE', `/connectors/connections/${id}`]] as const) {
+      const refused = await c.call(method, url);
+      expectError(refused, 409, 'conflict');
+      expect(refused.body.error.message).toContain('already being purged');
+    }
+    expect(await liveTexts(endUser)).toHaveLength(2);
+
+    // That process died: its mark is not renewed. Past the lease, syncs still wait, and the next purge finishes the work.
+    await markAt(Date.now() - PURGE_LEASE_MS - 1000);
+    const sync = await c.call('POST', `/connectors/connections/${id}/sync`);
+    expectError(sync, 409, 'conflict');
+    expect(sync.body.error.message).toContain('stopped half way');
+    const purged = await c.call('POST', `/connectors/connections/${id}/purge`);
+    expect(purged.status, purged.text).toBe(200);
+    expect(purged.body).toEqual({ id, memories_forgotten: 2 });
+    expect(await liveTexts(endUser)).toEqual([]);
+    expect(await connectionRow(id)).toMatchObject({ purging_since: null, cursor: null });
     expect(await c.waitForSync((await c.sync(id)).id)).toMatchObject({ status: 'succeeded', progress: { created: 2 } });
   });
 

@@ -101,7 +101,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     config: manage,
     schema: {
       tags, summary: 'Purge what a connection brought in',
-      description: 'Forgets every memory the connection created and its synced objects; the connection stays. 409 while a sync is queued or running; no sync is queued until the purge is done. A purge that died half way is finished by the next purge or removal.',
+      description: 'Forgets every memory the connection created and its synced objects; the connection stays. 409 while a sync is queued or running, or while another purge or removal of the connection is under way (one purge at a time); no sync is queued until the purge is done. A purge that failed half way is finished by the next purge or removal; one whose process died, once five minutes have passed since its last batch.',
       params: ConnectionParams, response: { 200: Purged, ...declaredErrors(409) },
     },
   }, async (request) => connectors.purgeConnection(deps, projectContext(request), request.params.connection_id));
@@ -110,7 +110,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> 
     config: manage,
     schema: {
       tags, summary: 'Remove a connection',
-      description: 'Purges (forgets every memory it brought in) and deletes the connection with its syncs. 409 while a sync is queued or running; no sync is queued meanwhile.',
+      description: 'Purges (forgets every memory it brought in) and deletes the connection with its syncs. 409 while a sync is queued or running, or while a purge or removal of the connection is under way; no sync is queued meanwhile.',
       params: ConnectionParams, response: { 200: Removed, ...declaredErrors(409) },
     },
   }, async (request) => connectors.removeConnection(deps, projectContext(request), request.params.connection_id));

@@ -33,6 +33,20 @@ export const sameCredentials = (sealed: string | null) => (eb: ExpressionBuilder
   sealed === null ? eb('credentials', 'is', null) : eb('credentials', '=', sealed);
 
 /**
+ * A purge or removal holds the connection's mark (purging_since) while it forgets in batches, renewing
+ * it with each batch. A mark not renewed for this long is a purge that died: the next purge or
+ * removal takes it over and finishes its work; the purge that stalled then commits nothing more.
+ */
+export const PURGE_LEASE_MS = 5 * 60_000;
+
+/** The mark a purge that failed half way leaves: lapsed at once, so the next purge finishes its work without waiting. */
+export const PURGE_STOPPED = new Date(0).toISOString();
+
+/** Whether the connection's mark is held by a purge still under way, not one that died or stopped. */
+export const purgeUnderWay = (row: Pick<ConnectionRow, 'purging_since'>, now = Date.now()) =>
+  row.purging_since !== null && Date.parse(row.purging_since) > now - PURGE_LEASE_MS;
+
+/**
  * The connection's row, locked until the transaction ends on PostgreSQL (SQLite has one writer):
  * queueing a sync and starting or ending a purge take turns on it.
  */

@@ -10,7 +10,7 @@ import { sourceAccess } from './oauth.js';
 import { sleep } from './providers/http.js';
 import { providerNamed } from './providers/index.js';
 import { ConsentRevoked, ProviderConfigError, type SourceObject, type SyncRun } from './providers/provider.js';
-import { lockedConnection, sameCredentials, type ConnectionRow, type StoredCredentials } from './store.js';
+import { lockedConnection, purgeUnderWay, sameCredentials, type ConnectionRow, type StoredCredentials } from './store.js';
 
 /**
  * The sync engine, the same for every provider: objects are identified by connection + source
@@ -43,7 +43,11 @@ export async function queueSync(
 ): Promise<number> {
   const current = await lockedConnection(database, trx, connection.project_id, connection.id);
   if (!current) throw notFound('Connection');
-  if (current.purging_since !== null) throw new AppError('conflict', 'The connection\'s memories are being purged; sync once that is done');
+  if (current.purging_since !== null) {
+    throw new AppError('conflict', purgeUnderWay(current)
+      ? 'The connection\'s memories are being purged; sync once that is done'
+      : 'A purge of the connection\'s memories stopped half way; purge (or remove) it again to finish, then sync');
+  }
   if (AWAITING_CONSENT.includes(current.state)) {
     throw new AppError('conflict', `The connection ${current.state === 'needs_consent' ? 'is waiting for consent (POST …/authorize)' : 'lost its consent (POST …/repair)'}`);
   }
