@@ -2561,7 +2561,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2747,7 +2747,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3049,7 +3049,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3192,7 +3192,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3332,7 +3332,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3626,7 +3626,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4024,7 +4024,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4697,7 +4697,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4976,7 +4976,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5163,7 +5163,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5350,7 +5350,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5505,7 +5505,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5700,7 +5700,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5849,7 +5849,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6107,7 +6107,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6265,7 +6265,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6675,7 +6675,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7197,7 +7197,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7345,7 +7345,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7494,7 +7494,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7635,7 +7635,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7952,7 +7952,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8112,7 +8112,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8279,7 +8279,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8438,7 +8438,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8587,7 +8587,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8968,7 +8968,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9118,7 +9118,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9313,7 +9313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9505,7 +9505,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9760,7 +9760,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9946,7 +9946,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10309,7 +10309,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10885,7 +10885,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11357,7 +11357,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11522,7 +11522,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11891,7 +11891,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12016,7 +12016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12153,7 +12153,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12412,7 +12412,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12763,7 +12763,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13032,7 +13032,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13279,7 +13279,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13434,7 +13434,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13723,7 +13723,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13987,7 +13987,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14137,7 +14137,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14286,7 +14286,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14947,7 +14947,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15223,7 +15223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15401,7 +15401,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15666,7 +15666,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15823,7 +15823,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15963,7 +15963,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16111,7 +16111,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16258,7 +16258,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16655,7 +16655,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17015,7 +17015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17335,7 +17335,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17514,7 +17514,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17656,7 +17656,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17937,7 +17937,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18217,7 +18217,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18373,7 +18373,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18491,7 +18491,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18851,7 +18851,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19001,7 +19001,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19146,7 +19146,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19291,7 +19291,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19406,7 +19406,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, a request with this Idempotency-Key is in flight, or the caller's role changed while the request ran */
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -88,10 +88,11 @@ export interface WriteContext {
   heldAt?: number;
   /**
    * A person acting by bearer token was authorized by their role as read when the request arrived:
-   * run in the write's transaction, this throws when that role has changed since (a demotion or
-   * removal committed meanwhile), so nothing the old role allowed is written after it.
+   * run in the write's transaction, this reads that role again and answers it, throwing what
+   * authorization would answer now if it no longer passes (a demotion or removal committed
+   * meanwhile), so nothing the old role allowed is written after it.
    */
-  verifyActor?: (trx: Executor) => Promise<void>;
+  verifyActor?: (trx: Executor) => Promise<Role>;
 }
 
 /**

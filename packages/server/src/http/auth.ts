@@ -122,10 +122,7 @@ async function resolveBearerPrincipal(
   const membership = await membershipOf(database.db, session.userId, requestedOrganization);
   if (requestedOrganization !== undefined && !membership) throw notFound('Organization');
   const role = membership?.role as Role | undefined;
-  if (auth.capability) {
-    if (!role) throw forbidden('This operation needs a membership in an organization');
-    if (!roleGrants(role, auth.capability)) throw forbidden(`Your role (${role}) lacks the ${auth.capability} capability`);
-  }
+  requireCapability(role, auth.capability);
   if (auth.scope && !hasScope(session.scopes, auth.scope)) throw forbidden(`The token lacks the ${auth.scope} scope`);
   let projectId: string | null = null;
   if (auth.bearerProject) {
@@ -140,6 +137,13 @@ async function resolveBearerPrincipal(
     kind: 'bearer', actor: { type: 'user', id: session.userId }, organizationId: membership?.organizationId ?? null,
     role: role ?? null, scopes: session.scopes, projectId, userId: session.userId, sessionId: session.id, key: null,
   };
+}
+
+/** A bearer caller's role in the acting organization (undefined: none) must grant the route's capability. */
+function requireCapability(role: Role | undefined, capability: Capability | undefined): void {
+  if (!capability) return;
+  if (!role) throw forbidden('This operation needs a membership in an organization');
+  if (!roleGrants(role, capability)) throw forbidden(`Your role (${role}) lacks the ${capability} capability`);
 }
 
 /**
@@ -253,23 +257,29 @@ export function writeContextOf(request: FastifyRequest): WriteContext {
  */
 const requestOwn = (request: FastifyRequest) => ({
   caughtUp: request.caughtUp,
-  ...(request.principal?.kind === 'bearer' && request.principal.organizationId && request.principal.role
-    ? { verifyActor: roleStillHeld(request.principal.userId!, request.principal.organizationId, request.principal.role) } : {}),
+  ...verifyActorOf(request),
   ...(request.heldAt !== undefined ? { heldAt: request.heldAt } : {}),
   ...(request.idempotencyClaim ? { journal: request.idempotencyClaim.journal } : {}),
 });
 
 /**
- * WriteContext.verifyActor for a person: their role in the organization is still the one the request was authorized
- * with. A plain read in the write's transaction (not a lock, which would order itself against the owners' locks of
- * role changes): a change committed before it is seen, one committing later is ordered after this write.
+ * WriteContext.verifyActor of a person on a route that needs a capability (only those depend on the role): their role
+ * in the acting organization now, refused as authorization would refuse it now. A plain read sees a change committed
+ * before it; a write that must also wait for one under way locks the row first (people/service.ts#actingRole).
  */
-function roleStillHeld(userId: number, organizationId: string, role: Role) {
-  return async (trx: Executor) => {
-    const now = (await membershipOf(trx, userId, organizationId))?.role;
-    if (now !== role) {
-      throw new AppError('conflict', `Your role in this organization changed while this request ran (${role} → ${now ?? 'no longer a member'}); nothing was changed. Send it again to be authorized as you are now`);
-    }
+function verifyActorOf(request: FastifyRequest): { verifyActor?: (trx: Executor) => Promise<Role> } {
+  const principal = request.principal;
+  const capability = request.routeOptions.config.auth?.capability;
+  if (principal?.kind !== 'bearer' || !principal.organizationId || !capability) return {};
+  const { userId, organizationId } = principal as { userId: number; organizationId: string };
+  return {
+    verifyActor: async (trx) => {
+      const role = (await membershipOf(trx, userId, organizationId))?.role as Role | undefined;
+      // No longer a member: as for X-Organization-ID naming an organization one is not in.
+      if (!role) throw notFound('Organization');
+      requireCapability(role, capability);
+      return role;
+    },
   };
 }
 

@@ -2,7 +2,7 @@
 export {
   addMembership, bootstrap, createApiKey, createOrganization, createProject, createUser, lastUseDue, memberUserIds, membershipOf,
   findProject, organizationExists, projectIdsOf, resolveApiKey, touchApiKey, userCredentials,
-  findMember, findUser, listUsers, members, ownerCount, projectOrganization, removeMembership, revokeApiKey, setMemberRole, setPassword,
+  findMember, findUser, listUsers, lockMemberships, members, ownerCount, projectOrganization, removeMembership, revokeApiKey, setMemberRole, setPassword,
   type BootstrapResult, type Member, type UserRecord,
 } from './service.js';
 export { createKeyAsOperator, revokeKeyAsOperator } from './api-keys.js';

@@ -354,6 +354,20 @@ export async function ownerCount(db: Executor, organizationId: string, dialect: 
   return rows.length;
 }
 
+/**
+ * PostgreSQL: locks, in one statement and in user id order (ownerCount's order, so no two of these deadlock), the
+ * memberships of `userIds` in the organization and, with `owners`, every owner's, until the transaction ends: a people
+ * write takes every membership row it will lock here, first. SQLite: nothing (its writes run one at a time).
+ */
+export async function lockMemberships(
+  db: Executor, organizationId: string, userIds: number[], owners: boolean, dialect: 'sqlite' | 'postgres',
+): Promise<void> {
+  if (dialect !== 'postgres') return;
+  await db.selectFrom('memberships').select('user_id').where('organization_id', '=', organizationId)
+    .where((eb) => eb.or([eb('user_id', 'in', userIds), ...(owners ? [eb('role', '=', 'owner')] : [])]))
+    .orderBy('user_id').forUpdate().execute();
+}
+
 /** Gives the member `role` if their role is still `from`, the one the change was decided on; false if it is not (changed meanwhile). */
 export async function setMemberRole(db: Executor, organizationId: string, userId: number, role: string, from: string): Promise<boolean> {
   const changed = await db.updateTable('memberships').set({ role })

@@ -1,10 +1,11 @@
 import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp, type TestApp } from '../../testing/harness.js';
 import { until } from '../../testing/until.js';
 import { holdUncommitted, untilLocked } from '../../testing/locks.js';
+import type { DB } from '../../store/schema.js';
 
 const STRONG = 'plum tree in the rain';
 
@@ -27,6 +28,8 @@ forEachDialect('members', (dialect) => {
 
   const invite = (email: string, role: string, token = owner.token) => t.call('POST', '/org/invitations', { token, body: { email, role } });
   const accept = (token: string, password: string) => t.call('POST', '/invitations/accept', { key: null, project: null, endUser: null, body: { token, password } });
+  const roleOf = async (userId: number) => (await t.database.db.selectFrom('memberships').select('role')
+    .where('organization_id', '=', t.organizationId).where('user_id', '=', userId).executeTakeFirst())?.role;
 
   it('invites with a role; the single-use link creates the account, audited, with member.* events', async () => {
     const [a, e] = await marks(t);
@@ -118,8 +121,6 @@ forEachDialect('members', (dialect) => {
   it.runIf(dialect === 'postgres')('an admin\'s change or removal of members made owners meanwhile is refused with 409, changing nothing', async () => {
     const admin = await t.member('admin');
     const [changed, removed] = [await t.member('member'), await t.member('member')];
-    const roleOf = async (userId: number) => (await t.database.db.selectFrom('memberships').select('role')
-      .where('organization_id', '=', t.organizationId).where('user_id', '=', userId).executeTakeFirst())?.role;
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let promoted!: () => void;
@@ -145,11 +146,9 @@ forEachDialect('members', (dialect) => {
     expect([await roleOf(changed.userId), await roleOf(removed.userId)]).toEqual(['owner', 'owner']);
   });
 
-  it.runIf(dialect === 'postgres')('an owner demoted while their request was under way cannot make an owner-level change with it (409, nothing changed)', async () => {
+  it.runIf(dialect === 'postgres')('an owner demoted after authenticating is refused an owner-level change as an admin would be (403, nothing changed)', async () => {
     const acting = await t.member('owner');
     const target = await t.member('member');
-    const roleOf = async (userId: number) => (await t.database.db.selectFrom('memberships').select('role')
-      .where('organization_id', '=', t.organizationId).where('user_id', '=', userId).executeTakeFirst())?.role;
     // The request reads the acting owner's role as it authenticates, then stops at the session's last use (due), whose
     // row the test holds; the demotion commits meanwhile.
     await t.database.db.updateTable('sessions').set({ last_used_at: '2000-01-01T00:00:00.000Z' }).where('user_id', '=', acting.userId).execute();
@@ -159,14 +158,46 @@ forEachDialect('members', (dialect) => {
       WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'update "sessions"%'`.execute(t.database.db)).rows[0]!.n === 1,
     'the request, authenticated as an owner, to wait at its session');
     await t.database.db.updateTable('memberships').set({ role: 'admin' }).where('organization_id', '=', t.organizationId).where('user_id', '=', acting.userId).execute();
+    const [a, e] = await marks(t);
     await session.release();
     const res = await promotion;
-    expect(res.status, res.text).toBe(409);
-    expect(res.body.error.message).toMatch(/role in this organization changed while this request ran \(owner → admin\)/);
+    expect(res.status, res.text).toBe(403);
+    expect(res.body.error).toMatchObject({ code: 'forbidden', message: 'Only an owner can make someone an owner' });
     expect(await roleOf(target.userId)).toBe('member');
-    // Sent again, it is authorized as the person is now: an admin cannot make an owner.
-    expect((await t.call('PATCH', `/org/members/${target.userId}`, { token: acting.token, body: { role: 'owner' } })).status).toBe(403);
+    expect(await effectsSince(t, a, e)).toEqual({ audit: [], events: [] });
   });
+
+  // A concurrent demotion or removal of the acting owner, written and not yet committed as their request runs: the
+  // request waits for the acting owner's membership row, then is answered as authorization would answer now.
+  const underWay = dialect === 'postgres' ? [
+    { change: 'demotion to admin', status: 403, code: 'forbidden', actingAfter: 'admin' },
+    { change: 'removal', status: 404, code: 'not_found', actingAfter: undefined },
+  ] as const : [];
+  for (const { change, status, code, actingAfter } of underWay) {
+    it(`an owner's ${change} under way when their owner-level change runs is waited for, then refuses it (${status}, nothing changed)`, async () => {
+      const acting = await t.member('owner');
+      const [target, other] = [await t.member('member'), await t.member('owner')];
+      const [a, e] = await marks(t);
+      const actingRow = (trx: Transaction<DB>) => change === 'removal'
+        ? trx.deleteFrom('memberships').where('organization_id', '=', t.organizationId).where('user_id', '=', acting.userId).execute()
+        : trx.updateTable('memberships').set({ role: 'admin' }).where('organization_id', '=', t.organizationId).where('user_id', '=', acting.userId).execute();
+      const held = await holdUncommitted(t, actingRow, { commit: true });
+      const requests = [
+        t.call('PATCH', `/org/members/${target.userId}`, { token: acting.token, body: { role: 'owner' } }),
+        t.call('DELETE', `/org/members/${other.userId}`, { token: acting.token }),
+      ];
+      await untilLocked(t, async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%from "memberships"%for update'`.execute(t.database.db)).rows[0]!.n === 2,
+      'both requests to wait for the acting owner\'s membership row');
+      await held.release();
+      for (const res of await Promise.all(requests)) {
+        expect(res.status, res.text).toBe(status);
+        expect(res.body.error.code).toBe(code);
+      }
+      expect([await roleOf(acting.userId), await roleOf(target.userId), await roleOf(other.userId)]).toEqual([actingAfter, 'member', 'owner']);
+      expect(await effectsSince(t, a, e)).toEqual({ audit: [], events: [] });
+    });
+  }
 
   it("removes a member: their sessions end at once, audited, member.removed emitted", async () => {
     const gone = await t.member('member');

@@ -8,7 +8,8 @@ import { isRole, type Role } from '../../core/access.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import { endSessions, lastSignIns } from '../auth/index.js';
 import {
-  addMembership, createUser, findMember, findUser, membershipOf, members, organizationExists, ownerCount, removeMembership, setMemberRole, setPassword,
+  addMembership, createUser, findMember, findUser, lockMemberships, membershipOf, members, organizationExists, ownerCount, removeMembership,
+  setMemberRole, setPassword,
 } from '../org/index.js';
 import { checkPassword } from './password-rules.js';
 
@@ -40,8 +41,23 @@ const conflict = (message: string, field?: string) => new AppError('conflict', m
 const roleChangedMeanwhile = () => conflict('The member\'s role changed meanwhile; read it again and retry');
 
 /** Granting, changing or removing the owner role is for owners. */
-function requireOwnerFor(manager: Manager, role: string, what: string): void {
-  if (role === 'owner' && manager.role !== 'owner') throw forbidden(`Only an owner can ${what} an owner`);
+function requireOwnerFor(acting: Role, role: string, what: string): void {
+  if (role === 'owner' && acting !== 'owner') throw forbidden(`Only an owner can ${what} an owner`);
+}
+
+/**
+ * The acting person's role now, which every people write decides on (it may have changed since they authenticated).
+ * Their membership row is locked first, with every other membership row the write will lock (the member's it changes,
+ * the owners' when it counts them), in ownerCount's order (org's lockMemberships), so a change of it under way is
+ * waited for and none commits before this write; then it is read again and refused as authorization would refuse it
+ * now (WriteContext.verifyActor).
+ */
+async function actingRole(
+  database: Database, trx: Executor, ctx: WriteContext, manager: Manager, locks: { member?: number; owners?: boolean } = {},
+): Promise<Role> {
+  const userIds = locks.member === undefined ? [manager.userId] : [manager.userId, locks.member];
+  await lockMemberships(trx, ctx.organizationId, userIds, locks.owners ?? false, database.dialect);
+  return ctx.verifyActor ? ctx.verifyActor(trx) : manager.role;
 }
 
 /** The token is in the fragment, which browsers never send to a server, so it stays out of access logs. */
@@ -70,9 +86,9 @@ export async function invite(
 ): Promise<InvitationView> {
   const email = input.email.trim().toLowerCase();
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw invalid('email', 'email must be an e-mail address');
-  requireOwnerFor(manager, input.role, 'invite');
   const token = INVITATION_PREFIX + randomToken(32);
   const created = await write(deps.database, ctx, async (trx, effects) => {
+    requireOwnerFor(await actingRole(deps.database, trx, ctx, manager), input.role, 'invite');
     const existing = await findUser(trx, { email });
     if (existing && (await findMember(trx, ctx.organizationId, existing.id))) throw conflict('This person is already a member', 'email');
     const expiresAt = new Date(Date.parse(effects.now) + INVITATION_TTL_MS).toISOString();
@@ -177,10 +193,12 @@ async function keepAnOwner(database: Database, trx: Executor, organizationId: st
 export async function changeRole(database: Database, ctx: WriteContext, manager: Manager, userId: number, role: string): Promise<MemberView> {
   if (!isRole(role)) throw invalid('role', 'role must be owner, admin, member or viewer');
   await write(database, ctx, async (trx, effects) => {
+    // Read before the locks: the owners are locked (and counted) when the role the change is decided on is owner.
     const member = await findMember(trx, ctx.organizationId, userId);
+    const acting = await actingRole(database, trx, ctx, manager, { member: userId, owners: member?.role === 'owner' });
     if (!member) throw notFound('Member');
-    requireOwnerFor(manager, member.role, 'change');
-    requireOwnerFor(manager, role, 'make someone');
+    requireOwnerFor(acting, member.role, 'change');
+    requireOwnerFor(acting, role, 'make someone');
     if (member.role === role) return;
     if (role !== 'owner') await keepAnOwner(database, trx, ctx.organizationId, member.role);
     if (!(await setMemberRole(trx, ctx.organizationId, userId, role, member.role))) throw roleChangedMeanwhile();
@@ -196,8 +214,9 @@ export async function removeMember(
 ): Promise<{ user_id: number; removed_at: string; sessions_ended: number }> {
   return write(database, ctx, async (trx, effects) => {
     const member = await findMember(trx, ctx.organizationId, userId);
+    const acting = await actingRole(database, trx, ctx, manager, { member: userId, owners: member?.role === 'owner' });
     if (!member) throw notFound('Member');
-    requireOwnerFor(manager, member.role, 'remove');
+    requireOwnerFor(acting, member.role, 'remove');
     await keepAnOwner(database, trx, ctx.organizationId, member.role);
     if (!(await removeMembership(trx, ctx.organizationId, userId, member.role))) throw roleChangedMeanwhile();
     const ended = await endSessions(trx, userId, 'member_removed', null, effects.now);
@@ -242,8 +261,9 @@ export async function issuePasswordReset(
   const token = RESET_PREFIX + randomToken(32);
   const issued = await write(deps.database, ctx, async (trx, effects) => {
     const member = await findMember(trx, ctx.organizationId, userId);
+    const acting = await actingRole(deps.database, trx, ctx, manager);
     if (!member) throw notFound('Member');
-    requireOwnerFor(manager, member.role, 'reset the password of');
+    requireOwnerFor(acting, member.role, 'reset the password of');
     const expiresAt = new Date(Date.parse(effects.now) + RESET_TTL_MS).toISOString();
     await trx.insertInto('password_resets').values({ token_hash: sha256Hex(token), user_id: userId, created_at: effects.now, expires_at: expiresAt }).execute();
     effects.audit('password.reset_issue', { type: 'user', id: userId });
