@@ -107,16 +107,7 @@ forEachDialect('connectors under concurrency', (dialect) => {
     expect(await c.waitForSync((await c.sync(id)).id)).toMatchObject({ status: 'succeeded', progress: { created: 2 } });
 
     // Another transaction holds the end user's revision row: the purge's first batch waits for it.
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let locked!: () => void;
-    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-    const holder = t.database.db.transaction().execute(async (trx) => {
-      await sql`SELECT revision FROM end_users WHERE end_user_id = ${endUser} FOR UPDATE`.execute(trx);
-      locked();
-      await released;
-    });
-    await lockTaken;
+    const ownerLock = await holdOwnerLocks(t, [endUser]);
     const purging = c.call('POST', `/connectors/connections/${id}/purge`);
     await until(async () => {
       const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
@@ -129,8 +120,7 @@ forEachDialect('connectors under concurrency', (dialect) => {
     const manual = await c.call('POST', `/connectors/connections/${id}/sync`);
     expectError(manual, 409, 'conflict');
     expect(manual.body.error.message).toContain('being purged');
-    release();
-    await holder;
+    await ownerLock.release();
 
     const purged = await purging;
     expect(purged.body).toEqual({ id, memories_forgotten: 2 });

@@ -217,16 +217,7 @@ forEachDialect('exports', (dialect) => {
     await t.database.db.updateTable('exports').set({ status: 'running', blob_key: null, size: null, sha256: null, completed_at: null }).where('id', '=', id).execute();
     const run = exportJob(t.database, paused)({ id: 0, projectId: t.projectId, payload: { exportId: id }, attempt: 2, finalAttempt: false, progress: async () => {} });
     await artifactWritten;
-    let locked!: () => void;
-    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const holder = t.database.db.transaction().execute(async (trx) => {
-      await sql`SELECT id FROM exports WHERE id = ${id} FOR UPDATE`.execute(trx);
-      locked();
-      await released;
-    });
-    await lockTaken;
+    const exportLock = await holdUncommitted(t, (trx) => sql`SELECT id FROM exports WHERE id = ${id} FOR UPDATE`.execute(trx));
     const waiting = (n: number, what: string) => until(async () => {
       const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
         WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%exports%'`.execute(t.database.db);
@@ -236,8 +227,7 @@ forEachDialect('exports', (dialect) => {
     await waiting(1, 'the job\'s completion to wait for the export\'s row');
     const answer = operation();
     await waiting(2, 'the operation to wait behind the job\'s completion');
-    release();
-    await holder;
+    await exportLock.release();
     return { answer: await answer, result: await run, key: blobKey(t.projectId, id, 2) };
   }
 

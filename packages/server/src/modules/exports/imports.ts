@@ -202,8 +202,9 @@ export function importJob(database: Database, blobs: BlobStore) {
       // shows, so a finished import has none left; a crash in between leaves a running import, whose next attempt
       // finds the file gone and fails it (what landed stays, and a re-upload skips it).
       await blobs.delete(row.blob_key!);
-      await db.updateTable('imports').set({ ...set, blob_key: null, completed_at: nowIso(), updated_at: nowIso() }).where('id', '=', id).where('status', '=', 'running').execute();
-      await discardUpload();
+      const finished = await db.updateTable('imports').set({ ...set, blob_key: null, completed_at: nowIso(), updated_at: nowIso() })
+        .where('id', '=', id).where('status', '=', 'running').executeTakeFirst();
+      if (Number(finished.numUpdatedRows) === 0) await db.updateTable('imports').set({ blob_key: null }).where('id', '=', id).execute();
     };
     const flush = async () => {
       if (batch.length) {
