@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import { readdirSync, statSync } from 'node:fs';
+import { Socket } from 'node:net';
 import { expect, it } from 'vitest';
 import { freshDatabaseConfig } from '../testing/harness.js';
 import { until } from '../testing/until.js';
-import { openDatabase, timestamptzToIso } from './database.js';
+import { LAST_IN_TRANSACTION, openDatabase, timestamptzToIso } from './database.js';
 
 /** A kill -9 test cannot see a lost fsync (the OS still writes the page cache), so the settings are asserted. */
 it('runs SQLite in WAL mode with synchronous=FULL, so a commit is on disk before it is acknowledged', async () => {
@@ -70,6 +71,58 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)('re-prepares a named PostgreSQL
     await expect(database.db.transaction().execute((trx) => read(trx))).rejects.toMatchObject({ code: '0A000' });
     expect((await database.db.transaction().execute((trx) => read(trx))).rows).toEqual([{ id: 1, name: 'one', colour: null, size: null }]);
   } finally {
+    await database.close();
+    await fresh.drop();
+  }
+});
+
+/**
+ * In this 2-core VM a socket write costs the server tens of microseconds and wakes the backend
+ * once more, so a PostgreSQL transaction sends its BEGIN with its first statement and its last
+ * statement (LAST_IN_TRANSACTION) with its COMMIT, one write each; one that sends nothing sends no
+ * BEGIN. Counted on the pool's real socket: every write to the database's port while it runs.
+ */
+it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)('sends a PostgreSQL BEGIN with the first statement and the COMMIT with the last, one socket write each', async () => {
+  const fresh = await freshDatabaseConfig('postgres');
+  const database = openDatabase({ ...fresh.config, poolSize: 1 } as typeof fresh.config);
+  const port = Number(new URL((fresh.config as { url: string }).url).port || 5432);
+  const socket = Socket.prototype as unknown as Record<'_write' | '_writev', (this: Socket, ...args: unknown[]) => unknown>;
+  const original = { _write: socket._write, _writev: socket._writev };
+  const written: string[] = [];
+  const counting = (method: '_write' | '_writev') =>
+    function (this: Socket, ...args: unknown[]) {
+      if (this.remotePort === port) written.push(method);
+      return original[method].apply(this, args);
+    };
+  try {
+    await sql`CREATE TABLE pipelined (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`.execute(database.db);
+    await sql`SELECT ${1}::int AS warm`.execute(database.db);
+    socket._write = counting('_write');
+    socket._writev = counting('_writev');
+
+    await database.db.transaction().execute(async (trx) => {
+      await sql`INSERT INTO pipelined VALUES (${1}, ${'one'})`.execute(trx);
+      await sql`INSERT INTO pipelined VALUES (${2}, ${'two'})`.execute(trx);
+      await sql.raw(`${LAST_IN_TRANSACTION}INSERT INTO pipelined VALUES (3, 'three')`).execute(trx);
+    });
+    expect(written).toHaveLength(3); // BEGIN + the first; the second; the third + COMMIT
+    expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM pipelined`.execute(database.db)).rows[0]!.n).toBe(3);
+
+    written.length = 0;
+    expect(await database.db.transaction().execute(async () => 'nothing sent')).toBe('nothing sent');
+    expect(written).toEqual([]);
+
+    // A first statement that fails, sent with its BEGIN: its own error, nothing of the transaction kept, the connection usable.
+    await expect(database.db.transaction().execute(async (trx) => {
+      await sql`INSERT INTO pipelined VALUES (${1}, ${'again'})`.execute(trx);
+    })).rejects.toMatchObject({ code: '23505' });
+    await expect(database.db.transaction().execute(async (trx) => {
+      await sql`INSERT INTO pipelined VALUES (${4}, ${'four'})`.execute(trx);
+      await sql.raw(`${LAST_IN_TRANSACTION}INSERT INTO pipelined VALUES (1, 'duplicate')`).execute(trx);
+    })).rejects.toMatchObject({ code: '23505' });
+    expect((await sql<{ id: number }>`SELECT id FROM pipelined ORDER BY id`.execute(database.db)).rows.map((r) => r.id)).toEqual([1, 2, 3]);
+  } finally {
+    Object.assign(socket, original);
     await database.close();
     await fresh.drop();
   }
