@@ -199,6 +199,24 @@ forEachDialect('members', (dialect) => {
     });
   }
 
+  it.runIf(dialect === 'postgres')('a member being made an owner as an admin asks for their reset link is waited for, then refused (403, no link)', async () => {
+    const admin = await t.member('admin');
+    const person = await t.member('member');
+    const [a, e] = await marks(t);
+    const promotion = await holdUncommitted(t, (trx) => trx.updateTable('memberships').set({ role: 'owner' })
+      .where('organization_id', '=', t.organizationId).where('user_id', '=', person.userId).execute(), { commit: true });
+    const issuing = t.call('POST', `/org/members/${person.userId}/password-reset`, { token: admin.token });
+    await untilLocked(t, async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%from "memberships"%for update'`.execute(t.database.db)).rows[0]!.n === 1,
+    'the reset link to wait for the member\'s row');
+    await promotion.release();
+    const res = await issuing;
+    expect(res.status, res.text).toBe(403);
+    expect(res.body.error).toMatchObject({ code: 'forbidden', message: 'Only an owner can reset the password of an owner' });
+    expect(await t.database.db.selectFrom('password_resets').select('user_id').where('user_id', '=', person.userId).execute()).toEqual([]);
+    expect(await effectsSince(t, a, e)).toEqual({ audit: [], events: [] });
+  });
+
   it("removes a member: their sessions end at once, audited, member.removed emitted", async () => {
     const gone = await t.member('member');
     const extra = await t.login({ email: gone.email });

@@ -260,8 +260,10 @@ export async function issuePasswordReset(
 ): Promise<{ user_id: number; token: string; url: string; expires_at: string; mailed: boolean }> {
   const token = RESET_PREFIX + randomToken(32);
   const issued = await write(deps.database, ctx, async (trx, effects) => {
+    // The member's row is locked with the acting one's and read after: a change of their role under way (made an
+    // owner, say) is waited for, and the link is decided on the role they have once it is done.
+    const acting = await actingRole(deps.database, trx, ctx, manager, { member: userId });
     const member = await findMember(trx, ctx.organizationId, userId);
-    const acting = await actingRole(deps.database, trx, ctx, manager);
     if (!member) throw notFound('Member');
     requireOwnerFor(acting, member.role, 'reset the password of');
     const expiresAt = new Date(Date.parse(effects.now) + RESET_TTL_MS).toISOString();
