@@ -13,7 +13,8 @@
  * 8 clients, 32 end users), `query` (POST /memory/query {k: 10} with LoCoMo questions, 16 clients,
  * on an end user holding `--memories` memories); `--clients` sets another number of clients (1 for
  * latency). CPU per operation: the server process, and on PostgreSQL the database's backends
- * (/proc), as in `bench:write`; the median latency of each round too.
+ * (/proc), as in `bench:write`, and the server's write system calls per operation; the median
+ * latency of each round too.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
@@ -21,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { option } from './lib/args.js';
-import { postgresCpuSeconds, processCpuSeconds } from './lib/cpu.js';
+import { postgresCpuSeconds, processCpuSeconds, processWriteCalls } from './lib/cpu.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad } from './lib/load.js';
 import { loadConversation, mulberry32 } from './lib/locomo.js';
@@ -119,17 +120,19 @@ for (const [name, main] of [['base', base.main], ['current', undefined]] as cons
   sides.push({ name, server, request: jsonClient(server.url, { 'x-api-key': server.key }) });
 }
 
-interface Figures { per_second: number; p50_ms: number; server_cpu_ms: number; database_cpu_ms?: number }
+interface Figures { per_second: number; p50_ms: number; server_cpu_ms: number; server_write_calls: number; database_cpu_ms?: number }
 const perRound: Record<Side['name'], Figures[]> = { base: [], current: [] };
 try {
   const questions = phase === 'query' ? await fillReader(sides) : [];
   for (let r = 0; r <= rounds; r++) {
     for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
       const { server } = side;
-      const cpu = () => [processCpuSeconds(server.process.pid!), server.dialect === 'postgres' ? postgresCpuSeconds(server.databaseUrl) : 0] as const;
-      const [server0, database0] = cpu();
+      const cpu = () => [
+        processCpuSeconds(server.process.pid!), server.dialect === 'postgres' ? postgresCpuSeconds(server.databaseUrl) : 0, processWriteCalls(server.process.pid!),
+      ] as const;
+      const [server0, database0, writes0] = cpu();
       const { operations, load } = await roundOf(side, questions);
-      const [server1, database1] = cpu();
+      const [server1, database1, writes1] = cpu();
       if (load.errors > 0) throw new Error(`${side.name}: ${load.errors} of ${load.requests} requests failed`);
       if (r === 0) continue; // warm-up
       const ms = (seconds: number) => Math.round((seconds * 1e6) / operations) / 1000;
@@ -137,6 +140,7 @@ try {
         per_second: Math.round(operations / load.seconds),
         p50_ms: load.p50_ms,
         server_cpu_ms: ms(server1 - server0),
+        server_write_calls: Math.round(((writes1 - writes0) / operations) * 100) / 100,
         ...(server.dialect === 'postgres' ? { database_cpu_ms: ms(database1 - database0) } : {}),
       });
     }
@@ -159,6 +163,7 @@ const summary = (figures: Figures[]) => ({
   per_second: Math.round(median(figures.map((f) => f.per_second))),
   p50_ms: round3(median(figures.map((f) => f.p50_ms))),
   server_cpu_ms_per_operation: round3(median(figures.map((f) => f.server_cpu_ms))),
+  server_write_calls_per_operation: round3(median(figures.map((f) => f.server_write_calls))),
   ...(figures[0]?.database_cpu_ms !== undefined ? { database_cpu_ms_per_operation: round3(median(figures.map((f) => f.database_cpu_ms!))) } : {}),
 });
 process.stdout.write(JSON.stringify({
@@ -175,6 +180,7 @@ process.stdout.write(JSON.stringify({
     per_second: ratio('per_second'),
     p50_ms: ratio('p50_ms'),
     server_cpu_ms: ratio('server_cpu_ms'),
+    server_write_calls: ratio('server_write_calls'),
     ...(sides[0]!.server.dialect === 'postgres' ? { database_cpu_ms: ratio('database_cpu_ms') } : {}),
   },
   rounds_detail: perRound,

@@ -5,7 +5,8 @@
  * ENGRAM_BENCH_DATABASE_URL). Beside each single-add figure, in the same run: the ceiling of a bare
  * insert through the same driver (one INSERT of one row per commit, same durability settings, same
  * concurrency) and Engram's ratio to it; for the 16-client adds and the bulk-add, the CPU milliseconds per memory
- * of the server process and (PostgreSQL) of the database backends; GET /healthz at 16 clients, the machine's
+ * of the server process and (PostgreSQL) of the database backends, and the server's write system calls per request
+ * (socket writes, SQLite's WAL frames: a count the machine's load does not move); GET /healthz at 16 clients, the machine's
  * speed of the moment (bench:latency reports the same). Prints JSON. `--cpu-prof DIR` writes the server's CPU profile there.
  */
 import { rmSync } from 'node:fs';
@@ -13,7 +14,7 @@ import { join, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { option } from './lib/args.js';
-import { processCpuSeconds, postgresCpuSeconds } from './lib/cpu.js';
+import { processCpuSeconds, processWriteCalls, postgresCpuSeconds } from './lib/cpu.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad, type LoadResult } from './lib/load.js';
 import { freshDataDir, startServer, type BenchServer } from './lib/server.js';
@@ -66,12 +67,14 @@ async function benchmark(server: BenchServer) {
 async function costed(server: BenchServer, memories: number, run: () => Promise<LoadResult>) {
   const serverCpu = () => processCpuSeconds(server.process.pid!);
   const databaseCpu = () => (server.dialect === 'postgres' ? postgresCpuSeconds(server.databaseUrl) : 0);
-  const [server0, database0] = [serverCpu(), databaseCpu()];
+  const writeCalls = () => processWriteCalls(server.process.pid!);
+  const [server0, database0, writes0] = [serverCpu(), databaseCpu(), writeCalls()];
   const result = await run();
   const perMemory = (seconds: number) => Math.round((seconds * 1e6) / memories) / 1000;
   return {
     ...result,
     server_cpu_ms_per_memory: perMemory(serverCpu() - server0),
+    server_write_calls_per_request: Math.round(((writeCalls() - writes0) / result.requests) * 100) / 100,
     ...(server.dialect === 'postgres' ? { database_cpu_ms_per_memory: perMemory(databaseCpu() - database0) } : {}),
   };
 }
