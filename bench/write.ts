@@ -2,7 +2,8 @@
  * Write throughput and latency of a real server: single POST /memory/add at 1 and 16 concurrent
  * clients, and bulk-add memories per second. SQLite always; PostgreSQL too when a URL is given
  * (`npm run bench:write -- --postgres postgres://postgres@127.0.0.1:5432/postgres` or
- * ENGRAM_BENCH_DATABASE_URL). Beside each single-add figure, in the same run: the ceiling of a bare
+ * ENGRAM_BENCH_DATABASE_URL), and at 16 clients with an Idempotency-Key on every add, as the official clients send
+ * them. Beside each single-add figure, in the same run: the ceiling of a bare
  * insert through the same driver (one INSERT of one row per commit, same durability settings, same
  * concurrency) and Engram's ratio to it; for the 16-client adds and the bulk-add, the CPU milliseconds per memory
  * of the server process and (PostgreSQL) of the database backends, and the server's write system calls per request
@@ -35,6 +36,13 @@ async function benchmark(server: BenchServer) {
   const single16 = await costed(server, Math.round(10000 * scale), () =>
     runLoad(Math.round(10000 * scale), 16, (i) => post(server, '/memory/add', `single-16-${i % 64}`, { text: text(i) }, [201])),
   );
+  // As the official clients send every write they may retry: with an Idempotency-Key (its claim, the write's
+  // journal and the stored answer ride along), 16 clients.
+  let idempotencyKeys = 0;
+  const idempotent16 = await costed(server, Math.round(3000 * scale), () =>
+    runLoad(Math.round(3000 * scale), 16, async (i) =>
+      (await request('POST', '/memory/add', { text: `Keyed ${text(i)}` }, { 'x-end-user-id': `keyed-16-${i % 64}`, 'idempotency-key': `bench-${++idempotencyKeys}` })).status === 201),
+  );
   const batches = Math.round(400 * scale);
   const bulk = await costed(server, batches * 50, () =>
     runLoad(batches, 8, (b) =>
@@ -54,6 +62,7 @@ async function benchmark(server: BenchServer) {
     add_single_16_clients: single16,
     bare_insert_16_clients: ceiling16,
     ratio_to_bare_insert_16_clients: ratio(single16, ceiling16),
+    add_with_idempotency_key_16_clients: idempotent16,
     bulk_add_50_items_8_clients: { ...bulk, memories_per_second: Math.round(bulk.per_second * 50) },
     healthz_16_clients: healthz,
   };

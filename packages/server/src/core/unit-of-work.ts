@@ -1,5 +1,5 @@
 import { CompiledQuery, sql, type Transaction } from 'kysely';
-import { LAST_IN_TRANSACTION, nowIso, type Database } from '../store/database.js';
+import { LAST_IN_TRANSACTION, nowIso, type Database, type Executor } from '../store/database.js';
 import type { DB } from '../store/schema.js';
 import { auditInsert, auditInsertPerInsertedRow, type AuditEntry } from './audit-log.js';
 import type { PendingWrite, WriteContext } from './context.js';
@@ -283,6 +283,16 @@ class InsertGroup {
       return object + '}';
     }).join(',')}]`;
   }
+}
+
+/**
+ * Bookkeeping around a request that is not a change of its own (an Idempotency-Key's claim and its
+ * stored answer): on SQLite it takes a place in the next group commit, sharing its fsync with the
+ * writes around it, where each autocommit statement was an fsync of its own that blocked the event
+ * loop; on PostgreSQL its statements run as they are, each its own commit.
+ */
+export function bookkeeping<T>(database: Database, work: (db: Executor) => Promise<T>): Promise<T> {
+  return database.dialect === 'sqlite' ? inTransaction(database, work) : work(database.db);
 }
 
 /** PostgreSQL: a transaction of its own. SQLite: a place in the next group commit. */

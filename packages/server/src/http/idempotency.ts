@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
 import type { WriteJournal } from '../core/context.js';
+import { bookkeeping } from '../core/unit-of-work.js';
 import { IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.js';
 import { canonicalJson } from '../core/json.js';
 import type { Database, Executor } from '../store/database.js';
@@ -168,7 +169,7 @@ async function store(db: Executor, request: FastifyRequest, reply: FastifyReply,
 }
 
 export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array; failpoint?: string }) => {
-  const { db } = opts.database;
+  const { database } = opts;
   const master = deriveKey(opts.secretKey, 'idempotency');
   app.decorateRequest('idempotencyClaim', null);
 
@@ -179,7 +180,8 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     if (!KEY.test(raw)) throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
     const principal = principalOf(request);
     const base = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
-    const outcome = await claim(db, base, fingerprint(request));
+    const print = fingerprint(request);
+    const outcome = await bookkeeping(database, (db) => claim(db, base, print));
     if (!('replay' in outcome)) {
       const partial = { ...base, createdAt: outcome.createdAt, results: [...outcome.committed] };
       request.idempotencyClaim = { ...partial, journal: journalFor(partial, outcome.committed) };
@@ -195,7 +197,7 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     if (!c) return payload;
     // Test failpoint (ENGRAM_TEST_FAILPOINT=idempotency-after-commit): die between a committed write and its stored answer.
     if (opts.failpoint === 'idempotency-after-commit' && reply.statusCode < 400) process.kill(process.pid, 'SIGKILL');
-    await store(db, request, reply, c, payload);
+    await bookkeeping(database, (db) => store(db, request, reply, c, payload));
     return payload;
   });
 });
