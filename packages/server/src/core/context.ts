@@ -104,11 +104,22 @@ export interface WriteJournal {
   /** The result the next write of this request committed in an earlier attempt, if it did. */
   replay(): { value: unknown } | undefined;
   /**
-   * Records the result of the write now committing, in its transaction; throws (and so rolls the write back)
-   * when the request no longer holds its claim, a retry having taken it over.
+   * The record of the result of the write now committing, sent in its transaction with its last statements
+   * (core/unit-of-work.ts): `statement` must change exactly the request's claim row, and changing none means the
+   * request no longer holds it (a retry took it over): the write is then rolled back and fails with `lost()`.
+   * `recorded()` once it is in.
    */
-  record(trx: Transaction<DB>, value: unknown): Promise<void>;
+  record(trx: Transaction<DB>, value: unknown): JournalRecord;
 }
+
+export interface JournalRecord {
+  statement: GuardStatement;
+  lost(): Error;
+  recorded(): void;
+}
+
+/** An UPDATE returning a row for each row it changed (`RETURNING 1`): a guard that a write changes one row. */
+export type GuardStatement = Compilable;
 
 /**
  * A statement a write needs run in its transaction but never reads back (history, outbox, audit

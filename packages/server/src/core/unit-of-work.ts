@@ -2,7 +2,7 @@ import { CompiledQuery, sql, type Transaction } from 'kysely';
 import { LAST_IN_TRANSACTION, nowIso, type Database, type Executor } from '../store/database.js';
 import type { DB } from '../store/schema.js';
 import { auditInsert, auditInsertPerInsertedRow, type AuditEntry } from './audit-log.js';
-import type { PendingWrite, WriteContext } from './context.js';
+import type { JournalRecord, PendingWrite, WriteContext } from './context.js';
 import { CLOCK_NOW_SQL, CredentialsMoved, verifyHeld } from './credentials-clock.js';
 import { receivedEvents, receiversFor, subscriptionsCommitted } from './event-subscriptions.js';
 import { notifyEventsCommitted, outboxInsert, outboxInsertPerInsertedRow, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
@@ -57,13 +57,14 @@ export async function write<T>(
       },
     };
     const result = await change(trx, effects);
-    // A statement of its own, whose count decides: a request whose claim a retry took over must not commit.
-    if (ctx.journal) await ctx.journal.record(trx, result);
+    // Sent with the last statements; its count decides: a request whose claim a retry took over must not commit.
+    const journaled = ctx.journal?.record(trx, result);
     // Only the events someone may receive are checked, encoded and sent (core/event-subscriptions.ts).
     sent = await receivedEvents(database, trx, ctx, events);
     effects.later(outboxInsert(trx, sent));
     effects.later(auditInsert(trx, audits));
-    await runTogether(database, trx, pending);
+    await runTogether(database, trx, pending, journaled);
+    journaled?.recorded();
     return result;
   });
   subscriptionsCommitted(database, transaction!);
@@ -402,14 +403,27 @@ export async function writeUnaudited<T>(database: Database, change: (trx: Transa
  * LAST_IN_TRANSACTION): one round trip for them all and the COMMIT. SQLite runs in process, so
  * it runs them in order.
  */
-async function runTogether(database: Database, trx: Transaction<DB>, statements: PendingWrite[]): Promise<void> {
+async function runTogether(database: Database, trx: Transaction<DB>, statements: PendingWrite[], guard?: JournalRecord): Promise<void> {
   if (database.dialect === 'sqlite') {
     for (const statement of statements) await trx.executeQuery(statement.compile());
+    if (guard && (await trx.executeQuery(guard.statement.compile())).rows.length !== 1) throw guard.lost();
     return;
   }
-  if (statements.length === 0) return;
-  await trx.executeQuery(asCommonTableExpressions(statements.map((statement) => statement.compile())));
+  if (statements.length === 0 && !guard) return;
+  try {
+    await trx.executeQuery(asCommonTableExpressions(statements.map((statement) => statement.compile()), guard?.statement.compile()));
+  } catch (error) {
+    if (guard && (error as { code?: string }).code === GUARD_FAILED) throw guard.lost();
+    throw error;
+  }
 }
+
+/**
+ * SQLSTATE division_by_zero, which the joined statement raises when its guard changed no row
+ * (`1 / count(*)`): it cannot come from the history, outbox and audit inserts beside it. An error,
+ * so that the transaction is aborted and the COMMIT sent behind the statement rolls it back.
+ */
+const GUARD_FAILED = '22012';
 
 /**
  * `WITH "w0" AS (…), "w1" AS (…) SELECT 1 AS "done"` from compiled PostgreSQL statements, each
@@ -419,8 +433,9 @@ async function runTogether(database: Database, trx: Transaction<DB>, statements:
  * are few (one per shape and row count), so each joined text is kept: the same string every time,
  * whose hash the named-statement lookup (store/database.ts) computes once.
  */
-function asCommonTableExpressions(statements: CompiledQuery[]): CompiledQuery {
-  const key = statements.map((statement) => statement.sql).join('\u0000');
+function asCommonTableExpressions(statements: CompiledQuery[], guard?: CompiledQuery): CompiledQuery {
+  if (guard) statements = [...statements, guard];
+  const key = (guard ? 'guarded\u0000' : '') + statements.map((statement) => statement.sql).join('\u0000');
   let text = joinedTexts.get(key);
   if (text === undefined) {
     let offset = 0;
@@ -429,7 +444,9 @@ function asCommonTableExpressions(statements: CompiledQuery[]): CompiledQuery {
       offset += statement.parameters.length;
       return `"w${i}" as (${renumbered})`;
     });
-    text = `${LAST_IN_TRANSACTION}with ${ctes.join(', ')} select 1 as "done"`;
+    // The guard (last) must have changed exactly one row: otherwise 1 / 0 fails the statement (GUARD_FAILED).
+    const done = guard ? `1 / (select count(*)::int from "w${statements.length - 1}")` : '1';
+    text = `${LAST_IN_TRANSACTION}with ${ctes.join(', ')} select ${done} as "done"`;
     if (joinedTexts.size >= 256) joinedTexts.delete(joinedTexts.keys().next().value!);
     joinedTexts.set(key, text);
   }

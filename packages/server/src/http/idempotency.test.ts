@@ -3,6 +3,8 @@ import { loadConfig } from '../config.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sha256Hex } from '../core/crypto.js';
 import { buildApp } from '../app.js';
+import { write } from '../core/unit-of-work.js';
+import { writeContextOf } from './auth.js';
 import { buildServices } from '../services.js';
 import { forEachDialect, startTestApp, type TestApp } from '../testing/harness.js';
 import { purgeExpiredIdempotencyKeys } from '../core/idempotency-keys.js';
@@ -117,10 +119,9 @@ forEachDialect('Idempotency-Key', (dialect) => {
       const journal = request.idempotencyClaim!.journal;
       const seen: unknown[] = [];
       for (const step of [1, 2, 3]) {
-        const earlier = journal.replay();
-        if (earlier) { seen.push({ replayed: earlier.value }); continue; }
-        await t.database.db.transaction().execute((trx) => journal.record(trx, { step, attempt }));
-        seen.push({ ran: step });
+        // write() replays a step an earlier attempt committed, and records one it runs.
+        const value = await write(t.database, writeContextOf(request), async () => ({ step, attempt }));
+        seen.push(value.attempt === attempt ? { ran: step } : { replayed: value });
         if (attempt === 1 && step === 2) throw new Error('the process fails after two committed steps');
       }
       return { seen, after: journal.replay() ?? null };
@@ -195,7 +196,7 @@ forEachDialect('Idempotency-Key', (dialect) => {
     app.post('/stalls', { config: auth }, async (request) => {
       const run = ++runs;
       if (run === 1) await released;
-      await t.database.db.transaction().execute((trx) => request.idempotencyClaim!.journal.record(trx, { run }));
+      await write(t.database, writeContextOf(request), async () => ({ run }));
       committed.push(run);
       return { run };
     });
@@ -260,15 +261,15 @@ forEachDialect('Idempotency-Key', (dialect) => {
       const earlier = journal.replay();
       if (earlier) return { run, replayed: earlier.value };
       if (run === 1) await lapsed;
-      await t.database.db.transaction().execute(async (trx) => {
+      await write(t.database, writeContextOf(request), async (trx) => {
         if (run === 1) {
           await sql`SELECT 1 FROM idempotency_keys WHERE key_hash = ${sha256Hex('committing')} FOR UPDATE`.execute(trx);
           claimLocked();
           await commitReleased;
         }
-        await journal.record(trx, { wrote: run });
-        writes.push(run);
+        return { wrote: run };
       });
+      writes.push(run);
       return { run };
     });
     await app.ready();

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { sql } from 'kysely';
 import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
 import type { WriteJournal } from '../core/context.js';
 import { bookkeeping } from '../core/unit-of-work.js';
@@ -57,15 +58,16 @@ function journalFor(c: Omit<Claim, 'journal'>, earlier: unknown[]): WriteJournal
   let next = 0;
   return {
     replay: () => (next < earlier.length ? { value: earlier[next++] } : undefined),
-    record: async (trx, value) => {
-      const results = [...c.results, value];
-      const recorded = await trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify(results)) })
+    record: (trx, value) => ({
+      statement: trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify([...c.results, value])) })
         .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', c.createdAt)
-        .executeTakeFirst();
-      if (Number(recorded.numUpdatedRows) === 0) throw takenOver();
-      next++;
-      c.results.push(value);
-    },
+        .returning(sql<number>`1`.as('recorded')),
+      lost: takenOver,
+      recorded: () => {
+        next++;
+        c.results.push(value);
+      },
+    }),
   };
 }
 
