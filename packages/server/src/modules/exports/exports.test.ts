@@ -273,7 +273,8 @@ forEachDialect('exports', (dialect) => {
     expect(added.status, added.text).toBe(200);
     const forgottenId = added.body.results[0].memory.id as number;
     // The forget is stopped after its erase hooks and before it commits: it waits for the owner lock a transaction of
-    // the test holds, then for its Idempotency-Key's row, which another one holds once the forget has the owner lock.
+    // the test holds, then for its Idempotency-Key's row (its journal record, sent with its last statement), which
+    // another one holds once the forget has the owner lock.
     const ownerLock = await holdOwnerLocks(t, ['exp-late']);
     let claimLock: { release: () => Promise<void> } | undefined;
     let exporting: Promise<{ status: number; body: { id: number } }> | undefined;
@@ -283,7 +284,7 @@ forEachDialect('exports', (dialect) => {
       claimLock = await holdUncommitted(t, (trx) => trx.selectFrom('idempotency_keys').select('key_hash').forUpdate().execute());
       await ownerLock.release();
       await untilLocked(t, async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'update "idempotency_keys"%'`.execute(t.database.db)).rows[0]!.n === 1,
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%update "idempotency_keys"%'`.execute(t.database.db)).rows[0]!.n === 1,
       'the forget, past its erase hooks, to wait before committing');
       let createdMeanwhile = false;
       exporting = create({ scope: { end_user_id: 'exp-late' } }).then((res) => {
