@@ -113,13 +113,11 @@ export interface WriteJournal {
 }
 
 export interface JournalRecord {
-  statement: GuardStatement;
+  /** An UPDATE returning a row for each row it changed: the write commits only if it changed exactly one. */
+  statement: Compilable;
   lost(): Error;
   recorded(): void;
 }
-
-/** An UPDATE returning a row for each row it changed (`RETURNING 1`): a guard that a write changes one row. */
-export type GuardStatement = Compilable;
 
 /**
  * A statement a write needs run in its transaction but never reads back (history, outbox, audit
