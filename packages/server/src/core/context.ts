@@ -110,6 +110,35 @@ export interface WriteJournal {
    * `recorded()` once it is in.
    */
   record(trx: Transaction<DB>, value: unknown): JournalRecord;
+  /**
+   * PostgreSQL: the record of the result of a write a grouped insert makes (core/unit-of-work.ts#groupedInsert),
+   * written by that insert's own statement. `value` is the result but for the id of the row the statement
+   * inserts, which goes at the member path `idAt` (the result is sealed before the row exists).
+   */
+  recordInserted(value: unknown, idAt: readonly string[]): InsertedRecord;
+}
+
+/** The record of a grouped insert's write (WriteJournal.recordInserted). */
+export interface InsertedRecord {
+  /** How the grouped statement records it: the same for every request. */
+  shape: InsertedRecordShape;
+  /** This write's values of `shape.columns`. */
+  values: readonly unknown[];
+  /** The statement inserted the row `id` and recorded the result with it. */
+  recorded(id: number): void;
+}
+
+/** SQL of the journal's owner (http/idempotency.ts) that a grouped insert's statement runs for its journaled writes. */
+export interface InsertedRecordShape {
+  /** Columns of the statement's input a journaled write fills (null for a write without a journal), with their PostgreSQL types. */
+  columns: ReadonlyArray<readonly [name: string, type: string]>;
+  /**
+   * A SELECT of the `ord` of the writes in `given` whose request still holds its claim, locking the claim until the
+   * statement commits: a write whose claim a retry took over is left out of the statement (and then fails as in write()).
+   */
+  held: string;
+  /** An UPDATE recording the result of each row of `inserted` (joined with `input` on `ord`) in its request's claim. */
+  record: string;
 }
 
 export interface JournalRecord {

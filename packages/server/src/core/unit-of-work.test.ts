@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
-import { CommitGroup, write } from './unit-of-work.js';
+import { CommitGroup, groupedStatement, write } from './unit-of-work.js';
 
 /**
  * Writes arriving together (on SQLite they share one group commit, each in its own savepoint):
@@ -75,5 +75,29 @@ forEachDialect('group commit over quiet turns', (dialect) => {
     await nextTurn();
     await nextTurn();
     expect(await transactionOf()).not.toBe(await first);
+  });
+});
+
+/**
+ * PostgreSQL bookkeeping statements for many writes at once (groupedStatement: the Idempotency-Key claims and
+ * stored answers): writes submitted together share a statement unless they share an exclusive key, and a write
+ * PostgreSQL refuses fails alone.
+ */
+forEachDialect('grouped statements', (dialect) => {
+  const t = useTestApp(dialect, { runJobs: false });
+
+  it.runIf(dialect === 'postgres')('shares a statement among writes submitted together, but not between two of one exclusive key', async () => {
+    // Each write's row says which transaction (so which statement) ran it; a divisor of 0 makes PostgreSQL refuse it.
+    const probe = groupedStatement([['divisor', 'integer']], 'SELECT given.ord, txid_current()::text AS statement, 1 / given.divisor AS one FROM given');
+    const writes = [{ key: 'a', divisor: 1 }, { key: 'a', divisor: 1 }, { key: 'b', divisor: 1 }, { key: 'c', divisor: 1 }];
+    const rows = await Promise.all(writes.map((w) => probe<{ statement: string }>(t.database, [w.divisor], [w.key])));
+    expect(rows.map((r) => r.length)).toEqual([1, 1, 1, 1]);
+    const [first, second, b, c] = rows.map((r) => r[0]!.statement);
+    expect(second).not.toBe(first);
+    expect([b, c]).toEqual([first, first]);
+
+    const refused = await Promise.allSettled([1, 0, 1].map((divisor, i) => probe<{ statement: string }>(t.database, [divisor], [`k${i}`])));
+    expect(refused.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((refused[1] as PromiseRejectedResult).reason.code).toBe('22012');
   });
 });

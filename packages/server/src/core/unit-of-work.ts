@@ -2,7 +2,7 @@ import { CompiledQuery, sql, type Transaction } from 'kysely';
 import { LAST_IN_TRANSACTION, nowIso, type Database, type Executor } from '../store/database.js';
 import type { DB } from '../store/schema.js';
 import { auditInsert, auditInsertPerInsertedRow, type AuditEntry } from './audit-log.js';
-import type { JournalRecord, PendingWrite, WriteContext } from './context.js';
+import type { InsertedRecord, InsertedRecordShape, JournalRecord, PendingWrite, WriteContext } from './context.js';
 import { CLOCK_NOW_SQL, CredentialsMoved, verifyHeld } from './credentials-clock.js';
 import { receivedEvents, receiversFor, subscriptionsCommitted } from './event-subscriptions.js';
 import { notifyEventsCommitted, outboxInsert, outboxInsertPerInsertedRow, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
@@ -130,31 +130,26 @@ const STALLED_LIMIT = 4;
  * takes part only if the statement finds the credentials clock where the key was read, and is
  * otherwise refused with CredentialsMoved, having written nothing. Should the statement fail, each of its writes is retried
  * in a statement of its own, so a write fails only for its own reason. A write alone, with no
- * statement under way, goes out at once as a group of one. Not for a request with an Idempotency-Key (its journal row
- * needs the result): the caller checks.
+ * statement under way, goes out at once as a group of one. A write of a request with an Idempotency-Key brings the
+ * record of its result (WriteJournal.recordInserted), which the statement writes in the request's claim with the id of
+ * the row it inserted; such writes go in statements of their own kind, which leave out a write whose claim a retry took
+ * over (it then lands nowhere, and write() fails it as it fails any write of such a request).
  */
 export function groupedInsert(shape: GroupedInsertShape) {
-  const columns = [...CONTEXT_COLUMNS, ...shape.columns];
-  const ctes: Array<readonly [string, string]> = [
-    ['given', `SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')})`],
-    ['clock', `SELECT ${CLOCK_NOW_SQL} AS generation`],
-    // A write of a request using a held key whose clock moved is left out of every step (CredentialsMoved).
-    ['input', 'SELECT given.* FROM given, clock WHERE given.ctx_held_at IS NULL OR given.ctx_held_at = clock.generation'],
-    ...shape.steps,
-    ...[
-      ...shape.rows,
-      ...(shape.event ? [outboxInsertPerInsertedRow(shape.event)] : []),
-      auditInsertPerInsertedRow(shape.audit.action, shape.audit.targetType),
-    ].map((statement, i) => [`effect_${i}`, statement] as const),
-  ];
   if (shape.steps.at(-1)?.[0] !== 'inserted') throw new Error('groupedInsert: the last step must be named inserted');
-  // One row at least, so that the clock comes back when nothing landed.
-  const text = `WITH ${ctes.map(([name, statement]) => `${name} AS (${statement})`).join(',\n')}\nSELECT inserted.*, clock.generation AS ctx_clock FROM clock LEFT JOIN inserted ON true`;
-  const groups = new WeakMap<Database, InsertGroup>();
+  const statements = new Map<InsertedRecordShape | undefined, { text: string; columns: readonly InputColumn[] }>();
+  /** The statement of writes without a journal, or (`journal`) of writes that record their results in their request's journal. */
+  const statementFor = (journal: InsertedRecordShape | undefined) => {
+    let statement = statements.get(journal);
+    if (!statement) statements.set(journal, (statement = groupedInsertStatement(shape, journal)));
+    return statement;
+  };
+  const groups = new WeakMap<Database, Map<InsertedRecordShape | undefined, StatementGroup>>();
   return async <Row extends { id: number }>(
-    database: Database, ctx: WriteContext, now: string, values: readonly unknown[], eventPayload?: () => string,
+    database: Database, ctx: WriteContext, now: string, values: readonly unknown[], eventPayload?: () => string, journaled?: InsertedRecord,
   ): Promise<Row | undefined> => {
-    if (database.dialect !== 'postgres' || ctx.journal) throw new Error('groupedInsert: PostgreSQL writes without a journal only');
+    if (database.dialect !== 'postgres') throw new Error('groupedInsert: PostgreSQL writes only');
+    if ((ctx.journal === undefined) !== (journaled === undefined)) throw new Error('groupedInsert: a journaled write exactly when the request has a journal');
     if (values.length !== shape.columns.length) throw new Error('groupedInsert: one value per column');
     if ((eventPayload === undefined) !== (shape.event === undefined)) throw new Error('groupedInsert: an event payload exactly when the shape emits one');
     // The event's payload is built only if someone may receive it; a write without one carries null (no event row).
@@ -163,40 +158,88 @@ export function groupedInsert(shape: GroupedInsertShape) {
       const receives = await receiversFor(database, database.db, ctx);
       if (!receives || receives(ctx.projectId, shape.event)) event = eventPayload!();
     }
-    let group = groups.get(database);
-    if (!group) groups.set(database, (group = new InsertGroup(database, text, columns)));
+    let byJournal = groups.get(database);
+    if (!byJournal) groups.set(database, (byJournal = new Map()));
+    let group = byJournal.get(journaled?.shape);
+    if (!group) {
+      const { text, columns } = statementFor(journaled?.shape);
+      byJournal.set(journaled?.shape, (group = new StatementGroup(database, text, columns)));
+    }
     const contextValues = [ctx.organizationId, ctx.projectId, ctx.actor.type, ctx.actor.id, ctx.requestId, now, event ?? 'null', ctx.heldAt ?? null];
-    return (await group.submit([...contextValues, ...values], shape.exclusive(values), event !== null, ctx.heldAt)) as Row | undefined;
+    const { ord, rows } = await group.submit([...contextValues, ...(journaled?.values ?? []), ...values], shape.exclusive(values));
+    if (ctx.heldAt !== undefined && ctx.heldAt !== Number(rows[0]!.ctx_clock)) throw new CredentialsMoved();
+    const landed = rows.find((row) => row.ord === ord);
+    if (!landed) return undefined;
+    if (event !== null) notifyEventsCommitted();
+    const { ord: _, ctx_clock: __, ...row } = landed;
+    journaled?.recorded((row as unknown as Row).id);
+    return row as unknown as Row;
   };
 }
 
-interface GroupedInsertWrite {
-  values: unknown[];
-  exclusive: string[];
-  /** Carries an event payload (someone may receive its event). */
-  emits: boolean;
-  /** The credentials clock its request's held key was read at (WriteContext.heldAt). */
-  heldAt: number | undefined;
-  resolve(row: unknown): void;
+/** The text and input columns of a grouped insert's statement; with `journal`, each write is left out unless its request still holds its claim, and its result is recorded there. */
+function groupedInsertStatement(shape: GroupedInsertShape, journal: InsertedRecordShape | undefined) {
+  const columns = [...CONTEXT_COLUMNS, ...(journal?.columns ?? []), ...shape.columns];
+  const ctes: Array<readonly [string, string]> = [
+    ['given', `SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')})`],
+    ['clock', `SELECT ${CLOCK_NOW_SQL} AS generation`],
+    ...(journal ? [['held', journal.held] as const] : []),
+    // A write of a request using a held key whose clock moved is left out of every step (CredentialsMoved), as is one whose claim was taken over.
+    ['input', `SELECT given.* FROM given, clock WHERE (given.ctx_held_at IS NULL OR given.ctx_held_at = clock.generation)${journal ? ' AND given.ord IN (SELECT ord FROM held)' : ''}`],
+    ...shape.steps,
+    ...[
+      ...shape.rows,
+      ...(shape.event ? [outboxInsertPerInsertedRow(shape.event)] : []),
+      auditInsertPerInsertedRow(shape.audit.action, shape.audit.targetType),
+      ...(journal ? [journal.record] : []),
+    ].map((statement, i) => [`effect_${i}`, statement] as const),
+  ];
+  // One row at least, so that the clock comes back when nothing landed.
+  const text = `WITH ${ctes.map(([name, statement]) => `${name} AS (${statement})`).join(',\n')}\nSELECT inserted.*, clock.generation AS ctx_clock FROM clock LEFT JOIN inserted ON true`;
+  return { text, columns };
+}
+
+/** A grouped statement's rows, and the `ord` of the write they answer (StatementGroup). */
+interface GroupAnswer {
+  ord: number;
+  rows: ReadonlyArray<Record<string, unknown> & { ord: number | null }>;
+}
+
+interface StatementWrite {
+  values: readonly unknown[];
+  exclusive: readonly string[];
+  resolve(answer: GroupAnswer): void;
   reject(error: unknown): void;
 }
 
-class InsertGroup {
-  private waiting: GroupedInsertWrite[] = [];
+/**
+ * PostgreSQL: the writes of one fixed statement submitted in the same turn of the event loop, or while the
+ * previous statement was under way, sent as one statement (their values as one JSON parameter, each with its
+ * position `ord`); each is answered with the statement's rows. One statement under way at a time, so that
+ * groups grow with the load; up to STALLED_LIMIT when the oldest has taken STALL_MS (waiting for a row lock
+ * another transaction holds, say), so that one slow statement does not hold up the rest. Writes sharing an
+ * `exclusive` key go in different statements. Should PostgreSQL refuse a statement, each of its writes is tried
+ * in a statement of its own, so a write fails only for its own reason.
+ */
+class StatementGroup {
+  private waiting: StatementWrite[] = [];
   private scheduled = false;
   /** The statements under way, with when each started (performance.now()). */
   private readonly underWay = new Set<{ started: number }>();
   private stallTimer: NodeJS.Timeout | undefined;
+  private readonly keys: ReadonlyArray<readonly [key: string, embedded: boolean]>;
 
   constructor(
     private readonly database: Database,
     private readonly text: string,
-    private readonly columns: readonly InputColumn[],
-  ) {}
+    columns: readonly InputColumn[],
+  ) {
+    this.keys = columns.map(([name, type]) => [`,"${name}":`, type === 'json' || type === 'jsonb'] as const);
+  }
 
-  submit(values: unknown[], exclusive: string[], emits: boolean, heldAt: number | undefined): Promise<unknown> {
+  submit(values: readonly unknown[], exclusive: readonly string[]): Promise<GroupAnswer> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ values, exclusive, emits, heldAt, resolve, reject });
+      this.waiting.push({ values, exclusive, resolve, reject });
       this.schedule();
     });
   }
@@ -214,9 +257,9 @@ class InsertGroup {
   /** Sends the waiting writes as groups while a statement may start (STALL_MS); the rest wait for the next to finish. */
   private flush(): void {
     while (this.waiting.length > 0 && this.mayStart()) {
-      const group: GroupedInsertWrite[] = [];
+      const group: StatementWrite[] = [];
       const taken = new Set<string>();
-      const later: GroupedInsertWrite[] = [];
+      const later: StatementWrite[] = [];
       for (const write of this.waiting) {
         if (group.length >= GROUP_LIMIT || write.exclusive.some((key) => taken.has(key))) later.push(write);
         else {
@@ -250,10 +293,10 @@ class InsertGroup {
     return true;
   }
 
-  private async run(group: GroupedInsertWrite[]): Promise<void> {
-    let rows: Array<{ ord: number | null; ctx_clock: number }>;
+  private async run(group: StatementWrite[]): Promise<void> {
+    let rows: GroupAnswer['rows'];
     try {
-      rows = (await this.database.db.executeQuery<{ ord: number | null; ctx_clock: number }>(CompiledQuery.raw(this.text, [this.inputJson(group)]))).rows;
+      rows = (await this.database.db.executeQuery<GroupAnswer['rows'][number]>(CompiledQuery.raw(this.text, [this.inputJson(group)]))).rows;
     } catch (error) {
       // PostgreSQL refused the statement (it has an SQLSTATE), so none of it took effect: each write
       // is tried alone. A lost connection may have lost the answer of a commit: that fails them all.
@@ -262,28 +305,38 @@ class InsertGroup {
       else for (const write of group) void this.run([write]);
       return;
     }
-    const byOrd = new Map<number, unknown>();
-    for (const { ord, ctx_clock: _, ...row } of rows) if (ord !== null) byOrd.set(ord, row);
-    if (group.some((write, ord) => write.emits && byOrd.has(ord))) notifyEventsCommitted();
-    const clock = Number(rows[0]!.ctx_clock);
-    group.forEach((write, ord) => {
-      if (write.heldAt !== undefined && write.heldAt !== clock) write.reject(new CredentialsMoved());
-      else write.resolve(byOrd.get(ord));
-    });
+    group.forEach((write, ord) => write.resolve({ ord, rows }));
   }
 
   /** The writes as json_to_recordset reads them; JSON text values ('json' and 'jsonb' columns) are embedded as they are. */
-  private inputJson(group: GroupedInsertWrite[]): string {
-    const keys = this.columns.map(([name, type]) => [`,"${name}":`, type === 'json' || type === 'jsonb'] as const);
+  private inputJson(group: StatementWrite[]): string {
     return `[${group.map((write, ord) => {
       let object = `{"ord":${ord}`;
-      keys.forEach(([key, embedded], i) => {
+      this.keys.forEach(([key, embedded], i) => {
         const value = write.values[i];
         object += key + (embedded ? (value as string) : JSON.stringify(value ?? null));
       });
       return object + '}';
     }).join(',')}]`;
   }
+}
+
+/**
+ * PostgreSQL: a statement of fixed text run for many writes at once (StatementGroup), for bookkeeping whose rows
+ * are each one write's own. `body` follows `WITH given AS (…)`, the writes' values as columns of `given` (and
+ * their position `ord`), and returns each write's rows with its `ord`; the function answers a write with its rows.
+ * `exclusive`: keys two writes of one statement must not share.
+ */
+export function groupedStatement(columns: readonly InputColumn[], body: string) {
+  const text = `WITH given AS (SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')}))\n${body}`;
+  const groups = new WeakMap<Database, StatementGroup>();
+  return async <Row>(database: Database, values: readonly unknown[], exclusive: readonly string[] = []): Promise<Row[]> => {
+    if (database.dialect !== 'postgres') throw new Error('groupedStatement: PostgreSQL only');
+    let group = groups.get(database);
+    if (!group) groups.set(database, (group = new StatementGroup(database, text, columns)));
+    const { ord, rows } = await group.submit(values, exclusive);
+    return rows.filter((row) => row.ord === ord) as Row[];
+  };
 }
 
 /**

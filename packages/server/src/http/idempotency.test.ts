@@ -4,7 +4,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sha256Hex } from '../core/crypto.js';
 import { buildApp } from '../app.js';
 import { write } from '../core/unit-of-work.js';
-import { writeContextOf } from './auth.js';
+import { ownerOf, writeContextOf } from './auth.js';
+import { addMemory } from '../modules/memories/index.js';
 import { buildServices } from '../services.js';
 import { forEachDialect, startTestApp, type TestApp } from '../testing/harness.js';
 import { purgeExpiredIdempotencyKeys } from '../core/idempotency-keys.js';
@@ -291,6 +292,91 @@ forEachDialect('Idempotency-Key', (dialect) => {
       expect((await first).json()).toEqual({ run: 1 });
       expect((await retry).json()).toEqual({ run: 2, replayed: { wrote: 1 } });
       expect(writes).toEqual([1]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('adds sent together with keys each record their memory, and a retry of one left unanswered is handed it', async () => {
+    const keys = Array.from({ length: 12 }, (_, i) => `together-${i}`);
+    const body = (i: number) => ({ text: `Keyed memory ${i} sent together`, tags: [`k${i}`] });
+    const answers = await Promise.all(keys.map((key, i) => t.call('POST', '/memory/add', { ...withKey(key), body: body(i) })));
+    expect(answers.map((a) => a.status)).toEqual(keys.map(() => 201));
+    const ids = answers.map((a) => a.body.id as number);
+    expect(new Set(ids).size).toBe(keys.length);
+    const claims = await t.database.db.selectFrom('idempotency_keys').select(['key_hash', 'committed', 'committed_id', 'status'])
+      .where('key_hash', 'in', keys.map(sha256Hex)).execute();
+    expect(claims).toHaveLength(keys.length);
+    for (const claim of claims) {
+      const i = keys.findIndex((key) => sha256Hex(key) === claim.key_hash);
+      expect(claim.status).toBe(201);
+      expect(claim.committed).not.toBeNull();
+      // PostgreSQL records each add's result in its own grouped statement, beside the id that statement gave the row.
+      expect(claim.committed_id).toBe(dialect === 'postgres' ? ids[i] : null);
+    }
+
+    // The process died after the add committed and before its answer was stored: the retry takes the claim over at
+    // once and answers with the committed memory, id included, writing nothing again.
+    await t.database.db.updateTable('idempotency_keys').set({ status: null, response: null }).where('key_hash', '=', sha256Hex(keys[3]!)).execute();
+    const memories = await count('memories');
+    const retried = await t.call('POST', '/memory/add', { ...withKey(keys[3]!), body: body(3) });
+    expect(retried.status).toBe(201);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(retried.body).toEqual(answers[3]!.body);
+    expect(await count('memories')).toBe(memories);
+    const replayed = await t.call('POST', '/memory/add', { ...withKey(keys[3]!), body: body(3) });
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body).toEqual(answers[3]!.body);
+
+    // One key sent several times at once: the add is written once; each request finds it in flight (409), or is
+    // answered with that memory (the one that ran it, a replay, or a takeover of its committed, not yet answered, result).
+    const before = await count('memories');
+    const sent = await Promise.all([0, 1, 2, 3, 4, 5].map(() => t.call('POST', '/memory/add', { ...withKey('sent-together'), body: { text: 'Sent several times at once' } })));
+    expect(await count('memories')).toBe(before + 1);
+    const added = sent.filter((a) => a.status === 201);
+    expect(added.length).toBeGreaterThan(0);
+    for (const answer of sent) expect(answer.status === 409 || (answer.status === 201 && answer.body.id === added[0]!.body.id), JSON.stringify(answer.body)).toBe(true);
+  });
+
+  it('an add whose claim a retry took over before it wrote writes nothing and answers 409', async () => {
+    const app = await buildApp({ services: buildServices({ config: { ...loadConfig({}), logLevel: 'silent' }, database: t.database }) });
+    const [released, release] = signal();
+    let runs = 0;
+    // The add route's own service; its first run stalls (past its lock) before it writes.
+    app.post('/stalled-add', { config: { auth: { scope: 'memories:write', endUser: 'required' } } }, async (request, reply) => {
+      if (++runs === 1) await released;
+      const outcome = await addMemory(t.database, writeContextOf(request), ownerOf(request), request.body as { text: string });
+      return reply.code(201).send(outcome);
+    });
+    await app.ready();
+    const send = () => app.inject({
+      method: 'POST', url: '/stalled-add', payload: { text: 'Added by whoever holds the claim' },
+      headers: { 'x-api-key': t.key, 'x-project-id': t.projectId, 'x-end-user-id': 'stalled-adder', 'idempotency-key': 'stalled-add' },
+    });
+    const live = () => t.database.db.selectFrom('memories').select('id').where('end_user_id', '=', 'stalled-adder').where('deleted_at', 'is', null).execute();
+    try {
+      const stalled = send();
+      await until(() => runs === 1, 'the first run');
+      await lapse('stalled-add');
+      const retried = await send();
+      expect(retried.statusCode, retried.body).toBe(201);
+      const [memory] = await live();
+      expect(retried.json()).toMatchObject({ created: { id: memory!.id } });
+      // Forgotten since, so the stalled run's text is no duplicate: only its lost claim stops it.
+      const forgot = await t.call('DELETE', '/memory/forget', { endUser: 'stalled-adder', body: { ids: [memory!.id] } });
+      expect(forgot.body).toEqual([memory!.id]);
+      const [memories, audits] = [await count('memories'), await count('audit_log')];
+      release();
+      const late = await stalled;
+      expect(late.statusCode, late.body).toBe(409);
+      expect(late.json().error.code).toBe('conflict');
+      expect(await live()).toEqual([]);
+      expect([await count('memories'), await count('audit_log')]).toEqual([memories, audits]);
+      const claim = await t.database.db.selectFrom('idempotency_keys').select(['status', 'committed_id']).where('key_hash', '=', sha256Hex('stalled-add')).executeTakeFirstOrThrow();
+      expect(claim).toEqual({ status: 201, committed_id: dialect === 'postgres' ? memory!.id : null });
+      const replayed = await send();
+      expect(replayed.headers['idempotent-replayed']).toBe('true');
+      expect(replayed.json()).toEqual(retried.json());
     } finally {
       await app.close();
     }

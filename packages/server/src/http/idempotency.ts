@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
-import type { WriteJournal } from '../core/context.js';
-import { bookkeeping } from '../core/unit-of-work.js';
+import type { InsertedRecordShape, WriteJournal } from '../core/context.js';
+import { bookkeeping, groupedStatement } from '../core/unit-of-work.js';
 import { IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.js';
 import { canonicalJson } from '../core/json.js';
 import type { Database, Executor } from '../store/database.js';
@@ -56,20 +56,63 @@ const takenOver = () => new AppError('conflict', 'A retry of this request took o
  */
 function journalFor(c: Omit<Claim, 'journal'>, earlier: unknown[]): WriteJournal {
   let next = 0;
+  const recorded = (value: unknown) => {
+    next++;
+    c.results.push(value);
+  };
   return {
     replay: () => (next < earlier.length ? { value: earlier[next++] } : undefined),
     record: (trx, value) => ({
-      statement: trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify([...c.results, value])) })
+      statement: trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify([...c.results, value])), committed_id: null })
         .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', c.createdAt)
         .returning(sql<number>`1`.as('recorded')),
       lost: takenOver,
-      recorded: () => {
-        next++;
-        c.results.push(value);
-      },
+      recorded: () => recorded(value),
+    }),
+    recordInserted: (value, idAt) => ({
+      shape: INSERTED_RECORD,
+      values: [c.principal, c.keyHash, c.createdAt, encrypt(c.sealKey, JSON.stringify({ results: [...c.results, value], insertedIdAt: idAt } satisfies SealedWithInserted))],
+      recorded: (id) => recorded(withIdAt(value, idAt, id)),
     }),
   };
 }
+
+/** The committed results when the last was recorded by a grouped insert: sealed before its row had an id (committed_id). */
+interface SealedWithInserted {
+  results: unknown[];
+  insertedIdAt: readonly string[];
+}
+
+/** `value` with `id` at the member path `idAt` (set in place: the value is the write's own). */
+function withIdAt(value: unknown, idAt: readonly string[], id: number): unknown {
+  let target = value as Record<string, unknown>;
+  for (const key of idAt.slice(0, -1)) target = target[key] as Record<string, unknown>;
+  target[idAt.at(-1)!] = id;
+  return value;
+}
+
+/** The results a request's writes committed, as a retry is handed them. */
+function committedResults(sealKey: Buffer, committed: string | null, committedId: number | null): unknown[] {
+  if (committed === null) return [];
+  const sealed = JSON.parse(decrypt(sealKey, committed)) as unknown[] | SealedWithInserted;
+  if (Array.isArray(sealed)) return sealed;
+  withIdAt(sealed.results.at(-1), sealed.insertedIdAt, committedId!);
+  return sealed.results;
+}
+
+/**
+ * How a grouped insert's statement records a journaled write (core/unit-of-work.ts#groupedInsert): it locks the
+ * claim if the request still holds it (a takeover committed before leaves the write out; one after waits, then
+ * finds the write's result), and writes the sealed result with the id of the row inserted.
+ */
+const INSERTED_RECORD: InsertedRecordShape = {
+  columns: [['journal_principal', 'text'], ['journal_key_hash', 'text'], ['journal_created_at', 'timestamptz'], ['journal_committed', 'text']],
+  held: `SELECT given.ord FROM given JOIN idempotency_keys k ON k.principal = given.journal_principal
+    AND k.key_hash = given.journal_key_hash AND k.created_at = given.journal_created_at FOR UPDATE OF k`,
+  record: `UPDATE idempotency_keys k SET committed = input.journal_committed, committed_id = inserted.id
+    FROM inserted JOIN input USING (ord)
+    WHERE k.principal = input.journal_principal AND k.key_hash = input.journal_key_hash AND k.created_at = input.journal_created_at`,
+};
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -97,18 +140,34 @@ function principalOf(request: FastifyRequest): string {
 type Outcome = { committed: unknown[]; createdAt: string } | { replay: { status: number; headers: Record<string, string>; body: string } };
 
 /**
- * PostgreSQL: the claim and the stored answer commit without waiting for their WAL flush
+ * PostgreSQL: the claims and the stored answers of requests arriving together go out as one statement each
+ * (core/unit-of-work.ts#groupedStatement), and commit without waiting for their WAL flush
  * (`synchronous_commit = off` for their own transaction, set by the statement itself). Neither needs
  * a flush of its own: a write the request makes commits durably after the claim, and flushing its
  * commit flushes the WAL before it, the claim's included; a stored answer lost to a crash of the
  * database leaves its claim with the committed results and no answer, which a retry takes over and
  * answers from those results (the crash between commit and answer, above). A request that wrote
  * nothing and whose claim is lost runs again on retry, changing nothing the first run had not.
- * At one client this was two WAL flushes of three per idempotent write.
+ * At one client this was two WAL flushes of three per idempotent write. Claims are inserted in key
+ * order, so that two statements never wait for each other's keys in opposite orders.
  */
-const ASYNC_COMMIT = sql<string>`set_config('synchronous_commit', 'off', true)`;
+const claimTogether = groupedStatement(
+  [['principal', 'text'], ['key_hash', 'text'], ['fingerprint', 'text'], ['created_at', 'timestamptz'], ['locked_until', 'timestamptz'], ['expires_at', 'timestamptz']],
+  `, claimed AS (INSERT INTO idempotency_keys (principal, key_hash, fingerprint, created_at, locked_until, expires_at)
+    SELECT principal, key_hash, fingerprint, created_at, locked_until, expires_at FROM given ORDER BY principal, key_hash
+    ON CONFLICT (principal, key_hash) DO NOTHING
+    RETURNING principal, key_hash, set_config('synchronous_commit', 'off', true) AS async_commit)
+  SELECT given.ord FROM claimed JOIN given USING (principal, key_hash)`,
+);
 
-async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results' | 'createdAt'>, print: string, asyncCommit: boolean): Promise<Outcome> {
+const storeTogether = groupedStatement(
+  [['principal', 'text'], ['key_hash', 'text'], ['created_at', 'timestamptz'], ['status', 'integer'], ['response', 'text']],
+  `UPDATE idempotency_keys k SET status = given.status, response = given.response FROM given
+    WHERE k.principal = given.principal AND k.key_hash = given.key_hash AND k.created_at = given.created_at
+    RETURNING given.ord, set_config('synchronous_commit', 'off', true) AS async_commit`,
+);
+
+async function claim(database: Database, db: Executor, c: Omit<Claim, 'journal' | 'results' | 'createdAt'>, print: string): Promise<Outcome> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const now = new Date();
     const row = {
@@ -116,12 +175,11 @@ async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results' | 'creat
       locked_until: new Date(now.getTime() + IDEMPOTENCY.lockMs).toISOString(),
       expires_at: new Date(now.getTime() + IDEMPOTENCY.windowMs).toISOString(),
     };
-    const inserted = await db
-      .insertInto('idempotency_keys')
-      .values(row)
-      .onConflict((oc) => oc.columns(['principal', 'key_hash']).doNothing())
-      .returning((asyncCommit ? ASYNC_COMMIT : sql<string>`''`).as('claimed'))
-      .executeTakeFirst();
+    const inserted = database.dialect === 'postgres'
+      // Two claims of one key in one statement would both see it inserted: they go in different statements.
+      ? (await claimTogether(database, [row.principal, row.key_hash, row.fingerprint, row.created_at, row.locked_until, row.expires_at], [`${row.principal}\u0000${row.key_hash}`])).length > 0
+      : (await db.insertInto('idempotency_keys').values(row).onConflict((oc) => oc.columns(['principal', 'key_hash']).doNothing())
+        .returning(sql<number>`1`.as('claimed')).executeTakeFirst()) !== undefined;
     if (inserted) return { committed: [], createdAt: row.created_at };
 
     const existing = await db.selectFrom('idempotency_keys').selectAll()
@@ -138,13 +196,10 @@ async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results' | 'creat
     if (stale || unanswered) {
       // Take over an expired, abandoned or unanswered claim, unless another request just did. The results are
       // read as it is taken over: a write of the request taken over that committed since the read above counts.
-      const taken = await db.updateTable('idempotency_keys').set(expired ? { ...row, committed: null } : row)
+      const taken = await db.updateTable('idempotency_keys').set(expired ? { ...row, committed: null, committed_id: null } : row)
         .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', existing.created_at)
-        .returning('committed').executeTakeFirst();
-      if (taken) {
-        const committed = taken.committed !== null ? (JSON.parse(decrypt(c.sealKey, taken.committed)) as unknown[]) : [];
-        return { committed, createdAt: row.created_at };
-      }
+        .returning(['committed', 'committed_id']).executeTakeFirst();
+      if (taken) return { committed: committedResults(c.sealKey, taken.committed, taken.committed_id), createdAt: row.created_at };
       continue;
     }
     // status and response are stored together: no status means the first request is still running.
@@ -157,7 +212,7 @@ async function claim(db: Executor, c: Omit<Claim, 'journal' | 'results' | 'creat
   throw new AppError('conflict', 'A request with this Idempotency-Key is still in progress; retry shortly');
 }
 
-async function store(db: Executor, request: FastifyRequest, reply: FastifyReply, c: Claim, payload: unknown, asyncCommit: boolean): Promise<void> {
+async function store(database: Database, db: Executor, request: FastifyRequest, reply: FastifyReply, c: Claim, payload: unknown): Promise<void> {
   const body = payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
   // A failed (5xx) or streamed response is not kept: the client may retry and run the request again,
   // unless a write of it committed, which the retry must then recognise (the claim stays, unanswered).
@@ -173,20 +228,17 @@ async function store(db: Executor, request: FastifyRequest, reply: FastifyReply,
     const value = reply.getHeader(name);
     if (value !== undefined) headers[name] = String(value);
   }
-  await db
-    .updateTable('idempotency_keys')
-    .set({ status: reply.statusCode, response: encrypt(c.sealKey, JSON.stringify({ headers, body })) })
-    .where('principal', '=', c.principal)
-    .where('key_hash', '=', c.keyHash)
-    .where('created_at', '=', c.createdAt)
-    .$if(asyncCommit, (qb) => qb.returning(ASYNC_COMMIT.as('async_commit')))
-    .execute();
+  const response = encrypt(c.sealKey, JSON.stringify({ headers, body }));
+  if (database.dialect === 'postgres') await storeTogether(database, [c.principal, c.keyHash, c.createdAt, reply.statusCode, response]);
+  else {
+    await db.updateTable('idempotency_keys').set({ status: reply.statusCode, response })
+      .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', c.createdAt).execute();
+  }
   request.idempotencyClaim = null;
 }
 
 export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array; failpoint?: string }) => {
   const { database } = opts;
-  const asyncCommit = database.dialect === 'postgres';
   const master = deriveKey(opts.secretKey, 'idempotency');
   app.decorateRequest('idempotencyClaim', null);
 
@@ -198,7 +250,7 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     const principal = principalOf(request);
     const base = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
     const print = fingerprint(request);
-    const outcome = await bookkeeping(database, (db) => claim(db, base, print, asyncCommit));
+    const outcome = await bookkeeping(database, (db) => claim(database, db, base, print));
     if (!('replay' in outcome)) {
       const partial = { ...base, createdAt: outcome.createdAt, results: [...outcome.committed] };
       request.idempotencyClaim = { ...partial, journal: journalFor(partial, outcome.committed) };
@@ -214,7 +266,7 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     if (!c) return payload;
     // Test failpoint (ENGRAM_TEST_FAILPOINT=idempotency-after-commit): die between a committed write and its stored answer.
     if (opts.failpoint === 'idempotency-after-commit' && reply.statusCode < 400) process.kill(process.pid, 'SIGKILL');
-    await bookkeeping(database, (db) => store(db, request, reply, c, payload, asyncCommit));
+    await bookkeeping(database, (db) => store(database, db, request, reply, c, payload));
     return payload;
   });
 });

@@ -89,6 +89,8 @@ export interface IdempotencyKeysTable {
   created_at: string; locked_until: string; expires_at: string;
   /** Sealed JSON array of the results the request's writes committed (with them), for a retry after a crash. */
   committed: string | null;
+  /** The id a grouped insert gave the row of the last committed result, which was sealed without it (http/idempotency.ts). */
+  committed_id: number | null;
 }
 export interface OrganizationPlansTable { organization_id: string; plan: string; updated_at: string }
 export interface UsageCountersTable { organization_id: string; period_start: string; requests: number }

@@ -432,14 +432,17 @@ function recordCreated(trx: Executor, ctx: WriteContext, effects: Effects, owner
 export async function addMemory(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<Outcome> {
   checkContent(input);
   let general = ctx;
-  if (database.dialect === 'postgres' && !ctx.journal) {
+  if (database.dialect === 'postgres') {
+    // A retry of a request whose add committed is handed its result (write() would do the same).
+    const earlier = ctx.journal?.replay();
+    if (earlier) return earlier.value as Outcome;
     const created = await addInOneStatement(database, ctx, owner, input);
     if (created) return { created };
     // Its statement found the credentials clock where the request's held key was read: verified.
     const { heldAt: _, ...verified } = ctx;
     general = verified;
   }
-  // A duplicate, SQLite (group commit), or a request with an Idempotency-Key.
+  // A duplicate, a write whose claim a retry took over (write() fails it), or SQLite (group commit).
   return write(database, general, async (trx, effects) => {
     const [outcome] = await insertMemories(database, trx, ctx, effects, owner, [input], 'duplicate_client_ref');
     const target = 'created' in outcome! ? outcome.created.id : outcome!.skipped.memory_id;
@@ -461,7 +464,8 @@ async function addInOneStatement(database: Database, ctx: WriteContext, owner: O
   // The memory as its row will read; its id is the row's (set in SQL).
   const expected = toMemory({ ...row, id: 1 } as MemoryRow);
   const inserted = await addStatement<MemoryRow>(database, ctx, now, [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(createdChanges(expected))],
-    () => eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }));
+    () => eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }),
+    ctx.journal?.recordInserted({ created: { ...expected } } satisfies Outcome, ['created', 'id']));
   return inserted && toMemory(inserted);
 }
 
