@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
-import { CommitGroup, groupedStatement, write } from './unit-of-work.js';
+import { bookkeeping, CommitGroup, groupedStatement, write } from './unit-of-work.js';
+import type { Executor } from '../store/database.js';
 
 /**
  * Writes arriving together (on SQLite they share one group commit, each in its own savepoint):
@@ -99,5 +100,24 @@ forEachDialect('grouped statements', (dialect) => {
     const refused = await Promise.allSettled([1, 0, 1].map((divisor, i) => probe<{ statement: string }>(t.database, [divisor], [`k${i}`])));
     expect(refused.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((refused[1] as PromiseRejectedResult).reason.code).toBe('22012');
+  });
+});
+
+forEachDialect('bookkeeping on SQLite', (dialect) => {
+  const t = useTestApp(dialect, { runJobs: false });
+
+  it.runIf(dialect === 'sqlite')('commits a group of bookkeeping alone without its own fsync, and every group with a write at FULL', async () => {
+    const level = async (db: Executor) => Number(Object.values((await sql<Record<string, unknown>>`PRAGMA synchronous`.execute(db)).rows[0]!)[0]);
+    const ctx = { actor: { type: 'system' as const, id: null }, organizationId: t.organizationId, projectId: null, requestId: null };
+    // Submitted together: one group, which holds a write, so it commits at FULL (2).
+    const together = await Promise.all([bookkeeping(t.database, level), write(t.database, ctx, (trx) => level(trx)), bookkeeping(t.database, level)]);
+    expect(together).toEqual([2, 2, 2]);
+    // Bookkeeping alone commits at NORMAL (1); the connection is back at FULL after it, for every other commit.
+    expect(await Promise.all([bookkeeping(t.database, level), bookkeeping(t.database, level)])).toEqual([1, 1]);
+    expect(await level(t.database.db)).toBe(2);
+    expect(await write(t.database, ctx, (trx) => level(trx))).toBe(2);
+    // A bookkeeping group that fails still leaves the connection at FULL.
+    await expect(bookkeeping(t.database, async (db) => sql`SELECT * FROM no_such_table`.execute(db))).rejects.toThrow();
+    expect(await level(t.database.db)).toBe(2);
   });
 });

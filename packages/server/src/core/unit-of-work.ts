@@ -1,4 +1,4 @@
-import { CompiledQuery, sql, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import { LAST_IN_TRANSACTION, nowIso, type Database, type Executor } from '../store/database.js';
 import type { DB } from '../store/schema.js';
 import { auditInsert, auditInsertPerInsertedRow, type AuditEntry } from './audit-log.js';
@@ -341,26 +341,31 @@ export function groupedStatement(columns: readonly InputColumn[], body: string) 
 
 /**
  * Bookkeeping around a request that is not a change of its own (an Idempotency-Key's claim and its
- * stored answer): on SQLite it takes a place in the next group commit, sharing its fsync with the
- * writes around it, where each autocommit statement was an fsync of its own that blocked the event
- * loop; on PostgreSQL its statements run as they are, each its own commit.
+ * stored answer): on SQLite it takes a place in the next group commit, where each autocommit statement
+ * was an fsync of its own that blocked the event loop, and a group of bookkeeping alone commits without
+ * an fsync (CommitGroup); on PostgreSQL its statements run as they are, each its own commit.
  */
 export function bookkeeping<T>(database: Database, work: (db: Executor) => Promise<T>): Promise<T> {
-  return database.dialect === 'sqlite' ? inTransaction(database, work) : work(database.db);
+  return database.dialect === 'sqlite' ? inTransaction(database, work, false) : work(database.db);
 }
 
-/** PostgreSQL: a transaction of its own. SQLite: a place in the next group commit. */
-function inTransaction<T>(database: Database, work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+/**
+ * PostgreSQL: a transaction of its own. SQLite: a place in the next group commit; `durable` false for
+ * bookkeeping, which needs no fsync of its own (CommitGroup).
+ */
+function inTransaction<T>(database: Database, work: (trx: Transaction<DB>) => Promise<T>, durable = true): Promise<T> {
   if (database.dialect === 'postgres') return database.db.transaction().execute(work);
   let group = commitGroups.get(database);
   if (!group) commitGroups.set(database, (group = new CommitGroup(database)));
-  return group.submit(work);
+  return group.submit(work, durable);
 }
 
 const commitGroups = new WeakMap<Database, CommitGroup>();
 
 interface GroupedWrite {
   work(trx: Transaction<DB>): Promise<unknown>;
+  /** Must be on disk when answered (false: bookkeeping, durable with the next durable commit). */
+  durable: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -381,9 +386,9 @@ export class CommitGroup {
 
   constructor(private readonly database: Database) {}
 
-  submit<T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  submit<T>(work: (trx: Transaction<DB>) => Promise<T>, durable = true): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.waiting.push({ work, durable, resolve: resolve as (value: unknown) => void, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       this.commitOnceQuiet(0, 0); // the first turn always counts as bringing writes: this one
@@ -407,23 +412,38 @@ export class CommitGroup {
     this.scheduled = false;
     const group = this.waiting.splice(0);
     const outcomes: Array<{ value: unknown } | { error: unknown }> = [];
+    const run = (db: Kysely<DB>) => db.transaction().execute(async (trx) => {
+      if (group.length === 1) {
+        outcomes.push({ value: await group[0]!.work(trx) });
+        return;
+      }
+      for (const write of group) {
+        await sql`SAVEPOINT grouped_write`.execute(trx);
+        try {
+          outcomes.push({ value: await write.work(trx) });
+        } catch (error) {
+          outcomes.push({ error });
+          await sql`ROLLBACK TO grouped_write`.execute(trx);
+        }
+        await sql`RELEASE grouped_write`.execute(trx);
+      }
+    });
     try {
-      await this.database.db.transaction().execute(async (trx) => {
-        if (group.length === 1) {
-          outcomes.push({ value: await group[0]!.work(trx) });
-          return;
-        }
-        for (const write of group) {
-          await sql`SAVEPOINT grouped_write`.execute(trx);
+      if (group.some((write) => write.durable)) await run(this.database.db);
+      else {
+        // Bookkeeping alone (an Idempotency-Key's claims and stored answers) commits without its own fsync, as
+        // on PostgreSQL (http/idempotency.ts): the write a claim guards commits durably after it, and that
+        // fsync of the WAL file takes every frame before it along. The level is changed on the one
+        // connection held for the whole transaction, so that no other commit runs at it.
+        await this.database.db.connection().execute(async (db) => {
+          await sql`PRAGMA synchronous = NORMAL`.execute(db);
           try {
-            outcomes.push({ value: await write.work(trx) });
-          } catch (error) {
-            outcomes.push({ error });
-            await sql`ROLLBACK TO grouped_write`.execute(trx);
+            await run(db);
+          } finally {
+            await sql`PRAGMA synchronous = FULL`.execute(db);
           }
-          await sql`RELEASE grouped_write`.execute(trx);
-        }
-      });
+        });
+      }
     } catch (error) {
       for (const write of group) write.reject(error);
       return;
