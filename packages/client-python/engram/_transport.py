@@ -16,7 +16,6 @@ import httpx
 from ._operations import OPERATIONS
 from .errors import EngramError
 
-WRITES = {"POST", "PUT", "PATCH", "DELETE"}
 RETRIED_STATUSES = {429, 503}
 SCOPING_HEADERS = {
     "project_id": "x-project-id",
@@ -90,7 +89,8 @@ def prepare(settings: Settings, operation_id: str, *, path: dict[str, Any] | Non
         headers["content-type"] = content_type
     # A stream can be sent once only; bytes, text and forms may be sent again.
     replayable = content is None or isinstance(content, (bytes, str))
-    write = operation.method in WRITES
+    # A write the server records an Idempotency-Key for; a read sent as POST is retried without one.
+    write = operation.idempotent
     key = options.get("idempotency_key")
     if key is None and write and settings.max_retries > 0 and replayable:
         key = new_idempotency_key()

@@ -120,6 +120,8 @@ def test_reads_survive_a_reset_and_retries_stop_at_max_retries(server, proxy):
     error = caught.value
     assert (error.status, error.code, error.request_id, error.retry_after) == (503, "unavailable", "req_proxy", 0)
     assert len(proxy.seen) == 3
+    # A read sent as POST is retried without an Idempotency-Key: the server records none for it.
+    assert [(s["method"], s["key"]) for s in proxy.seen] == [("POST", None)] * 3
 
 
 def test_without_retries_a_write_carries_no_key_and_fails_at_once(server, proxy):

@@ -42,7 +42,7 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Milliseconds for each attempt; default the client's timeoutMs. */
   timeoutMs?: number;
-  /** Sent as Idempotency-Key; by default the client makes one for every write it may retry. */
+  /** Sent as Idempotency-Key; by default the client makes one for every write it may retry (reads sent as POST take none). */
   idempotencyKey?: string;
   projectId?: string;
   endUserId?: string;
@@ -81,7 +81,6 @@ export interface Input {
 /** What fetch accepts as a request body (without depending on the DOM library's types). */
 export type RequestBody = NonNullable<RequestInit['body']>;
 
-const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const RETRIED_STATUSES = new Set([429, 503]);
 
 /** Credentials and scoping of a plane: the headers of every request, and what to do after a 401. */
@@ -116,7 +115,8 @@ export class Transport {
   private exchange(operationId: OperationId, input: Input, options: CallOptions, read: null): Promise<Response>;
   private exchange<T>(operationId: OperationId, input: Input, options: CallOptions, read: (response: Response) => Promise<T>): Promise<T>;
   private async exchange<T>(operationId: OperationId, input: Input, options: CallOptions, read: ((response: Response) => Promise<T>) | null): Promise<T | Response> {
-    const { method, path } = OPERATIONS[operationId];
+    const operation: { method: string; path: string; idempotent?: true } = OPERATIONS[operationId];
+    const { method, path } = operation;
     const url = this.urlOf(path, input);
     const headers: Record<string, string> = { accept: 'application/json' };
     for (const [name, value] of Object.entries({
@@ -133,7 +133,8 @@ export class Transport {
     const maxRetries = this.options.maxRetries ?? 3;
     // A stream can be sent once only; anything else may be sent again.
     const replayable = !(body instanceof ReadableStream);
-    const write = WRITES.has(method);
+    // A write the server records an Idempotency-Key for; a read sent as POST is retried without one.
+    const write = operation.idempotent === true;
     const idempotencyKey = options.idempotencyKey ?? (write && maxRetries > 0 && replayable ? newIdempotencyKey() : undefined);
     if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
     const retriable = replayable && (!write || idempotencyKey !== undefined);

@@ -100,6 +100,8 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
     expect(error).toBeInstanceOf(EngramError);
     expect(error).toMatchObject({ status: 503, code: 'unavailable', request_id: 'req_proxy', retryAfter: 0 });
     expect(proxy.seen).toHaveLength(3);
+    // A read sent as POST is retried without an Idempotency-Key: the server records none for it.
+    expect(proxy.seen.map((s) => [s.method, s.idempotencyKey])).toEqual([['POST', undefined], ['POST', undefined], ['POST', undefined]]);
   });
 
   it('with retries off, a write carries no Idempotency-Key and fails at once', async () => {

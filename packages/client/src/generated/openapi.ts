@@ -7849,8 +7849,6 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
-                "idempotency-key"?: string;
                 /** @description API-key calls: the project; required unless the key is locked to a project */
                 "x-project-id"?: string;
                 /** @description Tenant, for cross-tenant operator keys */
@@ -8021,8 +8019,6 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
-                "idempotency-key"?: string;
                 /** @description API-key calls: the project; required unless the key is locked to a project */
                 "x-project-id"?: string;
                 /** @description Tenant, for cross-tenant operator keys */
@@ -8181,8 +8177,6 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
-                "idempotency-key"?: string;
                 /** @description API-key calls: the project; required unless the key is locked to a project */
                 "x-project-id"?: string;
                 /** @description Tenant, for cross-tenant operator keys */
@@ -8348,8 +8342,6 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
-                "idempotency-key"?: string;
                 /** @description API-key calls: the project; required unless the key is locked to a project */
                 "x-project-id"?: string;
                 /** @description Tenant, for cross-tenant operator keys */
@@ -9829,8 +9821,6 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
-                "idempotency-key"?: string;
                 /** @description API-key calls: the project; required unless the key is locked to a project */
                 "x-project-id"?: string;
                 /** @description Tenant, for cross-tenant operator keys */
@@ -11426,8 +11416,6 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
-                "idempotency-key"?: string;
                 /** @description API-key calls: the project; required unless the key is locked to a project */
                 "x-project-id"?: string;
                 /** @description Tenant, for cross-tenant operator keys */
@@ -14056,8 +14044,6 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
-                "idempotency-key"?: string;
                 /** @description Bearer calls: the organization to act in; default the caller's first */
                 "x-organization-id"?: string;
             };

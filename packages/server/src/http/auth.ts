@@ -40,10 +40,18 @@ export interface RouteAuth {
    * listening connection to catch up; should the clock have moved, the handler throws
    * CredentialsMoved and is run again once the key is looked up afresh. For hot routes only: a
    * revoked key is then refused after the body was parsed and validated, in the moment before this
-   * process hears of the revocation. Not for a request with an Idempotency-Key (its claim is a write).
+   * process hears of the revocation. Not for a request with an Idempotency-Key (its claim is a write), unless the
+   * route changes nothing (`changesNothing`: the key is not recorded).
    */
   checksClock?: boolean;
 }
+
+/**
+ * A route a read-scoped credential may call changes nothing (the reads sent as POST: query, retrieve, search,
+ * compose, synthesize, recall, a key's test): an Idempotency-Key on it is accepted and not recorded
+ * (http/idempotency.ts), since running it again changes nothing either.
+ */
+export const changesNothing = (auth: RouteAuth | undefined): boolean => auth?.scope?.endsWith(':read') === true;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -192,7 +200,8 @@ export const authentication = fp(async (app: FastifyInstance, opts: { database: 
       throw invalid('Authorization', 'Send exactly one credential: X-API-Key or Authorization, not both');
     }
     if (apiKey && accepts.includes('api_key')) {
-      await byApiKey(request, auth, apiKey, auth.checksClock === true && request.headers['idempotency-key'] === undefined);
+      // A request whose Idempotency-Key is recorded writes its claim before any statement of the route could check the clock.
+      await byApiKey(request, auth, apiKey, auth.checksClock === true && (request.headers['idempotency-key'] === undefined || changesNothing(auth)));
     } else if (authorization && accepts.includes('bearer')) {
       request.principal = await resolveBearerPrincipal(opts.database, opts.tokens, request, auth, authorization);
     } else {

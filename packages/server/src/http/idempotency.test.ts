@@ -382,6 +382,26 @@ forEachDialect('Idempotency-Key', (dialect) => {
     }
   });
 
+  it('records no key on a read sent as POST: the official clients send one with every POST', async () => {
+    await t.call('POST', '/memory/add', { endUser: 'reader-of-keys', body: { text: 'Plays the cello on Sundays' } });
+    const claims = async () => Number((await t.database.db.selectFrom('idempotency_keys').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const before = await claims();
+    const query = (text: string) => t.call('POST', '/memory/query', { endUser: 'reader-of-keys', ...withKey('a-read'), body: { query: text, k: 3 } });
+    const first = await query('cello');
+    expect(first.status).toBe(200);
+    expect(first.body.memories[0].text).toBe('Plays the cello on Sundays');
+    // The same key again, even for another question, simply reads again: nothing was recorded to replay or refuse.
+    const second = await query('what instrument');
+    expect(second.status).toBe(200);
+    expect(second.headers['idempotent-replayed']).toBeUndefined();
+    const recall = await t.call('POST', '/v1/memory/recall', { headers: { 'idempotency-key': 'a-read', 'x-tenant-id': 'no-such-tenant' }, body: { tenant_id: 'no-such-tenant', user_id: 'nobody', query: 'cello' } });
+    expect(recall.status, JSON.stringify(recall.body)).toBe(200);
+    expect(await claims()).toBe(before);
+    // A write with the same key is recorded as ever.
+    expect((await t.call('POST', '/memory/add', { endUser: 'reader-of-keys', ...withKey('a-read'), body: { text: 'Also plays the viola' } })).status).toBe(201);
+    expect(await claims()).toBe(before + 1);
+  });
+
   it('replays an answered request even after its lock lapsed, and claims nothing for an unknown route', async () => {
     const first = await t.call('POST', '/memory/add', { ...withKey('lapsed'), body: { text: 'Answered long ago' } });
     expect(first.status).toBe(201);

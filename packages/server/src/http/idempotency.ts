@@ -9,9 +9,11 @@ import { canonicalJson } from '../core/json.js';
 import type { Database, Executor } from '../store/database.js';
 import { AppError, invalid } from '../core/errors.js';
 import { singleHeader } from './headers.js';
+import { changesNothing } from './auth.js';
 
 /**
- * Idempotency-Key on every write (POST, PUT, PATCH, DELETE) of every area, as one plugin.
+ * Idempotency-Key on every write (POST, PUT, PATCH, DELETE) of every area, as one plugin; on a read sent as
+ * POST (http/auth.ts#changesNothing) the key is accepted and not recorded.
  * The same key from the same principal for the same request within 24 hours replays the stored
  * status and body (`Idempotent-Replayed: true`); the same key for a different request is 422
  * idempotency_key_reused; a duplicate while the first is still running is 409 conflict.
@@ -247,6 +249,8 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     const raw = singleHeader(request, 'idempotency-key');
     if (raw === undefined) return;
     if (!KEY.test(raw)) throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
+    // A read sent as POST changes nothing: its key is checked like any, and not recorded.
+    if (changesNothing(request.routeOptions.config.auth)) return;
     const principal = principalOf(request);
     const base = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
     const print = fingerprint(request);

@@ -4,6 +4,8 @@ import { forEachDialect, startTestApp, useTestApp } from '../testing/harness.js'
 import { operationIdOf } from './openapi.js';
 
 const COMMITTED = new URL('../../openapi.json', import.meta.url);
+/** The reads sent as POST: a read-scoped credential may call them, so they change nothing and record no Idempotency-Key. */
+const READS_AS_POST = ['postMemoryQuery', 'postMemoryRetrieve', 'postMemorySearch', 'postMemoryCompose', 'postMemorySynthesize', 'postV1MemoryRecall', 'postOrgApiKeysByKeyIdTest'];
 
 forEachDialect('OpenAPI document and docs page', (dialect) => {
   const t = useTestApp(dialect);
@@ -61,7 +63,9 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
         const derived = operationIdOf(method, path.replace(/\{([^}]+)\}/g, ':$1'));
         expect(op.operationId, `${method.toUpperCase()} ${path}: declare no operationId, it is ${derived}`).toBe(derived);
         const headers = (op.parameters ?? []).filter((p: { in: string }) => p.in === 'header').map((p: { name: string }) => p.name);
-        if (method !== 'get') expect(headers, `${method.toUpperCase()} ${path} takes Idempotency-Key`).toContain('idempotency-key');
+        // Every write takes an Idempotency-Key; the reads sent as POST record none (http/auth.ts#changesNothing).
+        if (method !== 'get' && !READS_AS_POST.includes(op.operationId)) expect(headers, `${method.toUpperCase()} ${path} takes Idempotency-Key`).toContain('idempotency-key');
+        if (READS_AS_POST.includes(op.operationId)) expect(headers, `${method.toUpperCase()} ${path} records no Idempotency-Key`).not.toContain('idempotency-key');
       }
     }
     // Stable: derived from method and path, so clients generated today keep their method names.

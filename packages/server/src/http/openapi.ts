@@ -4,6 +4,7 @@ import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ErrorCode } from '../core/errors.js';
+import { changesNothing } from './auth.js';
 
 /** The one error body of every 4xx and 5xx answer (docs/api.md), a named component of the document. */
 const ErrorBody = Type.Object(
@@ -121,11 +122,11 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
         operationId: schema.operationId ?? operationIdOf(method, route.url),
         response: { ...declared, ...impliedErrorResponses(method, route.url, auth !== undefined, declared) },
       };
-      // Every write takes an Idempotency-Key (http/idempotency.ts).
-      const idempotencyKey = WRITES.has(method) ? { 'idempotency-key': IDEMPOTENCY_KEY_HEADER } : {};
+      // Every write takes an Idempotency-Key (http/idempotency.ts); a read sent as POST does not record one.
+      const idempotencyKey = WRITES.has(method) && !changesNothing(auth) ? { 'idempotency-key': IDEMPOTENCY_KEY_HEADER } : {};
       if (!auth) {
         const headers = { type: 'object', properties: idempotencyKey };
-        return { schema: (WRITES.has(method) ? { ...documented, headers } : documented) as never, url };
+        return { schema: ('idempotency-key' in idempotencyKey ? { ...documented, headers } : documented) as never, url };
       }
       // Document the credentials and scoping headers once, from the route's auth declaration.
       const accepts = auth.accepts ?? ['api_key'];
