@@ -6,11 +6,12 @@
  * other, in rounds (ABBA order, the first round a warm-up): each round's figures are compared with
  * the other side's in the same round, and the median of those ratios is the answer. Prints JSON.
  *
- *   npm run bench:pair -- --base <rev> [--phase add|keyed-add|bulk|query] [--rounds 10] [--postgres URL]
+ *   npm run bench:pair -- --base <rev> [--phase add|keyed-add|turn|bulk|query] [--rounds 10] [--postgres URL]
  *                         [--memories 10000] [--clients N]
  *
  * Phases: `add` (POST /memory/add, 16 clients, 64 end users), `keyed-add` (the same with an Idempotency-Key
- * on every add, as the official clients send them), `bulk` (POST /memory/bulk-add of 50,
+ * on every add, as the official clients send them), `turn` (POST /v1/memory/add_turn, 16 clients, 64 users of
+ * 8 tenants), `bulk` (POST /memory/bulk-add of 50,
  * 8 clients, 32 end users), `query` (POST /memory/query {k: 10} with LoCoMo questions, 16 clients,
  * on an end user holding `--memories` memories); `--clients` sets another number of clients (1 for
  * latency). CPU per operation: the server process, and on PostgreSQL the database's backends
@@ -32,8 +33,8 @@ import { startServer, type BenchServer } from './lib/server.js';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const baseRev = option('--base');
 if (!baseRev) throw new Error('--base <rev> is required: the revision to compare this checkout with');
-const phase = (option('--phase') ?? 'bulk') as 'add' | 'keyed-add' | 'bulk' | 'query';
-if (!['add', 'keyed-add', 'bulk', 'query'].includes(phase)) throw new Error('--phase must be add, keyed-add, bulk or query');
+const phase = (option('--phase') ?? 'bulk') as 'add' | 'keyed-add' | 'turn' | 'bulk' | 'query';
+if (!['add', 'keyed-add', 'turn', 'bulk', 'query'].includes(phase)) throw new Error('--phase must be add, keyed-add, turn, bulk or query');
 const rounds = Number(option('--rounds') ?? 10);
 const postgresUrl = option('--postgres');
 const memories = Number(option('--memories') ?? 10_000);
@@ -80,6 +81,12 @@ async function roundOf(side: Side, questions: string[]) {
     written += 5_000;
     const key = (i: number): Record<string, string> => (phase === 'keyed-add' ? { 'idempotency-key': `pair-${from + i}` } : {});
     return { operations: 5_000, load: await runLoad(5_000, clients, async (i) => (await request('POST', '/memory/add', { text: text(from + i) }, { 'x-end-user-id': `add-${i % 64}`, ...key(i) })).status === 201) };
+  }
+  if (phase === 'turn') {
+    const from = written;
+    written += 3_000;
+    const turn = (i: number) => ({ tenant_id: `pair-${i % 8}`, user_id: `user-${i % 64}`, text: text(from + i), speaker: 'user' });
+    return { operations: 3_000, load: await runLoad(3_000, clients, async (i) => (await request('POST', '/v1/memory/add_turn', turn(i), { 'x-tenant-id': `pair-${i % 8}` })).status === 201) };
   }
   if (phase === 'bulk') {
     const from = written;
