@@ -130,7 +130,7 @@ export interface InsertedRecord {
 
 /** SQL of the journal's owner (http/idempotency.ts) that a grouped insert's statement runs for its journaled writes. */
 export interface InsertedRecordShape {
-  /** Columns of the statement's input a journaled write fills (null for a write without a journal), with their PostgreSQL types. */
+  /** Columns of the statement's input a journaled write fills, with their PostgreSQL types (such statements hold journaled writes only). */
   columns: ReadonlyArray<readonly [name: string, type: string]>;
   /**
    * A SELECT of the `ord` of the writes in `given` whose request still holds its claim, locking the claim until the

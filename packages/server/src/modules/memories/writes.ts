@@ -862,13 +862,13 @@ async function insertOne(
     .returningAll()
     .executeTakeFirstOrThrow();
   const memory = toMemory(row);
-  const history = historyInsert(trx, ctx, [{
+  const history: HistoryEntry[] = [{
     memoryId: memory.id, action: 'create',
     changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
-  }], effects.now);
+  }];
   // With the write's last statement, one round trip fewer, when no history row of the write is to follow it.
-  if (historyLast) effects.later(history);
-  else if (history) await trx.executeQuery(history.compile());
+  if (historyLast) effects.later(historyInsert(trx, ctx, history, effects.now));
+  else await recordHistory(trx, ctx, history, effects.now);
   effects.emit('memory.created', { memory, tenant_id: owner.tenantId || null });
   return memory;
 }
