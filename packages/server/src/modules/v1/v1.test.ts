@@ -51,7 +51,7 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     }
     // Each turn's history is its one create row, written with the turn's last statement.
     const history = await t.database.db.selectFrom('memory_history').select(['memory_id', 'action', 'changes']).where('memory_id', 'in', ids).orderBy('memory_id').execute();
-    expect(history.map((h) => [h.memory_id, h.action, decodeJson(h.changes).text])).toEqual(ids.map((id, i) => [id, 'create', { before: null, after: texts[i] }]));
+    expect(history.map((h) => [h.memory_id, h.action, (decodeJson(h.changes) as { text: unknown }).text])).toEqual(ids.map((id, i) => [id, 'create', { before: null, after: texts[i] }]));
 
     const rows = await countRows(t, 'memories');
     const again = await turns.add('acme', { user_id: user, text: texts[1], speaker: 'bob', metadata: { session_id: 's1', project: 'demo' } });
