@@ -189,8 +189,9 @@ async function measure(server: BenchServer) {
     await query(`user-${n}`, 0);
     cold[String(n)] = Math.round((performance.now() - s) * 100) / 100;
   }
-  // Warm-up: JIT, statement caches, connections.
-  for (const n of SIZES) await runLoad(100, 1, async (i) => (await query(`user-${n}`, questions.length - 1 - i)) >= 0);
+  // Warm-up (JIT, statement caches, connections), so that the percentiles are the server's steady state: V8 optimizes
+  // the route's code, and the search thread's, over its first thousand queries or so (bench/README.md, "Round 12").
+  for (const n of SIZES) await runLoad(n >= 100_000 ? 300 : 1000, 1, async (i) => (await query(`user-${n}`, questions.length - 1 - (i % questions.length))) >= 0);
   const rssWarm = rssMb(pid);
   let empty = 0;
   for (const n of SIZES) {

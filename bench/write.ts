@@ -23,6 +23,8 @@ import { freshDataDir, startServer, type BenchServer } from './lib/server.js';
 const postgresUrl = option('--postgres') ?? process.env.ENGRAM_BENCH_DATABASE_URL;
 const scale = Number(process.env.ENGRAM_BENCH_SCALE ?? 1);
 const cpuProfDir = option('--cpu-prof');
+/** Adds before the first measured phase: past them V8's compiler threads take ~0.01 ms of CPU an add, against 0.35 after 200. */
+const WARM_UP_ADDS = Math.round(5000 * scale);
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
 
 async function benchmark(server: BenchServer) {
@@ -30,8 +32,11 @@ async function benchmark(server: BenchServer) {
   const post = async (_server: BenchServer, path: string, endUser: string, body: unknown, expect: number[]) =>
     expect.includes((await request('POST', path, body, { 'x-end-user-id': endUser })).status);
   const text = (i: number) => `Benchmark memory number ${i}: the user mentioned preference ${i % 97} while planning trip ${i}`;
-  // Warm up connections and JIT.
-  await runLoad(200, 4, (i) => post(server, '/memory/add', 'warmup', { text: text(i) }, [201]));
+  // Warm-up, so that each phase measures the server in its steady state: V8 optimizes a route's code over its first
+  // thousands of requests, on compiler threads that take CPU from the phase measured (bench/README.md, "Round 12").
+  await runLoad(WARM_UP_ADDS, 4, (i) => post(server, '/memory/add', 'warmup', { text: text(i) }, [201]));
+  await runLoad(500, 4, async (i) => (await request('POST', '/memory/add', { text: `Keyed ${text(i)}` }, { 'x-end-user-id': 'warmup-keyed', 'idempotency-key': `warmup-${i}` })).status === 201);
+  await runLoad(40, 4, (b) => post(server, '/memory/bulk-add', 'warmup-bulk', Array.from({ length: 50 }, (_, j) => ({ text: `Warm-up ${text(b * 50 + j)}` })), [200]));
   const single1 = await runLoad(Math.round(2000 * scale), 1, (i) => post(server, '/memory/add', 'single-1', { text: text(i) }, [201]));
   const single16 = await costed(server, Math.round(10000 * scale), () =>
     runLoad(Math.round(10000 * scale), 16, (i) => post(server, '/memory/add', `single-16-${i % 64}`, { text: text(i) }, [201])),
