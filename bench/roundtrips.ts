@@ -1,5 +1,5 @@
 /**
- * Round trips to PostgreSQL per operation (writes, and a query) of a real server: every statement the server
+ * Round trips to PostgreSQL per operation (writes, a /v1 turn, and a query) of a real server: every statement the server
  * process sends is logged (bench/lib/count-statements.mjs), and the log is read around each
  * operation. `npm run bench:roundtrips -- --postgres URL` (or ENGRAM_BENCH_DATABASE_URL). Prints JSON.
  */
@@ -39,6 +39,8 @@ try {
       request('POST', '/memory/add', { text: text(1000 + i) }, { 'x-end-user-id': 'rt', 'idempotency-key': `rt-${i}` })),
     await measure('POST /memory/bulk-add (50 items)', 5, (i) =>
       request('POST', '/memory/bulk-add', Array.from({ length: 50 }, (_, j) => ({ text: text(10_000 + i * 50 + j) })), { 'x-end-user-id': 'rt' })),
+    await measure('POST /v1/memory/add_turn', 20, (i) =>
+      request('POST', '/v1/memory/add_turn', { tenant_id: 'rt', user_id: 'rt', text: text(20_000 + i), speaker: 'user' }, { 'x-tenant-id': 'rt' })),
     await measure('POST /memory/query (k = 10)', 20, (i) =>
       request('POST', '/memory/query', { query: `what preference did the user mention ${i % 97}`, k: 10 }, { 'x-end-user-id': 'rt' })),
   ];

@@ -2,7 +2,7 @@ import { sql, type Insertable, type QueryCreator, type RawBuilder, type Transact
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
-import { groupedInsert, write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
+import { groupedInsert, write, type Effects, type InputColumn, type WriteContext } from '../../core/unit-of-work.js';
 import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { eventJson } from '../../core/events.js';
@@ -911,6 +911,114 @@ export async function insertTurn(
   return { memory, created: true };
 }
 
+
+/**
+ * What the caller of insertTurnInOneStatement counts per turn that lands, in the same statement (PostgreSQL): its
+ * own input columns; `statement`, a data-modifying statement named `counted` that reads `landed` (the turns
+ * inserted) joined with `input` on owner and dedupe hash; and `refusedWhen`, a condition over `counted` and `input`
+ * under which the whole statement is refused, so that nothing of it is written (the caller's general path then
+ * decides, exactly).
+ */
+export interface TurnCount {
+  columns: readonly InputColumn[];
+  statement: string;
+  refusedWhen: string;
+}
+
+/** Why a turn did not land in its statement (insertTurnInOneStatement). */
+export type TurnNotLanded = 'refused' | 'left out';
+
+/**
+ * PostgreSQL: a new turn with its revision bump, history row, memory.created event, audit row and the caller's
+ * count, grouped with the turns submitted at the same time into one statement (core/unit-of-work.ts#groupedInsert).
+ * Only a turn that is certainly new lands: its redelivery lookup reads the statement's snapshot, so a turn is left
+ * out when the lookup finds an earlier delivery, when its insert meets one (the dedupe index), and when its end
+ * user's revision moved after the snapshot was taken (the statement waited for another transaction's row lock:
+ * that transaction may have stored the same turn, which the snapshot does not show). Each owner has at most one
+ * turn in a statement. 'left out' means nothing but the revision bump was written and the request's held key was
+ * verified by the statement; 'refused' means nothing was written (the count's `refusedWhen`). Either way
+ * insertTurn then decides, under the end user's row lock.
+ */
+export async function insertTurnInOneStatement(
+  database: Database, ctx: WriteContext, owner: Owner, turn: TurnInput, count: TurnCount, countValues: readonly unknown[],
+): Promise<MemoryView | TurnNotLanded> {
+  checkContent({ text: turn.text, metadata: turn.metadata });
+  const now = nowIso();
+  const at = turn.occurredAt ?? now;
+  const [hash, earlierHash] = turn.occurredAt !== undefined
+    ? [turnHash(turn.sessionId, turn.speaker, turn.text, at), null]
+    : arrivalHashes(turn.sessionId, turn.speaker, turn.text, now);
+  const windowStart = turn.occurredAt !== undefined ? null : new Date(Date.parse(now) - TURN_REDELIVERY_WINDOW_MS).toISOString();
+  const row: Omit<MemoryRow, 'id'> = {
+    project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: turn.text, tags: '[]',
+    is_summary: database.bool(false), source: turn.source, importance: 0.5, metadata: encodeJson(turn.metadata), client_ref: null,
+    session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hash, seq: 0, created_at: at, updated_at: now, deleted_at: null,
+    superseded_by: null,
+  };
+  // The memory as its row will read; its id is the row's (set in SQL).
+  const expected = toMemory({ ...row, id: 1 } as MemoryRow);
+  const changes = Object.fromEntries(TURN_HISTORY_FIELDS.map((f) => [f, { before: null, after: expected[f] }]));
+  let inserted: MemoryRow | undefined;
+  try {
+    inserted = await turnStatementFor(count)<MemoryRow>(
+      database, ctx, now, [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(changes), earlierHash, windowStart, ...countValues],
+      () => eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }),
+      ctx.journal?.recordInserted({ memory: { ...expected }, created: true }, ['memory', 'id']),
+    );
+  } catch (error) {
+    if ((error as { code?: string }).code === TURN_REFUSED) return 'refused';
+    throw error;
+  }
+  return inserted ? toMemory(inserted) : 'left out';
+}
+
+/** The fields a turn's history row records (as insertOne's). */
+const TURN_HISTORY_FIELDS = ['text', 'source', 'metadata', 'session_id'] as const;
+
+/** SQLSTATE division_by_zero: raised by a turn statement whose count refused it, and by nothing else in it. */
+const TURN_REFUSED = '22012';
+
+const turnStatements = new Map<TurnCount, ReturnType<typeof groupedInsert>>();
+const turnStatementFor = (count: TurnCount) => {
+  let statement = turnStatements.get(count);
+  if (!statement) turnStatements.set(count, (statement = turnStatement(count)));
+  return statement;
+};
+
+function turnStatement(count: TurnCount) {
+  const owner = 'project_id, tenant_id, end_user_id';
+  return groupedInsert({
+    columns: [...NEW_MEMORY_COLUMNS, ['history_changes', 'json'], ['earlier_hash', 'text'], ['window_start', 'timestamptz'], ...count.columns],
+    steps: [
+      // The revisions as the statement's snapshot has them, before its own bump waits for any row lock.
+      ['known', `SELECT e.project_id, e.tenant_id, e.end_user_id, e.revision FROM end_users e JOIN input USING (${owner})`],
+      ['revision', `INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at)
+        SELECT project_id, tenant_id, end_user_id, 1, max(ctx_now), max(ctx_now) FROM input GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+        ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = end_users.revision + 1, updated_at = excluded.updated_at
+        RETURNING project_id, tenant_id, end_user_id, revision`],
+      ['fresh', `SELECT input.* FROM input JOIN revision USING (${owner}) LEFT JOIN known USING (${owner})
+        WHERE revision.revision = COALESCE(known.revision, 0) + 1
+        AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.project_id = input.project_id AND m.tenant_id = input.tenant_id
+          AND m.end_user_id = input.end_user_id AND m.dedupe_hash IN (input.dedupe_hash, input.earlier_hash) AND m.deleted_at IS NULL
+          AND (input.window_start IS NULL OR m.created_at > input.window_start))`],
+      ['landed', `INSERT INTO memories (${memoryColumnList}, seq)
+        SELECT ${NEW_MEMORY_COLUMNS.map(([column]) => `fresh.${column}`).join(', ')}, revision.revision
+        FROM fresh JOIN revision USING (${owner}) ORDER BY fresh.ord
+        ON CONFLICT DO NOTHING RETURNING *`],
+      ['counted', count.statement],
+      // Division by zero (TURN_REFUSED) when the count refuses the statement: an error, so nothing of it is written.
+      ['inserted', `SELECT landed.*, input.ord FROM landed JOIN input USING (${owner}, dedupe_hash)
+        WHERE (SELECT 1 / (CASE WHEN ${count.refusedWhen} THEN 0 ELSE 1 END)) = 1`],
+    ],
+    rows: [`INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
+      SELECT input.ctx_project_id, inserted.id, 'create', input.history_changes, input.ctx_actor_type, input.ctx_actor_id, input.ctx_request_id, input.ctx_now
+      FROM inserted JOIN input USING (ord) ORDER BY inserted.id`],
+    audit: { action: 'memory.add_turn', targetType: 'memory' },
+    event: 'memory.created',
+    // One turn per owner: the revision check above holds for one bump per owner and statement.
+    exclusive: (values) => [`${values[PROJECT]}\u0000${values[TENANT]}\u0000${values[END_USER]}`],
+  });
+}
 
 /**
  * Tombstones every live memory of a project (called when the project is soft-deleted). The rows

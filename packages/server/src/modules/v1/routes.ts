@@ -48,7 +48,8 @@ function ownerFor(request: FastifyRequest, body: { tenant_id: string; user_id: s
 
 export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { database, retrieval, monthlyTurnAllowance }) => {
   app.post('/v1/memory/add_turn', {
-    config: { auth: { scope: 'memories:write', endUser: 'none' } },
+    // On PostgreSQL the turn's statement checks the credentials clock itself (modules/v1/service.ts#addTurn).
+    config: { auth: { scope: 'memories:write', endUser: 'none', checksClock: true } },
     schema: {
       tags, summary: 'Store a conversation turn',
       description: "Stores the turn verbatim, in order. The same words said at another time are another turn. The same turn delivered again (same session, speaker, text and metadata.timestamp; without a timestamp, within 60 seconds of its arrival) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.",

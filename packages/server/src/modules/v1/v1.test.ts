@@ -1,6 +1,9 @@
+import { sql } from 'kysely';
 import { expect, it } from 'vitest';
+import { sha256Hex } from '../../core/crypto.js';
 import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
+import { holdUncommitted, lockWaiters } from '../../testing/locks.js';
 import { countRows, expectError, memoryRow } from '../../testing/memories.js';
 import { freshUser } from '../../testing/retrieval.js';
 
@@ -285,6 +288,58 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     expectError(await v1(t, 'POST', '/v1/memory/recall', { tenant: 'globex', body: { tenant_id: 'acme', user_id: 'u1', query: 'x' } }), 400, 'validation_error', 'tenant_id');
     expectError(await turns.list('?tenant_id=acme', 'globex'), 400, 'validation_error', 'tenant_id');
     expect(await countRows(t, 'memories')).toBe(rows);
+  });
+});
+
+forEachDialect('/v1 turns sent together', (dialect) => {
+  const t = useTestApp(dialect);
+  const turns = turnsOf(t);
+
+  it('stores turns of many users sent at once, each once, with its history, audit row and count', async () => {
+    const users = Array.from({ length: 6 }, (_, i) => freshUser(`burst-${i}`));
+    const sent = Array.from({ length: 18 }, (_, i) => ({ user_id: users[i % 6]!, text: `burst turn ${i}`, speaker: i % 2 ? 'bob' : 'alice', metadata: { session_id: 'b1' } }));
+    const answers = await Promise.all(sent.map((body) => turns.add('burst', body)));
+    expect(answers.map((a) => a.status)).toEqual(sent.map(() => 201));
+    const ids = answers.map((a) => a.body.id as number);
+    expect(new Set(ids).size).toBe(18);
+    for (const [i, id] of ids.entries()) expect(await memoryRow(t, id)).toMatchObject({ text: sent[i]!.text, end_user_id: sent[i]!.user_id, session_id: 'b1' });
+    const history = await t.database.db.selectFrom('memory_history').select('memory_id').where('memory_id', 'in', ids).where('action', '=', 'create').execute();
+    expect(history.map((h) => h.memory_id).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+    const audited = await t.database.db.selectFrom('audit_log').select('target_id').where('action', '=', 'memory.add_turn').where('target_id', 'in', ids.map(String)).execute();
+    expect(audited).toHaveLength(18);
+    expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'burst' })).body.quota).toMatchObject({ used: 18 });
+    // Delivered again, all at once: every one converges on its row.
+    const again = await Promise.all(sent.map((body) => turns.add('burst', body)));
+    expect(again.map((a) => [a.status, a.body.id])).toEqual(ids.map((id) => [200, id]));
+    expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'burst' })).body.quota).toMatchObject({ used: 18 });
+  });
+
+  it.runIf(dialect === 'postgres')('a turn stored by another transaction while its statement waits for the end user is not stored again', async () => {
+    const user = freshUser('raced');
+    const first = await created(turns.add('acme', { user_id: user, text: 'an earlier turn', speaker: 'alice', metadata: { session_id: 'r1' } }));
+    const { project_id: projectId } = await memoryRow(t, first.id);
+    // The redelivery below is looked up under this minute's arrival key and the last one's; the other transaction stores
+    // the turn under the last one's (it arrived a minute slot earlier), which the dedupe index does not match.
+    if (Date.now() % 60_000 > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000) + 50));
+    const slot = Math.floor(Date.now() / 60_000);
+    const text = 'Delivered twice, once by each of two servers';
+    let storedId = 0;
+    const other = await holdUncommitted(t, async (trx) => {
+      const { rows } = await sql<{ revision: number }>`UPDATE end_users SET revision = revision + 1
+        WHERE project_id = ${projectId} AND tenant_id = 'acme' AND end_user_id = ${user} RETURNING revision`.execute(trx);
+      const inserted = await sql<{ id: number }>`INSERT INTO memories (project_id, tenant_id, end_user_id, text, tags, is_summary, source, importance,
+          metadata, session_id, speaker, dedupe_hash, seq, created_at, updated_at)
+        VALUES (${projectId}, 'acme', ${user}, ${text}, '[]', false, 'chat', 0.5, '{}', 'r1', 'bob',
+          ${sha256Hex(JSON.stringify(['turn-arrival', 'r1', 'bob', text, slot - 1]))}, ${rows[0]!.revision}, now(), now()) RETURNING id`.execute(trx);
+      storedId = Number(inserted.rows[0]!.id);
+    }, { commit: true });
+    const answer = turns.add('acme', { user_id: user, text, speaker: 'bob', metadata: { session_id: 'r1' } });
+    await lockWaiters(t, 1, 'the turn waiting for its end user');
+    await other.release();
+    const res = await answer;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ id: storedId, status: 'duplicate' });
+    expect(await t.database.db.selectFrom('memories').select('id').where('text', '=', text).execute()).toEqual([{ id: storedId }]);
   });
 });
 
