@@ -29,6 +29,14 @@ export async function turnsStoredIn(db: Executor, projectIds: string[], period: 
   return Number(row.turns);
 }
 
+type StoredTurn = Awaited<ReturnType<typeof insertTurn>>;
+
+/**
+ * Stores a turn and counts it against its tenant's monthly allowance (quota_exceeded past it). On PostgreSQL a new
+ * turn goes out in one statement shared with the turns sent at the same time; a redelivery, a turn that statement
+ * could not rule out as one, and a turn past the allowance take the general path, which decides under the end
+ * user's row lock.
+ */
 export async function addTurn(
   database: Database,
   ctx: WriteContext,
@@ -36,13 +44,13 @@ export async function addTurn(
   turn: TurnInput,
   allowance: number,
   now = new Date(),
-): Promise<{ memory: Awaited<ReturnType<typeof insertTurn>>['memory']; created: boolean }> {
+): Promise<StoredTurn> {
   const period = monthOf(now);
   let general = ctx;
   if (database.dialect === 'postgres') {
     // A retry of a request whose turn committed is handed its result (write() would do the same).
     const earlier = ctx.journal?.replay();
-    if (earlier) return earlier.value as { memory: Awaited<ReturnType<typeof insertTurn>>['memory']; created: boolean };
+    if (earlier) return earlier.value as StoredTurn;
     const landed = await insertTurnInOneStatement(database, ctx, owner, turn, TURN_USAGE, [period.key, allowance]);
     if (typeof landed !== 'string') return { memory: landed, created: true };
     // Left out (a redelivery, or one it could not rule out), its statement found the credentials clock where the

@@ -314,6 +314,27 @@ forEachDialect('/v1 turns sent together', (dialect) => {
     expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'burst' })).body.quota).toMatchObject({ used: 18 });
   });
 
+  it('answers a turn sent again with its Idempotency-Key as the first time, storing and counting it once', async () => {
+    const user = freshUser('keyed');
+    const send = () => t.call('POST', '/v1/memory/add_turn', {
+      endUser: null, body: { tenant_id: 'keyed', user_id: user, text: 'said once, sent twice', speaker: 'alice' },
+      headers: { 'X-Tenant-ID': 'keyed', 'Idempotency-Key': `turn-${user}` },
+    });
+    const first = await send();
+    expect(first.status, first.text).toBe(201);
+    const again = await send();
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(await t.database.db.selectFrom('memories').select('id').where('end_user_id', '=', user).execute()).toEqual([{ id: first.body.id }]);
+    expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'keyed' })).body.quota).toMatchObject({ used: 1 });
+    // On PostgreSQL the turn's statement recorded its result in the request's claim, with the id it gave the row.
+    if (dialect === 'postgres') {
+      const claims = await t.database.db.selectFrom('idempotency_keys').select('committed_id').where('key_hash', '=', sha256Hex(`turn-${user}`)).execute();
+      expect(claims.map((c) => Number(c.committed_id))).toEqual([first.body.id]);
+    }
+  });
+
   it.runIf(dialect === 'postgres')('a turn stored by another transaction while its statement waits for the end user is not stored again', async () => {
     const user = freshUser('raced');
     const first = await created(turns.add('acme', { user_id: user, text: 'an earlier turn', speaker: 'alice', metadata: { session_id: 'r1' } }));
