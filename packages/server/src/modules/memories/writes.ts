@@ -482,6 +482,12 @@ const columnIndex = (name: string) => NEW_MEMORY_COLUMNS.findIndex(([column]) =>
 const [PROJECT, TENANT, END_USER, HASH, CLIENT_REF] = ['project_id', 'tenant_id', 'end_user_id', 'dedupe_hash', 'client_ref'].map(columnIndex) as [number, number, number, number, number];
 const memoryColumnList = NEW_MEMORY_COLUMNS.map(([column]) => column).join(', ');
 
+/** A grouped statement's bump of each owner's revision, once per statement, owners in one order (both locks and deadlocks follow it). */
+const REVISION_STEP = `INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at)
+  SELECT project_id, tenant_id, end_user_id, 1, max(ctx_now), max(ctx_now) FROM input GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+  ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = end_users.revision + 1, updated_at = excluded.updated_at
+  RETURNING project_id, tenant_id, end_user_id, revision`;
+
 /**
  * The revision of each owner is bumped once per statement (its rows share the new revision as their
  * seq, as a bulk-add's do), owners locked in one order so that two statements never deadlock; rows
@@ -491,10 +497,7 @@ const memoryColumnList = NEW_MEMORY_COLUMNS.map(([column]) => column).join(', ')
 const addStatement = groupedInsert({
   columns: [...NEW_MEMORY_COLUMNS, ['history_changes', 'json']],
   steps: [
-    ['revision', `INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at)
-      SELECT project_id, tenant_id, end_user_id, 1, max(ctx_now), max(ctx_now) FROM input GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-      ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = end_users.revision + 1, updated_at = excluded.updated_at
-      RETURNING project_id, tenant_id, end_user_id, revision`],
+    ['revision', REVISION_STEP],
     ['landed', `INSERT INTO memories (${memoryColumnList}, seq)
       SELECT ${NEW_MEMORY_COLUMNS.map(([column]) => `input.${column}`).join(', ')}, revision.revision
       FROM input JOIN revision USING (project_id, tenant_id, end_user_id) ORDER BY input.ord
@@ -847,6 +850,9 @@ export interface TurnInput {
 }
 
 
+/** The fields the history row of a turn or a summary records (insertOne, insertTurnInOneStatement). */
+const INSERTED_HISTORY_FIELDS = ['text', 'source', 'metadata', 'session_id'] as const;
+
 /** One memory row (a turn or a summary) with its create history and memory.created event. */
 async function insertOne(
   trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner,
@@ -864,7 +870,7 @@ async function insertOne(
   const memory = toMemory(row);
   const history: HistoryEntry[] = [{
     memoryId: memory.id, action: 'create',
-    changes: Object.fromEntries(['text', 'source', 'metadata', 'session_id'].map((f) => [f, { before: null, after: memory[f as keyof MemoryView] }])),
+    changes: Object.fromEntries(INSERTED_HISTORY_FIELDS.map((f) => [f, { before: null, after: memory[f] }])),
   }];
   // With the write's last statement, one round trip fewer, when no history row of the write is to follow it.
   if (historyLast) effects.later(historyInsert(trx, ctx, history, effects.now));
@@ -957,7 +963,7 @@ export async function insertTurnInOneStatement(
   };
   // The memory as its row will read; its id is the row's (set in SQL).
   const expected = toMemory({ ...row, id: 1 } as MemoryRow);
-  const changes = Object.fromEntries(TURN_HISTORY_FIELDS.map((f) => [f, { before: null, after: expected[f] }]));
+  const changes = Object.fromEntries(INSERTED_HISTORY_FIELDS.map((f) => [f, { before: null, after: expected[f] }]));
   let inserted: MemoryRow | undefined;
   try {
     inserted = await turnStatementFor(count)<MemoryRow>(
@@ -971,9 +977,6 @@ export async function insertTurnInOneStatement(
   }
   return inserted ? toMemory(inserted) : 'left out';
 }
-
-/** The fields a turn's history row records (as insertOne's). */
-const TURN_HISTORY_FIELDS = ['text', 'source', 'metadata', 'session_id'] as const;
 
 /** SQLSTATE division_by_zero: raised by a turn statement whose count refused it, and by nothing else in it. */
 const TURN_REFUSED = '22012';
@@ -992,10 +995,7 @@ function turnStatement(count: TurnCount) {
     steps: [
       // The revisions as the statement's snapshot has them, before its own bump waits for any row lock.
       ['known', `SELECT e.project_id, e.tenant_id, e.end_user_id, e.revision FROM end_users e JOIN input USING (${owner})`],
-      ['revision', `INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at)
-        SELECT project_id, tenant_id, end_user_id, 1, max(ctx_now), max(ctx_now) FROM input GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-        ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = end_users.revision + 1, updated_at = excluded.updated_at
-        RETURNING project_id, tenant_id, end_user_id, revision`],
+      ['revision', REVISION_STEP],
       ['fresh', `SELECT input.* FROM input JOIN revision USING (${owner}) LEFT JOIN known USING (${owner})
         WHERE revision.revision = COALESCE(known.revision, 0) + 1
         AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.project_id = input.project_id AND m.tenant_id = input.tenant_id
