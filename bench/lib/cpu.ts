@@ -11,27 +11,45 @@ export function processCpuSeconds(pid: number): number {
 
 export function postgresCpuSeconds(databaseUrl: string): number {
   const database = new URL(databaseUrl).pathname.slice(1);
-  let ticks = 0;
+  let seen = backendTicks.get(database);
+  if (!seen) backendTicks.set(database, (seen = new Map()));
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
       // A backend's title: "postgres: <cluster>: <user> <database> <client> <state>".
       const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (title.startsWith('postgres:') && title.split(' ').includes(database)) ticks += ticksOf(Number(pid));
+      if (!title.startsWith('postgres:') || !title.split(' ').includes(database)) continue;
+      const fields = statFields(Number(pid));
+      // pid and start time: a pid the kernel reuses is another process.
+      seen.set(`${pid}:${fields[19]}`, Number(fields[11]) + Number(fields[12]));
     } catch {
       // The process ended meanwhile.
     }
   }
+  let ticks = 0;
+  for (const value of seen.values()) ticks += value;
   return ticks / CLOCK_TICKS;
 }
+
+/**
+ * The CPU ticks last seen of each backend of a database: a backend that exits between two readings (the server's
+ * pool closes a connection idle for 10 s, an autovacuum worker finishes) keeps counting what it had used, so the
+ * difference of two readings is not cut by everything that backend had used before (it went negative).
+ */
+const backendTicks = new Map<string, Map<string, number>>();
 
 /** Linux reports CPU time in clock ticks of 1/100 s (USER_HZ) on every architecture Node runs on. */
 const CLOCK_TICKS = 100;
 
 function ticksOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(pid);
   return Number(fields[11]) + Number(fields[12]); // utime, stime
+}
+
+/** The fields of /proc/<pid>/stat after the command name: [11] utime, [12] stime, [19] start time. */
+function statFields(pid: number): string[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
 /**
