@@ -341,6 +341,51 @@ describe('MemoryIndex after changes', () => {
     }
   });
 
+  it('keeps common terms\' context postings between searches and answers exactly as without them, through every kind of write', () => {
+    const words = ['garden', 'piano', 'tomato', 'violin', 'harbour', 'lantern', 'orchard', 'meadow', 'compass', 'ferry'];
+    let seed = 11;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const docOf = (id: number, session: string | null): EngineDoc => ({
+      id, text: Array.from({ length: 2 + Math.floor(rand() * 6) }, () => words[Math.floor(rand() * words.length)]!).join(' '),
+      sessionId: session, createdAt: T0 + id * 60_000, importance: 0.5, feedback: 0,
+    });
+    const kept = new MemoryIndex({ embedder: null, contextCacheShare: 4 });
+    const none = new MemoryIndex({ embedder: null, contextCacheShare: 0 });
+    const both = (f: (idx: MemoryIndex) => void) => [kept, none].forEach(f);
+    // Sessions of 10, so that every common word has far more than the postings a term needs to be kept.
+    for (let id = 1; id <= 400; id++) {
+      const d = docOf(id, `s${Math.ceil(id / 10)}`);
+      both((idx) => idx.upsert(d));
+    }
+    const queries = ['garden piano', 'tomato violin harbour', 'lantern orchard', 'meadow compass ferry', 'piano'];
+    const same = () => {
+      for (const q of queries) expect(kept.search(q, { k: 8, now: T0, explain: true }), q).toEqual(none.search(q, { k: 8, now: T0, explain: true }));
+    };
+    same();
+    const grown = kept.approxBytes();
+    expect(grown).toBeGreaterThan(none.approxBytes());
+    let nextNew = 1000;
+    for (let round = 0; round < 60; round++) {
+      const kind = round % 5;
+      const id = 1 + Math.floor(rand() * 400);
+      // New turns at a session's end and in its middle (an id below its last), replacements that keep,
+      // change or drop their session, removals: each changes some doc's neighbours.
+      const d =
+        kind === 0 ? docOf(nextNew++, `s${1 + Math.floor(rand() * 40)}`)
+        : kind === 1 ? docOf(id + 0.5, `s${Math.ceil(id / 10)}`)
+        : kind === 2 ? docOf(id, `s${Math.ceil(id / 10)}`)
+        : kind === 3 ? docOf(id, rand() < 0.5 ? null : `s${1 + Math.floor(rand() * 40)}`)
+        : null;
+      if (d) both((idx) => idx.upsert(d));
+      else both((idx) => idx.remove(id));
+      same();
+    }
+    // A restored index keeps them too, from its first search on.
+    const restored = MemoryIndex.restore(kept.snapshot(), { embedder: null, contextCacheShare: 4 });
+    for (const q of queries) expect(restored.search(q, { k: 8, now: T0, explain: true }), q).toEqual(none.search(q, { k: 8, now: T0, explain: true }));
+    expect(restored.approxBytes()).toBeGreaterThan(MemoryIndex.restore(kept.snapshot(), { embedder: null, contextCacheShare: 0 }).approxBytes());
+  });
+
   it('indexes of every size share the search buffers: a search that throws leaves none of its scores to the next', () => {
     const words = ['garden', 'piano', 'tomato', 'violin', 'harbour', 'lantern', 'orchard', 'meadow'];
     const docsOf = (n: number, salt: number): EngineDoc[] => Array.from({ length: n }, (_, i) => ({

@@ -110,7 +110,15 @@ export interface MemoryIndexOptions {
   /** Built-in embedder for the sub-word vector feature; null disables it. */
   embedder?: BuiltinEmbedder | null;
   weights?: Partial<RankingWeights>;
+  /**
+   * The common terms' context postings kept between searches, up to this share of the text's own
+   * index bytes (0: none; default DEFAULT_CONTEXT_CACHE_SHARE): a search then saturates them without
+   * spreading their postings over the neighbours again. Exact; a write drops the terms it changes.
+   */
+  contextCacheShare?: number;
 }
+
+export const DEFAULT_CONTEXT_CACHE_SHARE = 1;
 
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
@@ -231,6 +239,7 @@ export class MemoryIndex {
     const e = opts.embedder === undefined ? builtinEmbedder() : opts.embedder;
     this.embedder = this.weights.ngram > 0 ? e : null;
     this.dims = this.embedder?.dimensions ?? 0;
+    this.text.contextCacheShare = opts.contextCacheShare ?? DEFAULT_CONTEXT_CACHE_SHARE;
   }
 
   get size(): number {
@@ -292,6 +301,7 @@ export class MemoryIndex {
       if (slot >= this.capacity) this.grow(slot + 1);
       this.idToSlot.set(doc.id, slot);
     } else {
+      this.forgetContextAround(slot);
       this.detachSession(slot);
     }
     this.slotId[slot] = doc.id;
@@ -330,6 +340,26 @@ export class MemoryIndex {
       this.nextSlot[slot] = n;
       if (p >= 0) this.nextSlot[p] = slot;
       if (n >= 0) this.prevSlot[n] = slot;
+      this.forgetContextAround(slot);
+    }
+  }
+
+  /**
+   * Before and after the session links around a slot change: the kept context postings of every
+   * term of the docs within the context window of it, whose spread over their neighbours may change.
+   */
+  private forgetContextAround(slot: number): void {
+    const window = this.weights.contextWindow;
+    this.text.forgetContext(slot);
+    for (let d = 1, a = this.prevSlot[slot]!, b = this.nextSlot[slot]!; d <= window && (a >= 0 || b >= 0); d++) {
+      if (a >= 0) {
+        this.text.forgetContext(a);
+        a = this.prevSlot[a]!;
+      }
+      if (b >= 0) {
+        this.text.forgetContext(b);
+        b = this.nextSlot[b]!;
+      }
     }
   }
 
@@ -394,6 +424,7 @@ export class MemoryIndex {
     if (slot === undefined) return;
     if (this.taking) this.beforeChange(this.taking);
     this.mutations++;
+    this.forgetContextAround(slot);
     this.detachSession(slot);
     this.text.remove(slot);
     this.meta.remove(slot);
@@ -570,6 +601,7 @@ export class MemoryIndex {
     for (const name of sessionNames) index.internSession(name);
     index.frozenSessions = { offsets, members, taken: new Uint8Array(sessionNames.length) };
     index.text = Bm25Field.restore(r);
+    index.text.contextCacheShare = opts.contextCacheShare ?? DEFAULT_CONTEXT_CACHE_SHARE;
     index.meta = Bm25Field.restore(r);
     return index;
   }

@@ -46,7 +46,7 @@ export function createRetrieval(database: Database, config: Config['retrieval'])
 /** The engine on this thread: the index cache and the searches it serves (also the search thread's own, thread-worker.ts). */
 export function createInProcessRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine & { cache: IndexCache; retrieval: Retrieval } {
   const embeddings = new EmbeddingStore(createEmbedder(config.embedder));
-  const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories, config.indexSnapshotMinMemories);
+  const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories, config.indexSnapshotMinMemories, config.indexContextCacheShare);
   return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings), start: () => {}, close: async () => {} };
 }
 

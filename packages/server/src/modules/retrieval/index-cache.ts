@@ -1,4 +1,4 @@
-import { MemoryIndex, parseTemporal, SLICE_MS } from '../../engine/index.js';
+import { MemoryIndex, parseTemporal, SLICE_MS, type MemoryIndexOptions } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
   changesSince, largeOwnersChangedAfter, liveMemoryCount, liveProjectMemories, projectRevision, revisionOf, type IndexedMemory, type Owner,
@@ -77,7 +77,13 @@ export class IndexCache {
     private readonly maxBytes: number,
     private readonly projectMaxMemories: number,
     private readonly snapshotMinMemories = 0,
-  ) {}
+    contextCacheShare?: number,
+  ) {
+    this.indexOptions = { embedder: null, contextCacheShare };
+  }
+
+  /** How its indexes are made and restored: no built-in vectors; the context postings they keep (MemoryIndexOptions). */
+  private readonly indexOptions: MemoryIndexOptions;
 
   /**
    * The owner's index as held, without reading the revision: for a caller that reads the revision
@@ -92,6 +98,8 @@ export class IndexCache {
     // Most recently used last.
     this.entries.delete(key);
     this.entries.set(key, entry);
+    // What its last searches kept (the context postings) counts from now.
+    this.account(entry);
     return entry;
   }
 
@@ -106,7 +114,7 @@ export class IndexCache {
     const snapshots = this.snapshotMinMemories > 0 && this.embeddings.embedder === null;
     return this.use(key, () => revisionOf(this.database.db, owner), async (entry, revision) => {
       if (snapshots && entry.revision === 0 && entry.index.size === 0) {
-        const stored = await loadSnapshot(this.database, owner, this.embeddings.id);
+        const stored = await loadSnapshot(this.database, owner, this.embeddings.id, this.indexOptions);
         if (stored && stored.revision <= revision) {
           Object.assign(entry, { index: stored.index, meta: stored.meta, revision: stored.revision, snapshotted: true });
           this.snapshots.loaded++;
@@ -189,7 +197,7 @@ export class IndexCache {
       if ((await liveMemoryCount(this.database.db, [projectId])) > this.projectMaxMemories) {
         throw invalid('X-End-User-ID', `The project holds more than ${this.projectMaxMemories} memories; send X-End-User-ID to compose for one end user`);
       }
-      entry.index = new MemoryIndex({ embedder: null });
+      entry.index = new MemoryIndex(this.indexOptions);
       entry.meta.clear();
       let batch: IndexedMemory[] = [];
       for await (const row of liveProjectMemories(this.database.db, projectId, tenantId)) {
@@ -221,7 +229,7 @@ export class IndexCache {
   ): Promise<CachedIndex> {
     let entry = this.entries.get(key);
     if (!entry) {
-      entry = { index: new MemoryIndex({ embedder: null }), meta: new Map(), revision: 0, bytes: 0, unsnapshotted: 0, snapshotted: false };
+      entry = { index: new MemoryIndex(this.indexOptions), meta: new Map(), revision: 0, bytes: 0, unsnapshotted: 0, snapshotted: false };
       this.entries.set(key, entry);
     } else {
       // Most recently used last.

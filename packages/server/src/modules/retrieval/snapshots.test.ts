@@ -119,7 +119,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     const owner = { projectId: t.projectId, tenantId: row.tenant_id, endUserId: endUser };
     // On PostgreSQL 97 bytes a row: the deflated index comes back in dozens of rows.
     expect(row.index_data.length).toBeGreaterThan(97 * 10);
-    const [whole, parts] = [await loadSnapshot(t.database, owner, 'builtin'), await loadSnapshot(t.database, owner, 'builtin', 97)];
+    const [whole, parts] = [await loadSnapshot(t.database, owner, 'builtin'), await loadSnapshot(t.database, owner, 'builtin', undefined, 97)];
     expect(whole).not.toBeNull();
     expect(parts).not.toBeNull();
     expect(parts!.revision).toBe(Number(row.revision));

@@ -1,7 +1,7 @@
 import { promisify } from 'node:util';
 import { deflate, inflate } from 'node:zlib';
 import { sql } from 'kysely';
-import { MemoryIndex, runInSlices, SLICE_MS, SNAPSHOT_FORMAT, snapshotCuts, SnapshotReader, SnapshotWriter, type Steps } from '../../engine/index.js';
+import { MemoryIndex, type MemoryIndexOptions, runInSlices, SLICE_MS, SNAPSHOT_FORMAT, snapshotCuts, SnapshotReader, SnapshotWriter, type Steps } from '../../engine/index.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.js';
 
@@ -314,14 +314,16 @@ async function storedRow(database: Database, owner: Owner, embedder: string, chu
 
 /**
  * The owner's stored index built with this embedder, or null (none, another embedder or format,
- * unreadable). `chunk`: the bytes a row on PostgreSQL (a test's small value reads many).
+ * unreadable), restored with `indexOptions`. `chunk`: the bytes a row on PostgreSQL (a test's small value reads many).
  */
-export async function loadSnapshot(database: Database, owner: Owner, embedder: string, chunk = FETCH_CHUNK): Promise<Snapshot | null> {
+export async function loadSnapshot(
+  database: Database, owner: Owner, embedder: string, indexOptions: MemoryIndexOptions = { embedder: null }, chunk = FETCH_CHUNK,
+): Promise<Snapshot | null> {
   const row = await storedRow(database, owner, embedder, chunk);
   if (!row) return null;
   try {
     const [index, meta] = await Promise.all([inflatedPieces(row.index_data), inflated(row.doc_meta)]);
-    return { index: MemoryIndex.restore(index, { embedder: null }), meta: decodeMeta(meta), revision: row.revision };
+    return { index: MemoryIndex.restore(index, indexOptions), meta: decodeMeta(meta), revision: row.revision };
   } catch {
     // Unreadable (written by another version): the caller builds, and the next store replaces it.
     return null;
