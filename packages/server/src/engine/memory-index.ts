@@ -118,7 +118,8 @@ export interface MemoryIndexOptions {
   contextCacheShare?: number;
 }
 
-export const DEFAULT_CONTEXT_CACHE_SHARE = 1;
+/** The server's default too (ENGRAM_INDEX_CONTEXT_CACHE_PERCENT, 200). */
+export const DEFAULT_CONTEXT_CACHE_SHARE = 2;
 
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
