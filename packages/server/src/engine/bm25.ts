@@ -385,7 +385,8 @@ export class Bm25Field {
     }
     const contextKey = `${window} ${weight} ${decay} ${back}`;
     if (contextKey !== this.contextCacheKey) {
-      for (const term of [...this.contextCache.keys()]) this.dropContext(term);
+      this.contextCache.clear();
+      this.contextCacheBytes = 0;
       this.contextCacheKey = contextKey;
     }
     const same = outSelf === outCtx;
