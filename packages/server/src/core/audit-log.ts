@@ -1,7 +1,7 @@
 import { sql, type Insertable } from 'kysely';
 import { sha256Hex } from './crypto.js';
 import { sqlLiteral, type Database, type Executor } from '../store/database.js';
-import { preparedInsert } from '../store/prepared.js';
+import { prepared, preparedInsert } from '../store/prepared.js';
 import type { AuditLogTable } from '../store/schema.js';
 
 /**
@@ -130,13 +130,27 @@ async function sealBatch(database: Database, trx: Executor, organizationId: stri
     prev = hash;
     return seal;
   });
-  // Bound parameters per statement stay under SQLite's limit (32766) and PostgreSQL's (65535).
-  for (let i = 0; i < seals.length; i += 1000) await trx.insertInto('audit_seals').values(seals.slice(i, i + 1000)).execute();
   const ids = rows.map((r) => r.id);
-  for (let i = 0; i < ids.length; i += 1000) await trx.deleteFrom('audit_unsealed').where('audit_id', 'in', ids.slice(i, i + 1000)).execute();
+  if (database.dialect === 'postgres') {
+    // Each column as one array: one prepared statement for every batch size, and no per-value parameters to bind.
+    await sealRows(trx, organizationId, seals.map((s) => s.position), ids, seals.map((s) => s.prev_hash), seals.map((s) => s.hash));
+    await unqueueRows(trx, ids);
+  } else {
+    // Bound parameters per statement stay under SQLite's limit (32766).
+    for (let i = 0; i < seals.length; i += 1000) await trx.insertInto('audit_seals').values(seals.slice(i, i + 1000)).execute();
+    for (let i = 0; i < ids.length; i += 1000) await trx.deleteFrom('audit_unsealed').where('audit_id', 'in', ids.slice(i, i + 1000)).execute();
+  }
   await trx.updateTable('audit_chain_heads').set({ last_hash: prev, last_position: position }).where('organization_id', '=', organizationId).execute();
   return rows.length;
 }
+
+const sealRows = prepared(5, (db, organizationId: string, positions: number[], ids: number[], prevHashes: string[], hashes: string[]) =>
+  db.insertInto('audit_seals').columns(['organization_id', 'position', 'audit_id', 'prev_hash', 'hash', 'legacy']).expression(sql`
+    SELECT ${organizationId}, s.position, s.audit_id, s.prev_hash, s.hash, false
+    FROM unnest(${positions}::bigint[], ${ids}::bigint[], ${prevHashes}::text[], ${hashes}::text[]) AS s(position, audit_id, prev_hash, hash)`),
+);
+
+const unqueueRows = prepared(1, (db, ids: number[]) => db.deleteFrom('audit_unsealed').where(sql<boolean>`audit_id = any(${ids}::bigint[])`));
 
 /** The chained fields of an audit_log row. */
 export function entryOf(row: {
