@@ -30,8 +30,13 @@ const VIEW_COLUMNS = [
 ] as const;
 
 export function toMemory(row: Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>): MemoryView {
+  return viewOf(row, row.id);
+}
+
+/** The view of a row stored under `id` (a row built before its insert gave it one). */
+export function viewOf(row: Omit<Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>, 'id'>, id: number): MemoryView {
   return {
-    id: row.id,
+    id,
     text: row.text,
     tags: decodeJson<string[]>(row.tags),
     is_summary: Boolean(row.is_summary),

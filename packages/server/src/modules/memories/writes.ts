@@ -9,7 +9,7 @@ import { eventJson } from '../../core/events.js';
 import { encodeJson, isUniqueViolation, nowIso, type Database, type Executor } from '../../store/database.js';
 import { prepared, preparedInsert } from '../../store/prepared.js';
 import type { DB, MemoriesTable, MemoryHistoryTable } from '../../store/schema.js';
-import { owned, toMemory, type MemoryRow, type Owner } from './feed.js';
+import { owned, toMemory, viewOf, type MemoryRow, type Owner } from './feed.js';
 import {
   AddMemoryBody, LIMITS,
   type AddMemoryInput, type BatchUpdateResultView, type BulkAddResultView, type MemoryPatchInput, type MemoryView,
@@ -122,7 +122,11 @@ const CREATED_FIELDS = ['text', 'tags', 'source', 'importance', 'metadata', 'cli
 /** The dedupe_hash of an item: a conversation turn (with a speaker) is a duplicate only of the same turn, as on /v1. */
 const duplicateKey = (i: ImportedMemory) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text, i.created_at ?? null) : dedupeHash(i.text));
 
-const createdChanges = (m: MemoryView) => Object.fromEntries(CREATED_FIELDS.map((f) => [f, { before: null, after: m[f] }]));
+const createdChanges = (m: MemoryView) => {
+  const changes: Record<string, { before: null; after: unknown }> = {};
+  for (const field of CREATED_FIELDS) changes[field] = { before: null, after: m[field] };
+  return changes;
+};
 
 
 /**
@@ -300,7 +304,7 @@ const insertUnlessConflict = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(ME
 async function insertedMemories(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>): Promise<MemoryView[]> {
   if (database.dialect === 'postgres') return (await trx.executeQuery(insertRows(trx, rows).compile())).rows.map(toMemory);
   const inserted = (await trx.executeQuery(insertRowIds(trx, rows).compile())).rows;
-  return inserted.map(({ id }, i) => toMemory({ ...rows[i]!, id }));
+  return inserted.map(({ id }, i) => viewOf(rows[i]!, id));
 }
 
 /**
@@ -321,7 +325,7 @@ async function insertedUnlessConflict(database: Database, trx: Executor, rows: A
   const ids = new Map((await trx.executeQuery(insertIdsUnlessConflict(trx, rows).compile())).rows.map((r) => [r.dedupe_hash!, r.id]));
   for (const row of rows) {
     const id = ids.get(row.dedupe_hash!);
-    if (id !== undefined) landed.set(row.dedupe_hash!, toMemory({ ...row, id }));
+    if (id !== undefined) landed.set(row.dedupe_hash!, viewOf(row, id));
   }
   return landed;
 }
@@ -462,7 +466,7 @@ async function addInOneStatement(database: Database, ctx: WriteContext, owner: O
   const now = nowIso();
   const row = memoryRow(database, owner, input, duplicateKey(input), 0, now);
   // The memory as its row will read; its id is the row's (set in SQL).
-  const expected = toMemory({ ...row, id: 1 } as MemoryRow);
+  const expected = viewOf(row, 1);
   const inserted = await addStatement<MemoryRow>(database, ctx, now, [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(createdChanges(expected))],
     () => eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }),
     ctx.journal?.recordInserted({ created: { ...expected } } satisfies Outcome, ['created', 'id']));
@@ -962,7 +966,7 @@ export async function insertTurnInOneStatement(
     superseded_by: null,
   };
   // The memory as its row will read; its id is the row's (set in SQL).
-  const expected = toMemory({ ...row, id: 1 } as MemoryRow);
+  const expected = viewOf(row, 1);
   const changes = Object.fromEntries(INSERTED_HISTORY_FIELDS.map((f) => [f, { before: null, after: expected[f] }]));
   let inserted: MemoryRow | undefined;
   try {
