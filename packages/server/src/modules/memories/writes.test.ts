@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
@@ -257,6 +258,28 @@ forEachDialect('memory writes', (dialect) => {
     expect(results.slice(3).map((r) => [r.status, r.reason, r.memory_id])).toEqual([
       ['skipped', 'duplicate_text', beta], ['skipped', 'already_migrated', gamma],
     ]);
+  });
+
+  it.runIf(dialect === 'postgres')('looks duplicates up by their index entries, whether or not PostgreSQL has statistics for the rows', async () => {
+    const o = owner();
+    const stored = await within((trx, effects, c) =>
+      addWithin(t.database, trx, c, effects, o, Array.from({ length: 1500 }, (_, i) => ({ text: `stored memory ${i}`, client_ref: `ref-${i}` }))));
+    const id = (i: number) => ('created' in stored[i]! ? stored[i]!.created.id : undefined);
+    // As on a new database, or for an end user grown since the last ANALYZE.
+    await sql`delete from pg_statistic where starelid = 'memories'::regclass`.execute(db());
+    const { outcomes, entriesRead } = await within(async (trx, effects, c) => {
+      const outcomes = await addWithin(t.database, trx, c, effects, o, [{ text: 'STORED memory 7' }, { text: 'a new one', client_ref: 'ref-9' }, { text: 'another new one' }]);
+      // The rows this transaction has read so far, by index or scan: the lookup's and the duplicate inserts' checks'.
+      const { rows } = await sql<{ read: string }>`select idx_tup_fetch + seq_tup_read as read from pg_stat_xact_user_tables where relid = 'memories'::regclass`.execute(trx);
+      return { outcomes, entriesRead: Number(rows[0]!.read) };
+    });
+    expect(outcomes).toEqual([
+      { skipped: { reason: 'duplicate_text', memory_id: id(7) } },
+      { skipped: { reason: 'duplicate_client_ref', memory_id: id(9) } },
+      { created: expect.objectContaining({ text: 'another new one' }) },
+    ]);
+    // Not the owner's 1,500 rows scanned and filtered.
+    expect(entriesRead).toBeLessThan(50);
   });
 
   it('compares texts without letters or digits with only their spacing ignored, and takes metadata up to its limit', async () => {

@@ -1,4 +1,4 @@
-import { sql, type Insertable, type QueryCreator, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type Insertable, type QueryCreator, type Transaction } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
 import { normalizeText } from '../../engine/index.js';
@@ -208,8 +208,7 @@ function repeatsWithin(items: ImportedMemory[], hashes: string[]): boolean {
  * Items that repeat none of one another: all are inserted at once, the insert skipping those that
  * conflict with a live memory of the owner (the partial unique indexes on client_ref and
  * dedupe_hash are exactly the duplicate rule), and only the skipped ones are looked up, so new
- * memories cost no lookup (which on a table PostgreSQL has no statistics for yet reads the owner's
- * rows: existingDuplicates). A connector's re-sync, mostly memories the owner has, and a bulk add
+ * memories cost no lookup. A connector's re-sync, mostly memories the owner has, and a bulk add
  * run again after a duplicate come this way (DuplicatePolicy 'skip'). The transaction holds the
  * owner's revision lock (nextSeq), so a conflicting memory cannot be forgotten before it is looked
  * up; should one be missing all the same, its item goes through the lookup first.
@@ -351,9 +350,7 @@ const insertRowIds = preparedInsert<Omit<MemoryRow, 'id'>, Pick<MemoryRow, 'id'>
  * (undefined: none). One statement, a lookup in each partial unique index (their IS NOT NULL terms
  * let SQLite's planner use them) per value, compiled once per dialect. Each list is bound as one
  * value, so its length leaves the text as it is (on PostgreSQL one named statement for every call,
- * prepared once per connection). PostgreSQL probes the indexes only once `memories` has statistics:
- * before, the planner reads all of the owner's rows instead, which is why a bulk insert never looks
- * up before inserting (DuplicatePolicy) unless its items repeat one another.
+ * prepared once per connection).
  */
 async function existingDuplicates(
   database: Database, trx: Executor, owner: Owner, items: ImportedMemory[], hashes: string[], clientRefReason: SkipReason,
@@ -375,24 +372,37 @@ async function existingDuplicates(
 
 type DuplicateColumn = 'dedupe_hash' | 'client_ref';
 
-function duplicateLookup(isIn: (column: DuplicateColumn, list: unknown) => RawBuilder<boolean>) {
-  return prepared(5, (db, projectId: string, tenantId: string, endUserId: string, hashes: unknown, refs: unknown) => {
-    const live = (column: DuplicateColumn, list: unknown) =>
-      owned({ projectId, tenantId, endUserId })(db).clearSelect().select(['id', sql<string>`${sql.ref(column)}`.as('key')])
-        .where(column, 'is not', null).where(isIn(column, list));
-    return live('dedupe_hash', hashes).select(sql.lit('hash').as('kind')).unionAll(live('client_ref', refs).select(sql.lit('ref').as('kind')));
-  });
-}
+/** SQLite: each list a json_each (its planner searches the partial unique index on all four columns per value). */
+const sqliteDuplicateLookup = prepared(5, (db, projectId: string, tenantId: string, endUserId: string, hashes: unknown, refs: unknown) => {
+  const live = (column: DuplicateColumn, list: unknown) =>
+    owned({ projectId, tenantId, endUserId })(db).clearSelect().select(['id', sql<string>`${sql.ref(column)}`.as('key')])
+      .where(column, 'is not', null).where(sql<boolean>`${sql.ref(column)} in (select value from json_each(${list}))`);
+  return live('dedupe_hash', hashes).select(sql.lit('hash').as('kind')).unionAll(live('client_ref', refs).select(sql.lit('ref').as('kind')));
+});
+
+/**
+ * PostgreSQL: each value probes its partial unique index in a LATERAL subquery (its LIMIT keeps the
+ * planner from flattening it into a join), so the lookup reads one index entry per value whatever
+ * the statistics say. With `column = any(list)`, a planner without statistics for the owner's rows
+ * (a new database, an end user grown since the last ANALYZE) read all of them and filtered.
+ */
+const postgresDuplicateLookup = prepared(5, (db, projectId: string, tenantId: string, endUserId: string, hashes: unknown, refs: unknown) => {
+  const probe = (column: DuplicateColumn, list: unknown, kind: 'hash' | 'ref') =>
+    db
+      .selectFrom(sql<{ wanted: string }>`unnest(${list}::text[])`.as('wanted'))
+      .innerJoinLateral(
+        (eb) => eb.selectFrom('memories').select(['id', sql<string>`${sql.ref(column)}`.as('key')])
+          .where('project_id', '=', projectId).where('tenant_id', '=', tenantId).where('end_user_id', '=', endUserId)
+          .where('deleted_at', 'is', null).where(sql.ref(column), '=', eb.ref('wanted.wanted')).limit(1).as('found'),
+        (join) => join.onTrue(),
+      )
+      .select(['found.id', 'found.key', sql.lit(kind).as('kind')]);
+  return probe('dedupe_hash', hashes, 'hash').unionAll(probe('client_ref', refs, 'ref'));
+});
 
 const duplicateLookups = {
-  sqlite: {
-    statement: duplicateLookup((column, list) => sql<boolean>`${sql.ref(column)} in (select value from json_each(${list}))`),
-    list: (values: string[]): unknown => JSON.stringify(values),
-  },
-  postgres: {
-    statement: duplicateLookup((column, list) => sql<boolean>`${sql.ref(column)} = any(${list}::text[])`),
-    list: (values: string[]): unknown => values,
-  },
+  sqlite: { statement: sqliteDuplicateLookup, list: (values: string[]): unknown => JSON.stringify(values) },
+  postgres: { statement: postgresDuplicateLookup, list: (values: string[]): unknown => values },
 };
 
 /**
