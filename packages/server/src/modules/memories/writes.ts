@@ -6,7 +6,7 @@ import { groupedInsert, write, type Effects, type InputColumn, type WriteContext
 import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { eventJson } from '../../core/events.js';
-import { encodeJson, isUniqueViolation, nowIso, type Database, type Executor } from '../../store/database.js';
+import { decodeJson, encodeJson, isUniqueViolation, nowIso, type Database, type Executor } from '../../store/database.js';
 import { prepared, preparedInsert } from '../../store/prepared.js';
 import type { DB, MemoriesTable, MemoryHistoryTable } from '../../store/schema.js';
 import { owned, toMemory, viewOf, type MemoryRow, type Owner } from './feed.js';
@@ -300,14 +300,43 @@ const insertUnlessConflict = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(ME
 );
 
 /**
- * Inserts memory rows and returns them as the memories they now are, in order. PostgreSQL returns
- * the stored rows (jsonb keeps metadata in its own key order); SQLite stores exactly the values it
- * was given, so only the ids come back (returning every column was a sixth of the insert's time).
+ * What an insert of memory rows returns, to build their views from the values sent: the id (and the
+ * dedupe_hash, which names the row among those sent), and on PostgreSQL the columns it stores in a
+ * form of its own (jsonb: its key order and spacing; timestamptz: UTC), which SQLite keeps as given.
+ * Returning every column was a sixth of SQLite's insert, and on PostgreSQL formatting and parsing
+ * 18 columns a row where 4 can differ from what was sent.
  */
+type Landed = Pick<MemoryRow, 'id' | 'dedupe_hash'> & Partial<Pick<MemoryRow, 'tags' | 'metadata' | 'created_at' | 'updated_at'>>;
+const LANDED_COLUMNS = {
+  sqlite: ['id', 'dedupe_hash'],
+  postgres: ['id', 'dedupe_hash', 'tags', 'metadata', 'created_at', 'updated_at'],
+} as const;
+const landedInsert = (dialect: Database['dialect'], unlessConflict: boolean) =>
+  preparedInsert<Omit<MemoryRow, 'id'>, Landed>(MEMORY_COLUMNS, (db, rows) => {
+    const insert = db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]);
+    return (unlessConflict ? insert.onConflict((oc) => oc.doNothing()) : insert).returning(LANDED_COLUMNS[dialect]);
+  });
+const landedInserts = {
+  sqlite: { all: landedInsert('sqlite', false), unlessConflict: landedInsert('sqlite', true) },
+  postgres: { all: landedInsert('postgres', false), unlessConflict: landedInsert('postgres', true) },
+};
+
+/** The view of a row sent, as the row stored (Landed). */
+function landedView(row: Omit<MemoryRow, 'id'>, landed: Landed): MemoryView {
+  const view = viewOf(row, landed.id);
+  if (landed.metadata !== undefined) {
+    view.tags = decodeJson<string[]>(landed.tags);
+    view.metadata = decodeJson<Record<string, unknown>>(landed.metadata);
+    view.created_at = landed.created_at!;
+    view.updated_at = landed.updated_at!;
+  }
+  return view;
+}
+
+/** Inserts memory rows and returns them as the memories they now are, in order. */
 async function insertedMemories(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>): Promise<MemoryView[]> {
-  if (database.dialect === 'postgres') return (await trx.executeQuery(insertRows(trx, rows).compile())).rows.map(toMemory);
-  const inserted = (await trx.executeQuery(insertRowIds(trx, rows).compile())).rows;
-  return inserted.map(({ id }, i) => viewOf(rows[i]!, id));
+  const inserted = (await trx.executeQuery(landedInserts[database.dialect].all(trx, rows).compile())).rows;
+  return inserted.map((landed, i) => landedView(rows[i]!, landed));
 }
 
 /**
@@ -315,35 +344,15 @@ async function insertedMemories(database: Database, trx: Executor, rows: Array<O
  * the memories that landed by their dedupe_hash (unique among the rows given), in row order.
  */
 async function insertedUnlessConflict(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>): Promise<Map<string, MemoryView>> {
-  const landed = new Map<string, MemoryView>();
-  if (database.dialect === 'postgres') {
-    const inserted = (await trx.executeQuery(insertUnlessConflict(trx, rows).compile())).rows;
-    const byHash = new Map(inserted.map((row) => [row.dedupe_hash!, row]));
-    for (const row of rows) {
-      const stored = byHash.get(row.dedupe_hash!);
-      if (stored) landed.set(row.dedupe_hash!, toMemory(stored));
-    }
-    return landed;
-  }
-  const ids = new Map((await trx.executeQuery(insertIdsUnlessConflict(trx, rows).compile())).rows.map((r) => [r.dedupe_hash!, r.id]));
+  const inserted = (await trx.executeQuery(landedInserts[database.dialect].unlessConflict(trx, rows).compile())).rows;
+  const byHash = new Map(inserted.map((landed) => [landed.dedupe_hash!, landed]));
+  const views = new Map<string, MemoryView>();
   for (const row of rows) {
-    const id = ids.get(row.dedupe_hash!);
-    if (id !== undefined) landed.set(row.dedupe_hash!, viewOf(row, id));
+    const landed = byHash.get(row.dedupe_hash!);
+    if (landed) views.set(row.dedupe_hash!, landedView(row, landed));
   }
-  return landed;
+  return views;
 }
-
-const insertIdsUnlessConflict = preparedInsert<Omit<MemoryRow, 'id'>, Pick<MemoryRow, 'id' | 'dedupe_hash'>>(MEMORY_COLUMNS, (db, rows) =>
-  db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).onConflict((oc) => oc.doNothing()).returning(['id', 'dedupe_hash']),
-);
-
-const insertRows = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(MEMORY_COLUMNS, (db, rows) =>
-  db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).returningAll(),
-);
-
-const insertRowIds = preparedInsert<Omit<MemoryRow, 'id'>, Pick<MemoryRow, 'id'>>(MEMORY_COLUMNS, (db, rows) =>
-  db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).returning('id'),
-);
 
 /**
  * The owner's live memories that the items duplicate, as a function from an item to its skip
@@ -481,10 +490,10 @@ async function addInOneStatement(database: Database, ctx: WriteContext, owner: O
   const row = memoryRow(database, owner, input, duplicateKey(input), 0, now);
   // The memory as its row will read; its id is the row's (set in SQL).
   const expected = viewOf(row, 1);
-  const inserted = await addStatement<MemoryRow>(database, ctx, now, [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(createdChanges(expected))],
+  const inserted = await addStatement<Landed>(database, ctx, now, [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(createdChanges(expected))],
     () => eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }),
     ctx.journal?.recordInserted({ created: { ...expected } } satisfies Outcome, ['created', 'id']));
-  return inserted && toMemory(inserted);
+  return inserted && landedView(row, inserted);
 }
 
 /** A memory row's columns but its seq (the revision the statement bumps), with their PostgreSQL types. */
@@ -519,7 +528,7 @@ const addStatement = groupedInsert({
     ['landed', `INSERT INTO memories (${memoryColumnList}, seq)
       SELECT ${NEW_MEMORY_COLUMNS.map(([column]) => `input.${column}`).join(', ')}, revision.revision
       FROM input JOIN revision USING (project_id, tenant_id, end_user_id) ORDER BY input.ord
-      ON CONFLICT DO NOTHING RETURNING *`],
+      ON CONFLICT DO NOTHING RETURNING ${LANDED_COLUMNS.postgres.join(', ')}, project_id, tenant_id, end_user_id`],
     ['inserted', `SELECT landed.*, input.ord FROM landed JOIN input USING (project_id, tenant_id, end_user_id, dedupe_hash)`],
   ],
   rows: [`INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
