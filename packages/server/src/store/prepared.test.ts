@@ -46,6 +46,18 @@ forEachDialect('prepared statements', (dialect) => {
     expect(await byLabelPrefix(database.db, 'c-%')).toEqual([]);
   });
 
+  it('binds the arguments an insert takes besides its rows, before them', async () => {
+    // A note shared by every row and a suffix of each label, given apart from the rows.
+    const insertNoted = preparedInsert<Pick<ProbeRow, 'label' | 'amount'>, ProbeRow, [string, string]>(['label', 'amount'], (db, rows, note, suffix) =>
+      probe(db).insertInto('prepared_probe').values(rows.map((row) => ({ ...row, label: sql<string>`${row.label} || ${suffix}`, note }))).returning(['label', 'amount', 'note']), 2);
+    for (const [note, suffix] of [['first', '-x'], ['second', '-y']]) {
+      const rows = [{ label: `noted-${note}-1`, amount: 1.5 }, { label: `noted-${note}-2`, amount: null }];
+      const returned = (await database.db.executeQuery(insertNoted(database.db, rows, note!, suffix!).compile())).rows;
+      expect(returned.map((r) => ({ ...r, amount: r.amount === null ? null : Number(r.amount) }))).toEqual(rows.map((r) => ({ ...r, label: r.label + suffix, note })));
+    }
+    expect(() => (insertNoted as unknown as (...a: unknown[]) => unknown)(database.db, [], 'only one')).toThrow('2 arguments besides the rows');
+  });
+
   it('refuses a build that does not bind every argument', async () => {
     const unbound = prepared(2, (db, label: string, _unused: string) => probe(db).selectFrom('prepared_probe').select('id').where('label', '=', label));
     await expect(unbound(database.db, 'x', 'y')).rejects.toThrow('every argument');

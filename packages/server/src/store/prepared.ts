@@ -15,33 +15,40 @@ export function prepared<A extends unknown[], R>(arity: number, build: (db: Exec
 /**
  * An INSERT of rows (and what follows its VALUES: ON CONFLICT, RETURNING) compiled once per dialect
  * and row count, then run with new values: the inserts of a write, whose rows vary only in number.
- * Each row has every column of `columns`; `build` must use their values only as bound values.
+ * Each row has every column of `columns`; `build` must use their values, and its `arity` further
+ * arguments (values the statement needs besides its rows, given before them), only as bound values.
  */
-export function preparedInsert<Row extends Record<string, unknown>, R = unknown>(
+export function preparedInsert<Row extends Record<string, unknown>, R = unknown, A extends unknown[] = []>(
   columns: ReadonlyArray<keyof Row & string>,
-  build: (db: Executor, rows: Row[]) => Compilable<R>,
+  build: (db: Executor, rows: Row[], ...args: A) => Compilable<R>,
+  arity = 0,
 ) {
   const byCount = new Map<number, (db: Executor, args: unknown[]) => CompiledQuery<R>>();
   const compilerFor = (count: number) => {
     let compile = byCount.get(count);
     if (!compile) {
       const width = columns.length;
-      compile = compiledOnce(count * width, (db, ...values: unknown[]) =>
-        build(db, Array.from({ length: count }, (_, r) => Object.fromEntries(columns.map((column, c) => [column, values[r * width + c]])) as Row)),
+      compile = compiledOnce(arity + count * width, (db, ...values: unknown[]) =>
+        build(
+          db,
+          Array.from({ length: count }, (_, r) => Object.fromEntries(columns.map((column, c) => [column, values[arity + r * width + c]])) as Row),
+          ...(values.slice(0, arity) as A),
+        ),
       );
       // Counts vary with the size of a bulk request: the first ones seen are kept, the rest compiled each time.
       if (byCount.size < 64) byCount.set(count, compile);
     }
     return compile;
   };
-  const valuesOf = (rows: Row[]) => {
-    const values: unknown[] = [];
+  const valuesOf = (rows: Row[], args: A) => {
+    const values: unknown[] = [...args];
     for (const row of rows) for (const column of columns) values.push(row[column]);
     return values;
   };
-  return (db: Executor, rows: Row[]): Compilable<R> => ({
-    compile: () => compilerFor(rows.length)(db, valuesOf(rows)),
-  });
+  return (db: Executor, rows: Row[], ...args: A): Compilable<R> => {
+    if (args.length !== arity) throw new Error(`preparedInsert: ${arity} arguments besides the rows`);
+    return { compile: () => compilerFor(rows.length)(db, valuesOf(rows, args)) };
+  };
 }
 
 function compiledOnce<A extends unknown[], R>(arity: number, build: (db: Executor, ...args: A) => Compilable<R>) {

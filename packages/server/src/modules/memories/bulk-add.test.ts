@@ -33,6 +33,24 @@ forEachDialect('POST /memory/bulk-add', (dialect) => {
     }
   });
 
+  it("takes one new change sequence for a call's memories, whether or not some are skipped", async () => {
+    const revision = async () =>
+      Number((await t.database.db.selectFrom('end_users').select('revision').where('project_id', '=', t.projectId)
+        .where('end_user_id', '=', 'seq-user').executeTakeFirst())?.revision ?? 0);
+    const seqs = async (ids: number[]) =>
+      (await t.database.db.selectFrom('memories').select('seq').where('id', 'in', ids).execute()).map((r) => Number(r.seq));
+    const first = await bulk([{ text: 'Seq one' }, { text: 'Seq two', client_ref: 'seq-2' }], 'seq-user');
+    expect(first.status).toBe(200);
+    const r1 = await revision();
+    expect(await seqs(first.body.results.map((r: { memory: { id: number } }) => r.memory.id))).toEqual([r1, r1]);
+    // A skip (an existing client_ref) takes the path that inserts around conflicts.
+    const second = await bulk([{ text: 'Seq three' }, { text: 'Seq two again', client_ref: 'seq-2' }, { text: 'Seq four' }], 'seq-user');
+    expect(statuses(second.body)).toEqual(['created', 'skipped', 'created']);
+    expect(await revision()).toBe(r1 + 1);
+    const created = second.body.results.filter((r: { status: string }) => r.status === 'created').map((r: { memory: { id: number } }) => r.memory.id);
+    expect(await seqs(created)).toEqual([r1 + 1, r1 + 1]);
+  });
+
   it('accepts {"items": [...]} as well as a bare array', async () => {
     const res = await bulk({ items: [{ text: 'Wrapped item' }] }, 'wrapped-user');
     expect(res.status).toBe(200);

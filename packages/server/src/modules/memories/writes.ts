@@ -9,7 +9,7 @@ import { eventJson } from '../../core/events.js';
 import { decodeJson, encodeJson, isUniqueViolation, nowIso, type Database, type Executor } from '../../store/database.js';
 import { prepared, preparedInsert } from '../../store/prepared.js';
 import type { DB, MemoriesTable, MemoryHistoryTable } from '../../store/schema.js';
-import { owned, toMemory, viewOf, type MemoryRow, type Owner } from './feed.js';
+import { owned, revisionOf, toMemory, viewOf, type MemoryRow, type Owner } from './feed.js';
 import {
   AddMemoryBody, LIMITS,
   type AddMemoryInput, type BatchUpdateResultView, type BulkAddResultView, type MemoryPatchInput, type MemoryView,
@@ -180,12 +180,14 @@ async function insertMemories(
     if (outcome && 'created' in outcome) recordCreated(trx, ctx, effects, owner, [outcome.created]);
     if (outcome) return [outcome];
   }
-  const seq = lockedSeq ?? (await nextSeq(trx, owner, now));
-  if (repeatsWithin(items, hashes)) return insertAfterLookup(database, trx, ctx, effects, owner, items, hashes, seq, clientRefReason);
+  const repeats = repeatsWithin(items, hashes);
+  // On PostgreSQL an insert that looks nothing up first bumps the owner's revision itself (RowsSeq).
+  const seq: RowsSeq = lockedSeq ?? (database.dialect === 'postgres' && !repeats ? { bump: owner, now } : await nextSeq(trx, owner, now));
+  if (repeats) return insertAfterLookup(database, trx, ctx, effects, owner, items, hashes, seq as number, clientRefReason);
   if (duplicates === 'skip') return insertSkippingConflicts(database, trx, ctx, effects, owner, items, hashes, seq, clientRefReason);
   let memories: MemoryView[];
   try {
-    memories = await insertedMemories(database, trx, items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seq, now)));
+    memories = await insertedMemories(database, trx, items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seqOf(seq), now)), seq);
   } catch (error) {
     throw isUniqueViolation(error) ? new DuplicateFound('a memory duplicates one the owner has') : error;
   }
@@ -215,9 +217,9 @@ function repeatsWithin(items: ImportedMemory[], hashes: string[]): boolean {
  */
 async function insertSkippingConflicts(
   database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner,
-  items: ImportedMemory[], hashes: string[], seq: number, clientRefReason: SkipReason,
+  items: ImportedMemory[], hashes: string[], seq: RowsSeq, clientRefReason: SkipReason,
 ): Promise<Outcome[]> {
-  const landed = await insertedUnlessConflict(database, trx, items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seq, effects.now)));
+  const landed = await insertedUnlessConflict(database, trx, items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seqOf(seq), effects.now)), seq);
   const skipped = items.flatMap((item, i) => (landed.has(hashes[i]!) ? [] : [{ item, hash: hashes[i]!, index: i }]));
   recordCreated(trx, ctx, effects, owner, [...landed.values()]);
   const outcomes: Array<Outcome | undefined> = hashes.map((hash) => {
@@ -233,7 +235,9 @@ async function insertSkippingConflicts(
       else missing.push(s);
     }
     if (missing.length > 0) {
-      const again = await insertAfterLookup(database, trx, ctx, effects, owner, missing.map((s) => s.item), missing.map((s) => s.hash), seq, clientRefReason);
+      // (The revision the insert bumped, read back in its transaction.)
+      const taken = typeof seq === 'number' ? seq : await revisionOf(trx, owner);
+      const again = await insertAfterLookup(database, trx, ctx, effects, owner, missing.map((s) => s.item), missing.map((s) => s.hash), taken, clientRefReason);
       missing.forEach((s, i) => (outcomes[s.index] = again[i]));
     }
   }
@@ -267,7 +271,7 @@ async function insertAfterLookup(
     rows.push(memoryRow(database, owner, item, hash, seq, effects.now));
   });
 
-  const memories = rows.length ? await insertedMemories(database, trx, rows) : [];
+  const memories = rows.length ? await insertedMemories(database, trx, rows, seq) : [];
   recordCreated(trx, ctx, effects, owner, memories);
   return outcomes.map((o) => {
     if (!('pending' in o)) return o;
@@ -321,6 +325,35 @@ const landedInserts = {
   postgres: { all: landedInsert('postgres', false), unlessConflict: landedInsert('postgres', true) },
 };
 
+/**
+ * The change sequence of the rows an insert writes: one taken before it (nextSeq), or, on PostgreSQL,
+ * `bump`: the insert bumps the owner's revision in a CTE and its rows take the new one, the round
+ * trip of a statement of its own saved (the lock on the owner's revision row is taken before any row
+ * is inserted, as nextSeq takes it).
+ */
+type RowsSeq = number | { bump: Owner; now: string };
+/** The seq a row is built with: the one taken, or a stand-in the bumping insert does not send. */
+const seqOf = (seq: RowsSeq) => (typeof seq === 'number' ? seq : 0);
+
+const MEMORY_COLUMNS_BUT_SEQ = MEMORY_COLUMNS.filter((column) => column !== 'seq');
+const bumpingInsert = (unlessConflict: boolean) =>
+  preparedInsert<Omit<MemoryRow, 'id'>, Landed, [string, string, string, string]>(MEMORY_COLUMNS_BUT_SEQ, (db, rows, projectId, tenantId, endUserId, now) => {
+    const insert = db
+      .with('revision', (qc) => revisionBump(qc, { projectId, tenantId, endUserId }, now))
+      .insertInto('memories')
+      .values(rows.map((row) => ({ ...row, seq: sql<number>`(SELECT revision FROM revision)` })) as Insertable<MemoriesTable>[]);
+    return (unlessConflict ? insert.onConflict((oc) => oc.doNothing()) : insert).returning(LANDED_COLUMNS.postgres);
+  }, 4);
+const bumpingInserts = { all: bumpingInsert(false), unlessConflict: bumpingInsert(true) };
+
+/** The statement inserting memory rows of this change sequence. */
+function landedStatement(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>, seq: RowsSeq, unlessConflict: boolean) {
+  const kind = unlessConflict ? 'unlessConflict' : 'all';
+  if (typeof seq === 'number') return landedInserts[database.dialect][kind](trx, rows);
+  const { bump: owner, now } = seq;
+  return bumpingInserts[kind](trx, rows, owner.projectId, owner.tenantId, owner.endUserId, now);
+}
+
 /** The view of a row sent, as the row stored (Landed). */
 function landedView(row: Omit<MemoryRow, 'id'>, landed: Landed): MemoryView {
   const view = viewOf(row, landed.id);
@@ -334,8 +367,8 @@ function landedView(row: Omit<MemoryRow, 'id'>, landed: Landed): MemoryView {
 }
 
 /** Inserts memory rows and returns them as the memories they now are, in order. */
-async function insertedMemories(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>): Promise<MemoryView[]> {
-  const inserted = (await trx.executeQuery(landedInserts[database.dialect].all(trx, rows).compile())).rows;
+async function insertedMemories(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>, seq: RowsSeq): Promise<MemoryView[]> {
+  const inserted = (await trx.executeQuery(landedStatement(database, trx, rows, seq, false).compile())).rows;
   return inserted.map((landed, i) => landedView(rows[i]!, landed));
 }
 
@@ -343,8 +376,8 @@ async function insertedMemories(database: Database, trx: Executor, rows: Array<O
  * Inserts memory rows, skipping those that conflict with a live memory of the owner, and returns
  * the memories that landed by their dedupe_hash (unique among the rows given), in row order.
  */
-async function insertedUnlessConflict(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>): Promise<Map<string, MemoryView>> {
-  const inserted = (await trx.executeQuery(landedInserts[database.dialect].unlessConflict(trx, rows).compile())).rows;
+async function insertedUnlessConflict(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>, seq: RowsSeq): Promise<Map<string, MemoryView>> {
+  const inserted = (await trx.executeQuery(landedStatement(database, trx, rows, seq, true).compile())).rows;
   const byHash = new Map(inserted.map((landed) => [landed.dedupe_hash!, landed]));
   const views = new Map<string, MemoryView>();
   for (const row of rows) {
