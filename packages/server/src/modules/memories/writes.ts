@@ -180,10 +180,11 @@ async function insertMemories(
     if (outcome && 'created' in outcome) recordCreated(trx, ctx, effects, owner, [outcome.created]);
     if (outcome) return [outcome];
   }
-  const repeats = repeatsWithin(items, hashes);
-  // On PostgreSQL an insert that looks nothing up first bumps the owner's revision itself (RowsSeq).
-  const seq: RowsSeq = lockedSeq ?? (database.dialect === 'postgres' && !repeats ? { bump: owner, now } : await nextSeq(trx, owner, now));
-  if (repeats) return insertAfterLookup(database, trx, ctx, effects, owner, items, hashes, seq as number, clientRefReason);
+  // Items repeating one another are looked up before their insert, under the owner's lock: taken first.
+  if (repeatsWithin(items, hashes)) {
+    return insertAfterLookup(database, trx, ctx, effects, owner, items, hashes, lockedSeq ?? (await nextSeq(trx, owner, now)), clientRefReason);
+  }
+  const seq = lockedSeq ?? (await rowsSeq(database, trx, owner, now));
   if (duplicates === 'skip') return insertSkippingConflicts(database, trx, ctx, effects, owner, items, hashes, seq, clientRefReason);
   let memories: MemoryView[];
   try {
@@ -298,11 +299,6 @@ const MEMORY_COLUMNS = [
   'speaker', 'dedupe_hash', 'seq', 'created_at', 'updated_at', 'deleted_at', 'superseded_by',
 ] as const satisfies ReadonlyArray<keyof Omit<MemoryRow, 'id'>>;
 
-/** Memory rows (unless one conflicts with a live memory of the owner), compiled once per row count. */
-const insertUnlessConflict = preparedInsert<Omit<MemoryRow, 'id'>, MemoryRow>(MEMORY_COLUMNS, (db, rows) =>
-  db.insertInto('memories').values(rows as Insertable<MemoriesTable>[]).onConflict((oc) => oc.doNothing()).returningAll(),
-);
-
 /**
  * What an insert of memory rows returns, to build their views from the values sent: the id (and the
  * dedupe_hash, which names the row among those sent), and on PostgreSQL the columns it stores in a
@@ -332,6 +328,9 @@ const landedInserts = {
  * is inserted, as nextSeq takes it).
  */
 type RowsSeq = number | { bump: Owner; now: string };
+/** The change sequence for an insert that looks nothing up first: bumped by the insert itself on PostgreSQL. */
+const rowsSeq = async (database: Database, trx: Executor, owner: Owner, now: string): Promise<RowsSeq> =>
+  database.dialect === 'postgres' ? { bump: owner, now } : nextSeq(trx, owner, now);
 /** The seq a row is built with: the one taken, or a stand-in the bumping insert does not send. */
 const seqOf = (seq: RowsSeq) => (typeof seq === 'number' ? seq : 0);
 
@@ -460,20 +459,9 @@ const duplicateLookups = {
 async function insertUnlessDuplicate(
   database: Database, trx: Transaction<DB>, owner: Owner, item: ImportedMemory, hash: string, now: string, clientRefReason: SkipReason,
 ): Promise<Outcome | undefined> {
-  let inserted: MemoryRow | undefined;
-  if (database.dialect === 'postgres') {
-    inserted = await trx
-      .with('revision', (db) => revisionBump(db, owner, now))
-      .insertInto('memories')
-      .values({ ...memoryRow(database, owner, item, hash, 0, now), seq: (eb) => eb.selectFrom('revision').select('revision') })
-      .onConflict((oc) => oc.doNothing())
-      .returningAll()
-      .executeTakeFirst();
-  } else {
-    const row = memoryRow(database, owner, item, hash, await nextSeq(trx, owner, now), now);
-    [inserted] = (await trx.executeQuery(insertUnlessConflict(trx, [row]).compile())).rows;
-  }
-  if (inserted) return { created: toMemory(inserted) };
+  const seq = await rowsSeq(database, trx, owner, now);
+  const created = (await insertedUnlessConflict(database, trx, [memoryRow(database, owner, item, hash, seqOf(seq), now)], seq)).get(hash);
+  if (created) return { created };
   return (await existingDuplicates(database, trx, owner, [item], [hash], clientRefReason))(item, hash);
 }
 
