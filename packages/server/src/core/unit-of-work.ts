@@ -322,21 +322,25 @@ class StatementGroup {
 }
 
 /**
- * PostgreSQL: a statement of fixed text run for many writes at once (StatementGroup), for bookkeeping whose rows
- * are each one write's own. `body` follows `WITH given AS (…)`, the writes' values as columns of `given` (and
- * their position `ord`), and returns each write's rows with its `ord`; the function answers a write with its rows.
- * `exclusive`: keys two writes of one statement must not share.
+ * PostgreSQL: a statement of fixed text run for many requests at once (StatementGroup), for bookkeeping whose rows
+ * are each one write's own, or a read of each request's own rows. `body` follows `WITH given AS (…)`, the requests'
+ * values as columns of `given` (and their position `ord`), and returns each one's rows with its `ord`; the function
+ * answers a request with its rows. `exclusive`: keys two writes of one statement must not share. Its `text` is the
+ * whole statement (for a test of its plan). A body joining `given` to a table should reach the table through a
+ * LATERAL subquery the planner cannot flatten (a LIMIT or OFFSET in it): `given` is a function scan of unknown size,
+ * and without statistics for the table the planner may hash-join it to a scan of the whole table.
  */
 export function groupedStatement(columns: readonly InputColumn[], body: string) {
   const text = `WITH given AS (SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')}))\n${body}`;
   const groups = new WeakMap<Database, StatementGroup>();
-  return async <Row>(database: Database, values: readonly unknown[], exclusive: readonly string[] = []): Promise<Row[]> => {
+  const run = async <Row>(database: Database, values: readonly unknown[], exclusive: readonly string[] = []): Promise<Row[]> => {
     if (database.dialect !== 'postgres') throw new Error('groupedStatement: PostgreSQL only');
     let group = groups.get(database);
     if (!group) groups.set(database, (group = new StatementGroup(database, text, columns)));
     const { ord, rows } = await group.submit(values, exclusive);
     return rows.filter((row) => row.ord === ord) as Row[];
   };
+  return Object.assign(run, { text });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory } from '../../testing/memories.js';
@@ -5,12 +6,16 @@ import {
   changesSince, countForExport, exportPage, forgottenSince, historyOfMemories, largeOwnersChangedAfter, listMemories, liveMemoryCount,
   liveProjectMemories, memoriesByIds, memoryCounts, ownerMemoriesAt, ownersOfMemories, projectRevision, revisionOf,
 } from './index.js';
+import { rowsAtRevisionTogether } from './feed.js';
 
 /**
  * The read side other modules build on (retrieval indexes, /v1 lists, exports, erase hooks),
  * called as they call it: each function must keep to the scope it is given, whatever ids or
  * filters it is handed.
  */
+type PlanNode = { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] };
+class RolledBack extends Error {}
+
 forEachDialect('memory feed', (dialect) => {
   const t = useTestApp(dialect, { runJobs: false });
   /** Memory ids by name, written before the tests. */
@@ -58,7 +63,7 @@ forEachDialect('memory feed', (dialect) => {
     const db = t.database.db;
     const all = [ids.globexU1!, ids.acmeU1Other!, ids.acmeU2!, ids.acmeU1!, ids.bob!, ids.alice!, ids.aliceForgotten!];
     const u1 = { projectId: project(), tenantId: 'acme', endUserId: 'u1' };
-    const at = await ownerMemoriesAt(db, u1, all);
+    const at = await ownerMemoriesAt(t.database, u1, all);
     expect(at.revision).toBe(await revisionOf(db, u1));
     expect(at.revision).toBeGreaterThan(0);
     // With the credentials clock of the same snapshot (core/credentials-clock.ts).
@@ -67,12 +72,53 @@ forEachDialect('memory feed', (dialect) => {
     expect(idsOf(at.memories)).toEqual([ids.acmeU1Other, ids.acmeU1]);
     expect(at.memories[1]).toMatchObject({ id: ids.acmeU1, text: 'acme u1 turn', tenant_id: 'acme', end_user_id: 'u1', speaker: 'me', session_id: 's1' });
     // Forgotten rows are not given; ids of nothing live still give the revision.
-    const alice = await ownerMemoriesAt(db, plain('alice'), [ids.aliceForgotten!, ids.bob!]);
+    const alice = await ownerMemoriesAt(t.database, plain('alice'), [ids.aliceForgotten!, ids.bob!]);
     expect(alice).toEqual({ revision: await revisionOf(db, plain('alice')), memories: [], clock });
-    expect(idsOf((await ownerMemoriesAt(db, plain('alice'), all)).memories)).toEqual([ids.alice]);
+    expect(idsOf((await ownerMemoriesAt(t.database, plain('alice'), all)).memories)).toEqual([ids.alice]);
     // An owner with nothing written, or of another project: revision 0, no rows, no clock.
-    expect(await ownerMemoriesAt(db, plain('nobody'), all)).toEqual({ revision: 0, memories: [], clock: undefined });
-    expect(await ownerMemoriesAt(db, { ...plain('alice'), projectId: 'no-such-project' }, all)).toEqual({ revision: 0, memories: [], clock: undefined });
+    expect(await ownerMemoriesAt(t.database, plain('nobody'), all)).toEqual({ revision: 0, memories: [], clock: undefined });
+    expect(await ownerMemoriesAt(t.database, { ...plain('alice'), projectId: 'no-such-project' }, all)).toEqual({ revision: 0, memories: [], clock: undefined });
+  });
+
+  it('answers owners read at the same time each with its own revision and rows, as when read alone', async () => {
+    const all = [ids.globexU1!, ids.acmeU1Other!, ids.acmeU2!, ids.acmeU1!, ids.bob!, ids.alice!, ids.aliceForgotten!];
+    const owners = [
+      { projectId: project(), tenantId: 'acme', endUserId: 'u1' }, { projectId: project(), tenantId: 'acme', endUserId: 'u2' },
+      { projectId: project(), tenantId: 'globex', endUserId: 'u1' }, plain('alice'), plain('bob'), plain('nobody'),
+    ];
+    const alone: Array<Awaited<ReturnType<typeof ownerMemoriesAt>>> = [];
+    for (const owner of owners) alone.push(await ownerMemoriesAt(t.database, owner, all));
+    // Submitted in one turn of the event loop: on PostgreSQL one statement answers them all (rowsAtRevisionTogether).
+    const together = await Promise.all([...owners, ...owners].map((owner, i) => ownerMemoriesAt(t.database, owner, i % 2 ? [...all].reverse() : all)));
+    owners.forEach((_, i) => {
+      expect(together[i]).toEqual({ ...alone[i], memories: (i % 2 ? [...alone[i]!.memories].reverse() : alone[i]!.memories) });
+      expect(together[owners.length + i]).toEqual(together[i]);
+    });
+    expect(alone.map((at) => idsOf(at.memories))).toEqual([[ids.acmeU1Other, ids.acmeU1], [ids.acmeU2], [ids.globexU1], [ids.alice], [ids.bob], []]);
+  });
+
+  it.runIf(dialect === 'postgres')('reads owners together by their index entries, whether or not PostgreSQL has statistics for the tables', async () => {
+    const given = JSON.stringify([{ ord: 0, project_id: project(), tenant_id: 'acme', end_user_id: 'u1', ids: [ids.acmeU1, ids.acmeU2] }]);
+    const scans: string[] = [];
+    // Tables of some size (written and rolled back) with no statistics, as on a new database or one never analysed.
+    await t.database.db.transaction().execute(async (trx) => {
+      await sql`insert into end_users select ${project()}, '', 'filler-' || g, 1, now(), now() from generate_series(1, 5000) g`.execute(trx);
+      await sql`insert into memories (project_id, tenant_id, end_user_id, text, tags, importance, metadata, seq, created_at, updated_at)
+        select ${project()}, '', 'filler-1', 'filler ' || g, '[]', 0.5, '{}', g, now(), now() from generate_series(1, 20000) g`.execute(trx);
+      await sql`delete from pg_statistic where starelid in ('memories'::regclass, 'end_users'::regclass)`.execute(trx);
+      const explained = `EXPLAIN (FORMAT JSON) ${rowsAtRevisionTogether.text.replace('$1::json', `'${given}'::json`)}`;
+      const [{ 'QUERY PLAN': [{ Plan: plan }] }] = (await sql.raw<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(explained).execute(trx)).rows as [{ 'QUERY PLAN': [{ Plan: PlanNode }] }];
+      const walk = (node: PlanNode): void => {
+        if (node['Relation Name']) scans.push(`${node['Node Type']} ${node['Relation Name']}`);
+        node.Plans?.forEach(walk);
+      };
+      walk(plan);
+      throw new RolledBack();
+    }).catch((error) => {
+      if (!(error instanceof RolledBack)) throw error;
+    });
+    expect(scans).toContain('Index Scan end_users');
+    expect(scans.filter((scan) => !scan.startsWith('Index Scan') && !scan.startsWith('Bitmap') && !scan.endsWith('credentials_clock'))).toEqual([]);
   });
 
   it('tells whether anything of an owner was forgotten after a sequence', async () => {

@@ -1,6 +1,7 @@
 import { sql, type Compilable, type Selectable } from 'kysely';
 import { notFound } from '../../core/errors.js';
-import { clockNow } from '../../core/credentials-clock.js';
+import { CLOCK_NOW_SQL, clockNow } from '../../core/credentials-clock.js';
+import { groupedStatement } from '../../core/unit-of-work.js';
 import { keysetPages, paginate, type Page, type PageParams } from '../../core/paging.js';
 import { decodeJson, type Database, type Executor } from '../../store/database.js';
 import { prepared } from '../../store/prepared.js';
@@ -372,19 +373,37 @@ export async function memoriesHeld(
  * memories among these ids in the order asked: for a caller that ranked on an index it holds and
  * keeps the answer only if that index was of this revision (retrieval's query: one round trip).
  * Ids must be non-empty. Revision 0 for an owner with nothing written yet; with it, the credentials
- * clock (core/credentials-clock.ts), undefined then.
+ * clock (core/credentials-clock.ts), undefined then. On PostgreSQL the reads of queries arriving
+ * together go out as one statement (`rowsAtRevisionTogether`): under concurrent queries a statement's
+ * round trip, socket writes and the backend's work per statement cost more than its ten rows.
  */
 export async function ownerMemoriesAt(
-  db: Executor,
+  database: Database,
   owner: Owner,
   ids: number[],
 ): Promise<{ revision: number; memories: ScopedMemory[]; clock: number | undefined }> {
-  const rows = (await rowsAtRevision(ids.length)(db, owner.projectId, owner.tenantId, owner.endUserId, ...ids)) as RowAtRevision[];
+  const rows = database.dialect === 'postgres'
+    ? await rowsAtRevisionTogether<RowAtRevision>(database, [owner.projectId, owner.tenantId, owner.endUserId, ids])
+    : ((await rowsAtRevision(ids.length)(database.db, owner.projectId, owner.tenantId, owner.endUserId, ...ids)) as RowAtRevision[]);
   // The left join gives one row without a memory when none of the ids is live.
   const found = rows.filter((r): r is RowAtRevision & ReadRow => r.id !== null);
   return { revision: rows[0]?.owner_revision ?? 0, memories: viewsInOrder(found, owner, ids), clock: rows[0] && Number(rows[0].clock) };
 }
 
+/**
+ * ownerMemoriesAt's statement on PostgreSQL, for many owners at once (core/unit-of-work.ts#groupedStatement):
+ * each owner's row by its key and its rows by id, through LATERAL subqueries the planner cannot turn into a
+ * scan of either table when it has no statistics for them (a new database, autovacuum off). Each request
+ * gets its own rows: one row with its revision and the clock, the memory's columns null, when none is live.
+ */
+export const rowsAtRevisionTogether = groupedStatement(
+  [['project_id', 'text'], ['tenant_id', 'text'], ['end_user_id', 'text'], ['ids', 'bigint[]']],
+  `SELECT given.ord, e.revision AS owner_revision, ${CLOCK_NOW_SQL} AS clock, ${READ_COLUMNS.map((c) => `m.${c}`).join(', ')}
+   FROM given
+   CROSS JOIN LATERAL (SELECT revision FROM end_users
+     WHERE project_id = given.project_id AND tenant_id = given.tenant_id AND end_user_id = given.end_user_id LIMIT 1) e
+   LEFT JOIN LATERAL (SELECT * FROM memories WHERE deleted_at IS NULL AND id = ANY(given.ids) OFFSET 0) m ON true`,
+);
 type RowAtRevision = { owner_revision: number; clock: number } & { [K in keyof ReadRow]: ReadRow[K] | null };
 const rowsAtRevision = perIdCount<[projectId: string, tenantId: string, endUserId: string], unknown>(3, (db, projectId, tenantId, endUserId, ...ids) =>
   db.selectFrom('end_users as e')

@@ -150,7 +150,7 @@ export async function answerFromHeld(
   database: Database, owner: Owner, { hits, rankedAt }: HeldHits, input: QueryInput, heldAt?: number,
 ): Promise<ScoredMemory[] | undefined> {
   const { revision, memories, clock } = hits.length > 0
-    ? await ownerMemoriesAt(database.db, owner, hits.map((h) => h.id))
+    ? await ownerMemoriesAt(database, owner, hits.map((h) => h.id))
     : { revision: await revisionOf(database.db, owner), memories: [], clock: undefined };
   if (revision !== rankedAt) return undefined;
   if (clock !== undefined) checkHeld(heldAt, clock);
