@@ -205,6 +205,9 @@ interface GroupAnswer {
   rows: ReadonlyArray<Record<string, unknown> & { ord: number | null }>;
 }
 
+/** A request's rows as a statement of its own would give them (without `ord`), for a group of one (groupedStatement). */
+type Alone = (database: Database, values: readonly unknown[]) => Promise<Array<Record<string, unknown> & { ord?: number | null }>>;
+
 interface StatementWrite {
   values: readonly unknown[];
   exclusive: readonly string[];
@@ -233,6 +236,7 @@ class StatementGroup {
     private readonly database: Database,
     private readonly text: string,
     columns: readonly InputColumn[],
+    private readonly alone?: Alone,
   ) {
     this.keys = columns.map(([name, type]) => [`,"${name}":`, type === 'json' || type === 'jsonb'] as const);
   }
@@ -296,7 +300,11 @@ class StatementGroup {
   private async run(group: StatementWrite[]): Promise<void> {
     let rows: GroupAnswer['rows'];
     try {
-      rows = (await this.database.db.executeQuery<GroupAnswer['rows'][number]>(CompiledQuery.raw(this.text, [this.inputJson(group)]))).rows;
+      if (group.length === 1 && this.alone) {
+        const own = await this.alone(this.database, group[0]!.values);
+        for (const row of own) row.ord = 0;
+        rows = own as GroupAnswer['rows'];
+      } else rows = (await this.database.db.executeQuery<GroupAnswer['rows'][number]>(CompiledQuery.raw(this.text, [this.inputJson(group)]))).rows;
     } catch (error) {
       // PostgreSQL refused the statement (it has an SQLSTATE), so none of it took effect: each write
       // is tried alone. A lost connection may have lost the answer of a commit: that fails them all.
@@ -325,18 +333,19 @@ class StatementGroup {
  * PostgreSQL: a statement of fixed text run for many requests at once (StatementGroup), for bookkeeping whose rows
  * are each one write's own, or a read of each request's own rows. `body` follows `WITH given AS (…)`, the requests'
  * values as columns of `given` (and their position `ord`), and returns each one's rows with its `ord`; the function
- * answers a request with its rows. `exclusive`: keys two writes of one statement must not share. Its `text` is the
- * whole statement (for a test of its plan). A body joining `given` to a table should reach the table through a
+ * answers a request with its rows. `exclusive`: keys two writes of one statement must not share. `alone`: the same
+ * rows from a statement of the request's own, run for a group of one (a request with none beside it is not made to
+ * pay for reading its values as JSON). Its `text` is the whole statement (for a test of its plan). A body joining `given` to a table should reach the table through a
  * LATERAL subquery the planner cannot flatten (a LIMIT or OFFSET in it): `given` is a function scan of unknown size,
  * and without statistics for the table the planner may hash-join it to a scan of the whole table.
  */
-export function groupedStatement(columns: readonly InputColumn[], body: string) {
+export function groupedStatement(columns: readonly InputColumn[], body: string, alone?: Alone) {
   const text = `WITH given AS (SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')}))\n${body}`;
   const groups = new WeakMap<Database, StatementGroup>();
   const run = async <Row>(database: Database, values: readonly unknown[], exclusive: readonly string[] = []): Promise<Row[]> => {
     if (database.dialect !== 'postgres') throw new Error('groupedStatement: PostgreSQL only');
     let group = groups.get(database);
-    if (!group) groups.set(database, (group = new StatementGroup(database, text, columns)));
+    if (!group) groups.set(database, (group = new StatementGroup(database, text, columns, alone)));
     const { ord, rows } = await group.submit(values, exclusive);
     return rows.filter((row) => row.ord === ord) as Row[];
   };
