@@ -335,9 +335,10 @@ class StatementGroup {
  * values as columns of `given` (and their position `ord`), and returns each one's rows with its `ord`; the function
  * answers a request with its rows. `exclusive`: keys two writes of one statement must not share. `alone`: the same
  * rows from a statement of the request's own, run for a group of one (a request with none beside it is not made to
- * pay for reading its values as JSON). Its `text` is the whole statement (for a test of its plan). A body joining `given` to a table should reach the table through a
- * LATERAL subquery the planner cannot flatten (a LIMIT or OFFSET in it): `given` is a function scan of unknown size,
- * and without statistics for the table the planner may hash-join it to a scan of the whole table.
+ * pay for reading its values as JSON). The function's `text` is the whole statement (for a test of its plan).
+ * A body joining `given` to a table should reach the table through a LATERAL subquery the planner cannot flatten
+ * (a LIMIT or OFFSET in it): `given` is a function scan of unknown size, and without statistics for the table the
+ * planner may hash-join it to a scan of the whole table.
  */
 export function groupedStatement(columns: readonly InputColumn[], body: string, alone?: Alone) {
   const text = `WITH given AS (SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')}))\n${body}`;
