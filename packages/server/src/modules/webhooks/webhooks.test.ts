@@ -301,6 +301,7 @@ forEachDialect('webhooks', (dialect) => {
     const endpoint = await subscribe('/resumed', { retry_config: { schedule_seconds: [0], disable_after_seconds: 60 } });
     await t.database.db.updateTable('webhook_endpoints').set({ failing_since: new Date(Date.now() - 3_600_000).toISOString() }).where('id', '=', endpoint.id).execute();
     const row = () => t.database.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id);
+    const disables = () => t.database.db.selectFrom('audit_log').select('id').where('action', '=', 'webhook.disable').where('target_id', '=', String(endpoint.id)).execute();
     // A transaction holds the endpoint's row (not its key, which new deliveries reference): the failed attempt's record
     // waits for it, and the resume queues behind the record.
     const holder = await holdUncommitted(t, (trx) => trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).forNoKeyUpdate().execute());
@@ -309,17 +310,27 @@ forEachDialect('webhooks', (dialect) => {
     try {
       await addMemory('Resumed meanwhile');
       await untilLocked(t, async () => receiver.at('/resumed').length === 1 && (await waitingIn('%webhook_endpoints%')).length > 0, 'the record to wait for the endpoint');
-      resume = holdUncommitted(t, (trx) => trx.updateTable('webhook_endpoints').set({ consecutive_failures: 0, failing_since: null }).where('id', '=', endpoint.id).execute(), { commit: true });
-      await untilLocked(t, async () => (await waitingIn('update "webhook_endpoints" set "consecutive_failures"%')).length > 0, 'the resume to queue behind the record');
+      resume = holdUncommitted(t, (trx) => trx.updateTable('webhook_endpoints').set({ status: 'enabled', disabled_reason: null, consecutive_failures: 0, failing_since: null })
+        .where('id', '=', endpoint.id).execute(), { commit: true });
+      await untilLocked(t, async () => (await waitingIn('update "webhook_endpoints" set "status" = $1, "disabled_reason" = $2, "consecutive_failures"%')).length > 0,
+        'the resume to queue behind the record');
       await holder.release();
       await resume;
-      const [disable] = await untilLocked(t, async () => {
-        const waiting = await waitingIn('update "webhook_endpoints" set "status"%');
-        return waiting.length > 0 && waiting;
-      }, 'the disable to wait for the resume');
+      // The resume follows the record's new row version once the record commits, and the disable may reach that version
+      // first (PostgreSQL hands the row to whichever locks it first): then the disable lands and the resume undoes it.
+      // Mostly the disable waits for the resume, and must then find the streak it saw ended.
+      const waited = await untilLocked(t, async () => {
+        const waiting = await waitingIn('update "webhook_endpoints" set "status" = $1, "disabled_reason" = $2, "updated_at"%');
+        if (waiting.length > 0) return { disable: waiting[0]! };
+        return (await disables()).length > 0 && { disable: undefined };
+      }, 'the disable to wait for the resume, or to land before it');
       await (await resume).release();
-      await untilLocked(t, async () => (await sql`SELECT 1 FROM pg_stat_activity WHERE pid = ${disable!.pid} AND xact_start::text = ${disable!.xact_start}`.execute(t.database.db)).rows.length === 0,
-        'the disable\'s transaction to end');
+      if (waited.disable) {
+        const { pid, xact_start: started } = waited.disable;
+        await untilLocked(t, async () => (await sql`SELECT 1 FROM pg_stat_activity WHERE pid = ${pid} AND xact_start::text = ${started}`.execute(t.database.db)).rows.length === 0,
+          'the disable\'s transaction to end');
+        expect(await disables()).toEqual([]);
+      }
       expect(await row().executeTakeFirstOrThrow()).toMatchObject({ status: 'enabled', failing_since: null });
     } finally {
       // Whatever failed above, nothing of this test stays waiting on a lock (the app's shutdown would wait for it).
