@@ -27,6 +27,9 @@ export async function holdOwnerLocks(t: TestApp, endUserIds: string[]): Promise<
 /**
  * PostgreSQL: a transaction of the test makes `write` and holds it uncommitted until released, then
  * commits it (`commit`) or rolls it back; a request's write of the same rows meanwhile waits for it.
+ * Waiters get a row in the order they queued only while its holder merely locked it: once a holder that
+ * updated the row commits, its waiter re-reads the new row version unlocked, and a statement issued
+ * just then can reach that version first (webhooks.test.ts, the resume raced with a disable).
  */
 export async function holdUncommitted(
   t: TestApp, write: (trx: Transaction<DB>) => Promise<unknown>, { commit = false } = {},
