@@ -305,7 +305,7 @@ forEachDialect('webhooks', (dialect) => {
     // A transaction holds the endpoint's row (not its key, which new deliveries reference): the failed attempt's record
     // waits for it, and the resume queues behind the record.
     const holder = await holdUncommitted(t, (trx) => trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpoint.id).forNoKeyUpdate().execute());
-    // What a resume writes, committed once the disable the record decided waits for it.
+    // What a resume writes, committed once the disable the record decided waits for it (or has landed before it).
     let resume: ReturnType<typeof holdUncommitted> | undefined;
     try {
       await addMemory('Resumed meanwhile');
