@@ -231,7 +231,7 @@ async function main(argv: string[]): Promise<void> {
     case 'audit':
       if (argv[1] !== 'verify') return usageError(`unknown audit command: ${argv[1] ?? '(none)'}`);
       return withDatabase(config, async (database) => {
-        const reports = await verifyAuditChains(database.db, argv[2]);
+        const reports = await verifyAuditChains(database, argv[2]);
         if (reports.length === 0) process.stdout.write('no audit chains to verify\n');
         for (const r of reports) {
           process.stdout.write(

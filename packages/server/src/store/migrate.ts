@@ -8,12 +8,13 @@ const migrationsDir = (dialect: string) => fileURLToPath(new URL(`./migrations/$
 /**
  * Applies the plain-SQL migrations of the database's dialect that are not yet recorded,
  * each in its own transaction, in file-name order. Safe to run from several processes:
- * PostgreSQL takes an advisory lock, SQLite an immediate write lock.
+ * PostgreSQL takes an advisory lock, SQLite an immediate write lock. `through`: the last file to
+ * apply (a test of one migration prepares the database as the one before left it).
  */
-export async function migrate(database: Database): Promise<string[]> {
+export async function migrate(database: Database, { through }: { through?: string } = {}): Promise<string[]> {
   const { db, dialect } = database;
   const dir = migrationsDir(dialect);
-  const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  const files = readdirSync(dir).filter((f) => f.endsWith('.sql') && (through === undefined || f <= through)).sort();
   await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`.execute(db);
   const applied: string[] = [];
   await db.connection().execute(async (conn) => {

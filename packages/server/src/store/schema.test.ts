@@ -32,7 +32,7 @@ const BOOKKEEPING = new Set(['schema_migrations', 'sqlite_sequence']);
 
 const POSTGRES_KINDS: Record<string, Kind> = {
   integer: 'integer', bigint: 'integer', smallint: 'integer', 'double precision': 'real', real: 'real', text: 'text',
-  bytea: 'bytes', jsonb: 'json', json: 'json', 'timestamp with time zone': 'timestamp', boolean: 'boolean',
+  bytea: 'bytes', jsonb: 'json', json: 'json', 'timestamp with time zone': 'timestamp', boolean: 'boolean', xid8: 'integer',
 };
 const SQLITE_KINDS: Record<string, Kind> = { INTEGER: 'integer', REAL: 'real', TEXT: 'text', BLOB: 'bytes' };
 
@@ -108,6 +108,8 @@ const TYPED_KINDS: Record<string, Kind[]> = {
   Bool: ['boolean', 'integer'],
   'Generated<Bool>': ['boolean', 'integer'],
   Buffer: ['bytes'],
+  TransactionId: ['integer'],
+  'Generated<TransactionId>': ['integer'],
 };
 
 const sorted = <T>(record: Record<string, T>) => Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)));

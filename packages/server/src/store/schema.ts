@@ -7,6 +7,8 @@ import type { Generated } from 'kysely';
  */
 type Json = string | unknown;
 type Bool = number | boolean;
+/** The id of the transaction that wrote a row: xid8 on PostgreSQL (read as text), always 0 on SQLite. */
+type TransactionId = string | number;
 
 export interface OrganizationsTable { id: string; name: string; created_at: string }
 export interface ProjectsTable {
@@ -39,12 +41,15 @@ export interface AuditLogTable {
   id: Generated<number>; organization_id: string; project_id: string | null; actor_type: string; actor_id: number | null;
   action: string; target_type: string; target_id: string | null; result: string; request_id: string | null;
   created_at: string;
+  /** The writing transaction, set by the database; the sealer goes by it (core/audit-log.ts). */
+  xid: Generated<TransactionId>;
 }
 /** The chain of an organization's audit rows, in the order the sealer chained them (position 1, 2, ...). */
 export interface AuditSealsTable {
   organization_id: string; position: number; audit_id: number; prev_hash: string; hash: string; legacy: Generated<Bool>;
 }
-export interface AuditUnsealedTable { audit_id: number; organization_id: string }
+/** One row: every audit row before (xid, audit_id) in (xid, id) order is sealed, but those of open_xids (core/audit-log.ts). */
+export interface AuditSealHorizonTable { id: number; xid: TransactionId; audit_id: number; open_xids: string }
 export interface AuditChainHeadsTable { organization_id: string; last_hash: string; last_position: Generated<number> }
 export interface OutboxEventsTable {
   id: Generated<number>; organization_id: string; project_id: string | null; type: string; payload: Json;
@@ -177,7 +182,7 @@ export interface DB {
   audit_log: AuditLogTable;
   audit_chain_heads: AuditChainHeadsTable;
   audit_seals: AuditSealsTable;
-  audit_unsealed: AuditUnsealedTable;
+  audit_seal_horizon: AuditSealHorizonTable;
   outbox_events: OutboxEventsTable;
   event_subscriptions: EventSubscriptionsTable;
   credentials_clock: CredentialsClockTable;

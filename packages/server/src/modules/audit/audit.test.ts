@@ -1,7 +1,10 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { beforeAll, expect, it } from 'vitest';
-import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
-import { sealAuditChains } from '../../core/audit-log.js';
+import { forEachDialect, freshDatabaseConfig, useOwner, useTestApp } from '../../testing/harness.js';
+import { chainHash, entryOf, GENESIS_HASH, sealAuditChains, unsealedRows } from '../../core/audit-log.js';
+import { openDatabase } from '../../store/database.js';
+import { migrate } from '../../store/migrate.js';
+import { holdUncommitted } from '../../testing/locks.js';
 import { verifyAuditChains } from './service.js';
 
 forEachDialect('audit log', (dialect) => {
@@ -77,7 +80,7 @@ forEachDialect('audit log', (dialect) => {
     const seals = await t.database.db.selectFrom('audit_seals').select(['position', 'audit_id']).where('organization_id', '=', t.organizationId).orderBy('position').execute();
     const ids = after.body.items.map((e: { id: number }) => e.id).reverse();
     expect(seals).toEqual(ids.map((id: number, i: number) => ({ position: i + 1, audit_id: id })));
-    expect((await verifyAuditChains(t.database.db, t.organizationId))[0]).toMatchObject({ ok: true, rows: ids.length, unsealed: 0 });
+    expect((await verifyAuditChains(t.database, t.organizationId))[0]).toMatchObject({ ok: true, rows: ids.length, unsealed: 0 });
   });
 
   it('refuses changes to the log, and `engram audit verify` names a tampered row', async () => {
@@ -96,7 +99,7 @@ forEachDialect('audit log', (dialect) => {
     else await sql`ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_change`.execute(t.database.db);
     await sql`UPDATE audit_log SET result = 'failure' WHERE id = ${victim}`.execute(t.database.db);
 
-    const [report] = await verifyAuditChains(t.database.db, t.organizationId);
+    const [report] = await verifyAuditChains(t.database, t.organizationId);
     expect(report).toMatchObject({ ok: false, rows: 2, broken: { id: victim } });
     const tampered = await t.cli('audit', 'verify');
     expect(tampered.code).toBe(1);
@@ -119,7 +122,7 @@ forEachDialect('audit log', (dialect) => {
       await sql`ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_change`.execute(t.database.db);
       await sql`ALTER TABLE audit_seals DISABLE TRIGGER audit_seals_no_change`.execute(t.database.db);
     }
-    const verify = async () => (await verifyAuditChains(t.database.db, other.organizationId))[0];
+    const verify = async () => (await verifyAuditChains(t.database, other.organizationId))[0];
     // The last seal removed along with its row: the chain head still names it.
     await sql`DELETE FROM audit_seals WHERE audit_id = ${ids[3]!}`.execute(t.database.db);
     await sql`DELETE FROM audit_log WHERE id = ${ids[3]!}`.execute(t.database.db);
@@ -184,7 +187,7 @@ forEachDialect('audit rows of every kind of change', (dialect) => {
     expect(logout.status).toBe(200);
     expect(await auditOf(logout)).toMatchObject([row('auth.logout', 'user', t.userId, 'session', login.body.session_id)]);
     await sealAuditChains(t.database);
-    expect((await verifyAuditChains(t.database.db, t.organizationId))[0]).toMatchObject({ ok: true, unsealed: 0 });
+    expect((await verifyAuditChains(t.database, t.organizationId))[0]).toMatchObject({ ok: true, unsealed: 0 });
   });
 });
 
@@ -216,7 +219,7 @@ forEachDialect('audit chain verification', (dialect) => {
     }
   }
   const verify = async (organizationId: string) => {
-    const reports = await verifyAuditChains(t.database.db, organizationId);
+    const reports = await verifyAuditChains(t.database, organizationId);
     expect(reports.map((r) => r.organizationId)).toEqual([organizationId]);
     return reports[0]!;
   };
@@ -224,7 +227,7 @@ forEachDialect('audit chain verification', (dialect) => {
   it('reports every organization in order, one when asked, and rows never sealed as pending', async () => {
     const sealed = [await organizationWithRows(1), await organizationWithRows(1), await organizationWithRows(1)];
     const pending = [await organizationWithRows(2, false), await organizationWithRows(2, false), await organizationWithRows(2, false)];
-    const all = await verifyAuditChains(t.database.db);
+    const all = await verifyAuditChains(t.database);
     const ids = all.map((r) => r.organizationId);
     expect(ids).toEqual([...ids].sort((a, b) => a.localeCompare(b)));
     for (const { organizationId } of sealed) {
@@ -232,7 +235,7 @@ forEachDialect('audit chain verification', (dialect) => {
     }
     for (const { organizationId } of pending) {
       expect(all.find((r) => r.organizationId === organizationId)).toEqual({ organizationId, rows: 0, unsealed: 2, ok: true });
-      expect(await verifyAuditChains(t.database.db, organizationId)).toEqual([{ organizationId, rows: 0, unsealed: 2, ok: true }]);
+      expect(await verifyAuditChains(t.database, organizationId)).toEqual([{ organizationId, rows: 0, unsealed: 2, ok: true }]);
     }
     expect(await verify(sealed[1]!.organizationId)).toEqual({ organizationId: sealed[1]!.organizationId, rows: 1, unsealed: 0, ok: true });
   });
@@ -244,8 +247,8 @@ forEachDialect('audit chain verification', (dialect) => {
     await sealAuditChains(t.database, other.organizationId);
     await add('pending');
     const expected = { organizationId: other.organizationId, rows: 1, unsealed: 1, ok: true };
-    expect(await verifyAuditChains(t.database.db, other.organizationId)).toEqual([expected]);
-    expect((await verifyAuditChains(t.database.db)).filter((r) => r.organizationId === other.organizationId)).toEqual([expected]);
+    expect(await verifyAuditChains(t.database, other.organizationId)).toEqual([expected]);
+    expect((await verifyAuditChains(t.database)).filter((r) => r.organizationId === other.organizationId)).toEqual([expected]);
   });
 
   it('detects a seal moved to another position though it still names the seal before it', async () => {
@@ -322,4 +325,111 @@ forEachDialect('audit chain verification', (dialect) => {
       [['api_key', bound.id, String(own.body.id)]],
     );
   });
+
+  it('seals a row whose transaction was still open during a pass once it commits, though later rows were sealed first (PostgreSQL)', async (context) => {
+    if (dialect !== 'postgres') return context.skip();
+    const other = await t.otherTenant();
+    const add = async (text: string) => expect((await t.call('POST', '/memory/add', { key: other.key, project: other.projectId, body: { text } })).status).toBe(201);
+    await add('before');
+    // A transaction that wrote an audit row and stays open: its id is below the next writes'.
+    const held = await holdUncommitted(t, (trx) => trx.insertInto('audit_log').values({
+      organization_id: other.organizationId, project_id: other.projectId, actor_type: 'system', actor_id: null, action: 'test.held',
+      target_type: 'test', target_id: null, result: 'success', request_id: null, created_at: new Date().toISOString(),
+    }).execute(), { commit: true });
+    await add('after');
+    await sealAuditChains(t.database);
+    expect(await verify(other.organizationId)).toEqual({ organizationId: other.organizationId, rows: 2, unsealed: 0, ok: true });
+    await held.release();
+    // Committed below the horizon the pass moved to: still found, as unsealed, and sealed by the next pass.
+    expect(await verify(other.organizationId)).toEqual({ organizationId: other.organizationId, rows: 2, unsealed: 1, ok: true });
+    expect(await sealAuditChains(t.database)).toBe(1);
+    expect(await verify(other.organizationId)).toEqual({ organizationId: other.organizationId, rows: 3, unsealed: 0, ok: true });
+    const chained = await t.database.db.selectFrom('audit_seals as s').innerJoin('audit_log as a', 'a.id', 's.audit_id')
+      .select(['s.position', 'a.action']).where('s.organization_id', '=', other.organizationId).orderBy('s.position').execute();
+    expect(chained.map((r) => [Number(r.position), r.action])).toEqual([[1, 'memory.add'], [2, 'memory.add'], [3, 'test.held']]);
+  });
+
+  it('finds unsealed rows through the indexes, whether or not there are statistics for the tables', async () => {
+    const scans: string[] = [];
+    // Tables of some size (written and rolled back) with no statistics, as on a new database or one never analysed.
+    await t.database.db.transaction().execute(async (trx) => {
+      const filler = (n: number) => sql`SELECT 'org-filler', 'system', 'test.filler', 'test', 'success', ${new Date().toISOString()} FROM ${sql.raw(
+        dialect === 'postgres' ? `generate_series(1, ${n})` : `(WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ${n}) SELECT n FROM g)`)}`;
+      await sql`INSERT INTO audit_log (organization_id, actor_type, action, target_type, result, created_at) ${filler(20000)}`.execute(trx);
+      await sql`INSERT INTO audit_seals (organization_id, position, audit_id, prev_hash, hash) SELECT 'org-filler', id, id, '', '' FROM audit_log WHERE organization_id = 'org-filler'`.execute(trx);
+      const newest = Number((await trx.selectFrom('audit_log').select((eb) => eb.fn.max('id').as('id')).executeTakeFirstOrThrow()).id);
+      if (dialect === 'postgres') {
+        await sql`DELETE FROM pg_statistic WHERE starelid IN ('audit_log'::regclass, 'audit_seals'::regclass)`.execute(trx);
+        const { xid } = (await sql<{ xid: string }>`SELECT CAST(pg_current_xact_id() AS text) AS xid`.execute(trx)).rows[0]!;
+        const from = { below: { xid: BigInt(xid), id: newest - 100 }, open: [BigInt(xid) - 5n] };
+        const query = unsealedRows(t.database, trx, from, { xid: BigInt(xid) + 10n, id: 0 }, { xid: BigInt(xid), id: newest - 50 }).compile();
+        const { rows } = await trx.executeQuery(CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${query.sql}`, [...query.parameters]));
+        const walk = (node: PlanNode): void => {
+          if (node['Relation Name']) scans.push(`${node['Node Type']} ${node['Relation Name']}`);
+          node.Plans?.forEach(walk);
+        };
+        walk((rows as Array<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>)[0]!['QUERY PLAN'][0].Plan);
+      } else {
+        const query = unsealedRows(t.database, trx, { below: { xid: 0n, id: newest - 100 }, open: [] }, { xid: 0n, id: newest + 1 }, { xid: 0n, id: newest - 50 }).compile();
+        const { rows } = await trx.executeQuery(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${query.sql}`, [...query.parameters]));
+        scans.push(...(rows as Array<{ detail: string }>).map((r) => r.detail).filter((detail) => /^(SEARCH|SCAN) /.test(detail)));
+      }
+      throw new RolledBack();
+    }).catch((error) => {
+      if (!(error instanceof RolledBack)) throw error;
+    });
+    if (dialect === 'postgres') {
+      expect(scans).toContain('Index Only Scan audit_seals');
+      expect(scans.filter((scan) => !scan.startsWith('Index') && !scan.startsWith('Bitmap'))).toEqual([]);
+    } else {
+      // An id range of the (xid, id) index, and the seal looked up by its audit id.
+      expect(scans).toEqual([expect.stringMatching(/^SEARCH a USING INDEX audit_log_xid \(xid=\? AND id>\? AND id<\?\)$/), expect.stringMatching(/^SEARCH s USING COVERING INDEX/)]);
+    }
+  });
+
+  it('seals the rows still queued when migration 0024 replaced the queue, and no sealed row twice', async () => {
+    const fresh = await freshDatabaseConfig(dialect);
+    const database = openDatabase(fresh.config);
+    try {
+      await migrate(database, { through: '0023_journal_inserted_id.sql' });
+      const entry = (organizationId: string, i: number) => ({
+        organization_id: organizationId, project_id: null, actor_type: 'system', actor_id: null, action: `test.${i}`,
+        target_type: 'test', target_id: String(i), result: 'success', request_id: null, created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+      });
+      // A and B write in turn; the old sealer had chained A's rows (organization by organization) but not B's yet.
+      const written: Array<{ org: string; id: number }> = [];
+      for (const [i, org] of ['org-a', 'org-a', 'org-b', 'org-a', 'org-b'].entries()) {
+        const { id } = await database.db.insertInto('audit_log').values(entry(org, i)).returning('id').executeTakeFirstOrThrow();
+        written.push({ org, id: Number(id) });
+      }
+      let prev = GENESIS_HASH;
+      const ofA = written.filter((w) => w.org === 'org-a');
+      for (const [n, { id }] of ofA.entries()) {
+        const hash = chainHash(entryOf(entry('org-a', written.findIndex((w) => w.id === id)) as Parameters<typeof entryOf>[0]), { auditId: id, position: n + 1, legacy: false }, prev);
+        await database.db.insertInto('audit_seals').values({ organization_id: 'org-a', position: n + 1, audit_id: id, prev_hash: prev, hash, legacy: database.bool(false) }).execute();
+        prev = hash;
+      }
+      await sql`DELETE FROM audit_unsealed WHERE organization_id = 'org-a'`.execute(database.db);
+      await database.db.insertInto('audit_chain_heads').values({ organization_id: 'org-a', last_hash: prev, last_position: ofA.length }).execute();
+
+      await migrate(database);
+      expect(await verifyAuditChains(database)).toEqual([
+        { organizationId: 'org-a', rows: 3, unsealed: 0, ok: true },
+        { organizationId: 'org-b', rows: 0, unsealed: 2, ok: true },
+      ]);
+      expect(await sealAuditChains(database)).toBe(2);
+      expect(await sealAuditChains(database)).toBe(0);
+      expect(await verifyAuditChains(database)).toEqual([
+        { organizationId: 'org-a', rows: 3, unsealed: 0, ok: true },
+        { organizationId: 'org-b', rows: 2, unsealed: 0, ok: true },
+      ]);
+    } finally {
+      await database.close();
+      await fresh.drop();
+    }
+  });
 });
+
+class RolledBack extends Error {}
+
+interface PlanNode { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] }

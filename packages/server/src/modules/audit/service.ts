@@ -1,6 +1,6 @@
 import { chainHash, entryOf, GENESIS_HASH, unsealedCounts } from '../../core/audit-log.js';
 import { keysetPages } from '../../core/paging.js';
-import type { Executor } from '../../store/database.js';
+import type { Database, Executor } from '../../store/database.js';
 
 /** Reading and verifying the audit log that core/audit-log.ts appends to and seals. */
 
@@ -20,10 +20,11 @@ export interface ChainReport {
  * changed row, a removed row or seal, or seals moved to other positions break the chain at the
  * first place that no longer fits; seals removed from the end are caught by the chain head.
  */
-export async function verifyAuditChains(db: Executor, organizationId?: string): Promise<ChainReport[]> {
+export async function verifyAuditChains(database: Database, organizationId?: string): Promise<ChainReport[]> {
+  const { db } = database;
   let heads = db.selectFrom('audit_chain_heads').select(['organization_id', 'last_hash', 'last_position']).orderBy('organization_id');
   if (organizationId) heads = heads.where('organization_id', '=', organizationId);
-  const unsealed = await unsealedCounts(db, organizationId);
+  const unsealed = await unsealedCounts(database, organizationId);
   const reports: ChainReport[] = [];
   const chains = await heads.execute();
   // An organization whose rows were never sealed yet has no head: nothing chained, everything pending.
@@ -92,7 +93,7 @@ export function auditEvents(
     .selectFrom('audit_log')
     .select(['id', 'actor_id', 'actor_type', 'action', 'target_type', 'target_id', 'result', 'request_id', 'created_at', 'project_id'])
     // Sealed: chained (core/audit-log.ts); a row stays unsealed for the moments until the sealer's next pass.
-    .select((eb) => eb.not(eb.exists(eb.selectFrom('audit_unsealed').select('audit_unsealed.audit_id').whereRef('audit_unsealed.audit_id', '=', 'audit_log.id'))).as('sealed'))
+    .select((eb) => eb.exists(eb.selectFrom('audit_seals').select('audit_seals.audit_id').whereRef('audit_seals.audit_id', '=', 'audit_log.id')).as('sealed'))
     .where('organization_id', '=', scope.organizationId);
   if (scope.projectId) query = query.where('project_id', '=', scope.projectId);
   if (scope.onlyApiKeyId !== undefined) query = query.where('actor_type', '=', 'api_key').where('actor_id', '=', scope.onlyApiKeyId);
