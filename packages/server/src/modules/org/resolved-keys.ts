@@ -3,6 +3,8 @@ import { sha256Hex } from '../../core/crypto.js';
 import { nowIso, type Database } from '../../store/database.js';
 import { existingCache, ListeningCache, listeningCache } from '../../store/listening-cache.js';
 import { lastUseDue, resolveApiKey } from './service.js';
+import { clockNow } from '../../core/credentials-clock.js';
+import { prepared } from '../../store/prepared.js';
 
 /**
  * API keys as resolved for requests, kept in memory on PostgreSQL, where looking a key up costs
@@ -18,8 +20,10 @@ import { lastUseDue, resolveApiKey } from './service.js';
  * (core/credentials-clock.ts). Expiry is checked on every use; a key is kept only with the live project
  * it names (or none named and none locked), so a request naming a project that was not live is
  * looked up again.
- * SQLite looks a key up on every request: in process it costs no round trip, and a change another
- * process commits to the same file is then seen at once without any notification.
+ * SQLite has no notifications: a key is held with the credentials clock it was read at
+ * (core/credentials-clock.ts, whose triggers move it in the transaction of every such change, by
+ * any process on the file) and used while the clock reads the same, one read of a one-row table
+ * instead of the key's lookup (a join, a digest compared and its scopes parsed).
  */
 export const CREDENTIALS_CHANNEL = 'engram_credentials';
 
@@ -53,10 +57,7 @@ export async function resolveKey(
   database: Database, presented: string, requestedProjectId?: string, checksClock = false,
 ): Promise<{ key: ApiKeyRecord; caughtUp: boolean; heldAt?: number } | undefined> {
   const state = listeningCache(database, CREDENTIALS_CHANNEL, () => new ResolvedKeys());
-  if (!state) {
-    const key = await resolveApiKey(database.db, presented, requestedProjectId);
-    return key && { key, caughtUp: false };
-  }
+  if (!state) return resolveByClock(database, presented, requestedProjectId);
   const { cache: keys, watch } = state;
   const now = nowIso();
   const slot = keySlot(presented, requestedProjectId);
@@ -72,6 +73,30 @@ export async function resolveKey(
   const key = await resolveApiKey(database.db, presented, requestedProjectId, now);
   if (key && key.liveProjectId === (requestedProjectId ?? key.projectId)) keys.keep(slot, generation, key);
   return key && { key, caughtUp: found !== undefined };
+}
+
+/** SQLite: the keys a process holds, each with the clock it was read at (ApiKeyRecord.clock). */
+const clockedKeys = new WeakMap<Database, Map<string, ApiKeyRecord>>();
+
+const clockReading = prepared(0, (db) => db.selectNoFrom(clockNow.as('generation')));
+
+async function resolveByClock(database: Database, presented: string, requestedProjectId?: string) {
+  let keys = clockedKeys.get(database);
+  if (!keys) clockedKeys.set(database, (keys = new Map()));
+  const now = nowIso();
+  const slot = keySlot(presented, requestedProjectId);
+  const held = keys.get(slot);
+  if (held && (held.expiresAt === null || held.expiresAt > now)) {
+    const [clock] = await clockReading(database.db);
+    if (Number(clock!.generation) === held.clock) return { key: held, caughtUp: false };
+  }
+  keys.delete(slot);
+  const key = await resolveApiKey(database.db, presented, requestedProjectId, now);
+  if (key && key.liveProjectId === (requestedProjectId ?? key.projectId)) {
+    if (keys.size >= ResolvedKeys.MAX_KEPT) keys.delete(keys.keys().next().value!);
+    keys.set(slot, key);
+  }
+  return key && { key, caughtUp: false };
 }
 
 const keySlot = (presented: string, requestedProjectId: string | undefined) => `${sha256Hex(presented)} ${requestedProjectId ?? ''}`;
