@@ -12,7 +12,9 @@ import type { Executor } from '../store/database.js';
  * clock. If the clock is still at `heldAt`, nothing the key or the subscriptions depend on changed
  * between their read and that statement's snapshot, so they were exact then; if it moved, the
  * statement must not have acted (the grouped add keeps no row of such a request), CredentialsMoved
- * is thrown, and the route authenticates again by lookup and runs again (http/auth.ts).
+ * is thrown, and the route authenticates again by lookup and runs again (http/auth.ts). SQLite, with
+ * no notifications, holds a key while a read of the clock still gives the generation it was read at
+ * (modules/org/resolved-keys.ts).
  */
 
 /** The clock now, as a column of a statement (read in that statement's snapshot). */
