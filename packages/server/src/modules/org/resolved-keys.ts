@@ -1,10 +1,10 @@
 import type { ApiKeyRecord } from '../../core/context.js';
+import { clockNow } from '../../core/credentials-clock.js';
 import { sha256Hex } from '../../core/crypto.js';
 import { nowIso, type Database } from '../../store/database.js';
 import { existingCache, ListeningCache, listeningCache } from '../../store/listening-cache.js';
-import { lastUseDue, resolveApiKey } from './service.js';
-import { clockNow } from '../../core/credentials-clock.js';
 import { prepared } from '../../store/prepared.js';
+import { lastUseDue, resolveApiKey } from './service.js';
 
 /**
  * API keys as resolved for requests, kept in memory on PostgreSQL, where looking a key up costs
