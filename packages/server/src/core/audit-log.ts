@@ -102,11 +102,12 @@ export interface Horizon { below: Place; open: bigint[] }
  * Chains every committed, unsealed audit row into its organization's chain, in (xid, id) order, up
  * to 2,000 rows a transaction. The rows to look at are those at or past the horizon, and those of its
  * open transactions; a row already sealed is skipped. Rows of a transaction still running are
- * invisible here and get later positions in a later pass. Each batch locks the horizon's row
- * (PostgreSQL; on SQLite the transaction holds the one write lock), so sealers in several processes
- * take turns and never fork a chain; writers never touch it. A whole pass moves the horizon to where
- * the pass began (`passHorizon`). Given an organization, it seals only that one's rows and leaves the
- * horizon. Returns how many rows it sealed.
+ * invisible here and get later positions in a later pass. Each batch takes the sealer's lock
+ * (PostgreSQL, `readHorizon`; on SQLite the transaction holds the one write lock), so sealers in
+ * several processes take turns and never fork a chain; writers never touch it. A whole pass that
+ * sealed anything moves the horizon to where it began (`passHorizon`); one with nothing to do writes
+ * nothing. Given an organization, it seals only that one's rows and leaves the horizon. Returns how
+ * many rows it sealed.
  */
 export async function sealAuditChains(database: Database, organizationId?: string): Promise<number> {
   let pass: { from: Horizon; to: Horizon } | undefined;
@@ -118,7 +119,9 @@ export async function sealAuditChains(database: Database, organizationId?: strin
       pass ??= { from: current, to: await passHorizon(database, trx) };
       const rows = await unsealedRows(database, trx, pass.from, pass.to.below, after, organizationId).execute();
       for (const [org, ofOrg] of groupBy(rows, (r) => r.organization_id)) await sealBatch(database, trx, org, ofOrg);
-      if (rows.length < SEAL_BATCH && !organizationId && before(current.below, pass.to.below)) await moveHorizon(database, trx, pass.to);
+      // Only after sealing: moving it is itself a write, whose transaction id the next pass's xmax would pass again.
+      const moves = rows.length < SEAL_BATCH && !organizationId && sealed + rows.length > 0 && before(current.below, pass.to.below);
+      if (moves) await moveHorizon(database, trx, pass.to);
       return rows;
     });
     sealed += rows.length;
@@ -145,10 +148,17 @@ async function passHorizon(database: Database, trx: Executor): Promise<Horizon> 
   return { below: { xid: 0n, id: Number(row?.id ?? 0) + 1 }, open: [] };
 }
 
+/** The first key of the sealer's advisory lock (PostgreSQL; migrations hold 724991, exports 724992). */
+const SEALER_LOCK_CLASS = 724_993;
+
+/**
+ * The horizon, read (with `lock`) under the sealer's lock. On PostgreSQL that is a transaction-scoped
+ * advisory lock, not the row's: a row lock takes a transaction id, which would move the next pass's
+ * xmax and so make every pass of an idle system rewrite the horizon; a pass with nothing to do writes nothing.
+ */
 async function readHorizon(database: Database, trx: Executor, lock: boolean): Promise<Horizon> {
-  let query = trx.selectFrom('audit_seal_horizon').select(['xid', 'audit_id', 'open_xids']).where('id', '=', 1);
-  if (lock && database.dialect === 'postgres') query = query.forUpdate();
-  const row = await query.executeTakeFirstOrThrow();
+  if (lock && database.dialect === 'postgres') await sql`SELECT pg_advisory_xact_lock(${SEALER_LOCK_CLASS}, 0)`.execute(trx);
+  const row = await trx.selectFrom('audit_seal_horizon').select(['xid', 'audit_id', 'open_xids']).where('id', '=', 1).executeTakeFirstOrThrow();
   return { below: { xid: BigInt(row.xid), id: Number(row.audit_id) }, open: row.open_xids === '' ? [] : row.open_xids.split(',').map(BigInt) };
 }
 

@@ -349,6 +349,20 @@ forEachDialect('audit chain verification', (dialect) => {
     expect(chained.map((r) => [Number(r.position), r.action])).toEqual([[1, 'memory.add'], [2, 'memory.add'], [3, 'test.held']]);
   });
 
+  it('writes nothing in a pass with nothing to seal', async () => {
+    await organizationWithRows(1);
+    await sealAuditChains(t.database);
+    // PostgreSQL: the row version's transaction, which any update of the horizon (or a row lock on it) would change.
+    const horizon = async () => (await sql<{ version: string }>`SELECT ${sql.raw(dialect === 'postgres' ? "xmin::text || ':' || xid::text" : 'xid')} || ':' || audit_id || ':' || open_xids AS version
+      FROM audit_seal_horizon`.execute(t.database.db)).rows[0]!.version;
+    const before = await horizon();
+    for (let i = 0; i < 3; i++) expect(await sealAuditChains(t.database)).toBe(0);
+    expect(await horizon()).toBe(before);
+    await organizationWithRows(1, false);
+    expect(await sealAuditChains(t.database)).toBe(1);
+    expect(await horizon()).not.toBe(before);
+  });
+
   it('finds unsealed rows through the indexes, whether or not there are statistics for the tables', async () => {
     const scans: string[] = [];
     // Tables of some size (written and rolled back) with no statistics, as on a new database or one never analysed.
