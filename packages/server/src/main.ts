@@ -39,7 +39,7 @@ Commands:
             a local webhook receiver on 127.0.0.1:N (0: a free port, named when listening) that
             prints deliveries and verifies their signatures (answers 401 to a bad one), for
             debugging an integration
-  export [--format jsonl|json|csv] [--gzip] [--end-user ID] [--tenant ID] [--include history,feedback] [-o FILE]
+  export [--format jsonl|json|csv] [--gzip] [--end-user ID] [--tenant ID] [--include history,feedback,relations] [-o FILE]
             export a project from a running server and download it (checks its SHA-256)
   import FILE [--format auto|engram|mem0]
             import an Engram or Mem0 export file into a project of a running server

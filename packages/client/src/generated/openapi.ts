@@ -16897,8 +16897,8 @@ export interface operations {
                     format?: "jsonl" | "json" | "csv";
                     /** @default false */
                     gzip?: boolean;
-                    /** @description Memories are always included */
-                    include?: ("history" | "feedback")[];
+                    /** @description Memories are always included; relations go with their source memory */
+                    include?: ("history" | "feedback" | "relations")[];
                 };
             };
         };
@@ -17738,6 +17738,10 @@ export interface operations {
                             created: number;
                             /** @description Records already present (same client_ref or text) */
                             skipped: number;
+                            /** @description Relations restored (an Engram export with relations) */
+                            relations_created: number;
+                            /** @description Relations present already, or with a memory at either end not in the project */
+                            relations_skipped: number;
                             error: {
                                 message: string;
                                 record: number | null;
@@ -17867,6 +17871,10 @@ export interface operations {
                         created: number;
                         /** @description Records already present (same client_ref or text) */
                         skipped: number;
+                        /** @description Relations restored (an Engram export with relations) */
+                        relations_created: number;
+                        /** @description Relations present already, or with a memory at either end not in the project */
+                        relations_skipped: number;
                         error: {
                             message: string;
                             record: number | null;
@@ -18024,6 +18032,10 @@ export interface operations {
                         created: number;
                         /** @description Records already present (same client_ref or text) */
                         skipped: number;
+                        /** @description Relations restored (an Engram export with relations) */
+                        relations_created: number;
+                        /** @description Relations present already, or with a memory at either end not in the project */
+                        relations_skipped: number;
                         error: {
                             message: string;
                             record: number | null;
@@ -18147,6 +18159,10 @@ export interface operations {
                         created: number;
                         /** @description Records already present (same client_ref or text) */
                         skipped: number;
+                        /** @description Relations restored (an Engram export with relations) */
+                        relations_created: number;
+                        /** @description Relations present already, or with a memory at either end not in the project */
+                        relations_skipped: number;
                         error: {
                             message: string;
                             record: number | null;

@@ -14,12 +14,16 @@ forEachDialect('engram export / engram import against a running server', (dialec
   beforeAll(async () => {
     url = await t.app.listen({ host: '127.0.0.1', port: 0 });
     const items = Array.from({ length: 40 }, (_, i) => ({ text: `cli memory ${i}`, tags: ['cli'] }));
-    expect((await t.call('POST', '/memory/bulk-add', { body: items, endUser: 'cli-user' })).status).toBe(200);
+    const added = await t.call('POST', '/memory/bulk-add', { body: items, endUser: 'cli-user' });
+    expect(added.status).toBe(200);
+    const [first, second] = added.body.results.map((r: { memory: { id: number } }) => r.memory.id);
+    const related = await t.call('POST', '/memory/relations', { endUser: 'cli-user', body: { source_id: second, target_id: first, type: 'follows' } });
+    expect(related.status, related.text).toBe(201);
   });
 
-  it('exports to a file (plain progress lines off a terminal), then imports it into another project', async () => {
+  it('exports to a file (plain progress lines off a terminal), then imports it into another project, relations included', async () => {
     const out = join(dir, 'export.jsonl.gz');
-    const exported = await t.cli('export', '--url', url, '--token', owner.token, '--project', t.projectId, '--gzip', '-o', out);
+    const exported = await t.cli('export', '--url', url, '--token', owner.token, '--project', t.projectId, '--gzip', '--include', 'relations', '-o', out);
     expect(exported.stderr).toMatch(/^export \d+: (100% )?40\/40 rows$/m);
     expect(exported.code, exported.stderr).toBe(0);
     expect(exported.stdout).toMatch(new RegExp(`^${out.replace(/[.]/g, '\\.')}: 40 memories, \\d+ bytes, sha256 [0-9a-f]{64}\\n$`));
@@ -28,7 +32,7 @@ forEachDialect('engram export / engram import against a running server', (dialec
     const target = (await createProject(t.database.db, { organizationId: t.organizationId, name: 'CLI target', slug: 'cli-target' })).id;
     const imported = await t.cli('import', out, '--url', url, '--token', owner.token, '--project', target);
     expect(imported.code, imported.stderr).toBe(0);
-    expect(imported.stdout).toMatch(/^import \d+: 40 created, 0 already present\n$/);
+    expect(imported.stdout).toMatch(/^import \d+: 40 created, 0 already present; relations: 1 restored, 0 skipped\n$/);
     const rows = await t.database.db.selectFrom('memories').select('text').where('project_id', '=', target).execute();
     expect(rows.map((r) => r.text).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `cli memory ${i}`).sort());
   });

@@ -116,8 +116,13 @@ export async function importCommand(argv: string[], env = process.env): Promise<
     body: stream, headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
   })).json()) as { id: number };
   const show = progressPrinter(`import ${created.id}`);
-  type ImportRecord = { status: string; created: number; skipped: number; error: { message: string } | null; progress: { bytes_done: number; bytes_total: number; rows_done: number } };
+  type ImportRecord = {
+    status: string; created: number; skipped: number; relations_created: number; relations_skipped: number; error: { message: string } | null;
+    progress: { bytes_done: number; bytes_total: number; rows_done: number };
+  };
   const record = await poll<ImportRecord>(c, `/imports/${created.id}`, (r, final) => show(r.progress.bytes_done, r.progress.bytes_total, `bytes, ${r.progress.rows_done} records`, final), ['completed', 'failed', 'cancelled']);
   if (record.status !== 'completed') throw new CliError(`import ${created.id} ${record.status}${record.error ? `: ${record.error.message}` : ''} (${record.created} created before it stopped; a re-run skips them)`);
-  process.stdout.write(`import ${created.id}: ${record.created} created, ${record.skipped} already present\n`);
+  const relations = record.relations_created + record.relations_skipped
+    ? `; relations: ${record.relations_created} restored, ${record.relations_skipped} skipped` : '';
+  process.stdout.write(`import ${created.id}: ${record.created} created, ${record.skipped} already present${relations}\n`);
 }

@@ -47,7 +47,7 @@ export const EVENT_TYPES = {
   'end_user.purged': event(1, "Every memory of an end user was forgotten.", Type.Object({
     end_user_id: Type.String(), deleted: Type.Integer({ minimum: 0 }),
   })),
-  'relation.created': event(1, 'Two memories of an end user were related (POST /memory/relations).', RelationPayload),
+  'relation.created': event(1, 'Two memories of an end user were related (POST /memory/relations, or an import restoring a relation).', RelationPayload),
   'relation.deleted': event(1, 'A relation between two memories was removed.', RelationPayload),
   'decision.resolved': event(1, 'A conflicting statement (GET /memory/decisions) was resolved.', Type.Object({
     decision_id: Id, end_user_id: Type.String(), resolution: Type.Union([Type.Literal('keep_one'), Type.Literal('keep_both'), Type.Literal('dismiss')]),

@@ -165,7 +165,7 @@ export interface ExportsTable {
 export interface ImportsTable {
   id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; format: string;
   blob_key: string | null; bytes_total: number; bytes_done: Generated<number>; rows_done: Generated<number>; rows_created: Generated<number>;
-  rows_skipped: Generated<number>;
+  rows_skipped: Generated<number>; relations_created: Generated<number>; relations_skipped: Generated<number>;
   error: string | null; error_record: number | null; error_line: number | null; created_at: string; updated_at: string;
   completed_at: string | null;
 }

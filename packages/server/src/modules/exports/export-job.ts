@@ -6,6 +6,7 @@ import type { BlobStore } from '../../store/blobs.js';
 import { decodeJson, nowIso, type Database } from '../../store/database.js';
 import { countForExport, exportPage, historyOfMemories } from '../memories/index.js';
 import { feedbackOfMemories } from '../retrieval/index.js';
+import { relationsFromMemories } from '../synthesis/index.js';
 import { ENGRAM_EXPORT_FORMAT, serializer, type ExportRecord } from './formats.js';
 import type { ExportScopeInput } from './schemas.js';
 import { filterOf } from './service.js';
@@ -66,11 +67,13 @@ export function exportJob(database: Database, blobs: BlobStore) {
           const ids = page.map((m) => m.id);
           const history = include.includes('history') ? await historyOfMemories(db, row!.project_id, ids) : undefined;
           const feedback = include.includes('feedback') ? await feedbackOfMemories(db, ids) : undefined;
+          const relations = include.includes('relations') ? await relationsFromMemories(db, row!.project_id, ids) : undefined;
           let chunk = '';
           for (const memory of page) {
             const record: ExportRecord = { ...memory };
             if (history) record.history = history.get(memory.id) ?? [];
             if (feedback) record.feedback = feedback.get(memory.id) ?? [];
+            if (relations) record.relations = relations.get(memory.id) ?? [];
             chunk += out.record(record, done === 0);
             done++;
           }

@@ -111,7 +111,8 @@ forEachDialect('exports', (dialect) => {
   it('bad input is a 400 naming the field; other projects are 404; credentials and roles are checked', async () => {
     expectError(await create({ scope: { user: 'x' } }), 400, 'validation_error', 'scope/user');
     expectError(await create({ format: 'xml' }), 400, 'validation_error', 'format');
-    expectError(await create({ include: ['relations'] }), 400, 'validation_error', 'include/0');
+    expectError(await create({ include: ['links'] }), 400, 'validation_error', 'include/0');
+    expectError(await create({ include: ['history', 'history'] }), 400, 'validation_error', 'include');
     expectError(await create({ scope: { created_after: '2026-01-02T00:00:00Z', created_before: '2026-01-01T00:00:00Z' } }), 400, 'validation_error', 'scope/created_after');
     expectError(await t.call('POST', '/exports', { token: owner.token, body: {} }), 400, 'validation_error', 'X-Project-ID');
     const other = await t.otherTenant();
@@ -163,6 +164,45 @@ forEachDialect('exports', (dialect) => {
     // Purging the end user withdraws b.
     expect((await t.call('DELETE', '/memory/user/exp-b', { endUser: null })).status).toBe(200);
     expect((await t.call('GET', `/exports/${b.id}`, { token: owner.token, project: t.projectId })).body.artifact_deleted_reason).toBe('memories_erased');
+  });
+
+  it('includes relations with their source memory; forgetting a linked memory outside the scope withdraws that export only', async () => {
+    const endUser = 'exp-rel';
+    const add = async (body: Record<string, unknown>) => {
+      const res = await t.call('POST', '/memory/add', { endUser, body });
+      expect(res.status, res.text).toBe(201);
+      return res.body as { id: number; created_at: string };
+    };
+    const first = await add({ text: 'rel first', client_ref: 'crm-1' });
+    const second = await add({ text: 'rel second' });
+    await until(async () => new Date().toISOString() > second.created_at, 'the clock to move on', 1_000);
+    const later = await add({ text: 'rel later' });
+    const relate = async (body: Record<string, unknown>) => {
+      const res = await t.call('POST', '/memory/relations', { endUser, body });
+      expect(res.status, res.text).toBe(201);
+      return res.body as { id: number; created_at: string };
+    };
+    const follows = await relate({ source_id: second.id, target_id: first.id, type: 'follows', metadata: { why: 'order' } });
+    const related = await relate({ source_id: first.id, target_id: later.id, type: 'related' });
+    const scope = { end_user_id: endUser, created_before: later.created_at };
+
+    const linked = await finished((await create({ scope, include: ['relations'] })).body.id);
+    const plain = await finished((await create({ scope })).body.id);
+    const records = (await download(linked.id)).payload.trimEnd().split('\n').slice(1).map((l) => JSON.parse(l));
+    expect(records.map((r) => [r.text, r.relations])).toEqual([
+      ['rel first', [{ id: related.id, type: 'related', target_id: later.id, target_client_ref: null, metadata: {}, created_at: related.created_at }]],
+      ['rel second', [{ id: follows.id, type: 'follows', target_id: first.id, target_client_ref: 'crm-1', metadata: { why: 'order' }, created_at: follows.created_at }]],
+    ]);
+    expect((await download(plain.id)).payload).not.toContain('"relations"');
+    const csv = await finished((await create({ scope, format: 'csv', include: ['relations'] })).body.id);
+    expect((await download(csv.id)).payload.split('\r\n')[0]).toMatch(/,updated_at,relations$/);
+
+    // The later memory is outside both exports' time range, but the relations export names it and its link.
+    expect((await t.call('DELETE', '/memory/forget', { body: { ids: [later.id] }, endUser })).body).toEqual([later.id]);
+    expect((await t.call('GET', `/exports/${linked.id}`, { token: owner.token, project: t.projectId })).body.artifact_deleted_reason).toBe('memories_erased');
+    expectError(await t.call('GET', `/exports/${linked.id}/download`, { token: owner.token, project: t.projectId }), 410, 'gone');
+    expect((await t.call('GET', `/exports/${plain.id}`, { token: owner.token, project: t.projectId })).body.artifact_deleted_reason).toBeNull();
+    expect((await download(plain.id)).statusCode).toBe(200);
   });
 
   it('a run after a crash (the next attempt) discards the partial artifact and writes a complete one matching its SHA-256', async () => {

@@ -1,11 +1,12 @@
 import type { PortableMemory } from '../memories/index.js';
+import type { PortableRelation } from '../synthesis/index.js';
 
 /** How an export artifact is written: Engram's own format, readable back by POST /imports. */
 
 export const ENGRAM_EXPORT_FORMAT = 'engram.export';
 
 /** One exported memory: the memory, whose it is, and what was asked to be included. */
-export type ExportRecord = PortableMemory & { history?: unknown[]; feedback?: unknown[] };
+export type ExportRecord = PortableMemory & { history?: unknown[]; feedback?: unknown[]; relations?: PortableRelation[] };
 
 export interface ArtifactHeader {
   format: typeof ENGRAM_EXPORT_FORMAT;

@@ -235,4 +235,67 @@ forEachDialect('imports', (dialect) => {
     await run;
     expect(await stateOf(id, project, key)).toMatchObject({ import: { status: 'completed', created: 2 }, blobKey: null, file: undefined, memories: 2 });
   });
+
+  it('restores the relations an export carries by client_ref, wherever their targets lie in the file, and skips what it cannot link', async () => {
+    const ids = new Map((await memoriesOf(source)).map((m) => [m.text, m.id]));
+    const id = (n: number) => ids.get(`fact ${n} ünïcode "quoted"`)!;
+    const endUser = 'user-0';
+    const crm = await t.call('POST', '/memory/add', { endUser, body: { text: 'account owner is Dana', client_ref: 'crm-9' } });
+    expect(crm.status, crm.text).toBe(201);
+    const summary = await t.call('POST', '/memory/summarize', { endUser, body: { memory_ids: [id(0), id(3)] } });
+    expect(summary.status, summary.text).toBe(201);
+    for (const body of [
+      // Fact 1200 is in the file's second batch of 1,000: the link waits for it.
+      { source_id: id(0), target_id: id(1200), type: 'follows' },
+      { source_id: id(1200), target_id: id(3), type: 'supports', metadata: { weight: 0.5 } },
+      { source_id: id(0), target_id: crm.body.id, type: 'related' },
+    ]) {
+      const res = await t.call('POST', '/memory/relations', { endUser, body });
+      expect(res.status, res.text).toBe(201);
+    }
+    const links = async (project: string) => {
+      const rows = await t.database.db.selectFrom('memory_relations').selectAll().where('project_id', '=', project).execute();
+      const texts = new Map((await memoriesOf(project)).map((m) => [m.id, m.text]));
+      return rows.map((r) => ({
+        source: texts.get(r.source_id), target: texts.get(r.target_id), type: r.type, end_user: r.end_user_id,
+        metadata: typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata, created_at: r.created_at,
+      })).sort((a, b) => (`${a.source}${a.target}` < `${b.source}${b.target}` ? -1 : 1));
+    };
+    const expected = await links(source);
+    expect(expected).toHaveLength(5);
+
+    const created = await t.call('POST', '/exports', { token: owner.token, project: source, body: { include: ['relations'] } });
+    const done = await waitFor(t, owner.token, `/exports/${created.body.id}`, source);
+    const file = await t.app.inject({ method: 'GET', url: `/exports/${done.id}/download`, headers: { authorization: `Bearer ${owner.token}`, 'x-project-id': source } });
+    const target = (await createProject(t.database.db, { organizationId: t.organizationId, name: 'Linked', slug: 'target-relations' })).id;
+    const result = await imported(target, file.rawPayload);
+    expect(result).toMatchObject({ status: 'completed', created: 1_504, relations_created: 5, relations_skipped: 0 });
+    expect(await links(target)).toEqual(expected);
+    const audits = await t.database.db.selectFrom('audit_log').select('result').where('action', '=', 'relation.import').where('project_id', '=', target).orderBy('id').execute();
+    // The first batch's two links waited (the first transaction restored none of them), the second's three landed, then the two waiting.
+    expect(audits.map((a) => a.result)).toEqual(['partial', 'success', 'success']);
+
+    // Again: the links are there already.
+    expect(await imported(target, file.rawPayload)).toMatchObject({ status: 'completed', created: 0, relations_created: 0, relations_skipped: 5 });
+    expect(await links(target)).toEqual(expected);
+
+    // The summary's links came over: forgetting a source in the new project takes its text out of the summary there.
+    const targetIds = new Map((await memoriesOf(target)).map((m) => [m.text, m.id]));
+    const forgot = await t.call('DELETE', '/memory/forget', { project: target, endUser, body: { ids: [targetIds.get('fact 0 ünïcode "quoted"')] } });
+    expect(forgot.status, forgot.text).toBe(200);
+    const summaries = (await memoriesOf(target)).filter((m) => m.is_summary);
+    expect(summaries.every((m) => !m.text.includes('fact 0 '))).toBe(true);
+
+    // A link to a memory not in the file is skipped; a malformed one fails the import naming it.
+    const header = JSON.stringify({ format: 'engram.export', version: 1, include: ['relations'] });
+    const record = (relations: unknown) => JSON.stringify({ id: 1, end_user_id: 'solo', text: 'alone here', relations });
+    const lonely = (await createProject(t.database.db, { organizationId: t.organizationId, name: 'Lonely', slug: 'target-lonely' })).id;
+    // So is a summarizes link whose source is no summary.
+    const other = JSON.stringify({ id: 2, end_user_id: 'solo', text: 'not alone' });
+    expect(await imported(lonely, `${header}\n${record([{ type: 'related', target_id: 999_999 }, { type: 'summarizes', target_id: 2 }])}\n${other}\n`))
+      .toMatchObject({ status: 'completed', created: 2, relations_created: 0, relations_skipped: 2 });
+    const broken = await imported(lonely, `${header}\n${record([{ type: 'befriends', target_id: 2 }])}\n`);
+    expect(broken).toMatchObject({ status: 'failed', error: { record: 1, line: 2, message: expect.stringContaining('relations/0/type') } });
+    expect(await t.database.db.selectFrom('memory_relations').select('id').where('project_id', '=', lonely).execute()).toEqual([]);
+  });
 });

@@ -9,7 +9,8 @@ import { enqueueJob, LeaseLost, type JobContext } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import type { ImportsTable } from '../../store/schema.js';
-import { AddMemoryBody, importMemories, type ImportedMemory, type Owner } from '../memories/index.js';
+import { AddMemoryBody, importMemories, MEMORY_LIMITS, type ImportedMemory, type Owner } from '../memories/index.js';
+import { importRelations, RELATION_TYPES, SUMMARIZES, type ImportedRelation } from '../synthesis/index.js';
 import { ENGRAM_EXPORT_FORMAT } from './formats.js';
 import { ImportFileError, scanRecords, type Container } from './import-scanner.js';
 import type { ImportView } from './schemas.js';
@@ -31,7 +32,7 @@ export function toImport(row: ImportRow): ImportView {
   return {
     id: row.id, project_id: row.project_id, status: row.status as ImportView['status'], format: row.format as Format,
     progress: { rows_done: row.rows_done, rows_total: finished ? row.rows_done : null, bytes_done: row.bytes_done, bytes_total: row.bytes_total },
-    created: row.rows_created, skipped: row.rows_skipped,
+    created: row.rows_created, skipped: row.rows_skipped, relations_created: row.relations_created, relations_skipped: row.relations_skipped,
     error: row.error === null ? null : { message: row.error, record: row.error_record, line: row.error_line },
     created_at: row.created_at, completed_at: row.completed_at,
   };
@@ -100,8 +101,37 @@ function timestamp(value: unknown, field: string): string | undefined {
 
 const optionalString = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
+const RELATION_KINDS: readonly string[] = [...RELATION_TYPES, SUMMARIZES];
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The relations an Engram record carries from itself to other memories of its end user, as links between client_refs. */
+function relationsOf(r: Record<string, unknown>, owner: Owner, sourceRef: string): ImportedRelation[] {
+  if (r.relations === undefined || r.relations === null) return [];
+  if (!Array.isArray(r.relations)) throw new AppError('validation_error', 'relations must be an array', 'relations');
+  return r.relations.map((link: unknown, i) => {
+    const field = (name: string) => `relations/${i}${name ? `/${name}` : ''}`;
+    if (!isObject(link)) throw new AppError('validation_error', 'a relation must be an object', field(''));
+    if (typeof link.type !== 'string' || !RELATION_KINDS.includes(link.type)) {
+      throw new AppError('validation_error', `type must be one of ${RELATION_KINDS.join(', ')}`, field('type'));
+    }
+    if (!Number.isSafeInteger(link.target_id) || (link.target_id as number) < 1) throw new AppError('validation_error', 'target_id must be a positive integer', field('target_id'));
+    if (link.target_client_ref !== undefined && link.target_client_ref !== null && typeof link.target_client_ref !== 'string') {
+      throw new AppError('validation_error', 'target_client_ref must be a string or null', field('target_client_ref'));
+    }
+    const metadata = link.metadata ?? {};
+    if (!isObject(metadata)) throw new AppError('validation_error', 'metadata must be an object', field('metadata'));
+    if (Buffer.byteLength(JSON.stringify(metadata)) > MEMORY_LIMITS.metadataBytes) {
+      throw new AppError('validation_error', `metadata must serialise to at most ${MEMORY_LIMITS.metadataBytes} bytes`, field('metadata'));
+    }
+    return {
+      owner, source_ref: sourceRef, target_ref: optionalString(link.target_client_ref) ?? `engram:${String(link.target_id)}`, type: link.type,
+      metadata, created_at: timestamp(link.created_at, field('created_at')),
+    };
+  });
+}
+
 /** One record of Engram's own export format. */
-function fromEngram(r: Record<string, unknown>, projectId: string): { owner: Owner; item: ImportedMemory } {
+function fromEngram(r: Record<string, unknown>, projectId: string): { owner: Owner; item: ImportedMemory; relations: ImportedRelation[] } {
   const item: Record<string, unknown> = {
     text: r.text, tags: r.tags, importance: r.importance, metadata: r.metadata,
     client_ref: optionalString(r.client_ref) ?? `engram:${String(r.id)}`,
@@ -110,8 +140,10 @@ function fromEngram(r: Record<string, unknown>, projectId: string): { owner: Own
   for (const k of Object.keys(item)) if (item[k] === undefined) delete item[k];
   if (!validateMemory(item)) throw validationError(validateMemory.errors);
   if (typeof r.end_user_id !== 'string') throw new AppError('validation_error', 'end_user_id is required', 'end_user_id');
+  const owner = { projectId, tenantId: typeof r.tenant_id === 'string' ? r.tenant_id : '', endUserId: validateEndUserId(r.end_user_id, 'end_user_id') };
   return {
-    owner: { projectId, tenantId: typeof r.tenant_id === 'string' ? r.tenant_id : '', endUserId: validateEndUserId(r.end_user_id, 'end_user_id') },
+    owner,
+    relations: relationsOf(r, owner, item.client_ref as string),
     item: {
       ...(item as unknown as ImportedMemory), is_summary: r.is_summary === true, speaker: optionalString(r.speaker) ?? null,
       created_at: timestamp(r.created_at, 'created_at'), updated_at: timestamp(r.updated_at, 'updated_at'),
@@ -190,13 +222,29 @@ export function importJob(database: Database, blobs: BlobStore) {
     };
     // A re-run starts over: records that landed are skipped by their client_ref. The status is
     // decided as the update finds the row, so a cancel since the read above stands.
-    const started = await db.updateTable('imports').set({ status: 'running', rows_done: 0, rows_created: 0, rows_skipped: 0, bytes_done: 0, updated_at: nowIso() })
+    const started = await db.updateTable('imports').set({
+      status: 'running', rows_done: 0, rows_created: 0, rows_skipped: 0, relations_created: 0, relations_skipped: 0, bytes_done: 0, updated_at: nowIso(),
+    })
       .where('id', '=', id).where('status', 'in', ['queued', 'running']).executeTakeFirst();
     if (Number(started.numUpdatedRows) === 0) return stop();
     const counter = { bytes: 0 };
     let header: Record<string, unknown> | null = null;
     let batch: Array<{ owner: Owner; item: ImportedMemory }> = [];
-    const totals = { done: 0, created: 0, skipped: 0 };
+    // Relations are restored once the batch holding their source has landed; one whose target comes later in the
+    // file waits (in memory) and is tried again at the end.
+    let linking: ImportedRelation[] = [];
+    const waiting: ImportedRelation[] = [];
+    const totals = { done: 0, created: 0, skipped: 0, relationsCreated: 0, relationsSkipped: 0 };
+    const link = async (relations: ImportedRelation[], last: boolean) => {
+      for (let start = 0; start < relations.length; start += BATCH) {
+        const chunk = relations.slice(start, start + BATCH);
+        (await importRelations(database, ctx, chunk)).forEach((outcome, i) => {
+          if (outcome === 'created') totals.relationsCreated++;
+          else if (outcome === 'existing' || last) totals.relationsSkipped++;
+          else waiting.push(chunk[i]!);
+        });
+      }
+    };
     const finish = async (set: { status: string; error?: string; error_record?: number | null; error_line?: number | null }) => {
       // Only a running import finishes: a cancel since the last check stands. The file is deleted before the outcome
       // shows, so a finished import has none left; a crash in between leaves a running import, whose next attempt
@@ -206,7 +254,7 @@ export function importJob(database: Database, blobs: BlobStore) {
         .where('id', '=', id).where('status', '=', 'running').executeTakeFirst();
       if (Number(finished.numUpdatedRows) === 0) await db.updateTable('imports').set({ blob_key: null }).where('id', '=', id).execute();
     };
-    const flush = async () => {
+    const flush = async (last = false) => {
       if (batch.length) {
         const result = await importMemories(database, ctx, batch);
         totals.done += batch.length;
@@ -214,8 +262,14 @@ export function importJob(database: Database, blobs: BlobStore) {
         totals.skipped += result.skipped;
         batch = [];
       }
+      await link(linking, false);
+      linking = [];
+      if (last) await link(waiting.splice(0), true);
       const now = await db.selectFrom('imports').select('status').where('id', '=', id).executeTakeFirst();
-      await db.updateTable('imports').set({ rows_done: totals.done, rows_created: totals.created, rows_skipped: totals.skipped, bytes_done: counter.bytes, updated_at: nowIso() }).where('id', '=', id).execute();
+      await db.updateTable('imports').set({
+        rows_done: totals.done, rows_created: totals.created, rows_skipped: totals.skipped,
+        relations_created: totals.relationsCreated, relations_skipped: totals.relationsSkipped, bytes_done: counter.bytes, updated_at: nowIso(),
+      }).where('id', '=', id).execute();
       await job.progress(row.bytes_total ? counter.bytes / row.bytes_total : 1);
       return now?.status === 'running';
     };
@@ -239,14 +293,20 @@ export function importJob(database: Database, blobs: BlobStore) {
         }
         const format = detect(row.format as Format, scanned.container, header);
         try {
-          batch.push(format === 'engram' ? fromEngram(value as Record<string, unknown>, row.project_id) : fromMem0(value as Record<string, unknown>, row.project_id));
+          if (format === 'engram') {
+            const { owner, item, relations } = fromEngram(value as Record<string, unknown>, row.project_id);
+            batch.push({ owner, item });
+            linking.push(...relations);
+          } else {
+            batch.push(fromMem0(value as Record<string, unknown>, row.project_id));
+          }
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
           throw new ImportFileError(`record ${scanned.record} (line ${scanned.line}): ${error.field ? `${error.field}: ` : ''}${error.message}`, scanned.record, scanned.line);
         }
         if (batch.length === BATCH && !(await flush())) return stop();
       }
-      if (!(await flush())) return stop();
+      if (!(await flush(true))) return stop();
       await finish({ status: 'completed' });
       return totals;
     } catch (error) {

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 
 export const EXPORT_FORMATS = ['jsonl', 'json', 'csv'] as const;
-export const EXPORT_INCLUDES = ['history', 'feedback'] as const;
+export const EXPORT_INCLUDES = ['history', 'feedback', 'relations'] as const;
 export const EXPORT_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'expired'] as const;
 export const IMPORT_FORMATS = ['auto', 'engram', 'mem0'] as const;
 export const IMPORT_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled'] as const;
@@ -27,7 +27,7 @@ export const CreateExportBody = Type.Object(
     scope: Type.Optional(ExportScope),
     format: Type.Optional(Type.Union(EXPORT_FORMATS.map((f) => Type.Literal(f)), { default: 'jsonl' })),
     gzip: Type.Optional(Type.Boolean({ default: false })),
-    include: Type.Optional(Type.Array(Type.Union(EXPORT_INCLUDES.map((f) => Type.Literal(f))), { maxItems: 2, uniqueItems: true, description: 'Memories are always included' })),
+    include: Type.Optional(Type.Array(Type.Union(EXPORT_INCLUDES.map((f) => Type.Literal(f))), { maxItems: EXPORT_INCLUDES.length, uniqueItems: true, description: 'Memories are always included; relations go with their source memory' })),
   },
   { additionalProperties: false },
 );
@@ -75,6 +75,8 @@ export const Import = Type.Object({
   }),
   created: Type.Integer({ description: 'Memories created' }),
   skipped: Type.Integer({ description: 'Records already present (same client_ref or text)' }),
+  relations_created: Type.Integer({ description: 'Relations restored (an Engram export with relations)' }),
+  relations_skipped: Type.Integer({ description: 'Relations present already, or with a memory at either end not in the project' }),
   error: Nullable(Type.Object({ message: Type.String(), record: Nullable(Type.Integer()), line: Nullable(Type.Integer()) })),
   created_at: Timestamp,
   completed_at: Nullable(Timestamp),

@@ -137,7 +137,8 @@ export async function deleteExport(
  * Erase hook: forgetting memories (or purging an end user) withdraws every artifact that holds
  * one of them, in the same transaction; the record stays, naming the reason. Exports still
  * running restart, since what they wrote so far may hold them. Session and tag filters are not
- * checked (erasure blanks them first), so such exports are withdrawn conservatively.
+ * checked (erasure blanks them first), so such exports are withdrawn conservatively; nor are times
+ * for an export with relations, whose links reach memories outside its own.
  */
 export async function withdrawArtifactsHolding(trx: Executor, dialect: Dialect, ids: number[]): Promise<boolean> {
   const owners = await ownersOfMemories(trx, ids);
@@ -149,11 +150,15 @@ export async function withdrawArtifactsHolding(trx: Executor, dialect: Dialect, 
     await exportsOfProjectLock(trx, dialect, projectId, 'erase');
     const withdrawable = () => liveExports(trx, projectId).where('artifact_deleted_at', 'is', null).where('status', 'in', ['queued', 'running', 'completed']);
     const inScope = new Map<number, typeof erased>();
+    // An export with relations also holds what links its memories to others of their end users, whatever their time.
+    const withRelations = new Set<number>();
     for (const row of await withdrawable().execute()) {
       const filter = filterOf(projectId, decodeJson<ExportScopeInput>(row.scope));
+      const linked = decodeJson<string[]>(row.include).includes('relations');
+      if (linked) withRelations.add(row.id);
       const held = erased.filter((m) =>
         (filter.tenantId == null || filter.tenantId === m.tenant_id) && (filter.endUserId == null || filter.endUserId === m.end_user_id) &&
-        (filter.createdAfter == null || m.created_at > filter.createdAfter) && (filter.createdBefore == null || m.created_at < filter.createdBefore));
+        (linked || ((filter.createdAfter == null || m.created_at > filter.createdAfter) && (filter.createdBefore == null || m.created_at < filter.createdBefore))));
       if (held.length) inScope.set(row.id, held);
     }
     if (inScope.size === 0) continue;
@@ -164,7 +169,7 @@ export async function withdrawArtifactsHolding(trx: Executor, dialect: Dialect, 
       .$if(dialect === 'postgres', (qb) => qb.forUpdate()).execute();
     for (const row of locked) {
       if (row.status === 'completed') {
-        if (!inScope.get(row.id)!.some((m) => m.id <= row.last_memory_id)) continue;
+        if (!withRelations.has(row.id) && !inScope.get(row.id)!.some((m) => m.id <= row.last_memory_id)) continue;
         await trx.updateTable('exports').set({ artifact_deleted_at: now, artifact_deleted_reason: 'memories_erased', updated_at: now }).where('id', '=', row.id).execute();
         withdrew = true;
       } else {

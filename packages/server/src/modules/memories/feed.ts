@@ -518,6 +518,20 @@ export async function exportPage(database: Database, filter: ExportFilter, after
   return rows.map((r) => ({ ...toMemory(r), tenant_id: r.tenant_id, speaker: r.speaker }));
 }
 
+/** The client_ref of each of these memories of one project (null where it has none): how an import finds them again. */
+export async function clientRefsOf(db: Executor, projectId: string, ids: number[]): Promise<Map<number, string | null>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom('memories').select(['id', 'client_ref']).where('project_id', '=', projectId).where('id', 'in', ids).execute();
+  return new Map(rows.map((r) => [r.id, r.client_ref]));
+}
+
+/** The owner's live memories with these client_refs, by client_ref (unique per owner). */
+export async function liveIdsByClientRef(db: Executor, owner: Owner, refs: string[]): Promise<Map<string, number>> {
+  if (refs.length === 0) return new Map();
+  const rows = await owned(owner)(db).clearSelect().select(['id', 'client_ref']).where('client_ref', 'in', refs).execute();
+  return new Map(rows.map((r) => [r.client_ref!, r.id]));
+}
+
 /** The history of these memories (of one project), grouped by memory id, oldest first. */
 export async function historyOfMemories(db: Executor, projectId: string, ids: number[]) {
   const byMemory = new Map<number, Array<{ action: string; changes: unknown; actor: { type: string; id: number | null }; created_at: string }>>();

@@ -2,7 +2,7 @@
 export {
   changesSince, endUsersOf, exportMemories, forgottenSince, largeOwnersChangedAfter, getMemory, liveMemoryCount, liveProjectMemories, listMemories, memoriesByIds, memoriesHeld, memoryCounts, ownerMemoriesAt,
   memoryHistory, projectRevision, revisionOf, summaryBySetKey, type IndexedMemory, type Owner, type ScopedMemory,
-  countForExport, exportPage, historyOfMemories, ownersOfMemories, type ExportFilter, type PortableMemory,
+  clientRefsOf, countForExport, exportPage, historyOfMemories, liveIdsByClientRef, ownersOfMemories, type ExportFilter, type PortableMemory,
 } from './feed.js';
 export {
   addMemory, addWithin, batchUpdate, bulkAdd, EraseHooks, forget, forgetWithin, insertSummary, insertTurn, insertTurnInOneStatement, liveMemoryIds, markSuperseded, nextSeq, purgeEndUser, recordHistory, rewriteSummary,

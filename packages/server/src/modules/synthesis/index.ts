@@ -1,4 +1,4 @@
-/** The synthesis module's public face: its erase hook (registered by services.ts) and the relations the graph shows. */
-export { relationsOfOwner } from './relations.js';
+/** The synthesis module's public face: its erase hook (registered by services.ts), the relations the graph shows, and relations in exports and imports. */
+export { importRelations, relationsFromMemories, relationsOfOwner, type ImportedRelation, type PortableRelation } from './relations.js';
 export { eraseSynthesisData } from './summaries.js';
-export { Relation, type RelationView } from './schemas.js';
+export { Relation, RELATION_TYPES, SUMMARIZES, type RelationView } from './schemas.js';

@@ -3,7 +3,7 @@ import { write, type Effects, type WriteContext } from '../../core/unit-of-work.
 import { AppError, invalid, notFound } from '../../core/errors.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
 import type { MemoryRelationsTable } from '../../store/schema.js';
-import { getMemory, MEMORY_LIMITS, memoriesHeld, recordHistory, type Owner } from '../memories/index.js';
+import { clientRefsOf, getMemory, liveIdsByClientRef, MEMORY_LIMITS, memoriesHeld, recordHistory, type Owner } from '../memories/index.js';
 import { SUMMARIZES, type RelationInput, type RelationView } from './schemas.js';
 
 /** This module owns memory_relations: typed links between two memories of one end user. */
@@ -37,7 +37,7 @@ export const memoryNotFound = (id: number, field: string) => new AppError('not_f
  */
 export async function insertRelations(
   trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner,
-  links: Array<{ source_id: number; target_id: number; type: string; metadata?: Record<string, unknown> }>,
+  links: Array<{ source_id: number; target_id: number; type: string; metadata?: Record<string, unknown>; created_at?: string }>,
 ): Promise<Array<{ relation: RelationView; created: boolean }>> {
   const out: Array<{ relation: RelationView; created: boolean }> = [];
   for (const link of links) {
@@ -45,7 +45,7 @@ export async function insertRelations(
       .insertInto('memory_relations')
       .values({
         project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, source_id: link.source_id,
-        target_id: link.target_id, type: link.type, metadata: encodeJson(link.metadata ?? {}), created_at: effects.now,
+        target_id: link.target_id, type: link.type, metadata: encodeJson(link.metadata ?? {}), created_at: link.created_at ?? effects.now,
       })
       .onConflict((oc) => oc.columns(['project_id', 'source_id', 'target_id', 'type']).doNothing())
       .returningAll()
@@ -96,6 +96,89 @@ export async function listRelations(db: Executor, owner: Owner, memoryId: number
     .orderBy('id')
     .execute();
   return { memory_id: memoryId, items: rows.map(toRelation) };
+}
+
+/** A relation as an export carries it, on its source memory: the target by id and by client_ref, which an import finds it by. */
+export interface PortableRelation {
+  id: number;
+  type: string;
+  target_id: number;
+  target_client_ref: string | null;
+  metadata: Record<string, unknown>;
+  created_at: string;
+}
+
+/** The links from these memories (of one project), grouped by source, oldest first. */
+export async function relationsFromMemories(db: Executor, projectId: string, sourceIds: number[]): Promise<Map<number, PortableRelation[]>> {
+  const bySource = new Map<number, PortableRelation[]>();
+  if (sourceIds.length === 0) return bySource;
+  const rows = await db.selectFrom('memory_relations').selectAll().where('project_id', '=', projectId).where('source_id', 'in', sourceIds).orderBy('id').execute();
+  const refs = await clientRefsOf(db, projectId, [...new Set(rows.map((r) => r.target_id))]);
+  for (const r of rows) {
+    const list = bySource.get(r.source_id) ?? [];
+    list.push({
+      id: r.id, type: r.type, target_id: r.target_id, target_client_ref: refs.get(r.target_id) ?? null,
+      metadata: decodeJson<Record<string, unknown>>(r.metadata), created_at: r.created_at,
+    });
+    bySource.set(r.source_id, list);
+  }
+  return bySource;
+}
+
+/** A link an import restores: both memories by the client_ref they were imported with. */
+export interface ImportedRelation {
+  owner: Owner;
+  source_ref: string;
+  target_ref: string;
+  type: string;
+  metadata: Record<string, unknown>;
+  created_at?: string;
+}
+
+/**
+ * Restores links between memories an import brought in, in one transaction; answers each link's
+ * outcome in order: `unresolved` where a memory at either end is not a live one of the owner's (yet),
+ * or a `summarizes` link's source is no summary.
+ */
+export async function importRelations(
+  database: Database, ctx: WriteContext, links: ImportedRelation[],
+): Promise<Array<'created' | 'existing' | 'unresolved'>> {
+  const outcomes: Array<'created' | 'existing' | 'unresolved'> = links.map(() => 'unresolved');
+  if (links.length === 0) return outcomes;
+  const byOwner = new Map<string, { owner: Owner; indexes: number[] }>();
+  links.forEach((link, index) => {
+    const key = JSON.stringify([link.owner.tenantId, link.owner.endUserId]);
+    const group = byOwner.get(key) ?? { owner: link.owner, indexes: [] };
+    group.indexes.push(index);
+    byOwner.set(key, group);
+  });
+  return write(database, ctx, async (trx, effects) => {
+    const resolved: Array<{ index: number; owner: Owner; source_id: number; target_id: number }> = [];
+    for (const { owner, indexes } of byOwner.values()) {
+      const ids = await liveIdsByClientRef(trx, owner, [...new Set(indexes.flatMap((i) => [links[i]!.source_ref, links[i]!.target_ref]))]);
+      for (const index of indexes) {
+        const [sourceId, targetId] = [ids.get(links[index]!.source_ref), ids.get(links[index]!.target_ref)];
+        if (sourceId !== undefined && targetId !== undefined && sourceId !== targetId) resolved.push({ index, owner, source_id: sourceId, target_id: targetId });
+      }
+    }
+    // Kept live until this commits, as createRelation's: forgetting either one then finds the link and deletes it.
+    const projectId = links[0]!.owner.projectId;
+    const live = new Map((await memoriesHeld(database, trx, { projectId }, [...new Set(resolved.flatMap((r) => [r.source_id, r.target_id]))])).map((m) => [m.id, m]));
+    for (const { owner } of byOwner.values()) {
+      const insertable = resolved.filter((r) => r.owner === owner && live.has(r.source_id) && live.has(r.target_id)
+        && (links[r.index]!.type !== SUMMARIZES || live.get(r.source_id)!.is_summary));
+      const inserted = await insertRelations(trx, ctx, effects, owner, insertable.map((r) => ({
+        source_id: r.source_id, target_id: r.target_id, type: links[r.index]!.type, metadata: links[r.index]!.metadata, created_at: links[r.index]!.created_at,
+      })));
+      inserted.forEach((outcome, i) => {
+        outcomes[insertable[i]!.index] = outcome.created ? 'created' : 'existing';
+        if (outcome.created) effects.emit('relation.created', eventOf(outcome.relation, owner));
+      });
+    }
+    const created = outcomes.filter((o) => o === 'created').length;
+    effects.audit('relation.import', { type: 'relation', id: null }, created === links.length ? 'success' : 'partial');
+    return outcomes;
+  });
 }
 
 /** Every link of the owner, for the graph. */
