@@ -122,6 +122,8 @@ OPERATIONS: dict[str, Operation] = {
     "getImportsById": Operation("GET", "/imports/{id}", (), False, False),
     "postImportsByIdCancel": Operation("POST", "/imports/{id}/cancel", (), False, True),
     "postOrgInvitations": Operation("POST", "/org/invitations", (), False, True),
+    "getOrgInvitations": Operation("GET", "/org/invitations", ('offset', 'limit', 'status'), False, False),
+    "deleteOrgInvitationsByInvitationId": Operation("DELETE", "/org/invitations/{invitation_id}", (), False, True),
     "postInvitationsAccept": Operation("POST", "/invitations/accept", (), True, True),
     "getOrgMembers": Operation("GET", "/org/members", ('offset', 'limit'), False, False),
     "getOrgMembersByUserId": Operation("GET", "/org/members/{user_id}", (), False, False),

@@ -112,6 +112,9 @@ class Imports(_Group):
 class Members(_Group):
     def invite(self, body: models.PostOrgInvitationsBody, **params: Any) -> Any: return self._call("postOrgInvitations", body=body, **params)
     def accept_invitation(self, body: models.PostInvitationsAcceptBody, **params: Any) -> Any: return self._call("postInvitationsAccept", body=body, **params)
+    def invitations(self, **params: Any) -> Any: return self._call("getOrgInvitations", **params)
+    def all_invitations(self, **params: Any) -> Any: return self._pages("getOrgInvitations", **params)
+    def revoke_invitation(self, invitation_id: str | int, **params: Any) -> Any: return self._call("deleteOrgInvitationsByInvitationId", path={"invitation_id": invitation_id}, **params)
     def list(self, **params: Any) -> Any: return self._call("getOrgMembers", **params)
     def list_all(self, **params: Any) -> Any: return self._pages("getOrgMembers", **params)
     def get(self, user_id: str | int, **params: Any) -> Any: return self._call("getOrgMembersByUserId", path={"user_id": user_id}, **params)

@@ -190,6 +190,9 @@ def test_control_plane(server, control):
         member.sign_in(email, "another member password")
         member.auth.change_password({"current_password": "another member password", "new_password": "a third password"})
     control.members.remove(accepted["user_id"])
+    unwanted = control.members.invite({"email": f"unwanted-{time.time_ns()}@example.com", "role": "viewer"})
+    assert control.members.revoke_invitation(unwanted["id"])["status"] == "revoked"
+    assert unwanted["id"] in [i["id"] for i in control.members.invitations(status="revoked")["items"]]
 
     assert len(control.audit.list(limit=5)["items"]) == 5
     assert control.billing.current_plan() is not None

@@ -181,6 +181,9 @@ export class ControlClient {
   readonly members = {
     invite: (body: Body<'postOrgInvitations'>, options?: CallOptions) => this.call('postOrgInvitations', { body }, options),
     acceptInvitation: (body: Body<'postInvitationsAccept'>, options?: CallOptions) => this.call('postInvitationsAccept', { body }, options),
+    invitations: (query: Query<'getOrgInvitations'> = {}, options?: CallOptions) => this.call('getOrgInvitations', { query }, options),
+    allInvitations: (query: Query<'getOrgInvitations'> = {}, options?: CallOptions) => this.transport.pages('getOrgInvitations', { query }, this.scoped(options)),
+    revokeInvitation: (invitationId: string | number, options?: CallOptions) => this.call('deleteOrgInvitationsByInvitationId', { path: { invitation_id: invitationId } }, options),
     list: (query: Query<'getOrgMembers'> = {}, options?: CallOptions) => this.call('getOrgMembers', { query }, options),
     listAll: (query: Query<'getOrgMembers'> = {}, options?: CallOptions) => this.transport.pages('getOrgMembers', { query }, this.scoped(options)),
     get: (userId: string | number, options?: CallOptions) => this.call('getOrgMembersByUserId', { path: { user_id: userId } }, options),

@@ -189,6 +189,9 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     await member.signIn(email, 'another member password');
     await member.auth.changePassword({ current_password: 'another member password', new_password: 'a third password' });
     await control.members.remove(accepted.user_id);
+    const unwanted = await control.members.invite({ email: `unwanted-${Date.now()}@example.com`, role: 'viewer' });
+    expect(await control.members.revokeInvitation(unwanted.id)).toMatchObject({ id: unwanted.id, status: 'revoked' });
+    expect((await control.members.invitations({ status: 'revoked' })).items.map((i) => i.id)).toContain(unwanted.id);
 
     const audit = await control.audit.list({ limit: 5 });
     expect(audit.items.length).toBe(5);

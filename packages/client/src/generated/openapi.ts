@@ -2065,7 +2065,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List invitations
+         * @description Newest first, with their status (pending, accepted, expired, revoked); `status` narrows to one. Tokens are never shown again.
+         *
+         *     Requires scope members:read and capability members.read (bearer).
+         */
+        get: operations["getOrgInvitations"];
         put?: never;
         /**
          * Invite a person
@@ -2075,6 +2081,28 @@ export interface paths {
          */
         post: operations["postOrgInvitations"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/org/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Its link stops working at once. Only a pending invitation can be revoked (409 once accepted, expired or revoked, naming which); only an owner may revoke an invitation to be owner.
+         *
+         *     Requires scope members:write and capability members.manage (bearer).
+         */
+        delete: operations["deleteOrgInvitationsByInvitationId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -18284,6 +18312,129 @@ export interface operations {
             };
         };
     };
+    getOrgInvitations: {
+        parameters: {
+            query?: {
+                /** @description Rows to skip */
+                offset?: number;
+                /** @description Rows to return (at most 100) */
+                limit?: number;
+                status?: "pending" | "accepted" | "expired" | "revoked";
+            };
+            header?: {
+                /** @description Bearer calls: the organization to act in; default the caller's first */
+                "x-organization-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            id: number;
+                            email: string;
+                            role: string;
+                            status: "pending" | "accepted" | "expired" | "revoked";
+                            invited_by: number | null;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            expires_at: string;
+                            accepted_at: string | null;
+                            /** @description The account that accepted it */
+                            accepted_by: number | null;
+                            revoked_at: string | null;
+                            revoked_by: number | null;
+                        }[];
+                        /** @description All matching rows */
+                        total: number;
+                        offset: number;
+                        limit: number;
+                        has_next: boolean;
+                    };
+                };
+            };
+            /** @description Invalid request; `field` names the offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential lacks the scope or the role the capability */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Absent, or outside the caller's scope */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request (headers and body) did not arrive within the request timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request headers are over 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote the request_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postOrgInvitations: {
         parameters: {
             query?: never;
@@ -18327,6 +18478,156 @@ export interface operations {
                         expires_at: string;
                         /** @description Whether it was also mailed (ENGRAM_SMTP_URL set and the server took it) */
                         mailed: boolean;
+                    };
+                };
+            };
+            /** @description Invalid request; `field` names the offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential lacks the scope or the role the capability */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Absent, or outside the caller's scope */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request (headers and body) did not arrive within the request timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request headers are over 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote the request_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteOrgInvitationsByInvitationId: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                "idempotency-key"?: string;
+                /** @description Bearer calls: the organization to act in; default the caller's first */
+                "x-organization-id"?: string;
+            };
+            path: {
+                invitation_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: number;
+                        email: string;
+                        role: string;
+                        status: "pending" | "accepted" | "expired" | "revoked";
+                        invited_by: number | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        expires_at: string;
+                        accepted_at: string | null;
+                        /** @description The account that accepted it */
+                        accepted_by: number | null;
+                        revoked_at: string | null;
+                        revoked_by: number | null;
                     };
                 };
             };

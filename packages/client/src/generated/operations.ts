@@ -111,6 +111,8 @@ export const OPERATIONS = {
   getImportsById: { method: 'GET', path: '/imports/{id}' },
   postImportsByIdCancel: { method: 'POST', path: '/imports/{id}/cancel', idempotent: true },
   postOrgInvitations: { method: 'POST', path: '/org/invitations', idempotent: true },
+  getOrgInvitations: { method: 'GET', path: '/org/invitations' },
+  deleteOrgInvitationsByInvitationId: { method: 'DELETE', path: '/org/invitations/{invitation_id}', idempotent: true },
   postInvitationsAccept: { method: 'POST', path: '/invitations/accept', anonymous: true, idempotent: true },
   getOrgMembers: { method: 'GET', path: '/org/members' },
   getOrgMembersByUserId: { method: 'GET', path: '/org/members/{user_id}' },

@@ -91,6 +91,9 @@ export const EVENT_TYPES = {
   'member.invited': event(1, 'A person was invited to the organization (the invitation id and role; never the address).', Type.Object({
     invitation_id: Id, role: Type.String(),
   })),
+  'member.invitation_revoked': event(1, 'A pending invitation was revoked; its link no longer works.', Type.Object({
+    invitation_id: Id, role: Type.String(),
+  })),
   'member.joined': event(1, 'A person joined the organization (accepted an invitation, or added by an operator).', Type.Object({
     user_id: Id, role: Type.String(),
   })),

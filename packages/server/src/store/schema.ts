@@ -116,7 +116,8 @@ export interface MemoryRelationsTable {
 }
 export interface InvitationsTable {
   id: Generated<number>; organization_id: string; email: string; role: string; token_hash: string; invited_by: number | null;
-  created_at: string; expires_at: string; accepted_at: string | null; accepted_by: number | null;
+  created_at: string; expires_at: string; accepted_at: string | null; accepted_by: number | null; revoked_at: string | null;
+  revoked_by: number | null;
 }
 export interface PasswordResetsTable { token_hash: string; user_id: number; created_at: string; expires_at: string; used_at: string | null }
 export interface TenantUsageTable { project_id: string; tenant_id: string; period: string; turns: number }

@@ -132,6 +132,8 @@ export interface World {
   delivery(org: 'A' | 'B'): Promise<{ endpointId: number; deliveryId: number }>;
   /** A new viewer of the organization. */
   member(org: 'A' | 'B'): Promise<number>;
+  /** A pending invitation (to be viewer) of the organization. */
+  invitation(org: 'A' | 'B'): Promise<number>;
   /** A finished import into project P or PB. */
   import(org: 'A' | 'B'): Promise<number>;
   feedback(place: Place): Promise<{ memoryId: number; feedbackId: number }>;
@@ -372,6 +374,7 @@ export async function buildWorld(t: TestApp): Promise<World> {
       return { endpointId, deliveryId: delivery.id as number };
     },
     member: async (org) => (await person([[ids[org], 'viewer']])).userId,
+    invitation: async (org) => (await ownerCall(org, 'POST', '/org/invitations', { body: { email: `fixture-invited-${serial++}@example.com`, role: 'viewer' } }, 201)).id as number,
     project: async (org) => (await ownerCall(org, 'POST', '/org/projects', { body: { name: `probe project ${serial++}` } }, 201)).id as string,
     apiKey: async (org) => (await createApiKey(db, { organizationId: ids[org], name: `fixture key ${serial++}` })).id,
   };
@@ -584,6 +587,11 @@ export const DECLARATIONS: Record<string, Declaration> = {
   'POST /invitations/accept': { public: true },
   'POST /auth/password/reset': { public: true },
   'POST /org/invitations': { ok: 201, owner: 'caller', build: async () => ({ body: { email: `invited-${serial++}@example.com`, role: 'viewer' } }) },
+  'GET /org/invitations': { ok: 200, owner: 'caller', build: async () => ({}) },
+  'DELETE /org/invitations/{invitation_id}': {
+    ok: 200, owner: 'organization', targets: { org: 'elsewhere' },
+    build: async (w, place) => ({ params: { invitation_id: await w.invitation(PLACES[place].org) } }),
+  },
   'GET /org/members': { ok: 200, owner: 'caller', build: async () => ({}) },
   'GET /org/members/{user_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onMember() },
   'PATCH /org/members/{user_id}': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: onMember({ role: 'member' }) },

@@ -4,7 +4,7 @@ import { sql, type Transaction } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp, type TestApp } from '../../testing/harness.js';
 import { until } from '../../testing/until.js';
-import { holdUncommitted, untilLocked } from '../../testing/locks.js';
+import { holdUncommitted, lockWaiters, untilLocked } from '../../testing/locks.js';
 import type { DB } from '../../store/schema.js';
 
 const STRONG = 'plum tree in the rain';
@@ -93,6 +93,90 @@ forEachDialect('members', (dialect) => {
     await t.database.db.updateTable('invitations').set({ expires_at: '2020-01-01T00:00:00.000Z' }).where('id', '=', late.body.id).execute();
     expect((await accept(late.body.token, STRONG)).status).toBe(404);
     expect(await t.database.db.selectFrom('users').select('id').where('email', '=', `late-${dialect}@example.com`).executeTakeFirst()).toBeUndefined();
+  });
+
+  it('lists invitations with their status; revoking a pending one stops its link, audited; only owners revoke owner invitations', async () => {
+    const list = async (query = '', token = owner.token) => t.call('GET', `/org/invitations${query}`, { token });
+    const revoke = (id: number, token = owner.token) => t.call('DELETE', `/org/invitations/${id}`, { token });
+    const pending = await invite(`pending-${dialect}@example.com`, 'member');
+    const accepted = await invite(`accepted-${dialect}@example.com`, 'viewer');
+    expect((await accept(accepted.body.token, STRONG)).status).toBe(200);
+    const expired = await invite(`expired-${dialect}@example.com`, 'viewer');
+    await t.database.db.updateTable('invitations').set({ expires_at: '2020-01-01T00:00:00.000Z' }).where('id', '=', expired.body.id).execute();
+    const toOwner = await invite(`owner-${dialect}@example.com`, 'owner');
+
+    const all = await list();
+    expect(all.status).toBe(200);
+    const statusOf = (items: Array<{ id: number; status: string }>) => new Map(items.map((i) => [i.id, i.status]));
+    const statuses = statusOf(all.body.items);
+    expect([pending, accepted, expired, toOwner].map((i) => statuses.get(i.body.id))).toEqual(['pending', 'accepted', 'expired', 'pending']);
+    expect(all.body.items.map((i: { id: number }) => i.id)).toEqual([...all.body.items.map((i: { id: number }) => i.id)].sort((a, b) => b - a));
+    expect(JSON.stringify(all.body)).not.toContain('egi_');
+    const acceptedItem = all.body.items.find((i: { id: number }) => i.id === accepted.body.id);
+    expect(acceptedItem).toMatchObject({ email: `accepted-${dialect}@example.com`, role: 'viewer', invited_by: owner.userId, accepted_by: expect.any(Number), revoked_at: null });
+    expect((await list('?status=expired')).body.items.map((i: { id: number }) => i.id)).toContain(expired.body.id);
+    expect((await list('?status=pending')).body.items.every((i: { status: string }) => i.status === 'pending')).toBe(true);
+    const bad = await list('?status=lost');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.field).toBe('status');
+
+    // An admin may revoke a member's invitation, not an owner's.
+    const admin = await t.member('admin');
+    const [a, e] = await marks(t);
+    const refused = await revoke(toOwner.body.id, admin.token);
+    expect(refused.status).toBe(403);
+    const revoked = await revoke(pending.body.id, admin.token);
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(revoked.body).toMatchObject({ id: pending.body.id, status: 'revoked', revoked_by: admin.userId, revoked_at: expect.any(String) });
+    expect((await accept(pending.body.token, STRONG)).status).toBe(404);
+    expect(await t.database.db.selectFrom('users').select('id').where('email', '=', `pending-${dialect}@example.com`).executeTakeFirst()).toBeUndefined();
+    const { audit, events } = await effectsSince(t, a, e);
+    expect(audit.filter((r) => r.action.startsWith('member.')).map((r) => [r.action, r.actor_id, r.target_id])).toEqual([
+      ['member.invite_revoke', admin.userId, String(pending.body.id)],
+    ]);
+    expect(events.filter((ev) => ev.type.startsWith('member.'))).toEqual([
+      { type: 'member.invitation_revoked', payload: { invitation_id: pending.body.id, role: 'member' } },
+    ]);
+    expect((await list('?status=revoked')).body.items.map((i: { id: number }) => i.id)).toContain(pending.body.id);
+
+    // Only a pending one: the others are 409, naming what they are, and stay as they were.
+    for (const [id, status] of [[pending.body.id, 'revoked'], [accepted.body.id, 'accepted'], [expired.body.id, 'expired']] as const) {
+      const again = await revoke(id);
+      expect(again.status).toBe(409);
+      expect(again.body.error.message).toContain(`is ${status}`);
+    }
+    const rows = await t.database.db.selectFrom('invitations').select(['id', 'revoked_at']).where('id', 'in', [accepted.body.id, expired.body.id]).execute();
+    expect(rows.map((r) => r.revoked_at)).toEqual([null, null]);
+    // Another organization's invitation does not exist for this one; a viewer may list but not revoke.
+    const other = await t.otherTenant();
+    const stranger = await t.member('admin', { organizationId: other.organizationId });
+    expect((await revoke(toOwner.body.id, stranger.token)).status).toBe(404);
+    expect((await list('', stranger.token)).body.items.map((i: { id: number }) => i.id)).not.toContain(toOwner.body.id);
+    const viewer = await t.member('viewer');
+    expect((await list('', viewer.token)).status).toBe(200);
+    expect((await revoke(toOwner.body.id, viewer.token)).status).toBe(403);
+    expect((await revoke(toOwner.body.id)).status).toBe(200);
+  });
+
+  it.runIf(dialect === 'postgres')('an acceptance that read the invitation before a revocation committed is refused (404), and the reverse (409)', async () => {
+    for (const first of ['revoke', 'accept'] as const) {
+      const invited = await invite(`race-${first}-${dialect}@example.com`, 'viewer');
+      // Both read it pending; the row is held, so they queue for it in the order started.
+      const held = await holdUncommitted(t, (trx) => sql`SELECT id FROM invitations WHERE id = ${invited.body.id} FOR UPDATE`.execute(trx));
+      const revoking = () => t.call('DELETE', `/org/invitations/${invited.body.id}`, { token: owner.token });
+      const accepting = () => accept(invited.body.token, STRONG);
+      const winner = first === 'revoke' ? revoking() : accepting();
+      await lockWaiters(t, 1, `the ${first} to wait for the invitation's row`);
+      const loser = first === 'revoke' ? accepting() : revoking();
+      await lockWaiters(t, 2, 'the other to wait behind it');
+      await held.release();
+      expect((await winner).status).toBe(200);
+      expect((await loser).status).toBe(first === 'revoke' ? 404 : 409);
+      const row = await t.database.db.selectFrom('invitations').select(['accepted_at', 'revoked_at']).where('id', '=', invited.body.id).executeTakeFirstOrThrow();
+      expect([row.accepted_at !== null, row.revoked_at !== null]).toEqual([first === 'accept', first === 'revoke']);
+      const account = await t.database.db.selectFrom('users').select('id').where('email', '=', `race-${first}-${dialect}@example.com`).executeTakeFirst();
+      expect(account !== undefined).toBe(first === 'accept');
+    }
   });
 
   it('changes roles; only owners touch owners; the last owner cannot be demoted or removed (409)', async () => {

@@ -16,6 +16,13 @@ const Member = Type.Object({
   user_id: Type.Integer(), email: Type.String(), role: Type.String(), joined_at: Timestamp,
   last_sign_in_at: Type.Union([Timestamp, Type.Null()], { description: 'Start of their newest session; null when they never signed in' }),
 });
+const InvitationStatus = Type.Union(people.INVITATION_STATUSES.map((s) => Type.Literal(s)));
+const Invitation = Type.Object({
+  id: Type.Integer(), email: Type.String(), role: Type.String(), status: InvitationStatus,
+  invited_by: Type.Union([Type.Integer(), Type.Null()]), created_at: Timestamp, expires_at: Timestamp,
+  accepted_at: Type.Union([Timestamp, Type.Null()]), accepted_by: Type.Union([Type.Integer(), Type.Null()], { description: 'The account that accepted it' }),
+  revoked_at: Type.Union([Timestamp, Type.Null()]), revoked_by: Type.Union([Type.Integer(), Type.Null()]),
+});
 const Link = {
   token: Type.String({ description: 'Single use; shown in this answer only' }),
   url: Type.String({ description: 'The link to hand over; the token is in its #fragment, which browsers never send to a server' }),
@@ -48,6 +55,26 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<people.PeopleDeps & { publi
     if (deps.mailer && !invitation.mailed) request.log.warn({ invitation_id: invitation.id }, 'invitation could not be mailed');
     return reply.status(201).send(invitation);
   });
+
+  app.get('/org/invitations', {
+    config: membersRead,
+    schema: {
+      tags, summary: 'List invitations',
+      description: 'Newest first, with their status (pending, accepted, expired, revoked); `status` narrows to one. Tokens are never shown again.',
+      querystring: Type.Object({ ...PageQuery.properties, status: Type.Optional(InvitationStatus) }, { additionalProperties: false }),
+      response: { 200: PageOf(Invitation) },
+    },
+  }, async (request) => people.listInvitations(database.db, organizationOf(request).organizationId, request.query));
+
+  app.delete('/org/invitations/:invitation_id', {
+    config: membersWrite,
+    schema: {
+      tags, summary: 'Revoke an invitation',
+      description: 'Its link stops working at once. Only a pending invitation can be revoked (409 once accepted, expired or revoked, naming which); only an owner may revoke an invitation to be owner.',
+      params: Type.Object({ invitation_id: Type.Integer({ minimum: 1 }) }),
+      response: { 200: Invitation },
+    },
+  }, async (request) => people.revokeInvitation(database, controlContextOf(request), manager(request), request.params.invitation_id));
 
   app.post('/invitations/accept', {
     config: { rateLimit: { max: publicRateLimit } },

@@ -122,7 +122,7 @@ export async function acceptInvitation(
   if (!input.token.startsWith(INVITATION_PREFIX)) throw gone;
   const invitation = await deps.database.db
     .selectFrom('invitations').selectAll().where('token_hash', '=', sha256Hex(input.token)).executeTakeFirst();
-  if (!invitation || invitation.accepted_at !== null || invitation.expires_at <= nowIso()) throw gone;
+  if (!invitation || invitation.accepted_at !== null || invitation.revoked_at !== null || invitation.expires_at <= nowIso()) throw gone;
   const existing = await findUser(deps.database.db, { email: invitation.email });
   if (existing) {
     if (!(await verifyPassword(input.password, existing.passwordHash))) throw unauthenticated('The password of the existing account is incorrect');
@@ -139,6 +139,8 @@ export async function acceptInvitation(
       .set({ accepted_at: effects.now })
       .where('id', '=', invitation.id)
       .where('accepted_at', 'is', null)
+      // A revocation committed since the read above wins.
+      .where('revoked_at', 'is', null)
       .executeTakeFirst();
     if (Number(claimed.numUpdatedRows) === 0) throw gone;
     const userId = existing?.id ?? (await createUser(trx, invitation.email, input.password));
@@ -149,6 +151,73 @@ export async function acceptInvitation(
     effects.audit('member.join', { type: 'user', id: userId });
     effects.emit('member.joined', { user_id: userId, role: invitation.role });
     return { organization_id: invitation.organization_id, user_id: userId, email: invitation.email, role: invitation.role, created_account: !existing };
+  });
+}
+
+export const INVITATION_STATUSES = ['pending', 'accepted', 'expired', 'revoked'] as const;
+export type InvitationStatus = (typeof INVITATION_STATUSES)[number];
+
+/** An invitation as listed: never its token (only its digest is stored). */
+export interface InvitationRecord {
+  id: number;
+  email: string;
+  role: string;
+  status: InvitationStatus;
+  invited_by: number | null;
+  created_at: string;
+  expires_at: string;
+  accepted_at: string | null;
+  accepted_by: number | null;
+  revoked_at: string | null;
+  revoked_by: number | null;
+}
+
+type InvitationRow = Awaited<ReturnType<ReturnType<typeof invitationsOf>['executeTakeFirstOrThrow']>>;
+
+const invitationsOf = (db: Executor, organizationId: string) =>
+  db.selectFrom('invitations')
+    .select(['id', 'email', 'role', 'invited_by', 'created_at', 'expires_at', 'accepted_at', 'accepted_by', 'revoked_at', 'revoked_by'])
+    .where('organization_id', '=', organizationId);
+
+const toInvitationRecord = (row: InvitationRow, now: string): InvitationRecord => ({
+  ...row,
+  status: row.revoked_at !== null ? 'revoked' : row.accepted_at !== null ? 'accepted' : row.expires_at <= now ? 'expired' : 'pending',
+});
+
+/** The organization's invitations, newest first, optionally of one status. */
+export async function listInvitations(db: Executor, organizationId: string, query: PageParams & { status?: InvitationStatus }) {
+  const now = nowIso();
+  const open = (qb: ReturnType<typeof invitationsOf>) => qb.where('accepted_at', 'is', null).where('revoked_at', 'is', null);
+  let qb = invitationsOf(db, organizationId);
+  if (query.status === 'pending') qb = open(qb).where('expires_at', '>', now);
+  else if (query.status === 'expired') qb = open(qb).where('expires_at', '<=', now);
+  else if (query.status === 'accepted') qb = qb.where('accepted_at', 'is not', null);
+  else if (query.status === 'revoked') qb = qb.where('revoked_at', 'is not', null);
+  return paginate(qb.orderBy('id', 'desc'), query, (row) => toInvitationRecord(row, now));
+}
+
+/**
+ * Revokes a pending invitation: its link stops working. Only an owner may revoke an invitation to
+ * be owner; one accepted, expired or revoked already is 409, naming its status.
+ */
+export async function revokeInvitation(database: Database, ctx: WriteContext, manager: Manager, invitationId: number): Promise<InvitationRecord> {
+  return write(database, ctx, async (trx, effects) => {
+    const acting = await actingRole(database, trx, ctx, manager);
+    const row = await invitationsOf(trx, ctx.organizationId).where('id', '=', invitationId).executeTakeFirst();
+    if (!row) throw notFound('Invitation');
+    requireOwnerFor(acting, row.role, 'revoke an invitation of');
+    const revoked = await trx.updateTable('invitations')
+      .set({ revoked_at: effects.now, revoked_by: manager.userId })
+      .where('id', '=', invitationId).where('accepted_at', 'is', null).where('revoked_at', 'is', null).where('expires_at', '>', effects.now)
+      .executeTakeFirst();
+    if (Number(revoked.numUpdatedRows) === 0) {
+      // Accepted (perhaps just now), expired or revoked: read again, as the update found it.
+      const now = await invitationsOf(trx, ctx.organizationId).where('id', '=', invitationId).executeTakeFirstOrThrow();
+      throw conflict(`The invitation is ${toInvitationRecord(now, effects.now).status}; only a pending one can be revoked`);
+    }
+    effects.audit('member.invite_revoke', { type: 'invitation', id: invitationId });
+    effects.emit('member.invitation_revoked', { invitation_id: invitationId, role: row.role });
+    return toInvitationRecord({ ...row, revoked_at: effects.now, revoked_by: manager.userId }, effects.now);
   });
 }
 
