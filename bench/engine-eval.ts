@@ -2,8 +2,11 @@
 //
 //   node --import tsx bench/engine-eval.ts [files...] [--weights '{"context":0.4}'] [--no-latency]
 //        [--no-quality] [--sizes 1000,10000,100000] [--no-ngram] [--now ISO|after-last]
-//        [--grid '[{"time":0.3},{"time":0.6}]']
+//        [--grid '[{"time":0.3},{"time":0.6}]'] [--typos]
 //
+// --typos: every question is asked with one typing error (a letter dropped, doubled, replaced by a
+// neighbour on the keyboard, or two swapped) in one of its words of six letters or more, chosen by
+// a seeded generator (the same errors every run); questions with no such word are asked as they are.
 // Files: default every ../shared/bench/locomo-dev/*.json.
 // --grid: leave-one-conversation-out. Every weight variant (each on top of --weights) is scored on
 // every file; for each file, the variant with the best recall@5 + recall@10 on the *other* files
@@ -36,6 +39,7 @@ let ngram = true;
 let sizes = [1000, 10000, 100000];
 let nowArg: string | undefined;
 let grid: Partial<RankingWeights>[] | undefined;
+let typos = false;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i]!;
   if (a === '--weights') weights = JSON.parse(argv[++i]!) as Partial<RankingWeights>;
@@ -45,6 +49,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--now') nowArg = argv[++i]!;
   else if (a === '--sizes') sizes = argv[++i]!.split(',').map(Number);
   else if (a === '--grid') grid = JSON.parse(argv[++i]!) as Partial<RankingWeights>[];
+  else if (a === '--typos') typos = true;
   else files.push(resolve(a));
 }
 if (files.length === 0) {
@@ -54,18 +59,42 @@ if (files.length === 0) {
 const indexOpts = (variant: Partial<RankingWeights> = {}) => ({ weights: { ...weights, ...variant }, ...(ngram ? {} : { embedder: null }) });
 
 const convs = files.map(load);
-const out: Record<string, unknown> = { files: files.map((f) => f.split('/').pop()), weights, now: nowArg ?? 'Date.now()' };
+const out: Record<string, unknown> = { files: files.map((f) => f.split('/').pop()), weights, now: nowArg ?? 'Date.now()', typos };
 
 // The server's clock unless told otherwise (the conversations are from 2023, so recency is ~0).
 const nowFor = (conv: (typeof convs)[number]) =>
   nowArg === undefined ? Date.now()
   : nowArg === 'after-last' ? Math.max(...conv.docs.map((d) => d.createdAt)) + 86_400_000
   : Date.parse(nowArg);
+// Keys near each other on a QWERTY keyboard: a replaced letter is one of its neighbours.
+const NEIGHBOURS: Record<string, string> = {
+  q: 'wa', w: 'qes', e: 'wrd', r: 'etf', t: 'ryg', y: 'tuh', u: 'yij', i: 'uok', o: 'ipl', p: 'ol', a: 'qsz', s: 'adw', d: 'sfe',
+  f: 'dgr', g: 'fht', h: 'gjy', j: 'hku', k: 'jli', l: 'ko', z: 'xa', x: 'zcs', c: 'xvd', v: 'cbf', b: 'vng', n: 'bmh', m: 'nj',
+};
+/** The question with one typing error in one of its longer words (never the first letter), the same every run. */
+function withTypo(question: string, seed: number): string {
+  const rand = mulberry32(seed);
+  const words = [...question.matchAll(/[A-Za-z]{6,}/g)];
+  if (words.length === 0) return question;
+  const word = words[Math.floor(rand() * words.length)]!;
+  const w = word[0];
+  const at = 1 + Math.floor(rand() * (w.length - 1));
+  const kind = Math.floor(rand() * 4);
+  const near = (c: string) => (NEIGHBOURS[c.toLowerCase()] ?? 'e')[Math.floor(rand() * (NEIGHBOURS[c.toLowerCase()] ?? 'e').length)]!;
+  const typed =
+    kind === 0 ? w.slice(0, at) + w.slice(at + 1)
+    : kind === 1 ? w.slice(0, at) + w[at] + w.slice(at)
+    : kind === 2 ? w.slice(0, at) + near(w[at]!) + w.slice(at + 1)
+    : at < w.length - 1 ? w.slice(0, at) + w[at + 1] + w[at] + w.slice(at + 2) : w.slice(0, at - 1) + w[at] + w[at - 1];
+  return question.slice(0, word.index) + typed + question.slice(word.index! + w.length);
+}
+const asked = (question: string) => (typos ? withTypo(question, [...question].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7)) : question);
+
 async function engineRecall(conv: (typeof convs)[number], variant: Partial<RankingWeights> = {}): Promise<Recall> {
   const idx = new MemoryIndex(indexOpts(variant));
   for (const d of conv.docs) idx.upsert(d);
   const now = nowFor(conv);
-  return recallOf(conv, (q, k) => idx.search(q, { k, now }).map((h) => h.id));
+  return recallOf(conv, (q, k) => idx.search(asked(q), { k, now }).map((h) => h.id));
 }
 
 if (doQuality && grid) {
@@ -96,7 +125,8 @@ if (doQuality && grid) {
   const perFile: Record<string, unknown> = {};
   for (const conv of convs) {
     const e = await engineRecall(conv);
-    const b = await recallOf(conv, baselineSearch(conv.docs));
+    const bm25 = baselineSearch(conv.docs);
+    const b = await recallOf(conv, (q, k) => bm25(asked(q), k));
     engine.push(e);
     baseline.push(b);
     perFile[conv.name] = { turns: conv.docs.length, engine: e, baseline: b };

@@ -320,6 +320,33 @@ export class Bm25Field {
     return this.postings.get(term)?.live ?? 0;
   }
 
+  /**
+   * The held term one edit from `term` (a letter dropped, added or replaced, or two neighbours
+   * swapped) that the most docs hold, the first in code-unit order among equals; undefined when
+   * none. Letters are tried from a-z and the term's own, so a term of any script gets its own edits.
+   */
+  nearestTerm(term: string): string | undefined {
+    let best: string | undefined;
+    let bestDf = 0;
+    const consider = (candidate: string) => {
+      const df = this.df(candidate);
+      if (df > bestDf || (df === bestDf && df > 0 && candidate < best!)) [best, bestDf] = [candidate, df];
+    };
+    const letters = new Set([...'abcdefghijklmnopqrstuvwxyz', ...term]);
+    const chars = [...term];
+    for (let i = 0; i <= chars.length; i++) {
+      const head = chars.slice(0, i).join('');
+      const tail = chars.slice(i).join('');
+      const rest = chars.slice(i + 1).join('');
+      for (const c of letters) consider(head + c + tail);
+      if (i === chars.length) break;
+      consider(head + rest);
+      for (const c of letters) if (c !== chars[i]) consider(head + c + rest);
+      if (i + 1 < chars.length && chars[i] !== chars[i + 1]) consider(head + chars[i + 1] + chars[i] + chars.slice(i + 2).join(''));
+    }
+    return best;
+  }
+
   /** Robertson/Sparck-Jones idf, floored at a small positive value so very common terms still count a little. */
   idf(term: string): number {
     const n = this.postings.get(term)?.live ?? 0;

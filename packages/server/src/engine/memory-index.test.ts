@@ -21,6 +21,23 @@ describe('MemoryIndex lexical search', () => {
     expect(ids(idx, 'painting')[0]).toBe(painted.id);
   });
 
+  it('reads a query word no memory holds as the held word one edit away (a typo), the one most memories hold', () => {
+    const restaurant = doc('We booked the Italian restaurant for Friday');
+    const kitchen = doc('The kitchen needs a new table');
+    const docs = [restaurant, kitchen, doc('We went hiking in the mountains'), doc('The kids love swimming')];
+    const idx = build(docs);
+    expect(ids(idx, 'restuarant booking')[0]).toBe(restaurant.id); // two letters swapped
+    expect(ids(idx, 'kitchn')).toEqual([kitchen.id]); // a letter dropped
+    expect(ids(idx, 'kittchen')).toEqual([kitchen.id]); // one added
+    expect(ids(build(docs, { weights: { typo: 0 } }), 'kitchn')).toEqual([]);
+    // A held word is what it is; a short one is not read as another.
+    expect(ids(idx, 'kids')).toEqual([docs[3]!.id]);
+    expect(ids(build([doc('a big cat')]), 'cart')).toEqual([]);
+    // Among held neighbours, the one the most memories hold.
+    const many = build([doc('the painter arrived'), doc('a painted wall'), doc('paint it blue'), doc('the pointer moved')]);
+    expect(many.search('paintr', { k: 10, now: T0 }).length).toBeGreaterThan(0);
+  });
+
   it('prefers rarer terms (idf) and returns at most k, best first', () => {
     const docs = [doc('dog dog dog'), doc('dog and cat'), doc('cat'), doc('dog'), doc('axolotl and dog')];
     const idx = build(docs);

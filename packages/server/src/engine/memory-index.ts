@@ -63,6 +63,11 @@ export interface RankingWeights {
   expansion: number;
   expansionDocs: number;
   expansionTerms: number;
+  /**
+   * A query word no memory holds (a typo, most often) is also searched as the held word one edit
+   * away that most memories hold, at this fraction of its weight (0 disables).
+   */
+  typo: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -96,6 +101,7 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   expansion: 0.1,
   expansionDocs: 3,
   expansionTerms: 10,
+  typo: 0.5,
   ngram: 0,
   semantic: 0.6,
   time: 0.6,
@@ -123,6 +129,12 @@ export const DEFAULT_CONTEXT_CACHE_SHARE = 2;
 
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
+/**
+ * Query terms read as typos: one edit from a shorter one is too often another word, and a longer
+ * one is an id or junk (its edits would cost a search hundreds of lookups of long strings).
+ */
+const TYPO_MIN_CHARS = 5;
+const TYPO_MAX_CHARS = 24;
 const DAY = 86_400_000;
 /** Words that place a text in time (for `whenNamesTime`); English, like the temporal parser. */
 const TIME_WORDS =
@@ -670,6 +682,13 @@ export class MemoryIndex {
 
     const textTerms = new Map<string, number>();
     for (const [t, n] of qTerms) textTerms.set(t, this.meta.df(t) > 0 ? n * w.metaTermInText : n);
+    if (w.typo > 0) {
+      for (const [t, n] of qTerms) {
+        if (t.length < TYPO_MIN_CHARS || t.length > TYPO_MAX_CHARS || this.text.df(t) > 0 || this.meta.df(t) > 0) continue;
+        const fix = this.text.nearestTerm(t);
+        if (fix !== undefined && !qTerms.has(fix)) textTerms.set(fix, (textTerms.get(fix) ?? 0) + n * w.typo);
+      }
+    }
 
     // Expanded-length normalisations are cached per slot across searches until the index
     // or the context parameters change.

@@ -23,6 +23,20 @@ forEachDialect('POST /memory/query', (dialect) => {
     expect(best).not.toHaveProperty('explanation');
   });
 
+  it('finds what a mistyped word means: a word no memory holds is read as the held word one edit away', async () => {
+    const endUser = freshUser();
+    const [sushi, , nurse] = await addAll(t, [
+      'My favourite food is sushi from the restaurant downtown',
+      'I adopted two puppies from the shelter last spring',
+      'I work as a nurse at the city hospital',
+    ], { endUser });
+    expect(idsOf(await query(t, 'which restuarant do I like?', { endUser }))).toEqual([sushi.id]);
+    const [hit] = await query(t, { query: 'where is the hospitl', explain: true }, { endUser });
+    expect(hit).toMatchObject({ id: nurse.id, explanation: { lexical: expect.any(Number) } });
+    // A word nothing is one edit from still matches nothing.
+    expect(await query(t, 'zqxjkv', { endUser })).toEqual([]);
+  });
+
   it('returns k results, 10 by default and at most 100', async () => {
     const endUser = freshUser();
     const res = await t.call('POST', '/memory/bulk-add', {
