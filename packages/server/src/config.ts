@@ -70,6 +70,8 @@ export interface Config {
     allowHttp: boolean;
     /** One attempt's deadline: a 2xx within this is success. */
     timeoutMs: number;
+    /** ENGRAM_WEBHOOK_RETENTION_DAYS: deliveries that ended (succeeded or exhausted) are deleted this long after. */
+    retentionDays: number;
   };
   /** Where artifacts (exports) are kept: the database (default) or S3-compatible storage. */
   blobs: BlobConfig;
@@ -209,6 +211,7 @@ export function loadConfig(env: Env = process.env): Config {
       allowHosts: (env.ENGRAM_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
       allowHttp: boolean(env, 'ENGRAM_WEBHOOK_ALLOW_HTTP', false),
       timeoutMs: integer(env, 'ENGRAM_WEBHOOK_TIMEOUT_SECONDS', 15, 1, 60) * 1000,
+      retentionDays: integer(env, 'ENGRAM_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
     },
     blobs: blobConfig(env),
     exports: { ttlSeconds: integer(env, 'ENGRAM_EXPORT_TTL', 7 * 86_400, 60, 365 * 86_400) },

@@ -14,7 +14,7 @@ import { EraseHooks } from './modules/memories/index.js';
 import { exportJob, EXPORT_JOB, IMPORT_JOB, importJob, purgeDeletedArtifacts, sweepExports, withdrawArtifactsHolding } from './modules/exports/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
 import { eraseSynthesisData } from './modules/synthesis/index.js';
-import { eraseMemoryDeliveries, fanOut, type WebhookSettings } from './modules/webhooks/index.js';
+import { eraseMemoryDeliveries, fanOut, purgeEndedDeliveries, type WebhookSettings } from './modules/webhooks/index.js';
 import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
@@ -61,6 +61,7 @@ export interface Services {
 }
 
 const MINUTE = 60_000;
+const DAY = 24 * 60 * MINUTE;
 
 export function buildServices({ config, database, secretKey }: { config: ServiceConfig; database: Database; secretKey?: Uint8Array }): Services {
   const secret = secretKey ?? randomBytes(32);
@@ -102,6 +103,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
     { name: 'audit.seal', everyMs: 1000, run: () => sealAuditChains(database) },
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
+    { name: 'webhooks.retention', everyMs: 60 * MINUTE, run: () => purgeEndedDeliveries(database, new Date(Date.now() - config.webhooks.retentionDays * DAY).toISOString()) },
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
     // Each due connection is claimed with a conditional update, so one process queues its sync.
     { name: 'connectors.schedule', everyMs: 30_000, run: () => queueDueSyncs(connectors) },

@@ -7,7 +7,7 @@ import { forEachDialect, useOwner, useTestApp } from '../testing/harness.js';
  * request on a hot route use a held key that no longer holds (core/credentials-clock.ts).
  */
 forEachDialect('the credentials clock', (dialect) => {
-  const t = useTestApp(dialect, { runJobs: false, webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 } });
+  const t = useTestApp(dialect, { runJobs: false, webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 } });
   const owner = useOwner(t);
   const clock = async () => Number((await t.database.db.selectFrom('credentials_clock').select('generation').executeTakeFirstOrThrow()).generation);
   /** How far the clock moved across `change`. */

@@ -14,7 +14,7 @@ import { subscribe, SUBSCRIPTIONS_CHANNEL } from './event-subscriptions.js';
  * the write: what it holds answers only once its listening connection has caught up.
  */
 forEachDialect('event subscriptions across processes', (dialect) => {
-  const t = useTestApp(dialect, { runJobs: false, webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 } });
+  const t = useTestApp(dialect, { runJobs: false, webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 } });
   const owner = useOwner(t);
   beforeAll(() => subscribe(t.database.db, HARNESS_SUBSCRIBER, null));
 

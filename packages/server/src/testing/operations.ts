@@ -36,7 +36,7 @@ export const PLACES: Record<Place, { org: 'A' | 'B'; project: 'P' | 'Q' | 'PB'; 
  * from 2 KB ingested by a job (so a fixture job is a small file).
  */
 export const PROBE_CONFIG: Partial<Config> = {
-  webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 },
+  webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 },
   outbound: { allow: ['127.0.0.1'] },
   upload: { maxBytes: 25 * 1024 * 1024, backgroundFromBytes: 2048 },
   // Consent URLs are built without reaching Slack; nothing calls its API in the probes.

@@ -61,7 +61,9 @@ const requeue = (now: string) => ({ status: 'pending', next_step: 0, next_attemp
 export async function retryDelivery(database: Database, ctx: WriteContext, scope: EndpointScope, endpointId: number, deliveryId: number) {
   const view = await write(database, ctx, async (trx, effects) => {
     await deliveryRow(trx, scope, endpointId, deliveryId);
-    const row = await trx.updateTable('webhook_deliveries').set(requeue(effects.now)).where('id', '=', deliveryId).returningAll().executeTakeFirstOrThrow();
+    const row = await trx.updateTable('webhook_deliveries').set(requeue(effects.now)).where('id', '=', deliveryId).returningAll().executeTakeFirst();
+    // Gone since it was read: deleted with its endpoint, or by retention.
+    if (!row) throw notFound('Delivery');
     effects.audit('webhook.retry_delivery', { type: 'webhook_delivery', id: deliveryId });
     return toDelivery(row);
   });
@@ -83,6 +85,28 @@ export async function replayDeliveries(database: Database, ctx: WriteContext, sc
   });
   if (replayed > 0) notifyDeliveriesDue();
   return { replayed };
+}
+
+/**
+ * Retention: deletes deliveries that ended (succeeded or exhausted) before `before`, with their
+ * attempts, a batch a transaction; answers how many. A delivery retried or replayed meanwhile is
+ * pending again and stays (the condition is checked again by the delete).
+ */
+export async function purgeEndedDeliveries(database: Database, before: string, batch = 1_000): Promise<number> {
+  let purged = 0;
+  for (;;) {
+    const ended = (trx: Executor) => trx.selectFrom('webhook_deliveries').select('id').where('status', '<>', 'pending').where('updated_at', '<', before);
+    const [found, deleted] = await database.db.transaction().execute(async (trx) => {
+      const ids = (await ended(trx).orderBy('updated_at').limit(batch).execute()).map((r) => r.id);
+      if (ids.length === 0) return [0, 0];
+      const gone = (await trx.deleteFrom('webhook_deliveries').where('id', 'in', ids).where('status', '<>', 'pending').where('updated_at', '<', before)
+        .returning('id').execute()).map((r) => r.id);
+      if (gone.length) await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', gone).execute();
+      return [ids.length, gone.length];
+    });
+    purged += deleted;
+    if (found < batch) return purged;
+  }
 }
 
 /** A webhook.test delivery to this endpoint only (whatever it subscribes to), attempted like any other. */

@@ -7,12 +7,13 @@ import type { DB } from '../../store/schema.js';
 import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../../testing/harness.js';
 import { holdUncommitted, untilLocked } from '../../testing/locks.js';
 import { Receiver } from '../../testing/receiver.js';
+import { purgeEndedDeliveries } from './deliveries.js';
 import { until } from '../../testing/until.js';
 
 const FAST = { schedule_seconds: [0, 1, 1, 1, 1] };
 
 forEachDialect('webhooks', (dialect) => {
-  const t = useTestApp(dialect, { webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 } });
+  const t = useTestApp(dialect, { webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 } });
   const owner = useOwner(t);
   const receiver = new Receiver();
   // Only the endpoints' own subscriptions bring events here: the outbox keeps nothing else.
@@ -199,6 +200,31 @@ forEachDialect('webhooks', (dialect) => {
     const ids = new Set(receiver.at('/exhaust').map((r) => r.headers['webhook-id']));
     expect(ids.size).toBe(1);
     expect((await t.call('GET', `/org/webhooks/${endpoint.id}/deliveries/999999`, as())).status).toBe(404);
+  });
+
+  it('retention deletes deliveries that ended before the cutoff, with their attempts; pending and recent ones stay', async () => {
+    receiver.set('/retention', 'ok');
+    const endpoint = await subscribe('/retention');
+    for (const text of ['kept one', 'old one', 'older one', 'waiting one']) await addMemory(`Retention: ${text}`);
+    await until(async () => (await deliveries(endpoint.id, '?status=succeeded')).body.total === 4, 'four deliveries');
+    const [waiting, older, old, kept] = (await deliveries(endpoint.id)).body.items.map((d: { id: number }) => d.id) as number[];
+    const db = t.database.db;
+    // As if they had ended 40 days ago; the waiting one is due again (a retry), as old.
+    const longAgo = new Date(Date.now() - 40 * 86_400_000).toISOString();
+    await db.updateTable('webhook_deliveries').set({ updated_at: longAgo }).where('id', 'in', [old!, older!, waiting!]).execute();
+    await db.updateTable('webhook_deliveries').set({ status: 'exhausted' }).where('id', '=', older!).execute();
+    await db.updateTable('webhook_deliveries').set({ status: 'pending', next_attempt_at: new Date(Date.now() + 3_600_000).toISOString() }).where('id', '=', waiting!).execute();
+    expect(await db.selectFrom('webhook_attempts').select('id').where('delivery_id', 'in', [old!, older!]).execute()).toHaveLength(2);
+
+    const cutoff = new Date(Date.now() - 30 * 86_400_000).toISOString();
+    // One a batch: the loop goes on until no ended delivery is older than the cutoff.
+    expect(await purgeEndedDeliveries(t.database, cutoff, 1)).toBe(2);
+    expect((await deliveries(endpoint.id)).body.items.map((d: { id: number }) => d.id)).toEqual([waiting, kept]);
+    expect((await t.call('GET', `/org/webhooks/${endpoint.id}/deliveries/${old}`, as())).status).toBe(404);
+    expect((await t.call('POST', `/org/webhooks/${endpoint.id}/deliveries/${older}/retry`, as())).status).toBe(404);
+    expect(await db.selectFrom('webhook_attempts').select('id').where('delivery_id', 'in', [old!, older!]).execute()).toEqual([]);
+    expect(await db.selectFrom('webhook_attempts').select('id').where('delivery_id', '=', kept!).execute()).toHaveLength(1);
+    expect(await purgeEndedDeliveries(t.database, cutoff)).toBe(0);
   });
 
   it('pauses (deliveries accumulate), resumes (they arrive), and sends a test event', async () => {

@@ -9,7 +9,7 @@ const EVENTS = 150;
 
 forEachDialect('webhook delivery across worker processes', (dialect) => {
   // Delivery runs only in `engram worker` child processes here, never in the test process.
-  const t = useTestApp(dialect, { runJobs: false, secretKey: SECRET, webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 } });
+  const t = useTestApp(dialect, { runJobs: false, secretKey: SECRET, webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 } });
   const owner = useOwner(t);
   const receiver = new Receiver();
   const workers: BackgroundProcess[] = [];
