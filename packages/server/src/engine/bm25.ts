@@ -322,10 +322,20 @@ export class Bm25Field {
 
   /**
    * The held term one edit from `term` (a letter dropped, added or replaced, or two neighbours
-   * swapped) that the most docs hold, the first in code-unit order among equals; undefined when
-   * none. Letters are tried from a-z and the term's own, so a term of any script gets its own edits.
+   * swapped) that the most docs hold, the first in code-unit order among equals; failing that, the
+   * longest held term of at least 5 characters that begins `term` and is at most 3 shorter (a typo
+   * in a suffix keeps the stemmer from removing it: "vacaton" stays whole, "vacation" is "vacat");
+   * undefined when none. Letters are tried from a-z and the term's own, so a term of any script
+   * gets its own edits.
    */
   nearestTerm(term: string): string | undefined {
+    const edited = this.nearestEdit(term);
+    if (edited !== undefined) return edited;
+    for (let n = term.length - 1; n >= Math.max(5, term.length - 3); n--) if (this.df(term.slice(0, n)) > 0) return term.slice(0, n);
+    return undefined;
+  }
+
+  private nearestEdit(term: string): string | undefined {
     let best: string | undefined;
     let bestDf = 0;
     const consider = (candidate: string) => {
