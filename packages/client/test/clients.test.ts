@@ -57,7 +57,7 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
   });
   const t = useTestApp(dialect, {
     outbound: { allow: ['127.0.0.1'] },
-    webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000 },
+    webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 },
     upload: { maxBytes: 1024 * 1024, backgroundFromBytes: 2048 },
   });
   const sent = new Set<string>();
