@@ -27,6 +27,8 @@ export interface Config {
   httpProcesses: number;
   /** Whether `engram serve` also runs background jobs and chores in-process (worker.ts). */
   runJobs: boolean;
+  /** ENGRAM_JOB_RETENTION_DAYS: finished jobs (succeeded or failed) are deleted this long after. */
+  jobRetentionDays: number;
   /** Deprecated settings in use, to print once at start-up. */
   warnings: string[];
   logLevel: string;
@@ -179,6 +181,7 @@ export function loadConfig(env: Env = process.env): Config {
     database,
     httpProcesses,
     runJobs: boolean(env, 'ENGRAM_RUN_JOBS', true),
+    jobRetentionDays: integer(env, 'ENGRAM_JOB_RETENTION_DAYS', 30, 1, 3650),
     warnings,
     logLevel: env.ENGRAM_LOG_LEVEL || 'info',
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),

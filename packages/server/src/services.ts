@@ -5,7 +5,7 @@ import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
 import { eraseMemoryEvents, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
 import { createLlm, type LlmProvider } from './engine/index.js';
 import { createMailer, type Mailer } from './core/mailer.js';
-import { JobHandlers } from './jobs/runner.js';
+import { JobHandlers, purgeFinishedJobs } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
 import { TokenIssuer } from './modules/auth/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
@@ -104,6 +104,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
     { name: 'webhooks.retention', everyMs: 60 * MINUTE, run: () => purgeEndedDeliveries(database, new Date(Date.now() - config.webhooks.retentionDays * DAY).toISOString()) },
+    { name: 'jobs.retention', everyMs: 60 * MINUTE, run: () => purgeFinishedJobs(database.db, new Date(Date.now() - config.jobRetentionDays * DAY).toISOString()) },
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
     // Each due connection is claimed with a conditional update, so one process queues its sync.
     { name: 'connectors.schedule', everyMs: 30_000, run: () => queueDueSyncs(connectors) },

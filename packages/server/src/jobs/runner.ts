@@ -221,6 +221,23 @@ export class JobRunner {
   }
 }
 
+/**
+ * Retention: deletes jobs that finished (succeeded or failed) before `before`, a batch a statement;
+ * answers how many. Their readers (an upload's or a refresh's progress, an ontology's
+ * reclassification) answer 404 or null for a job that is gone.
+ */
+export async function purgeFinishedJobs(db: Executor, before: string, batch = 1_000): Promise<number> {
+  let purged = 0;
+  for (;;) {
+    const finished = db.selectFrom('jobs').select('id').where('status', 'in', ['succeeded', 'failed']).where('updated_at', '<', before).limit(batch);
+    // The condition again in the delete: a job is never queued again once finished, but the statement costs nothing more.
+    const result = await db.deleteFrom('jobs').where('id', 'in', finished).where('status', 'in', ['succeeded', 'failed']).where('updated_at', '<', before).executeTakeFirst();
+    const deleted = Number(result.numDeletedRows);
+    purged += deleted;
+    if (deleted < batch) return purged;
+  }
+}
+
 /** Jobs by status (queued, running, succeeded, failed), for `engram status` and /metrics. */
 export async function jobCounts(db: Executor): Promise<Record<JobView['status'], number>> {
   const rows = await db.selectFrom('jobs').select(['status', (eb) => eb.fn.countAll().as('n')]).groupBy('status').execute();

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { decodeVector } from './embeddings.js';
+import { REFRESH_JOB } from './engine.js';
+import { purgeFinishedJobs } from '../../jobs/runner.js';
+import { encodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { expectError } from '../../testing/memories.js';
 import { addAll, freshUser, idsOf, query, retrievalConfig, startFakeEmbedder, waitForJob, type FakeEmbedder } from '../../testing/retrieval.js';
@@ -22,6 +25,31 @@ forEachDialect('POST /memory/refresh and GET /memory/refresh/{job_id}', (dialect
     const project = await t.call('POST', '/memory/refresh', { endUser: null });
     expect(project.status).toBe(202);
     expect((await waitForJob(t, project.body.id, { endUser: null })).result).toMatchObject({ memories: 3 });
+  });
+
+  it('retention deletes finished jobs older than the cutoff (their progress is 404 then); queued ones stay', async () => {
+    const endUser = freshUser();
+    await addAll(t, ['Something to embed'], { endUser });
+    const started = [] as number[];
+    for (let i = 0; i < 2; i++) {
+      const res = await t.call('POST', '/memory/refresh', { endUser });
+      expect(res.status).toBe(202);
+      expect((await waitForJob(t, res.body.id)).status).toBe('succeeded');
+      started.push(res.body.id);
+    }
+    const longAgo = new Date(Date.now() - 40 * 86_400_000).toISOString();
+    await t.database.db.updateTable('jobs').set({ updated_at: longAgo }).where('id', '=', started[0]!).execute();
+    // Queued long ago and not yet run (its run is an hour away): never a candidate.
+    const queued = (await t.database.db.insertInto('jobs').values({
+      kind: REFRESH_JOB, project_id: t.projectId, payload: encodeJson({ tenantId: '', endUserId: endUser }), status: 'queued', progress: 0, attempts: 0,
+      run_after: new Date(Date.now() + 3_600_000).toISOString(), created_at: longAgo, updated_at: longAgo,
+    }).returning('id').executeTakeFirstOrThrow()).id;
+
+    expect(await purgeFinishedJobs(t.database.db, new Date(Date.now() - 30 * 86_400_000).toISOString(), 1)).toBe(1);
+    expectError(await t.call('GET', `/memory/refresh/${started[0]}`, { endUser }), 404, 'not_found');
+    expect((await t.call('GET', `/memory/refresh/${started[1]}`, { endUser })).body.status).toBe('succeeded');
+    expect((await t.database.db.selectFrom('jobs').select('status').where('id', '=', queued).executeTakeFirstOrThrow()).status).toBe('queued');
+    await t.database.db.deleteFrom('jobs').where('id', '=', queued).execute();
   });
 
   it("hides another project's jobs and refuses keys without the write scope", async () => {
