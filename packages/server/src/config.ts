@@ -27,7 +27,7 @@ export interface Config {
   httpProcesses: number;
   /** Whether `engram serve` also runs background jobs and chores in-process (worker.ts). */
   runJobs: boolean;
-  /** ENGRAM_JOB_RETENTION_DAYS: finished jobs (succeeded or failed) are deleted this long after. */
+  /** ENGRAM_JOB_RETENTION_DAYS: finished jobs and connector syncs are deleted this long after (a connection's last sync stays). */
   jobRetentionDays: number;
   /** Deprecated settings in use, to print once at start-up. */
   warnings: string[];

@@ -18,7 +18,7 @@ import { eraseMemoryDeliveries, fanOut, purgeEndedDeliveries, type WebhookSettin
 import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
-import { queueDueSyncs, SYNC_JOB, syncJobHandler } from './modules/connectors/index.js';
+import { purgeFinishedSyncs, queueDueSyncs, SYNC_JOB, syncJobHandler } from './modules/connectors/index.js';
 import { UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
@@ -105,6 +105,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
     { name: 'webhooks.retention', everyMs: 60 * MINUTE, run: () => purgeEndedDeliveries(database, new Date(Date.now() - config.webhooks.retentionDays * DAY).toISOString()) },
     { name: 'jobs.retention', everyMs: 60 * MINUTE, run: () => purgeFinishedJobs(database.db, new Date(Date.now() - config.jobRetentionDays * DAY).toISOString()) },
+    { name: 'connectors.retention', everyMs: 60 * MINUTE, run: () => purgeFinishedSyncs(database.db, new Date(Date.now() - config.jobRetentionDays * DAY).toISOString()) },
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
     // Each due connection is claimed with a conditional update, so one process queues its sync.
     { name: 'connectors.schedule', everyMs: 30_000, run: () => queueDueSyncs(connectors) },

@@ -4,7 +4,7 @@ import { connectorsClient, startSite, type LocalSite } from '../../testing/conne
 import { expectError } from '../../testing/memories.js';
 import { JobHandlers } from '../../jobs/runner.js';
 import { EraseHooks } from '../memories/index.js';
-import { queueDueSyncs } from './service.js';
+import { purgeFinishedSyncs, queueDueSyncs } from './service.js';
 
 const HTML = 'text/html';
 
@@ -118,6 +118,28 @@ forEachDialect('connector framework: connections, configuration, catalog, integr
     expect(sync).toMatchObject({ connection_id: connection.id, trigger: 'schedule', status: 'succeeded' });
     const row = await c.call('GET', `/connectors/connections/${connection.id}`);
     expect(Date.parse(row.body.next_sync_at)).toBeGreaterThan(later.getTime());
+  });
+
+  it('retention deletes syncs that finished before the cutoff, but never a connection\'s last one', async () => {
+    const c = connectorsClient(t, owner);
+    const connection = await c.create({ provider: 'web_crawler', name: 'Retained', end_user_id: 'retained', config: { ...config(), max_depth: 0 } });
+    const other = await c.create({ provider: 'web_crawler', name: 'Retained too', end_user_id: 'retained', config: { ...config(), max_depth: 0 } });
+    const runs = [] as number[];
+    for (const id of [connection.id, connection.id, connection.id, other.id]) {
+      const sync = await c.sync(id);
+      expect((await c.waitForSync(sync.id)).status).toBe('succeeded');
+      runs.push(sync.id);
+    }
+    // All four ended 40 days ago.
+    const longAgo = new Date(Date.now() - 40 * 86_400_000).toISOString();
+    await t.database.db.updateTable('connector_syncs').set({ finished_at: longAgo }).where('id', 'in', runs).execute();
+    expect(await purgeFinishedSyncs(t.database.db, new Date(Date.now() - 30 * 86_400_000).toISOString(), 1)).toBe(2);
+    const listed = await c.call('GET', `/connectors/connections/${connection.id}/syncs`);
+    expect(listed.body.items.map((s: { id: number }) => s.id)).toEqual([runs[2]]);
+    expect((await c.call('GET', `/connectors/syncs/${runs[0]}`)).status).toBe(404);
+    expect((await c.call('GET', `/connectors/syncs/${runs[3]}`)).status).toBe(200);
+    const shown = await c.call('GET', `/connectors/connections/${connection.id}`);
+    expect(shown.body.last_sync).toMatchObject({ id: runs[2] });
   });
 
   it('enables and disables integrations for the organization', async () => {

@@ -1,3 +1,3 @@
-/** The connectors module's public face: the sync job and the schedule the composition root registers. */
-export { queueDueSyncs } from './service.js';
+/** The connectors module's public face: the sync job, the schedule and the syncs' retention the composition root registers. */
+export { purgeFinishedSyncs, queueDueSyncs } from './service.js';
 export { SYNC_JOB, syncJobHandler, type SyncDeps } from './sync.js';

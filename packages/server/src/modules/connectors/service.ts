@@ -395,6 +395,24 @@ export async function getSync(db: Executor, projectId: string, syncId: number): 
   return syncView(row);
 }
 
+/**
+ * Retention: deletes syncs that finished before `before`, a batch a statement, except each
+ * connection's newest (its last sync, which the connection shows); answers how many.
+ */
+export async function purgeFinishedSyncs(db: Executor, before: string, batch = 1_000): Promise<number> {
+  let purged = 0;
+  for (;;) {
+    const finished = db.selectFrom('connector_syncs as s').select('s.id')
+      .where('s.status', 'not in', ['queued', 'running']).where('s.finished_at', '<', before)
+      .where(({ exists, selectFrom }) => exists(selectFrom('connector_syncs as n').select('n.id').whereRef('n.connection_id', '=', 's.connection_id').whereRef('n.id', '>', 's.id')))
+      .limit(batch);
+    const result = await db.deleteFrom('connector_syncs').where('id', 'in', finished).executeTakeFirst();
+    const deleted = Number(result.numDeletedRows);
+    purged += deleted;
+    if (deleted < batch) return purged;
+  }
+}
+
 export async function listSyncs(db: Executor, projectId: string, connectionId: number, page: PageParams) {
   await connectionRow(db, projectId, connectionId);
   return paginate(db.selectFrom('connector_syncs').selectAll().where('connection_id', '=', connectionId).orderBy('id', 'desc'), page, syncView);
