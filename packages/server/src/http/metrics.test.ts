@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { forEachDialect, useTestApp } from '../testing/harness.js';
+import { forEachDialect, useOwner, useTestApp } from '../testing/harness.js';
 
 const TOKEN = 'metrics-token-0123456789';
 
@@ -10,7 +10,8 @@ function sample(text: string, series: string): number | undefined {
 }
 
 forEachDialect('GET /metrics', (dialect) => {
-  const t = useTestApp(dialect, { metricsToken: TOKEN, runJobs: false });
+  const t = useTestApp(dialect, { metricsToken: TOKEN, runJobs: false, webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 } });
+  const owner = useOwner(t);
   const scrape = () => t.call('GET', '/metrics', { key: null, project: null, endUser: null, headers: { authorization: `Bearer ${TOKEN}` } });
 
   it('answers only to the metrics token', async () => {
@@ -47,6 +48,30 @@ forEachDialect('GET /metrics', (dialect) => {
     if (dialect === 'postgres') expect(sample(text, 'engram_db_pool_connections{state="max"}')).toBe(5);
     else expect(text).not.toContain('engram_db_pool_connections{');
     expect(text).not.toContain(t.key);
+  });
+
+  it('reports webhook endpoints by state and the pending deliveries with the oldest one\'s age', async () => {
+    const before = await scrape();
+    expect(sample(before.text, 'engram_webhook_pending_deliveries')).toBe(0);
+    expect(sample(before.text, 'engram_webhook_oldest_pending_delivery_age_seconds')).toBe(0);
+    const as = { token: owner.token, headers: { 'x-project-id': t.projectId } };
+    const endpoints = [];
+    for (const name of ['down', 'paused']) {
+      const res = await t.call('POST', '/org/webhooks', { ...as, body: { name, url: 'http://127.0.0.1:9/hook', events: ['memory.created'] } });
+      expect(res.status, res.text).toBe(201);
+      endpoints.push(res.body.id as number);
+    }
+    expect((await t.call('POST', `/org/webhooks/${endpoints[1]}/pause`, as)).status).toBe(200);
+    // No process delivers here (runJobs: false): the test event waits.
+    const test = await t.call('POST', `/org/webhooks/${endpoints[0]}/test`, as);
+    expect(test.status).toBe(202);
+    await t.database.db.updateTable('webhook_deliveries').set({ created_at: new Date(Date.now() - 3_600_000).toISOString() }).where('id', '=', test.body.id).execute();
+    const text = (await scrape()).text;
+    expect(sample(text, 'engram_webhook_endpoints{state="enabled"}')).toBe(1);
+    expect(sample(text, 'engram_webhook_endpoints{state="paused"}')).toBe(1);
+    expect(sample(text, 'engram_webhook_endpoints{state="disabled"}')).toBe(0);
+    expect(sample(text, 'engram_webhook_pending_deliveries')).toBe(1);
+    expect(sample(text, 'engram_webhook_oldest_pending_delivery_age_seconds')).toBeGreaterThanOrEqual(3_600);
   });
 
   it('logs one line per request', async () => {

@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { outboxBacklog } from '../core/events.js';
 import { unauthenticated } from '../core/errors.js';
 import { jobCounts } from '../jobs/runner.js';
+import { webhookBacklog } from '../modules/webhooks/index.js';
 import type { Database } from '../store/database.js';
 
 /**
@@ -70,7 +71,8 @@ export const metrics = fp(async (app: FastifyInstance, opts: MetricsSources & { 
     if (!tokenMatches(typeof authorization === 'string' ? authorization : undefined, token)) {
       throw unauthenticated('GET /metrics needs Authorization: Bearer <ENGRAM_METRICS_TOKEN>');
     }
-    const [jobs, outbox] = await Promise.all([jobCounts(opts.database.db), outboxBacklog(opts.database.db)]);
+    const [jobs, outbox, webhooks] = await Promise.all([jobCounts(opts.database.db), outboxBacklog(opts.database.db), webhookBacklog(opts.database.db)]);
+    const ageOf = (oldest: string | null) => (oldest ? Math.max(0, (Date.now() - Date.parse(oldest)) / 1000) : 0);
     const pool = opts.database.pool();
     const cache = await opts.indexCache();
     const all = [...requests.values()];
@@ -96,7 +98,13 @@ export const metrics = fp(async (app: FastifyInstance, opts: MetricsSources & { 
       family('engram_jobs', 'gauge', 'Background jobs by state.', Object.entries(jobs).map(([state, n]) => `engram_jobs{state="${state}"} ${n}`)),
       family('engram_outbox_pending_events', 'gauge', 'Outbox events not yet dispatched.', [`engram_outbox_pending_events ${outbox.pending}`]),
       family('engram_outbox_oldest_pending_age_seconds', 'gauge', 'Age of the oldest undispatched outbox event (0 when none).',
-        [`engram_outbox_oldest_pending_age_seconds ${outbox.oldest ? Math.max(0, (Date.now() - Date.parse(outbox.oldest)) / 1000) : 0}`]),
+        [`engram_outbox_oldest_pending_age_seconds ${ageOf(outbox.oldest)}`]),
+      family('engram_webhook_endpoints', 'gauge', 'Webhook endpoints by state (enabled, paused, disabled).',
+        Object.entries(webhooks.endpoints).map(([state, n]) => `engram_webhook_endpoints{state="${state}"} ${n}`)),
+      family('engram_webhook_pending_deliveries', 'gauge', 'Webhook deliveries not yet made (first attempt or a retry due).',
+        [`engram_webhook_pending_deliveries ${webhooks.pending}`]),
+      family('engram_webhook_oldest_pending_delivery_age_seconds', 'gauge', 'Age of the oldest pending webhook delivery (0 when none).',
+        [`engram_webhook_oldest_pending_delivery_age_seconds ${ageOf(webhooks.oldestPending)}`]),
     ].join('');
     return reply.type('text/plain; version=0.0.4; charset=utf-8').send(text);
   });

@@ -88,6 +88,21 @@ export async function replayDeliveries(database: Database, ctx: WriteContext, sc
 }
 
 /**
+ * For /metrics: endpoints by state, and the deliveries still to be made (through the due index) with
+ * the creation time of the oldest: a receiver that is down shows as a growing backlog.
+ */
+export async function webhookBacklog(db: Executor): Promise<{ endpoints: Record<EndpointState, number>; pending: number; oldestPending: string | null }> {
+  const [states, pending] = await Promise.all([
+    db.selectFrom('webhook_endpoints').select(['status', (eb) => eb.fn.countAll().as('n')]).groupBy('status').execute(),
+    db.selectFrom('webhook_deliveries').select([(eb) => eb.fn.countAll().as('n'), (eb) => eb.fn.min('created_at').as('oldest')])
+      .where('status', '=', 'pending').executeTakeFirst(),
+  ]);
+  const endpoints: Record<EndpointState, number> = { enabled: 0, paused: 0, disabled: 0 };
+  for (const row of states) if (row.status in endpoints) endpoints[row.status as EndpointState] = Number(row.n);
+  return { endpoints, pending: Number(pending?.n ?? 0), oldestPending: (pending?.oldest as string | null | undefined) ?? null };
+}
+
+/**
  * Retention: deletes deliveries that ended (succeeded or exhausted) before `before`, with their
  * attempts, a batch a transaction; answers how many. A delivery retried or replayed meanwhile is
  * pending again and stays (the condition is checked again by the delete).
