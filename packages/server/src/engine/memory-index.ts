@@ -64,8 +64,8 @@ export interface RankingWeights {
   expansionDocs: number;
   expansionTerms: number;
   /**
-   * A query word no memory holds (a typo, most often) is also searched as the held word one edit
-   * away that most memories hold, at this fraction of its weight (0 disables).
+   * A query word no memory holds (a typo, most often) is also searched as its nearest held word
+   * (`Bm25Field.nearestTerm`), at this fraction of its weight (0 disables).
    */
   typo: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
