@@ -135,6 +135,6 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(billing, { database });
   await app.register(webhookRoutes, { database, settings: services.webhooks });
   await app.register(exportRoutes, { database, blobs: services.blobs, jobs: services.jobs, ttlSeconds: config.exports.ttlSeconds });
-  await app.register(peopleRoutes, { database, mailer: services.mailer, publicUrl: config.publicUrl, publicRateLimit: config.rateLimit.loginMax });
+  await app.register(peopleRoutes, { database, mailer: services.mailer, publicUrl: config.publicUrl, links: config.links, publicRateLimit: config.rateLimit.loginMax });
   return app;
 }

@@ -28,6 +28,18 @@ describe('process settings', () => {
   });
 });
 
+describe('lifetimes and retention', () => {
+  it('reads how long links work and how long finished work is kept, within bounds', () => {
+    expect(loadConfig({})).toMatchObject({ links: { invitationTtlMs: 7 * 86_400_000, resetTtlMs: 3_600_000 }, jobRetentionDays: 30, webhooks: { retentionDays: 30 } });
+    const set = loadConfig({ ENGRAM_INVITATION_TTL_HOURS: '24', ENGRAM_PASSWORD_RESET_TTL_MINUTES: '15', ENGRAM_JOB_RETENTION_DAYS: '7', ENGRAM_WEBHOOK_RETENTION_DAYS: '90' });
+    expect(set).toMatchObject({ links: { invitationTtlMs: 86_400_000, resetTtlMs: 900_000 }, jobRetentionDays: 7, webhooks: { retentionDays: 90 } });
+    expect(() => loadConfig({ ENGRAM_INVITATION_TTL_HOURS: '0' })).toThrow('ENGRAM_INVITATION_TTL_HOURS must be an integer');
+    expect(() => loadConfig({ ENGRAM_PASSWORD_RESET_TTL_MINUTES: '1' })).toThrow('ENGRAM_PASSWORD_RESET_TTL_MINUTES must be an integer');
+    expect(() => loadConfig({ ENGRAM_JOB_RETENTION_DAYS: 'forever' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ENGRAM_WEBHOOK_RETENTION_DAYS: '0' })).toThrow('ENGRAM_WEBHOOK_RETENTION_DAYS must be an integer');
+  });
+});
+
 describe('connector vendors', () => {
   it('reads each OAuth client and base URL, and the redirect URL', () => {
     const config = loadConfig({

@@ -89,6 +89,8 @@ export interface Config {
   rateLimit: { max: number; windowSeconds: number; loginMax: number };
   /** Base of the links Engram hands out (invitations, password resets): ENGRAM_PUBLIC_URL. */
   publicUrl: string;
+  /** How long those links work: ENGRAM_INVITATION_TTL_HOURS (168), ENGRAM_PASSWORD_RESET_TTL_MINUTES (60). */
+  links: { invitationTtlMs: number; resetTtlMs: number };
   /** ENGRAM_SMTP_URL: invitations and reset links are mailed too when set. */
   mail: { url?: string; from: string };
   /** ENGRAM_METRICS_TOKEN: GET /metrics answers only with it (Bearer); without it the route is off (404). */
@@ -228,6 +230,10 @@ export function loadConfig(env: Env = process.env): Config {
       loginMax: integer(env, 'ENGRAM_RATE_LIMIT_LOGIN_MAX', 20, 1, 10_000_000),
     },
     publicUrl: httpUrl(env, 'ENGRAM_PUBLIC_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    links: {
+      invitationTtlMs: integer(env, 'ENGRAM_INVITATION_TTL_HOURS', 168, 1, 90 * 24) * 3_600_000,
+      resetTtlMs: integer(env, 'ENGRAM_PASSWORD_RESET_TTL_MINUTES', 60, 5, 7 * 24 * 60) * 60_000,
+    },
     mail: { url: smtpUrl(env), from: env.ENGRAM_SMTP_FROM || 'Engram <engram@localhost>' },
     metricsToken: metricsToken(env),
     auth: {

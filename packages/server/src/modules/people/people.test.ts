@@ -72,6 +72,16 @@ forEachDialect('members', (dialect) => {
     ]);
   });
 
+  it('links work as long as configured: 7 days and 1 hour by default', async () => {
+    const invited = await invite(`lifetime-${dialect}@example.com`, 'viewer');
+    expect(Date.parse(invited.body.expires_at) - Date.parse(invited.body.created_at)).toBe(7 * 86_400_000);
+    const member = await t.member('viewer');
+    const reset = await t.call('POST', `/org/members/${member.userId}/password-reset`, { token: owner.token });
+    expect(reset.status).toBe(201);
+    expect(Date.parse(reset.body.expires_at) - Date.now()).toBeGreaterThan(3_500_000);
+    expect(Date.parse(reset.body.expires_at) - Date.now()).toBeLessThanOrEqual(3_600_000);
+  });
+
   it('joins with an existing account only with its password; expired links and members already in are refused', async () => {
     const other = await t.member('viewer');
     const otherOrg = await t.call('POST', '/organizations', { token: owner.token, body: { name: 'Second' } });
@@ -410,12 +420,14 @@ describe('mail (a local SMTP server receives what Engram sends)', () => {
 
   const t = useTestApp('sqlite', () => ({
     mail: { url: `smtp://127.0.0.1:${port}`, from: 'Engram <engram@test.local>' }, publicUrl: 'https://engram.example.com',
+    links: { invitationTtlMs: 86_400_000, resetTtlMs: 900_000 },
   }));
   const owner = useOwner(t);
 
-  it('mails the invitation link and the reset link to the person', async () => {
+  it('mails the invitation link and the reset link to the person, valid as long as configured', async () => {
     const res = await t.call('POST', '/org/invitations', { token: owner.token, body: { email: 'mailed@example.com', role: 'member' } });
     expect(res.status).toBe(201);
+    expect(Date.parse(res.body.expires_at) - Date.parse(res.body.created_at)).toBe(86_400_000);
     expect(res.body.mailed).toBe(true);
     expect(res.body.url).toBe(`https://engram.example.com/invitations/accept#token=${res.body.token}`);
     expect(received).toHaveLength(1);
@@ -425,6 +437,8 @@ describe('mail (a local SMTP server receives what Engram sends)', () => {
     const person = await t.member('member');
     const reset = await t.call('POST', `/org/members/${person.userId}/password-reset`, { token: owner.token });
     expect(reset.body.mailed).toBe(true);
+    expect(Date.parse(reset.body.expires_at) - Date.now()).toBeLessThanOrEqual(900_000);
+    expect(Date.parse(reset.body.expires_at) - Date.now()).toBeGreaterThan(800_000);
     expect(received[1]!.to).toEqual([person.email]);
     expect(received[1]!.data.replace(/=\r?\n/g, '')).toContain(reset.body.token);
     expect(t.logs.join('')).not.toContain(reset.body.token);

@@ -46,7 +46,7 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<people.PeopleDeps & { publi
     config: membersWrite,
     schema: {
       tags, summary: 'Invite a person',
-      description: 'A single-use invitation link, valid 7 days, answered here and mailed to the address when ENGRAM_SMTP_URL is set. Only an owner may invite an owner. 409 when the address already belongs to a member.',
+      description: 'A single-use invitation link, valid 7 days (ENGRAM_INVITATION_TTL_HOURS), answered here and mailed to the address when ENGRAM_SMTP_URL is set. Only an owner may invite an owner. 409 when the address already belongs to a member.',
       body: Type.Object({ email: Type.String({ minLength: 3, maxLength: 320 }), role: Role }, { additionalProperties: false }),
       response: { 201: Type.Object({ id: Type.Integer(), email: Type.String(), role: Type.String(), invited_by: Type.Union([Type.Integer(), Type.Null()]), created_at: Timestamp, ...Link }) },
     },
@@ -119,7 +119,7 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<people.PeopleDeps & { publi
     config: membersWrite,
     schema: {
       tags, summary: 'Issue a password-reset link',
-      description: 'A single-use link, valid 1 hour, answered here and mailed to the member when ENGRAM_SMTP_URL is set. Only an owner may reset an owner\'s password.',
+      description: 'A single-use link, valid 1 hour (ENGRAM_PASSWORD_RESET_TTL_MINUTES), answered here and mailed to the member when ENGRAM_SMTP_URL is set. Only an owner may reset an owner\'s password.',
       params: UserParams, response: { 201: Type.Object({ user_id: Type.Integer(), ...Link }) },
     },
   }, async (request, reply) => {

@@ -23,12 +23,12 @@ export interface PeopleDeps {
   mailer: Mailer | null;
   /** Where links point: ENGRAM_PUBLIC_URL. */
   publicUrl: string;
+  /** How long invitation and password-reset links work. */
+  links: { invitationTtlMs: number; resetTtlMs: number };
 }
 
 const INVITATION_PREFIX = 'egi_';
 const RESET_PREFIX = 'egp_';
-export const INVITATION_TTL_MS = 7 * 24 * 60 * 60 * 1000;
-export const RESET_TTL_MS = 60 * 60 * 1000;
 
 /** The acting person in an organization: their user id and role there. */
 export interface Manager {
@@ -91,7 +91,7 @@ export async function invite(
     requireOwnerFor(await actingRole(deps.database, trx, ctx, manager), input.role, 'invite');
     const existing = await findUser(trx, { email });
     if (existing && (await findMember(trx, ctx.organizationId, existing.id))) throw conflict('This person is already a member', 'email');
-    const expiresAt = new Date(Date.parse(effects.now) + INVITATION_TTL_MS).toISOString();
+    const expiresAt = new Date(Date.parse(effects.now) + deps.links.invitationTtlMs).toISOString();
     const row = await trx
       .insertInto('invitations')
       .values({
@@ -335,7 +335,7 @@ export async function issuePasswordReset(
     const member = await findMember(trx, ctx.organizationId, userId);
     if (!member) throw notFound('Member');
     requireOwnerFor(acting, member.role, 'reset the password of');
-    const expiresAt = new Date(Date.parse(effects.now) + RESET_TTL_MS).toISOString();
+    const expiresAt = new Date(Date.parse(effects.now) + deps.links.resetTtlMs).toISOString();
     await trx.insertInto('password_resets').values({ token_hash: sha256Hex(token), user_id: userId, created_at: effects.now, expires_at: expiresAt }).execute();
     effects.audit('password.reset_issue', { type: 'user', id: userId });
     return { email: member.email, expiresAt };
