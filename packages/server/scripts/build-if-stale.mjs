@@ -19,7 +19,8 @@ const ABANDONED_MS = 5 * 60_000;
 function newest(path) {
   const info = statSync(path);
   if (!info.isDirectory()) return info.mtimeMs;
-  return Math.max(0, ...readdirSync(path).map((name) => newest(join(path, name))));
+  // A directory's own time moves when a file in it is removed or renamed, which no remaining file shows.
+  return Math.max(info.mtimeMs, ...readdirSync(path).map((name) => newest(join(path, name))));
 }
 
 function stale() {
