@@ -2075,7 +2075,7 @@ export interface paths {
         put?: never;
         /**
          * Invite a person
-         * @description A single-use invitation link, valid 7 days, answered here and mailed to the address when ENGRAM_SMTP_URL is set. Only an owner may invite an owner. 409 when the address already belongs to a member.
+         * @description A single-use invitation link, valid 7 days (ENGRAM_INVITATION_TTL_HOURS), answered here and mailed to the address when ENGRAM_SMTP_URL is set. Only an owner may invite an owner. 409 when the address already belongs to a member.
          *
          *     Requires scope members:write and capability members.manage (bearer).
          */
@@ -2193,7 +2193,7 @@ export interface paths {
         put?: never;
         /**
          * Issue a password-reset link
-         * @description A single-use link, valid 1 hour, answered here and mailed to the member when ENGRAM_SMTP_URL is set. Only an owner may reset an owner's password.
+         * @description A single-use link, valid 1 hour (ENGRAM_PASSWORD_RESET_TTL_MINUTES), answered here and mailed to the member when ENGRAM_SMTP_URL is set. Only an owner may reset an owner's password.
          *
          *     Requires scope members:write and capability members.manage (bearer).
          */
