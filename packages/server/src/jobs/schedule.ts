@@ -7,9 +7,16 @@ export interface Chore {
   run(): Promise<unknown>;
 }
 
+/**
+ * A chore's first run comes after its interval or this, whichever is shorter: an hourly retention
+ * still runs in a process that lives less than an hour (restarted by deploys or autoscaling).
+ */
+export const FIRST_RUN_WITHIN_MS = 5 * 60_000;
+
 export class Schedule {
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly running = new Map<string, Promise<void>>();
+  private stopped = false;
 
   constructor(
     private readonly chores: readonly Chore[],
@@ -18,15 +25,25 @@ export class Schedule {
 
   start(): void {
     for (const chore of this.chores) {
-      const timer = setInterval(() => this.runOnce(chore), chore.everyMs);
-      timer.unref();
-      this.timers.push(timer);
+      const first = setTimeout(() => {
+        this.runOnce(chore);
+        this.keep(setInterval(() => this.runOnce(chore), chore.everyMs));
+      }, Math.min(chore.everyMs, FIRST_RUN_WITHIN_MS));
+      this.keep(first);
     }
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    // clearTimeout and clearInterval clear either kind of Node timer.
     for (const timer of this.timers.splice(0)) clearInterval(timer);
     await Promise.all(this.running.values());
+  }
+
+  private keep(timer: NodeJS.Timeout): void {
+    timer.unref();
+    if (this.stopped) clearInterval(timer);
+    else this.timers.push(timer);
   }
 
   private runOnce(chore: Chore): void {
