@@ -82,10 +82,11 @@ export function buildServices({ config, database, secretKey }: { config: Service
   erase.register(eraseDerivedData);
   erase.register(eraseSynthesisData);
   erase.register(eraseResolutions);
-  erase.register(eraseMemoryEvents);
-  erase.register(eraseMemoryDeliveries);
-  erase.register(async (trx, ids) => {
-    if (await withdrawArtifactsHolding(trx, database.dialect, ids)) purgeSoon();
+  // After eraseSynthesisData: the summaries it rewrote (erasure.rewritten) lose their earlier copies too.
+  erase.register((trx, ids, erasure) => eraseMemoryEvents(trx, ids, erasure.rewritten));
+  erase.register((trx, ids, erasure) => eraseMemoryDeliveries(trx, ids, erasure.rewritten));
+  erase.register(async (trx, ids, erasure) => {
+    if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten])) purgeSoon();
   });
 
   const jobs = new JobHandlers();

@@ -218,17 +218,22 @@ function memoryOf(e: OutboxEvent): number | null {
 }
 
 /** Forgetting: outbox events that carry these memories keep only their ids. */
-export async function eraseMemoryEvents(trx: Executor, memoryIds: number[]): Promise<void> {
-  if (memoryIds.length === 0) return;
-  const rows = await trx.selectFrom('outbox_events').select(['id', 'memory_id']).where('memory_id', 'in', memoryIds).orderBy('id').execute();
+export async function eraseMemoryEvents(trx: Executor, memoryIds: number[], rewrittenIds: number[] = []): Promise<void> {
+  const all = [...memoryIds, ...rewrittenIds];
+  if (all.length === 0) return;
+  const rewritten = new Set(rewrittenIds);
+  const rows = await trx.selectFrom('outbox_events').select(['id', 'memory_id']).where('memory_id', 'in', all).orderBy('id').execute();
   for (const row of rows) {
-    await trx.updateTable('outbox_events').set({ payload: encodeJson({ memory: forgottenMemory(row.memory_id!) }) }).where('id', '=', row.id).execute();
+    await trx.updateTable('outbox_events').set({ payload: encodeJson({ memory: erasedMemory(row.memory_id!, rewritten) }) }).where('id', '=', row.id).execute();
   }
 }
 
-/** What is left of a memory's representation in an event once it is forgotten. */
-export function forgottenMemory(id: number): { id: number; forgotten: true } {
-  return { id, forgotten: true };
+/**
+ * What is left of a memory's representation in an event once it is forgotten, or once an erasure
+ * rewrote it (a summary of a forgotten source: its later `memory.updated` carries the new text).
+ */
+export function erasedMemory(id: number, rewritten: ReadonlySet<number> = new Set()): { id: number; forgotten: true } | { id: number; rewritten: true } {
+  return rewritten.has(id) ? { id, rewritten: true } : { id, forgotten: true };
 }
 
 type CommitListener = () => void;

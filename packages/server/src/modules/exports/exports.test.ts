@@ -205,6 +205,27 @@ forEachDialect('exports', (dialect) => {
     expect((await download(plain.id)).statusCode).toBe(200);
   });
 
+  it('forgetting a summary\'s source withdraws an export that holds the summary but not the source', async () => {
+    const endUser = 'exp-summary';
+    const add = async (text: string) => {
+      const res = await t.call('POST', '/memory/add', { endUser, body: { text } });
+      expect(res.status, res.text).toBe(201);
+      return res.body as { id: number; created_at: string };
+    };
+    const secret = await add('The lab found anemia.');
+    const kept = await add('Iron supplements daily.');
+    await until(async () => new Date().toISOString() > kept.created_at, 'the clock to move on', 1_000);
+    const made = await t.call('POST', '/memory/summarize', { endUser, body: { memory_ids: [secret.id, kept.id] } });
+    expect(made.status, made.text).toBe(201);
+    // Only what came after the sources: the summary, whose text quotes them.
+    const done = await finished((await create({ scope: { end_user_id: endUser, created_after: kept.created_at } })).body.id);
+    const file = (await download(done.id)).payload;
+    expect(file).toContain('anemia');
+    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [secret.id] } })).body).toEqual([secret.id]);
+    expect((await t.call('GET', `/exports/${done.id}`, { token: owner.token, project: t.projectId })).body.artifact_deleted_reason).toBe('memories_erased');
+    expectError(await t.call('GET', `/exports/${done.id}/download`, { token: owner.token, project: t.projectId }), 410, 'gone');
+  });
+
   it('a run after a crash (the next attempt) discards the partial artifact and writes a complete one matching its SHA-256', async () => {
     const done = await finished((await create({ scope: { end_user_id: 'exp-a' } })).body.id);
     const whole = (await download(done.id)).rawPayload;

@@ -160,8 +160,10 @@ forEachDialect('memory writes', (dialect) => {
     expect((await events(summary.id)).map((e) => [e.type, e.payload.tenant_id, e.payload.memory.id])).toEqual([['memory.created', 'acme', summary.id]]);
 
     const seq = await within(async (trx, effects, c) => {
-      const erasure = { ctx: c, effects, seq: 4242, hooks: new EraseHooks() };
+      const erasure = { ctx: c, effects, seq: 4242, hooks: new EraseHooks(), rewritten: [] as number[] };
       await rewriteSummary(trx, erasure, o, summary.id, { text: 'A summary of one note', metadata: { sources: [2] }, setKey: 'set-key-2' });
+      // The hooks after the rewriting one erase the summary's earlier copies.
+      expect(erasure.rewritten).toEqual([summary.id]);
       return erasure.seq;
     });
     const rewritten = await row(summary.id);

@@ -716,6 +716,12 @@ export interface Erasure {
   seq: number;
   /** The hooks this erasure runs, for a hook that forgets further memories (forgetWithin). */
   hooks: EraseHooks;
+  /**
+   * Memories that live on with their content replaced because of this erasure (a summary rewritten
+   * without a forgotten source): the hooks after the one that rewrote them erase their earlier
+   * copies (events, deliveries, export artifacts) too. Filled by rewriteSummary.
+   */
+  rewritten: number[];
 }
 
 /** Erases what a module derived from memories (vectors, feedback, relations, summaries) in the transaction that forgets them. */
@@ -733,8 +739,10 @@ export class EraseHooks {
     this.hooks.push(hook);
   }
 
-  async run(trx: Executor, ids: number[], erasure: Omit<Erasure, 'hooks'>): Promise<void> {
-    for (const hook of this.hooks) await hook(trx, ids, { ...erasure, hooks: this });
+  /** Runs every hook in the order registered, sharing one Erasure (so a later hook sees what an earlier one rewrote). */
+  async run(trx: Executor, ids: number[], erasure: Omit<Erasure, 'hooks' | 'rewritten'>): Promise<void> {
+    const shared: Erasure = { ...erasure, hooks: this, rewritten: [] };
+    for (const hook of this.hooks) await hook(trx, ids, shared);
   }
 }
 
@@ -767,7 +775,7 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
  * sequence is taken when something is forgotten. Returns the ids forgotten.
  */
 export async function forgetWithin(
-  trx: Executor, erasure: Omit<Erasure, 'seq'> & { seq?: number }, owner: Owner, ids: number[],
+  trx: Executor, erasure: Omit<Erasure, 'seq' | 'rewritten'> & { seq?: number }, owner: Owner, ids: number[],
 ): Promise<number[]> {
   let found = (await liveMemoryIds(trx, owner, [...new Set(ids)])).sort((a, b) => a - b);
   if (found.length === 0) return found;
@@ -1115,6 +1123,7 @@ export async function rewriteSummary(
   trx: Executor, erasure: Erasure, owner: Owner, id: number, summary: Omit<SummaryInput, 'sessionId'>,
 ): Promise<void> {
   const { ctx, effects, seq } = erasure;
+  erasure.rewritten.push(id);
   await trx
     .updateTable('memories')
     .set({ text: summary.text, metadata: encodeJson(summary.metadata), dedupe_hash: summary.setKey, seq, updated_at: effects.now })

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import type { BaseLogger } from 'pino';
 import { sql } from 'kysely';
 import { SYSTEM_ACTOR } from '../../core/context.js';
-import { dispatchOutbox, forgottenMemory, onEventsCommitted, type OutboxDispatcher, type StoredEvent } from '../../core/events.js';
+import { dispatchOutbox, erasedMemory, onEventsCommitted, type OutboxDispatcher, type StoredEvent } from '../../core/events.js';
 import { checkAddress, OutboundRefused } from '../../core/outbound.js';
 import { write } from '../../core/unit-of-work.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
@@ -81,12 +81,14 @@ export const fanOut: OutboxDispatcher = async (trx, events, payloadsOf) => {
 };
 
 /** Forgetting: stored deliveries of a forgotten memory keep its id and nothing else. */
-export async function eraseMemoryDeliveries(trx: Executor, memoryIds: number[]): Promise<void> {
-  if (memoryIds.length === 0) return;
-  const rows = await trx.selectFrom('webhook_deliveries').select(['id', 'memory_id', 'body']).where('memory_id', 'in', memoryIds).orderBy('id').execute();
+export async function eraseMemoryDeliveries(trx: Executor, memoryIds: number[], rewrittenIds: number[] = []): Promise<void> {
+  const all = [...memoryIds, ...rewrittenIds];
+  if (all.length === 0) return;
+  const rewritten = new Set(rewrittenIds);
+  const rows = await trx.selectFrom('webhook_deliveries').select(['id', 'memory_id', 'body']).where('memory_id', 'in', all).orderBy('id').execute();
   for (const row of rows) {
     const sent = JSON.parse(row.body) as { type: string; timestamp: string };
-    await trx.updateTable('webhook_deliveries').set({ body: messageBody(sent.type, sent.timestamp, { memory: forgottenMemory(row.memory_id!) }) })
+    await trx.updateTable('webhook_deliveries').set({ body: messageBody(sent.type, sent.timestamp, { memory: erasedMemory(row.memory_id!, rewritten) }) })
       .where('id', '=', row.id).execute();
   }
 }

@@ -500,6 +500,29 @@ forEachDialect('webhooks', (dialect) => {
     expect(JSON.parse(sent.body).data).toEqual({ memory: { id: memory.id, forgotten: true } });
   });
 
+  it('forgetting a summary\'s source leaves no copy of it in the deliveries of the summary, which is rewritten', async () => {
+    const endpoint = await subscribe('/summary-source', { events: ['memory.created', 'memory.updated'] });
+    await t.call('POST', `/org/webhooks/${endpoint.id}/pause`, as());
+    const secret = await addMemory('The biopsy result was benign.');
+    const kept = await addMemory('The follow-up visit is in March.');
+    const made = await t.call('POST', '/memory/summarize', { body: { memory_ids: [secret.id, kept.id] } });
+    expect(made.status, made.text).toBe(201);
+    const summary = made.body.memory as { id: number; text: string };
+    expect(summary.text).toContain('biopsy');
+    await until(async () => (await deliveries(endpoint.id)).body.total === 3, 'three pending deliveries');
+    const forgot = await t.call('DELETE', '/memory/forget', { body: { ids: [secret.id] } });
+    expect(forgot.body).toEqual([secret.id]);
+    // The summary lives on, rewritten from what is left; its earlier deliveries held the forgotten text.
+    const rewritten = await t.call('GET', `/memory/${summary.id}`);
+    expect(rewritten.body.text).not.toContain('biopsy');
+    const stored = await t.database.db.selectFrom('webhook_deliveries').select(['body', 'memory_id']).where('endpoint_id', '=', endpoint.id).execute();
+    for (const row of stored) expect(row.body, `delivery of memory ${row.memory_id}`).not.toContain('biopsy');
+    const outbox = await t.database.db.selectFrom('outbox_events').select('payload').where('memory_id', 'in', [secret.id, summary.id]).execute();
+    for (const row of outbox) expect(JSON.stringify(decodeJson(row.payload))).not.toContain('biopsy');
+    const ofSummary = stored.filter((row) => row.memory_id === summary.id).map((row) => JSON.parse(row.body));
+    expect(ofSummary).toContainEqual(expect.objectContaining({ type: 'memory.created', data: { memory: { id: summary.id, rewritten: true } } }));
+  });
+
   it('emits api_key.created, api_key.revoked, project.deleted and end_user.purged', async () => {
     const endpoint = await subscribe('/lifecycle', { events: ['api_key.created', 'api_key.revoked', 'end_user.purged', 'memory.deleted'] });
     const key = await t.call('POST', '/org/api-keys', { token: owner.token, body: { name: 'hooked' } });
