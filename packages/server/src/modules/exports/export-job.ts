@@ -6,7 +6,7 @@ import type { BlobStore } from '../../store/blobs.js';
 import { decodeJson, nowIso, type Database } from '../../store/database.js';
 import { countForExport, exportPage, historyOfMemories } from '../memories/index.js';
 import { feedbackOfMemories } from '../retrieval/index.js';
-import { relationsFromMemories } from '../synthesis/index.js';
+import { relationsFromMemories, SUMMARIZES } from '../synthesis/index.js';
 import { ENGRAM_EXPORT_FORMAT, serializer, type ExportRecord } from './formats.js';
 import type { ExportScopeInput } from './schemas.js';
 import { filterOf } from './service.js';
@@ -39,6 +39,7 @@ export function exportJob(database: Database, blobs: BlobStore) {
       const scope = decodeJson<ExportScopeInput>(row.scope);
       const filter = filterOf(row.project_id, scope);
       const include = decodeJson<string[]>(row.include);
+      const linked = include.includes('relations');
       const total = await countForExport(database, filter);
       const started = nowIso();
       await db.updateTable('exports').set({ status: 'running', started_at: row.started_at ?? started, rows_total: total, rows_done: 0, last_memory_id: 0, updated_at: started })
@@ -67,13 +68,16 @@ export function exportJob(database: Database, blobs: BlobStore) {
           const ids = page.map((m) => m.id);
           const history = include.includes('history') ? await historyOfMemories(db, row!.project_id, ids) : undefined;
           const feedback = include.includes('feedback') ? await feedbackOfMemories(db, ids) : undefined;
-          const relations = include.includes('relations') ? await relationsFromMemories(db, row!.project_id, ids) : undefined;
+          // A summary's links to its sources always travel with it: imported, it is still rewritten when a source is forgotten.
+          const summaries = linked ? [] : page.filter((m) => m.is_summary).map((m) => m.id);
+          const relations = linked ? await relationsFromMemories(db, row!.project_id, ids)
+            : summaries.length ? await relationsFromMemories(db, row!.project_id, summaries, SUMMARIZES) : undefined;
           let chunk = '';
           for (const memory of page) {
             const record: ExportRecord = { ...memory };
             if (history) record.history = history.get(memory.id) ?? [];
             if (feedback) record.feedback = feedback.get(memory.id) ?? [];
-            if (relations) record.relations = relations.get(memory.id) ?? [];
+            if (relations && (linked || memory.is_summary)) record.relations = relations.get(memory.id) ?? [];
             chunk += out.record(record, done === 0);
             done++;
           }

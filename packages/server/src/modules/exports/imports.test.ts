@@ -286,6 +286,16 @@ forEachDialect('imports', (dialect) => {
     const summaries = (await memoriesOf(target)).filter((m) => m.is_summary);
     expect(summaries.every((m) => !m.text.includes('fact 0 '))).toBe(true);
 
+    // Without include: ["relations"], a summary still carries its own links to its sources, and only those.
+    const plain = await t.call('POST', '/exports', { token: owner.token, project: source, body: {} });
+    const plainDone = await waitFor(t, owner.token, `/exports/${plain.body.id}`, source);
+    const plainFile = await t.app.inject({ method: 'GET', url: `/exports/${plainDone.id}/download`, headers: { authorization: `Bearer ${owner.token}`, 'x-project-id': source } });
+    const records = plainFile.payload.trimEnd().split('\n').slice(1).map((l) => JSON.parse(l));
+    expect(records.filter((r) => 'relations' in r).map((r) => [r.is_summary, r.relations.map((l: { type: string }) => l.type)])).toEqual([[true, ['summarizes', 'summarizes']]]);
+    const summariesOnly = (await createProject(t.database.db, { organizationId: t.organizationId, name: 'Summaries', slug: 'target-summaries' })).id;
+    expect(await imported(summariesOnly, plainFile.rawPayload)).toMatchObject({ status: 'completed', created: 1_504, relations_created: 2, relations_skipped: 0 });
+    expect((await links(summariesOnly)).map((l) => l.type)).toEqual(['summarizes', 'summarizes']);
+
     // A link to a memory not in the file is skipped; a malformed one fails the import naming it.
     const header = JSON.stringify({ format: 'engram.export', version: 1, include: ['relations'] });
     const record = (relations: unknown) => JSON.stringify({ id: 1, end_user_id: 'solo', text: 'alone here', relations });

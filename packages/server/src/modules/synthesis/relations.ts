@@ -108,11 +108,12 @@ export interface PortableRelation {
   created_at: string;
 }
 
-/** The links from these memories (of one project), grouped by source, oldest first. */
-export async function relationsFromMemories(db: Executor, projectId: string, sourceIds: number[]): Promise<Map<number, PortableRelation[]>> {
+/** The links from these memories (of one project; of one type when given), grouped by source, oldest first. */
+export async function relationsFromMemories(db: Executor, projectId: string, sourceIds: number[], type?: string): Promise<Map<number, PortableRelation[]>> {
   const bySource = new Map<number, PortableRelation[]>();
   if (sourceIds.length === 0) return bySource;
-  const rows = await db.selectFrom('memory_relations').selectAll().where('project_id', '=', projectId).where('source_id', 'in', sourceIds).orderBy('id').execute();
+  const rows = await db.selectFrom('memory_relations').selectAll().where('project_id', '=', projectId).where('source_id', 'in', sourceIds)
+    .$if(type !== undefined, (qb) => qb.where('type', '=', type!)).orderBy('id').execute();
   const refs = await clientRefsOf(db, projectId, [...new Set(rows.map((r) => r.target_id))]);
   for (const r of rows) {
     const list = bySource.get(r.source_id) ?? [];
