@@ -1,6 +1,7 @@
 import type { BaseLogger } from 'pino';
 import { sql } from 'kysely';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
+import { deleteInBatches } from '../core/batches.js';
 
 /**
  * Durable background jobs: rows in `jobs`, leased by whichever process polls first
@@ -227,15 +228,10 @@ export class JobRunner {
  * reclassification) answer 404 or null for a job that is gone.
  */
 export async function purgeFinishedJobs(db: Executor, before: string, batch = 1_000): Promise<number> {
-  let purged = 0;
-  for (;;) {
+  return deleteInBatches(batch, async () => {
     const finished = db.selectFrom('jobs').select('id').where('status', 'in', ['succeeded', 'failed']).where('updated_at', '<', before).limit(batch);
-    // The condition again in the delete: a job is never queued again once finished, but the statement costs nothing more.
-    const result = await db.deleteFrom('jobs').where('id', 'in', finished).where('status', 'in', ['succeeded', 'failed']).where('updated_at', '<', before).executeTakeFirst();
-    const deleted = Number(result.numDeletedRows);
-    purged += deleted;
-    if (deleted < batch) return purged;
-  }
+    return Number((await db.deleteFrom('jobs').where('id', 'in', finished).executeTakeFirst()).numDeletedRows);
+  });
 }
 
 /** Jobs by status (queued, running, succeeded, failed), for `engram status` and /metrics. */

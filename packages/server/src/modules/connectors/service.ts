@@ -14,6 +14,7 @@ import { PROVIDERS, providerNamed } from './providers/index.js';
 import { ConsentRevoked, ProviderConfigError, type ConnectorProvider, type SourceAccess } from './providers/provider.js';
 import { lockedConnection, PURGE_STOPPED, purgeUnderWay, sameCredentials, sealCredentials, type ConnectionRow, type StoredCredentials } from './store.js';
 import { AWAITING_CONSENT, queueSync, type SyncDeps } from './sync.js';
+import { deleteInBatches } from '../../core/batches.js';
 
 export interface ConnectionInput {
   provider: string;
@@ -400,17 +401,13 @@ export async function getSync(db: Executor, projectId: string, syncId: number): 
  * connection's newest (its last sync, which the connection shows); answers how many.
  */
 export async function purgeFinishedSyncs(db: Executor, before: string, batch = 1_000): Promise<number> {
-  let purged = 0;
-  for (;;) {
+  return deleteInBatches(batch, async () => {
     const finished = db.selectFrom('connector_syncs as s').select('s.id')
       .where('s.status', 'not in', ['queued', 'running']).where('s.finished_at', '<', before)
       .where(({ exists, selectFrom }) => exists(selectFrom('connector_syncs as n').select('n.id').whereRef('n.connection_id', '=', 's.connection_id').whereRef('n.id', '>', 's.id')))
       .limit(batch);
-    const result = await db.deleteFrom('connector_syncs').where('id', 'in', finished).executeTakeFirst();
-    const deleted = Number(result.numDeletedRows);
-    purged += deleted;
-    if (deleted < batch) return purged;
-  }
+    return Number((await db.deleteFrom('connector_syncs').where('id', 'in', finished).executeTakeFirst()).numDeletedRows);
+  });
 }
 
 export async function listSyncs(db: Executor, projectId: string, connectionId: number, page: PageParams) {

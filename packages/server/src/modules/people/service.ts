@@ -1,11 +1,13 @@
 import { randomToken, sha256Hex, verifyPassword } from '../../core/crypto.js';
 import type { Actor, WriteContext } from '../../core/context.js';
 import { AppError, forbidden, invalid, notFound, unauthenticated } from '../../core/errors.js';
+import type { Selectable } from 'kysely';
 import type { Mailer } from '../../core/mailer.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { write, writeUnaudited } from '../../core/unit-of-work.js';
 import { isRole, type Role } from '../../core/access.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
+import type { InvitationsTable } from '../../store/schema.js';
 import { endSessions, lastSignIns } from '../auth/index.js';
 import {
   addMembership, createUser, findMember, findUser, lockMemberships, membershipOf, members, organizationExists, ownerCount, removeMembership,
@@ -172,7 +174,8 @@ export interface InvitationRecord {
   revoked_by: number | null;
 }
 
-type InvitationRow = Awaited<ReturnType<ReturnType<typeof invitationsOf>['executeTakeFirstOrThrow']>>;
+/** An invitation's row without what never leaves the module: its organization (the caller's) and its token's digest. */
+type InvitationRow = Omit<Selectable<InvitationsTable>, 'organization_id' | 'token_hash'>;
 
 const invitationsOf = (db: Executor, organizationId: string) =>
   db.selectFrom('invitations')

@@ -7,6 +7,7 @@ import type { WebhookDeliveriesTable } from '../../store/schema.js';
 import { messageBody, newMessageId } from './delivery.js';
 import { notifyDeliveriesDue } from './due.js';
 import { endpointRow, type EndpointScope, type EndpointState } from './endpoints.js';
+import { deleteInBatches } from '../../core/batches.js';
 
 type DeliveryRow = Selectable<WebhookDeliveriesTable>;
 export type DeliveryStatus = 'pending' | 'succeeded' | 'exhausted';
@@ -108,20 +109,14 @@ export async function webhookBacklog(db: Executor): Promise<{ endpoints: Record<
  * pending again and stays (the condition is checked again by the delete).
  */
 export async function purgeEndedDeliveries(database: Database, before: string, batch = 1_000): Promise<number> {
-  let purged = 0;
-  for (;;) {
-    const ended = (trx: Executor) => trx.selectFrom('webhook_deliveries').select('id').where('status', '<>', 'pending').where('updated_at', '<', before);
-    const [found, deleted] = await database.db.transaction().execute(async (trx) => {
-      const ids = (await ended(trx).orderBy('updated_at').limit(batch).execute()).map((r) => r.id);
-      if (ids.length === 0) return [0, 0];
-      const gone = (await trx.deleteFrom('webhook_deliveries').where('id', 'in', ids).where('status', '<>', 'pending').where('updated_at', '<', before)
-        .returning('id').execute()).map((r) => r.id);
-      if (gone.length) await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', gone).execute();
-      return [ids.length, gone.length];
-    });
-    purged += deleted;
-    if (found < batch) return purged;
-  }
+  return deleteInBatches(batch, () => database.db.transaction().execute(async (trx) => {
+    const ended = trx.selectFrom('webhook_deliveries').select('id').where('status', '<>', 'pending').where('updated_at', '<', before).limit(batch);
+    // The condition again on the deleted row: one replayed since the subquery read it is pending and stays.
+    const gone = (await trx.deleteFrom('webhook_deliveries').where('id', 'in', ended).where('status', '<>', 'pending').where('updated_at', '<', before)
+      .returning('id').execute()).map((r) => r.id);
+    if (gone.length) await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', gone).execute();
+    return gone.length;
+  }));
 }
 
 /** A webhook.test delivery to this endpoint only (whatever it subscribes to), attempted like any other. */
