@@ -26,6 +26,7 @@ import { billing } from './modules/billing/routes.js';
 import { ingestRoutes } from './modules/ingest/routes.js';
 import { connectorRoutes } from './modules/connectors/routes.js';
 import { webhookRoutes } from './modules/webhooks/routes.js';
+import { webhookBacklog } from './modules/webhooks/index.js';
 import { exportRoutes } from './modules/exports/routes.js';
 import { peopleRoutes } from './modules/people/routes.js';
 
@@ -109,7 +110,9 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
 
   await app.register(errorHandling);
   await app.register(openapi, { version: VERSION });
-  await app.register(metrics, { database, indexCache: () => services.retrieval.cache.stats(), token: config.metricsToken });
+  await app.register(metrics, {
+    database, indexCache: () => services.retrieval.cache.stats(), webhookBacklog: () => webhookBacklog(database.db), token: config.metricsToken,
+  });
   // The search thread (modules/retrieval/thread.ts) ends with the app, after the requests under way.
   app.addHook('onClose', () => services.retrieval.close());
   await app.register(rateLimits, { rateLimit: config.rateLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
@@ -117,12 +120,12 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   const access: RouteAccess[] = [];
   const routeAccess = () => access;
   app.addHook('onRoute', (route) => recordRouteAccess(access, route.method, route.url, route.config?.auth));
-  await app.register(authentication, { database, tokens });
+  await app.register(authentication, { credentials: services.credentials });
   await app.register(idempotency, { database, secretKey: services.secretKey, ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}) });
   await app.register(healthRoutes, { database });
   await app.register(memoryRoutes, { database, erase: services.erase });
-  await app.register(ingestRoutes, { services });
-  await app.register(connectorRoutes, { services });
+  await app.register(ingestRoutes, { database, blobs: services.blobs, jobs: services.jobs, erase: services.erase, settings: config.upload });
+  await app.register(connectorRoutes, services.connectors);
   await app.register(retrievalRoutes, { database, jobs: services.jobs, engine: services.retrieval });
   await app.register(synthesisRoutes, { database, retrieval: services.retrieval.retrieval, llm: services.llm });
   await app.register(intelligenceRoutes, { database, jobs: services.jobs, intelligence: services.intelligence });

@@ -5,8 +5,9 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * The layering, checked from the source: no circular imports (type-only ones included), the
- * transport-free layers (core, engine, store, jobs) import neither HTTP nor modules, only route
- * files and the app reach into http/, and modules meet each other only at their index.ts.
+ * transport-free layers (core, engine, store, jobs) import neither HTTP nor modules, HTTP plugins
+ * import no module and modules not the composition root (app.ts and services.ts wire them together),
+ * only route files and the app reach into http/, and modules meet each other only at their index.ts.
  */
 
 const SRC = dirname(fileURLToPath(import.meta.url));
@@ -109,6 +110,13 @@ describe('import graph', () => {
       (f) => area(f) === 'http' || f === 'app.ts' || isRouteFile(f) || /from '(fastify|fastify-plugin|@fastify\/[^']+)'/.test(readFileSync(join(SRC, f), 'utf8')),
     );
     expect(http).toEqual([]);
+  });
+
+  it('keeps HTTP plugins free of modules, and modules free of the composition root (both are wired in by app.ts)', () => {
+    const offending = edges.filter(
+      (e) => (area(e.from) === 'http' && area(e.to) === 'modules') || (area(e.from) === 'modules' && ['services.ts', 'app.ts'].includes(e.to)),
+    );
+    expect(offending).toEqual([]);
   });
 
   it('lets only the app, route files and HTTP plugins import http/', () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from './config.js';
+import type { Credentials } from './core/context.js';
 import { sealAuditChains } from './core/audit-log.js';
 import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
 import { eraseMemoryEvents, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
@@ -7,7 +8,8 @@ import { createLlm, type LlmProvider } from './engine/index.js';
 import { createMailer, type Mailer } from './core/mailer.js';
 import { JobHandlers, purgeFinishedJobs } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
-import { TokenIssuer } from './modules/auth/index.js';
+import { liveSession, TokenIssuer, touchSession } from './modules/auth/index.js';
+import { findProject, forgetKey, membershipOf, resolveKey, touchApiKey } from './modules/org/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
 import { createIntelligence, eraseResolutions, RECLASSIFY_JOB, reclassifyJob, type Intelligence } from './modules/intelligence/index.js';
 import { EraseHooks } from './modules/memories/index.js';
@@ -18,7 +20,7 @@ import { eraseMemoryDeliveries, fanOut, purgeEndedDeliveries, type WebhookSettin
 import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
-import { purgeFinishedSyncs, queueDueSyncs, SYNC_JOB, syncJobHandler } from './modules/connectors/index.js';
+import { purgeFinishedSyncs, queueDueSyncs, SYNC_JOB, syncJobHandler, type SyncDeps } from './modules/connectors/index.js';
 import { UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
@@ -56,6 +58,10 @@ export interface Services {
   eventTypes: typeof listEventTypes;
   /** Outgoing mail when ENGRAM_SMTP_URL is set (invitations, password-reset links); null otherwise. */
   mailer: Mailer | null;
+  /** What connections and their syncs need of the graph (the connectors routes and the sync job). */
+  connectors: SyncDeps;
+  /** Keys, sessions and memberships as authentication reads them (http/auth.ts), from the modules that own them. */
+  credentials: Credentials;
   /** The /v1 per-tenant monthly turn allowance of an organization. */
   monthlyTurnAllowance(organizationId: string): Promise<number>;
 }
@@ -114,8 +120,22 @@ export function buildServices({ config, database, secretKey }: { config: Service
     { name: 'retrieval.snapshots', everyMs: config.retrieval.indexSnapshotIntervalMs, run: () => retrieval.cache.refreshLargeOwners() },
   ];
 
+  const tokens = new TokenIssuer(secret, config.auth.accessTokenTtlSeconds);
+  const credentials: Credentials = {
+    resolveKey: (presented, requestedProjectId, checksClock) => resolveKey(database, presented, requestedProjectId, checksClock),
+    touchKey: (key) => touchApiKey(database.db, key),
+    forgetKey: (presented, requestedProjectId) => forgetKey(database, presented, requestedProjectId),
+    session: async (token) => {
+      const claims = await tokens.verify(token);
+      return claims && liveSession(database.db, claims);
+    },
+    touchSession: (session) => touchSession(database.db, session),
+    membership: (userId, organizationId, db = database.db) => membershipOf(db, userId, organizationId),
+    findProject: (organizationId, projectId) => findProject(database.db, organizationId, projectId),
+  };
+
   return {
-    config, database, secretKey: secret, tokens: new TokenIssuer(secret, config.auth.accessTokenTtlSeconds), retrieval, llm: createLlm(config.llm), intelligence, blobs, jobs, erase,
+    config, database, secretKey: secret, tokens, retrieval, llm: createLlm(config.llm), intelligence, blobs, jobs, erase, connectors, credentials,
     outboxDispatchers, chores, eventTypes: listEventTypes, mailer: createMailer(config.mail), webhooks: { secretKey: secret, ...config.webhooks },
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,

@@ -153,3 +153,35 @@ export interface JournalRecord {
  * rows): the unit of work sends them together at the end, as one statement on PostgreSQL.
  */
 export type PendingWrite = Compilable;
+
+/** A person's live session, as a bearer token names it. */
+export interface BearerSession {
+  id: number;
+  userId: number;
+  scopes: string[];
+  lastUsedAt: string | null;
+}
+
+/**
+ * What authentication (http/auth.ts) reads of keys, sessions and memberships. The modules that own
+ * those tables provide it and the composition root (services.ts) wires it in, so HTTP imports no module.
+ */
+export interface Credentials {
+  /**
+   * The live key a presented secret names, with the live project the request names (or the key is locked to);
+   * `caughtUp` and `heldAt` as WriteContext has them (modules/org/resolved-keys.ts).
+   */
+  resolveKey(presented: string, requestedProjectId: string | undefined, checksClock: boolean): Promise<{ key: ApiKeyRecord; caughtUp: boolean; heldAt?: number } | undefined>;
+  /** Records a key's last use (at most once a minute). */
+  touchKey(key: ApiKeyRecord): Promise<void>;
+  /** A held key whose credentials clock moved: the next resolution reads it afresh. */
+  forgetKey(presented: string, requestedProjectId?: string): void;
+  /** The live session a bearer token names: its signature checked, not revoked, not expired. */
+  session(token: string): Promise<BearerSession | undefined>;
+  /** Records a session's last use (at most once a minute). */
+  touchSession(session: BearerSession): Promise<void>;
+  /** A person's membership in an organization (their first one when none is named); through `db` inside a transaction. */
+  membership(userId: number, organizationId?: string, db?: Executor): Promise<{ organizationId: string; role: string } | undefined>;
+  /** A live project of an organization. */
+  findProject(organizationId: string, projectId: string): Promise<{ id: string } | undefined>;
+}

@@ -1,11 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Database, Executor } from '../store/database.js';
-import { liveSession, touchSession, type TokenIssuer } from '../modules/auth/index.js';
-import { findProject, forgetKey, membershipOf, resolveKey, touchApiKey } from '../modules/org/index.js';
+import type { Executor } from '../store/database.js';
 import { CredentialsMoved } from '../core/credentials-clock.js';
 import { hasScope, roleGrants, type Capability, type Role } from '../core/access.js';
-import type { ApiKeyRecord, CredentialKind, DataScope, Principal, WriteContext } from '../core/context.js';
+import type { ApiKeyRecord, CredentialKind, Credentials, DataScope, Principal, WriteContext } from '../core/context.js';
 import { endUserWithin } from '../core/binding.js';
 import { AppError, forbidden, invalid, notFound, unauthenticated } from '../core/errors.js';
 import { singleHeader } from './headers.js';
@@ -64,13 +62,15 @@ declare module 'fastify' {
     caughtUp: boolean;
     /** Authenticated by a key held in memory, read at this credentials clock, for the route's statements to check (WriteContext.heldAt). */
     heldAt: number | undefined;
+    /** A person on a route that needs a capability: their role checked again inside the write (WriteContext.verifyActor). */
+    verifyActor: ((trx: Executor) => Promise<Role>) | undefined;
   }
 }
 
-async function resolveApiKeyPrincipal(database: Database, request: FastifyRequest, auth: RouteAuth, presented: string, checksClock: boolean) {
+async function resolveApiKeyPrincipal(credentials: Credentials, request: FastifyRequest, auth: RouteAuth, presented: string, checksClock: boolean) {
   const requestedProject = singleHeader(request, 'x-project-id') || undefined;
   // The key and the project it names (or is locked to), resolved together (modules/org/resolved-keys.ts).
-  const resolved = await resolveKey(database, presented, requestedProject, checksClock);
+  const resolved = await credentials.resolveKey(presented, requestedProject, checksClock);
   if (!resolved) throw unauthenticated('The API key is invalid, expired or revoked');
   const { key, caughtUp, heldAt } = resolved;
   if (auth.scope && !hasScope(key.scopes, auth.scope)) throw forbidden(`The API key lacks the ${auth.scope} scope`);
@@ -90,7 +90,7 @@ async function resolveApiKeyPrincipal(database: Database, request: FastifyReques
     scopes: key.scopes, projectId: project?.id ?? null, userId: null, sessionId: null, key,
   };
   const scope = project && projectMode === 'required' ? dataScope(request, auth, key, project.id) : null;
-  await touchApiKey(database.db, key);
+  await credentials.touchKey(key);
   return { principal, scope, caughtUp, heldAt };
 }
 
@@ -114,20 +114,16 @@ function dataScope(request: FastifyRequest, auth: RouteAuth, key: ApiKeyRecord, 
 const BEARER = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i;
 const ORGANIZATION_ID = /^org_[0-9a-z]{1,64}$/;
 
-async function resolveBearerPrincipal(
-  database: Database, tokens: TokenIssuer, request: FastifyRequest, auth: RouteAuth, authorization: string,
-): Promise<Principal> {
+async function resolveBearerPrincipal(credentials: Credentials, request: FastifyRequest, auth: RouteAuth, authorization: string): Promise<Principal> {
   const token = BEARER.exec(authorization)?.[1];
-  const claims = token === undefined ? undefined : await tokens.verify(token);
-  if (!claims) throw unauthenticated('The bearer token is invalid or expired');
-  const session = await liveSession(database.db, claims);
-  if (!session) throw unauthenticated('The session of this token has ended; sign in again');
+  const session = token === undefined ? undefined : await credentials.session(token);
+  if (!session) throw unauthenticated('The bearer token is invalid or expired, or its session has ended; sign in again');
 
   const requestedOrganization = singleHeader(request, 'x-organization-id');
   if (requestedOrganization !== undefined && !ORGANIZATION_ID.test(requestedOrganization)) {
     throw invalid('X-Organization-ID', 'X-Organization-ID must be an organization id (org_…)');
   }
-  const membership = await membershipOf(database.db, session.userId, requestedOrganization);
+  const membership = await credentials.membership(session.userId, requestedOrganization);
   if (requestedOrganization !== undefined && !membership) throw notFound('Organization');
   const role = membership?.role as Role | undefined;
   requireCapability(role, auth.capability);
@@ -136,11 +132,11 @@ async function resolveBearerPrincipal(
   if (auth.bearerProject) {
     const requested = singleHeader(request, 'x-project-id');
     if (!requested) throw invalid('X-Project-ID', 'X-Project-ID is required for this operation');
-    const project = membership ? await findProject(database.db, membership.organizationId, requested) : undefined;
+    const project = membership ? await credentials.findProject(membership.organizationId, requested) : undefined;
     if (!project) throw notFound('Project');
     projectId = project.id;
   }
-  await touchSession(database.db, session);
+  await credentials.touchSession(session);
   return {
     kind: 'bearer', actor: { type: 'user', id: session.userId }, organizationId: membership?.organizationId ?? null,
     role: role ?? null, scopes: session.scopes, projectId, userId: session.userId, sessionId: session.id, key: null,
@@ -158,13 +154,14 @@ function requireCapability(role: Role | undefined, capability: Capability | unde
  * Resolves credentials before the body is even parsed, for every route that declares `config.auth`:
  * exactly one credential family per request, and only one the route accepts.
  */
-export const authentication = fp(async (app: FastifyInstance, opts: { database: Database; tokens: TokenIssuer }) => {
+export const authentication = fp(async (app: FastifyInstance, { credentials }: { credentials: Credentials }) => {
   app.decorateRequest('scope', null);
   app.decorateRequest('principal', null);
   app.decorateRequest('caughtUp', false);
   app.decorateRequest('heldAt', undefined);
+  app.decorateRequest('verifyActor', undefined);
   const byApiKey = async (request: FastifyRequest, auth: RouteAuth, apiKey: string, checksClock: boolean) => {
-    const resolved = await resolveApiKeyPrincipal(opts.database, request, auth, apiKey, checksClock);
+    const resolved = await resolveApiKeyPrincipal(credentials, request, auth, apiKey, checksClock);
     request.principal = resolved.principal;
     request.scope = resolved.scope;
     request.caughtUp = resolved.caughtUp;
@@ -181,7 +178,7 @@ export const authentication = fp(async (app: FastifyInstance, opts: { database: 
       } catch (error) {
         if (!(error instanceof CredentialsMoved) || request.heldAt === undefined) throw error;
         const apiKey = singleHeader(request, 'x-api-key')!;
-        forgetKey(opts.database, apiKey, singleHeader(request, 'x-project-id') || undefined);
+        credentials.forgetKey(apiKey, singleHeader(request, 'x-project-id') || undefined);
         request.principal = null;
         request.scope = null;
         await byApiKey(request, auth, apiKey, false);
@@ -203,7 +200,8 @@ export const authentication = fp(async (app: FastifyInstance, opts: { database: 
       // A request whose Idempotency-Key is recorded writes its claim before any statement of the route could check the clock.
       await byApiKey(request, auth, apiKey, auth.checksClock === true && (request.headers['idempotency-key'] === undefined || changesNothing(auth)));
     } else if (authorization && accepts.includes('bearer')) {
-      request.principal = await resolveBearerPrincipal(opts.database, opts.tokens, request, auth, authorization);
+      request.principal = await resolveBearerPrincipal(credentials, request, auth, authorization);
+      request.verifyActor = verifyActorOf(credentials, request.principal, auth.capability);
     } else {
       throw unauthenticated(
         accepts.length === 2
@@ -266,7 +264,7 @@ export function writeContextOf(request: FastifyRequest): WriteContext {
  */
 const requestOwn = (request: FastifyRequest) => ({
   caughtUp: request.caughtUp,
-  ...verifyActorOf(request),
+  ...(request.verifyActor ? { verifyActor: request.verifyActor } : {}),
   ...(request.heldAt !== undefined ? { heldAt: request.heldAt } : {}),
   ...(request.idempotencyClaim ? { journal: request.idempotencyClaim.journal } : {}),
 });
@@ -276,19 +274,15 @@ const requestOwn = (request: FastifyRequest) => ({
  * in the acting organization now, refused as authorization would refuse it now. A plain read sees a change committed
  * before it; a write that must also wait for one under way locks the row first (people/service.ts#actingRole).
  */
-function verifyActorOf(request: FastifyRequest): { verifyActor?: (trx: Executor) => Promise<Role> } {
-  const principal = request.principal;
-  const capability = request.routeOptions.config.auth?.capability;
-  if (principal?.kind !== 'bearer' || !principal.organizationId || !capability) return {};
+function verifyActorOf(credentials: Credentials, principal: Principal, capability: Capability | undefined): ((trx: Executor) => Promise<Role>) | undefined {
+  if (principal.kind !== 'bearer' || !principal.organizationId || !capability) return undefined;
   const { userId, organizationId } = principal as { userId: number; organizationId: string };
-  return {
-    verifyActor: async (trx) => {
-      const role = (await membershipOf(trx, userId, organizationId))?.role as Role | undefined;
-      // No longer a member: as for X-Organization-ID naming an organization one is not in.
-      if (!role) throw notFound('Organization');
-      requireCapability(role, capability);
-      return role;
-    },
+  return async (trx) => {
+    const role = (await credentials.membership(userId, organizationId, trx))?.role as Role | undefined;
+    // No longer a member: as for X-Organization-ID naming an organization one is not in.
+    if (!role) throw notFound('Organization');
+    requireCapability(role, capability);
+    return role;
   };
 }
 

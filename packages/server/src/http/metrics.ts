@@ -5,7 +5,6 @@ import { Type } from '@sinclair/typebox';
 import { outboxBacklog } from '../core/events.js';
 import { unauthenticated } from '../core/errors.js';
 import { jobCounts } from '../jobs/runner.js';
-import { webhookBacklog } from '../modules/webhooks/index.js';
 import type { Database } from '../store/database.js';
 
 /**
@@ -26,6 +25,8 @@ interface Series {
 export interface MetricsSources {
   database: Database;
   indexCache: () => Promise<{ entries: number; bytes: number; hits: number; misses: number; snapshots: { loaded: number; stored: number; failed: number } }>;
+  /** Webhook endpoints by state and the pending deliveries (modules/webhooks). */
+  webhookBacklog: () => Promise<{ endpoints: Record<string, number>; pending: number; oldestPending: string | null }>;
 }
 
 const escape = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
@@ -71,7 +72,7 @@ export const metrics = fp(async (app: FastifyInstance, opts: MetricsSources & { 
     if (!tokenMatches(typeof authorization === 'string' ? authorization : undefined, token)) {
       throw unauthenticated('GET /metrics needs Authorization: Bearer <ENGRAM_METRICS_TOKEN>');
     }
-    const [jobs, outbox, webhooks] = await Promise.all([jobCounts(opts.database.db), outboxBacklog(opts.database.db), webhookBacklog(opts.database.db)]);
+    const [jobs, outbox, webhooks] = await Promise.all([jobCounts(opts.database.db), outboxBacklog(opts.database.db), opts.webhookBacklog()]);
     const ageOf = (oldest: string | null) => (oldest ? Math.max(0, (Date.now() - Date.parse(oldest)) / 1000) : 0);
     const pool = opts.database.pool();
     const cache = await opts.indexCache();

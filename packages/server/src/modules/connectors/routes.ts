@@ -4,7 +4,6 @@ import type { FastifyRequest } from 'fastify';
 import { controlContextOf, organizationOf, principalOf } from '../../http/auth.js';
 import { PageOf, PageQuery } from '../../core/paging.js';
 import { declaredErrors } from '../../http/openapi.js';
-import type { Services } from '../../services.js';
 import {
   CallbackBody, ConfigurationBody, ConfigurationPage, Connection, ConnectionParams, ConnectionPatchBody, Consent, Insights, Integration, NewConnectionBody,
   OAuthClient, OAuthClientBody, ObjectsQuery, Overview, Provider, ProviderParams, Purged, Removed, Repaired, Sync, SyncedObject, SyncParams,
@@ -23,11 +22,8 @@ function projectContext(request: FastifyRequest) {
   return { ...controlContextOf(request, undefined, principal.projectId), projectId: principal.projectId! };
 }
 
-export const connectorRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { database } = services;
-  const deps: SyncDeps = {
-    database, jobs: services.jobs, secret: services.secretKey, outbound: services.config.outbound, erase: services.erase, connectors: services.config.connectors,
-  };
+export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, deps) => {
+  const { database } = deps;
 
   // ---- provider catalog ---------------------------------------------------------------------
   app.get('/connectors/providers', {

@@ -4,11 +4,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerOf, writeContextOf } from '../../http/auth.js';
 import { AppError, invalid } from '../../core/errors.js';
 import { sha256Hex } from '../../core/crypto.js';
-import type { Services } from '../../services.js';
 import { JobResult } from '../retrieval/index.js';
 import { CHUNK } from './chunker.js';
 import { UploadJobParams, UploadResult } from './schemas.js';
-import { uploadFile, uploadJob, type UploadedFile } from './service.js';
+import { uploadFile, uploadJob, type IngestDeps, type UploadedFile, type UploadSettings } from './service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -18,10 +17,8 @@ declare module 'fastify' {
 
 const tags = ['memories'];
 
-export const ingestRoutes: FastifyPluginAsyncTypebox<{ services: Services }> = async (app, { services }) => {
-  const { database } = services;
-  const settings = services.config.upload;
-  const deps = { database, blobs: services.blobs, jobs: services.jobs, erase: services.erase, settings };
+export const ingestRoutes: FastifyPluginAsyncTypebox<IngestDeps & { settings: UploadSettings }> = async (app, deps) => {
+  const { database, settings } = deps;
 
   // Registered inside this plugin only, so every other route keeps answering multipart bodies with 415.
   await app.register(multipart, {
