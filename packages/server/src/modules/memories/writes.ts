@@ -975,16 +975,29 @@ export async function insertTurn(
 
 
 /**
+ * The relations of insertTurnInOneStatement's statement a TurnCount reads, by the names the statement gives them:
+ * `input` (one row per turn: the memory's columns, `dedupe_hash` and the count's own input columns), `landed` (the
+ * memories rows inserted) and `counted` (the count's own statement's result).
+ */
+export interface TurnRelations {
+  readonly input: string;
+  readonly landed: string;
+  readonly counted: string;
+}
+
+const TURN_RELATIONS: TurnRelations = { input: 'input', landed: 'landed', counted: 'counted' };
+
+/**
  * What the caller of insertTurnInOneStatement counts per turn that lands, in the same statement (PostgreSQL): its
- * own input columns; `statement`, a data-modifying statement named `counted` that reads `landed` (the turns
- * inserted) joined with `input` on owner and dedupe hash; and `refusedWhen`, a condition over `counted` and `input`
- * under which the whole statement is refused, so that nothing of it is written (the caller's general path then
- * decides, exactly).
+ * own input columns; `statement`, a data-modifying statement (its result is `counted`) that reads `landed` joined
+ * with `input` on owner and dedupe hash; and `refusedWhen`, a condition over `counted` and `input` under which the
+ * whole statement is refused, so that nothing of it is written (the caller's general path then decides, exactly).
+ * Both are written against the relation names they are handed, never names of their own.
  */
 export interface TurnCount {
   columns: readonly InputColumn[];
-  statement: string;
-  refusedWhen: string;
+  statement: (relations: TurnRelations) => string;
+  refusedWhen: (relations: TurnRelations) => string;
 }
 
 /** Why a turn did not land in its statement (insertTurnInOneStatement). */
@@ -1046,6 +1059,7 @@ const turnStatementFor = (count: TurnCount) => {
 
 function turnStatement(count: TurnCount) {
   const owner = 'project_id, tenant_id, end_user_id';
+  const { input, landed, counted } = TURN_RELATIONS;
   return groupedInsert({
     columns: [...NEW_MEMORY_COLUMNS, ['history_changes', 'json'], ['earlier_hash', 'text'], ['window_start', 'timestamptz'], ...count.columns],
     steps: [
@@ -1057,14 +1071,14 @@ function turnStatement(count: TurnCount) {
         AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.project_id = input.project_id AND m.tenant_id = input.tenant_id
           AND m.end_user_id = input.end_user_id AND m.dedupe_hash IN (input.dedupe_hash, input.earlier_hash) AND m.deleted_at IS NULL
           AND (input.window_start IS NULL OR m.created_at > input.window_start))`],
-      ['landed', `INSERT INTO memories (${memoryColumnList}, seq)
+      [landed, `INSERT INTO memories (${memoryColumnList}, seq)
         SELECT ${NEW_MEMORY_COLUMNS.map(([column]) => `fresh.${column}`).join(', ')}, revision.revision
         FROM fresh JOIN revision USING (${owner}) ORDER BY fresh.ord
         ON CONFLICT DO NOTHING RETURNING *`],
-      ['counted', count.statement],
+      [counted, count.statement(TURN_RELATIONS)],
       // Division by zero (TURN_REFUSED) when the count refuses the statement: an error, so nothing of it is written.
-      ['inserted', `SELECT landed.*, input.ord FROM landed JOIN input USING (${owner}, dedupe_hash)
-        WHERE (SELECT 1 / (CASE WHEN ${count.refusedWhen} THEN 0 ELSE 1 END)) = 1`],
+      ['inserted', `SELECT ${landed}.*, ${input}.ord FROM ${landed} JOIN ${input} USING (${owner}, dedupe_hash)
+        WHERE (SELECT 1 / (CASE WHEN ${count.refusedWhen(TURN_RELATIONS)} THEN 0 ELSE 1 END)) = 1`],
     ],
     rows: [`INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
       SELECT input.ctx_project_id, inserted.id, 'create', input.history_changes, input.ctx_actor_type, input.ctx_actor_id, input.ctx_request_id, input.ctx_now

@@ -87,10 +87,10 @@ export async function addTurn(
  */
 const TURN_USAGE: TurnCount = {
   columns: [['turn_period', 'text'], ['turn_allowance', 'bigint']],
-  statement: `INSERT INTO tenant_usage (project_id, tenant_id, period, turns)
-    SELECT landed.project_id, landed.tenant_id, input.turn_period, count(*) FROM landed JOIN input USING (project_id, tenant_id, end_user_id, dedupe_hash)
+  statement: ({ input, landed }) => `INSERT INTO tenant_usage (project_id, tenant_id, period, turns)
+    SELECT ${landed}.project_id, ${landed}.tenant_id, ${input}.turn_period, count(*) FROM ${landed} JOIN ${input} USING (project_id, tenant_id, end_user_id, dedupe_hash)
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
     ON CONFLICT (project_id, tenant_id, period) DO UPDATE SET turns = tenant_usage.turns + excluded.turns
     RETURNING project_id, tenant_id, turns`,
-  refusedWhen: 'EXISTS (SELECT 1 FROM counted JOIN input USING (project_id, tenant_id) WHERE counted.turns > input.turn_allowance)',
+  refusedWhen: ({ input, counted }) => `EXISTS (SELECT 1 FROM ${counted} JOIN ${input} USING (project_id, tenant_id) WHERE ${counted}.turns > ${input}.turn_allowance)`,
 };
