@@ -46,3 +46,9 @@ it("README's repository layout names every folder of the repository, the server'
   const required = [...folders('').filter((dir) => dir !== 'packages/'), ...folders('packages/'), ...folders('packages/server/src/').filter((dir) => !dir.endsWith('/modules/'))];
   expect(required.filter((dir) => !named.includes(dir) && !named.includes(dir.replace(/\/$/, '')))).toEqual([]);
 });
+
+it('docs/specification.txt is the shared specification, where that is beside the repository', () => {
+  const shared = new URL('../../../../shared/spec/000_a8d4fe45183a4112.txt', import.meta.url);
+  if (!existsSync(shared)) return;
+  expect(read('../../../docs/specification.txt')).toBe(readFileSync(shared, 'utf8'));
+});
