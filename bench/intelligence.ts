@@ -1,7 +1,9 @@
 /**
  * Intelligence quality and speed. Quality: entity, relation and conflict precision/recall of the
  * rule-based extractor on the labelled sets in bench/intelligence (dev: rules were tuned on it;
- * test: written before measuring and never tuned on). Speed: a real server (SQLite) with one end
+ * test: written before measuring and never tuned on); and issue 53's personal-fact conflict sets,
+ * per kind of fact (conflicts-dev.txt: tuned on; conflicts-heldout.txt: written before the rules, never
+ * tuned on), beside the figures of the rules before them (intelligence/previous.json). Speed: a real server (SQLite) with one end
  * user holding N memories (default 10,000, LoCoMo sentences recombined): the first read after start
  * and warm p50 of GET /memory/graph, /memory/clusters and /memory/decisions. Prints JSON.
  *
@@ -41,6 +43,9 @@ function statements(file: string) {
   const untyped = [0, 0, 0];
   const relations = [0, 0, 0];
   const rows = lines(file);
+  // The statements label the relation types of the first rules; the personal-fact relations of issue 53
+  // (age, habit, ...) are judged by the conflict sets, so found relations of other types are not counted here.
+  const labelled = new Set(rows.flatMap((line) => (line.split('|')[2] ?? '').split(',').map((r) => r.split('>')[1]?.trim()).filter(Boolean)));
   for (const line of rows) {
     const [rawText, goldEntities = '', goldRelations = ''] = line.split('|').map((s) => s.trim());
     const speaker = rawText!.startsWith('@') ? rawText!.slice(1, rawText!.indexOf(' ')) : null;
@@ -55,7 +60,7 @@ function statements(file: string) {
       const [subject, relation, object, not] = s.split('>');
       return `${subject === 'I' ? (speaker ?? SELF) : subject}>${relation}>${object}>${not ? 'not' : ''}`.toLowerCase();
     });
-    const fr = result.relations.map((r) => `${r.subject.name}>${r.relation}>${r.object.name}>${r.negated ? 'not' : ''}`.toLowerCase());
+    const fr = result.relations.filter((r) => labelled.has(r.relation) || r.relation.startsWith('favorite_')).map((r) => `${r.subject.name}>${r.relation}>${r.object.name}>${r.negated ? 'not' : ''}`.toLowerCase());
     score(new Set(gr), new Set(fr), relations);
   }
   return {
@@ -66,26 +71,59 @@ function statements(file: string) {
   };
 }
 
+const pairFound = (a: string, b: string) => {
+  const memories = [a, b].map((text, i) => ({
+    id: i + 1, createdAt: `2024-0${i + 1}-01T00:00:00.000Z`, supersededBy: null, isSummary: false, extraction: extractor.extract(text),
+  }));
+  return deriveKnowledge(memories, 'user').conflicts.length > 0;
+};
+
+/** The first sets (48 pairs, no kinds): older || newer || yes/no. */
 function conflicts(file: string) {
   const counts = [0, 0, 0];
   const rows = lines(file);
   for (const line of rows) {
     const [a, b, label] = line.split('||').map((s) => s.trim());
-    const memories = [a!, b!].map((text, i) => ({
-      id: i + 1, createdAt: `2024-0${i + 1}-01T00:00:00.000Z`, supersededBy: null, isSummary: false, extraction: extractor.extract(text),
-    }));
-    const found = deriveKnowledge(memories, 'user').conflicts.length > 0;
-    const gold = label === 'yes';
-    if (found && gold) counts[0]!++;
-    else if (found) counts[1]!++;
-    else if (gold) counts[2]!++;
+    tally(counts, pairFound(a!, b!), label === 'yes');
   }
   return { pairs: rows.length, ...prf(counts[0]!, counts[1]!, counts[2]!) };
 }
 
-const quality = Object.fromEntries((['dev', 'test'] as const).map((split) => [
-  split, { ...statements(`${split}-statements.txt`), conflicts: conflicts(`${split}-conflicts.txt`) },
-]));
+function tally(counts: number[], found: boolean, gold: boolean) {
+  if (found && gold) counts[0]!++;
+  else if (found) counts[1]!++;
+  else if (gold) counts[2]!++;
+}
+
+/** Issue 53's sets: kind || older || newer || yes/no || provenance; precision and recall overall and per kind of fact. */
+function conflictsByKind(file: string) {
+  const all = [0, 0, 0];
+  const byKind = new Map<string, number[]>();
+  const rows = lines(file);
+  for (const line of rows) {
+    const [kind, a, b, label] = line.split('||').map((s) => s.trim());
+    const found = pairFound(a!, b!);
+    tally(all, found, label === 'yes');
+    if (!byKind.has(kind!)) byKind.set(kind!, [0, 0, 0]);
+    tally(byKind.get(kind!)!, found, label === 'yes');
+  }
+  return {
+    pairs: rows.length, ...prf(all[0]!, all[1]!, all[2]!),
+    by_kind: Object.fromEntries([...byKind].map(([k, c]) => [k, prf(c[0]!, c[1]!, c[2]!)])),
+  };
+}
+
+/** The figures of the rules before issue 53 (commit 78144f4) on the same files, printed beside today's. */
+const previous = JSON.parse(readFileSync(join(here, 'intelligence', 'previous.json'), 'utf8'));
+
+const quality = {
+  ...Object.fromEntries((['dev', 'test'] as const).map((split) => [
+    split, { ...statements(`${split}-statements.txt`), conflicts: conflicts(`${split}-conflicts.txt`) },
+  ])),
+  facts_dev: conflictsByKind('conflicts-dev.txt'),
+  facts_heldout: conflictsByKind('conflicts-heldout.txt'),
+  previous,
+};
 
 async function speed() {
   // Beside the repository, like bench/latency.ts; ENGRAM_LOCOMO_DIR when the checkout lives elsewhere.

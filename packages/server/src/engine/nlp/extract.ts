@@ -3,6 +3,7 @@ import { analyze } from '../text.js';
 import { findEntities, type CustomNames, type EntityMention } from './entities.js';
 import { FAVORITE_PREFIX, type Ontology, type RelationTypeDef } from './ontology.js';
 import { keyOf, tokenizeWithOffsets, type Token } from './tokens.js';
+import { personalFacts } from './facts.js';
 
 /** The end user (or the speaker of a turn) when a statement is in the first person. */
 export const SELF = '@self';
@@ -19,6 +20,8 @@ export interface RelationFact {
   /** "I don't live in Paris anymore": the statement denies the relation. */
   negated: boolean;
   singleValued: boolean;
+  /** What one value is held per, besides subject and relation ("coffee | tea" for prefers, "swim | frequency" for habit). */
+  aspect?: string;
 }
 
 export interface Extraction {
@@ -46,7 +49,7 @@ const OBJECT_STOP = new Set([
   ',', '.', ';', ':', '!', '?', '(', ')', '"', 'and', 'but', 'becaus', 'so', 'sinc', 'when', 'while', 'with', 'for', 'at', 'in',
   'on', 'who', 'that', 'which', 'where', 'to', 'be', 'last', 'next', 'yesterday', 'today', 'tomorrow', 'anymor', 'ani', 'too',
   'as', 'after', 'befor', 'dure', 'than', 'or', 'veri', 'a', 'lot', 'right', 'now', 'again', 'from', 'about', 'of', 'until',
-  'anyway', 'though', 'although', 'tonight', 'there', 'here', 'togeth', 'sometim', 'everi', 'whenev', 'by', 'like',
+  'anyway', 'though', 'although', 'tonight', 'there', 'here', 'togeth', 'sometim', 'everi', 'whenev', 'by', 'like', 'name', 'call',
 ]);
 const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'our', 'some', 'his', 'her', 'their', 'your', 'this', 'that', 'these', 'those', 'two', 'three', 'new', 'own', 'little', 'big', 'first', 'second', 'lovely', 'beauti', 'cute', 'old']);
 const OBJECT_PRONOUNS = new Set(['it', 'that', 'this', 'them', 'him', 'her', 'you', 'me', 'us', 'there', 'here', 'someth', 'anyth', 'everyth', 'noth', 'one', 'what', 'lot', 'way', 'time', 'to', 'home', 'bit']);
@@ -57,6 +60,7 @@ const SPOUSE = new Set(['wife', 'husband', 'spous']);
 export class Extractor {
   private readonly cues: Cue[];
   private readonly favorites: RelationTypeDef | undefined;
+  private readonly byName: Map<string, RelationTypeDef>;
   private readonly married: RelationTypeDef | undefined;
   private readonly custom: CustomNames;
   private readonly categoryCues: Array<{ name: string; stems: string[][] }>;
@@ -68,6 +72,7 @@ export class Extractor {
       .sort((a, b) => b.keys.length - a.keys.length);
     this.favorites = ontology.relation_types.find((r) => r.name === `${FAVORITE_PREFIX}*`);
     this.married = ontology.relation_types.find((r) => r.name === 'married_to');
+    this.byName = new Map(ontology.relation_types.map((r) => [r.name, r]));
     this.custom = new Map(
       ontology.entity_types.flatMap((t) => t.examples.map((e) => [e.toLowerCase(), t.name] as [string, string])),
     );
@@ -80,6 +85,16 @@ export class Extractor {
     const mentions = findEntities(tokens, this.custom);
     const self: EntityRef = speaker ? { name: speaker, type: 'person' } : { name: SELF, type: 'person' };
     const relations = this.relations(tokens, mentions, self);
+    const seen = new Set(relations.map(factKey));
+    personalFacts(tokens, mentions, self, (subject, relation, object, negated, aspect) => {
+      const def = relation.startsWith(FAVORITE_PREFIX) ? this.favorites : this.byName.get(relation);
+      if (!def || !object.name) return;
+      const fact: RelationFact = { subject, relation, object, negated, singleValued: def.single_valued, ...(aspect ? { aspect } : {}) };
+      const key = factKey(fact);
+      if (seen.has(key)) return;
+      seen.add(key);
+      relations.push(fact);
+    });
     const entities = new Map<string, EntityRef>();
     for (const m of mentions) entities.set(`${m.type}\u0000${m.name}`, { name: m.name, type: m.type });
     return { entities: [...entities.values()], relations, categories: this.categorise(text) };
@@ -101,7 +116,7 @@ export class Extractor {
     const out: RelationFact[] = [];
     const seen = new Set<string>();
     const add = (fact: RelationFact) => {
-      const key = `${fact.subject.name}|${fact.relation}|${fact.object.name}|${fact.negated}`;
+      const key = factKey(fact);
       if (!seen.has(key)) {
         seen.add(key);
         out.push(fact);
@@ -130,7 +145,7 @@ export class Extractor {
     let negated = false;
     for (let j = cueStart - 1; j >= 0 && j >= cueStart - 6; j--) {
       const t = tokens[j]!;
-      if (t.lower === 'i') return { subject: self, negated };
+      if (t.lower === 'i' || t.lower === 'we') return { subject: self, negated };
       const person = mentionEnding.get(j);
       if (person?.type === 'person') return { subject: { name: person.name, type: 'person' }, negated };
       if (THIRD_PERSON.has(t.lower)) return lastPerson ? { subject: lastPerson, negated } : null;
@@ -163,10 +178,15 @@ export class Extractor {
   ): RelationFact | null {
     const found = this.subjectBefore(tokens, i, mentionEnding, self, lastPerson);
     if (!found) return null;
-    const object = this.objectAfter(tokens, i + cue.keys.length, mentionAt);
+    let object = this.objectAfter(tokens, i + cue.keys.length, mentionAt);
+    // "I live in a small town in Ohio": a place named a few words on is where.
+    if (object && !allowed(cue.relation.target_types, object.ref.type) && cue.relation.target_types.includes('place')) {
+      const start = i + cue.keys.length;
+      const place = [...Array(7).keys()].map((k) => mentionAt.get(start + k)).find((m) => m?.type === 'place');
+      if (place) object = { ref: { name: place.name, type: 'place' }, end: place.last };
+    }
     if (!object || !allowed(cue.relation.target_types, object.ref.type)) return null;
-    const after = tokens.slice(object.end, object.end + 3).map((t) => t.key);
-    const negated = found.negated || after.includes('anymor') || (after[0] === 'ani' && after[1] === 'more');
+    const negated = found.negated;
     return { subject: found.subject, relation: cue.relation.name, object: object.ref, negated, singleValued: cue.relation.single_valued };
   }
 
@@ -205,5 +225,7 @@ export class Extractor {
     return null;
   }
 }
+
+const factKey = (f: RelationFact) => `${f.subject.name}|${f.relation}|${f.object.name.toLowerCase()}|${f.negated}`;
 
 const allowed = (types: string[], type: string) => types.length === 0 || types.includes(type) || (type === 'concept' && types.includes('concept'));

@@ -21,7 +21,7 @@ const IRREGULAR: Record<string, string> = {
   has: 'have', had: 'have', having: 'have', "'ve": 'have', ve: 'have', went: 'go', goes: 'go', gone: 'go', got: 'get',
   gotten: 'get', flew: 'fly', flown: 'fly', grew: 'grow', grown: 'grow', met: 'meet', knew: 'know', known: 'know',
   bought: 'buy', thought: 'think', wed: 'wed', "n't": 'not', "can't": 'not', wo: 'will', ca: 'can', "'ll": 'will', "'d": 'would',
-  favourite: 'favorite', travelled: 'travel', traveled: 'travel', travelling: 'travel', traveling: 'travel',
+  favourite: 'favorit', favourites: 'favorit', travelled: 'travel', traveled: 'travel', travelling: 'travel', traveling: 'travel',
 };
 
 export function keyOf(word: string): string {

@@ -208,6 +208,38 @@ forEachDialect('intelligence: graph, decisions, clusters, report, ontology', (di
     expect(await t.database.db.selectFrom('decision_resolutions').selectAll().where('end_user_id', '=', endUser).execute()).toEqual([]);
   });
 
+  it('finds conflicts between everyday personal facts stated in other words, and leaves compatible ones alone', async () => {
+    const endUser = freshUser();
+    const day = (n: number) => `2024-02-${String(n).padStart(2, '0')}T09:00:00.000Z`;
+    // Each pair: older, newer, and the attribute of the decision expected (null: compatible, none expected).
+    const pairs: Array<[string, string, string | null]> = [
+      ["I'm 27 years old.", "I'm 28 now.", 'age'],
+      ['I play golf every Thursday.', 'I play golf on Fridays now.', 'habit'],
+      ['I own a motorbike.', 'I sold my motorbike.', 'has'],
+      ['I prefer cats to dogs.', 'I prefer dogs over cats these days.', 'prefers'],
+      ["I'm a pharmacist.", "I'm a librarian now.", 'works_as'],
+      ["I'm single.", "I'm engaged to Omar.", 'relationship_status'],
+      ["I'm vegetarian.", "I'm not vegetarian anymore.", 'is'],
+      ['I like tea.', 'I like juice.', null],
+      ['I go to yoga every Monday.', 'I go to the library every Monday.', null],
+      ['My birthday is in March.', "My brother's birthday is in March too.", null],
+    ];
+    const ids: number[][] = [];
+    for (const [i, [older, newer]] of pairs.entries()) ids.push(await stated(t, endUser, [[older, day(2 * i + 1)], [newer, day(2 * i + 2)]]));
+    const listed = await get(t, '/memory/decisions?limit=50', endUser);
+    const byOlder = new Map(listed.items.map((d: any) => [d.values[0].memory_id, d]));
+    for (const [i, [older, newer, attribute]] of pairs.entries()) {
+      const decision: any = byOlder.get(ids[i]![0]!);
+      if (attribute === null) expect(decision, `${older} / ${newer}`).toBeUndefined();
+      else expect(decision, `${older} / ${newer}`).toMatchObject({ attribute, values: [{ memory_id: ids[i]![0] }, { memory_id: ids[i]![1] }] });
+    }
+    expect(listed.total).toBe(pairs.filter((p) => p[2] !== null).length);
+    // The newer value is the current fact of the graph; the older one ended when it was stated.
+    const graph = await get(t, '/memory/graph?limit=200', endUser);
+    const ageEdges = graph.edges.filter((e: any) => e.type === 'age');
+    expect(ageEdges.map((e: any) => [e.target, e.invalidated_by])).toEqual([['quantity:27', ids[0]![1]], ['quantity:28', null]]);
+  });
+
   it('keeping the older statement keeps its fact current; forgetting removes what a memory alone supported', async () => {
     const endUser = freshUser();
     const [rome, oslo] = (await stated(t, endUser, [['I live in Rome.', '2024-01-01T00:00:00.000Z'], ['I moved to Oslo.', '2024-02-01T00:00:00.000Z']])) as [number, number];

@@ -107,6 +107,9 @@ export function deriveKnowledge(memories: ExtractedMemory[], endUserName: string
 }
 
 type Resolved = RelationFact & { source: string; target: string };
+
+/** Relations whose positive statement denies the other's (the same object liked, then hated). */
+const OPPOSITES: Record<string, string> = { likes: 'dislikes', dislikes: 'likes' };
 type RawConflict = Omit<Conflict, 'subject'> & { subject: string };
 
 /**
@@ -143,9 +146,24 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
     const overruled = honourSupersession && m.supersededBy !== null;
     for (const raw of m.extraction.relations) {
       const f = resolve(raw);
-      const factKey = `${f.source}|${f.relation}|${f.target}`;
-      const slot = f.singleValued ? `${f.source}|${f.relation}` : factKey;
+      // Keys (and so edge ids) of facts without an aspect are as before aspects existed.
+      const relation = f.aspect === undefined ? f.relation : `${f.relation}|${f.aspect}`;
+      const factKey = `${f.source}|${relation}|${f.target}`;
+      const slot = f.singleValued ? `${f.source}|${relation}` : factKey;
       const live = current.get(slot);
+      // Liking what one disliked (or the reverse) ends the opposite fact, as its denial would.
+      const opposite = OPPOSITES[f.relation];
+      if (opposite && !f.negated) {
+        const oppositeSlot = `${f.source}|${opposite}|${f.target}`;
+        const contrary = current.get(oppositeSlot);
+        if (contrary) {
+          conflict('negation', { ...f, relation: opposite }, contrary, m);
+          if (!overruled) {
+            end(contrary, m);
+            current.delete(oppositeSlot);
+          }
+        }
+      }
       if (f.negated) {
         if (live && live.target === f.target) {
           conflict('negation', f, live, m);
