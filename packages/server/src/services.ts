@@ -11,7 +11,7 @@ import type { Chore } from './jobs/schedule.js';
 import { liveSession, TokenIssuer, touchSession } from './modules/auth/index.js';
 import { findProject, forgetKey, membershipOf, resolveKey, touchApiKey } from './modules/org/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
-import { createIntelligence, eraseResolutions, RECLASSIFY_JOB, reclassifyJob, type Intelligence } from './modules/intelligence/index.js';
+import { createIntelligence, currentFactsFirst, eraseResolutions, RECLASSIFY_JOB, reclassifyJob, type Intelligence } from './modules/intelligence/index.js';
 import { EraseHooks } from './modules/memories/index.js';
 import { exportJob, EXPORT_JOB, IMPORT_JOB, importJob, purgeDeletedArtifacts, sweepExports, withdrawArtifactsHolding } from './modules/exports/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
@@ -71,8 +71,10 @@ const DAY = 24 * 60 * MINUTE;
 
 export function buildServices({ config, database, secretKey }: { config: ServiceConfig; database: Database; secretKey?: Uint8Array }): Services {
   const secret = secretKey ?? randomBytes(32);
-  const retrieval = createRetrieval(database, config.retrieval);
+  const engine = createRetrieval(database, config.retrieval);
   const intelligence = createIntelligence(database, config.intelligence.cacheOwners);
+  // Queries answer the current fact first: the graph reorders what the engine ranked (intelligence/current.ts).
+  const retrieval: RetrievalEngine = { ...engine, retrieval: currentFactsFirst(engine.retrieval, intelligence, database) };
 
   const blobs = openBlobStore(config.blobs, database);
 

@@ -2,7 +2,7 @@ import type { Extraction } from '../../engine/nlp/index.js';
 import type { Database } from '../../store/database.js';
 import { changesSince, revisionOf, type Owner } from '../memories/index.js';
 import { clusterMemories, type Cluster } from './clusters.js';
-import { deriveKnowledge, type Knowledge } from './knowledge.js';
+import { deriveKnowledge, factIndex, type FactIndex, type Knowledge } from './knowledge.js';
 import { ontologyRevision, type Extractors } from './ontology.js';
 
 export interface Extracted {
@@ -19,11 +19,16 @@ export interface Extracted {
 export class OwnerView {
   private knowledgeMemo?: Knowledge;
   private clustersMemo?: Cluster[];
+  private factsMemo?: FactIndex;
 
   constructor(readonly owner: Owner, readonly revision: number, readonly items: ReadonlyMap<number, Extracted>) {}
 
   knowledge(): Knowledge {
     return (this.knowledgeMemo ??= deriveKnowledge([...this.items.values()], this.owner.endUserId));
+  }
+
+  facts(): FactIndex {
+    return (this.factsMemo ??= factIndex(this.knowledge()));
   }
 
   clusters(): Cluster[] {

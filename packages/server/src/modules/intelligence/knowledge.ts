@@ -208,3 +208,49 @@ export function edgesAsOf(edges: GraphEdge[], asOf: string | undefined): GraphEd
   if (asOf === undefined) return edges;
   return edges.filter((e) => e.valid_at <= asOf && (e.invalid_at === null || e.invalid_at > asOf));
 }
+
+/** What retrieval asks of the graph: which memory's facts a newer statement ended, and each subject's current facts. */
+export interface FactIndex {
+  /** A memory all of whose facts were ended -> the memory whose statement ended the last of them. */
+  successorOf: Map<number, number>;
+  /** A memory -> its facts that were ended, by relation: the memory that ended each (the latest). */
+  endedIn: Map<number, Map<string, number>>;
+  /** `<node id>|<relation>` -> the memories stating its current (not ended) facts, newest first, with the value's name (lower case). */
+  current: Map<string, Array<{ id: number; value: string }>>;
+  /** Lower-case names and aliases of people -> their node id, to find the subject a question names. */
+  people: Map<string, string>;
+}
+
+export function factIndex({ nodes, edges }: Knowledge): FactIndex {
+  const live = new Set<number>();
+  const ended = new Map<number, { by: number; at: string }>();
+  const current = new Map<string, Array<{ id: number; at: string; value: string }>>();
+  const endedIn = new Map<number, Map<string, number>>();
+  for (const e of edges) {
+    if (e.invalid_at === null) {
+      for (const id of e.memory_ids) live.add(id);
+      const key = `${e.source}|${e.type}`;
+      if (!current.has(key)) current.set(key, []);
+      const value = (nodes.get(e.target)?.name ?? e.target).toLowerCase();
+      for (const id of e.memory_ids) current.get(key)!.push({ id, at: e.valid_at, value });
+      continue;
+    }
+    if (e.invalidated_by === null) continue;
+    for (const id of e.memory_ids) {
+      if (id === e.invalidated_by) continue;
+      if (!endedIn.has(id)) endedIn.set(id, new Map());
+      endedIn.get(id)!.set(e.type, e.invalidated_by);
+      const before = ended.get(id);
+      if (!before || before.at < e.invalid_at) ended.set(id, { by: e.invalidated_by, at: e.invalid_at });
+    }
+  }
+  const successorOf = new Map<number, number>();
+  for (const [id, { by }] of ended) if (!live.has(id)) successorOf.set(id, by);
+  const people = new Map<string, string>();
+  for (const n of nodes.values()) {
+    if (n.type !== 'person' || n.is_end_user) continue;
+    for (const name of [n.name, ...n.aliases]) people.set(name.toLowerCase(), n.id);
+  }
+  const newestFirst = new Map([...current].map(([k, v]) => [k, v.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : b.id - a.id)).map(({ id, value }) => ({ id, value }))]));
+  return { successorOf, endedIn, current: newestFirst, people };
+}
