@@ -6,6 +6,7 @@ import { Bm25Field, type ContextScratch, type FieldTake, type SlotList } from '.
 import { builtinEmbedder, dot, type BuiltinEmbedder } from './embedder.js';
 import { parseTemporal } from './temporal.js';
 import { analyze } from './text.js';
+import { VectorIndex } from './vectors.js';
 import { runNow, SnapshotReader, SnapshotWriter, type Steps } from './snapshot.js';
 import type { EngineDoc, Explanation, SearchHit, SearchOptions } from './types.js';
 
@@ -226,9 +227,8 @@ export class MemoryIndex {
 
   private readonly dims: number;
   private ngramVecs = new Float32Array(0);
-  private extDims = 0;
-  private extVecs = new Float32Array(0);
-  private hasExt = new Uint8Array(0);
+  /** Remote-embedder vectors: int8 codes in lists, searched without reading every doc (vectors.ts). */
+  private vectors = new VectorIndex();
 
   /** The context scorer's state: its per-slot buffers are the thread's (SearchBuffers), its cached normalisations this index's. */
   private readonly scratch: ContextScratch = {
@@ -289,8 +289,7 @@ export class MemoryIndex {
     this.importance = g(this.importance);
     this.feedback = g(this.feedback);
     this.ngramVecs = g(this.ngramVecs, this.dims);
-    if (this.extDims) this.extVecs = g(this.extVecs, this.extDims);
-    this.hasExt = g(this.hasExt);
+    this.vectors.grow(cap);
     // Cached length normalisations: all computed anew.
     this.scratch.norm = new Float64Array(cap);
     this.scratch.normStamp = 0;
@@ -334,8 +333,8 @@ export class MemoryIndex {
     this.meta.add(slot, analyze(metaText));
 
     if (this.embedder) this.ngramVecs.set(this.embedder.embedSync(doc.text), slot * this.dims);
-    if (vector) this.setExternal(slot, vector);
-    else if (this.hasExt[slot]) this.hasExt[slot] = 0;
+    if (vector) this.vectors.set(slot, vector, this.capacity);
+    else this.vectors.delete(slot);
 
     this.sessionNo[slot] = doc.sessionId === null || doc.sessionId === undefined ? -1 : this.internSession(doc.sessionId);
     if (doc.sessionId !== null && doc.sessionId !== undefined) {
@@ -392,23 +391,6 @@ export class MemoryIndex {
     return n;
   }
 
-  private setExternal(slot: number, vector: Float32Array): void {
-    if (this.extDims === 0) {
-      this.extDims = vector.length;
-      this.extVecs = new Float32Array(this.capacity * this.extDims);
-    }
-    if (vector.length !== this.extDims) {
-      throw new Error(`vector has ${vector.length} dimensions, index holds ${this.extDims}`);
-    }
-    // Store unit-length so search needs only a dot product.
-    let n = 0;
-    for (let i = 0; i < vector.length; i++) n += vector[i]! * vector[i]!;
-    const inv = n > 0 ? 1 / Math.sqrt(n) : 0;
-    const base = slot * this.extDims;
-    for (let i = 0; i < vector.length; i++) this.extVecs[base + i] = vector[i]! * inv;
-    this.hasExt[slot] = 1;
-  }
-
   private detachSession(slot: number): void {
     const no = this.sessionNo[slot]!;
     if (no < 0) return;
@@ -442,9 +424,19 @@ export class MemoryIndex {
     this.text.remove(slot);
     this.meta.remove(slot);
     this.live[slot] = 0;
-    this.hasExt[slot] = 0;
+    this.vectors.delete(slot);
     this.idToSlot.delete(id);
     this.freeSlots.push(slot);
+  }
+
+  /** Attaches (or replaces) a held doc's vector, as an upsert with it would; false when the doc is not held. */
+  setVector(id: number, vector: Float32Array): boolean {
+    const slot = this.idToSlot.get(id);
+    if (slot === undefined) return false;
+    if (this.taking) this.beforeChange(this.taking);
+    this.mutations++;
+    this.vectors.set(slot, vector, this.capacity);
+    return true;
   }
 
   /**
@@ -467,12 +459,13 @@ export class MemoryIndex {
     const w = new SnapshotWriter();
     const [ids, slots] = [new Float64Array(this.idToSlot.size), new Int32Array(this.idToSlot.size)];
     const names = [...this.sessionNos.keys()];
-    w.value(this.capacity).value(this.dims).value(this.extDims).value(names);
+    const v = this.vectors;
+    w.value(this.capacity).value(this.dims).value([v.dims, v.lists, v.count, v.trainedAt]).value(names);
     w.value([this.maxCreatedAt, this.maxImportanceDev, this.maxAbsFeedback]);
     w.array(ids).array(slots).array(Int32Array.from(this.freeSlots));
     w.live(this.slotId).live(this.live).live(this.createdAt).live(this.namesTime).live(this.firstPerson).live(this.endsAsking);
     w.live(this.importance).live(this.feedback).live(this.sessionNo).live(this.prevSlot).live(this.nextSlot);
-    w.live(this.ngramVecs).live(this.extVecs).live(this.hasExt);
+    w.live(this.ngramVecs).live(v.codes).live(v.scale).live(v.has).live(v.list).live(v.centroids);
     const take: IndexTake = {
       writer: w, ids, slots, idsRead: 0, entries: this.idToSlot.entries(), names, sessions: new Map(), sessionsRead: 0,
       // Each interned session's ids, ascending (empty for a session with no doc left).
@@ -584,7 +577,7 @@ export class MemoryIndex {
     const r = new SnapshotReader(bytes);
     const capacity = r.value<number>();
     if (r.value<number>() !== index.dims) throw new Error('index snapshot of other sub-word vectors');
-    const extDims = r.value<number>();
+    const [vectorDims, lists, vectorCount, trainedAt] = r.value<[number, number, number, number]>();
     const sessionNames = r.value<string[]>();
     [index.maxCreatedAt, index.maxImportanceDev, index.maxAbsFeedback] = r.value<[number, number, number]>().map((v) => v ?? -Infinity) as [number, number, number];
     index.capacity = capacity;
@@ -605,9 +598,14 @@ export class MemoryIndex {
     index.prevSlot = r.array('i32');
     index.nextSlot = r.array('i32');
     index.ngramVecs = r.array('f32');
-    index.extDims = extDims;
-    index.extVecs = r.array('f32');
-    index.hasExt = r.array('u8');
+    const v = index.vectors;
+    [v.dims, v.lists, v.count, v.trainedAt] = [vectorDims, lists, vectorCount, trainedAt];
+    v.codes = r.array('i8');
+    v.scale = r.array('f32');
+    v.has = r.array('u8');
+    v.list = r.array('i32');
+    v.centroids = r.array('f32');
+    v.rebuildLists(capacity);
     const offsets = r.array('i32');
     const members = r.array('f64');
     index.sessionMembers = members.length;
@@ -623,7 +621,7 @@ export class MemoryIndex {
   approxBytes(): number {
     const arrays =
       this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.namesTime.byteLength + this.firstPerson.byteLength + this.endsAsking.byteLength + this.importance.byteLength +
-      this.feedback.byteLength + this.ngramVecs.byteLength + this.extVecs.byteLength + this.hasExt.byteLength +
+      this.feedback.byteLength + this.ngramVecs.byteLength + this.vectors.approxBytes() +
       this.scratch.norm.byteLength + this.prevSlot.byteLength + this.nextSlot.byteLength + this.sessionNo.byteLength;
     const maps = this.size * 48 + this.sessionNos.size * 64;
     return arrays + maps + this.text.approxBytes() + this.meta.approxBytes();
@@ -792,7 +790,8 @@ export class MemoryIndex {
 
     // Vector features are scored for every live doc, so a doc can be found without sharing a word.
     const qvec = this.embedder && w.ngram > 0 && qTerms.size > 0 ? this.embedder.embedSync(lexQuery) : null;
-    const extQ = opts.queryVector && this.extDims === opts.queryVector.length && w.semantic > 0 ? unit(opts.queryVector) : null;
+    const vectors = this.vectors;
+    const extQ = opts.queryVector && vectors.count > 0 && vectors.dims === opts.queryVector.length && w.semantic > 0 ? unit(opts.queryVector) : null;
 
     const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
     // Expansion is normalised like the first pass unless its own best is stronger (a first pass
@@ -822,7 +821,7 @@ export class MemoryIndex {
       const m = metaOf(slot);
       f[4] = w.meta * m * metaNorm + metaLift * m * words;
       f[5] = qvec ? w.ngram * Math.max(0, dot(qvec, this.ngramVecs, slot * this.dims)) : 0;
-      f[6] = extQ && this.hasExt[slot] ? w.semantic * Math.max(0, dot(extQ, this.extVecs, slot * this.extDims)) : 0;
+      f[6] = extQ && vectors.has[slot] ? w.semantic * Math.max(0, vectors.cosine(extQ, slot)) : 0;
       const t = this.createdAt[slot]!;
       const inPeriod = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
       const whenTime = this.namesTime[slot] ? whenLift * words : 0;
@@ -862,8 +861,18 @@ export class MemoryIndex {
       if (minRelevance > 0 && relevanceOf(score) < minRelevance) return;
       top.offer(slot, score);
     };
-    if (qvec || extQ || (tn === 0 && en === 0)) {
-      // Vector features can find a doc that shares no word with the query, and a query
+    // Remote vectors: the nearest docs by vector (vectors.ts: a bounded read of the nearest lists) are
+    // candidates beside those with word evidence; any other doc's semantic part is at most the best
+    // cosine found, which the pruning bound below then allows for.
+    let semanticBound = 0;
+    if (extQ && !opts.exactVectors) {
+      const near = vectors.nearest(extQ, Math.max(4 * k, VECTOR_CANDIDATES), this.capacity, eligible);
+      for (const slot of near.slots) offer(slot);
+      semanticBound = Math.max(0, w.semantic) * Math.max(0, near.cosines[0] ?? 0);
+      if (tn === 0 && en === 0) for (let i = 0; i < mn; i++) if (eligible(ma[i]!)) offer(ma[i]!);
+    }
+    if (qvec || (extQ && opts.exactVectors) || (!extQ && tn === 0 && en === 0)) {
+      // Built-in vectors can find a doc that shares no word with the query, and a query
       // without content words ("what's new?") ranks every doc by its priors.
       if (!qvec && !extQ && qTerms.size > 0) {
         // Query words matched nothing but speaker/tags (possibly nothing at all).
@@ -889,7 +898,7 @@ export class MemoryIndex {
         (temporal ? Math.max(0, w.time) : 0) +
         Math.max(0, w.recency) * Math.pow(0.5, Math.max(0, now - this.maxCreatedAt) / halfLife) +
         Math.abs(w.importance) * this.maxImportanceDev + Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
-        1e-9;
+        semanticBound + 1e-9;
       const namesTime = this.namesTime;
       // One pass over the first-pass docs: each one's known part (below) is kept by its index in the
       // touched list, and the docs with the best word evidence seed the top k.
@@ -1051,6 +1060,9 @@ function lowerBound(a: readonly number[], x: number): number {
   }
   return lo;
 }
+
+/** Vector candidates a query takes at least (4 k when more). */
+const VECTOR_CANDIDATES = 50;
 
 function unit(v: Float32Array): Float32Array {
   let n = 0;

@@ -6,17 +6,18 @@ import { performance } from 'node:perf_hooks';
 
 const MAGIC = 0x58494d45; // "EMIX", little-endian
 /** Changes whenever what an index stores changes; a snapshot of another format is not read. */
-export const SNAPSHOT_FORMAT = 2;
+export const SNAPSHOT_FORMAT = 3;
 
-type ArrayKind = 'f64' | 'f32' | 'i32' | 'u16' | 'u8';
-type NumberArray = Float64Array | Float32Array | Int32Array | Uint16Array | Uint8Array;
-const CONSTRUCTORS = { f64: Float64Array, f32: Float32Array, i32: Int32Array, u16: Uint16Array, u8: Uint8Array } as const;
+type ArrayKind = 'f64' | 'f32' | 'i32' | 'u16' | 'u8' | 'i8';
+type NumberArray = Float64Array | Float32Array | Int32Array | Uint16Array | Uint8Array | Int8Array;
+const CONSTRUCTORS = { f64: Float64Array, f32: Float32Array, i32: Int32Array, u16: Uint16Array, u8: Uint8Array, i8: Int8Array } as const;
 
 function kindOf(a: NumberArray): ArrayKind {
   if (a instanceof Float64Array) return 'f64';
   if (a instanceof Float32Array) return 'f32';
   if (a instanceof Int32Array) return 'i32';
   if (a instanceof Uint16Array) return 'u16';
+  if (a instanceof Int8Array) return 'i8';
   return 'u8';
 }
 
@@ -62,7 +63,7 @@ export async function runInSlices<T>(steps: Steps<T>, sliceMs = SLICE_MS): Promi
 /** Bytes of the arrays copied into the snapshot in a step of finishing it (fresh memory: ~1 ms here). */
 const COPY_STEP = 1 << 18;
 
-type Views = { f64: Float64Array; f32: Float32Array; i32: Int32Array; u16: Uint16Array; u8: Uint8Array };
+type Views = { f64: Float64Array; f32: Float32Array; i32: Int32Array; u16: Uint16Array; u8: Uint8Array; i8: Int8Array };
 
 interface Part {
   kind: ArrayKind;

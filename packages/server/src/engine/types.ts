@@ -39,6 +39,8 @@ export interface SearchOptions {
   now?: number;
   /** Query embedding from a remote embedder, compared with the vectors given to upsert. */
   queryVector?: Float32Array;
+  /** Score every doc's vector instead of the bounded candidate search (the reference the benchmark and tests compare with). */
+  exactVectors?: boolean;
   /**
    * Return only docs with supporting evidence: their own or their neighbouring turns' words, a
    * speaker or tag match, vector similarity, or (for a query that is only a time phrase) the time named.

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { EmbedderError, type Embedder } from '../../engine/index.js';
 import { AppError } from '../../core/errors.js';
 import { nowIso, type Database } from '../../store/database.js';
@@ -10,14 +11,20 @@ import { memoriesHeld, type IndexedMemory } from '../memories/index.js';
  * features are computed in memory.
  */
 export class EmbeddingStore {
-  constructor(readonly embedder: Embedder | null) {}
+  /**
+   * Vectors of recently embedded texts by the text's hash (most recently used last): the same text
+   * (a repeated query, a memory added again, a rewritten summary back to an old text) costs no call.
+   */
+  private readonly byText = new Map<string, Float32Array>();
+
+  constructor(readonly embedder: Embedder | null, private readonly cachedTexts = TEXT_CACHE_ENTRIES) {}
 
   get id(): string {
     return this.embedder?.id ?? 'builtin';
   }
 
-  /** Stored vectors for these memories; missing ones are embedded now and stored. */
-  async vectorsFor(database: Database, projectId: string, rows: IndexedMemory[]): Promise<Map<number, Float32Array>> {
+  /** Stored vectors for these memories (none are computed: the index cache embeds missing ones in the background). */
+  async storedVectors(database: Database, rows: IndexedMemory[]): Promise<Map<number, Float32Array>> {
     const vectors = new Map<number, Float32Array>();
     if (!this.embedder || rows.length === 0) return vectors;
     const live = rows.filter((r) => !r.deleted);
@@ -31,8 +38,6 @@ export class EmbeddingStore {
         .execute();
       for (const s of stored) vectors.set(s.memory_id, decodeVector(s.vector));
     }
-    const missing = live.filter((r) => !vectors.has(r.id));
-    await this.store(database, projectId, missing, vectors);
     return vectors;
   }
 
@@ -42,9 +47,9 @@ export class EmbeddingStore {
    * (not forgotten or its summary rewritten meanwhile, whose erasure would not see it), checked in
    * the storing transaction under its owner's lock (memoriesHeld).
    */
-  async store(database: Database, projectId: string, rows: IndexedMemory[], into = new Map<number, Float32Array>()): Promise<void> {
+  async store(database: Database, projectId: string, rows: IndexedMemory[], into = new Map<number, Float32Array>(), fresh = false): Promise<void> {
     if (!this.embedder || rows.length === 0) return;
-    const embedded = await this.embed(rows.map((r) => r.text));
+    const embedded = await this.embed(rows.map((r) => r.text), fresh);
     const now = nowIso();
     for (let i = 0; i < rows.length; i += 200) {
       const batch = rows.slice(i, i + 200);
@@ -64,13 +69,42 @@ export class EmbeddingStore {
     rows.forEach((r, i) => into.set(r.id, embedded[i]!));
   }
 
-  /** A provider failure is the caller's 503, not a 500: the request may succeed when it recovers. */
-  private async embed(texts: string[]): Promise<Float32Array[]> {
+  /**
+   * Vectors of texts: those held by the text-hash cache from it, the others (each distinct text
+   * once) in one call to the provider; `fresh`: every text from the provider (a refresh after the
+   * provider's model changed behind the same name). A provider failure is the caller's 503, not a 500: the
+   * request may succeed when it recovers.
+   */
+  private async embed(texts: string[], fresh = false): Promise<Float32Array[]> {
+    const keys = texts.map((t) => createHash('sha256').update(t).digest('base64'));
+    const missing = [...new Map(keys.flatMap((k, i) => (this.byText.has(k) && !fresh ? [] : [[k, texts[i]!] as const]))).entries()];
     try {
-      return await this.embedder!.embed(texts);
+      if (missing.length > 0) {
+        const fresh = await this.embedder!.embed(missing.map(([, text]) => text));
+        missing.forEach(([key], i) => this.remember(key, fresh[i]!));
+      }
+      return keys.map((k) => {
+        const v = this.byText.get(k)!;
+        this.remember(k, v);
+        return v;
+      });
     } catch (error) {
       const detail = error instanceof EmbedderError ? `: ${error.message}` : '';
       throw new AppError('unavailable', `The embedding provider (${this.embedder!.id}) did not answer${detail}`);
+    }
+  }
+
+  /** Forgets the texts' vectors (after a refresh: the provider's vectors may have changed). */
+  forgetTexts(): void {
+    this.byText.clear();
+  }
+
+  private remember(key: string, vector: Float32Array): void {
+    this.byText.delete(key);
+    this.byText.set(key, vector);
+    for (const [oldest] of this.byText) {
+      if (this.byText.size <= this.cachedTexts) break;
+      this.byText.delete(oldest);
     }
   }
 
@@ -79,6 +113,9 @@ export class EmbeddingStore {
     return (await this.embed([text]))[0];
   }
 }
+
+/** Texts whose vectors the text-hash cache holds (4 KB each at 1,024 dimensions). */
+const TEXT_CACHE_ENTRIES = 4096;
 
 export function encodeVector(v: Float32Array): Buffer {
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength);

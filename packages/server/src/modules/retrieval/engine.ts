@@ -62,7 +62,7 @@ export function refreshEmbeddingsJob(database: Database, { embeddings, cache }: 
     let done = 0;
     let batch: IndexedMemory[] = [];
     const flush = async () => {
-      await embeddings.store(database, projectId, batch);
+      await embeddings.store(database, projectId, batch, undefined, true);
       done += batch.length;
       batch = [];
       await job.progress(total === 0 ? 1 : done / total);

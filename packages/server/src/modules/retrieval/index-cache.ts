@@ -28,7 +28,24 @@ interface Entry extends CachedIndex {
   storing?: boolean;
   /** Set while its snapshot is being taken: a change of `meta` tells it first. */
   taking?: SnapshotTaking;
+  /** Memories in the index without their vector yet (being embedded in the background), by id, with the text that is. */
+  awaiting?: Map<number, string>;
 }
+
+/** A memory to embed in the background, for the cached index that waits for it. */
+interface ToEmbed {
+  entry: Entry;
+  key: string;
+  owner?: Owner;
+  projectId: string;
+  row: IndexedMemory;
+  attempts: number;
+}
+
+/** Texts sent to the provider in one call by the background embedding. */
+const EMBED_BATCH = 64;
+/** Tries of a batch before its memories are left without a vector (until the next change or `POST /memory/refresh`). */
+const EMBED_ATTEMPTS = 3;
 
 /** What /metrics reports of the index cache. */
 export interface IndexCacheStats {
@@ -110,8 +127,7 @@ export class IndexCache {
 
   async forOwner(owner: Owner): Promise<CachedIndex> {
     const key = ownerKey(owner);
-    // Snapshots hold the built-in features only: vectors of a remote embedder are read from their table.
-    const snapshots = this.snapshotMinMemories > 0 && this.embeddings.embedder === null;
+    const snapshots = this.snapshotMinMemories > 0;
     return this.use(key, () => revisionOf(this.database.db, owner), async (entry, revision) => {
       if (snapshots && entry.revision === 0 && entry.index.size === 0) {
         const stored = await loadSnapshot(this.database, owner, this.embeddings.id, this.indexOptions);
@@ -121,7 +137,7 @@ export class IndexCache {
         }
       }
       const rows = await changesSince(this.database.db, owner, entry.revision);
-      await this.apply(entry, owner.projectId, rows, { owner });
+      await this.apply(entry, owner.projectId, rows, { owner, key });
       entry.revision = revision;
       entry.unsnapshotted += rows.length;
       if (snapshots) this.maybeStore(key, owner, entry);
@@ -136,7 +152,7 @@ export class IndexCache {
    * many indexes it brought up to date.
    */
   async refreshLargeOwners(): Promise<number> {
-    if (this.snapshotMinMemories === 0 || this.embeddings.embedder !== null) return 0;
+    if (this.snapshotMinMemories === 0) return 0;
     const started = Date.now();
     let refreshed = 0;
     for (const { owner, revision } of await largeOwnersChangedAfter(this.database.db, this.changedAfter, this.snapshotMinMemories)) {
@@ -156,7 +172,8 @@ export class IndexCache {
    */
   private maybeStore(key: string, owner: Owner, entry: Entry): void {
     const size = entry.index.size;
-    if (entry.storing || size < this.snapshotMinMemories) return;
+    // A snapshot is taken once every memory has its vector (one taken before would keep the gap).
+    if (entry.storing || size < this.snapshotMinMemories || (entry.awaiting?.size ?? 0) > 0) return;
     if (entry.snapshotted && entry.unsnapshotted < Math.max(1000, size / 10)) return;
     entry.storing = true;
     setTimeout(() => {
@@ -212,8 +229,9 @@ export class IndexCache {
     });
   }
 
-  /** Drops cached indexes of a project (after an embedder change, say). */
+  /** Drops cached indexes of a project, and the vectors held by text (after an embedder change, say). */
   invalidateProject(projectId: string): void {
+    this.embeddings.forgetTexts();
     for (const [key, entry] of this.entries) {
       if (key.split('\u0000')[1] === projectId) {
         this.entries.delete(key);
@@ -265,11 +283,11 @@ export class IndexCache {
     return entry;
   }
 
-  private async apply(entry: Entry, projectId: string, rows: IndexedMemory[], opts: { owner?: Owner }): Promise<void> {
+  private async apply(entry: Entry, projectId: string, rows: IndexedMemory[], opts: { owner?: Owner; key?: string }): Promise<void> {
     if (rows.length === 0) return;
     const live = rows.filter((r) => !r.deleted);
     const [vectors, feedback] = await Promise.all([
-      this.embeddings.vectorsFor(this.database, projectId, live),
+      this.embeddings.storedVectors(this.database, live),
       feedbackSums(this.database.db, live.map((r) => r.id), opts.owner),
     ]);
     let since = 0;
@@ -284,7 +302,15 @@ export class IndexCache {
       if (row.deleted) {
         entry.index.remove(row.id);
         entry.meta.delete(row.id);
+        entry.awaiting?.delete(row.id);
         continue;
+      }
+      // A memory without a stored vector is searchable by its words now and gets its vector in the background.
+      if (this.embeddings.embedder && !vectors.has(row.id)) {
+        (entry.awaiting ??= new Map()).set(row.id, row.text);
+        this.toEmbed.push({ entry, key: opts.key ?? '', ...(opts.owner ? { owner: opts.owner } : {}), projectId, row, attempts: 0 });
+      } else {
+        entry.awaiting?.delete(row.id);
       }
       const createdAt = Date.parse(row.created_at);
       entry.index.upsert(
@@ -300,6 +326,70 @@ export class IndexCache {
         ...(event ? { event: { from: event.from, to: event.to } } : {}),
       });
     }
+    this.embedSoon();
+  }
+
+  private readonly toEmbed: ToEmbed[] = [];
+  private embedding = false;
+  /** Background embedding: batches embedded (and stored), and failed tries (for /metrics and tests). */
+  readonly embedded = { batches: 0, failures: 0 };
+
+  /**
+   * Embeds the memories waiting for a vector, a batch per provider call, one batch at a time, and
+   * gives each to the cached index still waiting for it with that text (a memory changed or forgotten
+   * meanwhile is not). A failed batch is tried again later, at most EMBED_ATTEMPTS times; the loop
+   * never throws (a provider or database failure is counted and the memories keep their words).
+   */
+  private embedSoon(): void {
+    if (this.embedding || this.toEmbed.length === 0) return;
+    this.embedding = true;
+    void (async () => {
+      while (this.toEmbed.length > 0) {
+        const projectId = this.toEmbed[0]!.projectId;
+        const batch: ToEmbed[] = [];
+        for (let i = 0; i < this.toEmbed.length && batch.length < EMBED_BATCH; ) {
+          const item = this.toEmbed[i]!;
+          const waiting = item.entry.awaiting?.get(item.row.id) === item.row.text;
+          if (!waiting || item.projectId === projectId) {
+            this.toEmbed.splice(i, 1);
+            if (waiting) batch.push(item);
+          } else i++;
+        }
+        if (batch.length === 0) continue;
+        const vectors = new Map<number, Float32Array>();
+        try {
+          await this.embeddings.store(this.database, projectId, batch.map((b) => b.row), vectors);
+          this.embedded.batches++;
+        } catch {
+          this.embedded.failures++;
+          const again = batch.filter((b) => ++b.attempts < EMBED_ATTEMPTS);
+          if (again.length > 0) setTimeout(() => {
+            this.toEmbed.push(...again);
+            this.embedSoon();
+          }, 1000 * again[0]!.attempts).unref();
+          continue;
+        }
+        const done = new Set<Entry>();
+        for (const { entry, row } of batch) {
+          const vector = vectors.get(row.id);
+          if (!vector || entry.awaiting?.get(row.id) !== row.text) continue;
+          entry.index.setVector(row.id, vector);
+          entry.awaiting.delete(row.id);
+          done.add(entry);
+        }
+        for (const item of batch) {
+          if (!done.has(item.entry)) continue;
+          done.delete(item.entry);
+          this.account(item.entry);
+          if (item.owner && this.snapshotMinMemories > 0 && item.entry.awaiting?.size === 0 && this.entries.get(item.key) === item.entry) {
+            this.maybeStore(item.key, item.owner, item.entry);
+          }
+        }
+      }
+    })().finally(() => {
+      this.embedding = false;
+      this.embedSoon();
+    });
   }
 
   private account(entry: Entry): void {

@@ -6,6 +6,7 @@ import { encodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { expectError } from '../../testing/memories.js';
 import { addAll, freshUser, idsOf, query, retrievalConfig, startFakeEmbedder, waitForJob, type FakeEmbedder } from '../../testing/retrieval.js';
+import { until } from '../../testing/until.js';
 
 forEachDialect('POST /memory/refresh and GET /memory/refresh/{job_id}', (dialect) => {
   const t = useTestApp(dialect);
@@ -93,8 +94,12 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     const endUser = freshUser();
     const [hound, car, food] = await addAll(t, ['Rex is my loyal hound', 'I drive an old automobile', 'We had sushi on Friday'], { endUser });
 
-    // No word in common with the hound memory: only the vectors can find it.
-    const found = await query(t, { query: 'canine', explain: true }, { endUser });
+    // No word in common with the hound memory: only the vectors can find it, once they are embedded
+    // (in the background: the first query builds the index from the words at once).
+    const found = await until(async () => {
+      const ranked = await query(t, { query: 'canine', explain: true }, { endUser });
+      return ranked[0]?.id === hound.id && ranked;
+    }, 'the hound memory found by its vector');
     expect(found[0]).toMatchObject({ id: hound.id, explanation: { semantic: expect.any(Number) } });
     for (const other of found.slice(1)) expect(other.explanation.semantic).toBeLessThan(found[0].explanation.semantic);
     expect(found[0].explanation.lexical ?? 0).toBe(0);
@@ -135,14 +140,47 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
       asked();
       await released;
     };
-    const querying = query(t, 'vehicle', { endUser });
+    // The query answers by words at once; the two memories are embedded behind it, in one batch.
+    expect(idsOf(await query(t, 'sedan', { endUser }))).toEqual([kept.id]);
     await embedding;
     expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [gone.id] } })).body).toEqual([gone.id]);
     release();
-    expect(idsOf(await querying)).not.toContain(gone.id);
+    const stored = await until(async () => {
+      const rows = await t.database.db.selectFrom('memory_embeddings').select('memory_id').where('memory_id', 'in', [kept.id, gone.id]).execute();
+      return rows.length > 0 && rows;
+    }, 'the kept memory embedded');
     fake.hold = null;
-    const stored = await t.database.db.selectFrom('memory_embeddings').select('memory_id').where('memory_id', 'in', [kept.id, gone.id]).execute();
     expect(stored.map((r) => r.memory_id)).toEqual([kept.id]);
+    await until(async () => idsOf(await query(t, 'vehicle', { endUser }))[0] === kept.id, 'the kept memory found by its vector');
+  });
+
+  it('keeps an add fast and findable by its words at once, embeds in batches in the background, and embeds a text once', async () => {
+    const endUser = freshUser();
+    const texts = ['My puppy chewed the sofa', 'The sedan needs new tyres', 'Dinner was ramen again', 'Tea in the garden', 'A rainy walk'];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // The provider holds every call with a memory's text: adds and word queries answer meanwhile.
+    fake.hold = async (input) => {
+      if (input.some((text) => texts.includes(text))) await released;
+    };
+    const before = fake.requests.length;
+    const added = await addAll(t, texts, { endUser });
+    expect(idsOf(await query(t, 'sofa', { endUser }))).toEqual([added[0]!.id]);
+    expect(idsOf(await query(t, 'ramen', { endUser }))).toEqual([added[2]!.id]);
+    release();
+    // One call for the five memories (the queries' own texts are embedded one by one, as they come).
+    const calls = () => fake.requests.slice(before).filter((r) => r.input.some((text) => texts.includes(text)));
+    await until(async () => (await query(t, 'canine', { endUser }))[0]?.id === added[0]!.id, 'the puppy memory found by its vector');
+    fake.hold = null;
+    expect(calls()).toHaveLength(1);
+    expect([...calls()[0]!.input].sort()).toEqual([...texts].sort());
+    // The same text for another end user: stored for it too, from the text-hash cache (no call).
+    const other = freshUser();
+    const [again] = await addAll(t, [texts[1]!], { endUser: other });
+    await until(async () => (await query(t, 'automobile', { endUser: other }))[0]?.id === again!.id, 'the copy found by its vector');
+    expect(calls()).toHaveLength(1);
+    const row = await t.database.db.selectFrom('memory_embeddings').select('memory_id').where('memory_id', '=', again!.id).executeTakeFirst();
+    expect(row?.memory_id).toBe(again!.id);
   });
 
   it('embeds a summary rewritten without a forgotten source anew, keeping no vector of its old text', async () => {
@@ -159,16 +197,16 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
       expect(vector).toHaveLength(expected.length);
       vector!.forEach((x, j) => expect(x).toBeCloseTo(expected[j]!, 5));
     };
-    // A query embeds every memory of the end user, the summary included.
+    // A query has every memory of the end user embedded (in the background), the summary included.
     await query(t, 'canine', { endUser });
-    expectVectorOf(await vectorOf(summary.id), summary.text);
+    expectVectorOf(await until(() => vectorOf(summary.id), 'the summary embedded'), summary.text);
 
     expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[2].id] } })).body).toEqual([sources[2].id]);
     const rewritten = (await t.call('GET', `/memory/${summary.id}`, { endUser })).body.text;
     expect(rewritten).not.toContain('sushi');
     expect(await vectorOf(summary.id)).toBeUndefined();
     await query(t, 'canine', { endUser });
-    expectVectorOf(await vectorOf(summary.id), rewritten);
+    expectVectorOf(await until(() => vectorOf(summary.id), 'the rewritten summary embedded'), rewritten);
   });
 });
 

@@ -1,0 +1,80 @@
+/**
+ * The semantic path at scale, in process (issue 53): one index of N memories (LoCoMo sentences
+ * recombined, as bench:latency's) with 512-dimension vectors, LoCoMo questions as queries. Prints
+ * search p50/p99 lexical-only (no query vector: the ceiling to compare with, same run, same index),
+ * with vectors (int8 codes, bounded candidate search) and with every vector scored exactly; the
+ * agreement of the bounded top 10 with the exact top 10; and the vectors' bytes. The vectors are the
+ * built-in hashed embedder's (word and character n-gram features) at 512 dimensions, so texts that
+ * share words and sub-words are near, as a remote model's would be for paraphrases; deterministic.
+ *
+ *   node --import tsx bench/semantic.ts [--sizes 10000,100000] [--rounds 3]
+ */
+import { readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { builtinEmbedder, MemoryIndex } from '../packages/server/src/engine/index.js';
+import { option } from './lib/args.js';
+import { loadConversation, mulberry32 } from './lib/locomo.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const sizes = (option('--sizes') ?? '10000,100000').split(',').map(Number);
+const rounds = Number(option('--rounds') ?? 3);
+const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(here, '../../shared/bench/locomo-dev');
+const convs = readdirSync(dataDir).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(dataDir, f)));
+const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
+const questions = convs.flatMap((c) => c.qa.map((q) => q.question)).slice(0, 600);
+const embedder = builtinEmbedder(512);
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return Math.round(s[Math.min(s.length - 1, Math.floor(p * s.length))]! * 1000) / 1000;
+};
+
+const out: Record<string, unknown> = { dims: 512, questions: questions.length, rounds };
+for (const size of sizes) {
+  const rand = mulberry32(size);
+  const index = new MemoryIndex({ embedder: null });
+  const built = performance.now();
+  const texts = new Set<string>();
+  while (texts.size < size) texts.add(Array.from({ length: 1 + Math.floor(rand() * 3) }, () => sentences[Math.floor(rand() * sentences.length)]).join(' '));
+  let id = 0;
+  for (const text of texts) {
+    id++;
+    index.upsert({ id, text, createdAt: 1_700_000_000_000 + id * 60_000, sessionId: `s${Math.floor(id / 20)}`, importance: 0.5, feedback: 0 }, embedder.embedSync(text));
+  }
+  const buildMs = performance.now() - built;
+  const vectors = questions.map((q) => embedder.embedSync(q));
+  const times: Record<'lexical' | 'bounded' | 'exact', number[]> = { lexical: [], bounded: [], exact: [] };
+  let agree = 0;
+  let asked = 0;
+  for (let r = 0; r < rounds; r++) {
+    questions.forEach((q, i) => {
+      // The three in turn for each question, so that load on the machine falls on all three alike.
+      let t = performance.now();
+      index.search(q, { k: 10 });
+      times.lexical.push(performance.now() - t);
+      t = performance.now();
+      const bounded = index.search(q, { k: 10, queryVector: vectors[i] });
+      times.bounded.push(performance.now() - t);
+      t = performance.now();
+      const exact = index.search(q, { k: 10, queryVector: vectors[i], exactVectors: true });
+      times.exact.push(performance.now() - t);
+      if (r === 0) {
+        const got = new Set(bounded.map((h) => h.id));
+        agree += exact.length ? exact.filter((h) => got.has(h.id)).length / exact.length : 1;
+        asked++;
+      }
+    });
+  }
+  const p50 = { lexical: pct(times.lexical, 0.5), bounded: pct(times.bounded, 0.5), exact: pct(times.exact, 0.5) };
+  out[size] = {
+    build_s: Math.round(buildMs / 100) / 10,
+    p50_ms: p50,
+    p99_ms: { lexical: pct(times.lexical, 0.99), bounded: pct(times.bounded, 0.99), exact: pct(times.exact, 0.99) },
+    bounded_over_lexical_p50: Math.round((p50.bounded / p50.lexical) * 100) / 100,
+    top10_agreement_with_exact: Math.round((agree / asked) * 10000) / 10000,
+    index_bytes: index.approxBytes(),
+  };
+  console.error(JSON.stringify({ [size]: out[size] }));
+}
+console.log(JSON.stringify(out, null, 2));
