@@ -7,7 +7,7 @@ const document = JSON.parse(readFileSync(new URL('../../server/openapi.json', im
 const lines = [];
 for (const [path, operations] of Object.entries(document.paths)) {
   for (const [method, operation] of Object.entries(operations)) {
-    const anonymous = operation.security === undefined ? ', anonymous: true' : '';
+    const anonymous = !operation.security?.length ? ', anonymous: true' : '';
     const idempotent = (operation.parameters ?? []).some((p) => p.in === 'header' && p.name === 'idempotency-key') ? ', idempotent: true' : '';
     lines.push(`  ${operation.operationId}: { method: '${method.toUpperCase()}', path: '${path}'${anonymous}${idempotent} },`);
   }

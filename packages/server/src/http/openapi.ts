@@ -103,7 +103,10 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
         title: 'Engram',
         version: opts.version,
         description: 'Memory service for AI applications: store what end users said and did, and get the right memories back.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      // Relative: the document describes the server that serves it, whatever its public address.
+      servers: [{ url: '/', description: 'The server serving this document' }],
       components: {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
@@ -125,8 +128,10 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
       // Every write takes an Idempotency-Key (http/idempotency.ts); a read sent as POST does not record one.
       const idempotencyKey = WRITES.has(method) && !changesNothing(auth) ? { 'idempotency-key': IDEMPOTENCY_KEY_HEADER } : {};
       if (!auth) {
+        // Public: an explicit empty requirement, so no reader takes it for an operation that forgot its security.
         const headers = { type: 'object', properties: idempotencyKey };
-        return { schema: ('idempotency-key' in idempotencyKey ? { ...documented, headers } : documented) as never, url };
+        const open = { ...documented, security: [] };
+        return { schema: ('idempotency-key' in idempotencyKey ? { ...open, headers } : open) as never, url };
       }
       // Document the credentials and scoping headers once, from the route's auth declaration.
       const accepts = auth.accepts ?? ['api_key'];

@@ -90,7 +90,7 @@ forEachDialect('OpenAPI document', (dialect) => {
     for (const [method, path] of expected) expect(doc.paths[path]?.[method], `${method} ${path}`).toBeDefined();
     expect(doc.paths['/org/projects/{project_id}'].patch.security).toEqual([{ bearer: [] }, { apiKey: [] }]);
     expect(doc.paths['/org/projects'].post.security).toEqual([{ bearer: [] }]);
-    expect(doc.paths['/auth/login'].post.security).toBeUndefined();
+    expect(doc.paths['/auth/login'].post.security).toEqual([]);
     const audit = doc.paths['/admin/team/audit-logs'].get;
     expect(audit.parameters.map((p: { name: string }) => p.name)).toEqual(
       expect.arrayContaining(['actor_id', 'action', 'created_after', 'created_before', 'offset', 'limit']),
