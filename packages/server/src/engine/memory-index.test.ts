@@ -41,6 +41,21 @@ describe('MemoryIndex lexical search', () => {
     expect(many.search('paintr', { k: 10, now: T0 }).length).toBeGreaterThan(0);
   });
 
+  it('finds an instance of the kind a question names (answer types), below a memory naming the kind itself', () => {
+    const violin = doc('My violin lessons start on Monday');
+    const kind = doc('I bought a book about musical instruments');
+    const docs = [violin, kind, doc('The lessons at school were boring'), doc('Monday was rainy')];
+    const search = (answerType: number) => {
+      const idx = new MemoryIndex({ weights: { answerType } });
+      for (const d of docs) idx.upsert(d);
+      return idx.search('Which instruments does she play?', { k: 3, now: T0, explain: true });
+    };
+    expect(search(0).map((h) => h.id)).toEqual([kind.id]);
+    const hits = search(0.2);
+    expect(hits.slice(0, 2).map((h) => h.id)).toEqual([kind.id, violin.id]);
+    expect(hits[1]!.explanation!.lexical).toBeGreaterThan(0);
+  });
+
   it('prefers rarer terms (idf) and returns at most k, best first', () => {
     const docs = [doc('dog dog dog'), doc('dog and cat'), doc('cat'), doc('dog'), doc('axolotl and dog')];
     const idx = build(docs);

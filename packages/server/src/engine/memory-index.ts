@@ -7,6 +7,7 @@ import { builtinEmbedder, dot, type BuiltinEmbedder } from './embedder.js';
 import { parseTemporal } from './temporal.js';
 import { analyze } from './text.js';
 import { VectorIndex } from './vectors.js';
+import { ANSWER_TYPES } from './answer-types.js';
 import { runNow, SnapshotReader, SnapshotWriter, type Steps } from './snapshot.js';
 import type { EngineDoc, Explanation, SearchHit, SearchOptions } from './types.js';
 
@@ -69,6 +70,11 @@ export interface RankingWeights {
    * (`Bm25Field.nearestTerm`), at this fraction of its weight (0 disables).
    */
   typo: number;
+  /**
+   * A question word naming a kind of thing ("instruments", "countries") is also searched as the
+   * instances of it this index holds (answer-types.ts), each at this fraction of its weight (0 disables).
+   */
+  answerType: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -103,6 +109,7 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   expansionDocs: 3,
   expansionTerms: 10,
   typo: 0.5,
+  answerType: 0.2,
   ngram: 0,
   semantic: 0.6,
   time: 0.6,
@@ -685,6 +692,14 @@ export class MemoryIndex {
         if (t.length < TYPO_MIN_CHARS || t.length > TYPO_MAX_CHARS || this.text.df(t) > 0 || this.meta.df(t) > 0) continue;
         const fix = this.text.nearestTerm(t);
         if (fix !== undefined && !qTerms.has(fix)) textTerms.set(fix, (textTerms.get(fix) ?? 0) + n * w.typo);
+      }
+    }
+
+    if (w.answerType > 0) {
+      for (const [t, n] of qTerms) {
+        for (const instance of ANSWER_TYPES.get(t) ?? []) {
+          if (!qTerms.has(instance) && this.text.df(instance) > 0) textTerms.set(instance, (textTerms.get(instance) ?? 0) + n * w.answerType);
+        }
       }
     }
 
