@@ -64,7 +64,7 @@ export interface Config {
   /** An OpenAI-compatible chat-completions endpoint; null: built-in methods only. */
   llm: LlmSettings;
   /** End users whose derived intelligence views (graph, decisions, clusters) one process keeps. */
-  intelligence: { cacheOwners: number };
+  intelligence: { cacheOwners: number; currentFactMaxMemories: number };
   webhooks: {
     /** ENGRAM_WEBHOOK_ALLOW_HOSTS: hosts, addresses or CIDR ranges receivers may use although not public (SSRF exceptions). */
     allowHosts: string[];
@@ -211,7 +211,10 @@ export function loadConfig(env: Env = process.env): Config {
       backgroundFromBytes: integer(env, 'ENGRAM_UPLOAD_BACKGROUND_BYTES', 1024 * 1024, 0, 1024 * 1024 * 1024),
     },
     llm: llmConfig(env),
-    intelligence: { cacheOwners: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_USERS', 1000, 1, 10_000_000) },
+    intelligence: {
+      cacheOwners: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_USERS', 1000, 1, 10_000_000),
+      currentFactMaxMemories: integer(env, 'ENGRAM_CURRENT_FACT_MAX_MEMORIES', 2000, 0, 10_000_000),
+    },
     webhooks: {
       allowHosts: (env.ENGRAM_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
       allowHttp: boolean(env, 'ENGRAM_WEBHOOK_ALLOW_HTTP', false),

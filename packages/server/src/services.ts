@@ -74,7 +74,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   const engine = createRetrieval(database, config.retrieval);
   const intelligence = createIntelligence(database, config.intelligence.cacheOwners);
   // Queries answer the current fact first: the graph reorders what the engine ranked (intelligence/current.ts).
-  const retrieval: RetrievalEngine = { ...engine, retrieval: currentFactsFirst(engine.retrieval, intelligence, database) };
+  const retrieval: RetrievalEngine = { ...engine, retrieval: currentFactsFirst(engine.retrieval, intelligence, database, config.intelligence.currentFactMaxMemories) };
 
   const blobs = openBlobStore(config.blobs, database);
 

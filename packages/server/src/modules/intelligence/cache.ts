@@ -1,6 +1,6 @@
 import type { Extraction } from '../../engine/nlp/index.js';
 import type { Database } from '../../store/database.js';
-import { changesSince, revisionOf, type Owner } from '../memories/index.js';
+import { changesSince, liveMemoryCountOf, revisionOf, type Owner } from '../memories/index.js';
 import { clusterMemories, type Cluster } from './clusters.js';
 import { deriveKnowledge, factIndex, type FactIndex, type Knowledge } from './knowledge.js';
 import { ontologyRevision, type Extractors } from './ontology.js';
@@ -56,6 +56,27 @@ export class IntelligenceCache {
   private readonly entries = new Map<string, Entry>();
 
   constructor(private readonly database: Database, private readonly extractors: Extractors, private readonly maxOwners: number) {}
+
+  /** End users found to have more memories than a caller of forOwnerWithin allowed (not counted again by this process). */
+  private readonly tooLarge = new Set<string>();
+
+  /**
+   * The owner's view, unless the owner has more than `most` memories (null then, and nothing is
+   * extracted): for a caller that may go without it (the current fact first) rather than pay the
+   * first extraction and each revision's replay of a large end user.
+   */
+  async forOwnerWithin(owner: Owner, most: number): Promise<OwnerView | null> {
+    const key = `${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
+    if (this.tooLarge.has(key)) return null;
+    const entry = this.entries.get(key);
+    const size = entry?.view ? entry.items.size : await liveMemoryCountOf(this.database.db, owner);
+    if (size > most) {
+      if (this.tooLarge.size >= this.maxOwners) this.tooLarge.clear();
+      this.tooLarge.add(key);
+      return null;
+    }
+    return this.forOwner(owner);
+  }
 
   async forOwner(owner: Owner): Promise<OwnerView> {
     const key = `${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;

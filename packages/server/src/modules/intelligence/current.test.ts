@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory } from '../../testing/memories.js';
 import { explained, freshUser, query } from '../../testing/retrieval.js';
+import { loadConfig } from '../../config.js';
 
 // Written for this test, after the fact rules and apart from bench/intelligence's sets: an older
 // statement, the newer one that changes it, and a question about the attribute.
@@ -80,5 +81,21 @@ forEachDialect('the current fact first', (dialect) => {
     expect(plain.map((m) => m.id).sort()).toEqual([a, b].sort());
     for (const m of plain) expect(Object.keys(m.explanation)).not.toContain('current_fact');
     expect((await query(t, 'where do I live', { endUser })).map((m) => m.id)).toEqual([berlin, paris]);
+  });
+});
+
+forEachDialect('the current fact first, above ENGRAM_CURRENT_FACT_MAX_MEMORIES', (dialect) => {
+  const t = useTestApp(dialect, () => ({ intelligence: { ...loadConfig({}).intelligence, currentFactMaxMemories: 2 } }));
+
+  it('answers an end user with more memories than the limit as ranked', async () => {
+    const small = freshUser();
+    const paris = (await addMemory(t, 'I live in Paris.', { endUser: small })).id as number;
+    const berlin = (await addMemory(t, 'I moved to Berlin last May.', { endUser: small })).id as number;
+    expect((await query(t, 'where do I live', { endUser: small })).map((m) => m.id)).toEqual([berlin, paris]);
+    const large = freshUser();
+    const old = (await addMemory(t, 'I live in Paris.', { endUser: large })).id as number;
+    await addMemory(t, 'I moved to Berlin last May.', { endUser: large });
+    await addMemory(t, 'We had pizza for dinner.', { endUser: large });
+    expect((await query(t, 'where do I live', { endUser: large })).map((m) => m.id)).toEqual([old]);
   });
 });

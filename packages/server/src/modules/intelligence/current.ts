@@ -136,7 +136,11 @@ export async function currentFirst(
 }
 
 /** The retrieval service with `query` answering the current fact first; everything else as it is. */
-export function currentFactsFirst(inner: RetrievalService, intelligence: Intelligence, database: Database): RetrievalService {
+/**
+ * `mostMemories`: owners with more memories are answered as ranked (ENGRAM_CURRENT_FACT_MAX_MEMORIES:
+ * the graph of a large end user costs a long first extraction and a replay per write).
+ */
+export function currentFactsFirst(inner: RetrievalService, intelligence: Intelligence, database: Database, mostMemories: number): RetrievalService {
   return {
     matching: (...args) => inner.matching(...args),
     retrieve: (...args) => inner.retrieve(...args),
@@ -144,7 +148,8 @@ export function currentFactsFirst(inner: RetrievalService, intelligence: Intelli
     compose: (...args) => inner.compose(...args),
     query: async (owner, input, heldAt) => {
       const ranked = await inner.query(owner, input, heldAt);
-      const view = await intelligence.view(owner);
+      const view = mostMemories > 0 ? await intelligence.viewWithin(owner, mostMemories) : null;
+      if (!view) return ranked;
       return currentFirst(database, owner, view.facts(), input.query, ranked, {
         k: input.k ?? 10, explain: input.explain ?? false, bringIn: input.filters === undefined && input.session_id === undefined,
       });

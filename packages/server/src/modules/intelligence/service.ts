@@ -53,6 +53,11 @@ export class Intelligence {
     return this.cache.forOwner(owner);
   }
 
+  /** The view of an owner with at most `most` memories; null for a larger one (IntelligenceCache.forOwnerWithin). */
+  viewWithin(owner: Owner, most: number): Promise<OwnerView | null> {
+    return this.cache.forOwnerWithin(owner, most);
+  }
+
   async graph(owner: Owner, query: { entity?: string; type?: string; as_of?: string; limit: number }) {
     const view = await this.view(owner);
     const { nodes, edges: all } = view.knowledge();

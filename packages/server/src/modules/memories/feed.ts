@@ -460,6 +460,19 @@ export async function memoryCounts(
 
 
 /** Live memories of these projects, for billing. */
+/** How many live memories one end user has. */
+export async function liveMemoryCountOf(db: Executor, owner: Owner): Promise<number> {
+  const row = await db
+    .selectFrom('memories')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 export async function liveMemoryCount(db: Executor, projectIds: string[]): Promise<number> {
   if (projectIds.length === 0) return 0;
   const row = await db

@@ -1,6 +1,6 @@
 /** The memories module's public face: what other modules, the worker and the CLI may use. */
 export {
-  changesSince, endUsersOf, exportMemories, forgottenSince, largeOwnersChangedAfter, getMemory, liveMemoryCount, liveProjectMemories, listMemories, memoriesByIds, memoriesHeld, memoryCounts, ownerMemoriesAt,
+  changesSince, endUsersOf, exportMemories, forgottenSince, largeOwnersChangedAfter, getMemory, liveMemoryCount, liveMemoryCountOf, liveProjectMemories, listMemories, memoriesByIds, memoriesHeld, memoryCounts, ownerMemoriesAt,
   memoryHistory, projectRevision, revisionOf, summaryBySetKey, type IndexedMemory, type Owner, type ScopedMemory,
   clientRefsOf, countForExport, exportPage, historyOfMemories, liveIdsByClientRef, ownersOfMemories, type ExportFilter, type PortableMemory,
 } from './feed.js';
