@@ -23,138 +23,138 @@ REFRESH_MARGIN_SECONDS = 30
 
 
 class Auth(_Group):
-    def login(self, body: models.PostAuthLoginBody, **params: Any) -> Any: return self._call("postAuthLogin", body=body, **params)
-    def refresh(self, body: models.PostAuthRefreshBody, **params: Any) -> Any: return self._call("postAuthRefresh", body=body, **params)
-    def logout(self, **params: Any) -> Any: return self._call("postAuthLogout", **params)
-    def catalogue(self, **params: Any) -> Any: return self._call("getAuthCatalogue", **params)
-    def change_password(self, body: models.PostAuthPasswordBody, **params: Any) -> Any: return self._call("postAuthPassword", body=body, **params)
-    def reset_password(self, body: models.PostAuthPasswordResetBody, **params: Any) -> Any: return self._call("postAuthPasswordReset", body=body, **params)
+    def login(self, body: models.AuthLoginBody, **params: Any) -> Any: return self._call("auth.login", body=body, **params)
+    def refresh(self, body: models.AuthRefreshBody, **params: Any) -> Any: return self._call("auth.refresh", body=body, **params)
+    def logout(self, **params: Any) -> Any: return self._call("auth.logout", **params)
+    def catalogue(self, **params: Any) -> Any: return self._call("auth.catalogue", **params)
+    def change_password(self, body: models.AuthChangePasswordBody, **params: Any) -> Any: return self._call("auth.changePassword", body=body, **params)
+    def reset_password(self, body: models.AuthResetPasswordBody, **params: Any) -> Any: return self._call("auth.resetPassword", body=body, **params)
 
 
 class Sessions(_Group):
-    def list(self, **params: Any) -> Any: return self._call("getAuthSessions", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getAuthSessions", **params)
-    def revoke(self, session_id: str | int, **params: Any) -> Any: return self._call("postAuthSessionsBySessionIdRevoke", path={"session_id": session_id}, **params)
+    def list(self, **params: Any) -> Any: return self._call("sessions.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("sessions.list", **params)
+    def revoke(self, session_id: str | int, **params: Any) -> Any: return self._call("sessions.revoke", path={"session_id": session_id}, **params)
 
 
 class Organizations(_Group):
-    def create(self, body: models.PostOrganizationsBody, **params: Any) -> Any: return self._call("postOrganizations", body=body, **params)
-    def list(self, **params: Any) -> Any: return self._call("getOrganizations", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getOrganizations", **params)
+    def create(self, body: models.OrganizationsCreateBody, **params: Any) -> Any: return self._call("organizations.create", body=body, **params)
+    def list(self, **params: Any) -> Any: return self._call("organizations.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("organizations.list", **params)
 
 
 class Projects(_Group):
-    def list(self, **params: Any) -> Any: return self._call("getOrgProjects", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getOrgProjects", **params)
-    def create(self, body: models.PostOrgProjectsBody, **params: Any) -> Any: return self._call("postOrgProjects", body=body, **params)
-    def get(self, project_id: str | int, **params: Any) -> Any: return self._call("getOrgProjectsByProjectId", path={"project_id": project_id}, **params)
-    def update(self, project_id: str | int, body: models.PatchOrgProjectsByProjectIdBody, **params: Any) -> Any: return self._call("patchOrgProjectsByProjectId", path={"project_id": project_id}, body=body, **params)
-    def delete(self, project_id: str | int, **params: Any) -> Any: return self._call("deleteOrgProjectsByProjectId", path={"project_id": project_id}, **params)
+    def list(self, **params: Any) -> Any: return self._call("projects.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("projects.list", **params)
+    def create(self, body: models.ProjectsCreateBody, **params: Any) -> Any: return self._call("projects.create", body=body, **params)
+    def get(self, project_id: str | int, **params: Any) -> Any: return self._call("projects.get", path={"project_id": project_id}, **params)
+    def update(self, project_id: str | int, body: models.ProjectsUpdateBody, **params: Any) -> Any: return self._call("projects.update", path={"project_id": project_id}, body=body, **params)
+    def delete(self, project_id: str | int, **params: Any) -> Any: return self._call("projects.delete", path={"project_id": project_id}, **params)
 
 
 class Keys(_Group):
-    def create(self, body: models.PostOrgApiKeysBody, **params: Any) -> Any: return self._call("postOrgApiKeys", body=body, **params)
-    def list(self, **params: Any) -> Any: return self._call("getOrgApiKeys", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getOrgApiKeys", **params)
-    def get(self, key_id: str | int, **params: Any) -> Any: return self._call("getOrgApiKeysByKeyId", path={"key_id": key_id}, **params)
-    def revoke(self, key_id: str | int, **params: Any) -> Any: return self._call("deleteOrgApiKeysByKeyId", path={"key_id": key_id}, **params)
-    def test(self, key_id: str | int, **params: Any) -> Any: return self._call("postOrgApiKeysByKeyIdTest", path={"key_id": key_id}, **params)
-    def bulk_revoke(self, body: models.PostOrgApiKeysBulkRevokeBody, **params: Any) -> Any: return self._call("postOrgApiKeysBulkRevoke", body=body, **params)
+    def create(self, body: models.KeysCreateBody, **params: Any) -> Any: return self._call("keys.create", body=body, **params)
+    def list(self, **params: Any) -> Any: return self._call("keys.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("keys.list", **params)
+    def get(self, key_id: str | int, **params: Any) -> Any: return self._call("keys.get", path={"key_id": key_id}, **params)
+    def revoke(self, key_id: str | int, **params: Any) -> Any: return self._call("keys.revoke", path={"key_id": key_id}, **params)
+    def test(self, key_id: str | int, **params: Any) -> Any: return self._call("keys.test", path={"key_id": key_id}, **params)
+    def bulk_revoke(self, body: models.KeysBulkRevokeBody, **params: Any) -> Any: return self._call("keys.bulkRevoke", body=body, **params)
 
 
 class Audit(_Group):
-    def list(self, **params: Any) -> Any: return self._call("getAdminTeamAuditLogs", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getAdminTeamAuditLogs", **params)
+    def list(self, **params: Any) -> Any: return self._call("audit.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("audit.list", **params)
 
 
 class Billing(_Group):
-    def current_plan(self, **params: Any) -> Any: return self._call("getOrgBillingCurrentPlan", **params)
+    def current_plan(self, **params: Any) -> Any: return self._call("billing.currentPlan", **params)
 
 
 class Webhooks(_Group):
-    def event_types(self, **params: Any) -> Any: return self._call("getOrgWebhooksEventTypes", **params)
-    def create(self, body: models.PostOrgWebhooksBody, **params: Any) -> Any: return self._call("postOrgWebhooks", body=body, **params)
-    def list(self, **params: Any) -> Any: return self._call("getOrgWebhooks", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getOrgWebhooks", **params)
-    def get(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("getOrgWebhooksByEndpointId", path={"endpoint_id": endpoint_id}, **params)
-    def update(self, endpoint_id: str | int, body: models.PatchOrgWebhooksByEndpointIdBody, **params: Any) -> Any: return self._call("patchOrgWebhooksByEndpointId", path={"endpoint_id": endpoint_id}, body=body, **params)
-    def delete(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("deleteOrgWebhooksByEndpointId", path={"endpoint_id": endpoint_id}, **params)
-    def health(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("getOrgWebhooksByEndpointIdHealth", path={"endpoint_id": endpoint_id}, **params)
-    def pause(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdPause", path={"endpoint_id": endpoint_id}, **params)
-    def resume(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdResume", path={"endpoint_id": endpoint_id}, **params)
-    def rotate_secret(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdRotateSecret", path={"endpoint_id": endpoint_id}, **params)
-    def test(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdTest", path={"endpoint_id": endpoint_id}, **params)
-    def replay(self, endpoint_id: str | int, body: models.PostOrgWebhooksByEndpointIdReplayBody, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdReplay", path={"endpoint_id": endpoint_id}, body=body, **params)
-    def deliveries(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("getOrgWebhooksByEndpointIdDeliveries", path={"endpoint_id": endpoint_id}, **params)
-    def deliveries_all(self, endpoint_id: str | int, **params: Any) -> Any: return self._pages("getOrgWebhooksByEndpointIdDeliveries", path={"endpoint_id": endpoint_id}, **params)
-    def delivery(self, endpoint_id: str | int, delivery_id: str | int, **params: Any) -> Any: return self._call("getOrgWebhooksByEndpointIdDeliveriesByDeliveryId", path={"endpoint_id": endpoint_id, "delivery_id": delivery_id}, **params)
-    def retry_delivery(self, endpoint_id: str | int, delivery_id: str | int, **params: Any) -> Any: return self._call("postOrgWebhooksByEndpointIdDeliveriesByDeliveryIdRetry", path={"endpoint_id": endpoint_id, "delivery_id": delivery_id}, **params)
+    def event_types(self, **params: Any) -> Any: return self._call("webhooks.eventTypes", **params)
+    def create(self, body: models.WebhooksCreateBody, **params: Any) -> Any: return self._call("webhooks.create", body=body, **params)
+    def list(self, **params: Any) -> Any: return self._call("webhooks.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("webhooks.list", **params)
+    def get(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("webhooks.get", path={"endpoint_id": endpoint_id}, **params)
+    def update(self, endpoint_id: str | int, body: models.WebhooksUpdateBody, **params: Any) -> Any: return self._call("webhooks.update", path={"endpoint_id": endpoint_id}, body=body, **params)
+    def delete(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("webhooks.delete", path={"endpoint_id": endpoint_id}, **params)
+    def health(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("webhooks.health", path={"endpoint_id": endpoint_id}, **params)
+    def pause(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("webhooks.pause", path={"endpoint_id": endpoint_id}, **params)
+    def resume(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("webhooks.resume", path={"endpoint_id": endpoint_id}, **params)
+    def rotate_secret(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("webhooks.rotateSecret", path={"endpoint_id": endpoint_id}, **params)
+    def test(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("webhooks.test", path={"endpoint_id": endpoint_id}, **params)
+    def replay(self, endpoint_id: str | int, body: models.WebhooksReplayBody, **params: Any) -> Any: return self._call("webhooks.replay", path={"endpoint_id": endpoint_id}, body=body, **params)
+    def deliveries(self, endpoint_id: str | int, **params: Any) -> Any: return self._call("webhooks.deliveries", path={"endpoint_id": endpoint_id}, **params)
+    def deliveries_all(self, endpoint_id: str | int, **params: Any) -> Any: return self._pages("webhooks.deliveries", path={"endpoint_id": endpoint_id}, **params)
+    def delivery(self, endpoint_id: str | int, delivery_id: str | int, **params: Any) -> Any: return self._call("webhooks.delivery", path={"endpoint_id": endpoint_id, "delivery_id": delivery_id}, **params)
+    def retry_delivery(self, endpoint_id: str | int, delivery_id: str | int, **params: Any) -> Any: return self._call("webhooks.retryDelivery", path={"endpoint_id": endpoint_id, "delivery_id": delivery_id}, **params)
 
 
 class Exports(_Group):
-    def create(self, body: models.PostExportsBody, **params: Any) -> Any: return self._call("postExports", body=body, **params)
-    def list(self, **params: Any) -> Any: return self._call("getExports", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getExports", **params)
-    def get(self, id: str | int, **params: Any) -> Any: return self._call("getExportsById", path={"id": id}, **params)
-    def delete(self, id: str | int, **params: Any) -> Any: return self._call("deleteExportsById", path={"id": id}, **params)
-    def cancel(self, id: str | int, **params: Any) -> Any: return self._call("postExportsByIdCancel", path={"id": id}, **params)
-    def download(self, id: str | int, **params: Any) -> Any: return self._client.transport.download("getExportsByIdDownload", path={"id": id}, **params)
+    def create(self, body: models.ExportsCreateBody, **params: Any) -> Any: return self._call("exports.create", body=body, **params)
+    def list(self, **params: Any) -> Any: return self._call("exports.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("exports.list", **params)
+    def get(self, id: str | int, **params: Any) -> Any: return self._call("exports.get", path={"id": id}, **params)
+    def delete(self, id: str | int, **params: Any) -> Any: return self._call("exports.delete", path={"id": id}, **params)
+    def cancel(self, id: str | int, **params: Any) -> Any: return self._call("exports.cancel", path={"id": id}, **params)
+    def download(self, id: str | int, **params: Any) -> Any: return self._client.transport.download("exports.download", path={"id": id}, **params)
 
 
 class Imports(_Group):
-    def create(self, file: bytes | BinaryIO, **params: Any) -> Any: return self._call("postImports", content=file, content_type="application/octet-stream", **params)
-    def list(self, **params: Any) -> Any: return self._call("getImports", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getImports", **params)
-    def get(self, id: str | int, **params: Any) -> Any: return self._call("getImportsById", path={"id": id}, **params)
-    def cancel(self, id: str | int, **params: Any) -> Any: return self._call("postImportsByIdCancel", path={"id": id}, **params)
+    def create(self, file: bytes | BinaryIO, **params: Any) -> Any: return self._call("imports.create", content=file, content_type="application/octet-stream", **params)
+    def list(self, **params: Any) -> Any: return self._call("imports.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("imports.list", **params)
+    def get(self, id: str | int, **params: Any) -> Any: return self._call("imports.get", path={"id": id}, **params)
+    def cancel(self, id: str | int, **params: Any) -> Any: return self._call("imports.cancel", path={"id": id}, **params)
 
 
 class Members(_Group):
-    def invite(self, body: models.PostOrgInvitationsBody, **params: Any) -> Any: return self._call("postOrgInvitations", body=body, **params)
-    def accept_invitation(self, body: models.PostInvitationsAcceptBody, **params: Any) -> Any: return self._call("postInvitationsAccept", body=body, **params)
-    def invitations(self, **params: Any) -> Any: return self._call("getOrgInvitations", **params)
-    def all_invitations(self, **params: Any) -> Any: return self._pages("getOrgInvitations", **params)
-    def revoke_invitation(self, invitation_id: str | int, **params: Any) -> Any: return self._call("deleteOrgInvitationsByInvitationId", path={"invitation_id": invitation_id}, **params)
-    def list(self, **params: Any) -> Any: return self._call("getOrgMembers", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getOrgMembers", **params)
-    def get(self, user_id: str | int, **params: Any) -> Any: return self._call("getOrgMembersByUserId", path={"user_id": user_id}, **params)
-    def update(self, user_id: str | int, body: models.PatchOrgMembersByUserIdBody, **params: Any) -> Any: return self._call("patchOrgMembersByUserId", path={"user_id": user_id}, body=body, **params)
-    def remove(self, user_id: str | int, **params: Any) -> Any: return self._call("deleteOrgMembersByUserId", path={"user_id": user_id}, **params)
-    def password_reset_link(self, user_id: str | int, **params: Any) -> Any: return self._call("postOrgMembersByUserIdPasswordReset", path={"user_id": user_id}, **params)
+    def invite(self, body: models.MembersInviteBody, **params: Any) -> Any: return self._call("members.invite", body=body, **params)
+    def accept_invitation(self, body: models.MembersAcceptInvitationBody, **params: Any) -> Any: return self._call("members.acceptInvitation", body=body, **params)
+    def invitations(self, **params: Any) -> Any: return self._call("members.invitations", **params)
+    def all_invitations(self, **params: Any) -> Any: return self._pages("members.invitations", **params)
+    def revoke_invitation(self, invitation_id: str | int, **params: Any) -> Any: return self._call("members.revokeInvitation", path={"invitation_id": invitation_id}, **params)
+    def list(self, **params: Any) -> Any: return self._call("members.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("members.list", **params)
+    def get(self, user_id: str | int, **params: Any) -> Any: return self._call("members.get", path={"user_id": user_id}, **params)
+    def update(self, user_id: str | int, body: models.MembersUpdateBody, **params: Any) -> Any: return self._call("members.update", path={"user_id": user_id}, body=body, **params)
+    def remove(self, user_id: str | int, **params: Any) -> Any: return self._call("members.remove", path={"user_id": user_id}, **params)
+    def password_reset_link(self, user_id: str | int, **params: Any) -> Any: return self._call("members.passwordResetLink", path={"user_id": user_id}, **params)
 
 
 class Connectors(_Group):
-    def providers(self, **params: Any) -> Any: return self._call("getConnectorsProviders", **params)
-    def provider(self, provider: str | int, **params: Any) -> Any: return self._call("getConnectorsProvidersByProvider", path={"provider": provider}, **params)
-    def create(self, body: models.PostConnectorsConnectionsBody, **params: Any) -> Any: return self._call("postConnectorsConnections", body=body, **params)
-    def list(self, **params: Any) -> Any: return self._call("getConnectorsConnections", **params)
-    def list_all(self, **params: Any) -> Any: return self._pages("getConnectorsConnections", **params)
-    def get(self, connection_id: str | int, **params: Any) -> Any: return self._call("getConnectorsConnectionsByConnectionId", path={"connection_id": connection_id}, **params)
-    def update(self, connection_id: str | int, body: models.PatchConnectorsConnectionsByConnectionIdBody, **params: Any) -> Any: return self._call("patchConnectorsConnectionsByConnectionId", path={"connection_id": connection_id}, body=body, **params)
-    def remove(self, connection_id: str | int, **params: Any) -> Any: return self._call("deleteConnectorsConnectionsByConnectionId", path={"connection_id": connection_id}, **params)
-    def repair(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdRepair", path={"connection_id": connection_id}, **params)
-    def authorize(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdAuthorize", path={"connection_id": connection_id}, **params)
-    def complete_authorization(self, connection_id: str | int, body: models.PostConnectorsConnectionsByConnectionIdCallbackBody, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdCallback", path={"connection_id": connection_id}, body=body, **params)
-    def purge(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdPurge", path={"connection_id": connection_id}, **params)
-    def configuration(self, connection_id: str | int, **params: Any) -> Any: return self._call("getConnectorsConnectionsByConnectionIdConfiguration", path={"connection_id": connection_id}, **params)
-    def set_configuration(self, connection_id: str | int, body: models.PutConnectorsConnectionsByConnectionIdConfigurationBody, **params: Any) -> Any: return self._call("putConnectorsConnectionsByConnectionIdConfiguration", path={"connection_id": connection_id}, body=body, **params)
-    def sync(self, connection_id: str | int, **params: Any) -> Any: return self._call("postConnectorsConnectionsByConnectionIdSync", path={"connection_id": connection_id}, **params)
-    def syncs(self, connection_id: str | int, **params: Any) -> Any: return self._call("getConnectorsConnectionsByConnectionIdSyncs", path={"connection_id": connection_id}, **params)
-    def syncs_all(self, connection_id: str | int, **params: Any) -> Any: return self._pages("getConnectorsConnectionsByConnectionIdSyncs", path={"connection_id": connection_id}, **params)
-    def get_sync(self, sync_id: str | int, **params: Any) -> Any: return self._call("getConnectorsSyncsBySyncId", path={"sync_id": sync_id}, **params)
-    def cancel_sync(self, sync_id: str | int, **params: Any) -> Any: return self._call("postConnectorsSyncsBySyncIdCancel", path={"sync_id": sync_id}, **params)
-    def objects(self, connection_id: str | int, **params: Any) -> Any: return self._call("getConnectorsConnectionsByConnectionIdObjects", path={"connection_id": connection_id}, **params)
-    def objects_all(self, connection_id: str | int, **params: Any) -> Any: return self._pages("getConnectorsConnectionsByConnectionIdObjects", path={"connection_id": connection_id}, **params)
-    def insights(self, **params: Any) -> Any: return self._call("getConnectorsInsights", **params)
+    def providers(self, **params: Any) -> Any: return self._call("connectors.providers", **params)
+    def provider(self, provider: str | int, **params: Any) -> Any: return self._call("connectors.provider", path={"provider": provider}, **params)
+    def create(self, body: models.ConnectorsCreateBody, **params: Any) -> Any: return self._call("connectors.create", body=body, **params)
+    def list(self, **params: Any) -> Any: return self._call("connectors.list", **params)
+    def list_all(self, **params: Any) -> Any: return self._pages("connectors.list", **params)
+    def get(self, connection_id: str | int, **params: Any) -> Any: return self._call("connectors.get", path={"connection_id": connection_id}, **params)
+    def update(self, connection_id: str | int, body: models.ConnectorsUpdateBody, **params: Any) -> Any: return self._call("connectors.update", path={"connection_id": connection_id}, body=body, **params)
+    def remove(self, connection_id: str | int, **params: Any) -> Any: return self._call("connectors.remove", path={"connection_id": connection_id}, **params)
+    def repair(self, connection_id: str | int, **params: Any) -> Any: return self._call("connectors.repair", path={"connection_id": connection_id}, **params)
+    def authorize(self, connection_id: str | int, **params: Any) -> Any: return self._call("connectors.authorize", path={"connection_id": connection_id}, **params)
+    def complete_authorization(self, connection_id: str | int, body: models.ConnectorsCompleteAuthorizationBody, **params: Any) -> Any: return self._call("connectors.completeAuthorization", path={"connection_id": connection_id}, body=body, **params)
+    def purge(self, connection_id: str | int, **params: Any) -> Any: return self._call("connectors.purge", path={"connection_id": connection_id}, **params)
+    def configuration(self, connection_id: str | int, **params: Any) -> Any: return self._call("connectors.configuration", path={"connection_id": connection_id}, **params)
+    def set_configuration(self, connection_id: str | int, body: models.ConnectorsSetConfigurationBody, **params: Any) -> Any: return self._call("connectors.setConfiguration", path={"connection_id": connection_id}, body=body, **params)
+    def sync(self, connection_id: str | int, **params: Any) -> Any: return self._call("connectors.sync", path={"connection_id": connection_id}, **params)
+    def syncs(self, connection_id: str | int, **params: Any) -> Any: return self._call("connectors.syncs", path={"connection_id": connection_id}, **params)
+    def syncs_all(self, connection_id: str | int, **params: Any) -> Any: return self._pages("connectors.syncs", path={"connection_id": connection_id}, **params)
+    def get_sync(self, sync_id: str | int, **params: Any) -> Any: return self._call("connectors.getSync", path={"sync_id": sync_id}, **params)
+    def cancel_sync(self, sync_id: str | int, **params: Any) -> Any: return self._call("connectors.cancelSync", path={"sync_id": sync_id}, **params)
+    def objects(self, connection_id: str | int, **params: Any) -> Any: return self._call("connectors.objects", path={"connection_id": connection_id}, **params)
+    def objects_all(self, connection_id: str | int, **params: Any) -> Any: return self._pages("connectors.objects", path={"connection_id": connection_id}, **params)
+    def insights(self, **params: Any) -> Any: return self._call("connectors.insights", **params)
 
 
 class Integrations(_Group):
-    def list(self, **params: Any) -> Any: return self._call("getIntegrations", **params)
-    def enable(self, provider: str | int, **params: Any) -> Any: return self._call("postIntegrationsByProviderEnable", path={"provider": provider}, **params)
-    def disable(self, provider: str | int, **params: Any) -> Any: return self._call("postIntegrationsByProviderDisable", path={"provider": provider}, **params)
-    def overview(self, **params: Any) -> Any: return self._call("getIntegrationsOverview", **params)
-    def set_oauth_client(self, provider: str, body: models.PutIntegrationsByProviderOauthClientBody, **params: Any) -> Any: return self._call("putIntegrationsByProviderOauthClient", path={"provider": provider}, body=body, **params)
-    def remove_oauth_client(self, provider: str, **params: Any) -> Any: return self._call("deleteIntegrationsByProviderOauthClient", path={"provider": provider}, **params)
+    def list(self, **params: Any) -> Any: return self._call("integrations.list", **params)
+    def enable(self, provider: str | int, **params: Any) -> Any: return self._call("integrations.enable", path={"provider": provider}, **params)
+    def disable(self, provider: str | int, **params: Any) -> Any: return self._call("integrations.disable", path={"provider": provider}, **params)
+    def overview(self, **params: Any) -> Any: return self._call("integrations.overview", **params)
+    def set_oauth_client(self, provider: str, body: models.IntegrationsSetOAuthClientBody, **params: Any) -> Any: return self._call("integrations.setOAuthClient", path={"provider": provider}, body=body, **params)
+    def remove_oauth_client(self, provider: str, **params: Any) -> Any: return self._call("integrations.removeOAuthClient", path={"provider": provider}, **params)
 
 
 class _ControlPlane(_Plane):
@@ -221,7 +221,7 @@ class ControlClient(_ControlPlane):
     def sign_in(self, email: str, password: str, *, scopes: list[str] | None = None, **params: Any) -> dict[str, Any]:
         """Signs in; later calls carry the session's tokens (refreshed as needed)."""
         body = {"email": email, "password": password, **({"scopes": scopes} if scopes else {})}
-        tokens = self.anonymous.call("postAuthLogin", body=body, **params)
+        tokens = self.anonymous.call("auth.login", body=body, **params)
         self._use_tokens(tokens, True)
         return tokens
 
@@ -238,7 +238,7 @@ class ControlClient(_ControlPlane):
             if not current:
                 return False
             try:
-                self._use_tokens(self.anonymous.call("postAuthRefresh", body={"refresh_token": current["refresh_token"]}), True)
+                self._use_tokens(self.anonymous.call("auth.refresh", body={"refresh_token": current["refresh_token"]}), True)
                 return True
             except EngramError:
                 return False
@@ -276,7 +276,7 @@ class AsyncControlClient(_ControlPlane):
 
     async def sign_in(self, email: str, password: str, *, scopes: list[str] | None = None, **params: Any) -> dict[str, Any]:
         body = {"email": email, "password": password, **({"scopes": scopes} if scopes else {})}
-        tokens = await self.anonymous.call("postAuthLogin", body=body, **params)
+        tokens = await self.anonymous.call("auth.login", body=body, **params)
         self._use_tokens(tokens, True)
         return tokens
 
@@ -293,7 +293,7 @@ class AsyncControlClient(_ControlPlane):
             if not current:
                 return False
             try:
-                self._use_tokens(await self.anonymous.call("postAuthRefresh", body={"refresh_token": current["refresh_token"]}), True)
+                self._use_tokens(await self.anonymous.call("auth.refresh", body={"refresh_token": current["refresh_token"]}), True)
                 return True
             except EngramError:
                 return False

@@ -16,64 +16,64 @@ BULK_SIZE = 50
 
 
 class Health(_Group):
-    def live(self, **params: Any) -> Any: return self._call("getHealthz", **params)
-    def ready(self, **params: Any) -> Any: return self._call("getReadyz", **params)
+    def live(self, **params: Any) -> Any: return self._call("health.live", **params)
+    def ready(self, **params: Any) -> Any: return self._call("health.ready", **params)
 
 
 class Memories(_Group):
-    def add(self, body: models.PostMemoryAddBody, **params: Any) -> Any: return self._call("postMemoryAdd", body=body, **params)
-    def bulk_add(self, body: models.PostMemoryBulkAddBody, **params: Any) -> Any: return self._call("postMemoryBulkAdd", body=body, **params)
-    def export(self, **params: Any) -> Any: return self._call("getMemoryExport", **params)
-    def batch_update(self, body: models.PostMemoryBatchUpdateBody, **params: Any) -> Any: return self._call("postMemoryBatchUpdate", body=body, **params)
-    def forget(self, body: models.DeleteMemoryForgetBody, **params: Any) -> Any: return self._call("deleteMemoryForget", body=body, **params)
-    def forget_end_user(self, end_user_id: str | int, **params: Any) -> Any: return self._call("deleteMemoryUserByEndUserId", path={"end_user_id": end_user_id}, **params)
-    def get(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryId", path={"memory_id": memory_id}, **params)
-    def update(self, memory_id: str | int, body: models.PatchMemoryByMemoryIdBody, **params: Any) -> Any: return self._call("patchMemoryByMemoryId", path={"memory_id": memory_id}, body=body, **params)
-    def history(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryIdHistory", path={"memory_id": memory_id}, **params)
-    def upload(self, file: bytes | str | BinaryIO, filename: str, **params: Any) -> Any: return self._call("postMemoryUpload", files={"file": (filename, file)}, **params)
+    def add(self, body: models.MemoriesAddBody, **params: Any) -> Any: return self._call("memories.add", body=body, **params)
+    def bulk_add(self, body: models.MemoriesBulkAddBody, **params: Any) -> Any: return self._call("memories.bulkAdd", body=body, **params)
+    def export(self, **params: Any) -> Any: return self._call("memories.export", **params)
+    def batch_update(self, body: models.MemoriesBatchUpdateBody, **params: Any) -> Any: return self._call("memories.batchUpdate", body=body, **params)
+    def forget(self, body: models.MemoriesForgetBody, **params: Any) -> Any: return self._call("memories.forget", body=body, **params)
+    def forget_end_user(self, end_user_id: str | int, **params: Any) -> Any: return self._call("memories.forgetEndUser", path={"end_user_id": end_user_id}, **params)
+    def get(self, memory_id: str | int, **params: Any) -> Any: return self._call("memories.get", path={"memory_id": memory_id}, **params)
+    def update(self, memory_id: str | int, body: models.MemoriesUpdateBody, **params: Any) -> Any: return self._call("memories.update", path={"memory_id": memory_id}, body=body, **params)
+    def history(self, memory_id: str | int, **params: Any) -> Any: return self._call("memories.history", path={"memory_id": memory_id}, **params)
+    def upload(self, file: bytes | str | BinaryIO, filename: str, **params: Any) -> Any: return self._call("memories.upload", files={"file": (filename, file)}, **params)
     def add_many(self, items: list[dict[str, Any]], **params: Any) -> Any: return self._client._add_many(items, **params)
-    def upload_job(self, job_id: str | int, **params: Any) -> Any: return self._call("getMemoryUploadByJobId", path={"job_id": job_id}, **params)
-    def query(self, body: models.PostMemoryQueryBody, **params: Any) -> Any: return self._call("postMemoryQuery", body=body, **params)
-    def retrieve(self, body: models.PostMemoryRetrieveBody, **params: Any) -> Any: return self._call("postMemoryRetrieve", body=body, **params)
-    def search(self, body: models.PostMemorySearchBody, **params: Any) -> Any: return self._call("postMemorySearch", body=body, **params)
-    def compose(self, body: models.PostMemoryComposeBody, **params: Any) -> Any: return self._call("postMemoryCompose", body=body, **params)
-    def refresh_embeddings(self, **params: Any) -> Any: return self._call("postMemoryRefresh", **params)
-    def refresh_job(self, job_id: str | int, **params: Any) -> Any: return self._call("getMemoryRefreshByJobId", path={"job_id": job_id}, **params)
-    def summarize(self, body: models.PostMemorySummarizeBody, **params: Any) -> Any: return self._call("postMemorySummarize", body=body, **params)
-    def synthesize(self, body: models.PostMemorySynthesizeBody, **params: Any) -> Any: return self._call("postMemorySynthesize", body=body, **params)
+    def upload_job(self, job_id: str | int, **params: Any) -> Any: return self._call("memories.uploadJob", path={"job_id": job_id}, **params)
+    def query(self, body: models.MemoriesQueryBody, **params: Any) -> Any: return self._call("memories.query", body=body, **params)
+    def retrieve(self, body: models.MemoriesRetrieveBody, **params: Any) -> Any: return self._call("memories.retrieve", body=body, **params)
+    def search(self, body: models.MemoriesSearchBody, **params: Any) -> Any: return self._call("memories.search", body=body, **params)
+    def compose(self, body: models.MemoriesComposeBody, **params: Any) -> Any: return self._call("memories.compose", body=body, **params)
+    def refresh_embeddings(self, **params: Any) -> Any: return self._call("memories.refreshEmbeddings", **params)
+    def refresh_job(self, job_id: str | int, **params: Any) -> Any: return self._call("memories.refreshJob", path={"job_id": job_id}, **params)
+    def summarize(self, body: models.MemoriesSummarizeBody, **params: Any) -> Any: return self._call("memories.summarize", body=body, **params)
+    def synthesize(self, body: models.MemoriesSynthesizeBody, **params: Any) -> Any: return self._call("memories.synthesize", body=body, **params)
 
 
 class Feedback(_Group):
-    def add(self, memory_id: str | int, body: models.PostMemoryByMemoryIdFeedbackBody, **params: Any) -> Any: return self._call("postMemoryByMemoryIdFeedback", path={"memory_id": memory_id}, body=body, **params)
-    def list(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryIdFeedback", path={"memory_id": memory_id}, **params)
-    def delete(self, memory_id: str | int, feedback_id: str | int, **params: Any) -> Any: return self._call("deleteMemoryByMemoryIdFeedbackByFeedbackId", path={"memory_id": memory_id, "feedback_id": feedback_id}, **params)
+    def add(self, memory_id: str | int, body: models.FeedbackAddBody, **params: Any) -> Any: return self._call("feedback.add", path={"memory_id": memory_id}, body=body, **params)
+    def list(self, memory_id: str | int, **params: Any) -> Any: return self._call("feedback.list", path={"memory_id": memory_id}, **params)
+    def delete(self, memory_id: str | int, feedback_id: str | int, **params: Any) -> Any: return self._call("feedback.delete", path={"memory_id": memory_id, "feedback_id": feedback_id}, **params)
 
 
 class Relations(_Group):
-    def create(self, body: models.PostMemoryRelationsBody, **params: Any) -> Any: return self._call("postMemoryRelations", body=body, **params)
-    def list(self, memory_id: str | int, **params: Any) -> Any: return self._call("getMemoryByMemoryIdRelations", path={"memory_id": memory_id}, **params)
-    def delete(self, relation_id: str | int, **params: Any) -> Any: return self._call("deleteMemoryRelationsByRelationId", path={"relation_id": relation_id}, **params)
+    def create(self, body: models.RelationsCreateBody, **params: Any) -> Any: return self._call("relations.create", body=body, **params)
+    def list(self, memory_id: str | int, **params: Any) -> Any: return self._call("relations.list", path={"memory_id": memory_id}, **params)
+    def delete(self, relation_id: str | int, **params: Any) -> Any: return self._call("relations.delete", path={"relation_id": relation_id}, **params)
 
 
 class Intelligence(_Group):
-    def ontology(self, **params: Any) -> Any: return self._call("getMemoryOntology", **params)
-    def replace_ontology(self, body: models.PutMemoryOntologyBody, **params: Any) -> Any: return self._call("putMemoryOntology", body=body, **params)
-    def graph(self, **params: Any) -> Any: return self._call("getMemoryGraph", **params)
-    def clusters(self, **params: Any) -> Any: return self._call("getMemoryClusters", **params)
-    def decisions(self, **params: Any) -> Any: return self._call("getMemoryDecisions", **params)
-    def decisions_all(self, **params: Any) -> Any: return self._pages("getMemoryDecisions", **params)
-    def resolve_decision(self, decision_id: str | int, body: models.PostMemoryDecisionByDecisionIdResolveBody, **params: Any) -> Any: return self._call("postMemoryDecisionByDecisionIdResolve", path={"decision_id": decision_id}, body=body, **params)
-    def report(self, **params: Any) -> Any: return self._call("getMemoryIntelligence", **params)
-    def stats(self, **params: Any) -> Any: return self._call("getMemoryKnowledgeStats", **params)
+    def ontology(self, **params: Any) -> Any: return self._call("intelligence.ontology", **params)
+    def replace_ontology(self, body: models.IntelligenceReplaceOntologyBody, **params: Any) -> Any: return self._call("intelligence.replaceOntology", body=body, **params)
+    def graph(self, **params: Any) -> Any: return self._call("intelligence.graph", **params)
+    def clusters(self, **params: Any) -> Any: return self._call("intelligence.clusters", **params)
+    def decisions(self, **params: Any) -> Any: return self._call("intelligence.decisions", **params)
+    def decisions_all(self, **params: Any) -> Any: return self._pages("intelligence.decisions", **params)
+    def resolve_decision(self, decision_id: str | int, body: models.IntelligenceResolveDecisionBody, **params: Any) -> Any: return self._call("intelligence.resolveDecision", path={"decision_id": decision_id}, body=body, **params)
+    def report(self, **params: Any) -> Any: return self._call("intelligence.report", **params)
+    def stats(self, **params: Any) -> Any: return self._call("intelligence.stats", **params)
 
 
 class V1(_Group):
     """The /v1 conversation plane (tenant_id and user_id in the body or query)."""
-    def add_turn(self, body: models.PostV1MemoryAddTurnBody, **params: Any) -> Any: return self._call("postV1MemoryAddTurn", body=body, **params)
-    def recall(self, body: models.PostV1MemoryRecallBody, **params: Any) -> Any: return self._call("postV1MemoryRecall", body=body, **params)
-    def status(self, **params: Any) -> Any: return self._call("getV1MemoryStatus", **params)
-    def memories(self, **params: Any) -> Any: return self._call("getV1MemoryMemories", **params)
-    def memories_all(self, **params: Any) -> Any: return self._pages("getV1MemoryMemories", **params)
+    def add_turn(self, body: models.V1AddTurnBody, **params: Any) -> Any: return self._call("v1.addTurn", body=body, **params)
+    def recall(self, body: models.V1RecallBody, **params: Any) -> Any: return self._call("v1.recall", body=body, **params)
+    def status(self, **params: Any) -> Any: return self._call("v1.status", **params)
+    def memories(self, **params: Any) -> Any: return self._call("v1.memories", **params)
+    def memories_all(self, **params: Any) -> Any: return self._pages("v1.memories", **params)
 
 
 class _ServicePlane(_Plane):
@@ -114,7 +114,7 @@ class ServiceClient(_ServicePlane):
         for start in range(0, len(items), BULK_SIZE):
             batch = items[start:start + BULK_SIZE]
             try:
-                _merge(outcome, start, batch, self._call("postMemoryBulkAdd", body=batch, **params), None)
+                _merge(outcome, start, batch, self._call("memories.bulkAdd", body=batch, **params), None)
             except EngramError as error:
                 _merge(outcome, start, batch, None, error)
         return outcome
@@ -147,7 +147,7 @@ class AsyncServiceClient(_ServicePlane):
         for start in range(0, len(items), BULK_SIZE):
             batch = items[start:start + BULK_SIZE]
             try:
-                _merge(outcome, start, batch, await self._call("postMemoryBulkAdd", body=batch, **params), None)
+                _merge(outcome, start, batch, await self._call("memories.bulkAdd", body=batch, **params), None)
             except EngramError as error:
                 _merge(outcome, start, batch, None, error)
         return outcome

@@ -2,7 +2,7 @@ import { OPERATIONS } from './generated/operations.js';
 import { type Body, type CallOptions, type Input, type OperationId, type Query, type RequestBody, type Result, Transport, type TransportOptions } from './transport.js';
 
 /** A signed-in session: what POST /auth/login and POST /auth/refresh answer. */
-export type Tokens = Result<'postAuthLogin'>;
+export type Tokens = Result<'auth.login'>;
 
 export interface ControlClientOptions extends TransportOptions {
   /** Tokens of an earlier sign-in (e.g. stored by onTokens); or call signIn. */
@@ -48,7 +48,7 @@ export class ControlClient {
   /** Signs in with e-mail and password; later calls carry the session's tokens. */
   async signIn(email: string, password: string, options?: { scopes?: string[] } & CallOptions): Promise<Tokens> {
     const { scopes, ...call } = options ?? {};
-    const tokens = await this.anonymous.call('postAuthLogin', { body: { email, password, ...(scopes ? { scopes } : {}) } }, call);
+    const tokens = await this.anonymous.call('auth.login', { body: { email, password, ...(scopes ? { scopes } : {}) } }, call);
     this.useTokens(tokens, true);
     return tokens;
   }
@@ -80,7 +80,7 @@ export class ControlClient {
   private refresh(): Promise<boolean> {
     const current = this.tokens;
     if (!current) return Promise.resolve(false);
-    this.refreshing ??= this.anonymous.call('postAuthRefresh', { body: { refresh_token: current.refresh_token } })
+    this.refreshing ??= this.anonymous.call('auth.refresh', { body: { refresh_token: current.refresh_token } })
       .then((tokens) => {
         this.useTokens(tokens, true);
         return true;
@@ -90,140 +90,140 @@ export class ControlClient {
   }
 
   readonly auth = {
-    login: (body: Body<'postAuthLogin'>, options?: CallOptions) => this.call('postAuthLogin', { body }, options),
-    refresh: (body: Body<'postAuthRefresh'>, options?: CallOptions) => this.call('postAuthRefresh', { body }, options),
-    logout: (options?: CallOptions) => this.call('postAuthLogout', {}, options),
-    catalogue: (options?: CallOptions) => this.call('getAuthCatalogue', {}, options),
-    changePassword: (body: Body<'postAuthPassword'>, options?: CallOptions) => this.call('postAuthPassword', { body }, options),
-    resetPassword: (body: Body<'postAuthPasswordReset'>, options?: CallOptions) => this.call('postAuthPasswordReset', { body }, options),
+    login: (body: Body<'auth.login'>, options?: CallOptions) => this.call('auth.login', { body }, options),
+    refresh: (body: Body<'auth.refresh'>, options?: CallOptions) => this.call('auth.refresh', { body }, options),
+    logout: (options?: CallOptions) => this.call('auth.logout', {}, options),
+    catalogue: (options?: CallOptions) => this.call('auth.catalogue', {}, options),
+    changePassword: (body: Body<'auth.changePassword'>, options?: CallOptions) => this.call('auth.changePassword', { body }, options),
+    resetPassword: (body: Body<'auth.resetPassword'>, options?: CallOptions) => this.call('auth.resetPassword', { body }, options),
   };
 
   readonly sessions = {
-    list: (query: Query<'getAuthSessions'> = {}, options?: CallOptions) => this.call('getAuthSessions', { query }, options),
-    listAll: (query: Query<'getAuthSessions'> = {}, options?: CallOptions) => this.transport.pages('getAuthSessions', { query }, this.scoped(options)),
-    revoke: (sessionId: string | number, options?: CallOptions) => this.call('postAuthSessionsBySessionIdRevoke', { path: { session_id: sessionId } }, options),
+    list: (query: Query<'sessions.list'> = {}, options?: CallOptions) => this.call('sessions.list', { query }, options),
+    listAll: (query: Query<'sessions.list'> = {}, options?: CallOptions) => this.transport.pages('sessions.list', { query }, this.scoped(options)),
+    revoke: (sessionId: string | number, options?: CallOptions) => this.call('sessions.revoke', { path: { session_id: sessionId } }, options),
   };
 
   readonly organizations = {
-    create: (body: Body<'postOrganizations'>, options?: CallOptions) => this.call('postOrganizations', { body }, options),
-    list: (query: Query<'getOrganizations'> = {}, options?: CallOptions) => this.call('getOrganizations', { query }, options),
-    listAll: (query: Query<'getOrganizations'> = {}, options?: CallOptions) => this.transport.pages('getOrganizations', { query }, this.scoped(options)),
+    create: (body: Body<'organizations.create'>, options?: CallOptions) => this.call('organizations.create', { body }, options),
+    list: (query: Query<'organizations.list'> = {}, options?: CallOptions) => this.call('organizations.list', { query }, options),
+    listAll: (query: Query<'organizations.list'> = {}, options?: CallOptions) => this.transport.pages('organizations.list', { query }, this.scoped(options)),
   };
 
   readonly projects = {
-    list: (query: Query<'getOrgProjects'> = {}, options?: CallOptions) => this.call('getOrgProjects', { query }, options),
-    listAll: (query: Query<'getOrgProjects'> = {}, options?: CallOptions) => this.transport.pages('getOrgProjects', { query }, this.scoped(options)),
-    create: (body: Body<'postOrgProjects'>, options?: CallOptions) => this.call('postOrgProjects', { body }, options),
-    get: (projectId: string | number, options?: CallOptions) => this.call('getOrgProjectsByProjectId', { path: { project_id: projectId } }, options),
-    update: (projectId: string | number, body: Body<'patchOrgProjectsByProjectId'>, options?: CallOptions) => this.call('patchOrgProjectsByProjectId', { path: { project_id: projectId }, body }, options),
-    delete: (projectId: string | number, options?: CallOptions) => this.call('deleteOrgProjectsByProjectId', { path: { project_id: projectId } }, options),
+    list: (query: Query<'projects.list'> = {}, options?: CallOptions) => this.call('projects.list', { query }, options),
+    listAll: (query: Query<'projects.list'> = {}, options?: CallOptions) => this.transport.pages('projects.list', { query }, this.scoped(options)),
+    create: (body: Body<'projects.create'>, options?: CallOptions) => this.call('projects.create', { body }, options),
+    get: (projectId: string | number, options?: CallOptions) => this.call('projects.get', { path: { project_id: projectId } }, options),
+    update: (projectId: string | number, body: Body<'projects.update'>, options?: CallOptions) => this.call('projects.update', { path: { project_id: projectId }, body }, options),
+    delete: (projectId: string | number, options?: CallOptions) => this.call('projects.delete', { path: { project_id: projectId } }, options),
   };
 
   readonly keys = {
-    create: (body: Body<'postOrgApiKeys'>, options?: CallOptions) => this.call('postOrgApiKeys', { body }, options),
-    list: (query: Query<'getOrgApiKeys'> = {}, options?: CallOptions) => this.call('getOrgApiKeys', { query }, options),
-    listAll: (query: Query<'getOrgApiKeys'> = {}, options?: CallOptions) => this.transport.pages('getOrgApiKeys', { query }, this.scoped(options)),
-    get: (keyId: string | number, options?: CallOptions) => this.call('getOrgApiKeysByKeyId', { path: { key_id: keyId } }, options),
-    revoke: (keyId: string | number, options?: CallOptions) => this.call('deleteOrgApiKeysByKeyId', { path: { key_id: keyId } }, options),
-    test: (keyId: string | number, options?: CallOptions) => this.call('postOrgApiKeysByKeyIdTest', { path: { key_id: keyId } }, options),
-    bulkRevoke: (body: Body<'postOrgApiKeysBulkRevoke'>, options?: CallOptions) => this.call('postOrgApiKeysBulkRevoke', { body }, options),
+    create: (body: Body<'keys.create'>, options?: CallOptions) => this.call('keys.create', { body }, options),
+    list: (query: Query<'keys.list'> = {}, options?: CallOptions) => this.call('keys.list', { query }, options),
+    listAll: (query: Query<'keys.list'> = {}, options?: CallOptions) => this.transport.pages('keys.list', { query }, this.scoped(options)),
+    get: (keyId: string | number, options?: CallOptions) => this.call('keys.get', { path: { key_id: keyId } }, options),
+    revoke: (keyId: string | number, options?: CallOptions) => this.call('keys.revoke', { path: { key_id: keyId } }, options),
+    test: (keyId: string | number, options?: CallOptions) => this.call('keys.test', { path: { key_id: keyId } }, options),
+    bulkRevoke: (body: Body<'keys.bulkRevoke'>, options?: CallOptions) => this.call('keys.bulkRevoke', { body }, options),
   };
 
   readonly audit = {
-    list: (query: Query<'getAdminTeamAuditLogs'> = {}, options?: CallOptions) => this.call('getAdminTeamAuditLogs', { query }, options),
-    listAll: (query: Query<'getAdminTeamAuditLogs'> = {}, options?: CallOptions) => this.transport.pages('getAdminTeamAuditLogs', { query }, this.scoped(options)),
+    list: (query: Query<'audit.list'> = {}, options?: CallOptions) => this.call('audit.list', { query }, options),
+    listAll: (query: Query<'audit.list'> = {}, options?: CallOptions) => this.transport.pages('audit.list', { query }, this.scoped(options)),
   };
 
   readonly billing = {
-    currentPlan: (options?: CallOptions) => this.call('getOrgBillingCurrentPlan', {}, options),
+    currentPlan: (options?: CallOptions) => this.call('billing.currentPlan', {}, options),
   };
 
   readonly webhooks = {
-    eventTypes: (options?: CallOptions) => this.call('getOrgWebhooksEventTypes', {}, options),
-    create: (body: Body<'postOrgWebhooks'>, options?: CallOptions) => this.call('postOrgWebhooks', { body }, options),
-    list: (query: Query<'getOrgWebhooks'> = {}, options?: CallOptions) => this.call('getOrgWebhooks', { query }, options),
-    listAll: (query: Query<'getOrgWebhooks'> = {}, options?: CallOptions) => this.transport.pages('getOrgWebhooks', { query }, this.scoped(options)),
-    get: (endpointId: string | number, options?: CallOptions) => this.call('getOrgWebhooksByEndpointId', { path: { endpoint_id: endpointId } }, options),
-    update: (endpointId: string | number, body: Body<'patchOrgWebhooksByEndpointId'>, options?: CallOptions) => this.call('patchOrgWebhooksByEndpointId', { path: { endpoint_id: endpointId }, body }, options),
-    delete: (endpointId: string | number, options?: CallOptions) => this.call('deleteOrgWebhooksByEndpointId', { path: { endpoint_id: endpointId } }, options),
-    health: (endpointId: string | number, options?: CallOptions) => this.call('getOrgWebhooksByEndpointIdHealth', { path: { endpoint_id: endpointId } }, options),
-    pause: (endpointId: string | number, options?: CallOptions) => this.call('postOrgWebhooksByEndpointIdPause', { path: { endpoint_id: endpointId } }, options),
-    resume: (endpointId: string | number, options?: CallOptions) => this.call('postOrgWebhooksByEndpointIdResume', { path: { endpoint_id: endpointId } }, options),
-    rotateSecret: (endpointId: string | number, options?: CallOptions) => this.call('postOrgWebhooksByEndpointIdRotateSecret', { path: { endpoint_id: endpointId } }, options),
-    test: (endpointId: string | number, options?: CallOptions) => this.call('postOrgWebhooksByEndpointIdTest', { path: { endpoint_id: endpointId } }, options),
-    replay: (endpointId: string | number, body: Body<'postOrgWebhooksByEndpointIdReplay'>, options?: CallOptions) => this.call('postOrgWebhooksByEndpointIdReplay', { path: { endpoint_id: endpointId }, body }, options),
-    deliveries: (endpointId: string | number, query: Query<'getOrgWebhooksByEndpointIdDeliveries'> = {}, options?: CallOptions) => this.call('getOrgWebhooksByEndpointIdDeliveries', { path: { endpoint_id: endpointId }, query }, options),
-    deliveriesAll: (endpointId: string | number, query: Query<'getOrgWebhooksByEndpointIdDeliveries'> = {}, options?: CallOptions) => this.transport.pages('getOrgWebhooksByEndpointIdDeliveries', { path: { endpoint_id: endpointId }, query }, this.scoped(options)),
-    delivery: (endpointId: string | number, deliveryId: string | number, options?: CallOptions) => this.call('getOrgWebhooksByEndpointIdDeliveriesByDeliveryId', { path: { endpoint_id: endpointId, delivery_id: deliveryId } }, options),
-    retryDelivery: (endpointId: string | number, deliveryId: string | number, options?: CallOptions) => this.call('postOrgWebhooksByEndpointIdDeliveriesByDeliveryIdRetry', { path: { endpoint_id: endpointId, delivery_id: deliveryId } }, options),
+    eventTypes: (options?: CallOptions) => this.call('webhooks.eventTypes', {}, options),
+    create: (body: Body<'webhooks.create'>, options?: CallOptions) => this.call('webhooks.create', { body }, options),
+    list: (query: Query<'webhooks.list'> = {}, options?: CallOptions) => this.call('webhooks.list', { query }, options),
+    listAll: (query: Query<'webhooks.list'> = {}, options?: CallOptions) => this.transport.pages('webhooks.list', { query }, this.scoped(options)),
+    get: (endpointId: string | number, options?: CallOptions) => this.call('webhooks.get', { path: { endpoint_id: endpointId } }, options),
+    update: (endpointId: string | number, body: Body<'webhooks.update'>, options?: CallOptions) => this.call('webhooks.update', { path: { endpoint_id: endpointId }, body }, options),
+    delete: (endpointId: string | number, options?: CallOptions) => this.call('webhooks.delete', { path: { endpoint_id: endpointId } }, options),
+    health: (endpointId: string | number, options?: CallOptions) => this.call('webhooks.health', { path: { endpoint_id: endpointId } }, options),
+    pause: (endpointId: string | number, options?: CallOptions) => this.call('webhooks.pause', { path: { endpoint_id: endpointId } }, options),
+    resume: (endpointId: string | number, options?: CallOptions) => this.call('webhooks.resume', { path: { endpoint_id: endpointId } }, options),
+    rotateSecret: (endpointId: string | number, options?: CallOptions) => this.call('webhooks.rotateSecret', { path: { endpoint_id: endpointId } }, options),
+    test: (endpointId: string | number, options?: CallOptions) => this.call('webhooks.test', { path: { endpoint_id: endpointId } }, options),
+    replay: (endpointId: string | number, body: Body<'webhooks.replay'>, options?: CallOptions) => this.call('webhooks.replay', { path: { endpoint_id: endpointId }, body }, options),
+    deliveries: (endpointId: string | number, query: Query<'webhooks.deliveries'> = {}, options?: CallOptions) => this.call('webhooks.deliveries', { path: { endpoint_id: endpointId }, query }, options),
+    deliveriesAll: (endpointId: string | number, query: Query<'webhooks.deliveries'> = {}, options?: CallOptions) => this.transport.pages('webhooks.deliveries', { path: { endpoint_id: endpointId }, query }, this.scoped(options)),
+    delivery: (endpointId: string | number, deliveryId: string | number, options?: CallOptions) => this.call('webhooks.delivery', { path: { endpoint_id: endpointId, delivery_id: deliveryId } }, options),
+    retryDelivery: (endpointId: string | number, deliveryId: string | number, options?: CallOptions) => this.call('webhooks.retryDelivery', { path: { endpoint_id: endpointId, delivery_id: deliveryId } }, options),
   };
 
   readonly exports = {
-    create: (body: Body<'postExports'>, options?: CallOptions) => this.call('postExports', { body }, options),
-    list: (query: Query<'getExports'> = {}, options?: CallOptions) => this.call('getExports', { query }, options),
-    listAll: (query: Query<'getExports'> = {}, options?: CallOptions) => this.transport.pages('getExports', { query }, this.scoped(options)),
-    get: (id: string | number, options?: CallOptions) => this.call('getExportsById', { path: { id } }, options),
-    delete: (id: string | number, options?: CallOptions) => this.call('deleteExportsById', { path: { id } }, options),
-    cancel: (id: string | number, options?: CallOptions) => this.call('postExportsByIdCancel', { path: { id } }, options),
+    create: (body: Body<'exports.create'>, options?: CallOptions) => this.call('exports.create', { body }, options),
+    list: (query: Query<'exports.list'> = {}, options?: CallOptions) => this.call('exports.list', { query }, options),
+    listAll: (query: Query<'exports.list'> = {}, options?: CallOptions) => this.transport.pages('exports.list', { query }, this.scoped(options)),
+    get: (id: string | number, options?: CallOptions) => this.call('exports.get', { path: { id } }, options),
+    delete: (id: string | number, options?: CallOptions) => this.call('exports.delete', { path: { id } }, options),
+    cancel: (id: string | number, options?: CallOptions) => this.call('exports.cancel', { path: { id } }, options),
     /** The artifact, chunk by chunk; a lost connection resumes where it stopped (Range). */
-    download: (id: string | number, options?: CallOptions) => this.transport.download('getExportsByIdDownload', { path: { id } }, this.scoped(options)),
+    download: (id: string | number, options?: CallOptions) => this.transport.download('exports.download', { path: { id } }, this.scoped(options)),
   };
 
   readonly imports = {
     /** Imports a file: an Engram export (jsonl or json, optionally gzipped) or a Mem0 export. */
-    create: (file: Blob | Uint8Array | string, query: Query<'postImports'> = {}, options?: CallOptions) => this.call('postImports', { query, raw: { body: file as RequestBody, contentType: 'application/octet-stream' } }, options),
-    list: (query: Query<'getImports'> = {}, options?: CallOptions) => this.call('getImports', { query }, options),
-    listAll: (query: Query<'getImports'> = {}, options?: CallOptions) => this.transport.pages('getImports', { query }, this.scoped(options)),
-    get: (id: string | number, options?: CallOptions) => this.call('getImportsById', { path: { id } }, options),
-    cancel: (id: string | number, options?: CallOptions) => this.call('postImportsByIdCancel', { path: { id } }, options),
+    create: (file: Blob | Uint8Array | string, query: Query<'imports.create'> = {}, options?: CallOptions) => this.call('imports.create', { query, raw: { body: file as RequestBody, contentType: 'application/octet-stream' } }, options),
+    list: (query: Query<'imports.list'> = {}, options?: CallOptions) => this.call('imports.list', { query }, options),
+    listAll: (query: Query<'imports.list'> = {}, options?: CallOptions) => this.transport.pages('imports.list', { query }, this.scoped(options)),
+    get: (id: string | number, options?: CallOptions) => this.call('imports.get', { path: { id } }, options),
+    cancel: (id: string | number, options?: CallOptions) => this.call('imports.cancel', { path: { id } }, options),
   };
 
   readonly members = {
-    invite: (body: Body<'postOrgInvitations'>, options?: CallOptions) => this.call('postOrgInvitations', { body }, options),
-    acceptInvitation: (body: Body<'postInvitationsAccept'>, options?: CallOptions) => this.call('postInvitationsAccept', { body }, options),
-    invitations: (query: Query<'getOrgInvitations'> = {}, options?: CallOptions) => this.call('getOrgInvitations', { query }, options),
-    allInvitations: (query: Query<'getOrgInvitations'> = {}, options?: CallOptions) => this.transport.pages('getOrgInvitations', { query }, this.scoped(options)),
-    revokeInvitation: (invitationId: string | number, options?: CallOptions) => this.call('deleteOrgInvitationsByInvitationId', { path: { invitation_id: invitationId } }, options),
-    list: (query: Query<'getOrgMembers'> = {}, options?: CallOptions) => this.call('getOrgMembers', { query }, options),
-    listAll: (query: Query<'getOrgMembers'> = {}, options?: CallOptions) => this.transport.pages('getOrgMembers', { query }, this.scoped(options)),
-    get: (userId: string | number, options?: CallOptions) => this.call('getOrgMembersByUserId', { path: { user_id: userId } }, options),
-    update: (userId: string | number, body: Body<'patchOrgMembersByUserId'>, options?: CallOptions) => this.call('patchOrgMembersByUserId', { path: { user_id: userId }, body }, options),
-    remove: (userId: string | number, options?: CallOptions) => this.call('deleteOrgMembersByUserId', { path: { user_id: userId } }, options),
-    passwordResetLink: (userId: string | number, options?: CallOptions) => this.call('postOrgMembersByUserIdPasswordReset', { path: { user_id: userId } }, options),
+    invite: (body: Body<'members.invite'>, options?: CallOptions) => this.call('members.invite', { body }, options),
+    acceptInvitation: (body: Body<'members.acceptInvitation'>, options?: CallOptions) => this.call('members.acceptInvitation', { body }, options),
+    invitations: (query: Query<'members.invitations'> = {}, options?: CallOptions) => this.call('members.invitations', { query }, options),
+    allInvitations: (query: Query<'members.invitations'> = {}, options?: CallOptions) => this.transport.pages('members.invitations', { query }, this.scoped(options)),
+    revokeInvitation: (invitationId: string | number, options?: CallOptions) => this.call('members.revokeInvitation', { path: { invitation_id: invitationId } }, options),
+    list: (query: Query<'members.list'> = {}, options?: CallOptions) => this.call('members.list', { query }, options),
+    listAll: (query: Query<'members.list'> = {}, options?: CallOptions) => this.transport.pages('members.list', { query }, this.scoped(options)),
+    get: (userId: string | number, options?: CallOptions) => this.call('members.get', { path: { user_id: userId } }, options),
+    update: (userId: string | number, body: Body<'members.update'>, options?: CallOptions) => this.call('members.update', { path: { user_id: userId }, body }, options),
+    remove: (userId: string | number, options?: CallOptions) => this.call('members.remove', { path: { user_id: userId } }, options),
+    passwordResetLink: (userId: string | number, options?: CallOptions) => this.call('members.passwordResetLink', { path: { user_id: userId } }, options),
   };
 
   readonly connectors = {
-    providers: (options?: CallOptions) => this.call('getConnectorsProviders', {}, options),
-    provider: (provider: string | number, options?: CallOptions) => this.call('getConnectorsProvidersByProvider', { path: { provider } }, options),
-    create: (body: Body<'postConnectorsConnections'>, options?: CallOptions) => this.call('postConnectorsConnections', { body }, options),
-    list: (query: Query<'getConnectorsConnections'> = {}, options?: CallOptions) => this.call('getConnectorsConnections', { query }, options),
-    listAll: (query: Query<'getConnectorsConnections'> = {}, options?: CallOptions) => this.transport.pages('getConnectorsConnections', { query }, this.scoped(options)),
-    get: (connectionId: string | number, options?: CallOptions) => this.call('getConnectorsConnectionsByConnectionId', { path: { connection_id: connectionId } }, options),
-    update: (connectionId: string | number, body: Body<'patchConnectorsConnectionsByConnectionId'>, options?: CallOptions) => this.call('patchConnectorsConnectionsByConnectionId', { path: { connection_id: connectionId }, body }, options),
-    remove: (connectionId: string | number, options?: CallOptions) => this.call('deleteConnectorsConnectionsByConnectionId', { path: { connection_id: connectionId } }, options),
-    repair: (connectionId: string | number, options?: CallOptions) => this.call('postConnectorsConnectionsByConnectionIdRepair', { path: { connection_id: connectionId } }, options),
-    authorize: (connectionId: string | number, options?: CallOptions) => this.call('postConnectorsConnectionsByConnectionIdAuthorize', { path: { connection_id: connectionId } }, options),
-    completeAuthorization: (connectionId: string | number, body: Body<'postConnectorsConnectionsByConnectionIdCallback'>, options?: CallOptions) => this.call('postConnectorsConnectionsByConnectionIdCallback', { path: { connection_id: connectionId }, body }, options),
-    purge: (connectionId: string | number, options?: CallOptions) => this.call('postConnectorsConnectionsByConnectionIdPurge', { path: { connection_id: connectionId } }, options),
-    configuration: (connectionId: string | number, options?: CallOptions) => this.call('getConnectorsConnectionsByConnectionIdConfiguration', { path: { connection_id: connectionId } }, options),
-    setConfiguration: (connectionId: string | number, body: Body<'putConnectorsConnectionsByConnectionIdConfiguration'>, options?: CallOptions) => this.call('putConnectorsConnectionsByConnectionIdConfiguration', { path: { connection_id: connectionId }, body }, options),
-    sync: (connectionId: string | number, options?: CallOptions) => this.call('postConnectorsConnectionsByConnectionIdSync', { path: { connection_id: connectionId } }, options),
-    syncs: (connectionId: string | number, query: Query<'getConnectorsConnectionsByConnectionIdSyncs'> = {}, options?: CallOptions) => this.call('getConnectorsConnectionsByConnectionIdSyncs', { path: { connection_id: connectionId }, query }, options),
-    syncsAll: (connectionId: string | number, query: Query<'getConnectorsConnectionsByConnectionIdSyncs'> = {}, options?: CallOptions) => this.transport.pages('getConnectorsConnectionsByConnectionIdSyncs', { path: { connection_id: connectionId }, query }, this.scoped(options)),
-    getSync: (syncId: string | number, options?: CallOptions) => this.call('getConnectorsSyncsBySyncId', { path: { sync_id: syncId } }, options),
-    cancelSync: (syncId: string | number, options?: CallOptions) => this.call('postConnectorsSyncsBySyncIdCancel', { path: { sync_id: syncId } }, options),
-    objects: (connectionId: string | number, query: Query<'getConnectorsConnectionsByConnectionIdObjects'> = {}, options?: CallOptions) => this.call('getConnectorsConnectionsByConnectionIdObjects', { path: { connection_id: connectionId }, query }, options),
-    objectsAll: (connectionId: string | number, query: Query<'getConnectorsConnectionsByConnectionIdObjects'> = {}, options?: CallOptions) => this.transport.pages('getConnectorsConnectionsByConnectionIdObjects', { path: { connection_id: connectionId }, query }, this.scoped(options)),
-    insights: (options?: CallOptions) => this.call('getConnectorsInsights', {}, options),
+    providers: (options?: CallOptions) => this.call('connectors.providers', {}, options),
+    provider: (provider: string | number, options?: CallOptions) => this.call('connectors.provider', { path: { provider } }, options),
+    create: (body: Body<'connectors.create'>, options?: CallOptions) => this.call('connectors.create', { body }, options),
+    list: (query: Query<'connectors.list'> = {}, options?: CallOptions) => this.call('connectors.list', { query }, options),
+    listAll: (query: Query<'connectors.list'> = {}, options?: CallOptions) => this.transport.pages('connectors.list', { query }, this.scoped(options)),
+    get: (connectionId: string | number, options?: CallOptions) => this.call('connectors.get', { path: { connection_id: connectionId } }, options),
+    update: (connectionId: string | number, body: Body<'connectors.update'>, options?: CallOptions) => this.call('connectors.update', { path: { connection_id: connectionId }, body }, options),
+    remove: (connectionId: string | number, options?: CallOptions) => this.call('connectors.remove', { path: { connection_id: connectionId } }, options),
+    repair: (connectionId: string | number, options?: CallOptions) => this.call('connectors.repair', { path: { connection_id: connectionId } }, options),
+    authorize: (connectionId: string | number, options?: CallOptions) => this.call('connectors.authorize', { path: { connection_id: connectionId } }, options),
+    completeAuthorization: (connectionId: string | number, body: Body<'connectors.completeAuthorization'>, options?: CallOptions) => this.call('connectors.completeAuthorization', { path: { connection_id: connectionId }, body }, options),
+    purge: (connectionId: string | number, options?: CallOptions) => this.call('connectors.purge', { path: { connection_id: connectionId } }, options),
+    configuration: (connectionId: string | number, options?: CallOptions) => this.call('connectors.configuration', { path: { connection_id: connectionId } }, options),
+    setConfiguration: (connectionId: string | number, body: Body<'connectors.setConfiguration'>, options?: CallOptions) => this.call('connectors.setConfiguration', { path: { connection_id: connectionId }, body }, options),
+    sync: (connectionId: string | number, options?: CallOptions) => this.call('connectors.sync', { path: { connection_id: connectionId } }, options),
+    syncs: (connectionId: string | number, query: Query<'connectors.syncs'> = {}, options?: CallOptions) => this.call('connectors.syncs', { path: { connection_id: connectionId }, query }, options),
+    syncsAll: (connectionId: string | number, query: Query<'connectors.syncs'> = {}, options?: CallOptions) => this.transport.pages('connectors.syncs', { path: { connection_id: connectionId }, query }, this.scoped(options)),
+    getSync: (syncId: string | number, options?: CallOptions) => this.call('connectors.getSync', { path: { sync_id: syncId } }, options),
+    cancelSync: (syncId: string | number, options?: CallOptions) => this.call('connectors.cancelSync', { path: { sync_id: syncId } }, options),
+    objects: (connectionId: string | number, query: Query<'connectors.objects'> = {}, options?: CallOptions) => this.call('connectors.objects', { path: { connection_id: connectionId }, query }, options),
+    objectsAll: (connectionId: string | number, query: Query<'connectors.objects'> = {}, options?: CallOptions) => this.transport.pages('connectors.objects', { path: { connection_id: connectionId }, query }, this.scoped(options)),
+    insights: (options?: CallOptions) => this.call('connectors.insights', {}, options),
   };
 
   readonly integrations = {
-    list: (options?: CallOptions) => this.call('getIntegrations', {}, options),
-    enable: (provider: string | number, options?: CallOptions) => this.call('postIntegrationsByProviderEnable', { path: { provider } }, options),
-    disable: (provider: string | number, options?: CallOptions) => this.call('postIntegrationsByProviderDisable', { path: { provider } }, options),
-    overview: (options?: CallOptions) => this.call('getIntegrationsOverview', {}, options),
-    setOAuthClient: (provider: string | number, body: Body<'putIntegrationsByProviderOauthClient'>, options?: CallOptions) => this.call('putIntegrationsByProviderOauthClient', { path: { provider }, body }, options),
-    removeOAuthClient: (provider: string | number, options?: CallOptions) => this.call('deleteIntegrationsByProviderOauthClient', { path: { provider } }, options),
+    list: (options?: CallOptions) => this.call('integrations.list', {}, options),
+    enable: (provider: string | number, options?: CallOptions) => this.call('integrations.enable', { path: { provider } }, options),
+    disable: (provider: string | number, options?: CallOptions) => this.call('integrations.disable', { path: { provider } }, options),
+    overview: (options?: CallOptions) => this.call('integrations.overview', {}, options),
+    setOAuthClient: (provider: string | number, body: Body<'integrations.setOAuthClient'>, options?: CallOptions) => this.call('integrations.setOAuthClient', { path: { provider }, body }, options),
+    removeOAuthClient: (provider: string | number, options?: CallOptions) => this.call('integrations.removeOAuthClient', { path: { provider } }, options),
   };
 }
 

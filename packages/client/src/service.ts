@@ -7,7 +7,7 @@ export type Memory = components['schemas']['Memory'];
 /** The outcome of addMany: totals and one result per item, indexed as the items were given. */
 export interface AddManyResult {
   totals: { created: number; skipped: number; failed: number };
-  results: Array<Result<'postMemoryBulkAdd'>['results'][number]>;
+  results: Array<Result<'memories.bulkAdd'>['results'][number]>;
 }
 
 export interface ServiceClientOptions extends TransportOptions {
@@ -53,7 +53,7 @@ export class ServiceClient {
     for (let start = 0; start < items.length; start += BULK_SIZE) {
       const batch = items.slice(start, start + BULK_SIZE);
       try {
-        const answer = await this.call('postMemoryBulkAdd', { body: batch }, options);
+        const answer = await this.call('memories.bulkAdd', { body: batch }, options);
         for (const result of answer.results) {
           outcome.results.push({ ...result, index: start + result.index });
           outcome.totals[result.status]++;
@@ -71,65 +71,65 @@ export class ServiceClient {
   }
 
   readonly health = {
-    live: (options?: CallOptions) => this.call('getHealthz', {}, options),
-    ready: (options?: CallOptions) => this.call('getReadyz', {}, options),
+    live: (options?: CallOptions) => this.call('health.live', {}, options),
+    ready: (options?: CallOptions) => this.call('health.ready', {}, options),
   };
 
   readonly memories = {
-    add: (body: Body<'postMemoryAdd'>, options?: CallOptions) => this.call('postMemoryAdd', { body }, options),
-    bulkAdd: (body: Body<'postMemoryBulkAdd'>, options?: CallOptions) => this.call('postMemoryBulkAdd', { body }, options),
-    export: (options?: CallOptions) => this.call('getMemoryExport', {}, options),
-    batchUpdate: (body: Body<'postMemoryBatchUpdate'>, options?: CallOptions) => this.call('postMemoryBatchUpdate', { body }, options),
-    forget: (body: Body<'deleteMemoryForget'>, options?: CallOptions) => this.call('deleteMemoryForget', { body }, options),
-    forgetEndUser: (endUserId: string | number, options?: CallOptions) => this.call('deleteMemoryUserByEndUserId', { path: { end_user_id: endUserId } }, options),
-    get: (memoryId: string | number, options?: CallOptions) => this.call('getMemoryByMemoryId', { path: { memory_id: memoryId } }, options),
-    update: (memoryId: string | number, body: Body<'patchMemoryByMemoryId'>, options?: CallOptions) => this.call('patchMemoryByMemoryId', { path: { memory_id: memoryId }, body }, options),
-    history: (memoryId: string | number, options?: CallOptions) => this.call('getMemoryByMemoryIdHistory', { path: { memory_id: memoryId } }, options),
+    add: (body: Body<'memories.add'>, options?: CallOptions) => this.call('memories.add', { body }, options),
+    bulkAdd: (body: Body<'memories.bulkAdd'>, options?: CallOptions) => this.call('memories.bulkAdd', { body }, options),
+    export: (options?: CallOptions) => this.call('memories.export', {}, options),
+    batchUpdate: (body: Body<'memories.batchUpdate'>, options?: CallOptions) => this.call('memories.batchUpdate', { body }, options),
+    forget: (body: Body<'memories.forget'>, options?: CallOptions) => this.call('memories.forget', { body }, options),
+    forgetEndUser: (endUserId: string | number, options?: CallOptions) => this.call('memories.forgetEndUser', { path: { end_user_id: endUserId } }, options),
+    get: (memoryId: string | number, options?: CallOptions) => this.call('memories.get', { path: { memory_id: memoryId } }, options),
+    update: (memoryId: string | number, body: Body<'memories.update'>, options?: CallOptions) => this.call('memories.update', { path: { memory_id: memoryId }, body }, options),
+    history: (memoryId: string | number, options?: CallOptions) => this.call('memories.history', { path: { memory_id: memoryId } }, options),
     /** Ingests a file (multipart): text, Markdown, HTML, PDF, DOCX, CSV or JSON. */
-    upload: (file: Blob | Uint8Array | string, filename: string, options?: CallOptions) => this.call('postMemoryUpload', { raw: { body: formWith(file, filename) } }, options),
+    upload: (file: Blob | Uint8Array | string, filename: string, options?: CallOptions) => this.call('memories.upload', { raw: { body: formWith(file, filename) } }, options),
     /** Adds any number of memories in requests of 50 (bulk-add), reporting each item's outcome. */
     addMany: (items: AddMemory[], options?: CallOptions) => this.addMany(items, options),
-    uploadJob: (jobId: string | number, options?: CallOptions) => this.call('getMemoryUploadByJobId', { path: { job_id: jobId } }, options),
-    query: (body: Body<'postMemoryQuery'>, options?: CallOptions) => this.call('postMemoryQuery', { body }, options),
-    retrieve: (body: Body<'postMemoryRetrieve'>, options?: CallOptions) => this.call('postMemoryRetrieve', { body }, options),
-    search: (body: Body<'postMemorySearch'>, options?: CallOptions) => this.call('postMemorySearch', { body }, options),
-    compose: (body: Body<'postMemoryCompose'>, options?: CallOptions) => this.call('postMemoryCompose', { body }, options),
-    refreshEmbeddings: (options?: CallOptions) => this.call('postMemoryRefresh', {}, options),
-    refreshJob: (jobId: string | number, options?: CallOptions) => this.call('getMemoryRefreshByJobId', { path: { job_id: jobId } }, options),
-    summarize: (body: Body<'postMemorySummarize'>, options?: CallOptions) => this.call('postMemorySummarize', { body }, options),
-    synthesize: (body: Body<'postMemorySynthesize'>, options?: CallOptions) => this.call('postMemorySynthesize', { body }, options),
+    uploadJob: (jobId: string | number, options?: CallOptions) => this.call('memories.uploadJob', { path: { job_id: jobId } }, options),
+    query: (body: Body<'memories.query'>, options?: CallOptions) => this.call('memories.query', { body }, options),
+    retrieve: (body: Body<'memories.retrieve'>, options?: CallOptions) => this.call('memories.retrieve', { body }, options),
+    search: (body: Body<'memories.search'>, options?: CallOptions) => this.call('memories.search', { body }, options),
+    compose: (body: Body<'memories.compose'>, options?: CallOptions) => this.call('memories.compose', { body }, options),
+    refreshEmbeddings: (options?: CallOptions) => this.call('memories.refreshEmbeddings', {}, options),
+    refreshJob: (jobId: string | number, options?: CallOptions) => this.call('memories.refreshJob', { path: { job_id: jobId } }, options),
+    summarize: (body: Body<'memories.summarize'>, options?: CallOptions) => this.call('memories.summarize', { body }, options),
+    synthesize: (body: Body<'memories.synthesize'>, options?: CallOptions) => this.call('memories.synthesize', { body }, options),
   };
 
   readonly feedback = {
-    add: (memoryId: string | number, body: Body<'postMemoryByMemoryIdFeedback'>, options?: CallOptions) => this.call('postMemoryByMemoryIdFeedback', { path: { memory_id: memoryId }, body }, options),
-    list: (memoryId: string | number, options?: CallOptions) => this.call('getMemoryByMemoryIdFeedback', { path: { memory_id: memoryId } }, options),
-    delete: (memoryId: string | number, feedbackId: string | number, options?: CallOptions) => this.call('deleteMemoryByMemoryIdFeedbackByFeedbackId', { path: { memory_id: memoryId, feedback_id: feedbackId } }, options),
+    add: (memoryId: string | number, body: Body<'feedback.add'>, options?: CallOptions) => this.call('feedback.add', { path: { memory_id: memoryId }, body }, options),
+    list: (memoryId: string | number, options?: CallOptions) => this.call('feedback.list', { path: { memory_id: memoryId } }, options),
+    delete: (memoryId: string | number, feedbackId: string | number, options?: CallOptions) => this.call('feedback.delete', { path: { memory_id: memoryId, feedback_id: feedbackId } }, options),
   };
 
   readonly relations = {
-    create: (body: Body<'postMemoryRelations'>, options?: CallOptions) => this.call('postMemoryRelations', { body }, options),
-    list: (memoryId: string | number, options?: CallOptions) => this.call('getMemoryByMemoryIdRelations', { path: { memory_id: memoryId } }, options),
-    delete: (relationId: string | number, options?: CallOptions) => this.call('deleteMemoryRelationsByRelationId', { path: { relation_id: relationId } }, options),
+    create: (body: Body<'relations.create'>, options?: CallOptions) => this.call('relations.create', { body }, options),
+    list: (memoryId: string | number, options?: CallOptions) => this.call('relations.list', { path: { memory_id: memoryId } }, options),
+    delete: (relationId: string | number, options?: CallOptions) => this.call('relations.delete', { path: { relation_id: relationId } }, options),
   };
 
   readonly intelligence = {
-    ontology: (options?: CallOptions) => this.call('getMemoryOntology', {}, options),
-    replaceOntology: (body: Body<'putMemoryOntology'>, options?: CallOptions) => this.call('putMemoryOntology', { body }, options),
-    graph: (query: Query<'getMemoryGraph'> = {}, options?: CallOptions) => this.call('getMemoryGraph', { query }, options),
-    clusters: (query: Query<'getMemoryClusters'> = {}, options?: CallOptions) => this.call('getMemoryClusters', { query }, options),
-    decisions: (query: Query<'getMemoryDecisions'> = {}, options?: CallOptions) => this.call('getMemoryDecisions', { query }, options),
-    decisionsAll: (query: Query<'getMemoryDecisions'> = {}, options?: CallOptions) => this.transport.pages('getMemoryDecisions', { query }, this.scoped(options)),
-    resolveDecision: (decisionId: string | number, body: Body<'postMemoryDecisionByDecisionIdResolve'>, options?: CallOptions) => this.call('postMemoryDecisionByDecisionIdResolve', { path: { decision_id: decisionId }, body }, options),
-    report: (options?: CallOptions) => this.call('getMemoryIntelligence', {}, options),
-    stats: (options?: CallOptions) => this.call('getMemoryKnowledgeStats', {}, options),
+    ontology: (options?: CallOptions) => this.call('intelligence.ontology', {}, options),
+    replaceOntology: (body: Body<'intelligence.replaceOntology'>, options?: CallOptions) => this.call('intelligence.replaceOntology', { body }, options),
+    graph: (query: Query<'intelligence.graph'> = {}, options?: CallOptions) => this.call('intelligence.graph', { query }, options),
+    clusters: (query: Query<'intelligence.clusters'> = {}, options?: CallOptions) => this.call('intelligence.clusters', { query }, options),
+    decisions: (query: Query<'intelligence.decisions'> = {}, options?: CallOptions) => this.call('intelligence.decisions', { query }, options),
+    decisionsAll: (query: Query<'intelligence.decisions'> = {}, options?: CallOptions) => this.transport.pages('intelligence.decisions', { query }, this.scoped(options)),
+    resolveDecision: (decisionId: string | number, body: Body<'intelligence.resolveDecision'>, options?: CallOptions) => this.call('intelligence.resolveDecision', { path: { decision_id: decisionId }, body }, options),
+    report: (options?: CallOptions) => this.call('intelligence.report', {}, options),
+    stats: (options?: CallOptions) => this.call('intelligence.stats', {}, options),
   };
 
   readonly v1 = {
-    addTurn: (body: Body<'postV1MemoryAddTurn'>, options?: CallOptions) => this.call('postV1MemoryAddTurn', { body }, options),
-    recall: (body: Body<'postV1MemoryRecall'>, options?: CallOptions) => this.call('postV1MemoryRecall', { body }, options),
-    status: (options?: CallOptions) => this.call('getV1MemoryStatus', {}, options),
-    memories: (query: Query<'getV1MemoryMemories'> = {}, options?: CallOptions) => this.call('getV1MemoryMemories', { query }, options),
-    memoriesAll: (query: Query<'getV1MemoryMemories'> = {}, options?: CallOptions) => this.transport.pages('getV1MemoryMemories', { query }, this.scoped(options)),
+    addTurn: (body: Body<'v1.addTurn'>, options?: CallOptions) => this.call('v1.addTurn', { body }, options),
+    recall: (body: Body<'v1.recall'>, options?: CallOptions) => this.call('v1.recall', { body }, options),
+    status: (options?: CallOptions) => this.call('v1.status', {}, options),
+    memories: (query: Query<'v1.memories'> = {}, options?: CallOptions) => this.call('v1.memories', { query }, options),
+    memoriesAll: (query: Query<'v1.memories'> = {}, options?: CallOptions) => this.transport.pages('v1.memories', { query }, this.scoped(options)),
   };
 }
 

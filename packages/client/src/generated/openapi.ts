@@ -12,7 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness */
-        get: operations["getHealthz"];
+        get: operations["health.live"];
         put?: never;
         post?: never;
         delete?: never;
@@ -29,7 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the database answers */
-        get: operations["getReadyz"];
+        get: operations["health.ready"];
         put?: never;
         post?: never;
         delete?: never;
@@ -53,7 +53,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postMemoryAdd"];
+        post: operations["memories.add"];
         delete?: never;
         options?: never;
         head?: never;
@@ -75,7 +75,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postMemoryBulkAdd"];
+        post: operations["memories.bulkAdd"];
         delete?: never;
         options?: never;
         head?: never;
@@ -95,7 +95,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryExport"];
+        get: operations["memories.export"];
         put?: never;
         post?: never;
         delete?: never;
@@ -119,7 +119,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postMemoryBatchUpdate"];
+        post: operations["memories.batchUpdate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -142,7 +142,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        delete: operations["deleteMemoryForget"];
+        delete: operations["memories.forget"];
         options?: never;
         head?: never;
         patch?: never;
@@ -164,7 +164,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        delete: operations["deleteMemoryUserByEndUserId"];
+        delete: operations["memories.forgetEndUser"];
         options?: never;
         head?: never;
         patch?: never;
@@ -181,7 +181,7 @@ export interface paths {
          * Read a memory
          * @description Requires scope memories:read.
          */
-        get: operations["getMemoryByMemoryId"];
+        get: operations["memories.get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -193,7 +193,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        patch: operations["patchMemoryByMemoryId"];
+        patch: operations["memories.update"];
         trace?: never;
     };
     "/memory/{memory_id}/history": {
@@ -209,7 +209,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryByMemoryIdHistory"];
+        get: operations["memories.history"];
         put?: never;
         post?: never;
         delete?: never;
@@ -233,7 +233,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postMemoryUpload"];
+        post: operations["memories.upload"];
         delete?: never;
         options?: never;
         head?: never;
@@ -253,7 +253,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryUploadByJobId"];
+        get: operations["memories.uploadJob"];
         put?: never;
         post?: never;
         delete?: never;
@@ -275,7 +275,7 @@ export interface paths {
          *
          *     Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getConnectorsProviders"];
+        get: operations["connectors.providers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -295,7 +295,7 @@ export interface paths {
          * Read a connector provider
          * @description Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getConnectorsProvidersByProvider"];
+        get: operations["connectors.provider"];
         put?: never;
         post?: never;
         delete?: never;
@@ -315,7 +315,7 @@ export interface paths {
          * List connections
          * @description Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getConnectorsConnections"];
+        get: operations["connectors.list"];
         put?: never;
         /**
          * Create a connection
@@ -323,7 +323,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        post: operations["postConnectorsConnections"];
+        post: operations["connectors.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -341,7 +341,7 @@ export interface paths {
          * Read a connection
          * @description Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getConnectorsConnectionsByConnectionId"];
+        get: operations["connectors.get"];
         put?: never;
         post?: never;
         /**
@@ -350,7 +350,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        delete: operations["deleteConnectorsConnectionsByConnectionId"];
+        delete: operations["connectors.remove"];
         options?: never;
         head?: never;
         /**
@@ -359,7 +359,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        patch: operations["patchConnectorsConnectionsByConnectionId"];
+        patch: operations["connectors.update"];
         trace?: never;
     };
     "/connectors/connections/{connection_id}/repair": {
@@ -377,7 +377,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        post: operations["postConnectorsConnectionsByConnectionIdRepair"];
+        post: operations["connectors.repair"];
         delete?: never;
         options?: never;
         head?: never;
@@ -399,7 +399,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        post: operations["postConnectorsConnectionsByConnectionIdAuthorize"];
+        post: operations["connectors.authorize"];
         delete?: never;
         options?: never;
         head?: never;
@@ -421,7 +421,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        post: operations["postConnectorsConnectionsByConnectionIdCallback"];
+        post: operations["connectors.completeAuthorization"];
         delete?: never;
         options?: never;
         head?: never;
@@ -443,7 +443,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        post: operations["postConnectorsConnectionsByConnectionIdPurge"];
+        post: operations["connectors.purge"];
         delete?: never;
         options?: never;
         head?: never;
@@ -463,14 +463,14 @@ export interface paths {
          *
          *     Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getConnectorsConnectionsByConnectionIdConfiguration"];
+        get: operations["connectors.configuration"];
         /**
          * Replace the configuration
          * @description What to read, validated against the schema and the source. The next sync reads the new selection; objects outside it are forgotten by that (complete) sync.
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        put: operations["putConnectorsConnectionsByConnectionIdConfiguration"];
+        put: operations["connectors.setConfiguration"];
         post?: never;
         delete?: never;
         options?: never;
@@ -493,7 +493,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        post: operations["postConnectorsConnectionsByConnectionIdSync"];
+        post: operations["connectors.sync"];
         delete?: never;
         options?: never;
         head?: never;
@@ -511,7 +511,7 @@ export interface paths {
          * List a connection's syncs
          * @description Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getConnectorsConnectionsByConnectionIdSyncs"];
+        get: operations["connectors.syncs"];
         put?: never;
         post?: never;
         delete?: never;
@@ -533,7 +533,7 @@ export interface paths {
          *
          *     Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getConnectorsSyncsBySyncId"];
+        get: operations["connectors.getSync"];
         put?: never;
         post?: never;
         delete?: never;
@@ -557,7 +557,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        post: operations["postConnectorsSyncsBySyncIdCancel"];
+        post: operations["connectors.cancelSync"];
         delete?: never;
         options?: never;
         head?: never;
@@ -577,7 +577,7 @@ export interface paths {
          *
          *     Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getConnectorsConnectionsByConnectionIdObjects"];
+        get: operations["connectors.objects"];
         put?: never;
         post?: never;
         delete?: never;
@@ -599,7 +599,7 @@ export interface paths {
          *
          *     Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getConnectorsInsights"];
+        get: operations["connectors.insights"];
         put?: never;
         post?: never;
         delete?: never;
@@ -621,7 +621,7 @@ export interface paths {
          *
          *     Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getIntegrations"];
+        get: operations["integrations.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -645,7 +645,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        post: operations["postIntegrationsByProviderEnable"];
+        post: operations["integrations.enable"];
         delete?: never;
         options?: never;
         head?: never;
@@ -667,7 +667,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        post: operations["postIntegrationsByProviderDisable"];
+        post: operations["integrations.disable"];
         delete?: never;
         options?: never;
         head?: never;
@@ -688,7 +688,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        put: operations["putIntegrationsByProviderOauthClient"];
+        put: operations["integrations.setOAuthClient"];
         post?: never;
         /**
          * Remove the organization's OAuth client
@@ -696,7 +696,7 @@ export interface paths {
          *
          *     Requires scope connectors:write and capability connectors.manage (bearer).
          */
-        delete: operations["deleteIntegrationsByProviderOauthClient"];
+        delete: operations["integrations.removeOAuthClient"];
         options?: never;
         head?: never;
         patch?: never;
@@ -715,7 +715,7 @@ export interface paths {
          *
          *     Requires scope connectors:read and capability projects.read (bearer).
          */
-        get: operations["getIntegrationsOverview"];
+        get: operations["integrations.overview"];
         put?: never;
         post?: never;
         delete?: never;
@@ -739,7 +739,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        post: operations["postMemoryQuery"];
+        post: operations["memories.query"];
         delete?: never;
         options?: never;
         head?: never;
@@ -761,7 +761,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        post: operations["postMemoryRetrieve"];
+        post: operations["memories.retrieve"];
         delete?: never;
         options?: never;
         head?: never;
@@ -783,7 +783,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        post: operations["postMemorySearch"];
+        post: operations["memories.search"];
         delete?: never;
         options?: never;
         head?: never;
@@ -805,7 +805,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        post: operations["postMemoryCompose"];
+        post: operations["memories.compose"];
         delete?: never;
         options?: never;
         head?: never;
@@ -827,7 +827,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postMemoryRefresh"];
+        post: operations["memories.refreshEmbeddings"];
         delete?: never;
         options?: never;
         head?: never;
@@ -845,7 +845,7 @@ export interface paths {
          * Progress of a rebuild
          * @description Requires scope memories:read.
          */
-        get: operations["getMemoryRefreshByJobId"];
+        get: operations["memories.refreshJob"];
         put?: never;
         post?: never;
         delete?: never;
@@ -865,7 +865,7 @@ export interface paths {
          * Feedback on a memory
          * @description Requires scope memories:read.
          */
-        get: operations["getMemoryByMemoryIdFeedback"];
+        get: operations["feedback.list"];
         put?: never;
         /**
          * Rate a retrieval result
@@ -873,7 +873,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postMemoryByMemoryIdFeedback"];
+        post: operations["feedback.add"];
         delete?: never;
         options?: never;
         head?: never;
@@ -894,7 +894,7 @@ export interface paths {
          * Withdraw feedback
          * @description Requires scope memories:write.
          */
-        delete: operations["deleteMemoryByMemoryIdFeedbackByFeedbackId"];
+        delete: operations["feedback.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -915,7 +915,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postMemorySummarize"];
+        post: operations["memories.summarize"];
         delete?: never;
         options?: never;
         head?: never;
@@ -937,7 +937,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postMemoryRelations"];
+        post: operations["relations.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -957,7 +957,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryByMemoryIdRelations"];
+        get: operations["relations.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -982,7 +982,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        delete: operations["deleteMemoryRelationsByRelationId"];
+        delete: operations["relations.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1003,7 +1003,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        post: operations["postMemorySynthesize"];
+        post: operations["memories.synthesize"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1023,14 +1023,14 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryOntology"];
+        get: operations["intelligence.ontology"];
         /**
          * Replace the ontology
          * @description Replaces the whole ontology of the project (unknown entity types and duplicate names are 400 naming the field), audits it, emits ontology.updated and reclassifies existing memories in a background job.
          *
          *     Requires scope memories:write.
          */
-        put: operations["putMemoryOntology"];
+        put: operations["intelligence.replaceOntology"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1051,7 +1051,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryGraph"];
+        get: operations["intelligence.graph"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1073,7 +1073,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryClusters"];
+        get: operations["intelligence.clusters"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1095,7 +1095,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryDecisions"];
+        get: operations["intelligence.decisions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1119,7 +1119,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postMemoryDecisionByDecisionIdResolve"];
+        post: operations["intelligence.resolveDecision"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1139,7 +1139,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryIntelligence"];
+        get: operations["intelligence.report"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1161,7 +1161,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        get: operations["getMemoryKnowledgeStats"];
+        get: operations["intelligence.stats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1185,7 +1185,7 @@ export interface paths {
          *
          *     Requires scope memories:write.
          */
-        post: operations["postV1MemoryAddTurn"];
+        post: operations["v1.addTurn"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1207,7 +1207,7 @@ export interface paths {
          *
          *     Requires scope memories:read.
          */
-        post: operations["postV1MemoryRecall"];
+        post: operations["v1.recall"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1225,7 +1225,7 @@ export interface paths {
          * Health and counts
          * @description Requires scope memories:read.
          */
-        get: operations["getV1MemoryStatus"];
+        get: operations["v1.status"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1245,7 +1245,7 @@ export interface paths {
          * List stored memories
          * @description Requires scope memories:read.
          */
-        get: operations["getV1MemoryMemories"];
+        get: operations["v1.memories"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1267,7 +1267,7 @@ export interface paths {
          * Sign in
          * @description Exchanges e-mail and password for an access token and a refresh token. Wrong e-mail and wrong password answer alike (401). Failed attempts are throttled per account and per IP (429 with Retry-After). `scopes` narrows what the tokens may do (default: every scope).
          */
-        post: operations["postAuthLogin"];
+        post: operations["auth.login"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1287,7 +1287,7 @@ export interface paths {
          * Refresh the tokens
          * @description Spends the refresh token and returns a new pair. Presenting a spent refresh token again revokes the whole session.
          */
-        post: operations["postAuthRefresh"];
+        post: operations["auth.refresh"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1307,7 +1307,7 @@ export interface paths {
          * Sign out
          * @description Ends the session of the presented token.
          */
-        post: operations["postAuthLogout"];
+        post: operations["auth.logout"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1327,7 +1327,7 @@ export interface paths {
          *
          *     Requires scope sessions:read.
          */
-        get: operations["getAuthSessions"];
+        get: operations["sessions.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1351,7 +1351,7 @@ export interface paths {
          *
          *     Requires scope sessions:write.
          */
-        post: operations["postAuthSessionsBySessionIdRevoke"];
+        post: operations["sessions.revoke"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1369,7 +1369,7 @@ export interface paths {
          * Scopes, capabilities and roles
          * @description What credentials can carry (scopes), what roles grant (capabilities), and what each operation requires. Public.
          */
-        get: operations["getAuthCatalogue"];
+        get: operations["auth.catalogue"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1391,7 +1391,7 @@ export interface paths {
          *
          *     Requires scope organizations:read.
          */
-        get: operations["getOrganizations"];
+        get: operations["organizations.list"];
         put?: never;
         /**
          * Create an organization
@@ -1399,7 +1399,7 @@ export interface paths {
          *
          *     Requires scope organizations:write.
          */
-        post: operations["postOrganizations"];
+        post: operations["organizations.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1417,7 +1417,7 @@ export interface paths {
          * List projects
          * @description Requires scope projects:read and capability projects.read (bearer).
          */
-        get: operations["getOrgProjects"];
+        get: operations["projects.list"];
         put?: never;
         /**
          * Create a project
@@ -1425,7 +1425,7 @@ export interface paths {
          *
          *     Requires scope projects:write and capability projects.manage (bearer).
          */
-        post: operations["postOrgProjects"];
+        post: operations["projects.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1443,7 +1443,7 @@ export interface paths {
          * Read a project
          * @description Requires scope projects:read and capability projects.read (bearer).
          */
-        get: operations["getOrgProjectsByProjectId"];
+        get: operations["projects.get"];
         put?: never;
         post?: never;
         /**
@@ -1452,7 +1452,7 @@ export interface paths {
          *
          *     Requires scope projects:write and capability projects.manage (bearer).
          */
-        delete: operations["deleteOrgProjectsByProjectId"];
+        delete: operations["projects.delete"];
         options?: never;
         head?: never;
         /**
@@ -1461,7 +1461,7 @@ export interface paths {
          *
          *     Requires scope projects:write and capability projects.manage (bearer).
          */
-        patch: operations["patchOrgProjectsByProjectId"];
+        patch: operations["projects.update"];
         trace?: never;
     };
     "/org/api-keys": {
@@ -1477,7 +1477,7 @@ export interface paths {
          *
          *     Requires scope keys:read and capability keys.read (bearer).
          */
-        get: operations["getOrgApiKeys"];
+        get: operations["keys.list"];
         put?: never;
         /**
          * Create an API key
@@ -1485,7 +1485,7 @@ export interface paths {
          *
          *     Requires scope keys:write and capability keys.manage (bearer).
          */
-        post: operations["postOrgApiKeys"];
+        post: operations["keys.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1503,7 +1503,7 @@ export interface paths {
          * Read an API key
          * @description Requires scope keys:read and capability keys.read (bearer).
          */
-        get: operations["getOrgApiKeysByKeyId"];
+        get: operations["keys.get"];
         put?: never;
         post?: never;
         /**
@@ -1512,7 +1512,7 @@ export interface paths {
          *
          *     Requires scope keys:write and capability keys.manage (bearer).
          */
-        delete: operations["deleteOrgApiKeysByKeyId"];
+        delete: operations["keys.revoke"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1533,7 +1533,7 @@ export interface paths {
          *
          *     Requires scope keys:read and capability keys.read (bearer).
          */
-        post: operations["postOrgApiKeysByKeyIdTest"];
+        post: operations["keys.test"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1555,7 +1555,7 @@ export interface paths {
          *
          *     Requires scope keys:write and capability keys.manage (bearer).
          */
-        post: operations["postOrgApiKeysBulkRevoke"];
+        post: operations["keys.bulkRevoke"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1575,7 +1575,7 @@ export interface paths {
          *
          *     Requires scope audit:read and capability audit.read (bearer).
          */
-        get: operations["getAdminTeamAuditLogs"];
+        get: operations["audit.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1597,7 +1597,7 @@ export interface paths {
          *
          *     Requires scope billing:read and capability billing.read (bearer).
          */
-        get: operations["getOrgBillingCurrentPlan"];
+        get: operations["billing.currentPlan"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1619,7 +1619,7 @@ export interface paths {
          *
          *     Requires scope webhooks:read.
          */
-        get: operations["getOrgWebhooksEventTypes"];
+        get: operations["webhooks.eventTypes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1641,7 +1641,7 @@ export interface paths {
          *
          *     Requires scope webhooks:read and capability webhooks.manage (bearer).
          */
-        get: operations["getOrgWebhooks"];
+        get: operations["webhooks.list"];
         put?: never;
         /**
          * Create a webhook endpoint
@@ -1649,7 +1649,7 @@ export interface paths {
          *
          *     Requires scope webhooks:write and capability webhooks.manage (bearer).
          */
-        post: operations["postOrgWebhooks"];
+        post: operations["webhooks.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1669,7 +1669,7 @@ export interface paths {
          *
          *     Requires scope webhooks:read and capability webhooks.manage (bearer).
          */
-        get: operations["getOrgWebhooksByEndpointId"];
+        get: operations["webhooks.get"];
         put?: never;
         post?: never;
         /**
@@ -1678,7 +1678,7 @@ export interface paths {
          *
          *     Requires scope webhooks:write and capability webhooks.manage (bearer).
          */
-        delete: operations["deleteOrgWebhooksByEndpointId"];
+        delete: operations["webhooks.delete"];
         options?: never;
         head?: never;
         /**
@@ -1687,7 +1687,7 @@ export interface paths {
          *
          *     Requires scope webhooks:write and capability webhooks.manage (bearer).
          */
-        patch: operations["patchOrgWebhooksByEndpointId"];
+        patch: operations["webhooks.update"];
         trace?: never;
     };
     "/org/webhooks/{endpoint_id}/health": {
@@ -1703,7 +1703,7 @@ export interface paths {
          *
          *     Requires scope webhooks:read and capability webhooks.manage (bearer).
          */
-        get: operations["getOrgWebhooksByEndpointIdHealth"];
+        get: operations["webhooks.health"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1727,7 +1727,7 @@ export interface paths {
          *
          *     Requires scope webhooks:write and capability webhooks.manage (bearer).
          */
-        post: operations["postOrgWebhooksByEndpointIdPause"];
+        post: operations["webhooks.pause"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1749,7 +1749,7 @@ export interface paths {
          *
          *     Requires scope webhooks:write and capability webhooks.manage (bearer).
          */
-        post: operations["postOrgWebhooksByEndpointIdResume"];
+        post: operations["webhooks.resume"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1771,7 +1771,7 @@ export interface paths {
          *
          *     Requires scope webhooks:write and capability webhooks.manage (bearer).
          */
-        post: operations["postOrgWebhooksByEndpointIdRotateSecret"];
+        post: operations["webhooks.rotateSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1793,7 +1793,7 @@ export interface paths {
          *
          *     Requires scope webhooks:write and capability webhooks.manage (bearer).
          */
-        post: operations["postOrgWebhooksByEndpointIdTest"];
+        post: operations["webhooks.test"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1815,7 +1815,7 @@ export interface paths {
          *
          *     Requires scope webhooks:write and capability webhooks.manage (bearer).
          */
-        post: operations["postOrgWebhooksByEndpointIdReplay"];
+        post: operations["webhooks.replay"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1835,7 +1835,7 @@ export interface paths {
          *
          *     Requires scope webhooks:read and capability webhooks.manage (bearer).
          */
-        get: operations["getOrgWebhooksByEndpointIdDeliveries"];
+        get: operations["webhooks.deliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1857,7 +1857,7 @@ export interface paths {
          *
          *     Requires scope webhooks:read and capability webhooks.manage (bearer).
          */
-        get: operations["getOrgWebhooksByEndpointIdDeliveriesByDeliveryId"];
+        get: operations["webhooks.delivery"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1881,7 +1881,7 @@ export interface paths {
          *
          *     Requires scope webhooks:write and capability webhooks.manage (bearer).
          */
-        post: operations["postOrgWebhooksByEndpointIdDeliveriesByDeliveryIdRetry"];
+        post: operations["webhooks.retryDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1901,7 +1901,7 @@ export interface paths {
          *
          *     Requires scope exports:read and capability exports.manage (bearer).
          */
-        get: operations["getExports"];
+        get: operations["exports.list"];
         put?: never;
         /**
          * Create an export
@@ -1909,7 +1909,7 @@ export interface paths {
          *
          *     Requires scope exports:write and capability exports.manage (bearer).
          */
-        post: operations["postExports"];
+        post: operations["exports.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1927,7 +1927,7 @@ export interface paths {
          * Get an export
          * @description Requires scope exports:read and capability exports.manage (bearer).
          */
-        get: operations["getExportsById"];
+        get: operations["exports.get"];
         put?: never;
         post?: never;
         /**
@@ -1936,7 +1936,7 @@ export interface paths {
          *
          *     Requires scope exports:write and capability exports.manage (bearer).
          */
-        delete: operations["deleteExportsById"];
+        delete: operations["exports.delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1957,7 +1957,7 @@ export interface paths {
          *
          *     Requires scope exports:write and capability exports.manage (bearer).
          */
-        post: operations["postExportsByIdCancel"];
+        post: operations["exports.cancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1977,7 +1977,7 @@ export interface paths {
          *
          *     Requires scope exports:read and capability exports.manage (bearer).
          */
-        get: operations["getExportsByIdDownload"];
+        get: operations["exports.download"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1999,7 +1999,7 @@ export interface paths {
          *
          *     Requires scope exports:read and capability exports.manage (bearer).
          */
-        get: operations["getImports"];
+        get: operations["imports.list"];
         put?: never;
         /**
          * Import memories
@@ -2007,7 +2007,7 @@ export interface paths {
          *
          *     Requires scope exports:write and capability exports.manage (bearer).
          */
-        post: operations["postImports"];
+        post: operations["imports.create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2027,7 +2027,7 @@ export interface paths {
          *
          *     Requires scope exports:read and capability exports.manage (bearer).
          */
-        get: operations["getImportsById"];
+        get: operations["imports.get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2051,7 +2051,7 @@ export interface paths {
          *
          *     Requires scope exports:write and capability exports.manage (bearer).
          */
-        post: operations["postImportsByIdCancel"];
+        post: operations["imports.cancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2071,7 +2071,7 @@ export interface paths {
          *
          *     Requires scope members:read and capability members.read (bearer).
          */
-        get: operations["getOrgInvitations"];
+        get: operations["members.invitations"];
         put?: never;
         /**
          * Invite a person
@@ -2079,7 +2079,7 @@ export interface paths {
          *
          *     Requires scope members:write and capability members.manage (bearer).
          */
-        post: operations["postOrgInvitations"];
+        post: operations["members.invite"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2102,7 +2102,7 @@ export interface paths {
          *
          *     Requires scope members:write and capability members.manage (bearer).
          */
-        delete: operations["deleteOrgInvitationsByInvitationId"];
+        delete: operations["members.revokeInvitation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2121,7 +2121,7 @@ export interface paths {
          * Accept an invitation
          * @description Public: the token proves the invitation. When the invited address has no account, `password` becomes its password (rules in docs/api.md); when it has one, `password` must be that account's password. 404 when the token is unknown, used or expired.
          */
-        post: operations["postInvitationsAccept"];
+        post: operations["members.acceptInvitation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2141,7 +2141,7 @@ export interface paths {
          *
          *     Requires scope members:read and capability members.read (bearer).
          */
-        get: operations["getOrgMembers"];
+        get: operations["members.list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2161,7 +2161,7 @@ export interface paths {
          * Read a member
          * @description Requires scope members:read and capability members.read (bearer).
          */
-        get: operations["getOrgMembersByUserId"];
+        get: operations["members.get"];
         put?: never;
         post?: never;
         /**
@@ -2170,7 +2170,7 @@ export interface paths {
          *
          *     Requires scope members:write and capability members.manage (bearer).
          */
-        delete: operations["deleteOrgMembersByUserId"];
+        delete: operations["members.remove"];
         options?: never;
         head?: never;
         /**
@@ -2179,7 +2179,7 @@ export interface paths {
          *
          *     Requires scope members:write and capability members.manage (bearer).
          */
-        patch: operations["patchOrgMembersByUserId"];
+        patch: operations["members.update"];
         trace?: never;
     };
     "/org/members/{user_id}/password-reset": {
@@ -2197,7 +2197,7 @@ export interface paths {
          *
          *     Requires scope members:write and capability members.manage (bearer).
          */
-        post: operations["postOrgMembersByUserIdPasswordReset"];
+        post: operations["members.passwordResetLink"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2219,7 +2219,7 @@ export interface paths {
          *
          *     Requires scope account:write.
          */
-        post: operations["postAuthPassword"];
+        post: operations["auth.changePassword"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2239,7 +2239,7 @@ export interface paths {
          * Set a password with a reset link
          * @description Public: spends the token of a password-reset link. Every session of the account ends. 404 when the token is unknown, used or expired.
          */
-        post: operations["postAuthPasswordReset"];
+        post: operations["auth.resetPassword"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2310,6 +2310,3130 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /** HealthLiveResponse */
+        HealthLiveResponse: {
+            status: string;
+        };
+        /** HealthReadyResponse */
+        HealthReadyResponse: {
+            status: string;
+        };
+        /** MemoriesAddRequest */
+        MemoriesAddRequest: {
+            /** @description One statement */
+            text: string;
+            /** @description Descriptive origin label */
+            source?: string;
+            tags?: string[];
+            /** @description 0 (trivial) to 1 (critical); default 0.5 */
+            importance?: number;
+            /** @description Free-form JSON object, at most 16384 bytes */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @description Caller reference for idempotent re-import */
+            client_ref?: string;
+            /** @description Conversation session, narrows retrieval */
+            session_id?: string;
+        };
+        /** MemoriesAddResponse200 */
+        MemoriesAddResponse200: {
+            /** @enum {string} */
+            status: "skipped";
+            reason: "duplicate_client_ref" | "duplicate_text" | "already_migrated";
+            memory_id: number;
+        };
+        /** MemoriesAddResponse201 */
+        MemoriesAddResponse201: {
+            id: number;
+            text: string;
+            tags: string[];
+            is_summary: boolean;
+            source: string | null;
+            importance: number;
+            metadata: {
+                [key: string]: unknown;
+            };
+            client_ref: string | null;
+            session_id: string | null;
+            end_user_id: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
+            superseded_by: number | null;
+        };
+        /** MemoriesBulkAddRequest */
+        MemoriesBulkAddRequest: components["schemas"]["AddMemory"][];
+        /** MemoriesBulkAddResponse200 */
+        MemoriesBulkAddResponse200: {
+            totals: {
+                created: number;
+                skipped: number;
+                failed: number;
+            };
+            results: {
+                index: number;
+                status: "created" | "skipped" | "failed";
+                memory?: components["schemas"]["Memory"];
+                memory_id?: number;
+                reason?: "duplicate_client_ref" | "duplicate_text" | "already_migrated";
+                error?: {
+                    code: string;
+                    message: string;
+                    field?: string;
+                };
+            }[];
+        };
+        /** MemoriesBulkAddResponse207 */
+        MemoriesBulkAddResponse207: {
+            totals: {
+                created: number;
+                skipped: number;
+                failed: number;
+            };
+            results: {
+                index: number;
+                status: "created" | "skipped" | "failed";
+                memory?: components["schemas"]["Memory"];
+                memory_id?: number;
+                reason?: "duplicate_client_ref" | "duplicate_text" | "already_migrated";
+                error?: {
+                    code: string;
+                    message: string;
+                    field?: string;
+                };
+            }[];
+        };
+        /** MemoriesExportResponse */
+        MemoriesExportResponse: {
+            principal: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            generated_at: string;
+            memories: components["schemas"]["Memory"][];
+        };
+        /** MemoriesBatchUpdateRequest */
+        MemoriesBatchUpdateRequest: {
+            updates: {
+                /** @description Memory id */
+                id: number;
+                tags?: string[];
+                /** @description 0 (trivial) to 1 (critical); default 0.5 */
+                importance?: number;
+                /** @description Free-form JSON object, at most 16384 bytes */
+                metadata?: {
+                    [key: string]: unknown;
+                };
+                /** @description Descriptive origin label */
+                source?: string;
+            }[];
+        };
+        /** MemoriesBatchUpdateResponse200 */
+        MemoriesBatchUpdateResponse200: {
+            totals: {
+                updated: number;
+                failed: number;
+            };
+            results: {
+                index: number;
+                id: number;
+                status: "updated" | "failed";
+                memory?: components["schemas"]["Memory"];
+                error?: {
+                    code: string;
+                    message: string;
+                    field?: string;
+                };
+            }[];
+        };
+        /** MemoriesBatchUpdateResponse207 */
+        MemoriesBatchUpdateResponse207: {
+            totals: {
+                updated: number;
+                failed: number;
+            };
+            results: {
+                index: number;
+                id: number;
+                status: "updated" | "failed";
+                memory?: components["schemas"]["Memory"];
+                error?: {
+                    code: string;
+                    message: string;
+                    field?: string;
+                };
+            }[];
+        };
+        /** MemoriesForgetRequest */
+        MemoriesForgetRequest: {
+            ids: number[];
+        };
+        /** MemoriesForgetResponse */
+        MemoriesForgetResponse: number[];
+        /** MemoriesForgetEndUserResponse */
+        MemoriesForgetEndUserResponse: {
+            end_user_id: string;
+            deleted: number;
+        };
+        /** MemoriesGetResponse */
+        MemoriesGetResponse: {
+            id: number;
+            text: string;
+            tags: string[];
+            is_summary: boolean;
+            source: string | null;
+            importance: number;
+            metadata: {
+                [key: string]: unknown;
+            };
+            client_ref: string | null;
+            session_id: string | null;
+            end_user_id: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
+            superseded_by: number | null;
+        };
+        /** MemoriesUpdateRequest */
+        MemoriesUpdateRequest: {
+            tags?: string[];
+            /** @description 0 (trivial) to 1 (critical); default 0.5 */
+            importance?: number;
+            /** @description Free-form JSON object, at most 16384 bytes */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @description Descriptive origin label */
+            source?: string;
+        };
+        /** MemoriesUpdateResponse */
+        MemoriesUpdateResponse: {
+            id: number;
+            text: string;
+            tags: string[];
+            is_summary: boolean;
+            source: string | null;
+            importance: number;
+            metadata: {
+                [key: string]: unknown;
+            };
+            client_ref: string | null;
+            session_id: string | null;
+            end_user_id: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
+            superseded_by: number | null;
+        };
+        /** MemoriesHistoryResponse */
+        MemoriesHistoryResponse: {
+            memory_id: number;
+            items: {
+                id: number;
+                /** @description create | update | forget */
+                action: string;
+                changes: {
+                    [key: string]: {
+                        before: unknown;
+                        after: unknown;
+                    };
+                } | null;
+                actor: {
+                    type: string;
+                    id: number | null;
+                };
+                request_id: string | null;
+                /** Format: date-time */
+                created_at: string;
+            }[];
+        };
+        /** MemoriesUploadRequestFormData */
+        MemoriesUploadRequestFormData: {
+            /**
+             * Format: binary
+             * @description The document
+             */
+            file: string;
+        };
+        /** MemoriesUploadResponse200 */
+        MemoriesUploadResponse200: {
+            status: "created" | "skipped" | "queued";
+            file: {
+                name: string;
+                type: "text" | "markdown" | "html" | "pdf" | "docx" | "csv" | "json";
+                /** @description Bytes */
+                size: number;
+                /** @description SHA-256 of the file, hex */
+                sha256: string;
+            };
+            /** @description created: the new memories, in document order */
+            memories?: components["schemas"]["Memory"][];
+            /** @description created: chunks whose text the end user already had */
+            skipped?: {
+                chunk_index: number;
+                reason: string;
+                memory_id: number;
+            }[];
+            /** @description created: the previous version's memories, now forgotten */
+            forgotten?: number[];
+            /** @enum {string} */
+            reason?: "duplicate_file";
+            /** @description skipped: the file's live memories */
+            memory_ids?: number[];
+            job?: {
+                id: number;
+                kind: string;
+                /** @description queued | running | succeeded | failed */
+                status: string;
+                progress: number;
+                result: unknown;
+                error: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+        };
+        /** MemoriesUploadResponse201 */
+        MemoriesUploadResponse201: {
+            status: "created" | "skipped" | "queued";
+            file: {
+                name: string;
+                type: "text" | "markdown" | "html" | "pdf" | "docx" | "csv" | "json";
+                /** @description Bytes */
+                size: number;
+                /** @description SHA-256 of the file, hex */
+                sha256: string;
+            };
+            /** @description created: the new memories, in document order */
+            memories?: components["schemas"]["Memory"][];
+            /** @description created: chunks whose text the end user already had */
+            skipped?: {
+                chunk_index: number;
+                reason: string;
+                memory_id: number;
+            }[];
+            /** @description created: the previous version's memories, now forgotten */
+            forgotten?: number[];
+            /** @enum {string} */
+            reason?: "duplicate_file";
+            /** @description skipped: the file's live memories */
+            memory_ids?: number[];
+            job?: {
+                id: number;
+                kind: string;
+                /** @description queued | running | succeeded | failed */
+                status: string;
+                progress: number;
+                result: unknown;
+                error: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+        };
+        /** MemoriesUploadResponse202 */
+        MemoriesUploadResponse202: {
+            status: "created" | "skipped" | "queued";
+            file: {
+                name: string;
+                type: "text" | "markdown" | "html" | "pdf" | "docx" | "csv" | "json";
+                /** @description Bytes */
+                size: number;
+                /** @description SHA-256 of the file, hex */
+                sha256: string;
+            };
+            /** @description created: the new memories, in document order */
+            memories?: components["schemas"]["Memory"][];
+            /** @description created: chunks whose text the end user already had */
+            skipped?: {
+                chunk_index: number;
+                reason: string;
+                memory_id: number;
+            }[];
+            /** @description created: the previous version's memories, now forgotten */
+            forgotten?: number[];
+            /** @enum {string} */
+            reason?: "duplicate_file";
+            /** @description skipped: the file's live memories */
+            memory_ids?: number[];
+            job?: {
+                id: number;
+                kind: string;
+                /** @description queued | running | succeeded | failed */
+                status: string;
+                progress: number;
+                result: unknown;
+                error: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+        };
+        /** MemoriesUploadJobResponse */
+        MemoriesUploadJobResponse: {
+            id: number;
+            kind: string;
+            /** @description queued | running | succeeded | failed */
+            status: string;
+            progress: number;
+            result: unknown;
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** ConnectorsProvidersResponse */
+        ConnectorsProvidersResponse: {
+            items: {
+                name: string;
+                title: string;
+                description: string;
+                /** @description none | access_keys | api_key | oauth2 */
+                auth_kind: string;
+                /** @description JSON Schema of the configuration */
+                config_schema: unknown;
+                /** @description JSON Schema of the credentials, or null */
+                credentials_schema: unknown;
+                capabilities: string[];
+            }[];
+        };
+        /** ConnectorsProviderResponse */
+        ConnectorsProviderResponse: {
+            name: string;
+            title: string;
+            description: string;
+            /** @description none | access_keys | api_key | oauth2 */
+            auth_kind: string;
+            /** @description JSON Schema of the configuration */
+            config_schema: unknown;
+            /** @description JSON Schema of the credentials, or null */
+            credentials_schema: unknown;
+            capabilities: string[];
+        };
+        /** ConnectorsCreateRequest */
+        ConnectorsCreateRequest: {
+            provider: string;
+            name: string;
+            /** @description What to read (see the provider's config_schema) */
+            config: {
+                [key: string]: unknown;
+            };
+            /** @description The provider's credentials (see its credentials_schema) */
+            credentials?: {
+                [key: string]: unknown;
+            };
+            /** @description Default: connector-<provider> */
+            end_user_id?: string;
+            schedule_minutes?: number | null;
+        };
+        /** ConnectorsCreateResponse */
+        ConnectorsCreateResponse: {
+            id: number;
+            provider: string;
+            name: string;
+            /** @description The end user whose memories the synced content becomes */
+            end_user_id: string;
+            /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
+            state: string;
+            state_reason: string | null;
+            /** @description Credentials are stored (encrypted); they are never returned */
+            has_credentials: boolean;
+            schedule_minutes: number | null;
+            next_sync_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            last_sync: {
+                id: number;
+                connection_id: number;
+                /** @description queued | running | succeeded | failed | cancelled */
+                status: string;
+                /** @description manual | schedule */
+                trigger: string;
+                cancel_requested: boolean;
+                progress: {
+                    seen: number;
+                    created: number;
+                    updated: number;
+                    deleted: number;
+                    unchanged: number;
+                    failed: number;
+                };
+                error: string | null;
+                started_at: string | null;
+                finished_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+            } | null;
+        };
+        /** ConnectorsListResponse */
+        ConnectorsListResponse: {
+            items: {
+                id: number;
+                provider: string;
+                name: string;
+                /** @description The end user whose memories the synced content becomes */
+                end_user_id: string;
+                /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
+                state: string;
+                state_reason: string | null;
+                /** @description Credentials are stored (encrypted); they are never returned */
+                has_credentials: boolean;
+                schedule_minutes: number | null;
+                next_sync_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+                last_sync: {
+                    id: number;
+                    connection_id: number;
+                    /** @description queued | running | succeeded | failed | cancelled */
+                    status: string;
+                    /** @description manual | schedule */
+                    trigger: string;
+                    cancel_requested: boolean;
+                    progress: {
+                        seen: number;
+                        created: number;
+                        updated: number;
+                        deleted: number;
+                        unchanged: number;
+                        failed: number;
+                    };
+                    error: string | null;
+                    started_at: string | null;
+                    finished_at: string | null;
+                    /** Format: date-time */
+                    created_at: string;
+                } | null;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** ConnectorsGetResponse */
+        ConnectorsGetResponse: {
+            id: number;
+            provider: string;
+            name: string;
+            /** @description The end user whose memories the synced content becomes */
+            end_user_id: string;
+            /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
+            state: string;
+            state_reason: string | null;
+            /** @description Credentials are stored (encrypted); they are never returned */
+            has_credentials: boolean;
+            schedule_minutes: number | null;
+            next_sync_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            last_sync: {
+                id: number;
+                connection_id: number;
+                /** @description queued | running | succeeded | failed | cancelled */
+                status: string;
+                /** @description manual | schedule */
+                trigger: string;
+                cancel_requested: boolean;
+                progress: {
+                    seen: number;
+                    created: number;
+                    updated: number;
+                    deleted: number;
+                    unchanged: number;
+                    failed: number;
+                };
+                error: string | null;
+                started_at: string | null;
+                finished_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+            } | null;
+        };
+        /** ConnectorsUpdateRequest */
+        ConnectorsUpdateRequest: {
+            name?: string;
+            /** @description The provider's credentials (see its credentials_schema) */
+            credentials?: {
+                [key: string]: unknown;
+            };
+            schedule_minutes?: number | null;
+        };
+        /** ConnectorsUpdateResponse */
+        ConnectorsUpdateResponse: {
+            id: number;
+            provider: string;
+            name: string;
+            /** @description The end user whose memories the synced content becomes */
+            end_user_id: string;
+            /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
+            state: string;
+            state_reason: string | null;
+            /** @description Credentials are stored (encrypted); they are never returned */
+            has_credentials: boolean;
+            schedule_minutes: number | null;
+            next_sync_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            last_sync: {
+                id: number;
+                connection_id: number;
+                /** @description queued | running | succeeded | failed | cancelled */
+                status: string;
+                /** @description manual | schedule */
+                trigger: string;
+                cancel_requested: boolean;
+                progress: {
+                    seen: number;
+                    created: number;
+                    updated: number;
+                    deleted: number;
+                    unchanged: number;
+                    failed: number;
+                };
+                error: string | null;
+                started_at: string | null;
+                finished_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+            } | null;
+        };
+        /** ConnectorsRemoveResponse */
+        ConnectorsRemoveResponse: {
+            id: number;
+            removed: boolean;
+            memories_forgotten: number;
+        };
+        /**
+         * ConnectorsRepairResponse
+         * @description The connection; with `consent` when its consent is gone and must be given again
+         */
+        ConnectorsRepairResponse: {
+            id: number;
+            provider: string;
+            name: string;
+            /** @description The end user whose memories the synced content becomes */
+            end_user_id: string;
+            /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
+            state: string;
+            state_reason: string | null;
+            /** @description Credentials are stored (encrypted); they are never returned */
+            has_credentials: boolean;
+            schedule_minutes: number | null;
+            next_sync_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            last_sync: {
+                id: number;
+                connection_id: number;
+                /** @description queued | running | succeeded | failed | cancelled */
+                status: string;
+                /** @description manual | schedule */
+                trigger: string;
+                cancel_requested: boolean;
+                progress: {
+                    seen: number;
+                    created: number;
+                    updated: number;
+                    deleted: number;
+                    unchanged: number;
+                    failed: number;
+                };
+                error: string | null;
+                started_at: string | null;
+                finished_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+            } | null;
+        } & {
+            consent?: {
+                /** @description The provider's consent page; send the user's browser there */
+                authorization_url: string;
+                /** @description Single use, bound to the caller and the connection; the provider hands it back with the code */
+                state: string;
+                /** @description Where the provider sends the browser back (ENGRAM_OAUTH_REDIRECT_URL) */
+                redirect_uri: string;
+                /** Format: date-time */
+                expires_at: string;
+            };
+        };
+        /** ConnectorsAuthorizeResponse */
+        ConnectorsAuthorizeResponse: {
+            /** @description The provider's consent page; send the user's browser there */
+            authorization_url: string;
+            /** @description Single use, bound to the caller and the connection; the provider hands it back with the code */
+            state: string;
+            /** @description Where the provider sends the browser back (ENGRAM_OAUTH_REDIRECT_URL) */
+            redirect_uri: string;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /** ConnectorsCompleteAuthorizationRequest */
+        ConnectorsCompleteAuthorizationRequest: {
+            state: string;
+            /** @description The code the provider added to the redirect */
+            code?: string;
+            /** @description The provider's error instead of a code (access_denied: the user refused) */
+            error?: string;
+        };
+        /** ConnectorsCompleteAuthorizationResponse */
+        ConnectorsCompleteAuthorizationResponse: {
+            id: number;
+            provider: string;
+            name: string;
+            /** @description The end user whose memories the synced content becomes */
+            end_user_id: string;
+            /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
+            state: string;
+            state_reason: string | null;
+            /** @description Credentials are stored (encrypted); they are never returned */
+            has_credentials: boolean;
+            schedule_minutes: number | null;
+            next_sync_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            last_sync: {
+                id: number;
+                connection_id: number;
+                /** @description queued | running | succeeded | failed | cancelled */
+                status: string;
+                /** @description manual | schedule */
+                trigger: string;
+                cancel_requested: boolean;
+                progress: {
+                    seen: number;
+                    created: number;
+                    updated: number;
+                    deleted: number;
+                    unchanged: number;
+                    failed: number;
+                };
+                error: string | null;
+                started_at: string | null;
+                finished_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+            } | null;
+        };
+        /** ConnectorsPurgeResponse */
+        ConnectorsPurgeResponse: {
+            id: number;
+            memories_forgotten: number;
+        };
+        /** ConnectorsConfigurationResponse */
+        ConnectorsConfigurationResponse: {
+            connection_id: number;
+            provider: string;
+            schema: unknown;
+            values: {
+                [key: string]: unknown;
+            };
+        };
+        /** ConnectorsSetConfigurationRequest */
+        ConnectorsSetConfigurationRequest: {
+            values: {
+                [key: string]: unknown;
+            };
+        };
+        /** ConnectorsSetConfigurationResponse */
+        ConnectorsSetConfigurationResponse: {
+            connection_id: number;
+            provider: string;
+            schema: unknown;
+            values: {
+                [key: string]: unknown;
+            };
+        };
+        /** ConnectorsSyncResponse */
+        ConnectorsSyncResponse: {
+            id: number;
+            connection_id: number;
+            /** @description queued | running | succeeded | failed | cancelled */
+            status: string;
+            /** @description manual | schedule */
+            trigger: string;
+            cancel_requested: boolean;
+            progress: {
+                seen: number;
+                created: number;
+                updated: number;
+                deleted: number;
+                unchanged: number;
+                failed: number;
+            };
+            error: string | null;
+            started_at: string | null;
+            finished_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** ConnectorsSyncsResponse */
+        ConnectorsSyncsResponse: {
+            items: {
+                id: number;
+                connection_id: number;
+                /** @description queued | running | succeeded | failed | cancelled */
+                status: string;
+                /** @description manual | schedule */
+                trigger: string;
+                cancel_requested: boolean;
+                progress: {
+                    seen: number;
+                    created: number;
+                    updated: number;
+                    deleted: number;
+                    unchanged: number;
+                    failed: number;
+                };
+                error: string | null;
+                started_at: string | null;
+                finished_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** ConnectorsGetSyncResponse */
+        ConnectorsGetSyncResponse: {
+            id: number;
+            connection_id: number;
+            /** @description queued | running | succeeded | failed | cancelled */
+            status: string;
+            /** @description manual | schedule */
+            trigger: string;
+            cancel_requested: boolean;
+            progress: {
+                seen: number;
+                created: number;
+                updated: number;
+                deleted: number;
+                unchanged: number;
+                failed: number;
+            };
+            error: string | null;
+            started_at: string | null;
+            finished_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** ConnectorsCancelSyncResponse */
+        ConnectorsCancelSyncResponse: {
+            id: number;
+            connection_id: number;
+            /** @description queued | running | succeeded | failed | cancelled */
+            status: string;
+            /** @description manual | schedule */
+            trigger: string;
+            cancel_requested: boolean;
+            progress: {
+                seen: number;
+                created: number;
+                updated: number;
+                deleted: number;
+                unchanged: number;
+                failed: number;
+            };
+            error: string | null;
+            started_at: string | null;
+            finished_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** ConnectorsObjectsResponse */
+        ConnectorsObjectsResponse: {
+            items: {
+                source_id: string;
+                title: string | null;
+                url: string | null;
+                version: string | null;
+                content_hash: string | null;
+                memory_ids: number[];
+                /** @description synced | failed | deleted */
+                status: string;
+                error: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** ConnectorsInsightsResponse */
+        ConnectorsInsightsResponse: {
+            connections: {
+                total: number;
+                by_state: {
+                    [key: string]: number;
+                };
+            };
+            objects: {
+                total: number;
+                by_status: {
+                    [key: string]: number;
+                };
+            };
+            /** @description Live memories brought in by connectors */
+            memories: number;
+            syncs: {
+                total: number;
+                by_status: {
+                    [key: string]: number;
+                };
+            };
+            last_runs: {
+                id: number;
+                connection_id: number;
+                /** @description queued | running | succeeded | failed | cancelled */
+                status: string;
+                /** @description manual | schedule */
+                trigger: string;
+                cancel_requested: boolean;
+                progress: {
+                    seen: number;
+                    created: number;
+                    updated: number;
+                    deleted: number;
+                    unchanged: number;
+                    failed: number;
+                };
+                error: string | null;
+                started_at: string | null;
+                finished_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+            }[];
+        };
+        /** IntegrationsListResponse */
+        IntegrationsListResponse: {
+            items: ({
+                name: string;
+                title: string;
+                description: string;
+                /** @description none | access_keys | api_key | oauth2 */
+                auth_kind: string;
+                /** @description JSON Schema of the configuration */
+                config_schema: unknown;
+                /** @description JSON Schema of the credentials, or null */
+                credentials_schema: unknown;
+                capabilities: string[];
+            } & {
+                enabled: boolean;
+            })[];
+        };
+        /** IntegrationsEnableResponse */
+        IntegrationsEnableResponse: {
+            name: string;
+            title: string;
+            description: string;
+            /** @description none | access_keys | api_key | oauth2 */
+            auth_kind: string;
+            /** @description JSON Schema of the configuration */
+            config_schema: unknown;
+            /** @description JSON Schema of the credentials, or null */
+            credentials_schema: unknown;
+            capabilities: string[];
+        } & {
+            enabled: boolean;
+        };
+        /** IntegrationsDisableResponse */
+        IntegrationsDisableResponse: {
+            name: string;
+            title: string;
+            description: string;
+            /** @description none | access_keys | api_key | oauth2 */
+            auth_kind: string;
+            /** @description JSON Schema of the configuration */
+            config_schema: unknown;
+            /** @description JSON Schema of the credentials, or null */
+            credentials_schema: unknown;
+            capabilities: string[];
+        } & {
+            enabled: boolean;
+        };
+        /** IntegrationsSetOAuthClientRequest */
+        IntegrationsSetOAuthClientRequest: {
+            client_id: string;
+            /** @description Stored encrypted, never returned */
+            client_secret: string;
+        };
+        /** IntegrationsSetOAuthClientResponse */
+        IntegrationsSetOAuthClientResponse: {
+            provider: string;
+            /** @description The client consent uses; null: none (consent answers 503) */
+            client_id: string | null;
+            /** @description organization: set here; server: ENGRAM_<PROVIDER>_CLIENT_ID */
+            source: "organization" | "server" | null;
+        };
+        /** IntegrationsRemoveOAuthClientResponse */
+        IntegrationsRemoveOAuthClientResponse: {
+            provider: string;
+            /** @description The client consent uses; null: none (consent answers 503) */
+            client_id: string | null;
+            /** @description organization: set here; server: ENGRAM_<PROVIDER>_CLIENT_ID */
+            source: "organization" | "server" | null;
+        };
+        /** IntegrationsOverviewResponse */
+        IntegrationsOverviewResponse: {
+            project_id: string;
+            integrations: {
+                provider: string;
+                title: string;
+                enabled: boolean;
+                connections: number;
+            }[];
+            connections: {
+                id: number;
+                provider: string;
+                name: string;
+                /** @description The end user whose memories the synced content becomes */
+                end_user_id: string;
+                /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
+                state: string;
+                state_reason: string | null;
+                /** @description Credentials are stored (encrypted); they are never returned */
+                has_credentials: boolean;
+                schedule_minutes: number | null;
+                next_sync_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+                last_sync: {
+                    id: number;
+                    connection_id: number;
+                    /** @description queued | running | succeeded | failed | cancelled */
+                    status: string;
+                    /** @description manual | schedule */
+                    trigger: string;
+                    cancel_requested: boolean;
+                    progress: {
+                        seen: number;
+                        created: number;
+                        updated: number;
+                        deleted: number;
+                        unchanged: number;
+                        failed: number;
+                    };
+                    error: string | null;
+                    started_at: string | null;
+                    finished_at: string | null;
+                    /** Format: date-time */
+                    created_at: string;
+                } | null;
+            }[];
+        };
+        /** MemoriesQueryRequest */
+        MemoriesQueryRequest: {
+            query: string;
+            /** @description Number of results (default 10) */
+            k?: number;
+            session_id?: string;
+            filters?: {
+                tags_any?: string[];
+                tags_all?: string[];
+                source?: string;
+                /** Format: date-time */
+                created_after?: string;
+                /** Format: date-time */
+                created_before?: string;
+                /** @description Equality on each key */
+                metadata?: {
+                    [key: string]: unknown;
+                };
+                is_summary?: boolean;
+            };
+            explain?: boolean;
+            /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+            min_score?: number;
+        };
+        /** MemoriesQueryResponse */
+        MemoriesQueryResponse: {
+            memories: (components["schemas"]["Memory"] & {
+                /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
+                score: number;
+                /** @description Per-feature contributions to s (query with explain: true) */
+                explanation?: {
+                    [key: string]: number;
+                };
+            })[];
+        };
+        /** MemoriesRetrieveRequest */
+        MemoriesRetrieveRequest: {
+            prompt: string;
+            /** @description Number of results (default 10) */
+            k?: number;
+            token_budget?: number;
+            /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+            min_score?: number;
+        };
+        /** MemoriesRetrieveResponse */
+        MemoriesRetrieveResponse: {
+            memories: (components["schemas"]["Memory"] & {
+                /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
+                score: number;
+                /** @description Per-feature contributions to s (query with explain: true) */
+                explanation?: {
+                    [key: string]: number;
+                };
+            })[];
+            /** @description Estimated tokens of the returned memory texts */
+            tokens: number;
+            token_budget: number | null;
+        };
+        /** MemoriesSearchRequest */
+        MemoriesSearchRequest: {
+            query: string;
+            /** @description Number of results (default 10) */
+            k?: number;
+            route?: "auto" | "keyword" | "semantic" | "temporal" | "recent";
+            /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+            min_score?: number;
+        };
+        /** MemoriesSearchResponse */
+        MemoriesSearchResponse: {
+            route: string;
+            /** @description Why this route; says so when a time filter found nothing and results come from any time */
+            reason: string;
+            range?: {
+                /** Format: date-time */
+                from: string;
+                /** Format: date-time */
+                to: string;
+                matched: string;
+            };
+            memories: (components["schemas"]["Memory"] & {
+                /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
+                score: number;
+                /** @description Per-feature contributions to s (query with explain: true) */
+                explanation?: {
+                    [key: string]: number;
+                };
+            })[];
+        };
+        /** MemoriesComposeRequest */
+        MemoriesComposeRequest: {
+            task: string;
+            token_budget?: number;
+            /** @description Must contain {{memories}}; may contain {{task}} */
+            template?: string;
+            /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+            min_score?: number;
+        };
+        /** MemoriesComposeResponse */
+        MemoriesComposeResponse: {
+            prompt: string;
+            memories: (components["schemas"]["Memory"] & {
+                /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
+                score: number;
+                /** @description Per-feature contributions to s (query with explain: true) */
+                explanation?: {
+                    [key: string]: number;
+                };
+            })[];
+            tokens: number;
+        };
+        /** MemoriesRefreshEmbeddingsResponse */
+        MemoriesRefreshEmbeddingsResponse: {
+            id: number;
+            kind: string;
+            /** @description queued | running | succeeded | failed */
+            status: string;
+            progress: number;
+            result: unknown;
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** MemoriesRefreshJobResponse */
+        MemoriesRefreshJobResponse: {
+            id: number;
+            kind: string;
+            /** @description queued | running | succeeded | failed */
+            status: string;
+            progress: number;
+            result: unknown;
+            error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** FeedbackAddRequest */
+        FeedbackAddRequest: {
+            rating: "positive" | "negative";
+            query?: string;
+            comment?: string;
+        };
+        /** FeedbackAddResponse */
+        FeedbackAddResponse: {
+            id: number;
+            memory_id: number;
+            rating: string;
+            query: string | null;
+            comment: string | null;
+            /** Format: date-time */
+            created_at: string;
+            withdrawn_at: string | null;
+        };
+        /** FeedbackListResponse */
+        FeedbackListResponse: {
+            items: {
+                id: number;
+                memory_id: number;
+                rating: string;
+                query: string | null;
+                comment: string | null;
+                /** Format: date-time */
+                created_at: string;
+                withdrawn_at: string | null;
+            }[];
+        };
+        /** FeedbackDeleteResponse */
+        FeedbackDeleteResponse: {
+            id: number;
+            memory_id: number;
+            rating: string;
+            query: string | null;
+            comment: string | null;
+            /** Format: date-time */
+            created_at: string;
+            withdrawn_at: string | null;
+        };
+        /** MemoriesSummarizeRequest */
+        MemoriesSummarizeRequest: {
+            memory_ids?: number[];
+            filters?: {
+                tags_any?: string[];
+                tags_all?: string[];
+                source?: string;
+                /** Format: date-time */
+                created_after?: string;
+                /** Format: date-time */
+                created_before?: string;
+                /** @description Equality on each key */
+                metadata?: {
+                    [key: string]: unknown;
+                };
+                is_summary?: boolean;
+            };
+            session_id?: string;
+            /** @description Default 5 */
+            max_sentences?: number;
+            /** @description Store the summary as a memory (default true) */
+            store?: boolean;
+        };
+        /** MemoriesSummarizeResponse200 */
+        MemoriesSummarizeResponse200: {
+            status: "created" | "existing" | "not_stored";
+            summary: string;
+            method: "extractive" | "llm";
+            model?: string;
+            sources: number[];
+            memory: components["schemas"]["Memory"] | null;
+            usage?: {
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            };
+        };
+        /** MemoriesSummarizeResponse201 */
+        MemoriesSummarizeResponse201: {
+            status: "created" | "existing" | "not_stored";
+            summary: string;
+            method: "extractive" | "llm";
+            model?: string;
+            sources: number[];
+            memory: components["schemas"]["Memory"] | null;
+            usage?: {
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            };
+        };
+        /** RelationsCreateRequest */
+        RelationsCreateRequest: {
+            /** @description Memory id */
+            source_id: number;
+            /** @description Memory id */
+            target_id: number;
+            /** @description supports, contradicts, updates (source supersedes target), follows (source comes after target), related */
+            type: "related" | "supports" | "contradicts" | "updates" | "follows";
+            /** @description Free-form JSON object, at most 16384 bytes */
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        /** RelationsCreateResponse200 */
+        RelationsCreateResponse200: {
+            id: number;
+            source_id: number;
+            target_id: number;
+            /** @description One of related, supports, contradicts, updates, follows, or summarizes (summary -> source) */
+            type: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** RelationsCreateResponse201 */
+        RelationsCreateResponse201: {
+            id: number;
+            source_id: number;
+            target_id: number;
+            /** @description One of related, supports, contradicts, updates, follows, or summarizes (summary -> source) */
+            type: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** RelationsListResponse */
+        RelationsListResponse: {
+            memory_id: number;
+            items: components["schemas"]["Relation"][];
+        };
+        /** RelationsDeleteResponse */
+        RelationsDeleteResponse: {
+            id: number;
+            source_id: number;
+            target_id: number;
+            /** @description One of related, supports, contradicts, updates, follows, or summarizes (summary -> source) */
+            type: string;
+            metadata: {
+                [key: string]: unknown;
+            };
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** MemoriesSynthesizeRequest */
+        MemoriesSynthesizeRequest: {
+            question: string;
+            /** @description Memories retrieved (default 10) */
+            k?: number;
+            session_id?: string;
+            filters?: {
+                tags_any?: string[];
+                tags_all?: string[];
+                source?: string;
+                /** Format: date-time */
+                created_after?: string;
+                /** Format: date-time */
+                created_before?: string;
+                /** @description Equality on each key */
+                metadata?: {
+                    [key: string]: unknown;
+                };
+                is_summary?: boolean;
+            };
+        };
+        /** MemoriesSynthesizeResponse */
+        MemoriesSynthesizeResponse: {
+            answer: string;
+            /** @description False when no retrieved memory supports an answer */
+            found: boolean;
+            citations: {
+                memory_id: number;
+                /** @description The span of the memory relied on */
+                text: string;
+            }[];
+            memories: (components["schemas"]["Memory"] & {
+                /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
+                score: number;
+                /** @description Per-feature contributions to s (query with explain: true) */
+                explanation?: {
+                    [key: string]: number;
+                };
+            })[];
+            method: "extractive" | "llm";
+            model?: string;
+            usage?: {
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            };
+            /** @description Why the built-in method answered although an LLM is configured */
+            note?: string;
+        };
+        /** IntelligenceOntologyResponse */
+        IntelligenceOntologyResponse: {
+            categories: {
+                /** @description Lower-case letters, digits and underscores */
+                name: string;
+                description: string;
+                /** @description Words or phrases that put a memory in the category */
+                cues: string[];
+            }[];
+            entity_types: {
+                /** @description Lower-case letters, digits and underscores */
+                name: string;
+                description: string;
+                /** @description Names always of this type (a gazetteer) */
+                examples: string[];
+            }[];
+            relation_types: {
+                /** @description Lower-case letters, digits and underscores */
+                name: string;
+                description: string;
+                /** @description Allowed subject entity types (empty: any) */
+                source_types: string[];
+                /** @description Allowed object entity types (empty: any) */
+                target_types: string[];
+                /** @description One current value per subject: a new value invalidates the old edge and is a conflict */
+                single_valued: boolean;
+                /** @description Verb phrases stating the relation between a subject before them and an object after them ("moved to") */
+                cues: string[];
+            }[];
+            /** @description 0 while the project uses the built-in default */
+            revision: number;
+            is_default: boolean;
+            updated_at: string | null;
+            /** @description The background job reclassifying existing memories after the last replacement */
+            reclassification: {
+                id: number;
+                kind: string;
+                status: string;
+                progress: number;
+                result: unknown;
+                error: string | null;
+                created_at: string;
+                updated_at: string;
+            } | null;
+        };
+        /** IntelligenceReplaceOntologyRequest */
+        IntelligenceReplaceOntologyRequest: {
+            categories: {
+                /** @description Lower-case letters, digits and underscores */
+                name: string;
+                description: string;
+                /** @description Words or phrases that put a memory in the category */
+                cues: string[];
+            }[];
+            entity_types: {
+                /** @description Lower-case letters, digits and underscores */
+                name: string;
+                description: string;
+                /** @description Names always of this type (a gazetteer) */
+                examples: string[];
+            }[];
+            relation_types: {
+                /** @description Lower-case letters, digits and underscores */
+                name: string;
+                description: string;
+                /** @description Allowed subject entity types (empty: any) */
+                source_types: string[];
+                /** @description Allowed object entity types (empty: any) */
+                target_types: string[];
+                /** @description One current value per subject: a new value invalidates the old edge and is a conflict */
+                single_valued: boolean;
+                /** @description Verb phrases stating the relation between a subject before them and an object after them ("moved to") */
+                cues: string[];
+            }[];
+        };
+        /** IntelligenceReplaceOntologyResponse */
+        IntelligenceReplaceOntologyResponse: {
+            categories: {
+                /** @description Lower-case letters, digits and underscores */
+                name: string;
+                description: string;
+                /** @description Words or phrases that put a memory in the category */
+                cues: string[];
+            }[];
+            entity_types: {
+                /** @description Lower-case letters, digits and underscores */
+                name: string;
+                description: string;
+                /** @description Names always of this type (a gazetteer) */
+                examples: string[];
+            }[];
+            relation_types: {
+                /** @description Lower-case letters, digits and underscores */
+                name: string;
+                description: string;
+                /** @description Allowed subject entity types (empty: any) */
+                source_types: string[];
+                /** @description Allowed object entity types (empty: any) */
+                target_types: string[];
+                /** @description One current value per subject: a new value invalidates the old edge and is a conflict */
+                single_valued: boolean;
+                /** @description Verb phrases stating the relation between a subject before them and an object after them ("moved to") */
+                cues: string[];
+            }[];
+            /** @description 0 while the project uses the built-in default */
+            revision: number;
+            is_default: boolean;
+            updated_at: string | null;
+            /** @description The background job reclassifying existing memories after the last replacement */
+            reclassification: {
+                id: number;
+                kind: string;
+                status: string;
+                progress: number;
+                result: unknown;
+                error: string | null;
+                created_at: string;
+                updated_at: string;
+            } | null;
+        };
+        /** IntelligenceGraphResponse */
+        IntelligenceGraphResponse: {
+            nodes: {
+                /** @description "self" for the end user, else <type>:<canonical name> */
+                id: string;
+                name: string;
+                type: string;
+                aliases: string[];
+                memory_ids: number[];
+                is_end_user: boolean;
+            }[];
+            edges: {
+                id: string;
+                source: string;
+                target: string;
+                type: string;
+                /** @description The memories that state this fact */
+                memory_ids: number[];
+                /** Format: date-time */
+                valid_at: string;
+                invalid_at: string | null;
+                invalidated_by: number | null;
+            }[];
+            /** @description Typed links between the memories themselves (POST /memory/relations; a summary `summarizes` its sources): made by as_of, touching the memories behind the shown nodes and edges when entity or type is given; the limit newest */
+            memory_relations: components["schemas"]["Relation"][];
+            as_of: string | null;
+            revision: number;
+        };
+        /** IntelligenceClustersResponse */
+        IntelligenceClustersResponse: {
+            items: {
+                /** @description The smallest member id */
+                id: number;
+                label: string;
+                terms: string[];
+                size: number;
+                memory_ids: number[];
+            }[];
+            total: number;
+            revision: number;
+        };
+        /** IntelligenceDecisionsResponse */
+        IntelligenceDecisionsResponse: {
+            items: {
+                id: number;
+                kind: "single_valued" | "negation";
+                subject: {
+                    id: string;
+                    name: string;
+                };
+                /** @description The relation type */
+                attribute: string;
+                values: {
+                    memory_id: number;
+                    value: string;
+                    negated: boolean;
+                    /** Format: date-time */
+                    stated_at: string;
+                }[];
+                suggested_resolution: {
+                    resolution: "keep_one" | "keep_both" | "dismiss";
+                    memory_id: number;
+                    reason: string;
+                };
+                status: "open" | "resolved" | "dismissed";
+                resolution: {
+                    resolution: "keep_one" | "keep_both" | "dismiss";
+                    memory_id: number | null;
+                    note: string | null;
+                    actor: {
+                        type: string;
+                        id: number | null;
+                    };
+                    /** Format: date-time */
+                    resolved_at: string;
+                } | null;
+                /** Format: date-time */
+                detected_at: string;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** IntelligenceResolveDecisionRequest */
+        IntelligenceResolveDecisionRequest: {
+            resolution: "keep_one" | "keep_both" | "dismiss";
+            /** @description keep_one: the memory to keep (one of the decision's) */
+            memory_id?: number;
+            note?: string;
+        };
+        /** IntelligenceResolveDecisionResponse */
+        IntelligenceResolveDecisionResponse: {
+            id: number;
+            kind: "single_valued" | "negation";
+            subject: {
+                id: string;
+                name: string;
+            };
+            /** @description The relation type */
+            attribute: string;
+            values: {
+                memory_id: number;
+                value: string;
+                negated: boolean;
+                /** Format: date-time */
+                stated_at: string;
+            }[];
+            suggested_resolution: {
+                resolution: "keep_one" | "keep_both" | "dismiss";
+                memory_id: number;
+                reason: string;
+            };
+            status: "open" | "resolved" | "dismissed";
+            resolution: {
+                resolution: "keep_one" | "keep_both" | "dismiss";
+                memory_id: number | null;
+                note: string | null;
+                actor: {
+                    type: string;
+                    id: number | null;
+                };
+                /** Format: date-time */
+                resolved_at: string;
+            } | null;
+            /** Format: date-time */
+            detected_at: string;
+        };
+        /** IntelligenceReportResponse */
+        IntelligenceReportResponse: {
+            top_entities: {
+                id: string;
+                name: string;
+                type: string;
+                mentions: number;
+            }[];
+            /** @description Facts most recently stated or ended, newest first */
+            recent_changes: {
+                id: string;
+                source: string;
+                target: string;
+                type: string;
+                /** @description The memories that state this fact */
+                memory_ids: number[];
+                /** Format: date-time */
+                valid_at: string;
+                invalid_at: string | null;
+                invalidated_by: number | null;
+            }[];
+            clusters: {
+                /** @description The smallest member id */
+                id: number;
+                label: string;
+                terms: string[];
+                size: number;
+                memory_ids: number[];
+            }[];
+            open_decisions: {
+                id: number;
+                kind: "single_valued" | "negation";
+                subject: {
+                    id: string;
+                    name: string;
+                };
+                /** @description The relation type */
+                attribute: string;
+                values: {
+                    memory_id: number;
+                    value: string;
+                    negated: boolean;
+                    /** Format: date-time */
+                    stated_at: string;
+                }[];
+                suggested_resolution: {
+                    resolution: "keep_one" | "keep_both" | "dismiss";
+                    memory_id: number;
+                    reason: string;
+                };
+                status: "open" | "resolved" | "dismissed";
+                resolution: {
+                    resolution: "keep_one" | "keep_both" | "dismiss";
+                    memory_id: number | null;
+                    note: string | null;
+                    actor: {
+                        type: string;
+                        id: number | null;
+                    };
+                    /** Format: date-time */
+                    resolved_at: string;
+                } | null;
+                /** Format: date-time */
+                detected_at: string;
+            }[];
+            revision: number;
+        };
+        /** IntelligenceStatsResponse */
+        IntelligenceStatsResponse: {
+            memories: number;
+            summaries: number;
+            entities: number;
+            entities_by_type: {
+                [key: string]: number;
+            };
+            relations: number;
+            relations_by_type: {
+                [key: string]: number;
+            };
+            current_relations: number;
+            clusters: number;
+            decisions: {
+                open: number;
+                resolved: number;
+                dismissed: number;
+            };
+            categories: {
+                [key: string]: number;
+            };
+            revision: number;
+        };
+        /** V1AddTurnRequest */
+        V1AddTurnRequest: {
+            /** @description Tenant of the application */
+            tenant_id: string;
+            /** @description The tenant's user; opaque, not an e-mail address */
+            user_id: string;
+            /** @description Origin label; default "conversation" */
+            source?: string;
+            /** @description The turn, stored verbatim */
+            text: string;
+            /** @description Who spoke; a content hash here makes redelivery converge */
+            speaker: string;
+            metadata?: {
+                /** @description Conversation session */
+                session_id?: string;
+                project?: string;
+                /**
+                 * Format: date-time
+                 * @description When the turn was said (default: now)
+                 */
+                timestamp?: string;
+            } & {
+                [key: string]: unknown;
+            };
+        };
+        /** V1AddTurnResponse200 */
+        V1AddTurnResponse200: {
+            id: number;
+            status: "created" | "duplicate";
+            tenant_id: string;
+            user_id: string;
+            session_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** V1AddTurnResponse201 */
+        V1AddTurnResponse201: {
+            id: number;
+            status: "created" | "duplicate";
+            tenant_id: string;
+            user_id: string;
+            session_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        /** V1RecallRequest */
+        V1RecallRequest: {
+            /** @description Tenant */
+            tenant_id: string;
+            /** @description The tenant's user */
+            user_id: string;
+            query: string;
+            k?: number;
+            /** @description Narrow to one session */
+            session_id?: string;
+            /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
+            min_score?: number;
+        };
+        /** V1RecallResponse */
+        V1RecallResponse: {
+            /** @description Whole memory records, best first */
+            memories: ((components["schemas"]["Memory"] & {
+                /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
+                score: number;
+                /** @description Per-feature contributions to s (query with explain: true) */
+                explanation?: {
+                    [key: string]: number;
+                };
+            }) & {
+                speaker: string | null;
+                tenant_id: string;
+            })[];
+            /** @description The recalled turns in conversation order, ready for a prompt */
+            context: string;
+        };
+        /** V1StatusResponse */
+        V1StatusResponse: {
+            status: string;
+            database: string;
+            tenant_id: string | null;
+            counts: {
+                tenants: number;
+                users: number;
+                memories: number;
+                turns_this_period: number;
+            };
+            quota: {
+                monthly_turns: number;
+                used: number;
+                remaining: number;
+                /** Format: date-time */
+                period_start: string;
+                /** Format: date-time */
+                period_end: string;
+            } | null;
+        };
+        /** V1MemoriesResponse */
+        V1MemoriesResponse: {
+            items: ({
+                id: number;
+                text: string;
+                speaker: string | null;
+                session_id: string | null;
+                /** Format: date-time */
+                created_at: string;
+            } & {
+                tenant_id: string;
+                user_id: string;
+                source: string | null;
+                metadata: {
+                    [key: string]: unknown;
+                };
+            })[];
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** AuthLoginRequest */
+        AuthLoginRequest: {
+            email: string;
+            password: string;
+            scopes?: string[];
+        };
+        /** AuthLoginResponse */
+        AuthLoginResponse: {
+            /** @description JWT (HS256); send as Authorization: Bearer <access_token> */
+            access_token: string;
+            /** @enum {string} */
+            token_type: "Bearer";
+            /** @description Seconds the access token is valid */
+            expires_in: number;
+            /** @description Single use: trade it at POST /auth/refresh before refresh_expires_at */
+            refresh_token: string;
+            /**
+             * Format: date-time
+             * @description When the session ends; refreshing does not extend it
+             */
+            refresh_expires_at: string;
+            session_id: number;
+        };
+        /** AuthRefreshRequest */
+        AuthRefreshRequest: {
+            refresh_token: string;
+        };
+        /** AuthRefreshResponse */
+        AuthRefreshResponse: {
+            /** @description JWT (HS256); send as Authorization: Bearer <access_token> */
+            access_token: string;
+            /** @enum {string} */
+            token_type: "Bearer";
+            /** @description Seconds the access token is valid */
+            expires_in: number;
+            /** @description Single use: trade it at POST /auth/refresh before refresh_expires_at */
+            refresh_token: string;
+            /**
+             * Format: date-time
+             * @description When the session ends; refreshing does not extend it
+             */
+            refresh_expires_at: string;
+            session_id: number;
+        };
+        /** AuthLogoutResponse */
+        AuthLogoutResponse: {
+            id: number;
+            /** Format: date-time */
+            revoked_at: string;
+        };
+        /** SessionsListResponse */
+        SessionsListResponse: {
+            items: {
+                id: number;
+                user_id: number;
+                /** Format: date-time */
+                created_at: string;
+                last_used_at: string | null;
+                /** Format: date-time */
+                expires_at: string;
+                ip: string | null;
+                user_agent: string | null;
+                scopes: string[];
+                /** @description The session of the token making this request */
+                current: boolean;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** SessionsRevokeResponse */
+        SessionsRevokeResponse: {
+            id: number;
+            /** Format: date-time */
+            revoked_at: string;
+        };
+        /** AuthCatalogueResponse */
+        AuthCatalogueResponse: {
+            scopes: {
+                name: string;
+                description: string;
+            }[];
+            capabilities: {
+                name: string;
+                description: string;
+            }[];
+            roles: {
+                name: string;
+                capabilities: string[];
+            }[];
+            operations: {
+                method: string;
+                path: string;
+                accepts: string[];
+                scope: string | null;
+                capability: string | null;
+            }[];
+        };
+        /** OrganizationsCreateRequest */
+        OrganizationsCreateRequest: {
+            name: string;
+        };
+        /** OrganizationsCreateResponse */
+        OrganizationsCreateResponse: {
+            /** @description org_… */
+            id: string;
+            name: string;
+            /** @description The caller's role: owner, admin, member or viewer */
+            role: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The organization this call acts in */
+            current: boolean;
+        };
+        /** OrganizationsListResponse */
+        OrganizationsListResponse: {
+            items: {
+                /** @description org_… */
+                id: string;
+                name: string;
+                /** @description The caller's role: owner, admin, member or viewer */
+                role: string;
+                /** Format: date-time */
+                created_at: string;
+                /** @description The organization this call acts in */
+                current: boolean;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** ProjectsListResponse */
+        ProjectsListResponse: {
+            items: {
+                /** @description proj_…; never changes */
+                id: string;
+                name: string;
+                slug: string;
+                description: string;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** ProjectsCreateRequest */
+        ProjectsCreateRequest: {
+            name: string;
+            /** @description Lowercase letters, digits and inner hyphens; unique in the organization */
+            slug?: string;
+            description?: string;
+        };
+        /** ProjectsCreateResponse */
+        ProjectsCreateResponse: {
+            /** @description proj_…; never changes */
+            id: string;
+            name: string;
+            slug: string;
+            description: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** ProjectsGetResponse */
+        ProjectsGetResponse: {
+            /** @description proj_…; never changes */
+            id: string;
+            name: string;
+            slug: string;
+            description: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** ProjectsUpdateRequest */
+        ProjectsUpdateRequest: {
+            name?: string;
+            /** @description Lowercase letters, digits and inner hyphens; unique in the organization */
+            slug?: string;
+            description?: string;
+        };
+        /** ProjectsUpdateResponse */
+        ProjectsUpdateResponse: {
+            id: string;
+            name: string;
+            slug: string;
+            description: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** ProjectsDeleteResponse */
+        ProjectsDeleteResponse: {
+            id: string;
+            /** Format: date-time */
+            deleted_at: string;
+            memories_tombstoned: number;
+        };
+        /** KeysCreateRequest */
+        KeysCreateRequest: {
+            name: string;
+            /** @description Lock the key to this project */
+            project_id?: string;
+            scopes?: string[];
+            /** Format: date-time */
+            expires_at?: string;
+            /** @description Bind the key to one /v1 tenant */
+            tenant_id?: string;
+            /** @description Bind the key to one end user */
+            end_user_id?: string;
+        };
+        /** KeysCreateResponse */
+        KeysCreateResponse: {
+            id: number;
+            name: string;
+            /** @description The first characters of the secret, for recognising it */
+            prefix: string;
+            project_id: string | null;
+            scopes: string[];
+            tenant_id: string | null;
+            end_user_id: string | null;
+            created_by: number | null;
+            /** Format: date-time */
+            created_at: string;
+            expires_at: string | null;
+            revoked_at: string | null;
+            last_used_at: string | null;
+            status: "active" | "revoked" | "expired";
+            /** @description The secret; shown this once only */
+            key: string;
+        };
+        /** KeysListResponse */
+        KeysListResponse: {
+            items: {
+                id: number;
+                name: string;
+                /** @description The first characters of the secret, for recognising it */
+                prefix: string;
+                project_id: string | null;
+                scopes: string[];
+                tenant_id: string | null;
+                end_user_id: string | null;
+                created_by: number | null;
+                /** Format: date-time */
+                created_at: string;
+                expires_at: string | null;
+                revoked_at: string | null;
+                last_used_at: string | null;
+                status: "active" | "revoked" | "expired";
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** KeysGetResponse */
+        KeysGetResponse: {
+            id: number;
+            name: string;
+            /** @description The first characters of the secret, for recognising it */
+            prefix: string;
+            project_id: string | null;
+            scopes: string[];
+            tenant_id: string | null;
+            end_user_id: string | null;
+            created_by: number | null;
+            /** Format: date-time */
+            created_at: string;
+            expires_at: string | null;
+            revoked_at: string | null;
+            last_used_at: string | null;
+            status: "active" | "revoked" | "expired";
+        };
+        /** KeysRevokeResponse */
+        KeysRevokeResponse: {
+            id: number;
+            name: string;
+            /** @description The first characters of the secret, for recognising it */
+            prefix: string;
+            project_id: string | null;
+            scopes: string[];
+            tenant_id: string | null;
+            end_user_id: string | null;
+            created_by: number | null;
+            /** Format: date-time */
+            created_at: string;
+            expires_at: string | null;
+            revoked_at: string | null;
+            last_used_at: string | null;
+            status: "active" | "revoked" | "expired";
+        };
+        /** KeysTestResponse */
+        KeysTestResponse: {
+            id: number;
+            valid: boolean;
+            status: string;
+            reason: string | null;
+            prefix: string;
+            project_id: string | null;
+            project_status: "none" | "active" | "deleted";
+            scopes: string[];
+            tenant_id: string | null;
+            end_user_id: string | null;
+            expires_at: string | null;
+            last_used_at: string | null;
+            /** @description METHOD path of every operation the key may call */
+            operations: string[];
+        };
+        /** KeysBulkRevokeRequest */
+        KeysBulkRevokeRequest: {
+            ids: number[];
+        };
+        /** KeysBulkRevokeResponse */
+        KeysBulkRevokeResponse: {
+            totals: {
+                revoked: number;
+                already_revoked: number;
+                not_found: number;
+            };
+            results: {
+                id: number;
+                status: "revoked" | "already_revoked" | "not_found";
+            }[];
+        };
+        /** AuditListResponse */
+        AuditListResponse: {
+            items: {
+                id: number;
+                /** @description User id (actor_type user) or API key id (actor_type api_key) */
+                actor_id: number | null;
+                /** @description user, api_key or system */
+                actor_type: string;
+                /** @description Dotted name, e.g. memory.add, project.update */
+                action: string;
+                target_type: string;
+                target_id: string | null;
+                /** @description success, or what else happened (e.g. skipped) */
+                result: string;
+                request_id: string | null;
+                /** Format: date-time */
+                created_at: string;
+                project_id: string | null;
+                /** @description Whether the row is chained yet; rows are sealed moments after their write commits */
+                sealed: boolean;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** BillingCurrentPlanResponse */
+        BillingCurrentPlanResponse: {
+            organization_id: string;
+            plan: string;
+            allowances: {
+                /** @description null: unlimited */
+                memories: number | null;
+                /** @description null: unlimited */
+                monthly_turns: number | null;
+                /** @description null: unlimited */
+                requests: number | null;
+            };
+            usage: {
+                memories: number;
+                monthly_turns: number;
+                requests: number;
+            };
+            /** Format: date-time */
+            period_start: string;
+            /** Format: date-time */
+            period_end: string;
+        };
+        /** WebhooksEventTypesResponse */
+        WebhooksEventTypesResponse: {
+            items: {
+                type: string;
+                version: number;
+                description: string;
+                payload_schema: unknown;
+            }[];
+        };
+        /** WebhooksCreateRequest */
+        WebhooksCreateRequest: {
+            name: string;
+            /** @description https (http only when ENGRAM_WEBHOOK_ALLOW_HTTP); must resolve to public addresses */
+            url: string;
+            description?: string;
+            /** @description Event kinds from GET /org/webhooks/event-types */
+            events: string[];
+            retry_config?: {
+                /** @description Delay before each attempt: the first after the event, each next one after the failure before it. Default [0, 5, 300, 1800, 7200, 18000, 36000, 36000]. */
+                schedule_seconds?: number[];
+                /** @description An endpoint failing every attempt for this long is disabled (default 432000, 5 days). */
+                disable_after_seconds?: number;
+            };
+            signature_config?: {
+                /** @description After a rotation the old secret keeps signing (both signatures sent) this long (default 86400). */
+                rotation_overlap_seconds?: number;
+            };
+        };
+        /** WebhooksCreateResponse */
+        WebhooksCreateResponse: {
+            id: number;
+            name: string;
+            url: string;
+            description: string;
+            events: string[];
+            /** @description Whether deliveries are attempted now (state is enabled) */
+            enabled: boolean;
+            state: "enabled" | "paused" | "disabled";
+            disabled_reason: string | null;
+            project_id: string;
+            retry_config: {
+                schedule_seconds: number[];
+                disable_after_seconds: number;
+            };
+            signature_config: {
+                rotation_overlap_seconds: number;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        } & {
+            /** @description whsec_…: shown in this response only */
+            secret: string;
+        };
+        /** WebhooksListResponse */
+        WebhooksListResponse: {
+            items: {
+                id: number;
+                name: string;
+                url: string;
+                description: string;
+                events: string[];
+                /** @description Whether deliveries are attempted now (state is enabled) */
+                enabled: boolean;
+                state: "enabled" | "paused" | "disabled";
+                disabled_reason: string | null;
+                project_id: string;
+                retry_config: {
+                    schedule_seconds: number[];
+                    disable_after_seconds: number;
+                };
+                signature_config: {
+                    rotation_overlap_seconds: number;
+                };
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** WebhooksGetResponse */
+        WebhooksGetResponse: {
+            id: number;
+            name: string;
+            url: string;
+            description: string;
+            events: string[];
+            /** @description Whether deliveries are attempted now (state is enabled) */
+            enabled: boolean;
+            state: "enabled" | "paused" | "disabled";
+            disabled_reason: string | null;
+            project_id: string;
+            retry_config: {
+                schedule_seconds: number[];
+                disable_after_seconds: number;
+            };
+            signature_config: {
+                rotation_overlap_seconds: number;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** WebhooksUpdateRequest */
+        WebhooksUpdateRequest: {
+            name?: string;
+            /** @description https (http only when ENGRAM_WEBHOOK_ALLOW_HTTP); must resolve to public addresses */
+            url?: string;
+            description?: string;
+            /** @description Event kinds from GET /org/webhooks/event-types */
+            events?: string[];
+            retry_config?: {
+                /** @description Delay before each attempt: the first after the event, each next one after the failure before it. Default [0, 5, 300, 1800, 7200, 18000, 36000, 36000]. */
+                schedule_seconds?: number[];
+                /** @description An endpoint failing every attempt for this long is disabled (default 432000, 5 days). */
+                disable_after_seconds?: number;
+            };
+            signature_config?: {
+                /** @description After a rotation the old secret keeps signing (both signatures sent) this long (default 86400). */
+                rotation_overlap_seconds?: number;
+            };
+        };
+        /** WebhooksUpdateResponse */
+        WebhooksUpdateResponse: {
+            id: number;
+            name: string;
+            url: string;
+            description: string;
+            events: string[];
+            /** @description Whether deliveries are attempted now (state is enabled) */
+            enabled: boolean;
+            state: "enabled" | "paused" | "disabled";
+            disabled_reason: string | null;
+            project_id: string;
+            retry_config: {
+                schedule_seconds: number[];
+                disable_after_seconds: number;
+            };
+            signature_config: {
+                rotation_overlap_seconds: number;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** WebhooksDeleteResponse */
+        WebhooksDeleteResponse: {
+            id: number;
+            name: string;
+            url: string;
+            description: string;
+            events: string[];
+            /** @description Whether deliveries are attempted now (state is enabled) */
+            enabled: boolean;
+            state: "enabled" | "paused" | "disabled";
+            disabled_reason: string | null;
+            project_id: string;
+            retry_config: {
+                schedule_seconds: number[];
+                disable_after_seconds: number;
+            };
+            signature_config: {
+                rotation_overlap_seconds: number;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** WebhooksHealthResponse */
+        WebhooksHealthResponse: {
+            state: "enabled" | "paused" | "disabled";
+            /** @description Succeeded attempts / attempts in the last 24 h; null without attempts */
+            success_rate_24h: number | null;
+            p50_latency_ms_24h: number | null;
+            attempts_24h: number;
+            consecutive_failures: number;
+            failing_since: string | null;
+            last_success_at: string | null;
+            last_failure_at: string | null;
+            pending_deliveries: number;
+        };
+        /** WebhooksPauseResponse */
+        WebhooksPauseResponse: {
+            id: number;
+            name: string;
+            url: string;
+            description: string;
+            events: string[];
+            /** @description Whether deliveries are attempted now (state is enabled) */
+            enabled: boolean;
+            state: "enabled" | "paused" | "disabled";
+            disabled_reason: string | null;
+            project_id: string;
+            retry_config: {
+                schedule_seconds: number[];
+                disable_after_seconds: number;
+            };
+            signature_config: {
+                rotation_overlap_seconds: number;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** WebhooksResumeResponse */
+        WebhooksResumeResponse: {
+            id: number;
+            name: string;
+            url: string;
+            description: string;
+            events: string[];
+            /** @description Whether deliveries are attempted now (state is enabled) */
+            enabled: boolean;
+            state: "enabled" | "paused" | "disabled";
+            disabled_reason: string | null;
+            project_id: string;
+            retry_config: {
+                schedule_seconds: number[];
+                disable_after_seconds: number;
+            };
+            signature_config: {
+                rotation_overlap_seconds: number;
+            };
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** WebhooksRotateSecretResponse */
+        WebhooksRotateSecretResponse: {
+            /** @description The new whsec_… secret: shown in this response only */
+            secret: string;
+            /** Format: date-time */
+            previous_secret_expires_at: string;
+        };
+        /** WebhooksTestResponse */
+        WebhooksTestResponse: {
+            id: number;
+            endpoint_id: number;
+            /** @description The webhook-id header: the same for every attempt */
+            message_id: string;
+            event_type: string;
+            status: "pending" | "succeeded" | "exhausted";
+            attempts: number;
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** WebhooksReplayRequest */
+        WebhooksReplayRequest: {
+            /** Format: date-time */
+            since?: string;
+            /** Format: date-time */
+            until?: string;
+        };
+        /** WebhooksReplayResponse */
+        WebhooksReplayResponse: {
+            /** @description Exhausted deliveries queued again */
+            replayed: number;
+        };
+        /** WebhooksDeliveriesResponse */
+        WebhooksDeliveriesResponse: {
+            items: {
+                id: number;
+                endpoint_id: number;
+                /** @description The webhook-id header: the same for every attempt */
+                message_id: string;
+                event_type: string;
+                status: "pending" | "succeeded" | "exhausted";
+                attempts: number;
+                next_attempt_at: string | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** WebhooksDeliveryResponse */
+        WebhooksDeliveryResponse: {
+            id: number;
+            endpoint_id: number;
+            /** @description The webhook-id header: the same for every attempt */
+            message_id: string;
+            event_type: string;
+            status: "pending" | "succeeded" | "exhausted";
+            attempts: number;
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        } & {
+            /** @description The body as sent: {type, timestamp, data} */
+            payload: unknown;
+            attempt_log: {
+                /** Format: date-time */
+                attempted_at: string;
+                status_code: number | null;
+                latency_ms: number;
+                /** @description The first 2 KiB of the response body */
+                response_body: string | null;
+                error: string | null;
+                succeeded: boolean;
+            }[];
+        };
+        /** WebhooksRetryDeliveryResponse */
+        WebhooksRetryDeliveryResponse: {
+            id: number;
+            endpoint_id: number;
+            /** @description The webhook-id header: the same for every attempt */
+            message_id: string;
+            event_type: string;
+            status: "pending" | "succeeded" | "exhausted";
+            attempts: number;
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** ExportsCreateRequest */
+        ExportsCreateRequest: {
+            /** @description What to export; empty: the whole project */
+            scope?: {
+                /** @description One tenant (/v1 plane) */
+                tenant_id?: string;
+                /** @description One end user */
+                end_user_id?: string;
+                /** @description One session */
+                session_id?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_after?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_before?: string;
+                /** @description Memories with any of these tags */
+                tags_any?: string[];
+            };
+            /** @default jsonl */
+            format?: "jsonl" | "json" | "csv";
+            /** @default false */
+            gzip?: boolean;
+            /** @description Memories are always included; relations go with their source memory */
+            include?: ("history" | "feedback" | "relations")[];
+        };
+        /** ExportsCreateResponse */
+        ExportsCreateResponse: {
+            id: number;
+            project_id: string;
+            status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
+            /** @description What to export; empty: the whole project */
+            scope: {
+                /** @description One tenant (/v1 plane) */
+                tenant_id?: string;
+                /** @description One end user */
+                end_user_id?: string;
+                /** @description One session */
+                session_id?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_after?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_before?: string;
+                /** @description Memories with any of these tags */
+                tags_any?: string[];
+            };
+            format: "jsonl" | "json" | "csv";
+            gzip: boolean;
+            include: string[];
+            progress: {
+                rows_done: number;
+                rows_total: number | null;
+            };
+            size: number | null;
+            sha256: string | null;
+            filename: string;
+            error: string | null;
+            artifact_deleted_at: string | null;
+            artifact_deleted_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            completed_at: string | null;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /** ExportsListResponse */
+        ExportsListResponse: {
+            items: {
+                id: number;
+                project_id: string;
+                status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
+                /** @description What to export; empty: the whole project */
+                scope: {
+                    /** @description One tenant (/v1 plane) */
+                    tenant_id?: string;
+                    /** @description One end user */
+                    end_user_id?: string;
+                    /** @description One session */
+                    session_id?: string;
+                    /**
+                     * Format: date-time
+                     * @description Exclusive
+                     */
+                    created_after?: string;
+                    /**
+                     * Format: date-time
+                     * @description Exclusive
+                     */
+                    created_before?: string;
+                    /** @description Memories with any of these tags */
+                    tags_any?: string[];
+                };
+                format: "jsonl" | "json" | "csv";
+                gzip: boolean;
+                include: string[];
+                progress: {
+                    rows_done: number;
+                    rows_total: number | null;
+                };
+                size: number | null;
+                sha256: string | null;
+                filename: string;
+                error: string | null;
+                artifact_deleted_at: string | null;
+                artifact_deleted_reason: string | null;
+                /** Format: date-time */
+                created_at: string;
+                started_at: string | null;
+                completed_at: string | null;
+                /** Format: date-time */
+                expires_at: string;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** ExportsGetResponse */
+        ExportsGetResponse: {
+            id: number;
+            project_id: string;
+            status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
+            /** @description What to export; empty: the whole project */
+            scope: {
+                /** @description One tenant (/v1 plane) */
+                tenant_id?: string;
+                /** @description One end user */
+                end_user_id?: string;
+                /** @description One session */
+                session_id?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_after?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_before?: string;
+                /** @description Memories with any of these tags */
+                tags_any?: string[];
+            };
+            format: "jsonl" | "json" | "csv";
+            gzip: boolean;
+            include: string[];
+            progress: {
+                rows_done: number;
+                rows_total: number | null;
+            };
+            size: number | null;
+            sha256: string | null;
+            filename: string;
+            error: string | null;
+            artifact_deleted_at: string | null;
+            artifact_deleted_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            completed_at: string | null;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /** ExportsDeleteResponse */
+        ExportsDeleteResponse: {
+            id: number;
+            project_id: string;
+            status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
+            /** @description What to export; empty: the whole project */
+            scope: {
+                /** @description One tenant (/v1 plane) */
+                tenant_id?: string;
+                /** @description One end user */
+                end_user_id?: string;
+                /** @description One session */
+                session_id?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_after?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_before?: string;
+                /** @description Memories with any of these tags */
+                tags_any?: string[];
+            };
+            format: "jsonl" | "json" | "csv";
+            gzip: boolean;
+            include: string[];
+            progress: {
+                rows_done: number;
+                rows_total: number | null;
+            };
+            size: number | null;
+            sha256: string | null;
+            filename: string;
+            error: string | null;
+            artifact_deleted_at: string | null;
+            artifact_deleted_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            completed_at: string | null;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /** ExportsCancelResponse */
+        ExportsCancelResponse: {
+            id: number;
+            project_id: string;
+            status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
+            /** @description What to export; empty: the whole project */
+            scope: {
+                /** @description One tenant (/v1 plane) */
+                tenant_id?: string;
+                /** @description One end user */
+                end_user_id?: string;
+                /** @description One session */
+                session_id?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_after?: string;
+                /**
+                 * Format: date-time
+                 * @description Exclusive
+                 */
+                created_before?: string;
+                /** @description Memories with any of these tags */
+                tags_any?: string[];
+            };
+            format: "jsonl" | "json" | "csv";
+            gzip: boolean;
+            include: string[];
+            progress: {
+                rows_done: number;
+                rows_total: number | null;
+            };
+            size: number | null;
+            sha256: string | null;
+            filename: string;
+            error: string | null;
+            artifact_deleted_at: string | null;
+            artifact_deleted_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            completed_at: string | null;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        /**
+         * ExportsDownloadResponse200
+         * @description The artifact
+         */
+        ExportsDownloadResponse200: string;
+        /**
+         * ExportsDownloadResponse206
+         * @description Part of the artifact
+         */
+        ExportsDownloadResponse206: string;
+        /** ImportsCreateResponse */
+        ImportsCreateResponse: {
+            id: number;
+            project_id: string;
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            format: "auto" | "engram" | "mem0";
+            progress: {
+                /** @description Records read and committed */
+                rows_done: number;
+                rows_total: number | null;
+                bytes_done: number;
+                bytes_total: number;
+            };
+            /** @description Memories created */
+            created: number;
+            /** @description Records already present (same client_ref or text) */
+            skipped: number;
+            /** @description Relations restored (an Engram export with relations) */
+            relations_created: number;
+            /** @description Relations present already, or with a memory at either end not in the project */
+            relations_skipped: number;
+            error: {
+                message: string;
+                record: number | null;
+                line: number | null;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            completed_at: string | null;
+        };
+        /** ImportsListResponse */
+        ImportsListResponse: {
+            items: {
+                id: number;
+                project_id: string;
+                status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                format: "auto" | "engram" | "mem0";
+                progress: {
+                    /** @description Records read and committed */
+                    rows_done: number;
+                    rows_total: number | null;
+                    bytes_done: number;
+                    bytes_total: number;
+                };
+                /** @description Memories created */
+                created: number;
+                /** @description Records already present (same client_ref or text) */
+                skipped: number;
+                /** @description Relations restored (an Engram export with relations) */
+                relations_created: number;
+                /** @description Relations present already, or with a memory at either end not in the project */
+                relations_skipped: number;
+                error: {
+                    message: string;
+                    record: number | null;
+                    line: number | null;
+                } | null;
+                /** Format: date-time */
+                created_at: string;
+                completed_at: string | null;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** ImportsGetResponse */
+        ImportsGetResponse: {
+            id: number;
+            project_id: string;
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            format: "auto" | "engram" | "mem0";
+            progress: {
+                /** @description Records read and committed */
+                rows_done: number;
+                rows_total: number | null;
+                bytes_done: number;
+                bytes_total: number;
+            };
+            /** @description Memories created */
+            created: number;
+            /** @description Records already present (same client_ref or text) */
+            skipped: number;
+            /** @description Relations restored (an Engram export with relations) */
+            relations_created: number;
+            /** @description Relations present already, or with a memory at either end not in the project */
+            relations_skipped: number;
+            error: {
+                message: string;
+                record: number | null;
+                line: number | null;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            completed_at: string | null;
+        };
+        /** ImportsCancelResponse */
+        ImportsCancelResponse: {
+            id: number;
+            project_id: string;
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            format: "auto" | "engram" | "mem0";
+            progress: {
+                /** @description Records read and committed */
+                rows_done: number;
+                rows_total: number | null;
+                bytes_done: number;
+                bytes_total: number;
+            };
+            /** @description Memories created */
+            created: number;
+            /** @description Records already present (same client_ref or text) */
+            skipped: number;
+            /** @description Relations restored (an Engram export with relations) */
+            relations_created: number;
+            /** @description Relations present already, or with a memory at either end not in the project */
+            relations_skipped: number;
+            error: {
+                message: string;
+                record: number | null;
+                line: number | null;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            completed_at: string | null;
+        };
+        /** MembersInviteRequest */
+        MembersInviteRequest: {
+            email: string;
+            /** @description owner, admin, member or viewer */
+            role: "owner" | "admin" | "member" | "viewer";
+        };
+        /** MembersInviteResponse */
+        MembersInviteResponse: {
+            id: number;
+            email: string;
+            role: string;
+            invited_by: number | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description Single use; shown in this answer only */
+            token: string;
+            /** @description The link to hand over; the token is in its #fragment, which browsers never send to a server */
+            url: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** @description Whether it was also mailed (ENGRAM_SMTP_URL set and the server took it) */
+            mailed: boolean;
+        };
+        /** MembersInvitationsResponse */
+        MembersInvitationsResponse: {
+            items: {
+                id: number;
+                email: string;
+                role: string;
+                status: "pending" | "accepted" | "expired" | "revoked";
+                invited_by: number | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                expires_at: string;
+                accepted_at: string | null;
+                /** @description The account that accepted it */
+                accepted_by: number | null;
+                revoked_at: string | null;
+                revoked_by: number | null;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** MembersRevokeInvitationResponse */
+        MembersRevokeInvitationResponse: {
+            id: number;
+            email: string;
+            role: string;
+            status: "pending" | "accepted" | "expired" | "revoked";
+            invited_by: number | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            accepted_at: string | null;
+            /** @description The account that accepted it */
+            accepted_by: number | null;
+            revoked_at: string | null;
+            revoked_by: number | null;
+        };
+        /** MembersAcceptInvitationRequest */
+        MembersAcceptInvitationRequest: {
+            token: string;
+            /** @description New password, or the existing account's */
+            password: string;
+        };
+        /** MembersAcceptInvitationResponse */
+        MembersAcceptInvitationResponse: {
+            organization_id: string;
+            user_id: number;
+            email: string;
+            role: string;
+            created_account: boolean;
+        };
+        /** MembersListResponse */
+        MembersListResponse: {
+            items: {
+                user_id: number;
+                email: string;
+                role: string;
+                /** Format: date-time */
+                joined_at: string;
+                /** @description Start of their newest session; null when they never signed in */
+                last_sign_in_at: string | null;
+            }[];
+            /** @description All matching rows */
+            total: number;
+            offset: number;
+            limit: number;
+            has_next: boolean;
+        };
+        /** MembersGetResponse */
+        MembersGetResponse: {
+            user_id: number;
+            email: string;
+            role: string;
+            /** Format: date-time */
+            joined_at: string;
+            /** @description Start of their newest session; null when they never signed in */
+            last_sign_in_at: string | null;
+        };
+        /** MembersUpdateRequest */
+        MembersUpdateRequest: {
+            /** @description owner, admin, member or viewer */
+            role: "owner" | "admin" | "member" | "viewer";
+        };
+        /** MembersUpdateResponse */
+        MembersUpdateResponse: {
+            user_id: number;
+            email: string;
+            role: string;
+            /** Format: date-time */
+            joined_at: string;
+            /** @description Start of their newest session; null when they never signed in */
+            last_sign_in_at: string | null;
+        };
+        /** MembersRemoveResponse */
+        MembersRemoveResponse: {
+            user_id: number;
+            /** Format: date-time */
+            removed_at: string;
+            sessions_ended: number;
+        };
+        /** MembersPasswordResetLinkResponse */
+        MembersPasswordResetLinkResponse: {
+            user_id: number;
+            /** @description Single use; shown in this answer only */
+            token: string;
+            /** @description The link to hand over; the token is in its #fragment, which browsers never send to a server */
+            url: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** @description Whether it was also mailed (ENGRAM_SMTP_URL set and the server took it) */
+            mailed: boolean;
+        };
+        /** AuthChangePasswordRequest */
+        AuthChangePasswordRequest: {
+            /** @description Your current password */
+            current_password: string;
+            /** @description The new password */
+            new_password: string;
+        };
+        /** AuthChangePasswordResponse */
+        AuthChangePasswordResponse: {
+            /** @description Your other sessions, now ended */
+            sessions_ended: number;
+        };
+        /** AuthResetPasswordRequest */
+        AuthResetPasswordRequest: {
+            token: string;
+            /** @description The new password */
+            new_password: string;
+        };
+        /** AuthResetPasswordResponse */
+        AuthResetPasswordResponse: {
+            user_id: number;
+            sessions_ended: number;
+        };
     };
     responses: never;
     parameters: never;
@@ -2319,7 +5443,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    getHealthz: {
+    "health.live": {
         parameters: {
             query?: never;
             header?: never;
@@ -2334,9 +5458,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                    };
+                    /**
+                     * @example {
+                     *       "status": "status"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HealthLiveResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -2386,7 +5513,7 @@ export interface operations {
             };
         };
     };
-    getReadyz: {
+    "health.ready": {
         parameters: {
             query?: never;
             header?: never;
@@ -2401,9 +5528,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                    };
+                    /**
+                     * @example {
+                     *       "status": "status"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HealthReadyResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -2464,17 +5594,29 @@ export interface operations {
             };
         };
     };
-    postMemoryAdd: {
+    "memories.add": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -2482,23 +5624,20 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description One statement */
-                    text: string;
-                    /** @description Descriptive origin label */
-                    source?: string;
-                    tags?: string[];
-                    /** @description 0 (trivial) to 1 (critical); default 0.5 */
-                    importance?: number;
-                    /** @description Free-form JSON object, at most 16384 bytes */
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Caller reference for idempotent re-import */
-                    client_ref?: string;
-                    /** @description Conversation session, narrows retrieval */
-                    session_id?: string;
-                };
+                /**
+                 * @example {
+                 *       "text": "Prefers a window seat on long flights",
+                 *       "source": "chat",
+                 *       "tags": [
+                 *         "tag"
+                 *       ],
+                 *       "importance": 0,
+                 *       "metadata": {},
+                 *       "client_ref": "crm-1042",
+                 *       "session_id": "session-7"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesAddRequest"];
             };
         };
         responses: {
@@ -2508,12 +5647,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "skipped";
-                        reason: "duplicate_client_ref" | "duplicate_text" | "already_migrated";
-                        memory_id: number;
-                    };
+                    /**
+                     * @example {
+                     *       "status": "skipped",
+                     *       "reason": "duplicate_client_ref",
+                     *       "memory_id": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesAddResponse200"];
                 };
             };
             /** @description Default Response */
@@ -2522,26 +5663,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        text: string;
-                        tags: string[];
-                        is_summary: boolean;
-                        source: string | null;
-                        importance: number;
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        client_ref: string | null;
-                        session_id: string | null;
-                        end_user_id: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
-                        superseded_by: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "text": "Prefers a window seat on long flights",
+                     *       "tags": [
+                     *         "tag"
+                     *       ],
+                     *       "is_summary": true,
+                     *       "source": "chat",
+                     *       "importance": 0.5,
+                     *       "metadata": {},
+                     *       "client_ref": "crm-1042",
+                     *       "session_id": "session-7",
+                     *       "end_user_id": "user-42",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "superseded_by": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesAddResponse201"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -2654,17 +5795,29 @@ export interface operations {
             };
         };
     };
-    postMemoryBulkAdd: {
+    "memories.bulkAdd": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -2672,7 +5825,22 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["AddMemory"][];
+                /**
+                 * @example [
+                 *       {
+                 *         "text": "Prefers a window seat on long flights",
+                 *         "source": "chat",
+                 *         "tags": [
+                 *           "tag"
+                 *         ],
+                 *         "importance": 0,
+                 *         "metadata": {},
+                 *         "client_ref": "crm-1042",
+                 *         "session_id": "session-7"
+                 *       }
+                 *     ]
+                 */
+                "application/json": components["schemas"]["MemoriesBulkAddRequest"];
             };
         };
         responses: {
@@ -2682,25 +5850,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        totals: {
-                            created: number;
-                            skipped: number;
-                            failed: number;
-                        };
-                        results: {
-                            index: number;
-                            status: "created" | "skipped" | "failed";
-                            memory?: components["schemas"]["Memory"];
-                            memory_id?: number;
-                            reason?: "duplicate_client_ref" | "duplicate_text" | "already_migrated";
-                            error?: {
-                                code: string;
-                                message: string;
-                                field?: string;
-                            };
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "totals": {
+                     *         "created": 1,
+                     *         "skipped": 1,
+                     *         "failed": 1
+                     *       },
+                     *       "results": [
+                     *         {
+                     *           "index": 1,
+                     *           "status": "created",
+                     *           "memory": {
+                     *             "id": 1,
+                     *             "text": "Prefers a window seat on long flights",
+                     *             "tags": [
+                     *               "tag"
+                     *             ],
+                     *             "is_summary": true,
+                     *             "source": "chat",
+                     *             "importance": 0.5,
+                     *             "metadata": {},
+                     *             "client_ref": "crm-1042",
+                     *             "session_id": "session-7",
+                     *             "end_user_id": "user-42",
+                     *             "created_at": "2026-01-15T09:30:00.000Z",
+                     *             "updated_at": "2026-01-15T09:30:00.000Z",
+                     *             "superseded_by": 1
+                     *           },
+                     *           "memory_id": 1,
+                     *           "reason": "duplicate_client_ref",
+                     *           "error": {
+                     *             "code": "code",
+                     *             "message": "Done",
+                     *             "field": "field"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesBulkAddResponse200"];
                 };
             };
             /** @description Default Response */
@@ -2709,25 +5898,46 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        totals: {
-                            created: number;
-                            skipped: number;
-                            failed: number;
-                        };
-                        results: {
-                            index: number;
-                            status: "created" | "skipped" | "failed";
-                            memory?: components["schemas"]["Memory"];
-                            memory_id?: number;
-                            reason?: "duplicate_client_ref" | "duplicate_text" | "already_migrated";
-                            error?: {
-                                code: string;
-                                message: string;
-                                field?: string;
-                            };
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "totals": {
+                     *         "created": 1,
+                     *         "skipped": 1,
+                     *         "failed": 1
+                     *       },
+                     *       "results": [
+                     *         {
+                     *           "index": 1,
+                     *           "status": "created",
+                     *           "memory": {
+                     *             "id": 1,
+                     *             "text": "Prefers a window seat on long flights",
+                     *             "tags": [
+                     *               "tag"
+                     *             ],
+                     *             "is_summary": true,
+                     *             "source": "chat",
+                     *             "importance": 0.5,
+                     *             "metadata": {},
+                     *             "client_ref": "crm-1042",
+                     *             "session_id": "session-7",
+                     *             "end_user_id": "user-42",
+                     *             "created_at": "2026-01-15T09:30:00.000Z",
+                     *             "updated_at": "2026-01-15T09:30:00.000Z",
+                     *             "superseded_by": 1
+                     *           },
+                     *           "memory_id": 1,
+                     *           "reason": "duplicate_client_ref",
+                     *           "error": {
+                     *             "code": "code",
+                     *             "message": "Done",
+                     *             "field": "field"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesBulkAddResponse207"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -2840,15 +6050,24 @@ export interface operations {
             };
         };
     };
-    getMemoryExport: {
+    "memories.export": {
         parameters: {
             query?: never;
             header?: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); optional, narrows the scope */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); optional, narrows the scope
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id"?: string;
             };
             path?: never;
@@ -2862,14 +6081,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        principal: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        generated_at: string;
-                        memories: components["schemas"]["Memory"][];
-                    };
+                    /**
+                     * @example {
+                     *       "principal": {},
+                     *       "generated_at": "2026-01-15T09:30:00.000Z",
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesExportResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -2946,17 +6183,29 @@ export interface operations {
             };
         };
     };
-    postMemoryBatchUpdate: {
+    "memories.batchUpdate": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -2964,21 +6213,22 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    updates: {
-                        /** @description Memory id */
-                        id: number;
-                        tags?: string[];
-                        /** @description 0 (trivial) to 1 (critical); default 0.5 */
-                        importance?: number;
-                        /** @description Free-form JSON object, at most 16384 bytes */
-                        metadata?: {
-                            [key: string]: unknown;
-                        };
-                        /** @description Descriptive origin label */
-                        source?: string;
-                    }[];
-                };
+                /**
+                 * @example {
+                 *       "updates": [
+                 *         {
+                 *           "id": 1,
+                 *           "tags": [
+                 *             "tag"
+                 *           ],
+                 *           "importance": 0,
+                 *           "metadata": {},
+                 *           "source": "chat"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesBatchUpdateRequest"];
             };
         };
         responses: {
@@ -2988,23 +6238,44 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        totals: {
-                            updated: number;
-                            failed: number;
-                        };
-                        results: {
-                            index: number;
-                            id: number;
-                            status: "updated" | "failed";
-                            memory?: components["schemas"]["Memory"];
-                            error?: {
-                                code: string;
-                                message: string;
-                                field?: string;
-                            };
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "totals": {
+                     *         "updated": 1,
+                     *         "failed": 1
+                     *       },
+                     *       "results": [
+                     *         {
+                     *           "index": 1,
+                     *           "id": 1,
+                     *           "status": "updated",
+                     *           "memory": {
+                     *             "id": 1,
+                     *             "text": "Prefers a window seat on long flights",
+                     *             "tags": [
+                     *               "tag"
+                     *             ],
+                     *             "is_summary": true,
+                     *             "source": "chat",
+                     *             "importance": 0.5,
+                     *             "metadata": {},
+                     *             "client_ref": "crm-1042",
+                     *             "session_id": "session-7",
+                     *             "end_user_id": "user-42",
+                     *             "created_at": "2026-01-15T09:30:00.000Z",
+                     *             "updated_at": "2026-01-15T09:30:00.000Z",
+                     *             "superseded_by": 1
+                     *           },
+                     *           "error": {
+                     *             "code": "code",
+                     *             "message": "Done",
+                     *             "field": "field"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesBatchUpdateResponse200"];
                 };
             };
             /** @description Default Response */
@@ -3013,23 +6284,44 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        totals: {
-                            updated: number;
-                            failed: number;
-                        };
-                        results: {
-                            index: number;
-                            id: number;
-                            status: "updated" | "failed";
-                            memory?: components["schemas"]["Memory"];
-                            error?: {
-                                code: string;
-                                message: string;
-                                field?: string;
-                            };
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "totals": {
+                     *         "updated": 1,
+                     *         "failed": 1
+                     *       },
+                     *       "results": [
+                     *         {
+                     *           "index": 1,
+                     *           "id": 1,
+                     *           "status": "updated",
+                     *           "memory": {
+                     *             "id": 1,
+                     *             "text": "Prefers a window seat on long flights",
+                     *             "tags": [
+                     *               "tag"
+                     *             ],
+                     *             "is_summary": true,
+                     *             "source": "chat",
+                     *             "importance": 0.5,
+                     *             "metadata": {},
+                     *             "client_ref": "crm-1042",
+                     *             "session_id": "session-7",
+                     *             "end_user_id": "user-42",
+                     *             "created_at": "2026-01-15T09:30:00.000Z",
+                     *             "updated_at": "2026-01-15T09:30:00.000Z",
+                     *             "superseded_by": 1
+                     *           },
+                     *           "error": {
+                     *             "code": "code",
+                     *             "message": "Done",
+                     *             "field": "field"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesBatchUpdateResponse207"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -3142,17 +6434,29 @@ export interface operations {
             };
         };
     };
-    deleteMemoryForget: {
+    "memories.forget": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -3160,9 +6464,14 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    ids: number[];
-                };
+                /**
+                 * @example {
+                 *       "ids": [
+                 *         1
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesForgetRequest"];
             };
         };
         responses: {
@@ -3172,7 +6481,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": number[];
+                    /**
+                     * @example [
+                     *       1
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["MemoriesForgetResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -3285,18 +6599,28 @@ export interface operations {
             };
         };
     };
-    deleteMemoryUserByEndUserId: {
+    "memories.forgetEndUser": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
             };
             path: {
+                /** @example user-42 */
                 end_user_id: string;
             };
             cookie?: never;
@@ -3309,10 +6633,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        end_user_id: string;
-                        deleted: number;
-                    };
+                    /**
+                     * @example {
+                     *       "end_user_id": "user-42",
+                     *       "deleted": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesForgetEndUserResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -3425,19 +6752,31 @@ export interface operations {
             };
         };
     };
-    getMemoryByMemoryId: {
+    "memories.get": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
-                /** @description Memory id */
+                /**
+                 * @description Memory id
+                 * @example 1
+                 */
                 memory_id: number;
             };
             cookie?: never;
@@ -3450,26 +6789,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        text: string;
-                        tags: string[];
-                        is_summary: boolean;
-                        source: string | null;
-                        importance: number;
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        client_ref: string | null;
-                        session_id: string | null;
-                        end_user_id: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
-                        superseded_by: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "text": "Prefers a window seat on long flights",
+                     *       "tags": [
+                     *         "tag"
+                     *       ],
+                     *       "is_summary": true,
+                     *       "source": "chat",
+                     *       "importance": 0.5,
+                     *       "metadata": {},
+                     *       "client_ref": "crm-1042",
+                     *       "session_id": "session-7",
+                     *       "end_user_id": "user-42",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "superseded_by": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesGetResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -3546,38 +6885,53 @@ export interface operations {
             };
         };
     };
-    patchMemoryByMemoryId: {
+    "memories.update": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
-                /** @description Memory id */
+                /**
+                 * @description Memory id
+                 * @example 1
+                 */
                 memory_id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    tags?: string[];
-                    /** @description 0 (trivial) to 1 (critical); default 0.5 */
-                    importance?: number;
-                    /** @description Free-form JSON object, at most 16384 bytes */
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Descriptive origin label */
-                    source?: string;
-                };
+                /**
+                 * @example {
+                 *       "tags": [
+                 *         "tag"
+                 *       ],
+                 *       "importance": 0,
+                 *       "metadata": {},
+                 *       "source": "chat"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesUpdateRequest"];
             };
         };
         responses: {
@@ -3587,26 +6941,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        text: string;
-                        tags: string[];
-                        is_summary: boolean;
-                        source: string | null;
-                        importance: number;
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        client_ref: string | null;
-                        session_id: string | null;
-                        end_user_id: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
-                        superseded_by: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "text": "Prefers a window seat on long flights",
+                     *       "tags": [
+                     *         "tag"
+                     *       ],
+                     *       "is_summary": true,
+                     *       "source": "chat",
+                     *       "importance": 0.5,
+                     *       "metadata": {},
+                     *       "client_ref": "crm-1042",
+                     *       "session_id": "session-7",
+                     *       "end_user_id": "user-42",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "superseded_by": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesUpdateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -3719,19 +7073,31 @@ export interface operations {
             };
         };
     };
-    getMemoryByMemoryIdHistory: {
+    "memories.history": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
-                /** @description Memory id */
+                /**
+                 * @description Memory id
+                 * @example 1
+                 */
                 memory_id: number;
             };
             cookie?: never;
@@ -3744,27 +7110,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        memory_id: number;
-                        items: {
-                            id: number;
-                            /** @description create | update | forget */
-                            action: string;
-                            changes: {
-                                [key: string]: {
-                                    before: unknown;
-                                    after: unknown;
-                                };
-                            } | null;
-                            actor: {
-                                type: string;
-                                id: number | null;
-                            };
-                            request_id: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "memory_id": 1,
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "action": "action",
+                     *           "changes": {},
+                     *           "actor": {
+                     *             "type": "type",
+                     *             "id": 1
+                     *           },
+                     *           "request_id": "42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesHistoryResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -3841,17 +7205,29 @@ export interface operations {
             };
         };
     };
-    postMemoryUpload: {
+    "memories.upload": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -3859,13 +7235,12 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "multipart/form-data": {
-                    /**
-                     * Format: binary
-                     * @description The document
-                     */
-                    file: string;
-                };
+                /**
+                 * @example {
+                 *       "file": ""
+                 *     }
+                 */
+                "multipart/form-data": components["schemas"]["MemoriesUploadRequestFormData"];
             };
         };
         responses: {
@@ -3875,44 +7250,61 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: "created" | "skipped" | "queued";
-                        file: {
-                            name: string;
-                            type: "text" | "markdown" | "html" | "pdf" | "docx" | "csv" | "json";
-                            /** @description Bytes */
-                            size: number;
-                            /** @description SHA-256 of the file, hex */
-                            sha256: string;
-                        };
-                        /** @description created: the new memories, in document order */
-                        memories?: components["schemas"]["Memory"][];
-                        /** @description created: chunks whose text the end user already had */
-                        skipped?: {
-                            chunk_index: number;
-                            reason: string;
-                            memory_id: number;
-                        }[];
-                        /** @description created: the previous version's memories, now forgotten */
-                        forgotten?: number[];
-                        /** @enum {string} */
-                        reason?: "duplicate_file";
-                        /** @description skipped: the file's live memories */
-                        memory_ids?: number[];
-                        job?: {
-                            id: number;
-                            kind: string;
-                            /** @description queued | running | succeeded | failed */
-                            status: string;
-                            progress: number;
-                            result: unknown;
-                            error: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "status": "created",
+                     *       "file": {
+                     *         "name": "Travel assistant",
+                     *         "type": "text",
+                     *         "size": 1,
+                     *         "sha256": "sha256"
+                     *       },
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1
+                     *         }
+                     *       ],
+                     *       "skipped": [
+                     *         {
+                     *           "chunk_index": 1,
+                     *           "reason": "reason",
+                     *           "memory_id": 1
+                     *         }
+                     *       ],
+                     *       "forgotten": [
+                     *         1
+                     *       ],
+                     *       "reason": "duplicate_file",
+                     *       "memory_ids": [
+                     *         1
+                     *       ],
+                     *       "job": {
+                     *         "id": 1,
+                     *         "kind": "kind",
+                     *         "status": "status",
+                     *         "progress": 0.5,
+                     *         "result": {},
+                     *         "error": "error",
+                     *         "created_at": "2026-01-15T09:30:00.000Z",
+                     *         "updated_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesUploadResponse200"];
                 };
             };
             /** @description Default Response */
@@ -3921,44 +7313,61 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: "created" | "skipped" | "queued";
-                        file: {
-                            name: string;
-                            type: "text" | "markdown" | "html" | "pdf" | "docx" | "csv" | "json";
-                            /** @description Bytes */
-                            size: number;
-                            /** @description SHA-256 of the file, hex */
-                            sha256: string;
-                        };
-                        /** @description created: the new memories, in document order */
-                        memories?: components["schemas"]["Memory"][];
-                        /** @description created: chunks whose text the end user already had */
-                        skipped?: {
-                            chunk_index: number;
-                            reason: string;
-                            memory_id: number;
-                        }[];
-                        /** @description created: the previous version's memories, now forgotten */
-                        forgotten?: number[];
-                        /** @enum {string} */
-                        reason?: "duplicate_file";
-                        /** @description skipped: the file's live memories */
-                        memory_ids?: number[];
-                        job?: {
-                            id: number;
-                            kind: string;
-                            /** @description queued | running | succeeded | failed */
-                            status: string;
-                            progress: number;
-                            result: unknown;
-                            error: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "status": "created",
+                     *       "file": {
+                     *         "name": "Travel assistant",
+                     *         "type": "text",
+                     *         "size": 1,
+                     *         "sha256": "sha256"
+                     *       },
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1
+                     *         }
+                     *       ],
+                     *       "skipped": [
+                     *         {
+                     *           "chunk_index": 1,
+                     *           "reason": "reason",
+                     *           "memory_id": 1
+                     *         }
+                     *       ],
+                     *       "forgotten": [
+                     *         1
+                     *       ],
+                     *       "reason": "duplicate_file",
+                     *       "memory_ids": [
+                     *         1
+                     *       ],
+                     *       "job": {
+                     *         "id": 1,
+                     *         "kind": "kind",
+                     *         "status": "status",
+                     *         "progress": 0.5,
+                     *         "result": {},
+                     *         "error": "error",
+                     *         "created_at": "2026-01-15T09:30:00.000Z",
+                     *         "updated_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesUploadResponse201"];
                 };
             };
             /** @description Default Response */
@@ -3967,44 +7376,61 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: "created" | "skipped" | "queued";
-                        file: {
-                            name: string;
-                            type: "text" | "markdown" | "html" | "pdf" | "docx" | "csv" | "json";
-                            /** @description Bytes */
-                            size: number;
-                            /** @description SHA-256 of the file, hex */
-                            sha256: string;
-                        };
-                        /** @description created: the new memories, in document order */
-                        memories?: components["schemas"]["Memory"][];
-                        /** @description created: chunks whose text the end user already had */
-                        skipped?: {
-                            chunk_index: number;
-                            reason: string;
-                            memory_id: number;
-                        }[];
-                        /** @description created: the previous version's memories, now forgotten */
-                        forgotten?: number[];
-                        /** @enum {string} */
-                        reason?: "duplicate_file";
-                        /** @description skipped: the file's live memories */
-                        memory_ids?: number[];
-                        job?: {
-                            id: number;
-                            kind: string;
-                            /** @description queued | running | succeeded | failed */
-                            status: string;
-                            progress: number;
-                            result: unknown;
-                            error: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "status": "created",
+                     *       "file": {
+                     *         "name": "Travel assistant",
+                     *         "type": "text",
+                     *         "size": 1,
+                     *         "sha256": "sha256"
+                     *       },
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1
+                     *         }
+                     *       ],
+                     *       "skipped": [
+                     *         {
+                     *           "chunk_index": 1,
+                     *           "reason": "reason",
+                     *           "memory_id": 1
+                     *         }
+                     *       ],
+                     *       "forgotten": [
+                     *         1
+                     *       ],
+                     *       "reason": "duplicate_file",
+                     *       "memory_ids": [
+                     *         1
+                     *       ],
+                     *       "job": {
+                     *         "id": 1,
+                     *         "kind": "kind",
+                     *         "status": "status",
+                     *         "progress": 0.5,
+                     *         "result": {},
+                     *         "error": "error",
+                     *         "created_at": "2026-01-15T09:30:00.000Z",
+                     *         "updated_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesUploadResponse202"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -4117,18 +7543,28 @@ export interface operations {
             };
         };
     };
-    getMemoryUploadByJobId: {
+    "memories.uploadJob": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
+                /** @example 1 */
                 job_id: number;
             };
             cookie?: never;
@@ -4141,19 +7577,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        kind: string;
-                        /** @description queued | running | succeeded | failed */
-                        status: string;
-                        progress: number;
-                        result: unknown;
-                        error: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "kind": "kind",
+                     *       "status": "status",
+                     *       "progress": 0.5,
+                     *       "result": {},
+                     *       "error": "error",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesUploadJobResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -4230,13 +7666,19 @@ export interface operations {
             };
         };
     };
-    getConnectorsProviders: {
+    "connectors.providers": {
         parameters: {
             query?: never;
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path?: never;
@@ -4250,20 +7692,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            name: string;
-                            title: string;
-                            description: string;
-                            /** @description none | access_keys | api_key | oauth2 */
-                            auth_kind: string;
-                            /** @description JSON Schema of the configuration */
-                            config_schema: unknown;
-                            /** @description JSON Schema of the credentials, or null */
-                            credentials_schema: unknown;
-                            capabilities: string[];
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "name": "Travel assistant",
+                     *           "title": "title",
+                     *           "description": "Memories of the travel assistant",
+                     *           "auth_kind": "auth-kind",
+                     *           "config_schema": {},
+                     *           "credentials_schema": {},
+                     *           "capabilities": [
+                     *             "capabilitie"
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsProvidersResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -4340,16 +7786,23 @@ export interface operations {
             };
         };
     };
-    getConnectorsProvidersByProvider: {
+    "connectors.provider": {
         parameters: {
             query?: never;
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example slack */
                 provider: string;
             };
             cookie?: never;
@@ -4362,18 +7815,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        name: string;
-                        title: string;
-                        description: string;
-                        /** @description none | access_keys | api_key | oauth2 */
-                        auth_kind: string;
-                        /** @description JSON Schema of the configuration */
-                        config_schema: unknown;
-                        /** @description JSON Schema of the credentials, or null */
-                        credentials_schema: unknown;
-                        capabilities: string[];
-                    };
+                    /**
+                     * @example {
+                     *       "name": "Travel assistant",
+                     *       "title": "title",
+                     *       "description": "Memories of the travel assistant",
+                     *       "auth_kind": "auth-kind",
+                     *       "config_schema": {},
+                     *       "credentials_schema": {},
+                     *       "capabilities": [
+                     *         "capabilitie"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsProviderResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -4450,18 +7905,30 @@ export interface operations {
             };
         };
     };
-    getConnectorsConnections: {
+    "connectors.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path?: never;
@@ -4475,53 +7942,49 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            provider: string;
-                            name: string;
-                            /** @description The end user whose memories the synced content becomes */
-                            end_user_id: string;
-                            /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
-                            state: string;
-                            state_reason: string | null;
-                            /** @description Credentials are stored (encrypted); they are never returned */
-                            has_credentials: boolean;
-                            schedule_minutes: number | null;
-                            next_sync_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            last_sync: {
-                                id: number;
-                                connection_id: number;
-                                /** @description queued | running | succeeded | failed | cancelled */
-                                status: string;
-                                /** @description manual | schedule */
-                                trigger: string;
-                                cancel_requested: boolean;
-                                progress: {
-                                    seen: number;
-                                    created: number;
-                                    updated: number;
-                                    deleted: number;
-                                    unchanged: number;
-                                    failed: number;
-                                };
-                                error: string | null;
-                                started_at: string | null;
-                                finished_at: string | null;
-                                /** Format: date-time */
-                                created_at: string;
-                            } | null;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "provider": "slack",
+                     *           "name": "Travel assistant",
+                     *           "end_user_id": "user-42",
+                     *           "state": "state",
+                     *           "state_reason": "state-reason",
+                     *           "has_credentials": true,
+                     *           "schedule_minutes": 1,
+                     *           "next_sync_at": "2026-01-15T09:30:00.000Z",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "last_sync": {
+                     *             "id": 1,
+                     *             "connection_id": 1,
+                     *             "status": "status",
+                     *             "trigger": "trigger",
+                     *             "cancel_requested": true,
+                     *             "progress": {
+                     *               "seen": 1,
+                     *               "created": 1,
+                     *               "updated": 1,
+                     *               "deleted": 1,
+                     *               "unchanged": 1,
+                     *               "failed": 1
+                     *             },
+                     *             "error": "error",
+                     *             "started_at": "2026-01-15T09:30:00.000Z",
+                     *             "finished_at": "2026-01-15T09:30:00.000Z",
+                     *             "created_at": "2026-01-15T09:30:00.000Z"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -4598,15 +8061,24 @@ export interface operations {
             };
         };
     };
-    postConnectorsConnections: {
+    "connectors.create": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path?: never;
@@ -4614,21 +8086,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    provider: string;
-                    name: string;
-                    /** @description What to read (see the provider's config_schema) */
-                    config: {
-                        [key: string]: unknown;
-                    };
-                    /** @description The provider's credentials (see its credentials_schema) */
-                    credentials?: {
-                        [key: string]: unknown;
-                    };
-                    /** @description Default: connector-<provider> */
-                    end_user_id?: string;
-                    schedule_minutes?: number | null;
-                };
+                /**
+                 * @example {
+                 *       "provider": "slack",
+                 *       "name": "Travel assistant",
+                 *       "config": {},
+                 *       "credentials": {},
+                 *       "end_user_id": "user-42",
+                 *       "schedule_minutes": 5
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConnectorsCreateRequest"];
             };
         };
         responses: {
@@ -4638,46 +8106,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        provider: string;
-                        name: string;
-                        /** @description The end user whose memories the synced content becomes */
-                        end_user_id: string;
-                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
-                        state: string;
-                        state_reason: string | null;
-                        /** @description Credentials are stored (encrypted); they are never returned */
-                        has_credentials: boolean;
-                        schedule_minutes: number | null;
-                        next_sync_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        last_sync: {
-                            id: number;
-                            connection_id: number;
-                            /** @description queued | running | succeeded | failed | cancelled */
-                            status: string;
-                            /** @description manual | schedule */
-                            trigger: string;
-                            cancel_requested: boolean;
-                            progress: {
-                                seen: number;
-                                created: number;
-                                updated: number;
-                                deleted: number;
-                                unchanged: number;
-                                failed: number;
-                            };
-                            error: string | null;
-                            started_at: string | null;
-                            finished_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        } | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "provider": "slack",
+                     *       "name": "Travel assistant",
+                     *       "end_user_id": "user-42",
+                     *       "state": "state",
+                     *       "state_reason": "state-reason",
+                     *       "has_credentials": true,
+                     *       "schedule_minutes": 1,
+                     *       "next_sync_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_sync": {
+                     *         "id": 1,
+                     *         "connection_id": 1,
+                     *         "status": "status",
+                     *         "trigger": "trigger",
+                     *         "cancel_requested": true,
+                     *         "progress": {
+                     *           "seen": 1,
+                     *           "created": 1,
+                     *           "updated": 1,
+                     *           "deleted": 1,
+                     *           "unchanged": 1,
+                     *           "failed": 1
+                     *         },
+                     *         "error": "error",
+                     *         "started_at": "2026-01-15T09:30:00.000Z",
+                     *         "finished_at": "2026-01-15T09:30:00.000Z",
+                     *         "created_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsCreateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -4790,16 +8253,23 @@ export interface operations {
             };
         };
     };
-    getConnectorsConnectionsByConnectionId: {
+    "connectors.get": {
         parameters: {
             query?: never;
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
@@ -4812,46 +8282,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        provider: string;
-                        name: string;
-                        /** @description The end user whose memories the synced content becomes */
-                        end_user_id: string;
-                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
-                        state: string;
-                        state_reason: string | null;
-                        /** @description Credentials are stored (encrypted); they are never returned */
-                        has_credentials: boolean;
-                        schedule_minutes: number | null;
-                        next_sync_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        last_sync: {
-                            id: number;
-                            connection_id: number;
-                            /** @description queued | running | succeeded | failed | cancelled */
-                            status: string;
-                            /** @description manual | schedule */
-                            trigger: string;
-                            cancel_requested: boolean;
-                            progress: {
-                                seen: number;
-                                created: number;
-                                updated: number;
-                                deleted: number;
-                                unchanged: number;
-                                failed: number;
-                            };
-                            error: string | null;
-                            started_at: string | null;
-                            finished_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        } | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "provider": "slack",
+                     *       "name": "Travel assistant",
+                     *       "end_user_id": "user-42",
+                     *       "state": "state",
+                     *       "state_reason": "state-reason",
+                     *       "has_credentials": true,
+                     *       "schedule_minutes": 1,
+                     *       "next_sync_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_sync": {
+                     *         "id": 1,
+                     *         "connection_id": 1,
+                     *         "status": "status",
+                     *         "trigger": "trigger",
+                     *         "cancel_requested": true,
+                     *         "progress": {
+                     *           "seen": 1,
+                     *           "created": 1,
+                     *           "updated": 1,
+                     *           "deleted": 1,
+                     *           "unchanged": 1,
+                     *           "failed": 1
+                     *         },
+                     *         "error": "error",
+                     *         "started_at": "2026-01-15T09:30:00.000Z",
+                     *         "finished_at": "2026-01-15T09:30:00.000Z",
+                     *         "created_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsGetResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -4928,18 +8393,28 @@ export interface operations {
             };
         };
     };
-    deleteConnectorsConnectionsByConnectionId: {
+    "connectors.remove": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
@@ -4952,11 +8427,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        removed: boolean;
-                        memories_forgotten: number;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "removed": true,
+                     *       "memories_forgotten": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsRemoveResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -5069,32 +8547,42 @@ export interface operations {
             };
         };
     };
-    patchConnectorsConnectionsByConnectionId: {
+    "connectors.update": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    /** @description The provider's credentials (see its credentials_schema) */
-                    credentials?: {
-                        [key: string]: unknown;
-                    };
-                    schedule_minutes?: number | null;
-                };
+                /**
+                 * @example {
+                 *       "name": "Travel assistant",
+                 *       "credentials": {},
+                 *       "schedule_minutes": 5
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConnectorsUpdateRequest"];
             };
         };
         responses: {
@@ -5104,46 +8592,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        provider: string;
-                        name: string;
-                        /** @description The end user whose memories the synced content becomes */
-                        end_user_id: string;
-                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
-                        state: string;
-                        state_reason: string | null;
-                        /** @description Credentials are stored (encrypted); they are never returned */
-                        has_credentials: boolean;
-                        schedule_minutes: number | null;
-                        next_sync_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        last_sync: {
-                            id: number;
-                            connection_id: number;
-                            /** @description queued | running | succeeded | failed | cancelled */
-                            status: string;
-                            /** @description manual | schedule */
-                            trigger: string;
-                            cancel_requested: boolean;
-                            progress: {
-                                seen: number;
-                                created: number;
-                                updated: number;
-                                deleted: number;
-                                unchanged: number;
-                                failed: number;
-                            };
-                            error: string | null;
-                            started_at: string | null;
-                            finished_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        } | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "provider": "slack",
+                     *       "name": "Travel assistant",
+                     *       "end_user_id": "user-42",
+                     *       "state": "state",
+                     *       "state_reason": "state-reason",
+                     *       "has_credentials": true,
+                     *       "schedule_minutes": 1,
+                     *       "next_sync_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_sync": {
+                     *         "id": 1,
+                     *         "connection_id": 1,
+                     *         "status": "status",
+                     *         "trigger": "trigger",
+                     *         "cancel_requested": true,
+                     *         "progress": {
+                     *           "seen": 1,
+                     *           "created": 1,
+                     *           "updated": 1,
+                     *           "deleted": 1,
+                     *           "unchanged": 1,
+                     *           "failed": 1
+                     *         },
+                     *         "error": "error",
+                     *         "started_at": "2026-01-15T09:30:00.000Z",
+                     *         "finished_at": "2026-01-15T09:30:00.000Z",
+                     *         "created_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsUpdateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -5256,18 +8739,28 @@ export interface operations {
             };
         };
     };
-    postConnectorsConnectionsByConnectionIdRepair: {
+    "connectors.repair": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
@@ -5280,57 +8773,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        provider: string;
-                        name: string;
-                        /** @description The end user whose memories the synced content becomes */
-                        end_user_id: string;
-                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
-                        state: string;
-                        state_reason: string | null;
-                        /** @description Credentials are stored (encrypted); they are never returned */
-                        has_credentials: boolean;
-                        schedule_minutes: number | null;
-                        next_sync_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        last_sync: {
-                            id: number;
-                            connection_id: number;
-                            /** @description queued | running | succeeded | failed | cancelled */
-                            status: string;
-                            /** @description manual | schedule */
-                            trigger: string;
-                            cancel_requested: boolean;
-                            progress: {
-                                seen: number;
-                                created: number;
-                                updated: number;
-                                deleted: number;
-                                unchanged: number;
-                                failed: number;
-                            };
-                            error: string | null;
-                            started_at: string | null;
-                            finished_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        } | null;
-                    } & {
-                        consent?: {
-                            /** @description The provider's consent page; send the user's browser there */
-                            authorization_url: string;
-                            /** @description Single use, bound to the caller and the connection; the provider hands it back with the code */
-                            state: string;
-                            /** @description Where the provider sends the browser back (ENGRAM_OAUTH_REDIRECT_URL) */
-                            redirect_uri: string;
-                            /** Format: date-time */
-                            expires_at: string;
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "provider": "slack",
+                     *       "name": "Travel assistant",
+                     *       "end_user_id": "user-42",
+                     *       "state": "state",
+                     *       "state_reason": "state-reason",
+                     *       "has_credentials": true,
+                     *       "schedule_minutes": 1,
+                     *       "next_sync_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_sync": {
+                     *         "id": 1,
+                     *         "connection_id": 1,
+                     *         "status": "status",
+                     *         "trigger": "trigger",
+                     *         "cancel_requested": true,
+                     *         "progress": {
+                     *           "seen": 1,
+                     *           "created": 1,
+                     *           "updated": 1,
+                     *           "deleted": 1,
+                     *           "unchanged": 1,
+                     *           "failed": 1
+                     *         },
+                     *         "error": "error",
+                     *         "started_at": "2026-01-15T09:30:00.000Z",
+                     *         "finished_at": "2026-01-15T09:30:00.000Z",
+                     *         "created_at": "2026-01-15T09:30:00.000Z"
+                     *       },
+                     *       "consent": {
+                     *         "authorization_url": "authorization-url",
+                     *         "state": "state",
+                     *         "redirect_uri": "redirect-uri",
+                     *         "expires_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsRepairResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -5452,18 +8935,28 @@ export interface operations {
             };
         };
     };
-    postConnectorsConnectionsByConnectionIdAuthorize: {
+    "connectors.authorize": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
@@ -5476,16 +8969,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The provider's consent page; send the user's browser there */
-                        authorization_url: string;
-                        /** @description Single use, bound to the caller and the connection; the provider hands it back with the code */
-                        state: string;
-                        /** @description Where the provider sends the browser back (ENGRAM_OAUTH_REDIRECT_URL) */
-                        redirect_uri: string;
-                        /** Format: date-time */
-                        expires_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "authorization_url": "authorization-url",
+                     *       "state": "state",
+                     *       "redirect_uri": "redirect-uri",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsAuthorizeResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -5607,31 +9099,42 @@ export interface operations {
             };
         };
     };
-    postConnectorsConnectionsByConnectionIdCallback: {
+    "connectors.completeAuthorization": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    state: string;
-                    /** @description The code the provider added to the redirect */
-                    code?: string;
-                    /** @description The provider's error instead of a code (access_denied: the user refused) */
-                    error?: string;
-                };
+                /**
+                 * @example {
+                 *       "state": "state",
+                 *       "code": "code",
+                 *       "error": "error"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConnectorsCompleteAuthorizationRequest"];
             };
         };
         responses: {
@@ -5641,46 +9144,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        provider: string;
-                        name: string;
-                        /** @description The end user whose memories the synced content becomes */
-                        end_user_id: string;
-                        /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
-                        state: string;
-                        state_reason: string | null;
-                        /** @description Credentials are stored (encrypted); they are never returned */
-                        has_credentials: boolean;
-                        schedule_minutes: number | null;
-                        next_sync_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                        last_sync: {
-                            id: number;
-                            connection_id: number;
-                            /** @description queued | running | succeeded | failed | cancelled */
-                            status: string;
-                            /** @description manual | schedule */
-                            trigger: string;
-                            cancel_requested: boolean;
-                            progress: {
-                                seen: number;
-                                created: number;
-                                updated: number;
-                                deleted: number;
-                                unchanged: number;
-                                failed: number;
-                            };
-                            error: string | null;
-                            started_at: string | null;
-                            finished_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        } | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "provider": "slack",
+                     *       "name": "Travel assistant",
+                     *       "end_user_id": "user-42",
+                     *       "state": "state",
+                     *       "state_reason": "state-reason",
+                     *       "has_credentials": true,
+                     *       "schedule_minutes": 1,
+                     *       "next_sync_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_sync": {
+                     *         "id": 1,
+                     *         "connection_id": 1,
+                     *         "status": "status",
+                     *         "trigger": "trigger",
+                     *         "cancel_requested": true,
+                     *         "progress": {
+                     *           "seen": 1,
+                     *           "created": 1,
+                     *           "updated": 1,
+                     *           "deleted": 1,
+                     *           "unchanged": 1,
+                     *           "failed": 1
+                     *         },
+                     *         "error": "error",
+                     *         "started_at": "2026-01-15T09:30:00.000Z",
+                     *         "finished_at": "2026-01-15T09:30:00.000Z",
+                     *         "created_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsCompleteAuthorizationResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -5802,18 +9300,28 @@ export interface operations {
             };
         };
     };
-    postConnectorsConnectionsByConnectionIdPurge: {
+    "connectors.purge": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
@@ -5826,10 +9334,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        memories_forgotten: number;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "memories_forgotten": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsPurgeResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -5942,16 +9453,23 @@ export interface operations {
             };
         };
     };
-    getConnectorsConnectionsByConnectionIdConfiguration: {
+    "connectors.configuration": {
         parameters: {
             query?: never;
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
@@ -5964,14 +9482,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        connection_id: number;
-                        provider: string;
-                        schema: unknown;
-                        values: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "connection_id": 1,
+                     *       "provider": "slack",
+                     *       "schema": {},
+                     *       "values": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsConfigurationResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -6048,29 +9567,40 @@ export interface operations {
             };
         };
     };
-    putConnectorsConnectionsByConnectionIdConfiguration: {
+    "connectors.setConfiguration": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    values: {
-                        [key: string]: unknown;
-                    };
-                };
+                /**
+                 * @example {
+                 *       "values": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConnectorsSetConfigurationRequest"];
             };
         };
         responses: {
@@ -6080,14 +9610,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        connection_id: number;
-                        provider: string;
-                        schema: unknown;
-                        values: {
-                            [key: string]: unknown;
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "connection_id": 1,
+                     *       "provider": "slack",
+                     *       "schema": {},
+                     *       "values": {}
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsSetConfigurationResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -6200,18 +9731,28 @@ export interface operations {
             };
         };
     };
-    postConnectorsConnectionsByConnectionIdSync: {
+    "connectors.sync": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
@@ -6224,28 +9765,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        connection_id: number;
-                        /** @description queued | running | succeeded | failed | cancelled */
-                        status: string;
-                        /** @description manual | schedule */
-                        trigger: string;
-                        cancel_requested: boolean;
-                        progress: {
-                            seen: number;
-                            created: number;
-                            updated: number;
-                            deleted: number;
-                            unchanged: number;
-                            failed: number;
-                        };
-                        error: string | null;
-                        started_at: string | null;
-                        finished_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "connection_id": 1,
+                     *       "status": "status",
+                     *       "trigger": "trigger",
+                     *       "cancel_requested": true,
+                     *       "progress": {
+                     *         "seen": 1,
+                     *         "created": 1,
+                     *         "updated": 1,
+                     *         "deleted": 1,
+                     *         "unchanged": 1,
+                     *         "failed": 1
+                     *       },
+                     *       "error": "error",
+                     *       "started_at": "2026-01-15T09:30:00.000Z",
+                     *       "finished_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsSyncResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -6358,21 +9899,34 @@ export interface operations {
             };
         };
     };
-    getConnectorsConnectionsByConnectionIdSyncs: {
+    "connectors.syncs": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
@@ -6385,35 +9939,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            connection_id: number;
-                            /** @description queued | running | succeeded | failed | cancelled */
-                            status: string;
-                            /** @description manual | schedule */
-                            trigger: string;
-                            cancel_requested: boolean;
-                            progress: {
-                                seen: number;
-                                created: number;
-                                updated: number;
-                                deleted: number;
-                                unchanged: number;
-                                failed: number;
-                            };
-                            error: string | null;
-                            started_at: string | null;
-                            finished_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "connection_id": 1,
+                     *           "status": "status",
+                     *           "trigger": "trigger",
+                     *           "cancel_requested": true,
+                     *           "progress": {
+                     *             "seen": 1,
+                     *             "created": 1,
+                     *             "updated": 1,
+                     *             "deleted": 1,
+                     *             "unchanged": 1,
+                     *             "failed": 1
+                     *           },
+                     *           "error": "error",
+                     *           "started_at": "2026-01-15T09:30:00.000Z",
+                     *           "finished_at": "2026-01-15T09:30:00.000Z",
+                     *           "created_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsSyncsResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -6490,16 +10045,23 @@ export interface operations {
             };
         };
     };
-    getConnectorsSyncsBySyncId: {
+    "connectors.getSync": {
         parameters: {
             query?: never;
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 sync_id: number;
             };
             cookie?: never;
@@ -6512,28 +10074,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        connection_id: number;
-                        /** @description queued | running | succeeded | failed | cancelled */
-                        status: string;
-                        /** @description manual | schedule */
-                        trigger: string;
-                        cancel_requested: boolean;
-                        progress: {
-                            seen: number;
-                            created: number;
-                            updated: number;
-                            deleted: number;
-                            unchanged: number;
-                            failed: number;
-                        };
-                        error: string | null;
-                        started_at: string | null;
-                        finished_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "connection_id": 1,
+                     *       "status": "status",
+                     *       "trigger": "trigger",
+                     *       "cancel_requested": true,
+                     *       "progress": {
+                     *         "seen": 1,
+                     *         "created": 1,
+                     *         "updated": 1,
+                     *         "deleted": 1,
+                     *         "unchanged": 1,
+                     *         "failed": 1
+                     *       },
+                     *       "error": "error",
+                     *       "started_at": "2026-01-15T09:30:00.000Z",
+                     *       "finished_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsGetSyncResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -6610,18 +10172,28 @@ export interface operations {
             };
         };
     };
-    postConnectorsSyncsBySyncIdCancel: {
+    "connectors.cancelSync": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 sync_id: number;
             };
             cookie?: never;
@@ -6634,28 +10206,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        connection_id: number;
-                        /** @description queued | running | succeeded | failed | cancelled */
-                        status: string;
-                        /** @description manual | schedule */
-                        trigger: string;
-                        cancel_requested: boolean;
-                        progress: {
-                            seen: number;
-                            created: number;
-                            updated: number;
-                            deleted: number;
-                            unchanged: number;
-                            failed: number;
-                        };
-                        error: string | null;
-                        started_at: string | null;
-                        finished_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "connection_id": 1,
+                     *       "status": "status",
+                     *       "trigger": "trigger",
+                     *       "cancel_requested": true,
+                     *       "progress": {
+                     *         "seen": 1,
+                     *         "created": 1,
+                     *         "updated": 1,
+                     *         "deleted": 1,
+                     *         "unchanged": 1,
+                     *         "failed": 1
+                     *       },
+                     *       "error": "error",
+                     *       "started_at": "2026-01-15T09:30:00.000Z",
+                     *       "finished_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsCancelSyncResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -6768,20 +10340,30 @@ export interface operations {
             };
         };
     };
-    getConnectorsConnectionsByConnectionIdObjects: {
+    "connectors.objects": {
         parameters: {
             query?: {
+                /** @example 0 */
                 offset?: number;
+                /** @example 50 */
                 limit?: number;
+                /** @example synced */
                 status?: "synced" | "failed" | "deleted";
             };
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path: {
+                /** @example 1 */
                 connection_id: number;
             };
             cookie?: never;
@@ -6794,28 +10376,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            source_id: string;
-                            title: string | null;
-                            url: string | null;
-                            version: string | null;
-                            content_hash: string | null;
-                            memory_ids: number[];
-                            /** @description synced | failed | deleted */
-                            status: string;
-                            error: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "source_id": "42",
+                     *           "title": "title",
+                     *           "url": "https://hooks.example.com/engram",
+                     *           "version": "version",
+                     *           "content_hash": "content-hash",
+                     *           "memory_ids": [
+                     *             1
+                     *           ],
+                     *           "status": "status",
+                     *           "error": "error",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsObjectsResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -6892,13 +10477,19 @@ export interface operations {
             };
         };
     };
-    getConnectorsInsights: {
+    "connectors.insights": {
         parameters: {
             query?: never;
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path?: never;
@@ -6912,50 +10503,45 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        connections: {
-                            total: number;
-                            by_state: {
-                                [key: string]: number;
-                            };
-                        };
-                        objects: {
-                            total: number;
-                            by_status: {
-                                [key: string]: number;
-                            };
-                        };
-                        /** @description Live memories brought in by connectors */
-                        memories: number;
-                        syncs: {
-                            total: number;
-                            by_status: {
-                                [key: string]: number;
-                            };
-                        };
-                        last_runs: {
-                            id: number;
-                            connection_id: number;
-                            /** @description queued | running | succeeded | failed | cancelled */
-                            status: string;
-                            /** @description manual | schedule */
-                            trigger: string;
-                            cancel_requested: boolean;
-                            progress: {
-                                seen: number;
-                                created: number;
-                                updated: number;
-                                deleted: number;
-                                unchanged: number;
-                                failed: number;
-                            };
-                            error: string | null;
-                            started_at: string | null;
-                            finished_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "connections": {
+                     *         "total": 1,
+                     *         "by_state": {}
+                     *       },
+                     *       "objects": {
+                     *         "total": 1,
+                     *         "by_status": {}
+                     *       },
+                     *       "memories": 1,
+                     *       "syncs": {
+                     *         "total": 1,
+                     *         "by_status": {}
+                     *       },
+                     *       "last_runs": [
+                     *         {
+                     *           "id": 1,
+                     *           "connection_id": 1,
+                     *           "status": "status",
+                     *           "trigger": "trigger",
+                     *           "cancel_requested": true,
+                     *           "progress": {
+                     *             "seen": 1,
+                     *             "created": 1,
+                     *             "updated": 1,
+                     *             "deleted": 1,
+                     *             "unchanged": 1,
+                     *             "failed": 1
+                     *           },
+                     *           "error": "error",
+                     *           "started_at": "2026-01-15T09:30:00.000Z",
+                     *           "finished_at": "2026-01-15T09:30:00.000Z",
+                     *           "created_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ConnectorsInsightsResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -7032,11 +10618,14 @@ export interface operations {
             };
         };
     };
-    getIntegrations: {
+    "integrations.list": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -7050,22 +10639,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: ({
-                            name: string;
-                            title: string;
-                            description: string;
-                            /** @description none | access_keys | api_key | oauth2 */
-                            auth_kind: string;
-                            /** @description JSON Schema of the configuration */
-                            config_schema: unknown;
-                            /** @description JSON Schema of the credentials, or null */
-                            credentials_schema: unknown;
-                            capabilities: string[];
-                        } & {
-                            enabled: boolean;
-                        })[];
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "name": "Travel assistant",
+                     *           "title": "title",
+                     *           "description": "Memories of the travel assistant",
+                     *           "auth_kind": "auth-kind",
+                     *           "config_schema": {},
+                     *           "credentials_schema": {},
+                     *           "capabilities": [
+                     *             "capabilitie"
+                     *           ],
+                     *           "enabled": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntegrationsListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -7142,16 +10734,23 @@ export interface operations {
             };
         };
     };
-    postIntegrationsByProviderEnable: {
+    "integrations.enable": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example slack */
                 provider: string;
             };
             cookie?: never;
@@ -7164,20 +10763,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        name: string;
-                        title: string;
-                        description: string;
-                        /** @description none | access_keys | api_key | oauth2 */
-                        auth_kind: string;
-                        /** @description JSON Schema of the configuration */
-                        config_schema: unknown;
-                        /** @description JSON Schema of the credentials, or null */
-                        credentials_schema: unknown;
-                        capabilities: string[];
-                    } & {
-                        enabled: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "name": "Travel assistant",
+                     *       "title": "title",
+                     *       "description": "Memories of the travel assistant",
+                     *       "auth_kind": "auth-kind",
+                     *       "config_schema": {},
+                     *       "credentials_schema": {},
+                     *       "capabilities": [
+                     *         "capabilitie"
+                     *       ],
+                     *       "enabled": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntegrationsEnableResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -7290,16 +10890,23 @@ export interface operations {
             };
         };
     };
-    postIntegrationsByProviderDisable: {
+    "integrations.disable": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example slack */
                 provider: string;
             };
             cookie?: never;
@@ -7312,20 +10919,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        name: string;
-                        title: string;
-                        description: string;
-                        /** @description none | access_keys | api_key | oauth2 */
-                        auth_kind: string;
-                        /** @description JSON Schema of the configuration */
-                        config_schema: unknown;
-                        /** @description JSON Schema of the credentials, or null */
-                        credentials_schema: unknown;
-                        capabilities: string[];
-                    } & {
-                        enabled: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "name": "Travel assistant",
+                     *       "title": "title",
+                     *       "description": "Memories of the travel assistant",
+                     *       "auth_kind": "auth-kind",
+                     *       "config_schema": {},
+                     *       "credentials_schema": {},
+                     *       "capabilities": [
+                     *         "capabilitie"
+                     *       ],
+                     *       "enabled": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntegrationsDisableResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -7438,27 +11046,36 @@ export interface operations {
             };
         };
     };
-    putIntegrationsByProviderOauthClient: {
+    "integrations.setOAuthClient": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example slack */
                 provider: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    client_id: string;
-                    /** @description Stored encrypted, never returned */
-                    client_secret: string;
-                };
+                /**
+                 * @example {
+                 *       "client_id": "42",
+                 *       "client_secret": "client-secret"
+                 *     }
+                 */
+                "application/json": components["schemas"]["IntegrationsSetOAuthClientRequest"];
             };
         };
         responses: {
@@ -7468,13 +11085,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        provider: string;
-                        /** @description The client consent uses; null: none (consent answers 503) */
-                        client_id: string | null;
-                        /** @description organization: set here; server: ENGRAM_<PROVIDER>_CLIENT_ID */
-                        source: "organization" | "server" | null;
-                    };
+                    /**
+                     * @example {
+                     *       "provider": "slack",
+                     *       "client_id": "42",
+                     *       "source": "organization"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntegrationsSetOAuthClientResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -7587,16 +11205,23 @@ export interface operations {
             };
         };
     };
-    deleteIntegrationsByProviderOauthClient: {
+    "integrations.removeOAuthClient": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example slack */
                 provider: string;
             };
             cookie?: never;
@@ -7609,13 +11234,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        provider: string;
-                        /** @description The client consent uses; null: none (consent answers 503) */
-                        client_id: string | null;
-                        /** @description organization: set here; server: ENGRAM_<PROVIDER>_CLIENT_ID */
-                        source: "organization" | "server" | null;
-                    };
+                    /**
+                     * @example {
+                     *       "provider": "slack",
+                     *       "client_id": "42",
+                     *       "source": "organization"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntegrationsRemoveOAuthClientResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -7728,13 +11354,19 @@ export interface operations {
             };
         };
     };
-    getIntegrationsOverview: {
+    "integrations.overview": {
         parameters: {
             query?: never;
             header: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description The project (of the acting organization); required */
+                /**
+                 * @description The project (of the acting organization); required
+                 * @example x-project-id
+                 */
                 "x-project-id": string;
             };
             path?: never;
@@ -7748,55 +11380,54 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        project_id: string;
-                        integrations: {
-                            provider: string;
-                            title: string;
-                            enabled: boolean;
-                            connections: number;
-                        }[];
-                        connections: {
-                            id: number;
-                            provider: string;
-                            name: string;
-                            /** @description The end user whose memories the synced content becomes */
-                            end_user_id: string;
-                            /** @description active | error | needs_consent (oauth2, before consent) | needs_repair (oauth2, consent revoked: POST …/repair) */
-                            state: string;
-                            state_reason: string | null;
-                            /** @description Credentials are stored (encrypted); they are never returned */
-                            has_credentials: boolean;
-                            schedule_minutes: number | null;
-                            next_sync_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                            last_sync: {
-                                id: number;
-                                connection_id: number;
-                                /** @description queued | running | succeeded | failed | cancelled */
-                                status: string;
-                                /** @description manual | schedule */
-                                trigger: string;
-                                cancel_requested: boolean;
-                                progress: {
-                                    seen: number;
-                                    created: number;
-                                    updated: number;
-                                    deleted: number;
-                                    unchanged: number;
-                                    failed: number;
-                                };
-                                error: string | null;
-                                started_at: string | null;
-                                finished_at: string | null;
-                                /** Format: date-time */
-                                created_at: string;
-                            } | null;
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "project_id": "42",
+                     *       "integrations": [
+                     *         {
+                     *           "provider": "slack",
+                     *           "title": "title",
+                     *           "enabled": true,
+                     *           "connections": 1
+                     *         }
+                     *       ],
+                     *       "connections": [
+                     *         {
+                     *           "id": 1,
+                     *           "provider": "slack",
+                     *           "name": "Travel assistant",
+                     *           "end_user_id": "user-42",
+                     *           "state": "state",
+                     *           "state_reason": "state-reason",
+                     *           "has_credentials": true,
+                     *           "schedule_minutes": 1,
+                     *           "next_sync_at": "2026-01-15T09:30:00.000Z",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "last_sync": {
+                     *             "id": 1,
+                     *             "connection_id": 1,
+                     *             "status": "status",
+                     *             "trigger": "trigger",
+                     *             "cancel_requested": true,
+                     *             "progress": {
+                     *               "seen": 1,
+                     *               "created": 1,
+                     *               "updated": 1,
+                     *               "deleted": 1,
+                     *               "unchanged": 1,
+                     *               "failed": 1
+                     *             },
+                     *             "error": "error",
+                     *             "started_at": "2026-01-15T09:30:00.000Z",
+                     *             "finished_at": "2026-01-15T09:30:00.000Z",
+                     *             "created_at": "2026-01-15T09:30:00.000Z"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntegrationsOverviewResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -7873,15 +11504,24 @@ export interface operations {
             };
         };
     };
-    postMemoryQuery: {
+    "memories.query": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -7889,29 +11529,29 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    query: string;
-                    /** @description Number of results (default 10) */
-                    k?: number;
-                    session_id?: string;
-                    filters?: {
-                        tags_any?: string[];
-                        tags_all?: string[];
-                        source?: string;
-                        /** Format: date-time */
-                        created_after?: string;
-                        /** Format: date-time */
-                        created_before?: string;
-                        /** @description Equality on each key */
-                        metadata?: {
-                            [key: string]: unknown;
-                        };
-                        is_summary?: boolean;
-                    };
-                    explain?: boolean;
-                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
-                    min_score?: number;
-                };
+                /**
+                 * @example {
+                 *       "query": "seating preference on flights",
+                 *       "k": 1,
+                 *       "session_id": "session-7",
+                 *       "filters": {
+                 *         "tags_any": [
+                 *           "tags-any"
+                 *         ],
+                 *         "tags_all": [
+                 *           "tags-all"
+                 *         ],
+                 *         "source": "chat",
+                 *         "created_after": "2026-01-15T09:30:00.000Z",
+                 *         "created_before": "2026-01-15T09:30:00.000Z",
+                 *         "metadata": {},
+                 *         "is_summary": true
+                 *       },
+                 *       "explain": true,
+                 *       "min_score": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesQueryRequest"];
             };
         };
         responses: {
@@ -7921,16 +11561,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        memories: (components["schemas"]["Memory"] & {
-                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
-                            score: number;
-                            /** @description Per-feature contributions to s (query with explain: true) */
-                            explanation?: {
-                                [key: string]: number;
-                            };
-                        })[];
-                    };
+                    /**
+                     * @example {
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1,
+                     *           "score": 0,
+                     *           "explanation": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesQueryResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -8043,15 +11699,24 @@ export interface operations {
             };
         };
     };
-    postMemoryRetrieve: {
+    "memories.retrieve": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -8059,14 +11724,15 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    prompt: string;
-                    /** @description Number of results (default 10) */
-                    k?: number;
-                    token_budget?: number;
-                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
-                    min_score?: number;
-                };
+                /**
+                 * @example {
+                 *       "prompt": "prompt",
+                 *       "k": 1,
+                 *       "token_budget": 1,
+                 *       "min_score": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesRetrieveRequest"];
             };
         };
         responses: {
@@ -8076,19 +11742,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        memories: (components["schemas"]["Memory"] & {
-                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
-                            score: number;
-                            /** @description Per-feature contributions to s (query with explain: true) */
-                            explanation?: {
-                                [key: string]: number;
-                            };
-                        })[];
-                        /** @description Estimated tokens of the returned memory texts */
-                        tokens: number;
-                        token_budget: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1,
+                     *           "score": 0,
+                     *           "explanation": {}
+                     *         }
+                     *       ],
+                     *       "tokens": 1,
+                     *       "token_budget": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesRetrieveResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -8201,15 +11882,24 @@ export interface operations {
             };
         };
     };
-    postMemorySearch: {
+    "memories.search": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -8217,14 +11907,15 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    query: string;
-                    /** @description Number of results (default 10) */
-                    k?: number;
-                    route?: "auto" | "keyword" | "semantic" | "temporal" | "recent";
-                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
-                    min_score?: number;
-                };
+                /**
+                 * @example {
+                 *       "query": "seating preference on flights",
+                 *       "k": 1,
+                 *       "route": "auto",
+                 *       "min_score": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesSearchRequest"];
             };
         };
         responses: {
@@ -8234,26 +11925,39 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        route: string;
-                        /** @description Why this route; says so when a time filter found nothing and results come from any time */
-                        reason: string;
-                        range?: {
-                            /** Format: date-time */
-                            from: string;
-                            /** Format: date-time */
-                            to: string;
-                            matched: string;
-                        };
-                        memories: (components["schemas"]["Memory"] & {
-                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
-                            score: number;
-                            /** @description Per-feature contributions to s (query with explain: true) */
-                            explanation?: {
-                                [key: string]: number;
-                            };
-                        })[];
-                    };
+                    /**
+                     * @example {
+                     *       "route": "route",
+                     *       "reason": "reason",
+                     *       "range": {
+                     *         "from": "2026-01-15T09:30:00.000Z",
+                     *         "to": "2026-01-15T09:30:00.000Z",
+                     *         "matched": "matched"
+                     *       },
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1,
+                     *           "score": 0,
+                     *           "explanation": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesSearchResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -8366,15 +12070,24 @@ export interface operations {
             };
         };
     };
-    postMemoryCompose: {
+    "memories.compose": {
         parameters: {
             query?: never;
             header?: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); optional, narrows the scope */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); optional, narrows the scope
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id"?: string;
             };
             path?: never;
@@ -8382,14 +12095,15 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    task: string;
-                    token_budget?: number;
-                    /** @description Must contain {{memories}}; may contain {{task}} */
-                    template?: string;
-                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
-                    min_score?: number;
-                };
+                /**
+                 * @example {
+                 *       "task": "task",
+                 *       "token_budget": 1,
+                 *       "template": "template",
+                 *       "min_score": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesComposeRequest"];
             };
         };
         responses: {
@@ -8399,18 +12113,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        prompt: string;
-                        memories: (components["schemas"]["Memory"] & {
-                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
-                            score: number;
-                            /** @description Per-feature contributions to s (query with explain: true) */
-                            explanation?: {
-                                [key: string]: number;
-                            };
-                        })[];
-                        tokens: number;
-                    };
+                    /**
+                     * @example {
+                     *       "prompt": "prompt",
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1,
+                     *           "score": 0,
+                     *           "explanation": {}
+                     *         }
+                     *       ],
+                     *       "tokens": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesComposeResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -8523,17 +12253,29 @@ export interface operations {
             };
         };
     };
-    postMemoryRefresh: {
+    "memories.refreshEmbeddings": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); optional, narrows the scope */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); optional, narrows the scope
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id"?: string;
             };
             path?: never;
@@ -8547,19 +12289,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        kind: string;
-                        /** @description queued | running | succeeded | failed */
-                        status: string;
-                        progress: number;
-                        result: unknown;
-                        error: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "kind": "kind",
+                     *       "status": "status",
+                     *       "progress": 0.5,
+                     *       "result": {},
+                     *       "error": "error",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesRefreshEmbeddingsResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -8672,16 +12414,23 @@ export interface operations {
             };
         };
     };
-    getMemoryRefreshByJobId: {
+    "memories.refreshJob": {
         parameters: {
             query?: never;
             header?: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
             };
             path: {
+                /** @example 1 */
                 job_id: number;
             };
             cookie?: never;
@@ -8694,19 +12443,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        kind: string;
-                        /** @description queued | running | succeeded | failed */
-                        status: string;
-                        progress: number;
-                        result: unknown;
-                        error: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "kind": "kind",
+                     *       "status": "status",
+                     *       "progress": 0.5,
+                     *       "result": {},
+                     *       "error": "error",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesRefreshJobResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -8783,19 +12532,31 @@ export interface operations {
             };
         };
     };
-    getMemoryByMemoryIdFeedback: {
+    "feedback.list": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
-                /** @description Memory id */
+                /**
+                 * @description Memory id
+                 * @example 1
+                 */
                 memory_id: number;
             };
             cookie?: never;
@@ -8808,18 +12569,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            memory_id: number;
-                            rating: string;
-                            query: string | null;
-                            comment: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            withdrawn_at: string | null;
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "memory_id": 1,
+                     *           "rating": "rating",
+                     *           "query": "seating preference on flights",
+                     *           "comment": "comment",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "withdrawn_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FeedbackListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -8896,32 +12661,50 @@ export interface operations {
             };
         };
     };
-    postMemoryByMemoryIdFeedback: {
+    "feedback.add": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
-                /** @description Memory id */
+                /**
+                 * @description Memory id
+                 * @example 1
+                 */
                 memory_id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    rating: "positive" | "negative";
-                    query?: string;
-                    comment?: string;
-                };
+                /**
+                 * @example {
+                 *       "rating": "positive",
+                 *       "query": "seating preference on flights",
+                 *       "comment": "comment"
+                 *     }
+                 */
+                "application/json": components["schemas"]["FeedbackAddRequest"];
             };
         };
         responses: {
@@ -8931,16 +12714,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        memory_id: number;
-                        rating: string;
-                        query: string | null;
-                        comment: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        withdrawn_at: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "memory_id": 1,
+                     *       "rating": "rating",
+                     *       "query": "seating preference on flights",
+                     *       "comment": "comment",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "withdrawn_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FeedbackAddResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -9053,22 +12838,38 @@ export interface operations {
             };
         };
     };
-    deleteMemoryByMemoryIdFeedbackByFeedbackId: {
+    "feedback.delete": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
-                /** @description Memory id */
+                /**
+                 * @description Memory id
+                 * @example 1
+                 */
                 memory_id: number;
+                /** @example 1 */
                 feedback_id: number;
             };
             cookie?: never;
@@ -9081,16 +12882,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        memory_id: number;
-                        rating: string;
-                        query: string | null;
-                        comment: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        withdrawn_at: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "memory_id": 1,
+                     *       "rating": "rating",
+                     *       "query": "seating preference on flights",
+                     *       "comment": "comment",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "withdrawn_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FeedbackDeleteResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -9203,17 +13006,29 @@ export interface operations {
             };
         };
     };
-    postMemorySummarize: {
+    "memories.summarize": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -9221,28 +13036,30 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    memory_ids?: number[];
-                    filters?: {
-                        tags_any?: string[];
-                        tags_all?: string[];
-                        source?: string;
-                        /** Format: date-time */
-                        created_after?: string;
-                        /** Format: date-time */
-                        created_before?: string;
-                        /** @description Equality on each key */
-                        metadata?: {
-                            [key: string]: unknown;
-                        };
-                        is_summary?: boolean;
-                    };
-                    session_id?: string;
-                    /** @description Default 5 */
-                    max_sentences?: number;
-                    /** @description Store the summary as a memory (default true) */
-                    store?: boolean;
-                };
+                /**
+                 * @example {
+                 *       "memory_ids": [
+                 *         1
+                 *       ],
+                 *       "filters": {
+                 *         "tags_any": [
+                 *           "tags-any"
+                 *         ],
+                 *         "tags_all": [
+                 *           "tags-all"
+                 *         ],
+                 *         "source": "chat",
+                 *         "created_after": "2026-01-15T09:30:00.000Z",
+                 *         "created_before": "2026-01-15T09:30:00.000Z",
+                 *         "metadata": {},
+                 *         "is_summary": true
+                 *       },
+                 *       "session_id": "session-7",
+                 *       "max_sentences": 1,
+                 *       "store": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesSummarizeRequest"];
             };
         };
         responses: {
@@ -9252,19 +13069,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: "created" | "existing" | "not_stored";
-                        summary: string;
-                        method: "extractive" | "llm";
-                        model?: string;
-                        sources: number[];
-                        memory: components["schemas"]["Memory"] | null;
-                        usage?: {
-                            prompt_tokens: number;
-                            completion_tokens: number;
-                            total_tokens: number;
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "status": "created",
+                     *       "summary": "summary",
+                     *       "method": "extractive",
+                     *       "model": "model",
+                     *       "sources": [
+                     *         1
+                     *       ],
+                     *       "memory": {
+                     *         "id": 1,
+                     *         "text": "Prefers a window seat on long flights",
+                     *         "tags": [
+                     *           "tag"
+                     *         ],
+                     *         "is_summary": true,
+                     *         "source": "chat",
+                     *         "importance": 0.5,
+                     *         "metadata": {},
+                     *         "client_ref": "crm-1042",
+                     *         "session_id": "session-7",
+                     *         "end_user_id": "user-42",
+                     *         "created_at": "2026-01-15T09:30:00.000Z",
+                     *         "updated_at": "2026-01-15T09:30:00.000Z",
+                     *         "superseded_by": 1
+                     *       },
+                     *       "usage": {
+                     *         "prompt_tokens": 1,
+                     *         "completion_tokens": 1,
+                     *         "total_tokens": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesSummarizeResponse200"];
                 };
             };
             /** @description Default Response */
@@ -9273,19 +13111,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: "created" | "existing" | "not_stored";
-                        summary: string;
-                        method: "extractive" | "llm";
-                        model?: string;
-                        sources: number[];
-                        memory: components["schemas"]["Memory"] | null;
-                        usage?: {
-                            prompt_tokens: number;
-                            completion_tokens: number;
-                            total_tokens: number;
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "status": "created",
+                     *       "summary": "summary",
+                     *       "method": "extractive",
+                     *       "model": "model",
+                     *       "sources": [
+                     *         1
+                     *       ],
+                     *       "memory": {
+                     *         "id": 1,
+                     *         "text": "Prefers a window seat on long flights",
+                     *         "tags": [
+                     *           "tag"
+                     *         ],
+                     *         "is_summary": true,
+                     *         "source": "chat",
+                     *         "importance": 0.5,
+                     *         "metadata": {},
+                     *         "client_ref": "crm-1042",
+                     *         "session_id": "session-7",
+                     *         "end_user_id": "user-42",
+                     *         "created_at": "2026-01-15T09:30:00.000Z",
+                     *         "updated_at": "2026-01-15T09:30:00.000Z",
+                     *         "superseded_by": 1
+                     *       },
+                     *       "usage": {
+                     *         "prompt_tokens": 1,
+                     *         "completion_tokens": 1,
+                     *         "total_tokens": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesSummarizeResponse201"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -9407,17 +13266,29 @@ export interface operations {
             };
         };
     };
-    postMemoryRelations: {
+    "relations.create": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -9425,18 +13296,15 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Memory id */
-                    source_id: number;
-                    /** @description Memory id */
-                    target_id: number;
-                    /** @description supports, contradicts, updates (source supersedes target), follows (source comes after target), related */
-                    type: "related" | "supports" | "contradicts" | "updates" | "follows";
-                    /** @description Free-form JSON object, at most 16384 bytes */
-                    metadata?: {
-                        [key: string]: unknown;
-                    };
-                };
+                /**
+                 * @example {
+                 *       "source_id": 1,
+                 *       "target_id": 1,
+                 *       "type": "related",
+                 *       "metadata": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["RelationsCreateRequest"];
             };
         };
         responses: {
@@ -9446,18 +13314,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        source_id: number;
-                        target_id: number;
-                        /** @description One of related, supports, contradicts, updates, follows, or summarizes (summary -> source) */
-                        type: string;
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "source_id": 1,
+                     *       "target_id": 1,
+                     *       "type": "type",
+                     *       "metadata": {},
+                     *       "created_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RelationsCreateResponse200"];
                 };
             };
             /** @description Default Response */
@@ -9466,18 +13333,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        source_id: number;
-                        target_id: number;
-                        /** @description One of related, supports, contradicts, updates, follows, or summarizes (summary -> source) */
-                        type: string;
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "source_id": 1,
+                     *       "target_id": 1,
+                     *       "type": "type",
+                     *       "metadata": {},
+                     *       "created_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RelationsCreateResponse201"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -9590,19 +13456,31 @@ export interface operations {
             };
         };
     };
-    getMemoryByMemoryIdRelations: {
+    "relations.list": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
-                /** @description Memory id */
+                /**
+                 * @description Memory id
+                 * @example 1
+                 */
                 memory_id: number;
             };
             cookie?: never;
@@ -9615,10 +13493,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        memory_id: number;
-                        items: components["schemas"]["Relation"][];
-                    };
+                    /**
+                     * @example {
+                     *       "memory_id": 1,
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "source_id": 1,
+                     *           "target_id": 1,
+                     *           "type": "type",
+                     *           "metadata": {},
+                     *           "created_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RelationsListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -9695,20 +13585,33 @@ export interface operations {
             };
         };
     };
-    deleteMemoryRelationsByRelationId: {
+    "relations.delete": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
+                /** @example 1 */
                 relation_id: number;
             };
             cookie?: never;
@@ -9721,18 +13624,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        source_id: number;
-                        target_id: number;
-                        /** @description One of related, supports, contradicts, updates, follows, or summarizes (summary -> source) */
-                        type: string;
-                        metadata: {
-                            [key: string]: unknown;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "source_id": 1,
+                     *       "target_id": 1,
+                     *       "type": "type",
+                     *       "metadata": {},
+                     *       "created_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RelationsDeleteResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -9845,15 +13747,24 @@ export interface operations {
             };
         };
     };
-    postMemorySynthesize: {
+    "memories.synthesize": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -9861,26 +13772,27 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    question: string;
-                    /** @description Memories retrieved (default 10) */
-                    k?: number;
-                    session_id?: string;
-                    filters?: {
-                        tags_any?: string[];
-                        tags_all?: string[];
-                        source?: string;
-                        /** Format: date-time */
-                        created_after?: string;
-                        /** Format: date-time */
-                        created_before?: string;
-                        /** @description Equality on each key */
-                        metadata?: {
-                            [key: string]: unknown;
-                        };
-                        is_summary?: boolean;
-                    };
-                };
+                /**
+                 * @example {
+                 *       "question": "question",
+                 *       "k": 1,
+                 *       "session_id": "session-7",
+                 *       "filters": {
+                 *         "tags_any": [
+                 *           "tags-any"
+                 *         ],
+                 *         "tags_all": [
+                 *           "tags-all"
+                 *         ],
+                 *         "source": "chat",
+                 *         "created_after": "2026-01-15T09:30:00.000Z",
+                 *         "created_before": "2026-01-15T09:30:00.000Z",
+                 *         "metadata": {},
+                 *         "is_summary": true
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesSynthesizeRequest"];
             };
         };
         responses: {
@@ -9890,33 +13802,48 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        answer: string;
-                        /** @description False when no retrieved memory supports an answer */
-                        found: boolean;
-                        citations: {
-                            memory_id: number;
-                            /** @description The span of the memory relied on */
-                            text: string;
-                        }[];
-                        memories: (components["schemas"]["Memory"] & {
-                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
-                            score: number;
-                            /** @description Per-feature contributions to s (query with explain: true) */
-                            explanation?: {
-                                [key: string]: number;
-                            };
-                        })[];
-                        method: "extractive" | "llm";
-                        model?: string;
-                        usage?: {
-                            prompt_tokens: number;
-                            completion_tokens: number;
-                            total_tokens: number;
-                        };
-                        /** @description Why the built-in method answered although an LLM is configured */
-                        note?: string;
-                    };
+                    /**
+                     * @example {
+                     *       "answer": "answer",
+                     *       "found": true,
+                     *       "citations": [
+                     *         {
+                     *           "memory_id": 1,
+                     *           "text": "Prefers a window seat on long flights"
+                     *         }
+                     *       ],
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1,
+                     *           "score": 0,
+                     *           "explanation": {}
+                     *         }
+                     *       ],
+                     *       "method": "extractive",
+                     *       "model": "model",
+                     *       "usage": {
+                     *         "prompt_tokens": 1,
+                     *         "completion_tokens": 1,
+                     *         "total_tokens": 1
+                     *       },
+                     *       "note": "note"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesSynthesizeResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -10038,15 +13965,24 @@ export interface operations {
             };
         };
     };
-    getMemoryOntology: {
+    "intelligence.ontology": {
         parameters: {
             query?: never;
             header?: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); optional, narrows the scope */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); optional, narrows the scope
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id"?: string;
             };
             path?: never;
@@ -10060,50 +13996,58 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        categories: {
-                            /** @description Lower-case letters, digits and underscores */
-                            name: string;
-                            description: string;
-                            /** @description Words or phrases that put a memory in the category */
-                            cues: string[];
-                        }[];
-                        entity_types: {
-                            /** @description Lower-case letters, digits and underscores */
-                            name: string;
-                            description: string;
-                            /** @description Names always of this type (a gazetteer) */
-                            examples: string[];
-                        }[];
-                        relation_types: {
-                            /** @description Lower-case letters, digits and underscores */
-                            name: string;
-                            description: string;
-                            /** @description Allowed subject entity types (empty: any) */
-                            source_types: string[];
-                            /** @description Allowed object entity types (empty: any) */
-                            target_types: string[];
-                            /** @description One current value per subject: a new value invalidates the old edge and is a conflict */
-                            single_valued: boolean;
-                            /** @description Verb phrases stating the relation between a subject before them and an object after them ("moved to") */
-                            cues: string[];
-                        }[];
-                        /** @description 0 while the project uses the built-in default */
-                        revision: number;
-                        is_default: boolean;
-                        updated_at: string | null;
-                        /** @description The background job reclassifying existing memories after the last replacement */
-                        reclassification: {
-                            id: number;
-                            kind: string;
-                            status: string;
-                            progress: number;
-                            result: unknown;
-                            error: string | null;
-                            created_at: string;
-                            updated_at: string;
-                        } | null;
-                    };
+                    /**
+                     * @example {
+                     *       "categories": [
+                     *         {
+                     *           "name": "name",
+                     *           "description": "Memories of the travel assistant",
+                     *           "cues": [
+                     *             "cue"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "entity_types": [
+                     *         {
+                     *           "name": "name",
+                     *           "description": "Memories of the travel assistant",
+                     *           "examples": [
+                     *             "example"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "relation_types": [
+                     *         {
+                     *           "name": "name",
+                     *           "description": "Memories of the travel assistant",
+                     *           "source_types": [
+                     *             "example"
+                     *           ],
+                     *           "target_types": [
+                     *             "example"
+                     *           ],
+                     *           "single_valued": true,
+                     *           "cues": [
+                     *             "cue"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "revision": 1,
+                     *       "is_default": true,
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "reclassification": {
+                     *         "id": 1,
+                     *         "kind": "kind",
+                     *         "status": "status",
+                     *         "progress": 0.5,
+                     *         "result": {},
+                     *         "error": "error",
+                     *         "created_at": "2026-01-15T09:30:00.000Z",
+                     *         "updated_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntelligenceOntologyResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -10180,17 +14124,29 @@ export interface operations {
             };
         };
     };
-    putMemoryOntology: {
+    "intelligence.replaceOntology": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); optional, narrows the scope */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); optional, narrows the scope
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id"?: string;
             };
             path?: never;
@@ -10198,35 +14154,45 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    categories: {
-                        /** @description Lower-case letters, digits and underscores */
-                        name: string;
-                        description: string;
-                        /** @description Words or phrases that put a memory in the category */
-                        cues: string[];
-                    }[];
-                    entity_types: {
-                        /** @description Lower-case letters, digits and underscores */
-                        name: string;
-                        description: string;
-                        /** @description Names always of this type (a gazetteer) */
-                        examples: string[];
-                    }[];
-                    relation_types: {
-                        /** @description Lower-case letters, digits and underscores */
-                        name: string;
-                        description: string;
-                        /** @description Allowed subject entity types (empty: any) */
-                        source_types: string[];
-                        /** @description Allowed object entity types (empty: any) */
-                        target_types: string[];
-                        /** @description One current value per subject: a new value invalidates the old edge and is a conflict */
-                        single_valued: boolean;
-                        /** @description Verb phrases stating the relation between a subject before them and an object after them ("moved to") */
-                        cues: string[];
-                    }[];
-                };
+                /**
+                 * @example {
+                 *       "categories": [
+                 *         {
+                 *           "name": "name",
+                 *           "description": "Memories of the travel assistant",
+                 *           "cues": [
+                 *             "cue"
+                 *           ]
+                 *         }
+                 *       ],
+                 *       "entity_types": [
+                 *         {
+                 *           "name": "name",
+                 *           "description": "Memories of the travel assistant",
+                 *           "examples": [
+                 *             "example"
+                 *           ]
+                 *         }
+                 *       ],
+                 *       "relation_types": [
+                 *         {
+                 *           "name": "name",
+                 *           "description": "Memories of the travel assistant",
+                 *           "source_types": [
+                 *             "example"
+                 *           ],
+                 *           "target_types": [
+                 *             "example"
+                 *           ],
+                 *           "single_valued": true,
+                 *           "cues": [
+                 *             "cue"
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["IntelligenceReplaceOntologyRequest"];
             };
         };
         responses: {
@@ -10236,50 +14202,58 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        categories: {
-                            /** @description Lower-case letters, digits and underscores */
-                            name: string;
-                            description: string;
-                            /** @description Words or phrases that put a memory in the category */
-                            cues: string[];
-                        }[];
-                        entity_types: {
-                            /** @description Lower-case letters, digits and underscores */
-                            name: string;
-                            description: string;
-                            /** @description Names always of this type (a gazetteer) */
-                            examples: string[];
-                        }[];
-                        relation_types: {
-                            /** @description Lower-case letters, digits and underscores */
-                            name: string;
-                            description: string;
-                            /** @description Allowed subject entity types (empty: any) */
-                            source_types: string[];
-                            /** @description Allowed object entity types (empty: any) */
-                            target_types: string[];
-                            /** @description One current value per subject: a new value invalidates the old edge and is a conflict */
-                            single_valued: boolean;
-                            /** @description Verb phrases stating the relation between a subject before them and an object after them ("moved to") */
-                            cues: string[];
-                        }[];
-                        /** @description 0 while the project uses the built-in default */
-                        revision: number;
-                        is_default: boolean;
-                        updated_at: string | null;
-                        /** @description The background job reclassifying existing memories after the last replacement */
-                        reclassification: {
-                            id: number;
-                            kind: string;
-                            status: string;
-                            progress: number;
-                            result: unknown;
-                            error: string | null;
-                            created_at: string;
-                            updated_at: string;
-                        } | null;
-                    };
+                    /**
+                     * @example {
+                     *       "categories": [
+                     *         {
+                     *           "name": "name",
+                     *           "description": "Memories of the travel assistant",
+                     *           "cues": [
+                     *             "cue"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "entity_types": [
+                     *         {
+                     *           "name": "name",
+                     *           "description": "Memories of the travel assistant",
+                     *           "examples": [
+                     *             "example"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "relation_types": [
+                     *         {
+                     *           "name": "name",
+                     *           "description": "Memories of the travel assistant",
+                     *           "source_types": [
+                     *             "example"
+                     *           ],
+                     *           "target_types": [
+                     *             "example"
+                     *           ],
+                     *           "single_valued": true,
+                     *           "cues": [
+                     *             "cue"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "revision": 1,
+                     *       "is_default": true,
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "reclassification": {
+                     *         "id": 1,
+                     *         "kind": "kind",
+                     *         "status": "status",
+                     *         "progress": 0.5,
+                     *         "result": {},
+                     *         "error": "error",
+                     *         "created_at": "2026-01-15T09:30:00.000Z",
+                     *         "updated_at": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntelligenceReplaceOntologyResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -10392,24 +14366,45 @@ export interface operations {
             };
         };
     };
-    getMemoryGraph: {
+    "intelligence.graph": {
         parameters: {
             query?: {
-                /** @description An entity id, name or alias: its neighbourhood only */
+                /**
+                 * @description An entity id, name or alias: its neighbourhood only
+                 * @example entity
+                 */
                 entity?: string;
-                /** @description Entities of this type and the edges touching them */
+                /**
+                 * @description Entities of this type and the edges touching them
+                 * @example type
+                 */
                 type?: string;
-                /** @description Only facts true at this time */
+                /**
+                 * @description Only facts true at this time
+                 * @example 2026-01-15T09:30:00.000Z
+                 */
                 as_of?: string;
-                /** @description Most-mentioned entities first */
+                /**
+                 * @description Most-mentioned entities first
+                 * @example 100
+                 */
                 limit?: number;
             };
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -10423,33 +14418,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        nodes: {
-                            /** @description "self" for the end user, else <type>:<canonical name> */
-                            id: string;
-                            name: string;
-                            type: string;
-                            aliases: string[];
-                            memory_ids: number[];
-                            is_end_user: boolean;
-                        }[];
-                        edges: {
-                            id: string;
-                            source: string;
-                            target: string;
-                            type: string;
-                            /** @description The memories that state this fact */
-                            memory_ids: number[];
-                            /** Format: date-time */
-                            valid_at: string;
-                            invalid_at: string | null;
-                            invalidated_by: number | null;
-                        }[];
-                        /** @description Typed links between the memories themselves (POST /memory/relations; a summary `summarizes` its sources): made by as_of, touching the memories behind the shown nodes and edges when entity or type is given; the limit newest */
-                        memory_relations: components["schemas"]["Relation"][];
-                        as_of: string | null;
-                        revision: number;
-                    };
+                    /**
+                     * @example {
+                     *       "nodes": [
+                     *         {
+                     *           "id": "42",
+                     *           "name": "Travel assistant",
+                     *           "type": "type",
+                     *           "aliases": [
+                     *             "aliase"
+                     *           ],
+                     *           "memory_ids": [
+                     *             1
+                     *           ],
+                     *           "is_end_user": true
+                     *         }
+                     *       ],
+                     *       "edges": [
+                     *         {
+                     *           "id": "42",
+                     *           "source": "chat",
+                     *           "target": "target",
+                     *           "type": "type",
+                     *           "memory_ids": [
+                     *             1
+                     *           ],
+                     *           "valid_at": "2026-01-15T09:30:00.000Z",
+                     *           "invalid_at": "2026-01-15T09:30:00.000Z",
+                     *           "invalidated_by": 1
+                     *         }
+                     *       ],
+                     *       "memory_relations": [
+                     *         {
+                     *           "id": 1,
+                     *           "source_id": 1,
+                     *           "target_id": 1,
+                     *           "type": "type",
+                     *           "metadata": {},
+                     *           "created_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "as_of": "2026-01-15T09:30:00.000Z",
+                     *       "revision": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntelligenceGraphResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -10526,17 +14539,27 @@ export interface operations {
             };
         };
     };
-    getMemoryClusters: {
+    "intelligence.clusters": {
         parameters: {
             query?: {
+                /** @example 50 */
                 limit?: number;
             };
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -10550,18 +14573,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description The smallest member id */
-                            id: number;
-                            label: string;
-                            terms: string[];
-                            size: number;
-                            memory_ids: number[];
-                        }[];
-                        total: number;
-                        revision: number;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "label": "label",
+                     *           "terms": [
+                     *             "term"
+                     *           ],
+                     *           "size": 1,
+                     *           "memory_ids": [
+                     *             1
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "revision": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntelligenceClustersResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -10638,21 +14669,37 @@ export interface operations {
             };
         };
     };
-    getMemoryDecisions: {
+    "intelligence.decisions": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
+                /** @example open */
                 status?: "open" | "resolved" | "dismissed";
             };
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -10666,49 +14713,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            kind: "single_valued" | "negation";
-                            subject: {
-                                id: string;
-                                name: string;
-                            };
-                            /** @description The relation type */
-                            attribute: string;
-                            values: {
-                                memory_id: number;
-                                value: string;
-                                negated: boolean;
-                                /** Format: date-time */
-                                stated_at: string;
-                            }[];
-                            suggested_resolution: {
-                                resolution: "keep_one" | "keep_both" | "dismiss";
-                                memory_id: number;
-                                reason: string;
-                            };
-                            status: "open" | "resolved" | "dismissed";
-                            resolution: {
-                                resolution: "keep_one" | "keep_both" | "dismiss";
-                                memory_id: number | null;
-                                note: string | null;
-                                actor: {
-                                    type: string;
-                                    id: number | null;
-                                };
-                                /** Format: date-time */
-                                resolved_at: string;
-                            } | null;
-                            /** Format: date-time */
-                            detected_at: string;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "kind": "single_valued",
+                     *           "subject": {
+                     *             "id": "42",
+                     *             "name": "Travel assistant"
+                     *           },
+                     *           "attribute": "attribute",
+                     *           "values": [
+                     *             {
+                     *               "memory_id": 1,
+                     *               "value": "value",
+                     *               "negated": true,
+                     *               "stated_at": "2026-01-15T09:30:00.000Z"
+                     *             }
+                     *           ],
+                     *           "suggested_resolution": {
+                     *             "resolution": "keep_one",
+                     *             "memory_id": 1,
+                     *             "reason": "reason"
+                     *           },
+                     *           "status": "open",
+                     *           "resolution": {
+                     *             "resolution": "keep_one",
+                     *             "memory_id": 1,
+                     *             "note": "note",
+                     *             "actor": {
+                     *               "type": "type",
+                     *               "id": 1
+                     *             },
+                     *             "resolved_at": "2026-01-15T09:30:00.000Z"
+                     *           },
+                     *           "detected_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntelligenceDecisionsResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -10785,32 +14834,47 @@ export interface operations {
             };
         };
     };
-    postMemoryDecisionByDecisionIdResolve: {
+    "intelligence.resolveDecision": {
         parameters: {
             query?: never;
             header: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path: {
+                /** @example 1 */
                 decision_id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    resolution: "keep_one" | "keep_both" | "dismiss";
-                    /** @description keep_one: the memory to keep (one of the decision's) */
-                    memory_id?: number;
-                    note?: string;
-                };
+                /**
+                 * @example {
+                 *       "resolution": "keep_one",
+                 *       "memory_id": 1,
+                 *       "note": "note"
+                 *     }
+                 */
+                "application/json": components["schemas"]["IntelligenceResolveDecisionRequest"];
             };
         };
         responses: {
@@ -10820,42 +14884,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        kind: "single_valued" | "negation";
-                        subject: {
-                            id: string;
-                            name: string;
-                        };
-                        /** @description The relation type */
-                        attribute: string;
-                        values: {
-                            memory_id: number;
-                            value: string;
-                            negated: boolean;
-                            /** Format: date-time */
-                            stated_at: string;
-                        }[];
-                        suggested_resolution: {
-                            resolution: "keep_one" | "keep_both" | "dismiss";
-                            memory_id: number;
-                            reason: string;
-                        };
-                        status: "open" | "resolved" | "dismissed";
-                        resolution: {
-                            resolution: "keep_one" | "keep_both" | "dismiss";
-                            memory_id: number | null;
-                            note: string | null;
-                            actor: {
-                                type: string;
-                                id: number | null;
-                            };
-                            /** Format: date-time */
-                            resolved_at: string;
-                        } | null;
-                        /** Format: date-time */
-                        detected_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "kind": "single_valued",
+                     *       "subject": {
+                     *         "id": "42",
+                     *         "name": "Travel assistant"
+                     *       },
+                     *       "attribute": "attribute",
+                     *       "values": [
+                     *         {
+                     *           "memory_id": 1,
+                     *           "value": "value",
+                     *           "negated": true,
+                     *           "stated_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "suggested_resolution": {
+                     *         "resolution": "keep_one",
+                     *         "memory_id": 1,
+                     *         "reason": "reason"
+                     *       },
+                     *       "status": "open",
+                     *       "resolution": {
+                     *         "resolution": "keep_one",
+                     *         "memory_id": 1,
+                     *         "note": "note",
+                     *         "actor": {
+                     *           "type": "type",
+                     *           "id": 1
+                     *         },
+                     *         "resolved_at": "2026-01-15T09:30:00.000Z"
+                     *       },
+                     *       "detected_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntelligenceResolveDecisionResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -10968,15 +15033,24 @@ export interface operations {
             };
         };
     };
-    getMemoryIntelligence: {
+    "intelligence.report": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -10990,72 +15064,83 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        top_entities: {
-                            id: string;
-                            name: string;
-                            type: string;
-                            mentions: number;
-                        }[];
-                        /** @description Facts most recently stated or ended, newest first */
-                        recent_changes: {
-                            id: string;
-                            source: string;
-                            target: string;
-                            type: string;
-                            /** @description The memories that state this fact */
-                            memory_ids: number[];
-                            /** Format: date-time */
-                            valid_at: string;
-                            invalid_at: string | null;
-                            invalidated_by: number | null;
-                        }[];
-                        clusters: {
-                            /** @description The smallest member id */
-                            id: number;
-                            label: string;
-                            terms: string[];
-                            size: number;
-                            memory_ids: number[];
-                        }[];
-                        open_decisions: {
-                            id: number;
-                            kind: "single_valued" | "negation";
-                            subject: {
-                                id: string;
-                                name: string;
-                            };
-                            /** @description The relation type */
-                            attribute: string;
-                            values: {
-                                memory_id: number;
-                                value: string;
-                                negated: boolean;
-                                /** Format: date-time */
-                                stated_at: string;
-                            }[];
-                            suggested_resolution: {
-                                resolution: "keep_one" | "keep_both" | "dismiss";
-                                memory_id: number;
-                                reason: string;
-                            };
-                            status: "open" | "resolved" | "dismissed";
-                            resolution: {
-                                resolution: "keep_one" | "keep_both" | "dismiss";
-                                memory_id: number | null;
-                                note: string | null;
-                                actor: {
-                                    type: string;
-                                    id: number | null;
-                                };
-                                /** Format: date-time */
-                                resolved_at: string;
-                            } | null;
-                            /** Format: date-time */
-                            detected_at: string;
-                        }[];
-                        revision: number;
-                    };
+                    /**
+                     * @example {
+                     *       "top_entities": [
+                     *         {
+                     *           "id": "42",
+                     *           "name": "Travel assistant",
+                     *           "type": "type",
+                     *           "mentions": 1
+                     *         }
+                     *       ],
+                     *       "recent_changes": [
+                     *         {
+                     *           "id": "42",
+                     *           "source": "chat",
+                     *           "target": "target",
+                     *           "type": "type",
+                     *           "memory_ids": [
+                     *             1
+                     *           ],
+                     *           "valid_at": "2026-01-15T09:30:00.000Z",
+                     *           "invalid_at": "2026-01-15T09:30:00.000Z",
+                     *           "invalidated_by": 1
+                     *         }
+                     *       ],
+                     *       "clusters": [
+                     *         {
+                     *           "id": 1,
+                     *           "label": "label",
+                     *           "terms": [
+                     *             "term"
+                     *           ],
+                     *           "size": 1,
+                     *           "memory_ids": [
+                     *             1
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "open_decisions": [
+                     *         {
+                     *           "id": 1,
+                     *           "kind": "single_valued",
+                     *           "subject": {
+                     *             "id": "42",
+                     *             "name": "Travel assistant"
+                     *           },
+                     *           "attribute": "attribute",
+                     *           "values": [
+                     *             {
+                     *               "memory_id": 1,
+                     *               "value": "value",
+                     *               "negated": true,
+                     *               "stated_at": "2026-01-15T09:30:00.000Z"
+                     *             }
+                     *           ],
+                     *           "suggested_resolution": {
+                     *             "resolution": "keep_one",
+                     *             "memory_id": 1,
+                     *             "reason": "reason"
+                     *           },
+                     *           "status": "open",
+                     *           "resolution": {
+                     *             "resolution": "keep_one",
+                     *             "memory_id": 1,
+                     *             "note": "note",
+                     *             "actor": {
+                     *               "type": "type",
+                     *               "id": 1
+                     *             },
+                     *             "resolved_at": "2026-01-15T09:30:00.000Z"
+                     *           },
+                     *           "detected_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "revision": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntelligenceReportResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -11132,15 +15217,24 @@ export interface operations {
             };
         };
     };
-    getMemoryKnowledgeStats: {
+    "intelligence.stats": {
         parameters: {
             query?: never;
             header: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
-                /** @description Opaque end-user id (not an e-mail address); required */
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
                 "x-end-user-id": string;
             };
             path?: never;
@@ -11154,29 +15248,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        memories: number;
-                        summaries: number;
-                        entities: number;
-                        entities_by_type: {
-                            [key: string]: number;
-                        };
-                        relations: number;
-                        relations_by_type: {
-                            [key: string]: number;
-                        };
-                        current_relations: number;
-                        clusters: number;
-                        decisions: {
-                            open: number;
-                            resolved: number;
-                            dismissed: number;
-                        };
-                        categories: {
-                            [key: string]: number;
-                        };
-                        revision: number;
-                    };
+                    /**
+                     * @example {
+                     *       "memories": 1,
+                     *       "summaries": 1,
+                     *       "entities": 1,
+                     *       "entities_by_type": {},
+                     *       "relations": 1,
+                     *       "relations_by_type": {},
+                     *       "current_relations": 1,
+                     *       "clusters": 1,
+                     *       "decisions": {
+                     *         "open": 1,
+                     *         "resolved": 1,
+                     *         "dismissed": 1
+                     *       },
+                     *       "categories": {},
+                     *       "revision": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["IntelligenceStatsResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -11253,15 +15344,24 @@ export interface operations {
             };
         };
     };
-    postV1MemoryAddTurn: {
+    "v1.addTurn": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
             };
             path?: never;
@@ -11269,30 +15369,21 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Tenant of the application */
-                    tenant_id: string;
-                    /** @description The tenant's user; opaque, not an e-mail address */
-                    user_id: string;
-                    /** @description Origin label; default "conversation" */
-                    source?: string;
-                    /** @description The turn, stored verbatim */
-                    text: string;
-                    /** @description Who spoke; a content hash here makes redelivery converge */
-                    speaker: string;
-                    metadata?: {
-                        /** @description Conversation session */
-                        session_id?: string;
-                        project?: string;
-                        /**
-                         * Format: date-time
-                         * @description When the turn was said (default: now)
-                         */
-                        timestamp?: string;
-                    } & {
-                        [key: string]: unknown;
-                    };
-                };
+                /**
+                 * @example {
+                 *       "tenant_id": "42",
+                 *       "user_id": "42",
+                 *       "source": "chat",
+                 *       "text": "Prefers a window seat on long flights",
+                 *       "speaker": "speaker",
+                 *       "metadata": {
+                 *         "session_id": "session-7",
+                 *         "project": "project",
+                 *         "timestamp": "2026-01-15T09:30:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["V1AddTurnRequest"];
             };
         };
         responses: {
@@ -11302,15 +15393,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        status: "created" | "duplicate";
-                        tenant_id: string;
-                        user_id: string;
-                        session_id: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "status": "created",
+                     *       "tenant_id": "42",
+                     *       "user_id": "42",
+                     *       "session_id": "session-7",
+                     *       "created_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["V1AddTurnResponse200"];
                 };
             };
             /** @description Default Response */
@@ -11319,15 +15412,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        status: "created" | "duplicate";
-                        tenant_id: string;
-                        user_id: string;
-                        session_id: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "status": "created",
+                     *       "tenant_id": "42",
+                     *       "user_id": "42",
+                     *       "session_id": "session-7",
+                     *       "created_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["V1AddTurnResponse201"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -11440,13 +15535,19 @@ export interface operations {
             };
         };
     };
-    postV1MemoryRecall: {
+    "v1.recall": {
         parameters: {
             query?: never;
             header?: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
             };
             path?: never;
@@ -11454,18 +15555,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Tenant */
-                    tenant_id: string;
-                    /** @description The tenant's user */
-                    user_id: string;
-                    query: string;
-                    k?: number;
-                    /** @description Narrow to one session */
-                    session_id?: string;
-                    /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
-                    min_score?: number;
-                };
+                /**
+                 * @example {
+                 *       "tenant_id": "42",
+                 *       "user_id": "42",
+                 *       "query": "seating preference on flights",
+                 *       "k": 1,
+                 *       "session_id": "session-7",
+                 *       "min_score": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["V1RecallRequest"];
             };
         };
         responses: {
@@ -11475,22 +15575,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Whole memory records, best first */
-                        memories: ((components["schemas"]["Memory"] & {
-                            /** @description Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions */
-                            score: number;
-                            /** @description Per-feature contributions to s (query with explain: true) */
-                            explanation?: {
-                                [key: string]: number;
-                            };
-                        }) & {
-                            speaker: string | null;
-                            tenant_id: string;
-                        })[];
-                        /** @description The recalled turns in conversation order, ready for a prompt */
-                        context: string;
-                    };
+                    /**
+                     * @example {
+                     *       "memories": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1,
+                     *           "score": 0,
+                     *           "explanation": {},
+                     *           "speaker": "speaker",
+                     *           "tenant_id": "42"
+                     *         }
+                     *       ],
+                     *       "context": "context"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["V1RecallResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -11603,13 +15716,19 @@ export interface operations {
             };
         };
     };
-    getV1MemoryStatus: {
+    "v1.status": {
         parameters: {
             query?: never;
             header?: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
             };
             path?: never;
@@ -11623,26 +15742,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                        database: string;
-                        tenant_id: string | null;
-                        counts: {
-                            tenants: number;
-                            users: number;
-                            memories: number;
-                            turns_this_period: number;
-                        };
-                        quota: {
-                            monthly_turns: number;
-                            used: number;
-                            remaining: number;
-                            /** Format: date-time */
-                            period_start: string;
-                            /** Format: date-time */
-                            period_end: string;
-                        } | null;
-                    };
+                    /**
+                     * @example {
+                     *       "status": "status",
+                     *       "database": "database",
+                     *       "tenant_id": "42",
+                     *       "counts": {
+                     *         "tenants": 1,
+                     *         "users": 1,
+                     *         "memories": 1,
+                     *         "turns_this_period": 1
+                     *       },
+                     *       "quota": {
+                     *         "monthly_turns": 1,
+                     *         "used": 1,
+                     *         "remaining": 1,
+                     *         "period_start": "2026-01-15T09:30:00.000Z",
+                     *         "period_end": "2026-01-15T09:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["V1StatusResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -11719,22 +15839,39 @@ export interface operations {
             };
         };
     };
-    getV1MemoryMemories: {
+    "v1.memories": {
         parameters: {
             query?: {
-                /** @description Tenant */
+                /**
+                 * @description Tenant
+                 * @example 42
+                 */
                 tenant_id?: string;
-                /** @description User */
+                /**
+                 * @description User
+                 * @example 42
+                 */
                 user_id?: string;
-                /** @description Session */
+                /**
+                 * @description Session
+                 * @example session-7
+                 */
                 session_id?: string;
+                /** @example 0 */
                 offset?: number;
+                /** @example 50 */
                 limit?: number;
             };
             header?: {
-                /** @description API-key calls: the project; required unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
             };
             path?: never;
@@ -11748,27 +15885,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: ({
-                            id: number;
-                            text: string;
-                            speaker: string | null;
-                            session_id: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                        } & {
-                            tenant_id: string;
-                            user_id: string;
-                            source: string | null;
-                            metadata: {
-                                [key: string]: unknown;
-                            };
-                        })[];
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "speaker": "speaker",
+                     *           "session_id": "session-7",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "tenant_id": "42",
+                     *           "user_id": "42",
+                     *           "source": "chat",
+                     *           "metadata": {}
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["V1MemoriesResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -11845,11 +15983,14 @@ export interface operations {
             };
         };
     };
-    postAuthLogin: {
+    "auth.login": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -11857,11 +15998,16 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    email: string;
-                    password: string;
-                    scopes?: string[];
-                };
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "password": "correct-horse-battery-staple",
+                 *       "scopes": [
+                 *         "scope"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthLoginRequest"];
             };
         };
         responses: {
@@ -11871,22 +16017,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JWT (HS256); send as Authorization: Bearer <access_token> */
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        /** @description Seconds the access token is valid */
-                        expires_in: number;
-                        /** @description Single use: trade it at POST /auth/refresh before refresh_expires_at */
-                        refresh_token: string;
-                        /**
-                         * Format: date-time
-                         * @description When the session ends; refreshing does not extend it
-                         */
-                        refresh_expires_at: string;
-                        session_id: number;
-                    };
+                    /**
+                     * @example {
+                     *       "access_token": "access-token",
+                     *       "token_type": "Bearer",
+                     *       "expires_in": 1,
+                     *       "refresh_token": "refresh-token",
+                     *       "refresh_expires_at": "2026-01-15T09:30:00.000Z",
+                     *       "session_id": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthLoginResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -11972,11 +16113,14 @@ export interface operations {
             };
         };
     };
-    postAuthRefresh: {
+    "auth.refresh": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -11984,9 +16128,12 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    refresh_token: string;
-                };
+                /**
+                 * @example {
+                 *       "refresh_token": "refresh-token"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthRefreshRequest"];
             };
         };
         responses: {
@@ -11996,22 +16143,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description JWT (HS256); send as Authorization: Bearer <access_token> */
-                        access_token: string;
-                        /** @enum {string} */
-                        token_type: "Bearer";
-                        /** @description Seconds the access token is valid */
-                        expires_in: number;
-                        /** @description Single use: trade it at POST /auth/refresh before refresh_expires_at */
-                        refresh_token: string;
-                        /**
-                         * Format: date-time
-                         * @description When the session ends; refreshing does not extend it
-                         */
-                        refresh_expires_at: string;
-                        session_id: number;
-                    };
+                    /**
+                     * @example {
+                     *       "access_token": "access-token",
+                     *       "token_type": "Bearer",
+                     *       "expires_in": 1,
+                     *       "refresh_token": "refresh-token",
+                     *       "refresh_expires_at": "2026-01-15T09:30:00.000Z",
+                     *       "session_id": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthRefreshResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -12097,13 +16239,19 @@ export interface operations {
             };
         };
     };
-    postAuthLogout: {
+    "auth.logout": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -12117,11 +16265,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        /** Format: date-time */
-                        revoked_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "revoked_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthLogoutResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -12234,16 +16384,25 @@ export interface operations {
             };
         };
     };
-    getAuthSessions: {
+    "sessions.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -12257,27 +16416,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            user_id: number;
-                            /** Format: date-time */
-                            created_at: string;
-                            last_used_at: string | null;
-                            /** Format: date-time */
-                            expires_at: string;
-                            ip: string | null;
-                            user_agent: string | null;
-                            scopes: string[];
-                            /** @description The session of the token making this request */
-                            current: boolean;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "user_id": 1,
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "last_used_at": "2026-01-15T09:30:00.000Z",
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
+                     *           "ip": "ip",
+                     *           "user_agent": "user-agent",
+                     *           "scopes": [
+                     *             "scope"
+                     *           ],
+                     *           "current": true
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionsListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -12354,16 +16516,23 @@ export interface operations {
             };
         };
     };
-    postAuthSessionsBySessionIdRevoke: {
+    "sessions.revoke": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 session_id: number;
             };
             cookie?: never;
@@ -12376,11 +16545,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        /** Format: date-time */
-                        revoked_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "revoked_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SessionsRevokeResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -12493,7 +16664,7 @@ export interface operations {
             };
         };
     };
-    getAuthCatalogue: {
+    "auth.catalogue": {
         parameters: {
             query?: never;
             header?: never;
@@ -12508,27 +16679,42 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        scopes: {
-                            name: string;
-                            description: string;
-                        }[];
-                        capabilities: {
-                            name: string;
-                            description: string;
-                        }[];
-                        roles: {
-                            name: string;
-                            capabilities: string[];
-                        }[];
-                        operations: {
-                            method: string;
-                            path: string;
-                            accepts: string[];
-                            scope: string | null;
-                            capability: string | null;
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "scopes": [
+                     *         {
+                     *           "name": "Travel assistant",
+                     *           "description": "Memories of the travel assistant"
+                     *         }
+                     *       ],
+                     *       "capabilities": [
+                     *         {
+                     *           "name": "Travel assistant",
+                     *           "description": "Memories of the travel assistant"
+                     *         }
+                     *       ],
+                     *       "roles": [
+                     *         {
+                     *           "name": "Travel assistant",
+                     *           "capabilities": [
+                     *             "capabilitie"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "operations": [
+                     *         {
+                     *           "method": "method",
+                     *           "path": "path",
+                     *           "accepts": [
+                     *             "accept"
+                     *           ],
+                     *           "scope": "scope",
+                     *           "capability": "capability"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthCatalogueResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -12578,16 +16764,25 @@ export interface operations {
             };
         };
     };
-    getOrganizations: {
+    "organizations.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -12601,24 +16796,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description org_… */
-                            id: string;
-                            name: string;
-                            /** @description The caller's role: owner, admin, member or viewer */
-                            role: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** @description The organization this call acts in */
-                            current: boolean;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "42",
+                     *           "name": "Travel assistant",
+                     *           "role": "member",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "current": true
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationsListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -12695,13 +16890,19 @@ export interface operations {
             };
         };
     };
-    postOrganizations: {
+    "organizations.create": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -12709,9 +16910,12 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                /**
+                 * @example {
+                 *       "name": "Travel assistant"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OrganizationsCreateRequest"];
             };
         };
         responses: {
@@ -12721,17 +16925,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description org_… */
-                        id: string;
-                        name: string;
-                        /** @description The caller's role: owner, admin, member or viewer */
-                        role: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** @description The organization this call acts in */
-                        current: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "42",
+                     *       "name": "Travel assistant",
+                     *       "role": "member",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "current": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OrganizationsCreateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -12844,16 +17047,25 @@ export interface operations {
             };
         };
     };
-    getOrgProjects: {
+    "projects.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -12867,24 +17079,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            /** @description proj_…; never changes */
-                            id: string;
-                            name: string;
-                            slug: string;
-                            description: string;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": "42",
+                     *           "name": "Travel assistant",
+                     *           "slug": "travel-assistant",
+                     *           "description": "Memories of the travel assistant",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectsListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -12961,13 +17174,19 @@ export interface operations {
             };
         };
     };
-    postOrgProjects: {
+    "projects.create": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -12975,12 +17194,14 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    /** @description Lowercase letters, digits and inner hyphens; unique in the organization */
-                    slug?: string;
-                    description?: string;
-                };
+                /**
+                 * @example {
+                 *       "name": "Travel assistant",
+                 *       "slug": "travel-assistant",
+                 *       "description": "Memories of the travel assistant"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProjectsCreateRequest"];
             };
         };
         responses: {
@@ -12990,17 +17211,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description proj_…; never changes */
-                        id: string;
-                        name: string;
-                        slug: string;
-                        description: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "42",
+                     *       "name": "Travel assistant",
+                     *       "slug": "travel-assistant",
+                     *       "description": "Memories of the travel assistant",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectsCreateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -13113,14 +17334,18 @@ export interface operations {
             };
         };
     };
-    getOrgProjectsByProjectId: {
+    "projects.get": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 42 */
                 project_id: string;
             };
             cookie?: never;
@@ -13133,17 +17358,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description proj_…; never changes */
-                        id: string;
-                        name: string;
-                        slug: string;
-                        description: string;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "42",
+                     *       "name": "Travel assistant",
+                     *       "slug": "travel-assistant",
+                     *       "description": "Memories of the travel assistant",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectsGetResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -13220,16 +17445,23 @@ export interface operations {
             };
         };
     };
-    deleteOrgProjectsByProjectId: {
+    "projects.delete": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 42 */
                 project_id: string;
             };
             cookie?: never;
@@ -13242,12 +17474,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        /** Format: date-time */
-                        deleted_at: string;
-                        memories_tombstoned: number;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "42",
+                     *       "deleted_at": "2026-01-15T09:30:00.000Z",
+                     *       "memories_tombstoned": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectsDeleteResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -13360,32 +17594,47 @@ export interface operations {
             };
         };
     };
-    patchOrgProjectsByProjectId: {
+    "projects.update": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description API-key calls: the project; optional unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; optional unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
             };
             path: {
+                /** @example 42 */
                 project_id: string;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    /** @description Lowercase letters, digits and inner hyphens; unique in the organization */
-                    slug?: string;
-                    description?: string;
-                };
+                /**
+                 * @example {
+                 *       "name": "Travel assistant",
+                 *       "slug": "travel-assistant",
+                 *       "description": "Memories of the travel assistant"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ProjectsUpdateRequest"];
             };
         };
         responses: {
@@ -13395,14 +17644,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        slug: string;
-                        description: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": "42",
+                     *       "name": "Travel assistant",
+                     *       "slug": "travel-assistant",
+                     *       "description": "Memories of the travel assistant",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProjectsUpdateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -13515,16 +17766,25 @@ export interface operations {
             };
         };
     };
-    getOrgApiKeys: {
+    "keys.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -13538,30 +17798,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            name: string;
-                            /** @description The first characters of the secret, for recognising it */
-                            prefix: string;
-                            project_id: string | null;
-                            scopes: string[];
-                            tenant_id: string | null;
-                            end_user_id: string | null;
-                            created_by: number | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            expires_at: string | null;
-                            revoked_at: string | null;
-                            last_used_at: string | null;
-                            status: "active" | "revoked" | "expired";
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "name": "Travel assistant",
+                     *           "prefix": "prefix",
+                     *           "project_id": "42",
+                     *           "scopes": [
+                     *             "scope"
+                     *           ],
+                     *           "tenant_id": "42",
+                     *           "end_user_id": "user-42",
+                     *           "created_by": 1,
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
+                     *           "revoked_at": "2026-01-15T09:30:00.000Z",
+                     *           "last_used_at": "2026-01-15T09:30:00.000Z",
+                     *           "status": "active"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KeysListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -13638,13 +17902,19 @@ export interface operations {
             };
         };
     };
-    postOrgApiKeys: {
+    "keys.create": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -13652,18 +17922,19 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    /** @description Lock the key to this project */
-                    project_id?: string;
-                    scopes?: string[];
-                    /** Format: date-time */
-                    expires_at?: string;
-                    /** @description Bind the key to one /v1 tenant */
-                    tenant_id?: string;
-                    /** @description Bind the key to one end user */
-                    end_user_id?: string;
-                };
+                /**
+                 * @example {
+                 *       "name": "Travel assistant",
+                 *       "project_id": "42",
+                 *       "scopes": [
+                 *         "scope"
+                 *       ],
+                 *       "expires_at": "2026-01-15T09:30:00.000Z",
+                 *       "tenant_id": "42",
+                 *       "end_user_id": "user-42"
+                 *     }
+                 */
+                "application/json": components["schemas"]["KeysCreateRequest"];
             };
         };
         responses: {
@@ -13673,25 +17944,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        name: string;
-                        /** @description The first characters of the secret, for recognising it */
-                        prefix: string;
-                        project_id: string | null;
-                        scopes: string[];
-                        tenant_id: string | null;
-                        end_user_id: string | null;
-                        created_by: number | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        expires_at: string | null;
-                        revoked_at: string | null;
-                        last_used_at: string | null;
-                        status: "active" | "revoked" | "expired";
-                        /** @description The secret; shown this once only */
-                        key: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Travel assistant",
+                     *       "prefix": "prefix",
+                     *       "project_id": "42",
+                     *       "scopes": [
+                     *         "scope"
+                     *       ],
+                     *       "tenant_id": "42",
+                     *       "end_user_id": "user-42",
+                     *       "created_by": 1,
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z",
+                     *       "revoked_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_used_at": "2026-01-15T09:30:00.000Z",
+                     *       "status": "active",
+                     *       "key": "key"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KeysCreateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -13804,14 +18077,18 @@ export interface operations {
             };
         };
     };
-    getOrgApiKeysByKeyId: {
+    "keys.get": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 key_id: number;
             };
             cookie?: never;
@@ -13824,23 +18101,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        name: string;
-                        /** @description The first characters of the secret, for recognising it */
-                        prefix: string;
-                        project_id: string | null;
-                        scopes: string[];
-                        tenant_id: string | null;
-                        end_user_id: string | null;
-                        created_by: number | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        expires_at: string | null;
-                        revoked_at: string | null;
-                        last_used_at: string | null;
-                        status: "active" | "revoked" | "expired";
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Travel assistant",
+                     *       "prefix": "prefix",
+                     *       "project_id": "42",
+                     *       "scopes": [
+                     *         "scope"
+                     *       ],
+                     *       "tenant_id": "42",
+                     *       "end_user_id": "user-42",
+                     *       "created_by": 1,
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z",
+                     *       "revoked_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_used_at": "2026-01-15T09:30:00.000Z",
+                     *       "status": "active"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KeysGetResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -13917,16 +18197,23 @@ export interface operations {
             };
         };
     };
-    deleteOrgApiKeysByKeyId: {
+    "keys.revoke": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 key_id: number;
             };
             cookie?: never;
@@ -13939,23 +18226,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        name: string;
-                        /** @description The first characters of the secret, for recognising it */
-                        prefix: string;
-                        project_id: string | null;
-                        scopes: string[];
-                        tenant_id: string | null;
-                        end_user_id: string | null;
-                        created_by: number | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        expires_at: string | null;
-                        revoked_at: string | null;
-                        last_used_at: string | null;
-                        status: "active" | "revoked" | "expired";
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Travel assistant",
+                     *       "prefix": "prefix",
+                     *       "project_id": "42",
+                     *       "scopes": [
+                     *         "scope"
+                     *       ],
+                     *       "tenant_id": "42",
+                     *       "end_user_id": "user-42",
+                     *       "created_by": 1,
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z",
+                     *       "revoked_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_used_at": "2026-01-15T09:30:00.000Z",
+                     *       "status": "active"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KeysRevokeResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -14068,14 +18358,18 @@ export interface operations {
             };
         };
     };
-    postOrgApiKeysByKeyIdTest: {
+    "keys.test": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 key_id: number;
             };
             cookie?: never;
@@ -14088,22 +18382,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        valid: boolean;
-                        status: string;
-                        reason: string | null;
-                        prefix: string;
-                        project_id: string | null;
-                        project_status: "none" | "active" | "deleted";
-                        scopes: string[];
-                        tenant_id: string | null;
-                        end_user_id: string | null;
-                        expires_at: string | null;
-                        last_used_at: string | null;
-                        /** @description METHOD path of every operation the key may call */
-                        operations: string[];
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "valid": true,
+                     *       "status": "status",
+                     *       "reason": "reason",
+                     *       "prefix": "prefix",
+                     *       "project_id": "42",
+                     *       "project_status": "none",
+                     *       "scopes": [
+                     *         "scope"
+                     *       ],
+                     *       "tenant_id": "42",
+                     *       "end_user_id": "user-42",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_used_at": "2026-01-15T09:30:00.000Z",
+                     *       "operations": [
+                     *         "operation"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KeysTestResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -14216,13 +18516,19 @@ export interface operations {
             };
         };
     };
-    postOrgApiKeysBulkRevoke: {
+    "keys.bulkRevoke": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -14230,9 +18536,14 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    ids: number[];
-                };
+                /**
+                 * @example {
+                 *       "ids": [
+                 *         1
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["KeysBulkRevokeRequest"];
             };
         };
         responses: {
@@ -14242,17 +18553,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        totals: {
-                            revoked: number;
-                            already_revoked: number;
-                            not_found: number;
-                        };
-                        results: {
-                            id: number;
-                            status: "revoked" | "already_revoked" | "not_found";
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "totals": {
+                     *         "revoked": 1,
+                     *         "already_revoked": 1,
+                     *         "not_found": 1
+                     *       },
+                     *       "results": [
+                     *         {
+                     *           "id": 1,
+                     *           "status": "revoked"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KeysBulkRevokeResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -14365,27 +18681,51 @@ export interface operations {
             };
         };
     };
-    getAdminTeamAuditLogs: {
+    "audit.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
+                /** @example 1 */
                 actor_id?: number;
+                /** @example user */
                 actor_type?: "user" | "api_key" | "system";
+                /** @example action */
                 action?: string;
-                /** @description RFC 3339; events strictly after */
+                /**
+                 * @description RFC 3339; events strictly after
+                 * @example 2026-01-15T09:30:00.000Z
+                 */
                 created_after?: string;
-                /** @description RFC 3339; events strictly before */
+                /**
+                 * @description RFC 3339; events strictly before
+                 * @example 2026-01-15T09:30:00.000Z
+                 */
                 created_before?: string;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
-                /** @description API-key calls: the project; optional unless the key is locked to a project */
+                /**
+                 * @description API-key calls: the project; optional unless the key is locked to a project
+                 * @example x-project-id
+                 */
                 "x-project-id"?: string;
-                /** @description Tenant, for cross-tenant operator keys */
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
                 "x-tenant-id"?: string;
             };
             path?: never;
@@ -14399,32 +18739,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            /** @description User id (actor_type user) or API key id (actor_type api_key) */
-                            actor_id: number | null;
-                            /** @description user, api_key or system */
-                            actor_type: string;
-                            /** @description Dotted name, e.g. memory.add, project.update */
-                            action: string;
-                            target_type: string;
-                            target_id: string | null;
-                            /** @description success, or what else happened (e.g. skipped) */
-                            result: string;
-                            request_id: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            project_id: string | null;
-                            /** @description Whether the row is chained yet; rows are sealed moments after their write commits */
-                            sealed: boolean;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "actor_id": 1,
+                     *           "actor_type": "actor-type",
+                     *           "action": "action",
+                     *           "target_type": "target-type",
+                     *           "target_id": "42",
+                     *           "result": "result",
+                     *           "request_id": "42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "project_id": "42",
+                     *           "sealed": true
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuditListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -14501,11 +18839,14 @@ export interface operations {
             };
         };
     };
-    getOrgBillingCurrentPlan: {
+    "billing.currentPlan": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -14519,27 +18860,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        organization_id: string;
-                        plan: string;
-                        allowances: {
-                            /** @description null: unlimited */
-                            memories: number | null;
-                            /** @description null: unlimited */
-                            monthly_turns: number | null;
-                            /** @description null: unlimited */
-                            requests: number | null;
-                        };
-                        usage: {
-                            memories: number;
-                            monthly_turns: number;
-                            requests: number;
-                        };
-                        /** Format: date-time */
-                        period_start: string;
-                        /** Format: date-time */
-                        period_end: string;
-                    };
+                    /**
+                     * @example {
+                     *       "organization_id": "42",
+                     *       "plan": "plan",
+                     *       "allowances": {
+                     *         "memories": 1,
+                     *         "monthly_turns": 1,
+                     *         "requests": 1
+                     *       },
+                     *       "usage": {
+                     *         "memories": 1,
+                     *         "monthly_turns": 1,
+                     *         "requests": 1
+                     *       },
+                     *       "period_start": "2026-01-15T09:30:00.000Z",
+                     *       "period_end": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BillingCurrentPlanResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -14616,11 +18955,14 @@ export interface operations {
             };
         };
     };
-    getOrgWebhooksEventTypes: {
+    "webhooks.eventTypes": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -14634,14 +18976,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            type: string;
-                            version: number;
-                            description: string;
-                            payload_schema: unknown;
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "type": "type",
+                     *           "version": 1,
+                     *           "description": "Memories of the travel assistant",
+                     *           "payload_schema": {}
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksEventTypesResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -14718,16 +19065,25 @@ export interface operations {
             };
         };
     };
-    getOrgWebhooks: {
+    "webhooks.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -14741,36 +19097,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            name: string;
-                            url: string;
-                            description: string;
-                            events: string[];
-                            /** @description Whether deliveries are attempted now (state is enabled) */
-                            enabled: boolean;
-                            state: "enabled" | "paused" | "disabled";
-                            disabled_reason: string | null;
-                            project_id: string;
-                            retry_config: {
-                                schedule_seconds: number[];
-                                disable_after_seconds: number;
-                            };
-                            signature_config: {
-                                rotation_overlap_seconds: number;
-                            };
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "name": "Travel assistant",
+                     *           "url": "https://hooks.example.com/engram",
+                     *           "description": "Memories of the travel assistant",
+                     *           "events": [
+                     *             "event"
+                     *           ],
+                     *           "enabled": true,
+                     *           "state": "enabled",
+                     *           "disabled_reason": "disabled-reason",
+                     *           "project_id": "42",
+                     *           "retry_config": {
+                     *             "schedule_seconds": [
+                     *               1
+                     *             ],
+                     *             "disable_after_seconds": 1
+                     *           },
+                     *           "signature_config": {
+                     *             "rotation_overlap_seconds": 1
+                     *           },
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -14847,13 +19208,19 @@ export interface operations {
             };
         };
     };
-    postOrgWebhooks: {
+    "webhooks.create": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -14861,24 +19228,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    /** @description https (http only when ENGRAM_WEBHOOK_ALLOW_HTTP); must resolve to public addresses */
-                    url: string;
-                    description?: string;
-                    /** @description Event kinds from GET /org/webhooks/event-types */
-                    events: string[];
-                    retry_config?: {
-                        /** @description Delay before each attempt: the first after the event, each next one after the failure before it. Default [0, 5, 300, 1800, 7200, 18000, 36000, 36000]. */
-                        schedule_seconds?: number[];
-                        /** @description An endpoint failing every attempt for this long is disabled (default 432000, 5 days). */
-                        disable_after_seconds?: number;
-                    };
-                    signature_config?: {
-                        /** @description After a rotation the old secret keeps signing (both signatures sent) this long (default 86400). */
-                        rotation_overlap_seconds?: number;
-                    };
-                };
+                /**
+                 * @example {
+                 *       "name": "Travel assistant",
+                 *       "url": "https://hooks.example.com/engram",
+                 *       "description": "Memories of the travel assistant",
+                 *       "events": [
+                 *         "event"
+                 *       ],
+                 *       "retry_config": {
+                 *         "schedule_seconds": [
+                 *           1
+                 *         ],
+                 *         "disable_after_seconds": 60
+                 *       },
+                 *       "signature_config": {
+                 *         "rotation_overlap_seconds": 1
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhooksCreateRequest"];
             };
         };
         responses: {
@@ -14888,32 +19257,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        name: string;
-                        url: string;
-                        description: string;
-                        events: string[];
-                        /** @description Whether deliveries are attempted now (state is enabled) */
-                        enabled: boolean;
-                        state: "enabled" | "paused" | "disabled";
-                        disabled_reason: string | null;
-                        project_id: string;
-                        retry_config: {
-                            schedule_seconds: number[];
-                            disable_after_seconds: number;
-                        };
-                        signature_config: {
-                            rotation_overlap_seconds: number;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    } & {
-                        /** @description whsec_…: shown in this response only */
-                        secret: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Travel assistant",
+                     *       "url": "https://hooks.example.com/engram",
+                     *       "description": "Memories of the travel assistant",
+                     *       "events": [
+                     *         "event"
+                     *       ],
+                     *       "enabled": true,
+                     *       "state": "enabled",
+                     *       "disabled_reason": "disabled-reason",
+                     *       "project_id": "42",
+                     *       "retry_config": {
+                     *         "schedule_seconds": [
+                     *           1
+                     *         ],
+                     *         "disable_after_seconds": 1
+                     *       },
+                     *       "signature_config": {
+                     *         "rotation_overlap_seconds": 1
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "secret": "secret"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksCreateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -15026,14 +19397,18 @@ export interface operations {
             };
         };
     };
-    getOrgWebhooksByEndpointId: {
+    "webhooks.get": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
             };
             cookie?: never;
@@ -15046,29 +19421,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        name: string;
-                        url: string;
-                        description: string;
-                        events: string[];
-                        /** @description Whether deliveries are attempted now (state is enabled) */
-                        enabled: boolean;
-                        state: "enabled" | "paused" | "disabled";
-                        disabled_reason: string | null;
-                        project_id: string;
-                        retry_config: {
-                            schedule_seconds: number[];
-                            disable_after_seconds: number;
-                        };
-                        signature_config: {
-                            rotation_overlap_seconds: number;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Travel assistant",
+                     *       "url": "https://hooks.example.com/engram",
+                     *       "description": "Memories of the travel assistant",
+                     *       "events": [
+                     *         "event"
+                     *       ],
+                     *       "enabled": true,
+                     *       "state": "enabled",
+                     *       "disabled_reason": "disabled-reason",
+                     *       "project_id": "42",
+                     *       "retry_config": {
+                     *         "schedule_seconds": [
+                     *           1
+                     *         ],
+                     *         "disable_after_seconds": 1
+                     *       },
+                     *       "signature_config": {
+                     *         "rotation_overlap_seconds": 1
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksGetResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -15145,16 +19524,23 @@ export interface operations {
             };
         };
     };
-    deleteOrgWebhooksByEndpointId: {
+    "webhooks.delete": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
             };
             cookie?: never;
@@ -15167,29 +19553,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        name: string;
-                        url: string;
-                        description: string;
-                        events: string[];
-                        /** @description Whether deliveries are attempted now (state is enabled) */
-                        enabled: boolean;
-                        state: "enabled" | "paused" | "disabled";
-                        disabled_reason: string | null;
-                        project_id: string;
-                        retry_config: {
-                            schedule_seconds: number[];
-                            disable_after_seconds: number;
-                        };
-                        signature_config: {
-                            rotation_overlap_seconds: number;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Travel assistant",
+                     *       "url": "https://hooks.example.com/engram",
+                     *       "description": "Memories of the travel assistant",
+                     *       "events": [
+                     *         "event"
+                     *       ],
+                     *       "enabled": true,
+                     *       "state": "enabled",
+                     *       "disabled_reason": "disabled-reason",
+                     *       "project_id": "42",
+                     *       "retry_config": {
+                     *         "schedule_seconds": [
+                     *           1
+                     *         ],
+                     *         "disable_after_seconds": 1
+                     *       },
+                     *       "signature_config": {
+                     *         "rotation_overlap_seconds": 1
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksDeleteResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -15302,40 +19692,49 @@ export interface operations {
             };
         };
     };
-    patchOrgWebhooksByEndpointId: {
+    "webhooks.update": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    /** @description https (http only when ENGRAM_WEBHOOK_ALLOW_HTTP); must resolve to public addresses */
-                    url?: string;
-                    description?: string;
-                    /** @description Event kinds from GET /org/webhooks/event-types */
-                    events?: string[];
-                    retry_config?: {
-                        /** @description Delay before each attempt: the first after the event, each next one after the failure before it. Default [0, 5, 300, 1800, 7200, 18000, 36000, 36000]. */
-                        schedule_seconds?: number[];
-                        /** @description An endpoint failing every attempt for this long is disabled (default 432000, 5 days). */
-                        disable_after_seconds?: number;
-                    };
-                    signature_config?: {
-                        /** @description After a rotation the old secret keeps signing (both signatures sent) this long (default 86400). */
-                        rotation_overlap_seconds?: number;
-                    };
-                };
+                /**
+                 * @example {
+                 *       "name": "Travel assistant",
+                 *       "url": "https://hooks.example.com/engram",
+                 *       "description": "Memories of the travel assistant",
+                 *       "events": [
+                 *         "event"
+                 *       ],
+                 *       "retry_config": {
+                 *         "schedule_seconds": [
+                 *           1
+                 *         ],
+                 *         "disable_after_seconds": 60
+                 *       },
+                 *       "signature_config": {
+                 *         "rotation_overlap_seconds": 1
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhooksUpdateRequest"];
             };
         };
         responses: {
@@ -15345,29 +19744,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        name: string;
-                        url: string;
-                        description: string;
-                        events: string[];
-                        /** @description Whether deliveries are attempted now (state is enabled) */
-                        enabled: boolean;
-                        state: "enabled" | "paused" | "disabled";
-                        disabled_reason: string | null;
-                        project_id: string;
-                        retry_config: {
-                            schedule_seconds: number[];
-                            disable_after_seconds: number;
-                        };
-                        signature_config: {
-                            rotation_overlap_seconds: number;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Travel assistant",
+                     *       "url": "https://hooks.example.com/engram",
+                     *       "description": "Memories of the travel assistant",
+                     *       "events": [
+                     *         "event"
+                     *       ],
+                     *       "enabled": true,
+                     *       "state": "enabled",
+                     *       "disabled_reason": "disabled-reason",
+                     *       "project_id": "42",
+                     *       "retry_config": {
+                     *         "schedule_seconds": [
+                     *           1
+                     *         ],
+                     *         "disable_after_seconds": 1
+                     *       },
+                     *       "signature_config": {
+                     *         "rotation_overlap_seconds": 1
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksUpdateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -15480,14 +19883,18 @@ export interface operations {
             };
         };
     };
-    getOrgWebhooksByEndpointIdHealth: {
+    "webhooks.health": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
             };
             cookie?: never;
@@ -15500,18 +19907,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        state: "enabled" | "paused" | "disabled";
-                        /** @description Succeeded attempts / attempts in the last 24 h; null without attempts */
-                        success_rate_24h: number | null;
-                        p50_latency_ms_24h: number | null;
-                        attempts_24h: number;
-                        consecutive_failures: number;
-                        failing_since: string | null;
-                        last_success_at: string | null;
-                        last_failure_at: string | null;
-                        pending_deliveries: number;
-                    };
+                    /**
+                     * @example {
+                     *       "state": "enabled",
+                     *       "success_rate_24h": 0.5,
+                     *       "p50_latency_ms_24h": 1,
+                     *       "attempts_24h": 1,
+                     *       "consecutive_failures": 1,
+                     *       "failing_since": "2026-01-15T09:30:00.000Z",
+                     *       "last_success_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_failure_at": "2026-01-15T09:30:00.000Z",
+                     *       "pending_deliveries": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksHealthResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -15588,16 +19997,23 @@ export interface operations {
             };
         };
     };
-    postOrgWebhooksByEndpointIdPause: {
+    "webhooks.pause": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
             };
             cookie?: never;
@@ -15610,186 +20026,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        name: string;
-                        url: string;
-                        description: string;
-                        events: string[];
-                        /** @description Whether deliveries are attempted now (state is enabled) */
-                        enabled: boolean;
-                        state: "enabled" | "paused" | "disabled";
-                        disabled_reason: string | null;
-                        project_id: string;
-                        retry_config: {
-                            schedule_seconds: number[];
-                            disable_after_seconds: number;
-                        };
-                        signature_config: {
-                            rotation_overlap_seconds: number;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
-                };
-            };
-            /** @description Invalid request; `field` names the offending field */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Missing, invalid or expired credentials */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The credential lacks the scope or the role the capability */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Absent, or outside the caller's scope */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The request (headers and body) did not arrive within the request timeout */
-            408: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Request body too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Content-Type must be application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The Idempotency-Key was used for a different request */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description The request headers are over 16 KiB */
-            431: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description Internal error; quote the request_id */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-        };
-    };
-    postOrgWebhooksByEndpointIdResume: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
-                "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
-                "x-organization-id"?: string;
-            };
-            path: {
-                endpoint_id: number;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: number;
-                        name: string;
-                        url: string;
-                        description: string;
-                        events: string[];
-                        /** @description Whether deliveries are attempted now (state is enabled) */
-                        enabled: boolean;
-                        state: "enabled" | "paused" | "disabled";
-                        disabled_reason: string | null;
-                        project_id: string;
-                        retry_config: {
-                            schedule_seconds: number[];
-                            disable_after_seconds: number;
-                        };
-                        signature_config: {
-                            rotation_overlap_seconds: number;
-                        };
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Travel assistant",
+                     *       "url": "https://hooks.example.com/engram",
+                     *       "description": "Memories of the travel assistant",
+                     *       "events": [
+                     *         "event"
+                     *       ],
+                     *       "enabled": true,
+                     *       "state": "enabled",
+                     *       "disabled_reason": "disabled-reason",
+                     *       "project_id": "42",
+                     *       "retry_config": {
+                     *         "schedule_seconds": [
+                     *           1
+                     *         ],
+                     *         "disable_after_seconds": 1
+                     *       },
+                     *       "signature_config": {
+                     *         "rotation_overlap_seconds": 1
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksPauseResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -15902,16 +20165,23 @@ export interface operations {
             };
         };
     };
-    postOrgWebhooksByEndpointIdRotateSecret: {
+    "webhooks.resume": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
             };
             cookie?: never;
@@ -15924,12 +20194,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description The new whsec_… secret: shown in this response only */
-                        secret: string;
-                        /** Format: date-time */
-                        previous_secret_expires_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Travel assistant",
+                     *       "url": "https://hooks.example.com/engram",
+                     *       "description": "Memories of the travel assistant",
+                     *       "events": [
+                     *         "event"
+                     *       ],
+                     *       "enabled": true,
+                     *       "state": "enabled",
+                     *       "disabled_reason": "disabled-reason",
+                     *       "project_id": "42",
+                     *       "retry_config": {
+                     *         "schedule_seconds": [
+                     *           1
+                     *         ],
+                     *         "disable_after_seconds": 1
+                     *       },
+                     *       "signature_config": {
+                     *         "rotation_overlap_seconds": 1
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksResumeResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -16042,16 +20333,171 @@ export interface operations {
             };
         };
     };
-    postOrgWebhooksByEndpointIdTest: {
+    "webhooks.rotateSecret": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
+                endpoint_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "secret": "secret",
+                     *       "previous_secret_expires_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksRotateSecretResponse"];
+                };
+            };
+            /** @description Invalid request; `field` names the offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential lacks the scope or the role the capability */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Absent, or outside the caller's scope */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request (headers and body) did not arrive within the request timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request headers are over 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote the request_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "webhooks.test": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
+                "idempotency-key"?: string;
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
+                "x-organization-id"?: string;
+            };
+            path: {
+                /** @example 1 */
                 endpoint_id: number;
             };
             cookie?: never;
@@ -16064,20 +20510,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        endpoint_id: number;
-                        /** @description The webhook-id header: the same for every attempt */
-                        message_id: string;
-                        event_type: string;
-                        status: "pending" | "succeeded" | "exhausted";
-                        attempts: number;
-                        next_attempt_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "endpoint_id": 1,
+                     *       "message_id": "42",
+                     *       "event_type": "event-type",
+                     *       "status": "pending",
+                     *       "attempts": 1,
+                     *       "next_attempt_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksTestResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -16190,28 +20636,36 @@ export interface operations {
             };
         };
     };
-    postOrgWebhooksByEndpointIdReplay: {
+    "webhooks.replay": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: date-time */
-                    since?: string;
-                    /** Format: date-time */
-                    until?: string;
-                };
+                /**
+                 * @example {
+                 *       "since": "2026-01-15T09:30:00.000Z",
+                 *       "until": "2026-01-15T09:30:00.000Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhooksReplayRequest"];
             };
         };
         responses: {
@@ -16221,10 +20675,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Exhausted deliveries queued again */
-                        replayed: number;
-                    };
+                    /**
+                     * @example {
+                     *       "replayed": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksReplayResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -16337,21 +20793,31 @@ export interface operations {
             };
         };
     };
-    getOrgWebhooksByEndpointIdDeliveries: {
+    "webhooks.deliveries": {
         parameters: {
             query?: {
+                /** @example pending */
                 status?: "pending" | "succeeded" | "exhausted";
+                /** @example event-type */
                 event_type?: string;
+                /** @example 2026-01-15T09:30:00.000Z */
                 since?: string;
+                /** @example 2026-01-15T09:30:00.000Z */
                 until?: string;
+                /** @example 0 */
                 offset?: number;
+                /** @example 50 */
                 limit?: number;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
             };
             cookie?: never;
@@ -16364,27 +20830,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            endpoint_id: number;
-                            /** @description The webhook-id header: the same for every attempt */
-                            message_id: string;
-                            event_type: string;
-                            status: "pending" | "succeeded" | "exhausted";
-                            attempts: number;
-                            next_attempt_at: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            updated_at: string;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "endpoint_id": 1,
+                     *           "message_id": "42",
+                     *           "event_type": "event-type",
+                     *           "status": "pending",
+                     *           "attempts": 1,
+                     *           "next_attempt_at": "2026-01-15T09:30:00.000Z",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksDeliveriesResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -16461,15 +20928,20 @@ export interface operations {
             };
         };
     };
-    getOrgWebhooksByEndpointIdDeliveriesByDeliveryId: {
+    "webhooks.delivery": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
+                /** @example 1 */
                 delivery_id: number;
             };
             cookie?: never;
@@ -16482,33 +20954,31 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        endpoint_id: number;
-                        /** @description The webhook-id header: the same for every attempt */
-                        message_id: string;
-                        event_type: string;
-                        status: "pending" | "succeeded" | "exhausted";
-                        attempts: number;
-                        next_attempt_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    } & {
-                        /** @description The body as sent: {type, timestamp, data} */
-                        payload: unknown;
-                        attempt_log: {
-                            /** Format: date-time */
-                            attempted_at: string;
-                            status_code: number | null;
-                            latency_ms: number;
-                            /** @description The first 2 KiB of the response body */
-                            response_body: string | null;
-                            error: string | null;
-                            succeeded: boolean;
-                        }[];
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "endpoint_id": 1,
+                     *       "message_id": "42",
+                     *       "event_type": "event-type",
+                     *       "status": "pending",
+                     *       "attempts": 1,
+                     *       "next_attempt_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z",
+                     *       "payload": {},
+                     *       "attempt_log": [
+                     *         {
+                     *           "attempted_at": "2026-01-15T09:30:00.000Z",
+                     *           "status_code": 1,
+                     *           "latency_ms": 1,
+                     *           "response_body": "response-body",
+                     *           "error": "error",
+                     *           "succeeded": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksDeliveryResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -16585,17 +21055,25 @@ export interface operations {
             };
         };
     };
-    postOrgWebhooksByEndpointIdDeliveriesByDeliveryIdRetry: {
+    "webhooks.retryDelivery": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 endpoint_id: number;
+                /** @example 1 */
                 delivery_id: number;
             };
             cookie?: never;
@@ -16608,20 +21086,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        endpoint_id: number;
-                        /** @description The webhook-id header: the same for every attempt */
-                        message_id: string;
-                        event_type: string;
-                        status: "pending" | "succeeded" | "exhausted";
-                        attempts: number;
-                        next_attempt_at: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "endpoint_id": 1,
+                     *       "message_id": "42",
+                     *       "event_type": "event-type",
+                     *       "status": "pending",
+                     *       "attempts": 1,
+                     *       "next_attempt_at": "2026-01-15T09:30:00.000Z",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "updated_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhooksRetryDeliveryResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -16734,16 +21212,25 @@ export interface operations {
             };
         };
     };
-    getExports: {
+    "exports.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -16757,58 +21244,51 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            project_id: string;
-                            status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
-                            /** @description What to export; empty: the whole project */
-                            scope: {
-                                /** @description One tenant (/v1 plane) */
-                                tenant_id?: string;
-                                /** @description One end user */
-                                end_user_id?: string;
-                                /** @description One session */
-                                session_id?: string;
-                                /**
-                                 * Format: date-time
-                                 * @description Exclusive
-                                 */
-                                created_after?: string;
-                                /**
-                                 * Format: date-time
-                                 * @description Exclusive
-                                 */
-                                created_before?: string;
-                                /** @description Memories with any of these tags */
-                                tags_any?: string[];
-                            };
-                            format: "jsonl" | "json" | "csv";
-                            gzip: boolean;
-                            include: string[];
-                            progress: {
-                                rows_done: number;
-                                rows_total: number | null;
-                            };
-                            size: number | null;
-                            sha256: string | null;
-                            filename: string;
-                            error: string | null;
-                            artifact_deleted_at: string | null;
-                            artifact_deleted_reason: string | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            started_at: string | null;
-                            completed_at: string | null;
-                            /** Format: date-time */
-                            expires_at: string;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "project_id": "42",
+                     *           "status": "queued",
+                     *           "scope": {
+                     *             "tenant_id": "42",
+                     *             "end_user_id": "user-42",
+                     *             "session_id": "session-7",
+                     *             "created_after": "2026-01-15T09:30:00.000Z",
+                     *             "created_before": "2026-01-15T09:30:00.000Z",
+                     *             "tags_any": [
+                     *               "tags-any"
+                     *             ]
+                     *           },
+                     *           "format": "jsonl",
+                     *           "gzip": true,
+                     *           "include": [
+                     *             "include"
+                     *           ],
+                     *           "progress": {
+                     *             "rows_done": 1,
+                     *             "rows_total": 1
+                     *           },
+                     *           "size": 1,
+                     *           "sha256": "sha256",
+                     *           "filename": "filename",
+                     *           "error": "error",
+                     *           "artifact_deleted_at": "2026-01-15T09:30:00.000Z",
+                     *           "artifact_deleted_reason": "artifact-deleted-reason",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "started_at": "2026-01-15T09:30:00.000Z",
+                     *           "completed_at": "2026-01-15T09:30:00.000Z",
+                     *           "expires_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExportsListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -16885,13 +21365,19 @@ export interface operations {
             };
         };
     };
-    postExports: {
+    "exports.create": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -16899,35 +21385,26 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description What to export; empty: the whole project */
-                    scope?: {
-                        /** @description One tenant (/v1 plane) */
-                        tenant_id?: string;
-                        /** @description One end user */
-                        end_user_id?: string;
-                        /** @description One session */
-                        session_id?: string;
-                        /**
-                         * Format: date-time
-                         * @description Exclusive
-                         */
-                        created_after?: string;
-                        /**
-                         * Format: date-time
-                         * @description Exclusive
-                         */
-                        created_before?: string;
-                        /** @description Memories with any of these tags */
-                        tags_any?: string[];
-                    };
-                    /** @default jsonl */
-                    format?: "jsonl" | "json" | "csv";
-                    /** @default false */
-                    gzip?: boolean;
-                    /** @description Memories are always included; relations go with their source memory */
-                    include?: ("history" | "feedback" | "relations")[];
-                };
+                /**
+                 * @example {
+                 *       "scope": {
+                 *         "tenant_id": "42",
+                 *         "end_user_id": "user-42",
+                 *         "session_id": "session-7",
+                 *         "created_after": "2026-01-15T09:30:00.000Z",
+                 *         "created_before": "2026-01-15T09:30:00.000Z",
+                 *         "tags_any": [
+                 *           "tags-any"
+                 *         ]
+                 *       },
+                 *       "format": "jsonl",
+                 *       "gzip": false,
+                 *       "include": [
+                 *         "history"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ExportsCreateRequest"];
             };
         };
         responses: {
@@ -16937,51 +21414,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        project_id: string;
-                        status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
-                        /** @description What to export; empty: the whole project */
-                        scope: {
-                            /** @description One tenant (/v1 plane) */
-                            tenant_id?: string;
-                            /** @description One end user */
-                            end_user_id?: string;
-                            /** @description One session */
-                            session_id?: string;
-                            /**
-                             * Format: date-time
-                             * @description Exclusive
-                             */
-                            created_after?: string;
-                            /**
-                             * Format: date-time
-                             * @description Exclusive
-                             */
-                            created_before?: string;
-                            /** @description Memories with any of these tags */
-                            tags_any?: string[];
-                        };
-                        format: "jsonl" | "json" | "csv";
-                        gzip: boolean;
-                        include: string[];
-                        progress: {
-                            rows_done: number;
-                            rows_total: number | null;
-                        };
-                        size: number | null;
-                        sha256: string | null;
-                        filename: string;
-                        error: string | null;
-                        artifact_deleted_at: string | null;
-                        artifact_deleted_reason: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        started_at: string | null;
-                        completed_at: string | null;
-                        /** Format: date-time */
-                        expires_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "project_id": "42",
+                     *       "status": "queued",
+                     *       "scope": {
+                     *         "tenant_id": "42",
+                     *         "end_user_id": "user-42",
+                     *         "session_id": "session-7",
+                     *         "created_after": "2026-01-15T09:30:00.000Z",
+                     *         "created_before": "2026-01-15T09:30:00.000Z",
+                     *         "tags_any": [
+                     *           "tags-any"
+                     *         ]
+                     *       },
+                     *       "format": "jsonl",
+                     *       "gzip": true,
+                     *       "include": [
+                     *         "include"
+                     *       ],
+                     *       "progress": {
+                     *         "rows_done": 1,
+                     *         "rows_total": 1
+                     *       },
+                     *       "size": 1,
+                     *       "sha256": "sha256",
+                     *       "filename": "filename",
+                     *       "error": "error",
+                     *       "artifact_deleted_at": "2026-01-15T09:30:00.000Z",
+                     *       "artifact_deleted_reason": "artifact-deleted-reason",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "started_at": "2026-01-15T09:30:00.000Z",
+                     *       "completed_at": "2026-01-15T09:30:00.000Z",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExportsCreateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -17094,14 +21563,18 @@ export interface operations {
             };
         };
     };
-    getExportsById: {
+    "exports.get": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -17114,51 +21587,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        project_id: string;
-                        status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
-                        /** @description What to export; empty: the whole project */
-                        scope: {
-                            /** @description One tenant (/v1 plane) */
-                            tenant_id?: string;
-                            /** @description One end user */
-                            end_user_id?: string;
-                            /** @description One session */
-                            session_id?: string;
-                            /**
-                             * Format: date-time
-                             * @description Exclusive
-                             */
-                            created_after?: string;
-                            /**
-                             * Format: date-time
-                             * @description Exclusive
-                             */
-                            created_before?: string;
-                            /** @description Memories with any of these tags */
-                            tags_any?: string[];
-                        };
-                        format: "jsonl" | "json" | "csv";
-                        gzip: boolean;
-                        include: string[];
-                        progress: {
-                            rows_done: number;
-                            rows_total: number | null;
-                        };
-                        size: number | null;
-                        sha256: string | null;
-                        filename: string;
-                        error: string | null;
-                        artifact_deleted_at: string | null;
-                        artifact_deleted_reason: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        started_at: string | null;
-                        completed_at: string | null;
-                        /** Format: date-time */
-                        expires_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "project_id": "42",
+                     *       "status": "queued",
+                     *       "scope": {
+                     *         "tenant_id": "42",
+                     *         "end_user_id": "user-42",
+                     *         "session_id": "session-7",
+                     *         "created_after": "2026-01-15T09:30:00.000Z",
+                     *         "created_before": "2026-01-15T09:30:00.000Z",
+                     *         "tags_any": [
+                     *           "tags-any"
+                     *         ]
+                     *       },
+                     *       "format": "jsonl",
+                     *       "gzip": true,
+                     *       "include": [
+                     *         "include"
+                     *       ],
+                     *       "progress": {
+                     *         "rows_done": 1,
+                     *         "rows_total": 1
+                     *       },
+                     *       "size": 1,
+                     *       "sha256": "sha256",
+                     *       "filename": "filename",
+                     *       "error": "error",
+                     *       "artifact_deleted_at": "2026-01-15T09:30:00.000Z",
+                     *       "artifact_deleted_reason": "artifact-deleted-reason",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "started_at": "2026-01-15T09:30:00.000Z",
+                     *       "completed_at": "2026-01-15T09:30:00.000Z",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExportsGetResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -17235,16 +21700,23 @@ export interface operations {
             };
         };
     };
-    deleteExportsById: {
+    "exports.delete": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -17257,51 +21729,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        project_id: string;
-                        status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
-                        /** @description What to export; empty: the whole project */
-                        scope: {
-                            /** @description One tenant (/v1 plane) */
-                            tenant_id?: string;
-                            /** @description One end user */
-                            end_user_id?: string;
-                            /** @description One session */
-                            session_id?: string;
-                            /**
-                             * Format: date-time
-                             * @description Exclusive
-                             */
-                            created_after?: string;
-                            /**
-                             * Format: date-time
-                             * @description Exclusive
-                             */
-                            created_before?: string;
-                            /** @description Memories with any of these tags */
-                            tags_any?: string[];
-                        };
-                        format: "jsonl" | "json" | "csv";
-                        gzip: boolean;
-                        include: string[];
-                        progress: {
-                            rows_done: number;
-                            rows_total: number | null;
-                        };
-                        size: number | null;
-                        sha256: string | null;
-                        filename: string;
-                        error: string | null;
-                        artifact_deleted_at: string | null;
-                        artifact_deleted_reason: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        started_at: string | null;
-                        completed_at: string | null;
-                        /** Format: date-time */
-                        expires_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "project_id": "42",
+                     *       "status": "queued",
+                     *       "scope": {
+                     *         "tenant_id": "42",
+                     *         "end_user_id": "user-42",
+                     *         "session_id": "session-7",
+                     *         "created_after": "2026-01-15T09:30:00.000Z",
+                     *         "created_before": "2026-01-15T09:30:00.000Z",
+                     *         "tags_any": [
+                     *           "tags-any"
+                     *         ]
+                     *       },
+                     *       "format": "jsonl",
+                     *       "gzip": true,
+                     *       "include": [
+                     *         "include"
+                     *       ],
+                     *       "progress": {
+                     *         "rows_done": 1,
+                     *         "rows_total": 1
+                     *       },
+                     *       "size": 1,
+                     *       "sha256": "sha256",
+                     *       "filename": "filename",
+                     *       "error": "error",
+                     *       "artifact_deleted_at": "2026-01-15T09:30:00.000Z",
+                     *       "artifact_deleted_reason": "artifact-deleted-reason",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "started_at": "2026-01-15T09:30:00.000Z",
+                     *       "completed_at": "2026-01-15T09:30:00.000Z",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExportsDeleteResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -17414,16 +21878,23 @@ export interface operations {
             };
         };
     };
-    postExportsByIdCancel: {
+    "exports.cancel": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -17436,51 +21907,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        project_id: string;
-                        status: "queued" | "running" | "completed" | "failed" | "cancelled" | "expired";
-                        /** @description What to export; empty: the whole project */
-                        scope: {
-                            /** @description One tenant (/v1 plane) */
-                            tenant_id?: string;
-                            /** @description One end user */
-                            end_user_id?: string;
-                            /** @description One session */
-                            session_id?: string;
-                            /**
-                             * Format: date-time
-                             * @description Exclusive
-                             */
-                            created_after?: string;
-                            /**
-                             * Format: date-time
-                             * @description Exclusive
-                             */
-                            created_before?: string;
-                            /** @description Memories with any of these tags */
-                            tags_any?: string[];
-                        };
-                        format: "jsonl" | "json" | "csv";
-                        gzip: boolean;
-                        include: string[];
-                        progress: {
-                            rows_done: number;
-                            rows_total: number | null;
-                        };
-                        size: number | null;
-                        sha256: string | null;
-                        filename: string;
-                        error: string | null;
-                        artifact_deleted_at: string | null;
-                        artifact_deleted_reason: string | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        started_at: string | null;
-                        completed_at: string | null;
-                        /** Format: date-time */
-                        expires_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "project_id": "42",
+                     *       "status": "queued",
+                     *       "scope": {
+                     *         "tenant_id": "42",
+                     *         "end_user_id": "user-42",
+                     *         "session_id": "session-7",
+                     *         "created_after": "2026-01-15T09:30:00.000Z",
+                     *         "created_before": "2026-01-15T09:30:00.000Z",
+                     *         "tags_any": [
+                     *           "tags-any"
+                     *         ]
+                     *       },
+                     *       "format": "jsonl",
+                     *       "gzip": true,
+                     *       "include": [
+                     *         "include"
+                     *       ],
+                     *       "progress": {
+                     *         "rows_done": 1,
+                     *         "rows_total": 1
+                     *       },
+                     *       "size": 1,
+                     *       "sha256": "sha256",
+                     *       "filename": "filename",
+                     *       "error": "error",
+                     *       "artifact_deleted_at": "2026-01-15T09:30:00.000Z",
+                     *       "artifact_deleted_reason": "artifact-deleted-reason",
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "started_at": "2026-01-15T09:30:00.000Z",
+                     *       "completed_at": "2026-01-15T09:30:00.000Z",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ExportsCancelResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -17593,14 +22056,18 @@ export interface operations {
             };
         };
     };
-    getExportsByIdDownload: {
+    "exports.download": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -17613,7 +22080,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    /** @example example */
+                    "application/json": components["schemas"]["ExportsDownloadResponse200"];
                 };
             };
             /** @description Part of the artifact */
@@ -17622,7 +22090,8 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    /** @example example */
+                    "application/json": components["schemas"]["ExportsDownloadResponse206"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -17726,16 +22195,25 @@ export interface operations {
             };
         };
     };
-    getImports: {
+    "imports.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -17749,42 +22227,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            project_id: string;
-                            status: "queued" | "running" | "completed" | "failed" | "cancelled";
-                            format: "auto" | "engram" | "mem0";
-                            progress: {
-                                /** @description Records read and committed */
-                                rows_done: number;
-                                rows_total: number | null;
-                                bytes_done: number;
-                                bytes_total: number;
-                            };
-                            /** @description Memories created */
-                            created: number;
-                            /** @description Records already present (same client_ref or text) */
-                            skipped: number;
-                            /** @description Relations restored (an Engram export with relations) */
-                            relations_created: number;
-                            /** @description Relations present already, or with a memory at either end not in the project */
-                            relations_skipped: number;
-                            error: {
-                                message: string;
-                                record: number | null;
-                                line: number | null;
-                            } | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            completed_at: string | null;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "project_id": "42",
+                     *           "status": "queued",
+                     *           "format": "auto",
+                     *           "progress": {
+                     *             "rows_done": 1,
+                     *             "rows_total": 1,
+                     *             "bytes_done": 1,
+                     *             "bytes_total": 1
+                     *           },
+                     *           "created": 1,
+                     *           "skipped": 1,
+                     *           "relations_created": 1,
+                     *           "relations_skipped": 1,
+                     *           "error": {
+                     *             "message": "Done",
+                     *             "record": 1,
+                     *             "line": 1
+                     *           },
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "completed_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ImportsListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -17861,15 +22337,22 @@ export interface operations {
             };
         };
     };
-    postImports: {
+    "imports.create": {
         parameters: {
             query?: {
+                /** @example auto */
                 format?: "auto" | "engram" | "mem0";
             };
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -17883,35 +22366,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        project_id: string;
-                        status: "queued" | "running" | "completed" | "failed" | "cancelled";
-                        format: "auto" | "engram" | "mem0";
-                        progress: {
-                            /** @description Records read and committed */
-                            rows_done: number;
-                            rows_total: number | null;
-                            bytes_done: number;
-                            bytes_total: number;
-                        };
-                        /** @description Memories created */
-                        created: number;
-                        /** @description Records already present (same client_ref or text) */
-                        skipped: number;
-                        /** @description Relations restored (an Engram export with relations) */
-                        relations_created: number;
-                        /** @description Relations present already, or with a memory at either end not in the project */
-                        relations_skipped: number;
-                        error: {
-                            message: string;
-                            record: number | null;
-                            line: number | null;
-                        } | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        completed_at: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "project_id": "42",
+                     *       "status": "queued",
+                     *       "format": "auto",
+                     *       "progress": {
+                     *         "rows_done": 1,
+                     *         "rows_total": 1,
+                     *         "bytes_done": 1,
+                     *         "bytes_total": 1
+                     *       },
+                     *       "created": 1,
+                     *       "skipped": 1,
+                     *       "relations_created": 1,
+                     *       "relations_skipped": 1,
+                     *       "error": {
+                     *         "message": "Done",
+                     *         "record": 1,
+                     *         "line": 1
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "completed_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ImportsCreateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -18024,14 +22504,18 @@ export interface operations {
             };
         };
     };
-    getImportsById: {
+    "imports.get": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -18044,35 +22528,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        project_id: string;
-                        status: "queued" | "running" | "completed" | "failed" | "cancelled";
-                        format: "auto" | "engram" | "mem0";
-                        progress: {
-                            /** @description Records read and committed */
-                            rows_done: number;
-                            rows_total: number | null;
-                            bytes_done: number;
-                            bytes_total: number;
-                        };
-                        /** @description Memories created */
-                        created: number;
-                        /** @description Records already present (same client_ref or text) */
-                        skipped: number;
-                        /** @description Relations restored (an Engram export with relations) */
-                        relations_created: number;
-                        /** @description Relations present already, or with a memory at either end not in the project */
-                        relations_skipped: number;
-                        error: {
-                            message: string;
-                            record: number | null;
-                            line: number | null;
-                        } | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        completed_at: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "project_id": "42",
+                     *       "status": "queued",
+                     *       "format": "auto",
+                     *       "progress": {
+                     *         "rows_done": 1,
+                     *         "rows_total": 1,
+                     *         "bytes_done": 1,
+                     *         "bytes_total": 1
+                     *       },
+                     *       "created": 1,
+                     *       "skipped": 1,
+                     *       "relations_created": 1,
+                     *       "relations_skipped": 1,
+                     *       "error": {
+                     *         "message": "Done",
+                     *         "record": 1,
+                     *         "line": 1
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "completed_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ImportsGetResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -18149,16 +22630,23 @@ export interface operations {
             };
         };
     };
-    postImportsByIdCancel: {
+    "imports.cancel": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 id: number;
             };
             cookie?: never;
@@ -18171,35 +22659,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        project_id: string;
-                        status: "queued" | "running" | "completed" | "failed" | "cancelled";
-                        format: "auto" | "engram" | "mem0";
-                        progress: {
-                            /** @description Records read and committed */
-                            rows_done: number;
-                            rows_total: number | null;
-                            bytes_done: number;
-                            bytes_total: number;
-                        };
-                        /** @description Memories created */
-                        created: number;
-                        /** @description Records already present (same client_ref or text) */
-                        skipped: number;
-                        /** @description Relations restored (an Engram export with relations) */
-                        relations_created: number;
-                        /** @description Relations present already, or with a memory at either end not in the project */
-                        relations_skipped: number;
-                        error: {
-                            message: string;
-                            record: number | null;
-                            line: number | null;
-                        } | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        completed_at: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "project_id": "42",
+                     *       "status": "queued",
+                     *       "format": "auto",
+                     *       "progress": {
+                     *         "rows_done": 1,
+                     *         "rows_total": 1,
+                     *         "bytes_done": 1,
+                     *         "bytes_total": 1
+                     *       },
+                     *       "created": 1,
+                     *       "skipped": 1,
+                     *       "relations_created": 1,
+                     *       "relations_skipped": 1,
+                     *       "error": {
+                     *         "message": "Done",
+                     *         "record": 1,
+                     *         "line": 1
+                     *       },
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "completed_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ImportsCancelResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -18312,17 +22797,27 @@ export interface operations {
             };
         };
     };
-    getOrgInvitations: {
+    "members.invitations": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
+                /** @example pending */
                 status?: "pending" | "accepted" | "expired" | "revoked";
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -18336,29 +22831,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            id: number;
-                            email: string;
-                            role: string;
-                            status: "pending" | "accepted" | "expired" | "revoked";
-                            invited_by: number | null;
-                            /** Format: date-time */
-                            created_at: string;
-                            /** Format: date-time */
-                            expires_at: string;
-                            accepted_at: string | null;
-                            /** @description The account that accepted it */
-                            accepted_by: number | null;
-                            revoked_at: string | null;
-                            revoked_by: number | null;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "email": "ada@example.com",
+                     *           "role": "member",
+                     *           "status": "pending",
+                     *           "invited_by": 1,
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
+                     *           "accepted_at": "2026-01-15T09:30:00.000Z",
+                     *           "accepted_by": 1,
+                     *           "revoked_at": "2026-01-15T09:30:00.000Z",
+                     *           "revoked_by": 1
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MembersInvitationsResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -18435,13 +22931,19 @@ export interface operations {
             };
         };
     };
-    postOrgInvitations: {
+    "members.invite": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -18449,11 +22951,13 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    email: string;
-                    /** @description owner, admin, member or viewer */
-                    role: "owner" | "admin" | "member" | "viewer";
-                };
+                /**
+                 * @example {
+                 *       "email": "ada@example.com",
+                 *       "role": "owner"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MembersInviteRequest"];
             };
         };
         responses: {
@@ -18463,22 +22967,20 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        email: string;
-                        role: string;
-                        invited_by: number | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** @description Single use; shown in this answer only */
-                        token: string;
-                        /** @description The link to hand over; the token is in its #fragment, which browsers never send to a server */
-                        url: string;
-                        /** Format: date-time */
-                        expires_at: string;
-                        /** @description Whether it was also mailed (ENGRAM_SMTP_URL set and the server took it) */
-                        mailed: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "email": "ada@example.com",
+                     *       "role": "member",
+                     *       "invited_by": 1,
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "token": "token",
+                     *       "url": "https://hooks.example.com/engram",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z",
+                     *       "mailed": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MembersInviteResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -18591,16 +23093,23 @@ export interface operations {
             };
         };
     };
-    deleteOrgInvitationsByInvitationId: {
+    "members.revokeInvitation": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 invitation_id: number;
             };
             cookie?: never;
@@ -18613,22 +23122,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: number;
-                        email: string;
-                        role: string;
-                        status: "pending" | "accepted" | "expired" | "revoked";
-                        invited_by: number | null;
-                        /** Format: date-time */
-                        created_at: string;
-                        /** Format: date-time */
-                        expires_at: string;
-                        accepted_at: string | null;
-                        /** @description The account that accepted it */
-                        accepted_by: number | null;
-                        revoked_at: string | null;
-                        revoked_by: number | null;
-                    };
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "email": "ada@example.com",
+                     *       "role": "member",
+                     *       "status": "pending",
+                     *       "invited_by": 1,
+                     *       "created_at": "2026-01-15T09:30:00.000Z",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z",
+                     *       "accepted_at": "2026-01-15T09:30:00.000Z",
+                     *       "accepted_by": 1,
+                     *       "revoked_at": "2026-01-15T09:30:00.000Z",
+                     *       "revoked_by": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MembersRevokeInvitationResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -18741,11 +23250,14 @@ export interface operations {
             };
         };
     };
-    postInvitationsAccept: {
+    "members.acceptInvitation": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -18753,11 +23265,13 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    token: string;
-                    /** @description New password, or the existing account's */
-                    password: string;
-                };
+                /**
+                 * @example {
+                 *       "token": "token",
+                 *       "password": "correct-horse-battery-staple"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MembersAcceptInvitationRequest"];
             };
         };
         responses: {
@@ -18767,13 +23281,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        organization_id: string;
-                        user_id: number;
-                        email: string;
-                        role: string;
-                        created_account: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "organization_id": "42",
+                     *       "user_id": 1,
+                     *       "email": "ada@example.com",
+                     *       "role": "member",
+                     *       "created_account": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MembersAcceptInvitationResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -18859,16 +23376,25 @@ export interface operations {
             };
         };
     };
-    getOrgMembers: {
+    "members.list": {
         parameters: {
             query?: {
-                /** @description Rows to skip */
+                /**
+                 * @description Rows to skip
+                 * @example 0
+                 */
                 offset?: number;
-                /** @description Rows to return (at most 100) */
+                /**
+                 * @description Rows to return (at most 100)
+                 * @example 50
+                 */
                 limit?: number;
             };
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -18882,22 +23408,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: {
-                            user_id: number;
-                            email: string;
-                            role: string;
-                            /** Format: date-time */
-                            joined_at: string;
-                            /** @description Start of their newest session; null when they never signed in */
-                            last_sign_in_at: string | null;
-                        }[];
-                        /** @description All matching rows */
-                        total: number;
-                        offset: number;
-                        limit: number;
-                        has_next: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "user_id": 1,
+                     *           "email": "ada@example.com",
+                     *           "role": "member",
+                     *           "joined_at": "2026-01-15T09:30:00.000Z",
+                     *           "last_sign_in_at": "2026-01-15T09:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 1,
+                     *       "offset": 1,
+                     *       "limit": 1,
+                     *       "has_next": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MembersListResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -18974,14 +23502,18 @@ export interface operations {
             };
         };
     };
-    getOrgMembersByUserId: {
+    "members.get": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 user_id: number;
             };
             cookie?: never;
@@ -18994,15 +23526,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        user_id: number;
-                        email: string;
-                        role: string;
-                        /** Format: date-time */
-                        joined_at: string;
-                        /** @description Start of their newest session; null when they never signed in */
-                        last_sign_in_at: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "user_id": 1,
+                     *       "email": "ada@example.com",
+                     *       "role": "member",
+                     *       "joined_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_sign_in_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MembersGetResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -19079,16 +23612,23 @@ export interface operations {
             };
         };
     };
-    deleteOrgMembersByUserId: {
+    "members.remove": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 user_id: number;
             };
             cookie?: never;
@@ -19101,12 +23641,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        user_id: number;
-                        /** Format: date-time */
-                        removed_at: string;
-                        sessions_ended: number;
-                    };
+                    /**
+                     * @example {
+                     *       "user_id": 1,
+                     *       "removed_at": "2026-01-15T09:30:00.000Z",
+                     *       "sessions_ended": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MembersRemoveResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -19219,26 +23761,35 @@ export interface operations {
             };
         };
     };
-    patchOrgMembersByUserId: {
+    "members.update": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 user_id: number;
             };
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description owner, admin, member or viewer */
-                    role: "owner" | "admin" | "member" | "viewer";
-                };
+                /**
+                 * @example {
+                 *       "role": "owner"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MembersUpdateRequest"];
             };
         };
         responses: {
@@ -19248,15 +23799,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        user_id: number;
-                        email: string;
-                        role: string;
-                        /** Format: date-time */
-                        joined_at: string;
-                        /** @description Start of their newest session; null when they never signed in */
-                        last_sign_in_at: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "user_id": 1,
+                     *       "email": "ada@example.com",
+                     *       "role": "member",
+                     *       "joined_at": "2026-01-15T09:30:00.000Z",
+                     *       "last_sign_in_at": "2026-01-15T09:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MembersUpdateResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -19369,16 +23921,23 @@ export interface operations {
             };
         };
     };
-    postOrgMembersByUserIdPasswordReset: {
+    "members.passwordResetLink": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path: {
+                /** @example 1 */
                 user_id: number;
             };
             cookie?: never;
@@ -19391,17 +23950,16 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        user_id: number;
-                        /** @description Single use; shown in this answer only */
-                        token: string;
-                        /** @description The link to hand over; the token is in its #fragment, which browsers never send to a server */
-                        url: string;
-                        /** Format: date-time */
-                        expires_at: string;
-                        /** @description Whether it was also mailed (ENGRAM_SMTP_URL set and the server took it) */
-                        mailed: boolean;
-                    };
+                    /**
+                     * @example {
+                     *       "user_id": 1,
+                     *       "token": "token",
+                     *       "url": "https://hooks.example.com/engram",
+                     *       "expires_at": "2026-01-15T09:30:00.000Z",
+                     *       "mailed": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MembersPasswordResetLinkResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -19514,13 +24072,19 @@ export interface operations {
             };
         };
     };
-    postAuthPassword: {
+    "auth.changePassword": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
-                /** @description Bearer calls: the organization to act in; default the caller's first */
+                /**
+                 * @description Bearer calls: the organization to act in; default the caller's first
+                 * @example x-organization-id
+                 */
                 "x-organization-id"?: string;
             };
             path?: never;
@@ -19528,12 +24092,13 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description Your current password */
-                    current_password: string;
-                    /** @description The new password */
-                    new_password: string;
-                };
+                /**
+                 * @example {
+                 *       "current_password": "current-password",
+                 *       "new_password": "new-password"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthChangePasswordRequest"];
             };
         };
         responses: {
@@ -19543,10 +24108,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Your other sessions, now ended */
-                        sessions_ended: number;
-                    };
+                    /**
+                     * @example {
+                     *       "sessions_ended": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthChangePasswordResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */
@@ -19659,11 +24226,14 @@ export interface operations {
             };
         };
     };
-    postAuthPasswordReset: {
+    "auth.resetPassword": {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true) */
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -19671,11 +24241,13 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    token: string;
-                    /** @description The new password */
-                    new_password: string;
-                };
+                /**
+                 * @example {
+                 *       "token": "token",
+                 *       "new_password": "new-password"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AuthResetPasswordRequest"];
             };
         };
         responses: {
@@ -19685,10 +24257,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        user_id: number;
-                        sessions_ended: number;
-                    };
+                    /**
+                     * @example {
+                     *       "user_id": 1,
+                     *       "sessions_ended": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AuthResetPasswordResponse"];
                 };
             };
             /** @description Invalid request; `field` names the offending field */

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
+import { Ajv } from 'ajv';
+import formats from 'ajv-formats';
 import { expect, it } from 'vitest';
 import { forEachDialect, startTestApp, useTestApp } from '../testing/harness.js';
 import { operationIdOf } from './openapi.js';
 
 const COMMITTED = new URL('../../openapi.json', import.meta.url);
 /** The reads sent as POST: a read-scoped credential may call them, so they change nothing and record no Idempotency-Key. */
-const READS_AS_POST = ['postMemoryQuery', 'postMemoryRetrieve', 'postMemorySearch', 'postMemoryCompose', 'postMemorySynthesize', 'postV1MemoryRecall', 'postOrgApiKeysByKeyIdTest'];
+const READS_AS_POST = ['memories.query', 'memories.retrieve', 'memories.search', 'memories.compose', 'memories.synthesize', 'v1.recall', 'keys.test'];
 
 forEachDialect('OpenAPI document and docs page', (dialect) => {
   const t = useTestApp(dialect);
@@ -30,7 +32,7 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
     expect(Object.keys(add.responses)).toEqual(expect.arrayContaining(['200', '201']));
     const headers = add.parameters.filter((p: { in: string }) => p.in === 'header').map((p: { name: string; required?: boolean }) => [p.name, p.required ?? false]);
     expect(headers).toEqual(expect.arrayContaining([['x-end-user-id', true], ['x-project-id', false]]));
-    expect(add.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
+    expect(res.body.components.schemas.MemoriesAddRequest.additionalProperties).toBe(false);
   });
 
   it('names, tags and types the errors of every operation, for generated clients', async () => {
@@ -43,7 +45,7 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
     );
     expect(operations.length).toBeGreaterThan(40);
     for (const { name, op } of operations) {
-      expect(op.operationId, name).toMatch(/^[a-z][A-Za-z0-9]+$/);
+      expect(op.operationId, `${name}: name it area.method (the clients' method) in src/http/operation-names.ts`).toMatch(/^[a-z][A-Za-z0-9]*\.[a-z][A-Za-z0-9]*$/);
       ids.push(op.operationId);
       expect(op.tags, name).toHaveLength(1);
       expect(areas.has(op.tags[0]), `${name}: tag ${op.tags[0]} is declared`).toBe(true);
@@ -57,20 +59,63 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
       if (op.security.length) expect(Object.keys(op.responses), name).toEqual(expect.arrayContaining(['401', '403', '404']));
     }
     expect(new Set(ids).size, 'operationIds are unique').toBe(ids.length);
-    // One rule for every id: method and path (a route that names its own breaks it).
+    // One source for every id: src/http/operation-names.ts (a route that names its own breaks it).
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
       for (const [method, op] of Object.entries(ops)) {
         const derived = operationIdOf(method, path.replace(/\{([^}]+)\}/g, ':$1'));
-        expect(op.operationId, `${method.toUpperCase()} ${path}: declare no operationId, it is ${derived}`).toBe(derived);
+        expect(op.operationId, `${method.toUpperCase()} ${path}: declare no operationId, it is ${derived} (src/http/operation-names.ts)`).toBe(derived);
         const headers = (op.parameters ?? []).filter((p: { in: string }) => p.in === 'header').map((p: { name: string }) => p.name);
         // Every write takes an Idempotency-Key; the reads sent as POST record none (http/auth.ts#changesNothing).
         if (method !== 'get' && !READS_AS_POST.includes(op.operationId)) expect(headers, `${method.toUpperCase()} ${path} takes Idempotency-Key`).toContain('idempotency-key');
         if (READS_AS_POST.includes(op.operationId)) expect(headers, `${method.toUpperCase()} ${path} records no Idempotency-Key`).not.toContain('idempotency-key');
       }
     }
-    // Stable: derived from method and path, so clients generated today keep their method names.
-    expect(doc.paths['/memory/{memory_id}/history'].get.operationId).toBe('getMemoryByMemoryIdHistory');
-    expect(doc.paths['/v1/memory/add_turn'].post.operationId).toBe('postV1MemoryAddTurn');
+    // The clients' method names (client.memories.history, client.v1.addTurn).
+    expect(doc.paths['/memory/{memory_id}/history'].get.operationId).toBe('memories.history');
+    expect(doc.paths['/v1/memory/add_turn'].post.operationId).toBe('v1.addTurn');
+    expect(doc.paths['/org/webhooks/{endpoint_id}/replay'].post.operationId).toBe('webhooks.replay');
+  });
+
+  it('names every request and success body as a component and gives every operation an example that fits its schema', async () => {
+    const doc = (await t.call('GET', '/openapi.json', anonymous)).body;
+    const ajv = new Ajv({ strict: false, allErrors: true });
+    (formats as unknown as { default: (ajv: Ajv) => void }).default(ajv);
+    ajv.addSchema({ ...doc, $id: 'openapi.json' });
+    const fits = (schema: any, value: unknown, where: string) => {
+      const validate = ajv.compile(schema.$ref ? { $ref: `openapi.json${schema.$ref}` } : schema);
+      expect(validate(value), `${where}: the example fits its schema ${JSON.stringify(validate.errors)}`).toBe(true);
+    };
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const name = `${method.toUpperCase()} ${path}`;
+        const examples: string[] = [];
+        for (const [type, media] of Object.entries<any>(op.requestBody?.content ?? {})) {
+          expect(media.schema.$ref, `${name} ${type} request body is a named component`).toMatch(/^#\/components\/schemas\/[A-Z]\w+$/);
+          if (type === 'application/json') {
+            fits(media.schema, media.example, `${name} request`);
+            examples.push('request');
+          }
+        }
+        for (const [status, response] of Object.entries<any>(op.responses)) {
+          if (!status.startsWith('2')) continue;
+          for (const [type, media] of Object.entries<any>(response.content ?? {})) {
+            expect(media.schema.$ref, `${name} ${status} ${type} answer is a named component`).toMatch(/^#\/components\/schemas\/[A-Z]\w+$/);
+            if (type === 'application/json') {
+              fits(media.schema, media.example, `${name} ${status}`);
+              examples.push(status);
+            }
+          }
+        }
+        for (const parameter of op.parameters ?? []) {
+          fits(parameter.schema, parameter.example, `${name} ${parameter.in} ${parameter.name}`);
+          examples.push(parameter.name);
+        }
+        expect(examples.length, `${name} has an example`).toBeGreaterThan(0);
+      }
+    }
+    // Named after the operation, not def-N.
+    expect(doc.paths['/memory/add'].post.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/MemoriesAddRequest');
+    expect(doc.paths['/memory/add'].post.requestBody.content['application/json'].example.text).toEqual(expect.any(String));
   });
 
   it('is the committed packages/server/openapi.json (regenerate it with `npm run openapi`)', async () => {

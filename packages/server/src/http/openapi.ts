@@ -5,6 +5,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ErrorCode } from '../core/errors.js';
 import { changesNothing } from './auth.js';
+import { finishDocument } from './openapi-document.js';
+import { OPERATION_NAMES } from './operation-names.js';
 
 /** The one error body of every 4xx and 5xx answer (docs/api.md), a named component of the document. */
 const ErrorBody = Type.Object(
@@ -65,11 +67,13 @@ const IDEMPOTENCY_KEY_HEADER = {
 };
 
 /**
- * The one operationId rule: derived from the method and path, `GET /memory/{memory_id}/history` ->
- * getMemoryByMemoryIdHistory. Routes name none, so a client method bound to an id stays bound while the
- * route stays where it is (src/http/openapi.test.ts checks every id against this rule).
+ * The operationId of a route: its client method's name from OPERATION_NAMES (`memories.add`); a route
+ * not named there yet gets a mechanical id from method and path (getMemoryByMemoryIdHistory), which
+ * src/http/openapi.test.ts refuses.
  */
 export function operationIdOf(method: string, url: string): string {
+  const named = OPERATION_NAMES[`${method.toUpperCase()} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`];
+  if (named) return named;
   const camel = (s: string) => s.replace(/[-_]+([a-z0-9])/g, (_, c: string) => c.toUpperCase());
   const upper = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
   const parts = url.split('/').filter(Boolean).map((part) => (part.startsWith(':') ? `By${upper(camel(part.slice(1)))}` : upper(camel(part))));
@@ -114,6 +118,7 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
         },
       },
     },
+    transformObject: (documentObject) => finishDocument((documentObject as { openapiObject: Record<string, unknown> }).openapiObject) as never,
     transform: ({ schema: routeSchema, url, route }) => {
       if (!routeSchema || routeSchema.hide) return { schema: routeSchema, url };
       const schema = withOptionalDefaults(routeSchema);

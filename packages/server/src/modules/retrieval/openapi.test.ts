@@ -30,10 +30,10 @@ forEachDialect('OpenAPI document: retrieval and /v1 operations', (dialect) => {
       expect(op.responses[status], `${path} ${status}`).toBeDefined();
       if (method === 'post' && path !== '/memory/refresh') expect(op.requestBody, path).toBeDefined();
     }
-    const query = paths['/memory/query']!.post.requestBody.content['application/json'].schema;
+    const query = res.body.components.schemas.MemoriesQueryRequest;
     expect(Object.keys(query.properties)).toEqual(expect.arrayContaining(['query', 'k', 'session_id', 'filters', 'explain']));
     expect(query.properties.k).toMatchObject({ minimum: 1, maximum: 100 });
-    const search = paths['/memory/search']!.post.requestBody.content['application/json'].schema;
+    const search = res.body.components.schemas.MemoriesSearchRequest;
     expect(JSON.stringify(search.properties.route)).toContain('temporal');
   });
 });

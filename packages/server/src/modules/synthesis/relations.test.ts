@@ -125,20 +125,22 @@ forEachDialect('OpenAPI document: summarize, relations, synthesize', (dialect) =
   const t = useTestApp(dialect);
 
   it('documents each operation with its operationId, tags, request, answers and errors', async () => {
-    const paths = (await t.call('GET', '/openapi.json', { key: null, endUser: null, project: null })).body.paths;
+    const document = (await t.call('GET', '/openapi.json', { key: null, endUser: null, project: null })).body;
+    const paths = document.paths;
     const operations: Array<[string, string, string, string[]]> = [
-      ['post', '/memory/summarize', 'postMemorySummarize', ['201', '200', '400', '404', '503']],
-      ['post', '/memory/relations', 'postMemoryRelations', ['201', '200', '400', '404']],
-      ['get', '/memory/{memory_id}/relations', 'getMemoryByMemoryIdRelations', ['200', '404']],
-      ['delete', '/memory/relations/{relation_id}', 'deleteMemoryRelationsByRelationId', ['200', '404', '409']],
-      ['post', '/memory/synthesize', 'postMemorySynthesize', ['200', '400', '503']],
+      ['post', '/memory/summarize', 'memories.summarize', ['201', '200', '400', '404', '503']],
+      ['post', '/memory/relations', 'relations.create', ['201', '200', '400', '404']],
+      ['get', '/memory/{memory_id}/relations', 'relations.list', ['200', '404']],
+      ['delete', '/memory/relations/{relation_id}', 'relations.delete', ['200', '404', '409']],
+      ['post', '/memory/synthesize', 'memories.synthesize', ['200', '400', '503']],
     ];
     for (const [method, path, operationId, statuses] of operations) {
       const op = paths[path]?.[method];
       expect(op, `${method} ${path}`).toMatchObject({ operationId, tags: [expect.any(String)], summary: expect.any(String) });
       for (const status of statuses) expect(op.responses[status], `${path} ${status}`).toBeDefined();
     }
-    const relation = paths['/memory/relations'].post.requestBody.content['application/json'].schema;
+    expect(paths['/memory/relations'].post.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/RelationsCreateRequest');
+    const relation = document.components.schemas.RelationsCreateRequest;
     expect(JSON.stringify(relation.properties.type)).toContain('contradicts');
   });
 });
