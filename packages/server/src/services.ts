@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Config } from './config.js';
 import type { Credentials } from './core/context.js';
 import { sealAuditChains } from './core/audit-log.js';
-import { purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
+import { answerSubject, eraseStoredAnswers, purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
 import { eraseMemoryEvents, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
 import { createLlm, type LlmProvider } from './engine/index.js';
 import { createMailer, type Mailer } from './core/mailer.js';
@@ -93,6 +93,9 @@ export function buildServices({ config, database, secretKey }: { config: Service
   // After eraseSynthesisData: the summaries it rewrote (erasure.rewritten) lose their earlier copies too.
   erase.register((trx, ids, erasure) => eraseMemoryEvents(trx, ids, erasure.rewritten));
   erase.register((trx, ids, erasure) => eraseMemoryDeliveries(trx, ids, erasure.rewritten));
+  // Stored idempotent answers showing the memories (or a summary rewritten without them) are erased; a replay is 410.
+  erase.register((trx, ids, erasure) => eraseStoredAnswers(trx, [...ids, ...erasure.rewritten].map(answerSubject.memory), erasure.effects.now));
+  erase.registerEndUser((trx, owner, now) => eraseStoredAnswers(trx, [answerSubject.endUser(owner)], now));
   erase.register(async (trx, ids, erasure) => {
     if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten])) purgeSoon();
   });

@@ -55,7 +55,7 @@ const TABLE_OWNER: Record<string, keyof typeof OWNERS> = {
   connector_connections: 'connectors', connector_syncs: 'connectors', connector_objects: 'connectors',
   connector_oauth_states: 'connectors', integration_settings: 'connectors',
   audit_log: 'audit log', audit_chain_heads: 'audit log', audit_seals: 'audit log', audit_seal_horizon: 'audit log',
-  idempotency_keys: 'idempotency',
+  idempotency_keys: 'idempotency', idempotency_answer_subjects: 'idempotency',
   outbox_events: 'events',
   event_subscriptions: 'events',
   credentials_clock: 'credentials clock',

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
 import type { InsertedRecordShape, WriteJournal } from '../core/context.js';
 import { bookkeeping, groupedStatement } from '../core/unit-of-work.js';
-import { IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.js';
+import { answerSubject, IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.js';
 import { canonicalJson } from '../core/json.js';
 import type { Database, Executor } from '../store/database.js';
 import { AppError, invalid } from '../core/errors.js';
@@ -165,7 +165,7 @@ const claimTogether = groupedStatement(
 const storeTogether = groupedStatement(
   [['principal', 'text'], ['key_hash', 'text'], ['created_at', 'timestamptz'], ['status', 'integer'], ['response', 'text']],
   `UPDATE idempotency_keys k SET status = given.status, response = given.response FROM given
-    WHERE k.principal = given.principal AND k.key_hash = given.key_hash AND k.created_at = given.created_at
+    WHERE k.principal = given.principal AND k.key_hash = given.key_hash AND k.created_at = given.created_at AND k.erased_at IS NULL
     RETURNING given.ord, set_config('synchronous_commit', 'off', true) AS async_commit`,
 );
 
@@ -190,6 +190,10 @@ async function claim(database: Database, db: Executor, c: Omit<Claim, 'journal' 
     const expired = existing.expires_at <= row.created_at;
     if (!expired && existing.fingerprint !== print) {
       throw new AppError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request', 'Idempotency-Key');
+    }
+    // The answer named memories or an end user since erased (core/idempotency-keys.ts#eraseStoredAnswers).
+    if (!expired && existing.erased_at !== null) {
+      throw new AppError('gone', 'The answer to this Idempotency-Key named memories that were since forgotten; it is no longer kept', 'Idempotency-Key');
     }
     // Writes committed without a stored answer: the attempt died between commit and answer. Take it over
     // at once and hand its committed results to the retry.
@@ -231,12 +235,49 @@ async function store(database: Database, db: Executor, request: FastifyRequest, 
     if (value !== undefined) headers[name] = String(value);
   }
   const response = encrypt(c.sealKey, JSON.stringify({ headers, body }));
+  // The subjects first: an erasure committing between the two finds them, and the answer is stored erased-or-not
+  // by the guard on erased_at (a forget that ran before the answer is stored leaves it out).
+  const subjects = answerSubjects(request, headers['content-type'], body);
+  if (subjects.length > 0) {
+    const expiresAt = new Date(new Date(c.createdAt).getTime() + IDEMPOTENCY.windowMs).toISOString();
+    await db.insertInto('idempotency_answer_subjects')
+      .values(subjects.map((subject) => ({ subject, principal: c.principal, key_hash: c.keyHash, expires_at: expiresAt })))
+      .onConflict((oc) => oc.doNothing()).execute();
+  }
   if (database.dialect === 'postgres') await storeTogether(database, [c.principal, c.keyHash, c.createdAt, reply.statusCode, response]);
   else {
     await db.updateTable('idempotency_keys').set({ status: reply.statusCode, response })
-      .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', c.createdAt).execute();
+      .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', c.createdAt)
+      .where('erased_at', 'is', null).execute();
   }
   request.idempotencyClaim = null;
+}
+
+/**
+ * What a stored answer names, for its erasure with them: the end user the request was scoped to, and every
+ * memory the body shows (an object with an id and a text, a memory_id, memory_ids). Reading the answer
+ * itself keeps every write covered, present and future, without each route declaring it.
+ */
+function answerSubjects(request: FastifyRequest, contentType: string | undefined, body: string): string[] {
+  const subjects = new Set<string>();
+  const scope = request.scope;
+  if (scope?.endUserId) subjects.add(answerSubject.endUser({ projectId: scope.projectId, tenantId: scope.tenantId, endUserId: scope.endUserId }));
+  if (!contentType?.includes('json') || body === '') return [...subjects];
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(visit);
+    if (value === null || typeof value !== 'object') return;
+    const object = value as Record<string, unknown>;
+    if (typeof object.id === 'number' && typeof object.text === 'string') subjects.add(answerSubject.memory(object.id));
+    if (typeof object.memory_id === 'number') subjects.add(answerSubject.memory(object.memory_id));
+    if (Array.isArray(object.memory_ids)) for (const id of object.memory_ids) if (typeof id === 'number') subjects.add(answerSubject.memory(id));
+    Object.values(object).forEach(visit);
+  };
+  try {
+    visit(JSON.parse(body));
+  } catch {
+    // Not JSON after all: only the end user names it.
+  }
+  return [...subjects];
 }
 
 export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array; failpoint?: string }) => {

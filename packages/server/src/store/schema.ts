@@ -96,7 +96,11 @@ export interface IdempotencyKeysTable {
   committed: string | null;
   /** The id a grouped insert gave the row of the last committed result, which was sealed without it (http/idempotency.ts). */
   committed_id: number | null;
+  /** Set when a memory or end user the stored answer named was erased (the answer is gone; a replay is 410 gone). */
+  erased_at: string | null;
 }
+/** The memories and end user (hashed) a stored answer names, so that erasing them finds it by index. */
+export interface IdempotencyAnswerSubjectsTable { subject: string; principal: string; key_hash: string; expires_at: string }
 export interface OrganizationPlansTable { organization_id: string; plan: string; updated_at: string }
 export interface UsageCountersTable { organization_id: string; period_start: string; requests: number }
 
@@ -197,6 +201,7 @@ export interface DB {
   refresh_tokens: RefreshTokensTable;
   login_throttle: LoginThrottleTable;
   idempotency_keys: IdempotencyKeysTable;
+  idempotency_answer_subjects: IdempotencyAnswerSubjectsTable;
   organization_plans: OrganizationPlansTable;
   usage_counters: UsageCountersTable;
   ontologies: OntologiesTable;

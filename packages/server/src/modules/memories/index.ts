@@ -6,7 +6,7 @@ export {
 } from './feed.js';
 export {
   addMemory, addWithin, batchUpdate, bulkAdd, EraseHooks, forget, forgetWithin, insertSummary, insertTurn, insertTurnInOneStatement, liveMemoryIds, markSuperseded, nextSeq, purgeEndUser, recordHistory, rewriteSummary,
-  tombstoneProjectMemories, touchMemories, updateMemory, type EraseHook, type Erasure, type SummaryInput, type TurnCount, type TurnInput,
+  tombstoneProjectMemories, touchMemories, updateMemory, type EndUserEraseHook, type EraseHook, type Erasure, type SummaryInput, type TurnCount, type TurnInput,
   importMemories, type ImportedMemory,
 } from './writes.js';
 export { AddMemoryBody, LIMITS as MEMORY_LIMITS, Memory, MemoryId, type AddMemoryInput, type MemoryView } from './schemas.js';

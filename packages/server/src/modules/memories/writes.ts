@@ -724,6 +724,9 @@ export interface Erasure {
   rewritten: number[];
 }
 
+/** Erases what a module keeps of an end user beyond their memories (file names, stored answers) in the purging transaction. */
+export type EndUserEraseHook = (trx: Executor, owner: Owner, now: string) => Promise<void>;
+
 /** Erases what a module derived from memories (vectors, feedback, relations, summaries) in the transaction that forgets them. */
 export type EraseHook = (trx: Executor, ids: number[], erasure: Erasure) => Promise<void>;
 
@@ -734,9 +737,20 @@ export type EraseHook = (trx: Executor, ids: number[], erasure: Erasure) => Prom
  */
 export class EraseHooks {
   private readonly hooks: EraseHook[] = [];
+  private readonly endUserHooks: EndUserEraseHook[] = [];
 
   register(hook: EraseHook): void {
     this.hooks.push(hook);
+  }
+
+  /** A hook run once when an end user is purged, after their memories' hooks: what names the end user rather than a memory. */
+  registerEndUser(hook: EndUserEraseHook): void {
+    this.endUserHooks.push(hook);
+  }
+
+  /** Runs every end-user hook in the order registered. */
+  async runEndUser(trx: Executor, owner: Owner, now: string): Promise<void> {
+    for (const hook of this.endUserHooks) await hook(trx, owner, now);
   }
 
   /** Runs every hook in the order registered, sharing one Erasure (so a later hook sees what an earlier one rewrote). */
@@ -834,6 +848,7 @@ export async function purgeEndUser(database: Database, ctx: WriteContext, owner:
     const live = await owned(owner)(trx).clearSelect().select('id').execute();
     const ids = live.map((r) => r.id);
     for (let i = 0; i < ids.length; i += 500) await eraseMemories(trx, ctx, effects, ids.slice(i, i + 500), seq, erase);
+    await erase.runEndUser(trx, owner, effects.now);
     effects.emit('end_user.purged', { end_user_id: owner.endUserId, deleted: ids.length });
     effects.audit('memory.purge_end_user', { type: 'end_user', id: owner.endUserId });
     return ids.length;
