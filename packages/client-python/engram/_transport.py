@@ -14,7 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from ._operations import OPERATIONS
-from .errors import EngramError
+from .errors import EngramError, error_for
 
 RETRIED_STATUSES = {429, 503}
 SCOPING_HEADERS = {
@@ -31,9 +31,10 @@ OPTIONS = set(SCOPING_HEADERS) | {"idempotency_key", "timeout", "headers"}
 class Settings:
     base_url: str
     timeout: float = 30.0
-    """Seconds per attempt."""
+    """Seconds a call may take in all, retries and their waits included: an attempt gets what is left, and a
+    retry whose wait (Retry-After included) would end past it is not made."""
     max_retries: int = 3
-    """Retries after the first attempt on 429, 503, network errors and timeouts (0: off)."""
+    """Retries after the first attempt on 429, 503 and network errors, within the timeout (0: off)."""
     retry_base: float = 0.25
     """The first backoff in seconds, doubled per retry, with jitter."""
     max_retry_delay: float = 30.0
@@ -136,17 +137,27 @@ def error_of(response: httpx.Response) -> EngramError:
     request_id = response.headers.get("x-request-id")
     try:
         error = response.json()["error"]
-        return EngramError(response.status_code, error["code"], error["message"], error.get("field"),
-                           error.get("request_id", request_id), retry_after)
+        return error_for(response.status_code, error["code"], error["message"], error.get("field"),
+                         error.get("request_id", request_id), retry_after)
     except (ValueError, KeyError, TypeError):
-        return EngramError(response.status_code, f"http_{response.status_code}", response.text[:200],
-                           None, request_id, retry_after)
+        return error_for(response.status_code, f"http_{response.status_code}", response.text[:200],
+                         None, request_id, retry_after)
 
 
 def network_error(request: Prepared, error: Exception) -> EngramError:
     timed_out = isinstance(error, httpx.TimeoutException)
     message = f"{request.method} {request.url} timed out" if timed_out else f"{request.method} {request.url}: {error}"
     return EngramError(0, "timeout" if timed_out else "network_error", message, None, None)
+
+
+def remaining(deadline: float) -> float:
+    """Seconds left before the call's deadline (time.monotonic), at least a little for the last attempt."""
+    return max(0.001, deadline - time.monotonic())
+
+
+def retry_allowed(request: Prepared, settings: Settings, attempt: int, wait: float, deadline: float) -> bool:
+    """Whether to retry after `wait` seconds: a wait ending past the deadline could only end in a timeout."""
+    return request.retriable and attempt < settings.max_retries and time.monotonic() + wait < deadline
 
 
 def parse(response: httpx.Response) -> Any:
@@ -173,18 +184,20 @@ class SyncTransport:
         request = prepare(self.settings, operation_id, **kwargs)
         renewed = False
         attempt = 0
+        deadline = time.monotonic() + request.timeout
         while True:
             if self.settings.on_request:
                 self.settings.on_request({"operation_id": operation_id, "method": request.method, "url": request.url, "attempt": attempt})
             try:
                 built = self.http.build_request(request.method, request.url, headers={**self._headers(), **request.headers},
-                                                content=request.content, files=request.files, timeout=request.timeout)
+                                                content=request.content, files=request.files, timeout=remaining(deadline))
                 response = self.http.send(built, stream=stream)
             except httpx.TransportError as error:
                 failure = network_error(request, error)
-                if not request.retriable or attempt >= self.settings.max_retries:
+                wait = backoff(self.settings, attempt)
+                if failure.code == "timeout" or not retry_allowed(request, self.settings, attempt, wait, deadline):
                     raise failure from error
-                time.sleep(backoff(self.settings, attempt))
+                time.sleep(wait)
                 attempt += 1
                 continue
             if response.is_success:
@@ -196,9 +209,10 @@ class SyncTransport:
                 renewed = True
                 if self._renew():
                     continue
-            if not request.retriable or response.status_code not in RETRIED_STATUSES or attempt >= self.settings.max_retries:
+            wait = wait_before_retry(self.settings, attempt, failure)
+            if response.status_code not in RETRIED_STATUSES or not retry_allowed(request, self.settings, attempt, wait, deadline):
                 raise failure
-            time.sleep(wait_before_retry(self.settings, attempt, failure))
+            time.sleep(wait)
             attempt += 1
 
     def pages(self, operation_id: str, **kwargs: Any) -> Iterator[Any]:
@@ -254,18 +268,20 @@ class AsyncTransport:
         request = prepare(self.settings, operation_id, **kwargs)
         renewed = False
         attempt = 0
+        deadline = time.monotonic() + request.timeout
         while True:
             if self.settings.on_request:
                 self.settings.on_request({"operation_id": operation_id, "method": request.method, "url": request.url, "attempt": attempt})
             try:
                 built = self.http.build_request(request.method, request.url, headers={**await self._headers(), **request.headers},
-                                                content=request.content, files=request.files, timeout=request.timeout)
+                                                content=request.content, files=request.files, timeout=remaining(deadline))
                 response = await self.http.send(built, stream=stream)
             except httpx.TransportError as error:
                 failure = network_error(request, error)
-                if not request.retriable or attempt >= self.settings.max_retries:
+                wait = backoff(self.settings, attempt)
+                if failure.code == "timeout" or not retry_allowed(request, self.settings, attempt, wait, deadline):
                     raise failure from error
-                await asyncio.sleep(backoff(self.settings, attempt))
+                await asyncio.sleep(wait)
                 attempt += 1
                 continue
             if response.is_success:
@@ -277,9 +293,10 @@ class AsyncTransport:
                 renewed = True
                 if await self._renew():
                     continue
-            if not request.retriable or response.status_code not in RETRIED_STATUSES or attempt >= self.settings.max_retries:
+            wait = wait_before_retry(self.settings, attempt, failure)
+            if response.status_code not in RETRIED_STATUSES or not retry_allowed(request, self.settings, attempt, wait, deadline):
                 raise failure
-            await asyncio.sleep(wait_before_retry(self.settings, attempt, failure))
+            await asyncio.sleep(wait)
             attempt += 1
 
     async def pages(self, operation_id: str, **kwargs: Any) -> AsyncIterator[Any]:

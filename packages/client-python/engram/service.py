@@ -3,6 +3,8 @@ tenant plane. Project, end user and tenant are set once on the client or per cal
 end_user_id=, tenant_id=). Answers are the server's JSON (dicts); unknown fields are kept."""
 from __future__ import annotations
 
+import os
+import pathlib
 from typing import Any, BinaryIO
 
 import httpx
@@ -13,6 +15,19 @@ from ._transport import AsyncTransport, SyncTransport
 from .errors import EngramError
 
 BULK_SIZE = 50
+
+
+def file_part(file: str | os.PathLike[str] | bytes | BinaryIO, filename: str | None) -> tuple[str, bytes | BinaryIO]:
+    """The multipart part of an upload: a path is read from disk (its name is the default filename); bytes and
+    open binary files are sent as given, named by `filename` (its extension tells the file type) or the file's name."""
+    if isinstance(file, (str, os.PathLike)):
+        path = pathlib.Path(file)
+        return (filename or path.name, path.read_bytes())
+    if filename is None and not isinstance(file, bytes) and isinstance(getattr(file, "name", None), str):
+        filename = pathlib.Path(file.name).name
+    if not filename:
+        raise TypeError("upload: a filename is needed with bytes (its extension tells the file type)")
+    return (filename, file)
 
 
 class Health(_Group):
@@ -30,7 +45,7 @@ class Memories(_Group):
     def get(self, memory_id: str | int, **params: Any) -> Any: return self._call("memories.get", path={"memory_id": memory_id}, **params)
     def update(self, memory_id: str | int, body: models.MemoriesUpdateBody, **params: Any) -> Any: return self._call("memories.update", path={"memory_id": memory_id}, body=body, **params)
     def history(self, memory_id: str | int, **params: Any) -> Any: return self._call("memories.history", path={"memory_id": memory_id}, **params)
-    def upload(self, file: bytes | str | BinaryIO, filename: str, **params: Any) -> Any: return self._call("memories.upload", files={"file": (filename, file)}, **params)
+    def upload(self, file: str | os.PathLike[str] | bytes | BinaryIO, filename: str | None = None, **params: Any) -> Any: return self._call("memories.upload", files={"file": file_part(file, filename)}, **params)
     def add_many(self, items: list[dict[str, Any]], **params: Any) -> Any: return self._client._add_many(items, **params)
     def upload_job(self, job_id: str | int, **params: Any) -> Any: return self._call("memories.uploadJob", path={"job_id": job_id}, **params)
     def query(self, body: models.MemoriesQueryBody, **params: Any) -> Any: return self._call("memories.query", body=body, **params)

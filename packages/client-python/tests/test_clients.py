@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import pathlib
+import tempfile
 import http.server
 import threading
 import time
@@ -9,7 +11,8 @@ from typing import Any, Callable
 
 import pytest
 
-from engram import AsyncControlClient, AsyncServiceClient, ControlClient, EngramError, ServiceClient, verify_webhook
+from engram import (AsyncControlClient, AsyncServiceClient, AuthenticationError, ConflictError, ControlClient, EngramError,
+                    NotFoundError, PermissionError, ServiceClient, ValidationError, verify_webhook)
 from engram._operations import OPERATIONS
 from engram.webhooks import WebhookVerificationError
 
@@ -123,7 +126,16 @@ def test_data_plane(service):
     assert service.relations.list(memory["id"])["items"]
     service.relations.delete(relation["id"])
 
-    assert service.memories.upload(b"# Seats\n\nAlice books seat 12A.", "seats.md")["status"] == "created"
+    # A path is read from disk (named after its file name); bytes and open binary files are sent as given.
+    with tempfile.TemporaryDirectory() as folder:
+        notes = pathlib.Path(folder) / "seats.md"
+        notes.write_text("# Seats\n\nAlice books seat 12A.")
+        assert service.memories.upload(str(notes))["status"] == "created"
+        assert "12A" in " ".join(m["text"] for m in service.memories.query({"query": "seat 12A"})["memories"])
+        (pathlib.Path(folder) / "tea.md").write_text("# Tea\n\nAlice drinks green tea at four.")
+        with open(pathlib.Path(folder) / "tea.md", "rb") as opened:
+            assert service.memories.upload(opened)["status"] == "created"
+    assert service.memories.upload(b"# Bikes\n\nAlice rides a blue bicycle to work.", "bikes.md")["status"] == "created"
     large = service.memories.upload(("# Garden\n\n" + "Alice grows tomatoes and basil in the garden. " * 80).encode(), "garden.md")
     assert large["status"] == "queued"
     assert service.memories.upload_job(large["job"]["id"]) is not None
@@ -131,6 +143,18 @@ def test_data_plane(service):
     assert service.memories.forget({"ids": [memory["id"]]}) == [memory["id"]]
     assert failure(lambda: service.memories.get(memory["id"])).code == "not_found"
     assert service.memories.forget_end_user("bob") is not None
+
+
+def test_errors_have_the_class_of_their_status(server, service, control):
+    invalid = failure(lambda: service.memories.add({"text": 42}))  # type: ignore[typeddict-item]
+    assert isinstance(invalid, ValidationError) and (invalid.status, invalid.field) == (400, "text")
+    assert isinstance(failure(lambda: service.memories.get(987654)), NotFoundError)
+    with ServiceClient(server.url, "engram_not_a_key", project_id=server.project_id, end_user_id="dora") as stranger:
+        assert isinstance(failure(lambda: stranger.memories.get(1)), AuthenticationError)
+    reader = control.keys.create({"name": "reads only", "scopes": ["memories:read"]})
+    with ServiceClient(server.url, reader["key"], project_id=server.project_id, end_user_id="dora") as read_only:
+        refused = failure(lambda: read_only.memories.add({"text": "Refused: the key only reads"}))
+    assert isinstance(refused, PermissionError) and refused.status == 403 and "PermissionError" in repr(refused)
 
 
 def test_intelligence_and_v1(server, service):
@@ -253,7 +277,8 @@ def test_exports_and_imports(control):
     finished = until(lambda: control.imports.get(imported["id"]), lambda i: i["status"] not in ("queued", "running"))
     assert finished["status"] == "completed"
     assert imported["id"] in [i["id"] for i in control.imports.list()["items"]]
-    assert failure(lambda: control.imports.cancel(imported["id"])).status == 409
+    conflict = failure(lambda: control.imports.cancel(imported["id"]))
+    assert isinstance(conflict, ConflictError) and conflict.status == 409
 
 
 def test_connectors_and_integrations(control, local):

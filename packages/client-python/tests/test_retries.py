@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from engram import AsyncServiceClient, EngramError, ServiceClient
+from engram import AsyncServiceClient, EngramError, RateLimitError, ServiceClient
 
 
 class Proxy(http.server.ThreadingHTTPServer):
@@ -28,12 +28,12 @@ class Proxy(http.server.ThreadingHTTPServer):
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
                 proxy.seen.append({"method": self.command, "path": self.path, "key": self.headers.get("idempotency-key")})
                 fault = proxy.faults.pop(0) if proxy.faults else None
-                if fault in ("429", "503"):
-                    code = "rate_limited" if fault == "429" else "unavailable"
+                if fault in ("429", "429-wait-20s", "503"):
+                    code = "unavailable" if fault == "503" else "rate_limited"
                     payload = ('{"error":{"code":"%s","message":"try again","request_id":"req_proxy"}}' % code).encode()
-                    self.send_response(int(fault))
+                    self.send_response(503 if fault == "503" else 429)
                     self.send_header("content-type", "application/json")
-                    self.send_header("retry-after", "0")
+                    self.send_header("retry-after", "20" if fault == "429-wait-20s" else "0")
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
                     self.wfile.write(payload)
@@ -151,6 +151,18 @@ def test_an_attempt_times_out(server, proxy):
     with client(server, proxy, max_retries=0, timeout=0.2) as c, pytest.raises(EngramError) as caught:
         c.health.live()
     assert (caught.value.status, caught.value.code) == (0, "timeout")
+
+
+def test_the_timeout_bounds_the_whole_call_and_a_retry_after_past_it_fails_at_once(server, proxy):
+    proxy.seen.clear()
+    proxy.faults[:] = ["429-wait-20s"]
+    with client(server, proxy, timeout=2, max_retry_delay=60) as c, pytest.raises(RateLimitError) as caught:
+        c.memories.add({"text": "Never waits 20 s"})
+    assert (caught.value.status, caught.value.retry_after) == (429, 20) and isinstance(caught.value, EngramError)
+    assert len(proxy.seen) == 1
+    proxy.faults[:] = ["429"]
+    with client(server, proxy, timeout=10) as c:
+        assert c.memories.add({"text": "Retried within the deadline"})["text"] == "Retried within the deadline"
 
 
 def test_the_async_client_retries_the_same_way(server, proxy):

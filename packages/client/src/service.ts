@@ -85,8 +85,11 @@ export class ServiceClient {
     get: (memoryId: string | number, options?: CallOptions) => this.call('memories.get', { path: { memory_id: memoryId } }, options),
     update: (memoryId: string | number, body: Body<'memories.update'>, options?: CallOptions) => this.call('memories.update', { path: { memory_id: memoryId }, body }, options),
     history: (memoryId: string | number, options?: CallOptions) => this.call('memories.history', { path: { memory_id: memoryId } }, options),
-    /** Ingests a file (multipart): text, Markdown, HTML, PDF, DOCX, CSV or JSON. */
-    upload: (file: Blob | Uint8Array | string, filename: string, options?: CallOptions) => this.call('memories.upload', { raw: { body: formWith(file, filename) } }, options),
+    /**
+     * Ingests a file (multipart): text, Markdown, HTML, PDF, DOCX, CSV or JSON. `file` is a path (read
+     * from disk; its base name is the default filename), a Buffer/Uint8Array or a Blob.
+     */
+    upload: async (file: Blob | Uint8Array | string, filename?: string, options?: CallOptions) => this.call('memories.upload', { raw: { body: await formWith(file, filename) } }, options),
     /** Adds any number of memories in requests of 50 (bulk-add), reporting each item's outcome. */
     addMany: (items: AddMemory[], options?: CallOptions) => this.addMany(items, options),
     uploadJob: (jobId: string | number, options?: CallOptions) => this.call('memories.uploadJob', { path: { job_id: jobId } }, options),
@@ -133,9 +136,19 @@ export class ServiceClient {
   };
 }
 
-/** A multipart form with one part `file`. */
-export function formWith(file: Blob | Uint8Array | string, filename: string): FormData {
+/** A multipart form with one part `file`: the file at a path, or the given bytes. */
+export async function formWith(file: Blob | Uint8Array | string, filename?: string): Promise<FormData> {
+  let content: Blob;
+  if (typeof file === 'string') {
+    // Imported here so that the client still loads where there is no file system (a browser).
+    const [{ readFile }, { basename }] = await Promise.all([import('node:fs/promises'), import('node:path')]);
+    content = new Blob([await readFile(file)]);
+    filename ??= basename(file);
+  } else {
+    content = file instanceof Blob ? file : new Blob([file]);
+  }
+  if (!filename) throw new TypeError('upload: a filename is needed with bytes or a Blob (its extension tells the file type)');
   const form = new FormData();
-  form.append('file', file instanceof Blob ? file : new Blob([file]), filename);
+  form.append('file', content, filename);
   return form;
 }

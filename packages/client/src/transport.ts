@@ -17,9 +17,13 @@ export type Result<K extends OperationId> = {
 /** One item of a paginated list. */
 export type Item<K extends OperationId> = Result<K> extends { items: Array<infer I> } ? I : never;
 
-/** An error answer of the server (its Error body), or a request that got no answer (status 0). */
+/**
+ * An error answer of the server (its Error body), or a request that got no answer (status 0). The
+ * common statuses have their own subclasses (NotFoundError, RateLimitError...), so a caller can
+ * `catch (e) { if (e instanceof NotFoundError) ... }`; every one is still an EngramError.
+ */
 export class EngramError extends Error {
-  override readonly name = 'EngramError';
+  override readonly name: string = 'EngramError';
   constructor(
     /** HTTP status; 0 when no answer arrived (network error, timeout). */
     readonly status: number,
@@ -37,10 +41,44 @@ export class EngramError extends Error {
   }
 }
 
+/** 400: the request is invalid; `field` names the offending field. */
+export class ValidationError extends EngramError {
+  override readonly name: string = 'ValidationError';
+}
+/** 401: missing, invalid or expired credentials. */
+export class AuthenticationError extends EngramError {
+  override readonly name: string = 'AuthenticationError';
+}
+/** 403: the credential lacks the scope, role or project access. */
+export class PermissionError extends EngramError {
+  override readonly name: string = 'PermissionError';
+}
+/** 404: absent, or outside the caller's scope. */
+export class NotFoundError extends EngramError {
+  override readonly name: string = 'NotFoundError';
+}
+/** 409: conflicts with the current state (or the same Idempotency-Key is in flight). */
+export class ConflictError extends EngramError {
+  override readonly name: string = 'ConflictError';
+}
+/** 429: rate limited or a quota used up; `retryAfter` says how long to wait. */
+export class RateLimitError extends EngramError {
+  override readonly name: string = 'RateLimitError';
+}
+
+const ERROR_CLASSES: Record<number, typeof EngramError> = {
+  400: ValidationError, 401: AuthenticationError, 403: PermissionError, 404: NotFoundError, 409: ConflictError, 429: RateLimitError,
+};
+
+/** The EngramError (subclass) for an answer's status. */
+export function errorFor(status: number, code: string, message: string, field: string | undefined, requestId: string | undefined, retryAfter?: number): EngramError {
+  return new (ERROR_CLASSES[status] ?? EngramError)(status, code, message, field, requestId, retryAfter);
+}
+
 /** Per-call settings; scoping headers override the client's defaults for this call only. */
 export interface CallOptions {
   signal?: AbortSignal;
-  /** Milliseconds for each attempt; default the client's timeoutMs. */
+  /** Milliseconds for the whole call, retries and their waits included; default the client's timeoutMs. */
   timeoutMs?: number;
   /** Sent as Idempotency-Key; by default the client makes one for every write it may retry (reads sent as POST take none). */
   idempotencyKey?: string;
@@ -54,9 +92,12 @@ export interface CallOptions {
 export interface TransportOptions {
   /** Where the server answers, e.g. http://localhost:8080. */
   baseUrl: string;
-  /** Milliseconds per attempt before it is abandoned (default 30 000). */
+  /**
+   * Milliseconds a call may take in all, retries and their waits included (default 30 000): an attempt
+   * gets what is left, and a retry whose wait (Retry-After included) would end past it is not made.
+   */
   timeoutMs?: number;
-  /** Retries after the first attempt on 429, 503, network errors and timeouts (default 3; 0 turns retrying off). */
+  /** Retries after the first attempt on 429, 503 and network errors, within timeoutMs (default 3; 0 turns retrying off). */
   maxRetries?: number;
   /** The first backoff in milliseconds, doubled per retry, with jitter (default 250). */
   retryBaseMs?: number;
@@ -111,7 +152,7 @@ export class Transport {
     return this.exchange(operationId, input, options, null);
   }
 
-  /** One request with its retries; `read` consumes a successful answer within the attempt's timeout. */
+  /** One request with its retries; `read` consumes a successful answer within the call's deadline. */
   private exchange(operationId: OperationId, input: Input, options: CallOptions, read: null): Promise<Response>;
   private exchange<T>(operationId: OperationId, input: Input, options: CallOptions, read: (response: Response) => Promise<T>): Promise<T>;
   private async exchange<T>(operationId: OperationId, input: Input, options: CallOptions, read: ((response: Response) => Promise<T>) | null): Promise<T | Response> {
@@ -139,10 +180,12 @@ export class Transport {
     if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
     const retriable = replayable && (!write || idempotencyKey !== undefined);
     let renewed = false;
+    const deadline = Date.now() + (options.timeoutMs ?? this.options.timeoutMs ?? 30_000);
+    const timedOut = () => new EngramError(0, 'timeout', `${method} ${path} timed out`, undefined, undefined);
     for (let attempt = 0; ; attempt++) {
       this.options.onRequest?.({ operationId, method, url, attempt });
       const timeout = new AbortController();
-      const timer = setTimeout(() => timeout.abort(), options.timeoutMs ?? this.options.timeoutMs ?? 30_000);
+      const timer = setTimeout(() => timeout.abort(), Math.max(0, deadline - Date.now()));
       let response: Response;
       try {
         const credentialHeaders = await this.credentials.headers();
@@ -157,10 +200,11 @@ export class Transport {
         }
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason ?? error;
-        const timedOut = timeout.signal.aborted;
-        const failure = new EngramError(0, timedOut ? 'timeout' : 'network_error', timedOut ? `${method} ${path} timed out` : `${method} ${path}: ${(error as Error).message}`, undefined, undefined);
-        if (!retriable || attempt >= maxRetries) throw failure;
-        await this.pause(this.backoff(attempt), options.signal);
+        if (timeout.signal.aborted) throw timedOut();
+        const failure = new EngramError(0, 'network_error', `${method} ${path}: ${(error as Error).message}`, undefined, undefined);
+        const wait = this.backoff(attempt);
+        if (!retriable || attempt >= maxRetries || Date.now() + wait >= deadline) throw failure;
+        await this.pause(wait, options.signal);
         continue;
       } finally {
         clearTimeout(timer);
@@ -174,8 +218,10 @@ export class Transport {
         }
       }
       if (!retriable || !RETRIED_STATUSES.has(response.status) || attempt >= maxRetries) throw failure;
-      const wait = failure.retryAfter !== undefined ? failure.retryAfter * 1000 : this.backoff(attempt);
-      await this.pause(Math.min(wait, this.options.maxRetryDelayMs ?? 30_000), options.signal);
+      const wait = Math.min(failure.retryAfter !== undefined ? failure.retryAfter * 1000 : this.backoff(attempt), this.options.maxRetryDelayMs ?? 30_000);
+      // A wait that ends past the deadline could only end in a timeout: the answer we have is the better error.
+      if (Date.now() + wait >= deadline) throw failure;
+      await this.pause(wait, options.signal);
     }
   }
 
@@ -268,8 +314,8 @@ async function errorOf(response: Response): Promise<EngramError> {
   const text = await response.text().catch(() => '');
   try {
     const { error } = JSON.parse(text) as { error: { code: string; message: string; field?: string; request_id?: string } };
-    return new EngramError(response.status, error.code, error.message, error.field, error.request_id ?? requestId, retryAfter);
+    return errorFor(response.status, error.code, error.message, error.field, error.request_id ?? requestId, retryAfter);
   } catch {
-    return new EngramError(response.status, `http_${response.status}`, text.slice(0, 200) || response.statusText, undefined, requestId, retryAfter);
+    return errorFor(response.status, `http_${response.status}`, text.slice(0, 200) || response.statusText, undefined, requestId, retryAfter);
   }
 }

@@ -1,9 +1,12 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../server/src/testing/harness.js';
 import { startSite, type LocalSite } from '../../server/src/testing/connectors.js';
-import { ControlClient, EngramError, ServiceClient, verifyWebhook, type Memory, type OperationId } from '../src/index.js';
+import { AuthenticationError, ConflictError, ControlClient, EngramError, NotFoundError, PermissionError, ServiceClient, ValidationError, verifyWebhook, type Memory, type OperationId } from '../src/index.js';
 import { OPERATIONS } from '../src/generated/operations.js';
 
 /** Every operation both clients send, against a real app; the last test checks none was left out. */
@@ -113,15 +116,39 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect((await service.relations.list(memory.id)).items.length).toBeGreaterThan(0);
     await service.relations.delete((relation as { id: number }).id);
 
-    const small = await service.memories.upload('# Seats\n\nAlice books seat 12A.', 'seats.md');
+    // A path is read from disk (named after its base name); bytes and Blobs are sent as given.
+    const folder = mkdtempSync(join(tmpdir(), 'engram-client-upload-'));
+    writeFileSync(join(folder, 'seats.md'), '# Seats\n\nAlice books seat 12A.');
+    const small = await service.memories.upload(join(folder, 'seats.md'));
     expect(small.status).toBe('created');
-    const large = await service.memories.upload(`# Garden\n\n${'Alice grows tomatoes and basil in the garden. '.repeat(80)}`, 'garden.md');
+    expect((await service.memories.query({ query: 'seat 12A' })).memories.map((m) => m.text).join(' ')).toContain('12A');
+    const fromBytes = await service.memories.upload(Buffer.from('# Bikes\n\nAlice rides a blue bicycle to work.'), 'bikes.md');
+    expect(fromBytes.status).toBe('created');
+    const fromBlob = await service.memories.upload(new Blob(['# Tea\n\nAlice drinks green tea at four.']), 'tea.md');
+    expect(fromBlob.status).toBe('created');
+    rmSync(folder, { recursive: true, force: true });
+    const large = await service.memories.upload(Buffer.from(`# Garden\n\n${'Alice grows tomatoes and basil in the garden. '.repeat(80)}`), 'garden.md');
     expect(large.status).toBe('queued');
     expect(await service.memories.uploadJob(large.job!.id)).toBeDefined();
 
     expect(await service.memories.forget({ ids: [memory.id] })).toEqual([memory.id]);
     expect((await failure(service.memories.get(memory.id))).code).toBe('not_found');
     expect(await service.memories.forgetEndUser('bob')).toBeDefined();
+  });
+
+  it('answers errors with the class of their status, each an EngramError', async () => {
+    const typed = async (promise: Promise<unknown>, type: typeof EngramError, status: number) => {
+      const error = await failure(promise);
+      expect(error, `${status}`).toBeInstanceOf(type);
+      expect(error).toMatchObject({ status, name: type.name });
+      return error;
+    };
+    expect((await typed(service.memories.add({ text: 42 } as never), ValidationError, 400)).field).toBe('text');
+    await typed(service.memories.get(987_654), NotFoundError, 404);
+    await typed(new ServiceClient({ baseUrl, apiKey: 'engram_not_a_key', projectId: t.projectId, endUserId: 'alice' }).memories.get(1), AuthenticationError, 401);
+    const reader = await control.keys.create({ name: 'reads only', scopes: ['memories:read'] });
+    const readOnly = new ServiceClient({ baseUrl, apiKey: reader.key, projectId: t.projectId, endUserId: 'alice' });
+    await typed(readOnly.memories.add({ text: 'Refused: the key only reads' }), PermissionError, 403);
   });
 
   it('intelligence and the /v1 plane', async () => {
@@ -257,7 +284,9 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     const finished = await until(() => control.imports.get(imported.id), (i) => !['queued', 'running'].includes(i.status));
     expect(finished.status).toBe('completed');
     expect((await control.imports.list()).items.map((i) => i.id)).toContain(imported.id);
-    expect((await failure(control.imports.cancel(imported.id))).status).toBe(409);
+    const conflict = await failure(control.imports.cancel(imported.id));
+    expect(conflict).toBeInstanceOf(ConflictError);
+    expect(conflict.status).toBe(409);
   });
 
   it('connectors and integrations', async () => {

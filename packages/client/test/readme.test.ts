@@ -34,7 +34,8 @@ it('runs the README TypeScript example as written', async () => {
     const file = join(dir, 'example.ts');
     writeFileSync(file, exampleAfter('### TypeScript client', 'ts'));
     const { stdout } = await run(process.execPath, ['--import', 'tsx', file], { env: { ...process.env, ENGRAM_URL: baseUrl, ENGRAM_API_KEY: key }, cwd: dir });
-    expect(stdout.trim()).toBe('Prefers aisle seats on long flights');
+    // The answer, then the NotFoundError caught by its class.
+    expect(stdout.trim().split('\n')).toEqual(['Prefers aisle seats on long flights', expect.stringMatching(/^gone: \S+/)]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

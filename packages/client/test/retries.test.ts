@@ -2,14 +2,14 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../server/src/testing/harness.js';
-import { ControlClient, EngramError, ServiceClient, type Memory } from '../src/index.js';
+import { ControlClient, EngramError, RateLimitError, ServiceClient, type Memory } from '../src/index.js';
 
 /**
  * A proxy in front of a real app that answers the next requests with planned faults: 429 or 503
  * (the Error body, Retry-After: 0), a reset connection, no answer at all, or the app's answer
  * lost on the way back (the write happened; only the retry's idempotent replay can tell).
  */
-type Fault = '429' | '503' | 'reset' | 'hang' | 'lose-answer' | 'pass';
+type Fault = '429' | '429-wait-20s' | '503' | 'reset' | 'hang' | 'lose-answer' | 'pass';
 
 interface Proxy {
   url: string;
@@ -26,9 +26,9 @@ async function startProxy(target: string): Promise<Proxy> {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     seen.push({ method: req.method!, url: req.url!, idempotencyKey: req.headers['idempotency-key'] as string | undefined });
     const fault = faults.shift();
-    if (fault === '429' || fault === '503') {
-      const code = fault === '429' ? 'rate_limited' : 'unavailable';
-      res.writeHead(Number(fault), { 'content-type': 'application/json', 'retry-after': '0' });
+    if (fault === '429' || fault === '429-wait-20s' || fault === '503') {
+      const code = fault === '503' ? 'unavailable' : 'rate_limited';
+      res.writeHead(fault === '503' ? 503 : 429, { 'content-type': 'application/json', 'retry-after': fault === '429-wait-20s' ? '20' : '0' });
       return res.end(JSON.stringify({ error: { code, message: 'try again', request_id: 'req_proxy' } }));
     }
     if (fault === 'reset') return req.socket.destroy();
@@ -141,6 +141,19 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
     expect(aborted).not.toBeInstanceOf(EngramError);
     expect((aborted as Error).name).toBe('AbortError');
     expect(proxy.seen).toHaveLength(1);
+  });
+
+  it('timeoutMs bounds the whole call: a Retry-After past it fails at once with the RateLimitError', async () => {
+    proxy.seen.length = 0;
+    proxy.faults.push('429-wait-20s');
+    const failed = await client({ timeoutMs: 2_000, maxRetryDelayMs: 60_000 }).memories.add({ text: 'Never waits 20 s' }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(RateLimitError);
+    expect(failed).toBeInstanceOf(EngramError);
+    expect(failed).toMatchObject({ status: 429, code: 'rate_limited', retryAfter: 20, name: 'RateLimitError' });
+    expect(proxy.seen).toHaveLength(1);
+    // Within the deadline it waits and retries as before.
+    proxy.faults.push('429');
+    expect((await client({ timeoutMs: 10_000 }).memories.add({ text: 'Retried within the deadline' }) as Memory).text).toBe('Retried within the deadline');
   });
 
   it('the control client renews a refused access token once with its refresh token', async () => {
