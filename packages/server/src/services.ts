@@ -100,6 +100,10 @@ export function buildServices({ config, database, secretKey }: { config: Service
     if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten])) purgeSoon();
   });
 
+  // SQLite: the WAL's frames from before the erasure are checkpointed and truncated away in the background.
+  erase.register(async () => database.erased());
+  erase.registerEndUser(async () => database.erased());
+
   const jobs = new JobHandlers();
   jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
   jobs.register(RECLASSIFY_JOB, reclassifyJob(database, intelligence));

@@ -31,6 +31,12 @@ export interface Database {
    * SQLite, which has no notifications.
    */
   watch(channel: string, watcher: ChannelWatcher): Watch | null;
+  /**
+   * SQLite: after an erasure commits, the WAL still holds the pages as they were before it; this asks the
+   * checkpointer thread to copy the WAL back and truncate it (retrying until no reader holds it), in the
+   * background. Nothing on PostgreSQL (dead row versions are vacuum's: docs/api.md, What forgetting removes).
+   */
+  erased(): void;
   close(): Promise<void>;
 }
 
@@ -212,6 +218,7 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
       },
       pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize }),
       watch: listening.watch,
+      erased: () => {},
       close: () => {
         listening.stopAll();
         return db.destroy();
@@ -230,6 +237,9 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
   // temporary data (sorts without an index) is held in memory too, as the retrieval indexes are.
   sqlite.pragma('temp_store = MEMORY');
   sqlite.pragma('foreign_keys = ON');
+  // Deleted and overwritten content is zeroed in its page, so a forgotten memory's text does not linger in
+  // free pages and free space of the file (bench/README.md: its cost on writes).
+  sqlite.pragma('secure_delete = ON');
   // Should the checkpointer's thread fail, the serving connection checkpoints as SQLite does by default.
   const checkpointer = checkpoints ? startCheckpointer(config.path, () => void (sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000'))) : null;
   if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${CHECKPOINT_BOUND_PAGES}`);
@@ -244,6 +254,7 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
     },
     pool: () => null,
     watch: () => null,
+    erased: () => checkpointer?.truncate(),
     close: async () => {
       await checkpointer?.stop();
       await db.destroy();
@@ -260,14 +271,22 @@ const { parentPort, workerData } = require('node:worker_threads');
 const BetterSqlite3 = require(workerData.module);
 const db = new BetterSqlite3(workerData.path);
 db.pragma('synchronous = FULL');
+db.pragma('secure_delete = ON');
+// An erasure asked for the WAL to be emptied: a truncating checkpoint, tried each round until no reader is in the way.
+let truncate = false;
 const timer = setInterval(() => {
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
+    if (truncate) truncate = db.pragma('wal_checkpoint(TRUNCATE)')[0].busy !== 0;
+    else db.pragma('wal_checkpoint(PASSIVE)');
   } catch {
     // Busy or locked: the next round checkpoints.
   }
 }, workerData.everyMs);
-parentPort.once('message', () => {
+parentPort.on('message', (message) => {
+  if (message === 'truncate') {
+    truncate = true;
+    return;
+  }
   clearInterval(timer);
   db.close();
   parentPort.close();
@@ -283,7 +302,7 @@ parentPort.once('message', () => {
  * and at SQLite's usual 1,000 once the thread failed (`failed`).
  * None for an in-memory database, which no other connection can open.
  */
-function startCheckpointer(path: string, failed: () => void): { stop(): Promise<void> } | null {
+function startCheckpointer(path: string, failed: () => void): { truncate(): void; stop(): Promise<void> } | null {
   if (!opensAgain({ dialect: 'sqlite', path })) return null;
   const worker = new Worker(CHECKPOINTER_SOURCE, {
     eval: true,
@@ -294,6 +313,7 @@ function startCheckpointer(path: string, failed: () => void): { stop(): Promise<
   worker.on('error', failed);
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   return {
+    truncate: () => worker.postMessage('truncate'),
     stop: () => {
       // Held again while it closes, so that a process awaiting this does not end before it has.
       worker.ref();

@@ -1,4 +1,7 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { expect, it } from 'vitest';
+import { until } from '../../testing/until.js';
 import { forEachDialect, useTestApp, type Response } from '../../testing/harness.js';
 import { upload } from '../../testing/files.js';
 import { addMemory, expectError } from '../../testing/memories.js';
@@ -85,5 +88,17 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
     expectError(forgetAgain, 410, 'gone', 'Idempotency-Key');
     const links = await t.database.db.selectFrom('idempotency_answer_subjects').selectAll().execute();
     expect(JSON.stringify(links)).not.toContain(endUser);
+  });
+
+  it.runIf(dialect === 'sqlite')('SQLite: a forgotten memory’s text is overwritten in the database file and gone from its WAL', async () => {
+    const secret = marker();
+    const ids: number[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await addMemory(t, { text: `Note ${i} on ${secret}`, tags: [secret], metadata: { about: secret } })).id);
+    const dir = dirname((t.database.config as { path: string }).path);
+    const hits = () => readdirSync(dir).filter((f) => existsSync(join(dir, f)) && readFileSync(join(dir, f)).includes(secret));
+    expect(hits().length).toBeGreaterThan(0);
+    expect((await forget(ids)).status).toBe(200);
+    // The checkpointer truncates the WAL in the background once the erasure committed.
+    await until(() => hits().length === 0, `no file of ${dir} holding ${secret}`);
   });
 });
