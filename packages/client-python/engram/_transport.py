@@ -12,8 +12,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel
 
 from ._operations import OPERATIONS
+from .models import parse_result
 from .errors import EngramError, error_for
 
 RETRIED_STATUSES = {429, 503}
@@ -84,7 +86,7 @@ def prepare(settings: Settings, operation_id: str, *, path: dict[str, Any] | Non
         if options.get(name) is not None:
             headers[header] = str(options[name])
     if body is not None:
-        content = json.dumps(body)
+        content = json.dumps(body, default=_json_of)
         content_type = "application/json"
     if content_type:
         headers["content-type"] = content_type
@@ -100,6 +102,13 @@ def prepare(settings: Settings, operation_id: str, *, path: dict[str, Any] | Non
     headers.update(options.get("headers") or {})
     return Prepared(operation_id, operation.method, url, headers, content, files,
                     options.get("timeout") or settings.timeout, replayable and (not write or key is not None))
+
+
+def _json_of(value: Any) -> Any:
+    """An answer's model passed back in a body (read the ontology, change it, replace it) as the JSON it came from."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _fill(path: str, values: dict[str, Any]) -> str:
@@ -178,7 +187,8 @@ class SyncTransport:
         self.http.close()
 
     def call(self, operation_id: str, **kwargs: Any) -> Any:
-        return parse(self.send(operation_id, **kwargs))
+        """The answer as its model (engram.models)."""
+        return parse_result(operation_id, parse(self.send(operation_id, **kwargs)))
 
     def send(self, operation_id: str, *, stream: bool = False, **kwargs: Any) -> httpx.Response:
         request = prepare(self.settings, operation_id, **kwargs)
@@ -262,7 +272,7 @@ class AsyncTransport:
         await self.http.aclose()
 
     async def call(self, operation_id: str, **kwargs: Any) -> Any:
-        return parse(await self.send(operation_id, **kwargs))
+        return parse_result(operation_id, parse(await self.send(operation_id, **kwargs)))
 
     async def send(self, operation_id: str, *, stream: bool = False, **kwargs: Any) -> httpx.Response:
         request = prepare(self.settings, operation_id, **kwargs)

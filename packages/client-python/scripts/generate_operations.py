@@ -2,6 +2,7 @@
 no credentials and whether it records an Idempotency-Key (a write: the client sends one so that retrying it
 is safe), from packages/server/openapi.json (`npm run openapi` runs it)."""
 import json
+import keyword
 import re
 from typing import Any
 import pathlib
@@ -32,9 +33,13 @@ OPERATIONS: dict[str, Operation] = {
 (here / "../engram/_operations.py").write_text(source)
 
 
-# engram/models.py: TypedDicts of the components and of each operation's JSON body and answer, so
-# answers stay plain dicts (fields the server adds later are kept) and still type-check.
-definitions: list[str] = []
+# engram/bodies.py: TypedDicts of each operation's JSON body (callers pass plain dicts, type-checked), and
+# engram/models.py: pydantic v2 models of the document's named schemas, which answers are parsed into
+# (`extra="allow"`: fields the server adds later are kept, as attributes).
+# Names a field cannot take on a model (Python keywords, BaseModel's own attributes, EngramModel.get): field_.
+keywords = set(keyword.kwlist) | {"model_config", "model_fields", "model_computed_fields", "schema", "json", "dict", "copy",
+                                  "construct", "validate", "parse_obj", "parse_raw", "parse_file", "from_orm",
+                                  "update_forward_refs", "schema_json", "get"}
 
 
 def pascal(name: str) -> str:
@@ -46,85 +51,167 @@ def literal(values: list[Any]) -> str:
     return "Literal[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
-def typed(schema: dict, name: str) -> str:
-    """The Python type of a JSON Schema; objects with properties become TypedDicts named `name`."""
-    if "$ref" in schema:
-        return schema["$ref"].rsplit("/", 1)[1]
-    if "const" in schema:
-        return literal([schema["const"]])
-    if "enum" in schema:
-        return literal(schema["enum"])
-    for combinator in ("anyOf", "oneOf"):
-        if combinator in schema:
-            members = schema[combinator]
-            if all("enum" in m or "const" in m for m in members):
-                return literal([v for m in members for v in m.get("enum", [m.get("const")])])
-            types = []
-            for i, member in enumerate(members):
-                t = "None" if member.get("type") == "null" else typed(member, f"{name}{i}" if len(members) > 1 else name)
-                if t not in types:
-                    types.append(t)
-            return " | ".join(types)
-    if "allOf" in schema:
-        merged: dict = {"type": "object", "properties": {}, "required": []}
-        for member in schema["allOf"]:
-            member = components.get(member["$ref"].rsplit("/", 1)[1], {}) if "$ref" in member else member
-            merged["properties"].update(member.get("properties", {}))
-            merged["required"] += member.get("required", [])
-        return typed(merged, name)
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " | ".join("None" if k == "null" else typed({**schema, "type": k}, name) for k in kind)
-    if kind == "string":
-        return "str"
-    if kind == "integer":
-        return "int"
-    if kind == "number":
-        return "float"
-    if kind == "boolean":
-        return "bool"
-    if kind == "array":
-        return f"list[{typed(schema.get('items', {}), name + 'Item')}]"
-    if kind == "object" and schema.get("properties"):
-        required = set(schema.get("required", []))
-        fields = []
-        for field_name, field_schema in schema["properties"].items():
-            t = typed(field_schema, name + pascal(field_name))
-            fields.append(f'"{field_name}": {t if field_name in required else f"NotRequired[{t}]"}')
-        definitions.append(f'{name} = TypedDict("{name}", {{{", ".join(fields)}}})')
-        return name
-    return "Any" if kind != "object" else "dict[str, Any]"
+class Writer:
+    """Python types of JSON Schemas: objects with properties become TypedDicts, or pydantic models."""
+
+    def __init__(self, models: bool) -> None:
+        self.models = models
+        self.definitions: list[str] = []
+        self.defined: set[str] = set()
+
+    def typed(self, schema: dict, name: str) -> str:
+        if "$ref" in schema:
+            return schema["$ref"].rsplit("/", 1)[1]
+        if "const" in schema:
+            return literal([schema["const"]])
+        if "enum" in schema:
+            return literal(schema["enum"])
+        for combinator in ("anyOf", "oneOf"):
+            if combinator in schema:
+                members = schema[combinator]
+                if all("enum" in m or "const" in m for m in members):
+                    return literal([v for m in members for v in m.get("enum", [m.get("const")])])
+                types = []
+                for i, member in enumerate(members):
+                    t = "None" if member.get("type") == "null" else self.typed(member, f"{name}{i}" if len(members) > 1 else name)
+                    if t not in types:
+                        types.append(t)
+                return " | ".join(types)
+        if "allOf" in schema:
+            merged: dict = {"type": "object", "properties": {}, "required": []}
+            for member in schema["allOf"]:
+                member = components.get(member["$ref"].rsplit("/", 1)[1], {}) if "$ref" in member else member
+                merged["properties"].update(member.get("properties", {}))
+                merged["required"] += member.get("required", [])
+            return self.typed(merged, name)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            return " | ".join("None" if k == "null" else self.typed({**schema, "type": k}, name) for k in kind)
+        if kind == "string":
+            return "str"
+        if kind == "integer":
+            return "int"
+        if kind == "number":
+            return "float"
+        if kind == "boolean":
+            return "bool"
+        if kind == "array":
+            return f"list[{self.typed(schema.get('items', {}), name + 'Item')}]"
+        if kind == "object" and schema.get("properties"):
+            if name in self.defined:
+                return name
+            self.defined.add(name)
+            required = set(schema.get("required", []))
+            fields = []
+            for field_name, field_schema in schema["properties"].items():
+                t = self.typed(field_schema, name + pascal(field_name))
+                if not self.models:
+                    fields.append(f'"{field_name}": {t if field_name in required else f"NotRequired[{t}]"}')
+                    continue
+                attribute = field_name if field_name.isidentifier() and field_name not in keywords else re.sub(r"\W", "_", field_name) + "_"
+                alias = f'alias="{field_name}"' if attribute != field_name else ""
+                if field_name in required:
+                    value = f" = Field({alias})" if alias else ""
+                    fields.append(f"    {attribute}: {t}{value}")
+                else:
+                    fields.append(f"    {attribute}: {t} | None = Field(default=None{', ' + alias if alias else ''})")
+            if self.models:
+                self.definitions.append(f"class {name}(EngramModel):\n" + "\n".join(fields) + "\n")
+            else:
+                self.definitions.append(f'{name} = TypedDict("{name}", {{{", ".join(fields)}}})')
+            return name
+        return "Any" if kind != "object" else "dict[str, Any]"
 
 
 components = document.get("components", {}).get("schemas", {})
-for component, schema in components.items():
-    alias = typed(schema, component)
+requested: set[str] = set()
+bodies, models = Writer(models=False), Writer(models=True)
+for path, operations in document["paths"].items():
+    for method, operation in operations.items():
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body:
+            # The request's named schemas (and those they refer to) as TypedDicts, under their own names.
+            text = json.dumps(body["schema"])
+            for _ in range(5):
+                names = set(re.findall(r"#/components/schemas/(\w+)", text))
+                text = json.dumps([components[n] for n in sorted(names)] + [body["schema"]])
+            requested |= names
+for component in components:
+    if component in requested:
+        alias = bodies.typed(components[component], component)
+        if alias != component:
+            bodies.definitions.append(f"{component} = {alias}")
+    alias = models.typed(components[component], component)
     if alias != component:  # a list, a union or a scalar: named too, as the operations refer to it by name
-        definitions.append(f"{component} = {alias}")
+        models.definitions.append(f"{component} = {alias}")
+results: list[str] = []
 for path, operations in document["paths"].items():
     for method, operation in operations.items():
         base = pascal(operation["operationId"])
         body = operation.get("requestBody", {}).get("content", {}).get("application/json")
         if body:
-            alias = typed(body["schema"], base + "Body")
+            alias = bodies.typed(body["schema"], base + "Body")
             if alias != base + "Body":
-                definitions.append(f"{base}Body = {alias}")
+                bodies.definitions.append(f"{base}Body = {alias}")
         answers = [r["content"]["application/json"]["schema"] for status, r in operation["responses"].items()
                    if status.startswith("2") and "application/json" in r.get("content", {})]
-        if answers:
-            types = []
-            for i, answer in enumerate(answers):
-                t = typed(answer, f"{base}Result{i}" if len(answers) > 1 else base + "Result")
-                if t not in types:
-                    types.append(t)
-            if types != [base + "Result"]:
-                definitions.append(f"{base}Result = {' | '.join(types)}")
-models = '''# Generated by scripts/generate_operations.py from packages/server/openapi.json; do not edit.
-"""Types of the wire: `<OperationId>Body` is what an operation takes, `<OperationId>Result` what it answers
-(e.g. MemoriesAddBody for memories.add, MemoriesQueryResult), and the document's components (Memory, AddMemory...)."""
+        types = []
+        for i, answer in enumerate(answers):
+            t = models.typed(answer, f"{base}Result{i}" if len(answers) > 1 else base + "Result")
+            if t not in types:
+                types.append(t)
+        if types and types != [base + "Result"]:
+            models.definitions.append(f"{base}Result = {' | '.join(types)}")
+        if types:
+            results.append(f'    "{operation["operationId"]}": {base}Result,')
+(here / "../engram/bodies.py").write_text('''# Generated by scripts/generate_operations.py from packages/server/openapi.json; do not edit.
+"""What operations take: `<OperationId>Body` (e.g. MemoriesAddBody for memories.add), TypedDicts of the
+document's request schemas, so a plain dict argument type-checks."""
 from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-''' + "\n".join(definitions) + "\n"
-(here / "../engram/models.py").write_text(models)
+''' + "\n".join(bodies.definitions) + "\n")
+(here / "../engram/models.py").write_text('''# Generated by scripts/generate_operations.py from packages/server/openapi.json; do not edit.
+"""What operations answer: pydantic v2 models of the document's named schemas (MemoriesAddResponse201, Memory...)
+and `<OperationId>Result` for each operation (MemoriesAddResult). Fields the server adds later are kept
+(`extra="allow"`); `answer["field"]` reads like `answer.field`, for code written against plain dicts."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class EngramModel(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and getattr(self, name, None) is not None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return getattr(self, name, default)
+
+
+''' + "\n".join(models.definitions) + '''
+
+RESULTS: dict[str, Any] = {
+''' + "\n".join(results) + '''
+}
+_adapters: dict[str, TypeAdapter[Any]] = {}
+
+
+def parse_result(operation_id: str, answer: Any) -> Any:
+    """The answer of an operation as its model (JSON it has no model for is returned as is)."""
+    if answer is None or operation_id not in RESULTS:
+        return answer
+    if operation_id not in _adapters:
+        _adapters[operation_id] = TypeAdapter(RESULTS[operation_id])
+    return _adapters[operation_id].validate_python(answer)
+''')
