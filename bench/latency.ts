@@ -6,7 +6,14 @@
  * ceiling; the server's resident memory (VmRSS) after warm-up and at the end. Prints JSON.
  *
  *   npm run bench:latency [-- --fill http|direct] [--total N] [--sizes 1000,10000,100000] [--postgres URL]
- *                         [--cpu-prof DIR] [--restarts 3]
+ *                         [--cpu-prof DIR] [--restarts 3] [--vectors 512]
+ *
+ * `--vectors D` (SQLite): the server uses an OpenAI-compatible embedder that this process serves on a
+ * local port (the real wire format; D-dimension vectors of the built-in hashed embedder, so texts that
+ * share words are near). Queries are measured once every measured end user's memories are embedded
+ * (in the background); then the same database is served without an embedder and the same queries
+ * measured again: the lexical-only ceiling of the same run. Restarts and the 16-client figures are
+ * left out in this mode.
  *
  * Fill: `http` bulk-adds 50 memories per request, 8 requests in flight (the honest path);
  * `direct` (SQLite only) adds the same batches through the memories module in this process while
@@ -17,7 +24,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { normalizeText } from '../packages/server/src/engine/index.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { builtinEmbedder, normalizeText } from '../packages/server/src/engine/index.js';
 import { sql } from 'kysely';
 import { bulkAdd } from '../packages/server/src/modules/memories/index.js';
 import { resolveApiKey } from '../packages/server/src/modules/org/index.js';
@@ -41,11 +50,14 @@ const restarts = Number(option('--restarts') ?? 3);
 if (!Number.isInteger(restarts) || restarts < 1) throw new Error('--restarts must be a positive integer');
 if (fill === 'direct' && postgresUrl) throw new Error('--fill direct is for SQLite only');
 const SIZES = (option('--sizes') ?? '1000,10000,100000').split(',').map(Number);
+const vectorDims = option('--vectors') === undefined ? 0 : Number(option('--vectors'));
+if (vectorDims && postgresUrl) throw new Error('--vectors is for SQLite only');
 const QPS_SIZE = SIZES.includes(10_000) ? 10_000 : SIZES[SIZES.length - 1]!;
 const BATCH = 50;
 
 // ---- data ----------------------------------------------------------------------
-const dataDir = resolve(repoRoot, '../shared/bench/locomo-dev');
+// Beside the repository; ENGRAM_LOCOMO_DIR when the checkout lives elsewhere (a worktree).
+const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(repoRoot, '../shared/bench/locomo-dev');
 const convs = readdirSync(dataDir).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(dataDir, f)));
 const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
 const questions = convs.flatMap((c) => c.qa.map((q) => q.question));
@@ -189,6 +201,7 @@ async function measure(server: BenchServer) {
     await query(`user-${n}`, 0);
     cold[String(n)] = Math.round((performance.now() - s) * 100) / 100;
   }
+  const embedded = embeddings ? await untilEmbedded() : undefined;
   // Warm-up (JIT, statement caches, connections), so that the percentiles are the server's steady state: V8 optimizes
   // the route's code, and the search thread's, over its first thousand queries or so (bench/README.md, "Round 12").
   for (const n of SIZES) await runLoad(n >= 100_000 ? 300 : 1000, 1, async (i) => (await query(`user-${n}`, questions.length - 1 - (i % questions.length))) >= 0);
@@ -202,6 +215,7 @@ async function measure(server: BenchServer) {
     });
     latency[String(n)] = { memories_of_user: n, cold_first_query_ms: cold[String(n)], p50_ms: r.p50_ms, p99_ms: r.p99_ms, queries: r.requests, errors: r.errors };
   }
+  if (embeddings) return { query_latency_1_client: latency, queries_with_no_result: empty, texts_embedded: embedded, rss_mb: { after_start: rssStart, after_warm_up: rssWarm } };
   const qps = await runLoad(20_000, 16, async (i) => (await query(`user-${QPS_SIZE}`, i)) >= 0);
   const healthz = await runLoad(40_000, 16, async () => (await request('GET', '/healthz')).status === 200);
   const rssEnd = rssMb(pid);
@@ -218,7 +232,38 @@ async function measure(server: BenchServer) {
 const dir = postgresUrl ? undefined : freshDataDir();
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
 const METRICS_TOKEN = 'engram-bench-metrics';
-const workerEnv = { ENGRAM_HTTP_PROCESSES: String(workers), ENGRAM_METRICS_TOKEN: METRICS_TOKEN };
+const baseEnv = { ENGRAM_HTTP_PROCESSES: String(workers), ENGRAM_METRICS_TOKEN: METRICS_TOKEN };
+
+/** An OpenAI-compatible embeddings endpoint on a local port (POST /v1/embeddings {model, input[]}); counts the texts it embedded. */
+async function startEmbeddings(dims: number) {
+  const embedder = builtinEmbedder(dims);
+  const served = { texts: 0, url: '', close: () => new Promise<void>((r) => http.close(() => r())) };
+  const http = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d) => (raw += d));
+    req.on('end', () => {
+      const body = JSON.parse(raw) as { model: string; input: string[] };
+      served.texts += body.input.length;
+      const data = body.input.map((text, index) => ({ object: 'embedding', index, embedding: Array.from(embedder.embedSync(text)) }));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 0, total_tokens: 0 } }));
+    });
+  });
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  served.url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/v1`;
+  return served;
+}
+const embeddings = vectorDims ? await startEmbeddings(vectorDims) : null;
+const workerEnv: Record<string, string> = embeddings
+  ? { ...baseEnv, ENGRAM_EMBEDDER: 'openai', ENGRAM_EMBEDDER_BASE_URL: embeddings.url, ENGRAM_EMBEDDER_MODEL: `bench-hashed-${vectorDims}` }
+  : baseEnv;
+
+/** Waits until the measured end users' memories are embedded (and a moment for the indexes to take them). */
+async function untilEmbedded(): Promise<number> {
+  const wanted = SIZES.reduce((a, b) => a + b, 0);
+  for (let i = 0; i < 6000 && embeddings!.texts < wanted; i++) await new Promise((r) => setTimeout(r, 100));
+  await new Promise((r) => setTimeout(r, 3000));
+  return embeddings!.texts;
+}
 
 /** Indexes the server has stored (GET /metrics). */
 async function snapshotsStored(server: BenchServer): Promise<number> {
@@ -281,9 +326,26 @@ const fillSeconds = (performance.now() - t0) / 1000;
 let results;
 try {
   results = await measure(server);
-  results = { ...results, after_restart: await firstQueriesAfterRestart(server) };
+  if (embeddings) {
+    // The ceiling of this run: the same database and queries, served without an embedder.
+    const exited = new Promise((r) => server.process.once('exit', r));
+    server.process.kill('SIGTERM');
+    await exited;
+    server = await startServer({ dataDir: dir!, env: baseEnv });
+    const lexical = await measure(server);
+    const withVectors = results.query_latency_1_client as Record<string, { p50_ms: number }>;
+    const without = lexical.query_latency_1_client as Record<string, { p50_ms: number }>;
+    results = {
+      vectors: { dimensions: vectorDims, ...results },
+      lexical_only: lexical,
+      p50_with_vectors_over_lexical_only: Object.fromEntries(SIZES.map((n) => [String(n), Math.round((withVectors[String(n)]!.p50_ms / without[String(n)]!.p50_ms) * 100) / 100])),
+    };
+  } else {
+    results = { ...results, after_restart: await firstQueriesAfterRestart(server) };
+  }
 } finally {
   await server.stop();
+  await embeddings?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 }
 process.stdout.write(

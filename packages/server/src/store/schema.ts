@@ -109,7 +109,7 @@ export interface FeedbackTable {
   query: string | null; comment: string | null; actor_type: string; actor_id: number | null; created_at: string;
   withdrawn_at: string | null;
 }
-export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string }
+export interface MemoryEmbeddingsTable { memory_id: number; embedder: string; project_id: string; vector: Buffer; created_at: string; text_hash: string | null }
 export interface IndexSnapshotsTable {
   project_id: string; tenant_id: string; end_user_id: string; revision: number; embedder: string; format: number; memories: number;
   index_data: Buffer; doc_meta: Buffer; created_at: string;

@@ -12,12 +12,13 @@ import { memoriesHeld, type IndexedMemory } from '../memories/index.js';
  */
 export class EmbeddingStore {
   /**
-   * Vectors of recently embedded texts by the text's hash (most recently used last): the same text
-   * (a repeated query, a memory added again, a rewritten summary back to an old text) costs no call.
+   * Vectors of recent query texts by the text's hash (most recently used last): a repeated query
+   * costs no call. Memory texts are not kept here (a forgotten memory's vector must not outlive it):
+   * their reuse goes through the stored rows' text hashes (`store`).
    */
-  private readonly byText = new Map<string, Float32Array>();
+  private readonly queries = new Map<string, Float32Array>();
 
-  constructor(readonly embedder: Embedder | null, private readonly cachedTexts = TEXT_CACHE_ENTRIES) {}
+  constructor(readonly embedder: Embedder | null, private readonly cachedQueries = QUERY_CACHE_ENTRIES) {}
 
   get id(): string {
     return this.embedder?.id ?? 'builtin';
@@ -42,14 +43,38 @@ export class EmbeddingStore {
   }
 
   /**
-   * (Re)computes and stores vectors for these memories, replacing stored ones. The texts were read
-   * before the provider's call: a vector is stored only if its memory is still live with that text
-   * (not forgotten or its summary rewritten meanwhile, whose erasure would not see it), checked in
-   * the storing transaction under its owner's lock (memoriesHeld).
+   * (Re)computes and stores vectors for these memories, replacing stored ones. A text whose vector
+   * a memory of the project already has stored (same text hash; stored vectors are only of live
+   * memories) reuses it, unless `fresh` (a refresh:
+   * every text from the provider); the others go to the provider, each distinct text once. The
+   * texts were read before the provider's call: a vector is stored only if its memory is still live
+   * with that text (not forgotten or its summary rewritten meanwhile, whose erasure would not see
+   * it), checked in the storing transaction under its owner's lock (memoriesHeld).
    */
   async store(database: Database, projectId: string, rows: IndexedMemory[], into = new Map<number, Float32Array>(), fresh = false): Promise<void> {
     if (!this.embedder || rows.length === 0) return;
-    const embedded = await this.embed(rows.map((r) => r.text), fresh);
+    const hashes = rows.map((r) => textHash(r.text));
+    const known = new Map<string, Float32Array>();
+    if (!fresh) {
+      const distinct = [...new Set(hashes)];
+      for (let i = 0; i < distinct.length; i += 500) {
+        // A stored vector's memory is live: forgetting erases its vectors in the same transaction.
+        const found = await database.db
+          .selectFrom('memory_embeddings')
+          .select(['text_hash', 'vector'])
+          .where('embedder', '=', this.embedder.id)
+          .where('project_id', '=', projectId)
+          .where('text_hash', 'in', distinct.slice(i, i + 500))
+          .execute();
+        for (const f of found) if (f.text_hash) known.set(f.text_hash, decodeVector(f.vector));
+      }
+    }
+    const missing = [...new Map(rows.flatMap((r, i) => (known.has(hashes[i]!) ? [] : [[hashes[i]!, r.text] as const]))).entries()];
+    if (missing.length > 0) {
+      const fresh = await this.embed(missing.map(([, text]) => text));
+      missing.forEach(([hash], i) => known.set(hash, fresh[i]!));
+    }
+    const embedded = hashes.map((h) => known.get(h)!);
     const now = nowIso();
     for (let i = 0; i < rows.length; i += 200) {
       const batch = rows.slice(i, i + 200);
@@ -57,65 +82,54 @@ export class EmbeddingStore {
         const current = new Map((await memoriesHeld(database, trx, { projectId }, batch.map((r) => r.id))).map((m) => [m.id, m.text]));
         const values = batch.flatMap((r, j) => (current.get(r.id) === r.text ? [{
           memory_id: r.id, embedder: this.embedder!.id, project_id: projectId, vector: encodeVector(embedded[i + j]!), created_at: now,
+          text_hash: hashes[i + j]!,
         }] : []));
         if (values.length === 0) return;
         await trx
           .insertInto('memory_embeddings')
           .values(values)
-          .onConflict((oc) => oc.columns(['memory_id', 'embedder']).doUpdateSet((eb) => ({ vector: eb.ref('excluded.vector'), created_at: now })))
+          .onConflict((oc) => oc.columns(['memory_id', 'embedder']).doUpdateSet((eb) => ({
+            vector: eb.ref('excluded.vector'), text_hash: eb.ref('excluded.text_hash'), created_at: now,
+          })))
           .execute();
       });
     }
     rows.forEach((r, i) => into.set(r.id, embedded[i]!));
   }
 
-  /**
-   * Vectors of texts: those held by the text-hash cache from it, the others (each distinct text
-   * once) in one call to the provider; `fresh`: every text from the provider (a refresh after the
-   * provider's model changed behind the same name). A provider failure is the caller's 503, not a 500: the
-   * request may succeed when it recovers.
-   */
-  private async embed(texts: string[], fresh = false): Promise<Float32Array[]> {
-    const keys = texts.map((t) => createHash('sha256').update(t).digest('base64'));
-    const missing = [...new Map(keys.flatMap((k, i) => (this.byText.has(k) && !fresh ? [] : [[k, texts[i]!] as const]))).entries()];
+  /** A provider failure is the caller's 503, not a 500: the request may succeed when it recovers. */
+  private async embed(texts: string[]): Promise<Float32Array[]> {
     try {
-      if (missing.length > 0) {
-        const fresh = await this.embedder!.embed(missing.map(([, text]) => text));
-        missing.forEach(([key], i) => this.remember(key, fresh[i]!));
-      }
-      return keys.map((k) => {
-        const v = this.byText.get(k)!;
-        this.remember(k, v);
-        return v;
-      });
+      return await this.embedder!.embed(texts);
     } catch (error) {
       const detail = error instanceof EmbedderError ? `: ${error.message}` : '';
       throw new AppError('unavailable', `The embedding provider (${this.embedder!.id}) did not answer${detail}`);
     }
   }
 
-  /** Forgets the texts' vectors (after a refresh: the provider's vectors may have changed). */
+  /** Forgets the query vectors held (after a refresh: the provider's vectors may have changed). */
   forgetTexts(): void {
-    this.byText.clear();
-  }
-
-  private remember(key: string, vector: Float32Array): void {
-    this.byText.delete(key);
-    this.byText.set(key, vector);
-    for (const [oldest] of this.byText) {
-      if (this.byText.size <= this.cachedTexts) break;
-      this.byText.delete(oldest);
-    }
+    this.queries.clear();
   }
 
   async embedQuery(text: string): Promise<Float32Array | undefined> {
     if (!this.embedder) return undefined;
-    return (await this.embed([text]))[0];
+    const key = textHash(text);
+    const vector = this.queries.get(key) ?? (await this.embed([text]))[0]!;
+    this.queries.delete(key);
+    this.queries.set(key, vector);
+    for (const [oldest] of this.queries) {
+      if (this.queries.size <= this.cachedQueries) break;
+      this.queries.delete(oldest);
+    }
+    return vector;
   }
 }
 
-/** Texts whose vectors the text-hash cache holds (4 KB each at 1,024 dimensions). */
-const TEXT_CACHE_ENTRIES = 4096;
+const textHash = (text: string) => createHash('sha256').update(text).digest('base64');
+
+/** Query texts whose vectors are held (4 KB each at 1,024 dimensions). */
+const QUERY_CACHE_ENTRIES = 1024;
 
 export function encodeVector(v: Float32Array): Buffer {
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
