@@ -16,7 +16,7 @@ import { EraseHooks } from './modules/memories/index.js';
 import { exportJob, EXPORT_JOB, IMPORT_JOB, importJob, purgeDeletedArtifacts, sweepExports, withdrawArtifactsHolding } from './modules/exports/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
 import { eraseSynthesisData } from './modules/synthesis/index.js';
-import { eraseMemoryDeliveries, fanOut, purgeEndedDeliveries, type WebhookSettings } from './modules/webhooks/index.js';
+import { eraseEndUserDeliveries, eraseMemoryDeliveries, fanOut, purgeEndedDeliveries, type WebhookSettings } from './modules/webhooks/index.js';
 import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
@@ -96,6 +96,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   // Stored idempotent answers showing the memories (or a summary rewritten without them) are erased; a replay is 410.
   erase.register((trx, ids, erasure) => eraseStoredAnswers(trx, [...ids, ...erasure.rewritten].map(answerSubject.memory), erasure.effects.now));
   erase.registerEndUser((trx, owner, now) => eraseStoredAnswers(trx, [answerSubject.endUser(owner)], now));
+  erase.registerEndUser((trx, owner) => eraseEndUserDeliveries(trx, owner));
   erase.register(async (trx, ids, erasure) => {
     if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten])) purgeSoon();
   });

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
 /** What a test receiver does with a request: answer it (status, body), misbehave, or hold it unanswered until released. */
-export type Behaviour = 'ok' | 'fail' | 'not_found' | 'redirect' | 'slow' | 'hang' | 'reset' | 'huge' | 'hold';
+export type Behaviour = 'ok' | 'echo' | 'fail' | 'not_found' | 'redirect' | 'slow' | 'hang' | 'reset' | 'huge' | 'hold';
 
 export interface Received {
   path: string;
@@ -86,13 +86,15 @@ export class Receiver {
       const behaviour = this.behaviours.get(path) ?? 'ok';
       if (behaviour !== 'hang') this.received.push({ path, headers, body, verified });
       if (behaviour === 'hold') this.held.push({ path, req, res });
-      else this.answer(req, res, behaviour);
+      else this.answer(req, res, behaviour, body);
     });
   }
 
-  private answer(req: IncomingMessage, res: ServerResponse, behaviour: Exclude<Behaviour, 'hold'>): void {
+  private answer(req: IncomingMessage, res: ServerResponse, behaviour: Exclude<Behaviour, 'hold'>, body = ''): void {
     switch (behaviour) {
       case 'ok': return void res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks');
+      // A receiver answering with what it was sent: its answer holds whatever the delivery carried.
+      case 'echo': return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
       case 'fail': return void res.writeHead(500).end('receiver is down');
       case 'not_found': return void res.writeHead(404).end('no such hook');
       case 'redirect': return void res.writeHead(302, { location: `${this.url}/ok-elsewhere` }).end();

@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import type { BaseLogger } from 'pino';
 import { sql } from 'kysely';
 import { SYSTEM_ACTOR } from '../../core/context.js';
+import { sha256Hex } from '../../core/crypto.js';
 import { dispatchOutbox, erasedMemory, onEventsCommitted, type OutboxDispatcher, type StoredEvent } from '../../core/events.js';
 import { checkAddress, OutboundRefused } from '../../core/outbound.js';
 import { write } from '../../core/unit-of-work.js';
@@ -69,9 +70,12 @@ export const fanOut: OutboxDispatcher = async (trx, events, payloadsOf) => {
     const payload = payloads[i]!;
     const messageId = newMessageId();
     const body = messageBody(event.type, event.createdAt, payload);
-    const memory = (payload as { memory?: { id?: number } }).memory?.id ?? null;
+    const named = payload as { memory?: { id?: number; end_user_id?: string }; end_user_id?: string };
+    const memory = named.memory?.id ?? null;
+    const endUser = named.end_user_id ?? named.memory?.end_user_id;
+    const endUserKey = endUser !== undefined && event.projectId !== null ? deliveryEndUserKey(event.projectId, endUser) : null;
     return targets.map((e) => ({
-      endpoint_id: e.id, message_id: messageId, event_type: event.type, memory_id: memory, body, status: 'pending',
+      endpoint_id: e.id, message_id: messageId, event_type: event.type, memory_id: memory, end_user_key: endUserKey, body, status: 'pending',
       next_attempt_at: now, lease_until: null, created_at: now, updated_at: now,
     }));
   });
@@ -80,7 +84,21 @@ export const fanOut: OutboxDispatcher = async (trx, events, payloadsOf) => {
   if (rows.length > 0) notifyDeliveriesDue();
 };
 
-/** Forgetting: stored deliveries of a forgotten memory keep its id and nothing else. */
+/** How a delivery names the end user its event named: a digest, so the column names no one. */
+const deliveryEndUserKey = (projectId: string, endUserId: string) => sha256Hex(`${projectId}\n${endUserId}`);
+
+/**
+ * What receivers answered to `deliveries` (webhook_attempts.response_body, the first 2 KiB, which may echo
+ * what was sent) is erased; the status, latency and error of each attempt stay.
+ */
+async function eraseReceiverAnswers(trx: Executor, deliveries: number[]): Promise<void> {
+  for (let i = 0; i < deliveries.length; i += 500) {
+    await trx.updateTable('webhook_attempts').set({ response_body: null })
+      .where('delivery_id', 'in', deliveries.slice(i, i + 500)).where('response_body', 'is not', null).execute();
+  }
+}
+
+/** Forgetting: stored deliveries of a forgotten memory keep its id and nothing else, and their receivers' answers are erased. */
 export async function eraseMemoryDeliveries(trx: Executor, memoryIds: number[], rewrittenIds: number[] = []): Promise<void> {
   const all = [...memoryIds, ...rewrittenIds];
   if (all.length === 0) return;
@@ -91,6 +109,13 @@ export async function eraseMemoryDeliveries(trx: Executor, memoryIds: number[], 
     await trx.updateTable('webhook_deliveries').set({ body: messageBody(sent.type, sent.timestamp, { memory: erasedMemory(row.memory_id!, rewritten) }) })
       .where('id', '=', row.id).execute();
   }
+  await eraseReceiverAnswers(trx, rows.map((r) => r.id));
+}
+
+/** Removing an end user: what receivers answered to every delivery whose event named them is erased. */
+export async function eraseEndUserDeliveries(trx: Executor, owner: { projectId: string; endUserId: string }): Promise<void> {
+  const rows = await trx.selectFrom('webhook_deliveries').select('id').where('end_user_key', '=', deliveryEndUserKey(owner.projectId, owner.endUserId)).execute();
+  await eraseReceiverAnswers(trx, rows.map((r) => r.id));
 }
 
 interface Outcome {

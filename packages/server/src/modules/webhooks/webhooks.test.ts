@@ -500,6 +500,31 @@ forEachDialect('webhooks', (dialect) => {
     expect(JSON.parse(sent.body).data).toEqual({ memory: { id: memory.id, forgotten: true } });
   });
 
+  it('forgetting a memory or removing an end user erases what receivers echoed of their deliveries; status and latency stay', async () => {
+    const endpoint = await subscribe('/echo', { events: ['memory.created', 'relation.created'] });
+    receiver.set('/echo', 'echo');
+    const attempts = () => t.database.db.selectFrom('webhook_attempts').select(['status_code', 'latency_ms', 'response_body'])
+      .where('endpoint_id', '=', endpoint.id).execute();
+    const echoed = async (secret: string) => (await attempts()).filter((a) => a.response_body?.includes(secret)).length;
+    const memory = await addMemory(`Echoed ${dialect} diagnosis zq-echo-one`);
+    await until(async () => (await echoed('zq-echo-one')) > 0, 'the echoed answer');
+    expect((await t.call('DELETE', '/memory/forget', { body: { ids: [memory.id] } })).status).toBe(200);
+    expect(await echoed('zq-echo-one')).toBe(0);
+    expect((await attempts()).every((a) => a.status_code === 200 && a.latency_ms >= 0)).toBe(true);
+
+    // An event naming the end user and no memory (relation.created) echoed back: erased when the end user is removed.
+    const endUser = `zq-echo-user-${dialect}`;
+    const [a, b] = [await t.call('POST', '/memory/add', { endUser, body: { text: 'First fact' } }), await t.call('POST', '/memory/add', { endUser, body: { text: 'Second fact' } })];
+    expect((await t.call('POST', '/memory/relations', { endUser, body: { source_id: a.body.id, target_id: b.body.id, type: 'related' } })).status).toBe(201);
+    await until(async () => (await attempts()).some((x) => x.response_body?.includes('relation.created')), 'the echoed relation');
+    expect(await echoed(endUser)).toBeGreaterThan(0);
+    expect((await t.call('DELETE', `/memory/user/${endUser}`, { endUser: null })).status).toBe(200);
+    expect(await echoed(endUser)).toBe(0);
+    const keys = await t.database.db.selectFrom('webhook_deliveries').select('end_user_key').where('endpoint_id', '=', endpoint.id).execute();
+    expect(keys.some((k) => k.end_user_key !== null)).toBe(true);
+    expect(JSON.stringify(keys)).not.toContain(endUser);
+  });
+
   it('forgetting a summary\'s source leaves no copy of it in the deliveries of the summary, which is rewritten', async () => {
     const endpoint = await subscribe('/summary-source', { events: ['memory.created', 'memory.updated'] });
     await t.call('POST', `/org/webhooks/${endpoint.id}/pause`, as());
