@@ -1,0 +1,2 @@
+export { createEngramMcpServer, toolError, VERSION, type EngramMcpOptions } from './tools.js';
+export { handleMcpRequest, startMcpHttpServer, apiKeyOf, type McpHttpSettings } from './http.js';
