@@ -21,7 +21,7 @@ import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
 import { purgeFinishedSyncs, queueDueSyncs, SYNC_JOB, syncJobHandler, type SyncDeps } from './modules/connectors/index.js';
-import { UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
+import { eraseEndUserFiles, UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
 export type ServiceConfig = Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
@@ -97,6 +97,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   erase.register((trx, ids, erasure) => eraseStoredAnswers(trx, [...ids, ...erasure.rewritten].map(answerSubject.memory), erasure.effects.now));
   erase.registerEndUser((trx, owner, now) => eraseStoredAnswers(trx, [answerSubject.endUser(owner)], now));
   erase.registerEndUser((trx, owner) => eraseEndUserDeliveries(trx, owner));
+  erase.registerEndUser(eraseEndUserFiles);
   erase.register(async (trx, ids, erasure) => {
     if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten])) purgeSoon();
   });

@@ -234,6 +234,11 @@ export async function purgeFinishedJobs(db: Executor, before: string, batch = 1_
   });
 }
 
+/** Erasure: deletes the jobs `ids` (their payload and result may quote what is being erased, a file name say). */
+export async function eraseJobs(db: Executor, ids: number[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) await db.deleteFrom('jobs').where('id', 'in', ids.slice(i, i + 500)).execute();
+}
+
 /** Jobs by status (queued, running, succeeded, failed), for `engram status` and /metrics. */
 export async function jobCounts(db: Executor): Promise<Record<JobView['status'], number>> {
   const rows = await db.selectFrom('jobs').select(['status', (eb) => eb.fn.countAll().as('n')]).groupBy('status').execute();

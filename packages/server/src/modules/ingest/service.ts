@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { AppError, notFound } from '../../core/errors.js';
 import { sha256Hex } from '../../core/crypto.js';
-import { enqueueJob, getJob, PermanentJobError, type JobHandler, type JobHandlers, type JobView } from '../../jobs/runner.js';
+import { enqueueJob, eraseJobs, getJob, PermanentJobError, type JobHandler, type JobHandlers, type JobView } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
 import { addWithin, forgetWithin, liveMemoryIds, nextSeq, type EraseHooks, type MemoryView, type Owner } from '../memories/index.js';
@@ -168,4 +168,15 @@ export async function uploadJob(db: Executor, owner: Owner, jobId: number): Prom
   const job = row ? await getJob(db, jobId, owner.projectId, UPLOAD_JOB) : undefined;
   if (!job) throw notFound('Upload job');
   return job;
+}
+
+/**
+ * Removing an end user: their files' rows (names are user content) and the upload jobs they recorded
+ * (payload and result name the file) are deleted (an end-user erase hook, services.ts).
+ */
+export async function eraseEndUserFiles(trx: Executor, owner: Owner): Promise<void> {
+  const files = await trx.selectFrom('uploaded_files').select(['id', 'job_id'])
+    .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId).execute();
+  await eraseJobs(trx, files.flatMap((f) => (f.job_id === null ? [] : [f.job_id])));
+  for (let i = 0; i < files.length; i += 500) await trx.deleteFrom('uploaded_files').where('id', 'in', files.slice(i, i + 500).map((f) => f.id)).execute();
 }

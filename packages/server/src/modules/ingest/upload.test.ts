@@ -33,6 +33,22 @@ forEachDialect('POST /memory/upload', (dialect) => {
       return job.status === 'succeeded' || job.status === 'failed' ? job : undefined;
     }, `upload job ${id}`, 10_000);
 
+  it('removing an end user deletes their files’ names and their upload jobs', async () => {
+    const endUser = freshUser();
+    const name = `zq-file-${dialect}.csv`;
+    const content = `sku,note\n${Array.from({ length: 2_000 }, (_, i) => `item-${i},stock ${i + 10} units kept in the north warehouse`).join('\n')}`;
+    const res = await upload(t, { name, content }, { endUser });
+    expect(res.status, res.text).toBe(202);
+    await finished(res.body.job.id, endUser);
+    const holding = async () => JSON.stringify([
+      await t.database.db.selectFrom('uploaded_files').selectAll().execute(), await t.database.db.selectFrom('jobs').selectAll().execute(),
+    ]).includes(name);
+    expect(await holding()).toBe(true);
+    expect((await t.call('DELETE', `/memory/user/${endUser}`, { endUser: null })).status).toBe(200);
+    expect(await holding()).toBe(false);
+    expectError(await t.call('GET', `/memory/upload/${res.body.job.id}`, { endUser }), 404, 'not_found');
+  });
+
   it('splits Markdown along its headings and records provenance in each memory', async () => {
     const endUser = freshUser();
     const { res, audit, events } = await withEffects(t, () => upload(t, { name: 'guide.md', content: GUIDE }, { endUser }));
