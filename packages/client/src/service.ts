@@ -145,7 +145,7 @@ export async function formWith(file: Blob | Uint8Array | string, filename?: stri
     content = new Blob([await readFile(file)]);
     filename ??= basename(file);
   } else {
-    content = file instanceof Blob ? file : new Blob([file]);
+    content = file instanceof Blob ? file : new Blob([file as Uint8Array<ArrayBuffer>]);
   }
   if (!filename) throw new TypeError('upload: a filename is needed with bytes or a Blob (its extension tells the file type)');
   const form = new FormData();

@@ -13,6 +13,7 @@ import { validatorCompiler } from './http/validation.js';
 import { checkJsonInput, INPUT_LIMITS } from './http/input.js';
 import { invalid } from './core/errors.js';
 import { healthRoutes } from './modules/health/routes.js';
+import { consoleRoutes } from './http/console.js';
 import { memoryRoutes } from './modules/memories/routes.js';
 import { retrievalRoutes } from './modules/retrieval/routes.js';
 import { synthesisRoutes } from './modules/synthesis/routes.js';
@@ -123,6 +124,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(authentication, { credentials: services.credentials });
   await app.register(idempotency, { database, secretKey: services.secretKey, ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}) });
   await app.register(healthRoutes, { database });
+  await app.register(consoleRoutes);
   await app.register(memoryRoutes, { database, erase: services.erase });
   await app.register(ingestRoutes, { database, blobs: services.blobs, jobs: services.jobs, erase: services.erase, settings: config.upload });
   await app.register(connectorRoutes, services.connectors);

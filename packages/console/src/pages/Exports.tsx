@@ -1,0 +1,59 @@
+import { type FormEvent, useEffect } from 'react';
+import { type Scope, type Session, callOptions, can } from '../session.js';
+import { Status, useAction, useLoad, when } from '../ui.js';
+
+/** Polled this often while an export runs, so progress moves on screen. */
+const POLL_MS = 1000;
+
+export function ExportsPage({ session, scope }: { session: Session; scope: Scope }) {
+  const { control } = session;
+  const exports = useLoad(() => control.call('exports.list', { query: { limit: 50 } }, callOptions(scope)), [scope.projectId]);
+  const action = useAction();
+  const running = exports.data?.items.some((e) => e.status === 'queued' || e.status === 'running');
+  useEffect(() => {
+    if (!running) return;
+    const timer = setTimeout(exports.reload, POLL_MS);
+    return () => clearTimeout(timer);
+  }, [running, exports.data, exports.reload]);
+  if (!scope.projectId) return <p className="muted">No project in this organization yet.</p>;
+  const create = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    const endUser = String(new FormData(event.currentTarget).get('endUser')).trim();
+    void action.run(() => control.call('exports.create', { body: { scope: endUser ? { end_user_id: endUser } : {}, format: 'jsonl', gzip: false } }, callOptions(scope)).then(exports.reload));
+  };
+  const download = (id: number, filename: string) => action.run(async () => {
+    const response = await control.transport.send('exports.download', { path: { id } }, callOptions(scope));
+    const url = URL.createObjectURL(await response.blob());
+    const link = document.createElement('a');
+    link.href = url;
+    link.download = filename;
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  });
+  return (
+    <>
+      {can(scope, 'exports.manage') && (
+        <form onSubmit={create} aria-label="Start an export">
+          <label>End user (empty: the whole project) <input name="endUser" /></label>
+          <button type="submit" disabled={action.busy}>Start export</button>
+        </form>
+      )}
+      {action.error && <p role="alert" className="error">{action.error}</p>}
+      <Status loading={exports.loading && !exports.data} error={exports.error} empty={exports.data?.items.length === 0}>
+        <table>
+          <thead><tr><th>Id</th><th>Scope</th><th>Status</th><th>Progress</th><th>Created</th><th>File</th></tr></thead>
+          <tbody>
+            {exports.data?.items.map((e) => (
+              <tr key={e.id} data-testid={`export-${e.id}`}>
+                <td>{e.id}</td><td>{e.scope.end_user_id ?? 'project'}</td><td>{e.status}</td>
+                <td>{e.progress ? <><progress max={e.progress.rows_total ?? 1} value={e.progress.rows_done} aria-label={`Export ${e.id} progress`} /> {e.progress.rows_done}/{e.progress.rows_total ?? '?'}</> : '—'}</td>
+                <td>{when(e.created_at)}</td>
+                <td>{e.status === 'completed' && e.filename && !e.artifact_deleted_at ? <button type="button" onClick={() => download(e.id, e.filename!)}>Download {e.filename}</button> : e.error ?? '—'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Status>
+    </>
+  );
+}

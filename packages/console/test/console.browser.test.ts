@@ -1,0 +1,244 @@
+/**
+ * The console as a person uses it: Debian's Chromium driven by playwright-core against a real Engram
+ * server (the built server, its own SQLite database and port), checking the server's state after each
+ * step through the official client. Screenshots go to test/screenshots/ (not committed).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type BrowserContext, type Page, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ControlClient, EngramError, ServiceClient } from '@engram/client';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const SHOTS = fileURLToPath(new URL('./screenshots/', import.meta.url));
+const CHROMIUM = process.env.ENGRAM_CHROMIUM ?? '/usr/bin/chromium';
+const EMAIL = 'owner@console.test';
+const PASSWORD = 'console-test-password';
+const END_USER = 'ada';
+
+let server: ChildProcess;
+let baseUrl: string;
+let dataDir: string;
+let browser: BrowserContext;
+let profile: string;
+let page: Page;
+let owner: ControlClient;
+let receiver: Server;
+let receiverUrl: string;
+const received: Array<{ id: string; body: string }> = [];
+let receiverAccepts = false;
+
+async function startServer(): Promise<string> {
+  // The server is built the way `npm start` builds it; a fresh build costs nothing.
+  execFileSync(process.execPath, [join(ROOT, 'packages/server/scripts/build-if-stale.mjs')], { stdio: 'inherit' });
+  execFileSync(process.execPath, [join(ROOT, 'packages/console/scripts/build-if-stale.mjs')], { stdio: 'inherit' });
+  dataDir = mkdtempSync(join(tmpdir(), 'engram-console-'));
+  server = spawn(process.execPath, [join(ROOT, 'packages/server/dist/main.js'), 'serve'], {
+    env: {
+      ...process.env, ENGRAM_DATA_DIR: dataDir, ENGRAM_PORT: '0', ENGRAM_HOST: '127.0.0.1', ENGRAM_LOG_LEVEL: 'warn',
+      ENGRAM_DATABASE_URL: '', ENGRAM_BOOTSTRAP_EMAIL: EMAIL, ENGRAM_BOOTSTRAP_PASSWORD: PASSWORD,
+      ENGRAM_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ENGRAM_WEBHOOK_ALLOW_HTTP: 'true',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const found = /listening on (http:\/\/\S+)/.exec(out);
+      if (found) resolve(found[1]!);
+    });
+    server.on('exit', (code) => reject(new Error(`engram serve exited with ${code}: ${out}`)));
+  });
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  for (let i = 0; i < 150; i++) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
+  baseUrl = await startServer();
+  receiver = createServer((request, response) => {
+    let body = '';
+    request.on('data', (c: Buffer) => (body += c.toString()));
+    request.on('end', () => {
+      received.push({ id: String(request.headers['webhook-id']), body });
+      response.writeHead(receiverAccepts ? 204 : 500).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
+  owner = new ControlClient({ baseUrl, maxRetries: 0 });
+  await owner.signIn(EMAIL, PASSWORD);
+  // A fresh, empty profile every run (playwright passes it as --user-data-dir).
+  profile = mkdtempSync(join(tmpdir(), 'engram-chromium-'));
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1366, height: 860 },
+    acceptDownloads: true,
+  });
+  page = await browser.newPage();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  server?.kill('SIGTERM');
+  receiver?.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+describe('the web console in Chromium', () => {
+  let projectId: string;
+  let apiKey: string;
+  let service: ServiceClient;
+
+  it('signs in and keeps no token in storage or the URL', async () => {
+    const started = Date.now();
+    await page.goto(`${baseUrl}/console/`);
+    await page.getByLabel('E-mail').waitFor();
+    console.log(`console: first load (navigation to the sign-in form drawn) ${Date.now() - started} ms`);
+    await page.getByLabel('E-mail').fill(EMAIL);
+    await page.getByLabel('Password').fill('wrong password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Memories' }).waitFor();
+    
+    const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
+    expect(stored).toBe('{}{}');
+    expect(page.url()).toBe(`${baseUrl}/console/`);
+    await shot('01-signed-in');
+  });
+
+  it('creates a project and a key, the key shown once', async () => {
+    await page.getByRole('button', { name: 'Keys' }).click();
+    await page.getByLabel('New project').fill('Console project');
+    await page.getByRole('button', { name: 'Create project' }).click();
+    const projects = await until(async () => (await owner.projects.list()).items.find((p) => p.name === 'Console project'), 'the project');
+    projectId = String(projects.id);
+    await page.getByRole('combobox', { name: 'Project' }).selectOption(projectId);
+    await page.getByLabel('Key name').fill('console test key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    apiKey = (await page.getByTestId('secret').textContent())!;
+    const key = (await owner.keys.list({ limit: 100 })).items.find((k) => k.name === 'console test key')!;
+    expect(key.project_id).toBe(projectId);
+    expect(apiKey.startsWith(key.prefix)).toBe(true);
+    await shot('02-key-created');
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    await expect(page.getByTestId('secret').count()).resolves.toBe(0);
+  });
+
+  it('finds memories added through the API, with the explanation of each hit, and forgets one', async () => {
+    service = new ServiceClient({ baseUrl, apiKey, endUserId: END_USER, maxRetries: 0 });
+    const texts = ['Ada prefers a window seat on long flights', 'Ada is allergic to peanuts', 'Ada lives in Lisbon'];
+    for (const text of texts) await service.memories.add({ text, tags: ['profile'] });
+    const expected = await service.call('memories.query', { body: { query: 'window seat', k: 10, explain: true } });
+
+    await page.getByRole('button', { name: 'Memories' }).click();
+    await page.getByRole('button', { name: 'Use a temporary console key (1 hour)' }).click();
+    await page.getByRole('textbox', { name: 'End user', exact: true }).fill(END_USER);
+    await page.getByRole('button', { name: 'Show memories' }).click();
+    for (const text of texts) await page.getByRole('button', { name: text }).first().waitFor();
+    // The console's key is short-lived, for this project only, and the server knows it.
+    const consoleKey = (await owner.keys.list({ limit: 100 })).items.find((k) => k.name === `console ${EMAIL}`)!;
+    expect(consoleKey.project_id).toBe(projectId);
+    expect(new Date(consoleKey.expires_at!).getTime() - Date.now()).toBeLessThanOrEqual(3600_000);
+
+    await page.getByRole('textbox', { name: 'Search', exact: true }).fill('window seat');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const hit = page.getByTestId('hit').first();
+    await hit.waitFor();
+    expect(await hit.textContent()).toContain(`score ${expected.memories[0]!.score.toFixed(3)}`);
+    const explanation = hit.getByRole('table', { name: 'Score explanation' });
+    for (const [feature, value] of Object.entries(expected.memories[0]!.explanation!).filter(([, v]) => v !== 0)) {
+      expect(await explanation.getByRole('row', { name: new RegExp(`^${feature} `) }).textContent()).toContain(value.toFixed(3));
+    }
+    await shot('03-search-explained');
+
+    const peanut = (await service.call('memories.export', {})).memories.find((m) => m.text.includes('peanuts'))!;
+    await page.getByRole('button', { name: 'Ada is allergic to peanuts' }).click();
+    const detail = page.getByRole('region', { name: `Memory ${peanut.id}` });
+    await detail.getByRole('heading', { name: 'History' }).waitFor();
+    await detail.getByRole('button', { name: 'Forget…' }).click();
+    await shot('04-forget-confirm');
+    await detail.getByRole('button', { name: `Forget memory ${peanut.id}` }).click();
+    await detail.waitFor({ state: 'detached' });
+    const gone = await service.memories.get(peanut.id).then(() => undefined, (e: EngramError) => e.status);
+    expect(gone).toBe(404);
+    await expect(page.getByRole('button', { name: 'Ada is allergic to peanuts' }).count()).resolves.toBe(0);
+  });
+
+  it('retries a failed webhook delivery to a local receiver', async () => {
+    const endpoint = await owner.call('webhooks.create', { body: { name: 'Local receiver', url: receiverUrl, events: ['memory.created'], retry_config: { schedule_seconds: [3600], disable_after_seconds: 86_400 } } }, { projectId });
+    await service.memories.add({ text: 'Ada flies to Oslo in May' });
+    const failed = await until(async () => {
+      const items = (await owner.call('webhooks.deliveries', { path: { endpoint_id: endpoint.id } }, { projectId })).items;
+      return items.find((d) => d.attempts >= 1 && d.status !== 'succeeded');
+    }, 'a failed delivery');
+    expect(received).toHaveLength(1);
+
+    await page.getByRole('button', { name: 'Webhooks' }).click();
+    await page.getByRole('button', { name: 'Open Local receiver' }).click();
+    const row = page.getByTestId(`delivery-${failed.id}`);
+    await row.waitFor();
+    await row.getByRole('button', { name: /attempts/ }).click();
+    await page.getByRole('heading', { name: `Attempts of delivery ${failed.id}` }).waitFor();
+    await shot('05-webhook-failed-delivery');
+    receiverAccepts = true;
+    await row.getByRole('button', { name: 'Retry' }).click();
+    const delivered = await until(async () => {
+      const d = await owner.call('webhooks.delivery', { path: { endpoint_id: endpoint.id, delivery_id: failed.id } }, { projectId });
+      return d.status === 'succeeded' ? d : undefined;
+    }, 'the retried delivery');
+    expect(delivered.attempts).toBe(2);
+    expect(received).toHaveLength(2);
+    expect(received[1]!.id).toBe(received[0]!.id);
+    expect(JSON.parse(received[1]!.body).type).toBe('memory.created');
+    await page.getByRole('status').filter({ hasText: `Delivery ${failed.id} retried.` }).waitFor();
+    await shot('06-webhook-retried');
+  });
+
+  it('starts an export, shows its progress and downloads it', async () => {
+    await page.getByRole('button', { name: 'Exports' }).click();
+    await page.getByLabel('End user (empty: the whole project)').fill(END_USER);
+    await page.getByRole('button', { name: 'Start export' }).click();
+    const created = await until(async () => (await owner.call('exports.list', { query: {} }, { projectId })).items[0], 'the export');
+    const done = page.getByRole('button', { name: /^Download / });
+    await done.waitFor({ timeout: 30_000 });
+    expect((await owner.call('exports.get', { path: { id: created.id } }, { projectId })).status).toBe('completed');
+    await shot('07-export-completed');
+    const [download] = await Promise.all([page.waitForEvent('download'), done.click()]);
+    const file = join(SHOTS, 'export.jsonl');
+    await download.saveAs(file);
+    const content = readFileSync(file, 'utf8');
+    expect(content).toContain('Ada prefers a window seat on long flights');
+    expect(content).not.toContain('peanuts');
+  });
+
+  it('shows the audit log and the plan', async () => {
+    await page.getByRole('button', { name: 'Audit log' }).click();
+    await page.getByRole('cell', { name: 'api_key.create' }).first().waitFor();
+    await shot('08-audit-log');
+    await page.getByRole('button', { name: 'Usage' }).click();
+    await page.getByText(/^Plan /).waitFor();
+    await shot('09-usage');
+  });
+});
