@@ -163,8 +163,11 @@ const claimTogether = groupedStatement(
 );
 
 const storeTogether = groupedStatement(
-  [['principal', 'text'], ['key_hash', 'text'], ['created_at', 'timestamptz'], ['status', 'integer'], ['response', 'text']],
-  `UPDATE idempotency_keys k SET status = given.status, response = given.response FROM given
+  [['principal', 'text'], ['key_hash', 'text'], ['created_at', 'timestamptz'], ['status', 'integer'], ['response', 'text'], ['subjects', 'text'], ['expires_at', 'timestamptz']],
+  `, linked AS (INSERT INTO idempotency_answer_subjects (subject, principal, key_hash, expires_at)
+    SELECT s.subject, given.principal, given.key_hash, given.expires_at FROM given, jsonb_array_elements_text(given.subjects::jsonb) AS s(subject)
+    ON CONFLICT DO NOTHING)
+  UPDATE idempotency_keys k SET status = given.status, response = given.response FROM given
     WHERE k.principal = given.principal AND k.key_hash = given.key_hash AND k.created_at = given.created_at AND k.erased_at IS NULL
     RETURNING given.ord, set_config('synchronous_commit', 'off', true) AS async_commit`,
 );
@@ -235,17 +238,18 @@ async function store(database: Database, db: Executor, request: FastifyRequest, 
     if (value !== undefined) headers[name] = String(value);
   }
   const response = encrypt(c.sealKey, JSON.stringify({ headers, body }));
-  // The subjects first: an erasure committing between the two finds them, and the answer is stored erased-or-not
-  // by the guard on erased_at (a forget that ran before the answer is stored leaves it out).
+  // The subjects with the answer (SQLite: first): an erasure committing after finds them, and the guard on
+  // erased_at leaves out an answer whose key an erasure already marked.
   const subjects = answerSubjects(request, headers['content-type'], body);
-  if (subjects.length > 0) {
-    const expiresAt = new Date(new Date(c.createdAt).getTime() + IDEMPOTENCY.windowMs).toISOString();
-    await db.insertInto('idempotency_answer_subjects')
-      .values(subjects.map((subject) => ({ subject, principal: c.principal, key_hash: c.keyHash, expires_at: expiresAt })))
-      .onConflict((oc) => oc.doNothing()).execute();
-  }
-  if (database.dialect === 'postgres') await storeTogether(database, [c.principal, c.keyHash, c.createdAt, reply.statusCode, response]);
+  const expiresAt = new Date(new Date(c.createdAt).getTime() + IDEMPOTENCY.windowMs).toISOString();
+  // PostgreSQL: the subjects go in the answer's own grouped statement (no commit of their own to wait for).
+  if (database.dialect === 'postgres') await storeTogether(database, [c.principal, c.keyHash, c.createdAt, reply.statusCode, response, JSON.stringify(subjects), expiresAt]);
   else {
+    if (subjects.length > 0) {
+      await db.insertInto('idempotency_answer_subjects')
+        .values(subjects.map((subject) => ({ subject, principal: c.principal, key_hash: c.keyHash, expires_at: expiresAt })))
+        .onConflict((oc) => oc.doNothing()).execute();
+    }
     await db.updateTable('idempotency_keys').set({ status: reply.statusCode, response })
       .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', c.createdAt)
       .where('erased_at', 'is', null).execute();
