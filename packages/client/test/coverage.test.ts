@@ -15,7 +15,7 @@ const operations = new Set(Object.values(document.paths).flatMap((ops) => Object
 const bound = (sources: string[], pattern: RegExp) => new Set(sources.flatMap((source) => [...source.matchAll(pattern)].map((m) => m[1]!)));
 const typescriptSources = [read('../src/service.ts'), read('../src/control.ts')];
 const pythonSources = [read('../../client-python/engram/service.py'), read('../../client-python/engram/control.py')];
-const typescript = bound(typescriptSources, /^ {4}\w+: \(.*?\) => this\.(?:call|transport\.\w+)\('([\w.]+)'/gm);
+const typescript = bound(typescriptSources, /^ {4}\w+: (?:async )?\(.*?\) => this\.(?:call|transport\.\w+)\('([\w.]+)'/gm);
 const python = bound(pythonSources, /^ {4}def \w+\(self.*?\bself\.(?:_call|_pages|_client\.transport\.\w+)\("([\w.]+)"/gm);
 const snake = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 /** A paged variant (decisionsAll, allInvitations, list_all, all_invitations) names the operation it pages through. */
@@ -27,7 +27,7 @@ it('names each operation after the method that sends it, in both clients', () =>
     let group = '';
     for (const line of source.split('\n')) {
       group = /^ {2}readonly (\w+) = \{/.exec(line)?.[1] ?? (line.startsWith('  };') ? '' : group);
-      const method = /^ {4}(\w+): \(.*?\) => this\.(?:call|transport\.\w+)\('([\w.]+)'/.exec(line);
+      const method = /^ {4}(\w+): (?:async )?\(.*?\) => this\.(?:call|transport\.\w+)\('([\w.]+)'/.exec(line);
       if (method && `${group}.${unpaged(method[1]!)}` !== method[2]) misnamed.push(`TypeScript ${group}.${method[1]} sends ${method[2]}`);
     }
   }
