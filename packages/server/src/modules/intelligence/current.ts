@@ -1,4 +1,4 @@
-// The current fact first (issue 54 #2 / 53): retrieval answers reordered by what the graph knows. A memory
+// The current fact first: retrieval answers reordered by what the graph knows. A memory
 // whose facts a newer statement ended ranks right below that statement (brought in if the words missed
 // it), and a question about an attribute ("where do I live") has the subject's current statement of it
 // on top, found through the graph rather than shared words ("I moved to Berlin").
@@ -135,8 +135,8 @@ export async function currentFirst(
   });
 }
 
-/** The retrieval service with `query` answering the current fact first; everything else as it is. */
 /**
+ * The retrieval service with `query` answering the current fact first; everything else as it is.
  * `mostMemories`: owners with more memories are answered as ranked (ENGRAM_CURRENT_FACT_MAX_MEMORIES:
  * the graph of a large end user costs a long first extraction and a replay per write).
  */
