@@ -386,10 +386,13 @@ export class IndexCache {
           }
         }
       }
-    })().finally(() => {
-      this.embedding = false;
-      this.embedSoon();
-    });
+    })()
+      // Whatever else fails here is counted, never left to reject: a background loop must not take the process down.
+      .catch(() => void this.embedded.failures++)
+      .finally(() => {
+        this.embedding = false;
+        this.embedSoon();
+      });
   }
 
   private account(entry: Entry): void {
