@@ -1181,7 +1181,7 @@ export interface paths {
         put?: never;
         /**
          * Store a conversation turn
-         * @description Stores the turn verbatim, in order. The same words said at another time are another turn. The same turn delivered again (same session, speaker, text and metadata.timestamp; without a timestamp, within 60 seconds of its arrival) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.
+         * @description Stores the turn verbatim, in order. The same words said at another time are another turn. The same turn delivered again (same session, speaker, text and metadata.timestamp; without a timestamp, within 60 seconds of its arrival; with a content-hash speaker, sha256:<hex>, at any time) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.
          *
          *     Requires scope memories:write.
          */

@@ -38,7 +38,7 @@ forEachDialect('an API key bound to an end user or a tenant', (dialect) => {
 
     const status = await v1(alice.key, 'GET', '/v1/memory/status');
     expect(status.status, status.text).toBe(200);
-    expect(status.body.counts).toMatchObject({ users: 1, memories: 1 });
+    expect(status.body.counts).toMatchObject({ tenants: 1, users: 1, memories: 1 });
   });
 
   it("answers 404 for another end user's refresh job and shows a bound key only its own audit rows", async () => {

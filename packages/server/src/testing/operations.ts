@@ -564,7 +564,7 @@ export const DECLARATIONS: Record<string, Declaration> = {
   },
 
   // ---- webhooks (bearer, X-Project-ID names the project) -----------------------------------------
-  'GET /org/webhooks/event-types': { ok: 200, owner: 'caller', build: async (w) => ({ headers: projectOf(w, 'own') }) },
+  'GET /org/webhooks/event-types': { ok: 200, owner: 'organization', targets: { org: 'elsewhere' }, build: async (w, place) => ({ headers: projectOf(w, place) }) },
   'POST /org/webhooks': {
     ok: 201, owner: 'organization', targets: { org: 'elsewhere' },
     build: async (w, place) => ({ headers: projectOf(w, place), body: { name: `probe hook ${serial++}`, url: RECEIVER, events: [await eventTypeOf(w)] } }),

@@ -35,7 +35,7 @@ forEachDialect('connector framework: connections, configuration, catalog, integr
     expect(res.body.items[1].credentials_schema.required).toEqual(['access_key_id', 'secret_access_key']);
     expect(res.body.items[0].config_schema.properties.max_depth).toMatchObject({ type: 'integer', default: 3 });
     expect((await c.call('GET', '/connectors/providers/object_storage')).body.capabilities).toContain('resumable');
-    expectError(await c.call('GET', '/connectors/providers/nope'), 400, 'validation_error', 'provider');
+    expectError(await c.call('GET', '/connectors/providers/nope'), 404, 'not_found');
   });
 
   it('creates, reads, lists, updates, configures, repairs, purges and removes a connection', async () => {

@@ -9,7 +9,8 @@ import {
   OAuthClient, OAuthClientBody, ObjectsQuery, Overview, Provider, ProviderParams, Purged, Removed, Repaired, Sync, SyncedObject, SyncParams,
 } from './schemas.js';
 import * as connectors from './service.js';
-import { PROVIDERS } from './providers/index.js';
+import { PROVIDERS, providerNamed } from './providers/index.js';
+import { notFound } from '../../core/errors.js';
 import type { SyncDeps } from './sync.js';
 
 const read = { auth: { accepts: ['bearer'], scope: 'connectors:read', capability: 'projects.read', bearerProject: 'required' } } as const;
@@ -34,7 +35,12 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
   app.get('/connectors/providers/:provider', {
     config: read,
     schema: { tags, summary: 'Read a connector provider', params: ProviderParams, response: { 200: Provider } },
-  }, async (request) => connectors.providerView(connectors.providerOrThrow(request.params.provider, 'provider')));
+  }, async (request) => {
+    // A name in the path names a resource: an unknown one is absent (404), unlike an unknown provider in a body (400).
+    const provider = providerNamed(request.params.provider);
+    if (!provider) throw notFound('Provider');
+    return connectors.providerView(provider);
+  });
 
   // ---- connection lifecycle -----------------------------------------------------------------
   app.post('/connectors/connections', {

@@ -5,7 +5,7 @@ const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union(
 
 export const ConnectionParams = Type.Object({ connection_id: Type.Integer({ minimum: 1 }) });
 export const SyncParams = Type.Object({ sync_id: Type.Integer({ minimum: 1 }) });
-export const ProviderParams = Type.Object({ provider: Type.String({ minLength: 1, maxLength: 64 }) });
+export const ProviderParams = Type.Object({ provider: Type.String({ minLength: 1 }) });
 
 export const Provider = Type.Object({
   name: Type.String(), title: Type.String(), description: Type.String(),

@@ -910,6 +910,25 @@ function arrivalHashes(sessionId: string | null, speaker: string, text: string, 
   return [key(slot), key(slot - 1)];
 }
 
+/**
+ * A speaker built from a content hash (`sha256:` and hex digits) names one turn, so its redelivery converges at any
+ * distance in time (spec: add_turn). Another speaker may say the same words again later: a turn of its own.
+ */
+export const CONTENT_HASH_SPEAKER = /^sha256:[0-9a-f]{8,128}$/i;
+
+/**
+ * How a turn is recognised when delivered again: by its words alone for a content-hash speaker (the key an undated
+ * bulk item has), by its timestamp when it has one, else by its arrival within the redelivery window.
+ */
+function turnKeys(turn: TurnInput, now: string): { hashes: [string] | [string, string]; windowStart: string | null } {
+  if (CONTENT_HASH_SPEAKER.test(turn.speaker)) return { hashes: [turnHash(turn.sessionId, turn.speaker, turn.text, null)], windowStart: null };
+  if (turn.occurredAt !== undefined) return { hashes: [turnHash(turn.sessionId, turn.speaker, turn.text, turn.occurredAt)], windowStart: null };
+  return {
+    hashes: arrivalHashes(turn.sessionId, turn.speaker, turn.text, now),
+    windowStart: new Date(Date.parse(now) - TURN_REDELIVERY_WINDOW_MS).toISOString(),
+  };
+}
+
 export interface TurnInput {
   text: string;
   speaker: string;
@@ -953,9 +972,9 @@ async function insertOne(
 
 /**
  * Stores a conversation turn verbatim for a tenant's user. The same turn delivered again (same
- * session, speaker and text, and the same timestamp, or none within the redelivery window)
- * converges on the stored row; the same words at another time are another turn. Runs inside the
- * caller's transaction.
+ * session, speaker and text, and the same timestamp, or none within the redelivery window; a
+ * content-hash speaker's at any time) converges on the stored row; the same words at another time
+ * are another turn. Runs inside the caller's transaction.
  */
 export async function insertTurn(
   trx: Executor,
@@ -970,14 +989,11 @@ export async function insertTurn(
   const at = turn.occurredAt ?? effects.now;
   // Taken first even for a redelivery: on PostgreSQL its row lock is what makes the duplicate check race-free.
   const seq = await nextSeq(trx, owner, effects.now);
-  const hashes = turn.occurredAt !== undefined
-    ? [turnHash(turn.sessionId, turn.speaker, turn.text, at)]
-    : arrivalHashes(turn.sessionId, turn.speaker, turn.text, effects.now);
+  const { hashes, windowStart } = turnKeys(turn, effects.now);
   const existing = await owned(owner)(trx)
     .where('dedupe_hash', 'is not', null)
     .where('dedupe_hash', 'in', hashes)
-    .$if(turn.occurredAt === undefined, (qb) =>
-      qb.where('created_at', '>', new Date(Date.parse(effects.now) - TURN_REDELIVERY_WINDOW_MS).toISOString()))
+    .$if(windowStart !== null, (qb) => qb.where('created_at', '>', windowStart!))
     .orderBy('id', 'desc')
     .executeTakeFirst();
   if (existing) return { memory: toMemory(existing), created: false };
@@ -1035,10 +1051,7 @@ export async function insertTurnInOneStatement(
   checkContent({ text: turn.text, metadata: turn.metadata });
   const now = nowIso();
   const at = turn.occurredAt ?? now;
-  const [hash, earlierHash] = turn.occurredAt !== undefined
-    ? [turnHash(turn.sessionId, turn.speaker, turn.text, at), null]
-    : arrivalHashes(turn.sessionId, turn.speaker, turn.text, now);
-  const windowStart = turn.occurredAt !== undefined ? null : new Date(Date.parse(now) - TURN_REDELIVERY_WINDOW_MS).toISOString();
+  const { hashes: [hash, earlierHash = null], windowStart } = turnKeys(turn, now);
   const row: Omit<MemoryRow, 'id'> = {
     project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: turn.text, tags: '[]',
     is_summary: database.bool(false), source: turn.source, importance: 0.5, metadata: encodeJson(turn.metadata), client_ref: null,

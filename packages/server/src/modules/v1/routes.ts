@@ -52,7 +52,7 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
     config: { auth: { scope: 'memories:write', endUser: 'none', checksClock: true } },
     schema: {
       tags, summary: 'Store a conversation turn',
-      description: "Stores the turn verbatim, in order. The same words said at another time are another turn. The same turn delivered again (same session, speaker, text and metadata.timestamp; without a timestamp, within 60 seconds of its arrival) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.",
+      description: "Stores the turn verbatim, in order. The same words said at another time are another turn. The same turn delivered again (same session, speaker, text and metadata.timestamp; without a timestamp, within 60 seconds of its arrival; with a content-hash speaker, sha256:<hex>, at any time) converges on the stored row and answers with its id. 429 quota_exceeded once the tenant's monthly turns are used up.",
       body: AddTurnBody, response: { 201: AddTurnResult, 200: AddTurnResult },
     },
   }, async (request, reply) => {

@@ -90,6 +90,32 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     expect((await turns.list(`?user_id=${user}`, 'acme')).body.total).toBe(3);
   });
 
+  it('converges a content-hash speaker\'s turn at any distance, and keeps an ordinary speaker\'s words said again later', async () => {
+    const user = freshUser('user');
+    const hashed = { user_id: user, text: 'Queued, retried hours later', speaker: `sha256:${sha256Hex('turn 17')}`, metadata: { session_id: 's' } };
+    const plain = { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's' } };
+    const first = await created(turns.add('acme', hashed));
+    const said = await created(turns.add('acme', plain));
+    // Both stored two hours ago, as a queue retry or a later reply would find them (an undated turn is keyed by its
+    // arrival's minute slot).
+    const earlier = Date.now() - 2 * 3_600_000;
+    await t.database.db.updateTable('memories').set({ created_at: new Date(earlier).toISOString() }).where('id', '=', first.id).execute();
+    await t.database.db.updateTable('memories').where('id', '=', said.id).set({
+      created_at: new Date(earlier).toISOString(),
+      dedupe_hash: sha256Hex(JSON.stringify(['turn-arrival', 's', 'alice', 'ok', Math.floor(earlier / 60_000)])),
+    }).execute();
+    for (const timestamp of [undefined, '2026-11-20T09:00:00Z']) {
+      const again = await turns.add('acme', { ...hashed, metadata: { ...hashed.metadata, ...(timestamp ? { timestamp } : {}) } });
+      expect(again.status, again.text).toBe(200);
+      expect(again.body).toMatchObject({ id: first.id, status: 'duplicate' });
+    }
+    // Another session is another turn, even with the same hash.
+    await created(turns.add('acme', { ...hashed, metadata: { session_id: 's2' } }));
+    const okAgain = await created(turns.add('acme', plain));
+    expect(okAgain.id).not.toBe(said.id);
+    expect((await turns.list(`?user_id=${user}`, 'acme')).body.total).toBe(4);
+  });
+
   it('converges concurrent deliveries of one turn on one row', async () => {
     const user = freshUser('user');
     const turn = { user_id: user, text: 'Delivered many times at once', speaker: 'hash-abc', metadata: { session_id: 's' } };

@@ -37,7 +37,11 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ database: Database; sett
   app.get('/org/webhooks/event-types', {
     config: { auth: { accepts: ['bearer'], scope: 'webhooks:read' } },
     schema: { tags, summary: 'List event types', description: 'Every event kind an endpoint can subscribe to, with its version and payload schema. Bodies are `{type, timestamp, data}` with `data` as described.', response: { 200: EventTypeList } },
-  }, async () => ({ items: listEventTypes().map(({ type, version, description, payload }) => ({ type, version, description, payload_schema: payload })) }));
+  }, async (request) => {
+    // The catalogue is the same in every project, but a foreign or deleted project named is 404, as everywhere else.
+    if (request.headers['x-project-id'] !== undefined) await scopeOf(request);
+    return { items: listEventTypes().map(({ type, version, description, payload }) => ({ type, version, description, payload_schema: payload })) };
+  });
 
   app.post('/org/webhooks', {
     config: change,

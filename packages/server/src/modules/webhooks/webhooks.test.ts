@@ -6,6 +6,7 @@ import { decodeJson, encodeJson } from '../../store/database.js';
 import type { DB } from '../../store/schema.js';
 import { forEachDialect, HARNESS_SUBSCRIBER, useOwner, useTestApp } from '../../testing/harness.js';
 import { holdUncommitted, untilLocked } from '../../testing/locks.js';
+import { expectError } from '../../testing/memories.js';
 import { Receiver } from '../../testing/receiver.js';
 import { purgeEndedDeliveries } from './deliveries.js';
 import { until } from '../../testing/until.js';
@@ -137,6 +138,10 @@ forEachDialect('webhooks', (dialect) => {
     expect(types).toEqual(expect.arrayContaining(['memory.created', 'memory.updated', 'memory.deleted', 'end_user.purged', 'project.updated',
       'project.deleted', 'api_key.created', 'api_key.revoked', 'webhook.test', 'endpoint.disabled']));
     expect(res.body.items.find((i: { type: string }) => i.type === 'memory.created').payload_schema.properties.memory).toBeDefined();
+    // Naming a project is optional here, but a project of another organization is 404, as on every other route.
+    expect((await t.call('GET', '/org/webhooks/event-types', { token: owner.token, headers: { 'x-project-id': t.projectId } })).status).toBe(200);
+    const stranger = await t.otherTenant();
+    expectError(await t.call('GET', '/org/webhooks/event-types', { token: owner.token, headers: { 'x-project-id': stranger.projectId } }), 404, 'not_found');
   });
 
   it('delivers signed memory events carrying the memory; after a rotation both secrets sign', async () => {
