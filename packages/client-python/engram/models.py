@@ -1575,13 +1575,20 @@ class V1StatusResponse(EngramModel):
 class V1MemoriesResponseItemsItem(EngramModel):
     id: int
     text: str
-    speaker: str | None
+    tags: list[str]
+    is_summary: bool
+    source: str | None
+    importance: float
+    metadata: dict[str, Any]
+    client_ref: str | None
     session_id: str | None
+    end_user_id: str
     created_at: str
+    updated_at: str
+    superseded_by: int | None
+    speaker: str | None
     tenant_id: str
     user_id: str
-    source: str | None
-    metadata: dict[str, Any]
 
 class V1MemoriesResponse(EngramModel):
     items: list[V1MemoriesResponseItemsItem]

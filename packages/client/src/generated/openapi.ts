@@ -1243,7 +1243,9 @@ export interface paths {
         };
         /**
          * List stored memories
-         * @description Requires scope memories:read.
+         * @description Memories of a tenant (those stored outside /v1 belong to none), newest first, as whole memory records (the Memory fields) plus speaker, tenant_id and user_id.
+         *
+         *     Requires scope memories:read.
          */
         get: operations["v1.memories"];
         put?: never;
@@ -4127,20 +4129,11 @@ export interface components {
         };
         /** V1MemoriesResponse */
         V1MemoriesResponse: {
-            items: ({
-                id: number;
-                text: string;
+            /** @description Whole memory records, newest first */
+            items: (components["schemas"]["Memory"] & {
                 speaker: string | null;
-                session_id: string | null;
-                /** Format: date-time */
-                created_at: string;
-            } & {
                 tenant_id: string;
                 user_id: string;
-                source: string | null;
-                metadata: {
-                    [key: string]: unknown;
-                };
             })[];
             total: number;
             offset: number;
@@ -15891,13 +15884,22 @@ export interface operations {
                      *         {
                      *           "id": 1,
                      *           "text": "Prefers a window seat on long flights",
-                     *           "speaker": "speaker",
-                     *           "session_id": "session-7",
-                     *           "created_at": "2026-01-15T09:30:00.000Z",
-                     *           "tenant_id": "42",
-                     *           "user_id": "42",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
                      *           "source": "chat",
-                     *           "metadata": {}
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1,
+                     *           "speaker": "speaker",
+                     *           "tenant_id": "42",
+                     *           "user_id": "42"
                      *         }
                      *       ],
                      *       "total": 1,

@@ -130,7 +130,11 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
 
   app.get('/v1/memory/memories', {
     config: read,
-    schema: { tags, summary: 'List stored memories', querystring: ListQuery, response: { 200: ListResult } },
+    schema: {
+      tags, summary: 'List stored memories',
+      description: 'Memories of a tenant (those stored outside /v1 belong to none), newest first, as whole memory records (the Memory fields) plus speaker, tenant_id and user_id.',
+      querystring: ListQuery, response: { 200: ListResult },
+    },
   }, async (request) => {
     const { offset, limit, session_id: sessionId } = request.query;
     const scope = scopeOf(request);
@@ -142,10 +146,7 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
       { offset, limit },
     );
     return {
-      items: page.items.map((m) => ({
-        id: m.id, text: m.text, speaker: m.speaker, session_id: m.session_id, created_at: m.created_at,
-        tenant_id: m.tenant_id, user_id: m.end_user_id, source: m.source, metadata: m.metadata,
-      })),
+      items: page.items.map((m) => ({ ...m, user_id: m.end_user_id })),
       total: page.total, offset, limit, has_next: offset + page.items.length < page.total,
     };
   });

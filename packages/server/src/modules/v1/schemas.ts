@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { Memory } from '../memories/index.js';
 import { MinScore, ScoredMemorySchema } from '../retrieval/index.js';
 
 const Id = (description: string) => Type.String({ minLength: 1, maxLength: 256, description });
@@ -23,14 +24,6 @@ export const AddTurnBody = Type.Object(
   },
   { additionalProperties: false },
 );
-
-export const Turn = Type.Object({
-  id: Type.Integer(),
-  text: Type.String(),
-  speaker: Type.Union([Type.String(), Type.Null()]),
-  session_id: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String({ format: 'date-time' }),
-});
 
 export const AddTurnResult = Type.Object({
   id: Type.Integer(),
@@ -90,7 +83,8 @@ export const ListQuery = Type.Object(
 
 export const ListResult = Type.Object({
   items: Type.Array(
-    Type.Intersect([Turn, Type.Object({ tenant_id: Type.String(), user_id: Type.String(), source: Type.Union([Type.String(), Type.Null()]), metadata: Type.Object({}, { additionalProperties: true }) })]),
+    Type.Intersect([Memory, Type.Object({ speaker: Type.Union([Type.String(), Type.Null()]), tenant_id: Type.String(), user_id: Type.String() })]),
+    { description: 'Whole memory records, newest first' },
   ),
   total: Type.Integer(),
   offset: Type.Integer(),

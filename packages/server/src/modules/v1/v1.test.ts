@@ -233,6 +233,11 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     expect(first).toMatchObject({ total: 7, offset: 0, limit: 3, has_next: true });
     expect(first.items.map((m: { id: number }) => m.id)).toEqual([ids[6], ids[5], ids[4]]);
     expect(first.items[0]).toMatchObject({ id: ids[6], text: 'turn 6', speaker: 's', session_id: 'even', tenant_id: tenant, user_id: u2, source: 'chat', metadata: {}, created_at: expect.any(String) });
+    // Whole records, as every other read answers them: the memory as GET /memory/{id} shows it, plus speaker, tenant and user.
+    await t.call('PATCH', `/memory/${ids[6]}`, { endUser: u2, headers: { 'X-Tenant-ID': tenant }, body: { tags: ['kept'], importance: 0.9 } });
+    const whole = (await t.call('GET', `/memory/${ids[6]}`, { endUser: u2, headers: { 'X-Tenant-ID': tenant } })).body;
+    expect(whole.tags).toEqual(['kept']);
+    expect((await page('?limit=1')).items[0]).toEqual({ ...whole, speaker: 's', tenant_id: tenant, user_id: u2 });
     const last = await page('?limit=3&offset=6');
     expect(last).toMatchObject({ total: 7, offset: 6, limit: 3, has_next: false });
     expect(last.items.map((m: { id: number }) => m.id)).toEqual([ids[0]]);
