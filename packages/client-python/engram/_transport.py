@@ -19,6 +19,12 @@ from .models import parse_result
 from .errors import EngramError, error_for
 
 RETRIED_STATUSES = {429, 503}
+
+
+def retried(failure: EngramError) -> bool:
+    """429, 503, and a 409 saying the same Idempotency-Key is still running: its answer is stored soon, or its claim taken over."""
+    return failure.status in RETRIED_STATUSES or failure.code == "idempotency_in_progress"
+
 SCOPING_HEADERS = {
     "project_id": "x-project-id",
     "end_user_id": "x-end-user-id",
@@ -36,7 +42,7 @@ class Settings:
     """Seconds a call may take in all, retries and their waits included: an attempt gets what is left, and a
     retry whose wait (Retry-After included) would end past it is not made."""
     max_retries: int = 3
-    """Retries after the first attempt on 429, 503 and network errors, within the timeout (0: off)."""
+    """Retries after the first attempt on 429, 503, 409 idempotency_in_progress and network errors, within the timeout (0: off)."""
     retry_base: float = 0.25
     """The first backoff in seconds, doubled per retry, with jitter."""
     max_retry_delay: float = 30.0
@@ -220,7 +226,7 @@ class SyncTransport:
                 if self._renew():
                     continue
             wait = wait_before_retry(self.settings, attempt, failure)
-            if response.status_code not in RETRIED_STATUSES or not retry_allowed(request, self.settings, attempt, wait, deadline):
+            if not retried(failure) or not retry_allowed(request, self.settings, attempt, wait, deadline):
                 raise failure
             time.sleep(wait)
             attempt += 1
@@ -304,7 +310,7 @@ class AsyncTransport:
                 if await self._renew():
                     continue
             wait = wait_before_retry(self.settings, attempt, failure)
-            if response.status_code not in RETRIED_STATUSES or not retry_allowed(request, self.settings, attempt, wait, deadline):
+            if not retried(failure) or not retry_allowed(request, self.settings, attempt, wait, deadline):
                 raise failure
             await asyncio.sleep(wait)
             attempt += 1

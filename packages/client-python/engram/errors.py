@@ -18,7 +18,7 @@ class EngramError(Exception):
         self.request_id = request_id
         """The server's request id: quote it when reporting a problem."""
         self.retry_after = retry_after
-        """Seconds the server asked to wait (Retry-After), on 429 and 503."""
+        """Seconds the server asked to wait (Retry-After), on 429, 503 and 409 idempotency_in_progress."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(status={self.status}, code={self.code!r}, field={self.field!r}, request_id={self.request_id!r}, message={self.message!r})"

@@ -38,6 +38,16 @@ class Proxy(http.server.ThreadingHTTPServer):
                     self.end_headers()
                     self.wfile.write(payload)
                     return
+                if fault in ("409-in-progress", "409-conflict"):
+                    code = "conflict" if fault == "409-conflict" else "idempotency_in_progress"
+                    payload = ('{"error":{"code":"%s","message":"in flight","request_id":"req_proxy"}}' % code).encode()
+                    self.send_response(409)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("retry-after", "0")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 if fault == "hang":  # no answer within the client's timeout
                     time.sleep(2)
                     self.close_connection = True
@@ -95,6 +105,19 @@ def test_a_write_answered_429_then_503_is_retried_with_one_idempotency_key_and_w
     assert len(proxy.seen) == 3
     assert len({s["key"] for s in proxy.seen}) == 1 and proxy.seen[0]["key"].startswith("engram-client-")
     assert count(server, "Retried in Python") == 1
+
+
+def test_409_idempotency_in_progress_is_retried_with_the_same_key_and_a_plain_conflict_is_not(server, proxy):
+    proxy.seen.clear()
+    proxy.faults[:] = ["409-in-progress", "409-in-progress"]
+    with client(server, proxy) as c:
+        assert c.memories.add({"text": "Retried while in progress in Python"})["text"] == "Retried while in progress in Python"
+    assert len(proxy.seen) == 3 and len({s["key"] for s in proxy.seen}) == 1
+    proxy.faults[:] = ["409-conflict"]
+    with client(server, proxy) as c, pytest.raises(EngramError) as caught:
+        c.memories.add({"text": "A plain conflict in Python"})
+    assert (caught.value.status, caught.value.code) == (409, "conflict")
+    assert count(server, "Retried while in progress in Python") == 1
 
 
 def test_a_lost_answer_is_replayed_not_written_twice(server, proxy):

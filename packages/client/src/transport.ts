@@ -97,7 +97,10 @@ export interface TransportOptions {
    * gets what is left, and a retry whose wait (Retry-After included) would end past it is not made.
    */
   timeoutMs?: number;
-  /** Retries after the first attempt on 429, 503 and network errors, within timeoutMs (default 3; 0 turns retrying off). */
+  /**
+   * Retries after the first attempt on 429, 503, 409 idempotency_in_progress and network errors, within timeoutMs
+   * (default 3; 0 turns retrying off).
+   */
   maxRetries?: number;
   /** The first backoff in milliseconds, doubled per retry, with jitter (default 250). */
   retryBaseMs?: number;
@@ -123,6 +126,8 @@ export interface Input {
 export type RequestBody = NonNullable<RequestInit['body']>;
 
 const RETRIED_STATUSES = new Set([429, 503]);
+/** 429, 503, and a 409 saying the same Idempotency-Key is still running: its answer is stored soon, or its claim taken over. */
+const retried = (failure: EngramError) => RETRIED_STATUSES.has(failure.status) || failure.code === 'idempotency_in_progress';
 
 /** Credentials and scoping of a plane: the headers of every request, and what to do after a 401. */
 export interface Credentials {
@@ -217,7 +222,7 @@ export class Transport {
           continue;
         }
       }
-      if (!retriable || !RETRIED_STATUSES.has(response.status) || attempt >= maxRetries) throw failure;
+      if (!retriable || !retried(failure) || attempt >= maxRetries) throw failure;
       const wait = Math.min(failure.retryAfter !== undefined ? failure.retryAfter * 1000 : this.backoff(attempt), this.options.maxRetryDelayMs ?? 30_000);
       // A wait that ends past the deadline could only end in a timeout: the answer we have is the better error.
       if (Date.now() + wait >= deadline) throw failure;

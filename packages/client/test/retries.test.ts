@@ -9,7 +9,7 @@ import { ControlClient, EngramError, RateLimitError, ServiceClient, type Memory 
  * (the Error body, Retry-After: 0), a reset connection, no answer at all, or the app's answer
  * lost on the way back (the write happened; only the retry's idempotent replay can tell).
  */
-type Fault = '429' | '429-wait-20s' | '503' | 'reset' | 'hang' | 'lose-answer' | 'pass';
+type Fault = '429' | '429-wait-20s' | '503' | '409-in-progress' | '409-conflict' | 'reset' | 'hang' | 'lose-answer' | 'pass';
 
 interface Proxy {
   url: string;
@@ -30,6 +30,11 @@ async function startProxy(target: string): Promise<Proxy> {
       const code = fault === '503' ? 'unavailable' : 'rate_limited';
       res.writeHead(fault === '503' ? 503 : 429, { 'content-type': 'application/json', 'retry-after': fault === '429-wait-20s' ? '20' : '0' });
       return res.end(JSON.stringify({ error: { code, message: 'try again', request_id: 'req_proxy' } }));
+    }
+    if (fault === '409-in-progress' || fault === '409-conflict') {
+      const code = fault === '409-conflict' ? 'conflict' : 'idempotency_in_progress';
+      res.writeHead(409, { 'content-type': 'application/json', 'retry-after': '0' });
+      return res.end(JSON.stringify({ error: { code, message: 'in flight', request_id: 'req_proxy' } }));
     }
     if (fault === 'reset') return req.socket.destroy();
     if (fault === 'hang') return;
@@ -76,6 +81,19 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
     expect(keys.size).toBe(1);
     expect([...keys][0]).toMatch(/^engram-client-/);
     expect(await countOf('Retried through 429 and 503')).toBe(1);
+  });
+
+  it('retries 409 idempotency_in_progress with the same key (the first attempt still running), not another 409', async () => {
+    proxy.seen.length = 0;
+    proxy.faults.push('409-in-progress', '409-in-progress');
+    const added = (await client().memories.add({ text: 'Retried while in progress' })) as Memory;
+    expect(added.text).toBe('Retried while in progress');
+    expect(proxy.seen).toHaveLength(3);
+    expect(new Set(proxy.seen.map((s) => s.idempotencyKey)).size).toBe(1);
+    proxy.faults.push('409-conflict');
+    const conflict = await client().memories.add({ text: 'A plain conflict' }).catch((e: unknown) => e);
+    expect(conflict).toMatchObject({ status: 409, code: 'conflict' });
+    expect(await countOf('Retried while in progress')).toBe(1);
   });
 
   it('a write whose answer was lost is retried and replayed, not written twice', async () => {

@@ -5723,7 +5723,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5978,7 +5978,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6362,7 +6362,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6527,7 +6527,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6680,7 +6680,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7001,7 +7001,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7471,7 +7471,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8181,7 +8181,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8475,7 +8475,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8667,7 +8667,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8854,7 +8854,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9018,7 +9018,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9219,7 +9219,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9381,7 +9381,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9659,7 +9659,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9827,7 +9827,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10268,7 +10268,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10818,7 +10818,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10974,7 +10974,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11133,7 +11133,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11282,7 +11282,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11627,7 +11627,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11810,7 +11810,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11998,7 +11998,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12181,7 +12181,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12342,7 +12342,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12766,7 +12766,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12934,7 +12934,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13185,7 +13185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13384,7 +13384,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13675,7 +13675,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13884,7 +13884,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14294,7 +14294,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14961,7 +14961,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15463,7 +15463,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -15644,7 +15644,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16050,7 +16050,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16176,7 +16176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16321,7 +16321,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16601,7 +16601,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16984,7 +16984,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17271,7 +17271,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17531,7 +17531,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17703,7 +17703,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18014,7 +18014,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18295,7 +18295,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18453,7 +18453,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18618,7 +18618,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19334,7 +19334,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19629,7 +19629,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19820,7 +19820,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20102,7 +20102,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20270,7 +20270,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20418,7 +20418,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20573,7 +20573,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -20730,7 +20730,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21149,7 +21149,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21500,7 +21500,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21815,7 +21815,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -21993,7 +21993,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22141,7 +22141,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22441,7 +22441,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -22734,7 +22734,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23030,7 +23030,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23187,7 +23187,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23313,7 +23313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23698,7 +23698,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23858,7 +23858,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24009,7 +24009,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24163,7 +24163,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24286,7 +24286,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflicts with the current state, or a request with this Idempotency-Key is in flight */
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
             409: {
                 headers: {
                     [name: string]: unknown;

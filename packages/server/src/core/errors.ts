@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'gone'
   | 'range_not_satisfiable'
   | 'idempotency_key_reused'
+  | 'idempotency_in_progress'
   | 'payload_too_large'
   | 'request_timeout'
   | 'headers_too_large'
@@ -28,6 +29,7 @@ const statusOf: Record<ErrorCode, number> = {
   gone: 410,
   range_not_satisfiable: 416,
   idempotency_key_reused: 422,
+  idempotency_in_progress: 409,
   payload_too_large: 413,
   request_timeout: 408,
   headers_too_large: 431,

@@ -77,7 +77,8 @@ forEachDialect('Idempotency-Key', (dialect) => {
       }
       const duplicate = await send();
       expect(duplicate.statusCode).toBe(409);
-      expect(duplicate.json().error.code).toBe('conflict');
+      expect(duplicate.json().error.code).toBe('idempotency_in_progress');
+      expect(duplicate.headers['retry-after']).toBe('1');
       release();
       expect((await first).json()).toEqual({ runs: 1 });
       const replay = await send();

@@ -47,6 +47,8 @@ interface Claim {
   results: unknown[];
 }
 
+/** The official clients retry this (after Retry-After) within their deadline: the first request's answer is stored soon. */
+const inProgress = () => new AppError('idempotency_in_progress', 'A request with this Idempotency-Key is still in progress; retry shortly', undefined, { 'Retry-After': '1' });
 const takenOver = () => new AppError('conflict', 'A retry of this request took over its Idempotency-Key; the retry\'s answer is the one kept');
 
 /**
@@ -212,13 +214,11 @@ async function claim(database: Database, db: Executor, c: Omit<Claim, 'journal' 
       continue;
     }
     // status and response are stored together: no status means the first request is still running.
-    if (existing.status === null || existing.response === null) {
-      throw new AppError('conflict', 'A request with this Idempotency-Key is still in progress; retry shortly');
-    }
+    if (existing.status === null || existing.response === null) throw inProgress();
     const stored = JSON.parse(decrypt(c.sealKey, existing.response)) as { headers: Record<string, string>; body: string };
     return { replay: { status: existing.status, ...stored } };
   }
-  throw new AppError('conflict', 'A request with this Idempotency-Key is still in progress; retry shortly');
+  throw inProgress();
 }
 
 async function store(database: Database, db: Executor, request: FastifyRequest, reply: FastifyReply, c: Claim, payload: unknown): Promise<void> {

@@ -27,7 +27,7 @@ const ERROR_STATUSES: Record<number, { code: ErrorCode; description: string }> =
   403: { code: 'forbidden', description: 'The credential lacks the scope or the role the capability' },
   404: { code: 'not_found', description: 'Absent, or outside the caller\'s scope' },
   408: { code: 'request_timeout', description: 'The request (headers and body) did not arrive within the request timeout' },
-  409: { code: 'conflict', description: 'Conflicts with the current state, or a request with this Idempotency-Key is in flight' },
+  409: { code: 'conflict', description: 'Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After)' },
   410: { code: 'gone', description: 'No longer available (expired or withdrawn)' },
   413: { code: 'payload_too_large', description: 'Request body too large' },
   415: { code: 'unsupported_media_type', description: 'Content-Type must be application/json' },
