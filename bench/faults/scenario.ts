@@ -1,0 +1,37 @@
+/**
+ * The shape of a fault scenario for `npm run bench:faults` (bench/faults.ts). A scenario is a file in
+ * this folder exporting `scenario`; the runner starts a server per trial, puts 8 clients of write load
+ * on it, calls `inject`, and judges the trial: process alive, acknowledged writes lost, 5xx other than
+ * 503, seconds from the end of the fault to the first acknowledged write.
+ */
+import type { BenchServer } from '../lib/server.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface FaultContext {
+  dialect: Dialect;
+  /** The running server (its process, url, key). */
+  server: BenchServer;
+  /** The server's data directory (SQLite file, blobs). */
+  dataDir: string;
+  /** PostgreSQL: the trial's database URL and an administrator URL on the same cluster. */
+  databaseUrl?: string;
+  adminUrl?: string;
+  /** Acknowledged writes so far (the load's count), for scenarios that wait for load before striking. */
+  acknowledged(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export interface FaultScenario {
+  name: string;
+  /** One line: what the fault is and what a real deployment sees that is like it. */
+  description: string;
+  databases: Dialect[];
+  /** Extra environment or node arguments for this scenario's server. */
+  server?: (dialect: Dialect) => { env?: Record<string, string>; nodeArgs?: string[] };
+  /**
+   * Makes the fault happen and resolves when it is over (the database back, the lock released, ...).
+   * May return figures of its own (e.g. rss_peak_mb), added to the trial's result.
+   */
+  inject(ctx: FaultContext): Promise<Record<string, number | string | boolean> | void>;
+}
