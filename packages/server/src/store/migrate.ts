@@ -1,46 +1,56 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database } from './database.js';
+import type { DB } from './schema.js';
 
 const migrationsDir = (dialect: string) => fileURLToPath(new URL(`./migrations/${dialect}/`, import.meta.url));
 
 /**
  * Applies the plain-SQL migrations of the database's dialect that are not yet recorded,
- * each in its own transaction, in file-name order. Safe to run from several processes:
- * PostgreSQL takes an advisory lock, SQLite an immediate write lock. `through`: the last file to
- * apply (a test of one migration prepares the database as the one before left it).
+ * each in its own transaction, in file-name order. Safe to run from several processes at once,
+ * on an empty database too: every transaction, the one that creates schema_migrations first,
+ * begins by taking the migration lock, PostgreSQL a transaction-scoped advisory lock (released by
+ * its COMMIT, so a transaction-mode pooler cannot leave it held on another backend) and SQLite an
+ * immediate write lock. `through`: the last file to apply (a test of one migration prepares the
+ * database as the one before left it).
  */
 export async function migrate(database: Database, { through }: { through?: string } = {}): Promise<string[]> {
   const { db, dialect } = database;
   const dir = migrationsDir(dialect);
   const files = readdirSync(dir).filter((f) => f.endsWith('.sql') && (through === undefined || f <= through)).sort();
-  await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`.execute(db);
+  const locked = async <T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T> =>
+    db.transaction().execute(async (trx) => {
+      await takeMigrationLock(database, trx);
+      return work(trx);
+    });
+  await locked((trx) => sql`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`.execute(trx));
   const applied: string[] = [];
-  await db.connection().execute(async (conn) => {
-    if (dialect === 'postgres') await sql`SELECT pg_advisory_lock(724991)`.execute(conn);
-    try {
-      for (const file of files) {
-        await conn.transaction().execute(async (trx) => {
-          if (dialect === 'sqlite') await sql`SELECT 1`.execute(trx);
-          const done = await sql<{ name: string }>`SELECT name FROM schema_migrations WHERE name = ${file}`.execute(trx);
-          if (done.rows.length > 0) return;
-          const text = readFileSync(dir + file, 'utf8');
-          if (dialect === 'postgres') {
-            await sql.raw(text).execute(trx);
-          } else {
-            // better-sqlite3 prepares one statement at a time; split on statement ends outside triggers.
-            for (const statement of splitSqlite(text)) await sql.raw(statement).execute(trx);
-          }
-          await sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${file}, ${new Date().toISOString()})`.execute(trx);
-          applied.push(file);
-        });
+  for (const file of files) {
+    await locked(async (trx) => {
+      const done = await sql<{ name: string }>`SELECT name FROM schema_migrations WHERE name = ${file}`.execute(trx);
+      if (done.rows.length > 0) return;
+      const text = readFileSync(dir + file, 'utf8');
+      if (dialect === 'postgres') {
+        await sql.raw(text).execute(trx);
+      } else {
+        // better-sqlite3 prepares one statement at a time; split on statement ends outside triggers.
+        for (const statement of splitSqlite(text)) await sql.raw(statement).execute(trx);
       }
-    } finally {
-      if (dialect === 'postgres') await sql`SELECT pg_advisory_unlock(724991)`.execute(conn);
-    }
-  });
+      await sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${file}, ${new Date().toISOString()})`.execute(trx);
+      applied.push(file);
+    });
+  }
   return applied;
+}
+
+/**
+ * Holds the migration lock until `trx` ends: migrations, and the first-run bootstrap (modules/org),
+ * which several processes starting together on an empty database would otherwise all attempt.
+ * SQLite: `begin` is sent as `begin immediate` (store/database.ts); a first statement makes it take effect.
+ */
+export async function takeMigrationLock(database: Database, trx: Transaction<DB>): Promise<void> {
+  await sql.raw(database.dialect === 'postgres' ? 'SELECT pg_advisory_xact_lock(724991)' : 'SELECT 1').execute(trx);
 }
 
 /** Which migrations of this build the database has, and which it still lacks (for `engram status`); applies none. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { constantTimeEqualHex, hashPassword, randomToken, sha256Hex } from '../../core/crypto.js';
+import { takeMigrationLock } from '../../store/migrate.js';
 import { prepared } from '../../store/prepared.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { DATA_PLANE_SCOPES } from '../../core/access.js';
@@ -202,13 +203,15 @@ export interface BootstrapResult {
 
 /**
  * First start on an empty database: a default organization, project, owner account and a
- * project-locked API key. Returns undefined when the database already has an organization.
+ * project-locked API key. Returns undefined when the database already has an organization
+ * (also when another process starting at the same time bootstrapped it: the lock orders them).
  */
 export async function bootstrap(
   database: Database,
   input: { email?: string; password?: string; apiKey?: string },
 ): Promise<BootstrapResult | undefined> {
   return database.db.transaction().execute(async (trx) => {
+    await takeMigrationLock(database, trx);
     const existing = await trx.selectFrom('organizations').select('id').limit(1).executeTakeFirst();
     if (existing) return undefined;
     const email = input.email ?? 'owner@engram.local';
