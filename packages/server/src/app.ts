@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Services } from './services.js';
 import { authentication } from './http/auth.js';
@@ -106,7 +106,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   });
   // One line per request, once it is answered (no headers: credentials never reach the log).
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: request.url, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+    request.log.info({ method: request.method, url: loggedUrl(request), route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
   });
 
   await app.register(errorHandling);
@@ -122,7 +122,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   const routeAccess = () => access;
   app.addHook('onRoute', (route) => recordRouteAccess(access, route.method, route.url, route.config?.auth));
   await app.register(authentication, { credentials: services.credentials });
-  await app.register(idempotency, { database, secretKey: services.secretKey, ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}) });
+  await app.register(idempotency, { database, secretKey: services.secretKey, pseudonymize: services.pseudonymize, ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}) });
   await app.register(healthRoutes, { database });
   await app.register(consoleRoutes);
   await app.register(memoryRoutes, { database, erase: services.erase });
@@ -142,4 +142,19 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(exportRoutes, { database, blobs: services.blobs, jobs: services.jobs, ttlSeconds: config.exports.ttlSeconds });
   await app.register(peopleRoutes, { database, mailer: services.mailer, publicUrl: config.publicUrl, links: config.links, publicRateLimit: config.rateLimit.loginMax });
   return app;
+}
+
+/**
+ * The URL as the request log keeps it: a path segment naming an end user (DELETE /memory/user/{end_user_id})
+ * is replaced, since the id is personal data the log would otherwise keep after the end user is removed.
+ */
+export function loggedUrl(request: FastifyRequest): string {
+  const route = request.routeOptions.url;
+  if (!route?.includes(':end_user_id')) return request.url;
+  const at = request.url.indexOf('?');
+  const [path, query] = at < 0 ? [request.url, ''] : [request.url.slice(0, at), request.url.slice(at)];
+  const pattern = route.split('/');
+  const segments = path.split('/');
+  if (segments.length !== pattern.length) return route + query;
+  return segments.map((s, i) => (pattern[i] === ':end_user_id' ? '[end user]' : s)).join('/') + query;
 }

@@ -4,6 +4,7 @@ import type { Credentials } from './core/context.js';
 import { sealAuditChains } from './core/audit-log.js';
 import { answerSubject, eraseStoredAnswers, purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
 import { eraseMemoryEvents, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
+import { endUserPseudonyms, type Pseudonymize } from './core/pseudonyms.js';
 import { createLlm, type LlmProvider } from './engine/index.js';
 import { createMailer, type Mailer } from './core/mailer.js';
 import { JobHandlers, purgeFinishedJobs } from './jobs/runner.js';
@@ -36,6 +37,8 @@ export interface Services {
   database: Database;
   /** The master secret (core/secret.ts): signs tokens and seals stored responses. */
   secretKey: Uint8Array;
+  /** How places that outlive an end user's removal name them: a keyed hash per project (core/pseudonyms.ts). */
+  pseudonymize: Pseudonymize;
   tokens: TokenIssuer;
   retrieval: RetrievalEngine;
   /** The configured OpenAI-compatible chat model, or null: the built-in methods (engine/llm/). */
@@ -86,7 +89,8 @@ export function buildServices({ config, database, secretKey }: { config: Service
     purge = setTimeout(() => void purgeDeletedArtifacts(database, blobs).catch(() => {}), 50);
     purge.unref();
   };
-  const erase = new EraseHooks();
+  const pseudonymize = endUserPseudonyms(secret);
+  const erase = new EraseHooks(pseudonymize);
   erase.register(eraseDerivedData);
   erase.register(eraseSynthesisData);
   erase.register(eraseResolutions);
@@ -95,8 +99,8 @@ export function buildServices({ config, database, secretKey }: { config: Service
   erase.register((trx, ids, erasure) => eraseMemoryDeliveries(trx, ids, erasure.rewritten));
   // Stored idempotent answers showing the memories (or a summary rewritten without them) are erased; a replay is 410.
   erase.register((trx, ids, erasure) => eraseStoredAnswers(trx, [...ids, ...erasure.rewritten].map(answerSubject.memory), erasure.effects.now));
-  erase.registerEndUser((trx, owner, now) => eraseStoredAnswers(trx, [answerSubject.endUser(owner)], now));
-  erase.registerEndUser((trx, owner) => eraseEndUserDeliveries(trx, owner));
+  erase.registerEndUser((trx, owner, now) => eraseStoredAnswers(trx, [answerSubject.endUser(pseudonymize, owner)], now));
+  erase.registerEndUser((trx, owner) => eraseEndUserDeliveries(trx, pseudonymize(owner.projectId, owner.endUserId)));
   erase.registerEndUser(eraseEndUserFiles);
   erase.register(async (trx, ids, erasure) => {
     if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten])) purgeSoon();
@@ -115,7 +119,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   const connectors = { database, jobs, secret, outbound: config.outbound, erase, connectors: config.connectors };
   jobs.register(SYNC_JOB, syncJobHandler(connectors));
 
-  const outboxDispatchers: OutboxDispatcher[] = [fanOut];
+  const outboxDispatchers: OutboxDispatcher[] = [fanOut(pseudonymize)];
   const chores: Chore[] = [
     // Writes append audit rows unchained; this chains the committed ones (core/audit-log.ts).
     { name: 'audit.seal', everyMs: 1000, run: () => sealAuditChains(database) },
@@ -146,7 +150,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   };
 
   return {
-    config, database, secretKey: secret, tokens, retrieval, llm: createLlm(config.llm), intelligence, blobs, jobs, erase, connectors, credentials,
+    config, database, secretKey: secret, pseudonymize, tokens, retrieval, llm: createLlm(config.llm), intelligence, blobs, jobs, erase, connectors, credentials,
     outboxDispatchers, chores, eventTypes: listEventTypes, mailer: createMailer(config.mail), webhooks: { secretKey: secret, ...config.webhooks },
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,

@@ -1,16 +1,16 @@
-import { sha256Hex } from './crypto.js';
+import type { Pseudonymize } from './pseudonyms.js';
 import { nowIso, type Executor } from '../store/database.js';
 
 /** Idempotency keys are kept for this long; the HTTP plugin (http/idempotency.ts) claims and replays keys. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
-/** An end user as a subject of stored answers: hashed, so the link table names no one. */
+/** An end user as a subject of stored answers. */
 export interface AnswerOwner { projectId: string; tenantId: string; endUserId: string }
 
-/** What a stored answer names, as idempotency_answer_subjects keeps it. */
+/** What a stored answer names, as idempotency_answer_subjects keeps it: an end user by pseudonym, so the link table names no one. */
 export const answerSubject = {
   memory: (id: number) => `memory:${id}`,
-  endUser: (owner: AnswerOwner) => `end_user:${sha256Hex(`${owner.projectId}\n${owner.tenantId}\n${owner.endUserId}`)}`,
+  endUser: (pseudonymize: Pseudonymize, owner: AnswerOwner) => `end_user:${owner.tenantId}:${pseudonymize(owner.projectId, owner.endUserId)}`,
 };
 
 /** Deletes keys past their window: a chore of the worker (and of `engram serve` running jobs in-process). */

@@ -6,6 +6,7 @@ import type { InsertedRecordShape, WriteJournal } from '../core/context.js';
 import { bookkeeping, groupedStatement } from '../core/unit-of-work.js';
 import { answerSubject, IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.js';
 import { canonicalJson } from '../core/json.js';
+import type { Pseudonymize } from '../core/pseudonyms.js';
 import type { Database, Executor } from '../store/database.js';
 import { AppError, invalid } from '../core/errors.js';
 import { singleHeader } from './headers.js';
@@ -221,7 +222,9 @@ async function claim(database: Database, db: Executor, c: Omit<Claim, 'journal' 
   throw inProgress();
 }
 
-async function store(database: Database, db: Executor, request: FastifyRequest, reply: FastifyReply, c: Claim, payload: unknown): Promise<void> {
+async function store(
+  database: Database, db: Executor, pseudonymize: Pseudonymize, request: FastifyRequest, reply: FastifyReply, c: Claim, payload: unknown,
+): Promise<void> {
   const body = payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
   // A failed (5xx) or streamed response is not kept: the client may retry and run the request again,
   // unless a write of it committed, which the retry must then recognise (the claim stays, unanswered).
@@ -240,7 +243,7 @@ async function store(database: Database, db: Executor, request: FastifyRequest, 
   const response = encrypt(c.sealKey, JSON.stringify({ headers, body }));
   // The subjects with the answer (SQLite: first): an erasure committing after finds them, and the guard on
   // erased_at leaves out an answer whose key an erasure already marked.
-  const subjects = answerSubjects(request, headers['content-type'], body);
+  const subjects = answerSubjects(pseudonymize, request, headers['content-type'], body);
   const expiresAt = new Date(new Date(c.createdAt).getTime() + IDEMPOTENCY.windowMs).toISOString();
   // PostgreSQL: the subjects go in the answer's own grouped statement (no commit of their own to wait for).
   if (database.dialect === 'postgres') await storeTogether(database, [c.principal, c.keyHash, c.createdAt, reply.statusCode, response, JSON.stringify(subjects), expiresAt]);
@@ -262,10 +265,10 @@ async function store(database: Database, db: Executor, request: FastifyRequest, 
  * memory the body shows (an object with an id and a text, a memory_id, memory_ids). Reading the answer
  * itself keeps every write covered, present and future, without each route declaring it.
  */
-function answerSubjects(request: FastifyRequest, contentType: string | undefined, body: string): string[] {
+function answerSubjects(pseudonymize: Pseudonymize, request: FastifyRequest, contentType: string | undefined, body: string): string[] {
   const subjects = new Set<string>();
   const scope = request.scope;
-  if (scope?.endUserId) subjects.add(answerSubject.endUser({ projectId: scope.projectId, tenantId: scope.tenantId, endUserId: scope.endUserId }));
+  if (scope?.endUserId) subjects.add(answerSubject.endUser(pseudonymize, { projectId: scope.projectId, tenantId: scope.tenantId, endUserId: scope.endUserId }));
   if (!contentType?.includes('json') || body === '') return [...subjects];
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) return value.forEach(visit);
@@ -284,7 +287,7 @@ function answerSubjects(request: FastifyRequest, contentType: string | undefined
   return [...subjects];
 }
 
-export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array; failpoint?: string }) => {
+export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array; pseudonymize: Pseudonymize; failpoint?: string }) => {
   const { database } = opts;
   const master = deriveKey(opts.secretKey, 'idempotency');
   app.decorateRequest('idempotencyClaim', null);
@@ -315,7 +318,7 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     if (!c) return payload;
     // Test failpoint (ENGRAM_TEST_FAILPOINT=idempotency-after-commit): die between a committed write and its stored answer.
     if (opts.failpoint === 'idempotency-after-commit' && reply.statusCode < 400) process.kill(process.pid, 'SIGKILL');
-    await bookkeeping(database, (db) => store(database, db, request, reply, c, payload));
+    await bookkeeping(database, (db) => store(database, db, opts.pseudonymize, request, reply, c, payload));
     return payload;
   });
 });

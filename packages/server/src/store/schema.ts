@@ -69,7 +69,7 @@ export interface WebhookEndpointsTable {
 }
 export interface WebhookDeliveriesTable {
   id: Generated<number>; endpoint_id: number; message_id: string; event_type: string; memory_id: number | null; body: string;
-  /** SHA-256 of the project and end user the event named (never the id), for erasing receivers' answers with the end user. */
+  /** The pseudonym of the end user the event named (core/pseudonyms.ts, never the id), for erasing receivers' answers with the end user. */
   end_user_key: string | null;
   status: string; attempts: Generated<number>; next_step: Generated<number>; next_attempt_at: string | null;
   lease_until: string | null; created_at: string; updated_at: string;

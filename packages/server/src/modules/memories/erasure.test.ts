@@ -2,6 +2,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { expect, it } from 'vitest';
 import { until } from '../../testing/until.js';
+import { sealAuditChains } from '../../core/audit-log.js';
+import { verifyAuditChains } from '../audit/index.js';
 import { forEachDialect, useTestApp, type Response } from '../../testing/harness.js';
 import { upload } from '../../testing/files.js';
 import { addMemory, expectError } from '../../testing/memories.js';
@@ -88,6 +90,19 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
     expectError(forgetAgain, 410, 'gone', 'Idempotency-Key');
     const links = await t.database.db.selectFrom('idempotency_answer_subjects').selectAll().execute();
     expect(JSON.stringify(links)).not.toContain(endUser);
+  });
+
+  it('a purge names the end user by pseudonym in the audit log, whose chain still verifies, and not in the request log', async () => {
+    const endUser = `${marker()} person`;
+    await addMemory(t, 'A note of a person to remove', { endUser });
+    expect((await t.call('DELETE', `/memory/user/${encodeURIComponent(endUser)}`, { endUser: null })).status).toBe(200);
+    await sealAuditChains(t.database);
+    const audit = await t.database.db.selectFrom('audit_log').select(['target_id']).where('action', '=', 'memory.purge_end_user').execute();
+    expect(audit.map((r) => r.target_id)).toContain(t.services.pseudonymize(t.projectId, endUser));
+    expect(JSON.stringify(audit)).not.toContain(endUser);
+    expect((await verifyAuditChains(t.database, t.organizationId))[0]).toMatchObject({ ok: true, unsealed: 0 });
+    expect(t.logs.join('\n')).toContain('/memory/user/[end user]');
+    expect(t.logs.join('\n')).not.toContain(encodeURIComponent(endUser));
   });
 
   it.runIf(dialect === 'sqlite')('SQLite: a forgotten memory’s text is overwritten in the database file and gone from its WAL', async () => {

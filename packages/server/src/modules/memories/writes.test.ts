@@ -1,4 +1,6 @@
 import { sql } from 'kysely';
+import { randomBytes } from 'node:crypto';
+import { endUserPseudonyms } from '../../core/pseudonyms.js';
 import { expect, it } from 'vitest';
 import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
@@ -82,7 +84,7 @@ forEachDialect('memory writes', (dialect) => {
     const mine = await addMemory(t, 'mine to keep', { endUser: o.endUserId });
     const gone = await addMemory(t, 'mine to forget', { endUser: o.endUserId });
     const theirs = await addMemory(t, 'theirs', { endUser: other.endUserId });
-    await forget(t.database, ctx(), o, [gone.id], new EraseHooks());
+    await forget(t.database, ctx(), o, [gone.id], new EraseHooks(endUserPseudonyms(randomBytes(32))));
     expect(await liveMemoryIds(db(), o, [])).toEqual([]);
     expect(await liveMemoryIds(db(), o, [theirs.id, gone.id, mine.id, 987654321])).toEqual([mine.id]);
   });
@@ -160,7 +162,7 @@ forEachDialect('memory writes', (dialect) => {
     expect((await events(summary.id)).map((e) => [e.type, e.payload.tenant_id, e.payload.memory.id])).toEqual([['memory.created', 'acme', summary.id]]);
 
     const seq = await within(async (trx, effects, c) => {
-      const erasure = { ctx: c, effects, seq: 4242, hooks: new EraseHooks(), rewritten: [] as number[] };
+      const erasure = { ctx: c, effects, seq: 4242, hooks: new EraseHooks(endUserPseudonyms(randomBytes(32))), rewritten: [] as number[] };
       await rewriteSummary(trx, erasure, o, summary.id, { text: 'A summary of one note', metadata: { sources: [2] }, setKey: 'set-key-2' });
       // The hooks after the rewriting one erase the summary's earlier copies.
       expect(erasure.rewritten).toEqual([summary.id]);
@@ -182,7 +184,7 @@ forEachDialect('memory writes', (dialect) => {
     const o = owner();
     const [a, b, c] = [await addMemory(t, 'forget me a', { endUser: o.endUserId }), await addMemory(t, 'forget me b', { endUser: o.endUserId }), await addMemory(t, 'keep me c', { endUser: o.endUserId })];
     const calls: Array<{ ids: number[]; seq: number; hooks: boolean }> = [];
-    const hooks = new EraseHooks();
+    const hooks = new EraseHooks(endUserPseudonyms(randomBytes(32)));
     hooks.register(async (_trx, ids, erasure) => void calls.push({ ids, seq: erasure.seq, hooks: erasure.hooks === hooks }));
     hooks.register(async (_trx, ids) => void calls.push({ ids: ids.map((id) => -id), seq: -1, hooks: true }));
 

@@ -1,6 +1,7 @@
 import { sql, type Insertable, type QueryCreator, type Transaction } from 'kysely';
 import { sha256Hex } from '../../core/crypto.js';
 import { canonicalJson } from '../../core/json.js';
+import type { Pseudonymize } from '../../core/pseudonyms.js';
 import { normalizeText } from '../../engine/index.js';
 import { groupedInsert, write, type Effects, type InputColumn, type WriteContext } from '../../core/unit-of-work.js';
 import { invalid, notFound } from '../../core/errors.js';
@@ -739,6 +740,9 @@ export class EraseHooks {
   private readonly hooks: EraseHook[] = [];
   private readonly endUserHooks: EndUserEraseHook[] = [];
 
+  /** `pseudonymize`: how what outlives a removed end user names them (core/pseudonyms.ts). */
+  constructor(readonly pseudonymize: Pseudonymize) {}
+
   register(hook: EraseHook): void {
     this.hooks.push(hook);
   }
@@ -850,7 +854,8 @@ export async function purgeEndUser(database: Database, ctx: WriteContext, owner:
     for (let i = 0; i < ids.length; i += 500) await eraseMemories(trx, ctx, effects, ids.slice(i, i + 500), seq, erase);
     await erase.runEndUser(trx, owner, effects.now);
     effects.emit('end_user.purged', { end_user_id: owner.endUserId, deleted: ids.length });
-    effects.audit('memory.purge_end_user', { type: 'end_user', id: owner.endUserId });
+    // The hash-chained audit row outlives the end user: it names them by pseudonym only.
+    effects.audit('memory.purge_end_user', { type: 'end_user', id: erase.pseudonymize(owner.projectId, owner.endUserId) });
     return ids.length;
   });
 }

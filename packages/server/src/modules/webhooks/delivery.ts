@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import type { BaseLogger } from 'pino';
 import { sql } from 'kysely';
 import { SYSTEM_ACTOR } from '../../core/context.js';
-import { sha256Hex } from '../../core/crypto.js';
+import type { Pseudonymize } from '../../core/pseudonyms.js';
 import { dispatchOutbox, erasedMemory, onEventsCommitted, type OutboxDispatcher, type StoredEvent } from '../../core/events.js';
 import { checkAddress, OutboundRefused } from '../../core/outbound.js';
 import { write } from '../../core/unit-of-work.js';
@@ -53,7 +53,7 @@ export function sign(secret: string, messageId: string, timestamp: number, body:
  * event and subscribed endpoint of its project (events without a project, such as organization-wide
  * API keys, go to every endpoint of the organization). Paused endpoints get rows too; disabled ones do not.
  */
-export const fanOut: OutboxDispatcher = async (trx, events, payloadsOf) => {
+export const fanOut = (pseudonymize: Pseudonymize): OutboxDispatcher => async (trx, events, payloadsOf) => {
   const organizations = [...new Set(events.map((e) => e.organizationId))];
   const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'organization_id', 'project_id', 'events'])
     .where('organization_id', 'in', organizations).where('status', '!=', 'disabled').execute();
@@ -73,7 +73,7 @@ export const fanOut: OutboxDispatcher = async (trx, events, payloadsOf) => {
     const named = payload as { memory?: { id?: number; end_user_id?: string }; end_user_id?: string };
     const memory = named.memory?.id ?? null;
     const endUser = named.end_user_id ?? named.memory?.end_user_id;
-    const endUserKey = endUser !== undefined && event.projectId !== null ? deliveryEndUserKey(event.projectId, endUser) : null;
+    const endUserKey = endUser !== undefined && event.projectId !== null ? pseudonymize(event.projectId, endUser) : null;
     return targets.map((e) => ({
       endpoint_id: e.id, message_id: messageId, event_type: event.type, memory_id: memory, end_user_key: endUserKey, body, status: 'pending',
       next_attempt_at: now, lease_until: null, created_at: now, updated_at: now,
@@ -83,9 +83,6 @@ export const fanOut: OutboxDispatcher = async (trx, events, payloadsOf) => {
   // The loop dispatching these events claims after their transaction has committed.
   if (rows.length > 0) notifyDeliveriesDue();
 };
-
-/** How a delivery names the end user its event named: a digest, so the column names no one. */
-const deliveryEndUserKey = (projectId: string, endUserId: string) => sha256Hex(`${projectId}\n${endUserId}`);
 
 /**
  * What receivers answered to `deliveries` (webhook_attempts.response_body, the first 2 KiB, which may echo
@@ -113,8 +110,8 @@ export async function eraseMemoryDeliveries(trx: Executor, memoryIds: number[], 
 }
 
 /** Removing an end user: what receivers answered to every delivery whose event named them is erased. */
-export async function eraseEndUserDeliveries(trx: Executor, owner: { projectId: string; endUserId: string }): Promise<void> {
-  const rows = await trx.selectFrom('webhook_deliveries').select('id').where('end_user_key', '=', deliveryEndUserKey(owner.projectId, owner.endUserId)).execute();
+export async function eraseEndUserDeliveries(trx: Executor, endUserKey: string): Promise<void> {
+  const rows = await trx.selectFrom('webhook_deliveries').select('id').where('end_user_key', '=', endUserKey).execute();
   await eraseReceiverAnswers(trx, rows.map((r) => r.id));
 }
 
