@@ -15,6 +15,7 @@ OPERATIONS: dict[str, Operation] = {
     "health.ready": Operation("GET", "/readyz", (), True, False),
     "memories.add": Operation("POST", "/memory/add", (), False, True),
     "memories.bulkAdd": Operation("POST", "/memory/bulk-add", (), False, True),
+    "memories.list": Operation("GET", "/memory", ('filters', 'session_id', 'order_by', 'order', 'limit', 'cursor', 'total'), False, False),
     "memories.export": Operation("GET", "/memory/export", (), False, False),
     "memories.batchUpdate": Operation("POST", "/memory/batch-update", (), False, True),
     "memories.forget": Operation("DELETE", "/memory/forget", (), False, True),

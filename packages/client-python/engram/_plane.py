@@ -21,6 +21,9 @@ class _Plane:
     def _pages(self, operation_id: str, **kwargs: Any) -> Any:
         return self.transport.pages(operation_id, **kwargs)
 
+    def _cursor_pages(self, operation_id: str, **kwargs: Any) -> Any:
+        return self.transport.cursor_pages(operation_id, **kwargs)
+
     def call(self, operation_id: str, **kwargs: Any) -> Any:
         """Sends any operation of the document by its operationId (path=, body=, query and options as keywords)."""
         return self._call(operation_id, **kwargs)

@@ -241,6 +241,15 @@ class SyncTransport:
                 return
             offset += len(page["items"])
 
+    def cursor_pages(self, operation_id: str, **kwargs: Any) -> Iterator[Any]:
+        """Every item of a cursor-paginated list (GET /memory), following next_cursor while has_next."""
+        while True:
+            page = self.call(operation_id, **kwargs)
+            yield from page["items"]
+            if not page["has_next"] or page["next_cursor"] is None:
+                return
+            kwargs["cursor"] = page["next_cursor"]
+
     def download(self, operation_id: str, **kwargs: Any) -> Iterator[bytes]:
         """The bytes of a download, chunk by chunk; a lost connection resumes with a Range request."""
         received, etag, resumed = 0, None, 0
@@ -324,6 +333,15 @@ class AsyncTransport:
             if not page["has_next"] or not page["items"]:
                 return
             offset += len(page["items"])
+
+    async def cursor_pages(self, operation_id: str, **kwargs: Any) -> AsyncIterator[Any]:
+        while True:
+            page = await self.call(operation_id, **kwargs)
+            for item in page["items"]:
+                yield item
+            if not page["has_next"] or page["next_cursor"] is None:
+                return
+            kwargs["cursor"] = page["next_cursor"]
 
     async def download(self, operation_id: str, **kwargs: Any) -> AsyncIterator[bytes]:
         received, etag, resumed = 0, None, 0

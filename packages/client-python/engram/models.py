@@ -146,6 +146,13 @@ class MemoriesBulkAddResponse207(EngramModel):
     totals: MemoriesBulkAddResponse207Totals
     results: list[MemoriesBulkAddResponse207ResultsItem]
 
+class MemoriesListResponse(EngramModel):
+    items: list[Memory]
+    next_cursor: str | None
+    has_next: bool
+    limit: int
+    total: int | None = Field(default=None)
+
 class MemoriesExportResponse(EngramModel):
     principal: dict[str, Any]
     generated_at: str
@@ -201,10 +208,29 @@ class MemoriesBatchUpdateResponse207(EngramModel):
     totals: MemoriesBatchUpdateResponse207Totals
     results: list[MemoriesBatchUpdateResponse207ResultsItem]
 
-class MemoriesForgetRequest(EngramModel):
-    ids: list[int]
+class MemoriesForgetRequestFilters(EngramModel):
+    tags_any: list[str] | None = Field(default=None)
+    tags_all: list[str] | None = Field(default=None)
+    source: str | None = Field(default=None)
+    created_after: str | None = Field(default=None)
+    created_before: str | None = Field(default=None)
+    metadata: dict[str, Any] | None = Field(default=None)
+    is_summary: bool | None = Field(default=None)
 
-MemoriesForgetResponse = list[int]
+class MemoriesForgetRequest(EngramModel):
+    ids: list[int] | None = Field(default=None)
+    filters: MemoriesForgetRequestFilters | None = Field(default=None)
+    session_id: str | None = Field(default=None)
+    dry_run: bool | None = Field(default=None)
+    limit: int | None = Field(default=None)
+
+class MemoriesForgetResponse1(EngramModel):
+    dry_run: bool
+    ids: list[int]
+    matched: int
+    has_more: bool
+
+MemoriesForgetResponse = list[int] | MemoriesForgetResponse1
 class MemoriesForgetEndUserResponse(EngramModel):
     end_user_id: str
     deleted: int
@@ -2589,6 +2615,7 @@ HealthLiveResult = HealthLiveResponse
 HealthReadyResult = HealthReadyResponse
 MemoriesAddResult = MemoriesAddResponse200 | MemoriesAddResponse201
 MemoriesBulkAddResult = MemoriesBulkAddResponse200 | MemoriesBulkAddResponse207
+MemoriesListResult = MemoriesListResponse
 MemoriesExportResult = MemoriesExportResponse
 MemoriesBatchUpdateResult = MemoriesBatchUpdateResponse200 | MemoriesBatchUpdateResponse207
 MemoriesForgetResult = MemoriesForgetResponse
@@ -2712,6 +2739,7 @@ RESULTS: dict[str, Any] = {
     "health.ready": HealthReadyResult,
     "memories.add": MemoriesAddResult,
     "memories.bulkAdd": MemoriesBulkAddResult,
+    "memories.list": MemoriesListResult,
     "memories.export": MemoriesExportResult,
     "memories.batchUpdate": MemoriesBatchUpdateResult,
     "memories.forget": MemoriesForgetResult,

@@ -3,6 +3,8 @@ tenant plane. Project, end user and tenant are set once on the client or per cal
 end_user_id=, tenant_id=). Answers are pydantic models (engram.models); unknown fields are kept."""
 from __future__ import annotations
 
+import builtins
+import json
 import os
 import pathlib
 from typing import Any, BinaryIO
@@ -30,6 +32,12 @@ def file_part(file: str | os.PathLike[str] | bytes | BinaryIO, filename: str | N
     return (filename, file)
 
 
+def list_params(params: dict[str, Any]) -> dict[str, Any]:
+    """GET /memory's parameters: filters given as a dict go as its JSON text."""
+    filters = params.get("filters")
+    return params if filters is None or isinstance(filters, str) else {**params, "filters": json.dumps(filters)}
+
+
 class Health(_Group):
     def live(self, **params: Any) -> models.HealthLiveResult: return self._call("health.live", **params)
     def ready(self, **params: Any) -> models.HealthReadyResult: return self._call("health.ready", **params)
@@ -38,6 +46,12 @@ class Health(_Group):
 class Memories(_Group):
     def add(self, body: bodies.MemoriesAddBody, **params: Any) -> models.MemoriesAddResult: return self._call("memories.add", body=body, **params)
     def bulk_add(self, body: bodies.MemoriesBulkAddBody, **params: Any) -> models.MemoriesBulkAddResult: return self._call("memories.bulkAdd", body=body, **params)
+    def list(self, **params: Any) -> models.MemoriesListResult:
+        """A page of the end user's memories; filters= is the filters dict of query (sent as JSON), cursor= the last page's next_cursor."""
+        return self._call("memories.list", **list_params(params))
+    def list_all(self, **params: Any) -> Any:
+        """Every memory the list selects, page after page (iterate; async for on the async client)."""
+        return self._client._cursor_pages("memories.list", **list_params(params))
     def export(self, **params: Any) -> models.MemoriesExportResult: return self._call("memories.export", **params)
     def batch_update(self, body: bodies.MemoriesBatchUpdateBody, **params: Any) -> models.MemoriesBatchUpdateResult: return self._call("memories.batchUpdate", body=body, **params)
     def forget(self, body: bodies.MemoriesForgetBody, **params: Any) -> models.MemoriesForgetResult: return self._call("memories.forget", body=body, **params)
@@ -46,7 +60,7 @@ class Memories(_Group):
     def update(self, memory_id: str | int, body: bodies.MemoriesUpdateBody, **params: Any) -> models.MemoriesUpdateResult: return self._call("memories.update", path={"memory_id": memory_id}, body=body, **params)
     def history(self, memory_id: str | int, **params: Any) -> models.MemoriesHistoryResult: return self._call("memories.history", path={"memory_id": memory_id}, **params)
     def upload(self, file: str | os.PathLike[str] | bytes | BinaryIO, filename: str | None = None, **params: Any) -> models.MemoriesUploadResult: return self._call("memories.upload", files={"file": file_part(file, filename)}, **params)
-    def add_many(self, items: list[dict[str, Any]], **params: Any) -> Any: return self._client._add_many(items, **params)
+    def add_many(self, items: builtins.list[dict[str, Any]], **params: Any) -> Any: return self._client._add_many(items, **params)
     def upload_job(self, job_id: str | int, **params: Any) -> models.MemoriesUploadJobResult: return self._call("memories.uploadJob", path={"job_id": job_id}, **params)
     def query(self, body: bodies.MemoriesQueryBody, **params: Any) -> models.MemoriesQueryResult: return self._call("memories.query", body=body, **params)
     def retrieve(self, body: bodies.MemoriesRetrieveBody, **params: Any) -> models.MemoriesRetrieveResult: return self._call("memories.retrieve", body=body, **params)

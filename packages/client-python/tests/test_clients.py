@@ -107,6 +107,10 @@ def test_data_plane(service):
     assert service.memories.history(memory["id"])["items"]
     assert service.memories.batch_update({"updates": [{"id": memory["id"], "importance": 0.9}]})["totals"]["updated"] == 1
     assert len(service.memories.export()["memories"]) > 100
+    page = service.memories.list(limit=2, total=True, filters={"tags_any": ["travel"]})
+    assert [m["id"] for m in page["items"]] == [memory["id"]] and page["total"] == 1 and page["next_cursor"] is None
+    listed = [m["id"] for m in service.memories.list_all(limit=7, order="asc")]
+    assert len(listed) > 100 and listed == sorted(listed)
     bob = service.memories.add({"text": "Bob likes aisle seats"}, end_user_id="bob")
     assert failure(lambda: service.memories.get(bob["id"])).status == 404
 
@@ -140,6 +144,8 @@ def test_data_plane(service):
     assert large["status"] == "queued"
     assert service.memories.upload_job(large["job"]["id"]) is not None
 
+    dry = service.memories.forget({"filters": {"tags_any": ["nothing-tagged-so"]}, "dry_run": True})
+    assert (dry["dry_run"], dry["ids"], dry["matched"], dry["has_more"]) == (True, [], 0, False)
     assert service.memories.forget({"ids": [memory["id"]]}) == [memory["id"]]
     assert failure(lambda: service.memories.get(memory["id"])).code == "not_found"
     assert service.memories.forget_end_user("bob") is not None

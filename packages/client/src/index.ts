@@ -1,4 +1,4 @@
-export { ServiceClient, type ServiceClientOptions, type AddManyResult, type AddMemory, type Memory } from './service.js';
+export { ServiceClient, type ServiceClientOptions, type AddManyResult, type AddMemory, type ListQuery, type Memory, type MemoryFilters } from './service.js';
 export { ControlClient, type ControlClientOptions, type Tokens } from './control.js';
 export { EngramError, ValidationError, AuthenticationError, PermissionError, NotFoundError, ConflictError, RateLimitError, Transport, type CallOptions, type TransportOptions, type OperationId, type Body, type Query, type Result, type Item } from './transport.js';
 export { verifyWebhook, WebhookVerificationError, type WebhookEvent } from './webhooks.js';

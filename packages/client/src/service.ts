@@ -3,6 +3,13 @@ import { type Body, type CallOptions, type OperationId, type Query, type Result,
 
 export type AddMemory = components['schemas']['AddMemory'];
 export type Memory = components['schemas']['Memory'];
+/** The filters of query, list and forget by scope. */
+export type MemoryFilters = NonNullable<Body<'memories.query'>['filters']>;
+/** GET /memory's parameters, with `filters` as an object (or the JSON text of one). */
+export type ListQuery = Omit<Query<'memories.list'>, 'filters'> & { filters?: MemoryFilters | string };
+
+const listQuery = ({ filters, ...rest }: ListQuery): Query<'memories.list'> =>
+  (filters === undefined ? rest : { ...rest, filters: typeof filters === 'string' ? filters : JSON.stringify(filters) }) as Query<'memories.list'>;
 
 /** The outcome of addMany: totals and one result per item, indexed as the items were given. */
 export interface AddManyResult {
@@ -78,6 +85,10 @@ export class ServiceClient {
   readonly memories = {
     add: (body: Body<'memories.add'>, options?: CallOptions) => this.call('memories.add', { body }, options),
     bulkAdd: (body: Body<'memories.bulkAdd'>, options?: CallOptions) => this.call('memories.bulkAdd', { body }, options),
+    /** A page of the end user's memories; `filters` is the filters object of query (sent as JSON), `cursor` the last page's next_cursor. */
+    list: (query: ListQuery = {}, options?: CallOptions) => this.call('memories.list', { query: listQuery(query) }, options),
+    /** Every memory the list selects, page after page. */
+    listAll: (query: ListQuery = {}, options?: CallOptions) => this.transport.cursorPages('memories.list', { query: listQuery(query) }, this.scoped(options)),
     export: (options?: CallOptions) => this.call('memories.export', {}, options),
     batchUpdate: (body: Body<'memories.batchUpdate'>, options?: CallOptions) => this.call('memories.batchUpdate', { body }, options),
     forget: (body: Body<'memories.forget'>, options?: CallOptions) => this.call('memories.forget', { body }, options),

@@ -242,6 +242,17 @@ export class Transport {
     }
   }
 
+  /** Every item of a cursor-paginated list (GET /memory), page after page, following next_cursor while has_next. */
+  async *cursorPages<K extends OperationId>(operationId: K, input: Input = {}, options: CallOptions = {}): AsyncGenerator<Item<K>> {
+    const query = { ...(input.query as Record<string, unknown> | undefined) };
+    for (;;) {
+      const page = (await this.call(operationId, { ...input, query }, options)) as { items: Item<K>[]; has_next: boolean; next_cursor: string | null };
+      yield* page.items;
+      if (!page.has_next || page.next_cursor === null) return;
+      query.cursor = page.next_cursor;
+    }
+  }
+
   /**
    * The bytes of a download, chunk by chunk. A connection lost mid-way is resumed with a Range
    * request from the byte reached, as long as the artifact (its ETag) is the same.

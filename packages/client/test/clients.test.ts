@@ -96,6 +96,14 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect((await service.memories.history(memory.id)).items.length).toBeGreaterThan(0);
     expect((await service.memories.batchUpdate({ updates: [{ id: memory.id, importance: 0.9 }] })).totals.updated).toBe(1);
     expect((await service.memories.export()).memories.length).toBeGreaterThan(100);
+    // The list, a page at a time by cursor; filters go as an object.
+    const page = await service.memories.list({ limit: 2, total: true, filters: { tags_any: ['travel'] } });
+    expect(page.items.map((m) => m.id)).toEqual([memory.id]);
+    expect(page).toMatchObject({ total: 1, has_next: false, next_cursor: null });
+    const listed: number[] = [];
+    for await (const m of service.memories.listAll({ limit: 7, order: 'asc' })) listed.push(m.id);
+    expect(listed.length).toBeGreaterThan(100);
+    expect(listed).toEqual([...listed].sort((a, b) => a - b));
     // Another end user, per call.
     const bob = (await service.memories.add({ text: 'Bob likes aisle seats' }, { endUserId: 'bob' })) as Memory;
     expect((await failure(service.memories.get(bob.id))).status).toBe(404);
@@ -131,6 +139,7 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect(large.status).toBe('queued');
     expect(await service.memories.uploadJob(large.job!.id)).toBeDefined();
 
+    expect(await service.memories.forget({ filters: { tags_any: ['nothing-tagged-so'] }, dry_run: true })).toEqual({ dry_run: true, ids: [], matched: 0, has_more: false });
     expect(await service.memories.forget({ ids: [memory.id] })).toEqual([memory.id]);
     expect((await failure(service.memories.get(memory.id))).code).toBe('not_found');
     expect(await service.memories.forgetEndUser('bob')).toBeDefined();

@@ -82,6 +82,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/memory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List memories
+         * @description The end user's live memories a page at a time, newest first by default (order_by created_at or updated_at, order desc or asc), narrowed by the filters of POST /memory/query (as JSON) and session_id. next_cursor continues the list; total=true counts every match.
+         *
+         *     Requires scope memories:read.
+         */
+        get: operations["memories.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/memory/export": {
         parameters: {
             query?: never;
@@ -138,7 +160,7 @@ export interface paths {
         post?: never;
         /**
          * Forget memories
-         * @description Erases the given memories of the end user down to an id-and-time tombstone (history included). Responds with the ids actually deleted.
+         * @description Erases memories of the end user down to an id-and-time tombstone (history included). By ids: responds with the array of ids actually forgotten. By filters (those of POST /memory/query) and/or session_id: forgets at most limit (default 1000) of the matching memories, oldest first, and responds with {dry_run, ids, matched, has_more}; send it again while has_more; dry_run: true forgets nothing and says what would go.
          *
          *     Requires scope memories:write.
          */
@@ -2408,6 +2430,16 @@ export interface components {
                 };
             }[];
         };
+        /** MemoriesListResponse */
+        MemoriesListResponse: {
+            items: components["schemas"]["Memory"][];
+            /** @description Send as cursor for the next page; null on the last page */
+            next_cursor: string | null;
+            has_next: boolean;
+            limit: number;
+            /** @description Every memory the filters select (only when total=true) */
+            total?: number;
+        };
         /** MemoriesExportResponse */
         MemoriesExportResponse: {
             principal: {
@@ -2471,10 +2503,39 @@ export interface components {
         };
         /** MemoriesForgetRequest */
         MemoriesForgetRequest: {
-            ids: number[];
+            /** @description Forget these memories (answers the array of ids forgotten) */
+            ids?: number[];
+            filters?: {
+                tags_any?: string[];
+                tags_all?: string[];
+                source?: string;
+                /** Format: date-time */
+                created_after?: string;
+                /** Format: date-time */
+                created_before?: string;
+                /** @description Equality on each key */
+                metadata?: {
+                    [key: string]: unknown;
+                };
+                is_summary?: boolean;
+            };
+            /** @description Conversation session, narrows retrieval */
+            session_id?: string;
+            /** @description With filters or session_id: count and name what would be forgotten, forgetting nothing */
+            dry_run?: boolean;
+            /** @description With filters or session_id: forget at most this many, oldest first (default and at most 1000) */
+            limit?: number;
         };
         /** MemoriesForgetResponse */
-        MemoriesForgetResponse: number[];
+        MemoriesForgetResponse: number[] | {
+            dry_run: boolean;
+            /** @description Forgotten (on a dry run: would be), ascending, at most limit */
+            ids: number[];
+            /** @description Live memories the selection matched when the request ran, ids included */
+            matched: number;
+            /** @description More matched than this request forgot (limit): send it again for the next ones */
+            has_more: boolean;
+        };
         /** MemoriesForgetEndUserResponse */
         MemoriesForgetEndUserResponse: {
             end_user_id: string;
@@ -6043,6 +6104,177 @@ export interface operations {
             };
         };
     };
+    "memories.list": {
+        parameters: {
+            query?: {
+                /**
+                 * @description The filters object of POST /memory/query, as JSON (URL-encoded): {"tags_any": ["travel"], "metadata": {"lang": "en"}}
+                 * @example filters
+                 */
+                filters?: string;
+                /**
+                 * @description Conversation session, narrows retrieval
+                 * @example session-7
+                 */
+                session_id?: string;
+                /**
+                 * @description Sort key (ties by id)
+                 * @example created_at
+                 */
+                order_by?: "created_at" | "updated_at";
+                /**
+                 * @description Newest first (desc) or oldest first (asc)
+                 * @example desc
+                 */
+                order?: "desc" | "asc";
+                /**
+                 * @description Memories per page (at most 100)
+                 * @example 50
+                 */
+                limit?: number;
+                /**
+                 * @description next_cursor of the previous page, with the same order_by and order
+                 * @example eyJvZmZzZXQiOjUwfQ
+                 */
+                cursor?: string;
+                /**
+                 * @description Also count every memory the filters select (one more query over all of them)
+                 * @example false
+                 */
+                total?: boolean;
+            };
+            header: {
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
+                "x-end-user-id": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "id": 1,
+                     *           "text": "Prefers a window seat on long flights",
+                     *           "tags": [
+                     *             "tag"
+                     *           ],
+                     *           "is_summary": true,
+                     *           "source": "chat",
+                     *           "importance": 0.5,
+                     *           "metadata": {},
+                     *           "client_ref": "crm-1042",
+                     *           "session_id": "session-7",
+                     *           "end_user_id": "user-42",
+                     *           "created_at": "2026-01-15T09:30:00.000Z",
+                     *           "updated_at": "2026-01-15T09:30:00.000Z",
+                     *           "superseded_by": 1
+                     *         }
+                     *       ],
+                     *       "next_cursor": "next-cursor",
+                     *       "has_next": true,
+                     *       "limit": 1,
+                     *       "total": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesListResponse"];
+                };
+            };
+            /** @description Invalid request; `field` names the offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential lacks the scope or the role the capability */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Absent, or outside the caller's scope */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request (headers and body) did not arrive within the request timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request headers are over 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote the request_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     "memories.export": {
         parameters: {
             query?: never;
@@ -6461,7 +6693,23 @@ export interface operations {
                  * @example {
                  *       "ids": [
                  *         1
-                 *       ]
+                 *       ],
+                 *       "filters": {
+                 *         "tags_any": [
+                 *           "tags-any"
+                 *         ],
+                 *         "tags_all": [
+                 *           "tags-all"
+                 *         ],
+                 *         "source": "chat",
+                 *         "created_after": "2026-01-15T09:30:00.000Z",
+                 *         "created_before": "2026-01-15T09:30:00.000Z",
+                 *         "metadata": {},
+                 *         "is_summary": true
+                 *       },
+                 *       "session_id": "session-7",
+                 *       "dry_run": true,
+                 *       "limit": 1
                  *     }
                  */
                 "application/json": components["schemas"]["MemoriesForgetRequest"];

@@ -4,6 +4,7 @@ export const OPERATIONS = {
   'health.ready': { method: 'GET', path: '/readyz', anonymous: true },
   'memories.add': { method: 'POST', path: '/memory/add', idempotent: true },
   'memories.bulkAdd': { method: 'POST', path: '/memory/bulk-add', idempotent: true },
+  'memories.list': { method: 'GET', path: '/memory' },
   'memories.export': { method: 'GET', path: '/memory/export' },
   'memories.batchUpdate': { method: 'POST', path: '/memory/batch-update', idempotent: true },
   'memories.forget': { method: 'DELETE', path: '/memory/forget', idempotent: true },

@@ -429,6 +429,7 @@ export const DECLARATIONS: Record<string, Declaration> = {
   // ---- data plane ----------------------------------------------------------------------------
   'POST /memory/add': { ok: 201, targets: namedScope, build: inPlace((p) => ({ text: `${marker(p)} added ${serial++}` })) },
   'POST /memory/bulk-add': { ok: 200, targets: namedScope, build: inPlace((p) => [{ text: `${marker(p)} bulk ${serial++}` }]) },
+  'GET /memory': { ok: 200, targets: namedScope, build: async (w, place) => (await w.memory(place), { headers: placeHeaders(place), query: { total: 'true' } }) },
   'GET /memory/export': { ok: 200, targets: namedScope, build: async (w, place) => (await w.memory(place), { headers: placeHeaders(place) }) },
   'POST /memory/batch-update': {
     ok: 200, targets: { ...dataTargets }, refusedWith: 207,

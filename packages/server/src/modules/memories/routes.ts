@@ -4,10 +4,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerOf, scopeOf, writeContextOf } from '../../http/auth.js';
 import { endUserWithin } from '../../core/binding.js';
 import { bodyAjv } from '../../core/validation.js';
+import { invalid } from '../../core/errors.js';
+import { checkJsonInput } from '../../http/input.js';
+import type { FiltersInput } from './filters.js';
 import { nowIso, type Database } from '../../store/database.js';
 import {
   AddMemoryBody, BatchUpdateBody, BatchUpdateResult, BulkAddBody, BulkAddResult, ForgetBody, HistoryResult, LIMITS,
-  Memory, MemoryId, MemoryPatch, Skipped,
+  ForgetScopeResult, ListMemoriesQuery, ListMemoriesResult, Memory, MemoryId, MemoryPatch, Skipped,
 } from './schemas.js';
 import * as memories from './index.js';
 import type { EraseHooks } from './index.js';
@@ -16,6 +19,19 @@ const read = { auth: { scope: 'memories:read', endUser: 'required' } } as const;
 const writeUser = { auth: { scope: 'memories:write', endUser: 'required' } } as const;
 const IdParams = Type.Object({ memory_id: MemoryId });
 const tags = ['memories'];
+
+/** The filters object sent as JSON text in a query string: the input rule and the schema of a body's, 400 naming `filters/...`. */
+function filtersParam(text: string): FiltersInput {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalid('filters', 'filters must be a JSON object (URL-encoded)');
+  }
+  const refused = checkJsonInput(value);
+  if (refused) throw Object.assign(refused, { field: refused.field === 'body' ? 'filters' : `filters/${refused.field}` });
+  return memories.filtersFrom(value, 'filters');
+}
 
 export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database; erase: EraseHooks }> = async (app, { database, erase }) => {
   app.post('/memory/add', {
@@ -53,6 +69,24 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database; erase
   }, async (request, reply) => {
     const result = await memories.bulkAdd(database, writeContextOf(request), ownerOf(request), request.body as unknown[]);
     return reply.status(result.totals.created === result.results.length ? 200 : 207).send(result);
+  });
+
+  app.get('/memory', {
+    config: read,
+    schema: {
+      tags, summary: 'List memories',
+      description: "The end user's live memories a page at a time, newest first by default (order_by created_at or updated_at, order desc or asc), narrowed by the filters of POST /memory/query (as JSON) and session_id. next_cursor continues the list; total=true counts every match.",
+      querystring: ListMemoriesQuery,
+      response: { 200: ListMemoriesResult },
+    },
+  }, async (request) => {
+    const { filters, session_id: sessionId, order_by: orderBy, order, limit, cursor, total } = request.query;
+    return memories.listPage(database, ownerOf(request), {
+      ...(filters !== undefined ? { filters: filtersParam(filters) } : {}),
+      ...(sessionId !== undefined ? { sessionId } : {}),
+      ...(cursor !== undefined ? { cursor } : {}),
+      orderBy, direction: order, limit, total,
+    });
   });
 
   app.get('/memory/export', {
@@ -111,11 +145,24 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database; erase
     config: writeUser,
     schema: {
       tags, summary: 'Forget memories',
-      description: 'Erases the given memories of the end user down to an id-and-time tombstone (history included). Responds with the ids actually deleted.',
+      description: 'Erases memories of the end user down to an id-and-time tombstone (history included). By ids: responds with the array of ids actually forgotten. '
+        + `By filters (those of POST /memory/query) and/or session_id: forgets at most limit (default ${LIMITS.forgetIds}) of the matching memories, oldest first, `
+        + 'and responds with {dry_run, ids, matched, has_more}; send it again while has_more; dry_run: true forgets nothing and says what would go.',
       body: ForgetBody,
-      response: { 200: Type.Array(Type.Integer()) },
+      response: { 200: Type.Union([Type.Array(Type.Integer()), ForgetScopeResult]) },
     },
-  }, async (request) => memories.forget(database, writeContextOf(request), ownerOf(request), request.body.ids, erase));
+  }, async (request) => {
+    const { ids, filters, session_id: sessionId, dry_run: dryRun, limit } = request.body;
+    if (ids !== undefined) {
+      const scoped = (['filters', 'session_id', 'dry_run', 'limit'] as const).find((field) => request.body[field] !== undefined);
+      if (scoped) throw invalid(scoped, `${scoped} selects by scope; send either ids or filters and/or session_id`);
+      return memories.forget(database, writeContextOf(request), ownerOf(request), ids, erase);
+    }
+    if (filters === undefined && sessionId === undefined) throw invalid('ids', 'send ids, or filters and/or session_id ({"filters": {}} selects every memory)');
+    return memories.forgetSelected(database, writeContextOf(request), ownerOf(request), {
+      ...(filters !== undefined ? { filters } : {}), ...(sessionId !== undefined ? { sessionId } : {}),
+    }, { limit: limit ?? LIMITS.forgetIds, dryRun: dryRun ?? false }, erase);
+  });
 
   app.delete('/memory/user/:end_user_id', {
     config: { auth: { scope: 'memories:write', endUser: 'none' } },

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Filters } from './filters.js';
 
 /** Limits the spec leaves open; recorded in docs/api.md. */
 export const LIMITS = {
@@ -123,9 +124,22 @@ export const BatchUpdateResult = Type.Object({
 export type BatchUpdateResultView = Static<typeof BatchUpdateResult>;
 
 export const ForgetBody = Type.Object(
-  { ids: Type.Array(MemoryId, { minItems: 1, maxItems: LIMITS.forgetIds }) },
+  {
+    ids: Type.Optional(Type.Array(MemoryId, { minItems: 1, maxItems: LIMITS.forgetIds, description: 'Forget these memories (answers the array of ids forgotten)' })),
+    filters: Type.Optional(Filters),
+    session_id: Type.Optional(SessionId),
+    dry_run: Type.Optional(Type.Boolean({ description: 'With filters or session_id: count and name what would be forgotten, forgetting nothing' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.forgetIds, description: `With filters or session_id: forget at most this many, oldest first (default and at most ${LIMITS.forgetIds})` })),
+  },
   { additionalProperties: false },
 );
+
+export const ForgetScopeResult = Type.Object({
+  dry_run: Type.Boolean(),
+  ids: Type.Array(Type.Integer(), { description: 'Forgotten (on a dry run: would be), ascending, at most limit' }),
+  matched: Type.Integer({ description: 'Live memories the selection matched when the request ran, ids included' }),
+  has_more: Type.Boolean({ description: 'More matched than this request forgot (limit): send it again for the next ones' }),
+});
 
 export const HistoryEntry = Type.Object({
   id: Type.Integer(),
@@ -139,3 +153,27 @@ export const HistoryEntry = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
 });
 export const HistoryResult = Type.Object({ memory_id: Type.Integer(), items: Type.Array(HistoryEntry) });
+
+export const ListMemoriesQuery = Type.Object(
+  {
+    filters: Type.Optional(Type.String({
+      minLength: 2, maxLength: 16_384,
+      description: 'The filters object of POST /memory/query, as JSON (URL-encoded): {"tags_any": ["travel"], "metadata": {"lang": "en"}}',
+    })),
+    session_id: Type.Optional(SessionId),
+    order_by: Type.Union([Type.Literal('created_at'), Type.Literal('updated_at')], { default: 'created_at', description: 'Sort key (ties by id)' }),
+    order: Type.Union([Type.Literal('desc'), Type.Literal('asc')], { default: 'desc', description: 'Newest first (desc) or oldest first (asc)' }),
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Memories per page (at most 100)' }),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'next_cursor of the previous page, with the same order_by and order' })),
+    total: Type.Boolean({ default: false, description: 'Also count every memory the filters select (one more query over all of them)' }),
+  },
+  { additionalProperties: false },
+);
+
+export const ListMemoriesResult = Type.Object({
+  items: Type.Array(Memory),
+  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Send as cursor for the next page; null on the last page' }),
+  has_next: Type.Boolean(),
+  limit: Type.Integer(),
+  total: Type.Optional(Type.Integer({ description: 'Every memory the filters select (only when total=true)' })),
+});

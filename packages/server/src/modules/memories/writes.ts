@@ -10,6 +10,7 @@ import { eventJson } from '../../core/events.js';
 import { decodeJson, encodeJson, isUniqueViolation, nowIso, type Database, type Executor } from '../../store/database.js';
 import { prepared, preparedInsert } from '../../store/prepared.js';
 import type { DB, MemoriesTable, MemoryHistoryTable } from '../../store/schema.js';
+import { countSelected, selectedIds, type Selection } from './list.js';
 import { owned, revisionOf, toMemory, viewOf, type MemoryRow, type Owner } from './feed.js';
 import {
   AddMemoryBody, LIMITS,
@@ -844,6 +845,36 @@ export async function forget(database: Database, ctx: WriteContext, owner: Owner
   });
 }
 
+
+/** What forgetting by scope answers (DELETE /memory/forget with filters or session_id). */
+export interface ScopeForgotten {
+  dry_run: boolean;
+  ids: number[];
+  matched: number;
+  has_more: boolean;
+}
+
+/**
+ * Forgets up to `limit` of the owner's live memories the selection matches, oldest first, as forgetting by id
+ * does (the same erasure, events and history). Selected under the owner's lock, so a memory added or forgotten
+ * meanwhile is seen. A dry run only reads: what would be forgotten now.
+ */
+export async function forgetSelected(
+  database: Database, ctx: WriteContext, owner: Owner, selection: Selection, options: { limit: number; dryRun: boolean }, erase: EraseHooks,
+): Promise<ScopeForgotten> {
+  const answer = async (db: Executor, forgotten: (ids: number[]) => Promise<number[]>): Promise<ScopeForgotten> => {
+    const matched = await countSelected(db, database.dialect, owner, selection);
+    const ids = await forgotten(await selectedIds(db, database.dialect, owner, selection, options.limit));
+    return { dry_run: options.dryRun, ids, matched, has_more: matched > ids.length };
+  };
+  if (options.dryRun) return answer(database.db, async (ids) => ids);
+  return write(database, ctx, async (trx, effects) => {
+    const seq = await nextSeq(trx, owner, effects.now);
+    const result = await answer(trx, (ids) => forgetWithin(trx, { ctx, effects, hooks: erase, seq }, owner, ids));
+    effects.audit('memory.forget', { type: 'memory', id: result.ids.join(',') || null });
+    return result;
+  });
+}
 
 export async function purgeEndUser(database: Database, ctx: WriteContext, owner: Owner, erase: EraseHooks): Promise<number> {
   return write(database, ctx, async (trx, effects) => {

@@ -1,5 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Memory } from '../memories/index.js';
+import { Filters, Memory } from '../memories/index.js';
+
+export { Filters, type FiltersInput } from '../memories/index.js';
 
 /** Limits the spec leaves open; recorded in docs/api.md. */
 export const RETRIEVAL_LIMITS = {
@@ -23,20 +25,6 @@ export const Score = Type.Number({
   minimum: 0, maximum: 1,
   description: 'Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation\'s feature contributions',
 });
-
-export const Filters = Type.Object(
-  {
-    tags_any: Type.Optional(Type.Array(Type.String(), { maxItems: 50 })),
-    tags_all: Type.Optional(Type.Array(Type.String(), { maxItems: 50 })),
-    source: Type.Optional(Type.String()),
-    created_after: Type.Optional(DateTime),
-    created_before: Type.Optional(DateTime),
-    metadata: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Equality on each key' })),
-    is_summary: Type.Optional(Type.Boolean()),
-  },
-  { additionalProperties: false },
-);
-export type FiltersInput = Static<typeof Filters>;
 
 export const QueryBody = Type.Object(
   {

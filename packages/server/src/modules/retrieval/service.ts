@@ -1,9 +1,8 @@
 import { analyze, estimateTokens, parseTemporal, type SearchHit } from '../../engine/index.js';
 import { checkHeld, verifyHeld } from '../../core/credentials-clock.js';
 import { invalid } from '../../core/errors.js';
-import { canonicalJson } from '../../core/json.js';
 import type { Database } from '../../store/database.js';
-import { memoriesByIds, ownerMemoriesAt, revisionOf, type Owner } from '../memories/index.js';
+import { matchesFilters as filtersMatch, memoriesByIds, ownerMemoriesAt, revisionOf, type Owner } from '../memories/index.js';
 import type { MemoryView, ScopedMemory } from '../memories/index.js';
 import type { EmbeddingStore } from './embeddings.js';
 import type { CachedIndex, DocMeta, IndexCache } from './index-cache.js';
@@ -38,19 +37,7 @@ function happenedWithin(meta: DocMeta, range: { from: number; to: number }): boo
 function matchesFilters(meta: DocMeta | undefined, f: FiltersInput | undefined, range?: { from: number; to: number }): boolean {
   if (!meta) return false;
   if (range && !happenedWithin(meta, range)) return false;
-  if (!f) return true;
-  if (f.tags_any && f.tags_any.length > 0 && !f.tags_any.some((t) => meta.tags.includes(t))) return false;
-  if (f.tags_all && !f.tags_all.every((t) => meta.tags.includes(t))) return false;
-  if (f.source !== undefined && meta.source !== f.source) return false;
-  if (f.created_after !== undefined && !(meta.createdAt > Date.parse(f.created_after))) return false;
-  if (f.created_before !== undefined && !(meta.createdAt < Date.parse(f.created_before))) return false;
-  if (f.is_summary !== undefined && meta.isSummary !== f.is_summary) return false;
-  if (f.metadata) {
-    for (const [key, value] of Object.entries(f.metadata)) {
-      if (canonicalJson(meta.metadata[key]) !== canonicalJson(value)) return false;
-    }
-  }
-  return true;
+  return filtersMatch(meta, f);
 }
 
 /** Sentences or lines of a long prompt that carry content words, longest first, at most 16. */
