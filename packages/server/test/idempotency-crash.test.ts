@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabaseConfig, forEachDialect } from '../src/testing/harness.js';
 import { databaseEnv, startServerProcess, type ServerProcess } from '../src/testing/process.js';
 import { openDatabase } from '../src/store/database.js';
+import { sha256Hex } from '../src/core/crypto.js';
 
 const KEY = 'egm_crashwindow_' + 'c'.repeat(30);
 const EMAIL = 'owner@crash.test';
@@ -12,7 +13,7 @@ const PASSWORD = 'crash-window-password';
  * idempotent write committed and before its answer was stored; the retry answers what the write did
  * and writes nothing again.
  */
-forEachDialect('idempotent writes across a crash between commit and answer', (dialect) => {
+forEachDialect('idempotent writes across a crash (kill -9)', (dialect) => {
   let fresh: Awaited<ReturnType<typeof freshDatabaseConfig>>;
   let server: ServerProcess | undefined;
   beforeAll(async () => {
@@ -23,15 +24,15 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
     await fresh.drop();
   });
 
-  const env = (failpoint: boolean) => ({
+  const env = (failpoint: boolean | string) => ({
     ...databaseEnv(fresh.config), ENGRAM_BOOTSTRAP_API_KEY: KEY, ENGRAM_BOOTSTRAP_EMAIL: EMAIL, ENGRAM_BOOTSTRAP_PASSWORD: PASSWORD,
-    ENGRAM_LOG_LEVEL: 'warn', ...(failpoint ? { ENGRAM_TEST_FAILPOINT: 'idempotency-after-commit' } : {}),
+    ENGRAM_LOG_LEVEL: 'warn', ...(failpoint ? { ENGRAM_TEST_FAILPOINT: failpoint === true ? 'idempotency-after-commit' : failpoint } : {}),
   });
   const send = (s: ServerProcess, path: string, body: unknown, headers: Record<string, string>) =>
     fetch(`${s.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   /** The request the failpoint kills: no answer arrives, and the process is gone. */
-  async function crashOn(path: string, body: unknown, headers: Record<string, string>, before?: (s: ServerProcess) => Promise<void>) {
-    const crashing = await startServerProcess(env(true));
+  async function crashOn(path: string, body: unknown, headers: Record<string, string>, before?: (s: ServerProcess) => Promise<void>, failpoint: string | true = true) {
+    const crashing = await startServerProcess(env(failpoint));
     await before?.(crashing);
     await expect(send(crashing, path, body, headers)).rejects.toThrow();
     expect(await crashing.stop()).toBe(null);
@@ -88,6 +89,40 @@ forEachDialect('idempotent writes across a crash between commit and answer', (di
       expect(await database.db.selectFrom('feedback').select('id').where('memory_id', '=', rated).execute()).toHaveLength(1);
       const audits = await database.db.selectFrom('audit_log').select('id').where('action', '=', 'memory.add').where('target_id', '=', String(memory.id)).execute();
       expect(audits).toHaveLength(1);
+    } finally {
+      await database.close();
+    }
+  }, 240_000);
+
+  it('a retry after the claimer was killed before writing anything runs the request at once: no 409 wait, written once', async () => {
+    const claimed = { 'x-api-key': KEY, 'x-end-user-id': 'crash-user', 'idempotency-key': 'claimed-then-killed' };
+    const turn = { tenant_id: 'crash-tenant', user_id: 'crash-user', text: 'a turn claimed by a dead process', speaker: 'user' };
+    const tenantPlane = { 'x-api-key': KEY, 'x-tenant-id': 'crash-tenant', 'idempotency-key': 'turn-claimed-then-killed' };
+    await crashOn('/memory/add', { text: 'claimed by a dead process' }, claimed, undefined, 'idempotency-after-claim');
+    await crashOn('/v1/memory/add_turn', turn, tenantPlane, undefined, 'idempotency-after-claim');
+    const database = openDatabase(fresh.config);
+    try {
+      // Both claims are there, unanswered, their 5-minute lease still running, and nothing was written.
+      const claims = await database.db.selectFrom('idempotency_keys').select(['status', 'committed', 'claimer', 'locked_until']).where('key_hash', 'in', [sha256Hex('claimed-then-killed'), sha256Hex('turn-claimed-then-killed')]).execute();
+      expect(claims).toHaveLength(2);
+      for (const c of claims) {
+        expect(c).toMatchObject({ status: null, committed: null });
+        expect(c.claimer).not.toBe(null);
+        expect(new Date(c.locked_until).getTime()).toBeGreaterThan(Date.now() + 60_000);
+      }
+      await server?.stop();
+      server = await startServerProcess(env(false));
+      const added = await send(server, '/memory/add', { text: 'claimed by a dead process' }, claimed);
+      expect(added.status, await added.clone().text()).toBe(201);
+      const memory = (await added.json()) as { id: number };
+      const turned = await send(server, '/v1/memory/add_turn', turn, tenantPlane);
+      expect(turned.status, await turned.clone().text()).toBe(201);
+      const again = await send(server, '/memory/add', { text: 'claimed by a dead process' }, claimed);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(((await again.json()) as { id: number }).id).toBe(memory.id);
+      expect(await database.db.selectFrom('memories').select('id').where('text', '=', 'claimed by a dead process').execute()).toEqual([{ id: memory.id }]);
+      expect(await database.db.selectFrom('memories').select('id').where('text', '=', turn.text).execute()).toHaveLength(1);
+      expect(await database.db.selectFrom('audit_log').select('id').where('action', '=', 'memory.add').where('target_id', '=', String(memory.id)).execute()).toHaveLength(1);
     } finally {
       await database.close();
     }

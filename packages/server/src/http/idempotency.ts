@@ -8,6 +8,7 @@ import { answerSubject, IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.j
 import { canonicalJson } from '../core/json.js';
 import type { Pseudonymize } from '../core/pseudonyms.js';
 import type { Database, Executor } from '../store/database.js';
+import { startPresence, type Presence } from '../store/presence.js';
 import { AppError, invalid } from '../core/errors.js';
 import { singleHeader } from './headers.js';
 import { changesNothing } from './auth.js';
@@ -27,7 +28,10 @@ import { changesNothing } from './auth.js';
 
 export const IDEMPOTENCY = {
   windowMs: IDEMPOTENCY_WINDOW_MS,
-  /** A claim older than this with no stored response is taken to be abandoned (its process died). */
+  /**
+   * A claim older than this with no stored response is taken to be abandoned. Only for claims whose process
+   * cannot be proven gone (no presence mark: store/presence.ts); one proven gone is taken over at once.
+   */
   lockMs: 5 * 60 * 1000,
 } as const;
 
@@ -157,9 +161,9 @@ type Outcome = { committed: unknown[]; createdAt: string } | { replay: { status:
  * order, so that two statements never wait for each other's keys in opposite orders.
  */
 const claimTogether = groupedStatement(
-  [['principal', 'text'], ['key_hash', 'text'], ['fingerprint', 'text'], ['created_at', 'timestamptz'], ['locked_until', 'timestamptz'], ['expires_at', 'timestamptz']],
-  `, claimed AS (INSERT INTO idempotency_keys (principal, key_hash, fingerprint, created_at, locked_until, expires_at)
-    SELECT principal, key_hash, fingerprint, created_at, locked_until, expires_at FROM given ORDER BY principal, key_hash
+  [['principal', 'text'], ['key_hash', 'text'], ['fingerprint', 'text'], ['created_at', 'timestamptz'], ['locked_until', 'timestamptz'], ['expires_at', 'timestamptz'], ['claimer', 'text']],
+  `, claimed AS (INSERT INTO idempotency_keys (principal, key_hash, fingerprint, created_at, locked_until, expires_at, claimer)
+    SELECT principal, key_hash, fingerprint, created_at, locked_until, expires_at, claimer FROM given ORDER BY principal, key_hash
     ON CONFLICT (principal, key_hash) DO NOTHING
     RETURNING principal, key_hash, set_config('synchronous_commit', 'off', true) AS async_commit)
   SELECT given.ord FROM claimed JOIN given USING (principal, key_hash)`,
@@ -175,17 +179,17 @@ const storeTogether = groupedStatement(
     RETURNING given.ord, set_config('synchronous_commit', 'off', true) AS async_commit`,
 );
 
-async function claim(database: Database, db: Executor, c: Omit<Claim, 'journal' | 'results' | 'createdAt'>, print: string): Promise<Outcome> {
+async function claim(database: Database, presence: Presence, db: Executor, c: Omit<Claim, 'journal' | 'results' | 'createdAt'>, print: string): Promise<Outcome> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const now = new Date();
     const row = {
       principal: c.principal, key_hash: c.keyHash, fingerprint: print, status: null, response: null, created_at: now.toISOString(),
       locked_until: new Date(now.getTime() + IDEMPOTENCY.lockMs).toISOString(),
-      expires_at: new Date(now.getTime() + IDEMPOTENCY.windowMs).toISOString(),
+      expires_at: new Date(now.getTime() + IDEMPOTENCY.windowMs).toISOString(), claimer: presence.mark(),
     };
     const inserted = database.dialect === 'postgres'
       // Two claims of one key in one statement would both see it inserted: they go in different statements.
-      ? (await claimTogether(database, [row.principal, row.key_hash, row.fingerprint, row.created_at, row.locked_until, row.expires_at], [`${row.principal}\u0000${row.key_hash}`])).length > 0
+      ? (await claimTogether(database, [row.principal, row.key_hash, row.fingerprint, row.created_at, row.locked_until, row.expires_at, row.claimer], [`${row.principal}\u0000${row.key_hash}`])).length > 0
       : (await db.insertInto('idempotency_keys').values(row).onConflict((oc) => oc.columns(['principal', 'key_hash']).doNothing())
         .returning(sql<number>`1`.as('claimed')).executeTakeFirst()) !== undefined;
     if (inserted) return { committed: [], createdAt: row.created_at };
@@ -204,8 +208,11 @@ async function claim(database: Database, db: Executor, c: Omit<Claim, 'journal' 
     // Writes committed without a stored answer: the attempt died between commit and answer. Take it over
     // at once and hand its committed results to the retry.
     const unanswered = !expired && existing.status === null && existing.committed !== null;
-    const stale = expired || (existing.status === null && existing.locked_until <= row.created_at);
-    if (stale || unanswered) {
+    // No answer and a claimer proven gone (killed; store/presence.ts): nothing of it runs any more, so the
+    // retry need not wait out the lease. A write of it that was committing as it died is read below.
+    const abandoned = existing.status === null && (existing.locked_until <= row.created_at
+      || (existing.claimer !== null && await presence.gone(db, existing.claimer)));
+    if (expired || abandoned || unanswered) {
       // Take over an expired, abandoned or unanswered claim, unless another request just did. The results are
       // read as it is taken over: a write of the request taken over that committed since the read above counts.
       const taken = await db.updateTable('idempotency_keys').set(expired ? { ...row, committed: null, committed_id: null } : row)
@@ -289,6 +296,8 @@ function answerSubjects(pseudonymize: Pseudonymize, request: FastifyRequest, con
 
 export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array; pseudonymize: Pseudonymize; failpoint?: string }) => {
   const { database } = opts;
+  const presence = await startPresence(database.config);
+  app.addHook('onClose', () => presence.close());
   const master = deriveKey(opts.secretKey, 'idempotency');
   app.decorateRequest('idempotencyClaim', null);
 
@@ -302,8 +311,10 @@ export const idempotency = fp(async (app: FastifyInstance, opts: { database: Dat
     const principal = principalOf(request);
     const base = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
     const print = fingerprint(request);
-    const outcome = await bookkeeping(database, (db) => claim(database, db, base, print));
+    const outcome = await bookkeeping(database, (db) => claim(database, presence, db, base, print));
     if (!('replay' in outcome)) {
+      // Test failpoint (ENGRAM_TEST_FAILPOINT=idempotency-after-claim): die with the key claimed and nothing written.
+      if (opts.failpoint === 'idempotency-after-claim') process.kill(process.pid, 'SIGKILL');
       const partial = { ...base, createdAt: outcome.createdAt, results: [...outcome.committed] };
       request.idempotencyClaim = { ...partial, journal: journalFor(partial, outcome.committed) };
       return;

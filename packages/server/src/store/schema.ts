@@ -100,6 +100,8 @@ export interface IdempotencyKeysTable {
   committed_id: number | null;
   /** Set when a memory or end user the stored answer named was erased (the answer is gone; a replay is 410 gone). */
   erased_at: string | null;
+  /** The presence mark of the process that claimed the key (store/presence.ts), null when it had none. */
+  claimer: string | null;
 }
 /** The memories and end user (hashed) a stored answer names, so that erasing them finds it by index. */
 export interface IdempotencyAnswerSubjectsTable { subject: string; principal: string; key_hash: string; expires_at: string }
