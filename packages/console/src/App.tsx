@@ -1,14 +1,18 @@
 import { type FormEvent, useEffect, useState } from 'react';
 import { type Scope, type Session, messageOf, signIn } from './session.js';
 import { Status, useLoad } from './ui.js';
+import type { ServiceClient } from '@engram/client';
+import { ServiceKeyGate } from './service-key.js';
 import { MemoriesPage } from './pages/Memories.js';
+import { KnowledgePage } from './pages/Knowledge.js';
+import { MembersPage } from './pages/Members.js';
 import { KeysPage } from './pages/Keys.js';
 import { WebhooksPage } from './pages/Webhooks.js';
 import { ExportsPage } from './pages/Exports.js';
 import { AuditPage } from './pages/Audit.js';
 import { UsagePage } from './pages/Usage.js';
 
-const PAGES = ['Memories', 'Webhooks', 'Exports', 'Keys', 'Audit log', 'Usage'] as const;
+const PAGES = ['Memories', 'Knowledge', 'Webhooks', 'Exports', 'Keys', 'Members', 'Audit log', 'Usage'] as const;
 type Page = (typeof PAGES)[number];
 
 export function App() {
@@ -52,6 +56,9 @@ function Signed({ session, onSignOut }: { session: Session; onSignOut: () => voi
   const [organizationId, setOrganizationId] = useState<string>();
   const [projectId, setProjectId] = useState<string>();
   const [page, setPage] = useState<Page>('Memories');
+  // The data-plane pages share one key a project and the end user last picked.
+  const [services, setServices] = useState<Record<string, ServiceClient>>({});
+  const [endUser, setEndUser] = useState<string>();
   const organizations = orgs.data?.items ?? [];
   const organization = organizations.find((o) => String(o.id) === organizationId) ?? organizations.find((o) => o.current) ?? organizations[0];
   const [projectsTick, setProjectsTick] = useState(0);
@@ -96,7 +103,14 @@ function Signed({ session, onSignOut }: { session: Session; onSignOut: () => voi
           {scope && (
             <section aria-labelledby="page-title" key={`${scope.organizationId}/${scope.projectId}`}>
               <h1 id="page-title">{page}</h1>
-              {page === 'Memories' && <MemoriesPage session={session} scope={scope} />}
+              {(page === 'Memories' || page === 'Knowledge') && (
+                <ServiceKeyGate session={session} scope={scope} service={scope.projectId ? services[scope.projectId] : undefined}
+                  onService={(service) => setServices((all) => ({ ...all, [scope.projectId!]: service }))}>
+                  {page === 'Memories' && <MemoriesPage service={services[scope.projectId!]!} endUser={endUser} onEndUser={setEndUser} scope={scope} />}
+                  {page === 'Knowledge' && <KnowledgePage service={services[scope.projectId!]!} endUser={endUser} onEndUser={setEndUser} scope={scope} />}
+                </ServiceKeyGate>
+              )}
+              {page === 'Members' && <MembersPage session={session} scope={scope} />}
               {page === 'Keys' && <KeysPage session={session} scope={scope} />}
               {page === 'Webhooks' && <WebhooksPage session={session} scope={scope} />}
               {page === 'Exports' && <ExportsPage session={session} scope={scope} />}

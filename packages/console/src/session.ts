@@ -38,8 +38,8 @@ export interface Scope {
 export const callOptions = (scope: Scope): CallOptions => ({ organizationId: scope.organizationId, ...(scope.projectId ? { projectId: scope.projectId } : {}) });
 
 const CAPABILITIES: Record<string, string[]> = {
-  member: ['projects.read', 'keys.read', 'billing.read', 'exports.manage', 'connectors.manage'],
-  viewer: ['projects.read', 'keys.read', 'billing.read'],
+  member: ['projects.read', 'keys.read', 'billing.read', 'members.read', 'exports.manage', 'connectors.manage'],
+  viewer: ['projects.read', 'keys.read', 'billing.read', 'members.read'],
 };
 
 /** What the role allows (docs/api.md's table); it only hides buttons: the server decides. */

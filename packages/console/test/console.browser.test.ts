@@ -19,6 +19,7 @@ const CHROMIUM = process.env.ENGRAM_CHROMIUM ?? '/usr/bin/chromium';
 const EMAIL = 'owner@console.test';
 const PASSWORD = 'console-test-password';
 const END_USER = 'ada';
+const VIEWER = 'viewer@console.test';
 
 let server: ChildProcess;
 let baseUrl: string;
@@ -186,6 +187,33 @@ describe('the web console in Chromium', () => {
     await expect(page.getByRole('button', { name: 'Ada is allergic to peanuts' }).count()).resolves.toBe(0);
   });
 
+  it('shows what the memories imply and resolves an open decision', async () => {
+    await service.memories.add({ text: 'I work at Microsoft as an engineer.' });
+    const recent = (await service.memories.add({ text: 'I started working at Google this year.' })) as { id: number };
+    const decisions = () => service.call('intelligence.decisions', { query: { limit: 50 } });
+    const open = await until(async () => (await decisions()).items.find((d) => d.attribute === 'works_at' && d.status === 'open'), 'the decision');
+
+    // The key and the end user picked on the Memories page serve this page too.
+    await page.getByRole('button', { name: 'Knowledge' }).click();
+    await page.getByRole('button', { name: 'Show knowledge' }).click();
+    const decision = page.getByTestId(`decision-${open.id}`);
+    await decision.waitFor();
+    const graph = await service.call('intelligence.graph', { query: { limit: 200 } });
+    await page.getByRole('img', { name: `Entity graph: ${graph.nodes.length} entities, ${graph.edges.length} facts` }).waitFor();
+    const facts = page.getByRole('table', { name: 'Current facts' });
+    for (const edge of graph.edges.filter((e) => e.invalid_at === null)) {
+      await facts.getByRole('cell', { name: edge.type.replace(/_/g, ' '), exact: true }).first().waitFor();
+    }
+    await shot('10-knowledge');
+
+    await decision.getByRole('button', { name: 'Keep “Google”' }).click();
+    await page.getByRole('status').filter({ hasText: `Decision ${open.id} resolved: kept “Google”.` }).waitFor();
+    const settled = (await decisions()).items.find((d) => d.id === open.id)!;
+    expect(settled).toMatchObject({ status: 'resolved', resolution: { resolution: 'keep_one', memory_id: recent.id } });
+    await expect(decision.count()).resolves.toBe(0);
+    await shot('11-decision-resolved');
+  });
+
   it('retries a failed webhook delivery to a local receiver', async () => {
     const endpoint = await owner.call('webhooks.create', { body: { name: 'Local receiver', url: receiverUrl, events: ['memory.created'], retry_config: { schedule_seconds: [3600], disable_after_seconds: 86_400 } } }, { projectId });
     await service.memories.add({ text: 'Ada flies to Oslo in May' });
@@ -231,6 +259,55 @@ describe('the web console in Chromium', () => {
     const content = readFileSync(file, 'utf8');
     expect(content).toContain('Ada prefers a window seat on long flights');
     expect(content).not.toContain('peanuts');
+  });
+
+  it('invites a viewer, who is shown no action that changes anything, and whom the server refuses', async () => {
+    await page.getByRole('button', { name: 'Members' }).click();
+    await page.getByRole('table', { name: 'Members' }).getByRole('cell', { name: EMAIL }).waitFor();
+    await page.getByLabel('E-mail to invite').fill(VIEWER);
+    await page.getByRole('combobox', { name: /^Role/ }).selectOption('viewer');
+    await page.getByRole('button', { name: 'Invite', exact: true }).click();
+    const link = (await page.getByTestId('invitation-link').textContent())!;
+    await page.getByRole('table', { name: 'Pending invitations' }).getByRole('cell', { name: VIEWER, exact: true }).waitFor();
+    await shot('12-members-invited');
+    const token = new URL(link).hash.replace(/^#token=/, '');
+    await new ControlClient({ baseUrl, maxRetries: 0 }).members.acceptInvitation({ token, password: PASSWORD });
+    expect((await owner.members.list({ limit: 100 })).items.find((m) => m.email === VIEWER)?.role).toBe('viewer');
+
+    // The viewer in a tab of their own (the console keeps nothing between tabs: a second sign-in).
+    const viewerPage = await browser.newPage();
+    try {
+      await viewerPage.goto(`${baseUrl}/console/`);
+      await viewerPage.getByLabel('E-mail').fill(VIEWER);
+      await viewerPage.getByLabel('Password').fill(PASSWORD);
+      await viewerPage.getByRole('button', { name: 'Sign in' }).click();
+      await viewerPage.getByRole('heading', { name: 'Memories' }).waitFor();
+      await viewerPage.getByRole('combobox', { name: 'Project' }).selectOption(projectId);
+      // No key of their own to create: they paste one they were given.
+      await viewerPage.getByLabel('API key', { exact: true }).waitFor();
+      await expect(viewerPage.getByRole('button', { name: 'Use a temporary console key (1 hour)' }).count()).resolves.toBe(0);
+      await viewerPage.getByLabel('API key', { exact: true }).fill(apiKey);
+      await viewerPage.getByRole('button', { name: 'Use this key' }).click();
+      await viewerPage.getByRole('textbox', { name: 'End user', exact: true }).fill(END_USER);
+      await viewerPage.getByRole('button', { name: 'Show memories' }).click();
+      await viewerPage.getByRole('button', { name: 'Ada lives in Lisbon' }).click();
+      await viewerPage.getByRole('region', { name: /^Memory / }).getByRole('heading', { name: 'History' }).waitFor();
+      await expect(viewerPage.getByRole('button', { name: 'Forget…' }).count()).resolves.toBe(0);
+      await viewerPage.getByRole('button', { name: 'Members' }).click();
+      await viewerPage.getByRole('table', { name: 'Members' }).getByRole('cell', { name: VIEWER }).waitFor();
+      await expect(viewerPage.getByLabel('E-mail to invite').count()).resolves.toBe(0);
+      await viewerPage.getByRole('button', { name: 'Keys' }).click();
+      await expect(viewerPage.getByRole('button', { name: 'Create key' }).count()).resolves.toBe(0);
+      await viewerPage.screenshot({ path: join(SHOTS, '13-viewer-keys.png'), fullPage: true });
+    } finally {
+      await viewerPage.close();
+    }
+    // Hidden buttons are a courtesy: the server refuses the viewer whatever the console shows.
+    const viewer = new ControlClient({ baseUrl, maxRetries: 0 });
+    await viewer.signIn(VIEWER, PASSWORD);
+    const refused = await viewer.keys.create({ name: 'viewer key', project_id: projectId, scopes: ['memories:read'] }).then(() => 0, (e: EngramError) => e.status);
+    expect(refused).toBe(403);
+    expect((await owner.keys.list({ limit: 100 })).items.some((k) => k.name === 'viewer key')).toBe(false);
   });
 
   it('shows the audit log and the plan', async () => {

@@ -1,54 +1,16 @@
 import { type FormEvent, useMemo, useState } from 'react';
 import type { ServiceClient } from '@engram/client';
-import { type Scope, type Session, callOptions, can, serviceFor } from '../session.js';
+import type { Scope } from '../session.js';
+import { EndUserPicker } from '../service-key.js';
 import { Status, useAction, useLoad, when } from '../ui.js';
 
 const PAGE_SIZE = 20;
-const CONSOLE_KEY_SECONDS = 3600;
 
-/**
- * Memories: the data plane takes an API key, so the console first gets one: a short-lived key it
- * creates for the project (members who may manage keys) or one the person pastes (docs/api.md).
- */
-export function MemoriesPage({ session, scope }: { session: Session; scope: Scope }) {
-  const [service, setService] = useState<ServiceClient>();
-  const [endUser, setEndUser] = useState<string>();
-  const key = useAction();
-  if (!scope.projectId) return <p className="muted">Create a project first (Keys page shows how to make one with the API).</p>;
-  if (!service) {
-    const temporary = () => key.run(async () => {
-      const created = await session.control.keys.create({
-        name: `console ${session.email}`,
-        project_id: scope.projectId!,
-        scopes: ['memories:read', 'memories:write'],
-        expires_at: new Date(Date.now() + CONSOLE_KEY_SECONDS * 1000).toISOString(),
-      }, callOptions(scope));
-      setService(serviceFor((created as { key: string }).key, scope.projectId));
-    });
-    const paste = (event: FormEvent<HTMLFormElement>) => {
-      event.preventDefault();
-      setService(serviceFor(String(new FormData(event.currentTarget).get('apiKey')), scope.projectId));
-    };
-    return (
-      <div className="panel">
-        <p>Memories are read with an API key of this project. It stays in this tab's memory only.</p>
-        {can(scope, 'keys.manage') && (
-          <button type="button" onClick={temporary} disabled={key.busy}>Use a temporary console key (1 hour)</button>
-        )}
-        <form onSubmit={paste} aria-label="Use an API key">
-          <label>API key <input name="apiKey" type="password" autoComplete="off" required /></label>
-          <button type="submit">Use this key</button>
-        </form>
-        {key.error && <p role="alert" className="error">{key.error}</p>}
-      </div>
-    );
-  }
+/** Memories of one end user: list with paging and a filter, search with each hit's explanation, one memory opened. */
+export function MemoriesPage({ service, endUser, onEndUser, scope }: { service: ServiceClient; endUser: string | undefined; onEndUser: (endUser: string) => void; scope: Scope }) {
   return (
     <>
-      <form aria-label="Pick an end user" onSubmit={(e) => { e.preventDefault(); setEndUser(String(new FormData(e.currentTarget).get('endUser')).trim()); }}>
-        <label>End user <input name="endUser" defaultValue={endUser} required /></label>
-        <button type="submit">Show memories</button>
-      </form>
+      <EndUserPicker endUser={endUser} onPick={onEndUser} label="Show memories" />
       {endUser && <EndUserMemories key={endUser} service={service} endUser={endUser} scope={scope} />}
     </>
   );
