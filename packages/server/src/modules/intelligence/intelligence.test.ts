@@ -250,7 +250,16 @@ forEachDialect('intelligence: graph, decisions, clusters, report, ontology', (di
     expect(current).toEqual(['place:rome']);
     expect(graph.edges.find((e: any) => e.target === 'place:oslo')).toMatchObject({ invalidated_by: rome });
 
-    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [rome] } })).body).toEqual([rome]);
+    const marked = await get(t, `/memory/${oslo}`, endUser);
+    expect(marked.superseded_by).toBe(rome);
+    const forgotten = await withEffects(t, () => t.call('DELETE', '/memory/forget', { endUser, body: { ids: [rome] } }));
+    expect(forgotten.res.body).toEqual([rome]);
+    // The mark goes as it came: an update of the memory, with its history entry and memory.updated.
+    expect(forgotten.events.map((e) => [e.type, (e.payload.memory as { id?: number } | undefined)?.id ?? e.payload.memory_id])).toEqual(
+      expect.arrayContaining([['memory.updated', oslo], ['memory.deleted', rome]]));
+    const unmarked = await get(t, `/memory/${oslo}`, endUser);
+    expect(unmarked.updated_at > marked.updated_at).toBe(true);
+    expect((await historyRows(t, oslo)).at(-1)).toMatchObject({ action: 'supersede' });
     const after = await get(t, '/memory/graph', endUser);
     expect(after.nodes.map((n: any) => n.id)).not.toContain('place:rome');
     expect(after.edges).toEqual([expect.objectContaining({ target: 'place:oslo', invalid_at: null, memory_ids: [oslo] })]);

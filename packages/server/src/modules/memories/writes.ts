@@ -780,10 +780,23 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
     })
     .where('id', 'in', ids)
     .execute();
-  // A memory kept over a forgotten one is no longer superseded by anything.
-  await trx.updateTable('memories').set({ superseded_by: null, seq }).where('superseded_by', 'in', ids).execute();
+  // A memory its forgotten successor was kept over is superseded by nothing now: an update of it, recorded as the
+  // resolution that set the mark was (its history entry and memory.updated; docs/api.md, "Resolve").
+  const unmarked = await trx.selectFrom('memories').select(['id', 'superseded_by']).where('superseded_by', 'in', ids).where('deleted_at', 'is', null).execute();
+  if (unmarked.length > 0) {
+    await trx.updateTable('memories').set({ superseded_by: null, seq, updated_at: effects.now }).where('id', 'in', unmarked.map((m) => m.id)).execute();
+  }
   await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', 'in', ids).execute();
-  await recordHistory(trx, ctx, ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })), effects.now);
+  await recordHistory(trx, ctx, [
+    ...unmarked.map((m) => ({
+      memoryId: m.id, action: 'supersede',
+      changes: { superseded_by: { before: m.superseded_by, after: null }, reason: { before: null, after: `Memory ${m.superseded_by} forgotten` } },
+    })),
+    ...ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })),
+  ], effects.now);
+  for (const row of unmarked.length > 0 ? await trx.selectFrom('memories').selectAll().where('id', 'in', unmarked.map((m) => m.id)).execute() : []) {
+    effects.emit('memory.updated', { memory: toMemory(row), fields: ['superseded_by'] });
+  }
   await erase.run(trx, ids, { ctx, effects, seq });
 }
 
