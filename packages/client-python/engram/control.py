@@ -159,6 +159,7 @@ class Integrations(_Group):
 
 class _ControlPlane(_Plane):
     anonymous: Any
+    _api_key: str | None
 
     def _groups(self) -> None:
         self.auth = Auth(self)
@@ -186,6 +187,9 @@ class _ControlPlane(_Plane):
             self._on_tokens(tokens)
 
     def _bearer(self) -> dict[str, str]:
+        # An API key with control-plane scopes (automation without a person's session) goes as X-API-Key instead.
+        if self._api_key:
+            return {"x-api-key": self._api_key}
         return {"authorization": f"Bearer {self.tokens['access_token']}"} if self.tokens else {}
 
     def _expiring(self) -> bool:
@@ -202,16 +206,18 @@ def _expiry_of(access_token: str) -> float:
 
 
 class ControlClient(_ControlPlane):
-    """Blocking control-plane client: ``ControlClient(base_url)`` then ``sign_in(email, password)``."""
+    """Blocking control-plane client: ``ControlClient(base_url)`` then ``sign_in(email, password)``, or
+    ``ControlClient(base_url, api_key=...)`` with a key carrying control-plane scopes (webhooks, exports, ...)."""
 
     def __init__(self, base_url: str, *, tokens: dict[str, Any] | None = None, organization_id: str | None = None,
                  project_id: str | None = None, on_tokens: Callable[[dict[str, Any]], None] | None = None,
-                 http: httpx.Client | None = None, **settings: Any) -> None:
+                 http: httpx.Client | None = None, api_key: str | None = None, **settings: Any) -> None:
         defaults = {"organization_id": organization_id, "project_id": project_id}
         shared = http or httpx.Client()
         self.anonymous = SyncTransport(transport_settings(base_url, defaults, settings), dict, http=shared)
         self.transport = SyncTransport(transport_settings(base_url, defaults, settings), self._headers, self._refresh, http=shared)
         self._on_tokens = on_tokens
+        self._api_key = api_key
         self._lock = threading.Lock()
         self.tokens: dict[str, Any] | None = None
         if tokens:
@@ -273,7 +279,7 @@ class AsyncControlClient(_ControlPlane):
 
     def __init__(self, base_url: str, *, tokens: dict[str, Any] | None = None, organization_id: str | None = None,
                  project_id: str | None = None, on_tokens: Callable[[dict[str, Any]], None] | None = None,
-                 http: httpx.AsyncClient | None = None, **settings: Any) -> None:
+                 http: httpx.AsyncClient | None = None, api_key: str | None = None, **settings: Any) -> None:
         defaults = {"organization_id": organization_id, "project_id": project_id}
         shared = http or httpx.AsyncClient()
 
@@ -283,6 +289,7 @@ class AsyncControlClient(_ControlPlane):
         self.anonymous = AsyncTransport(transport_settings(base_url, defaults, settings), none, http=shared)
         self.transport = AsyncTransport(transport_settings(base_url, defaults, settings), self._headers, self._refresh, http=shared)
         self._on_tokens = on_tokens
+        self._api_key = api_key
         self._lock = asyncio.Lock()
         self.tokens: dict[str, Any] | None = None
         if tokens:

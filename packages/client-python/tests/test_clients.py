@@ -361,3 +361,16 @@ def test_async_clients(server):
 def test_every_operation_was_sent():
     missing = sorted(set(OPERATIONS) - SENT)
     assert missing == [], f"operations no test above sends: {missing}"
+
+
+def test_automation_with_a_scoped_api_key(server, control, local):
+    """A key with webhooks:write creates a webhook without a person's session; a data-plane key is refused (403)."""
+    scoped = control.keys.create({"name": "deploy script", "project_id": server.project_id, "scopes": ["webhooks:read", "webhooks:write"]})
+    with ControlClient(server.url, api_key=scoped["key"], on_request=record) as automation:
+        endpoint = automation.webhooks.create({"name": "from a key", "url": f"{local.base}/hook", "events": ["memory.created"]})
+        assert endpoint["id"] in [e["id"] for e in automation.webhooks.list()["items"]]
+    plain = control.keys.create({"name": "data plane only"})
+    with ControlClient(server.url, api_key=plain["key"], project_id=server.project_id) as refused:
+        error = failure(lambda: refused.webhooks.create({"name": "refused", "url": f"{local.base}/hook", "events": ["memory.created"]}))
+    assert isinstance(error, PermissionError)
+    control.webhooks.delete(endpoint["id"])

@@ -7,6 +7,11 @@ export type Tokens = Result<'auth.login'>;
 export interface ControlClientOptions extends TransportOptions {
   /** Tokens of an earlier sign-in (e.g. stored by onTokens); or call signIn. */
   tokens?: Tokens;
+  /**
+   * An API key with control-plane scopes (exports, webhooks, connectors, members:read, audit:read), for
+   * automation without a person's session: sent as X-API-Key instead of a bearer token.
+   */
+  apiKey?: string;
   /** The organization to act in (X-Organization-ID); default the account's first. */
   organizationId?: string;
   /** The project of project-scoped control calls (X-Project-ID: connectors, exports). */
@@ -32,10 +37,11 @@ export class ControlClient {
   private refreshing: Promise<boolean> | undefined;
 
   constructor(private readonly options: ControlClientOptions) {
-    const { tokens, organizationId, projectId, onTokens: _, ...transport } = options;
+    const { tokens, apiKey, organizationId, projectId, onTokens: _, ...transport } = options;
     this.anonymous = new Transport(transport, { headers: async () => ({}) });
     this.transport = new Transport(transport, {
       headers: async (): Promise<Record<string, string>> => {
+        if (apiKey) return { 'x-api-key': apiKey };
         if (this.tokens && Date.now() > this.expiresAt - REFRESH_MARGIN_MS) await this.refresh();
         return this.tokens ? { authorization: `Bearer ${this.tokens.access_token}` } : {};
       },

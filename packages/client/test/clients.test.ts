@@ -276,6 +276,17 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect((await failure(control.webhooks.get(endpoint.id))).status).toBe(404);
   });
 
+  it('automation with a scoped API key: webhooks:write creates a webhook, a key without it is refused', async () => {
+    const scoped = await control.keys.create({ name: 'deploy script', project_id: t.projectId, scopes: ['webhooks:read', 'webhooks:write'] });
+    const automation = new ControlClient({ baseUrl, apiKey: scoped.key, onRequest });
+    const endpoint = await automation.webhooks.create({ name: 'from a key', url: receiver.url, events: ['memory.created'] });
+    expect((await automation.webhooks.list()).items.map((e) => e.id)).toContain(endpoint.id);
+    const plain = await control.keys.create({ name: 'data plane only' });
+    const refused = await failure(new ControlClient({ baseUrl, apiKey: plain.key, projectId: t.projectId }).webhooks.create({ name: 'refused', url: receiver.url, events: ['memory.created'] }));
+    expect(refused).toBeInstanceOf(PermissionError);
+    await control.webhooks.delete(endpoint.id);
+  });
+
   it('exports and imports: an export downloaded through the async iterator, imported again', async () => {
     const created = await control.exports.create({ format: 'jsonl' });
     const done = await until(() => control.exports.get(created.id), (e) => e.status === 'completed' || e.status === 'failed');

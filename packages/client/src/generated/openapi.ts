@@ -1505,7 +1505,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API key
-         * @description The secret is in `key`, in this response only. scopes default to memories:read and memories:write and cannot exceed the scopes of the calling token. Replaying the request (same Idempotency-Key) after the key was revoked or expired is 409: its secret is not shown again.
+         * @description The secret is in `key`, in this response only. scopes default to memories:read and memories:write (the data plane) and cannot exceed the scopes of the calling token; for automation a key may also carry exports:read/write, webhooks:read/write, connectors:read/write, members:read and audit:read, unless it is bound to a tenant or end user (400). Replaying the request (same Idempotency-Key) after the key was revoked or expired is 409: its secret is not shown again.
          *
          *     Requires scope keys:write and capability keys.manage (bearer).
          */
@@ -7910,17 +7910,22 @@ export interface operations {
     "connectors.providers": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8030,17 +8035,22 @@ export interface operations {
     "connectors.provider": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example slack */
@@ -8160,17 +8170,22 @@ export interface operations {
                  */
                 limit?: number;
             };
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8305,7 +8320,7 @@ export interface operations {
     "connectors.create": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -8317,10 +8332,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -8497,17 +8517,22 @@ export interface operations {
     "connectors.get": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -8637,7 +8662,7 @@ export interface operations {
     "connectors.remove": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -8649,10 +8674,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -8791,7 +8821,7 @@ export interface operations {
     "connectors.update": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -8803,10 +8833,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -8983,7 +9018,7 @@ export interface operations {
     "connectors.repair": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -8995,10 +9030,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -9179,7 +9219,7 @@ export interface operations {
     "connectors.authorize": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -9191,10 +9231,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -9343,7 +9388,7 @@ export interface operations {
     "connectors.completeAuthorization": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -9355,10 +9400,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -9544,7 +9594,7 @@ export interface operations {
     "connectors.purge": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -9556,10 +9606,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -9697,17 +9752,22 @@ export interface operations {
     "connectors.configuration": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -9811,7 +9871,7 @@ export interface operations {
     "connectors.setConfiguration": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -9823,10 +9883,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -9975,7 +10040,7 @@ export interface operations {
     "connectors.sync": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -9987,10 +10052,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -10154,17 +10224,22 @@ export interface operations {
                  */
                 limit?: number;
             };
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -10289,17 +10364,22 @@ export interface operations {
     "connectors.getSync": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -10416,7 +10496,7 @@ export interface operations {
     "connectors.cancelSync": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
                  * @example idempotency-key
@@ -10428,10 +10508,15 @@ export interface operations {
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -10591,17 +10676,22 @@ export interface operations {
                 /** @example synced */
                 status?: "synced" | "failed" | "deleted";
             };
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -10721,17 +10811,22 @@ export interface operations {
     "connectors.insights": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -11598,17 +11693,22 @@ export interface operations {
     "integrations.overview": {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /**
                  * @description Bearer calls: the organization to act in; default the caller's first
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
                 /**
-                 * @description The project (of the acting organization); required
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
                  * @example x-project-id
                  */
-                "x-project-id": string;
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -19214,6 +19314,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description API-key calls: the project; optional unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -19335,6 +19445,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -19472,6 +19592,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -19656,6 +19786,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -19788,6 +19928,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -19956,6 +20106,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -20142,6 +20302,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -20261,6 +20431,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -20429,6 +20609,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -20597,6 +20787,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -20745,6 +20945,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -20900,6 +21110,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -21065,6 +21285,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -21187,6 +21417,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -21319,6 +21559,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -21482,6 +21732,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -21629,6 +21889,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -21822,6 +22092,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -21964,6 +22244,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -22142,6 +22432,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -22315,6 +22615,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -22465,6 +22775,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -22604,6 +22924,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -22763,6 +23093,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -22894,6 +23234,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description Bearer calls: the project (of the acting organization), required. API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */
@@ -23069,6 +23419,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description API-key calls: the project; optional unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -23646,6 +24006,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description API-key calls: the project; optional unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -23761,6 +24131,16 @@ export interface operations {
                  * @example x-organization-id
                  */
                 "x-organization-id"?: string;
+                /**
+                 * @description API-key calls: the project; optional unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
             };
             path: {
                 /** @example 1 */

@@ -31,6 +31,21 @@ export const SCOPES = {
 export type Scope = keyof typeof SCOPES;
 export const ALL_SCOPES = Object.keys(SCOPES) as Scope[];
 export const DATA_PLANE_SCOPES = ['memories:read', 'memories:write'] as const satisfies readonly Scope[];
+/**
+ * Control-plane scopes an API key may carry besides the data plane, for automation (backups, deployments)
+ * without a person's session. Never by default; and never on a key bound to a tenant or end user, whose
+ * reach is narrower than the project these areas act on.
+ */
+export const KEY_CONTROL_SCOPES = [
+  'exports:read', 'exports:write', 'webhooks:read', 'webhooks:write', 'connectors:read', 'connectors:write', 'members:read',
+] as const satisfies readonly Scope[];
+
+/** The scopes a key acts with: a key bound to a tenant or end user leaves the control-plane scopes above unused. */
+export function keyScopes(key: { scopes: readonly string[]; tenantId: string | null; endUserId: string | null }): readonly string[] {
+  if (!key.tenantId && !key.endUserId) return key.scopes;
+  const granted = key.scopes.includes('*') ? ALL_SCOPES : key.scopes;
+  return granted.filter((s) => !(KEY_CONTROL_SCOPES as readonly string[]).includes(s));
+}
 
 export const CAPABILITIES = {
   'projects.read': 'See the projects of the organization',

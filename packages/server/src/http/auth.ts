@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Executor } from '../store/database.js';
 import { CredentialsMoved } from '../core/credentials-clock.js';
-import { hasScope, roleGrants, type Capability, type Role } from '../core/access.js';
+import { hasScope, keyScopes, roleGrants, type Capability, type Role } from '../core/access.js';
 import type { ApiKeyRecord, CredentialKind, Credentials, DataScope, Principal, WriteContext } from '../core/context.js';
 import { endUserWithin } from '../core/binding.js';
 import { AppError, forbidden, invalid, notFound, unauthenticated } from '../core/errors.js';
@@ -73,7 +73,9 @@ async function resolveApiKeyPrincipal(credentials: Credentials, request: Fastify
   const resolved = await credentials.resolveKey(presented, requestedProject, checksClock);
   if (!resolved) throw unauthenticated('The API key is invalid, expired or revoked');
   const { key, caughtUp, heldAt } = resolved;
-  if (auth.scope && !hasScope(key.scopes, auth.scope)) throw forbidden(`The API key lacks the ${auth.scope} scope`);
+  if (auth.scope && !hasScope(keyScopes(key), auth.scope)) {
+    throw forbidden(`The API key lacks the ${auth.scope} scope${hasScope(key.scopes, auth.scope) ? ' (a key bound to a tenant or end user cannot use it)' : ''}`);
+  }
 
   const projectMode = auth.project ?? 'required';
   const projectId = requestedProject ?? key.projectId;

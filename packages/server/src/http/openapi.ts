@@ -146,10 +146,8 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
         if (auth.bearerProject) headers['x-project-id'] = { type: 'string', description: 'The project (of the acting organization); required' };
       }
       if (accepts.includes('api_key')) {
-        headers['x-project-id'] = {
-          type: 'string',
-          description: `API-key calls: the project; ${(auth.project ?? 'required') === 'required' ? 'required' : 'optional'} unless the key is locked to a project`,
-        };
+        const keyProject = `API-key calls: the project; ${(auth.project ?? 'required') === 'required' ? 'required' : 'optional'} unless the key is locked to a project`;
+        headers['x-project-id'] = { type: 'string', description: auth.bearerProject ? `Bearer calls: the project (of the acting organization), required. ${keyProject}` : keyProject };
         headers['x-tenant-id'] = { type: 'string', description: 'Tenant, for cross-tenant operator keys' };
       }
       const endUser = auth.endUser ?? 'none';
@@ -159,7 +157,7 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
           description: `Opaque end-user id (not an e-mail address); ${endUser === 'required' ? 'required' : 'optional, narrows the scope'}`,
         };
       }
-      const required = [...(endUser === 'required' ? ['x-end-user-id'] : []), ...(auth.bearerProject ? ['x-project-id'] : [])];
+      const required = [...(endUser === 'required' ? ['x-end-user-id'] : []), ...(auth.bearerProject && !accepts.includes('api_key') ? ['x-project-id'] : [])];
       const requirement = [auth.scope && `scope ${auth.scope}`, auth.capability && `capability ${auth.capability} (bearer)`].filter(Boolean);
       const description = [documented.description, requirement.length ? `Requires ${requirement.join(' and ')}.` : '']
         .filter(Boolean)

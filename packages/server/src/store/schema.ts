@@ -165,14 +165,14 @@ export interface ConnectorOauthStatesTable {
 }
 export interface IntegrationSettingsTable { organization_id: string; provider: string; enabled: Bool; oauth_client: string | null; updated_at: string }
 export interface ExportsTable {
-  id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; scope: Json;
+  id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; created_by_type: Generated<'user' | 'api_key'>; status: string; scope: Json;
   format: string; gzip: Bool; include: Json; rows_done: Generated<number>; rows_total: number | null; last_memory_id: Generated<number>; erasures: Generated<number>;
   blob_key: string | null; size: number | null; sha256: string | null; error: string | null; artifact_deleted_at: string | null;
   artifact_deleted_reason: string | null; created_at: string; updated_at: string; started_at: string | null;
   completed_at: string | null; expires_at: string; deleted_at: string | null;
 }
 export interface ImportsTable {
-  id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; status: string; format: string;
+  id: Generated<number>; organization_id: string; project_id: string; created_by: number | null; created_by_type: Generated<'user' | 'api_key'>; status: string; format: string;
   blob_key: string | null; bytes_total: number; bytes_done: Generated<number>; rows_done: Generated<number>; rows_created: Generated<number>;
   rows_skipped: Generated<number>; relations_created: Generated<number>; relations_skipped: Generated<number>;
   error: string | null; error_record: number | null; error_line: number | null; created_at: string; updated_at: string;

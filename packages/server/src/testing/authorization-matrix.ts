@@ -136,6 +136,9 @@ export function authorizationMatrix(shard: number, shards: number): void {
             const { status: want, refused } = expectedAnswer(op, access.get(op.id)!, d, c, place);
             const built = await d.build!(world, place, c);
             let headers = { ...(built.headers ?? {}), ...c.headers };
+            // A key aims at the cell's project as a person does (X-Project-ID); a key of another organization or project keeps naming P.
+            const aimed = built.headers?.['x-project-id'];
+            if (c.kind === 'api_key' && !c.outsideProject && aimed) headers['x-project-id'] = aimed;
             if (c.kind === 'bearer' && d.consumesSession && !c.dead && c.relogin) {
               headers = { ...headers, authorization: `Bearer ${await c.relogin()}` };
               // The call ends the credential's other sessions: the fresh one carries on.

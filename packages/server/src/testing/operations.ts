@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
-import { ALL_SCOPES } from '../core/access.js';
+import { ALL_SCOPES, DATA_PLANE_SCOPES, keyScopes } from '../core/access.js';
 import { addMembership, createApiKey, createOrganization, createProject, createUser, revokeApiKey } from '../modules/org/service.js';
 import type { Config } from '../config.js';
 import type { TestApp } from './harness.js';
@@ -248,9 +248,12 @@ export async function buildWorld(t: TestApp): Promise<World> {
     keyCredential("another project's key", await key({ projectId: Q }), { outsideProject: true }),
     keyCredential('read-only key', await key({ scopes: ALL_SCOPES.filter((s) => s.endsWith(':read')) }), { scopes: ALL_SCOPES.filter((s) => s.endsWith(':read')) }),
     keyCredential('write-only key', await key({ scopes: ALL_SCOPES.filter((s) => s.endsWith(':write')) }), { scopes: ALL_SCOPES.filter((s) => s.endsWith(':write')) }),
-    keyCredential('end-user-bound key', await key({ endUserId: 'alice' }), { bound: { endUser: 'alice' } }),
-    keyCredential('tenant-bound key', await key({ tenantId: 'acme' }), { bound: { tenant: 'acme' } }),
+    // Bound keys made with every scope act without the control-plane ones (core/access.ts#keyScopes).
+    keyCredential('end-user-bound key', await key({ endUserId: 'alice' }), { bound: { endUser: 'alice' }, scopes: keyScopes({ scopes: ALL_SCOPES, tenantId: null, endUserId: 'alice' }) }),
+    keyCredential('tenant-bound key', await key({ tenantId: 'acme' }), { bound: { tenant: 'acme' }, scopes: keyScopes({ scopes: ALL_SCOPES, tenantId: 'acme', endUserId: null }) }),
     keyCredential('unbound key with every scope', makerA),
+    // The default a key is made with: the data plane, none of the control plane.
+    keyCredential('data-plane key', await key({ scopes: [...DATA_PLANE_SCOPES] }), { scopes: DATA_PLANE_SCOPES }),
     { name: 'signed-out token', kind: 'bearer', headers: { authorization: `Bearer ${signedOutToken}` }, scopes: ALL_SCOPES, role: 'owner', org: 'A', dead: true },
     await tokenCredential('viewer token', 'viewer', 'A', [[A, 'viewer']]),
     await tokenCredential('member token', 'member', 'A', [[A, 'member']]),

@@ -13,8 +13,8 @@ import { PROVIDERS, providerNamed } from './providers/index.js';
 import { notFound } from '../../core/errors.js';
 import type { SyncDeps } from './sync.js';
 
-const read = { auth: { accepts: ['bearer'], scope: 'connectors:read', capability: 'projects.read', bearerProject: 'required' } } as const;
-const manage = { auth: { accepts: ['bearer'], scope: 'connectors:write', capability: 'connectors.manage', bearerProject: 'required' } } as const;
+const read = { auth: { accepts: ['bearer', 'api_key'], scope: 'connectors:read', capability: 'projects.read', bearerProject: 'required' } } as const;
+const manage = { auth: { accepts: ['bearer', 'api_key'], scope: 'connectors:write', capability: 'connectors.manage', bearerProject: 'required' } } as const;
 const tags = ['connectors'];
 
 /** The acting organization and project of a connectors request, and its write context. */
@@ -164,6 +164,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
   }, async (request) => connectors.insights(database.db, projectContext(request).projectId));
 
   // ---- integrations (legacy catalog and aggregate view) -------------------------------------
+  // Organization-wide settings: people only (an API key acts in one project).
   const orgRead = { auth: { accepts: ['bearer'], scope: 'connectors:read', capability: 'projects.read' } } as const;
   const orgManage = { auth: { accepts: ['bearer'], scope: 'connectors:write', capability: 'connectors.manage' } } as const;
   app.get('/integrations', {

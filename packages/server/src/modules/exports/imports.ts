@@ -56,7 +56,7 @@ export async function createImport(
   }
   return write(database, ctx, async (trx, effects) => {
     const row = await trx.insertInto('imports').values({
-      organization_id: ctx.organizationId, project_id: ctx.projectId, created_by: ctx.actor.id, status: 'queued', format,
+      organization_id: ctx.organizationId, project_id: ctx.projectId, created_by: ctx.actor.id, created_by_type: ctx.actor.type === 'api_key' ? 'api_key' : 'user', status: 'queued', format,
       blob_key: key, bytes_total: info.size, created_at: effects.now, updated_at: effects.now,
     }).returningAll().executeTakeFirstOrThrow();
     await enqueueJob(trx, { kind: IMPORT_JOB, projectId: ctx.projectId, payload: { importId: row.id } });
@@ -210,7 +210,7 @@ export function importJob(database: Database, blobs: BlobStore) {
     const row = await db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirst();
     // A finished import has no file left; a cancelled one has, until its job runs.
     if (!row || !row.blob_key) return { skipped: row?.status ?? 'missing' };
-    const ctx: WriteContext = { actor: row.created_by === null ? SYSTEM : { type: 'user', id: row.created_by }, organizationId: row.organization_id, projectId: row.project_id, requestId: null };
+    const ctx: WriteContext = { actor: row.created_by === null ? SYSTEM : { type: row.created_by_type, id: row.created_by }, organizationId: row.organization_id, projectId: row.project_id, requestId: null };
     // The uploaded file holds memory content: it goes once read or cancelled, so erasure leaves no copy in it.
     const discardUpload = async () => {
       await db.updateTable('imports').set({ blob_key: null }).where('id', '=', id).execute();

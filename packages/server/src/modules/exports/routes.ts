@@ -1,14 +1,13 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { controlContextOf, organizationOf } from '../../http/auth.js';
-import { AppError, invalid, notFound } from '../../core/errors.js';
+import { controlContextOf, principalOf } from '../../http/auth.js';
+import { AppError, invalid } from '../../core/errors.js';
 import { declaredErrors } from '../../http/openapi.js';
 import { PageOf, PageQuery } from '../../core/paging.js';
 import type { JobHandlers } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import type { Database } from '../../store/database.js';
-import { findProject } from '../org/index.js';
 import { CONTENT_TYPES } from './formats.js';
 import { cancelImport, createImport, getImport, listImports } from './imports.js';
 import { CreateExportBody, Export, IdParams, Import, ImportQuery } from './schemas.js';
@@ -26,24 +25,14 @@ export interface ExportOptions {
 }
 
 const tags = ['exports'];
-const read = { auth: { accepts: ['bearer'], scope: 'exports:read', capability: 'exports.manage' } } as const;
-const manage = { auth: { accepts: ['bearer'], scope: 'exports:write', capability: 'exports.manage' } } as const;
-const PROJECT_ID = /^proj_[0-9a-z]{1,64}$/;
+const read = { auth: { accepts: ['bearer', 'api_key'], scope: 'exports:read', capability: 'exports.manage', bearerProject: 'required' } } as const;
+const manage = { auth: { accepts: ['bearer', 'api_key'], scope: 'exports:write', capability: 'exports.manage', bearerProject: 'required' } } as const;
 /** Anything larger is refused while it streams in. */
 const MAX_IMPORT_BYTES = 8 * 1024 ** 3;
 
-/** The project a bearer call acts on: X-Project-ID, a live project of the acting organization. */
-async function projectOf(database: Database, request: FastifyRequest): Promise<string> {
-  const { organizationId } = organizationOf(request);
-  const header = request.headers['x-project-id'];
-  if (typeof header !== 'string' || header.trim() === '') throw invalid('X-Project-ID', 'X-Project-ID is required');
-  const projectId = header.trim();
-  if (!PROJECT_ID.test(projectId) || !(await findProject(database.db, organizationId, projectId))) throw notFound('Project');
-  return projectId;
-}
-
-async function contextOf(database: Database, request: FastifyRequest) {
-  const projectId = await projectOf(database, request);
+/** The project the call acts on, resolved by authentication (X-Project-ID, or the key's lock), and its write context. */
+function contextOf(request: FastifyRequest) {
+  const projectId = principalOf(request).projectId!;
   return { ...controlContextOf(request, undefined, projectId), projectId };
 }
 
@@ -76,7 +65,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
       body: CreateExportBody, response: { 202: Export, ...declaredErrors(400, 404) },
     },
   }, async (request, reply) => {
-    const exported = await createExport(database, await contextOf(database, request), request.body, ttlSeconds);
+    const exported = await createExport(database, contextOf(request), request.body, ttlSeconds);
     jobs.enqueued();
     return reply.status(202).send(exported);
   });
@@ -84,12 +73,12 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
   app.get('/exports', {
     config: read,
     schema: { tags, summary: 'List exports', description: 'Newest first.', querystring: PageQuery, response: { 200: PageOf(Export), ...declaredErrors(400, 404) } },
-  }, async (request) => listExports(database.db, await projectOf(database, request), request.query));
+  }, async (request) => listExports(database.db, principalOf(request).projectId!, request.query));
 
   app.get('/exports/:id', {
     config: read,
     schema: { tags, summary: 'Get an export', params: IdParams, response: { 200: Export, ...declaredErrors(400, 404) } },
-  }, async (request) => toExport(await exportRow(database.db, await projectOf(database, request), request.params.id)));
+  }, async (request) => toExport(await exportRow(database.db, principalOf(request).projectId!, request.params.id)));
 
   app.post('/exports/:id/cancel', {
     config: manage,
@@ -97,7 +86,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
       tags, summary: 'Cancel an export', description: 'A running export stops within a second; 409 when it has already finished.',
       params: IdParams, response: { 200: Export, ...declaredErrors(400, 404, 409) },
     },
-  }, async (request) => cancelExport(database, await contextOf(database, request), request.params.id));
+  }, async (request) => cancelExport(database, contextOf(request), request.params.id));
 
   app.delete('/exports/:id', {
     config: manage,
@@ -105,7 +94,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
       tags, summary: 'Delete an export', description: 'Deletes the artifact and the record (404 from then on); a running export is cancelled.',
       params: IdParams, response: { 200: Export, ...declaredErrors(400, 404) },
     },
-  }, async (request) => deleteExport(database, blobs, await contextOf(database, request), request.params.id));
+  }, async (request) => deleteExport(database, blobs, contextOf(request), request.params.id));
 
   app.get('/exports/:id/download', {
     config: read,
@@ -116,7 +105,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
       response: { 200: Type.String({ description: 'The artifact' }), 206: Type.String({ description: 'Part of the artifact' }), ...declaredErrors(400, 404, 409, 410, 416) },
     },
   }, async (request, reply) => {
-    const row = await exportRow(database.db, await projectOf(database, request), request.params.id);
+    const row = await exportRow(database.db, principalOf(request).projectId!, request.params.id);
     if (row.artifact_deleted_at !== null) {
       const why = row.artifact_deleted_reason === 'expired' ? 'expired' : 'was withdrawn because memories it held were erased';
       throw new AppError('gone', `The export's artifact ${why}; create a new export`);
@@ -156,7 +145,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
     }, async (request, reply) => {
       const upload = (request as FastifyRequest & { upload?: AsyncIterable<Uint8Array> }).upload;
       if (!upload) throw invalid('body', 'The request body must be the file to import');
-      const ctx = await contextOf(database, request);
+      const ctx = contextOf(request);
       async function* limited() {
         let bytes = 0;
         for await (const chunk of upload!) {
@@ -175,12 +164,12 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
   app.get('/imports', {
     config: read,
     schema: { tags, summary: 'List imports', description: 'Newest first.', querystring: PageQuery, response: { 200: PageOf(Import), ...declaredErrors(400, 404) } },
-  }, async (request) => listImports(database.db, await projectOf(database, request), request.query));
+  }, async (request) => listImports(database.db, principalOf(request).projectId!, request.query));
 
   app.get('/imports/:id', {
     config: read,
     schema: { tags, summary: 'Get an import', description: 'Status and progress (records done, bytes read).', params: IdParams, response: { 200: Import, ...declaredErrors(400, 404) } },
-  }, async (request) => getImport(database.db, await projectOf(database, request), request.params.id));
+  }, async (request) => getImport(database.db, principalOf(request).projectId!, request.params.id));
 
   app.post('/imports/:id/cancel', {
     config: manage,
@@ -188,5 +177,5 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportOptions> = async (app
       tags, summary: 'Cancel an import', description: 'Stops after the batch in progress; committed batches stay (a re-import skips them). 409 when finished.',
       params: IdParams, response: { 200: Import, ...declaredErrors(400, 404, 409) },
     },
-  }, async (request) => cancelImport(database, await contextOf(database, request), request.params.id));
+  }, async (request) => cancelImport(database, contextOf(request), request.params.id));
 };

@@ -53,7 +53,7 @@ export async function createExport(
     const row = await trx
       .insertInto('exports')
       .values({
-        organization_id: ctx.organizationId, project_id: ctx.projectId, created_by: ctx.actor.id, status: 'queued',
+        organization_id: ctx.organizationId, project_id: ctx.projectId, created_by: ctx.actor.id, created_by_type: ctx.actor.type === 'api_key' ? 'api_key' : 'user', status: 'queued',
         scope: encodeJson(scope), format: input.format ?? 'jsonl', gzip: database.bool(input.gzip ?? false),
         include: encodeJson(input.include ?? []), created_at: effects.now, updated_at: effects.now,
         expires_at: new Date(Date.parse(effects.now) + ttlSeconds * 1000).toISOString(),

@@ -7,7 +7,7 @@ import { forbidden, invalid, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import type { ApiKeysTable } from '../../store/schema.js';
-import { DATA_PLANE_SCOPES, hasScope, isScope } from '../../core/access.js';
+import { DATA_PLANE_SCOPES, hasScope, isScope, KEY_CONTROL_SCOPES, keyScopes } from '../../core/access.js';
 import { SYSTEM_ACTOR } from '../../core/context.js';
 import { createApiKey, findProject, projectOrganization, revokeApiKey } from './service.js';
 import { credentialsChanged } from './resolved-keys.js';
@@ -63,12 +63,20 @@ export interface NewApiKey {
   end_user_id?: string;
 }
 
-/** A key can carry only catalogue scopes the creating credential holds itself. */
+/**
+ * A key can carry only catalogue scopes the creating credential holds itself; the data plane by default, control-plane
+ * scopes (KEY_CONTROL_SCOPES) only when asked for and only on a key not bound to a tenant or end user.
+ */
 export async function issueApiKey(database: Database, ctx: WriteContext, principal: Principal, input: NewApiKey) {
   const scopes = [...new Set(input.scopes ?? DATA_PLANE_SCOPES)];
   scopes.forEach((scope, i) => {
     if (!isScope(scope)) throw invalid(`scopes/${i}`, `${scope} is not a known scope; see GET /auth/catalogue`);
   });
+  if (input.tenant_id !== undefined || input.end_user_id !== undefined) {
+    scopes.forEach((scope, i) => {
+      if ((KEY_CONTROL_SCOPES as readonly string[]).includes(scope)) throw invalid(`scopes/${i}`, `${scope} cannot be carried by a key bound to a tenant or end user`);
+    });
+  }
   const beyond = scopes.filter((s) => !hasScope(principal.scopes, s));
   if (beyond.length > 0) throw forbidden(`A key cannot carry scopes your credential lacks: ${beyond.join(', ')}`);
   if (input.expires_at !== undefined && Date.parse(input.expires_at) <= Date.now()) throw invalid('expires_at', 'expires_at must be in the future');
@@ -143,7 +151,7 @@ export async function testApiKey(
     expires_at: key.expires_at,
     last_used_at: key.last_used_at,
     operations: valid
-      ? operations.filter((op) => op.accepts.includes('api_key') && (op.scope === null || hasScope(key.scopes, op.scope))).map((op) => `${op.method} ${op.path}`)
+      ? operations.filter((op) => op.accepts.includes('api_key') && (op.scope === null || hasScope(keyScopes({ scopes: key.scopes, tenantId: key.tenant_id, endUserId: key.end_user_id }), op.scope))).map((op) => `${op.method} ${op.path}`)
       : [],
   };
 }

@@ -114,7 +114,7 @@ export const orgRoutes: FastifyPluginAsyncTypebox<{ database: Database; routeAcc
     },
     schema: {
       tags: keyTags, summary: 'Create an API key',
-      description: 'The secret is in `key`, in this response only. scopes default to memories:read and memories:write and cannot exceed the scopes of the calling token. Replaying the request (same Idempotency-Key) after the key was revoked or expired is 409: its secret is not shown again.',
+      description: 'The secret is in `key`, in this response only. scopes default to memories:read and memories:write (the data plane) and cannot exceed the scopes of the calling token; for automation a key may also carry exports:read/write, webhooks:read/write, connectors:read/write, members:read and audit:read, unless it is bound to a tenant or end user (400). Replaying the request (same Idempotency-Key) after the key was revoked or expired is 409: its secret is not shown again.',
       body: NewApiKeyBody, response: { 201: CreatedApiKey },
     },
   }, async (request, reply) => {

@@ -35,7 +35,7 @@ const manager = (request: FastifyRequest): people.Manager => {
   return { userId: principal.userId!, role: principal.role! };
 };
 
-const membersRead = { auth: { accepts: ['bearer'], scope: 'members:read', capability: 'members.read' } } as const;
+const membersRead = { auth: { accepts: ['bearer', 'api_key'], scope: 'members:read', capability: 'members.read', project: 'optional' } } as const;
 const membersWrite = { auth: { accepts: ['bearer'], scope: 'members:write', capability: 'members.manage' } } as const;
 
 export const peopleRoutes: FastifyPluginAsyncTypebox<people.PeopleDeps & { publicRateLimit: number }> = async (app, { publicRateLimit, ...deps }) => {

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { invalid, notFound } from '../../core/errors.js';
+import { notFound } from '../../core/errors.js';
 import { listEventTypes } from '../../core/events.js';
 import { PageOf, PageQuery } from '../../core/paging.js';
 import { controlContextOf, organizationOf } from '../../http/auth.js';
@@ -17,29 +17,29 @@ import {
   NewEndpointBody, Replayed, ReplayBody, RotatedSecret,
 } from './schemas.js';
 
-const read = { auth: { accepts: ['bearer'], scope: 'webhooks:read', capability: 'webhooks.manage' } } as const;
-const change = { auth: { accepts: ['bearer'], scope: 'webhooks:write', capability: 'webhooks.manage' } } as const;
+const read = { auth: { accepts: ['bearer', 'api_key'], scope: 'webhooks:read', capability: 'webhooks.manage', bearerProject: 'required' } } as const;
+const change = { auth: { accepts: ['bearer', 'api_key'], scope: 'webhooks:write', capability: 'webhooks.manage', bearerProject: 'required' } } as const;
 const tags = ['webhooks'];
 const IN_PROJECT = 'Acts in the caller\'s organization and the project named by X-Project-ID (required); endpoints elsewhere are 404.';
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ database: Database; settings: WebhookSettings }> = async (app, { database, settings }) => {
-  /** The caller's organization and active project (X-Project-ID): a project of another organization, or none live, is 404. */
-  async function scopeOf(request: FastifyRequest): Promise<EndpointScope> {
-    const { organizationId } = organizationOf(request);
-    const header = request.headers['x-project-id'];
-    if (typeof header !== 'string' || header.trim() === '') throw invalid('X-Project-ID', 'X-Project-ID names the project whose webhooks these are');
-    const projectId = header.trim();
-    if (!(await projectIdsOf(database.db, organizationId, 'live')).includes(projectId)) throw notFound('Project');
-    return { organizationId, projectId };
+  /** The caller's organization and the project the auth mechanism resolved (X-Project-ID, or the key's lock). */
+  function scopeOf(request: FastifyRequest): EndpointScope {
+    const { organizationId, projectId } = organizationOf(request);
+    return { organizationId, projectId: projectId! };
   }
   const contextOf = (request: FastifyRequest, scope: EndpointScope) => controlContextOf(request, scope.organizationId, scope.projectId);
 
   app.get('/org/webhooks/event-types', {
-    config: { auth: { accepts: ['bearer'], scope: 'webhooks:read' } },
+    config: { auth: { accepts: ['bearer', 'api_key'], scope: 'webhooks:read', project: 'optional' } },
     schema: { tags, summary: 'List event types', description: 'Every event kind an endpoint can subscribe to, with its version and payload schema. Bodies are `{type, timestamp, data}` with `data` as described.', response: { 200: EventTypeList } },
   }, async (request) => {
     // The catalogue is the same in every project, but a foreign or deleted project named is 404, as everywhere else.
-    if (request.headers['x-project-id'] !== undefined) await scopeOf(request);
+    // (An API key's project was checked by authentication.)
+    const header = request.headers['x-project-id'];
+    if (request.principal?.kind === 'bearer' && header !== undefined) {
+      if (typeof header !== 'string' || !(await projectIdsOf(database.db, organizationOf(request).organizationId, 'live')).includes(header.trim())) throw notFound('Project');
+    }
     return { items: listEventTypes().map(({ type, version, description, payload }) => ({ type, version, description, payload_schema: payload })) };
   });
 
@@ -51,19 +51,19 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ database: Database; sett
       body: NewEndpointBody, response: { 201: CreatedEndpoint },
     },
   }, async (request, reply) => {
-    const scope = await scopeOf(request);
+    const scope = scopeOf(request);
     return reply.status(201).send(await createEndpoint(database, settings, contextOf(request, scope), scope, request.body));
   });
 
   app.get('/org/webhooks', {
     config: read,
     schema: { tags, summary: 'List webhook endpoints', description: `${IN_PROJECT} Oldest first.`, querystring: PageQuery, response: { 200: PageOf(Endpoint) } },
-  }, async (request) => listEndpoints(database.db, await scopeOf(request), request.query));
+  }, async (request) => listEndpoints(database.db, scopeOf(request), request.query));
 
   app.get('/org/webhooks/:endpoint_id', {
     config: read,
     schema: { tags, summary: 'Read a webhook endpoint', description: IN_PROJECT, params: EndpointParams, response: { 200: Endpoint } },
-  }, async (request) => toEndpoint(await endpointRow(database.db, await scopeOf(request), request.params.endpoint_id)));
+  }, async (request) => toEndpoint(await endpointRow(database.db, scopeOf(request), request.params.endpoint_id)));
 
   app.patch('/org/webhooks/:endpoint_id', {
     config: change,
@@ -73,7 +73,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ database: Database; sett
       params: EndpointParams, body: EndpointPatchBody, response: { 200: Endpoint },
     },
   }, async (request) => {
-    const scope = await scopeOf(request);
+    const scope = scopeOf(request);
     return updateEndpoint(database, settings, contextOf(request, scope), scope, request.params.endpoint_id, request.body);
   });
 
@@ -81,14 +81,14 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ database: Database; sett
     config: change,
     schema: { tags, summary: 'Delete a webhook endpoint', description: `${IN_PROJECT} Its deliveries and attempts go with it.`, params: EndpointParams, response: { 200: Endpoint } },
   }, async (request) => {
-    const scope = await scopeOf(request);
+    const scope = scopeOf(request);
     return deleteEndpoint(database, contextOf(request, scope), scope, request.params.endpoint_id);
   });
 
   app.get('/org/webhooks/:endpoint_id/health', {
     config: read,
     schema: { tags, summary: 'Read the health of a webhook endpoint', description: `${IN_PROJECT} Success rate and p50 latency over the last 24 h, failure streak, last success and failure.`, params: EndpointParams, response: { 200: Health } },
-  }, async (request) => endpointHealth(database.db, await scopeOf(request), request.params.endpoint_id));
+  }, async (request) => endpointHealth(database.db, scopeOf(request), request.params.endpoint_id));
 
   for (const [action, state, summary, description] of [
     ['pause', 'paused', 'Pause a webhook endpoint', 'Deliveries accumulate and are sent on resume.'],
@@ -98,7 +98,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ database: Database; sett
       config: change,
       schema: { tags, summary, description: `${IN_PROJECT} ${description}`, params: EndpointParams, response: { 200: Endpoint } },
     }, async (request) => {
-      const scope = await scopeOf(request);
+      const scope = scopeOf(request);
       return setEndpointState(database, contextOf(request, scope), scope, request.params.endpoint_id, state);
     });
   }
@@ -111,7 +111,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ database: Database; sett
       params: EndpointParams, response: { 200: RotatedSecret },
     },
   }, async (request) => {
-    const scope = await scopeOf(request);
+    const scope = scopeOf(request);
     return rotateSecret(database, settings, contextOf(request, scope), scope, request.params.endpoint_id);
   });
 
@@ -119,7 +119,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ database: Database; sett
     config: change,
     schema: { tags, summary: 'Send a test event', description: `${IN_PROJECT} A webhook.test delivery to this endpoint only; follow it with the deliveries operations.`, params: EndpointParams, response: { 202: Delivery } },
   }, async (request, reply) => {
-    const scope = await scopeOf(request);
+    const scope = scopeOf(request);
     return reply.status(202).send(await sendTestEvent(database, contextOf(request, scope), scope, request.params.endpoint_id));
   });
 
@@ -127,25 +127,25 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ database: Database; sett
     config: change,
     schema: { tags, summary: 'Replay failed deliveries', description: `${IN_PROJECT} Queues every exhausted delivery (created in [since, until) when given) again, from the first step of the schedule, with the same id and body.`, params: EndpointParams, body: ReplayBody, response: { 200: Replayed } },
   }, async (request) => {
-    const scope = await scopeOf(request);
+    const scope = scopeOf(request);
     return replayDeliveries(database, contextOf(request, scope), scope, request.params.endpoint_id, request.body);
   });
 
   app.get('/org/webhooks/:endpoint_id/deliveries', {
     config: read,
     schema: { tags, summary: 'List deliveries', description: `${IN_PROJECT} Newest first; filter by status, event_type and creation time [since, until).`, params: EndpointParams, querystring: DeliveryQuery, response: { 200: PageOf(Delivery) } },
-  }, async (request) => listDeliveries(database.db, await scopeOf(request), request.params.endpoint_id, request.query));
+  }, async (request) => listDeliveries(database.db, scopeOf(request), request.params.endpoint_id, request.query));
 
   app.get('/org/webhooks/:endpoint_id/deliveries/:delivery_id', {
     config: read,
     schema: { tags, summary: 'Read a delivery', description: `${IN_PROJECT} The body sent and every attempt: time, status code, latency, the first 2 KiB of the answer, error.`, params: DeliveryParams, response: { 200: DeliveryDetail } },
-  }, async (request) => getDelivery(database.db, await scopeOf(request), request.params.endpoint_id, request.params.delivery_id));
+  }, async (request) => getDelivery(database.db, scopeOf(request), request.params.endpoint_id, request.params.delivery_id));
 
   app.post('/org/webhooks/:endpoint_id/deliveries/:delivery_id/retry', {
     config: change,
     schema: { tags, summary: 'Retry a delivery', description: `${IN_PROJECT} Queues it again now (whatever its status), with the same id and body.`, params: DeliveryParams, response: { 202: Delivery } },
   }, async (request, reply) => {
-    const scope = await scopeOf(request);
+    const scope = scopeOf(request);
     return reply.status(202).send(await retryDelivery(database, contextOf(request, scope), scope, request.params.endpoint_id, request.params.delivery_id));
   });
 };
