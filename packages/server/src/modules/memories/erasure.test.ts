@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { expect, it } from 'vitest';
 import { until } from '../../testing/until.js';
@@ -110,7 +110,7 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
     const ids: number[] = [];
     for (let i = 0; i < 20; i++) ids.push((await addMemory(t, { text: `Note ${i} on ${secret}`, tags: [secret], metadata: { about: secret } })).id);
     const dir = dirname((t.database.config as { path: string }).path);
-    const hits = () => readdirSync(dir).filter((f) => existsSync(join(dir, f)) && readFileSync(join(dir, f)).includes(secret));
+    const hits = () => readdirSync(dir).filter((f) => existsSync(join(dir, f)) && statSync(join(dir, f)).isFile() && readFileSync(join(dir, f)).includes(secret));
     expect(hits().length).toBeGreaterThan(0);
     expect((await forget(ids)).status).toBe(200);
     // The checkpointer truncates the WAL in the background once the erasure committed.

@@ -1,3 +1,4 @@
+import { PSEUDONYM_PREFIX } from '../../core/pseudonyms.js';
 import { expect, it } from 'vitest';
 import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
@@ -105,7 +106,9 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     const { res, audit, events } = await withEffects(t, () => purge('leaving-user'));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ end_user_id: 'leaving-user', deleted: 2 });
-    expectAudited({ audit, events }, t, { action: 'memory.purge_end_user', target_type: 'end_user', target_id: 'leaving-user' });
+    // The audit row outlives the purge: it names the end user by pseudonym, not by the id the customer chose.
+    expectAudited({ audit, events }, t, { action: 'memory.purge_end_user', target_type: 'end_user', target_id: expect.stringMatching(new RegExp(`^${PSEUDONYM_PREFIX}`)) });
+    expect(JSON.stringify(audit)).not.toContain('leaving-user');
     expect(events).toMatchObject([{ type: 'end_user.purged', payload: { end_user_id: 'leaving-user', deleted: 2 } }]);
     for (const m of gone) await expectTombstone(m.id, m.text);
     const left = await t.database.db.selectFrom('memories').select('id').where('end_user_id', '=', 'leaving-user')

@@ -71,6 +71,8 @@ export async function listPage(database: Database, owner: Owner, request: ListRe
   let from = after;
   for (;;) {
     const rows: MemoryRow[] = await selected.query
+      // The predicate of the (owner, time, id) indexes (migration 0059): the list's own, so only it uses them.
+      .where('id', '>', 0)
       .$if(from !== undefined, (qb) => qb.where((eb) => eb(eb.refTuple(orderBy, 'id'), direction === 'desc' ? '<' : '>', eb.tuple(from!.at, from!.id))))
       .orderBy(orderBy, direction).orderBy('id', direction)
       .limit(limit + 1)
