@@ -10,7 +10,7 @@ export type Dialect = 'sqlite' | 'postgres';
 
 export interface FaultContext {
   dialect: Dialect;
-  /** The running server (its process, url, key). */
+  /** The running server (its process, url, key; `databaseUrl` is what it was pointed at). */
   server: BenchServer;
   /** The server's data directory (SQLite file, blobs). */
   dataDir: string;
@@ -22,13 +22,33 @@ export interface FaultContext {
   sleep(ms: number): Promise<void>;
 }
 
+export interface TrialSetup {
+  dialect: Dialect;
+  dataDir: string;
+  /** PostgreSQL: the trial's fresh database, and an administrator URL on the same cluster. */
+  databaseUrl?: string;
+  adminUrl?: string;
+}
+
+export interface ScenarioSetup {
+  env?: Record<string, string>;
+  nodeArgs?: string[];
+  databaseUrl?: string;
+  cleanup?(): Promise<void>;
+}
+
 export interface FaultScenario {
   name: string;
   /** One line: what the fault is and what a real deployment sees that is like it. */
   description: string;
   databases: Dialect[];
-  /** Extra environment or node arguments for this scenario's server. */
-  server?: (dialect: Dialect) => { env?: Record<string, string>; nodeArgs?: string[] };
+  /**
+   * Before each trial's server starts: extra environment or node arguments for it, a database URL to
+   * serve instead of the trial's (one through a proxy the scenario cuts), and what to undo after the trial.
+   */
+  setup?(trial: TrialSetup): Promise<ScenarioSetup>;
+  /** Statuses besides 201 and 503 that this fault answers by design (507 insufficient_storage for a full disk). */
+  allowedStatuses?: number[];
   /**
    * Makes the fault happen and resolves when it is over (the database back, the lock released, ...).
    * May return figures of its own (e.g. rss_peak_mb), added to the trial's result.

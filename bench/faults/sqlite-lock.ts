@@ -1,6 +1,6 @@
-/** Another process holds SQLite's write lock (BEGIN IMMEDIATE) for 6 s: a backup, a migration, an operator's sqlite3 shell. */
-import { spawn } from 'node:child_process';
+/** Another process holds SQLite's write lock (BEGIN IMMEDIATE) past the 5 s busy timeout: a backup, a migration, an operator's sqlite3 shell. */
 import { join } from 'node:path';
+import { holdSqliteWriteLock } from '../../packages/server/src/testing/faults.js';
 import type { FaultScenario } from './scenario.js';
 
 const HOLD_MS = 6000;
@@ -10,23 +10,8 @@ export const scenario: FaultScenario = {
   description: `another process holds the write lock (BEGIN IMMEDIATE) for ${HOLD_MS / 1000} s`,
   databases: ['sqlite'],
   async inject(ctx) {
-    const file = join(ctx.dataDir, 'engram.db');
-    const script = `
-      const Database = require('better-sqlite3');
-      const db = new Database(process.argv[1], { timeout: 30000 });
-      db.exec('BEGIN IMMEDIATE');
-      process.stdout.write('locked\\n');
-      setTimeout(() => { db.exec('ROLLBACK'); db.close(); }, ${HOLD_MS});
-    `;
-    const child = spawn(process.execPath, ['-e', script, file], {
-      cwd: new URL('../../packages/server/', import.meta.url).pathname,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.once('data', () => resolve());
-      child.once('exit', (code) => reject(new Error(`lock holder exited ${code}`)));
-    });
-    await new Promise((r) => child.once('exit', r));
+    const lock = await holdSqliteWriteLock(join(ctx.dataDir, 'engram.db'), HOLD_MS);
+    await lock.released;
     return { lock_held_s: HOLD_MS / 1000 };
   },
 };

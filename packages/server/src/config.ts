@@ -25,6 +25,8 @@ export interface Config {
   database: { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string; poolSize: number; preparedStatements: boolean };
   /** HTTP server processes sharing the port (node:cluster); 1 serves from this process. */
   httpProcesses: number;
+  /** How long a starting process waits for an unreachable database before it gives up (store/faults.ts#whileDatabaseUnavailable). */
+  databaseWaitSeconds: number;
   /** Whether `engram serve` also runs background jobs and chores in-process (worker.ts). */
   runJobs: boolean;
   /** ENGRAM_JOB_RETENTION_DAYS: finished jobs and connector syncs are deleted this long after (a connection's last sync stays). */
@@ -184,6 +186,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpProcesses,
     runJobs: boolean(env, 'ENGRAM_RUN_JOBS', true),
     jobRetentionDays: integer(env, 'ENGRAM_JOB_RETENTION_DAYS', 30, 1, 3650),
+    databaseWaitSeconds: integer(env, 'ENGRAM_DATABASE_WAIT_SECONDS', 60, 0, 86_400),
     warnings,
     logLevel: env.ENGRAM_LOG_LEVEL || 'info',
     bodyLimitBytes: integer(env, 'ENGRAM_BODY_LIMIT', 1024 * 1024, 1024, 100 * 1024 * 1024),

@@ -18,6 +18,7 @@ import { listen } from './modules/webhooks/index.js';
 import { buildServices } from './services.js';
 import { CliError, exportCommand, importCommand } from './cli/transfer.js';
 import { openDatabase, type Database } from './store/database.js';
+import { whileDatabaseUnavailable } from './store/faults.js';
 import { migrate, migrationStatus } from './store/migrate.js';
 import { startBackground, type Background } from './worker.js';
 
@@ -75,11 +76,19 @@ function printBootstrap(result: BootstrapResult): void {
 
 async function prepare(config: Config) {
   const database = openDatabase(config.database);
-  await migrate(database);
-  const created = await bootstrap(database, config.bootstrap);
-  if (created) printBootstrap(created);
+  try {
+    await migrate(database);
+    const created = await bootstrap(database, config.bootstrap);
+    if (created) printBootstrap(created);
+  } catch (error) {
+    await database.close().catch(() => {});
+    throw error;
+  }
   return database;
 }
+
+/** `prepare` for a long-running process: tried again while the database is unavailable (ENGRAM_DATABASE_WAIT_SECONDS). */
+const prepareWhenAvailable = (config: Config) => whileDatabaseUnavailable(() => prepare(config), config.databaseWaitSeconds, processLogger(config));
 
 /**
  * Printed once `engram serve` accepts connections, to stdout (never through the logger, so at every
@@ -123,7 +132,7 @@ async function serve(config: Config): Promise<void> {
   requireSharedSecret(config);
   if (cluster.isWorker) return serveHttp(config, openDatabase(config.database), loadSecretKey(config), null);
   const secretKey = loadSecretKey(config);
-  const database = await prepare(config);
+  const database = await prepareWhenAvailable(config);
   if (config.httpProcesses === 1) return serveHttp(config, database, secretKey, config.runJobs ? 'in-process' : null);
   const background = config.runJobs ? startBackground(buildServices({ config, database, secretKey }), processLogger(config)) : null;
   if (!background) await database.close();
@@ -156,9 +165,15 @@ async function serveHttp(config: Config, database: Database, secretKey: Uint8Arr
 /** `engram worker`: background jobs and chores on the service graph, with no HTTP server. */
 async function work(config: Config): Promise<void> {
   requireSharedSecret(config);
-  const database = openDatabase(config.database);
-  await migrate(database);
   const log = processLogger(config);
+  const database = await whileDatabaseUnavailable(async () => {
+    const opened = openDatabase(config.database);
+    await migrate(opened).catch(async (error: unknown) => {
+      await opened.close().catch(() => {});
+      throw error;
+    });
+    return opened;
+  }, config.databaseWaitSeconds, log);
   const background = startBackground(buildServices({ config, database, secretKey: loadSecretKey(config) }), log);
   log.info({ jobs: true }, 'worker started');
   onSignals(log, async () => {
@@ -390,6 +405,10 @@ async function withDatabase(config: Config, run: (database: ReturnType<typeof op
     await database.close();
   }
 }
+
+// A log line that cannot be written (stderr a file on a full disk, a closed pipe) is lost, not the process.
+process.stderr.on('error', () => {});
+process.stdout.on('error', () => {});
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   const known = error instanceof ConfigError || error instanceof AppError || error instanceof CliError;

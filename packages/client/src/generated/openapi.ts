@@ -28,7 +28,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database answers */
+        /**
+         * Readiness: the database answers and has every migration of this build
+         * @description 503 `database_unavailable` while the database cannot be reached; 503 `database_not_migrated` when it lacks a migration of this build (a database re-created empty under a running server); 503 `database_read_only` when the SQLite file or its directory cannot be written (reads are still served, writes answer 503).
+         */
         get: operations["health.ready"];
         put?: never;
         post?: never;
@@ -5847,6 +5850,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.bulkAdd": {
@@ -6095,6 +6116,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6406,6 +6445,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.batchUpdate": {
@@ -6657,6 +6705,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.forget": {
@@ -6838,6 +6904,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.forgetEndUser": {
@@ -6991,6 +7075,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.get": {
@@ -7117,6 +7219,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7312,6 +7423,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.history": {
@@ -7437,6 +7566,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7782,6 +7920,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.uploadJob": {
@@ -7898,6 +8054,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8030,6 +8195,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "connectors.provider": {
@@ -8147,6 +8321,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8308,6 +8491,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8512,6 +8704,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "connectors.get": {
@@ -8650,6 +8860,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8809,6 +9028,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9013,6 +9250,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "connectors.repair": {
@@ -9205,8 +9460,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A provider or dependency is unavailable; retry later */
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9374,8 +9638,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A provider or dependency is unavailable; retry later */
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9580,8 +9853,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A provider or dependency is unavailable; retry later */
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9747,6 +10029,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "connectors.configuration": {
@@ -9859,6 +10159,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10028,6 +10337,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10208,6 +10535,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "connectors.syncs": {
@@ -10359,6 +10704,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "connectors.getSync": {
@@ -10484,6 +10838,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10664,6 +11027,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "connectors.objects": {
@@ -10799,6 +11180,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10952,6 +11342,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "integrations.list": {
@@ -11061,6 +11460,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11224,6 +11632,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "integrations.disable": {
@@ -11373,6 +11799,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11539,6 +11983,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "integrations.removeOAuthClient": {
@@ -11681,6 +12143,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11836,6 +12316,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12038,6 +12527,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.retrieve": {
@@ -12214,6 +12721,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12409,6 +12934,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.compose": {
@@ -12592,6 +13135,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.refreshEmbeddings": {
@@ -12753,6 +13314,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "memories.refreshJob": {
@@ -12864,6 +13443,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12993,6 +13581,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13177,6 +13774,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "feedback.delete": {
@@ -13338,6 +13953,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13596,8 +14229,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A provider or dependency is unavailable; retry later */
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13795,6 +14437,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "relations.list": {
@@ -13917,6 +14577,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14079,6 +14748,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14295,8 +14982,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description A provider or dependency is unavailable; retry later */
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14456,6 +15152,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14705,6 +15410,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "intelligence.graph": {
@@ -14878,6 +15601,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "intelligence.clusters": {
@@ -15001,6 +15733,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15166,6 +15907,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15372,6 +16122,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "intelligence.report": {
@@ -15556,6 +16324,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "intelligence.stats": {
@@ -15676,6 +16453,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -15874,6 +16660,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "v1.recall": {
@@ -16055,6 +16859,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "v1.status": {
@@ -16171,6 +16993,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16331,6 +17162,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "auth.login": {
@@ -16461,6 +17301,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "auth.refresh": {
@@ -16580,6 +17438,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16732,6 +17608,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "sessions.list": {
@@ -16857,6 +17751,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17012,6 +17915,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "auth.catalogue": {
@@ -17105,6 +18026,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17231,6 +18161,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17395,6 +18334,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "projects.list": {
@@ -17515,6 +18472,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17682,6 +18648,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "projects.get": {
@@ -17786,6 +18770,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -17935,6 +18928,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18114,6 +19125,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "keys.list": {
@@ -18243,6 +19272,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18425,6 +19463,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "keys.get": {
@@ -18538,6 +19594,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -18706,6 +19771,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "keys.test": {
@@ -18857,6 +19940,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19029,6 +20130,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "audit.list": {
@@ -19187,6 +20306,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "billing.currentPlan": {
@@ -19296,6 +20424,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19416,6 +20553,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19569,6 +20715,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -19775,6 +20930,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "webhooks.get": {
@@ -19905,6 +21078,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20083,6 +21265,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20291,6 +21491,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "webhooks.health": {
@@ -20408,6 +21626,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -20593,6 +21820,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "webhooks.resume": {
@@ -20771,6 +22016,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "webhooks.rotateSecret": {
@@ -20922,6 +22185,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -21087,6 +22368,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -21261,6 +22560,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "webhooks.deliveries": {
@@ -21406,6 +22723,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "webhooks.delivery": {
@@ -21536,6 +22862,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -21710,6 +23045,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "exports.list": {
@@ -21866,6 +23219,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -22081,6 +23443,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "exports.get": {
@@ -22221,6 +23601,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -22416,6 +23805,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "exports.cancel": {
@@ -22604,6 +24011,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "exports.download": {
@@ -22746,6 +24171,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -22898,6 +24332,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -23082,6 +24525,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "imports.get": {
@@ -23211,6 +24672,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -23395,6 +24865,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "members.invitations": {
@@ -23532,6 +25020,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -23701,6 +25198,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "members.revokeInvitation": {
@@ -23858,6 +25373,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "members.acceptInvitation": {
@@ -23977,6 +25510,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -24120,6 +25671,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "members.get": {
@@ -24233,6 +25793,15 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -24382,6 +25951,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -24549,6 +26136,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "members.passwordResetLink": {
@@ -24693,6 +26298,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -24854,6 +26477,24 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     "auth.resetPassword": {
@@ -24970,6 +26611,24 @@ export interface operations {
             };
             /** @description Internal error; quote the request_id */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -17,7 +17,9 @@ export type ErrorCode =
   | 'rate_limited'
   | 'quota_exceeded'
   | 'internal_error'
-  | 'unavailable';
+  | 'unavailable'
+  | 'database_unavailable'
+  | 'insufficient_storage';
 
 const statusOf: Record<ErrorCode, number> = {
   validation_error: 400,
@@ -38,6 +40,8 @@ const statusOf: Record<ErrorCode, number> = {
   quota_exceeded: 429,
   internal_error: 500,
   unavailable: 503,
+  database_unavailable: 503,
+  insufficient_storage: 507,
 };
 
 /** An error meant for the caller: its message and field are safe to show. */

@@ -437,7 +437,11 @@ export class CommitGroup {
           outcomes.push({ value: await write.work(trx) });
         } catch (error) {
           outcomes.push({ error });
-          await sql`ROLLBACK TO grouped_write`.execute(trx);
+          // No savepoint to go back to: SQLite ended the whole transaction (a full disk, an I/O error),
+          // so every write of the group fails with the error that ended it.
+          await sql`ROLLBACK TO grouped_write`.execute(trx).catch(() => {
+            throw error;
+          });
         }
         await sql`RELEASE grouped_write`.execute(trx);
       }

@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { AppError, invalid, type ErrorBody, type ErrorCode } from '../core/errors.js';
 import { validationError, type AjvError } from '../core/validation.js';
+import { databaseFault } from '../store/faults.js';
 
 function fromFastifyError(error: FastifyError): AppError | undefined {
   switch (error.code) {
@@ -31,6 +32,20 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
   return undefined;
 }
 
+/** How long a client waits before retrying a request the database could not serve. */
+const DATABASE_RETRY_AFTER_S = '1';
+
+/** The database cannot serve now (down, unreachable, locked by another process) or its disk is full: the caller may retry. */
+function fromDatabaseFault(error: unknown): AppError | undefined {
+  switch (databaseFault(error)) {
+    case 'unavailable':
+      return new AppError('database_unavailable', 'The database is unavailable; retry after the Retry-After delay', undefined, { 'Retry-After': DATABASE_RETRY_AFTER_S });
+    case 'storage_full':
+      return new AppError('insufficient_storage', 'The database has no room left to store this write (its disk is full); nothing was stored');
+  }
+  return undefined;
+}
+
 /** One error path for every route: AppError, schema validation, framework errors, and the unexpected. */
 export const errorHandling = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError & { validation?: AjvError[]; validationContext?: string }, request, reply) => {
@@ -45,6 +60,11 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
     if (known) return send(reply, request, known.status, known.code, known.message, known.field);
     if (error.statusCode === 429) {
       return send(reply, request, 429, 'rate_limited', 'Too many requests; retry after the Retry-After delay');
+    }
+    const fault = fromDatabaseFault(error);
+    if (fault) {
+      request.log.warn({ err: error }, fault.message);
+      return send(reply.headers(fault.headers), request, fault.status, fault.code, fault.message);
     }
     request.log.error({ err: error }, 'unhandled error');
     return send(reply, request, 500, 'internal_error', 'Internal error; quote the request_id when reporting it');

@@ -36,7 +36,8 @@ const ERROR_STATUSES: Record<number, { code: ErrorCode; description: string }> =
   429: { code: 'rate_limited', description: 'Rate limited (see Retry-After), a quota is used up, or too many open connections' },
   431: { code: 'headers_too_large', description: 'The request headers are over 16 KiB' },
   500: { code: 'internal_error', description: 'Internal error; quote the request_id' },
-  503: { code: 'unavailable', description: 'A provider or dependency is unavailable; retry later' },
+  503: { code: 'database_unavailable', description: 'The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After' },
+  507: { code: 'insufficient_storage', description: 'The database has no room left (its disk is full); nothing of the write was stored' },
 };
 
 /** The tags of the document, one per area; every operation carries one of them. */
@@ -82,11 +83,13 @@ export function operationIdOf(method: string, url: string): string {
 
 /** The error answers an operation can give, each referencing the Error component. */
 function impliedErrorResponses(method: string, url: string, authenticated: boolean, declared: Record<string, unknown>) {
-  // Any request can be malformed, slow, rate limited or over-long in its headers (http/connections.ts).
+  // Any request can be malformed, slow, rate limited or over-long in its headers (http/connections.ts),
+  // and any but the liveness probe meets the database, which may be unavailable (store/faults.ts).
   const statuses = [400, 408, 429, 431, 500];
+  if (url !== '/healthz') statuses.push(503);
   if (authenticated) statuses.push(401, 403);
   if (authenticated || url.includes(':')) statuses.push(404);
-  if (WRITES.has(method)) statuses.push(409, 413, 415, 422);
+  if (WRITES.has(method)) statuses.push(409, 413, 415, 422, 507);
   return Object.fromEntries(
     statuses
       .filter((status) => !(String(status) in declared))

@@ -53,6 +53,7 @@ export class LeaseLost extends Error {
 
 const LEASE_MS = 60_000;
 const MAX_ATTEMPTS = 3;
+const MAX_BACKOFF_MS = 30_000;
 
 export async function enqueueJob(db: Executor, job: { kind: string; projectId: string | null; payload: Record<string, unknown> }): Promise<number> {
   const now = nowIso();
@@ -124,6 +125,8 @@ export class JobRunner {
   private running: Promise<void> | undefined;
   private stopped = true;
   private unlisten: (() => void) | undefined;
+  /** Polls in a row that failed (the database unreachable): each doubles the wait before the next. */
+  private failures = 0;
 
   constructor(
     private readonly database: Database,
@@ -153,10 +156,22 @@ export class JobRunner {
   private schedule(delay: number): void {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      this.running = this.drain().finally(() => {
-        this.running = undefined;
-        if (!this.stopped) this.schedule(this.pollMs);
-      });
+      this.running = this.drain()
+        .then(() => {
+          this.failures = 0;
+          return this.pollMs;
+        })
+        // The database unreachable, locked or failing: logged, and the next poll backs off (doubling up to MAX_BACKOFF_MS).
+        .catch((error: unknown) => {
+          this.failures++;
+          const wait = Math.min(MAX_BACKOFF_MS, this.pollMs * 2 ** Math.min(this.failures - 1, 10));
+          this.log.warn({ err: error instanceof Error ? error.message : String(error), failures: this.failures, retry_in_ms: wait }, 'job runner: database error; backing off');
+          return wait;
+        })
+        .then((wait) => {
+          this.running = undefined;
+          if (!this.stopped) this.schedule(wait);
+        });
     }, delay);
     this.timer.unref();
   }

@@ -204,8 +204,12 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
   if (config.dialect === 'postgres') {
     // Pipeline mode: a statement sent while another is unanswered goes out at once (BEGIN below).
     const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes(), pipeline: config.preparedStatements } as pg.PoolConfig);
-    // An idle client's connection error must not crash the process; the next query reports it.
+    // A connection error (a terminated backend, a reset socket) must not crash the process, whether
+    // the client is idle in the pool or checked out between two statements: node-pg emits it as an
+    // 'error' event, and the statement under way or the next one reports it (503, http/error-handler.ts);
+    // the pool discards a client that errored when it is released.
     pool.on('error', () => {});
+    pool.on('connect', (client) => client.on('error', () => {}));
     const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? withNamedStatements(pool) : pool }) });
     const listening = listener(config.url, (channel, payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
     return {
@@ -462,6 +466,9 @@ function withStatementCache(sqlite: BetterSqlite3.Database, limit = 500): Better
       // transaction that reads and then writes waits (busy_timeout) for another process's writer rather
       // than failing with SQLITE_BUSY when that process committed in between (two servers, or a worker).
       const source = text === 'begin' ? 'begin immediate' : text;
+      // SQLite ends a transaction itself on some errors (a full disk, an I/O error): Kysely's ROLLBACK
+      // after it would fail with "no transaction is active" and hide the error that ended it.
+      if (source === 'rollback') return rollbackIfActive(sqlite, prepare);
       let statement = cache.get(source);
       if (!statement) {
         const prepared = prepare(source);
@@ -479,6 +486,10 @@ function withStatementCache(sqlite: BetterSqlite3.Database, limit = 500): Better
 }
 
 const SCHEMA_CHANGE = /^\s*(create|alter|drop)\b/i;
+
+function rollbackIfActive(sqlite: BetterSqlite3.Database, prepare: (text: string) => BetterSqlite3.Statement): BetterSqlite3.Statement {
+  return { reader: false, run: () => (sqlite.inTransaction ? prepare('rollback').run() : { changes: 0, lastInsertRowid: 0 }) } as unknown as BetterSqlite3.Statement;
+}
 
 /**
  * A reading statement whose rows are built here from better-sqlite3's raw arrays. better-sqlite3

@@ -227,6 +227,8 @@ export class DeliveryLoop {
   private outboxDirty = true;
   private claimsDue = true;
   private lastDispatch = 0;
+  /** Rounds in a row that failed. */
+  private failures = 0;
 
   constructor(
     private readonly database: Database,
@@ -283,21 +285,24 @@ export class DeliveryLoop {
           this.claimsDue ||= claimed.length === free;
           busy ||= this.claimsDue;
         }
+        this.failures = 0;
       } catch (error) {
-        this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'webhook delivery loop failed; retrying');
+        // The database unreachable or locked: the next round waits longer each time (up to 30 s), so an outage is not a busy loop.
+        this.failures++;
+        this.log.warn({ err: error instanceof Error ? error.message : String(error), failures: this.failures }, 'webhook delivery loop failed; retrying');
       }
-      if (!busy && this.running) await this.idle();
+      if (!busy && this.running) await this.idle(this.failures === 0 ? IDLE_POLL_MS : Math.min(30_000, IDLE_POLL_MS * 2 ** Math.min(this.failures, 8)));
     }
   }
 
-  /** Until woken (a commit in this process, a finished attempt) or the poll interval passes. */
-  private idle(): Promise<void> {
+  /** Until woken (a commit in this process, a finished attempt) or `ms` (the poll interval) passes. */
+  private idle(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.outboxDirty = true;
         this.claimsDue = true;
         this.wake?.();
-      }, IDLE_POLL_MS);
+      }, ms);
       this.wake = () => {
         clearTimeout(timer);
         this.wake = null;
