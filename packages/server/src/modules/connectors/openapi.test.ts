@@ -28,7 +28,7 @@ forEachDialect('OpenAPI: upload, connectors and integrations', (dialect) => {
     }
     expect(ids.size).toBe(operations.length);
     const create = paths['/connectors/connections']!.post;
-    expect(create.parameters.filter((p: any) => p.in === 'header').map((p: any) => [p.name, p.required ?? false])).toContainEqual(['x-project-id', true]);
+    expect(create.parameters.filter((p: any) => p.in === 'header').map((p: any) => [p.name, p.required ?? false])).toContainEqual(['x-project-id', false]); // optional: a key locked to a project names it
     expect(Object.keys(paths['/memory/upload']!.post.requestBody.content)).toEqual(['multipart/form-data']);
     expect(Object.keys(paths['/connectors/connections/{connection_id}/authorize']!.post.responses)).toEqual(expect.arrayContaining(['200', '400', '404', '503']));
     expect(paths['/connectors/connections/{connection_id}/callback']!.post.tags).toEqual(['connectors']);
