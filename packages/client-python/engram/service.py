@@ -46,9 +46,8 @@ class Health(_Group):
 class Memories(_Group):
     def add(self, body: bodies.MemoriesAddBody, **params: Any) -> models.MemoriesAddResult: return self._call("memories.add", body=body, **params)
     def bulk_add(self, body: bodies.MemoriesBulkAddBody, **params: Any) -> models.MemoriesBulkAddResult: return self._call("memories.bulkAdd", body=body, **params)
-    def list(self, **params: Any) -> models.MemoriesListResult:
-        """A page of the end user's memories; filters= is the filters dict of query (sent as JSON), cursor= the last page's next_cursor."""
-        return self._call("memories.list", **list_params(params))
+    # A page of the end user's memories; filters= is the filters dict of query (sent as JSON), cursor= the last page's next_cursor.
+    def list(self, **params: Any) -> models.MemoriesListResult: return self._call("memories.list", **list_params(params))
     def list_all(self, **params: Any) -> Any:
         """Every memory the list selects, page after page (iterate; async for on the async client)."""
         return self._client._cursor_pages("memories.list", **list_params(params))
