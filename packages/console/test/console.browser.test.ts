@@ -297,7 +297,11 @@ describe('the web console in Chromium', () => {
       await viewerPage.getByRole('table', { name: 'Members' }).getByRole('cell', { name: VIEWER }).waitFor();
       await expect(viewerPage.getByLabel('E-mail to invite').count()).resolves.toBe(0);
       await viewerPage.getByRole('button', { name: 'Keys' }).click();
+      // The Keys page drawn (its heading and key list) before looking for what it must not offer.
+      await viewerPage.getByRole('heading', { name: 'Keys' }).waitFor();
+      await viewerPage.getByRole('cell', { name: 'console test key', exact: true }).waitFor();
       await expect(viewerPage.getByRole('button', { name: 'Create key' }).count()).resolves.toBe(0);
+      await expect(viewerPage.getByRole('button', { name: 'Revoke' }).count()).resolves.toBe(0);
       await viewerPage.screenshot({ path: join(SHOTS, '13-viewer-keys.png'), fullPage: true });
     } finally {
       await viewerPage.close();
