@@ -171,7 +171,10 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL goes away under load [postgres]', () 
       await proxy.restore().catch(() => {});
       await lateWorker?.stop();
     }
-  });
+    // Not a speed claim: stopping the server that started during the outage takes ~70 s (measured alone:
+    // started 2.5 s after the restore, SIGTERM to exit 70 s; the worker stops in 50 ms), an open defect of
+    // its shutdown recorded in the issue-46 note. The bound here keeps the start-up check from failing on it.
+  }, 150_000);
 
   it('a database re-created empty under it answers 503 and is not ready, and the process stays up', async () => {
     await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
