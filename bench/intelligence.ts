@@ -17,6 +17,7 @@ import { deriveKnowledge } from '../packages/server/src/modules/intelligence/kno
 import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
 import { loadConversation, mulberry32 } from './lib/locomo.js';
+import { locomoDir, resolver } from './intelligence/locomo-pairs.js';
 import { startServer } from './lib/server.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -95,20 +96,25 @@ function tally(counts: number[], found: boolean, gold: boolean) {
   else if (gold) counts[2]!++;
 }
 
-/** Issue 53's sets: kind || older || newer || yes/no || provenance; precision and recall overall and per kind of fact. */
-function conflictsByKind(file: string) {
+/**
+ * Issue 53's sets: kind || older || newer || yes/no [|| provenance]; precision and recall overall and per
+ * kind of fact, and the false alarms among the compatible pairs. `text` reads a statement (a LoCoMo reference).
+ */
+function conflictsByKind(file: string, text: (statement: string) => string = (s) => s) {
   const all = [0, 0, 0];
   const byKind = new Map<string, number[]>();
   const rows = lines(file);
   for (const line of rows) {
     const [kind, a, b, label] = line.split('||').map((s) => s.trim());
-    const found = pairFound(a!, b!);
+    const found = pairFound(text(a!), text(b!));
     tally(all, found, label === 'yes');
     if (!byKind.has(kind!)) byKind.set(kind!, [0, 0, 0]);
     tally(byKind.get(kind!)!, found, label === 'yes');
   }
+  const compatible = rows.length - all[0]! - all[2]!;
   return {
-    pairs: rows.length, ...prf(all[0]!, all[1]!, all[2]!),
+    pairs: rows.length, conflicting: all[0]! + all[2]!, ...prf(all[0]!, all[1]!, all[2]!),
+    false_alarm_rate: compatible ? Math.round((all[1]! / compatible) * 1000) / 1000 : 0,
     by_kind: Object.fromEntries([...byKind].map(([k, c]) => [k, prf(c[0]!, c[1]!, c[2]!)])),
   };
 }
@@ -122,12 +128,17 @@ const quality = {
   ])),
   facts_dev: conflictsByKind('conflicts-dev.txt'),
   facts_heldout: conflictsByKind('conflicts-heldout.txt'),
+  // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
+  ...(() => {
+    const text = resolver(locomoDir());
+    return { locomo_tuning: conflictsByKind('locomo-pairs-tuning.txt', text), locomo_heldout: conflictsByKind('locomo-pairs-heldout.txt', text) };
+  })(),
   previous,
 };
 
 async function speed() {
   // Beside the repository, like bench/latency.ts; ENGRAM_LOCOMO_DIR when the checkout lives elsewhere.
-  const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(here, '../../shared/bench/locomo-dev');
+  const dataDir = locomoDir();
   const convs = readdirSync(dataDir).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(dataDir, f)));
   const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
   const rand = mulberry32(11);
