@@ -9,10 +9,11 @@ import { MembersPage } from './pages/Members.js';
 import { KeysPage } from './pages/Keys.js';
 import { WebhooksPage } from './pages/Webhooks.js';
 import { ExportsPage } from './pages/Exports.js';
+import { ConnectorsPage } from './pages/Connectors.js';
 import { AuditPage } from './pages/Audit.js';
 import { UsagePage } from './pages/Usage.js';
 
-const PAGES = ['Memories', 'Knowledge', 'Webhooks', 'Exports', 'Keys', 'Members', 'Audit log', 'Usage'] as const;
+const PAGES = ['Memories', 'Knowledge', 'Webhooks', 'Connectors', 'Exports', 'Keys', 'Members', 'Audit log', 'Usage'] as const;
 type Page = (typeof PAGES)[number];
 
 export function App() {
@@ -113,6 +114,7 @@ function Signed({ session, onSignOut }: { session: Session; onSignOut: () => voi
               {page === 'Members' && <MembersPage session={session} scope={scope} />}
               {page === 'Keys' && <KeysPage session={session} scope={scope} />}
               {page === 'Webhooks' && <WebhooksPage session={session} scope={scope} />}
+              {page === 'Connectors' && <ConnectorsPage session={session} scope={scope} />}
               {page === 'Exports' && <ExportsPage session={session} scope={scope} />}
               {page === 'Audit log' && <AuditPage session={session} scope={scope} />}
               {page === 'Usage' && <UsagePage session={session} scope={scope} />}

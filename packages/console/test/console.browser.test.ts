@@ -7,11 +7,13 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
+import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ControlClient, EngramError, ServiceClient } from '@engram/client';
+import { SLACK_CLIENT, startFakeSlack, type FakeSlack } from '../../server/src/testing/fake-slack.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SHOTS = fileURLToPath(new URL('./screenshots/', import.meta.url));
@@ -32,17 +34,30 @@ let receiver: Server;
 let receiverUrl: string;
 const received: Array<{ id: string; body: string }> = [];
 let receiverAccepts = false;
+/** Slack's Web API and consent page on loopback (its real wire format), for the Connectors page. */
+let slack: FakeSlack;
+
+/** A port free now, so the server's public URL (and with it the OAuth return address) is known before it starts. */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+  const { port } = probe.address() as { port: number };
+  await new Promise((r) => probe.close(r));
+  return port;
+}
 
 async function startServer(): Promise<string> {
   // The server is built the way `npm start` builds it; a fresh build costs nothing.
   execFileSync(process.execPath, [join(ROOT, 'packages/server/scripts/build-if-stale.mjs')], { stdio: 'inherit' });
   execFileSync(process.execPath, [join(ROOT, 'packages/console/scripts/build-if-stale.mjs')], { stdio: 'inherit' });
   dataDir = mkdtempSync(join(tmpdir(), 'engram-console-'));
+  const port = await freePort();
   server = spawn(process.execPath, [join(ROOT, 'packages/server/dist/main.js'), 'serve'], {
     env: {
-      ...process.env, ENGRAM_DATA_DIR: dataDir, ENGRAM_PORT: '0', ENGRAM_HOST: '127.0.0.1', ENGRAM_LOG_LEVEL: 'warn',
+      ...process.env, ENGRAM_DATA_DIR: dataDir, ENGRAM_PORT: String(port), ENGRAM_HOST: '127.0.0.1', ENGRAM_LOG_LEVEL: 'warn',
       ENGRAM_DATABASE_URL: '', ENGRAM_BOOTSTRAP_EMAIL: EMAIL, ENGRAM_BOOTSTRAP_PASSWORD: PASSWORD,
-      ENGRAM_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ENGRAM_WEBHOOK_ALLOW_HTTP: 'true',
+      ENGRAM_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ENGRAM_WEBHOOK_ALLOW_HTTP: 'true', ENGRAM_OUTBOUND_ALLOW: '127.0.0.1',
+      ENGRAM_SLACK_CLIENT_ID: SLACK_CLIENT.clientId, ENGRAM_SLACK_CLIENT_SECRET: SLACK_CLIENT.clientSecret, ENGRAM_SLACK_BASE_URL: slack.base,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -71,6 +86,7 @@ const shot = (name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`
 beforeAll(async () => {
   mkdirSync(SHOTS, { recursive: true });
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
+  slack = await startFakeSlack();
   baseUrl = await startServer();
   receiver = createServer((request, response) => {
     let body = '';
@@ -101,6 +117,7 @@ afterAll(async () => {
   await browser?.close();
   server?.kill('SIGTERM');
   receiver?.close();
+  await slack?.close();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
@@ -115,6 +132,11 @@ describe('the web console in Chromium', () => {
     await page.goto(`${baseUrl}/console/`);
     await page.getByLabel('E-mail').waitFor();
     console.log(`console: first load (navigation to the sign-in form drawn) ${Date.now() - started} ms`);
+    // What a first visit downloads: the assets the page names, raw and gzip-compressed.
+    const html = await (await fetch(`${baseUrl}/console/`)).text();
+    const assets = [...html.matchAll(/\/console\/assets\/([^"]+)"/g)].map((m) => readFileSync(join(ROOT, 'packages/console/dist/assets', m[1]!)));
+    const kb = (n: number) => (n / 1024).toFixed(1);
+    console.log(`console: bundle ${kb(assets.reduce((n, a) => n + a.length, 0))} kB, ${kb(assets.reduce((n, a) => n + gzipSync(a).length, 0))} kB gzip (${assets.length} files)`);
     await page.getByLabel('E-mail').fill(EMAIL);
     await page.getByLabel('Password').fill('wrong password');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -261,6 +283,46 @@ describe('the web console in Chromium', () => {
     expect(content).not.toContain('peanuts');
   });
 
+  it('connects Slack through the consent window, syncs it with live progress and lists what it synced', async () => {
+    slack.messages.set('C0GENERAL', [
+      { ts: '1700000000.000100', user: 'U0ALICE', text: 'The team offsite is in Porto on June 12.' },
+      { ts: '1700000100.000200', user: 'U0BOB', text: 'Lunch on Fridays is paid by the company.' },
+    ]);
+    await page.getByRole('button', { name: 'Connectors' }).click();
+    const form = page.getByRole('form', { name: 'Add a connection' });
+    await form.getByRole('combobox', { name: 'Provider' }).selectOption('slack');
+    await form.getByLabel('Name').fill('Team Slack');
+    await form.getByLabel(/^End user/).fill('team-slack');
+    await form.getByLabel('Configuration (JSON)').fill(JSON.stringify({ channels: ['#general'] }));
+    await form.getByRole('button', { name: 'Add connection' }).click();
+    const panel = page.getByRole('region', { name: /^Connection / });
+    await panel.getByRole('heading', { name: /Team Slack .*needs_consent/ }).waitFor();
+    const connection = (await owner.call('connectors.list', { query: {} }, { projectId })).items.find((c) => c.name === 'Team Slack')!;
+    expect(connection).toMatchObject({ provider: 'slack', state: 'needs_consent', end_user_id: 'team-slack' });
+    await shot('14-connector-needs-consent');
+
+    // Consent in a window of its own: Slack sends it back to the server's return page, which hands the
+    // code to this tab; the tab (holding the session) completes consent.
+    const [consentWindow] = await Promise.all([browser.waitForEvent('page'), panel.getByRole('button', { name: 'Give consent at Slack' }).click()]);
+    await panel.getByText('Consent given: the connection is active.').waitFor();
+    expect(consentWindow.isClosed() || !consentWindow.url().includes('code=')).toBe(true);
+    expect((await owner.call('connectors.get', { path: { connection_id: connection.id } }, { projectId })).state).toBe('active');
+    expect(slack.requests.some((r) => r.path === '/api/oauth.v2.access')).toBe(true);
+
+    await panel.getByRole('button', { name: 'Sync now' }).click();
+    const sync = await until(async () => (await owner.call('connectors.syncs', { path: { connection_id: connection.id }, query: {} }, { projectId })).items[0], 'the sync');
+    await panel.getByTestId(`sync-${sync.id}`).getByRole('cell', { name: 'succeeded' }).waitFor({ timeout: 30_000 });
+    await expect(panel.getByRole('cell', { name: `Sync ${sync.id} progress` }).textContent()).resolves.toMatch(/^\d+ seen: [1-9]\d* new/);
+    await page.getByTestId(`connection-${connection.id}`).getByRole('cell', { name: /^succeeded · / }).waitFor();
+    await panel.getByTestId('synced-object').first().waitFor();
+    const objects = await owner.call('connectors.objects', { path: { connection_id: connection.id }, query: {} }, { projectId });
+    expect(objects.items.length).toBeGreaterThan(0);
+    expect(await panel.getByTestId('synced-object').count()).toBe(objects.items.length);
+    const synced = await new ServiceClient({ baseUrl, apiKey, projectId, maxRetries: 0 }).call('memories.export', {}, { endUserId: 'team-slack' });
+    expect(JSON.stringify(synced.memories)).toContain('Porto on June 12');
+    await shot('15-connector-synced');
+  });
+
   it('invites a viewer, who is shown no action that changes anything, and whom the server refuses', async () => {
     await page.getByRole('button', { name: 'Members' }).click();
     await page.getByRole('table', { name: 'Members' }).getByRole('cell', { name: EMAIL }).waitFor();
@@ -296,6 +358,13 @@ describe('the web console in Chromium', () => {
       await viewerPage.getByRole('button', { name: 'Members' }).click();
       await viewerPage.getByRole('table', { name: 'Members' }).getByRole('cell', { name: VIEWER }).waitFor();
       await expect(viewerPage.getByLabel('E-mail to invite').count()).resolves.toBe(0);
+      await viewerPage.getByRole('button', { name: 'Connectors' }).click();
+      await viewerPage.getByRole('cell', { name: 'Team Slack', exact: true }).waitFor();
+      await expect(viewerPage.getByRole('form', { name: 'Add a connection' }).count()).resolves.toBe(0);
+      await viewerPage.getByRole('button', { name: 'Open Team Slack' }).click();
+      await viewerPage.getByRole('heading', { name: 'Synced objects', exact: false }).waitFor();
+      await expect(viewerPage.getByRole('button', { name: 'Sync now' }).count()).resolves.toBe(0);
+      await expect(viewerPage.getByRole('button', { name: 'Remove…' }).count()).resolves.toBe(0);
       await viewerPage.getByRole('button', { name: 'Keys' }).click();
       // The Keys page drawn (its heading and key list) before looking for what it must not offer.
       await viewerPage.getByRole('heading', { name: 'Keys' }).waitFor();

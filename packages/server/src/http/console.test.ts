@@ -32,6 +32,15 @@ forEachDialect('the console at /console', (dialect) => {
     expect(bare.headers.location).toBe('/console/');
   });
 
+  it('serves the page as the OAuth consent return, never cached (its address carries a code), with referrers off', async () => {
+    const res = await t.call('GET', '/connectors/oauth/callback?code=abc&state=xyz', { key: null, endUser: null, project: null });
+    expect(res.status).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['referrer-policy']).toBe('no-referrer');
+    expect(res.headers['content-security-policy']).toBe(CONSOLE_CSP);
+    expect(res.text).toBe(readFileSync(join(CONSOLE_DIRECTORY, 'index.html'), 'utf8'));
+  });
+
   it('serves the hashed assets the page names as immutable, and nothing outside them', async () => {
     const page = (await t.call('GET', '/console/', { key: null, endUser: null, project: null })).text;
     const assets = [...page.matchAll(/\/console\/assets\/([^"]+)"/g)].map((m) => m[1]!);

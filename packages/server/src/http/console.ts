@@ -31,11 +31,13 @@ function secure(reply: FastifyReply): FastifyReply {
  * Serves the web console at /console: hashed assets are immutable (a new build has new names),
  * the page itself is revalidated on every load (no-cache), and every other path under /console is
  * the page too, so a reload on a console URL works. Public: the page signs in with the control plane.
+ * The page is also the OAuth consent return (/connectors/oauth/callback), never stored: its address carries a code.
  */
 export const consoleRoutes: FastifyPluginAsync<{ directory?: string }> = async (app, { directory = CONSOLE_DIRECTORY }) => {
   const page = async (reply: FastifyReply) => {
     const html = await readFile(join(directory, 'index.html')).catch(() => undefined);
-    secure(reply).header('cache-control', 'no-cache');
+    secure(reply);
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-cache');
     if (!html) return reply.status(503).type('text/plain; charset=utf-8').send('The console is not built: run `npm install` (or `npm run build -w @engram/console`).\n');
     return reply.type(TYPES['.html']!).send(html);
   };
@@ -49,4 +51,7 @@ export const consoleRoutes: FastifyPluginAsync<{ directory?: string }> = async (
     return reply.header('cache-control', 'public, max-age=31536000, immutable').type(TYPES[extname(name)] ?? 'application/octet-stream').send(body);
   });
   app.get('/console/*', { schema: { hide: true } }, async (_request, reply) => page(reply));
+  // The default OAuth redirect (ENGRAM_OAUTH_REDIRECT_URL): the console's page hands the provider's
+  // code and state to the console tab that asked for consent, which completes it with its session.
+  app.get('/connectors/oauth/callback', { schema: { hide: true } }, async (_request, reply) => page(reply.header('cache-control', 'no-store')));
 };

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { startVendor, type LocalVendor, type VendorAnswer, type VendorRequest } from './connectors.js';
+import { startVendor, type LocalVendor, type VendorAnswer, type VendorRequest } from './vendor.js';
 
 /**
  * Google's OAuth 2.0 endpoints and the Drive API v3 on loopback, in their wire format

@@ -1,4 +1,4 @@
-import { startVendor, type LocalVendor } from './connectors.js';
+import { startVendor, type LocalVendor } from './vendor.js';
 
 /**
  * Granola's public API on loopback (docs.granola.ai): `GET /v1/notes` with `page_size`, `cursor`,

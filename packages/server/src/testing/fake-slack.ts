@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { startVendor, type LocalVendor, type VendorAnswer, type VendorRequest } from './connectors.js';
+import { startVendor, type LocalVendor, type VendorAnswer, type VendorRequest } from './vendor.js';
 
 /**
  * A Slack workspace on loopback speaking the Web API's wire format (api.slack.com/methods):
