@@ -4,7 +4,7 @@
  * step through the official client. Screenshots go to test/screenshots/ (not committed).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { gzipSync } from 'node:zlib';
@@ -266,7 +266,7 @@ describe('the web console in Chromium', () => {
     await shot('06-webhook-retried');
   });
 
-  it('starts an export, shows its progress and downloads it', async () => {
+  it('starts an export, shows its progress and downloads it, then imports it as another end user', async () => {
     await page.getByRole('button', { name: 'Exports' }).click();
     await page.getByLabel('End user (empty: the whole project)').fill(END_USER);
     await page.getByRole('button', { name: 'Start export' }).click();
@@ -281,6 +281,19 @@ describe('the web console in Chromium', () => {
     const content = readFileSync(file, 'utf8');
     expect(content).toContain('Ada prefers a window seat on long flights');
     expect(content).not.toContain('peanuts');
+
+    // The file back in, as another end user's memories: uploaded from the page, its progress shown.
+    const records = content.trim().split('\n');
+    const copy = join(SHOTS, 'import.jsonl');
+    writeFileSync(copy, [records[0], ...records.slice(1).map((line) => JSON.stringify({ ...JSON.parse(line), end_user_id: 'ada-copy' }))].join('\n') + '\n');
+    await page.getByLabel(/^File/).setInputFiles(copy);
+    await page.getByRole('button', { name: 'Start import' }).click();
+    const started = await until(async () => (await owner.imports.list({}, { projectId })).items[0], 'the import');
+    await page.getByTestId(`import-${started.id}`).getByRole('cell', { name: 'completed' }).waitFor({ timeout: 30_000 });
+    expect(await owner.imports.get(started.id, { projectId })).toMatchObject({ status: 'completed', created: records.length - 1, skipped: 0 });
+    const copied = await new ServiceClient({ baseUrl, apiKey, projectId, maxRetries: 0 }).call('memories.export', {}, { endUserId: 'ada-copy' });
+    expect(copied.memories.map((m) => m.text)).toContain('Ada prefers a window seat on long flights');
+    await shot('16-import-completed');
   });
 
   it('connects Slack through the consent window, syncs it with live progress and lists what it synced', async () => {
