@@ -1,11 +1,11 @@
-"""The README's Python example, run as written against a real server."""
+"""The package README's example, run as written against a real server."""
 import os
 import pathlib
 import re
 import subprocess
 import sys
 
-README = (pathlib.Path(__file__).resolve().parents[3] / "README.md").read_text()
+README = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
 
 
 def example_after(heading: str, language: str) -> str:
@@ -18,8 +18,9 @@ def example_after(heading: str, language: str) -> str:
 def test_readme_python_example_runs_as_written(server):
     env = {**os.environ, "ENGRAM_URL": server.url, "ENGRAM_API_KEY": server.api_key}
     # The bootstrap key is locked to its project, as in the README's quick start.
-    done = subprocess.run([sys.executable, "-c", example_after("### Python client", "python")], env=env,
+    done = subprocess.run([sys.executable, "-c", example_after("## Example: typed answers, typed errors", "python")], env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    answer, gone = done.stdout.strip().split("\n")  # the answer, then the NotFoundError caught by its class
-    assert answer == "Prefers aisle seats on long flights" and gone.startswith("gone: req")
+    # The answer, then the ValidationError and the NotFoundError caught by their classes.
+    answer, invalid, gone = done.stdout.strip().split("\n")
+    assert (answer, invalid) == ("Prefers aisle seats on long flights", "invalid: text") and gone.startswith("gone: req")
