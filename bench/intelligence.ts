@@ -128,6 +128,8 @@ const quality = {
   ])),
   facts_dev: conflictsByKind('conflicts-dev.txt'),
   facts_heldout: conflictsByKind('conflicts-heldout.txt'),
+  // Written by another hand before wave 3 changed the rules, never read while changing them.
+  facts_unseen: conflictsByKind('conflicts-unseen.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const text = resolver(locomoDir());

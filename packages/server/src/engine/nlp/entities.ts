@@ -25,6 +25,11 @@ const PLACE_CONTEXT = new Set(['in', 'to', 'from', 'near', 'visit', 'visited', '
 const DATE_PREFIX = new Set(['last', 'next', 'this', 'on', 'early', 'late', 'mid', 'every']);
 const PRONOUNS = new Set(['he', 'she', 'they', 'we', 'you', 'it', 'me', 'him', 'her', 'us', 'them', 'my', 'his', 'their', 'our', 'your', 'its']);
 
+/** Verbs (stemmed) that, right after a capitalised word at a sentence start, mark it as a person's name. */
+const PERSON_VERBS = new Set(['work', 'live', 'move', 'quit', 'join', 'retir', 'marri', 'left', 'start', 'becam', 'turn', 'date', 'studi', 'relocat', 'divorc', 'said', 'say', 'told', 'tell']);
+/** After "<Name> is": words said of people ("Dan is a nurse", "Kim is married", "Lee is 40"). */
+const PERSON_STATES = /^(a|an|married|single|engaged|divorced|separated|retired|pregnant|\d+)$/;
+
 const titleCase = (s: string) => s.replace(/\b\p{L}/gu, (c) => c.toUpperCase());
 
 /** The canonical spelling of a name of a given type. */
@@ -172,7 +177,10 @@ export function findEntities(tokens: Token[], custom: CustomNames): EntityMentio
     if (run > 0) {
       const first = tokens[i]!.lower;
       // At a sentence start capitalisation is no evidence: keep only known names or multi-word names.
-      const plausible = !t.sentenceStart || GIVEN_NAMES.has(first) || run > 1 || tokens[i + 1]?.text === "'s";
+      // A single word followed by a verb said of people ("Ana works for ...", "Tom moved to ...") is a name too.
+      const next = tokens[i + 1];
+      const personVerb = run === 1 && !!next && !next.capitalized && (PERSON_VERBS.has(next.key) || (['is', 'was'].includes(next.lower) && PERSON_STATES.test(tokens[i + 2]?.lower === 'now' ? tokens[i + 3]?.lower ?? '' : tokens[i + 2]?.lower ?? '')));
+      const plausible = !t.sentenceStart || GIVEN_NAMES.has(first) || run > 1 || next?.text === "'s" || personVerb;
       const type = plausible ? typeOfName(tokens, i, run, custom) : null;
       if (type) push(i, run, type);
       i += run;

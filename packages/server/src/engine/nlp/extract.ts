@@ -3,6 +3,7 @@ import { analyze } from '../text.js';
 import { findEntities, type CustomNames, type EntityMention } from './entities.js';
 import { FAVORITE_PREFIX, type Ontology, type RelationTypeDef } from './ontology.js';
 import { keyOf, tokenizeWithOffsets, type Token } from './tokens.js';
+import { britishToAmerican } from './lexicon.js';
 import { personalFacts } from './facts.js';
 
 /** The end user (or the speaker of a turn) when a statement is in the first person. */
@@ -54,6 +55,7 @@ const OBJECT_STOP = new Set([
 const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'our', 'some', 'his', 'her', 'their', 'your', 'this', 'that', 'these', 'those', 'two', 'three', 'new', 'own', 'little', 'big', 'first', 'second', 'lovely', 'beauti', 'cute', 'old']);
 const OBJECT_PRONOUNS = new Set(['it', 'that', 'this', 'them', 'him', 'her', 'you', 'me', 'us', 'there', 'here', 'someth', 'anyth', 'everyth', 'noth', 'one', 'what', 'lot', 'way', 'time', 'to', 'home', 'bit']);
 const THIRD_PERSON = new Set(['he', 'she']);
+const FAVOURITE_ADVERBS = new Set(['now', 'current', 'still', 'definit', 'probabl', 'actual', 'realli', 'offici', 'total', 'absolut', 'easili']);
 const SPOUSE = new Set(['wife', 'husband', 'spous']);
 
 /** Compiles an ontology's relation cues and category cues once; `extract` is then a pure function of the text. */
@@ -186,6 +188,8 @@ export class Extractor {
       if (place) object = { ref: { name: place.name, type: 'place' }, end: place.last };
     }
     if (!object || !allowed(cue.relation.target_types, object.ref.type)) return null;
+    // "joined a gym", "joined a mentorship program", "join forces": membership, not a job; only a named organisation is an employer.
+    if (cue.keys.length === 1 && cue.keys[0] === 'join' && object.ref.type !== 'organization') return null;
     const negated = found.negated;
     return { subject: found.subject, relation: cue.relation.name, object: object.ref, negated, singleValued: cue.relation.single_valued };
   }
@@ -208,10 +212,13 @@ export class Extractor {
       let j = next + 1;
       while (tokens[j] && tokens[j]!.key !== 'be' && !tokens[j]!.punct && thing.length < 3) thing.push(tokens[j++]!.lower);
       if (tokens[j]?.key !== 'be' || thing.length === 0) return null;
-      const negated = tokens[j + 1]?.key === 'not';
-      const object = this.objectAfter(tokens, j + (negated ? 2 : 1), mentionAt);
+      // "my favorite author is now Le Guin", "... is still jazz", "... is not X".
+      let k = j + 1;
+      while (tokens[k] && FAVOURITE_ADVERBS.has(tokens[k]!.key)) k++;
+      const negated = tokens[k]?.key === 'not';
+      const object = this.objectAfter(tokens, k + (negated ? 1 : 0), mentionAt);
       if (!object) return null;
-      const relation = `${FAVORITE_PREFIX}${thing.map((w) => w.replace(/[^a-z0-9]/g, '')).join('_')}`;
+      const relation = `${FAVORITE_PREFIX}${thing.map((w) => britishToAmerican(w.replace(/[^a-z0-9]/g, ''))).join('_')}`;
       return { subject: owner, relation, object: object.ref, negated, singleValued: this.favorites.single_valued };
     }
     if (this.married && SPOUSE.has(tokens[next]?.key ?? '')) {

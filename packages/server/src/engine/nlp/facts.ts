@@ -6,7 +6,7 @@
 // ("I swim twice a week") and its end ("I quit swimming"), a job or a home left ("I left Google").
 // Deterministic and offline; complements the cue relations of extract.ts.
 import type { EntityMention } from './entities.js';
-import { NUMBER_WORDS } from './lexicon.js';
+import { britishToAmerican, NUMBER_WORDS } from './lexicon.js';
 import type { Token } from './tokens.js';
 
 /** Relation names the fact rules produce; each is used only when the ontology declares it. */
@@ -25,7 +25,7 @@ interface EntityRef {
 
 type Emit = (subject: EntityRef, relation: string, object: EntityRef, negated: boolean, aspect?: string) => void;
 
-const CLAUSE_BREAK = new Set(['.', ';', '!', '?', ',', 'but', 'becaus', 'so', 'while', 'although', 'though', 'and', 'or', 'which', 'who', 'when']);
+const CLAUSE_BREAK = new Set(['.', ';', ':', '!', '?', ',', 'but', 'becaus', 'so', 'while', 'although', 'though', 'and', 'or', 'which', 'who', 'when']);
 const LEADING = new Set([
   'well', 'yeah', 'yes', 'oh', 'now', 'these', 'day', 'today', 'also', 'then', 'honest', 'honestly', 'current', 'actual', 'just',
   'so', 'final', 'recent', 'lately', 'sinc', 'anyway', 'nowaday', 'guess', 'what', 'well', 'still', 'right', 'realli',
@@ -58,9 +58,25 @@ writer author journalist editor photographer painter artist musician singer acto
 counselor counsellor psychologist pharmacist vet veterinarian librarian secretary receptionist assistant salesman saleswoman
 realtor entrepreneur founder ceo cto freelancer contractor translator paramedic caregiver nanny janitor guard technician
 administrator economist mathematician programmer marketer recruiter investor broker dietitian nutritionist midwife surgeon
+critic reporter producer cleaner gardener landscaper butcher tailor jeweler optician optometrist paralegal judge auditor bookkeeper
+courier dispatcher ranger sailor fisherman miner welder roofer plasterer builder bricklayer sculptor illustrator animator filmmaker
+screenwriter novelist poet blogger youtuber streamer influencer stylist hairdresser barber beautician physiotherapist physio
+chiropractor radiologist anesthesiologist pediatrician psychiatrist worker lifeguard zookeeper biologist chemist physicist geologist
+astronomer statistician actuary headteacher dean pastor priest rabbi imam officer detective sheriff solicitor barrister notary
+supervisor foreman sommelier housekeeper maid babysitter referee umpire footballer mailman postman trucker surveyor planner
+strategist copywriter curator archivist historian linguist interpreter diplomat politician senator mayor councillor councilor
 `.trim().split(/\s+/));
+/** "a smoker" -> the activity key of "smoking" (activityKey), so the noun and the verb state one habit. */
+const HABIT_AGENTS: Record<string, string> = { smoker: 'smoke', drinker: 'drink', vaper: 'vape', gambler: 'gambl' };
 /** States that are a person's work situation rather than a job. */
 const WORK_STATES = new Set(['retired', 'unemployed', 'jobless', 'self-employed']);
+/** "got <...>": the relationship status it gives. */
+const STATUS_CHANGES: Record<string, string> = { marri: 'married', divorc: 'divorced', engag: 'engaged', separ: 'separated' };
+/** Verbs that begin a job ("started a new job at", "took a position with", "landed a role as"). */
+const JOB_STARTS = new Set(['start', 'began', 'begin', 'took', 'take', 'accept', 'land', 'found', 'got', 'get', 'secur']);
+/** Participles of losing one's job ("fired", "laid off", "let go", "sacked"). */
+const DISMISSED = new Set(['fire', 'laid', 'let', 'sack', 'dismiss']);
+const JOB_WORDS = new Set(['job', 'posit', 'role', 'gig', 'career']);
 const STATUS = new Set(['single', 'married', 'divorced', 'engaged', 'widowed', 'separated', 'dating']);
 /** Adjectives that say what a person is, lastingly (a copula with one of them is a fact, "I'm happy" is not). */
 const TRAITS = new Set(`
@@ -319,7 +335,7 @@ function readClause(
   }
 
   if (copula) {
-    copulaFacts(rest, at, owner, neg, mentionAt, emit);
+    copulaFacts(rest, at, owner, neg, mentionAt, before, emit);
     return;
   }
   const verb = rest[0];
@@ -340,6 +356,92 @@ function readClause(
     if (!activity) return;
     emit(owner, FACT_RELATIONS.does, valueOf(activity), neg);
     if (!neg) emit(owner, FACT_RELATIONS.habit, valueOf(f.value), false, `${activity} | ${f.dimension}`);
+    return;
+  }
+  // "I got laid off from Barclays", "I got fired by Tesco".
+  if ((v === 'got' || v === 'get') && rest[1] && DISMISSED.has(rest[1].key)) {
+    copulaFacts(rest.slice(1), (k) => at(k + 1), owner, neg, mentionAt, before, emit);
+    return;
+  }
+  // "I call Denver home".
+  if (v === 'call' && rest.slice(2, 6).some((t) => t.key === 'home')) {
+    const m = mentionAt.get(at(1));
+    if (m?.type === 'place') emit(owner, FACT_RELATIONS.livesIn, valueOf(m.name, 'place'), neg);
+    return;
+  }
+  // "(We moved out of Bristol and) now live in Bath": a clause whose subject carried over, which the cues do not see.
+  if (v === 'live' && rest[1]?.key === 'in') {
+    const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
+    if (place) emit(owner, FACT_RELATIONS.livesIn, valueOf(place.name, 'place'), neg);
+    return;
+  }
+  // "We moved out of Bristol", "I moved away from Leeds": no longer lives there.
+  if ((v === 'move' || v === 'relocat') && (rest[1]?.key === 'out' || rest[1]?.key === 'away')) {
+    const place = [...Array(4).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
+    if (place) emit(owner, FACT_RELATIONS.livesIn, valueOf(place.name, 'place'), true);
+    return;
+  }
+  // "I take the bus to work now", "I walk to school": how one commutes, without a frequency.
+  const toCommute = rest.findIndex((w, k) => k <= 4 && w.key === 'to' && COMMUTE.has(rest[k + 1]?.key ?? ''));
+  if (toCommute > 0) {
+    const mode = rest.slice(0, toCommute).map((w) => MODES[w.key]).find(Boolean);
+    if (mode) {
+      emit(owner, FACT_RELATIONS.habit, valueOf(mode), neg, `commute to ${rest[toCommute + 1]!.key}`);
+      return;
+    }
+  }
+  // "Sam retired last year": a work situation, like "I'm retired".
+  if (v === 'retir') {
+    emit(owner, FACT_RELATIONS.worksAs, valueOf('retired'), neg);
+    return;
+  }
+  // "I got married (to Tom)", "Elena and I got divorced", "we got engaged": a change of relationship status.
+  if ((v === 'got' || v === 'get') && rest[1] && STATUS_CHANGES[rest[1].key]) {
+    const status = STATUS_CHANGES[rest[1].key]!;
+    emit(owner, FACT_RELATIONS.status, valueOf(status), neg);
+    const named = rest[2]?.key === 'to' || rest[2]?.key === 'with' ? mentionAt.get(at(3)) : undefined;
+    const person = named?.type === 'person' ? named.name : before?.type === 'person' ? before.name : null;
+    if (person && (status === 'divorced' || status === 'separated')) emit(owner, FACT_RELATIONS.married, valueOf(person, 'person'), true);
+    else if (named?.type === 'person' && status === 'married') emit(owner, FACT_RELATIONS.married, valueOf(named.name, 'person'), neg);
+    else if (named?.type === 'person' && status === 'engaged') emit(owner, FACT_RELATIONS.partner, valueOf(named.name, 'person'), neg);
+    return;
+  }
+  // "We called off the engagement", "I broke off our engagement".
+  if (['call', 'broke', 'break', 'cancel'].includes(v) && rest.slice(1, 5).some((t) => t.key === 'engag')) {
+    emit(owner, FACT_RELATIONS.status, valueOf('engaged'), true);
+    return;
+  }
+  // "(We packed up and) moved to Leeds", "I've just moved into a house in Edinburgh": where the subject lives.
+  if ((v === 'move' || v === 'relocat') && ['to', 'into', 'back', 'in'].includes(rest[1]?.key ?? '')) {
+    const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
+    if (place) {
+      emit(owner, FACT_RELATIONS.livesIn, valueOf(place.name, 'place'), neg);
+      return;
+    }
+  }
+  // "I started a new job at Bosch", "I took a position with the council", "she landed a role as a designer".
+  if (JOB_STARTS.has(v)) {
+    const job = rest.findIndex((t, k) => k > 0 && k <= 4 && JOB_WORDS.has(t.key));
+    const link = job > 0 ? rest[job + 1]?.key : undefined;
+    if (link === 'at' || link === 'with' || link === 'for') {
+      const m = mentionAt.get(at(job + 2)) ?? mentionAt.get(at(job + 3));
+      if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, 'organization'), neg);
+      else {
+        const p = phrase(rest, job + 2, 3);
+        if (p.words.length && !PRONOUNS.has(p.words[0]!.key)) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), neg);
+      }
+      return;
+    }
+    if (link === 'as') {
+      const p = phrase(rest, job + 2, 3);
+      if (p.words.length) emit(owner, FACT_RELATIONS.worksAs, concept(p.words), neg);
+      return;
+    }
+  }
+  // "(Ana quit the Red Cross and) joined UNICEF": an organisation joined is where one works (a club or a gym is not named one).
+  if (v === 'join') {
+    const m = mentionAt.get(at(1)) ?? mentionAt.get(at(2));
+    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, 'organization'), neg);
     return;
   }
   // Ages and birth years.
@@ -420,7 +522,7 @@ function readClause(
     if (single && !neg) emit(owner, single.relation, valueOf(single.value), false);
     return;
   }
-  if (v === 'switch' || v === 'swap' || v === 'chang' || v === 'upgrad' || v === 'move') {
+  if (v === 'switch' || v === 'swap' || v === 'chang' || v === 'upgrad' || v === 'move' || v === 'trade' || v === 'exchang') {
     const to = rest.findIndex((t) => t.key === 'to' || t.key === 'for');
     if (to > 0) {
       const p = phrase(rest, to + 1, 3);
@@ -515,7 +617,9 @@ function singleThing(words: Token[], driving: boolean): { relation: string; valu
 }
 
 /** "I'm 30", "I'm a nurse", "I'm not vegetarian", "I'm married to Tom", "I'm at Deloitte", "I'm retired". */
-function copulaFacts(rest: Token[], at: (k: number) => number, owner: EntityRef, neg: boolean, mentionAt: Map<number, EntityMention>, emit: Emit): void {
+function copulaFacts(
+  rest: Token[], at: (k: number) => number, owner: EntityRef, neg: boolean, mentionAt: Map<number, EntityMention>, before: EntityRef | null, emit: Emit,
+): void {
   const first = rest[0];
   if (!first) return;
   const n = numberOf(first);
@@ -535,6 +639,13 @@ function copulaFacts(rest: Token[], at: (k: number) => number, owner: EntityRef,
     if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, 'organization'), neg);
     return;
   }
+  // "Mike is employed at Tesco"; "I was fired from Tesco", "I was laid off by Tesco".
+  if (first.key === 'employ' || DISMISSED.has(first.key)) {
+    const k = rest.findIndex((t, j) => j > 0 && j <= 3 && ['at', 'by', 'with', 'from'].includes(t.key));
+    const m = k > 0 ? mentionAt.get(at(k + 1)) ?? mentionAt.get(at(k + 2)) : undefined;
+    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, 'organization'), first.key === 'employ' ? neg : true);
+    return;
+  }
   const word = first.lower;
   if (WORK_STATES.has(word)) {
     emit(owner, FACT_RELATIONS.worksAs, valueOf(word), neg);
@@ -548,6 +659,9 @@ function copulaFacts(rest: Token[], at: (k: number) => number, owner: EntityRef,
     if (person?.type === 'person') {
       if (status === 'divorced' || status === 'separated') emit(owner, FACT_RELATIONS.married, valueOf(person.name, 'person'), true);
       else if (status === 'engaged' || status === 'dating') emit(owner, FACT_RELATIONS.partner, valueOf(person.name, 'person'), neg);
+    } else if (!neg && (status === 'divorced' || status === 'separated') && before?.type === 'person') {
+      // "Mark and I are divorced now": the person of the clause before.
+      emit(owner, FACT_RELATIONS.married, valueOf(before.name, 'person'), true);
     }
     return;
   }
@@ -564,6 +678,10 @@ function copulaFacts(rest: Token[], at: (k: number) => number, owner: EntityRef,
     if (occupation) {
       const words = p.words.filter((w) => !['full-time', 'part-time', 'profession', 'freelanc', 'senior', 'junior', 'head', 'great', 'good', 'big', 'proud'].includes(w.key));
       emit(owner, FACT_RELATIONS.worksAs, concept(words.length ? words : p.words), neg);
+    } else if (p.words.length === 1 && HABIT_AGENTS[p.words[0]!.key]) {
+      // "I'm a smoker" is the habit "I quit smoking" ends.
+      emit(owner, FACT_RELATIONS.does, valueOf(HABIT_AGENTS[p.words[0]!.key]!), neg);
+      emit(owner, FACT_RELATIONS.is, concept(p.words), neg);
     } else if (p.words.length <= 2 && !['bit', 'lot', 'littl', 'fan', 'big', 'huge', 'great', 'good', 'part', 'member', 'kind', 'sort', 'mix', 'few'].includes(p.words[0]!.key)) {
       emit(owner, FACT_RELATIONS.is, concept(p.words), neg);
     }
@@ -587,7 +705,20 @@ function possessive(
     }
     return;
   }
+  // "my bike was stolen", "my car got totalled": the owner no longer has it.
+  if (['stolen', 'sold', 'lost', 'wreck', 'total', 'scrap'].includes(rest[0]?.key ?? '') && !ATTRIBUTES[role]) {
+    emit(owner, FACT_RELATIONS.has, valueOf(role), true);
+    return;
+  }
   if (role === 'favorit') return; // extract.ts reads "my favorite X is Y"
+  // "my phone is a Samsung Galaxy", "my car is a Volvo": the one phone or car the owner has.
+  if (role === 'phone' || role === 'car') {
+    const p = phrase(rest, rest[0]?.key === 'now' ? 1 : 0, 3);
+    const named = p.words.some((w) => w.capitalized) ? { relation: role === 'phone' ? FACT_RELATIONS.phone : FACT_RELATIONS.drives, value: p.words.map((w) => w.lower).join(' ') } : null;
+    const single = singleThing(p.words, role === 'car') ?? named;
+    if (single) emit(owner, single.relation, valueOf(single.value), neg);
+    return;
+  }
   let j = 0;
   while (rest[j] && (rest[j]!.key === 'on' || rest[j]!.key === 'in' || ADVERBS.has(rest[j]!.key))) j++;
   const person = mentionAt.get(offset + i + j);
@@ -634,7 +765,7 @@ function favouriteBackward(clause: Token[], mentionAt: Map<number, EntityMention
   }
   if (!owner || clause[j + 1]?.key !== 'favorit') return;
   const thing: string[] = [];
-  for (let k = j + 2; clause[k] && !clause[k]!.punct && thing.length < 3 && !STOP.has(clause[k]!.key); k++) thing.push(clause[k]!.lower.replace(/[^a-z0-9]/g, ''));
+  for (let k = j + 2; clause[k] && !clause[k]!.punct && thing.length < 3 && !STOP.has(clause[k]!.key); k++) thing.push(britishToAmerican(clause[k]!.lower.replace(/[^a-z0-9]/g, '')));
   if (!thing.length) return;
   const subjectWords = clause.slice(0, be).filter((t) => !DETERMINERS.has(t.key) && !LEADING.has(t.key) && !ADVERBS.has(t.key));
   if (!subjectWords.length) return;
@@ -663,7 +794,8 @@ function homeIs(clause: Token[], mentionAt: Map<number, EntityMention>, offset: 
   const words = clause.map((t) => t.key);
   const negated = words.slice(be, be + 3).some((w) => NEGATORS.has(w));
   let m: EntityMention | undefined;
-  if (words.slice(0, be).filter((w) => !LEADING.has(w)).join(' ') === 'home') m = named(be + 1, clause.length);
+  const head = words.slice(0, be).filter((w) => !LEADING.has(w)).join(' ');
+  if (head === 'home' || head === 'home for me' || head === 'home for us') m = named(be + 1, clause.length);
   else if (words.slice(be + 1).filter((w) => !NEGATORS.has(w) && w !== 'my' && w !== 'our' && !ADVERBS.has(w) && w !== 'longer').join(' ').startsWith('home')) m = named(0, be);
   if (!m) return false;
   emit(self, FACT_RELATIONS.livesIn, valueOf(m.name, 'place'), negated);

@@ -47,7 +47,8 @@ museum | library | gallery | press | records | airlines | motors | pharmaceutica
 `);
 
 /** Words before a capitalised name that make it an organisation ("at Acme", "for Initech"). */
-export const ORG_CONTEXT = words(`work at | works at | worked at | working at | job at | joined | hired by | employed by | intern at | interning at | work for | works for | worked for | working for`);
+export const ORG_CONTEXT = words(`work at | works at | worked at | working at | job at | joined | hired by | employed by | intern at | interning at | work for | works for | worked for | working for |
+employed at | job with | position at | position with | role at | hired at | fired from | fired by | laid off from | laid off by | let go from`);
 
 export const PRODUCTS = words(`
 iphone | ipad | macbook | macbook pro | macbook air | airpods | apple watch | kindle | echo | alexa | pixel | galaxy | playstation |
@@ -103,3 +104,7 @@ i | i'm | i've | i'd | i'll | mom | dad | mum | god | ok | okay | tv | hi | hey 
 english | spanish | french | german | italian | chinese | japanese | korean | mandarin | hindi | arabic | russian | portuguese |
 christmas | easter | halloween | thanksgiving | lgbtq | lgbt | covid | internet | dr | mr | mrs | ms | prof
 `);
+
+/** British spellings of the kinds of a favourite, so "favourite colour" and "favorite color" are one attribute. */
+const AMERICAN: Record<string, string> = { colour: 'color', colours: 'colors', flavour: 'flavor', flavours: 'flavors', humour: 'humor', theatre: 'theater', centre: 'center', jewellery: 'jewelry', programme: 'program' };
+export const britishToAmerican = (word: string): string => AMERICAN[word] ?? word;

@@ -38,6 +38,15 @@ export class OwnerView {
   }
 }
 
+/**
+ * How old a read of a project's ontology revision the query path (forOwnerWithin) may use: an
+ * ontology replaced meanwhile reorders answers by the old one's facts for at most this long (its
+ * reclassification of the project's memories takes longer anyway); the graph views read it every time.
+ */
+export const ONTOLOGY_RECHECK_MS = 1_000;
+
+const ownerKey = (owner: Owner) => `${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
+
 interface Entry {
   revision: number;
   ontologyRevision: number;
@@ -63,10 +72,13 @@ export class IntelligenceCache {
   /**
    * The owner's view, unless the owner has more than `most` memories (null then, and nothing is
    * extracted): for a caller that may go without it (the current fact first) rather than pay the
-   * first extraction and each revision's replay of a large end user.
+   * first extraction and each revision's replay of a large end user. `seenRevision`: the owner's
+   * revision as the caller just read it from the database (a query ranked on it); a view of that
+   * revision or a later one is used without reading it again, and the project's ontology revision
+   * is read at most once per ONTOLOGY_RECHECK_MS, so a steady query costs no statement here.
    */
-  async forOwnerWithin(owner: Owner, most: number): Promise<OwnerView | null> {
-    const key = `${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
+  async forOwnerWithin(owner: Owner, most: number, seenRevision?: number): Promise<OwnerView | null> {
+    const key = ownerKey(owner);
     if (this.tooLarge.has(key)) return null;
     const entry = this.entries.get(key);
     const size = entry?.view ? entry.items.size : await liveMemoryCountOf(this.database.db, owner);
@@ -75,11 +87,16 @@ export class IntelligenceCache {
       this.tooLarge.add(key);
       return null;
     }
-    return this.forOwner(owner);
+    return this.forOwner(owner, { revision: seenRevision, ontologyRecheckMs: ONTOLOGY_RECHECK_MS });
   }
 
-  async forOwner(owner: Owner): Promise<OwnerView> {
-    const key = `${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
+  /**
+   * The owner's view at its current revision. `known.revision`: the owner's revision as just read
+   * by the caller (not read again; a view already past it is current enough); `known.ontologyRecheckMs`:
+   * how old a read of the project's ontology revision may be (read on every call without it).
+   */
+  async forOwner(owner: Owner, known: { revision?: number; ontologyRecheckMs?: number } = {}): Promise<OwnerView> {
+    const key = ownerKey(owner);
     let entry = this.entries.get(key);
     if (entry) this.entries.delete(key);
     entry ??= { revision: 0, ontologyRevision: 0, items: new Map() };
@@ -88,26 +105,48 @@ export class IntelligenceCache {
       if (this.entries.size <= this.maxOwners) break;
       this.entries.delete(oldest);
     }
-    for (;;) {
-      const [revision, ontology] = await Promise.all([revisionOf(this.database.db, owner), ontologyRevision(this.database.db, owner.projectId)]);
-      if (revision === entry.revision && ontology === entry.ontologyRevision && entry.view) return entry.view;
+    for (let first = true; ; first = false) {
+      // A revision the caller read is used once: after waiting for a refresh, read the current one.
+      const seen = first ? known.revision : undefined;
+      const [revision, ontology] = await Promise.all([
+        seen ?? revisionOf(this.database.db, owner), this.ontologyRevisionOf(owner.projectId, known.ontologyRecheckMs ?? 0),
+      ]);
+      const current = seen !== undefined ? entry.revision >= revision : entry.revision === revision;
+      if (current && ontology === entry.ontologyRevision && entry.view) return entry.view;
       if (entry.refreshing) {
         await entry.refreshing.catch(() => undefined);
         continue;
       }
-      const current = entry;
-      current.refreshing = this.refresh(current, owner, revision, ontology).finally(() => {
-        current.refreshing = undefined;
+      const refreshed = entry;
+      refreshed.refreshing = this.refresh(refreshed, owner, revision, ontology).finally(() => {
+        refreshed.refreshing = undefined;
       });
       try {
-        await current.refreshing;
+        await refreshed.refreshing;
       } catch (error) {
         // A half-applied refresh must not be trusted: start from scratch next time.
         this.entries.delete(key);
         throw error;
       }
-      return current.view!;
+      return refreshed.view!;
     }
+  }
+
+  /** Per project: its ontology revision and when it was read (LRU-bounded like the entries). */
+  private readonly ontologyReads = new Map<string, { revision: number; at: number }>();
+
+  private async ontologyRevisionOf(projectId: string, recheckMs: number): Promise<number> {
+    const held = this.ontologyReads.get(projectId);
+    if (held && recheckMs > 0 && performance.now() - held.at < recheckMs) return held.revision;
+    const at = performance.now();
+    const revision = await ontologyRevision(this.database.db, projectId);
+    this.ontologyReads.delete(projectId);
+    this.ontologyReads.set(projectId, { revision, at });
+    for (const [oldest] of this.ontologyReads) {
+      if (this.ontologyReads.size <= this.maxOwners) break;
+      this.ontologyReads.delete(oldest);
+    }
+    return revision;
   }
 
   private async refresh(entry: Entry, owner: Owner, revision: number, ontology: number): Promise<void> {

@@ -1,8 +1,13 @@
+import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory } from '../../testing/memories.js';
 import { explained, freshUser, query } from '../../testing/retrieval.js';
 import { loadConfig } from '../../config.js';
+import type { KyselyPlugin } from 'kysely';
+import { revisionOf } from '../memories/index.js';
+import { IntelligenceCache } from './cache.js';
+import { Extractors } from './ontology.js';
 
 // Written for this test, after the fact rules and apart from bench/intelligence's sets: an older
 // statement, the newer one that changes it, and a question about the attribute.
@@ -31,16 +36,51 @@ const CHANGES: Array<[kind: string, older: string, newer: string, question: stri
   ['habit', 'I go climbing once a week.', 'I go climbing three times a week now.', 'how often do I go climbing'],
   ['possession', 'I own a kayak.', 'I sold my kayak last month.', 'do I still own a kayak?'],
 ];
+// A second set, written by another hand (issue 53, wave 3) before reading the fact rules: 13 of 24 came
+// first; the rules were then changed until all did (it is tuned on, like bench/intelligence/conflicts-dev.txt).
+const WAVE3: Array<[kind: string, older: string, newer: string, question: string]> = [
+  ['residence', 'Home for me is Manchester.', "We packed up and moved to Leeds in October.", 'what city do I live in?'],
+  ['residence', 'Tom lives in Dublin.', 'Tom moved to Cork last spring.', 'where does Tom live?'],
+  ['residence', "I'm living in a flat in Glasgow.", "I've just moved into a house in Edinburgh.", 'where am I living these days?'],
+  ['employer', "I'm employed by Siemens.", 'I started a new job at Bosch this week.', 'which company do I work for?'],
+  ['employer', 'Ana works for the Red Cross.', 'Ana quit the Red Cross and joined UNICEF.', 'who does Ana work for?'],
+  ['job', 'I work as a chef.', "I'm a food critic now.", "what's my occupation?"],
+  ['job', 'Sam is a firefighter.', 'Sam retired last year.', 'what does Sam do for a living?'],
+  ['age', "I'm 29 years old.", 'I just turned 30!', 'what is my age?'],
+  ['birthday', 'My birthday is March 3rd.', 'Correction: my birthday is March 13th.', 'when is my birthday'],
+  ['spouse', "I'm married to Elena.", 'Elena and I got divorced.', 'am I married?'],
+  ['partner', 'My boyfriend is Jake.', 'My boyfriend is Luis.', 'who is my boyfriend?'],
+  ['relationship', "I'm engaged.", 'We called off the engagement.', 'am I engaged?'],
+  ['children', 'We have two kids.', 'We have three kids now.', 'how many kids do we have?'],
+  ['car', 'I drive a Honda Civic.', 'I traded the Civic for a Tesla.', 'what do I drive?'],
+  ['phone', 'My phone is a Samsung Galaxy.', 'I got an iPhone to replace my Samsung.', 'what phone do I have?'],
+  ['favourite', 'My favorite sport is tennis.', 'Golf is my favorite sport these days.', 'what is my favorite sport?'],
+  ['favourite', 'My favorite author is Tolkien.', 'My favorite author is now Le Guin.', 'who is my favourite author?'],
+  ['preference', 'I prefer cats to dogs.', 'Honestly I prefer dogs over cats now.', 'cats or dogs, which do I prefer?'],
+  ['trait', "I'm a smoker.", 'I quit smoking in January.', 'do I smoke?'],
+  ['liking', 'I enjoy running.', "I don't enjoy running anymore.", 'do I enjoy running?'],
+  ['habit', 'I go to the gym every Monday.', 'I go to the gym on Fridays now.', 'which day do I go to the gym?'],
+  ['habit', 'I meditate twice a day.', 'I meditate once a day now.', 'how often do I meditate?'],
+  ['possession', 'I have a motorbike.', 'I sold the motorbike in June.', 'do I have a motorbike?'],
+  ['possession', 'I own a house in the country.', "We sold the country house.", 'do I own a house?'],
+];
+// Written and committed before wave 3 changed the rules, never run while changing them (bench/intelligence).
+const UNSEEN = readFileSync(new URL('../../../../../bench/intelligence/conflicts-unseen.txt', import.meta.url), 'utf8')
+  .split('\n').filter((line) => !line.startsWith('#') && line.includes('|| yes ||'))
+  .map((line) => line.split('||').map((field) => field.trim()))
+  .map(([kind, older, newer, , question]) => [kind!, older!, newer!, question!] as const);
+/** How many unseen changes had their newer statement first when the set was first run (README, "The current fact first"). */
+const UNSEEN_FIRST_AT_FIRST_RUN = 15;
 // The same end user said these too: some share the question's words ("lives in", "works at").
 const AROUND = ['My sister lives in Rome.', 'My brother works at a bank.', 'I went to a concert last night.', 'We had pizza for dinner.'];
 
 forEachDialect('the current fact first', (dialect) => {
   const t = useTestApp(dialect);
 
-  it(`answers a question about a changed fact with the newer statement first, saying why (${CHANGES.length} changes of ${new Set(CHANGES.map((c) => c[0])).size} kinds)`, async () => {
-    expect(CHANGES.length).toBeGreaterThanOrEqual(20);
+  const tuned = [...CHANGES, ...WAVE3];
+  it(`answers a question about a changed fact with the newer statement first, saying why (${tuned.length} changes of ${new Set(tuned.map((c) => c[0])).size} kinds)`, async () => {
     const failures: string[] = [];
-    for (const [kind, older, newer, question] of CHANGES) {
+    for (const [kind, older, newer, question] of tuned) {
       const endUser = freshUser();
       await addMemory(t, AROUND[0]!, { endUser });
       const oldId = (await addMemory(t, older, { endUser })).id as number;
@@ -66,6 +106,26 @@ forEachDialect('the current fact first', (dialect) => {
       for (const m of found) expect(1 - Math.exp(-explained(m.explanation)), label).toBeCloseTo(m.score, 6);
     }
     expect(failures).toEqual([]);
+  });
+
+  // Never run while the rules were changed; what it found the first time is what README reports.
+  it(`answers the unseen changes of bench/intelligence/conflicts-unseen.txt (${UNSEEN.length}) with the newer statement first`, async () => {
+    expect(UNSEEN.length).toBeGreaterThanOrEqual(20);
+    const missed: string[] = [];
+    for (const [kind, older, newer, question] of UNSEEN) {
+      const endUser = freshUser();
+      await addMemory(t, AROUND[0]!, { endUser });
+      await addMemory(t, older, { endUser });
+      await addMemory(t, AROUND[1]!, { endUser });
+      await addMemory(t, AROUND[2]!, { endUser });
+      const newId = (await addMemory(t, newer, { endUser })).id as number;
+      await addMemory(t, AROUND[3]!, { endUser });
+      const found = await query(t, { query: question, explain: true }, { endUser });
+      if (found[0]?.id !== newId) missed.push(`${kind}: "${older}" -> "${newer}", asked "${question}": got ${JSON.stringify(found.map((m) => m.text))}`);
+      else expect(found[0].explanation).toHaveProperty('current_fact');
+    }
+    console.log(`unseen changes: ${UNSEEN.length - missed.length} of ${UNSEEN.length} first`, JSON.stringify(missed, null, 1));
+    expect(UNSEEN.length - missed.length).toBeGreaterThanOrEqual(UNSEEN_FIRST_AT_FIRST_RUN);
   });
 
   it('leaves the order alone where no fact changed, and brings nothing in past filters', async () => {
@@ -97,5 +157,41 @@ forEachDialect('the current fact first, above ENGRAM_CURRENT_FACT_MAX_MEMORIES',
     await addMemory(t, 'I moved to Berlin last May.', { endUser: large });
     await addMemory(t, 'We had pizza for dinner.', { endUser: large });
     expect((await query(t, 'where do I live', { endUser: large })).map((m) => m.id)).toEqual([old]);
+  });
+});
+
+forEachDialect('the current fact first on the read path', (dialect) => {
+  const t = useTestApp(dialect);
+
+  it('checks its view against the revision the ranking was read at: a steady query reads nothing more, a write only its changes', async () => {
+    const endUser = freshUser();
+    await addMemory(t, 'I live in Paris.', { endUser });
+    await addMemory(t, 'I moved to Berlin last May.', { endUser });
+    const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
+    // Every statement the cache runs on this connection is counted (a plugin sees each result).
+    let statements = 0;
+    const counting: KyselyPlugin = { transformQuery: (args) => args.node, transformResult: async (args) => (statements++, args.result) };
+    const database = { ...t.database, db: t.database.db.withPlugin(counting) };
+    const cache = new IntelligenceCache(database, new Extractors(t.database), 10);
+    const first = await cache.forOwnerWithin(owner, 2_000);
+    expect(first?.items.size).toBe(2);
+    expect(statements).toBeGreaterThan(0);
+
+    const revision = await revisionOf(t.database.db, owner);
+    statements = 0;
+    expect(await cache.forOwnerWithin(owner, 2_000, revision)).toBe(first);
+    expect(statements).toBe(0);
+
+    await addMemory(t, 'I work at Oracle.', { endUser });
+    const moved = await revisionOf(t.database.db, owner);
+    expect(moved).toBeGreaterThan(revision);
+    statements = 0;
+    const after = await cache.forOwnerWithin(owner, 2_000, moved);
+    expect(after?.items.size).toBe(3);
+    expect(statements).toBe(1);
+    // Told nothing, it reads the revision itself (the ontology's read is held for a second).
+    statements = 0;
+    expect(await cache.forOwnerWithin(owner, 2_000)).toBe(after);
+    expect(statements).toBe(1);
   });
 });

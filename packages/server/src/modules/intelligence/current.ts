@@ -22,10 +22,12 @@ const ASKED: Array<[RegExp, string[]]> = [
   [/\b(car|drive|drives|driving)\b/, ['drives']],
   [/\b(phone|smartphone)\b/, ['phone']],
   [/\bprefer/, ['prefers']],
-  [/\bhow often\b|\bwhat time\b|\bwhen do (i|you|we)\b|\bhabits?\b|\broutine\b|\bstill\b/, ['habit', 'does']],
+  [/\bhow often\b|\bhow many times\b|\bhow frequently\b|\bwhat time\b|\b(which|what) days?\b|\bwhen do (i|you|we)\b|\bhabits?\b|\broutine\b|\bstill\b/, ['habit', 'does']],
   [/\b(own|owns|still have|do i have|does \w+ have)\b/, ['has', 'drives', 'phone']],
   [/^(am i|are you|is (he|she|\w+))\b|\bstill\b/, ['is', 'relationship_status', 'likes', 'dislikes']],
   [/\b(like|likes|love|loves|enjoy|enjoys|hate|hates)\b/, ['likes', 'dislikes']],
+  // "do I smoke?", "does Ana still swim?": a habit or possession named by the question (many-valued: its value must be named).
+  [/^(do (i|you|we)|does \w+)\b/, ['does', 'has']],
 ];
 
 /** The relations a question asks about, and whose: a person it names, else the end user. */
@@ -147,8 +149,10 @@ export function currentFactsFirst(inner: RetrievalService, intelligence: Intelli
     search: (...args) => inner.search(...args),
     compose: (...args) => inner.compose(...args),
     query: async (owner, input, heldAt) => {
-      const ranked = await inner.query(owner, input, heldAt);
-      const view = mostMemories > 0 ? await intelligence.viewWithin(owner, mostMemories) : null;
+      // The revision the ranking was read at, when it was (the steady state): the view is checked against it, not read again.
+      let rankedAt: number | undefined;
+      const ranked = await inner.query(owner, input, heldAt, (revision) => (rankedAt = revision));
+      const view = mostMemories > 0 ? await intelligence.viewWithin(owner, mostMemories, rankedAt) : null;
       if (!view) return ranked;
       return currentFirst(database, owner, view.facts(), input.query, ranked, {
         k: input.k ?? 10, explain: input.explain ?? false, bringIn: input.filters === undefined && input.session_id === undefined,

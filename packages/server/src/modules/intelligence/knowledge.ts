@@ -215,7 +215,7 @@ export interface FactIndex {
   successorOf: Map<number, number>;
   /** A memory -> its facts that were ended, by relation: the memory that ended each (the latest). */
   endedIn: Map<number, Map<string, number>>;
-  /** `<node id>|<relation>` -> the memories stating its current (not ended) facts, newest first, with the value's name (lower case). */
+  /** `<node id>|<relation>` -> the memories stating its current (not ended) facts or ending one, newest first, with the value's name (lower case). */
   current: Map<string, Array<{ id: number; value: string }>>;
   /** Lower-case names and aliases of people -> their node id, to find the subject a question names. */
   people: Map<string, string>;
@@ -236,6 +236,10 @@ export function factIndex({ nodes, edges }: Knowledge): FactIndex {
       continue;
     }
     if (e.invalidated_by === null) continue;
+    // The statement that ended a fact ("I quit smoking", "I sold my kayak") is the current word on it too.
+    const key = `${e.source}|${e.type}`;
+    if (!current.has(key)) current.set(key, []);
+    current.get(key)!.push({ id: e.invalidated_by, at: e.invalid_at!, value: (nodes.get(e.target)?.name ?? e.target).toLowerCase() });
     for (const id of e.memory_ids) {
       if (id === e.invalidated_by) continue;
       if (!endedIn.has(id)) endedIn.set(id, new Map());

@@ -54,8 +54,8 @@ export class Intelligence {
   }
 
   /** The view of an owner with at most `most` memories; null for a larger one (IntelligenceCache.forOwnerWithin). */
-  viewWithin(owner: Owner, most: number): Promise<OwnerView | null> {
-    return this.cache.forOwnerWithin(owner, most);
+  viewWithin(owner: Owner, most: number, seenRevision?: number): Promise<OwnerView | null> {
+    return this.cache.forOwnerWithin(owner, most, seenRevision);
   }
 
   async graph(owner: Owner, query: { entity?: string; type?: string; as_of?: string; limit: number }) {

@@ -174,13 +174,18 @@ export class Retrieval {
    * checks (core/credentials-clock.ts). Ranked on the index held, its rows read with the owner's
    * revision in one statement: exact when the index was of that revision (one round trip);
    * otherwise ranked afresh. (The search thread runs the same three steps, the middle one on the
-   * HTTP thread: thread.ts.)
+   * HTTP thread: thread.ts.) `seen`: told the owner's revision when the answer was ranked on the
+   * index held and that revision was read with its rows (so a caller need not read it again).
    */
-  async query(owner: Owner, input: QueryInput, heldAt?: number): Promise<ScoredMemory[]> {
+  async query(owner: Owner, input: QueryInput, heldAt?: number, seen?: (revision: number) => void): Promise<ScoredMemory[]> {
     checkQuery(input);
     const { held, queryVector } = await this.rankHeld(owner, input);
     const answer = held && (await answerFromHeld(this.database, owner, held, input, heldAt));
-    return answer ?? this.queryAfresh(owner, input, heldAt, queryVector);
+    if (answer) {
+      seen?.(held.rankedAt);
+      return answer;
+    }
+    return this.queryAfresh(owner, input, heldAt, queryVector);
   }
 
   /**

@@ -92,11 +92,15 @@ export class RetrievalThread {
   readonly retrieval: RetrievalService = {
     // Ranked on the thread, the rows read back here: the two threads share a query's work about
     // equally (the thread is left only the search); exact as in process (Retrieval.query).
-    query: async (owner, input, heldAt) => {
+    query: async (owner, input, heldAt, seen) => {
       checkQuery(input);
       const { held, queryVector } = (await this.call('rankHeld', [owner, input])) as Ranking;
       const answer = held && (await answerFromHeld(this.database, owner, held, input, heldAt));
-      return answer ?? ((await this.call('queryAfresh', [owner, input, heldAt, queryVector])) as ScoredMemory[]);
+      if (answer) {
+        seen?.(held.rankedAt);
+        return answer;
+      }
+      return (await this.call('queryAfresh', [owner, input, heldAt, queryVector])) as ScoredMemory[];
     },
     matching: (...args) => this.call('matching', args) as ReturnType<Retrieval['matching']>,
     retrieve: (...args) => this.call('retrieve', args) as ReturnType<Retrieval['retrieve']>,
