@@ -2,11 +2,13 @@
  * Export and import at scale: fills a project with `--total` memories (default 1,000,000) through
  * the memories module (importMemories, batches of 1,000 across 1,000 end users; no raw SQL), then
  * runs the real export job (jsonl, plain and gzip) and the real import job into an empty project.
- * Reports rows per second, peak RSS growth of this process during each run, and artifact sizes.
+ * Reports rows per second, peak RSS growth of this process during each run, and artifact sizes; the
+ * ceiling is the fill's rows as bare 1,000-row INSERTs into an unindexed copy of the table, same run.
  * SQLite by default; PostgreSQL with `--postgres URL`. Prints JSON.
  *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres]
  */
 import { rmSync } from 'node:fs';
+import { sql } from 'kysely';
 import { join } from 'node:path';
 import { freshDataDir, freshPostgres } from './lib/server.js';
 import type { JobContext } from '../packages/server/src/jobs/runner.js';
@@ -90,12 +92,28 @@ try {
   const row = await database.db.selectFrom('imports').select(['status', 'rows_created']).where('id', '=', record.id).executeTakeFirstOrThrow();
   if (row.status !== 'completed' || row.rows_created !== total) throw new Error(`import ended ${row.status} with ${row.rows_created} created`);
 
+  // The ceiling: the fill's rows as bare multi-row INSERTs of 1,000 into a copy of the table without
+  // its indexes, constraints, history or events, in the same run.
+  const bare = await measured(async () => {
+    await sql`CREATE TABLE bench_bare_memories AS SELECT * FROM memories WHERE 1 = 0`.execute(database.db);
+    const columns = ['project_id', 'tenant_id', 'end_user_id', 'text', 'tags', 'metadata', 'importance', 'seq', 'created_at', 'updated_at', 'dedupe_hash'] as const;
+    const now = new Date().toISOString();
+    for (let start = 0; start < total; start += 1000) {
+      const rows = Array.from({ length: Math.min(1000, total - start) }, (_, i) => {
+        const n = start + i;
+        return [source.id, '', `user-${n % 1000}`, `Benchmark memory ${n}: the user mentioned preference ${n % 97} while planning trip ${n}`, JSON.stringify([`t${n % 13}`]), JSON.stringify({ n }), 0.5, 1, now, now, `h${n}`];
+      });
+      await sql`INSERT INTO bench_bare_memories (${sql.join(columns.map((c) => sql.ref(c)))}) VALUES ${sql.join(rows.map((r) => sql`(${sql.join(r)})`))}`.execute(database.db);
+    }
+  });
+
   process.stdout.write(JSON.stringify({
     benchmark: 'export', node: process.version, dialect: database.dialect, memories: total,
-    fill: { seconds: Math.round(fillSeconds * 10) / 10, rows_per_second: Math.round(total / fillSeconds) },
+    fill: { seconds: Math.round(fillSeconds * 10) / 10, rows_per_second: Math.round(total / fillSeconds), of_ceiling: Math.round((bare.seconds / fillSeconds) * 100) / 100 },
+    ceiling_bare_insert: { seconds: Math.round(bare.seconds * 10) / 10, rows_per_second: Math.round(total / bare.seconds) },
     export_jsonl: { seconds: Math.round(plain.seconds * 10) / 10, rows_per_second: plain.rows_per_second, peak_rss_growth_mb: plain.peak_rss_growth_mb, artifact_bytes: plain.size },
     export_jsonl_gzip: { seconds: Math.round(gzipped.seconds * 10) / 10, rows_per_second: gzipped.rows_per_second, peak_rss_growth_mb: gzipped.peak_rss_growth_mb, artifact_bytes: gzipped.size },
-    import: { seconds: Math.round(imported.seconds * 10) / 10, rows_per_second: Math.round(total / imported.seconds), peak_rss_growth_mb: imported.peak_rss_growth_mb },
+    import: { seconds: Math.round(imported.seconds * 10) / 10, rows_per_second: Math.round(total / imported.seconds), of_ceiling: Math.round((bare.seconds / imported.seconds) * 100) / 100, peak_rss_growth_mb: imported.peak_rss_growth_mb },
   }, null, 2) + '\n');
 } finally {
   await database.close();

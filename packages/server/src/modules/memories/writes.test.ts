@@ -66,6 +66,26 @@ forEachDialect('memory writes', (dialect) => {
     expect(audits.slice(-2).map((r) => r.result)).toEqual(['success', 'partial']);
   });
 
+  it('imports interleaved end users (of tenants too) with each row on its owner\'s sequence, its history and its event', async () => {
+    const owners = [owner(), owner(undefined, 'tenant-x'), owner()];
+    const batch = Array.from({ length: 12 }, (_, n) => ({ owner: owners[n % 3]!, item: { text: `interleaved ${n}`, client_ref: `i${n}` } }));
+    expect(await importMemories(t.database, ctx(), batch)).toEqual({ created: 12, skipped: 0 });
+    for (const [i, o] of owners.entries()) {
+      const rows = await rowsOf(o);
+      expect(rows.map((r) => r.text)).toEqual([0, 1, 2, 3].map((k) => `interleaved ${k * 3 + i}`));
+      const revision = await revisionOf(db(), o);
+      expect(rows.every((r) => r.seq === revision)).toBe(true);
+      for (const r of rows) {
+        expect((await history(r.id)).map((h) => [h.action, decoded(h.changes).text.after])).toEqual([['create', r.text]]);
+        expect((await events(r.id)).map((e) => [e.type, e.payload.tenant_id, e.payload.memory.text])).toEqual([['memory.created', o.tenantId || null, r.text]]);
+      }
+    }
+    // An item duplicating a memory its owner has sends the batch owner by owner: the rest land, it is skipped.
+    const again = [{ owner: owners[0]!, item: { text: 'interleaved 0' } }, { owner: owners[1]!, item: { text: 'a new one' } }];
+    expect(await importMemories(t.database, ctx(), again)).toEqual({ created: 1, skipped: 1 });
+    expect((await rowsOf(owners[1]!)).map((r) => r.text)).toContain('a new one');
+  });
+
   it('adds within a caller transaction, naming the item whose content is refused', async () => {
     const o = owner();
     const outcomes = await within((trx, effects, c) => addWithin(t.database, trx, c, effects, o, [
