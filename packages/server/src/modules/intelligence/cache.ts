@@ -58,7 +58,7 @@ interface Entry {
 /**
  * Per end user: every live memory's extraction, validated against the database on every use like
  * the retrieval index cache (the end user's revision and the project's ontology revision are two
- * indexed reads); a stale entry re-extracts only the rows whose change sequence is newer, and a
+ * indexed reads, which the query path spares: forOwnerWithin); a stale entry re-extracts only the rows whose change sequence is newer, and a
  * forgotten memory leaves the entry, so nothing it alone supported survives. LRU-bounded by owners.
  */
 export class IntelligenceCache {
