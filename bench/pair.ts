@@ -19,11 +19,11 @@
  * latency of each round too.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { option } from './lib/args.js';
+import { baselineMain, median } from './lib/baseline.js';
 import { postgresCpuSeconds, processCpuSeconds, processWriteCalls } from './lib/cpu.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad } from './lib/load.js';
@@ -40,24 +40,6 @@ const postgresUrl = option('--postgres');
 const memories = Number(option('--memories') ?? 10_000);
 const clients = Number(option('--clients') ?? (phase === 'bulk' ? 8 : 16));
 if (!Number.isInteger(clients) || clients < 1) throw new Error('--clients must be a positive integer');
-
-/** The baseline's compiled server, built once per commit from `git archive` beside this checkout's node_modules. */
-function baselineMain(rev: string): { sha: string; main: string } {
-  const sha = execFileSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], { cwd: repoRoot, encoding: 'utf8' }).trim();
-  const dir = join(tmpdir(), `engram-baseline-${sha}`);
-  const main = join(dir, 'packages/server/dist/main.js');
-  if (existsSync(main)) return { sha, main };
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C "${dir}"`], { cwd: repoRoot });
-  symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'));
-  const serverModules = join(repoRoot, 'packages/server/node_modules');
-  if (existsSync(serverModules)) symlinkSync(serverModules, join(dir, 'packages/server/node_modules'));
-  const server = join(dir, 'packages/server');
-  execFileSync(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: server, stdio: 'inherit' });
-  execFileSync(process.execPath, ['scripts/copy-assets.mjs'], { cwd: server, stdio: 'inherit' });
-  return { sha, main };
-}
 
 // ---- workloads ---------------------------------------------------------------------
 const locomo = resolve(repoRoot, '../shared/bench/locomo-dev');
@@ -120,7 +102,7 @@ async function fillReader(sides: Side[]): Promise<string[]> {
 }
 
 // ---- run ------------------------------------------------------------------------------
-const base = baselineMain(baseRev);
+const base = baselineMain(repoRoot, baseRev);
 const current = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
 const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: repoRoot, encoding: 'utf8' }).trim() !== '';
 const sides: Side[] = [];
@@ -158,10 +140,6 @@ try {
   for (const { server } of sides) await server.stop();
 }
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length % 2 ? sorted[sorted.length >> 1]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
-};
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
 /** current / base of one figure, round by round (each pair ran back to back), and its median. */
 const ratio = (figure: keyof Figures) => {

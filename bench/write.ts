@@ -10,12 +10,17 @@
  * of the server process and (PostgreSQL) of the database backends, and the server's write system calls per request
  * (socket writes, SQLite's WAL frames: a count the machine's load does not move); GET /healthz at 16 clients, the machine's
  * speed of the moment (bench:latency reports the same). Prints JSON. `--cpu-prof DIR` writes the server's CPU profile there.
+ * `--base REV [--rounds 3]` runs this checkout and REV's build (bench/lib/baseline.ts) alternately, fresh servers each
+ * round, and prints each figure's median, min and max per side and of the ratio current / base within a round.
  */
+import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { option } from './lib/args.js';
+import { baselineMain, median } from './lib/baseline.js';
 import { processCpuSeconds, processWriteCalls, postgresCpuSeconds } from './lib/cpu.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad, type LoadResult } from './lib/load.js';
@@ -26,6 +31,10 @@ const scale = Number(process.env.ENGRAM_BENCH_SCALE ?? 1);
 const cpuProfDir = option('--cpu-prof');
 /** Adds before the first measured phase: past them V8's compiler threads take ~0.01 ms of CPU an add, against 0.35 after 200. */
 const WARM_UP_ADDS = Math.round(5000 * scale);
+/** `--base REV --rounds N`: this checkout against another revision, N rounds of each, paired (medians, min, max). */
+const baseRev = option('--base');
+const rounds = Number(option('--rounds') ?? 3);
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
 
 async function benchmark(server: BenchServer) {
@@ -141,13 +150,54 @@ async function bareInsertCeiling(server: BenchServer, total: number, concurrency
   }
 }
 
-const results = [];
-for (const url of [undefined, postgresUrl].filter((u, i) => i === 0 || u)) {
-  const server = await startServer({ postgresUrl: url, nodeArgs });
-  try {
-    results.push(await benchmark(server));
-  } finally {
-    await server.stop();
-  }
+/** Every number of a result, by its path (`add_single_16_clients.per_second`), for figures across rounds. */
+function numbers(value: unknown, path = '', into: Record<string, number> = {}): Record<string, number> {
+  if (typeof value === 'number') into[path] = value;
+  else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) numbers(v, path ? `${path}.${k}` : k, into);
+  return into;
 }
-process.stdout.write(JSON.stringify({ benchmark: 'write', node: process.version, results }, null, 2) + '\n');
+const round3 = (n: number) => Math.round(n * 1000) / 1000;
+const spread = (values: number[]) => ({ median: round3(median(values)), min: round3(Math.min(...values)), max: round3(Math.max(...values)) });
+
+const dialects = [undefined, postgresUrl].filter((u, i) => i === 0 || u);
+if (!baseRev) {
+  const results = [];
+  for (const url of dialects) {
+    const server = await startServer({ postgresUrl: url, nodeArgs });
+    try {
+      results.push(await benchmark(server));
+    } finally {
+      await server.stop();
+    }
+  }
+  process.stdout.write(JSON.stringify({ benchmark: 'write', node: process.version, results }, null, 2) + '\n');
+} else {
+  // Paired: this checkout and the base, fresh servers, alternating (ABBA) so the machine's drift falls on both.
+  const base = baselineMain(repoRoot, baseRev);
+  const current = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
+  const results = [];
+  for (const url of dialects) {
+    const runs: Record<'base' | 'current', Array<Record<string, number>>> = { base: [], current: [] };
+    for (let r = 0; r < rounds; r++) {
+      for (const side of r % 2 === 0 ? (['base', 'current'] as const) : (['current', 'base'] as const)) {
+        const server = await startServer({ postgresUrl: url, nodeArgs, main: side === 'base' ? base.main : undefined });
+        try {
+          runs[side].push(numbers(await benchmark(server)));
+        } finally {
+          await server.stop();
+        }
+      }
+    }
+    const figures = Object.keys(runs.base[0]!);
+    const summary = (side: 'base' | 'current') => Object.fromEntries(figures.map((f) => [f, spread(runs[side].map((run) => run[f]!))]));
+    results.push({
+      dialect: url ? 'postgres' : 'sqlite',
+      rounds,
+      base: summary('base'),
+      current: summary('current'),
+      // current / base of each figure within a round (the two ran back to back), over the rounds.
+      current_over_base: Object.fromEntries(figures.map((f) => [f, spread(runs.current.map((run, i) => run[f]! / runs.base[i]![f]!))])),
+    });
+  }
+  process.stdout.write(JSON.stringify({ benchmark: 'write', node: process.version, base: { rev: baseRev, sha: base.sha }, current: { sha: current }, results }, null, 2) + '\n');
+}
