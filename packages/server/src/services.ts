@@ -22,7 +22,7 @@ import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
 import { purgeFinishedSyncs, queueDueSyncs, SYNC_JOB, syncJobHandler, type SyncDeps } from './modules/connectors/index.js';
-import { eraseEndUserFiles, UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
+import { eraseEndUserFiles, eraseForgottenFiles, UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
 export type ServiceConfig = Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
@@ -102,6 +102,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   erase.registerEndUser((trx, owner, now) => eraseStoredAnswers(trx, [answerSubject.endUser(pseudonymize, owner)], now));
   erase.registerEndUser((trx, owner) => eraseEndUserDeliveries(trx, pseudonymize(owner.projectId, owner.endUserId)));
   erase.registerEndUser(eraseEndUserFiles);
+  erase.register(eraseForgottenFiles);
   erase.register(async (trx, ids, erasure) => {
     if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten])) purgeSoon();
   });

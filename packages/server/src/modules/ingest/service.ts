@@ -5,7 +5,7 @@ import { sha256Hex } from '../../core/crypto.js';
 import { enqueueJob, eraseJobs, getJob, PermanentJobError, type JobHandler, type JobHandlers, type JobView } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
-import { addWithin, forgetWithin, liveMemoryIds, nextSeq, type EraseHooks, type MemoryView, type Owner } from '../memories/index.js';
+import { addWithin, forgetWithin, liveMemoryIds, nextSeq, ownersOfMemories, type EraseHook, type EraseHooks, type MemoryView, type Owner } from '../memories/index.js';
 import { chunkMemories, readDocument, type ReadDocument } from './document.js';
 import { detectType, type FileType } from './parsers/index.js';
 
@@ -75,16 +75,20 @@ async function storeVersion(
       return { status: 'skipped' as const, reason: 'duplicate_file' as const, file, memory_ids: decodeJson<number[]>(existing.memory_ids) };
     }
     const forgotten = existing ? await forgetWithin(trx, { ctx, effects, hooks: deps.erase }, owner, decodeJson<number[]>(existing.memory_ids)) : [];
+    // Forgetting the previous version's last memories erased its row (eraseForgottenFiles): the new version writes one afresh.
+    const kept = existing && (await fileRow(trx, owner, name));
     const outcomes = await addWithin(database, trx, ctx, effects, owner, chunkMemories(document, { source: 'upload', file: { name } }));
     const memories = outcomes.flatMap((o) => ('created' in o ? [o.created] : []));
     const skipped = outcomes.flatMap((o, i) => ('skipped' in o ? [{ chunk_index: i, ...o.skipped }] : []));
     const values = {
       type: document.type, size: document.size, sha256: document.sha256, memory_ids: encodeJson(memories.map((m) => m.id)), updated_at: effects.now,
     };
-    if (existing) await trx.updateTable('uploaded_files').set(values).where('id', '=', existing.id).execute();
+    if (kept) await trx.updateTable('uploaded_files').set(values).where('id', '=', kept.id).execute();
     else {
+      // A background upload's own job (still running) stays recorded, so its progress stays readable.
+      const jobId = existing?.job_id != null && (await getJob(trx, existing.job_id, owner.projectId)) ? existing.job_id : null;
       await trx.insertInto('uploaded_files').values({
-        project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, name, job_id: null, created_at: effects.now, ...values,
+        project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, name, job_id: jobId, created_at: existing?.created_at ?? effects.now, ...values,
       }).execute();
     }
     effects.audit('memory.upload', { type: 'file', id: document.sha256 });
@@ -180,3 +184,28 @@ export async function eraseEndUserFiles(trx: Executor, owner: Owner): Promise<vo
   await eraseJobs(trx, files.flatMap((f) => (f.job_id === null ? [] : [f.job_id])));
   for (let i = 0; i < files.length; i += 500) await trx.deleteFrom('uploaded_files').where('id', 'in', files.slice(i, i + 500).map((f) => f.id)).execute();
 }
+
+/**
+ * Forgetting memories: a file none of whose memories is live any more loses its row (the name is user content)
+ * and the finished upload job it recorded (payload and result name the file); an erase hook (services.ts). A file
+ * some of whose memories live on keeps its row. Files are found through the forgotten memories' owners, who hold
+ * few files each.
+ */
+export const eraseForgottenFiles: EraseHook = async (trx, ids) => {
+  const forgotten = new Set(ids);
+  const owners = new Map((await ownersOfMemories(trx, ids)).map((o) => [`${o.project_id}\n${o.tenant_id}\n${o.end_user_id}`, o]));
+  for (const owner of owners.values()) {
+    const files = await trx.selectFrom('uploaded_files').select(['id', 'job_id', 'memory_ids'])
+      .where('project_id', '=', owner.project_id).where('tenant_id', '=', owner.tenant_id).where('end_user_id', '=', owner.end_user_id).execute();
+    const scope = { projectId: owner.project_id, tenantId: owner.tenant_id, endUserId: owner.end_user_id };
+    for (const file of files) {
+      const memoryIds = decodeJson<number[]>(file.memory_ids);
+      if (!memoryIds.some((id) => forgotten.has(id))) continue;
+      if ((await liveMemoryIds(trx, scope, memoryIds)).length > 0) continue;
+      const job = file.job_id === null ? undefined : await getJob(trx, file.job_id, owner.project_id);
+      // A job still ingesting the file (its new version) keeps its record until it ends.
+      if (job && job.status !== 'queued' && job.status !== 'running') await eraseJobs(trx, [job.id]);
+      await trx.deleteFrom('uploaded_files').where('id', '=', file.id).execute();
+    }
+  }
+};

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
+import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { makeDocx, makePdf, upload } from '../../testing/files.js';
 import { expectError, expectNothingWritten, withEffects } from '../../testing/memories.js';
@@ -47,6 +48,42 @@ forEachDialect('POST /memory/upload', (dialect) => {
     expect((await t.call('DELETE', `/memory/user/${endUser}`, { endUser: null })).status).toBe(200);
     expect(await holding()).toBe(false);
     expectError(await t.call('GET', `/memory/upload/${res.body.job.id}`, { endUser }), 404, 'not_found');
+  });
+
+  it('forgetting the last memory that came from a file deletes its name and its upload job; forgetting some keeps them', async () => {
+    const endUser = freshUser();
+    const name = `zq-forgotten-file-${dialect}.csv`;
+    const content = `sku,note\n${Array.from({ length: 2_000 }, (_, i) => `item-${i},stock ${i + 10} units kept in the south warehouse`).join('\n')}`;
+    const res = await upload(t, { name, content }, { endUser });
+    expect(res.status, res.text).toBe(202);
+    const ids = (await finished(res.body.job.id, endUser)).result.memory_ids as number[];
+    expect(ids.length).toBeGreaterThan(1);
+    const holding = async () => JSON.stringify([
+      await t.database.db.selectFrom('uploaded_files').selectAll().execute(), await t.database.db.selectFrom('jobs').selectAll().execute(),
+    ]).includes(name);
+    for (let i = 1; i < ids.length; i += 100) expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: ids.slice(i, i + 100) } })).status).toBe(200);
+    expect(await holding()).toBe(true);
+    expect((await t.call('GET', `/memory/upload/${res.body.job.id}`, { endUser })).status).toBe(200);
+    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: ids.slice(0, 1) } })).status).toBe(200);
+    expect(await holding()).toBe(false);
+    expectError(await t.call('GET', `/memory/upload/${res.body.job.id}`, { endUser }), 404, 'not_found');
+    // Uploaded again, the file is ingested afresh and recorded again.
+    const again = await upload(t, { name, content }, { endUser });
+    expect(again.status, again.text).toBe(202);
+    expect((await finished(again.body.job.id, endUser)).status).toBe('succeeded');
+    expect(await holding()).toBe(true);
+  });
+
+  it('a new version of a file whose every memory it replaces keeps its row and the job that ingests it', async () => {
+    const endUser = freshUser();
+    const first = await upload(t, { name: 'notes.md', content: '# Plan\nThe first version of the plan.' }, { endUser });
+    expect(first.status, first.text).toBe(201);
+    const second = await upload(t, { name: 'notes.md', content: '# Plan\nThe second version of the plan.' }, { endUser });
+    expect(second.status, second.text).toBe(201);
+    expect(second.body.forgotten).toEqual(first.body.memories.map((m: { id: number }) => m.id));
+    const rows = await t.database.db.selectFrom('uploaded_files').select(['name', 'memory_ids']).where('end_user_id', '=', endUser).execute();
+    expect(rows).toEqual([{ name: 'notes.md', memory_ids: expect.anything() }]);
+    expect(decodeJson(rows[0]!.memory_ids)).toEqual(second.body.memories.map((m: { id: number }) => m.id));
   });
 
   it('splits Markdown along its headings and records provenance in each memory', async () => {
