@@ -36,7 +36,8 @@ forEachDialect('GET /metrics', (dialect) => {
     expect(sample(text, `engram_http_requests_total{${labels}}`)).toBe(3);
     expect(sample(text, 'engram_http_requests_total{method="POST",route="/memory/add",status="400"}')).toBe(1);
     expect(sample(text, `engram_http_request_duration_seconds_count{${labels}}`)).toBe(3);
-    expect(sample(text, `engram_http_request_duration_seconds_bucket{${labels},le="+Inf"}`)).toBe(3);
+    // prom-client writes a bucket's le first (label order means nothing to Prometheus).
+    expect(sample(text, `engram_http_request_duration_seconds_bucket{le="+Inf",${labels}}`)).toBe(3);
     expect(sample(text, `engram_http_request_duration_seconds_sum{${labels}}`)).toBeGreaterThan(0);
     // The first query loads the index (a miss), the second finds it current (a hit).
     expect(sample(text, 'engram_index_cache_lookups_total{result="miss"}')).toBeGreaterThanOrEqual(1);
@@ -48,6 +49,22 @@ forEachDialect('GET /metrics', (dialect) => {
     if (dialect === 'postgres') expect(sample(text, 'engram_db_pool_connections{state="max"}')).toBe(5);
     else expect(text).not.toContain('engram_db_pool_connections{');
     expect(text).not.toContain(t.key);
+  });
+
+  it('keeps every metric name and type, and adds the process, GC and event-loop metrics', async () => {
+    const text = (await scrape()).text;
+    const types = Object.fromEntries([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]));
+    expect(types).toMatchObject({
+      engram_http_requests_total: 'counter', engram_http_request_duration_seconds: 'histogram', engram_db_pool_connections: 'gauge',
+      engram_index_cache_bytes: 'gauge', engram_index_cache_entries: 'gauge', engram_index_cache_lookups_total: 'counter',
+      engram_index_snapshots_total: 'counter', engram_jobs: 'gauge', engram_outbox_pending_events: 'gauge',
+      engram_outbox_oldest_pending_age_seconds: 'gauge', engram_webhook_endpoints: 'gauge', engram_webhook_pending_deliveries: 'gauge',
+      engram_webhook_oldest_pending_delivery_age_seconds: 'gauge',
+      process_cpu_seconds_total: 'counter', process_resident_memory_bytes: 'gauge', nodejs_eventloop_lag_seconds: 'gauge',
+      nodejs_eventloop_lag_p99_seconds: 'gauge', nodejs_gc_duration_seconds: 'histogram', nodejs_heap_size_used_bytes: 'gauge',
+    });
+    expect(sample(text, 'process_cpu_seconds_total')).toBeGreaterThan(0);
+    expect(sample(text, 'engram_index_snapshots_total{event="loaded"}')).toBe(0);
   });
 
   it('reports webhook endpoints by state and the pending deliveries with the oldest one\'s age', async () => {

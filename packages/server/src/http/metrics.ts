@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Type } from '@sinclair/typebox';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { outboxBacklog } from '../core/events.js';
 import { unauthenticated } from '../core/errors.js';
 import { jobCounts } from '../jobs/runner.js';
@@ -15,24 +16,11 @@ import type { Database } from '../store/database.js';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-interface Series {
-  labels: string;
-  count: number;
-  sum: number;
-  buckets: number[];
-}
-
 export interface MetricsSources {
   database: Database;
   indexCache: () => Promise<{ entries: number; bytes: number; hits: number; misses: number; snapshots: { loaded: number; stored: number; failed: number } }>;
   /** Webhook endpoints by state and the pending deliveries (modules/webhooks). */
   webhookBacklog: () => Promise<{ endpoints: Record<string, number>; pending: number; oldestPending: string | null }>;
-}
-
-const escape = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-
-function family(name: string, type: 'counter' | 'gauge' | 'histogram', help: string, lines: string[]): string {
-  return `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${lines.join('\n')}${lines.length ? '\n' : ''}`;
 }
 
 function tokenMatches(presented: string | undefined, token: string): boolean {
@@ -43,24 +31,74 @@ function tokenMatches(presented: string | undefined, token: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * The app's metrics, in a registry of its own (several apps share a test process). Figures read from the
+ * database or the index cache at scrape time are set on each scrape (`refresh`); totals kept elsewhere
+ * (cache lookups, snapshots) are counters set to that total.
+ */
+function engramMetrics(sources: MetricsSources) {
+  const registry = new Registry();
+  // process_* (CPU, memory, open files), nodejs_eventloop_lag_*, nodejs_gc_duration_seconds, heap and handles.
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const requests = new Counter({ name: 'engram_http_requests_total', help: 'Requests answered, by method, route pattern and status.', labelNames: ['method', 'route', 'status'], registers });
+  const duration = new Histogram({ name: 'engram_http_request_duration_seconds', help: 'Time to answer a request, by method, route pattern and status.', labelNames: ['method', 'route', 'status'], buckets: BUCKETS, registers });
+  const pool = new Gauge({ name: 'engram_db_pool_connections', help: 'PostgreSQL pool connections by state (absent on SQLite: one connection, no pool).', labelNames: ['state'], registers });
+  const cacheBytes = new Gauge({ name: 'engram_index_cache_bytes', help: 'Estimated memory held by in-process retrieval indexes.', registers });
+  const cacheEntries = new Gauge({ name: 'engram_index_cache_entries', help: 'Retrieval indexes held in this process.', registers });
+  const lookups = new Counter({ name: 'engram_index_cache_lookups_total', help: 'Index lookups: hit (current index used as is) or miss (loaded or brought up to date).', labelNames: ['result'], registers });
+  const snapshots = new Counter({ name: 'engram_index_snapshots_total', help: 'Stored indexes of large end users: loaded instead of built, stored, or failed to store.', labelNames: ['event'], registers });
+  const jobs = new Gauge({ name: 'engram_jobs', help: 'Background jobs by state.', labelNames: ['state'], registers });
+  const outboxPending = new Gauge({ name: 'engram_outbox_pending_events', help: 'Outbox events not yet dispatched.', registers });
+  const outboxAge = new Gauge({ name: 'engram_outbox_oldest_pending_age_seconds', help: 'Age of the oldest undispatched outbox event (0 when none).', registers });
+  const endpoints = new Gauge({ name: 'engram_webhook_endpoints', help: 'Webhook endpoints by state (enabled, paused, disabled).', labelNames: ['state'], registers });
+  const deliveries = new Gauge({ name: 'engram_webhook_pending_deliveries', help: 'Webhook deliveries not yet made (first attempt or a retry due).', registers });
+  const deliveryAge = new Gauge({ name: 'engram_webhook_oldest_pending_delivery_age_seconds', help: 'Age of the oldest pending webhook delivery (0 when none).', registers });
+  const setTotals = (counter: Counter<string>, label: string, totals: Record<string, number>) => {
+    counter.reset();
+    for (const [value, n] of Object.entries(totals)) counter.inc({ [label]: value }, n);
+  };
+  const setByState = (gauge: Gauge<string>, totals: Record<string, number>) => {
+    for (const [state, n] of Object.entries(totals)) gauge.set({ state }, n);
+  };
+  const ageOf = (oldest: string | null) => (oldest ? Math.max(0, (Date.now() - Date.parse(oldest)) / 1000) : 0);
+
+  return {
+    registry,
+    observe(method: string, route: string, status: number, seconds: number) {
+      const labels = { method, route, status: String(status) };
+      requests.inc(labels);
+      duration.observe(labels, seconds);
+    },
+    async refresh() {
+      const [jobCount, outbox, webhooks, cache] = await Promise.all([
+        jobCounts(sources.database.db), outboxBacklog(sources.database.db), sources.webhookBacklog(), sources.indexCache(),
+      ]);
+      const connections = sources.database.pool();
+      if (connections) setByState(pool, { total: connections.total, idle: connections.idle, waiting: connections.waiting, max: connections.max });
+      cacheBytes.set(cache.bytes);
+      cacheEntries.set(cache.entries);
+      setTotals(lookups, 'result', { hit: cache.hits, miss: cache.misses });
+      setTotals(snapshots, 'event', cache.snapshots);
+      jobs.reset();
+      setByState(jobs, jobCount);
+      outboxPending.set(outbox.pending);
+      outboxAge.set(ageOf(outbox.oldest));
+      endpoints.reset();
+      setByState(endpoints, webhooks.endpoints);
+      deliveries.set(webhooks.pending);
+      deliveryAge.set(ageOf(webhooks.oldestPending));
+    },
+  };
+}
+
 export const metrics = fp(async (app: FastifyInstance, opts: MetricsSources & { token?: string }) => {
-  const requests = new Map<string, Series>();
-
-  app.addHook('onResponse', async (request, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    const labels = `method="${escape(request.method)}",route="${escape(route)}",status="${reply.statusCode}"`;
-    let series = requests.get(labels);
-    if (!series) requests.set(labels, (series = { labels, count: 0, sum: 0, buckets: BUCKETS.map(() => 0) }));
-    const seconds = reply.elapsedTime / 1000;
-    series.count++;
-    series.sum += seconds;
-    BUCKETS.forEach((le, i) => {
-      if (seconds <= le) series.buckets[i]!++;
-    });
-  });
-
   if (!opts.token) return;
   const token = opts.token;
+  const collected = engramMetrics(opts);
+  app.addHook('onResponse', async (request, reply) => {
+    collected.observe(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+  });
   app.get('/metrics', {
     schema: {
       tags: ['health'], summary: 'Prometheus metrics',
@@ -72,41 +110,7 @@ export const metrics = fp(async (app: FastifyInstance, opts: MetricsSources & { 
     if (!tokenMatches(typeof authorization === 'string' ? authorization : undefined, token)) {
       throw unauthenticated('GET /metrics needs Authorization: Bearer <ENGRAM_METRICS_TOKEN>');
     }
-    const [jobs, outbox, webhooks] = await Promise.all([jobCounts(opts.database.db), outboxBacklog(opts.database.db), opts.webhookBacklog()]);
-    const ageOf = (oldest: string | null) => (oldest ? Math.max(0, (Date.now() - Date.parse(oldest)) / 1000) : 0);
-    const pool = opts.database.pool();
-    const cache = await opts.indexCache();
-    const all = [...requests.values()];
-    const text = [
-      family('engram_http_requests_total', 'counter', 'Requests answered, by method, route pattern and status.',
-        all.map((s) => `engram_http_requests_total{${s.labels}} ${s.count}`)),
-      family('engram_http_request_duration_seconds', 'histogram', 'Time to answer a request, by method, route pattern and status.',
-        all.flatMap((s) => [
-          ...BUCKETS.map((le, i) => `engram_http_request_duration_seconds_bucket{${s.labels},le="${le}"} ${s.buckets[i]}`),
-          `engram_http_request_duration_seconds_bucket{${s.labels},le="+Inf"} ${s.count}`,
-          `engram_http_request_duration_seconds_sum{${s.labels}} ${s.sum}`,
-          `engram_http_request_duration_seconds_count{${s.labels}} ${s.count}`,
-        ])),
-      family('engram_db_pool_connections', 'gauge', 'PostgreSQL pool connections by state (absent on SQLite: one connection, no pool).',
-        pool ? [`engram_db_pool_connections{state="total"} ${pool.total}`, `engram_db_pool_connections{state="idle"} ${pool.idle}`,
-          `engram_db_pool_connections{state="waiting"} ${pool.waiting}`, `engram_db_pool_connections{state="max"} ${pool.max}`] : []),
-      family('engram_index_cache_bytes', 'gauge', 'Estimated memory held by in-process retrieval indexes.', [`engram_index_cache_bytes ${cache.bytes}`]),
-      family('engram_index_cache_entries', 'gauge', 'Retrieval indexes held in this process.', [`engram_index_cache_entries ${cache.entries}`]),
-      family('engram_index_cache_lookups_total', 'counter', 'Index lookups: hit (current index used as is) or miss (loaded or brought up to date).',
-        [`engram_index_cache_lookups_total{result="hit"} ${cache.hits}`, `engram_index_cache_lookups_total{result="miss"} ${cache.misses}`]),
-      family('engram_index_snapshots_total', 'counter', 'Stored indexes of large end users: loaded instead of built, stored, or failed to store.',
-        Object.entries(cache.snapshots).map(([event, n]) => `engram_index_snapshots_total{event="${event}"} ${n}`)),
-      family('engram_jobs', 'gauge', 'Background jobs by state.', Object.entries(jobs).map(([state, n]) => `engram_jobs{state="${state}"} ${n}`)),
-      family('engram_outbox_pending_events', 'gauge', 'Outbox events not yet dispatched.', [`engram_outbox_pending_events ${outbox.pending}`]),
-      family('engram_outbox_oldest_pending_age_seconds', 'gauge', 'Age of the oldest undispatched outbox event (0 when none).',
-        [`engram_outbox_oldest_pending_age_seconds ${ageOf(outbox.oldest)}`]),
-      family('engram_webhook_endpoints', 'gauge', 'Webhook endpoints by state (enabled, paused, disabled).',
-        Object.entries(webhooks.endpoints).map(([state, n]) => `engram_webhook_endpoints{state="${state}"} ${n}`)),
-      family('engram_webhook_pending_deliveries', 'gauge', 'Webhook deliveries not yet made (first attempt or a retry due).',
-        [`engram_webhook_pending_deliveries ${webhooks.pending}`]),
-      family('engram_webhook_oldest_pending_delivery_age_seconds', 'gauge', 'Age of the oldest pending webhook delivery (0 when none).',
-        [`engram_webhook_oldest_pending_delivery_age_seconds ${ageOf(webhooks.oldestPending)}`]),
-    ].join('');
-    return reply.type('text/plain; version=0.0.4; charset=utf-8').send(text);
+    await collected.refresh();
+    return reply.type(collected.registry.contentType).send(await collected.registry.metrics());
   });
 });
