@@ -58,6 +58,24 @@ class Memory(EngramModel):
     updated_at: str
     superseded_by: int | None
 
+class Filters(EngramModel):
+    tags: Any | None = Field(default=None)
+    tags_any: list[str] | None = Field(default=None)
+    tags_all: list[str] | None = Field(default=None)
+    text: Any | None = Field(default=None)
+    source: Any | None = Field(default=None)
+    session_id: Any | None = Field(default=None)
+    importance: Any | None = Field(default=None)
+    created_at: Any | None = Field(default=None)
+    updated_at: Any | None = Field(default=None)
+    created_after: str | None = Field(default=None)
+    created_before: str | None = Field(default=None)
+    metadata: dict[str, Any] | None = Field(default=None)
+    is_summary: Any | None = Field(default=None)
+    and_: list[dict[str, Any]] | None = Field(default=None, alias="$and")
+    or_: list[dict[str, Any]] | None = Field(default=None, alias="$or")
+    not_: dict[str, Any] | None = Field(default=None, alias="$not")
+
 class Relation(EngramModel):
     id: int
     source_id: int
@@ -208,18 +226,9 @@ class MemoriesBatchUpdateResponse207(EngramModel):
     totals: MemoriesBatchUpdateResponse207Totals
     results: list[MemoriesBatchUpdateResponse207ResultsItem]
 
-class MemoriesForgetRequestFilters(EngramModel):
-    tags_any: list[str] | None = Field(default=None)
-    tags_all: list[str] | None = Field(default=None)
-    source: str | None = Field(default=None)
-    created_after: str | None = Field(default=None)
-    created_before: str | None = Field(default=None)
-    metadata: dict[str, Any] | None = Field(default=None)
-    is_summary: bool | None = Field(default=None)
-
 class MemoriesForgetRequest(EngramModel):
     ids: list[int] | None = Field(default=None)
-    filters: MemoriesForgetRequestFilters | None = Field(default=None)
+    filters: Filters | None = Field(default=None)
     session_id: str | None = Field(default=None)
     dry_run: bool | None = Field(default=None)
     limit: int | None = Field(default=None)
@@ -917,20 +926,11 @@ class IntegrationsOverviewResponse(EngramModel):
     integrations: list[IntegrationsOverviewResponseIntegrationsItem]
     connections: list[IntegrationsOverviewResponseConnectionsItem]
 
-class MemoriesQueryRequestFilters(EngramModel):
-    tags_any: list[str] | None = Field(default=None)
-    tags_all: list[str] | None = Field(default=None)
-    source: str | None = Field(default=None)
-    created_after: str | None = Field(default=None)
-    created_before: str | None = Field(default=None)
-    metadata: dict[str, Any] | None = Field(default=None)
-    is_summary: bool | None = Field(default=None)
-
 class MemoriesQueryRequest(EngramModel):
     query: str
     k: int | None = Field(default=None)
     session_id: str | None = Field(default=None)
-    filters: MemoriesQueryRequestFilters | None = Field(default=None)
+    filters: Filters | None = Field(default=None)
     explain: bool | None = Field(default=None)
     min_score: float | None = Field(default=None)
 
@@ -1099,18 +1099,9 @@ class FeedbackDeleteResponse(EngramModel):
     created_at: str
     withdrawn_at: str | None
 
-class MemoriesSummarizeRequestFilters(EngramModel):
-    tags_any: list[str] | None = Field(default=None)
-    tags_all: list[str] | None = Field(default=None)
-    source: str | None = Field(default=None)
-    created_after: str | None = Field(default=None)
-    created_before: str | None = Field(default=None)
-    metadata: dict[str, Any] | None = Field(default=None)
-    is_summary: bool | None = Field(default=None)
-
 class MemoriesSummarizeRequest(EngramModel):
     memory_ids: list[int] | None = Field(default=None)
-    filters: MemoriesSummarizeRequestFilters | None = Field(default=None)
+    filters: Filters | None = Field(default=None)
     session_id: str | None = Field(default=None)
     max_sentences: int | None = Field(default=None)
     store: bool | None = Field(default=None)
@@ -1177,20 +1168,11 @@ class RelationsDeleteResponse(EngramModel):
     metadata: dict[str, Any]
     created_at: str
 
-class MemoriesSynthesizeRequestFilters(EngramModel):
-    tags_any: list[str] | None = Field(default=None)
-    tags_all: list[str] | None = Field(default=None)
-    source: str | None = Field(default=None)
-    created_after: str | None = Field(default=None)
-    created_before: str | None = Field(default=None)
-    metadata: dict[str, Any] | None = Field(default=None)
-    is_summary: bool | None = Field(default=None)
-
 class MemoriesSynthesizeRequest(EngramModel):
     question: str
     k: int | None = Field(default=None)
     session_id: str | None = Field(default=None)
-    filters: MemoriesSynthesizeRequestFilters | None = Field(default=None)
+    filters: Filters | None = Field(default=None)
 
 class MemoriesSynthesizeResponseCitationsItem(EngramModel):
     memory_id: int

@@ -108,7 +108,7 @@ class Writer:
                 if not self.models:
                     fields.append(f'"{field_name}": {t if field_name in required else f"NotRequired[{t}]"}')
                     continue
-                attribute = field_name if field_name.isidentifier() and field_name not in keywords else re.sub(r"\W", "_", field_name) + "_"
+                attribute = field_name if field_name.isidentifier() and field_name not in keywords else re.sub(r"\W", "_", field_name).lstrip("_") + "_"
                 alias = f'alias="{field_name}"' if attribute != field_name else ""
                 if field_name in required:
                     value = f" = Field({alias})" if alias else ""

@@ -109,6 +109,11 @@ def test_data_plane(service):
     assert len(service.memories.export()["memories"]) > 100
     page = service.memories.list(limit=2, total=True, filters={"tags_any": ["travel"]})
     assert [m["id"] for m in page["items"]] == [memory["id"]] and page["total"] == 1 and page["next_cursor"] is None
+    # The filter language's operators, and a 400 naming the path of an unknown one.
+    operators = service.memories.list(filters={"tags": {"$in": ["seats", "none"]}, "importance": {"$gte": 0.9}, "$not": {"text": {"$contains": "aisle"}}})
+    assert [m["id"] for m in operators["items"]] == [memory["id"]]
+    unknown = failure(lambda: service.memories.query({"query": "seats", "filters": {"metadata": {"a": {"$regex": "x"}}}}))
+    assert unknown.status == 400 and unknown.field == "filters/metadata/a/$regex"
     listed = [m["id"] for m in service.memories.list_all(limit=7, order="asc")]
     assert len(listed) > 100 and listed == sorted(listed)
     bob = service.memories.add({"text": "Bob likes aisle seats"}, end_user_id="bob")

@@ -100,6 +100,11 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     const page = await service.memories.list({ limit: 2, total: true, filters: { tags_any: ['travel'] } });
     expect(page.items.map((m) => m.id)).toEqual([memory.id]);
     expect(page).toMatchObject({ total: 1, has_next: false, next_cursor: null });
+    // The filter language's operators, and a 400 naming the path of an unknown one.
+    const operators = await service.memories.list({ filters: { tags: { $in: ['seats', 'none'] }, importance: { $gte: 0.9 }, $not: { text: { $contains: 'aisle' } } } });
+    expect(operators.items.map((m) => m.id)).toEqual([memory.id]);
+    const unknown = await failure(service.memories.query({ query: 'seats', filters: { metadata: { a: { $regex: 'x' } } } }));
+    expect(unknown).toMatchObject({ status: 400, field: 'filters/metadata/a/$regex' });
     const listed: number[] = [];
     for await (const m of service.memories.listAll({ limit: 7, order: 'asc' })) listed.push(m.id);
     expect(listed.length).toBeGreaterThan(100);

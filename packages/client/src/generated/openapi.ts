@@ -2325,6 +2325,90 @@ export interface components {
             /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
             superseded_by: number | null;
         };
+        /**
+         * @example {
+         *       "tags": {
+         *         "$in": [
+         *           "work",
+         *           "travel"
+         *         ]
+         *       },
+         *       "importance": {
+         *         "$gte": 0.5
+         *       },
+         *       "metadata": {
+         *         "trip.year": {
+         *           "$gte": 2024
+         *         },
+         *         "mood": {
+         *           "$ne": "sad"
+         *         }
+         *       }
+         *     }
+         * @example {
+         *       "$or": [
+         *         {
+         *           "source": "chat"
+         *         },
+         *         {
+         *           "text": {
+         *             "$contains": "flight"
+         *           }
+         *         }
+         *       ],
+         *       "created_at": {
+         *         "$gte": "2025-01-01T00:00:00Z"
+         *       }
+         *     }
+         */
+        Filters: {
+            /** @description Tags: a value (equality) or an object of operators: a tag (has it), $eq, $ne, $contains, $in (any of), $nin (none of) */
+            tags?: unknown;
+            /** @description Has any of these tags (tags: {$in: [...]}) */
+            tags_any?: string[];
+            /** @description Has every one of these tags */
+            tags_all?: string[];
+            /** @description The text: a value (equality) or an object of operators: $eq, $ne, $in, $nin, $contains (a substring, case-sensitive) */
+            text?: unknown;
+            /** @description The source (null: none): a value (equality) or an object of operators: $eq, $ne, $in, $nin, $exists */
+            source?: unknown;
+            /** @description The session (null: none): a value (equality) or an object of operators: $eq, $ne, $in, $nin, $exists */
+            session_id?: unknown;
+            /** @description Importance: a value (equality) or an object of operators: $eq, $ne, $in, $nin, $gt, $gte, $lt, $lte */
+            importance?: unknown;
+            /** @description When it happened (date-time): a value (equality) or an object of operators: $eq, $ne, $gt, $gte, $lt, $lte */
+            created_at?: unknown;
+            /** @description When it last changed (date-time): a value (equality) or an object of operators: $eq, $ne, $gt, $gte, $lt, $lte */
+            updated_at?: unknown;
+            /**
+             * Format: date-time
+             * @description created_at: {$gt: ...}
+             */
+            created_after?: string;
+            /**
+             * Format: date-time
+             * @description created_at: {$lt: ...}
+             */
+            created_before?: string;
+            /** @description Each key a path into the metadata (dots between nested keys), matched by a value (equality, objects and arrays included) or an object of operators: $eq, $ne, $in, $nin, $gt, $gte, $lt, $lte (numbers, or strings by code point), $exists, $contains (a substring of a string, an element of an array) */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @description Whether it is a summary: a value (equality) or an object of operators: $eq, $ne */
+            is_summary?: unknown;
+            /** @description Every one of these filter objects holds */
+            $and?: {
+                [key: string]: unknown;
+            }[];
+            /** @description At least one of these filter objects holds */
+            $or?: {
+                [key: string]: unknown;
+            }[];
+            /** @description This filter object does not hold */
+            $not?: {
+                [key: string]: unknown;
+            };
+        };
         Relation: {
             id: number;
             source_id: number;
@@ -2508,20 +2592,7 @@ export interface components {
         MemoriesForgetRequest: {
             /** @description Forget these memories (answers the array of ids forgotten) */
             ids?: number[];
-            filters?: {
-                tags_any?: string[];
-                tags_all?: string[];
-                source?: string;
-                /** Format: date-time */
-                created_after?: string;
-                /** Format: date-time */
-                created_before?: string;
-                /** @description Equality on each key */
-                metadata?: {
-                    [key: string]: unknown;
-                };
-                is_summary?: boolean;
-            };
+            filters?: components["schemas"]["Filters"];
             /** @description Conversation session, narrows retrieval */
             session_id?: string;
             /** @description With filters or session_id: count and name what would be forgotten, forgetting nothing */
@@ -3425,20 +3496,7 @@ export interface components {
             /** @description Number of results (default 10) */
             k?: number;
             session_id?: string;
-            filters?: {
-                tags_any?: string[];
-                tags_all?: string[];
-                source?: string;
-                /** Format: date-time */
-                created_after?: string;
-                /** Format: date-time */
-                created_before?: string;
-                /** @description Equality on each key */
-                metadata?: {
-                    [key: string]: unknown;
-                };
-                is_summary?: boolean;
-            };
+            filters?: components["schemas"]["Filters"];
             explain?: boolean;
             /** @description Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off */
             min_score?: number;
@@ -3601,20 +3659,7 @@ export interface components {
         /** MemoriesSummarizeRequest */
         MemoriesSummarizeRequest: {
             memory_ids?: number[];
-            filters?: {
-                tags_any?: string[];
-                tags_all?: string[];
-                source?: string;
-                /** Format: date-time */
-                created_after?: string;
-                /** Format: date-time */
-                created_before?: string;
-                /** @description Equality on each key */
-                metadata?: {
-                    [key: string]: unknown;
-                };
-                is_summary?: boolean;
-            };
+            filters?: components["schemas"]["Filters"];
             session_id?: string;
             /** @description Default 5 */
             max_sentences?: number;
@@ -3712,20 +3757,7 @@ export interface components {
             /** @description Memories retrieved (default 10) */
             k?: number;
             session_id?: string;
-            filters?: {
-                tags_any?: string[];
-                tags_all?: string[];
-                source?: string;
-                /** Format: date-time */
-                created_after?: string;
-                /** Format: date-time */
-                created_before?: string;
-                /** @description Equality on each key */
-                metadata?: {
-                    [key: string]: unknown;
-                };
-                is_summary?: boolean;
-            };
+            filters?: components["schemas"]["Filters"];
         };
         /** MemoriesSynthesizeResponse */
         MemoriesSynthesizeResponse: {
@@ -4179,6 +4211,7 @@ export interface components {
                 tenants: number;
                 users: number;
                 memories: number;
+                /** @description Turns stored this month: the tenant's (quota.used), or with a key bound to an end user that end user's live turns */
                 turns_this_period: number;
             };
             quota: {
@@ -6770,17 +6803,23 @@ export interface operations {
                  *         1
                  *       ],
                  *       "filters": {
-                 *         "tags_any": [
-                 *           "tags-any"
-                 *         ],
-                 *         "tags_all": [
-                 *           "tags-all"
-                 *         ],
-                 *         "source": "chat",
-                 *         "created_after": "2026-01-15T09:30:00.000Z",
-                 *         "created_before": "2026-01-15T09:30:00.000Z",
-                 *         "metadata": {},
-                 *         "is_summary": true
+                 *         "tags": {
+                 *           "$in": [
+                 *             "work",
+                 *             "travel"
+                 *           ]
+                 *         },
+                 *         "importance": {
+                 *           "$gte": 0.5
+                 *         },
+                 *         "metadata": {
+                 *           "trip.year": {
+                 *             "$gte": 2024
+                 *           },
+                 *           "mood": {
+                 *             "$ne": "sad"
+                 *           }
+                 *         }
                  *       },
                  *       "session_id": "session-7",
                  *       "dry_run": true,
@@ -12374,17 +12413,23 @@ export interface operations {
                  *       "k": 1,
                  *       "session_id": "session-7",
                  *       "filters": {
-                 *         "tags_any": [
-                 *           "tags-any"
-                 *         ],
-                 *         "tags_all": [
-                 *           "tags-all"
-                 *         ],
-                 *         "source": "chat",
-                 *         "created_after": "2026-01-15T09:30:00.000Z",
-                 *         "created_before": "2026-01-15T09:30:00.000Z",
-                 *         "metadata": {},
-                 *         "is_summary": true
+                 *         "tags": {
+                 *           "$in": [
+                 *             "work",
+                 *             "travel"
+                 *           ]
+                 *         },
+                 *         "importance": {
+                 *           "$gte": 0.5
+                 *         },
+                 *         "metadata": {
+                 *           "trip.year": {
+                 *             "$gte": 2024
+                 *           },
+                 *           "mood": {
+                 *             "$ne": "sad"
+                 *           }
+                 *         }
                  *       },
                  *       "explain": true,
                  *       "min_score": 0
@@ -14025,17 +14070,23 @@ export interface operations {
                  *         1
                  *       ],
                  *       "filters": {
-                 *         "tags_any": [
-                 *           "tags-any"
-                 *         ],
-                 *         "tags_all": [
-                 *           "tags-all"
-                 *         ],
-                 *         "source": "chat",
-                 *         "created_after": "2026-01-15T09:30:00.000Z",
-                 *         "created_before": "2026-01-15T09:30:00.000Z",
-                 *         "metadata": {},
-                 *         "is_summary": true
+                 *         "tags": {
+                 *           "$in": [
+                 *             "work",
+                 *             "travel"
+                 *           ]
+                 *         },
+                 *         "importance": {
+                 *           "$gte": 0.5
+                 *         },
+                 *         "metadata": {
+                 *           "trip.year": {
+                 *             "$gte": 2024
+                 *           },
+                 *           "mood": {
+                 *             "$ne": "sad"
+                 *           }
+                 *         }
                  *       },
                  *       "session_id": "session-7",
                  *       "max_sentences": 1,
@@ -14815,17 +14866,23 @@ export interface operations {
                  *       "k": 1,
                  *       "session_id": "session-7",
                  *       "filters": {
-                 *         "tags_any": [
-                 *           "tags-any"
-                 *         ],
-                 *         "tags_all": [
-                 *           "tags-all"
-                 *         ],
-                 *         "source": "chat",
-                 *         "created_after": "2026-01-15T09:30:00.000Z",
-                 *         "created_before": "2026-01-15T09:30:00.000Z",
-                 *         "metadata": {},
-                 *         "is_summary": true
+                 *         "tags": {
+                 *           "$in": [
+                 *             "work",
+                 *             "travel"
+                 *           ]
+                 *         },
+                 *         "importance": {
+                 *           "$gte": 0.5
+                 *         },
+                 *         "metadata": {
+                 *           "trip.year": {
+                 *             "$gte": 2024
+                 *           },
+                 *           "mood": {
+                 *             "$ne": "sad"
+                 *           }
+                 *         }
                  *       }
                  *     }
                  */

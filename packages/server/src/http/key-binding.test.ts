@@ -38,7 +38,17 @@ forEachDialect('an API key bound to an end user or a tenant', (dialect) => {
 
     const status = await v1(alice.key, 'GET', '/v1/memory/status');
     expect(status.status, status.text).toBe(200);
-    expect(status.body.counts).toMatchObject({ tenants: 1, users: 1, memories: 1 });
+    expect(status.body.counts).toMatchObject({ tenants: 1, users: 1, memories: 1, turns_this_period: 1 });
+
+    // Its turns this period are the end user's own (a redelivery stores none); the quota stays the tenant's.
+    expect((await turn('alice', 'alice likes green tea')).status).toBe(201);
+    expect((await turn('bob', 'bob likes espresso')).status).toBe(201);
+    const tenantWide = await v1((await t.newKey({ tenantId: 'acme' })).key, 'GET', '/v1/memory/status');
+    const again = await v1(alice.key, 'GET', '/v1/memory/status');
+    expect(again.body.counts).toMatchObject({ users: 1, memories: 2, turns_this_period: 2 });
+    expect(again.body.quota.used).toBe(tenantWide.body.quota.used);
+    expect(tenantWide.body.counts.turns_this_period).toBe(tenantWide.body.quota.used);
+    expect(tenantWide.body.counts.turns_this_period).toBeGreaterThanOrEqual(4);
   });
 
   it("answers 404 for another end user's refresh job and shows a bound key only its own audit rows", async () => {

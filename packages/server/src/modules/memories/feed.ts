@@ -193,6 +193,7 @@ export interface IndexedMemory {
   speaker: string | null;
   is_summary: boolean;
   created_at: string;
+  updated_at: string;
   end_user_id: string;
   deleted: boolean;
   seq: number;
@@ -202,7 +203,7 @@ export interface IndexedMemory {
 
 /** The columns an index reads (a cold index reads every row of its owner: no column it does not use). */
 const INDEXED_COLUMNS = [
-  'id', 'text', 'tags', 'source', 'importance', 'metadata', 'session_id', 'speaker', 'is_summary', 'created_at', 'end_user_id', 'deleted_at', 'seq',
+  'id', 'text', 'tags', 'source', 'importance', 'metadata', 'session_id', 'speaker', 'is_summary', 'created_at', 'updated_at', 'end_user_id', 'deleted_at', 'seq',
   'superseded_by',
 ] as const;
 
@@ -210,7 +211,7 @@ function toIndexed(row: Pick<MemoryRow, (typeof INDEXED_COLUMNS)[number]>): Inde
   return {
     id: row.id, text: row.text, tags: decodeJson<string[]>(row.tags), source: row.source, importance: row.importance,
     metadata: decodeJson<Record<string, unknown>>(row.metadata), session_id: row.session_id, speaker: row.speaker,
-    is_summary: Boolean(row.is_summary), created_at: row.created_at, end_user_id: row.end_user_id,
+    is_summary: Boolean(row.is_summary), created_at: row.created_at, updated_at: row.updated_at, end_user_id: row.end_user_id,
     deleted: row.deleted_at !== null, seq: row.seq, superseded_by: row.superseded_by,
   };
 }
@@ -459,7 +460,30 @@ export async function memoryCounts(
 }
 
 
-/** Live memories of these projects, for billing. */
+/**
+ * How many of one end user's turns (memories with a speaker) were stored within [from, to), by their create history
+ * (a turn's created_at is when it was said): the end user's share of the tenant's turn usage, as it stands (a
+ * forgotten turn is gone from it, as erasure asks).
+ */
+export async function turnsStoredBy(
+  db: Executor, owner: { projectId: string; tenantId: string | null; endUserId: string }, from: Date, to: Date,
+): Promise<number> {
+  const row = await db
+    .selectFrom('memories')
+    .innerJoin('memory_history', 'memory_history.memory_id', 'memories.id')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('memories.project_id', '=', owner.projectId)
+    .$if(owner.tenantId !== null, (qb) => qb.where('memories.tenant_id', '=', owner.tenantId!))
+    .where('memories.end_user_id', '=', owner.endUserId)
+    .where('memories.deleted_at', 'is', null)
+    .where('memories.speaker', 'is not', null)
+    .where('memory_history.action', '=', 'create')
+    .where('memory_history.created_at', '>=', from.toISOString())
+    .where('memory_history.created_at', '<', to.toISOString())
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** How many live memories one end user has. */
 export async function liveMemoryCountOf(db: Executor, owner: Owner): Promise<number> {
   const row = await db
@@ -473,6 +497,7 @@ export async function liveMemoryCountOf(db: Executor, owner: Owner): Promise<num
   return Number(row.n);
 }
 
+/** Live memories of these projects, for billing. */
 export async function liveMemoryCount(db: Executor, projectIds: string[]): Promise<number> {
   if (projectIds.length === 0) return 0;
   const row = await db

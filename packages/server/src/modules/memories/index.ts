@@ -1,6 +1,6 @@
 /** The memories module's public face: what other modules, the worker and the CLI may use. */
 export {
-  changesSince, endUsersOf, exportMemories, forgottenSince, largeOwnersChangedAfter, getMemory, liveMemoryCount, liveMemoryCountOf, liveProjectMemories, listMemories, memoriesByIds, memoriesHeld, memoryCounts, ownerMemoriesAt,
+  changesSince, endUsersOf, exportMemories, forgottenSince, largeOwnersChangedAfter, getMemory, liveMemoryCount, liveMemoryCountOf, liveProjectMemories, listMemories, memoriesByIds, memoriesHeld, memoryCounts, ownerMemoriesAt, turnsStoredBy,
   memoryHistory, projectRevision, revisionOf, summaryBySetKey, type IndexedMemory, type Owner, type ScopedMemory,
   clientRefsOf, countForExport, exportPage, historyOfMemories, liveIdsByClientRef, ownersOfMemories, type ExportFilter, type PortableMemory,
 } from './feed.js';
@@ -9,6 +9,6 @@ export {
   tombstoneProjectMemories, touchMemories, updateMemory, type EndUserEraseHook, type EraseHook, type Erasure, type SummaryInput, type TurnCount, type TurnInput,
   importMemories, type ImportedMemory,
 } from './writes.js';
-export { listPage, type ListPage, type ListRequest } from './list.js';
-export { Filters, filterConditions, filtersFrom, matchesFilters, type FilterSubject, type FiltersInput } from './filters.js';
+export { listPage, selectedIds, type ListPage, type ListRequest } from './list.js';
+export { Filters, filterConditions, filtersFrom, filtersReadText, matchesFilters, type FilterSubject, type FiltersInput } from './filters.js';
 export { AddMemoryBody, LIMITS as MEMORY_LIMITS, Memory, MemoryId, type AddMemoryInput, type MemoryView } from './schemas.js';

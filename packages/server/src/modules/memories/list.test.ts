@@ -4,7 +4,7 @@ import { addMemory, expectError } from '../../testing/memories.js';
 import { freshUser } from '../../testing/retrieval.js';
 import { matchesFilters, type FiltersInput } from './filters.js';
 
-type Listed = { id: number; created_at: string; updated_at: string; tags: string[]; source: string | null; metadata: Record<string, unknown>; is_summary: boolean; session_id: string | null };
+type Listed = { id: number; created_at: string; updated_at: string; tags: string[]; source: string | null; metadata: Record<string, unknown>; is_summary: boolean; session_id: string | null; importance: number; text: string };
 
 /** Every page of GET /memory with these parameters, following next_cursor; checks each page's shape on the way. */
 async function allPages(t: TestApp, endUser: string, params: Record<string, string | number | boolean>, headers: Record<string, string> = {}) {
@@ -23,7 +23,10 @@ async function allPages(t: TestApp, endUser: string, params: Record<string, stri
   throw new Error('the list did not end');
 }
 
-const subject = (m: Listed) => ({ tags: m.tags, source: m.source, createdAt: Date.parse(m.created_at), metadata: m.metadata, isSummary: m.is_summary });
+const subject = (m: Listed) => ({
+  tags: m.tags, source: m.source, createdAt: Date.parse(m.created_at), metadata: m.metadata, isSummary: m.is_summary,
+  sessionId: m.session_id, importance: m.importance, updatedAt: Date.parse(m.updated_at), text: m.text,
+});
 
 forEachDialect('GET /memory: listing an end user\'s memories', (dialect) => {
   const t = useTestApp(dialect);

@@ -1,6 +1,6 @@
 import { invalid } from '../../core/errors.js';
 import type { Database, Dialect, Executor } from '../../store/database.js';
-import { filterConditions, matchesFilters, type FiltersInput } from './filters.js';
+import { filterConditions, matchesFilters, type FilterSubject, type FiltersInput } from './filters.js';
 import { owned, toMemory, type MemoryRow, type Owner } from './feed.js';
 import type { MemoryView } from './schemas.js';
 
@@ -55,7 +55,11 @@ function decodeCursor(text: string, orderBy: ListOrderBy, direction: ListDirecti
   return { orderBy, direction, at: new Date(parts[2]).toISOString(), id: parts[3] as number };
 }
 
-const subjectOf = (m: MemoryView) => ({ tags: m.tags, source: m.source, createdAt: Date.parse(m.created_at), metadata: m.metadata, isSummary: m.is_summary });
+/** A listed memory as the filters read it. */
+export const subjectOf = (m: MemoryView): FilterSubject => ({
+  tags: m.tags, source: m.source, createdAt: Date.parse(m.created_at), metadata: m.metadata, isSummary: m.is_summary,
+  sessionId: m.session_id, importance: m.importance, updatedAt: Date.parse(m.updated_at), text: m.text,
+});
 
 /**
  * One page of an end user's live memories in the requested order, after the cursor: a range of the

@@ -323,6 +323,7 @@ export class IndexCache {
       const event = parseTemporal(row.text, createdAt);
       entry.meta.set(row.id, {
         tags: row.tags, source: row.source, createdAt, metadata: row.metadata, isSummary: row.is_summary, sessionId: row.session_id,
+        importance: row.importance, updatedAt: Date.parse(row.updated_at),
         ...(event ? { event: { from: event.from, to: event.to } } : {}),
       });
     }

@@ -2,7 +2,7 @@ import { analyze, estimateTokens, parseTemporal, type SearchHit } from '../../en
 import { checkHeld, verifyHeld } from '../../core/credentials-clock.js';
 import { invalid } from '../../core/errors.js';
 import type { Database } from '../../store/database.js';
-import { matchesFilters as filtersMatch, memoriesByIds, ownerMemoriesAt, revisionOf, type Owner } from '../memories/index.js';
+import { filtersReadText, matchesFilters as filtersMatch, memoriesByIds, ownerMemoriesAt, revisionOf, selectedIds, type Owner } from '../memories/index.js';
 import type { MemoryView, ScopedMemory } from '../memories/index.js';
 import type { EmbeddingStore } from './embeddings.js';
 import type { CachedIndex, DocMeta, IndexCache } from './index-cache.js';
@@ -119,15 +119,19 @@ export function checkQuery(input: QueryInput): void {
   if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
 }
 
-function queryOptions(input: QueryInput): RankOptions {
+/** `only`: the memories the filters select, when SQL decided them (filters on the text, which no index keeps). */
+function queryOptions(input: QueryInput, only?: Set<number>): RankOptions {
   return {
     k: input.k ?? DEFAULT_K,
     cutoff: input,
     ...(input.session_id !== undefined ? { sessionId: input.session_id } : {}),
-    ...(input.filters !== undefined ? { filters: input.filters } : {}),
+    ...(only ? { only } : input.filters !== undefined ? { filters: input.filters } : {}),
     explain: input.explain ?? false,
   };
 }
+
+/** Everything of an owner's live memories that filters reading the text select (exact: SQL, then the reference rule). */
+const MAX_SELECTED = 1_000_000_000;
 
 /**
  * The answer to a query ranked on a held index, if the owner's revision, read with the winning rows
@@ -197,8 +201,9 @@ export class Retrieval {
     const queryVector = await this.embeddings.embedQuery(input.query);
     const vector = queryVector ? { queryVector } : {};
     const index = this.cache.held(owner);
-    // The index is of index.revision unless a refresh has begun (the search below is synchronous).
-    if (!index || index.refreshing) return vector;
+    // The index is of index.revision unless a refresh has begun (the search below is synchronous). Filters on the text
+    // need the database: queryAfresh.
+    if (!index || index.refreshing || filtersReadText(input.filters)) return vector;
     this.cache.confirmed();
     return { held: { hits: searchIndex(index, input.query, queryOptions(input), queryVector), rankedAt: index.revision }, ...vector };
   }
@@ -208,8 +213,10 @@ export class Retrieval {
     checkQuery(input);
     const queryVector = vector ?? (await this.embeddings.embedQuery(input.query));
     const scope: RetrievalScope = { kind: 'owner', owner };
+    const cached = await this.indexOf(scope);
+    const only = await this.selectedByText(owner, input.filters);
     const [ranked] = await Promise.all([
-      this.hydrate(scope, searchIndex(await this.indexOf(scope), input.query, queryOptions(input), queryVector), input.explain),
+      this.hydrate(scope, searchIndex(cached, input.query, queryOptions(input, only), queryVector), input.explain),
       verifyHeld(this.database.db, heldAt),
     ]);
     return ranked;
@@ -218,12 +225,19 @@ export class Retrieval {
   /** Ids of the owner's live memories that pass the filters (and session), oldest first: the same filters query applies. */
   async matching(owner: Owner, input: { filters?: FiltersInput; session_id?: string }): Promise<number[]> {
     const { meta } = await this.indexOf({ kind: 'owner', owner });
+    const only = await this.selectedByText(owner, input.filters);
     const ids: number[] = [];
     for (const [id, m] of meta) {
       if (input.session_id !== undefined && m.sessionId !== input.session_id) continue;
-      if (matchesFilters(m, input.filters)) ids.push(id);
+      if (only ? only.has(id) : matchesFilters(m, input.filters)) ids.push(id);
     }
     return ids.sort((a, b) => a - b);
+  }
+
+  /** The owner's memories that filters reading the text select, decided by the database; undefined for other filters. */
+  private async selectedByText(owner: Owner, filters: FiltersInput | undefined): Promise<Set<number> | undefined> {
+    if (!filtersReadText(filters)) return undefined;
+    return new Set(await selectedIds(this.database.db, this.database.dialect, owner, { filters }, MAX_SELECTED));
   }
 
   /**

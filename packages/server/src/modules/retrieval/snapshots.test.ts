@@ -335,7 +335,8 @@ forEachDialect('stored indexes of large end users', (dialect) => {
 describe('taking an index and its filter metadata in slices', () => {
   const docMeta = (i: number) => ({
     tags: i % 3 === 0 ? ['hobby'] : [], source: i % 5 === 0 ? 'chat' : null, createdAt: 1_700_000_000_000 + i,
-    metadata: i % 4 === 0 ? { day: i } : {}, isSummary: false, sessionId: `s${i >> 3}`,
+    metadata: i % 4 === 0 ? { day: i } : {}, isSummary: false, sessionId: `s${i >> 3}`, importance: (i % 10) / 10,
+    updatedAt: 1_700_000_000_000 + 2 * i,
   });
   const doc = (i: number) => ({
     id: i, text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`, sessionId: `s${i >> 3}`,

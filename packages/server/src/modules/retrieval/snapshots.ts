@@ -24,7 +24,7 @@ import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.
  * a copy less). The stored format is the engine's with this encoding (+1: one stream; +2: pieces;
  * +3: pieces cut at arrays, with their lengths inflated).
  */
-const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 3;
+const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 4;
 // Large chunks: the thread pool hands each chunk back to the event loop (16 KB by default: 1,200 hops for 19 MB).
 const ZLIB_CHUNK = 4 << 20;
 const deflated = (bytes: Uint8Array) => promisify(deflate)(bytes, { level: 1, chunkSize: ZLIB_CHUNK });
@@ -80,6 +80,9 @@ export interface DocMeta {
   metadata: Record<string, unknown>;
   isSummary: boolean;
   sessionId: string | null;
+  importance: number;
+  /** Milliseconds since the epoch. */
+  updatedAt: number;
   /** When the text says it happened (a date in the text, read relative to created_at), if it names one. */
   event?: { from: number; to: number };
 }
@@ -102,6 +105,8 @@ const META_STEP = 256;
 function* encodeMetaSteps(ids: Float64Array, metaOf: (id: number) => DocMeta): Steps<Uint8Array> {
   const n = ids.length;
   const createdAt = new Float64Array(n);
+  const updatedAt = new Float64Array(n);
+  const importance = new Float64Array(n);
   const eventFrom = new Float64Array(n).fill(NaN);
   const eventTo = new Float64Array(n).fill(NaN);
   const isSummary = new Uint8Array(n);
@@ -111,6 +116,8 @@ function* encodeMetaSteps(ids: Float64Array, metaOf: (id: number) => DocMeta): S
     if (i > 0 && i % META_STEP === 0) yield;
     const m = metaOf(ids[i]!);
     createdAt[i] = m.createdAt;
+    updatedAt[i] = m.updatedAt;
+    importance[i] = m.importance;
     if (m.event) [eventFrom[i], eventTo[i]] = [m.event.from, m.event.to];
     isSummary[i] = m.isSummary ? 1 : 0;
     source[i] = m.source === null ? -1 : strings.of(m.source);
@@ -120,7 +127,7 @@ function* encodeMetaSteps(ids: Float64Array, metaOf: (id: number) => DocMeta): S
   }
   return yield* new SnapshotWriter().value(strings.values).value(tags.values).value(metadata.values)
     .array(ids).array(createdAt).array(eventFrom).array(eventTo).array(isSummary)
-    .array(source).array(session).array(tagList).array(metadataOf).finishSteps();
+    .array(source).array(session).array(tagList).array(metadataOf).array(updatedAt).array(importance).finishSteps();
 }
 
 /** A taken index and its filter metadata, encoded (storeSnapshot deflates and stores them). */
@@ -194,12 +201,14 @@ export function decodeMeta(bytes: Uint8Array): Map<number, DocMeta> {
   const [ids, createdAt, eventFrom, eventTo] = [r.array('f64'), r.array('f64'), r.array('f64'), r.array('f64')];
   const isSummary = r.array('u8');
   const [source, session, tagList, metadataOf] = [r.array('i32'), r.array('i32'), r.array('i32'), r.array('i32')];
+  const [updatedAt, importance] = [r.array('f64'), r.array('f64')];
   return new RestoredMeta(ids.length, (set) => {
     for (let i = 0; i < ids.length; i++) {
       const doc: DocMeta = {
         // Docs with equal tag lists or metadata share one (read-only) value.
         tags: tags[tagList[i]!]!, source: source[i]! < 0 ? null : strings[source[i]!]!, createdAt: createdAt[i]!,
         metadata: metadata[metadataOf[i]!]!, isSummary: isSummary[i] === 1, sessionId: session[i]! < 0 ? null : strings[session[i]!]!,
+        importance: importance[i]!, updatedAt: updatedAt[i]!,
       };
       if (!Number.isNaN(eventFrom[i]!)) doc.event = { from: eventFrom[i]!, to: eventTo[i]! };
       set(ids[i]!, doc);

@@ -4,7 +4,7 @@ import { scopeOf, writeContextOf } from '../../http/auth.js';
 import { endUserWithin } from '../../core/binding.js';
 import { invalid, notFound } from '../../core/errors.js';
 import type { Database } from '../../store/database.js';
-import { listMemories, memoryCounts, type Owner } from '../memories/index.js';
+import { listMemories, memoryCounts, turnsStoredBy, type Owner } from '../memories/index.js';
 import type { RetrievalService } from '../retrieval/index.js';
 import { AddTurnBody, AddTurnResult, ListQuery, ListResult, RecallBody, RecallResult, StatusResult } from './schemas.js';
 import { addTurn, turnsUsed } from './service.js';
@@ -108,17 +108,18 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
     const { projectId, organizationId, key } = scopeOf(request);
     const tenantId = tenantOf(request, undefined, false);
     const period = monthOf(new Date());
-    const [counts, used] = await Promise.all([
-      // A key bound to an end user counts only that end user's memories; the quota is the tenant's.
+    const [counts, used, ownTurns] = await Promise.all([
+      // A key bound to an end user counts only that end user's memories and turns; the quota is the tenant's.
       memoryCounts(database.db, { projectId, tenantId, endUserId: key.endUserId }),
       turnsUsed(database.db, projectId, tenantId, period),
+      key.endUserId === null ? null : turnsStoredBy(database.db, { projectId, tenantId, endUserId: key.endUserId }, period.start, period.end),
     ]);
     const allowance = await monthlyTurnAllowance(organizationId);
     return {
       status: 'ok',
       database: 'ok',
       tenant_id: tenantId,
-      counts: { ...counts, turns_this_period: used },
+      counts: { ...counts, turns_this_period: ownTurns ?? used },
       quota: tenantId
         ? {
             monthly_turns: allowance, used, remaining: Math.max(0, allowance - used),

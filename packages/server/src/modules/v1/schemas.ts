@@ -66,7 +66,10 @@ export const StatusResult = Type.Object({
   status: Type.String(),
   database: Type.String(),
   tenant_id: Type.Union([Type.String(), Type.Null()]),
-  counts: Type.Object({ tenants: Type.Integer(), users: Type.Integer(), memories: Type.Integer(), turns_this_period: Type.Integer() }),
+  counts: Type.Object({
+    tenants: Type.Integer(), users: Type.Integer(), memories: Type.Integer(),
+    turns_this_period: Type.Integer({ description: "Turns stored this month: the tenant's (quota.used), or with a key bound to an end user that end user's live turns" }),
+  }),
   quota: Type.Union([Quota, Type.Null()]),
 });
 
