@@ -8,17 +8,28 @@
  * after it (must be <= 5). Exit code 1 when a bound is broken.
  *
  *   npm run bench:faults [-- --trials 5] [--clients 8] [--postgres URL] [--only NAME,NAME]
+ *   npm run bench:faults -- --trials 10 --postgres URL --only cold-start-2,cold-start-3,cold-start-2-pgbouncer,cold-start-3-pgbouncer
  *
  * Without --postgres only the SQLite scenarios run. A dead server is restarted on the same data to
- * count lost writes.
+ * count lost writes. Start-up scenarios (faults/cold-start.ts: N processes started together on an empty
+ * database, directly and through PgBouncer) run without load: per trial, whether every process came
+ * up and the audit chains verify (must be every trial).
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { lostWrites } from '../packages/server/src/testing/durability.js';
 import { firstAcknowledgedAfter, untilAcknowledged, writeLoad } from '../packages/server/src/testing/faults.js';
 import { option } from './lib/args.js';
 import { freshDataDir, freshPostgres, startServer, type BenchServer } from './lib/server.js';
-import type { Dialect, FaultScenario } from './faults/scenario.js';
+import type { Dialect, FaultScenario, StartScenario } from './faults/scenario.js';
 
+if (process.argv.includes('--help')) {
+  process.stdout.write(`npm run bench:faults -- [--trials 5] [--clients 8] [--postgres ADMIN_URL] [--only NAME,NAME]
+  scenarios: every file of bench/faults/ (--only takes their names: pg-terminate-backends, pg-unreachable, pg-role-nologin,
+  sqlite-write-lock, sqlite-full-disk, cold-start-2, cold-start-3, cold-start-2-pgbouncer, cold-start-3-pgbouncer);
+  without --postgres only SQLite's. JSON on stdout, one line per scenario on stderr; exit 1 when a bound is broken.
+`);
+  process.exit(0);
+}
 const trials = Number(option('--trials') ?? 5);
 const clients = Number(option('--clients') ?? 8);
 const adminUrl = option('--postgres');
@@ -29,10 +40,14 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 const dir = new URL('./faults/', import.meta.url);
 const scenarios: FaultScenario[] = [];
+const startScenarios: StartScenario[] = [];
 for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts') && f !== 'scenario.ts').sort()) {
-  const mod = (await import(new URL(file, dir).href)) as { scenario?: FaultScenario };
+  const mod = (await import(new URL(file, dir).href)) as { scenario?: FaultScenario; startScenarios?: StartScenario[] };
   if (mod.scenario && (!only || only.includes(mod.scenario.name))) scenarios.push(mod.scenario);
+  for (const start of mod.startScenarios ?? []) if (!only || only.includes(start.name)) startScenarios.push(start);
 }
+// The processes a start-up scenario starts run the build (testing/process.ts), not the source under tsx.
+process.env.ENGRAM_TEST_PROGRAM ??= new URL('../packages/server/dist/main.js', import.meta.url).pathname;
 
 const alive = (s: BenchServer) => s.process.exitCode === null && s.process.signalCode === null;
 
@@ -88,7 +103,19 @@ async function trial(scenario: FaultScenario, dialect: Dialect, n: number) {
   }
 }
 
-const report = [];
+async function startTrial(scenario: StartScenario, dialect: Dialect, n: number) {
+  const dataDir = freshDataDir();
+  const pg = dialect === 'postgres' ? await freshPostgres(adminUrl!) : undefined;
+  try {
+    const { ok, figures } = await scenario.run({ dialect, dataDir, ...(pg ? { databaseUrl: pg.url, adminUrl: adminUrl! } : {}) });
+    return { trial: n, ok, ...figures };
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+    await pg?.drop();
+  }
+}
+
+const report: object[] = [];
 let broken = false;
 for (const dialect of ['sqlite', 'postgres'] as const) {
   if (dialect === 'postgres' && !adminUrl) continue;
@@ -110,6 +137,27 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     if (summary.recovery_s_max === null || summary.recovery_s_max > RECOVERY_BOUND_S || summary.process_alive < trials || summary.lost > 0 || summary.other_5xx > 0) broken = true;
     report.push(summary);
     console.error(`${scenario.name} on ${dialect}: alive ${summary.process_alive}/${trials}, lost ${summary.lost}, other 5xx ${summary.other_5xx}, recovery max ${summary.recovery_s_max} s`);
+  }
+}
+for (const dialect of ['sqlite', 'postgres'] as const) {
+  if (dialect === 'postgres' && !adminUrl) continue;
+  for (const scenario of startScenarios.filter((s) => s.databases.includes(dialect))) {
+    const unavailable = scenario.unavailable?.();
+    if (unavailable) {
+      console.error(`${scenario.name} on ${dialect}: skipped (${unavailable})`);
+      report.push({ scenario: scenario.name, database: dialect, description: scenario.description, skipped: unavailable });
+      continue;
+    }
+    const results = [];
+    for (let n = 1; n <= trials; n++) results.push(await startTrial(scenario, dialect, n));
+    const passed = results.filter((r) => r.ok).length;
+    if (passed < trials) broken = true;
+    const upTimes = results.map((r) => Number(r.all_up_s)).filter((t) => Number.isFinite(t));
+    report.push({
+      scenario: scenario.name, database: dialect, description: scenario.description, trials, all_came_up_and_verified: passed,
+      all_up_s_max: upTimes.length ? Math.max(...upTimes) : null, per_trial: results,
+    });
+    console.error(`${scenario.name} on ${dialect}: ${passed}/${trials} trials came up and verified`);
   }
 }
 console.log(JSON.stringify({ benchmark: 'faults', clients, trials, recovery_bound_s: RECOVERY_BOUND_S, scenarios: report }, null, 2));

@@ -55,3 +55,18 @@ export interface FaultScenario {
    */
   inject(ctx: FaultContext): Promise<Record<string, number | string | boolean> | void>;
 }
+
+/**
+ * A fault that happens at start-up rather than under load (concurrent cold starts): the runner starts
+ * no server and no load; each trial gets a fresh empty database and runs the scenario itself. A file
+ * exports one or more as `startScenarios`.
+ */
+export interface StartScenario {
+  name: string;
+  description: string;
+  databases: Dialect[];
+  /** Why it cannot run here (PgBouncer not installed, say), or undefined. */
+  unavailable?(): string | undefined;
+  /** One trial on `trial` (a fresh PostgreSQL database, or an empty data directory): whether it met its bound, and its figures. */
+  run(trial: TrialSetup): Promise<{ ok: boolean; figures: Record<string, number | string | boolean | string[]> }>;
+}

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Services } from './services.js';
 import { authentication } from './http/auth.js';
 import { errorHandling, frameworkErrors } from './http/error-handler.js';
-import { capConnectionsPerClient, clientErrors } from './http/connections.js';
+import { capConnectionsPerClient, clientErrors, closingConnections } from './http/connections.js';
 import { idempotency } from './http/idempotency.js';
 import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
@@ -82,6 +82,12 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   capConnectionsPerClient(app.server, config.http.maxConnectionsPerClient, nextRequestId);
+  // A stop ends the connections with no request under way at once (http/connections.ts#closingConnections).
+  const connections = closingConnections(app.server);
+  app.addHook('preClose', (done) => {
+    connections.close();
+    done();
+  });
   app.setValidatorCompiler(validatorCompiler);
   // JSON only: text/plain bodies are refused with 415 like any other type.
   app.removeContentTypeParser('text/plain');

@@ -16,13 +16,30 @@ export interface S3BlobConfig {
 }
 export type BlobConfig = { kind: 'database' } | S3BlobConfig;
 
+export interface PostgresConfig {
+  dialect: 'postgres';
+  url: string;
+  /**
+   * ENGRAM_DATABASE_DIRECT_URL: the same database reached without a transaction-mode pooler, for the
+   * connections that need a session of their own (LISTEN, the process's presence lock); unset: `url`.
+   */
+  directUrl?: string;
+  poolSize: number;
+  /**
+   * Named prepared statements and pipelined BEGIN/COMMIT (store/database.ts#withNamedStatements):
+   * 'auto' names statements unless the pool's start finds a transaction-mode pooler in front of the
+   * database (or a statement meets one), false neither names nor pipelines.
+   */
+  preparedStatements: boolean | 'auto';
+}
+
 /** Typed, validated configuration read once from the environment (ENGRAM_*). */
 export interface Config {
   dataDir: string;
   host: string;
   port: number;
   /** `postgres://…` selects PostgreSQL; anything else is a SQLite file path. */
-  database: { dialect: 'sqlite'; path: string } | { dialect: 'postgres'; url: string; poolSize: number; preparedStatements: boolean };
+  database: { dialect: 'sqlite'; path: string } | PostgresConfig;
   /** HTTP server processes sharing the port (node:cluster); 1 serves from this process. */
   httpProcesses: number;
   /** How long a starting process waits for an unreachable database before it gives up (store/faults.ts#whileDatabaseUnavailable). */
@@ -136,12 +153,12 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
-function boolean(env: Env, name: string, fallback: boolean): boolean {
+function boolean<F extends boolean | 'auto' = boolean>(env: Env, name: string, fallback: F): boolean | F {
   const raw = env[name]?.toLowerCase();
-  if (raw === undefined || raw === '') return fallback;
+  if (raw === undefined || raw === '' || (fallback === 'auto' && raw === 'auto')) return fallback;
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-  throw new ConfigError(`${name} must be true or false`);
+  throw new ConfigError(`${name} must be true or false${fallback === 'auto' ? ' (or auto)' : ''}`);
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -149,9 +166,14 @@ export function loadConfig(env: Env = process.env): Config {
   const url = env.ENGRAM_DATABASE_URL || '';
   let database: Config['database'];
   if (/^postgres(ql)?:\/\//.test(url)) {
+    const directUrl = env.ENGRAM_DATABASE_DIRECT_URL || '';
+    if (directUrl !== '' && !/^postgres(ql)?:\/\//.test(directUrl)) {
+      throw new ConfigError('ENGRAM_DATABASE_DIRECT_URL must be a postgres:// URL (the database of ENGRAM_DATABASE_URL without the pooler)');
+    }
     database = {
       dialect: 'postgres', url, poolSize: integer(env, 'ENGRAM_DATABASE_POOL_SIZE', 10, 1, 500),
-      preparedStatements: boolean(env, 'ENGRAM_DATABASE_PREPARED_STATEMENTS', true),
+      preparedStatements: boolean(env, 'ENGRAM_DATABASE_PREPARED_STATEMENTS', 'auto'),
+      ...(directUrl !== '' ? { directUrl } : {}),
     };
   } else if (url === '') {
     database = { dialect: 'sqlite', path: resolve(dataDir, 'engram.db') };

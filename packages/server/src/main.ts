@@ -110,14 +110,22 @@ function processLogger(config: Config) {
   return pino({ level: config.logLevel }, process.stderr);
 }
 
-/** Stops `stop` (and closes the database) on SIGTERM or SIGINT, then exits. */
-function onSignals(log: { info(obj: object, msg: string): void }, stop: () => Promise<void>): void {
+/** How long a stop may take before the process exits regardless (a statement or a request that does not end). */
+const STOP_LIMIT_MS = 10_000;
+
+/** Stops `stop` (and closes the database) on SIGTERM or SIGINT, then exits: within STOP_LIMIT_MS whatever it waits for. */
+function onSignals(log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }, stop: () => Promise<void>): void {
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
     log.info({ signal }, 'shutting down');
-    await stop();
+    const limit = setTimeout(() => {
+      log.warn({ signal, limit_ms: STOP_LIMIT_MS }, 'shutdown did not finish in time; exiting');
+      process.exit(0);
+    }, STOP_LIMIT_MS);
+    limit.unref();
+    await stop().catch((error: unknown) => log.warn({ err: (error as Error).message }, 'shutdown failed; exiting'));
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
@@ -130,7 +138,12 @@ function onSignals(log: { info(obj: object, msg: string): void }, stop: () => Pr
  */
 async function serve(config: Config): Promise<void> {
   requireSharedSecret(config);
-  if (cluster.isWorker) return serveHttp(config, openDatabase(config.database), loadSecretKey(config), null);
+  if (cluster.isWorker) {
+    // Whether a pooler stands in front of the database is known before the first request decides whether to LISTEN.
+    const database = openDatabase(config.database);
+    await whileDatabaseUnavailable(() => database.pooled(), config.databaseWaitSeconds, processLogger(config));
+    return serveHttp(config, database, loadSecretKey(config), null);
+  }
   const secretKey = loadSecretKey(config);
   const database = await prepareWhenAvailable(config);
   if (config.httpProcesses === 1) return serveHttp(config, database, secretKey, config.runJobs ? 'in-process' : null);

@@ -72,3 +72,35 @@ export function capConnectionsPerClient(server: Server, max: number, nextRequest
     });
   });
 }
+
+/**
+ * The HTTP server's connections, for a stop that finishes the requests under way and no more. Node's
+ * server.close() (Fastify's close, which also closes idle keep-alive connections) waits for every
+ * connection to end, and counts one that has not sent a request yet (a client's spare connection, a
+ * health checker that connected and waits) as busy: the process took 70 s, and forever with a raw
+ * connection held open, to exit after SIGTERM. `close()` ends every connection with no request under
+ * way at once, and each other one as soon as its last response is sent.
+ */
+export function closingConnections(server: Server): { close(): void } {
+  const requests = new Map<Socket, number>();
+  let closing = false;
+  server.on('connection', (socket: Socket) => {
+    requests.set(socket, 0);
+    socket.once('close', () => requests.delete(socket));
+  });
+  server.on('request', (request, response) => {
+    const socket = request.socket;
+    requests.set(socket, (requests.get(socket) ?? 0) + 1);
+    response.once('close', () => {
+      const left = (requests.get(socket) ?? 1) - 1;
+      requests.set(socket, left);
+      if (closing && left === 0) socket.destroySoon();
+    });
+  });
+  return {
+    close: () => {
+      closing = true;
+      for (const [socket, underWay] of requests) if (underWay === 0) socket.destroySoon();
+    },
+  };
+}

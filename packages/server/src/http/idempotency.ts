@@ -296,7 +296,7 @@ function answerSubjects(pseudonymize: Pseudonymize, request: FastifyRequest, con
 
 export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array; pseudonymize: Pseudonymize; failpoint?: string }) => {
   const { database } = opts;
-  const presence = await startPresence(database.config);
+  const presence = await startPresence(database);
   app.addHook('onClose', () => presence.close());
   const master = deriveKey(opts.secretKey, 'idempotency');
   app.decorateRequest('idempotencyClaim', null);

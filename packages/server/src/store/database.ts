@@ -20,15 +20,24 @@ export interface Database {
   /** Booleans: SQLite cannot bind them, so they travel as 0/1 there. */
   bool(value: boolean): boolean | number;
   ping(): Promise<void>;
+  /**
+   * Whether a connection's session state (prepared statements, LISTEN, session locks) is lost between
+   * its transactions: PostgreSQL reached through a transaction-mode pooler (PgBouncer), as found by a
+   * probe when the pool starts (sessionsPooled). False on SQLite and when reached directly.
+   */
+  pooled(): Promise<boolean>;
   /** PostgreSQL connection pool figures (for /metrics); SQLite has one connection and no pool. */
   pool(): { total: number; idle: number; waiting: number; max: number } | null;
   /**
    * PostgreSQL: report what `channel` notifies to `watcher` until stopped (or the database closed).
-   * Every channel watched is LISTENed on over ONE connection of the database's own, reconnecting
-   * when it is lost, so one catch-up (Watch.caughtUp) serves them all. Listening is reported per
-   * channel only once a probe notified on it through the pool has come back on that connection:
-   * behind a transaction-mode pooler, which does not pass notifications on, it never is. null on
-   * SQLite, which has no notifications.
+   * Every channel watched is LISTENed on over ONE connection of the database's own (to
+   * ENGRAM_DATABASE_DIRECT_URL when set), reconnecting when it is lost, so one catch-up
+   * (Watch.caughtUp) serves them all. Listening is reported per channel only once a probe notified
+   * on it through the pool has come back on that connection: through a transaction-mode pooler, which
+   * does not pass notifications on, it never is. null on SQLite, which has no notifications, and
+   * behind such a pooler with no direct URL (found pooled by the time of the call): the caller then
+   * keeps nothing it would need notifications to keep exact (the credentials clock instead:
+   * modules/org/resolved-keys.ts).
    */
   watch(channel: string, watcher: ChannelWatcher): Watch | null;
   /**
@@ -193,6 +202,34 @@ function postgresTypes(): pg.CustomTypesConfig {
   };
 }
 
+/**
+ * Whether `url` leads to a transaction-mode pooler (PgBouncer's pool_mode=transaction), which hands
+ * each transaction of a client connection to whichever server connection is free: then nothing a
+ * session keeps (a prepared statement, a LISTEN, a session lock) lasts past the transaction that
+ * made it. Two connections of the probe's own: one reads its backend, the other holds a transaction
+ * open and reads its own, and the first reads its backend again meanwhile. Directly, each connection
+ * is one backend throughout; through such a pooler the held transaction is given the backend the
+ * first just released (PgBouncer reuses the last one freed), or the first is given another.
+ */
+export async function sessionsPooled(url: string): Promise<boolean> {
+  const [first, second] = [0, 1].map(() => new pg.Client({ connectionString: url, application_name: 'engram-pooler-probe' }));
+  for (const client of [first!, second!]) client.on('error', () => {});
+  try {
+    await Promise.all([first!.connect(), second!.connect()]);
+    const backend = async (client: pg.Client) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const before = await backend(first!);
+    await second!.query('BEGIN');
+    const held = await backend(second!);
+    // Not awaited before the COMMIT: a pooler with one server connection gives it only then.
+    const after = backend(first!);
+    await second!.query('COMMIT').finally(() => after.catch(() => {}));
+    const again = await after;
+    return held === before || again !== before;
+  } finally {
+    await Promise.all([first!.end().catch(() => {}), second!.end().catch(() => {})]);
+  }
+}
+
 /** Whether another connection (another thread or process) can open the same database: not an in-memory SQLite one. */
 export const opensAgain = (config: Config['database']): boolean => config.dialect === 'postgres' || (config.path !== ':memory:' && config.path !== '');
 
@@ -202,16 +239,30 @@ export const opensAgain = (config: Config['database']): boolean => config.dialec
  */
 export function openDatabase(config: Config['database'], { checkpoints = true }: { checkpoints?: boolean } = {}): Database {
   if (config.dialect === 'postgres') {
+    const pipelined = config.preparedStatements !== false;
     // Pipeline mode: a statement sent while another is unanswered goes out at once (BEGIN below).
-    const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes(), pipeline: config.preparedStatements } as pg.PoolConfig);
+    const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes(), pipeline: pipelined } as pg.PoolConfig);
     // A connection error (a terminated backend, a reset socket) must not crash the process, whether
     // the client is idle in the pool or checked out between two statements: node-pg emits it as an
     // 'error' event, and the statement under way or the next one reports it (503, http/error-handler.ts);
     // the pool discards a client that errored when it is released.
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: config.preparedStatements ? withNamedStatements(pool) : pool }) });
-    const listening = listener(config.url, (channel, payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
+    // Probed once, before the pool's first statement (a failed probe, the database unreachable, is tried again).
+    let pooledProbe: Promise<boolean> | undefined;
+    let foundPooled: boolean | undefined;
+    const pooled = (): Promise<boolean> =>
+      (pooledProbe ??= sessionsPooled(config.url).then(
+        (found) => (foundPooled = found),
+        (error: unknown) => {
+          pooledProbe = undefined;
+          throw error;
+        },
+      ));
+    const naming = config.preparedStatements === true ? { decide: async () => true } : { decide: async () => !(await pooled()) };
+    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pipelined ? withNamedStatements(pool, naming.decide) : pool }) });
+    const direct = config.directUrl;
+    const listening = listener(direct ?? config.url, (channel, payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
     return {
       dialect: 'postgres',
       config,
@@ -220,8 +271,10 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
       ping: async () => {
         await pool.query('SELECT 1');
       },
+      pooled,
       pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.poolSize }),
-      watch: listening.watch,
+      // A pooler passes no notification on, and drops a server connection for each it gets: no LISTEN through it.
+      watch: (channel, watcher) => (foundPooled && !direct ? null : listening.watch(channel, watcher)),
       erased: () => {},
       close: () => {
         listening.stopAll();
@@ -230,11 +283,13 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
     };
   }
   mkdirSync(dirname(config.path), { recursive: true });
-  const sqlite = new BetterSqlite3(config.path);
+  // The busy timeout first: switching a new file to WAL takes its write lock, which another process
+  // opening the same new file at the same moment (N processes started together) may hold.
+  const sqlite = new BetterSqlite3(config.path, { timeout: SQLITE_BUSY_TIMEOUT_MS });
+  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   // WAL with synchronous=FULL: a commit is on disk before the response that acknowledges it.
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = FULL');
-  sqlite.pragma('busy_timeout = 5000');
   // Group commit (core/unit-of-work.ts) runs each write of a group in a savepoint, and SQLite copies
   // every page a savepoint changes again into a sub-journal, a temporary file past 64 KiB: a write
   // syscall per page. Kept in memory, it halved the system CPU of a SQLite add at 16 clients. Other
@@ -256,6 +311,7 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
     ping: async () => {
       sqlite.prepare('SELECT 1').get();
     },
+    pooled: async () => false,
     pool: () => null,
     watch: () => null,
     erased: () => checkpointer?.truncate(),
@@ -266,6 +322,7 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
   };
 }
 
+const SQLITE_BUSY_TIMEOUT_MS = 5_000;
 /** The WAL size (pages) at which the serving connection checkpoints itself, should the checkpointer fall behind. */
 const CHECKPOINT_BOUND_PAGES = 10_000;
 const CHECKPOINT_EVERY_MS = 100;
@@ -345,15 +402,24 @@ export const LAST_IN_TRANSACTION = '/* last in transaction */ ';
  * `limit` texts only (texts vary with list lengths, and each prepared one holds server memory).
  * A prepared statement whose table changed shape under it (another process migrated) fails with
  * 0A000; its text then gets a fresh name, so it is prepared anew: at once outside a transaction,
- * while a transaction it broke fails (it is aborted) and the next one prepares it. Off with
- * ENGRAM_DATABASE_PREPARED_STATEMENTS=false (poolers that do not keep prepared statements).
+ * while a transaction it broke fails (it is aborted) and the next one prepares it.
+ * Whether to name at all is decided before the pool's first statement (`decide`: by default, not
+ * behind a transaction-mode pooler, whose server connections keep another client's statements and
+ * lack this one's), and again by the server: a statement answered 26000 (no such prepared statement)
+ * or 42P05 (already exists) met such a pooler, and from then on nothing is named (the statement is
+ * sent again unnamed outside a transaction; a transaction it broke fails, 503, and is retried).
+ * Names carry a tag drawn for the pool, so that two processes' statements never share a name. Off,
+ * with pipelining, with ENGRAM_DATABASE_PREPARED_STATEMENTS=false.
  */
-function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
+function withNamedStatements(pool: pg.Pool, decide: () => Promise<boolean>, limit = 300): pg.Pool {
   const names = new Map<string, string>();
+  const tag = randomBytes(4).toString('hex');
   let issued = 0;
+  let naming: boolean | undefined;
   const nameOf = (text: string) => {
+    if (!naming) return undefined;
     let name = names.get(text);
-    if (name === undefined && names.size < limit) names.set(text, (name = `engram_${++issued}`));
+    if (name === undefined && names.size < limit) names.set(text, (name = `engram_${tag}_${++issued}`));
     return name;
   };
   const clients = new WeakMap<pg.PoolClient, pg.PoolClient>();
@@ -403,7 +469,14 @@ function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
       try {
         return await client.query({ name, text, values });
       } catch (error) {
-        if ((error as { code?: string }).code !== '0A000') throw error;
+        const code = (error as { code?: string }).code;
+        if (code === POOLER_LOST_STATEMENT || code === POOLER_DUPLICATE_STATEMENT) {
+          naming = false;
+          names.clear();
+          if (inTransaction) throw error;
+          return client.query(text, values);
+        }
+        if (code !== '0A000') throw error;
         if (names.get(text) === name) names.delete(text);
         if (!retry || inTransaction) throw error;
         return run(text, values, false);
@@ -442,6 +515,7 @@ function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
   };
   return Object.assign(Object.create(pool) as pg.Pool, {
     connect: async () => {
+      naming ??= await decide();
       const client = await pool.connect();
       let wrapped = clients.get(client);
       if (!wrapped) clients.set(client, (wrapped = named(client)));
@@ -450,6 +524,10 @@ function withNamedStatements(pool: pg.Pool, limit = 300): pg.Pool {
     end: () => pool.end(),
   });
 }
+
+/** What a statement named on one server connection meets on another: 26000 (no such prepared statement), 42P05 (one of that name exists). */
+const POOLER_LOST_STATEMENT = '26000';
+const POOLER_DUPLICATE_STATEMENT = '42P05';
 
 /**
  * Kysely prepares every statement anew; preparing is a measurable share of a small write, so

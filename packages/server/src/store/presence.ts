@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { sql } from 'kysely';
-import type { Config } from '../config.js';
-import type { Executor } from './database.js';
+import type { Database, Executor } from './database.js';
 
 /**
  * A process's presence, as the database's own locks prove it: while this process runs, it holds a lock
@@ -15,9 +14,12 @@ import type { Executor } from './database.js';
  * waiting out its lease.
  *
  * - PostgreSQL: a transaction-scoped advisory lock (PRESENCE_LOCK_CLASS, a random key) in a transaction
- *   kept open on a connection of its own. Transaction-scoped, so a transaction-mode pooler keeps it on one
- *   server connection and closes that connection when the client goes; it takes no transaction id or
- *   snapshot, so it holds back no vacuum. Proven gone: the lock is in no backend's pg_locks.
+ *   kept open on a connection of its own; it takes no transaction id or snapshot, so it holds back no
+ *   vacuum. Proven gone: the lock is in no backend's pg_locks. The connection goes to
+ *   ENGRAM_DATABASE_DIRECT_URL when set. Through a transaction-mode pooler without one, none is held: a
+ *   transaction kept open there would pin one of the pooler's server connections per process for good
+ *   (N processes on a pool of N would leave none for statements), and an idle-transaction timeout
+ *   of the pooler would end it; claims then wait out their lease.
  * - SQLite: an exclusive lock on a small file of its own beside the database (`<db>-presence/`), kept by an
  *   open exclusive transaction. The kernel drops it with the process, across containers sharing the volume.
  *   Proven gone: another connection can take that file's lock (or the file was removed at a clean stop).
@@ -41,14 +43,19 @@ const RECONNECT_MS = 1_000;
 /** A statement on the presence connection now and then: an idle-in-transaction timeout of the server does not end it. */
 const KEEPALIVE_MS = 15_000;
 
-export async function startPresence(config: Config['database']): Promise<Presence> {
-  if (config.dialect === 'postgres') return postgresPresence(config.url);
+export async function startPresence(database: Database): Promise<Presence> {
+  const { config } = database;
+  if (config.dialect === 'postgres') {
+    const direct = config.directUrl;
+    return postgresPresence(direct ?? config.url, direct ? async () => false : database.pooled);
+  }
   // An in-memory database is seen by this process only: no other process can find its claims.
   if (config.path === ':memory:' || config.path === '') return { mark: () => null, gone: async () => false, close: async () => {} };
   return sqlitePresence(`${config.path}-presence`);
 }
 
-async function postgresPresence(url: string): Promise<Presence> {
+/** `pooled`: whether `url` leads to a transaction-mode pooler (Database.pooled), asked before each attempt until it answers. */
+async function postgresPresence(url: string, pooled: () => Promise<boolean>): Promise<Presence> {
   let key = randomInt(1, 2 ** 31 - 1);
   let held: pg.Client | null = null;
   let closed = false;
@@ -70,6 +77,11 @@ async function postgresPresence(url: string): Promise<Presence> {
     own.on('error', lose);
     own.on('end', lose);
     try {
+      if (await pooled()) {
+        // No lock to hold without pinning a server connection of the pooler: marks stay null (above).
+        closed = true;
+        return lose();
+      }
       await own.connect();
       await own.query('BEGIN');
       // Another live process drew the same key (1 in 2^31): draw again.

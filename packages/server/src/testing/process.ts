@@ -48,7 +48,7 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
  * address it prints: a port probed free and handed over could be taken meanwhile by another test
  * file's server, which would then answer for ours.
  */
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+export async function startServerProcess(env: Record<string, string>, { limitMs = START_LIMIT_MS } = {}): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...programArgs(), 'serve'], {
     // PostgreSQL deployments must share one secret between processes (see README); tests use a fixed one.
     env: { ...process.env, ENGRAM_HOST: '127.0.0.1', ENGRAM_PORT: '0', ENGRAM_SECRET_KEY: TEST_SECRET, ...env },
@@ -63,7 +63,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     if (running()) child.kill(signal);
     return exited;
   };
-  const deadline = Date.now() + START_LIMIT_MS;
+  const deadline = Date.now() + limitMs;
   for (;;) {
     const url = LISTENING.exec(stdout)?.[1];
     // The port stays our child's while it runs: an answer there, with the child still running, is its own.
@@ -71,7 +71,7 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     if (!running()) throw new Error(`server exited before it was ready:\n${stderr}`);
     if (Date.now() > deadline) {
       await stop('SIGKILL');
-      throw new Error(`server not ready within ${START_LIMIT_MS} ms:\n${stderr}`);
+      throw new Error(`server not ready within ${limitMs} ms:\n${stderr}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
