@@ -2,6 +2,7 @@
 // vLLM, LM Studio): POST {baseUrl}/chat/completions, no streaming.
 import { LlmError, type ChatRequest, type ChatResult, type LlmProvider, type TokenUsage } from './base.js';
 import { errorDetail, keyScrubber } from '../provider-http.js';
+import { retryAfterMs, withRetries } from '../../core/retry.js';
 
 export interface OpenAiLlmConfig {
   baseUrl: string;
@@ -28,15 +29,8 @@ const RETRYABLE = new Set([408, 409, 429, 500, 502, 503, 504]);
 export function retryDelayMs(headers: Headers, now = Date.now()): number | undefined {
   const ms = Number(headers.get('retry-after-ms'));
   if (headers.has('retry-after-ms') && Number.isFinite(ms) && ms >= 0) return ms;
-  const raw = headers.get('retry-after');
-  if (raw === null || raw.trim() === '') return undefined;
-  const seconds = Number(raw);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(raw);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+  return retryAfterMs(headers.get('retry-after'), now);
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function openAiLlm(cfg: OpenAiLlmConfig): LlmProvider {
   const url = cfg.baseUrl.replace(/\/+$/, '') + '/chat/completions';
@@ -99,19 +93,14 @@ export function openAiLlm(cfg: OpenAiLlmConfig): LlmProvider {
         temperature: request.temperature ?? 0,
         ...(request.maxTokens ? { max_tokens: request.maxTokens } : {}),
       });
-      for (let tries = 0; ; tries++) {
+      // Exponential backoff unless the provider said how long; a wait longer than we may hold a request fails now.
+      const result = await withRetries({ maxAttempts: maxRetries + 1, baseMs: 250, maxWaitMs: maxRetryWaitMs }, async () => {
         const outcome = await attempt(body);
         totals.requests++;
-        if (outcome.ok) {
-          for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const) totals[k] += outcome.result.usage[k];
-          return outcome.result;
-        }
-        if (!outcome.retry || tries >= maxRetries) throw outcome.error;
-        // Exponential backoff unless the provider said how long; a wait longer than we may hold a request fails now.
-        const wait = outcome.waitMs ?? 250 * 2 ** tries;
-        if (wait > maxRetryWaitMs) throw outcome.error;
-        await sleep(wait);
-      }
+        return outcome.ok ? { ok: true, value: outcome.result } : outcome;
+      });
+      for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const) totals[k] += result.usage[k];
+      return result;
     },
   };
 }
