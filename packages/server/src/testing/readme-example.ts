@@ -1,0 +1,34 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const ROOT = new URL('../../../../', import.meta.url);
+
+/** The first code block in `language` after `heading` in the root README. */
+export function readmeExample(heading: string, language: string): string {
+  const readme = readFileSync(new URL('README.md', ROOT), 'utf8');
+  const section = readme.slice(readme.indexOf(heading));
+  const found = readme.includes(heading) ? section.match(new RegExp('```' + language + '\\n([\\s\\S]*?)```')) : null;
+  if (!found) throw new Error(`no ${language} example after ${heading}`);
+  return found[1]!;
+}
+
+/**
+ * Builds a workspace package (its dist is what an import of the package name loads), then runs a README
+ * example as a user's file inside it (so the package name resolves to itself, as an installed package would),
+ * with tsx; answers its stdout.
+ */
+export async function runTsExample(packageDir: string, fileName: string, code: string, env: Record<string, string>): Promise<string> {
+  const tsc = new URL('node_modules/typescript/bin/tsc', ROOT).pathname;
+  await run(process.execPath, [tsc, '-p', join(packageDir, 'tsconfig.build.json')]);
+  const dir = mkdtempSync(join(packageDir, '.readme-'));
+  try {
+    writeFileSync(join(dir, fileName), code);
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(dir, fileName)], { env: { ...process.env, ...env }, cwd: dir });
+    return stdout;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
