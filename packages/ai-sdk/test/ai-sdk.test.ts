@@ -15,7 +15,8 @@ forEachDialect('AI SDK memory tools on a real Engram server', (dialect) => {
   beforeAll(async () => {
     const baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
     llm = await startFakeLlm();
-    http = new ServiceClient({ baseUrl, apiKey: t.key, projectId: t.projectId });
+    // A first query builds the end user's index: on a loaded machine that has taken over the default 30 s.
+    http = new ServiceClient({ baseUrl, apiKey: t.key, projectId: t.projectId, timeoutMs: 120_000 });
     model = createOpenAICompatible({ name: 'fake', baseURL: llm.baseUrl, apiKey: 'sk-test' })('fake-model');
   });
   afterAll(async () => llm?.close());

@@ -47,7 +47,8 @@ forEachDialect('LangGraph BaseStore on a real Engram server', (dialect) => {
   beforeAll(async () => {
     const baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
     llm = await startFakeLlm();
-    http = new ServiceClient({ baseUrl, apiKey: t.key, projectId: t.projectId });
+    // A first query builds the end user's index: on a loaded machine that has taken over the default 30 s.
+    http = new ServiceClient({ baseUrl, apiKey: t.key, projectId: t.projectId, timeoutMs: 120_000 });
     store = new EngramStore({ client: http });
   });
   afterAll(async () => llm?.close());
