@@ -122,6 +122,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   });
   // The search thread (modules/retrieval/thread.ts) ends with the app, after the requests under way.
   app.addHook('onClose', () => services.retrieval.close());
+  app.addHook('onClose', () => services.reader.close());
   await app.register(rateLimits, { rateLimit: config.rateLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
   // Every route's auth declaration, for the catalogue and the key test.
   const access: RouteAccess[] = [];
@@ -132,7 +133,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(healthRoutes, { database });
   await app.register(consoleRoutes);
   await app.register(memoryRoutes, { database, erase: services.erase });
-  await app.register(ingestRoutes, { database, blobs: services.blobs, jobs: services.jobs, erase: services.erase, settings: config.upload });
+  await app.register(ingestRoutes, { database, blobs: services.blobs, jobs: services.jobs, erase: services.erase, reader: services.reader, settings: config.upload });
   await app.register(connectorRoutes, services.connectors);
   await app.register(retrievalRoutes, { database, jobs: services.jobs, engine: services.retrieval });
   await app.register(synthesisRoutes, { database, retrieval: services.retrieval.retrieval, llm: services.llm });

@@ -76,6 +76,19 @@ export interface Config {
   tenant: { defaultMonthlyTurns: number };
   /** POST /memory/upload: the largest file (413 above) and the size from which a job ingests it (202). */
   upload: { maxBytes: number; backgroundFromBytes: number };
+  /** How untrusted files (uploads, connector files) are read: on threads of their own, within these bounds (modules/ingest/reader.ts). */
+  parse: {
+    /** Bytes a file may inflate to (Flate streams of a PDF, entries of a DOCX), all together. */
+    maxExpandedBytes: number;
+    maxPages: number;
+    /** Blocks (paragraphs, rows, records) a document may yield, and entries its zip may hold. */
+    maxParts: number;
+    /** The JavaScript heap of one reading thread. */
+    maxHeapMb: number;
+    timeoutMs: number;
+    /** Files read at once, each on its own thread. */
+    concurrency: number;
+  };
   /** The SSRF guard's allow-list (core/outbound.ts): hosts, addresses or CIDR ranges that may be reached though not public. */
   outbound: { allow: string[] };
   /** Connectors that call a vendor's API (modules/connectors/providers). */
@@ -234,6 +247,14 @@ export function loadConfig(env: Env = process.env): Config {
     upload: {
       maxBytes: integer(env, 'ENGRAM_UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       backgroundFromBytes: integer(env, 'ENGRAM_UPLOAD_BACKGROUND_BYTES', 1024 * 1024, 0, 1024 * 1024 * 1024),
+    },
+    parse: {
+      maxExpandedBytes: integer(env, 'ENGRAM_PARSE_MAX_EXPANDED_BYTES', 256 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+      maxPages: integer(env, 'ENGRAM_PARSE_MAX_PAGES', 5_000, 1, 10_000_000),
+      maxParts: integer(env, 'ENGRAM_PARSE_MAX_PARTS', 10_000, 1, 100_000_000),
+      maxHeapMb: integer(env, 'ENGRAM_PARSE_MAX_HEAP_MB', 256, 32, 65_536),
+      timeoutMs: integer(env, 'ENGRAM_PARSE_TIMEOUT_MS', 60_000, 100, 3_600_000),
+      concurrency: integer(env, 'ENGRAM_PARSE_CONCURRENCY', 2, 1, 256),
     },
     llm: llmConfig(env),
     intelligence: {

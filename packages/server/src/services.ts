@@ -22,7 +22,7 @@ import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
 import { purgeFinishedSyncs, queueDueSyncs, SYNC_JOB, syncJobHandler, type SyncDeps } from './modules/connectors/index.js';
-import { eraseEndUserFiles, eraseForgottenFiles, UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
+import { DocumentReader, eraseEndUserFiles, eraseForgottenFiles, UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
 export type ServiceConfig = Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
@@ -47,6 +47,8 @@ export interface Services {
   intelligence: Intelligence;
   /** Where artifacts and uploaded files live (the database or S3-compatible storage). */
   blobs: BlobStore;
+  /** Reads untrusted files (uploads, connector files) on threads of their own (modules/ingest/reader.ts). */
+  reader: DocumentReader;
   /** Background job kinds and their handlers (jobs/runner.ts runs them). */
   jobs: JobHandlers;
   /** What forgetting a memory must also erase, in the same transaction. */
@@ -116,8 +118,9 @@ export function buildServices({ config, database, secretKey }: { config: Service
   jobs.register(RECLASSIFY_JOB, reclassifyJob(database, intelligence));
   jobs.register(EXPORT_JOB, exportJob(database, blobs));
   jobs.register(IMPORT_JOB, importJob(database, blobs));
-  jobs.register(UPLOAD_JOB, uploadJobHandler({ database, blobs, erase }));
-  const connectors = { database, jobs, secret, outbound: config.outbound, erase, connectors: config.connectors };
+  const reader = new DocumentReader(config.parse);
+  jobs.register(UPLOAD_JOB, uploadJobHandler({ database, blobs, erase, reader }));
+  const connectors = { database, jobs, secret, outbound: config.outbound, erase, connectors: config.connectors, reader };
   jobs.register(SYNC_JOB, syncJobHandler(connectors));
 
   const outboxDispatchers: OutboxDispatcher[] = [fanOut(pseudonymize)];
@@ -151,7 +154,7 @@ export function buildServices({ config, database, secretKey }: { config: Service
   };
 
   return {
-    config, database, secretKey: secret, pseudonymize, tokens, retrieval, llm: createLlm(config.llm), intelligence, blobs, jobs, erase, connectors, credentials,
+    config, database, secretKey: secret, pseudonymize, tokens, retrieval, llm: createLlm(config.llm), intelligence, blobs, reader, jobs, erase, connectors, credentials,
     outboxDispatchers, chores, eventTypes: listEventTypes, mailer: createMailer(config.mail), webhooks: { secretKey: secret, ...config.webhooks },
     // The plan's allowance; plans without one (self-hosted) use the configured default.
     monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,

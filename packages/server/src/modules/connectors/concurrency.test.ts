@@ -115,7 +115,7 @@ forEachDialect('connectors under concurrency', (dialect) => {
       return rows[0]!.n > 0;
     }, 'the purge to wait for the end user\'s row', 10_000);
 
-    const deps: SyncDeps = { database: t.database, jobs: t.services.jobs, secret: t.services.secretKey, outbound: t.services.config.outbound, erase: t.services.erase, connectors: t.services.config.connectors };
+    const deps: SyncDeps = { database: t.database, jobs: t.services.jobs, secret: t.services.secretKey, outbound: t.services.config.outbound, erase: t.services.erase, connectors: t.services.config.connectors, reader: t.services.reader };
     expect(await queueDueSyncs(deps, new Date(Date.now() + 6 * 60_000))).toEqual([]);
     const manual = await c.call('POST', `/connectors/connections/${id}/sync`);
     expectError(manual, 409, 'conflict');

@@ -109,7 +109,7 @@ forEachDialect('connector framework: connections, configuration, catalog, integr
   it('queues scheduled syncs when due, once', async () => {
     const c = connectorsClient(t, owner);
     const connection = await c.create({ provider: 'web_crawler', name: 'Scheduled', end_user_id: 'scheduled', config: { ...config(), max_depth: 0 }, schedule_minutes: 5 });
-    const deps = { database: t.database, jobs: new JobHandlers(), secret: new Uint8Array(32), outbound: { allow: [] }, erase: new EraseHooks(endUserPseudonyms(new Uint8Array(32))), connectors: { redirectUrl: 'http://127.0.0.1/callback', vendors: {} } };
+    const deps = { database: t.database, jobs: new JobHandlers(), secret: new Uint8Array(32), outbound: { allow: [] }, erase: new EraseHooks(endUserPseudonyms(new Uint8Array(32))), connectors: { redirectUrl: 'http://127.0.0.1/callback', vendors: {} }, reader: t.services.reader };
     expect(await queueDueSyncs(deps, new Date())).toEqual([]);
     const later = new Date(Date.now() + 6 * 60_000);
     const queued = await queueDueSyncs(deps, later);

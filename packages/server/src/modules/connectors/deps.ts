@@ -2,6 +2,7 @@ import type { ConnectorsConfig } from '../../config.js';
 import type { OutboundPolicy } from '../../core/outbound.js';
 import type { JobHandlers } from '../../jobs/runner.js';
 import type { Database } from '../../store/database.js';
+import type { DocumentReader } from '../ingest/index.js';
 import type { EraseHooks } from '../memories/index.js';
 
 /** What the connectors module's services need from the composition root. */
@@ -12,4 +13,6 @@ export interface SyncDeps {
   outbound: OutboundPolicy;
   erase: EraseHooks;
   connectors: ConnectorsConfig;
+  /** Files a source holds are read as uploads are, on reading threads within the ENGRAM_PARSE_* bounds. */
+  reader: DocumentReader;
 }

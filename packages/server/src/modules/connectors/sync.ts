@@ -4,7 +4,7 @@ import { AppError, notFound } from '../../core/errors.js';
 import { enqueueJob, LeaseLost, type JobContext, type JobHandler } from '../../jobs/runner.js';
 import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { MEMORY_LIMITS, addWithin, forgetWithin, liveMemoryIds, nextSeq, type ImportedMemory, type Owner } from '../memories/index.js';
-import { chunkMemories, readDocument } from '../ingest/index.js';
+import { chunkMemories } from '../ingest/index.js';
 import type { SyncDeps } from './deps.js';
 import { sourceAccess } from './oauth.js';
 import { sleep } from './providers/http.js';
@@ -163,7 +163,7 @@ async function runSync(deps: SyncDeps, job: JobContext): Promise<unknown> {
         }));
       } else {
         try {
-          const document = await readDocument(object.bytes, object.name, object.mediaType);
+          const document = await deps.reader.read(object.bytes, object.name, object.mediaType, 'wait');
           items = chunkMemories(document, { source, file: { name: object.name, ...origin } });
         } catch (error) {
           if (!(error instanceof AppError)) throw error;

@@ -2,7 +2,7 @@ import { sha256Hex } from '../../core/crypto.js';
 import { invalid } from '../../core/errors.js';
 import type { AddMemoryInput } from '../memories/index.js';
 import { chunkBlocks, type Chunk } from './chunker.js';
-import { detectType, parserFor, type FileType } from './parsers/index.js';
+import { detectType, parserFor, tooLarge, type DocumentLimits, type FileType } from './parsers/index.js';
 
 /**
  * The pipeline every document goes through, from an upload or a connector: detect the type,
@@ -17,10 +17,14 @@ export interface ReadDocument {
   chunks: Chunk[];
 }
 
-/** Throws 415 for an unsupported type and 400 for a corrupt, encrypted or empty file. */
-export async function readDocument(bytes: Buffer, name: string, mediaType?: string): Promise<ReadDocument> {
+/**
+ * Throws 415 for an unsupported type, 400 for a corrupt, encrypted or empty file and 413 for one
+ * beyond `limits`. Runs on a reading thread (reader.ts), never on a thread that serves requests.
+ */
+export async function readDocumentHere(bytes: Buffer, name: string, mediaType: string | undefined, limits: DocumentLimits): Promise<ReadDocument> {
   const type = detectType(bytes, name, mediaType);
-  const parsed = await parserFor(type).parse(bytes);
+  const parsed = await parserFor(type).parse(bytes, limits);
+  if (parsed.blocks.length > limits.maxParts) throw tooLarge('ENGRAM_PARSE_MAX_PARTS', `The file has more than ${limits.maxParts} parts (paragraphs, rows or records)`);
   const chunks = chunkBlocks(parsed.blocks);
   if (chunks.length === 0) throw invalid('file', 'The file has no text to remember (a scanned PDF needs OCR first)');
   return { type, sha256: sha256Hex(bytes), size: bytes.length, ...(parsed.title ? { title: parsed.title } : {}), chunks };

@@ -17,8 +17,25 @@ declare module 'fastify' {
 
 const tags = ['memories'];
 
+/**
+ * The multipart parser's errors for a body that breaks the format, as the caller's 400: busboy
+ * reports them as plain errors, known by their message only.
+ */
+function malformedForm(error: Error): AppError | undefined {
+  if (error.message === 'Multipart: Boundary not found') return invalid('Content-Type', 'The multipart/form-data Content-Type needs a boundary parameter');
+  if (/terminated early due to unexpected end of multipart data|^Unexpected end of multipart data$/.test(error.message)) {
+    return invalid('file', 'The multipart body ends in the middle of a part');
+  }
+  return undefined;
+}
+
 export const ingestRoutes: FastifyPluginAsyncTypebox<IngestDeps & { settings: UploadSettings }> = async (app, deps) => {
   const { database, settings } = deps;
+
+  // Thrown on to the app's error handler (http/error-handler.ts), which answers it.
+  app.setErrorHandler((error: Error) => {
+    throw malformedForm(error) ?? error;
+  });
 
   // Registered inside this plugin only, so every other route keeps answering multipart bodies with 415.
   await app.register(multipart, {
@@ -48,7 +65,8 @@ export const ingestRoutes: FastifyPluginAsyncTypebox<IngestDeps & { settings: Up
         `The document is split along its structure (headings, paragraphs, table rows, sentences) into memories of 1 to ${CHUNK.max} characters ` +
         `(paragraphs packed to about ${CHUNK.target}), each with its provenance in metadata. The same file again is skipped; another version ` +
         `of a file with the same name replaces the previous version's memories. Files over ${settings.backgroundFromBytes} bytes are ingested ` +
-        `by a job (202; read it at GET /memory/upload/{job_id}); over ${settings.maxBytes} bytes is 413.`,
+        `by a job (202; read it at GET /memory/upload/{job_id}); over ${settings.maxBytes} bytes is 413, as is a file beyond a reading bound ` +
+        '(it inflates, has pages or parts, needs memory or time past the ENGRAM_PARSE_* setting its message names).',
       consumes: ['multipart/form-data'],
       body: Type.Object({ file: Type.String({ format: 'binary', description: 'The document' }) }, { additionalProperties: false }),
       response: { 201: UploadResult, 200: UploadResult, 202: UploadResult },

@@ -6,8 +6,9 @@ import { enqueueJob, eraseJobs, getJob, PermanentJobError, type JobHandler, type
 import type { BlobStore } from '../../store/blobs.js';
 import { decodeJson, encodeJson, type Database, type Executor } from '../../store/database.js';
 import { addWithin, forgetWithin, liveMemoryIds, nextSeq, ownersOfMemories, type EraseHook, type EraseHooks, type MemoryView, type Owner } from '../memories/index.js';
-import { chunkMemories, readDocument, type ReadDocument } from './document.js';
-import { detectType, type FileType } from './parsers/index.js';
+import { chunkMemories, type ReadDocument } from './document.js';
+import type { FileType } from './parsers/index.js';
+import type { DocumentReader } from './reader.js';
 
 /** This module owns uploaded_files: per end user and file name, the version whose memories are live. */
 
@@ -26,6 +27,8 @@ export interface IngestDeps {
   blobs: BlobStore;
   jobs: JobHandlers;
   erase: EraseHooks;
+  /** Reads files on threads of their own, within the ENGRAM_PARSE_* bounds. */
+  reader: DocumentReader;
 }
 
 export interface UploadedFile {
@@ -106,9 +109,9 @@ export async function uploadFile(
 ): Promise<UploadOutcome> {
   const { database, settings } = deps;
   if (file.bytes.length <= settings.backgroundFromBytes) {
-    return storeVersion(deps, ctx, owner, file.name, await readDocument(file.bytes, file.name, file.mediaType));
+    return storeVersion(deps, ctx, owner, file.name, await deps.reader.read(file.bytes, file.name, file.mediaType, 'refuse'));
   }
-  const type = detectType(file.bytes, file.name, file.mediaType);
+  const type = await deps.reader.detect(file.bytes, file.name, file.mediaType, 'refuse');
   const view = { name: file.name, type, size: file.bytes.length, sha256: sha256Hex(file.bytes) };
   const existing = await fileRow(database.db, owner, file.name);
   if (existing?.sha256 === view.sha256 && (await stillLive(database.db, owner, existing.memory_ids))) {
@@ -149,11 +152,11 @@ export function uploadJobHandler(deps: Omit<IngestDeps, 'jobs'>): JobHandler {
     await job.progress(0.1);
     let document: ReadDocument;
     try {
-      document = await readDocument(Buffer.concat(chunks), name, mediaType ?? undefined);
+      document = await deps.reader.read(Buffer.concat(chunks), name, mediaType ?? undefined, 'wait');
     } catch (error) {
+      if (!(error instanceof AppError)) throw error;
       await deps.blobs.delete(blobKey);
-      if (error instanceof AppError) throw new PermanentJobError(error.message);
-      throw error;
+      throw new PermanentJobError(error.message);
     }
     await job.progress(0.5);
     const outcome = await storeVersion(deps, { ...ctx, projectId: owner.projectId }, owner, name, document);

@@ -1,7 +1,8 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { openDatabase } from '../../store/database.js';
 import { createInProcessRetrieval } from './engine.js';
-import { threadError, type ThreadAnswer, type ThreadCall, type ThreadData } from './thread.js';
+import { threadError } from '../../core/worker-threads.js';
+import type { ThreadAnswer, ThreadCall, ThreadData } from './thread.js';
 
 /**
  * The search thread (thread.ts): the retrieval engine with its own database connection, answering

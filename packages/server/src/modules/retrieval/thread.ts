@@ -1,6 +1,5 @@
-import { Worker } from 'node:worker_threads';
-import { CredentialsMoved } from '../../core/credentials-clock.js';
-import { AppError, type ErrorCode } from '../../core/errors.js';
+import type { Worker } from 'node:worker_threads';
+import { moduleWorker, rethrown, siblingModule, type ThreadError } from '../../core/worker-threads.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../store/database.js';
 import type { IndexCacheStats } from './index-cache.js';
@@ -34,12 +33,6 @@ export interface ThreadCall {
   args: unknown[];
 }
 
-/** An error thrown on the thread, as it crosses back (structured clone keeps no classes). */
-export type ThreadError =
-  | { kind: 'app'; code: ErrorCode; message: string; field?: string; headers: Record<string, string> }
-  | { kind: 'credentials_moved' }
-  | { kind: 'failed'; name: string; message: string; stack?: string; code?: string };
-
 export type ThreadAnswer = { id: number; result: unknown } | { id: number; error: ThreadError };
 
 export interface ThreadData {
@@ -47,25 +40,8 @@ export interface ThreadData {
   retrieval: Config['retrieval'];
 }
 
-export function threadError(error: unknown): ThreadError {
-  if (error instanceof AppError) return { kind: 'app', code: error.code, message: error.message, ...(error.field !== undefined ? { field: error.field } : {}), headers: error.headers };
-  if (error instanceof CredentialsMoved) return { kind: 'credentials_moved' };
-  const e = error instanceof Error ? error : new Error(String(error));
-  const code = (e as { code?: unknown }).code;
-  return { kind: 'failed', name: e.name, message: e.message, ...(e.stack ? { stack: e.stack } : {}), ...(typeof code === 'string' ? { code } : {}) };
-}
-
-function rethrown(error: ThreadError): Error {
-  if (error.kind === 'app') return new AppError(error.code, error.message, error.field, error.headers);
-  if (error.kind === 'credentials_moved') return new CredentialsMoved();
-  const e = Object.assign(new Error(error.message), error.code !== undefined ? { code: error.code } : {});
-  e.name = error.name;
-  if (error.stack) e.stack = `${error.stack}\n    (on the search thread)`;
-  return e;
-}
-
 /** The worker's module: compiled JavaScript beside this file, or TypeScript under tsx (`npm run dev`, tests without a build). */
-let workerUrl = new URL(`./thread-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+let workerUrl = siblingModule('thread-worker', import.meta.url);
 
 /**
  * Search threads started from now on run `compiled` (thread-worker.js of a build). The tests'
@@ -139,10 +115,7 @@ export class RetrievalThread {
   }
 
   private spawn(): Worker {
-    const worker = workerUrl.pathname.endsWith('.ts')
-      // Under tsx the worker registers the same loader before it reads TypeScript.
-      ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(workerUrl.href)}); })`, { eval: true, workerData: this.data satisfies ThreadData })
-      : new Worker(workerUrl, { workerData: this.data satisfies ThreadData });
+    const worker = moduleWorker(workerUrl, { workerData: this.data satisfies ThreadData });
     // Like the checkpointer thread, it must not keep alive a process that has nothing else to do.
     worker.unref();
     worker.on('message', (answer: ThreadAnswer) => {
@@ -150,7 +123,7 @@ export class RetrievalThread {
       if (!waiting) return;
       this.pending.delete(answer.id);
       if (this.pending.size === 0 && !this.closing) worker.unref();
-      if ('error' in answer) waiting.reject(rethrown(answer.error));
+      if ('error' in answer) waiting.reject(rethrown(answer.error, 'the search thread'));
       else waiting.resolve(answer.result);
     });
     let failure: Error | undefined;

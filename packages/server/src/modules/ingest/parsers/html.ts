@@ -1,5 +1,6 @@
 import { Readability } from '@mozilla/readability';
 import { parseHTML } from 'linkedom';
+import { AppError } from '../../../core/errors.js';
 import { unreadable, utf8Text, type Block, type ParsedDocument, type Parser } from './parser.js';
 
 /**
@@ -84,8 +85,25 @@ function walk(node: Node, out: Block[]): void {
   flush();
 }
 
+/** Elements that never hold others, so never open a level. */
+const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'param', 'source', 'track', 'wbr']);
+/** Deeper than any page people write; the DOM and Readability slow down past linearly with depth (200,000 levels: minutes). */
+export const MAX_NESTING = 1_000;
+
+/** Refuses markup nested deeper than MAX_NESTING, counted from its tags before a DOM is built. */
+function checkNesting(html: string): void {
+  let depth = 0;
+  for (const tag of html.matchAll(/<(\/?)([a-zA-Z][\w:-]*)[^>]*?(\/?)>/g)) {
+    if (tag[1]) depth = Math.max(0, depth - 1);
+    else if (!tag[3] && !VOID.has(tag[2]!.toLowerCase()) && ++depth > MAX_NESTING) {
+      throw new AppError('payload_too_large', `The file nests elements more than ${MAX_NESTING} levels deep`, 'file');
+    }
+  }
+}
+
 /** Blocks of an HTML document; `readable` first extracts the main content of a web page. */
 export function htmlBlocks(html: string, options: { readable: boolean; url?: string }): ParsedDocument {
+  checkNesting(html);
   const { document } = parseHTML(html.includes('<html') ? html : `<!doctype html><html><head></head><body>${html}</body></html>`);
   const title = clean(document.querySelector('title')?.textContent ?? '') || undefined;
   let root: Node = (document.body ?? document.documentElement) as unknown as Node;

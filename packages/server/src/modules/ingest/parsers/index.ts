@@ -8,7 +8,7 @@ import { pdfParser } from './pdf.js';
 import { textParser } from './text.js';
 
 export { FILE_TYPES, type Block, type FileType, type ParsedDocument, type Parser } from './parser.js';
-export { htmlBlocks } from './html.js';
+export { tooLarge, type DocumentLimits } from './limits.js';
 
 /** The factory: one parser per file type. */
 const PARSERS: Record<FileType, Parser> = {

@@ -1,4 +1,5 @@
 import { AppError, invalid } from '../../../core/errors.js';
+import type { DocumentLimits } from './limits.js';
 
 /**
  * One interface for every file type: a parser turns a file's bytes into the document's blocks in
@@ -24,7 +25,8 @@ export interface ParsedDocument {
 
 export interface Parser {
   readonly type: FileType;
-  parse(bytes: Buffer): Promise<ParsedDocument>;
+  /** Throws 413 (limits.ts#tooLarge) for a file beyond `limits`. */
+  parse(bytes: Buffer, limits: DocumentLimits): Promise<ParsedDocument>;
 }
 
 /** The file is corrupt, encrypted or not what its type says: the caller's problem, reported as 400. */
