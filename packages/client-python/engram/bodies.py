@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-AddMemory = TypedDict("AddMemory", {"text": str, "source": NotRequired[str], "tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "client_ref": NotRequired[str], "session_id": NotRequired[str]})
+AddMemory = TypedDict("AddMemory", {"text": str, "source": NotRequired[str], "tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "client_ref": NotRequired[str], "session_id": NotRequired[str], "expires_at": NotRequired[str], "ttl_seconds": NotRequired[int]})
 Filters = TypedDict("Filters", {"tags": NotRequired[Any], "tags_any": NotRequired[list[str]], "tags_all": NotRequired[list[str]], "text": NotRequired[Any], "source": NotRequired[Any], "session_id": NotRequired[Any], "importance": NotRequired[Any], "created_at": NotRequired[Any], "updated_at": NotRequired[Any], "created_after": NotRequired[str], "created_before": NotRequired[str], "metadata": NotRequired[dict[str, Any]], "is_summary": NotRequired[Any], "$and": NotRequired[list[dict[str, Any]]], "$or": NotRequired[list[dict[str, Any]]], "$not": NotRequired[dict[str, Any]]})
-MemoriesAddRequest = TypedDict("MemoriesAddRequest", {"text": str, "source": NotRequired[str], "tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "client_ref": NotRequired[str], "session_id": NotRequired[str]})
+MemoriesAddRequest = TypedDict("MemoriesAddRequest", {"text": str, "source": NotRequired[str], "tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "client_ref": NotRequired[str], "session_id": NotRequired[str], "expires_at": NotRequired[str], "ttl_seconds": NotRequired[int]})
 MemoriesBulkAddRequest = list[AddMemory]
-MemoriesBatchUpdateRequestUpdatesItem = TypedDict("MemoriesBatchUpdateRequestUpdatesItem", {"id": int, "tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "source": NotRequired[str]})
+MemoriesBatchUpdateRequestUpdatesItem = TypedDict("MemoriesBatchUpdateRequestUpdatesItem", {"id": int, "tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "source": NotRequired[str], "expires_at": NotRequired[str | None], "ttl_seconds": NotRequired[int]})
 MemoriesBatchUpdateRequest = TypedDict("MemoriesBatchUpdateRequest", {"updates": list[MemoriesBatchUpdateRequestUpdatesItem]})
 MemoriesForgetRequest = TypedDict("MemoriesForgetRequest", {"ids": NotRequired[list[int]], "filters": NotRequired[Filters], "session_id": NotRequired[str], "dry_run": NotRequired[bool], "limit": NotRequired[int]})
-MemoriesUpdateRequest = TypedDict("MemoriesUpdateRequest", {"tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "source": NotRequired[str]})
+MemoriesUpdateRequest = TypedDict("MemoriesUpdateRequest", {"tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "source": NotRequired[str], "expires_at": NotRequired[str | None], "ttl_seconds": NotRequired[int]})
 ConnectorsCreateRequest = TypedDict("ConnectorsCreateRequest", {"provider": str, "name": str, "config": dict[str, Any], "credentials": NotRequired[dict[str, Any]], "end_user_id": NotRequired[str], "schedule_minutes": NotRequired[int | None]})
 ConnectorsUpdateRequest = TypedDict("ConnectorsUpdateRequest", {"name": NotRequired[str], "credentials": NotRequired[dict[str, Any]], "schedule_minutes": NotRequired[int | None]})
 ConnectorsCompleteAuthorizationRequest = TypedDict("ConnectorsCompleteAuthorizationRequest", {"state": str, "code": NotRequired[str], "error": NotRequired[str]})
@@ -32,7 +32,7 @@ IntelligenceReplaceOntologyRequestRelationTypesItem = TypedDict("IntelligenceRep
 IntelligenceReplaceOntologyRequest = TypedDict("IntelligenceReplaceOntologyRequest", {"categories": list[IntelligenceReplaceOntologyRequestCategoriesItem], "entity_types": list[IntelligenceReplaceOntologyRequestEntityTypesItem], "relation_types": list[IntelligenceReplaceOntologyRequestRelationTypesItem]})
 IntelligenceResolveDecisionRequest = TypedDict("IntelligenceResolveDecisionRequest", {"resolution": Literal["keep_one", "keep_both", "dismiss"], "memory_id": NotRequired[int], "note": NotRequired[str]})
 V1AddTurnRequestMetadata = TypedDict("V1AddTurnRequestMetadata", {"session_id": NotRequired[str], "project": NotRequired[str], "timestamp": NotRequired[str]})
-V1AddTurnRequest = TypedDict("V1AddTurnRequest", {"tenant_id": str, "user_id": str, "source": NotRequired[str], "text": str, "speaker": str, "metadata": NotRequired[V1AddTurnRequestMetadata]})
+V1AddTurnRequest = TypedDict("V1AddTurnRequest", {"tenant_id": str, "user_id": str, "source": NotRequired[str], "text": str, "speaker": str, "expires_at": NotRequired[str], "ttl_seconds": NotRequired[int], "metadata": NotRequired[V1AddTurnRequestMetadata]})
 V1RecallRequest = TypedDict("V1RecallRequest", {"tenant_id": str, "user_id": str, "query": str, "k": NotRequired[int], "session_id": NotRequired[str], "min_score": NotRequired[float]})
 AuthLoginRequest = TypedDict("AuthLoginRequest", {"email": str, "password": str, "scopes": NotRequired[list[str]]})
 AuthRefreshRequest = TypedDict("AuthRefreshRequest", {"refresh_token": str})

@@ -42,6 +42,8 @@ class AddMemory(EngramModel):
     metadata: dict[str, Any] | None = Field(default=None)
     client_ref: str | None = Field(default=None)
     session_id: str | None = Field(default=None)
+    expires_at: str | None = Field(default=None)
+    ttl_seconds: int | None = Field(default=None)
 
 class Memory(EngramModel):
     id: int
@@ -57,6 +59,7 @@ class Memory(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
 
 class Filters(EngramModel):
     tags: Any | None = Field(default=None)
@@ -98,6 +101,8 @@ class MemoriesAddRequest(EngramModel):
     metadata: dict[str, Any] | None = Field(default=None)
     client_ref: str | None = Field(default=None)
     session_id: str | None = Field(default=None)
+    expires_at: str | None = Field(default=None)
+    ttl_seconds: int | None = Field(default=None)
 
 class MemoriesAddResponse200(EngramModel):
     status: Literal["skipped"]
@@ -118,6 +123,7 @@ class MemoriesAddResponse201(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
 
 MemoriesBulkAddRequest = list[AddMemory]
 class MemoriesBulkAddResponse200Totals(EngramModel):
@@ -182,6 +188,8 @@ class MemoriesBatchUpdateRequestUpdatesItem(EngramModel):
     importance: float | None = Field(default=None)
     metadata: dict[str, Any] | None = Field(default=None)
     source: str | None = Field(default=None)
+    expires_at: str | None | None = Field(default=None)
+    ttl_seconds: int | None = Field(default=None)
 
 class MemoriesBatchUpdateRequest(EngramModel):
     updates: list[MemoriesBatchUpdateRequestUpdatesItem]
@@ -258,12 +266,15 @@ class MemoriesGetResponse(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
 
 class MemoriesUpdateRequest(EngramModel):
     tags: list[str] | None = Field(default=None)
     importance: float | None = Field(default=None)
     metadata: dict[str, Any] | None = Field(default=None)
     source: str | None = Field(default=None)
+    expires_at: str | None | None = Field(default=None)
+    ttl_seconds: int | None = Field(default=None)
 
 class MemoriesUpdateResponse(EngramModel):
     id: int
@@ -279,6 +290,7 @@ class MemoriesUpdateResponse(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
 
 class MemoriesHistoryResponseItemsItemActor(EngramModel):
     type: str
@@ -948,6 +960,7 @@ class MemoriesQueryResponseMemoriesItem(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
     score: float
     explanation: dict[str, Any] | None = Field(default=None)
 
@@ -974,6 +987,7 @@ class MemoriesRetrieveResponseMemoriesItem(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
     score: float
     explanation: dict[str, Any] | None = Field(default=None)
 
@@ -1007,6 +1021,7 @@ class MemoriesSearchResponseMemoriesItem(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
     score: float
     explanation: dict[str, Any] | None = Field(default=None)
 
@@ -1036,6 +1051,7 @@ class MemoriesComposeResponseMemoriesItem(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
     score: float
     explanation: dict[str, Any] | None = Field(default=None)
 
@@ -1192,6 +1208,7 @@ class MemoriesSynthesizeResponseMemoriesItem(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
     score: float
     explanation: dict[str, Any] | None = Field(default=None)
 
@@ -1526,6 +1543,8 @@ class V1AddTurnRequest(EngramModel):
     source: str | None = Field(default=None)
     text: str
     speaker: str
+    expires_at: str | None = Field(default=None)
+    ttl_seconds: int | None = Field(default=None)
     metadata: V1AddTurnRequestMetadata | None = Field(default=None)
 
 class V1AddTurnResponse200(EngramModel):
@@ -1594,6 +1613,7 @@ class V1MemoriesResponseItemsItem(EngramModel):
     created_at: str
     updated_at: str
     superseded_by: int | None
+    expires_at: str | None
     speaker: str | None
     tenant_id: str
     user_id: str

@@ -10,10 +10,10 @@ import { createMailer, type Mailer } from './core/mailer.js';
 import { JobHandlers, purgeFinishedJobs } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
 import { liveSession, TokenIssuer, touchSession } from './modules/auth/index.js';
-import { findProject, forgetKey, membershipOf, resolveKey, touchApiKey } from './modules/org/index.js';
+import { findProject, forgetKey, membershipOf, projectOrganization, resolveKey, touchApiKey } from './modules/org/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
 import { createIntelligence, currentFactsFirst, eraseResolutions, RECLASSIFY_JOB, reclassifyJob, type Intelligence } from './modules/intelligence/index.js';
-import { EraseHooks } from './modules/memories/index.js';
+import { EraseHooks, forgetExpired } from './modules/memories/index.js';
 import { exportJob, EXPORT_JOB, IMPORT_JOB, importJob, purgeDeletedArtifacts, sweepExports, withdrawArtifactsHolding } from './modules/exports/index.js';
 import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
 import { eraseSynthesisData } from './modules/synthesis/index.js';
@@ -133,6 +133,8 @@ export function buildServices({ config, database, secretKey }: { config: Service
     { name: 'jobs.retention', everyMs: 60 * MINUTE, run: () => purgeFinishedJobs(database.db, new Date(Date.now() - config.jobRetentionDays * DAY).toISOString()) },
     { name: 'connectors.retention', everyMs: 60 * MINUTE, run: () => purgeFinishedSyncs(database.db, new Date(Date.now() - config.jobRetentionDays * DAY).toISOString()) },
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
+    // Expired memories are already gone from every read; this erases them as forgetting does (issue 54.9).
+    { name: 'memories.expiry', everyMs: 30_000, run: () => forgetExpired(database, erase, (projectId) => projectOrganization(database.db, projectId)) },
     // Each due connection is claimed with a conditional update, so one process queues its sync.
     { name: 'connectors.schedule', everyMs: 30_000, run: () => queueDueSyncs(connectors) },
     // Large end users' indexes, stored so that first queries load them (modules/retrieval/snapshots.ts).

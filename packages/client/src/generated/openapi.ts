@@ -2304,6 +2304,13 @@ export interface components {
             client_ref?: string;
             /** @description Conversation session, narrows retrieval */
             session_id?: string;
+            /**
+             * Format: date-time
+             * @description When the memory expires (in the future): from then on no read returns it, and the expiry sweep erases it as forgetting does
+             */
+            expires_at?: string;
+            /** @description Expires this many seconds after the write (instead of expires_at) */
+            ttl_seconds?: number;
         };
         Memory: {
             id: number;
@@ -2324,6 +2331,8 @@ export interface components {
             updated_at: string;
             /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
             superseded_by: number | null;
+            /** @description When it expires; null: never */
+            expires_at: string | null;
         };
         /**
          * @example {
@@ -2446,6 +2455,13 @@ export interface components {
             client_ref?: string;
             /** @description Conversation session, narrows retrieval */
             session_id?: string;
+            /**
+             * Format: date-time
+             * @description When the memory expires (in the future): from then on no read returns it, and the expiry sweep erases it as forgetting does
+             */
+            expires_at?: string;
+            /** @description Expires this many seconds after the write (instead of expires_at) */
+            ttl_seconds?: number;
         };
         /** MemoriesAddResponse200 */
         MemoriesAddResponse200: {
@@ -2474,6 +2490,8 @@ export interface components {
             updated_at: string;
             /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
             superseded_by: number | null;
+            /** @description When it expires; null: never */
+            expires_at: string | null;
         };
         /** MemoriesBulkAddRequest */
         MemoriesBulkAddRequest: components["schemas"]["AddMemory"][];
@@ -2550,6 +2568,10 @@ export interface components {
                 };
                 /** @description Descriptive origin label */
                 source?: string;
+                /** @description A new expiry, or null: never expires */
+                expires_at?: string | null;
+                /** @description Expires this many seconds after the write (instead of expires_at) */
+                ttl_seconds?: number;
             }[];
         };
         /** MemoriesBatchUpdateResponse200 */
@@ -2635,6 +2657,8 @@ export interface components {
             updated_at: string;
             /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
             superseded_by: number | null;
+            /** @description When it expires; null: never */
+            expires_at: string | null;
         };
         /** MemoriesUpdateRequest */
         MemoriesUpdateRequest: {
@@ -2647,6 +2671,10 @@ export interface components {
             };
             /** @description Descriptive origin label */
             source?: string;
+            /** @description A new expiry, or null: never expires */
+            expires_at?: string | null;
+            /** @description Expires this many seconds after the write (instead of expires_at) */
+            ttl_seconds?: number;
         };
         /** MemoriesUpdateResponse */
         MemoriesUpdateResponse: {
@@ -2668,6 +2696,8 @@ export interface components {
             updated_at: string;
             /** @description The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval */
             superseded_by: number | null;
+            /** @description When it expires; null: never */
+            expires_at: string | null;
         };
         /** MemoriesHistoryResponse */
         MemoriesHistoryResponse: {
@@ -4139,6 +4169,13 @@ export interface components {
             text: string;
             /** @description Who spoke; a content hash here makes redelivery converge */
             speaker: string;
+            /**
+             * Format: date-time
+             * @description When the memory expires (in the future): from then on no read returns it, and the expiry sweep erases it as forgetting does
+             */
+            expires_at?: string;
+            /** @description Expires this many seconds after the write (instead of expires_at) */
+            ttl_seconds?: number;
             metadata?: {
                 /** @description Conversation session */
                 session_id?: string;
@@ -5724,7 +5761,9 @@ export interface operations {
                  *       "importance": 0,
                  *       "metadata": {},
                  *       "client_ref": "crm-1042",
-                 *       "session_id": "session-7"
+                 *       "session_id": "session-7",
+                 *       "expires_at": "2026-01-15T09:30:00.000Z",
+                 *       "ttl_seconds": 1
                  *     }
                  */
                 "application/json": components["schemas"]["MemoriesAddRequest"];
@@ -5769,7 +5808,8 @@ export interface operations {
                      *       "end_user_id": "user-42",
                      *       "created_at": "2026-01-15T09:30:00.000Z",
                      *       "updated_at": "2026-01-15T09:30:00.000Z",
-                     *       "superseded_by": 1
+                     *       "superseded_by": 1,
+                     *       "expires_at": "2026-01-15T09:30:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["MemoriesAddResponse201"];
@@ -5944,7 +5984,9 @@ export interface operations {
                  *         "importance": 0,
                  *         "metadata": {},
                  *         "client_ref": "crm-1042",
-                 *         "session_id": "session-7"
+                 *         "session_id": "session-7",
+                 *         "expires_at": "2026-01-15T09:30:00.000Z",
+                 *         "ttl_seconds": 1
                  *       }
                  *     ]
                  */
@@ -5984,7 +6026,8 @@ export interface operations {
                      *             "end_user_id": "user-42",
                      *             "created_at": "2026-01-15T09:30:00.000Z",
                      *             "updated_at": "2026-01-15T09:30:00.000Z",
-                     *             "superseded_by": 1
+                     *             "superseded_by": 1,
+                     *             "expires_at": "2026-01-15T09:30:00.000Z"
                      *           },
                      *           "memory_id": 1,
                      *           "reason": "duplicate_client_ref",
@@ -6032,7 +6075,8 @@ export interface operations {
                      *             "end_user_id": "user-42",
                      *             "created_at": "2026-01-15T09:30:00.000Z",
                      *             "updated_at": "2026-01-15T09:30:00.000Z",
-                     *             "superseded_by": 1
+                     *             "superseded_by": 1,
+                     *             "expires_at": "2026-01-15T09:30:00.000Z"
                      *           },
                      *           "memory_id": 1,
                      *           "reason": "duplicate_client_ref",
@@ -6261,7 +6305,8 @@ export interface operations {
                      *           "end_user_id": "user-42",
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
-                     *           "superseded_by": 1
+                     *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z"
                      *         }
                      *       ],
                      *       "next_cursor": "next-cursor",
@@ -6407,7 +6452,8 @@ export interface operations {
                      *           "end_user_id": "user-42",
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
-                     *           "superseded_by": 1
+                     *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z"
                      *         }
                      *       ]
                      *     }
@@ -6538,7 +6584,9 @@ export interface operations {
                  *           ],
                  *           "importance": 0,
                  *           "metadata": {},
-                 *           "source": "chat"
+                 *           "source": "chat",
+                 *           "expires_at": "2026-01-15T09:30:00.000Z",
+                 *           "ttl_seconds": 1
                  *         }
                  *       ]
                  *     }
@@ -6579,7 +6627,8 @@ export interface operations {
                      *             "end_user_id": "user-42",
                      *             "created_at": "2026-01-15T09:30:00.000Z",
                      *             "updated_at": "2026-01-15T09:30:00.000Z",
-                     *             "superseded_by": 1
+                     *             "superseded_by": 1,
+                     *             "expires_at": "2026-01-15T09:30:00.000Z"
                      *           },
                      *           "error": {
                      *             "code": "code",
@@ -6625,7 +6674,8 @@ export interface operations {
                      *             "end_user_id": "user-42",
                      *             "created_at": "2026-01-15T09:30:00.000Z",
                      *             "updated_at": "2026-01-15T09:30:00.000Z",
-                     *             "superseded_by": 1
+                     *             "superseded_by": 1,
+                     *             "expires_at": "2026-01-15T09:30:00.000Z"
                      *           },
                      *           "error": {
                      *             "code": "code",
@@ -7196,7 +7246,8 @@ export interface operations {
                      *       "end_user_id": "user-42",
                      *       "created_at": "2026-01-15T09:30:00.000Z",
                      *       "updated_at": "2026-01-15T09:30:00.000Z",
-                     *       "superseded_by": 1
+                     *       "superseded_by": 1,
+                     *       "expires_at": "2026-01-15T09:30:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["MemoriesGetResponse"];
@@ -7328,7 +7379,9 @@ export interface operations {
                  *       ],
                  *       "importance": 0,
                  *       "metadata": {},
-                 *       "source": "chat"
+                 *       "source": "chat",
+                 *       "expires_at": "2026-01-15T09:30:00.000Z",
+                 *       "ttl_seconds": 1
                  *     }
                  */
                 "application/json": components["schemas"]["MemoriesUpdateRequest"];
@@ -7357,7 +7410,8 @@ export interface operations {
                      *       "end_user_id": "user-42",
                      *       "created_at": "2026-01-15T09:30:00.000Z",
                      *       "updated_at": "2026-01-15T09:30:00.000Z",
-                     *       "superseded_by": 1
+                     *       "superseded_by": 1,
+                     *       "expires_at": "2026-01-15T09:30:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["MemoriesUpdateResponse"];
@@ -7702,7 +7756,8 @@ export interface operations {
                      *           "end_user_id": "user-42",
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
-                     *           "superseded_by": 1
+                     *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z"
                      *         }
                      *       ],
                      *       "skipped": [
@@ -7765,7 +7820,8 @@ export interface operations {
                      *           "end_user_id": "user-42",
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
-                     *           "superseded_by": 1
+                     *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z"
                      *         }
                      *       ],
                      *       "skipped": [
@@ -7828,7 +7884,8 @@ export interface operations {
                      *           "end_user_id": "user-42",
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
-                     *           "superseded_by": 1
+                     *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z"
                      *         }
                      *       ],
                      *       "skipped": [
@@ -12464,6 +12521,7 @@ export interface operations {
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
                      *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
                      *           "score": 0,
                      *           "explanation": {}
                      *         }
@@ -12663,6 +12721,7 @@ export interface operations {
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
                      *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
                      *           "score": 0,
                      *           "explanation": {}
                      *         }
@@ -12871,6 +12930,7 @@ export interface operations {
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
                      *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
                      *           "score": 0,
                      *           "explanation": {}
                      *         }
@@ -13071,6 +13131,7 @@ export interface operations {
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
                      *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
                      *           "score": 0,
                      *           "explanation": {}
                      *         }
@@ -14127,7 +14188,8 @@ export interface operations {
                      *         "end_user_id": "user-42",
                      *         "created_at": "2026-01-15T09:30:00.000Z",
                      *         "updated_at": "2026-01-15T09:30:00.000Z",
-                     *         "superseded_by": 1
+                     *         "superseded_by": 1,
+                     *         "expires_at": "2026-01-15T09:30:00.000Z"
                      *       },
                      *       "usage": {
                      *         "prompt_tokens": 1,
@@ -14169,7 +14231,8 @@ export interface operations {
                      *         "end_user_id": "user-42",
                      *         "created_at": "2026-01-15T09:30:00.000Z",
                      *         "updated_at": "2026-01-15T09:30:00.000Z",
-                     *         "superseded_by": 1
+                     *         "superseded_by": 1,
+                     *         "expires_at": "2026-01-15T09:30:00.000Z"
                      *       },
                      *       "usage": {
                      *         "prompt_tokens": 1,
@@ -14923,6 +14986,7 @@ export interface operations {
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
                      *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
                      *           "score": 0,
                      *           "explanation": {}
                      *         }
@@ -16569,6 +16633,8 @@ export interface operations {
                  *       "source": "chat",
                  *       "text": "Prefers a window seat on long flights",
                  *       "speaker": "speaker",
+                 *       "expires_at": "2026-01-15T09:30:00.000Z",
+                 *       "ttl_seconds": 1,
                  *       "metadata": {
                  *         "session_id": "session-7",
                  *         "project": "project",
@@ -16805,6 +16871,7 @@ export interface operations {
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
                      *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
                      *           "score": 0,
                      *           "explanation": {},
                      *           "speaker": "speaker",
@@ -17142,6 +17209,7 @@ export interface operations {
                      *           "created_at": "2026-01-15T09:30:00.000Z",
                      *           "updated_at": "2026-01-15T09:30:00.000Z",
                      *           "superseded_by": 1,
+                     *           "expires_at": "2026-01-15T09:30:00.000Z",
                      *           "speaker": "speaker",
                      *           "tenant_id": "42",
                      *           "user_id": "42"

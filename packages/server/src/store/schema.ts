@@ -32,6 +32,8 @@ export interface MemoriesTable {
   created_at: string; updated_at: string; deleted_at: string | null;
   /** Set when a resolved decision kept another memory over this one. */
   superseded_by: number | null;
+  /** When it stops being readable, the expiry sweep then erasing it; never when null. */
+  expires_at: string | null;
 }
 export interface MemoryHistoryTable {
   id: Generated<number>; project_id: string; memory_id: number; action: string; changes: Json | null;

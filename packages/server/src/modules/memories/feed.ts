@@ -3,7 +3,7 @@ import { notFound } from '../../core/errors.js';
 import { CLOCK_NOW_SQL, clockNow } from '../../core/credentials-clock.js';
 import { groupedStatement } from '../../core/unit-of-work.js';
 import { keysetPages, paginate, type Page, type PageParams } from '../../core/paging.js';
-import { decodeJson, type Database, type Executor } from '../../store/database.js';
+import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { prepared } from '../../store/prepared.js';
 import type { MemoriesTable } from '../../store/schema.js';
 import type { MemoryView } from './schemas.js';
@@ -27,7 +27,7 @@ export type MemoryRow = Selectable<MemoriesTable>;
 /** The columns a memory's view is built from. */
 const VIEW_COLUMNS = [
   'id', 'text', 'tags', 'is_summary', 'source', 'importance', 'metadata', 'client_ref', 'session_id', 'end_user_id', 'created_at',
-  'updated_at', 'superseded_by',
+  'updated_at', 'superseded_by', 'expires_at',
 ] as const;
 
 export function toMemory(row: Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>): MemoryView {
@@ -50,8 +50,18 @@ export function viewOf(row: Omit<Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>,
     created_at: row.created_at,
     updated_at: row.updated_at,
     superseded_by: row.superseded_by,
+    expires_at: row.expires_at === null ? null : new Date(row.expires_at).toISOString(),
   };
 }
+
+/**
+ * Not expired: an expired memory is gone from every read at once, before the expiry sweep erases it
+ * (writes.ts#forgetExpired). A condition on `memories` for the queries of this module.
+ */
+export const unexpired = () => sql<boolean>`(memories.expires_at IS NULL OR memories.expires_at > ${nowIso()})`;
+
+/** The same, of a memory already read (the reads by id, whose statements are shared and prepared). */
+export const isUnexpired = (m: { expires_at: string | null }, now = Date.now()) => m.expires_at === null || Date.parse(m.expires_at) > now;
 
 
 export const owned = (owner: Owner) => (qb: Executor) =>
@@ -61,7 +71,8 @@ export const owned = (owner: Owner) => (qb: Executor) =>
     .where('project_id', '=', owner.projectId)
     .where('tenant_id', '=', owner.tenantId)
     .where('end_user_id', '=', owner.endUserId)
-    .where('deleted_at', 'is', null);
+    .where('deleted_at', 'is', null)
+    .where(unexpired());
 
 
 export async function getMemory(db: Executor, owner: Owner, id: number): Promise<MemoryView> {
@@ -111,6 +122,7 @@ export async function* exportMemories(
         .selectAll()
         .where('project_id', '=', filter.projectId)
         .where('deleted_at', 'is', null)
+        .where(unexpired())
         .where('id', '>', after)
         .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
         .$if(Boolean(filter.endUserId), (qb) => qb.where('end_user_id', '=', filter.endUserId!))
@@ -309,8 +321,9 @@ function viewsInOrder(
   rows: ReadRow[], scope: { projectId: string; tenantId?: string | null; endUserId?: string | null }, ids: number[],
 ): ScopedMemory[] {
   const byId = new Map<number, ScopedMemory>();
+  const now = Date.now();
   for (const row of rows) {
-    if (row.project_id !== scope.projectId) continue;
+    if (row.project_id !== scope.projectId || !isUnexpired(row, now)) continue;
     if ((scope.tenantId != null && row.tenant_id !== scope.tenantId) || (scope.endUserId != null && row.end_user_id !== scope.endUserId)) continue;
     // Extended in place: spreading a view into a new object costs a few microseconds a row.
     const view = toMemory(row) as ScopedMemory;
@@ -430,6 +443,7 @@ export async function listMemories(
     .selectAll()
     .where('project_id', '=', filter.projectId)
     .where('deleted_at', 'is', null)
+    .where(unexpired())
     .where('tenant_id', '!=', '')
     .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
     .$if(filter.endUserId != null, (qb) => qb.where('end_user_id', '=', filter.endUserId!))
@@ -452,6 +466,7 @@ export async function memoryCounts(
     ])
     .where('project_id', '=', projectId)
     .where('deleted_at', 'is', null)
+    .where(unexpired())
     .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
     .$if(endUserId !== null, (qb) => qb.where('end_user_id', '=', endUserId!))
     .where('tenant_id', '!=', '')
@@ -476,6 +491,7 @@ export async function turnsStoredBy(
     .$if(owner.tenantId !== null, (qb) => qb.where('memories.tenant_id', '=', owner.tenantId!))
     .where('memories.end_user_id', '=', owner.endUserId)
     .where('memories.deleted_at', 'is', null)
+    .where(unexpired())
     .where('memories.speaker', 'is not', null)
     .where('memory_history.action', '=', 'create')
     .where('memory_history.created_at', '>=', from.toISOString())
@@ -493,6 +509,7 @@ export async function liveMemoryCountOf(db: Executor, owner: Owner): Promise<num
     .where('tenant_id', '=', owner.tenantId)
     .where('end_user_id', '=', owner.endUserId)
     .where('deleted_at', 'is', null)
+    .where(unexpired())
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

@@ -5,10 +5,10 @@ export {
   clientRefsOf, countForExport, exportPage, historyOfMemories, liveIdsByClientRef, ownersOfMemories, type ExportFilter, type PortableMemory,
 } from './feed.js';
 export {
-  addMemory, addWithin, batchUpdate, bulkAdd, EraseHooks, forget, forgetSelected, forgetWithin, insertSummary, insertTurn, insertTurnInOneStatement, liveMemoryIds, markSuperseded, nextSeq, purgeEndUser, recordHistory, rewriteSummary,
+  addMemory, addWithin, batchUpdate, bulkAdd, EraseHooks, forgetExpired, withExpiry, forget, forgetSelected, forgetWithin, insertSummary, insertTurn, insertTurnInOneStatement, liveMemoryIds, markSuperseded, nextSeq, purgeEndUser, recordHistory, rewriteSummary,
   tombstoneProjectMemories, touchMemories, updateMemory, type EndUserEraseHook, type EraseHook, type Erasure, type SummaryInput, type TurnCount, type TurnInput,
   importMemories, type ImportedMemory,
 } from './writes.js';
 export { listPage, selectedIds, type ListPage, type ListRequest } from './list.js';
 export { Filters, filterConditions, filtersFrom, filtersReadText, matchesFilters, type FilterSubject, type FiltersInput } from './filters.js';
-export { AddMemoryBody, LIMITS as MEMORY_LIMITS, Memory, MemoryId, type AddMemoryInput, type MemoryView } from './schemas.js';
+export { AddMemoryBody, ExpiresAt, LIMITS as MEMORY_LIMITS, Memory, MemoryId, TtlSeconds, type AddMemoryInput, type MemoryView } from './schemas.js';

@@ -21,6 +21,12 @@ const Metadata = Type.Object({}, { additionalProperties: true, description: `Fre
 const Source = Type.String({ minLength: 1, maxLength: 128, description: 'Descriptive origin label' });
 const ClientRef = Type.String({ minLength: 1, maxLength: 256, description: 'Caller reference for idempotent re-import' });
 const SessionId = Type.String({ minLength: 1, maxLength: 256, description: 'Conversation session, narrows retrieval' });
+/** At most ten years ahead, in seconds. */
+export const MAX_TTL_SECONDS = 315_360_000;
+export const ExpiresAt = Type.String({
+  format: 'date-time', description: 'When the memory expires (in the future): from then on no read returns it, and the expiry sweep erases it as forgetting does',
+});
+export const TtlSeconds = Type.Integer({ minimum: 1, maximum: MAX_TTL_SECONDS, description: 'Expires this many seconds after the write (instead of expires_at)' });
 
 export const AddMemoryBody = Type.Object(
   {
@@ -31,6 +37,8 @@ export const AddMemoryBody = Type.Object(
     metadata: Type.Optional(Metadata),
     client_ref: Type.Optional(ClientRef),
     session_id: Type.Optional(SessionId),
+    expires_at: Type.Optional(ExpiresAt),
+    ttl_seconds: Type.Optional(TtlSeconds),
   },
   { additionalProperties: false, $id: 'AddMemory' },
 );
@@ -42,6 +50,8 @@ export const MemoryPatch = Type.Object(
     importance: Type.Optional(Importance),
     metadata: Type.Optional(Metadata),
     source: Type.Optional(Source),
+    expires_at: Type.Optional(Type.Union([ExpiresAt, Type.Null()], { description: 'A new expiry, or null: never expires' })),
+    ttl_seconds: Type.Optional(TtlSeconds),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -64,6 +74,7 @@ export const Memory = Type.Object(
     superseded_by: Type.Union([Type.Integer(), Type.Null()], {
       description: 'The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval',
     }),
+    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When it expires; null: never' }),
   },
   { $id: 'Memory' },
 );

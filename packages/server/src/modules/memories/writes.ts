@@ -292,13 +292,27 @@ function memoryRow(database: Database, owner: Owner, item: ImportedMemory, hash:
     importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: item.client_ref ?? null,
     session_id: item.session_id ?? null, speaker: item.speaker ?? null, dedupe_hash: hash, seq,
     created_at: item.created_at ?? now, updated_at: item.updated_at ?? item.created_at ?? now,
-    deleted_at: null, superseded_by: null,
+    deleted_at: null, superseded_by: null, expires_at: item.expires_at ?? null,
   };
+}
+
+/**
+ * An input's expiry as stored: `expires_at` (normalized, in the future) or `ttl_seconds` after now, never both;
+ * null clears it (a patch). `ttl_seconds` is taken out, so what is left is what the row stores.
+ */
+export function withExpiry<T extends { expires_at?: string | null; ttl_seconds?: number }>(input: T, prefix = '', now = Date.now()): Omit<T, 'ttl_seconds'> {
+  const { ttl_seconds: ttl, ...rest } = input;
+  if (ttl !== undefined && input.expires_at !== undefined) throw invalid(`${prefix}ttl_seconds`, `${prefix}ttl_seconds and ${prefix}expires_at cannot both be given`);
+  if (ttl !== undefined) return { ...rest, expires_at: new Date(now + ttl * 1000).toISOString() };
+  if (input.expires_at === undefined || input.expires_at === null) return rest;
+  const at = Date.parse(input.expires_at);
+  if (!(at > now)) throw invalid(`${prefix}expires_at`, `${prefix}expires_at must be in the future`);
+  return { ...rest, expires_at: new Date(at).toISOString() };
 }
 
 const MEMORY_COLUMNS = [
   'project_id', 'tenant_id', 'end_user_id', 'text', 'tags', 'is_summary', 'source', 'importance', 'metadata', 'client_ref', 'session_id',
-  'speaker', 'dedupe_hash', 'seq', 'created_at', 'updated_at', 'deleted_at', 'superseded_by',
+  'speaker', 'dedupe_hash', 'seq', 'created_at', 'updated_at', 'deleted_at', 'superseded_by', 'expires_at',
 ] as const satisfies ReadonlyArray<keyof Omit<MemoryRow, 'id'>>;
 
 /**
@@ -480,8 +494,9 @@ function recordCreated(trx: Executor, ctx: WriteContext, effects: Effects, owner
 }
 
 
-export async function addMemory(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<Outcome> {
-  checkContent(input);
+export async function addMemory(database: Database, ctx: WriteContext, owner: Owner, sent: AddMemoryInput): Promise<Outcome> {
+  checkContent(sent);
+  const input: AddMemoryInput = withExpiry(sent);
   let general = ctx;
   if (database.dialect === 'postgres') {
     // A retry of a request whose add committed is handed its result (write() would do the same).
@@ -525,7 +540,7 @@ const NEW_MEMORY_COLUMNS = [
   ['project_id', 'text'], ['tenant_id', 'text'], ['end_user_id', 'text'], ['text', 'text'], ['tags', 'jsonb'], ['is_summary', 'boolean'],
   ['source', 'text'], ['importance', 'double precision'], ['metadata', 'jsonb'], ['client_ref', 'text'], ['session_id', 'text'],
   ['speaker', 'text'], ['dedupe_hash', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'], ['deleted_at', 'timestamptz'],
-  ['superseded_by', 'bigint'],
+  ['superseded_by', 'bigint'], ['expires_at', 'timestamptz'],
 ] as const satisfies ReadonlyArray<readonly [Exclude<(typeof MEMORY_COLUMNS)[number], 'seq'>, string]>;
 
 if (NEW_MEMORY_COLUMNS.length !== MEMORY_COLUMNS.length - 1) throw new Error('NEW_MEMORY_COLUMNS must list every memory column but seq');
@@ -578,7 +593,7 @@ export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owne
     try {
       if (!validateItem(item)) throw validationError(validateItem.errors);
       checkContent(item);
-      valid.push({ index, item });
+      valid.push({ index, item: withExpiry(item) });
     } catch (error) {
       const e = error as { code: string; message: string; field?: string };
       results[index] = { index, status: 'failed', error: { code: e.code, message: e.message, ...(e.field ? { field: e.field } : {}) } };
@@ -605,7 +620,7 @@ export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owne
 }
 
 
-const PATCHABLE = ['tags', 'importance', 'metadata', 'source'] as const;
+const PATCHABLE = ['tags', 'importance', 'metadata', 'source', 'expires_at'] as const;
 
 
 const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
@@ -653,6 +668,7 @@ async function applyPatch(
       ...(changes.importance ? { importance: patch.importance } : {}),
       ...(changes.metadata ? { metadata: encodeJson(patch.metadata) } : {}),
       ...(changes.source ? { source: patch.source } : {}),
+      ...(changes.expires_at ? { expires_at: patch.expires_at ?? null } : {}),
       seq: changeSeq,
       updated_at: effects.now,
     })
@@ -680,8 +696,9 @@ export async function updateMemory(
   database: Database, ctx: WriteContext, owner: Owner, id: number, patch: MemoryPatchInput,
 ): Promise<MemoryView> {
   checkContent(patch);
+  const change = withExpiry(patch);
   return write(database, ctx, async (trx, effects) => {
-    const memory = await applyPatch(trx, ctx, effects, owner, id, patch, lazySeq(trx, owner, effects.now));
+    const memory = await applyPatch(trx, ctx, effects, owner, id, change, lazySeq(trx, owner, effects.now));
     if (!memory) throw notFound('Memory');
     effects.audit('memory.update', { type: 'memory', id });
     return memory;
@@ -693,10 +710,11 @@ export async function batchUpdate(
   database: Database, ctx: WriteContext, owner: Owner, updates: Array<MemoryPatchInput & { id: number }>,
 ): Promise<BatchUpdateResultView> {
   updates.forEach((u, i) => checkContent(u, `updates/${i}/`));
+  const changes = updates.map((u, i) => withExpiry(u, `updates/${i}/`));
   return write(database, ctx, async (trx, effects) => {
     const seq = lazySeq(trx, owner, effects.now);
     const results: BatchUpdateResultView['results'] = [];
-    for (const [index, { id, ...patch }] of updates.entries()) {
+    for (const [index, { id, ...patch }] of changes.entries()) {
       const memory = await applyPatch(trx, ctx, effects, owner, id, patch, seq);
       results.push(
         memory
@@ -890,6 +908,45 @@ export async function forgetSelected(
   });
 }
 
+/**
+ * The expiry sweep (a chore, services.ts): erases up to `batch` expired memories, oldest expiry first, as
+ * forgetting does (the same erasure and hooks, memory.deleted, history), one owner's in one transaction under
+ * their lock, audited as `memory.expire` by the system. `organizationOf` names a live project's organization
+ * (a deleted project's memories are tombstoned with it). A database error ends the run; the schedule logs it
+ * and runs again at the next interval. Returns how many were erased.
+ */
+export async function forgetExpired(
+  database: Database, erase: EraseHooks, organizationOf: (projectId: string) => Promise<string | undefined>, batch = 500,
+): Promise<number> {
+  const due = await database.db.selectFrom('memories').select(['id', 'project_id', 'tenant_id', 'end_user_id'])
+    .where('expires_at', 'is not', null).where('deleted_at', 'is', null).where('expires_at', '<=', nowIso())
+    .orderBy('expires_at').limit(batch).execute();
+  const byOwner = new Map<string, { owner: Owner; ids: number[] }>();
+  for (const row of due) {
+    const key = JSON.stringify([row.project_id, row.tenant_id, row.end_user_id]);
+    const entry = byOwner.get(key) ?? { owner: { projectId: row.project_id, tenantId: row.tenant_id, endUserId: row.end_user_id }, ids: [] };
+    entry.ids.push(row.id);
+    byOwner.set(key, entry);
+  }
+  let erased = 0;
+  for (const { owner, ids } of byOwner.values()) {
+    const organizationId = await organizationOf(owner.projectId);
+    if (organizationId === undefined) continue;
+    const ctx: WriteContext = { actor: { type: 'system', id: null }, organizationId, projectId: owner.projectId, requestId: null };
+    erased += await write(database, ctx, async (trx, effects) => {
+      const seq = await nextSeq(trx, owner, effects.now);
+      // Read again under the owner's lock: one forgotten or given a later expiry meanwhile is left as it now is.
+      const still = (await trx.selectFrom('memories').select('id')
+        .where('id', 'in', ids).where('deleted_at', 'is', null).where('expires_at', '<=', effects.now).orderBy('id').execute()).map((r) => r.id);
+      for (let i = 0; i < still.length; i += 500) await eraseMemories(trx, ctx, effects, still.slice(i, i + 500), seq, erase);
+      for (const id of still) effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
+      if (still.length > 0) effects.audit('memory.expire', { type: 'memory', id: still.join(',') });
+      return still.length;
+    });
+  }
+  return erased;
+}
+
 export async function purgeEndUser(database: Database, ctx: WriteContext, owner: Owner, erase: EraseHooks): Promise<number> {
   return write(database, ctx, async (trx, effects) => {
     // The owner's lock before the read: a memory committed meanwhile is seen, and purged.
@@ -985,6 +1042,8 @@ export interface TurnInput {
   source: string;
   sessionId: string | null;
   metadata: Record<string, unknown>;
+  /** When it expires (normalized, in the future); never when absent. */
+  expiresAt?: string;
   /** When the turn was said; defaults to now. */
   occurredAt?: string;
 }
@@ -996,7 +1055,7 @@ const INSERTED_HISTORY_FIELDS = ['text', 'source', 'metadata', 'session_id'] as 
 /** One memory row (a turn or a summary) with its create history and memory.created event. */
 async function insertOne(
   trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner,
-  values: Pick<Insertable<MemoriesTable>, 'text' | 'is_summary' | 'source' | 'metadata' | 'session_id' | 'speaker' | 'dedupe_hash' | 'seq' | 'created_at'>,
+  values: Pick<Insertable<MemoriesTable>, 'text' | 'is_summary' | 'source' | 'metadata' | 'session_id' | 'speaker' | 'dedupe_hash' | 'seq' | 'created_at' | 'expires_at'>,
   historyLast = false,
 ): Promise<MemoryView> {
   const row = await trx
@@ -1049,7 +1108,7 @@ export async function insertTurn(
   if (existing) return { memory: toMemory(existing), created: false };
   const memory = await insertOne(trx, ctx, effects, owner, {
     text: turn.text, is_summary: database.bool(false), source: turn.source, metadata: encodeJson(turn.metadata),
-    session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hashes[0], seq, created_at: at,
+    session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hashes[0], seq, created_at: at, expires_at: turn.expiresAt ?? null,
   }, true);
   return { memory, created: true };
 }
@@ -1106,7 +1165,7 @@ export async function insertTurnInOneStatement(
     project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: turn.text, tags: '[]',
     is_summary: database.bool(false), source: turn.source, importance: 0.5, metadata: encodeJson(turn.metadata), client_ref: null,
     session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hash, seq: 0, created_at: at, updated_at: now, deleted_at: null,
-    superseded_by: null,
+    superseded_by: null, expires_at: turn.expiresAt ?? null,
   };
   // The memory as its row will read; its id is the row's (set in SQL).
   const expected = viewOf(row, 1);

@@ -4,7 +4,7 @@ import { scopeOf, writeContextOf } from '../../http/auth.js';
 import { endUserWithin } from '../../core/binding.js';
 import { invalid, notFound } from '../../core/errors.js';
 import type { Database } from '../../store/database.js';
-import { listMemories, memoryCounts, turnsStoredBy, type Owner } from '../memories/index.js';
+import { listMemories, memoryCounts, turnsStoredBy, withExpiry, type Owner } from '../memories/index.js';
 import type { RetrievalService } from '../retrieval/index.js';
 import { AddTurnBody, AddTurnResult, ListQuery, ListResult, RecallBody, RecallResult, StatusResult } from './schemas.js';
 import { addTurn, turnsUsed } from './service.js';
@@ -58,6 +58,7 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
   }, async (request, reply) => {
     const owner = ownerFor(request, request.body);
     const { session_id: sessionId, timestamp, ...rest } = request.body.metadata ?? {};
+    const { expires_at: expiresAt } = withExpiry(request.body);
     const { memory, created } = await addTurn(
       database,
       writeContextOf(request),
@@ -69,6 +70,7 @@ export const v1Routes: FastifyPluginAsyncTypebox<TenantOptions> = async (app, { 
         sessionId: sessionId ?? null,
         metadata: rest,
         ...(timestamp ? { occurredAt: new Date(timestamp).toISOString() } : {}),
+        ...(expiresAt ? { expiresAt } : {}),
       },
       await monthlyTurnAllowance(scopeOf(request).organizationId),
     );

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Memory } from '../memories/index.js';
+import { ExpiresAt, Memory, TtlSeconds } from '../memories/index.js';
 import { MinScore, ScoredMemorySchema } from '../retrieval/index.js';
 
 const Id = (description: string) => Type.String({ minLength: 1, maxLength: 256, description });
@@ -11,6 +11,8 @@ export const AddTurnBody = Type.Object(
     source: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Origin label; default "conversation"' })),
     text: Type.String({ minLength: 1, maxLength: 32_000, description: 'The turn, stored verbatim' }),
     speaker: Type.String({ minLength: 1, maxLength: 256, description: 'Who spoke; a content hash here makes redelivery converge' }),
+    expires_at: Type.Optional(ExpiresAt),
+    ttl_seconds: Type.Optional(TtlSeconds),
     metadata: Type.Optional(
       Type.Object(
         {
