@@ -9,6 +9,7 @@ const USAGE = `engram-mcp: the Engram memory service as an MCP server
   engram-mcp --http [--port 8765] [--host 127.0.0.1]
                                     streamable HTTP (stateless) at POST /mcp; each request brings its own
                                     key (X-API-Key or Authorization: Bearer) and scope headers
+                                    (the Engram server serves the same at its own POST /mcp)
 
 Environment: ENGRAM_URL (default http://127.0.0.1:8080); for stdio ENGRAM_API_KEY (required),
 ENGRAM_PROJECT_ID (not needed with a project-locked key), ENGRAM_END_USER_ID, ENGRAM_TENANT_ID.`;

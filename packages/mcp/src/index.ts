@@ -1,2 +1,2 @@
-export { createEngramMcpServer, toolError, VERSION, type EngramMcpOptions } from './tools.js';
-export { handleMcpRequest, startMcpHttpServer, apiKeyOf, type McpHttpSettings } from './http.js';
+export { createEngramMcpServer, toolError, CURRENT_FACTS_URI, VERSION, type EngramMcpOptions } from './tools.js';
+export { answerMcp, startMcpHttpServer, apiKeyOf, type McpCaller, type McpHttpSettings } from './http.js';

@@ -8,7 +8,7 @@ export const VERSION = '0.1.0';
 export interface EngramMcpOptions {
   /** The official client every tool calls through; its project, end user and tenant are the tools' scope. */
   client: ServiceClient;
-  /** The tenant the client acts in, when any: add_turn and list_recent_memories use the /v1 plane with it. */
+  /** The tenant the client acts in, when any: add_turn (the /v1 plane) needs one. */
   tenantId?: string;
   /** The end user the client acts for (add_turn names it in its body). */
   endUserId?: string;
@@ -146,19 +146,16 @@ export function createEngramMcpServer(options: EngramMcpOptions): McpServer {
 
   tool('list_recent_memories', {
     title: 'List recent memories',
-    description: 'The most recently stored memories of the user, newest first. Use to review what is known, not to answer a question (search_memories ranks by relevance).',
+    description: 'The most recently stored memories of the user, newest first. Use to review what is known, not to answer a question (search_memories ranks by relevance). Filter by tags.',
     readOnly: true,
-    input: { limit: z.number().int().min(1).max(100).optional().describe('How many (default 20).') },
+    input: {
+      limit: z.number().int().min(1).max(100).optional().describe('How many (default 20).'),
+      tags: tags.optional().describe('Only memories carrying all these tags.'),
+    },
     output: { memories: z.array(memory) },
-  }, async ({ limit = 20 }) => {
-    if (options.tenantId) {
-      const page = await client.v1.memories({ tenant_id: options.tenantId, ...(options.endUserId ? { user_id: options.endUserId } : {}), limit } as never);
-      return { memories: (page as Output).items as Output[] };
-    }
-    // Outside a tenant the data plane has no listing but the export (the caller's scope, streamed).
-    const all = ((await client.memories.export()) as Output).memories as Array<Output & { created_at: string; id: number }>;
-    all.sort((a, b) => b.created_at.localeCompare(a.created_at) || b.id - a.id);
-    return { memories: all.slice(0, limit) };
+  }, async ({ limit = 20, tags: withTags }) => {
+    const page = await client.memories.list({ order_by: 'created_at', order: 'desc', limit, ...(withTags ? { filters: { tags_all: withTags } } : {}) });
+    return { memories: (page as Output).items as Output[] };
   });
 
   tool('compose_context', {
@@ -214,7 +211,32 @@ export function createEngramMcpServer(options: EngramMcpOptions): McpServer {
     output: { id: z.number().int(), status: z.string() },
   }, async ({ id, ...body }) => (await client.intelligence.resolveDecision(id, body as never)) as Output);
 
+  server.registerResource('current_facts', CURRENT_FACTS_URI, {
+    title: 'What is currently true about the user',
+    description: 'The user\'s current facts from the knowledge graph (subject, relation, object), each with the memories stating it; facts a later statement ended are left out.',
+    mimeType: 'application/json',
+  }, async (uri) => {
+    const graph = (await client.intelligence.graph()) as unknown as CurrentGraph;
+    return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ facts: currentFacts(graph) }) }] };
+  });
+
   return server;
+}
+
+/** The resource an MCP client reads for the end user's profile (resources/read). */
+export const CURRENT_FACTS_URI = 'engram://current-facts';
+
+interface CurrentGraph {
+  nodes: Array<{ id: string; name: string }>;
+  edges: Array<{ source: string; target: string; type: string; memory_ids: number[]; valid_at: string; invalid_at: string | null }>;
+}
+
+/** The graph's edges still true (no invalid_at), with entities by name. */
+function currentFacts(graph: CurrentGraph) {
+  const names = new Map(graph.nodes.map((n) => [n.id, n.name]));
+  return graph.edges
+    .filter((e) => e.invalid_at === null)
+    .map((e) => ({ subject: names.get(e.source) ?? e.source, relation: e.type, object: names.get(e.target) ?? e.target, memory_ids: e.memory_ids, since: e.valid_at }));
 }
 
 /** A failed call as the model sees it: the server's error body, as text and structured. */

@@ -1,10 +1,11 @@
 import { execFileSync } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-/** Builds dist once, for the stdio test's `engram-mcp` (bin/engram-mcp.mjs runs dist/cli.js). */
+/**
+ * The builds the tests run, brought up to date once (only what changed is compiled): `engram-mcp`
+ * (bin/engram-mcp.mjs runs dist/cli.js) on the client's dist, and the server that mounts it at /mcp.
+ */
 export default function setup(): void {
-  const root = fileURLToPath(new URL('..', import.meta.url));
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
+  const script = fileURLToPath(new URL('../../server/scripts/build-if-stale.mjs', import.meta.url));
+  execFileSync(process.execPath, [script], { stdio: ['ignore', 'inherit', 'inherit'] });
 }

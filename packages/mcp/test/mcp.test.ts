@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ServiceClient, EngramError } from '@engram/client';
 import { createApiKey } from '../../server/src/modules/org/service.js';
 import { forEachDialect, useTestApp } from '../../server/src/testing/harness.js';
-import { startMcpHttpServer } from '../src/index.js';
+import { CURRENT_FACTS_URI, startMcpHttpServer } from '../src/index.js';
 
 const TOOLS = [
   'add_memory', 'add_turn', 'search_memories', 'get_memory', 'update_memory', 'forget_memories', 'list_recent_memories',
@@ -70,6 +70,11 @@ async function exerciseTools(client: Client, http: ServiceClient, endUser: strin
   const decision = open.items[0] as { id: number };
   expect(structured(await call('resolve_decision', { id: decision.id, resolution: 'keep_one', memory_id: berlin })).status).toBe('resolved');
   expect((await http.intelligence.decisions({ status: 'open' } as never)).total).toBe(open.total - 1);
+  // The profile resource: what is true now (Berlin), not what a later statement ended (Paris).
+  expect((await client.listResources()).resources.map((r) => r.uri)).toEqual([CURRENT_FACTS_URI]);
+  const read = await client.readResource({ uri: CURRENT_FACTS_URI });
+  const facts = JSON.parse((read.contents[0] as { text: string }).text).facts as Array<{ relation: string; object: string; memory_ids: number[] }>;
+  expect(facts.filter((f) => f.relation === 'lives_in').map((f) => [f.object, f.memory_ids])).toEqual([['Berlin', [berlin]]]);
 
   // Errors are tool errors with the server's code and field, and the connection goes on.
   expect(errorOf(await call('get_memory', { id: 99_999_999 }))).toMatchObject({ code: 'not_found', status: 404 });
@@ -149,5 +154,55 @@ forEachDialect('MCP server against a real Engram server', (dialect) => {
     } finally {
       await mcp.close();
     }
+  });
+
+  it('streamable HTTP on the Engram server itself (POST /mcp behind X-API-Key): every tool; a bound key reaches no other end user', async () => {
+    const url = new URL(`${baseUrl}/mcp`);
+    const connect = async (headers: Record<string, string>) => {
+      const client = new Client({ name: 'engram-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers } }));
+      return client;
+    };
+    const carol = await connect({ 'x-api-key': t.key, 'x-project-id': t.projectId, 'x-end-user-id': 'carol', 'x-tenant-id': 'acme' });
+    const http = new ServiceClient({ baseUrl, apiKey: t.key, projectId: t.projectId, endUserId: 'carol', tenantId: 'acme' });
+    await exerciseTools(carol, http, 'carol');
+    const turn = structured((await carol.callTool({ name: 'add_turn', arguments: { text: 'I just adopted a cat named Miso.', speaker: 'user' } })) as CallToolResult);
+    expect(turn).toMatchObject({ tenant_id: 'acme', user_id: 'carol' });
+    const page = await http.v1.memories({ tenant_id: 'acme', user_id: 'carol' } as never) as { items: unknown[] };
+    expect(page.items.length).toBeGreaterThan(0);
+    const carolsMemory = structured((await carol.callTool({ name: 'add_memory', arguments: { text: 'Carol keeps her passport in the desk' } })) as CallToolResult).memory_id as number;
+    await carol.close();
+
+    // Bound to dave, asking for carol: refused by the server's authentication, before any MCP message is handled.
+    const daveKey = (await createApiKey(t.database.db, { organizationId: t.organizationId, projectId: t.projectId, name: 'dave only', endUserId: 'dave', tenantId: 'acme' })).key;
+    const refused = await connect({ 'x-api-key': daveKey, 'x-end-user-id': 'carol' }).then(() => null, (e: unknown) => e);
+    expect(String(refused)).toMatch(/"code":"not_found"/);
+    // Bound to dave, no end user named: dave's scope; carol's memory is not there by id, by search or by forgetting.
+    const dave = await connect({ 'x-api-key': daveKey });
+    expect(errorOf((await dave.callTool({ name: 'get_memory', arguments: { id: carolsMemory } })) as CallToolResult)).toMatchObject({ code: 'not_found', status: 404 });
+    expect(structured((await dave.callTool({ name: 'forget_memories', arguments: { ids: [carolsMemory] } })) as CallToolResult).forgotten).toEqual([]);
+    expect(JSON.stringify(structured((await dave.callTool({ name: 'search_memories', arguments: { query: 'passport' } })) as CallToolResult))).not.toContain('passport');
+    expect(structured((await dave.callTool({ name: 'add_memory', arguments: { text: 'Dave likes tea' } })) as CallToolResult).memory.end_user_id).toBe('dave');
+    await dave.close();
+    expect(await http.memories.get(carolsMemory)).toMatchObject({ text: 'Carol keeps her passport in the desk' });
+
+    // A read-only key: reads work, a write is a tool error carrying the server's 403.
+    const readOnly = (await createApiKey(t.database.db, { organizationId: t.organizationId, projectId: t.projectId, name: 'reader', scopes: ['memories:read'] })).key;
+    const reader = await connect({ 'x-api-key': readOnly, 'x-end-user-id': 'carol', 'x-tenant-id': 'acme' });
+    expect(structured((await reader.callTool({ name: 'get_memory', arguments: { id: carolsMemory } })) as CallToolResult).memory.id).toBe(carolsMemory);
+    expect(errorOf((await reader.callTool({ name: 'forget_memories', arguments: { ids: [carolsMemory] } })) as CallToolResult)).toMatchObject({ code: 'forbidden', status: 403 });
+    await reader.close();
+    expect(await http.memories.get(carolsMemory)).toMatchObject({ id: carolsMemory });
+
+    // Refusals of the exchange itself are the API's error bodies: no key, a bearer token, GET (stateless: no stream).
+    const initialize = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const post = (headers: Record<string, string>) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: initialize });
+    for (const [headers, status, code] of [[{}, 401, 'unauthenticated'], [{ authorization: `Bearer ${t.key}` }, 401, 'unauthenticated'], [{ 'x-api-key': t.key, accept: 'application/json' }, 400, 'validation_error']] as const) {
+      const res = await post(headers);
+      expect(res.status).toBe(status);
+      expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code, request_id: res.headers.get('x-request-id') });
+    }
+    const get = await fetch(url, { headers: { 'x-api-key': t.key, accept: 'text/event-stream' } });
+    expect([get.status, get.headers.get('allow')]).toEqual([405, 'POST']);
   });
 });

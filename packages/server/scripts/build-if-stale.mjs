@@ -2,17 +2,16 @@
 // tsconfig or the package manifest changed since the last build, so a second start costs no
 // compilation. The stamp is written only after a build succeeded. The test run's setup and the
 // Python client's tests run it too, possibly at the same moment: one builds while the others wait
-// for it (a lock file), then find the build fresh.
+// for it (a lock file), then find the build fresh. The server's workspace dependencies come first,
+// each the same way: the TypeScript client, then the MCP server built on it (mounted at /mcp).
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { closeSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const dist = join(root, 'dist');
-const stamp = join(dist, '.build-stamp');
-const lock = join(dist, '.build-lock');
+const packages = fileURLToPath(new URL('../../', import.meta.url));
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 /** A lock older than this was left by a build that died (one takes well under a minute). */
 const ABANDONED_MS = 5 * 60_000;
 
@@ -23,18 +22,18 @@ function newest(path) {
   return Math.max(info.mtimeMs, ...readdirSync(path).map((name) => newest(join(path, name))));
 }
 
-function stale() {
+function stale(root, stamp) {
   let built = 0;
   try {
     built = statSync(stamp).mtimeMs;
   } catch {
     // Never built.
   }
-  const inputs = ['src', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json'].map((p) => newest(join(root, p)));
+  const inputs = ['src', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json'].filter((p) => existsSync(join(root, p))).map((p) => newest(join(root, p)));
   return Math.max(...inputs) >= built;
 }
 
-function acquire() {
+function acquire(dist, lock) {
   mkdirSync(dist, { recursive: true });
   for (;;) {
     try {
@@ -51,14 +50,19 @@ function acquire() {
   }
 }
 
-if (stale()) {
-  const held = acquire();
+/** Compiles the package at `root` when stale; `assets` also copies the server's non-TypeScript files. */
+function buildIfStale(name, root, assets) {
+  const dist = join(root, 'dist');
+  const stamp = join(dist, '.build-stamp');
+  const lock = join(dist, '.build-lock');
+  if (!stale(root, stamp)) return;
+  const held = acquire(dist, lock);
   try {
     // Another run may have built it while this one waited.
-    if (stale()) {
-      process.stderr.write('engram: compiling (sources changed since the last build)\n');
-      execFileSync(process.execPath, [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
-      execFileSync(process.execPath, [join(root, 'scripts', 'copy-assets.mjs')], { stdio: 'inherit' });
+    if (stale(root, stamp)) {
+      process.stderr.write(`engram: compiling ${name} (sources changed since the last build)\n`);
+      execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+      if (assets) execFileSync(process.execPath, [join(root, 'scripts', 'copy-assets.mjs')], { stdio: 'inherit' });
       writeFileSync(stamp, new Date().toISOString() + '\n');
     }
   } finally {
@@ -66,3 +70,7 @@ if (stale()) {
     unlinkSync(lock);
   }
 }
+
+buildIfStale('@engram/client', join(packages, 'client'), false);
+buildIfStale('@engram/mcp', join(packages, 'mcp'), false);
+buildIfStale('the server', join(packages, 'server'), true);

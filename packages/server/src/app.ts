@@ -10,10 +10,10 @@ import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
 import { metrics } from './http/metrics.js';
 import { validatorCompiler } from './http/validation.js';
-import { checkJsonInput, INPUT_LIMITS } from './http/input.js';
-import { invalid } from './core/errors.js';
+import { useJsonParser } from './http/input.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { consoleRoutes } from './http/console.js';
+import { mcpRoutes } from './http/mcp.js';
 import { memoryRoutes } from './modules/memories/routes.js';
 import { retrievalRoutes } from './modules/retrieval/routes.js';
 import { synthesisRoutes } from './modules/synthesis/routes.js';
@@ -92,21 +92,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   // JSON only: text/plain bodies are refused with 415 like any other type.
   app.removeContentTypeParser('text/plain');
   // Fastify's JSON parser (prototype poisoning refused), then the one input rule for every body.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    try {
-      parseJson(request, body as string, (error: Error | null, value?: unknown) => {
-        if (error) return done(error, undefined);
-        const violation = checkJsonInput(value);
-        return violation ? done(violation, undefined) : done(null, value);
-      });
-    } catch (error) {
-      // A document nested deeply enough to exhaust the parser's stack.
-      if (error instanceof RangeError) return done(invalid('body', `JSON may nest at most ${INPUT_LIMITS.maxDepth} levels`), undefined);
-      throw error;
-    }
-  });
+  useJsonParser(app);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-ID', request.id);
   });
@@ -132,6 +118,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(idempotency, { database, secretKey: services.secretKey, pseudonymize: services.pseudonymize, ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}) });
   await app.register(healthRoutes, { database });
   await app.register(consoleRoutes);
+  await app.register(mcpRoutes);
   await app.register(memoryRoutes, { database, erase: services.erase });
   await app.register(ingestRoutes, { database, blobs: services.blobs, jobs: services.jobs, erase: services.erase, reader: services.reader, settings: config.upload });
   await app.register(connectorRoutes, services.connectors);

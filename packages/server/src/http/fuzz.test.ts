@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
+import { MCP_HEADERS, MCP_TOOLS, toolAnswer } from '../testing/mcp.js';
 import { buildWorld, DECLARATIONS, fillPath, PROBE_CONFIG, queryString, type Built, type Credential, type World } from '../testing/operations.js';
 import {
   answerProblems, deeplyNested, deleteAt, leaves, listen, seeded, servedOperations, setAt, validValue, wrongType,
@@ -256,6 +257,85 @@ forEachDialect('fuzzing the served operations', (dialect) => {
       }
     }
     expect(sent).toBeGreaterThan(1000);
+    expect(failures).toEqual([]);
+  }, 240_000);
+
+  it('answers malformed MCP tool arguments with tool errors, and a malformed MCP exchange with a well-formed 4xx (POST /mcp)', async () => {
+    const key = world.credentials.find((c) => c.name === 'unbound key with every scope')!;
+    const headers = { ...key.headers, 'x-end-user-id': 'alice', 'x-tenant-id': 'acme', 'content-type': 'application/json', ...MCP_HEADERS };
+    let id = 0;
+    const rpc = (method: string, params: unknown) => JSON.stringify({ jsonrpc: '2.0', id: ++id, method, params });
+    const post = (payload: string, extra: Record<string, string | string[]> = {}) => client.send({ method: 'POST', path: '/mcp', headers: { ...headers, ...extra }, payload });
+    const listed = await post(rpc('tools/list', {}));
+    const tools = listed.body.result.tools as { name: string; inputSchema: JsonSchema }[];
+    expect(tools.map((tool) => tool.name).sort()).toEqual(Object.keys(MCP_TOOLS).sort());
+    const failures: string[] = [];
+    /** Arguments the tool refuses: a tool error (the connection goes on), from the input schema or from the operation it sends. */
+    const refusedArguments = (name: string, label: string, res: RawResponse) => {
+      const problems = answerProblems(res);
+      if (res.status !== 200 || !toolAnswer(res).result?.isError) problems.push(`HTTP ${res.status}, not a tool error`);
+      failures.push(...problems.map((p) => `${name} ${label}: ${p} ${res.text.slice(0, 140)}`));
+    };
+    for (const tool of tools) {
+      const args = (await MCP_TOOLS[tool.name]!.build(world, 'own', key)).args;
+      const call = (value: unknown) => post(rpc('tools/call', { name: tool.name, arguments: value }));
+      for (const [property, schema] of Object.entries<JsonSchema>(tool.inputSchema.properties ?? {})) {
+        const bad = wrongType(schema);
+        if (bad !== undefined) refusedArguments(tool.name, `wrong type for ${property}`, await call({ ...args, [property]: bad }));
+        if (schema.type === 'string') {
+          refusedArguments(tool.name, `NUL in ${property}`, await call({ ...args, [property]: `probe\u0000x` }));
+          const big = await call({ ...args, [property]: 'x'.repeat(1_000_000) });
+          // Within the body limit a tool error (the operation's 400 or the schema's), over it 413.
+          if (big.status !== 413) refusedArguments(tool.name, `1 MB string in ${property}`, big);
+          else failures.push(...answerProblems(big).map((p) => `${tool.name} 1 MB string in ${property}: ${p}`));
+        }
+        if (schema.type === 'integer' || schema.type === 'number') {
+          for (const n of [1e20, -1, 0.5]) {
+            const res = await call({ ...args, [property]: n });
+            failures.push(...answerProblems(res).map((p) => `${tool.name} ${n} in ${property}: ${p}`));
+            if (res.status !== 200 && res.status !== 400) failures.push(`${tool.name} ${n} in ${property}: HTTP ${res.status}`);
+          }
+        }
+      }
+      for (const required of tool.inputSchema.required ?? []) {
+        const { [required]: _, ...rest } = args;
+        refusedArguments(tool.name, `missing ${required}`, await call(rest));
+      }
+      for (const other of [null, 'a string', 42, []]) {
+        const res = await call(other);
+        // Arguments that are not an object: a tool error or the JSON-RPC error for invalid params, never a 5xx.
+        const answered = res.status === 200 && (toolAnswer(res).result?.isError || toolAnswer(res).rpcError);
+        if (!answered || answerProblems(res).length) failures.push(`${tool.name} arguments ${JSON.stringify(other)}: HTTP ${res.status} ${res.text.slice(0, 140)}`);
+      }
+      // Nesting in the arguments reaches the operation (which refuses it, 400 naming the place) or is dropped with an undeclared property.
+      const deep = await post(rpc('tools/call', { name: tool.name, arguments: { ...args, deep: '__deep__' } }).replace('"__deep__"', deeplyNested(NESTING, 'object')));
+      if (deep.status !== 200 || !(deep.body?.result || deep.body?.error)) failures.push(`${tool.name} ${NESTING} levels in the arguments: HTTP ${deep.status} ${deep.text.slice(0, 140)}`);
+      failures.push(...answerProblems(deep).map((p) => `${tool.name} ${NESTING} levels in the arguments: ${p}`));
+    }
+    // The exchange itself: each is answered without a 5xx, with the API's error body for a refusal.
+    const exchange: Array<[string, Promise<RawResponse>, number[]]> = [
+      ['an unknown tool', post(rpc('tools/call', { name: 'no_such_tool', arguments: {} })), [200]],
+      ['an unknown method', post(rpc('no/such/method', {})), [200]],
+      ['a body that is not JSON-RPC', post('{"hello": "world"}'), [400]],
+      // No request in it: nothing to answer (the SDK's transport answers 202, as for notifications).
+      ['an empty batch', post('[]'), [202]],
+      ['malformed JSON', post('{"jsonrpc": "2.0", "id": 1, "method"'), [400]],
+      ['NUL in the method', post(rpc('tools/list\u0000', {})), [400]],
+      [`${NESTING} levels in params`, post(rpc('tools/list', '__deep__').replace('"__deep__"', deeplyNested(NESTING, 'array'))), [400]],
+      ['Content-Type text/plain', post(rpc('tools/list', {}), { 'content-type': 'text/plain' }), [415]],
+      ['Accept without text/event-stream', post(rpc('tools/list', {}), { accept: 'application/json' }), [400]],
+      ['an unsupported MCP-Protocol-Version', post(rpc('tools/list', {}), { 'mcp-protocol-version': '1999-01-01' }), [400]],
+      ['X-API-Key sent twice', post(rpc('tools/list', {}), { 'x-api-key': [key.headers['x-api-key']!, 'egm_other'] }), [400]],
+      ['X-End-User-ID sent twice', post(rpc('tools/list', {}), { 'x-end-user-id': ['alice', 'bob'] }), [400]],
+      ['GET', client.send({ method: 'GET', path: '/mcp', headers }), [405]],
+      ['DELETE', client.send({ method: 'DELETE', path: '/mcp', headers: { ...headers, 'content-type': undefined } }), [405]],
+    ];
+    for (const [label, sent, statuses] of exchange) {
+      const res = await sent;
+      if (!statuses.includes(res.status)) failures.push(`MCP exchange with ${label}: HTTP ${res.status} (expected ${statuses.join(' or ')}) ${res.text.slice(0, 140)}`);
+      failures.push(...answerProblems(res).map((p) => `MCP exchange with ${label}: ${p} ${res.text.slice(0, 140)}`));
+      if (res.status === 200 && !res.body?.error && !res.body?.result?.isError) failures.push(`MCP exchange with ${label}: answered as a success`);
+    }
     expect(failures).toEqual([]);
   }, 240_000);
 

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify';
 import { AppError, invalid, notFound } from '../core/errors.js';
 
 /**
@@ -37,6 +38,28 @@ export function checkJsonInput(root: unknown): AppError | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Makes `app`'s (and its children's) JSON parser Fastify's own (prototype poisoning refused) followed by
+ * `check`, by default the input rule for the whole body.
+ */
+export function useJsonParser(app: FastifyInstance, check: (value: unknown) => AppError | undefined = checkJsonInput): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    try {
+      parseJson(request, body as string, (error: Error | null, value?: unknown) => {
+        if (error) return done(error, undefined);
+        const violation = check(value);
+        return violation ? done(violation, undefined) : done(null, value);
+      });
+    } catch (error) {
+      // A document nested deeply enough to exhaust the parser's stack.
+      if (error instanceof RangeError) return done(invalid('body', `JSON may nest at most ${INPUT_LIMITS.maxDepth} levels`), undefined);
+      throw error;
+    }
+  });
 }
 
 /** Canonical decimal: no sign, no leading zeros, no spaces, no exponent. */

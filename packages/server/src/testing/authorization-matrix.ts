@@ -36,7 +36,7 @@ const WATCHED: Record<string, string[]> = {
 const AUDIT = ['audit_log'];
 
 /** `withAudit: false` for an operation that answers per item: it may record the attempt, nothing else. */
-async function snapshot(database: Database, withAudit = true): Promise<string> {
+export async function snapshot(database: Database, withAudit = true): Promise<string> {
   const parts: string[] = [];
   for (const [table, columns] of Object.entries(WATCHED)) {
     if (!withAudit && AUDIT.includes(table)) continue;
@@ -49,7 +49,7 @@ async function snapshot(database: Database, withAudit = true): Promise<string> {
   return parts.join('\n');
 }
 
-const boundAgainst = (c: Credential, place: Place) => (place === 'user' && !!c.bound?.endUser) || (place === 'tenant' && !!c.bound?.tenant);
+export const boundAgainst = (c: Credential, place: Place) => (place === 'user' && !!c.bound?.endUser) || (place === 'tenant' && !!c.bound?.tenant);
 
 /** The answer a cell must get, and whether it is a refusal (which must change nothing). */
 export function expectedAnswer(op: ServedOperation, access: Access, d: Declaration, c: Credential, place: Place): { status: number; refused: boolean } {
@@ -71,7 +71,7 @@ export function expectedAnswer(op: ServedOperation, access: Access, d: Declarati
 }
 
 /** Text an answer to `c`, about `place`, must not contain. */
-function forbiddenText(c: Credential, place: Place, d: Declaration): string[] {
+export function forbiddenText(c: Credential, place: Place, d: Declaration): string[] {
   const reach = d.targets?.[place as Exclude<Place, 'own'>];
   const about: Place = reach === 'named' || (d.readsProject && reach) ? landing(place, c) : 'own';
   const allowed = (p: Place) => (d.readsProject ? PLACES[p].project === PLACES[about].project : p === about);
@@ -86,7 +86,7 @@ function forbiddenText(c: Credential, place: Place, d: Declaration): string[] {
  * comparing states. A job still pending after 10 s fails the check (comparing then would compare
  * a state still moving).
  */
-async function settle(database: Database): Promise<void> {
+export async function settle(database: Database): Promise<void> {
   await until(async () => {
     const { queued, running } = await jobCounts(database.db);
     return queued + running === 0;
