@@ -8,9 +8,11 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 
 const packages = fileURLToPath(new URL('../../', import.meta.url));
+/** Stamps and locks live outside dist/, which a package's tarball ships whole. */
+const state = join(packages, '..', 'node_modules', '.cache', 'engram-build');
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 /** A lock older than this was left by a build that died (one takes well under a minute). */
 const ABANDONED_MS = 5 * 60_000;
@@ -23,6 +25,8 @@ function newest(path) {
 }
 
 function stale(root, stamp) {
+  // A dist/ removed by hand is stale whatever the stamp says.
+  if (!existsSync(join(root, 'dist'))) return true;
   let built = 0;
   try {
     built = statSync(stamp).mtimeMs;
@@ -33,8 +37,8 @@ function stale(root, stamp) {
   return Math.max(...inputs) >= built;
 }
 
-function acquire(dist, lock) {
-  mkdirSync(dist, { recursive: true });
+function acquire(lock) {
+  mkdirSync(state, { recursive: true });
   for (;;) {
     try {
       return openSync(lock, 'wx');
@@ -52,11 +56,10 @@ function acquire(dist, lock) {
 
 /** Compiles the package at `root` when stale; `assets` also copies the server's non-TypeScript files. */
 function buildIfStale(name, root, assets) {
-  const dist = join(root, 'dist');
-  const stamp = join(dist, '.build-stamp');
-  const lock = join(dist, '.build-lock');
+  const stamp = join(state, `${basename(root)}.stamp`);
+  const lock = join(state, `${basename(root)}.lock`);
   if (!stale(root, stamp)) return;
-  const held = acquire(dist, lock);
+  const held = acquire(lock);
   try {
     // Another run may have built it while this one waited.
     if (stale(root, stamp)) {
