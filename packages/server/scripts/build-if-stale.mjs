@@ -74,6 +74,10 @@ function buildIfStale(name, root, assets) {
   }
 }
 
-buildIfStale('@engram/client', join(packages, 'client'), false);
-buildIfStale('@engram/mcp', join(packages, 'mcp'), false);
-buildIfStale('the server', join(packages, 'server'), true);
+// Arguments name the packages to build (`client`): a workspace package built on the client runs
+// this from its own `prepare`, since npm runs the workspaces' prepare scripts in path order, not
+// in dependency order. None: all of them.
+const wanted = process.argv.slice(2);
+for (const [name, folder, assets] of [['@engram/client', 'client', false], ['@engram/mcp', 'mcp', false], ['the server', 'server', true]]) {
+  if (wanted.length === 0 || wanted.includes(folder)) buildIfStale(name, join(packages, folder), assets);
+}
