@@ -172,7 +172,7 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     for (const m of memories) {
       // Whole memory records, as every retrieval operation returns them (spec rule 4).
       expect(Object.keys(m).sort()).toEqual([
-        'client_ref', 'created_at', 'end_user_id', 'id', 'importance', 'is_summary', 'metadata', 'score', 'session_id', 'source', 'speaker',
+        'client_ref', 'created_at', 'end_user_id', 'expires_at', 'id', 'importance', 'is_summary', 'metadata', 'score', 'session_id', 'source', 'speaker',
         'superseded_by', 'tags', 'tenant_id', 'text', 'updated_at',
       ]);
       expect(m).toMatchObject({ source: 'chat', tags: [], importance: 0.5, metadata: {}, tenant_id: 'acme', end_user_id: user });
