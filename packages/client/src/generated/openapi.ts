@@ -254,7 +254,7 @@ export interface paths {
         put?: never;
         /**
          * Ingest a file
-         * @description multipart/form-data with one part `file`: text, Markdown, HTML, PDF, DOCX, CSV or JSON, detected by content and name. The document is split along its structure (headings, paragraphs, table rows, sentences) into memories of 1 to 1500 characters (paragraphs packed to about 800), each with its provenance in metadata. The same file again is skipped; another version of a file with the same name replaces the previous version's memories. Files over 1048576 bytes are ingested by a job (202; read it at GET /memory/upload/{job_id}); over 26214400 bytes is 413.
+         * @description multipart/form-data with one part `file`: text, Markdown, HTML, PDF, DOCX, CSV or JSON, detected by content and name. The document is split along its structure (headings, paragraphs, table rows, sentences) into memories of 1 to 1500 characters (paragraphs packed to about 800), each with its provenance in metadata. The same file again is skipped; another version of a file with the same name replaces the previous version's memories. Files over 1048576 bytes are ingested by a job (202; read it at GET /memory/upload/{job_id}); over 26214400 bytes is 413, as is a file beyond a reading bound (it inflates, has pages or parts, needs memory or time past the ENGRAM_PARSE_* setting its message names).
          *
          *     Requires scope memories:write.
          */
