@@ -209,8 +209,9 @@ describe('SQLite under another process, a full disk, a read-only directory [sqli
     const load = writeLoad({ url: server.url, key: KEY }, 'locked');
     try {
       await untilAcknowledged(load, 40);
-      // busy_timeout is 5 s: held longer, writes and the job runner's lease see SQLITE_BUSY.
-      const lock = await holdSqliteWriteLock(join(dir, 'engram.db'), 6_000);
+      // busy_timeout is 5 s: held longer, writes and the job runner's lease see SQLITE_BUSY. Held 9 s, so the
+      // writes sent in its first 4 s meet it (held 6 s, only the first second's did: under CI's load, none).
+      const lock = await holdSqliteWriteLock(join(dir, 'engram.db'), 9_000);
       await lock.released;
       const ended = performance.now();
       await until(() => firstAcknowledgedAfter(load, ended), 'a write acknowledged after the lock was released');
