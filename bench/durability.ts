@@ -27,7 +27,12 @@ const results: { trial: number; acknowledged: number; unanswered: number; lost: 
 try {
   for (let trial = 1; trial <= trials; trial++) {
     const server = await start();
-    const load = await writeUntilKilled({ url: server.url, key: server.key, kill: () => server.kill() }, `t${trial}`, clients, killAfter);
+    const load = await writeUntilKilled(
+      { url: server.url, key: server.key, kill: () => server.kill() },
+      `t${trial}`,
+      clients,
+      killAfter,
+    );
     const again = await start();
     const lost = await lostWrites(again.url, again.key, load);
     await again.stop();
@@ -38,8 +43,21 @@ try {
   await pg?.drop();
 }
 const sum = (k: 'acknowledged' | 'lost' | 'unanswered') => results.reduce((n, r) => n + r[k], 0);
-console.log(JSON.stringify({
-  benchmark: 'durability', database: pg ? 'postgres' : 'sqlite', trials, clients, kill_after: killAfter,
-  acknowledged: sum('acknowledged'), unanswered_at_kill: sum('unanswered'), lost: sum('lost'), per_trial: results,
-}, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      benchmark: 'durability',
+      database: pg ? 'postgres' : 'sqlite',
+      trials,
+      clients,
+      kill_after: killAfter,
+      acknowledged: sum('acknowledged'),
+      unanswered_at_kill: sum('unanswered'),
+      lost: sum('lost'),
+      per_trial: results,
+    },
+    null,
+    2,
+  ),
+);
 if (sum('lost') > 0) process.exitCode = 1;

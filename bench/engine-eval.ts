@@ -54,22 +54,61 @@ for (let i = 0; i < argv.length; i++) {
 }
 if (files.length === 0) {
   const dir = resolve(repoRoot, '../shared/bench/locomo-dev');
-  files.push(...readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => resolve(dir, f)));
+  files.push(
+    ...readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+      .map((f) => resolve(dir, f)),
+  );
 }
-const indexOpts = (variant: Partial<RankingWeights> = {}) => ({ weights: { ...weights, ...variant }, ...(ngram ? {} : { embedder: null }) });
+const indexOpts = (variant: Partial<RankingWeights> = {}) => ({
+  weights: { ...weights, ...variant },
+  ...(ngram ? {} : { embedder: null }),
+});
 
 const convs = files.map(load);
-const out: Record<string, unknown> = { files: files.map((f) => f.split('/').pop()), weights, now: nowArg ?? 'Date.now()', typos };
+const out: Record<string, unknown> = {
+  files: files.map((f) => f.split('/').pop()),
+  weights,
+  now: nowArg ?? 'Date.now()',
+  typos,
+};
 
 // The server's clock unless told otherwise (the conversations are from 2023, so recency is ~0).
 const nowFor = (conv: (typeof convs)[number]) =>
-  nowArg === undefined ? Date.now()
-  : nowArg === 'after-last' ? Math.max(...conv.docs.map((d) => d.createdAt)) + 86_400_000
-  : Date.parse(nowArg);
+  nowArg === undefined
+    ? Date.now()
+    : nowArg === 'after-last'
+      ? Math.max(...conv.docs.map((d) => d.createdAt)) + 86_400_000
+      : Date.parse(nowArg);
 // Keys near each other on a QWERTY keyboard: a replaced letter is one of its neighbours.
 const NEIGHBOURS: Record<string, string> = {
-  q: 'wa', w: 'qes', e: 'wrd', r: 'etf', t: 'ryg', y: 'tuh', u: 'yij', i: 'uok', o: 'ipl', p: 'ol', a: 'qsz', s: 'adw', d: 'sfe',
-  f: 'dgr', g: 'fht', h: 'gjy', j: 'hku', k: 'jli', l: 'ko', z: 'xa', x: 'zcs', c: 'xvd', v: 'cbf', b: 'vng', n: 'bmh', m: 'nj',
+  q: 'wa',
+  w: 'qes',
+  e: 'wrd',
+  r: 'etf',
+  t: 'ryg',
+  y: 'tuh',
+  u: 'yij',
+  i: 'uok',
+  o: 'ipl',
+  p: 'ol',
+  a: 'qsz',
+  s: 'adw',
+  d: 'sfe',
+  f: 'dgr',
+  g: 'fht',
+  h: 'gjy',
+  j: 'hku',
+  k: 'jli',
+  l: 'ko',
+  z: 'xa',
+  x: 'zcs',
+  c: 'xvd',
+  v: 'cbf',
+  b: 'vng',
+  n: 'bmh',
+  m: 'nj',
 };
 /** The question with one typing error in one of its longer words (never the first letter), the same every run. */
 function withTypo(question: string, seed: number): string {
@@ -80,15 +119,27 @@ function withTypo(question: string, seed: number): string {
   const w = word[0];
   const at = 1 + Math.floor(rand() * (w.length - 1));
   const kind = Math.floor(rand() * 4);
-  const near = (c: string) => (NEIGHBOURS[c.toLowerCase()] ?? 'e')[Math.floor(rand() * (NEIGHBOURS[c.toLowerCase()] ?? 'e').length)]!;
+  const near = (c: string) =>
+    (NEIGHBOURS[c.toLowerCase()] ?? 'e')[Math.floor(rand() * (NEIGHBOURS[c.toLowerCase()] ?? 'e').length)]!;
   const typed =
-    kind === 0 ? w.slice(0, at) + w.slice(at + 1)
-    : kind === 1 ? w.slice(0, at) + w[at] + w.slice(at)
-    : kind === 2 ? w.slice(0, at) + near(w[at]!) + w.slice(at + 1)
-    : at < w.length - 1 ? w.slice(0, at) + w[at + 1] + w[at] + w.slice(at + 2) : w.slice(0, at - 1) + w[at] + w[at - 1];
+    kind === 0
+      ? w.slice(0, at) + w.slice(at + 1)
+      : kind === 1
+        ? w.slice(0, at) + w[at] + w.slice(at)
+        : kind === 2
+          ? w.slice(0, at) + near(w[at]!) + w.slice(at + 1)
+          : at < w.length - 1
+            ? w.slice(0, at) + w[at + 1] + w[at] + w.slice(at + 2)
+            : w.slice(0, at - 1) + w[at] + w[at - 1];
   return question.slice(0, word.index) + typed + question.slice(word.index! + w.length);
 }
-const asked = (question: string) => (typos ? withTypo(question, [...question].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7)) : question);
+const asked = (question: string) =>
+  typos
+    ? withTypo(
+        question,
+        [...question].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7),
+      )
+    : question;
 
 async function engineRecall(conv: (typeof convs)[number], variant: Partial<RankingWeights> = {}): Promise<Recall> {
   const idx = new MemoryIndex(indexOpts(variant));
@@ -138,7 +189,9 @@ if (doQuality && grid) {
 // ---- latency ---------------------------------------------------------------
 if (doLatency) {
   const rand = mulberry32(42);
-  const sentences = convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3);
+  const sentences = convs
+    .flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/)))
+    .filter((s) => s.length > 3);
   const speakers = [...new Set(convs.flatMap((c) => c.docs.map((d) => d.speaker ?? '')))];
   const questions = convs.flatMap((c) => c.qa.map((q) => q.question));
   const pick = <T>(a: T[]) => a[Math.floor(rand() * a.length)]!;
@@ -149,7 +202,15 @@ if (doLatency) {
       if (i % 20 === 1) t += 86_400_000 * (1 + Math.floor(rand() * 5));
       const parts = 1 + Math.floor(rand() * 3);
       const text = Array.from({ length: parts }, () => pick(sentences)).join(' ');
-      docs.push({ id: i, text, speaker: pick(speakers), sessionId: `s${Math.ceil(i / 20)}`, createdAt: t, importance: 0.5, feedback: 0 });
+      docs.push({
+        id: i,
+        text,
+        speaker: pick(speakers),
+        sessionId: `s${Math.ceil(i / 20)}`,
+        createdAt: t,
+        importance: 0.5,
+        feedback: 0,
+      });
     }
     return docs;
   };

@@ -29,14 +29,22 @@ const postgresUrl = option('--postgres');
 async function open(): Promise<{ database: Database; drop: () => Promise<void> }> {
   if (postgresUrl) {
     const fresh = await freshPostgres(postgresUrl);
-    return { database: openDatabase({ dialect: 'postgres', url: fresh.url, poolSize: 5, preparedStatements: true }), drop: fresh.drop };
+    return {
+      database: openDatabase({ dialect: 'postgres', url: fresh.url, poolSize: 5, preparedStatements: true }),
+      drop: fresh.drop,
+    };
   }
   const dir = freshDataDir();
-  return { database: openDatabase({ dialect: 'sqlite', path: join(dir, 'engram.db') }), drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    database: openDatabase({ dialect: 'sqlite', path: join(dir, 'engram.db') }),
+    drop: async () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 /** Runs `work`, sampling this process's RSS; answers seconds taken and the peak growth over the start, in MB. */
-async function measured<T>(work: () => Promise<T>): Promise<{ result: T; seconds: number; peak_rss_growth_mb: number }> {
+async function measured<T>(
+  work: () => Promise<T>,
+): Promise<{ result: T; seconds: number; peak_rss_growth_mb: number }> {
   (globalThis as { gc?: () => void }).gc?.();
   const base = process.memoryUsage().rss;
   let peak = base;
@@ -50,7 +58,12 @@ async function measured<T>(work: () => Promise<T>): Promise<{ result: T; seconds
 }
 
 const job = (id: number, projectId: string, payload: Record<string, unknown>): JobContext => ({
-  id, projectId, payload, attempt: 1, finalAttempt: true, progress: async () => {},
+  id,
+  projectId,
+  payload,
+  attempt: 1,
+  finalAttempt: true,
+  progress: async () => {},
 });
 
 const { database, drop } = await open();
@@ -60,7 +73,12 @@ try {
   const org = await createOrganization(database.db, 'Bench');
   const source = await createProject(database.db, { organizationId: org.id, name: 'Source', slug: 'source' });
   const target = await createProject(database.db, { organizationId: org.id, name: 'Target', slug: 'target' });
-  const ctx = { actor: { type: 'system' as const, id: null }, organizationId: org.id, projectId: source.id, requestId: null };
+  const ctx = {
+    actor: { type: 'system' as const, id: null },
+    organizationId: org.id,
+    projectId: source.id,
+    requestId: null,
+  };
 
   const fillStart = performance.now();
   for (let start = 0; start < total; start += 1000) {
@@ -68,7 +86,11 @@ try {
       const n = start + i;
       return {
         owner: { projectId: source.id, tenantId: '', endUserId: `user-${n % 1000}` },
-        item: { text: `Benchmark memory ${n}: the user mentioned preference ${n % 97} while planning trip ${n}`, tags: [`t${n % 13}`], metadata: { n } },
+        item: {
+          text: `Benchmark memory ${n}: the user mentioned preference ${n % 97} while planning trip ${n}`,
+          tags: [`t${n % 13}`],
+          metadata: { n },
+        },
       };
     });
     await importMemories(database, ctx, batch);
@@ -78,8 +100,13 @@ try {
   const runExport = async (gzip: boolean) => {
     const record = await createExport(database, { ...ctx, projectId: source.id }, { format: 'jsonl', gzip }, 86_400);
     const run = await measured(() => exportJob(database, blobs)(job(record.id, source.id, { exportId: record.id })));
-    const row = await database.db.selectFrom('exports').select(['status', 'size', 'rows_done', 'blob_key']).where('id', '=', record.id).executeTakeFirstOrThrow();
-    if (row.status !== 'completed' || row.rows_done !== total) throw new Error(`export ${record.id} ended ${row.status} with ${row.rows_done} rows`);
+    const row = await database.db
+      .selectFrom('exports')
+      .select(['status', 'size', 'rows_done', 'blob_key'])
+      .where('id', '=', record.id)
+      .executeTakeFirstOrThrow();
+    if (row.status !== 'completed' || row.rows_done !== total)
+      throw new Error(`export ${record.id} ended ${row.status} with ${row.rows_done} rows`);
     return { ...run, size: row.size!, key: row.blob_key!, rows_per_second: Math.round(total / run.seconds) };
   };
   const plain = await runExport(false);
@@ -89,32 +116,94 @@ try {
   const upload = (await blobs.get(gzipped.key))!;
   const record = await createImport(database, blobs, { ...ctx, projectId: target.id }, 'auto', upload);
   const imported = await measured(() => importJob(database, blobs)(job(record.id, target.id, { importId: record.id })));
-  const row = await database.db.selectFrom('imports').select(['status', 'rows_created']).where('id', '=', record.id).executeTakeFirstOrThrow();
-  if (row.status !== 'completed' || row.rows_created !== total) throw new Error(`import ended ${row.status} with ${row.rows_created} created`);
+  const row = await database.db
+    .selectFrom('imports')
+    .select(['status', 'rows_created'])
+    .where('id', '=', record.id)
+    .executeTakeFirstOrThrow();
+  if (row.status !== 'completed' || row.rows_created !== total)
+    throw new Error(`import ended ${row.status} with ${row.rows_created} created`);
 
   // The ceiling: the fill's rows as bare multi-row INSERTs of 1,000 into a copy of the table without
   // its indexes, constraints, history or events, in the same run.
   const bare = await measured(async () => {
     await sql`CREATE TABLE bench_bare_memories AS SELECT * FROM memories WHERE 1 = 0`.execute(database.db);
-    const columns = ['project_id', 'tenant_id', 'end_user_id', 'text', 'tags', 'metadata', 'importance', 'seq', 'created_at', 'updated_at', 'dedupe_hash'] as const;
+    const columns = [
+      'project_id',
+      'tenant_id',
+      'end_user_id',
+      'text',
+      'tags',
+      'metadata',
+      'importance',
+      'seq',
+      'created_at',
+      'updated_at',
+      'dedupe_hash',
+    ] as const;
     const now = new Date().toISOString();
     for (let start = 0; start < total; start += 1000) {
       const rows = Array.from({ length: Math.min(1000, total - start) }, (_, i) => {
         const n = start + i;
-        return [source.id, '', `user-${n % 1000}`, `Benchmark memory ${n}: the user mentioned preference ${n % 97} while planning trip ${n}`, JSON.stringify([`t${n % 13}`]), JSON.stringify({ n }), 0.5, 1, now, now, `h${n}`];
+        return [
+          source.id,
+          '',
+          `user-${n % 1000}`,
+          `Benchmark memory ${n}: the user mentioned preference ${n % 97} while planning trip ${n}`,
+          JSON.stringify([`t${n % 13}`]),
+          JSON.stringify({ n }),
+          0.5,
+          1,
+          now,
+          now,
+          `h${n}`,
+        ];
       });
-      await sql`INSERT INTO bench_bare_memories (${sql.join(columns.map((c) => sql.ref(c)))}) VALUES ${sql.join(rows.map((r) => sql`(${sql.join(r)})`))}`.execute(database.db);
+      await sql`INSERT INTO bench_bare_memories (${sql.join(columns.map((c) => sql.ref(c)))}) VALUES ${sql.join(rows.map((r) => sql`(${sql.join(r)})`))}`.execute(
+        database.db,
+      );
     }
   });
 
-  process.stdout.write(JSON.stringify({
-    benchmark: 'export', node: process.version, dialect: database.dialect, memories: total,
-    fill: { seconds: Math.round(fillSeconds * 10) / 10, rows_per_second: Math.round(total / fillSeconds), of_ceiling: Math.round((bare.seconds / fillSeconds) * 100) / 100 },
-    ceiling_bare_insert: { seconds: Math.round(bare.seconds * 10) / 10, rows_per_second: Math.round(total / bare.seconds) },
-    export_jsonl: { seconds: Math.round(plain.seconds * 10) / 10, rows_per_second: plain.rows_per_second, peak_rss_growth_mb: plain.peak_rss_growth_mb, artifact_bytes: plain.size },
-    export_jsonl_gzip: { seconds: Math.round(gzipped.seconds * 10) / 10, rows_per_second: gzipped.rows_per_second, peak_rss_growth_mb: gzipped.peak_rss_growth_mb, artifact_bytes: gzipped.size },
-    import: { seconds: Math.round(imported.seconds * 10) / 10, rows_per_second: Math.round(total / imported.seconds), of_ceiling: Math.round((bare.seconds / imported.seconds) * 100) / 100, peak_rss_growth_mb: imported.peak_rss_growth_mb },
-  }, null, 2) + '\n');
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        benchmark: 'export',
+        node: process.version,
+        dialect: database.dialect,
+        memories: total,
+        fill: {
+          seconds: Math.round(fillSeconds * 10) / 10,
+          rows_per_second: Math.round(total / fillSeconds),
+          of_ceiling: Math.round((bare.seconds / fillSeconds) * 100) / 100,
+        },
+        ceiling_bare_insert: {
+          seconds: Math.round(bare.seconds * 10) / 10,
+          rows_per_second: Math.round(total / bare.seconds),
+        },
+        export_jsonl: {
+          seconds: Math.round(plain.seconds * 10) / 10,
+          rows_per_second: plain.rows_per_second,
+          peak_rss_growth_mb: plain.peak_rss_growth_mb,
+          artifact_bytes: plain.size,
+        },
+        export_jsonl_gzip: {
+          seconds: Math.round(gzipped.seconds * 10) / 10,
+          rows_per_second: gzipped.rows_per_second,
+          peak_rss_growth_mb: gzipped.peak_rss_growth_mb,
+          artifact_bytes: gzipped.size,
+        },
+        import: {
+          seconds: Math.round(imported.seconds * 10) / 10,
+          rows_per_second: Math.round(total / imported.seconds),
+          of_ceiling: Math.round((bare.seconds / imported.seconds) * 100) / 100,
+          peak_rss_growth_mb: imported.peak_rss_growth_mb,
+        },
+      },
+      null,
+      2,
+    )}\n`,
+  );
 } finally {
   await database.close();
   await drop();

@@ -41,7 +41,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const dir = new URL('./faults/', import.meta.url);
 const scenarios: FaultScenario[] = [];
 const startScenarios: StartScenario[] = [];
-for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts') && f !== 'scenario.ts').sort()) {
+for (const file of readdirSync(dir)
+  .filter((f) => f.endsWith('.ts') && f !== 'scenario.ts')
+  .sort()) {
   const mod = (await import(new URL(file, dir).href)) as { scenario?: FaultScenario; startScenarios?: StartScenario[] };
   if (mod.scenario && (!only || only.includes(mod.scenario.name))) scenarios.push(mod.scenario);
   for (const start of mod.startScenarios ?? []) if (!only || only.includes(start.name)) startScenarios.push(start);
@@ -54,9 +56,16 @@ const alive = (s: BenchServer) => s.process.exitCode === null && s.process.signa
 async function trial(scenario: FaultScenario, dialect: Dialect, n: number) {
   const dataDir = freshDataDir();
   const pg = dialect === 'postgres' ? await freshPostgres(adminUrl!) : undefined;
-  const setup = (await scenario.setup?.({ dialect, dataDir, ...(pg ? { databaseUrl: pg.url, adminUrl: adminUrl! } : {}) })) ?? {};
+  const setup =
+    (await scenario.setup?.({ dialect, dataDir, ...(pg ? { databaseUrl: pg.url, adminUrl: adminUrl! } : {}) })) ?? {};
   const served = setup.databaseUrl ?? pg?.url;
-  const start = () => startServer({ dataDir, ...(served ? { databaseUrl: served } : {}), ...(setup.env ? { env: setup.env } : {}), ...(setup.nodeArgs ? { nodeArgs: setup.nodeArgs } : {}) });
+  const start = () =>
+    startServer({
+      dataDir,
+      ...(served ? { databaseUrl: served } : {}),
+      ...(setup.env ? { env: setup.env } : {}),
+      ...(setup.nodeArgs ? { nodeArgs: setup.nodeArgs } : {}),
+    });
   let server = await start();
   let exit: string | undefined;
   server.process.once('exit', (code, signal) => (exit = signal ?? `code ${code}`));
@@ -64,9 +73,15 @@ async function trial(scenario: FaultScenario, dialect: Dialect, n: number) {
   try {
     await untilAcknowledged(load, 50);
     const faultStart = performance.now();
-    const figures = (await scenario.inject({
-      dialect, server, dataDir, ...(pg ? { databaseUrl: pg.url, adminUrl: adminUrl! } : {}), acknowledged: load.acked, sleep,
-    })) ?? {};
+    const figures =
+      (await scenario.inject({
+        dialect,
+        server,
+        dataDir,
+        ...(pg ? { databaseUrl: pg.url, adminUrl: adminUrl! } : {}),
+        acknowledged: load.acked,
+        sleep,
+      })) ?? {};
     const faultEnd = performance.now();
     let recovered: number | null = null;
     while (recovered === null && performance.now() - faultEnd < RECOVERY_GIVE_UP_S * 1000 && alive(server)) {
@@ -79,7 +94,8 @@ async function trial(scenario: FaultScenario, dialect: Dialect, n: number) {
     if (!processAlive) server = await start();
     const lost = await lostWrites(server.url, server.key, { acknowledged: load.acknowledged, unanswered: 0 });
     const statuses: Record<string, number> = {};
-    for (const a of load.answers.filter((a) => a.ended >= faultStart)) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+    for (const a of load.answers.filter((a) => a.ended >= faultStart))
+      statuses[a.status] = (statuses[a.status] ?? 0) + 1;
     const designed = new Set([503, ...(scenario.allowedStatuses ?? [])]);
     return {
       trial: n,
@@ -107,7 +123,11 @@ async function startTrial(scenario: StartScenario, dialect: Dialect, n: number) 
   const dataDir = freshDataDir();
   const pg = dialect === 'postgres' ? await freshPostgres(adminUrl!) : undefined;
   try {
-    const { ok, figures } = await scenario.run({ dialect, dataDir, ...(pg ? { databaseUrl: pg.url, adminUrl: adminUrl! } : {}) });
+    const { ok, figures } = await scenario.run({
+      dialect,
+      dataDir,
+      ...(pg ? { databaseUrl: pg.url, adminUrl: adminUrl! } : {}),
+    });
     return { trial: n, ok, ...figures };
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
@@ -124,7 +144,10 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     for (let n = 1; n <= trials; n++) results.push(await trial(scenario, dialect, n));
     const recoveries = results.map((r) => r.recovery_s);
     const summary = {
-      scenario: scenario.name, database: dialect, description: scenario.description, trials,
+      scenario: scenario.name,
+      database: dialect,
+      description: scenario.description,
+      trials,
       designed_statuses: [503, ...(scenario.allowedStatuses ?? [])],
       process_alive: results.filter((r) => r.process_alive).length,
       acknowledged: results.reduce((s, r) => s + r.acknowledged, 0),
@@ -134,9 +157,18 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       recovery_s_max: recoveries.includes(null) ? null : Math.max(...(recoveries as number[])),
       per_trial: results,
     };
-    if (summary.recovery_s_max === null || summary.recovery_s_max > RECOVERY_BOUND_S || summary.process_alive < trials || summary.lost > 0 || summary.other_5xx > 0) broken = true;
+    if (
+      summary.recovery_s_max === null ||
+      summary.recovery_s_max > RECOVERY_BOUND_S ||
+      summary.process_alive < trials ||
+      summary.lost > 0 ||
+      summary.other_5xx > 0
+    )
+      broken = true;
     report.push(summary);
-    console.error(`${scenario.name} on ${dialect}: alive ${summary.process_alive}/${trials}, lost ${summary.lost}, other 5xx ${summary.other_5xx}, recovery max ${summary.recovery_s_max} s`);
+    console.error(
+      `${scenario.name} on ${dialect}: alive ${summary.process_alive}/${trials}, lost ${summary.lost}, other 5xx ${summary.other_5xx}, recovery max ${summary.recovery_s_max} s`,
+    );
   }
 }
 for (const dialect of ['sqlite', 'postgres'] as const) {
@@ -145,7 +177,12 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     const unavailable = scenario.unavailable?.();
     if (unavailable) {
       console.error(`${scenario.name} on ${dialect}: skipped (${unavailable})`);
-      report.push({ scenario: scenario.name, database: dialect, description: scenario.description, skipped: unavailable });
+      report.push({
+        scenario: scenario.name,
+        database: dialect,
+        description: scenario.description,
+        skipped: unavailable,
+      });
       continue;
     }
     const results = [];
@@ -154,11 +191,22 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     if (passed < trials) broken = true;
     const upTimes = results.map((r) => Number(r.all_up_s)).filter((t) => Number.isFinite(t));
     report.push({
-      scenario: scenario.name, database: dialect, description: scenario.description, trials, all_came_up_and_verified: passed,
-      all_up_s_max: upTimes.length ? Math.max(...upTimes) : null, per_trial: results,
+      scenario: scenario.name,
+      database: dialect,
+      description: scenario.description,
+      trials,
+      all_came_up_and_verified: passed,
+      all_up_s_max: upTimes.length ? Math.max(...upTimes) : null,
+      per_trial: results,
     });
     console.error(`${scenario.name} on ${dialect}: ${passed}/${trials} trials came up and verified`);
   }
 }
-console.log(JSON.stringify({ benchmark: 'faults', clients, trials, recovery_bound_s: RECOVERY_BOUND_S, scenarios: report }, null, 2));
+console.log(
+  JSON.stringify(
+    { benchmark: 'faults', clients, trials, recovery_bound_s: RECOVERY_BOUND_S, scenarios: report },
+    null,
+    2,
+  ),
+);
 if (broken) process.exitCode = 1;

@@ -10,7 +10,7 @@
  *   npm run bench:intelligence [-- --size 10000] [--quality-only]   (ENGRAM_LOCOMO_DIR: the LoCoMo files)
  */
 import { readFileSync, readdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_ONTOLOGY, Extractor, SELF } from '../packages/server/src/engine/nlp/index.js';
 import { deriveKnowledge } from '../packages/server/src/modules/intelligence/knowledge.js';
@@ -25,7 +25,10 @@ const argv = process.argv.slice(2);
 const size = Number(option('--size') ?? 10_000);
 const extractor = new Extractor(DEFAULT_ONTOLOGY);
 
-const lines = (file: string) => readFileSync(join(here, 'intelligence', file), 'utf8').split('\n').filter((l) => l.trim() && !l.startsWith('#'));
+const lines = (file: string) =>
+  readFileSync(join(here, 'intelligence', file), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('#'));
 const prf = (tp: number, fp: number, fn: number) => {
   const precision = tp + fp ? tp / (tp + fp) : 1;
   const recall = tp + fn ? tp / (tp + fn) : 1;
@@ -46,22 +49,42 @@ function statements(file: string) {
   const rows = lines(file);
   // The statements label the relation types of the first rules; the personal-fact relations of issue 53
   // (age, habit, ...) are judged by the conflict sets, so found relations of other types are not counted here.
-  const labelled = new Set(rows.flatMap((line) => (line.split('|')[2] ?? '').split(',').map((r) => r.split('>')[1]?.trim()).filter(Boolean)));
+  const labelled = new Set(
+    rows.flatMap((line) =>
+      (line.split('|')[2] ?? '')
+        .split(',')
+        .map((r) => r.split('>')[1]?.trim())
+        .filter(Boolean),
+    ),
+  );
   for (const line of rows) {
     const [rawText, goldEntities = '', goldRelations = ''] = line.split('|').map((s) => s.trim());
     const speaker = rawText!.startsWith('@') ? rawText!.slice(1, rawText!.indexOf(' ')) : null;
     const text = speaker ? rawText!.slice(speaker.length + 2) : rawText!;
     const result = extractor.extract(text, speaker);
-    const ge = goldEntities.split(',').map((s) => s.trim()).filter(Boolean).map((s) => s.toLowerCase());
+    const ge = goldEntities
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((s) => s.toLowerCase());
     // The speaker of a turn is labelled as an entity of it; the extractor knows it from the turn, not the text.
-    const fe = [...result.entities.map((e) => `${e.name}:${e.type}`.toLowerCase()), ...(speaker ? [`${speaker}:person`.toLowerCase()] : [])];
+    const fe = [
+      ...result.entities.map((e) => `${e.name}:${e.type}`.toLowerCase()),
+      ...(speaker ? [`${speaker}:person`.toLowerCase()] : []),
+    ];
     score(new Set(ge), new Set(fe), entities);
     score(new Set(ge.map((e) => e.split(':')[0]!)), new Set(fe.map((e) => e.split(':')[0]!)), untyped);
-    const gr = goldRelations.split(',').map((s) => s.trim()).filter(Boolean).map((s) => {
-      const [subject, relation, object, not] = s.split('>');
-      return `${subject === 'I' ? (speaker ?? SELF) : subject}>${relation}>${object}>${not ? 'not' : ''}`.toLowerCase();
-    });
-    const fr = result.relations.filter((r) => labelled.has(r.relation) || r.relation.startsWith('favorite_')).map((r) => `${r.subject.name}>${r.relation}>${r.object.name}>${r.negated ? 'not' : ''}`.toLowerCase());
+    const gr = goldRelations
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((s) => {
+        const [subject, relation, object, not] = s.split('>');
+        return `${subject === 'I' ? (speaker ?? SELF) : subject}>${relation}>${object}>${not ? 'not' : ''}`.toLowerCase();
+      });
+    const fr = result.relations
+      .filter((r) => labelled.has(r.relation) || r.relation.startsWith('favorite_'))
+      .map((r) => `${r.subject.name}>${r.relation}>${r.object.name}>${r.negated ? 'not' : ''}`.toLowerCase());
     score(new Set(gr), new Set(fr), relations);
   }
   return {
@@ -74,7 +97,11 @@ function statements(file: string) {
 
 const pairFound = (a: string, b: string) => {
   const memories = [a, b].map((text, i) => ({
-    id: i + 1, createdAt: `2024-0${i + 1}-01T00:00:00.000Z`, supersededBy: null, isSummary: false, extraction: extractor.extract(text),
+    id: i + 1,
+    createdAt: `2024-0${i + 1}-01T00:00:00.000Z`,
+    supersededBy: null,
+    isSummary: false,
+    extraction: extractor.extract(text),
   }));
   return deriveKnowledge(memories, 'user').conflicts.length > 0;
 };
@@ -113,7 +140,9 @@ function conflictsByKind(file: string, text: (statement: string) => string = (s)
   }
   const compatible = rows.length - all[0]! - all[2]!;
   return {
-    pairs: rows.length, conflicting: all[0]! + all[2]!, ...prf(all[0]!, all[1]!, all[2]!),
+    pairs: rows.length,
+    conflicting: all[0]! + all[2]!,
+    ...prf(all[0]!, all[1]!, all[2]!),
     false_alarm_rate: compatible ? Math.round((all[1]! / compatible) * 1000) / 1000 : 0,
     by_kind: Object.fromEntries([...byKind].map(([k, c]) => [k, prf(c[0]!, c[1]!, c[2]!)])),
   };
@@ -123,9 +152,12 @@ function conflictsByKind(file: string, text: (statement: string) => string = (s)
 const previous = JSON.parse(readFileSync(join(here, 'intelligence', 'previous.json'), 'utf8'));
 
 const quality = {
-  ...Object.fromEntries((['dev', 'test'] as const).map((split) => [
-    split, { ...statements(`${split}-statements.txt`), conflicts: conflicts(`${split}-conflicts.txt`) },
-  ])),
+  ...Object.fromEntries(
+    (['dev', 'test'] as const).map((split) => [
+      split,
+      { ...statements(`${split}-statements.txt`), conflicts: conflicts(`${split}-conflicts.txt`) },
+    ]),
+  ),
   facts_dev: conflictsByKind('conflicts-dev.txt'),
   facts_heldout: conflictsByKind('conflicts-heldout.txt'),
   // Written by another hand before wave 3 changed the rules, never read while changing them.
@@ -133,7 +165,10 @@ const quality = {
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const text = resolver(locomoDir());
-    return { locomo_tuning: conflictsByKind('locomo-pairs-tuning.txt', text), locomo_heldout: conflictsByKind('locomo-pairs-heldout.txt', text) };
+    return {
+      locomo_tuning: conflictsByKind('locomo-pairs-tuning.txt', text),
+      locomo_heldout: conflictsByKind('locomo-pairs-heldout.txt', text),
+    };
   })(),
   previous,
 };
@@ -141,17 +176,31 @@ const quality = {
 async function speed() {
   // Beside the repository, like bench/latency.ts; ENGRAM_LOCOMO_DIR when the checkout lives elsewhere.
   const dataDir = locomoDir();
-  const convs = readdirSync(dataDir).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(dataDir, f)));
-  const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
+  const convs = readdirSync(dataDir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => loadConversation(join(dataDir, f)));
+  const sentences = [
+    ...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3)),
+  ];
   const rand = mulberry32(11);
   const server = await startServer();
   try {
     const request = jsonClient(server.url, { 'x-api-key': server.key, 'x-end-user-id': 'bench-user' }, 8);
     const texts = new Set<string>();
-    while (texts.size < size) texts.add(Array.from({ length: 1 + Math.floor(rand() * 2) }, () => sentences[Math.floor(rand() * sentences.length)]).join(' '));
+    while (texts.size < size)
+      texts.add(
+        Array.from({ length: 1 + Math.floor(rand() * 2) }, () => sentences[Math.floor(rand() * sentences.length)]).join(
+          ' ',
+        ),
+      );
     const all = [...texts];
     for (let i = 0; i < all.length; i += 50) {
-      const res = await request('POST', '/memory/bulk-add', all.slice(i, i + 50).map((text) => ({ text })));
+      const res = await request(
+        'POST',
+        '/memory/bulk-add',
+        all.slice(i, i + 50).map((text) => ({ text })),
+      );
       if (res.status >= 300 && res.status !== 207) throw new Error(`bulk-add -> ${res.status}`);
     }
     const timed = async (path: string) => {
@@ -168,13 +217,22 @@ async function speed() {
       let body: any;
       for (let i = 0; i < 60; i++) ({ ms: runs[i], body } = await timed(path));
       runs.sort((a, b) => a - b);
-      out[path] = { p50_ms: Math.round(runs[30]! * 100) / 100, p99_ms: Math.round(runs[59]! * 100) / 100, total: body.total ?? body.nodes?.length };
+      out[path] = {
+        p50_ms: Math.round(runs[30]! * 100) / 100,
+        p99_ms: Math.round(runs[59]! * 100) / 100,
+        total: body.total ?? body.nodes?.length,
+      };
     }
     // One more memory, then the next read: incremental re-extraction of the change only.
     await request('POST', '/memory/add', { text: 'I moved to Lisbon last week.' });
     out.read_after_one_add_ms = Math.round((await timed('/memory/graph?limit=100')).ms);
     const stats = (await timed('/memory/knowledge/stats')).body;
-    out.stats = { entities: stats.entities, relations: stats.relations, clusters: stats.clusters, decisions: stats.decisions };
+    out.stats = {
+      entities: stats.entities,
+      relations: stats.relations,
+      clusters: stats.clusters,
+      decisions: stats.decisions,
+    };
     return out;
   } finally {
     await server.stop();

@@ -58,8 +58,13 @@ const BATCH = 50;
 // ---- data ----------------------------------------------------------------------
 // Beside the repository; ENGRAM_LOCOMO_DIR when the checkout lives elsewhere (a worktree).
 const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(repoRoot, '../shared/bench/locomo-dev');
-const convs = readdirSync(dataDir).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(dataDir, f)));
-const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
+const convs = readdirSync(dataDir)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
+  .map((f) => loadConversation(join(dataDir, f)));
+const sentences = [
+  ...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3)),
+];
 const questions = convs.flatMap((c) => c.qa.map((q) => q.question));
 const rand = mulberry32(7);
 const pick = <T>(a: T[]) => a[Math.floor(rand() * a.length)]!;
@@ -74,7 +79,12 @@ const targets = SIZES.map((n) => ({ id: `user-${n}`, count: n, made: 0, seen: ne
 const fillerTotal = Math.max(0, total - SIZES.reduce((a, b) => a + b, 0));
 const fillers: User[] = [];
 for (let i = 0, left = fillerTotal; left > 0; i++, left -= 1000) {
-  fillers.push({ id: `filler-${String(i + 1).padStart(4, '0')}`, count: Math.min(1000, left), made: 0, seen: new Set() });
+  fillers.push({
+    id: `filler-${String(i + 1).padStart(4, '0')}`,
+    count: Math.min(1000, left),
+    made: 0,
+    seen: new Set(),
+  });
 }
 
 /** A text this end user does not have yet (by the server's duplicate key). */
@@ -156,8 +166,18 @@ async function fillDirect(file: string): Promise<number> {
     let done = 0;
     let requestNo = 0;
     for (const { user, items } of batches()) {
-      const ctx = { actor: { type: 'api_key' as const, id: key.id }, organizationId: key.organizationId, projectId: key.projectId, requestId: `req-fill-${++requestNo}` };
-      const result = await bulkAdd(database, ctx, { projectId: key.projectId, tenantId: '', endUserId: user.id }, items);
+      const ctx = {
+        actor: { type: 'api_key' as const, id: key.id },
+        organizationId: key.organizationId,
+        projectId: key.projectId,
+        requestId: `req-fill-${++requestNo}`,
+      };
+      const result = await bulkAdd(
+        database,
+        ctx,
+        { projectId: key.projectId, tenantId: '', endUserId: user.id },
+        items,
+      );
       done += result.totals.created + result.totals.skipped;
       if (result.totals.failed > 0) throw new Error(`bulk-add refused ${result.totals.failed} items`);
     }
@@ -172,7 +192,12 @@ async function fillDirect(file: string): Promise<number> {
 const rssMb = (pid: number) => {
   let children: number[] = [];
   try {
-    children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)]).toString().trim().split(/\s+/).filter(Boolean).map(Number);
+    children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)])
+      .toString()
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
   } catch {
     // ps exits 1 when there are none.
   }
@@ -188,7 +213,12 @@ async function measure(server: BenchServer) {
   const request = jsonClient(server.url, { 'x-api-key': server.key }, 32);
   // The i-th question of every measurement is the same, so that sizes (and runs) compare like with like.
   const query = async (user: string, i: number) => {
-    const res = await request('POST', '/memory/query', { query: questions[i % questions.length], k: 10 }, { 'x-end-user-id': user });
+    const res = await request(
+      'POST',
+      '/memory/query',
+      { query: questions[i % questions.length], k: 10 },
+      { 'x-end-user-id': user },
+    );
     if (res.status !== 200) throw new Error(`query -> ${res.status}: ${res.body.slice(0, 300)}`);
     return (JSON.parse(res.body) as { memories: unknown[] }).memories.length;
   };
@@ -204,7 +234,12 @@ async function measure(server: BenchServer) {
   const embedded = embeddings ? await untilEmbedded() : undefined;
   // Warm-up (JIT, statement caches, connections), so that the percentiles are the server's steady state: V8 optimizes
   // the route's code, and the search thread's, over its first thousand queries or so (bench/README.md, "Round 12").
-  for (const n of SIZES) await runLoad(n >= 100_000 ? 300 : 1000, 1, async (i) => (await query(`user-${n}`, questions.length - 1 - (i % questions.length))) >= 0);
+  for (const n of SIZES)
+    await runLoad(
+      n >= 100_000 ? 300 : 1000,
+      1,
+      async (i) => (await query(`user-${n}`, questions.length - 1 - (i % questions.length))) >= 0,
+    );
   const rssWarm = rssMb(pid);
   let empty = 0;
   for (const n of SIZES) {
@@ -213,9 +248,22 @@ async function measure(server: BenchServer) {
       if ((await query(`user-${n}`, i)) === 0) empty++;
       return true;
     });
-    latency[String(n)] = { memories_of_user: n, cold_first_query_ms: cold[String(n)], p50_ms: r.p50_ms, p99_ms: r.p99_ms, queries: r.requests, errors: r.errors };
+    latency[String(n)] = {
+      memories_of_user: n,
+      cold_first_query_ms: cold[String(n)],
+      p50_ms: r.p50_ms,
+      p99_ms: r.p99_ms,
+      queries: r.requests,
+      errors: r.errors,
+    };
   }
-  if (embeddings) return { query_latency_1_client: latency, queries_with_no_result: empty, texts_embedded: embedded, rss_mb: { after_start: rssStart, after_warm_up: rssWarm } };
+  if (embeddings)
+    return {
+      query_latency_1_client: latency,
+      queries_with_no_result: empty,
+      texts_embedded: embedded,
+      rss_mb: { after_start: rssStart, after_warm_up: rssWarm },
+    };
   const qps = await runLoad(20_000, 16, async (i) => (await query(`user-${QPS_SIZE}`, i)) >= 0);
   const healthz = await runLoad(40_000, 16, async () => (await request('GET', '/healthz')).status === 200);
   const rssEnd = rssMb(pid);
@@ -244,8 +292,14 @@ async function startEmbeddings(dims: number) {
     req.on('end', () => {
       const body = JSON.parse(raw) as { model: string; input: string[] };
       served.texts += body.input.length;
-      const data = body.input.map((text, index) => ({ object: 'embedding', index, embedding: Array.from(embedder.embedSync(text)) }));
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 0, total_tokens: 0 } }));
+      const data = body.input.map((text, index) => ({
+        object: 'embedding',
+        index,
+        embedding: Array.from(embedder.embedSync(text)),
+      }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 0, total_tokens: 0 } }));
     });
   });
   await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
@@ -254,7 +308,12 @@ async function startEmbeddings(dims: number) {
 }
 const embeddings = vectorDims ? await startEmbeddings(vectorDims) : null;
 const workerEnv: Record<string, string> = embeddings
-  ? { ...baseEnv, ENGRAM_EMBEDDER: 'openai', ENGRAM_EMBEDDER_BASE_URL: embeddings.url, ENGRAM_EMBEDDER_MODEL: `bench-hashed-${vectorDims}` }
+  ? {
+      ...baseEnv,
+      ENGRAM_EMBEDDER: 'openai',
+      ENGRAM_EMBEDDER_BASE_URL: embeddings.url,
+      ENGRAM_EMBEDDER_MODEL: `bench-hashed-${vectorDims}`,
+    }
   : baseEnv;
 
 /** Waits until the measured end users' memories are embedded (and a moment for the indexes to take them). */
@@ -286,12 +345,19 @@ async function firstQueriesAfterRestart(server: BenchServer) {
       const exited = new Promise((r) => running.process.once('exit', r));
       running.process.kill('SIGTERM');
       await exited;
-      running = await startServer(postgresUrl ? { databaseUrl: server.databaseUrl, env: workerEnv } : { dataDir: dir!, env: workerEnv });
+      running = await startServer(
+        postgresUrl ? { databaseUrl: server.databaseUrl, env: workerEnv } : { dataDir: dir!, env: workerEnv },
+      );
       const request = jsonClient(running.url, { 'x-api-key': running.key });
       const first: Record<string, number> = {};
       for (const n of SIZES) {
         const s = performance.now();
-        const res = await request('POST', '/memory/query', { query: questions[run % questions.length], k: 10 }, { 'x-end-user-id': `user-${n}` });
+        const res = await request(
+          'POST',
+          '/memory/query',
+          { query: questions[run % questions.length], k: 10 },
+          { 'x-end-user-id': `user-${n}` },
+        );
         if (res.status !== 200) throw new Error(`query -> ${res.status}: ${res.body.slice(0, 300)}`);
         first[String(n)] = Math.round((performance.now() - s) * 100) / 100;
       }
@@ -309,7 +375,9 @@ let filled: number;
 const t0 = performance.now();
 if (fill === 'http') {
   // Queries are measured on the same process: bulk-add builds no index, so every index is still cold.
-  server = await startServer(postgresUrl ? { postgresUrl, nodeArgs, env: workerEnv } : { dataDir: dir!, nodeArgs, env: workerEnv });
+  server = await startServer(
+    postgresUrl ? { postgresUrl, nodeArgs, env: workerEnv } : { dataDir: dir!, nodeArgs, env: workerEnv },
+  );
   try {
     filled = await fillHttp(server);
   } catch (error) {
@@ -323,7 +391,7 @@ if (fill === 'http') {
   server = await startServer({ dataDir: dir!, nodeArgs, env: workerEnv });
 }
 const fillSeconds = (performance.now() - t0) / 1000;
-let results;
+let results: Awaited<ReturnType<typeof measure>>;
 try {
   results = await measure(server);
   if (embeddings) {
@@ -338,7 +406,12 @@ try {
     results = {
       vectors: { dimensions: vectorDims, ...results },
       lexical_only: lexical,
-      p50_with_vectors_over_lexical_only: Object.fromEntries(SIZES.map((n) => [String(n), Math.round((withVectors[String(n)]!.p50_ms / without[String(n)]!.p50_ms) * 100) / 100])),
+      p50_with_vectors_over_lexical_only: Object.fromEntries(
+        SIZES.map((n) => [
+          String(n),
+          Math.round((withVectors[String(n)]!.p50_ms / without[String(n)]!.p50_ms) * 100) / 100,
+        ]),
+      ),
     };
   } else {
     results = { ...results, after_restart: await firstQueriesAfterRestart(server) };
@@ -349,7 +422,7 @@ try {
   if (dir) rmSync(dir, { recursive: true, force: true });
 }
 process.stdout.write(
-  JSON.stringify(
+  `${JSON.stringify(
     {
       benchmark: 'latency',
       node: process.version,
@@ -357,7 +430,10 @@ process.stdout.write(
       workers,
       route: 'POST /memory/query {query: <LoCoMo question>, k: 10}',
       fill: {
-        method: fill === 'http' ? 'HTTP POST /memory/bulk-add, 50 per request, 8 in flight' : 'the memories module\'s bulk-add in the bench process, 50 per transaction, server stopped',
+        method:
+          fill === 'http'
+            ? 'HTTP POST /memory/bulk-add, 50 per request, 8 in flight'
+            : "the memories module's bulk-add in the bench process, 50 per transaction, server stopped",
         memories: filled,
         end_users: targets.length + fillers.length,
         seconds: Math.round(fillSeconds * 10) / 10,
@@ -367,5 +443,5 @@ process.stdout.write(
     },
     null,
     2,
-  ) + '\n',
+  )}\n`,
 );

@@ -21,7 +21,11 @@ const headers = { 'x-api-key': server.key, 'x-end-user-id': END_USER, 'content-t
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: any; ms: number }> {
   const started = performance.now();
-  const res = await fetch(server.url + path, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  const res = await fetch(server.url + path, {
+    method,
+    headers,
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
   const json = await res.json();
   return { status: res.status, json, ms: performance.now() - started };
 }
@@ -33,7 +37,9 @@ const median = (values: number[]) => {
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
 /** Lists everything the parameters select, page by page; the time of each page. */
-async function walk(params: Record<string, string>): Promise<{ pages: number; items: number; first_ms: number; last_ms: number; last_over_first: number }> {
+async function walk(
+  params: Record<string, string>,
+): Promise<{ pages: number; items: number; first_ms: number; last_ms: number; last_over_first: number }> {
   const times: number[] = [];
   let items = 0;
   let cursor: string | null = null;
@@ -47,7 +53,13 @@ async function walk(params: Record<string, string>): Promise<{ pages: number; it
     cursor = page.json.next_cursor;
   }
   const [first, last] = [median(times.slice(0, edge)), median(times.slice(-edge))];
-  return { pages: times.length, items, first_ms: round(first), last_ms: round(last), last_over_first: round(last / first) };
+  return {
+    pages: times.length,
+    items,
+    first_ms: round(first),
+    last_ms: round(last),
+    last_over_first: round(last / first),
+  };
 }
 
 try {
@@ -55,16 +67,23 @@ try {
   const batches = Math.ceil(total / 50);
   let next = 0;
   // Four clients at once, 50 memories a request.
-  await Promise.all(Array.from({ length: 4 }, async () => {
-    for (let b = next++; b < batches; b = next++) {
-      const items = Array.from({ length: Math.min(50, total - b * 50) }, (_, i) => {
-        const n = b * 50 + i;
-        return { text: `Listed memory ${n}: a note about topic ${n % 97}`, tags: [n % 2 ? 'odd' : 'even'], metadata: { n } };
-      });
-      const res = await call('POST', '/memory/bulk-add', items);
-      if (res.status !== 200) throw new Error(`bulk-add answered ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      for (let b = next++; b < batches; b = next++) {
+        const items = Array.from({ length: Math.min(50, total - b * 50) }, (_, i) => {
+          const n = b * 50 + i;
+          return {
+            text: `Listed memory ${n}: a note about topic ${n % 97}`,
+            tags: [n % 2 ? 'odd' : 'even'],
+            metadata: { n },
+          };
+        });
+        const res = await call('POST', '/memory/bulk-add', items);
+        if (res.status !== 200)
+          throw new Error(`bulk-add answered ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`);
+      }
+    }),
+  );
   const fillSeconds = (performance.now() - fillStart) / 1000;
 
   const counted = await call('GET', '/memory?limit=1&total=true');
@@ -76,15 +95,25 @@ try {
   const newestFirst = await walk({});
   const oldestFirst = await walk({ order: 'asc' });
   const filtered = await walk({ filters: JSON.stringify({ tags_any: ['even'] }) });
-  console.log(JSON.stringify({
-    bench: 'list', dialect: server.dialect, total, limit, edge_pages: edge,
-    fill_seconds: round(fillSeconds),
-    single_read_ms: round(median(singles)),
-    newest_first: newestFirst,
-    oldest_first: oldestFirst,
-    filtered_half: filtered,
-    total_count_ms: round(counted.ms),
-  }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        bench: 'list',
+        dialect: server.dialect,
+        total,
+        limit,
+        edge_pages: edge,
+        fill_seconds: round(fillSeconds),
+        single_read_ms: round(median(singles)),
+        newest_first: newestFirst,
+        oldest_first: oldestFirst,
+        filtered_half: filtered,
+        total_count_ms: round(counted.ms),
+      },
+      null,
+      2,
+    ),
+  );
 } finally {
   await server.stop();
 }

@@ -34,7 +34,8 @@ const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const baseRev = option('--base');
 if (!baseRev) throw new Error('--base <rev> is required: the revision to compare this checkout with');
 const phase = (option('--phase') ?? 'bulk') as 'add' | 'keyed-add' | 'turn' | 'bulk' | 'query';
-if (!['add', 'keyed-add', 'turn', 'bulk', 'query'].includes(phase)) throw new Error('--phase must be add, keyed-add, turn, bulk or query');
+if (!['add', 'keyed-add', 'turn', 'bulk', 'query'].includes(phase))
+  throw new Error('--phase must be add, keyed-add, turn, bulk or query');
 const rounds = Number(option('--rounds') ?? 10);
 const postgresUrl = option('--postgres');
 const memories = Number(option('--memories') ?? 10_000);
@@ -43,7 +44,11 @@ if (!Number.isInteger(clients) || clients < 1) throw new Error('--clients must b
 
 // ---- workloads ---------------------------------------------------------------------
 const locomo = resolve(repoRoot, '../shared/bench/locomo-dev');
-const conversations = () => readdirSync(locomo).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(locomo, f)));
+const conversations = () =>
+  readdirSync(locomo)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => loadConversation(join(locomo, f)));
 
 interface Side {
   name: 'base' | 'current';
@@ -53,7 +58,8 @@ interface Side {
 
 /** Distinct texts: every round adds memories no end user has yet. */
 let written = 0;
-const text = (i: number) => `Benchmark memory number ${i}: the user mentioned preference ${i % 97} while planning trip ${i}`;
+const text = (i: number) =>
+  `Benchmark memory number ${i}: the user mentioned preference ${i % 97} while planning trip ${i}`;
 
 /** One round's load on one side: its operations and the result. */
 async function roundOf(side: Side, questions: string[]) {
@@ -61,35 +67,97 @@ async function roundOf(side: Side, questions: string[]) {
   if (phase === 'add' || phase === 'keyed-add') {
     const from = written;
     written += 5_000;
-    const key = (i: number): Record<string, string> => (phase === 'keyed-add' ? { 'idempotency-key': `pair-${from + i}` } : {});
-    return { operations: 5_000, load: await runLoad(5_000, clients, async (i) => (await request('POST', '/memory/add', { text: text(from + i) }, { 'x-end-user-id': `add-${i % 64}`, ...key(i) })).status === 201) };
+    const key = (i: number): Record<string, string> =>
+      phase === 'keyed-add' ? { 'idempotency-key': `pair-${from + i}` } : {};
+    return {
+      operations: 5_000,
+      load: await runLoad(
+        5_000,
+        clients,
+        async (i) =>
+          (
+            await request(
+              'POST',
+              '/memory/add',
+              { text: text(from + i) },
+              { 'x-end-user-id': `add-${i % 64}`, ...key(i) },
+            )
+          ).status === 201,
+      ),
+    };
   }
   if (phase === 'turn') {
     const from = written;
     written += 3_000;
-    const turn = (i: number) => ({ tenant_id: `pair-${i % 8}`, user_id: `user-${i % 64}`, text: text(from + i), speaker: 'user' });
-    return { operations: 3_000, load: await runLoad(3_000, clients, async (i) => (await request('POST', '/v1/memory/add_turn', turn(i), { 'x-tenant-id': `pair-${i % 8}` })).status === 201) };
+    const turn = (i: number) => ({
+      tenant_id: `pair-${i % 8}`,
+      user_id: `user-${i % 64}`,
+      text: text(from + i),
+      speaker: 'user',
+    });
+    return {
+      operations: 3_000,
+      load: await runLoad(
+        3_000,
+        clients,
+        async (i) =>
+          (await request('POST', '/v1/memory/add_turn', turn(i), { 'x-tenant-id': `pair-${i % 8}` })).status === 201,
+      ),
+    };
   }
   if (phase === 'bulk') {
     const from = written;
     written += 400 * 50;
-    const items = (b: number) => Array.from({ length: 50 }, (_, j) => ({ text: text(from + b * 50 + j), client_ref: `ref-${from + b * 50 + j}` }));
-    return { operations: 400 * 50, load: await runLoad(400, clients, async (b) => (await request('POST', '/memory/bulk-add', items(b), { 'x-end-user-id': `bulk-${b % 32}` })).status === 200) };
+    const items = (b: number) =>
+      Array.from({ length: 50 }, (_, j) => ({ text: text(from + b * 50 + j), client_ref: `ref-${from + b * 50 + j}` }));
+    return {
+      operations: 400 * 50,
+      load: await runLoad(
+        400,
+        clients,
+        async (b) =>
+          (await request('POST', '/memory/bulk-add', items(b), { 'x-end-user-id': `bulk-${b % 32}` })).status === 200,
+      ),
+    };
   }
-  return { operations: 3_000, load: await runLoad(3_000, clients, async (i) => (await request('POST', '/memory/query', { query: questions[i % questions.length], k: 10 }, { 'x-end-user-id': 'reader' })).status === 200) };
+  return {
+    operations: 3_000,
+    load: await runLoad(
+      3_000,
+      clients,
+      async (i) =>
+        (
+          await request(
+            'POST',
+            '/memory/query',
+            { query: questions[i % questions.length], k: 10 },
+            { 'x-end-user-id': 'reader' },
+          )
+        ).status === 200,
+    ),
+  };
 }
 
 /** The query phase's end user on both sides, the same memories in the same order (texts recombined from LoCoMo turns). */
 async function fillReader(sides: Side[]): Promise<string[]> {
   const convs = conversations();
-  const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
+  const sentences = [
+    ...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3)),
+  ];
   const rand = mulberry32(7);
   const texts = new Set<string>();
-  while (texts.size < memories) texts.add(Array.from({ length: 1 + Math.floor(rand() * 3) }, () => sentences[Math.floor(rand() * sentences.length)]!).join(' '));
+  while (texts.size < memories)
+    texts.add(
+      Array.from({ length: 1 + Math.floor(rand() * 3) }, () => sentences[Math.floor(rand() * sentences.length)]!).join(
+        ' ',
+      ),
+    );
   const all = [...texts];
   for (const { request } of sides) {
     await runLoad(Math.ceil(all.length / 50), 8, async (b) => {
-      const items = all.slice(b * 50, b * 50 + 50).map((t, j) => ({ text: t, session_id: `s${Math.floor((b * 50 + j) / 20) + 1}` }));
+      const items = all
+        .slice(b * 50, b * 50 + 50)
+        .map((t, j) => ({ text: t, session_id: `s${Math.floor((b * 50 + j) / 20) + 1}` }));
       return (await request('POST', '/memory/bulk-add', items, { 'x-end-user-id': 'reader' })).status === 200;
     });
   }
@@ -104,23 +172,37 @@ async function fillReader(sides: Side[]): Promise<string[]> {
 // ---- run ------------------------------------------------------------------------------
 const base = baselineMain(repoRoot, baseRev);
 const current = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
-const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: repoRoot, encoding: 'utf8' }).trim() !== '';
+const dirty =
+  execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: repoRoot, encoding: 'utf8' }).trim() !==
+  '';
 const sides: Side[] = [];
-for (const [name, main] of [['base', base.main], ['current', undefined]] as const) {
+for (const [name, main] of [
+  ['base', base.main],
+  ['current', undefined],
+] as const) {
   const server = await startServer({ postgresUrl, main });
   sides.push({ name, server, request: jsonClient(server.url, { 'x-api-key': server.key }) });
 }
 
-interface Figures { per_second: number; p50_ms: number; server_cpu_ms: number; server_write_calls: number; database_cpu_ms?: number }
+interface Figures {
+  per_second: number;
+  p50_ms: number;
+  server_cpu_ms: number;
+  server_write_calls: number;
+  database_cpu_ms?: number;
+}
 const perRound: Record<Side['name'], Figures[]> = { base: [], current: [] };
 try {
   const questions = phase === 'query' ? await fillReader(sides) : [];
   for (let r = 0; r <= rounds; r++) {
     for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
       const { server } = side;
-      const cpu = () => [
-        processCpuSeconds(server.process.pid!), server.dialect === 'postgres' ? postgresCpuSeconds(server.databaseUrl) : 0, processWriteCalls(server.process.pid!),
-      ] as const;
+      const cpu = () =>
+        [
+          processCpuSeconds(server.process.pid!),
+          server.dialect === 'postgres' ? postgresCpuSeconds(server.databaseUrl) : 0,
+          processWriteCalls(server.process.pid!),
+        ] as const;
       const [server0, database0, writes0] = cpu();
       const { operations, load } = await roundOf(side, questions);
       const [server1, database1, writes1] = cpu();
@@ -151,24 +233,32 @@ const summary = (figures: Figures[]) => ({
   p50_ms: round3(median(figures.map((f) => f.p50_ms))),
   server_cpu_ms_per_operation: round3(median(figures.map((f) => f.server_cpu_ms))),
   server_write_calls_per_operation: round3(median(figures.map((f) => f.server_write_calls))),
-  ...(figures[0]?.database_cpu_ms !== undefined ? { database_cpu_ms_per_operation: round3(median(figures.map((f) => f.database_cpu_ms!))) } : {}),
+  ...(figures[0]?.database_cpu_ms !== undefined
+    ? { database_cpu_ms_per_operation: round3(median(figures.map((f) => f.database_cpu_ms!))) }
+    : {}),
 });
-process.stdout.write(JSON.stringify({
-  benchmark: 'pair',
-  node: process.version,
-  dialect: sides[0]!.server.dialect,
-  phase,
-  ...(phase === 'query' ? { memories_of_user: memories } : {}),
-  clients,
-  rounds,
-  base: { rev: baseRev, sha: base.sha, ...summary(perRound.base) },
-  current: { sha: current, uncommitted_changes: dirty, ...summary(perRound.current) },
-  current_over_base: {
-    per_second: ratio('per_second'),
-    p50_ms: ratio('p50_ms'),
-    server_cpu_ms: ratio('server_cpu_ms'),
-    server_write_calls: ratio('server_write_calls'),
-    ...(sides[0]!.server.dialect === 'postgres' ? { database_cpu_ms: ratio('database_cpu_ms') } : {}),
-  },
-  rounds_detail: perRound,
-}, null, 2) + '\n');
+process.stdout.write(
+  `${JSON.stringify(
+    {
+      benchmark: 'pair',
+      node: process.version,
+      dialect: sides[0]!.server.dialect,
+      phase,
+      ...(phase === 'query' ? { memories_of_user: memories } : {}),
+      clients,
+      rounds,
+      base: { rev: baseRev, sha: base.sha, ...summary(perRound.base) },
+      current: { sha: current, uncommitted_changes: dirty, ...summary(perRound.current) },
+      current_over_base: {
+        per_second: ratio('per_second'),
+        p50_ms: ratio('p50_ms'),
+        server_cpu_ms: ratio('server_cpu_ms'),
+        server_write_calls: ratio('server_write_calls'),
+        ...(sides[0]!.server.dialect === 'postgres' ? { database_cpu_ms: ratio('database_cpu_ms') } : {}),
+      },
+      rounds_detail: perRound,
+    },
+    null,
+    2,
+  )}\n`,
+);

@@ -31,7 +31,12 @@ for (let i = 0; i < argv.length; i++) {
 }
 if (files.length === 0) {
   const dir = resolve(repoRoot, '../shared/bench/locomo-dev');
-  files.push(...readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => resolve(dir, f)));
+  files.push(
+    ...readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
+      .map((f) => resolve(dir, f)),
+  );
 }
 const convs = files.map(loadConversation);
 
@@ -95,12 +100,17 @@ async function run(server: BenchServer) {
   return {
     dialect: server.dialect,
     ingest: {
-      turns: addLatencies.length, duplicates, seconds: round(ingestSeconds),
-      per_second: round(addLatencies.length / ingestSeconds), add_turn: stats(addLatencies),
+      turns: addLatencies.length,
+      duplicates,
+      seconds: round(ingestSeconds),
+      per_second: round(addLatencies.length / ingestSeconds),
+      add_turn: stats(addLatencies),
     },
     recall_requests: stats(recallLatencies),
     overall: { engram: pooled(e), baseline: pooled(b) },
-    per_file: Object.fromEntries(results.map((r) => [r.conv.name, { turns: r.conv.docs.length, engram: r.engram, baseline: r.baseline }])),
+    per_file: Object.fromEntries(
+      results.map((r) => [r.conv.name, { turns: r.conv.docs.length, engram: r.engram, baseline: r.baseline }]),
+    ),
   };
 }
 
@@ -114,15 +124,16 @@ for (const url of [undefined, postgresUrl].filter((u, i) => i === 0 || u)) {
   }
 }
 process.stdout.write(
-  JSON.stringify(
+  `${JSON.stringify(
     {
       benchmark: 'retrieval',
       node: process.version,
       files: files.map((f) => f.split('/').pop()),
-      measure: 'evidence recall@5/@10, LoCoMo categories 1-4; Engram via POST /v1/memory/add_turn + /v1/memory/recall (k=10), baseline = plain BM25 over the same turn texts',
+      measure:
+        'evidence recall@5/@10, LoCoMo categories 1-4; Engram via POST /v1/memory/add_turn + /v1/memory/recall (k=10), baseline = plain BM25 over the same turn texts',
       runs,
     },
     null,
     2,
-  ) + '\n',
+  )}\n`,
 );

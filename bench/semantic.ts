@@ -20,8 +20,13 @@ const here = dirname(fileURLToPath(import.meta.url));
 const sizes = (option('--sizes') ?? '10000,100000').split(',').map(Number);
 const rounds = Number(option('--rounds') ?? 3);
 const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(here, '../../shared/bench/locomo-dev');
-const convs = readdirSync(dataDir).filter((f) => f.endsWith('.json')).sort().map((f) => loadConversation(join(dataDir, f)));
-const sentences = [...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3))];
+const convs = readdirSync(dataDir)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
+  .map((f) => loadConversation(join(dataDir, f)));
+const sentences = [
+  ...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3)),
+];
 const questions = convs.flatMap((c) => c.qa.map((q) => q.question)).slice(0, 600);
 const embedder = builtinEmbedder(512);
 
@@ -36,11 +41,26 @@ for (const size of sizes) {
   const index = new MemoryIndex({ embedder: null });
   const built = performance.now();
   const texts = new Set<string>();
-  while (texts.size < size) texts.add(Array.from({ length: 1 + Math.floor(rand() * 3) }, () => sentences[Math.floor(rand() * sentences.length)]).join(' '));
+  while (texts.size < size)
+    texts.add(
+      Array.from({ length: 1 + Math.floor(rand() * 3) }, () => sentences[Math.floor(rand() * sentences.length)]).join(
+        ' ',
+      ),
+    );
   let id = 0;
   for (const text of texts) {
     id++;
-    index.upsert({ id, text, createdAt: 1_700_000_000_000 + id * 60_000, sessionId: `s${Math.floor(id / 20)}`, importance: 0.5, feedback: 0 }, embedder.embedSync(text));
+    index.upsert(
+      {
+        id,
+        text,
+        createdAt: 1_700_000_000_000 + id * 60_000,
+        sessionId: `s${Math.floor(id / 20)}`,
+        importance: 0.5,
+        feedback: 0,
+      },
+      embedder.embedSync(text),
+    );
   }
   const buildMs = performance.now() - built;
   const vectors = questions.map((q) => embedder.embedSync(q));

@@ -33,47 +33,115 @@ const login = await data('POST', '/auth/login', { email: EMAIL, password: PASSWO
 if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.body}`);
 const control = jsonClient(server.url, { authorization: `Bearer ${JSON.parse(login.body).access_token}` });
 
-const words = 'coffee tea hiking Lisbon piano cats deadline budget sister birthday allergy peanuts meeting Tuesday flight Berlin'.split(' ');
+const words =
+  'coffee tea hiking Lisbon piano cats deadline budget sister birthday allergy peanuts meeting Tuesday flight Berlin'.split(
+    ' ',
+  );
 const rand = mulberry32(11);
-const sentence = () => Array.from({ length: 6 }, () => words[Math.floor(rand() * words.length)]).join(' ') + ` ${Math.floor(rand() * 1e9)}`;
+const sentence = () =>
+  `${Array.from({ length: 6 }, () => words[Math.floor(rand() * words.length)]).join(' ')} ${Math.floor(rand() * 1e9)}`;
 
 type Op = (client: number, mine: number[]) => Promise<{ status: number; ok: number[] }>;
 const headers = (client: number) => ({ 'x-end-user-id': `soak-user-${client}` });
 const OPS: [number, string, Op][] = [
-  [25, 'add', async (c, mine) => {
-    const r = await data('POST', '/memory/add', { text: sentence() }, headers(c));
-    if (r.status === 201) mine.push(JSON.parse(r.body).id);
-    return { status: r.status, ok: [200, 201] };
-  }],
-  [5, 'bulk-add', async (c, mine) => {
-    const r = await data('POST', '/memory/bulk-add', Array.from({ length: 10 }, () => ({ text: sentence() })), headers(c));
-    if (r.status === 200 || r.status === 207) for (const x of JSON.parse(r.body).results) if (x.memory) mine.push(x.memory.id);
-    return { status: r.status, ok: [200, 207] };
-  }],
-  [15, 'query', async (c) => ({ status: (await data('POST', '/memory/query', { query: sentence(), k: 10 }, headers(c))).status, ok: [200] })],
-  [10, 'retrieve', async (c) => ({ status: (await data('POST', '/memory/retrieve', { prompt: `What about ${sentence()}?` }, headers(c))).status, ok: [200] })],
-  [10, 'patch', async (c, mine) => {
-    if (!mine.length) return { status: 200, ok: [200] };
-    const id = mine[Math.floor(rand() * mine.length)];
-    return { status: (await data('PATCH', `/memory/${id}`, { importance: rand() }, headers(c))).status, ok: [200] };
-  }],
-  [5, 'forget', async (c, mine) => {
-    if (mine.length < 20) return { status: 200, ok: [200] };
-    const ids = mine.splice(0, 3);
-    return { status: (await data('DELETE', '/memory/forget', { ids }, headers(c))).status, ok: [200] };
-  }],
-  [12, 'v1 add_turn', async (c) => ({
-    status: (await data('POST', '/v1/memory/add_turn', { tenant_id: 'soak', user_id: `soak-user-${c}`, text: sentence(), speaker: 'user' }, { 'x-tenant-id': 'soak' })).status,
-    ok: [200, 201],
-  })],
-  [10, 'v1 recall', async (c) => ({
-    status: (await data('POST', '/v1/memory/recall', { tenant_id: 'soak', user_id: `soak-user-${c}`, query: sentence() }, { 'x-tenant-id': 'soak' })).status,
-    ok: [200],
-  })],
-  [8, 'control-plane reads', async () => {
-    const path = ['/org/projects', '/org/api-keys', '/admin/team/audit-logs?limit=20', '/org/billing/current-plan'][Math.floor(rand() * 4)]!;
-    return { status: (await control('GET', path)).status, ok: [200] };
-  }],
+  [
+    25,
+    'add',
+    async (c, mine) => {
+      const r = await data('POST', '/memory/add', { text: sentence() }, headers(c));
+      if (r.status === 201) mine.push(JSON.parse(r.body).id);
+      return { status: r.status, ok: [200, 201] };
+    },
+  ],
+  [
+    5,
+    'bulk-add',
+    async (c, mine) => {
+      const r = await data(
+        'POST',
+        '/memory/bulk-add',
+        Array.from({ length: 10 }, () => ({ text: sentence() })),
+        headers(c),
+      );
+      if (r.status === 200 || r.status === 207)
+        for (const x of JSON.parse(r.body).results) if (x.memory) mine.push(x.memory.id);
+      return { status: r.status, ok: [200, 207] };
+    },
+  ],
+  [
+    15,
+    'query',
+    async (c) => ({
+      status: (await data('POST', '/memory/query', { query: sentence(), k: 10 }, headers(c))).status,
+      ok: [200],
+    }),
+  ],
+  [
+    10,
+    'retrieve',
+    async (c) => ({
+      status: (await data('POST', '/memory/retrieve', { prompt: `What about ${sentence()}?` }, headers(c))).status,
+      ok: [200],
+    }),
+  ],
+  [
+    10,
+    'patch',
+    async (c, mine) => {
+      if (!mine.length) return { status: 200, ok: [200] };
+      const id = mine[Math.floor(rand() * mine.length)];
+      return { status: (await data('PATCH', `/memory/${id}`, { importance: rand() }, headers(c))).status, ok: [200] };
+    },
+  ],
+  [
+    5,
+    'forget',
+    async (c, mine) => {
+      if (mine.length < 20) return { status: 200, ok: [200] };
+      const ids = mine.splice(0, 3);
+      return { status: (await data('DELETE', '/memory/forget', { ids }, headers(c))).status, ok: [200] };
+    },
+  ],
+  [
+    12,
+    'v1 add_turn',
+    async (c) => ({
+      status: (
+        await data(
+          'POST',
+          '/v1/memory/add_turn',
+          { tenant_id: 'soak', user_id: `soak-user-${c}`, text: sentence(), speaker: 'user' },
+          { 'x-tenant-id': 'soak' },
+        )
+      ).status,
+      ok: [200, 201],
+    }),
+  ],
+  [
+    10,
+    'v1 recall',
+    async (c) => ({
+      status: (
+        await data(
+          'POST',
+          '/v1/memory/recall',
+          { tenant_id: 'soak', user_id: `soak-user-${c}`, query: sentence() },
+          { 'x-tenant-id': 'soak' },
+        )
+      ).status,
+      ok: [200],
+    }),
+  ],
+  [
+    8,
+    'control-plane reads',
+    async () => {
+      const path = ['/org/projects', '/org/api-keys', '/admin/team/audit-logs?limit=20', '/org/billing/current-plan'][
+        Math.floor(rand() * 4)
+      ]!;
+      return { status: (await control('GET', path)).status, ok: [200] };
+    },
+  ],
 ];
 const totalWeight = OPS.reduce((n, [w]) => n + w, 0);
 const pickOp = () => {
@@ -82,7 +150,11 @@ const pickOp = () => {
   return OPS[0]!;
 };
 
-interface Minute { latencies: number[]; errors: Record<string, number>; byOp: Record<string, number> }
+interface Minute {
+  latencies: number[];
+  errors: Record<string, number>;
+  byOp: Record<string, number>;
+}
 const fresh = (): Minute => ({ latencies: [], errors: {}, byOp: {} });
 let current = fresh();
 const report: Record<string, unknown>[] = [];
@@ -95,8 +167,13 @@ const ticker = setInterval(() => {
   current = fresh();
   m.latencies.sort((a, b) => a - b);
   const row = {
-    minute: report.length + 1, rss_mb: round(rssMb()), requests: m.latencies.length,
-    p50_ms: round(percentile(m.latencies, 50)), p99_ms: round(percentile(m.latencies, 99)), errors: m.errors, requests_by_operation: m.byOp,
+    minute: report.length + 1,
+    rss_mb: round(rssMb()),
+    requests: m.latencies.length,
+    p50_ms: round(percentile(m.latencies, 50)),
+    p99_ms: round(percentile(m.latencies, 99)),
+    errors: m.errors,
+    requests_by_operation: m.byOp,
   };
   report.push(row);
   console.error(JSON.stringify(row));
@@ -116,7 +193,8 @@ await Promise.all(
       }
       current.latencies.push(performance.now() - t0);
       current.byOp[name] = (current.byOp[name] ?? 0) + 1;
-      if (!outcome.ok.includes(outcome.status)) current.errors[`${name} ${outcome.status}`] = (current.errors[`${name} ${outcome.status}`] ?? 0) + 1;
+      if (!outcome.ok.includes(outcome.status))
+        current.errors[`${name} ${outcome.status}`] = (current.errors[`${name} ${outcome.status}`] ?? 0) + 1;
     }
   }),
 );
@@ -125,11 +203,28 @@ await server.stop();
 
 const afterWarmup = report[WARMUP_MINUTES - 1] ?? report[0];
 const last = report[report.length - 1];
-const growth = afterWarmup && last ? ((last.rss_mb as number) - (afterWarmup.rss_mb as number)) / (afterWarmup.rss_mb as number) : 0;
-const errors = report.reduce((n, r) => n + Object.values(r.errors as Record<string, number>).reduce((a, b) => a + b, 0), 0);
-console.log(JSON.stringify({
-  benchmark: 'soak', database: server.dialect, minutes, clients, per_minute: report,
-  total_requests: report.reduce((n, r) => n + (r.requests as number), 0), total_errors: errors,
-  rss_after_warmup_mb: afterWarmup?.rss_mb ?? null, rss_end_mb: last?.rss_mb ?? null,
-  rss_growth_after_warmup_pct: round(growth * 100), rss_growth_flagged: growth > RSS_GROWTH_FLAG,
-}, null, 2));
+const growth =
+  afterWarmup && last ? ((last.rss_mb as number) - (afterWarmup.rss_mb as number)) / (afterWarmup.rss_mb as number) : 0;
+const errors = report.reduce(
+  (n, r) => n + Object.values(r.errors as Record<string, number>).reduce((a, b) => a + b, 0),
+  0,
+);
+console.log(
+  JSON.stringify(
+    {
+      benchmark: 'soak',
+      database: server.dialect,
+      minutes,
+      clients,
+      per_minute: report,
+      total_requests: report.reduce((n, r) => n + (r.requests as number), 0),
+      total_errors: errors,
+      rss_after_warmup_mb: afterWarmup?.rss_mb ?? null,
+      rss_end_mb: last?.rss_mb ?? null,
+      rss_growth_after_warmup_pct: round(growth * 100),
+      rss_growth_flagged: growth > RSS_GROWTH_FLAG,
+    },
+    null,
+    2,
+  ),
+);

@@ -28,7 +28,9 @@ async function once(): Promise<number> {
   const port = await freePort();
   const started = performance.now();
   const child = spawn('npm', ['start', '--silent'], {
-    cwd: ROOT, detached: true, stdio: 'ignore',
+    cwd: ROOT,
+    detached: true,
+    stdio: 'ignore',
     env: { ...process.env, ENGRAM_DATA_DIR: dir, ENGRAM_PORT: String(port), ENGRAM_LOG_LEVEL: 'warn' },
   });
   try {
@@ -52,4 +54,6 @@ const timesMs: number[] = [];
 for (let i = 0; i < runs; i++) timesMs.push(Math.round(await once()));
 const sorted = [...timesMs].sort((a, b) => a - b);
 rmSync(dir, { recursive: true, force: true });
-console.log(JSON.stringify({ bench: 'start', runs, times_ms: timesMs, median_ms: sorted[Math.floor(sorted.length / 2)] }));
+console.log(
+  JSON.stringify({ bench: 'start', runs, times_ms: timesMs, median_ms: sorted[Math.floor(sorted.length / 2)] }),
+);

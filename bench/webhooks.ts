@@ -27,7 +27,7 @@ const arrivals = new Map<string, number>(); // `${path} ${webhook-id}` -> count
 const latencies: number[] = [];
 let received = 0;
 let recordLatency = false;
-let waiters: Array<() => void> = [];
+const waiters: Array<() => void> = [];
 const receiver = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
@@ -36,17 +36,21 @@ const receiver = createServer((req, res) => {
     const key = `${req.url} ${req.headers['webhook-id']}`;
     arrivals.set(key, (arrivals.get(key) ?? 0) + 1);
     received++;
-    if (recordLatency) latencies.push(now - Date.parse((JSON.parse(Buffer.concat(chunks).toString()) as { timestamp: string }).timestamp));
+    if (recordLatency)
+      latencies.push(
+        now - Date.parse((JSON.parse(Buffer.concat(chunks).toString()) as { timestamp: string }).timestamp),
+      );
     res.writeHead(204).end();
     for (const w of waiters.splice(0)) w();
   });
 });
 await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
 const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-const receivedAtLeast = (n: number) => new Promise<void>((resolve) => {
-  const check = () => (received >= n ? resolve() : waiters.push(check));
-  check();
-});
+const receivedAtLeast = (n: number) =>
+  new Promise<void>((resolve) => {
+    const check = () => (received >= n ? resolve() : waiters.push(check));
+    check();
+  });
 
 // ---- the server ------------------------------------------------------------------
 const email = 'bench@example.com';
@@ -54,19 +58,31 @@ const password = 'bench-password-123';
 const webhookEnv = { ENGRAM_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ENGRAM_WEBHOOK_ALLOW_HTTP: 'true' };
 const dataDir = freshDataDir();
 const server = await startServer({
-  ...(postgresUrl ? { postgresUrl } : {}), dataDir,
+  ...(postgresUrl ? { postgresUrl } : {}),
+  dataDir,
   env: { ENGRAM_BOOTSTRAP_EMAIL: email, ENGRAM_BOOTSTRAP_PASSWORD: password, ...webhookEnv },
 });
 const anonymous = jsonClient(server.url, {});
-const login = JSON.parse((await anonymous('POST', '/auth/login', { email, password })).body) as { access_token: string };
+const login = JSON.parse((await anonymous('POST', '/auth/login', { email, password })).body) as {
+  access_token: string;
+};
 const bearer = jsonClient(server.url, { authorization: `Bearer ${login.access_token}` });
-const project = (JSON.parse((await bearer('GET', '/org/projects')).body) as { items: Array<{ id: string }> }).items[0]!.id;
+const project = (JSON.parse((await bearer('GET', '/org/projects')).body) as { items: Array<{ id: string }> }).items[0]!
+  .id;
 const control = jsonClient(server.url, { authorization: `Bearer ${login.access_token}`, 'x-project-id': project });
 for (let i = 0; i < ENDPOINTS; i++) {
-  const res = await control('POST', '/org/webhooks', { name: `bench ${i}`, url: `${receiverUrl}/hook/${i}`, events: ['memory.created'] });
+  const res = await control('POST', '/org/webhooks', {
+    name: `bench ${i}`,
+    url: `${receiverUrl}/hook/${i}`,
+    events: ['memory.created'],
+  });
   if (res.status !== 201) throw new Error(`endpoint: ${res.status} ${res.body}`);
 }
-const data = jsonClient(server.url, { 'x-api-key': server.key, 'x-project-id': project, 'x-end-user-id': 'bench-user' });
+const data = jsonClient(server.url, {
+  'x-api-key': server.key,
+  'x-project-id': project,
+  'x-end-user-id': 'bench-user',
+});
 let made = 0;
 const addBatch = async (n: number) => {
   const items = Array.from({ length: n }, () => ({ text: `Bench memory number ${made++} about webhooks` }));
@@ -89,9 +105,11 @@ latencies.sort((a, b) => a - b);
 const before = received;
 const started = performance.now();
 const BATCH = 50;
-await Promise.all(Array.from({ length: 4 }, async () => {
-  while (made < LATENCY_SAMPLES + EVENTS) await addBatch(Math.min(BATCH, LATENCY_SAMPLES + EVENTS - made));
-}));
+await Promise.all(
+  Array.from({ length: 4 }, async () => {
+    while (made < LATENCY_SAMPLES + EVENTS) await addBatch(Math.min(BATCH, LATENCY_SAMPLES + EVENTS - made));
+  }),
+);
 const committedMs = performance.now() - started;
 await receivedAtLeast(before + EVENTS * ENDPOINTS);
 const deliveredMs = performance.now() - started;
@@ -99,8 +117,12 @@ const deliveredMs = performance.now() - started;
 // ---- a worker killed mid-delivery: nothing lost, duplicates counted ----------------
 const worker = spawn(process.execPath, [MAIN, 'worker'], {
   env: {
-    ...process.env, ENGRAM_DATA_DIR: dataDir, ENGRAM_LOG_LEVEL: 'warn', ENGRAM_SECRET_KEY: 'engram-bench-secret-0123456789abcdef0123456789',
-    ENGRAM_DATABASE_URL: server.databaseUrl, ...webhookEnv,
+    ...process.env,
+    ENGRAM_DATA_DIR: dataDir,
+    ENGRAM_LOG_LEVEL: 'warn',
+    ENGRAM_SECRET_KEY: 'engram-bench-secret-0123456789abcdef0123456789',
+    ENGRAM_DATABASE_URL: server.databaseUrl,
+    ...webhookEnv,
   },
   stdio: 'ignore',
 });
@@ -123,17 +145,32 @@ await new Promise<void>((resolve) => {
 });
 const duplicates = received - arrivals.size - duplicatesBefore;
 
-console.log(JSON.stringify({
-  dialect: server.dialect,
-  endpoints: ENDPOINTS,
-  events: EVENTS,
-  deliveries: EVENTS * ENDPOINTS,
-  deliveries_per_second: Math.round((EVENTS * ENDPOINTS) / (deliveredMs / 1000)),
-  commit_seconds: +(committedMs / 1000).toFixed(2),
-  delivery_seconds: +(deliveredMs / 1000).toFixed(2),
-  commit_to_delivery_ms: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), samples: latencies.length },
-  worker_kill: { events: KILL_EVENTS, deliveries: KILL_EVENTS * ENDPOINTS, lost: expected - arrivals.size, duplicates },
-}, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      dialect: server.dialect,
+      endpoints: ENDPOINTS,
+      events: EVENTS,
+      deliveries: EVENTS * ENDPOINTS,
+      deliveries_per_second: Math.round((EVENTS * ENDPOINTS) / (deliveredMs / 1000)),
+      commit_seconds: +(committedMs / 1000).toFixed(2),
+      delivery_seconds: +(deliveredMs / 1000).toFixed(2),
+      commit_to_delivery_ms: {
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
+        samples: latencies.length,
+      },
+      worker_kill: {
+        events: KILL_EVENTS,
+        deliveries: KILL_EVENTS * ENDPOINTS,
+        lost: expected - arrivals.size,
+        duplicates,
+      },
+    },
+    null,
+    2,
+  ),
+);
 
 await server.stop();
 receiver.close();

@@ -41,35 +41,82 @@ async function benchmark(server: BenchServer) {
   const request = jsonClient(server.url, { 'x-api-key': server.key });
   const post = async (_server: BenchServer, path: string, endUser: string, body: unknown, expect: number[]) =>
     expect.includes((await request('POST', path, body, { 'x-end-user-id': endUser })).status);
-  const text = (i: number) => `Benchmark memory number ${i}: the user mentioned preference ${i % 97} while planning trip ${i}`;
+  const text = (i: number) =>
+    `Benchmark memory number ${i}: the user mentioned preference ${i % 97} while planning trip ${i}`;
   // Warm-up, so that each phase measures the server in its steady state: V8 optimizes a route's code over its first
   // thousands of requests, on compiler threads that take CPU from the phase measured (bench/README.md, "Round 12").
   await runLoad(WARM_UP_ADDS, 4, (i) => post(server, '/memory/add', 'warmup', { text: text(i) }, [201]));
-  await runLoad(500, 4, async (i) => (await request('POST', '/memory/add', { text: `Keyed ${text(i)}` }, { 'x-end-user-id': 'warmup-keyed', 'idempotency-key': `warmup-${i}` })).status === 201);
-  await runLoad(40, 4, (b) => post(server, '/memory/bulk-add', 'warmup-bulk', Array.from({ length: 50 }, (_, j) => ({ text: `Warm-up ${text(b * 50 + j)}` })), [200]));
-  const single1 = await runLoad(Math.round(2000 * scale), 1, (i) => post(server, '/memory/add', 'single-1', { text: text(i) }, [201]));
+  await runLoad(
+    500,
+    4,
+    async (i) =>
+      (
+        await request(
+          'POST',
+          '/memory/add',
+          { text: `Keyed ${text(i)}` },
+          { 'x-end-user-id': 'warmup-keyed', 'idempotency-key': `warmup-${i}` },
+        )
+      ).status === 201,
+  );
+  await runLoad(40, 4, (b) =>
+    post(
+      server,
+      '/memory/bulk-add',
+      'warmup-bulk',
+      Array.from({ length: 50 }, (_, j) => ({ text: `Warm-up ${text(b * 50 + j)}` })),
+      [200],
+    ),
+  );
+  const single1 = await runLoad(Math.round(2000 * scale), 1, (i) =>
+    post(server, '/memory/add', 'single-1', { text: text(i) }, [201]),
+  );
   const single16 = await costed(server, Math.round(10000 * scale), () =>
-    runLoad(Math.round(10000 * scale), 16, (i) => post(server, '/memory/add', `single-16-${i % 64}`, { text: text(i) }, [201])),
+    runLoad(Math.round(10000 * scale), 16, (i) =>
+      post(server, '/memory/add', `single-16-${i % 64}`, { text: text(i) }, [201]),
+    ),
   );
   // As the official clients send every write they may retry: with an Idempotency-Key (its claim, the write's
   // journal and the stored answer ride along), 16 clients.
   let idempotencyKeys = 0;
   const idempotent16 = await costed(server, Math.round(3000 * scale), () =>
-    runLoad(Math.round(3000 * scale), 16, async (i) =>
-      (await request('POST', '/memory/add', { text: `Keyed ${text(i)}` }, { 'x-end-user-id': `keyed-16-${i % 64}`, 'idempotency-key': `bench-${++idempotencyKeys}` })).status === 201),
+    runLoad(
+      Math.round(3000 * scale),
+      16,
+      async (i) =>
+        (
+          await request(
+            'POST',
+            '/memory/add',
+            { text: `Keyed ${text(i)}` },
+            { 'x-end-user-id': `keyed-16-${i % 64}`, 'idempotency-key': `bench-${++idempotencyKeys}` },
+          )
+        ).status === 201,
+    ),
   );
   const batches = Math.round(400 * scale);
   const bulk = await costed(server, batches * 50, () =>
     runLoad(batches, 8, (b) =>
-      post(server, '/memory/bulk-add', `bulk-${b % 32}`, Array.from({ length: 50 }, (_, j) => ({ text: text(b * 50 + j), client_ref: `ref-${b}-${j}` })), [200]),
+      post(
+        server,
+        '/memory/bulk-add',
+        `bulk-${b % 32}`,
+        Array.from({ length: 50 }, (_, j) => ({ text: text(b * 50 + j), client_ref: `ref-${b}-${j}` })),
+        [200],
+      ),
     ),
   );
   // The machine's speed of the moment, comparable with bench:latency's: GET /healthz at 16 clients.
-  const healthz = await runLoad(Math.round(40_000 * scale), 16, async () => (await request('GET', '/healthz')).status === 200);
+  const healthz = await runLoad(
+    Math.round(40_000 * scale),
+    16,
+    async () => (await request('GET', '/healthz')).status === 200,
+  );
   const ceiling1 = await bareInsertCeiling(server, Math.round(2000 * scale), 1);
   const ceiling16 = await bareInsertCeiling(server, Math.round(10000 * scale), 16);
   const bulkCeiling = await bareInsertCeiling(server, batches, 8, 50);
-  const ratio = (engram: { per_second: number }, bare: { per_second: number }) => Math.round((engram.per_second / bare.per_second) * 1000) / 1000;
+  const ratio = (engram: { per_second: number }, bare: { per_second: number }) =>
+    Math.round((engram.per_second / bare.per_second) * 1000) / 1000;
   return {
     dialect: server.dialect,
     add_single_1_client: single1,
@@ -113,18 +160,26 @@ async function costed(server: BenchServer, memories: number, run: () => Promise<
  * server's (one connection: commits run one at a time). The rows are the bench's memory texts with a time,
  * in a table with nothing but its primary key: what the database and the driver allow, not what a memory costs.
  */
-async function bareInsertCeiling(server: BenchServer, total: number, concurrency: number, rows = 1): Promise<LoadResult> {
-  const values = (i: number) => Array.from({ length: rows }, (_, j) => [
-    `Benchmark memory number ${i * rows + j}: the user mentioned preference ${(i * rows + j) % 97} while planning trip ${i * rows + j}`,
-    new Date().toISOString(),
-  ]);
+async function bareInsertCeiling(
+  server: BenchServer,
+  total: number,
+  concurrency: number,
+  rows = 1,
+): Promise<LoadResult> {
+  const values = (i: number) =>
+    Array.from({ length: rows }, (_, j) => [
+      `Benchmark memory number ${i * rows + j}: the user mentioned preference ${(i * rows + j) % 97} while planning trip ${i * rows + j}`,
+      new Date().toISOString(),
+    ]);
   const table = `bench_bare_insert_${rows}`;
   if (server.dialect === 'postgres') {
     const pool = new pg.Pool({ connectionString: server.databaseUrl, max: concurrency });
     const text = `INSERT INTO ${table} (text, created_at) VALUES ${Array.from({ length: rows }, (_, j) => `($${2 * j + 1}, $${2 * j + 2})`).join(', ')}`;
     const insert = async (i: number) => (await pool.query(text, values(i).flat())).rowCount === rows;
     try {
-      await pool.query(`CREATE TABLE IF NOT EXISTS ${table} (id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, text TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL)`);
+      await pool.query(
+        `CREATE TABLE IF NOT EXISTS ${table} (id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, text TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL)`,
+      );
       await runLoad(Math.ceil(200 / rows), concurrency, insert);
       return await runLoad(total, concurrency, insert);
     } finally {
@@ -136,9 +191,13 @@ async function bareInsertCeiling(server: BenchServer, total: number, concurrency
   try {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
-    db.exec(`CREATE TABLE ${table} (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, created_at TEXT NOT NULL)`);
+    db.exec(
+      `CREATE TABLE ${table} (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, created_at TEXT NOT NULL)`,
+    );
     const statement = db.prepare(`INSERT INTO ${table} (text, created_at) VALUES (?, ?)`);
-    const insert = db.transaction((batch: string[][]) => batch.reduce((n, row) => n + statement.run(...row).changes, 0));
+    const insert = db.transaction((batch: string[][]) =>
+      batch.reduce((n, row) => n + statement.run(...row).changes, 0),
+    );
     // better-sqlite3 is synchronous: each "client" yields between commits so the loop interleaves them.
     return await runLoad(total, concurrency, async (i) => {
       await new Promise((r) => setImmediate(r));
@@ -153,11 +212,16 @@ async function bareInsertCeiling(server: BenchServer, total: number, concurrency
 /** Every number of a result, by its path (`add_single_16_clients.per_second`), for figures across rounds. */
 function numbers(value: unknown, path = '', into: Record<string, number> = {}): Record<string, number> {
   if (typeof value === 'number') into[path] = value;
-  else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) numbers(v, path ? `${path}.${k}` : k, into);
+  else if (value && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) numbers(v, path ? `${path}.${k}` : k, into);
   return into;
 }
 const round3 = (n: number) => Math.round(n * 1000) / 1000;
-const spread = (values: number[]) => ({ median: round3(median(values)), min: round3(Math.min(...values)), max: round3(Math.max(...values)) });
+const spread = (values: number[]) => ({
+  median: round3(median(values)),
+  min: round3(Math.min(...values)),
+  max: round3(Math.max(...values)),
+});
 
 const dialects = [undefined, postgresUrl].filter((u, i) => i === 0 || u);
 if (!baseRev) {
@@ -170,7 +234,7 @@ if (!baseRev) {
       await server.stop();
     }
   }
-  process.stdout.write(JSON.stringify({ benchmark: 'write', node: process.version, results }, null, 2) + '\n');
+  process.stdout.write(`${JSON.stringify({ benchmark: 'write', node: process.version, results }, null, 2)}\n`);
 } else {
   // Paired: this checkout and the base, fresh servers, alternating (ABBA) so the machine's drift falls on both.
   const base = baselineMain(repoRoot, baseRev);
@@ -189,15 +253,30 @@ if (!baseRev) {
       }
     }
     const figures = Object.keys(runs.base[0]!);
-    const summary = (side: 'base' | 'current') => Object.fromEntries(figures.map((f) => [f, spread(runs[side].map((run) => run[f]!))]));
+    const summary = (side: 'base' | 'current') =>
+      Object.fromEntries(figures.map((f) => [f, spread(runs[side].map((run) => run[f]!))]));
     results.push({
       dialect: url ? 'postgres' : 'sqlite',
       rounds,
       base: summary('base'),
       current: summary('current'),
       // current / base of each figure within a round (the two ran back to back), over the rounds.
-      current_over_base: Object.fromEntries(figures.map((f) => [f, spread(runs.current.map((run, i) => run[f]! / runs.base[i]![f]!))])),
+      current_over_base: Object.fromEntries(
+        figures.map((f) => [f, spread(runs.current.map((run, i) => run[f]! / runs.base[i]![f]!))]),
+      ),
     });
   }
-  process.stdout.write(JSON.stringify({ benchmark: 'write', node: process.version, base: { rev: baseRev, sha: base.sha }, current: { sha: current }, results }, null, 2) + '\n');
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        benchmark: 'write',
+        node: process.version,
+        base: { rev: baseRev, sha: base.sha },
+        current: { sha: current },
+        results,
+      },
+      null,
+      2,
+    )}\n`,
+  );
 }

@@ -8,8 +8,11 @@ import { startTogether } from '../../packages/server/src/testing/cold-start.js';
 import { pgbouncerInstalled, startPgBouncer } from '../../packages/server/src/testing/pgbouncer.js';
 import type { StartScenario } from './scenario.js';
 
-const KEY = 'egm_bench_cold_' + 'k'.repeat(32);
-const shapes = [{ servers: 2, workers: 0 }, { servers: 2, workers: 1 }];
+const KEY = `egm_bench_cold_${'k'.repeat(32)}`;
+const shapes = [
+  { servers: 2, workers: 0 },
+  { servers: 2, workers: 1 },
+];
 
 function coldStart(servers: number, workers: number, via: 'direct' | 'pgbouncer'): StartScenario {
   const processes = servers + workers;
@@ -22,12 +25,20 @@ function coldStart(servers: number, workers: number, via: 'direct' | 'pgbouncer'
       const bouncer = via === 'pgbouncer' ? await startPgBouncer(trial.adminUrl!) : undefined;
       try {
         const url = trial.databaseUrl ? (bouncer ? bouncer.through(trial.databaseUrl) : trial.databaseUrl) : '';
-        const env = { ENGRAM_BOOTSTRAP_API_KEY: KEY, ENGRAM_LOG_LEVEL: 'warn', ENGRAM_DATA_DIR: trial.dataDir, ENGRAM_DATABASE_URL: url };
+        const env = {
+          ENGRAM_BOOTSTRAP_API_KEY: KEY,
+          ENGRAM_LOG_LEVEL: 'warn',
+          ENGRAM_DATA_DIR: trial.dataDir,
+          ENGRAM_DATABASE_URL: url,
+        };
         const outcome = await startTogether(env, servers, workers, KEY);
         return {
           ok: outcome.cameUp === processes && outcome.failures.length === 0 && outcome.auditVerified,
           figures: {
-            came_up: outcome.cameUp, processes, all_up_s: outcome.seconds, audit_verified: outcome.auditVerified,
+            came_up: outcome.cameUp,
+            processes,
+            all_up_s: outcome.seconds,
+            audit_verified: outcome.auditVerified,
             ...(outcome.failures.length ? { failures: outcome.failures.map((f) => f.slice(0, 400)) } : {}),
           },
         };

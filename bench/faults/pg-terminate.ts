@@ -13,7 +13,10 @@ export const scenario: FaultScenario = {
     let terminated = 0;
     try {
       for (let i = 0; i < 3; i++) {
-        const r = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [db]);
+        const r = await admin.query(
+          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [db],
+        );
         terminated += r.rowCount ?? 0;
         await ctx.sleep(300);
       }

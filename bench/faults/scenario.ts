@@ -53,7 +53,7 @@ export interface FaultScenario {
    * Makes the fault happen and resolves when it is over (the database back, the lock released, ...).
    * May return figures of its own (e.g. rss_peak_mb), added to the trial's result.
    */
-  inject(ctx: FaultContext): Promise<Record<string, number | string | boolean> | void>;
+  inject(ctx: FaultContext): Promise<Record<string, number | string | boolean> | undefined>;
 }
 
 /**

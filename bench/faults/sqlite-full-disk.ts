@@ -13,7 +13,8 @@ export const scenario: FaultScenario = {
   databases: ['sqlite'],
   allowedStatuses: [507],
   async inject(ctx) {
-    const fsize = (limit: string) => execFileSync('prlimit', ['--pid', String(ctx.server.process.pid), `--fsize=${limit}:`]);
+    const fsize = (limit: string) =>
+      execFileSync('prlimit', ['--pid', String(ctx.server.process.pid), `--fsize=${limit}:`]);
     fsize('4096');
     try {
       await ctx.sleep(FULL_MS);

@@ -16,7 +16,9 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mulberry32 } from '../lib/locomo.js';
 
-export const locomoDir = () => process.env.ENGRAM_LOCOMO_DIR ?? resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../shared/bench/locomo-dev');
+export const locomoDir = () =>
+  process.env.ENGRAM_LOCOMO_DIR ??
+  resolve(fileURLToPath(new URL('.', import.meta.url)), '../../../shared/bench/locomo-dev');
 
 export interface Statement {
   ref: string;
@@ -27,12 +29,18 @@ export interface Statement {
   order: number;
 }
 
-const sentencesOf = (text: string) => text.split(/(?<=[.!?])\s+/).map((s) => s.trim()).filter(Boolean);
+const sentencesOf = (text: string) =>
+  text
+    .split(/(?<=[.!?])\s+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 /** Every first-person turn sentence and every observation of the dev conversations, by reference. */
 export function loadStatements(dir = locomoDir()): Map<string, Statement> {
   const out = new Map<string, Statement>();
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
     const name = file.replace(/\.json$/, '');
     const raw = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, any>;
     for (const key of Object.keys(raw)) {
@@ -40,7 +48,12 @@ export function loadStatements(dir = locomoDir()): Map<string, Statement> {
       if (turns) {
         for (const [t, turn] of (raw[key] as Array<{ dia_id: string; text: string }>).entries()) {
           for (const [i, text] of sentencesOf(turn.text).entries()) {
-            out.set(`${name}:${turn.dia_id}#${i}`, { ref: `${name}:${turn.dia_id}#${i}`, text, subject: 'I', order: Number(turns[1]) * 1000 + t });
+            out.set(`${name}:${turn.dia_id}#${i}`, {
+              ref: `${name}:${turn.dia_id}#${i}`,
+              text,
+              subject: 'I',
+              order: Number(turns[1]) * 1000 + t,
+            });
           }
         }
       }
@@ -76,7 +89,8 @@ const KINDS: Record<string, RegExp> = {
   favorite: /\bfavou?rite\b/i,
   preference: /\b(prefers?|preferred|rather|more than|over)\b/i,
   date_age: /\b(years? old|birthday|born|age|anniversary)\b/i,
-  family: /\b(married|husband|wife|partner|boyfriend|girlfriend|kids|children|son|daughter|divorced?|engaged|single|dating|mom|dad|mother|father)\b/i,
+  family:
+    /\b(married|husband|wife|partner|boyfriend|girlfriend|kids|children|son|daughter|divorced?|engaged|single|dating|mom|dad|mother|father)\b/i,
   possession: /\b(have|has|own|owns|bought|sold|got|new)\b/i,
   habit: /\b(every|usually|always|often|daily|weekly|weekends?|mornings?|evenings?|routine|regularly|twice|once a)\b/i,
   negation: /\b(not|n't|never|no longer|anymore|stopped|quit|gave up)\b/i,
@@ -109,7 +123,11 @@ export function propose(statements: Map<string, Statement>, perKind = 24, seed =
       if (a && b) candidates.push([a, b]);
     }
     const byPerson = new Map<string, Statement[]>();
-    for (const s of observations) byPerson.set(`${s.ref.split(':')[0]}:${s.subject}`, [...(byPerson.get(`${s.ref.split(':')[0]}:${s.subject}`) ?? []), s]);
+    for (const s of observations)
+      byPerson.set(`${s.ref.split(':')[0]}:${s.subject}`, [
+        ...(byPerson.get(`${s.ref.split(':')[0]}:${s.subject}`) ?? []),
+        s,
+      ]);
     const people = [...byPerson.values()].filter((xs) => xs.length >= 2);
     for (let n = 0; n < perKind * 20 && candidates.length < perKind * 2 && people.length > 0; n++) {
       const [a, b] = pick(people[Math.floor(rand() * people.length)]!, 2);
@@ -128,6 +146,8 @@ export function propose(statements: Map<string, Statement>, perKind = 24, seed =
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
   for (const { kind, older, newer } of propose(loadStatements())) {
-    console.log(`${heldOut(older.ref, newer.ref) ? 'H' : 'T'} ${kind} || ${older.ref} || ${newer.ref}\n    A: ${older.text}\n    B: ${newer.text}`);
+    console.log(
+      `${heldOut(older.ref, newer.ref) ? 'H' : 'T'} ${kind} || ${older.ref} || ${newer.ref}\n    A: ${older.text}\n    B: ${newer.text}`,
+    );
   }
 }

@@ -8,7 +8,10 @@ import { join } from 'node:path';
  * temp directory beside this checkout's node_modules: what a paired benchmark compares this checkout with.
  */
 export function baselineMain(repoRoot: string, rev: string): { sha: string; main: string } {
-  const sha = execFileSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], { cwd: repoRoot, encoding: 'utf8' }).trim();
+  const sha = execFileSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  }).trim();
   const dir = join(tmpdir(), `engram-baseline-${sha}`);
   const main = join(dir, 'packages/server/dist/main.js');
   if (existsSync(main)) return { sha, main };
@@ -19,7 +22,10 @@ export function baselineMain(repoRoot: string, rev: string): { sha: string; main
   const serverModules = join(repoRoot, 'packages/server/node_modules');
   if (existsSync(serverModules)) symlinkSync(serverModules, join(dir, 'packages/server/node_modules'));
   const server = join(dir, 'packages/server');
-  execFileSync(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: server, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: server,
+    stdio: 'inherit',
+  });
   execFileSync(process.execPath, ['scripts/copy-assets.mjs'], { cwd: server, stdio: 'inherit' });
   return { sha, main };
 }
@@ -27,5 +33,7 @@ export function baselineMain(repoRoot: string, rev: string): { sha: string; main
 /** The median of some figures. */
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length % 2 ? sorted[sorted.length >> 1]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
+  return sorted.length % 2
+    ? sorted[sorted.length >> 1]!
+    : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
 }

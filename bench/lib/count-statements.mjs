@@ -14,7 +14,7 @@ if (file) {
     const pending = this.engramPending ?? 0;
     // An empty statement is a listening connection's catch-up (store/database.ts#Watch.caughtUp): a round trip too.
     const shown = text === '' ? '(empty statement: the listening connection catching up)' : text;
-    if (shown) appendFileSync(file, (pending > 0 ? '+ ' : '') + shown.replace(/\s+/g, ' ').slice(0, 160) + '\n');
+    if (shown) appendFileSync(file, `${(pending > 0 ? '+ ' : '') + shown.replace(/\s+/g, ' ').slice(0, 160)}\n`);
     this.engramPending = pending + 1;
     const result = query.call(this, config, ...rest);
     const done = () => void (this.engramPending -= 1);

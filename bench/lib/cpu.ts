@@ -58,6 +58,8 @@ function statFields(pid: number): string[] {
  * time it does not depend on the machine's load, and in this VM each socket write is costly.
  */
 export function processWriteCalls(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/io`, 'utf8').split('\n').find((l) => l.startsWith('syscw:'));
+  const line = readFileSync(`/proc/${pid}/io`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('syscw:'));
   return Number(line?.slice('syscw:'.length) ?? NaN);
 }

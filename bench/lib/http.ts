@@ -13,7 +13,9 @@ import net from 'node:net';
 export function jsonClient(baseUrl: string, headers: Record<string, string>, sockets = 64) {
   const url = new URL(baseUrl);
   const port = Number(url.port);
-  const fixed = Object.entries({ host: url.host, ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const fixed = Object.entries({ host: url.host, ...headers })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   const idle: Connection[] = [];
   const waiting: Array<(connection: Connection) => void> = [];
   let open = 0;
@@ -33,11 +35,17 @@ export function jsonClient(baseUrl: string, headers: Record<string, string>, soc
     else idle.push(connection);
   };
 
-  return async function request(method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return async function request(
+    method: string,
+    path: string,
+    body?: unknown,
+    extra: Record<string, string> = {},
+  ): Promise<{ status: number; body: string }> {
     const payload = body === undefined ? '' : JSON.stringify(body);
     let head = `${method} ${path} HTTP/1.1\r\n${fixed}`;
     for (const name in extra) head += `${name}: ${extra[name]}\r\n`;
-    if (body !== undefined) head += `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n`;
+    if (body !== undefined)
+      head += `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(payload)}\r\n`;
     const connection = await acquire();
     try {
       return await connection.send(`${head}\r\n${payload}`);

@@ -15,7 +15,11 @@ export async function ingestConversation(post: Post, conv: Conversation, tenantI
   for (const d of conv.docs) {
     const s = performance.now();
     const res = await post('/v1/memory/add_turn', {
-      tenant_id: tenantId, user_id: userId, source: 'locomo', text: d.text, speaker: d.speaker,
+      tenant_id: tenantId,
+      user_id: userId,
+      source: 'locomo',
+      text: d.text,
+      speaker: d.speaker,
       metadata: { session_id: d.sessionId, timestamp: new Date(d.createdAt).toISOString() },
     });
     latencies.push(performance.now() - s);

@@ -30,7 +30,20 @@ export interface Conversation {
   qa: Qa[];
 }
 
-const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const MONTHS = [
+  'january',
+  'february',
+  'march',
+  'april',
+  'may',
+  'june',
+  'july',
+  'august',
+  'september',
+  'october',
+  'november',
+  'december',
+];
 /** "1:56 pm on 8 May, 2023" -> epoch ms (UTC). */
 export function parseSessionDate(s: string): number {
   const m = /(\d{1,2}):(\d{2})\s*(am|pm)\s+on\s+(\d{1,2})\s+([a-z]+),?\s+(\d{4})/i.exec(s);
@@ -59,7 +72,15 @@ export function loadConversation(file: string): Conversation {
     const createdAt = parseSessionDate(String(c[`session_${n}_date_time`] ?? ''));
     for (const t of c[`session_${n}`] as Turn[]) {
       id++;
-      docs.push({ id, text: turnText(t), speaker: t.speaker, sessionId: `session_${n}`, createdAt, importance: 0.5, feedback: 0 });
+      docs.push({
+        id,
+        text: turnText(t),
+        speaker: t.speaker,
+        sessionId: `session_${n}`,
+        createdAt,
+        importance: 0.5,
+        feedback: 0,
+      });
       diaOf.set(id, t.dia_id);
     }
   }
@@ -69,7 +90,9 @@ export function loadConversation(file: string): Conversation {
 
 // ---- plain BM25 baseline (lower-case words, no stemming, common stop words) ----
 const BASE_STOP = new Set(
-  `a an and are as at be but by for from has have he her his i if in into is it its me my no not of on or our she so that the their them then there these they this to was we were what when where which who why will with you your how did do does`.split(' '),
+  `a an and are as at be but by for from has have he her his i if in into is it its me my no not of on or our she so that the their them then there these they this to was we were what when where which who why will with you your how did do does`.split(
+    ' ',
+  ),
 );
 const baseTok = (s: string) => (s.toLowerCase().match(/[a-z0-9]+/g) ?? []).filter((t) => !BASE_STOP.has(t));
 

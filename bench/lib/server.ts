@@ -8,7 +8,7 @@ import pg from 'pg';
 /** Starts a real `engram serve` process (the built one) on a fresh database, for benchmarks. */
 
 const MAIN = fileURLToPath(new URL('../../packages/server/dist/main.js', import.meta.url));
-export const BENCH_KEY = 'egm_bench_' + 'k'.repeat(32);
+export const BENCH_KEY = `egm_bench_${'k'.repeat(32)}`;
 
 export interface BenchServer {
   url: string;
@@ -46,7 +46,11 @@ export const freshDataDir = () => mkdtempSync(join(tmpdir(), 'engram-bench-'));
 
 export async function startServer(
   opts: {
-    postgresUrl?: string; port?: number; env?: Record<string, string>; dataDir?: string; nodeArgs?: string[];
+    postgresUrl?: string;
+    port?: number;
+    env?: Record<string, string>;
+    dataDir?: string;
+    nodeArgs?: string[];
     /** An existing PostgreSQL database to serve (kept on stop), instead of a fresh one. */
     databaseUrl?: string;
     /** Another build's dist/main.js (bench/pair.ts's baseline), instead of this checkout's. */
@@ -55,7 +59,11 @@ export async function startServer(
 ): Promise<BenchServer> {
   const ownDir = opts.dataDir === undefined;
   const dataDir = opts.dataDir ?? freshDataDir();
-  const pgdb = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => {} } : opts.postgresUrl ? await freshPostgres(opts.postgresUrl) : undefined;
+  const pgdb = opts.databaseUrl
+    ? { url: opts.databaseUrl, drop: async () => {} }
+    : opts.postgresUrl
+      ? await freshPostgres(opts.postgresUrl)
+      : undefined;
   const port = opts.port ?? 20000 + Math.floor(Math.random() * 20000);
   const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), opts.main ?? MAIN, 'serve'], {
     env: {

@@ -8,11 +8,17 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * starts the largest files first, and these are small: the authorization matrix's two shares, a few
  * lines each, started last and ran alone for the suite's last two minutes.
  */
-const LONG_RUNNING = [/^test\//, /^src\/http\/authorization-(\d|mcp)\.test\.ts$/, /^src\/http\/fuzz\.test\.ts$/, /^src\/cli\/transfer\.test\.ts$/];
+const LONG_RUNNING = [
+  /^test\//,
+  /^src\/http\/authorization-(\d|mcp)\.test\.ts$/,
+  /^src\/http\/fuzz\.test\.ts$/,
+  /^src\/cli\/transfer\.test\.ts$/,
+];
 class LongRunningFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const long = (file: TestSpecification) => LONG_RUNNING.some((pattern) => pattern.test(relative(this.ctx.config.root, file.moduleId)));
+    const long = (file: TestSpecification) =>
+      LONG_RUNNING.some((pattern) => pattern.test(relative(this.ctx.config.root, file.moduleId)));
     return [...sorted.filter(long), ...sorted.filter((file) => !long(file))];
   }
 }

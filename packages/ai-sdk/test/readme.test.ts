@@ -28,7 +28,9 @@ it('runs the README AI SDK example as written: a tool call stores the memory, th
   const stdout = await runTsExample(PACKAGE, 'chat.ts', readmeExample('### Vercel AI SDK', 'ts'), env);
   expect(stdout.trim().split('\n')).toEqual(['Noted.', 'A mushroom risotto.']);
   const http = new ServiceClient({ baseUrl, apiKey: key, endUserId: 'user-42' });
-  expect(((await http.memories.list()).items as Memory[]).map((m) => [m.text, m.tags])).toEqual([['Is vegetarian', ['food']]]);
+  expect(((await http.memories.list()).items as Memory[]).map((m) => [m.text, m.tags])).toEqual([
+    ['Is vegetarian', ['food']],
+  ]);
   expect(llm.requests[2]!.body.messages[0]!.role).toBe('system');
   expect(llm.requests[2]!.body.messages[0]!.content).toMatch(/\[m:\d+\] \([^)]*\) Is vegetarian/);
 });

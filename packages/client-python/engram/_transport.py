@@ -1,4 +1,5 @@
 """Requests for one plane: URL building, headers, timeouts, retries and error mapping, sync and async."""
+
 from __future__ import annotations
 
 import asyncio
@@ -6,17 +7,18 @@ import json
 import random
 import time
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
 
 from ._operations import OPERATIONS
-from .models import parse_result
 from .errors import EngramError, error_for
+from .models import parse_result
 
 RETRIED_STATUSES = {429, 503}
 
@@ -24,6 +26,7 @@ RETRIED_STATUSES = {429, 503}
 def retried(failure: EngramError) -> bool:
     """429, 503, and a 409 saying the same Idempotency-Key is still running: its answer is stored soon, or its claim taken over."""
     return failure.status in RETRIED_STATUSES or failure.code == "idempotency_in_progress"
+
 
 SCOPING_HEADERS = {
     "project_id": "x-project-id",
@@ -68,8 +71,17 @@ def new_idempotency_key() -> str:
     return f"engram-client-{uuid.uuid4()}"
 
 
-def prepare(settings: Settings, operation_id: str, *, path: dict[str, Any] | None = None, body: Any = None,
-            content: Any = None, content_type: str | None = None, files: Any = None, **params: Any) -> Prepared:
+def prepare(
+    settings: Settings,
+    operation_id: str,
+    *,
+    path: dict[str, Any] | None = None,
+    body: Any = None,
+    content: Any = None,
+    content_type: str | None = None,
+    files: Any = None,
+    **params: Any,
+) -> Prepared:
     """Splits a method's keyword arguments into query parameters and per-call options, and builds the request."""
     operation = OPERATIONS[operation_id]
     options = {**{k: v for k, v in settings.defaults.items() if v is not None}}
@@ -80,11 +92,16 @@ def prepare(settings: Settings, operation_id: str, *, path: dict[str, Any] | Non
         elif name in OPTIONS:
             options[name] = value
         else:
-            raise TypeError(f"{operation_id} takes no argument {name!r} (query: {', '.join(operation.query) or 'none'})")
+            raise TypeError(
+                f"{operation_id} takes no argument {name!r} (query: {', '.join(operation.query) or 'none'})"
+            )
     url = settings.base_url.rstrip("/") + _fill(operation.path, path or {})
-    pairs = [(k, str(v).lower() if isinstance(v, bool) else str(v))
-             for k, value in query.items() if value is not None
-             for v in (value if isinstance(value, (list, tuple)) else [value])]
+    pairs = [
+        (k, str(v).lower() if isinstance(v, bool) else str(v))
+        for k, value in query.items()
+        if value is not None
+        for v in (value if isinstance(value, (list, tuple)) else [value])
+    ]
     if pairs:
         url += "?" + str(httpx.QueryParams(pairs))
     headers = {"accept": "application/json"}
@@ -106,8 +123,16 @@ def prepare(settings: Settings, operation_id: str, *, path: dict[str, Any] | Non
     if key is not None:
         headers["idempotency-key"] = key
     headers.update(options.get("headers") or {})
-    return Prepared(operation_id, operation.method, url, headers, content, files,
-                    options.get("timeout") or settings.timeout, replayable and (not write or key is not None))
+    return Prepared(
+        operation_id,
+        operation.method,
+        url,
+        headers,
+        content,
+        files,
+        options.get("timeout") or settings.timeout,
+        replayable and (not write or key is not None),
+    )
 
 
 def _json_of(value: Any) -> Any:
@@ -128,7 +153,7 @@ def _fill(path: str, values: dict[str, Any]) -> str:
 
 def backoff(settings: Settings, attempt: int) -> float:
     """Exponential backoff with jitter: a random wait between half and all of retry_base * 2^attempt."""
-    ceiling = min(settings.max_retry_delay, settings.retry_base * 2 ** attempt)
+    ceiling = min(settings.max_retry_delay, settings.retry_base * 2**attempt)
     return ceiling / 2 + random.random() * ceiling / 2
 
 
@@ -152,11 +177,18 @@ def error_of(response: httpx.Response) -> EngramError:
     request_id = response.headers.get("x-request-id")
     try:
         error = response.json()["error"]
-        return error_for(response.status_code, error["code"], error["message"], error.get("field"),
-                         error.get("request_id", request_id), retry_after)
+        return error_for(
+            response.status_code,
+            error["code"],
+            error["message"],
+            error.get("field"),
+            error.get("request_id", request_id),
+            retry_after,
+        )
     except (ValueError, KeyError, TypeError):
-        return error_for(response.status_code, f"http_{response.status_code}", response.text[:200],
-                         None, request_id, retry_after)
+        return error_for(
+            response.status_code, f"http_{response.status_code}", response.text[:200], None, request_id, retry_after
+        )
 
 
 def network_error(request: Prepared, error: Exception) -> EngramError:
@@ -182,8 +214,13 @@ def parse(response: httpx.Response) -> Any:
 class SyncTransport:
     """Blocking requests (httpx.Client). `headers` gives the credentials; `renew` is tried once after a 401."""
 
-    def __init__(self, settings: Settings, headers: Callable[[], dict[str, str]],
-                 renew: Callable[[], bool] | None = None, http: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        headers: Callable[[], dict[str, str]],
+        renew: Callable[[], bool] | None = None,
+        http: httpx.Client | None = None,
+    ) -> None:
         self.settings = settings
         self._headers = headers
         self._renew = renew
@@ -203,10 +240,18 @@ class SyncTransport:
         deadline = time.monotonic() + request.timeout
         while True:
             if self.settings.on_request:
-                self.settings.on_request({"operation_id": operation_id, "method": request.method, "url": request.url, "attempt": attempt})
+                self.settings.on_request(
+                    {"operation_id": operation_id, "method": request.method, "url": request.url, "attempt": attempt}
+                )
             try:
-                built = self.http.build_request(request.method, request.url, headers={**self._headers(), **request.headers},
-                                                content=request.content, files=request.files, timeout=remaining(deadline))
+                built = self.http.build_request(
+                    request.method,
+                    request.url,
+                    headers={**self._headers(), **request.headers},
+                    content=request.content,
+                    files=request.files,
+                    timeout=remaining(deadline),
+                )
                 response = self.http.send(built, stream=stream)
             except httpx.TransportError as error:
                 failure = network_error(request, error)
@@ -259,7 +304,9 @@ class SyncTransport:
             response = self.send(operation_id, stream=True, headers={**headers, **extra}, **kwargs)
             try:
                 if received and response.status_code != 206:
-                    raise EngramError(0, "network_error", "The download was interrupted and the artifact changed since", None, None)
+                    raise EngramError(
+                        0, "network_error", "The download was interrupted and the artifact changed since", None, None
+                    )
                 etag = etag or response.headers.get("etag")
                 for chunk in response.iter_bytes():
                     received += len(chunk)
@@ -276,8 +323,13 @@ class SyncTransport:
 class AsyncTransport:
     """Non-blocking requests (httpx.AsyncClient), with the same behaviour as SyncTransport."""
 
-    def __init__(self, settings: Settings, headers: Callable[[], Awaitable[dict[str, str]]],
-                 renew: Callable[[], Awaitable[bool]] | None = None, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        headers: Callable[[], Awaitable[dict[str, str]]],
+        renew: Callable[[], Awaitable[bool]] | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
         self.settings = settings
         self._headers = headers
         self._renew = renew
@@ -296,10 +348,18 @@ class AsyncTransport:
         deadline = time.monotonic() + request.timeout
         while True:
             if self.settings.on_request:
-                self.settings.on_request({"operation_id": operation_id, "method": request.method, "url": request.url, "attempt": attempt})
+                self.settings.on_request(
+                    {"operation_id": operation_id, "method": request.method, "url": request.url, "attempt": attempt}
+                )
             try:
-                built = self.http.build_request(request.method, request.url, headers={**await self._headers(), **request.headers},
-                                                content=request.content, files=request.files, timeout=remaining(deadline))
+                built = self.http.build_request(
+                    request.method,
+                    request.url,
+                    headers={**await self._headers(), **request.headers},
+                    content=request.content,
+                    files=request.files,
+                    timeout=remaining(deadline),
+                )
                 response = await self.http.send(built, stream=stream)
             except httpx.TransportError as error:
                 failure = network_error(request, error)
@@ -351,7 +411,9 @@ class AsyncTransport:
             response = await self.send(operation_id, stream=True, headers={**headers, **extra}, **kwargs)
             try:
                 if received and response.status_code != 206:
-                    raise EngramError(0, "network_error", "The download was interrupted and the artifact changed since", None, None)
+                    raise EngramError(
+                        0, "network_error", "The download was interrupted and the artifact changed since", None, None
+                    )
                 etag = etag or response.headers.get("etag")
                 async for chunk in response.aiter_bytes():
                     received += len(chunk)

@@ -5,8 +5,15 @@ class EngramError(Exception):
     """An error answer of the server (its Error body), or a request that got no answer (status 0).
     The common statuses have their own subclasses (NotFoundError, RateLimitError...)."""
 
-    def __init__(self, status: int, code: str, message: str, field: str | None, request_id: str | None,
-                 retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None,
+        request_id: str | None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         """HTTP status; 0 when no answer arrived (network error, timeout)."""
@@ -49,12 +56,17 @@ class RateLimitError(EngramError):
 
 
 ERROR_CLASSES: dict[int, type[EngramError]] = {
-    400: ValidationError, 401: AuthenticationError, 403: PermissionError, 404: NotFoundError,
-    409: ConflictError, 429: RateLimitError,
+    400: ValidationError,
+    401: AuthenticationError,
+    403: PermissionError,
+    404: NotFoundError,
+    409: ConflictError,
+    429: RateLimitError,
 }
 
 
-def error_for(status: int, code: str, message: str, field: str | None, request_id: str | None,
-              retry_after: float | None = None) -> EngramError:
+def error_for(
+    status: int, code: str, message: str, field: str | None, request_id: str | None, retry_after: float | None = None
+) -> EngramError:
     """The EngramError (subclass) for an answer's status."""
     return ERROR_CLASSES.get(status, EngramError)(status, code, message, field, request_id, retry_after)

@@ -1,5 +1,6 @@
 """A real Engram server for the tests: `node packages/server/dist/main.js serve` on a free port with a
 fresh SQLite data directory, bootstrapped with a known owner and API key."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import httpx
 import pytest
@@ -38,13 +39,23 @@ def server() -> Iterator[Server]:
     data_dir = tempfile.mkdtemp(prefix="engram-python-")
     env = {
         **os.environ,
-        "ENGRAM_DATA_DIR": data_dir, "ENGRAM_PORT": "0", "ENGRAM_DATABASE_URL": "",
-        "ENGRAM_BOOTSTRAP_EMAIL": EMAIL, "ENGRAM_BOOTSTRAP_PASSWORD": PASSWORD, "ENGRAM_BOOTSTRAP_API_KEY": API_KEY,
-        "ENGRAM_WEBHOOK_ALLOW_HOSTS": "127.0.0.1", "ENGRAM_WEBHOOK_ALLOW_HTTP": "true", "ENGRAM_OUTBOUND_ALLOW": "127.0.0.1",
-        "ENGRAM_UPLOAD_BACKGROUND_BYTES": "2048", "ENGRAM_RATE_LIMIT_LOGIN_MAX": "100000", "ENGRAM_LOG_LEVEL": "warn",
+        "ENGRAM_DATA_DIR": data_dir,
+        "ENGRAM_PORT": "0",
+        "ENGRAM_DATABASE_URL": "",
+        "ENGRAM_BOOTSTRAP_EMAIL": EMAIL,
+        "ENGRAM_BOOTSTRAP_PASSWORD": PASSWORD,
+        "ENGRAM_BOOTSTRAP_API_KEY": API_KEY,
+        "ENGRAM_WEBHOOK_ALLOW_HOSTS": "127.0.0.1",
+        "ENGRAM_WEBHOOK_ALLOW_HTTP": "true",
+        "ENGRAM_OUTBOUND_ALLOW": "127.0.0.1",
+        "ENGRAM_UPLOAD_BACKGROUND_BYTES": "2048",
+        "ENGRAM_RATE_LIMIT_LOGIN_MAX": "100000",
+        "ENGRAM_LOG_LEVEL": "warn",
     }
     log = open(os.path.join(data_dir, "server.log"), "w+")
-    process = subprocess.Popen(["node", str(SERVER / "dist" / "main.js"), "serve"], env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+    process = subprocess.Popen(
+        ["node", str(SERVER / "dist" / "main.js"), "serve"], env=env, stdout=subprocess.PIPE, stderr=log, text=True
+    )
     try:
         # The bootstrap banner (printed once, before listening), then the address it listens on: a
         # port the OS picked (ENGRAM_PORT=0), so no other process can have taken it meanwhile.

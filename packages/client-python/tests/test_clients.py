@@ -1,18 +1,30 @@
 """Every operation through the Python clients, against a real server; the last test checks none was left out."""
+
 from __future__ import annotations
 
 import asyncio
+import http.server
 import pathlib
 import tempfile
-import http.server
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-
-from engram import (AsyncControlClient, AsyncServiceClient, AuthenticationError, ConflictError, ControlClient, EngramError,
-                    NotFoundError, PermissionError, ServiceClient, ValidationError, verify_webhook)
+from engram import (
+    AsyncControlClient,
+    AsyncServiceClient,
+    AuthenticationError,
+    ConflictError,
+    ControlClient,
+    EngramError,
+    NotFoundError,
+    PermissionError,
+    ServiceClient,
+    ValidationError,
+    verify_webhook,
+)
 from engram._operations import OPERATIONS
 from engram.webhooks import WebhookVerificationError
 
@@ -77,7 +89,9 @@ def local():
 
 @pytest.fixture(scope="module")
 def service(server):
-    with ServiceClient(server.url, server.api_key, project_id=server.project_id, end_user_id="alice", on_request=record) as client:
+    with ServiceClient(
+        server.url, server.api_key, project_id=server.project_id, end_user_id="alice", on_request=record
+    ) as client:
         yield client
 
 
@@ -105,14 +119,24 @@ def test_data_plane(service):
     assert service.memories.get(memory["id"])["id"] == memory["id"]
     service.memories.update(memory["id"], {"tags": ["travel", "seats"]})
     assert service.memories.history(memory["id"])["items"]
-    assert service.memories.batch_update({"updates": [{"id": memory["id"], "importance": 0.9}]})["totals"]["updated"] == 1
+    assert (
+        service.memories.batch_update({"updates": [{"id": memory["id"], "importance": 0.9}]})["totals"]["updated"] == 1
+    )
     assert len(service.memories.export()["memories"]) > 100
     page = service.memories.list(limit=2, total=True, filters={"tags_any": ["travel"]})
     assert [m["id"] for m in page["items"]] == [memory["id"]] and page["total"] == 1 and page["next_cursor"] is None
     # The filter language's operators, and a 400 naming the path of an unknown one.
-    operators = service.memories.list(filters={"tags": {"$in": ["seats", "none"]}, "importance": {"$gte": 0.9}, "$not": {"text": {"$contains": "aisle"}}})
+    operators = service.memories.list(
+        filters={
+            "tags": {"$in": ["seats", "none"]},
+            "importance": {"$gte": 0.9},
+            "$not": {"text": {"$contains": "aisle"}},
+        }
+    )
     assert [m["id"] for m in operators["items"]] == [memory["id"]]
-    unknown = failure(lambda: service.memories.query({"query": "seats", "filters": {"metadata": {"a": {"$regex": "x"}}}}))
+    unknown = failure(
+        lambda: service.memories.query({"query": "seats", "filters": {"metadata": {"a": {"$regex": "x"}}}})
+    )
     assert unknown.status == 400 and unknown.field == "filters/metadata/a/$regex"
     listed = [m["id"] for m in service.memories.list_all(limit=7, order="asc")]
     assert len(listed) > 100 and listed == sorted(listed)
@@ -145,7 +169,9 @@ def test_data_plane(service):
         with open(pathlib.Path(folder) / "tea.md", "rb") as opened:
             assert service.memories.upload(opened)["status"] == "created"
     assert service.memories.upload(b"# Bikes\n\nAlice rides a blue bicycle to work.", "bikes.md")["status"] == "created"
-    large = service.memories.upload(("# Garden\n\n" + "Alice grows tomatoes and basil in the garden. " * 80).encode(), "garden.md")
+    large = service.memories.upload(
+        ("# Garden\n\n" + "Alice grows tomatoes and basil in the garden. " * 80).encode(), "garden.md"
+    )
     assert large["status"] == "queued"
     assert service.memories.upload_job(large["job"]["id"]) is not None
 
@@ -170,7 +196,9 @@ def test_errors_have_the_class_of_their_status(server, service, control):
 
 def test_intelligence_and_v1(server, service):
     ontology = service.intelligence.ontology()
-    replaced = service.intelligence.replace_ontology({k: ontology[k] for k in ("categories", "entity_types", "relation_types")})
+    replaced = service.intelligence.replace_ontology(
+        {k: ontology[k] for k in ("categories", "entity_types", "relation_types")}
+    )
     assert replaced["revision"] > 0
     assert service.intelligence.graph() is not None
     assert service.intelligence.clusters(limit=5) is not None
@@ -179,10 +207,17 @@ def test_intelligence_and_v1(server, service):
     assert service.intelligence.report() is not None
     assert service.intelligence.stats() is not None
 
-    with ServiceClient(server.url, server.api_key, project_id=server.project_id, tenant_id="acme", on_request=record) as tenant:
-        turn = tenant.v1.add_turn({"tenant_id": "acme", "user_id": "u1", "text": "I moved to Lisbon last spring", "speaker": "user"})
+    with ServiceClient(
+        server.url, server.api_key, project_id=server.project_id, tenant_id="acme", on_request=record
+    ) as tenant:
+        turn = tenant.v1.add_turn(
+            {"tenant_id": "acme", "user_id": "u1", "text": "I moved to Lisbon last spring", "speaker": "user"}
+        )
         assert turn["status"] == "created"
-        assert [m["id"] for m in tenant.v1.recall({"tenant_id": "acme", "user_id": "u1", "query": "moved to Lisbon"})["memories"]] == [turn["id"]]
+        assert [
+            m["id"]
+            for m in tenant.v1.recall({"tenant_id": "acme", "user_id": "u1", "query": "moved to Lisbon"})["memories"]
+        ] == [turn["id"]]
         assert tenant.v1.status() is not None
         assert [m["id"] for m in tenant.v1.memories_all(tenant_id="acme", user_id="u1", limit=1)] == [turn["id"]]
         assert tenant.v1.memories(tenant_id="acme", user_id="u1")["total"] == 1
@@ -201,7 +236,9 @@ def test_control_plane(server, control):
     assert control.organizations.create({"name": "Second organization"})["name"] == "Second organization"
     project = control.projects.create({"name": "Client project"})
     assert control.projects.get(project["id"])["id"] == project["id"]
-    assert control.projects.update(project["id"], {"description": "from the client"})["description"] == "from the client"
+    assert (
+        control.projects.update(project["id"], {"description": "from the client"})["description"] == "from the client"
+    )
     assert project["id"] in [p["id"] for p in control.projects.list()["items"]]
 
     key = control.keys.create({"name": "client key", "project_id": project["id"]})
@@ -220,7 +257,10 @@ def test_control_plane(server, control):
     assert control.members.get(accepted["user_id"])["role"] == "member"
     assert control.members.update(accepted["user_id"], {"role": "viewer"})["role"] == "viewer"
     reset = control.members.password_reset_link(accepted["user_id"])
-    assert control.auth.reset_password({"token": reset["token"], "new_password": "another member password"})["user_id"] == accepted["user_id"]
+    assert (
+        control.auth.reset_password({"token": reset["token"], "new_password": "another member password"})["user_id"]
+        == accepted["user_id"]
+    )
     with ControlClient(server.url, on_request=record) as member:
         member.sign_in(email, "another member password")
         member.auth.change_password({"current_password": "another member password", "new_password": "a third password"})
@@ -242,7 +282,9 @@ def test_webhooks(control, local):
     assert control.webhooks.event_types()["items"]
     endpoint = control.webhooks.create({"name": "receiver", "url": f"{local.base}/hook", "events": ["memory.created"]})
     assert control.webhooks.get(endpoint["id"])["id"] == endpoint["id"]
-    assert control.webhooks.update(endpoint["id"], {"description": "from the client"})["description"] == "from the client"
+    assert (
+        control.webhooks.update(endpoint["id"], {"description": "from the client"})["description"] == "from the client"
+    )
     assert endpoint["id"] in [e["id"] for e in control.webhooks.list()["items"]]
     control.webhooks.test(endpoint["id"])
     headers, body = until(lambda: local.deliveries, bool)[0]
@@ -302,7 +344,9 @@ def test_connectors_and_integrations(control, local):
     assert control.connectors.configuration(connection["id"])["values"]["start_urls"] == config["start_urls"]
     control.connectors.set_configuration(connection["id"], {"values": config})
     sync = control.connectors.sync(connection["id"])
-    finished = until(lambda: control.connectors.get_sync(sync["id"]), lambda s: s["status"] in ("succeeded", "failed", "cancelled"))
+    finished = until(
+        lambda: control.connectors.get_sync(sync["id"]), lambda s: s["status"] in ("succeeded", "failed", "cancelled")
+    )
     assert finished["status"] == "succeeded"
     assert failure(lambda: control.connectors.cancel_sync(sync["id"])).status == 409
     assert len(control.connectors.syncs(connection["id"])["items"]) == 1
@@ -322,8 +366,15 @@ def test_connectors_and_integrations(control, local):
     assert control.integrations.overview() is not None
 
     # OAuth consent with the organization's own Slack app: the consent URL, then the user's refusal coming back.
-    assert control.integrations.set_oauth_client("slack", {"client_id": "client-slack-1", "client_secret": "a secret"})["client_id"] == "client-slack-1"
-    slack = control.connectors.create({"provider": "slack", "name": "Team", "end_user_id": "team", "config": {"channels": ["#general"]}})
+    assert (
+        control.integrations.set_oauth_client("slack", {"client_id": "client-slack-1", "client_secret": "a secret"})[
+            "client_id"
+        ]
+        == "client-slack-1"
+    )
+    slack = control.connectors.create(
+        {"provider": "slack", "name": "Team", "end_user_id": "team", "config": {"channels": ["#general"]}}
+    )
     consent = control.connectors.authorize(slack["id"])
     assert "client-slack-1" in consent["authorization_url"]
     try:
@@ -346,7 +397,9 @@ def test_errors_carry_status_code_field_and_request_id(server, service):
 
 def test_async_clients(server):
     async def scenario() -> None:
-        async with AsyncServiceClient(server.url, server.api_key, project_id=server.project_id, end_user_id="carol", on_request=record) as service:
+        async with AsyncServiceClient(
+            server.url, server.api_key, project_id=server.project_id, end_user_id="carol", on_request=record
+        ) as service:
             many = await service.memories.add_many([{"text": f"Carol's note {i}"} for i in range(60)])
             assert many["totals"]["created"] == 60
             assert (await service.memories.query({"query": "Carol's note"}))["memories"]
@@ -370,12 +423,20 @@ def test_every_operation_was_sent():
 
 def test_automation_with_a_scoped_api_key(server, control, local):
     """A key with webhooks:write creates a webhook without a person's session; a data-plane key is refused (403)."""
-    scoped = control.keys.create({"name": "deploy script", "project_id": server.project_id, "scopes": ["webhooks:read", "webhooks:write"]})
+    scoped = control.keys.create(
+        {"name": "deploy script", "project_id": server.project_id, "scopes": ["webhooks:read", "webhooks:write"]}
+    )
     with ControlClient(server.url, api_key=scoped["key"], on_request=record) as automation:
-        endpoint = automation.webhooks.create({"name": "from a key", "url": f"{local.base}/hook", "events": ["memory.created"]})
+        endpoint = automation.webhooks.create(
+            {"name": "from a key", "url": f"{local.base}/hook", "events": ["memory.created"]}
+        )
         assert endpoint["id"] in [e["id"] for e in automation.webhooks.list()["items"]]
     plain = control.keys.create({"name": "data plane only"})
     with ControlClient(server.url, api_key=plain["key"], project_id=server.project_id) as refused:
-        error = failure(lambda: refused.webhooks.create({"name": "refused", "url": f"{local.base}/hook", "events": ["memory.created"]}))
+        error = failure(
+            lambda: refused.webhooks.create(
+                {"name": "refused", "url": f"{local.base}/hook", "events": ["memory.created"]}
+            )
+        )
     assert isinstance(error, PermissionError)
     control.webhooks.delete(endpoint["id"])

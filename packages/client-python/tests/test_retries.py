@@ -1,5 +1,6 @@
 """Retries against a proxy in front of the real server that answers 429 or 503 first, resets the
 connection, or loses the server's answer on the way back."""
+
 from __future__ import annotations
 
 import asyncio
@@ -11,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from engram import AsyncServiceClient, EngramError, RateLimitError, ServiceClient
 
 
@@ -26,11 +26,15 @@ class Proxy(http.server.ThreadingHTTPServer):
 
             def handle_one(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                proxy.seen.append({"method": self.command, "path": self.path, "key": self.headers.get("idempotency-key")})
+                proxy.seen.append(
+                    {"method": self.command, "path": self.path, "key": self.headers.get("idempotency-key")}
+                )
                 fault = proxy.faults.pop(0) if proxy.faults else None
                 if fault in ("429", "429-wait-20s", "503"):
                     code = "unavailable" if fault == "503" else "rate_limited"
-                    payload = ('{"error":{"code":"%s","message":"try again","request_id":"req_proxy"}}' % code).encode()
+                    payload = (
+                        f'{{"error":{{"code":"{code}","message":"try again","request_id":"req_proxy"}}}}'
+                    ).encode()
                     self.send_response(503 if fault == "503" else 429)
                     self.send_header("content-type", "application/json")
                     self.send_header("retry-after", "20" if fault == "429-wait-20s" else "0")
@@ -40,7 +44,9 @@ class Proxy(http.server.ThreadingHTTPServer):
                     return
                 if fault in ("409-in-progress", "409-conflict"):
                     code = "conflict" if fault == "409-conflict" else "idempotency_in_progress"
-                    payload = ('{"error":{"code":"%s","message":"in flight","request_id":"req_proxy"}}' % code).encode()
+                    payload = (
+                        f'{{"error":{{"code":"{code}","message":"in flight","request_id":"req_proxy"}}}}'
+                    ).encode()
                     self.send_response(409)
                     self.send_header("content-type", "application/json")
                     self.send_header("retry-after", "0")
@@ -89,7 +95,9 @@ def proxy(server):
 
 
 def client(server, proxy, **settings: Any) -> ServiceClient:
-    return ServiceClient(proxy.url, server.api_key, project_id=server.project_id, end_user_id="dora", retry_base=0.001, **settings)
+    return ServiceClient(
+        proxy.url, server.api_key, project_id=server.project_id, end_user_id="dora", retry_base=0.001, **settings
+    )
 
 
 def count(server, text: str) -> int:
@@ -111,7 +119,10 @@ def test_409_idempotency_in_progress_is_retried_with_the_same_key_and_a_plain_co
     proxy.seen.clear()
     proxy.faults[:] = ["409-in-progress", "409-in-progress"]
     with client(server, proxy) as c:
-        assert c.memories.add({"text": "Retried while in progress in Python"})["text"] == "Retried while in progress in Python"
+        assert (
+            c.memories.add({"text": "Retried while in progress in Python"})["text"]
+            == "Retried while in progress in Python"
+        )
     assert len(proxy.seen) == 3 and len({s["key"] for s in proxy.seen}) == 1
     proxy.faults[:] = ["409-conflict"]
     with client(server, proxy) as c, pytest.raises(EngramError) as caught:
@@ -190,7 +201,9 @@ def test_the_timeout_bounds_the_whole_call_and_a_retry_after_past_it_fails_at_on
 
 def test_the_async_client_retries_the_same_way(server, proxy):
     async def scenario() -> None:
-        async with AsyncServiceClient(proxy.url, server.api_key, project_id=server.project_id, end_user_id="dora", retry_base=0.001) as c:
+        async with AsyncServiceClient(
+            proxy.url, server.api_key, project_id=server.project_id, end_user_id="dora", retry_base=0.001
+        ) as c:
             await c.memories.add({"text": "Retried asynchronously"})
 
     proxy.seen.clear()

@@ -1,5 +1,6 @@
 """Answers are pydantic models of the document's named schemas: attributes, unknown fields kept, and types
 that mypy checks in a caller's code (a typo in a field name fails it)."""
+
 from __future__ import annotations
 
 import pathlib
@@ -12,7 +13,7 @@ from engram.models import parse_result
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 
-EXAMPLE = '''
+EXAMPLE = """
 from engram import NotFoundError, ServiceClient, models
 
 
@@ -28,7 +29,7 @@ def main(url: str, key: str) -> str:
         except NotFoundError as error:
             print(error.status, error.request_id)
         return first
-'''
+"""
 
 
 def mypy(source: str) -> subprocess.CompletedProcess[str]:
@@ -36,9 +37,23 @@ def mypy(source: str) -> subprocess.CompletedProcess[str]:
         example = pathlib.Path(folder) / "example.py"
         example.write_text(source)
         # The package as a caller sees it once installed: its own modules are not the caller's to check.
-        return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental",
-                               "--cache-dir", str(pathlib.Path(folder) / "cache"), str(example)],
-                              capture_output=True, text=True, env={"MYPYPATH": str(PACKAGE), "PATH": ""}, cwd=folder)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mypy",
+                "--strict",
+                "--follow-imports=silent",
+                "--no-incremental",
+                "--cache-dir",
+                str(pathlib.Path(folder) / "cache"),
+                str(example),
+            ],
+            capture_output=True,
+            text=True,
+            env={"MYPYPATH": str(PACKAGE), "PATH": ""},
+            cwd=folder,
+        )
 
 
 def test_add_answers_a_model_with_attributes(server):

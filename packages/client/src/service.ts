@@ -1,5 +1,14 @@
 import type { components } from './generated/openapi.js';
-import { type Body, type CallOptions, type OperationId, type Query, type Result, Transport, type TransportOptions, EngramError } from './transport.js';
+import {
+  type Body,
+  type CallOptions,
+  type OperationId,
+  type Query,
+  type Result,
+  Transport,
+  type TransportOptions,
+  EngramError,
+} from './transport.js';
 
 export type AddMemory = components['schemas']['AddMemory'];
 export type Memory = components['schemas']['Memory'];
@@ -9,7 +18,9 @@ export type MemoryFilters = NonNullable<Body<'memories.query'>['filters']>;
 export type ListQuery = Omit<Query<'memories.list'>, 'filters'> & { filters?: MemoryFilters | string };
 
 const listQuery = ({ filters, ...rest }: ListQuery): Query<'memories.list'> =>
-  (filters === undefined ? rest : { ...rest, filters: typeof filters === 'string' ? filters : JSON.stringify(filters) }) as Query<'memories.list'>;
+  (filters === undefined
+    ? rest
+    : { ...rest, filters: typeof filters === 'string' ? filters : JSON.stringify(filters) }) as Query<'memories.list'>;
 
 /** The outcome of addMany: totals and one result per item, indexed as the items were given. */
 export interface AddManyResult {
@@ -45,7 +56,11 @@ export class ServiceClient {
   }
 
   /** Sends any operation of the document by its operationId, with this client's scoping. */
-  call<K extends OperationId>(operationId: K, input: Parameters<Transport['call']>[1] = {}, options?: CallOptions): Promise<Result<K>> {
+  call<K extends OperationId>(
+    operationId: K,
+    input: Parameters<Transport['call']>[1] = {},
+    options?: CallOptions,
+  ): Promise<Result<K>> {
     return this.transport.call(operationId, input, this.scoped(options));
   }
 
@@ -69,7 +84,11 @@ export class ServiceClient {
         // The whole request failed (after retries): each of its items is reported failed, and the next batch goes on.
         if (!(error instanceof EngramError)) throw error;
         batch.forEach((_, i) => {
-          outcome.results.push({ index: start + i, status: 'failed', error: { code: error.code, message: error.message, ...(error.field ? { field: error.field } : {}) } });
+          outcome.results.push({
+            index: start + i,
+            status: 'failed',
+            error: { code: error.code, message: error.message, ...(error.field ? { field: error.field } : {}) },
+          });
           outcome.totals.failed++;
         });
       }
@@ -84,56 +103,82 @@ export class ServiceClient {
 
   readonly memories = {
     add: (body: Body<'memories.add'>, options?: CallOptions) => this.call('memories.add', { body }, options),
-    bulkAdd: (body: Body<'memories.bulkAdd'>, options?: CallOptions) => this.call('memories.bulkAdd', { body }, options),
+    bulkAdd: (body: Body<'memories.bulkAdd'>, options?: CallOptions) =>
+      this.call('memories.bulkAdd', { body }, options),
     /** A page of the end user's memories; `filters` is the filters object of query (sent as JSON), `cursor` the last page's next_cursor. */
-    list: (query: ListQuery = {}, options?: CallOptions) => this.call('memories.list', { query: listQuery(query) }, options),
+    list: (query: ListQuery = {}, options?: CallOptions) =>
+      this.call('memories.list', { query: listQuery(query) }, options),
     /** Every memory the list selects, page after page. */
-    listAll: (query: ListQuery = {}, options?: CallOptions) => this.transport.cursorPages('memories.list', { query: listQuery(query) }, this.scoped(options)),
+    listAll: (query: ListQuery = {}, options?: CallOptions) =>
+      this.transport.cursorPages('memories.list', { query: listQuery(query) }, this.scoped(options)),
     export: (options?: CallOptions) => this.call('memories.export', {}, options),
-    batchUpdate: (body: Body<'memories.batchUpdate'>, options?: CallOptions) => this.call('memories.batchUpdate', { body }, options),
+    batchUpdate: (body: Body<'memories.batchUpdate'>, options?: CallOptions) =>
+      this.call('memories.batchUpdate', { body }, options),
     forget: (body: Body<'memories.forget'>, options?: CallOptions) => this.call('memories.forget', { body }, options),
-    forgetEndUser: (endUserId: string | number, options?: CallOptions) => this.call('memories.forgetEndUser', { path: { end_user_id: endUserId } }, options),
-    get: (memoryId: string | number, options?: CallOptions) => this.call('memories.get', { path: { memory_id: memoryId } }, options),
-    update: (memoryId: string | number, body: Body<'memories.update'>, options?: CallOptions) => this.call('memories.update', { path: { memory_id: memoryId }, body }, options),
-    history: (memoryId: string | number, options?: CallOptions) => this.call('memories.history', { path: { memory_id: memoryId } }, options),
+    forgetEndUser: (endUserId: string | number, options?: CallOptions) =>
+      this.call('memories.forgetEndUser', { path: { end_user_id: endUserId } }, options),
+    get: (memoryId: string | number, options?: CallOptions) =>
+      this.call('memories.get', { path: { memory_id: memoryId } }, options),
+    update: (memoryId: string | number, body: Body<'memories.update'>, options?: CallOptions) =>
+      this.call('memories.update', { path: { memory_id: memoryId }, body }, options),
+    history: (memoryId: string | number, options?: CallOptions) =>
+      this.call('memories.history', { path: { memory_id: memoryId } }, options),
     /**
      * Ingests a file (multipart): text, Markdown, HTML, PDF, DOCX, CSV or JSON. `file` is a path (read
      * from disk; its base name is the default filename), a Buffer/Uint8Array or a Blob.
      */
-    upload: async (file: Blob | Uint8Array | string, filename?: string, options?: CallOptions) => this.call('memories.upload', { raw: { body: await formWith(file, filename) } }, options),
+    upload: async (file: Blob | Uint8Array | string, filename?: string, options?: CallOptions) =>
+      this.call('memories.upload', { raw: { body: await formWith(file, filename) } }, options),
     /** Adds any number of memories in requests of 50 (bulk-add), reporting each item's outcome. */
     addMany: (items: AddMemory[], options?: CallOptions) => this.addMany(items, options),
-    uploadJob: (jobId: string | number, options?: CallOptions) => this.call('memories.uploadJob', { path: { job_id: jobId } }, options),
+    uploadJob: (jobId: string | number, options?: CallOptions) =>
+      this.call('memories.uploadJob', { path: { job_id: jobId } }, options),
     query: (body: Body<'memories.query'>, options?: CallOptions) => this.call('memories.query', { body }, options),
-    retrieve: (body: Body<'memories.retrieve'>, options?: CallOptions) => this.call('memories.retrieve', { body }, options),
+    retrieve: (body: Body<'memories.retrieve'>, options?: CallOptions) =>
+      this.call('memories.retrieve', { body }, options),
     search: (body: Body<'memories.search'>, options?: CallOptions) => this.call('memories.search', { body }, options),
-    compose: (body: Body<'memories.compose'>, options?: CallOptions) => this.call('memories.compose', { body }, options),
+    compose: (body: Body<'memories.compose'>, options?: CallOptions) =>
+      this.call('memories.compose', { body }, options),
     refreshEmbeddings: (options?: CallOptions) => this.call('memories.refreshEmbeddings', {}, options),
-    refreshJob: (jobId: string | number, options?: CallOptions) => this.call('memories.refreshJob', { path: { job_id: jobId } }, options),
-    summarize: (body: Body<'memories.summarize'>, options?: CallOptions) => this.call('memories.summarize', { body }, options),
-    synthesize: (body: Body<'memories.synthesize'>, options?: CallOptions) => this.call('memories.synthesize', { body }, options),
+    refreshJob: (jobId: string | number, options?: CallOptions) =>
+      this.call('memories.refreshJob', { path: { job_id: jobId } }, options),
+    summarize: (body: Body<'memories.summarize'>, options?: CallOptions) =>
+      this.call('memories.summarize', { body }, options),
+    synthesize: (body: Body<'memories.synthesize'>, options?: CallOptions) =>
+      this.call('memories.synthesize', { body }, options),
   };
 
   readonly feedback = {
-    add: (memoryId: string | number, body: Body<'feedback.add'>, options?: CallOptions) => this.call('feedback.add', { path: { memory_id: memoryId }, body }, options),
-    list: (memoryId: string | number, options?: CallOptions) => this.call('feedback.list', { path: { memory_id: memoryId } }, options),
-    delete: (memoryId: string | number, feedbackId: string | number, options?: CallOptions) => this.call('feedback.delete', { path: { memory_id: memoryId, feedback_id: feedbackId } }, options),
+    add: (memoryId: string | number, body: Body<'feedback.add'>, options?: CallOptions) =>
+      this.call('feedback.add', { path: { memory_id: memoryId }, body }, options),
+    list: (memoryId: string | number, options?: CallOptions) =>
+      this.call('feedback.list', { path: { memory_id: memoryId } }, options),
+    delete: (memoryId: string | number, feedbackId: string | number, options?: CallOptions) =>
+      this.call('feedback.delete', { path: { memory_id: memoryId, feedback_id: feedbackId } }, options),
   };
 
   readonly relations = {
     create: (body: Body<'relations.create'>, options?: CallOptions) => this.call('relations.create', { body }, options),
-    list: (memoryId: string | number, options?: CallOptions) => this.call('relations.list', { path: { memory_id: memoryId } }, options),
-    delete: (relationId: string | number, options?: CallOptions) => this.call('relations.delete', { path: { relation_id: relationId } }, options),
+    list: (memoryId: string | number, options?: CallOptions) =>
+      this.call('relations.list', { path: { memory_id: memoryId } }, options),
+    delete: (relationId: string | number, options?: CallOptions) =>
+      this.call('relations.delete', { path: { relation_id: relationId } }, options),
   };
 
   readonly intelligence = {
     ontology: (options?: CallOptions) => this.call('intelligence.ontology', {}, options),
-    replaceOntology: (body: Body<'intelligence.replaceOntology'>, options?: CallOptions) => this.call('intelligence.replaceOntology', { body }, options),
-    graph: (query: Query<'intelligence.graph'> = {}, options?: CallOptions) => this.call('intelligence.graph', { query }, options),
-    clusters: (query: Query<'intelligence.clusters'> = {}, options?: CallOptions) => this.call('intelligence.clusters', { query }, options),
-    decisions: (query: Query<'intelligence.decisions'> = {}, options?: CallOptions) => this.call('intelligence.decisions', { query }, options),
-    decisionsAll: (query: Query<'intelligence.decisions'> = {}, options?: CallOptions) => this.transport.pages('intelligence.decisions', { query }, this.scoped(options)),
-    resolveDecision: (decisionId: string | number, body: Body<'intelligence.resolveDecision'>, options?: CallOptions) => this.call('intelligence.resolveDecision', { path: { decision_id: decisionId }, body }, options),
+    replaceOntology: (body: Body<'intelligence.replaceOntology'>, options?: CallOptions) =>
+      this.call('intelligence.replaceOntology', { body }, options),
+    graph: (query: Query<'intelligence.graph'> = {}, options?: CallOptions) =>
+      this.call('intelligence.graph', { query }, options),
+    clusters: (query: Query<'intelligence.clusters'> = {}, options?: CallOptions) =>
+      this.call('intelligence.clusters', { query }, options),
+    decisions: (query: Query<'intelligence.decisions'> = {}, options?: CallOptions) =>
+      this.call('intelligence.decisions', { query }, options),
+    decisionsAll: (query: Query<'intelligence.decisions'> = {}, options?: CallOptions) =>
+      this.transport.pages('intelligence.decisions', { query }, this.scoped(options)),
+    resolveDecision: (decisionId: string | number, body: Body<'intelligence.resolveDecision'>, options?: CallOptions) =>
+      this.call('intelligence.resolveDecision', { path: { decision_id: decisionId }, body }, options),
     report: (options?: CallOptions) => this.call('intelligence.report', {}, options),
     stats: (options?: CallOptions) => this.call('intelligence.stats', {}, options),
   };
@@ -143,7 +188,8 @@ export class ServiceClient {
     recall: (body: Body<'v1.recall'>, options?: CallOptions) => this.call('v1.recall', { body }, options),
     status: (options?: CallOptions) => this.call('v1.status', {}, options),
     memories: (query: Query<'v1.memories'> = {}, options?: CallOptions) => this.call('v1.memories', { query }, options),
-    memoriesAll: (query: Query<'v1.memories'> = {}, options?: CallOptions) => this.transport.pages('v1.memories', { query }, this.scoped(options)),
+    memoriesAll: (query: Query<'v1.memories'> = {}, options?: CallOptions) =>
+      this.transport.pages('v1.memories', { query }, this.scoped(options)),
   };
 }
 
@@ -158,7 +204,8 @@ export async function formWith(file: Blob | Uint8Array | string, filename?: stri
   } else {
     content = file instanceof Blob ? file : new Blob([file as Uint8Array<ArrayBuffer>]);
   }
-  if (!filename) throw new TypeError('upload: a filename is needed with bytes or a Blob (its extension tells the file type)');
+  if (!filename)
+    throw new TypeError('upload: a filename is needed with bytes or a Blob (its extension tells the file type)');
   const form = new FormData();
   form.append('file', content, filename);
   return form;

@@ -7,9 +7,13 @@ export type OperationId = keyof typeof OPERATIONS & keyof operations;
 type JsonOf<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 type SuccessStatus = 200 | 201 | 202 | 206 | 207;
 /** The JSON body an operation takes. */
-export type Body<K extends OperationId> = operations[K] extends { requestBody?: infer R } ? JsonOf<NonNullable<R>> : never;
+export type Body<K extends OperationId> = operations[K] extends { requestBody?: infer R }
+  ? JsonOf<NonNullable<R>>
+  : never;
 /** The query parameters an operation takes. */
-export type Query<K extends OperationId> = operations[K]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+export type Query<K extends OperationId> = operations[K]['parameters'] extends { query?: infer Q }
+  ? NonNullable<Q>
+  : never;
 /** What an operation answers on success (any of its 2xx bodies). */
 export type Result<K extends OperationId> = {
   [S in keyof operations[K]['responses']]: S extends SuccessStatus ? JsonOf<operations[K]['responses'][S]> : never;
@@ -67,11 +71,23 @@ export class RateLimitError extends EngramError {
 }
 
 const ERROR_CLASSES: Record<number, typeof EngramError> = {
-  400: ValidationError, 401: AuthenticationError, 403: PermissionError, 404: NotFoundError, 409: ConflictError, 429: RateLimitError,
+  400: ValidationError,
+  401: AuthenticationError,
+  403: PermissionError,
+  404: NotFoundError,
+  409: ConflictError,
+  429: RateLimitError,
 };
 
 /** The EngramError (subclass) for an answer's status. */
-export function errorFor(status: number, code: string, message: string, field: string | undefined, requestId: string | undefined, retryAfter?: number): EngramError {
+export function errorFor(
+  status: number,
+  code: string,
+  message: string,
+  field: string | undefined,
+  requestId: string | undefined,
+  retryAfter?: number,
+): EngramError {
   return new (ERROR_CLASSES[status] ?? EngramError)(status, code, message, field, requestId, retryAfter);
 }
 
@@ -127,7 +143,8 @@ export type RequestBody = NonNullable<RequestInit['body']>;
 
 const RETRIED_STATUSES = new Set([429, 503]);
 /** 429, 503, and a 409 saying the same Idempotency-Key is still running: its answer is stored soon, or its claim taken over. */
-const retried = (failure: EngramError) => RETRIED_STATUSES.has(failure.status) || failure.code === 'idempotency_in_progress';
+const retried = (failure: EngramError) =>
+  RETRIED_STATUSES.has(failure.status) || failure.code === 'idempotency_in_progress';
 
 /** Credentials and scoping of a plane: the headers of every request, and what to do after a 401. */
 export interface Credentials {
@@ -141,7 +158,10 @@ export class Transport {
   private readonly fetch: typeof fetch;
   readonly baseUrl: string;
 
-  constructor(readonly options: TransportOptions, private readonly credentials: Credentials) {
+  constructor(
+    readonly options: TransportOptions,
+    private readonly credentials: Credentials,
+  ) {
     this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
   }
@@ -159,15 +179,29 @@ export class Transport {
 
   /** One request with its retries; `read` consumes a successful answer within the call's deadline. */
   private exchange(operationId: OperationId, input: Input, options: CallOptions, read: null): Promise<Response>;
-  private exchange<T>(operationId: OperationId, input: Input, options: CallOptions, read: (response: Response) => Promise<T>): Promise<T>;
-  private async exchange<T>(operationId: OperationId, input: Input, options: CallOptions, read: ((response: Response) => Promise<T>) | null): Promise<T | Response> {
+  private exchange<T>(
+    operationId: OperationId,
+    input: Input,
+    options: CallOptions,
+    read: (response: Response) => Promise<T>,
+  ): Promise<T>;
+  private async exchange<T>(
+    operationId: OperationId,
+    input: Input,
+    options: CallOptions,
+    read: ((response: Response) => Promise<T>) | null,
+  ): Promise<T | Response> {
     const operation: { method: string; path: string; idempotent?: true } = OPERATIONS[operationId];
     const { method, path } = operation;
     const url = this.urlOf(path, input);
     const headers: Record<string, string> = { accept: 'application/json' };
     for (const [name, value] of Object.entries({
-      'x-project-id': options.projectId, 'x-end-user-id': options.endUserId, 'x-tenant-id': options.tenantId, 'x-organization-id': options.organizationId,
-    })) if (value !== undefined) headers[name] = value;
+      'x-project-id': options.projectId,
+      'x-end-user-id': options.endUserId,
+      'x-tenant-id': options.tenantId,
+      'x-organization-id': options.organizationId,
+    }))
+      if (value !== undefined) headers[name] = value;
     let body: RequestBody | undefined;
     if (input.raw) {
       body = input.raw.body;
@@ -181,7 +215,8 @@ export class Transport {
     const replayable = !(body instanceof ReadableStream);
     // A write the server records an Idempotency-Key for; a read sent as POST is retried without one.
     const write = operation.idempotent === true;
-    const idempotencyKey = options.idempotencyKey ?? (write && maxRetries > 0 && replayable ? newIdempotencyKey() : undefined);
+    const idempotencyKey =
+      options.idempotencyKey ?? (write && maxRetries > 0 && replayable ? newIdempotencyKey() : undefined);
     if (idempotencyKey) headers['idempotency-key'] = idempotencyKey;
     const retriable = replayable && (!write || idempotencyKey !== undefined);
     let renewed = false;
@@ -195,7 +230,9 @@ export class Transport {
       try {
         const credentialHeaders = await this.credentials.headers();
         response = await this.fetch(url, {
-          method, body, signal: options.signal ? AbortSignal.any([timeout.signal, options.signal]) : timeout.signal,
+          method,
+          body,
+          signal: options.signal ? AbortSignal.any([timeout.signal, options.signal]) : timeout.signal,
           headers: { ...credentialHeaders, ...headers, ...input.headers, ...options.headers },
           ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
         } as RequestInit);
@@ -206,7 +243,13 @@ export class Transport {
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason ?? error;
         if (timeout.signal.aborted) throw timedOut();
-        const failure = new EngramError(0, 'network_error', `${method} ${path}: ${(error as Error).message}`, undefined, undefined);
+        const failure = new EngramError(
+          0,
+          'network_error',
+          `${method} ${path}: ${(error as Error).message}`,
+          undefined,
+          undefined,
+        );
         const wait = this.backoff(attempt);
         if (!retriable || attempt >= maxRetries || Date.now() + wait >= deadline) throw failure;
         await this.pause(wait, options.signal);
@@ -223,7 +266,10 @@ export class Transport {
         }
       }
       if (!retriable || !retried(failure) || attempt >= maxRetries) throw failure;
-      const wait = Math.min(failure.retryAfter !== undefined ? failure.retryAfter * 1000 : this.backoff(attempt), this.options.maxRetryDelayMs ?? 30_000);
+      const wait = Math.min(
+        failure.retryAfter !== undefined ? failure.retryAfter * 1000 : this.backoff(attempt),
+        this.options.maxRetryDelayMs ?? 30_000,
+      );
       // A wait that ends past the deadline could only end in a timeout: the answer we have is the better error.
       if (Date.now() + wait >= deadline) throw failure;
       await this.pause(wait, options.signal);
@@ -231,11 +277,18 @@ export class Transport {
   }
 
   /** Every item of a paginated list, page after page (offset and limit), while has_next. */
-  async *pages<K extends OperationId>(operationId: K, input: Input = {}, options: CallOptions = {}): AsyncGenerator<Item<K>> {
+  async *pages<K extends OperationId>(
+    operationId: K,
+    input: Input = {},
+    options: CallOptions = {},
+  ): AsyncGenerator<Item<K>> {
     const query = { ...(input.query as Record<string, unknown> | undefined) };
     let offset = typeof query.offset === 'number' ? query.offset : 0;
     for (;;) {
-      const page = (await this.call(operationId, { ...input, query: { ...query, offset } }, options)) as { items: Item<K>[]; has_next: boolean };
+      const page = (await this.call(operationId, { ...input, query: { ...query, offset } }, options)) as {
+        items: Item<K>[];
+        has_next: boolean;
+      };
       yield* page.items;
       if (!page.has_next || page.items.length === 0) return;
       offset += page.items.length;
@@ -243,10 +296,18 @@ export class Transport {
   }
 
   /** Every item of a cursor-paginated list (GET /memory), page after page, following next_cursor while has_next. */
-  async *cursorPages<K extends OperationId>(operationId: K, input: Input = {}, options: CallOptions = {}): AsyncGenerator<Item<K>> {
+  async *cursorPages<K extends OperationId>(
+    operationId: K,
+    input: Input = {},
+    options: CallOptions = {},
+  ): AsyncGenerator<Item<K>> {
     const query = { ...(input.query as Record<string, unknown> | undefined) };
     for (;;) {
-      const page = (await this.call(operationId, { ...input, query }, options)) as { items: Item<K>[]; has_next: boolean; next_cursor: string | null };
+      const page = (await this.call(operationId, { ...input, query }, options)) as {
+        items: Item<K>[];
+        has_next: boolean;
+        next_cursor: string | null;
+      };
       yield* page.items;
       if (!page.has_next || page.next_cursor === null) return;
       query.cursor = page.next_cursor;
@@ -264,7 +325,14 @@ export class Transport {
     for (let resumed = 0; ; resumed++) {
       const range = received > 0 ? { range: `bytes=${received}-`, ...(etag ? { 'if-range': etag } : {}) } : {};
       const response = await this.send(operationId, { ...input, headers: { ...input.headers, ...range } }, options);
-      if (received > 0 && response.status !== 206) throw new EngramError(0, 'network_error', 'The download was interrupted and the artifact changed since', undefined, response.headers.get('x-request-id') ?? undefined);
+      if (received > 0 && response.status !== 206)
+        throw new EngramError(
+          0,
+          'network_error',
+          'The download was interrupted and the artifact changed since',
+          undefined,
+          response.headers.get('x-request-id') ?? undefined,
+        );
       etag ??= response.headers.get('etag');
       try {
         for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
@@ -324,14 +392,25 @@ async function errorOf(response: Response): Promise<EngramError> {
   let retryAfter: number | undefined;
   if (retryAfterHeader !== null) {
     const seconds = Number(retryAfterHeader);
-    retryAfter = Number.isFinite(seconds) ? Math.max(0, seconds) : Math.max(0, (Date.parse(retryAfterHeader) - Date.now()) / 1000) || 0;
+    retryAfter = Number.isFinite(seconds)
+      ? Math.max(0, seconds)
+      : Math.max(0, (Date.parse(retryAfterHeader) - Date.now()) / 1000) || 0;
   }
   const requestId = response.headers.get('x-request-id') ?? undefined;
   const text = await response.text().catch(() => '');
   try {
-    const { error } = JSON.parse(text) as { error: { code: string; message: string; field?: string; request_id?: string } };
+    const { error } = JSON.parse(text) as {
+      error: { code: string; message: string; field?: string; request_id?: string };
+    };
     return errorFor(response.status, error.code, error.message, error.field, error.request_id ?? requestId, retryAfter);
   } catch {
-    return errorFor(response.status, `http_${response.status}`, text.slice(0, 200) || response.statusText, undefined, requestId, retryAfter);
+    return errorFor(
+      response.status,
+      `http_${response.status}`,
+      text.slice(0, 200) || response.statusText,
+      undefined,
+      requestId,
+      retryAfter,
+    );
   }
 }

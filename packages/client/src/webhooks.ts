@@ -28,26 +28,37 @@ export async function verifyWebhook(input: {
   now?: Date;
 }): Promise<WebhookEvent> {
   const header = (name: string) => {
-    const value = input.headers instanceof Headers ? input.headers.get(name) : input.headers[name] ?? input.headers[name.toLowerCase()];
-    return Array.isArray(value) ? value[0] : value ?? undefined;
+    const value =
+      input.headers instanceof Headers
+        ? input.headers.get(name)
+        : (input.headers[name] ?? input.headers[name.toLowerCase()]);
+    return Array.isArray(value) ? value[0] : (value ?? undefined);
   };
   const id = header('webhook-id');
   const timestamp = header('webhook-timestamp');
   const signatures = header('webhook-signature');
-  if (!id || !timestamp || !signatures) throw new WebhookVerificationError('Missing webhook-id, webhook-timestamp or webhook-signature');
+  if (!id || !timestamp || !signatures)
+    throw new WebhookVerificationError('Missing webhook-id, webhook-timestamp or webhook-signature');
   const seconds = Number(timestamp);
   const now = (input.now ?? new Date()).getTime() / 1000;
   if (!Number.isInteger(seconds) || Math.abs(now - seconds) > (input.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) {
     throw new WebhookVerificationError('The webhook timestamp is outside the tolerance');
   }
   const body = typeof input.payload === 'string' ? input.payload : new TextDecoder().decode(input.payload);
-  const key = await crypto.subtle.importKey('raw', base64Bytes(input.secret.replace(/^whsec_/, '')), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+  const key = await crypto.subtle.importKey(
+    'raw',
+    base64Bytes(input.secret.replace(/^whsec_/, '')),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['verify'],
+  );
   const signed = new TextEncoder().encode(`${id}.${timestamp}.${body}`);
   for (const candidate of signatures.split(' ')) {
     const [version, signature] = candidate.split(',');
     if (version !== 'v1' || !signature) continue;
     // subtle.verify compares in constant time.
-    if (await crypto.subtle.verify('HMAC', key, base64Bytes(signature), signed)) return JSON.parse(body) as WebhookEvent;
+    if (await crypto.subtle.verify('HMAC', key, base64Bytes(signature), signed))
+      return JSON.parse(body) as WebhookEvent;
   }
   throw new WebhookVerificationError('No webhook signature matches the secret');
 }

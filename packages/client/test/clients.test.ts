@@ -1,12 +1,24 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../server/src/testing/harness.js';
 import { startSite, type LocalSite } from '../../server/src/testing/connectors.js';
-import { AuthenticationError, ConflictError, ControlClient, EngramError, NotFoundError, PermissionError, ServiceClient, ValidationError, verifyWebhook, type Memory, type OperationId } from '../src/index.js';
+import {
+  AuthenticationError,
+  ConflictError,
+  ControlClient,
+  EngramError,
+  NotFoundError,
+  PermissionError,
+  ServiceClient,
+  ValidationError,
+  verifyWebhook,
+  type Memory,
+  type OperationId,
+} from '../src/index.js';
 import { OPERATIONS } from '../src/generated/operations.js';
 
 /** Every operation both clients send, against a real app; the last test checks none was left out. */
@@ -22,7 +34,10 @@ const until = async <T>(read: () => Promise<T>, done: (value: T) => boolean): Pr
 
 /** The promise's EngramError (the call must fail). */
 const failure = async (promise: Promise<unknown>): Promise<EngramError> => {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(EngramError);
   return error as EngramError;
 };
@@ -37,10 +52,13 @@ async function startReceiver(): Promise<Receiver> {
   const deliveries: Receiver['deliveries'] = [];
   const server = createServer((req, res) => {
     let body = '';
-    req.setEncoding('utf8').on('data', (c: string) => (body += c)).on('end', () => {
-      deliveries.push({ headers: req.headers, body });
-      res.writeHead(204).end();
-    });
+    req
+      .setEncoding('utf8')
+      .on('data', (c: string) => (body += c))
+      .on('end', () => {
+        deliveries.push({ headers: req.headers, body });
+        res.writeHead(204).end();
+      });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -51,7 +69,13 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
   let site: LocalSite;
   let receiver: Receiver;
   beforeAll(async () => {
-    site = await startSite({ '/': [200, 'text/html', '<html><body><h1>Docs</h1><p>The API rate limit is one hundred requests a minute.</p></body></html>'] });
+    site = await startSite({
+      '/': [
+        200,
+        'text/html',
+        '<html><body><h1>Docs</h1><p>The API rate limit is one hundred requests a minute.</p></body></html>',
+      ],
+    });
     receiver = await startReceiver();
   });
   afterAll(async () => {
@@ -79,9 +103,15 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
   it('data plane: memories, addMany in batches of 50, upload, retrieval, feedback, relations, forgetting', async () => {
     expect(await service.health.live()).toMatchObject({ status: 'ok' });
     expect(await service.health.ready()).toBeDefined();
-    const memory = (await service.memories.add({ text: 'Alice prefers window seats on long flights', tags: ['travel'] })) as Memory;
+    const memory = (await service.memories.add({
+      text: 'Alice prefers window seats on long flights',
+      tags: ['travel'],
+    })) as Memory;
     expect(memory).toMatchObject({ text: 'Alice prefers window seats on long flights' });
-    const items = Array.from({ length: 120 }, (_, i) => ({ text: `Fact number ${i} about Alice's garden`, client_ref: `fact-${i}` }));
+    const items = Array.from({ length: 120 }, (_, i) => ({
+      text: `Fact number ${i} about Alice's garden`,
+      client_ref: `fact-${i}`,
+    }));
     items[7] = { text: '' } as never;
     const many = await service.memories.addMany(items);
     expect(many.totals).toEqual({ created: 119, skipped: 0, failed: 1 });
@@ -94,16 +124,22 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect(await service.memories.get(memory.id)).toMatchObject({ id: memory.id });
     await service.memories.update(memory.id, { tags: ['travel', 'seats'] });
     expect((await service.memories.history(memory.id)).items.length).toBeGreaterThan(0);
-    expect((await service.memories.batchUpdate({ updates: [{ id: memory.id, importance: 0.9 }] })).totals.updated).toBe(1);
+    expect((await service.memories.batchUpdate({ updates: [{ id: memory.id, importance: 0.9 }] })).totals.updated).toBe(
+      1,
+    );
     expect((await service.memories.export()).memories.length).toBeGreaterThan(100);
     // The list, a page at a time by cursor; filters go as an object.
     const page = await service.memories.list({ limit: 2, total: true, filters: { tags_any: ['travel'] } });
     expect(page.items.map((m) => m.id)).toEqual([memory.id]);
     expect(page).toMatchObject({ total: 1, has_next: false, next_cursor: null });
     // The filter language's operators, and a 400 naming the path of an unknown one.
-    const operators = await service.memories.list({ filters: { tags: { $in: ['seats', 'none'] }, importance: { $gte: 0.9 }, $not: { text: { $contains: 'aisle' } } } });
+    const operators = await service.memories.list({
+      filters: { tags: { $in: ['seats', 'none'] }, importance: { $gte: 0.9 }, $not: { text: { $contains: 'aisle' } } },
+    });
     expect(operators.items.map((m) => m.id)).toEqual([memory.id]);
-    const unknown = await failure(service.memories.query({ query: 'seats', filters: { metadata: { a: { $regex: 'x' } } } }));
+    const unknown = await failure(
+      service.memories.query({ query: 'seats', filters: { metadata: { a: { $regex: 'x' } } } }),
+    );
     expect(unknown).toMatchObject({ status: 400, field: 'filters/metadata/a/$regex' });
     const listed: number[] = [];
     for await (const m of service.memories.listAll({ limit: 7, order: 'asc' })) listed.push(m.id);
@@ -113,7 +149,9 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     const bob = (await service.memories.add({ text: 'Bob likes aisle seats' }, { endUserId: 'bob' })) as Memory;
     expect((await failure(service.memories.get(bob.id))).status).toBe(404);
 
-    expect((await service.memories.query({ query: 'window seats', k: 3 })).memories[0]).toMatchObject({ id: memory.id });
+    expect((await service.memories.query({ query: 'window seats', k: 3 })).memories[0]).toMatchObject({
+      id: memory.id,
+    });
     expect(await service.memories.retrieve({ prompt: 'Where does Alice like to sit?' })).toBeDefined();
     expect(await service.memories.search({ query: 'seats' })).toBeDefined();
     expect(await service.memories.compose({ task: 'Book a flight for Alice' })).toBeDefined();
@@ -125,7 +163,11 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     const feedback = await service.feedback.add(memory.id, { rating: 'positive' });
     expect((await service.feedback.list(memory.id)).items.length).toBe(1);
     await service.feedback.delete(memory.id, (feedback as { id: number }).id);
-    const relation = await service.relations.create({ source_id: memory.id, target_id: bulk.results[0]!.memory!.id, type: 'related' });
+    const relation = await service.relations.create({
+      source_id: memory.id,
+      target_id: bulk.results[0]!.memory!.id,
+      type: 'related',
+    });
     expect((await service.relations.list(memory.id)).items.length).toBeGreaterThan(0);
     await service.relations.delete((relation as { id: number }).id);
 
@@ -134,17 +176,30 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     writeFileSync(join(folder, 'seats.md'), '# Seats\n\nAlice books seat 12A.');
     const small = await service.memories.upload(join(folder, 'seats.md'));
     expect(small.status).toBe('created');
-    expect((await service.memories.query({ query: 'seat 12A' })).memories.map((m) => m.text).join(' ')).toContain('12A');
-    const fromBytes = await service.memories.upload(Buffer.from('# Bikes\n\nAlice rides a blue bicycle to work.'), 'bikes.md');
+    expect((await service.memories.query({ query: 'seat 12A' })).memories.map((m) => m.text).join(' ')).toContain(
+      '12A',
+    );
+    const fromBytes = await service.memories.upload(
+      Buffer.from('# Bikes\n\nAlice rides a blue bicycle to work.'),
+      'bikes.md',
+    );
     expect(fromBytes.status).toBe('created');
     const fromBlob = await service.memories.upload(new Blob(['# Tea\n\nAlice drinks green tea at four.']), 'tea.md');
     expect(fromBlob.status).toBe('created');
     rmSync(folder, { recursive: true, force: true });
-    const large = await service.memories.upload(Buffer.from(`# Garden\n\n${'Alice grows tomatoes and basil in the garden. '.repeat(80)}`), 'garden.md');
+    const large = await service.memories.upload(
+      Buffer.from(`# Garden\n\n${'Alice grows tomatoes and basil in the garden. '.repeat(80)}`),
+      'garden.md',
+    );
     expect(large.status).toBe('queued');
     expect(await service.memories.uploadJob(large.job!.id)).toBeDefined();
 
-    expect(await service.memories.forget({ filters: { tags_any: ['nothing-tagged-so'] }, dry_run: true })).toEqual({ dry_run: true, ids: [], matched: 0, has_more: false });
+    expect(await service.memories.forget({ filters: { tags_any: ['nothing-tagged-so'] }, dry_run: true })).toEqual({
+      dry_run: true,
+      ids: [],
+      matched: 0,
+      has_more: false,
+    });
     expect(await service.memories.forget({ ids: [memory.id] })).toEqual([memory.id]);
     expect((await failure(service.memories.get(memory.id))).code).toBe('not_found');
     expect(await service.memories.forgetEndUser('bob')).toBeDefined();
@@ -159,7 +214,16 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     };
     expect((await typed(service.memories.add({ text: 42 } as never), ValidationError, 400)).field).toBe('text');
     await typed(service.memories.get(987_654), NotFoundError, 404);
-    await typed(new ServiceClient({ baseUrl, apiKey: 'engram_not_a_key', projectId: t.projectId, endUserId: 'alice' }).memories.get(1), AuthenticationError, 401);
+    await typed(
+      new ServiceClient({
+        baseUrl,
+        apiKey: 'engram_not_a_key',
+        projectId: t.projectId,
+        endUserId: 'alice',
+      }).memories.get(1),
+      AuthenticationError,
+      401,
+    );
     const reader = await control.keys.create({ name: 'reads only', scopes: ['memories:read'] });
     const readOnly = new ServiceClient({ baseUrl, apiKey: reader.key, projectId: t.projectId, endUserId: 'alice' });
     await typed(readOnly.memories.add({ text: 'Refused: the key only reads' }), PermissionError, 403);
@@ -168,7 +232,9 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
   it('intelligence and the /v1 plane', async () => {
     const ontology = await service.intelligence.ontology();
     const { categories, entity_types, relation_types } = ontology;
-    expect((await service.intelligence.replaceOntology({ categories, entity_types, relation_types })).revision).toBeGreaterThan(0);
+    expect(
+      (await service.intelligence.replaceOntology({ categories, entity_types, relation_types })).revision,
+    ).toBeGreaterThan(0);
     expect(await service.intelligence.graph({})).toBeDefined();
     expect(await service.intelligence.clusters({})).toBeDefined();
     expect(await service.intelligence.decisions({})).toBeDefined();
@@ -178,9 +244,18 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
 
     // A cross-tenant key names its tenant (X-Tenant-ID), here once for the client.
     const tenant = new ServiceClient({ baseUrl, apiKey: t.key, projectId: t.projectId, tenantId: 'acme', onRequest });
-    const turn = await tenant.v1.addTurn({ tenant_id: 'acme', user_id: 'u1', text: 'I moved to Lisbon last spring', speaker: 'user' });
+    const turn = await tenant.v1.addTurn({
+      tenant_id: 'acme',
+      user_id: 'u1',
+      text: 'I moved to Lisbon last spring',
+      speaker: 'user',
+    });
     expect(turn.status).toBe('created');
-    expect((await tenant.v1.recall({ tenant_id: 'acme', user_id: 'u1', query: 'moved to Lisbon' })).memories.map((m) => m.id)).toEqual([turn.id]);
+    expect(
+      (await tenant.v1.recall({ tenant_id: 'acme', user_id: 'u1', query: 'moved to Lisbon' })).memories.map(
+        (m) => m.id,
+      ),
+    ).toEqual([turn.id]);
     expect(await tenant.v1.status()).toBeDefined();
     const listed = [];
     for await (const item of tenant.v1.memoriesAll({ tenant_id: 'acme', user_id: 'u1', limit: 1 })) listed.push(item);
@@ -200,11 +275,15 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     await control.sessions.revoke(second.session_id);
 
     expect((await control.organizations.list()).items.length).toBeGreaterThan(0);
-    expect(await control.organizations.create({ name: 'Second organization' })).toMatchObject({ name: 'Second organization' });
+    expect(await control.organizations.create({ name: 'Second organization' })).toMatchObject({
+      name: 'Second organization',
+    });
 
     const project = await control.projects.create({ name: 'Client project' });
     expect(await control.projects.get(project.id)).toMatchObject({ id: project.id });
-    expect(await control.projects.update(project.id, { description: 'from the client' })).toMatchObject({ description: 'from the client' });
+    expect(await control.projects.update(project.id, { description: 'from the client' })).toMatchObject({
+      description: 'from the client',
+    });
     expect((await control.projects.list()).items.map((p) => p.id)).toContain(project.id);
 
     const key = await control.keys.create({ name: 'client key', project_id: project.id });
@@ -225,7 +304,9 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect(await control.members.get(accepted.user_id)).toMatchObject({ role: 'member' });
     expect(await control.members.update(accepted.user_id, { role: 'viewer' })).toMatchObject({ role: 'viewer' });
     const reset = await control.members.passwordResetLink(accepted.user_id);
-    expect(await control.auth.resetPassword({ token: reset.token, new_password: 'another member password' })).toMatchObject({ user_id: accepted.user_id });
+    expect(
+      await control.auth.resetPassword({ token: reset.token, new_password: 'another member password' }),
+    ).toMatchObject({ user_id: accepted.user_id });
     const member = new ControlClient({ baseUrl, onRequest });
     await member.signIn(email, 'another member password');
     await member.auth.changePassword({ current_password: 'another member password', new_password: 'a third password' });
@@ -249,14 +330,32 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect((await control.webhooks.eventTypes()).items.length).toBeGreaterThan(0);
     const endpoint = await control.webhooks.create({ name: 'receiver', url: receiver.url, events: ['memory.created'] });
     expect(await control.webhooks.get(endpoint.id)).toMatchObject({ id: endpoint.id });
-    expect(await control.webhooks.update(endpoint.id, { description: 'from the client' })).toMatchObject({ description: 'from the client' });
+    expect(await control.webhooks.update(endpoint.id, { description: 'from the client' })).toMatchObject({
+      description: 'from the client',
+    });
     expect((await control.webhooks.list()).items.map((e) => e.id)).toContain(endpoint.id);
     await control.webhooks.test(endpoint.id);
-    const delivered = await until(async () => receiver.deliveries, (d) => d.length > 0);
-    const event = await verifyWebhook({ payload: delivered[0]!.body, headers: delivered[0]!.headers as Record<string, string>, secret: endpoint.secret });
+    const delivered = await until(
+      async () => receiver.deliveries,
+      (d) => d.length > 0,
+    );
+    const event = await verifyWebhook({
+      payload: delivered[0]!.body,
+      headers: delivered[0]!.headers as Record<string, string>,
+      secret: endpoint.secret,
+    });
     expect(event).toBeDefined();
-    await expect(verifyWebhook({ payload: delivered[0]!.body + ' ', headers: delivered[0]!.headers as Record<string, string>, secret: endpoint.secret })).rejects.toThrow(/signature/);
-    const deliveries = await until(() => control.webhooks.deliveries(endpoint.id, {}), (page) => page.items.length > 0);
+    await expect(
+      verifyWebhook({
+        payload: `${delivered[0]!.body} `,
+        headers: delivered[0]!.headers as Record<string, string>,
+        secret: endpoint.secret,
+      }),
+    ).rejects.toThrow(/signature/);
+    const deliveries = await until(
+      () => control.webhooks.deliveries(endpoint.id, {}),
+      (page) => page.items.length > 0,
+    );
     const delivery = deliveries.items[0]!;
     expect(await control.webhooks.delivery(endpoint.id, delivery.id)).toMatchObject({ id: delivery.id });
     const retried = await control.webhooks.retryDelivery(endpoint.id, delivery.id).catch((e: unknown) => e);
@@ -269,32 +368,63 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     // While the rotated secret overlaps, a delivery is signed under both: either verifies it.
     const before = receiver.deliveries.length;
     await control.webhooks.test(endpoint.id);
-    const second = (await until(async () => receiver.deliveries, (d) => d.length > before)).at(-1);
+    const second = (
+      await until(
+        async () => receiver.deliveries,
+        (d) => d.length > before,
+      )
+    ).at(-1);
     expect(String(second!.headers['webhook-signature']).split(' ')).toHaveLength(2);
     for (const secret of [endpoint.secret, rotated.secret]) {
-      expect(await verifyWebhook({ payload: second!.body, headers: second!.headers as Record<string, string>, secret })).toBeDefined();
+      expect(
+        await verifyWebhook({ payload: second!.body, headers: second!.headers as Record<string, string>, secret }),
+      ).toBeDefined();
     }
     const stale = new Date(Date.now() + 10 * 60_000);
-    await expect(verifyWebhook({ payload: second!.body, headers: second!.headers as Record<string, string>, secret: rotated.secret, now: stale })).rejects.toThrow(/tolerance/);
+    await expect(
+      verifyWebhook({
+        payload: second!.body,
+        headers: second!.headers as Record<string, string>,
+        secret: rotated.secret,
+        now: stale,
+      }),
+    ).rejects.toThrow(/tolerance/);
     expect(await control.webhooks.replay(endpoint.id, {})).toMatchObject({ replayed: expect.any(Number) });
     await control.webhooks.delete(endpoint.id);
     expect((await failure(control.webhooks.get(endpoint.id))).status).toBe(404);
   });
 
   it('automation with a scoped API key: webhooks:write creates a webhook, a key without it is refused', async () => {
-    const scoped = await control.keys.create({ name: 'deploy script', project_id: t.projectId, scopes: ['webhooks:read', 'webhooks:write'] });
+    const scoped = await control.keys.create({
+      name: 'deploy script',
+      project_id: t.projectId,
+      scopes: ['webhooks:read', 'webhooks:write'],
+    });
     const automation = new ControlClient({ baseUrl, apiKey: scoped.key, onRequest });
-    const endpoint = await automation.webhooks.create({ name: 'from a key', url: receiver.url, events: ['memory.created'] });
+    const endpoint = await automation.webhooks.create({
+      name: 'from a key',
+      url: receiver.url,
+      events: ['memory.created'],
+    });
     expect((await automation.webhooks.list()).items.map((e) => e.id)).toContain(endpoint.id);
     const plain = await control.keys.create({ name: 'data plane only' });
-    const refused = await failure(new ControlClient({ baseUrl, apiKey: plain.key, projectId: t.projectId }).webhooks.create({ name: 'refused', url: receiver.url, events: ['memory.created'] }));
+    const refused = await failure(
+      new ControlClient({ baseUrl, apiKey: plain.key, projectId: t.projectId }).webhooks.create({
+        name: 'refused',
+        url: receiver.url,
+        events: ['memory.created'],
+      }),
+    );
     expect(refused).toBeInstanceOf(PermissionError);
     await control.webhooks.delete(endpoint.id);
   });
 
   it('exports and imports: an export downloaded through the async iterator, imported again', async () => {
     const created = await control.exports.create({ format: 'jsonl' });
-    const done = await until(() => control.exports.get(created.id), (e) => e.status === 'completed' || e.status === 'failed');
+    const done = await until(
+      () => control.exports.get(created.id),
+      (e) => e.status === 'completed' || e.status === 'failed',
+    );
     expect(done.status).toBe('completed');
     const chunks: Uint8Array[] = [];
     for await (const chunk of control.exports.download(created.id)) chunks.push(chunk);
@@ -306,7 +436,10 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     await control.exports.delete(created.id);
 
     const imported = await control.imports.create(new Uint8Array(file), { format: 'engram' });
-    const finished = await until(() => control.imports.get(imported.id), (i) => !['queued', 'running'].includes(i.status));
+    const finished = await until(
+      () => control.imports.get(imported.id),
+      (i) => !['queued', 'running'].includes(i.status),
+    );
     expect(finished.status).toBe('completed');
     expect((await control.imports.list()).items.map((i) => i.id)).toContain(imported.id);
     const conflict = await failure(control.imports.cancel(imported.id));
@@ -324,7 +457,10 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect(await control.connectors.configuration(connection.id)).toMatchObject({ values: config });
     await control.connectors.setConfiguration(connection.id, { values: config });
     const sync = await control.connectors.sync(connection.id);
-    const finished = await until(() => control.connectors.getSync(sync.id), (s) => ['succeeded', 'failed', 'cancelled'].includes(s.status));
+    const finished = await until(
+      () => control.connectors.getSync(sync.id),
+      (s) => ['succeeded', 'failed', 'cancelled'].includes(s.status),
+    );
     expect(finished.status).toBe('succeeded');
     expect((await failure(control.connectors.cancelSync(sync.id))).status).toBe(409);
     expect((await control.connectors.syncs(connection.id, {})).items.length).toBe(1);
@@ -342,11 +478,20 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect(await control.integrations.overview()).toBeDefined();
 
     // OAuth consent with the organization's own Slack app: the consent URL, then the user's refusal coming back.
-    expect(await control.integrations.setOAuthClient('slack', { client_id: 'client-slack-1', client_secret: 'a secret' })).toMatchObject({ client_id: 'client-slack-1' });
-    const slack = await control.connectors.create({ provider: 'slack', name: 'Team', end_user_id: 'team', config: { channels: ['#general'] } });
+    expect(
+      await control.integrations.setOAuthClient('slack', { client_id: 'client-slack-1', client_secret: 'a secret' }),
+    ).toMatchObject({ client_id: 'client-slack-1' });
+    const slack = await control.connectors.create({
+      provider: 'slack',
+      name: 'Team',
+      end_user_id: 'team',
+      config: { channels: ['#general'] },
+    });
     const consent = await control.connectors.authorize(slack.id);
     expect(consent.authorization_url).toContain('client-slack-1');
-    const refused = await control.connectors.completeAuthorization(slack.id, { state: consent.state, error: 'access_denied' }).catch((e: unknown) => e);
+    const refused = await control.connectors
+      .completeAuthorization(slack.id, { state: consent.state, error: 'access_denied' })
+      .catch((e: unknown) => e);
     expect(refused instanceof EngramError ? refused.status : 200).toBeLessThan(500);
     await control.connectors.remove(slack.id);
     await control.integrations.removeOAuthClient('slack');
@@ -354,7 +499,12 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
 
   it('errors carry status, code, field and request_id', async () => {
     const error = await failure(service.memories.add({ text: 'x', importance: 7 }));
-    expect(error).toMatchObject({ status: 400, code: 'validation_error', field: 'importance', request_id: expect.any(String) });
+    expect(error).toMatchObject({
+      status: 400,
+      code: 'validation_error',
+      field: 'importance',
+      request_id: expect.any(String),
+    });
     const unauthenticated = new ServiceClient({ baseUrl, apiKey: 'eng_wrong', endUserId: 'alice', maxRetries: 0 });
     expect((await failure(unauthenticated.memories.query({ query: 'x' }))).code).toBe('unauthenticated');
   });

@@ -13,7 +13,7 @@ const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 
 function exampleAfter(heading: string, language: string): string {
   const section = README.slice(README.indexOf(heading));
-  const found = section.match(new RegExp('```' + language + '\\n([\\s\\S]*?)```'));
+  const found = section.match(new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``));
   if (!found) throw new Error(`no ${language} example after ${heading}`);
   return found[1]!;
 }
@@ -21,7 +21,11 @@ function exampleAfter(heading: string, language: string): string {
 const t = useTestApp('sqlite');
 
 beforeAll(async () => {
-  await run(process.execPath, [join(PACKAGE, '../../node_modules/typescript/bin/tsc'), '-p', join(PACKAGE, 'tsconfig.build.json')]);
+  await run(process.execPath, [
+    join(PACKAGE, '../../node_modules/typescript/bin/tsc'),
+    '-p',
+    join(PACKAGE, 'tsconfig.build.json'),
+  ]);
 });
 
 it('runs the package README example as written', async () => {
@@ -33,9 +37,16 @@ it('runs the package README example as written', async () => {
   try {
     const file = join(dir, 'example.ts');
     writeFileSync(file, exampleAfter('## Example: typed answers, typed errors', 'ts'));
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', file], { env: { ...process.env, ENGRAM_URL: baseUrl, ENGRAM_API_KEY: key }, cwd: dir });
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', file], {
+      env: { ...process.env, ENGRAM_URL: baseUrl, ENGRAM_API_KEY: key },
+      cwd: dir,
+    });
     // The answer, then the ValidationError and the NotFoundError caught by their classes.
-    expect(stdout.trim().split('\n')).toEqual(['Prefers aisle seats on long flights', 'invalid: text', expect.stringMatching(/^gone: \S+/)]);
+    expect(stdout.trim().split('\n')).toEqual([
+      'Prefers aisle seats on long flights',
+      'invalid: text',
+      expect.stringMatching(/^gone: \S+/),
+    ]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -9,7 +9,16 @@ import { ControlClient, EngramError, RateLimitError, ServiceClient, type Memory 
  * (the Error body, Retry-After: 0), a reset connection, no answer at all, or the app's answer
  * lost on the way back (the write happened; only the retry's idempotent replay can tell).
  */
-type Fault = '429' | '429-wait-20s' | '503' | '409-in-progress' | '409-conflict' | 'reset' | 'hang' | 'lose-answer' | 'pass';
+type Fault =
+  | '429'
+  | '429-wait-20s'
+  | '503'
+  | '409-in-progress'
+  | '409-conflict'
+  | 'reset'
+  | 'hang'
+  | 'lose-answer'
+  | 'pass';
 
 interface Proxy {
   url: string;
@@ -24,11 +33,18 @@ async function startProxy(target: string): Promise<Proxy> {
   const server: Server = createServer(async (req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    seen.push({ method: req.method!, url: req.url!, idempotencyKey: req.headers['idempotency-key'] as string | undefined });
+    seen.push({
+      method: req.method!,
+      url: req.url!,
+      idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+    });
     const fault = faults.shift();
     if (fault === '429' || fault === '429-wait-20s' || fault === '503') {
       const code = fault === '503' ? 'unavailable' : 'rate_limited';
-      res.writeHead(fault === '503' ? 503 : 429, { 'content-type': 'application/json', 'retry-after': fault === '429-wait-20s' ? '20' : '0' });
+      res.writeHead(fault === '503' ? 503 : 429, {
+        'content-type': 'application/json',
+        'retry-after': fault === '429-wait-20s' ? '20' : '0',
+      });
       return res.end(JSON.stringify({ error: { code, message: 'try again', request_id: 'req_proxy' } }));
     }
     if (fault === '409-in-progress' || fault === '409-conflict') {
@@ -38,21 +54,35 @@ async function startProxy(target: string): Promise<Proxy> {
     }
     if (fault === 'reset') return req.socket.destroy();
     if (fault === 'hang') return;
-    const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name))) as Record<string, string>;
-    const answer = await fetch(`${target}${req.url}`, { method: req.method, headers, ...(chunks.length ? { body: Buffer.concat(chunks) } : {}) });
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)),
+    ) as Record<string, string>;
+    const answer = await fetch(`${target}${req.url}`, {
+      method: req.method,
+      headers,
+      ...(chunks.length ? { body: Buffer.concat(chunks) } : {}),
+    });
     const body = Buffer.from(await answer.arrayBuffer());
     if (fault === 'lose-answer') return req.socket.destroy();
-    res.writeHead(answer.status, Object.fromEntries([...answer.headers].filter(([name]) => !['content-length', 'transfer-encoding', 'connection'].includes(name))));
+    res.writeHead(
+      answer.status,
+      Object.fromEntries(
+        [...answer.headers].filter(([name]) => !['content-length', 'transfer-encoding', 'connection'].includes(name)),
+      ),
+    );
     res.end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`, faults, seen,
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    url: `http://127.0.0.1:${port}`,
+    faults,
+    seen,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -61,7 +91,14 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
   let proxy: Proxy;
   let direct: ServiceClient;
   const client = (options: Partial<ConstructorParameters<typeof ServiceClient>[0]> = {}) =>
-    new ServiceClient({ baseUrl: proxy.url, apiKey: t.key, projectId: t.projectId, endUserId: 'alice', retryBaseMs: 1, ...options });
+    new ServiceClient({
+      baseUrl: proxy.url,
+      apiKey: t.key,
+      projectId: t.projectId,
+      endUserId: 'alice',
+      retryBaseMs: 1,
+      ...options,
+    });
 
   beforeAll(async () => {
     const origin = await t.app.listen({ host: '127.0.0.1', port: 0 });
@@ -69,7 +106,8 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
     direct = new ServiceClient({ baseUrl: origin, apiKey: t.key, projectId: t.projectId, endUserId: 'alice' });
   });
   afterAll(() => proxy?.close());
-  const countOf = async (text: string) => (await direct.memories.export()).memories.filter((m) => m.text === text).length;
+  const countOf = async (text: string) =>
+    (await direct.memories.export()).memories.filter((m) => m.text === text).length;
 
   it('retries a write answered 429 then 503 with the same Idempotency-Key, and writes it once', async () => {
     proxy.seen.length = 0;
@@ -91,7 +129,9 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
     expect(proxy.seen).toHaveLength(3);
     expect(new Set(proxy.seen.map((s) => s.idempotencyKey)).size).toBe(1);
     proxy.faults.push('409-conflict');
-    const conflict = await client().memories.add({ text: 'A plain conflict' }).catch((e: unknown) => e);
+    const conflict = await client()
+      .memories.add({ text: 'A plain conflict' })
+      .catch((e: unknown) => e);
     expect(conflict).toMatchObject({ status: 409, code: 'conflict' });
     expect(await countOf('Retried while in progress')).toBe(1);
   });
@@ -114,18 +154,26 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
 
     proxy.seen.length = 0;
     proxy.faults.push('503', '503', '503');
-    const error = await client({ maxRetries: 2 }).memories.query({ query: 'anything' }).catch((e: unknown) => e);
+    const error = await client({ maxRetries: 2 })
+      .memories.query({ query: 'anything' })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EngramError);
     expect(error).toMatchObject({ status: 503, code: 'unavailable', request_id: 'req_proxy', retryAfter: 0 });
     expect(proxy.seen).toHaveLength(3);
     // A read sent as POST is retried without an Idempotency-Key: the server records none for it.
-    expect(proxy.seen.map((s) => [s.method, s.idempotencyKey])).toEqual([['POST', undefined], ['POST', undefined], ['POST', undefined]]);
+    expect(proxy.seen.map((s) => [s.method, s.idempotencyKey])).toEqual([
+      ['POST', undefined],
+      ['POST', undefined],
+      ['POST', undefined],
+    ]);
   });
 
   it('with retries off, a write carries no Idempotency-Key and fails at once', async () => {
     proxy.seen.length = 0;
     proxy.faults.push('503');
-    const error = await client({ maxRetries: 0 }).memories.add({ text: 'Not retried' }).catch((e: unknown) => e);
+    const error = await client({ maxRetries: 0 })
+      .memories.add({ text: 'Not retried' })
+      .catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 503 });
     expect(proxy.seen).toEqual([expect.objectContaining({ idempotencyKey: undefined })]);
     expect(await countOf('Not retried')).toBe(0);
@@ -135,10 +183,14 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
     proxy.seen.length = 0;
     // The first and third bulk-add requests pass; the second is refused, and not retried.
     proxy.faults.push('pass', '503', 'pass');
-    const outcome = await client({ maxRetries: 0 }).memories.addMany(Array.from({ length: 120 }, (_, i) => ({ text: `Batch item ${i}` })));
+    const outcome = await client({ maxRetries: 0 }).memories.addMany(
+      Array.from({ length: 120 }, (_, i) => ({ text: `Batch item ${i}` })),
+    );
     expect(proxy.seen).toHaveLength(3);
     expect(outcome.totals).toEqual({ created: 70, skipped: 0, failed: 50 });
-    expect(outcome.results.filter((r) => r.status === 'failed').map((r) => r.index)).toEqual(Array.from({ length: 50 }, (_, i) => 50 + i));
+    expect(outcome.results.filter((r) => r.status === 'failed').map((r) => r.index)).toEqual(
+      Array.from({ length: 50 }, (_, i) => 50 + i),
+    );
     expect(outcome.results[50]).toMatchObject({ error: { code: 'unavailable' } });
     expect(await countOf('Batch item 60')).toBe(0);
     expect(await countOf('Batch item 110')).toBe(1);
@@ -146,13 +198,17 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
 
   it('times out an attempt, and stops at once when the caller aborts', async () => {
     proxy.faults.push('hang');
-    const timedOut = await client({ maxRetries: 0, timeoutMs: 200 }).health.live().catch((e: unknown) => e);
+    const timedOut = await client({ maxRetries: 0, timeoutMs: 200 })
+      .health.live()
+      .catch((e: unknown) => e);
     expect(timedOut).toMatchObject({ status: 0, code: 'timeout' });
 
     proxy.seen.length = 0;
     proxy.faults.push('hang');
     const controller = new AbortController();
-    const pending = client().health.live({ signal: controller.signal }).catch((e: unknown) => e);
+    const pending = client()
+      .health.live({ signal: controller.signal })
+      .catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 50));
     controller.abort();
     const aborted = await pending;
@@ -164,14 +220,18 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
   it('timeoutMs bounds the whole call: a Retry-After past it fails at once with the RateLimitError', async () => {
     proxy.seen.length = 0;
     proxy.faults.push('429-wait-20s');
-    const failed = await client({ timeoutMs: 2_000, maxRetryDelayMs: 60_000 }).memories.add({ text: 'Never waits 20 s' }).catch((e: unknown) => e);
+    const failed = await client({ timeoutMs: 2_000, maxRetryDelayMs: 60_000 })
+      .memories.add({ text: 'Never waits 20 s' })
+      .catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(RateLimitError);
     expect(failed).toBeInstanceOf(EngramError);
     expect(failed).toMatchObject({ status: 429, code: 'rate_limited', retryAfter: 20, name: 'RateLimitError' });
     expect(proxy.seen).toHaveLength(1);
     // Within the deadline it waits and retries as before.
     proxy.faults.push('429');
-    expect((await client({ timeoutMs: 10_000 }).memories.add({ text: 'Retried within the deadline' }) as Memory).text).toBe('Retried within the deadline');
+    expect(
+      ((await client({ timeoutMs: 10_000 }).memories.add({ text: 'Retried within the deadline' })) as Memory).text,
+    ).toBe('Retried within the deadline');
   });
 
   it('the control client renews a refused access token once with its refresh token', async () => {
@@ -181,7 +241,14 @@ forEachDialect('TypeScript client retries, timeouts and token refresh', (dialect
     const renewed: string[] = [];
     const control = new ControlClient({
       baseUrl: proxy.url,
-      tokens: { access_token: `e30.${payload}.bad`, token_type: 'Bearer', expires_in: 3600, refresh_token: login.refreshToken, refresh_expires_at: new Date(Date.now() + 86_400_000).toISOString(), session_id: login.sessionId },
+      tokens: {
+        access_token: `e30.${payload}.bad`,
+        token_type: 'Bearer',
+        expires_in: 3600,
+        refresh_token: login.refreshToken,
+        refresh_expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+        session_id: login.sessionId,
+      },
       onTokens: (tokens) => renewed.push(tokens.access_token),
     });
     expect(await control.billing.currentPlan()).toBeDefined();

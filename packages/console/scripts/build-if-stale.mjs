@@ -22,12 +22,18 @@ try {
 } catch {
   // Never built.
 }
-const inputs = ['src', 'index.html', 'vite.config.ts', 'package.json', '../client/src'].map((p) => newest(join(root, p)));
+const inputs = ['src', 'index.html', 'vite.config.ts', 'package.json', '../client/src'].map((p) =>
+  newest(join(root, p)),
+);
 if (Math.max(...inputs) >= built) {
   process.stderr.write('engram: building the console (sources changed since the last build)\n');
   const vite = join(createRequire(import.meta.url).resolve('vite/package.json'), '..', 'bin', 'vite.js');
   // A production build whoever asks: under a test runner NODE_ENV is `test`, which gave React's
   // development build (532 kB instead of 293 kB).
-  execFileSync(process.execPath, [vite, 'build', '--logLevel', 'warn'], { cwd: root, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'production' } });
-  writeFileSync(stamp, new Date().toISOString() + '\n');
+  execFileSync(process.execPath, [vite, 'build', '--logLevel', 'warn'], {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, NODE_ENV: 'production' },
+  });
+  writeFileSync(stamp, `${new Date().toISOString()}\n`);
 }

@@ -13,7 +13,17 @@ import { ConnectorsPage } from './pages/Connectors.js';
 import { AuditPage } from './pages/Audit.js';
 import { UsagePage } from './pages/Usage.js';
 
-const PAGES = ['Memories', 'Knowledge', 'Webhooks', 'Connectors', 'Exports', 'Keys', 'Members', 'Audit log', 'Usage'] as const;
+const PAGES = [
+  'Memories',
+  'Knowledge',
+  'Webhooks',
+  'Connectors',
+  'Exports',
+  'Keys',
+  'Members',
+  'Audit log',
+  'Usage',
+] as const;
 type Page = (typeof PAGES)[number];
 
 export function App() {
@@ -42,10 +52,20 @@ function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
     <main className="signin">
       <h1>Engram console</h1>
       <form onSubmit={submit} aria-label="Sign in">
-        <label>E-mail <input name="email" type="email" autoComplete="username" required /></label>
-        <label>Password <input name="password" type="password" autoComplete="current-password" required /></label>
-        <button type="submit" disabled={busy}>{busy ? 'Signing in…' : 'Sign in'}</button>
-        {error && <p role="alert" className="error">{error}</p>}
+        <label>
+          E-mail <input name="email" type="email" autoComplete="username" required />
+        </label>
+        <label>
+          Password <input name="password" type="password" autoComplete="current-password" required />
+        </label>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        {error && (
+          <p role="alert" className="error">
+            {error}
+          </p>
+        )}
       </form>
     </main>
   );
@@ -61,18 +81,29 @@ function Signed({ session, onSignOut }: { session: Session; onSignOut: () => voi
   const [services, setServices] = useState<Record<string, ServiceClient>>({});
   const [endUser, setEndUser] = useState<string>();
   const organizations = orgs.data?.items ?? [];
-  const organization = organizations.find((o) => String(o.id) === organizationId) ?? organizations.find((o) => o.current) ?? organizations[0];
+  const organization =
+    organizations.find((o) => String(o.id) === organizationId) ??
+    organizations.find((o) => o.current) ??
+    organizations[0];
   const [projectsTick, setProjectsTick] = useState(0);
   useEffect(() => {
     const reload = () => setProjectsTick((t) => t + 1);
     window.addEventListener('engram:projects', reload);
     return () => window.removeEventListener('engram:projects', reload);
   }, []);
-  const projects = useLoad(async () => (organization ? control.projects.list({ limit: 100 }, { organizationId: String(organization.id) }) : undefined), [organization?.id, projectsTick]);
+  const projects = useLoad(
+    async () =>
+      organization ? control.projects.list({ limit: 100 }, { organizationId: String(organization.id) }) : undefined,
+    [organization?.id, projectsTick],
+  );
   const projectList = projects.data?.items ?? [];
   const project = projectList.find((p) => String(p.id) === projectId) ?? projectList[0];
   useEffect(() => setProjectId(undefined), [organization?.id]);
-  const scope: Scope | undefined = organization && { organizationId: String(organization.id), projectId: project ? String(project.id) : undefined, role: organization.role };
+  const scope: Scope | undefined = organization && {
+    organizationId: String(organization.id),
+    projectId: project ? String(project.id) : undefined,
+    role: organization.role,
+  };
   const signOut = async () => {
     await control.auth.logout().catch(() => undefined);
     onSignOut();
@@ -81,22 +112,47 @@ function Signed({ session, onSignOut }: { session: Session; onSignOut: () => voi
     <>
       <header>
         <strong>Engram</strong>
-        <label>Organization{' '}
-          <select value={organization ? String(organization.id) : ''} onChange={(e) => setOrganizationId(e.target.value)}>
-            {organizations.map((o) => <option key={o.id} value={String(o.id)}>{o.name} ({o.role})</option>)}
+        <label>
+          Organization{' '}
+          <select
+            value={organization ? String(organization.id) : ''}
+            onChange={(e) => setOrganizationId(e.target.value)}
+          >
+            {organizations.map((o) => (
+              <option key={o.id} value={String(o.id)}>
+                {o.name} ({o.role})
+              </option>
+            ))}
           </select>
         </label>
-        <label>Project{' '}
+        <label>
+          Project{' '}
           <select value={project ? String(project.id) : ''} onChange={(e) => setProjectId(e.target.value)}>
-            {projectList.map((p) => <option key={p.id} value={String(p.id)}>{p.name}</option>)}
+            {projectList.map((p) => (
+              <option key={p.id} value={String(p.id)}>
+                {p.name}
+              </option>
+            ))}
           </select>
         </label>
-        <span className="muted">{session.email}{scope ? ` · ${scope.role}` : ''}</span>
-        <button type="button" onClick={signOut}>Sign out</button>
+        <span className="muted">
+          {session.email}
+          {scope ? ` · ${scope.role}` : ''}
+        </span>
+        <button type="button" onClick={signOut}>
+          Sign out
+        </button>
       </header>
       <nav aria-label="Pages">
         {PAGES.map((name) => (
-          <button key={name} type="button" aria-current={page === name ? 'page' : undefined} onClick={() => setPage(name)}>{name}</button>
+          <button
+            key={name}
+            type="button"
+            aria-current={page === name ? 'page' : undefined}
+            onClick={() => setPage(name)}
+          >
+            {name}
+          </button>
         ))}
       </nav>
       <main>
@@ -105,10 +161,28 @@ function Signed({ session, onSignOut }: { session: Session; onSignOut: () => voi
             <section aria-labelledby="page-title" key={`${scope.organizationId}/${scope.projectId}`}>
               <h1 id="page-title">{page}</h1>
               {(page === 'Memories' || page === 'Knowledge') && (
-                <ServiceKeyGate session={session} scope={scope} service={scope.projectId ? services[scope.projectId] : undefined}
-                  onService={(service) => setServices((all) => ({ ...all, [scope.projectId!]: service }))}>
-                  {page === 'Memories' && <MemoriesPage service={services[scope.projectId!]!} endUser={endUser} onEndUser={setEndUser} scope={scope} />}
-                  {page === 'Knowledge' && <KnowledgePage service={services[scope.projectId!]!} endUser={endUser} onEndUser={setEndUser} scope={scope} />}
+                <ServiceKeyGate
+                  session={session}
+                  scope={scope}
+                  service={scope.projectId ? services[scope.projectId] : undefined}
+                  onService={(service) => setServices((all) => ({ ...all, [scope.projectId!]: service }))}
+                >
+                  {page === 'Memories' && (
+                    <MemoriesPage
+                      service={services[scope.projectId!]!}
+                      endUser={endUser}
+                      onEndUser={setEndUser}
+                      scope={scope}
+                    />
+                  )}
+                  {page === 'Knowledge' && (
+                    <KnowledgePage
+                      service={services[scope.projectId!]!}
+                      endUser={endUser}
+                      onEndUser={setEndUser}
+                      scope={scope}
+                    />
+                  )}
                 </ServiceKeyGate>
               )}
               {page === 'Members' && <MembersPage session={session} scope={scope} />}

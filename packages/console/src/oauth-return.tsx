@@ -30,12 +30,22 @@ export function returnConsent(): ConsentAnswer | undefined {
 
 export function OAuthReturn({ answer }: { answer: ConsentAnswer | undefined }) {
   if (!answer) {
-    return <main className="signin"><h1>Engram console</h1><p role="alert" className="error">This address carries no consent answer.</p></main>;
+    return (
+      <main className="signin">
+        <h1>Engram console</h1>
+        <p role="alert" className="error">
+          This address carries no consent answer.
+        </p>
+      </main>
+    );
   }
   return (
     <main className="signin">
       <h1>Engram console</h1>
-      <p role="status">{answer.code ? 'Consent received.' : `The provider answered: ${answer.error ?? 'no consent'}.`} Return to the console tab that asked for it; this window can be closed.</p>
+      <p role="status">
+        {answer.code ? 'Consent received.' : `The provider answered: ${answer.error ?? 'no consent'}.`} Return to the
+        console tab that asked for it; this window can be closed.
+      </p>
     </main>
   );
 }

@@ -35,7 +35,10 @@ export interface Scope {
   role: string;
 }
 
-export const callOptions = (scope: Scope): CallOptions => ({ organizationId: scope.organizationId, ...(scope.projectId ? { projectId: scope.projectId } : {}) });
+export const callOptions = (scope: Scope): CallOptions => ({
+  organizationId: scope.organizationId,
+  ...(scope.projectId ? { projectId: scope.projectId } : {}),
+});
 
 const CAPABILITIES: Record<string, string[]> = {
   member: ['projects.read', 'keys.read', 'billing.read', 'members.read', 'exports.manage', 'connectors.manage'],

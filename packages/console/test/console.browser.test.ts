@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControlClient, EngramError, ServiceClient } from '@engram/client';
+import { ControlClient, type EngramError, ServiceClient } from '@engram/client';
 import { SLACK_CLIENT, startFakeSlack, type FakeSlack } from '../../server/src/testing/fake-slack.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -54,10 +54,20 @@ async function startServer(): Promise<string> {
   const port = await freePort();
   server = spawn(process.execPath, [join(ROOT, 'packages/server/dist/main.js'), 'serve'], {
     env: {
-      ...process.env, ENGRAM_DATA_DIR: dataDir, ENGRAM_PORT: String(port), ENGRAM_HOST: '127.0.0.1', ENGRAM_LOG_LEVEL: 'warn',
-      ENGRAM_DATABASE_URL: '', ENGRAM_BOOTSTRAP_EMAIL: EMAIL, ENGRAM_BOOTSTRAP_PASSWORD: PASSWORD,
-      ENGRAM_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ENGRAM_WEBHOOK_ALLOW_HTTP: 'true', ENGRAM_OUTBOUND_ALLOW: '127.0.0.1',
-      ENGRAM_SLACK_CLIENT_ID: SLACK_CLIENT.clientId, ENGRAM_SLACK_CLIENT_SECRET: SLACK_CLIENT.clientSecret, ENGRAM_SLACK_BASE_URL: slack.base,
+      ...process.env,
+      ENGRAM_DATA_DIR: dataDir,
+      ENGRAM_PORT: String(port),
+      ENGRAM_HOST: '127.0.0.1',
+      ENGRAM_LOG_LEVEL: 'warn',
+      ENGRAM_DATABASE_URL: '',
+      ENGRAM_BOOTSTRAP_EMAIL: EMAIL,
+      ENGRAM_BOOTSTRAP_PASSWORD: PASSWORD,
+      ENGRAM_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      ENGRAM_WEBHOOK_ALLOW_HTTP: 'true',
+      ENGRAM_OUTBOUND_ALLOW: '127.0.0.1',
+      ENGRAM_SLACK_CLIENT_ID: SLACK_CLIENT.clientId,
+      ENGRAM_SLACK_CLIENT_SECRET: SLACK_CLIENT.clientSecret,
+      ENGRAM_SLACK_BASE_URL: slack.base,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -105,8 +115,15 @@ beforeAll(async () => {
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
     viewport: { width: 1366, height: 860 },
     acceptDownloads: true,
   });
@@ -134,9 +151,13 @@ describe('the web console in Chromium', () => {
     console.log(`console: first load (navigation to the sign-in form drawn) ${Date.now() - started} ms`);
     // What a first visit downloads: the assets the page names, raw and gzip-compressed.
     const html = await (await fetch(`${baseUrl}/console/`)).text();
-    const assets = [...html.matchAll(/\/console\/assets\/([^"]+)"/g)].map((m) => readFileSync(join(ROOT, 'packages/console/dist/assets', m[1]!)));
+    const assets = [...html.matchAll(/\/console\/assets\/([^"]+)"/g)].map((m) =>
+      readFileSync(join(ROOT, 'packages/console/dist/assets', m[1]!)),
+    );
     const kb = (n: number) => (n / 1024).toFixed(1);
-    console.log(`console: bundle ${kb(assets.reduce((n, a) => n + a.length, 0))} kB, ${kb(assets.reduce((n, a) => n + gzipSync(a).length, 0))} kB gzip (${assets.length} files)`);
+    console.log(
+      `console: bundle ${kb(assets.reduce((n, a) => n + a.length, 0))} kB, ${kb(assets.reduce((n, a) => n + gzipSync(a).length, 0))} kB gzip (${assets.length} files)`,
+    );
     await page.getByLabel('E-mail').fill(EMAIL);
     await page.getByLabel('Password').fill('wrong password');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -144,8 +165,10 @@ describe('the web console in Chromium', () => {
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Memories' }).waitFor();
-    
-    const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
+
+    const stored = await page.evaluate(
+      () => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie,
+    );
     expect(stored).toBe('{}{}');
     expect(page.url()).toBe(`${baseUrl}/console/`);
     await shot('01-signed-in');
@@ -155,7 +178,10 @@ describe('the web console in Chromium', () => {
     await page.getByRole('button', { name: 'Keys' }).click();
     await page.getByLabel('New project').fill('Console project');
     await page.getByRole('button', { name: 'Create project' }).click();
-    const projects = await until(async () => (await owner.projects.list()).items.find((p) => p.name === 'Console project'), 'the project');
+    const projects = await until(
+      async () => (await owner.projects.list()).items.find((p) => p.name === 'Console project'),
+      'the project',
+    );
     projectId = String(projects.id);
     await page.getByRole('combobox', { name: 'Project' }).selectOption(projectId);
     await page.getByLabel('Key name').fill('console test key');
@@ -192,7 +218,9 @@ describe('the web console in Chromium', () => {
     expect(await hit.textContent()).toContain(`score ${expected.memories[0]!.score.toFixed(3)}`);
     const explanation = hit.getByRole('table', { name: 'Score explanation' });
     for (const [feature, value] of Object.entries(expected.memories[0]!.explanation!).filter(([, v]) => v !== 0)) {
-      expect(await explanation.getByRole('row', { name: new RegExp(`^${feature} `) }).textContent()).toContain(value.toFixed(3));
+      expect(await explanation.getByRole('row', { name: new RegExp(`^${feature} `) }).textContent()).toContain(
+        value.toFixed(3),
+      );
     }
     await shot('03-search-explained');
 
@@ -204,7 +232,10 @@ describe('the web console in Chromium', () => {
     await shot('04-forget-confirm');
     await detail.getByRole('button', { name: `Forget memory ${peanut.id}` }).click();
     await detail.waitFor({ state: 'detached' });
-    const gone = await service.memories.get(peanut.id).then(() => undefined, (e: EngramError) => e.status);
+    const gone = await service.memories.get(peanut.id).then(
+      () => undefined,
+      (e: EngramError) => e.status,
+    );
     expect(gone).toBe(404);
     await expect(page.getByRole('button', { name: 'Ada is allergic to peanuts' }).count()).resolves.toBe(0);
   });
@@ -213,7 +244,10 @@ describe('the web console in Chromium', () => {
     await service.memories.add({ text: 'I work at Microsoft as an engineer.' });
     const recent = (await service.memories.add({ text: 'I started working at Google this year.' })) as { id: number };
     const decisions = () => service.call('intelligence.decisions', { query: { limit: 50 } });
-    const open = await until(async () => (await decisions()).items.find((d) => d.attribute === 'works_at' && d.status === 'open'), 'the decision');
+    const open = await until(
+      async () => (await decisions()).items.find((d) => d.attribute === 'works_at' && d.status === 'open'),
+      'the decision',
+    );
 
     // The key and the end user picked on the Memories page serve this page too.
     await page.getByRole('button', { name: 'Knowledge' }).click();
@@ -221,15 +255,23 @@ describe('the web console in Chromium', () => {
     const decision = page.getByTestId(`decision-${open.id}`);
     await decision.waitFor();
     const graph = await service.call('intelligence.graph', { query: { limit: 200 } });
-    await page.getByRole('img', { name: `Entity graph: ${graph.nodes.length} entities, ${graph.edges.length} facts` }).waitFor();
+    await page
+      .getByRole('img', { name: `Entity graph: ${graph.nodes.length} entities, ${graph.edges.length} facts` })
+      .waitFor();
     const facts = page.getByRole('table', { name: 'Current facts' });
     for (const edge of graph.edges.filter((e) => e.invalid_at === null)) {
-      await facts.getByRole('cell', { name: edge.type.replace(/_/g, ' '), exact: true }).first().waitFor();
+      await facts
+        .getByRole('cell', { name: edge.type.replace(/_/g, ' '), exact: true })
+        .first()
+        .waitFor();
     }
     await shot('10-knowledge');
 
     await decision.getByRole('button', { name: 'Keep “Google”' }).click();
-    await page.getByRole('status').filter({ hasText: `Decision ${open.id} resolved: kept “Google”.` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Decision ${open.id} resolved: kept “Google”.` })
+      .waitFor();
     const settled = (await decisions()).items.find((d) => d.id === open.id)!;
     expect(settled).toMatchObject({ status: 'resolved', resolution: { resolution: 'keep_one', memory_id: recent.id } });
     await expect(decision.count()).resolves.toBe(0);
@@ -237,10 +279,22 @@ describe('the web console in Chromium', () => {
   });
 
   it('retries a failed webhook delivery to a local receiver', async () => {
-    const endpoint = await owner.call('webhooks.create', { body: { name: 'Local receiver', url: receiverUrl, events: ['memory.created'], retry_config: { schedule_seconds: [3600], disable_after_seconds: 86_400 } } }, { projectId });
+    const endpoint = await owner.call(
+      'webhooks.create',
+      {
+        body: {
+          name: 'Local receiver',
+          url: receiverUrl,
+          events: ['memory.created'],
+          retry_config: { schedule_seconds: [3600], disable_after_seconds: 86_400 },
+        },
+      },
+      { projectId },
+    );
     await service.memories.add({ text: 'Ada flies to Oslo in May' });
     const failed = await until(async () => {
-      const items = (await owner.call('webhooks.deliveries', { path: { endpoint_id: endpoint.id } }, { projectId })).items;
+      const items = (await owner.call('webhooks.deliveries', { path: { endpoint_id: endpoint.id } }, { projectId }))
+        .items;
       return items.find((d) => d.attempts >= 1 && d.status !== 'succeeded');
     }, 'a failed delivery');
     expect(received).toHaveLength(1);
@@ -255,14 +309,21 @@ describe('the web console in Chromium', () => {
     receiverAccepts = true;
     await row.getByRole('button', { name: 'Retry' }).click();
     const delivered = await until(async () => {
-      const d = await owner.call('webhooks.delivery', { path: { endpoint_id: endpoint.id, delivery_id: failed.id } }, { projectId });
+      const d = await owner.call(
+        'webhooks.delivery',
+        { path: { endpoint_id: endpoint.id, delivery_id: failed.id } },
+        { projectId },
+      );
       return d.status === 'succeeded' ? d : undefined;
     }, 'the retried delivery');
     expect(delivered.attempts).toBe(2);
     expect(received).toHaveLength(2);
     expect(received[1]!.id).toBe(received[0]!.id);
     expect(JSON.parse(received[1]!.body).type).toBe('memory.created');
-    await page.getByRole('status').filter({ hasText: `Delivery ${failed.id} retried.` }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Delivery ${failed.id} retried.` })
+      .waitFor();
     await shot('06-webhook-retried');
   });
 
@@ -270,7 +331,10 @@ describe('the web console in Chromium', () => {
     await page.getByRole('button', { name: 'Exports' }).click();
     await page.getByLabel('End user (empty: the whole project)').fill(END_USER);
     await page.getByRole('button', { name: 'Start export' }).click();
-    const created = await until(async () => (await owner.call('exports.list', { query: {} }, { projectId })).items[0], 'the export');
+    const created = await until(
+      async () => (await owner.call('exports.list', { query: {} }, { projectId })).items[0],
+      'the export',
+    );
     const done = page.getByRole('button', { name: /^Download / });
     await done.waitFor({ timeout: 30_000 });
     expect((await owner.call('exports.get', { path: { id: created.id } }, { projectId })).status).toBe('completed');
@@ -285,13 +349,30 @@ describe('the web console in Chromium', () => {
     // The file back in, as another end user's memories: uploaded from the page, its progress shown.
     const records = content.trim().split('\n');
     const copy = join(SHOTS, 'import.jsonl');
-    writeFileSync(copy, [records[0], ...records.slice(1).map((line) => JSON.stringify({ ...JSON.parse(line), end_user_id: 'ada-copy' }))].join('\n') + '\n');
+    writeFileSync(
+      copy,
+      `${[
+        records[0],
+        ...records.slice(1).map((line) => JSON.stringify({ ...JSON.parse(line), end_user_id: 'ada-copy' })),
+      ].join('\n')}\n`,
+    );
     await page.getByLabel(/^File/).setInputFiles(copy);
     await page.getByRole('button', { name: 'Start import' }).click();
     const started = await until(async () => (await owner.imports.list({}, { projectId })).items[0], 'the import');
-    await page.getByTestId(`import-${started.id}`).getByRole('cell', { name: 'completed' }).waitFor({ timeout: 30_000 });
-    expect(await owner.imports.get(started.id, { projectId })).toMatchObject({ status: 'completed', created: records.length - 1, skipped: 0 });
-    const copied = await new ServiceClient({ baseUrl, apiKey, projectId, maxRetries: 0 }).call('memories.export', {}, { endUserId: 'ada-copy' });
+    await page
+      .getByTestId(`import-${started.id}`)
+      .getByRole('cell', { name: 'completed' })
+      .waitFor({ timeout: 30_000 });
+    expect(await owner.imports.get(started.id, { projectId })).toMatchObject({
+      status: 'completed',
+      created: records.length - 1,
+      skipped: 0,
+    });
+    const copied = await new ServiceClient({ baseUrl, apiKey, projectId, maxRetries: 0 }).call(
+      'memories.export',
+      {},
+      { endUserId: 'ada-copy' },
+    );
     expect(copied.memories.map((m) => m.text)).toContain('Ada prefers a window seat on long flights');
     await shot('16-import-completed');
   });
@@ -310,28 +391,53 @@ describe('the web console in Chromium', () => {
     await form.getByRole('button', { name: 'Add connection' }).click();
     const panel = page.getByRole('region', { name: /^Connection / });
     await panel.getByRole('heading', { name: /Team Slack .*needs_consent/ }).waitFor();
-    const connection = (await owner.call('connectors.list', { query: {} }, { projectId })).items.find((c) => c.name === 'Team Slack')!;
+    const connection = (await owner.call('connectors.list', { query: {} }, { projectId })).items.find(
+      (c) => c.name === 'Team Slack',
+    )!;
     expect(connection).toMatchObject({ provider: 'slack', state: 'needs_consent', end_user_id: 'team-slack' });
     await shot('14-connector-needs-consent');
 
     // Consent in a window of its own: Slack sends it back to the server's return page, which hands the
     // code to this tab; the tab (holding the session) completes consent.
-    const [consentWindow] = await Promise.all([browser.waitForEvent('page'), panel.getByRole('button', { name: 'Give consent at Slack' }).click()]);
+    const [consentWindow] = await Promise.all([
+      browser.waitForEvent('page'),
+      panel.getByRole('button', { name: 'Give consent at Slack' }).click(),
+    ]);
     await panel.getByText('Consent given: the connection is active.').waitFor();
     expect(consentWindow.isClosed() || !consentWindow.url().includes('code=')).toBe(true);
-    expect((await owner.call('connectors.get', { path: { connection_id: connection.id } }, { projectId })).state).toBe('active');
+    expect((await owner.call('connectors.get', { path: { connection_id: connection.id } }, { projectId })).state).toBe(
+      'active',
+    );
     expect(slack.requests.some((r) => r.path === '/api/oauth.v2.access')).toBe(true);
 
     await panel.getByRole('button', { name: 'Sync now' }).click();
-    const sync = await until(async () => (await owner.call('connectors.syncs', { path: { connection_id: connection.id }, query: {} }, { projectId })).items[0], 'the sync');
+    const sync = await until(
+      async () =>
+        (await owner.call('connectors.syncs', { path: { connection_id: connection.id }, query: {} }, { projectId }))
+          .items[0],
+      'the sync',
+    );
     await panel.getByTestId(`sync-${sync.id}`).getByRole('cell', { name: 'succeeded' }).waitFor({ timeout: 30_000 });
-    await expect(panel.getByRole('cell', { name: `Sync ${sync.id} progress` }).textContent()).resolves.toMatch(/^\d+ seen: [1-9]\d* new/);
-    await page.getByTestId(`connection-${connection.id}`).getByRole('cell', { name: /^succeeded · / }).waitFor();
+    await expect(panel.getByRole('cell', { name: `Sync ${sync.id} progress` }).textContent()).resolves.toMatch(
+      /^\d+ seen: [1-9]\d* new/,
+    );
+    await page
+      .getByTestId(`connection-${connection.id}`)
+      .getByRole('cell', { name: /^succeeded · / })
+      .waitFor();
     await panel.getByTestId('synced-object').first().waitFor();
-    const objects = await owner.call('connectors.objects', { path: { connection_id: connection.id }, query: {} }, { projectId });
+    const objects = await owner.call(
+      'connectors.objects',
+      { path: { connection_id: connection.id }, query: {} },
+      { projectId },
+    );
     expect(objects.items.length).toBeGreaterThan(0);
     expect(await panel.getByTestId('synced-object').count()).toBe(objects.items.length);
-    const synced = await new ServiceClient({ baseUrl, apiKey, projectId, maxRetries: 0 }).call('memories.export', {}, { endUserId: 'team-slack' });
+    const synced = await new ServiceClient({ baseUrl, apiKey, projectId, maxRetries: 0 }).call(
+      'memories.export',
+      {},
+      { endUserId: 'team-slack' },
+    );
     expect(JSON.stringify(synced.memories)).toContain('Porto on June 12');
     await shot('15-connector-synced');
   });
@@ -343,7 +449,10 @@ describe('the web console in Chromium', () => {
     await page.getByRole('combobox', { name: /^Role/ }).selectOption('viewer');
     await page.getByRole('button', { name: 'Invite', exact: true }).click();
     const link = (await page.getByTestId('invitation-link').textContent())!;
-    await page.getByRole('table', { name: 'Pending invitations' }).getByRole('cell', { name: VIEWER, exact: true }).waitFor();
+    await page
+      .getByRole('table', { name: 'Pending invitations' })
+      .getByRole('cell', { name: VIEWER, exact: true })
+      .waitFor();
     await shot('12-members-invited');
     const token = new URL(link).hash.replace(/^#token=/, '');
     await new ControlClient({ baseUrl, maxRetries: 0 }).members.acceptInvitation({ token, password: PASSWORD });
@@ -360,13 +469,18 @@ describe('the web console in Chromium', () => {
       await viewerPage.getByRole('combobox', { name: 'Project' }).selectOption(projectId);
       // No key of their own to create: they paste one they were given.
       await viewerPage.getByLabel('API key', { exact: true }).waitFor();
-      await expect(viewerPage.getByRole('button', { name: 'Use a temporary console key (1 hour)' }).count()).resolves.toBe(0);
+      await expect(
+        viewerPage.getByRole('button', { name: 'Use a temporary console key (1 hour)' }).count(),
+      ).resolves.toBe(0);
       await viewerPage.getByLabel('API key', { exact: true }).fill(apiKey);
       await viewerPage.getByRole('button', { name: 'Use this key' }).click();
       await viewerPage.getByRole('textbox', { name: 'End user', exact: true }).fill(END_USER);
       await viewerPage.getByRole('button', { name: 'Show memories' }).click();
       await viewerPage.getByRole('button', { name: 'Ada lives in Lisbon' }).click();
-      await viewerPage.getByRole('region', { name: /^Memory / }).getByRole('heading', { name: 'History' }).waitFor();
+      await viewerPage
+        .getByRole('region', { name: /^Memory / })
+        .getByRole('heading', { name: 'History' })
+        .waitFor();
       await expect(viewerPage.getByRole('button', { name: 'Forget…' }).count()).resolves.toBe(0);
       await viewerPage.getByRole('button', { name: 'Members' }).click();
       await viewerPage.getByRole('table', { name: 'Members' }).getByRole('cell', { name: VIEWER }).waitFor();
@@ -391,7 +505,12 @@ describe('the web console in Chromium', () => {
     // Hidden buttons are a courtesy: the server refuses the viewer whatever the console shows.
     const viewer = new ControlClient({ baseUrl, maxRetries: 0 });
     await viewer.signIn(VIEWER, PASSWORD);
-    const refused = await viewer.keys.create({ name: 'viewer key', project_id: projectId, scopes: ['memories:read'] }).then(() => 0, (e: EngramError) => e.status);
+    const refused = await viewer.keys
+      .create({ name: 'viewer key', project_id: projectId, scopes: ['memories:read'] })
+      .then(
+        () => 0,
+        (e: EngramError) => e.status,
+      );
     expect(refused).toBe(403);
     expect((await owner.keys.list({ limit: 100 })).items.some((k) => k.name === 'viewer key')).toBe(false);
   });

@@ -4,15 +4,27 @@
 Each operation is written once, as a generator that yields the client calls it needs and receives their
 answers; ``batch`` runs it on a ServiceClient, ``abatch`` on an AsyncServiceClient (awaiting each call).
 """
+
 from __future__ import annotations
 
 import json
 from collections.abc import Generator, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from engram import AsyncServiceClient, ServiceClient
-from langgraph.store.base import BaseStore, GetOp, Item, ListNamespacesOp, MatchCondition, Op, PutOp, Result, SearchItem, SearchOp
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
 
 STORE_TAG = "langgraph"
 NAMESPACE_KEY = "langgraph_namespace"
@@ -35,8 +47,13 @@ class EngramStore(BaseStore):
     """A LangGraph BaseStore on Engram. Give a ServiceClient for ``batch`` (get, put, search...) and/or an
     AsyncServiceClient for ``abatch`` (aget, aput, asearch...); their key (or project_id) names the project."""
 
-    def __init__(self, client: ServiceClient | None = None, *, async_client: AsyncServiceClient | None = None,
-                 text_fields: Iterable[str] = ("text", "content", "memory")) -> None:
+    def __init__(
+        self,
+        client: ServiceClient | None = None,
+        *,
+        async_client: AsyncServiceClient | None = None,
+        text_fields: Iterable[str] = ("text", "content", "memory"),
+    ) -> None:
         if client is None and async_client is None:
             raise TypeError("EngramStore: give a ServiceClient (client=) or an AsyncServiceClient (async_client=)")
         self.client = client
@@ -103,7 +120,7 @@ class EngramStore(BaseStore):
                 raise ValueError(f'EngramStore: a value may not hold "{name}" (the store keeps it)')
         existing = yield from self._find(op.namespace, op.key)
         text = self._text(op.value, op.index)
-        created = (existing or {}).get("metadata", {}).get(CREATED_KEY) or datetime.now(timezone.utc).isoformat()
+        created = (existing or {}).get("metadata", {}).get(CREATED_KEY) or datetime.now(UTC).isoformat()
         metadata = {**op.value, NAMESPACE_KEY: list(path), ITEM_KEY: op.key, CREATED_KEY: created}
         # A memory's text cannot change: the same text is an update of its value, another text a new memory.
         if existing and existing["text"] in (text, _keyed(text, op.key)):
@@ -131,13 +148,23 @@ class EngramStore(BaseStore):
         if op.query:
             # The server ranks at most 100; conditions it cannot evaluate are applied to those.
             k = PAGE if conditions else min(PAGE, op.offset + op.limit)
-            answer = yield ("memories.query", ({"query": op.query, "k": k, "filters": filters},), {"end_user_id": end_user})
+            answer = yield (
+                "memories.query",
+                ({"query": op.query, "k": k, "filters": filters},),
+                {"end_user_id": end_user},
+            )
             found = [_search_item(m, m["score"]) for m in answer["memories"] if _matches(m, conditions)]
-            return found[op.offset:op.offset + op.limit]
+            return found[op.offset : op.offset + op.limit]
         skipped = 0
         cursor = None
         while True:
-            params = {"filters": filters, "order_by": "updated_at", "limit": PAGE, "end_user_id": end_user, **({"cursor": cursor} if cursor else {})}
+            params = {
+                "filters": filters,
+                "order_by": "updated_at",
+                "limit": PAGE,
+                "end_user_id": end_user,
+                **({"cursor": cursor} if cursor else {}),
+            }
             page = yield ("memories.list", (), params)
             for memory in page["items"]:
                 if not _matches(memory, conditions):
@@ -159,7 +186,12 @@ class EngramStore(BaseStore):
         if prefix and prefix[0] != "*":
             cursor = None
             while True:
-                params = {"filters": {"tags_all": [STORE_TAG]}, "limit": PAGE, "end_user_id": prefix[0], **({"cursor": cursor} if cursor else {})}
+                params = {
+                    "filters": {"tags_all": [STORE_TAG]},
+                    "limit": PAGE,
+                    "end_user_id": prefix[0],
+                    **({"cursor": cursor} if cursor else {}),
+                }
                 page = yield ("memories.list", (), params)
                 memories.extend(page["items"])
                 cursor = page.get("next_cursor")
@@ -174,8 +206,8 @@ class EngramStore(BaseStore):
             namespace = _namespace(memory)
             if not all(_matches_condition(namespace, c) for c in conditions):
                 continue
-            seen[namespace[:op.max_depth] if op.max_depth is not None else namespace] = None
-        return sorted(seen)[op.offset:op.offset + op.limit]
+            seen[namespace[: op.max_depth] if op.max_depth is not None else namespace] = None
+        return sorted(seen)[op.offset : op.offset + op.limit]
 
     def _text(self, value: dict[str, Any], index: Any) -> str:
         """The text Engram searches: the fields ``index`` names, else the first text field, else the value as JSON."""
@@ -209,7 +241,7 @@ def _keyed(text: str, key: str) -> str:
 def _split(namespace: tuple[str, ...], what: str = "an item") -> tuple[str, tuple[str, ...]]:
     """The end user and the tag path of a namespace."""
     if not namespace or not namespace[0]:
-        raise ValueError(f"EngramStore: {what}'s namespace starts with the end user, e.g. (\"user-42\", \"memories\")")
+        raise ValueError(f'EngramStore: {what}\'s namespace starts with the end user, e.g. ("user-42", "memories")')
     end_user, path = namespace[0], tuple(namespace[1:])
     if len(path) > MAX_DEPTH:
         raise ValueError(f"EngramStore: a namespace has at most {MAX_DEPTH + 1} segments")
@@ -234,8 +266,13 @@ def _fields(memory: dict[str, Any]) -> dict[str, Any]:
     metadata.pop(NAMESPACE_KEY, None)
     key = metadata.pop(ITEM_KEY, "")
     created = metadata.pop(CREATED_KEY, None) or memory["created_at"]
-    return {"namespace": _namespace(memory), "key": str(key), "value": metadata,
-            "created_at": _time(created), "updated_at": _time(memory["updated_at"])}
+    return {
+        "namespace": _namespace(memory),
+        "key": str(key),
+        "value": metadata,
+        "created_at": _time(created),
+        "updated_at": _time(memory["updated_at"]),
+    }
 
 
 def _item(memory: dict[str, Any]) -> Item:
@@ -293,5 +330,5 @@ def _matches_condition(namespace: tuple[str, ...], condition: MatchCondition) ->
     path = tuple(condition.path)
     if len(path) > len(namespace):
         return False
-    part = namespace[:len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path):]
-    return all(p == "*" or p == n for p, n in zip(path, part))
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
+    return all(p == "*" or p == n for p, n in zip(path, part, strict=False))

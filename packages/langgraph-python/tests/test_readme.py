@@ -1,4 +1,5 @@
 """The root README's LangGraph (Python) example, run as written against a real server."""
+
 import os
 import pathlib
 import re

@@ -1,5 +1,6 @@
 """EngramStore against a real Engram server, through LangGraph's own BaseStore methods (sync and async),
 each result checked against the memories the HTTP API shows."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,9 +8,8 @@ from typing import Any
 
 import pytest
 from engram import AsyncServiceClient, ServiceClient, ValidationError
-from langgraph.store.base import BaseStore, Item, SearchItem
-
 from engram_langgraph import EngramStore
+from langgraph.store.base import BaseStore, Item, SearchItem
 
 
 def texts(client: ServiceClient, end_user: str) -> list[str]:
@@ -27,7 +27,9 @@ def test_sync_put_get_search_list_delete(server: Any) -> None:
     store.put(("carol", "notes"), "n1", {"topic": "birthday", "day": 12}, index=False)
 
     # Stored as memories of the end user, tagged by namespace, the value as metadata.
-    memory = next(m for m in http.memories.list(limit=100, end_user_id="carol").items if m.text == "Carol loves spicy ramen")
+    memory = next(
+        m for m in http.memories.list(limit=100, end_user_id="carol").items if m.text == "Carol loves spicy ramen"
+    )
     assert memory.tags == ["langgraph", "ns1:prefs", "ns2:food"]
     assert memory.metadata["rating"] == 5 and memory.metadata["langgraph_namespace"] == ["prefs", "food"]
     assert texts(http, "dave") == []
@@ -59,7 +61,11 @@ def test_sync_put_get_search_list_delete(server: Any) -> None:
     assert len(store.search(("carol", "prefs"), filter={"rating": {"$ne": 5}}, limit=1, offset=1)) == 1
     assert store.search(("carol", "prefs"), query="ramen", filter={"rating": 4}) == []
 
-    assert store.list_namespaces(prefix=("carol",)) == [("carol", "notes"), ("carol", "prefs", "food"), ("carol", "prefs", "travel")]
+    assert store.list_namespaces(prefix=("carol",)) == [
+        ("carol", "notes"),
+        ("carol", "prefs", "food"),
+        ("carol", "prefs", "travel"),
+    ]
     assert store.list_namespaces(prefix=("carol",), max_depth=2) == [("carol", "notes"), ("carol", "prefs")]
     assert store.list_namespaces(suffix=("food",)) == [("carol", "prefs", "food")]
 

@@ -1,4 +1,14 @@
-import { BaseStore, type GetOperation, type Item, type ListNamespacesOperation, type MatchCondition, type Operation, type OperationResults, type PutOperation, type SearchOperation } from '@langchain/langgraph';
+import {
+  BaseStore,
+  type GetOperation,
+  type Item,
+  type ListNamespacesOperation,
+  type MatchCondition,
+  type Operation,
+  type OperationResults,
+  type PutOperation,
+  type SearchOperation,
+} from '@langchain/langgraph';
 import type { Memory, MemoryFilters, ServiceClient } from '@engram/client';
 
 /** An item of a search, with its relevance score (the type @langchain/langgraph does not re-export). */
@@ -72,10 +82,14 @@ export class EngramStore extends BaseStore {
     const [endUserId, path] = split(op.namespace);
     const scope = { endUserId };
     if (op.value === null) {
-      await this.client.memories.forget({ filters: { tags_all: tagsOf(path), metadata: { [NAMESPACE_KEY]: path, [ITEM_KEY]: op.key } } }, scope);
+      await this.client.memories.forget(
+        { filters: { tags_all: tagsOf(path), metadata: { [NAMESPACE_KEY]: path, [ITEM_KEY]: op.key } } },
+        scope,
+      );
       return;
     }
-    for (const name of RESERVED) if (name in op.value) throw new TypeError(`EngramStore: a value may not hold "${name}" (the store keeps it)`);
+    for (const name of RESERVED)
+      if (name in op.value) throw new TypeError(`EngramStore: a value may not hold "${name}" (the store keeps it)`);
     const existing = await this.find(op.namespace, op.key);
     const text = this.textOf(op.value, op.index);
     const metadata = {
@@ -97,7 +111,8 @@ export class EngramStore extends BaseStore {
     if ('status' in added && added.status === 'skipped' && added.reason === 'duplicate_text') {
       added = await this.client.memories.add({ ...body, text: keyed(text, op.key) }, scope);
     }
-    if ('status' in added && added.status === 'skipped') throw new Error(`EngramStore: the put of "${op.key}" was skipped (${added.reason})`);
+    if ('status' in added && added.status === 'skipped')
+      throw new Error(`EngramStore: the put of "${op.key}" was skipped (${added.reason})`);
   }
 
   private async searchItems(op: SearchOperation): Promise<SearchItem[]> {
@@ -105,7 +120,10 @@ export class EngramStore extends BaseStore {
     const limit = op.limit ?? 10;
     const offset = op.offset ?? 0;
     const { equal, conditions } = splitFilter(op.filter ?? {});
-    const filters: MemoryFilters = { tags_all: tagsOf(path), ...(Object.keys(equal).length > 0 ? { metadata: equal } : {}) };
+    const filters: MemoryFilters = {
+      tags_all: tagsOf(path),
+      ...(Object.keys(equal).length > 0 ? { metadata: equal } : {}),
+    };
     const found: SearchItem[] = [];
     if (op.query) {
       // The server ranks at most 100; conditions it cannot evaluate are applied to those.
@@ -117,7 +135,10 @@ export class EngramStore extends BaseStore {
       return found.slice(offset, offset + limit);
     }
     let skipped = 0;
-    for await (const memory of this.client.memories.listAll({ filters, order_by: 'updated_at', limit: PAGE }, { endUserId })) {
+    for await (const memory of this.client.memories.listAll(
+      { filters, order_by: 'updated_at', limit: PAGE },
+      { endUserId },
+    )) {
       if (!matches(memory as Memory, conditions)) continue;
       if (skipped++ < offset) continue;
       found.push(itemOf(memory as Memory));
@@ -131,7 +152,11 @@ export class EngramStore extends BaseStore {
     const endUserId = prefix?.[0];
     const memories: Memory[] = [];
     if (endUserId !== undefined && endUserId !== '*') {
-      for await (const memory of this.client.memories.listAll({ filters: { tags_all: [STORE_TAG] }, limit: PAGE }, { endUserId })) memories.push(memory as Memory);
+      for await (const memory of this.client.memories.listAll(
+        { filters: { tags_all: [STORE_TAG] }, limit: PAGE },
+        { endUserId },
+      ))
+        memories.push(memory as Memory);
     } else {
       // Every end user: the project's export (read once, a page of rows at a time on the server).
       const exported = await this.client.memories.export();
@@ -151,7 +176,10 @@ export class EngramStore extends BaseStore {
   /** The text Engram searches: the fields `index` names, else the first text field, else the value as JSON. */
   private textOf(value: Record<string, unknown>, index: false | string[] | undefined): string {
     if (Array.isArray(index) && index.length > 0) {
-      const parts = index.map((field) => value[field]).filter((v) => v !== undefined).map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
+      const parts = index
+        .map((field) => value[field])
+        .filter((v) => v !== undefined)
+        .map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
       if (parts.length > 0) return parts.join('\n');
     }
     for (const field of this.textFields) {
@@ -169,10 +197,14 @@ function keyed(text: string, key: string): string {
 /** The end user and the tag path of a namespace. */
 function split(namespace: string[], what = 'an item'): [string, string[]] {
   const [endUserId, ...path] = namespace;
-  if (!endUserId) throw new TypeError(`EngramStore: ${what}'s namespace starts with the end user, e.g. ["user-42", "memories"]`);
+  if (!endUserId)
+    throw new TypeError(`EngramStore: ${what}'s namespace starts with the end user, e.g. ["user-42", "memories"]`);
   if (path.length > MAX_DEPTH) throw new TypeError(`EngramStore: a namespace has at most ${MAX_DEPTH + 1} segments`);
   for (const segment of path) {
-    if (segment.length === 0 || segment.length > MAX_SEGMENT) throw new TypeError(`EngramStore: a namespace segment has 1-${MAX_SEGMENT} characters ("${segment.slice(0, 80)}")`);
+    if (segment.length === 0 || segment.length > MAX_SEGMENT)
+      throw new TypeError(
+        `EngramStore: a namespace segment has 1-${MAX_SEGMENT} characters ("${segment.slice(0, 80)}")`,
+      );
   }
   return [endUserId, path];
 }
@@ -203,9 +235,15 @@ function splitFilter(filter: Filter): { equal: Filter; conditions: Array<[string
   const equal: Filter = {};
   const conditions: Array<[string, string, unknown]> = [];
   for (const [field, wanted] of Object.entries(filter)) {
-    if (wanted !== null && typeof wanted === 'object' && !Array.isArray(wanted) && Object.keys(wanted).some((k) => k.startsWith('$'))) {
+    if (
+      wanted !== null &&
+      typeof wanted === 'object' &&
+      !Array.isArray(wanted) &&
+      Object.keys(wanted).some((k) => k.startsWith('$'))
+    ) {
       for (const [operator, operand] of Object.entries(wanted)) {
-        if (!OPERATORS.has(operator)) throw new TypeError(`EngramStore: unsupported filter operator ${operator} (on ${field})`);
+        if (!OPERATORS.has(operator))
+          throw new TypeError(`EngramStore: unsupported filter operator ${operator} (on ${field})`);
         if (operator === '$eq') equal[field] = operand;
         else conditions.push([field, operator, operand]);
       }
@@ -221,13 +259,20 @@ function matches(memory: Memory, conditions: Array<[string, string, unknown]>): 
   return conditions.every(([field, operator, operand]) => {
     const actual = value[field] as never;
     switch (operator) {
-      case '$ne': return JSON.stringify(actual) !== JSON.stringify(operand);
-      case '$gt': return actual > (operand as never);
-      case '$gte': return actual >= (operand as never);
-      case '$lt': return actual < (operand as never);
-      case '$lte': return actual <= (operand as never);
-      case '$in': return Array.isArray(operand) && operand.some((o) => JSON.stringify(o) === JSON.stringify(actual));
-      default: return Array.isArray(operand) && !operand.some((o) => JSON.stringify(o) === JSON.stringify(actual));
+      case '$ne':
+        return JSON.stringify(actual) !== JSON.stringify(operand);
+      case '$gt':
+        return actual > (operand as never);
+      case '$gte':
+        return actual >= (operand as never);
+      case '$lt':
+        return actual < (operand as never);
+      case '$lte':
+        return actual <= (operand as never);
+      case '$in':
+        return Array.isArray(operand) && operand.some((o) => JSON.stringify(o) === JSON.stringify(actual));
+      default:
+        return Array.isArray(operand) && !operand.some((o) => JSON.stringify(o) === JSON.stringify(actual));
     }
   });
 }
@@ -235,6 +280,9 @@ function matches(memory: Memory, conditions: Array<[string, string, unknown]>): 
 function matchesCondition(namespace: string[], condition: MatchCondition): boolean {
   const { path } = condition;
   if (path.length > namespace.length) return false;
-  const part = condition.matchType === 'prefix' ? namespace.slice(0, path.length) : namespace.slice(namespace.length - path.length);
+  const part =
+    condition.matchType === 'prefix'
+      ? namespace.slice(0, path.length)
+      : namespace.slice(namespace.length - path.length);
   return path.every((segment, i) => segment === '*' || segment === part[i]);
 }

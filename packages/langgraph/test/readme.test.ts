@@ -23,7 +23,12 @@ it('runs the README LangGraph example as written: the memory it put reaches the 
   const env = { ENGRAM_URL: baseUrl, ENGRAM_API_KEY: key, OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: llm.baseUrl };
   const stdout = await runTsExample(PACKAGE, 'agent.ts', readmeExample('### LangGraph (TypeScript)', 'ts'), env);
   expect(stdout.trim()).toBe('Book an aisle seat.');
-  expect(llm.requests[0]!.body.messages[0]).toEqual({ role: 'system', content: 'Known about the user:\n- Prefers aisle seats on long flights' });
+  expect(llm.requests[0]!.body.messages[0]).toEqual({
+    role: 'system',
+    content: 'Known about the user:\n- Prefers aisle seats on long flights',
+  });
   const http = new ServiceClient({ baseUrl, apiKey: key, endUserId: 'user-42' });
-  expect(((await http.memories.list()).items as Memory[]).map((m) => m.text)).toEqual(['Prefers aisle seats on long flights']);
+  expect(((await http.memories.list()).items as Memory[]).map((m) => m.text)).toEqual([
+    'Prefers aisle seats on long flights',
+  ]);
 });

@@ -18,7 +18,11 @@ function memoryAgent(model: ChatOpenAI) {
       await config.store!.put([userId, 'memories'], crypto.randomUUID(), { text, kind });
       return `Stored: ${text}`;
     },
-    { name: 'remember', description: 'Store a lasting fact about the user.', schema: z.object({ text: z.string(), kind: z.string() }) },
+    {
+      name: 'remember',
+      description: 'Store a lasting fact about the user.',
+      schema: z.object({ text: z.string(), kind: z.string() }),
+    },
   );
   const recall = async (state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) => {
     const userId = config.configurable?.userId as string;
@@ -27,7 +31,9 @@ function memoryAgent(model: ChatOpenAI) {
     const known = items.map((item) => `- ${item.value.text}`).join('\n') || '(nothing yet)';
     return { messages: [new SystemMessage(`What you know about the user:\n${known}`)] };
   };
-  const agent = async (state: typeof MessagesAnnotation.State) => ({ messages: [await model.bindTools([remember]).invoke(state.messages)] });
+  const agent = async (state: typeof MessagesAnnotation.State) => ({
+    messages: [await model.bindTools([remember]).invoke(state.messages)],
+  });
   return new StateGraph(MessagesAnnotation)
     .addNode('recall', recall)
     .addNode('agent', agent)
@@ -43,7 +49,8 @@ forEachDialect('LangGraph BaseStore on a real Engram server', (dialect) => {
   let llm: FakeLlm;
   let http: ServiceClient;
   let store: EngramStore;
-  const memoriesOf = async (endUserId: string) => (await http.memories.list({ limit: 100 }, { endUserId })).items as Memory[];
+  const memoriesOf = async (endUserId: string) =>
+    (await http.memories.list({ limit: 100 }, { endUserId })).items as Memory[];
   beforeAll(async () => {
     const baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
     llm = await startFakeLlm();
@@ -59,7 +66,12 @@ forEachDialect('LangGraph BaseStore on a real Engram server', (dialect) => {
       { toolCalls: [{ name: 'remember', arguments: { text: 'Alice is allergic to peanuts', kind: 'health' } }] },
       { content: 'Noted: no peanuts, and a window seat.' },
     );
-    const model = new ChatOpenAI({ model: 'fake-model', apiKey: 'sk-test', configuration: { baseURL: llm.baseUrl }, maxRetries: 0 });
+    const model = new ChatOpenAI({
+      model: 'fake-model',
+      apiKey: 'sk-test',
+      configuration: { baseURL: llm.baseUrl },
+      maxRetries: 0,
+    });
     const graph = memoryAgent(model).compile({ store });
     const result = await graph.invoke(
       { messages: [{ role: 'user', content: 'I am allergic to peanuts. Which seat do I like?' }] },
@@ -115,12 +127,23 @@ forEachDialect('LangGraph BaseStore on a real Engram server', (dialect) => {
     expect((await store.search(['carol', 'prefs'], {})).map((i) => i.key).sort()).toEqual(['dish', 'drink', 'seat']);
     expect((await store.search(['carol', 'prefs', 'travel'])).map((i) => i.key)).toEqual(['seat']);
     expect((await store.search(['carol'], { filter: { rating: 5 } })).map((i) => i.key)).toEqual(['dish']);
-    expect((await store.search(['carol', 'prefs'], { filter: { rating: { $gte: 4 } } })).map((i) => i.key).sort()).toEqual(['dish', 'drink']);
-    expect((await store.search(['carol', 'prefs'], { filter: { rating: { $ne: 5 } }, limit: 1, offset: 1 })).length).toBe(1);
+    expect(
+      (await store.search(['carol', 'prefs'], { filter: { rating: { $gte: 4 } } })).map((i) => i.key).sort(),
+    ).toEqual(['dish', 'drink']);
+    expect(
+      (await store.search(['carol', 'prefs'], { filter: { rating: { $ne: 5 } }, limit: 1, offset: 1 })).length,
+    ).toBe(1);
     expect(await store.search(['carol', 'prefs'], { query: 'ramen', filter: { rating: 4 } })).toEqual([]);
 
-    expect(await store.listNamespaces({ prefix: ['carol'] })).toEqual([['carol', 'notes'], ['carol', 'prefs', 'food'], ['carol', 'prefs', 'travel']]);
-    expect(await store.listNamespaces({ prefix: ['carol'], maxDepth: 2 })).toEqual([['carol', 'notes'], ['carol', 'prefs']]);
+    expect(await store.listNamespaces({ prefix: ['carol'] })).toEqual([
+      ['carol', 'notes'],
+      ['carol', 'prefs', 'food'],
+      ['carol', 'prefs', 'travel'],
+    ]);
+    expect(await store.listNamespaces({ prefix: ['carol'], maxDepth: 2 })).toEqual([
+      ['carol', 'notes'],
+      ['carol', 'prefs'],
+    ]);
     expect(await store.listNamespaces({ suffix: ['food'] })).toEqual([['carol', 'prefs', 'food']]);
     expect(await store.listNamespaces({ prefix: ['*', 'memories'] })).toEqual([['alice', 'memories']]);
 
@@ -130,9 +153,14 @@ forEachDialect('LangGraph BaseStore on a real Engram server', (dialect) => {
 
     await expect(store.search([], { query: 'anything' })).rejects.toThrow(/starts with the end user/);
     await expect(store.put(['carol'], 'x', { langgraph_key: 'y' })).rejects.toThrow(/may not hold/);
-    await expect(store.search(['carol'], { filter: { rating: { $regex: 'x' } } })).rejects.toThrow(/unsupported filter operator/);
+    await expect(store.search(['carol'], { filter: { rating: { $regex: 'x' } } })).rejects.toThrow(
+      /unsupported filter operator/,
+    );
     // A value the server refuses (metadata over 16 KiB) is the client's ValidationError naming the field; nothing is stored.
-    await expect(store.put(['carol'], 'big', { text: 'big', blob: 'x'.repeat(20_000) })).rejects.toMatchObject({ status: 400, field: 'metadata' });
+    await expect(store.put(['carol'], 'big', { text: 'big', blob: 'x'.repeat(20_000) })).rejects.toMatchObject({
+      status: 400,
+      field: 'metadata',
+    });
     expect(await store.get(['carol'], 'big')).toBeNull();
   });
 });

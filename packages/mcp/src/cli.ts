@@ -22,7 +22,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     return at >= 0 ? argv[at + 1] : undefined;
   };
   if (argv.includes('--http')) {
-    const { url } = await startMcpHttpServer({ baseUrl, port: Number(option('--port') ?? 8765), host: option('--host') ?? '127.0.0.1' });
+    const { url } = await startMcpHttpServer({
+      baseUrl,
+      port: Number(option('--port') ?? 8765),
+      host: option('--host') ?? '127.0.0.1',
+    });
     // Stderr: stdout stays free, as for stdio.
     process.stderr.write(`engram-mcp: listening on ${url}\n`);
     return;
@@ -33,7 +37,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void
     process.exitCode = 2;
     return;
   }
-  const scope = { projectId: env.ENGRAM_PROJECT_ID || undefined, endUserId: env.ENGRAM_END_USER_ID || undefined, tenantId: env.ENGRAM_TENANT_ID || undefined };
+  const scope = {
+    projectId: env.ENGRAM_PROJECT_ID || undefined,
+    endUserId: env.ENGRAM_END_USER_ID || undefined,
+    tenantId: env.ENGRAM_TENANT_ID || undefined,
+  };
   const client = new ServiceClient({ baseUrl, apiKey, ...scope });
   const server = createEngramMcpServer({ client, tenantId: scope.tenantId, endUserId: scope.endUserId });
   await server.connect(new StdioServerTransport());

@@ -33,7 +33,9 @@ function stale(root, stamp) {
   } catch {
     // Never built.
   }
-  const inputs = ['src', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json'].filter((p) => existsSync(join(root, p))).map((p) => newest(join(root, p)));
+  const inputs = ['src', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json']
+    .filter((p) => existsSync(join(root, p)))
+    .map((p) => newest(join(root, p)));
   return Math.max(...inputs) >= built;
 }
 
@@ -66,7 +68,7 @@ function buildIfStale(name, root, assets) {
       process.stderr.write(`engram: compiling ${name} (sources changed since the last build)\n`);
       execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
       if (assets) execFileSync(process.execPath, [join(root, 'scripts', 'copy-assets.mjs')], { stdio: 'inherit' });
-      writeFileSync(stamp, new Date().toISOString() + '\n');
+      writeFileSync(stamp, `${new Date().toISOString()}\n`);
     }
   } finally {
     closeSync(held);
@@ -78,6 +80,10 @@ function buildIfStale(name, root, assets) {
 // this from its own `prepare`, since npm runs the workspaces' prepare scripts in path order, not
 // in dependency order. None: all of them.
 const wanted = process.argv.slice(2);
-for (const [name, folder, assets] of [['@engram/client', 'client', false], ['@engram/mcp', 'mcp', false], ['the server', 'server', true]]) {
+for (const [name, folder, assets] of [
+  ['@engram/client', 'client', false],
+  ['@engram/mcp', 'mcp', false],
+  ['the server', 'server', true],
+]) {
   if (wanted.length === 0 || wanted.includes(folder)) buildIfStale(name, join(packages, folder), assets);
 }

@@ -27,7 +27,11 @@ function registrations(srcDir: string): Registration[] {
     for (const m of text.matchAll(/\b[a-z]\w*\.(get|post|put|patch|delete)\(\s*(['`])(\/[^'`]*)\2/g)) {
       const source = m[3]!
         .split(/(\$\{[^}]+\})/)
-        .map((part) => (part.startsWith('${') ? '[^/]+' : part.replace(/[.*+?^()|[\]\\]/g, '\\$&').replace(/:([A-Za-z_]+)/g, '\\{$1\\}')))
+        .map((part) =>
+          part.startsWith('${')
+            ? '[^/]+'
+            : part.replace(/[.*+?^()|[\]\\]/g, '\\$&').replace(/:([A-Za-z_]+)/g, '\\{$1\\}'),
+        )
         .join('');
       found.push({ method: m[1]!, pattern: new RegExp(`^${source}$`), file: relative(join(srcDir, '..'), path) });
     }
@@ -38,19 +42,28 @@ function registrations(srcDir: string): Registration[] {
 const moduleOf = (file: string) => /^src\/modules\/([^/]+)\//.exec(file)?.[1] ?? file.replace(/^src\//, '');
 
 /** The Markdown of the route table for an OpenAPI document and the server's sources. */
-export function routesTable(openapi: { paths: Record<string, Record<string, { operationId?: string; summary?: string }>> }, srcDir: string): string {
+export function routesTable(
+  openapi: { paths: Record<string, Record<string, { operationId?: string; summary?: string }>> },
+  srcDir: string,
+): string {
   const known = registrations(srcDir);
   const rows = Object.entries(openapi.paths).flatMap(([path, item]) =>
     METHODS.filter((method) => item[method]).map((method) => {
       const matches = known.filter((r) => r.method === method && r.pattern.test(path));
       // A literal registration wins over a templated one that also matches.
       const served = matches.find((r) => !r.pattern.source.includes('[^/]+')) ?? matches[0];
-      return { method: method.toUpperCase(), path, operationId: item[method]!.operationId ?? '', summary: item[method]!.summary ?? '', file: served?.file ?? '?' };
+      return {
+        method: method.toUpperCase(),
+        path,
+        operationId: item[method]!.operationId ?? '',
+        summary: item[method]!.summary ?? '',
+        file: served?.file ?? '?',
+      };
     }),
   );
   const areas = new Map<string, typeof rows>();
   for (const row of rows) {
-    const area = '/' + (row.path.split('/')[1] ?? '');
+    const area = `/${row.path.split('/')[1] ?? ''}`;
     areas.set(area, [...(areas.get(area) ?? []), row]);
   }
   const out = [
@@ -66,7 +79,9 @@ export function routesTable(openapi: { paths: Record<string, Record<string, { op
     out.push(`## ${area}`, '', `Served by ${modules.map((m) => `\`${m}\``).join(', ')}.`, '');
     out.push('| method | path | operationId | summary | file |', '|---|---|---|---|---|');
     for (const row of list.sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))) {
-      out.push(`| ${row.method} | \`${row.path}\` | \`${row.operationId}\` | ${row.summary.replace(/\|/g, '\\|')} | \`${row.file}\` |`);
+      out.push(
+        `| ${row.method} | \`${row.path}\` | \`${row.operationId}\` | ${row.summary.replace(/\|/g, '\\|')} | \`${row.file}\` |`,
+      );
     }
     out.push('');
   }

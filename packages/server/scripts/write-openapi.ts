@@ -17,7 +17,7 @@ const database = openDatabase(config.database);
 const app = await buildApp({ services: buildServices({ config, database }) });
 try {
   const res = await app.inject({ method: 'GET', url: '/openapi.json' });
-  writeFileSync(target, JSON.stringify(res.json(), null, 2) + '\n');
+  writeFileSync(target, `${JSON.stringify(res.json(), null, 2)}\n`);
 } finally {
   await app.close();
   await database.close();

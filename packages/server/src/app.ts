@@ -58,7 +58,10 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
     logger: {
       level: config.logLevel,
       // Credentials travel only in these headers; they are never logged.
-      redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      redact: {
+        paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie'],
+        censor: '[redacted]',
+      },
       ...(logStream ? { stream: logStream } : {}),
     },
     bodyLimit: config.bodyLimitBytes,
@@ -98,43 +101,90 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   });
   // One line per request, once it is answered (no headers: credentials never reach the log).
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: loggedUrl(request), route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 }, 'request');
+    request.log.info(
+      {
+        method: request.method,
+        url: loggedUrl(request),
+        route: request.routeOptions.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+      },
+      'request',
+    );
   });
 
   await app.register(errorHandling);
   await app.register(openapi, { version: VERSION });
   await app.register(metrics, {
-    database, indexCache: () => services.retrieval.cache.stats(), webhookBacklog: () => webhookBacklog(database.db), token: config.metricsToken,
+    database,
+    indexCache: () => services.retrieval.cache.stats(),
+    webhookBacklog: () => webhookBacklog(database.db),
+    token: config.metricsToken,
   });
   // The search thread (modules/retrieval/thread.ts) ends with the app, after the requests under way.
   app.addHook('onClose', () => services.retrieval.close());
   app.addHook('onClose', () => services.reader.close());
-  await app.register(rateLimits, { rateLimit: config.rateLimit, redisUrl: config.redisUrl, redisPrefix: config.redisPrefix });
+  await app.register(rateLimits, {
+    rateLimit: config.rateLimit,
+    redisUrl: config.redisUrl,
+    redisPrefix: config.redisPrefix,
+  });
   // Every route's auth declaration, for the catalogue and the key test.
   const access: RouteAccess[] = [];
   const routeAccess = () => access;
   app.addHook('onRoute', (route) => recordRouteAccess(access, route.method, route.url, route.config?.auth));
   await app.register(authentication, { credentials: services.credentials });
-  await app.register(idempotency, { database, secretKey: services.secretKey, pseudonymize: services.pseudonymize, ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}) });
+  await app.register(idempotency, {
+    database,
+    secretKey: services.secretKey,
+    pseudonymize: services.pseudonymize,
+    ...(config.testFailpoint ? { failpoint: config.testFailpoint } : {}),
+  });
   await app.register(healthRoutes, { database });
   await app.register(consoleRoutes);
   await app.register(mcpRoutes);
   await app.register(memoryRoutes, { database, erase: services.erase });
-  await app.register(ingestRoutes, { database, blobs: services.blobs, jobs: services.jobs, erase: services.erase, reader: services.reader, settings: config.upload });
+  await app.register(ingestRoutes, {
+    database,
+    blobs: services.blobs,
+    jobs: services.jobs,
+    erase: services.erase,
+    reader: services.reader,
+    settings: config.upload,
+  });
   await app.register(connectorRoutes, services.connectors);
   await app.register(retrievalRoutes, { database, jobs: services.jobs, engine: services.retrieval });
   await app.register(synthesisRoutes, { database, retrieval: services.retrieval.retrieval, llm: services.llm });
   await app.register(intelligenceRoutes, { database, jobs: services.jobs, intelligence: services.intelligence });
-  await app.register(v1Routes, { database, retrieval: services.retrieval.retrieval, monthlyTurnAllowance: services.monthlyTurnAllowance });
+  await app.register(v1Routes, {
+    database,
+    retrieval: services.retrieval.retrieval,
+    monthlyTurnAllowance: services.monthlyTurnAllowance,
+  });
   await app.register(authRoutes, {
-    database, tokens, settings: config.auth, loginRateLimit: config.rateLimit.loginMax, routeAccess,
+    database,
+    tokens,
+    settings: config.auth,
+    loginRateLimit: config.rateLimit.loginMax,
+    routeAccess,
   });
   await app.register(orgRoutes, { database, routeAccess });
   await app.register(auditRoutes, { database });
   await app.register(billing, { database });
   await app.register(webhookRoutes, { database, settings: services.webhooks });
-  await app.register(exportRoutes, { database, blobs: services.blobs, jobs: services.jobs, ttlSeconds: config.exports.ttlSeconds });
-  await app.register(peopleRoutes, { database, mailer: services.mailer, publicUrl: config.publicUrl, links: config.links, publicRateLimit: config.rateLimit.loginMax });
+  await app.register(exportRoutes, {
+    database,
+    blobs: services.blobs,
+    jobs: services.jobs,
+    ttlSeconds: config.exports.ttlSeconds,
+  });
+  await app.register(peopleRoutes, {
+    database,
+    mailer: services.mailer,
+    publicUrl: config.publicUrl,
+    links: config.links,
+    publicRateLimit: config.rateLimit.loginMax,
+  });
   return app;
 }
 

@@ -58,7 +58,9 @@ export interface Config {
   bootstrap: { email?: string; password?: string; apiKey?: string };
   retrieval: {
     /** builtin (offline, default) or an OpenAI-compatible /embeddings endpoint. */
-    embedder: { kind: 'builtin' } | { kind: 'openai'; baseUrl: string; model: string; apiKey?: string; dimensions?: number };
+    embedder:
+      | { kind: 'builtin' }
+      | { kind: 'openai'; baseUrl: string; model: string; apiKey?: string; dimensions?: number };
     indexCacheBytes: number;
     /** The common terms' context postings an index keeps between searches, as a share of its own bytes (0: none; engine/memory-index.ts). */
     indexContextCacheShare: number;
@@ -181,10 +183,14 @@ export function loadConfig(env: Env = process.env): Config {
   if (/^postgres(ql)?:\/\//.test(url)) {
     const directUrl = env.ENGRAM_DATABASE_DIRECT_URL || '';
     if (directUrl !== '' && !/^postgres(ql)?:\/\//.test(directUrl)) {
-      throw new ConfigError('ENGRAM_DATABASE_DIRECT_URL must be a postgres:// URL (the database of ENGRAM_DATABASE_URL without the pooler)');
+      throw new ConfigError(
+        'ENGRAM_DATABASE_DIRECT_URL must be a postgres:// URL (the database of ENGRAM_DATABASE_URL without the pooler)',
+      );
     }
     database = {
-      dialect: 'postgres', url, poolSize: integer(env, 'ENGRAM_DATABASE_POOL_SIZE', 10, 1, 500),
+      dialect: 'postgres',
+      url,
+      poolSize: integer(env, 'ENGRAM_DATABASE_POOL_SIZE', 10, 1, 500),
       preparedStatements: boolean(env, 'ENGRAM_DATABASE_PREPARED_STATEMENTS', 'auto'),
       ...(directUrl !== '' ? { directUrl } : {}),
     };
@@ -242,14 +248,28 @@ export function loadConfig(env: Env = process.env): Config {
       searchThreadSpinMicros: integer(env, 'ENGRAM_SEARCH_THREAD_SPIN_US', 2_000, 0, 100_000),
     },
     tenant: { defaultMonthlyTurns: integer(env, 'ENGRAM_V1_MONTHLY_TURNS', 100_000, 1, 1_000_000_000) },
-    outbound: { allow: (env.ENGRAM_OUTBOUND_ALLOW ?? '').split(',').map((s) => s.trim()).filter(Boolean) },
-    connectors: connectorsConfig(env, httpUrl(env, 'ENGRAM_PUBLIC_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`),
+    outbound: {
+      allow: (env.ENGRAM_OUTBOUND_ALLOW ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    },
+    connectors: connectorsConfig(
+      env,
+      httpUrl(env, 'ENGRAM_PUBLIC_URL') ?? `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
+    ),
     upload: {
       maxBytes: integer(env, 'ENGRAM_UPLOAD_MAX_BYTES', 25 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
       backgroundFromBytes: integer(env, 'ENGRAM_UPLOAD_BACKGROUND_BYTES', 1024 * 1024, 0, 1024 * 1024 * 1024),
     },
     parse: {
-      maxExpandedBytes: integer(env, 'ENGRAM_PARSE_MAX_EXPANDED_BYTES', 256 * 1024 * 1024, 1024 * 1024, 64 * 1024 * 1024 * 1024),
+      maxExpandedBytes: integer(
+        env,
+        'ENGRAM_PARSE_MAX_EXPANDED_BYTES',
+        256 * 1024 * 1024,
+        1024 * 1024,
+        64 * 1024 * 1024 * 1024,
+      ),
       maxPages: integer(env, 'ENGRAM_PARSE_MAX_PAGES', 5_000, 1, 10_000_000),
       maxParts: integer(env, 'ENGRAM_PARSE_MAX_PARTS', 10_000, 1, 100_000_000),
       maxHeapMb: integer(env, 'ENGRAM_PARSE_MAX_HEAP_MB', 256, 32, 65_536),
@@ -262,7 +282,10 @@ export function loadConfig(env: Env = process.env): Config {
       currentFactMaxMemories: integer(env, 'ENGRAM_CURRENT_FACT_MAX_MEMORIES', 2000, 0, 10_000_000),
     },
     webhooks: {
-      allowHosts: (env.ENGRAM_WEBHOOK_ALLOW_HOSTS ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+      allowHosts: (env.ENGRAM_WEBHOOK_ALLOW_HOSTS ?? '')
+        .split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
       allowHttp: boolean(env, 'ENGRAM_WEBHOOK_ALLOW_HTTP', false),
       timeoutMs: integer(env, 'ENGRAM_WEBHOOK_TIMEOUT_SECONDS', 15, 1, 60) * 1000,
       retentionDays: integer(env, 'ENGRAM_WEBHOOK_RETENTION_DAYS', 30, 1, 3650),
@@ -336,7 +359,9 @@ function blobConfig(env: Env): BlobConfig {
   const accessKeyId = env.ENGRAM_BLOB_ACCESS_KEY_ID;
   const secretAccessKey = env.ENGRAM_BLOB_SECRET_ACCESS_KEY;
   if (!accessKeyId || !secretAccessKey) {
-    throw new ConfigError('ENGRAM_BLOB_ACCESS_KEY_ID and ENGRAM_BLOB_SECRET_ACCESS_KEY must be set with an s3:// ENGRAM_BLOB_URL');
+    throw new ConfigError(
+      'ENGRAM_BLOB_ACCESS_KEY_ID and ENGRAM_BLOB_SECRET_ACCESS_KEY must be set with an s3:// ENGRAM_BLOB_URL',
+    );
   }
   const endpoint = env.ENGRAM_BLOB_ENDPOINT || undefined;
   if (endpoint !== undefined && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) {
@@ -344,15 +369,20 @@ function blobConfig(env: Env): BlobConfig {
   }
   const prefix = match[2] ?? '';
   return {
-    kind: 's3', bucket: match[1]!, prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`,
-    region: env.ENGRAM_BLOB_REGION || 'us-east-1', accessKeyId, secretAccessKey,
+    kind: 's3',
+    bucket: match[1]!,
+    prefix: prefix === '' || prefix.endsWith('/') ? prefix : `${prefix}/`,
+    region: env.ENGRAM_BLOB_REGION || 'us-east-1',
+    accessKeyId,
+    secretAccessKey,
     ...(endpoint ? { endpoint } : {}),
   };
 }
 
 function secretKey(env: Env): string | undefined {
   const value = env.ENGRAM_SECRET_KEY || undefined;
-  if (value !== undefined && value.length < 32) throw new ConfigError('ENGRAM_SECRET_KEY must be at least 32 characters');
+  if (value !== undefined && value.length < 32)
+    throw new ConfigError('ENGRAM_SECRET_KEY must be at least 32 characters');
   return value;
 }
 
@@ -365,26 +395,34 @@ function connectorsConfig(env: Env, publicUrl: string): ConnectorsConfig {
       clientSecret: env[`${prefix}_CLIENT_SECRET`] || undefined,
       baseUrl: httpUrl(env, `${prefix}_BASE_URL`),
     };
-    if (Boolean(settings.clientId) !== Boolean(settings.clientSecret)) throw new ConfigError(`${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET go together`);
+    if (Boolean(settings.clientId) !== Boolean(settings.clientSecret))
+      throw new ConfigError(`${prefix}_CLIENT_ID and ${prefix}_CLIENT_SECRET go together`);
     vendors[name] = Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined));
   }
-  return { redirectUrl: httpUrl(env, 'ENGRAM_OAUTH_REDIRECT_URL') ?? `${publicUrl.replace(/\/$/, '')}/connectors/oauth/callback`, vendors };
+  return {
+    redirectUrl:
+      httpUrl(env, 'ENGRAM_OAUTH_REDIRECT_URL') ?? `${publicUrl.replace(/\/$/, '')}/connectors/oauth/callback`,
+    vendors,
+  };
 }
 
 function httpUrl(env: Env, name: string): string | undefined {
   const value = env[name] || undefined;
-  if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value)) throw new ConfigError(`${name} must be an http(s) URL`);
+  if (value !== undefined && !/^https?:\/\/[^\s]+$/.test(value))
+    throw new ConfigError(`${name} must be an http(s) URL`);
   return value;
 }
 
 function smtpUrl(env: Env): string | undefined {
   const value = env.ENGRAM_SMTP_URL || undefined;
-  if (value !== undefined && !/^smtps?:\/\/[^\s]+$/.test(value)) throw new ConfigError('ENGRAM_SMTP_URL must be an smtp:// or smtps:// URL');
+  if (value !== undefined && !/^smtps?:\/\/[^\s]+$/.test(value))
+    throw new ConfigError('ENGRAM_SMTP_URL must be an smtp:// or smtps:// URL');
   return value;
 }
 
 function metricsToken(env: Env): string | undefined {
   const value = env.ENGRAM_METRICS_TOKEN || undefined;
-  if (value !== undefined && !/^[\x21-\x7e]{16,256}$/.test(value)) throw new ConfigError('ENGRAM_METRICS_TOKEN must be 16 to 256 printable ASCII characters');
+  if (value !== undefined && !/^[\x21-\x7e]{16,256}$/.test(value))
+    throw new ConfigError('ENGRAM_METRICS_TOKEN must be 16 to 256 printable ASCII characters');
   return value;
 }

@@ -33,17 +33,29 @@ it("README's repository layout names every folder of the repository, the server'
   const block = /## Repository layout\s+```\n([\s\S]*?)```/.exec(readme)?.[1];
   expect(block).toBeDefined();
   // A line's first word is a path: from the repository's root, or (indented) from packages/server/.
-  const named = block!.split('\n').filter((line) => line.trim() !== '' && !/^\s{4,}/.test(line)).map((line) => {
-    const path = line.trim().split(/\s+/)[0]!;
-    return /^\s/.test(line) ? `packages/server/${path}` : path;
-  });
+  const named = block!
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !/^\s{4,}/.test(line))
+    .map((line) => {
+      const path = line.trim().split(/\s+/)[0]!;
+      return /^\s/.test(line) ? `packages/server/${path}` : path;
+    });
   const root = new URL('../../../', import.meta.url);
   expect(named.filter((path) => !path.includes('<') && !existsSync(new URL(path, root)))).toEqual([]);
   const folders = (dir: string) =>
     readdirSync(new URL(dir, root), { withFileTypes: true })
-      .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.') && !['node_modules', 'dist', 'data', '__pycache__'].includes(entry.name))
+      .filter(
+        (entry) =>
+          entry.isDirectory() &&
+          !entry.name.startsWith('.') &&
+          !['node_modules', 'dist', 'data', '__pycache__'].includes(entry.name),
+      )
       .map((entry) => `${dir}${entry.name}/`);
-  const required = [...folders('').filter((dir) => dir !== 'packages/'), ...folders('packages/'), ...folders('packages/server/src/').filter((dir) => !dir.endsWith('/modules/'))];
+  const required = [
+    ...folders('').filter((dir) => dir !== 'packages/'),
+    ...folders('packages/'),
+    ...folders('packages/server/src/').filter((dir) => !dir.endsWith('/modules/')),
+  ];
   expect(required.filter((dir) => !named.includes(dir) && !named.includes(dir.replace(/\/$/, '')))).toEqual([]);
 });
 

@@ -88,10 +88,16 @@ describe('import graph', () => {
 
   it('keeps core, engine, store and jobs free of HTTP and of modules', () => {
     const lower = new Set(['core', 'engine', 'store', 'jobs']);
-    const offending = edges.filter((e) => lower.has(area(e.from)) && (['http', 'modules'].includes(area(e.to)) || (!e.to.includes('/') && e.to !== 'config.ts')));
+    const offending = edges.filter(
+      (e) =>
+        lower.has(area(e.from)) &&
+        (['http', 'modules'].includes(area(e.to)) || (!e.to.includes('/') && e.to !== 'config.ts')),
+    );
     expect(offending).toEqual([]);
     const fastify = [...graph.keys()].filter(
-      (f) => lower.has(area(f)) && /from '(fastify|fastify-plugin|@fastify\/[^']+)'/.test(readFileSync(join(SRC, f), 'utf8')),
+      (f) =>
+        lower.has(area(f)) &&
+        /from '(fastify|fastify-plugin|@fastify\/[^']+)'/.test(readFileSync(join(SRC, f), 'utf8')),
     );
     expect(fastify).toEqual([]);
   });
@@ -107,21 +113,31 @@ describe('import graph', () => {
     walk('services.ts');
     expect(reached.size).toBeGreaterThan(20);
     const http = [...reached].filter(
-      (f) => area(f) === 'http' || f === 'app.ts' || isRouteFile(f) || /from '(fastify|fastify-plugin|@fastify\/[^']+)'/.test(readFileSync(join(SRC, f), 'utf8')),
+      (f) =>
+        area(f) === 'http' ||
+        f === 'app.ts' ||
+        isRouteFile(f) ||
+        /from '(fastify|fastify-plugin|@fastify\/[^']+)'/.test(readFileSync(join(SRC, f), 'utf8')),
     );
     expect(http).toEqual([]);
   });
 
   it('keeps HTTP plugins free of modules, and modules free of the composition root (both are wired in by app.ts)', () => {
     const offending = edges.filter(
-      (e) => (area(e.from) === 'http' && area(e.to) === 'modules') || (area(e.from) === 'modules' && ['services.ts', 'app.ts'].includes(e.to)),
+      (e) =>
+        (area(e.from) === 'http' && area(e.to) === 'modules') ||
+        (area(e.from) === 'modules' && ['services.ts', 'app.ts'].includes(e.to)),
     );
     expect(offending).toEqual([]);
   });
 
   it('lets only the app, route files and HTTP plugins import http/', () => {
     const offending = edges.filter(
-      (e) => area(e.to) === 'http' && area(e.from) !== 'http' && !isRouteFile(e.from) && !['app.ts', 'testing'].includes(area(e.from)),
+      (e) =>
+        area(e.to) === 'http' &&
+        area(e.from) !== 'http' &&
+        !isRouteFile(e.from) &&
+        !['app.ts', 'testing'].includes(area(e.from)),
     );
     expect(offending).toEqual([]);
   });

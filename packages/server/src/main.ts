@@ -9,7 +9,13 @@ import { loadSecretKey } from './core/secret.js';
 import { AppError } from './core/errors.js';
 import { verifyAuditChains } from './modules/audit/index.js';
 import { setPlan } from './modules/billing/index.js';
-import { bootstrap, createKeyAsOperator, listUsers, revokeKeyAsOperator, type BootstrapResult } from './modules/org/index.js';
+import {
+  bootstrap,
+  createKeyAsOperator,
+  listUsers,
+  revokeKeyAsOperator,
+  type BootstrapResult,
+} from './modules/org/index.js';
 import { lastSignIns } from './modules/auth/index.js';
 import { createUserAsOperator, resetPasswordAsOperator } from './modules/people/index.js';
 import { outboxBacklog } from './core/events.js';
@@ -71,7 +77,7 @@ function printBootstrap(result: BootstrapResult): void {
   if (result.generatedApiKey) lines.push(`  API key:    ${result.generatedApiKey}`);
   else lines.push('  API key:    the one in ENGRAM_BOOTSTRAP_API_KEY');
   lines.push('Store them now: they are not shown again.', '');
-  process.stdout.write(lines.join('\n') + '\n');
+  process.stdout.write(`${lines.join('\n')}\n`);
 }
 
 async function prepare(config: Config) {
@@ -88,7 +94,8 @@ async function prepare(config: Config) {
 }
 
 /** `prepare` for a long-running process: tried again while the database is unavailable (ENGRAM_DATABASE_WAIT_SECONDS). */
-const prepareWhenAvailable = (config: Config) => whileDatabaseUnavailable(() => prepare(config), config.databaseWaitSeconds, processLogger(config));
+const prepareWhenAvailable = (config: Config) =>
+  whileDatabaseUnavailable(() => prepare(config), config.databaseWaitSeconds, processLogger(config));
 
 /**
  * Printed once `engram serve` accepts connections, to stdout (never through the logger, so at every
@@ -114,7 +121,10 @@ function processLogger(config: Config) {
 const STOP_LIMIT_MS = 10_000;
 
 /** Stops `stop` (and closes the database) on SIGTERM or SIGINT, then exits: within STOP_LIMIT_MS whatever it waits for. */
-function onSignals(log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void }, stop: () => Promise<void>): void {
+function onSignals(
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void },
+  stop: () => Promise<void>,
+): void {
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -147,7 +157,9 @@ async function serve(config: Config): Promise<void> {
   const secretKey = loadSecretKey(config);
   const database = await prepareWhenAvailable(config);
   if (config.httpProcesses === 1) return serveHttp(config, database, secretKey, config.runJobs ? 'in-process' : null);
-  const background = config.runJobs ? startBackground(buildServices({ config, database, secretKey }), processLogger(config)) : null;
+  const background = config.runJobs
+    ? startBackground(buildServices({ config, database, secretKey }), processLogger(config))
+    : null;
   if (!background) await database.close();
   return superviseHttpProcesses(config.httpProcesses, async () => {
     await background?.stop();
@@ -156,7 +168,12 @@ async function serve(config: Config): Promise<void> {
 }
 
 /** One HTTP server process: a standalone server, or one of several cluster children sharing the port. */
-async function serveHttp(config: Config, database: Database, secretKey: Uint8Array, jobs: 'in-process' | null): Promise<void> {
+async function serveHttp(
+  config: Config,
+  database: Database,
+  secretKey: Uint8Array,
+  jobs: 'in-process' | null,
+): Promise<void> {
   const services = buildServices({ config, database, secretKey });
   // The search thread loads beside the rest of the start, so that the first query does not wait for it.
   services.retrieval.start();
@@ -179,14 +196,18 @@ async function serveHttp(config: Config, database: Database, secretKey: Uint8Arr
 async function work(config: Config): Promise<void> {
   requireSharedSecret(config);
   const log = processLogger(config);
-  const database = await whileDatabaseUnavailable(async () => {
-    const opened = openDatabase(config.database);
-    await migrate(opened).catch(async (error: unknown) => {
-      await opened.close().catch(() => {});
-      throw error;
-    });
-    return opened;
-  }, config.databaseWaitSeconds, log);
+  const database = await whileDatabaseUnavailable(
+    async () => {
+      const opened = openDatabase(config.database);
+      await migrate(opened).catch(async (error: unknown) => {
+        await opened.close().catch(() => {});
+        throw error;
+      });
+      return opened;
+    },
+    config.databaseWaitSeconds,
+    log,
+  );
   const background = startBackground(buildServices({ config, database, secretKey: loadSecretKey(config) }), log);
   log.info({ jobs: true }, 'worker started');
   onSignals(log, async () => {
@@ -229,11 +250,11 @@ async function superviseHttpProcesses(count: number, afterAll: () => Promise<voi
 async function main(argv: string[]): Promise<void> {
   const command = argv[0] ?? 'serve';
   if (command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(USAGE + '\n');
+    process.stdout.write(`${USAGE}\n`);
     return;
   }
   if (command === '--version') {
-    process.stdout.write(VERSION + '\n');
+    process.stdout.write(`${VERSION}\n`);
     return;
   }
   if (command === 'webhooks') return webhooksCommand(argv.slice(1));
@@ -271,7 +292,8 @@ async function main(argv: string[]): Promise<void> {
         if (reports.some((r) => !r.ok)) process.exitCode = 1;
       });
     case 'org':
-      if (argv[1] !== 'set-plan' || !argv[2] || !argv[3]) return usageError('usage: engram org set-plan <organization_id> <plan>');
+      if (argv[1] !== 'set-plan' || !argv[2] || !argv[3])
+        return usageError('usage: engram org set-plan <organization_id> <plan>');
       return withDatabase(config, async (database) => {
         await setPlan(database, argv[2]!, argv[3]!);
         process.stdout.write(`${argv[2]}: plan set to ${argv[3]}\n`);
@@ -288,9 +310,16 @@ async function main(argv: string[]): Promise<void> {
 }
 
 /** Options and positionals of a subcommand; an unknown option is a usage error. */
-function options(args: string[], names: string[]): { values: Record<string, string | undefined>; positionals: string[] } | undefined {
+function options(
+  args: string[],
+  names: string[],
+): { values: Record<string, string | undefined>; positionals: string[] } | undefined {
   try {
-    const parsed = parseArgs({ args, allowPositionals: true, options: Object.fromEntries(names.map((n) => [n, { type: 'string' as const }])) });
+    const parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: Object.fromEntries(names.map((n) => [n, { type: 'string' as const }])),
+    });
     return { values: parsed.values as Record<string, string | undefined>, positionals: parsed.positionals };
   } catch (error) {
     usageError((error as Error).message);
@@ -307,20 +336,31 @@ async function userCommand(config: Config, args: string[]): Promise<void> {
     case 'create':
       if (!email) return usageError('usage: engram user create <email> [--org <organization_id>] [--role <role>]');
       return withDatabase(config, async (database) => {
-        const created = await createUserAsOperator(database, { email, organizationId: parsed.values.org, role: parsed.values.role });
+        const created = await createUserAsOperator(database, {
+          email,
+          organizationId: parsed.values.org,
+          role: parsed.values.role,
+        });
         const where = parsed.values.org ? ` in ${parsed.values.org} as ${parsed.values.role ?? 'member'}` : '';
-        process.stdout.write(`created user ${created.userId} ${email.toLowerCase()}${where}\n  password: ${created.password}\nStore it now: it is not shown again.\n`);
+        process.stdout.write(
+          `created user ${created.userId} ${email.toLowerCase()}${where}\n  password: ${created.password}\nStore it now: it is not shown again.\n`,
+        );
       });
     case 'reset-password':
       if (!email) return usageError('usage: engram user reset-password <email>');
       return withDatabase(config, async (database) => {
         const reset = await resetPasswordAsOperator(database, email);
-        process.stdout.write(`user ${reset.userId}: new password set, ${reset.sessionsEnded} session(s) ended\n  password: ${reset.password}\nStore it now: it is not shown again.\n`);
+        process.stdout.write(
+          `user ${reset.userId}: new password set, ${reset.sessionsEnded} session(s) ended\n  password: ${reset.password}\nStore it now: it is not shown again.\n`,
+        );
       });
     case 'list':
       return withDatabase(config, async (database) => {
         const users = await listUsers(database.db);
-        const signIns = await lastSignIns(database.db, users.map((u) => u.id));
+        const signIns = await lastSignIns(
+          database.db,
+          users.map((u) => u.id),
+        );
         for (const u of users) {
           const orgs = u.memberships.map((m) => `${m.organizationId}:${m.role}`).join(',') || '-';
           process.stdout.write(`${u.id}\t${u.email}\t${orgs}\tlast sign-in ${signIns.get(u.id) ?? 'never'}\n`);
@@ -340,9 +380,20 @@ async function keyCommand(config: Config, args: string[]): Promise<void> {
       if (!project) return usageError('usage: engram key create --project <project_id> [--scopes a,b] [--name <name>]');
       return withDatabase(config, async (database) => {
         const key = await createKeyAsOperator(database, {
-          projectId: project, ...(scopes ? { scopes: scopes.split(',').map((s) => s.trim()).filter(Boolean) } : {}), ...(name ? { name } : {}),
+          projectId: project,
+          ...(scopes
+            ? {
+                scopes: scopes
+                  .split(',')
+                  .map((s) => s.trim())
+                  .filter(Boolean),
+              }
+            : {}),
+          ...(name ? { name } : {}),
         });
-        process.stdout.write(`created API key ${key.id} for ${project} (${key.organizationId})\n  key: ${key.key}\nStore it now: it is not shown again.\n`);
+        process.stdout.write(
+          `created API key ${key.id} for ${project} (${key.organizationId})\n  key: ${key.key}\nStore it now: it is not shown again.\n`,
+        );
       });
     }
     case 'revoke': {
@@ -361,7 +412,10 @@ async function keyCommand(config: Config, args: string[]): Promise<void> {
 
 /** What an operator checks first: does the database answer, is it migrated, is background work keeping up. Applies nothing. */
 async function status(config: Config): Promise<void> {
-  const where = config.database.dialect === 'sqlite' ? `sqlite ${config.database.path}` : `postgres ${new URL(config.database.url).host}`;
+  const where =
+    config.database.dialect === 'sqlite'
+      ? `sqlite ${config.database.path}`
+      : `postgres ${new URL(config.database.url).host}`;
   let database: Database | undefined;
   try {
     try {
@@ -374,10 +428,14 @@ async function status(config: Config): Promise<void> {
     }
     const migrations = await migrationStatus(database);
     process.stdout.write(`database:   ${where}: ok\n`);
-    process.stdout.write(`migrations: ${migrations.applied.length} applied, ${migrations.pending.length} pending${migrations.pending.length ? ` (${migrations.pending.join(', ')}; run engram migrate)` : ''}\n`);
+    process.stdout.write(
+      `migrations: ${migrations.applied.length} applied, ${migrations.pending.length} pending${migrations.pending.length ? ` (${migrations.pending.join(', ')}; run engram migrate)` : ''}\n`,
+    );
     if (migrations.applied.length === 0) return;
     const jobs = await jobCounts(database.db);
-    process.stdout.write(`jobs:       ${jobs.queued} queued, ${jobs.running} running, ${jobs.failed} failed, ${jobs.succeeded} succeeded\n`);
+    process.stdout.write(
+      `jobs:       ${jobs.queued} queued, ${jobs.running} running, ${jobs.failed} failed, ${jobs.succeeded} succeeded\n`,
+    );
     const outbox = await outboxBacklog(database.db);
     process.stdout.write(`outbox:     ${outbox.pending} pending${outbox.oldest ? ` (oldest ${outbox.oldest})` : ''}\n`);
   } finally {
@@ -396,11 +454,14 @@ async function webhooksCommand(args: string[]): Promise<void> {
   if (args[0] !== 'listen' || !Number.isInteger(port) || port < 0 || port > 65535) {
     return usageError('usage: engram webhooks listen --port N [--secret whsec_...]');
   }
-  if (secret !== undefined && !secret.startsWith('whsec_')) return usageError('--secret must be a whsec_… signing secret');
+  if (secret !== undefined && !secret.startsWith('whsec_'))
+    return usageError('--secret must be a whsec_… signing secret');
   const server = await listen(port, secret, process.stdout);
   // The port bound: with --port 0, one the operating system picked.
   const bound = (server.address() as AddressInfo).port;
-  process.stderr.write(`engram: listening for webhooks on http://127.0.0.1:${bound}/ (${secret ? 'verifying signatures' : 'signatures not checked'})\n`);
+  process.stderr.write(
+    `engram: listening for webhooks on http://127.0.0.1:${bound}/ (${secret ? 'verifying signatures' : 'signatures not checked'})\n`,
+  );
 }
 
 function usageError(message: string): void {
@@ -409,7 +470,10 @@ function usageError(message: string): void {
 }
 
 /** A command on a migrated database, closed afterwards. */
-async function withDatabase(config: Config, run: (database: ReturnType<typeof openDatabase>) => Promise<void>): Promise<void> {
+async function withDatabase(
+  config: Config,
+  run: (database: ReturnType<typeof openDatabase>) => Promise<void>,
+): Promise<void> {
   const database = openDatabase(config.database);
   try {
     await migrate(database);
@@ -425,6 +489,6 @@ process.stdout.on('error', () => {});
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   const known = error instanceof ConfigError || error instanceof AppError || error instanceof CliError;
-  process.stderr.write(`engram: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
+  process.stderr.write(`engram: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`);
   process.exit(1);
 });

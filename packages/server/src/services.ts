@@ -10,19 +10,65 @@ import { createMailer, type Mailer } from './core/mailer.js';
 import { JobHandlers, purgeFinishedJobs } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
 import { liveSession, TokenIssuer, touchSession } from './modules/auth/index.js';
-import { findProject, forgetKey, membershipOf, projectOrganization, resolveKey, touchApiKey } from './modules/org/index.js';
+import {
+  findProject,
+  forgetKey,
+  membershipOf,
+  projectOrganization,
+  resolveKey,
+  touchApiKey,
+} from './modules/org/index.js';
 import { monthlyTurnLimit } from './modules/billing/index.js';
-import { createIntelligence, currentFactsFirst, eraseResolutions, RECLASSIFY_JOB, reclassifyJob, type Intelligence } from './modules/intelligence/index.js';
+import {
+  createIntelligence,
+  currentFactsFirst,
+  eraseResolutions,
+  RECLASSIFY_JOB,
+  reclassifyJob,
+  type Intelligence,
+} from './modules/intelligence/index.js';
 import { EraseHooks, forgetExpired } from './modules/memories/index.js';
-import { exportJob, EXPORT_JOB, IMPORT_JOB, importJob, purgeDeletedArtifacts, sweepExports, withdrawArtifactsHolding } from './modules/exports/index.js';
-import { createRetrieval, eraseDerivedData, REFRESH_JOB, refreshEmbeddingsJob, type RetrievalEngine } from './modules/retrieval/index.js';
+import {
+  exportJob,
+  EXPORT_JOB,
+  IMPORT_JOB,
+  importJob,
+  purgeDeletedArtifacts,
+  sweepExports,
+  withdrawArtifactsHolding,
+} from './modules/exports/index.js';
+import {
+  createRetrieval,
+  eraseDerivedData,
+  REFRESH_JOB,
+  refreshEmbeddingsJob,
+  type RetrievalEngine,
+} from './modules/retrieval/index.js';
 import { eraseSynthesisData } from './modules/synthesis/index.js';
-import { eraseEndUserDeliveries, eraseMemoryDeliveries, fanOut, purgeEndedDeliveries, type WebhookSettings } from './modules/webhooks/index.js';
+import {
+  eraseEndUserDeliveries,
+  eraseMemoryDeliveries,
+  fanOut,
+  purgeEndedDeliveries,
+  type WebhookSettings,
+} from './modules/webhooks/index.js';
 import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
-import { purgeFinishedSyncs, queueDueSyncs, SYNC_JOB, syncJobHandler, type SyncDeps } from './modules/connectors/index.js';
-import { DocumentReader, eraseEndUserFiles, eraseForgottenFiles, UPLOAD_JOB, uploadJobHandler } from './modules/ingest/index.js';
+import {
+  purgeFinishedSyncs,
+  queueDueSyncs,
+  SYNC_JOB,
+  syncJobHandler,
+  type SyncDeps,
+} from './modules/connectors/index.js';
+import {
+  DocumentReader,
+  eraseEndUserFiles,
+  eraseForgottenFiles,
+  UPLOAD_JOB,
+  uploadJobHandler,
+} from './modules/ingest/index.js';
 
 /** What the service graph needs of the configuration: everything but where to listen and what to bootstrap. */
 export type ServiceConfig = Omit<Config, 'dataDir' | 'host' | 'port' | 'database' | 'bootstrap'>;
@@ -74,12 +120,23 @@ export interface Services {
 const MINUTE = 60_000;
 const DAY = 24 * 60 * MINUTE;
 
-export function buildServices({ config, database, secretKey }: { config: ServiceConfig; database: Database; secretKey?: Uint8Array }): Services {
+export function buildServices({
+  config,
+  database,
+  secretKey,
+}: {
+  config: ServiceConfig;
+  database: Database;
+  secretKey?: Uint8Array;
+}): Services {
   const secret = secretKey ?? randomBytes(32);
   const engine = createRetrieval(database, config.retrieval);
   const intelligence = createIntelligence(database, config.intelligence.cacheOwners);
   // Queries answer the current fact first: the graph reorders what the engine ranked (intelligence/current.ts).
-  const retrieval: RetrievalEngine = { ...engine, retrieval: currentFactsFirst(engine.retrieval, intelligence, database, config.intelligence.currentFactMaxMemories) };
+  const retrieval: RetrievalEngine = {
+    ...engine,
+    retrieval: currentFactsFirst(engine.retrieval, intelligence, database, config.intelligence.currentFactMaxMemories),
+  };
 
   const blobs = openBlobStore(config.blobs, database);
 
@@ -100,8 +157,12 @@ export function buildServices({ config, database, secretKey }: { config: Service
   erase.register((trx, ids, erasure) => eraseMemoryEvents(trx, ids, erasure.rewritten));
   erase.register((trx, ids, erasure) => eraseMemoryDeliveries(trx, ids, erasure.rewritten));
   // Stored idempotent answers showing the memories (or a summary rewritten without them) are erased; a replay is 410.
-  erase.register((trx, ids, erasure) => eraseStoredAnswers(trx, [...ids, ...erasure.rewritten].map(answerSubject.memory), erasure.effects.now));
-  erase.registerEndUser((trx, owner, now) => eraseStoredAnswers(trx, [answerSubject.endUser(pseudonymize, owner)], now));
+  erase.register((trx, ids, erasure) =>
+    eraseStoredAnswers(trx, [...ids, ...erasure.rewritten].map(answerSubject.memory), erasure.effects.now),
+  );
+  erase.registerEndUser((trx, owner, now) =>
+    eraseStoredAnswers(trx, [answerSubject.endUser(pseudonymize, owner)], now),
+  );
   erase.registerEndUser((trx, owner) => eraseEndUserDeliveries(trx, pseudonymize(owner.projectId, owner.endUserId)));
   erase.registerEndUser(eraseEndUserFiles);
   erase.register(eraseForgottenFiles);
@@ -120,7 +181,15 @@ export function buildServices({ config, database, secretKey }: { config: Service
   jobs.register(IMPORT_JOB, importJob(database, blobs));
   const reader = new DocumentReader(config.parse);
   jobs.register(UPLOAD_JOB, uploadJobHandler({ database, blobs, erase, reader }));
-  const connectors = { database, jobs, secret, outbound: config.outbound, erase, connectors: config.connectors, reader };
+  const connectors = {
+    database,
+    jobs,
+    secret,
+    outbound: config.outbound,
+    erase,
+    connectors: config.connectors,
+    reader,
+  };
   jobs.register(SYNC_JOB, syncJobHandler(connectors));
 
   const outboxDispatchers: OutboxDispatcher[] = [fanOut(pseudonymize)];
@@ -129,21 +198,43 @@ export function buildServices({ config, database, secretKey }: { config: Service
     { name: 'audit.seal', everyMs: 1000, run: () => sealAuditChains(database) },
     { name: 'idempotency-keys.purge', everyMs: 10 * MINUTE, run: () => purgeExpiredIdempotencyKeys(database.db) },
     { name: 'outbox.retention', everyMs: 60 * MINUTE, run: () => purgeDispatchedEvents(database.db) },
-    { name: 'webhooks.retention', everyMs: 60 * MINUTE, run: () => purgeEndedDeliveries(database, new Date(Date.now() - config.webhooks.retentionDays * DAY).toISOString()) },
-    { name: 'jobs.retention', everyMs: 60 * MINUTE, run: () => purgeFinishedJobs(database.db, new Date(Date.now() - config.jobRetentionDays * DAY).toISOString()) },
-    { name: 'connectors.retention', everyMs: 60 * MINUTE, run: () => purgeFinishedSyncs(database.db, new Date(Date.now() - config.jobRetentionDays * DAY).toISOString()) },
+    {
+      name: 'webhooks.retention',
+      everyMs: 60 * MINUTE,
+      run: () =>
+        purgeEndedDeliveries(database, new Date(Date.now() - config.webhooks.retentionDays * DAY).toISOString()),
+    },
+    {
+      name: 'jobs.retention',
+      everyMs: 60 * MINUTE,
+      run: () => purgeFinishedJobs(database.db, new Date(Date.now() - config.jobRetentionDays * DAY).toISOString()),
+    },
+    {
+      name: 'connectors.retention',
+      everyMs: 60 * MINUTE,
+      run: () => purgeFinishedSyncs(database.db, new Date(Date.now() - config.jobRetentionDays * DAY).toISOString()),
+    },
     { name: 'exports.sweep', everyMs: MINUTE, run: () => sweepExports(database, blobs) },
     // Expired memories are already gone from every read; this erases them as forgetting does (issue 54.9).
-    { name: 'memories.expiry', everyMs: 30_000, run: () => forgetExpired(database, erase, (projectId) => projectOrganization(database.db, projectId)) },
+    {
+      name: 'memories.expiry',
+      everyMs: 30_000,
+      run: () => forgetExpired(database, erase, (projectId) => projectOrganization(database.db, projectId)),
+    },
     // Each due connection is claimed with a conditional update, so one process queues its sync.
     { name: 'connectors.schedule', everyMs: 30_000, run: () => queueDueSyncs(connectors) },
     // Large end users' indexes, stored so that first queries load them (modules/retrieval/snapshots.ts).
-    { name: 'retrieval.snapshots', everyMs: config.retrieval.indexSnapshotIntervalMs, run: () => retrieval.cache.refreshLargeOwners() },
+    {
+      name: 'retrieval.snapshots',
+      everyMs: config.retrieval.indexSnapshotIntervalMs,
+      run: () => retrieval.cache.refreshLargeOwners(),
+    },
   ];
 
   const tokens = new TokenIssuer(secret, config.auth.accessTokenTtlSeconds);
   const credentials: Credentials = {
-    resolveKey: (presented, requestedProjectId, checksClock) => resolveKey(database, presented, requestedProjectId, checksClock),
+    resolveKey: (presented, requestedProjectId, checksClock) =>
+      resolveKey(database, presented, requestedProjectId, checksClock),
     touchKey: (key) => touchApiKey(database.db, key),
     forgetKey: (presented, requestedProjectId) => forgetKey(database, presented, requestedProjectId),
     session: async (token) => {
@@ -156,9 +247,27 @@ export function buildServices({ config, database, secretKey }: { config: Service
   };
 
   return {
-    config, database, secretKey: secret, pseudonymize, tokens, retrieval, llm: createLlm(config.llm), intelligence, blobs, reader, jobs, erase, connectors, credentials,
-    outboxDispatchers, chores, eventTypes: listEventTypes, mailer: createMailer(config.mail), webhooks: { secretKey: secret, ...config.webhooks },
+    config,
+    database,
+    secretKey: secret,
+    pseudonymize,
+    tokens,
+    retrieval,
+    llm: createLlm(config.llm),
+    intelligence,
+    blobs,
+    reader,
+    jobs,
+    erase,
+    connectors,
+    credentials,
+    outboxDispatchers,
+    chores,
+    eventTypes: listEventTypes,
+    mailer: createMailer(config.mail),
+    webhooks: { secretKey: secret, ...config.webhooks },
     // The plan's allowance; plans without one (self-hosted) use the configured default.
-    monthlyTurnAllowance: async (organizationId) => (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
+    monthlyTurnAllowance: async (organizationId) =>
+      (await monthlyTurnLimit(database.db, organizationId)) ?? config.tenant.defaultMonthlyTurns,
   };
 }

@@ -40,27 +40,51 @@ const OWNERS: Record<string, readonly string[]> = {
 };
 
 const TABLE_OWNER: Record<string, keyof typeof OWNERS> = {
-  organizations: 'org', projects: 'org', users: 'org', memberships: 'org', api_keys: 'org',
-  sessions: 'auth', refresh_tokens: 'auth', login_throttle: 'auth',
-  invitations: 'people', password_resets: 'people',
-  end_users: 'memories', memories: 'memories', memory_history: 'memories',
-  feedback: 'retrieval', memory_embeddings: 'retrieval', index_snapshots: 'retrieval',
+  organizations: 'org',
+  projects: 'org',
+  users: 'org',
+  memberships: 'org',
+  api_keys: 'org',
+  sessions: 'auth',
+  refresh_tokens: 'auth',
+  login_throttle: 'auth',
+  invitations: 'people',
+  password_resets: 'people',
+  end_users: 'memories',
+  memories: 'memories',
+  memory_history: 'memories',
+  feedback: 'retrieval',
+  memory_embeddings: 'retrieval',
+  index_snapshots: 'retrieval',
   memory_relations: 'synthesis',
-  ontologies: 'intelligence', decision_resolutions: 'intelligence',
+  ontologies: 'intelligence',
+  decision_resolutions: 'intelligence',
   tenant_usage: 'v1',
-  organization_plans: 'billing', usage_counters: 'billing',
-  webhook_endpoints: 'webhooks', webhook_deliveries: 'webhooks', webhook_attempts: 'webhooks',
-  exports: 'exports', imports: 'exports',
+  organization_plans: 'billing',
+  usage_counters: 'billing',
+  webhook_endpoints: 'webhooks',
+  webhook_deliveries: 'webhooks',
+  webhook_attempts: 'webhooks',
+  exports: 'exports',
+  imports: 'exports',
   uploaded_files: 'ingest',
-  connector_connections: 'connectors', connector_syncs: 'connectors', connector_objects: 'connectors',
-  connector_oauth_states: 'connectors', integration_settings: 'connectors',
-  audit_log: 'audit log', audit_chain_heads: 'audit log', audit_seals: 'audit log', audit_seal_horizon: 'audit log',
-  idempotency_keys: 'idempotency', idempotency_answer_subjects: 'idempotency',
+  connector_connections: 'connectors',
+  connector_syncs: 'connectors',
+  connector_objects: 'connectors',
+  connector_oauth_states: 'connectors',
+  integration_settings: 'connectors',
+  audit_log: 'audit log',
+  audit_chain_heads: 'audit log',
+  audit_seals: 'audit log',
+  audit_seal_horizon: 'audit log',
+  idempotency_keys: 'idempotency',
+  idempotency_answer_subjects: 'idempotency',
   outbox_events: 'events',
   event_subscriptions: 'events',
   credentials_clock: 'credentials clock',
   jobs: 'jobs',
-  blobs: 'blobs', blob_chunks: 'blobs',
+  blobs: 'blobs',
+  blob_chunks: 'blobs',
 };
 
 function sourceFiles(dir: string): string[] {
@@ -82,8 +106,14 @@ const withoutComments = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').
 
 /** The tables a file names in a query. */
 function tablesNamedBy(text: string, tables: string[]): Set<string> {
-  const names = tables.slice().sort((a, b) => b.length - a.length).join('|');
-  const kysely = new RegExp(`\\b(?:selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto|innerJoin|leftJoin|rightJoin|fullJoin)\\(\\s*'(${names})\\b`, 'g');
+  const names = tables
+    .slice()
+    .sort((a, b) => b.length - a.length)
+    .join('|');
+  const kysely = new RegExp(
+    `\\b(?:selectFrom|insertInto|updateTable|deleteFrom|replaceInto|mergeInto|innerJoin|leftJoin|rightJoin|fullJoin)\\(\\s*'(${names})\\b`,
+    'g',
+  );
   const raw = new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE|EXISTS)\\s+(${names})\\b`, 'g');
   const code = withoutComments(text);
   return new Set([...code.matchAll(kysely), ...code.matchAll(raw)].map((m) => m[1]!));
@@ -103,14 +133,19 @@ describe('table ownership', () => {
     for (const file of sourceFiles(SRC)) {
       for (const table of tablesNamedBy(readFileSync(join(SRC, file), 'utf8'), tables)) {
         const allowed = OWNERS[TABLE_OWNER[table]!]!;
-        if (!allowed.some((owner) => (owner.endsWith('/') ? file.startsWith(owner) : file === owner))) offending.push(`${file} -> ${table}`);
+        if (!allowed.some((owner) => (owner.endsWith('/') ? file.startsWith(owner) : file === owner)))
+          offending.push(`${file} -> ${table}`);
       }
     }
     expect(offending).toEqual([]);
   });
 
   it('sees a query of another module’s table', () => {
-    expect([...tablesNamedBy("db.selectFrom('memories').where(x)\n`SELECT 1 FROM webhook_attempts a`", tables)].sort()).toEqual(['memories', 'webhook_attempts']);
-    expect([...tablesNamedBy("// reads FROM memories\n/* JOIN webhook_attempts */ 'split into memories'", tables)]).toEqual([]);
+    expect(
+      [...tablesNamedBy("db.selectFrom('memories').where(x)\n`SELECT 1 FROM webhook_attempts a`", tables)].sort(),
+    ).toEqual(['memories', 'webhook_attempts']);
+    expect([
+      ...tablesNamedBy("// reads FROM memories\n/* JOIN webhook_attempts */ 'split into memories'", tables),
+    ]).toEqual([]);
   });
 });

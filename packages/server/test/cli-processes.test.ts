@@ -11,21 +11,34 @@ forEachDialect('engram serve with ENGRAM_HTTP_PROCESSES', (dialect) => {
   afterAll(() => fresh.drop());
 
   it('serves from several HTTP processes that all see every write, and stops cleanly', async () => {
-    const key = 'egm_workers_' + 'w'.repeat(30);
+    const key = `egm_workers_${'w'.repeat(30)}`;
     const server = await startServerProcess({
       ENGRAM_DATABASE_URL: fresh.config.dialect === 'postgres' ? fresh.config.url : fresh.config.path,
-      ENGRAM_BOOTSTRAP_API_KEY: key, ENGRAM_HTTP_PROCESSES: '2', ENGRAM_LOG_LEVEL: 'warn',
+      ENGRAM_BOOTSTRAP_API_KEY: key,
+      ENGRAM_HTTP_PROCESSES: '2',
+      ENGRAM_LOG_LEVEL: 'warn',
     });
     try {
-      const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.child.pid)]).toString().trim().split(/\s+/);
+      const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.child.pid)])
+        .toString()
+        .trim()
+        .split(/\s+/);
       expect(children, `the primary's children (its log: ${server.stderr()})`).toHaveLength(2);
       const headers = { 'content-type': 'application/json', 'x-api-key': key, 'x-end-user-id': 'u' };
       for (let i = 0; i < 10; i++) {
         // Each write lands on one process or the other; the next query, on either, must see it.
-        const added = await fetch(`${server.url}/memory/add`, { method: 'POST', headers, body: JSON.stringify({ text: `worker fact number ${i}` }) });
+        const added = await fetch(`${server.url}/memory/add`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ text: `worker fact number ${i}` }),
+        });
         expect(added.status).toBe(201);
         const id = ((await added.json()) as { id: number }).id;
-        const found = await fetch(`${server.url}/memory/query`, { method: 'POST', headers, body: JSON.stringify({ query: `worker fact number ${i}`, k: 1 }) });
+        const found = await fetch(`${server.url}/memory/query`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ query: `worker fact number ${i}`, k: 1 }),
+        });
         expect(((await found.json()) as { memories: Array<{ id: number }> }).memories.map((m) => m.id)).toEqual([id]);
       }
     } finally {

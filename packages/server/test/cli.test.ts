@@ -34,7 +34,9 @@ forEachDialect('engram CLI', (dialect) => {
       });
       expect(res.status).toBe(201);
       // The bootstrap key is locked to the default project.
-      const other = await fetch(`${server.url}/memory/1`, { headers: { 'x-api-key': key, 'x-end-user-id': 'u', 'x-project-id': 'proj_other' } });
+      const other = await fetch(`${server.url}/memory/1`, {
+        headers: { 'x-api-key': key, 'x-end-user-id': 'u', 'x-project-id': 'proj_other' },
+      });
       expect(other.status).toBe(404);
       expect(projectId).toMatch(/^proj_/);
       expect(server.stderr()).not.toContain(key);

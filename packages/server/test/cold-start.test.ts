@@ -14,7 +14,7 @@ import { startTogether } from '../src/testing/cold-start.js';
  * and through PgBouncer in transaction mode (when installed; .ci/run installs it).
  */
 
-const KEY = 'egm_coldstart_' + 'c'.repeat(32);
+const KEY = `egm_coldstart_${'c'.repeat(32)}`;
 const POSTGRES_URL = process.env.ENGRAM_TEST_DATABASE_URL;
 const env = { ENGRAM_BOOTSTRAP_API_KEY: KEY, ENGRAM_LOG_LEVEL: 'warn', ENGRAM_RATE_LIMIT_MAX: '10000000' };
 
@@ -41,7 +41,11 @@ describe('concurrent cold starts on an empty SQLite file [sqlite]', () => {
     it(`${c.name} started together all come up, and the audit chains verify`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'engram-cold-'));
       try {
-        await comeUpTogether({ env: { ENGRAM_DATABASE_URL: '', ENGRAM_DATA_DIR: dir }, drop: async () => {} }, c.servers, c.workers);
+        await comeUpTogether(
+          { env: { ENGRAM_DATABASE_URL: '', ENGRAM_DATA_DIR: dir }, drop: async () => {} },
+          c.servers,
+          c.workers,
+        );
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
@@ -63,7 +67,10 @@ describe.skipIf(!POSTGRES_URL)('concurrent cold starts on an empty PostgreSQL da
     const dir = mkdtempSync(join(tmpdir(), 'engram-cold-'));
     dataDirs.push(dir);
     return {
-      env: { ENGRAM_DATABASE_URL: via === 'direct' ? url.toString() : bouncer!.through(url.toString()), ENGRAM_DATA_DIR: dir },
+      env: {
+        ENGRAM_DATABASE_URL: via === 'direct' ? url.toString() : bouncer!.through(url.toString()),
+        ENGRAM_DATA_DIR: dir,
+      },
       drop: () => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).then(() => {}),
     };
   };
@@ -79,14 +86,18 @@ describe.skipIf(!POSTGRES_URL)('concurrent cold starts on an empty PostgreSQL da
 
   for (const via of ['direct', 'pgbouncer'] as const) {
     for (const c of cases) {
-      it.skipIf(via === 'pgbouncer' && !pgbouncerInstalled)(`${via}: ${c.name} started together all come up, and the audit chains verify`, async () => {
-        const target = await emptyDatabase(via);
-        try {
-          await comeUpTogether(target, c.servers, c.workers);
-        } finally {
-          await target.drop();
-        }
-      }, 180_000);
+      it.skipIf(via === 'pgbouncer' && !pgbouncerInstalled)(
+        `${via}: ${c.name} started together all come up, and the audit chains verify`,
+        async () => {
+          const target = await emptyDatabase(via);
+          try {
+            await comeUpTogether(target, c.servers, c.workers);
+          } finally {
+            await target.drop();
+          }
+        },
+        180_000,
+      );
     }
   }
 });

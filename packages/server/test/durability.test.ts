@@ -3,7 +3,7 @@ import { freshDatabaseConfig, forEachDialect } from '../src/testing/harness.js';
 import { databaseEnv, startServerProcess } from '../src/testing/process.js';
 import { acknowledgedCount, lostWrites, writeUntilKilled, type TrialLoad } from '../src/testing/durability.js';
 
-const KEY = 'egm_durability_' + 'd'.repeat(30);
+const KEY = `egm_durability_${'d'.repeat(30)}`;
 
 /** The short version of `npm run bench:durability`: two kill -9 trials under 8 concurrent writers. */
 forEachDialect('acknowledged writes survive kill -9', (dialect) => {
@@ -18,7 +18,12 @@ forEachDialect('acknowledged writes survive kill -9', (dialect) => {
     const trials: TrialLoad[] = [];
     for (const trial of ['one', 'two']) {
       const server = await startServerProcess(env());
-      const load = await writeUntilKilled({ url: server.url, key: KEY, kill: async () => void (await server.stop('SIGKILL')) }, trial, 8, 60);
+      const load = await writeUntilKilled(
+        { url: server.url, key: KEY, kill: async () => void (await server.stop('SIGKILL')) },
+        trial,
+        8,
+        60,
+      );
       expect(server.child.signalCode).toBe('SIGKILL');
       expect(acknowledgedCount(load)).toBeGreaterThanOrEqual(60);
       trials.push(load);

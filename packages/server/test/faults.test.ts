@@ -7,9 +7,22 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lostWrites } from '../src/testing/durability.js';
 import {
-  firstAcknowledgedAfter, holdSqliteWriteLock, tcpProxy, throughProxy, untilAcknowledged, writeLoad, type TcpProxy, type WriteLoad,
+  firstAcknowledgedAfter,
+  holdSqliteWriteLock,
+  tcpProxy,
+  throughProxy,
+  untilAcknowledged,
+  writeLoad,
+  type TcpProxy,
+  type WriteLoad,
 } from '../src/testing/faults.js';
-import { programArgs, startServerProcess, startWorkerProcess, type BackgroundProcess, type ServerProcess } from '../src/testing/process.js';
+import {
+  programArgs,
+  startServerProcess,
+  startWorkerProcess,
+  type BackgroundProcess,
+  type ServerProcess,
+} from '../src/testing/process.js';
 
 /**
  * The short version of `npm run bench:faults` (issue 46): the database terminating, refusing,
@@ -18,13 +31,23 @@ import { programArgs, startServerProcess, startWorkerProcess, type BackgroundPro
  * writes again by itself once the fault ends; no acknowledged write is lost.
  */
 
-const KEY = 'egm_faults_' + 'f'.repeat(32);
+const KEY = `egm_faults_${'f'.repeat(32)}`;
 const POSTGRES_URL = process.env.ENGRAM_TEST_DATABASE_URL;
-const serverEnv = { ENGRAM_BOOTSTRAP_API_KEY: KEY, ENGRAM_LOG_LEVEL: 'warn', ENGRAM_RATE_LIMIT_MAX: '10000000', ENGRAM_DATABASE_WAIT_SECONDS: '60' };
+const serverEnv = {
+  ENGRAM_BOOTSTRAP_API_KEY: KEY,
+  ENGRAM_LOG_LEVEL: 'warn',
+  ENGRAM_RATE_LIMIT_MAX: '10000000',
+  ENGRAM_DATABASE_WAIT_SECONDS: '60',
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const alive = (p: { child: { exitCode: number | null; signalCode: string | null } }) => p.child.exitCode === null && p.child.signalCode === null;
+const alive = (p: { child: { exitCode: number | null; signalCode: string | null } }) =>
+  p.child.exitCode === null && p.child.signalCode === null;
 
-async function until<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, limitMs = 30_000): Promise<T> {
+async function until<T>(
+  probe: () => T | undefined | Promise<T | undefined>,
+  what: string,
+  limitMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + limitMs;
   for (;;) {
     const found = await probe();
@@ -50,10 +73,14 @@ async function firstRefusal(server: ServerProcess) {
     const r = await get(server, '/memory/export');
     return r.status === 200 ? undefined : r;
   }, 'a refused request');
-  expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([503, 'database_unavailable']);
+  expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([
+    503,
+    'database_unavailable',
+  ]);
 }
 
-const get = (server: ServerProcess, path: string) => fetch(`${server.url}${path}`, { headers: { 'x-api-key': KEY, 'x-end-user-id': 'probe' } });
+const get = (server: ServerProcess, path: string) =>
+  fetch(`${server.url}${path}`, { headers: { 'x-api-key': KEY, 'x-end-user-id': 'probe' } });
 
 describe.skipIf(!POSTGRES_URL)('PostgreSQL goes away under load [postgres]', () => {
   const suffix = `${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
@@ -65,7 +92,11 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL goes away under load [postgres]', () 
   let server: ServerProcess;
   let worker: BackgroundProcess;
   const env = () => ({ ...serverEnv, ENGRAM_DATABASE_URL: url });
-  const terminate = () => admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name]);
+  const terminate = () =>
+    admin.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+      [name],
+    );
 
   beforeAll(async () => {
     await admin.connect();
@@ -112,9 +143,14 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL goes away under load [postgres]', () 
       await untilAcknowledged(load, 20);
       const cut = performance.now();
       await proxy.cut();
-      await until(() => load.answers.find((a) => a.status === 503 && a.started > cut), 'a 503 while the database is unreachable');
+      await until(
+        () => load.answers.find((a) => a.status === 503 && a.started > cut),
+        'a 503 while the database is unreachable',
+      );
       const query = await fetch(`${server.url}/memory/query`, {
-        method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'x-end-user-id': 'probe' }, body: '{"query":"fact"}',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'x-end-user-id': 'probe' },
+        body: '{"query":"fact"}',
       });
       expect(query.status).toBe(503);
       expect(query.headers.get('retry-after')).toBe('1');
@@ -144,7 +180,10 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL goes away under load [postgres]', () 
     } finally {
       await admin.query(`ALTER ROLE ${role} LOGIN`);
     }
-    await until(async () => ((await get(server, '/memory/export')).status === 200 ? true : undefined), 'an answer after the role may log in again');
+    await until(
+      async () => ((await get(server, '/memory/export')).status === 200 ? true : undefined),
+      'an answer after the role may log in again',
+    );
     expect(alive(server) && alive(worker)).toBe(true);
   });
 
@@ -155,7 +194,10 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL goes away under load [postgres]', () 
     try {
       late = startServerProcess(env());
       lateWorker = startWorkerProcess(env());
-      await until(() => (lateWorker!.stderr().includes('database unavailable at start-up') ? true : undefined), 'the worker saying it waits');
+      await until(
+        () => (lateWorker!.stderr().includes('database unavailable at start-up') ? true : undefined),
+        'the worker saying it waits',
+      );
       await sleep(1000);
       expect(alive(lateWorker)).toBe(true);
       await proxy.restore();
@@ -163,7 +205,10 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL goes away under load [postgres]', () 
       try {
         expect(started.stderr()).toContain('database unavailable at start-up');
         expect((await get(started, '/memory/export')).status).toBe(200);
-        await until(() => (lateWorker!.stderr().includes('worker started') || alive(lateWorker!) ? true : undefined), 'the worker started');
+        await until(
+          () => (lateWorker!.stderr().includes('worker started') || alive(lateWorker!) ? true : undefined),
+          'the worker started',
+        );
         expect(alive(lateWorker)).toBe(true);
       } finally {
         // A connection that never sends a request (a client's spare one) held Node's close for its timeouts: ~70 s.
@@ -218,7 +263,10 @@ describe('SQLite under another process, a full disk, a read-only directory [sqli
     } finally {
       await load.stop();
     }
-    expect(load.answers.some((a) => a.status === 503), 'some write met the lock').toBe(true);
+    expect(
+      load.answers.some((a) => a.status === 503),
+      'some write met the lock',
+    ).toBe(true);
     await judge(server, load);
   });
 
@@ -259,28 +307,46 @@ describe('SQLite under another process, a full disk, a read-only directory [sqli
     try {
       const first = await startServerProcess({ ...serverEnv, ENGRAM_DATABASE_URL: '', ENGRAM_DATA_DIR: roDir });
       const added = await fetch(`${first.url}/memory/add`, {
-        method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'x-end-user-id': 'ro' }, body: '{"text":"written before"}',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': KEY, 'x-end-user-id': 'ro' },
+        body: '{"text":"written before"}',
       });
       expect(added.status).toBe(201);
       await first.stop('SIGKILL'); // the WAL and its index stay beside the file, as after a crash
       if (root) execFileSync('mount', ['-o', 'remount,ro', roDir]);
       else execFileSync('chmod', ['-R', 'a-w', roDir]);
       const child = spawn(process.execPath, [...programArgs(), 'serve'], {
-        env: { ...process.env, ...serverEnv, ENGRAM_DATABASE_URL: '', ENGRAM_DATA_DIR: roDir, ENGRAM_HOST: '127.0.0.1', ENGRAM_PORT: '0', ENGRAM_SECRET_KEY: 'engram-test-secret-0123456789abcdef0123456789' },
+        env: {
+          ...process.env,
+          ...serverEnv,
+          ENGRAM_DATABASE_URL: '',
+          ENGRAM_DATA_DIR: roDir,
+          ENGRAM_HOST: '127.0.0.1',
+          ENGRAM_PORT: '0',
+          ENGRAM_SECRET_KEY: 'engram-test-secret-0123456789abcdef0123456789',
+        },
       });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d) => (stdout += d));
       child.stderr.on('data', (d) => (stderr += d));
       try {
-        const url = await until(() => /listening on (\S+)/.exec(stdout)?.[1] ?? (child.exitCode !== null ? 'exited' : undefined), 'listening');
+        const url = await until(
+          () => /listening on (\S+)/.exec(stdout)?.[1] ?? (child.exitCode !== null ? 'exited' : undefined),
+          'listening',
+        );
         expect(url, stderr).not.toBe('exited');
         const headers = { 'content-type': 'application/json', 'x-api-key': KEY, 'x-end-user-id': 'ro' };
         const read = await fetch(`${url}/memory/export`, { headers });
         expect(read.status).toBe(200);
-        expect(((await read.json()) as { memories: { text: string }[] }).memories.map((m) => m.text)).toEqual(['written before']);
+        expect(((await read.json()) as { memories: { text: string }[] }).memories.map((m) => m.text)).toEqual([
+          'written before',
+        ]);
         const write = await fetch(`${url}/memory/add`, { method: 'POST', headers, body: '{"text":"refused"}' });
-        expect([write.status, ((await write.json()) as { error: { code: string } }).error.code]).toEqual([503, 'database_unavailable']);
+        expect([write.status, ((await write.json()) as { error: { code: string } }).error.code]).toEqual([
+          503,
+          'database_unavailable',
+        ]);
         const ready = await fetch(`${url}/readyz`);
         expect([ready.status, await ready.json()]).toEqual([503, { status: 'database_read_only' }]);
         // Its background loops meet the read-only file too (the job runner's lease is a write), and back off.
@@ -297,4 +363,3 @@ describe('SQLite under another process, a full disk, a read-only directory [sqli
     }
   });
 });
-

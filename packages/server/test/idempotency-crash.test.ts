@@ -4,7 +4,7 @@ import { databaseEnv, startServerProcess, type ServerProcess } from '../src/test
 import { openDatabase } from '../src/store/database.js';
 import { sha256Hex } from '../src/core/crypto.js';
 
-const KEY = 'egm_crashwindow_' + 'c'.repeat(30);
+const KEY = `egm_crashwindow_${'c'.repeat(30)}`;
 const EMAIL = 'owner@crash.test';
 const PASSWORD = 'crash-window-password';
 
@@ -25,13 +25,27 @@ forEachDialect('idempotent writes across a crash (kill -9)', (dialect) => {
   });
 
   const env = (failpoint: boolean | string) => ({
-    ...databaseEnv(fresh.config), ENGRAM_BOOTSTRAP_API_KEY: KEY, ENGRAM_BOOTSTRAP_EMAIL: EMAIL, ENGRAM_BOOTSTRAP_PASSWORD: PASSWORD,
-    ENGRAM_LOG_LEVEL: 'warn', ...(failpoint ? { ENGRAM_TEST_FAILPOINT: failpoint === true ? 'idempotency-after-commit' : failpoint } : {}),
+    ...databaseEnv(fresh.config),
+    ENGRAM_BOOTSTRAP_API_KEY: KEY,
+    ENGRAM_BOOTSTRAP_EMAIL: EMAIL,
+    ENGRAM_BOOTSTRAP_PASSWORD: PASSWORD,
+    ENGRAM_LOG_LEVEL: 'warn',
+    ...(failpoint ? { ENGRAM_TEST_FAILPOINT: failpoint === true ? 'idempotency-after-commit' : failpoint } : {}),
   });
   const send = (s: ServerProcess, path: string, body: unknown, headers: Record<string, string>) =>
-    fetch(`${s.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    fetch(`${s.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
   /** The request the failpoint kills: no answer arrives, and the process is gone. */
-  async function crashOn(path: string, body: unknown, headers: Record<string, string>, before?: (s: ServerProcess) => Promise<void>, failpoint: string | true = true) {
+  async function crashOn(
+    path: string,
+    body: unknown,
+    headers: Record<string, string>,
+    before?: (s: ServerProcess) => Promise<void>,
+    failpoint: string | true = true,
+  ) {
     const crashing = await startServerProcess(env(failpoint));
     await before?.(crashing);
     await expect(send(crashing, path, body, headers)).rejects.toThrow();
@@ -54,7 +68,12 @@ forEachDialect('idempotent writes across a crash (kill -9)', (dialect) => {
     let rated = 0;
     await crashOn('/v1/memory/add_turn', turn, tenantPlane, async (s) => {
       // The memory to rate, written without an Idempotency-Key (the failpoint lets it through).
-      const res = await send(s, '/memory/add', { text: 'a memory to rate' }, { 'x-api-key': KEY, 'x-end-user-id': 'crash-user' });
+      const res = await send(
+        s,
+        '/memory/add',
+        { text: 'a memory to rate' },
+        { 'x-api-key': KEY, 'x-end-user-id': 'crash-user' },
+      );
       rated = ((await res.json()) as { id: number }).id;
     });
     const rating = { 'x-api-key': KEY, 'x-end-user-id': 'crash-user', 'idempotency-key': 'feedback-1' };
@@ -81,13 +100,30 @@ forEachDialect('idempotent writes across a crash (kill -9)', (dialect) => {
 
     const database = openDatabase(fresh.config);
     try {
-      const memories = await database.db.selectFrom('memories').select('id').where('text', '=', 'written exactly once').execute();
+      const memories = await database.db
+        .selectFrom('memories')
+        .select('id')
+        .where('text', '=', 'written exactly once')
+        .execute();
       expect(memories).toEqual([{ id: memory.id }]);
-      const projects = await database.db.selectFrom('projects').select('id').where('name', '=', 'Crash project').execute();
+      const projects = await database.db
+        .selectFrom('projects')
+        .select('id')
+        .where('name', '=', 'Crash project')
+        .execute();
       expect(projects).toEqual([{ id: created.id }]);
-      expect(await database.db.selectFrom('memories').select('id').where('text', '=', turn.text).execute()).toHaveLength(1);
-      expect(await database.db.selectFrom('feedback').select('id').where('memory_id', '=', rated).execute()).toHaveLength(1);
-      const audits = await database.db.selectFrom('audit_log').select('id').where('action', '=', 'memory.add').where('target_id', '=', String(memory.id)).execute();
+      expect(
+        await database.db.selectFrom('memories').select('id').where('text', '=', turn.text).execute(),
+      ).toHaveLength(1);
+      expect(
+        await database.db.selectFrom('feedback').select('id').where('memory_id', '=', rated).execute(),
+      ).toHaveLength(1);
+      const audits = await database.db
+        .selectFrom('audit_log')
+        .select('id')
+        .where('action', '=', 'memory.add')
+        .where('target_id', '=', String(memory.id))
+        .execute();
       expect(audits).toHaveLength(1);
     } finally {
       await database.close();
@@ -96,14 +132,27 @@ forEachDialect('idempotent writes across a crash (kill -9)', (dialect) => {
 
   it('a retry after the claimer was killed before writing anything runs the request at once: no 409 wait, written once', async () => {
     const claimed = { 'x-api-key': KEY, 'x-end-user-id': 'crash-user', 'idempotency-key': 'claimed-then-killed' };
-    const turn = { tenant_id: 'crash-tenant', user_id: 'crash-user', text: 'a turn claimed by a dead process', speaker: 'user' };
-    const tenantPlane = { 'x-api-key': KEY, 'x-tenant-id': 'crash-tenant', 'idempotency-key': 'turn-claimed-then-killed' };
+    const turn = {
+      tenant_id: 'crash-tenant',
+      user_id: 'crash-user',
+      text: 'a turn claimed by a dead process',
+      speaker: 'user',
+    };
+    const tenantPlane = {
+      'x-api-key': KEY,
+      'x-tenant-id': 'crash-tenant',
+      'idempotency-key': 'turn-claimed-then-killed',
+    };
     await crashOn('/memory/add', { text: 'claimed by a dead process' }, claimed, undefined, 'idempotency-after-claim');
     await crashOn('/v1/memory/add_turn', turn, tenantPlane, undefined, 'idempotency-after-claim');
     const database = openDatabase(fresh.config);
     try {
       // Both claims are there, unanswered, their 5-minute lease still running, and nothing was written.
-      const claims = await database.db.selectFrom('idempotency_keys').select(['status', 'committed', 'claimer', 'locked_until']).where('key_hash', 'in', [sha256Hex('claimed-then-killed'), sha256Hex('turn-claimed-then-killed')]).execute();
+      const claims = await database.db
+        .selectFrom('idempotency_keys')
+        .select(['status', 'committed', 'claimer', 'locked_until'])
+        .where('key_hash', 'in', [sha256Hex('claimed-then-killed'), sha256Hex('turn-claimed-then-killed')])
+        .execute();
       expect(claims).toHaveLength(2);
       for (const c of claims) {
         expect(c).toMatchObject({ status: null, committed: null });
@@ -120,9 +169,20 @@ forEachDialect('idempotent writes across a crash (kill -9)', (dialect) => {
       const again = await send(server, '/memory/add', { text: 'claimed by a dead process' }, claimed);
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(((await again.json()) as { id: number }).id).toBe(memory.id);
-      expect(await database.db.selectFrom('memories').select('id').where('text', '=', 'claimed by a dead process').execute()).toEqual([{ id: memory.id }]);
-      expect(await database.db.selectFrom('memories').select('id').where('text', '=', turn.text).execute()).toHaveLength(1);
-      expect(await database.db.selectFrom('audit_log').select('id').where('action', '=', 'memory.add').where('target_id', '=', String(memory.id)).execute()).toHaveLength(1);
+      expect(
+        await database.db.selectFrom('memories').select('id').where('text', '=', 'claimed by a dead process').execute(),
+      ).toEqual([{ id: memory.id }]);
+      expect(
+        await database.db.selectFrom('memories').select('id').where('text', '=', turn.text).execute(),
+      ).toHaveLength(1);
+      expect(
+        await database.db
+          .selectFrom('audit_log')
+          .select('id')
+          .where('action', '=', 'memory.add')
+          .where('target_id', '=', String(memory.id))
+          .execute(),
+      ).toHaveLength(1);
     } finally {
       await database.close();
     }

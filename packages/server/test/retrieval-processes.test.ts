@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freshDatabaseConfig, forEachDialect } from '../src/testing/harness.js';
 import { databaseEnv, startServerProcess, type ServerProcess } from '../src/testing/process.js';
 
-const KEY = 'egm_processes_' + 'p'.repeat(30);
+const KEY = `egm_processes_${'p'.repeat(30)}`;
 
 forEachDialect('two server processes on one database', (dialect) => {
   let fresh: Awaited<ReturnType<typeof freshDatabaseConfig>>;
@@ -20,9 +20,20 @@ forEachDialect('two server processes on one database', (dialect) => {
     await fresh?.drop();
   });
 
-  async function call(server: ServerProcess | undefined, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  async function call(
+    server: ServerProcess | undefined,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) {
     // An empty header value means "do not send it".
-    const sent = Object.entries({ 'x-api-key': KEY, 'x-end-user-id': 'shared-user', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers });
+    const sent = Object.entries({
+      'x-api-key': KEY,
+      'x-end-user-id': 'shared-user',
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...headers,
+    });
     const res = await fetch(`${server!.url}${path}`, {
       method,
       headers: Object.fromEntries(sent.filter(([, v]) => v !== '')),
@@ -59,9 +70,21 @@ forEachDialect('two server processes on one database', (dialect) => {
     expect(await queryIds(b, { query: 'harbour' })).toEqual([other.body.id]);
 
     const tenant = { 'x-tenant-id': 'acme' };
-    const turn = await call(b, 'POST', '/v1/memory/add_turn', { tenant_id: 'acme', user_id: 'u1', text: 'Meet me at the harbour', speaker: 'ann' }, tenant);
+    const turn = await call(
+      b,
+      'POST',
+      '/v1/memory/add_turn',
+      { tenant_id: 'acme', user_id: 'u1', text: 'Meet me at the harbour', speaker: 'ann' },
+      tenant,
+    );
     expect(turn.status).toBe(201);
-    const recalled = await call(a, 'POST', '/v1/memory/recall', { tenant_id: 'acme', user_id: 'u1', query: 'harbour' }, tenant);
+    const recalled = await call(
+      a,
+      'POST',
+      '/v1/memory/recall',
+      { tenant_id: 'acme', user_id: 'u1', query: 'harbour' },
+      tenant,
+    );
     expect(recalled.body.memories.map((m: { id: number }) => m.id)).toEqual([turn.body.id]);
 
     const composed = await call(a, 'POST', '/memory/compose', { task: 'harbour' }, { 'x-end-user-id': '' });

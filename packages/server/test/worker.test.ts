@@ -11,7 +11,11 @@ const POLL_MS = 50;
 const DEADLINE_MS = 50_000;
 
 async function until<T>(read: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (const started = Date.now(); Date.now() - started < DEADLINE_MS; await new Promise((r) => setTimeout(r, POLL_MS))) {
+  for (
+    const started = Date.now();
+    Date.now() - started < DEADLINE_MS;
+    await new Promise((r) => setTimeout(r, POLL_MS))
+  ) {
     const value = await read();
     if (value !== undefined) return value;
   }
@@ -57,14 +61,23 @@ forEachDialect('engram worker', (dialect) => {
     // listens, so that none can be found there by chance.
     const port = 20_000 + Math.floor(Math.random() * 12_000);
     worker = startWorkerProcess({
-      ENGRAM_DATABASE_URL: t.databaseUrl, ENGRAM_PORT: String(port), ENGRAM_LOG_LEVEL: 'warn',
-      ENGRAM_EMBEDDER: 'openai', ENGRAM_EMBEDDER_BASE_URL: fake.baseUrl, ENGRAM_EMBEDDER_MODEL: 'fake-embed',
+      ENGRAM_DATABASE_URL: t.databaseUrl,
+      ENGRAM_PORT: String(port),
+      ENGRAM_LOG_LEVEL: 'warn',
+      ENGRAM_EMBEDDER: 'openai',
+      ENGRAM_EMBEDDER_BASE_URL: fake.baseUrl,
+      ENGRAM_EMBEDDER_MODEL: 'fake-embed',
     });
     const job = await until(async () => {
       const res = await t.call('GET', `/memory/refresh/${queued.body.id}`);
       return ['succeeded', 'failed'].includes(res.body.status) ? res.body : undefined;
     }, `job ${queued.body.id}; worker stderr: ${worker.stderr()}`);
-    expect(job).toMatchObject({ status: 'succeeded', progress: 1, error: null, result: { memories: 3, embedder: expect.stringContaining('fake-embed') } });
+    expect(job).toMatchObject({
+      status: 'succeeded',
+      progress: 1,
+      error: null,
+      result: { memories: 3, embedder: expect.stringContaining('fake-embed') },
+    });
     const vectors = await t.database.db.selectFrom('memory_embeddings').select('memory_id').execute();
     expect(vectors).toHaveLength(3);
     expect(worker.child.exitCode).toBeNull();
@@ -88,17 +101,31 @@ describe.runIf(process.env.ENGRAM_TEST_DATABASE_URL)('two engram workers on one 
   });
 
   it('never run one job twice', async () => {
-    for (let i = 0; i < 10; i++) expect((await t.call('POST', '/memory/add', { body: { text: `Fact number ${i}` } })).status).toBe(201);
+    for (let i = 0; i < 10; i++)
+      expect((await t.call('POST', '/memory/add', { body: { text: `Fact number ${i}` } })).status).toBe(201);
     const ids: number[] = [];
     for (let i = 0; i < 60; i++) {
-      ids.push(await enqueueJob(t.database.db, { kind: 'embeddings.refresh', projectId: t.projectId, payload: { tenantId: '', endUserId: 'user-1' } }));
+      ids.push(
+        await enqueueJob(t.database.db, {
+          kind: 'embeddings.refresh',
+          projectId: t.projectId,
+          payload: { tenantId: '', endUserId: 'user-1' },
+        }),
+      );
     }
     const env = { ENGRAM_DATABASE_URL: t.databaseUrl, ENGRAM_LOG_LEVEL: 'warn' };
     workers = [startWorkerProcess(env), startWorkerProcess(env)];
-    const rows = await until(async () => {
-      const jobs = await t.database.db.selectFrom('jobs').select(['id', 'status', 'attempts']).where('id', 'in', ids).execute();
-      return jobs.every((j) => j.status === 'succeeded') ? jobs : undefined;
-    }, `60 jobs; worker stderr: ${workers.map((w) => w.stderr()).join('\n')}`);
+    const rows = await until(
+      async () => {
+        const jobs = await t.database.db
+          .selectFrom('jobs')
+          .select(['id', 'status', 'attempts'])
+          .where('id', 'in', ids)
+          .execute();
+        return jobs.every((j) => j.status === 'succeeded') ? jobs : undefined;
+      },
+      `60 jobs; worker stderr: ${workers.map((w) => w.stderr()).join('\n')}`,
+    );
     expect(rows).toHaveLength(60);
     // Each job was leased exactly once: a second run would have counted a second attempt.
     expect(rows.filter((j) => j.attempts !== 1)).toEqual([]);

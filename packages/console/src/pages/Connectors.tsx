@@ -6,8 +6,22 @@ import { CONSENT_CHANNEL, type ConsentAnswer } from '../oauth-return.js';
 /** Polled this often while a sync runs, so its progress moves on screen. */
 const POLL_MS = 1000;
 
-type Provider = { name: string; title: string; description: string; auth_kind: string; config_schema: unknown; credentials_schema: unknown; capabilities: string[] };
-type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; required?: string[]; default?: unknown; items?: JsonSchema };
+type Provider = {
+  name: string;
+  title: string;
+  description: string;
+  auth_kind: string;
+  config_schema: unknown;
+  credentials_schema: unknown;
+  capabilities: string[];
+};
+type JsonSchema = {
+  type?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  default?: unknown;
+  items?: JsonSchema;
+};
 
 /** A starting value for a provider's configuration: its required fields, each empty or at its default. */
 export function templateOf(schema: unknown): Record<string, unknown> {
@@ -15,7 +29,18 @@ export function templateOf(schema: unknown): Record<string, unknown> {
   const template: Record<string, unknown> = {};
   for (const name of s.required ?? []) {
     const field = s.properties?.[name] ?? {};
-    template[name] = field.default !== undefined ? field.default : field.type === 'array' ? [] : field.type === 'boolean' ? false : field.type === 'integer' || field.type === 'number' ? 0 : field.type === 'object' ? {} : '';
+    template[name] =
+      field.default !== undefined
+        ? field.default
+        : field.type === 'array'
+          ? []
+          : field.type === 'boolean'
+            ? false
+            : field.type === 'integer' || field.type === 'number'
+              ? 0
+              : field.type === 'object'
+                ? {}
+                : '';
   }
   return template;
 }
@@ -35,39 +60,97 @@ export function ConnectorsPage({ session, scope }: { session: Session; scope: Sc
   const { control } = session;
   const options = callOptions(scope);
   const providers = useLoad(() => control.call('connectors.providers', {}, options), [scope.projectId]);
-  const connections = useLoad(() => control.call('connectors.list', { query: { limit: 100 } }, options), [scope.projectId]);
+  const connections = useLoad(
+    () => control.call('connectors.list', { query: { limit: 100 } }, options),
+    [scope.projectId],
+  );
   const [open, setOpen] = useState<number>();
   const manage = can(scope, 'connectors.manage');
   if (!scope.projectId) return <p className="muted">No project in this organization yet.</p>;
   const catalog = (providers.data?.items ?? []) as Provider[];
   return (
     <>
-      {manage && catalog.length > 0 && <NewConnection session={session} scope={scope} providers={catalog} onCreated={(id) => { connections.reload(); setOpen(id); }} />}
-      <Status loading={connections.loading && !connections.data} error={connections.error ?? providers.error} empty={connections.data?.items.length === 0}>
+      {manage && catalog.length > 0 && (
+        <NewConnection
+          session={session}
+          scope={scope}
+          providers={catalog}
+          onCreated={(id) => {
+            connections.reload();
+            setOpen(id);
+          }}
+        />
+      )}
+      <Status
+        loading={connections.loading && !connections.data}
+        error={connections.error ?? providers.error}
+        empty={connections.data?.items.length === 0}
+      >
         <table>
-          <thead><tr><th>Name</th><th>Provider</th><th>State</th><th>Last sync</th><th>End user</th><th /></tr></thead>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Provider</th>
+              <th>State</th>
+              <th>Last sync</th>
+              <th>End user</th>
+              <th />
+            </tr>
+          </thead>
           <tbody>
             {connections.data?.items.map((c) => (
               <tr key={c.id} data-testid={`connection-${c.id}`}>
-                <td>{c.name}</td><td>{catalog.find((p) => p.name === c.provider)?.title ?? c.provider}</td>
-                <td>{c.state}{c.state_reason ? <span className="muted"> ({c.state_reason})</span> : null}</td>
-                <td>{c.last_sync ? `${c.last_sync.status} · ${when(c.last_sync.finished_at ?? c.last_sync.created_at)}` : '—'}</td>
+                <td>{c.name}</td>
+                <td>{catalog.find((p) => p.name === c.provider)?.title ?? c.provider}</td>
+                <td>
+                  {c.state}
+                  {c.state_reason ? <span className="muted"> ({c.state_reason})</span> : null}
+                </td>
+                <td>
+                  {c.last_sync
+                    ? `${c.last_sync.status} · ${when(c.last_sync.finished_at ?? c.last_sync.created_at)}`
+                    : '—'}
+                </td>
                 <td>{c.end_user_id}</td>
-                <td><button type="button" onClick={() => setOpen(c.id)}>Open {c.name}</button></td>
+                <td>
+                  <button type="button" onClick={() => setOpen(c.id)}>
+                    Open {c.name}
+                  </button>
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
       </Status>
       {open !== undefined && (
-        <ConnectionPanel key={open} session={session} scope={scope} id={open} providers={catalog}
-          onChanged={connections.reload} onRemoved={() => { setOpen(undefined); connections.reload(); }} />
+        <ConnectionPanel
+          key={open}
+          session={session}
+          scope={scope}
+          id={open}
+          providers={catalog}
+          onChanged={connections.reload}
+          onRemoved={() => {
+            setOpen(undefined);
+            connections.reload();
+          }}
+        />
       )}
     </>
   );
 }
 
-function NewConnection({ session, scope, providers, onCreated }: { session: Session; scope: Scope; providers: Provider[]; onCreated: (id: number) => void }) {
+function NewConnection({
+  session,
+  scope,
+  providers,
+  onCreated,
+}: {
+  session: Session;
+  scope: Scope;
+  providers: Provider[];
+  onCreated: (id: number) => void;
+}) {
   const [providerName, setProviderName] = useState(providers[0]!.name);
   const provider = providers.find((p) => p.name === providerName) ?? providers[0]!;
   const [config, setConfig] = useState(() => JSON.stringify(templateOf(provider.config_schema), null, 2));
@@ -83,34 +166,74 @@ function NewConnection({ session, scope, providers, onCreated }: { session: Sess
     const credentials = String(form.get('credentials') ?? '').trim();
     void action.run(async () => {
       const body = {
-        provider: provider.name, name: String(form.get('name')), config: parseJson(config, 'Configuration'),
+        provider: provider.name,
+        name: String(form.get('name')),
+        config: parseJson(config, 'Configuration'),
         ...(endUser ? { end_user_id: endUser } : {}),
         ...(credentials ? { credentials: parseJson(credentials, 'Credentials') } : {}),
       };
       onCreated((await session.control.call('connectors.create', { body }, callOptions(scope))).id);
     });
   };
-  const takesCredentials = provider.credentials_schema !== null && provider.auth_kind !== 'oauth2' && provider.auth_kind !== 'none';
+  const takesCredentials =
+    provider.credentials_schema !== null && provider.auth_kind !== 'oauth2' && provider.auth_kind !== 'none';
   return (
     <form onSubmit={create} aria-label="Add a connection" className="panel stacked">
-      <label>Provider{' '}
+      <label>
+        Provider{' '}
         <select value={provider.name} onChange={(e) => pick(e.target.value)}>
-          {providers.map((p) => <option key={p.name} value={p.name}>{p.title}</option>)}
+          {providers.map((p) => (
+            <option key={p.name} value={p.name}>
+              {p.title}
+            </option>
+          ))}
         </select>
       </label>
-      <p className="muted">{provider.description}{provider.auth_kind === 'oauth2' ? ' You give consent at the provider after adding it.' : ''}</p>
-      <label>Name <input name="name" required maxLength={200} /></label>
-      <label>End user (empty: connector-{provider.name}) <input name="endUser" maxLength={256} /></label>
-      <label>Configuration (JSON) <textarea name="config" rows={5} cols={60} value={config} onChange={(e) => setConfig(e.target.value)} /></label>
-      {takesCredentials && <label>Credentials (JSON, stored encrypted, never shown again) <textarea name="credentials" rows={3} cols={60} /></label>}
-      <button type="submit" disabled={action.busy}>Add connection</button>
-      {action.error && <p role="alert" className="error">{action.error}</p>}
+      <p className="muted">
+        {provider.description}
+        {provider.auth_kind === 'oauth2' ? ' You give consent at the provider after adding it.' : ''}
+      </p>
+      <label>
+        Name <input name="name" required maxLength={200} />
+      </label>
+      <label>
+        End user (empty: connector-{provider.name}) <input name="endUser" maxLength={256} />
+      </label>
+      <label>
+        Configuration (JSON){' '}
+        <textarea name="config" rows={5} cols={60} value={config} onChange={(e) => setConfig(e.target.value)} />
+      </label>
+      {takesCredentials && (
+        <label>
+          Credentials (JSON, stored encrypted, never shown again) <textarea name="credentials" rows={3} cols={60} />
+        </label>
+      )}
+      <button type="submit" disabled={action.busy}>
+        Add connection
+      </button>
+      {action.error && (
+        <p role="alert" className="error">
+          {action.error}
+        </p>
+      )}
     </form>
   );
 }
 
-function ConnectionPanel({ session, scope, id, providers, onChanged, onRemoved }: {
-  session: Session; scope: Scope; id: number; providers: Provider[]; onChanged: () => void; onRemoved: () => void;
+function ConnectionPanel({
+  session,
+  scope,
+  id,
+  providers,
+  onChanged,
+  onRemoved,
+}: {
+  session: Session;
+  scope: Scope;
+  id: number;
+  providers: Provider[];
+  onChanged: () => void;
+  onRemoved: () => void;
 }) {
   const { control } = session;
   const options = callOptions(scope);
@@ -152,90 +275,197 @@ function ConnectionPanel({ session, scope, id, providers, onChanged, onRemoved }
       if (!answer || answer.state !== pendingState.current) return;
       pendingState.current = undefined;
       setConsentUrl(undefined);
-      const body = answer.code ? { state: answer.state, code: answer.code } : { state: answer.state, error: answer.error ?? 'access_denied' };
-      void action.run(async () => {
-        const after = await control.call('connectors.completeAuthorization', { path, body }, options);
-        setNotice(after.state === 'active' ? 'Consent given: the connection is active.' : `Consent not completed: ${after.state_reason ?? after.state}.`);
-      }).then(() => { data.reload(); onChanged(); });
+      const body = answer.code
+        ? { state: answer.state, code: answer.code }
+        : { state: answer.state, error: answer.error ?? 'access_denied' };
+      void action
+        .run(async () => {
+          const after = await control.call('connectors.completeAuthorization', { path, body }, options);
+          setNotice(
+            after.state === 'active'
+              ? 'Consent given: the connection is active.'
+              : `Consent not completed: ${after.state_reason ?? after.state}.`,
+          );
+        })
+        .then(() => {
+          data.reload();
+          onChanged();
+        });
     };
     return () => channel.close();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [id]);
 
-  const act = (work: () => Promise<unknown>, done: string) => action.run(work).then((ok) => {
-    if (ok) setNotice(done);
-    data.reload();
-    onChanged();
-  });
-  const consent = () => void action.run(async () => {
-    const grant = await control.call('connectors.authorize', { path }, options);
-    pendingState.current = grant.state;
-    setConsentUrl(grant.authorization_url);
-    // A popup keeps this tab, and the session it holds in memory, alive; if it is blocked the link below opens it.
-    window.open(grant.authorization_url, 'engram-consent', 'popup,width=640,height=760');
-  });
-  const remove = () => act(async () => {
-    await control.call('connectors.remove', { path }, options);
-    onRemoved();
-  }, 'Connection removed.');
+  const act = (work: () => Promise<unknown>, done: string) =>
+    action.run(work).then((ok) => {
+      if (ok) setNotice(done);
+      data.reload();
+      onChanged();
+    });
+  const consent = () =>
+    void action.run(async () => {
+      const grant = await control.call('connectors.authorize', { path }, options);
+      pendingState.current = grant.state;
+      setConsentUrl(grant.authorization_url);
+      // A popup keeps this tab, and the session it holds in memory, alive; if it is blocked the link below opens it.
+      window.open(grant.authorization_url, 'engram-consent', 'popup,width=640,height=760');
+    });
+  const remove = () =>
+    act(async () => {
+      await control.call('connectors.remove', { path }, options);
+      onRemoved();
+    }, 'Connection removed.');
 
   return (
-    <div className="panel" role="region" aria-label={`Connection ${id}`}>
+    <section className="panel" aria-label={`Connection ${id}`}>
       <Status loading={data.loading && !data.data} error={data.error}>
         {connection && data.data && (
           <>
-            <h2>{connection.name} <span className="muted">({provider?.title ?? connection.provider}, {connection.state})</span></h2>
+            <h2>
+              {connection.name}{' '}
+              <span className="muted">
+                ({provider?.title ?? connection.provider}, {connection.state})
+              </span>
+            </h2>
             {connection.state_reason && <p className="muted">{connection.state_reason}</p>}
-            <p>Memories go to end user <strong>{connection.end_user_id}</strong>. {connection.schedule_minutes ? `Synced every ${connection.schedule_minutes} minutes; next ${when(connection.next_sync_at)}.` : 'Synced on demand.'}</p>
+            <p>
+              Memories go to end user <strong>{connection.end_user_id}</strong>.{' '}
+              {connection.schedule_minutes
+                ? `Synced every ${connection.schedule_minutes} minutes; next ${when(connection.next_sync_at)}.`
+                : 'Synced on demand.'}
+            </p>
             {manage && (
               <p>
                 {(connection.state === 'needs_consent' || connection.state === 'needs_repair') && (
-                  <button type="button" onClick={consent} disabled={action.busy}>Give consent at {provider?.title ?? connection.provider}</button>
+                  <button type="button" onClick={consent} disabled={action.busy}>
+                    Give consent at {provider?.title ?? connection.provider}
+                  </button>
                 )}{' '}
                 {connection.state !== 'needs_consent' && connection.state !== 'needs_repair' && !running && (
-                  <button type="button" onClick={() => act(() => control.call('connectors.sync', { path }, options), 'Sync started.')} disabled={action.busy}>Sync now</button>
+                  <button
+                    type="button"
+                    onClick={() => act(() => control.call('connectors.sync', { path }, options), 'Sync started.')}
+                    disabled={action.busy}
+                  >
+                    Sync now
+                  </button>
                 )}{' '}
                 {running && data.data.syncs.items[0] && (
-                  <button type="button" onClick={() => act(() => control.call('connectors.cancelSync', { path: { sync_id: data.data!.syncs.items[0]!.id } }, options), 'Cancel requested.')}>Cancel sync</button>
+                  <button
+                    type="button"
+                    onClick={() =>
+                      act(
+                        () =>
+                          control.call(
+                            'connectors.cancelSync',
+                            { path: { sync_id: data.data!.syncs.items[0]!.id } },
+                            options,
+                          ),
+                        'Cancel requested.',
+                      )
+                    }
+                  >
+                    Cancel sync
+                  </button>
                 )}{' '}
-                {!confirming && <button type="button" className="danger" onClick={() => setConfirming(true)}>Remove…</button>}
+                {!confirming && (
+                  <button type="button" className="danger" onClick={() => setConfirming(true)}>
+                    Remove…
+                  </button>
+                )}
               </p>
             )}
             {confirming && (
               <div role="alertdialog" aria-label="Confirm removal">
                 <p>Remove {connection.name} and forget every memory it synced?</p>
-                <button type="button" className="danger" onClick={remove}>Remove and forget</button>{' '}
-                <button type="button" onClick={() => setConfirming(false)}>Keep it</button>
+                <button type="button" className="danger" onClick={remove}>
+                  Remove and forget
+                </button>{' '}
+                <button type="button" onClick={() => setConfirming(false)}>
+                  Keep it
+                </button>
               </div>
             )}
-            {consentUrl && <p role="status">Waiting for consent in the provider's window. <a href={consentUrl} target="engram-consent" rel="opener">Open it again</a></p>}
+            {consentUrl && (
+              <p role="status">
+                Waiting for consent in the provider's window.{' '}
+                <a href={consentUrl} target="engram-consent" rel="opener">
+                  Open it again
+                </a>
+              </p>
+            )}
             {notice && <p role="status">{notice}</p>}
-            {action.error && <p role="alert" className="error">{action.error}</p>}
+            {action.error && (
+              <p role="alert" className="error">
+                {action.error}
+              </p>
+            )}
             <h3>Syncs</h3>
-            {data.data.syncs.items.length === 0 ? <p className="muted">No sync yet.</p> : (
+            {data.data.syncs.items.length === 0 ? (
+              <p className="muted">No sync yet.</p>
+            ) : (
               <table>
-                <thead><tr><th>Id</th><th>Trigger</th><th>Status</th><th>Progress</th><th>Started</th><th>Finished</th></tr></thead>
+                <thead>
+                  <tr>
+                    <th>Id</th>
+                    <th>Trigger</th>
+                    <th>Status</th>
+                    <th>Progress</th>
+                    <th>Started</th>
+                    <th>Finished</th>
+                  </tr>
+                </thead>
                 <tbody>
                   {data.data.syncs.items.map((s) => (
                     <tr key={s.id} data-testid={`sync-${s.id}`}>
-                      <td>{s.id}</td><td>{s.trigger}</td><td>{s.status}{s.error ? <span className="error"> ({s.error})</span> : null}</td>
-                      <td aria-label={`Sync ${s.id} progress`}>{s.progress.seen} seen: {s.progress.created} new, {s.progress.updated} changed, {s.progress.deleted} removed, {s.progress.unchanged} unchanged, {s.progress.failed} failed</td>
-                      <td>{when(s.started_at)}</td><td>{when(s.finished_at)}</td>
+                      <td>{s.id}</td>
+                      <td>{s.trigger}</td>
+                      <td>
+                        {s.status}
+                        {s.error ? <span className="error"> ({s.error})</span> : null}
+                      </td>
+                      <td aria-label={`Sync ${s.id} progress`}>
+                        {s.progress.seen} seen: {s.progress.created} new, {s.progress.updated} changed,{' '}
+                        {s.progress.deleted} removed, {s.progress.unchanged} unchanged, {s.progress.failed} failed
+                      </td>
+                      <td>{when(s.started_at)}</td>
+                      <td>{when(s.finished_at)}</td>
                     </tr>
                   ))}
                 </tbody>
               </table>
             )}
             <h3>Synced objects ({data.data.objects.total})</h3>
-            {data.data.objects.items.length === 0 ? <p className="muted">Nothing synced yet.</p> : (
+            {data.data.objects.items.length === 0 ? (
+              <p className="muted">Nothing synced yet.</p>
+            ) : (
               <table>
-                <thead><tr><th>Object</th><th>Status</th><th>Memories</th><th>Updated</th></tr></thead>
+                <thead>
+                  <tr>
+                    <th>Object</th>
+                    <th>Status</th>
+                    <th>Memories</th>
+                    <th>Updated</th>
+                  </tr>
+                </thead>
                 <tbody>
                   {data.data.objects.items.map((o) => (
                     <tr key={o.source_id} data-testid="synced-object">
-                      <td>{o.url ? <a href={o.url} target="_blank" rel="noreferrer noopener">{o.title ?? o.source_id}</a> : (o.title ?? o.source_id)}</td>
-                      <td>{o.status}{o.error ? <span className="error"> ({o.error})</span> : null}</td>
-                      <td>{o.memory_ids.length}</td><td>{when(o.updated_at)}</td>
+                      <td>
+                        {o.url ? (
+                          <a href={o.url} target="_blank" rel="noreferrer noopener">
+                            {o.title ?? o.source_id}
+                          </a>
+                        ) : (
+                          (o.title ?? o.source_id)
+                        )}
+                      </td>
+                      <td>
+                        {o.status}
+                        {o.error ? <span className="error"> ({o.error})</span> : null}
+                      </td>
+                      <td>{o.memory_ids.length}</td>
+                      <td>{when(o.updated_at)}</td>
                     </tr>
                   ))}
                 </tbody>
@@ -244,6 +474,6 @@ function ConnectionPanel({ session, scope, id, providers, onChanged, onRemoved }
           </>
         )}
       </Status>
-    </div>
+    </section>
   );
 }

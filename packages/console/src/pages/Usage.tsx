@@ -7,15 +7,35 @@ export function UsagePage({ session, scope }: { session: Session; scope: Scope }
     <Status loading={plan.loading} error={plan.error}>
       {plan.data && (
         <>
-          <p>Plan <strong>{plan.data.plan}</strong>, period {when(plan.data.period_start)} – {when(plan.data.period_end)}</p>
+          <p>
+            Plan <strong>{plan.data.plan}</strong>, period {when(plan.data.period_start)} – {when(plan.data.period_end)}
+          </p>
           <table>
-            <thead><tr><th>Quota</th><th>Used</th><th>Allowance</th></tr></thead>
+            <thead>
+              <tr>
+                <th>Quota</th>
+                <th>Used</th>
+                <th>Allowance</th>
+              </tr>
+            </thead>
             <tbody>
               {Object.entries(plan.data.allowances).map(([name, allowance]) => (
                 <tr key={name}>
                   <td>{name.replace('_', ' ')}</td>
                   <td>{(plan.data!.usage as Record<string, number | null>)[name] ?? 0}</td>
-                  <td>{allowance ?? 'unlimited'}{allowance ? <> <progress max={allowance} value={(plan.data!.usage as Record<string, number | null>)[name] ?? 0} aria-label={`${name} used`} /></> : null}</td>
+                  <td>
+                    {allowance ?? 'unlimited'}
+                    {allowance ? (
+                      <>
+                        {' '}
+                        <progress
+                          max={allowance}
+                          value={(plan.data!.usage as Record<string, number | null>)[name] ?? 0}
+                          aria-label={`${name} used`}
+                        />
+                      </>
+                    ) : null}
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -19,7 +19,10 @@ interface Connection {
 }
 
 const common = {
-  url: { type: 'string' }, token: { type: 'string' }, project: { type: 'string' }, format: { type: 'string' },
+  url: { type: 'string' },
+  token: { type: 'string' },
+  project: { type: 'string' },
+  format: { type: 'string' },
 } as const;
 
 function connection(values: { url?: string; token?: string; project?: string }, env: NodeJS.ProcessEnv): Connection {
@@ -31,14 +34,23 @@ function connection(values: { url?: string; token?: string; project?: string }, 
   return { url: url.replace(/\/+$/, ''), token, project };
 }
 
-async function call(c: Connection, method: string, path: string, init: { body?: string | ReadableStream; headers?: Record<string, string> } = {}) {
+async function call(
+  c: Connection,
+  method: string,
+  path: string,
+  init: { body?: string | ReadableStream; headers?: Record<string, string> } = {},
+) {
   const response = await fetch(`${c.url}${path}`, {
-    method, body: init.body ?? null, headers: { authorization: `Bearer ${c.token}`, 'x-project-id': c.project, ...init.headers },
+    method,
+    body: init.body ?? null,
+    headers: { authorization: `Bearer ${c.token}`, 'x-project-id': c.project, ...init.headers },
     ...(init.body instanceof ReadableStream ? { duplex: 'half' } : {}),
   } as RequestInit);
   if (!response.ok) {
     const error = (await response.json().catch(() => null)) as { error?: { message?: string; field?: string } } | null;
-    throw new CliError(`${method} ${path}: ${response.status} ${error?.error?.message ?? response.statusText}${error?.error?.field ? ` (${error.error.field})` : ''}`);
+    throw new CliError(
+      `${method} ${path}: ${response.status} ${error?.error?.message ?? response.statusText}${error?.error?.field ? ` (${error.error.field})` : ''}`,
+    );
   }
   return response;
 }
@@ -62,7 +74,12 @@ function progressPrinter(label: string) {
   };
 }
 
-async function poll<T extends { status: string }>(c: Connection, path: string, show: (record: T, final: boolean) => void, finished: string[]): Promise<T> {
+async function poll<T extends { status: string }>(
+  c: Connection,
+  path: string,
+  show: (record: T, final: boolean) => void,
+  finished: string[],
+): Promise<T> {
   for (;;) {
     const record = (await (await call(c, 'GET', path)).json()) as T;
     const done = finished.includes(record.status);
@@ -74,27 +91,65 @@ async function poll<T extends { status: string }>(c: Connection, path: string, s
 
 export async function exportCommand(argv: string[], env = process.env): Promise<void> {
   const { values } = parseArgs({
-    args: argv, options: { ...common, gzip: { type: 'boolean' }, 'end-user': { type: 'string' }, tenant: { type: 'string' }, include: { type: 'string' }, out: { type: 'string', short: 'o' } },
+    args: argv,
+    options: {
+      ...common,
+      gzip: { type: 'boolean' },
+      'end-user': { type: 'string' },
+      tenant: { type: 'string' },
+      include: { type: 'string' },
+      out: { type: 'string', short: 'o' },
+    },
   });
   const c = connection(values, env);
-  const scope = { ...(values['end-user'] ? { end_user_id: values['end-user'] } : {}), ...(values.tenant ? { tenant_id: values.tenant } : {}) };
-  const body = { scope, ...(values.format ? { format: values.format } : {}), ...(values.gzip ? { gzip: true } : {}), ...(values.include ? { include: values.include.split(',') } : {}) };
-  const created = (await (await call(c, 'POST', '/exports', { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).json()) as { id: number };
+  const scope = {
+    ...(values['end-user'] ? { end_user_id: values['end-user'] } : {}),
+    ...(values.tenant ? { tenant_id: values.tenant } : {}),
+  };
+  const body = {
+    scope,
+    ...(values.format ? { format: values.format } : {}),
+    ...(values.gzip ? { gzip: true } : {}),
+    ...(values.include ? { include: values.include.split(',') } : {}),
+  };
+  const created = (await (
+    await call(c, 'POST', '/exports', { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } })
+  ).json()) as { id: number };
   const show = progressPrinter(`export ${created.id}`);
-  type ExportRecord = { status: string; error: string | null; filename: string; sha256: string; size: number; progress: { rows_done: number; rows_total: number | null } };
-  const record = await poll<ExportRecord>(c, `/exports/${created.id}`, (r, final) => show(r.progress.rows_done, r.progress.rows_total, 'rows', final), ['completed', 'failed', 'cancelled', 'expired']);
-  if (record.status !== 'completed') throw new CliError(`export ${created.id} ${record.status}${record.error ? `: ${record.error}` : ''}`);
+  type ExportRecord = {
+    status: string;
+    error: string | null;
+    filename: string;
+    sha256: string;
+    size: number;
+    progress: { rows_done: number; rows_total: number | null };
+  };
+  const record = await poll<ExportRecord>(
+    c,
+    `/exports/${created.id}`,
+    (r, final) => show(r.progress.rows_done, r.progress.rows_total, 'rows', final),
+    ['completed', 'failed', 'cancelled', 'expired'],
+  );
+  if (record.status !== 'completed')
+    throw new CliError(`export ${created.id} ${record.status}${record.error ? `: ${record.error}` : ''}`);
   const out = values.out ?? record.filename;
   const response = await call(c, 'GET', `/exports/${created.id}/download`);
   const hash = createHash('sha256');
-  await pipeline(Readable.fromWeb(response.body as never), async function* (source) {
-    for await (const chunk of source) {
-      hash.update(chunk as Buffer);
-      yield chunk;
-    }
-  }, createWriteStream(out));
-  if (hash.digest('hex') !== record.sha256) throw new CliError(`${out}: the download does not match the export's SHA-256; run the command again`);
-  process.stdout.write(`${out}: ${record.progress.rows_done} memories, ${record.size} bytes, sha256 ${record.sha256}\n`);
+  await pipeline(
+    Readable.fromWeb(response.body as never),
+    async function* (source) {
+      for await (const chunk of source) {
+        hash.update(chunk as Buffer);
+        yield chunk;
+      }
+    },
+    createWriteStream(out),
+  );
+  if (hash.digest('hex') !== record.sha256)
+    throw new CliError(`${out}: the download does not match the export's SHA-256; run the command again`);
+  process.stdout.write(
+    `${out}: ${record.progress.rows_done} memories, ${record.size} bytes, sha256 ${record.sha256}\n`,
+  );
 }
 
 export async function importCommand(argv: string[], env = process.env): Promise<void> {
@@ -105,24 +160,48 @@ export async function importCommand(argv: string[], env = process.env): Promise<
   const size = statSync(file).size;
   const upload = progressPrinter('upload');
   let sent = 0;
-  const stream = Readable.toWeb(Readable.from((async function* () {
-    for await (const chunk of createReadStream(file)) {
-      sent += (chunk as Buffer).length;
-      upload(sent, size, 'bytes', sent === size);
-      yield chunk;
-    }
-  })())) as ReadableStream;
-  const created = (await (await call(c, 'POST', `/imports${values.format ? `?format=${encodeURIComponent(values.format)}` : ''}`, {
-    body: stream, headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
-  })).json()) as { id: number };
+  const stream = Readable.toWeb(
+    Readable.from(
+      (async function* () {
+        for await (const chunk of createReadStream(file)) {
+          sent += (chunk as Buffer).length;
+          upload(sent, size, 'bytes', sent === size);
+          yield chunk;
+        }
+      })(),
+    ),
+  ) as ReadableStream;
+  const created = (await (
+    await call(c, 'POST', `/imports${values.format ? `?format=${encodeURIComponent(values.format)}` : ''}`, {
+      body: stream,
+      headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
+    })
+  ).json()) as { id: number };
   const show = progressPrinter(`import ${created.id}`);
   type ImportRecord = {
-    status: string; created: number; skipped: number; relations_created: number; relations_skipped: number; error: { message: string } | null;
+    status: string;
+    created: number;
+    skipped: number;
+    relations_created: number;
+    relations_skipped: number;
+    error: { message: string } | null;
     progress: { bytes_done: number; bytes_total: number; rows_done: number };
   };
-  const record = await poll<ImportRecord>(c, `/imports/${created.id}`, (r, final) => show(r.progress.bytes_done, r.progress.bytes_total, `bytes, ${r.progress.rows_done} records`, final), ['completed', 'failed', 'cancelled']);
-  if (record.status !== 'completed') throw new CliError(`import ${created.id} ${record.status}${record.error ? `: ${record.error.message}` : ''} (${record.created} created before it stopped; a re-run skips them)`);
-  const relations = record.relations_created + record.relations_skipped
-    ? `; relations: ${record.relations_created} restored, ${record.relations_skipped} skipped` : '';
-  process.stdout.write(`import ${created.id}: ${record.created} created, ${record.skipped} already present${relations}\n`);
+  const record = await poll<ImportRecord>(
+    c,
+    `/imports/${created.id}`,
+    (r, final) => show(r.progress.bytes_done, r.progress.bytes_total, `bytes, ${r.progress.rows_done} records`, final),
+    ['completed', 'failed', 'cancelled'],
+  );
+  if (record.status !== 'completed')
+    throw new CliError(
+      `import ${created.id} ${record.status}${record.error ? `: ${record.error.message}` : ''} (${record.created} created before it stopped; a re-run skips them)`,
+    );
+  const relations =
+    record.relations_created + record.relations_skipped
+      ? `; relations: ${record.relations_created} restored, ${record.relations_skipped} skipped`
+      : '';
+  process.stdout.write(
+    `import ${created.id}: ${record.created} created, ${record.skipped} already present${relations}\n`,
+  );
 }

@@ -37,11 +37,21 @@ export const DATA_PLANE_SCOPES = ['memories:read', 'memories:write'] as const sa
  * reach is narrower than the project these areas act on.
  */
 export const KEY_CONTROL_SCOPES = [
-  'exports:read', 'exports:write', 'webhooks:read', 'webhooks:write', 'connectors:read', 'connectors:write', 'members:read',
+  'exports:read',
+  'exports:write',
+  'webhooks:read',
+  'webhooks:write',
+  'connectors:read',
+  'connectors:write',
+  'members:read',
 ] as const satisfies readonly Scope[];
 
 /** The scopes a key acts with: a key bound to a tenant or end user leaves the control-plane scopes above unused. */
-export function keyScopes(key: { scopes: readonly string[]; tenantId: string | null; endUserId: string | null }): readonly string[] {
+export function keyScopes(key: {
+  scopes: readonly string[];
+  tenantId: string | null;
+  endUserId: string | null;
+}): readonly string[] {
   if (!key.tenantId && !key.endUserId) return key.scopes;
   const granted = key.scopes.includes('*') ? ALL_SCOPES : key.scopes;
   return granted.filter((s) => !(KEY_CONTROL_SCOPES as readonly string[]).includes(s));

@@ -46,10 +46,20 @@ export interface ChainPlace {
  */
 export function chainHash(entry: AuditEntry, place: ChainPlace, prevHash: string): string {
   const fields = [
-    entry.organizationId, entry.projectId, entry.actorType, entry.actorId, entry.action, entry.targetType,
-    entry.targetId, entry.result, entry.requestId, entry.createdAt,
+    entry.organizationId,
+    entry.projectId,
+    entry.actorType,
+    entry.actorId,
+    entry.action,
+    entry.targetType,
+    entry.targetId,
+    entry.result,
+    entry.requestId,
+    entry.createdAt,
   ];
-  return sha256Hex(JSON.stringify(place.legacy ? [...fields, prevHash] : [...fields, place.auditId, place.position, prevHash]));
+  return sha256Hex(
+    JSON.stringify(place.legacy ? [...fields, prevHash] : [...fields, place.auditId, place.position, prevHash]),
+  );
 }
 
 /**
@@ -58,15 +68,36 @@ export function chainHash(entry: AuditEntry, place: ChainPlace, prevHash: string
  */
 export function auditInsert(trx: Executor, entries: AuditEntry[]) {
   if (entries.length === 0) return undefined;
-  return auditRows(trx, entries.map((e) => ({
-    organization_id: e.organizationId, project_id: e.projectId, actor_type: e.actorType, actor_id: e.actorId,
-    action: e.action, target_type: e.targetType, target_id: e.targetId, result: e.result,
-    request_id: e.requestId, created_at: e.createdAt,
-  })));
+  return auditRows(
+    trx,
+    entries.map((e) => ({
+      organization_id: e.organizationId,
+      project_id: e.projectId,
+      actor_type: e.actorType,
+      actor_id: e.actorId,
+      action: e.action,
+      target_type: e.targetType,
+      target_id: e.targetId,
+      result: e.result,
+      request_id: e.requestId,
+      created_at: e.createdAt,
+    })),
+  );
 }
 
 const auditRows = preparedInsert<Insertable<AuditLogTable>>(
-  ['organization_id', 'project_id', 'actor_type', 'actor_id', 'action', 'target_type', 'target_id', 'result', 'request_id', 'created_at'],
+  [
+    'organization_id',
+    'project_id',
+    'actor_type',
+    'actor_id',
+    'action',
+    'target_type',
+    'target_id',
+    'result',
+    'request_id',
+    'created_at',
+  ],
   (db, rows) => db.insertInto('audit_log').values(rows),
 );
 
@@ -88,7 +119,10 @@ const SEAL_BATCH = 2000;
  * A place in the order the sealer goes through audit rows: by the id of the transaction that wrote
  * the row (PostgreSQL; 0 on SQLite), then by the row's id.
  */
-export interface Place { xid: bigint; id: number }
+export interface Place {
+  xid: bigint;
+  id: number;
+}
 
 const before = (a: Place, b: Place) => a.xid < b.xid || (a.xid === b.xid && a.id < b.id);
 
@@ -96,7 +130,10 @@ const before = (a: Place, b: Place) => a.xid < b.xid || (a.xid === b.xid && a.id
  * Where unsealed rows may be: every row before `below` is sealed, but those of the transactions in
  * `open` (PostgreSQL: still running when the horizon was taken, so their rows may commit later).
  */
-export interface Horizon { below: Place; open: bigint[] }
+export interface Horizon {
+  below: Place;
+  open: bigint[];
+}
 
 /**
  * Chains every committed, unsealed audit row into its organization's chain, in (xid, id) order, up
@@ -120,7 +157,8 @@ export async function sealAuditChains(database: Database, organizationId?: strin
       const rows = await unsealedRows(database, trx, pass.from, pass.to.below, after, organizationId).execute();
       for (const [org, ofOrg] of groupBy(rows, (r) => r.organization_id)) await sealBatch(database, trx, org, ofOrg);
       // Only after sealing: moving it is itself a write, whose transaction id the next pass's xmax would pass again.
-      const moves = rows.length < SEAL_BATCH && !organizationId && sealed + rows.length > 0 && before(current.below, pass.to.below);
+      const moves =
+        rows.length < SEAL_BATCH && !organizationId && sealed + rows.length > 0 && before(current.below, pass.to.below);
       if (moves) await moveHorizon(database, trx, pass.to);
       return rows;
     });
@@ -144,7 +182,10 @@ async function passHorizon(database: Database, trx: Executor): Promise<Horizon> 
       FROM (SELECT pg_current_snapshot() AS s) AS snapshot`.execute(trx);
     return { below: { xid: BigInt(rows[0]!.xmax), id: 0 }, open: rows[0]!.xip.map(BigInt) };
   }
-  const row = await trx.selectFrom('audit_log').select((eb) => eb.fn.max('id').as('id')).executeTakeFirst();
+  const row = await trx
+    .selectFrom('audit_log')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .executeTakeFirst();
   return { below: { xid: 0n, id: Number(row?.id ?? 0) + 1 }, open: [] };
 }
 
@@ -157,13 +198,22 @@ const SEALER_LOCK_CLASS = 724_993;
  * xmax and so make every pass of an idle system rewrite the horizon; a pass with nothing to do writes nothing.
  */
 async function readHorizon(database: Database, trx: Executor, lock: boolean): Promise<Horizon> {
-  if (lock && database.dialect === 'postgres') await sql`SELECT pg_advisory_xact_lock(${SEALER_LOCK_CLASS}, 0)`.execute(trx);
-  const row = await trx.selectFrom('audit_seal_horizon').select(['xid', 'audit_id', 'open_xids']).where('id', '=', 1).executeTakeFirstOrThrow();
-  return { below: { xid: BigInt(row.xid), id: Number(row.audit_id) }, open: row.open_xids === '' ? [] : row.open_xids.split(',').map(BigInt) };
+  if (lock && database.dialect === 'postgres')
+    await sql`SELECT pg_advisory_xact_lock(${SEALER_LOCK_CLASS}, 0)`.execute(trx);
+  const row = await trx
+    .selectFrom('audit_seal_horizon')
+    .select(['xid', 'audit_id', 'open_xids'])
+    .where('id', '=', 1)
+    .executeTakeFirstOrThrow();
+  return {
+    below: { xid: BigInt(row.xid), id: Number(row.audit_id) },
+    open: row.open_xids === '' ? [] : row.open_xids.split(',').map(BigInt),
+  };
 }
 
 async function moveHorizon(database: Database, trx: Executor, to: Horizon): Promise<void> {
-  await trx.updateTable('audit_seal_horizon')
+  await trx
+    .updateTable('audit_seal_horizon')
     .set({ xid: xidValue(database, to.below.xid), audit_id: to.below.id, open_xids: to.open.join(',') })
     .where('id', '=', 1)
     .execute();
@@ -177,7 +227,8 @@ const xidValue = (database: Database, xid: bigint) =>
  * in an index (a scan of every row with xid 0, all of them there), so its bound is on the id alone.
  */
 const comparedWith = (database: Database, op: '<' | '>=' | '>', place: Place) => {
-  if (database.dialect === 'postgres') return sql<boolean>`(a.xid, a.id) ${sql.raw(op)} (${xidValue(database, place.xid)}, ${place.id})`;
+  if (database.dialect === 'postgres')
+    return sql<boolean>`(a.xid, a.id) ${sql.raw(op)} (${xidValue(database, place.xid)}, ${place.id})`;
   if (place.xid !== 0n) throw new Error('audit rows on SQLite are all of xid 0');
   return sql<boolean>`a.xid = 0 AND a.id ${sql.raw(op)} ${place.id}`;
 };
@@ -199,8 +250,17 @@ const notSealed = sql<boolean>`(SELECT s.audit_id FROM audit_seals AS s WHERE s.
  * The statement reading unsealed rows from the horizon `from` up to `to` (after `after`, the last row
  * of the batch before), in (xid, id) order (exported for the test of its plan).
  */
-export function unsealedRows(database: Database, trx: Executor, from: Horizon, to: Place, after: Place | undefined, organizationId?: string) {
-  let query = trx.selectFrom('audit_log as a').selectAll('a')
+export function unsealedRows(
+  database: Database,
+  trx: Executor,
+  from: Horizon,
+  to: Place,
+  after: Place | undefined,
+  organizationId?: string,
+) {
+  let query = trx
+    .selectFrom('audit_log as a')
+    .selectAll('a')
     .where(pastHorizon(database, from))
     .where(comparedWith(database, '<', to))
     .where(notSealed);
@@ -221,12 +281,19 @@ function groupBy<T, K>(items: T[], key: (item: T) => K): Map<K, T[]> {
 }
 
 /** Appends these rows (one organization's, in order) to its chain. */
-async function sealBatch(database: Database, trx: Executor, organizationId: string, rows: Array<Selectable<AuditLogTable>>): Promise<void> {
+async function sealBatch(
+  database: Database,
+  trx: Executor,
+  organizationId: string,
+  rows: Array<Selectable<AuditLogTable>>,
+): Promise<void> {
   // Creating the head and reading it in one statement.
   const head = await trx
     .insertInto('audit_chain_heads')
     .values({ organization_id: organizationId, last_hash: GENESIS_HASH, last_position: 0 })
-    .onConflict((oc) => oc.column('organization_id').doUpdateSet((eb) => ({ last_hash: eb.ref('audit_chain_heads.last_hash') })))
+    .onConflict((oc) =>
+      oc.column('organization_id').doUpdateSet((eb) => ({ last_hash: eb.ref('audit_chain_heads.last_hash') })),
+    )
     .returning(['last_hash', 'last_position'])
     .executeTakeFirstOrThrow();
   let prev = head.last_hash;
@@ -234,43 +301,89 @@ async function sealBatch(database: Database, trx: Executor, organizationId: stri
   const seals = rows.map((row) => {
     const place = { auditId: row.id, position: ++position, legacy: false };
     const hash = chainHash(entryOf(row), place, prev);
-    const seal = { organization_id: organizationId, position, audit_id: row.id, prev_hash: prev, hash, legacy: database.bool(false) };
+    const seal = {
+      organization_id: organizationId,
+      position,
+      audit_id: row.id,
+      prev_hash: prev,
+      hash,
+      legacy: database.bool(false),
+    };
     prev = hash;
     return seal;
   });
   if (database.dialect === 'postgres') {
     // Each column as one array: one prepared statement for every batch size, and no per-value parameters to bind.
-    await sealRows(trx, organizationId, seals.map((s) => s.position), rows.map((r) => r.id), seals.map((s) => s.prev_hash), seals.map((s) => s.hash));
+    await sealRows(
+      trx,
+      organizationId,
+      seals.map((s) => s.position),
+      rows.map((r) => r.id),
+      seals.map((s) => s.prev_hash),
+      seals.map((s) => s.hash),
+    );
   } else {
     // Bound parameters per statement stay under SQLite's limit (32766).
-    for (let i = 0; i < seals.length; i += 1000) await trx.insertInto('audit_seals').values(seals.slice(i, i + 1000)).execute();
+    for (let i = 0; i < seals.length; i += 1000)
+      await trx
+        .insertInto('audit_seals')
+        .values(seals.slice(i, i + 1000))
+        .execute();
   }
-  await trx.updateTable('audit_chain_heads').set({ last_hash: prev, last_position: position }).where('organization_id', '=', organizationId).execute();
+  await trx
+    .updateTable('audit_chain_heads')
+    .set({ last_hash: prev, last_position: position })
+    .where('organization_id', '=', organizationId)
+    .execute();
 }
 
-const sealRows = prepared(5, (db, organizationId: string, positions: number[], ids: number[], prevHashes: string[], hashes: string[]) =>
-  db.insertInto('audit_seals').columns(['organization_id', 'position', 'audit_id', 'prev_hash', 'hash', 'legacy']).expression(sql`
+const sealRows = prepared(
+  5,
+  (db, organizationId: string, positions: number[], ids: number[], prevHashes: string[], hashes: string[]) =>
+    db
+      .insertInto('audit_seals')
+      .columns(['organization_id', 'position', 'audit_id', 'prev_hash', 'hash', 'legacy'])
+      .expression(sql`
     SELECT ${organizationId}, s.position, s.audit_id, s.prev_hash, s.hash, false
     FROM unnest(${positions}::bigint[], ${ids}::bigint[], ${prevHashes}::text[], ${hashes}::text[]) AS s(position, audit_id, prev_hash, hash)`),
 );
 
 /** The chained fields of an audit_log row. */
 export function entryOf(row: {
-  organization_id: string; project_id: string | null; actor_type: string; actor_id: number | null; action: string;
-  target_type: string; target_id: string | null; result: string; request_id: string | null; created_at: string;
+  organization_id: string;
+  project_id: string | null;
+  actor_type: string;
+  actor_id: number | null;
+  action: string;
+  target_type: string;
+  target_id: string | null;
+  result: string;
+  request_id: string | null;
+  created_at: string;
 }): AuditEntry {
   return {
-    organizationId: row.organization_id, projectId: row.project_id, actorType: row.actor_type, actorId: row.actor_id,
-    action: row.action, targetType: row.target_type, targetId: row.target_id, result: row.result,
-    requestId: row.request_id, createdAt: row.created_at,
+    organizationId: row.organization_id,
+    projectId: row.project_id,
+    actorType: row.actor_type,
+    actorId: row.actor_id,
+    action: row.action,
+    targetType: row.target_type,
+    targetId: row.target_id,
+    result: row.result,
+    requestId: row.request_id,
+    createdAt: row.created_at,
   };
 }
 
 /** Unsealed rows per organization (all organizations, or one): committed rows past the horizon without a seal. */
 export async function unsealedCounts(database: Database, organizationId?: string): Promise<Map<string, number>> {
   const horizon = await readHorizon(database, database.db, false);
-  let query = database.db.selectFrom('audit_log as a').select(['a.organization_id', sql<number>`count(*)`.as('n')])
-    .where(pastHorizon(database, horizon)).where(notSealed).groupBy('a.organization_id');
+  let query = database.db
+    .selectFrom('audit_log as a')
+    .select(['a.organization_id', sql<number>`count(*)`.as('n')])
+    .where(pastHorizon(database, horizon))
+    .where(notSealed)
+    .groupBy('a.organization_id');
   if (organizationId) query = query.where('a.organization_id', '=', organizationId);
   return new Map((await query.execute()).map((r) => [r.organization_id, Number(r.n)]));
 }

@@ -24,7 +24,8 @@ export function endUserWithin(key: KeyBinding, named: string | undefined, field:
  * binding the key carries must match. For rows read by id (refresh jobs).
  */
 export function withinBinding(
-  key: KeyBinding, owner: { projectId: string | null; tenantId: string | null; endUserId: string | null },
+  key: KeyBinding,
+  owner: { projectId: string | null; tenantId: string | null; endUserId: string | null },
 ): boolean {
   if (key.projectId && owner.projectId !== key.projectId) return false;
   if (key.tenantId && owner.tenantId !== key.tenantId) return false;

@@ -171,7 +171,11 @@ export interface Credentials {
    * The live key a presented secret names, with the live project the request names (or the key is locked to);
    * `caughtUp` and `heldAt` as WriteContext has them (modules/org/resolved-keys.ts).
    */
-  resolveKey(presented: string, requestedProjectId: string | undefined, checksClock: boolean): Promise<{ key: ApiKeyRecord; caughtUp: boolean; heldAt?: number } | undefined>;
+  resolveKey(
+    presented: string,
+    requestedProjectId: string | undefined,
+    checksClock: boolean,
+  ): Promise<{ key: ApiKeyRecord; caughtUp: boolean; heldAt?: number } | undefined>;
   /** Records a key's last use (at most once a minute). */
   touchKey(key: ApiKeyRecord): Promise<void>;
   /** A held key whose credentials clock moved: the next resolution reads it afresh. */
@@ -181,7 +185,11 @@ export interface Credentials {
   /** Records a session's last use (at most once a minute). */
   touchSession(session: BearerSession): Promise<void>;
   /** A person's membership in an organization (their first one when none is named); through `db` inside a transaction. */
-  membership(userId: number, organizationId?: string, db?: Executor): Promise<{ organizationId: string; role: string } | undefined>;
+  membership(
+    userId: number,
+    organizationId?: string,
+    db?: Executor,
+  ): Promise<{ organizationId: string; role: string } | undefined>;
   /** A live project of an organization. */
   findProject(organizationId: string, projectId: string): Promise<{ id: string } | undefined>;
 }

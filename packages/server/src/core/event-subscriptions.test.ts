@@ -14,22 +14,35 @@ import { subscribe, SUBSCRIPTIONS_CHANNEL } from './event-subscriptions.js';
  * the write: what it holds answers only once its listening connection has caught up.
  */
 forEachDialect('event subscriptions across processes', (dialect) => {
-  const t = useTestApp(dialect, { runJobs: false, webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 } });
+  const t = useTestApp(dialect, {
+    runJobs: false,
+    webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 },
+  });
   const owner = useOwner(t);
   beforeAll(() => subscribe(t.database.db, HARNESS_SUBSCRIBER, null));
 
   it('honours a subscription made through one process on the very next write through another', async () => {
     const url = new URL(t.databaseUrl, 'file:');
-    const relay = dialect === 'postgres' ? await startSlowRelay({ host: url.hostname, port: Number(url.port || 5432) }, 60) : null;
+    const relay =
+      dialect === 'postgres' ? await startSlowRelay({ host: url.hostname, port: Number(url.port || 5432) }, 60) : null;
     if (relay) url.host = `127.0.0.1:${relay.port}`;
-    const other = await startServerProcess({ ENGRAM_DATABASE_URL: relay ? url.toString() : t.databaseUrl, ENGRAM_RUN_JOBS: 'false', ENGRAM_LOG_LEVEL: 'warn' });
+    const other = await startServerProcess({
+      ENGRAM_DATABASE_URL: relay ? url.toString() : t.databaseUrl,
+      ENGRAM_RUN_JOBS: 'false',
+      ENGRAM_LOG_LEVEL: 'warn',
+    });
     try {
       const key = (await t.newKey()).key;
       let n = 0;
       const post = async (path: string, body: unknown) => {
         const res = await fetch(`${other.url}${path}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-project-id': t.projectId, 'x-end-user-id': 'elsewhere' },
+          headers: {
+            'content-type': 'application/json',
+            'x-api-key': key,
+            'x-project-id': t.projectId,
+            'x-end-user-id': 'elsewhere',
+          },
           body: JSON.stringify(body),
         });
         expect(res.status).toBeLessThan(300);
@@ -46,7 +59,9 @@ forEachDialect('event subscriptions across processes', (dialect) => {
       expect(await eventsAfter(t, mark)).toEqual([]);
 
       const created = await t.call('POST', '/org/webhooks', {
-        token: owner.token, headers: { 'x-project-id': t.projectId }, body: { name: 'elsewhere', url: 'http://127.0.0.1:9/hook', events: ['memory.created'] },
+        token: owner.token,
+        headers: { 'x-project-id': t.projectId },
+        body: { name: 'elsewhere', url: 'http://127.0.0.1:9/hook', events: ['memory.created'] },
       });
       expect(created.status, created.text).toBe(201);
       const single = await add();

@@ -35,8 +35,16 @@ export async function subscribe(trx: Executor, subscriber: string, subscription:
   await trx.deleteFrom('event_subscriptions').where('subscriber', '=', subscriber).execute();
   const types = [...new Set(subscription?.types ?? [])];
   if (!subscription || types.length === 0) return;
-  await trx.insertInto('event_subscriptions')
-    .values(types.map((type) => ({ organization_id: subscription.organizationId, type, project_id: subscription.projectId, subscriber })))
+  await trx
+    .insertInto('event_subscriptions')
+    .values(
+      types.map((type) => ({
+        organization_id: subscription.organizationId,
+        type,
+        project_id: subscription.projectId,
+        subscriber,
+      })),
+    )
     .execute();
 }
 
@@ -45,9 +53,11 @@ export type Receives = (projectId: string | null, type: EventKind) => boolean;
 
 /** The organization's subscriptions with the credentials clock of the same snapshot (one row with none). */
 const subscriptionRows = prepared(1, (db, organizationId: string) =>
-  db.selectFrom(db.selectNoFrom(clockNow.as('generation')).as('clock'))
+  db
+    .selectFrom(db.selectNoFrom(clockNow.as('generation')).as('clock'))
     .leftJoin('event_subscriptions as s', (join) => join.on('s.organization_id', '=', organizationId))
-    .select(['clock.generation', 's.project_id', 's.type']));
+    .select(['clock.generation', 's.project_id', 's.type']),
+);
 
 /** Who receives an organization's events, as read at `clock` (core/credentials-clock.ts). */
 interface HeldReceivers {
@@ -89,7 +99,11 @@ const MAX_ORGANIZATIONS = 10_000;
 export async function receiversFor(database: Database, db: Executor, ctx: WriteContext): Promise<Receives | undefined> {
   if (database.dialect === 'sqlite') return (await readReceivers(db, ctx.organizationId)).receives;
   // Watched from the first write on, so that the writes of caught-up requests find it listening.
-  const held = listeningCache(database, SUBSCRIPTIONS_CHANNEL, () => new ListeningCache<HeldReceivers>(MAX_ORGANIZATIONS));
+  const held = listeningCache(
+    database,
+    SUBSCRIPTIONS_CHANNEL,
+    () => new ListeningCache<HeldReceivers>(MAX_ORGANIZATIONS),
+  );
   if (!held?.cache.listens || !(ctx.caughtUp || ctx.heldAt !== undefined) || changedIn.has(db)) return undefined;
   const { cache } = held;
   const kept = cache.get(ctx.organizationId);
@@ -102,7 +116,12 @@ export async function receiversFor(database: Database, db: Executor, ctx: WriteC
 }
 
 /** The events of a write that a subscription may receive (all of them when that cannot be told: receiversFor). */
-export async function receivedEvents(database: Database, trx: Executor, ctx: WriteContext, events: OutboxEvent[]): Promise<OutboxEvent[]> {
+export async function receivedEvents(
+  database: Database,
+  trx: Executor,
+  ctx: WriteContext,
+  events: OutboxEvent[],
+): Promise<OutboxEvent[]> {
   if (events.length === 0) return events;
   const receives = await receiversFor(database, trx, ctx);
   return receives ? events.filter((e) => receives(e.projectId, e.type)) : events;

@@ -19,90 +19,234 @@ interface EventType<P extends TObject = TObject> {
   payload: P;
 }
 
-const event = <P extends TObject>(version: number, description: string, payload: P): EventType<P> => ({ version, description, payload });
+const event = <P extends TObject>(version: number, description: string, payload: P): EventType<P> => ({
+  version,
+  description,
+  payload,
+});
 const Id = Type.Integer({ minimum: 1 });
 /** A relation's ids and type, never its metadata (which may quote content). */
 const RelationPayload = Type.Object({
-  relation_id: Id, type: Type.String(), source_id: Id, target_id: Id, end_user_id: Type.String(),
+  relation_id: Id,
+  type: Type.String(),
+  source_id: Id,
+  target_id: Id,
+  end_user_id: Type.String(),
 });
 
 const MemoryRepresentation = Type.Object(
   { id: Id, end_user_id: Type.String() },
-  { additionalProperties: true, description: 'The memory as GET /memory/{memory_id} answers it (text, tags, metadata, …)' },
+  {
+    additionalProperties: true,
+    description: 'The memory as GET /memory/{memory_id} answers it (text, tags, metadata, …)',
+  },
 );
 const ApiKeyPayload = Type.Object({
-  api_key_id: Id, name: Type.String(), project_id: Type.Union([Type.String(), Type.Null()]), scopes: Type.Array(Type.String()),
+  api_key_id: Id,
+  name: Type.String(),
+  project_id: Type.Union([Type.String(), Type.Null()]),
+  scopes: Type.Array(Type.String()),
 });
 
 export const EVENT_TYPES = {
-  'memory.created': event(2, 'A memory (or a /v1 turn, or a summary) was stored.', Type.Object({
-    memory: MemoryRepresentation, tenant_id: Type.Union([Type.String(), Type.Null()]),
-  })),
-  'memory.updated': event(2, "A memory's tags, importance, metadata or source changed; `fields` names them.", Type.Object({
-    memory: MemoryRepresentation, fields: Type.Array(Type.String()),
-  })),
-  'memory.deleted': event(1, 'A memory was forgotten (erased down to a tombstone).', Type.Object({
-    memory_id: Id, end_user_id: Type.String(),
-  })),
-  'end_user.purged': event(1, "Every memory of an end user was forgotten.", Type.Object({
-    end_user_id: Type.String(), deleted: Type.Integer({ minimum: 0 }),
-  })),
-  'relation.created': event(1, 'Two memories of an end user were related (POST /memory/relations, or an import restoring a relation).', RelationPayload),
+  'memory.created': event(
+    2,
+    'A memory (or a /v1 turn, or a summary) was stored.',
+    Type.Object({
+      memory: MemoryRepresentation,
+      tenant_id: Type.Union([Type.String(), Type.Null()]),
+    }),
+  ),
+  'memory.updated': event(
+    2,
+    "A memory's tags, importance, metadata or source changed; `fields` names them.",
+    Type.Object({
+      memory: MemoryRepresentation,
+      fields: Type.Array(Type.String()),
+    }),
+  ),
+  'memory.deleted': event(
+    1,
+    'A memory was forgotten (erased down to a tombstone).',
+    Type.Object({
+      memory_id: Id,
+      end_user_id: Type.String(),
+    }),
+  ),
+  'end_user.purged': event(
+    1,
+    'Every memory of an end user was forgotten.',
+    Type.Object({
+      end_user_id: Type.String(),
+      deleted: Type.Integer({ minimum: 0 }),
+    }),
+  ),
+  'relation.created': event(
+    1,
+    'Two memories of an end user were related (POST /memory/relations, or an import restoring a relation).',
+    RelationPayload,
+  ),
   'relation.deleted': event(1, 'A relation between two memories was removed.', RelationPayload),
-  'decision.resolved': event(1, 'A conflicting statement (GET /memory/decisions) was resolved.', Type.Object({
-    decision_id: Id, end_user_id: Type.String(), resolution: Type.Union([Type.Literal('keep_one'), Type.Literal('keep_both'), Type.Literal('dismiss')]),
-    kept_memory_id: Type.Union([Id, Type.Null()]), memory_ids: Type.Array(Id),
-  })),
-  'ontology.updated': event(1, "A project's ontology was replaced; its memories are reclassified by the job named.", Type.Object({
-    revision: Type.Integer({ minimum: 1 }), job_id: Id,
-  })),
-  'project.created': event(1, 'A project was created.', Type.Object({
-    project_id: Type.String(), name: Type.String(), slug: Type.String(),
-  })),
-  'project.updated': event(1, "A project's name, slug or description changed.", Type.Object({
-    project_id: Type.String(), changed: Type.Array(Type.String()), name: Type.String(), slug: Type.String(),
-    description: Type.String(), updated_at: Type.String(),
-  })),
-  'project.deleted': event(1, 'A project was deleted and its memories tombstoned.', Type.Object({
-    project_id: Type.String(), memories_tombstoned: Type.Integer({ minimum: 0 }),
-  })),
-  'sync.completed': event(1, 'A connector sync finished; counts of the objects it saw.', Type.Object({
-    connection_id: Id, sync_id: Id, provider: Type.String(), seen: Type.Integer(), created: Type.Integer(), updated: Type.Integer(),
-    deleted: Type.Integer(), unchanged: Type.Integer(), failed: Type.Integer(),
-  })),
-  'sync.failed': event(1, 'A connector sync stopped on an error (the reason, never a credential).', Type.Object({
-    connection_id: Id, sync_id: Id, provider: Type.String(), seen: Type.Integer(), created: Type.Integer(), updated: Type.Integer(),
-    deleted: Type.Integer(), unchanged: Type.Integer(), failed: Type.Integer(), error: Type.String(),
-  })),
+  'decision.resolved': event(
+    1,
+    'A conflicting statement (GET /memory/decisions) was resolved.',
+    Type.Object({
+      decision_id: Id,
+      end_user_id: Type.String(),
+      resolution: Type.Union([Type.Literal('keep_one'), Type.Literal('keep_both'), Type.Literal('dismiss')]),
+      kept_memory_id: Type.Union([Id, Type.Null()]),
+      memory_ids: Type.Array(Id),
+    }),
+  ),
+  'ontology.updated': event(
+    1,
+    "A project's ontology was replaced; its memories are reclassified by the job named.",
+    Type.Object({
+      revision: Type.Integer({ minimum: 1 }),
+      job_id: Id,
+    }),
+  ),
+  'project.created': event(
+    1,
+    'A project was created.',
+    Type.Object({
+      project_id: Type.String(),
+      name: Type.String(),
+      slug: Type.String(),
+    }),
+  ),
+  'project.updated': event(
+    1,
+    "A project's name, slug or description changed.",
+    Type.Object({
+      project_id: Type.String(),
+      changed: Type.Array(Type.String()),
+      name: Type.String(),
+      slug: Type.String(),
+      description: Type.String(),
+      updated_at: Type.String(),
+    }),
+  ),
+  'project.deleted': event(
+    1,
+    'A project was deleted and its memories tombstoned.',
+    Type.Object({
+      project_id: Type.String(),
+      memories_tombstoned: Type.Integer({ minimum: 0 }),
+    }),
+  ),
+  'sync.completed': event(
+    1,
+    'A connector sync finished; counts of the objects it saw.',
+    Type.Object({
+      connection_id: Id,
+      sync_id: Id,
+      provider: Type.String(),
+      seen: Type.Integer(),
+      created: Type.Integer(),
+      updated: Type.Integer(),
+      deleted: Type.Integer(),
+      unchanged: Type.Integer(),
+      failed: Type.Integer(),
+    }),
+  ),
+  'sync.failed': event(
+    1,
+    'A connector sync stopped on an error (the reason, never a credential).',
+    Type.Object({
+      connection_id: Id,
+      sync_id: Id,
+      provider: Type.String(),
+      seen: Type.Integer(),
+      created: Type.Integer(),
+      updated: Type.Integer(),
+      deleted: Type.Integer(),
+      unchanged: Type.Integer(),
+      failed: Type.Integer(),
+      error: Type.String(),
+    }),
+  ),
   'api_key.created': event(1, 'An API key was created (never its secret).', ApiKeyPayload),
   'api_key.revoked': event(1, 'An API key was revoked.', ApiKeyPayload),
-  'webhook.test': event(1, 'Sent to one endpoint by its "send a test event" operation.', Type.Object({
-    endpoint_id: Id, message: Type.String(),
-  })),
-  'endpoint.disabled': event(1, 'A webhook endpoint failed every attempt for its disable period and was disabled.', Type.Object({
-    endpoint_id: Id, url: Type.String(), failing_since: Type.String(), reason: Type.String(),
-  })),
-  'export.completed': event(1, "An export's artifact is ready to download.", Type.Object({
-    export_id: Id, project_id: Type.String(), rows: Type.Integer({ minimum: 0 }), size: Type.Integer({ minimum: 0 }), sha256: Type.String(),
-  })),
-  'export.failed': event(1, 'An export failed after its last attempt.', Type.Object({
-    export_id: Id, project_id: Type.String(), error: Type.String(),
-  })),
-  'member.invited': event(1, 'A person was invited to the organization (the invitation id and role; never the address).', Type.Object({
-    invitation_id: Id, role: Type.String(),
-  })),
-  'member.invitation_revoked': event(1, 'A pending invitation was revoked; its link no longer works.', Type.Object({
-    invitation_id: Id, role: Type.String(),
-  })),
-  'member.joined': event(1, 'A person joined the organization (accepted an invitation, or added by an operator).', Type.Object({
-    user_id: Id, role: Type.String(),
-  })),
-  'member.role_changed': event(1, "A member's role changed.", Type.Object({
-    user_id: Id, role: Type.String(), previous_role: Type.String(),
-  })),
-  'member.removed': event(1, 'A member was removed from the organization; their sessions ended.', Type.Object({
-    user_id: Id, previous_role: Type.String(),
-  })),
+  'webhook.test': event(
+    1,
+    'Sent to one endpoint by its "send a test event" operation.',
+    Type.Object({
+      endpoint_id: Id,
+      message: Type.String(),
+    }),
+  ),
+  'endpoint.disabled': event(
+    1,
+    'A webhook endpoint failed every attempt for its disable period and was disabled.',
+    Type.Object({
+      endpoint_id: Id,
+      url: Type.String(),
+      failing_since: Type.String(),
+      reason: Type.String(),
+    }),
+  ),
+  'export.completed': event(
+    1,
+    "An export's artifact is ready to download.",
+    Type.Object({
+      export_id: Id,
+      project_id: Type.String(),
+      rows: Type.Integer({ minimum: 0 }),
+      size: Type.Integer({ minimum: 0 }),
+      sha256: Type.String(),
+    }),
+  ),
+  'export.failed': event(
+    1,
+    'An export failed after its last attempt.',
+    Type.Object({
+      export_id: Id,
+      project_id: Type.String(),
+      error: Type.String(),
+    }),
+  ),
+  'member.invited': event(
+    1,
+    'A person was invited to the organization (the invitation id and role; never the address).',
+    Type.Object({
+      invitation_id: Id,
+      role: Type.String(),
+    }),
+  ),
+  'member.invitation_revoked': event(
+    1,
+    'A pending invitation was revoked; its link no longer works.',
+    Type.Object({
+      invitation_id: Id,
+      role: Type.String(),
+    }),
+  ),
+  'member.joined': event(
+    1,
+    'A person joined the organization (accepted an invitation, or added by an operator).',
+    Type.Object({
+      user_id: Id,
+      role: Type.String(),
+    }),
+  ),
+  'member.role_changed': event(
+    1,
+    "A member's role changed.",
+    Type.Object({
+      user_id: Id,
+      role: Type.String(),
+      previous_role: Type.String(),
+    }),
+  ),
+  'member.removed': event(
+    1,
+    'A member was removed from the organization; their sessions ended.',
+    Type.Object({
+      user_id: Id,
+      previous_role: Type.String(),
+    }),
+  ),
 } as const satisfies Record<string, EventType>;
 
 export type EventKind = keyof typeof EVENT_TYPES;
@@ -118,7 +262,9 @@ export function listEventTypes(): Array<{ type: EventKind; version: number; desc
 }
 
 const validators = new Map(
-  (Object.keys(EVENT_TYPES) as EventKind[]).map((kind) => [kind, bodyAjv.compile({ ...EVENT_TYPES[kind].payload, additionalProperties: false })] as const),
+  (Object.keys(EVENT_TYPES) as EventKind[]).map(
+    (kind) => [kind, bodyAjv.compile({ ...EVENT_TYPES[kind].payload, additionalProperties: false })] as const,
+  ),
 );
 
 export interface OutboxEvent<K extends EventKind = EventKind> {
@@ -138,9 +284,17 @@ export interface OutboxEvent<K extends EventKind = EventKind> {
 export function outboxInsert(trx: Executor, events: OutboxEvent[]) {
   if (events.length === 0) return undefined;
   for (const e of events) checkEvent(e);
-  return outboxRows(trx, events.map((e) => ({
-    organization_id: e.organizationId, project_id: e.projectId, type: e.type, payload: encodeJson(e.payload), memory_id: memoryOf(e), created_at: e.createdAt,
-  })));
+  return outboxRows(
+    trx,
+    events.map((e) => ({
+      organization_id: e.organizationId,
+      project_id: e.projectId,
+      type: e.type,
+      payload: encodeJson(e.payload),
+      memory_id: memoryOf(e),
+      created_at: e.createdAt,
+    })),
+  );
 }
 
 const OUTBOX_COLUMNS = ['organization_id', 'project_id', 'type', 'payload', 'memory_id', 'created_at'] as const;
@@ -153,8 +307,13 @@ const OUTBOX_COLUMNS = ['organization_id', 'project_id', 'type', 'payload', 'mem
 const outboxRows = preparedInsert<Insertable<OutboxEventsTable>>(OUTBOX_COLUMNS, (db, rows) => {
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   const cast = (value: unknown, type: string) => (postgres ? sql`CAST(${value} AS ${sql.raw(type)})` : sql`${value}`);
-  const values = rows.map((r) => sql`(${r.organization_id}, ${r.project_id}, ${r.type}, ${cast(r.payload, 'json')}, ${cast(r.memory_id, 'bigint')}, ${cast(r.created_at, 'timestamptz')})`);
-  const [organization, project, type, ...rest] = postgres ? OUTBOX_COLUMNS.map((c) => `event.${c}`) : OUTBOX_COLUMNS.map((_, i) => `event.column${i + 1}`);
+  const values = rows.map(
+    (r) =>
+      sql`(${r.organization_id}, ${r.project_id}, ${r.type}, ${cast(r.payload, 'json')}, ${cast(r.memory_id, 'bigint')}, ${cast(r.created_at, 'timestamptz')})`,
+  );
+  const [organization, project, type, ...rest] = postgres
+    ? OUTBOX_COLUMNS.map((c) => `event.${c}`)
+    : OUTBOX_COLUMNS.map((_, i) => `event.column${i + 1}`);
   const statement = sql`INSERT INTO outbox_events (${sql.raw(OUTBOX_COLUMNS.join(', '))})
     SELECT ${sql.raw([organization, project, type, ...rest].join(', '))}
     FROM (VALUES ${sql.join(values)}) AS ${sql.raw(postgres ? `event (${OUTBOX_COLUMNS.join(', ')})` : 'event')}
@@ -208,7 +367,8 @@ function checkEvent(e: Pick<OutboxEvent, 'type' | 'payload'>): void {
   checked++;
   const valid = validators.get(e.type);
   if (!valid) throw new Error(`Undeclared event kind ${String(e.type)}; declare it in core/events.ts`);
-  if (!valid(e.payload)) throw new Error(`Event ${e.type} payload does not match its schema: ${bodyAjv.errorsText(valid.errors)}`);
+  if (!valid(e.payload))
+    throw new Error(`Event ${e.type} payload does not match its schema: ${bodyAjv.errorsText(valid.errors)}`);
 }
 
 /** The memory an event carries a copy of, if any. */
@@ -218,13 +378,26 @@ function memoryOf(e: OutboxEvent): number | null {
 }
 
 /** Forgetting: outbox events that carry these memories keep only their ids. */
-export async function eraseMemoryEvents(trx: Executor, memoryIds: number[], rewrittenIds: number[] = []): Promise<void> {
+export async function eraseMemoryEvents(
+  trx: Executor,
+  memoryIds: number[],
+  rewrittenIds: number[] = [],
+): Promise<void> {
   const all = [...memoryIds, ...rewrittenIds];
   if (all.length === 0) return;
   const rewritten = new Set(rewrittenIds);
-  const rows = await trx.selectFrom('outbox_events').select(['id', 'memory_id']).where('memory_id', 'in', all).orderBy('id').execute();
+  const rows = await trx
+    .selectFrom('outbox_events')
+    .select(['id', 'memory_id'])
+    .where('memory_id', 'in', all)
+    .orderBy('id')
+    .execute();
   for (const row of rows) {
-    await trx.updateTable('outbox_events').set({ payload: encodeJson({ memory: erasedMemory(row.memory_id!, rewritten) }) }).where('id', '=', row.id).execute();
+    await trx
+      .updateTable('outbox_events')
+      .set({ payload: encodeJson({ memory: erasedMemory(row.memory_id!, rewritten) }) })
+      .where('id', '=', row.id)
+      .execute();
   }
 }
 
@@ -232,7 +405,10 @@ export async function eraseMemoryEvents(trx: Executor, memoryIds: number[], rewr
  * What is left of a memory's representation in an event once it is forgotten, or once an erasure
  * rewrote it (a summary of a forgotten source: its later `memory.updated` carries the new text).
  */
-export function erasedMemory(id: number, rewritten: ReadonlySet<number> = new Set()): { id: number; forgotten: true } | { id: number; rewritten: true } {
+export function erasedMemory(
+  id: number,
+  rewritten: ReadonlySet<number> = new Set(),
+): { id: number; forgotten: true } | { id: number; rewritten: true } {
   return rewritten.has(id) ? { id, rewritten: true } : { id, forgotten: true };
 }
 
@@ -266,7 +442,9 @@ export interface StoredEvent {
  * and then none is read.
  */
 export type OutboxDispatcher = (
-  trx: Executor, events: StoredEvent[], payloadsOf: (events: StoredEvent[]) => Promise<Array<Record<string, unknown>>>,
+  trx: Executor,
+  events: StoredEvent[],
+  payloadsOf: (events: StoredEvent[]) => Promise<Array<Record<string, unknown>>>,
 ) => Promise<void>;
 
 /**
@@ -276,30 +454,50 @@ export type OutboxDispatcher = (
  * commits both. Without a dispatcher events stay pending, for the one that comes. Returns how
  * many it dispatched.
  */
-export async function dispatchOutbox(database: Database, dispatchers: readonly OutboxDispatcher[], batchSize = 100): Promise<number> {
+export async function dispatchOutbox(
+  database: Database,
+  dispatchers: readonly OutboxDispatcher[],
+  batchSize = 100,
+): Promise<number> {
   if (dispatchers.length === 0) return 0;
   return database.db.transaction().execute(async (trx) => {
     const rows = await trx
       .updateTable('outbox_events')
       .set({ dispatched_at: nowIso() })
-      .where('id', 'in', (eb) => eb
-        .selectFrom('outbox_events')
-        .select('id')
-        .where('dispatched_at', 'is', null)
-        .orderBy('id')
-        .limit(batchSize)
-        .$if(database.dialect === 'postgres', (qb) => qb.forUpdate().skipLocked()))
+      .where('id', 'in', (eb) =>
+        eb
+          .selectFrom('outbox_events')
+          .select('id')
+          .where('dispatched_at', 'is', null)
+          .orderBy('id')
+          .limit(batchSize)
+          .$if(database.dialect === 'postgres', (qb) => qb.forUpdate().skipLocked()),
+      )
       .returning(['id', 'organization_id', 'project_id', 'type', 'created_at'])
       .execute();
     if (rows.length === 0) return 0;
     rows.sort((a, b) => a.id - b.id);
-    const events = rows.map((r): StoredEvent => ({
-      id: r.id, organizationId: r.organization_id, projectId: r.project_id, type: r.type as EventKind,
-      version: isEventKind(r.type) ? EVENT_TYPES[r.type].version : 0, createdAt: r.created_at,
-    }));
+    const events = rows.map(
+      (r): StoredEvent => ({
+        id: r.id,
+        organizationId: r.organization_id,
+        projectId: r.project_id,
+        type: r.type as EventKind,
+        version: isEventKind(r.type) ? EVENT_TYPES[r.type].version : 0,
+        createdAt: r.created_at,
+      }),
+    );
     const payloadsOf = async (wanted: StoredEvent[]) => {
       if (wanted.length === 0) return [];
-      const stored = await trx.selectFrom('outbox_events').select(['id', 'payload']).where('id', 'in', wanted.map((e) => e.id)).execute();
+      const stored = await trx
+        .selectFrom('outbox_events')
+        .select(['id', 'payload'])
+        .where(
+          'id',
+          'in',
+          wanted.map((e) => e.id),
+        )
+        .execute();
       const byId = new Map(stored.map((row) => [row.id, row.payload]));
       return wanted.map((e) => decodeJson<Record<string, unknown>>(byId.get(e.id)!));
     };
@@ -311,8 +509,15 @@ export async function dispatchOutbox(database: Database, dispatchers: readonly O
 /** Dispatched events are kept this long (for inspection), then deleted. */
 export const OUTBOX_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
-export async function purgeDispatchedEvents(db: Executor, before = new Date(Date.now() - OUTBOX_RETENTION_MS).toISOString()): Promise<number> {
-  const result = await db.deleteFrom('outbox_events').where('dispatched_at', 'is not', null).where('dispatched_at', '<', before).executeTakeFirst();
+export async function purgeDispatchedEvents(
+  db: Executor,
+  before = new Date(Date.now() - OUTBOX_RETENTION_MS).toISOString(),
+): Promise<number> {
+  const result = await db
+    .deleteFrom('outbox_events')
+    .where('dispatched_at', 'is not', null)
+    .where('dispatched_at', '<', before)
+    .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
 

@@ -48,7 +48,8 @@ function allowed(policy: OutboundPolicy, host: string, address: ipaddr.IPv4 | ip
       if (entry.includes('/')) {
         const [range, bits] = ipaddr.parseCIDR(entry);
         if (range.kind() === address.kind() && address.match([range, bits] as never)) return true;
-      } else if (ipaddr.isValid(entry) && ipaddr.parse(entry).toNormalizedString() === address.toNormalizedString()) return true;
+      } else if (ipaddr.isValid(entry) && ipaddr.parse(entry).toNormalizedString() === address.toNormalizedString())
+        return true;
     } catch {
       // an entry that is neither a host nor an address never matches
     }
@@ -59,14 +60,16 @@ function allowed(policy: OutboundPolicy, host: string, address: ipaddr.IPv4 | ip
 /** Whether an address is public unicast; IPv4-mapped IPv6 is judged as the IPv4 address it carries. */
 export function isPublicAddress(value: string): boolean {
   let address = ipaddr.parse(value);
-  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) address = (address as ipaddr.IPv6).toIPv4Address();
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress())
+    address = (address as ipaddr.IPv6).toIPv4Address();
   return address.range() === 'unicast';
 }
 
 /** Throws OutboundRefused unless `address` (resolved from `host`) may be reached under the policy. */
 export function checkAddress(policy: OutboundPolicy, host: string, value: string): void {
   let address = ipaddr.parse(value);
-  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) address = (address as ipaddr.IPv6).toIPv4Address();
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress())
+    address = (address as ipaddr.IPv6).toIPv4Address();
   if (address.range() === 'unicast' || allowed(policy, host, address)) return;
   throw new OutboundRefused(`${host} resolves to a non-public address (${address.range()}); refused`);
 }
@@ -82,14 +85,16 @@ function guardedLookup(policy: OutboundPolicy, host: string): LookupFunction {
       } catch (refused) {
         return callback(refused as NodeJS.ErrnoException, '', 0);
       }
-      if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
+      if ((options as { all?: boolean }).all)
+        return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
       return callback(null, list[0]!.address, list[0]!.family);
     });
   };
 }
 
 function once(policy: OutboundPolicy, url: URL, request: OutboundRequest): Promise<OutboundResponse> {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new OutboundRefused('Only http and https URLs are fetched'));
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return Promise.reject(new OutboundRefused('Only http and https URLs are fetched'));
   const host = url.hostname.replace(/^\[|\]$/g, '');
   // A literal address never reaches the lookup, so it is checked here.
   if (isIP(host)) {
@@ -102,26 +107,34 @@ function once(policy: OutboundPolicy, url: URL, request: OutboundRequest): Promi
   const maxBytes = request.maxBytes ?? 50 * 1024 * 1024;
   return new Promise((resolve, reject) => {
     const client = url.protocol === 'https:' ? https : http;
-    const req = client.request(url, {
-      method: request.method ?? 'GET', headers: request.headers ?? {}, lookup: guardedLookup(policy, host), timeout: request.timeoutMs ?? 30_000,
-    }, (res) => {
-      const parts: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > maxBytes) {
-          req.destroy(new Error(`The response from ${url.host} is larger than ${maxBytes} bytes`));
-          return;
-        }
-        parts.push(chunk);
-      });
-      res.on('end', () => {
-        const headers: Record<string, string> = {};
-        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-        resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(parts), url: url.toString() });
-      });
-      res.on('error', reject);
-    });
+    const req = client.request(
+      url,
+      {
+        method: request.method ?? 'GET',
+        headers: request.headers ?? {},
+        lookup: guardedLookup(policy, host),
+        timeout: request.timeoutMs ?? 30_000,
+      },
+      (res) => {
+        const parts: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > maxBytes) {
+            req.destroy(new Error(`The response from ${url.host} is larger than ${maxBytes} bytes`));
+            return;
+          }
+          parts.push(chunk);
+        });
+        res.on('end', () => {
+          const headers: Record<string, string> = {};
+          for (const [k, v] of Object.entries(res.headers))
+            if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+          resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(parts), url: url.toString() });
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`${url.host} did not answer in time`)));
     req.on('error', reject);
     req.end(request.body);
@@ -129,12 +142,23 @@ function once(policy: OutboundPolicy, url: URL, request: OutboundRequest): Promi
 }
 
 /** One request through the guard, following redirects (each hop checked again). */
-export async function outboundRequest(policy: OutboundPolicy, target: string | URL, request: OutboundRequest = {}): Promise<OutboundResponse> {
+export async function outboundRequest(
+  policy: OutboundPolicy,
+  target: string | URL,
+  request: OutboundRequest = {},
+): Promise<OutboundResponse> {
   let url = new URL(target);
   for (let hop = 0; ; hop++) {
     const response = await once(policy, url, request);
     const location = response.headers.location;
-    if (response.status < 300 || response.status >= 400 || response.status === 304 || !location || hop >= (request.maxRedirects ?? 5)) return response;
+    if (
+      response.status < 300 ||
+      response.status >= 400 ||
+      response.status === 304 ||
+      !location ||
+      hop >= (request.maxRedirects ?? 5)
+    )
+      return response;
     url = new URL(location, url);
   }
 }

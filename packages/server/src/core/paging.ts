@@ -7,7 +7,12 @@ export const PAGE_LIMIT = { default: 50, maximum: 100 } as const;
 export const PageQuery = Type.Object(
   {
     offset: Type.Integer({ minimum: 0, default: 0, description: 'Rows to skip' }),
-    limit: Type.Integer({ minimum: 1, maximum: PAGE_LIMIT.maximum, default: PAGE_LIMIT.default, description: 'Rows to return (at most 100)' }),
+    limit: Type.Integer({
+      minimum: 1,
+      maximum: PAGE_LIMIT.maximum,
+      default: PAGE_LIMIT.default,
+      description: 'Rows to return (at most 100)',
+    }),
   },
   { additionalProperties: false },
 );
@@ -45,7 +50,13 @@ export async function paginate<DB, TB extends keyof DB, O, T>(
       .executeTakeFirstOrThrow() as Promise<{ total: number | string | bigint }>,
   ]);
   const total = Number(count.total);
-  return { items: rows.map(map), total, offset: page.offset, limit: page.limit, has_next: page.offset + rows.length < total };
+  return {
+    items: rows.map(map),
+    total,
+    offset: page.offset,
+    limit: page.limit,
+    has_next: page.offset + rows.length < total,
+  };
 }
 
 /**

@@ -2,8 +2,18 @@ import { describe, expect, it } from 'vitest';
 import { retryAfterMs, retryWaitMs, withRetries, type Attempted } from './retry.js';
 
 describe('withRetries', () => {
-  const policy = (waits: number[]) => ({ maxAttempts: 4, baseMs: 100, maxWaitMs: 1000, pause: async (ms: number) => void waits.push(ms) });
-  const failing = (retry: boolean, waitMs?: number): Attempted<string> => ({ ok: false, error: new Error(`failed ${retry}`), retry, waitMs });
+  const policy = (waits: number[]) => ({
+    maxAttempts: 4,
+    baseMs: 100,
+    maxWaitMs: 1000,
+    pause: async (ms: number) => void waits.push(ms),
+  });
+  const failing = (retry: boolean, waitMs?: number): Attempted<string> => ({
+    ok: false,
+    error: new Error(`failed ${retry}`),
+    retry,
+    waitMs,
+  });
 
   it('retries after the asked wait, else an exponential backoff, until an attempt succeeds', async () => {
     const waits: number[] = [];
@@ -12,7 +22,7 @@ describe('withRetries', () => {
     expect(waits).toEqual([100, 700, 400]);
   });
 
-  it('fails with the attempt\'s error on a last attempt, an error not to retry, or a wait past maxWaitMs', async () => {
+  it("fails with the attempt's error on a last attempt, an error not to retry, or a wait past maxWaitMs", async () => {
     let waits: number[] = [];
     let attempts = 0;
     await expect(withRetries(policy(waits), async () => (attempts++, failing(true)))).rejects.toThrow('failed true');
@@ -29,5 +39,8 @@ it('reads Retry-After as seconds or an HTTP date, and caps the backoff', () => {
   expect(retryAfterMs('2', now)).toBe(2000);
   expect(retryAfterMs('Thu, 01 Jan 2026 00:00:05 GMT', now)).toBe(5000);
   expect([retryAfterMs(undefined), retryAfterMs(''), retryAfterMs('soon')]).toEqual([undefined, undefined, undefined]);
-  expect([retryWaitMs({ baseMs: 1000, maxWaitMs: 5000 }, 10), retryWaitMs({ baseMs: 1000, maxWaitMs: 5000 }, 10, 60_000)]).toEqual([5000, 60_000]);
+  expect([
+    retryWaitMs({ baseMs: 1000, maxWaitMs: 5000 }, 10),
+    retryWaitMs({ baseMs: 1000, maxWaitMs: 5000 }, 10, 60_000),
+  ]).toEqual([5000, 60_000]);
 });

@@ -15,7 +15,9 @@ export interface RetryPolicy {
   pause?: (ms: number) => Promise<void>;
 }
 
-export type Attempted<T> = { ok: true; value: T } | { ok: false; error: Error; retry: boolean; waitMs?: number | undefined };
+export type Attempted<T> =
+  | { ok: true; value: T }
+  | { ok: false; error: Error; retry: boolean; waitMs?: number | undefined };
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -29,7 +31,11 @@ export function retryAfterMs(value: string | null | undefined, now = Date.now())
 }
 
 /** The wait before retry `retry` (0 for the first): what the provider asked for, else exponential backoff. */
-export function retryWaitMs(policy: Pick<RetryPolicy, 'baseMs' | 'maxWaitMs'>, retry: number, askedMs?: number): number {
+export function retryWaitMs(
+  policy: Pick<RetryPolicy, 'baseMs' | 'maxWaitMs'>,
+  retry: number,
+  askedMs?: number,
+): number {
   return askedMs ?? Math.min(policy.maxWaitMs, policy.baseMs * 2 ** retry);
 }
 

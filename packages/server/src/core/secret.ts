@@ -19,7 +19,7 @@ export function loadSecretKey(config: Pick<Config, 'secretKey' | 'dataDir'>): Bu
   mkdirSync(config.dataDir, { recursive: true });
   try {
     // 'wx': when two processes start at once, one writes and the other reads what it wrote.
-    writeFileSync(file, randomToken(48) + '\n', { mode: 0o600, flag: 'wx' });
+    writeFileSync(file, `${randomToken(48)}\n`, { mode: 0o600, flag: 'wx' });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }

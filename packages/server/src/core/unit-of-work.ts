@@ -5,7 +5,14 @@ import { auditInsert, auditInsertPerInsertedRow, type AuditEntry } from './audit
 import type { InsertedRecord, InsertedRecordShape, JournalRecord, PendingWrite, WriteContext } from './context.js';
 import { CLOCK_NOW_SQL, CredentialsMoved, verifyHeld } from './credentials-clock.js';
 import { receivedEvents, receiversFor, subscriptionsCommitted } from './event-subscriptions.js';
-import { notifyEventsCommitted, outboxInsert, outboxInsertPerInsertedRow, type EventKind, type EventPayload, type OutboxEvent } from './events.js';
+import {
+  notifyEventsCommitted,
+  outboxInsert,
+  outboxInsertPerInsertedRow,
+  type EventKind,
+  type EventPayload,
+  type OutboxEvent,
+} from './events.js';
 
 export type { PendingWrite, WriteContext, WriteJournal } from './context.js';
 
@@ -46,12 +53,25 @@ export async function write<T>(
       now,
       audit: (action, target, result = 'success') =>
         audits.push({
-          organizationId: ctx.organizationId, projectId: ctx.projectId, actorType: ctx.actor.type,
-          actorId: ctx.actor.id, action, targetType: target.type,
-          targetId: target.id === null ? null : String(target.id), result, requestId: ctx.requestId, createdAt: now,
+          organizationId: ctx.organizationId,
+          projectId: ctx.projectId,
+          actorType: ctx.actor.type,
+          actorId: ctx.actor.id,
+          action,
+          targetType: target.type,
+          targetId: target.id === null ? null : String(target.id),
+          result,
+          requestId: ctx.requestId,
+          createdAt: now,
         }),
       emit: (type, payload) =>
-        events.push({ organizationId: ctx.organizationId, projectId: ctx.projectId, type, payload, createdAt: now } as OutboxEvent),
+        events.push({
+          organizationId: ctx.organizationId,
+          projectId: ctx.projectId,
+          type,
+          payload,
+          createdAt: now,
+        } as OutboxEvent),
       later: (statement) => {
         if (statement) pending.push(statement);
       },
@@ -103,8 +123,14 @@ export interface GroupedInsertShape {
 }
 
 const CONTEXT_COLUMNS: readonly InputColumn[] = [
-  ['ctx_organization_id', 'text'], ['ctx_project_id', 'text'], ['ctx_actor_type', 'text'], ['ctx_actor_id', 'bigint'],
-  ['ctx_request_id', 'text'], ['ctx_now', 'timestamptz'], ['ctx_event_payload', 'jsonb'], ['ctx_held_at', 'bigint'],
+  ['ctx_organization_id', 'text'],
+  ['ctx_project_id', 'text'],
+  ['ctx_actor_type', 'text'],
+  ['ctx_actor_id', 'bigint'],
+  ['ctx_request_id', 'text'],
+  ['ctx_now', 'timestamptz'],
+  ['ctx_event_payload', 'jsonb'],
+  ['ctx_held_at', 'bigint'],
 ];
 
 /** At most this many writes share a statement (its JSON parameter stays small). */
@@ -146,12 +172,19 @@ export function groupedInsert(shape: GroupedInsertShape) {
   };
   const groups = new WeakMap<Database, Map<InsertedRecordShape | undefined, StatementGroup>>();
   return async <Row extends { id: number }>(
-    database: Database, ctx: WriteContext, now: string, values: readonly unknown[], eventPayload?: () => string, journaled?: InsertedRecord,
+    database: Database,
+    ctx: WriteContext,
+    now: string,
+    values: readonly unknown[],
+    eventPayload?: () => string,
+    journaled?: InsertedRecord,
   ): Promise<Row | undefined> => {
     if (database.dialect !== 'postgres') throw new Error('groupedInsert: PostgreSQL writes only');
-    if ((ctx.journal === undefined) !== (journaled === undefined)) throw new Error('groupedInsert: a journaled write exactly when the request has a journal');
+    if ((ctx.journal === undefined) !== (journaled === undefined))
+      throw new Error('groupedInsert: a journaled write exactly when the request has a journal');
     if (values.length !== shape.columns.length) throw new Error('groupedInsert: one value per column');
-    if ((eventPayload === undefined) !== (shape.event === undefined)) throw new Error('groupedInsert: an event payload exactly when the shape emits one');
+    if ((eventPayload === undefined) !== (shape.event === undefined))
+      throw new Error('groupedInsert: an event payload exactly when the shape emits one');
     // The event's payload is built only if someone may receive it; a write without one carries null (no event row).
     let event: string | null = null;
     if (shape.event) {
@@ -165,8 +198,20 @@ export function groupedInsert(shape: GroupedInsertShape) {
       const { text, columns } = statementFor(journaled?.shape);
       byJournal.set(journaled?.shape, (group = new StatementGroup(database, text, columns)));
     }
-    const contextValues = [ctx.organizationId, ctx.projectId, ctx.actor.type, ctx.actor.id, ctx.requestId, now, event ?? 'null', ctx.heldAt ?? null];
-    const { ord, rows } = await group.submit([...contextValues, ...(journaled?.values ?? []), ...values], shape.exclusive(values));
+    const contextValues = [
+      ctx.organizationId,
+      ctx.projectId,
+      ctx.actor.type,
+      ctx.actor.id,
+      ctx.requestId,
+      now,
+      event ?? 'null',
+      ctx.heldAt ?? null,
+    ];
+    const { ord, rows } = await group.submit(
+      [...contextValues, ...(journaled?.values ?? []), ...values],
+      shape.exclusive(values),
+    );
     if (ctx.heldAt !== undefined && ctx.heldAt !== Number(rows[0]!.ctx_clock)) throw new CredentialsMoved();
     const landed = rows.find((row) => row.ord === ord);
     if (!landed) return undefined;
@@ -181,11 +226,17 @@ export function groupedInsert(shape: GroupedInsertShape) {
 function groupedInsertStatement(shape: GroupedInsertShape, journal: InsertedRecordShape | undefined) {
   const columns = [...CONTEXT_COLUMNS, ...(journal?.columns ?? []), ...shape.columns];
   const ctes: Array<readonly [string, string]> = [
-    ['given', `SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')})`],
+    [
+      'given',
+      `SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')})`,
+    ],
     ['clock', `SELECT ${CLOCK_NOW_SQL} AS generation`],
     ...(journal ? [['held', journal.held] as const] : []),
     // A write of a request using a held key whose clock moved is left out of every step (CredentialsMoved), as is one whose claim was taken over.
-    ['input', `SELECT given.* FROM given, clock WHERE (given.ctx_held_at IS NULL OR given.ctx_held_at = clock.generation)${journal ? ' AND given.ord IN (SELECT ord FROM held)' : ''}`],
+    [
+      'input',
+      `SELECT given.* FROM given, clock WHERE (given.ctx_held_at IS NULL OR given.ctx_held_at = clock.generation)${journal ? ' AND given.ord IN (SELECT ord FROM held)' : ''}`,
+    ],
     ...shape.steps,
     ...[
       ...shape.rows,
@@ -206,7 +257,10 @@ interface GroupAnswer {
 }
 
 /** A request's rows as a statement of its own would give them (without `ord`), for a group of one (groupedStatement). */
-type Alone = (database: Database, values: readonly unknown[]) => Promise<Array<Record<string, unknown> & { ord?: number | null }>>;
+type Alone = (
+  database: Database,
+  values: readonly unknown[],
+) => Promise<Array<Record<string, unknown> & { ord?: number | null }>>;
 
 interface StatementWrite {
   values: readonly unknown[];
@@ -304,11 +358,18 @@ class StatementGroup {
         const own = await this.alone(this.database, group[0]!.values);
         for (const row of own) row.ord = 0;
         rows = own as GroupAnswer['rows'];
-      } else rows = (await this.database.db.executeQuery<GroupAnswer['rows'][number]>(CompiledQuery.raw(this.text, [this.inputJson(group)]))).rows;
+      } else
+        rows = (
+          await this.database.db.executeQuery<GroupAnswer['rows'][number]>(
+            CompiledQuery.raw(this.text, [this.inputJson(group)]),
+          )
+        ).rows;
     } catch (error) {
       // PostgreSQL refused the statement (it has an SQLSTATE), so none of it took effect: each write
       // is tried alone. A lost connection may have lost the answer of a commit: that fails them all.
-      const refused = typeof (error as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
+      const refused =
+        typeof (error as { code?: unknown }).code === 'string' &&
+        /^[0-9A-Z]{5}$/.test((error as { code: string }).code);
       if (group.length === 1 || !refused) for (const write of group) write.reject(error);
       else for (const write of group) void this.run([write]);
       return;
@@ -318,14 +379,16 @@ class StatementGroup {
 
   /** The writes as json_to_recordset reads them; JSON text values ('json' and 'jsonb' columns) are embedded as they are. */
   private inputJson(group: StatementWrite[]): string {
-    return `[${group.map((write, ord) => {
-      let object = `{"ord":${ord}`;
-      this.keys.forEach(([key, embedded], i) => {
-        const value = write.values[i];
-        object += key + (embedded ? (value as string) : JSON.stringify(value ?? null));
-      });
-      return object + '}';
-    }).join(',')}]`;
+    return `[${group
+      .map((write, ord) => {
+        let object = `{"ord":${ord}`;
+        this.keys.forEach(([key, embedded], i) => {
+          const value = write.values[i];
+          object += key + (embedded ? (value as string) : JSON.stringify(value ?? null));
+        });
+        return `${object}}`;
+      })
+      .join(',')}]`;
   }
 }
 
@@ -343,7 +406,11 @@ class StatementGroup {
 export function groupedStatement(columns: readonly InputColumn[], body: string, alone?: Alone) {
   const text = `WITH given AS (SELECT * FROM json_to_recordset($1::json) AS given(ord integer, ${columns.map(([name, type]) => `${name} ${type}`).join(', ')}))\n${body}`;
   const groups = new WeakMap<Database, StatementGroup>();
-  const run = async <Row>(database: Database, values: readonly unknown[], exclusive: readonly string[] = []): Promise<Row[]> => {
+  const run = async <Row>(
+    database: Database,
+    values: readonly unknown[],
+    exclusive: readonly string[] = [],
+  ): Promise<Row[]> => {
     if (database.dialect !== 'postgres') throw new Error('groupedStatement: PostgreSQL only');
     let group = groups.get(database);
     if (!group) groups.set(database, (group = new StatementGroup(database, text, columns, alone)));
@@ -417,7 +484,8 @@ export class CommitGroup {
    */
   private commitOnceQuiet(turns: number, seen: number): void {
     setImmediate(() => {
-      if (this.waiting.length > seen && turns + 1 < CommitGroup.GROUP_TURNS) this.commitOnceQuiet(turns + 1, this.waiting.length);
+      if (this.waiting.length > seen && turns + 1 < CommitGroup.GROUP_TURNS)
+        this.commitOnceQuiet(turns + 1, this.waiting.length);
       else void this.commit();
     });
   }
@@ -426,26 +494,27 @@ export class CommitGroup {
     this.scheduled = false;
     const group = this.waiting.splice(0);
     const outcomes: Array<{ value: unknown } | { error: unknown }> = [];
-    const run = (db: Kysely<DB>) => db.transaction().execute(async (trx) => {
-      if (group.length === 1) {
-        outcomes.push({ value: await group[0]!.work(trx) });
-        return;
-      }
-      for (const write of group) {
-        await sql`SAVEPOINT grouped_write`.execute(trx);
-        try {
-          outcomes.push({ value: await write.work(trx) });
-        } catch (error) {
-          outcomes.push({ error });
-          // No savepoint to go back to: SQLite ended the whole transaction (a full disk, an I/O error),
-          // so every write of the group fails with the error that ended it.
-          await sql`ROLLBACK TO grouped_write`.execute(trx).catch(() => {
-            throw error;
-          });
+    const run = (db: Kysely<DB>) =>
+      db.transaction().execute(async (trx) => {
+        if (group.length === 1) {
+          outcomes.push({ value: await group[0]!.work(trx) });
+          return;
         }
-        await sql`RELEASE grouped_write`.execute(trx);
-      }
-    });
+        for (const write of group) {
+          await sql`SAVEPOINT grouped_write`.execute(trx);
+          try {
+            outcomes.push({ value: await write.work(trx) });
+          } catch (error) {
+            outcomes.push({ error });
+            // No savepoint to go back to: SQLite ended the whole transaction (a full disk, an I/O error),
+            // so every write of the group fails with the error that ended it.
+            await sql`ROLLBACK TO grouped_write`.execute(trx).catch(() => {
+              throw error;
+            });
+          }
+          await sql`RELEASE grouped_write`.execute(trx);
+        }
+      });
     try {
       if (group.some((write) => write.durable)) await run(this.database.db);
       else {
@@ -478,10 +547,18 @@ export class CommitGroup {
  * A change with no organization to audit it in (a user without one): its own transaction, audit
  * rows and events dropped, its pending statements still run.
  */
-export async function writeUnaudited<T>(database: Database, change: (trx: Transaction<DB>, effects: Effects) => Promise<T>): Promise<T> {
+export async function writeUnaudited<T>(
+  database: Database,
+  change: (trx: Transaction<DB>, effects: Effects) => Promise<T>,
+): Promise<T> {
   return database.db.transaction().execute(async (trx) => {
     const pending: PendingWrite[] = [];
-    const result = await change(trx, { now: nowIso(), audit: () => {}, emit: () => {}, later: (s) => void (s && pending.push(s)) });
+    const result = await change(trx, {
+      now: nowIso(),
+      audit: () => {},
+      emit: () => {},
+      later: (s) => void (s && pending.push(s)),
+    });
     await runTogether(database, trx, pending);
     return result;
   });
@@ -494,7 +571,12 @@ export async function writeUnaudited<T>(database: Database, change: (trx: Transa
  * LAST_IN_TRANSACTION): one round trip for them all and the COMMIT. SQLite runs in process, so
  * it runs them in order.
  */
-async function runTogether(database: Database, trx: Transaction<DB>, statements: PendingWrite[], guard?: JournalRecord): Promise<void> {
+async function runTogether(
+  database: Database,
+  trx: Transaction<DB>,
+  statements: PendingWrite[],
+  guard?: JournalRecord,
+): Promise<void> {
   if (database.dialect === 'sqlite') {
     for (const statement of statements) await trx.executeQuery(statement.compile());
     if (guard && (await trx.executeQuery(guard.statement.compile())).rows.length !== 1) throw guard.lost();
@@ -502,7 +584,12 @@ async function runTogether(database: Database, trx: Transaction<DB>, statements:
   }
   if (statements.length === 0 && !guard) return;
   try {
-    await trx.executeQuery(asCommonTableExpressions(statements.map((statement) => statement.compile()), guard?.statement.compile()));
+    await trx.executeQuery(
+      asCommonTableExpressions(
+        statements.map((statement) => statement.compile()),
+        guard?.statement.compile(),
+      ),
+    );
   } catch (error) {
     if (guard && (error as { code?: string }).code === GUARD_FAILED) throw guard.lost();
     throw error;
@@ -552,4 +639,8 @@ const joinedTexts = new Map<string, string>();
 
 /** `$n` becomes `$(n + offset)` outside quoted literals and identifiers. */
 const renumberParameters = (text: string, offset: number) =>
-  offset === 0 ? text : text.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\$(\d+)/g, (match, n: string | undefined) => (n === undefined ? match : `$${Number(n) + offset}`));
+  offset === 0
+    ? text
+    : text.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\$(\d+)/g, (match, n: string | undefined) =>
+        n === undefined ? match : `$${Number(n) + offset}`,
+      );

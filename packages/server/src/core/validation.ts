@@ -12,7 +12,8 @@ export const textAjv = new Ajv.default({ ...options, coerceTypes: 'array' });
 for (const ajv of [bodyAjv, textAjv]) {
   ajv.addFormat('date-time', {
     type: 'string',
-    validate: (s: string) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)),
+    validate: (s: string) =>
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)),
   });
 }
 
@@ -20,7 +21,10 @@ for (const ajv of [bodyAjv, textAjv]) {
 export function validationError(errors: ErrorObject[] | null | undefined, context?: string): AppError {
   // An unknown field explains the other errors (a misspelt "txt" also leaves "text" missing), so name it first;
   // then a missing field, which is more precise than an object-level rule such as minProperties.
-  const first = errors?.find((e) => e.keyword === 'additionalProperties') ?? errors?.find((e) => e.keyword === 'required') ?? errors?.[0];
+  const first =
+    errors?.find((e) => e.keyword === 'additionalProperties') ??
+    errors?.find((e) => e.keyword === 'required') ??
+    errors?.[0];
   if (!first) return invalid(context ?? 'body', 'Invalid request');
   const field = fieldOf(first, context);
   return invalid(field, describeValidation(first, field));
@@ -43,7 +47,9 @@ export function fieldOf(error: AjvError, context?: string): string {
   if (error.keyword === 'required') path.push(String(error.params.missingProperty));
   if (error.keyword === 'additionalProperties') path.push(String(error.params.additionalProperty));
   if (context === 'headers' && path.length > 0) {
-    path[0] = path[0]!.replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase()).replace(/-Id$/, '-ID');
+    path[0] = path[0]!
+      .replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase())
+      .replace(/-Id$/, '-ID');
   }
   return path.join('/') || context || 'body';
 }

@@ -8,12 +8,16 @@ import { AppError, type ErrorCode } from './errors.js';
  */
 
 /** The module beside `base` named `name` (no extension): compiled JavaScript, or TypeScript under tsx (`npm run dev`, tests without a build). */
-export const siblingModule = (name: string, base: string): URL => new URL(`./${name}${base.endsWith('.ts') ? '.ts' : '.js'}`, base);
+export const siblingModule = (name: string, base: string): URL =>
+  new URL(`./${name}${base.endsWith('.ts') ? '.ts' : '.js'}`, base);
 
 /** A worker running `module`; a TypeScript module is loaded through tsx, which the worker registers first. */
 export function moduleWorker(module: URL, options: WorkerOptions): Worker {
   return module.pathname.endsWith('.ts')
-    ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(module.href)}); })`, { ...options, eval: true })
+    ? new Worker(
+        `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(module.href)}); })`,
+        { ...options, eval: true },
+      )
     : new Worker(module, options);
 }
 
@@ -24,11 +28,24 @@ export type ThreadError =
   | { kind: 'failed'; name: string; message: string; stack?: string; code?: string };
 
 export function threadError(error: unknown): ThreadError {
-  if (error instanceof AppError) return { kind: 'app', code: error.code, message: error.message, ...(error.field !== undefined ? { field: error.field } : {}), headers: error.headers };
+  if (error instanceof AppError)
+    return {
+      kind: 'app',
+      code: error.code,
+      message: error.message,
+      ...(error.field !== undefined ? { field: error.field } : {}),
+      headers: error.headers,
+    };
   if (error instanceof CredentialsMoved) return { kind: 'credentials_moved' };
   const e = error instanceof Error ? error : new Error(String(error));
   const code = (e as { code?: unknown }).code;
-  return { kind: 'failed', name: e.name, message: e.message, ...(e.stack ? { stack: e.stack } : {}), ...(typeof code === 'string' ? { code } : {}) };
+  return {
+    kind: 'failed',
+    name: e.name,
+    message: e.message,
+    ...(e.stack ? { stack: e.stack } : {}),
+    ...(typeof code === 'string' ? { code } : {}),
+  };
 }
 
 /** The error a thread reported, rebuilt on this side; `where` names the thread in the stack. */

@@ -11,11 +11,15 @@ spain portugal italy netherlands belgium switzerland austria poland sweden norwa
 ukraine egypt morocco kenya nigeria india china japan korea vietnam thailand indonesia philippines australia zealand israel`;
 const US_STATES = `california texas florida oregon colorado jersey ohio michigan georgia arizona nevada utah vermont maine alaska hawaii
 washington massachusetts virginia carolina tennessee kentucky minnesota wisconsin illinois indiana iowa missouri montana idaho`;
-const CITIES = [...PLACES].filter((p) => !COUNTRIES.includes(p) && !US_STATES.includes(p) && !p.includes(' ')).join(' ');
+const CITIES = [...PLACES]
+  .filter((p) => !COUNTRIES.includes(p) && !US_STATES.includes(p) && !p.includes(' '))
+  .join(' ');
 
 const KINDS: Record<string, string> = {
-  instrument: 'guitar violin piano cello drums drum flute clarinet saxophone sax trumpet ukulele harp bass keyboard banjo harmonica trombone',
-  sport: 'soccer football basketball baseball tennis golf hockey volleyball swimming running cycling skiing snowboarding surfing boxing wrestling climbing kayaking skating rugby cricket badminton marathon',
+  instrument:
+    'guitar violin piano cello drums drum flute clarinet saxophone sax trumpet ukulele harp bass keyboard banjo harmonica trombone',
+  sport:
+    'soccer football basketball baseball tennis golf hockey volleyball swimming running cycling skiing snowboarding surfing boxing wrestling climbing kayaking skating rugby cricket badminton marathon',
   'martial art': 'karate taekwondo judo jiu-jitsu kickboxing aikido kung boxing',
   pet: 'dog dogs cat cats puppy kitten hamster rabbit bunny parrot bird fish turtle turtles snake horse lizard',
   animal: 'dog cat puppy kitten hamster rabbit parrot bird fish turtle snake horse lizard deer bear fox owl',
@@ -26,8 +30,10 @@ const KINDS: Record<string, string> = {
   food: 'pizza pasta sushi tacos burger salad soup curry ramen steak chicken sandwich pancakes bread cake pie',
   dish: 'pizza pasta sushi tacos burger salad soup curry ramen steak chicken sandwich pancakes',
   dessert: 'cake pie ice cream cookies brownies pudding cupcakes cheesecake',
-  hobby: 'painting drawing reading writing hiking camping fishing gardening cooking baking knitting photography pottery dancing singing swimming running yoga',
-  activity: 'painting drawing reading writing hiking camping fishing gardening cooking baking knitting photography pottery dancing singing swimming running yoga',
+  hobby:
+    'painting drawing reading writing hiking camping fishing gardening cooking baking knitting photography pottery dancing singing swimming running yoga',
+  activity:
+    'painting drawing reading writing hiking camping fishing gardening cooking baking knitting photography pottery dancing singing swimming running yoga',
   art: 'painting drawing sculpture pottery photography sketch mural',
   genre: 'rock jazz pop classical hip-hop rap country blues metal folk',
   game: 'chess monopoly poker minecraft fortnite zelda cards',

@@ -17,9 +17,24 @@ export interface ExtractiveAnswer {
 }
 
 const DAY = 86_400_000;
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 // Words of the question that say what kind of answer is wanted, not what it is about.
-const QUESTION_WORDS = new Set(analyze('what when where which who whom whose why how kind type sort likely would does did do'));
+const QUESTION_WORDS = new Set(
+  analyze('what when where which who whom whose why how kind type sort likely would does did do'),
+);
 
 const formatDay = (t: number) => {
   const d = new Date(t);
@@ -76,7 +91,12 @@ function trimSpan(span: string, terms: Set<string>): string {
   let end = words.length;
   while (start < end && idle(words[start]!)) start++;
   while (end > start && idle(words[end - 1]!)) end--;
-  return start < end ? words.slice(start, end).join(' ').replace(/^[^\p{L}\p{N}"“(]+|[^\p{L}\p{N}"”)]+$/gu, '') || span : span;
+  return start < end
+    ? words
+        .slice(start, end)
+        .join(' ')
+        .replace(/^[^\p{L}\p{N}"“(]+|[^\p{L}\p{N}"”)]+$/gu, '') || span
+    : span;
 }
 
 /**
@@ -106,6 +126,8 @@ export function extractiveAnswer(question: string, evidence: Evidence[]): Extrac
   });
   if (!best) return { answer: null, citations: [] };
   const { memory, sentence } = best;
-  const answer = isWhenQuestion(question) ? resolveWhen(sentence, memory.createdAt) : trimSpan(bestClause(sentence, terms), terms);
+  const answer = isWhenQuestion(question)
+    ? resolveWhen(sentence, memory.createdAt)
+    : trimSpan(bestClause(sentence, terms), terms);
   return { answer, citations: [{ memory_id: memory.id, text: sentence }] };
 }

@@ -193,7 +193,7 @@ export class Bm25Field {
   /** The term's postings without stale entries. */
   private compiled(term: string): Postings | undefined {
     const p = this.postings.get(term);
-    if (p && p.dirty) this.compact(p, term);
+    if (p?.dirty) this.compact(p, term);
     return p;
   }
 
@@ -296,11 +296,18 @@ export class Bm25Field {
    * Keeps a term's context postings as just spread (gathered in first-touch order, leaving the
    * buffers zero); null (nothing gathered) when they do not fit in what is left of the share.
    */
-  private keepContext(term: string, n: number, touchedSlots: Int32Array, tfSelf: Float64Array, tfCtx: Float64Array): ContextPostings | null {
+  private keepContext(
+    term: string,
+    n: number,
+    touchedSlots: Int32Array,
+    tfSelf: Float64Array,
+    tfCtx: Float64Array,
+  ): ContextPostings | null {
     const bytes = CONTEXT_TERM_BYTES + n * CONTEXT_ENTRY_BYTES;
     // Kept while they fit, and until a write changes them: no eviction, since a workload that asks
     // more terms than fit in turn (a benchmark's fixed list of questions) would evict each before its next use.
-    if (this.contextCacheBytes + bytes > this.contextCacheShare * (this.approxBytes() - this.contextCacheBytes)) return null;
+    if (this.contextCacheBytes + bytes > this.contextCacheShare * (this.approxBytes() - this.contextCacheBytes))
+      return null;
     const kept = { slots: touchedSlots.slice(0, n), own: new Float64Array(n), total: new Float64Array(n) };
     for (let j = 0; j < n; j++) {
       const slot = touchedSlots[j]!;
@@ -331,7 +338,8 @@ export class Bm25Field {
   nearestTerm(term: string): string | undefined {
     const edited = this.nearestEdit(term);
     if (edited !== undefined) return edited;
-    for (let n = term.length - 1; n >= Math.max(5, term.length - 3); n--) if (this.df(term.slice(0, n)) > 0) return term.slice(0, n);
+    for (let n = term.length - 1; n >= Math.max(5, term.length - 3); n--)
+      if (this.df(term.slice(0, n)) > 0) return term.slice(0, n);
     return undefined;
   }
 
@@ -352,7 +360,8 @@ export class Bm25Field {
       if (i === chars.length) break;
       consider(head + rest);
       for (const c of letters) if (c !== chars[i]) consider(head + c + rest);
-      if (i + 1 < chars.length && chars[i] !== chars[i + 1]) consider(head + chars[i + 1] + chars[i] + chars.slice(i + 2).join(''));
+      if (i + 1 < chars.length && chars[i] !== chars[i + 1])
+        consider(head + chars[i + 1] + chars[i] + chars.slice(i + 2).join(''));
     }
     return best;
   }
@@ -438,7 +447,19 @@ export class Bm25Field {
       const idf = this.idf(term) * qtf;
       const held = this.contextCache.get(term);
       if (held) {
-        this.saturate(held.slots, held.own, held.total, held.slots.length, idf, links, normCache, avgExpanded, outSelf, outCtx, touched);
+        this.saturate(
+          held.slots,
+          held.own,
+          held.total,
+          held.slots.length,
+          idf,
+          links,
+          normCache,
+          avgExpanded,
+          outSelf,
+          outCtx,
+          touched,
+        );
         continue;
       }
       const slots = p.slots;
@@ -474,9 +495,24 @@ export class Bm25Field {
           }
         }
       }
-      const kept = this.contextCacheShare > 0 && p.live >= CONTEXT_CACHE_MIN_POSTINGS ? this.keepContext(term, nt, termTouched, tfSelf, tfCtx) : null;
+      const kept =
+        this.contextCacheShare > 0 && p.live >= CONTEXT_CACHE_MIN_POSTINGS
+          ? this.keepContext(term, nt, termTouched, tfSelf, tfCtx)
+          : null;
       if (kept) {
-        this.saturate(kept.slots, kept.own, kept.total, nt, idf, links, normCache, avgExpanded, outSelf, outCtx, touched);
+        this.saturate(
+          kept.slots,
+          kept.own,
+          kept.total,
+          nt,
+          idf,
+          links,
+          normCache,
+          avgExpanded,
+          outSelf,
+          outCtx,
+          touched,
+        );
         continue;
       }
       // saturate's loop, kept apart: reading the spread where it lies (and leaving the buffers zero)
@@ -519,7 +555,11 @@ export class Bm25Field {
    * does not get the full neighbour score for free. (A normalisation that is 0 is computed again
    * each time: the same value.)
    */
-  private expandedNorm(slot: number, links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number }, avgExpanded: number): number {
+  private expandedNorm(
+    slot: number,
+    links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number },
+    avgExpanded: number,
+  ): number {
     const { prev, next, window, weight, decay } = links;
     const docLen = this.docLen;
     let len = docLen[slot] ?? 0;
@@ -542,9 +582,17 @@ export class Bm25Field {
 
   /** One term's BM25F score of each slot it touches (its context postings), split between own and context evidence. */
   private saturate(
-    slots: Int32Array, own: Float64Array, total: Float64Array, nt: number, idf: number,
+    slots: Int32Array,
+    own: Float64Array,
+    total: Float64Array,
+    nt: number,
+    idf: number,
     links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number },
-    normCache: Float64Array, avgExpanded: number, outSelf: Float64Array, outCtx: Float64Array, touched: SlotList,
+    normCache: Float64Array,
+    avgExpanded: number,
+    outSelf: Float64Array,
+    outCtx: Float64Array,
+    touched: SlotList,
   ): void {
     const same = outSelf === outCtx;
     let ta = touched.a;
@@ -614,13 +662,26 @@ export class Bm25Field {
     const capacity = this.docLen.length;
     w.value(dictionary).value(this.totalLen).value(this.version);
     const parts = [
-      w.reserve('i32', dictionary.length), w.reserve('i32', entries), w.reserve('u16', entries),
-      w.reserve('i32', capacity), w.reserve('i32', capacity), w.reserve('i32', entries), w.reserve('u16', entries),
+      w.reserve('i32', dictionary.length),
+      w.reserve('i32', entries),
+      w.reserve('u16', entries),
+      w.reserve('i32', capacity),
+      w.reserve('i32', capacity),
+      w.reserve('i32', entries),
+      w.reserve('u16', entries),
     ];
     w.live(this.docLen);
     const take: FieldTake = {
-      dictionary, ids: new Map(dictionary.map((t, i) => [t, i])), entries, capacity, parts, at: 0,
-      terms: new Map(), docs: new Map(), termsRead: 0, slotsRead: 0,
+      dictionary,
+      ids: new Map(dictionary.map((t, i) => [t, i])),
+      entries,
+      capacity,
+      parts,
+      at: 0,
+      terms: new Map(),
+      docs: new Map(),
+      termsRead: 0,
+      slotsRead: 0,
     };
     if (track) this.taking = take;
     return take;
@@ -642,7 +703,12 @@ export class Bm25Field {
       yield;
     }
     if (k.at !== k.entries) throw new Error('index snapshot does not add up');
-    const [start, end, docTerms, docTfs] = [w.view(k.parts[3]!, 'i32'), w.view(k.parts[4]!, 'i32'), w.view(k.parts[5]!, 'i32'), w.view(k.parts[6]!, 'u16')];
+    const [start, end, docTerms, docTfs] = [
+      w.view(k.parts[3]!, 'i32'),
+      w.view(k.parts[4]!, 'i32'),
+      w.view(k.parts[5]!, 'i32'),
+      w.view(k.parts[6]!, 'u16'),
+    ];
     // A slot holding no doc has an empty range.
     start.fill(-1);
     // A restored doc's terms are numbers of the restored dictionary: renumbered by one table, not looked up term by term.
@@ -676,7 +742,14 @@ export class Bm25Field {
   }
 
   /** A step of snapshotSteps: the terms of the docs in the next slots, as they were. */
-  private writeDocTerms(k: FieldTake, renumber: Int32Array, start: Int32Array, end: Int32Array, docTerms: Int32Array, docTfs: Uint16Array): void {
+  private writeDocTerms(
+    k: FieldTake,
+    renumber: Int32Array,
+    start: Int32Array,
+    end: Int32Array,
+    docTerms: Int32Array,
+    docTfs: Uint16Array,
+  ): void {
     const f = this.frozen;
     let { slotsRead: slot, at } = k;
     for (let work = 0; slot < k.capacity && work < STEP_WORK; slot++) {
@@ -685,7 +758,8 @@ export class Bm25Field {
       work++;
       if (doc === null) continue;
       const from = at;
-      if (at + (typeof doc === 'number' ? f!.end[slot]! - doc : doc.size) > k.entries) throw new Error('index snapshot does not add up');
+      if (at + (typeof doc === 'number' ? f!.end[slot]! - doc : doc.size) > k.entries)
+        throw new Error('index snapshot does not add up');
       if (typeof doc === 'number') {
         for (let i = doc, e = f!.end[slot]!; i < e; i++) {
           docTerms[at] = renumber[f!.terms[i]!]!;
@@ -717,7 +791,14 @@ export class Bm25Field {
     let at = 0;
     dictionary.forEach((term, id) => {
       const n = counts[id]!;
-      field.postings.set(term, { id, slots: slots.subarray(at, at + n), tfs: tfs.subarray(at, at + n), n, live: n, dirty: false });
+      field.postings.set(term, {
+        id,
+        slots: slots.subarray(at, at + n),
+        tfs: tfs.subarray(at, at + n),
+        n,
+        live: n,
+        dirty: false,
+      });
       field.approxTermBytes += 64 + term.length * 2;
       at += n;
     });

@@ -13,9 +13,13 @@ describe('builtin embedder', () => {
   });
   it('puts related wording closer than unrelated wording', () => {
     const q = e.embedSync('painting a sunset');
-    expect(dot(q, e.embedSync('she painted the sunsets'))).toBeGreaterThan(dot(q, e.embedSync('football match tickets')));
+    expect(dot(q, e.embedSync('she painted the sunsets'))).toBeGreaterThan(
+      dot(q, e.embedSync('football match tickets')),
+    );
     // Typos share character n-grams though no word matches.
-    expect(dot(q, e.embedSync('paintng a sunsett'))).toBeGreaterThan(dot(q, e.embedSync('football match tickets')) + 0.2);
+    expect(dot(q, e.embedSync('paintng a sunsett'))).toBeGreaterThan(
+      dot(q, e.embedSync('football match tickets')) + 0.2,
+    );
   });
   it('handles empty and non-Latin text', () => {
     expect(Array.from(e.embedSync('')).every((x) => x === 0)).toBe(true);

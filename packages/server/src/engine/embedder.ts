@@ -56,7 +56,7 @@ class HashingEmbedder implements BuiltinEmbedder {
 
   embedSync(text: string): Float32Array {
     const v = new Float32Array(this.dimensions);
-    for (const term of analyze(text)) addFeature(v, 'w:' + term, 1);
+    for (const term of analyze(text)) addFeature(v, `w:${term}`, 1);
     // Character 3/4-grams of each content word, padded so prefixes/suffixes are distinct.
     // Scaled by 1/count so a long word weighs about as much as one whole-word feature.
     const words = foldCase(text).match(/[\p{L}\p{N}]+/gu) ?? [];
@@ -65,9 +65,10 @@ class HashingEmbedder implements BuiltinEmbedder {
       const chars = Array.from(`<${w}>`);
       if (chars.length < 5) continue; // short words are fully covered by the word feature
       const grams: string[] = [];
-      for (let n = 3; n <= 4; n++) for (let i = 0; i + n <= chars.length; i++) grams.push(chars.slice(i, i + n).join(''));
+      for (let n = 3; n <= 4; n++)
+        for (let i = 0; i + n <= chars.length; i++) grams.push(chars.slice(i, i + n).join(''));
       const wgt = 1 / Math.sqrt(grams.length);
-      for (const g of grams) addFeature(v, 'c:' + g, wgt);
+      for (const g of grams) addFeature(v, `c:${g}`, wgt);
     }
     return l2normalize(v);
   }

@@ -3,10 +3,35 @@ export type { EngineDoc, Explanation, SearchHit, SearchOptions } from './types.j
 export type { Embedder, BuiltinEmbedder } from './embedder.js';
 export { builtinEmbedder } from './embedder.js';
 export { openAiEmbedder, EmbedderError, type OpenAiEmbedderConfig } from './openai-embedder.js';
-export { MemoryIndex, DEFAULT_WEIGHTS, FEATURES, relevanceOf, type MemoryIndexOptions, type RankingWeights } from './memory-index.js';
+export {
+  MemoryIndex,
+  DEFAULT_WEIGHTS,
+  FEATURES,
+  relevanceOf,
+  type MemoryIndexOptions,
+  type RankingWeights,
+} from './memory-index.js';
 export { parseTemporal, type TemporalRange } from './temporal.js';
-export { runInSlices, SLICE_MS, SNAPSHOT_FORMAT, snapshotCuts, SnapshotReader, SnapshotWriter, type Steps } from './snapshot.js';
+export {
+  runInSlices,
+  SLICE_MS,
+  SNAPSHOT_FORMAT,
+  snapshotCuts,
+  SnapshotReader,
+  SnapshotWriter,
+  type Steps,
+} from './snapshot.js';
 export { estimateTokens, normalizeText, tokenize, analyze, splitSentences, stem, isStopWord } from './text.js';
-export { createLlm, LlmError, openAiLlm, retryDelayMs, type ChatMessage, type ChatResult, type LlmProvider, type LlmSettings, type TokenUsage } from './llm/index.js';
+export {
+  createLlm,
+  LlmError,
+  openAiLlm,
+  retryDelayMs,
+  type ChatMessage,
+  type ChatResult,
+  type LlmProvider,
+  type LlmSettings,
+  type TokenUsage,
+} from './llm/index.js';
 export { extractiveSummary, type SummarySentence, type SummarySource } from './summarize.js';
 export { extractiveAnswer, describeRange, resolveWhen, type Evidence, type ExtractiveAnswer } from './answer.js';

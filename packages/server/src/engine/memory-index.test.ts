@@ -12,7 +12,8 @@ function build(docs: EngineDoc[], opts?: ConstructorParameters<typeof MemoryInde
   for (const d of docs) idx.upsert(d);
   return idx;
 }
-const ids = (idx: MemoryIndex, q: string, k = 10, extra = {}) => idx.search(q, { k, now: T0, ...extra }).map((h) => h.id);
+const ids = (idx: MemoryIndex, q: string, k = 10, extra = {}) =>
+  idx.search(q, { k, now: T0, ...extra }).map((h) => h.id);
 
 describe('MemoryIndex lexical search', () => {
   it('finds an inflected form through stemming', () => {
@@ -37,7 +38,12 @@ describe('MemoryIndex lexical search', () => {
     expect(ids(idx, 'kids')).toEqual([docs[3]!.id]);
     expect(ids(build([doc('a big cat')]), 'cart')).toEqual([]);
     // Among held neighbours, the one the most memories hold.
-    const many = build([doc('the painter arrived'), doc('a painted wall'), doc('paint it blue'), doc('the pointer moved')]);
+    const many = build([
+      doc('the painter arrived'),
+      doc('a painted wall'),
+      doc('paint it blue'),
+      doc('the pointer moved'),
+    ]);
     expect(many.search('paintr', { k: 10, now: T0 }).length).toBeGreaterThan(0);
   });
 
@@ -103,10 +109,14 @@ describe('MemoryIndex lexical search', () => {
     const question = doc('What got you into running?', { sessionId: s });
     const after = doc('Sunny weather?', { sessionId: s });
     const docs = [before, question, after];
-    const explainOf = (idx: MemoryIndex, id: number) => idx.search('running', { k: 5, now: T0, explain: true }).find((h) => h.id === id);
+    const explainOf = (idx: MemoryIndex, id: number) =>
+      idx.search('running', { k: 5, now: T0, explain: true }).find((h) => h.id === id);
     const symmetric = build(docs, { weights: { contextBackward: 1 } });
     // Symmetric: the turns on both sides of the match get the same context evidence.
-    expect(explainOf(symmetric, before.id)!.explanation!.context).toBeCloseTo(explainOf(symmetric, after.id)!.explanation!.context!, 9);
+    expect(explainOf(symmetric, before.id)!.explanation!.context).toBeCloseTo(
+      explainOf(symmetric, after.id)!.explanation!.context!,
+      9,
+    );
     const idx = build(docs); // default: evidence flowing backwards is down-weighted
     const a = explainOf(idx, after.id)!;
     const b = explainOf(idx, before.id)!;
@@ -161,7 +171,11 @@ describe('MemoryIndex lexical search', () => {
       doc('Rex loves the beach', { sessionId: 'a', speaker: 'Bob' }),
       doc('Ann went to the beach last week', { sessionId: 'b', speaker: 'Bob', feedback: -1 }),
     ]);
-    const hits = idx.search('What did Ann say about the dog at the beach?', { k: 3, now: T0 + 86_400_000, explain: true });
+    const hits = idx.search('What did Ann say about the dog at the beach?', {
+      k: 3,
+      now: T0 + 86_400_000,
+      explain: true,
+    });
     expect(hits.length).toBeGreaterThan(0);
     for (const h of hits) {
       const sum = Object.values(h.explanation!).reduce((a, b) => a + b, 0);
@@ -173,7 +187,13 @@ describe('MemoryIndex lexical search', () => {
   it('speaker field: a name in the query favours what that person said', () => {
     const byAnn = doc('I started pottery classes', { speaker: 'Ann' });
     const toAnn = doc('Ann, your pottery classes sound great', { speaker: 'Bob' });
-    const filler = ['went for a run', 'made soup for dinner', 'the weather is nice', 'Bob likes jazz', 'new shoes today'];
+    const filler = [
+      'went for a run',
+      'made soup for dinner',
+      'the weather is nice',
+      'Bob likes jazz',
+      'new shoes today',
+    ];
     const idx = build([toAnn, byAnn, ...filler.map((t, i) => doc(t, { speaker: i % 2 ? 'Ann' : 'Bob' }))]);
     expect(ids(idx, 'What pottery did Ann do?')[0]).toBe(byAnn.id);
   });
@@ -263,7 +283,16 @@ describe('MemoryIndex lexical search', () => {
 
   it('odd queries do not throw', () => {
     const idx = build([doc('東京タワーに行きました'), doc('emoji party 🎉'), doc('plain english text')]);
-    for (const q of ['', '   ', '?!...', '🎉🎉🎉', 'the of and', 'x'.repeat(100_000), 'word '.repeat(20_000), '\u0000\uffff']) {
+    for (const q of [
+      '',
+      '   ',
+      '?!...',
+      '🎉🎉🎉',
+      'the of and',
+      'x'.repeat(100_000),
+      'word '.repeat(20_000),
+      '\u0000\uffff',
+    ]) {
       expect(() => idx.search(q, { k: 5 })).not.toThrow();
     }
     expect(ids(idx, '東京タワー')[0]).toBe(idx.search('東京タワー', { k: 1 })[0]!.id);
@@ -310,7 +339,7 @@ describe('MemoryIndex after changes', () => {
     // questions bring docs found by expansion and a name alone, the case the last scan is for.
     const words = Array.from({ length: 300 }, (_, i) => `w${i.toString(36)}x`);
     let seed = 11;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const speakers = ['Ann', 'Bo', 'Cy'];
     // Most words from five of the session's topic, so that sessions have topics expansion can follow.
     const word = (session: number) =>
@@ -319,8 +348,13 @@ describe('MemoryIndex after changes', () => {
       const session = Math.ceil((i + 1) / 12);
       const text = Array.from({ length: 2 + Math.floor(rand() * 5) }, () => word(session)).join(' ');
       return {
-        id: i + 1, text: rand() < 0.3 ? `${text} I did` : text, sessionId: `s${session}`, createdAt: T0 + i * 60_000,
-        importance: 0.5, feedback: 0, speaker: speakers[i % 3],
+        id: i + 1,
+        text: rand() < 0.3 ? `${text} I did` : text,
+        sessionId: `s${session}`,
+        createdAt: T0 + i * 60_000,
+        importance: 0.5,
+        feedback: 0,
+        speaker: speakers[i % 3],
       };
     });
     const idx = build(docs);
@@ -331,20 +365,42 @@ describe('MemoryIndex after changes', () => {
       for (const k of [1, 5, 10]) {
         // Docs of equal score may come in either order: the scores, and each doc's, are what must match.
         const top = idx.search(question, { k, now: T0 });
-        expect(top.map((h) => h.score), `${question} k=${k}`).toEqual(all.slice(0, k).map((h) => h.score));
+        expect(
+          top.map((h) => h.score),
+          `${question} k=${k}`,
+        ).toEqual(all.slice(0, k).map((h) => h.score));
         for (const h of top) expect(h.score).toBe(scoreOf.get(h.id));
       }
     }
   });
 
   it('ranks as an index built from the final docs alone after replacements, removals and re-additions', () => {
-    const words = ['garden', 'piano', 'tomato', 'violin', 'harbour', 'lantern', 'orchard', 'meadow', 'compass', 'ferry', 'pottery', 'canyon'];
+    const words = [
+      'garden',
+      'piano',
+      'tomato',
+      'violin',
+      'harbour',
+      'lantern',
+      'orchard',
+      'meadow',
+      'compass',
+      'ferry',
+      'pottery',
+      'canyon',
+    ];
     let seed = 7;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    const text = (n: number) => Array.from({ length: 3 + (n % 5) }, () => words[Math.floor(rand() * words.length)]!).join(' ') + ` note${n}`;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const text = (n: number) =>
+      `${Array.from({ length: 3 + (n % 5) }, () => words[Math.floor(rand() * words.length)]!).join(' ')} note${n}`;
     const final = new Map<number, EngineDoc>();
     const docAt = (id: number, version: number): EngineDoc => ({
-      id, text: text(id * 31 + version), sessionId: `s${Math.ceil(id / 5)}`, createdAt: T0 + id * 60_000, importance: 0.5, feedback: 0,
+      id,
+      text: text(id * 31 + version),
+      sessionId: `s${Math.ceil(id / 5)}`,
+      createdAt: T0 + id * 60_000,
+      importance: 0.5,
+      feedback: 0,
       speaker: id % 3 ? 'Ann' : 'Bo',
     });
     const churned = new MemoryIndex();
@@ -368,21 +424,47 @@ describe('MemoryIndex after changes', () => {
     }
     const fresh = build([...final.values()]);
     expect(churned.size).toBe(fresh.size);
-    for (const q of ['garden piano', 'tomato violin harbour', 'lantern', 'what did Ann say about the ferry', 'canyon pottery meadow compass']) {
+    for (const q of [
+      'garden piano',
+      'tomato violin harbour',
+      'lantern',
+      'what did Ann say about the ferry',
+      'canyon pottery meadow compass',
+    ]) {
       const a = churned.search(q, { k: 10, now: T0, explain: true });
       const b = fresh.search(q, { k: 10, now: T0, explain: true });
-      expect(a.map((h) => h.id), q).toEqual(b.map((h) => h.id));
+      expect(
+        a.map((h) => h.id),
+        q,
+      ).toEqual(b.map((h) => h.id));
       a.forEach((h, i) => expect(h.score).toBeCloseTo(b[i]!.score, 9));
     }
   });
 
-  it('keeps common terms\' context postings between searches and answers exactly as without them, through every kind of write', () => {
-    const words = ['garden', 'piano', 'tomato', 'violin', 'harbour', 'lantern', 'orchard', 'meadow', 'compass', 'ferry'];
+  it("keeps common terms' context postings between searches and answers exactly as without them, through every kind of write", () => {
+    const words = [
+      'garden',
+      'piano',
+      'tomato',
+      'violin',
+      'harbour',
+      'lantern',
+      'orchard',
+      'meadow',
+      'compass',
+      'ferry',
+    ];
     let seed = 11;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const docOf = (id: number, session: string | null): EngineDoc => ({
-      id, text: Array.from({ length: 2 + Math.floor(rand() * 6) }, () => words[Math.floor(rand() * words.length)]!).join(' '),
-      sessionId: session, createdAt: T0 + id * 60_000, importance: 0.5, feedback: 0,
+      id,
+      text: Array.from({ length: 2 + Math.floor(rand() * 6) }, () => words[Math.floor(rand() * words.length)]!).join(
+        ' ',
+      ),
+      sessionId: session,
+      createdAt: T0 + id * 60_000,
+      importance: 0.5,
+      feedback: 0,
     });
     const kept = new MemoryIndex({ embedder: null, contextCacheShare: 4 });
     const none = new MemoryIndex({ embedder: null, contextCacheShare: 0 });
@@ -394,7 +476,10 @@ describe('MemoryIndex after changes', () => {
     }
     const queries = ['garden piano', 'tomato violin harbour', 'lantern orchard', 'meadow compass ferry', 'piano'];
     const same = () => {
-      for (const q of queries) expect(kept.search(q, { k: 8, now: T0, explain: true }), q).toEqual(none.search(q, { k: 8, now: T0, explain: true }));
+      for (const q of queries)
+        expect(kept.search(q, { k: 8, now: T0, explain: true }), q).toEqual(
+          none.search(q, { k: 8, now: T0, explain: true }),
+        );
     };
     same();
     const grown = kept.approxBytes();
@@ -406,27 +491,42 @@ describe('MemoryIndex after changes', () => {
       // New turns at a session's end and in its middle (an id below its last), replacements that keep,
       // change or drop their session, removals: each changes some doc's neighbours.
       const d =
-        kind === 0 ? docOf(nextNew++, `s${1 + Math.floor(rand() * 40)}`)
-        : kind === 1 ? docOf(id + 0.5, `s${Math.ceil(id / 10)}`)
-        : kind === 2 ? docOf(id, `s${Math.ceil(id / 10)}`)
-        : kind === 3 ? docOf(id, rand() < 0.5 ? null : `s${1 + Math.floor(rand() * 40)}`)
-        : null;
+        kind === 0
+          ? docOf(nextNew++, `s${1 + Math.floor(rand() * 40)}`)
+          : kind === 1
+            ? docOf(id + 0.5, `s${Math.ceil(id / 10)}`)
+            : kind === 2
+              ? docOf(id, `s${Math.ceil(id / 10)}`)
+              : kind === 3
+                ? docOf(id, rand() < 0.5 ? null : `s${1 + Math.floor(rand() * 40)}`)
+                : null;
       if (d) both((idx) => idx.upsert(d));
       else both((idx) => idx.remove(id));
       same();
     }
     // A restored index keeps them too, from its first search on.
     const restored = MemoryIndex.restore(kept.snapshot(), { embedder: null, contextCacheShare: 4 });
-    for (const q of queries) expect(restored.search(q, { k: 8, now: T0, explain: true }), q).toEqual(none.search(q, { k: 8, now: T0, explain: true }));
-    expect(restored.approxBytes()).toBeGreaterThan(MemoryIndex.restore(kept.snapshot(), { embedder: null, contextCacheShare: 0 }).approxBytes());
+    for (const q of queries)
+      expect(restored.search(q, { k: 8, now: T0, explain: true }), q).toEqual(
+        none.search(q, { k: 8, now: T0, explain: true }),
+      );
+    expect(restored.approxBytes()).toBeGreaterThan(
+      MemoryIndex.restore(kept.snapshot(), { embedder: null, contextCacheShare: 0 }).approxBytes(),
+    );
   });
 
   it('indexes of every size share the search buffers: a search that throws leaves none of its scores to the next', () => {
     const words = ['garden', 'piano', 'tomato', 'violin', 'harbour', 'lantern', 'orchard', 'meadow'];
-    const docsOf = (n: number, salt: number): EngineDoc[] => Array.from({ length: n }, (_, i) => ({
-      id: i + 1, text: `${words[(i * salt) % words.length]} ${words[(i + salt) % words.length]} note${i % 7}`, sessionId: `s${i >> 3}`,
-      createdAt: T0 + i * 60_000, importance: 0.5, feedback: 0, speaker: i % 2 ? 'Ann' : 'Bo',
-    }));
+    const docsOf = (n: number, salt: number): EngineDoc[] =>
+      Array.from({ length: n }, (_, i) => ({
+        id: i + 1,
+        text: `${words[(i * salt) % words.length]} ${words[(i + salt) % words.length]} note${i % 7}`,
+        sessionId: `s${i >> 3}`,
+        createdAt: T0 + i * 60_000,
+        importance: 0.5,
+        feedback: 0,
+        speaker: i % 2 ? 'Ann' : 'Bo',
+      }));
     const [small, large] = [build(docsOf(40, 3)), build(docsOf(900, 5))];
     const queries = ['garden piano', 'what did Ann say about the harbour', 'lantern meadow note3'];
     const answers = (index: MemoryIndex) => queries.map((q) => index.search(q, { k: 10, now: T0, explain: true }));

@@ -180,7 +180,19 @@ interface IndexTake {
 type SessionIds = readonly number[] | Float64Array;
 
 /** Explanation keys, in the order features are summed. */
-export const FEATURES = ['lexical', 'context', 'expansion', 'session', 'meta', 'ngram', 'semantic', 'time', 'recency', 'importance', 'feedback'] as const;
+export const FEATURES = [
+  'lexical',
+  'context',
+  'expansion',
+  'session',
+  'meta',
+  'ngram',
+  'semantic',
+  'time',
+  'recency',
+  'importance',
+  'feedback',
+] as const;
 
 export class MemoryIndex {
   private readonly embedder: BuiltinEmbedder | null;
@@ -343,7 +355,8 @@ export class MemoryIndex {
     if (vector) this.vectors.set(slot, vector, this.capacity);
     else this.vectors.delete(slot);
 
-    this.sessionNo[slot] = doc.sessionId === null || doc.sessionId === undefined ? -1 : this.internSession(doc.sessionId);
+    this.sessionNo[slot] =
+      doc.sessionId === null || doc.sessionId === undefined ? -1 : this.internSession(doc.sessionId);
     if (doc.sessionId !== null && doc.sessionId !== undefined) {
       if (this.taking) this.keepSession(doc.sessionId);
       let ids = this.ownSessionIds(doc.sessionId);
@@ -470,14 +483,28 @@ export class MemoryIndex {
     w.value(this.capacity).value(this.dims).value([v.dims, v.lists, v.count, v.trainedAt]).value(names);
     w.value([this.maxCreatedAt, this.maxImportanceDev, this.maxAbsFeedback]);
     w.array(ids).array(slots).array(Int32Array.from(this.freeSlots));
-    w.live(this.slotId).live(this.live).live(this.createdAt).live(this.namesTime).live(this.firstPerson).live(this.endsAsking);
+    w.live(this.slotId)
+      .live(this.live)
+      .live(this.createdAt)
+      .live(this.namesTime)
+      .live(this.firstPerson)
+      .live(this.endsAsking);
     w.live(this.importance).live(this.feedback).live(this.sessionNo).live(this.prevSlot).live(this.nextSlot);
     w.live(this.ngramVecs).live(v.codes).live(v.scale).live(v.has).live(v.list).live(v.centroids);
     const take: IndexTake = {
-      writer: w, ids, slots, idsRead: 0, entries: this.idToSlot.entries(), names, sessions: new Map(), sessionsRead: 0,
+      writer: w,
+      ids,
+      slots,
+      idsRead: 0,
+      entries: this.idToSlot.entries(),
+      names,
+      sessions: new Map(),
+      sessionsRead: 0,
       // Each interned session's ids, ascending (empty for a session with no doc left).
-      offsets: w.reserve('i32', names.length + 1), members: w.reserve('f64', this.sessionMembers),
-      text: this.text.beginSnapshot(w, track), meta: this.meta.beginSnapshot(w, track),
+      offsets: w.reserve('i32', names.length + 1),
+      members: w.reserve('f64', this.sessionMembers),
+      text: this.text.beginSnapshot(w, track),
+      meta: this.meta.beginSnapshot(w, track),
     };
     if (track) this.taking = take;
     try {
@@ -549,7 +576,8 @@ export class MemoryIndex {
     if (own) return own;
     const f = this.frozenSessions;
     const n = this.sessionNos.get(name);
-    if (!f || n === undefined || n >= f.taken.length || f.taken[n] || f.offsets[n + 1] === f.offsets[n]) return undefined;
+    if (!f || n === undefined || n >= f.taken.length || f.taken[n] || f.offsets[n + 1] === f.offsets[n])
+      return undefined;
     return f.members.subarray(f.offsets[n]!, f.offsets[n + 1]!);
   }
 
@@ -586,7 +614,9 @@ export class MemoryIndex {
     if (r.value<number>() !== index.dims) throw new Error('index snapshot of other sub-word vectors');
     const [vectorDims, lists, vectorCount, trainedAt] = r.value<[number, number, number, number]>();
     const sessionNames = r.value<string[]>();
-    [index.maxCreatedAt, index.maxImportanceDev, index.maxAbsFeedback] = r.value<[number, number, number]>().map((v) => v ?? -Infinity) as [number, number, number];
+    [index.maxCreatedAt, index.maxImportanceDev, index.maxAbsFeedback] = r
+      .value<[number, number, number]>()
+      .map((v) => v ?? -Infinity) as [number, number, number];
     index.capacity = capacity;
     index.scratch.norm = new Float64Array(capacity);
     const ids = r.array('f64');
@@ -627,9 +657,20 @@ export class MemoryIndex {
   /** Approximate heap bytes held, for the server's LRU-by-bytes. */
   approxBytes(): number {
     const arrays =
-      this.slotId.byteLength + this.live.byteLength + this.createdAt.byteLength + this.namesTime.byteLength + this.firstPerson.byteLength + this.endsAsking.byteLength + this.importance.byteLength +
-      this.feedback.byteLength + this.ngramVecs.byteLength + this.vectors.approxBytes() +
-      this.scratch.norm.byteLength + this.prevSlot.byteLength + this.nextSlot.byteLength + this.sessionNo.byteLength;
+      this.slotId.byteLength +
+      this.live.byteLength +
+      this.createdAt.byteLength +
+      this.namesTime.byteLength +
+      this.firstPerson.byteLength +
+      this.endsAsking.byteLength +
+      this.importance.byteLength +
+      this.feedback.byteLength +
+      this.ngramVecs.byteLength +
+      this.vectors.approxBytes() +
+      this.scratch.norm.byteLength +
+      this.prevSlot.byteLength +
+      this.nextSlot.byteLength +
+      this.sessionNo.byteLength;
     const maps = this.size * 48 + this.sessionNos.size * 64;
     return arrays + maps + this.text.approxBytes() + this.meta.approxBytes();
   }
@@ -689,7 +730,8 @@ export class MemoryIndex {
     for (const [t, n] of qTerms) textTerms.set(t, this.meta.df(t) > 0 ? n * w.metaTermInText : n);
     if (w.typo > 0) {
       for (const [t, n] of qTerms) {
-        if (t.length < TYPO_MIN_CHARS || t.length > TYPO_MAX_CHARS || this.text.df(t) > 0 || this.meta.df(t) > 0) continue;
+        if (t.length < TYPO_MIN_CHARS || t.length > TYPO_MAX_CHARS || this.text.df(t) > 0 || this.meta.df(t) > 0)
+          continue;
         const fix = this.text.nearestTerm(t);
         if (fix !== undefined && !qTerms.has(fix)) textTerms.set(fix, (textTerms.get(fix) ?? 0) + n * w.typo);
       }
@@ -698,7 +740,8 @@ export class MemoryIndex {
     if (w.answerType > 0) {
       for (const [t, n] of qTerms) {
         for (const instance of ANSWER_TYPES.get(t) ?? []) {
-          if (!qTerms.has(instance) && this.text.df(instance) > 0) textTerms.set(instance, (textTerms.get(instance) ?? 0) + n * w.answerType);
+          if (!qTerms.has(instance) && this.text.df(instance) > 0)
+            textTerms.set(instance, (textTerms.get(instance) ?? 0) + n * w.answerType);
         }
       }
     }
@@ -708,8 +751,11 @@ export class MemoryIndex {
     const scratch = this.scratch;
     const nk = this.normKey;
     if (
-      nk.mutations !== this.mutations || nk.window !== w.contextWindow || nk.weight !== w.context ||
-      nk.decay !== w.contextDecay || nk.backward !== w.contextBackward
+      nk.mutations !== this.mutations ||
+      nk.window !== w.contextWindow ||
+      nk.weight !== w.context ||
+      nk.decay !== w.contextDecay ||
+      nk.backward !== w.contextBackward
     ) {
       scratch.stamp = (scratch.stamp + 1) >>> 0;
       if (scratch.stamp === 0) {
@@ -722,7 +768,14 @@ export class MemoryIndex {
       nk.decay = w.contextDecay;
       nk.backward = w.contextBackward;
     }
-    const links = { prev: this.prevSlot, next: this.nextSlot, window: w.contextWindow, weight: w.context, decay: w.contextDecay, backward: w.contextBackward };
+    const links = {
+      prev: this.prevSlot,
+      next: this.nextSlot,
+      window: w.contextWindow,
+      weight: w.context,
+      decay: w.contextDecay,
+      backward: w.contextBackward,
+    };
 
     // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
     const touched = b.touched;
@@ -749,12 +802,18 @@ export class MemoryIndex {
     {
       // (Hot loops read block-local names: the closures below capture the function's own, which
       // then live in a heap context, a load per use, and numbers an unboxing as well.)
-      const lex = b.lex, ctx = b.ctx, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
+      const lex = b.lex,
+        ctx = b.ctx,
+        sessionNo = this.sessionNo,
+        sessionScore = this.sessionBuf;
       const restricted = !!filter || onlySession !== undefined;
       // Each doc's weighted own + context words, kept by its index in the touched list for the ranking
       // pass (read in order there, not from three per-slot arrays).
-      const wordsPart = b.known, endsAsking = this.endsAsking;
-      const wLex = w.lexical, wLexAsking = w.lexical * w.asking, wCtx = w.context;
+      const wordsPart = b.known,
+        endsAsking = this.endsAsking;
+      const wLex = w.lexical,
+        wLexAsking = w.lexical * w.asking,
+        wCtx = w.context;
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
         const l = lex[s]!;
@@ -806,7 +865,10 @@ export class MemoryIndex {
     // Vector features are scored for every live doc, so a doc can be found without sharing a word.
     const qvec = this.embedder && w.ngram > 0 && qTerms.size > 0 ? this.embedder.embedSync(lexQuery) : null;
     const vectors = this.vectors;
-    const extQ = opts.queryVector && vectors.count > 0 && vectors.dims === opts.queryVector.length && w.semantic > 0 ? unit(opts.queryVector) : null;
+    const extQ =
+      opts.queryVector && vectors.count > 0 && vectors.dims === opts.queryVector.length && w.semantic > 0
+        ? unit(opts.queryVector)
+        : null;
 
     const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
     // Expansion is normalised like the first pass unless its own best is stronger (a first pass
@@ -841,7 +903,7 @@ export class MemoryIndex {
       const inPeriod = temporal && t >= temporal.from && t < temporal.to ? w.time : 0;
       const whenTime = this.namesTime[slot] ? whenLift * words : 0;
       f[7] = inPeriod + whenTime;
-      f[8] = w.recency * Math.pow(0.5, Math.max(0, now - t) / halfLife);
+      f[8] = w.recency * 0.5 ** (Math.max(0, now - t) / halfLife);
       f[9] = w.importance * (this.importance[slot]! - 0.5);
       f[10] = w.feedback * Math.tanh(this.feedback[slot]! / 2);
       // A doc's own evidence: the query's words, speaker/tags, vectors; the period named counts only
@@ -911,18 +973,31 @@ export class MemoryIndex {
       const wMeta = w.meta;
       const bound =
         (temporal ? Math.max(0, w.time) : 0) +
-        Math.max(0, w.recency) * Math.pow(0.5, Math.max(0, now - this.maxCreatedAt) / halfLife) +
-        Math.abs(w.importance) * this.maxImportanceDev + Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
-        semanticBound + 1e-9;
+        Math.max(0, w.recency) * 0.5 ** (Math.max(0, now - this.maxCreatedAt) / halfLife) +
+        Math.abs(w.importance) * this.maxImportanceDev +
+        Math.abs(w.feedback) * Math.tanh(this.maxAbsFeedback / 2) +
+        semanticBound +
+        1e-9;
       const namesTime = this.namesTime;
       // One pass over the first-pass docs: each one's known part (below) is kept by its index in the
       // touched list, and the docs with the best word evidence seed the top k.
       const knownOf = b.known;
       const seed = new TopK(k);
       // Block-local names (see the session pass).
-      const lex = b.lex, ctx = b.ctx, exp = b.exp, metaS = b.meta, sessionNo = this.sessionNo, sessionScore = this.sessionBuf;
-      const firstPerson = this.firstPerson, endsAsking = this.endsAsking;
-      const lexNormL = lexNorm, expNormL = expNorm, sessionNormL = sessionNorm, metaNormL = metaNorm, metaLiftL = metaLift, whenLiftL = whenLift;
+      const lex = b.lex,
+        ctx = b.ctx,
+        exp = b.exp,
+        metaS = b.meta,
+        sessionNo = this.sessionNo,
+        sessionScore = this.sessionBuf;
+      const firstPerson = this.firstPerson,
+        endsAsking = this.endsAsking;
+      const lexNormL = lexNorm,
+        expNormL = expNorm,
+        sessionNormL = sessionNorm,
+        metaNormL = metaNorm,
+        metaLiftL = metaLift,
+        whenLiftL = whenLift;
       for (let i = 0; i < tn; i++) {
         const s = ta[i]!;
         // knownOf[i] holds the doc's (asking-weighted) lexical + context words from the session pass.
@@ -954,7 +1029,10 @@ export class MemoryIndex {
       // cannot offer anything, and is not run (a name in the question matches half the turns).
       const metaMost = Math.max(1, notSelf);
       const expansionOnlyCap =
-        Math.abs(wExp) * (1 + Math.max(0, w.metaEvidence) * metaMost + whenLiftL) + Math.max(0, wSession) + Math.max(0, wMeta) * metaMost + 1e-9;
+        Math.abs(wExp) * (1 + Math.max(0, w.metaEvidence) * metaMost + whenLiftL) +
+        Math.max(0, wSession) +
+        Math.max(0, wMeta) * metaMost +
+        1e-9;
       if ((mn > 0 || bareExpansionCap > min) && expansionOnlyCap + bound > min) {
         const metaHit = b.metaHit;
         for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 1;
@@ -967,7 +1045,8 @@ export class MemoryIndex {
           // again cannot change the top k.
           if ((ms === 0 && bareExpansionCap <= min) || lex[s] !== 0 || ctx[s] !== 0) continue;
           const sn = sessionNo[s]!;
-          const words = ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNormL + wExp * exp[s]! * expNormL;
+          const words =
+            ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNormL + wExp * exp[s]! * expNormL;
           const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
           const known =
             words * (1 + metaLiftL * m + (namesTime[s] ? whenLiftL : 0)) +

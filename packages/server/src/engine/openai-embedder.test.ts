@@ -30,7 +30,9 @@ beforeAll(async () => {
     if (body.model === 'broken') {
       res.statusCode = 401;
       // Some providers echo (part of) the key back in the error text.
-      res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}`, type: 'invalid_request_error' } }));
+      res.end(
+        JSON.stringify({ error: { message: `Incorrect API key provided: ${KEY}`, type: 'invalid_request_error' } }),
+      );
       return;
     }
     if (body.model === 'garbage') {
@@ -51,7 +53,11 @@ describe('openAiEmbedder', () => {
     seen.length = 0;
     const e = openAiEmbedder({ baseUrl, model: 'text-embedding-3-small', apiKey: KEY });
     const out = await e.embed(['a', 'bbb', 'cc']);
-    expect(out.map((v) => Array.from(v))).toEqual([[1, 0], [3, 1], [2, 2]]);
+    expect(out.map((v) => Array.from(v))).toEqual([
+      [1, 0],
+      [3, 1],
+      [2, 2],
+    ]);
     expect(e.dimensions).toBe(2);
     expect(e.id).toBe('openai:text-embedding-3-small');
     expect(seen).toHaveLength(1);

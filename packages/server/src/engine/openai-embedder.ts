@@ -20,14 +20,17 @@ interface EmbeddingsResponse {
 }
 
 export class EmbedderError extends Error {
-  constructor(message: string, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
     this.name = 'EmbedderError';
   }
 }
 
 export function openAiEmbedder(cfg: OpenAiEmbedderConfig): Embedder {
-  const url = cfg.baseUrl.replace(/\/+$/, '') + '/embeddings';
+  const url = `${cfg.baseUrl.replace(/\/+$/, '')}/embeddings`;
   const doFetch = cfg.fetch ?? fetch;
   const batchSize = Math.max(1, cfg.batchSize ?? 256);
   const timeoutMs = cfg.timeoutMs ?? 30_000;
@@ -42,9 +45,16 @@ export function openAiEmbedder(cfg: OpenAiEmbedderConfig): Embedder {
     if (cfg.dimensions) body.dimensions = cfg.dimensions;
     let res: Response;
     try {
-      res = await doFetch(url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+      res = await doFetch(url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
     } catch (err) {
-      throw new EmbedderError(`embedding request to ${url} failed: ${scrub(err instanceof Error ? err.message : String(err))}`);
+      throw new EmbedderError(
+        `embedding request to ${url} failed: ${scrub(err instanceof Error ? err.message : String(err))}`,
+      );
     }
     const text = await res.text();
     if (!res.ok) {
@@ -59,7 +69,9 @@ export function openAiEmbedder(cfg: OpenAiEmbedderConfig): Embedder {
     }
     const data = parsed.data;
     if (!Array.isArray(data) || data.length !== input.length) {
-      throw new EmbedderError(`embedding response has ${Array.isArray(data) ? data.length : 'no'} items for ${input.length} inputs`);
+      throw new EmbedderError(
+        `embedding response has ${Array.isArray(data) ? data.length : 'no'} items for ${input.length} inputs`,
+      );
     }
     // Providers may return items out of order; `index` is authoritative.
     const sorted = data.map((d, i) => ({ index: typeof d.index === 'number' ? d.index : i, embedding: d.embedding }));

@@ -102,11 +102,13 @@ describe('index snapshots', () => {
     expect(restored.size).toBe(original.size);
     expect(answers(restored)).toEqual(answers(original));
     expect(Buffer.from(restored.snapshot()).equals(Buffer.from(original.snapshot()))).toBe(true);
-    const inLone = (index: MemoryIndex) => index.search(turns(1, 9, 30_000)[0]!.text, { k: 5, now: T0, sessionId: 'session_lone' }).map((h) => h.id);
+    const inLone = (index: MemoryIndex) =>
+      index.search(turns(1, 9, 30_000)[0]!.text, { k: 5, now: T0, sessionId: 'session_lone' }).map((h) => h.id);
     expect(inLone(restored)).toEqual([30_000]);
     expect(inLone(original)).toEqual([30_000]);
     // A session the index never held matches no doc, not even those without a session.
-    for (const index of [original, restored]) expect(index.search('guitar lake', { k: 5, now: T0, sessionId: 'session_none' })).toEqual([]);
+    for (const index of [original, restored])
+      expect(index.search('guitar lake', { k: 5, now: T0, sessionId: 'session_none' })).toEqual([]);
   });
 
   it('carries sub-word and external vectors', () => {
@@ -116,7 +118,8 @@ describe('index snapshots', () => {
     const original = new MemoryIndex(options);
     for (const d of docs) original.upsert(d, vector(d.id));
     const restored = MemoryIndex.restore(original.snapshot(), options);
-    const search = (index: MemoryIndex) => index.search('guitar lake', { k: 10, now: T0, explain: true, queryVector: vector(5) });
+    const search = (index: MemoryIndex) =>
+      index.search('guitar lake', { k: 10, now: T0, explain: true, queryVector: vector(5) });
     expect(search(restored)).toEqual(search(original));
     expect(search(restored)[0]!.explanation!.semantic).toBeGreaterThan(0);
     expect(() => MemoryIndex.restore(original.snapshot(), { embedder: null })).toThrow(/sub-word/);
@@ -125,12 +128,21 @@ describe('index snapshots', () => {
   it('keeps a term counted past 16 bits at the cap, built and restored', () => {
     // Counts are 16-bit (TF_MAX): 65,536 would wrap to 0 and score the doc NaN without the cap.
     const index = new MemoryIndex({ embedder: null });
-    index.upsert({ id: 1, text: 'zebra '.repeat(TF_MAX + 1), sessionId: null, createdAt: T0, importance: 0.5, feedback: 0 });
+    index.upsert({
+      id: 1,
+      text: 'zebra '.repeat(TF_MAX + 1),
+      sessionId: null,
+      createdAt: T0,
+      importance: 0.5,
+      feedback: 0,
+    });
     index.upsert({ id: 2, text: 'a zebra at the lake', sessionId: null, createdAt: T0, importance: 0.5, feedback: 0 });
     const hits = index.search('zebra', { k: 5, now: T0, explain: true });
     expect(hits.map((h) => h.id).sort()).toEqual([1, 2]);
     for (const hit of hits) expect(hit.explanation!.lexical).toBeGreaterThan(0);
-    expect(MemoryIndex.restore(index.snapshot(), { embedder: null }).search('zebra', { k: 5, now: T0, explain: true })).toEqual(hits);
+    expect(
+      MemoryIndex.restore(index.snapshot(), { embedder: null }).search('zebra', { k: 5, now: T0, explain: true }),
+    ).toEqual(hits);
   });
 
   it('restores from pieces: cut where arrays begin (views), or anywhere (arrays across pieces copied)', () => {
@@ -173,7 +185,11 @@ describe('index snapshots', () => {
  */
 function changes(docs: EngineDoc[], seed: number, removalFirst = true): Array<(index: MemoryIndex) => void> {
   const rand = random(seed);
-  const added = turns(1500, seed + 1, 20_000).map((d, i) => ({ ...d, sessionId: i % 3 === 0 ? `later_${i >> 4}` : d.sessionId, text: `${d.text} word${i}` }));
+  const added = turns(1500, seed + 1, 20_000).map((d, i) => ({
+    ...d,
+    sessionId: i % 3 === 0 ? `later_${i >> 4}` : d.sessionId,
+    text: `${d.text} word${i}`,
+  }));
   // The first changes after the first step: a removal and a doc added to another session the index holds.
   const removed = docs.find((d) => d.sessionId !== null)!;
   const session = docs.find((d) => d.sessionId !== null && d.sessionId !== removed.sessionId)!.sessionId;
@@ -226,7 +242,9 @@ describe('a snapshot taken in steps', () => {
       // The changed index snapshots (and restores) as itself, the changes that came after included.
       for (const apply of pending) apply(index);
       const now = index.snapshot();
-      expect(Buffer.from(MemoryIndex.restore(Uint8Array.from(now), { embedder: null }).snapshot()).equals(Buffer.from(now))).toBe(true);
+      expect(
+        Buffer.from(MemoryIndex.restore(Uint8Array.from(now), { embedder: null }).snapshot()).equals(Buffer.from(now)),
+      ).toBe(true);
       expect(answers(MemoryIndex.restore(now, { embedder: null }))).toEqual(answers(index));
     });
   }
@@ -256,9 +274,15 @@ describe('a snapshot taken in steps', () => {
     const steps = index.snapshotSteps();
     steps.next();
     expect(() => index.snapshotSteps().next()).toThrow(/already being taken/);
-    changes(docs, 41).slice(0, 50).forEach((apply) => apply(index));
+    changes(docs, 41)
+      .slice(0, 50)
+      .forEach((apply) => apply(index));
     const changed = index.snapshot();
-    expect(Buffer.from(MemoryIndex.restore(Uint8Array.from(changed), { embedder: null }).snapshot()).equals(Buffer.from(changed))).toBe(true);
+    expect(
+      Buffer.from(MemoryIndex.restore(Uint8Array.from(changed), { embedder: null }).snapshot()).equals(
+        Buffer.from(changed),
+      ),
+    ).toBe(true);
     while (!steps.next().done);
     // Over, the next one may begin.
     const next = index.snapshotSteps();

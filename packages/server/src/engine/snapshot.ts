@@ -10,7 +10,14 @@ export const SNAPSHOT_FORMAT = 3;
 
 type ArrayKind = 'f64' | 'f32' | 'i32' | 'u16' | 'u8' | 'i8';
 type NumberArray = Float64Array | Float32Array | Int32Array | Uint16Array | Uint8Array | Int8Array;
-const CONSTRUCTORS = { f64: Float64Array, f32: Float32Array, i32: Int32Array, u16: Uint16Array, u8: Uint8Array, i8: Int8Array } as const;
+const CONSTRUCTORS = {
+  f64: Float64Array,
+  f32: Float32Array,
+  i32: Int32Array,
+  u16: Uint16Array,
+  u8: Uint8Array,
+  i8: Int8Array,
+} as const;
 
 function kindOf(a: NumberArray): ArrayKind {
   if (a instanceof Float64Array) return 'f64';
@@ -117,7 +124,10 @@ export class SnapshotWriter {
   /** The bytes, zeroed, with the header written: every value and part has been put. */
   layout(): void {
     if (this.out) return;
-    const header = Buffer.from(JSON.stringify({ values: this.values, arrays: this.parts.map((p) => [p.kind, p.length]) }), 'utf8');
+    const header = Buffer.from(
+      JSON.stringify({ values: this.values, arrays: this.parts.map((p) => [p.kind, p.length]) }),
+      'utf8',
+    );
     let at = align8(12 + header.length);
     for (const p of this.parts) {
       this.offsets.push(at);
@@ -172,13 +182,19 @@ export class SnapshotWriter {
 }
 
 /** The bytes' header: where its values end and each array's kind and length. */
-function headerOf(first: Uint8Array, total: number): { values: unknown[]; arrays: Array<[ArrayKind, number]>; end: number } {
+function headerOf(
+  first: Uint8Array,
+  total: number,
+): { values: unknown[]; arrays: Array<[ArrayKind, number]>; end: number } {
   const view = new DataView(first.buffer, first.byteOffset, first.byteLength);
   if (first.byteLength < 12 || view.getUint32(0, true) !== MAGIC) throw new Error('not an index snapshot');
   if (view.getUint32(4, true) !== SNAPSHOT_FORMAT) throw new Error('index snapshot of another format');
   const headerLength = view.getUint32(8, true);
   if (12 + headerLength > first.byteLength || 12 + headerLength > total) throw new Error('index snapshot truncated');
-  const header = JSON.parse(Buffer.from(first.buffer, first.byteOffset + 12, headerLength).toString('utf8')) as { values: unknown[]; arrays: Array<[ArrayKind, number]> };
+  const header = JSON.parse(Buffer.from(first.buffer, first.byteOffset + 12, headerLength).toString('utf8')) as {
+    values: unknown[];
+    arrays: Array<[ArrayKind, number]>;
+  };
   return { ...header, end: align8(12 + headerLength) };
 }
 
@@ -218,7 +234,8 @@ export class SnapshotReader {
   constructor(input: Uint8Array | readonly Uint8Array[]) {
     let start = 0;
     for (const bytes of input instanceof Uint8Array ? [input] : input) {
-      const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+      const own =
+        bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
       this.pieces.push({ start, bytes: own ? (bytes as Uint8Array<ArrayBuffer>) : Uint8Array.from(bytes) });
       start += bytes.byteLength;
     }
@@ -227,7 +244,10 @@ export class SnapshotReader {
     // The header from the first piece, or gathered from as many as hold it.
     const first = this.pieces[0]!.bytes;
     const headerEnd = 12 + new DataView(this.bytesAt(0, 12).buffer).getUint32(8, true);
-    const header = headerOf(first.byteLength >= headerEnd ? first : this.bytesAt(0, Math.min(headerEnd, this.total)), this.total);
+    const header = headerOf(
+      first.byteLength >= headerEnd ? first : this.bytesAt(0, Math.min(headerEnd, this.total)),
+      this.total,
+    );
     this.values = header.values;
     this.kinds = header.arrays;
     this.at = header.end;
@@ -249,7 +269,11 @@ export class SnapshotReader {
     const piece = this.pieces[this.pieceAt(from)]!;
     const offset = from - piece.start;
     const inPlace = offset + byteLength <= piece.bytes.byteLength && offset % Ctor.BYTES_PER_ELEMENT === 0;
-    return new Ctor(inPlace ? piece.bytes.buffer : this.bytesAt(from, byteLength).buffer, inPlace ? offset : 0, entry[1]) as InstanceType<(typeof CONSTRUCTORS)[K]>;
+    return new Ctor(
+      inPlace ? piece.bytes.buffer : this.bytesAt(from, byteLength).buffer,
+      inPlace ? offset : 0,
+      entry[1],
+    ) as InstanceType<(typeof CONSTRUCTORS)[K]>;
   }
 
   /** The piece holding the byte at `at`. */

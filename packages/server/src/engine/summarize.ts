@@ -114,10 +114,17 @@ export function extractiveSummary(sources: SummarySource[], options: SummaryOpti
   }
   if (texts.length === 0) {
     // Nothing but short sentences: the sources themselves, earliest first.
-    return ordered.slice(0, options.maxSentences).map((s) => ({ memoryId: s.id, text: s.speaker ? `${s.speaker}: ${s.text.trim()}` : s.text.trim() }));
+    return ordered
+      .slice(0, options.maxSentences)
+      .map((s) => ({ memoryId: s.id, text: s.speaker ? `${s.speaker}: ${s.text.trim()}` : s.text.trim() }));
   }
   const vecs = vectors(texts.map((t) => t.terms));
-  const candidates: Candidate[] = texts.map((t, order) => ({ memoryId: t.memoryId, order, text: t.text, vector: vecs[order]! }));
+  const candidates: Candidate[] = texts.map((t, order) => ({
+    memoryId: t.memoryId,
+    order,
+    text: t.text,
+    vector: vecs[order]!,
+  }));
   let chosen: Candidate[];
   if (options.method === 'lead') {
     chosen = candidates.slice(0, options.maxSentences);

@@ -48,9 +48,29 @@ describe('parseTemporal', () => {
   });
   it('finds a phrase of every rule (each passes the cheap check that comes first), in any case', () => {
     const phrases = [
-      '2023-05-08T10:00', '8th of May, 2023', 'May 8', 'since last Monday', 'since March', 'since the start of this year', 'since 2020',
-      'since yesterday', 'in June', 'from 2021', 'the day before yesterday', 'last night', 'TONIGHT', 'this afternoon', 'this evening',
-      'the past weekend', 'over the last 3 days', 'a couple of weeks ago', 'next month', 'on Sunday', 'Lately', 'these days', 'recently',
+      '2023-05-08T10:00',
+      '8th of May, 2023',
+      'May 8',
+      'since last Monday',
+      'since March',
+      'since the start of this year',
+      'since 2020',
+      'since yesterday',
+      'in June',
+      'from 2021',
+      'the day before yesterday',
+      'last night',
+      'TONIGHT',
+      'this afternoon',
+      'this evening',
+      'the past weekend',
+      'over the last 3 days',
+      'a couple of weeks ago',
+      'next month',
+      'on Sunday',
+      'Lately',
+      'these days',
+      'recently',
     ];
     for (const phrase of phrases) expect(parseTemporal(`what about ${phrase}?`, now), phrase).not.toBeNull();
     expect(parseTemporal('what did Caroline paint for her friend?', now)).toBeNull();

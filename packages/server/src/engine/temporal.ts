@@ -10,14 +10,47 @@ export interface TemporalRange {
 }
 
 const DAY = 86_400_000;
-const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
-const MONTH_RE = '(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)';
+const MONTHS = [
+  'january',
+  'february',
+  'march',
+  'april',
+  'may',
+  'june',
+  'july',
+  'august',
+  'september',
+  'october',
+  'november',
+  'december',
+];
+const MONTH_RE =
+  '(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)';
 const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
 // Full names only: "sun", "sat" and "wed" are ordinary words too often.
 const WEEKDAY_RE = '(sunday|monday|tuesday|wednesday|thursday|friday|saturday)';
 const UNIT_RE = '(day|week|month|year)s?';
-const NUM_WORDS: Record<string, number> = { a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10, eleven: 11, twelve: 12, few: 3, couple: 2, several: 3 };
-const NUM_RE = '(\\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of|several)';
+const NUM_WORDS: Record<string, number> = {
+  a: 1,
+  an: 1,
+  one: 1,
+  two: 2,
+  three: 3,
+  four: 4,
+  five: 5,
+  six: 6,
+  seven: 7,
+  eight: 8,
+  nine: 9,
+  ten: 10,
+  eleven: 11,
+  twelve: 12,
+  few: 3,
+  couple: 2,
+  several: 3,
+};
+const NUM_RE =
+  '(\\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of|several)';
 
 function monthIndex(name: string): number {
   const p = name.slice(0, 3).toLowerCase();
@@ -28,7 +61,10 @@ function weekdayIndex(name: string): number {
   return WEEKDAYS.findIndex((d) => d.startsWith(p));
 }
 function num(word: string): number {
-  const w = word.toLowerCase().replace(/^a (few|couple of)$/, '$1').replace(/ of$/, '');
+  const w = word
+    .toLowerCase()
+    .replace(/^a (few|couple of)$/, '$1')
+    .replace(/ of$/, '');
   return /^\d+$/.test(w) ? Number(w) : (NUM_WORDS[w] ?? 1);
 }
 function startOfDay(t: number): number {
@@ -90,7 +126,8 @@ const b = (s: string) => new RegExp(`(?<![\\p{L}\\p{N}])${s}(?![\\p{L}\\p{N}])`,
  * case folding: one pass of this excludes most texts (three in four conversation turns) at a
  * twelfth of the cost of trying the rules, which the index pays for every memory it loads.
  */
-const MAY_NAME_TIME = /\d|day|week|month|year|night|morning|afternoon|evening|recent|lately|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec/iu;
+const MAY_NAME_TIME =
+  /\d|day|week|month|year|night|morning|afternoon|evening|recent|lately|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec/iu;
 
 // Ordered from most to least specific; the first rule that matches wins.
 const RULES: Rule[] = [
@@ -98,7 +135,9 @@ const RULES: Rule[] = [
     // ISO date, optionally with time: 2023-05-08
     re: b('(\\d{4})-(\\d{2})-(\\d{2})(?:[t ][\\d:.]+z?)?'),
     range: (m) => {
-      const y = +m[1]!, mo = +m[2]! - 1, d = +m[3]!;
+      const y = +m[1]!,
+        mo = +m[2]! - 1,
+        d = +m[3]!;
       if (!validDay(y, mo, d)) return null;
       const s = Date.UTC(y, mo, d);
       return [s, s + DAY];
@@ -106,9 +145,13 @@ const RULES: Rule[] = [
   },
   {
     // 8 May 2023 / 8th of May, 2023 / May 8, 2023 / May 8th 2023
-    re: b(`(?:(\\d{1,2})(?:st|nd|rd|th)?(?: of)? ${MONTH_RE},? (\\d{4})|${MONTH_RE} (\\d{1,2})(?:st|nd|rd|th)?,? (\\d{4}))`),
+    re: b(
+      `(?:(\\d{1,2})(?:st|nd|rd|th)?(?: of)? ${MONTH_RE},? (\\d{4})|${MONTH_RE} (\\d{1,2})(?:st|nd|rd|th)?,? (\\d{4}))`,
+    ),
     range: (m) => {
-      const d = +(m[1] ?? m[5]!), mo = monthIndex(m[2] ?? m[4]!), y = +(m[3] ?? m[6]!);
+      const d = +(m[1] ?? m[5]!),
+        mo = monthIndex(m[2] ?? m[4]!),
+        y = +(m[3] ?? m[6]!);
       if (!validDay(y, mo, d)) return null;
       const s = Date.UTC(y, mo, d);
       return [s, s + DAY];
@@ -118,7 +161,8 @@ const RULES: Rule[] = [
     // May 2023 / in March, 2023
     re: b(`(?:(?:in|during|of) )?${MONTH_RE},? (\\d{4})`),
     range: (m) => {
-      const mo = monthIndex(m[1]!), y = +m[2]!;
+      const mo = monthIndex(m[1]!),
+        y = +m[2]!;
       return [monthStart(y, mo), monthStart(y, mo + 1)];
     },
   },
@@ -126,7 +170,8 @@ const RULES: Rule[] = [
     // May 8 / 8 May (no year): the most recent such day not in the future
     re: b(`(?:(\\d{1,2})(?:st|nd|rd|th)?(?: of)? ${MONTH_RE}|${MONTH_RE} (\\d{1,2})(?:st|nd|rd|th)?)`),
     range: (m, now) => {
-      const d = +(m[1] ?? m[4]!), mo = monthIndex(m[2] ?? m[3]!);
+      const d = +(m[1] ?? m[4]!),
+        mo = monthIndex(m[2] ?? m[3]!);
       let y = new Date(now).getUTCFullYear();
       if (Date.UTC(y, mo, d) > now) y--;
       if (!validDay(y, mo, d)) return null;
@@ -207,7 +252,8 @@ const RULES: Rule[] = [
   },
   {
     re: b('(last|this|next) (week|month|year)'),
-    range: (m, now) => unitRange(now, m[2]!.toLowerCase(), m[1]!.toLowerCase() === 'last' ? -1 : m[1]!.toLowerCase() === 'next' ? 1 : 0),
+    range: (m, now) =>
+      unitRange(now, m[2]!.toLowerCase(), m[1]!.toLowerCase() === 'last' ? -1 : m[1]!.toLowerCase() === 'next' ? 1 : 0),
   },
   {
     re: b(`(?:(?:on|last) )?${WEEKDAY_RE}`),

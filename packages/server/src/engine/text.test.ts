@@ -25,7 +25,11 @@ describe('text analysis', () => {
 
   it('tokenizes ASCII text (its fast path) as the same text beside one non-ASCII character would be', () => {
     // The trailing "ж" sends the second text through the Unicode path; it adds one token of its own.
-    for (const text of ["I'm Bob's friend; DON'T go, we'll see x's 1990s e-mail", "it's 's x'S `ve A'S abc'Sx", "tab\tnew\nline_under-score 3.14"]) {
+    for (const text of [
+      "I'm Bob's friend; DON'T go, we'll see x's 1990s e-mail",
+      "it's 's x'S `ve A'S abc'Sx",
+      'tab\tnew\nline_under-score 3.14',
+    ]) {
       expect([...tokenize(text), 'ж']).toEqual(tokenize(`${text} ж`));
     }
     expect(tokenize("Caroline's DON'T")).toEqual(['caroline', 'don']);

@@ -5,7 +5,8 @@ import { STOP_WORDS } from './stopwords.js';
 // Scripts written without spaces between words: we index overlapping character
 // bigrams for them (the classic CJK bigram approach) because no dictionary is available offline.
 // U+30FC (prolonged sound mark) and U+3005 (iteration mark) are script "Common" but part of words.
-const UNSPACED = '\\u30fc\\u3005\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}';
+const UNSPACED =
+  '\\u30fc\\u3005\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}';
 const SEGMENT_RE = new RegExp(`[${UNSPACED}]+|[\\p{L}\\p{N}\\p{M}]+`, 'gu');
 const UNSPACED_RE = new RegExp(`^[${UNSPACED}]`, 'u');
 // Latin/Greek/Cyrillic combining accents only; marks of Indic scripts etc. carry meaning and stay.
@@ -96,7 +97,13 @@ export function estimateTokens(text: string): number {
   for (const ch of text) {
     const c = ch.codePointAt(0)!;
     if (c < 0x80) ascii++;
-    else if ((c >= 0x2e80 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7af) || (c >= 0xf900 && c <= 0xfaff) || c >= 0x20000) cjk++;
+    else if (
+      (c >= 0x2e80 && c <= 0x9fff) ||
+      (c >= 0xac00 && c <= 0xd7af) ||
+      (c >= 0xf900 && c <= 0xfaff) ||
+      c >= 0x20000
+    )
+      cjk++;
     else other++;
   }
   return Math.ceil(ascii / 4) + cjk + Math.ceil(other / 2);

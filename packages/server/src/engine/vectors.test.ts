@@ -6,7 +6,9 @@ import { VECTOR_TRAIN_MIN } from './vectors.js';
 // Texts of a few themes recombined, with the built-in hashed vectors (words and character n-grams)
 // at 128 dimensions as a remote embedder's: near for texts that share words or sub-words.
 const WORDS = `hiking mountain trail guitar concert band sushi ramen dinner puppy kitten shelter paint canvas museum
-  marathon running shoes garden roses tomato violin lesson school teacher camping lake tent coffee beans roast`.split(/\s+/);
+  marathon running shoes garden roses tomato violin lesson school teacher camping lake tent coffee beans roast`.split(
+  /\s+/,
+);
 const embedder = builtinEmbedder(128);
 const T0 = Date.UTC(2024, 0, 1);
 
@@ -15,15 +17,28 @@ function build(n: number, vectors = true): MemoryIndex {
   let seed = 7;
   const next = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
   for (let id = 1; id <= n; id++) {
-    const text = Array.from({ length: 4 + Math.floor(next() * 5) }, () => WORDS[Math.floor(next() * WORDS.length)]).join(' ');
-    index.upsert({ id, text, createdAt: T0 + id * 60_000, sessionId: `s${Math.floor(id / 10)}`, importance: 0.5, feedback: 0 }, vectors ? embedder.embedSync(text) : undefined);
+    const text = Array.from(
+      { length: 4 + Math.floor(next() * 5) },
+      () => WORDS[Math.floor(next() * WORDS.length)],
+    ).join(' ');
+    index.upsert(
+      { id, text, createdAt: T0 + id * 60_000, sessionId: `s${Math.floor(id / 10)}`, importance: 0.5, feedback: 0 },
+      vectors ? embedder.embedSync(text) : undefined,
+    );
   }
   return index;
 }
 
 describe('compact vectors and the bounded candidate search', () => {
   const index = build(VECTOR_TRAIN_MIN * 3);
-  const queries = ['evening concert with the band', 'a puppy from the shelter', 'ramen for dinner', 'tent by the lake', 'violin teacher', 'roses'];
+  const queries = [
+    'evening concert with the band',
+    'a puppy from the shelter',
+    'ramen for dinner',
+    'tent by the lake',
+    'violin teacher',
+    'roses',
+  ];
 
   it('finds what scoring every vector finds, with int8 codes', () => {
     let agree = 0;
@@ -43,26 +58,37 @@ describe('compact vectors and the bounded candidate search', () => {
     expect(agree / total).toBeGreaterThanOrEqual(0.95);
     // About a quarter of float32's bytes (a code a dimension, a scale and a list per doc; slots grow by doubling).
     const floatBytes = VECTOR_TRAIN_MIN * 3 * 128 * 4;
-    expect(build(VECTOR_TRAIN_MIN * 3).approxBytes() - build(VECTOR_TRAIN_MIN * 3, false).approxBytes()).toBeLessThan(floatBytes * 0.4);
+    expect(build(VECTOR_TRAIN_MIN * 3).approxBytes() - build(VECTOR_TRAIN_MIN * 3, false).approxBytes()).toBeLessThan(
+      floatBytes * 0.4,
+    );
   });
 
   it('carries the codes and the trained lists in a snapshot: a restored index answers alike, and after changes', () => {
     const restored = MemoryIndex.restore(index.snapshot(), { embedder: null });
-    const answers = (i: MemoryIndex) => queries.map((q) => i.search(q, { k: 10, now: T0, queryVector: embedder.embedSync(q), explain: true }));
+    const answers = (i: MemoryIndex) =>
+      queries.map((q) => i.search(q, { k: 10, now: T0, queryVector: embedder.embedSync(q), explain: true }));
     expect(answers(restored)).toEqual(answers(index));
     const text = 'hiking trail to the mountain lake';
     for (const i of [index, restored]) {
-      i.upsert({ id: 999_999, text, createdAt: T0, sessionId: null, importance: 0.5, feedback: 0 }, embedder.embedSync(text));
+      i.upsert(
+        { id: 999_999, text, createdAt: T0, sessionId: null, importance: 0.5, feedback: 0 },
+        embedder.embedSync(text),
+      );
       i.remove(5);
     }
     expect(answers(restored)).toEqual(answers(index));
-    expect(restored.search('hiking lake', { k: 3, now: T0, queryVector: embedder.embedSync(text) })[0]!.id).toBe(999_999);
+    expect(restored.search('hiking lake', { k: 3, now: T0, queryVector: embedder.embedSync(text) })[0]!.id).toBe(
+      999_999,
+    );
   });
 
   it('attaches a vector to a held doc later (background embedding)', () => {
     const late = new MemoryIndex({ embedder: null });
     late.upsert({ id: 1, text: 'guitar lesson', createdAt: T0, sessionId: null, importance: 0.5, feedback: 0 });
-    late.upsert({ id: 2, text: 'a quiet morning', createdAt: T0, sessionId: null, importance: 0.5, feedback: 0 }, embedder.embedSync('a quiet morning'));
+    late.upsert(
+      { id: 2, text: 'a quiet morning', createdAt: T0, sessionId: null, importance: 0.5, feedback: 0 },
+      embedder.embedSync('a quiet morning'),
+    );
     const queryVector = embedder.embedSync('guitar lessons');
     expect(late.search('zzz', { k: 2, now: T0, queryVector }).map((h) => h.id)).toEqual([2]);
     expect(late.setVector(1, embedder.embedSync('guitar lesson'))).toBe(true);

@@ -57,7 +57,8 @@ export class VectorIndex {
       this.dims = vector.length;
       this.codes = new Int8Array(capacity * this.dims);
     }
-    if (vector.length !== this.dims) throw new Error(`vector has ${vector.length} dimensions, index holds ${this.dims}`);
+    if (vector.length !== this.dims)
+      throw new Error(`vector has ${vector.length} dimensions, index holds ${this.dims}`);
     let n = 0;
     let max = 0;
     for (let i = 0; i < vector.length; i++) {
@@ -228,6 +229,13 @@ export class VectorIndex {
   }
 
   approxBytes(): number {
-    return this.codes.byteLength + this.scale.byteLength + this.has.byteLength + this.list.byteLength + this.centroids.byteLength + this.count * 8;
+    return (
+      this.codes.byteLength +
+      this.scale.byteLength +
+      this.has.byteLength +
+      this.list.byteLength +
+      this.centroids.byteLength +
+      this.count * 8
+    );
   }
 }

@@ -38,7 +38,13 @@ forEachDialect('API-key authentication and scoping of the memory data plane', (d
     t.call(method, url, { ...(body !== undefined ? { body } : {}), ...options });
 
   /** Each operation must fail with this error and write nothing. */
-  async function expectRefused(operations: Operation[], options: CallOptions, status: number, code: string, field?: string) {
+  async function expectRefused(
+    operations: Operation[],
+    options: CallOptions,
+    status: number,
+    code: string,
+    field?: string,
+  ) {
     for (const operation of operations) {
       const res = await expectNothingWritten(t, () => send(operation, options));
       expectError(res, status, code, field);
@@ -55,7 +61,9 @@ forEachDialect('API-key authentication and scoping of the memory data plane', (d
       const res = await expectNothingWritten(t, () => send(operation, options), true);
       if (operation[1] === '/memory/batch-update') {
         expect(res.status).toBe(207);
-        expect(res.body.results).toEqual([{ index: 0, id, status: 'failed', error: { code: 'not_found', message: expect.any(String) } }]);
+        expect(res.body.results).toEqual([
+          { index: 0, id, status: 'failed', error: { code: 'not_found', message: expect.any(String) } },
+        ]);
       } else if (operation[1] === '/memory/forget') {
         expect(res.status).toBe(200);
         expect(res.body).toEqual([]);
@@ -78,7 +86,10 @@ forEachDialect('API-key authentication and scoping of the memory data plane', (d
         expect(res.headers['www-authenticate']).toMatch(/X-API-Key/);
       }
     }
-    const bearerOnly = await t.call('GET', `/memory/${memoryId}`, { key: null, headers: { authorization: 'Bearer abc' } });
+    const bearerOnly = await t.call('GET', `/memory/${memoryId}`, {
+      key: null,
+      headers: { authorization: 'Bearer abc' },
+    });
     expectError(bearerOnly, 401, 'unauthenticated');
   });
 
@@ -96,7 +107,10 @@ forEachDialect('API-key authentication and scoping of the memory data plane', (d
   it('answers 403 forbidden to a key without the scope an operation needs', async () => {
     const reader = await t.newKey({ scopes: ['memories:read'] });
     await expectRefused(writes(memoryId), { key: reader.key }, 403, 'forbidden');
-    for (const operation of [...onMemory(memoryId).filter(([m]) => m === 'GET'), ['GET', '/memory/export'] as Operation]) {
+    for (const operation of [
+      ...onMemory(memoryId).filter(([m]) => m === 'GET'),
+      ['GET', '/memory/export'] as Operation,
+    ]) {
       expect((await send(operation, { key: reader.key })).status).toBe(200);
     }
     const none = await t.newKey({ scopes: [] });
@@ -111,13 +125,25 @@ forEachDialect('API-key authentication and scoping of the memory data plane', (d
 
   it('answers 404 for a project of another organization, a deleted or unknown project, or one a locked key is not locked to', async () => {
     const other = await t.otherTenant();
-    const doomed = await createProject(t.database.db, { organizationId: t.organizationId, name: 'Doomed', slug: 'doomed' });
+    const doomed = await createProject(t.database.db, {
+      organizationId: t.organizationId,
+      name: 'Doomed',
+      slug: 'doomed',
+    });
     await addMemory(t, 'In a project about to be deleted', { project: doomed.id });
-    await deleteProject(t.database, { actor: SYSTEM_ACTOR, organizationId: t.organizationId, projectId: null, requestId: null }, doomed.id);
+    await deleteProject(
+      t.database,
+      { actor: SYSTEM_ACTOR, organizationId: t.organizationId, projectId: null, requestId: null },
+      doomed.id,
+    );
     for (const project of [other.projectId, doomed.id, 'proj_doesnotexist']) {
       await expectRefused(everything(), { project }, 404, 'not_found');
     }
-    const sibling = await createProject(t.database.db, { organizationId: t.organizationId, name: 'Sibling', slug: 'sibling' });
+    const sibling = await createProject(t.database.db, {
+      organizationId: t.organizationId,
+      name: 'Sibling',
+      slug: 'sibling',
+    });
     const locked = await t.newKey({ projectId: t.projectId });
     await expectRefused(everything(), { key: locked.key, project: sibling.id }, 404, 'not_found');
     // A locked key needs no X-Project-ID, and may repeat its own.
@@ -138,7 +164,11 @@ forEachDialect('API-key authentication and scoping of the memory data plane', (d
 
   it('hides another end user’s and another project’s memories behind 404, changing nothing', async () => {
     const theirs = await addMemory(t, 'Belongs to user-2', { endUser: 'user-2' });
-    const sibling = await createProject(t.database.db, { organizationId: t.organizationId, name: 'Elsewhere', slug: 'elsewhere' });
+    const sibling = await createProject(t.database.db, {
+      organizationId: t.organizationId,
+      name: 'Elsewhere',
+      slug: 'elsewhere',
+    });
     const elsewhere = await addMemory(t, 'Same end user, other project', { project: sibling.id });
     const other = await t.otherTenant();
     await expectHidden(theirs.id, {});
@@ -154,10 +184,18 @@ forEachDialect('API-key authentication and scoping of the memory data plane', (d
     expect(own.body.end_user_id).toBe('bound-user');
     expect((await t.call('GET', `/memory/${own.body.id}`, as({ endUser: 'bound-user' }))).status).toBe(200);
     // Naming another end user, or reaching another end user's memory, is 404.
-    await expectRefused([...onMemory(own.body.id), ...writes(own.body.id).slice(0, 2)], as({ endUser: 'user-1' }), 404, 'not_found');
+    await expectRefused(
+      [...onMemory(own.body.id), ...writes(own.body.id).slice(0, 2)],
+      as({ endUser: 'user-1' }),
+      404,
+      'not_found',
+    );
     await expectHidden(memoryId, as());
     expectError(await expectNothingWritten(t, () => t.call('DELETE', '/memory/user/user-1', as())), 404, 'not_found');
-    expect((await t.call('DELETE', '/memory/user/bound-user', as())).body).toEqual({ end_user_id: 'bound-user', deleted: 1 });
+    expect((await t.call('DELETE', '/memory/user/bound-user', as())).body).toEqual({
+      end_user_id: 'bound-user',
+      deleted: 1,
+    });
   });
 
   it('refuses two credentials at once', async () => {

@@ -67,14 +67,22 @@ declare module 'fastify' {
   }
 }
 
-async function resolveApiKeyPrincipal(credentials: Credentials, request: FastifyRequest, auth: RouteAuth, presented: string, checksClock: boolean) {
+async function resolveApiKeyPrincipal(
+  credentials: Credentials,
+  request: FastifyRequest,
+  auth: RouteAuth,
+  presented: string,
+  checksClock: boolean,
+) {
   const requestedProject = singleHeader(request, 'x-project-id') || undefined;
   // The key and the project it names (or is locked to), resolved together (modules/org/resolved-keys.ts).
   const resolved = await credentials.resolveKey(presented, requestedProject, checksClock);
   if (!resolved) throw unauthenticated('The API key is invalid, expired or revoked');
   const { key, caughtUp, heldAt } = resolved;
   if (auth.scope && !hasScope(keyScopes(key), auth.scope)) {
-    throw forbidden(`The API key lacks the ${auth.scope} scope${hasScope(key.scopes, auth.scope) ? ' (a key bound to a tenant or end user cannot use it)' : ''}`);
+    throw forbidden(
+      `The API key lacks the ${auth.scope} scope${hasScope(key.scopes, auth.scope) ? ' (a key bound to a tenant or end user cannot use it)' : ''}`,
+    );
   }
 
   const projectMode = auth.project ?? 'required';
@@ -88,8 +96,15 @@ async function resolveApiKeyPrincipal(credentials: Credentials, request: Fastify
     throw invalid('X-Project-ID', 'X-Project-ID is required for keys not locked to a project');
   }
   const principal: Principal = {
-    kind: 'api_key', actor: { type: 'api_key', id: key.id }, organizationId: key.organizationId, role: null,
-    scopes: key.scopes, projectId: project?.id ?? null, userId: null, sessionId: null, key,
+    kind: 'api_key',
+    actor: { type: 'api_key', id: key.id },
+    organizationId: key.organizationId,
+    role: null,
+    scopes: key.scopes,
+    projectId: project?.id ?? null,
+    userId: null,
+    sessionId: null,
+    key,
   };
   const scope = project && projectMode === 'required' ? dataScope(request, auth, key, project.id) : null;
   await credentials.touchKey(key);
@@ -110,16 +125,29 @@ function dataScope(request: FastifyRequest, auth: RouteAuth, key: ApiKeyRecord, 
     }
   }
 
-  return { actor: { type: 'api_key', id: key.id }, organizationId: key.organizationId, projectId, tenantId, endUserId, key };
+  return {
+    actor: { type: 'api_key', id: key.id },
+    organizationId: key.organizationId,
+    projectId,
+    tenantId,
+    endUserId,
+    key,
+  };
 }
 
 const BEARER = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i;
 const ORGANIZATION_ID = /^org_[0-9a-z]{1,64}$/;
 
-async function resolveBearerPrincipal(credentials: Credentials, request: FastifyRequest, auth: RouteAuth, authorization: string): Promise<Principal> {
+async function resolveBearerPrincipal(
+  credentials: Credentials,
+  request: FastifyRequest,
+  auth: RouteAuth,
+  authorization: string,
+): Promise<Principal> {
   const token = BEARER.exec(authorization)?.[1];
   const session = token === undefined ? undefined : await credentials.session(token);
-  if (!session) throw unauthenticated('The bearer token is invalid or expired, or its session has ended; sign in again');
+  if (!session)
+    throw unauthenticated('The bearer token is invalid or expired, or its session has ended; sign in again');
 
   const requestedOrganization = singleHeader(request, 'x-organization-id');
   if (requestedOrganization !== undefined && !ORGANIZATION_ID.test(requestedOrganization)) {
@@ -140,8 +168,15 @@ async function resolveBearerPrincipal(credentials: Credentials, request: Fastify
   }
   await credentials.touchSession(session);
   return {
-    kind: 'bearer', actor: { type: 'user', id: session.userId }, organizationId: membership?.organizationId ?? null,
-    role: role ?? null, scopes: session.scopes, projectId, userId: session.userId, sessionId: session.id, key: null,
+    kind: 'bearer',
+    actor: { type: 'user', id: session.userId },
+    organizationId: membership?.organizationId ?? null,
+    role: role ?? null,
+    scopes: session.scopes,
+    projectId,
+    userId: session.userId,
+    sessionId: session.id,
+    key: null,
   };
 }
 
@@ -200,7 +235,12 @@ export const authentication = fp(async (app: FastifyInstance, { credentials }: {
     }
     if (apiKey && accepts.includes('api_key')) {
       // A request whose Idempotency-Key is recorded writes its claim before any statement of the route could check the clock.
-      await byApiKey(request, auth, apiKey, auth.checksClock === true && (request.headers['idempotency-key'] === undefined || changesNothing(auth)));
+      await byApiKey(
+        request,
+        auth,
+        apiKey,
+        auth.checksClock === true && (request.headers['idempotency-key'] === undefined || changesNothing(auth)),
+      );
     } else if (authorization && accepts.includes('bearer')) {
       request.principal = await resolveBearerPrincipal(credentials, request, auth, authorization);
       request.verifyActor = verifyActorOf(credentials, request.principal, auth.capability);
@@ -231,7 +271,11 @@ export function organizationOf(request: FastifyRequest): Principal & { organizat
 }
 
 /** The WriteContext of a control-plane request, acting in `organizationId` (default: the principal's). */
-export function controlContextOf(request: FastifyRequest, organizationId?: string, projectId?: string | null): WriteContext {
+export function controlContextOf(
+  request: FastifyRequest,
+  organizationId?: string,
+  projectId?: string | null,
+): WriteContext {
   const principal = principalOf(request);
   return {
     actor: principal.actor,
@@ -257,7 +301,13 @@ export function endUserOf(request: FastifyRequest): string {
 /** The WriteContext of an authenticated data-plane request. */
 export function writeContextOf(request: FastifyRequest): WriteContext {
   const scope = scopeOf(request);
-  return { actor: scope.actor, organizationId: scope.organizationId, projectId: scope.projectId, requestId: request.id, ...requestOwn(request) };
+  return {
+    actor: scope.actor,
+    organizationId: scope.organizationId,
+    projectId: scope.projectId,
+    requestId: request.id,
+    ...requestOwn(request),
+  };
 }
 
 /**
@@ -276,7 +326,11 @@ const requestOwn = (request: FastifyRequest) => ({
  * in the acting organization now, refused as authorization would refuse it now. A plain read sees a change committed
  * before it; a write that must also wait for one under way locks the row first (people/service.ts#actingRole).
  */
-function verifyActorOf(credentials: Credentials, principal: Principal, capability: Capability | undefined): ((trx: Executor) => Promise<Role>) | undefined {
+function verifyActorOf(
+  credentials: Credentials,
+  principal: Principal,
+  capability: Capability | undefined,
+): ((trx: Executor) => Promise<Role>) | undefined {
   if (principal.kind !== 'bearer' || !principal.organizationId || !capability) return undefined;
   const { userId, organizationId } = principal as { userId: number; organizationId: string };
   return async (trx) => {

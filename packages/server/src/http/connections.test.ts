@@ -16,7 +16,9 @@ function parseResponses(text: string): RawResponse[] {
   while (rest.startsWith('HTTP/1.1 ')) {
     const headEnd = rest.indexOf('\r\n\r\n');
     const [statusLine, ...lines] = rest.slice(0, headEnd).split('\r\n');
-    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    const headers = Object.fromEntries(
+      lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+    );
     const length = Number(headers['content-length'] ?? 0);
     const body = rest.slice(headEnd + 4, headEnd + 4 + length);
     responses.push({ status: Number(statusLine!.split(' ')[1]), headers, body: JSON.parse(body) });
@@ -54,7 +56,11 @@ forEachDialect('connections: parser errors, slow bodies and the per-client cap',
   const expectDocumentedError = (res: RawResponse | undefined, status: number, code: string) => {
     expect(res?.status).toBe(status);
     expect(res!.headers['content-type']).toMatch(/^application\/json/);
-    expect(res!.body.error).toMatchObject({ code, message: expect.any(String), request_id: res!.headers['x-request-id'] });
+    expect(res!.body.error).toMatchObject({
+      code,
+      message: expect.any(String),
+      request_id: res!.headers['x-request-id'],
+    });
     expect(res!.headers['x-request-id']).toMatch(/^req_/);
   };
   const head = (lines: string[]) => `${lines.join('\r\n')}\r\n\r\n`;
@@ -68,7 +74,17 @@ forEachDialect('connections: parser errors, slow bodies and the per-client cap',
     expectDocumentedError(huge[0], 431, 'headers_too_large');
 
     // A Content-Length shorter than the body: the rest is read as a (malformed) next request.
-    const short = await exchange(head(['POST /memory/add HTTP/1.1', 'Host: x', 'Content-Type: application/json', 'Content-Length: 5', `X-API-Key: ${t.key}`, `X-Project-ID: ${t.projectId}`, 'X-End-User-ID: u']) + '{"text":"hello"}');
+    const short = await exchange(
+      `${head([
+        'POST /memory/add HTTP/1.1',
+        'Host: x',
+        'Content-Type: application/json',
+        'Content-Length: 5',
+        `X-API-Key: ${t.key}`,
+        `X-Project-ID: ${t.projectId}`,
+        'X-End-User-ID: u',
+      ])}{"text":"hello"}`,
+    );
     // Node parses the leftover while the first request is still being handled and the connection closes,
     // so the first answer may be lost; whatever is answered has the documented body.
     expect(short.length).toBeGreaterThan(0);
@@ -77,7 +93,15 @@ forEachDialect('connections: parser errors, slow bodies and the per-client cap',
 
   it('times out a request whose body does not arrive (408) and closes the connection', async () => {
     const slow = await exchange(
-      head(['POST /memory/add HTTP/1.1', 'Host: x', 'Content-Type: application/json', 'Content-Length: 100', `X-API-Key: ${t.key}`, `X-Project-ID: ${t.projectId}`, 'X-End-User-ID: u']) + '{"text":',
+      `${head([
+        'POST /memory/add HTTP/1.1',
+        'Host: x',
+        'Content-Type: application/json',
+        'Content-Length: 100',
+        `X-API-Key: ${t.key}`,
+        `X-Project-ID: ${t.projectId}`,
+        'X-End-User-ID: u',
+      ])}{"text":`,
     );
     expectDocumentedError(slow[0], 408, 'request_timeout');
   });
@@ -89,6 +113,10 @@ forEachDialect('connections: parser errors, slow bodies and the per-client cap',
     expect(refused[0]!.headers['retry-after']).toBe('1');
     for (const s of held) s.destroy();
     // Served again once the server has seen them close (on a loaded machine, not within any fixed time).
-    await until(async () => (await exchange(head(['GET /healthz HTTP/1.1', 'Host: x', 'Connection: close'])))[0]!.status === 200, 'a request served after the held connections closed', 5_000);
+    await until(
+      async () => (await exchange(head(['GET /healthz HTTP/1.1', 'Host: x', 'Connection: close'])))[0]!.status === 200,
+      'a request served after the held connections closed',
+      5_000,
+    );
   });
 });

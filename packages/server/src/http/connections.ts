@@ -27,14 +27,24 @@ export function answerOnSocket(socket: Socket, error: AppError, requestId: strin
     return;
   }
   const body: ErrorBody = {
-    error: { code: error.code, message: error.message, ...(error.field ? { field: error.field } : {}), request_id: requestId },
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.field ? { field: error.field } : {}),
+      request_id: requestId,
+    },
   };
   const text = JSON.stringify(body);
   const headers = {
-    ...error.headers, 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)),
-    'X-Request-ID': requestId, Connection: 'close',
+    ...error.headers,
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(text)),
+    'X-Request-ID': requestId,
+    Connection: 'close',
   };
-  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const head = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n${head}\r\n${text}`);
   socket.destroySoon();
 }
@@ -60,7 +70,12 @@ export function capConnectionsPerClient(server: Server, max: number, nextRequest
     const address = socket.remoteAddress ?? 'unknown';
     const count = (open.get(address) ?? 0) + 1;
     if (count > max) {
-      const error = new AppError('rate_limited', `Too many open connections from this client (at most ${max})`, undefined, { 'Retry-After': '1' });
+      const error = new AppError(
+        'rate_limited',
+        `Too many open connections from this client (at most ${max})`,
+        undefined,
+        { 'Retry-After': '1' },
+      );
       answerOnSocket(socket, error, nextRequestId());
       return;
     }

@@ -33,7 +33,11 @@ forEachDialect('the console at /console', (dialect) => {
   });
 
   it('serves the page as the OAuth consent return, never cached (its address carries a code), with referrers off', async () => {
-    const res = await t.call('GET', '/connectors/oauth/callback?code=abc&state=xyz', { key: null, endUser: null, project: null });
+    const res = await t.call('GET', '/connectors/oauth/callback?code=abc&state=xyz', {
+      key: null,
+      endUser: null,
+      project: null,
+    });
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.headers['referrer-policy']).toBe('no-referrer');
@@ -52,7 +56,11 @@ forEachDialect('the console at /console', (dialect) => {
       expect(res.headers['content-type']).toMatch(name.endsWith('.js') ? /^text\/javascript/ : /^text\/css/);
       expect(res.text).toBe(readFileSync(join(CONSOLE_DIRECTORY, 'assets', name), 'utf8'));
     }
-    for (const path of ['/console/assets/missing-abc123.js', '/console/assets/..%2Findex.html', '/console/assets/..%2F..%2F..%2Fserver%2Fpackage.json']) {
+    for (const path of [
+      '/console/assets/missing-abc123.js',
+      '/console/assets/..%2Findex.html',
+      '/console/assets/..%2F..%2F..%2Fserver%2Fpackage.json',
+    ]) {
       const res = await t.call('GET', path, { key: null, endUser: null, project: null });
       expect(res.status, path).toBe(404);
       expect(res.headers['cache-control']).not.toMatch(/immutable/);

@@ -6,7 +6,9 @@ import { waitFor } from '../testing/jobs.js';
 // Scoped API keys for the control plane (core/access.ts#KEY_CONTROL_SCOPES): made through the key-creation
 // operation, used by automation without a person's session. The authorization matrix covers every cell.
 forEachDialect('control-plane API keys', (dialect) => {
-  const t = useTestApp(dialect, { webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 } });
+  const t = useTestApp(dialect, {
+    webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 },
+  });
   const owner = useOwner(t);
 
   const issue = async (body: Record<string, unknown>) => {
@@ -15,7 +17,15 @@ forEachDialect('control-plane API keys', (dialect) => {
     return res.body as { key: string; scopes: string[] };
   };
   const hook = { name: 'deploy hook', url: 'http://127.0.0.1:9/hook', events: ['memory.created'] };
-  const endpoints = async () => Number((await t.database.db.selectFrom('webhook_endpoints').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const endpoints = async () =>
+    Number(
+      (
+        await t.database.db
+          .selectFrom('webhook_endpoints')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   it('a key with webhooks:write creates a webhook in its project; the endpoint is listed with webhooks:read', async () => {
     const { key } = await issue({ project_id: t.projectId, scopes: ['webhooks:read', 'webhooks:write'] });
@@ -25,7 +35,12 @@ forEachDialect('control-plane API keys', (dialect) => {
     const listed = await t.call('GET', '/org/webhooks', { key, project: null });
     expect(listed.body.items.map((e: { id: number }) => e.id)).toContain(created.body.id);
     // The audit log names the key, not a person.
-    const audit = await t.database.db.selectFrom('audit_log').select(['actor_type']).where('action', '=', 'webhook.create').orderBy('id', 'desc').executeTakeFirstOrThrow();
+    const audit = await t.database.db
+      .selectFrom('audit_log')
+      .select(['actor_type'])
+      .where('action', '=', 'webhook.create')
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
     expect(audit.actor_type).toBe('api_key');
   });
 
@@ -65,7 +80,10 @@ forEachDialect('control-plane API keys', (dialect) => {
 
   it('a key bound to a tenant or end user cannot carry control-plane scopes (400 naming the scope)', async () => {
     for (const bound of [{ tenant_id: 'acme' }, { end_user_id: 'alice' }]) {
-      const res = await t.call('POST', '/org/api-keys', { token: owner.token, body: { name: 'bound', ...bound, scopes: ['memories:read', 'webhooks:write'] } });
+      const res = await t.call('POST', '/org/api-keys', {
+        token: owner.token,
+        body: { name: 'bound', ...bound, scopes: ['memories:read', 'webhooks:write'] },
+      });
       expectError(res, 400, 'validation_error');
       expect(res.body.error.field).toBe('scopes/1');
     }
@@ -76,12 +94,20 @@ forEachDialect('control-plane API keys', (dialect) => {
     const members = await t.call('GET', '/org/members', { key, project: null });
     expect(members.status, members.text).toBe(200);
     expect(members.body.items.length).toBeGreaterThan(0);
-    const imported = await t.call('POST', '/imports', { key, project: null, body: { results: [{ id: 'mem0-1', memory: 'imported by a key', user_id: 'key-import' }] } });
+    const imported = await t.call('POST', '/imports', {
+      key,
+      project: null,
+      body: { results: [{ id: 'mem0-1', memory: 'imported by a key', user_id: 'key-import' }] },
+    });
     expect(imported.status, imported.text).toBe(202);
     const done = await waitFor(t, owner.token, `/imports/${imported.body.id}`, t.projectId);
     expect(done.status, JSON.stringify(done)).toBe('completed');
     // Its memories' history names the key, not a user who happens to share its id.
-    const history = await t.database.db.selectFrom('memory_history').select(['actor_type']).orderBy('id', 'desc').executeTakeFirstOrThrow();
+    const history = await t.database.db
+      .selectFrom('memory_history')
+      .select(['actor_type'])
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow();
     expect(history.actor_type).toBe('api_key');
   });
 });

@@ -27,7 +27,13 @@ forEachDialect('credential resolution', (dialect) => {
   });
 
   it('refuses an Authorization header that is not a well-formed bearer token with 401, never 500', async () => {
-    for (const authorization of ['Basic dXNlcjpwYXNz', 'Bearer', 'Bearer a b', 'Bearer <script>', `Bearer ${owner.token}x`]) {
+    for (const authorization of [
+      'Basic dXNlcjpwYXNz',
+      'Bearer',
+      'Bearer a b',
+      'Bearer <script>',
+      `Bearer ${owner.token}x`,
+    ]) {
       const res = await t.call('GET', '/auth/sessions', { key: null, headers: { authorization } });
       expectError(res, 401, 'unauthenticated');
     }
@@ -35,11 +41,30 @@ forEachDialect('credential resolution', (dialect) => {
   });
 
   it('checks X-Organization-ID: malformed is 400, not a membership of the caller is 404', async () => {
-    expectError(await t.call('GET', '/org/projects', { token: owner.token, headers: { 'X-Organization-ID': 'acme' } }), 400, 'validation_error', 'X-Organization-ID');
-    expectError(await t.call('GET', '/org/projects', { token: owner.token, headers: { 'X-Organization-ID': 'org_0000' } }), 404, 'not_found');
+    expectError(
+      await t.call('GET', '/org/projects', { token: owner.token, headers: { 'X-Organization-ID': 'acme' } }),
+      400,
+      'validation_error',
+      'X-Organization-ID',
+    );
+    expectError(
+      await t.call('GET', '/org/projects', { token: owner.token, headers: { 'X-Organization-ID': 'org_0000' } }),
+      404,
+      'not_found',
+    );
     const other = await t.otherTenant();
-    expectError(await t.call('GET', '/org/projects', { token: owner.token, headers: { 'X-Organization-ID': other.organizationId } }), 404, 'not_found');
-    const own = await t.call('GET', '/org/projects', { token: owner.token, headers: { 'X-Organization-ID': t.organizationId } });
+    expectError(
+      await t.call('GET', '/org/projects', {
+        token: owner.token,
+        headers: { 'X-Organization-ID': other.organizationId },
+      }),
+      404,
+      'not_found',
+    );
+    const own = await t.call('GET', '/org/projects', {
+      token: owner.token,
+      headers: { 'X-Organization-ID': t.organizationId },
+    });
     expect(own.status, own.text).toBe(200);
     expect(own.body.items.map((p: { id: string }) => p.id)).toContain(t.projectId);
   });
@@ -60,11 +85,19 @@ forEachDialect('credential resolution', (dialect) => {
   it('refuses a role without the capability and a token without the scope, and changes nothing', async () => {
     const member = await t.member('member');
     const keysBefore = await countRows(t, 'api_keys');
-    expectError(await t.call('POST', '/org/api-keys', { token: member.token, body: { name: 'nope' } }), 403, 'forbidden');
+    expectError(
+      await t.call('POST', '/org/api-keys', { token: member.token, body: { name: 'nope' } }),
+      403,
+      'forbidden',
+    );
     expect(await countRows(t, 'api_keys')).toBe(keysBefore);
 
     const narrow = await t.login({ scopes: ['sessions:read'] });
-    expectError(await t.call('POST', '/org/api-keys', { token: narrow.token, body: { name: 'nope' } }), 403, 'forbidden');
+    expectError(
+      await t.call('POST', '/org/api-keys', { token: narrow.token, body: { name: 'nope' } }),
+      403,
+      'forbidden',
+    );
     expect(await countRows(t, 'api_keys')).toBe(keysBefore);
     const created = await t.call('POST', '/org/api-keys', { token: owner.token, body: { name: 'yes' } });
     expect(created.status, created.text).toBe(201);
@@ -72,9 +105,18 @@ forEachDialect('credential resolution', (dialect) => {
   });
 
   it('requires X-Project-ID on bearer routes bound to a project, and finds only projects of the acting organization', async () => {
-    expectError(await t.call('GET', '/connectors/connections', { token: owner.token }), 400, 'validation_error', 'X-Project-ID');
+    expectError(
+      await t.call('GET', '/connectors/connections', { token: owner.token }),
+      400,
+      'validation_error',
+      'X-Project-ID',
+    );
     const other = await t.otherTenant();
-    expectError(await t.call('GET', '/connectors/connections', { token: owner.token, project: other.projectId }), 404, 'not_found');
+    expectError(
+      await t.call('GET', '/connectors/connections', { token: owner.token, project: other.projectId }),
+      404,
+      'not_found',
+    );
     const own = await t.call('GET', '/connectors/connections', { token: owner.token, project: t.projectId });
     expect(own.status, own.text).toBe(200);
   });
@@ -87,14 +129,31 @@ forEachDialect('credential resolution', (dialect) => {
 
     const bound = await t.newKey({ tenantId: 'acme' });
     const before = await countRows(t, 'memories');
-    expectError(await t.call('POST', '/memory/add', { key: bound.key, headers: { 'X-Tenant-ID': 'globex' }, body: { text: 'x' } }), 404, 'not_found');
+    expectError(
+      await t.call('POST', '/memory/add', {
+        key: bound.key,
+        headers: { 'X-Tenant-ID': 'globex' },
+        body: { text: 'x' },
+      }),
+      404,
+      'not_found',
+    );
     expect(await countRows(t, 'memories')).toBe(before);
-    const same = await t.call('POST', '/memory/add', { key: bound.key, headers: { 'X-Tenant-ID': 'acme' }, body: { text: 'ok' } });
+    const same = await t.call('POST', '/memory/add', {
+      key: bound.key,
+      headers: { 'X-Tenant-ID': 'acme' },
+      body: { text: 'ok' },
+    });
     expect(same.status, same.text).toBe(201);
   });
 
   it('requires X-End-User-ID where the operation is about one end user', async () => {
-    expectError(await t.call('POST', '/memory/query', { endUser: null, body: { query: 'tea' } }), 400, 'validation_error', 'X-End-User-ID');
+    expectError(
+      await t.call('POST', '/memory/query', { endUser: null, body: { query: 'tea' } }),
+      400,
+      'validation_error',
+      'X-End-User-ID',
+    );
     const ok = await t.call('POST', '/memory/query', { body: { query: 'tea' } });
     expect(ok.status, ok.text).toBe(200);
   });

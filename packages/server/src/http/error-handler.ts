@@ -28,7 +28,8 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
     case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
       return new AppError('unsupported_media_type', 'Send the file as multipart/form-data', 'Content-Type');
   }
-  if (error.name === 'SyntaxError' && error.statusCode === 400) return invalid('body', 'Request body is not valid JSON');
+  if (error.name === 'SyntaxError' && error.statusCode === 400)
+    return invalid('body', 'Request body is not valid JSON');
   return undefined;
 }
 
@@ -39,36 +40,46 @@ const DATABASE_RETRY_AFTER_S = '1';
 function fromDatabaseFault(error: unknown): AppError | undefined {
   switch (databaseFault(error)) {
     case 'unavailable':
-      return new AppError('database_unavailable', 'The database is unavailable; retry after the Retry-After delay', undefined, { 'Retry-After': DATABASE_RETRY_AFTER_S });
+      return new AppError(
+        'database_unavailable',
+        'The database is unavailable; retry after the Retry-After delay',
+        undefined,
+        { 'Retry-After': DATABASE_RETRY_AFTER_S },
+      );
     case 'storage_full':
-      return new AppError('insufficient_storage', 'The database has no room left to store this write (its disk is full); nothing was stored');
+      return new AppError(
+        'insufficient_storage',
+        'The database has no room left to store this write (its disk is full); nothing was stored',
+      );
   }
   return undefined;
 }
 
 /** One error path for every route: AppError, schema validation, framework errors, and the unexpected. */
 export const errorHandling = fp(async (app: FastifyInstance) => {
-  app.setErrorHandler((error: FastifyError & { validation?: AjvError[]; validationContext?: string }, request, reply) => {
-    if (error instanceof AppError) {
-      return send(reply.headers(error.headers), request, error.status, error.code, error.message, error.field);
-    }
-    if (error.validation && error.validation.length > 0) {
-      const e = validationError(error.validation as never, error.validationContext);
-      return send(reply, request, 400, 'validation_error', e.message, e.field);
-    }
-    const known = fromFastifyError(error);
-    if (known) return send(reply, request, known.status, known.code, known.message, known.field);
-    if (error.statusCode === 429) {
-      return send(reply, request, 429, 'rate_limited', 'Too many requests; retry after the Retry-After delay');
-    }
-    const fault = fromDatabaseFault(error);
-    if (fault) {
-      request.log.warn({ err: error }, fault.message);
-      return send(reply.headers(fault.headers), request, fault.status, fault.code, fault.message);
-    }
-    request.log.error({ err: error }, 'unhandled error');
-    return send(reply, request, 500, 'internal_error', 'Internal error; quote the request_id when reporting it');
-  });
+  app.setErrorHandler(
+    (error: FastifyError & { validation?: AjvError[]; validationContext?: string }, request, reply) => {
+      if (error instanceof AppError) {
+        return send(reply.headers(error.headers), request, error.status, error.code, error.message, error.field);
+      }
+      if (error.validation && error.validation.length > 0) {
+        const e = validationError(error.validation as never, error.validationContext);
+        return send(reply, request, 400, 'validation_error', e.message, e.field);
+      }
+      const known = fromFastifyError(error);
+      if (known) return send(reply, request, known.status, known.code, known.message, known.field);
+      if (error.statusCode === 429) {
+        return send(reply, request, 429, 'rate_limited', 'Too many requests; retry after the Retry-After delay');
+      }
+      const fault = fromDatabaseFault(error);
+      if (fault) {
+        request.log.warn({ err: error }, fault.message);
+        return send(reply.headers(fault.headers), request, fault.status, fault.code, fault.message);
+      }
+      request.log.error({ err: error }, 'unhandled error');
+      return send(reply, request, 500, 'internal_error', 'Internal error; quote the request_id when reporting it');
+    },
+  );
 
   app.setNotFoundHandler((request, reply) =>
     send(reply, request, 404, 'not_found', `No route for ${request.method} ${request.url.split('?')[0]}`),
@@ -92,6 +103,16 @@ export function errorBody(request: FastifyRequest, code: ErrorCode, message: str
   return { error: { code, message, ...(field ? { field } : {}), request_id: request.id } };
 }
 
-function send(reply: FastifyReply, request: FastifyRequest, status: number, code: ErrorCode, message: string, field?: string) {
-  return reply.status(status).type('application/json').send(errorBody(request, code, message, field));
+function send(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  status: number,
+  code: ErrorCode,
+  message: string,
+  field?: string,
+) {
+  return reply
+    .status(status)
+    .type('application/json')
+    .send(errorBody(request, code, message, field));
 }

@@ -14,7 +14,13 @@ forEachDialect('Error responses and request hygiene', (dialect) => {
     expectNothingWritten(t, () => t.call(method, url, { payload, headers }));
 
   it('answers unknown routes with 404 not_found in the error shape, with or without a key', async () => {
-    for (const [method, url] of [['GET', '/nope'], ['POST', '/memory/unknown'], ['PUT', '/memory/add'], ['DELETE', '/memory'], ['GET', '/v2/memory/1']]) {
+    for (const [method, url] of [
+      ['GET', '/nope'],
+      ['POST', '/memory/unknown'],
+      ['PUT', '/memory/add'],
+      ['DELETE', '/memory'],
+      ['GET', '/v2/memory/1'],
+    ]) {
       for (const key of [undefined, null]) {
         const res = await t.call(method!, url!, { key });
         expectError(res, 404, 'not_found', null);
@@ -34,12 +40,24 @@ forEachDialect('Error responses and request hygiene', (dialect) => {
 
   it('answers a body that is not JSON with 415, writing nothing', async () => {
     const payload = JSON.stringify({ text: 'Sent with the wrong type' });
-    for (const headers of [{ 'content-type': 'text/plain' }, { 'content-type': 'application/x-www-form-urlencoded' }, { 'content-type': 'application/xml' }, {}]) {
-      for (const [method, url] of [['POST', '/memory/add'], ['POST', '/memory/bulk-add'], ['PATCH', `/memory/${memoryId}`]]) {
+    for (const headers of [
+      { 'content-type': 'text/plain' },
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      { 'content-type': 'application/xml' },
+      {},
+    ]) {
+      for (const [method, url] of [
+        ['POST', '/memory/add'],
+        ['POST', '/memory/bulk-add'],
+        ['PATCH', `/memory/${memoryId}`],
+      ]) {
         expectError(await raw(method!, url!, payload, headers), 415, 'unsupported_media_type');
       }
     }
-    const charset = await t.call('POST', '/memory/add', { payload, headers: { 'content-type': 'application/json; charset=utf-8' } });
+    const charset = await t.call('POST', '/memory/add', {
+      payload,
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
     expect(charset.status).toBe(201);
   });
 
@@ -62,12 +80,20 @@ forEachDialect('Error responses and request hygiene', (dialect) => {
       expectError(await expectNothingWritten(t, () => t.call(method, url, { body })), 400, 'validation_error', field);
     }
     const bulk = await t.call('POST', '/memory/bulk-add', { body: [{ text: 'Bulk colour', colour: 'red' }] });
-    expect(bulk.body.results[0]).toMatchObject({ status: 'failed', error: { code: 'validation_error', field: 'colour' } });
+    expect(bulk.body.results[0]).toMatchObject({
+      status: 'failed',
+      error: { code: 'validation_error', field: 'colour' },
+    });
   });
 
   it('answers malformed paths in the error shape', async () => {
     expectError(await t.call('GET', '/memory/%E0%A4%A'), 400, 'validation_error', 'path');
-    expectError(await t.call('DELETE', `/memory/user/${'z'.repeat(5_000)}`, { endUser: null }), 400, 'validation_error', 'path');
+    expectError(
+      await t.call('DELETE', `/memory/user/${'z'.repeat(5_000)}`, { endUser: null }),
+      400,
+      'validation_error',
+      'path',
+    );
   });
 
   it('sends X-Request-ID on every response, echoing a valid incoming one', async () => {
@@ -106,7 +132,16 @@ forEachDialect('Error responses and request hygiene', (dialect) => {
       ['POST', '/memory/add', { text: 'Never stored', client_ref: 'never' }],
       ['POST', '/memory/bulk-add', [{ text: 'Never stored A' }, { text: 'Never stored B' }]],
       ['PATCH', `/memory/${target.id}`, { importance: 0.01, tags: ['never'] }],
-      ['POST', '/memory/batch-update', { updates: [{ id: target.id, importance: 0.02 }, { id: memoryId, source: 'never' }] }],
+      [
+        'POST',
+        '/memory/batch-update',
+        {
+          updates: [
+            { id: target.id, importance: 0.02 },
+            { id: memoryId, source: 'never' },
+          ],
+        },
+      ],
       ['DELETE', '/memory/forget', { ids: [target.id, memoryId] }],
       ['DELETE', '/memory/user/user-1', undefined],
     ];
@@ -124,14 +159,21 @@ forEachDialect('Error responses and request hygiene', (dialect) => {
     }
     expect(failures).toHaveLength(writes.length);
     // The unhandled error is logged with its request id, so it can be traced.
-    for (const res of failures) expect(t.logs.some((line) => line.includes(String(res.headers['x-request-id'])) && line.includes('injected'))).toBe(true);
+    for (const res of failures)
+      expect(
+        t.logs.some((line) => line.includes(String(res.headers['x-request-id'])) && line.includes('injected')),
+      ).toBe(true);
     // With the audit log working again the same writes go through.
     expect((await t.call('POST', '/memory/add', { body: writes[0]![2] })).status).toBe(201);
   });
 
   it('never writes an API key to the logs', async () => {
     const revoked = await t.newKey();
-    await t.database.db.updateTable('api_keys').set({ revoked_at: new Date().toISOString() }).where('id', '=', revoked.id).execute();
+    await t.database.db
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date().toISOString() })
+      .where('id', '=', revoked.id)
+      .execute();
     const wrong = `egm_${'Q'.repeat(43)}`;
     for (const key of [t.key, revoked.key, wrong]) {
       await t.call('POST', '/memory/add', { body: { text: `Logged request ${key.slice(-4)}` }, key });

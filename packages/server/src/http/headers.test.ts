@@ -16,11 +16,22 @@ forEachDialect('repeated credential and scope headers', (dialect) => {
     expectError(await add({ 'X-Project-ID': [t.projectId, t.projectId] }), 400, 'validation_error', 'X-Project-ID');
     expectError(await add({ 'X-Tenant-ID': ['acme', 'globex'] }), 400, 'validation_error', 'X-Tenant-ID');
     expectError(await add({ 'Idempotency-Key': ['k1', 'k2'] }), 400, 'validation_error', 'Idempotency-Key');
-    const bearer = await t.call('GET', '/org/projects', { headers: { Authorization: [`Bearer ${owner.token}`, 'Bearer forged'] } , key: null, project: null, endUser: null });
+    const bearer = await t.call('GET', '/org/projects', {
+      headers: { Authorization: [`Bearer ${owner.token}`, 'Bearer forged'] },
+      key: null,
+      project: null,
+      endUser: null,
+    });
     expectError(bearer, 400, 'validation_error', 'Authorization');
-    const org = await t.call('GET', '/org/projects', { token: owner.token, headers: { 'X-Organization-ID': [t.organizationId, t.organizationId] } });
+    const org = await t.call('GET', '/org/projects', {
+      token: owner.token,
+      headers: { 'X-Organization-ID': [t.organizationId, t.organizationId] },
+    });
     expectError(org, 400, 'validation_error', 'X-Organization-ID');
     // Sent once, the same headers work.
-    expect((await t.call('POST', '/memory/add', { body: { text: 'who am I' }, headers: { 'X-End-User-ID': 'alice' } })).status).toBe(201);
+    expect(
+      (await t.call('POST', '/memory/add', { body: { text: 'who am I' }, headers: { 'X-End-User-ID': 'alice' } }))
+        .status,
+    ).toBe(201);
   });
 });

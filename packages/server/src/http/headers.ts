@@ -25,6 +25,7 @@ export function singleHeader(request: FastifyRequest, name: string): string | un
   const raw = request.raw.rawHeaders;
   let seen = 0;
   for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) seen++;
-  if (Array.isArray(value) || seen > 1) throw invalid(canonicalHeader(name), `${canonicalHeader(name)} must be sent once`);
+  if (Array.isArray(value) || seen > 1)
+    throw invalid(canonicalHeader(name), `${canonicalHeader(name)} must be sent once`);
   return value.trim();
 }

@@ -53,8 +53,15 @@ interface Claim {
 }
 
 /** The official clients retry this (after Retry-After) within their deadline: the first request's answer is stored soon. */
-const inProgress = () => new AppError('idempotency_in_progress', 'A request with this Idempotency-Key is still in progress; retry shortly', undefined, { 'Retry-After': '1' });
-const takenOver = () => new AppError('conflict', 'A retry of this request took over its Idempotency-Key; the retry\'s answer is the one kept');
+const inProgress = () =>
+  new AppError(
+    'idempotency_in_progress',
+    'A request with this Idempotency-Key is still in progress; retry shortly',
+    undefined,
+    { 'Retry-After': '1' },
+  );
+const takenOver = () =>
+  new AppError('conflict', "A retry of this request took over its Idempotency-Key; the retry's answer is the one kept");
 
 /**
  * The request's writes record their results in the claim row, in their own transactions; a retry
@@ -72,15 +79,27 @@ function journalFor(c: Omit<Claim, 'journal'>, earlier: unknown[]): WriteJournal
   return {
     replay: () => (next < earlier.length ? { value: earlier[next++] } : undefined),
     record: (trx, value) => ({
-      statement: trx.updateTable('idempotency_keys').set({ committed: encrypt(c.sealKey, JSON.stringify([...c.results, value])), committed_id: null })
-        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', c.createdAt)
+      statement: trx
+        .updateTable('idempotency_keys')
+        .set({ committed: encrypt(c.sealKey, JSON.stringify([...c.results, value])), committed_id: null })
+        .where('principal', '=', c.principal)
+        .where('key_hash', '=', c.keyHash)
+        .where('created_at', '=', c.createdAt)
         .returning(sql<number>`1`.as('recorded')),
       lost: takenOver,
       recorded: () => recorded(value),
     }),
     recordInserted: (value, idAt) => ({
       shape: INSERTED_RECORD,
-      values: [c.principal, c.keyHash, c.createdAt, encrypt(c.sealKey, JSON.stringify({ results: [...c.results, value], insertedIdAt: idAt } satisfies SealedWithInserted))],
+      values: [
+        c.principal,
+        c.keyHash,
+        c.createdAt,
+        encrypt(
+          c.sealKey,
+          JSON.stringify({ results: [...c.results, value], insertedIdAt: idAt } satisfies SealedWithInserted),
+        ),
+      ],
       recorded: (id) => recorded(withIdAt(value, idAt, id)),
     }),
   };
@@ -115,7 +134,12 @@ function committedResults(sealKey: Buffer, committed: string | null, committedId
  * finds the write's result), and writes the sealed result with the id of the row inserted.
  */
 const INSERTED_RECORD: InsertedRecordShape = {
-  columns: [['journal_principal', 'text'], ['journal_key_hash', 'text'], ['journal_created_at', 'timestamptz'], ['journal_committed', 'text']],
+  columns: [
+    ['journal_principal', 'text'],
+    ['journal_key_hash', 'text'],
+    ['journal_created_at', 'timestamptz'],
+    ['journal_committed', 'text'],
+  ],
   held: `SELECT given.ord FROM given JOIN idempotency_keys k ON k.principal = given.journal_principal
     AND k.key_hash = given.journal_key_hash AND k.created_at = given.journal_created_at FOR UPDATE OF k`,
   record: `UPDATE idempotency_keys k SET committed = input.journal_committed, committed_id = inserted.id
@@ -146,7 +170,9 @@ function principalOf(request: FastifyRequest): string {
   return p ? `${p.actor.type}:${p.actor.id}` : `anonymous:${request.ip}`;
 }
 
-type Outcome = { committed: unknown[]; createdAt: string } | { replay: { status: number; headers: Record<string, string>; body: string } };
+type Outcome =
+  | { committed: unknown[]; createdAt: string }
+  | { replay: { status: number; headers: Record<string, string>; body: string } };
 
 /**
  * PostgreSQL: the claims and the stored answers of requests arriving together go out as one statement each
@@ -161,7 +187,15 @@ type Outcome = { committed: unknown[]; createdAt: string } | { replay: { status:
  * order, so that two statements never wait for each other's keys in opposite orders.
  */
 const claimTogether = groupedStatement(
-  [['principal', 'text'], ['key_hash', 'text'], ['fingerprint', 'text'], ['created_at', 'timestamptz'], ['locked_until', 'timestamptz'], ['expires_at', 'timestamptz'], ['claimer', 'text']],
+  [
+    ['principal', 'text'],
+    ['key_hash', 'text'],
+    ['fingerprint', 'text'],
+    ['created_at', 'timestamptz'],
+    ['locked_until', 'timestamptz'],
+    ['expires_at', 'timestamptz'],
+    ['claimer', 'text'],
+  ],
   `, claimed AS (INSERT INTO idempotency_keys (principal, key_hash, fingerprint, created_at, locked_until, expires_at, claimer)
     SELECT principal, key_hash, fingerprint, created_at, locked_until, expires_at, claimer FROM given ORDER BY principal, key_hash
     ON CONFLICT (principal, key_hash) DO NOTHING
@@ -170,7 +204,15 @@ const claimTogether = groupedStatement(
 );
 
 const storeTogether = groupedStatement(
-  [['principal', 'text'], ['key_hash', 'text'], ['created_at', 'timestamptz'], ['status', 'integer'], ['response', 'text'], ['subjects', 'text'], ['expires_at', 'timestamptz']],
+  [
+    ['principal', 'text'],
+    ['key_hash', 'text'],
+    ['created_at', 'timestamptz'],
+    ['status', 'integer'],
+    ['response', 'text'],
+    ['subjects', 'text'],
+    ['expires_at', 'timestamptz'],
+  ],
   `, linked AS (INSERT INTO idempotency_answer_subjects (subject, principal, key_hash, expires_at)
     SELECT s.subject, given.principal, given.key_hash, given.expires_at FROM given, jsonb_array_elements_text(given.subjects::jsonb) AS s(subject)
     ON CONFLICT DO NOTHING)
@@ -179,67 +221,141 @@ const storeTogether = groupedStatement(
     RETURNING given.ord, set_config('synchronous_commit', 'off', true) AS async_commit`,
 );
 
-async function claim(database: Database, presence: Presence, db: Executor, c: Omit<Claim, 'journal' | 'results' | 'createdAt'>, print: string): Promise<Outcome> {
+async function claim(
+  database: Database,
+  presence: Presence,
+  db: Executor,
+  c: Omit<Claim, 'journal' | 'results' | 'createdAt'>,
+  print: string,
+): Promise<Outcome> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const now = new Date();
     const row = {
-      principal: c.principal, key_hash: c.keyHash, fingerprint: print, status: null, response: null, created_at: now.toISOString(),
+      principal: c.principal,
+      key_hash: c.keyHash,
+      fingerprint: print,
+      status: null,
+      response: null,
+      created_at: now.toISOString(),
       locked_until: new Date(now.getTime() + IDEMPOTENCY.lockMs).toISOString(),
-      expires_at: new Date(now.getTime() + IDEMPOTENCY.windowMs).toISOString(), claimer: presence.mark(),
+      expires_at: new Date(now.getTime() + IDEMPOTENCY.windowMs).toISOString(),
+      claimer: presence.mark(),
     };
-    const inserted = database.dialect === 'postgres'
-      // Two claims of one key in one statement would both see it inserted: they go in different statements.
-      ? (await claimTogether(database, [row.principal, row.key_hash, row.fingerprint, row.created_at, row.locked_until, row.expires_at, row.claimer], [`${row.principal}\u0000${row.key_hash}`])).length > 0
-      : (await db.insertInto('idempotency_keys').values(row).onConflict((oc) => oc.columns(['principal', 'key_hash']).doNothing())
-        .returning(sql<number>`1`.as('claimed')).executeTakeFirst()) !== undefined;
+    const inserted =
+      database.dialect === 'postgres'
+        ? // Two claims of one key in one statement would both see it inserted: they go in different statements.
+          (
+            await claimTogether(
+              database,
+              [
+                row.principal,
+                row.key_hash,
+                row.fingerprint,
+                row.created_at,
+                row.locked_until,
+                row.expires_at,
+                row.claimer,
+              ],
+              [`${row.principal}\u0000${row.key_hash}`],
+            )
+          ).length > 0
+        : (await db
+            .insertInto('idempotency_keys')
+            .values(row)
+            .onConflict((oc) => oc.columns(['principal', 'key_hash']).doNothing())
+            .returning(sql<number>`1`.as('claimed'))
+            .executeTakeFirst()) !== undefined;
     if (inserted) return { committed: [], createdAt: row.created_at };
 
-    const existing = await db.selectFrom('idempotency_keys').selectAll()
-      .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).executeTakeFirst();
+    const existing = await db
+      .selectFrom('idempotency_keys')
+      .selectAll()
+      .where('principal', '=', c.principal)
+      .where('key_hash', '=', c.keyHash)
+      .executeTakeFirst();
     if (!existing) continue;
     const expired = existing.expires_at <= row.created_at;
     if (!expired && existing.fingerprint !== print) {
-      throw new AppError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request', 'Idempotency-Key');
+      throw new AppError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was already used for a different request',
+        'Idempotency-Key',
+      );
     }
     // The answer named memories or an end user since erased (core/idempotency-keys.ts#eraseStoredAnswers).
     if (!expired && existing.erased_at !== null) {
-      throw new AppError('gone', 'The answer to this Idempotency-Key named memories that were since forgotten; it is no longer kept', 'Idempotency-Key');
+      throw new AppError(
+        'gone',
+        'The answer to this Idempotency-Key named memories that were since forgotten; it is no longer kept',
+        'Idempotency-Key',
+      );
     }
     // Writes committed without a stored answer: the attempt died between commit and answer. Take it over
     // at once and hand its committed results to the retry.
     const unanswered = !expired && existing.status === null && existing.committed !== null;
     // No answer and a claimer proven gone (killed; store/presence.ts): nothing of it runs any more, so the
     // retry need not wait out the lease. A write of it that was committing as it died is read below.
-    const abandoned = existing.status === null && (existing.locked_until <= row.created_at
-      || (existing.claimer !== null && await presence.gone(db, existing.claimer)));
+    const abandoned =
+      existing.status === null &&
+      (existing.locked_until <= row.created_at ||
+        (existing.claimer !== null && (await presence.gone(db, existing.claimer))));
     if (expired || abandoned || unanswered) {
       // Take over an expired, abandoned or unanswered claim, unless another request just did. The results are
       // read as it is taken over: a write of the request taken over that committed since the read above counts.
-      const taken = await db.updateTable('idempotency_keys').set(expired ? { ...row, committed: null, committed_id: null } : row)
-        .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', existing.created_at)
-        .returning(['committed', 'committed_id']).executeTakeFirst();
-      if (taken) return { committed: committedResults(c.sealKey, taken.committed, taken.committed_id), createdAt: row.created_at };
+      const taken = await db
+        .updateTable('idempotency_keys')
+        .set(expired ? { ...row, committed: null, committed_id: null } : row)
+        .where('principal', '=', c.principal)
+        .where('key_hash', '=', c.keyHash)
+        .where('created_at', '=', existing.created_at)
+        .returning(['committed', 'committed_id'])
+        .executeTakeFirst();
+      if (taken)
+        return {
+          committed: committedResults(c.sealKey, taken.committed, taken.committed_id),
+          createdAt: row.created_at,
+        };
       continue;
     }
     // status and response are stored together: no status means the first request is still running.
     if (existing.status === null || existing.response === null) throw inProgress();
-    const stored = JSON.parse(decrypt(c.sealKey, existing.response)) as { headers: Record<string, string>; body: string };
+    const stored = JSON.parse(decrypt(c.sealKey, existing.response)) as {
+      headers: Record<string, string>;
+      body: string;
+    };
     return { replay: { status: existing.status, ...stored } };
   }
   throw inProgress();
 }
 
 async function store(
-  database: Database, db: Executor, pseudonymize: Pseudonymize, request: FastifyRequest, reply: FastifyReply, c: Claim, payload: unknown,
+  database: Database,
+  db: Executor,
+  pseudonymize: Pseudonymize,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  c: Claim,
+  payload: unknown,
 ): Promise<void> {
-  const body = payload === null || payload === undefined ? '' : typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
+  const body =
+    payload === null || payload === undefined
+      ? ''
+      : typeof payload === 'string'
+        ? payload
+        : Buffer.isBuffer(payload)
+          ? payload.toString('utf8')
+          : undefined;
   // A failed (5xx) or streamed response is not kept: the client may retry and run the request again,
   // unless a write of it committed, which the retry must then recognise (the claim stays, unanswered).
   // Either way only this request's claim is touched: once a retry took it over, the retry's answer is kept.
   if (reply.statusCode >= 500 || body === undefined) {
     if (c.results.length > 0) return;
-    await db.deleteFrom('idempotency_keys').where('principal', '=', c.principal).where('key_hash', '=', c.keyHash)
-      .where('created_at', '=', c.createdAt).execute();
+    await db
+      .deleteFrom('idempotency_keys')
+      .where('principal', '=', c.principal)
+      .where('key_hash', '=', c.keyHash)
+      .where('created_at', '=', c.createdAt)
+      .execute();
     return;
   }
   const headers: Record<string, string> = {};
@@ -253,16 +369,34 @@ async function store(
   const subjects = answerSubjects(pseudonymize, request, headers['content-type'], body);
   const expiresAt = new Date(new Date(c.createdAt).getTime() + IDEMPOTENCY.windowMs).toISOString();
   // PostgreSQL: the subjects go in the answer's own grouped statement (no commit of their own to wait for).
-  if (database.dialect === 'postgres') await storeTogether(database, [c.principal, c.keyHash, c.createdAt, reply.statusCode, response, JSON.stringify(subjects), expiresAt]);
+  if (database.dialect === 'postgres')
+    await storeTogether(database, [
+      c.principal,
+      c.keyHash,
+      c.createdAt,
+      reply.statusCode,
+      response,
+      JSON.stringify(subjects),
+      expiresAt,
+    ]);
   else {
     if (subjects.length > 0) {
-      await db.insertInto('idempotency_answer_subjects')
-        .values(subjects.map((subject) => ({ subject, principal: c.principal, key_hash: c.keyHash, expires_at: expiresAt })))
-        .onConflict((oc) => oc.doNothing()).execute();
+      await db
+        .insertInto('idempotency_answer_subjects')
+        .values(
+          subjects.map((subject) => ({ subject, principal: c.principal, key_hash: c.keyHash, expires_at: expiresAt })),
+        )
+        .onConflict((oc) => oc.doNothing())
+        .execute();
     }
-    await db.updateTable('idempotency_keys').set({ status: reply.statusCode, response })
-      .where('principal', '=', c.principal).where('key_hash', '=', c.keyHash).where('created_at', '=', c.createdAt)
-      .where('erased_at', 'is', null).execute();
+    await db
+      .updateTable('idempotency_keys')
+      .set({ status: reply.statusCode, response })
+      .where('principal', '=', c.principal)
+      .where('key_hash', '=', c.keyHash)
+      .where('created_at', '=', c.createdAt)
+      .where('erased_at', 'is', null)
+      .execute();
   }
   request.idempotencyClaim = null;
 }
@@ -272,10 +406,22 @@ async function store(
  * memory the body shows (an object with an id and a text, a memory_id, memory_ids). Reading the answer
  * itself keeps every write covered, present and future, without each route declaring it.
  */
-function answerSubjects(pseudonymize: Pseudonymize, request: FastifyRequest, contentType: string | undefined, body: string): string[] {
+function answerSubjects(
+  pseudonymize: Pseudonymize,
+  request: FastifyRequest,
+  contentType: string | undefined,
+  body: string,
+): string[] {
   const subjects = new Set<string>();
   const scope = request.scope;
-  if (scope?.endUserId) subjects.add(answerSubject.endUser(pseudonymize, { projectId: scope.projectId, tenantId: scope.tenantId, endUserId: scope.endUserId }));
+  if (scope?.endUserId)
+    subjects.add(
+      answerSubject.endUser(pseudonymize, {
+        projectId: scope.projectId,
+        tenantId: scope.tenantId,
+        endUserId: scope.endUserId,
+      }),
+    );
   if (!contentType?.includes('json') || body === '') return [...subjects];
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) return value.forEach(visit);
@@ -283,7 +429,8 @@ function answerSubjects(pseudonymize: Pseudonymize, request: FastifyRequest, con
     const object = value as Record<string, unknown>;
     if (typeof object.id === 'number' && typeof object.text === 'string') subjects.add(answerSubject.memory(object.id));
     if (typeof object.memory_id === 'number') subjects.add(answerSubject.memory(object.memory_id));
-    if (Array.isArray(object.memory_ids)) for (const id of object.memory_ids) if (typeof id === 'number') subjects.add(answerSubject.memory(id));
+    if (Array.isArray(object.memory_ids))
+      for (const id of object.memory_ids) if (typeof id === 'number') subjects.add(answerSubject.memory(id));
     Object.values(object).forEach(visit);
   };
   try {
@@ -294,42 +441,52 @@ function answerSubjects(pseudonymize: Pseudonymize, request: FastifyRequest, con
   return [...subjects];
 }
 
-export const idempotency = fp(async (app: FastifyInstance, opts: { database: Database; secretKey: Uint8Array; pseudonymize: Pseudonymize; failpoint?: string }) => {
-  const { database } = opts;
-  const presence = await startPresence(database);
-  app.addHook('onClose', () => presence.close());
-  const master = deriveKey(opts.secretKey, 'idempotency');
-  app.decorateRequest('idempotencyClaim', null);
+export const idempotency = fp(
+  async (
+    app: FastifyInstance,
+    opts: { database: Database; secretKey: Uint8Array; pseudonymize: Pseudonymize; failpoint?: string },
+  ) => {
+    const { database } = opts;
+    const presence = await startPresence(database);
+    app.addHook('onClose', () => presence.close());
+    const master = deriveKey(opts.secretKey, 'idempotency');
+    app.decorateRequest('idempotencyClaim', null);
 
-  app.addHook('preHandler', async (request, reply) => {
-    if (!WRITES.has(request.method) || !request.routeOptions.url) return;
-    const raw = singleHeader(request, 'idempotency-key');
-    if (raw === undefined) return;
-    if (!KEY.test(raw)) throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
-    // A read sent as POST changes nothing: its key is checked like any, and not recorded.
-    if (changesNothing(request.routeOptions.config.auth)) return;
-    const principal = principalOf(request);
-    const base = { principal, keyHash: sha256Hex(raw), sealKey: deriveKey(master, 'response', `${principal}\n${raw}`) };
-    const print = fingerprint(request);
-    const outcome = await bookkeeping(database, (db) => claim(database, presence, db, base, print));
-    if (!('replay' in outcome)) {
-      // Test failpoint (ENGRAM_TEST_FAILPOINT=idempotency-after-claim): die with the key claimed and nothing written.
-      if (opts.failpoint === 'idempotency-after-claim') process.kill(process.pid, 'SIGKILL');
-      const partial = { ...base, createdAt: outcome.createdAt, results: [...outcome.committed] };
-      request.idempotencyClaim = { ...partial, journal: journalFor(partial, outcome.committed) };
-      return;
-    }
-    const { status, headers, body } = outcome.replay;
-    await request.routeOptions.config.replayCheck?.(request, body);
-    return reply.code(status).headers(headers).header('idempotent-replayed', 'true').send(body);
-  });
+    app.addHook('preHandler', async (request, reply) => {
+      if (!WRITES.has(request.method) || !request.routeOptions.url) return;
+      const raw = singleHeader(request, 'idempotency-key');
+      if (raw === undefined) return;
+      if (!KEY.test(raw))
+        throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
+      // A read sent as POST changes nothing: its key is checked like any, and not recorded.
+      if (changesNothing(request.routeOptions.config.auth)) return;
+      const principal = principalOf(request);
+      const base = {
+        principal,
+        keyHash: sha256Hex(raw),
+        sealKey: deriveKey(master, 'response', `${principal}\n${raw}`),
+      };
+      const print = fingerprint(request);
+      const outcome = await bookkeeping(database, (db) => claim(database, presence, db, base, print));
+      if (!('replay' in outcome)) {
+        // Test failpoint (ENGRAM_TEST_FAILPOINT=idempotency-after-claim): die with the key claimed and nothing written.
+        if (opts.failpoint === 'idempotency-after-claim') process.kill(process.pid, 'SIGKILL');
+        const partial = { ...base, createdAt: outcome.createdAt, results: [...outcome.committed] };
+        request.idempotencyClaim = { ...partial, journal: journalFor(partial, outcome.committed) };
+        return;
+      }
+      const { status, headers, body } = outcome.replay;
+      await request.routeOptions.config.replayCheck?.(request, body);
+      return reply.code(status).headers(headers).header('idempotent-replayed', 'true').send(body);
+    });
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    const c = request.idempotencyClaim;
-    if (!c) return payload;
-    // Test failpoint (ENGRAM_TEST_FAILPOINT=idempotency-after-commit): die between a committed write and its stored answer.
-    if (opts.failpoint === 'idempotency-after-commit' && reply.statusCode < 400) process.kill(process.pid, 'SIGKILL');
-    await bookkeeping(database, (db) => store(database, db, opts.pseudonymize, request, reply, c, payload));
-    return payload;
-  });
-});
+    app.addHook('onSend', async (request, reply, payload) => {
+      const c = request.idempotencyClaim;
+      if (!c) return payload;
+      // Test failpoint (ENGRAM_TEST_FAILPOINT=idempotency-after-commit): die between a committed write and its stored answer.
+      if (opts.failpoint === 'idempotency-after-commit' && reply.statusCode < 400) process.kill(process.pid, 'SIGKILL');
+      await bookkeeping(database, (db) => store(database, db, opts.pseudonymize, request, reply, c, payload));
+      return payload;
+    });
+  },
+);

@@ -8,7 +8,13 @@ forEachDialect('the input rule', (dialect) => {
   const t = useTestApp(dialect);
   const owner = useOwner(t);
   const v1 = { endUser: null, headers: { 'X-Tenant-ID': 'acme' } } as const;
-  const turn = (fields: Record<string, unknown>) => ({ tenant_id: 'acme', user_id: 'u1', text: 'hello', speaker: 'me', ...fields });
+  const turn = (fields: Record<string, unknown>) => ({
+    tenant_id: 'acme',
+    user_id: 'u1',
+    text: 'hello',
+    speaker: 'me',
+    ...fields,
+  });
 
   it('refuses NUL and unpaired surrogates in any string with 400 naming the field, and stores nothing', async () => {
     const memory = await addMemory(t, 'a memory to rate');
@@ -22,7 +28,13 @@ forEachDialect('the input rule', (dialect) => {
       ['POST', '/v1/memory/add_turn', turn({ speaker: 'a\u0000' }), 'speaker', v1],
       ['POST', '/v1/memory/add_turn', turn({ metadata: { session_id: 's\u0000' } }), 'metadata/session_id', v1],
       ['POST', `/memory/${memory.id}/feedback`, { rating: 'positive', comment: 'c\u0000' }, 'comment'],
-      ['POST', '/auth/login', { email: 'a\u0000@example.com', password: 'x' }, 'email', { key: null, project: null, endUser: null }],
+      [
+        'POST',
+        '/auth/login',
+        { email: 'a\u0000@example.com', password: 'x' },
+        'email',
+        { key: null, project: null, endUser: null },
+      ],
       ['POST', '/org/projects', { name: 'p\u0000' }, 'name', { token: owner.token }],
       ['POST', '/organizations', { name: '\ud83d' }, 'name', { token: owner.token }],
     ];
@@ -35,9 +47,24 @@ forEachDialect('the input rule', (dialect) => {
 
   it('refuses NUL in query strings and path parameters', async () => {
     expectError(await t.call('GET', '/v1/memory/memories?user_id=a%00b', v1), 400, 'validation_error', 'user_id');
-    expectError(await t.call('GET', '/admin/team/audit-logs?action=a%00', { token: owner.token }), 400, 'validation_error', 'action');
-    expectError(await t.call('GET', '/org/projects/proj_%00', { token: owner.token }), 400, 'validation_error', 'project_id');
-    expectError(await t.call('DELETE', '/memory/user/a%00b', { endUser: null }), 400, 'validation_error', 'end_user_id');
+    expectError(
+      await t.call('GET', '/admin/team/audit-logs?action=a%00', { token: owner.token }),
+      400,
+      'validation_error',
+      'action',
+    );
+    expectError(
+      await t.call('GET', '/org/projects/proj_%00', { token: owner.token }),
+      400,
+      'validation_error',
+      'project_id',
+    );
+    expectError(
+      await t.call('DELETE', '/memory/user/a%00b', { endUser: null }),
+      400,
+      'validation_error',
+      'end_user_id',
+    );
   });
 
   it('keeps integers within 2^53-1: path ids beyond are 404, query and body values 400', async () => {
@@ -45,9 +72,22 @@ forEachDialect('the input rule', (dialect) => {
     expectError(await t.call('GET', `/org/api-keys/${huge}`, { token: owner.token }), 404, 'not_found');
     expectError(await t.call('GET', `/memory/${huge}`), 404, 'not_found');
     expectError(await t.call('GET', `/memory/refresh/${huge}`, { endUser: null }), 404, 'not_found');
-    expectError(await t.call('GET', `/admin/team/audit-logs?actor_id=${huge}`, { token: owner.token }), 400, 'validation_error', 'actor_id');
+    expectError(
+      await t.call('GET', `/admin/team/audit-logs?actor_id=${huge}`, { token: owner.token }),
+      400,
+      'validation_error',
+      'actor_id',
+    );
     expectError(await t.call('DELETE', '/memory/forget', { body: { ids: [1e20] } }), 400, 'validation_error', 'ids/0');
-    expectError(await t.call('DELETE', '/memory/forget', { payload: `{"ids":[${huge}]}`, headers: { 'content-type': 'application/json' } }), 400, 'validation_error', 'ids/0');
+    expectError(
+      await t.call('DELETE', '/memory/forget', {
+        payload: `{"ids":[${huge}]}`,
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'validation_error',
+      'ids/0',
+    );
   });
 
   it('answers only canonical decimal path ids: 01, +1, " 1" name no key', async () => {
@@ -79,7 +119,12 @@ forEachDialect('the input rule', (dialect) => {
     }
     const spec = (await t.call('GET', '/openapi.json', { key: null, project: null, endUser: null })).body;
     let paged = 0;
-    for (const [path, methods] of Object.entries(spec.paths as Record<string, Record<string, { parameters?: Array<{ in: string; name: string; required?: boolean }> }>>)) {
+    for (const [path, methods] of Object.entries(
+      spec.paths as Record<
+        string,
+        Record<string, { parameters?: Array<{ in: string; name: string; required?: boolean }> }>
+      >,
+    )) {
       for (const op of Object.values(methods)) {
         for (const p of op.parameters ?? []) {
           if (p.in !== 'query' || (p.name !== 'offset' && p.name !== 'limit')) continue;
@@ -92,7 +137,7 @@ forEachDialect('the input rule', (dialect) => {
   });
 
   it(`refuses JSON nested deeper than ${INPUT_LIMITS.maxDepth} levels with 400 naming the field, on every body`, async () => {
-    const deep = (levels: number) => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels);
+    const deep = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
     const memory = await addMemory(t, 'a memory to patch');
     const json = { 'content-type': 'application/json' };
     const bodies: Array<[string, string, string, object?]> = [
@@ -100,19 +145,36 @@ forEachDialect('the input rule', (dialect) => {
       ['POST', '/memory/bulk-add', `[{"text":"x","metadata":${deep(5000)}}]`],
       ['PATCH', `/memory/${memory.id}`, `{"metadata":${deep(5000)}}`],
       ['POST', '/memory/query', `{"query":"x","filters":{"metadata":${deep(5000)}}}`],
-      ['POST', '/v1/memory/add_turn', `{"tenant_id":"acme","user_id":"u","text":"x","speaker":"s","metadata":${deep(5000)}}`, v1],
+      [
+        'POST',
+        '/v1/memory/add_turn',
+        `{"tenant_id":"acme","user_id":"u","text":"x","speaker":"s","metadata":${deep(5000)}}`,
+        v1,
+      ],
     ];
     for (const [method, url, payload, options] of bodies) {
-      const res = await t.call(method, url, { payload, ...options, headers: { ...json, ...(options as { headers?: object })?.headers } });
+      const res = await t.call(method, url, {
+        payload,
+        ...options,
+        headers: { ...json, ...(options as { headers?: object })?.headers },
+      });
       expectError(res, 400, 'validation_error');
       expect(res.body.error.field, url).toMatch(/^(0\/)?metadata(\/a)+$|^filters\/metadata(\/a)+$|^body$/);
     }
     // Within the limit is accepted.
-    const ok = await t.call('POST', '/memory/add', { payload: `{"text":"nested fine","metadata":${deep(INPUT_LIMITS.maxDepth - 2)}}`, headers: json });
+    const ok = await t.call('POST', '/memory/add', {
+      payload: `{"text":"nested fine","metadata":${deep(INPUT_LIMITS.maxDepth - 2)}}`,
+      headers: json,
+    });
     expect(ok.status, ok.text).toBe(201);
     expectError(
-      await t.call('POST', '/memory/add', { payload: `{"text":"too deep","metadata":${deep(INPUT_LIMITS.maxDepth)}}`, headers: json }),
-      400, 'validation_error', `metadata${'/a'.repeat(INPUT_LIMITS.maxDepth - 1)}`,
+      await t.call('POST', '/memory/add', {
+        payload: `{"text":"too deep","metadata":${deep(INPUT_LIMITS.maxDepth)}}`,
+        headers: json,
+      }),
+      400,
+      'validation_error',
+      `metadata${'/a'.repeat(INPUT_LIMITS.maxDepth - 1)}`,
     );
   });
 });

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { AppError, invalid, notFound } from '../core/errors.js';
+import { type AppError, invalid, notFound } from '../core/errors.js';
 
 /**
  * One input rule for every request, on both databases, applied before any schema or handler sees
@@ -24,7 +24,8 @@ export function checkJsonInput(root: unknown): AppError | undefined {
     if (typeof value === 'string') {
       if (badText(value)) return invalid(field, `${field} must not contain NUL characters or unpaired surrogates`);
     } else if (typeof value === 'number') {
-      if (Math.abs(value) > Number.MAX_SAFE_INTEGER) return invalid(field, `${field} must be between -(2^53-1) and 2^53-1`);
+      if (Math.abs(value) > Number.MAX_SAFE_INTEGER)
+        return invalid(field, `${field} must be between -(2^53-1) and 2^53-1`);
     } else if (value !== null && typeof value === 'object') {
       if (depth >= INPUT_LIMITS.maxDepth) {
         return invalid(field, `${field} is nested too deeply; JSON may nest at most ${INPUT_LIMITS.maxDepth} levels`);
@@ -32,7 +33,11 @@ export function checkJsonInput(root: unknown): AppError | undefined {
       const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
       for (const [key, child] of entries) {
         const childPath = path ? `${path}/${printable(key)}` : printable(key);
-        if (badText(key)) return invalid(childPath, `The field name ${childPath} must not contain NUL characters or unpaired surrogates`);
+        if (badText(key))
+          return invalid(
+            childPath,
+            `The field name ${childPath} must not contain NUL characters or unpaired surrogates`,
+          );
         stack.push({ value: child, path: childPath, depth: depth + 1 });
       }
     }
@@ -44,7 +49,10 @@ export function checkJsonInput(root: unknown): AppError | undefined {
  * Makes `app`'s (and its children's) JSON parser Fastify's own (prototype poisoning refused) followed by
  * `check`, by default the input rule for the whole body.
  */
-export function useJsonParser(app: FastifyInstance, check: (value: unknown) => AppError | undefined = checkJsonInput): void {
+export function useJsonParser(
+  app: FastifyInstance,
+  check: (value: unknown) => AppError | undefined = checkJsonInput,
+): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
@@ -56,7 +64,8 @@ export function useJsonParser(app: FastifyInstance, check: (value: unknown) => A
       });
     } catch (error) {
       // A document nested deeply enough to exhaust the parser's stack.
-      if (error instanceof RangeError) return done(invalid('body', `JSON may nest at most ${INPUT_LIMITS.maxDepth} levels`), undefined);
+      if (error instanceof RangeError)
+        return done(invalid('body', `JSON may nest at most ${INPUT_LIMITS.maxDepth} levels`), undefined);
       throw error;
     }
   });
@@ -70,7 +79,11 @@ const CANONICAL_INTEGER = /^(0|[1-9][0-9]{0,15})$/;
  * text without NUL, and integers written in canonical decimal within 2^53-1. A path id that is not
  * is 404 (no such resource: `/keys/01` is not key 1); a query value is a 400 naming it.
  */
-export function checkTextInput(part: 'params' | 'querystring' | 'headers', data: unknown, schema: unknown): AppError | undefined {
+export function checkTextInput(
+  part: 'params' | 'querystring' | 'headers',
+  data: unknown,
+  schema: unknown,
+): AppError | undefined {
   if (!data || typeof data !== 'object') return undefined;
   const properties = (schema as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties ?? {};
   for (const [name, raw] of Object.entries(data as Record<string, unknown>)) {

@@ -27,12 +27,15 @@ function inProcessFetch(app: FastifyInstance, outer: FastifyRequest): typeof fet
     const headers = Object.fromEntries(new Headers(init?.headers).entries());
     const id = `${outer.id}:${++sent}`;
     const answer = await app.inject({
-      method: (init?.method ?? 'GET') as 'GET', url: url.pathname + url.search, remoteAddress: outer.ip,
+      method: (init?.method ?? 'GET') as 'GET',
+      url: url.pathname + url.search,
+      remoteAddress: outer.ip,
       headers: { ...headers, ...(id.length <= 128 ? { 'x-request-id': id } : {}) },
       ...(init?.body != null ? { payload: init.body } : {}),
     });
     const answerHeaders = new Headers();
-    for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined) answerHeaders.set(name, String(value));
+    for (const [name, value] of Object.entries(answer.headers))
+      if (value !== undefined) answerHeaders.set(name, String(value));
     const empty = answer.statusCode === 204 || answer.statusCode === 304 || init?.method === 'HEAD';
     return new Response(empty ? null : answer.rawPayload, { status: answer.statusCode, headers: answerHeaders });
   };
@@ -48,10 +51,13 @@ function refusal(status: number, message: string): AppError {
 
 const FORWARDED = ['accept', 'content-type', 'mcp-protocol-version'];
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 /** A JSON-RPC message without its tool arguments (the input rule meets those in the operation a tool sends). */
 const envelopeOf = (message: unknown) =>
-  isObject(message) && isObject(message.params) && 'arguments' in message.params ? { ...message, params: { ...message.params, arguments: null } } : message;
+  isObject(message) && isObject(message.params) && 'arguments' in message.params
+    ? { ...message, params: { ...message.params, arguments: null } }
+    : message;
 
 /**
  * The MCP server (@engram/mcp) at POST /mcp: streamable HTTP, stateless (a fresh MCP server per request,
@@ -72,12 +78,20 @@ export const mcpRoutes: FastifyPluginAsync = async (app) => {
       if (value !== undefined) headers.set(name, value);
     }
     const caller = {
-      apiKey: singleHeader(request, 'x-api-key')!, projectId: scope.projectId,
-      ...(scope.tenantId ? { tenantId: scope.tenantId } : {}), ...(scope.endUserId ? { endUserId: scope.endUserId } : {}),
+      apiKey: singleHeader(request, 'x-api-key')!,
+      projectId: scope.projectId,
+      ...(scope.tenantId ? { tenantId: scope.tenantId } : {}),
+      ...(scope.endUserId ? { endUserId: scope.endUserId } : {}),
     };
-    const answer = await answerMcp(new Request(`${IN_PROCESS}/mcp`, { method: 'POST', headers }), request.body, caller, {
-      baseUrl: IN_PROCESS, fetch: inProcessFetch(app, request),
-    });
+    const answer = await answerMcp(
+      new Request(`${IN_PROCESS}/mcp`, { method: 'POST', headers }),
+      request.body,
+      caller,
+      {
+        baseUrl: IN_PROCESS,
+        fetch: inProcessFetch(app, request),
+      },
+    );
     if (answer.status >= 400) {
       const refused = (await answer.json().catch(() => undefined)) as { error?: { message?: string } } | undefined;
       throw refusal(answer.status, refused?.error?.message ?? 'The MCP exchange was refused');
@@ -89,7 +103,12 @@ export const mcpRoutes: FastifyPluginAsync = async (app) => {
   });
   // Stateless: no stream the server opens (GET) and no session to end (DELETE); MCP clients expect 405.
   const notAllowed = async () => {
-    throw new AppError('method_not_allowed', 'The MCP endpoint is stateless: send JSON-RPC messages with POST', undefined, { Allow: 'POST' });
+    throw new AppError(
+      'method_not_allowed',
+      'The MCP endpoint is stateless: send JSON-RPC messages with POST',
+      undefined,
+      { Allow: 'POST' },
+    );
   };
   app.get('/mcp', { schema: { hide: true } }, notAllowed);
   app.delete('/mcp', { schema: { hide: true } }, notAllowed);

@@ -15,14 +15,17 @@ describe('OpenAPI compatibility with the last released document', () => {
     const released = read('openapi.json');
     const clone = () => structuredClone(released);
     const add = released.paths['/memory/add'].post;
-    const addBody = (document: any) => schemaIn(document, document.paths['/memory/add'].post.requestBody.content['application/json'].schema);
+    const addBody = (document: any) =>
+      schemaIn(document, document.paths['/memory/add'].post.requestBody.content['application/json'].schema);
     const removedOperation = clone();
     delete removedOperation.paths['/memory/add'].post;
     expect(breakingChanges(released, removedOperation)).toEqual(['POST /memory/add: operation removed']);
 
     const renamed = clone();
     renamed.paths['/memory/add'].post.operationId = 'somethingElse';
-    expect(breakingChanges(released, renamed)).toEqual([`POST /memory/add: operationId ${add.operationId} renamed to somethingElse`]);
+    expect(breakingChanges(released, renamed)).toEqual([
+      `POST /memory/add: operationId ${add.operationId} renamed to somethingElse`,
+    ]);
 
     // A request field removed, and another made required, inside the (possibly referenced) body schema.
     const body = clone();
@@ -35,7 +38,10 @@ describe('OpenAPI compatibility with the last released document', () => {
     ]);
 
     const answer = clone();
-    const created = schemaIn(answer, answer.paths['/memory/add'].post.responses['201'].content['application/json'].schema);
+    const created = schemaIn(
+      answer,
+      answer.paths['/memory/add'].post.responses['201'].content['application/json'].schema,
+    );
     created.required = created.required.filter((f: string) => f !== 'text');
     created.properties.new_field = { type: 'string' };
     expect(breakingChanges(released, answer)).toEqual(['POST /memory/add 201: field text is no longer always present']);
@@ -49,5 +55,10 @@ describe('OpenAPI compatibility with the last released document', () => {
 
 /** The schema itself, following a $ref into the document's components. */
 function schemaIn(document: any, schema: any): any {
-  return schema.$ref ? schema.$ref.split('/').slice(1).reduce((node: any, part: string) => node[part], document) : schema;
+  return schema.$ref
+    ? schema.$ref
+        .split('/')
+        .slice(1)
+        .reduce((node: any, part: string) => node[part], document)
+    : schema;
 }

@@ -8,7 +8,7 @@
 type Json = Record<string, any>;
 
 export function finishDocument(document: Json): Json {
-  const schemas: Json = (document.components ??= {}).schemas ??= {};
+  const schemas: Json = ((document.components ??= {}).schemas ??= {});
   for (const methods of Object.values<Json>(document.paths ?? {})) {
     for (const operation of Object.values<Json>(methods)) {
       const base = pascal(String(operation.operationId));
@@ -16,15 +16,23 @@ export function finishDocument(document: Json): Json {
         media.schema = named(schemas, media.schema, `${base}Request`, type);
         media.example ??= exampleOf(media.schema, document);
       }
-      const successes = Object.entries<Json>(operation.responses ?? {}).filter(([status, r]) => status.startsWith('2') && r.content);
+      const successes = Object.entries<Json>(operation.responses ?? {}).filter(
+        ([status, r]) => status.startsWith('2') && r.content,
+      );
       for (const [status, response] of successes) {
         for (const [type, media] of Object.entries<Json>(response.content)) {
-          media.schema = named(schemas, media.schema, successes.length > 1 ? `${base}Response${status}` : `${base}Response`, type);
+          media.schema = named(
+            schemas,
+            media.schema,
+            successes.length > 1 ? `${base}Response${status}` : `${base}Response`,
+            type,
+          );
           if (type === 'application/json') media.example ??= exampleOf(media.schema, document);
         }
       }
       for (const parameter of operation.parameters ?? []) {
-        if (parameter.schema && parameter.example === undefined) parameter.example = exampleOf(parameter.schema, document, parameter.name);
+        if (parameter.schema && parameter.example === undefined)
+          parameter.example = exampleOf(parameter.schema, document, parameter.name);
       }
     }
   }
@@ -74,7 +82,10 @@ const WORDS: Record<string, string> = {
 export function exampleOf(schema: Json | undefined, document: Json, name = '', depth = 0): unknown {
   if (!schema || depth > 12) return undefined;
   if (typeof schema.$ref === 'string') {
-    const target = schema.$ref.replace(/^#\//, '').split('/').reduce((node: any, part: string) => node?.[part], document);
+    const target = schema.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((node: any, part: string) => node?.[part], document);
     return exampleOf(target, document, name, depth + 1);
   }
   if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
@@ -111,7 +122,6 @@ export function exampleOf(schema: Json | undefined, document: Json, name = '', d
       const count = Math.max(schema.minItems ?? 1, 1);
       return item === undefined ? [] : Array.from({ length: count }, () => item);
     }
-    case 'object':
     default: {
       // An unconstrained schema ({}) takes any value; an object stands for it.
       if (!schema.properties) return {};

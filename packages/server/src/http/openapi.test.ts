@@ -7,7 +7,15 @@ import { operationIdOf } from './openapi.js';
 
 const COMMITTED = new URL('../../openapi.json', import.meta.url);
 /** The reads sent as POST: a read-scoped credential may call them, so they change nothing and record no Idempotency-Key. */
-const READS_AS_POST = ['memories.query', 'memories.retrieve', 'memories.search', 'memories.compose', 'memories.synthesize', 'v1.recall', 'keys.test'];
+const READS_AS_POST = [
+  'memories.query',
+  'memories.retrieve',
+  'memories.search',
+  'memories.compose',
+  'memories.synthesize',
+  'v1.recall',
+  'keys.test',
+];
 
 forEachDialect('OpenAPI document and docs page', (dialect) => {
   const t = useTestApp(dialect);
@@ -19,9 +27,17 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
     expect(res.body.openapi).toBe('3.1.0');
     const paths = res.body.paths as Record<string, Record<string, any>>;
     const operations: Array<[string, string]> = [
-      ['post', '/memory/add'], ['post', '/memory/bulk-add'], ['get', '/memory/{memory_id}'], ['patch', '/memory/{memory_id}'],
-      ['post', '/memory/batch-update'], ['delete', '/memory/forget'], ['delete', '/memory/user/{end_user_id}'],
-      ['get', '/memory/export'], ['get', '/memory/{memory_id}/history'], ['get', '/healthz'], ['get', '/readyz'],
+      ['post', '/memory/add'],
+      ['post', '/memory/bulk-add'],
+      ['get', '/memory/{memory_id}'],
+      ['patch', '/memory/{memory_id}'],
+      ['post', '/memory/batch-update'],
+      ['delete', '/memory/forget'],
+      ['delete', '/memory/user/{end_user_id}'],
+      ['get', '/memory/export'],
+      ['get', '/memory/{memory_id}/history'],
+      ['get', '/healthz'],
+      ['get', '/readyz'],
     ];
     for (const [method, path] of operations) {
       const op = paths[path]?.[method];
@@ -30,8 +46,15 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
     }
     const add = paths['/memory/add']!.post;
     expect(Object.keys(add.responses)).toEqual(expect.arrayContaining(['200', '201']));
-    const headers = add.parameters.filter((p: { in: string }) => p.in === 'header').map((p: { name: string; required?: boolean }) => [p.name, p.required ?? false]);
-    expect(headers).toEqual(expect.arrayContaining([['x-end-user-id', true], ['x-project-id', false]]));
+    const headers = add.parameters
+      .filter((p: { in: string }) => p.in === 'header')
+      .map((p: { name: string; required?: boolean }) => [p.name, p.required ?? false]);
+    expect(headers).toEqual(
+      expect.arrayContaining([
+        ['x-end-user-id', true],
+        ['x-project-id', false],
+      ]),
+    );
     expect(res.body.components.schemas.MemoriesAddRequest.additionalProperties).toBe(false);
   });
 
@@ -45,29 +68,47 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
     );
     expect(operations.length).toBeGreaterThan(40);
     for (const { name, op } of operations) {
-      expect(op.operationId, `${name}: name it area.method (the clients' method) in src/http/operation-names.ts`).toMatch(/^[a-z][A-Za-z0-9]*\.[a-z][A-Za-z0-9]*$/);
+      expect(
+        op.operationId,
+        `${name}: name it area.method (the clients' method) in src/http/operation-names.ts`,
+      ).toMatch(/^[a-z][A-Za-z0-9]*\.[a-z][A-Za-z0-9]*$/);
       ids.push(op.operationId);
       expect(op.tags, name).toHaveLength(1);
       expect(areas.has(op.tags[0]), `${name}: tag ${op.tags[0]} is declared`).toBe(true);
       const errors = Object.entries(op.responses as Record<string, any>).filter(([status]) => Number(status) >= 400);
-      expect(errors.map(([status]) => status), name).toEqual(expect.arrayContaining(['400', '500']));
+      expect(
+        errors.map(([status]) => status),
+        name,
+      ).toEqual(expect.arrayContaining(['400', '500']));
       for (const [status, response] of errors) {
         // The readiness probe answers 503 with its own small status body, for load balancers.
         if (name === 'GET /readyz' && status === '503') continue;
-        expect(response.content['application/json'].schema, `${name} ${status}`).toEqual({ $ref: '#/components/schemas/Error' });
+        expect(response.content['application/json'].schema, `${name} ${status}`).toEqual({
+          $ref: '#/components/schemas/Error',
+        });
       }
-      if (op.security.length) expect(Object.keys(op.responses), name).toEqual(expect.arrayContaining(['401', '403', '404']));
+      if (op.security.length)
+        expect(Object.keys(op.responses), name).toEqual(expect.arrayContaining(['401', '403', '404']));
     }
     expect(new Set(ids).size, 'operationIds are unique').toBe(ids.length);
     // One source for every id: src/http/operation-names.ts (a route that names its own breaks it).
     for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
       for (const [method, op] of Object.entries(ops)) {
         const derived = operationIdOf(method, path.replace(/\{([^}]+)\}/g, ':$1'));
-        expect(op.operationId, `${method.toUpperCase()} ${path}: declare no operationId, it is ${derived} (src/http/operation-names.ts)`).toBe(derived);
-        const headers = (op.parameters ?? []).filter((p: { in: string }) => p.in === 'header').map((p: { name: string }) => p.name);
+        expect(
+          op.operationId,
+          `${method.toUpperCase()} ${path}: declare no operationId, it is ${derived} (src/http/operation-names.ts)`,
+        ).toBe(derived);
+        const headers = (op.parameters ?? [])
+          .filter((p: { in: string }) => p.in === 'header')
+          .map((p: { name: string }) => p.name);
         // Every write takes an Idempotency-Key; the reads sent as POST record none (http/auth.ts#changesNothing).
-        if (method !== 'get' && !READS_AS_POST.includes(op.operationId)) expect(headers, `${method.toUpperCase()} ${path} takes Idempotency-Key`).toContain('idempotency-key');
-        if (READS_AS_POST.includes(op.operationId)) expect(headers, `${method.toUpperCase()} ${path} records no Idempotency-Key`).not.toContain('idempotency-key');
+        if (method !== 'get' && !READS_AS_POST.includes(op.operationId))
+          expect(headers, `${method.toUpperCase()} ${path} takes Idempotency-Key`).toContain('idempotency-key');
+        if (READS_AS_POST.includes(op.operationId))
+          expect(headers, `${method.toUpperCase()} ${path} records no Idempotency-Key`).not.toContain(
+            'idempotency-key',
+          );
       }
     }
     // The clients' method names (client.memories.history, client.v1.addTurn).
@@ -90,7 +131,9 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
         const name = `${method.toUpperCase()} ${path}`;
         const examples: string[] = [];
         for (const [type, media] of Object.entries<any>(op.requestBody?.content ?? {})) {
-          expect(media.schema.$ref, `${name} ${type} request body is a named component`).toMatch(/^#\/components\/schemas\/[A-Z]\w+$/);
+          expect(media.schema.$ref, `${name} ${type} request body is a named component`).toMatch(
+            /^#\/components\/schemas\/[A-Z]\w+$/,
+          );
           if (type === 'application/json') {
             fits(media.schema, media.example, `${name} request`);
             examples.push('request');
@@ -99,7 +142,9 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
         for (const [status, response] of Object.entries<any>(op.responses)) {
           if (!status.startsWith('2')) continue;
           for (const [type, media] of Object.entries<any>(response.content ?? {})) {
-            expect(media.schema.$ref, `${name} ${status} ${type} answer is a named component`).toMatch(/^#\/components\/schemas\/[A-Z]\w+$/);
+            expect(media.schema.$ref, `${name} ${status} ${type} answer is a named component`).toMatch(
+              /^#\/components\/schemas\/[A-Z]\w+$/,
+            );
             if (type === 'application/json') {
               fits(media.schema, media.example, `${name} ${status}`);
               examples.push(status);
@@ -114,8 +159,12 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
       }
     }
     // Named after the operation, not def-N.
-    expect(doc.paths['/memory/add'].post.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/MemoriesAddRequest');
-    expect(doc.paths['/memory/add'].post.requestBody.content['application/json'].example.text).toEqual(expect.any(String));
+    expect(doc.paths['/memory/add'].post.requestBody.content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/MemoriesAddRequest',
+    );
+    expect(doc.paths['/memory/add'].post.requestBody.content['application/json'].example.text).toEqual(
+      expect.any(String),
+    );
   });
 
   it('is the committed packages/server/openapi.json (regenerate it with `npm run openapi`)', async () => {
@@ -135,9 +184,18 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
     // POST /mcp is one JSON-RPC endpoint whose operations are the MCP tools (docs/api.md, "The MCP endpoint").
     const OUTSIDE = ['POST /mcp'];
     const doc = (await t.call('GET', '/openapi.json', anonymous)).body;
-    const documented = new Set(Object.entries(doc.paths as Record<string, object>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)));
-    const catalogue = (await t.call('GET', '/auth/catalogue', anonymous)).body.operations as { method: string; path: string }[];
-    const undocumented = catalogue.map((o) => `${o.method} ${o.path.replace(/:([A-Za-z_]+)/g, '{$1}')}`).filter((id) => !documented.has(id));
+    const documented = new Set(
+      Object.entries(doc.paths as Record<string, object>).flatMap(([path, ops]) =>
+        Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+      ),
+    );
+    const catalogue = (await t.call('GET', '/auth/catalogue', anonymous)).body.operations as {
+      method: string;
+      path: string;
+    }[];
+    const undocumented = catalogue
+      .map((o) => `${o.method} ${o.path.replace(/:([A-Za-z_]+)/g, '{$1}')}`)
+      .filter((id) => !documented.has(id));
     expect(undocumented).toEqual(OUTSIDE);
     const api = readFileSync(new URL('../../../../docs/api.md', import.meta.url), 'utf8');
     for (const route of OUTSIDE) expect(api, `docs/api.md names ${route}`).toContain(`\`${route}\``);

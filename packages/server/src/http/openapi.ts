@@ -25,19 +25,36 @@ const ERROR_STATUSES: Record<number, { code: ErrorCode; description: string }> =
   400: { code: 'validation_error', description: 'Invalid request; `field` names the offending field' },
   401: { code: 'unauthenticated', description: 'Missing, invalid or expired credentials' },
   403: { code: 'forbidden', description: 'The credential lacks the scope or the role the capability' },
-  404: { code: 'not_found', description: 'Absent, or outside the caller\'s scope' },
-  408: { code: 'request_timeout', description: 'The request (headers and body) did not arrive within the request timeout' },
-  409: { code: 'conflict', description: 'Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After)' },
+  404: { code: 'not_found', description: "Absent, or outside the caller's scope" },
+  408: {
+    code: 'request_timeout',
+    description: 'The request (headers and body) did not arrive within the request timeout',
+  },
+  409: {
+    code: 'conflict',
+    description:
+      'Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After)',
+  },
   410: { code: 'gone', description: 'No longer available (expired or withdrawn)' },
   413: { code: 'payload_too_large', description: 'Request body too large' },
   415: { code: 'unsupported_media_type', description: 'Content-Type must be application/json' },
   416: { code: 'range_not_satisfiable', description: 'The requested byte range is outside the resource' },
   422: { code: 'idempotency_key_reused', description: 'The Idempotency-Key was used for a different request' },
-  429: { code: 'rate_limited', description: 'Rate limited (see Retry-After), a quota is used up, or too many open connections' },
+  429: {
+    code: 'rate_limited',
+    description: 'Rate limited (see Retry-After), a quota is used up, or too many open connections',
+  },
   431: { code: 'headers_too_large', description: 'The request headers are over 16 KiB' },
   500: { code: 'internal_error', description: 'Internal error; quote the request_id' },
-  503: { code: 'database_unavailable', description: 'The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After' },
-  507: { code: 'insufficient_storage', description: 'The database has no room left (its disk is full); nothing of the write was stored' },
+  503: {
+    code: 'database_unavailable',
+    description:
+      'The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After',
+  },
+  507: {
+    code: 'insufficient_storage',
+    description: 'The database has no room left (its disk is full); nothing of the write was stored',
+  },
 };
 
 /** The tags of the document, one per area; every operation carries one of them. */
@@ -56,7 +73,10 @@ export const OPENAPI_TAGS = [
   { name: 'webhooks', description: 'Webhook endpoints, event types, deliveries and their attempts' },
   { name: 'exports', description: 'Background exports and imports of project data' },
   { name: 'health', description: 'Liveness and readiness probes' },
-  { name: 'connectors', description: 'Connections to external sources, their syncs and synced objects (bearer, X-Project-ID)' },
+  {
+    name: 'connectors',
+    description: 'Connections to external sources, their syncs and synced objects (bearer, X-Project-ID)',
+  },
   { name: 'integrations', description: 'The integrations catalog of an organization and the per-project overview' },
 ];
 
@@ -64,7 +84,8 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 const IDEMPOTENCY_KEY_HEADER = {
   type: 'string',
-  description: 'Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)',
+  description:
+    'Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)',
 };
 
 /**
@@ -77,7 +98,10 @@ export function operationIdOf(method: string, url: string): string {
   if (named) return named;
   const camel = (s: string) => s.replace(/[-_]+([a-z0-9])/g, (_, c: string) => c.toUpperCase());
   const upper = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
-  const parts = url.split('/').filter(Boolean).map((part) => (part.startsWith(':') ? `By${upper(camel(part.slice(1)))}` : upper(camel(part))));
+  const parts = url
+    .split('/')
+    .filter(Boolean)
+    .map((part) => (part.startsWith(':') ? `By${upper(camel(part.slice(1)))}` : upper(camel(part))));
   return method.toLowerCase() + parts.join('');
 }
 
@@ -102,14 +126,17 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
   app.addSchema(ErrorBody);
   await app.register(swagger, {
     // Shared schemas become components named by their $id (Error), not def-0.
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
     openapi: {
       tags: OPENAPI_TAGS,
       openapi: '3.1.0',
       info: {
         title: 'Engram',
         version: opts.version,
-        description: 'Memory service for AI applications: store what end users said and did, and get the right memories back.',
+        description:
+          'Memory service for AI applications: store what end users said and did, and get the right memories back.',
         license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
       // Relative: the document describes the server that serves it, whatever its public address.
@@ -121,7 +148,8 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
         },
       },
     },
-    transformObject: (documentObject) => finishDocument((documentObject as { openapiObject: Record<string, unknown> }).openapiObject) as never,
+    transformObject: (documentObject) =>
+      finishDocument((documentObject as { openapiObject: Record<string, unknown> }).openapiObject) as never,
     transform: ({ schema: routeSchema, url, route }) => {
       if (!routeSchema || routeSchema.hide) return { schema: routeSchema, url };
       const schema = withOptionalDefaults(routeSchema);
@@ -134,7 +162,8 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
         response: { ...declared, ...impliedErrorResponses(method, route.url, auth !== undefined, declared) },
       };
       // Every write takes an Idempotency-Key (http/idempotency.ts); a read sent as POST does not record one.
-      const idempotencyKey = WRITES.has(method) && !changesNothing(auth) ? { 'idempotency-key': IDEMPOTENCY_KEY_HEADER } : {};
+      const idempotencyKey =
+        WRITES.has(method) && !changesNothing(auth) ? { 'idempotency-key': IDEMPOTENCY_KEY_HEADER } : {};
       if (!auth) {
         // Public: an explicit empty requirement, so no reader takes it for an operation that forgot its security.
         const headers = { type: 'object', properties: idempotencyKey };
@@ -145,12 +174,24 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
       const accepts = auth.accepts ?? ['api_key'];
       const headers: Record<string, unknown> = { ...idempotencyKey };
       if (accepts.includes('bearer')) {
-        headers['x-organization-id'] = { type: 'string', description: "Bearer calls: the organization to act in; default the caller's first" };
-        if (auth.bearerProject) headers['x-project-id'] = { type: 'string', description: 'The project (of the acting organization); required' };
+        headers['x-organization-id'] = {
+          type: 'string',
+          description: "Bearer calls: the organization to act in; default the caller's first",
+        };
+        if (auth.bearerProject)
+          headers['x-project-id'] = {
+            type: 'string',
+            description: 'The project (of the acting organization); required',
+          };
       }
       if (accepts.includes('api_key')) {
         const keyProject = `API-key calls: the project; ${(auth.project ?? 'required') === 'required' ? 'required' : 'optional'} unless the key is locked to a project`;
-        headers['x-project-id'] = { type: 'string', description: auth.bearerProject ? `Bearer calls: the project (of the acting organization), required. ${keyProject}` : keyProject };
+        headers['x-project-id'] = {
+          type: 'string',
+          description: auth.bearerProject
+            ? `Bearer calls: the project (of the acting organization), required. ${keyProject}`
+            : keyProject,
+        };
         headers['x-tenant-id'] = { type: 'string', description: 'Tenant, for cross-tenant operator keys' };
       }
       const endUser = auth.endUser ?? 'none';
@@ -160,14 +201,25 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
           description: `Opaque end-user id (not an e-mail address); ${endUser === 'required' ? 'required' : 'optional, narrows the scope'}`,
         };
       }
-      const required = [...(endUser === 'required' ? ['x-end-user-id'] : []), ...(auth.bearerProject && !accepts.includes('api_key') ? ['x-project-id'] : [])];
-      const requirement = [auth.scope && `scope ${auth.scope}`, auth.capability && `capability ${auth.capability} (bearer)`].filter(Boolean);
+      const required = [
+        ...(endUser === 'required' ? ['x-end-user-id'] : []),
+        ...(auth.bearerProject && !accepts.includes('api_key') ? ['x-project-id'] : []),
+      ];
+      const requirement = [
+        auth.scope && `scope ${auth.scope}`,
+        auth.capability && `capability ${auth.capability} (bearer)`,
+      ].filter(Boolean);
       const description = [documented.description, requirement.length ? `Requires ${requirement.join(' and ')}.` : '']
         .filter(Boolean)
         .join('\n\n');
       const security = accepts.map((kind) => (kind === 'bearer' ? { bearer: [] } : { apiKey: [] }));
       return {
-        schema: { ...documented, description, security, headers: { type: 'object', properties: headers, required } } as never,
+        schema: {
+          ...documented,
+          description,
+          security,
+          headers: { type: 'object', properties: headers, required },
+        } as never,
         url,
       };
     },
@@ -181,17 +233,20 @@ export const openapi = fp(async (app: FastifyInstance, opts: { version: string }
  * is not required on the wire, though handlers always see a value.
  */
 function withOptionalDefaults<S extends { querystring?: unknown }>(schema: S): S {
-  const query = schema.querystring as { properties?: Record<string, { default?: unknown }>; required?: string[] } | undefined;
+  const query = schema.querystring as
+    | { properties?: Record<string, { default?: unknown }>; required?: string[] }
+    | undefined;
   if (!query?.required || !query.properties) return schema;
   const required = query.required.filter((name) => query.properties![name]?.default === undefined);
   return { ...schema, querystring: { ...query, required } };
 }
-
 
 /**
  * Error answers a route declares beyond those every operation gets (e.g. 410, 416), each a
  * reference to the one Error component: `response: { 200: Thing, ...declaredErrors(409, 410) }`.
  */
 export function declaredErrors(...statuses: number[]): Record<number, { description: string; $ref: string }> {
-  return Object.fromEntries(statuses.map((status) => [status, { description: ERROR_STATUSES[status]?.description ?? 'Error', $ref: 'Error#' }]));
+  return Object.fromEntries(
+    statuses.map((status) => [status, { description: ERROR_STATUSES[status]?.description ?? 'Error', $ref: 'Error#' }]),
+  );
 }

@@ -47,12 +47,18 @@ describe('rate limits', () => {
     expect(limited.headers['ratelimit-remaining']).toBe('0');
     // Another route has its own allowance; another IP too.
     expect((await t.call('GET', '/healthz')).status).toBe(200);
-    const elsewhere = await t.app.inject({ method: 'GET', url: '/memory/export', remoteAddress: '10.9.8.7', headers: { 'x-api-key': t.key, 'x-project-id': t.projectId } });
+    const elsewhere = await t.app.inject({
+      method: 'GET',
+      url: '/memory/export',
+      remoteAddress: '10.9.8.7',
+      headers: { 'x-api-key': t.key, 'x-project-id': t.projectId },
+    });
     expect(elsewhere.statusCode).toBe(200);
   });
 
   it('counts requests before their credentials are checked, and limits sign-in more tightly', async () => {
-    for (let i = 0; i < 3; i++) expect((await t.call('GET', '/org/projects', { key: null, token: 'guess' })).status).toBe(401);
+    for (let i = 0; i < 3; i++)
+      expect((await t.call('GET', '/org/projects', { key: null, token: 'guess' })).status).toBe(401);
     expect((await t.call('GET', '/org/projects', { key: null, token: 'guess' })).status).toBe(429);
     const login = () => t.call('POST', '/auth/login', { key: null, body: { email: t.email, password: t.password } });
     expect((await login()).status).toBe(200);
@@ -63,28 +69,33 @@ describe('rate limits', () => {
   });
 });
 
-(redisUp ? describe : describe.skip)(`rate limits shared through Redis${redisUp ? '' : ` [skipped: no Redis at ${REDIS_URL}; set ENGRAM_TEST_REDIS_URL]`}`, () => {
-  it('counts requests of every process against one limit', async () => {
-    const t = await startTestApp('sqlite');
-    const config = {
-      ...loadConfig({}), logLevel: 'silent',
-      redisUrl: REDIS_URL, redisPrefix: `engram-test-${randomBytes(6).toString('hex')}:`,
-      rateLimit: { max: 3, windowSeconds: 60, loginMax: 3 },
-    };
-    const build = () => buildApp({ services: buildServices({ config, database: t.database }) });
-    const [a, b] = await Promise.all([build(), build()]);
-    try {
-      const get = (app: typeof a) => app.inject({ method: 'GET', url: '/healthz' });
-      expect((await get(a)).statusCode).toBe(200);
-      expect((await get(b)).statusCode).toBe(200);
-      expect((await get(a)).statusCode).toBe(200);
-      const limited = await get(b);
-      expect(limited.statusCode).toBe(429);
-      expect(limited.json().error.code).toBe('rate_limited');
-      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-      await t.close();
-    }
-  });
-});
+(redisUp ? describe : describe.skip)(
+  `rate limits shared through Redis${redisUp ? '' : ` [skipped: no Redis at ${REDIS_URL}; set ENGRAM_TEST_REDIS_URL]`}`,
+  () => {
+    it('counts requests of every process against one limit', async () => {
+      const t = await startTestApp('sqlite');
+      const config = {
+        ...loadConfig({}),
+        logLevel: 'silent',
+        redisUrl: REDIS_URL,
+        redisPrefix: `engram-test-${randomBytes(6).toString('hex')}:`,
+        rateLimit: { max: 3, windowSeconds: 60, loginMax: 3 },
+      };
+      const build = () => buildApp({ services: buildServices({ config, database: t.database }) });
+      const [a, b] = await Promise.all([build(), build()]);
+      try {
+        const get = (app: typeof a) => app.inject({ method: 'GET', url: '/healthz' });
+        expect((await get(a)).statusCode).toBe(200);
+        expect((await get(b)).statusCode).toBe(200);
+        expect((await get(a)).statusCode).toBe(200);
+        const limited = await get(b);
+        expect(limited.statusCode).toBe(429);
+        expect(limited.json().error.code).toBe('rate_limited');
+        expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await t.close();
+      }
+    });
+  },
+);

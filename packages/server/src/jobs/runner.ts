@@ -55,13 +55,23 @@ const LEASE_MS = 60_000;
 const MAX_ATTEMPTS = 3;
 const MAX_BACKOFF_MS = 30_000;
 
-export async function enqueueJob(db: Executor, job: { kind: string; projectId: string | null; payload: Record<string, unknown> }): Promise<number> {
+export async function enqueueJob(
+  db: Executor,
+  job: { kind: string; projectId: string | null; payload: Record<string, unknown> },
+): Promise<number> {
   const now = nowIso();
   const row = await db
     .insertInto('jobs')
     .values({
-      kind: job.kind, project_id: job.projectId, payload: encodeJson(job.payload), status: 'queued', progress: 0, attempts: 0,
-      run_after: now, created_at: now, updated_at: now,
+      kind: job.kind,
+      project_id: job.projectId,
+      payload: encodeJson(job.payload),
+      status: 'queued',
+      progress: 0,
+      attempts: 0,
+      run_after: now,
+      created_at: now,
+      updated_at: now,
     })
     .returning('id')
     .executeTakeFirstOrThrow();
@@ -78,8 +88,14 @@ export async function getJob(db: Executor, id: number, projectId: string, kind?:
     .executeTakeFirst();
   if (!row) return undefined;
   return {
-    id: row.id, kind: row.kind, status: row.status as JobView['status'], progress: row.progress,
-    result: row.result === null ? null : decodeJson(row.result), error: row.error, created_at: row.created_at, updated_at: row.updated_at,
+    id: row.id,
+    kind: row.kind,
+    status: row.status as JobView['status'],
+    progress: row.progress,
+    result: row.result === null ? null : decodeJson(row.result),
+    error: row.error,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
     payload: decodeJson(row.payload),
   };
 }
@@ -165,7 +181,10 @@ export class JobRunner {
         .catch((error: unknown) => {
           this.failures++;
           const wait = Math.min(MAX_BACKOFF_MS, this.pollMs * 2 ** Math.min(this.failures - 1, 10));
-          this.log.warn({ err: error instanceof Error ? error.message : String(error), failures: this.failures, retry_in_ms: wait }, 'job runner: database error; backing off');
+          this.log.warn(
+            { err: error instanceof Error ? error.message : String(error), failures: this.failures, retry_in_ms: wait },
+            'job runner: database error; backing off',
+          );
           return wait;
         })
         .then((wait) => {
@@ -190,7 +209,13 @@ export class JobRunner {
     if (kinds.length === 0) return undefined;
     const lockedUntil = new Date(now.getTime() + LEASE_MS).toISOString();
     const skipLocked = this.database.dialect === 'postgres' ? sql`FOR UPDATE SKIP LOCKED` : sql``;
-    const result = await sql<{ id: number; kind: string; project_id: string | null; payload: unknown; attempts: number }>`
+    const result = await sql<{
+      id: number;
+      kind: string;
+      project_id: string | null;
+      payload: unknown;
+      attempts: number;
+    }>`
       UPDATE jobs SET status = 'running', locked_until = ${lockedUntil}, attempts = attempts + 1, updated_at = ${now.toISOString()}
       WHERE id = (
         SELECT id FROM jobs
@@ -202,12 +227,28 @@ export class JobRunner {
     return result.rows[0];
   }
 
-  private async run(job: { id: number; kind: string; project_id: string | null; payload: unknown; attempts: number }): Promise<void> {
+  private async run(job: {
+    id: number;
+    kind: string;
+    project_id: string | null;
+    payload: unknown;
+    attempts: number;
+  }): Promise<void> {
     // Every write of an attempt is fenced by its number: after a takeover, only the new attempt's land.
-    const ours = (trx: Executor) => trx.updateTable('jobs').where('id', '=', job.id).where('attempts', '=', job.attempts);
-    const finish = async (set: { status: string; result?: string | null; error?: string | null; progress?: number; run_after?: string }) => {
-      const result = await ours(this.database.db).set({ ...set, locked_until: null, updated_at: nowIso() }).executeTakeFirst();
-      if (Number(result.numUpdatedRows) === 0) this.log.warn({ job: job.id, kind: job.kind }, 'job taken over by another runner; its outcome is theirs');
+    const ours = (trx: Executor) =>
+      trx.updateTable('jobs').where('id', '=', job.id).where('attempts', '=', job.attempts);
+    const finish = async (set: {
+      status: string;
+      result?: string | null;
+      error?: string | null;
+      progress?: number;
+      run_after?: string;
+    }) => {
+      const result = await ours(this.database.db)
+        .set({ ...set, locked_until: null, updated_at: nowIso() })
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) === 0)
+        this.log.warn({ job: job.id, kind: job.kind }, 'job taken over by another runner; its outcome is theirs');
     };
     try {
       const result = await this.handlers.get(job.kind)!({
@@ -219,7 +260,11 @@ export class JobRunner {
         progress: async (fraction, trx = this.database.db) => {
           const now = Date.now();
           const renewed = await ours(trx)
-            .set({ progress: Math.min(1, Math.max(0, fraction)), locked_until: new Date(now + LEASE_MS).toISOString(), updated_at: new Date(now).toISOString() })
+            .set({
+              progress: Math.min(1, Math.max(0, fraction)),
+              locked_until: new Date(now + LEASE_MS).toISOString(),
+              updated_at: new Date(now).toISOString(),
+            })
             .executeTakeFirst();
           if (Number(renewed.numUpdatedRows) === 0) throw new LeaseLost(job.id);
         },
@@ -232,7 +277,15 @@ export class JobRunner {
       }
       const message = error instanceof Error ? error.message : String(error);
       this.log.warn({ job: job.id, kind: job.kind, err: message }, 'job failed');
-      await finish(job.attempts >= MAX_ATTEMPTS || error instanceof PermanentJobError ? { status: 'failed', error: message } : { status: 'queued', error: message, run_after: new Date(Date.now() + 2 ** job.attempts * 1000).toISOString() });
+      await finish(
+        job.attempts >= MAX_ATTEMPTS || error instanceof PermanentJobError
+          ? { status: 'failed', error: message }
+          : {
+              status: 'queued',
+              error: message,
+              run_after: new Date(Date.now() + 2 ** job.attempts * 1000).toISOString(),
+            },
+      );
     }
   }
 }
@@ -244,19 +297,32 @@ export class JobRunner {
  */
 export async function purgeFinishedJobs(db: Executor, before: string, batch = 1_000): Promise<number> {
   return deleteInBatches(batch, async () => {
-    const finished = db.selectFrom('jobs').select('id').where('status', 'in', ['succeeded', 'failed']).where('updated_at', '<', before).limit(batch);
+    const finished = db
+      .selectFrom('jobs')
+      .select('id')
+      .where('status', 'in', ['succeeded', 'failed'])
+      .where('updated_at', '<', before)
+      .limit(batch);
     return Number((await db.deleteFrom('jobs').where('id', 'in', finished).executeTakeFirst()).numDeletedRows);
   });
 }
 
 /** Erasure: deletes the jobs `ids` (their payload and result may quote what is being erased, a file name say). */
 export async function eraseJobs(db: Executor, ids: number[]): Promise<void> {
-  for (let i = 0; i < ids.length; i += 500) await db.deleteFrom('jobs').where('id', 'in', ids.slice(i, i + 500)).execute();
+  for (let i = 0; i < ids.length; i += 500)
+    await db
+      .deleteFrom('jobs')
+      .where('id', 'in', ids.slice(i, i + 500))
+      .execute();
 }
 
 /** Jobs by status (queued, running, succeeded, failed), for `engram status` and /metrics. */
 export async function jobCounts(db: Executor): Promise<Record<JobView['status'], number>> {
-  const rows = await db.selectFrom('jobs').select(['status', (eb) => eb.fn.countAll().as('n')]).groupBy('status').execute();
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['status', (eb) => eb.fn.countAll().as('n')])
+    .groupBy('status')
+    .execute();
   const counts = { queued: 0, running: 0, succeeded: 0, failed: 0 };
   for (const row of rows) if (row.status in counts) counts[row.status as JobView['status']] = Number(row.n);
   return counts;

@@ -8,10 +8,13 @@ const log = { warn: () => {} };
 
 it('runs a chore first after its interval or five minutes, whichever is shorter, then every interval', async () => {
   const runs: Record<string, number[]> = { hourly: [], second: [] };
-  const schedule = new Schedule([
-    { name: 'hourly', everyMs: 3_600_000, run: async () => runs.hourly!.push(Date.now()) },
-    { name: 'second', everyMs: 1_000, run: async () => runs.second!.push(Date.now()) },
-  ], log);
+  const schedule = new Schedule(
+    [
+      { name: 'hourly', everyMs: 3_600_000, run: async () => runs.hourly!.push(Date.now()) },
+      { name: 'second', everyMs: 1_000, run: async () => runs.second!.push(Date.now()) },
+    ],
+    log,
+  );
   const start = Date.now();
   schedule.start();
   await vi.advanceTimersByTimeAsync(FIRST_RUN_WITHIN_MS + 3_600_000);
@@ -28,11 +31,20 @@ it('never runs a chore twice at once, and stops before a first run that has not 
   let most = 0;
   let release!: () => void;
   const slow = new Promise<void>((resolve) => (release = resolve));
-  const schedule = new Schedule([{ name: 'slow', everyMs: 1_000, run: async () => {
-    most = Math.max(most, ++inFlight);
-    await slow;
-    inFlight--;
-  } }], log);
+  const schedule = new Schedule(
+    [
+      {
+        name: 'slow',
+        everyMs: 1_000,
+        run: async () => {
+          most = Math.max(most, ++inFlight);
+          await slow;
+          inFlight--;
+        },
+      },
+    ],
+    log,
+  );
   schedule.start();
   await vi.advanceTimersByTimeAsync(5_000);
   expect(most).toBe(1);

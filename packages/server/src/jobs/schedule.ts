@@ -25,10 +25,13 @@ export class Schedule {
 
   start(): void {
     for (const chore of this.chores) {
-      const first = setTimeout(() => {
-        this.runOnce(chore);
-        this.keep(setInterval(() => this.runOnce(chore), chore.everyMs));
-      }, Math.min(chore.everyMs, FIRST_RUN_WITHIN_MS));
+      const first = setTimeout(
+        () => {
+          this.runOnce(chore);
+          this.keep(setInterval(() => this.runOnce(chore), chore.everyMs));
+        },
+        Math.min(chore.everyMs, FIRST_RUN_WITHIN_MS),
+      );
       this.keep(first);
     }
   }
@@ -51,7 +54,12 @@ export class Schedule {
     const run = chore
       .run()
       .then(() => undefined)
-      .catch((error: unknown) => this.log.warn({ chore: chore.name, err: error instanceof Error ? error.message : String(error) }, 'chore failed'))
+      .catch((error: unknown) =>
+        this.log.warn(
+          { chore: chore.name, err: error instanceof Error ? error.message : String(error) },
+          'chore failed',
+        ),
+      )
       .finally(() => this.running.delete(chore.name));
     this.running.set(chore.name, run);
   }

@@ -23,7 +23,8 @@ async function bytesOf(stream: Readable | undefined): Promise<Buffer> {
 
 /** A stream of `data` in uneven pieces, so chunk boundaries never line up with writes. */
 async function* pieces(data: Buffer) {
-  for (let at = 0, step = 1; at < data.length; at += step, step = (step * 7 + 3) % 300_001 || 1) yield data.subarray(at, at + step);
+  for (let at = 0, step = 1; at < data.length; at += step, step = (step * 7 + 3) % 300_001 || 1)
+    yield data.subarray(at, at + step);
 }
 
 const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -37,9 +38,20 @@ function behavesAsBlobStore(store: () => BlobStore, chunk: number) {
     expect(info).toEqual({ size: data.length, sha256: sha(data) });
     expect(await store().stat('p1/exports/1')).toEqual({ size: data.length });
     expect((await bytesOf(await store().get('p1/exports/1'))).equals(data)).toBe(true);
-    for (const [offset, length] of [[0, 10], [chunk - 5, 10], [chunk, chunk], [chunk * 2 + 1000, undefined], [data.length - 1, 1]] as const) {
-      const part = await bytesOf(await store().get('p1/exports/1', { offset, ...(length !== undefined ? { length } : {}) }));
-      expect(part.equals(data.subarray(offset, length === undefined ? undefined : offset + length)), `${offset}+${length}`).toBe(true);
+    for (const [offset, length] of [
+      [0, 10],
+      [chunk - 5, 10],
+      [chunk, chunk],
+      [chunk * 2 + 1000, undefined],
+      [data.length - 1, 1],
+    ] as const) {
+      const part = await bytesOf(
+        await store().get('p1/exports/1', { offset, ...(length !== undefined ? { length } : {}) }),
+      );
+      expect(
+        part.equals(data.subarray(offset, length === undefined ? undefined : offset + length)),
+        `${offset}+${length}`,
+      ).toBe(true);
     }
   });
 
@@ -87,7 +99,12 @@ forEachDialect('blob store in the database', (dialect) => {
       yield randomBytes(10);
     }
     await store.put('p2/partial', slow());
-    const rows = await database.db.selectFrom('blob_chunks').select(['n']).where('key', '=', 'p2/partial').orderBy('n').execute();
+    const rows = await database.db
+      .selectFrom('blob_chunks')
+      .select(['n'])
+      .where('key', '=', 'p2/partial')
+      .orderBy('n')
+      .execute();
     expect(rows.map((r) => r.n)).toEqual([0, 1, 2]);
   });
 });
@@ -98,11 +115,19 @@ describe('blob store in S3 (local s3rver)', () => {
   let store: BlobStore;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'engram-s3-'));
-    server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: 'engram-test' }] });
+    server = new S3rver({
+      address: '127.0.0.1',
+      port: 0,
+      silent: true,
+      directory: dir,
+      configureBuckets: [{ name: 'engram-test' }],
+    });
     const { port } = (await server.run()) as { port: number };
     const config = loadConfig({
-      ENGRAM_BLOB_URL: 's3://engram-test/artifacts', ENGRAM_BLOB_ENDPOINT: `http://127.0.0.1:${port}`,
-      ENGRAM_BLOB_ACCESS_KEY_ID: 'S3RVER', ENGRAM_BLOB_SECRET_ACCESS_KEY: 'S3RVER',
+      ENGRAM_BLOB_URL: 's3://engram-test/artifacts',
+      ENGRAM_BLOB_ENDPOINT: `http://127.0.0.1:${port}`,
+      ENGRAM_BLOB_ACCESS_KEY_ID: 'S3RVER',
+      ENGRAM_BLOB_SECRET_ACCESS_KEY: 'S3RVER',
     });
     expect(config.blobs).toMatchObject({ kind: 's3', bucket: 'engram-test', prefix: 'artifacts/' });
     store = openBlobStore(config.blobs, undefined as never);
@@ -122,10 +147,14 @@ describe('blob store in S3 (local s3rver)', () => {
 
   it('refuses an unknown bucket with an error that names no secret', async () => {
     const config = loadConfig({
-      ENGRAM_BLOB_URL: 's3://no-such-bucket/x', ENGRAM_BLOB_ENDPOINT: `http://127.0.0.1:${(server.httpServer.address() as { port: number }).port}`,
-      ENGRAM_BLOB_ACCESS_KEY_ID: 'S3RVER', ENGRAM_BLOB_SECRET_ACCESS_KEY: 'S3RVER',
+      ENGRAM_BLOB_URL: 's3://no-such-bucket/x',
+      ENGRAM_BLOB_ENDPOINT: `http://127.0.0.1:${(server.httpServer.address() as { port: number }).port}`,
+      ENGRAM_BLOB_ACCESS_KEY_ID: 'S3RVER',
+      ENGRAM_BLOB_SECRET_ACCESS_KEY: 'S3RVER',
     });
-    const error = await openBlobStore(config.blobs, undefined as never).put('k', pieces(Buffer.from('x'))).catch((e: Error) => e);
+    const error = await openBlobStore(config.blobs, undefined as never)
+      .put('k', pieces(Buffer.from('x')))
+      .catch((e: Error) => e);
     expect(String(error)).toMatch(/S3 upload failed: 404 NoSuchBucket/);
     expect(String(error)).not.toContain('S3RVER');
   });
@@ -143,9 +172,16 @@ describe('SigV4 signing', () => {
   it("matches AWS's published example (GET Object with a Range)", () => {
     // "Example: GET Object" in the S3 API reference, Signature Version 4, Authorization header.
     const headers = signRequest(
-      { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', region: 'us-east-1' },
       {
-        method: 'GET', host: 'examplebucket.s3.amazonaws.com', path: '/test.txt', headers: { range: 'bytes=0-9' },
+        accessKeyId: 'AKIAIOSFODNN7EXAMPLE',
+        secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+        region: 'us-east-1',
+      },
+      {
+        method: 'GET',
+        host: 'examplebucket.s3.amazonaws.com',
+        path: '/test.txt',
+        headers: { range: 'bytes=0-9' },
         payloadHash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
       },
       new Date('2013-05-24T00:00:00Z'),

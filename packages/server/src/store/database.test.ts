@@ -11,7 +11,8 @@ it('runs SQLite in WAL mode with synchronous=FULL, so a commit is on disk before
   const fresh = await freshDatabaseConfig('sqlite');
   const database = openDatabase(fresh.config);
   try {
-    const pragma = async (name: string) => Object.values((await sql.raw(`PRAGMA ${name}`).execute(database.db)).rows[0] as object)[0];
+    const pragma = async (name: string) =>
+      Object.values((await sql.raw(`PRAGMA ${name}`).execute(database.db)).rows[0] as object)[0];
     expect(await pragma('journal_mode')).toBe('wal');
     expect(await pragma('synchronous')).toBe(2); // FULL
     expect(await pragma('foreign_keys')).toBe(1);
@@ -31,13 +32,19 @@ it('checkpoints the SQLite WAL from a thread of its own', async () => {
   const database = openDatabase(fresh.config);
   const path = fresh.config.dialect === 'sqlite' ? fresh.config.path : '';
   try {
-    const pragma = async (name: string) => Object.values((await sql.raw(`PRAGMA ${name}`).execute(database.db)).rows[0] as object)[0];
+    const pragma = async (name: string) =>
+      Object.values((await sql.raw(`PRAGMA ${name}`).execute(database.db)).rows[0] as object)[0];
     expect(await pragma('wal_autocheckpoint')).toBe(10_000);
     await sql`CREATE TABLE filler (body TEXT NOT NULL)`.execute(database.db);
     const before = statSync(path).size;
     // About 2 MB in 200 commits: 500 WAL pages, half the serving connection's old checkpoint point.
-    for (let i = 0; i < 200; i++) await sql`INSERT INTO filler VALUES (${`${i}`.padEnd(10_000, 'x')})`.execute(database.db);
-    await until(() => statSync(path).size >= before + 2_000_000, 'the checkpointer to copy the WAL into the database file', 10_000);
+    for (let i = 0; i < 200; i++)
+      await sql`INSERT INTO filler VALUES (${`${i}`.padEnd(10_000, 'x')})`.execute(database.db);
+    await until(
+      () => statSync(path).size >= before + 2_000_000,
+      'the checkpointer to copy the WAL into the database file',
+      10_000,
+    );
     const threads = () => readdirSync('/proc/self/task').length;
     const running = threads();
     await database.close();
@@ -54,27 +61,33 @@ it('checkpoints the SQLite WAL from a thread of its own', async () => {
  * outside a transaction the statement is prepared anew at once; a transaction it broke fails, and
  * the next one works.
  */
-it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)('re-prepares a named PostgreSQL statement whose table changed shape', async () => {
-  const fresh = await freshDatabaseConfig('postgres');
-  const database = openDatabase({ ...fresh.config, poolSize: 1 } as typeof fresh.config);
-  try {
-    await sql`CREATE TABLE shapes (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`.execute(database.db);
-    await sql`INSERT INTO shapes VALUES (1, 'one')`.execute(database.db);
-    const read = (executor: typeof database.db) => sql<Record<string, unknown>>`SELECT * FROM shapes WHERE id = ${1}`.execute(executor);
-    expect((await read(database.db)).rows).toEqual([{ id: 1, name: 'one' }]);
-    expect((await read(database.db)).rows).toEqual([{ id: 1, name: 'one' }]);
-    // The same text, sent unnamed, would not notice; prepared, it would fail with 0A000 without the fresh name.
-    await sql`ALTER TABLE shapes ADD COLUMN colour TEXT`.execute(database.db);
-    expect((await read(database.db)).rows).toEqual([{ id: 1, name: 'one', colour: null }]);
+it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
+  're-prepares a named PostgreSQL statement whose table changed shape',
+  async () => {
+    const fresh = await freshDatabaseConfig('postgres');
+    const database = openDatabase({ ...fresh.config, poolSize: 1 } as typeof fresh.config);
+    try {
+      await sql`CREATE TABLE shapes (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`.execute(database.db);
+      await sql`INSERT INTO shapes VALUES (1, 'one')`.execute(database.db);
+      const read = (executor: typeof database.db) =>
+        sql<Record<string, unknown>>`SELECT * FROM shapes WHERE id = ${1}`.execute(executor);
+      expect((await read(database.db)).rows).toEqual([{ id: 1, name: 'one' }]);
+      expect((await read(database.db)).rows).toEqual([{ id: 1, name: 'one' }]);
+      // The same text, sent unnamed, would not notice; prepared, it would fail with 0A000 without the fresh name.
+      await sql`ALTER TABLE shapes ADD COLUMN colour TEXT`.execute(database.db);
+      expect((await read(database.db)).rows).toEqual([{ id: 1, name: 'one', colour: null }]);
 
-    await sql`ALTER TABLE shapes ADD COLUMN size INTEGER`.execute(database.db);
-    await expect(database.db.transaction().execute((trx) => read(trx))).rejects.toMatchObject({ code: '0A000' });
-    expect((await database.db.transaction().execute((trx) => read(trx))).rows).toEqual([{ id: 1, name: 'one', colour: null, size: null }]);
-  } finally {
-    await database.close();
-    await fresh.drop();
-  }
-});
+      await sql`ALTER TABLE shapes ADD COLUMN size INTEGER`.execute(database.db);
+      await expect(database.db.transaction().execute((trx) => read(trx))).rejects.toMatchObject({ code: '0A000' });
+      expect((await database.db.transaction().execute((trx) => read(trx))).rows).toEqual([
+        { id: 1, name: 'one', colour: null, size: null },
+      ]);
+    } finally {
+      await database.close();
+      await fresh.drop();
+    }
+  },
+);
 
 /**
  * In this 2-core VM a socket write costs the server tens of microseconds and wakes the backend
@@ -82,51 +95,65 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)('re-prepares a named PostgreSQL
  * statement (LAST_IN_TRANSACTION) with its COMMIT, one write each; one that sends nothing sends no
  * BEGIN. Counted on the pool's real socket: every write to the database's port while it runs.
  */
-it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)('sends a PostgreSQL BEGIN with the first statement and the COMMIT with the last, one socket write each', async () => {
-  const fresh = await freshDatabaseConfig('postgres');
-  const database = openDatabase({ ...fresh.config, poolSize: 1 } as typeof fresh.config);
-  const port = Number(new URL((fresh.config as { url: string }).url).port || 5432);
-  const socket = Socket.prototype as unknown as Record<'_write' | '_writev', (this: Socket, ...args: unknown[]) => unknown>;
-  const original = { _write: socket._write, _writev: socket._writev };
-  const written: string[] = [];
-  const counting = (method: '_write' | '_writev') =>
-    function (this: Socket, ...args: unknown[]) {
-      if (this.remotePort === port) written.push(method);
-      return original[method].apply(this, args);
-    };
-  try {
-    await sql`CREATE TABLE pipelined (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`.execute(database.db);
-    await sql`SELECT ${1}::int AS warm`.execute(database.db);
-    socket._write = counting('_write');
-    socket._writev = counting('_writev');
+it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
+  'sends a PostgreSQL BEGIN with the first statement and the COMMIT with the last, one socket write each',
+  async () => {
+    const fresh = await freshDatabaseConfig('postgres');
+    const database = openDatabase({ ...fresh.config, poolSize: 1 } as typeof fresh.config);
+    const port = Number(new URL((fresh.config as { url: string }).url).port || 5432);
+    const socket = Socket.prototype as unknown as Record<
+      '_write' | '_writev',
+      (this: Socket, ...args: unknown[]) => unknown
+    >;
+    const original = { _write: socket._write, _writev: socket._writev };
+    const written: string[] = [];
+    const counting = (method: '_write' | '_writev') =>
+      function (this: Socket, ...args: unknown[]) {
+        if (this.remotePort === port) written.push(method);
+        return original[method].apply(this, args);
+      };
+    try {
+      await sql`CREATE TABLE pipelined (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`.execute(database.db);
+      await sql`SELECT ${1}::int AS warm`.execute(database.db);
+      socket._write = counting('_write');
+      socket._writev = counting('_writev');
 
-    await database.db.transaction().execute(async (trx) => {
-      await sql`INSERT INTO pipelined VALUES (${1}, ${'one'})`.execute(trx);
-      await sql`INSERT INTO pipelined VALUES (${2}, ${'two'})`.execute(trx);
-      await sql.raw(`${LAST_IN_TRANSACTION}INSERT INTO pipelined VALUES (3, 'three')`).execute(trx);
-    });
-    expect(written).toHaveLength(3); // BEGIN + the first; the second; the third + COMMIT
-    expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM pipelined`.execute(database.db)).rows[0]!.n).toBe(3);
+      await database.db.transaction().execute(async (trx) => {
+        await sql`INSERT INTO pipelined VALUES (${1}, ${'one'})`.execute(trx);
+        await sql`INSERT INTO pipelined VALUES (${2}, ${'two'})`.execute(trx);
+        await sql.raw(`${LAST_IN_TRANSACTION}INSERT INTO pipelined VALUES (3, 'three')`).execute(trx);
+      });
+      expect(written).toHaveLength(3); // BEGIN + the first; the second; the third + COMMIT
+      expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM pipelined`.execute(database.db)).rows[0]!.n).toBe(
+        3,
+      );
 
-    written.length = 0;
-    expect(await database.db.transaction().execute(async () => 'nothing sent')).toBe('nothing sent');
-    expect(written).toEqual([]);
+      written.length = 0;
+      expect(await database.db.transaction().execute(async () => 'nothing sent')).toBe('nothing sent');
+      expect(written).toEqual([]);
 
-    // A first statement that fails, sent with its BEGIN: its own error, nothing of the transaction kept, the connection usable.
-    await expect(database.db.transaction().execute(async (trx) => {
-      await sql`INSERT INTO pipelined VALUES (${1}, ${'again'})`.execute(trx);
-    })).rejects.toMatchObject({ code: '23505' });
-    await expect(database.db.transaction().execute(async (trx) => {
-      await sql`INSERT INTO pipelined VALUES (${4}, ${'four'})`.execute(trx);
-      await sql.raw(`${LAST_IN_TRANSACTION}INSERT INTO pipelined VALUES (1, 'duplicate')`).execute(trx);
-    })).rejects.toMatchObject({ code: '23505' });
-    expect((await sql<{ id: number }>`SELECT id FROM pipelined ORDER BY id`.execute(database.db)).rows.map((r) => r.id)).toEqual([1, 2, 3]);
-  } finally {
-    Object.assign(socket, original);
-    await database.close();
-    await fresh.drop();
-  }
-});
+      // A first statement that fails, sent with its BEGIN: its own error, nothing of the transaction kept, the connection usable.
+      await expect(
+        database.db.transaction().execute(async (trx) => {
+          await sql`INSERT INTO pipelined VALUES (${1}, ${'again'})`.execute(trx);
+        }),
+      ).rejects.toMatchObject({ code: '23505' });
+      await expect(
+        database.db.transaction().execute(async (trx) => {
+          await sql`INSERT INTO pipelined VALUES (${4}, ${'four'})`.execute(trx);
+          await sql.raw(`${LAST_IN_TRANSACTION}INSERT INTO pipelined VALUES (1, 'duplicate')`).execute(trx);
+        }),
+      ).rejects.toMatchObject({ code: '23505' });
+      expect(
+        (await sql<{ id: number }>`SELECT id FROM pipelined ORDER BY id`.execute(database.db)).rows.map((r) => r.id),
+      ).toEqual([1, 2, 3]);
+    } finally {
+      Object.assign(socket, original);
+      await database.close();
+      await fresh.drop();
+    }
+  },
+);
 
 /**
  * SQLite rows are built from raw arrays (store/database.ts#withRowsBuiltInJs): the same objects as
@@ -139,17 +166,28 @@ it('builds SQLite rows as better-sqlite3 would, across changes of the schema', a
   try {
     await sql`CREATE TABLE shapes (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`.execute(database.db);
     await sql`INSERT INTO shapes VALUES (1, 'one'), (2, 'two')`.execute(database.db);
-    const read = () => sql<Record<string, unknown>>`SELECT * FROM shapes WHERE id >= ${1} ORDER BY id`.execute(database.db);
-    expect((await read()).rows).toEqual([{ id: 1, name: 'one' }, { id: 2, name: 'two' }]);
+    const read = () =>
+      sql<Record<string, unknown>>`SELECT * FROM shapes WHERE id >= ${1} ORDER BY id`.execute(database.db);
+    expect((await read()).rows).toEqual([
+      { id: 1, name: 'one' },
+      { id: 2, name: 'two' },
+    ]);
     expect(Object.keys((await read()).rows[0]!)).toEqual(['id', 'name']);
     // better-sqlite3 assigns each column in turn: the last of a name wins, and __proto__ (a number) sets nothing.
-    const repeated = await sql<Record<string, unknown>>`SELECT id AS "__proto__", name AS x, id AS x FROM shapes WHERE id = ${2}`.execute(database.db);
+    const repeated = await sql<
+      Record<string, unknown>
+    >`SELECT id AS "__proto__", name AS x, id AS x FROM shapes WHERE id = ${2}`.execute(database.db);
     expect(repeated.rows).toEqual([{ x: 2 }]);
     expect(Object.getOwnPropertyNames(repeated.rows[0])).toEqual(['x']);
     expect(Object.getPrototypeOf(repeated.rows[0])).toBe(Object.prototype);
     await sql`ALTER TABLE shapes ADD COLUMN colour TEXT`.execute(database.db);
-    expect((await read()).rows).toEqual([{ id: 1, name: 'one', colour: null }, { id: 2, name: 'two', colour: null }]);
-    expect((await sql`INSERT INTO shapes (id, name) VALUES (${3}, 'three') RETURNING id, name`.execute(database.db)).rows).toEqual([{ id: 3, name: 'three' }]);
+    expect((await read()).rows).toEqual([
+      { id: 1, name: 'one', colour: null },
+      { id: 2, name: 'two', colour: null },
+    ]);
+    expect(
+      (await sql`INSERT INTO shapes (id, name) VALUES (${3}, 'three') RETURNING id, name`.execute(database.db)).rows,
+    ).toEqual([{ id: 3, name: 'three' }]);
   } finally {
     await database.close();
     await fresh.drop();
@@ -157,7 +195,12 @@ it('builds SQLite rows as better-sqlite3 would, across changes of the schema', a
 });
 
 it('reads PostgreSQL timestamptz text as Date would, without Date where it can', () => {
-  for (const value of ['2023-05-08 13:56:01+00', '2023-05-08 13:56:01.5+00', '2023-05-08 13:56:01.123456+00', '2024-02-29 23:59:59.9999+00']) {
+  for (const value of [
+    '2023-05-08 13:56:01+00',
+    '2023-05-08 13:56:01.5+00',
+    '2023-05-08 13:56:01.123456+00',
+    '2024-02-29 23:59:59.9999+00',
+  ]) {
     expect(timestamptzToIso(value)).toBe(new Date(value).toISOString());
   }
   // Forms left to Date: another offset, and years Date reads its own way.

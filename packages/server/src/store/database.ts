@@ -92,13 +92,20 @@ function listener(url: string, probe: (channel: string, payload: string) => Prom
   let retry: NodeJS.Timeout | undefined;
   // LISTEN, then a probe through the pool: once it comes back here, the channel's watchers hear every later commit.
   const listen = (connection: NonNullable<typeof current>, channel: string) =>
-    connection.client.query(`LISTEN ${pg.escapeIdentifier(channel)}`).then(() => probe(channel, connection.probePayload)).catch(connection.lose);
+    connection.client
+      .query(`LISTEN ${pg.escapeIdentifier(channel)}`)
+      .then(() => probe(channel, connection.probePayload))
+      .catch(connection.lose);
   const connect = () => {
     retry = undefined;
     // Named, so that an operator (and a test) can tell it from the pool's connections. A statement
     // unanswered for LISTENER_TIMEOUT_MS loses the connection (a network that went silent), so that
     // requests waiting to catch up fall back to looking their key up instead of waiting on it.
-    const own = new pg.Client({ connectionString: url, application_name: LISTENER_APPLICATION_NAME, query_timeout: LISTENER_TIMEOUT_MS });
+    const own = new pg.Client({
+      connectionString: url,
+      application_name: LISTENER_APPLICATION_NAME,
+      query_timeout: LISTENER_TIMEOUT_MS,
+    });
     let lost = false;
     const lose = () => {
       if (lost) return;
@@ -110,7 +117,12 @@ function listener(url: string, probe: (channel: string, payload: string) => Prom
       for (const watcher of everyWatcher()) watcher.deaf();
       if (watchers.size > 0) (retry = setTimeout(connect, RELISTEN_AFTER_MS)).unref();
     };
-    const connection = { client: own, lose, ready: false, probePayload: `${LISTENER_PROBE_PREFIX}${randomBytes(12).toString('hex')}` };
+    const connection = {
+      client: own,
+      lose,
+      ready: false,
+      probePayload: `${LISTENER_PROBE_PREFIX}${randomBytes(12).toString('hex')}`,
+    };
     current = connection;
     own.on('error', lose);
     own.on('end', lose);
@@ -121,7 +133,8 @@ function listener(url: string, probe: (channel: string, payload: string) => Prom
         else watcher.notified();
       }
     });
-    own.connect()
+    own
+      .connect()
       .then(() => {
         connection.ready = true;
         for (const channel of watchers.keys()) void listen(connection, channel);
@@ -212,11 +225,14 @@ function postgresTypes(): pg.CustomTypesConfig {
  * first just released (PgBouncer reuses the last one freed), or the first is given another.
  */
 export async function sessionsPooled(url: string): Promise<boolean> {
-  const [first, second] = [0, 1].map(() => new pg.Client({ connectionString: url, application_name: 'engram-pooler-probe' }));
+  const [first, second] = [0, 1].map(
+    () => new pg.Client({ connectionString: url, application_name: 'engram-pooler-probe' }),
+  );
   for (const client of [first!, second!]) client.on('error', () => {});
   try {
     await Promise.all([first!.connect(), second!.connect()]);
-    const backend = async (client: pg.Client) => (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const backend = async (client: pg.Client) =>
+      (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     const before = await backend(first!);
     await second!.query('BEGIN');
     const held = await backend(second!);
@@ -231,17 +247,26 @@ export async function sessionsPooled(url: string): Promise<boolean> {
 }
 
 /** Whether another connection (another thread or process) can open the same database: not an in-memory SQLite one. */
-export const opensAgain = (config: Config['database']): boolean => config.dialect === 'postgres' || (config.path !== ':memory:' && config.path !== '');
+export const opensAgain = (config: Config['database']): boolean =>
+  config.dialect === 'postgres' || (config.path !== ':memory:' && config.path !== '');
 
 /**
  * `checkpoints: false` for a further connection to a SQLite file whose serving connection runs the
  * checkpointer thread (modules/retrieval/thread-worker.ts): one checkpointer a file is enough.
  */
-export function openDatabase(config: Config['database'], { checkpoints = true }: { checkpoints?: boolean } = {}): Database {
+export function openDatabase(
+  config: Config['database'],
+  { checkpoints = true }: { checkpoints?: boolean } = {},
+): Database {
   if (config.dialect === 'postgres') {
     const pipelined = config.preparedStatements !== false;
     // Pipeline mode: a statement sent while another is unanswered goes out at once (BEGIN below).
-    const pool = new pg.Pool({ connectionString: config.url, max: config.poolSize, types: postgresTypes(), pipeline: pipelined } as pg.PoolConfig);
+    const pool = new pg.Pool({
+      connectionString: config.url,
+      max: config.poolSize,
+      types: postgresTypes(),
+      pipeline: pipelined,
+    } as pg.PoolConfig);
     // A connection error (a terminated backend, a reset socket) must not crash the process, whether
     // the client is idle in the pool or checked out between two statements: node-pg emits it as an
     // 'error' event, and the statement under way or the next one reports it (503, http/error-handler.ts);
@@ -259,10 +284,15 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
           throw error;
         },
       ));
-    const naming = config.preparedStatements === true ? { decide: async () => true } : { decide: async () => !(await pooled()) };
-    const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: pipelined ? withNamedStatements(pool, naming.decide) : pool }) });
+    const naming =
+      config.preparedStatements === true ? { decide: async () => true } : { decide: async () => !(await pooled()) };
+    const db = new Kysely<DB>({
+      dialect: new PostgresDialect({ pool: pipelined ? withNamedStatements(pool, naming.decide) : pool }),
+    });
     const direct = config.directUrl;
-    const listening = listener(direct ?? config.url, (channel, payload) => pool.query('SELECT pg_notify($1, $2)', [channel, payload]));
+    const listening = listener(direct ?? config.url, (channel, payload) =>
+      pool.query('SELECT pg_notify($1, $2)', [channel, payload]),
+    );
     return {
       dialect: 'postgres',
       config,
@@ -300,7 +330,9 @@ export function openDatabase(config: Config['database'], { checkpoints = true }:
   // free pages and free space of the file (bench/README.md: its cost on writes).
   sqlite.pragma('secure_delete = ON');
   // Should the checkpointer's thread fail, the serving connection checkpoints as SQLite does by default.
-  const checkpointer = checkpoints ? startCheckpointer(config.path, () => void (sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000'))) : null;
+  const checkpointer = checkpoints
+    ? startCheckpointer(config.path, () => void (sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000')))
+    : null;
   if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${CHECKPOINT_BOUND_PAGES}`);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
@@ -367,7 +399,11 @@ function startCheckpointer(path: string, failed: () => void): { truncate(): void
   if (!opensAgain({ dialect: 'sqlite', path })) return null;
   const worker = new Worker(CHECKPOINTER_SOURCE, {
     eval: true,
-    workerData: { path, module: createRequire(import.meta.url).resolve('better-sqlite3'), everyMs: CHECKPOINT_EVERY_MS },
+    workerData: {
+      path,
+      module: createRequire(import.meta.url).resolve('better-sqlite3'),
+      everyMs: CHECKPOINT_EVERY_MS,
+    },
   });
   // It must not keep a process alive that has nothing else to do.
   worker.unref();
@@ -482,7 +518,8 @@ function withNamedStatements(pool: pg.Pool, decide: () => Promise<boolean>, limi
         return run(text, values, false);
       }
     };
-    const noCommand = (command: string) => ({ command, rowCount: null, rows: [], fields: [], oid: 0 }) as unknown as pg.QueryResult;
+    const noCommand = (command: string) =>
+      ({ command, rowCount: null, rows: [], fields: [], oid: 0 }) as unknown as pg.QueryResult;
     return Object.assign(Object.create(client) as pg.PoolClient, {
       query: (text: unknown, values?: unknown[]) => {
         if (typeof text !== 'string' || !values || values.length === 0) {
@@ -565,8 +602,14 @@ function withStatementCache(sqlite: BetterSqlite3.Database, limit = 500): Better
 
 const SCHEMA_CHANGE = /^\s*(create|alter|drop)\b/i;
 
-function rollbackIfActive(sqlite: BetterSqlite3.Database, prepare: (text: string) => BetterSqlite3.Statement): BetterSqlite3.Statement {
-  return { reader: false, run: () => (sqlite.inTransaction ? prepare('rollback').run() : { changes: 0, lastInsertRowid: 0 }) } as unknown as BetterSqlite3.Statement;
+function rollbackIfActive(
+  sqlite: BetterSqlite3.Database,
+  prepare: (text: string) => BetterSqlite3.Statement,
+): BetterSqlite3.Statement {
+  return {
+    reader: false,
+    run: () => (sqlite.inTransaction ? prepare('rollback').run() : { changes: 0, lastInsertRowid: 0 }),
+  } as unknown as BetterSqlite3.Statement;
 }
 
 /**
@@ -582,7 +625,9 @@ function withRowsBuiltInJs(statement: BetterSqlite3.Statement): BetterSqlite3.St
   const names = () => statement.columns().map((column) => column.name);
   // A column named __proto__ sets the prototype in the literal as better-sqlite3's assignment does.
   const builderFor = (columns: string[]) =>
-    new Function('v', `return {${columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ')}};`) as (values: unknown[]) => Record<string, unknown>;
+    new Function('v', `return {${columns.map((name, i) => `${JSON.stringify(name)}: v[${i}]`).join(', ')}};`) as (
+      values: unknown[],
+    ) => Record<string, unknown>;
   let columns = names();
   let build = builderFor(columns);
   statement.raw(true);

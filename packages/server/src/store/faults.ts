@@ -9,9 +9,20 @@ export type DatabaseFault = 'unavailable' | 'storage_full';
 
 /** SQLSTATE classes and codes: 08 connection exception, 57P0x shutdown and cannot-connect-now, 3D000 no such database, 28 authorization (a role that may not log in), 53300 too many connections, 42P01 no such table (an empty database), 25006 read-only transaction (a standby after failover), 26000 and 42P05 a prepared statement lost or doubled by a transaction-mode pooler (the pool stops naming statements at once: store/database.ts#withNamedStatements, so a retry goes through). */
 const UNAVAILABLE_SQLSTATE = /^(08...|57P0[1-4]|3D000|28...|53300|53400|42P01|25006|26000|42P05)$/;
-const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+const NETWORK = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
 /** node-pg's own errors for a connection that is gone (they carry no code). */
-const LOST_CONNECTION = /Connection terminated|not queryable|timeout exceeded when trying to connect|Connection ended unexpectedly|terminating connection/i;
+const LOST_CONNECTION =
+  /Connection terminated|not queryable|timeout exceeded when trying to connect|Connection ended unexpectedly|terminating connection/i;
 
 export function databaseFault(error: unknown): DatabaseFault | undefined {
   if (!(error instanceof Error)) return undefined;
@@ -24,7 +35,8 @@ export function databaseFault(error: unknown): DatabaseFault | undefined {
   }
   if (LOST_CONNECTION.test(error.message)) return 'unavailable';
   // A connection attempt refused on every address (AggregateError of ECONNREFUSED).
-  if (error instanceof AggregateError) return error.errors.some((e) => databaseFault(e) === 'unavailable') ? 'unavailable' : undefined;
+  if (error instanceof AggregateError)
+    return error.errors.some((e) => databaseFault(e) === 'unavailable') ? 'unavailable' : undefined;
   return undefined;
 }
 
@@ -46,7 +58,15 @@ export async function whileDatabaseUnavailable<T>(
     } catch (error) {
       const wait = Math.min(5_000, 500 * 2 ** (attempt - 1));
       if (databaseFault(error) === undefined || Date.now() + wait > deadline) throw error;
-      log.warn({ err: (error as Error).message, attempt, retry_in_ms: wait, gives_up_in_s: Math.round((deadline - Date.now()) / 1000) }, 'database unavailable at start-up; waiting for it');
+      log.warn(
+        {
+          err: (error as Error).message,
+          attempt,
+          retry_in_ms: wait,
+          gives_up_in_s: Math.round((deadline - Date.now()) / 1000),
+        },
+        'database unavailable at start-up; waiting for it',
+      );
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }

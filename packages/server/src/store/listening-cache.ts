@@ -63,7 +63,11 @@ export class ListeningCache<V> implements ChannelWatcher {
 const byDatabase = new WeakMap<Database, Map<string, { cache: ListeningCache<unknown>; watch: Watch } | null>>();
 
 /** The cache that `channel` keeps exact for this database, watched from its first use; null on SQLite. */
-export function listeningCache<C extends ListeningCache<unknown>>(database: Database, channel: string, create: () => C): { cache: C; watch: Watch } | null {
+export function listeningCache<C extends ListeningCache<unknown>>(
+  database: Database,
+  channel: string,
+  create: () => C,
+): { cache: C; watch: Watch } | null {
   let channels = byDatabase.get(database);
   if (!channels) byDatabase.set(database, (channels = new Map()));
   let found = channels.get(channel);

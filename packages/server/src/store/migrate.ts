@@ -18,13 +18,17 @@ const migrationsDir = (dialect: string) => fileURLToPath(new URL(`./migrations/$
 export async function migrate(database: Database, { through }: { through?: string } = {}): Promise<string[]> {
   const { db, dialect } = database;
   const dir = migrationsDir(dialect);
-  const files = readdirSync(dir).filter((f) => f.endsWith('.sql') && (through === undefined || f <= through)).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.sql') && (through === undefined || f <= through))
+    .sort();
   const locked = async <T>(work: (trx: Transaction<DB>) => Promise<T>): Promise<T> =>
     db.transaction().execute(async (trx) => {
       await takeMigrationLock(database, trx);
       return work(trx);
     });
-  await locked((trx) => sql`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`.execute(trx));
+  await locked((trx) =>
+    sql`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)`.execute(trx),
+  );
   const applied: string[] = [];
   for (const file of files) {
     await locked(async (trx) => {
@@ -37,7 +41,9 @@ export async function migrate(database: Database, { through }: { through?: strin
         // better-sqlite3 prepares one statement at a time; split on statement ends outside triggers.
         for (const statement of splitSqlite(text)) await sql.raw(statement).execute(trx);
       }
-      await sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${file}, ${new Date().toISOString()})`.execute(trx);
+      await sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${file}, ${new Date().toISOString()})`.execute(
+        trx,
+      );
       applied.push(file);
     });
   }
@@ -55,10 +61,14 @@ export async function takeMigrationLock(database: Database, trx: Transaction<DB>
 
 /** Which migrations of this build the database has, and which it still lacks (for `engram status`); applies none. */
 export async function migrationStatus(database: Database): Promise<{ applied: string[]; pending: string[] }> {
-  const files = readdirSync(migrationsDir(database.dialect)).filter((f) => f.endsWith('.sql')).sort();
+  const files = readdirSync(migrationsDir(database.dialect))
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
   let recorded: string[] = [];
   try {
-    recorded = (await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(database.db)).rows.map((r) => r.name);
+    recorded = (await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(database.db)).rows.map(
+      (r) => r.name,
+    );
   } catch {
     // No schema_migrations table yet: nothing applied.
   }
@@ -73,7 +83,7 @@ function splitSqlite(text: string): string[] {
   for (const line of text.split('\n')) {
     const bare = line.replace(/--.*$/, '').trim();
     if (bare === '' && current === '') continue;
-    current += line + '\n';
+    current += `${line}\n`;
     if (/^CREATE TRIGGER/i.test(bare)) inTrigger = true;
     if (inTrigger ? /END;$/i.test(bare) : bare.endsWith(';')) {
       statements.push(current.trim());

@@ -31,7 +31,10 @@ export function preparedInsert<Row extends Record<string, unknown>, R = unknown,
       compile = compiledOnce(arity + count * width, (db, ...values: unknown[]) =>
         build(
           db,
-          Array.from({ length: count }, (_, r) => Object.fromEntries(columns.map((column, c) => [column, values[arity + r * width + c]])) as Row),
+          Array.from(
+            { length: count },
+            (_, r) => Object.fromEntries(columns.map((column, c) => [column, values[arity + r * width + c]])) as Row,
+          ),
           ...(values.slice(0, arity) as A),
         ),
       );
@@ -52,7 +55,10 @@ export function preparedInsert<Row extends Record<string, unknown>, R = unknown,
 }
 
 function compiledOnce<A extends unknown[], R>(arity: number, build: (db: Executor, ...args: A) => Compilable<R>) {
-  const compiledByDialect = new Map<unknown, { compiled: CompiledQuery<R>; slots: number[]; argumentsInOrder: boolean }>();
+  const compiledByDialect = new Map<
+    unknown,
+    { compiled: CompiledQuery<R>; slots: number[]; argumentsInOrder: boolean }
+  >();
   return (db: Executor, args: A): CompiledQuery<R> => {
     const dialect = db.getExecutor().adapter.constructor;
     let entry = compiledByDialect.get(dialect);
@@ -61,12 +67,18 @@ function compiledOnce<A extends unknown[], R>(arity: number, build: (db: Executo
       const compiled = build(db, ...(markers as unknown as A)).compile();
       const markerIndex = new Map(markers.map((marker, i) => [marker, i]));
       const slots = compiled.parameters.map((p) => markerIndex.get(p as string) ?? -1);
-      if (new Set(slots.filter((s) => s >= 0)).size !== arity) throw new Error('prepared: every argument must be bound exactly once');
+      if (new Set(slots.filter((s) => s >= 0)).size !== arity)
+        throw new Error('prepared: every argument must be bound exactly once');
       // An INSERT's VALUES bind exactly the arguments, in order: its parameters are then the arguments themselves.
       entry = { compiled, slots, argumentsInOrder: slots.length === arity && slots.every((slot, i) => slot === i) };
       compiledByDialect.set(dialect, entry);
     }
     const { compiled, slots, argumentsInOrder } = entry;
-    return { ...compiled, parameters: argumentsInOrder ? args : compiled.parameters.map((value, i) => (slots[i]! >= 0 ? args[slots[i]!] : value)) };
+    return {
+      ...compiled,
+      parameters: argumentsInOrder
+        ? args
+        : compiled.parameters.map((value, i) => (slots[i]! >= 0 ? args[slots[i]!] : value)),
+    };
   };
 }

@@ -50,7 +50,8 @@ export async function startPresence(database: Database): Promise<Presence> {
     return postgresPresence(direct ?? config.url, direct ? async () => false : database.pooled);
   }
   // An in-memory database is seen by this process only: no other process can find its claims.
-  if (config.path === ':memory:' || config.path === '') return { mark: () => null, gone: async () => false, close: async () => {} };
+  if (config.path === ':memory:' || config.path === '')
+    return { mark: () => null, gone: async () => false, close: async () => {} };
   return sqlitePresence(`${config.path}-presence`);
 }
 
@@ -64,7 +65,11 @@ async function postgresPresence(url: string, pooled: () => Promise<boolean>): Pr
 
   const acquire = async (): Promise<void> => {
     retry = undefined;
-    const own = new pg.Client({ connectionString: url, application_name: PRESENCE_APPLICATION_NAME, query_timeout: 10_000 });
+    const own = new pg.Client({
+      connectionString: url,
+      application_name: PRESENCE_APPLICATION_NAME,
+      query_timeout: 10_000,
+    });
     let lost = false;
     const lose = () => {
       if (lost) return;
@@ -85,7 +90,11 @@ async function postgresPresence(url: string, pooled: () => Promise<boolean>): Pr
       await own.connect();
       await own.query('BEGIN');
       // Another live process drew the same key (1 in 2^31): draw again.
-      while (!(await own.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(${PRESENCE_LOCK_CLASS}, ${key}) AS ok`)).rows[0]!.ok) key = randomInt(1, 2 ** 31 - 1);
+      while (
+        !(await own.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(${PRESENCE_LOCK_CLASS}, ${key}) AS ok`))
+          .rows[0]!.ok
+      )
+        key = randomInt(1, 2 ** 31 - 1);
       if (closed || lost) return lose();
       held = own;
       (keepalive = setInterval(() => void own.query('SELECT 1').catch(lose), KEEPALIVE_MS)).unref();
@@ -100,9 +109,13 @@ async function postgresPresence(url: string, pooled: () => Promise<boolean>): Pr
     gone: async (db, mark) => {
       const match = /^pg:(\d+)$/.exec(mark);
       if (!match) return false;
-      const { rows } = await sql<{ held: number }>`SELECT count(*)::int AS held FROM pg_locks WHERE locktype = 'advisory'
+      const { rows } = await sql<{
+        held: number;
+      }>`SELECT count(*)::int AS held FROM pg_locks WHERE locktype = 'advisory'
         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-        AND classid::int8 = ${PRESENCE_LOCK_CLASS} AND objid::int8 = ${Number(match[1])} AND objsubid = 2 AND granted`.execute(db);
+        AND classid::int8 = ${PRESENCE_LOCK_CLASS} AND objid::int8 = ${Number(match[1])} AND objsubid = 2 AND granted`.execute(
+        db,
+      );
       return rows[0]!.held === 0;
     },
     close: async () => {

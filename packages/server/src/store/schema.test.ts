@@ -31,27 +31,59 @@ interface Schema {
 const BOOKKEEPING = new Set(['schema_migrations', 'sqlite_sequence']);
 
 const POSTGRES_KINDS: Record<string, Kind> = {
-  integer: 'integer', bigint: 'integer', smallint: 'integer', 'double precision': 'real', real: 'real', text: 'text',
-  bytea: 'bytes', jsonb: 'json', json: 'json', 'timestamp with time zone': 'timestamp', boolean: 'boolean', xid8: 'integer',
+  integer: 'integer',
+  bigint: 'integer',
+  smallint: 'integer',
+  'double precision': 'real',
+  real: 'real',
+  text: 'text',
+  bytea: 'bytes',
+  jsonb: 'json',
+  json: 'json',
+  'timestamp with time zone': 'timestamp',
+  boolean: 'boolean',
+  xid8: 'integer',
 };
 const SQLITE_KINDS: Record<string, Kind> = { INTEGER: 'integer', REAL: 'real', TEXT: 'text', BLOB: 'bytes' };
 
 async function introspectSqlite(database: Database): Promise<Schema> {
   const schema: Schema = { tables: {}, indexes: {} };
-  const tables = await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`.execute(database.db);
+  const tables = await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`.execute(
+    database.db,
+  );
   for (const { name } of tables.rows) {
     if (BOOKKEEPING.has(name)) continue;
-    const columns = await sql<{ name: string; type: string; notnull: number; pk: number }>`SELECT * FROM pragma_table_info(${name})`.execute(database.db);
+    const columns = await sql<{
+      name: string;
+      type: string;
+      notnull: number;
+      pk: number;
+    }>`SELECT * FROM pragma_table_info(${name})`.execute(database.db);
     schema.tables[name] = Object.fromEntries(
-      columns.rows.map((c) => [c.name, { kind: SQLITE_KINDS[c.type.toUpperCase()] ?? (c.type as Kind), nullable: c.notnull === 0 && c.pk === 0 }]),
+      columns.rows.map((c) => [
+        c.name,
+        { kind: SQLITE_KINDS[c.type.toUpperCase()] ?? (c.type as Kind), nullable: c.notnull === 0 && c.pk === 0 },
+      ]),
     );
-    const indexes = await sql<{ name: string; unique: number; origin: string; partial: number }>`SELECT * FROM pragma_index_list(${name})`.execute(database.db);
+    const indexes = await sql<{
+      name: string;
+      unique: number;
+      origin: string;
+      partial: number;
+    }>`SELECT * FROM pragma_index_list(${name})`.execute(database.db);
     for (const index of indexes.rows) {
       if (index.origin === 'pk') continue;
-      const cols = await sql<{ name: string }>`SELECT name FROM pragma_index_info(${index.name}) ORDER BY seqno`.execute(database.db);
+      const cols = await sql<{
+        name: string;
+      }>`SELECT name FROM pragma_index_info(${index.name}) ORDER BY seqno`.execute(database.db);
       // Unique constraints get generated names; name them by their columns on both sides.
       const key = index.origin === 'u' ? `${name}(${cols.rows.map((c) => c.name).join(',')}) unique` : index.name;
-      schema.indexes[key] = { table: name, columns: cols.rows.map((c) => c.name), unique: index.unique === 1, partial: index.partial === 1 };
+      schema.indexes[key] = {
+        table: name,
+        columns: cols.rows.map((c) => c.name),
+        unique: index.unique === 1,
+        partial: index.partial === 1,
+      };
     }
   }
   return schema;
@@ -64,9 +96,20 @@ async function introspectPostgres(database: Database): Promise<Schema> {
     WHERE table_schema = 'public' ORDER BY table_name, ordinal_position`.execute(database.db);
   for (const c of columns.rows) {
     if (BOOKKEEPING.has(c.table_name)) continue;
-    (schema.tables[c.table_name] ??= {})[c.column_name] = { kind: POSTGRES_KINDS[c.data_type] ?? (c.data_type as Kind), nullable: c.is_nullable === 'YES' };
+    (schema.tables[c.table_name] ??= {})[c.column_name] = {
+      kind: POSTGRES_KINDS[c.data_type] ?? (c.data_type as Kind),
+      nullable: c.is_nullable === 'YES',
+    };
   }
-  const indexes = await sql<{ table: string; name: string; columns: string[]; unique: boolean; primary: boolean; partial: boolean; constraint: boolean }>`
+  const indexes = await sql<{
+    table: string;
+    name: string;
+    columns: string[];
+    unique: boolean;
+    primary: boolean;
+    partial: boolean;
+    constraint: boolean;
+  }>`
     SELECT t.relname AS table, i.relname AS name, ix.indisunique AS unique, ix.indisprimary AS primary,
            ix.indpred IS NOT NULL AS partial,
            EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = ix.indexrelid AND k.contype = 'u') AS constraint,
@@ -115,7 +158,8 @@ const TYPED_KINDS: Record<string, Kind[]> = {
 /** A union of string literals ('user' | 'api_key'), generated (a default) or not: stored as text. */
 const STRING_LITERALS = /^(Generated<)?'[^']*'(\s*\|\s*'[^']*')*>?$/;
 
-const sorted = <T>(record: Record<string, T>) => Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)));
+const sorted = <T>(record: Record<string, T>) =>
+  Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)));
 
 describe('one schema', () => {
   const databases: Partial<Record<Dialect, { database: Database; drop: () => Promise<void> }>> = {};
@@ -150,7 +194,9 @@ describe('one schema', () => {
     if (!postgres) return context.skip();
     const keys = await sql<{ table: string; references: string }>`
       SELECT conrelid::regclass::text AS table, confrelid::regclass::text AS references FROM pg_constraint
-      WHERE contype = 'f' AND conrelid::regclass::text IN ('memories', 'memory_history', 'feedback') ORDER BY 1, 2`.execute(postgres.db);
+      WHERE contype = 'f' AND conrelid::regclass::text IN ('memories', 'memory_history', 'feedback') ORDER BY 1, 2`.execute(
+      postgres.db,
+    );
     // feedback's reference to memories stays: it is off the write path.
     expect(keys.rows).toEqual([{ table: 'feedback', references: 'memories' }]);
   });
@@ -167,25 +213,35 @@ describe('one schema', () => {
         for (const [column, { ts, nullable }] of Object.entries(columns)) {
           const where = `${dialect} ${table}.${column}`;
           expect(actual[column]!.nullable, `${where} nullable`).toBe(nullable);
-          expect(TYPED_KINDS[ts] ?? (STRING_LITERALS.test(ts) ? ['text'] : [`unknown schema.ts type ${ts}`]), `${where}: ${ts} stored as ${actual[column]!.kind}`).toContain(actual[column]!.kind);
+          expect(
+            TYPED_KINDS[ts] ?? (STRING_LITERALS.test(ts) ? ['text'] : [`unknown schema.ts type ${ts}`]),
+            `${where}: ${ts} stored as ${actual[column]!.kind}`,
+          ).toContain(actual[column]!.kind);
         }
       }
     }
   });
 
-  it.runIf(process.env.ENGRAM_TEST_DATABASE_URL)('is the same on SQLite and PostgreSQL: columns, nullability, types and indexes', () => {
-    const { sqlite, postgres } = schemas as Record<Dialect, Schema>;
-    // SQLite stores timestamps and JSON as text and booleans as integers: compare at that resolution.
-    const coarse = (kind: Kind): Kind => (kind === 'timestamp' || kind === 'json' ? 'text' : kind === 'boolean' ? 'integer' : kind);
-    const flatten = (schema: Schema) =>
-      sorted(
-        Object.fromEntries(
-          Object.entries(schema.tables).flatMap(([table, columns]) =>
-            Object.entries(columns).map(([column, c]) => [`${table}.${column}`, { kind: coarse(c.kind), nullable: c.nullable }]),
+  it.runIf(process.env.ENGRAM_TEST_DATABASE_URL)(
+    'is the same on SQLite and PostgreSQL: columns, nullability, types and indexes',
+    () => {
+      const { sqlite, postgres } = schemas as Record<Dialect, Schema>;
+      // SQLite stores timestamps and JSON as text and booleans as integers: compare at that resolution.
+      const coarse = (kind: Kind): Kind =>
+        kind === 'timestamp' || kind === 'json' ? 'text' : kind === 'boolean' ? 'integer' : kind;
+      const flatten = (schema: Schema) =>
+        sorted(
+          Object.fromEntries(
+            Object.entries(schema.tables).flatMap(([table, columns]) =>
+              Object.entries(columns).map(([column, c]) => [
+                `${table}.${column}`,
+                { kind: coarse(c.kind), nullable: c.nullable },
+              ]),
+            ),
           ),
-        ),
-      );
-    expect(flatten(sqlite)).toEqual(flatten(postgres));
-    expect(sorted(sqlite.indexes)).toEqual(sorted(postgres.indexes));
-  });
+        );
+      expect(flatten(sqlite)).toEqual(flatten(postgres));
+      expect(sorted(sqlite.indexes)).toEqual(sorted(postgres.indexes));
+    },
+  );
 });

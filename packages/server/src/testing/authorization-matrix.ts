@@ -5,8 +5,19 @@ import type { Database } from '../store/database.js';
 import { forEachDialect, useTestApp } from './harness.js';
 import { until } from './until.js';
 import {
-  buildWorld, DECLARATIONS, fillPath, landing, marker, PLACES, PROBE_CONFIG, queryString, VICTIM_USER_AGENT,
-  type Credential, type Declaration, type Place, type World,
+  buildWorld,
+  DECLARATIONS,
+  fillPath,
+  landing,
+  marker,
+  PLACES,
+  PROBE_CONFIG,
+  queryString,
+  VICTIM_USER_AGENT,
+  type Credential,
+  type Declaration,
+  type Place,
+  type World,
 } from './operations.js';
 import { answerProblems, servedOperations, type ServedOperation } from './served.js';
 
@@ -27,10 +38,22 @@ interface Access {
  * change sets, how many are set and the latest value. Columns that record mere use are left out.
  */
 const WATCHED: Record<string, string[]> = {
-  organizations: [], projects: ['updated_at', 'deleted_at'], users: [], memberships: ['role'], api_keys: ['revoked_at', 'expires_at'],
-  end_users: ['updated_at'], memories: ['updated_at', 'deleted_at'], memory_history: [], audit_log: [],
-  outbox_events: [], feedback: ['withdrawn_at'], sessions: ['revoked_at'], refresh_tokens: ['spent_at'], organization_plans: ['updated_at'],
-  tenant_usage: ['turns'], jobs: [],
+  organizations: [],
+  projects: ['updated_at', 'deleted_at'],
+  users: [],
+  memberships: ['role'],
+  api_keys: ['revoked_at', 'expires_at'],
+  end_users: ['updated_at'],
+  memories: ['updated_at', 'deleted_at'],
+  memory_history: [],
+  audit_log: [],
+  outbox_events: [],
+  feedback: ['withdrawn_at'],
+  sessions: ['revoked_at'],
+  refresh_tokens: ['spent_at'],
+  organization_plans: ['updated_at'],
+  tenant_usage: ['turns'],
+  jobs: [],
 };
 // The chain (audit_seals, audit_chain_heads) is the sealer's, which runs on its own clock: not watched.
 const AUDIT = ['audit_log'];
@@ -42,26 +65,38 @@ export async function snapshot(database: Database, withAudit = true): Promise<st
     if (!withAudit && AUDIT.includes(table)) continue;
     const row = await database.db
       .selectFrom(table as 'memories')
-      .select((eb) => [eb.fn.countAll().as('rows'), ...columns.flatMap((c) => [eb.fn.count(c as 'id').as(`n_${c}`), eb.fn.max(c as 'id').as(`max_${c}`)])])
+      .select((eb) => [
+        eb.fn.countAll().as('rows'),
+        ...columns.flatMap((c) => [eb.fn.count(c as 'id').as(`n_${c}`), eb.fn.max(c as 'id').as(`max_${c}`)]),
+      ])
       .executeTakeFirstOrThrow();
     parts.push(`${table}:${JSON.stringify(Object.values(row).map((v) => (v === null ? null : String(v))))}`);
   }
   return parts.join('\n');
 }
 
-export const boundAgainst = (c: Credential, place: Place) => (place === 'user' && !!c.bound?.endUser) || (place === 'tenant' && !!c.bound?.tenant);
+export const boundAgainst = (c: Credential, place: Place) =>
+  (place === 'user' && !!c.bound?.endUser) || (place === 'tenant' && !!c.bound?.tenant);
 
 /** The answer a cell must get, and whether it is a refusal (which must change nothing). */
-export function expectedAnswer(op: ServedOperation, access: Access, d: Declaration, c: Credential, place: Place): { status: number; refused: boolean } {
+export function expectedAnswer(
+  op: ServedOperation,
+  access: Access,
+  d: Declaration,
+  c: Credential,
+  place: Place,
+): { status: number; refused: boolean } {
   const refuse = (status: number) => ({ status, refused: true });
   const permit = { status: d.ok!, refused: false };
   if (c.kind === 'none' || !op.accepts.includes(c.kind) || c.dead) return refuse(401);
   if (access.scope && !hasScope(c.scopes, access.scope)) return refuse(403);
-  if (c.kind === 'bearer' && access.capability && !roleGrants(c.role!, access.capability as Capability)) return refuse(403);
+  if (c.kind === 'bearer' && access.capability && !roleGrants(c.role!, access.capability as Capability))
+    return refuse(403);
   const exception = d.override?.(c, place);
   if (exception !== undefined) return { status: exception, refused: exception >= 400 };
   if (c.kind === 'api_key' && c.outsideProject) return refuse(404);
-  if (c.kind === 'bearer' && d.owner === 'organization') return c.org === PLACES[place].org ? permit : refuse(d.refusedWith ?? 404);
+  if (c.kind === 'bearer' && d.owner === 'organization')
+    return c.org === PLACES[place].org ? permit : refuse(d.refusedWith ?? 404);
   if (place !== 'own') {
     const reach = d.targets?.[place];
     if (reach === 'elsewhere') return refuse(d.refusedWith ?? 404);
@@ -87,10 +122,14 @@ export function forbiddenText(c: Credential, place: Place, d: Declaration): stri
  * a state still moving).
  */
 export async function settle(database: Database): Promise<void> {
-  await until(async () => {
-    const { queued, running } = await jobCounts(database.db);
-    return queued + running === 0;
-  }, 'background jobs to finish', 10_000);
+  await until(
+    async () => {
+      const { queued, running } = await jobCounts(database.db);
+      return queued + running === 0;
+    },
+    'background jobs to finish',
+    10_000,
+  );
 }
 
 /**
@@ -108,21 +147,36 @@ export function authorizationMatrix(shard: number, shards: number): void {
       world = await buildWorld(t);
       operations = servedOperations((await t.call('GET', '/openapi.json')).body);
       const catalogue = await t.call('GET', '/auth/catalogue');
-      for (const o of catalogue.body.operations as { method: string; path: string; scope: string | null; capability: string | null }[]) {
-        access.set(`${o.method} ${o.path.replace(/:([A-Za-z_]+)/g, '{$1}')}`, { scope: o.scope, capability: o.capability });
+      for (const o of catalogue.body.operations as {
+        method: string;
+        path: string;
+        scope: string | null;
+        capability: string | null;
+      }[]) {
+        access.set(`${o.method} ${o.path.replace(/:([A-Za-z_]+)/g, '{$1}')}`, {
+          scope: o.scope,
+          capability: o.capability,
+        });
       }
     });
 
-    if (shard === 0) it('has a declaration for every served operation, and none for an operation no longer served', () => {
-      const served = operations.map((o) => o.id);
-      expect(served.filter((id) => !DECLARATIONS[id]), 'operations without a declaration in testing/operations.ts').toEqual([]);
-      expect(Object.keys(DECLARATIONS).filter((id) => !served.includes(id)), 'declarations of operations not served').toEqual([]);
-      for (const op of operations) {
-        const d = DECLARATIONS[op.id]!;
-        if (d.public) expect(op.accepts, `${op.id} is declared public but takes credentials`).toEqual([]);
-        else expect(access.get(op.id), `${op.id} has no auth declaration in the catalogue`).toBeDefined();
-      }
-    });
+    if (shard === 0)
+      it('has a declaration for every served operation, and none for an operation no longer served', () => {
+        const served = operations.map((o) => o.id);
+        expect(
+          served.filter((id) => !DECLARATIONS[id]),
+          'operations without a declaration in testing/operations.ts',
+        ).toEqual([]);
+        expect(
+          Object.keys(DECLARATIONS).filter((id) => !served.includes(id)),
+          'declarations of operations not served',
+        ).toEqual([]);
+        for (const op of operations) {
+          const d = DECLARATIONS[op.id]!;
+          if (d.public) expect(op.accepts, `${op.id} is declared public but takes credentials`).toEqual([]);
+          else expect(access.get(op.id), `${op.id} has no auth declaration in the catalogue`).toBeDefined();
+        }
+      });
 
     it('answers every operation, for every credential and target, as declared, and refusals change nothing', async () => {
       const failures: string[] = [];
@@ -149,15 +203,24 @@ export function authorizationMatrix(shard: number, shards: number): void {
             if (refused) await settle(t.database);
             const before = refused ? await snapshot(t.database, !batch) : '';
             const url = fillPath(op.path, built.params) + queryString(built.query);
-            const res = await t.call(op.method, url, { key: null, project: null, endUser: null, headers, ...(built.body !== undefined ? { body: built.body } : {}), ...(built.payload ? { payload: built.payload } : {}) });
+            const res = await t.call(op.method, url, {
+              key: null,
+              project: null,
+              endUser: null,
+              headers,
+              ...(built.body !== undefined ? { body: built.body } : {}),
+              ...(built.payload ? { payload: built.payload } : {}),
+            });
             cells++;
             const cell = `${op.id} as ${c.name} on ${place}`;
-            if (res.status !== want) failures.push(`${cell}: ${res.status} (expected ${want}) ${res.text.slice(0, 160)}`);
+            if (res.status !== want)
+              failures.push(`${cell}: ${res.status} (expected ${want}) ${res.text.slice(0, 160)}`);
             for (const problem of answerProblems(res)) failures.push(`${cell}: ${problem}`);
             for (const text of forbiddenText(c, place, d)) {
               if (res.text.includes(text)) failures.push(`${cell}: the answer carries data of another place (${text})`);
             }
-            if (refused && (await snapshot(t.database, !batch)) !== before) failures.push(`${cell}: refused (${res.status}) but the database changed`);
+            if (refused && (await snapshot(t.database, !batch)) !== before)
+              failures.push(`${cell}: refused (${res.status}) but the database changed`);
           }
         }
       }

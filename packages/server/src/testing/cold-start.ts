@@ -1,4 +1,10 @@
-import { runCli, startServerProcess, startWorkerProcess, type BackgroundProcess, type ServerProcess } from './process.js';
+import {
+  runCli,
+  startServerProcess,
+  startWorkerProcess,
+  type BackgroundProcess,
+  type ServerProcess,
+} from './process.js';
 
 /**
  * Concurrent cold starts, shared by test/cold-start.test.ts and `npm run bench:faults` (its cold-start
@@ -23,7 +29,12 @@ const START_RACE = /already exists|duplicate key|unhandled|you don't own a lock/
 const START_LIMIT_MS = 90_000;
 const tail = (text: string) => text.split('\n').slice(-15).join('\n');
 
-export async function startTogether(env: Record<string, string>, servers: number, workers: number, key: string): Promise<ColdStart> {
+export async function startTogether(
+  env: Record<string, string>,
+  servers: number,
+  workers: number,
+  key: string,
+): Promise<ColdStart> {
   const begun = performance.now();
   const up: Array<ServerProcess | BackgroundProcess> = [];
   const failures: string[] = [];
@@ -33,7 +44,9 @@ export async function startTogether(env: Record<string, string>, servers: number
     const server = await startServerProcess(env, { limitMs: START_LIMIT_MS });
     up.push(server);
     const added = await fetch(`${server.url}/memory/add`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-end-user-id': `cold-${i}` }, body: JSON.stringify({ text: `written by server ${i}` }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-end-user-id': `cold-${i}` },
+      body: JSON.stringify({ text: `written by server ${i}` }),
     });
     if (added.status !== 201) throw new Error(`server ${i}: an add answered ${added.status} ${await added.text()}`);
     lastUp = Math.max(lastUp, performance.now());
@@ -44,20 +57,24 @@ export async function startTogether(env: Record<string, string>, servers: number
     up.push(worker);
     const deadline = Date.now() + START_LIMIT_MS;
     while (!worker.stderr().includes('worker started')) {
-      if (worker.child.exitCode !== null || worker.child.signalCode !== null) throw new Error(`worker ${i} exited:\n${tail(worker.stderr())}`);
-      if (Date.now() > deadline) throw new Error(`worker ${i} not started within ${START_LIMIT_MS / 1000} s:\n${tail(worker.stderr())}`);
+      if (worker.child.exitCode !== null || worker.child.signalCode !== null)
+        throw new Error(`worker ${i} exited:\n${tail(worker.stderr())}`);
+      if (Date.now() > deadline)
+        throw new Error(`worker ${i} not started within ${START_LIMIT_MS / 1000} s:\n${tail(worker.stderr())}`);
       await new Promise((r) => setTimeout(r, 50));
     }
     lastUp = Math.max(lastUp, performance.now());
   });
   const outcomes = await Promise.allSettled([...serving, ...working]);
-  for (const outcome of outcomes) if (outcome.status === 'rejected') failures.push(String((outcome.reason as Error).message ?? outcome.reason));
+  for (const outcome of outcomes)
+    if (outcome.status === 'rejected') failures.push(String((outcome.reason as Error).message ?? outcome.reason));
   // Still up a moment later (a process that crashed right after its start line is not up).
   await new Promise((r) => setTimeout(r, 500));
   let cameUp = outcomes.filter((o) => o.status === 'fulfilled').length;
   for (const process of up) {
     const gone = process.child.exitCode !== null || process.child.signalCode !== null;
-    if (gone) cameUp = Math.min(cameUp, up.filter((p) => p.child.exitCode === null && p.child.signalCode === null).length);
+    if (gone)
+      cameUp = Math.min(cameUp, up.filter((p) => p.child.exitCode === null && p.child.signalCode === null).length);
     const raced = START_RACE.exec(process.stderr());
     if (raced) failures.push(`logged "${raced[0]}":\n${tail(process.stderr())}`);
   }

@@ -8,7 +8,11 @@ import { until } from './until.js';
 
 export function connectorsClient(t: TestApp, owner: Login) {
   const call = (method: string, url: string, options: CallOptions = {}) =>
-    t.call(method, url, { token: owner.token, ...options, headers: { 'x-project-id': t.projectId, ...options.headers } });
+    t.call(method, url, {
+      token: owner.token,
+      ...options,
+      headers: { 'x-project-id': t.projectId, ...options.headers },
+    });
   return {
     call,
     async create(body: Record<string, unknown>) {
@@ -22,16 +26,26 @@ export function connectorsClient(t: TestApp, owner: Login) {
       return res.body as { id: number };
     },
     waitForSync(syncId: number) {
-      return until(async () => {
-        const res = await call('GET', `/connectors/syncs/${syncId}`);
-        expect(res.status, res.text).toBe(200);
-        return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
-      }, `sync ${syncId} to finish`, 20_000);
+      return until(
+        async () => {
+          const res = await call('GET', `/connectors/syncs/${syncId}`);
+          expect(res.status, res.text).toBe(200);
+          return ['succeeded', 'failed', 'cancelled'].includes(res.body.status) ? res.body : undefined;
+        },
+        `sync ${syncId} to finish`,
+        20_000,
+      );
     },
     async objects(connectionId: number) {
       const res = await call('GET', `/connectors/connections/${connectionId}/objects?limit=100`);
       expect(res.status, res.text).toBe(200);
-      return res.body.items as Array<{ source_id: string; status: string; memory_ids: number[]; version: string | null; url: string | null }>;
+      return res.body.items as Array<{
+        source_id: string;
+        status: string;
+        memory_ids: number[];
+        version: string | null;
+        url: string | null;
+      }>;
     },
   };
 }
@@ -56,13 +70,25 @@ export async function startSite(pages: Record<string, [number, string, string]>)
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { base: `http://127.0.0.1:${port}`, pages: map, requests, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    base: `http://127.0.0.1:${port}`,
+    pages: map,
+    requests,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 /** Plays the user's browser at the provider's consent page: the consent URL answers a redirect to the app with `code` and `state`. */
-export async function consentAt(authorizationUrl: string): Promise<{ code: string | null; state: string | null; error: string | null; redirect: URL }> {
+export async function consentAt(
+  authorizationUrl: string,
+): Promise<{ code: string | null; state: string | null; error: string | null; redirect: URL }> {
   const response = await fetch(authorizationUrl, { redirect: 'manual' });
   expect(response.status).toBe(302);
   const redirect = new URL(response.headers.get('location')!);
-  return { code: redirect.searchParams.get('code'), state: redirect.searchParams.get('state'), error: redirect.searchParams.get('error'), redirect };
+  return {
+    code: redirect.searchParams.get('code'),
+    state: redirect.searchParams.get('state'),
+    error: redirect.searchParams.get('error'),
+    redirect,
+  };
 }

@@ -19,7 +19,12 @@ export interface TrialLoad {
   unanswered: number;
 }
 
-export async function writeUntilKilled(target: KillTarget, trial: string, clients = 8, killAfter = 50): Promise<TrialLoad> {
+export async function writeUntilKilled(
+  target: KillTarget,
+  trial: string,
+  clients = 8,
+  killAfter = 50,
+): Promise<TrialLoad> {
   const acknowledged = new Map<string, string[]>();
   let total = 0;
   let unanswered = 0;
@@ -65,4 +70,5 @@ export async function lostWrites(url: string, key: string, load: TrialLoad): Pro
   return lost;
 }
 
-export const acknowledgedCount = (load: TrialLoad) => [...load.acknowledged.values()].reduce((n, texts) => n + texts.length, 0);
+export const acknowledgedCount = (load: TrialLoad) =>
+  [...load.acknowledged.values()].reduce((n, texts) => n + texts.length, 0);

@@ -10,7 +10,10 @@ import { startVendor, type LocalVendor, type VendorAnswer, type VendorRequest } 
  * Google's `{error:{code,message,errors,status}}` shape.
  */
 
-export const GOOGLE_CLIENT = { clientId: '407408718192.apps.googleusercontent.com', clientSecret: 'GOCSPX-drive-client-secret' };
+export const GOOGLE_CLIENT = {
+  clientId: '407408718192.apps.googleusercontent.com',
+  clientSecret: 'GOCSPX-drive-client-secret',
+};
 
 export interface FakeDriveFile {
   id: string;
@@ -43,7 +46,8 @@ export interface FakeGoogleDrive extends LocalVendor {
 }
 
 const googleError = (code: number, status: string, message: string, reason: string): VendorAnswer => ({
-  status: code, json: { error: { code, message, errors: [{ message, domain: 'global', reason }], status } },
+  status: code,
+  json: { error: { code, message, errors: [{ message, domain: 'global', reason }], status } },
 });
 
 export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
@@ -56,11 +60,21 @@ export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
   let clock = Date.parse('2026-03-01T09:00:00Z');
   const fake = {} as FakeGoogleDrive;
   const metadata = (f: FakeDriveFile & { version: number; modifiedTime: string }) => ({
-    kind: 'drive#file', id: f.id, name: f.name, mimeType: f.mimeType, parents: f.parents, trashed: f.trashed ?? false, version: String(f.version),
-    modifiedTime: f.modifiedTime, webViewLink: `https://docs.google.com/document/d/${f.id}/edit`,
-    ...(f.mimeType.startsWith('application/vnd.google-apps.') ? {} : { size: String(Buffer.byteLength(f.content ?? '')) }),
+    kind: 'drive#file',
+    id: f.id,
+    name: f.name,
+    mimeType: f.mimeType,
+    parents: f.parents,
+    trashed: f.trashed ?? false,
+    version: String(f.version),
+    modifiedTime: f.modifiedTime,
+    webViewLink: `https://docs.google.com/document/d/${f.id}/edit`,
+    ...(f.mimeType.startsWith('application/vnd.google-apps.')
+      ? {}
+      : { size: String(Buffer.byteLength(f.content ?? '')) }),
   });
-  const record = (fileId: string, removed: boolean) => changes.push({ fileId, removed, time: new Date((clock += 60_000)).toISOString() });
+  const record = (fileId: string, removed: boolean) =>
+    changes.push({ fileId, removed, time: new Date((clock += 60_000)).toISOString() });
   const issue = (withRefresh: boolean) => {
     const accessToken = `ya29.${randomBytes(16).toString('base64url')}`;
     access.set(accessToken, 'live');
@@ -69,7 +83,13 @@ export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
     fake.shortLivedNext = false;
     const refreshToken = `1//${randomBytes(16).toString('base64url')}`;
     if (withRefresh) refreshTokens.set(refreshToken, 'live');
-    return { access_token: accessToken, expires_in: lifetime, scope: 'https://www.googleapis.com/auth/drive.readonly', token_type: 'Bearer', ...(withRefresh ? { refresh_token: refreshToken } : {}) };
+    return {
+      access_token: accessToken,
+      expires_in: lifetime,
+      scope: 'https://www.googleapis.com/auth/drive.readonly',
+      token_type: 'Bearer',
+      ...(withRefresh ? { refresh_token: refreshToken } : {}),
+    };
   };
 
   const token = (request: VendorRequest): VendorAnswer => {
@@ -79,31 +99,51 @@ export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
     }
     fake.grants.push(form.get('grant_type') ?? '');
     if (form.get('grant_type') === 'refresh_token') {
-      if (refreshTokens.get(form.get('refresh_token') ?? '') !== 'live') return { status: 400, json: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' } };
+      if (refreshTokens.get(form.get('refresh_token') ?? '') !== 'live')
+        return {
+          status: 400,
+          json: { error: 'invalid_grant', error_description: 'Token has been expired or revoked.' },
+        };
       return { json: issue(false) };
     }
-    if (form.get('grant_type') !== 'authorization_code') return { status: 400, json: { error: 'unsupported_grant_type' } };
+    if (form.get('grant_type') !== 'authorization_code')
+      return { status: 400, json: { error: 'unsupported_grant_type' } };
     const code = codes.get(form.get('code') ?? '');
     codes.delete(form.get('code') ?? '');
-    if (!code || code.redirect !== form.get('redirect_uri')) return { status: 400, json: { error: 'invalid_grant', error_description: 'Bad Request' } };
+    if (!code || code.redirect !== form.get('redirect_uri'))
+      return { status: 400, json: { error: 'invalid_grant', error_description: 'Bad Request' } };
     const verifier = form.get('code_verifier') ?? '';
-    if (createHash('sha256').update(verifier).digest('base64url') !== code.challenge) return { status: 400, json: { error: 'invalid_grant', error_description: 'Invalid code verifier.' } };
+    if (createHash('sha256').update(verifier).digest('base64url') !== code.challenge)
+      return { status: 400, json: { error: 'invalid_grant', error_description: 'Invalid code verifier.' } };
     return { json: issue(true) };
   };
 
   const drive = async (path: string, request: VendorRequest): Promise<VendorAnswer> => {
     const bearer = (request.headers.authorization ?? '').replace(/^Bearer /, '');
     if (access.get(bearer) !== 'live') {
-      return googleError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', 'authError');
+      return googleError(
+        401,
+        'UNAUTHENTICATED',
+        'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
+        'authError',
+      );
     }
-    if (fake.rateLimitOnce.delete(path)) return { ...googleError(429, 'RESOURCE_EXHAUSTED', 'Rate limit exceeded', 'rateLimitExceeded'), headers: { 'retry-after': '1' } };
+    if (fake.rateLimitOnce.delete(path))
+      return {
+        ...googleError(429, 'RESOURCE_EXHAUSTED', 'Rate limit exceeded', 'rateLimitExceeded'),
+        headers: { 'retry-after': '1' },
+      };
     const q = request.query;
     const pageOf = <T>(items: T[]) => {
       const size = Number(q.get('pageSize') ?? 100);
       const offset = Number(q.get('pageToken') ?? 0);
-      return { items: items.slice(offset, offset + size), next: offset + size < items.length ? String(offset + size) : undefined };
+      return {
+        items: items.slice(offset, offset + size),
+        next: offset + size < items.length ? String(offset + size) : undefined,
+      };
     };
-    if (path === '/drive/v3/changes/startPageToken') return { json: { kind: 'drive#startPageToken', startPageToken: String(changes.length + 1) } };
+    if (path === '/drive/v3/changes/startPageToken')
+      return { json: { kind: 'drive#startPageToken', startPageToken: String(changes.length + 1) } };
     if (path === '/drive/v3/changes') {
       if (hold) {
         const h = hold;
@@ -113,16 +153,25 @@ export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
       }
       // A page token is the number of the first change it reads (1-based); pages of pageSize changes.
       const from = Number(q.get('pageToken'));
-      if (!(from >= 1 && from <= changes.length + 1)) return googleError(400, 'INVALID_ARGUMENT', 'Invalid Value', 'invalid');
+      if (!(from >= 1 && from <= changes.length + 1))
+        return googleError(400, 'INVALID_ARGUMENT', 'Invalid Value', 'invalid');
       const size = Number(q.get('pageSize') ?? 100);
       const slice = changes.slice(from - 1, from - 1 + size);
       const next = from - 1 + size < changes.length ? String(from + size) : undefined;
       return {
         json: {
-          kind: 'drive#changeList', ...(next ? { nextPageToken: next } : { newStartPageToken: String(changes.length + 1) }),
+          kind: 'drive#changeList',
+          ...(next ? { nextPageToken: next } : { newStartPageToken: String(changes.length + 1) }),
           changes: slice.map((c) => {
             const file = files.get(c.fileId);
-            return { kind: 'drive#change', changeType: 'file', time: c.time, removed: c.removed, fileId: c.fileId, ...(c.removed || !file ? {} : { file: metadata(file) }) };
+            return {
+              kind: 'drive#change',
+              changeType: 'file',
+              time: c.time,
+              removed: c.removed,
+              fileId: c.fileId,
+              ...(c.removed || !file ? {} : { file: metadata(file) }),
+            };
           }),
         },
       };
@@ -130,19 +179,35 @@ export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
     if (path === '/drive/v3/files') {
       const parent = /^'([^']+)' in parents and trashed = false$/.exec(q.get('q') ?? '')?.[1];
       if (!parent) return googleError(400, 'INVALID_ARGUMENT', 'Invalid Value', 'invalid');
-      const listed = [...files.values()].filter((f) => f.parents.includes(parent) && !f.trashed).sort((a, b) => a.name.localeCompare(b.name));
+      const listed = [...files.values()]
+        .filter((f) => f.parents.includes(parent) && !f.trashed)
+        .sort((a, b) => a.name.localeCompare(b.name));
       const { items, next } = pageOf(listed);
-      return { json: { kind: 'drive#fileList', incompleteSearch: false, ...(next ? { nextPageToken: next } : {}), files: items.map(metadata) } };
+      return {
+        json: {
+          kind: 'drive#fileList',
+          incompleteSearch: false,
+          ...(next ? { nextPageToken: next } : {}),
+          files: items.map(metadata),
+        },
+      };
     }
     const match = /^\/drive\/v3\/files\/([^/]+)(\/export)?$/.exec(path);
     const file = match ? files.get(decodeURIComponent(match[1]!)) : undefined;
     if (!match || !file) return googleError(404, 'NOT_FOUND', `File not found: ${match?.[1]}.`, 'notFound');
     if (match[2]) {
-      if (!file.mimeType.startsWith('application/vnd.google-apps.')) return googleError(403, 'PERMISSION_DENIED', 'Export only supports Docs Editors files.', 'fileNotExportable');
+      if (!file.mimeType.startsWith('application/vnd.google-apps.'))
+        return googleError(403, 'PERMISSION_DENIED', 'Export only supports Docs Editors files.', 'fileNotExportable');
       return { headers: { 'content-type': `${q.get('mimeType')}; charset=utf-8` }, body: file.content ?? '' };
     }
     if (q.get('alt') === 'media') {
-      if (file.mimeType.startsWith('application/vnd.google-apps.')) return googleError(403, 'PERMISSION_DENIED', 'Only files with binary content can be downloaded. Use Export with Docs Editors files.', 'fileNotDownloadable');
+      if (file.mimeType.startsWith('application/vnd.google-apps.'))
+        return googleError(
+          403,
+          'PERMISSION_DENIED',
+          'Only files with binary content can be downloaded. Use Export with Docs Editors files.',
+          'fileNotDownloadable',
+        );
       return { headers: { 'content-type': file.mimeType }, body: file.content ?? '' };
     }
     return { json: metadata(file) };
@@ -176,7 +241,12 @@ export async function startFakeGoogleDrive(): Promise<FakeGoogleDrive> {
     shortLivedNext: false,
     put(file: FakeDriveFile) {
       const previous = files.get(file.id);
-      files.set(file.id, { ...previous, ...file, version: (previous?.version ?? 0) + 1, modifiedTime: new Date((clock += 60_000)).toISOString() });
+      files.set(file.id, {
+        ...previous,
+        ...file,
+        version: (previous?.version ?? 0) + 1,
+        modifiedTime: new Date((clock += 60_000)).toISOString(),
+      });
       record(file.id, false);
     },
     trash(id: string) {

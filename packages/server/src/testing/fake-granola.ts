@@ -16,7 +16,12 @@ export interface FakeNote {
   owner: { name: string; email: string };
   attendees: Array<{ name: string; email: string }>;
   summary_markdown: string;
-  transcript: Array<{ speaker: { source: 'microphone' | 'speaker'; diarization_label?: string }; text: string; start_time: string; end_time: string }>;
+  transcript: Array<{
+    speaker: { source: 'microphone' | 'speaker'; diarization_label?: string };
+    text: string;
+    start_time: string;
+    end_time: string;
+  }>;
 }
 
 export interface FakeGranola extends LocalVendor {
@@ -32,7 +37,10 @@ export async function startFakeGranola(): Promise<FakeGranola> {
   let hold: { reached: () => void; released: Promise<void> } | undefined;
   const fake = {} as FakeGranola;
   const vendor = await startVendor(async (request) => {
-    if ((request.headers.authorization ?? '') === '' || !fake.keys.has(request.headers.authorization!.replace(/^Bearer /, ''))) {
+    if (
+      (request.headers.authorization ?? '') === '' ||
+      !fake.keys.has(request.headers.authorization!.replace(/^Bearer /, ''))
+    ) {
       return { status: 401, json: { message: 'Unauthorized' } };
     }
     const q = request.query;
@@ -49,13 +57,23 @@ export async function startFakeGranola(): Promise<FakeGranola> {
       }
       const size = Number(q.get('page_size') ?? 10);
       const after = q.get('created_after');
-      const listed = fake.notes.filter((n) => !after || n.created_at >= after).sort((a, b) => b.created_at.localeCompare(a.created_at));
+      const listed = fake.notes
+        .filter((n) => !after || n.created_at >= after)
+        .sort((a, b) => b.created_at.localeCompare(a.created_at));
       const offset = q.get('cursor') ? Number(Buffer.from(q.get('cursor')!, 'base64url').toString()) : 0;
       const more = offset + size < listed.length;
       return {
         json: {
-          notes: listed.slice(offset, offset + size).map((n) => ({ id: n.id, object: 'note', title: n.title, owner: n.owner, created_at: n.created_at, updated_at: n.updated_at })),
-          hasMore: more, cursor: more ? Buffer.from(String(offset + size)).toString('base64url') : null,
+          notes: listed.slice(offset, offset + size).map((n) => ({
+            id: n.id,
+            object: 'note',
+            title: n.title,
+            owner: n.owner,
+            created_at: n.created_at,
+            updated_at: n.updated_at,
+          })),
+          hasMore: more,
+          cursor: more ? Buffer.from(String(offset + size)).toString('base64url') : null,
         },
       };
     }
@@ -65,8 +83,17 @@ export async function startFakeGranola(): Promise<FakeGranola> {
     const { transcript, ...rest } = note;
     return {
       json: {
-        ...rest, object: 'note', summary_text: note.summary_markdown.replace(/[#*]/g, ''),
-        calendar_event: { event_title: note.title, invitees: note.attendees.map((a) => ({ email: a.email })), organiser: note.owner.email, calendar_event_id: `evt_${note.id}`, scheduled_start_time: note.created_at, scheduled_end_time: note.updated_at },
+        ...rest,
+        object: 'note',
+        summary_text: note.summary_markdown.replace(/[#*]/g, ''),
+        calendar_event: {
+          event_title: note.title,
+          invitees: note.attendees.map((a) => ({ email: a.email })),
+          organiser: note.owner.email,
+          calendar_event_id: `evt_${note.id}`,
+          scheduled_start_time: note.created_at,
+          scheduled_end_time: note.updated_at,
+        },
         folder_membership: [],
         ...(q.get('include') === 'transcript' ? { transcript } : {}),
       },

@@ -8,7 +8,12 @@ import type { AddressInfo } from 'node:net';
  */
 export interface ChatCompletionRequest {
   model: string;
-  messages: Array<{ role: string; content: string; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>; tool_call_id?: string }>;
+  messages: Array<{
+    role: string;
+    content: string;
+    tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>;
+    tool_call_id?: string;
+  }>;
   temperature?: number;
   max_tokens?: number;
   tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: unknown } }>;
@@ -59,18 +64,32 @@ const nextId = () => `chatcmpl-${++answers}`;
 const USAGE = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
 
 function wireToolCalls(calls: FakeToolCall[]) {
-  return calls.map((c, index) => ({ index, id: c.id ?? `call_${index + 1}`, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+  return calls.map((c, index) => ({
+    index,
+    id: c.id ?? `call_${index + 1}`,
+    type: 'function' as const,
+    function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+  }));
 }
 
 export function completion(content: string, model = 'fake-model', toolCalls: FakeToolCall[] = []) {
   const calls = wireToolCalls(toolCalls).map(({ index: _index, ...call }) => call);
   return {
-    id: nextId(), object: 'chat.completion', created: 1_700_000_000, model,
-    choices: [{
-      index: 0,
-      message: { role: 'assistant', content: calls.length > 0 && content === '' ? null : content, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
-      finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
-    }],
+    id: nextId(),
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: calls.length > 0 && content === '' ? null : content,
+          ...(calls.length > 0 ? { tool_calls: calls } : {}),
+        },
+        finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
+      },
+    ],
     usage: USAGE,
   };
 }
@@ -79,14 +98,31 @@ export function completion(content: string, model = 'fake-model', toolCalls: Fak
 export function completionChunks(content: string, model = 'fake-model', toolCalls: FakeToolCall[] = []): unknown[] {
   const id = nextId();
   const chunk = (delta: unknown, finish: string | null = null) => ({
-    id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [{ index: 0, delta, finish_reason: finish }],
+    id,
+    object: 'chat.completion.chunk',
+    created: 1_700_000_000,
+    model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
   });
   const chunks: unknown[] = [chunk({ role: 'assistant', content: '' })];
   for (const piece of content.match(/.{1,8}/gs) ?? []) chunks.push(chunk({ content: piece }));
   for (const call of wireToolCalls(toolCalls)) {
     const half = Math.ceil(call.function.arguments.length / 2);
-    chunks.push(chunk({ tool_calls: [{ index: call.index, id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments.slice(0, half) } }] }));
-    chunks.push(chunk({ tool_calls: [{ index: call.index, function: { arguments: call.function.arguments.slice(half) } }] }));
+    chunks.push(
+      chunk({
+        tool_calls: [
+          {
+            index: call.index,
+            id: call.id,
+            type: 'function',
+            function: { name: call.function.name, arguments: call.function.arguments.slice(0, half) },
+          },
+        ],
+      }),
+    );
+    chunks.push(
+      chunk({ tool_calls: [{ index: call.index, function: { arguments: call.function.arguments.slice(half) } }] }),
+    );
   }
   chunks.push(chunk({}, toolCalls.length > 0 ? 'tool_calls' : 'stop'));
   chunks.push({ id, object: 'chat.completion.chunk', created: 1_700_000_000, model, choices: [], usage: USAGE });
@@ -113,12 +149,20 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     res.statusCode = answer.status ?? 200;
     if (body.stream && res.statusCode === 200 && answer.raw === undefined) {
       res.setHeader('content-type', 'text/event-stream');
-      for (const chunk of completionChunks(answer.content ?? '', body.model, answer.toolCalls)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      for (const chunk of completionChunks(answer.content ?? '', body.model, answer.toolCalls))
+        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       return void res.end('data: [DONE]\n\n');
     }
     res.setHeader('content-type', 'application/json');
     for (const [k, v] of Object.entries(answer.headers ?? {})) res.setHeader(k, v);
-    res.end(answer.raw ?? JSON.stringify(res.statusCode === 200 ? completion(answer.content ?? '', body.model, answer.toolCalls) : { error: { message: answer.content ?? 'error', type: 'server_error' } }));
+    res.end(
+      answer.raw ??
+        JSON.stringify(
+          res.statusCode === 200
+            ? completion(answer.content ?? '', body.model, answer.toolCalls)
+            : { error: { message: answer.content ?? 'error', type: 'server_error' } },
+        ),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   fake.baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;

@@ -39,7 +39,8 @@ export interface FakeSlack extends LocalVendor {
 }
 
 const cursorOf = (offset: number) => Buffer.from(`offset:${offset}`).toString('base64');
-const offsetOf = (cursor: string | null) => (cursor ? Number(Buffer.from(cursor, 'base64').toString().split(':')[1]) : 0);
+const offsetOf = (cursor: string | null) =>
+  cursor ? Number(Buffer.from(cursor, 'base64').toString().split(':')[1]) : 0;
 const token = (prefix: string) => `${prefix}-${randomBytes(12).toString('hex')}`;
 
 export async function startFakeSlack(): Promise<FakeSlack> {
@@ -56,9 +57,18 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     access.set(accessToken, 'live');
     refresh.set(refreshToken, 'live');
     return {
-      ok: true, app_id: 'A0KRD7HC3', authed_user: { id: 'U0ADMIN' }, scope: 'channels:read,channels:history,groups:read,groups:history,users:read',
-      token_type: 'bot', access_token: accessToken, bot_user_id: 'U0BOT', refresh_token: refreshToken, expires_in: 43_200,
-      team: { id: 'T9TK3CUKW', name: 'Slack Softball Team' }, enterprise: null, is_enterprise_install: false,
+      ok: true,
+      app_id: 'A0KRD7HC3',
+      authed_user: { id: 'U0ADMIN' },
+      scope: 'channels:read,channels:history,groups:read,groups:history,users:read',
+      token_type: 'bot',
+      access_token: accessToken,
+      bot_user_id: 'U0BOT',
+      refresh_token: refreshToken,
+      expires_in: 43_200,
+      team: { id: 'T9TK3CUKW', name: 'Slack Softball Team' },
+      enterprise: null,
+      is_enterprise_install: false,
     };
   };
 
@@ -81,7 +91,8 @@ export async function startFakeSlack(): Promise<FakeSlack> {
       if (request.method !== 'POST') return { json: { ok: false, error: 'invalid_request' } };
       const { form } = request;
       if (form.get('client_id') !== SLACK_CLIENT.clientId) return { json: { ok: false, error: 'invalid_client_id' } };
-      if (form.get('client_secret') !== SLACK_CLIENT.clientSecret) return { json: { ok: false, error: 'bad_client_secret' } };
+      if (form.get('client_secret') !== SLACK_CLIENT.clientSecret)
+        return { json: { ok: false, error: 'bad_client_secret' } };
       fake.grants.push(form.get('grant_type') ?? 'authorization_code');
       if (form.get('grant_type') === 'refresh_token') {
         const given = form.get('refresh_token') ?? '';
@@ -104,10 +115,35 @@ export async function startFakeSlack(): Promise<FakeSlack> {
     const q = request.query;
     switch (method) {
       case 'auth.test':
-        return { json: { ok: true, url: 'https://softball.slack.com/', team: 'Slack Softball Team', user: 'engram', team_id: 'T9TK3CUKW', user_id: 'U0BOT', bot_id: 'B0BOT', is_enterprise_install: false } };
+        return {
+          json: {
+            ok: true,
+            url: 'https://softball.slack.com/',
+            team: 'Slack Softball Team',
+            user: 'engram',
+            team_id: 'T9TK3CUKW',
+            user_id: 'U0BOT',
+            bot_id: 'B0BOT',
+            is_enterprise_install: false,
+          },
+        };
       case 'conversations.list': {
         const { slice, response_metadata } = page(fake.channels, request, 100);
-        return { json: { ok: true, channels: slice.map((c) => ({ ...c, is_channel: !c.is_private, is_group: false, is_im: false, is_archived: false, is_member: true, created: 1449252889 })), response_metadata } };
+        return {
+          json: {
+            ok: true,
+            channels: slice.map((c) => ({
+              ...c,
+              is_channel: !c.is_private,
+              is_group: false,
+              is_im: false,
+              is_archived: false,
+              is_member: true,
+              created: 1449252889,
+            })),
+            response_metadata,
+          },
+        };
       }
       case 'conversations.history': {
         const channel = q.get('channel') ?? '';
@@ -119,16 +155,31 @@ export async function startFakeSlack(): Promise<FakeSlack> {
           hold.reached();
           await hold.released;
         }
-        const top = messages.filter((m) => !m.thread_ts || m.thread_ts === m.ts).filter((m) => !q.get('oldest') || Number(m.ts) > Number(q.get('oldest'))).reverse();
+        const top = messages
+          .filter((m) => !m.thread_ts || m.thread_ts === m.ts)
+          .filter((m) => !q.get('oldest') || Number(m.ts) > Number(q.get('oldest')))
+          .reverse();
         const { slice, more, response_metadata } = page(top, request, 100);
         return {
           json: {
-            ok: true, has_more: more, pin_count: 0, response_metadata,
+            ok: true,
+            has_more: more,
+            pin_count: 0,
+            response_metadata,
             messages: slice.map((m) => {
               const replies = messages.filter((r) => r.thread_ts === m.ts && r.ts !== m.ts);
               return {
-                type: 'message', ...m, team: 'T9TK3CUKW',
-                ...(replies.length ? { thread_ts: m.ts, reply_count: replies.length, reply_users_count: new Set(replies.map((r) => r.user)).size, latest_reply: replies.at(-1)!.ts } : {}),
+                type: 'message',
+                ...m,
+                team: 'T9TK3CUKW',
+                ...(replies.length
+                  ? {
+                      thread_ts: m.ts,
+                      reply_count: replies.length,
+                      reply_users_count: new Set(replies.map((r) => r.user)).size,
+                      latest_reply: replies.at(-1)!.ts,
+                    }
+                  : {}),
               };
             }),
           },
@@ -140,12 +191,31 @@ export async function startFakeSlack(): Promise<FakeSlack> {
         const thread = messages.filter((m) => m.ts === q.get('ts') || m.thread_ts === q.get('ts'));
         if (thread.length === 0) return { json: { ok: false, error: 'thread_not_found' } };
         const { slice, more, response_metadata } = page(thread, request, 10);
-        return { json: { ok: true, has_more: more, response_metadata, messages: slice.map((m) => ({ type: 'message', ...m, thread_ts: q.get('ts') })) } };
+        return {
+          json: {
+            ok: true,
+            has_more: more,
+            response_metadata,
+            messages: slice.map((m) => ({ type: 'message', ...m, thread_ts: q.get('ts') })),
+          },
+        };
       }
       case 'users.info': {
         const user = fake.users[q.get('user') ?? ''];
         if (!user) return { json: { ok: false, error: 'user_not_found' } };
-        return { json: { ok: true, user: { id: q.get('user'), team_id: 'T9TK3CUKW', name: user.name, real_name: user.real_name, deleted: false, profile: { real_name: user.real_name, display_name: user.display_name } } } };
+        return {
+          json: {
+            ok: true,
+            user: {
+              id: q.get('user'),
+              team_id: 'T9TK3CUKW',
+              name: user.name,
+              real_name: user.real_name,
+              deleted: false,
+              profile: { real_name: user.real_name, display_name: user.display_name },
+            },
+          },
+        };
       }
       default:
         return { json: { ok: false, error: 'unknown_method' } };
@@ -169,7 +239,11 @@ export async function startFakeSlack(): Promise<FakeSlack> {
   });
 
   return Object.assign(fake, vendor, {
-    channels: [{ id: 'C0GENERAL', name: 'general', is_private: false }, { id: 'C0RANDOM', name: 'random', is_private: false }, { id: 'G0SECRET', name: 'secret-plans', is_private: true }],
+    channels: [
+      { id: 'C0GENERAL', name: 'general', is_private: false },
+      { id: 'C0RANDOM', name: 'random', is_private: false },
+      { id: 'G0SECRET', name: 'secret-plans', is_private: true },
+    ],
     users: {
       U0ALICE: { name: 'alice', real_name: 'Alice Moreau', display_name: 'Alice' },
       U0BOB: { name: 'bob', real_name: 'Bob Kowalski', display_name: '' },

@@ -88,7 +88,8 @@ export async function untilAcknowledged(load: WriteLoad, n: number, limitMs = 30
 }
 
 /** The first write started after `since` (performance.now()) that was acknowledged, or undefined. */
-export const firstAcknowledgedAfter = (load: WriteLoad, since: number) => load.answers.find((a) => a.status === 201 && a.started >= since);
+export const firstAcknowledgedAfter = (load: WriteLoad, since: number) =>
+  load.answers.find((a) => a.status === 201 && a.started >= since);
 
 export interface TcpProxy {
   port: number;

@@ -39,10 +39,15 @@ export function forEachDialect(name: string, suite: (dialect: Dialect) => void):
   }
 }
 
-export async function freshDatabaseConfig(dialect: Dialect): Promise<{ config: Config['database']; drop: () => Promise<void> }> {
+export async function freshDatabaseConfig(
+  dialect: Dialect,
+): Promise<{ config: Config['database']; drop: () => Promise<void> }> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'engram-test-'));
-    return { config: { dialect, path: join(dir, 'engram.db') }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    return {
+      config: { dialect, path: join(dir, 'engram.db') },
+      drop: async () => rmSync(dir, { recursive: true, force: true }),
+    };
   }
   const name = `engram_test_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
   const admin = new pg.Client({ connectionString: POSTGRES_URL });
@@ -142,7 +147,11 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
   const key = await createApiKey(database.db, { organizationId: org.id, name: 'test key', createdBy: userId });
   // Tests read the events a write emits from the outbox, which keeps only events someone receives:
   // the harness receives every kind in its project, as a webhook endpoint subscribed to all would.
-  await subscribe(database.db, HARNESS_SUBSCRIBER, { organizationId: org.id, projectId: project.id, types: listEventTypes().map((t) => t.type) });
+  await subscribe(database.db, HARNESS_SUBSCRIBER, {
+    organizationId: org.id,
+    projectId: project.id,
+    types: listEventTypes().map((t) => t.type),
+  });
   const logs: string[] = [];
   const logStream = new Writable({
     write(chunk, _enc, done) {
@@ -168,16 +177,29 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
   const background = services.config.runJobs ? startBackground(services, app.log) : null;
 
   let origin: Promise<string> | undefined;
-  const overTheWire = async (method: string, path: string, headers: Record<string, string | string[]>, payload?: string | Buffer) => {
+  const overTheWire = async (
+    method: string,
+    path: string,
+    headers: Record<string, string | string[]>,
+    payload?: string | Buffer,
+  ) => {
     origin ??= app.listen({ host: '127.0.0.1', port: 0 });
     const { hostname, port } = new URL(await origin);
     const raw = Object.entries(headers).flatMap(([name, value]) => [value].flat().flatMap((v) => [name, v]));
     // Given a raw header list, Node adds neither Host nor Content-Length.
-    raw.push('host', `${hostname}:${port}`, 'content-length', String(payload === undefined ? 0 : Buffer.byteLength(payload)));
+    raw.push(
+      'host',
+      `${hostname}:${port}`,
+      'content-length',
+      String(payload === undefined ? 0 : Buffer.byteLength(payload)),
+    );
     return new Promise<{ statusCode: number; headers: Response['headers']; body: string }>((resolve, reject) => {
       const req = httpRequest({ hostname, port, path, method, headers: raw }, (res) => {
         let body = '';
-        res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => resolve({ statusCode: res.statusCode!, headers: res.headers, body }));
+        res
+          .setEncoding('utf8')
+          .on('data', (chunk: string) => (body += chunk))
+          .on('end', () => resolve({ statusCode: res.statusCode!, headers: res.headers, body }));
       });
       req.on('error', reject);
       req.end(payload);
@@ -218,15 +240,38 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
 
   const login: TestApp['login'] = async (input = {}) => {
     const credentials = { email: input.email ?? email, password: input.password ?? PASSWORD };
-    const res = await call('POST', '/auth/login', { key: null, project: null, endUser: null, body: { ...credentials, ...(input.scopes ? { scopes: input.scopes } : {}) } });
+    const res = await call('POST', '/auth/login', {
+      key: null,
+      project: null,
+      endUser: null,
+      body: { ...credentials, ...(input.scopes ? { scopes: input.scopes } : {}) },
+    });
     if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
-    const user = await database.db.selectFrom('users').select('id').where('email', '=', credentials.email).executeTakeFirstOrThrow();
-    return { token: res.body.access_token, refreshToken: res.body.refresh_token, sessionId: res.body.session_id, userId: user.id, ...credentials };
+    const user = await database.db
+      .selectFrom('users')
+      .select('id')
+      .where('email', '=', credentials.email)
+      .executeTakeFirstOrThrow();
+    return {
+      token: res.body.access_token,
+      refreshToken: res.body.refresh_token,
+      sessionId: res.body.session_id,
+      userId: user.id,
+      ...credentials,
+    };
   };
 
   const databaseUrl = fresh.config.dialect === 'sqlite' ? fresh.config.path : fresh.config.url;
   return {
-    app, services, database, dialect, logs, call, userId, email, databaseUrl,
+    app,
+    services,
+    database,
+    dialect,
+    logs,
+    call,
+    userId,
+    email,
+    databaseUrl,
     cli: async (...args) => {
       try {
         const { stdout, stderr } = await promisify(execFile)(process.execPath, [...programArgs(), ...args], {
@@ -238,14 +283,19 @@ export async function startTestApp(dialect: Dialect, overrides: Partial<Config> 
         const e = error as { code: number; stdout: string; stderr: string };
         return { code: e.code, stdout: e.stdout, stderr: e.stderr };
       }
-    }, password: PASSWORD, login,
+    },
+    password: PASSWORD,
+    login,
     member: async (role, input = {}) => {
       const memberEmail = randomEmail(role);
       const memberId = await createUser(database.db, memberEmail, PASSWORD);
       await addMembership(database.db, input.organizationId ?? org.id, memberId, role);
       return login({ email: memberEmail, ...(input.scopes ? { scopes: input.scopes } : {}) });
     },
-    organizationId: org.id, projectId: project.id, key: key.key, keyId: key.id,
+    organizationId: org.id,
+    projectId: project.id,
+    key: key.key,
+    keyId: key.id,
     otherTenant: async () => {
       const other = await createOrganization(database.db, 'Other organization');
       const otherProject = await createProject(database.db, { organizationId: other.id, name: 'Other', slug: 'other' });
@@ -287,7 +337,10 @@ function suiteValue<T extends object>(make: () => Promise<T>, dispose?: (value: 
  * object stands for that app; use it only inside tests and hooks registered after this call.
  */
 export function useTestApp(dialect: Dialect, config: Partial<Config> | (() => Partial<Config>) = {}): TestApp {
-  return suiteValue(() => startTestApp(dialect, typeof config === 'function' ? config() : config), (t) => t.close());
+  return suiteValue(
+    () => startTestApp(dialect, typeof config === 'function' ? config() : config),
+    (t) => t.close(),
+  );
 }
 
 /** The test organization's owner, signed in once for the suite. */

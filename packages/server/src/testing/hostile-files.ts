@@ -15,7 +15,8 @@ function deflateRepeated(unit: Buffer, repeats: number): Buffer {
 }
 
 /** The same data with a zlib header (as a PDF's Flate stream has it); the checksum is left wrong, as a bomb's may be. */
-const zlibRepeated = (unit: Buffer, repeats: number) => Buffer.concat([Buffer.from([0x78, 0xda]), deflateRepeated(unit, repeats), Buffer.alloc(4)]);
+const zlibRepeated = (unit: Buffer, repeats: number) =>
+  Buffer.concat([Buffer.from([0x78, 0xda]), deflateRepeated(unit, repeats), Buffer.alloc(4)]);
 
 /** A zip of the given entries, deflated (or stored, when `stored`). */
 function zip(entries: Array<{ name: string; data: Buffer; size: number; crc: number; stored?: boolean }>): Buffer {
@@ -61,10 +62,12 @@ const deflated = (name: string, text: string) => {
   return { name, data: deflateRawSync(data), size: data.length, crc: crc32(data) };
 };
 
-const CONTENT_TYPES = '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">' +
+const CONTENT_TYPES =
+  '<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">' +
   '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>' +
   '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>';
-const RELS = '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+const RELS =
+  '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
   '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>';
 
 /**
@@ -72,23 +75,40 @@ const RELS = '<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="http:/
  * thousandth of that: the zip bomb that raised the server's memory to 2.2 GB (issue 46, defect 6).
  */
 export function docxBomb(expandedMb = 1024): Buffer {
-  const unit = Buffer.from('<w:p><w:r><w:t>All work and no play makes a dull boy.</w:t></w:r></w:p>'.repeat(14_000).slice(0, 1024 * 1024));
-  const head = '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>';
+  const unit = Buffer.from(
+    '<w:p><w:r><w:t>All work and no play makes a dull boy.</w:t></w:r></w:p>'.repeat(14_000).slice(0, 1024 * 1024),
+  );
+  const head =
+    '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>';
   const body = deflateRepeated(unit, expandedMb);
   return zip([
     deflated('[Content_Types].xml', CONTENT_TYPES),
     deflated('_rels/.rels', RELS),
     // The header and the repeated body as one deflate stream: the head's blocks, then the bomb's.
-    { name: 'word/document.xml', data: Buffer.concat([deflateRawSync(Buffer.from(head), { finishFlush: constants.Z_SYNC_FLUSH }), body]), size: 0xffffffff, crc: 0 },
+    {
+      name: 'word/document.xml',
+      data: Buffer.concat([deflateRawSync(Buffer.from(head), { finishFlush: constants.Z_SYNC_FLUSH }), body]),
+      size: 0xffffffff,
+      crc: 0,
+    },
   ]);
 }
 
 /** A valid small DOCX whose zip holds `entries` entries besides its document: past the parts limit. */
 export function docxOfManyParts(entries: number): Buffer {
-  const document = '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>Hello.</w:t></w:r></w:p></w:body></w:document>';
+  const document =
+    '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>Hello.</w:t></w:r></w:p></w:body></w:document>';
   return zip([
-    deflated('[Content_Types].xml', CONTENT_TYPES), deflated('_rels/.rels', RELS), deflated('word/document.xml', document),
-    ...Array.from({ length: entries }, (_, i) => ({ name: `customXml/item${i}.xml`, data: Buffer.alloc(0), size: 0, crc: 0, stored: true })),
+    deflated('[Content_Types].xml', CONTENT_TYPES),
+    deflated('_rels/.rels', RELS),
+    deflated('word/document.xml', document),
+    ...Array.from({ length: entries }, (_, i) => ({
+      name: `customXml/item${i}.xml`,
+      data: Buffer.alloc(0),
+      size: 0,
+      crc: 0,
+      stored: true,
+    })),
   ]);
 }
 
@@ -99,29 +119,42 @@ function pdf(objects: Array<string | Buffer>): Buffer {
   const offsets: number[] = [];
   objects.forEach((body, i) => {
     offsets.push(length);
-    const part = Buffer.concat([Buffer.from(`${i + 1} 0 obj\n`), Buffer.isBuffer(body) ? body : Buffer.from(body, 'latin1'), Buffer.from('\nendobj\n')]);
+    const part = Buffer.concat([
+      Buffer.from(`${i + 1} 0 obj\n`),
+      Buffer.isBuffer(body) ? body : Buffer.from(body, 'latin1'),
+      Buffer.from('\nendobj\n'),
+    ]);
     parts.push(part);
     length += part.length;
   });
   const xref = `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
-  parts.push(Buffer.from(`${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`));
+  parts.push(
+    Buffer.from(`${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`),
+  );
   return Buffer.concat(parts);
 }
 
 const FONT = '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>';
-const stream = (dictionary: string, data: Buffer) => Buffer.concat([Buffer.from(`<< ${dictionary} /Length ${data.length} >>\nstream\n`), data, Buffer.from('\nendstream')]);
+const stream = (dictionary: string, data: Buffer) =>
+  Buffer.concat([
+    Buffer.from(`<< ${dictionary} /Length ${data.length} >>\nstream\n`),
+    data,
+    Buffer.from('\nendstream'),
+  ]);
 
 /** One page whose content stream is `content`, Flate-compressed as given. */
-const onePage = (content: Buffer) => pdf([
-  '<< /Type /Catalog /Pages 2 0 R >>',
-  '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-  '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
-  stream('/Filter /FlateDecode', content),
-  FONT,
-]);
+const onePage = (content: Buffer) =>
+  pdf([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    stream('/Filter /FlateDecode', content),
+    FONT,
+  ]);
 
 /** A PDF whose one content stream inflates to about `expandedMb` MB (the 1 MB flate bomb that ran the server out of heap). */
-export const pdfFlateBomb = (expandedMb = 1024): Buffer => onePage(zlibRepeated(Buffer.alloc(1024 * 1024, 0x20), expandedMb));
+export const pdfFlateBomb = (expandedMb = 1024): Buffer =>
+  onePage(zlibRepeated(Buffer.alloc(1024 * 1024, 0x20), expandedMb));
 
 /**
  * A PDF whose content stream inflates to about `expandedMb` MB of text-showing operators: within
@@ -133,25 +166,32 @@ export const pdfSlowText = (expandedMb = 200): Buffer => {
 };
 
 /** A small PDF whose page tree claims `pages` pages (it holds one). */
-export const pdfClaimingPages = (pages: number): Buffer => pdf([
-  '<< /Type /Catalog /Pages 2 0 R >>',
-  `<< /Type /Pages /Kids [3 0 R] /Count ${pages} >>`,
-  '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
-  stream('', Buffer.from('BT /F1 12 Tf 72 700 Td (One real page.) Tj ET')),
-  FONT,
-]);
+export const pdfClaimingPages = (pages: number): Buffer =>
+  pdf([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    `<< /Type /Pages /Kids [3 0 R] /Count ${pages} >>`,
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    stream('', Buffer.from('BT /F1 12 Tf 72 700 Td (One real page.) Tj ET')),
+    FONT,
+  ]);
 
 /** A PDF of `pages` real pages sharing one content stream (the 15,000-page PDF of issue 46). */
-export const pdfOfPages = (pages: number): Buffer => pdf([
-  '<< /Type /Catalog /Pages 2 0 R >>',
-  `<< /Type /Pages /Kids [${Array.from({ length: pages }, (_, i) => `${i + 5} 0 R`).join(' ')}] /Count ${pages} >>`,
-  stream('', Buffer.from('BT /F1 12 Tf 72 700 Td (A page among many.) Tj ET')),
-  FONT,
-  ...Array.from({ length: pages }, () => '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /Font << /F1 4 0 R >> >> >>'),
-]);
+export const pdfOfPages = (pages: number): Buffer =>
+  pdf([
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    `<< /Type /Pages /Kids [${Array.from({ length: pages }, (_, i) => `${i + 5} 0 R`).join(' ')}] /Count ${pages} >>`,
+    stream('', Buffer.from('BT /F1 12 Tf 72 700 Td (A page among many.) Tj ET')),
+    FONT,
+    ...Array.from(
+      { length: pages },
+      () =>
+        '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R /Resources << /Font << /F1 4 0 R >> >> >>',
+    ),
+  ]);
 
 /** HTML nested `depth` elements deep around one sentence. */
-export const deepHtml = (depth: number): string => `<!doctype html><html><body>${'<div>'.repeat(depth)}<p>Deep inside.</p>${'</div>'.repeat(depth)}</body></html>`;
+export const deepHtml = (depth: number): string =>
+  `<!doctype html><html><body>${'<div>'.repeat(depth)}<p>Deep inside.</p>${'</div>'.repeat(depth)}</body></html>`;
 
 /** HTML of `paragraphs` short paragraphs: past the parts limit. */
 export const wideHtml = (paragraphs: number): string =>

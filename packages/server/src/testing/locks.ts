@@ -32,20 +32,25 @@ export async function holdOwnerLocks(t: TestApp, endUserIds: string[]): Promise<
  * just then can reach that version first (webhooks.test.ts, the resume raced with a disable).
  */
 export async function holdUncommitted(
-  t: TestApp, write: (trx: Transaction<DB>) => Promise<unknown>, { commit = false } = {},
+  t: TestApp,
+  write: (trx: Transaction<DB>) => Promise<unknown>,
+  { commit = false } = {},
 ): Promise<{ release: () => Promise<void> }> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let written!: () => void;
   const made = new Promise<void>((resolve) => (written = resolve));
-  const holder = t.database.db.transaction().execute(async (trx) => {
-    await write(trx);
-    written();
-    await released;
-    if (!commit) throw new RolledBack();
-  }).catch((error: unknown) => {
-    if (!(error instanceof RolledBack)) throw error;
-  });
+  const holder = t.database.db
+    .transaction()
+    .execute(async (trx) => {
+      await write(trx);
+      written();
+      await released;
+      if (!commit) throw new RolledBack();
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof RolledBack)) throw error;
+    });
   await Promise.race([made, holder]);
   return held(release, holder);
 }
@@ -87,14 +92,29 @@ export async function lockWaiters(t: TestApp, count: number, what: string): Prom
  * test waiting for an interleaving prints when the interleaving did not come.
  */
 export async function lockReport(t: TestApp): Promise<string> {
-  const { rows } = await sql<{ pid: number; state: string | null; wait: string | null; blocked_by: number[]; query: string }>`
+  const { rows } = await sql<{
+    pid: number;
+    state: string | null;
+    wait: string | null;
+    blocked_by: number[];
+    query: string;
+  }>`
     SELECT pid, state, wait_event_type || ':' || wait_event AS wait, pg_blocking_pids(pid) AS blocked_by, left(query, 160) AS query
-    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY pid`.execute(t.database.db);
-  return rows.map((r) => `${r.pid} ${r.state} ${r.wait ?? '-'} blocked by [${r.blocked_by.join(',')}]: ${r.query}`).join('\n');
+    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY pid`.execute(
+    t.database.db,
+  );
+  return rows
+    .map((r) => `${r.pid} ${r.state} ${r.wait ?? '-'} blocked by [${r.blocked_by.join(',')}]: ${r.query}`)
+    .join('\n');
 }
 
 /** `until`, whose failure also names every backend of the test's database and the locks it waits for (PostgreSQL). */
-export async function untilLocked<T>(t: TestApp, check: () => Promise<T | undefined | null | false>, what: string, limitMs = 30_000): Promise<T> {
+export async function untilLocked<T>(
+  t: TestApp,
+  check: () => Promise<T | undefined | null | false>,
+  what: string,
+  limitMs = 30_000,
+): Promise<T> {
   try {
     return await until(check, what, limitMs);
   } catch (error) {

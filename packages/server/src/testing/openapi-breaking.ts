@@ -16,7 +16,8 @@ export function breakingChanges(released: Json, current: Json): string[] {
         problems.push(`${name}: operation removed`);
         continue;
       }
-      if (before.operationId !== after.operationId) problems.push(`${name}: operationId ${before.operationId} renamed to ${after.operationId}`);
+      if (before.operationId !== after.operationId)
+        problems.push(`${name}: operationId ${before.operationId} renamed to ${after.operationId}`);
       const paramsAfter = new Map<string, Json>((after.parameters ?? []).map((p: Json) => [`${p.in}:${p.name}`, p]));
       const paramsBefore = new Set<string>((before.parameters ?? []).map((p: Json) => `${p.in}:${p.name}`));
       for (const p of before.parameters ?? []) {
@@ -24,10 +25,12 @@ export function breakingChanges(released: Json, current: Json): string[] {
         if (!now) problems.push(`${name}: ${p.in} parameter ${p.name} removed`);
         else if (now.required && !p.required) problems.push(`${name}: ${p.in} parameter ${p.name} became required`);
       }
-      for (const [key, p] of paramsAfter) if (!paramsBefore.has(key) && p.required) problems.push(`${name}: new required ${p.in} parameter ${p.name}`);
+      for (const [key, p] of paramsAfter)
+        if (!paramsBefore.has(key) && p.required) problems.push(`${name}: new required ${p.in} parameter ${p.name}`);
       const bodyBefore = before.requestBody?.content?.['application/json']?.schema;
       const bodyAfter = after.requestBody?.content?.['application/json']?.schema;
-      if (bodyBefore && bodyAfter) compare(resolve(released, bodyBefore), resolve(current, bodyAfter), 'request', `${name} request body`);
+      if (bodyBefore && bodyAfter)
+        compare(resolve(released, bodyBefore), resolve(current, bodyAfter), 'request', `${name} request body`);
       for (const [status, response] of Object.entries<Json>(before.responses ?? {})) {
         if (!status.startsWith('2')) continue;
         const now = after.responses?.[status];
@@ -37,7 +40,8 @@ export function breakingChanges(released: Json, current: Json): string[] {
         }
         const schemaBefore = response.content?.['application/json']?.schema;
         const schemaAfter = now.content?.['application/json']?.schema;
-        if (schemaBefore && schemaAfter) compare(resolve(released, schemaBefore), resolve(current, schemaAfter), 'response', `${name} ${status}`);
+        if (schemaBefore && schemaAfter)
+          compare(resolve(released, schemaBefore), resolve(current, schemaAfter), 'response', `${name} ${status}`);
       }
     }
   }
@@ -56,18 +60,24 @@ export function breakingChanges(released: Json, current: Json): string[] {
           problems.push(`${where}: field ${field} removed`);
           continue;
         }
-        if (side === 'request' && requiredAfter.has(field) && !requiredBefore.has(field)) problems.push(`${where}: field ${field} became required`);
-        if (side === 'response' && requiredBefore.has(field) && !requiredAfter.has(field)) problems.push(`${where}: field ${field} is no longer always present`);
+        if (side === 'request' && requiredAfter.has(field) && !requiredBefore.has(field))
+          problems.push(`${where}: field ${field} became required`);
+        if (side === 'response' && requiredBefore.has(field) && !requiredAfter.has(field))
+          problems.push(`${where}: field ${field} is no longer always present`);
         compare(resolveSide(released, schema), resolveSide(current, now), side, `${where}.${field}`, depth + 1);
       }
       if (side === 'request') {
-        for (const field of requiredAfter) if (!(field in before.properties)) problems.push(`${where}: new required field ${field}`);
+        for (const field of requiredAfter)
+          if (!(field in before.properties)) problems.push(`${where}: new required field ${field}`);
       }
     }
-    if (before.items && after.items) compare(resolveSide(released, before.items), resolveSide(current, after.items), side, `${where}[]`, depth + 1);
+    if (before.items && after.items)
+      compare(resolveSide(released, before.items), resolveSide(current, after.items), side, `${where}[]`, depth + 1);
     for (const key of ['anyOf', 'oneOf'] as const) {
       if (Array.isArray(before[key]) && Array.isArray(after[key]) && before[key].length === after[key].length) {
-        before[key].forEach((member: Json, i: number) => compare(resolveSide(released, member), resolveSide(current, after[key][i]), side, where, depth + 1));
+        before[key].forEach((member: Json, i: number) =>
+          compare(resolveSide(released, member), resolveSide(current, after[key][i]), side, where, depth + 1),
+        );
       }
     }
   }
@@ -76,7 +86,10 @@ export function breakingChanges(released: Json, current: Json): string[] {
 function resolve(document: Json, schema: Json): Json {
   let node = schema;
   for (let hops = 0; node && typeof node.$ref === 'string' && hops < 10; hops++) {
-    node = node.$ref.replace(/^#\//, '').split('/').reduce((at: any, part: string) => at?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], document);
+    node = node.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((at: any, part: string) => at?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], document);
   }
   return node;
 }

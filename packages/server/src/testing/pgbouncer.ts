@@ -44,31 +44,36 @@ export async function startPgBouncer(url: string, { poolSize = 20, users = [] as
   const target = new URL(url);
   const dir = mkdtempSync(join(tmpdir(), 'engram-pgbouncer-'));
   const names = [...new Set([decodeURIComponent(target.username || 'postgres'), ...users])];
-  writeFileSync(join(dir, 'users.txt'), names.map((name) => `"${name}" ""`).join('\n') + '\n');
+  writeFileSync(join(dir, 'users.txt'), `${names.map((name) => `"${name}" ""`).join('\n')}\n`);
   for (let attempt = 1; ; attempt++) {
     const port = await freePort();
-    writeFileSync(join(dir, 'pgbouncer.ini'), [
-      '[databases]',
-      `* = host=${target.hostname} port=${target.port || 5432}`,
-      '[pgbouncer]',
-      'listen_addr = 127.0.0.1',
-      `listen_port = ${port}`,
-      'unix_socket_dir =',
-      'auth_type = trust',
-      `auth_file = ${join(dir, 'users.txt')}`,
-      'pool_mode = transaction',
-      `default_pool_size = ${poolSize}`,
-      'max_client_conn = 1000',
-      // node-pg sends none of these today; a driver that does must not be refused.
-      'ignore_startup_parameters = extra_float_digits,options',
-      'server_reset_query =',
-      'log_connections = 0',
-      'log_disconnections = 0',
-    ].join('\n') + '\n');
+    writeFileSync(
+      join(dir, 'pgbouncer.ini'),
+      `${[
+        '[databases]',
+        `* = host=${target.hostname} port=${target.port || 5432}`,
+        '[pgbouncer]',
+        'listen_addr = 127.0.0.1',
+        `listen_port = ${port}`,
+        'unix_socket_dir =',
+        'auth_type = trust',
+        `auth_file = ${join(dir, 'users.txt')}`,
+        'pool_mode = transaction',
+        `default_pool_size = ${poolSize}`,
+        'max_client_conn = 1000',
+        // node-pg sends none of these today; a driver that does must not be refused.
+        'ignore_startup_parameters = extra_float_digits,options',
+        'server_reset_query =',
+        'log_connections = 0',
+        'log_disconnections = 0',
+      ].join('\n')}\n`,
+    );
     // PgBouncer will not run as root: the files must be readable by the user it switches to.
     chmodSync(dir, 0o755);
     const asRoot = process.getuid?.() === 0;
-    const child: ChildProcess = spawn(BINARY, [...(asRoot ? ['-u', 'nobody'] : []), join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child: ChildProcess = spawn(BINARY, [...(asRoot ? ['-u', 'nobody'] : []), join(dir, 'pgbouncer.ini')], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let log = '';
     child.stdout!.on('data', (d) => (log += d));
     child.stderr!.on('data', (d) => (log += d));

@@ -34,7 +34,10 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [...programArgs(), ...args], { env: { ...process.env, ...env } });
   let stdout = '';
   let stderr = '';
@@ -48,7 +51,10 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
  * address it prints: a port probed free and handed over could be taken meanwhile by another test
  * file's server, which would then answer for ours.
  */
-export async function startServerProcess(env: Record<string, string>, { limitMs = START_LIMIT_MS } = {}): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  { limitMs = START_LIMIT_MS } = {},
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...programArgs(), 'serve'], {
     // PostgreSQL deployments must share one secret between processes (see README); tests use a fixed one.
     env: { ...process.env, ENGRAM_HOST: '127.0.0.1', ENGRAM_PORT: '0', ENGRAM_SECRET_KEY: TEST_SECRET, ...env },
@@ -67,7 +73,8 @@ export async function startServerProcess(env: Record<string, string>, { limitMs 
   for (;;) {
     const url = LISTENING.exec(stdout)?.[1];
     // The port stays our child's while it runs: an answer there, with the child still running, is its own.
-    if (url && (await answersReady(url)) && running()) return { url, child, stdout: () => stdout, stderr: () => stderr, stop };
+    if (url && (await answersReady(url)) && running())
+      return { url, child, stdout: () => stdout, stderr: () => stderr, stop };
     if (!running()) throw new Error(`server exited before it was ready:\n${stderr}`);
     if (Date.now() > deadline) {
       await stop('SIGKILL');

@@ -10,7 +10,7 @@ const ROOT = new URL('../../../../', import.meta.url);
 export function readmeExample(heading: string, language: string): string {
   const readme = readFileSync(new URL('README.md', ROOT), 'utf8');
   const section = readme.slice(readme.indexOf(heading));
-  const found = readme.includes(heading) ? section.match(new RegExp('```' + language + '\\n([\\s\\S]*?)```')) : null;
+  const found = readme.includes(heading) ? section.match(new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``)) : null;
   if (!found) throw new Error(`no ${language} example after ${heading}`);
   return found[1]!;
 }
@@ -20,13 +20,21 @@ export function readmeExample(heading: string, language: string): string {
  * example as a user's file inside it (so the package name resolves to itself, as an installed package would),
  * with tsx; answers its stdout.
  */
-export async function runTsExample(packageDir: string, fileName: string, code: string, env: Record<string, string>): Promise<string> {
+export async function runTsExample(
+  packageDir: string,
+  fileName: string,
+  code: string,
+  env: Record<string, string>,
+): Promise<string> {
   const tsc = new URL('node_modules/typescript/bin/tsc', ROOT).pathname;
   await run(process.execPath, [tsc, '-p', join(packageDir, 'tsconfig.build.json')]);
   const dir = mkdtempSync(join(packageDir, '.readme-'));
   try {
     writeFileSync(join(dir, fileName), code);
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(dir, fileName)], { env: { ...process.env, ...env }, cwd: dir });
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(dir, fileName)], {
+      env: { ...process.env, ...env },
+      cwd: dir,
+    });
     return stdout;
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -75,14 +75,16 @@ export class Receiver {
       const body = Buffer.concat(chunks).toString('utf8');
       const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
       const secrets = this.secrets.get(path) ?? [];
-      const verified = secrets.length > 0 && secrets.every((secret) => {
-        try {
-          new Webhook(secret).verify(body, headers);
-          return true;
-        } catch {
-          return false;
-        }
-      });
+      const verified =
+        secrets.length > 0 &&
+        secrets.every((secret) => {
+          try {
+            new Webhook(secret).verify(body, headers);
+            return true;
+          } catch {
+            return false;
+          }
+        });
       const behaviour = this.behaviours.get(path) ?? 'ok';
       if (behaviour !== 'hang') this.received.push({ path, headers, body, verified });
       if (behaviour === 'hold') this.held.push({ path, req, res });
@@ -92,15 +94,23 @@ export class Receiver {
 
   private answer(req: IncomingMessage, res: ServerResponse, behaviour: Exclude<Behaviour, 'hold'>, body = ''): void {
     switch (behaviour) {
-      case 'ok': return void res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks');
+      case 'ok':
+        return void res.writeHead(200, { 'content-type': 'text/plain' }).end('thanks');
       // A receiver answering with what it was sent: its answer holds whatever the delivery carried.
-      case 'echo': return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
-      case 'fail': return void res.writeHead(500).end('receiver is down');
-      case 'not_found': return void res.writeHead(404).end('no such hook');
-      case 'redirect': return void res.writeHead(302, { location: `${this.url}/ok-elsewhere` }).end();
-      case 'slow': return void setTimeout(() => res.writeHead(200).end('slow but fine'), 300);
-      case 'hang': return; // never answers
-      case 'reset': return void req.socket.destroy();
+      case 'echo':
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+      case 'fail':
+        return void res.writeHead(500).end('receiver is down');
+      case 'not_found':
+        return void res.writeHead(404).end('no such hook');
+      case 'redirect':
+        return void res.writeHead(302, { location: `${this.url}/ok-elsewhere` }).end();
+      case 'slow':
+        return void setTimeout(() => res.writeHead(200).end('slow but fine'), 300);
+      case 'hang':
+        return; // never answers
+      case 'reset':
+        return void req.socket.destroy();
       case 'huge': {
         res.writeHead(200, { 'content-type': 'text/plain' });
         const block = Buffer.alloc(64 * 1024, 'x');

@@ -19,7 +19,11 @@ export async function post200(t: TestApp, url: string, body: unknown, options: C
 }
 
 /** POST /memory/query; returns the ranked memories. */
-export async function query(t: TestApp, body: string | Record<string, unknown>, options: CallOptions = {}): Promise<any[]> {
+export async function query(
+  t: TestApp,
+  body: string | Record<string, unknown>,
+  options: CallOptions = {},
+): Promise<any[]> {
   return (await post200(t, '/memory/query', typeof body === 'string' ? { query: body } : body, options)).memories;
 }
 
@@ -36,7 +40,11 @@ export async function addAll(t: TestApp, items: Array<string | Record<string, un
  * Sets stored columns the API cannot (created_at, is_summary). Only for end users whose index
  * has not been built yet: the change does not bump their revision.
  */
-export async function setColumns(t: TestApp, id: number, values: { created_at?: string; is_summary?: boolean }): Promise<void> {
+export async function setColumns(
+  t: TestApp,
+  id: number,
+  values: { created_at?: string; is_summary?: boolean },
+): Promise<void> {
   const set: Record<string, unknown> = {};
   if (values.created_at !== undefined) set.created_at = values.created_at;
   if (values.is_summary !== undefined) set.is_summary = t.database.bool(values.is_summary);
@@ -45,18 +53,24 @@ export async function setColumns(t: TestApp, id: number, values: { created_at?: 
 
 /** Polls a refresh job until it is finished (bounded); returns its final state. */
 export async function waitForJob(t: TestApp, id: number, options: CallOptions = {}) {
-  return until(async () => {
-    const res = await t.call('GET', `/memory/refresh/${id}`, options);
-    expect(res.status, res.text).toBe(200);
-    return res.body.status === 'succeeded' || res.body.status === 'failed' ? res.body : undefined;
-  }, `refresh job ${id}`, 10_000);
+  return until(
+    async () => {
+      const res = await t.call('GET', `/memory/refresh/${id}`, options);
+      expect(res.status, res.text).toBe(200);
+      return res.body.status === 'succeeded' || res.body.status === 'failed' ? res.body : undefined;
+    },
+    `refresh job ${id}`,
+    10_000,
+  );
 }
 
 /** Sum of an explanation's contributions. */
-export const explained = (explanation: Record<string, number>): number => Object.values(explanation).reduce((a, b) => a + b, 0);
+export const explained = (explanation: Record<string, number>): number =>
+  Object.values(explanation).reduce((a, b) => a + b, 0);
 
 /** The error field of a 400 response (for tables of bad requests). */
-export const fieldOfError = (res: Response): string | undefined => (res.status === 400 ? res.body?.error?.field : `status ${res.status}`);
+export const fieldOfError = (res: Response): string | undefined =>
+  res.status === 400 ? res.body?.error?.field : `status ${res.status}`;
 
 /**
  * A local OpenAI-compatible embeddings server speaking the real wire: `POST /v1/embeddings`
@@ -75,9 +89,21 @@ export interface FakeEmbedder {
 }
 
 const CONCEPTS: Record<string, number> = {
-  dog: 0, dogs: 0, hound: 0, canine: 0, puppy: 0,
-  car: 1, cars: 1, automobile: 1, vehicle: 1, sedan: 1,
-  food: 2, meal: 2, cuisine: 2, sushi: 2, dinner: 2,
+  dog: 0,
+  dogs: 0,
+  hound: 0,
+  canine: 0,
+  puppy: 0,
+  car: 1,
+  cars: 1,
+  automobile: 1,
+  vehicle: 1,
+  sedan: 1,
+  food: 2,
+  meal: 2,
+  cuisine: 2,
+  sushi: 2,
+  dinner: 2,
 };
 const DIMS = 16;
 
@@ -109,17 +135,21 @@ export async function startFakeEmbedder(): Promise<FakeEmbedder> {
     req.on('data', (d) => (raw += d));
     req.on('end', async () => {
       if (req.method !== 'POST' || req.url !== '/v1/embeddings') {
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'not found' } }));
         return;
       }
       const body = JSON.parse(raw) as { model: string; input: string[] };
       fake.requests.push(body);
       await fake.hold?.(body.input);
       // Items in reverse order: `index` is authoritative on the real wire.
-      const data = body.input.map((text, index) => ({ object: 'embedding', index, embedding: fake.vector(text) })).reverse();
-      res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 0, total_tokens: 0 } }),
-      );
+      const data = body.input
+        .map((text, index) => ({ object: 'embedding', index, embedding: fake.vector(text) }))
+        .reverse();
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: 0, total_tokens: 0 } }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

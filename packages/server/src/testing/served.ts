@@ -40,7 +40,12 @@ export function servedOperations(document: any): ServedOperation[] {
         id: `${method.toUpperCase()} ${path}`,
         method: method.toUpperCase(),
         path,
-        parameters: (operation.parameters ?? []).map((p: any) => ({ name: p.name, in: p.in, required: !!p.required, schema: resolve(p.schema) ?? {} })),
+        parameters: (operation.parameters ?? []).map((p: any) => ({
+          name: p.name,
+          in: p.in,
+          required: !!p.required,
+          schema: resolve(p.schema) ?? {},
+        })),
         body: resolve(operation.requestBody?.content?.['application/json']?.schema),
         accepts,
       });
@@ -54,11 +59,15 @@ function resolveRefs(schema: JsonSchema | undefined, document: any, depth: numbe
   if (Array.isArray(schema)) return schema.map((s) => resolveRefs(s, document, depth + 1)) as never;
   if (typeof schema !== 'object' || schema === null) return schema;
   if (typeof schema.$ref === 'string') {
-    const target = schema.$ref.replace(/^#\//, '').split('/').reduce((node: any, part: string) => node?.[part], document);
+    const target = schema.$ref
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce((node: any, part: string) => node?.[part], document);
     return resolveRefs(target, document, depth + 1);
   }
   const out: JsonSchema = {};
-  for (const [k, v] of Object.entries(schema)) out[k] = typeof v === 'object' && v !== null ? resolveRefs(v, document, depth + 1) : v;
+  for (const [k, v] of Object.entries(schema))
+    out[k] = typeof v === 'object' && v !== null ? resolveRefs(v, document, depth + 1) : v;
   return out;
 }
 
@@ -72,11 +81,17 @@ export function seeded(seed: number) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]! };
+  return {
+    next,
+    int: (n: number) => Math.floor(next() * n),
+    pick: <T>(items: readonly T[]) => items[Math.floor(next() * items.length)]!,
+  };
 }
 
 const isFreeForm = (schema: JsonSchema) =>
-  schema.type === 'object' && schema.additionalProperties !== false && Object.keys(schema.properties ?? {}).length === 0;
+  schema.type === 'object' &&
+  schema.additionalProperties !== false &&
+  Object.keys(schema.properties ?? {}).length === 0;
 
 /** A value the schema accepts, with every declared property filled in (so that every string can be probed). */
 export function validValue(schema: JsonSchema, word = 'probe'): unknown {
@@ -98,11 +113,14 @@ export function validValue(schema: JsonSchema, word = 'probe'): unknown {
     case 'boolean':
       return true;
     case 'array':
-      return Array.from({ length: Math.max(1, schema.minItems ?? 1) }, (_, i) => validValue(schema.items ?? { type: 'string' }, `${word}${i}`));
+      return Array.from({ length: Math.max(1, schema.minItems ?? 1) }, (_, i) =>
+        validValue(schema.items ?? { type: 'string' }, `${word}${i}`),
+      );
     case 'object': {
       if (isFreeForm(schema)) return { note: `${word} note` };
       const out: Record<string, unknown> = {};
-      for (const [name, property] of Object.entries<JsonSchema>(schema.properties ?? {})) out[name] = validValue(property, `${word}-${name}`);
+      for (const [name, property] of Object.entries<JsonSchema>(schema.properties ?? {}))
+        out[name] = validValue(property, `${word}-${name}`);
       return out;
     }
     default:
@@ -149,7 +167,9 @@ export function deleteAt(document: unknown, path: Path): unknown {
 
 /** JSON text nested `depth` levels deep, built as text (JSON.stringify itself would overflow). */
 export function deeplyNested(depth: number, kind: 'object' | 'array'): string {
-  return kind === 'object' ? '{"a":'.repeat(depth) + '1' + '}'.repeat(depth) : '['.repeat(depth) + '1' + ']'.repeat(depth);
+  return kind === 'object'
+    ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`
+    : `${'['.repeat(depth)}1${']'.repeat(depth)}`;
 }
 
 /** A value of another JSON type than the schema's. */
@@ -197,21 +217,24 @@ export async function listen(app: FastifyInstance) {
       const headers: Record<string, string | string[]> = {};
       for (const [name, value] of Object.entries(request.headers ?? {})) if (value !== undefined) headers[name] = value;
       if (request.payload !== undefined) headers['content-length'] = String(Buffer.byteLength(request.payload));
-      const req = http.request({ host: '127.0.0.1', port, method: request.method, path: request.path, headers, agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown;
-          try {
-            body = text ? JSON.parse(text) : undefined;
-          } catch {
-            body = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
-        });
-        res.on('error', reject);
-      });
+      const req = http.request(
+        { host: '127.0.0.1', port, method: request.method, path: request.path, headers, agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let body: unknown;
+            try {
+              body = text ? JSON.parse(text) : undefined;
+            } catch {
+              body = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body });
+          });
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       if (request.payload !== undefined) req.write(request.payload);
       req.end();
@@ -234,7 +257,8 @@ export function answerProblems(res: { status: number; headers: Record<string, un
     if (typeof error?.code !== 'string') problems.push('error body without error.code');
     if (typeof error?.request_id !== 'string') problems.push('error body without error.request_id');
     else if (error.request_id !== requestId) problems.push('error.request_id differs from X-Request-ID');
-    if (error?.code === 'validation_error' && (typeof error.field !== 'string' || error.field === '')) problems.push('validation error without error.field');
+    if (error?.code === 'validation_error' && (typeof error.field !== 'string' || error.field === ''))
+      problems.push('validation error without error.field');
   }
   return problems;
 }

@@ -38,12 +38,14 @@ export async function startSlowRelay(target: { host: string; port: number }, del
       notifications.push({ channel, payload });
     });
     // Timers of one duration fire in the order they were set, so the bytes keep their order.
-    upstream.on('data', (chunk: Buffer) =>
-      void setTimeout(() => {
-        if (client.destroyed) return;
-        client.write(chunk);
-        passedOn(chunk);
-      }, delayMs),
+    upstream.on(
+      'data',
+      (chunk: Buffer) =>
+        void setTimeout(() => {
+          if (client.destroyed) return;
+          client.write(chunk);
+          passedOn(chunk);
+        }, delayMs),
     );
     upstream.on('end', () => void setTimeout(() => client.end(), delayMs));
   });
@@ -81,7 +83,8 @@ function serverMessages(onMessage: (type: string, body: Buffer) => void): (chunk
  * them all. They are then in the process's socket ahead of any request sent afterwards.
  */
 export async function heardEverything(relay: SlowRelay, databaseUrl: string, channels: string[]): Promise<void> {
-  const probed = (channel: string) => relay.notifications.some((n) => n.channel === channel && n.payload.startsWith(LISTENER_PROBE_PREFIX));
+  const probed = (channel: string) =>
+    relay.notifications.some((n) => n.channel === channel && n.payload.startsWith(LISTENER_PROBE_PREFIX));
   await until(() => channels.every(probed), `the process behind the relay to listen on ${channels.join(', ')}`);
   const marker = `marker ${randomUUID()}`;
   const client = new pg.Client({ connectionString: databaseUrl });
@@ -91,5 +94,8 @@ export async function heardEverything(relay: SlowRelay, databaseUrl: string, cha
   } finally {
     await client.end();
   }
-  await until(() => relay.notifications.some((n) => n.payload === marker), 'the marker to reach the process behind the relay');
+  await until(
+    () => relay.notifications.some((n) => n.payload === marker),
+    'the marker to reach the process behind the relay',
+  );
 }

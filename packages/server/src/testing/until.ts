@@ -2,7 +2,11 @@
  * Waits until `check` answers something truthy, and answers it: a condition, not a timing
  * assertion. Fails naming `what` after `limitMs`, so that a wait never gives up silently.
  */
-export async function until<T>(check: () => Promise<T | undefined | null | false> | T | undefined | null | false, what: string, limitMs = 30_000): Promise<T> {
+export async function until<T>(
+  check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  what: string,
+  limitMs = 30_000,
+): Promise<T> {
   const end = Date.now() + limitMs;
   for (;;) {
     const value = await check();

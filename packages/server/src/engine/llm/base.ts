@@ -37,7 +37,10 @@ export interface LlmProvider {
 
 /** The provider could not give an answer (unreachable, refusing, timing out, malformed). */
 export class LlmError extends Error {
-  constructor(message: string, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
     this.name = 'LlmError';
   }

@@ -2,11 +2,25 @@
 import type { LlmProvider } from './base.js';
 import { openAiLlm } from './openai.js';
 
-export { LlmError, type ChatMessage, type ChatRequest, type ChatResult, type LlmProvider, type TokenUsage } from './base.js';
+export {
+  LlmError,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatResult,
+  type LlmProvider,
+  type TokenUsage,
+} from './base.js';
 export { openAiLlm, retryDelayMs, type OpenAiLlmConfig } from './openai.js';
 
 /** What configuration says about the LLM; null when none is configured (built-in methods only). */
-export type LlmSettings = { kind: 'openai'; baseUrl: string; model: string; apiKey?: string; timeoutMs: number; maxRetries: number } | null;
+export type LlmSettings = {
+  kind: 'openai';
+  baseUrl: string;
+  model: string;
+  apiKey?: string;
+  timeoutMs: number;
+  maxRetries: number;
+} | null;
 
 /** The configured provider, or null. */
 export function createLlm(settings: LlmSettings): LlmProvider | null {
@@ -14,7 +28,10 @@ export function createLlm(settings: LlmSettings): LlmProvider | null {
   switch (settings.kind) {
     case 'openai':
       return openAiLlm({
-        baseUrl: settings.baseUrl, model: settings.model, timeoutMs: settings.timeoutMs, maxRetries: settings.maxRetries,
+        baseUrl: settings.baseUrl,
+        model: settings.model,
+        timeoutMs: settings.timeoutMs,
+        maxRetries: settings.maxRetries,
         ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
       });
   }

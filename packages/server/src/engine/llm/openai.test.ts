@@ -14,17 +14,42 @@ beforeEach(() => {
   fake.fallback = () => ({ content: 'hello' });
 });
 
-const failure = (p: Promise<unknown>) => p.then(() => null, (e: unknown) => e as LlmError);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (e: unknown) => e as LlmError,
+  );
 
 describe('openAiLlm', () => {
   it('posts {model, messages, temperature, max_tokens} to {baseUrl}/chat/completions with a bearer key and counts tokens', async () => {
     const llm = openAiLlm({ baseUrl: `${fake.baseUrl}/`, model: 'gpt-test', apiKey: KEY });
-    const result = await llm.complete({ messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }], maxTokens: 50 });
-    expect(result).toEqual({ content: 'hello', model: 'gpt-test', usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } });
-    expect(fake.requests).toEqual([{
-      path: '/v1/chat/completions', authorization: `Bearer ${KEY}`,
-      body: { model: 'gpt-test', messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }], temperature: 0, max_tokens: 50 },
-    }]);
+    const result = await llm.complete({
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'hi' },
+      ],
+      maxTokens: 50,
+    });
+    expect(result).toEqual({
+      content: 'hello',
+      model: 'gpt-test',
+      usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
+    });
+    expect(fake.requests).toEqual([
+      {
+        path: '/v1/chat/completions',
+        authorization: `Bearer ${KEY}`,
+        body: {
+          model: 'gpt-test',
+          messages: [
+            { role: 'system', content: 'be brief' },
+            { role: 'user', content: 'hi' },
+          ],
+          temperature: 0,
+          max_tokens: 50,
+        },
+      },
+    ]);
     await llm.complete({ messages: [{ role: 'user', content: 'again' }] });
     expect(llm.totals).toEqual({ requests: 2, prompt_tokens: 22, completion_tokens: 14, total_tokens: 36 });
     expect(llm.id).toBe('openai:gpt-test');
@@ -44,14 +69,19 @@ describe('openAiLlm', () => {
 
   it('gives up after maxRetries, and at once when Retry-After asks for longer than it may wait', async () => {
     fake.fallback = () => ({ status: 500, headers: { 'retry-after': '0' }, content: 'boom' });
-    const err = await failure(openAiLlm({ baseUrl: fake.baseUrl, model: 'm', maxRetries: 2 }).complete({ messages: [] }));
+    const err = await failure(
+      openAiLlm({ baseUrl: fake.baseUrl, model: 'm', maxRetries: 2 }).complete({ messages: [] }),
+    );
     expect(err).toBeInstanceOf(LlmError);
     expect(err!.status).toBe(500);
     expect(fake.requests).toHaveLength(3);
 
     fake.requests.length = 0;
     fake.fallback = () => ({ status: 429, headers: { 'retry-after': '3600' }, content: 'quota' });
-    expect((await failure(openAiLlm({ baseUrl: fake.baseUrl, model: 'm', maxRetries: 5 }).complete({ messages: [] })))!.status).toBe(429);
+    expect(
+      (await failure(openAiLlm({ baseUrl: fake.baseUrl, model: 'm', maxRetries: 5 }).complete({ messages: [] })))!
+        .status,
+    ).toBe(429);
     expect(fake.requests).toHaveLength(1);
   });
 
@@ -69,13 +99,19 @@ describe('openAiLlm', () => {
     expect((await failure(llm.complete({ messages: [] })))!.message).toMatch(/no message content/);
     expect((await failure(llm.complete({ messages: [] })))!.message).toMatch(/not JSON/);
 
-    const dead = await failure(openAiLlm({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm', apiKey: KEY, maxRetries: 1 }).complete({ messages: [] }));
+    const dead = await failure(
+      openAiLlm({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm', apiKey: KEY, maxRetries: 1 }).complete({
+        messages: [],
+      }),
+    );
     expect(dead).toBeInstanceOf(LlmError);
     expect(dead!.message).not.toContain(KEY);
 
     fake.requests.length = 0;
     fake.fallback = () => ({ hang: true });
-    const silent = await failure(openAiLlm({ baseUrl: fake.baseUrl, model: 'm', timeoutMs: 50, maxRetries: 1 }).complete({ messages: [] }));
+    const silent = await failure(
+      openAiLlm({ baseUrl: fake.baseUrl, model: 'm', timeoutMs: 50, maxRetries: 1 }).complete({ messages: [] }),
+    );
     expect(silent!.message).toMatch(/no answer within 50 ms/);
     expect(fake.requests).toHaveLength(2);
   });
@@ -92,6 +128,8 @@ describe('retryDelayMs and createLlm', () => {
 
   it('maps configuration to a provider, or none', () => {
     expect(createLlm(null)).toBeNull();
-    expect(createLlm({ kind: 'openai', baseUrl: fake.baseUrl, model: 'llama3', timeoutMs: 1000, maxRetries: 0 })!.id).toBe('openai:llama3');
+    expect(
+      createLlm({ kind: 'openai', baseUrl: fake.baseUrl, model: 'llama3', timeoutMs: 1000, maxRetries: 0 })!.id,
+    ).toBe('openai:llama3');
   });
 });

@@ -33,7 +33,7 @@ export function retryDelayMs(headers: Headers, now = Date.now()): number | undef
 }
 
 export function openAiLlm(cfg: OpenAiLlmConfig): LlmProvider {
-  const url = cfg.baseUrl.replace(/\/+$/, '') + '/chat/completions';
+  const url = `${cfg.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   const doFetch = cfg.fetch ?? fetch;
   const timeoutMs = cfg.timeoutMs ?? 30_000;
   const maxRetries = cfg.maxRetries ?? 2;
@@ -51,7 +51,10 @@ export function openAiLlm(cfg: OpenAiLlmConfig): LlmProvider {
     try {
       res = await doFetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(timeoutMs) });
     } catch (err) {
-      const reason = err instanceof Error && err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : scrub(err instanceof Error ? err.message : String(err));
+      const reason =
+        err instanceof Error && err.name === 'TimeoutError'
+          ? `no answer within ${timeoutMs} ms`
+          : scrub(err instanceof Error ? err.message : String(err));
       return { ok: false, error: new LlmError(`chat completion request failed: ${reason}`), retry: true };
     }
     const text = await res.text();
@@ -72,11 +75,13 @@ export function openAiLlm(cfg: OpenAiLlmConfig): LlmProvider {
       return { ok: false, error: new LlmError('chat completion response is not JSON'), retry: false };
     }
     const content = parsed.choices?.[0]?.message?.content;
-    if (typeof content !== 'string') return { ok: false, error: new LlmError('chat completion response has no message content'), retry: false };
+    if (typeof content !== 'string')
+      return { ok: false, error: new LlmError('chat completion response has no message content'), retry: false };
     const usage = {
       prompt_tokens: parsed.usage?.prompt_tokens ?? 0,
       completion_tokens: parsed.usage?.completion_tokens ?? 0,
-      total_tokens: parsed.usage?.total_tokens ?? (parsed.usage?.prompt_tokens ?? 0) + (parsed.usage?.completion_tokens ?? 0),
+      total_tokens:
+        parsed.usage?.total_tokens ?? (parsed.usage?.prompt_tokens ?? 0) + (parsed.usage?.completion_tokens ?? 0),
     };
     return { ok: true, result: { content, model: parsed.model ?? cfg.model, usage } };
   }
@@ -94,11 +99,14 @@ export function openAiLlm(cfg: OpenAiLlmConfig): LlmProvider {
         ...(request.maxTokens ? { max_tokens: request.maxTokens } : {}),
       });
       // Exponential backoff unless the provider said how long; a wait longer than we may hold a request fails now.
-      const result = await withRetries({ maxAttempts: maxRetries + 1, baseMs: 250, maxWaitMs: maxRetryWaitMs }, async () => {
-        const outcome = await attempt(body);
-        totals.requests++;
-        return outcome.ok ? { ok: true, value: outcome.result } : outcome;
-      });
+      const result = await withRetries(
+        { maxAttempts: maxRetries + 1, baseMs: 250, maxWaitMs: maxRetryWaitMs },
+        async () => {
+          const outcome = await attempt(body);
+          totals.requests++;
+          return outcome.ok ? { ok: true, value: outcome.result } : outcome;
+        },
+      );
       for (const k of ['prompt_tokens', 'completion_tokens', 'total_tokens'] as const) totals[k] += result.usage[k];
       return result;
     },

@@ -1,7 +1,18 @@
 // Named-entity recognition by rules: gazetteers, capitalisation, context words and number patterns.
 import {
-  ALIASES, GIVEN_NAMES, MONTHS, NOT_NAMES, NUMBER_WORDS, ORG_CONTEXT, ORG_SUFFIXES, ORGANIZATIONS, PLACES, PRODUCTS,
-  RELATIVE_DATES, UNITS, WEEKDAYS,
+  ALIASES,
+  GIVEN_NAMES,
+  MONTHS,
+  NOT_NAMES,
+  NUMBER_WORDS,
+  ORG_CONTEXT,
+  ORG_SUFFIXES,
+  ORGANIZATIONS,
+  PLACES,
+  PRODUCTS,
+  RELATIVE_DATES,
+  UNITS,
+  WEEKDAYS,
 } from './lexicon.js';
 import type { Token } from './tokens.js';
 
@@ -21,12 +32,62 @@ export type CustomNames = Map<string, string>;
 
 const MAX_PHRASE = 4;
 const CONNECTORS = new Set(['of', 'de', 'del', 'la', 'van', 'von', 'and', '&']);
-const PLACE_CONTEXT = new Set(['in', 'to', 'from', 'near', 'visit', 'visited', 'visiting', 'around', 'across', 'toward', 'towards']);
+const PLACE_CONTEXT = new Set([
+  'in',
+  'to',
+  'from',
+  'near',
+  'visit',
+  'visited',
+  'visiting',
+  'around',
+  'across',
+  'toward',
+  'towards',
+]);
 const DATE_PREFIX = new Set(['last', 'next', 'this', 'on', 'early', 'late', 'mid', 'every']);
-const PRONOUNS = new Set(['he', 'she', 'they', 'we', 'you', 'it', 'me', 'him', 'her', 'us', 'them', 'my', 'his', 'their', 'our', 'your', 'its']);
+const PRONOUNS = new Set([
+  'he',
+  'she',
+  'they',
+  'we',
+  'you',
+  'it',
+  'me',
+  'him',
+  'her',
+  'us',
+  'them',
+  'my',
+  'his',
+  'their',
+  'our',
+  'your',
+  'its',
+]);
 
 /** Verbs (stemmed) that, right after a capitalised word at a sentence start, mark it as a person's name. */
-const PERSON_VERBS = new Set(['work', 'live', 'move', 'quit', 'join', 'retir', 'marri', 'left', 'start', 'becam', 'turn', 'date', 'studi', 'relocat', 'divorc', 'said', 'say', 'told', 'tell']);
+const PERSON_VERBS = new Set([
+  'work',
+  'live',
+  'move',
+  'quit',
+  'join',
+  'retir',
+  'marri',
+  'left',
+  'start',
+  'becam',
+  'turn',
+  'date',
+  'studi',
+  'relocat',
+  'divorc',
+  'said',
+  'say',
+  'told',
+  'tell',
+]);
 /** After "<Name> is": words said of people ("Dan is a nurse", "Kim is married", "Lee is 40"). */
 const PERSON_STATES = /^(a|an|married|single|engaged|divorced|separated|retired|pregnant|\d+)$/;
 
@@ -45,7 +106,11 @@ export function canonicalName(text: string, type: string): string {
   return titleCase(lower);
 }
 
-const phraseAt = (tokens: Token[], i: number, n: number) => tokens.slice(i, i + n).map((t) => t.lower).join(' ');
+const phraseAt = (tokens: Token[], i: number, n: number) =>
+  tokens
+    .slice(i, i + n)
+    .map((t) => t.lower)
+    .join(' ');
 const isNumber = (t: Token) => /^\$?\d/.test(t.text) || NUMBER_WORDS.has(t.lower);
 
 function gazetteerType(phrase: string, custom: CustomNames): string | null {
@@ -62,13 +127,18 @@ function dateAt(tokens: Token[], i: number): number {
   for (let n = 3; n >= 1; n--) if (RELATIVE_DATES.has(phraseAt(tokens, i, n))) return n;
   const t = tokens[i]!;
   let n = 0;
-  if (DATE_PREFIX.has(t.lower) && tokens[i + 1] && (WEEKDAYS.has(tokens[i + 1]!.lower) || (MONTHS.has(tokens[i + 1]!.lower) && tokens[i + 1]!.capitalized))) {
+  if (
+    DATE_PREFIX.has(t.lower) &&
+    tokens[i + 1] &&
+    (WEEKDAYS.has(tokens[i + 1]!.lower) || (MONTHS.has(tokens[i + 1]!.lower) && tokens[i + 1]!.capitalized))
+  ) {
     if (t.lower === 'on') return 0;
     n = 1;
   }
   const head = tokens[i + n];
   if (!head) return 0;
-  if (WEEKDAYS.has(head.lower) && (head.capitalized || n > 0)) return n + 1 + (tokens[i + n + 1]?.lower === 'night' || tokens[i + n + 1]?.lower === 'morning' ? 1 : 0);
+  if (WEEKDAYS.has(head.lower) && (head.capitalized || n > 0))
+    return n + 1 + (tokens[i + n + 1]?.lower === 'night' || tokens[i + n + 1]?.lower === 'morning' ? 1 : 0);
   if (MONTHS.has(head.lower) && head.capitalized) {
     let m = n + 1;
     const next = tokens[i + m];
@@ -77,11 +147,27 @@ function dateAt(tokens: Token[], i: number): number {
     else if (/^\d{4}$/.test(tokens[i + m]?.text ?? '')) m++;
     // "May" alone is usually the verb: without a day or year it needs a preposition before it.
     const before = tokens[i - 1]?.lower;
-    if (head.lower === 'may' && m === n + 1 && n === 0 && !(before && ['in', 'since', 'until', 'early', 'late', 'mid', 'of', 'last', 'next', 'this'].includes(before))) return 0;
+    if (
+      head.lower === 'may' &&
+      m === n + 1 &&
+      n === 0 &&
+      !(before && ['in', 'since', 'until', 'early', 'late', 'mid', 'of', 'last', 'next', 'this'].includes(before))
+    )
+      return 0;
     return m;
   }
-  if (/^\d{1,2}(st|nd|rd|th)?$/.test(head.text) && tokens[i + n + 1]?.lower === 'of' && MONTHS.has(tokens[i + n + 2]?.lower ?? '')) return n + 3;
-  if (/^\d{1,2}(st|nd|rd|th)?$/.test(head.text) && MONTHS.has(tokens[i + n + 1]?.lower ?? '') && tokens[i + n + 1]!.capitalized) return n + 2;
+  if (
+    /^\d{1,2}(st|nd|rd|th)?$/.test(head.text) &&
+    tokens[i + n + 1]?.lower === 'of' &&
+    MONTHS.has(tokens[i + n + 2]?.lower ?? '')
+  )
+    return n + 3;
+  if (
+    /^\d{1,2}(st|nd|rd|th)?$/.test(head.text) &&
+    MONTHS.has(tokens[i + n + 1]?.lower ?? '') &&
+    tokens[i + n + 1]!.capitalized
+  )
+    return n + 2;
   if (n === 0 && /^(19|20)\d\d$/.test(head.text)) return 1;
   if (n === 0 && /^(19|20)\d0s$/.test(head.text)) return 1;
   if (n === 0 && /^\d{4}-\d{2}-\d{2}$|^\d{1,2}\/\d{1,2}(\/\d{2,4})?$/.test(head.text)) return 1;
@@ -91,7 +177,8 @@ function dateAt(tokens: Token[], i: number): number {
 /** Quantities: "$300", "5 km", "three kids", "32 years old", "20%". Returns the token count or 0. */
 function quantityAt(tokens: Token[], i: number): number {
   const t = tokens[i]!;
-  if (/^\$\d/.test(t.text) || /^\d+(\.\d+)?%$/.test(t.text)) return 1 + (['k', 'million', 'thousand'].includes(tokens[i + 1]?.lower ?? '') ? 1 : 0);
+  if (/^\$\d/.test(t.text) || /^\d+(\.\d+)?%$/.test(t.text))
+    return 1 + (['k', 'million', 'thousand'].includes(tokens[i + 1]?.lower ?? '') ? 1 : 0);
   if (!isNumber(t) || /^(19|20)\d\d$/.test(t.text)) return 0;
   let n = 1;
   if (tokens[i + 1] && NUMBER_WORDS.has(tokens[i + 1]!.lower) && !/\d/.test(t.text)) n++;
@@ -107,7 +194,13 @@ function capitalisedRun(tokens: Token[], i: number): number {
   while (i + n < tokens.length) {
     const t = tokens[i + n]!;
     if (t.capitalized && !t.punct && !NOT_NAMES.has(t.lower) && !(t.lower === 'i')) n++;
-    else if (n > 0 && CONNECTORS.has(t.lower) && tokens[i + n + 1]?.capitalized && !NOT_NAMES.has(tokens[i + n + 1]!.lower)) n++;
+    else if (
+      n > 0 &&
+      CONNECTORS.has(t.lower) &&
+      tokens[i + n + 1]?.capitalized &&
+      !NOT_NAMES.has(tokens[i + n + 1]!.lower)
+    )
+      n++;
     else break;
   }
   return n;
@@ -120,9 +213,16 @@ function typeOfName(tokens: Token[], i: number, n: number, custom: CustomNames):
   if (known) return known;
   if (ORG_SUFFIXES.has(words[words.length - 1]!) && n > 1) return 'organization';
   if (words.some((w) => w === 'university' || w === 'college' || w === 'school')) return 'organization';
-  const before2 = tokens.slice(Math.max(0, i - 2), i).map((t) => t.lower).join(' ');
-  const before3 = tokens.slice(Math.max(0, i - 3), i).map((t) => t.lower).join(' ');
-  if (ORG_CONTEXT.has(before2) || ORG_CONTEXT.has(before3) || ORG_CONTEXT.has(tokens[i - 1]?.lower ?? '')) return 'organization';
+  const before2 = tokens
+    .slice(Math.max(0, i - 2), i)
+    .map((t) => t.lower)
+    .join(' ');
+  const before3 = tokens
+    .slice(Math.max(0, i - 3), i)
+    .map((t) => t.lower)
+    .join(' ');
+  if (ORG_CONTEXT.has(before2) || ORG_CONTEXT.has(before3) || ORG_CONTEXT.has(tokens[i - 1]?.lower ?? ''))
+    return 'organization';
   if (GIVEN_NAMES.has(words[0]!)) return 'person';
   if (PLACE_CONTEXT.has(tokens[i - 1]?.lower ?? '') || tokens[i - 1]?.lower === 'the') return 'place';
   if (/^\p{Lu}{2,5}$/u.test(tokens[i]!.text) && n === 1) return 'organization';
@@ -136,7 +236,10 @@ function typeOfName(tokens: Token[], i: number, n: number, custom: CustomNames):
 export function findEntities(tokens: Token[], custom: CustomNames): EntityMention[] {
   const out: EntityMention[] = [];
   const push = (i: number, n: number, type: string) => {
-    const text = tokens.slice(i, i + n).map((t, k) => (k > 0 && tokens[i + k - 1]!.end < t.start ? ' ' : '') + t.text).join('');
+    const text = tokens
+      .slice(i, i + n)
+      .map((t, k) => (k > 0 && tokens[i + k - 1]!.end < t.start ? ' ' : '') + t.text)
+      .join('');
     out.push({ text, name: canonicalName(text, type), type, first: i, last: i + n });
   };
   for (let i = 0; i < tokens.length; ) {
@@ -149,7 +252,11 @@ export function findEntities(tokens: Token[], custom: CustomNames): EntityMentio
     let matched = 0;
     for (let n = Math.min(MAX_PHRASE, tokens.length - i); n >= 1 && !matched; n--) {
       const type = gazetteerType(phraseAt(tokens, i, n), custom);
-      if (type && (tokens[i]!.capitalized || custom.has(phraseAt(tokens, i, n))) && !(n === 1 && NOT_NAMES.has(t.lower))) {
+      if (
+        type &&
+        (tokens[i]!.capitalized || custom.has(phraseAt(tokens, i, n))) &&
+        !(n === 1 && NOT_NAMES.has(t.lower))
+      ) {
         // A known first word of a longer capitalised name ("Paris Hilton Hotel") yields to the longer name.
         const run = capitalisedRun(tokens, i);
         if (run > n && type !== 'product') break;
@@ -179,7 +286,15 @@ export function findEntities(tokens: Token[], custom: CustomNames): EntityMentio
       // At a sentence start capitalisation is no evidence: keep only known names or multi-word names.
       // A single word followed by a verb said of people ("Ana works for ...", "Tom moved to ...") is a name too.
       const next = tokens[i + 1];
-      const personVerb = run === 1 && !!next && !next.capitalized && (PERSON_VERBS.has(next.key) || (['is', 'was'].includes(next.lower) && PERSON_STATES.test(tokens[i + 2]?.lower === 'now' ? tokens[i + 3]?.lower ?? '' : tokens[i + 2]?.lower ?? '')));
+      const personVerb =
+        run === 1 &&
+        !!next &&
+        !next.capitalized &&
+        (PERSON_VERBS.has(next.key) ||
+          (['is', 'was'].includes(next.lower) &&
+            PERSON_STATES.test(
+              tokens[i + 2]?.lower === 'now' ? (tokens[i + 3]?.lower ?? '') : (tokens[i + 2]?.lower ?? ''),
+            )));
       const plausible = !t.sentenceStart || GIVEN_NAMES.has(first) || run > 1 || next?.text === "'s" || personVerb;
       const type = plausible ? typeOfName(tokens, i, run, custom) : null;
       if (type) push(i, run, type);
@@ -201,7 +316,12 @@ export function personAliases(names: Iterable<string>): Map<string, string> {
   for (const short of unique) {
     const lower = short.toLowerCase();
     if (lower.length < 3) continue;
-    const longer = unique.filter((n) => n.length > short.length && (n.toLowerCase().startsWith(`${lower} `) || (!short.includes(' ') && n.toLowerCase().split(' ')[0]!.startsWith(lower))));
+    const longer = unique.filter(
+      (n) =>
+        n.length > short.length &&
+        (n.toLowerCase().startsWith(`${lower} `) ||
+          (!short.includes(' ') && n.toLowerCase().split(' ')[0]!.startsWith(lower))),
+    );
     const targets = new Set(longer.map((n) => out.get(n) ?? n));
     if (targets.size === 1) out.set(short, [...targets][0]!);
   }

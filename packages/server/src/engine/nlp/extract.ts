@@ -38,24 +38,212 @@ interface Cue {
 
 // Words that may stand between a subject and its verb without changing who acts.
 const BETWEEN = new Set([
-  'just', 'recently', 'finally', 'now', 'also', 'still', 'currently', 'really', 'actually', 'already', 'have', 'do', 'be',
-  'not', 'never', 'no', 'longer', 'always', 'absolut', 'total', 'truli', 'so', 'offici', 'eventu', 'then', 'again', 'sinc',
-  'happili', 'definit', 'honest', 'genuin', 'realli', 'too', 'even', 'all', 'both', 'current', 'last', 'year', 'month', 'week',
-  'get', 'new', 'proud', 'on', 'off',
+  'just',
+  'recently',
+  'finally',
+  'now',
+  'also',
+  'still',
+  'currently',
+  'really',
+  'actually',
+  'already',
+  'have',
+  'do',
+  'be',
+  'not',
+  'never',
+  'no',
+  'longer',
+  'always',
+  'absolut',
+  'total',
+  'truli',
+  'so',
+  'offici',
+  'eventu',
+  'then',
+  'again',
+  'sinc',
+  'happili',
+  'definit',
+  'honest',
+  'genuin',
+  'realli',
+  'too',
+  'even',
+  'all',
+  'both',
+  'current',
+  'last',
+  'year',
+  'month',
+  'week',
+  'get',
+  'new',
+  'proud',
+  'on',
+  'off',
 ]);
 // Words that make a statement hypothetical or past rather than a fact about now.
-const HYPOTHETICAL = new Set(['want', 'wanna', 'plan', 'hope', 'go', 'gonna', 'might', 'would', 'could', 'should', 'if', 'mayb', 'use', 'wish', 'will', 'can', 'may', 'tri', 'think', 'consid', 'dream']);
+const HYPOTHETICAL = new Set([
+  'want',
+  'wanna',
+  'plan',
+  'hope',
+  'go',
+  'gonna',
+  'might',
+  'would',
+  'could',
+  'should',
+  'if',
+  'mayb',
+  'use',
+  'wish',
+  'will',
+  'can',
+  'may',
+  'tri',
+  'think',
+  'consid',
+  'dream',
+]);
 const NEGATIONS = new Set(['not', 'never']);
 const OBJECT_STOP = new Set([
-  ',', '.', ';', ':', '!', '?', '(', ')', '"', 'and', 'but', 'becaus', 'so', 'sinc', 'when', 'while', 'with', 'for', 'at', 'in',
-  'on', 'who', 'that', 'which', 'where', 'to', 'be', 'last', 'next', 'yesterday', 'today', 'tomorrow', 'anymor', 'ani', 'too',
-  'as', 'after', 'befor', 'dure', 'than', 'or', 'veri', 'a', 'lot', 'right', 'now', 'again', 'from', 'about', 'of', 'until',
-  'anyway', 'though', 'although', 'tonight', 'there', 'here', 'togeth', 'sometim', 'everi', 'whenev', 'by', 'like', 'name', 'call',
+  ',',
+  '.',
+  ';',
+  ':',
+  '!',
+  '?',
+  '(',
+  ')',
+  '"',
+  'and',
+  'but',
+  'becaus',
+  'so',
+  'sinc',
+  'when',
+  'while',
+  'with',
+  'for',
+  'at',
+  'in',
+  'on',
+  'who',
+  'that',
+  'which',
+  'where',
+  'to',
+  'be',
+  'last',
+  'next',
+  'yesterday',
+  'today',
+  'tomorrow',
+  'anymor',
+  'ani',
+  'too',
+  'as',
+  'after',
+  'befor',
+  'dure',
+  'than',
+  'or',
+  'veri',
+  'a',
+  'lot',
+  'right',
+  'now',
+  'again',
+  'from',
+  'about',
+  'of',
+  'until',
+  'anyway',
+  'though',
+  'although',
+  'tonight',
+  'there',
+  'here',
+  'togeth',
+  'sometim',
+  'everi',
+  'whenev',
+  'by',
+  'like',
+  'name',
+  'call',
 ]);
-const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'our', 'some', 'his', 'her', 'their', 'your', 'this', 'that', 'these', 'those', 'two', 'three', 'new', 'own', 'little', 'big', 'first', 'second', 'lovely', 'beauti', 'cute', 'old']);
-const OBJECT_PRONOUNS = new Set(['it', 'that', 'this', 'them', 'him', 'her', 'you', 'me', 'us', 'there', 'here', 'someth', 'anyth', 'everyth', 'noth', 'one', 'what', 'lot', 'way', 'time', 'to', 'home', 'bit']);
+const DETERMINERS = new Set([
+  'a',
+  'an',
+  'the',
+  'my',
+  'our',
+  'some',
+  'his',
+  'her',
+  'their',
+  'your',
+  'this',
+  'that',
+  'these',
+  'those',
+  'two',
+  'three',
+  'new',
+  'own',
+  'little',
+  'big',
+  'first',
+  'second',
+  'lovely',
+  'beauti',
+  'cute',
+  'old',
+]);
+const OBJECT_PRONOUNS = new Set([
+  'it',
+  'that',
+  'this',
+  'them',
+  'him',
+  'her',
+  'you',
+  'me',
+  'us',
+  'there',
+  'here',
+  'someth',
+  'anyth',
+  'everyth',
+  'noth',
+  'one',
+  'what',
+  'lot',
+  'way',
+  'time',
+  'to',
+  'home',
+  'bit',
+]);
 const THIRD_PERSON = new Set(['he', 'she']);
-const FAVOURITE_ADVERBS = new Set(['now', 'current', 'still', 'definit', 'probabl', 'actual', 'realli', 'offici', 'total', 'absolut', 'easili']);
+const FAVOURITE_ADVERBS = new Set([
+  'now',
+  'current',
+  'still',
+  'definit',
+  'probabl',
+  'actual',
+  'realli',
+  'offici',
+  'total',
+  'absolut',
+  'easili',
+]);
 const SPOUSE = new Set(['wife', 'husband', 'spous']);
 
 /** Compiles an ontology's relation cues and category cues once; `extract` is then a pure function of the text. */
@@ -67,9 +255,11 @@ export class Extractor {
   private readonly custom: CustomNames;
   private readonly categoryCues: Array<{ name: string; stems: string[][] }>;
 
-  constructor(private readonly ontology: Ontology) {
+  constructor(ontology: Ontology) {
     this.cues = ontology.relation_types
-      .flatMap((relation) => relation.cues.map((cue) => ({ relation, keys: tokenizeWithOffsets(cue).map((t) => t.key) })))
+      .flatMap((relation) =>
+        relation.cues.map((cue) => ({ relation, keys: tokenizeWithOffsets(cue).map((t) => t.key) })),
+      )
       .filter((c) => c.keys.length > 0)
       .sort((a, b) => b.keys.length - a.keys.length);
     this.favorites = ontology.relation_types.find((r) => r.name === `${FAVORITE_PREFIX}*`);
@@ -78,7 +268,10 @@ export class Extractor {
     this.custom = new Map(
       ontology.entity_types.flatMap((t) => t.examples.map((e) => [e.toLowerCase(), t.name] as [string, string])),
     );
-    this.categoryCues = ontology.categories.map((c) => ({ name: c.name, stems: c.cues.map((cue) => analyze(cue)).filter((s) => s.length > 0) }));
+    this.categoryCues = ontology.categories.map((c) => ({
+      name: c.name,
+      stems: c.cues.map((cue) => analyze(cue)).filter((s) => s.length > 0),
+    }));
   }
 
   /** Entities, relations and categories of one memory; `speaker` names who "I" is in a conversation turn. */
@@ -91,7 +284,14 @@ export class Extractor {
     personalFacts(tokens, mentions, self, (subject, relation, object, negated, aspect) => {
       const def = relation.startsWith(FAVORITE_PREFIX) ? this.favorites : this.byName.get(relation);
       if (!def || !object.name) return;
-      const fact: RelationFact = { subject, relation, object, negated, singleValued: def.single_valued, ...(aspect ? { aspect } : {}) };
+      const fact: RelationFact = {
+        subject,
+        relation,
+        object,
+        negated,
+        singleValued: def.single_valued,
+        ...(aspect ? { aspect } : {}),
+      };
       const key = factKey(fact);
       if (seen.has(key)) return;
       seen.add(key);
@@ -142,7 +342,11 @@ export class Extractor {
 
   /** Walks left from a cue over auxiliaries and adverbs to its subject; notes negation and hedging on the way. */
   private subjectBefore(
-    tokens: Token[], cueStart: number, mentionEnding: Map<number, EntityMention>, self: EntityRef, lastPerson: EntityRef | null,
+    tokens: Token[],
+    cueStart: number,
+    mentionEnding: Map<number, EntityMention>,
+    self: EntityRef,
+    lastPerson: EntityRef | null,
   ): { subject: EntityRef; negated: boolean } | null {
     let negated = false;
     for (let j = cueStart - 1; j >= 0 && j >= cueStart - 6; j--) {
@@ -158,7 +362,11 @@ export class Extractor {
     return null;
   }
 
-  private objectAfter(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): { ref: EntityRef; end: number } | null {
+  private objectAfter(
+    tokens: Token[],
+    start: number,
+    mentionAt: Map<number, EntityMention>,
+  ): { ref: EntityRef; end: number } | null {
     let i = start;
     while (tokens[i] && DETERMINERS.has(tokens[i]!.key) && !mentionAt.has(i)) i++;
     const mention = mentionAt.get(i);
@@ -175,8 +383,13 @@ export class Extractor {
   }
 
   private cueFact(
-    tokens: Token[], i: number, cue: Cue, mentionAt: Map<number, EntityMention>, mentionEnding: Map<number, EntityMention>,
-    self: EntityRef, lastPerson: EntityRef | null,
+    tokens: Token[],
+    i: number,
+    cue: Cue,
+    mentionAt: Map<number, EntityMention>,
+    mentionEnding: Map<number, EntityMention>,
+    self: EntityRef,
+    lastPerson: EntityRef | null,
   ): RelationFact | null {
     const found = this.subjectBefore(tokens, i, mentionEnding, self, lastPerson);
     if (!found) return null;
@@ -191,12 +404,22 @@ export class Extractor {
     // "joined a gym", "joined a mentorship program", "join forces": membership, not a job; only a named organisation is an employer.
     if (cue.keys.length === 1 && cue.keys[0] === 'join' && object.ref.type !== 'organization') return null;
     const negated = found.negated;
-    return { subject: found.subject, relation: cue.relation.name, object: object.ref, negated, singleValued: cue.relation.single_valued };
+    return {
+      subject: found.subject,
+      relation: cue.relation.name,
+      object: object.ref,
+      negated,
+      singleValued: cue.relation.single_valued,
+    };
   }
 
   /** "my favorite color is blue", "Mel's favourite band is …", "my wife Anna" / "my husband is Tom". */
   private possessiveFact(
-    tokens: Token[], i: number, mentionAt: Map<number, EntityMention>, mentionEnding: Map<number, EntityMention>, self: EntityRef,
+    tokens: Token[],
+    i: number,
+    mentionAt: Map<number, EntityMention>,
+    mentionEnding: Map<number, EntityMention>,
+    self: EntityRef,
   ): RelationFact | null {
     const t = tokens[i]!;
     let owner: EntityRef | null = null;
@@ -210,7 +433,8 @@ export class Extractor {
     if (this.favorites && tokens[next]?.key === 'favorit') {
       const thing: string[] = [];
       let j = next + 1;
-      while (tokens[j] && tokens[j]!.key !== 'be' && !tokens[j]!.punct && thing.length < 3) thing.push(tokens[j++]!.lower);
+      while (tokens[j] && tokens[j]!.key !== 'be' && !tokens[j]!.punct && thing.length < 3)
+        thing.push(tokens[j++]!.lower);
       if (tokens[j]?.key !== 'be' || thing.length === 0) return null;
       // "my favorite author is now Le Guin", "... is still jazz", "... is not X".
       let k = j + 1;
@@ -227,7 +451,13 @@ export class Extractor {
       if (tokens[j]?.key === 'be') j++;
       const mention = mentionAt.get(j);
       if (mention?.type !== 'person') return null;
-      return { subject: owner, relation: this.married.name, object: { name: mention.name, type: 'person' }, negated: false, singleValued: this.married.single_valued };
+      return {
+        subject: owner,
+        relation: this.married.name,
+        object: { name: mention.name, type: 'person' },
+        negated: false,
+        singleValued: this.married.single_valued,
+      };
     }
     return null;
   }
@@ -235,4 +465,5 @@ export class Extractor {
 
 const factKey = (f: RelationFact) => `${f.subject.name}|${f.relation}|${f.object.name.toLowerCase()}|${f.negated}`;
 
-const allowed = (types: string[], type: string) => types.length === 0 || types.includes(type) || (type === 'concept' && types.includes('concept'));
+const allowed = (types: string[], type: string) =>
+  types.length === 0 || types.includes(type) || (type === 'concept' && types.includes('concept'));

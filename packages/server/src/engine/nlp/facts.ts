@@ -11,10 +11,27 @@ import type { Token } from './tokens.js';
 
 /** Relation names the fact rules produce; each is used only when the ontology declares it. */
 export const FACT_RELATIONS = {
-  age: 'age', birthYear: 'birth_year', birthday: 'birthday', anniversary: 'anniversary', worksAs: 'works_as', worksAt: 'works_at',
-  livesIn: 'lives_in', is: 'is', status: 'relationship_status', partner: 'partner', married: 'married_to', children: 'children',
-  childCount: 'child_count', has: 'has', drives: 'drives', phone: 'phone', prefers: 'prefers', does: 'does', habit: 'habit',
-  likes: 'likes', favoritePrefix: 'favorite_',
+  age: 'age',
+  birthYear: 'birth_year',
+  birthday: 'birthday',
+  anniversary: 'anniversary',
+  worksAs: 'works_as',
+  worksAt: 'works_at',
+  livesIn: 'lives_in',
+  is: 'is',
+  status: 'relationship_status',
+  partner: 'partner',
+  married: 'married_to',
+  children: 'children',
+  childCount: 'child_count',
+  has: 'has',
+  drives: 'drives',
+  phone: 'phone',
+  prefers: 'prefers',
+  does: 'does',
+  habit: 'habit',
+  likes: 'likes',
+  favoritePrefix: 'favorite_',
 } as const;
 
 /** A subject or a value (extract.ts's EntityRef; not imported, so the two files do not import each other). */
@@ -25,32 +42,229 @@ interface EntityRef {
 
 type Emit = (subject: EntityRef, relation: string, object: EntityRef, negated: boolean, aspect?: string) => void;
 
-const CLAUSE_BREAK = new Set(['.', ';', ':', '!', '?', ',', 'but', 'becaus', 'so', 'while', 'although', 'though', 'and', 'or', 'which', 'who', 'when']);
+const CLAUSE_BREAK = new Set([
+  '.',
+  ';',
+  ':',
+  '!',
+  '?',
+  ',',
+  'but',
+  'becaus',
+  'so',
+  'while',
+  'although',
+  'though',
+  'and',
+  'or',
+  'which',
+  'who',
+  'when',
+]);
 const LEADING = new Set([
-  'well', 'yeah', 'yes', 'oh', 'now', 'these', 'day', 'today', 'also', 'then', 'honest', 'honestly', 'current', 'actual', 'just',
-  'so', 'final', 'recent', 'lately', 'sinc', 'anyway', 'nowaday', 'guess', 'what', 'well', 'still', 'right', 'realli',
+  'well',
+  'yeah',
+  'yes',
+  'oh',
+  'now',
+  'these',
+  'day',
+  'today',
+  'also',
+  'then',
+  'honest',
+  'honestly',
+  'current',
+  'actual',
+  'just',
+  'so',
+  'final',
+  'recent',
+  'lately',
+  'sinc',
+  'anyway',
+  'nowaday',
+  'guess',
+  'what',
+  'well',
+  'still',
+  'right',
+  'realli',
 ]);
 const ADVERBS = new Set([
-  'just', 'recent', 'final', 'now', 'also', 'still', 'current', 'realli', 'actual', 'alreadi', 'offici', 'eventu', 'again',
-  'happili', 'definit', 'honest', 'genuin', 'too', 'even', 'both', 'total', 'absolut', 'pretti', 'veri', 'usual',
-  'normal', 'typic', 'general', 'sometim', 'often', 'alway', 'mostli', 'each', 'sinc', 'newli', 'proud', 'all', 'at',
+  'just',
+  'recent',
+  'final',
+  'now',
+  'also',
+  'still',
+  'current',
+  'realli',
+  'actual',
+  'alreadi',
+  'offici',
+  'eventu',
+  'again',
+  'happili',
+  'definit',
+  'honest',
+  'genuin',
+  'too',
+  'even',
+  'both',
+  'total',
+  'absolut',
+  'pretti',
+  'veri',
+  'usual',
+  'normal',
+  'typic',
+  'general',
+  'sometim',
+  'often',
+  'alway',
+  'mostli',
+  'each',
+  'sinc',
+  'newli',
+  'proud',
+  'all',
+  'at',
 ]);
 const HYPOTHETICAL = new Set([
-  'want', 'wanna', 'plan', 'hope', 'gonna', 'might', 'would', 'could', 'should', 'if', 'mayb', 'use', 'wish', 'will', 'may', 'tri',
-  'think', 'consid', 'dream', 'need', 'ask', 'whether', 'whi', 'how', 'do you', 'you',
+  'want',
+  'wanna',
+  'plan',
+  'hope',
+  'gonna',
+  'might',
+  'would',
+  'could',
+  'should',
+  'if',
+  'mayb',
+  'use',
+  'wish',
+  'will',
+  'may',
+  'tri',
+  'think',
+  'consid',
+  'dream',
+  'need',
+  'ask',
+  'whether',
+  'whi',
+  'how',
+  'do you',
+  'you',
 ]);
 const NEGATORS = new Set(['not', 'never', 'no']);
 const STOP = new Set([
-  ',', '.', ';', ':', '!', '?', '(', ')', '"', 'and', 'but', 'becaus', 'so', 'sinc', 'when', 'while', 'with', 'for', 'at', 'in',
-  'on', 'who', 'that', 'which', 'where', 'to', 'last', 'next', 'yesterday', 'today', 'tomorrow', 'anymor', 'ani', 'too', 'as',
-  'after', 'befor', 'dure', 'than', 'or', 'now', 'again', 'from', 'about', 'of', 'until', 'anyway', 'though', 'although', 'there',
-  'here', 'these', 'day', 'lot', 'thi', 'over', 'instead', 'either', 'like', 'by', 'all', 'name', 'call',
+  ',',
+  '.',
+  ';',
+  ':',
+  '!',
+  '?',
+  '(',
+  ')',
+  '"',
+  'and',
+  'but',
+  'becaus',
+  'so',
+  'sinc',
+  'when',
+  'while',
+  'with',
+  'for',
+  'at',
+  'in',
+  'on',
+  'who',
+  'that',
+  'which',
+  'where',
+  'to',
+  'last',
+  'next',
+  'yesterday',
+  'today',
+  'tomorrow',
+  'anymor',
+  'ani',
+  'too',
+  'as',
+  'after',
+  'befor',
+  'dure',
+  'than',
+  'or',
+  'now',
+  'again',
+  'from',
+  'about',
+  'of',
+  'until',
+  'anyway',
+  'though',
+  'although',
+  'there',
+  'here',
+  'these',
+  'day',
+  'lot',
+  'thi',
+  'over',
+  'instead',
+  'either',
+  'like',
+  'by',
+  'all',
+  'name',
+  'call',
 ]);
-const DETERMINERS = new Set(['a', 'an', 'the', 'my', 'our', 'his', 'her', 'their', 'your', 'some', 'this', 'that', 'ani', 'new', 'own']);
-const PRONOUNS = new Set(['it', 'that', 'this', 'them', 'him', 'her', 'you', 'me', 'us', 'someth', 'anyth', 'everyth', 'noth', 'one', 'what', 'bit', 'lot']);
+const DETERMINERS = new Set([
+  'a',
+  'an',
+  'the',
+  'my',
+  'our',
+  'his',
+  'her',
+  'their',
+  'your',
+  'some',
+  'this',
+  'that',
+  'ani',
+  'new',
+  'own',
+]);
+const PRONOUNS = new Set([
+  'it',
+  'that',
+  'this',
+  'them',
+  'him',
+  'her',
+  'you',
+  'me',
+  'us',
+  'someth',
+  'anyth',
+  'everyth',
+  'noth',
+  'one',
+  'what',
+  'bit',
+  'lot',
+]);
 
 /** Nouns naming a person's work; the last word of "a <...> nurse" decides that it is a job. */
-const OCCUPATIONS = new Set(`
+const OCCUPATIONS = new Set(
+  `
 nurse teacher lawyer attorney doctor physician surgeon dentist engineer developer programmer designer architect accountant banker
 chef cook baker barista waiter waitress bartender cashier clerk manager director consultant analyst scientist researcher professor
 lecturer tutor student intern firefighter police officer cop soldier pilot driver plumber electrician carpenter mechanic farmer
@@ -65,48 +279,199 @@ chiropractor radiologist anesthesiologist pediatrician psychiatrist worker lifeg
 astronomer statistician actuary headteacher dean pastor priest rabbi imam officer detective sheriff solicitor barrister notary
 supervisor foreman sommelier housekeeper maid babysitter referee umpire footballer mailman postman trucker surveyor planner
 strategist copywriter curator archivist historian linguist interpreter diplomat politician senator mayor councillor councilor
-`.trim().split(/\s+/));
+`
+    .trim()
+    .split(/\s+/),
+);
 /** "a smoker" -> the activity key of "smoking" (activityKey), so the noun and the verb state one habit. */
 const HABIT_AGENTS: Record<string, string> = { smoker: 'smoke', drinker: 'drink', vaper: 'vape', gambler: 'gambl' };
 /** States that are a person's work situation rather than a job. */
 const WORK_STATES = new Set(['retired', 'unemployed', 'jobless', 'self-employed']);
 /** "got <...>": the relationship status it gives. */
-const STATUS_CHANGES: Record<string, string> = { marri: 'married', divorc: 'divorced', engag: 'engaged', separ: 'separated' };
+const STATUS_CHANGES: Record<string, string> = {
+  marri: 'married',
+  divorc: 'divorced',
+  engag: 'engaged',
+  separ: 'separated',
+};
 /** Verbs that begin a job ("started a new job at", "took a position with", "landed a role as"). */
-const JOB_STARTS = new Set(['start', 'began', 'begin', 'took', 'take', 'accept', 'land', 'found', 'got', 'get', 'secur']);
+const JOB_STARTS = new Set([
+  'start',
+  'began',
+  'begin',
+  'took',
+  'take',
+  'accept',
+  'land',
+  'found',
+  'got',
+  'get',
+  'secur',
+]);
 /** Participles of losing one's job ("fired", "laid off", "let go", "sacked"). */
 const DISMISSED = new Set(['fire', 'laid', 'let', 'sack', 'dismiss']);
 const JOB_WORDS = new Set(['job', 'posit', 'role', 'gig', 'career']);
 const STATUS = new Set(['single', 'married', 'divorced', 'engaged', 'widowed', 'separated', 'dating']);
 /** Adjectives that say what a person is, lastingly (a copula with one of them is a fact, "I'm happy" is not). */
-const TRAITS = new Set(`
+const TRAITS = new Set(
+  `
 vegetarian vegan pescatarian religious atheist christian muslim jewish buddhist catholic shy introverted extroverted sober
 pregnant diabetic celiac lactose-intolerant gay straight bisexual transgender trans queer left-handed right-handed
-`.trim().split(/\s+/));
+`
+    .trim()
+    .split(/\s+/),
+);
 /** "my <attribute> is ..." nouns with one value per person. */
 const ATTRIBUTES: Record<string, string> = {
-  birthday: FACT_RELATIONS.birthday, anniversari: FACT_RELATIONS.anniversary, job: FACT_RELATIONS.worksAs,
-  occup: FACT_RELATIONS.worksAs, profess: FACT_RELATIONS.worksAs, age: FACT_RELATIONS.age, home: FACT_RELATIONS.livesIn,
+  birthday: FACT_RELATIONS.birthday,
+  anniversari: FACT_RELATIONS.anniversary,
+  job: FACT_RELATIONS.worksAs,
+  occup: FACT_RELATIONS.worksAs,
+  profess: FACT_RELATIONS.worksAs,
+  age: FACT_RELATIONS.age,
+  home: FACT_RELATIONS.livesIn,
 };
 const PARTNERS = new Set(['girlfriend', 'boyfriend', 'partner', 'fianc', 'fiance', 'fiancé', 'fiancée']);
 const SPOUSES = new Set(['wife', 'husband', 'spous']);
 const CHILD_WORDS = new Set(['kid', 'child', 'children', 'son', 'daughter', 'babi']);
 /** Things with one current instance per person, by the words that name them. */
 const SINGLE_THINGS: Array<[string, Set<string>]> = [
-  [FACT_RELATIONS.phone, new Set(['iphon', 'android', 'samsung', 'pixel', 'galaxi', 'blackberri', 'nokia', 'motorola', 'phone'])],
-  [FACT_RELATIONS.drives, new Set(['honda', 'toyota', 'ford', 'tesla', 'bmw', 'civic', 'prius', 'corolla', 'mustang', 'jeep', 'audi', 'subaru', 'volkswagen', 'vw', 'kia', 'hyundai', 'nissan', 'chevi', 'chevrolet', 'merced', 'volvo', 'mazda', 'car', 'truck', 'van', 'suv'])],
+  [
+    FACT_RELATIONS.phone,
+    new Set(['iphon', 'android', 'samsung', 'pixel', 'galaxi', 'blackberri', 'nokia', 'motorola', 'phone']),
+  ],
+  [
+    FACT_RELATIONS.drives,
+    new Set([
+      'honda',
+      'toyota',
+      'ford',
+      'tesla',
+      'bmw',
+      'civic',
+      'prius',
+      'corolla',
+      'mustang',
+      'jeep',
+      'audi',
+      'subaru',
+      'volkswagen',
+      'vw',
+      'kia',
+      'hyundai',
+      'nissan',
+      'chevi',
+      'chevrolet',
+      'merced',
+      'volvo',
+      'mazda',
+      'car',
+      'truck',
+      'van',
+      'suv',
+    ]),
+  ],
 ];
-const LOSS_VERBS = new Set(['sold', 'sell', 'lost', 'lose', 'gave', 'give', 'donat', 'trade', 'traded', 'scrap', 'crash', 'wreck', 'total']);
+const LOSS_VERBS = new Set([
+  'sold',
+  'sell',
+  'lost',
+  'lose',
+  'gave',
+  'give',
+  'donat',
+  'trade',
+  'traded',
+  'scrap',
+  'crash',
+  'wreck',
+  'total',
+]);
 const DEATH_VERBS = new Set(['die', 'pass', 'ran', 'run']);
 const STOP_VERBS = new Set(['quit', 'stop', 'gave', 'give']);
 const LEAVE_VERBS = new Set(['left', 'leav', 'quit']);
-const LIGHT_VERBS = new Set(['go', 'do', 'have', 'get', 'take', 'make', 'play', 'to', 'the', 'a', 'my', 'some', 'for', 'out', 'at', 'start', 'begin', 'keep', 'continu', 'tri', 'love', 'like', 'enjoy', 'still']);
-const TIMES_OF_DAY: Record<string, string> = { morn: 'morning', morning: 'morning', even: 'evening', evening: 'evening', night: 'night', afternoon: 'afternoon', lunchtim: 'lunchtime', weekend: 'weekend' };
+const LIGHT_VERBS = new Set([
+  'go',
+  'do',
+  'have',
+  'get',
+  'take',
+  'make',
+  'play',
+  'to',
+  'the',
+  'a',
+  'my',
+  'some',
+  'for',
+  'out',
+  'at',
+  'start',
+  'begin',
+  'keep',
+  'continu',
+  'tri',
+  'love',
+  'like',
+  'enjoy',
+  'still',
+]);
+const TIMES_OF_DAY: Record<string, string> = {
+  morn: 'morning',
+  morning: 'morning',
+  even: 'evening',
+  evening: 'evening',
+  night: 'night',
+  afternoon: 'afternoon',
+  lunchtim: 'lunchtime',
+  weekend: 'weekend',
+};
 const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']);
-const PERIODS: Record<string, string> = { day: 'day', week: 'week', month: 'month', year: 'year', night: 'day', morn: 'day' };
-const COUNT_WORDS: Record<string, number> = { onc: 1, once: 1, twice: 2, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10, a: 1, an: 1, singl: 1, no: 0 };
+const PERIODS: Record<string, string> = {
+  day: 'day',
+  week: 'week',
+  month: 'month',
+  year: 'year',
+  night: 'day',
+  morn: 'day',
+};
+const COUNT_WORDS: Record<string, number> = {
+  onc: 1,
+  once: 1,
+  twice: 2,
+  one: 1,
+  two: 2,
+  three: 3,
+  four: 4,
+  five: 5,
+  six: 6,
+  seven: 7,
+  eight: 8,
+  nine: 9,
+  ten: 10,
+  a: 1,
+  an: 1,
+  singl: 1,
+  no: 0,
+};
 const COMMUTE = new Set(['work', 'school', 'offic', 'colleg', 'campus']);
-const MODES: Record<string, string> = { walk: 'walk', bike: 'bike', cycl: 'bike', ride: 'bike', drive: 'car', car: 'car', bus: 'bus', train: 'train', subway: 'train', metro: 'train', tube: 'train', run: 'run', jog: 'run', scooter: 'scooter', carpool: 'car' };
+const MODES: Record<string, string> = {
+  walk: 'walk',
+  bike: 'bike',
+  cycl: 'bike',
+  ride: 'bike',
+  drive: 'car',
+  car: 'car',
+  bus: 'bus',
+  train: 'train',
+  subway: 'train',
+  metro: 'train',
+  tube: 'train',
+  run: 'run',
+  jog: 'run',
+  scooter: 'scooter',
+  carpool: 'car',
+};
 
 const numberOf = (t: Token | undefined): number | null => {
   if (!t) return null;
@@ -148,7 +513,12 @@ interface Subject {
 }
 
 /** The end user ("I", "we", "my ..."), a named person, or an owner's role noun at the start of a clause. */
-function subjectOf(clause: Token[], mentionAt: Map<number, EntityMention>, offset: number, self: EntityRef): Subject | null {
+function subjectOf(
+  clause: Token[],
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+  self: EntityRef,
+): Subject | null {
   for (let i = 0; i < Math.min(clause.length, 5); i++) {
     const t = clause[i]!;
     const mention = mentionAt.get(offset + i);
@@ -167,9 +537,19 @@ function subjectOf(clause: Token[], mentionAt: Map<number, EntityMention>, offse
   return null;
 }
 
-function withRole(clause: Token[], i: number, owner: EntityRef, mentionAt: Map<number, EntityMention>, offset: number): Subject {
+function withRole(
+  clause: Token[],
+  i: number,
+  owner: EntityRef,
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+): Subject {
   let j = i;
-  while (clause[j] && ['new', 'old', 'late', 'current', 'little', 'older', 'younger', 'ex', 'belov'].includes(clause[j]!.key)) j++;
+  while (
+    clause[j] &&
+    ['new', 'old', 'late', 'current', 'little', 'older', 'younger', 'ex', 'belov'].includes(clause[j]!.key)
+  )
+    j++;
   // A modifier before an attribute noun ("wedding anniversary", "cell phone number") names the same attribute.
   if (clause[j] && clause[j + 1] && ATTRIBUTES[clause[j + 1]!.key] && !ATTRIBUTES[clause[j]!.key]) j++;
   const role = clause[j] && !clause[j]!.punct ? clause[j]!.key : null;
@@ -194,13 +574,23 @@ function phrase(clause: Token[], i: number, max = 3): { words: Token[]; end: num
 }
 
 const concept = (words: Token[]): EntityRef => ({ name: words.map((w) => w.lower).join(' '), type: 'concept' });
-const valueOf = (name: string, type = 'concept'): EntityRef => ({ name, type });
+const conceptRef = (name: string, type = 'concept'): EntityRef => ({ name, type });
 
 /** The activity of a verb phrase as a short stable key: light verbs, determiners and particles dropped ("go running" -> "run"). */
 function activityKey(words: Token[]): string {
-  const keys = words.filter((w) => !w.punct && !LIGHT_VERBS.has(w.key) && !/^\d/.test(w.text) && !NUMBER_WORDS.has(w.lower)
-    && !['cup', 'glass', 'time', 'of', 'with', 'mile', 'km', 'hour', 'minut'].includes(w.key) && !ADVERBS.has(w.key));
-  return keys.map((w) => w.key).slice(0, 3).join(' ');
+  const keys = words.filter(
+    (w) =>
+      !w.punct &&
+      !LIGHT_VERBS.has(w.key) &&
+      !/^\d/.test(w.text) &&
+      !NUMBER_WORDS.has(w.lower) &&
+      !['cup', 'glass', 'time', 'of', 'with', 'mile', 'km', 'hour', 'minut'].includes(w.key) &&
+      !ADVERBS.has(w.key),
+  );
+  return keys
+    .map((w) => w.key)
+    .slice(0, 3)
+    .join(' ');
 }
 
 interface Frequency {
@@ -215,24 +605,48 @@ function frequencyIn(clause: Token[]): Frequency | null {
     const t = clause[i]!;
     const next = clause[i + 1];
     if (t.key === 'everi' && next) {
-      if (next.key in TIMES_OF_DAY && next.key !== 'day') return { dimension: 'time_of_day', value: TIMES_OF_DAY[next.key]!, start: i };
+      if (next.key in TIMES_OF_DAY && next.key !== 'day')
+        return { dimension: 'time_of_day', value: TIMES_OF_DAY[next.key]!, start: i };
       if (WEEKDAYS.has(next.lower)) return { dimension: 'weekday', value: next.lower, start: i };
       const n = numberOf(next);
       const period = PERIODS[(n !== null ? clause[i + 2] : next)?.key ?? ''];
-      if (period) return { dimension: 'frequency', value: n !== null ? `every ${n} ${period}s` : `1/${period}`, start: i };
+      if (period)
+        return { dimension: 'frequency', value: n !== null ? `every ${n} ${period}s` : `1/${period}`, start: i };
     }
     if (t.key === 'daili' || t.key === 'weekli' || t.key === 'monthli') {
-      return { dimension: 'frequency', value: `1/${t.key === 'daili' ? 'day' : t.key === 'weekli' ? 'week' : 'month'}`, start: i };
+      return {
+        dimension: 'frequency',
+        value: `1/${t.key === 'daili' ? 'day' : t.key === 'weekli' ? 'week' : 'month'}`,
+        start: i,
+      };
     }
-    if ((t.lower === 'on' || t.lower === 'most') && next && WEEKDAYS.has(next.lower.replace(/s$/, '')) && /s$/.test(next.lower)) {
+    if (
+      (t.lower === 'on' || t.lower === 'most') &&
+      next &&
+      WEEKDAYS.has(next.lower.replace(/s$/, '')) &&
+      /s$/.test(next.lower)
+    ) {
       return { dimension: 'weekday', value: next.lower.replace(/s$/, ''), start: i };
     }
-    if (t.lower === 'in' && clause[i + 1]?.lower === 'the' && clause[i + 2] && /s$/.test(clause[i + 2]!.lower) && clause[i + 2]!.key in TIMES_OF_DAY) {
+    if (
+      t.lower === 'in' &&
+      clause[i + 1]?.lower === 'the' &&
+      clause[i + 2] &&
+      /s$/.test(clause[i + 2]!.lower) &&
+      clause[i + 2]!.key in TIMES_OF_DAY
+    ) {
       return { dimension: 'time_of_day', value: TIMES_OF_DAY[clause[i + 2]!.key]!, start: i };
     }
-    if ((t.lower === 'at' && next?.lower === 'night') || t.lower === 'nightly') return { dimension: 'time_of_day', value: 'night', start: i };
+    if ((t.lower === 'at' && next?.lower === 'night') || t.lower === 'nightly')
+      return { dimension: 'time_of_day', value: 'night', start: i };
     // "<count> a/per <period>": "twice a week", "three times a week", "two cups a day".
-    if ((t.lower === 'a' || t.lower === 'per') && next && PERIODS[next.key] && next.key !== 'night' && next.key !== 'morn') {
+    if (
+      (t.lower === 'a' || t.lower === 'per') &&
+      next &&
+      PERIODS[next.key] &&
+      next.key !== 'night' &&
+      next.key !== 'morn'
+    ) {
       let count: number | null = null;
       for (let j = i - 1; j >= 0 && j >= i - 5; j--) {
         const n = numberOf(clause[j]);
@@ -258,7 +672,13 @@ function frequencyIn(clause: Token[]): Frequency | null {
 /** Where a frequency phrase begins, so the activity before it does not swallow its count ("three times a week"). */
 function frequencyStart(clause: Token[], f: Frequency): number {
   let s = f.start;
-  while (s > 0 && (numberOf(clause[s - 1]) !== null || ['time', 'onc', 'once', 'twice', 'cup', 'glass', 'of'].includes(clause[s - 1]!.key) || clause[s - 1]!.lower === 'twice')) s--;
+  while (
+    s > 0 &&
+    (numberOf(clause[s - 1]) !== null ||
+      ['time', 'onc', 'once', 'twice', 'cup', 'glass', 'of'].includes(clause[s - 1]!.key) ||
+      clause[s - 1]!.lower === 'twice')
+  )
+    s--;
   return s;
 }
 
@@ -274,7 +694,8 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
   for (const { tokens: clause, offset, joinedBy } of clausesOf(tokens)) {
     let subject = subjectOf(clause, mentionAt, offset, self);
     // "Maria retired from cooking and is a painter now": a clause without a subject of its own keeps the last one.
-    if (!subject && carried && joinedBy === 'and' && clause[0] && !mentionAt.has(offset)) subject = { ...carried, next: 0 };
+    if (!subject && carried && joinedBy === 'and' && clause[0] && !mentionAt.has(offset))
+      subject = { ...carried, next: 0 };
     const before = lastEntity;
     for (let i = 0; i < clause.length; i++) {
       const m = mentionAt.get(offset + i);
@@ -291,7 +712,13 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
 }
 
 function readClause(
-  clause: Token[], offset: number, subject: Subject, mentionAt: Map<number, EntityMention>, self: EntityRef, before: EntityRef | null, emit: Emit,
+  clause: Token[],
+  offset: number,
+  subject: Subject,
+  mentionAt: Map<number, EntityMention>,
+  self: EntityRef,
+  before: EntityRef | null,
+  emit: Emit,
 ): void {
   // Auxiliaries, adverbs and negation between the subject and its predicate.
   let i = subject.next;
@@ -303,7 +730,14 @@ function readClause(
     if (t.key === 'be') copula = true;
     else if (NEGATORS.has(t.key)) negated = true;
     else if (t.key === 'longer' && clause[i - 1]?.key === 'no') negated = true;
-    else if (t.key === 'have' || t.key === 'do' || ADVERBS.has(t.key) || t.key === 'these' || t.key === 'day' || t.key === 'ever') {
+    else if (
+      t.key === 'have' ||
+      t.key === 'do' ||
+      ADVERBS.has(t.key) ||
+      t.key === 'these' ||
+      t.key === 'day' ||
+      t.key === 'ever'
+    ) {
       // "have" is an auxiliary only before a past participle; as a main verb it is handled below.
       if (t.key === 'have' && !isParticiple(clause[i + 1])) break;
     } else break;
@@ -319,17 +753,29 @@ function readClause(
     possessive(clause, i, subject, copula, neg, mentionAt, offset, self, emit);
     return;
   }
-  if (subject.ref !== self && subject.ref.type === 'person' && clause[subject.next - 1] && rest[0] && DEATH_VERBS.has(rest[0].key)) {
+  if (
+    subject.ref !== self &&
+    subject.ref.type === 'person' &&
+    clause[subject.next - 1] &&
+    rest[0] &&
+    DEATH_VERBS.has(rest[0].key)
+  ) {
     // "Luna died": a named pet or person is gone; the end user no longer has them.
-    if (rest[0].key !== 'run' || rest[1]?.key === 'away') emit(self, FACT_RELATIONS.has, valueOf(subject.ref.name.toLowerCase()), true);
+    if (rest[0].key !== 'run' || rest[1]?.key === 'away')
+      emit(self, FACT_RELATIONS.has, conceptRef(subject.ref.name.toLowerCase()), true);
     return;
   }
   // "Emma and I broke up".
-  if (subject.ref.type === 'person' && subject.ref !== self && clause[subject.next]?.lower === 'and' && clause[subject.next + 1]?.lower === 'i') {
+  if (
+    subject.ref.type === 'person' &&
+    subject.ref !== self &&
+    clause[subject.next]?.lower === 'and' &&
+    clause[subject.next + 1]?.lower === 'i'
+  ) {
     const verb = clause.slice(subject.next + 2).map((t) => t.key);
     if (verb.includes('broke') || verb.includes('split') || verb.includes('separ') || verb.includes('divorc')) {
-      emit(self, FACT_RELATIONS.partner, valueOf(subject.ref.name, 'person'), true);
-      emit(self, FACT_RELATIONS.married, valueOf(subject.ref.name, 'person'), true);
+      emit(self, FACT_RELATIONS.partner, conceptRef(subject.ref.name, 'person'), true);
+      emit(self, FACT_RELATIONS.married, conceptRef(subject.ref.name, 'person'), true);
     }
     return;
   }
@@ -346,16 +792,19 @@ function readClause(
   if (f) {
     const start = frequencyStart(rest, f);
     const words = rest.slice(0, start);
-    const toIdx = words.findIndex((w, k) => w.key === 'to' && COMMUTE.has(words[k + 1]?.key ?? '') );
+    const toIdx = words.findIndex((w, k) => w.key === 'to' && COMMUTE.has(words[k + 1]?.key ?? ''));
     if (toIdx >= 0) {
-      const mode = words.slice(0, toIdx).map((w) => MODES[w.key]).find(Boolean);
-      if (mode) emit(owner, FACT_RELATIONS.habit, valueOf(mode), neg, `commute to ${words[toIdx + 1]!.key}`);
+      const mode = words
+        .slice(0, toIdx)
+        .map((w) => MODES[w.key])
+        .find(Boolean);
+      if (mode) emit(owner, FACT_RELATIONS.habit, conceptRef(mode), neg, `commute to ${words[toIdx + 1]!.key}`);
       return;
     }
     const activity = activityKey(words);
     if (!activity) return;
-    emit(owner, FACT_RELATIONS.does, valueOf(activity), neg);
-    if (!neg) emit(owner, FACT_RELATIONS.habit, valueOf(f.value), false, `${activity} | ${f.dimension}`);
+    emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
+    if (!neg) emit(owner, FACT_RELATIONS.habit, conceptRef(f.value), false, `${activity} | ${f.dimension}`);
     return;
   }
   // "I got laid off from Barclays", "I got fired by Tesco".
@@ -366,56 +815,62 @@ function readClause(
   // "I call Denver home".
   if (v === 'call' && rest.slice(2, 6).some((t) => t.key === 'home')) {
     const m = mentionAt.get(at(1));
-    if (m?.type === 'place') emit(owner, FACT_RELATIONS.livesIn, valueOf(m.name, 'place'), neg);
+    if (m?.type === 'place') emit(owner, FACT_RELATIONS.livesIn, conceptRef(m.name, 'place'), neg);
     return;
   }
   // "(We moved out of Bristol and) now live in Bath": a clause whose subject carried over, which the cues do not see.
   if (v === 'live' && rest[1]?.key === 'in') {
     const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
-    if (place) emit(owner, FACT_RELATIONS.livesIn, valueOf(place.name, 'place'), neg);
+    if (place) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
     return;
   }
   // "We moved out of Bristol", "I moved away from Leeds": no longer lives there.
   if ((v === 'move' || v === 'relocat') && (rest[1]?.key === 'out' || rest[1]?.key === 'away')) {
     const place = [...Array(4).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
-    if (place) emit(owner, FACT_RELATIONS.livesIn, valueOf(place.name, 'place'), true);
+    if (place) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), true);
     return;
   }
   // "I take the bus to work now", "I walk to school": how one commutes, without a frequency.
   const toCommute = rest.findIndex((w, k) => k <= 4 && w.key === 'to' && COMMUTE.has(rest[k + 1]?.key ?? ''));
   if (toCommute > 0) {
-    const mode = rest.slice(0, toCommute).map((w) => MODES[w.key]).find(Boolean);
+    const mode = rest
+      .slice(0, toCommute)
+      .map((w) => MODES[w.key])
+      .find(Boolean);
     if (mode) {
-      emit(owner, FACT_RELATIONS.habit, valueOf(mode), neg, `commute to ${rest[toCommute + 1]!.key}`);
+      emit(owner, FACT_RELATIONS.habit, conceptRef(mode), neg, `commute to ${rest[toCommute + 1]!.key}`);
       return;
     }
   }
   // "Sam retired last year": a work situation, like "I'm retired".
   if (v === 'retir') {
-    emit(owner, FACT_RELATIONS.worksAs, valueOf('retired'), neg);
+    emit(owner, FACT_RELATIONS.worksAs, conceptRef('retired'), neg);
     return;
   }
   // "I got married (to Tom)", "Elena and I got divorced", "we got engaged": a change of relationship status.
   if ((v === 'got' || v === 'get') && rest[1] && STATUS_CHANGES[rest[1].key]) {
     const status = STATUS_CHANGES[rest[1].key]!;
-    emit(owner, FACT_RELATIONS.status, valueOf(status), neg);
+    emit(owner, FACT_RELATIONS.status, conceptRef(status), neg);
     const named = rest[2]?.key === 'to' || rest[2]?.key === 'with' ? mentionAt.get(at(3)) : undefined;
     const person = named?.type === 'person' ? named.name : before?.type === 'person' ? before.name : null;
-    if (person && (status === 'divorced' || status === 'separated')) emit(owner, FACT_RELATIONS.married, valueOf(person, 'person'), true);
-    else if (named?.type === 'person' && status === 'married') emit(owner, FACT_RELATIONS.married, valueOf(named.name, 'person'), neg);
-    else if (named?.type === 'person' && status === 'engaged') emit(owner, FACT_RELATIONS.partner, valueOf(named.name, 'person'), neg);
+    if (person && (status === 'divorced' || status === 'separated'))
+      emit(owner, FACT_RELATIONS.married, conceptRef(person, 'person'), true);
+    else if (named?.type === 'person' && status === 'married')
+      emit(owner, FACT_RELATIONS.married, conceptRef(named.name, 'person'), neg);
+    else if (named?.type === 'person' && status === 'engaged')
+      emit(owner, FACT_RELATIONS.partner, conceptRef(named.name, 'person'), neg);
     return;
   }
   // "We called off the engagement", "I broke off our engagement".
   if (['call', 'broke', 'break', 'cancel'].includes(v) && rest.slice(1, 5).some((t) => t.key === 'engag')) {
-    emit(owner, FACT_RELATIONS.status, valueOf('engaged'), true);
+    emit(owner, FACT_RELATIONS.status, conceptRef('engaged'), true);
     return;
   }
   // "(We packed up and) moved to Leeds", "I've just moved into a house in Edinburgh": where the subject lives.
   if ((v === 'move' || v === 'relocat') && ['to', 'into', 'back', 'in'].includes(rest[1]?.key ?? '')) {
     const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
     if (place) {
-      emit(owner, FACT_RELATIONS.livesIn, valueOf(place.name, 'place'), neg);
+      emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
       return;
     }
   }
@@ -425,10 +880,11 @@ function readClause(
     const link = job > 0 ? rest[job + 1]?.key : undefined;
     if (link === 'at' || link === 'with' || link === 'for') {
       const m = mentionAt.get(at(job + 2)) ?? mentionAt.get(at(job + 3));
-      if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, 'organization'), neg);
+      if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
       else {
         const p = phrase(rest, job + 2, 3);
-        if (p.words.length && !PRONOUNS.has(p.words[0]!.key)) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), neg);
+        if (p.words.length && !PRONOUNS.has(p.words[0]!.key))
+          emit(owner, FACT_RELATIONS.worksAt, concept(p.words), neg);
       }
       return;
     }
@@ -441,17 +897,17 @@ function readClause(
   // "(Ana quit the Red Cross and) joined UNICEF": an organisation joined is where one works (a club or a gym is not named one).
   if (v === 'join') {
     const m = mentionAt.get(at(1)) ?? mentionAt.get(at(2));
-    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, 'organization'), neg);
+    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
     return;
   }
   // Ages and birth years.
   if (v === 'turn' || v === 'turned') {
     const n = numberOf(rest[1]);
-    if (n !== null && n > 0 && n < 130) emit(owner, FACT_RELATIONS.age, valueOf(String(n), 'quantity'), neg);
+    if (n !== null && n > 0 && n < 130) emit(owner, FACT_RELATIONS.age, conceptRef(String(n), 'quantity'), neg);
     return;
   }
   if (v === 'born' && rest[1]?.lower === 'in' && /^(19|20)\d\d$/.test(rest[2]?.text ?? '')) {
-    emit(owner, FACT_RELATIONS.birthYear, valueOf(rest[2]!.text, 'date'), neg);
+    emit(owner, FACT_RELATIONS.birthYear, conceptRef(rest[2]!.text, 'date'), neg);
     return;
   }
   // Preferences of one thing over another: the pair is the attribute, the preferred one its value.
@@ -462,29 +918,34 @@ function readClause(
       const b = phrase(rest, a.end + (link.key === 'instead' ? 2 : 1));
       if (b.words.length) {
         const [x, y] = [concept(a.words).name, concept(b.words).name];
-        emit(owner, FACT_RELATIONS.prefers, valueOf(x), neg, [x, y].sort().join(' | '));
+        emit(owner, FACT_RELATIONS.prefers, conceptRef(x), neg, [x, y].sort().join(' | '));
       }
     }
     return;
   }
   // Relationships.
   if ((v === 'date' || v === 'see') && mentionAt.get(at(1))?.type === 'person') {
-    emit(owner, FACT_RELATIONS.partner, valueOf(mentionAt.get(at(1))!.name, 'person'), neg);
-    if (!neg) emit(owner, FACT_RELATIONS.status, valueOf('dating'), false);
+    emit(owner, FACT_RELATIONS.partner, conceptRef(mentionAt.get(at(1))!.name, 'person'), neg);
+    if (!neg) emit(owner, FACT_RELATIONS.status, conceptRef('dating'), false);
     return;
   }
   if ((v === 'broke' || v === 'break' || v === 'split') && rest[1]?.key === 'up') {
     // "I broke up with Leo"; "Leo and I split up" (the person is the clause before).
-    const person = rest[2]?.key === 'with' ? mentionAt.get(at(3)) : before?.type === 'person' ? { name: before.name, type: 'person' } : undefined;
+    const person =
+      rest[2]?.key === 'with'
+        ? mentionAt.get(at(3))
+        : before?.type === 'person'
+          ? { name: before.name, type: 'person' }
+          : undefined;
     if (person?.type === 'person') {
-      emit(owner, FACT_RELATIONS.partner, valueOf(person.name, 'person'), true);
-      emit(owner, FACT_RELATIONS.married, valueOf(person.name, 'person'), true);
+      emit(owner, FACT_RELATIONS.partner, conceptRef(person.name, 'person'), true);
+      emit(owner, FACT_RELATIONS.married, conceptRef(person.name, 'person'), true);
     }
     return;
   }
   if (v === 'divorc' && mentionAt.get(at(1))?.type === 'person') {
-    emit(owner, FACT_RELATIONS.married, valueOf(mentionAt.get(at(1))!.name, 'person'), true);
-    emit(owner, FACT_RELATIONS.status, valueOf('divorced'), false);
+    emit(owner, FACT_RELATIONS.married, conceptRef(mentionAt.get(at(1))!.name, 'person'), true);
+    emit(owner, FACT_RELATIONS.status, conceptRef('divorced'), false);
     return;
   }
   // Children: "I have two kids", "I have a son", "I have no kids", "I don't have any children".
@@ -498,37 +959,64 @@ function readClause(
     const article = rest[j]?.lower === 'a' || rest[j]?.lower === 'an';
     const count = rest[j]?.key === 'ani' ? null : article ? 1 : numberOf(rest[j]);
     const k = rest[j]?.key === 'ani' || count !== null ? j + 1 : j;
-    if (rest[k] && CHILD_WORDS.has(rest[k]!.key) && !rest.slice(k + 1, k + 3).some((t) => t.key === 'name' || mentionAt.has(at(t === rest[k + 1] ? k + 1 : k + 2)))) {
+    if (
+      rest[k] &&
+      CHILD_WORDS.has(rest[k]!.key) &&
+      !rest.slice(k + 1, k + 3).some((t) => t.key === 'name' || mentionAt.has(at(t === rest[k + 1] ? k + 1 : k + 2)))
+    ) {
       const denied = neg || none;
-      emit(owner, FACT_RELATIONS.children, valueOf('children'), denied);
-      if (!denied && count !== null && !article && (rest[k]!.key === 'kid' || rest[k]!.key === 'child' || rest[k]!.key === 'children')) {
-        emit(owner, FACT_RELATIONS.childCount, valueOf(String(count), 'quantity'), false);
+      emit(owner, FACT_RELATIONS.children, conceptRef('children'), denied);
+      if (
+        !denied &&
+        count !== null &&
+        !article &&
+        (rest[k]!.key === 'kid' || rest[k]!.key === 'child' || rest[k]!.key === 'children')
+      ) {
+        emit(owner, FACT_RELATIONS.childCount, conceptRef(String(count), 'quantity'), false);
       }
       return;
     }
   }
   // Possessions: what is had (named: "a cat named Luna") and what is lost ("I sold my piano").
-  if (v === 'have' || v === 'own' || v === 'got' || v === 'get' || v === 'adopt' || v === 'bought' || v === 'buy' || v === 'drive' || v === 'use') {
+  if (
+    v === 'have' ||
+    v === 'own' ||
+    v === 'got' ||
+    v === 'get' ||
+    v === 'adopt' ||
+    v === 'bought' ||
+    v === 'buy' ||
+    v === 'drive' ||
+    v === 'use'
+  ) {
     const p = phrase(rest, 1, 3);
     if (!p.words.length || PRONOUNS.has(p.words[0]!.key)) return;
     const thing = headOf(p.words);
     // A plain "I have a dog" is the cue relation's (extract.ts); here only its loss and a name it goes by.
     if (v === 'have' || v === 'own' || v === 'adopt' || v === 'got' || v === 'get') {
-      if (neg) emit(owner, FACT_RELATIONS.has, valueOf(thing), true);
+      if (neg) emit(owner, FACT_RELATIONS.has, conceptRef(thing), true);
       const named = rest[p.end]?.key === 'name' ? mentionAt.get(at(p.end + 1)) : undefined;
-      if (named) emit(owner, FACT_RELATIONS.has, valueOf(named.name.toLowerCase()), neg);
+      if (named) emit(owner, FACT_RELATIONS.has, conceptRef(named.name.toLowerCase()), neg);
     }
     const single = singleThing(p.words, v === 'drive');
-    if (single && !neg) emit(owner, single.relation, valueOf(single.value), false);
+    if (single && !neg) emit(owner, single.relation, conceptRef(single.value), false);
     return;
   }
-  if (v === 'switch' || v === 'swap' || v === 'chang' || v === 'upgrad' || v === 'move' || v === 'trade' || v === 'exchang') {
+  if (
+    v === 'switch' ||
+    v === 'swap' ||
+    v === 'chang' ||
+    v === 'upgrad' ||
+    v === 'move' ||
+    v === 'trade' ||
+    v === 'exchang'
+  ) {
     const to = rest.findIndex((t) => t.key === 'to' || t.key === 'for');
     if (to > 0) {
       const p = phrase(rest, to + 1, 3);
       const single = singleThing(p.words, false);
       if (single) {
-        emit(owner, single.relation, valueOf(single.value), false);
+        emit(owner, single.relation, conceptRef(single.value), false);
         return;
       }
     }
@@ -538,7 +1026,7 @@ function readClause(
     const p = phrase(rest, from, 3);
     if (p.words.length && !PRONOUNS.has(p.words[0]!.key) && numberOf(p.words[0]) === null) {
       if (rest[from - 1]?.key === 'job' || p.words[0]?.key === 'job') return lostJob(rest, at, owner, mentionAt, emit);
-      emit(owner, FACT_RELATIONS.has, valueOf(headOf(p.words)), true);
+      emit(owner, FACT_RELATIONS.has, conceptRef(headOf(p.words)), true);
     }
     if (v === 'lost' || v === 'lose') lostJob(rest, at, owner, mentionAt, emit);
     return;
@@ -549,13 +1037,13 @@ function readClause(
     if (rest[j]?.key === 'my' && rest[j + 1]?.key === 'job') j += 2;
     if (rest[j]?.key === 'at' || rest[j]?.key === 'with') j++;
     const m = mentionAt.get(at(j)) ?? mentionAt.get(at(j + 1));
-    if (m?.type === 'place') emit(owner, FACT_RELATIONS.livesIn, valueOf(m.name, 'place'), true);
-    else if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, 'organization'), true);
+    if (m?.type === 'place') emit(owner, FACT_RELATIONS.livesIn, conceptRef(m.name, 'place'), true);
+    else if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), true);
     else if (rest[j] && rest[j]!.key !== 'job') {
       const p = phrase(rest, j, 3);
       if (p.words.length && !PRONOUNS.has(p.words[0]!.key) && !ADVERBS.has(p.words[0]!.key)) {
         if (STOP_VERBS.has(v) && /ing$/.test(p.words[0]!.lower)) {
-          emit(owner, FACT_RELATIONS.does, valueOf(activityKey(rest.slice(j, p.end))), true);
+          emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(rest.slice(j, p.end))), true);
         } else {
           emit(owner, FACT_RELATIONS.worksAt, concept(p.words), true);
         }
@@ -569,27 +1057,42 @@ function readClause(
     const from = rest[1]?.key === 'up' ? 2 : 1;
     const gerund = rest[from];
     if (gerund && /ing$/.test(gerund.lower)) {
-      const until = rest.findIndex((t, k) => k > from && (STOP.has(t.key) && !['to', 'the', 'at'].includes(t.key)));
-      emit(owner, FACT_RELATIONS.does, valueOf(activityKey(rest.slice(from, until < 0 ? undefined : until))), true);
+      const until = rest.findIndex((t, k) => k > from && STOP.has(t.key) && !['to', 'the', 'at'].includes(t.key));
+      emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(rest.slice(from, until < 0 ? undefined : until))), true);
     }
     return;
   }
   // A bare habit stated as a present-tense verb with its object ("I smoke", "I don't drink", "I eat meat").
   if (['smoke', 'drink', 'eat', 'meditat', 'vape', 'gambl'].includes(v)) {
     const p = phrase(rest, 1, 2);
-    emit(owner, FACT_RELATIONS.does, valueOf(activityKey([verb, ...p.words])), neg);
+    emit(owner, FACT_RELATIONS.does, conceptRef(activityKey([verb, ...p.words])), neg);
   }
 }
 
-const isParticiple = (t: Token | undefined) => !!t && (/(ed|en|wn)$/.test(t.lower) || ['been', 'got', 'had', 'done', 'made', 'sold', 'left', 'lost', 'bought', 'quit', 'switched'].includes(t.lower));
+const isParticiple = (t: Token | undefined) =>
+  !!t &&
+  (/(ed|en|wn)$/.test(t.lower) ||
+    ['been', 'got', 'had', 'done', 'made', 'sold', 'left', 'lost', 'bought', 'quit', 'switched'].includes(t.lower));
 
-function lostJob(rest: Token[], at: (k: number) => number, owner: EntityRef, mentionAt: Map<number, EntityMention>, emit: Emit): void {
+function lostJob(
+  rest: Token[],
+  at: (k: number) => number,
+  owner: EntityRef,
+  mentionAt: Map<number, EntityMention>,
+  emit: Emit,
+): void {
   const job = rest.findIndex((t) => t.key === 'job');
   if (job < 0) return;
   const link = rest[job + 1]?.key;
   if (link === 'at' || link === 'with') {
     const m = mentionAt.get(at(job + 2)) ?? mentionAt.get(at(job + 3));
-    if (m) emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, m.type === 'organization' ? 'organization' : 'concept'), true);
+    if (m)
+      emit(
+        owner,
+        FACT_RELATIONS.worksAt,
+        conceptRef(m.name, m.type === 'organization' ? 'organization' : 'concept'),
+        true,
+      );
     else {
       const p = phrase(rest, job + 2, 3);
       if (p.words.length) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), true);
@@ -618,55 +1121,73 @@ function singleThing(words: Token[], driving: boolean): { relation: string; valu
 
 /** "I'm 30", "I'm a nurse", "I'm not vegetarian", "I'm married to Tom", "I'm at Deloitte", "I'm retired". */
 function copulaFacts(
-  rest: Token[], at: (k: number) => number, owner: EntityRef, neg: boolean, mentionAt: Map<number, EntityMention>, before: EntityRef | null, emit: Emit,
+  rest: Token[],
+  at: (k: number) => number,
+  owner: EntityRef,
+  neg: boolean,
+  mentionAt: Map<number, EntityMention>,
+  before: EntityRef | null,
+  emit: Emit,
 ): void {
   const first = rest[0];
   if (!first) return;
   const n = numberOf(first);
   if (n !== null && /^\d+$/.test(first.text) && n > 0 && n < 130) {
     const next = rest[1]?.key;
-    if (next === undefined || next === 'year' || next === 'yo' || next === 'now' || next === 'and' || rest[1]!.punct || next === 'thi' || next === 'today') {
-      emit(owner, FACT_RELATIONS.age, valueOf(String(n), 'quantity'), neg);
+    if (
+      next === undefined ||
+      next === 'year' ||
+      next === 'yo' ||
+      next === 'now' ||
+      next === 'and' ||
+      rest[1]!.punct ||
+      next === 'thi' ||
+      next === 'today'
+    ) {
+      emit(owner, FACT_RELATIONS.age, conceptRef(String(n), 'quantity'), neg);
     }
     return;
   }
   if (first.key === 'born' && rest[1]?.lower === 'in' && /^(19|20)\d\d$/.test(rest[2]?.text ?? '')) {
-    emit(owner, FACT_RELATIONS.birthYear, valueOf(rest[2]!.text, 'date'), neg);
+    emit(owner, FACT_RELATIONS.birthYear, conceptRef(rest[2]!.text, 'date'), neg);
     return;
   }
   if (first.key === 'at' || first.key === 'with') {
     const m = mentionAt.get(at(1));
-    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, 'organization'), neg);
+    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
     return;
   }
   // "Mike is employed at Tesco"; "I was fired from Tesco", "I was laid off by Tesco".
   if (first.key === 'employ' || DISMISSED.has(first.key)) {
     const k = rest.findIndex((t, j) => j > 0 && j <= 3 && ['at', 'by', 'with', 'from'].includes(t.key));
-    const m = k > 0 ? mentionAt.get(at(k + 1)) ?? mentionAt.get(at(k + 2)) : undefined;
-    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, valueOf(m.name, 'organization'), first.key === 'employ' ? neg : true);
+    const m = k > 0 ? (mentionAt.get(at(k + 1)) ?? mentionAt.get(at(k + 2))) : undefined;
+    if (m?.type === 'organization')
+      emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), first.key === 'employ' ? neg : true);
     return;
   }
   const word = first.lower;
   if (WORK_STATES.has(word)) {
-    emit(owner, FACT_RELATIONS.worksAs, valueOf(word), neg);
+    emit(owner, FACT_RELATIONS.worksAs, conceptRef(word), neg);
     return;
   }
   if (STATUS.has(word) || first.key === 'date') {
     const status = first.key === 'date' ? 'dating' : word;
-    emit(owner, FACT_RELATIONS.status, valueOf(status), neg);
+    emit(owner, FACT_RELATIONS.status, conceptRef(status), neg);
     const link = rest[1]?.key;
     const person = mentionAt.get(at(link === 'to' || link === 'from' || link === 'with' ? 2 : 1));
     if (person?.type === 'person') {
-      if (status === 'divorced' || status === 'separated') emit(owner, FACT_RELATIONS.married, valueOf(person.name, 'person'), true);
-      else if (status === 'engaged' || status === 'dating') emit(owner, FACT_RELATIONS.partner, valueOf(person.name, 'person'), neg);
+      if (status === 'divorced' || status === 'separated')
+        emit(owner, FACT_RELATIONS.married, conceptRef(person.name, 'person'), true);
+      else if (status === 'engaged' || status === 'dating')
+        emit(owner, FACT_RELATIONS.partner, conceptRef(person.name, 'person'), neg);
     } else if (!neg && (status === 'divorced' || status === 'separated') && before?.type === 'person') {
       // "Mark and I are divorced now": the person of the clause before.
-      emit(owner, FACT_RELATIONS.married, valueOf(before.name, 'person'), true);
+      emit(owner, FACT_RELATIONS.married, conceptRef(before.name, 'person'), true);
     }
     return;
   }
   if (TRAITS.has(word)) {
-    emit(owner, FACT_RELATIONS.is, valueOf(word), neg);
+    emit(owner, FACT_RELATIONS.is, conceptRef(word), neg);
     return;
   }
   // "a nurse", "an accountant at a big firm", "a full-time painter", "a morning person", "a smoker".
@@ -676,13 +1197,46 @@ function copulaFacts(
     const last = p.words[p.words.length - 1]!;
     const occupation = OCCUPATIONS.has(last.lower) || OCCUPATIONS.has(last.lower.replace(/s$/, ''));
     if (occupation) {
-      const words = p.words.filter((w) => !['full-time', 'part-time', 'profession', 'freelanc', 'senior', 'junior', 'head', 'great', 'good', 'big', 'proud'].includes(w.key));
+      const words = p.words.filter(
+        (w) =>
+          ![
+            'full-time',
+            'part-time',
+            'profession',
+            'freelanc',
+            'senior',
+            'junior',
+            'head',
+            'great',
+            'good',
+            'big',
+            'proud',
+          ].includes(w.key),
+      );
       emit(owner, FACT_RELATIONS.worksAs, concept(words.length ? words : p.words), neg);
     } else if (p.words.length === 1 && HABIT_AGENTS[p.words[0]!.key]) {
       // "I'm a smoker" is the habit "I quit smoking" ends.
-      emit(owner, FACT_RELATIONS.does, valueOf(HABIT_AGENTS[p.words[0]!.key]!), neg);
+      emit(owner, FACT_RELATIONS.does, conceptRef(HABIT_AGENTS[p.words[0]!.key]!), neg);
       emit(owner, FACT_RELATIONS.is, concept(p.words), neg);
-    } else if (p.words.length <= 2 && !['bit', 'lot', 'littl', 'fan', 'big', 'huge', 'great', 'good', 'part', 'member', 'kind', 'sort', 'mix', 'few'].includes(p.words[0]!.key)) {
+    } else if (
+      p.words.length <= 2 &&
+      ![
+        'bit',
+        'lot',
+        'littl',
+        'fan',
+        'big',
+        'huge',
+        'great',
+        'good',
+        'part',
+        'member',
+        'kind',
+        'sort',
+        'mix',
+        'few',
+      ].includes(p.words[0]!.key)
+    ) {
       emit(owner, FACT_RELATIONS.is, concept(p.words), neg);
     }
   }
@@ -690,8 +1244,15 @@ function copulaFacts(
 
 /** "my birthday is in May", "our anniversary is on October 5", "my girlfriend is Emma", "Mel's dog Max died", "my favorite X is Y". */
 function possessive(
-  clause: Token[], i: number, subject: Subject, copula: boolean, neg: boolean, mentionAt: Map<number, EntityMention>, offset: number,
-  self: EntityRef, emit: Emit,
+  clause: Token[],
+  i: number,
+  subject: Subject,
+  copula: boolean,
+  neg: boolean,
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+  self: EntityRef,
+  emit: Emit,
 ): void {
   const owner = subject.ref;
   const role = subject.role!;
@@ -699,53 +1260,77 @@ function possessive(
   if (!copula) {
     // "Nate's dog Max passed away", "my cat died": the owner no longer has it.
     const verb = rest[0]?.key;
-    if (verb && DEATH_VERBS.has(verb) && (verb !== 'run' || rest[1]?.key === 'away') && (verb !== 'pass' || rest[1]?.key === 'away')) {
-      emit(owner, FACT_RELATIONS.has, valueOf(role), true);
-      if (subject.roleName) emit(owner, FACT_RELATIONS.has, valueOf(subject.roleName.toLowerCase()), true);
+    if (
+      verb &&
+      DEATH_VERBS.has(verb) &&
+      (verb !== 'run' || rest[1]?.key === 'away') &&
+      (verb !== 'pass' || rest[1]?.key === 'away')
+    ) {
+      emit(owner, FACT_RELATIONS.has, conceptRef(role), true);
+      if (subject.roleName) emit(owner, FACT_RELATIONS.has, conceptRef(subject.roleName.toLowerCase()), true);
     }
     return;
   }
   // "my bike was stolen", "my car got totalled": the owner no longer has it.
   if (['stolen', 'sold', 'lost', 'wreck', 'total', 'scrap'].includes(rest[0]?.key ?? '') && !ATTRIBUTES[role]) {
-    emit(owner, FACT_RELATIONS.has, valueOf(role), true);
+    emit(owner, FACT_RELATIONS.has, conceptRef(role), true);
     return;
   }
   if (role === 'favorit') return; // extract.ts reads "my favorite X is Y"
   // "my phone is a Samsung Galaxy", "my car is a Volvo": the one phone or car the owner has.
   if (role === 'phone' || role === 'car') {
     const p = phrase(rest, rest[0]?.key === 'now' ? 1 : 0, 3);
-    const named = p.words.some((w) => w.capitalized) ? { relation: role === 'phone' ? FACT_RELATIONS.phone : FACT_RELATIONS.drives, value: p.words.map((w) => w.lower).join(' ') } : null;
+    const named = p.words.some((w) => w.capitalized)
+      ? {
+          relation: role === 'phone' ? FACT_RELATIONS.phone : FACT_RELATIONS.drives,
+          value: p.words.map((w) => w.lower).join(' '),
+        }
+      : null;
     const single = singleThing(p.words, role === 'car') ?? named;
-    if (single) emit(owner, single.relation, valueOf(single.value), neg);
+    if (single) emit(owner, single.relation, conceptRef(single.value), neg);
     return;
   }
   let j = 0;
   while (rest[j] && (rest[j]!.key === 'on' || rest[j]!.key === 'in' || ADVERBS.has(rest[j]!.key))) j++;
   const person = mentionAt.get(offset + i + j);
   if (PARTNERS.has(role) && person?.type === 'person') {
-    emit(owner, FACT_RELATIONS.partner, valueOf(person.name, 'person'), neg);
+    emit(owner, FACT_RELATIONS.partner, conceptRef(person.name, 'person'), neg);
     return;
   }
   if (SPOUSES.has(role)) return; // extract.ts reads "my wife is Anna"
   const relation = ATTRIBUTES[role];
   if (!relation) return;
   if (relation === FACT_RELATIONS.livesIn) {
-    if (person?.type === 'place') emit(owner === self ? self : owner, relation, valueOf(person.name, 'place'), neg);
+    if (person?.type === 'place') emit(owner === self ? self : owner, relation, conceptRef(person.name, 'place'), neg);
     else {
       const place = [...Array(4).keys()].map((k) => mentionAt.get(offset + i + j + k)).find((m) => m?.type === 'place');
-      if (place) emit(owner, relation, valueOf(place.name, 'place'), neg);
+      if (place) emit(owner, relation, conceptRef(place.name, 'place'), neg);
     }
     return;
   }
   const words: string[] = [];
-  for (let k = j; rest[k] && words.length < 4 && !rest[k]!.punct && !['now', 'too', 'and', 'but', 'this', 'anymor', 'again'].includes(rest[k]!.key); k++) {
+  for (
+    let k = j;
+    rest[k] &&
+    words.length < 4 &&
+    !rest[k]!.punct &&
+    !['now', 'too', 'and', 'but', 'this', 'anymor', 'again'].includes(rest[k]!.key);
+    k++
+  ) {
     words.push(rest[k]!.lower.replace(/(st|nd|rd|th)$/, (s) => (/\d/.test(rest[k]!.lower) ? '' : s)));
   }
-  if (words.length) emit(owner, relation, valueOf(words.join(' ')), neg);
+  if (words.length) emit(owner, relation, conceptRef(words.join(' ')), neg);
 }
 
 /** "Hiking is my favorite hobby", "it's my favorite city", "Inception is no longer my favorite movie". */
-function favouriteBackward(clause: Token[], mentionAt: Map<number, EntityMention>, offset: number, self: EntityRef, before: EntityRef | null, emit: Emit): void {
+function favouriteBackward(
+  clause: Token[],
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+  self: EntityRef,
+  before: EntityRef | null,
+  emit: Emit,
+): void {
   const be = clause.findIndex((t) => t.key === 'be');
   if (be <= 0) return;
   let j = be + 1;
@@ -765,9 +1350,12 @@ function favouriteBackward(clause: Token[], mentionAt: Map<number, EntityMention
   }
   if (!owner || clause[j + 1]?.key !== 'favorit') return;
   const thing: string[] = [];
-  for (let k = j + 2; clause[k] && !clause[k]!.punct && thing.length < 3 && !STOP.has(clause[k]!.key); k++) thing.push(britishToAmerican(clause[k]!.lower.replace(/[^a-z0-9]/g, '')));
+  for (let k = j + 2; clause[k] && !clause[k]!.punct && thing.length < 3 && !STOP.has(clause[k]!.key); k++)
+    thing.push(britishToAmerican(clause[k]!.lower.replace(/[^a-z0-9]/g, '')));
   if (!thing.length) return;
-  const subjectWords = clause.slice(0, be).filter((t) => !DETERMINERS.has(t.key) && !LEADING.has(t.key) && !ADVERBS.has(t.key));
+  const subjectWords = clause
+    .slice(0, be)
+    .filter((t) => !DETERMINERS.has(t.key) && !LEADING.has(t.key) && !ADVERBS.has(t.key));
   if (!subjectWords.length) return;
   let value: EntityRef;
   if (subjectWords.length === 1 && PRONOUNS.has(subjectWords[0]!.key)) {
@@ -781,7 +1369,13 @@ function favouriteBackward(clause: Token[], mentionAt: Map<number, EntityMention
 }
 
 /** "Home is Galway now", "Galway is home now", "Galway is my home": where the end user lives. */
-function homeIs(clause: Token[], mentionAt: Map<number, EntityMention>, offset: number, self: EntityRef, emit: Emit): boolean {
+function homeIs(
+  clause: Token[],
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+  self: EntityRef,
+  emit: Emit,
+): boolean {
   const be = clause.findIndex((t) => t.key === 'be');
   if (be < 0) return false;
   const named = (from: number, to: number) => {
@@ -794,10 +1388,20 @@ function homeIs(clause: Token[], mentionAt: Map<number, EntityMention>, offset: 
   const words = clause.map((t) => t.key);
   const negated = words.slice(be, be + 3).some((w) => NEGATORS.has(w));
   let m: EntityMention | undefined;
-  const head = words.slice(0, be).filter((w) => !LEADING.has(w)).join(' ');
+  const head = words
+    .slice(0, be)
+    .filter((w) => !LEADING.has(w))
+    .join(' ');
   if (head === 'home' || head === 'home for me' || head === 'home for us') m = named(be + 1, clause.length);
-  else if (words.slice(be + 1).filter((w) => !NEGATORS.has(w) && w !== 'my' && w !== 'our' && !ADVERBS.has(w) && w !== 'longer').join(' ').startsWith('home')) m = named(0, be);
+  else if (
+    words
+      .slice(be + 1)
+      .filter((w) => !NEGATORS.has(w) && w !== 'my' && w !== 'our' && !ADVERBS.has(w) && w !== 'longer')
+      .join(' ')
+      .startsWith('home')
+  )
+    m = named(0, be);
   if (!m) return false;
-  emit(self, FACT_RELATIONS.livesIn, valueOf(m.name, 'place'), negated);
+  emit(self, FACT_RELATIONS.livesIn, conceptRef(m.name, 'place'), negated);
   return true;
 }

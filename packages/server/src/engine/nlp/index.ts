@@ -2,6 +2,13 @@
 export { Extractor, SELF, type EntityRef, type Extraction, type RelationFact } from './extract.js';
 export { personAliases } from './entities.js';
 export {
-  BUILTIN_ENTITY_TYPES, DEFAULT_ONTOLOGY, FAVORITE_PREFIX, checkOntology,
-  type CategoryDef, type EntityTypeDef, type Ontology, type OntologyProblem, type RelationTypeDef,
+  BUILTIN_ENTITY_TYPES,
+  DEFAULT_ONTOLOGY,
+  FAVORITE_PREFIX,
+  checkOntology,
+  type CategoryDef,
+  type EntityTypeDef,
+  type Ontology,
+  type OntologyProblem,
+  type RelationTypeDef,
 } from './ontology.js';

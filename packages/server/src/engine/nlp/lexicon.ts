@@ -1,6 +1,12 @@
 // Word lists the rule-based extractor recognises names with. Lower case; multi-word names are space-separated.
 
-const words = (text: string) => new Set(text.trim().split(/\s*\|\s*/).filter(Boolean));
+const words = (text: string) =>
+  new Set(
+    text
+      .trim()
+      .split(/\s*\|\s*/)
+      .filter(Boolean),
+  );
 
 export const PLACES = words(`
 new york | new york city | los angeles | san francisco | chicago | boston | seattle | portland | austin | houston | dallas | denver |
@@ -21,12 +27,34 @@ new zealand | israel | europe | asia | africa | nyc | la | sf | dc | the alps | 
 
 /** Spelling variants that name one place or organisation: the value is the canonical name. */
 export const ALIASES: Record<string, string> = {
-  nyc: 'New York', 'new york city': 'New York', 'the big apple': 'New York', la: 'Los Angeles', sf: 'San Francisco',
-  'san fran': 'San Francisco', dc: 'Washington', 'washington dc': 'Washington', usa: 'United States', us: 'United States',
-  america: 'United States', 'the us': 'United States', 'the usa': 'United States', 'the states': 'United States',
-  uk: 'United Kingdom', 'great britain': 'United Kingdom', britain: 'United Kingdom', 'the uk': 'United Kingdom',
-  'south korea': 'Korea', holland: 'Netherlands', 'the netherlands': 'Netherlands', bombay: 'Mumbai', 'new delhi': 'Delhi',
-  msft: 'Microsoft', 'google llc': 'Google', alphabet: 'Google', fb: 'Facebook', meta: 'Facebook',
+  nyc: 'New York',
+  'new york city': 'New York',
+  'the big apple': 'New York',
+  la: 'Los Angeles',
+  sf: 'San Francisco',
+  'san fran': 'San Francisco',
+  dc: 'Washington',
+  'washington dc': 'Washington',
+  usa: 'United States',
+  us: 'United States',
+  america: 'United States',
+  'the us': 'United States',
+  'the usa': 'United States',
+  'the states': 'United States',
+  uk: 'United Kingdom',
+  'great britain': 'United Kingdom',
+  britain: 'United Kingdom',
+  'the uk': 'United Kingdom',
+  'south korea': 'Korea',
+  holland: 'Netherlands',
+  'the netherlands': 'Netherlands',
+  bombay: 'Mumbai',
+  'new delhi': 'Delhi',
+  msft: 'Microsoft',
+  'google llc': 'Google',
+  alphabet: 'Google',
+  fb: 'Facebook',
+  meta: 'Facebook',
 };
 
 export const ORGANIZATIONS = words(`
@@ -47,7 +75,8 @@ museum | library | gallery | press | records | airlines | motors | pharmaceutica
 `);
 
 /** Words before a capitalised name that make it an organisation ("at Acme", "for Initech"). */
-export const ORG_CONTEXT = words(`work at | works at | worked at | working at | job at | joined | hired by | employed by | intern at | interning at | work for | works for | worked for | working for |
+export const ORG_CONTEXT =
+  words(`work at | works at | worked at | working at | job at | joined | hired by | employed by | intern at | interning at | work for | works for | worked for | working for |
 employed at | job with | position at | position with | role at | hired at | fired from | fired by | laid off from | laid off by | let go from`);
 
 export const PRODUCTS = words(`
@@ -81,7 +110,9 @@ anke | jan | pieter | lars | ingrid | sven | olga | dmitri | hiro | kenji | saku
 kim | lee | park | beth | becky | liz | jenny | jen | katie | meg | annie | ellie | molly | rose | ruby | stella | luna | ivy
 `);
 
-export const MONTHS = words(`january | february | march | april | may | june | july | august | september | october | november | december | jan | feb | mar | apr | jun | jul | aug | sep | sept | oct | nov | dec`);
+export const MONTHS = words(
+  `january | february | march | april | may | june | july | august | september | october | november | december | jan | feb | mar | apr | jun | jul | aug | sep | sept | oct | nov | dec`,
+);
 export const WEEKDAYS = words(`monday | tuesday | wednesday | thursday | friday | saturday | sunday`);
 /** Relative time expressions that are dates in their own right. */
 export const RELATIVE_DATES = words(`
@@ -91,7 +122,9 @@ next summer | this summer | last winter | next winter | last spring | last fall 
 two weeks ago | a month ago | a year ago | a few days ago | the other day | christmas | new year's eve | thanksgiving | easter | halloween
 `);
 
-export const NUMBER_WORDS = words(`one | two | three | four | five | six | seven | eight | nine | ten | eleven | twelve | fifteen | twenty | thirty | forty | fifty | hundred | thousand | a dozen | dozen`);
+export const NUMBER_WORDS = words(
+  `one | two | three | four | five | six | seven | eight | nine | ten | eleven | twelve | fifteen | twenty | thirty | forty | fifty | hundred | thousand | a dozen | dozen`,
+);
 export const UNITS = words(`
 years old | year old | years | year | months | month | weeks | week | days | day | hours | hour | minutes | km | kilometers |
 kilometres | miles | mile | kg | kilos | kilograms | pounds | lbs | meters | metres | feet | percent | % | dollars | euros | bucks |
@@ -106,5 +139,15 @@ christmas | easter | halloween | thanksgiving | lgbtq | lgbt | covid | internet 
 `);
 
 /** British spellings of the kinds of a favourite, so "favourite colour" and "favorite color" are one attribute. */
-const AMERICAN: Record<string, string> = { colour: 'color', colours: 'colors', flavour: 'flavor', flavours: 'flavors', humour: 'humor', theatre: 'theater', centre: 'center', jewellery: 'jewelry', programme: 'program' };
+const AMERICAN: Record<string, string> = {
+  colour: 'color',
+  colours: 'colors',
+  flavour: 'flavor',
+  flavours: 'flavors',
+  humour: 'humor',
+  theatre: 'theater',
+  centre: 'center',
+  jewellery: 'jewelry',
+  programme: 'program',
+};
 export const britishToAmerican = (word: string): string => AMERICAN[word] ?? word;

@@ -14,7 +14,10 @@ forEachDialect('sign-in and sessions', (dialect) => {
   const anonymous = { key: null, project: null, endUser: null } as const;
 
   it('signs in, and the token works until its session is revoked', async () => {
-    const res = await t.call('POST', '/auth/login', { ...anonymous, body: { email: t.email.toUpperCase(), password: t.password } });
+    const res = await t.call('POST', '/auth/login', {
+      ...anonymous,
+      body: { email: t.email.toUpperCase(), password: t.password },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ token_type: 'Bearer', expires_in: 900 });
     expect(res.body.access_token.split('.')).toHaveLength(3);
@@ -22,7 +25,10 @@ forEachDialect('sign-in and sessions', (dialect) => {
     const token = res.body.access_token;
     const sessions = await t.call('GET', '/auth/sessions', { token });
     expect(sessions.status).toBe(200);
-    expect(sessions.body.items.find((s: { id: number }) => s.id === res.body.session_id)).toMatchObject({ current: true, user_id: t.userId });
+    expect(sessions.body.items.find((s: { id: number }) => s.id === res.body.session_id)).toMatchObject({
+      current: true,
+      user_id: t.userId,
+    });
 
     const revoked = await t.call('POST', `/auth/sessions/${res.body.session_id}/revoke`, { token });
     expect(revoked.status).toBe(200);
@@ -33,8 +39,14 @@ forEachDialect('sign-in and sessions', (dialect) => {
   });
 
   it('answers a wrong e-mail and a wrong password alike', async () => {
-    const wrongPassword = await t.call('POST', '/auth/login', { ...anonymous, body: { email: t.email, password: 'not the password' } });
-    const wrongEmail = await t.call('POST', '/auth/login', { ...anonymous, body: { email: 'nobody@example.com', password: t.password } });
+    const wrongPassword = await t.call('POST', '/auth/login', {
+      ...anonymous,
+      body: { email: t.email, password: 'not the password' },
+    });
+    const wrongEmail = await t.call('POST', '/auth/login', {
+      ...anonymous,
+      body: { email: 'nobody@example.com', password: t.password },
+    });
     expect(wrongPassword.status).toBe(401);
     expect(wrongEmail.status).toBe(401);
     const strip = (body: { error: Record<string, unknown> }) => ({ ...body.error, request_id: undefined });
@@ -43,7 +55,10 @@ forEachDialect('sign-in and sessions', (dialect) => {
 
   it('rotates refresh tokens, and reuse of a spent one ends the session', async () => {
     const first = await t.login();
-    const rotated = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: first.refreshToken } });
+    const rotated = await t.call('POST', '/auth/refresh', {
+      ...anonymous,
+      body: { refresh_token: first.refreshToken },
+    });
     expect(rotated.status).toBe(200);
     expect(rotated.body.session_id).toBe(first.sessionId);
     expect(rotated.body.refresh_token).not.toBe(first.refreshToken);
@@ -53,9 +68,16 @@ forEachDialect('sign-in and sessions', (dialect) => {
     expect(reused.status).toBe(401);
     // The whole session is gone: its newest access and refresh tokens stop working.
     expect((await t.call('GET', '/auth/sessions', { token: rotated.body.access_token })).status).toBe(401);
-    const next = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: rotated.body.refresh_token } });
+    const next = await t.call('POST', '/auth/refresh', {
+      ...anonymous,
+      body: { refresh_token: rotated.body.refresh_token },
+    });
     expect(next.status).toBe(401);
-    const row = await t.database.db.selectFrom('sessions').select('revoked_reason').where('id', '=', first.sessionId).executeTakeFirstOrThrow();
+    const row = await t.database.db
+      .selectFrom('sessions')
+      .select('revoked_reason')
+      .where('id', '=', first.sessionId)
+      .executeTakeFirstOrThrow();
     expect(row.revoked_reason).toBe('refresh_token_reuse');
   });
 
@@ -65,7 +87,10 @@ forEachDialect('sign-in and sessions', (dialect) => {
     expect(res.status).toBe(200);
     expect(res.body.id).toBe(session.sessionId);
     expect((await t.call('POST', '/auth/logout', { token: session.token })).status).toBe(401);
-    const refreshed = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: session.refreshToken } });
+    const refreshed = await t.call('POST', '/auth/refresh', {
+      ...anonymous,
+      body: { refresh_token: session.refreshToken },
+    });
     expect(refreshed.status).toBe(401);
   });
 
@@ -81,7 +106,9 @@ forEachDialect('sign-in and sessions', (dialect) => {
     expect(denied.status).toBe(404);
     expect((await t.call('GET', '/auth/sessions', { token: admin.token })).status).toBe(200);
     // The owner can end the member's session.
-    expect((await t.call('POST', `/auth/sessions/${member.sessionId}/revoke`, { token: admin.token })).status).toBe(200);
+    expect((await t.call('POST', `/auth/sessions/${member.sessionId}/revoke`, { token: admin.token })).status).toBe(
+      200,
+    );
     expect((await t.call('GET', '/auth/sessions', { token: member.token })).status).toBe(401);
   });
 
@@ -96,20 +123,31 @@ forEachDialect('sign-in and sessions', (dialect) => {
     const seenByB = await t.call('GET', '/auth/sessions?limit=100', { token: ownerB.token });
     expect(seenByB.status, seenByB.text).toBe(200);
     expect(seenByB.body.items.map((s: { id: number }) => s.id)).toEqual([ownerB.sessionId]);
-    expect((await t.call('POST', `/auth/sessions/${person.sessionId}/revoke`, { token: ownerB.token })).status).toBe(404);
+    expect((await t.call('POST', `/auth/sessions/${person.sessionId}/revoke`, { token: ownerB.token })).status).toBe(
+      404,
+    );
     expect((await t.call('GET', '/auth/sessions', { token: person.token })).status).toBe(200);
 
     const seenByA = await t.call('GET', '/auth/sessions?limit=100', { token: ownerA.token });
     expect(seenByA.body.items.map((s: { id: number }) => s.id)).toContain(person.sessionId);
     // The person ends their own session while acting in B: audited in A, where the session was opened.
     const second = await t.login({ email: person.email, password: person.password });
-    const revoked = await t.call('POST', `/auth/sessions/${second.sessionId}/revoke`, { token: person.token, headers: { 'X-Organization-ID': orgB.id } });
+    const revoked = await t.call('POST', `/auth/sessions/${second.sessionId}/revoke`, {
+      token: person.token,
+      headers: { 'X-Organization-ID': orgB.id },
+    });
     expect(revoked.status, revoked.text).toBe(200);
-    const rows = await t.database.db.selectFrom('audit_log').select(['organization_id', 'actor_id'])
-      .where('action', '=', 'session.revoke').where('target_id', '=', String(second.sessionId)).execute();
+    const rows = await t.database.db
+      .selectFrom('audit_log')
+      .select(['organization_id', 'actor_id'])
+      .where('action', '=', 'session.revoke')
+      .where('target_id', '=', String(second.sessionId))
+      .execute();
     expect(rows).toEqual([{ organization_id: t.organizationId, actor_id: person.userId }]);
     // An admin of A ends it too.
-    expect((await t.call('POST', `/auth/sessions/${person.sessionId}/revoke`, { token: ownerA.token })).status).toBe(200);
+    expect((await t.call('POST', `/auth/sessions/${person.sessionId}/revoke`, { token: ownerA.token })).status).toBe(
+      200,
+    );
     expect((await t.call('GET', '/auth/sessions', { token: person.token })).status).toBe(401);
   });
 
@@ -119,7 +157,10 @@ forEachDialect('sign-in and sessions', (dialect) => {
     const denied = await t.call('GET', '/auth/sessions', { token: narrow.token });
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe('forbidden');
-    const unknown = await t.call('POST', '/auth/login', { ...anonymous, body: { email: t.email, password: t.password, scopes: ['root'] } });
+    const unknown = await t.call('POST', '/auth/login', {
+      ...anonymous,
+      body: { email: t.email, password: t.password, scopes: ['root'] },
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.field).toBe('scopes/0');
   });
@@ -127,13 +168,15 @@ forEachDialect('sign-in and sessions', (dialect) => {
   it('refuses malformed and mixed credentials', async () => {
     const session = await t.login();
     expect((await t.call('GET', '/auth/sessions', { token: 'not-a-jwt' })).status).toBe(401);
-    expect((await t.call('GET', '/auth/sessions', { token: session.token.slice(0, -2) + 'xx' })).status).toBe(401);
+    expect((await t.call('GET', '/auth/sessions', { token: `${session.token.slice(0, -2)}xx` })).status).toBe(401);
     const both = await t.call('GET', '/auth/sessions', { token: session.token, key: t.key });
     expect(both.status).toBe(400);
     // A bearer-only route does not take an API key.
     expect((await t.call('GET', '/auth/sessions', { key: t.key })).status).toBe(401);
     // And a data-plane route does not take a bearer token.
-    expect((await t.call('GET', '/memory/1', { token: session.token, endUser: 'user-1', project: t.projectId })).status).toBe(401);
+    expect(
+      (await t.call('GET', '/memory/1', { token: session.token, endUser: 'user-1', project: t.projectId })).status,
+    ).toBe(401);
   });
 
   it('serves the catalogue', async () => {
@@ -142,7 +185,11 @@ forEachDialect('sign-in and sessions', (dialect) => {
     expect(res.body.roles.map((r: { name: string }) => r.name)).toEqual(['owner', 'admin', 'member', 'viewer']);
     expect(res.body.scopes.map((s: { name: string }) => s.name)).toContain('audit:read');
     expect(res.body.operations).toContainEqual({
-      method: 'PATCH', path: '/org/projects/:project_id', accepts: ['bearer', 'api_key'], scope: 'projects:write', capability: 'projects.manage',
+      method: 'PATCH',
+      path: '/org/projects/:project_id',
+      accepts: ['bearer', 'api_key'],
+      scope: 'projects:write',
+      capability: 'projects.manage',
     });
   });
 });
@@ -151,7 +198,13 @@ forEachDialect('login throttling', (dialect) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp(dialect, {
-      auth: { accessTokenTtlSeconds: 900, sessionTtlSeconds: 86_400, loginMaxFailures: 3, loginIpMaxFailures: 1_000, loginWindowSeconds: 600 },
+      auth: {
+        accessTokenTtlSeconds: 900,
+        sessionTtlSeconds: 86_400,
+        loginMaxFailures: 3,
+        loginIpMaxFailures: 1_000,
+        loginWindowSeconds: 600,
+      },
     });
   });
   afterAll(() => t.close());
@@ -171,14 +224,26 @@ forEachDialect('login throttling', (dialect) => {
 
   it('locks an IP after repeated failures across accounts', async () => {
     const strict = await startTestApp(dialect, {
-      auth: { accessTokenTtlSeconds: 900, sessionTtlSeconds: 86_400, loginMaxFailures: 100, loginIpMaxFailures: 4, loginWindowSeconds: 600 },
+      auth: {
+        accessTokenTtlSeconds: 900,
+        sessionTtlSeconds: 86_400,
+        loginMaxFailures: 100,
+        loginIpMaxFailures: 4,
+        loginWindowSeconds: 600,
+      },
     });
     try {
       for (let i = 0; i < 4; i++) {
-        const res = await strict.call('POST', '/auth/login', { key: null, body: { email: `guess-${i}@example.com`, password: 'x' } });
+        const res = await strict.call('POST', '/auth/login', {
+          key: null,
+          body: { email: `guess-${i}@example.com`, password: 'x' },
+        });
         expect(res.status).toBe(401);
       }
-      const res = await strict.call('POST', '/auth/login', { key: null, body: { email: strict.email, password: strict.password } });
+      const res = await strict.call('POST', '/auth/login', {
+        key: null,
+        body: { email: strict.email, password: strict.password },
+      });
       expect(res.status).toBe(429);
     } finally {
       await strict.close();
@@ -196,13 +261,22 @@ forEachDialect('sessions and access tokens expire', (dialect) => {
     const expired = await t.call('GET', '/auth/sessions', { token: session.token });
     expect(expired.status).toBe(401);
     expect(expired.body.error.code).toBe('unauthenticated');
-    const refreshed = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: session.refreshToken } });
+    const refreshed = await t.call('POST', '/auth/refresh', {
+      ...anonymous,
+      body: { refresh_token: session.refreshToken },
+    });
     expect(refreshed.status, refreshed.text).toBe(200);
 
     // The session's own end: its expiry moved into the past (the server compares with its clock).
-    await t.database.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1_000).toISOString() })
-      .where('id', '=', session.sessionId).execute();
-    const ended = await t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: refreshed.body.refresh_token } });
+    await t.database.db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1_000).toISOString() })
+      .where('id', '=', session.sessionId)
+      .execute();
+    const ended = await t.call('POST', '/auth/refresh', {
+      ...anonymous,
+      body: { refresh_token: refreshed.body.refresh_token },
+    });
     expect(ended.status).toBe(401);
   });
 });
@@ -213,8 +287,11 @@ forEachDialect('an expired session', (dialect) => {
     const owner = await t.login();
     const other = await t.login();
     expect((await t.call('GET', '/auth/sessions', { token: other.token })).status).toBe(200);
-    await t.database.db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1_000).toISOString() })
-      .where('id', '=', other.sessionId).execute();
+    await t.database.db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1_000).toISOString() })
+      .where('id', '=', other.sessionId)
+      .execute();
     expect((await t.call('GET', '/auth/sessions', { token: other.token })).status).toBe(401);
     const listed = await t.call('GET', '/auth/sessions?limit=100', { token: owner.token });
     expect(listed.status).toBe(200);
@@ -230,20 +307,29 @@ forEachDialect('the auth routes as declared', (dialect) => {
     const t = await startTestApp(dialect, { rateLimit: { max: 1_000, windowSeconds: 60, loginMax: 2 } });
     try {
       const anonymous = { key: null, project: null, endUser: null } as const;
-      const login = () => t.call('POST', '/auth/login', { ...anonymous, headers: { 'user-agent': 'probe/1.0' }, body: { email: t.email, password: t.password } });
+      const login = () =>
+        t.call('POST', '/auth/login', {
+          ...anonymous,
+          headers: { 'user-agent': 'probe/1.0' },
+          body: { email: t.email, password: t.password },
+        });
       const first = await login();
       expect(first.status).toBe(200);
       const token = first.body.access_token;
       const sessions = await t.call('GET', '/auth/sessions', { token });
       expect(sessions.status).toBe(200);
-      expect(sessions.body.items.find((s: { id: number }) => s.id === first.body.session_id)).toMatchObject({ user_agent: 'probe/1.0', current: true });
+      expect(sessions.body.items.find((s: { id: number }) => s.id === first.body.session_id)).toMatchObject({
+        user_agent: 'probe/1.0',
+        current: true,
+      });
       const second = await login();
       expect(second.status).toBe(200);
       const limited = await login();
       expect(limited.status).toBe(429);
       expect(limited.headers['ratelimit-limit']).toBe('2');
 
-      const refresh = (refreshToken: string) => t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: refreshToken } });
+      const refresh = (refreshToken: string) =>
+        t.call('POST', '/auth/refresh', { ...anonymous, body: { refresh_token: refreshToken } });
       const refreshed = await refresh(first.body.refresh_token);
       expect(refreshed.status).toBe(200);
       expect((await refresh(refreshed.body.refresh_token)).status).toBe(200);
@@ -260,14 +346,38 @@ forEachDialect('the auth routes as declared', (dialect) => {
 
       const catalogue = await t.call('GET', '/auth/catalogue', anonymous);
       expect(catalogue.status).toBe(200);
-      expect(catalogue.body.scopes).toEqual(Object.entries(SCOPES).map(([name, description]) => ({ name, description })));
-      expect(catalogue.body.capabilities).toEqual(Object.entries(CAPABILITIES).map(([name, description]) => ({ name, description })));
-      expect(catalogue.body.roles).toEqual(Object.entries(ROLES).map(([name, capabilities]) => ({ name, capabilities: [...capabilities] })));
+      expect(catalogue.body.scopes).toEqual(
+        Object.entries(SCOPES).map(([name, description]) => ({ name, description })),
+      );
+      expect(catalogue.body.capabilities).toEqual(
+        Object.entries(CAPABILITIES).map(([name, description]) => ({ name, description })),
+      );
+      expect(catalogue.body.roles).toEqual(
+        Object.entries(ROLES).map(([name, capabilities]) => ({ name, capabilities: [...capabilities] })),
+      );
       const operations = catalogue.body.operations as Array<{ method: string; path: string }>;
-      expect(operations).toContainEqual({ method: 'POST', path: '/auth/logout', accepts: ['bearer'], scope: null, capability: null });
-      expect(operations).toContainEqual({ method: 'GET', path: '/auth/sessions', accepts: ['bearer'], scope: 'sessions:read', capability: null });
+      expect(operations).toContainEqual({
+        method: 'POST',
+        path: '/auth/logout',
+        accepts: ['bearer'],
+        scope: null,
+        capability: null,
+      });
+      expect(operations).toContainEqual({
+        method: 'GET',
+        path: '/auth/sessions',
+        accepts: ['bearer'],
+        scope: 'sessions:read',
+        capability: null,
+      });
       // Undeclared accepts means an API key.
-      expect(operations).toContainEqual({ method: 'GET', path: '/memory/:memory_id', accepts: ['api_key'], scope: 'memories:read', capability: null });
+      expect(operations).toContainEqual({
+        method: 'GET',
+        path: '/memory/:memory_id',
+        accepts: ['api_key'],
+        scope: 'memories:read',
+        capability: null,
+      });
       // Public routes declare no access and are not listed; HEAD answers as its GET does.
       expect(operations.some((o) => o.path === '/auth/login' || o.path === '/auth/catalogue')).toBe(false);
       expect(operations.some((o) => o.method === 'HEAD')).toBe(false);

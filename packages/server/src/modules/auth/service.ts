@@ -46,7 +46,10 @@ let dummyHash: Promise<string> | undefined;
  * first); a user who belongs to no organization has no audit chain to append to.
  */
 async function writeForUser<T>(
-  database: Database, userId: number, requestId: string, organizationId: string | null,
+  database: Database,
+  userId: number,
+  requestId: string,
+  organizationId: string | null,
   change: (trx: Transaction<DB>, effects: Effects) => Promise<T>,
 ): Promise<T> {
   const orgId = organizationId ?? (await firstOrganizationOf(database.db, userId));
@@ -55,7 +58,8 @@ async function writeForUser<T>(
   return writeUnaudited(database, change);
 }
 
-const firstOrganizationOf = async (db: Executor, userId: number) => (await membershipOf(db, userId))?.organizationId ?? null;
+const firstOrganizationOf = async (db: Executor, userId: number) =>
+  (await membershipOf(db, userId))?.organizationId ?? null;
 
 // ---- login throttle ---------------------------------------------------------------------------
 
@@ -66,14 +70,29 @@ function throttleKeys(email: string, ip: string, settings: Config['auth']) {
   ];
 }
 
-async function checkThrottle(db: Executor, keys: Array<{ key: string; max: number }>, settings: Config['auth'], now: Date) {
-  const rows = await db.selectFrom('login_throttle').selectAll().where('key', 'in', keys.map((k) => k.key)).execute();
+async function checkThrottle(
+  db: Executor,
+  keys: Array<{ key: string; max: number }>,
+  settings: Config['auth'],
+  now: Date,
+) {
+  const rows = await db
+    .selectFrom('login_throttle')
+    .selectAll()
+    .where(
+      'key',
+      'in',
+      keys.map((k) => k.key),
+    )
+    .execute();
   for (const row of rows) {
     const max = keys.find((k) => k.key === row.key)!.max;
     const windowEnds = Date.parse(row.window_started_at) + settings.loginWindowSeconds * 1000;
     if (row.failures >= max && windowEnds > now.getTime()) {
       const retryAfter = String(Math.max(1, Math.ceil((windowEnds - now.getTime()) / 1000)));
-      throw new AppError('rate_limited', 'Too many failed sign-ins; retry after the Retry-After delay', undefined, { 'Retry-After': retryAfter });
+      throw new AppError('rate_limited', 'Too many failed sign-ins; retry after the Retry-After delay', undefined, {
+        'Retry-After': retryAfter,
+      });
     }
   }
 }
@@ -99,11 +118,20 @@ async function recordFailure(db: Executor, keys: Array<{ key: string }>, setting
 
 async function issueRefreshToken(trx: Executor, sessionId: number, now: string): Promise<string> {
   const token = REFRESH_PREFIX + randomToken(32);
-  await trx.insertInto('refresh_tokens').values({ token_hash: sha256Hex(token), session_id: sessionId, created_at: now }).execute();
+  await trx
+    .insertInto('refresh_tokens')
+    .values({ token_hash: sha256Hex(token), session_id: sessionId, created_at: now })
+    .execute();
   return token;
 }
 
-async function tokenPair(deps: AuthDeps, userId: number, sessionId: number, refreshToken: string, expiresAt: string): Promise<TokenPair> {
+async function tokenPair(
+  deps: AuthDeps,
+  userId: number,
+  sessionId: number,
+  refreshToken: string,
+  expiresAt: string,
+): Promise<TokenPair> {
   return {
     access_token: await deps.tokens.issue(userId, sessionId),
     token_type: 'Bearer',
@@ -115,7 +143,9 @@ async function tokenPair(deps: AuthDeps, userId: number, sessionId: number, refr
 }
 
 export async function login(
-  deps: AuthDeps, input: { email: string; password: string; scopes?: string[] }, client: Client,
+  deps: AuthDeps,
+  input: { email: string; password: string; scopes?: string[] },
+  client: Client,
 ): Promise<TokenPair> {
   const { database, settings } = deps;
   const email = input.email.trim().toLowerCase();
@@ -128,7 +158,10 @@ export async function login(
   await checkThrottle(database.db, keys, settings, now);
 
   const user = await userCredentials(database.db, email);
-  const valid = await verifyPassword(input.password, user?.passwordHash ?? (await (dummyHash ??= hashPassword(randomToken(24)))));
+  const valid = await verifyPassword(
+    input.password,
+    user?.passwordHash ?? (await (dummyHash ??= hashPassword(randomToken(24)))),
+  );
   if (!user || !valid) {
     await recordFailure(database.db, keys, settings, now);
     throw unauthenticated(BAD_CREDENTIALS);
@@ -138,18 +171,30 @@ export async function login(
   const expiresAt = new Date(now.getTime() + settings.sessionTtlSeconds * 1000).toISOString();
   // The session is opened for the user's first organization: its admins may see and end it, and it is audited there.
   const organizationId = await firstOrganizationOf(database.db, user.id);
-  const { sessionId, refreshToken } = await writeForUser(database, user.id, client.requestId, organizationId, async (trx, effects) => {
-    const session = await trx
-      .insertInto('sessions')
-      .values({
-        user_id: user.id, organization_id: organizationId, scopes: encodeJson([...new Set(scopes)]), ip: client.ip, user_agent: client.userAgent?.slice(0, 512) ?? null,
-        created_at: effects.now, expires_at: expiresAt, last_used_at: effects.now,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    effects.audit('auth.login', { type: 'session', id: session.id });
-    return { sessionId: session.id, refreshToken: await issueRefreshToken(trx, session.id, effects.now) };
-  });
+  const { sessionId, refreshToken } = await writeForUser(
+    database,
+    user.id,
+    client.requestId,
+    organizationId,
+    async (trx, effects) => {
+      const session = await trx
+        .insertInto('sessions')
+        .values({
+          user_id: user.id,
+          organization_id: organizationId,
+          scopes: encodeJson([...new Set(scopes)]),
+          ip: client.ip,
+          user_agent: client.userAgent?.slice(0, 512) ?? null,
+          created_at: effects.now,
+          expires_at: expiresAt,
+          last_used_at: effects.now,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      effects.audit('auth.login', { type: 'session', id: session.id });
+      return { sessionId: session.id, refreshToken: await issueRefreshToken(trx, session.id, effects.now) };
+    },
+  );
   return tokenPair(deps, user.id, sessionId, refreshToken, expiresAt);
 }
 
@@ -172,28 +217,41 @@ export async function refresh(deps: AuthDeps, refreshToken: string, client: Clie
     ? await database.db
         .selectFrom('refresh_tokens')
         .innerJoin('sessions', 'sessions.id', 'refresh_tokens.session_id')
-        .select(['refresh_tokens.spent_at', 'sessions.id', 'sessions.user_id', 'sessions.organization_id', 'sessions.expires_at', 'sessions.revoked_at'])
+        .select([
+          'refresh_tokens.spent_at',
+          'sessions.id',
+          'sessions.user_id',
+          'sessions.organization_id',
+          'sessions.expires_at',
+          'sessions.revoked_at',
+        ])
         .where('refresh_tokens.token_hash', '=', sha256Hex(refreshToken))
         .executeTakeFirst()
     : undefined;
   const ended = unauthenticated('The refresh token is invalid, spent or its session has ended');
   if (!row || row.revoked_at !== null || row.expires_at <= nowIso()) throw ended;
 
-  const rotated = await writeForUser(database, row.user_id, client.requestId, row.organization_id, async (trx, effects) => {
-    const spent = await trx
-      .updateTable('refresh_tokens')
-      .set({ spent_at: effects.now })
-      .where('token_hash', '=', sha256Hex(refreshToken))
-      .where('spent_at', 'is', null)
-      .executeTakeFirst();
-    if (Number(spent.numUpdatedRows) === 0) {
-      await revoke(trx, row.id, 'refresh_token_reuse', effects.now);
-      effects.audit('session.revoke', { type: 'session', id: row.id }, 'refresh_token_reuse');
-      return undefined;
-    }
-    effects.audit('auth.refresh', { type: 'session', id: row.id });
-    return issueRefreshToken(trx, row.id, effects.now);
-  });
+  const rotated = await writeForUser(
+    database,
+    row.user_id,
+    client.requestId,
+    row.organization_id,
+    async (trx, effects) => {
+      const spent = await trx
+        .updateTable('refresh_tokens')
+        .set({ spent_at: effects.now })
+        .where('token_hash', '=', sha256Hex(refreshToken))
+        .where('spent_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(spent.numUpdatedRows) === 0) {
+        await revoke(trx, row.id, 'refresh_token_reuse', effects.now);
+        effects.audit('session.revoke', { type: 'session', id: row.id }, 'refresh_token_reuse');
+        return undefined;
+      }
+      effects.audit('auth.refresh', { type: 'session', id: row.id });
+      return issueRefreshToken(trx, row.id, effects.now);
+    },
+  );
   if (!rotated) throw ended;
   return tokenPair(deps, row.user_id, row.id, rotated, row.expires_at);
 }
@@ -227,7 +285,10 @@ async function visibleSessions(db: Executor, principal: Principal) {
     query = query.where((eb) =>
       eb.or([
         eb('sessions.user_id', '=', principal.userId!),
-        eb.and([eb('sessions.organization_id', '=', organizationId), eb('sessions.user_id', 'in', members.length ? members : [-1])]),
+        eb.and([
+          eb('sessions.organization_id', '=', organizationId),
+          eb('sessions.user_id', 'in', members.length ? members : [-1]),
+        ]),
       ]),
     );
   } else {
@@ -237,21 +298,44 @@ async function visibleSessions(db: Executor, principal: Principal) {
 }
 
 export async function listSessions(db: Executor, principal: Principal, page: PageParams) {
-  return paginate((await visibleSessions(db, principal)).orderBy('sessions.id', 'desc'), page, (r): SessionView => ({
-    id: r.id, user_id: r.user_id, created_at: r.created_at, last_used_at: r.last_used_at, expires_at: r.expires_at,
-    ip: r.ip, user_agent: r.user_agent, scopes: decodeJson<string[]>(r.scopes), current: r.id === principal.sessionId,
-  }));
+  return paginate(
+    (await visibleSessions(db, principal)).orderBy('sessions.id', 'desc'),
+    page,
+    (r): SessionView => ({
+      id: r.id,
+      user_id: r.user_id,
+      created_at: r.created_at,
+      last_used_at: r.last_used_at,
+      expires_at: r.expires_at,
+      ip: r.ip,
+      user_agent: r.user_agent,
+      scopes: decodeJson<string[]>(r.scopes),
+      current: r.id === principal.sessionId,
+    }),
+  );
 }
 
 export async function revokeSession(
-  deps: AuthDeps, principal: Principal, sessionId: number, requestId: string, reason = 'revoked',
+  deps: AuthDeps,
+  principal: Principal,
+  sessionId: number,
+  requestId: string,
+  reason = 'revoked',
 ): Promise<{ id: number; revoked_at: string }> {
-  const found = await (await visibleSessions(deps.database.db, principal)).where('sessions.id', '=', sessionId).executeTakeFirst();
+  const found = await (await visibleSessions(deps.database.db, principal))
+    .where('sessions.id', '=', sessionId)
+    .executeTakeFirst();
   if (!found) throw notFound('Session');
   // Audited where the session was opened, whoever ends it (the person, or an admin of that organization).
-  return writeForUser(deps.database, principal.userId!, requestId, found.organization_id ?? principal.organizationId, async (trx, effects) => {
-    await revoke(trx, sessionId, reason, effects.now);
-    effects.audit(reason === 'logout' ? 'auth.logout' : 'session.revoke', { type: 'session', id: sessionId });
-    return { id: sessionId, revoked_at: effects.now };
-  });
+  return writeForUser(
+    deps.database,
+    principal.userId!,
+    requestId,
+    found.organization_id ?? principal.organizationId,
+    async (trx, effects) => {
+      await revoke(trx, sessionId, reason, effects.now);
+      effects.audit(reason === 'logout' ? 'auth.logout' : 'session.revoke', { type: 'session', id: sessionId });
+      return { id: sessionId, revoked_at: effects.now };
+    },
+  );
 }

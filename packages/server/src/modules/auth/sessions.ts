@@ -10,7 +10,11 @@ export interface LiveSession {
 }
 
 /** The session an access token names, if it is still live: not revoked, not expired. */
-export async function liveSession(db: Executor, claims: AccessClaims, now = nowIso()): Promise<LiveSession | undefined> {
+export async function liveSession(
+  db: Executor,
+  claims: AccessClaims,
+  now = nowIso(),
+): Promise<LiveSession | undefined> {
   const row = await db
     .selectFrom('sessions')
     .select(['id', 'user_id', 'scopes', 'last_used_at'])
@@ -19,7 +23,9 @@ export async function liveSession(db: Executor, claims: AccessClaims, now = nowI
     .where('revoked_at', 'is', null)
     .where('expires_at', '>', now)
     .executeTakeFirst();
-  return row && { id: row.id, userId: row.user_id, scopes: decodeJson<string[]>(row.scopes), lastUsedAt: row.last_used_at };
+  return (
+    row && { id: row.id, userId: row.user_id, scopes: decodeJson<string[]>(row.scopes), lastUsedAt: row.last_used_at }
+  );
 }
 
 export async function touchSession(db: Executor, session: LiveSession, now = new Date()): Promise<void> {
@@ -28,7 +34,13 @@ export async function touchSession(db: Executor, session: LiveSession, now = new
 }
 
 /** Ends every live session of a person (but `except`, the caller's own): password changes, resets, removal. */
-export async function endSessions(db: Executor, userId: number, reason: string, except: number | null = null, now = nowIso()): Promise<number> {
+export async function endSessions(
+  db: Executor,
+  userId: number,
+  reason: string,
+  except: number | null = null,
+  now = nowIso(),
+): Promise<number> {
   const result = await db
     .updateTable('sessions')
     .set({ revoked_at: now, revoked_reason: reason })

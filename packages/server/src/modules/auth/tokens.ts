@@ -15,7 +15,10 @@ export interface AccessClaims {
  */
 export class TokenIssuer {
   private readonly key: Uint8Array;
-  constructor(masterSecret: Uint8Array, readonly ttlSeconds: number) {
+  constructor(
+    masterSecret: Uint8Array,
+    readonly ttlSeconds: number,
+  ) {
     this.key = deriveKey(masterSecret, 'access-token');
   }
 
@@ -32,10 +35,15 @@ export class TokenIssuer {
 
   async verify(token: string): Promise<AccessClaims | undefined> {
     try {
-      const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'], issuer: ISSUER, audience: AUDIENCE });
+      const { payload } = await jwtVerify(token, this.key, {
+        algorithms: ['HS256'],
+        issuer: ISSUER,
+        audience: AUDIENCE,
+      });
       const userId = Number(payload.sub);
       const sessionId = payload.sid;
-      if (!Number.isSafeInteger(userId) || typeof sessionId !== 'number' || !Number.isSafeInteger(sessionId)) return undefined;
+      if (!Number.isSafeInteger(userId) || typeof sessionId !== 'number' || !Number.isSafeInteger(sessionId))
+        return undefined;
       return { userId, sessionId };
     } catch {
       return undefined;

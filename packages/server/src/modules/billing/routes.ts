@@ -23,28 +23,36 @@ export const billing = fp(async (root: FastifyInstance, { database }: { database
   await root.register(billingRoutes, { database, counter });
 });
 
-const billingRoutes: FastifyPluginAsyncTypebox<{ database: Database; counter: RequestCounter }> = async (app, { database, counter }) => {
-  app.get('/org/billing/current-plan', {
-    config: { auth: { accepts: ['bearer'], scope: 'billing:read', capability: 'billing.read' } },
-    schema: {
-      tags: ['billing'], summary: 'Current plan',
-      description:
-        `The plan (${Object.keys(PLANS).join(', ')}), its allowances, and usage in the current calendar month (UTC). ` +
-        'Plans are set by the operator (`engram org set-plan`). Requests served by other processes reach the figure within seconds.',
-      response: {
-        200: Type.Object({
-          organization_id: Type.String(),
-          plan: Type.String(),
-          allowances: Amounts(Limit),
-          usage: Amounts(Type.Integer()),
-          period_start: Type.String({ format: 'date-time' }),
-          period_end: Type.String({ format: 'date-time' }),
-        }),
+const billingRoutes: FastifyPluginAsyncTypebox<{ database: Database; counter: RequestCounter }> = async (
+  app,
+  { database, counter },
+) => {
+  app.get(
+    '/org/billing/current-plan',
+    {
+      config: { auth: { accepts: ['bearer'], scope: 'billing:read', capability: 'billing.read' } },
+      schema: {
+        tags: ['billing'],
+        summary: 'Current plan',
+        description:
+          `The plan (${Object.keys(PLANS).join(', ')}), its allowances, and usage in the current calendar month (UTC). ` +
+          'Plans are set by the operator (`engram org set-plan`). Requests served by other processes reach the figure within seconds.',
+        response: {
+          200: Type.Object({
+            organization_id: Type.String(),
+            plan: Type.String(),
+            allowances: Amounts(Limit),
+            usage: Amounts(Type.Integer()),
+            period_start: Type.String({ format: 'date-time' }),
+            period_end: Type.String({ format: 'date-time' }),
+          }),
+        },
       },
     },
-  }, async (request) => {
-    // This process's pending counts first; other processes' reach the table within seconds.
-    await counter.flush();
-    return currentPlan(database.db, organizationOf(request).organizationId);
-  });
+    async (request) => {
+      // This process's pending counts first; other processes' reach the table within seconds.
+      await counter.flush();
+      return currentPlan(database.db, organizationOf(request).organizationId);
+    },
+  );
 };

@@ -36,7 +36,11 @@ export const DEFAULT_PLAN: PlanName = 'self_hosted';
 export const isPlan = (name: string): name is PlanName => Object.hasOwn(PLANS, name);
 
 export async function planOf(db: Executor, organizationId: string): Promise<PlanName> {
-  const row = await db.selectFrom('organization_plans').select('plan').where('organization_id', '=', organizationId).executeTakeFirst();
+  const row = await db
+    .selectFrom('organization_plans')
+    .select('plan')
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirst();
   return row && isPlan(row.plan) ? row.plan : DEFAULT_PLAN;
 }
 
@@ -69,7 +73,10 @@ export async function currentPlan(db: Executor, organizationId: string, at = new
   const period = monthOf(at);
   const plan = await planOf(db, organizationId);
   // Live memories count in live projects; turns stored this month count even if since deleted.
-  const [live, all] = await Promise.all([projectIdsOf(db, organizationId, 'live'), projectIdsOf(db, organizationId, 'all')]);
+  const [live, all] = await Promise.all([
+    projectIdsOf(db, organizationId, 'live'),
+    projectIdsOf(db, organizationId, 'all'),
+  ]);
   const [memories, turns, requests] = await Promise.all([
     liveMemoryCount(db, live),
     turnsStoredIn(db, all, period),
@@ -97,7 +104,10 @@ export async function monthlyTurnLimit(db: Executor, organizationId: string): Pr
 export class RequestCounter {
   private pending = new Map<string, number>();
   private timer: NodeJS.Timeout;
-  constructor(private readonly db: Executor, intervalMs = 5_000) {
+  constructor(
+    private readonly db: Executor,
+    intervalMs = 5_000,
+  ) {
     this.timer = setInterval(() => void this.flush().catch(() => {}), intervalMs);
     this.timer.unref();
   }
@@ -115,7 +125,11 @@ export class RequestCounter {
       await this.db
         .insertInto('usage_counters')
         .values({ organization_id: organizationId, period_start: periodStart, requests: n })
-        .onConflict((oc) => oc.columns(['organization_id', 'period_start']).doUpdateSet({ requests: sql`usage_counters.requests + ${n}` }))
+        .onConflict((oc) =>
+          oc
+            .columns(['organization_id', 'period_start'])
+            .doUpdateSet({ requests: sql`usage_counters.requests + ${n}` }),
+        )
         .execute();
     }
   }

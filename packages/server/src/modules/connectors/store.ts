@@ -51,5 +51,10 @@ export const purgeUnderWay = (row: Pick<ConnectionRow, 'purging_since'>, now = D
  * queueing a sync and starting or ending a purge take turns on it.
  */
 export const lockedConnection = (database: Database, trx: Executor, projectId: string, id: number) =>
-  trx.selectFrom('connector_connections').selectAll().where('project_id', '=', projectId).where('id', '=', id)
-    .$if(database.dialect === 'postgres', (qb) => qb.forUpdate()).executeTakeFirst();
+  trx
+    .selectFrom('connector_connections')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('id', '=', id)
+    .$if(database.dialect === 'postgres', (qb) => qb.forUpdate())
+    .executeTakeFirst();

@@ -35,15 +35,27 @@ export function exportJob(database: Database, blobs: BlobStore) {
     for (let attempt = 1; attempt < job.attempt; attempt++) await blobs.delete(blobKey(job.projectId!, id, attempt));
     for (let restarts = 0; ; restarts++) {
       const row = await db.selectFrom('exports').selectAll().where('id', '=', id).executeTakeFirst();
-      if (!row || row.deleted_at !== null || row.status !== 'queued' && row.status !== 'running') return { skipped: row?.status ?? 'missing' };
+      if (!row || row.deleted_at !== null || (row.status !== 'queued' && row.status !== 'running'))
+        return { skipped: row?.status ?? 'missing' };
       const scope = decodeJson<ExportScopeInput>(row.scope);
       const filter = filterOf(row.project_id, scope);
       const include = decodeJson<string[]>(row.include);
       const linked = include.includes('relations');
       const total = await countForExport(database, filter);
       const started = nowIso();
-      await db.updateTable('exports').set({ status: 'running', started_at: row.started_at ?? started, rows_total: total, rows_done: 0, last_memory_id: 0, updated_at: started })
-        .where('id', '=', id).where('status', 'in', ['queued', 'running']).execute();
+      await db
+        .updateTable('exports')
+        .set({
+          status: 'running',
+          started_at: row.started_at ?? started,
+          rows_total: total,
+          rows_done: 0,
+          last_memory_id: 0,
+          updated_at: started,
+        })
+        .where('id', '=', id)
+        .where('status', 'in', ['queued', 'running'])
+        .execute();
       const epoch = row.erasures;
       const key = blobKey(row.project_id, id, job.attempt, restarts);
       let done = 0;
@@ -53,15 +65,31 @@ export function exportJob(database: Database, blobs: BlobStore) {
       let stopped: Stop | undefined;
       const check = async () => {
         checkedAt = Date.now();
-        const now = await db.selectFrom('exports').select(['status', 'erasures', 'deleted_at']).where('id', '=', id).executeTakeFirst();
+        const now = await db
+          .selectFrom('exports')
+          .select(['status', 'erasures', 'deleted_at'])
+          .where('id', '=', id)
+          .executeTakeFirst();
         if (!now || now.deleted_at !== null || now.status !== 'running') throw (stopped = new Stop('cancelled'));
         if (now.erasures !== epoch) throw (stopped = new Stop('restart'));
-        await db.updateTable('exports').set({ rows_done: done, last_memory_id: lastId, updated_at: nowIso() }).where('id', '=', id).execute();
+        await db
+          .updateTable('exports')
+          .set({ rows_done: done, last_memory_id: lastId, updated_at: nowIso() })
+          .where('id', '=', id)
+          .execute();
         await job.progress(total === 0 ? 1 : Math.min(1, done / total));
       };
       async function* text() {
         const out = serializer(row!.format as 'jsonl', include);
-        yield out.start({ format: ENGRAM_EXPORT_FORMAT, version: 1, export_id: id, project_id: row!.project_id, generated_at: started, scope, include });
+        yield out.start({
+          format: ENGRAM_EXPORT_FORMAT,
+          version: 1,
+          export_id: id,
+          project_id: row!.project_id,
+          generated_at: started,
+          scope,
+          include,
+        });
         for (;;) {
           const page = await exportPage(database, filter, lastId, PAGE);
           if (page.length === 0) break;
@@ -70,8 +98,11 @@ export function exportJob(database: Database, blobs: BlobStore) {
           const feedback = include.includes('feedback') ? await feedbackOfMemories(db, ids) : undefined;
           // A summary's links to its sources always travel with it: imported, it is still rewritten when a source is forgotten.
           const summaries = linked ? [] : page.filter((m) => m.is_summary).map((m) => m.id);
-          const relations = linked ? await relationsFromMemories(db, row!.project_id, ids)
-            : summaries.length ? await relationsFromMemories(db, row!.project_id, summaries, SUMMARIZES) : undefined;
+          const relations = linked
+            ? await relationsFromMemories(db, row!.project_id, ids)
+            : summaries.length
+              ? await relationsFromMemories(db, row!.project_id, summaries, SUMMARIZES)
+              : undefined;
           let chunk = '';
           for (const memory of page) {
             const record: ExportRecord = { ...memory };
@@ -88,20 +119,46 @@ export function exportJob(database: Database, blobs: BlobStore) {
         }
         yield out.end();
       }
-      const bytes = Readable.from((async function* () {
-        for await (const part of text()) yield Buffer.from(part);
-      })());
+      const bytes = Readable.from(
+        (async function* () {
+          for await (const part of text()) yield Buffer.from(part);
+        })(),
+      );
       try {
         const info = await blobs.put(key, row.gzip ? pipeline(bytes, createGzip(), () => {}) : bytes);
-        const finished = await write(database, { actor: SYSTEM, organizationId: row.organization_id, projectId: row.project_id, requestId: null }, async (trx, effects) => {
-          const result = await trx.updateTable('exports')
-            .set({ status: 'completed', blob_key: key, size: info.size, sha256: info.sha256, rows_done: done, rows_total: done, last_memory_id: lastId, completed_at: effects.now, updated_at: effects.now })
-            .where('id', '=', id).where('status', '=', 'running').where('deleted_at', 'is', null).where('erasures', '=', epoch)
-            .executeTakeFirst();
-          if (Number(result.numUpdatedRows) === 0) return false;
-          effects.emit('export.completed', { export_id: id, project_id: row.project_id, rows: done, size: info.size, sha256: info.sha256 });
-          return true;
-        });
+        const finished = await write(
+          database,
+          { actor: SYSTEM, organizationId: row.organization_id, projectId: row.project_id, requestId: null },
+          async (trx, effects) => {
+            const result = await trx
+              .updateTable('exports')
+              .set({
+                status: 'completed',
+                blob_key: key,
+                size: info.size,
+                sha256: info.sha256,
+                rows_done: done,
+                rows_total: done,
+                last_memory_id: lastId,
+                completed_at: effects.now,
+                updated_at: effects.now,
+              })
+              .where('id', '=', id)
+              .where('status', '=', 'running')
+              .where('deleted_at', 'is', null)
+              .where('erasures', '=', epoch)
+              .executeTakeFirst();
+            if (Number(result.numUpdatedRows) === 0) return false;
+            effects.emit('export.completed', {
+              export_id: id,
+              project_id: row.project_id,
+              rows: done,
+              size: info.size,
+              sha256: info.sha256,
+            });
+            return true;
+          },
+        );
         if (finished) return { rows: done, size: info.size };
         await blobs.delete(key);
       } catch (thrown) {
@@ -123,12 +180,24 @@ export function exportJob(database: Database, blobs: BlobStore) {
 export const blobKey = (projectId: string, id: number, attempt: number, restart = 0) =>
   `${projectId}/exports/${id}-${attempt}${restart ? `.${restart}` : ''}`;
 
-async function failExport(database: Database, row: { id: number; organization_id: string; project_id: string }, error: unknown) {
+async function failExport(
+  database: Database,
+  row: { id: number; organization_id: string; project_id: string },
+  error: unknown,
+) {
   // The message is the job's own (a database or storage failure); it names no secret.
   const message = error instanceof Error ? error.message.slice(0, 500) : 'export failed';
-  await write(database, { actor: SYSTEM, organizationId: row.organization_id, projectId: row.project_id, requestId: null }, async (trx, effects) => {
-    await trx.updateTable('exports').set({ status: 'failed', error: message, completed_at: effects.now, updated_at: effects.now })
-      .where('id', '=', row.id).where('status', '=', 'running').execute();
-    effects.emit('export.failed', { export_id: row.id, project_id: row.project_id, error: message });
-  });
+  await write(
+    database,
+    { actor: SYSTEM, organizationId: row.organization_id, projectId: row.project_id, requestId: null },
+    async (trx, effects) => {
+      await trx
+        .updateTable('exports')
+        .set({ status: 'failed', error: message, completed_at: effects.now, updated_at: effects.now })
+        .where('id', '=', row.id)
+        .where('status', '=', 'running')
+        .execute();
+      effects.emit('export.failed', { export_id: row.id, project_id: row.project_id, error: message });
+    },
+  );
 }

@@ -6,7 +6,11 @@ import type { PortableRelation } from '../synthesis/index.js';
 export const ENGRAM_EXPORT_FORMAT = 'engram.export';
 
 /** One exported memory: the memory, whose it is, and what was asked to be included. */
-export type ExportRecord = PortableMemory & { history?: unknown[]; feedback?: unknown[]; relations?: PortableRelation[] };
+export type ExportRecord = PortableMemory & {
+  history?: unknown[];
+  feedback?: unknown[];
+  relations?: PortableRelation[];
+};
 
 export interface ArtifactHeader {
   format: typeof ENGRAM_EXPORT_FORMAT;
@@ -19,8 +23,20 @@ export interface ArtifactHeader {
 }
 
 const CSV_COLUMNS = [
-  'id', 'tenant_id', 'end_user_id', 'text', 'tags', 'is_summary', 'source', 'importance', 'metadata', 'client_ref', 'session_id',
-  'speaker', 'created_at', 'updated_at',
+  'id',
+  'tenant_id',
+  'end_user_id',
+  'text',
+  'tags',
+  'is_summary',
+  'source',
+  'importance',
+  'metadata',
+  'client_ref',
+  'session_id',
+  'speaker',
+  'created_at',
+  'updated_at',
 ] as const;
 
 function csvField(value: unknown): string {
@@ -54,4 +70,8 @@ export function serializer(format: 'jsonl' | 'json' | 'csv', include: string[]):
   };
 }
 
-export const CONTENT_TYPES = { jsonl: 'application/x-ndjson', json: 'application/json', csv: 'text/csv; charset=utf-8' } as const;
+export const CONTENT_TYPES = {
+  jsonl: 'application/x-ndjson',
+  json: 'application/json',
+  csv: 'text/csv; charset=utf-8',
+} as const;

@@ -11,7 +11,11 @@ export type Scanned =
   | { kind: 'header'; value: Record<string, unknown> };
 
 export class ImportFileError extends Error {
-  constructor(message: string, readonly record: number | null, readonly line: number | null) {
+  constructor(
+    message: string,
+    readonly record: number | null,
+    readonly line: number | null,
+  ) {
     super(message);
   }
 }
@@ -23,7 +27,7 @@ export async function* scanRecords(chunks: AsyncIterable<string>): AsyncGenerato
   let depth = 0;
   let line = 1;
   let inString = false;
-  let escape = false;
+  let escaped = false;
   let tops = 0;
   let record = 0;
   // Inside the array whose elements are records, and at which depth its elements start.
@@ -47,8 +51,8 @@ export async function* scanRecords(chunks: AsyncIterable<string>): AsyncGenerato
       if (inString) {
         if (current !== null) current += c;
         else skeleton += c;
-        if (escape) escape = false;
-        else if (c === '\\') escape = true;
+        if (escaped) escaped = false;
+        else if (c === '\\') escaped = true;
         else if (c === '"') inString = false;
         if (keyText !== null) {
           if (inString) keyText += c;
@@ -103,7 +107,8 @@ export async function* scanRecords(chunks: AsyncIterable<string>): AsyncGenerato
         continue;
       }
       // Inside the header object, outside any record array.
-      if (skeleton.length > MAX_HEADER_CHARS) fail('the document has no records array (results or memories) near its start');
+      if (skeleton.length > MAX_HEADER_CHARS)
+        fail('the document has no records array (results or memories) near its start');
       skeleton += c;
       if (c === '"') {
         inString = true;

@@ -30,20 +30,36 @@ type Format = 'auto' | 'engram' | 'mem0';
 export function toImport(row: ImportRow): ImportView {
   const finished = row.status === 'completed';
   return {
-    id: row.id, project_id: row.project_id, status: row.status as ImportView['status'], format: row.format as Format,
-    progress: { rows_done: row.rows_done, rows_total: finished ? row.rows_done : null, bytes_done: row.bytes_done, bytes_total: row.bytes_total },
-    created: row.rows_created, skipped: row.rows_skipped, relations_created: row.relations_created, relations_skipped: row.relations_skipped,
+    id: row.id,
+    project_id: row.project_id,
+    status: row.status as ImportView['status'],
+    format: row.format as Format,
+    progress: {
+      rows_done: row.rows_done,
+      rows_total: finished ? row.rows_done : null,
+      bytes_done: row.bytes_done,
+      bytes_total: row.bytes_total,
+    },
+    created: row.rows_created,
+    skipped: row.rows_skipped,
+    relations_created: row.relations_created,
+    relations_skipped: row.relations_skipped,
     error: row.error === null ? null : { message: row.error, record: row.error_record, line: row.error_line },
-    created_at: row.created_at, completed_at: row.completed_at,
+    created_at: row.created_at,
+    completed_at: row.completed_at,
   };
 }
 
 /** Stores the uploaded file, then records the import and queues its job. */
 export async function createImport(
-  database: Database, blobs: BlobStore, ctx: WriteContext & { projectId: string }, format: Format, body: AsyncIterable<Uint8Array>,
+  database: Database,
+  blobs: BlobStore,
+  ctx: WriteContext & { projectId: string },
+  format: Format,
+  body: AsyncIterable<Uint8Array>,
 ): Promise<ImportView> {
   const key = `${ctx.projectId}/imports/upload-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  let info;
+  let info: Awaited<ReturnType<BlobStore['put']>>;
   try {
     info = await blobs.put(key, body);
   } catch (error) {
@@ -55,17 +71,30 @@ export async function createImport(
     throw new AppError('validation_error', 'The import file is empty', 'body');
   }
   return write(database, ctx, async (trx, effects) => {
-    const row = await trx.insertInto('imports').values({
-      organization_id: ctx.organizationId, project_id: ctx.projectId, created_by: ctx.actor.id, created_by_type: ctx.actor.type === 'api_key' ? 'api_key' : 'user', status: 'queued', format,
-      blob_key: key, bytes_total: info.size, created_at: effects.now, updated_at: effects.now,
-    }).returningAll().executeTakeFirstOrThrow();
+    const row = await trx
+      .insertInto('imports')
+      .values({
+        organization_id: ctx.organizationId,
+        project_id: ctx.projectId,
+        created_by: ctx.actor.id,
+        created_by_type: ctx.actor.type === 'api_key' ? 'api_key' : 'user',
+        status: 'queued',
+        format,
+        blob_key: key,
+        bytes_total: info.size,
+        created_at: effects.now,
+        updated_at: effects.now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
     await enqueueJob(trx, { kind: IMPORT_JOB, projectId: ctx.projectId, payload: { importId: row.id } });
     effects.audit('import.create', { type: 'import', id: row.id });
     return toImport(row);
   });
 }
 
-const projectImports = (db: Executor, projectId: string) => db.selectFrom('imports').selectAll().where('project_id', '=', projectId);
+const projectImports = (db: Executor, projectId: string) =>
+  db.selectFrom('imports').selectAll().where('project_id', '=', projectId);
 
 export function listImports(db: Executor, projectId: string, page: PageParams) {
   return paginate(projectImports(db, projectId).orderBy('id', 'desc'), page, toImport);
@@ -77,13 +106,23 @@ export async function getImport(db: Executor, projectId: string, id: number): Pr
   return toImport(row);
 }
 
-export async function cancelImport(database: Database, ctx: WriteContext & { projectId: string }, id: number): Promise<ImportView> {
+export async function cancelImport(
+  database: Database,
+  ctx: WriteContext & { projectId: string },
+  id: number,
+): Promise<ImportView> {
   return write(database, ctx, async (trx, effects) => {
     // The status is decided as the update finds the row: an import finishing meanwhile stays finished and the cancel is refused.
-    const updated = await trx.updateTable('imports').set({ status: 'cancelled', completed_at: effects.now, updated_at: effects.now })
-      .where('id', '=', id).where('project_id', '=', ctx.projectId).where('status', 'in', ['queued', 'running'])
-      .returningAll().executeTakeFirst();
-    if (!updated) throw new AppError('conflict', `The import is already ${(await getImport(trx, ctx.projectId, id)).status}`);
+    const updated = await trx
+      .updateTable('imports')
+      .set({ status: 'cancelled', completed_at: effects.now, updated_at: effects.now })
+      .where('id', '=', id)
+      .where('project_id', '=', ctx.projectId)
+      .where('status', 'in', ['queued', 'running'])
+      .returningAll()
+      .executeTakeFirst();
+    if (!updated)
+      throw new AppError('conflict', `The import is already ${(await getImport(trx, ctx.projectId, id)).status}`);
     effects.audit('import.cancel', { type: 'import', id });
     return toImport(updated);
   });
@@ -102,7 +141,8 @@ function timestamp(value: unknown, field: string): string | undefined {
 const optionalString = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 
 const RELATION_KINDS: readonly string[] = [...RELATION_TYPES, SUMMARIZES];
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** The relations an Engram record carries from itself to other memories of its end user, as links between client_refs. */
 function relationsOf(r: Record<string, unknown>, owner: Owner, sourceRef: string): ImportedRelation[] {
@@ -114,39 +154,67 @@ function relationsOf(r: Record<string, unknown>, owner: Owner, sourceRef: string
     if (typeof link.type !== 'string' || !RELATION_KINDS.includes(link.type)) {
       throw new AppError('validation_error', `type must be one of ${RELATION_KINDS.join(', ')}`, field('type'));
     }
-    if (!Number.isSafeInteger(link.target_id) || (link.target_id as number) < 1) throw new AppError('validation_error', 'target_id must be a positive integer', field('target_id'));
-    if (link.target_client_ref !== undefined && link.target_client_ref !== null && typeof link.target_client_ref !== 'string') {
+    if (!Number.isSafeInteger(link.target_id) || (link.target_id as number) < 1)
+      throw new AppError('validation_error', 'target_id must be a positive integer', field('target_id'));
+    if (
+      link.target_client_ref !== undefined &&
+      link.target_client_ref !== null &&
+      typeof link.target_client_ref !== 'string'
+    ) {
       throw new AppError('validation_error', 'target_client_ref must be a string or null', field('target_client_ref'));
     }
     const metadata = link.metadata ?? {};
     if (!isObject(metadata)) throw new AppError('validation_error', 'metadata must be an object', field('metadata'));
     if (Buffer.byteLength(JSON.stringify(metadata)) > MEMORY_LIMITS.metadataBytes) {
-      throw new AppError('validation_error', `metadata must serialise to at most ${MEMORY_LIMITS.metadataBytes} bytes`, field('metadata'));
+      throw new AppError(
+        'validation_error',
+        `metadata must serialise to at most ${MEMORY_LIMITS.metadataBytes} bytes`,
+        field('metadata'),
+      );
     }
     return {
-      owner, source_ref: sourceRef, target_ref: optionalString(link.target_client_ref) ?? `engram:${String(link.target_id)}`, type: link.type,
-      metadata, created_at: timestamp(link.created_at, field('created_at')),
+      owner,
+      source_ref: sourceRef,
+      target_ref: optionalString(link.target_client_ref) ?? `engram:${String(link.target_id)}`,
+      type: link.type,
+      metadata,
+      created_at: timestamp(link.created_at, field('created_at')),
     };
   });
 }
 
 /** One record of Engram's own export format. */
-function fromEngram(r: Record<string, unknown>, projectId: string): { owner: Owner; item: ImportedMemory; relations: ImportedRelation[] } {
+function fromEngram(
+  r: Record<string, unknown>,
+  projectId: string,
+): { owner: Owner; item: ImportedMemory; relations: ImportedRelation[] } {
   const item: Record<string, unknown> = {
-    text: r.text, tags: r.tags, importance: r.importance, metadata: r.metadata,
+    text: r.text,
+    tags: r.tags,
+    importance: r.importance,
+    metadata: r.metadata,
     client_ref: optionalString(r.client_ref) ?? `engram:${String(r.id)}`,
-    ...(optionalString(r.source) ? { source: r.source } : {}), ...(optionalString(r.session_id) ? { session_id: r.session_id } : {}),
+    ...(optionalString(r.source) ? { source: r.source } : {}),
+    ...(optionalString(r.session_id) ? { session_id: r.session_id } : {}),
   };
   for (const k of Object.keys(item)) if (item[k] === undefined) delete item[k];
   if (!validateMemory(item)) throw validationError(validateMemory.errors);
-  if (typeof r.end_user_id !== 'string') throw new AppError('validation_error', 'end_user_id is required', 'end_user_id');
-  const owner = { projectId, tenantId: typeof r.tenant_id === 'string' ? r.tenant_id : '', endUserId: validateEndUserId(r.end_user_id, 'end_user_id') };
+  if (typeof r.end_user_id !== 'string')
+    throw new AppError('validation_error', 'end_user_id is required', 'end_user_id');
+  const owner = {
+    projectId,
+    tenantId: typeof r.tenant_id === 'string' ? r.tenant_id : '',
+    endUserId: validateEndUserId(r.end_user_id, 'end_user_id'),
+  };
   return {
     owner,
     relations: relationsOf(r, owner, item.client_ref as string),
     item: {
-      ...(item as unknown as ImportedMemory), is_summary: r.is_summary === true, speaker: optionalString(r.speaker) ?? null,
-      created_at: timestamp(r.created_at, 'created_at'), updated_at: timestamp(r.updated_at, 'updated_at'),
+      ...(item as unknown as ImportedMemory),
+      is_summary: r.is_summary === true,
+      speaker: optionalString(r.speaker) ?? null,
+      created_at: timestamp(r.created_at, 'created_at'),
+      updated_at: timestamp(r.updated_at, 'updated_at'),
     },
   };
 }
@@ -156,21 +224,38 @@ function fromMem0(r: Record<string, unknown>, projectId: string): { owner: Owner
   if (r.id === undefined || r.id === null) throw new AppError('validation_error', 'id is required', 'id');
   const userId = optionalString(r.user_id) ?? optionalString(r.agent_id);
   if (!userId) throw new AppError('validation_error', 'user_id is required', 'user_id');
-  const metadata = { ...((r.metadata ?? {}) as Record<string, unknown>), ...(optionalString(r.agent_id) && r.user_id ? { agent_id: r.agent_id } : {}) };
+  const metadata = {
+    ...((r.metadata ?? {}) as Record<string, unknown>),
+    ...(optionalString(r.agent_id) && r.user_id ? { agent_id: r.agent_id } : {}),
+  };
   const item: Record<string, unknown> = {
-    text: r.memory, tags: r.categories ?? [], metadata, client_ref: String(r.id),
+    text: r.memory,
+    tags: r.categories ?? [],
+    metadata,
+    client_ref: String(r.id),
     ...(optionalString(r.run_id) ? { session_id: r.run_id } : {}),
   };
   if (!validateMemory(item)) {
     const error = validationError(validateMemory.errors);
     // Name the field as the file does.
-    const field = error.field?.replace(/^text/, 'memory').replace(/^tags/, 'categories').replace(/^session_id/, 'run_id');
-    throw new AppError('validation_error', error.message.replace(/\btext\b/, 'memory').replace(/\btags\b/, 'categories'), field);
+    const field = error.field
+      ?.replace(/^text/, 'memory')
+      .replace(/^tags/, 'categories')
+      .replace(/^session_id/, 'run_id');
+    throw new AppError(
+      'validation_error',
+      error.message.replace(/\btext\b/, 'memory').replace(/\btags\b/, 'categories'),
+      field,
+    );
   }
   const created = timestamp(r.created_at, 'created_at');
   return {
     owner: { projectId, tenantId: '', endUserId: validateEndUserId(userId, 'user_id') },
-    item: { ...(item as unknown as ImportedMemory), created_at: created, updated_at: timestamp(r.updated_at, 'updated_at') ?? created },
+    item: {
+      ...(item as unknown as ImportedMemory),
+      created_at: created,
+      updated_at: timestamp(r.updated_at, 'updated_at') ?? created,
+    },
   };
 }
 
@@ -209,8 +294,13 @@ export function importJob(database: Database, blobs: BlobStore) {
     const { db } = database;
     const row = await db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirst();
     // A finished import has no file left; a cancelled one has, until its job runs.
-    if (!row || !row.blob_key) return { skipped: row?.status ?? 'missing' };
-    const ctx: WriteContext = { actor: row.created_by === null ? SYSTEM : { type: row.created_by_type, id: row.created_by }, organizationId: row.organization_id, projectId: row.project_id, requestId: null };
+    if (!row?.blob_key) return { skipped: row?.status ?? 'missing' };
+    const ctx: WriteContext = {
+      actor: row.created_by === null ? SYSTEM : { type: row.created_by_type, id: row.created_by },
+      organizationId: row.organization_id,
+      projectId: row.project_id,
+      requestId: null,
+    };
     // The uploaded file holds memory content: it goes once read or cancelled, so erasure leaves no copy in it.
     const discardUpload = async () => {
       await db.updateTable('imports').set({ blob_key: null }).where('id', '=', id).execute();
@@ -222,10 +312,21 @@ export function importJob(database: Database, blobs: BlobStore) {
     };
     // A re-run starts over: records that landed are skipped by their client_ref. The status is
     // decided as the update finds the row, so a cancel since the read above stands.
-    const started = await db.updateTable('imports').set({
-      status: 'running', rows_done: 0, rows_created: 0, rows_skipped: 0, relations_created: 0, relations_skipped: 0, bytes_done: 0, updated_at: nowIso(),
-    })
-      .where('id', '=', id).where('status', 'in', ['queued', 'running']).executeTakeFirst();
+    const started = await db
+      .updateTable('imports')
+      .set({
+        status: 'running',
+        rows_done: 0,
+        rows_created: 0,
+        rows_skipped: 0,
+        relations_created: 0,
+        relations_skipped: 0,
+        bytes_done: 0,
+        updated_at: nowIso(),
+      })
+      .where('id', '=', id)
+      .where('status', 'in', ['queued', 'running'])
+      .executeTakeFirst();
     if (Number(started.numUpdatedRows) === 0) return stop();
     const counter = { bytes: 0 };
     let header: Record<string, unknown> | null = null;
@@ -245,14 +346,24 @@ export function importJob(database: Database, blobs: BlobStore) {
         });
       }
     };
-    const finish = async (set: { status: string; error?: string; error_record?: number | null; error_line?: number | null }) => {
+    const finish = async (set: {
+      status: string;
+      error?: string;
+      error_record?: number | null;
+      error_line?: number | null;
+    }) => {
       // Only a running import finishes: a cancel since the last check stands. The file is deleted before the outcome
       // shows, so a finished import has none left; a crash in between leaves a running import, whose next attempt
       // finds the file gone and fails it (what landed stays, and a re-upload skips it).
       await blobs.delete(row.blob_key!);
-      const finished = await db.updateTable('imports').set({ ...set, blob_key: null, completed_at: nowIso(), updated_at: nowIso() })
-        .where('id', '=', id).where('status', '=', 'running').executeTakeFirst();
-      if (Number(finished.numUpdatedRows) === 0) await db.updateTable('imports').set({ blob_key: null }).where('id', '=', id).execute();
+      const finished = await db
+        .updateTable('imports')
+        .set({ ...set, blob_key: null, completed_at: nowIso(), updated_at: nowIso() })
+        .where('id', '=', id)
+        .where('status', '=', 'running')
+        .executeTakeFirst();
+      if (Number(finished.numUpdatedRows) === 0)
+        await db.updateTable('imports').set({ blob_key: null }).where('id', '=', id).execute();
     };
     const flush = async (last = false) => {
       if (batch.length) {
@@ -266,15 +377,28 @@ export function importJob(database: Database, blobs: BlobStore) {
       linking = [];
       if (last) await link(waiting.splice(0), true);
       const now = await db.selectFrom('imports').select('status').where('id', '=', id).executeTakeFirst();
-      await db.updateTable('imports').set({
-        rows_done: totals.done, rows_created: totals.created, rows_skipped: totals.skipped,
-        relations_created: totals.relationsCreated, relations_skipped: totals.relationsSkipped, bytes_done: counter.bytes, updated_at: nowIso(),
-      }).where('id', '=', id).execute();
+      await db
+        .updateTable('imports')
+        .set({
+          rows_done: totals.done,
+          rows_created: totals.created,
+          rows_skipped: totals.skipped,
+          relations_created: totals.relationsCreated,
+          relations_skipped: totals.relationsSkipped,
+          bytes_done: counter.bytes,
+          updated_at: nowIso(),
+        })
+        .where('id', '=', id)
+        .execute();
       await job.progress(row.bytes_total ? counter.bytes / row.bytes_total : 1);
       return now?.status === 'running';
     };
     if (!(await blobs.stat(row.blob_key))) {
-      await finish({ status: 'failed', error: 'the uploaded file is gone: an earlier attempt read it and stopped before recording its outcome (what it imported stays; importing the file again skips it)' });
+      await finish({
+        status: 'failed',
+        error:
+          'the uploaded file is gone: an earlier attempt read it and stopped before recording its outcome (what it imported stays; importing the file again skips it)',
+      });
       return { failed: true };
     }
     let current: { record: number; line: number } | null = null;
@@ -289,7 +413,11 @@ export function importJob(database: Database, blobs: BlobStore) {
         try {
           value = JSON.parse(scanned.text);
         } catch {
-          throw new ImportFileError(`record ${scanned.record} (line ${scanned.line}) is not valid JSON`, scanned.record, scanned.line);
+          throw new ImportFileError(
+            `record ${scanned.record} (line ${scanned.line}) is not valid JSON`,
+            scanned.record,
+            scanned.line,
+          );
         }
         const format = detect(row.format as Format, scanned.container, header);
         try {
@@ -302,7 +430,11 @@ export function importJob(database: Database, blobs: BlobStore) {
           }
         } catch (error) {
           if (!(error instanceof AppError)) throw error;
-          throw new ImportFileError(`record ${scanned.record} (line ${scanned.line}): ${error.field ? `${error.field}: ` : ''}${error.message}`, scanned.record, scanned.line);
+          throw new ImportFileError(
+            `record ${scanned.record} (line ${scanned.line}): ${error.field ? `${error.field}: ` : ''}${error.message}`,
+            scanned.record,
+            scanned.line,
+          );
         }
         if (batch.length === BATCH && !(await flush())) return stop();
       }
@@ -311,13 +443,26 @@ export function importJob(database: Database, blobs: BlobStore) {
       return totals;
     } catch (error) {
       if (error instanceof ImportFileError || error instanceof TypeError) {
-        const message = error instanceof ImportFileError ? error.message : `line ${current ? current.line : 1}: the file is not valid UTF-8`;
-        await finish({ status: 'failed', error: message, error_record: error instanceof ImportFileError ? error.record : null, error_line: error instanceof ImportFileError ? error.line : null });
+        const message =
+          error instanceof ImportFileError
+            ? error.message
+            : `line ${current ? current.line : 1}: the file is not valid UTF-8`;
+        await finish({
+          status: 'failed',
+          error: message,
+          error_record: error instanceof ImportFileError ? error.record : null,
+          error_line: error instanceof ImportFileError ? error.line : null,
+        });
         return { failed: true };
       }
       if (error instanceof AppError) {
         // A record the memories module refused as a whole (e.g. a NUL character): the batch did not land.
-        await finish({ status: 'failed', error: `batch ending at record ${current?.record ?? 0}: ${error.message}`, error_record: current?.record ?? null, error_line: current?.line ?? null });
+        await finish({
+          status: 'failed',
+          error: `batch ending at record ${current?.record ?? 0}: ${error.message}`,
+          error_record: current?.record ?? null,
+          error_line: current?.line ?? null,
+        });
         return { failed: true };
       }
       // A taken-over attempt leaves the outcome to the runner that took the job over.

@@ -16,7 +16,13 @@ export const ExportScope = Type.Object(
     session_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'One session' })),
     created_after: Type.Optional(Type.String({ format: 'date-time', description: 'Exclusive' })),
     created_before: Type.Optional(Type.String({ format: 'date-time', description: 'Exclusive' })),
-    tags_any: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 50, description: 'Memories with any of these tags' })),
+    tags_any: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+        minItems: 1,
+        maxItems: 50,
+        description: 'Memories with any of these tags',
+      }),
+    ),
   },
   { additionalProperties: false, description: 'What to export; empty: the whole project' },
 );
@@ -25,9 +31,20 @@ export type ExportScopeInput = Static<typeof ExportScope>;
 export const CreateExportBody = Type.Object(
   {
     scope: Type.Optional(ExportScope),
-    format: Type.Optional(Type.Union(EXPORT_FORMATS.map((f) => Type.Literal(f)), { default: 'jsonl' })),
+    format: Type.Optional(
+      Type.Union(
+        EXPORT_FORMATS.map((f) => Type.Literal(f)),
+        { default: 'jsonl' },
+      ),
+    ),
     gzip: Type.Optional(Type.Boolean({ default: false })),
-    include: Type.Optional(Type.Array(Type.Union(EXPORT_INCLUDES.map((f) => Type.Literal(f))), { maxItems: EXPORT_INCLUDES.length, uniqueItems: true, description: 'Memories are always included; relations go with their source memory' })),
+    include: Type.Optional(
+      Type.Array(Type.Union(EXPORT_INCLUDES.map((f) => Type.Literal(f))), {
+        maxItems: EXPORT_INCLUDES.length,
+        uniqueItems: true,
+        description: 'Memories are always included; relations go with their source memory',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -58,7 +75,14 @@ export const Export = Type.Object({
 export type ExportView = Static<typeof Export>;
 
 export const ImportQuery = Type.Object(
-  { format: Type.Optional(Type.Union(IMPORT_FORMATS.map((f) => Type.Literal(f)), { default: 'auto' })) },
+  {
+    format: Type.Optional(
+      Type.Union(
+        IMPORT_FORMATS.map((f) => Type.Literal(f)),
+        { default: 'auto' },
+      ),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -76,8 +100,12 @@ export const Import = Type.Object({
   created: Type.Integer({ description: 'Memories created' }),
   skipped: Type.Integer({ description: 'Records already present (same client_ref or text)' }),
   relations_created: Type.Integer({ description: 'Relations restored (an Engram export with relations)' }),
-  relations_skipped: Type.Integer({ description: 'Relations present already, or with a memory at either end not in the project' }),
-  error: Nullable(Type.Object({ message: Type.String(), record: Nullable(Type.Integer()), line: Nullable(Type.Integer()) })),
+  relations_skipped: Type.Integer({
+    description: 'Relations present already, or with a memory at either end not in the project',
+  }),
+  error: Nullable(
+    Type.Object({ message: Type.String(), record: Nullable(Type.Integer()), line: Nullable(Type.Integer()) }),
+  ),
   created_at: Timestamp,
   completed_at: Nullable(Timestamp),
 });

@@ -32,14 +32,15 @@ function pieces(text: string, max: number): Array<{ text: string; offset: number
   let position = 0;
   const push = () => {
     const trimmed = current.trimEnd();
-    if (trimmed.trim()) out.push({ text: trimmed.trimStart(), offset: start + (trimmed.length - trimmed.trimStart().length) });
+    if (trimmed.trim())
+      out.push({ text: trimmed.trimStart(), offset: start + (trimmed.length - trimmed.trimStart().length) });
     current = '';
   };
   for (const sentence of sentences) {
     if (current.length + sentence.length > max && current) push();
     if (!current) start = position;
     if (sentence.length > max) {
-      for (let i = 0; i < sentence.length;) {
+      for (let i = 0; i < sentence.length; ) {
         let end = Math.min(sentence.length, i + max);
         const space = sentence.lastIndexOf(' ', end);
         if (end < sentence.length && space > i) end = space;
@@ -64,7 +65,15 @@ export function chunkBlocks(blocks: Block[], limits: { target: number; max: numb
   let offset = 0;
   let open: { parts: string[]; start: number; end: number; page: number | null; path: string[] } | undefined;
   const flush = () => {
-    if (open) chunks.push({ text: open.parts.join(SEPARATOR), headingPath: open.path, page: open.page, index: chunks.length, charStart: open.start, charEnd: open.end });
+    if (open)
+      chunks.push({
+        text: open.parts.join(SEPARATOR),
+        headingPath: open.path,
+        page: open.page,
+        index: chunks.length,
+        charStart: open.start,
+        charEnd: open.end,
+      });
     open = undefined;
   };
   const path = () => headings.map((h) => h.text);

@@ -21,13 +21,28 @@ export interface ReadDocument {
  * Throws 415 for an unsupported type, 400 for a corrupt, encrypted or empty file and 413 for one
  * beyond `limits`. Runs on a reading thread (reader.ts), never on a thread that serves requests.
  */
-export async function readDocumentHere(bytes: Buffer, name: string, mediaType: string | undefined, limits: DocumentLimits): Promise<ReadDocument> {
+export async function readDocumentHere(
+  bytes: Buffer,
+  name: string,
+  mediaType: string | undefined,
+  limits: DocumentLimits,
+): Promise<ReadDocument> {
   const type = detectType(bytes, name, mediaType);
   const parsed = await parserFor(type).parse(bytes, limits);
-  if (parsed.blocks.length > limits.maxParts) throw tooLarge('ENGRAM_PARSE_MAX_PARTS', `The file has more than ${limits.maxParts} parts (paragraphs, rows or records)`);
+  if (parsed.blocks.length > limits.maxParts)
+    throw tooLarge(
+      'ENGRAM_PARSE_MAX_PARTS',
+      `The file has more than ${limits.maxParts} parts (paragraphs, rows or records)`,
+    );
   const chunks = chunkBlocks(parsed.blocks);
   if (chunks.length === 0) throw invalid('file', 'The file has no text to remember (a scanned PDF needs OCR first)');
-  return { type, sha256: sha256Hex(bytes), size: bytes.length, ...(parsed.title ? { title: parsed.title } : {}), chunks };
+  return {
+    type,
+    sha256: sha256Hex(bytes),
+    size: bytes.length,
+    ...(parsed.title ? { title: parsed.title } : {}),
+    chunks,
+  };
 }
 
 /** Where a memory came from, in its metadata: enough for retrieval to cite the file and the place in it. */
@@ -41,7 +56,12 @@ export function chunkMemories(document: ReadDocument, provenance: Provenance): A
     text: chunk.text,
     source: provenance.source,
     metadata: {
-      file: { ...provenance.file, type: document.type, sha256: document.sha256, ...(document.title ? { title: document.title } : {}) },
+      file: {
+        ...provenance.file,
+        type: document.type,
+        sha256: document.sha256,
+        ...(document.title ? { title: document.title } : {}),
+      },
       heading_path: chunk.headingPath,
       ...(chunk.page !== null ? { page: chunk.page } : {}),
       chunk_index: chunk.index,

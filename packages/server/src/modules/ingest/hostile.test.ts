@@ -2,7 +2,16 @@ import { expect, it } from 'vitest';
 import { loadConfig } from '../../config.js';
 import { forEachDialect, useTestApp, type Response, type TestApp } from '../../testing/harness.js';
 import { upload } from '../../testing/files.js';
-import { deepHtml, deepJson, docxBomb, docxOfManyParts, pdfClaimingPages, pdfFlateBomb, pdfOfPages, pdfSlowText, wideHtml } from '../../testing/hostile-files.js';
+import {
+  deepHtml,
+  deepJson,
+  docxBomb,
+  docxOfManyParts,
+  pdfClaimingPages,
+  pdfFlateBomb,
+  pdfOfPages,
+  pdfSlowText,
+} from '../../testing/hostile-files.js';
 import { expectError, snapshot } from '../../testing/memories.js';
 import { freshUser } from '../../testing/retrieval.js';
 import { until } from '../../testing/until.js';
@@ -28,7 +37,13 @@ async function state(t: TestApp) {
 }
 
 /** Runs an upload that must be refused, and checks that it wrote nothing and the server still serves an ordinary file. */
-async function refused(t: TestApp, run: () => Promise<Response>, status: number, code: string, field?: string): Promise<Response> {
+async function refused(
+  t: TestApp,
+  run: () => Promise<Response>,
+  status: number,
+  code: string,
+  field?: string,
+): Promise<Response> {
   const before = await state(t);
   const res = await run();
   expectError(res, status, code, field);
@@ -45,17 +60,41 @@ forEachDialect('hostile uploads', (dialect) => {
 
   it('refuses a zip-bomb DOCX and a Flate-bomb PDF with 413 naming the expansion bound', async () => {
     const endUser = freshUser();
-    const docx = await refused(t, () => upload(t, { name: 'bomb.docx', content: docxBomb(1024) }, { endUser }), 413, 'payload_too_large', 'file');
+    const docx = await refused(
+      t,
+      () => upload(t, { name: 'bomb.docx', content: docxBomb(1024) }, { endUser }),
+      413,
+      'payload_too_large',
+      'file',
+    );
     expect(docx.body.error.message).toContain('ENGRAM_PARSE_MAX_EXPANDED_BYTES');
-    const pdf = await refused(t, () => upload(t, { name: 'bomb.pdf', content: pdfFlateBomb(1024) }, { endUser }), 413, 'payload_too_large', 'file');
+    const pdf = await refused(
+      t,
+      () => upload(t, { name: 'bomb.pdf', content: pdfFlateBomb(1024) }, { endUser }),
+      413,
+      'payload_too_large',
+      'file',
+    );
     expect(pdf.body.error.message).toContain('ENGRAM_PARSE_MAX_EXPANDED_BYTES');
-    const parts = await refused(t, () => upload(t, { name: 'parts.docx', content: docxOfManyParts(defaults.maxParts + 1) }, { endUser }), 413, 'payload_too_large', 'file');
+    const parts = await refused(
+      t,
+      () => upload(t, { name: 'parts.docx', content: docxOfManyParts(defaults.maxParts + 1) }, { endUser }),
+      413,
+      'payload_too_large',
+      'file',
+    );
     expect(parts.body.error.message).toContain('ENGRAM_PARSE_MAX_PARTS');
   });
 
   it('refuses a PDF of more pages than the bound, and reads one that only claims a million', async () => {
     const endUser = freshUser();
-    const many = await refused(t, () => upload(t, { name: 'many.pdf', content: pdfOfPages(defaults.maxPages + 1) }, { endUser }), 413, 'payload_too_large', 'file');
+    const many = await refused(
+      t,
+      () => upload(t, { name: 'many.pdf', content: pdfOfPages(defaults.maxPages + 1) }, { endUser }),
+      413,
+      'payload_too_large',
+      'file',
+    );
     expect(many.body.error.message).toContain('ENGRAM_PARSE_MAX_PAGES');
     // PDF.js checks a page count against the page tree; the one page there is read.
     const claiming = await upload(t, { name: 'claims.pdf', content: pdfClaimingPages(1_000_000) }, { endUser });
@@ -65,11 +104,37 @@ forEachDialect('hostile uploads', (dialect) => {
 
   it('refuses deeply nested HTML and JSON, and HTML of more parts than the bound', async () => {
     const endUser = freshUser();
-    const html = await refused(t, () => upload(t, { name: 'deep.html', content: deepHtml(200_000) }, { endUser }), 413, 'payload_too_large', 'file');
+    const html = await refused(
+      t,
+      () => upload(t, { name: 'deep.html', content: deepHtml(200_000) }, { endUser }),
+      413,
+      'payload_too_large',
+      'file',
+    );
     expect(html.body.error.message).toMatch(/nests/);
-    const json = await refused(t, () => upload(t, { name: 'deep.json', content: deepJson(200_000) }, { endUser }), 413, 'payload_too_large', 'file');
+    const json = await refused(
+      t,
+      () => upload(t, { name: 'deep.json', content: deepJson(200_000) }, { endUser }),
+      413,
+      'payload_too_large',
+      'file',
+    );
     expect(json.body.error.message).toMatch(/nests/);
-    const wide = await refused(t, () => upload(t, { name: 'wide.md', content: Array.from({ length: defaults.maxParts + 1 }, (_, i) => `Line ${i}.`).join('\n\n') }, { endUser }), 413, 'payload_too_large', 'file');
+    const wide = await refused(
+      t,
+      () =>
+        upload(
+          t,
+          {
+            name: 'wide.md',
+            content: Array.from({ length: defaults.maxParts + 1 }, (_, i) => `Line ${i}.`).join('\n\n'),
+          },
+          { endUser },
+        ),
+      413,
+      'payload_too_large',
+      'file',
+    );
     expect(wide.body.error.message).toContain('ENGRAM_PARSE_MAX_PARTS');
   });
 
@@ -78,12 +143,20 @@ forEachDialect('hostile uploads', (dialect) => {
     const bomb = Buffer.concat([pdfFlateBomb(1024), Buffer.alloc(4 * 1024 * 1024, 0x20)]);
     const res = await upload(t, { name: 'large-bomb.pdf', content: bomb }, { endUser });
     expect(res.status, res.text).toBe(202);
-    const job = await until(async () => {
-      const view = (await t.call('GET', `/memory/upload/${res.body.job.id}`, { endUser })).body;
-      return view.status === 'failed' || view.status === 'succeeded' ? view : undefined;
-    }, 'the upload job', 30_000);
+    const job = await until(
+      async () => {
+        const view = (await t.call('GET', `/memory/upload/${res.body.job.id}`, { endUser })).body;
+        return view.status === 'failed' || view.status === 'succeeded' ? view : undefined;
+      },
+      'the upload job',
+      30_000,
+    );
     expect(job).toMatchObject({ status: 'failed', error: expect.stringContaining('ENGRAM_PARSE_MAX_EXPANDED_BYTES') });
-    const memories = await t.database.db.selectFrom('memories').select('id').where('end_user_id', '=', endUser).execute();
+    const memories = await t.database.db
+      .selectFrom('memories')
+      .select('id')
+      .where('end_user_id', '=', endUser)
+      .execute();
     expect(memories).toEqual([]);
     expect(await t.database.db.selectFrom('blobs').select('key').execute()).toEqual([]);
   });
@@ -92,23 +165,64 @@ forEachDialect('hostile uploads', (dialect) => {
     const endUser = freshUser();
     const send = (payload: string | Buffer, contentType: string) =>
       t.call('POST', '/memory/upload', { endUser, payload, headers: { 'content-type': contentType } });
-    const part = (boundary: string, body: string) => `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n${body}`;
+    const part = (boundary: string, body: string) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n${body}`;
     // The boundary the header names never appears in the body.
-    await refused(t, () => send(`${part('xyz', 'Hello.')}\r\n--xyz--\r\n`, 'multipart/form-data; boundary=abc'), 400, 'validation_error', 'file');
+    await refused(
+      t,
+      () => send(`${part('xyz', 'Hello.')}\r\n--xyz--\r\n`, 'multipart/form-data; boundary=abc'),
+      400,
+      'validation_error',
+      'file',
+    );
     // No boundary at all.
-    await refused(t, () => send(`${part('xyz', 'Hello.')}\r\n--xyz--\r\n`, 'multipart/form-data'), 400, 'validation_error', 'Content-Type');
+    await refused(
+      t,
+      () => send(`${part('xyz', 'Hello.')}\r\n--xyz--\r\n`, 'multipart/form-data'),
+      400,
+      'validation_error',
+      'Content-Type',
+    );
     // A part that never ends.
-    await refused(t, () => send(part('xyz', 'Hello, and then the body stops'), 'multipart/form-data; boundary=xyz'), 400, 'validation_error', 'file');
+    await refused(
+      t,
+      () => send(part('xyz', 'Hello, and then the body stops'), 'multipart/form-data; boundary=xyz'),
+      400,
+      'validation_error',
+      'file',
+    );
     // Headers of a part that never end.
-    await refused(t, () => send('--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"', 'multipart/form-data; boundary=xyz'), 400, 'validation_error', 'file');
+    await refused(
+      t,
+      () =>
+        send(
+          '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"',
+          'multipart/form-data; boundary=xyz',
+        ),
+      400,
+      'validation_error',
+      'file',
+    );
     // A deeply nested JSON field beside the file.
     const nested = `--xyz\r\nContent-Disposition: form-data; name="meta"\r\nContent-Type: application/json\r\n\r\n${deepJson(100_000)}\r\n${part('xyz', 'Hello.')}\r\n--xyz--\r\n`;
     await refused(t, () => send(nested, 'multipart/form-data; boundary=xyz'), 400, 'validation_error', 'meta');
     // More parts than the form has.
     const fields = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}`, 'x']));
-    await refused(t, () => upload(t, { name: 'a.txt', content: 'Hello.' }, { endUser, fields }), 400, 'validation_error', 'body');
+    await refused(
+      t,
+      () => upload(t, { name: 'a.txt', content: 'Hello.' }, { endUser, fields }),
+      400,
+      'validation_error',
+      'body',
+    );
     // A file over ENGRAM_UPLOAD_MAX_BYTES.
-    await refused(t, () => upload(t, { name: 'big.txt', content: Buffer.alloc(8 * 1024 * 1024 + 1, 0x61) }, { endUser }), 413, 'payload_too_large', 'file');
+    await refused(
+      t,
+      () => upload(t, { name: 'big.txt', content: Buffer.alloc(8 * 1024 * 1024 + 1, 0x61) }, { endUser }),
+      413,
+      'payload_too_large',
+      'file',
+    );
   });
 });
 
@@ -116,7 +230,13 @@ forEachDialect('a file that takes too long to read', (dialect) => {
   const t = useTestApp(dialect, { parse: { ...parse, maxExpandedBytes: defaults.maxExpandedBytes, timeoutMs: 1_000 } });
 
   it('is stopped at ENGRAM_PARSE_TIMEOUT_MS with 413, and the next file is read', async () => {
-    const res = await refused(t, () => upload(t, { name: 'slow.pdf', content: pdfSlowText(200) }, { endUser: freshUser() }), 413, 'payload_too_large', 'file');
+    const res = await refused(
+      t,
+      () => upload(t, { name: 'slow.pdf', content: pdfSlowText(200) }, { endUser: freshUser() }),
+      413,
+      'payload_too_large',
+      'file',
+    );
     expect(res.body.error.message).toContain('ENGRAM_PARSE_TIMEOUT_MS');
   });
 });

@@ -17,7 +17,8 @@ async function answer(call: ReadCall): Promise<unknown> {
     return await readDocumentHere(bytes, call.name, call.mediaType, call.limits);
   } catch (error) {
     // A parser recursing once per level of nesting (HTML, JSON, XML inside a DOCX) runs out of stack.
-    if (error instanceof RangeError && /call stack/i.test(error.message)) throw tooLarge('ENGRAM_PARSE_MAX_PARTS', 'The file nests its parts too deeply to read');
+    if (error instanceof RangeError && /call stack/i.test(error.message))
+      throw tooLarge('ENGRAM_PARSE_MAX_PARTS', 'The file nests its parts too deeply to read');
     throw error;
   }
 }

@@ -88,11 +88,24 @@ export class DocumentReader {
     await Promise.all([...this.threads].map((t) => t.worker.terminate()));
   }
 
-  private async run(op: ReadCall['op'], bytes: Buffer, name: string, mediaType: string | undefined, whenBusy: WhenBusy): Promise<unknown> {
+  private async run(
+    op: ReadCall['op'],
+    bytes: Buffer,
+    name: string,
+    mediaType: string | undefined,
+    whenBusy: WhenBusy,
+  ): Promise<unknown> {
     await this.turn(whenBusy);
     try {
       const { id, limits } = { id: ++this.nextId, limits: this.settings };
-      return await this.onThread({ id, op, bytes, name, mediaType, limits: { maxExpandedBytes: limits.maxExpandedBytes, maxPages: limits.maxPages, maxParts: limits.maxParts } });
+      return await this.onThread({
+        id,
+        op,
+        bytes,
+        name,
+        mediaType,
+        limits: { maxExpandedBytes: limits.maxExpandedBytes, maxPages: limits.maxPages, maxParts: limits.maxParts },
+      });
     } finally {
       const next = this.waiting.shift();
       if (next) next.go();
@@ -108,7 +121,11 @@ export class DocumentReader {
       return Promise.resolve();
     }
     if (whenBusy === 'refuse' && this.waiting.length >= this.settings.concurrency * WAITING_PER_THREAD) {
-      return Promise.reject(new AppError('unavailable', 'Too many files are being read at once; retry shortly', undefined, { 'Retry-After': '1' }));
+      return Promise.reject(
+        new AppError('unavailable', 'Too many files are being read at once; retry shortly', undefined, {
+          'Retry-After': '1',
+        }),
+      );
     }
     return new Promise((go, fail) => this.waiting.push({ go, fail }));
   }
@@ -119,7 +136,10 @@ export class DocumentReader {
     thread.worker.ref();
     let outcome: { answer: ReadAnswer } | { ended: Error } | { timedOut: true };
     try {
-      const started = await Promise.race([thread.ready.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), START_MS).unref())]);
+      const started = await Promise.race([
+        thread.ready.then(() => true),
+        new Promise<false>((r) => setTimeout(() => r(false), START_MS).unref()),
+      ]);
       if (!started) throw new Error(`a reading thread did not start within ${START_MS} ms`);
       outcome = await new Promise((resolve) => {
         const deadline = setTimeout(() => resolve({ timedOut: true }), this.settings.timeoutMs);
@@ -155,7 +175,9 @@ export class DocumentReader {
     let started!: () => void;
     const thread: ReadingThread = { worker, ready: new Promise((r) => (started = r)) };
     let failure: Error | undefined;
-    worker.on('message', (message: ReadAnswer | 'ready') => (message === 'ready' ? started() : thread.settle?.({ answer: message })));
+    worker.on('message', (message: ReadAnswer | 'ready') =>
+      message === 'ready' ? started() : thread.settle?.({ answer: message }),
+    );
     worker.on('error', (error) => (failure = error));
     worker.once('exit', (code) => {
       this.threads.delete(thread);

@@ -14,11 +14,14 @@ export const UploadResult = Type.Object({
   status: Type.Union([Type.Literal('created'), Type.Literal('skipped'), Type.Literal('queued')]),
   file: File,
   memories: Type.Optional(Type.Array(Memory, { description: 'created: the new memories, in document order' })),
-  skipped: Type.Optional(Type.Array(
-    Type.Object({ chunk_index: Type.Integer(), reason: Type.String(), memory_id: Type.Integer() }),
-    { description: 'created: chunks whose text the end user already had' },
-  )),
-  forgotten: Type.Optional(Type.Array(Type.Integer(), { description: "created: the previous version's memories, now forgotten" })),
+  skipped: Type.Optional(
+    Type.Array(Type.Object({ chunk_index: Type.Integer(), reason: Type.String(), memory_id: Type.Integer() }), {
+      description: 'created: chunks whose text the end user already had',
+    }),
+  ),
+  forgotten: Type.Optional(
+    Type.Array(Type.Integer(), { description: "created: the previous version's memories, now forgotten" }),
+  ),
   reason: Type.Optional(Type.Literal('duplicate_file')),
   memory_ids: Type.Optional(Type.Array(Type.Integer(), { description: "skipped: the file's live memories" })),
   job: Type.Optional(JobResult),

@@ -21,7 +21,11 @@ export class OwnerView {
   private clustersMemo?: Cluster[];
   private factsMemo?: FactIndex;
 
-  constructor(readonly owner: Owner, readonly revision: number, readonly items: ReadonlyMap<number, Extracted>) {}
+  constructor(
+    readonly owner: Owner,
+    readonly revision: number,
+    readonly items: ReadonlyMap<number, Extracted>,
+  ) {}
 
   knowledge(): Knowledge {
     return (this.knowledgeMemo ??= deriveKnowledge([...this.items.values()], this.owner.endUserId));
@@ -33,7 +37,9 @@ export class OwnerView {
 
   clusters(): Cluster[] {
     return (this.clustersMemo ??= clusterMemories(
-      [...this.items.values()].filter((m) => !m.isSummary).map((m) => ({ id: m.id, text: m.text, entities: m.extraction.entities.map((e) => e.name) })),
+      [...this.items.values()]
+        .filter((m) => !m.isSummary)
+        .map((m) => ({ id: m.id, text: m.text, entities: m.extraction.entities.map((e) => e.name) })),
     ));
   }
 }
@@ -64,7 +70,11 @@ interface Entry {
 export class IntelligenceCache {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly database: Database, private readonly extractors: Extractors, private readonly maxOwners: number) {}
+  constructor(
+    private readonly database: Database,
+    private readonly extractors: Extractors,
+    private readonly maxOwners: number,
+  ) {}
 
   /** End users found to have more memories than a caller of forOwnerWithin allowed (not counted again by this process). */
   private readonly tooLarge = new Set<string>();
@@ -109,7 +119,8 @@ export class IntelligenceCache {
       // A revision the caller read is used once: after waiting for a refresh, read the current one.
       const seen = first ? known.revision : undefined;
       const [revision, ontology] = await Promise.all([
-        seen ?? revisionOf(this.database.db, owner), this.ontologyRevisionOf(owner.projectId, known.ontologyRecheckMs ?? 0),
+        seen ?? revisionOf(this.database.db, owner),
+        this.ontologyRevisionOf(owner.projectId, known.ontologyRecheckMs ?? 0),
       ]);
       const current = seen !== undefined ? entry.revision >= revision : entry.revision === revision;
       if (current && ontology === entry.ontologyRevision && entry.view) return entry.view;
@@ -162,7 +173,11 @@ export class IntelligenceCache {
         continue;
       }
       entry.items.set(row.id, {
-        id: row.id, createdAt: row.created_at, supersededBy: row.superseded_by, isSummary: row.is_summary, text: row.text,
+        id: row.id,
+        createdAt: row.created_at,
+        supersededBy: row.superseded_by,
+        isSummary: row.is_summary,
+        text: row.text,
         extraction: extractor.extract(row.text, row.speaker),
       });
     }

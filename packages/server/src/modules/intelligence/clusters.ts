@@ -100,9 +100,18 @@ export function clusterMemories(inputs: ClusterInput[]): Cluster[] {
   return groups
     .filter((g) => g.members.length >= MIN_SIZE)
     .map((g) => {
-      const terms = [...g.weights].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, LABEL_TERMS).map(([t]) => readable(t));
+      const terms = [...g.weights]
+        .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+        .slice(0, LABEL_TERMS)
+        .map(([t]) => readable(t));
       const uniqueTerms = [...new Set(terms)];
-      return { id: g.members[0]!, label: uniqueTerms.join(', '), terms: uniqueTerms, size: g.members.length, memory_ids: g.members };
+      return {
+        id: g.members[0]!,
+        label: uniqueTerms.join(', '),
+        terms: uniqueTerms,
+        size: g.members.length,
+        memory_ids: g.members,
+      };
     })
     .sort((a, b) => b.size - a.size || a.id - b.id);
 }

@@ -39,9 +39,14 @@ const CHANGES: Array<[kind: string, older: string, newer: string, question: stri
 // A second set, written by another hand (issue 53, wave 3) before reading the fact rules: 13 of 24 came
 // first; the rules were then changed until all did (it is tuned on, like bench/intelligence/conflicts-dev.txt).
 const WAVE3: Array<[kind: string, older: string, newer: string, question: string]> = [
-  ['residence', 'Home for me is Manchester.', "We packed up and moved to Leeds in October.", 'what city do I live in?'],
+  ['residence', 'Home for me is Manchester.', 'We packed up and moved to Leeds in October.', 'what city do I live in?'],
   ['residence', 'Tom lives in Dublin.', 'Tom moved to Cork last spring.', 'where does Tom live?'],
-  ['residence', "I'm living in a flat in Glasgow.", "I've just moved into a house in Edinburgh.", 'where am I living these days?'],
+  [
+    'residence',
+    "I'm living in a flat in Glasgow.",
+    "I've just moved into a house in Edinburgh.",
+    'where am I living these days?',
+  ],
   ['employer', "I'm employed by Siemens.", 'I started a new job at Bosch this week.', 'which company do I work for?'],
   ['employer', 'Ana works for the Red Cross.', 'Ana quit the Red Cross and joined UNICEF.', 'who does Ana work for?'],
   ['job', 'I work as a chef.', "I'm a food critic now.", "what's my occupation?"],
@@ -62,17 +67,23 @@ const WAVE3: Array<[kind: string, older: string, newer: string, question: string
   ['habit', 'I go to the gym every Monday.', 'I go to the gym on Fridays now.', 'which day do I go to the gym?'],
   ['habit', 'I meditate twice a day.', 'I meditate once a day now.', 'how often do I meditate?'],
   ['possession', 'I have a motorbike.', 'I sold the motorbike in June.', 'do I have a motorbike?'],
-  ['possession', 'I own a house in the country.', "We sold the country house.", 'do I own a house?'],
+  ['possession', 'I own a house in the country.', 'We sold the country house.', 'do I own a house?'],
 ];
 // Written and committed before wave 3 changed the rules, never run while changing them (bench/intelligence).
 const UNSEEN = readFileSync(new URL('../../../../../bench/intelligence/conflicts-unseen.txt', import.meta.url), 'utf8')
-  .split('\n').filter((line) => !line.startsWith('#') && line.includes('|| yes ||'))
+  .split('\n')
+  .filter((line) => !line.startsWith('#') && line.includes('|| yes ||'))
   .map((line) => line.split('||').map((field) => field.trim()))
   .map(([kind, older, newer, , question]) => [kind!, older!, newer!, question!] as const);
 /** How many unseen changes had their newer statement first when the set was first run (README, "The current fact first"). */
 const UNSEEN_FIRST_AT_FIRST_RUN = 15;
 // The same end user said these too: some share the question's words ("lives in", "works at").
-const AROUND = ['My sister lives in Rome.', 'My brother works at a bank.', 'I went to a concert last night.', 'We had pizza for dinner.'];
+const AROUND = [
+  'My sister lives in Rome.',
+  'My brother works at a bank.',
+  'I went to a concert last night.',
+  'We had pizza for dinner.',
+];
 
 forEachDialect('the current fact first', (dialect) => {
   const t = useTestApp(dialect);
@@ -121,10 +132,16 @@ forEachDialect('the current fact first', (dialect) => {
       const newId = (await addMemory(t, newer, { endUser })).id as number;
       await addMemory(t, AROUND[3]!, { endUser });
       const found = await query(t, { query: question, explain: true }, { endUser });
-      if (found[0]?.id !== newId) missed.push(`${kind}: "${older}" -> "${newer}", asked "${question}": got ${JSON.stringify(found.map((m) => m.text))}`);
+      if (found[0]?.id !== newId)
+        missed.push(
+          `${kind}: "${older}" -> "${newer}", asked "${question}": got ${JSON.stringify(found.map((m) => m.text))}`,
+        );
       else expect(found[0].explanation).toHaveProperty('current_fact');
     }
-    console.log(`unseen changes: ${UNSEEN.length - missed.length} of ${UNSEEN.length} first`, JSON.stringify(missed, null, 1));
+    console.log(
+      `unseen changes: ${UNSEEN.length - missed.length} of ${UNSEEN.length} first`,
+      JSON.stringify(missed, null, 1),
+    );
     expect(UNSEEN.length - missed.length).toBeGreaterThanOrEqual(UNSEEN_FIRST_AT_FIRST_RUN);
   });
 
@@ -145,7 +162,9 @@ forEachDialect('the current fact first', (dialect) => {
 });
 
 forEachDialect('the current fact first, above ENGRAM_CURRENT_FACT_MAX_MEMORIES', (dialect) => {
-  const t = useTestApp(dialect, () => ({ intelligence: { ...loadConfig({}).intelligence, currentFactMaxMemories: 2 } }));
+  const t = useTestApp(dialect, () => ({
+    intelligence: { ...loadConfig({}).intelligence, currentFactMaxMemories: 2 },
+  }));
 
   it('answers an end user with more memories than the limit as ranked', async () => {
     const small = freshUser();
@@ -170,7 +189,10 @@ forEachDialect('the current fact first on the read path', (dialect) => {
     const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
     // Every statement the cache runs on this connection is counted (a plugin sees each result).
     let statements = 0;
-    const counting: KyselyPlugin = { transformQuery: (args) => args.node, transformResult: async (args) => (statements++, args.result) };
+    const counting: KyselyPlugin = {
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => (statements++, args.result),
+    };
     const database = { ...t.database, db: t.database.db.withPlugin(counting) };
     const cache = new IntelligenceCache(database, new Extractors(t.database), 10);
     const first = await cache.forOwnerWithin(owner, 2_000);

@@ -17,12 +17,18 @@ const ASKED: Array<[RegExp, string[]]> = [
   [/\bbirthday\b|\bborn\b/, ['birthday', 'birth_year']],
   [/\banniversary\b/, ['anniversary']],
   [/\b(married|wife|husband|spouse)\b/, ['married_to', 'relationship_status']],
-  [/\b(partner|girlfriend|boyfriend|dating|single|relationship|engaged|fianc\w*)\b/, ['partner', 'relationship_status', 'married_to']],
+  [
+    /\b(partner|girlfriend|boyfriend|dating|single|relationship|engaged|fianc\w*)\b/,
+    ['partner', 'relationship_status', 'married_to'],
+  ],
   [/\b(kids?|children|child)\b/, ['children', 'child_count']],
   [/\b(car|drive|drives|driving)\b/, ['drives']],
   [/\b(phone|smartphone)\b/, ['phone']],
   [/\bprefer/, ['prefers']],
-  [/\bhow often\b|\bhow many times\b|\bhow frequently\b|\bwhat time\b|\b(which|what) days?\b|\bwhen do (i|you|we)\b|\bhabits?\b|\broutine\b|\bstill\b/, ['habit', 'does']],
+  [
+    /\bhow often\b|\bhow many times\b|\bhow frequently\b|\bwhat time\b|\b(which|what) days?\b|\bwhen do (i|you|we)\b|\bhabits?\b|\broutine\b|\bstill\b/,
+    ['habit', 'does'],
+  ],
   [/\b(own|owns|still have|do i have|does \w+ have)\b/, ['has', 'drives', 'phone']],
   [/^(am i|are you|is (he|she|\w+))\b|\bstill\b/, ['is', 'relationship_status', 'likes', 'dislikes']],
   [/\b(like|likes|love|loves|enjoy|enjoys|hate|hates)\b/, ['likes', 'dislikes']],
@@ -71,7 +77,11 @@ type Reason = 'current_fact' | 'superseded_by';
  * or `superseded_by` (lowered) contribution, so the contributions still add up to its score.
  */
 export async function currentFirst(
-  database: Database, owner: Owner, facts: FactIndex, query: string, ranked: ScoredMemory[],
+  database: Database,
+  owner: Owner,
+  facts: FactIndex,
+  query: string,
+  ranked: ScoredMemory[],
   options: { k: number; explain: boolean; bringIn: boolean },
 ): Promise<ScoredMemory[]> {
   const { subject, relations } = askedAbout(query, facts);
@@ -87,7 +97,13 @@ export async function currentFirst(
     return at === id ? undefined : at;
   };
   // A relation with many values at once (likes, has) is asked about only with its value named ("do I own a kayak").
-  const words = new Set(query.toLowerCase().split(/[^\p{L}\p{N}'-]+/u).filter((w) => w.length > 2).map((w) => w.replace(/s$/, '')));
+  const words = new Set(
+    query
+      .toLowerCase()
+      .split(/[^\p{L}\p{N}'-]+/u)
+      .filter((w) => w.length > 2)
+      .map((w) => w.replace(/s$/, '')),
+  );
   const named = (value: string) => value.split(/\s+/).some((w) => words.has(w.replace(/s$/, '')));
   const promoted: number[] = [];
   for (const relation of relations) {
@@ -97,7 +113,9 @@ export async function currentFirst(
     }
   }
   const inRanked = new Set(ranked.map((m) => m.id));
-  const top = options.bringIn ? promoted.slice(0, MAX_PROMOTED) : promoted.filter((id) => inRanked.has(id)).slice(0, MAX_PROMOTED);
+  const top = options.bringIn
+    ? promoted.slice(0, MAX_PROMOTED)
+    : promoted.filter((id) => inRanked.has(id)).slice(0, MAX_PROMOTED);
   const needsSuccessor = ranked.some((m) => successor(m.id) !== undefined);
   if (top.length === 0 && !needsSuccessor) return ranked;
 
@@ -115,8 +133,12 @@ export async function currentFirst(
   }
   const missing = order.filter((id) => !inRanked.has(id));
   const rows = new Map(ranked.map((m) => [m.id, m]));
-  for (const row of await memoriesByIds(database.db, owner, missing)) rows.set(row.id, Object.assign(row, { score: 0 }) as ScoredMemory);
-  const ordered = order.map((id) => rows.get(id)).filter((m): m is ScoredMemory => m !== undefined).slice(0, options.k);
+  for (const row of await memoriesByIds(database.db, owner, missing))
+    rows.set(row.id, Object.assign(row, { score: 0 }) as ScoredMemory);
+  const ordered = order
+    .map((id) => rows.get(id))
+    .filter((m): m is ScoredMemory => m !== undefined)
+    .slice(0, options.k);
 
   // Scores: a current fact takes the score of the place it is put in; nothing scores above the memory before it.
   const before = new Map(ranked.map((m) => [m.id, m.score]));
@@ -142,7 +164,12 @@ export async function currentFirst(
  * `mostMemories`: owners with more memories are answered as ranked (ENGRAM_CURRENT_FACT_MAX_MEMORIES:
  * the graph of a large end user costs a long first extraction and a replay per write).
  */
-export function currentFactsFirst(inner: RetrievalService, intelligence: Intelligence, database: Database, mostMemories: number): RetrievalService {
+export function currentFactsFirst(
+  inner: RetrievalService,
+  intelligence: Intelligence,
+  database: Database,
+  mostMemories: number,
+): RetrievalService {
   return {
     matching: (...args) => inner.matching(...args),
     retrieve: (...args) => inner.retrieve(...args),
@@ -155,7 +182,9 @@ export function currentFactsFirst(inner: RetrievalService, intelligence: Intelli
       const view = mostMemories > 0 ? await intelligence.viewWithin(owner, mostMemories, rankedAt) : null;
       if (!view) return ranked;
       return currentFirst(database, owner, view.facts(), input.query, ranked, {
-        k: input.k ?? 10, explain: input.explain ?? false, bringIn: input.filters === undefined && input.session_id === undefined,
+        k: input.k ?? 10,
+        explain: input.explain ?? false,
+        bringIn: input.filters === undefined && input.session_id === undefined,
       });
     },
   };

@@ -65,11 +65,17 @@ const chronological = (memories: ExtractedMemory[]) =>
 /** Builds nodes (with person short names merged into full names), edges with validity, and conflicts. */
 export function deriveKnowledge(memories: ExtractedMemory[], endUserName: string): Knowledge {
   const ordered = chronological(memories);
-  const aliases = personAliases(ordered.flatMap((m) => [
-    ...m.extraction.entities.filter((e) => e.type === 'person').map((e) => e.name),
-    ...m.extraction.relations.flatMap((r) => [r.subject, r.object]).filter((e) => e.type === 'person' && e.name !== SELF).map((e) => e.name),
-  ]));
-  const canonical = (ref: EntityRef): EntityRef => (ref.type === 'person' && aliases.has(ref.name) ? { name: aliases.get(ref.name)!, type: 'person' } : ref);
+  const aliases = personAliases(
+    ordered.flatMap((m) => [
+      ...m.extraction.entities.filter((e) => e.type === 'person').map((e) => e.name),
+      ...m.extraction.relations
+        .flatMap((r) => [r.subject, r.object])
+        .filter((e) => e.type === 'person' && e.name !== SELF)
+        .map((e) => e.name),
+    ]),
+  );
+  const canonical = (ref: EntityRef): EntityRef =>
+    ref.type === 'person' && aliases.has(ref.name) ? { name: aliases.get(ref.name)!, type: 'person' } : ref;
 
   const nodes = new Map<string, GraphNode & { aliasSet: Set<string>; memorySet: Set<number> }>();
   const touch = (ref: EntityRef, memoryId: number) => {
@@ -78,7 +84,16 @@ export function deriveKnowledge(memories: ExtractedMemory[], endUserName: string
     let node = nodes.get(id);
     if (!node) {
       const self = c.name === SELF;
-      node = { id, name: self ? endUserName : c.name, type: c.type, aliases: [], memory_ids: [], is_end_user: self, aliasSet: new Set(), memorySet: new Set() };
+      node = {
+        id,
+        name: self ? endUserName : c.name,
+        type: c.type,
+        aliases: [],
+        memory_ids: [],
+        is_end_user: self,
+        aliasSet: new Set(),
+        memorySet: new Set(),
+      };
       nodes.set(id, node);
     }
     if (ref.name !== c.name) node.aliasSet.add(ref.name);
@@ -93,10 +108,15 @@ export function deriveKnowledge(memories: ExtractedMemory[], endUserName: string
       touch(r.object, m.id);
     }
   }
-  const resolve = (r: RelationFact) => ({ ...r, source: nodeId(canonical(r.subject)), target: nodeId(canonical(r.object)) });
+  const resolve = (r: RelationFact) => ({
+    ...r,
+    source: nodeId(canonical(r.subject)),
+    target: nodeId(canonical(r.object)),
+  });
   const edges = timeline(ordered, resolve, true).edges;
   const conflicts = timeline(ordered, resolve, false).conflicts.map((c) => ({
-    ...c, subject: { id: c.subject, name: nodes.get(c.subject)?.name ?? c.subject },
+    ...c,
+    subject: { id: c.subject, name: nodes.get(c.subject)?.name ?? c.subject },
     values: c.values.map((v) => ({ ...v, value: nodes.get(v.value)?.name ?? v.value })),
   }));
   const finished = new Map<string, GraphNode>();
@@ -122,19 +142,29 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
   const conflicts: RawConflict[] = [];
   const current = new Map<string, GraphEdge>(); // subject|relation|object (multi) or subject|relation (single)
   const denied = new Map<string, { memoryId: number; at: string }>(); // subject|relation|object -> last denial
-  const conflict = (kind: RawConflict['kind'], f: Resolved, older: GraphEdge | { memoryId: number; at: string; target: string; negated: boolean }, m: ExtractedMemory) => {
+  const conflict = (
+    kind: RawConflict['kind'],
+    f: Resolved,
+    older: GraphEdge | { memoryId: number; at: string; target: string; negated: boolean },
+    m: ExtractedMemory,
+  ) => {
     const olderId = 'memory_ids' in older ? older.memory_ids[older.memory_ids.length - 1]! : older.memoryId;
     const olderAt = 'memory_ids' in older ? older.valid_at : older.at;
     const olderTarget = 'memory_ids' in older ? older.target : older.target;
     const olderNegated = 'memory_ids' in older ? false : older.negated;
     if (olderId === m.id) return;
     conflicts.push({
-      id: decisionId(`${kind}|${f.source}|${f.relation}|${olderId}|${m.id}`), kind, subject: f.source, attribute: f.relation,
+      id: decisionId(`${kind}|${f.source}|${f.relation}|${olderId}|${m.id}`),
+      kind,
+      subject: f.source,
+      attribute: f.relation,
       values: [
         { memory_id: olderId, value: olderTarget, negated: olderNegated, stated_at: olderAt },
         { memory_id: m.id, value: f.target, negated: f.negated, stated_at: m.createdAt },
       ],
-      older: olderId, newer: m.id, detected_at: m.createdAt,
+      older: olderId,
+      newer: m.id,
+      detected_at: m.createdAt,
     });
   };
   const end = (edge: GraphEdge, m: ExtractedMemory) => {
@@ -185,8 +215,14 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
         continue;
       }
       const edge: GraphEdge = {
-        id: edgeId(`${factKey}|${m.id}`), source: f.source, target: f.target, type: f.relation, memory_ids: [m.id],
-        valid_at: m.createdAt, invalid_at: null, invalidated_by: null,
+        id: edgeId(`${factKey}|${m.id}`),
+        source: f.source,
+        target: f.target,
+        type: f.relation,
+        memory_ids: [m.id],
+        valid_at: m.createdAt,
+        invalid_at: null,
+        invalidated_by: null,
       };
       edges.push(edge);
       if (live) conflict('single_valued', f, live, m);
@@ -239,7 +275,9 @@ export function factIndex({ nodes, edges }: Knowledge): FactIndex {
     // The statement that ended a fact ("I quit smoking", "I sold my kayak") is the current word on it too.
     const key = `${e.source}|${e.type}`;
     if (!current.has(key)) current.set(key, []);
-    current.get(key)!.push({ id: e.invalidated_by, at: e.invalid_at!, value: (nodes.get(e.target)?.name ?? e.target).toLowerCase() });
+    current
+      .get(key)!
+      .push({ id: e.invalidated_by, at: e.invalid_at!, value: (nodes.get(e.target)?.name ?? e.target).toLowerCase() });
     for (const id of e.memory_ids) {
       if (id === e.invalidated_by) continue;
       if (!endedIn.has(id)) endedIn.set(id, new Map());
@@ -255,6 +293,11 @@ export function factIndex({ nodes, edges }: Knowledge): FactIndex {
     if (n.type !== 'person' || n.is_end_user) continue;
     for (const name of [n.name, ...n.aliases]) people.set(name.toLowerCase(), n.id);
   }
-  const newestFirst = new Map([...current].map(([k, v]) => [k, v.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : b.id - a.id)).map(({ id, value }) => ({ id, value }))]));
+  const newestFirst = new Map(
+    [...current].map(([k, v]) => [
+      k,
+      v.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : b.id - a.id)).map(({ id, value }) => ({ id, value })),
+    ]),
+  );
   return { successorOf, endedIn, current: newestFirst, people };
 }

@@ -16,7 +16,9 @@ export interface StoredOntology {
   reclassification: JobView | null;
 }
 
-const revisionRow = prepared(1, (db, projectId: string) => db.selectFrom('ontologies').select('revision').where('project_id', '=', projectId));
+const revisionRow = prepared(1, (db, projectId: string) =>
+  db.selectFrom('ontologies').select('revision').where('project_id', '=', projectId),
+);
 
 export async function ontologyRevision(db: Executor, projectId: string): Promise<number> {
   const [row] = await revisionRow(db, projectId);
@@ -26,22 +28,44 @@ export async function ontologyRevision(db: Executor, projectId: string): Promise
 export async function readOntology(db: Executor, projectId: string): Promise<StoredOntology> {
   const row = await db.selectFrom('ontologies').selectAll().where('project_id', '=', projectId).executeTakeFirst();
   if (!row) return { ontology: DEFAULT_ONTOLOGY, revision: 0, updated_at: null, reclassification: null };
-  const job = row.reclassify_job_id === null ? undefined : await getJob(db, row.reclassify_job_id, projectId, RECLASSIFY_JOB);
-  return { ontology: decodeJson<Ontology>(row.document), revision: row.revision, updated_at: row.updated_at, reclassification: job ?? null };
+  const job =
+    row.reclassify_job_id === null ? undefined : await getJob(db, row.reclassify_job_id, projectId, RECLASSIFY_JOB);
+  return {
+    ontology: decodeJson<Ontology>(row.document),
+    revision: row.revision,
+    updated_at: row.updated_at,
+    reclassification: job ?? null,
+  };
 }
 
 /** Replaces the project's ontology after checking its references, and queues the reclassification of its memories. */
-export async function replaceOntology(database: Database, ctx: WriteContext, projectId: string, ontology: Ontology): Promise<number> {
+export async function replaceOntology(
+  database: Database,
+  ctx: WriteContext,
+  projectId: string,
+  ontology: Ontology,
+): Promise<number> {
   const problem = checkOntology(ontology);
   if (problem) throw invalid(problem.field, problem.message);
   return write(database, ctx, async (trx, effects) => {
     const jobId = await enqueueJob(trx, { kind: RECLASSIFY_JOB, projectId, payload: {} });
     const row = await trx
       .insertInto('ontologies')
-      .values({ project_id: projectId, document: encodeJson(ontology), revision: 1, reclassify_job_id: jobId, updated_at: effects.now })
-      .onConflict((oc) => oc.column('project_id').doUpdateSet((eb) => ({
-        document: encodeJson(ontology), revision: eb('ontologies.revision', '+', 1), reclassify_job_id: jobId, updated_at: effects.now,
-      })))
+      .values({
+        project_id: projectId,
+        document: encodeJson(ontology),
+        revision: 1,
+        reclassify_job_id: jobId,
+        updated_at: effects.now,
+      })
+      .onConflict((oc) =>
+        oc.column('project_id').doUpdateSet((eb) => ({
+          document: encodeJson(ontology),
+          revision: eb('ontologies.revision', '+', 1),
+          reclassify_job_id: jobId,
+          updated_at: effects.now,
+        })),
+      )
       .returning('revision')
       .executeTakeFirstOrThrow();
     effects.audit('ontology.update', { type: 'ontology', id: projectId });

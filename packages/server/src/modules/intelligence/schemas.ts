@@ -2,18 +2,30 @@ import { Type, type Static } from '@sinclair/typebox';
 import { PageOf, PageQuery } from '../../core/paging.js';
 import { Relation } from '../synthesis/index.js';
 
-const Name = Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z][a-z0-9_]*\\*?$', description: 'Lower-case letters, digits and underscores' });
+const Name = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  pattern: '^[a-z][a-z0-9_]*\\*?$',
+  description: 'Lower-case letters, digits and underscores',
+});
 const Description = Type.String({ maxLength: 500 });
-const Phrases = (description: string) => Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 200, description });
+const Phrases = (description: string) =>
+  Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 200, description });
 
 export const Ontology = Type.Object(
   {
     categories: Type.Array(
-      Type.Object({ name: Name, description: Description, cues: Phrases('Words or phrases that put a memory in the category') }, { additionalProperties: false }),
+      Type.Object(
+        { name: Name, description: Description, cues: Phrases('Words or phrases that put a memory in the category') },
+        { additionalProperties: false },
+      ),
       { maxItems: 100 },
     ),
     entity_types: Type.Array(
-      Type.Object({ name: Name, description: Description, examples: Phrases('Names always of this type (a gazetteer)') }, { additionalProperties: false }),
+      Type.Object(
+        { name: Name, description: Description, examples: Phrases('Names always of this type (a gazetteer)') },
+        { additionalProperties: false },
+      ),
       { maxItems: 100 },
     ),
     relation_types: Type.Array(
@@ -23,8 +35,12 @@ export const Ontology = Type.Object(
           description: Description,
           source_types: Type.Array(Name, { maxItems: 20, description: 'Allowed subject entity types (empty: any)' }),
           target_types: Type.Array(Name, { maxItems: 20, description: 'Allowed object entity types (empty: any)' }),
-          single_valued: Type.Boolean({ description: 'One current value per subject: a new value invalidates the old edge and is a conflict' }),
-          cues: Phrases('Verb phrases stating the relation between a subject before them and an object after them ("moved to")'),
+          single_valued: Type.Boolean({
+            description: 'One current value per subject: a new value invalidates the old edge and is a conflict',
+          }),
+          cues: Phrases(
+            'Verb phrases stating the relation between a subject before them and an object after them ("moved to")',
+          ),
         },
         { additionalProperties: false },
       ),
@@ -36,8 +52,14 @@ export const Ontology = Type.Object(
 export type OntologyInput = Static<typeof Ontology>;
 
 const Job = Type.Object({
-  id: Type.Integer(), kind: Type.String(), status: Type.String(), progress: Type.Number(), result: Type.Unknown(),
-  error: Type.Union([Type.String(), Type.Null()]), created_at: Type.String(), updated_at: Type.String(),
+  id: Type.Integer(),
+  kind: Type.String(),
+  status: Type.String(),
+  progress: Type.Number(),
+  result: Type.Unknown(),
+  error: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+  updated_at: Type.String(),
 });
 
 export const OntologyResult = Type.Object({
@@ -45,19 +67,28 @@ export const OntologyResult = Type.Object({
   revision: Type.Integer({ description: '0 while the project uses the built-in default' }),
   is_default: Type.Boolean(),
   updated_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  reclassification: Type.Union([Job, Type.Null()], { description: 'The background job reclassifying existing memories after the last replacement' }),
+  reclassification: Type.Union([Job, Type.Null()], {
+    description: 'The background job reclassifying existing memories after the last replacement',
+  }),
 });
 
 const Timestamp = Type.String({ format: 'date-time' });
-const Nullable = <T extends ReturnType<typeof Type.String> | ReturnType<typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
+const Nullable = <T extends ReturnType<typeof Type.String> | ReturnType<typeof Type.Integer>>(t: T) =>
+  Type.Union([t, Type.Null()]);
 
 export const GraphNode = Type.Object({
   id: Type.String({ description: '"self" for the end user, else <type>:<canonical name>' }),
-  name: Type.String(), type: Type.String(), aliases: Type.Array(Type.String()), memory_ids: Type.Array(Type.Integer()),
+  name: Type.String(),
+  type: Type.String(),
+  aliases: Type.Array(Type.String()),
+  memory_ids: Type.Array(Type.Integer()),
   is_end_user: Type.Boolean(),
 });
 export const GraphEdge = Type.Object({
-  id: Type.String(), source: Type.String(), target: Type.String(), type: Type.String(),
+  id: Type.String(),
+  source: Type.String(),
+  target: Type.String(),
+  type: Type.String(),
   memory_ids: Type.Array(Type.Integer(), { description: 'The memories that state this fact' }),
   valid_at: Timestamp,
   invalid_at: Nullable(Timestamp),
@@ -66,30 +97,44 @@ export const GraphEdge = Type.Object({
 
 export const GraphQuery = Type.Object(
   {
-    entity: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'An entity id, name or alias: its neighbourhood only' })),
-    type: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'Entities of this type and the edges touching them' })),
+    entity: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'An entity id, name or alias: its neighbourhood only' }),
+    ),
+    type: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'Entities of this type and the edges touching them' }),
+    ),
     as_of: Type.Optional(Type.String({ format: 'date-time', description: 'Only facts true at this time' })),
     limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Most-mentioned entities first' }),
   },
   { additionalProperties: false },
 );
 export const GraphResult = Type.Object({
-  nodes: Type.Array(GraphNode), edges: Type.Array(GraphEdge),
+  nodes: Type.Array(GraphNode),
+  edges: Type.Array(GraphEdge),
   memory_relations: Type.Array(Relation, {
-    description: 'Typed links between the memories themselves (POST /memory/relations; a summary `summarizes` its sources): made by as_of, touching the memories behind the shown nodes and edges when entity or type is given; the limit newest',
+    description:
+      'Typed links between the memories themselves (POST /memory/relations; a summary `summarizes` its sources): made by as_of, touching the memories behind the shown nodes and edges when entity or type is given; the limit newest',
   }),
-  as_of: Nullable(Timestamp), revision: Type.Integer(),
+  as_of: Nullable(Timestamp),
+  revision: Type.Integer(),
 });
 
 export const Cluster = Type.Object({
-  id: Type.Integer({ description: 'The smallest member id' }), label: Type.String(), terms: Type.Array(Type.String()),
-  size: Type.Integer(), memory_ids: Type.Array(Type.Integer()),
+  id: Type.Integer({ description: 'The smallest member id' }),
+  label: Type.String(),
+  terms: Type.Array(Type.String()),
+  size: Type.Integer(),
+  memory_ids: Type.Array(Type.Integer()),
 });
 export const ClustersQuery = Type.Object(
   { limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }) },
   { additionalProperties: false },
 );
-export const ClustersResult = Type.Object({ items: Type.Array(Cluster), total: Type.Integer(), revision: Type.Integer() });
+export const ClustersResult = Type.Object({
+  items: Type.Array(Cluster),
+  total: Type.Integer(),
+  revision: Type.Integer(),
+});
 
 export const DecisionStatus = Type.Union([Type.Literal('open'), Type.Literal('resolved'), Type.Literal('dismissed')]);
 export const Resolution = Type.Union([Type.Literal('keep_one'), Type.Literal('keep_both'), Type.Literal('dismiss')]);
@@ -99,13 +144,18 @@ export const Decision = Type.Object({
   kind: Type.Union([Type.Literal('single_valued'), Type.Literal('negation')]),
   subject: Type.Object({ id: Type.String(), name: Type.String() }),
   attribute: Type.String({ description: 'The relation type' }),
-  values: Type.Array(Type.Object({ memory_id: Type.Integer(), value: Type.String(), negated: Type.Boolean(), stated_at: Timestamp })),
+  values: Type.Array(
+    Type.Object({ memory_id: Type.Integer(), value: Type.String(), negated: Type.Boolean(), stated_at: Timestamp }),
+  ),
   suggested_resolution: Type.Object({ resolution: Resolution, memory_id: Type.Integer(), reason: Type.String() }),
   status: DecisionStatus,
   resolution: Type.Union([
     Type.Object({
-      resolution: Resolution, memory_id: Nullable(Type.Integer()), note: Nullable(Type.String()),
-      actor: Type.Object({ type: Type.String(), id: Nullable(Type.Integer()) }), resolved_at: Timestamp,
+      resolution: Resolution,
+      memory_id: Nullable(Type.Integer()),
+      note: Nullable(Type.String()),
+      actor: Type.Object({ type: Type.String(), id: Nullable(Type.Integer()) }),
+      resolved_at: Timestamp,
     }),
     Type.Null(),
   ]),
@@ -121,14 +171,21 @@ export const DecisionParams = Type.Object({ decision_id: Type.Integer({ minimum:
 export const ResolveBody = Type.Object(
   {
     resolution: Resolution,
-    memory_id: Type.Optional(Type.Integer({ minimum: 1, description: 'keep_one: the memory to keep (one of the decision\'s)' })),
+    memory_id: Type.Optional(
+      Type.Integer({ minimum: 1, description: "keep_one: the memory to keep (one of the decision's)" }),
+    ),
     note: Type.Optional(Type.String({ minLength: 1, maxLength: 1000 })),
   },
   { additionalProperties: false },
 );
 export type ResolveInput = Static<typeof ResolveBody>;
 
-const TopEntity = Type.Object({ id: Type.String(), name: Type.String(), type: Type.String(), mentions: Type.Integer() });
+const TopEntity = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  type: Type.String(),
+  mentions: Type.Integer(),
+});
 export const IntelligenceResult = Type.Object({
   top_entities: Type.Array(TopEntity),
   recent_changes: Type.Array(GraphEdge, { description: 'Facts most recently stated or ended, newest first' }),
@@ -139,8 +196,15 @@ export const IntelligenceResult = Type.Object({
 
 const Counts = Type.Record(Type.String(), Type.Integer());
 export const StatsResult = Type.Object({
-  memories: Type.Integer(), summaries: Type.Integer(), entities: Type.Integer(), entities_by_type: Counts,
-  relations: Type.Integer(), relations_by_type: Counts, current_relations: Type.Integer(), clusters: Type.Integer(),
+  memories: Type.Integer(),
+  summaries: Type.Integer(),
+  entities: Type.Integer(),
+  entities_by_type: Counts,
+  relations: Type.Integer(),
+  relations_by_type: Counts,
+  current_relations: Type.Integer(),
+  clusters: Type.Integer(),
   decisions: Type.Object({ open: Type.Integer(), resolved: Type.Integer(), dismissed: Type.Integer() }),
-  categories: Counts, revision: Type.Integer(),
+  categories: Counts,
+  revision: Type.Integer(),
 });

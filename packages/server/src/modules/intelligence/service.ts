@@ -33,21 +33,31 @@ function toDecision(c: Conflict, row: ResolutionRow | undefined): DecisionView {
       ? `${c.attribute} holds one value at a time; the newer statement (memory ${c.newer}) replaces the older one`
       : `The newer statement (memory ${c.newer}) contradicts the older one (memory ${c.older})`;
   return {
-    id: c.id, kind: c.kind, subject: c.subject, attribute: c.attribute, values: c.values,
+    id: c.id,
+    kind: c.kind,
+    subject: c.subject,
+    attribute: c.attribute,
+    values: c.values,
     suggested_resolution: { resolution: 'keep_one', memory_id: c.newer, reason },
     status: statusOf(row),
     resolution: row
       ? {
-        resolution: row.resolution as DecisionView['suggested_resolution']['resolution'], memory_id: row.kept_memory_id, note: row.note,
-        actor: { type: row.actor_type, id: row.actor_id }, resolved_at: row.created_at,
-      }
+          resolution: row.resolution as DecisionView['suggested_resolution']['resolution'],
+          memory_id: row.kept_memory_id,
+          note: row.note,
+          actor: { type: row.actor_type, id: row.actor_id },
+          resolved_at: row.created_at,
+        }
       : null,
     detected_at: c.detected_at,
   };
 }
 
 export class Intelligence {
-  constructor(private readonly database: Database, private readonly cache: IntelligenceCache) {}
+  constructor(
+    private readonly database: Database,
+    private readonly cache: IntelligenceCache,
+  ) {}
 
   view(owner: Owner): Promise<OwnerView> {
     return this.cache.forOwner(owner);
@@ -67,7 +77,8 @@ export class Intelligence {
     if (query.entity !== undefined) {
       const wanted = query.entity.toLowerCase();
       const focus = [...nodes.values()].find(
-        (n) => n.id === query.entity || n.name.toLowerCase() === wanted || n.aliases.some((a) => a.toLowerCase() === wanted),
+        (n) =>
+          n.id === query.entity || n.name.toLowerCase() === wanted || n.aliases.some((a) => a.toLowerCase() === wanted),
       );
       if (!focus) return { nodes: [], edges: [], memory_relations: [], as_of: asOf ?? null, revision: view.revision };
       edges = edges.filter((e) => e.source === focus.id || e.target === focus.id);
@@ -75,7 +86,9 @@ export class Intelligence {
     } else {
       const linked = new Set(edges.flatMap((e) => [e.source, e.target]));
       // As of a time, an entity counts if a fact then touched it or a memory by then mentioned it.
-      candidates = [...nodes.values()].filter((n) => asOf === undefined || linked.has(n.id) || view.items.get(n.memory_ids[0]!)!.createdAt <= asOf);
+      candidates = [...nodes.values()].filter(
+        (n) => asOf === undefined || linked.has(n.id) || view.items.get(n.memory_ids[0]!)!.createdAt <= asOf,
+      );
     }
     if (query.type !== undefined) {
       const typed = new Set(candidates.filter((n) => n.type === query.type).map((n) => n.id));
@@ -84,7 +97,9 @@ export class Intelligence {
       candidates = candidates.filter((n) => typed.has(n.id) || ends.has(n.id));
     }
     const unique = [...new Map(candidates.map((n) => [n.id, n])).values()];
-    const kept = unique.sort((a, b) => b.memory_ids.length - a.memory_ids.length || (a.id < b.id ? -1 : 1)).slice(0, query.limit);
+    const kept = unique
+      .sort((a, b) => b.memory_ids.length - a.memory_ids.length || (a.id < b.id ? -1 : 1))
+      .slice(0, query.limit);
     const keptIds = new Set(kept.map((n) => n.id));
     const keptEdges = edges.filter((e) => keptIds.has(e.source) && keptIds.has(e.target));
     const filtered = query.entity !== undefined || query.type !== undefined;
@@ -104,10 +119,16 @@ export class Intelligence {
    * cached view cannot hold them. Those made by `asOf`, touching the shown memories when filtered;
    * the `limit` newest, oldest first.
    */
-  private async memoryRelations(owner: Owner, { asOf, touching, limit }: { asOf?: string; touching?: Set<number>; limit: number }): Promise<RelationView[]> {
+  private async memoryRelations(
+    owner: Owner,
+    { asOf, touching, limit }: { asOf?: string; touching?: Set<number>; limit: number },
+  ): Promise<RelationView[]> {
     const all = await relationsOfOwner(this.database.db, owner);
-    const wanted = all.filter((r) =>
-      (asOf === undefined || r.created_at <= asOf) && (touching === undefined || touching.has(r.source_id) || touching.has(r.target_id)));
+    const wanted = all.filter(
+      (r) =>
+        (asOf === undefined || r.created_at <= asOf) &&
+        (touching === undefined || touching.has(r.source_id) || touching.has(r.target_id)),
+    );
     return wanted.slice(-limit);
   }
 
@@ -126,10 +147,19 @@ export class Intelligence {
       .sort((a, b) => (a.detected_at < b.detected_at ? 1 : a.detected_at > b.detected_at ? -1 : b.id - a.id));
   }
 
-  async decisions(owner: Owner, query: { status?: DecisionView['status']; offset: number; limit: number }): Promise<Page<DecisionView>> {
+  async decisions(
+    owner: Owner,
+    query: { status?: DecisionView['status']; offset: number; limit: number },
+  ): Promise<Page<DecisionView>> {
     const all = (await this.decisionsOf(owner)).filter((d) => query.status === undefined || d.status === query.status);
     const items = all.slice(query.offset, query.offset + query.limit);
-    return { items, total: all.length, offset: query.offset, limit: query.limit, has_next: query.offset + items.length < all.length };
+    return {
+      items,
+      total: all.length,
+      offset: query.offset,
+      limit: query.limit,
+      has_next: query.offset + items.length < all.length,
+    };
   }
 
   /**
@@ -143,7 +173,8 @@ export class Intelligence {
     const members = [conflict.older, conflict.newer];
     if (input.resolution === 'keep_one') {
       if (input.memory_id === undefined) throw invalid('memory_id', 'keep_one needs memory_id: the memory to keep');
-      if (!members.includes(input.memory_id)) throw invalid('memory_id', `memory_id must be one of the decision's memories (${members.join(', ')})`);
+      if (!members.includes(input.memory_id))
+        throw invalid('memory_id', `memory_id must be one of the decision's memories (${members.join(', ')})`);
     } else if (input.memory_id !== undefined) {
       throw invalid('memory_id', `memory_id is only for keep_one`);
     }
@@ -154,16 +185,29 @@ export class Intelligence {
         // (which took the decision with it) is seen here, and none is forgotten before this commits.
         await nextSeq(trx, owner, effects.now);
         if ((await liveMemoryIds(trx, owner, members)).length < members.length) throw notFound('Decision');
-        const existing = await trx.selectFrom('decision_resolutions').select('id')
-          .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId)
-          .where('end_user_id', '=', owner.endUserId).where('decision_id', '=', decisionId).executeTakeFirst();
+        const existing = await trx
+          .selectFrom('decision_resolutions')
+          .select('id')
+          .where('project_id', '=', owner.projectId)
+          .where('tenant_id', '=', owner.tenantId)
+          .where('end_user_id', '=', owner.endUserId)
+          .where('decision_id', '=', decisionId)
+          .executeTakeFirst();
         if (existing) throw resolved;
         const inserted = await trx
           .insertInto('decision_resolutions')
           .values({
-            project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, decision_id: decisionId,
-            older_memory_id: conflict.older, newer_memory_id: conflict.newer, resolution: input.resolution,
-            kept_memory_id: input.memory_id ?? null, note: input.note ?? null, actor_type: ctx.actor.type, actor_id: ctx.actor.id,
+            project_id: owner.projectId,
+            tenant_id: owner.tenantId,
+            end_user_id: owner.endUserId,
+            decision_id: decisionId,
+            older_memory_id: conflict.older,
+            newer_memory_id: conflict.newer,
+            resolution: input.resolution,
+            kept_memory_id: input.memory_id ?? null,
+            note: input.note ?? null,
+            actor_type: ctx.actor.type,
+            actor_id: ctx.actor.id,
             created_at: effects.now,
           })
           .returningAll()
@@ -175,7 +219,10 @@ export class Intelligence {
         }
         effects.audit('decision.resolve', { type: 'decision', id: decisionId });
         effects.emit('decision.resolved', {
-          decision_id: decisionId, end_user_id: owner.endUserId, resolution: input.resolution, kept_memory_id: input.memory_id ?? null,
+          decision_id: decisionId,
+          end_user_id: owner.endUserId,
+          resolution: input.resolution,
+          kept_memory_id: input.memory_id ?? null,
           memory_ids: members,
         });
         return inserted;
@@ -195,10 +242,19 @@ export class Intelligence {
       .sort((a, b) => b.memory_ids.length - a.memory_ids.length || (a.id < b.id ? -1 : 1))
       .slice(0, 10)
       .map((n) => ({ id: n.id, name: n.name, type: n.type, mentions: n.memory_ids.length }));
-    const changedAt = (e: GraphEdge) => (e.invalid_at !== null && e.invalid_at > e.valid_at ? e.invalid_at : e.valid_at);
-    const recent = [...edges].sort((a, b) => (changedAt(a) < changedAt(b) ? 1 : changedAt(a) > changedAt(b) ? -1 : a.id < b.id ? -1 : 1)).slice(0, 10);
+    const changedAt = (e: GraphEdge) =>
+      e.invalid_at !== null && e.invalid_at > e.valid_at ? e.invalid_at : e.valid_at;
+    const recent = [...edges]
+      .sort((a, b) => (changedAt(a) < changedAt(b) ? 1 : changedAt(a) > changedAt(b) ? -1 : a.id < b.id ? -1 : 1))
+      .slice(0, 10);
     const open = (await this.decisionsOf(owner)).filter((d) => d.status === 'open').slice(0, 10);
-    return { top_entities: top, recent_changes: recent, clusters: view.clusters().slice(0, 5), open_decisions: open, revision: view.revision };
+    return {
+      top_entities: top,
+      recent_changes: recent,
+      clusters: view.clusters().slice(0, 5),
+      open_decisions: open,
+      revision: view.revision,
+    };
   }
 
   async stats(owner: Owner) {
@@ -251,5 +307,8 @@ export function reclassifyJob(database: Database, intelligence: Intelligence): J
 
 /** Forgetting a memory drops the resolutions that named it (their decisions no longer exist). Registered in services.ts. */
 export const eraseResolutions: EraseHook = async (trx, ids) => {
-  await trx.deleteFrom('decision_resolutions').where((eb) => eb.or([eb('older_memory_id', 'in', ids), eb('newer_memory_id', 'in', ids)])).execute();
+  await trx
+    .deleteFrom('decision_resolutions')
+    .where((eb) => eb.or([eb('older_memory_id', 'in', ids), eb('newer_memory_id', 'in', ids)]))
+    .execute();
 };

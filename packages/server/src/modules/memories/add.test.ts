@@ -6,16 +6,35 @@ forEachDialect('POST /memory/add', (dialect) => {
   const t = useTestApp(dialect);
 
   const count = async () =>
-    Number((await t.database.db.selectFrom('memories').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await t.database.db
+          .selectFrom('memories')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
 
   it('creates a memory and answers with it', async () => {
     const res = await t.call('POST', '/memory/add', {
-      body: { text: 'Prefers window seats on long flights', tags: ['travel'], importance: 0.8, metadata: { origin: 'chat' }, source: 'chat' },
+      body: {
+        text: 'Prefers window seats on long flights',
+        tags: ['travel'],
+        importance: 0.8,
+        metadata: { origin: 'chat' },
+        source: 'chat',
+      },
     });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
-      text: 'Prefers window seats on long flights', tags: ['travel'], importance: 0.8, metadata: { origin: 'chat' },
-      source: 'chat', is_summary: false, end_user_id: 'user-1', client_ref: null,
+      text: 'Prefers window seats on long flights',
+      tags: ['travel'],
+      importance: 0.8,
+      metadata: { origin: 'chat' },
+      source: 'chat',
+      is_summary: false,
+      end_user_id: 'user-1',
+      client_ref: null,
     });
     expect(res.body.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     expect(res.headers['x-request-id']).toMatch(/^req_/);
@@ -30,7 +49,9 @@ forEachDialect('POST /memory/add', (dialect) => {
     const sameText = await t.call('POST', '/memory/add', { body: { text: '  allergic   to PEANUTS! ' } });
     expect(sameText.status).toBe(200);
     expect(sameText.body).toEqual({ status: 'skipped', reason: 'duplicate_text', memory_id: first.body.id });
-    const sameRef = await t.call('POST', '/memory/add', { body: { text: 'Something else entirely', client_ref: 'crm-1' } });
+    const sameRef = await t.call('POST', '/memory/add', {
+      body: { text: 'Something else entirely', client_ref: 'crm-1' },
+    });
     expect(sameRef.body).toEqual({ status: 'skipped', reason: 'duplicate_client_ref', memory_id: first.body.id });
     // Another end user has their own memories: no skip.
     const other = await t.call('POST', '/memory/add', { body: { text: 'Allergic to peanuts' }, endUser: 'user-2' });
@@ -86,31 +107,56 @@ forEachDialect('POST /memory/add', (dialect) => {
 
   it('rejects a body that is not an object, and an end user without X-End-User-ID', async () => {
     for (const body of [[{ text: 'in an array' }], 'text', 42, null]) {
-      expectError(await expectNothingWritten(t, () => t.call('POST', '/memory/add', { body })), 400, 'validation_error', 'body');
+      expectError(
+        await expectNothingWritten(t, () => t.call('POST', '/memory/add', { body })),
+        400,
+        'validation_error',
+        'body',
+      );
     }
-    expectError(await t.call('POST', '/memory/add', { body: { text: 'no user' }, endUser: null }), 400, 'validation_error', 'X-End-User-ID');
+    expectError(
+      await t.call('POST', '/memory/add', { body: { text: 'no user' }, endUser: null }),
+      400,
+      'validation_error',
+      'X-End-User-ID',
+    );
   });
 
   it('applies defaults and keeps client_ref and session_id', async () => {
     const memory = await addMemory(t, { text: 'Works remotely on Fridays', client_ref: 'hr-7', session_id: 'sess-1' });
     expect(memory).toMatchObject({
-      tags: [], importance: 0.5, metadata: {}, source: null, client_ref: 'hr-7', session_id: 'sess-1', is_summary: false,
+      tags: [],
+      importance: 0.5,
+      metadata: {},
+      source: null,
+      client_ref: 'hr-7',
+      session_id: 'sess-1',
+      is_summary: false,
     });
     expect(memory.updated_at).toBe(memory.created_at);
     expect(Number.isInteger(memory.id)).toBe(true);
   });
 
   it('keeps a text with a unicode surrogate pair and nested metadata intact', async () => {
-    const memory = await addMemory(t, { text: 'Loves 🍣 and café', metadata: { nested: { list: [1, 'two', null, true] }, zeta: 1, alpha: 2 } });
+    const memory = await addMemory(t, {
+      text: 'Loves 🍣 and café',
+      metadata: { nested: { list: [1, 'two', null, true] }, zeta: 1, alpha: 2 },
+    });
     const got = await t.call('GET', `/memory/${memory.id}`);
     expect(got.body.text).toBe('Loves 🍣 and café');
     expect(got.body.metadata).toEqual({ nested: { list: [1, 'two', null, true] }, zeta: 1, alpha: 2 });
   });
 
   it('writes one memory.add audit row and a memory.created event with the memory', async () => {
-    const { res, audit, events } = await withEffects(t, () => t.call('POST', '/memory/add', { body: { text: 'Audited addition' } }));
+    const { res, audit, events } = await withEffects(t, () =>
+      t.call('POST', '/memory/add', { body: { text: 'Audited addition' } }),
+    );
     expect(res.status).toBe(201);
-    expectAudited({ audit, events }, t, { action: 'memory.add', target_type: 'memory', target_id: String(res.body.id) });
+    expectAudited({ audit, events }, t, {
+      action: 'memory.add',
+      target_type: 'memory',
+      target_id: String(res.body.id),
+    });
     expect(events.map(({ type, payload }) => ({ type, payload }))).toEqual([
       { type: 'memory.created', payload: { memory: res.body, tenant_id: null } },
     ]);
@@ -120,7 +166,9 @@ forEachDialect('POST /memory/add', (dialect) => {
 
   it('audits a skipped add as skipped, without an event or a new row', async () => {
     const first = await addMemory(t, 'Commutes by bike');
-    const { res, audit, events } = await withEffects(t, () => t.call('POST', '/memory/add', { body: { text: 'commutes by BIKE.' } }));
+    const { res, audit, events } = await withEffects(t, () =>
+      t.call('POST', '/memory/add', { body: { text: 'commutes by BIKE.' } }),
+    );
     expect(res.body).toEqual({ status: 'skipped', reason: 'duplicate_text', memory_id: first.id });
     expectAudited({ audit, events }, t, { action: 'memory.add', target_id: String(first.id), result: 'skipped' });
     expect(events).toEqual([]);
@@ -133,7 +181,11 @@ forEachDialect('POST /memory/add', (dialect) => {
     expect(both.body).toEqual({ status: 'skipped', reason: 'duplicate_client_ref', memory_id: a.id });
     expect(b.id).not.toBe(a.id);
     const other = await t.otherTenant();
-    const elsewhere = await t.call('POST', '/memory/add', { body: { text: 'Speaks Portuguese', client_ref: 'ref-a' }, key: other.key, project: other.projectId });
+    const elsewhere = await t.call('POST', '/memory/add', {
+      body: { text: 'Speaks Portuguese', client_ref: 'ref-a' },
+      key: other.key,
+      project: other.projectId,
+    });
     expect(elsewhere.status).toBe(201);
   });
 
@@ -155,7 +207,9 @@ forEachDialect('POST /memory/add', (dialect) => {
 
   it('creates one memory when the same text is added concurrently', async () => {
     const results = await Promise.all(
-      Array.from({ length: 8 }, () => t.call('POST', '/memory/add', { body: { text: 'Concurrent text' }, endUser: 'racing-user' })),
+      Array.from({ length: 8 }, () =>
+        t.call('POST', '/memory/add', { body: { text: 'Concurrent text' }, endUser: 'racing-user' }),
+      ),
     );
     const created = results.filter((r) => r.status === 201);
     expect(created).toHaveLength(1);

@@ -20,7 +20,11 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
     const res = await replay();
     expectError(res, 410, 'gone', 'Idempotency-Key');
     expect(res.text).not.toContain(secret);
-    const rows = await t.database.db.selectFrom('idempotency_keys').select(['response', 'committed', 'erased_at']).where('erased_at', 'is not', null).execute();
+    const rows = await t.database.db
+      .selectFrom('idempotency_keys')
+      .select(['response', 'committed', 'erased_at'])
+      .where('erased_at', 'is not', null)
+      .execute();
     expect(rows.length).toBeGreaterThan(0);
     for (const row of rows) expect(row).toMatchObject({ response: null, committed: null });
   }
@@ -29,7 +33,11 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
     type Sent = { send: () => Promise<Response>; ids: (res: Response) => number[] };
     const cases: Record<string, (secret: string, key: string) => Promise<Sent>> = {
       add: async (secret, key) => ({
-        send: () => t.call('POST', '/memory/add', { ...keyed(key), body: { text: `Visits ${secret}`, tags: [secret], metadata: { note: secret } } }),
+        send: () =>
+          t.call('POST', '/memory/add', {
+            ...keyed(key),
+            body: { text: `Visits ${secret}`, tags: [secret], metadata: { note: secret } },
+          }),
         ids: (res) => [res.body.id],
       }),
       'bulk-add': async (secret, key) => ({
@@ -38,19 +46,37 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
       }),
       patch: async (secret, key) => {
         const m = await addMemory(t, 'Plain text to patch');
-        return { send: () => t.call('PATCH', `/memory/${m.id}`, { ...keyed(key), body: { metadata: { note: secret } } }), ids: () => [m.id] };
+        return {
+          send: () => t.call('PATCH', `/memory/${m.id}`, { ...keyed(key), body: { metadata: { note: secret } } }),
+          ids: () => [m.id],
+        };
       },
       'batch-update': async (secret, key) => {
         const m = await addMemory(t, 'Plain text to batch-update');
-        return { send: () => t.call('POST', '/memory/batch-update', { ...keyed(key), body: { updates: [{ id: m.id, tags: [secret] }] } }), ids: () => [m.id] };
+        return {
+          send: () =>
+            t.call('POST', '/memory/batch-update', {
+              ...keyed(key),
+              body: { updates: [{ id: m.id, tags: [secret] }] },
+            }),
+          ids: () => [m.id],
+        };
       },
       summarize: async (secret, key) => {
         const a = await addMemory(t, `Summarized source ${secret} one`);
         const b = await addMemory(t, `Summarized source ${secret} two`);
-        return { send: () => t.call('POST', '/memory/summarize', { ...keyed(key), body: { memory_ids: [a.id, b.id] } }), ids: () => [a.id, b.id] };
+        return {
+          send: () => t.call('POST', '/memory/summarize', { ...keyed(key), body: { memory_ids: [a.id, b.id] } }),
+          ids: () => [a.id, b.id],
+        };
       },
       upload: async (secret, key) => ({
-        send: () => upload(t, { name: `${secret}.txt`, content: `Uploaded note about ${secret}.`, type: 'text/plain' }, keyed(key)),
+        send: () =>
+          upload(
+            t,
+            { name: `${secret}.txt`, content: `Uploaded note about ${secret}.`, type: 'text/plain' },
+            keyed(key),
+          ),
         ids: (res) => res.body.memories.map((m: { id: number }) => m.id),
       }),
     };
@@ -70,7 +96,8 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
   it('a patch replayed after the memory is forgotten is 410', async () => {
     const secret = marker();
     const m = await addMemory(t, 'A memory to patch once');
-    const patch = () => t.call('PATCH', `/memory/${m.id}`, { ...keyed(`patch-${dialect}`), body: { metadata: { note: secret } } });
+    const patch = () =>
+      t.call('PATCH', `/memory/${m.id}`, { ...keyed(`patch-${dialect}`), body: { metadata: { note: secret } } });
     expect((await patch()).status).toBe(200);
     expect((await patch()).headers['idempotent-replayed']).toBe('true');
     await forget([m.id]);
@@ -80,13 +107,18 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
   it('a purge erases every answer given for the end user, even one naming no memory', async () => {
     const endUser = `purged-${dialect}`;
     const secret = marker();
-    const add = () => t.call('POST', '/memory/add', { ...keyed(`purge-add-${dialect}`), endUser, body: { text: `Purged ${secret}` } });
+    const add = () =>
+      t.call('POST', '/memory/add', { ...keyed(`purge-add-${dialect}`), endUser, body: { text: `Purged ${secret}` } });
     const m = await add();
     expect(m.status).toBe(201);
     await t.call('DELETE', '/memory/forget', { ...keyed(`purge-forget-${dialect}`), endUser, body: { ids: [987654] } });
     expect((await t.call('DELETE', `/memory/user/${endUser}`, { endUser: null })).status).toBe(200);
     await expectErasedReplay(add, secret);
-    const forgetAgain = await t.call('DELETE', '/memory/forget', { ...keyed(`purge-forget-${dialect}`), endUser, body: { ids: [987654] } });
+    const forgetAgain = await t.call('DELETE', '/memory/forget', {
+      ...keyed(`purge-forget-${dialect}`),
+      endUser,
+      body: { ids: [987654] },
+    });
     expectError(forgetAgain, 410, 'gone', 'Idempotency-Key');
     const links = await t.database.db.selectFrom('idempotency_answer_subjects').selectAll().execute();
     expect(JSON.stringify(links)).not.toContain(endUser);
@@ -97,7 +129,11 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
     await addMemory(t, 'A note of a person to remove', { endUser });
     expect((await t.call('DELETE', `/memory/user/${encodeURIComponent(endUser)}`, { endUser: null })).status).toBe(200);
     await sealAuditChains(t.database);
-    const audit = await t.database.db.selectFrom('audit_log').select(['target_id']).where('action', '=', 'memory.purge_end_user').execute();
+    const audit = await t.database.db
+      .selectFrom('audit_log')
+      .select(['target_id'])
+      .where('action', '=', 'memory.purge_end_user')
+      .execute();
     expect(audit.map((r) => r.target_id)).toContain(t.services.pseudonymize(t.projectId, endUser));
     expect(JSON.stringify(audit)).not.toContain(endUser);
     expect((await verifyAuditChains(t.database, t.organizationId))[0]).toMatchObject({ ok: true, unsealed: 0 });
@@ -105,15 +141,25 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
     expect(t.logs.join('\n')).not.toContain(encodeURIComponent(endUser));
   });
 
-  it.runIf(dialect === 'sqlite')('SQLite: a forgotten memory’s text is overwritten in the database file and gone from its WAL', async () => {
-    const secret = marker();
-    const ids: number[] = [];
-    for (let i = 0; i < 20; i++) ids.push((await addMemory(t, { text: `Note ${i} on ${secret}`, tags: [secret], metadata: { about: secret } })).id);
-    const dir = dirname((t.database.config as { path: string }).path);
-    const hits = () => readdirSync(dir).filter((f) => existsSync(join(dir, f)) && statSync(join(dir, f)).isFile() && readFileSync(join(dir, f)).includes(secret));
-    expect(hits().length).toBeGreaterThan(0);
-    expect((await forget(ids)).status).toBe(200);
-    // The checkpointer truncates the WAL in the background once the erasure committed.
-    await until(() => hits().length === 0, `no file of ${dir} holding ${secret}`);
-  });
+  it.runIf(dialect === 'sqlite')(
+    'SQLite: a forgotten memory’s text is overwritten in the database file and gone from its WAL',
+    async () => {
+      const secret = marker();
+      const ids: number[] = [];
+      for (let i = 0; i < 20; i++)
+        ids.push(
+          (await addMemory(t, { text: `Note ${i} on ${secret}`, tags: [secret], metadata: { about: secret } })).id,
+        );
+      const dir = dirname((t.database.config as { path: string }).path);
+      const hits = () =>
+        readdirSync(dir).filter(
+          (f) =>
+            existsSync(join(dir, f)) && statSync(join(dir, f)).isFile() && readFileSync(join(dir, f)).includes(secret),
+        );
+      expect(hits().length).toBeGreaterThan(0);
+      expect((await forget(ids)).status).toBe(200);
+      // The checkpointer truncates the WAL in the background once the erasure committed.
+      await until(() => hits().length === 0, `no file of ${dir} holding ${secret}`);
+    },
+  );
 });

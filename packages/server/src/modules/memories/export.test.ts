@@ -18,7 +18,9 @@ forEachDialect('GET /memory/export', (dialect) => {
   async function fill(endUser: string, count: number): Promise<void> {
     for (let start = 0; start < count; start += 50) {
       const items = Array.from({ length: Math.min(50, count - start) }, (_, i) => ({
-        text: `${endUser} memory ${start + i}`, tags: [`n${(start + i) % 7}`], metadata: { n: start + i, quote: 'say "hi"\n' },
+        text: `${endUser} memory ${start + i}`,
+        tags: [`n${(start + i) % 7}`],
+        metadata: { n: start + i, quote: 'say "hi"\n' },
       }));
       const res = await t.call('POST', '/memory/bulk-add', { body: items, endUser });
       expect(res.status).toBe(200);
@@ -38,7 +40,11 @@ forEachDialect('GET /memory/export', (dialect) => {
     // Memories outside the project: another organization's, and another project of this organization.
     const other = await t.otherTenant();
     await addMemory(t, 'Other organization memory', { key: other.key, project: other.projectId, endUser: 'exp-a' });
-    const sibling = await createProject(t.database.db, { organizationId: t.organizationId, name: 'Sibling', slug: 'sibling' });
+    const sibling = await createProject(t.database.db, {
+      organizationId: t.organizationId,
+      name: 'Sibling',
+      slug: 'sibling',
+    });
     await addMemory(t, 'Sibling project memory', { project: sibling.id, endUser: 'exp-a' });
   }, 120_000);
 
@@ -51,12 +57,18 @@ forEachDialect('GET /memory/export', (dialect) => {
   }
 
   const expectedFor = (endUser?: string) =>
-    [...created.values()].filter((m) => !endUser || m.end_user_id === endUser).sort((a, b) => Number(a.id) - Number(b.id));
+    [...created.values()]
+      .filter((m) => !endUser || m.end_user_id === endUser)
+      .sort((a, b) => Number(a.id) - Number(b.id));
 
   it('streams every live memory of the project across pages, complete, in id order, as valid JSON', async () => {
     const body = await exported();
     expect(body.principal).toEqual({
-      organization_id: t.organizationId, project_id: t.projectId, api_key_id: t.keyId, tenant_id: null, end_user_id: null,
+      organization_id: t.organizationId,
+      project_id: t.projectId,
+      api_key_id: t.keyId,
+      tenant_id: null,
+      end_user_id: null,
     });
     expect(body.generated_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     expect(body.memories).toHaveLength(1_050 + 60 - 4);
@@ -88,7 +100,11 @@ forEachDialect('GET /memory/export', (dialect) => {
   });
 
   it('answers an empty list for a project without memories', async () => {
-    const empty = await createProject(t.database.db, { organizationId: t.organizationId, name: 'Empty', slug: 'empty' });
+    const empty = await createProject(t.database.db, {
+      organizationId: t.organizationId,
+      name: 'Empty',
+      slug: 'empty',
+    });
     const body = await exported({ project: empty.id });
     expect(body).toMatchObject({ principal: { project_id: empty.id }, memories: [] });
   });
@@ -97,13 +113,22 @@ forEachDialect('GET /memory/export', (dialect) => {
     const writer = await t.newKey({ scopes: ['memories:write'] });
     expectError(await t.call('GET', '/memory/export', { key: null, endUser: null }), 401, 'unauthenticated');
     expectError(await t.call('GET', '/memory/export', { key: writer.key, endUser: null }), 403, 'forbidden');
-    expectError(await t.call('GET', '/memory/export', { endUser: 'exp@example.com' }), 400, 'validation_error', 'X-End-User-ID');
+    expectError(
+      await t.call('GET', '/memory/export', { endUser: 'exp@example.com' }),
+      400,
+      'validation_error',
+      'X-End-User-ID',
+    );
   });
 
   // Last: it adds tenant memories, which the whole-project export above must not count.
   it('keeps to the tenant: an end user is one end user of one tenant, and a tenant-bound key exports only its tenant', async () => {
     const turn = (tenant: string, user: string, text: string) =>
-      t.call('POST', '/v1/memory/add_turn', { endUser: null, headers: { 'X-Tenant-ID': tenant }, body: { tenant_id: tenant, user_id: user, text, speaker: 'u' } });
+      t.call('POST', '/v1/memory/add_turn', {
+        endUser: null,
+        headers: { 'X-Tenant-ID': tenant },
+        body: { tenant_id: tenant, user_id: user, text, speaker: 'u' },
+      });
     const inAcme = await turn('acme', 'exp-b', 'exp-b said this in acme');
     expect(inAcme.status, inAcme.text).toBe(201);
     expect((await turn('globex', 'exp-b', 'exp-b said this in globex')).status).toBe(201);
@@ -115,7 +140,11 @@ forEachDialect('GET /memory/export', (dialect) => {
 
     const acmeKey = await t.newKey({ tenantId: 'acme', scopes: ['memories:read'] });
     expect((await exported({ key: acmeKey.key })).memories.map((m) => m.id)).toEqual([inAcme.body.id]);
-    expect((await exported({ key: acmeKey.key, endUser: 'exp-b' })).memories.map((m) => m.id)).toEqual([inAcme.body.id]);
-    expect((await exported({ endUser: 'exp-b', headers: { 'X-Tenant-ID': 'acme' } })).memories.map((m) => m.id)).toEqual([inAcme.body.id]);
+    expect((await exported({ key: acmeKey.key, endUser: 'exp-b' })).memories.map((m) => m.id)).toEqual([
+      inAcme.body.id,
+    ]);
+    expect(
+      (await exported({ endUser: 'exp-b', headers: { 'X-Tenant-ID': 'acme' } })).memories.map((m) => m.id),
+    ).toEqual([inAcme.body.id]);
   });
 });

@@ -3,8 +3,21 @@ import { beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory } from '../../testing/memories.js';
 import {
-  changesSince, countForExport, exportPage, forgottenSince, historyOfMemories, largeOwnersChangedAfter, listMemories, liveMemoryCount,
-  liveProjectMemories, memoriesByIds, memoryCounts, ownerMemoriesAt, ownersOfMemories, projectRevision, revisionOf,
+  changesSince,
+  countForExport,
+  exportPage,
+  forgottenSince,
+  historyOfMemories,
+  largeOwnersChangedAfter,
+  listMemories,
+  liveMemoryCount,
+  liveProjectMemories,
+  memoriesByIds,
+  memoryCounts,
+  ownerMemoriesAt,
+  ownersOfMemories,
+  projectRevision,
+  revisionOf,
 } from './index.js';
 import { rowsAtRevisionTogether } from './feed.js';
 
@@ -23,7 +36,9 @@ forEachDialect('memory feed', (dialect) => {
 
   const turn = async (tenant: string, user: string, text: string, session = 's1') => {
     const res = await t.call('POST', '/v1/memory/add_turn', {
-      endUser: null, headers: { 'X-Tenant-ID': tenant }, body: { tenant_id: tenant, user_id: user, text, speaker: 'me', metadata: { session_id: session } },
+      endUser: null,
+      headers: { 'X-Tenant-ID': tenant },
+      body: { tenant_id: tenant, user_id: user, text, speaker: 'me', metadata: { session_id: session } },
     });
     expect(res.status, res.text).toBe(201);
     return res.body.id as number;
@@ -37,7 +52,9 @@ forEachDialect('memory feed', (dialect) => {
     ids.acmeU1Other = await turn('acme', 'u1', 'acme u1 in another session', 's2');
     ids.acmeU2 = await turn('acme', 'u2', 'acme u2 turn');
     ids.globexU1 = await turn('globex', 'u1', 'globex u1 turn');
-    expect((await t.call('DELETE', '/memory/forget', { endUser: 'alice', body: { ids: [ids.aliceForgotten] } })).status).toBe(200);
+    expect(
+      (await t.call('DELETE', '/memory/forget', { endUser: 'alice', body: { ids: [ids.aliceForgotten] } })).status,
+    ).toBe(200);
   });
 
   const project = () => t.projectId;
@@ -47,16 +64,39 @@ forEachDialect('memory feed', (dialect) => {
   it('gives rows by id only within the scope asked, in the order asked, never forgotten ones', async () => {
     const db = t.database.db;
     const all = [ids.globexU1!, ids.acmeU2!, ids.acmeU1!, ids.bob!, ids.alice!, ids.aliceForgotten!];
-    expect(idsOf(await memoriesByIds(db, { projectId: project() }, all))).toEqual([ids.globexU1, ids.acmeU2, ids.acmeU1, ids.bob, ids.alice]);
-    expect(idsOf(await memoriesByIds(db, { projectId: project(), tenantId: 'acme' }, all))).toEqual([ids.acmeU2, ids.acmeU1]);
-    expect(idsOf(await memoriesByIds(db, { projectId: project(), tenantId: 'acme', endUserId: 'u1' }, all))).toEqual([ids.acmeU1]);
+    expect(idsOf(await memoriesByIds(db, { projectId: project() }, all))).toEqual([
+      ids.globexU1,
+      ids.acmeU2,
+      ids.acmeU1,
+      ids.bob,
+      ids.alice,
+    ]);
+    expect(idsOf(await memoriesByIds(db, { projectId: project(), tenantId: 'acme' }, all))).toEqual([
+      ids.acmeU2,
+      ids.acmeU1,
+    ]);
+    expect(idsOf(await memoriesByIds(db, { projectId: project(), tenantId: 'acme', endUserId: 'u1' }, all))).toEqual([
+      ids.acmeU1,
+    ]);
     // An end user of the same name in another tenant is another person.
-    expect(idsOf(await memoriesByIds(db, { projectId: project(), endUserId: 'u1' }, all))).toEqual([ids.globexU1, ids.acmeU1]);
-    expect(idsOf(await memoriesByIds(db, { projectId: project(), tenantId: '', endUserId: 'alice' }, all))).toEqual([ids.alice]);
+    expect(idsOf(await memoriesByIds(db, { projectId: project(), endUserId: 'u1' }, all))).toEqual([
+      ids.globexU1,
+      ids.acmeU1,
+    ]);
+    expect(idsOf(await memoriesByIds(db, { projectId: project(), tenantId: '', endUserId: 'alice' }, all))).toEqual([
+      ids.alice,
+    ]);
     expect(await memoriesByIds(db, { projectId: 'no-such-project' }, all)).toEqual([]);
     expect(await memoriesByIds(db, { projectId: project() }, [])).toEqual([]);
     const [row] = await memoriesByIds(db, { projectId: project() }, [ids.acmeU1!]);
-    expect(row).toMatchObject({ id: ids.acmeU1, text: 'acme u1 turn', tenant_id: 'acme', end_user_id: 'u1', speaker: 'me', session_id: 's1' });
+    expect(row).toMatchObject({
+      id: ids.acmeU1,
+      text: 'acme u1 turn',
+      tenant_id: 'acme',
+      end_user_id: 'u1',
+      speaker: 'me',
+      session_id: 's1',
+    });
   });
 
   it("gives an owner's revision with its live rows by id, in the order asked, only the owner's", async () => {
@@ -67,63 +107,129 @@ forEachDialect('memory feed', (dialect) => {
     expect(at.revision).toBe(await revisionOf(db, u1));
     expect(at.revision).toBeGreaterThan(0);
     // With the credentials clock of the same snapshot (core/credentials-clock.ts).
-    const clock = Number((await db.selectFrom('credentials_clock').select('generation').executeTakeFirstOrThrow()).generation);
+    const clock = Number(
+      (await db.selectFrom('credentials_clock').select('generation').executeTakeFirstOrThrow()).generation,
+    );
     expect(at.clock).toBe(clock);
     expect(idsOf(at.memories)).toEqual([ids.acmeU1Other, ids.acmeU1]);
-    expect(at.memories[1]).toMatchObject({ id: ids.acmeU1, text: 'acme u1 turn', tenant_id: 'acme', end_user_id: 'u1', speaker: 'me', session_id: 's1' });
+    expect(at.memories[1]).toMatchObject({
+      id: ids.acmeU1,
+      text: 'acme u1 turn',
+      tenant_id: 'acme',
+      end_user_id: 'u1',
+      speaker: 'me',
+      session_id: 's1',
+    });
     // Forgotten rows are not given; ids of nothing live still give the revision.
     const alice = await ownerMemoriesAt(t.database, plain('alice'), [ids.aliceForgotten!, ids.bob!]);
     expect(alice).toEqual({ revision: await revisionOf(db, plain('alice')), memories: [], clock });
     expect(idsOf((await ownerMemoriesAt(t.database, plain('alice'), all)).memories)).toEqual([ids.alice]);
     // An owner with nothing written, or of another project: revision 0, no rows, no clock.
-    expect(await ownerMemoriesAt(t.database, plain('nobody'), all)).toEqual({ revision: 0, memories: [], clock: undefined });
-    expect(await ownerMemoriesAt(t.database, { ...plain('alice'), projectId: 'no-such-project' }, all)).toEqual({ revision: 0, memories: [], clock: undefined });
+    expect(await ownerMemoriesAt(t.database, plain('nobody'), all)).toEqual({
+      revision: 0,
+      memories: [],
+      clock: undefined,
+    });
+    expect(await ownerMemoriesAt(t.database, { ...plain('alice'), projectId: 'no-such-project' }, all)).toEqual({
+      revision: 0,
+      memories: [],
+      clock: undefined,
+    });
   });
 
   it('answers owners read at the same time each with its own revision and rows, as when read alone', async () => {
     const all = [ids.globexU1!, ids.acmeU1Other!, ids.acmeU2!, ids.acmeU1!, ids.bob!, ids.alice!, ids.aliceForgotten!];
     const owners = [
-      { projectId: project(), tenantId: 'acme', endUserId: 'u1' }, { projectId: project(), tenantId: 'acme', endUserId: 'u2' },
-      { projectId: project(), tenantId: 'globex', endUserId: 'u1' }, plain('alice'), plain('bob'), plain('nobody'),
+      { projectId: project(), tenantId: 'acme', endUserId: 'u1' },
+      { projectId: project(), tenantId: 'acme', endUserId: 'u2' },
+      { projectId: project(), tenantId: 'globex', endUserId: 'u1' },
+      plain('alice'),
+      plain('bob'),
+      plain('nobody'),
     ];
     const alone: Array<Awaited<ReturnType<typeof ownerMemoriesAt>>> = [];
     for (const owner of owners) alone.push(await ownerMemoriesAt(t.database, owner, all));
     // Submitted in one turn of the event loop: on PostgreSQL one statement answers them all (rowsAtRevisionTogether).
-    const together = await Promise.all([...owners, ...owners].map((owner, i) => ownerMemoriesAt(t.database, owner, i % 2 ? [...all].reverse() : all)));
+    const together = await Promise.all(
+      [...owners, ...owners].map((owner, i) => ownerMemoriesAt(t.database, owner, i % 2 ? [...all].reverse() : all)),
+    );
     owners.forEach((_, i) => {
-      expect(together[i]).toEqual({ ...alone[i], memories: (i % 2 ? [...alone[i]!.memories].reverse() : alone[i]!.memories) });
+      expect(together[i]).toEqual({
+        ...alone[i],
+        memories: i % 2 ? [...alone[i]!.memories].reverse() : alone[i]!.memories,
+      });
       expect(together[owners.length + i]).toEqual(together[i]);
     });
-    expect(alone.map((at) => idsOf(at.memories))).toEqual([[ids.acmeU1Other, ids.acmeU1], [ids.acmeU2], [ids.globexU1], [ids.alice], [ids.bob], []]);
+    expect(alone.map((at) => idsOf(at.memories))).toEqual([
+      [ids.acmeU1Other, ids.acmeU1],
+      [ids.acmeU2],
+      [ids.globexU1],
+      [ids.alice],
+      [ids.bob],
+      [],
+    ]);
   });
 
-  it.runIf(dialect === 'postgres')('reads owners together by their index entries, whether or not PostgreSQL has statistics for the tables', async () => {
-    const given = JSON.stringify([{ ord: 0, project_id: project(), tenant_id: 'acme', end_user_id: 'u1', ids: [ids.acmeU1, ids.acmeU2] }]);
-    const scans: string[] = [];
-    // Tables of some size (written and rolled back) with no statistics, as on a new database or one never analysed.
-    await t.database.db.transaction().execute(async (trx) => {
-      await sql`insert into end_users select ${project()}, '', 'filler-' || g, 1, now(), now() from generate_series(1, 5000) g`.execute(trx);
-      await sql`insert into memories (project_id, tenant_id, end_user_id, text, tags, importance, metadata, seq, created_at, updated_at)
-        select ${project()}, '', 'filler-1', 'filler ' || g, '[]', 0.5, '{}', g, now(), now() from generate_series(1, 20000) g`.execute(trx);
-      await sql`delete from pg_statistic where starelid in ('memories'::regclass, 'end_users'::regclass)`.execute(trx);
-      const explained = `EXPLAIN (FORMAT JSON) ${rowsAtRevisionTogether.text.replace('$1::json', `'${given}'::json`)}`;
-      const [{ 'QUERY PLAN': [{ Plan: plan }] }] = (await sql.raw<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(explained).execute(trx)).rows as [{ 'QUERY PLAN': [{ Plan: PlanNode }] }];
-      const walk = (node: PlanNode): void => {
-        if (node['Relation Name']) scans.push(`${node['Node Type']} ${node['Relation Name']}`);
-        node.Plans?.forEach(walk);
-      };
-      walk(plan);
-      throw new RolledBack();
-    }).catch((error) => {
-      if (!(error instanceof RolledBack)) throw error;
-    });
-    expect(scans).toContain('Index Scan end_users');
-    expect(scans.filter((scan) => !scan.startsWith('Index Scan') && !scan.startsWith('Bitmap') && !scan.endsWith('credentials_clock'))).toEqual([]);
-  });
+  it.runIf(dialect === 'postgres')(
+    'reads owners together by their index entries, whether or not PostgreSQL has statistics for the tables',
+    async () => {
+      const given = JSON.stringify([
+        { ord: 0, project_id: project(), tenant_id: 'acme', end_user_id: 'u1', ids: [ids.acmeU1, ids.acmeU2] },
+      ]);
+      const scans: string[] = [];
+      // Tables of some size (written and rolled back) with no statistics, as on a new database or one never analysed.
+      await t.database.db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`insert into end_users select ${project()}, '', 'filler-' || g, 1, now(), now() from generate_series(1, 5000) g`.execute(
+            trx,
+          );
+          await sql`insert into memories (project_id, tenant_id, end_user_id, text, tags, importance, metadata, seq, created_at, updated_at)
+        select ${project()}, '', 'filler-1', 'filler ' || g, '[]', 0.5, '{}', g, now(), now() from generate_series(1, 20000) g`.execute(
+            trx,
+          );
+          await sql`delete from pg_statistic where starelid in ('memories'::regclass, 'end_users'::regclass)`.execute(
+            trx,
+          );
+          const explained = `EXPLAIN (FORMAT JSON) ${rowsAtRevisionTogether.text.replace('$1::json', `'${given}'::json`)}`;
+          const [
+            {
+              'QUERY PLAN': [{ Plan: plan }],
+            },
+          ] = (await sql.raw<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(explained).execute(trx)).rows as [
+            { 'QUERY PLAN': [{ Plan: PlanNode }] },
+          ];
+          const walk = (node: PlanNode): void => {
+            if (node['Relation Name']) scans.push(`${node['Node Type']} ${node['Relation Name']}`);
+            node.Plans?.forEach(walk);
+          };
+          walk(plan);
+          throw new RolledBack();
+        })
+        .catch((error) => {
+          if (!(error instanceof RolledBack)) throw error;
+        });
+      expect(scans).toContain('Index Scan end_users');
+      expect(
+        scans.filter(
+          (scan) => !scan.startsWith('Index Scan') && !scan.startsWith('Bitmap') && !scan.endsWith('credentials_clock'),
+        ),
+      ).toEqual([]);
+    },
+  );
 
   it('tells whether anything of an owner was forgotten after a sequence', async () => {
-    const forgottenAt = Number((await t.database.db.selectFrom('memories').select('seq').where('id', '=', ids.aliceForgotten!).executeTakeFirstOrThrow()).seq);
-    const since = (owner: ReturnType<typeof plain>, seq: number) => t.database.db.transaction().execute((trx) => forgottenSince(t.database, trx, owner, seq));
+    const forgottenAt = Number(
+      (
+        await t.database.db
+          .selectFrom('memories')
+          .select('seq')
+          .where('id', '=', ids.aliceForgotten!)
+          .executeTakeFirstOrThrow()
+      ).seq,
+    );
+    const since = (owner: ReturnType<typeof plain>, seq: number) =>
+      t.database.db.transaction().execute((trx) => forgottenSince(t.database, trx, owner, seq));
     expect(await since(plain('alice'), forgottenAt - 1)).toBe(true);
     expect(await since(plain('alice'), forgottenAt)).toBe(false);
     expect(await since(plain('bob'), 0)).toBe(false);
@@ -133,14 +239,22 @@ forEachDialect('memory feed', (dialect) => {
   it('finds end users changed after a time with at least so many live memories, with their revision', async () => {
     const db = t.database.db;
     const owners = async (after: string, min: number) =>
-      (await largeOwnersChangedAfter(db, after, min)).map(({ owner, revision }) => [owner.tenantId, owner.endUserId, revision]);
-    const revision = (tenantId: string, endUserId: string) => revisionOf(db, { projectId: project(), tenantId, endUserId });
+      (await largeOwnersChangedAfter(db, after, min)).map(({ owner, revision }) => [
+        owner.tenantId,
+        owner.endUserId,
+        revision,
+      ]);
+    const revision = (tenantId: string, endUserId: string) =>
+      revisionOf(db, { projectId: project(), tenantId, endUserId });
     const epoch = new Date(0).toISOString();
     // alice's forgotten memory does not count; acme's u1 has two turns.
     expect(await owners(epoch, 2)).toEqual([['acme', 'u1', await revision('acme', 'u1')]]);
     expect(await owners(epoch, 1)).toEqual([
-      ['', 'alice', await revision('', 'alice')], ['', 'bob', await revision('', 'bob')], ['acme', 'u1', await revision('acme', 'u1')],
-      ['acme', 'u2', await revision('acme', 'u2')], ['globex', 'u1', await revision('globex', 'u1')],
+      ['', 'alice', await revision('', 'alice')],
+      ['', 'bob', await revision('', 'bob')],
+      ['acme', 'u1', await revision('acme', 'u1')],
+      ['acme', 'u2', await revision('acme', 'u2')],
+      ['globex', 'u1', await revision('globex', 'u1')],
     ]);
     expect(await owners(new Date(Date.now() + 60_000).toISOString(), 1)).toEqual([]);
     expect(await owners(epoch, 3)).toEqual([]);
@@ -150,7 +264,12 @@ forEachDialect('memory feed', (dialect) => {
     const db = t.database.db;
     const fromScratch = await changesSince(db, plain('alice'), 0);
     expect(fromScratch.map((r) => [r.id, r.deleted])).toEqual([[ids.alice, false]]);
-    expect(fromScratch[0]).toMatchObject({ text: 'alice likes tea', tags: ['drink'], end_user_id: 'alice', is_summary: false });
+    expect(fromScratch[0]).toMatchObject({
+      text: 'alice likes tea',
+      tags: ['drink'],
+      end_user_id: 'alice',
+      is_summary: false,
+    });
     const first = fromScratch[0]!.seq;
     const later = await changesSince(db, plain('alice'), first);
     expect(later.map((r) => [r.id, r.deleted])).toEqual([[ids.aliceForgotten, true]]);
@@ -161,7 +280,13 @@ forEachDialect('memory feed', (dialect) => {
 
   it('sums revisions and lists live memories per project or tenant', async () => {
     const db = t.database.db;
-    const owners = [plain('alice'), plain('bob'), { projectId: project(), tenantId: 'acme', endUserId: 'u1' }, { projectId: project(), tenantId: 'acme', endUserId: 'u2' }, { projectId: project(), tenantId: 'globex', endUserId: 'u1' }];
+    const owners = [
+      plain('alice'),
+      plain('bob'),
+      { projectId: project(), tenantId: 'acme', endUserId: 'u1' },
+      { projectId: project(), tenantId: 'acme', endUserId: 'u2' },
+      { projectId: project(), tenantId: 'globex', endUserId: 'u1' },
+    ];
     const revisions = await Promise.all(owners.map((o) => revisionOf(db, o)));
     expect(await projectRevision(db, project(), null)).toBe(revisions.reduce((a, b) => a + b, 0));
     expect(await projectRevision(db, project(), 'acme')).toBe(revisions[2]! + revisions[3]!);
@@ -189,9 +314,21 @@ forEachDialect('memory feed', (dialect) => {
     expect(await list({ endUserId: 'u1' })).toEqual([ids.globexU1, ids.acmeU1Other, ids.acmeU1]);
     expect(await list({ tenantId: 'acme', endUserId: 'u1', sessionId: 's2' })).toEqual([ids.acmeU1Other]);
 
-    expect(await memoryCounts(db, { projectId: project(), tenantId: null, endUserId: null })).toEqual({ tenants: 2, users: 2, memories: 4 });
-    expect(await memoryCounts(db, { projectId: project(), tenantId: 'acme', endUserId: null })).toEqual({ tenants: 1, users: 2, memories: 3 });
-    expect(await memoryCounts(db, { projectId: project(), tenantId: null, endUserId: 'u2' })).toEqual({ tenants: 1, users: 1, memories: 1 });
+    expect(await memoryCounts(db, { projectId: project(), tenantId: null, endUserId: null })).toEqual({
+      tenants: 2,
+      users: 2,
+      memories: 4,
+    });
+    expect(await memoryCounts(db, { projectId: project(), tenantId: 'acme', endUserId: null })).toEqual({
+      tenants: 1,
+      users: 2,
+      memories: 3,
+    });
+    expect(await memoryCounts(db, { projectId: project(), tenantId: null, endUserId: 'u2' })).toEqual({
+      tenants: 1,
+      users: 1,
+      memories: 1,
+    });
   });
 
   it('exports exactly what the filter names', async () => {
@@ -208,7 +345,11 @@ forEachDialect('memory feed', (dialect) => {
     expect(await exported({ tagsAny: ['morning', 'evening'] })).toEqual([ids.bob]);
     expect(await exported({ tagsAny: ['drink'] })).toEqual([ids.alice, ids.bob]);
     expect(await exported({ tagsAny: [] })).toHaveLength(6);
-    const { created_at: bobCreated } = await t.database.db.selectFrom('memories').select('created_at').where('id', '=', ids.bob!).executeTakeFirstOrThrow();
+    const { created_at: bobCreated } = await t.database.db
+      .selectFrom('memories')
+      .select('created_at')
+      .where('id', '=', ids.bob!)
+      .executeTakeFirstOrThrow();
     expect(await exported({ createdBefore: bobCreated })).toEqual([ids.alice]);
     expect(await exported({ createdAfter: bobCreated })).not.toContain(ids.bob);
     expect(await exported({ createdAfter: bobCreated })).not.toContain(ids.alice);
@@ -229,7 +370,10 @@ forEachDialect('memory feed', (dialect) => {
     expect(await ownersOfMemories(db, [])).toEqual([]);
     const owners = await ownersOfMemories(db, [ids.aliceForgotten!, ids.acmeU2!]);
     expect(owners.map((o) => [o.id, o.tenant_id, o.end_user_id]).sort()).toEqual(
-      [[ids.aliceForgotten, '', 'alice'], [ids.acmeU2, 'acme', 'u2']].sort(),
+      [
+        [ids.aliceForgotten, '', 'alice'],
+        [ids.acmeU2, 'acme', 'u2'],
+      ].sort(),
     );
   });
 });

@@ -20,14 +20,24 @@ export interface Owner {
   endUserId: string;
 }
 
-
 export type MemoryRow = Selectable<MemoriesTable>;
-
 
 /** The columns a memory's view is built from. */
 const VIEW_COLUMNS = [
-  'id', 'text', 'tags', 'is_summary', 'source', 'importance', 'metadata', 'client_ref', 'session_id', 'end_user_id', 'created_at',
-  'updated_at', 'superseded_by', 'expires_at',
+  'id',
+  'text',
+  'tags',
+  'is_summary',
+  'source',
+  'importance',
+  'metadata',
+  'client_ref',
+  'session_id',
+  'end_user_id',
+  'created_at',
+  'updated_at',
+  'superseded_by',
+  'expires_at',
 ] as const;
 
 export function toMemory(row: Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>): MemoryView {
@@ -61,8 +71,8 @@ export function viewOf(row: Omit<Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>,
 export const unexpired = () => sql<boolean>`(memories.expires_at IS NULL OR memories.expires_at > ${nowIso()})`;
 
 /** The same, of a memory already read (the reads by id, whose statements are shared and prepared). */
-export const isUnexpired = (m: { expires_at: string | null }, now = Date.now()) => m.expires_at === null || Date.parse(m.expires_at) > now;
-
+export const isUnexpired = (m: { expires_at: string | null }, now = Date.now()) =>
+  m.expires_at === null || Date.parse(m.expires_at) > now;
 
 export const owned = (owner: Owner) => (qb: Executor) =>
   qb
@@ -74,20 +84,20 @@ export const owned = (owner: Owner) => (qb: Executor) =>
     .where('deleted_at', 'is', null)
     .where(unexpired());
 
-
 export async function getMemory(db: Executor, owner: Owner, id: number): Promise<MemoryView> {
   const row = await owned(owner)(db).where('id', '=', id).executeTakeFirst();
   if (!row) throw notFound('Memory');
   return toMemory(row);
 }
 
-
 /** The owner's live summary of this set, if one exists (a summary's set key takes the place of its text hash). */
 export async function summaryBySetKey(db: Executor, owner: Owner, setKey: string): Promise<MemoryView | undefined> {
-  const row = await owned(owner)(db).where('dedupe_hash', 'is not', null).where('dedupe_hash', '=', setKey).executeTakeFirst();
+  const row = await owned(owner)(db)
+    .where('dedupe_hash', 'is not', null)
+    .where('dedupe_hash', '=', setKey)
+    .executeTakeFirst();
   return row ? toMemory(row) : undefined;
 }
-
 
 export async function memoryHistory(db: Executor, owner: Owner, id: number) {
   await getMemory(db, owner, id);
@@ -104,7 +114,6 @@ export async function memoryHistory(db: Executor, owner: Owner, id: number) {
     })),
   };
 }
-
 
 /**
  * Streams the live memories of a project (optionally one tenant, '' being no tenant, or end user) in id order,
@@ -134,7 +143,6 @@ export async function* exportMemories(
   for await (const page of pages) for (const row of page) yield toMemory(row);
 }
 
-
 /** The owner's change sequence: bumped by every change to their memories (0 before the first). */
 const revisionRow = prepared(3, (db, projectId: string, tenantId: string, endUserId: string) =>
   db
@@ -145,12 +153,10 @@ const revisionRow = prepared(3, (db, projectId: string, tenantId: string, endUse
     .where('end_user_id', '=', endUserId),
 );
 
-
 export async function revisionOf(db: Executor, owner: Owner): Promise<number> {
   const [row] = await revisionRow(db, owner.projectId, owner.tenantId, owner.endUserId);
   return row?.revision ?? 0;
 }
-
 
 /**
  * Whether any of the owner's memories was forgotten after change `seq`, for a module about to store
@@ -161,37 +167,59 @@ export async function revisionOf(db: Executor, owner: Owner): Promise<number> {
  * erases it; on SQLite write transactions run one at a time.
  */
 export async function forgottenSince(database: Database, trx: Executor, owner: Owner, seq: number): Promise<boolean> {
-  await trx.selectFrom('end_users').select('revision')
-    .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId)
+  await trx
+    .selectFrom('end_users')
+    .select('revision')
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
     .$if(database.dialect === 'postgres', (qb) => qb.forShare())
     .execute();
-  const forgotten = await trx.selectFrom('memories').select('id')
-    .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId)
-    .where('seq', '>', seq).where('deleted_at', 'is not', null)
+  const forgotten = await trx
+    .selectFrom('memories')
+    .select('id')
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .where('seq', '>', seq)
+    .where('deleted_at', 'is not', null)
     .limit(1)
     .execute();
   return forgotten.length > 0;
 }
-
 
 /**
  * End users whose memories changed after `after` (by their revision's time) and who hold at least
  * `minMemories` live memories, with their current revision: one statement, for background upkeep
  * of large end users (retrieval's index snapshots).
  */
-export async function largeOwnersChangedAfter(db: Executor, after: string, minMemories: number): Promise<Array<{ owner: Owner; revision: number }>> {
-  const rows = await db.selectFrom('end_users as e')
-    .innerJoin('memories as m', (j) => j.onRef('m.project_id', '=', 'e.project_id').onRef('m.tenant_id', '=', 'e.tenant_id').onRef('m.end_user_id', '=', 'e.end_user_id'))
+export async function largeOwnersChangedAfter(
+  db: Executor,
+  after: string,
+  minMemories: number,
+): Promise<Array<{ owner: Owner; revision: number }>> {
+  const rows = await db
+    .selectFrom('end_users as e')
+    .innerJoin('memories as m', (j) =>
+      j
+        .onRef('m.project_id', '=', 'e.project_id')
+        .onRef('m.tenant_id', '=', 'e.tenant_id')
+        .onRef('m.end_user_id', '=', 'e.end_user_id'),
+    )
     .select(['e.project_id', 'e.tenant_id', 'e.end_user_id', 'e.revision'])
     .where('e.updated_at', '>', after)
     .where('m.deleted_at', 'is', null)
     .groupBy(['e.project_id', 'e.tenant_id', 'e.end_user_id', 'e.revision'])
     .having((eb) => eb.fn.countAll(), '>=', minMemories)
-    .orderBy('e.project_id').orderBy('e.tenant_id').orderBy('e.end_user_id')
+    .orderBy('e.project_id')
+    .orderBy('e.tenant_id')
+    .orderBy('e.end_user_id')
     .execute();
-  return rows.map((r) => ({ owner: { projectId: r.project_id, tenantId: r.tenant_id, endUserId: r.end_user_id }, revision: Number(r.revision) }));
+  return rows.map((r) => ({
+    owner: { projectId: r.project_id, tenantId: r.tenant_id, endUserId: r.end_user_id },
+    revision: Number(r.revision),
+  }));
 }
-
 
 /** What an index needs of a memory; `deleted` rows tell it to drop the id. */
 export interface IndexedMemory {
@@ -212,22 +240,44 @@ export interface IndexedMemory {
   superseded_by: number | null;
 }
 
-
 /** The columns an index reads (a cold index reads every row of its owner: no column it does not use). */
 const INDEXED_COLUMNS = [
-  'id', 'text', 'tags', 'source', 'importance', 'metadata', 'session_id', 'speaker', 'is_summary', 'created_at', 'updated_at', 'end_user_id', 'deleted_at', 'seq',
+  'id',
+  'text',
+  'tags',
+  'source',
+  'importance',
+  'metadata',
+  'session_id',
+  'speaker',
+  'is_summary',
+  'created_at',
+  'updated_at',
+  'end_user_id',
+  'deleted_at',
+  'seq',
   'superseded_by',
 ] as const;
 
 function toIndexed(row: Pick<MemoryRow, (typeof INDEXED_COLUMNS)[number]>): IndexedMemory {
   return {
-    id: row.id, text: row.text, tags: decodeJson<string[]>(row.tags), source: row.source, importance: row.importance,
-    metadata: decodeJson<Record<string, unknown>>(row.metadata), session_id: row.session_id, speaker: row.speaker,
-    is_summary: Boolean(row.is_summary), created_at: row.created_at, updated_at: row.updated_at, end_user_id: row.end_user_id,
-    deleted: row.deleted_at !== null, seq: row.seq, superseded_by: row.superseded_by,
+    id: row.id,
+    text: row.text,
+    tags: decodeJson<string[]>(row.tags),
+    source: row.source,
+    importance: row.importance,
+    metadata: decodeJson<Record<string, unknown>>(row.metadata),
+    session_id: row.session_id,
+    speaker: row.speaker,
+    is_summary: Boolean(row.is_summary),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    end_user_id: row.end_user_id,
+    deleted: row.deleted_at !== null,
+    seq: row.seq,
+    superseded_by: row.superseded_by,
   };
 }
-
 
 /**
  * The owner's memories changed after `seq` (all of them from 0), forgotten ones included, in id
@@ -247,13 +297,17 @@ export async function changesSince(db: Executor, owner: Owner, seq: number): Pro
   return rows.map(toIndexed);
 }
 
-
 /** Every end user of a project who has ever had a memory. */
 export async function endUsersOf(db: Executor, projectId: string): Promise<Owner[]> {
-  const rows = await db.selectFrom('end_users').select(['tenant_id', 'end_user_id']).where('project_id', '=', projectId).orderBy('tenant_id').orderBy('end_user_id').execute();
+  const rows = await db
+    .selectFrom('end_users')
+    .select(['tenant_id', 'end_user_id'])
+    .where('project_id', '=', projectId)
+    .orderBy('tenant_id')
+    .orderBy('end_user_id')
+    .execute();
   return rows.map((r) => ({ projectId, tenantId: r.tenant_id, endUserId: r.end_user_id }));
 }
-
 
 /** A project-wide revision: the sum of its end users' revisions, which grows with every change. */
 export async function projectRevision(db: Executor, projectId: string, tenantId: string | null): Promise<number> {
@@ -266,9 +320,12 @@ export async function projectRevision(db: Executor, projectId: string, tenantId:
   return Number(row.total);
 }
 
-
 /** Every live memory of a project (optionally one tenant), a page at a time. */
-export async function* liveProjectMemories(db: Executor, projectId: string, tenantId: string | null): AsyncGenerator<IndexedMemory> {
+export async function* liveProjectMemories(
+  db: Executor,
+  projectId: string,
+  tenantId: string | null,
+): AsyncGenerator<IndexedMemory> {
   const pages = keysetPages(
     (after, limit) =>
       db
@@ -286,12 +343,14 @@ export async function* liveProjectMemories(db: Executor, projectId: string, tena
   for await (const page of pages) for (const row of page) yield toIndexed(row);
 }
 
-
 /**
  * One compiled query per id-list length (retrieval asks for k rows, so few lengths occur), kept for
  * the first 500 lengths seen.
  */
-function perIdCount<A extends unknown[], R>(fixed: number, build: (db: Executor, ...args: [...A, ...number[]]) => Compilable<R>) {
+function perIdCount<A extends unknown[], R>(
+  fixed: number,
+  build: (db: Executor, ...args: [...A, ...number[]]) => Compilable<R>,
+) {
   const queries = new Map<number, (db: Executor, ...args: [...A, ...number[]]) => Promise<R[]>>();
   return (count: number) => {
     let query = queries.get(count);
@@ -318,13 +377,19 @@ export type ScopedMemory = MemoryView & { speaker: string | null; tenant_id: str
  * query time proportional to the owner's memories.
  */
 function viewsInOrder(
-  rows: ReadRow[], scope: { projectId: string; tenantId?: string | null; endUserId?: string | null }, ids: number[],
+  rows: ReadRow[],
+  scope: { projectId: string; tenantId?: string | null; endUserId?: string | null },
+  ids: number[],
 ): ScopedMemory[] {
   const byId = new Map<number, ScopedMemory>();
   const now = Date.now();
   for (const row of rows) {
     if (row.project_id !== scope.projectId || !isUnexpired(row, now)) continue;
-    if ((scope.tenantId != null && row.tenant_id !== scope.tenantId) || (scope.endUserId != null && row.end_user_id !== scope.endUserId)) continue;
+    if (
+      (scope.tenantId != null && row.tenant_id !== scope.tenantId) ||
+      (scope.endUserId != null && row.end_user_id !== scope.endUserId)
+    )
+      continue;
     // Extended in place: spreading a view into a new object costs a few microseconds a row.
     const view = toMemory(row) as ScopedMemory;
     view.speaker = row.speaker;
@@ -340,7 +405,11 @@ function viewsInOrder(
 }
 
 const liveRowsByIds = perIdCount<[], ReadRow>(0, (db, ...ids) =>
-  db.selectFrom('memories').select(READ_COLUMNS).where('deleted_at', 'is', null).where('id', 'in', ids as number[]),
+  db
+    .selectFrom('memories')
+    .select(READ_COLUMNS)
+    .where('deleted_at', 'is', null)
+    .where('id', 'in', ids as number[]),
 );
 
 /** Live memories by id within a project (and tenant/end user when given), in the order asked. */
@@ -370,17 +439,24 @@ export async function memoriesHeld(
 ): Promise<ScopedMemory[]> {
   if (ids.length === 0) return [];
   if (database.dialect === 'postgres') {
-    await trx.selectFrom('end_users as e')
-      .innerJoin('memories as m', (j) => j.onRef('m.project_id', '=', 'e.project_id').onRef('m.tenant_id', '=', 'e.tenant_id').onRef('m.end_user_id', '=', 'e.end_user_id'))
+    await trx
+      .selectFrom('end_users as e')
+      .innerJoin('memories as m', (j) =>
+        j
+          .onRef('m.project_id', '=', 'e.project_id')
+          .onRef('m.tenant_id', '=', 'e.tenant_id')
+          .onRef('m.end_user_id', '=', 'e.end_user_id'),
+      )
       .select('e.revision')
       .where('m.id', 'in', ids)
-      .orderBy('e.project_id').orderBy('e.tenant_id').orderBy('e.end_user_id')
+      .orderBy('e.project_id')
+      .orderBy('e.tenant_id')
+      .orderBy('e.end_user_id')
       .forShare('e')
       .execute();
   }
   return memoriesByIds(trx, scope, ids);
 }
-
 
 /**
  * The owner's revision and, read in the same statement (so as of the same commit), its live
@@ -396,12 +472,23 @@ export async function ownerMemoriesAt(
   owner: Owner,
   ids: number[],
 ): Promise<{ revision: number; memories: ScopedMemory[]; clock: number | undefined }> {
-  const rows = database.dialect === 'postgres'
-    ? await rowsAtRevisionTogether<RowAtRevision>(database, [owner.projectId, owner.tenantId, owner.endUserId, ids])
-    : ((await rowsAtRevision(ids.length)(database.db, owner.projectId, owner.tenantId, owner.endUserId, ...ids)) as RowAtRevision[]);
+  const rows =
+    database.dialect === 'postgres'
+      ? await rowsAtRevisionTogether<RowAtRevision>(database, [owner.projectId, owner.tenantId, owner.endUserId, ids])
+      : ((await rowsAtRevision(ids.length)(
+          database.db,
+          owner.projectId,
+          owner.tenantId,
+          owner.endUserId,
+          ...ids,
+        )) as RowAtRevision[]);
   // The left join gives one row without a memory when none of the ids is live.
   const found = rows.filter((r): r is RowAtRevision & ReadRow => r.id !== null);
-  return { revision: rows[0]?.owner_revision ?? 0, memories: viewsInOrder(found, owner, ids), clock: rows[0] && Number(rows[0].clock) };
+  return {
+    revision: rows[0]?.owner_revision ?? 0,
+    memories: viewsInOrder(found, owner, ids),
+    clock: rows[0] && Number(rows[0].clock),
+  };
 }
 
 /**
@@ -411,7 +498,12 @@ export async function ownerMemoriesAt(
  * gets its own rows: one row with its revision and the clock, the memory's columns null, when none is live.
  */
 export const rowsAtRevisionTogether = groupedStatement(
-  [['project_id', 'text'], ['tenant_id', 'text'], ['end_user_id', 'text'], ['ids', 'bigint[]']],
+  [
+    ['project_id', 'text'],
+    ['tenant_id', 'text'],
+    ['end_user_id', 'text'],
+    ['ids', 'bigint[]'],
+  ],
   `SELECT given.ord, e.revision AS owner_revision, ${CLOCK_NOW_SQL} AS clock, ${READ_COLUMNS.map((c) => `m.${c}`).join(', ')}
    FROM given
    CROSS JOIN LATERAL (SELECT revision FROM end_users
@@ -419,18 +511,28 @@ export const rowsAtRevisionTogether = groupedStatement(
    LEFT JOIN LATERAL (SELECT * FROM memories WHERE deleted_at IS NULL AND id = ANY(given.ids) OFFSET 0) m ON true`,
   // A query alone takes the statement of its id count, whose values need no JSON read (25 % less of the backend's time).
   (database, [projectId, tenantId, endUserId, ids]) =>
-    rowsAtRevision((ids as number[]).length)(database.db, projectId as string, tenantId as string, endUserId as string, ...(ids as number[])) as Promise<RowAtRevision[]>,
+    rowsAtRevision((ids as number[]).length)(
+      database.db,
+      projectId as string,
+      tenantId as string,
+      endUserId as string,
+      ...(ids as number[]),
+    ) as Promise<RowAtRevision[]>,
 );
 type RowAtRevision = { owner_revision: number; clock: number } & { [K in keyof ReadRow]: ReadRow[K] | null };
-const rowsAtRevision = perIdCount<[projectId: string, tenantId: string, endUserId: string], unknown>(3, (db, projectId, tenantId, endUserId, ...ids) =>
-  db.selectFrom('end_users as e')
-    .leftJoin('memories as m', (join) => join.on('m.deleted_at', 'is', null).on('m.id', 'in', ids as number[]))
-    .select('e.revision as owner_revision')
-    .select(clockNow.as('clock'))
-    .select(READ_COLUMNS.map((column) => `m.${column}` as const))
-    .where('e.project_id', '=', projectId as string).where('e.tenant_id', '=', tenantId as string).where('e.end_user_id', '=', endUserId as string),
+const rowsAtRevision = perIdCount<[projectId: string, tenantId: string, endUserId: string], unknown>(
+  3,
+  (db, projectId, tenantId, endUserId, ...ids) =>
+    db
+      .selectFrom('end_users as e')
+      .leftJoin('memories as m', (join) => join.on('m.deleted_at', 'is', null).on('m.id', 'in', ids as number[]))
+      .select('e.revision as owner_revision')
+      .select(clockNow.as('clock'))
+      .select(READ_COLUMNS.map((column) => `m.${column}` as const))
+      .where('e.project_id', '=', projectId as string)
+      .where('e.tenant_id', '=', tenantId as string)
+      .where('e.end_user_id', '=', endUserId as string),
 );
-
 
 /** A page of live /v1 memories (those of a tenant) of a project, filtered by tenant, end user and session, newest first. */
 export async function listMemories(
@@ -452,10 +554,10 @@ export async function listMemories(
   return paginate(query, page, (r) => ({ ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }));
 }
 
-
 /** Counts for a status page: distinct tenants and users, and live memories (of one tenant or end user when given). */
 export async function memoryCounts(
-  db: Executor, { projectId, tenantId, endUserId }: { projectId: string; tenantId: string | null; endUserId: string | null },
+  db: Executor,
+  { projectId, tenantId, endUserId }: { projectId: string; tenantId: string | null; endUserId: string | null },
 ) {
   const row = await db
     .selectFrom('memories')
@@ -474,14 +576,16 @@ export async function memoryCounts(
   return { tenants: Number(row.tenants), users: Number(row.users), memories: Number(row.memories) };
 }
 
-
 /**
  * How many of one end user's turns (memories with a speaker) were stored within [from, to), by their create history
  * (a turn's created_at is when it was said): the end user's share of the tenant's turn usage, as it stands (a
  * forgotten turn is gone from it, as erasure asks).
  */
 export async function turnsStoredBy(
-  db: Executor, owner: { projectId: string; tenantId: string | null; endUserId: string }, from: Date, to: Date,
+  db: Executor,
+  owner: { projectId: string; tenantId: string | null; endUserId: string },
+  from: Date,
+  to: Date,
 ): Promise<number> {
   const row = await db
     .selectFrom('memories')
@@ -556,45 +660,88 @@ function exportQuery({ db, dialect }: Database, filter: ExportFilter) {
       qb.where(({ exists, selectFrom }) =>
         dialect === 'postgres'
           ? sql<boolean>`jsonb_exists_any(memories.tags, ${sql.val(filter.tagsAny!)}::text[])`
-          : exists(selectFrom(sql`json_each(memories.tags)`.as('t')).select(sql`1`.as('one')).where(sql.ref('t.value'), 'in', filter.tagsAny!)),
+          : exists(
+              selectFrom(sql`json_each(memories.tags)`.as('t'))
+                .select(sql`1`.as('one'))
+                .where(sql.ref('t.value'), 'in', filter.tagsAny!),
+            ),
       ),
     );
 }
 
 /** How many live memories an export of `filter` holds right now. */
 export async function countForExport(database: Database, filter: ExportFilter): Promise<number> {
-  const row = await exportQuery(database, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await exportQuery(database, filter)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
 /** One keyset page of live memories matching `filter` with ids above `afterId`, in id order. */
-export async function exportPage(database: Database, filter: ExportFilter, afterId: number, limit: number): Promise<PortableMemory[]> {
-  const rows = await exportQuery(database, filter).selectAll().where('id', '>', afterId).orderBy('id').limit(limit).execute();
+export async function exportPage(
+  database: Database,
+  filter: ExportFilter,
+  afterId: number,
+  limit: number,
+): Promise<PortableMemory[]> {
+  const rows = await exportQuery(database, filter)
+    .selectAll()
+    .where('id', '>', afterId)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
   return rows.map((r) => ({ ...toMemory(r), tenant_id: r.tenant_id, speaker: r.speaker }));
 }
 
 /** The client_ref of each of these memories of one project (null where it has none): how an import finds them again. */
-export async function clientRefsOf(db: Executor, projectId: string, ids: number[]): Promise<Map<number, string | null>> {
+export async function clientRefsOf(
+  db: Executor,
+  projectId: string,
+  ids: number[],
+): Promise<Map<number, string | null>> {
   if (ids.length === 0) return new Map();
-  const rows = await db.selectFrom('memories').select(['id', 'client_ref']).where('project_id', '=', projectId).where('id', 'in', ids).execute();
+  const rows = await db
+    .selectFrom('memories')
+    .select(['id', 'client_ref'])
+    .where('project_id', '=', projectId)
+    .where('id', 'in', ids)
+    .execute();
   return new Map(rows.map((r) => [r.id, r.client_ref]));
 }
 
 /** The owner's live memories with these client_refs, by client_ref (unique per owner). */
 export async function liveIdsByClientRef(db: Executor, owner: Owner, refs: string[]): Promise<Map<string, number>> {
   if (refs.length === 0) return new Map();
-  const rows = await owned(owner)(db).clearSelect().select(['id', 'client_ref']).where('client_ref', 'in', refs).execute();
+  const rows = await owned(owner)(db)
+    .clearSelect()
+    .select(['id', 'client_ref'])
+    .where('client_ref', 'in', refs)
+    .execute();
   return new Map(rows.map((r) => [r.client_ref!, r.id]));
 }
 
 /** The history of these memories (of one project), grouped by memory id, oldest first. */
 export async function historyOfMemories(db: Executor, projectId: string, ids: number[]) {
-  const byMemory = new Map<number, Array<{ action: string; changes: unknown; actor: { type: string; id: number | null }; created_at: string }>>();
+  const byMemory = new Map<
+    number,
+    Array<{ action: string; changes: unknown; actor: { type: string; id: number | null }; created_at: string }>
+  >();
   if (ids.length === 0) return byMemory;
-  const rows = await db.selectFrom('memory_history').selectAll().where('project_id', '=', projectId).where('memory_id', 'in', ids).orderBy('id').execute();
+  const rows = await db
+    .selectFrom('memory_history')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('memory_id', 'in', ids)
+    .orderBy('id')
+    .execute();
   for (const r of rows) {
     const list = byMemory.get(r.memory_id) ?? [];
-    list.push({ action: r.action, changes: r.changes === null ? null : decodeJson(r.changes), actor: { type: r.actor_type, id: r.actor_id }, created_at: r.created_at });
+    list.push({
+      action: r.action,
+      changes: r.changes === null ? null : decodeJson(r.changes),
+      actor: { type: r.actor_type, id: r.actor_id },
+      created_at: r.created_at,
+    });
     byMemory.set(r.memory_id, list);
   }
   return byMemory;
@@ -603,6 +750,9 @@ export async function historyOfMemories(db: Executor, projectId: string, ids: nu
 /** Whose memories these are (forgotten ones included): what an erase hook needs to know what held them. */
 export async function ownersOfMemories(db: Executor, ids: number[]) {
   if (ids.length === 0) return [];
-  return db.selectFrom('memories').select(['id', 'project_id', 'tenant_id', 'end_user_id', 'created_at']).where('id', 'in', ids).execute();
+  return db
+    .selectFrom('memories')
+    .select(['id', 'project_id', 'tenant_id', 'end_user_id', 'created_at'])
+    .where('id', 'in', ids)
+    .execute();
 }
-

@@ -4,11 +4,29 @@ import { addMemory, expectError } from '../../testing/memories.js';
 import { freshUser, idsOf, query, setColumns } from '../../testing/retrieval.js';
 import { matchesFilters, type FilterSubject, type FiltersInput } from './filters.js';
 
-type Stored = { id: number; created_at: string; updated_at: string; tags: string[]; source: string | null; metadata: Record<string, unknown>; is_summary: boolean; session_id: string | null; importance: number; text: string };
+type Stored = {
+  id: number;
+  created_at: string;
+  updated_at: string;
+  tags: string[];
+  source: string | null;
+  metadata: Record<string, unknown>;
+  is_summary: boolean;
+  session_id: string | null;
+  importance: number;
+  text: string;
+};
 
 const subject = (m: Stored): FilterSubject => ({
-  tags: m.tags, source: m.source, createdAt: Date.parse(m.created_at), metadata: m.metadata, isSummary: m.is_summary,
-  sessionId: m.session_id, importance: m.importance, updatedAt: Date.parse(m.updated_at), text: m.text,
+  tags: m.tags,
+  source: m.source,
+  createdAt: Date.parse(m.created_at),
+  metadata: m.metadata,
+  isSummary: m.is_summary,
+  sessionId: m.session_id,
+  importance: m.importance,
+  updatedAt: Date.parse(m.updated_at),
+  text: m.text,
 });
 
 /** Every id GET /memory lists for the filters (the SQL path), oldest first. */
@@ -16,7 +34,12 @@ async function listed(t: TestApp, endUser: string, filters: unknown): Promise<nu
   const ids: number[] = [];
   let cursor: string | null = null;
   for (let pages = 0; pages < 100; pages++) {
-    const params = new URLSearchParams({ limit: '7', order: 'asc', filters: JSON.stringify(filters), ...(cursor ? { cursor } : {}) });
+    const params = new URLSearchParams({
+      limit: '7',
+      order: 'asc',
+      filters: JSON.stringify(filters),
+      ...(cursor ? { cursor } : {}),
+    });
     const res = await t.call('GET', `/memory?${params}`, { endUser });
     expect(res.status, `${JSON.stringify(filters)}: ${res.text}`).toBe(200);
     ids.push(...idsOf(res.body.items));
@@ -40,31 +63,80 @@ const metadataOf = (i: number): Record<string, unknown> => {
 };
 
 const CASES: FiltersInput[] = [
-  { tags: 'travel' }, { tags: { $ne: 'travel' } }, { tags: { $in: ['work', 'food'] } }, { tags: { $nin: ['work', 'food'] } },
-  { tags: { $contains: 'work' } }, { tags: { $in: [] } }, { tags: { $nin: [] } },
-  { text: { $contains: 'pottery' } }, { text: { $contains: 'Pottery' } }, { text: 'Note 3 about pottery' }, { text: { $ne: 'Note 3 about pottery' } },
-  { source: 'chat' }, { source: null }, { source: { $ne: 'chat' } }, { source: { $in: ['chat', null] } }, { source: { $nin: ['chat', null] } },
-  { source: { $exists: true } }, { source: { $exists: false } },
-  { session_id: 's1' }, { session_id: { $in: ['s0', 's2'] } }, { session_id: { $exists: false } },
-  { importance: { $gt: 0.5 } }, { importance: { $gte: 0.5, $lt: 0.9 } }, { importance: 0.3 }, { importance: { $in: [0.1, 0.7] } }, { importance: { $ne: 0.5 } },
-  { created_at: { $gte: '2024-03-01T00:00:00Z', $lt: '2024-06-01T00:00:00+02:00' } }, { created_at: '2024-02-01T10:00:00Z' },
-  { updated_at: { $gt: '2020-01-01T00:00:00Z' } }, { updated_at: { $lt: '2020-01-01T00:00:00Z' } },
-  { is_summary: true }, { is_summary: { $ne: true } },
-  { metadata: { level: { $gt: 3 } } }, { metadata: { level: { $gte: 2.5, $lte: 10 } } }, { metadata: { level: { $lt: '3' } } }, { metadata: { level: { $gte: '1' } } },
-  { metadata: { level: 4 } }, { metadata: { level: '4' } }, { metadata: { level: true } }, { metadata: { level: { $ne: 4 } } },
-  { metadata: { level: { $in: [1, '3', true] } } }, { metadata: { level: { $nin: [1, '3', true] } } },
-  { metadata: { lang: null } }, { metadata: { lang: { $exists: true } } }, { metadata: { lang: { $exists: false } } }, { metadata: { lang: { $ne: null } } },
-  { metadata: { lang: { $gt: 'en' } } }, { metadata: { lang: { $gte: 'émoji' } } }, { metadata: { lang: { $contains: '😀' } } },
-  { metadata: { 'trip.year': { $gte: 2023 } } }, { metadata: { 'trip.year': 2024 } }, { metadata: { 'trip.city': 'Porto', 'trip.year': { $lt: 2023 } } },
-  { metadata: { 'trip.year': { $exists: true } } }, { metadata: { 'trip.0.year': 2024 } }, { metadata: { 'items.0': 'zero' } },
-  { metadata: { 'nested.a.b': { $in: [0, 2] } } }, { metadata: { nested: { $eq: { a: { b: 1 } } } } }, { metadata: { trip: [{ year: 2024 }] } },
-  { metadata: { flags: { $contains: 'x' } } }, { metadata: { flags: { $contains: 1 } } }, { metadata: { flags: { $contains: null } } }, { metadata: { flags: { $contains: true } } },
-  { metadata: { note: { $contains: 'notes' } } }, { metadata: { flags: { $ne: [] } } }, { metadata: { 'odd"key': 1 } }, { metadata: { 'odd"key': { $exists: false } } },
+  { tags: 'travel' },
+  { tags: { $ne: 'travel' } },
+  { tags: { $in: ['work', 'food'] } },
+  { tags: { $nin: ['work', 'food'] } },
+  { tags: { $contains: 'work' } },
+  { tags: { $in: [] } },
+  { tags: { $nin: [] } },
+  { text: { $contains: 'pottery' } },
+  { text: { $contains: 'Pottery' } },
+  { text: 'Note 3 about pottery' },
+  { text: { $ne: 'Note 3 about pottery' } },
+  { source: 'chat' },
+  { source: null },
+  { source: { $ne: 'chat' } },
+  { source: { $in: ['chat', null] } },
+  { source: { $nin: ['chat', null] } },
+  { source: { $exists: true } },
+  { source: { $exists: false } },
+  { session_id: 's1' },
+  { session_id: { $in: ['s0', 's2'] } },
+  { session_id: { $exists: false } },
+  { importance: { $gt: 0.5 } },
+  { importance: { $gte: 0.5, $lt: 0.9 } },
+  { importance: 0.3 },
+  { importance: { $in: [0.1, 0.7] } },
+  { importance: { $ne: 0.5 } },
+  { created_at: { $gte: '2024-03-01T00:00:00Z', $lt: '2024-06-01T00:00:00+02:00' } },
+  { created_at: '2024-02-01T10:00:00Z' },
+  { updated_at: { $gt: '2020-01-01T00:00:00Z' } },
+  { updated_at: { $lt: '2020-01-01T00:00:00Z' } },
+  { is_summary: true },
+  { is_summary: { $ne: true } },
+  { metadata: { level: { $gt: 3 } } },
+  { metadata: { level: { $gte: 2.5, $lte: 10 } } },
+  { metadata: { level: { $lt: '3' } } },
+  { metadata: { level: { $gte: '1' } } },
+  { metadata: { level: 4 } },
+  { metadata: { level: '4' } },
+  { metadata: { level: true } },
+  { metadata: { level: { $ne: 4 } } },
+  { metadata: { level: { $in: [1, '3', true] } } },
+  { metadata: { level: { $nin: [1, '3', true] } } },
+  { metadata: { lang: null } },
+  { metadata: { lang: { $exists: true } } },
+  { metadata: { lang: { $exists: false } } },
+  { metadata: { lang: { $ne: null } } },
+  { metadata: { lang: { $gt: 'en' } } },
+  { metadata: { lang: { $gte: 'émoji' } } },
+  { metadata: { lang: { $contains: '😀' } } },
+  { metadata: { 'trip.year': { $gte: 2023 } } },
+  { metadata: { 'trip.year': 2024 } },
+  { metadata: { 'trip.city': 'Porto', 'trip.year': { $lt: 2023 } } },
+  { metadata: { 'trip.year': { $exists: true } } },
+  { metadata: { 'trip.0.year': 2024 } },
+  { metadata: { 'items.0': 'zero' } },
+  { metadata: { 'nested.a.b': { $in: [0, 2] } } },
+  { metadata: { nested: { $eq: { a: { b: 1 } } } } },
+  { metadata: { trip: [{ year: 2024 }] } },
+  { metadata: { flags: { $contains: 'x' } } },
+  { metadata: { flags: { $contains: 1 } } },
+  { metadata: { flags: { $contains: null } } },
+  { metadata: { flags: { $contains: true } } },
+  { metadata: { note: { $contains: 'notes' } } },
+  { metadata: { flags: { $ne: [] } } },
+  { metadata: { 'odd"key': 1 } },
+  { metadata: { 'odd"key': { $exists: false } } },
   { $or: [{ tags: 'travel' }, { metadata: { level: { $gt: 10 } } }] },
   { $or: [{ source: 'chat' }, { text: { $contains: 'pottery' } }], importance: { $gte: 0.3 } },
-  { $not: { tags: 'travel' } }, { $not: { metadata: { trip: [{ year: 2024 }] } } }, { $not: { $or: [{ source: null }, { metadata: { level: { $lt: 5 } } }] } },
+  { $not: { tags: 'travel' } },
+  { $not: { metadata: { trip: [{ year: 2024 }] } } },
+  { $not: { $or: [{ source: null }, { metadata: { level: { $lt: 5 } } }] } },
   { $and: [{ tags: { $in: ['work', 'travel'] } }, { $not: { source: 'chat' } }] },
-  { $not: { metadata: { 'odd"key': 1 } } }, { $not: { metadata: { 'trip.0.year': 2024 } } },
+  { $not: { metadata: { 'odd"key': 1 } } },
+  { $not: { metadata: { 'trip.0.year': 2024 } } },
   { tags_any: ['food'], tags_all: ['work', 'travel'], created_after: '2024-01-15T00:00:00Z', metadata: { lang: 'en' } },
 ];
 
@@ -79,26 +151,43 @@ forEachDialect('the filter language', (dialect) => {
     for (let i = 0; i < 36; i++) {
       const body = {
         text: i % 4 === 0 ? `Note ${i} about pottery` : `Note ${i} about the garden`,
-        tags: tagSets[i % tagSets.length], metadata: metadataOf(i), importance: [0.1, 0.3, 0.5, 0.7, 0.9][i % 5],
-        ...(sources[i % 3] ? { source: sources[i % 3] } : {}), ...(i % 4 !== 3 ? { session_id: `s${i % 3}` } : {}),
+        tags: tagSets[i % tagSets.length],
+        metadata: metadataOf(i),
+        importance: [0.1, 0.3, 0.5, 0.7, 0.9][i % 5],
+        ...(sources[i % 3] ? { source: sources[i % 3] } : {}),
+        ...(i % 4 !== 3 ? { session_id: `s${i % 3}` } : {}),
       };
       const memory = await addMemory(t, body, { endUser });
-      await setColumns(t, memory.id, { created_at: new Date(Date.UTC(2024, i % 7, 1, 10)).toISOString(), is_summary: i % 9 === 0 });
+      await setColumns(t, memory.id, {
+        created_at: new Date(Date.UTC(2024, i % 7, 1, 10)).toISOString(),
+        is_summary: i % 9 === 0,
+      });
       made.push((await t.call('GET', `/memory/${memory.id}`, { endUser })).body);
     }
-    const changed = await t.call('PATCH', `/memory/${made[5]!.id}`, { endUser, body: { importance: 0.8, tags: ['travel', 'changed'] } });
+    const changed = await t.call('PATCH', `/memory/${made[5]!.id}`, {
+      endUser,
+      body: { importance: 0.8, tags: ['travel', 'changed'] },
+    });
     expect(changed.status, changed.text).toBe(200);
     made[5] = changed.body;
     for (const filters of CASES) {
-      const expected = made.filter((m) => matchesFilters(subject(m), filters)).map((m) => m.id).sort((a, b) => a - b);
+      const expected = made
+        .filter((m) => matchesFilters(subject(m), filters))
+        .map((m) => m.id)
+        .sort((a, b) => a - b);
       expect(await listed(t, endUser, filters), JSON.stringify(filters)).toEqual(expected);
       const ranked = await query(t, { query: 'note', k: 100, min_score: 0, filters }, { endUser });
-      expect(idsOf(ranked).sort((a, b) => a - b), `query ${JSON.stringify(filters)}`).toEqual(expected);
+      expect(
+        idsOf(ranked).sort((a, b) => a - b),
+        `query ${JSON.stringify(filters)}`,
+      ).toEqual(expected);
     }
     // The reference rule itself, on cases worked by hand.
     const counts = (filters: FiltersInput) => made.filter((m) => matchesFilters(subject(m), filters)).length;
     expect(counts({ tags: 'travel' })).toBe(19);
-    expect(counts({ metadata: { level: { $gt: 3 } } })).toBe(made.filter((m) => typeof m.metadata.level === 'number' && m.metadata.level > 3).length);
+    expect(counts({ metadata: { level: { $gt: 3 } } })).toBe(
+      made.filter((m) => typeof m.metadata.level === 'number' && m.metadata.level > 3).length,
+    );
     expect(counts({ metadata: { 'trip.year': 2024 } })).toBe(1);
     expect(counts({ text: { $contains: 'pottery' } })).toBe(9);
     expect(counts({ $not: { tags: 'travel' } }) + counts({ tags: 'travel' })).toBe(36);
@@ -154,16 +243,25 @@ function randomFilters(random: () => number, depth = 0): Record<string, unknown>
     flags: () => pick(['x', 1, true, null]),
   };
   const operators: Record<string, readonly string[]> = {
-    tags: ['$eq', '$ne', '$contains', '$in', '$nin'], source: ['$eq', '$ne', '$in', '$nin', '$exists'],
-    session_id: ['$eq', '$ne', '$in', '$nin', '$exists'], importance: ['$eq', '$ne', '$in', '$nin', '$gt', '$gte', '$lt', '$lte'],
-    created_at: ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte'], level: ['$eq', '$ne', '$in', '$nin', '$gt', '$gte', '$lt', '$lte', '$exists'],
-    'trip.year': ['$eq', '$ne', '$in', '$gt', '$lte', '$exists'], lang: ['$eq', '$ne', '$gt', '$lte', '$contains', '$exists'],
+    tags: ['$eq', '$ne', '$contains', '$in', '$nin'],
+    source: ['$eq', '$ne', '$in', '$nin', '$exists'],
+    session_id: ['$eq', '$ne', '$in', '$nin', '$exists'],
+    importance: ['$eq', '$ne', '$in', '$nin', '$gt', '$gte', '$lt', '$lte'],
+    created_at: ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte'],
+    level: ['$eq', '$ne', '$in', '$nin', '$gt', '$gte', '$lt', '$lte', '$exists'],
+    'trip.year': ['$eq', '$ne', '$in', '$gt', '$lte', '$exists'],
+    lang: ['$eq', '$ne', '$gt', '$lte', '$contains', '$exists'],
     flags: ['$contains', '$exists', '$ne'],
   };
   const condition = (field: string): unknown => {
     const op = pick(operators[field]!);
     const ordered = ['$gt', '$gte', '$lt', '$lte'].includes(op);
-    let value = op === '$exists' ? random() < 0.5 : op === '$in' || op === '$nin' ? [values[field]!(), values[field]!()] : values[field]!();
+    let value =
+      op === '$exists'
+        ? random() < 0.5
+        : op === '$in' || op === '$nin'
+          ? [values[field]!(), values[field]!()]
+          : values[field]!();
     if (ordered && (value === null || typeof value === 'boolean')) value = field === 'lang' ? 'f' : 3;
     if (op === '$contains' && field === 'lang' && typeof value !== 'string') value = 'o';
     return random() < 0.3 && op === '$eq' ? value : { [op]: value };
@@ -171,10 +269,12 @@ function randomFilters(random: () => number, depth = 0): Record<string, unknown>
   const filters: Record<string, unknown> = {};
   for (let n = 1 + Math.floor(random() * 2); n > 0; n--) {
     const field = pick(Object.keys(values));
-    if (['level', 'trip.year', 'lang', 'flags'].includes(field)) filters.metadata = { ...(filters.metadata as object), [field]: condition(field) };
+    if (['level', 'trip.year', 'lang', 'flags'].includes(field))
+      filters.metadata = { ...(filters.metadata as object), [field]: condition(field) };
     else filters[field] = condition(field);
   }
-  if (depth < 2 && random() < 0.4) filters[pick(['$and', '$or'])] = [randomFilters(random, depth + 1), randomFilters(random, depth + 1)];
+  if (depth < 2 && random() < 0.4)
+    filters[pick(['$and', '$or'])] = [randomFilters(random, depth + 1), randomFilters(random, depth + 1)];
   if (depth < 2 && random() < 0.25) filters.$not = randomFilters(random, depth + 1);
   return filters;
 }
@@ -186,21 +286,35 @@ forEachDialect('the filter language, fuzzed', (dialect) => {
     const endUser = freshUser('fuzzed');
     const made: Stored[] = [];
     for (let i = 0; i < 24; i++) {
-      const memory = await addMemory(t, {
-        text: `Note ${i} of the fuzz`, tags: [['travel'], ['work', 'food'], [], ['food']][i % 4], metadata: metadataOf(i),
-        importance: [0.1, 0.3, 0.5, 0.7, 0.9][i % 5], ...(i % 3 ? { source: i % 2 ? 'chat' : 'email' } : {}), ...(i % 4 ? { session_id: `s${i % 3}` } : {}),
-      }, { endUser });
+      const memory = await addMemory(
+        t,
+        {
+          text: `Note ${i} of the fuzz`,
+          tags: [['travel'], ['work', 'food'], [], ['food']][i % 4],
+          metadata: metadataOf(i),
+          importance: [0.1, 0.3, 0.5, 0.7, 0.9][i % 5],
+          ...(i % 3 ? { source: i % 2 ? 'chat' : 'email' } : {}),
+          ...(i % 4 ? { session_id: `s${i % 3}` } : {}),
+        },
+        { endUser },
+      );
       await setColumns(t, memory.id, { created_at: new Date(Date.UTC(2024, i % 6, 1, 10)).toISOString() });
       made.push((await t.call('GET', `/memory/${memory.id}`, { endUser })).body);
     }
     let state = 20261205;
-    const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let i = 0; i < 60; i++) {
       const filters = randomFilters(random);
-      const expected = made.filter((m) => matchesFilters(subject(m), filters as FiltersInput)).map((m) => m.id).sort((a, b) => a - b);
+      const expected = made
+        .filter((m) => matchesFilters(subject(m), filters as FiltersInput))
+        .map((m) => m.id)
+        .sort((a, b) => a - b);
       expect(await listed(t, endUser, filters), `seed case ${i}: ${JSON.stringify(filters)}`).toEqual(expected);
       const ranked = await query(t, { query: 'note', k: 100, min_score: 0, filters }, { endUser });
-      expect(idsOf(ranked).sort((a, b) => a - b), `seed case ${i} (query): ${JSON.stringify(filters)}`).toEqual(expected);
+      expect(
+        idsOf(ranked).sort((a, b) => a - b),
+        `seed case ${i} (query): ${JSON.stringify(filters)}`,
+      ).toEqual(expected);
     }
   });
 });

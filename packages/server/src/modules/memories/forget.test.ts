@@ -4,20 +4,38 @@ import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
 import {
-  addMemory, eventsAfter, expectAudited, expectError, expectNothingWritten, historyRows, lastEventId, memoryRow, withEffects,
+  addMemory,
+  eventsAfter,
+  expectAudited,
+  expectError,
+  expectNothingWritten,
+  historyRows,
+  lastEventId,
+  memoryRow,
+  withEffects,
 } from '../../testing/memories.js';
 
 forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (dialect) => {
   const t = useTestApp(dialect);
 
-  const forget = (ids: unknown, endUser?: string) => t.call('DELETE', '/memory/forget', { body: { ids }, ...(endUser ? { endUser } : {}) });
-  const purge = (endUserId: string) => t.call('DELETE', `/memory/user/${encodeURIComponent(endUserId)}`, { endUser: null });
+  const forget = (ids: unknown, endUser?: string) =>
+    t.call('DELETE', '/memory/forget', { body: { ids }, ...(endUser ? { endUser } : {}) });
+  const purge = (endUserId: string) =>
+    t.call('DELETE', `/memory/user/${encodeURIComponent(endUserId)}`, { endUser: null });
   const secret = 'Secret diagnosis: mild asthma';
 
   /** The row keeps its id and times; nothing of the content survives in it or in its history. */
   async function expectTombstone(id: number, text: string): Promise<void> {
     const row = await memoryRow(t, id);
-    expect(row).toMatchObject({ id, text: '', source: null, client_ref: null, session_id: null, speaker: null, dedupe_hash: null });
+    expect(row).toMatchObject({
+      id,
+      text: '',
+      source: null,
+      client_ref: null,
+      session_id: null,
+      speaker: null,
+      dedupe_hash: null,
+    });
     expect(row.deleted_at).toEqual(expect.any(String));
     expect(decodeJson(row.metadata)).toEqual({});
     expect(decodeJson(row.tags)).toEqual([]);
@@ -29,7 +47,14 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
   }
 
   it('forgets the end user’s memories and answers with exactly the ids deleted', async () => {
-    const a = await addMemory(t, { text: secret, tags: ['health'], metadata: { doctor: 'Dr. Silva' }, source: 'intake', client_ref: 'h-1', session_id: 's' });
+    const a = await addMemory(t, {
+      text: secret,
+      tags: ['health'],
+      metadata: { doctor: 'Dr. Silva' },
+      source: 'intake',
+      client_ref: 'h-1',
+      session_id: 's',
+    });
     await t.call('PATCH', `/memory/${a.id}`, { body: { metadata: { doctor: 'Dr. Costa' } } });
     const b = await addMemory(t, 'Second to forget');
     const kept = await addMemory(t, 'Kept memory');
@@ -40,7 +65,11 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     expect(res.status).toBe(200);
     expect(Array.isArray(res.body)).toBe(true);
     expect([...res.body].sort((x, y) => x - y)).toEqual([a.id, b.id]);
-    expectAudited({ audit, events }, t, { action: 'memory.forget', target_type: 'memory', target_id: [a.id, b.id].join(',') });
+    expectAudited({ audit, events }, t, {
+      action: 'memory.forget',
+      target_type: 'memory',
+      target_id: [a.id, b.id].join(','),
+    });
     expect(events.map((e) => [e.type, e.payload])).toEqual([
       ['memory.deleted', { memory_id: a.id, end_user_id: 'user-1' }],
       ['memory.deleted', { memory_id: b.id, end_user_id: 'user-1' }],
@@ -84,8 +113,15 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
       const res = await expectNothingWritten(t, () => t.call('DELETE', '/memory/forget', { body }));
       expectError(res, 400, 'validation_error', field);
     }
-    expectError(await expectNothingWritten(t, () => t.call('DELETE', '/memory/forget')), 400, 'validation_error', 'body');
-    const noUser = await expectNothingWritten(t, () => t.call('DELETE', '/memory/forget', { body: { ids: [m.id] }, endUser: null }));
+    expectError(
+      await expectNothingWritten(t, () => t.call('DELETE', '/memory/forget')),
+      400,
+      'validation_error',
+      'body',
+    );
+    const noUser = await expectNothingWritten(t, () =>
+      t.call('DELETE', '/memory/forget', { body: { ids: [m.id] }, endUser: null }),
+    );
     expectError(noUser, 400, 'validation_error', 'X-End-User-ID');
   });
 
@@ -98,7 +134,12 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     await forget([gone[2].id], 'leaving-user');
     const stays = await addMemory(t, 'Purge one', { endUser: 'staying-user' });
     const other = await t.otherTenant();
-    const elsewhere = await t.call('POST', '/memory/add', { body: { text: 'Purge one' }, key: other.key, project: other.projectId, endUser: 'leaving-user' });
+    const elsewhere = await t.call('POST', '/memory/add', {
+      body: { text: 'Purge one' },
+      key: other.key,
+      project: other.projectId,
+      endUser: 'leaving-user',
+    });
     expect(elsewhere.status).toBe(201);
     const staysRow = await memoryRow(t, stays.id);
     const elsewhereRow = await memoryRow(t, elsewhere.body.id);
@@ -107,12 +148,21 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ end_user_id: 'leaving-user', deleted: 2 });
     // The audit row outlives the purge: it names the end user by pseudonym, not by the id the customer chose.
-    expectAudited({ audit, events }, t, { action: 'memory.purge_end_user', target_type: 'end_user', target_id: expect.stringMatching(new RegExp(`^${PSEUDONYM_PREFIX}`)) });
+    expectAudited({ audit, events }, t, {
+      action: 'memory.purge_end_user',
+      target_type: 'end_user',
+      target_id: expect.stringMatching(new RegExp(`^${PSEUDONYM_PREFIX}`)),
+    });
     expect(JSON.stringify(audit)).not.toContain('leaving-user');
     expect(events).toMatchObject([{ type: 'end_user.purged', payload: { end_user_id: 'leaving-user', deleted: 2 } }]);
     for (const m of gone) await expectTombstone(m.id, m.text);
-    const left = await t.database.db.selectFrom('memories').select('id').where('end_user_id', '=', 'leaving-user')
-      .where('project_id', '=', t.projectId).where('deleted_at', 'is', null).execute();
+    const left = await t.database.db
+      .selectFrom('memories')
+      .select('id')
+      .where('end_user_id', '=', 'leaving-user')
+      .where('project_id', '=', t.projectId)
+      .where('deleted_at', 'is', null)
+      .execute();
     expect(left).toEqual([]);
     expect(await memoryRow(t, stays.id)).toEqual(staysRow);
     expect(await memoryRow(t, elsewhere.body.id)).toEqual(elsewhereRow);
@@ -125,17 +175,30 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     const endUser = 'prolific-user';
     const count = 1_001;
     for (let start = 0; start < count; start += 50) {
-      const items = Array.from({ length: Math.min(50, count - start) }, (_, i) => ({ text: `prolific secret ${start + i}`, metadata: { n: start + i } }));
+      const items = Array.from({ length: Math.min(50, count - start) }, (_, i) => ({
+        text: `prolific secret ${start + i}`,
+        metadata: { n: start + i },
+      }));
       expect((await t.call('POST', '/memory/bulk-add', { body: items, endUser })).status).toBe(200);
     }
     const res = await purge(endUser);
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ end_user_id: endUser, deleted: count });
-    const rows = await t.database.db.selectFrom('memories').select(['text', 'metadata', 'deleted_at']).where('end_user_id', '=', endUser).execute();
+    const rows = await t.database.db
+      .selectFrom('memories')
+      .select(['text', 'metadata', 'deleted_at'])
+      .where('end_user_id', '=', endUser)
+      .execute();
     expect(rows).toHaveLength(count);
-    expect(rows.filter((r) => r.text !== '' || r.deleted_at === null || JSON.stringify(decodeJson(r.metadata)) !== '{}')).toEqual([]);
-    const history = await t.database.db.selectFrom('memory_history').innerJoin('memories', 'memories.id', 'memory_history.memory_id')
-      .select(['memory_history.changes', 'memory_history.action']).where('memories.end_user_id', '=', endUser).execute();
+    expect(
+      rows.filter((r) => r.text !== '' || r.deleted_at === null || JSON.stringify(decodeJson(r.metadata)) !== '{}'),
+    ).toEqual([]);
+    const history = await t.database.db
+      .selectFrom('memory_history')
+      .innerJoin('memories', 'memories.id', 'memory_history.memory_id')
+      .select(['memory_history.changes', 'memory_history.action'])
+      .where('memories.end_user_id', '=', endUser)
+      .execute();
     expect(history.filter((h) => h.changes !== null)).toEqual([]);
     expect(history.filter((h) => h.action === 'forget')).toHaveLength(count);
   }, 60_000);
@@ -157,22 +220,25 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     await expectTombstone(added.body.id, secret);
   });
 
-  it.runIf(dialect === 'postgres')('two forgets of one memory at once: one forgets it, the other finds nothing, and memory.deleted is emitted once', async () => {
-    const endUser = 'forgotten-twice';
-    const memory = await addMemory(t, 'Forgotten by two requests at once', { endUser });
-    const mark = await lastEventId(t);
-    // Both have read the memory live before either takes the owner lock.
-    const lock = await holdOwnerLocks(t, [endUser]);
-    const first = forget([memory.id], endUser);
-    await lockWaiters(t, 1, 'the first forget to wait for the owner lock');
-    const second = forget([memory.id], endUser);
-    await lockWaiters(t, 2, 'the second forget to wait behind it');
-    await lock.release();
-    const answers = [(await first).body, (await second).body];
-    expect(answers).toEqual([[memory.id], []]);
-    expect((await eventsAfter(t, mark)).filter(([type]) => type === 'memory.deleted')).toHaveLength(1);
-    await expectTombstone(memory.id, 'Forgotten by two requests at once');
-  });
+  it.runIf(dialect === 'postgres')(
+    'two forgets of one memory at once: one forgets it, the other finds nothing, and memory.deleted is emitted once',
+    async () => {
+      const endUser = 'forgotten-twice';
+      const memory = await addMemory(t, 'Forgotten by two requests at once', { endUser });
+      const mark = await lastEventId(t);
+      // Both have read the memory live before either takes the owner lock.
+      const lock = await holdOwnerLocks(t, [endUser]);
+      const first = forget([memory.id], endUser);
+      await lockWaiters(t, 1, 'the first forget to wait for the owner lock');
+      const second = forget([memory.id], endUser);
+      await lockWaiters(t, 2, 'the second forget to wait behind it');
+      await lock.release();
+      const answers = [(await first).body, (await second).body];
+      expect(answers).toEqual([[memory.id], []]);
+      expect((await eventsAfter(t, mark)).filter(([type]) => type === 'memory.deleted')).toHaveLength(1);
+      await expectTombstone(memory.id, 'Forgotten by two requests at once');
+    },
+  );
 
   it('refuses an e-mail-like or malformed end user id naming end_user_id, deleting nothing', async () => {
     await addMemory(t, 'Mail user memory', { endUser: 'mail-user' });

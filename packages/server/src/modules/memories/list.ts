@@ -36,7 +36,8 @@ interface Cursor {
   id: number;
 }
 
-const encodeCursor = (c: Cursor) => Buffer.from(JSON.stringify([c.orderBy, c.direction, c.at, c.id])).toString('base64url');
+const encodeCursor = (c: Cursor) =>
+  Buffer.from(JSON.stringify([c.orderBy, c.direction, c.at, c.id])).toString('base64url');
 
 function decodeCursor(text: string, orderBy: ListOrderBy, direction: ListDirection): Cursor {
   let parts: unknown;
@@ -45,20 +46,36 @@ function decodeCursor(text: string, orderBy: ListOrderBy, direction: ListDirecti
   } catch {
     parts = undefined;
   }
-  if (!Array.isArray(parts) || parts.length !== 4 || typeof parts[2] !== 'string' || Number.isNaN(Date.parse(parts[2]))
-    || !Number.isSafeInteger(parts[3]) || parts[3] < 1) {
+  if (
+    !Array.isArray(parts) ||
+    parts.length !== 4 ||
+    typeof parts[2] !== 'string' ||
+    Number.isNaN(Date.parse(parts[2])) ||
+    !Number.isSafeInteger(parts[3]) ||
+    parts[3] < 1
+  ) {
     throw invalid('cursor', 'cursor is not a next_cursor this list answered');
   }
   if (parts[0] !== orderBy || parts[1] !== direction) {
-    throw invalid('cursor', `cursor continues the order ${String(parts[0])} ${String(parts[1])}; send the same order_by and order`);
+    throw invalid(
+      'cursor',
+      `cursor continues the order ${String(parts[0])} ${String(parts[1])}; send the same order_by and order`,
+    );
   }
   return { orderBy, direction, at: new Date(parts[2]).toISOString(), id: parts[3] as number };
 }
 
 /** A listed memory as the filters read it. */
 export const subjectOf = (m: MemoryView): FilterSubject => ({
-  tags: m.tags, source: m.source, createdAt: Date.parse(m.created_at), metadata: m.metadata, isSummary: m.is_summary,
-  sessionId: m.session_id, importance: m.importance, updatedAt: Date.parse(m.updated_at), text: m.text,
+  tags: m.tags,
+  source: m.source,
+  createdAt: Date.parse(m.created_at),
+  metadata: m.metadata,
+  isSummary: m.is_summary,
+  sessionId: m.session_id,
+  importance: m.importance,
+  updatedAt: Date.parse(m.updated_at),
+  text: m.text,
 });
 
 /**
@@ -77,8 +94,13 @@ export async function listPage(database: Database, owner: Owner, request: ListRe
     const rows: MemoryRow[] = await selected.query
       // The predicate of the (owner, time, id) indexes (migration 0059): the list's own, so only it uses them.
       .where('id', '>', 0)
-      .$if(from !== undefined, (qb) => qb.where((eb) => eb(eb.refTuple(orderBy, 'id'), direction === 'desc' ? '<' : '>', eb.tuple(from!.at, from!.id))))
-      .orderBy(orderBy, direction).orderBy('id', direction)
+      .$if(from !== undefined, (qb) =>
+        qb.where((eb) =>
+          eb(eb.refTuple(orderBy, 'id'), direction === 'desc' ? '<' : '>', eb.tuple(from!.at, from!.id)),
+        ),
+      )
+      .orderBy(orderBy, direction)
+      .orderBy('id', direction)
       .limit(limit + 1)
       .execute();
     for (const row of rows) {
@@ -113,10 +135,18 @@ const selectedRows = (db: Executor, dialect: Dialect, owner: Owner, selection: S
 };
 
 /** How many live memories of the owner the selection matches. */
-export async function countSelected(db: Executor, dialect: Dialect, owner: Owner, selection: Selection): Promise<number> {
+export async function countSelected(
+  db: Executor,
+  dialect: Dialect,
+  owner: Owner,
+  selection: Selection,
+): Promise<number> {
   const { query, exact } = selectedRows(db, dialect, owner, selection);
   if (exact) {
-    const row = await query.clearSelect().select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow();
+    const row = await query
+      .clearSelect()
+      .select((eb) => eb.fn.countAll().as('n'))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   }
   const rows = await query.execute();
@@ -124,7 +154,13 @@ export async function countSelected(db: Executor, dialect: Dialect, owner: Owner
 }
 
 /** The ids of the first `limit` live memories of the owner the selection matches, oldest (lowest id) first. */
-export async function selectedIds(db: Executor, dialect: Dialect, owner: Owner, selection: Selection, limit: number): Promise<number[]> {
+export async function selectedIds(
+  db: Executor,
+  dialect: Dialect,
+  owner: Owner,
+  selection: Selection,
+  limit: number,
+): Promise<number[]> {
   const { query, exact } = selectedRows(db, dialect, owner, selection);
   const ids: number[] = [];
   let after = 0;

@@ -15,18 +15,34 @@ export const LIMITS = {
 // Bounded so that every accepted id binds as a PostgreSQL bigint and a JavaScript number.
 export const MemoryId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Memory id' });
 const Text = Type.String({ minLength: 1, maxLength: LIMITS.textChars, description: 'One statement' });
-const Tags = Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.tagChars }), { maxItems: LIMITS.tags, uniqueItems: true });
+const Tags = Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.tagChars }), {
+  maxItems: LIMITS.tags,
+  uniqueItems: true,
+});
 const Importance = Type.Number({ minimum: 0, maximum: 1, description: '0 (trivial) to 1 (critical); default 0.5' });
-const Metadata = Type.Object({}, { additionalProperties: true, description: `Free-form JSON object, at most ${LIMITS.metadataBytes} bytes` });
+const Metadata = Type.Object(
+  {},
+  { additionalProperties: true, description: `Free-form JSON object, at most ${LIMITS.metadataBytes} bytes` },
+);
 const Source = Type.String({ minLength: 1, maxLength: 128, description: 'Descriptive origin label' });
-const ClientRef = Type.String({ minLength: 1, maxLength: 256, description: 'Caller reference for idempotent re-import' });
+const ClientRef = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  description: 'Caller reference for idempotent re-import',
+});
 const SessionId = Type.String({ minLength: 1, maxLength: 256, description: 'Conversation session, narrows retrieval' });
 /** At most ten years ahead, in seconds. */
 export const MAX_TTL_SECONDS = 315_360_000;
 export const ExpiresAt = Type.String({
-  format: 'date-time', description: 'When the memory expires (in the future): from then on no read returns it, and the expiry sweep erases it as forgetting does',
+  format: 'date-time',
+  description:
+    'When the memory expires (in the future): from then on no read returns it, and the expiry sweep erases it as forgetting does',
 });
-export const TtlSeconds = Type.Integer({ minimum: 1, maximum: MAX_TTL_SECONDS, description: 'Expires this many seconds after the write (instead of expires_at)' });
+export const TtlSeconds = Type.Integer({
+  minimum: 1,
+  maximum: MAX_TTL_SECONDS,
+  description: 'Expires this many seconds after the write (instead of expires_at)',
+});
 
 export const AddMemoryBody = Type.Object(
   {
@@ -50,7 +66,9 @@ export const MemoryPatch = Type.Object(
     importance: Type.Optional(Importance),
     metadata: Type.Optional(Metadata),
     source: Type.Optional(Source),
-    expires_at: Type.Optional(Type.Union([ExpiresAt, Type.Null()], { description: 'A new expiry, or null: never expires' })),
+    expires_at: Type.Optional(
+      Type.Union([ExpiresAt, Type.Null()], { description: 'A new expiry, or null: never expires' }),
+    ),
     ttl_seconds: Type.Optional(TtlSeconds),
   },
   { additionalProperties: false, minProperties: 1 },
@@ -72,9 +90,12 @@ export const Memory = Type.Object(
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
     superseded_by: Type.Union([Type.Integer(), Type.Null()], {
-      description: 'The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval',
+      description:
+        'The memory a resolved decision kept over this one (GET /memory/decisions); it ranks below that memory in retrieval',
     }),
-    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When it expires; null: never' }),
+    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'When it expires; null: never',
+    }),
   },
   { $id: 'Memory' },
 );
@@ -136,11 +157,27 @@ export type BatchUpdateResultView = Static<typeof BatchUpdateResult>;
 
 export const ForgetBody = Type.Object(
   {
-    ids: Type.Optional(Type.Array(MemoryId, { minItems: 1, maxItems: LIMITS.forgetIds, description: 'Forget these memories (answers the array of ids forgotten)' })),
+    ids: Type.Optional(
+      Type.Array(MemoryId, {
+        minItems: 1,
+        maxItems: LIMITS.forgetIds,
+        description: 'Forget these memories (answers the array of ids forgotten)',
+      }),
+    ),
     filters: Type.Optional(Filters),
     session_id: Type.Optional(SessionId),
-    dry_run: Type.Optional(Type.Boolean({ description: 'With filters or session_id: count and name what would be forgotten, forgetting nothing' })),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIMITS.forgetIds, description: `With filters or session_id: forget at most this many, oldest first (default and at most ${LIMITS.forgetIds})` })),
+    dry_run: Type.Optional(
+      Type.Boolean({
+        description: 'With filters or session_id: count and name what would be forgotten, forgetting nothing',
+      }),
+    ),
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: LIMITS.forgetIds,
+        description: `With filters or session_id: forget at most this many, oldest first (default and at most ${LIMITS.forgetIds})`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -149,7 +186,9 @@ export const ForgetScopeResult = Type.Object({
   dry_run: Type.Boolean(),
   ids: Type.Array(Type.Integer(), { description: 'Forgotten (on a dry run: would be), ascending, at most limit' }),
   matched: Type.Integer({ description: 'Live memories the selection matched when the request ran, ids included' }),
-  has_more: Type.Boolean({ description: 'More matched than this request forgot (limit): send it again for the next ones' }),
+  has_more: Type.Boolean({
+    description: 'More matched than this request forgot (limit): send it again for the next ones',
+  }),
 });
 
 export const HistoryEntry = Type.Object({
@@ -167,23 +206,44 @@ export const HistoryResult = Type.Object({ memory_id: Type.Integer(), items: Typ
 
 export const ListMemoriesQuery = Type.Object(
   {
-    filters: Type.Optional(Type.String({
-      minLength: 2, maxLength: 16_384,
-      description: 'The filters object of POST /memory/query, as JSON (URL-encoded): {"tags_any": ["travel"], "metadata": {"lang": "en"}}',
-    })),
+    filters: Type.Optional(
+      Type.String({
+        minLength: 2,
+        maxLength: 16_384,
+        description:
+          'The filters object of POST /memory/query, as JSON (URL-encoded): {"tags_any": ["travel"], "metadata": {"lang": "en"}}',
+      }),
+    ),
     session_id: Type.Optional(SessionId),
-    order_by: Type.Union([Type.Literal('created_at'), Type.Literal('updated_at')], { default: 'created_at', description: 'Sort key (ties by id)' }),
-    order: Type.Union([Type.Literal('desc'), Type.Literal('asc')], { default: 'desc', description: 'Newest first (desc) or oldest first (asc)' }),
+    order_by: Type.Union([Type.Literal('created_at'), Type.Literal('updated_at')], {
+      default: 'created_at',
+      description: 'Sort key (ties by id)',
+    }),
+    order: Type.Union([Type.Literal('desc'), Type.Literal('asc')], {
+      default: 'desc',
+      description: 'Newest first (desc) or oldest first (asc)',
+    }),
     limit: Type.Integer({ minimum: 1, maximum: 100, default: 50, description: 'Memories per page (at most 100)' }),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'next_cursor of the previous page, with the same order_by and order' })),
-    total: Type.Boolean({ default: false, description: 'Also count every memory the filters select (one more query over all of them)' }),
+    cursor: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 1024,
+        description: 'next_cursor of the previous page, with the same order_by and order',
+      }),
+    ),
+    total: Type.Boolean({
+      default: false,
+      description: 'Also count every memory the filters select (one more query over all of them)',
+    }),
   },
   { additionalProperties: false },
 );
 
 export const ListMemoriesResult = Type.Object({
   items: Type.Array(Memory),
-  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Send as cursor for the next page; null on the last page' }),
+  next_cursor: Type.Union([Type.String(), Type.Null()], {
+    description: 'Send as cursor for the next page; null on the last page',
+  }),
   has_next: Type.Boolean(),
   limit: Type.Integer(),
   total: Type.Optional(Type.Integer({ description: 'Every memory the filters select (only when total=true)' })),

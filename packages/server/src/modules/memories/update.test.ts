@@ -3,7 +3,13 @@ import { decodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
 import {
-  addMemory, expectAudited, expectError, expectNothingWritten, historyRows, memoryRow, withEffects,
+  addMemory,
+  expectAudited,
+  expectError,
+  expectNothingWritten,
+  historyRows,
+  memoryRow,
+  withEffects,
 } from '../../testing/memories.js';
 
 forEachDialect('GET, PATCH /memory/{id} and POST /memory/batch-update', (dialect) => {
@@ -26,30 +32,66 @@ forEachDialect('GET, PATCH /memory/{id} and POST /memory/batch-update', (dialect
   });
 
   it('changes tags, importance, metadata (whole) and source, recording the change', async () => {
-    const memory = await addMemory(t, { text: 'Drinks oat milk', tags: ['diet'], metadata: { a: 1, b: 2 }, source: 'chat' });
+    const memory = await addMemory(t, {
+      text: 'Drinks oat milk',
+      tags: ['diet'],
+      metadata: { a: 1, b: 2 },
+      source: 'chat',
+    });
     const { res, audit, events } = await withEffects(t, () =>
       patch(memory.id, { tags: ['diet', 'coffee'], importance: 0.9, metadata: { c: 3 }, source: 'crm' }),
     );
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ ...memory, tags: ['diet', 'coffee'], importance: 0.9, metadata: { c: 3 }, source: 'crm', updated_at: expect.any(String) });
+    expect(res.body).toMatchObject({
+      ...memory,
+      tags: ['diet', 'coffee'],
+      importance: 0.9,
+      metadata: { c: 3 },
+      source: 'crm',
+      updated_at: expect.any(String),
+    });
     expect(res.body.updated_at >= memory.updated_at).toBe(true);
     expect((await t.call('GET', `/memory/${memory.id}`)).body).toEqual(res.body);
-    expectAudited({ audit, events }, t, { action: 'memory.update', target_type: 'memory', target_id: String(memory.id) });
+    expectAudited({ audit, events }, t, {
+      action: 'memory.update',
+      target_type: 'memory',
+      target_id: String(memory.id),
+    });
     expect(events).toMatchObject([
       { type: 'memory.updated', payload: { memory: res.body, fields: ['tags', 'importance', 'metadata', 'source'] } },
     ]);
   });
 
   it('changes only the fields sent', async () => {
-    const memory = await addMemory(t, { text: 'Owns a red bicycle', tags: ['t'], importance: 0.3, metadata: { m: 1 }, source: 's' });
+    const memory = await addMemory(t, {
+      text: 'Owns a red bicycle',
+      tags: ['t'],
+      importance: 0.3,
+      metadata: { m: 1 },
+      source: 's',
+    });
     const res = await patch(memory.id, { importance: 0 });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ tags: ['t'], importance: 0, metadata: { m: 1 }, source: 's', text: 'Owns a red bicycle' });
+    expect(res.body).toMatchObject({
+      tags: ['t'],
+      importance: 0,
+      metadata: { m: 1 },
+      source: 's',
+      text: 'Owns a red bicycle',
+    });
   });
 
   it('records nothing for a patch that changes nothing, whatever the key order of metadata', async () => {
-    const memory = await addMemory(t, { text: 'No-op target', tags: ['x'], metadata: { zeta: 1, alpha: { y: 2, b: 3 } } });
-    const res = await expectNothingWritten(t, () => patch(memory.id, { tags: ['x'], metadata: { alpha: { b: 3, y: 2 }, zeta: 1 } }), true);
+    const memory = await addMemory(t, {
+      text: 'No-op target',
+      tags: ['x'],
+      metadata: { zeta: 1, alpha: { y: 2, b: 3 } },
+    });
+    const res = await expectNothingWritten(
+      t,
+      () => patch(memory.id, { tags: ['x'], metadata: { alpha: { b: 3, y: 2 }, zeta: 1 } }),
+      true,
+    );
     expect(res.status).toBe(200);
     expect(res.body).toEqual(memory);
     expect(await historyRows(t, memory.id)).toHaveLength(1);
@@ -86,20 +128,34 @@ forEachDialect('GET, PATCH /memory/{id} and POST /memory/batch-update', (dialect
     const noBody = await expectNothingWritten(t, () => t.call('PATCH', `/memory/${memory.id}`));
     expectError(noBody, 400, 'validation_error', 'body');
     expectError(await patch('nope', { importance: 0.1 }), 404, 'not_found');
-    expectError(await expectNothingWritten(t, () => patch(memory.id + 1_000_000, { importance: 0.1 })), 404, 'not_found');
+    expectError(
+      await expectNothingWritten(t, () => patch(memory.id + 1_000_000, { importance: 0.1 })),
+      404,
+      'not_found',
+    );
   });
 
   it('batch-updates several memories in one transaction (200), one audit row, an event per change', async () => {
     const a = await addMemory(t, 'Batch A');
     const b = await addMemory(t, 'Batch B');
     const { res, audit, events } = await withEffects(t, () =>
-      batch({ updates: [{ id: a.id, importance: 0.1 }, { id: b.id, tags: ['x'], source: 'batch' }] }),
+      batch({
+        updates: [
+          { id: a.id, importance: 0.1 },
+          { id: b.id, tags: ['x'], source: 'batch' },
+        ],
+      }),
     );
     expect(res.status).toBe(200);
     expect(res.body.totals).toEqual({ updated: 2, failed: 0 });
     expect(res.body.results).toEqual([
       { index: 0, id: a.id, status: 'updated', memory: expect.objectContaining({ id: a.id, importance: 0.1 }) },
-      { index: 1, id: b.id, status: 'updated', memory: expect.objectContaining({ id: b.id, tags: ['x'], source: 'batch' }) },
+      {
+        index: 1,
+        id: b.id,
+        status: 'updated',
+        memory: expect.objectContaining({ id: b.id, tags: ['x'], source: 'batch' }),
+      },
     ]);
     expectAudited({ audit, events }, t, { action: 'memory.batch_update', target_id: `${a.id},${b.id}` });
     expect(events.map((e) => [e.type, (e.payload.memory as { id: number }).id, e.payload.fields])).toEqual([
@@ -113,7 +169,13 @@ forEachDialect('GET, PATCH /memory/{id} and POST /memory/batch-update', (dialect
     const mine = await addMemory(t, 'Mine to change');
     const theirs = await addMemory(t, 'Theirs to keep', { endUser: 'user-2' });
     const theirsBefore = await memoryRow(t, theirs.id);
-    const res = await batch({ updates: [{ id: mine.id, importance: 0.7 }, { id: theirs.id, importance: 0.1 }, { id: 987_654_321, tags: [] }] });
+    const res = await batch({
+      updates: [
+        { id: mine.id, importance: 0.7 },
+        { id: theirs.id, importance: 0.1 },
+        { id: 987_654_321, tags: [] },
+      ],
+    });
     expect(res.status).toBe(207);
     expect(res.body.totals).toEqual({ updated: 1, failed: 2 });
     expect(res.body.results.slice(1)).toEqual([
@@ -150,28 +212,48 @@ forEachDialect('GET, PATCH /memory/{id} and POST /memory/batch-update', (dialect
     }
   });
 
-  it.runIf(dialect === 'postgres')('answers 404 for a memory forgotten while its patch waited, writing nothing onto the tombstone', async () => {
-    const endUser = 'patched-while-forgotten';
-    const memory = await addMemory(t, { text: 'Patched while forgotten', tags: ['before'] }, { endUser });
-    // The forget queues first for the owner's lock, then the patch, which has read the memory live unless it waits first.
-    const lock = await holdOwnerLocks(t, [endUser]);
-    const forgetting = t.call('DELETE', '/memory/forget', { endUser, body: { ids: [memory.id] } });
-    await lockWaiters(t, 1, 'the forget to wait for the owner lock');
-    const patching = t.call('PATCH', `/memory/${memory.id}`, { endUser, body: { tags: ['after'], metadata: { leaked: 'yes' }, source: 'crm' } });
-    await lockWaiters(t, 2, 'the patch to wait behind it');
-    await lock.release();
-    expect((await forgetting).body).toEqual([memory.id]);
-    expectError(await patching, 404, 'not_found');
-    const row = await memoryRow(t, memory.id);
-    expect([decodeJson(row.tags), decodeJson(row.metadata), row.source, row.deleted_at]).toEqual([[], {}, null, expect.any(String)]);
-    expect((await historyRows(t, memory.id)).map((h) => [h.action, h.changes])).toEqual([['create', null], ['forget', null]]);
-    const events = await t.database.db.selectFrom('outbox_events').select('type').where('memory_id', '=', memory.id).execute();
-    expect(events.map((e) => e.type)).not.toContain('memory.updated');
-  });
+  it.runIf(dialect === 'postgres')(
+    'answers 404 for a memory forgotten while its patch waited, writing nothing onto the tombstone',
+    async () => {
+      const endUser = 'patched-while-forgotten';
+      const memory = await addMemory(t, { text: 'Patched while forgotten', tags: ['before'] }, { endUser });
+      // The forget queues first for the owner's lock, then the patch, which has read the memory live unless it waits first.
+      const lock = await holdOwnerLocks(t, [endUser]);
+      const forgetting = t.call('DELETE', '/memory/forget', { endUser, body: { ids: [memory.id] } });
+      await lockWaiters(t, 1, 'the forget to wait for the owner lock');
+      const patching = t.call('PATCH', `/memory/${memory.id}`, {
+        endUser,
+        body: { tags: ['after'], metadata: { leaked: 'yes' }, source: 'crm' },
+      });
+      await lockWaiters(t, 2, 'the patch to wait behind it');
+      await lock.release();
+      expect((await forgetting).body).toEqual([memory.id]);
+      expectError(await patching, 404, 'not_found');
+      const row = await memoryRow(t, memory.id);
+      expect([decodeJson(row.tags), decodeJson(row.metadata), row.source, row.deleted_at]).toEqual([
+        [],
+        {},
+        null,
+        expect.any(String),
+      ]);
+      expect((await historyRows(t, memory.id)).map((h) => [h.action, h.changes])).toEqual([
+        ['create', null],
+        ['forget', null],
+      ]);
+      const events = await t.database.db
+        .selectFrom('outbox_events')
+        .select('type')
+        .where('memory_id', '=', memory.id)
+        .execute();
+      expect(events.map((e) => e.type)).not.toContain('memory.updated');
+    },
+  );
 
   it('takes exactly 100 updates', async () => {
     const memory = await addMemory(t, 'Hundred updates');
-    const res = await batch({ updates: Array.from({ length: 100 }, (_, i) => ({ id: memory.id, importance: i / 100 })) });
+    const res = await batch({
+      updates: Array.from({ length: 100 }, (_, i) => ({ id: memory.id, importance: i / 100 })),
+    });
     expect(res.status).toBe(200);
     expect(res.body.totals).toEqual({ updated: 100, failed: 0 });
     expect((await memoryRow(t, memory.id)).importance).toBe(0.99);

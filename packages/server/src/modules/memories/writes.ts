@@ -7,14 +7,26 @@ import { groupedInsert, write, type Effects, type InputColumn, type WriteContext
 import { invalid, notFound } from '../../core/errors.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { eventJson } from '../../core/events.js';
-import { decodeJson, encodeJson, isUniqueViolation, nowIso, type Database, type Executor } from '../../store/database.js';
+import {
+  decodeJson,
+  encodeJson,
+  isUniqueViolation,
+  nowIso,
+  type Database,
+  type Executor,
+} from '../../store/database.js';
 import { prepared, preparedInsert } from '../../store/prepared.js';
 import type { DB, MemoriesTable, MemoryHistoryTable } from '../../store/schema.js';
 import { countSelected, selectedIds, type Selection } from './list.js';
 import { owned, revisionOf, toMemory, viewOf, type MemoryRow, type Owner } from './feed.js';
 import {
-  AddMemoryBody, LIMITS,
-  type AddMemoryInput, type BatchUpdateResultView, type BulkAddResultView, type MemoryPatchInput, type MemoryView,
+  AddMemoryBody,
+  LIMITS,
+  type AddMemoryInput,
+  type BatchUpdateResultView,
+  type BulkAddResultView,
+  type MemoryPatchInput,
+  type MemoryView,
   type SkipReason,
 } from './schemas.js';
 
@@ -34,7 +46,6 @@ type Outcome = { created: MemoryView } | { skipped: { reason: SkipReason; memory
 const dedupeHash = (text: string) =>
   sha256Hex(normalizeText(text) || text.normalize('NFKC').toLowerCase().replace(/\s+/gu, ' ').trim());
 
-
 /** Rules beyond the schema (NUL and unpaired surrogates are refused for every request by http/input.ts). */
 function checkContent(input: { text?: string; metadata?: Record<string, unknown> }, prefix = ''): void {
   if (input.text !== undefined && input.text.trim() === '') throw invalid(`${prefix}text`, 'text must not be blank');
@@ -42,7 +53,6 @@ function checkContent(input: { text?: string; metadata?: Record<string, unknown>
     throw invalid(`${prefix}metadata`, `metadata must serialise to at most ${LIMITS.metadataBytes} bytes`);
   }
 }
-
 
 /**
  * Bumps the end user's revision and returns it as the change sequence of this transaction.
@@ -72,7 +82,8 @@ async function nextSeqs(database: Database, trx: Executor, owners: Owner[], now:
     FROM json_to_recordset(${JSON.stringify(rows)}::json) AS o(project_id text, tenant_id text, end_user_id text) ORDER BY 1, 2, 3
     ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = end_users.revision + 1, updated_at = excluded.updated_at
     RETURNING project_id, tenant_id, end_user_id, revision`.execute(trx);
-  const key = (r: { project_id: string; tenant_id: string; end_user_id: string }) => JSON.stringify([r.project_id, r.tenant_id, r.end_user_id]);
+  const key = (r: { project_id: string; tenant_id: string; end_user_id: string }) =>
+    JSON.stringify([r.project_id, r.tenant_id, r.end_user_id]);
   const revisions = new Map(bumped.map((r) => [key(r), r.revision]));
   return rows.map((r) => revisions.get(key(r))!);
 }
@@ -85,7 +96,14 @@ const bumpRevision = prepared(4, (db, projectId: string, tenantId: string, endUs
 function revisionBump(trx: QueryCreator<DB>, owner: Pick<Owner, 'projectId' | 'tenantId' | 'endUserId'>, now: string) {
   return trx
     .insertInto('end_users')
-    .values({ project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, revision: 1, created_at: now, updated_at: now })
+    .values({
+      project_id: owner.projectId,
+      tenant_id: owner.tenantId,
+      end_user_id: owner.endUserId,
+      revision: 1,
+      created_at: now,
+      updated_at: now,
+    })
     .onConflict((oc) =>
       oc.columns(['project_id', 'tenant_id', 'end_user_id']).doUpdateSet((eb) => ({
         revision: eb('end_users.revision', '+', 1),
@@ -95,11 +113,19 @@ function revisionBump(trx: QueryCreator<DB>, owner: Pick<Owner, 'projectId' | 't
     .returning('revision');
 }
 
-
-type HistoryEntry = { memoryId: number; action: string; changes: Record<string, { before: unknown; after: unknown }> | null };
+type HistoryEntry = {
+  memoryId: number;
+  action: string;
+  changes: Record<string, { before: unknown; after: unknown }> | null;
+};
 
 /** History rows for a transaction's changes (other modules record theirs on memories through this). */
-export async function recordHistory(trx: Executor, ctx: WriteContext, entries: HistoryEntry[], now: string): Promise<void> {
+export async function recordHistory(
+  trx: Executor,
+  ctx: WriteContext,
+  entries: HistoryEntry[],
+  now: string,
+): Promise<void> {
   const statement = historyInsert(trx, ctx, entries, now);
   if (statement) await trx.executeQuery(statement.compile());
 }
@@ -107,10 +133,19 @@ export async function recordHistory(trx: Executor, ctx: WriteContext, entries: H
 /** The insert of history rows, for a write to hand to its unit of work (Effects.later); undefined when there are none. */
 function historyInsert(trx: Executor, ctx: WriteContext, entries: HistoryEntry[], now: string) {
   if (entries.length === 0) return undefined;
-  return historyRows(trx, entries.map((e) => ({
-    project_id: ctx.projectId!, memory_id: e.memoryId, action: e.action, changes: e.changes === null ? null : encodeJson(e.changes),
-    actor_type: ctx.actor.type, actor_id: ctx.actor.id, request_id: ctx.requestId, created_at: now,
-  })));
+  return historyRows(
+    trx,
+    entries.map((e) => ({
+      project_id: ctx.projectId!,
+      memory_id: e.memoryId,
+      action: e.action,
+      changes: e.changes === null ? null : encodeJson(e.changes),
+      actor_type: ctx.actor.type,
+      actor_id: ctx.actor.id,
+      request_id: ctx.requestId,
+      created_at: now,
+    })),
+  );
 }
 
 const historyRows = preparedInsert<Insertable<MemoryHistoryTable>>(
@@ -118,11 +153,11 @@ const historyRows = preparedInsert<Insertable<MemoryHistoryTable>>(
   (db, rows) => db.insertInto('memory_history').values(rows),
 );
 
-
 const CREATED_FIELDS = ['text', 'tags', 'source', 'importance', 'metadata', 'client_ref', 'session_id'] as const;
 
 /** The dedupe_hash of an item: a conversation turn (with a speaker) is a duplicate only of the same turn, as on /v1. */
-const duplicateKey = (i: ImportedMemory) => (i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text, i.created_at ?? null) : dedupeHash(i.text));
+const duplicateKey = (i: ImportedMemory) =>
+  i.speaker ? turnHash(i.session_id ?? null, i.speaker, i.text, i.created_at ?? null) : dedupeHash(i.text);
 
 /**
  * The history changes of a new memory: each field from null. Built by assignment: Object.fromEntries
@@ -133,7 +168,6 @@ const createdChanges = (m: MemoryView, fields: ReadonlyArray<keyof MemoryView> =
   for (const field of fields) changes[field] = { before: null, after: m[field] };
   return changes;
 };
-
 
 /**
  * How a call whose items repeat none of one another meets the owner's memories they duplicate.
@@ -184,13 +218,29 @@ async function insertMemories(
   }
   // Items repeating one another are looked up before their insert, under the owner's lock: taken first.
   if (repeatsWithin(items, hashes)) {
-    return insertAfterLookup(database, trx, ctx, effects, owner, items, hashes, lockedSeq ?? (await nextSeq(trx, owner, now)), clientRefReason);
+    return insertAfterLookup(
+      database,
+      trx,
+      ctx,
+      effects,
+      owner,
+      items,
+      hashes,
+      lockedSeq ?? (await nextSeq(trx, owner, now)),
+      clientRefReason,
+    );
   }
   const seq = lockedSeq ?? (await rowsSeq(database, trx, owner, now));
-  if (duplicates === 'skip') return insertSkippingConflicts(database, trx, ctx, effects, owner, items, hashes, seq, clientRefReason);
+  if (duplicates === 'skip')
+    return insertSkippingConflicts(database, trx, ctx, effects, owner, items, hashes, seq, clientRefReason);
   let memories: MemoryView[];
   try {
-    memories = await insertedMemories(database, trx, items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seqOf(seq), now)), seq);
+    memories = await insertedMemories(
+      database,
+      trx,
+      items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seqOf(seq), now)),
+      seq,
+    );
   } catch (error) {
     throw isUniqueViolation(error) ? new DuplicateFound('a memory duplicates one the owner has') : error;
   }
@@ -219,10 +269,22 @@ function repeatsWithin(items: ImportedMemory[], hashes: string[]): boolean {
  * up; should one be missing all the same, its item goes through the lookup first.
  */
 async function insertSkippingConflicts(
-  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner,
-  items: ImportedMemory[], hashes: string[], seq: RowsSeq, clientRefReason: SkipReason,
+  database: Database,
+  trx: Transaction<DB>,
+  ctx: WriteContext,
+  effects: Effects,
+  owner: Owner,
+  items: ImportedMemory[],
+  hashes: string[],
+  seq: RowsSeq,
+  clientRefReason: SkipReason,
 ): Promise<Outcome[]> {
-  const landed = await insertedUnlessConflict(database, trx, items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seqOf(seq), effects.now)), seq);
+  const landed = await insertedUnlessConflict(
+    database,
+    trx,
+    items.map((item, i) => memoryRow(database, owner, item, hashes[i]!, seqOf(seq), effects.now)),
+    seq,
+  );
   const skipped = items.flatMap((item, i) => (landed.has(hashes[i]!) ? [] : [{ item, hash: hashes[i]!, index: i }]));
   recordCreated(trx, ctx, effects, owner, [...landed.values()]);
   const outcomes: Array<Outcome | undefined> = hashes.map((hash) => {
@@ -230,7 +292,14 @@ async function insertSkippingConflicts(
     return created && { created };
   });
   if (skipped.length > 0) {
-    const duplicateOf = await existingDuplicates(database, trx, owner, skipped.map((s) => s.item), skipped.map((s) => s.hash), clientRefReason);
+    const duplicateOf = await existingDuplicates(
+      database,
+      trx,
+      owner,
+      skipped.map((s) => s.item),
+      skipped.map((s) => s.hash),
+      clientRefReason,
+    );
     const missing: typeof skipped = [];
     for (const s of skipped) {
       const outcome = duplicateOf(s.item, s.hash);
@@ -240,7 +309,17 @@ async function insertSkippingConflicts(
     if (missing.length > 0) {
       // (The revision the insert bumped, read back in its transaction.)
       const taken = typeof seq === 'number' ? seq : await revisionOf(trx, owner);
-      const again = await insertAfterLookup(database, trx, ctx, effects, owner, missing.map((s) => s.item), missing.map((s) => s.hash), taken, clientRefReason);
+      const again = await insertAfterLookup(
+        database,
+        trx,
+        ctx,
+        effects,
+        owner,
+        missing.map((s) => s.item),
+        missing.map((s) => s.hash),
+        taken,
+        clientRefReason,
+      );
       missing.forEach((s, i) => (outcomes[s.index] = again[i]));
     }
   }
@@ -249,8 +328,15 @@ async function insertSkippingConflicts(
 
 /** Looks up the owner's memories that the items duplicate, then inserts the rest; outcomes in item order. */
 async function insertAfterLookup(
-  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner,
-  items: ImportedMemory[], hashes: string[], seq: number, clientRefReason: SkipReason,
+  database: Database,
+  trx: Transaction<DB>,
+  ctx: WriteContext,
+  effects: Effects,
+  owner: Owner,
+  items: ImportedMemory[],
+  hashes: string[],
+  seq: number,
+  clientRefReason: SkipReason,
 ): Promise<Outcome[]> {
   const duplicateOf = await existingDuplicates(database, trx, owner, items, hashes, clientRefReason);
 
@@ -284,15 +370,34 @@ async function insertAfterLookup(
   });
 }
 
-
-function memoryRow(database: Database, owner: Owner, item: ImportedMemory, hash: string, seq: number, now: string): Omit<MemoryRow, 'id'> {
+function memoryRow(
+  database: Database,
+  owner: Owner,
+  item: ImportedMemory,
+  hash: string,
+  seq: number,
+  now: string,
+): Omit<MemoryRow, 'id'> {
   return {
-    project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: item.text,
-    tags: encodeJson(item.tags ?? []), is_summary: database.bool(item.is_summary ?? false), source: item.source ?? null,
-    importance: item.importance ?? 0.5, metadata: encodeJson(item.metadata ?? {}), client_ref: item.client_ref ?? null,
-    session_id: item.session_id ?? null, speaker: item.speaker ?? null, dedupe_hash: hash, seq,
-    created_at: item.created_at ?? now, updated_at: item.updated_at ?? item.created_at ?? now,
-    deleted_at: null, superseded_by: null, expires_at: item.expires_at ?? null,
+    project_id: owner.projectId,
+    tenant_id: owner.tenantId,
+    end_user_id: owner.endUserId,
+    text: item.text,
+    tags: encodeJson(item.tags ?? []),
+    is_summary: database.bool(item.is_summary ?? false),
+    source: item.source ?? null,
+    importance: item.importance ?? 0.5,
+    metadata: encodeJson(item.metadata ?? {}),
+    client_ref: item.client_ref ?? null,
+    session_id: item.session_id ?? null,
+    speaker: item.speaker ?? null,
+    dedupe_hash: hash,
+    seq,
+    created_at: item.created_at ?? now,
+    updated_at: item.updated_at ?? item.created_at ?? now,
+    deleted_at: null,
+    superseded_by: null,
+    expires_at: item.expires_at ?? null,
   };
 }
 
@@ -300,9 +405,14 @@ function memoryRow(database: Database, owner: Owner, item: ImportedMemory, hash:
  * An input's expiry as stored: `expires_at` (normalized, in the future) or `ttl_seconds` after now, never both;
  * null clears it (a patch). `ttl_seconds` is taken out, so what is left is what the row stores.
  */
-export function withExpiry<T extends { expires_at?: string | null; ttl_seconds?: number }>(input: T, prefix = '', now = Date.now()): Omit<T, 'ttl_seconds'> {
+export function withExpiry<T extends { expires_at?: string | null; ttl_seconds?: number }>(
+  input: T,
+  prefix = '',
+  now = Date.now(),
+): Omit<T, 'ttl_seconds'> {
   const { ttl_seconds: ttl, ...rest } = input;
-  if (ttl !== undefined && input.expires_at !== undefined) throw invalid(`${prefix}ttl_seconds`, `${prefix}ttl_seconds and ${prefix}expires_at cannot both be given`);
+  if (ttl !== undefined && input.expires_at !== undefined)
+    throw invalid(`${prefix}ttl_seconds`, `${prefix}ttl_seconds and ${prefix}expires_at cannot both be given`);
   if (ttl !== undefined) return { ...rest, expires_at: new Date(now + ttl * 1000).toISOString() };
   if (input.expires_at === undefined || input.expires_at === null) return rest;
   const at = Date.parse(input.expires_at);
@@ -311,8 +421,25 @@ export function withExpiry<T extends { expires_at?: string | null; ttl_seconds?:
 }
 
 const MEMORY_COLUMNS = [
-  'project_id', 'tenant_id', 'end_user_id', 'text', 'tags', 'is_summary', 'source', 'importance', 'metadata', 'client_ref', 'session_id',
-  'speaker', 'dedupe_hash', 'seq', 'created_at', 'updated_at', 'deleted_at', 'superseded_by', 'expires_at',
+  'project_id',
+  'tenant_id',
+  'end_user_id',
+  'text',
+  'tags',
+  'is_summary',
+  'source',
+  'importance',
+  'metadata',
+  'client_ref',
+  'session_id',
+  'speaker',
+  'dedupe_hash',
+  'seq',
+  'created_at',
+  'updated_at',
+  'deleted_at',
+  'superseded_by',
+  'expires_at',
 ] as const satisfies ReadonlyArray<keyof Omit<MemoryRow, 'id'>>;
 
 /**
@@ -322,7 +449,8 @@ const MEMORY_COLUMNS = [
  * Returning every column was a sixth of SQLite's insert, and on PostgreSQL formatting and parsing
  * 18 columns a row where 4 can differ from what was sent.
  */
-type Landed = Pick<MemoryRow, 'id' | 'dedupe_hash'> & Partial<Pick<MemoryRow, 'tags' | 'metadata' | 'created_at' | 'updated_at'>>;
+type Landed = Pick<MemoryRow, 'id' | 'dedupe_hash'> &
+  Partial<Pick<MemoryRow, 'tags' | 'metadata' | 'created_at' | 'updated_at'>>;
 const LANDED_COLUMNS = {
   sqlite: ['id', 'dedupe_hash'],
   postgres: ['id', 'dedupe_hash', 'tags', 'metadata', 'created_at', 'updated_at'],
@@ -352,17 +480,32 @@ const seqOf = (seq: RowsSeq) => (typeof seq === 'number' ? seq : 0);
 
 const MEMORY_COLUMNS_BUT_SEQ = MEMORY_COLUMNS.filter((column) => column !== 'seq');
 const bumpingInsert = (unlessConflict: boolean) =>
-  preparedInsert<Omit<MemoryRow, 'id'>, Landed, [string, string, string, string]>(MEMORY_COLUMNS_BUT_SEQ, (db, rows, projectId, tenantId, endUserId, now) => {
-    const insert = db
-      .with('revision', (qc) => revisionBump(qc, { projectId, tenantId, endUserId }, now))
-      .insertInto('memories')
-      .values(rows.map((row) => ({ ...row, seq: sql<number>`(SELECT revision FROM revision)` })) as Insertable<MemoriesTable>[]);
-    return (unlessConflict ? insert.onConflict((oc) => oc.doNothing()) : insert).returning(LANDED_COLUMNS.postgres);
-  }, 4);
+  preparedInsert<Omit<MemoryRow, 'id'>, Landed, [string, string, string, string]>(
+    MEMORY_COLUMNS_BUT_SEQ,
+    (db, rows, projectId, tenantId, endUserId, now) => {
+      const insert = db
+        .with('revision', (qc) => revisionBump(qc, { projectId, tenantId, endUserId }, now))
+        .insertInto('memories')
+        .values(
+          rows.map((row) => ({
+            ...row,
+            seq: sql<number>`(SELECT revision FROM revision)`,
+          })) as Insertable<MemoriesTable>[],
+        );
+      return (unlessConflict ? insert.onConflict((oc) => oc.doNothing()) : insert).returning(LANDED_COLUMNS.postgres);
+    },
+    4,
+  );
 const bumpingInserts = { all: bumpingInsert(false), unlessConflict: bumpingInsert(true) };
 
 /** The statement inserting memory rows of this change sequence. */
-function landedStatement(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>, seq: RowsSeq, unlessConflict: boolean) {
+function landedStatement(
+  database: Database,
+  trx: Executor,
+  rows: Array<Omit<MemoryRow, 'id'>>,
+  seq: RowsSeq,
+  unlessConflict: boolean,
+) {
   const kind = unlessConflict ? 'unlessConflict' : 'all';
   if (typeof seq === 'number') return landedInserts[database.dialect][kind](trx, rows);
   const { bump: owner, now } = seq;
@@ -382,7 +525,12 @@ function landedView(row: Omit<MemoryRow, 'id'>, landed: Landed): MemoryView {
 }
 
 /** Inserts memory rows and returns them as the memories they now are, in order. */
-async function insertedMemories(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>, seq: RowsSeq): Promise<MemoryView[]> {
+async function insertedMemories(
+  database: Database,
+  trx: Executor,
+  rows: Array<Omit<MemoryRow, 'id'>>,
+  seq: RowsSeq,
+): Promise<MemoryView[]> {
   const inserted = (await trx.executeQuery(landedStatement(database, trx, rows, seq, false).compile())).rows;
   return inserted.map((landed, i) => landedView(rows[i]!, landed));
 }
@@ -391,7 +539,12 @@ async function insertedMemories(database: Database, trx: Executor, rows: Array<O
  * Inserts memory rows, skipping those that conflict with a live memory of the owner, and returns
  * the memories that landed by their dedupe_hash (unique among the rows given), in row order.
  */
-async function insertedUnlessConflict(database: Database, trx: Executor, rows: Array<Omit<MemoryRow, 'id'>>, seq: RowsSeq): Promise<Map<string, MemoryView>> {
+async function insertedUnlessConflict(
+  database: Database,
+  trx: Executor,
+  rows: Array<Omit<MemoryRow, 'id'>>,
+  seq: RowsSeq,
+): Promise<Map<string, MemoryView>> {
   const inserted = (await trx.executeQuery(landedStatement(database, trx, rows, seq, true).compile())).rows;
   const byHash = new Map(inserted.map((landed) => [landed.dedupe_hash!, landed]));
   const views = new Map<string, MemoryView>();
@@ -410,11 +563,23 @@ async function insertedUnlessConflict(database: Database, trx: Executor, rows: A
  * prepared once per connection).
  */
 async function existingDuplicates(
-  database: Database, trx: Executor, owner: Owner, items: ImportedMemory[], hashes: string[], clientRefReason: SkipReason,
+  database: Database,
+  trx: Executor,
+  owner: Owner,
+  items: ImportedMemory[],
+  hashes: string[],
+  clientRefReason: SkipReason,
 ): Promise<(item: ImportedMemory, hash: string) => Outcome | undefined> {
   const refs = items.flatMap((item) => (item.client_ref === undefined ? [] : [item.client_ref]));
   const lookup = duplicateLookups[database.dialect];
-  const rows = await lookup.statement(trx, owner.projectId, owner.tenantId, owner.endUserId, lookup.list(hashes), lookup.list(refs));
+  const rows = await lookup.statement(
+    trx,
+    owner.projectId,
+    owner.tenantId,
+    owner.endUserId,
+    lookup.list(hashes),
+    lookup.list(refs),
+  );
   const byHash = new Map<string, number>();
   const byRef = new Map<string, number>();
   for (const row of rows) (row.kind === 'hash' ? byHash : byRef).set(row.key, row.id);
@@ -430,12 +595,20 @@ async function existingDuplicates(
 type DuplicateColumn = 'dedupe_hash' | 'client_ref';
 
 /** SQLite: each list a json_each (its planner searches the partial unique index on all four columns per value). */
-const sqliteDuplicateLookup = prepared(5, (db, projectId: string, tenantId: string, endUserId: string, hashes: unknown, refs: unknown) => {
-  const live = (column: DuplicateColumn, list: unknown) =>
-    owned({ projectId, tenantId, endUserId })(db).clearSelect().select(['id', sql<string>`${sql.ref(column)}`.as('key')])
-      .where(column, 'is not', null).where(sql<boolean>`${sql.ref(column)} in (select value from json_each(${list}))`);
-  return live('dedupe_hash', hashes).select(sql.lit('hash').as('kind')).unionAll(live('client_ref', refs).select(sql.lit('ref').as('kind')));
-});
+const sqliteDuplicateLookup = prepared(
+  5,
+  (db, projectId: string, tenantId: string, endUserId: string, hashes: unknown, refs: unknown) => {
+    const live = (column: DuplicateColumn, list: unknown) =>
+      owned({ projectId, tenantId, endUserId })(db)
+        .clearSelect()
+        .select(['id', sql<string>`${sql.ref(column)}`.as('key')])
+        .where(column, 'is not', null)
+        .where(sql<boolean>`${sql.ref(column)} in (select value from json_each(${list}))`);
+    return live('dedupe_hash', hashes)
+      .select(sql.lit('hash').as('kind'))
+      .unionAll(live('client_ref', refs).select(sql.lit('ref').as('kind')));
+  },
+);
 
 /**
  * PostgreSQL: each value probes its partial unique index in a LATERAL subquery (its LIMIT keeps the
@@ -443,19 +616,30 @@ const sqliteDuplicateLookup = prepared(5, (db, projectId: string, tenantId: stri
  * the statistics say. With `column = any(list)`, a planner without statistics for the owner's rows
  * (a new database, an end user grown since the last ANALYZE) read all of them and filtered.
  */
-const postgresDuplicateLookup = prepared(5, (db, projectId: string, tenantId: string, endUserId: string, hashes: unknown, refs: unknown) => {
-  const probe = (column: DuplicateColumn, list: unknown, kind: 'hash' | 'ref') =>
-    db
-      .selectFrom(sql<{ wanted: string }>`unnest(${list}::text[])`.as('wanted'))
-      .innerJoinLateral(
-        (eb) => eb.selectFrom('memories').select(['id', sql<string>`${sql.ref(column)}`.as('key')])
-          .where('project_id', '=', projectId).where('tenant_id', '=', tenantId).where('end_user_id', '=', endUserId)
-          .where('deleted_at', 'is', null).where(sql.ref(column), '=', eb.ref('wanted.wanted')).limit(1).as('found'),
-        (join) => join.onTrue(),
-      )
-      .select(['found.id', 'found.key', sql.lit(kind).as('kind')]);
-  return probe('dedupe_hash', hashes, 'hash').unionAll(probe('client_ref', refs, 'ref'));
-});
+const postgresDuplicateLookup = prepared(
+  5,
+  (db, projectId: string, tenantId: string, endUserId: string, hashes: unknown, refs: unknown) => {
+    const probe = (column: DuplicateColumn, list: unknown, kind: 'hash' | 'ref') =>
+      db
+        .selectFrom(sql<{ wanted: string }>`unnest(${list}::text[])`.as('wanted'))
+        .innerJoinLateral(
+          (eb) =>
+            eb
+              .selectFrom('memories')
+              .select(['id', sql<string>`${sql.ref(column)}`.as('key')])
+              .where('project_id', '=', projectId)
+              .where('tenant_id', '=', tenantId)
+              .where('end_user_id', '=', endUserId)
+              .where('deleted_at', 'is', null)
+              .where(sql.ref(column), '=', eb.ref('wanted.wanted'))
+              .limit(1)
+              .as('found'),
+          (join) => join.onTrue(),
+        )
+        .select(['found.id', 'found.key', sql.lit(kind).as('kind')]);
+    return probe('dedupe_hash', hashes, 'hash').unionAll(probe('client_ref', refs, 'ref'));
+  },
+);
 
 const duplicateLookups = {
   sqlite: { statement: sqliteDuplicateLookup, list: (values: string[]): unknown => JSON.stringify(values) },
@@ -473,28 +657,53 @@ const duplicateLookups = {
  * in between): the caller then takes the general path.
  */
 async function insertUnlessDuplicate(
-  database: Database, trx: Transaction<DB>, owner: Owner, item: ImportedMemory, hash: string, now: string, clientRefReason: SkipReason,
+  database: Database,
+  trx: Transaction<DB>,
+  owner: Owner,
+  item: ImportedMemory,
+  hash: string,
+  now: string,
+  clientRefReason: SkipReason,
 ): Promise<Outcome | undefined> {
   const seq = await rowsSeq(database, trx, owner, now);
-  const created = (await insertedUnlessConflict(database, trx, [memoryRow(database, owner, item, hash, seqOf(seq), now)], seq)).get(hash);
+  const created = (
+    await insertedUnlessConflict(database, trx, [memoryRow(database, owner, item, hash, seqOf(seq), now)], seq)
+  ).get(hash);
   if (created) return { created };
   return (await existingDuplicates(database, trx, owner, [item], [hash], clientRefReason))(item, hash);
 }
 
 /** The history rows and memory.created events of new memories. */
-function recordCreated(trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner | Owner[], created: MemoryView[]): void {
-  effects.later(historyInsert(
-    trx,
-    ctx,
-    created.map((m) => ({ memoryId: m.id, action: 'create', changes: createdChanges(m) })),
-    effects.now,
-  ));
+function recordCreated(
+  trx: Executor,
+  ctx: WriteContext,
+  effects: Effects,
+  owner: Owner | Owner[],
+  created: MemoryView[],
+): void {
+  effects.later(
+    historyInsert(
+      trx,
+      ctx,
+      created.map((m) => ({ memoryId: m.id, action: 'create', changes: createdChanges(m) })),
+      effects.now,
+    ),
+  );
   // One owner for all, or each memory's own (insertAcrossOwners).
-  created.forEach((m, i) => effects.emit('memory.created', { memory: m, tenant_id: (Array.isArray(owner) ? owner[i]! : owner).tenantId || null }));
+  created.forEach((m, i) =>
+    effects.emit('memory.created', {
+      memory: m,
+      tenant_id: (Array.isArray(owner) ? owner[i]! : owner).tenantId || null,
+    }),
+  );
 }
 
-
-export async function addMemory(database: Database, ctx: WriteContext, owner: Owner, sent: AddMemoryInput): Promise<Outcome> {
+export async function addMemory(
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  sent: AddMemoryInput,
+): Promise<Outcome> {
   checkContent(sent);
   const input: AddMemoryInput = withExpiry(sent);
   let general = ctx;
@@ -517,35 +726,65 @@ export async function addMemory(database: Database, ctx: WriteContext, owner: Ow
   });
 }
 
-
 /**
  * PostgreSQL: a new memory with its revision bump, history row, memory.created event and audit
  * row, grouped with the adds submitted at the same time into one statement
  * (core/unit-of-work.ts#groupedInsert). Undefined for a duplicate, of which nothing but the revision
  * bump was written: addMemory then takes the general path, which finds it.
  */
-async function addInOneStatement(database: Database, ctx: WriteContext, owner: Owner, input: AddMemoryInput): Promise<MemoryView | undefined> {
+async function addInOneStatement(
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  input: AddMemoryInput,
+): Promise<MemoryView | undefined> {
   const now = nowIso();
   const row = memoryRow(database, owner, input, duplicateKey(input), 0, now);
   // The memory as its row will read; its id is the row's (set in SQL).
   const expected = viewOf(row, 1);
-  const inserted = await addStatement<Landed>(database, ctx, now, [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(createdChanges(expected))],
+  const inserted = await addStatement<Landed>(
+    database,
+    ctx,
+    now,
+    [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(createdChanges(expected))],
     () => eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }),
-    ctx.journal?.recordInserted({ created: { ...expected } } satisfies Outcome, ['created', 'id']));
+    ctx.journal?.recordInserted({ created: { ...expected } } satisfies Outcome, ['created', 'id']),
+  );
   return inserted && landedView(row, inserted);
 }
 
 /** A memory row's columns but its seq (the revision the statement bumps), with their PostgreSQL types. */
 const NEW_MEMORY_COLUMNS = [
-  ['project_id', 'text'], ['tenant_id', 'text'], ['end_user_id', 'text'], ['text', 'text'], ['tags', 'jsonb'], ['is_summary', 'boolean'],
-  ['source', 'text'], ['importance', 'double precision'], ['metadata', 'jsonb'], ['client_ref', 'text'], ['session_id', 'text'],
-  ['speaker', 'text'], ['dedupe_hash', 'text'], ['created_at', 'timestamptz'], ['updated_at', 'timestamptz'], ['deleted_at', 'timestamptz'],
-  ['superseded_by', 'bigint'], ['expires_at', 'timestamptz'],
+  ['project_id', 'text'],
+  ['tenant_id', 'text'],
+  ['end_user_id', 'text'],
+  ['text', 'text'],
+  ['tags', 'jsonb'],
+  ['is_summary', 'boolean'],
+  ['source', 'text'],
+  ['importance', 'double precision'],
+  ['metadata', 'jsonb'],
+  ['client_ref', 'text'],
+  ['session_id', 'text'],
+  ['speaker', 'text'],
+  ['dedupe_hash', 'text'],
+  ['created_at', 'timestamptz'],
+  ['updated_at', 'timestamptz'],
+  ['deleted_at', 'timestamptz'],
+  ['superseded_by', 'bigint'],
+  ['expires_at', 'timestamptz'],
 ] as const satisfies ReadonlyArray<readonly [Exclude<(typeof MEMORY_COLUMNS)[number], 'seq'>, string]>;
 
-if (NEW_MEMORY_COLUMNS.length !== MEMORY_COLUMNS.length - 1) throw new Error('NEW_MEMORY_COLUMNS must list every memory column but seq');
+if (NEW_MEMORY_COLUMNS.length !== MEMORY_COLUMNS.length - 1)
+  throw new Error('NEW_MEMORY_COLUMNS must list every memory column but seq');
 const columnIndex = (name: string) => NEW_MEMORY_COLUMNS.findIndex(([column]) => column === name);
-const [PROJECT, TENANT, END_USER, HASH, CLIENT_REF] = ['project_id', 'tenant_id', 'end_user_id', 'dedupe_hash', 'client_ref'].map(columnIndex) as [number, number, number, number, number];
+const [PROJECT, TENANT, END_USER, HASH, CLIENT_REF] = [
+  'project_id',
+  'tenant_id',
+  'end_user_id',
+  'dedupe_hash',
+  'client_ref',
+].map(columnIndex) as [number, number, number, number, number];
 const memoryColumnList = NEW_MEMORY_COLUMNS.map(([column]) => column).join(', ');
 
 /** A grouped statement's bump of each owner's revision, once per statement, owners in one order (both locks and deadlocks follow it). */
@@ -564,29 +803,42 @@ const addStatement = groupedInsert({
   columns: [...NEW_MEMORY_COLUMNS, ['history_changes', 'json']],
   steps: [
     ['revision', REVISION_STEP],
-    ['landed', `INSERT INTO memories (${memoryColumnList}, seq)
+    [
+      'landed',
+      `INSERT INTO memories (${memoryColumnList}, seq)
       SELECT ${NEW_MEMORY_COLUMNS.map(([column]) => `input.${column}`).join(', ')}, revision.revision
       FROM input JOIN revision USING (project_id, tenant_id, end_user_id) ORDER BY input.ord
-      ON CONFLICT DO NOTHING RETURNING ${LANDED_COLUMNS.postgres.join(', ')}, project_id, tenant_id, end_user_id`],
-    ['inserted', `SELECT landed.*, input.ord FROM landed JOIN input USING (project_id, tenant_id, end_user_id, dedupe_hash)`],
+      ON CONFLICT DO NOTHING RETURNING ${LANDED_COLUMNS.postgres.join(', ')}, project_id, tenant_id, end_user_id`,
+    ],
+    [
+      'inserted',
+      `SELECT landed.*, input.ord FROM landed JOIN input USING (project_id, tenant_id, end_user_id, dedupe_hash)`,
+    ],
   ],
-  rows: [`INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
+  rows: [
+    `INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
     SELECT input.ctx_project_id, inserted.id, 'create', input.history_changes, input.ctx_actor_type, input.ctx_actor_id, input.ctx_request_id, input.ctx_now
-    FROM inserted JOIN input USING (ord) ORDER BY inserted.id`],
+    FROM inserted JOIN input USING (ord) ORDER BY inserted.id`,
+  ],
   audit: { action: 'memory.add', targetType: 'memory' },
   event: 'memory.created',
   exclusive: (values) => {
     const owner = `${values[PROJECT]}\u0000${values[TENANT]}\u0000${values[END_USER]}\u0000`;
-    return values[CLIENT_REF] === null ? [`${owner}h${values[HASH]}`] : [`${owner}h${values[HASH]}`, `${owner}r${values[CLIENT_REF]}`];
+    return values[CLIENT_REF] === null
+      ? [`${owner}h${values[HASH]}`]
+      : [`${owner}h${values[HASH]}`, `${owner}r${values[CLIENT_REF]}`];
   },
 });
 
-
 const validateItem = compileBody<AddMemoryInput>(AddMemoryBody);
 
-
 /** Every valid item lands or is skipped in one transaction; invalid items are reported, not fatal. */
-export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owner, items: unknown[]): Promise<BulkAddResultView> {
+export async function bulkAdd(
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  items: unknown[],
+): Promise<BulkAddResultView> {
   const results: BulkAddResultView['results'] = [];
   const valid: Array<{ index: number; item: AddMemoryInput }> = [];
   items.forEach((item, index) => {
@@ -596,17 +848,32 @@ export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owne
       valid.push({ index, item: withExpiry(item) });
     } catch (error) {
       const e = error as { code: string; message: string; field?: string };
-      results[index] = { index, status: 'failed', error: { code: e.code, message: e.message, ...(e.field ? { field: e.field } : {}) } };
+      results[index] = {
+        index,
+        status: 'failed',
+        error: { code: e.code, message: e.message, ...(e.field ? { field: e.field } : {}) },
+      };
     }
   });
   if (valid.length > 0) {
     // The outcomes are the write's result (not filled in from inside it), so a replayed write yields them too.
-    const outcomes = await retryingOnDuplicates((duplicates) => write(database, ctx, async (trx, effects) => {
-      const stored = await insertMemories(database, trx, ctx, effects, owner, valid.map((v) => v.item), 'already_migrated', duplicates);
-      const created = stored.flatMap((o) => ('created' in o ? [o.created.id] : []));
-      effects.audit('memory.bulk_add', { type: 'memory', id: created.length ? created.join(',') : null });
-      return stored;
-    }));
+    const outcomes = await retryingOnDuplicates((duplicates) =>
+      write(database, ctx, async (trx, effects) => {
+        const stored = await insertMemories(
+          database,
+          trx,
+          ctx,
+          effects,
+          owner,
+          valid.map((v) => v.item),
+          'already_migrated',
+          duplicates,
+        );
+        const created = stored.flatMap((o) => ('created' in o ? [o.created.id] : []));
+        effects.audit('memory.bulk_add', { type: 'memory', id: created.length ? created.join(',') : null });
+        return stored;
+      }),
+    );
     outcomes.forEach((outcome, i) => {
       const index = valid[i]!.index;
       results[index] =
@@ -619,12 +886,9 @@ export async function bulkAdd(database: Database, ctx: WriteContext, owner: Owne
   return { totals: { created: count('created'), skipped: count('skipped'), failed: count('failed') }, results };
 }
 
-
 const PATCHABLE = ['tags', 'importance', 'metadata', 'source', 'expires_at'] as const;
 
-
 const sameJson = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
-
 
 /**
  * Applies a patch inside a transaction, taking the owner's lock (`seq`) before it changes anything;
@@ -684,16 +948,18 @@ async function applyPatch(
   return memory;
 }
 
-
 /** Memoises the transaction's change sequence: taken once, and only if something changes. */
 function lazySeq(trx: Executor, owner: Owner, now: string): () => Promise<number> {
   let seq: Promise<number> | undefined;
   return () => (seq ??= nextSeq(trx, owner, now));
 }
 
-
 export async function updateMemory(
-  database: Database, ctx: WriteContext, owner: Owner, id: number, patch: MemoryPatchInput,
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  id: number,
+  patch: MemoryPatchInput,
 ): Promise<MemoryView> {
   checkContent(patch);
   const change = withExpiry(patch);
@@ -705,9 +971,11 @@ export async function updateMemory(
   });
 }
 
-
 export async function batchUpdate(
-  database: Database, ctx: WriteContext, owner: Owner, updates: Array<MemoryPatchInput & { id: number }>,
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  updates: Array<MemoryPatchInput & { id: number }>,
 ): Promise<BatchUpdateResultView> {
   updates.forEach((u, i) => checkContent(u, `updates/${i}/`));
   const changes = updates.map((u, i) => withExpiry(u, `updates/${i}/`));
@@ -727,7 +995,6 @@ export async function batchUpdate(
     return { totals: { updated: updated.length, failed: results.length - updated.length }, results };
   });
 }
-
 
 /** The forgetting transaction, for hooks that must change memories themselves (summaries of a forgotten source). */
 export interface Erasure {
@@ -784,36 +1051,83 @@ export class EraseHooks {
   }
 }
 
-
 /**
  * Erases memories down to an id-and-time tombstone: text, tags, metadata and references are
  * blanked in the row and in every history row, so nothing of the content survives.
  */
-async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects, ids: number[], seq: number, erase: EraseHooks): Promise<void> {
+async function eraseMemories(
+  trx: Executor,
+  ctx: WriteContext,
+  effects: Effects,
+  ids: number[],
+  seq: number,
+  erase: EraseHooks,
+): Promise<void> {
   if (ids.length === 0) return;
   await trx
     .updateTable('memories')
     .set({
-      text: '', tags: '[]', metadata: '{}', source: null, client_ref: null, session_id: null, speaker: null,
-      dedupe_hash: null, seq, updated_at: effects.now, deleted_at: effects.now,
+      text: '',
+      tags: '[]',
+      metadata: '{}',
+      source: null,
+      client_ref: null,
+      session_id: null,
+      speaker: null,
+      dedupe_hash: null,
+      seq,
+      updated_at: effects.now,
+      deleted_at: effects.now,
     })
     .where('id', 'in', ids)
     .execute();
   // A memory its forgotten successor was kept over is superseded by nothing now: an update of it, recorded as the
   // resolution that set the mark was (its history entry and memory.updated; docs/api.md, "Resolve").
-  const unmarked = await trx.selectFrom('memories').select(['id', 'superseded_by']).where('superseded_by', 'in', ids).where('deleted_at', 'is', null).execute();
+  const unmarked = await trx
+    .selectFrom('memories')
+    .select(['id', 'superseded_by'])
+    .where('superseded_by', 'in', ids)
+    .where('deleted_at', 'is', null)
+    .execute();
   if (unmarked.length > 0) {
-    await trx.updateTable('memories').set({ superseded_by: null, seq, updated_at: effects.now }).where('id', 'in', unmarked.map((m) => m.id)).execute();
+    await trx
+      .updateTable('memories')
+      .set({ superseded_by: null, seq, updated_at: effects.now })
+      .where(
+        'id',
+        'in',
+        unmarked.map((m) => m.id),
+      )
+      .execute();
   }
   await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', 'in', ids).execute();
-  await recordHistory(trx, ctx, [
-    ...unmarked.map((m) => ({
-      memoryId: m.id, action: 'supersede',
-      changes: { superseded_by: { before: m.superseded_by, after: null }, reason: { before: null, after: `Memory ${m.superseded_by} forgotten` } },
-    })),
-    ...ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })),
-  ], effects.now);
-  for (const row of unmarked.length > 0 ? await trx.selectFrom('memories').selectAll().where('id', 'in', unmarked.map((m) => m.id)).execute() : []) {
+  await recordHistory(
+    trx,
+    ctx,
+    [
+      ...unmarked.map((m) => ({
+        memoryId: m.id,
+        action: 'supersede',
+        changes: {
+          superseded_by: { before: m.superseded_by, after: null },
+          reason: { before: null, after: `Memory ${m.superseded_by} forgotten` },
+        },
+      })),
+      ...ids.map((memoryId) => ({ memoryId, action: 'forget', changes: null })),
+    ],
+    effects.now,
+  );
+  for (const row of unmarked.length > 0
+    ? await trx
+        .selectFrom('memories')
+        .selectAll()
+        .where(
+          'id',
+          'in',
+          unmarked.map((m) => m.id),
+        )
+        .execute()
+    : []) {
     effects.emit('memory.updated', { memory: toMemory(row), fields: ['superseded_by'] });
   }
   await erase.run(trx, ids, { ctx, effects, seq });
@@ -826,7 +1140,10 @@ async function eraseMemories(trx: Executor, ctx: WriteContext, effects: Effects,
  * sequence is taken when something is forgotten. Returns the ids forgotten.
  */
 export async function forgetWithin(
-  trx: Executor, erasure: Omit<Erasure, 'seq' | 'rewritten'> & { seq?: number }, owner: Owner, ids: number[],
+  trx: Executor,
+  erasure: Omit<Erasure, 'seq' | 'rewritten'> & { seq?: number },
+  owner: Owner,
+  ids: number[],
 ): Promise<number[]> {
   let found = (await liveMemoryIds(trx, owner, [...new Set(ids)])).sort((a, b) => a - b);
   if (found.length === 0) return found;
@@ -838,7 +1155,8 @@ export async function forgetWithin(
     found = await liveMemoryIds(trx, owner, found);
     if (found.length === 0) return found;
   }
-  for (let i = 0; i < found.length; i += 500) await eraseMemories(trx, erasure.ctx, erasure.effects, found.slice(i, i + 500), seq, erasure.hooks);
+  for (let i = 0; i < found.length; i += 500)
+    await eraseMemories(trx, erasure.ctx, erasure.effects, found.slice(i, i + 500), seq, erasure.hooks);
   for (const id of found) erasure.effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
   return found;
 }
@@ -849,12 +1167,19 @@ export async function forgetWithin(
  * own time and speaker (a connector's chat message or transcript turn).
  */
 export async function addWithin(
-  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects, owner: Owner, items: ImportedMemory[],
+  database: Database,
+  trx: Transaction<DB>,
+  ctx: WriteContext,
+  effects: Effects,
+  owner: Owner,
+  items: ImportedMemory[],
 ): Promise<Outcome[]> {
   items.forEach((item, i) => checkContent(item, `items/${i}/`));
   const outcomes: Outcome[] = [];
   for (let i = 0; i < items.length; i += 500) {
-    outcomes.push(...(await insertMemories(database, trx, ctx, effects, owner, items.slice(i, i + 500), 'duplicate_client_ref')));
+    outcomes.push(
+      ...(await insertMemories(database, trx, ctx, effects, owner, items.slice(i, i + 500), 'duplicate_client_ref')),
+    );
   }
   return outcomes;
 }
@@ -864,19 +1189,32 @@ export async function liveMemoryIds(db: Executor, owner: Owner, ids: number[]): 
   if (ids.length === 0) return [];
   const live: number[] = [];
   for (let i = 0; i < ids.length; i += 500) {
-    live.push(...(await owned(owner)(db).clearSelect().select('id').where('id', 'in', ids.slice(i, i + 500)).execute()).map((r) => r.id));
+    live.push(
+      ...(
+        await owned(owner)(db)
+          .clearSelect()
+          .select('id')
+          .where('id', 'in', ids.slice(i, i + 500))
+          .execute()
+      ).map((r) => r.id),
+    );
   }
   return live;
 }
 
-export async function forget(database: Database, ctx: WriteContext, owner: Owner, ids: number[], erase: EraseHooks): Promise<number[]> {
+export async function forget(
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  ids: number[],
+  erase: EraseHooks,
+): Promise<number[]> {
   return write(database, ctx, async (trx, effects) => {
     const found = await forgetWithin(trx, { ctx, effects, hooks: erase }, owner, ids);
     effects.audit('memory.forget', { type: 'memory', id: found.join(',') || null });
     return found;
   });
 }
-
 
 /** What forgetting by scope answers (DELETE /memory/forget with filters or session_id). */
 export interface ScopeForgotten {
@@ -892,7 +1230,12 @@ export interface ScopeForgotten {
  * meanwhile is seen. A dry run only reads: what would be forgotten now.
  */
 export async function forgetSelected(
-  database: Database, ctx: WriteContext, owner: Owner, selection: Selection, options: { limit: number; dryRun: boolean }, erase: EraseHooks,
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  selection: Selection,
+  options: { limit: number; dryRun: boolean },
+  erase: EraseHooks,
 ): Promise<ScopeForgotten> {
   const answer = async (db: Executor, forgotten: (ids: number[]) => Promise<number[]>): Promise<ScopeForgotten> => {
     const matched = await countSelected(db, database.dialect, owner, selection);
@@ -916,15 +1259,27 @@ export async function forgetSelected(
  * and runs again at the next interval. Returns how many were erased.
  */
 export async function forgetExpired(
-  database: Database, erase: EraseHooks, organizationOf: (projectId: string) => Promise<string | undefined>, batch = 500,
+  database: Database,
+  erase: EraseHooks,
+  organizationOf: (projectId: string) => Promise<string | undefined>,
+  batch = 500,
 ): Promise<number> {
-  const due = await database.db.selectFrom('memories').select(['id', 'project_id', 'tenant_id', 'end_user_id'])
-    .where('expires_at', 'is not', null).where('deleted_at', 'is', null).where('expires_at', '<=', nowIso())
-    .orderBy('expires_at').limit(batch).execute();
+  const due = await database.db
+    .selectFrom('memories')
+    .select(['id', 'project_id', 'tenant_id', 'end_user_id'])
+    .where('expires_at', 'is not', null)
+    .where('deleted_at', 'is', null)
+    .where('expires_at', '<=', nowIso())
+    .orderBy('expires_at')
+    .limit(batch)
+    .execute();
   const byOwner = new Map<string, { owner: Owner; ids: number[] }>();
   for (const row of due) {
     const key = JSON.stringify([row.project_id, row.tenant_id, row.end_user_id]);
-    const entry = byOwner.get(key) ?? { owner: { projectId: row.project_id, tenantId: row.tenant_id, endUserId: row.end_user_id }, ids: [] };
+    const entry = byOwner.get(key) ?? {
+      owner: { projectId: row.project_id, tenantId: row.tenant_id, endUserId: row.end_user_id },
+      ids: [],
+    };
     entry.ids.push(row.id);
     byOwner.set(key, entry);
   }
@@ -932,13 +1287,27 @@ export async function forgetExpired(
   for (const { owner, ids } of byOwner.values()) {
     const organizationId = await organizationOf(owner.projectId);
     if (organizationId === undefined) continue;
-    const ctx: WriteContext = { actor: { type: 'system', id: null }, organizationId, projectId: owner.projectId, requestId: null };
+    const ctx: WriteContext = {
+      actor: { type: 'system', id: null },
+      organizationId,
+      projectId: owner.projectId,
+      requestId: null,
+    };
     erased += await write(database, ctx, async (trx, effects) => {
       const seq = await nextSeq(trx, owner, effects.now);
       // Read again under the owner's lock: one forgotten or given a later expiry meanwhile is left as it now is.
-      const still = (await trx.selectFrom('memories').select('id')
-        .where('id', 'in', ids).where('deleted_at', 'is', null).where('expires_at', '<=', effects.now).orderBy('id').execute()).map((r) => r.id);
-      for (let i = 0; i < still.length; i += 500) await eraseMemories(trx, ctx, effects, still.slice(i, i + 500), seq, erase);
+      const still = (
+        await trx
+          .selectFrom('memories')
+          .select('id')
+          .where('id', 'in', ids)
+          .where('deleted_at', 'is', null)
+          .where('expires_at', '<=', effects.now)
+          .orderBy('id')
+          .execute()
+      ).map((r) => r.id);
+      for (let i = 0; i < still.length; i += 500)
+        await eraseMemories(trx, ctx, effects, still.slice(i, i + 500), seq, erase);
       for (const id of still) effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
       if (still.length > 0) effects.audit('memory.expire', { type: 'memory', id: still.join(',') });
       return still.length;
@@ -947,7 +1316,12 @@ export async function forgetExpired(
   return erased;
 }
 
-export async function purgeEndUser(database: Database, ctx: WriteContext, owner: Owner, erase: EraseHooks): Promise<number> {
+export async function purgeEndUser(
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  erase: EraseHooks,
+): Promise<number> {
   return write(database, ctx, async (trx, effects) => {
     // The owner's lock before the read: a memory committed meanwhile is seen, and purged.
     const seq = await nextSeq(trx, owner, effects.now);
@@ -957,18 +1331,26 @@ export async function purgeEndUser(database: Database, ctx: WriteContext, owner:
     await erase.runEndUser(trx, owner, effects.now);
     effects.emit('end_user.purged', { end_user_id: owner.endUserId, deleted: ids.length });
     // The hash-chained audit row outlives the end user: it names them by pseudonym only.
-    effects.audit('memory.purge_end_user', { type: 'end_user', id: erase.pseudonymize(owner.projectId, owner.endUserId) });
+    effects.audit('memory.purge_end_user', {
+      type: 'end_user',
+      id: erase.pseudonymize(owner.projectId, owner.endUserId),
+    });
     return ids.length;
   });
 }
-
 
 /**
  * Marks a memory as superseded by another of the same owner (a resolved conflict), or clears the
  * mark (successor null). Its history records why; its change sequence moves so every index reloads it.
  */
 export async function markSuperseded(
-  trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner, id: number, successor: number | null, reason: string,
+  trx: Executor,
+  ctx: WriteContext,
+  effects: Effects,
+  owner: Owner,
+  id: number,
+  successor: number | null,
+  reason: string,
 ): Promise<void> {
   // The owner's lock first, as forgetting takes it: neither memory is forgotten before this commits.
   const seq = await nextSeq(trx, owner, effects.now);
@@ -980,26 +1362,48 @@ export async function markSuperseded(
     .set({ superseded_by: successor, seq, updated_at: effects.now })
     .where('id', '=', id)
     .execute();
-  await recordHistory(trx, ctx, [{
-    memoryId: id, action: 'supersede',
-    changes: { superseded_by: { before: row.superseded_by, after: successor }, reason: { before: null, after: reason } },
-  }], effects.now);
-  effects.emit('memory.updated', { memory: toMemory(await owned(owner)(trx).where('id', '=', id).executeTakeFirstOrThrow()), fields: ['superseded_by'] });
+  await recordHistory(
+    trx,
+    ctx,
+    [
+      {
+        memoryId: id,
+        action: 'supersede',
+        changes: {
+          superseded_by: { before: row.superseded_by, after: successor },
+          reason: { before: null, after: reason },
+        },
+      },
+    ],
+    effects.now,
+  );
+  effects.emit('memory.updated', {
+    memory: toMemory(await owned(owner)(trx).where('id', '=', id).executeTakeFirstOrThrow()),
+    fields: ['superseded_by'],
+  });
 }
 
 /** Marks memories as changed (for a ranking signal kept elsewhere, such as feedback) so indexes reload them. */
 export async function touchMemories(trx: Executor, owner: Owner, ids: number[], now: string): Promise<void> {
   const seq = await nextSeq(trx, owner, now);
-  await trx.updateTable('memories').set({ seq }).where('id', 'in', ids).where('end_user_id', '=', owner.endUserId).execute();
+  await trx
+    .updateTable('memories')
+    .set({ seq })
+    .where('id', 'in', ids)
+    .where('end_user_id', '=', owner.endUserId)
+    .execute();
 }
-
 
 /**
  * A turn is who said what, in which session, when: the same words said again later are another
  * turn. A stored turn without a time of its own (a bulk item) is keyed by its words alone.
  */
 const turnHash = (sessionId: string | null, speaker: string, text: string, at: string | null) =>
-  sha256Hex(JSON.stringify(at === null ? ['turn', sessionId, speaker, text] : ['turn', sessionId, speaker, text, new Date(at).toISOString()]));
+  sha256Hex(
+    JSON.stringify(
+      at === null ? ['turn', sessionId, speaker, text] : ['turn', sessionId, speaker, text, new Date(at).toISOString()],
+    ),
+  );
 
 /**
  * A turn sent without a timestamp is dated on arrival; the same turn arriving again within this
@@ -1028,8 +1432,10 @@ export const CONTENT_HASH_SPEAKER = /^sha256:[0-9a-f]{8,128}$/i;
  * bulk item has), by its timestamp when it has one, else by its arrival within the redelivery window.
  */
 function turnKeys(turn: TurnInput, now: string): { hashes: [string] | [string, string]; windowStart: string | null } {
-  if (CONTENT_HASH_SPEAKER.test(turn.speaker)) return { hashes: [turnHash(turn.sessionId, turn.speaker, turn.text, null)], windowStart: null };
-  if (turn.occurredAt !== undefined) return { hashes: [turnHash(turn.sessionId, turn.speaker, turn.text, turn.occurredAt)], windowStart: null };
+  if (CONTENT_HASH_SPEAKER.test(turn.speaker))
+    return { hashes: [turnHash(turn.sessionId, turn.speaker, turn.text, null)], windowStart: null };
+  if (turn.occurredAt !== undefined)
+    return { hashes: [turnHash(turn.sessionId, turn.speaker, turn.text, turn.occurredAt)], windowStart: null };
   return {
     hashes: arrivalHashes(turn.sessionId, turn.speaker, turn.text, now),
     windowStart: new Date(Date.parse(now) - TURN_REDELIVERY_WINDOW_MS).toISOString(),
@@ -1048,36 +1454,59 @@ export interface TurnInput {
   occurredAt?: string;
 }
 
-
 /** The fields the history row of a turn or a summary records (insertOne, insertTurnInOneStatement). */
 const INSERTED_HISTORY_FIELDS = ['text', 'source', 'metadata', 'session_id'] as const;
 
 /** One memory row (a turn or a summary) with its create history and memory.created event. */
 async function insertOne(
-  trx: Executor, ctx: WriteContext, effects: Effects, owner: Owner,
-  values: Pick<Insertable<MemoriesTable>, 'text' | 'is_summary' | 'source' | 'metadata' | 'session_id' | 'speaker' | 'dedupe_hash' | 'seq' | 'created_at' | 'expires_at'>,
+  trx: Executor,
+  ctx: WriteContext,
+  effects: Effects,
+  owner: Owner,
+  values: Pick<
+    Insertable<MemoriesTable>,
+    | 'text'
+    | 'is_summary'
+    | 'source'
+    | 'metadata'
+    | 'session_id'
+    | 'speaker'
+    | 'dedupe_hash'
+    | 'seq'
+    | 'created_at'
+    | 'expires_at'
+  >,
   historyLast = false,
 ): Promise<MemoryView> {
   const row = await trx
     .insertInto('memories')
     .values({
-      project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, tags: '[]', importance: 0.5, client_ref: null,
-      updated_at: effects.now, deleted_at: null, ...values,
+      project_id: owner.projectId,
+      tenant_id: owner.tenantId,
+      end_user_id: owner.endUserId,
+      tags: '[]',
+      importance: 0.5,
+      client_ref: null,
+      updated_at: effects.now,
+      deleted_at: null,
+      ...values,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
   const memory = toMemory(row);
-  const history: HistoryEntry[] = [{
-    memoryId: memory.id, action: 'create',
-    changes: createdChanges(memory, INSERTED_HISTORY_FIELDS),
-  }];
+  const history: HistoryEntry[] = [
+    {
+      memoryId: memory.id,
+      action: 'create',
+      changes: createdChanges(memory, INSERTED_HISTORY_FIELDS),
+    },
+  ];
   // With the write's last statement, one round trip fewer, when no history row of the write is to follow it.
   if (historyLast) effects.later(historyInsert(trx, ctx, history, effects.now));
   else await recordHistory(trx, ctx, history, effects.now);
   effects.emit('memory.created', { memory, tenant_id: owner.tenantId || null });
   return memory;
 }
-
 
 /**
  * Stores a conversation turn verbatim for a tenant's user. The same turn delivered again (same
@@ -1106,13 +1535,27 @@ export async function insertTurn(
     .orderBy('id', 'desc')
     .executeTakeFirst();
   if (existing) return { memory: toMemory(existing), created: false };
-  const memory = await insertOne(trx, ctx, effects, owner, {
-    text: turn.text, is_summary: database.bool(false), source: turn.source, metadata: encodeJson(turn.metadata),
-    session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hashes[0], seq, created_at: at, expires_at: turn.expiresAt ?? null,
-  }, true);
+  const memory = await insertOne(
+    trx,
+    ctx,
+    effects,
+    owner,
+    {
+      text: turn.text,
+      is_summary: database.bool(false),
+      source: turn.source,
+      metadata: encodeJson(turn.metadata),
+      session_id: turn.sessionId,
+      speaker: turn.speaker,
+      dedupe_hash: hashes[0],
+      seq,
+      created_at: at,
+      expires_at: turn.expiresAt ?? null,
+    },
+    true,
+  );
   return { memory, created: true };
 }
-
 
 /**
  * The relations of insertTurnInOneStatement's statement a TurnCount reads, by the names the statement gives them:
@@ -1155,17 +1598,40 @@ export type TurnNotLanded = 'refused' | 'left out';
  * insertTurn then decides, under the end user's row lock.
  */
 export async function insertTurnInOneStatement(
-  database: Database, ctx: WriteContext, owner: Owner, turn: TurnInput, count: TurnCount, countValues: readonly unknown[],
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  turn: TurnInput,
+  count: TurnCount,
+  countValues: readonly unknown[],
 ): Promise<MemoryView | TurnNotLanded> {
   checkContent({ text: turn.text, metadata: turn.metadata });
   const now = nowIso();
   const at = turn.occurredAt ?? now;
-  const { hashes: [hash, earlierHash = null], windowStart } = turnKeys(turn, now);
+  const {
+    hashes: [hash, earlierHash = null],
+    windowStart,
+  } = turnKeys(turn, now);
   const row: Omit<MemoryRow, 'id'> = {
-    project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, text: turn.text, tags: '[]',
-    is_summary: database.bool(false), source: turn.source, importance: 0.5, metadata: encodeJson(turn.metadata), client_ref: null,
-    session_id: turn.sessionId, speaker: turn.speaker, dedupe_hash: hash, seq: 0, created_at: at, updated_at: now, deleted_at: null,
-    superseded_by: null, expires_at: turn.expiresAt ?? null,
+    project_id: owner.projectId,
+    tenant_id: owner.tenantId,
+    end_user_id: owner.endUserId,
+    text: turn.text,
+    tags: '[]',
+    is_summary: database.bool(false),
+    source: turn.source,
+    importance: 0.5,
+    metadata: encodeJson(turn.metadata),
+    client_ref: null,
+    session_id: turn.sessionId,
+    speaker: turn.speaker,
+    dedupe_hash: hash,
+    seq: 0,
+    created_at: at,
+    updated_at: now,
+    deleted_at: null,
+    superseded_by: null,
+    expires_at: turn.expiresAt ?? null,
   };
   // The memory as its row will read; its id is the row's (set in SQL).
   const expected = viewOf(row, 1);
@@ -1173,7 +1639,16 @@ export async function insertTurnInOneStatement(
   let inserted: MemoryRow | undefined;
   try {
     inserted = await turnStatementFor(count)<MemoryRow>(
-      database, ctx, now, [...NEW_MEMORY_COLUMNS.map(([column]) => row[column]), encodeJson(changes), earlierHash, windowStart, ...countValues],
+      database,
+      ctx,
+      now,
+      [
+        ...NEW_MEMORY_COLUMNS.map(([column]) => row[column]),
+        encodeJson(changes),
+        earlierHash,
+        windowStart,
+        ...countValues,
+      ],
       () => eventJson('memory.created', { memory: expected, tenant_id: owner.tenantId || null }),
       ctx.journal?.recordInserted({ memory: { ...expected }, created: true }, ['memory', 'id']),
     );
@@ -1198,28 +1673,48 @@ function turnStatement(count: TurnCount) {
   const owner = 'project_id, tenant_id, end_user_id';
   const { input, landed, counted } = TURN_RELATIONS;
   return groupedInsert({
-    columns: [...NEW_MEMORY_COLUMNS, ['history_changes', 'json'], ['earlier_hash', 'text'], ['window_start', 'timestamptz'], ...count.columns],
+    columns: [
+      ...NEW_MEMORY_COLUMNS,
+      ['history_changes', 'json'],
+      ['earlier_hash', 'text'],
+      ['window_start', 'timestamptz'],
+      ...count.columns,
+    ],
     steps: [
       // The revisions as the statement's snapshot has them, before its own bump waits for any row lock.
-      ['known', `SELECT e.project_id, e.tenant_id, e.end_user_id, e.revision FROM end_users e JOIN input USING (${owner})`],
+      [
+        'known',
+        `SELECT e.project_id, e.tenant_id, e.end_user_id, e.revision FROM end_users e JOIN input USING (${owner})`,
+      ],
       ['revision', REVISION_STEP],
-      ['fresh', `SELECT input.* FROM input JOIN revision USING (${owner}) LEFT JOIN known USING (${owner})
+      [
+        'fresh',
+        `SELECT input.* FROM input JOIN revision USING (${owner}) LEFT JOIN known USING (${owner})
         WHERE revision.revision = COALESCE(known.revision, 0) + 1
         AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.project_id = input.project_id AND m.tenant_id = input.tenant_id
           AND m.end_user_id = input.end_user_id AND m.dedupe_hash IN (input.dedupe_hash, input.earlier_hash) AND m.deleted_at IS NULL
-          AND (input.window_start IS NULL OR m.created_at > input.window_start))`],
-      [landed, `INSERT INTO memories (${memoryColumnList}, seq)
+          AND (input.window_start IS NULL OR m.created_at > input.window_start))`,
+      ],
+      [
+        landed,
+        `INSERT INTO memories (${memoryColumnList}, seq)
         SELECT ${NEW_MEMORY_COLUMNS.map(([column]) => `fresh.${column}`).join(', ')}, revision.revision
         FROM fresh JOIN revision USING (${owner}) ORDER BY fresh.ord
-        ON CONFLICT DO NOTHING RETURNING *`],
+        ON CONFLICT DO NOTHING RETURNING *`,
+      ],
       [counted, count.statement(TURN_RELATIONS)],
       // Division by zero (TURN_REFUSED) when the count refuses the statement: an error, so nothing of it is written.
-      ['inserted', `SELECT ${landed}.*, ${input}.ord FROM ${landed} JOIN ${input} USING (${owner}, dedupe_hash)
-        WHERE (SELECT 1 / (CASE WHEN ${count.refusedWhen(TURN_RELATIONS)} THEN 0 ELSE 1 END)) = 1`],
+      [
+        'inserted',
+        `SELECT ${landed}.*, ${input}.ord FROM ${landed} JOIN ${input} USING (${owner}, dedupe_hash)
+        WHERE (SELECT 1 / (CASE WHEN ${count.refusedWhen(TURN_RELATIONS)} THEN 0 ELSE 1 END)) = 1`,
+      ],
     ],
-    rows: [`INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
+    rows: [
+      `INSERT INTO memory_history (project_id, memory_id, action, changes, actor_type, actor_id, request_id, created_at)
       SELECT input.ctx_project_id, inserted.id, 'create', input.history_changes, input.ctx_actor_type, input.ctx_actor_id, input.ctx_request_id, input.ctx_now
-      FROM inserted JOIN input USING (ord) ORDER BY inserted.id`],
+      FROM inserted JOIN input USING (ord) ORDER BY inserted.id`,
+    ],
     audit: { action: 'memory.add_turn', targetType: 'memory' },
     event: 'memory.created',
     // One turn per owner: the revision check above holds for one bump per owner and statement.
@@ -1257,12 +1752,25 @@ export interface SummaryInput {
  * forgotten before the summary commits.
  */
 export async function insertSummary(
-  trx: Executor, ctx: WriteContext, effects: Effects, database: Database, owner: Owner, seq: number, summary: SummaryInput,
+  trx: Executor,
+  ctx: WriteContext,
+  effects: Effects,
+  database: Database,
+  owner: Owner,
+  seq: number,
+  summary: SummaryInput,
 ): Promise<MemoryView> {
   checkContent(summary);
   return insertOne(trx, ctx, effects, owner, {
-    text: summary.text, is_summary: database.bool(true), source: 'summary', metadata: encodeJson(summary.metadata),
-    session_id: summary.sessionId, speaker: null, dedupe_hash: summary.setKey, seq, created_at: effects.now,
+    text: summary.text,
+    is_summary: database.bool(true),
+    source: 'summary',
+    metadata: encodeJson(summary.metadata),
+    session_id: summary.sessionId,
+    speaker: null,
+    dedupe_hash: summary.setKey,
+    seq,
+    created_at: effects.now,
   });
 }
 
@@ -1271,21 +1779,42 @@ export async function insertSummary(
  * history rows quoted the forgotten text, so their content is erased, as forgetting does.
  */
 export async function rewriteSummary(
-  trx: Executor, erasure: Erasure, owner: Owner, id: number, summary: Omit<SummaryInput, 'sessionId'>,
+  trx: Executor,
+  erasure: Erasure,
+  owner: Owner,
+  id: number,
+  summary: Omit<SummaryInput, 'sessionId'>,
 ): Promise<void> {
   const { ctx, effects, seq } = erasure;
   erasure.rewritten.push(id);
   await trx
     .updateTable('memories')
-    .set({ text: summary.text, metadata: encodeJson(summary.metadata), dedupe_hash: summary.setKey, seq, updated_at: effects.now })
+    .set({
+      text: summary.text,
+      metadata: encodeJson(summary.metadata),
+      dedupe_hash: summary.setKey,
+      seq,
+      updated_at: effects.now,
+    })
     .where('id', '=', id)
     .execute();
   await trx.updateTable('memory_history').set({ changes: null }).where('memory_id', '=', id).execute();
-  await recordHistory(trx, ctx, [{
-    memoryId: id, action: 'update',
-    changes: { text: { before: null, after: summary.text }, metadata: { before: null, after: summary.metadata } },
-  }], effects.now);
-  effects.emit('memory.updated', { memory: toMemory(await owned(owner)(trx).where('id', '=', id).executeTakeFirstOrThrow()), fields: ['text', 'metadata'] });
+  await recordHistory(
+    trx,
+    ctx,
+    [
+      {
+        memoryId: id,
+        action: 'update',
+        changes: { text: { before: null, after: summary.text }, metadata: { before: null, after: summary.metadata } },
+      },
+    ],
+    effects.now,
+  );
+  effects.emit('memory.updated', {
+    memory: toMemory(await owned(owner)(trx).where('id', '=', id).executeTakeFirstOrThrow()),
+    fields: ['text', 'metadata'],
+  });
 }
 
 /**
@@ -1296,8 +1825,12 @@ export async function rewriteSummary(
  * fails the insert (DuplicateFound), and the batch runs again owner by owner with 'skip'.
  */
 async function insertAcrossOwners(
-  database: Database, trx: Transaction<DB>, ctx: WriteContext, effects: Effects,
-  owners: Array<{ owner: Owner; items: ImportedMemory[] }>, seqs: number[],
+  database: Database,
+  trx: Transaction<DB>,
+  ctx: WriteContext,
+  effects: Effects,
+  owners: Array<{ owner: Owner; items: ImportedMemory[] }>,
+  seqs: number[],
 ): Promise<number> {
   const rows: Array<Omit<MemoryRow, 'id'>> = [];
   const ownerOfRow: Owner[] = [];
@@ -1331,7 +1864,9 @@ export interface ImportedMemory extends AddMemoryInput {
  * landed is skipped (`already_migrated`), so a re-run of an interrupted import skips what landed.
  */
 export async function importMemories(
-  database: Database, ctx: WriteContext, batch: Array<{ owner: Owner; item: ImportedMemory }>,
+  database: Database,
+  ctx: WriteContext,
+  batch: Array<{ owner: Owner; item: ImportedMemory }>,
 ): Promise<{ created: number; skipped: number }> {
   const groups = new Map<string, { owner: Owner; items: ImportedMemory[] }>();
   for (const { owner, item } of batch) {
@@ -1343,18 +1878,35 @@ export async function importMemories(
   }
   const owners = [...groups.values()];
   const repeats = owners.some(({ items }) => repeatsWithin(items, items.map(duplicateKey)));
-  return retryingOnDuplicates((duplicates) => write(database, ctx, async (trx, effects) => {
-    const seqs = await nextSeqs(database, trx, owners.map((g) => g.owner), effects.now);
-    let created = 0;
-    if (duplicates === 'abort' && !repeats) {
-      created = await insertAcrossOwners(database, trx, ctx, effects, owners, seqs);
-    } else {
-      for (const [i, { owner, items }] of owners.entries()) {
-        const outcomes = await insertMemories(database, trx, ctx, effects, owner, items, 'already_migrated', duplicates, seqs[i]);
-        created += outcomes.filter((o) => 'created' in o).length;
+  return retryingOnDuplicates((duplicates) =>
+    write(database, ctx, async (trx, effects) => {
+      const seqs = await nextSeqs(
+        database,
+        trx,
+        owners.map((g) => g.owner),
+        effects.now,
+      );
+      let created = 0;
+      if (duplicates === 'abort' && !repeats) {
+        created = await insertAcrossOwners(database, trx, ctx, effects, owners, seqs);
+      } else {
+        for (const [i, { owner, items }] of owners.entries()) {
+          const outcomes = await insertMemories(
+            database,
+            trx,
+            ctx,
+            effects,
+            owner,
+            items,
+            'already_migrated',
+            duplicates,
+            seqs[i],
+          );
+          created += outcomes.filter((o) => 'created' in o).length;
+        }
       }
-    }
-    effects.audit('memory.import', { type: 'memory', id: null }, created === batch.length ? 'success' : 'partial');
-    return { created, skipped: batch.length - created };
-  }));
+      effects.audit('memory.import', { type: 'memory', id: null }, created === batch.length ? 'success' : 'partial');
+      return { created, skipped: batch.length - created };
+    }),
+  );
 }

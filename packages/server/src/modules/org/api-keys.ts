@@ -34,14 +34,25 @@ type Row = Selectable<ApiKeysTable>;
 
 export function toApiKeyView(row: Row, now = nowIso()): ApiKeyView {
   return {
-    id: row.id, name: row.name, prefix: row.prefix, project_id: row.project_id, scopes: decodeJson<string[]>(row.scopes),
-    tenant_id: row.tenant_id, end_user_id: row.end_user_id, created_by: row.created_by, created_at: row.created_at,
-    expires_at: row.expires_at, revoked_at: row.revoked_at, last_used_at: row.last_used_at,
-    status: row.revoked_at !== null ? 'revoked' : row.expires_at !== null && row.expires_at <= now ? 'expired' : 'active',
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    project_id: row.project_id,
+    scopes: decodeJson<string[]>(row.scopes),
+    tenant_id: row.tenant_id,
+    end_user_id: row.end_user_id,
+    created_by: row.created_by,
+    created_at: row.created_at,
+    expires_at: row.expires_at,
+    revoked_at: row.revoked_at,
+    last_used_at: row.last_used_at,
+    status:
+      row.revoked_at !== null ? 'revoked' : row.expires_at !== null && row.expires_at <= now ? 'expired' : 'active',
   };
 }
 
-const orgKeys = (db: Executor, organizationId: string) => db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId);
+const orgKeys = (db: Executor, organizationId: string) =>
+  db.selectFrom('api_keys').selectAll().where('organization_id', '=', organizationId);
 
 export function listApiKeys(db: Executor, organizationId: string, page: PageParams) {
   const now = nowIso();
@@ -74,22 +85,33 @@ export async function issueApiKey(database: Database, ctx: WriteContext, princip
   });
   if (input.tenant_id !== undefined || input.end_user_id !== undefined) {
     scopes.forEach((scope, i) => {
-      if ((KEY_CONTROL_SCOPES as readonly string[]).includes(scope)) throw invalid(`scopes/${i}`, `${scope} cannot be carried by a key bound to a tenant or end user`);
+      if ((KEY_CONTROL_SCOPES as readonly string[]).includes(scope))
+        throw invalid(`scopes/${i}`, `${scope} cannot be carried by a key bound to a tenant or end user`);
     });
   }
   const beyond = scopes.filter((s) => !hasScope(principal.scopes, s));
   if (beyond.length > 0) throw forbidden(`A key cannot carry scopes your credential lacks: ${beyond.join(', ')}`);
-  if (input.expires_at !== undefined && Date.parse(input.expires_at) <= Date.now()) throw invalid('expires_at', 'expires_at must be in the future');
+  if (input.expires_at !== undefined && Date.parse(input.expires_at) <= Date.now())
+    throw invalid('expires_at', 'expires_at must be in the future');
   if (input.end_user_id !== undefined) validateEndUserId(input.end_user_id, 'end_user_id');
-  if (input.project_id !== undefined && !(await findProject(database.db, ctx.organizationId, input.project_id))) throw notFound('Project');
+  if (input.project_id !== undefined && !(await findProject(database.db, ctx.organizationId, input.project_id)))
+    throw notFound('Project');
   return write(database, { ...ctx, projectId: input.project_id ?? null }, async (trx, effects) => {
     const created = await createApiKey(trx, {
-      organizationId: ctx.organizationId, name: input.name, projectId: input.project_id, scopes,
-      tenantId: input.tenant_id, endUserId: input.end_user_id, createdBy: principal.userId,
+      organizationId: ctx.organizationId,
+      name: input.name,
+      projectId: input.project_id,
+      scopes,
+      tenantId: input.tenant_id,
+      endUserId: input.end_user_id,
+      createdBy: principal.userId,
       expiresAt: input.expires_at === undefined ? null : new Date(input.expires_at).toISOString(),
     });
     effects.audit('api_key.create', { type: 'api_key', id: created.id });
-    const view = toApiKeyView(await orgKeys(trx, ctx.organizationId).where('id', '=', created.id).executeTakeFirstOrThrow(), effects.now);
+    const view = toApiKeyView(
+      await orgKeys(trx, ctx.organizationId).where('id', '=', created.id).executeTakeFirstOrThrow(),
+      effects.now,
+    );
     effects.emit('api_key.created', keyEvent(view));
     return { ...view, key: created.key };
   });
@@ -103,7 +125,11 @@ function keyEvent(view: ApiKeyView): EventPayload<'api_key.created'> {
 export type RevokeOutcome = 'revoked' | 'already_revoked' | 'not_found';
 
 /** Revokes keys of the organization, one audit row per key actually revoked. */
-export async function revokeApiKeys(database: Database, ctx: WriteContext, ids: number[]): Promise<Array<{ id: number; status: RevokeOutcome }>> {
+export async function revokeApiKeys(
+  database: Database,
+  ctx: WriteContext,
+  ids: number[],
+): Promise<Array<{ id: number; status: RevokeOutcome }>> {
   try {
     return await revokeInTransaction(database, ctx, ids);
   } finally {
@@ -112,13 +138,25 @@ export async function revokeApiKeys(database: Database, ctx: WriteContext, ids: 
   }
 }
 
-function revokeInTransaction(database: Database, ctx: WriteContext, ids: number[]): Promise<Array<{ id: number; status: RevokeOutcome }>> {
+function revokeInTransaction(
+  database: Database,
+  ctx: WriteContext,
+  ids: number[],
+): Promise<Array<{ id: number; status: RevokeOutcome }>> {
   return write(database, ctx, async (trx, effects) => {
     const results: Array<{ id: number; status: RevokeOutcome }> = [];
     for (const id of ids) {
       if (await revokeApiKey(trx, ctx.organizationId, id, effects.now)) {
         effects.audit('api_key.revoke', { type: 'api_key', id });
-        effects.emit('api_key.revoked', keyEvent(toApiKeyView(await orgKeys(trx, ctx.organizationId).where('id', '=', id).executeTakeFirstOrThrow(), effects.now)));
+        effects.emit(
+          'api_key.revoked',
+          keyEvent(
+            toApiKeyView(
+              await orgKeys(trx, ctx.organizationId).where('id', '=', id).executeTakeFirstOrThrow(),
+              effects.now,
+            ),
+          ),
+        );
         results.push({ id, status: 'revoked' });
       } else {
         const exists = await orgKeys(trx, ctx.organizationId).select('id').where('id', '=', id).executeTakeFirst();
@@ -131,7 +169,10 @@ function revokeInTransaction(database: Database, ctx: WriteContext, ids: number[
 
 /** What a key can do now, without revealing it: its state, reach, and the operations its scopes open. */
 export async function testApiKey(
-  db: Executor, organizationId: string, keyId: number, operations: Array<{ method: string; path: string; accepts: string[]; scope: string | null }>,
+  db: Executor,
+  organizationId: string,
+  keyId: number,
+  operations: Array<{ method: string; path: string; accepts: string[]; scope: string | null }>,
 ) {
   const key = await getApiKey(db, organizationId, keyId);
   let project_status: 'none' | 'active' | 'deleted' = 'none';
@@ -141,7 +182,11 @@ export async function testApiKey(
     id: key.id,
     valid,
     status: key.status,
-    reason: valid ? null : key.status !== 'active' ? `The key is ${key.status}` : 'The project the key is locked to was deleted',
+    reason: valid
+      ? null
+      : key.status !== 'active'
+        ? `The key is ${key.status}`
+        : 'The project the key is locked to was deleted',
     prefix: key.prefix,
     project_id: key.project_id,
     project_status,
@@ -151,7 +196,17 @@ export async function testApiKey(
     expires_at: key.expires_at,
     last_used_at: key.last_used_at,
     operations: valid
-      ? operations.filter((op) => op.accepts.includes('api_key') && (op.scope === null || hasScope(keyScopes({ scopes: key.scopes, tenantId: key.tenant_id, endUserId: key.end_user_id }), op.scope))).map((op) => `${op.method} ${op.path}`)
+      ? operations
+          .filter(
+            (op) =>
+              op.accepts.includes('api_key') &&
+              (op.scope === null ||
+                hasScope(
+                  keyScopes({ scopes: key.scopes, tenantId: key.tenant_id, endUserId: key.end_user_id }),
+                  op.scope,
+                )),
+          )
+          .map((op) => `${op.method} ${op.path}`)
       : [],
   };
 }
@@ -160,7 +215,8 @@ export async function testApiKey(
 
 /** `engram key create`: a key locked to a project, audited as the system actor. The secret is returned once. */
 export async function createKeyAsOperator(
-  database: Database, input: { projectId: string; scopes?: string[]; name?: string },
+  database: Database,
+  input: { projectId: string; scopes?: string[]; name?: string },
 ): Promise<{ id: number; key: string; organizationId: string }> {
   const organizationId = await projectOrganization(database.db, input.projectId);
   if (!organizationId) throw notFound(`Project ${input.projectId}`);
@@ -168,17 +224,34 @@ export async function createKeyAsOperator(
   scopes.forEach((scope, i) => {
     if (!isScope(scope)) throw invalid(`scopes/${i}`, `${scope} is not a known scope`);
   });
-  return write(database, { actor: SYSTEM_ACTOR, organizationId, projectId: input.projectId, requestId: null }, async (trx, effects) => {
-    const key = await createApiKey(trx, { organizationId, projectId: input.projectId, name: input.name ?? 'Operator key', scopes: [...new Set(scopes)] });
-    effects.audit('api_key.create', { type: 'api_key', id: key.id });
-    return { ...key, organizationId };
-  });
+  return write(
+    database,
+    { actor: SYSTEM_ACTOR, organizationId, projectId: input.projectId, requestId: null },
+    async (trx, effects) => {
+      const key = await createApiKey(trx, {
+        organizationId,
+        projectId: input.projectId,
+        name: input.name ?? 'Operator key',
+        scopes: [...new Set(scopes)],
+      });
+      effects.audit('api_key.create', { type: 'api_key', id: key.id });
+      return { ...key, organizationId };
+    },
+  );
 }
 
 /** `engram key revoke`: revoked, already_revoked or not_found. */
 export async function revokeKeyAsOperator(database: Database, keyId: number): Promise<RevokeOutcome> {
-  const row = await database.db.selectFrom('api_keys').select('organization_id').where('id', '=', keyId).executeTakeFirst();
+  const row = await database.db
+    .selectFrom('api_keys')
+    .select('organization_id')
+    .where('id', '=', keyId)
+    .executeTakeFirst();
   if (!row) return 'not_found';
-  const [result] = await revokeApiKeys(database, { actor: SYSTEM_ACTOR, organizationId: row.organization_id, projectId: null, requestId: null }, [keyId]);
+  const [result] = await revokeApiKeys(
+    database,
+    { actor: SYSTEM_ACTOR, organizationId: row.organization_id, projectId: null, requestId: null },
+    [keyId],
+  );
   return result!.status;
 }

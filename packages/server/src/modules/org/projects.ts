@@ -15,14 +15,25 @@ export type ProjectView = Omit<Project, 'organization_id'>;
 const view = ({ organization_id: _, ...rest }: Project): ProjectView => rest;
 
 function slugify(name: string): string {
-  const slug = name.normalize('NFKD').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 56).replace(/-+$/, '');
+  const slug = name
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 56)
+    .replace(/-+$/, '');
   return slug || 'project';
 }
 
 const slugTaken = () => new AppError('conflict', 'Another project of the organization has this slug', 'slug');
 
 async function slugInUse(db: Executor, organizationId: string, slug: string, except?: string): Promise<boolean> {
-  let query = db.selectFrom('projects').select('id').where('organization_id', '=', organizationId).where('slug', '=', slug).where('deleted_at', 'is', null);
+  let query = db
+    .selectFrom('projects')
+    .select('id')
+    .where('organization_id', '=', organizationId)
+    .where('slug', '=', slug)
+    .where('deleted_at', 'is', null);
   if (except) query = query.where('id', '<>', except);
   return (await query.executeTakeFirst()) !== undefined;
 }
@@ -55,9 +66,12 @@ export async function getProject(db: Executor, organizationId: string, projectId
 }
 
 export async function addProject(
-  database: Database, ctx: WriteContext, input: { name: string; slug?: string; description?: string },
+  database: Database,
+  ctx: WriteContext,
+  input: { name: string; slug?: string; description?: string },
 ): Promise<ProjectView> {
-  if (input.slug !== undefined && !SLUG.test(input.slug)) throw invalid('slug', 'slug must be lowercase letters, digits and inner hyphens, at most 64');
+  if (input.slug !== undefined && !SLUG.test(input.slug))
+    throw invalid('slug', 'slug must be lowercase letters, digits and inner hyphens, at most 64');
   return claimingSlug(() =>
     write(database, ctx, async (trx, effects) => {
       let slug = input.slug ?? slugify(input.name);
@@ -67,7 +81,12 @@ export async function addProject(
         const base = slug;
         for (let n = 2; await slugInUse(trx, ctx.organizationId, slug); n++) slug = `${base}-${n}`;
       }
-      const project = await createProject(trx, { organizationId: ctx.organizationId, name: input.name, slug, description: input.description });
+      const project = await createProject(trx, {
+        organizationId: ctx.organizationId,
+        name: input.name,
+        slug,
+        description: input.description,
+      });
       effects.audit('project.create', { type: 'project', id: project.id });
       effects.emit('project.created', { project_id: project.id, name: project.name, slug: project.slug });
       return view(project);
@@ -76,24 +95,43 @@ export async function addProject(
 }
 
 export async function updateProject(
-  database: Database, ctx: WriteContext, projectId: string, patch: { name?: string; slug?: string; description?: string },
+  database: Database,
+  ctx: WriteContext,
+  projectId: string,
+  patch: { name?: string; slug?: string; description?: string },
 ): Promise<ProjectView> {
-  if (patch.slug !== undefined && !SLUG.test(patch.slug)) throw invalid('slug', 'slug must be lowercase letters, digits and inner hyphens, at most 64');
+  if (patch.slug !== undefined && !SLUG.test(patch.slug))
+    throw invalid('slug', 'slug must be lowercase letters, digits and inner hyphens, at most 64');
   return claimingSlug(() =>
     write(database, { ...ctx, projectId }, async (trx, effects) => {
       const current = await findProject(trx, ctx.organizationId, projectId);
       if (!current) throw notFound('Project');
-      const changed = (['name', 'slug', 'description'] as const).filter((f) => patch[f] !== undefined && patch[f] !== current[f]);
+      const changed = (['name', 'slug', 'description'] as const).filter(
+        (f) => patch[f] !== undefined && patch[f] !== current[f],
+      );
       effects.audit('project.update', { type: 'project', id: projectId });
       if (changed.length === 0) return view(current);
-      if (patch.slug !== undefined && changed.includes('slug') && (await slugInUse(trx, ctx.organizationId, patch.slug, projectId))) {
+      if (
+        patch.slug !== undefined &&
+        changed.includes('slug') &&
+        (await slugInUse(trx, ctx.organizationId, patch.slug, projectId))
+      ) {
         throw slugTaken();
       }
       const values = Object.fromEntries(changed.map((f) => [f, patch[f]!]));
-      await trx.updateTable('projects').set({ ...values, updated_at: effects.now }).where('id', '=', projectId).execute();
+      await trx
+        .updateTable('projects')
+        .set({ ...values, updated_at: effects.now })
+        .where('id', '=', projectId)
+        .execute();
       const updated = { ...current, ...values, updated_at: effects.now };
       effects.emit('project.updated', {
-        project_id: projectId, changed, name: updated.name, slug: updated.slug, description: updated.description, updated_at: effects.now,
+        project_id: projectId,
+        changed,
+        name: updated.name,
+        slug: updated.slug,
+        description: updated.description,
+        updated_at: effects.now,
       });
       return view(updated);
     }),
@@ -101,7 +139,11 @@ export async function updateProject(
 }
 
 /** Soft-deletes the project and tombstones its memories: both answer 404 from then on. */
-export async function deleteProject(database: Database, ctx: WriteContext, projectId: string): Promise<{ id: string; deleted_at: string; memories_tombstoned: number }> {
+export async function deleteProject(
+  database: Database,
+  ctx: WriteContext,
+  projectId: string,
+): Promise<{ id: string; deleted_at: string; memories_tombstoned: number }> {
   try {
     return await softDelete(database, ctx, projectId);
   } finally {
@@ -110,7 +152,11 @@ export async function deleteProject(database: Database, ctx: WriteContext, proje
   }
 }
 
-function softDelete(database: Database, ctx: WriteContext, projectId: string): Promise<{ id: string; deleted_at: string; memories_tombstoned: number }> {
+function softDelete(
+  database: Database,
+  ctx: WriteContext,
+  projectId: string,
+): Promise<{ id: string; deleted_at: string; memories_tombstoned: number }> {
   return write(database, { ...ctx, projectId }, async (trx, effects) => {
     const deleted = await trx
       .updateTable('projects')

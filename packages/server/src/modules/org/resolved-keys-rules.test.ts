@@ -8,7 +8,16 @@ import { ResolvedKeys } from './resolved-keys.js';
  * (resolved-keys.test.ts proves the whole on both databases, across processes.)
  */
 const record = (id: number, expiresAt: string | null = null): ApiKeyRecord => ({
-  id, organizationId: 'org_a', projectId: null, scopes: [], tenantId: null, endUserId: null, lastUsedAt: null, expiresAt, liveProjectId: 'proj_a', clock: 0,
+  id,
+  organizationId: 'org_a',
+  projectId: null,
+  scopes: [],
+  tenantId: null,
+  endUserId: null,
+  lastUsedAt: null,
+  expiresAt,
+  liveProjectId: 'proj_a',
+  clock: 0,
 });
 const NOW = '2026-01-01T00:00:00.000Z';
 

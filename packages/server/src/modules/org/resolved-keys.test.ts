@@ -18,7 +18,11 @@ forEachDialect('resolved API keys across processes', (dialect) => {
   const owner = useOwner(t);
   let b: ServerProcess;
   beforeAll(async () => {
-    b = await startServerProcess({ ENGRAM_DATABASE_URL: t.databaseUrl, ENGRAM_RUN_JOBS: 'false', ENGRAM_LOG_LEVEL: 'warn' });
+    b = await startServerProcess({
+      ENGRAM_DATABASE_URL: t.databaseUrl,
+      ENGRAM_RUN_JOBS: 'false',
+      ENGRAM_LOG_LEVEL: 'warn',
+    });
   });
   afterAll(async () => {
     // Its listening connection does not keep it from stopping.
@@ -27,13 +31,21 @@ forEachDialect('resolved API keys across processes', (dialect) => {
 
   let n = 0;
   const addOnB = async (key: string, projectId = t.projectId) =>
-    (await fetch(`${b.url}/memory/add`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-project-id': projectId, 'x-end-user-id': 'u' },
-      body: JSON.stringify({ text: `fact number ${++n} about resolved keys` }),
-    })).status;
+    (
+      await fetch(`${b.url}/memory/add`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': key,
+          'x-project-id': projectId,
+          'x-end-user-id': 'u',
+        },
+        body: JSON.stringify({ text: `fact number ${++n} about resolved keys` }),
+      })
+    ).status;
   const addOnA = async (key: string, project = t.projectId) =>
-    (await t.call('POST', '/memory/add', { key, project, body: { text: `fact number ${++n} about resolved keys` } })).status;
+    (await t.call('POST', '/memory/add', { key, project, body: { text: `fact number ${++n} about resolved keys` } }))
+      .status;
 
   it('refuses a key revoked through the other instance at once, on both', async () => {
     const key = await t.newKey();
@@ -84,7 +96,8 @@ forEachDialect('resolved API keys across processes', (dialect) => {
 
   if (dialect === 'postgres') {
     /** Resolves once A has heard every credentials notification committed before the call (Watch.caughtUp). */
-    const caughtUpOnA = () => listeningCache(t.database, CREDENTIALS_CHANNEL, () => new ResolvedKeys())!.watch.caughtUp();
+    const caughtUpOnA = () =>
+      listeningCache(t.database, CREDENTIALS_CHANNEL, () => new ResolvedKeys())!.watch.caughtUp();
 
     it('holds a resolved key until notified: a change that notifies no one is not seen, so every change must notify', async () => {
       const key = await t.newKey();
@@ -111,10 +124,16 @@ forEachDialect('resolved API keys across processes', (dialect) => {
       const created = await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Second for keys' } });
       const second = created.body.id as string;
       const key = await t.newKey();
-      for (const project of [t.projectId, second, t.projectId, second]) expect(await addOnA(key.key, project)).toBe(201);
-      const counts = await t.database.db.selectFrom('memories').select(['project_id', (eb) => eb.fn.countAll<number>().as('n')])
-        .where('project_id', 'in', [t.projectId, second]).where('end_user_id', '=', 'user-1').where('text', 'like', 'fact number %')
-        .groupBy('project_id').execute();
+      for (const project of [t.projectId, second, t.projectId, second])
+        expect(await addOnA(key.key, project)).toBe(201);
+      const counts = await t.database.db
+        .selectFrom('memories')
+        .select(['project_id', (eb) => eb.fn.countAll<number>().as('n')])
+        .where('project_id', 'in', [t.projectId, second])
+        .where('end_user_id', '=', 'user-1')
+        .where('text', 'like', 'fact number %')
+        .groupBy('project_id')
+        .execute();
       expect(Object.fromEntries(counts.map((c) => [c.project_id, Number(c.n)]))[second]).toBe(2);
     });
 
@@ -149,7 +168,11 @@ forEachDialect('resolved API keys across processes', (dialect) => {
         const url = new URL(t.databaseUrl);
         relay = await startSlowRelay({ host: url.hostname, port: Number(url.port || 5432) }, 60);
         url.host = `127.0.0.1:${relay.port}`;
-        slow = await startServerProcess({ ENGRAM_DATABASE_URL: url.toString(), ENGRAM_RUN_JOBS: 'false', ENGRAM_LOG_LEVEL: 'warn' });
+        slow = await startServerProcess({
+          ENGRAM_DATABASE_URL: url.toString(),
+          ENGRAM_RUN_JOBS: 'false',
+          ENGRAM_LOG_LEVEL: 'warn',
+        });
       });
       afterAll(async () => {
         expect(await slow.stop()).toBe(0);
@@ -158,17 +181,32 @@ forEachDialect('resolved API keys across processes', (dialect) => {
       const onSlow = async (path: string, key: string, body: unknown) => {
         const res = await fetch(`${slow.url}${path}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-api-key': key, 'x-project-id': t.projectId, 'x-end-user-id': 'slow' },
+          headers: {
+            'content-type': 'application/json',
+            'x-api-key': key,
+            'x-project-id': t.projectId,
+            'x-end-user-id': 'slow',
+          },
           body: JSON.stringify(body),
         });
         return { status: res.status, body: (await res.json()) as { memories?: unknown[] } };
       };
-      const addOnSlow = async (key: string) => (await onSlow('/memory/add', key, { text: `fact number ${++n} about resolved keys` })).status;
+      const addOnSlow = async (key: string) =>
+        (await onSlow('/memory/add', key, { text: `fact number ${++n} about resolved keys` })).status;
       const queryOnSlow = (key: string) => onSlow('/memory/query', key, { query: 'resolved keys fact' });
       const written = async () => {
-        const memories = await t.database.db.selectFrom('memories').select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', t.projectId).executeTakeFirstOrThrow();
-        const revision = await t.database.db.selectFrom('end_users').select('revision')
-          .where('project_id', '=', t.projectId).where('tenant_id', '=', '').where('end_user_id', '=', 'slow').executeTakeFirst();
+        const memories = await t.database.db
+          .selectFrom('memories')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('project_id', '=', t.projectId)
+          .executeTakeFirstOrThrow();
+        const revision = await t.database.db
+          .selectFrom('end_users')
+          .select('revision')
+          .where('project_id', '=', t.projectId)
+          .where('tenant_id', '=', '')
+          .where('end_user_id', '=', 'slow')
+          .executeTakeFirst();
         return { memories: Number(memories.n), revision: revision?.revision };
       };
       /** A key the slow process holds, read at the same clock as the organization's subscriptions it holds. */
@@ -183,7 +221,8 @@ forEachDialect('resolved API keys across processes', (dialect) => {
         }
         return key;
       };
-      const revoke = async (key: { id: number }) => expect((await t.call('DELETE', `/org/api-keys/${key.id}`, { token: owner.token })).body.status).toBe('revoked');
+      const revoke = async (key: { id: number }) =>
+        expect((await t.call('DELETE', `/org/api-keys/${key.id}`, { token: owner.token })).body.status).toBe('revoked');
 
       it('refuses at once an add with a key revoked elsewhere, and writes nothing with it', async () => {
         const key = await heldKey();
@@ -204,7 +243,14 @@ forEachDialect('resolved API keys across processes', (dialect) => {
       it('refuses at once a query with a key revoked elsewhere when the index held is behind, and answers nothing', async () => {
         const key = await heldKey();
         // Written through the other instance: the slow process's index of this end user is behind, so its query reads rows anew.
-        expect((await t.call('POST', '/memory/add', { endUser: 'slow', body: { text: `fact number ${++n} about resolved keys` } })).status).toBe(201);
+        expect(
+          (
+            await t.call('POST', '/memory/add', {
+              endUser: 'slow',
+              body: { text: `fact number ${++n} about resolved keys` },
+            })
+          ).status,
+        ).toBe(201);
         await revoke(key);
         const query = await queryOnSlow(key.key);
         expect(query.status).toBe(401);
@@ -213,7 +259,9 @@ forEachDialect('resolved API keys across processes', (dialect) => {
 
       it('serves a held key whose clock moved for another reason: looked up again and run once', async () => {
         const moveTheClock = async () =>
-          expect((await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Moves the clock' } })).status).toBe(201);
+          expect(
+            (await t.call('POST', '/org/projects', { token: owner.token, body: { name: 'Moves the clock' } })).status,
+          ).toBe(201);
         const key = await heldKey();
         const before = await written();
         await moveTheClock();

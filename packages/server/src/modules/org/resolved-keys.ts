@@ -54,7 +54,10 @@ export class ResolvedKeys extends ListeningCache<ApiKeyRecord> {
  * not when its last use is due to be recorded, a write that must not be made with a revoked key.
  */
 export async function resolveKey(
-  database: Database, presented: string, requestedProjectId?: string, checksClock = false,
+  database: Database,
+  presented: string,
+  requestedProjectId?: string,
+  checksClock = false,
 ): Promise<{ key: ApiKeyRecord; caughtUp: boolean; heldAt?: number } | undefined> {
   const state = listeningCache(database, CREDENTIALS_CHANNEL, () => new ResolvedKeys());
   if (!state) return resolveByClock(database, presented, requestedProjectId);
@@ -62,7 +65,8 @@ export async function resolveKey(
   const now = nowIso();
   const slot = keySlot(presented, requestedProjectId);
   const found = keys.find(slot, now);
-  if (found && checksClock && !lastUseDue(found.lastUsedAt, new Date())) return { key: found, caughtUp: false, heldAt: found.clock };
+  if (found && checksClock && !lastUseDue(found.lastUsedAt, new Date()))
+    return { key: found, caughtUp: false, heldAt: found.clock };
   if (found) {
     const heldSince = keys.generation;
     await watch.caughtUp();
@@ -99,7 +103,8 @@ async function resolveByClock(database: Database, presented: string, requestedPr
   return key && { key, caughtUp: false };
 }
 
-const keySlot = (presented: string, requestedProjectId: string | undefined) => `${sha256Hex(presented)} ${requestedProjectId ?? ''}`;
+const keySlot = (presented: string, requestedProjectId: string | undefined) =>
+  `${sha256Hex(presented)} ${requestedProjectId ?? ''}`;
 
 /** A held key whose clock has moved (CredentialsMoved): the next resolution looks it up again, reading the clock anew. */
 export function forgetKey(database: Database, presented: string, requestedProjectId?: string): void {

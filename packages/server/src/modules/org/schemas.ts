@@ -10,9 +10,16 @@ export const Organization = Type.Object({
   created_at: Timestamp,
   current: Type.Boolean({ description: 'The organization this call acts in' }),
 });
-export const NewOrganizationBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false });
+export const NewOrganizationBody = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200 }) },
+  { additionalProperties: false },
+);
 
-const Slug = Type.String({ minLength: 1, maxLength: 64, description: 'Lowercase letters, digits and inner hyphens; unique in the organization' });
+const Slug = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  description: 'Lowercase letters, digits and inner hyphens; unique in the organization',
+});
 const ProjectName = Type.String({ minLength: 1, maxLength: 200 });
 const Description = Type.String({ maxLength: 2000 });
 
@@ -26,7 +33,11 @@ export const Project = Type.Object({
   updated_at: Timestamp,
 });
 export const ProjectPatch = Type.Object({
-  id: Type.String(), name: Type.String(), slug: Type.String(), description: Type.String(), updated_at: Timestamp,
+  id: Type.String(),
+  name: Type.String(),
+  slug: Type.String(),
+  description: Type.String(),
+  updated_at: Timestamp,
 });
 export const NewProjectBody = Type.Object(
   { name: ProjectName, slug: Type.Optional(Slug), description: Type.Optional(Description) },
@@ -36,7 +47,11 @@ export const ProjectPatchBody = Type.Object(
   { name: Type.Optional(ProjectName), slug: Type.Optional(Slug), description: Type.Optional(Description) },
   { additionalProperties: false },
 );
-export const ProjectDeleted = Type.Object({ id: Type.String(), deleted_at: Timestamp, memories_tombstoned: Type.Integer() });
+export const ProjectDeleted = Type.Object({
+  id: Type.String(),
+  deleted_at: Timestamp,
+  memories_tombstoned: Type.Integer(),
+});
 
 export const KeyParams = Type.Object({ key_id: Type.Integer({ minimum: 1 }) });
 const keyFields = {
@@ -55,15 +70,24 @@ const keyFields = {
   status: Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')]),
 };
 export const ApiKey = Type.Object(keyFields);
-export const CreatedApiKey = Type.Object({ ...keyFields, key: Type.String({ description: 'The secret; shown this once only' }) });
+export const CreatedApiKey = Type.Object({
+  ...keyFields,
+  key: Type.String({ description: 'The secret; shown this once only' }),
+});
 export const NewApiKeyBody = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
-    project_id: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Lock the key to this project' })),
+    project_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'Lock the key to this project' }),
+    ),
     scopes: Type.Optional(Type.Array(Type.String(), { minItems: 1, maxItems: 64, uniqueItems: true })),
     expires_at: Type.Optional(Type.String({ format: 'date-time' })),
-    tenant_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Bind the key to one /v1 tenant' })),
-    end_user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Bind the key to one end user' })),
+    tenant_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 256, description: 'Bind the key to one /v1 tenant' }),
+    ),
+    end_user_id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 256, description: 'Bind the key to one end user' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -88,8 +112,10 @@ export const BulkRevokeBody = Type.Object(
 );
 export const BulkRevokeResult = Type.Object({
   totals: Type.Object({ revoked: Type.Integer(), already_revoked: Type.Integer(), not_found: Type.Integer() }),
-  results: Type.Array(Type.Object({
-    id: Type.Integer(),
-    status: Type.Union([Type.Literal('revoked'), Type.Literal('already_revoked'), Type.Literal('not_found')]),
-  })),
+  results: Type.Array(
+    Type.Object({
+      id: Type.Integer(),
+      status: Type.Union([Type.Literal('revoked'), Type.Literal('already_revoked'), Type.Literal('not_found')]),
+    }),
+  ),
 });

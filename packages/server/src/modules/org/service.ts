@@ -30,7 +30,11 @@ export interface Project {
 
 export const newOrganizationId = () => prefixedId('org');
 
-export async function createOrganization(db: Executor, name: string, id = newOrganizationId()): Promise<{ id: string; name: string }> {
+export async function createOrganization(
+  db: Executor,
+  name: string,
+  id = newOrganizationId(),
+): Promise<{ id: string; name: string }> {
   const org = { id, name, created_at: nowIso() };
   await db.insertInto('organizations').values(org).execute();
   return { id: org.id, name };
@@ -55,7 +59,11 @@ export async function createProject(
 }
 
 /** A live project of the organization, or undefined: callers answer 404 either way. */
-export async function findProject(db: Executor, organizationId: string, projectId: string): Promise<Project | undefined> {
+export async function findProject(
+  db: Executor,
+  organizationId: string,
+  projectId: string,
+): Promise<Project | undefined> {
   return db
     .selectFrom('projects')
     .select(['id', 'organization_id', 'name', 'slug', 'description', 'created_at', 'updated_at'])
@@ -75,7 +83,10 @@ export async function createUser(db: Executor, email: string, password: string):
 }
 
 export async function addMembership(db: Executor, organizationId: string, userId: number, role: string): Promise<void> {
-  await db.insertInto('memberships').values({ organization_id: organizationId, user_id: userId, role, created_at: nowIso() }).execute();
+  await db
+    .insertInto('memberships')
+    .values({ organization_id: organizationId, user_id: userId, role, created_at: nowIso() })
+    .execute();
 }
 
 const KEY_PREFIX_LENGTH = 12;
@@ -120,7 +131,12 @@ export async function createApiKey(
   return { id: row.id, key };
 }
 
-export async function revokeApiKey(db: Executor, organizationId: string, keyId: number, now = nowIso()): Promise<boolean> {
+export async function revokeApiKey(
+  db: Executor,
+  organizationId: string,
+  keyId: number,
+  now = nowIso(),
+): Promise<boolean> {
   const result = await db
     .updateTable('api_keys')
     .set({ revoked_at: now })
@@ -147,8 +163,16 @@ const keyCandidates = prepared(2, (db, prefix: string, requestedProjectId: strin
     )
     .select([
       'projects.id as live_project_id',
-      'api_keys.id', 'api_keys.organization_id', 'api_keys.project_id', 'api_keys.key_hash', 'api_keys.scopes',
-      'api_keys.tenant_id', 'api_keys.end_user_id', 'api_keys.expires_at', 'api_keys.revoked_at', 'api_keys.last_used_at',
+      'api_keys.id',
+      'api_keys.organization_id',
+      'api_keys.project_id',
+      'api_keys.key_hash',
+      'api_keys.scopes',
+      'api_keys.tenant_id',
+      'api_keys.end_user_id',
+      'api_keys.expires_at',
+      'api_keys.revoked_at',
+      'api_keys.last_used_at',
       clockNow.as('clock'),
     ])
     .where('api_keys.prefix', '=', prefix),
@@ -249,33 +273,56 @@ export function memberships(db: Executor, userId: number) {
   return db
     .selectFrom('memberships')
     .innerJoin('organizations', 'organizations.id', 'memberships.organization_id')
-    .select(['memberships.organization_id as organizationId', 'organizations.name', 'memberships.role', 'memberships.created_at as createdAt'])
+    .select([
+      'memberships.organization_id as organizationId',
+      'organizations.name',
+      'memberships.role',
+      'memberships.created_at as createdAt',
+    ])
     .where('memberships.user_id', '=', userId)
     .orderBy('memberships.created_at')
     .orderBy('memberships.organization_id');
 }
 
 /** The membership a bearer call acts under: the named organization, else the first. */
-export async function membershipOf(db: Executor, userId: number, organizationId?: string): Promise<Membership | undefined> {
+export async function membershipOf(
+  db: Executor,
+  userId: number,
+  organizationId?: string,
+): Promise<Membership | undefined> {
   let query = memberships(db, userId);
   if (organizationId !== undefined) query = query.where('memberships.organization_id', '=', organizationId);
   return query.limit(1).executeTakeFirst();
 }
 
 /** The user with this e-mail address and their password hash, for sign-in. */
-export async function userCredentials(db: Executor, email: string): Promise<{ id: number; passwordHash: string } | undefined> {
-  const row = await db.selectFrom('users').select(['id', 'password_hash']).where('email', '=', email).executeTakeFirst();
+export async function userCredentials(
+  db: Executor,
+  email: string,
+): Promise<{ id: number; passwordHash: string } | undefined> {
+  const row = await db
+    .selectFrom('users')
+    .select(['id', 'password_hash'])
+    .where('email', '=', email)
+    .executeTakeFirst();
   return row && { id: row.id, passwordHash: row.password_hash };
 }
 
 /** The user ids of an organization's members. */
 export async function memberUserIds(db: Executor, organizationId: string): Promise<number[]> {
-  const rows = await db.selectFrom('memberships').select('user_id').where('organization_id', '=', organizationId).execute();
+  const rows = await db
+    .selectFrom('memberships')
+    .select('user_id')
+    .where('organization_id', '=', organizationId)
+    .execute();
   return rows.map((r) => r.user_id);
 }
 
 export async function organizationExists(db: Executor, organizationId: string): Promise<boolean> {
-  return (await db.selectFrom('organizations').select('id').where('id', '=', organizationId).executeTakeFirst()) !== undefined;
+  return (
+    (await db.selectFrom('organizations').select('id').where('id', '=', organizationId).executeTakeFirst()) !==
+    undefined
+  );
 }
 
 /** The ids of an organization's projects: live ones only, or deleted ones too. */
@@ -300,21 +347,40 @@ export interface UserRecord {
 
 export async function findUser(db: Executor, by: { email: string } | { id: number }): Promise<UserRecord | undefined> {
   const query = db.selectFrom('users').select(['id', 'email', 'password_hash', 'created_at']);
-  const row = await ('email' in by ? query.where('email', '=', by.email.trim().toLowerCase()) : query.where('id', '=', by.id)).executeTakeFirst();
+  const row = await ('email' in by
+    ? query.where('email', '=', by.email.trim().toLowerCase())
+    : query.where('id', '=', by.id)
+  ).executeTakeFirst();
   return row && { id: row.id, email: row.email, passwordHash: row.password_hash, createdAt: row.created_at };
 }
 
 export async function setPassword(db: Executor, userId: number, password: string): Promise<void> {
-  await db.updateTable('users').set({ password_hash: await hashPassword(password) }).where('id', '=', userId).execute();
+  await db
+    .updateTable('users')
+    .set({ password_hash: await hashPassword(password) })
+    .where('id', '=', userId)
+    .execute();
 }
 
 /** Every account, oldest first, with its memberships (for `engram user list`). */
-export async function listUsers(db: Executor): Promise<Array<{ id: number; email: string; createdAt: string; memberships: Array<{ organizationId: string; role: string }> }>> {
+export async function listUsers(
+  db: Executor,
+): Promise<
+  Array<{ id: number; email: string; createdAt: string; memberships: Array<{ organizationId: string; role: string }> }>
+> {
   const users = await db.selectFrom('users').select(['id', 'email', 'created_at']).orderBy('id').execute();
-  const rows = await db.selectFrom('memberships').select(['user_id', 'organization_id', 'role']).orderBy('created_at').execute();
+  const rows = await db
+    .selectFrom('memberships')
+    .select(['user_id', 'organization_id', 'role'])
+    .orderBy('created_at')
+    .execute();
   return users.map((u) => ({
-    id: u.id, email: u.email, createdAt: u.created_at,
-    memberships: rows.filter((m) => m.user_id === u.id).map((m) => ({ organizationId: m.organization_id, role: m.role })),
+    id: u.id,
+    email: u.email,
+    createdAt: u.created_at,
+    memberships: rows
+      .filter((m) => m.user_id === u.id)
+      .map((m) => ({ organizationId: m.organization_id, role: m.role })),
   }));
 }
 
@@ -345,7 +411,11 @@ export async function findMember(db: Executor, organizationId: string, userId: n
  * locked (in user id order, so two counts never deadlock), so two concurrent demotions cannot
  * both see a second owner.
  */
-export async function ownerCount(db: Executor, organizationId: string, dialect: 'sqlite' | 'postgres'): Promise<number> {
+export async function ownerCount(
+  db: Executor,
+  organizationId: string,
+  dialect: 'sqlite' | 'postgres',
+): Promise<number> {
   const rows = await db
     .selectFrom('memberships')
     .select('user_id')
@@ -363,30 +433,64 @@ export async function ownerCount(db: Executor, organizationId: string, dialect: 
  * write takes every membership row it will lock here, first. SQLite: nothing (its writes run one at a time).
  */
 export async function lockMemberships(
-  db: Executor, organizationId: string, userIds: number[], owners: boolean, dialect: 'sqlite' | 'postgres',
+  db: Executor,
+  organizationId: string,
+  userIds: number[],
+  owners: boolean,
+  dialect: 'sqlite' | 'postgres',
 ): Promise<void> {
   if (dialect !== 'postgres') return;
-  await db.selectFrom('memberships').select('user_id').where('organization_id', '=', organizationId)
+  await db
+    .selectFrom('memberships')
+    .select('user_id')
+    .where('organization_id', '=', organizationId)
     .where((eb) => eb.or([eb('user_id', 'in', userIds), ...(owners ? [eb('role', '=', 'owner')] : [])]))
-    .orderBy('user_id').forUpdate().execute();
+    .orderBy('user_id')
+    .forUpdate()
+    .execute();
 }
 
 /** Gives the member `role` if their role is still `from`, the one the change was decided on; false if it is not (changed meanwhile). */
-export async function setMemberRole(db: Executor, organizationId: string, userId: number, role: string, from: string): Promise<boolean> {
-  const changed = await db.updateTable('memberships').set({ role })
-    .where('organization_id', '=', organizationId).where('user_id', '=', userId).where('role', '=', from).executeTakeFirst();
+export async function setMemberRole(
+  db: Executor,
+  organizationId: string,
+  userId: number,
+  role: string,
+  from: string,
+): Promise<boolean> {
+  const changed = await db
+    .updateTable('memberships')
+    .set({ role })
+    .where('organization_id', '=', organizationId)
+    .where('user_id', '=', userId)
+    .where('role', '=', from)
+    .executeTakeFirst();
   return Number(changed.numUpdatedRows) > 0;
 }
 
 /** Removes the member if their role is still `role`, the one the removal was decided on; false if it is not (changed meanwhile). */
-export async function removeMembership(db: Executor, organizationId: string, userId: number, role: string): Promise<boolean> {
-  const removed = await db.deleteFrom('memberships')
-    .where('organization_id', '=', organizationId).where('user_id', '=', userId).where('role', '=', role).executeTakeFirst();
+export async function removeMembership(
+  db: Executor,
+  organizationId: string,
+  userId: number,
+  role: string,
+): Promise<boolean> {
+  const removed = await db
+    .deleteFrom('memberships')
+    .where('organization_id', '=', organizationId)
+    .where('user_id', '=', userId)
+    .where('role', '=', role)
+    .executeTakeFirst();
   return Number(removed.numDeletedRows) > 0;
 }
 
 /** A live project of the organization, for the operator CLI's `key create`. */
 export async function projectOrganization(db: Executor, projectId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('projects').select('organization_id').where('id', '=', projectId).where('deleted_at', 'is', null).executeTakeFirst();
+  const row = await db
+    .selectFrom('projects')
+    .select('organization_id')
+    .where('id', '=', projectId)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
   return row?.organization_id;
 }

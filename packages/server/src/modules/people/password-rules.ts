@@ -22,9 +22,12 @@ function commonPasswords(): Set<string> {
 /** Throws a 400 naming `field` when the password breaks a rule. */
 export function checkPassword(password: string, email: string, field: string): void {
   const length = [...password].length;
-  if (length < PASSWORD_MIN_LENGTH) throw invalid(field, `The password must have at least ${PASSWORD_MIN_LENGTH} characters`);
-  if (length > PASSWORD_MAX_LENGTH) throw invalid(field, `The password must have at most ${PASSWORD_MAX_LENGTH} characters`);
+  if (length < PASSWORD_MIN_LENGTH)
+    throw invalid(field, `The password must have at least ${PASSWORD_MIN_LENGTH} characters`);
+  if (length > PASSWORD_MAX_LENGTH)
+    throw invalid(field, `The password must have at most ${PASSWORD_MAX_LENGTH} characters`);
   const normalised = password.trim().toLowerCase();
   if (normalised === email.trim().toLowerCase()) throw invalid(field, 'The password must not be the e-mail address');
-  if (commonPasswords().has(normalised)) throw invalid(field, 'This password is on the list of common passwords; choose another');
+  if (commonPasswords().has(normalised))
+    throw invalid(field, 'This password is on the list of common passwords; choose another');
 }

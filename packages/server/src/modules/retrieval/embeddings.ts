@@ -18,7 +18,10 @@ export class EmbeddingStore {
    */
   private readonly queries = new Map<string, Float32Array>();
 
-  constructor(readonly embedder: Embedder | null, private readonly cachedQueries = QUERY_CACHE_ENTRIES) {}
+  constructor(
+    readonly embedder: Embedder | null,
+    private readonly cachedQueries = QUERY_CACHE_ENTRIES,
+  ) {}
 
   get id(): string {
     return this.embedder?.id ?? 'builtin';
@@ -51,7 +54,13 @@ export class EmbeddingStore {
    * with that text (not forgotten or its summary rewritten meanwhile, whose erasure would not see
    * it), checked in the storing transaction under its owner's lock (memoriesHeld).
    */
-  async store(database: Database, projectId: string, rows: IndexedMemory[], into = new Map<number, Float32Array>(), fresh = false): Promise<void> {
+  async store(
+    database: Database,
+    projectId: string,
+    rows: IndexedMemory[],
+    into = new Map<number, Float32Array>(),
+    fresh = false,
+  ): Promise<void> {
     if (!this.embedder || rows.length === 0) return;
     const hashes = rows.map((r) => textHash(r.text));
     const known = new Map<string, Float32Array>();
@@ -69,7 +78,9 @@ export class EmbeddingStore {
         for (const f of found) if (f.text_hash) known.set(f.text_hash, decodeVector(f.vector));
       }
     }
-    const missing = [...new Map(rows.flatMap((r, i) => (known.has(hashes[i]!) ? [] : [[hashes[i]!, r.text] as const]))).entries()];
+    const missing = [
+      ...new Map(rows.flatMap((r, i) => (known.has(hashes[i]!) ? [] : [[hashes[i]!, r.text] as const]))).entries(),
+    ];
     if (missing.length > 0) {
       const fresh = await this.embed(missing.map(([, text]) => text));
       missing.forEach(([hash], i) => known.set(hash, fresh[i]!));
@@ -79,18 +90,41 @@ export class EmbeddingStore {
     for (let i = 0; i < rows.length; i += 200) {
       const batch = rows.slice(i, i + 200);
       await database.db.transaction().execute(async (trx) => {
-        const current = new Map((await memoriesHeld(database, trx, { projectId }, batch.map((r) => r.id))).map((m) => [m.id, m.text]));
-        const values = batch.flatMap((r, j) => (current.get(r.id) === r.text ? [{
-          memory_id: r.id, embedder: this.embedder!.id, project_id: projectId, vector: encodeVector(embedded[i + j]!), created_at: now,
-          text_hash: hashes[i + j]!,
-        }] : []));
+        const current = new Map(
+          (
+            await memoriesHeld(
+              database,
+              trx,
+              { projectId },
+              batch.map((r) => r.id),
+            )
+          ).map((m) => [m.id, m.text]),
+        );
+        const values = batch.flatMap((r, j) =>
+          current.get(r.id) === r.text
+            ? [
+                {
+                  memory_id: r.id,
+                  embedder: this.embedder!.id,
+                  project_id: projectId,
+                  vector: encodeVector(embedded[i + j]!),
+                  created_at: now,
+                  text_hash: hashes[i + j]!,
+                },
+              ]
+            : [],
+        );
         if (values.length === 0) return;
         await trx
           .insertInto('memory_embeddings')
           .values(values)
-          .onConflict((oc) => oc.columns(['memory_id', 'embedder']).doUpdateSet((eb) => ({
-            vector: eb.ref('excluded.vector'), text_hash: eb.ref('excluded.text_hash'), created_at: now,
-          })))
+          .onConflict((oc) =>
+            oc.columns(['memory_id', 'embedder']).doUpdateSet((eb) => ({
+              vector: eb.ref('excluded.vector'),
+              text_hash: eb.ref('excluded.text_hash'),
+              created_at: now,
+            })),
+          )
           .execute();
       });
     }

@@ -14,8 +14,10 @@ export const REFRESH_JOB = 'embeddings.refresh';
 export function createEmbedder(config: Config['retrieval']['embedder']): Embedder | null {
   if (config.kind === 'builtin') return null;
   return openAiEmbedder({
-    baseUrl: config.baseUrl, model: config.model,
-    ...(config.apiKey ? { apiKey: config.apiKey } : {}), ...(config.dimensions ? { dimensions: config.dimensions } : {}),
+    baseUrl: config.baseUrl,
+    model: config.model,
+    ...(config.apiKey ? { apiKey: config.apiKey } : {}),
+    ...(config.dimensions ? { dimensions: config.dimensions } : {}),
   });
 }
 
@@ -38,16 +40,41 @@ export interface RetrievalEngine {
 export function createRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine {
   if (!config.searchThread || !opensAgain(database.config)) return createInProcessRetrieval(database, config);
   // Its PostgreSQL pool: half the process's again (retrieval reads one statement a call), two at least.
-  const threadDatabase = database.config.dialect === 'postgres' ? { ...database.config, poolSize: Math.max(2, Math.ceil(database.config.poolSize / 2)) } : database.config;
+  const threadDatabase =
+    database.config.dialect === 'postgres'
+      ? { ...database.config, poolSize: Math.max(2, Math.ceil(database.config.poolSize / 2)) }
+      : database.config;
   const thread = new RetrievalThread({ database: threadDatabase, retrieval: config }, database);
-  return { embeddings: new EmbeddingStore(createEmbedder(config.embedder)), cache: thread.cache, retrieval: thread.retrieval, start: () => thread.start(), close: () => thread.close() };
+  return {
+    embeddings: new EmbeddingStore(createEmbedder(config.embedder)),
+    cache: thread.cache,
+    retrieval: thread.retrieval,
+    start: () => thread.start(),
+    close: () => thread.close(),
+  };
 }
 
 /** The engine on this thread: the index cache and the searches it serves (also the search thread's own, thread-worker.ts). */
-export function createInProcessRetrieval(database: Database, config: Config['retrieval']): RetrievalEngine & { cache: IndexCache; retrieval: Retrieval } {
+export function createInProcessRetrieval(
+  database: Database,
+  config: Config['retrieval'],
+): RetrievalEngine & { cache: IndexCache; retrieval: Retrieval } {
   const embeddings = new EmbeddingStore(createEmbedder(config.embedder));
-  const cache = new IndexCache(database, embeddings, config.indexCacheBytes, config.projectIndexMaxMemories, config.indexSnapshotMinMemories, config.indexContextCacheShare);
-  return { embeddings, cache, retrieval: new Retrieval(database, cache, embeddings), start: () => {}, close: async () => {} };
+  const cache = new IndexCache(
+    database,
+    embeddings,
+    config.indexCacheBytes,
+    config.projectIndexMaxMemories,
+    config.indexSnapshotMinMemories,
+    config.indexContextCacheShare,
+  );
+  return {
+    embeddings,
+    cache,
+    retrieval: new Retrieval(database, cache, embeddings),
+    start: () => {},
+    close: async () => {},
+  };
 }
 
 /** The `embeddings.refresh` job: recomputes stored vectors for an end user or a whole project, reporting progress. */

@@ -21,10 +21,21 @@ export interface FeedbackView {
 }
 
 const toView = (r: {
-  id: number; memory_id: number; rating: number; query: string | null; comment: string | null; created_at: string; withdrawn_at: string | null;
+  id: number;
+  memory_id: number;
+  rating: number;
+  query: string | null;
+  comment: string | null;
+  created_at: string;
+  withdrawn_at: string | null;
 }): FeedbackView => ({
-  id: r.id, memory_id: r.memory_id, rating: r.rating > 0 ? 'positive' : 'negative', query: r.query, comment: r.comment,
-  created_at: r.created_at, withdrawn_at: r.withdrawn_at,
+  id: r.id,
+  memory_id: r.memory_id,
+  rating: r.rating > 0 ? 'positive' : 'negative',
+  query: r.query,
+  comment: r.comment,
+  created_at: r.created_at,
+  withdrawn_at: r.withdrawn_at,
 });
 
 /** Net live rating per memory. Large sets are summed per owner instead of by an id list. */
@@ -48,7 +59,9 @@ export async function feedbackSums(db: Executor, ids: number[], owner?: Owner): 
     return sums;
   }
   for (let i = 0; i < ids.length; i += 500) {
-    const rows = await base().where('memory_id', 'in', ids.slice(i, i + 500)).execute();
+    const rows = await base()
+      .where('memory_id', 'in', ids.slice(i, i + 500))
+      .execute();
     for (const r of rows) sums.set(r.memory_id, Number(r.net));
   }
   return sums;
@@ -69,9 +82,16 @@ export async function addFeedback(
     const row = await trx
       .insertInto('feedback')
       .values({
-        project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId, memory_id: memoryId,
-        rating: input.rating === 'positive' ? 1 : -1, query: input.query ?? null, comment: input.comment ?? null,
-        actor_type: ctx.actor.type, actor_id: ctx.actor.id, created_at: effects.now,
+        project_id: owner.projectId,
+        tenant_id: owner.tenantId,
+        end_user_id: owner.endUserId,
+        memory_id: memoryId,
+        rating: input.rating === 'positive' ? 1 : -1,
+        query: input.query ?? null,
+        comment: input.comment ?? null,
+        actor_type: ctx.actor.type,
+        actor_id: ctx.actor.id,
+        created_at: effects.now,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -93,7 +113,11 @@ export async function listFeedback(db: Executor, owner: Owner, memoryId: number)
 }
 
 export async function withdrawFeedback(
-  database: Database, ctx: WriteContext, owner: Owner, memoryId: number, feedbackId: number,
+  database: Database,
+  ctx: WriteContext,
+  owner: Owner,
+  memoryId: number,
+  feedbackId: number,
 ): Promise<FeedbackView> {
   return write(database, ctx, async (trx, effects) => {
     await getMemory(trx, owner, memoryId);

@@ -1,7 +1,14 @@
 import { MemoryIndex, parseTemporal, SLICE_MS, type MemoryIndexOptions } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
-  changesSince, largeOwnersChangedAfter, liveMemoryCount, liveProjectMemories, projectRevision, revisionOf, type IndexedMemory, type Owner,
+  changesSince,
+  largeOwnersChangedAfter,
+  liveMemoryCount,
+  liveProjectMemories,
+  projectRevision,
+  revisionOf,
+  type IndexedMemory,
+  type Owner,
 } from '../memories/index.js';
 import { invalid } from '../../core/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
@@ -128,20 +135,29 @@ export class IndexCache {
   async forOwner(owner: Owner): Promise<CachedIndex> {
     const key = ownerKey(owner);
     const snapshots = this.snapshotMinMemories > 0;
-    return this.use(key, () => revisionOf(this.database.db, owner), async (entry, revision) => {
-      if (snapshots && entry.revision === 0 && entry.index.size === 0) {
-        const stored = await loadSnapshot(this.database, owner, this.embeddings.id, this.indexOptions);
-        if (stored && stored.revision <= revision) {
-          Object.assign(entry, { index: stored.index, meta: stored.meta, revision: stored.revision, snapshotted: true });
-          this.snapshots.loaded++;
+    return this.use(
+      key,
+      () => revisionOf(this.database.db, owner),
+      async (entry, revision) => {
+        if (snapshots && entry.revision === 0 && entry.index.size === 0) {
+          const stored = await loadSnapshot(this.database, owner, this.embeddings.id, this.indexOptions);
+          if (stored && stored.revision <= revision) {
+            Object.assign(entry, {
+              index: stored.index,
+              meta: stored.meta,
+              revision: stored.revision,
+              snapshotted: true,
+            });
+            this.snapshots.loaded++;
+          }
         }
-      }
-      const rows = await changesSince(this.database.db, owner, entry.revision);
-      await this.apply(entry, owner.projectId, rows, { owner, key });
-      entry.revision = revision;
-      entry.unsnapshotted += rows.length;
-      if (snapshots) this.maybeStore(key, owner, entry);
-    });
+        const rows = await changesSince(this.database.db, owner, entry.revision);
+        await this.apply(entry, owner.projectId, rows, { owner, key });
+        entry.revision = revision;
+        entry.unsnapshotted += rows.length;
+        if (snapshots) this.maybeStore(key, owner, entry);
+      },
+    );
   }
 
   /**
@@ -155,7 +171,11 @@ export class IndexCache {
     if (this.snapshotMinMemories === 0) return 0;
     const started = Date.now();
     let refreshed = 0;
-    for (const { owner, revision } of await largeOwnersChangedAfter(this.database.db, this.changedAfter, this.snapshotMinMemories)) {
+    for (const { owner, revision } of await largeOwnersChangedAfter(
+      this.database.db,
+      this.changedAfter,
+      this.snapshotMinMemories,
+    )) {
       if ((await snapshotRevision(this.database.db, owner, this.embeddings.id)) === revision) continue;
       await this.forOwner(owner);
       refreshed++;
@@ -182,7 +202,10 @@ export class IndexCache {
         return;
       }
       const applied = entry.unsnapshotted;
-      const { revision, index: { size: memories } } = entry;
+      const {
+        revision,
+        index: { size: memories },
+      } = entry;
       const taking = new SnapshotTaking(entry.index, entry.meta, this.snapshotSliceMs);
       entry.taking = taking;
       taking.taken
@@ -209,24 +232,31 @@ export class IndexCache {
   /** The whole project (or one tenant of it). Rebuilt when any end user's revision moves. */
   async forProject(projectId: string, tenantId: string | null): Promise<CachedIndex> {
     const key = `p\u0000${projectId}\u0000${tenantId ?? '*'}`;
-    return this.use(key, () => projectRevision(this.database.db, projectId, tenantId), async (entry, revision) => {
-      // A whole-project index lives in memory; past this size a request must name an end user.
-      if ((await liveMemoryCount(this.database.db, [projectId])) > this.projectMaxMemories) {
-        throw invalid('X-End-User-ID', `The project holds more than ${this.projectMaxMemories} memories; send X-End-User-ID to compose for one end user`);
-      }
-      entry.index = new MemoryIndex(this.indexOptions);
-      entry.meta.clear();
-      let batch: IndexedMemory[] = [];
-      for await (const row of liveProjectMemories(this.database.db, projectId, tenantId)) {
-        batch.push(row);
-        if (batch.length === 1000) {
-          await this.apply(entry, projectId, batch, {});
-          batch = [];
+    return this.use(
+      key,
+      () => projectRevision(this.database.db, projectId, tenantId),
+      async (entry, revision) => {
+        // A whole-project index lives in memory; past this size a request must name an end user.
+        if ((await liveMemoryCount(this.database.db, [projectId])) > this.projectMaxMemories) {
+          throw invalid(
+            'X-End-User-ID',
+            `The project holds more than ${this.projectMaxMemories} memories; send X-End-User-ID to compose for one end user`,
+          );
         }
-      }
-      await this.apply(entry, projectId, batch, {});
-      entry.revision = revision;
-    });
+        entry.index = new MemoryIndex(this.indexOptions);
+        entry.meta.clear();
+        let batch: IndexedMemory[] = [];
+        for await (const row of liveProjectMemories(this.database.db, projectId, tenantId)) {
+          batch.push(row);
+          if (batch.length === 1000) {
+            await this.apply(entry, projectId, batch, {});
+            batch = [];
+          }
+        }
+        await this.apply(entry, projectId, batch, {});
+        entry.revision = revision;
+      },
+    );
   }
 
   /** Drops cached indexes of a project, and the vectors held by text (after an embedder change, say). */
@@ -247,7 +277,14 @@ export class IndexCache {
   ): Promise<CachedIndex> {
     let entry = this.entries.get(key);
     if (!entry) {
-      entry = { index: new MemoryIndex(this.indexOptions), meta: new Map(), revision: 0, bytes: 0, unsnapshotted: 0, snapshotted: false };
+      entry = {
+        index: new MemoryIndex(this.indexOptions),
+        meta: new Map(),
+        revision: 0,
+        bytes: 0,
+        unsnapshotted: 0,
+        snapshotted: false,
+      };
       this.entries.set(key, entry);
     } else {
       // Most recently used last.
@@ -283,12 +320,21 @@ export class IndexCache {
     return entry;
   }
 
-  private async apply(entry: Entry, projectId: string, rows: IndexedMemory[], opts: { owner?: Owner; key?: string }): Promise<void> {
+  private async apply(
+    entry: Entry,
+    projectId: string,
+    rows: IndexedMemory[],
+    opts: { owner?: Owner; key?: string },
+  ): Promise<void> {
     if (rows.length === 0) return;
     const live = rows.filter((r) => !r.deleted);
     const [vectors, feedback] = await Promise.all([
       this.embeddings.storedVectors(this.database, live),
-      feedbackSums(this.database.db, live.map((r) => r.id), opts.owner),
+      feedbackSums(
+        this.database.db,
+        live.map((r) => r.id),
+        opts.owner,
+      ),
     ]);
     let since = 0;
     for (const row of rows) {
@@ -308,22 +354,36 @@ export class IndexCache {
       // A memory without a stored vector is searchable by its words now and gets its vector in the background.
       if (this.embeddings.embedder && !vectors.has(row.id)) {
         (entry.awaiting ??= new Map()).set(row.id, row.text);
-        this.queueToEmbed([{ entry, key: opts.key ?? '', ...(opts.owner ? { owner: opts.owner } : {}), projectId, row, attempts: 0 }]);
+        this.queueToEmbed([
+          { entry, key: opts.key ?? '', ...(opts.owner ? { owner: opts.owner } : {}), projectId, row, attempts: 0 },
+        ]);
       } else {
         entry.awaiting?.delete(row.id);
       }
       const createdAt = Date.parse(row.created_at);
       entry.index.upsert(
         {
-          id: row.id, text: row.text, sessionId: row.session_id, createdAt, importance: row.importance,
-          feedback: feedback.get(row.id) ?? 0, speaker: row.speaker, tags: row.tags,
+          id: row.id,
+          text: row.text,
+          sessionId: row.session_id,
+          createdAt,
+          importance: row.importance,
+          feedback: feedback.get(row.id) ?? 0,
+          speaker: row.speaker,
+          tags: row.tags,
         },
         vectors.get(row.id),
       );
       const event = parseTemporal(row.text, createdAt);
       entry.meta.set(row.id, {
-        tags: row.tags, source: row.source, createdAt, metadata: row.metadata, isSummary: row.is_summary, sessionId: row.session_id,
-        importance: row.importance, updatedAt: Date.parse(row.updated_at),
+        tags: row.tags,
+        source: row.source,
+        createdAt,
+        metadata: row.metadata,
+        isSummary: row.is_summary,
+        sessionId: row.session_id,
+        importance: row.importance,
+        updatedAt: Date.parse(row.updated_at),
         ...(event ? { event: { from: event.from, to: event.to } } : {}),
       });
     }
@@ -385,15 +445,21 @@ export class IndexCache {
         if (batch.length === 0) continue;
         const vectors = new Map<number, Float32Array>();
         try {
-          await this.embeddings.store(this.database, projectId, batch.map((b) => b.row), vectors);
+          await this.embeddings.store(
+            this.database,
+            projectId,
+            batch.map((b) => b.row),
+            vectors,
+          );
           this.embedded.batches++;
         } catch {
           this.embedded.failures++;
           const again = batch.filter((b) => ++b.attempts < EMBED_ATTEMPTS);
-          if (again.length > 0) setTimeout(() => {
-            this.queueToEmbed(again);
-            this.embedSoon();
-          }, 1000 * again[0]!.attempts).unref();
+          if (again.length > 0)
+            setTimeout(() => {
+              this.queueToEmbed(again);
+              this.embedSoon();
+            }, 1000 * again[0]!.attempts).unref();
           continue;
         }
         const done = new Set<Entry>();
@@ -408,7 +474,12 @@ export class IndexCache {
           if (!done.has(item.entry)) continue;
           done.delete(item.entry);
           this.account(item.entry);
-          if (item.owner && this.snapshotMinMemories > 0 && item.entry.awaiting?.size === 0 && this.entries.get(item.key) === item.entry) {
+          if (
+            item.owner &&
+            this.snapshotMinMemories > 0 &&
+            item.entry.awaiting?.size === 0 &&
+            this.entries.get(item.key) === item.entry
+          ) {
             this.maybeStore(item.key, item.owner, item.entry);
           }
         }
@@ -434,6 +505,12 @@ export class IndexCache {
   }
 
   async stats(): Promise<IndexCacheStats> {
-    return { entries: this.entries.size, bytes: this.totalBytes, hits: this.hits, misses: this.misses, snapshots: { ...this.snapshots } };
+    return {
+      entries: this.entries.size,
+      bytes: this.totalBytes,
+      hits: this.hits,
+      misses: this.misses,
+      snapshots: { ...this.snapshots },
+    };
   }
 }

@@ -31,7 +31,9 @@ forEachDialect('OpenAPI document: retrieval and /v1 operations', (dialect) => {
       if (method === 'post' && path !== '/memory/refresh') expect(op.requestBody, path).toBeDefined();
     }
     const query = res.body.components.schemas.MemoriesQueryRequest;
-    expect(Object.keys(query.properties)).toEqual(expect.arrayContaining(['query', 'k', 'session_id', 'filters', 'explain']));
+    expect(Object.keys(query.properties)).toEqual(
+      expect.arrayContaining(['query', 'k', 'session_id', 'filters', 'explain']),
+    );
     expect(query.properties.k).toMatchObject({ minimum: 1, maximum: 100 });
     const search = res.body.components.schemas.MemoriesSearchRequest;
     expect(JSON.stringify(search.properties.route)).toContain('temporal');

@@ -2,7 +2,15 @@ import { expect, it } from 'vitest';
 import { estimateTokens } from '../../engine/index.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory, expectError } from '../../testing/memories.js';
-import { addAll, fieldOfError, freshUser, idsOf, post200, retrievalConfig, setColumns } from '../../testing/retrieval.js';
+import {
+  addAll,
+  fieldOfError,
+  freshUser,
+  idsOf,
+  post200,
+  retrievalConfig,
+  setColumns,
+} from '../../testing/retrieval.js';
 
 const DAY = 86_400_000;
 const sumTokens = (memories: Array<{ text: string }>) => memories.reduce((n, m) => n + estimateTokens(m.text), 0);
@@ -12,14 +20,18 @@ forEachDialect('POST /memory/retrieve', (dialect) => {
 
   it('finds the memory for each of several questions in one prompt', async () => {
     const endUser = freshUser();
-    const [sister, gym, allergy] = await addAll(t, [
-      "My sister's name is Margarethe and she lives in Vienna",
-      'I go to the Ironworks gym on Tuesdays and Fridays',
-      'I am allergic to peanuts and carry an epipen',
-      'The weather was nice on the weekend',
-      'I bought a new phone case yesterday',
-      'My favourite colour is teal',
-    ], { endUser });
+    const [sister, gym, allergy] = await addAll(
+      t,
+      [
+        "My sister's name is Margarethe and she lives in Vienna",
+        'I go to the Ironworks gym on Tuesdays and Fridays',
+        'I am allergic to peanuts and carry an epipen',
+        'The weather was nice on the weekend',
+        'I bought a new phone case yesterday',
+        'My favourite colour is teal',
+      ],
+      { endUser },
+    );
     const prompt = [
       "I'm planning my week and need a few reminders from you.",
       'What is the name of my sister?',
@@ -35,26 +47,52 @@ forEachDialect('POST /memory/retrieve', (dialect) => {
 
   it('keeps the returned memories within token_budget', async () => {
     const endUser = freshUser();
-    await addAll(t, Array.from({ length: 12 }, (_, i) => `Recipe ${i}: the soup needs ${'carrots, onions and stock, simmered slowly '.repeat(1 + (i % 4))}`), { endUser });
+    await addAll(
+      t,
+      Array.from(
+        { length: 12 },
+        (_, i) => `Recipe ${i}: the soup needs ${'carrots, onions and stock, simmered slowly '.repeat(1 + (i % 4))}`,
+      ),
+      { endUser },
+    );
     for (const budget of [1, 20, 45, 100, 10_000]) {
-      const body = await post200(t, '/memory/retrieve', { prompt: 'How do I make the soup?', k: 20, token_budget: budget }, { endUser });
+      const body = await post200(
+        t,
+        '/memory/retrieve',
+        { prompt: 'How do I make the soup?', k: 20, token_budget: budget },
+        { endUser },
+      );
       expect(sumTokens(body.memories)).toBeLessThanOrEqual(budget);
       expect(body.tokens).toBe(sumTokens(body.memories));
       expect(body.token_budget).toBe(budget);
     }
-    const all = await post200(t, '/memory/retrieve', { prompt: 'How do I make the soup?', k: 20, token_budget: 10_000 }, { endUser });
+    const all = await post200(
+      t,
+      '/memory/retrieve',
+      { prompt: 'How do I make the soup?', k: 20, token_budget: 10_000 },
+      { endUser },
+    );
     expect(all.memories).toHaveLength(12);
   });
 
   it('answers bad input with 400 naming the field and an empty scope with an empty list', async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{}, 'prompt'], [{ prompt: '' }, 'prompt'], [{ prompt: '  ' }, 'prompt'], [{ prompt: 'x'.repeat(32_001) }, 'prompt'],
-      [{ prompt: 'ok', k: 101 }, 'k'], [{ prompt: 'ok', token_budget: 0 }, 'token_budget'], [{ prompt: 'ok', token_budget: '5' }, 'token_budget'],
+      [{}, 'prompt'],
+      [{ prompt: '' }, 'prompt'],
+      [{ prompt: '  ' }, 'prompt'],
+      [{ prompt: 'x'.repeat(32_001) }, 'prompt'],
+      [{ prompt: 'ok', k: 101 }, 'k'],
+      [{ prompt: 'ok', token_budget: 0 }, 'token_budget'],
+      [{ prompt: 'ok', token_budget: '5' }, 'token_budget'],
     ];
     const got = [];
     for (const [body] of cases) got.push(fieldOfError(await t.call('POST', '/memory/retrieve', { body })));
     expect(got).toEqual(cases.map(([, field]) => field));
-    expect(await post200(t, '/memory/retrieve', { prompt: '?!? ... 🎉 北京' }, { endUser: freshUser() })).toEqual({ memories: [], tokens: 0, token_budget: null });
+    expect(await post200(t, '/memory/retrieve', { prompt: '?!? ... 🎉 北京' }, { endUser: freshUser() })).toEqual({
+      memories: [],
+      tokens: 0,
+      token_budget: null,
+    });
   });
 });
 
@@ -70,9 +108,11 @@ forEachDialect('POST /memory/search', (dialect) => {
       const endUser = freshUser();
       const now = Date.now();
       const weekStart = weekStartOf(now);
-      const [lastWeek, thisWeek, march] = await addAll(t, [
-        'Went hiking in the hills with Sam', 'Went hiking by the lake with Sam', 'Went hiking in the snow with Sam',
-      ], { endUser });
+      const [lastWeek, thisWeek, march] = await addAll(
+        t,
+        ['Went hiking in the hills with Sam', 'Went hiking by the lake with Sam', 'Went hiking in the snow with Sam'],
+        { endUser },
+      );
       await setColumns(t, lastWeek.id, { created_at: new Date(weekStart - 3 * DAY).toISOString() });
       await setColumns(t, thisWeek.id, { created_at: new Date(now).toISOString() });
       await setColumns(t, march.id, { created_at: '2023-03-15T12:00:00.000Z' });
@@ -83,7 +123,11 @@ forEachDialect('POST /memory/search', (dialect) => {
     if (!run.sameWeek) run = await scenario();
     const { endUser, weekStart, lastWeek, march, a } = run;
     expect(a).toMatchObject({ route: 'temporal', reason: expect.stringContaining('last week') });
-    expect(a.range).toEqual({ from: new Date(weekStart - 7 * DAY).toISOString(), to: new Date(weekStart).toISOString(), matched: expect.stringMatching(/last week/i) });
+    expect(a.range).toEqual({
+      from: new Date(weekStart - 7 * DAY).toISOString(),
+      to: new Date(weekStart).toISOString(),
+      matched: expect.stringMatching(/last week/i),
+    });
     expect(idsOf(a.memories)).toEqual([lastWeek.id]);
 
     const b = await search(endUser, { query: 'hiking with Sam in March 2023' });
@@ -94,14 +138,22 @@ forEachDialect('POST /memory/search', (dialect) => {
     // Nothing dated then: the period stops filtering, and the reason says so.
     const c = await search(endUser, { query: 'hiking in March 2021' });
     expect(c.reason).toContain('results come from any time');
-    expect(idsOf(c.memories).sort((x, y) => x - y)).toEqual([lastWeek.id, march.id, run.thisWeek.id].sort((x, y) => x - y));
+    expect(idsOf(c.memories).sort((x, y) => x - y)).toEqual(
+      [lastWeek.id, march.id, run.thisWeek.id].sort((x, y) => x - y),
+    );
   });
 
   it('routes "latest" queries to recent, short ones to keyword and descriptive ones to semantic', async () => {
     const endUser = freshUser();
-    const [old, mid, recent] = await addAll(t, [
-      'Started learning the violin with a private teacher', 'Adopted a grey cat called Smudge', 'Booked flights to Lisbon for the summer',
-    ], { endUser });
+    const [old, mid, recent] = await addAll(
+      t,
+      [
+        'Started learning the violin with a private teacher',
+        'Adopted a grey cat called Smudge',
+        'Booked flights to Lisbon for the summer',
+      ],
+      { endUser },
+    );
     await setColumns(t, old.id, { created_at: '2022-01-01T00:00:00.000Z' });
     await setColumns(t, mid.id, { created_at: '2023-01-01T00:00:00.000Z' });
 
@@ -114,7 +166,9 @@ forEachDialect('POST /memory/search', (dialect) => {
     expect(idsOf(keyword.memories)[0]).toBe(old.id);
     expect(keyword).not.toHaveProperty('range');
 
-    const semantic = await search(endUser, { query: 'tell me about the musical instrument I was learning to play with my teacher' });
+    const semantic = await search(endUser, {
+      query: 'tell me about the musical instrument I was learning to play with my teacher',
+    });
     expect(semantic).toMatchObject({ route: 'semantic', reason: expect.any(String) });
     expect(idsOf(semantic.memories)[0]).toBe(old.id);
   });
@@ -126,22 +180,41 @@ forEachDialect('POST /memory/search', (dialect) => {
     const recent = await search(endUser, { query: 'electricity bill', route: 'recent', k: 1 });
     expect(recent).toMatchObject({ route: 'recent', reason: 'route chosen by the caller' });
     expect(idsOf(recent.memories)).toEqual([second.id]);
-    const keyword = await search(endUser, { query: 'tell me everything about how the electricity bill was paid this time', route: 'keyword' });
+    const keyword = await search(endUser, {
+      query: 'tell me everything about how the electricity bill was paid this time',
+      route: 'keyword',
+    });
     expect(keyword.route).toBe('keyword');
     expect(idsOf(keyword.memories)[0]).toBe(first.id);
     expect((await search(endUser, { query: 'last week bills', route: 'semantic' })).route).toBe('semantic');
     expect((await search(endUser, { query: 'electricity', route: 'auto' })).route).toBe('keyword');
     for (const route of ['fuzzy', '', 7, null]) {
-      expectError(await t.call('POST', '/memory/search', { endUser, body: { query: 'bill', route } }), 400, 'validation_error', 'route');
+      expectError(
+        await t.call('POST', '/memory/search', { endUser, body: { query: 'bill', route } }),
+        400,
+        'validation_error',
+        'route',
+      );
     }
-    expectError(await t.call('POST', '/memory/search', { endUser, body: { query: ' ' } }), 400, 'validation_error', 'query');
-    expectError(await t.call('POST', '/memory/search', { endUser, body: { query: 'bill', k: 101 } }), 400, 'validation_error', 'k');
+    expectError(
+      await t.call('POST', '/memory/search', { endUser, body: { query: ' ' } }),
+      400,
+      'validation_error',
+      'query',
+    );
+    expectError(
+      await t.call('POST', '/memory/search', { endUser, body: { query: 'bill', k: 101 } }),
+      400,
+      'validation_error',
+      'k',
+    );
   });
 });
 
 forEachDialect('POST /memory/compose', (dialect) => {
   const t = useTestApp(dialect);
-  const compose = (body: Record<string, unknown>, endUser: string | null = null) => post200(t, '/memory/compose', body, { endUser });
+  const compose = (body: Record<string, unknown>, endUser: string | null = null) =>
+    post200(t, '/memory/compose', body, { endUser });
   const citations = (prompt: string) => [...prompt.matchAll(/\[m:(\d+)\]/g)].map((m) => Number(m[1]));
 
   it("spans the project's end users without X-End-User-ID, and only one end user with it", async () => {
@@ -167,8 +240,18 @@ forEachDialect('POST /memory/compose', (dialect) => {
 
   it('fills a custom template and keeps the prompt within token_budget', async () => {
     const endUser = freshUser();
-    await addAll(t, Array.from({ length: 10 }, (_, i) => `Invoice ${i} for the garden project was ${'approved after a long discussion '.repeat(1 + (i % 3))}`), { endUser });
-    const custom = await compose({ task: 'invoices', template: 'Facts:\n{{memories}}\nDo: {{task}} ({{task}})' }, endUser);
+    await addAll(
+      t,
+      Array.from(
+        { length: 10 },
+        (_, i) => `Invoice ${i} for the garden project was ${'approved after a long discussion '.repeat(1 + (i % 3))}`,
+      ),
+      { endUser },
+    );
+    const custom = await compose(
+      { task: 'invoices', template: 'Facts:\n{{memories}}\nDo: {{task}} ({{task}})' },
+      endUser,
+    );
     expect(custom.prompt.startsWith('Facts:\n[m:')).toBe(true);
     expect(custom.prompt.endsWith('\nDo: invoices (invoices)')).toBe(true);
     for (const budget of [60, 120, 400]) {
@@ -191,13 +274,22 @@ forEachDialect('POST /memory/compose', (dialect) => {
   });
 
   it('refuses a template without {{memories}} and other bad input with 400 naming the field', async () => {
-    expectError(await t.call('POST', '/memory/compose', { endUser: null, body: { task: 'x', template: 'Task: {{task}}' } }), 400, 'validation_error', 'template');
+    expectError(
+      await t.call('POST', '/memory/compose', { endUser: null, body: { task: 'x', template: 'Task: {{task}}' } }),
+      400,
+      'validation_error',
+      'template',
+    );
     const cases: Array<[Record<string, unknown>, string]> = [
-      [{}, 'task'], [{ task: '' }, 'task'], [{ task: 'x', template: '' }, 'template'], [{ task: 'x', token_budget: 0 }, 'token_budget'],
+      [{}, 'task'],
+      [{ task: '' }, 'task'],
+      [{ task: 'x', template: '' }, 'template'],
+      [{ task: 'x', token_budget: 0 }, 'token_budget'],
       [{ task: 'x', token_budget: 2, template: 'A long frame that does not fit {{memories}}' }, 'token_budget'],
     ];
     const got = [];
-    for (const [body] of cases) got.push(fieldOfError(await t.call('POST', '/memory/compose', { endUser: null, body })));
+    for (const [body] of cases)
+      got.push(fieldOfError(await t.call('POST', '/memory/compose', { endUser: null, body })));
     expect(got).toEqual(cases.map(([, field]) => field));
   });
 });
@@ -207,7 +299,9 @@ forEachDialect('POST /memory/compose on a project too large to index whole', (di
 
   it('asks for X-End-User-ID instead of loading the whole project', async () => {
     const user = freshUser();
-    await addAll(t, ['Invoice paid in March', 'Invoice overdue in April', 'Invoice disputed in May'], { endUser: user });
+    await addAll(t, ['Invoice paid in March', 'Invoice overdue in April', 'Invoice disputed in May'], {
+      endUser: user,
+    });
     const whole = await t.call('POST', '/memory/compose', { endUser: null, body: { task: 'invoices' } });
     expectError(whole, 400, 'validation_error', 'X-End-User-ID');
     const one = await post200(t, '/memory/compose', { task: 'invoices' }, { endUser: user });

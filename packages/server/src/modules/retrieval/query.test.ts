@@ -2,34 +2,58 @@ import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { createProject } from '../org/service.js';
 import { addMemory, expectError } from '../../testing/memories.js';
-import { addAll, explained, fieldOfError, freshUser, idsOf, query, retrievalConfig, setColumns } from '../../testing/retrieval.js';
+import {
+  addAll,
+  explained,
+  fieldOfError,
+  freshUser,
+  idsOf,
+  query,
+  retrievalConfig,
+  setColumns,
+} from '../../testing/retrieval.js';
 
 forEachDialect('POST /memory/query', (dialect) => {
   const t = useTestApp(dialect);
 
   it('ranks the relevant memory first, matching inflected forms of the query words', async () => {
     const endUser = freshUser();
-    const [, puppies, , running] = await addAll(t, [
-      'My favourite food is sushi from the place downtown',
-      'I adopted two puppies from the shelter last spring',
-      'I work as a nurse at the city hospital',
-      'She runs every morning before work along the river',
-    ], { endUser });
+    const [, puppies, , running] = await addAll(
+      t,
+      [
+        'My favourite food is sushi from the place downtown',
+        'I adopted two puppies from the shelter last spring',
+        'I work as a nurse at the city hospital',
+        'She runs every morning before work along the river',
+      ],
+      { endUser },
+    );
     expect(idsOf(await query(t, 'When did I adopt the puppy?', { endUser }))[0]).toBe(puppies.id);
     expect(idsOf(await query(t, 'who was running by the rivers', { endUser }))[0]).toBe(running.id);
     const [best] = await query(t, 'adopting a puppy', { endUser });
     // Whole memory records with their metadata, plus a score.
-    expect(best).toMatchObject({ id: puppies.id, text: puppies.text, tags: [], metadata: {}, end_user_id: endUser, score: expect.any(Number) });
+    expect(best).toMatchObject({
+      id: puppies.id,
+      text: puppies.text,
+      tags: [],
+      metadata: {},
+      end_user_id: endUser,
+      score: expect.any(Number),
+    });
     expect(best).not.toHaveProperty('explanation');
   });
 
   it('finds what a mistyped word means: a word no memory holds is read as the held word one edit away', async () => {
     const endUser = freshUser();
-    const [sushi, , nurse] = await addAll(t, [
-      'My favourite food is sushi from the restaurant downtown',
-      'I adopted two puppies from the shelter last spring',
-      'I work as a nurse at the city hospital',
-    ], { endUser });
+    const [sushi, , nurse] = await addAll(
+      t,
+      [
+        'My favourite food is sushi from the restaurant downtown',
+        'I adopted two puppies from the shelter last spring',
+        'I work as a nurse at the city hospital',
+      ],
+      { endUser },
+    );
     expect(idsOf(await query(t, 'which restuarant do I like?', { endUser }))).toEqual([sushi.id]);
     const [hit] = await query(t, { query: 'where is the hospitl', explain: true }, { endUser });
     expect(hit).toMatchObject({ id: nurse.id, explanation: { lexical: expect.any(Number) } });
@@ -40,7 +64,8 @@ forEachDialect('POST /memory/query', (dialect) => {
   it('returns k results, 10 by default and at most 100', async () => {
     const endUser = freshUser();
     const res = await t.call('POST', '/memory/bulk-add', {
-      endUser, body: Array.from({ length: 15 }, (_, i) => ({ text: `garden note number ${i}: tomatoes need water` })),
+      endUser,
+      body: Array.from({ length: 15 }, (_, i) => ({ text: `garden note number ${i}: tomatoes need water` })),
     });
     expect(res.body.totals.created).toBe(15);
     expect(await query(t, 'tomatoes', { endUser })).toHaveLength(10);
@@ -64,10 +89,14 @@ forEachDialect('POST /memory/query', (dialect) => {
 
   it('narrows to a session with session_id', async () => {
     const endUser = freshUser();
-    const [a, b] = await addAll(t, [
-      { text: 'We talked about the concert tickets', session_id: 's-1' },
-      { text: 'Concert tickets were sold out', session_id: 's-2' },
-    ], { endUser });
+    const [a, b] = await addAll(
+      t,
+      [
+        { text: 'We talked about the concert tickets', session_id: 's-1' },
+        { text: 'Concert tickets were sold out', session_id: 's-2' },
+      ],
+      { endUser },
+    );
     expect(idsOf(await query(t, { query: 'concert tickets', session_id: 's-1' }, { endUser }))).toEqual([a.id]);
     expect(idsOf(await query(t, { query: 'concert tickets', session_id: 's-2' }, { endUser }))).toEqual([b.id]);
     expect(await query(t, { query: 'concert tickets', session_id: 's-none' }, { endUser })).toEqual([]);
@@ -75,12 +104,21 @@ forEachDialect('POST /memory/query', (dialect) => {
 
   it('applies every filter', async () => {
     const endUser = freshUser();
-    const [a, b, c, d] = await addAll(t, [
-      { text: 'Budget meeting notes for the quarter', tags: ['work', 'finance'], source: 'email', metadata: { team: 'ops', level: 2 } },
-      { text: 'Budget for the family holiday', tags: ['family'], source: 'chat', metadata: { team: 'home' } },
-      { text: 'Budget review with finance', tags: ['work'], source: 'email', metadata: { team: 'ops', level: 3 } },
-      { text: 'Summary: budget decisions so far', tags: ['finance'], source: 'summary' },
-    ], { endUser });
+    const [a, b, c, d] = await addAll(
+      t,
+      [
+        {
+          text: 'Budget meeting notes for the quarter',
+          tags: ['work', 'finance'],
+          source: 'email',
+          metadata: { team: 'ops', level: 2 },
+        },
+        { text: 'Budget for the family holiday', tags: ['family'], source: 'chat', metadata: { team: 'home' } },
+        { text: 'Budget review with finance', tags: ['work'], source: 'email', metadata: { team: 'ops', level: 3 } },
+        { text: 'Summary: budget decisions so far', tags: ['finance'], source: 'summary' },
+      ],
+      { endUser },
+    );
     await setColumns(t, a.id, { created_at: '2023-01-10T10:00:00.000Z' });
     await setColumns(t, b.id, { created_at: '2023-03-10T10:00:00.000Z' });
     await setColumns(t, c.id, { created_at: '2023-05-10T10:00:00.000Z' });
@@ -95,7 +133,9 @@ forEachDialect('POST /memory/query', (dialect) => {
     expect(await filtered({ source: 'email' })).toEqual([a.id, c.id]);
     expect(await filtered({ created_after: '2023-03-10T10:00:00Z' })).toEqual([c.id, d.id]);
     expect(await filtered({ created_before: '2023-03-10T10:00:00Z' })).toEqual([a.id]);
-    expect(await filtered({ created_after: '2023-02-01T00:00:00+02:00', created_before: '2023-06-01T00:00:00Z' })).toEqual([b.id, c.id]);
+    expect(
+      await filtered({ created_after: '2023-02-01T00:00:00+02:00', created_before: '2023-06-01T00:00:00Z' }),
+    ).toEqual([b.id, c.id]);
     expect(await filtered({ metadata: { team: 'ops' } })).toEqual([a.id, c.id]);
     expect(await filtered({ metadata: { team: 'ops', level: 3 } })).toEqual([c.id]);
     expect(await filtered({ metadata: { level: '3' } })).toEqual([]);
@@ -106,10 +146,20 @@ forEachDialect('POST /memory/query', (dialect) => {
 
   it('compares nested metadata by value, whatever the order of its keys', async () => {
     const endUser = freshUser();
-    const m = await addMemory(t, { text: 'Parcel sent to the new flat', metadata: { address: { street: 'Main', city: 'Porto', zip: '4000' }, tags: [{ b: 1, a: 2 }] } }, { endUser });
-    const filtered = (metadata: Record<string, unknown>) => query(t, { query: 'parcel', filters: { metadata } }, { endUser }).then(idsOf);
+    const m = await addMemory(
+      t,
+      {
+        text: 'Parcel sent to the new flat',
+        metadata: { address: { street: 'Main', city: 'Porto', zip: '4000' }, tags: [{ b: 1, a: 2 }] },
+      },
+      { endUser },
+    );
+    const filtered = (metadata: Record<string, unknown>) =>
+      query(t, { query: 'parcel', filters: { metadata } }, { endUser }).then(idsOf);
     expect(await filtered({ address: { zip: '4000', city: 'Porto', street: 'Main' } })).toEqual([m.id]);
-    expect(await filtered({ address: { street: 'Main', city: 'Porto', zip: '4000' }, tags: [{ a: 2, b: 1 }] })).toEqual([m.id]);
+    expect(await filtered({ address: { street: 'Main', city: 'Porto', zip: '4000' }, tags: [{ a: 2, b: 1 }] })).toEqual(
+      [m.id],
+    );
     expect(await filtered({ address: { street: 'Main', city: 'Porto' } })).toEqual([]);
     expect(await filtered({ tags: [{ a: 2, b: 1 }, { c: 3 }] })).toEqual([]);
   });
@@ -143,12 +193,21 @@ forEachDialect('POST /memory/query', (dialect) => {
     for (const [body] of cases) got.push(fieldOfError(await t.call('POST', '/memory/query', { body })));
     expect(got).toEqual(cases.map(([, field]) => field));
     expectError(await t.call('POST', '/memory/query', { body: { query: 'ok', k: 101 } }), 400, 'validation_error', 'k');
-    expectError(await t.call('POST', '/memory/query', { body: { query: 'ok' }, endUser: null }), 400, 'validation_error', 'X-End-User-ID');
+    expectError(
+      await t.call('POST', '/memory/query', { body: { query: 'ok' }, endUser: null }),
+      400,
+      'validation_error',
+      'X-End-User-ID',
+    );
   });
 
   it('answers punctuation-only queries and other scripts sensibly, never 500', async () => {
     const endUser = freshUser();
-    const [cjk, cyr, emoji] = await addAll(t, ['我喜欢在北京吃饺子', 'Я люблю читать книги по вечерам', 'Party time 🎉🎂 with friends'], { endUser });
+    const [cjk, cyr, emoji] = await addAll(
+      t,
+      ['我喜欢在北京吃饺子', 'Я люблю читать книги по вечерам', 'Party time 🎉🎂 with friends'],
+      { endUser },
+    );
     expect(idsOf(await query(t, '北京 饺子', { endUser }))[0]).toBe(cjk.id);
     expect(idsOf(await query(t, 'книги', { endUser }))[0]).toBe(cyr.id);
     for (const q of ['?!...,;', '🎉', '—', '"\'`', '%_\\*', 'ÄÖÜ ß', '\u200b', 'null', 'SELECT * FROM memories;']) {
@@ -160,7 +219,10 @@ forEachDialect('POST /memory/query', (dialect) => {
   });
 
   it('answers an end user with no memories with an empty list', async () => {
-    const res = await t.call('POST', '/memory/query', { endUser: freshUser('nobody'), body: { query: 'anything at all' } });
+    const res = await t.call('POST', '/memory/query', {
+      endUser: freshUser('nobody'),
+      body: { query: 'anything at all' },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ memories: [] });
   });
@@ -173,11 +235,19 @@ forEachDialect('POST /memory/query', (dialect) => {
     const other = await t.otherTenant();
     await addMemory(t, 'Zanzibar ferry times', { endUser: mine, key: other.key, project: other.projectId });
     // A second project of this organization, same end-user id.
-    const second = await createProject(t.database.db, { organizationId: t.organizationId, name: 'Second', slug: freshUser('second') });
+    const second = await createProject(t.database.db, {
+      organizationId: t.organizationId,
+      name: 'Second',
+      slug: freshUser('second'),
+    });
     await addMemory(t, 'Zanzibar hotel invoice', { endUser: mine, project: second.id });
 
     expect(idsOf(await query(t, { query: 'zanzibar', k: 100 }, { endUser: mine }))).toEqual([own.id]);
-    const fromOther = await query(t, { query: 'zanzibar', k: 100 }, { endUser: mine, key: other.key, project: other.projectId });
+    const fromOther = await query(
+      t,
+      { query: 'zanzibar', k: 100 },
+      { endUser: mine, key: other.key, project: other.projectId },
+    );
     expect(fromOther.map((m) => m.text)).toEqual(['Zanzibar ferry times']);
     const fromSecond = await query(t, { query: 'zanzibar', k: 100 }, { endUser: mine, project: second.id });
     expect(fromSecond.map((m) => m.text)).toEqual(['Zanzibar hotel invoice']);
@@ -189,14 +259,22 @@ forEachDialect('POST /memory/query', (dialect) => {
     const m = await addMemory(t, 'Bought a red kayak for the lake', { endUser });
     expect(idsOf(await query(t, 'kayak', { endUser }))).toEqual([m.id]);
 
-    const patched = await t.call('PATCH', `/memory/${m.id}`, { endUser, body: { tags: ['outdoors'], source: 'shop', metadata: { colour: 'red' } } });
+    const patched = await t.call('PATCH', `/memory/${m.id}`, {
+      endUser,
+      body: { tags: ['outdoors'], source: 'shop', metadata: { colour: 'red' } },
+    });
     expect(patched.status).toBe(200);
     expect(idsOf(await query(t, { query: 'kayak', filters: { tags_any: ['outdoors'] } }, { endUser }))).toEqual([m.id]);
-    expect(idsOf(await query(t, { query: 'kayak', filters: { source: 'shop', metadata: { colour: 'red' } } }, { endUser }))).toEqual([m.id]);
+    expect(
+      idsOf(await query(t, { query: 'kayak', filters: { source: 'shop', metadata: { colour: 'red' } } }, { endUser })),
+    ).toEqual([m.id]);
     await t.call('PATCH', `/memory/${m.id}`, { endUser, body: { tags: ['water'] } });
     expect(await query(t, { query: 'kayak', filters: { tags_any: ['outdoors'] } }, { endUser })).toEqual([]);
 
-    const batch = await t.call('POST', '/memory/batch-update', { endUser, body: { updates: [{ id: m.id, importance: 0.9, source: 'batch' }] } });
+    const batch = await t.call('POST', '/memory/batch-update', {
+      endUser,
+      body: { updates: [{ id: m.id, importance: 0.9, source: 'batch' }] },
+    });
     expect(batch.status, batch.text).toBe(200);
     expect(idsOf(await query(t, { query: 'kayak', filters: { source: 'batch' } }, { endUser }))).toEqual([m.id]);
 
@@ -219,7 +297,9 @@ forEachDialect('POST /memory/query with an index cache smaller than one index', 
     const added = new Map<string, number[]>(users.map((u) => [u, []]));
     for (let round = 0; round < 3; round++) {
       for (const endUser of users) {
-        added.get(endUser)!.push((await addMemory(t, `Lighthouse visit number ${round} for ${endUser}`, { endUser })).id);
+        added
+          .get(endUser)!
+          .push((await addMemory(t, `Lighthouse visit number ${round} for ${endUser}`, { endUser })).id);
         const found = idsOf(await query(t, { query: 'lighthouse visit', k: 100 }, { endUser }));
         expect(found.sort((a, b) => a - b)).toEqual(added.get(endUser));
       }

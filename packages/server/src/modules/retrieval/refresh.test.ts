@@ -5,7 +5,16 @@ import { purgeFinishedJobs } from '../../jobs/runner.js';
 import { encodeJson } from '../../store/database.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { expectError } from '../../testing/memories.js';
-import { addAll, freshUser, idsOf, query, retrievalConfig, startFakeEmbedder, waitForJob, type FakeEmbedder } from '../../testing/retrieval.js';
+import {
+  addAll,
+  freshUser,
+  idsOf,
+  query,
+  retrievalConfig,
+  startFakeEmbedder,
+  waitForJob,
+  type FakeEmbedder,
+} from '../../testing/retrieval.js';
 import { until } from '../../testing/until.js';
 
 forEachDialect('POST /memory/refresh and GET /memory/refresh/{job_id}', (dialect) => {
@@ -18,9 +27,19 @@ forEachDialect('POST /memory/refresh and GET /memory/refresh/{job_id}', (dialect
 
     const res = await t.call('POST', '/memory/refresh', { endUser });
     expect(res.status, res.text).toBe(202);
-    expect(res.body).toMatchObject({ id: expect.any(Number), kind: 'embeddings.refresh', status: expect.stringMatching(/queued|running|succeeded/) });
+    expect(res.body).toMatchObject({
+      id: expect.any(Number),
+      kind: 'embeddings.refresh',
+      status: expect.stringMatching(/queued|running|succeeded/),
+    });
     const done = await waitForJob(t, res.body.id);
-    expect(done).toMatchObject({ id: res.body.id, status: 'succeeded', progress: 1, error: null, result: { memories: 2, embedder: 'builtin' } });
+    expect(done).toMatchObject({
+      id: res.body.id,
+      status: 'succeeded',
+      progress: 1,
+      error: null,
+      result: { memories: 2, embedder: 'builtin' },
+    });
 
     // Without X-End-User-ID the whole project is rebuilt.
     const project = await t.call('POST', '/memory/refresh', { endUser: null });
@@ -41,22 +60,42 @@ forEachDialect('POST /memory/refresh and GET /memory/refresh/{job_id}', (dialect
     const longAgo = new Date(Date.now() - 40 * 86_400_000).toISOString();
     await t.database.db.updateTable('jobs').set({ updated_at: longAgo }).where('id', '=', started[0]!).execute();
     // Queued long ago and not yet run (its run is an hour away): never a candidate.
-    const queued = (await t.database.db.insertInto('jobs').values({
-      kind: REFRESH_JOB, project_id: t.projectId, payload: encodeJson({ tenantId: '', endUserId: endUser }), status: 'queued', progress: 0, attempts: 0,
-      run_after: new Date(Date.now() + 3_600_000).toISOString(), created_at: longAgo, updated_at: longAgo,
-    }).returning('id').executeTakeFirstOrThrow()).id;
+    const queued = (
+      await t.database.db
+        .insertInto('jobs')
+        .values({
+          kind: REFRESH_JOB,
+          project_id: t.projectId,
+          payload: encodeJson({ tenantId: '', endUserId: endUser }),
+          status: 'queued',
+          progress: 0,
+          attempts: 0,
+          run_after: new Date(Date.now() + 3_600_000).toISOString(),
+          created_at: longAgo,
+          updated_at: longAgo,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+    ).id;
 
     expect(await purgeFinishedJobs(t.database.db, new Date(Date.now() - 30 * 86_400_000).toISOString(), 1)).toBe(1);
     expectError(await t.call('GET', `/memory/refresh/${started[0]}`, { endUser }), 404, 'not_found');
     expect((await t.call('GET', `/memory/refresh/${started[1]}`, { endUser })).body.status).toBe('succeeded');
-    expect((await t.database.db.selectFrom('jobs').select('status').where('id', '=', queued).executeTakeFirstOrThrow()).status).toBe('queued');
+    expect(
+      (await t.database.db.selectFrom('jobs').select('status').where('id', '=', queued).executeTakeFirstOrThrow())
+        .status,
+    ).toBe('queued');
     await t.database.db.deleteFrom('jobs').where('id', '=', queued).execute();
   });
 
   it("hides another project's jobs and refuses keys without the write scope", async () => {
     const res = await t.call('POST', '/memory/refresh', { endUser: null });
     const other = await t.otherTenant();
-    expectError(await t.call('GET', `/memory/refresh/${res.body.id}`, { key: other.key, project: other.projectId }), 404, 'not_found');
+    expectError(
+      await t.call('GET', `/memory/refresh/${res.body.id}`, { key: other.key, project: other.projectId }),
+      404,
+      'not_found',
+    );
     expectError(await t.call('GET', '/memory/refresh/987654321'), 404, 'not_found');
     expectError(await t.call('GET', '/memory/refresh/0'), 400, 'validation_error', 'job_id');
     const reader = await t.newKey({ scopes: ['memories:read'] });
@@ -78,7 +117,12 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
 
   const storedVectors = async () => {
     const rows = await t.database.db.selectFrom('memory_embeddings').selectAll().orderBy('memory_id').execute();
-    return rows.map((r) => ({ memory_id: r.memory_id, embedder: r.embedder, project_id: r.project_id, vector: Array.from(decodeVector(r.vector)) }));
+    return rows.map((r) => ({
+      memory_id: r.memory_id,
+      embedder: r.embedder,
+      project_id: r.project_id,
+      vector: Array.from(decodeVector(r.vector)),
+    }));
   };
   const expectVectorsOf = async (memories: Array<{ id: number; text: string }>) => {
     const stored = await storedVectors();
@@ -92,7 +136,11 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
 
   it('stores vectors, ranks by them, deletes them on forget and rebuilds them on refresh', async () => {
     const endUser = freshUser();
-    const [hound, car, food] = await addAll(t, ['Rex is my loyal hound', 'I drive an old automobile', 'We had sushi on Friday'], { endUser });
+    const [hound, car, food] = await addAll(
+      t,
+      ['Rex is my loyal hound', 'I drive an old automobile', 'We had sushi on Friday'],
+      { endUser },
+    );
 
     // No word in common with the hound memory: only the vectors can find it, once they are embedded
     // (in the background: the first query builds the index from the words at once).
@@ -104,7 +152,9 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     for (const other of found.slice(1)) expect(other.explanation.semantic).toBeLessThan(found[0].explanation.semantic);
     expect(found[0].explanation.lexical ?? 0).toBe(0);
     expect(fake.requests.every((r) => r.model === 'fake-embed' && Array.isArray(r.input))).toBe(true);
-    expect(fake.requests.flatMap((r) => r.input)).toEqual(expect.arrayContaining([hound.text, car.text, food.text, 'canine']));
+    expect(fake.requests.flatMap((r) => r.input)).toEqual(
+      expect.arrayContaining([hound.text, car.text, food.text, 'canine']),
+    );
     await expectVectorsOf([hound, car, food]);
     expect(idsOf(await query(t, 'vehicle', { endUser }))[0]).toBe(car.id);
 
@@ -121,7 +171,10 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     fake.generation = 1;
     const job = await t.call('POST', '/memory/refresh', { endUser });
     expect(job.status).toBe(202);
-    expect(await waitForJob(t, job.body.id)).toMatchObject({ status: 'succeeded', result: { memories: 2, embedder: 'openai:fake-embed' } });
+    expect(await waitForJob(t, job.body.id)).toMatchObject({
+      status: 'succeeded',
+      result: { memories: 2, embedder: 'openai:fake-embed' },
+    });
     await expectVectorsOf([car, food]);
     const [best] = await query(t, { query: 'vehicle', explain: true }, { endUser });
     expect(best.id).toBe(car.id);
@@ -146,17 +199,30 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [gone.id] } })).body).toEqual([gone.id]);
     release();
     const stored = await until(async () => {
-      const rows = await t.database.db.selectFrom('memory_embeddings').select('memory_id').where('memory_id', 'in', [kept.id, gone.id]).execute();
+      const rows = await t.database.db
+        .selectFrom('memory_embeddings')
+        .select('memory_id')
+        .where('memory_id', 'in', [kept.id, gone.id])
+        .execute();
       return rows.length > 0 && rows;
     }, 'the kept memory embedded');
     fake.hold = null;
     expect(stored.map((r) => r.memory_id)).toEqual([kept.id]);
-    await until(async () => idsOf(await query(t, 'vehicle', { endUser }))[0] === kept.id, 'the kept memory found by its vector');
+    await until(
+      async () => idsOf(await query(t, 'vehicle', { endUser }))[0] === kept.id,
+      'the kept memory found by its vector',
+    );
   });
 
   it('keeps an add fast and findable by its words at once, embeds in batches in the background, and embeds a text once', async () => {
     const endUser = freshUser();
-    const texts = ['My puppy chewed the sofa', 'The sedan needs new tyres', 'Dinner was ramen again', 'Tea in the garden', 'A rainy walk'];
+    const texts = [
+      'My puppy chewed the sofa',
+      'The sedan needs new tyres',
+      'Dinner was ramen again',
+      'Tea in the garden',
+      'A rainy walk',
+    ];
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     // The provider holds every call with a memory's text: adds and word queries answer meanwhile.
@@ -170,26 +236,43 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     release();
     // One call for the five memories (the queries' own texts are embedded one by one, as they come).
     const calls = () => fake.requests.slice(before).filter((r) => r.input.some((text) => texts.includes(text)));
-    await until(async () => (await query(t, 'canine', { endUser }))[0]?.id === added[0]!.id, 'the puppy memory found by its vector');
+    await until(
+      async () => (await query(t, 'canine', { endUser }))[0]?.id === added[0]!.id,
+      'the puppy memory found by its vector',
+    );
     fake.hold = null;
     expect(calls()).toHaveLength(1);
     expect([...calls()[0]!.input].sort()).toEqual([...texts].sort());
     // The same text for another end user: stored for it too, from the text-hash cache (no call).
     const other = freshUser();
     const [again] = await addAll(t, [texts[1]!], { endUser: other });
-    await until(async () => (await query(t, 'automobile', { endUser: other }))[0]?.id === again!.id, 'the copy found by its vector');
+    await until(
+      async () => (await query(t, 'automobile', { endUser: other }))[0]?.id === again!.id,
+      'the copy found by its vector',
+    );
     expect(calls()).toHaveLength(1);
-    const row = await t.database.db.selectFrom('memory_embeddings').select('memory_id').where('memory_id', '=', again!.id).executeTakeFirst();
+    const row = await t.database.db
+      .selectFrom('memory_embeddings')
+      .select('memory_id')
+      .where('memory_id', '=', again!.id)
+      .executeTakeFirst();
     expect(row?.memory_id).toBe(again!.id);
   });
 
   it('embeds a summary rewritten without a forgotten source anew, keeping no vector of its old text', async () => {
     const endUser = freshUser();
-    const sources = await addAll(t, ['Rex is my loyal hound', 'I drive an old automobile', 'We had sushi on Friday'], { endUser });
-    const summary = (await t.call('POST', '/memory/summarize', { endUser, body: { memory_ids: idsOf(sources) } })).body.memory;
+    const sources = await addAll(t, ['Rex is my loyal hound', 'I drive an old automobile', 'We had sushi on Friday'], {
+      endUser,
+    });
+    const summary = (await t.call('POST', '/memory/summarize', { endUser, body: { memory_ids: idsOf(sources) } })).body
+      .memory;
     expect(summary.text).toContain('sushi');
     const vectorOf = async (id: number) => {
-      const row = await t.database.db.selectFrom('memory_embeddings').select('vector').where('memory_id', '=', id).executeTakeFirst();
+      const row = await t.database.db
+        .selectFrom('memory_embeddings')
+        .select('vector')
+        .where('memory_id', '=', id)
+        .executeTakeFirst();
       return row && Array.from(decodeVector(row.vector));
     };
     const expectVectorOf = (vector: number[] | undefined, text: string) => {
@@ -201,7 +284,9 @@ forEachDialect('retrieval with an OpenAI-compatible embedder', (dialect) => {
     await query(t, 'canine', { endUser });
     expectVectorOf(await until(() => vectorOf(summary.id), 'the summary embedded'), summary.text);
 
-    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[2].id] } })).body).toEqual([sources[2].id]);
+    expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[2].id] } })).body).toEqual([
+      sources[2].id,
+    ]);
     const rewritten = (await t.call('GET', `/memory/${summary.id}`, { endUser })).body.text;
     expect(rewritten).not.toContain('sushi');
     expect(await vectorOf(summary.id)).toBeUndefined();

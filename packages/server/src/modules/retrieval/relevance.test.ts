@@ -7,21 +7,25 @@ const DAY = 86_400_000;
 
 /** A dozen ordinary memories of one end user, one of them about the passport. */
 async function ordinaryLife(t: TestApp, endUser: string) {
-  const memories = await addAll(t, [
-    'Started learning the violin with a private teacher',
-    'Adopted a grey cat called Smudge',
-    'Booked flights to Lisbon for the summer',
-    'My passport is in the top drawer of the desk',
-    'Prefers oat milk in coffee',
-    'Sister Anna lives in Bristol',
-    'Dentist appointment every six months',
-    'Allergic to peanuts',
-    'Runs five kilometres on Sunday mornings',
-    'Works as a data engineer at a logistics company',
-    'Favourite film is Spirited Away',
-    'Planning to repaint the kitchen green',
-    'Bought a new desk lamp',
-  ], { endUser });
+  const memories = await addAll(
+    t,
+    [
+      'Started learning the violin with a private teacher',
+      'Adopted a grey cat called Smudge',
+      'Booked flights to Lisbon for the summer',
+      'My passport is in the top drawer of the desk',
+      'Prefers oat milk in coffee',
+      'Sister Anna lives in Bristol',
+      'Dentist appointment every six months',
+      'Allergic to peanuts',
+      'Runs five kilometres on Sunday mornings',
+      'Works as a data engineer at a logistics company',
+      'Favourite film is Spirited Away',
+      'Planning to repaint the kitchen green',
+      'Bought a new desk lamp',
+    ],
+    { endUser },
+  );
   return { memories, passport: memories[3]!, lamp: memories[12]! };
 }
 
@@ -39,9 +43,18 @@ forEachDialect('relevance cutoff and score', (dialect) => {
     expect((await post200(t, '/memory/query', { query: 'volcano insurance' }, { endUser })).memories).toEqual([]);
 
     // The same cutoff on every retrieval operation.
-    expect(idsOf((await post200(t, '/memory/retrieve', { prompt: 'Where did I put my passport?' }, { endUser })).memories)).toEqual([passport.id]);
-    expect(idsOf((await post200(t, '/memory/search', { query: 'passport' }, { endUser })).memories)).toEqual([passport.id]);
-    expect(idsOf((await post200(t, '/memory/search', { query: 'where did I leave my passport before the trip' }, { endUser })).memories)).toEqual([passport.id]);
+    expect(
+      idsOf((await post200(t, '/memory/retrieve', { prompt: 'Where did I put my passport?' }, { endUser })).memories),
+    ).toEqual([passport.id]);
+    expect(idsOf((await post200(t, '/memory/search', { query: 'passport' }, { endUser })).memories)).toEqual([
+      passport.id,
+    ]);
+    expect(
+      idsOf(
+        (await post200(t, '/memory/search', { query: 'where did I leave my passport before the trip' }, { endUser }))
+          .memories,
+      ),
+    ).toEqual([passport.id]);
     const composed = await post200(t, '/memory/compose', { task: 'Remind me where my passport is' }, { endUser });
     expect(idsOf(composed.memories)).toEqual([passport.id]);
     expect(composed.prompt.match(/\[m:\d+\]/g)).toEqual([`[m:${passport.id}]`]);
@@ -54,14 +67,33 @@ forEachDialect('relevance cutoff and score', (dialect) => {
     const endUser = freshUser();
     const { passport, lamp } = await ordinaryLife(t, endUser);
     // "desk" is a word of the passport memory, not of the query: no evidence, but ranked once the cutoff is off.
-    const all = (await post200(t, '/memory/query', { query: 'where is my passport?', min_score: 0 }, { endUser })).memories;
+    const all = (await post200(t, '/memory/query', { query: 'where is my passport?', min_score: 0 }, { endUser }))
+      .memories;
     expect(idsOf(all)).toEqual([passport.id, lamp.id]);
     expect(all.slice(1).every((m: { score: number }) => m.score < all[0].score)).toBe(true);
     // Recency moves a score by a hair between two calls.
     const score = all[0].score;
-    expect(idsOf((await post200(t, '/memory/query', { query: 'where is my passport?', min_score: score - 1e-6 }, { endUser })).memories)).toEqual([passport.id]);
-    expect((await post200(t, '/memory/query', { query: 'where is my passport?', min_score: Math.min(1, score + 0.01) }, { endUser })).memories).toEqual([]);
-    expect(idsOf((await post200(t, '/memory/retrieve', { prompt: 'where is my passport?', min_score: 0 }, { endUser })).memories)).toEqual([passport.id, lamp.id]);
+    expect(
+      idsOf(
+        (await post200(t, '/memory/query', { query: 'where is my passport?', min_score: score - 1e-6 }, { endUser }))
+          .memories,
+      ),
+    ).toEqual([passport.id]);
+    expect(
+      (
+        await post200(
+          t,
+          '/memory/query',
+          { query: 'where is my passport?', min_score: Math.min(1, score + 0.01) },
+          { endUser },
+        )
+      ).memories,
+    ).toEqual([]);
+    expect(
+      idsOf(
+        (await post200(t, '/memory/retrieve', { prompt: 'where is my passport?', min_score: 0 }, { endUser })).memories,
+      ),
+    ).toEqual([passport.id, lamp.id]);
     expect((await post200(t, '/memory/search', { query: 'passport', min_score: 1 }, { endUser })).memories).toEqual([]);
 
     for (const [url, body] of [
@@ -79,7 +111,8 @@ forEachDialect('relevance cutoff and score', (dialect) => {
   it('scores every operation on one 0-1 scale: the same memory for the same words scores the same', async () => {
     const endUser = freshUser();
     const { passport } = await ordinaryLife(t, endUser);
-    const query = (await post200(t, '/memory/query', { query: 'passport drawer', explain: true }, { endUser })).memories;
+    const query = (await post200(t, '/memory/query', { query: 'passport drawer', explain: true }, { endUser }))
+      .memories;
     const retrieve = (await post200(t, '/memory/retrieve', { prompt: 'passport drawer' }, { endUser })).memories;
     const search = await post200(t, '/memory/search', { query: 'passport drawer', route: 'keyword' }, { endUser });
     const compose = (await post200(t, '/memory/compose', { task: 'passport drawer' }, { endUser })).memories;
@@ -100,7 +133,12 @@ forEachDialect('relevance cutoff and score', (dialect) => {
     const recent = await post200(t, '/memory/search', { query: 'passport', route: 'recent', k: 12 }, { endUser });
     expect(recent.memories).toHaveLength(12);
     expect(idsOf(recent.memories)).toContain(passport.id);
-    const cut = await post200(t, '/memory/search', { query: 'passport', route: 'recent', k: 12, min_score: 0.5 }, { endUser });
+    const cut = await post200(
+      t,
+      '/memory/search',
+      { query: 'passport', route: 'recent', k: 12, min_score: 0.5 },
+      { endUser },
+    );
     expect(idsOf(cut.memories)).toEqual([passport.id]);
     const alone = (await post200(t, '/memory/query', { query: 'passport' }, { endUser })).memories[0];
     expect(recent.memories.find((m: { id: number }) => m.id === passport.id).score).toBeCloseTo(alone.score, 7);
@@ -112,16 +150,21 @@ forEachDialect('relevance cutoff and score', (dialect) => {
 
   it('lets a session lift only memories with evidence of their own', async () => {
     const endUser = freshUser();
-    const [right, strong, noon, traffic, snacks, photos] = await addAll(t, [
-      'Passport kept in the safe box at home',
-      { text: 'The passport, the passport photos and the passport form are all ready', session_id: 'errands' },
-      { text: 'We should leave at noon', session_id: 'errands' },
-      { text: 'Traffic will be heavy', session_id: 'errands' },
-      { text: 'Bring snacks for the drive', session_id: 'errands' },
-      { text: 'Photos and form all ready to post', session_id: 'errands' },
-      'The bakery closes at six',
-    ], { endUser });
-    const found = (await post200(t, '/memory/query', { query: 'where is my passport', explain: true }, { endUser })).memories;
+    const [right, strong, noon, traffic, snacks, photos] = await addAll(
+      t,
+      [
+        'Passport kept in the safe box at home',
+        { text: 'The passport, the passport photos and the passport form are all ready', session_id: 'errands' },
+        { text: 'We should leave at noon', session_id: 'errands' },
+        { text: 'Traffic will be heavy', session_id: 'errands' },
+        { text: 'Bring snacks for the drive', session_id: 'errands' },
+        { text: 'Photos and form all ready to post', session_id: 'errands' },
+        'The bakery closes at six',
+      ],
+      { endUser },
+    );
+    const found = (await post200(t, '/memory/query', { query: 'where is my passport', explain: true }, { endUser }))
+      .memories;
     // "We should leave at noon" shares the session of the best match but no word with the query:
     // a flat session bonus used to lift it above the right memory.
     expect(idsOf(found).slice(0, 2)).toEqual([strong!.id, right!.id]);
@@ -133,7 +176,9 @@ forEachDialect('relevance cutoff and score', (dialect) => {
     }
     // Turns linked to the query only by the words of the best matches (expansion) are no evidence.
     expect(idsOf(found)).not.toContain(photos!.id);
-    expect(idsOf((await post200(t, '/memory/query', { query: 'where is my passport', min_score: 0 }, { endUser })).memories)).toContain(photos!.id);
+    expect(
+      idsOf((await post200(t, '/memory/query', { query: 'where is my passport', min_score: 0 }, { endUser })).memories),
+    ).toContain(photos!.id);
     expect([traffic, snacks].length).toBe(2);
   });
 });
@@ -147,11 +192,11 @@ forEachDialect('POST /memory/search with a time phrase', (dialect) => {
     const scenario = async () => {
       const endUser = freshUser();
       const day = Math.floor(Date.now() / DAY);
-      const [ramen, sushi, car] = await addAll(t, [
-        'Alice ate ramen at Ippudo last Friday',
-        'Alice loves sushi from the harbour market',
-        'Bob fixed the car',
-      ], { endUser });
+      const [ramen, sushi, car] = await addAll(
+        t,
+        ['Alice ate ramen at Ippudo last Friday', 'Alice loves sushi from the harbour market', 'Bob fixed the car'],
+        { endUser },
+      );
       const lastFriday = parseTemporal('last Friday', Date.now())!.from;
       await setColumns(t, car!.id, { created_at: new Date(lastFriday + 12 * 3_600_000).toISOString() });
       const a = await search(endUser, { query: 'what did Alice eat last Friday' });

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import { Filters, Memory } from '../memories/index.js';
 
 export { Filters, type FiltersInput } from '../memories/index.js';
@@ -17,13 +17,17 @@ const TokenBudget = Type.Integer({ minimum: 1, maximum: RETRIEVAL_LIMITS.maxToke
 const DateTime = Type.String({ format: 'date-time' });
 /** The relevance cutoff of every retrieval operation (docs/api.md, "Relevance"). */
 export const MinScore = Type.Number({
-  minimum: 0, maximum: 1,
-  description: 'Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns\' words, speaker or tag, vector similarity); 0 turns the cutoff off',
+  minimum: 0,
+  maximum: 1,
+  description:
+    "Drop results whose score is below this. Default: only memories with supporting evidence (their words, their neighbouring turns' words, speaker or tag, vector similarity); 0 turns the cutoff off",
 });
 /** The one relevance score of every retrieval operation. */
 export const Score = Type.Number({
-  minimum: 0, maximum: 1,
-  description: 'Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation\'s feature contributions',
+  minimum: 0,
+  maximum: 1,
+  description:
+    "Relevance on [0, 1], the same scale for every retrieval operation: 1 - e^(-s), where s is the sum of the explanation's feature contributions",
 });
 
 export const QueryBody = Type.Object(
@@ -42,7 +46,11 @@ export const ScoredMemory = Type.Intersect([
   Memory,
   Type.Object({
     score: Score,
-    explanation: Type.Optional(Type.Record(Type.String(), Type.Number(), { description: 'Per-feature contributions to s (query with explain: true)' })),
+    explanation: Type.Optional(
+      Type.Record(Type.String(), Type.Number(), {
+        description: 'Per-feature contributions to s (query with explain: true)',
+      }),
+    ),
   }),
 ]);
 export const QueryResult = Type.Object({ memories: Type.Array(ScoredMemory) });
@@ -63,7 +71,11 @@ export const RetrieveResult = Type.Object({
 });
 
 export const Route = Type.Union([
-  Type.Literal('auto'), Type.Literal('keyword'), Type.Literal('semantic'), Type.Literal('temporal'), Type.Literal('recent'),
+  Type.Literal('auto'),
+  Type.Literal('keyword'),
+  Type.Literal('semantic'),
+  Type.Literal('temporal'),
+  Type.Literal('recent'),
 ]);
 export const SearchBody = Type.Object(
   { query: Query, k: Type.Optional(K), route: Type.Optional(Route), min_score: Type.Optional(MinScore) },
@@ -71,7 +83,9 @@ export const SearchBody = Type.Object(
 );
 export const SearchResult = Type.Object({
   route: Type.String(),
-  reason: Type.String({ description: 'Why this route; says so when a time filter found nothing and results come from any time' }),
+  reason: Type.String({
+    description: 'Why this route; says so when a time filter found nothing and results come from any time',
+  }),
   range: Type.Optional(Type.Object({ from: DateTime, to: DateTime, matched: Type.String() })),
   memories: Type.Array(ScoredMemory),
 });
@@ -80,7 +94,9 @@ export const ComposeBody = Type.Object(
   {
     task: Type.String({ minLength: 1, maxLength: RETRIEVAL_LIMITS.promptChars }),
     token_budget: Type.Optional(TokenBudget),
-    template: Type.Optional(Type.String({ minLength: 1, maxLength: 8_000, description: 'Must contain {{memories}}; may contain {{task}}' })),
+    template: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 8_000, description: 'Must contain {{memories}}; may contain {{task}}' }),
+    ),
     min_score: Type.Optional(MinScore),
   },
   { additionalProperties: false },

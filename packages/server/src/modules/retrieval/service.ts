@@ -2,13 +2,25 @@ import { analyze, estimateTokens, parseTemporal, type SearchHit } from '../../en
 import { checkHeld, verifyHeld } from '../../core/credentials-clock.js';
 import { invalid } from '../../core/errors.js';
 import type { Database } from '../../store/database.js';
-import { filtersReadText, matchesFilters as filtersMatch, memoriesByIds, ownerMemoriesAt, revisionOf, selectedIds, type Owner } from '../memories/index.js';
+import {
+  filtersReadText,
+  matchesFilters as filtersMatch,
+  memoriesByIds,
+  ownerMemoriesAt,
+  revisionOf,
+  selectedIds,
+  type Owner,
+} from '../memories/index.js';
 import type { MemoryView, ScopedMemory } from '../memories/index.js';
 import type { EmbeddingStore } from './embeddings.js';
 import type { CachedIndex, DocMeta, IndexCache } from './index-cache.js';
 import type { FiltersInput } from './schemas.js';
 
-export type ScoredMemory = MemoryView & { score: number; explanation?: Record<string, number>; speaker?: string | null };
+export type ScoredMemory = MemoryView & {
+  score: number;
+  explanation?: Record<string, number>;
+  speaker?: string | null;
+};
 
 /**
  * The relevance cutoff every retrieval operation takes. Absent: only memories with supporting
@@ -22,7 +34,9 @@ function cutoffOptions(input: Cutoff): { requireEvidence: boolean; minRelevance:
 export type SearchRoute = 'keyword' | 'semantic' | 'temporal' | 'recent';
 
 /** Who is being searched: one end user, or (for principal-scoped composition) a whole project. */
-export type RetrievalScope = { kind: 'owner'; owner: Owner } | { kind: 'project'; projectId: string; tenantId: string | null };
+export type RetrievalScope =
+  | { kind: 'owner'; owner: Owner }
+  | { kind: 'project'; projectId: string; tenantId: string | null };
 
 const DEFAULT_K = 10;
 const RRF_K = 60;
@@ -34,7 +48,11 @@ function happenedWithin(meta: DocMeta, range: { from: number; to: number }): boo
   return meta.event !== undefined && meta.event.from < range.to && meta.event.to > range.from;
 }
 
-function matchesFilters(meta: DocMeta | undefined, f: FiltersInput | undefined, range?: { from: number; to: number }): boolean {
+function matchesFilters(
+  meta: DocMeta | undefined,
+  f: FiltersInput | undefined,
+  range?: { from: number; to: number },
+): boolean {
   if (!meta) return false;
   if (range && !happenedWithin(meta, range)) return false;
   return filtersMatch(meta, f);
@@ -61,15 +79,29 @@ function demoteSuperseded<T extends { score: number; superseded_by: number | nul
   const kept = ranked.filter((m) => m.superseded_by === null);
   if (kept.length === ranked.length) return ranked;
   const floor = kept.length > 0 ? kept[kept.length - 1]!.score : Infinity;
-  return [...kept, ...ranked.filter((m) => m.superseded_by !== null).map((m) => ({ ...m, score: Math.min(m.score, floor) / 2 }))];
+  return [
+    ...kept,
+    ...ranked.filter((m) => m.superseded_by !== null).map((m) => ({ ...m, score: Math.min(m.score, floor) / 2 })),
+  ];
 }
 
 interface RankOptions {
-  k: number; cutoff: Cutoff; sessionId?: string; filters?: FiltersInput; explain?: boolean; range?: { from: number; to: number }; temporal?: boolean;
+  k: number;
+  cutoff: Cutoff;
+  sessionId?: string;
+  filters?: FiltersInput;
+  explain?: boolean;
+  range?: { from: number; to: number };
+  temporal?: boolean;
   only?: Set<number>;
 }
 
-function searchIndex(cached: CachedIndex, query: string, opts: RankOptions, queryVector: Float32Array | undefined): SearchHit[] {
+function searchIndex(
+  cached: CachedIndex,
+  query: string,
+  opts: RankOptions,
+  queryVector: Float32Array | undefined,
+): SearchHit[] {
   const { index, meta } = cached;
   const { only } = opts;
   const needsFilter = opts.filters !== undefined || opts.range !== undefined || only !== undefined;
@@ -77,7 +109,9 @@ function searchIndex(cached: CachedIndex, query: string, opts: RankOptions, quer
     k: opts.k,
     ...cutoffOptions(opts.cutoff),
     ...(opts.sessionId !== undefined ? { sessionId: opts.sessionId } : {}),
-    ...(needsFilter ? { filter: (id: number) => (!only || only.has(id)) && matchesFilters(meta.get(id), opts.filters, opts.range) } : {}),
+    ...(needsFilter
+      ? { filter: (id: number) => (!only || only.has(id)) && matchesFilters(meta.get(id), opts.filters, opts.range) }
+      : {}),
     explain: opts.explain ?? false,
     temporal: opts.temporal ?? true,
     queryVector,
@@ -90,17 +124,29 @@ function searchIndex(cached: CachedIndex, query: string, opts: RankOptions, quer
  * which no response schema of theirs serializes): a copy by spreading costs a few microseconds a
  * row, and leaves objects that the response serializer reads several times slower.
  */
-function scored(hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>, rows: ScopedMemory[], explain = false): ScoredMemory[] {
+function scored(
+  hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>,
+  rows: ScopedMemory[],
+  explain = false,
+): ScoredMemory[] {
   const byId = new Map(hits.map((h) => [h.id, h]));
-  return demoteSuperseded(rows.map((row) => {
-    const hit = byId.get(row.id)!;
-    const memory: ScoredMemory = Object.assign(row, { score: hit.relevance });
-    if (explain && hit.explanation) memory.explanation = hit.explanation;
-    return memory;
-  }));
+  return demoteSuperseded(
+    rows.map((row) => {
+      const hit = byId.get(row.id)!;
+      const memory: ScoredMemory = Object.assign(row, { score: hit.relevance });
+      if (explain && hit.explanation) memory.explanation = hit.explanation;
+      return memory;
+    }),
+  );
 }
 
-export type QueryInput = { query: string; k?: number; session_id?: string; filters?: FiltersInput; explain?: boolean } & Cutoff;
+export type QueryInput = {
+  query: string;
+  k?: number;
+  session_id?: string;
+  filters?: FiltersInput;
+  explain?: boolean;
+} & Cutoff;
 
 /** A query as ranked by Retrieval.rankHeld. */
 export interface Ranking {
@@ -138,11 +184,20 @@ const MAX_SELECTED = 1_000_000_000;
  * in one statement, is still the one the index was of; undefined otherwise (rank afresh).
  */
 export async function answerFromHeld(
-  database: Database, owner: Owner, { hits, rankedAt }: HeldHits, input: QueryInput, heldAt?: number,
+  database: Database,
+  owner: Owner,
+  { hits, rankedAt }: HeldHits,
+  input: QueryInput,
+  heldAt?: number,
 ): Promise<ScoredMemory[] | undefined> {
-  const { revision, memories, clock } = hits.length > 0
-    ? await ownerMemoriesAt(database, owner, hits.map((h) => h.id))
-    : { revision: await revisionOf(database.db, owner), memories: [], clock: undefined };
+  const { revision, memories, clock } =
+    hits.length > 0
+      ? await ownerMemoriesAt(
+          database,
+          owner,
+          hits.map((h) => h.id),
+        )
+      : { revision: await revisionOf(database.db, owner), memories: [], clock: undefined };
   if (revision !== rankedAt) return undefined;
   if (clock !== undefined) checkHeld(heldAt, clock);
   else await verifyHeld(database.db, heldAt);
@@ -157,16 +212,30 @@ export class Retrieval {
   ) {}
 
   private indexOf(scope: RetrievalScope): Promise<CachedIndex> {
-    return scope.kind === 'owner' ? this.cache.forOwner(scope.owner) : this.cache.forProject(scope.projectId, scope.tenantId);
+    return scope.kind === 'owner'
+      ? this.cache.forOwner(scope.owner)
+      : this.cache.forProject(scope.projectId, scope.tenantId);
   }
 
   /** Whole memory rows for ranked hits, best first; rows forgotten since ranking drop out. */
-  private async hydrate(scope: RetrievalScope, hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>, explain = false): Promise<ScoredMemory[]> {
+  private async hydrate(
+    scope: RetrievalScope,
+    hits: Array<Pick<SearchHit, 'id' | 'relevance' | 'explanation'>>,
+    explain = false,
+  ): Promise<ScoredMemory[]> {
     const rowScope =
       scope.kind === 'owner'
         ? { projectId: scope.owner.projectId, tenantId: scope.owner.tenantId, endUserId: scope.owner.endUserId }
         : { projectId: scope.projectId, tenantId: scope.tenantId };
-    return scored(hits, await memoriesByIds(this.database.db, rowScope, hits.map((h) => h.id)), explain);
+    return scored(
+      hits,
+      await memoriesByIds(
+        this.database.db,
+        rowScope,
+        hits.map((h) => h.id),
+      ),
+      explain,
+    );
   }
 
   private async rank(cached: CachedIndex, query: string, opts: RankOptions): Promise<SearchHit[]> {
@@ -181,7 +250,12 @@ export class Retrieval {
    * HTTP thread: thread.ts.) `seen`: told the owner's revision when the answer was ranked on the
    * index held and that revision was read with its rows (so a caller need not read it again).
    */
-  async query(owner: Owner, input: QueryInput, heldAt?: number, seen?: (revision: number) => void): Promise<ScoredMemory[]> {
+  async query(
+    owner: Owner,
+    input: QueryInput,
+    heldAt?: number,
+    seen?: (revision: number) => void,
+  ): Promise<ScoredMemory[]> {
     checkQuery(input);
     const { held, queryVector } = await this.rankHeld(owner, input);
     const answer = held && (await answerFromHeld(this.database, owner, held, input, heldAt));
@@ -205,7 +279,10 @@ export class Retrieval {
     // need the database: queryAfresh.
     if (!index || index.refreshing || filtersReadText(input.filters)) return vector;
     this.cache.confirmed();
-    return { held: { hits: searchIndex(index, input.query, queryOptions(input), queryVector), rankedAt: index.revision }, ...vector };
+    return {
+      held: { hits: searchIndex(index, input.query, queryOptions(input), queryVector), rankedAt: index.revision },
+      ...vector,
+    };
   }
 
   /** The query on the owner's index brought up to date (the general path). */
@@ -247,7 +324,8 @@ export class Retrieval {
    * or to any one of its sentences.
    */
   async retrieve(
-    scope: RetrievalScope, input: { prompt: string; k?: number; token_budget?: number } & Cutoff,
+    scope: RetrievalScope,
+    input: { prompt: string; k?: number; token_budget?: number } & Cutoff,
   ): Promise<{ memories: ScoredMemory[]; tokens: number }> {
     if (input.prompt.trim() === '') throw invalid('prompt', 'prompt must not be blank');
     const k = input.k ?? DEFAULT_K;
@@ -263,7 +341,9 @@ export class Retrieval {
         relevance.set(h.id, Math.max(relevance.get(h.id) ?? 0, h.relevance));
       });
     }
-    const ranked = [...fused.entries()].sort((a, b) => b[1] - a[1] || b[0] - a[0]).map(([id]) => ({ id, relevance: relevance.get(id)! }));
+    const ranked = [...fused.entries()]
+      .sort((a, b) => b[1] - a[1] || b[0] - a[0])
+      .map(([id]) => ({ id, relevance: relevance.get(id)! }));
     const memories = await this.hydrate(scope, ranked.slice(0, 4 * k));
     return fitBudget(memories, k, input.token_budget);
   }
@@ -273,7 +353,12 @@ export class Retrieval {
     owner: Owner,
     input: { query: string; k?: number; route?: SearchRoute | 'auto' } & Cutoff,
     now = Date.now(),
-  ): Promise<{ route: SearchRoute; reason: string; range?: { from: string; to: string; matched: string }; memories: ScoredMemory[] }> {
+  ): Promise<{
+    route: SearchRoute;
+    reason: string;
+    range?: { from: string; to: string; matched: string };
+    memories: ScoredMemory[];
+  }> {
     if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
     const k = input.k ?? DEFAULT_K;
     const temporal = parseTemporal(input.query, now);
@@ -304,11 +389,16 @@ export class Retrieval {
     let range: { from: string; to: string; matched: string } | undefined;
     if (route === 'recent') {
       // Newest first; each scored like any other result, for the query's words.
-      const newest = [...cached.meta.entries()].sort((a, b) => b[1].createdAt - a[1].createdAt || b[0] - a[0]).slice(0, k).map(([id]) => id);
+      const newest = [...cached.meta.entries()]
+        .sort((a, b) => b[1].createdAt - a[1].createdAt || b[0] - a[0])
+        .slice(0, k)
+        .map(([id]) => id);
       const scored = await this.rank(cached, input.query, { k, cutoff: { min_score: 0 }, only: new Set(newest) });
       const relevance = new Map(scored.map((h) => [h.id, h.relevance]));
       // The newest are the answer whatever they say; only a min_score the caller sends cuts them.
-      hits = newest.map((id) => ({ id, relevance: relevance.get(id) ?? 0 })).filter((h) => h.relevance >= (input.min_score ?? 0));
+      hits = newest
+        .map((id) => ({ id, relevance: relevance.get(id) ?? 0 }))
+        .filter((h) => h.relevance >= (input.min_score ?? 0));
     } else if (route === 'temporal') {
       const span = temporal ?? { from: 0, to: now + DAY, matched: '' };
       range = { from: new Date(span.from).toISOString(), to: new Date(span.to).toISOString(), matched: span.matched };
@@ -316,9 +406,10 @@ export class Retrieval {
       if (hits.length === 0) {
         // Nothing relevant is dated in the period: the period becomes a preference, not a filter.
         hits = await this.rank(cached, input.query, { k, cutoff: input });
-        reason = hits.length > 0
-          ? `the query names a time ("${span.matched}"), but no relevant memory is dated in that period, so results come from any time`
-          : `the query names a time ("${span.matched}"); no relevant memory was found in that period or at any other time`;
+        reason =
+          hits.length > 0
+            ? `the query names a time ("${span.matched}"), but no relevant memory is dated in that period, so results come from any time`
+            : `the query names a time ("${span.matched}"); no relevant memory was found in that period or at any other time`;
       }
     } else {
       hits = await this.rank(cached, input.query, { k, cutoff: input, temporal: route === 'semantic' });
@@ -347,7 +438,11 @@ export class Retrieval {
     const frame = fill('');
     const room = budget - estimateTokens(frame);
     if (room <= 0) throw invalid('token_budget', 'token_budget is too small for the task and template');
-    const { memories } = await this.retrieve(scope, { prompt: input.task, k: 50, ...(input.min_score !== undefined ? { min_score: input.min_score } : {}) });
+    const { memories } = await this.retrieve(scope, {
+      prompt: input.task,
+      k: 50,
+      ...(input.min_score !== undefined ? { min_score: input.min_score } : {}),
+    });
     const used: ScoredMemory[] = [];
     let tokens = 0;
     for (const m of memories) {
@@ -370,7 +465,11 @@ function citation(m: ScoredMemory): string {
 }
 
 /** The best memories, in order, that fit the budget (all k when there is none). */
-function fitBudget(memories: ScoredMemory[], k: number, budget: number | undefined): { memories: ScoredMemory[]; tokens: number } {
+function fitBudget(
+  memories: ScoredMemory[],
+  k: number,
+  budget: number | undefined,
+): { memories: ScoredMemory[]; tokens: number } {
   const out: ScoredMemory[] = [];
   let tokens = 0;
   for (const m of memories) {

@@ -9,19 +9,43 @@ import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser, retrievalConfig } from '../../testing/retrieval.js';
 import { until } from '../../testing/until.js';
 import type { IndexCache } from './index-cache.js';
-import { decodeMeta, deflatedPieces, inflatedPieces, loadSnapshot, SnapshotTaking, storeSnapshot, type DocMeta } from './snapshots.js';
+import {
+  decodeMeta,
+  deflatedPieces,
+  inflatedPieces,
+  loadSnapshot,
+  SnapshotTaking,
+  storeSnapshot,
+  type DocMeta,
+} from './snapshots.js';
 
 const METRICS_TOKEN = 'metrics-token-for-snapshot-tests';
 const MIN = 20;
 // The background refresh runs when a test says so; the engine runs in process, where a test can watch its index being taken.
 const config = (): Partial<Config> => ({
-  ...retrievalConfig({ ...loadConfig({}).retrieval, indexSnapshotMinMemories: MIN, indexSnapshotIntervalMs: 3_600_000, searchThread: false }), metricsToken: METRICS_TOKEN,
+  ...retrievalConfig({
+    ...loadConfig({}).retrieval,
+    indexSnapshotMinMemories: MIN,
+    indexSnapshotIntervalMs: 3_600_000,
+    searchThread: false,
+  }),
+  metricsToken: METRICS_TOKEN,
 });
 
-const TOPICS = ['pottery class', 'adoption agency', 'guitar lessons', 'marathon training', 'trip to Tokyo', 'sourdough baking'];
+const TOPICS = [
+  'pottery class',
+  'adoption agency',
+  'guitar lessons',
+  'marathon training',
+  'trip to Tokyo',
+  'sourdough baking',
+];
 /** Queries, some with filters: a restored index keeps every doc's filter metadata. */
 const QUERIES: Array<string | Record<string, unknown>> = [
-  'When is the pottery class?', 'Tokyo trip plans', 'What did the adoption agency say?', 'sourdough',
+  'When is the pottery class?',
+  'Tokyo trip plans',
+  'What did the adoption agency say?',
+  'sourdough',
   { query: 'pottery class', filters: { tags_any: ['hobby'] } },
   { query: 'pottery class', filters: { metadata: { mood: 'excited' }, source: 'chat' } },
   { query: 'agency', session_id: 's1' },
@@ -33,7 +57,9 @@ type Hits = Array<[number, number]>;
 /** The same memories in the same order with the same scores (but recency, which moves with the clock between two queries). */
 function expectSameHits(actual: Hits[], expected: Hits[]): void {
   expect(actual.map((hits) => hits.map(([id]) => id))).toEqual(expected.map((hits) => hits.map(([id]) => id)));
-  actual.forEach((hits, i) => hits.forEach(([, score], j) => expect(Math.abs(score - expected[i]![j]![1])).toBeLessThan(1e-6)));
+  actual.forEach((hits, i) =>
+    hits.forEach(([, score], j) => expect(Math.abs(score - expected[i]![j]![1])).toBeLessThan(1e-6)),
+  );
 }
 
 forEachDialect('stored indexes of large end users', (dialect) => {
@@ -45,25 +71,49 @@ forEachDialect('stored indexes of large end users', (dialect) => {
 
   /** Another server process on the same database: its own index cache, nothing in memory. */
   const anotherProcess = async () => {
-    const app = await buildApp({ services: buildServices({ config: { ...loadConfig({}), ...config(), logLevel: 'silent' }, database: t.database }) });
+    const app = await buildApp({
+      services: buildServices({ config: { ...loadConfig({}), ...config(), logLevel: 'silent' }, database: t.database }),
+    });
     others.push(app);
-    const headers = (endUser: string) => ({ 'x-api-key': t.key, 'x-project-id': t.projectId, 'x-end-user-id': endUser });
+    const headers = (endUser: string) => ({
+      'x-api-key': t.key,
+      'x-project-id': t.projectId,
+      'x-end-user-id': endUser,
+    });
     return {
       query: async (endUser: string, q: string | Record<string, unknown>) => {
-        const res = await app.inject({ method: 'POST', url: '/memory/query', headers: headers(endUser), payload: bodyOf(q) });
+        const res = await app.inject({
+          method: 'POST',
+          url: '/memory/query',
+          headers: headers(endUser),
+          payload: bodyOf(q),
+        });
         expect(res.statusCode, res.body).toBe(200);
-        return (res.json().memories as Array<{ id: number; score: number }>).map((m): [number, number] => [m.id, m.score]);
+        return (res.json().memories as Array<{ id: number; score: number }>).map((m): [number, number] => [
+          m.id,
+          m.score,
+        ]);
       },
       snapshots: async () => {
-        const res = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-        return Object.fromEntries([...res.body.matchAll(/engram_index_snapshots_total\{event="(\w+)"\} (\d+)/g)].map((m) => [m[1], Number(m[2])]));
+        const res = await app.inject({
+          method: 'GET',
+          url: '/metrics',
+          headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+        });
+        return Object.fromEntries(
+          [...res.body.matchAll(/engram_index_snapshots_total\{event="(\w+)"\} (\d+)/g)].map((m) => [
+            m[1],
+            Number(m[2]),
+          ]),
+        );
       },
     };
   };
 
   const fill = async (endUser: string, count: number) => {
     const items = Array.from({ length: count }, (_, i) => ({
-      text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`, session_id: `s${Math.floor(i / 8)}`,
+      text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`,
+      session_id: `s${Math.floor(i / 8)}`,
       ...(i % 3 === 0 ? { tags: i % 2 === 0 ? ['hobby', 'music'] : ['hobby'] } : {}),
       ...(i % 4 === 0 ? { metadata: { mood: i % 8 === 0 ? 'excited' : 'calm', day: i } } : {}),
       ...(i % 5 === 0 ? { source: 'chat' } : {}),
@@ -78,10 +128,23 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     return (res.body.memories as Array<{ id: number; score: number }>).map((m): [number, number] => [m.id, m.score]);
   };
   const stored = (endUser: string) =>
-    t.database.db.selectFrom('index_snapshots').select(['revision', 'memories', 'embedder', 'format'])
-      .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirst();
+    t.database.db
+      .selectFrom('index_snapshots')
+      .select(['revision', 'memories', 'embedder', 'format'])
+      .where('project_id', '=', t.projectId)
+      .where('end_user_id', '=', endUser)
+      .executeTakeFirst();
   const revision = async (endUser: string) =>
-    Number((await t.database.db.selectFrom('end_users').select('revision').where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirstOrThrow()).revision);
+    Number(
+      (
+        await t.database.db
+          .selectFrom('end_users')
+          .select('revision')
+          .where('project_id', '=', t.projectId)
+          .where('end_user_id', '=', endUser)
+          .executeTakeFirstOrThrow()
+      ).revision,
+    );
   const eventually = <T>(read: () => Promise<T | undefined>): Promise<T> => until(read, 'a snapshot', 5_000);
 
   it('stores a large index once built; another process loads it, catches up, and answers alike', async () => {
@@ -104,22 +167,37 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     expect(await other.snapshots()).toEqual({ loaded: 1, stored: 0, failed: 0 });
 
     // A change after the snapshot reaches the process that loaded it (caught up from the change feed).
-    const added = await t.call('POST', '/memory/add', { endUser, body: { text: 'Booked a kintsugi workshop in Kyoto' } });
+    const added = await t.call('POST', '/memory/add', {
+      endUser,
+      body: { text: 'Booked a kintsugi workshop in Kyoto' },
+    });
     expect(added.status).toBe(201);
     expect((await other.query(endUser, 'kintsugi workshop Kyoto')).map(([id]) => id)).toEqual([added.body.id]);
-    expectSameHits(await Promise.all(QUERIES.map((q) => other.query(endUser, q))), await Promise.all(QUERIES.map((q) => query(endUser, q))));
+    expectSameHits(
+      await Promise.all(QUERIES.map((q) => other.query(endUser, q))),
+      await Promise.all(QUERIES.map((q) => query(endUser, q))),
+    );
   });
 
   it('a snapshot read in many parts is the snapshot stored', async () => {
     const endUser = freshUser();
     await fill(endUser, MIN + 5);
     await query(endUser, 'pottery class');
-    const row = await eventually(() => t.database.db.selectFrom('index_snapshots').select(['tenant_id', 'revision', 'index_data'])
-      .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirst());
+    const row = await eventually(() =>
+      t.database.db
+        .selectFrom('index_snapshots')
+        .select(['tenant_id', 'revision', 'index_data'])
+        .where('project_id', '=', t.projectId)
+        .where('end_user_id', '=', endUser)
+        .executeTakeFirst(),
+    );
     const owner = { projectId: t.projectId, tenantId: row.tenant_id, endUserId: endUser };
     // On PostgreSQL 97 bytes a row: the deflated index comes back in dozens of rows.
     expect(row.index_data.length).toBeGreaterThan(97 * 10);
-    const [whole, parts] = [await loadSnapshot(t.database, owner, 'builtin'), await loadSnapshot(t.database, owner, 'builtin', undefined, 97)];
+    const [whole, parts] = [
+      await loadSnapshot(t.database, owner, 'builtin'),
+      await loadSnapshot(t.database, owner, 'builtin', undefined, 97),
+    ];
     expect(whole).not.toBeNull();
     expect(parts).not.toBeNull();
     expect(parts!.revision).toBe(Number(row.revision));
@@ -141,11 +219,18 @@ forEachDialect('stored indexes of large end users', (dialect) => {
 
     // The first query of another process loads it.
     const other = await anotherProcess();
-    expectSameHits(await Promise.all(QUERIES.map((q) => other.query(endUser, q))), await Promise.all(QUERIES.map((q) => query(endUser, q))));
+    expectSameHits(
+      await Promise.all(QUERIES.map((q) => other.query(endUser, q))),
+      await Promise.all(QUERIES.map((q) => query(endUser, q))),
+    );
     expect(await other.snapshots()).toMatchObject({ loaded: 1 });
 
     // Run again with nothing changed, it leaves a current snapshot alone.
-    const before = await t.database.db.selectFrom('index_snapshots').select('created_at').where('end_user_id', '=', endUser).executeTakeFirstOrThrow();
+    const before = await t.database.db
+      .selectFrom('index_snapshots')
+      .select('created_at')
+      .where('end_user_id', '=', endUser)
+      .executeTakeFirstOrThrow();
     // It does not bring this end user's index up to date (the only way a run stores a snapshot).
     const refreshed = vi.spyOn(t.services.retrieval.cache as IndexCache, 'forOwner');
     try {
@@ -154,7 +239,13 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     } finally {
       refreshed.mockRestore();
     }
-    expect(await t.database.db.selectFrom('index_snapshots').select('created_at').where('end_user_id', '=', endUser).executeTakeFirstOrThrow()).toEqual(before);
+    expect(
+      await t.database.db
+        .selectFrom('index_snapshots')
+        .select('created_at')
+        .where('end_user_id', '=', endUser)
+        .executeTakeFirstOrThrow(),
+    ).toEqual(before);
   });
 
   it('forgetting any of the memories deletes the snapshot in the same transaction, and a stale one is never stored', async () => {
@@ -170,7 +261,11 @@ forEachDialect('stored indexes of large end users', (dialect) => {
 
     // The index taken before the forgetting is refused: its text would outlive the memory.
     const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
-    const taken = { ...(await new SnapshotTaking(new MemoryIndex({ embedder: null }), new Map()).taken), revision: Number(snapshot.revision), memories: 0 };
+    const taken = {
+      ...(await new SnapshotTaking(new MemoryIndex({ embedder: null }), new Map()).taken),
+      revision: Number(snapshot.revision),
+      memories: 0,
+    };
     expect(await storeSnapshot(t.database, owner, 'builtin', taken)).toBe('forgotten');
     expect(await stored(endUser)).toBeUndefined();
 
@@ -183,11 +278,16 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     const again = await eventually(() => stored(endUser));
     expect(Number(again.revision)).toBe(await revision(endUser));
     // A snapshot no newer than the stored one leaves it alone.
-    expect(await storeSnapshot(t.database, owner, 'builtin', { ...taken, revision: Number(again.revision) })).toBe('current');
+    expect(await storeSnapshot(t.database, owner, 'builtin', { ...taken, revision: Number(again.revision) })).toBe(
+      'current',
+    );
     expect(await stored(endUser)).toEqual(again);
 
     // Purging the end user deletes it too.
-    expect((await t.call('DELETE', `/memory/user/${endUser}`, { endUser: null })).body).toEqual({ end_user_id: endUser, deleted: MIN + 4 });
+    expect((await t.call('DELETE', `/memory/user/${endUser}`, { endUser: null })).body).toEqual({
+      end_user_id: endUser,
+      deleted: MIN + 4,
+    });
     expect(await stored(endUser)).toBeUndefined();
   });
 
@@ -196,8 +296,12 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     await fill(endUser, MIN);
     await query(endUser, 'guitar lessons');
     await eventually(() => stored(endUser));
-    await t.database.db.updateTable('index_snapshots').set({ index_data: Buffer.from('not an index') })
-      .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).execute();
+    await t.database.db
+      .updateTable('index_snapshots')
+      .set({ index_data: Buffer.from('not an index') })
+      .where('project_id', '=', t.projectId)
+      .where('end_user_id', '=', endUser)
+      .execute();
     await t.call('POST', '/memory/add', { endUser, body: { text: 'One more note about guitar lessons' } });
 
     const other = await anotherProcess();
@@ -212,8 +316,12 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     await query(endUser, 'guitar lessons');
     const current = await eventually(() => stored(endUser));
     // As an earlier version would have left it: another format, a revision not below the one to store.
-    await t.database.db.updateTable('index_snapshots').set({ format: 1, revision: Number(current.revision) + 1000, index_data: Buffer.from('raw, not deflated') })
-      .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).execute();
+    await t.database.db
+      .updateTable('index_snapshots')
+      .set({ format: 1, revision: Number(current.revision) + 1000, index_data: Buffer.from('raw, not deflated') })
+      .where('project_id', '=', t.projectId)
+      .where('end_user_id', '=', endUser)
+      .execute();
 
     const other = await anotherProcess();
     expectSameHits([await other.query(endUser, 'guitar lessons')], [await query(endUser, 'guitar lessons')]);
@@ -247,7 +355,10 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     let steps = 0;
     let heldTheLoop = false;
     const snapshotSteps = MemoryIndex.prototype.snapshotSteps;
-    const spy = vi.spyOn(MemoryIndex.prototype, 'snapshotSteps').mockImplementation(function* (this: MemoryIndex, track = true) {
+    const spy = vi.spyOn(MemoryIndex.prototype, 'snapshotSteps').mockImplementation(function* (
+      this: MemoryIndex,
+      track = true,
+    ) {
       if (this !== target || !track) return yield* snapshotSteps.call(this, track);
       // The synchronous snapshot at the moment taking begins (its first step).
       atStart = Buffer.from(this.snapshot());
@@ -290,13 +401,28 @@ forEachDialect('stored indexes of large end users', (dialect) => {
       const startRevision = await revision(endUser);
 
       // Meanwhile: a new memory, a changed one, more in the same sessions; each query sees them.
-      const added = await t.call('POST', '/memory/add', { endUser, body: { text: 'Booked a kintsugi workshop in Kyoto', session_id: 's1' } });
+      const added = await t.call('POST', '/memory/add', {
+        endUser,
+        body: { text: 'Booked a kintsugi workshop in Kyoto', session_id: 's1' },
+      });
       expect(added.status).toBe(201);
       expect((await query(endUser, 'kintsugi workshop Kyoto'))[0]![0]).toBe(added.body.id);
       const changed = ids[0]!;
-      expect((await t.call('PATCH', `/memory/${changed}`, { endUser, body: { tags: ['ceramics'], metadata: { mood: 'proud' } } })).status).toBe(200);
-      expect((await query(endUser, { query: 'pottery class', filters: { tags_any: ['ceramics'] } })).map(([id]) => id)).toEqual([changed]);
-      const more = Array.from({ length: 8 }, (_, i) => ({ text: `Later note ${i}: the ${TOPICS[i % TOPICS.length]} again`, session_id: `s${i}` }));
+      expect(
+        (
+          await t.call('PATCH', `/memory/${changed}`, {
+            endUser,
+            body: { tags: ['ceramics'], metadata: { mood: 'proud' } },
+          })
+        ).status,
+      ).toBe(200);
+      expect(
+        (await query(endUser, { query: 'pottery class', filters: { tags_any: ['ceramics'] } })).map(([id]) => id),
+      ).toEqual([changed]);
+      const more = Array.from({ length: 8 }, (_, i) => ({
+        text: `Later note ${i}: the ${TOPICS[i % TOPICS.length]} again`,
+        session_id: `s${i}`,
+      }));
       expect((await t.call('POST', '/memory/bulk-add', { endUser, body: more })).status).toBe(200);
       const current = await Promise.all(QUERIES.map((q) => query(endUser, q)));
       expect(current).not.toEqual(before);
@@ -306,8 +432,12 @@ forEachDialect('stored indexes of large end users', (dialect) => {
       released = true;
       const stored = await eventually(async () => {
         expect((await cache.stats()).snapshots.failed, 'taking or storing the snapshot failed').toBe(failed);
-        return t.database.db.selectFrom('index_snapshots').select(['revision', 'index_data'])
-          .where('project_id', '=', t.projectId).where('end_user_id', '=', endUser).executeTakeFirst();
+        return t.database.db
+          .selectFrom('index_snapshots')
+          .select(['revision', 'index_data'])
+          .where('project_id', '=', t.projectId)
+          .where('end_user_id', '=', endUser)
+          .executeTakeFirst();
       });
       expect(heldTheLoop, 'a step ran in the turn of the event loop of the step before').toBe(false);
       expect(steps).toBeGreaterThan(5);
@@ -319,11 +449,17 @@ forEachDialect('stored indexes of large end users', (dialect) => {
       const loaded = (await loadSnapshot(t.database, owner, 'builtin'))!;
       expect(loaded.meta.size).toBe(MIN + 25);
       expect(loaded.meta.has(added.body.id)).toBe(false);
-      expect(loaded.meta.get(changed)).toMatchObject({ tags: ['hobby', 'music'], metadata: { mood: 'excited', day: 0 } });
+      expect(loaded.meta.get(changed)).toMatchObject({
+        tags: ['hobby', 'music'],
+        metadata: { mood: 'excited', day: 0 },
+      });
 
       // A process that loads it catches up to the same answers.
       const other = await anotherProcess();
-      expectSameHits(await Promise.all(QUERIES.map((q) => other.query(endUser, q))), await Promise.all(QUERIES.map((q) => query(endUser, q))));
+      expectSameHits(
+        await Promise.all(QUERIES.map((q) => other.query(endUser, q))),
+        await Promise.all(QUERIES.map((q) => query(endUser, q))),
+      );
       expect(await other.snapshots()).toMatchObject({ loaded: 1 });
     } finally {
       spy.mockRestore();
@@ -334,13 +470,23 @@ forEachDialect('stored indexes of large end users', (dialect) => {
 
 describe('taking an index and its filter metadata in slices', () => {
   const docMeta = (i: number) => ({
-    tags: i % 3 === 0 ? ['hobby'] : [], source: i % 5 === 0 ? 'chat' : null, createdAt: 1_700_000_000_000 + i,
-    metadata: i % 4 === 0 ? { day: i } : {}, isSummary: false, sessionId: `s${i >> 3}`, importance: (i % 10) / 10,
+    tags: i % 3 === 0 ? ['hobby'] : [],
+    source: i % 5 === 0 ? 'chat' : null,
+    createdAt: 1_700_000_000_000 + i,
+    metadata: i % 4 === 0 ? { day: i } : {},
+    isSummary: false,
+    sessionId: `s${i >> 3}`,
+    importance: (i % 10) / 10,
     updatedAt: 1_700_000_000_000 + 2 * i,
   });
   const doc = (i: number) => ({
-    id: i, text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`, sessionId: `s${i >> 3}`,
-    createdAt: 1_700_000_000_000 + i, importance: 0.5, feedback: 0, tags: docMeta(i).tags,
+    id: i,
+    text: `Note ${i}: talked about the ${TOPICS[i % TOPICS.length]} on day ${i}`,
+    sessionId: `s${i >> 3}`,
+    createdAt: 1_700_000_000_000 + i,
+    importance: 0.5,
+    feedback: 0,
+    tags: docMeta(i).tags,
   });
 
   it('takes both as they were when it began, however they change meanwhile', async () => {
@@ -361,7 +507,13 @@ describe('taking an index and its filter metadata in slices', () => {
       const i = ++turns;
       for (const [id, apply] of [
         [i * 7, () => (index.remove(i * 7), meta.delete(i * 7))],
-        [i * 11, () => (index.upsert({ ...doc(i * 11), tags: ['changed'] }), meta.set(i * 11, { ...docMeta(i * 11), tags: ['changed'] }))],
+        [
+          i * 11,
+          () => (
+            index.upsert({ ...doc(i * 11), tags: ['changed'] }),
+            meta.set(i * 11, { ...docMeta(i * 11), tags: ['changed'] })
+          ),
+        ],
         [5000 + i, () => (index.upsert(doc(5000 + i)), meta.set(5000 + i, docMeta(5000 + i)))],
       ] as const) {
         taking.metaChanging(id);
@@ -379,13 +531,25 @@ describe('taking an index and its filter metadata in slices', () => {
 
   it('restores the metadata as a map that decodes itself on first use, whatever the first use is', async () => {
     const meta = new Map<number, DocMeta>();
-    for (let i = 1; i <= 300; i++) meta.set(i, { ...docMeta(i), ...(i % 9 === 0 ? { event: { from: i, to: i + 1 } } : {}) });
+    for (let i = 1; i <= 300; i++)
+      meta.set(i, { ...docMeta(i), ...(i % 9 === 0 ? { event: { from: i, to: i + 1 } } : {}) });
     const index = new MemoryIndex({ embedder: null });
     const bytes = (await new SnapshotTaking(index, meta, 0).taken).meta;
     const uses: Array<(m: Map<number, DocMeta>) => unknown> = [
-      (m) => m.size, (m) => m.get(9), (m) => m.has(301), (m) => [...m.keys()], (m) => [...m.values()], (m) => [...m],
-      (m) => { const seen: number[] = []; m.forEach((_, id) => seen.push(id)); return seen; },
-      (m) => (m.set(301, docMeta(301)), [...m.entries()]), (m) => (m.delete(5), [...m.entries()]), (m) => (m.clear(), m.size),
+      (m) => m.size,
+      (m) => m.get(9),
+      (m) => m.has(301),
+      (m) => [...m.keys()],
+      (m) => [...m.values()],
+      (m) => [...m],
+      (m) => {
+        const seen: number[] = [];
+        m.forEach((_, id) => seen.push(id));
+        return seen;
+      },
+      (m) => (m.set(301, docMeta(301)), [...m.entries()]),
+      (m) => (m.delete(5), [...m.entries()]),
+      (m) => (m.clear(), m.size),
     ];
     for (const use of uses) {
       const expected = new Map(meta);
@@ -399,7 +563,8 @@ describe('taking an index and its filter metadata in slices', () => {
 });
 
 describe('an index stored in deflated pieces', () => {
-  const every = (length: number, piece: number) => Array.from({ length: Math.ceil(length / piece) }, (_, i) => i * piece);
+  const every = (length: number, piece: number) =>
+    Array.from({ length: Math.ceil(length / piece) }, (_, i) => i * piece);
   it('inflates to the bytes deflated, piece by piece, whatever their length against the cuts', async () => {
     const bytes = Buffer.concat([randomBytes(3000), Buffer.alloc(3000, 7)]);
     for (const length of [0, 1, 999, 1000, 1001, 2500, 6000]) {
@@ -412,7 +577,15 @@ describe('an index stored in deflated pieces', () => {
 
   it('restores an index from pieces cut where its arrays begin, each inflated into a buffer of its own', async () => {
     const index = new MemoryIndex({ embedder: null });
-    for (let i = 1; i <= 2000; i++) index.upsert({ id: i, text: `${TOPICS[i % TOPICS.length]} on day ${i}`, sessionId: `s${i >> 4}`, createdAt: 1_700_000_000_000 + i, importance: 0.5, feedback: 0 });
+    for (let i = 1; i <= 2000; i++)
+      index.upsert({
+        id: i,
+        text: `${TOPICS[i % TOPICS.length]} on day ${i}`,
+        sessionId: `s${i >> 4}`,
+        createdAt: 1_700_000_000_000 + i,
+        importance: 0.5,
+        feedback: 0,
+      });
     const bytes = index.snapshot();
     // Pieces of 32 KB or more: below half of Buffer.poolSize (4 KB on Node 20, 32 KB on Node 24) Node hands out
     // slices of its shared pool instead of buffers of their own.
@@ -425,7 +598,9 @@ describe('an index stored in deflated pieces', () => {
     expect(large.length).toBeGreaterThan(0);
     for (const piece of large) expect([piece.byteOffset, piece.buffer.byteLength]).toEqual([0, piece.length]);
     const restored = MemoryIndex.restore(pieces, { embedder: null });
-    expect(restored.search('pottery class', { k: 5, now: 1_700_000_001_000, explain: true })).toEqual(index.search('pottery class', { k: 5, now: 1_700_000_001_000, explain: true }));
+    expect(restored.search('pottery class', { k: 5, now: 1_700_000_001_000, explain: true })).toEqual(
+      index.search('pottery class', { k: 5, now: 1_700_000_001_000, explain: true }),
+    );
     expect(Buffer.from(restored.snapshot()).equals(Buffer.from(bytes))).toBe(true);
   });
 

@@ -1,7 +1,17 @@
 import { promisify } from 'node:util';
 import { deflate, inflate } from 'node:zlib';
 import { sql } from 'kysely';
-import { MemoryIndex, type MemoryIndexOptions, runInSlices, SLICE_MS, SNAPSHOT_FORMAT, snapshotCuts, SnapshotReader, SnapshotWriter, type Steps } from '../../engine/index.js';
+import {
+  MemoryIndex,
+  type MemoryIndexOptions,
+  runInSlices,
+  SLICE_MS,
+  SNAPSHOT_FORMAT,
+  snapshotCuts,
+  SnapshotReader,
+  SnapshotWriter,
+  type Steps,
+} from '../../engine/index.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.js';
 
@@ -65,11 +75,13 @@ export async function inflatedPieces(bytes: Uint8Array): Promise<Buffer[]> {
     at += length;
   }
   if (at !== stored.length) throw new Error('index snapshot pieces do not add up');
-  return Promise.all(parts.map(async ({ deflated, length }) => {
-    const piece = await inflated(deflated, Math.max(64, length));
-    if (piece.length !== length) throw new Error('index snapshot pieces do not add up');
-    return piece;
-  }));
+  return Promise.all(
+    parts.map(async ({ deflated, length }) => {
+      const piece = await inflated(deflated, Math.max(64, length));
+      if (piece.length !== length) throw new Error('index snapshot pieces do not add up');
+      return piece;
+    }),
+  );
 }
 
 /** What filters need of a memory, kept beside the index so filtering costs no query. */
@@ -111,7 +123,12 @@ function* encodeMetaSteps(ids: Float64Array, metaOf: (id: number) => DocMeta): S
   const eventTo = new Float64Array(n).fill(NaN);
   const isSummary = new Uint8Array(n);
   const [strings, tags, metadata] = [new Interned(), new Interned(), new Interned()];
-  const [source, session, tagList, metadataOf] = [new Int32Array(n), new Int32Array(n), new Int32Array(n), new Int32Array(n)];
+  const [source, session, tagList, metadataOf] = [
+    new Int32Array(n),
+    new Int32Array(n),
+    new Int32Array(n),
+    new Int32Array(n),
+  ];
   for (let i = 0; i < n; i++) {
     if (i > 0 && i % META_STEP === 0) yield;
     const m = metaOf(ids[i]!);
@@ -125,9 +142,22 @@ function* encodeMetaSteps(ids: Float64Array, metaOf: (id: number) => DocMeta): S
     tagList[i] = tags.of(JSON.stringify(m.tags));
     metadataOf[i] = metadata.of(JSON.stringify(m.metadata));
   }
-  return yield* new SnapshotWriter().value(strings.values).value(tags.values).value(metadata.values)
-    .array(ids).array(createdAt).array(eventFrom).array(eventTo).array(isSummary)
-    .array(source).array(session).array(tagList).array(metadataOf).array(updatedAt).array(importance).finishSteps();
+  return yield* new SnapshotWriter()
+    .value(strings.values)
+    .value(tags.values)
+    .value(metadata.values)
+    .array(ids)
+    .array(createdAt)
+    .array(eventFrom)
+    .array(eventTo)
+    .array(isSummary)
+    .array(source)
+    .array(session)
+    .array(tagList)
+    .array(metadataOf)
+    .array(updatedAt)
+    .array(importance)
+    .finishSteps();
 }
 
 /** A taken index and its filter metadata, encoded (storeSnapshot deflates and stores them). */
@@ -152,7 +182,11 @@ export class SnapshotTaking {
   /** Metadata of docs changed since the taking began, as it was then (undefined: none). */
   private readonly kept = new Map<number, DocMeta | undefined>();
 
-  constructor(index: MemoryIndex, private readonly meta: Map<number, DocMeta>, sliceMs = SLICE_MS) {
+  constructor(
+    index: MemoryIndex,
+    private readonly meta: Map<number, DocMeta>,
+    sliceMs = SLICE_MS,
+  ) {
     this.taken = runInSlices(this.steps(index), sliceMs);
   }
 
@@ -206,9 +240,14 @@ export function decodeMeta(bytes: Uint8Array): Map<number, DocMeta> {
     for (let i = 0; i < ids.length; i++) {
       const doc: DocMeta = {
         // Docs with equal tag lists or metadata share one (read-only) value.
-        tags: tags[tagList[i]!]!, source: source[i]! < 0 ? null : strings[source[i]!]!, createdAt: createdAt[i]!,
-        metadata: metadata[metadataOf[i]!]!, isSummary: isSummary[i] === 1, sessionId: session[i]! < 0 ? null : strings[session[i]!]!,
-        importance: importance[i]!, updatedAt: updatedAt[i]!,
+        tags: tags[tagList[i]!]!,
+        source: source[i]! < 0 ? null : strings[source[i]!]!,
+        createdAt: createdAt[i]!,
+        metadata: metadata[metadataOf[i]!]!,
+        isSummary: isSummary[i] === 1,
+        sessionId: session[i]! < 0 ? null : strings[session[i]!]!,
+        importance: importance[i]!,
+        updatedAt: updatedAt[i]!,
       };
       if (!Number.isNaN(eventFrom[i]!)) doc.event = { from: eventFrom[i]!, to: eventTo[i]! };
       set(ids[i]!, doc);
@@ -224,7 +263,10 @@ export function decodeMeta(bytes: Uint8Array): Map<number, DocMeta> {
 class RestoredMeta extends Map<number, DocMeta> {
   private decode: ((set: (id: number, doc: DocMeta) => void) => void) | null;
 
-  constructor(private readonly count: number, decode: (set: (id: number, doc: DocMeta) => void) => void) {
+  constructor(
+    private readonly count: number,
+    decode: (set: (id: number, doc: DocMeta) => void) => void,
+  ) {
     super();
     this.decode = decode;
   }
@@ -291,7 +333,11 @@ class Interned {
   }
 }
 
-const ownerIs = (owner: Owner) => ({ project_id: owner.projectId, tenant_id: owner.tenantId, end_user_id: owner.endUserId });
+const ownerIs = (owner: Owner) => ({
+  project_id: owner.projectId,
+  tenant_id: owner.tenantId,
+  end_user_id: owner.endUserId,
+});
 
 /**
  * PostgreSQL sends the index part in rows of this many bytes: node-pg gathers a message larger than
@@ -302,7 +348,12 @@ const ownerIs = (owner: Owner) => ({ project_id: owner.projectId, tenant_id: own
 const FETCH_CHUNK = 1 << 20;
 
 /** The stored row of the owner's index for this embedder, in the current format. */
-async function storedRow(database: Database, owner: Owner, embedder: string, chunk: number): Promise<{ revision: number; index_data: Uint8Array; doc_meta: Uint8Array } | undefined> {
+async function storedRow(
+  database: Database,
+  owner: Owner,
+  embedder: string,
+  chunk: number,
+): Promise<{ revision: number; index_data: Uint8Array; doc_meta: Uint8Array } | undefined> {
   if (database.dialect === 'postgres') {
     // One statement, so every part is of the same stored row.
     const { rows } = await sql<{ revision: string; part: Buffer; doc_meta: Buffer | null }>`
@@ -312,11 +363,20 @@ async function storedRow(database: Database, owner: Owner, embedder: string, chu
         AND s.embedder = ${embedder} AND s.format = ${STORED_FORMAT}
       ORDER BY p`.execute(database.db);
     if (rows.length === 0) return undefined;
-    return { revision: Number(rows[0]!.revision), index_data: Buffer.concat(rows.map((r) => r.part)), doc_meta: rows[0]!.doc_meta! };
+    return {
+      revision: Number(rows[0]!.revision),
+      index_data: Buffer.concat(rows.map((r) => r.part)),
+      doc_meta: rows[0]!.doc_meta!,
+    };
   }
-  const row = await database.db.selectFrom('index_snapshots').select(['revision', 'index_data', 'doc_meta'])
-    .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId)
-    .where('embedder', '=', embedder).where('format', '=', STORED_FORMAT)
+  const row = await database.db
+    .selectFrom('index_snapshots')
+    .select(['revision', 'index_data', 'doc_meta'])
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .where('embedder', '=', embedder)
+    .where('format', '=', STORED_FORMAT)
     .executeTakeFirst();
   return row && { revision: Number(row.revision), index_data: row.index_data, doc_meta: row.doc_meta };
 }
@@ -326,7 +386,11 @@ async function storedRow(database: Database, owner: Owner, embedder: string, chu
  * unreadable), restored with `indexOptions`. `chunk`: the bytes a row on PostgreSQL (a test's small value reads many).
  */
 export async function loadSnapshot(
-  database: Database, owner: Owner, embedder: string, indexOptions: MemoryIndexOptions = { embedder: null }, chunk = FETCH_CHUNK,
+  database: Database,
+  owner: Owner,
+  embedder: string,
+  indexOptions: MemoryIndexOptions = { embedder: null },
+  chunk = FETCH_CHUNK,
 ): Promise<Snapshot | null> {
   const row = await storedRow(database, owner, embedder, chunk);
   if (!row) return null;
@@ -341,9 +405,14 @@ export async function loadSnapshot(
 
 /** The revision of the owner's stored snapshot for this embedder and format, or null. */
 export async function snapshotRevision(db: Executor, owner: Owner, embedder: string): Promise<number | null> {
-  const row = await db.selectFrom('index_snapshots').select('revision')
-    .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId)
-    .where('embedder', '=', embedder).where('format', '=', STORED_FORMAT)
+  const row = await db
+    .selectFrom('index_snapshots')
+    .select('revision')
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .where('embedder', '=', embedder)
+    .where('format', '=', STORED_FORMAT)
     .executeTakeFirst();
   return row ? Number(row.revision) : null;
 }
@@ -353,23 +422,47 @@ export async function snapshotRevision(db: Executor, owner: Owner, embedder: str
  * text would survive in the snapshot: 'forgotten') or a snapshot as new is already stored ('current').
  */
 export async function storeSnapshot(
-  database: Database, owner: Owner, embedder: string, taken: Taken & { revision: number; memories: number },
+  database: Database,
+  owner: Owner,
+  embedder: string,
+  taken: Taken & { revision: number; memories: number },
 ): Promise<'stored' | 'current' | 'forgotten'> {
   const index = await deflatedPieces(taken.index, snapshotCuts(taken.index, ZLIB_CHUNK));
   const docMeta = await deflated(taken.meta);
   return database.db.transaction().execute(async (trx) => {
     if (await forgottenSince(database, trx, owner, taken.revision)) return 'forgotten';
-    const result = await trx.insertInto('index_snapshots')
+    const result = await trx
+      .insertInto('index_snapshots')
       .values({
-        ...ownerIs(owner), revision: taken.revision, embedder, format: STORED_FORMAT, memories: taken.memories,
-        index_data: index, doc_meta: docMeta, created_at: nowIso(),
+        ...ownerIs(owner),
+        revision: taken.revision,
+        embedder,
+        format: STORED_FORMAT,
+        memories: taken.memories,
+        index_data: index,
+        doc_meta: docMeta,
+        created_at: nowIso(),
       })
-      .onConflict((oc) => oc.columns(['project_id', 'tenant_id', 'end_user_id']).doUpdateSet((eb) => ({
-        revision: eb.ref('excluded.revision'), embedder: eb.ref('excluded.embedder'), format: eb.ref('excluded.format'),
-        memories: eb.ref('excluded.memories'), index_data: eb.ref('excluded.index_data'), doc_meta: eb.ref('excluded.doc_meta'),
-        created_at: eb.ref('excluded.created_at'),
-      // A snapshot in another stored format (an earlier version's) is replaced whatever its revision.
-      })).where((eb) => eb.or([eb('index_snapshots.revision', '<', taken.revision), eb('index_snapshots.format', '!=', STORED_FORMAT)])))
+      .onConflict((oc) =>
+        oc
+          .columns(['project_id', 'tenant_id', 'end_user_id'])
+          .doUpdateSet((eb) => ({
+            revision: eb.ref('excluded.revision'),
+            embedder: eb.ref('excluded.embedder'),
+            format: eb.ref('excluded.format'),
+            memories: eb.ref('excluded.memories'),
+            index_data: eb.ref('excluded.index_data'),
+            doc_meta: eb.ref('excluded.doc_meta'),
+            created_at: eb.ref('excluded.created_at'),
+            // A snapshot in another stored format (an earlier version's) is replaced whatever its revision.
+          }))
+          .where((eb) =>
+            eb.or([
+              eb('index_snapshots.revision', '<', taken.revision),
+              eb('index_snapshots.format', '!=', STORED_FORMAT),
+            ]),
+          ),
+      )
       .executeTakeFirst();
     return Number(result.numInsertedOrUpdatedRows ?? 0) > 0 ? 'stored' : 'current';
   });
@@ -379,11 +472,18 @@ export async function storeSnapshot(
 export async function eraseIndexSnapshots(trx: Executor, memoryIds: number[]): Promise<void> {
   const owners = new Map<string, Owner>();
   for (const row of await ownersOfMemories(trx, memoryIds)) {
-    owners.set(JSON.stringify([row.project_id, row.tenant_id, row.end_user_id]), { projectId: row.project_id, tenantId: row.tenant_id, endUserId: row.end_user_id });
+    owners.set(JSON.stringify([row.project_id, row.tenant_id, row.end_user_id]), {
+      projectId: row.project_id,
+      tenantId: row.tenant_id,
+      endUserId: row.end_user_id,
+    });
   }
   for (const owner of owners.values()) {
-    await trx.deleteFrom('index_snapshots')
-      .where('project_id', '=', owner.projectId).where('tenant_id', '=', owner.tenantId).where('end_user_id', '=', owner.endUserId)
+    await trx
+      .deleteFrom('index_snapshots')
+      .where('project_id', '=', owner.projectId)
+      .where('tenant_id', '=', owner.tenantId)
+      .where('end_user_id', '=', owner.endUserId)
       .execute();
   }
 }

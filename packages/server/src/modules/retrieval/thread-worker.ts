@@ -16,16 +16,26 @@ const port = parentPort!;
 
 async function answer({ method, args }: ThreadCall): Promise<unknown> {
   switch (method) {
-    case 'rankHeld': return retrieval.rankHeld(...(args as Parameters<typeof retrieval.rankHeld>));
-    case 'queryAfresh': return retrieval.queryAfresh(...(args as Parameters<typeof retrieval.queryAfresh>));
-    case 'matching': return retrieval.matching(...(args as Parameters<typeof retrieval.matching>));
-    case 'retrieve': return retrieval.retrieve(...(args as Parameters<typeof retrieval.retrieve>));
-    case 'search': return retrieval.search(...(args as Parameters<typeof retrieval.search>));
-    case 'compose': return retrieval.compose(...(args as Parameters<typeof retrieval.compose>));
-    case 'refreshLargeOwners': return cache.refreshLargeOwners();
-    case 'invalidateProject': return cache.invalidateProject(args[0] as string);
-    case 'stats': return cache.stats();
-    case 'close': return database.close();
+    case 'rankHeld':
+      return retrieval.rankHeld(...(args as Parameters<typeof retrieval.rankHeld>));
+    case 'queryAfresh':
+      return retrieval.queryAfresh(...(args as Parameters<typeof retrieval.queryAfresh>));
+    case 'matching':
+      return retrieval.matching(...(args as Parameters<typeof retrieval.matching>));
+    case 'retrieve':
+      return retrieval.retrieve(...(args as Parameters<typeof retrieval.retrieve>));
+    case 'search':
+      return retrieval.search(...(args as Parameters<typeof retrieval.search>));
+    case 'compose':
+      return retrieval.compose(...(args as Parameters<typeof retrieval.compose>));
+    case 'refreshLargeOwners':
+      return cache.refreshLargeOwners();
+    case 'invalidateProject':
+      return cache.invalidateProject(args[0] as string);
+    case 'stats':
+      return cache.stats();
+    case 'close':
+      return database.close();
   }
 }
 

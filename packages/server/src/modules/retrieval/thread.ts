@@ -25,7 +25,16 @@ export interface IndexCacheService {
 }
 
 export type ThreadMethod =
-  'rankHeld' | 'queryAfresh' | 'matching' | 'retrieve' | 'search' | 'compose' | 'refreshLargeOwners' | 'invalidateProject' | 'stats' | 'close';
+  | 'rankHeld'
+  | 'queryAfresh'
+  | 'matching'
+  | 'retrieve'
+  | 'search'
+  | 'compose'
+  | 'refreshLargeOwners'
+  | 'invalidateProject'
+  | 'stats'
+  | 'close';
 
 export interface ThreadCall {
   id: number;
@@ -88,7 +97,10 @@ export class RetrievalThread {
     refreshLargeOwners: () => this.call('refreshLargeOwners', []) as Promise<number>,
     // Nothing to drop on a thread that has not started (or has died): it holds no index.
     invalidateProject: (projectId) => void (this.worker && this.call('invalidateProject', [projectId]).catch(() => {})),
-    stats: async () => (this.worker ? ((await this.call('stats', [])) as IndexCacheStats) : { entries: 0, bytes: 0, hits: 0, misses: 0, snapshots: { loaded: 0, stored: 0, failed: 0 } }),
+    stats: async () =>
+      this.worker
+        ? ((await this.call('stats', [])) as IndexCacheStats)
+        : { entries: 0, bytes: 0, hits: 0, misses: 0, snapshots: { loaded: 0, stored: 0, failed: 0 } },
   };
 
   /** `database`: this thread's connection, on which a query's rows are read back. */
@@ -155,7 +167,10 @@ export class RetrievalThread {
     const exited = this.exited!;
     await this.call('close', []).catch(() => {});
     this.closed = true;
-    const ended = await Promise.race([exited.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 2_000).unref())]);
+    const ended = await Promise.race([
+      exited.then(() => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), 2_000).unref()),
+    ]);
     if (!ended) await worker.terminate();
     await exited;
   }

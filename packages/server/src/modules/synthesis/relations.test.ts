@@ -2,7 +2,15 @@ import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { holdUncommitted, lockWaiterCount, lockWaiters } from '../../testing/locks.js';
 import { until } from '../../testing/until.js';
-import { addMemory, expectAudited, expectError, expectIdempotentReplay, expectNothingWritten, historyRows, withEffects } from '../../testing/memories.js';
+import {
+  addMemory,
+  expectAudited,
+  expectError,
+  expectIdempotentReplay,
+  expectNothingWritten,
+  historyRows,
+  withEffects,
+} from '../../testing/memories.js';
 import { addAll, freshUser } from '../../testing/retrieval.js';
 
 forEachDialect('POST /memory/relations, GET /memory/{id}/relations, DELETE /memory/relations/{id}', (dialect) => {
@@ -13,23 +21,42 @@ forEachDialect('POST /memory/relations, GET /memory/{id}/relations, DELETE /memo
     const endUser = freshUser();
     const [a, b, c] = await addAll(t, ['Moved to Lisbon in May', 'Lives in Lisbon', 'Works remotely'], { endUser });
     const created = await withEffects(t, () =>
-      t.call('POST', '/memory/relations', { endUser, body: { source_id: b.id, target_id: a.id, type: 'follows', metadata: { confidence: 0.9 } } }));
+      t.call('POST', '/memory/relations', {
+        endUser,
+        body: { source_id: b.id, target_id: a.id, type: 'follows', metadata: { confidence: 0.9 } },
+      }),
+    );
     expect(created.res.status, created.res.text).toBe(201);
     const relation = created.res.body;
-    expect(relation).toEqual({ id: expect.any(Number), source_id: b.id, target_id: a.id, type: 'follows', metadata: { confidence: 0.9 }, created_at: expect.any(String) });
+    expect(relation).toEqual({
+      id: expect.any(Number),
+      source_id: b.id,
+      target_id: a.id,
+      type: 'follows',
+      metadata: { confidence: 0.9 },
+      created_at: expect.any(String),
+    });
     expectAudited(created, t, { action: 'relation.create', target_type: 'relation', target_id: String(relation.id) });
-    expect(created.events).toEqual([{
-      type: 'relation.created', created_at: expect.any(String),
-      payload: { relation_id: relation.id, type: 'follows', source_id: b.id, target_id: a.id, end_user_id: endUser },
-    }]);
+    expect(created.events).toEqual([
+      {
+        type: 'relation.created',
+        created_at: expect.any(String),
+        payload: { relation_id: relation.id, type: 'follows', source_id: b.id, target_id: a.id, end_user_id: endUser },
+      },
+    ]);
 
-    const again = await withEffects(t, () => t.call('POST', '/memory/relations', { endUser, body: { source_id: b.id, target_id: a.id, type: 'follows' } }));
+    const again = await withEffects(t, () =>
+      t.call('POST', '/memory/relations', { endUser, body: { source_id: b.id, target_id: a.id, type: 'follows' } }),
+    );
     expect(again.res.status).toBe(200);
     expect(again.res.body).toEqual(relation);
     expectAudited(again, t, { action: 'relation.create', target_id: String(relation.id), result: 'existing' });
     expect(again.events).toEqual([]);
 
-    const other = await t.call('POST', '/memory/relations', { endUser, body: { source_id: c.id, target_id: b.id, type: 'related' } });
+    const other = await t.call('POST', '/memory/relations', {
+      endUser,
+      body: { source_id: c.id, target_id: b.id, type: 'related' },
+    });
     expect(other.status).toBe(201);
     const listed = await t.call('GET', `/memory/${b.id}/relations`, { endUser });
     expect(listed.status).toBe(200);
@@ -74,14 +101,27 @@ forEachDialect('POST /memory/relations, GET /memory/{id}/relations, DELETE /memo
       expectError(res, status, status === 400 ? 'validation_error' : 'not_found', field);
     }
     expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [b.id] } })).body).toEqual([b.id]);
-    expectError(await t.call('POST', '/memory/relations', { endUser, body: { source_id: a.id, target_id: b.id, type: 'related' } }), 404, 'not_found', 'target_id');
+    expectError(
+      await t.call('POST', '/memory/relations', {
+        endUser,
+        body: { source_id: a.id, target_id: b.id, type: 'related' },
+      }),
+      404,
+      'not_found',
+      'target_id',
+    );
     expectError(await t.call('GET', `/memory/${stranger.id}/relations`, { endUser }), 404, 'not_found');
   });
 
   it("hides relations from other end users and removes a forgotten memory's relations with it", async () => {
     const endUser = freshUser();
     const [a, b] = await addAll(t, ['Bought a red bicycle', 'Cycles to work daily'], { endUser });
-    const rel = (await t.call('POST', '/memory/relations', { endUser, body: { source_id: b.id, target_id: a.id, type: 'supports' } })).body;
+    const rel = (
+      await t.call('POST', '/memory/relations', {
+        endUser,
+        body: { source_id: b.id, target_id: a.id, type: 'supports' },
+      })
+    ).body;
     expectError(await t.call('DELETE', `/memory/relations/${rel.id}`, { endUser: freshUser() }), 404, 'not_found');
     expect((await relationRows()).some((r) => r.id === rel.id)).toBe(true);
 
@@ -96,15 +136,29 @@ forEachDialect('POST /memory/relations, GET /memory/{id}/relations, DELETE /memo
     // Another transaction inserts the same link and has not ended: the request's insert waits for it,
     // after finding both memories live.
     const other = await holdUncommitted(t, (trx) =>
-      trx.insertInto('memory_relations').values({
-        project_id: t.projectId, tenant_id: '', end_user_id: endUser, source_id: a.id, target_id: b.id, type: 'related', metadata: '{}',
-        created_at: new Date().toISOString(),
-      }).execute(),
+      trx
+        .insertInto('memory_relations')
+        .values({
+          project_id: t.projectId,
+          tenant_id: '',
+          end_user_id: endUser,
+          source_id: a.id,
+          target_id: b.id,
+          type: 'related',
+          metadata: '{}',
+          created_at: new Date().toISOString(),
+        })
+        .execute(),
     );
-    const relating = t.call('POST', '/memory/relations', { endUser, body: { source_id: a.id, target_id: b.id, type: 'related' } });
-    await lockWaiters(t, 1, 'the link\'s insert to wait for the other transaction');
+    const relating = t.call('POST', '/memory/relations', {
+      endUser,
+      body: { source_id: a.id, target_id: b.id, type: 'related' },
+    });
+    await lockWaiters(t, 1, "the link's insert to wait for the other transaction");
     let forgotten = false;
-    const forgetting = t.call('DELETE', '/memory/forget', { endUser, body: { ids: [b.id] } }).finally(() => (forgotten = true));
+    const forgetting = t
+      .call('DELETE', '/memory/forget', { endUser, body: { ids: [b.id] } })
+      .finally(() => (forgotten = true));
     // The forget waits for the request's transaction, or (were the memories not kept live until it commits) is done.
     await until(async () => forgotten || (await lockWaiterCount(t)) >= 2, 'the forget to end or to wait for the link');
     await other.release();
@@ -116,7 +170,12 @@ forEachDialect('POST /memory/relations, GET /memory/{id}/relations, DELETE /memo
   it('replays an idempotent create', async () => {
     const endUser = freshUser();
     const [a, b] = await addAll(t, ['Runs marathons', 'Ran Boston in 2023'], { endUser });
-    const send = () => t.call('POST', '/memory/relations', { endUser, headers: { 'idempotency-key': `rel-${endUser}` }, body: { source_id: b.id, target_id: a.id, type: 'supports' } });
+    const send = () =>
+      t.call('POST', '/memory/relations', {
+        endUser,
+        headers: { 'idempotency-key': `rel-${endUser}` },
+        body: { source_id: b.id, target_id: a.id, type: 'supports' },
+      });
     await expectIdempotentReplay(send, 201);
   });
 });
@@ -136,10 +195,16 @@ forEachDialect('OpenAPI document: summarize, relations, synthesize', (dialect) =
     ];
     for (const [method, path, operationId, statuses] of operations) {
       const op = paths[path]?.[method];
-      expect(op, `${method} ${path}`).toMatchObject({ operationId, tags: [expect.any(String)], summary: expect.any(String) });
+      expect(op, `${method} ${path}`).toMatchObject({
+        operationId,
+        tags: [expect.any(String)],
+        summary: expect.any(String),
+      });
       for (const status of statuses) expect(op.responses[status], `${path} ${status}`).toBeDefined();
     }
-    expect(paths['/memory/relations'].post.requestBody.content['application/json'].schema.$ref).toBe('#/components/schemas/RelationsCreateRequest');
+    expect(paths['/memory/relations'].post.requestBody.content['application/json'].schema.$ref).toBe(
+      '#/components/schemas/RelationsCreateRequest',
+    );
     const relation = document.components.schemas.RelationsCreateRequest;
     expect(JSON.stringify(relation.properties.type)).toContain('contradicts');
   });

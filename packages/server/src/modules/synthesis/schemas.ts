@@ -16,14 +16,23 @@ export const RELATION_TYPES = ['related', 'supports', 'contradicts', 'updates', 
 /** Links a summary to each of its sources; made and removed with the summary only. */
 export const SUMMARIZES = 'summarizes';
 
-const Metadata = Type.Object({}, { additionalProperties: true, description: 'Free-form JSON object, at most 16384 bytes' });
+const Metadata = Type.Object(
+  {},
+  { additionalProperties: true, description: 'Free-form JSON object, at most 16384 bytes' },
+);
 const SessionId = Type.String({ minLength: 1, maxLength: 256 });
 
 export const RelationBody = Type.Object(
   {
     source_id: MemoryId,
     target_id: MemoryId,
-    type: Type.Union(RELATION_TYPES.map((t) => Type.Literal(t)), { description: 'supports, contradicts, updates (source supersedes target), follows (source comes after target), related' }),
+    type: Type.Union(
+      RELATION_TYPES.map((t) => Type.Literal(t)),
+      {
+        description:
+          'supports, contradicts, updates (source supersedes target), follows (source comes after target), related',
+      },
+    ),
     metadata: Type.Optional(Metadata),
   },
   { additionalProperties: false },
@@ -47,17 +56,29 @@ export const RelationList = Type.Object({ memory_id: Type.Integer(), items: Type
 
 export const SummarizeBody = Type.Object(
   {
-    memory_ids: Type.Optional(Type.Array(MemoryId, { minItems: 1, maxItems: SYNTHESIS_LIMITS.summarySources, uniqueItems: true })),
+    memory_ids: Type.Optional(
+      Type.Array(MemoryId, { minItems: 1, maxItems: SYNTHESIS_LIMITS.summarySources, uniqueItems: true }),
+    ),
     filters: Type.Optional(Filters),
     session_id: Type.Optional(SessionId),
-    max_sentences: Type.Optional(Type.Integer({ minimum: 1, maximum: SYNTHESIS_LIMITS.maxSentences, description: `Default ${SYNTHESIS_LIMITS.defaultSentences}` })),
+    max_sentences: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: SYNTHESIS_LIMITS.maxSentences,
+        description: `Default ${SYNTHESIS_LIMITS.defaultSentences}`,
+      }),
+    ),
     store: Type.Optional(Type.Boolean({ description: 'Store the summary as a memory (default true)' })),
   },
   { additionalProperties: false },
 );
 export type SummarizeInput = Static<typeof SummarizeBody>;
 
-const Usage = Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() });
+const Usage = Type.Object({
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  total_tokens: Type.Integer(),
+});
 const Method = Type.Union([Type.Literal('extractive'), Type.Literal('llm')]);
 
 export const SummarizeResult = Type.Object({
@@ -74,7 +95,13 @@ export type SummarizeResultView = Static<typeof SummarizeResult>;
 export const SynthesizeBody = Type.Object(
   {
     question: Type.String({ minLength: 1, maxLength: RETRIEVAL_LIMITS.queryChars }),
-    k: Type.Optional(Type.Integer({ minimum: 1, maximum: SYNTHESIS_LIMITS.synthesizeK, description: `Memories retrieved (default ${SYNTHESIS_LIMITS.defaultSynthesizeK})` })),
+    k: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: SYNTHESIS_LIMITS.synthesizeK,
+        description: `Memories retrieved (default ${SYNTHESIS_LIMITS.defaultSynthesizeK})`,
+      }),
+    ),
     session_id: Type.Optional(SessionId),
     filters: Type.Optional(Filters),
   },
@@ -82,7 +109,10 @@ export const SynthesizeBody = Type.Object(
 );
 export type SynthesizeInput = Static<typeof SynthesizeBody>;
 
-export const Citation = Type.Object({ memory_id: Type.Integer(), text: Type.String({ description: 'The span of the memory relied on' }) });
+export const Citation = Type.Object({
+  memory_id: Type.Integer(),
+  text: Type.String({ description: 'The span of the memory relied on' }),
+});
 
 export const SynthesizeResult = Type.Object({
   answer: Type.String(),

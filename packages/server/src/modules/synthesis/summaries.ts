@@ -1,10 +1,25 @@
 import { sha256Hex } from '../../core/crypto.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
-import { extractiveSummary, LlmError, type LlmProvider, type SummarySource, type TokenUsage } from '../../engine/index.js';
+import {
+  extractiveSummary,
+  LlmError,
+  type LlmProvider,
+  type SummarySource,
+  type TokenUsage,
+} from '../../engine/index.js';
 import { AppError, invalid } from '../../core/errors.js';
 import type { Database, Executor } from '../../store/database.js';
 import {
-  forgetWithin, insertSummary, MEMORY_LIMITS, memoriesByIds, nextSeq, rewriteSummary, summaryBySetKey, type EraseHook, type MemoryView, type Owner,
+  forgetWithin,
+  insertSummary,
+  MEMORY_LIMITS,
+  memoriesByIds,
+  nextSeq,
+  rewriteSummary,
+  summaryBySetKey,
+  type EraseHook,
+  type MemoryView,
+  type Owner,
 } from '../memories/index.js';
 import { eraseVectors, type RetrievalService } from '../retrieval/index.js';
 import { deleteRelationsOf, insertRelations, memoryNotFound, sourcesOf, summariesOf } from './relations.js';
@@ -17,9 +32,19 @@ type Method = 'extractive' | 'llm';
 const setKeyOf = (method: string, maxSentences: number, ids: number[]) =>
   sha256Hex(JSON.stringify(['summary', method, maxSentences, [...ids].sort((a, b) => a - b)]));
 
-const toSummarySource = (m: Source): SummarySource => ({ id: m.id, text: m.text, createdAt: Date.parse(m.created_at), speaker: m.speaker });
+const toSummarySource = (m: Source): SummarySource => ({
+  id: m.id,
+  text: m.text,
+  createdAt: Date.parse(m.created_at),
+  speaker: m.speaker,
+});
 
-const summaryMetadata = (method: string, maxSentences: number, sources: number[], extra: Record<string, unknown> = {}) => ({
+const summaryMetadata = (
+  method: string,
+  maxSentences: number,
+  sources: number[],
+  extra: Record<string, unknown> = {},
+) => ({
   summary: { method, max_sentences: maxSentences, sources, ...extra },
 });
 
@@ -38,16 +63,24 @@ export function llmUnavailable(llm: LlmProvider, error: unknown): AppError {
   return new AppError('unavailable', `The language model (${llm.id}) did not answer${detail}`);
 }
 
-async function abstractive(llm: LlmProvider, sources: Source[], maxSentences: number): Promise<{ text: string; usage: TokenUsage }> {
+async function abstractive(
+  llm: LlmProvider,
+  sources: Source[],
+  maxSentences: number,
+): Promise<{ text: string; usage: TokenUsage }> {
   const lines = [...sources]
     .sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id - b.id)
-    .map((m) => `- (${m.created_at.slice(0, 10)}) ${m.speaker ? `${m.speaker}: ` : ''}${m.text.replace(/\s+/g, ' ').trim()}`);
+    .map(
+      (m) =>
+        `- (${m.created_at.slice(0, 10)}) ${m.speaker ? `${m.speaker}: ` : ''}${m.text.replace(/\s+/g, ' ').trim()}`,
+    );
   try {
     const result = await llm.complete({
       messages: [
         {
           role: 'system',
-          content: `You summarize memories about a person. Write at most ${maxSentences} sentences in the third person. ` +
+          content:
+            `You summarize memories about a person. Write at most ${maxSentences} sentences in the third person. ` +
             'State only what the memories say, keep names and dates, and answer with the summary text alone.',
         },
         { role: 'user', content: `Memories, oldest first:\n${lines.join('\n')}` },
@@ -63,7 +96,8 @@ async function abstractive(llm: LlmProvider, sources: Source[], maxSentences: nu
 }
 
 /** What a request selects its memories by, when it names none. */
-const selectionField = (input: SummarizeInput) => (input.filters ? 'filters' : input.session_id ? 'session_id' : 'body');
+const selectionField = (input: SummarizeInput) =>
+  input.filters ? 'filters' : input.session_id ? 'session_id' : 'body';
 
 /**
  * A source forgotten while its summary was being made (the LLM answers in seconds): one named is
@@ -72,19 +106,30 @@ const selectionField = (input: SummarizeInput) => (input.filters ? 'filters' : i
  */
 function sourceForgotten(input: SummarizeInput, id: number): AppError {
   if (input.memory_ids) return memoryNotFound(id, `memory_ids/${input.memory_ids.indexOf(id)}`);
-  return new AppError('conflict', `Memory ${id} was forgotten while the summary was made; send the request again`, selectionField(input));
+  return new AppError(
+    'conflict',
+    `Memory ${id} was forgotten while the summary was made; send the request again`,
+    selectionField(input),
+  );
 }
 
 /** The memories a request names, or those its filters select: live, the owner's, and not summaries themselves. */
-async function selectSources(db: Executor, retrieval: RetrievalService, owner: Owner, input: SummarizeInput): Promise<Source[]> {
+async function selectSources(
+  db: Executor,
+  retrieval: RetrievalService,
+  owner: Owner,
+  input: SummarizeInput,
+): Promise<Source[]> {
   const limit = SYNTHESIS_LIMITS.summarySources;
   if (input.memory_ids) {
-    if (input.filters || input.session_id) throw invalid('memory_ids', 'give memory_ids or filters and session_id, not both');
+    if (input.filters || input.session_id)
+      throw invalid('memory_ids', 'give memory_ids or filters and session_id, not both');
     const found = new Map((await memoriesByIds(db, owner, input.memory_ids)).map((m) => [m.id, m]));
     input.memory_ids.forEach((id, i) => {
       const memory = found.get(id);
       if (!memory) throw memoryNotFound(id, `memory_ids/${i}`);
-      if (memory.is_summary) throw invalid(`memory_ids/${i}`, `memory ${id} is a summary; summaries are not summarized again`);
+      if (memory.is_summary)
+        throw invalid(`memory_ids/${i}`, `memory ${id} is a summary; summaries are not summarized again`);
     });
     return input.memory_ids.map((id) => found.get(id)!);
   }
@@ -104,7 +149,12 @@ async function selectSources(db: Executor, retrieval: RetrievalService, owner: O
  * each source by a `summarizes` relation; the same set summarized again answers the stored one.
  */
 export async function summarize(
-  database: Database, retrieval: RetrievalService, llm: LlmProvider | null, ctx: WriteContext, owner: Owner, input: SummarizeInput,
+  database: Database,
+  retrieval: RetrievalService,
+  llm: LlmProvider | null,
+  ctx: WriteContext,
+  owner: Owner,
+  input: SummarizeInput,
 ): Promise<{ result: SummarizeResultView; created: boolean }> {
   const maxSentences = input.max_sentences ?? SYNTHESIS_LIMITS.defaultSentences;
   const store = input.store ?? true;
@@ -113,15 +163,27 @@ export async function summarize(
   const method: Method = llm ? 'llm' : 'extractive';
   const setKey = setKeyOf(llm ? llm.id : method, maxSentences, ids);
   const model = llm ? { model: llm.id } : {};
-  const answer = (memory: MemoryView | null, status: SummarizeResultView['status'], extra: Partial<SummarizeResultView> = {}) => ({
-    status, summary: memory?.text ?? '', method, ...model, sources: ids, memory, ...extra,
+  const answer = (
+    memory: MemoryView | null,
+    status: SummarizeResultView['status'],
+    extra: Partial<SummarizeResultView> = {},
+  ) => ({
+    status,
+    summary: memory?.text ?? '',
+    method,
+    ...model,
+    sources: ids,
+    memory,
+    ...extra,
   });
 
   if (store) {
     const existing = await summaryBySetKey(database.db, owner, setKey);
     if (existing) return { result: answer(existing, 'existing'), created: false };
   }
-  const { text, usage } = llm ? await abstractive(llm, sources, maxSentences) : { text: extractiveText(sources, maxSentences), usage: undefined };
+  const { text, usage } = llm
+    ? await abstractive(llm, sources, maxSentences)
+    : { text: extractiveText(sources, maxSentences), usage: undefined };
   const spent = usage ? { usage } : {};
   if (!store) return { result: { ...answer(null, 'not_stored', spent), summary: text }, created: false };
 
@@ -138,10 +200,21 @@ export async function summarize(
       return { result: answer(raced, 'existing', spent), created: false };
     }
     const memory = await insertSummary(trx, ctx, effects, database, owner, seq, {
-      text, setKey, sessionId: input.session_id ?? null,
-      metadata: summaryMetadata(method, maxSentences, ids, { ...model, ...(input.session_id ? { session_id: input.session_id } : {}) }),
+      text,
+      setKey,
+      sessionId: input.session_id ?? null,
+      metadata: summaryMetadata(method, maxSentences, ids, {
+        ...model,
+        ...(input.session_id ? { session_id: input.session_id } : {}),
+      }),
     });
-    await insertRelations(trx, ctx, effects, owner, ids.map((id) => ({ source_id: memory.id, target_id: id, type: SUMMARIZES })));
+    await insertRelations(
+      trx,
+      ctx,
+      effects,
+      owner,
+      ids.map((id) => ({ source_id: memory.id, target_id: id, type: SUMMARIZES })),
+    );
     effects.audit('memory.summarize', { type: 'memory', id: memory.id });
     return { result: answer(memory, 'created', spent), created: true };
   });
@@ -161,10 +234,18 @@ export const eraseSynthesisData: EraseHook = async (trx, ids, erasure) => {
     const [summary] = await memoriesByIds(trx, owner, [id]);
     if (!summary) continue;
     const linked = await sourcesOf(trx, projectId, id);
-    const sources = await memoriesByIds(trx, owner, linked.filter((s) => !erased.has(s)));
+    const sources = await memoriesByIds(
+      trx,
+      owner,
+      linked.filter((s) => !erased.has(s)),
+    );
     const liveIds = sources.map((s) => s.id).sort((a, b) => a - b);
-    const previous = ((summary.metadata as Record<string, unknown>).summary ?? {}) as { max_sentences?: unknown; forgotten_sources?: unknown };
-    const maxSentences = typeof previous.max_sentences === 'number' ? previous.max_sentences : SYNTHESIS_LIMITS.defaultSentences;
+    const previous = ((summary.metadata as Record<string, unknown>).summary ?? {}) as {
+      max_sentences?: unknown;
+      forgotten_sources?: unknown;
+    };
+    const maxSentences =
+      typeof previous.max_sentences === 'number' ? previous.max_sentences : SYNTHESIS_LIMITS.defaultSentences;
     const setKey = setKeyOf('extractive', maxSentences, liveIds);
     // Nothing left to summarize, or an equal summary of what is left already exists: this one goes.
     const twin = sources.length > 0 ? await summaryBySetKey(trx, owner, setKey) : undefined;
@@ -172,13 +253,19 @@ export const eraseSynthesisData: EraseHook = async (trx, ids, erasure) => {
       await forgetWithin(trx, erasure, owner, [id]);
       continue;
     }
-    const forgotten = [...(Array.isArray(previous.forgotten_sources) ? previous.forgotten_sources : []), ...linked.filter((s) => erased.has(s))];
+    const forgotten = [
+      ...(Array.isArray(previous.forgotten_sources) ? previous.forgotten_sources : []),
+      ...linked.filter((s) => erased.has(s)),
+    ];
     await rewriteSummary(trx, erasure, owner, id, {
       text: extractiveText(sources, maxSentences),
       setKey,
       metadata: {
         ...summary.metadata,
-        ...summaryMetadata('extractive', maxSentences, liveIds, { regenerated_at: erasure.effects.now, forgotten_sources: forgotten }),
+        ...summaryMetadata('extractive', maxSentences, liveIds, {
+          regenerated_at: erasure.effects.now,
+          forgotten_sources: forgotten,
+        }),
       },
     });
     // Its stored vectors were made of the old text, forgotten source included.

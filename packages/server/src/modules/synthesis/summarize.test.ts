@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../config.js';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
-import { addMemory, expectAudited, expectError, expectIdempotentReplay, expectNothingWritten, historyRows, withEffects } from '../../testing/memories.js';
+import {
+  addMemory,
+  expectAudited,
+  expectError,
+  expectIdempotentReplay,
+  expectNothingWritten,
+  historyRows,
+  withEffects,
+} from '../../testing/memories.js';
 import { startFakeLlm, type FakeLlm } from '../../testing/fake-llm.js';
 import { holdOwnerLocks, lockWaiters } from '../../testing/locks.js';
 import { until } from '../../testing/until.js';
@@ -15,7 +23,8 @@ const TRIP = [
   'Caroline hiking again in the Alps next summer is the plan.',
 ];
 
-const summarize = (t: TestApp, endUser: string, body: Record<string, unknown>) => t.call('POST', '/memory/summarize', { endUser, body });
+const summarize = (t: TestApp, endUser: string, body: Record<string, unknown>) =>
+  t.call('POST', '/memory/summarize', { endUser, body });
 
 forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
   const t = useTestApp(dialect);
@@ -29,7 +38,10 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
     const body = created.res.body;
     expect(body).toMatchObject({ status: 'created', method: 'extractive', sources: ids });
     expect(body.memory).toMatchObject({
-      is_summary: true, source: 'summary', text: body.summary, end_user_id: endUser,
+      is_summary: true,
+      source: 'summary',
+      text: body.summary,
+      end_user_id: endUser,
       metadata: { summary: { method: 'extractive', max_sentences: 3, sources: ids } },
     });
     // Every sentence of the summary is a sentence of a source; at most three, none repeated.
@@ -45,16 +57,32 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
     ]);
 
     const links = await t.call('GET', `/memory/${body.memory.id}/relations`, { endUser });
-    expect(links.body.items.map((r: { type: string; target_id: number }) => [r.type, r.target_id])).toEqual(ids.map((id) => ['summarizes', id]));
-    expectError(await t.call('DELETE', `/memory/relations/${links.body.items[0].id}`, { endUser }), 409, 'conflict', 'relation_id');
+    expect(links.body.items.map((r: { type: string; target_id: number }) => [r.type, r.target_id])).toEqual(
+      ids.map((id) => ['summarizes', id]),
+    );
+    expectError(
+      await t.call('DELETE', `/memory/relations/${links.body.items[0].id}`, { endUser }),
+      409,
+      'conflict',
+      'relation_id',
+    );
 
-    const again = await expectNothingWritten(t, () => summarize(t, endUser, { memory_ids: [...ids].reverse(), max_sentences: 3 }));
+    const again = await expectNothingWritten(t, () =>
+      summarize(t, endUser, { memory_ids: [...ids].reverse(), max_sentences: 3 }),
+    );
     expect(again.status).toBe(200);
     expect(again.body).toEqual({ ...body, status: 'existing' });
 
-    const unstored = await expectNothingWritten(t, () => summarize(t, endUser, { memory_ids: ids.slice(0, 2), store: false }));
+    const unstored = await expectNothingWritten(t, () =>
+      summarize(t, endUser, { memory_ids: ids.slice(0, 2), store: false }),
+    );
     expect(unstored.status).toBe(200);
-    expect(unstored.body).toMatchObject({ status: 'not_stored', memory: null, sources: ids.slice(0, 2), summary: expect.stringMatching(/hiking/) });
+    expect(unstored.body).toMatchObject({
+      status: 'not_stored',
+      memory: null,
+      sources: ids.slice(0, 2),
+      summary: expect.stringMatching(/hiking/),
+    });
   });
 
   it('is retrievable, and the is_summary filter includes or excludes it', async () => {
@@ -63,17 +91,25 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
     const summary = (await summarize(t, endUser, { memory_ids: idsOf(sources) })).body.memory;
     const all = await query(t, { query: 'hiking Alps', k: 10 }, { endUser });
     expect(idsOf(all)).toContain(summary.id);
-    expect(idsOf(await query(t, { query: 'hiking Alps', filters: { is_summary: true } }, { endUser }))).toEqual([summary.id]);
-    expect(idsOf(await query(t, { query: 'hiking Alps', filters: { is_summary: false } }, { endUser }))).not.toContain(summary.id);
+    expect(idsOf(await query(t, { query: 'hiking Alps', filters: { is_summary: true } }, { endUser }))).toEqual([
+      summary.id,
+    ]);
+    expect(idsOf(await query(t, { query: 'hiking Alps', filters: { is_summary: false } }, { endUser }))).not.toContain(
+      summary.id,
+    );
   });
 
   it('selects by filters and session, never summarizing summaries', async () => {
     const endUser = freshUser();
-    const [a, b] = await addAll(t, [
-      { text: 'Booked flights to Tokyo for the conference.', session_id: 's1', tags: ['travel'] },
-      { text: 'Hotel in Shinjuku is confirmed for three nights.', session_id: 's1', tags: ['travel'] },
-      { text: 'Dentist appointment moved to Friday.', session_id: 's2' },
-    ], { endUser });
+    const [a, b] = await addAll(
+      t,
+      [
+        { text: 'Booked flights to Tokyo for the conference.', session_id: 's1', tags: ['travel'] },
+        { text: 'Hotel in Shinjuku is confirmed for three nights.', session_id: 's1', tags: ['travel'] },
+        { text: 'Dentist appointment moved to Friday.', session_id: 's2' },
+      ],
+      { endUser },
+    );
     const bySession = await summarize(t, endUser, { session_id: 's1' });
     expect(bySession.status, bySession.text).toBe(201);
     expect(bySession.body.sources).toEqual([a.id, b.id]);
@@ -83,7 +119,12 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
     // Everything of the end user: the stored summaries are not among the sources.
     const everything = await summarize(t, endUser, { store: false });
     expect(everything.body.sources).toHaveLength(3);
-    expectError(await summarize(t, endUser, { memory_ids: [a.id, bySession.body.memory.id] }), 400, 'validation_error', 'memory_ids/1');
+    expectError(
+      await summarize(t, endUser, { memory_ids: [a.id, bySession.body.memory.id] }),
+      400,
+      'validation_error',
+      'memory_ids/1',
+    );
   });
 
   it('refuses empty, oversized, foreign and forgotten sets with nothing stored', async () => {
@@ -120,18 +161,37 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
     const summary = (await summarize(t, endUser, { memory_ids: idsOf(sources), max_sentences: 5 })).body.memory;
     expect(summary.text).toContain('Biscuit');
 
-    const forgotten = await withEffects(t, () => t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[2].id] } }));
+    const forgotten = await withEffects(t, () =>
+      t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[2].id] } }),
+    );
     expect(forgotten.res.body).toEqual([sources[2].id]);
-    expect(forgotten.events.map((e) => [e.type, (e.payload as { memory?: { id: number } }).memory?.id ?? e.payload.memory_id])).toEqual([['memory.updated', summary.id], ['memory.deleted', sources[2].id]]);
+    expect(
+      forgotten.events.map((e) => [
+        e.type,
+        (e.payload as { memory?: { id: number } }).memory?.id ?? e.payload.memory_id,
+      ]),
+    ).toEqual([
+      ['memory.updated', summary.id],
+      ['memory.deleted', sources[2].id],
+    ]);
     const rewritten = (await t.call('GET', `/memory/${summary.id}`, { endUser })).body;
     expect(rewritten.text).not.toContain('Biscuit');
     expect(rewritten.text).toMatch(/hiking/);
-    expect(rewritten.metadata.summary).toMatchObject({ method: 'extractive', sources: [sources[0].id, sources[1].id], forgotten_sources: [sources[2].id], regenerated_at: expect.any(String) });
+    expect(rewritten.metadata.summary).toMatchObject({
+      method: 'extractive',
+      sources: [sources[0].id, sources[1].id],
+      forgotten_sources: [sources[2].id],
+      regenerated_at: expect.any(String),
+    });
     const history = await historyRows(t, summary.id);
     expect(history.map((h) => h.action)).toEqual(['create', 'relate', 'relate', 'relate', 'update']);
     expect(history.slice(0, -1).map((h) => h.changes)).toEqual([null, null, null, null]);
     expect(JSON.stringify(history)).not.toContain('Biscuit');
-    const row = await t.database.db.selectFrom('memories').select('text').where('id', '=', summary.id).executeTakeFirstOrThrow();
+    const row = await t.database.db
+      .selectFrom('memories')
+      .select('text')
+      .where('id', '=', summary.id)
+      .executeTakeFirstOrThrow();
     expect(row.text).not.toContain('Biscuit');
     expect(idsOf(await query(t, 'Biscuit puppy', { endUser }))).toEqual([]);
 
@@ -141,7 +201,9 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
 
     await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [sources[0].id, sources[1].id] } });
     expectError(await t.call('GET', `/memory/${summary.id}`, { endUser }), 404, 'not_found');
-    expect(await t.database.db.selectFrom('memory_relations').selectAll().where('source_id', '=', summary.id).execute()).toEqual([]);
+    expect(
+      await t.database.db.selectFrom('memory_relations').selectAll().where('source_id', '=', summary.id).execute(),
+    ).toEqual([]);
   });
 
   it('forgets a rewritten summary that would duplicate another summary of the sources left', async () => {
@@ -157,7 +219,12 @@ forEachDialect('POST /memory/summarize (built-in)', (dialect) => {
   it('replays an idempotent summarize', async () => {
     const endUser = freshUser();
     const sources = await addAll(t, TRIP.slice(0, 2), { endUser });
-    const send = () => t.call('POST', '/memory/summarize', { endUser, headers: { 'idempotency-key': `sum-${endUser}` }, body: { memory_ids: idsOf(sources) } });
+    const send = () =>
+      t.call('POST', '/memory/summarize', {
+        endUser,
+        headers: { 'idempotency-key': `sum-${endUser}` },
+        body: { memory_ids: idsOf(sources) },
+      });
     await expectIdempotentReplay(send, 201);
   });
 });
@@ -169,7 +236,9 @@ forEachDialect('POST /memory/summarize (LLM)', (dialect) => {
   });
   afterAll(() => fake.close());
   const KEY = 'sk-llm-SECRET-789';
-  const t = useTestApp(dialect, () => ({ llm: { kind: 'openai', baseUrl: fake.baseUrl, model: 'summarizer', apiKey: KEY, timeoutMs: 2_000, maxRetries: 1 } }));
+  const t = useTestApp(dialect, () => ({
+    llm: { kind: 'openai', baseUrl: fake.baseUrl, model: 'summarizer', apiKey: KEY, timeoutMs: 2_000, maxRetries: 1 },
+  }));
 
   it('summarizes through the chat-completions endpoint, accounting tokens', async () => {
     const endUser = freshUser();
@@ -179,9 +248,15 @@ forEachDialect('POST /memory/summarize (LLM)', (dialect) => {
     const res = await summarize(t, endUser, { memory_ids: idsOf(sources), max_sentences: 2 });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({
-      status: 'created', method: 'llm', model: 'openai:summarizer', summary: 'Caroline hikes in the Alps and has a puppy called Biscuit.',
+      status: 'created',
+      method: 'llm',
+      model: 'openai:summarizer',
+      summary: 'Caroline hikes in the Alps and has a puppy called Biscuit.',
       usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 },
-      memory: { is_summary: true, metadata: { summary: { method: 'llm', model: 'openai:summarizer', sources: idsOf(sources) } } },
+      memory: {
+        is_summary: true,
+        metadata: { summary: { method: 'llm', model: 'openai:summarizer', sources: idsOf(sources) } },
+      },
     });
     expect(fake.requests).toHaveLength(1);
     const [request] = fake.requests;
@@ -190,14 +265,23 @@ forEachDialect('POST /memory/summarize (LLM)', (dialect) => {
     expect(request!.body.messages[0]!.content).toMatch(/at most 2 sentences/);
     for (const text of TRIP.slice(0, 3)) expect(request!.body.messages[1]!.content).toContain(text);
     // Same set again: the stored summary, no second call.
-    expect((await summarize(t, endUser, { memory_ids: idsOf(sources), max_sentences: 2 })).body.status).toBe('existing');
+    expect((await summarize(t, endUser, { memory_ids: idsOf(sources), max_sentences: 2 })).body.status).toBe(
+      'existing',
+    );
     expect(fake.requests).toHaveLength(1);
   });
 
   it('refuses a summary whose source was forgotten while the model wrote it, storing nothing', async () => {
     const endUser = freshUser();
     const named = await addAll(t, TRIP.slice(0, 3), { endUser });
-    const selected = await addAll(t, [{ text: 'Booked flights to Tokyo.', tags: ['travel'] }, { text: 'Hotel in Shinjuku confirmed.', tags: ['travel'] }], { endUser });
+    const selected = await addAll(
+      t,
+      [
+        { text: 'Booked flights to Tokyo.', tags: ['travel'] },
+        { text: 'Hotel in Shinjuku confirmed.', tags: ['travel'] },
+      ],
+      { endUser },
+    );
     const cases: Array<[Record<string, unknown>, number, number, string, string]> = [
       // A named source is not found, as a moment later; the selection of filters would now be another one.
       [{ memory_ids: idsOf(named) }, named[2].id, 404, 'not_found', 'memory_ids/2'],
@@ -215,39 +299,58 @@ forEachDialect('POST /memory/summarize (LLM)', (dialect) => {
       };
       const summarizing = summarize(t, endUser, body);
       await askedModel;
-      expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [forgotten] } })).body).toEqual([forgotten]);
+      expect((await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [forgotten] } })).body).toEqual([
+        forgotten,
+      ]);
       answer();
       expectError(await summarizing, status, code, field);
     }
     const db = t.database.db;
-    expect(await db.selectFrom('memories').select('id').where('end_user_id', '=', endUser).where('is_summary', '=', t.database.bool(true)).execute()).toEqual([]);
-    expect(await db.selectFrom('memory_relations').select('id').where('end_user_id', '=', endUser).execute()).toEqual([]);
+    expect(
+      await db
+        .selectFrom('memories')
+        .select('id')
+        .where('end_user_id', '=', endUser)
+        .where('is_summary', '=', t.database.bool(true))
+        .execute(),
+    ).toEqual([]);
+    expect(await db.selectFrom('memory_relations').select('id').where('end_user_id', '=', endUser).execute()).toEqual(
+      [],
+    );
   });
 
-  it.runIf(dialect === 'postgres')('stores one summary of two identical requests at once, answering the other with it', async () => {
-    const endUser = freshUser();
-    const sources = await addAll(t, TRIP.slice(0, 2), { endUser });
-    fake.requests.length = 0;
-    let answer!: () => void;
-    const answered = new Promise<void>((resolve) => (answer = resolve));
-    fake.fallback = async () => {
-      await answered;
-      return { content: 'Caroline hikes in the Alps.' };
-    };
-    const both = [0, 1].map(() => summarize(t, endUser, { memory_ids: idsOf(sources) }));
-    await until(() => fake.requests.length === 2, 'both requests to ask the model');
-    // Answered together, both reach the owner's lock before either has stored anything.
-    const lock = await holdOwnerLocks(t, [endUser]);
-    answer();
-    await lockWaiters(t, 2, 'both summaries to wait for the owner lock');
-    await lock.release();
-    const answers = await Promise.all(both);
-    expect(answers.map((a) => a.status).sort()).toEqual([200, 201]);
-    expect(answers.map((a) => a.body.status).sort()).toEqual(['created', 'existing']);
-    expect(answers[0]!.body.memory.id).toBe(answers[1]!.body.memory.id);
-    const stored = await t.database.db.selectFrom('memories').select('id').where('end_user_id', '=', endUser).where('is_summary', '=', t.database.bool(true)).execute();
-    expect(stored).toHaveLength(1);
-  });
+  it.runIf(dialect === 'postgres')(
+    'stores one summary of two identical requests at once, answering the other with it',
+    async () => {
+      const endUser = freshUser();
+      const sources = await addAll(t, TRIP.slice(0, 2), { endUser });
+      fake.requests.length = 0;
+      let answer!: () => void;
+      const answered = new Promise<void>((resolve) => (answer = resolve));
+      fake.fallback = async () => {
+        await answered;
+        return { content: 'Caroline hikes in the Alps.' };
+      };
+      const both = [0, 1].map(() => summarize(t, endUser, { memory_ids: idsOf(sources) }));
+      await until(() => fake.requests.length === 2, 'both requests to ask the model');
+      // Answered together, both reach the owner's lock before either has stored anything.
+      const lock = await holdOwnerLocks(t, [endUser]);
+      answer();
+      await lockWaiters(t, 2, 'both summaries to wait for the owner lock');
+      await lock.release();
+      const answers = await Promise.all(both);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 201]);
+      expect(answers.map((a) => a.body.status).sort()).toEqual(['created', 'existing']);
+      expect(answers[0]!.body.memory.id).toBe(answers[1]!.body.memory.id);
+      const stored = await t.database.db
+        .selectFrom('memories')
+        .select('id')
+        .where('end_user_id', '=', endUser)
+        .where('is_summary', '=', t.database.bool(true))
+        .execute();
+      expect(stored).toHaveLength(1);
+    },
+  );
 
   it('answers 503 unavailable and writes nothing when the provider is down', async () => {
     const endUser = freshUser();
@@ -264,8 +367,21 @@ forEachDialect('POST /memory/summarize (LLM)', (dialect) => {
 
 it('reads ENGRAM_LLM_* into the configuration', () => {
   expect(loadConfig({}).llm).toBeNull();
-  expect(loadConfig({ ENGRAM_LLM_MODEL: 'llama3', ENGRAM_LLM_BASE_URL: 'http://127.0.0.1:11434/v1', ENGRAM_LLM_API_KEY: 'k', ENGRAM_LLM_TIMEOUT: '5' }).llm)
-    .toEqual({ kind: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', model: 'llama3', apiKey: 'k', timeoutMs: 5000, maxRetries: 2 });
+  expect(
+    loadConfig({
+      ENGRAM_LLM_MODEL: 'llama3',
+      ENGRAM_LLM_BASE_URL: 'http://127.0.0.1:11434/v1',
+      ENGRAM_LLM_API_KEY: 'k',
+      ENGRAM_LLM_TIMEOUT: '5',
+    }).llm,
+  ).toEqual({
+    kind: 'openai',
+    baseUrl: 'http://127.0.0.1:11434/v1',
+    model: 'llama3',
+    apiKey: 'k',
+    timeoutMs: 5000,
+    maxRetries: 2,
+  });
   expect(() => loadConfig({ ENGRAM_LLM_BASE_URL: 'http://x/v1' })).toThrow(/ENGRAM_LLM_MODEL/);
   expect(() => loadConfig({ ENGRAM_LLM_MODEL: 'm', ENGRAM_LLM_BASE_URL: 'ftp://x' })).toThrow(/http/);
 });

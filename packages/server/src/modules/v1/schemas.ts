@@ -8,9 +8,15 @@ export const AddTurnBody = Type.Object(
   {
     tenant_id: Id('Tenant of the application'),
     user_id: Id("The tenant's user; opaque, not an e-mail address"),
-    source: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Origin label; default "conversation"' })),
+    source: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 128, description: 'Origin label; default "conversation"' }),
+    ),
     text: Type.String({ minLength: 1, maxLength: 32_000, description: 'The turn, stored verbatim' }),
-    speaker: Type.String({ minLength: 1, maxLength: 256, description: 'Who spoke; a content hash here makes redelivery converge' }),
+    speaker: Type.String({
+      minLength: 1,
+      maxLength: 256,
+      description: 'Who spoke; a content hash here makes redelivery converge',
+    }),
     expires_at: Type.Optional(ExpiresAt),
     ttl_seconds: Type.Optional(TtlSeconds),
     metadata: Type.Optional(
@@ -18,7 +24,9 @@ export const AddTurnBody = Type.Object(
         {
           session_id: Type.Optional(Id('Conversation session')),
           project: Type.Optional(Type.String({ maxLength: 256 })),
-          timestamp: Type.Optional(Type.String({ format: 'date-time', description: 'When the turn was said (default: now)' })),
+          timestamp: Type.Optional(
+            Type.String({ format: 'date-time', description: 'When the turn was said (default: now)' }),
+          ),
         },
         { additionalProperties: true },
       ),
@@ -50,7 +58,10 @@ export const RecallBody = Type.Object(
 
 export const RecallResult = Type.Object({
   memories: Type.Array(
-    Type.Intersect([ScoredMemorySchema, Type.Object({ speaker: Type.Union([Type.String(), Type.Null()]), tenant_id: Type.String() })]),
+    Type.Intersect([
+      ScoredMemorySchema,
+      Type.Object({ speaker: Type.Union([Type.String(), Type.Null()]), tenant_id: Type.String() }),
+    ]),
     { description: 'Whole memory records, best first' },
   ),
   context: Type.String({ description: 'The recalled turns in conversation order, ready for a prompt' }),
@@ -69,8 +80,13 @@ export const StatusResult = Type.Object({
   database: Type.String(),
   tenant_id: Type.Union([Type.String(), Type.Null()]),
   counts: Type.Object({
-    tenants: Type.Integer(), users: Type.Integer(), memories: Type.Integer(),
-    turns_this_period: Type.Integer({ description: "Turns stored this month: the tenant's (quota.used), or with a key bound to an end user that end user's live turns" }),
+    tenants: Type.Integer(),
+    users: Type.Integer(),
+    memories: Type.Integer(),
+    turns_this_period: Type.Integer({
+      description:
+        "Turns stored this month: the tenant's (quota.used), or with a key bound to an end user that end user's live turns",
+    }),
   }),
   quota: Type.Union([Quota, Type.Null()]),
 });
@@ -88,7 +104,14 @@ export const ListQuery = Type.Object(
 
 export const ListResult = Type.Object({
   items: Type.Array(
-    Type.Intersect([Memory, Type.Object({ speaker: Type.Union([Type.String(), Type.Null()]), tenant_id: Type.String(), user_id: Type.String() })]),
+    Type.Intersect([
+      Memory,
+      Type.Object({
+        speaker: Type.Union([Type.String(), Type.Null()]),
+        tenant_id: Type.String(),
+        user_id: Type.String(),
+      }),
+    ]),
     { description: 'Whole memory records, newest first' },
   ),
   total: Type.Integer(),

@@ -6,7 +6,12 @@ import { insertTurn, insertTurnInOneStatement, type Owner, type TurnCount, type 
 
 /** Monthly turn usage per tenant, counted in the transaction that stores the turn. This module owns tenant_usage. */
 
-export async function turnsUsed(db: Executor, projectId: string, tenantId: string | null, period: Month): Promise<number> {
+export async function turnsUsed(
+  db: Executor,
+  projectId: string,
+  tenantId: string | null,
+  period: Month,
+): Promise<number> {
   const row = await db
     .selectFrom('tenant_usage')
     .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('turns'), eb.lit(0)).as('turns'))
@@ -66,15 +71,24 @@ export async function addTurn(
     const usage = await trx
       .insertInto('tenant_usage')
       .values({ project_id: owner.projectId, tenant_id: owner.tenantId, period: period.key, turns: 1 })
-      .onConflict((oc) => oc.columns(['project_id', 'tenant_id', 'period']).doUpdateSet((eb) => ({ turns: eb('tenant_usage.turns', '+', 1) })))
+      .onConflict((oc) =>
+        oc
+          .columns(['project_id', 'tenant_id', 'period'])
+          .doUpdateSet((eb) => ({ turns: eb('tenant_usage.turns', '+', 1) })),
+      )
       .returning('turns')
       .executeTakeFirstOrThrow();
     if (usage.turns > allowance) {
       // Throwing rolls the turn and the count back together.
       const retryAfter = Math.max(1, Math.ceil((period.end.getTime() - now.getTime()) / 1000));
-      throw new AppError('quota_exceeded', `The tenant's monthly turn quota (${allowance}) is used up until ${period.end.toISOString()}`, undefined, {
-        'Retry-After': String(retryAfter),
-      });
+      throw new AppError(
+        'quota_exceeded',
+        `The tenant's monthly turn quota (${allowance}) is used up until ${period.end.toISOString()}`,
+        undefined,
+        {
+          'Retry-After': String(retryAfter),
+        },
+      );
     }
     effects.audit('memory.add_turn', { type: 'memory', id: result.memory.id });
     return result;
@@ -86,11 +100,15 @@ export async function addTurn(
  * general path above counts it: the statement is refused when a tenant's count passes its allowance.
  */
 const TURN_USAGE: TurnCount = {
-  columns: [['turn_period', 'text'], ['turn_allowance', 'bigint']],
+  columns: [
+    ['turn_period', 'text'],
+    ['turn_allowance', 'bigint'],
+  ],
   statement: ({ input, landed }) => `INSERT INTO tenant_usage (project_id, tenant_id, period, turns)
     SELECT ${landed}.project_id, ${landed}.tenant_id, ${input}.turn_period, count(*) FROM ${landed} JOIN ${input} USING (project_id, tenant_id, end_user_id, dedupe_hash)
     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
     ON CONFLICT (project_id, tenant_id, period) DO UPDATE SET turns = tenant_usage.turns + excluded.turns
     RETURNING project_id, tenant_id, turns`,
-  refusedWhen: ({ input, counted }) => `EXISTS (SELECT 1 FROM ${counted} JOIN ${input} USING (project_id, tenant_id) WHERE ${counted}.turns > ${input}.turn_allowance)`,
+  refusedWhen: ({ input, counted }) =>
+    `EXISTS (SELECT 1 FROM ${counted} JOIN ${input} USING (project_id, tenant_id) WHERE ${counted}.turns > ${input}.turn_allowance)`,
 };

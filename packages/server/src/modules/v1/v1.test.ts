@@ -20,8 +20,13 @@ function v1(t: TestApp, method: string, url: string, options: { body?: unknown; 
 function turnsOf(t: TestApp) {
   return {
     add: (tenant: string, body: Record<string, unknown>, key?: string) =>
-      v1(t, 'POST', '/v1/memory/add_turn', { tenant, body: { tenant_id: tenant, source: 'chat', ...body }, ...(key ? { key } : {}) }),
-    recall: (tenant: string, body: Record<string, unknown>) => v1(t, 'POST', '/v1/memory/recall', { tenant, body: { tenant_id: tenant, ...body } }),
+      v1(t, 'POST', '/v1/memory/add_turn', {
+        tenant,
+        body: { tenant_id: tenant, source: 'chat', ...body },
+        ...(key ? { key } : {}),
+      }),
+    recall: (tenant: string, body: Record<string, unknown>) =>
+      v1(t, 'POST', '/v1/memory/recall', { tenant, body: { tenant_id: tenant, ...body } }),
     list: (query: string, tenant?: string) => v1(t, 'GET', `/v1/memory/memories${query}`, tenant ? { tenant } : {}),
   };
 }
@@ -39,36 +44,74 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
 
   it('stores turns verbatim and in order, and converges a repeated delivery on one row', async () => {
     const user = freshUser('user');
-    const texts = ['  Hi!  How are you?\n\nI’m fine 🙂 ', 'Great — thanks for asking.', 'Let us meet at 5pm <b>sharp</b> & "on time".'];
+    const texts = [
+      '  Hi!  How are you?\n\nI’m fine 🙂 ',
+      'Great — thanks for asking.',
+      'Let us meet at 5pm <b>sharp</b> & "on time".',
+    ];
     const ids: number[] = [];
     for (const [i, text] of texts.entries()) {
-      const body = await created(turns.add('acme', { user_id: user, text, speaker: i % 2 ? 'bob' : 'alice', metadata: { session_id: 's1', project: 'demo' } }));
-      expect(body).toMatchObject({ tenant_id: 'acme', user_id: user, session_id: 's1', created_at: expect.any(String) });
+      const body = await created(
+        turns.add('acme', {
+          user_id: user,
+          text,
+          speaker: i % 2 ? 'bob' : 'alice',
+          metadata: { session_id: 's1', project: 'demo' },
+        }),
+      );
+      expect(body).toMatchObject({
+        tenant_id: 'acme',
+        user_id: user,
+        session_id: 's1',
+        created_at: expect.any(String),
+      });
       ids.push(body.id);
     }
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
     for (const [i, id] of ids.entries()) {
       const row = await memoryRow(t, id);
-      expect(row).toMatchObject({ text: texts[i], tenant_id: 'acme', end_user_id: user, session_id: 's1', source: 'chat', speaker: i % 2 ? 'bob' : 'alice' });
+      expect(row).toMatchObject({
+        text: texts[i],
+        tenant_id: 'acme',
+        end_user_id: user,
+        session_id: 's1',
+        source: 'chat',
+        speaker: i % 2 ? 'bob' : 'alice',
+      });
       expect(decodeJson(row.metadata)).toEqual({ project: 'demo' });
     }
     // Each turn's history is its one create row, written with the turn's last statement.
-    const history = await t.database.db.selectFrom('memory_history').select(['memory_id', 'action', 'changes']).where('memory_id', 'in', ids).orderBy('memory_id').execute();
-    expect(history.map((h) => [h.memory_id, h.action, (decodeJson(h.changes) as { text: unknown }).text])).toEqual(ids.map((id, i) => [id, 'create', { before: null, after: texts[i] }]));
+    const history = await t.database.db
+      .selectFrom('memory_history')
+      .select(['memory_id', 'action', 'changes'])
+      .where('memory_id', 'in', ids)
+      .orderBy('memory_id')
+      .execute();
+    expect(history.map((h) => [h.memory_id, h.action, (decodeJson(h.changes) as { text: unknown }).text])).toEqual(
+      ids.map((id, i) => [id, 'create', { before: null, after: texts[i] }]),
+    );
 
     const rows = await countRows(t, 'memories');
-    const again = await turns.add('acme', { user_id: user, text: texts[1], speaker: 'bob', metadata: { session_id: 's1', project: 'demo' } });
+    const again = await turns.add('acme', {
+      user_id: user,
+      text: texts[1],
+      speaker: 'bob',
+      metadata: { session_id: 's1', project: 'demo' },
+    });
     expect(again.status, again.text).toBe(200);
     expect(again.body).toMatchObject({ id: ids[1], status: 'duplicate' });
     expect(await countRows(t, 'memories')).toBe(rows);
     // Another session or speaker is another turn.
     await created(turns.add('acme', { user_id: user, text: texts[1], speaker: 'bob', metadata: { session_id: 's2' } }));
-    await created(turns.add('acme', { user_id: user, text: texts[1], speaker: 'alice', metadata: { session_id: 's1' } }));
+    await created(
+      turns.add('acme', { user_id: user, text: texts[1], speaker: 'alice', metadata: { session_id: 's1' } }),
+    );
   });
 
   it('keeps the same words said again later as another turn, and converges a redelivery with the same timestamp', async () => {
     const user = freshUser('user');
-    const ok = (timestamp: string) => turns.add('acme', { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's', timestamp } });
+    const ok = (timestamp: string) =>
+      turns.add('acme', { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's', timestamp } });
     const first = await created(ok('2026-11-20T09:00:00Z'));
     const second = await created(ok('2026-11-20T09:04:00Z'));
     expect(second.id).not.toBe(first.id);
@@ -80,32 +123,58 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     }
     expect(await countRows(t, 'memories')).toBe(rows);
     const listed = (await turns.list(`?user_id=${user}`, 'acme')).body;
-    expect(listed.items.map((m: { id: number; text: string; created_at: string }) => [m.id, m.text, m.created_at])).toEqual([
-      [second.id, 'ok', '2026-11-20T09:04:00.000Z'], [first.id, 'ok', '2026-11-20T09:00:00.000Z'],
+    expect(
+      listed.items.map((m: { id: number; text: string; created_at: string }) => [m.id, m.text, m.created_at]),
+    ).toEqual([
+      [second.id, 'ok', '2026-11-20T09:04:00.000Z'],
+      [first.id, 'ok', '2026-11-20T09:00:00.000Z'],
     ]);
     // Without a timestamp the turn is dated on arrival; delivered again at once, it converges too.
-    const undated = await created(turns.add('acme', { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's' } }));
-    const redelivered = await turns.add('acme', { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's' } });
+    const undated = await created(
+      turns.add('acme', { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's' } }),
+    );
+    const redelivered = await turns.add('acme', {
+      user_id: user,
+      text: 'ok',
+      speaker: 'alice',
+      metadata: { session_id: 's' },
+    });
     expect(redelivered.body).toMatchObject({ id: undated.id, status: 'duplicate' });
     expect((await turns.list(`?user_id=${user}`, 'acme')).body.total).toBe(3);
   });
 
-  it('converges a content-hash speaker\'s turn at any distance, and keeps an ordinary speaker\'s words said again later', async () => {
+  it("converges a content-hash speaker's turn at any distance, and keeps an ordinary speaker's words said again later", async () => {
     const user = freshUser('user');
-    const hashed = { user_id: user, text: 'Queued, retried hours later', speaker: `sha256:${sha256Hex('turn 17')}`, metadata: { session_id: 's' } };
+    const hashed = {
+      user_id: user,
+      text: 'Queued, retried hours later',
+      speaker: `sha256:${sha256Hex('turn 17')}`,
+      metadata: { session_id: 's' },
+    };
     const plain = { user_id: user, text: 'ok', speaker: 'alice', metadata: { session_id: 's' } };
     const first = await created(turns.add('acme', hashed));
     const said = await created(turns.add('acme', plain));
     // Both stored two hours ago, as a queue retry or a later reply would find them (an undated turn is keyed by its
     // arrival's minute slot).
     const earlier = Date.now() - 2 * 3_600_000;
-    await t.database.db.updateTable('memories').set({ created_at: new Date(earlier).toISOString() }).where('id', '=', first.id).execute();
-    await t.database.db.updateTable('memories').where('id', '=', said.id).set({
-      created_at: new Date(earlier).toISOString(),
-      dedupe_hash: sha256Hex(JSON.stringify(['turn-arrival', 's', 'alice', 'ok', Math.floor(earlier / 60_000)])),
-    }).execute();
+    await t.database.db
+      .updateTable('memories')
+      .set({ created_at: new Date(earlier).toISOString() })
+      .where('id', '=', first.id)
+      .execute();
+    await t.database.db
+      .updateTable('memories')
+      .where('id', '=', said.id)
+      .set({
+        created_at: new Date(earlier).toISOString(),
+        dedupe_hash: sha256Hex(JSON.stringify(['turn-arrival', 's', 'alice', 'ok', Math.floor(earlier / 60_000)])),
+      })
+      .execute();
     for (const timestamp of [undefined, '2026-11-20T09:00:00Z']) {
-      const again = await turns.add('acme', { ...hashed, metadata: { ...hashed.metadata, ...(timestamp ? { timestamp } : {}) } });
+      const again = await turns.add('acme', {
+        ...hashed,
+        metadata: { ...hashed.metadata, ...(timestamp ? { timestamp } : {}) },
+      });
       expect(again.status, again.text).toBe(200);
       expect(again.body).toMatchObject({ id: first.id, status: 'duplicate' });
     }
@@ -118,7 +187,12 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
 
   it('converges concurrent deliveries of one turn on one row', async () => {
     const user = freshUser('user');
-    const turn = { user_id: user, text: 'Delivered many times at once', speaker: 'hash-abc', metadata: { session_id: 's' } };
+    const turn = {
+      user_id: user,
+      text: 'Delivered many times at once',
+      speaker: 'hash-abc',
+      metadata: { session_id: 's' },
+    };
     const results = await Promise.all(Array.from({ length: 6 }, () => turns.add('acme', turn)));
     expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 200, 200, 201]);
     expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
@@ -127,7 +201,14 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
 
   it('dates a turn by metadata.timestamp and refuses bad fields with 400 naming them', async () => {
     const user = freshUser('user');
-    const body = await created(turns.add('acme', { user_id: user, text: 'Said long ago', speaker: 'alice', metadata: { session_id: 's', timestamp: '2023-05-08T13:56:00+02:00' } }));
+    const body = await created(
+      turns.add('acme', {
+        user_id: user,
+        text: 'Said long ago',
+        speaker: 'alice',
+        metadata: { session_id: 's', timestamp: '2023-05-08T13:56:00+02:00' },
+      }),
+    );
     expect(body.created_at).toBe('2023-05-08T11:56:00.000Z');
     expect((await memoryRow(t, body.id)).created_at).toBe('2023-05-08T11:56:00.000Z');
 
@@ -159,9 +240,16 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
       ['alice', 'My new job at the bakery starts Monday', 's2'],
     ] as const;
     const ids = [];
-    for (const [speaker, text, session] of said) ids.push((await created(turns.add('acme', { user_id: user, text, speaker, metadata: { session_id: session } }))).id);
-    await created(turns.add('acme', { user_id: freshUser('other'), text: 'Kyoto temples are my favourite', speaker: 'carol' }));
-    await created(turns.add('globex', { user_id: user, text: 'Kyoto travel notes of another tenant', speaker: 'dave' }));
+    for (const [speaker, text, session] of said)
+      ids.push(
+        (await created(turns.add('acme', { user_id: user, text, speaker, metadata: { session_id: session } }))).id,
+      );
+    await created(
+      turns.add('acme', { user_id: freshUser('other'), text: 'Kyoto temples are my favourite', speaker: 'carol' }),
+    );
+    await created(
+      turns.add('globex', { user_id: user, text: 'Kyoto travel notes of another tenant', speaker: 'dave' }),
+    );
 
     const res = await turns.recall('acme', { user_id: user, query: 'What did Alice think of the Kyoto temples?' });
     expect(res.status, res.text).toBe(200);
@@ -172,16 +260,44 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     for (const m of memories) {
       // Whole memory records, as every retrieval operation returns them (spec rule 4).
       expect(Object.keys(m).sort()).toEqual([
-        'client_ref', 'created_at', 'end_user_id', 'expires_at', 'id', 'importance', 'is_summary', 'metadata', 'score', 'session_id', 'source', 'speaker',
-        'superseded_by', 'tags', 'tenant_id', 'text', 'updated_at',
+        'client_ref',
+        'created_at',
+        'end_user_id',
+        'expires_at',
+        'id',
+        'importance',
+        'is_summary',
+        'metadata',
+        'score',
+        'session_id',
+        'source',
+        'speaker',
+        'superseded_by',
+        'tags',
+        'tenant_id',
+        'text',
+        'updated_at',
       ]);
-      expect(m).toMatchObject({ source: 'chat', tags: [], importance: 0.5, metadata: {}, tenant_id: 'acme', end_user_id: user });
+      expect(m).toMatchObject({
+        source: 'chat',
+        tags: [],
+        importance: 0.5,
+        metadata: {},
+        tenant_id: 'acme',
+        end_user_id: user,
+      });
       expect(m.score).toBeGreaterThan(0);
       expect(m.score).toBeLessThanOrEqual(1);
       expect(ids).toContain(m.id);
     }
-    expect(memories.map((m: { score: number }) => m.score)).toEqual([...memories.map((m: { score: number }) => m.score)].sort((a, b) => b - a));
-    expect(memories[0]).toMatchObject({ speaker: expect.any(String), session_id: 's1', created_at: expect.any(String) });
+    expect(memories.map((m: { score: number }) => m.score)).toEqual(
+      [...memories.map((m: { score: number }) => m.score)].sort((a, b) => b - a),
+    );
+    expect(memories[0]).toMatchObject({
+      speaker: expect.any(String),
+      session_id: 's1',
+      created_at: expect.any(String),
+    });
     for (const m of memories) expect(context).toContain(`${m.speaker}: ${m.text}`);
     expect(context).not.toContain('another tenant');
 
@@ -195,27 +311,58 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
 
   it('recalls whole memory records with their metadata, and only relevant ones unless min_score says otherwise', async () => {
     const user = freshUser('user');
-    const passport = await created(turns.add('acme', {
-      user_id: user, text: 'My passport is in the top drawer of the desk', speaker: 'alice', source: 'assistant-chat',
-      metadata: { session_id: 's9', project: 'travel', mood: 'calm' },
-    }));
-    for (const text of ['Adopted a grey cat called Smudge', 'Booked flights to Lisbon for the summer', 'Allergic to peanuts']) {
-      await created(turns.add('acme', { user_id: user, text, speaker: 'alice', metadata: { session_id: `other-${text.length}` } }));
+    const passport = await created(
+      turns.add('acme', {
+        user_id: user,
+        text: 'My passport is in the top drawer of the desk',
+        speaker: 'alice',
+        source: 'assistant-chat',
+        metadata: { session_id: 's9', project: 'travel', mood: 'calm' },
+      }),
+    );
+    for (const text of [
+      'Adopted a grey cat called Smudge',
+      'Booked flights to Lisbon for the summer',
+      'Allergic to peanuts',
+    ]) {
+      await created(
+        turns.add('acme', { user_id: user, text, speaker: 'alice', metadata: { session_id: `other-${text.length}` } }),
+      );
     }
     const res = await turns.recall('acme', { user_id: user, query: 'where is my passport?' });
     expect(res.status, res.text).toBe(200);
     expect(res.body.memories).toHaveLength(1);
     expect(res.body.memories[0]).toMatchObject({
-      id: passport.id, text: 'My passport is in the top drawer of the desk', speaker: 'alice', source: 'assistant-chat',
-      metadata: { project: 'travel', mood: 'calm' }, tags: [], importance: 0.5, is_summary: false, session_id: 's9',
-      tenant_id: 'acme', end_user_id: user, superseded_by: null, created_at: passport.created_at,
+      id: passport.id,
+      text: 'My passport is in the top drawer of the desk',
+      speaker: 'alice',
+      source: 'assistant-chat',
+      metadata: { project: 'travel', mood: 'calm' },
+      tags: [],
+      importance: 0.5,
+      is_summary: false,
+      session_id: 's9',
+      tenant_id: 'acme',
+      end_user_id: user,
+      superseded_by: null,
+      created_at: passport.created_at,
     });
     // The same score as /memory/query would give: one scale for every retrieval operation.
     expect(res.body.memories[0].score).toBeGreaterThan(0);
     expect(res.body.memories[0].score).toBeLessThan(1);
-    expect((await turns.recall('acme', { user_id: user, query: 'volcano insurance' })).body).toEqual({ memories: [], context: '' });
-    expect((await turns.recall('acme', { user_id: user, query: 'where is my passport?', min_score: 0 })).body.memories[0].id).toBe(passport.id);
-    expectError(await turns.recall('acme', { user_id: user, query: 'x', min_score: 1.1 }), 400, 'validation_error', 'min_score');
+    expect((await turns.recall('acme', { user_id: user, query: 'volcano insurance' })).body).toEqual({
+      memories: [],
+      context: '',
+    });
+    expect(
+      (await turns.recall('acme', { user_id: user, query: 'where is my passport?', min_score: 0 })).body.memories[0].id,
+    ).toBe(passport.id);
+    expectError(
+      await turns.recall('acme', { user_id: user, query: 'x', min_score: 1.1 }),
+      400,
+      'validation_error',
+      'min_score',
+    );
   });
 
   it('lists memories a page at a time with tenant, user and session filters', async () => {
@@ -223,18 +370,44 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     const [u1, u2] = [freshUser('user'), freshUser('user')];
     const ids = [];
     for (let i = 0; i < 7; i++) {
-      ids.push((await created(turns.add(tenant, { user_id: i < 5 ? u1 : u2, text: `turn ${i}`, speaker: 's', metadata: { session_id: i % 2 ? 'odd' : 'even' } }))).id);
+      ids.push(
+        (
+          await created(
+            turns.add(tenant, {
+              user_id: i < 5 ? u1 : u2,
+              text: `turn ${i}`,
+              speaker: 's',
+              metadata: { session_id: i % 2 ? 'odd' : 'even' },
+            }),
+          )
+        ).id,
+      );
     }
-    const page = (query: string) => turns.list(query, tenant).then((r) => {
-      expect(r.status, r.text).toBe(200);
-      return r.body;
-    });
+    const page = (query: string) =>
+      turns.list(query, tenant).then((r) => {
+        expect(r.status, r.text).toBe(200);
+        return r.body;
+      });
     const first = await page('?limit=3');
     expect(first).toMatchObject({ total: 7, offset: 0, limit: 3, has_next: true });
     expect(first.items.map((m: { id: number }) => m.id)).toEqual([ids[6], ids[5], ids[4]]);
-    expect(first.items[0]).toMatchObject({ id: ids[6], text: 'turn 6', speaker: 's', session_id: 'even', tenant_id: tenant, user_id: u2, source: 'chat', metadata: {}, created_at: expect.any(String) });
+    expect(first.items[0]).toMatchObject({
+      id: ids[6],
+      text: 'turn 6',
+      speaker: 's',
+      session_id: 'even',
+      tenant_id: tenant,
+      user_id: u2,
+      source: 'chat',
+      metadata: {},
+      created_at: expect.any(String),
+    });
     // Whole records, as every other read answers them: the memory as GET /memory/{id} shows it, plus speaker, tenant and user.
-    await t.call('PATCH', `/memory/${ids[6]}`, { endUser: u2, headers: { 'X-Tenant-ID': tenant }, body: { tags: ['kept'], importance: 0.9 } });
+    await t.call('PATCH', `/memory/${ids[6]}`, {
+      endUser: u2,
+      headers: { 'X-Tenant-ID': tenant },
+      body: { tags: ['kept'], importance: 0.9 },
+    });
     const whole = (await t.call('GET', `/memory/${ids[6]}`, { endUser: u2, headers: { 'X-Tenant-ID': tenant } })).body;
     expect(whole.tags).toEqual(['kept']);
     expect((await page('?limit=1')).items[0]).toEqual({ ...whole, speaker: 's', tenant_id: tenant, user_id: u2 });
@@ -247,8 +420,17 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     const byUser = await page(`?user_id=${u1}&session_id=odd`);
     expect(byUser.items.map((m: { id: number }) => m.id)).toEqual([ids[3], ids[1]]);
     expect(byUser.total).toBe(2);
-    expect((await page(`?tenant_id=${tenant}&user_id=${u2}`)).items.map((m: { id: number }) => m.id)).toEqual([ids[6], ids[5]]);
-    for (const [query, field] of [['?limit=0', 'limit'], ['?limit=101', 'limit'], ['?offset=-1', 'offset'], ['?limit=x', 'limit'], ['?nope=1', 'nope']]) {
+    expect((await page(`?tenant_id=${tenant}&user_id=${u2}`)).items.map((m: { id: number }) => m.id)).toEqual([
+      ids[6],
+      ids[5],
+    ]);
+    for (const [query, field] of [
+      ['?limit=0', 'limit'],
+      ['?limit=101', 'limit'],
+      ['?offset=-1', 'offset'],
+      ['?limit=x', 'limit'],
+      ['?nope=1', 'nope'],
+    ]) {
       expectError(await turns.list(query!, tenant), 400, 'validation_error', field);
     }
   });
@@ -263,9 +445,17 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     const answered = Date.now();
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({
-      status: 'ok', database: 'ok', tenant_id: tenant,
+      status: 'ok',
+      database: 'ok',
+      tenant_id: tenant,
       counts: { tenants: 1, users: 2, memories: 3, turns_this_period: 3 },
-      quota: { monthly_turns: 100_000, used: 3, remaining: 99_997, period_start: expect.any(String), period_end: expect.any(String) },
+      quota: {
+        monthly_turns: 100_000,
+        used: 3,
+        remaining: 99_997,
+        period_start: expect.any(String),
+        period_end: expect.any(String),
+      },
     });
     // The server's month at the moment it answered, whichever side of a month boundary that was.
     expect(Date.parse(res.body.quota.period_start)).toBeLessThanOrEqual(answered);
@@ -283,15 +473,32 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     const user = freshUser('user');
     await created(turns.add('tenant-b', { user_id: user, text: 'Tenant B secret plan', speaker: 's' }));
     const a = await t.newKey({ tenantId: 'tenant-a' });
-    const own = await v1(t, 'POST', '/v1/memory/add_turn', { key: a.key, body: { tenant_id: 'tenant-a', user_id: user, text: 'Tenant A plan', speaker: 's' } });
+    const own = await v1(t, 'POST', '/v1/memory/add_turn', {
+      key: a.key,
+      body: { tenant_id: 'tenant-a', user_id: user, text: 'Tenant A plan', speaker: 's' },
+    });
     expect(own.status, own.text).toBe(201);
 
     const rows = await countRows(t, 'memories');
     const attempts = [
-      v1(t, 'POST', '/v1/memory/add_turn', { key: a.key, tenant: 'tenant-b', body: { tenant_id: 'tenant-b', user_id: user, text: 'intrusion', speaker: 's' } }),
-      v1(t, 'POST', '/v1/memory/add_turn', { key: a.key, body: { tenant_id: 'tenant-b', user_id: user, text: 'intrusion', speaker: 's' } }),
-      v1(t, 'POST', '/v1/memory/recall', { key: a.key, tenant: 'tenant-b', body: { tenant_id: 'tenant-b', user_id: user, query: 'secret plan' } }),
-      v1(t, 'POST', '/v1/memory/recall', { key: a.key, body: { tenant_id: 'tenant-b', user_id: user, query: 'secret plan' } }),
+      v1(t, 'POST', '/v1/memory/add_turn', {
+        key: a.key,
+        tenant: 'tenant-b',
+        body: { tenant_id: 'tenant-b', user_id: user, text: 'intrusion', speaker: 's' },
+      }),
+      v1(t, 'POST', '/v1/memory/add_turn', {
+        key: a.key,
+        body: { tenant_id: 'tenant-b', user_id: user, text: 'intrusion', speaker: 's' },
+      }),
+      v1(t, 'POST', '/v1/memory/recall', {
+        key: a.key,
+        tenant: 'tenant-b',
+        body: { tenant_id: 'tenant-b', user_id: user, query: 'secret plan' },
+      }),
+      v1(t, 'POST', '/v1/memory/recall', {
+        key: a.key,
+        body: { tenant_id: 'tenant-b', user_id: user, query: 'secret plan' },
+      }),
       v1(t, 'GET', '/v1/memory/memories', { key: a.key, tenant: 'tenant-b' }),
       v1(t, 'GET', '/v1/memory/memories?tenant_id=tenant-b', { key: a.key }),
       v1(t, 'GET', '/v1/memory/status', { key: a.key, tenant: 'tenant-b' }),
@@ -303,20 +510,44 @@ forEachDialect('/v1 tenant data plane', (dialect) => {
     expect(await countRows(t, 'memories')).toBe(rows);
 
     // What the key does see is its own tenant only.
-    const recall = await v1(t, 'POST', '/v1/memory/recall', { key: a.key, body: { tenant_id: 'tenant-a', user_id: user, query: 'plan' } });
+    const recall = await v1(t, 'POST', '/v1/memory/recall', {
+      key: a.key,
+      body: { tenant_id: 'tenant-a', user_id: user, query: 'plan' },
+    });
     expect(recall.body.memories.map((m: { text: string }) => m.text)).toEqual(['Tenant A plan']);
     const listed = await v1(t, 'GET', '/v1/memory/memories', { key: a.key });
     expect(listed.body.items.map((m: { tenant_id: string }) => m.tenant_id)).toEqual(['tenant-a']);
-    expect((await v1(t, 'GET', '/v1/memory/status', { key: a.key })).body).toMatchObject({ tenant_id: 'tenant-a', counts: { memories: 1 } });
+    expect((await v1(t, 'GET', '/v1/memory/status', { key: a.key })).body).toMatchObject({
+      tenant_id: 'tenant-a',
+      counts: { memories: 1 },
+    });
   });
 
   it('makes a cross-tenant key send X-Tenant-ID, and a body tenant_id agree with it', async () => {
     const rows = await countRows(t, 'memories');
     const body = { tenant_id: 'acme', user_id: 'u1', text: 'no tenant header', speaker: 's' };
     expectError(await v1(t, 'POST', '/v1/memory/add_turn', { body }), 400, 'validation_error', 'X-Tenant-ID');
-    expectError(await v1(t, 'POST', '/v1/memory/recall', { body: { tenant_id: 'acme', user_id: 'u1', query: 'x' } }), 400, 'validation_error', 'X-Tenant-ID');
-    expectError(await v1(t, 'POST', '/v1/memory/add_turn', { tenant: 'globex', body }), 400, 'validation_error', 'tenant_id');
-    expectError(await v1(t, 'POST', '/v1/memory/recall', { tenant: 'globex', body: { tenant_id: 'acme', user_id: 'u1', query: 'x' } }), 400, 'validation_error', 'tenant_id');
+    expectError(
+      await v1(t, 'POST', '/v1/memory/recall', { body: { tenant_id: 'acme', user_id: 'u1', query: 'x' } }),
+      400,
+      'validation_error',
+      'X-Tenant-ID',
+    );
+    expectError(
+      await v1(t, 'POST', '/v1/memory/add_turn', { tenant: 'globex', body }),
+      400,
+      'validation_error',
+      'tenant_id',
+    );
+    expectError(
+      await v1(t, 'POST', '/v1/memory/recall', {
+        tenant: 'globex',
+        body: { tenant_id: 'acme', user_id: 'u1', query: 'x' },
+      }),
+      400,
+      'validation_error',
+      'tenant_id',
+    );
     expectError(await turns.list('?tenant_id=acme', 'globex'), 400, 'validation_error', 'tenant_id');
     expect(await countRows(t, 'memories')).toBe(rows);
   });
@@ -328,15 +559,35 @@ forEachDialect('/v1 turns sent together', (dialect) => {
 
   it('stores turns of many users sent at once, each once, with its history, audit row and count', async () => {
     const users = Array.from({ length: 6 }, (_, i) => freshUser(`burst-${i}`));
-    const sent = Array.from({ length: 18 }, (_, i) => ({ user_id: users[i % 6]!, text: `burst turn ${i}`, speaker: i % 2 ? 'bob' : 'alice', metadata: { session_id: 'b1' } }));
+    const sent = Array.from({ length: 18 }, (_, i) => ({
+      user_id: users[i % 6]!,
+      text: `burst turn ${i}`,
+      speaker: i % 2 ? 'bob' : 'alice',
+      metadata: { session_id: 'b1' },
+    }));
     const answers = await Promise.all(sent.map((body) => turns.add('burst', body)));
     expect(answers.map((a) => a.status)).toEqual(sent.map(() => 201));
     const ids = answers.map((a) => a.body.id as number);
     expect(new Set(ids).size).toBe(18);
-    for (const [i, id] of ids.entries()) expect(await memoryRow(t, id)).toMatchObject({ text: sent[i]!.text, end_user_id: sent[i]!.user_id, session_id: 'b1' });
-    const history = await t.database.db.selectFrom('memory_history').select('memory_id').where('memory_id', 'in', ids).where('action', '=', 'create').execute();
+    for (const [i, id] of ids.entries())
+      expect(await memoryRow(t, id)).toMatchObject({
+        text: sent[i]!.text,
+        end_user_id: sent[i]!.user_id,
+        session_id: 'b1',
+      });
+    const history = await t.database.db
+      .selectFrom('memory_history')
+      .select('memory_id')
+      .where('memory_id', 'in', ids)
+      .where('action', '=', 'create')
+      .execute();
     expect(history.map((h) => h.memory_id).sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
-    const audited = await t.database.db.selectFrom('audit_log').select('target_id').where('action', '=', 'memory.add_turn').where('target_id', 'in', ids.map(String)).execute();
+    const audited = await t.database.db
+      .selectFrom('audit_log')
+      .select('target_id')
+      .where('action', '=', 'memory.add_turn')
+      .where('target_id', 'in', ids.map(String))
+      .execute();
     expect(audited).toHaveLength(18);
     expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'burst' })).body.quota).toMatchObject({ used: 18 });
     // Delivered again, all at once: every one converges on its row.
@@ -347,52 +598,78 @@ forEachDialect('/v1 turns sent together', (dialect) => {
 
   it('answers a turn sent again with its Idempotency-Key as the first time, storing and counting it once', async () => {
     const user = freshUser('keyed');
-    const send = () => t.call('POST', '/v1/memory/add_turn', {
-      endUser: null, body: { tenant_id: 'keyed', user_id: user, text: 'said once, sent twice', speaker: 'alice' },
-      headers: { 'X-Tenant-ID': 'keyed', 'Idempotency-Key': `turn-${user}` },
-    });
+    const send = () =>
+      t.call('POST', '/v1/memory/add_turn', {
+        endUser: null,
+        body: { tenant_id: 'keyed', user_id: user, text: 'said once, sent twice', speaker: 'alice' },
+        headers: { 'X-Tenant-ID': 'keyed', 'Idempotency-Key': `turn-${user}` },
+      });
     const first = await send();
     expect(first.status, first.text).toBe(201);
     const again = await send();
     expect(again.status).toBe(201);
     expect(again.headers['idempotent-replayed']).toBe('true');
     expect(again.body).toEqual(first.body);
-    expect(await t.database.db.selectFrom('memories').select('id').where('end_user_id', '=', user).execute()).toEqual([{ id: first.body.id }]);
+    expect(await t.database.db.selectFrom('memories').select('id').where('end_user_id', '=', user).execute()).toEqual([
+      { id: first.body.id },
+    ]);
     expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'keyed' })).body.quota).toMatchObject({ used: 1 });
     // On PostgreSQL the turn's statement recorded its result in the request's claim, with the id it gave the row.
     if (dialect === 'postgres') {
-      const claims = await t.database.db.selectFrom('idempotency_keys').select('committed_id').where('key_hash', '=', sha256Hex(`turn-${user}`)).execute();
+      const claims = await t.database.db
+        .selectFrom('idempotency_keys')
+        .select('committed_id')
+        .where('key_hash', '=', sha256Hex(`turn-${user}`))
+        .execute();
       expect(claims.map((c) => Number(c.committed_id))).toEqual([first.body.id]);
     }
   });
 
-  it.runIf(dialect === 'postgres')('a turn stored by another transaction while its statement waits for the end user is not stored again', async () => {
-    const user = freshUser('raced');
-    const first = await created(turns.add('acme', { user_id: user, text: 'an earlier turn', speaker: 'alice', metadata: { session_id: 'r1' } }));
-    const { project_id: projectId } = await memoryRow(t, first.id);
-    // The redelivery below is looked up under this minute's arrival key and the last one's; the other transaction stores
-    // the turn under the last one's (it arrived a minute slot earlier), which the dedupe index does not match.
-    if (Date.now() % 60_000 > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000) + 50));
-    const slot = Math.floor(Date.now() / 60_000);
-    const text = 'Delivered twice, once by each of two servers';
-    let storedId = 0;
-    const other = await holdUncommitted(t, async (trx) => {
-      const { rows } = await sql<{ revision: number }>`UPDATE end_users SET revision = revision + 1
-        WHERE project_id = ${projectId} AND tenant_id = 'acme' AND end_user_id = ${user} RETURNING revision`.execute(trx);
-      const inserted = await sql<{ id: number }>`INSERT INTO memories (project_id, tenant_id, end_user_id, text, tags, is_summary, source, importance,
+  it.runIf(dialect === 'postgres')(
+    'a turn stored by another transaction while its statement waits for the end user is not stored again',
+    async () => {
+      const user = freshUser('raced');
+      const first = await created(
+        turns.add('acme', { user_id: user, text: 'an earlier turn', speaker: 'alice', metadata: { session_id: 'r1' } }),
+      );
+      const { project_id: projectId } = await memoryRow(t, first.id);
+      // The redelivery below is looked up under this minute's arrival key and the last one's; the other transaction stores
+      // the turn under the last one's (it arrived a minute slot earlier), which the dedupe index does not match.
+      if (Date.now() % 60_000 > 50_000)
+        await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000) + 50));
+      const slot = Math.floor(Date.now() / 60_000);
+      const text = 'Delivered twice, once by each of two servers';
+      let storedId = 0;
+      const other = await holdUncommitted(
+        t,
+        async (trx) => {
+          const { rows } = await sql<{ revision: number }>`UPDATE end_users SET revision = revision + 1
+        WHERE project_id = ${projectId} AND tenant_id = 'acme' AND end_user_id = ${user} RETURNING revision`.execute(
+            trx,
+          );
+          const inserted = await sql<{
+            id: number;
+          }>`INSERT INTO memories (project_id, tenant_id, end_user_id, text, tags, is_summary, source, importance,
           metadata, session_id, speaker, dedupe_hash, seq, created_at, updated_at)
         VALUES (${projectId}, 'acme', ${user}, ${text}, '[]', false, 'chat', 0.5, '{}', 'r1', 'bob',
-          ${sha256Hex(JSON.stringify(['turn-arrival', 'r1', 'bob', text, slot - 1]))}, ${rows[0]!.revision}, now(), now()) RETURNING id`.execute(trx);
-      storedId = Number(inserted.rows[0]!.id);
-    }, { commit: true });
-    const answer = turns.add('acme', { user_id: user, text, speaker: 'bob', metadata: { session_id: 'r1' } });
-    await lockWaiters(t, 1, 'the turn waiting for its end user');
-    await other.release();
-    const res = await answer;
-    expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ id: storedId, status: 'duplicate' });
-    expect(await t.database.db.selectFrom('memories').select('id').where('text', '=', text).execute()).toEqual([{ id: storedId }]);
-  });
+          ${sha256Hex(JSON.stringify(['turn-arrival', 'r1', 'bob', text, slot - 1]))}, ${rows[0]!.revision}, now(), now()) RETURNING id`.execute(
+            trx,
+          );
+          storedId = Number(inserted.rows[0]!.id);
+        },
+        { commit: true },
+      );
+      const answer = turns.add('acme', { user_id: user, text, speaker: 'bob', metadata: { session_id: 'r1' } });
+      await lockWaiters(t, 1, 'the turn waiting for its end user');
+      await other.release();
+      const res = await answer;
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toMatchObject({ id: storedId, status: 'duplicate' });
+      expect(await t.database.db.selectFrom('memories').select('id').where('text', '=', text).execute()).toEqual([
+        { id: storedId },
+      ]);
+    },
+  );
 });
 
 forEachDialect('/v1 monthly turn quota', (dialect) => {
@@ -401,7 +678,8 @@ forEachDialect('/v1 monthly turn quota', (dialect) => {
   it('answers 429 quota_exceeded with Retry-After once the tenant’s turns are used up, storing nothing', async () => {
     const turns = turnsOf(t);
     const first = [];
-    for (let i = 0; i < 3; i++) first.push(await created(turns.add('small', { user_id: 'u', text: `turn ${i}`, speaker: 's' })));
+    for (let i = 0; i < 3; i++)
+      first.push(await created(turns.add('small', { user_id: 'u', text: `turn ${i}`, speaker: 's' })));
     const rows = await countRows(t, 'memories');
     const over = await turns.add('small', { user_id: 'u', text: 'one too many', speaker: 's' });
     expectError(over, 429, 'quota_exceeded');
@@ -417,15 +695,30 @@ forEachDialect('/v1 monthly turn quota', (dialect) => {
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ id: first[1].id, status: 'duplicate' });
     await created(turns.add('other', { user_id: 'u', text: 'fresh tenant', speaker: 's' }));
-    expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'small' })).body.quota).toMatchObject({ monthly_turns: 3, used: 3, remaining: 0 });
-    expectError(await turns.add('small', { user_id: 'u2', text: 'still too many', speaker: 's' }), 429, 'quota_exceeded');
+    expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'small' })).body.quota).toMatchObject({
+      monthly_turns: 3,
+      used: 3,
+      remaining: 0,
+    });
+    expectError(
+      await turns.add('small', { user_id: 'u2', text: 'still too many', speaker: 's' }),
+      429,
+      'quota_exceeded',
+    );
   });
 
   it('never lets concurrent turns exceed the quota', async () => {
     const turns = turnsOf(t);
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => turns.add('busy', { user_id: `u${i % 3}`, text: `burst ${i}`, speaker: 's' })));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        turns.add('busy', { user_id: `u${i % 3}`, text: `burst ${i}`, speaker: 's' }),
+      ),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([201, 201, 201, 429, 429, 429, 429, 429]);
     expect((await turns.list('', 'busy')).body.total).toBe(3);
-    expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'busy' })).body.quota).toMatchObject({ used: 3, remaining: 0 });
+    expect((await v1(t, 'GET', '/v1/memory/status', { tenant: 'busy' })).body.quota).toMatchObject({
+      used: 3,
+      remaining: 0,
+    });
   });
 });

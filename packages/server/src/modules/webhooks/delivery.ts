@@ -7,7 +7,13 @@ import type { BaseLogger } from 'pino';
 import { sql } from 'kysely';
 import { SYSTEM_ACTOR } from '../../core/context.js';
 import type { Pseudonymize } from '../../core/pseudonyms.js';
-import { dispatchOutbox, erasedMemory, onEventsCommitted, type OutboxDispatcher, type StoredEvent } from '../../core/events.js';
+import {
+  dispatchOutbox,
+  erasedMemory,
+  onEventsCommitted,
+  type OutboxDispatcher,
+  type StoredEvent,
+} from '../../core/events.js';
 import { checkAddress, OutboundRefused } from '../../core/outbound.js';
 import { write } from '../../core/unit-of-work.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
@@ -53,36 +59,60 @@ export function sign(secret: string, messageId: string, timestamp: number, body:
  * event and subscribed endpoint of its project (events without a project, such as organization-wide
  * API keys, go to every endpoint of the organization). Paused endpoints get rows too; disabled ones do not.
  */
-export const fanOut = (pseudonymize: Pseudonymize): OutboxDispatcher => async (trx, events, payloadsOf) => {
-  const organizations = [...new Set(events.map((e) => e.organizationId))];
-  const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'organization_id', 'project_id', 'events'])
-    .where('organization_id', 'in', organizations).where('status', '!=', 'disabled').execute();
-  if (endpoints.length === 0) return;
-  const subscribed = endpoints.map((e) => ({ ...e, events: new Set(decodeJson<string[]>(e.events)) }));
-  const targeted = events.flatMap((event: StoredEvent) => {
-    const targets = subscribed.filter((e) => e.organization_id === event.organizationId && e.events.has(event.type)
-      && (event.projectId === null || e.project_id === event.projectId));
-    return targets.length > 0 ? [{ event, targets }] : [];
-  });
-  const payloads = await payloadsOf(targeted.map(({ event }) => event));
-  const now = nowIso();
-  const rows = targeted.flatMap(({ event, targets }, i) => {
-    const payload = payloads[i]!;
-    const messageId = newMessageId();
-    const body = messageBody(event.type, event.createdAt, payload);
-    const named = payload as { memory?: { id?: number; end_user_id?: string }; end_user_id?: string };
-    const memory = named.memory?.id ?? null;
-    const endUser = named.end_user_id ?? named.memory?.end_user_id;
-    const endUserKey = endUser !== undefined && event.projectId !== null ? pseudonymize(event.projectId, endUser) : null;
-    return targets.map((e) => ({
-      endpoint_id: e.id, message_id: messageId, event_type: event.type, memory_id: memory, end_user_key: endUserKey, body, status: 'pending',
-      next_attempt_at: now, lease_until: null, created_at: now, updated_at: now,
-    }));
-  });
-  for (let i = 0; i < rows.length; i += 500) await trx.insertInto('webhook_deliveries').values(rows.slice(i, i + 500)).execute();
-  // The loop dispatching these events claims after their transaction has committed.
-  if (rows.length > 0) notifyDeliveriesDue();
-};
+export const fanOut =
+  (pseudonymize: Pseudonymize): OutboxDispatcher =>
+  async (trx, events, payloadsOf) => {
+    const organizations = [...new Set(events.map((e) => e.organizationId))];
+    const endpoints = await trx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'organization_id', 'project_id', 'events'])
+      .where('organization_id', 'in', organizations)
+      .where('status', '!=', 'disabled')
+      .execute();
+    if (endpoints.length === 0) return;
+    const subscribed = endpoints.map((e) => ({ ...e, events: new Set(decodeJson<string[]>(e.events)) }));
+    const targeted = events.flatMap((event: StoredEvent) => {
+      const targets = subscribed.filter(
+        (e) =>
+          e.organization_id === event.organizationId &&
+          e.events.has(event.type) &&
+          (event.projectId === null || e.project_id === event.projectId),
+      );
+      return targets.length > 0 ? [{ event, targets }] : [];
+    });
+    const payloads = await payloadsOf(targeted.map(({ event }) => event));
+    const now = nowIso();
+    const rows = targeted.flatMap(({ event, targets }, i) => {
+      const payload = payloads[i]!;
+      const messageId = newMessageId();
+      const body = messageBody(event.type, event.createdAt, payload);
+      const named = payload as { memory?: { id?: number; end_user_id?: string }; end_user_id?: string };
+      const memory = named.memory?.id ?? null;
+      const endUser = named.end_user_id ?? named.memory?.end_user_id;
+      const endUserKey =
+        endUser !== undefined && event.projectId !== null ? pseudonymize(event.projectId, endUser) : null;
+      return targets.map((e) => ({
+        endpoint_id: e.id,
+        message_id: messageId,
+        event_type: event.type,
+        memory_id: memory,
+        end_user_key: endUserKey,
+        body,
+        status: 'pending',
+        next_attempt_at: now,
+        lease_until: null,
+        created_at: now,
+        updated_at: now,
+      }));
+    });
+    for (let i = 0; i < rows.length; i += 500)
+      await trx
+        .insertInto('webhook_deliveries')
+        .values(rows.slice(i, i + 500))
+        .execute();
+    // The loop dispatching these events claims after their transaction has committed.
+    if (rows.length > 0) notifyDeliveriesDue();
+  };
 
 /**
  * What receivers answered to `deliveries` (webhook_attempts.response_body, the first 2 KiB, which may echo
@@ -90,29 +120,51 @@ export const fanOut = (pseudonymize: Pseudonymize): OutboxDispatcher => async (t
  */
 async function eraseReceiverAnswers(trx: Executor, deliveries: number[]): Promise<void> {
   for (let i = 0; i < deliveries.length; i += 500) {
-    await trx.updateTable('webhook_attempts').set({ response_body: null })
-      .where('delivery_id', 'in', deliveries.slice(i, i + 500)).where('response_body', 'is not', null).execute();
+    await trx
+      .updateTable('webhook_attempts')
+      .set({ response_body: null })
+      .where('delivery_id', 'in', deliveries.slice(i, i + 500))
+      .where('response_body', 'is not', null)
+      .execute();
   }
 }
 
 /** Forgetting: stored deliveries of a forgotten memory keep its id and nothing else, and their receivers' answers are erased. */
-export async function eraseMemoryDeliveries(trx: Executor, memoryIds: number[], rewrittenIds: number[] = []): Promise<void> {
+export async function eraseMemoryDeliveries(
+  trx: Executor,
+  memoryIds: number[],
+  rewrittenIds: number[] = [],
+): Promise<void> {
   const all = [...memoryIds, ...rewrittenIds];
   if (all.length === 0) return;
   const rewritten = new Set(rewrittenIds);
-  const rows = await trx.selectFrom('webhook_deliveries').select(['id', 'memory_id', 'body']).where('memory_id', 'in', all).orderBy('id').execute();
+  const rows = await trx
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'memory_id', 'body'])
+    .where('memory_id', 'in', all)
+    .orderBy('id')
+    .execute();
   for (const row of rows) {
     const sent = JSON.parse(row.body) as { type: string; timestamp: string };
-    await trx.updateTable('webhook_deliveries').set({ body: messageBody(sent.type, sent.timestamp, { memory: erasedMemory(row.memory_id!, rewritten) }) })
-      .where('id', '=', row.id).execute();
+    await trx
+      .updateTable('webhook_deliveries')
+      .set({ body: messageBody(sent.type, sent.timestamp, { memory: erasedMemory(row.memory_id!, rewritten) }) })
+      .where('id', '=', row.id)
+      .execute();
   }
-  await eraseReceiverAnswers(trx, rows.map((r) => r.id));
+  await eraseReceiverAnswers(
+    trx,
+    rows.map((r) => r.id),
+  );
 }
 
 /** Removing an end user: what receivers answered to every delivery whose event named them is erased. */
 export async function eraseEndUserDeliveries(trx: Executor, endUserKey: string): Promise<void> {
   const rows = await trx.selectFrom('webhook_deliveries').select('id').where('end_user_key', '=', endUserKey).execute();
-  await eraseReceiverAnswers(trx, rows.map((r) => r.id));
+  await eraseReceiverAnswers(
+    trx,
+    rows.map((r) => r.id),
+  );
 }
 
 interface Outcome {
@@ -127,15 +179,25 @@ interface Outcome {
  * to the checked address; redirects are not followed (a 3xx fails); a 2xx within the deadline
  * succeeds; at most RESPONSE_CAPTURE_BYTES of the answer are read, then the connection is dropped.
  */
-export async function attempt(settings: WebhookSettings, target: string, headers: Record<string, string>, body: string): Promise<Outcome> {
+export async function attempt(
+  settings: WebhookSettings,
+  target: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<Outcome> {
   const started = performance.now();
-  const done = (statusCode: number | null, text: string | null, error: string | null): Outcome =>
-    ({ statusCode, body: text, error, latencyMs: Math.round(performance.now() - started) });
+  const done = (statusCode: number | null, text: string | null, error: string | null): Outcome => ({
+    statusCode,
+    body: text,
+    error,
+    latencyMs: Math.round(performance.now() - started),
+  });
   let url: URL;
   let address: string;
   try {
     url = new URL(target);
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && settings.allowHttp)) throw new OutboundRefused(`${url.protocol} receivers are not allowed`);
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && settings.allowHttp))
+      throw new OutboundRefused(`${url.protocol} receivers are not allowed`);
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
     if (addresses.length === 0) throw new OutboundRefused(`${host} does not resolve`);
@@ -155,31 +217,48 @@ export async function attempt(settings: WebhookSettings, target: string, headers
       resolve(outcome);
     };
     const client = url.protocol === 'https:' ? https : http;
-    const req = client.request(url, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
-      // The connection goes to the address checked above, whatever a second resolution would say.
-      lookup: (_hostname, options, callback) => {
-        const family = isIP(address);
-        if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [{ address, family }]);
-        else callback(null, address, family);
+    const req = client.request(
+      url,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+        // The connection goes to the address checked above, whatever a second resolution would say.
+        lookup: (_hostname, options, callback) => {
+          const family = isIP(address);
+          if ((options as { all?: boolean }).all)
+            (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
+              { address, family },
+            ]);
+          else callback(null, address, family);
+        },
+        agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
       },
-      agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
-    }, (res) => {
-      const status = res.statusCode ?? 0;
-      const parts: Buffer[] = [];
-      let size = 0;
-      const complete = (reusable: boolean) => finish(done(status, Buffer.concat(parts).subarray(0, RESPONSE_CAPTURE_BYTES).toString('utf8'),
-        status >= 200 && status < 300 ? null : `HTTP ${status}`), reusable);
-      res.on('data', (chunk: Buffer) => {
-        parts.push(chunk);
-        size += chunk.length;
-        if (size > RESPONSE_CAPTURE_BYTES) complete(false);
-      });
-      res.on('end', () => complete(true));
-      res.on('error', () => complete(false));
-    });
-    const deadline = setTimeout(() => finish(done(null, null, `no answer within ${settings.timeoutMs / 1000} s`)), settings.timeoutMs);
+      (res) => {
+        const status = res.statusCode ?? 0;
+        const parts: Buffer[] = [];
+        let size = 0;
+        const complete = (reusable: boolean) =>
+          finish(
+            done(
+              status,
+              Buffer.concat(parts).subarray(0, RESPONSE_CAPTURE_BYTES).toString('utf8'),
+              status >= 200 && status < 300 ? null : `HTTP ${status}`,
+            ),
+            reusable,
+          );
+        res.on('data', (chunk: Buffer) => {
+          parts.push(chunk);
+          size += chunk.length;
+          if (size > RESPONSE_CAPTURE_BYTES) complete(false);
+        });
+        res.on('end', () => complete(true));
+        res.on('error', () => complete(false));
+      },
+    );
+    const deadline = setTimeout(
+      () => finish(done(null, null, `no answer within ${settings.timeoutMs / 1000} s`)),
+      settings.timeoutMs,
+    );
     req.on('error', (error) => finish(done(null, null, error.message)));
     req.end(body);
   });
@@ -289,9 +368,15 @@ export class DeliveryLoop {
       } catch (error) {
         // The database unreachable or locked: the next round waits longer each time (up to 30 s), so an outage is not a busy loop.
         this.failures++;
-        this.log.warn({ err: error instanceof Error ? error.message : String(error), failures: this.failures }, 'webhook delivery loop failed; retrying');
+        this.log.warn(
+          { err: error instanceof Error ? error.message : String(error), failures: this.failures },
+          'webhook delivery loop failed; retrying',
+        );
       }
-      if (!busy && this.running) await this.idle(this.failures === 0 ? IDLE_POLL_MS : Math.min(30_000, IDLE_POLL_MS * 2 ** Math.min(this.failures, 8)));
+      if (!busy && this.running)
+        await this.idle(
+          this.failures === 0 ? IDLE_POLL_MS : Math.min(30_000, IDLE_POLL_MS * 2 ** Math.min(this.failures, 8)),
+        );
     }
   }
 
@@ -315,12 +400,29 @@ export class DeliveryLoop {
     const now = nowIso();
     const leaseUntil = new Date(Date.now() + this.settings.timeoutMs + LEASE_MARGIN_MS).toISOString();
     return this.database.db.transaction().execute(async (trx) => {
-      const candidates = await trx.selectFrom('webhook_deliveries as d')
+      const candidates = await trx
+        .selectFrom('webhook_deliveries as d')
         .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-        .select(['d.id', 'd.endpoint_id', 'd.message_id', 'd.body', 'd.next_step', 'd.updated_at', 'e.url', 'e.secret', 'e.previous_secret', 'e.previous_secret_until', 'e.retry_config'])
-        .where('d.status', '=', 'pending').where('e.status', '=', 'enabled').where('d.next_attempt_at', '<=', now)
+        .select([
+          'd.id',
+          'd.endpoint_id',
+          'd.message_id',
+          'd.body',
+          'd.next_step',
+          'd.updated_at',
+          'e.url',
+          'e.secret',
+          'e.previous_secret',
+          'e.previous_secret_until',
+          'e.retry_config',
+        ])
+        .where('d.status', '=', 'pending')
+        .where('e.status', '=', 'enabled')
+        .where('d.next_attempt_at', '<=', now)
         .where((eb) => eb.or([eb('d.lease_until', 'is', null), eb('d.lease_until', '<', now)]))
-        .orderBy('d.next_attempt_at').orderBy('d.id').limit(limit * 4)
+        .orderBy('d.next_attempt_at')
+        .orderBy('d.id')
+        .limit(limit * 4)
         .$if(this.database.dialect === 'postgres', (qb) => qb.modifyEnd(sql`for update of d skip locked`))
         .execute();
       const taken: Claimed[] = [];
@@ -333,7 +435,15 @@ export class DeliveryLoop {
         taken.push({ ...c, lease_until: leaseUntil });
       }
       if (taken.length > 0) {
-        await trx.updateTable('webhook_deliveries').set({ lease_until: leaseUntil }).where('id', 'in', taken.map((c) => c.id)).execute();
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({ lease_until: leaseUntil })
+          .where(
+            'id',
+            'in',
+            taken.map((c) => c.id),
+          )
+          .execute();
       }
       return taken;
     });
@@ -342,7 +452,12 @@ export class DeliveryLoop {
   private begin(delivery: Claimed): void {
     this.perEndpoint.set(delivery.endpoint_id, (this.perEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
     const work = this.deliver(delivery)
-      .catch((error: unknown) => this.log.warn({ delivery: delivery.id, err: error instanceof Error ? error.message : String(error) }, 'webhook attempt failed to record'))
+      .catch((error: unknown) =>
+        this.log.warn(
+          { delivery: delivery.id, err: error instanceof Error ? error.message : String(error) },
+          'webhook attempt failed to record',
+        ),
+      )
       .finally(() => {
         this.inFlight.delete(delivery.id);
         const n = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
@@ -366,7 +481,11 @@ export class DeliveryLoop {
   private async deliver(delivery: Claimed): Promise<void> {
     const timestamp = Math.floor(Date.now() / 1000);
     const secrets = [this.open(delivery.secret)];
-    if (delivery.previous_secret && delivery.previous_secret_until && Date.parse(delivery.previous_secret_until) > Date.now()) {
+    if (
+      delivery.previous_secret &&
+      delivery.previous_secret_until &&
+      Date.parse(delivery.previous_secret_until) > Date.now()
+    ) {
       secrets.push(this.open(delivery.previous_secret));
     }
     const headers = {
@@ -389,7 +508,10 @@ export class DeliveryLoop {
       try {
         await recordAttempts(this.database, batch);
       } catch (error) {
-        this.log.warn({ err: error instanceof Error ? error.message : String(error) }, 'webhook attempts not recorded; their leases will expire and they will be retried');
+        this.log.warn(
+          { err: error instanceof Error ? error.message : String(error) },
+          'webhook attempts not recorded; their leases will expire and they will be retried',
+        );
       }
       for (const item of batch) item.recorded();
     }
@@ -408,52 +530,124 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
   const toDisable = await database.db.transaction().execute(async (trx) => {
     // An attempt whose delivery went meanwhile (its endpoint deleted) is not recorded; one such attempt failing the
     // batch's foreign keys would leave every other delivery of the batch to be attempted again.
-    const present = new Set((await trx.selectFrom('webhook_deliveries').select('id').where('id', 'in', sorted.map((b) => b.delivery.id)).orderBy('id')
-      .$if(database.dialect === 'postgres', (qb) => qb.forNoKeyUpdate()).execute()).map((r) => r.id));
+    const present = new Set(
+      (
+        await trx
+          .selectFrom('webhook_deliveries')
+          .select('id')
+          .where(
+            'id',
+            'in',
+            sorted.map((b) => b.delivery.id),
+          )
+          .orderBy('id')
+          .$if(database.dialect === 'postgres', (qb) => qb.forNoKeyUpdate())
+          .execute()
+      ).map((r) => r.id),
+    );
     const ordered = sorted.filter((b) => present.has(b.delivery.id));
     if (ordered.length === 0) return [];
-    await trx.insertInto('webhook_attempts').values(ordered.map(({ delivery, outcome, at }) => ({
-      delivery_id: delivery.id, endpoint_id: delivery.endpoint_id, attempted_at: at, status_code: outcome.statusCode,
-      latency_ms: outcome.latencyMs, response_body: outcome.body, error: outcome.error, succeeded: database.bool(outcome.error === null),
-    }))).execute();
+    await trx
+      .insertInto('webhook_attempts')
+      .values(
+        ordered.map(({ delivery, outcome, at }) => ({
+          delivery_id: delivery.id,
+          endpoint_id: delivery.endpoint_id,
+          attempted_at: at,
+          status_code: outcome.statusCode,
+          latency_ms: outcome.latencyMs,
+          response_body: outcome.body,
+          error: outcome.error,
+          succeeded: database.bool(outcome.error === null),
+        })),
+      )
+      .execute();
     for (const { delivery, outcome, at } of ordered) {
       const schedule = decodeJson<{ schedule_seconds: number[] }>(delivery.retry_config).schedule_seconds;
       const succeeded = outcome.error === null;
       const nextStep = delivery.next_step + 1;
       const exhausted = !succeeded && nextStep >= schedule.length;
-      const moved = await trx.updateTable('webhook_deliveries').set((eb) => ({
-        status: succeeded ? 'succeeded' : exhausted ? 'exhausted' : 'pending',
-        attempts: eb('attempts', '+', 1),
-        next_step: succeeded || exhausted ? delivery.next_step : nextStep,
-        next_attempt_at: succeeded || exhausted ? null : new Date(Date.parse(at) + schedule[nextStep]! * 1000).toISOString(),
-        lease_until: null, updated_at: at,
-      })).where('id', '=', delivery.id).where('lease_until', '=', delivery.lease_until).where('updated_at', '=', delivery.updated_at).executeTakeFirst();
+      const moved = await trx
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({
+          status: succeeded ? 'succeeded' : exhausted ? 'exhausted' : 'pending',
+          attempts: eb('attempts', '+', 1),
+          next_step: succeeded || exhausted ? delivery.next_step : nextStep,
+          next_attempt_at:
+            succeeded || exhausted ? null : new Date(Date.parse(at) + schedule[nextStep]! * 1000).toISOString(),
+          lease_until: null,
+          updated_at: at,
+        }))
+        .where('id', '=', delivery.id)
+        .where('lease_until', '=', delivery.lease_until)
+        .where('updated_at', '=', delivery.updated_at)
+        .executeTakeFirst();
       if (Number(moved.numUpdatedRows) === 0) {
         // Queued again by an operator while attempted (their retry wins: pending, due when they asked), or its lease
         // lapsed and another process took it over (whose outcome decides): this attempt only counts, and gives the
         // lease up if it is still this one.
-        await trx.updateTable('webhook_deliveries').set((eb) => ({ attempts: eb('attempts', '+', 1) })).where('id', '=', delivery.id).execute();
-        await trx.updateTable('webhook_deliveries').set({ lease_until: null }).where('id', '=', delivery.id).where('lease_until', '=', delivery.lease_until).execute();
+        await trx
+          .updateTable('webhook_deliveries')
+          .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
+          .where('id', '=', delivery.id)
+          .execute();
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({ lease_until: null })
+          .where('id', '=', delivery.id)
+          .where('lease_until', '=', delivery.lease_until)
+          .execute();
       }
     }
     const endpointIds = [...new Set(ordered.map((b) => b.delivery.endpoint_id))];
     // Locked as read: another worker's batch, or an operator's change, landing between this read and the
     // update below would otherwise be overwritten with what this transaction saw (PostgreSQL; SQLite has one writer).
-    const endpoints = await trx.selectFrom('webhook_endpoints').select(['id', 'failing_since', 'consecutive_failures', 'status', 'retry_config', 'last_success_at', 'last_failure_at'])
-      .where('id', 'in', endpointIds).orderBy('id').$if(database.dialect === 'postgres', (qb) => qb.forUpdate()).execute();
+    const endpoints = await trx
+      .selectFrom('webhook_endpoints')
+      .select([
+        'id',
+        'failing_since',
+        'consecutive_failures',
+        'status',
+        'retry_config',
+        'last_success_at',
+        'last_failure_at',
+      ])
+      .where('id', 'in', endpointIds)
+      .orderBy('id')
+      .$if(database.dialect === 'postgres', (qb) => qb.forUpdate())
+      .execute();
     const disable: Array<{ id: number; failingSince: string }> = [];
     for (const e of endpoints) {
-      let { failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure } = e;
+      let {
+        failing_since: failingSince,
+        consecutive_failures: failures,
+        last_success_at: lastSuccess,
+        last_failure_at: lastFailure,
+      } = e;
       for (const { delivery, outcome, at } of ordered) {
         if (delivery.endpoint_id !== e.id) continue;
         if (outcome.error === null) [failingSince, failures, lastSuccess] = [null, 0, at];
         else [failingSince, failures, lastFailure] = [failingSince ?? at, failures + 1, at];
       }
-      await trx.updateTable('webhook_endpoints').set({
-        failing_since: failingSince, consecutive_failures: failures, last_success_at: lastSuccess, last_failure_at: lastFailure,
-      }).where('id', '=', e.id).execute();
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({
+          failing_since: failingSince,
+          consecutive_failures: failures,
+          last_success_at: lastSuccess,
+          last_failure_at: lastFailure,
+        })
+        .where('id', '=', e.id)
+        .execute();
       const disableAfterMs = retryConfigOf(e).disable_after_seconds * 1000;
-      if (e.status === 'enabled' && failingSince !== null && lastFailure !== null && Date.parse(lastFailure) - Date.parse(failingSince) >= disableAfterMs) disable.push({ id: e.id, failingSince });
+      if (
+        e.status === 'enabled' &&
+        failingSince !== null &&
+        lastFailure !== null &&
+        Date.parse(lastFailure) - Date.parse(failingSince) >= disableAfterMs
+      )
+        disable.push({ id: e.id, failingSince });
     }
     return disable;
   });
@@ -462,16 +656,38 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
 
 /** Disables an endpoint still enabled and failing since `failingSince`: a resume (or a success) committed meanwhile ended that streak. */
 async function disableEndpoint(database: Database, id: number, failingSince: string): Promise<void> {
-  const endpoint = await database.db.selectFrom('webhook_endpoints').select(['organization_id', 'project_id', 'url']).where('id', '=', id).executeTakeFirst();
+  const endpoint = await database.db
+    .selectFrom('webhook_endpoints')
+    .select(['organization_id', 'project_id', 'url'])
+    .where('id', '=', id)
+    .executeTakeFirst();
   if (!endpoint) return;
-  const ctx = { actor: SYSTEM_ACTOR, organizationId: endpoint.organization_id, projectId: endpoint.project_id, requestId: null };
+  const ctx = {
+    actor: SYSTEM_ACTOR,
+    organizationId: endpoint.organization_id,
+    projectId: endpoint.project_id,
+    requestId: null,
+  };
   await write(database, ctx, async (trx, effects) => {
-    const changed = await trx.updateTable('webhook_endpoints')
-      .set({ status: 'disabled', disabled_reason: `every attempt failed since ${failingSince}`, updated_at: effects.now })
-      .where('id', '=', id).where('status', '=', 'enabled').where('failing_since', '=', failingSince).executeTakeFirst();
+    const changed = await trx
+      .updateTable('webhook_endpoints')
+      .set({
+        status: 'disabled',
+        disabled_reason: `every attempt failed since ${failingSince}`,
+        updated_at: effects.now,
+      })
+      .where('id', '=', id)
+      .where('status', '=', 'enabled')
+      .where('failing_since', '=', failingSince)
+      .executeTakeFirst();
     if (Number(changed.numUpdatedRows) === 0) return;
     await subscribeEndpoint(trx, id, null);
     effects.audit('webhook.disable', { type: 'webhook_endpoint', id });
-    effects.emit('endpoint.disabled', { endpoint_id: id, url: endpoint.url, failing_since: failingSince, reason: 'every attempt failed for the disable period' });
+    effects.emit('endpoint.disabled', {
+      endpoint_id: id,
+      url: endpoint.url,
+      failing_since: failingSince,
+      reason: 'every attempt failed for the disable period',
+    });
   });
 }

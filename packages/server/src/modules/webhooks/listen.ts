@@ -34,7 +34,9 @@ export function listen(port: number, secret: string | undefined, out: NodeJS.Wri
       } catch {
         // not JSON: printed as received
       }
-      out.write(`${new Date().toISOString()} ${req.method} ${req.url} webhook-id=${headers['webhook-id'] ?? '-'} type=${type} signature: ${signature}\n${pretty}\n\n`);
+      out.write(
+        `${new Date().toISOString()} ${req.method} ${req.url} webhook-id=${headers['webhook-id'] ?? '-'} type=${type} signature: ${signature}\n${pretty}\n\n`,
+      );
       res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'invalid signature');
     });
   });

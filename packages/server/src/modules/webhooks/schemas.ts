@@ -11,13 +11,21 @@ export const DEFAULT_ROTATION_OVERLAP_SECONDS = 86_400;
 
 export const RetryConfig = Type.Object(
   {
-    schedule_seconds: Type.Optional(Type.Array(Type.Integer({ minimum: 0, maximum: 7 * 86_400 }), {
-      minItems: 1, maxItems: 20,
-      description: 'Delay before each attempt: the first after the event, each next one after the failure before it. Default [0, 5, 300, 1800, 7200, 18000, 36000, 36000].',
-    })),
-    disable_after_seconds: Type.Optional(Type.Integer({
-      minimum: 60, maximum: 90 * 86_400, description: 'An endpoint failing every attempt for this long is disabled (default 432000, 5 days).',
-    })),
+    schedule_seconds: Type.Optional(
+      Type.Array(Type.Integer({ minimum: 0, maximum: 7 * 86_400 }), {
+        minItems: 1,
+        maxItems: 20,
+        description:
+          'Delay before each attempt: the first after the event, each next one after the failure before it. Default [0, 5, 300, 1800, 7200, 18000, 36000, 36000].',
+      }),
+    ),
+    disable_after_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 60,
+        maximum: 90 * 86_400,
+        description: 'An endpoint failing every attempt for this long is disabled (default 432000, 5 days).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -25,25 +33,40 @@ export type RetryConfig = Required<Static<typeof RetryConfig>>;
 
 export const SignatureConfig = Type.Object(
   {
-    rotation_overlap_seconds: Type.Optional(Type.Integer({
-      minimum: 0, maximum: 7 * 86_400, description: 'After a rotation the old secret keeps signing (both signatures sent) this long (default 86400).',
-    })),
+    rotation_overlap_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 7 * 86_400,
+        description: 'After a rotation the old secret keeps signing (both signatures sent) this long (default 86400).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type SignatureConfig = Required<Static<typeof SignatureConfig>>;
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'https (http only when ENGRAM_WEBHOOK_ALLOW_HTTP); must resolve to public addresses' });
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2048,
+  description: 'https (http only when ENGRAM_WEBHOOK_ALLOW_HTTP); must resolve to public addresses',
+});
 const Description = Type.String({ maxLength: 2000 });
 const Events = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
-  minItems: 1, maxItems: 100, uniqueItems: true, description: 'Event kinds from GET /org/webhooks/event-types',
+  minItems: 1,
+  maxItems: 100,
+  uniqueItems: true,
+  description: 'Event kinds from GET /org/webhooks/event-types',
 });
 
 export const NewEndpointBody = Type.Object(
   {
-    name: Name, url: Url, description: Type.Optional(Description), events: Events,
-    retry_config: Type.Optional(RetryConfig), signature_config: Type.Optional(SignatureConfig),
+    name: Name,
+    url: Url,
+    description: Type.Optional(Description),
+    events: Events,
+    retry_config: Type.Optional(RetryConfig),
+    signature_config: Type.Optional(SignatureConfig),
   },
   { additionalProperties: false },
 );
@@ -51,8 +74,12 @@ export type NewEndpoint = Static<typeof NewEndpointBody>;
 
 export const EndpointPatchBody = Type.Object(
   {
-    name: Type.Optional(Name), url: Type.Optional(Url), description: Type.Optional(Description), events: Type.Optional(Events),
-    retry_config: Type.Optional(RetryConfig), signature_config: Type.Optional(SignatureConfig),
+    name: Type.Optional(Name),
+    url: Type.Optional(Url),
+    description: Type.Optional(Description),
+    events: Type.Optional(Events),
+    retry_config: Type.Optional(RetryConfig),
+    signature_config: Type.Optional(SignatureConfig),
   },
   { additionalProperties: false },
 );
@@ -75,7 +102,10 @@ export const Endpoint = Type.Object({
   created_at: Timestamp,
   updated_at: Timestamp,
 });
-export const CreatedEndpoint = Type.Intersect([Endpoint, Type.Object({ secret: Type.String({ description: 'whsec_…: shown in this response only' }) })]);
+export const CreatedEndpoint = Type.Intersect([
+  Endpoint,
+  Type.Object({ secret: Type.String({ description: 'whsec_…: shown in this response only' }) }),
+]);
 
 export const EndpointParams = Type.Object({ endpoint_id: Id });
 export const DeliveryParams = Type.Object({ endpoint_id: Id, delivery_id: Id });
@@ -87,7 +117,9 @@ export const RotatedSecret = Type.Object({
 
 export const Health = Type.Object({
   state: EndpointState,
-  success_rate_24h: Type.Union([Type.Number(), Type.Null()], { description: 'Succeeded attempts / attempts in the last 24 h; null without attempts' }),
+  success_rate_24h: Type.Union([Type.Number(), Type.Null()], {
+    description: 'Succeeded attempts / attempts in the last 24 h; null without attempts',
+  }),
   p50_latency_ms_24h: Type.Union([Type.Integer(), Type.Null()]),
   attempts_24h: Type.Integer(),
   consecutive_failures: Type.Integer(),
@@ -97,7 +129,11 @@ export const Health = Type.Object({
   pending_deliveries: Type.Integer(),
 });
 
-export const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('exhausted')]);
+export const DeliveryStatus = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('succeeded'),
+  Type.Literal('exhausted'),
+]);
 
 export const Delivery = Type.Object({
   id: Type.Integer(),
@@ -118,10 +154,13 @@ export const Attempt = Type.Object({
   error: Type.Union([Type.String(), Type.Null()]),
   succeeded: Type.Boolean(),
 });
-export const DeliveryDetail = Type.Intersect([Delivery, Type.Object({
-  payload: Type.Unknown({ description: 'The body as sent: {type, timestamp, data}' }),
-  attempt_log: Type.Array(Attempt),
-})]);
+export const DeliveryDetail = Type.Intersect([
+  Delivery,
+  Type.Object({
+    payload: Type.Unknown({ description: 'The body as sent: {type, timestamp, data}' }),
+    attempt_log: Type.Array(Attempt),
+  }),
+]);
 
 export const DeliveryQuery = Type.Object(
   {
@@ -141,7 +180,12 @@ export const ReplayBody = Type.Object(
 export const Replayed = Type.Object({ replayed: Type.Integer({ description: 'Exhausted deliveries queued again' }) });
 
 export const EventTypeList = Type.Object({
-  items: Type.Array(Type.Object({
-    type: Type.String(), version: Type.Integer(), description: Type.String(), payload_schema: Type.Unknown(),
-  })),
+  items: Type.Array(
+    Type.Object({
+      type: Type.String(),
+      version: Type.Integer(),
+      description: Type.String(),
+      payload_schema: Type.Unknown(),
+    }),
+  ),
 });

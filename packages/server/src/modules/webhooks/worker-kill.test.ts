@@ -9,7 +9,11 @@ const EVENTS = 150;
 
 forEachDialect('webhook delivery across worker processes', (dialect) => {
   // Delivery runs only in `engram worker` child processes here, never in the test process.
-  const t = useTestApp(dialect, { runJobs: false, secretKey: SECRET, webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 } });
+  const t = useTestApp(dialect, {
+    runJobs: false,
+    secretKey: SECRET,
+    webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 },
+  });
   const owner = useOwner(t);
   const receiver = new Receiver();
   const workers: BackgroundProcess[] = [];
@@ -20,8 +24,12 @@ forEachDialect('webhook delivery across worker processes', (dialect) => {
   });
   const worker = () => {
     const w = startWorkerProcess({
-      ENGRAM_DATABASE_URL: t.databaseUrl, ENGRAM_SECRET_KEY: SECRET, ENGRAM_LOG_LEVEL: 'warn',
-      ENGRAM_WEBHOOK_ALLOW_HOSTS: '127.0.0.1', ENGRAM_WEBHOOK_ALLOW_HTTP: 'true', ENGRAM_WEBHOOK_TIMEOUT_SECONDS: '2',
+      ENGRAM_DATABASE_URL: t.databaseUrl,
+      ENGRAM_SECRET_KEY: SECRET,
+      ENGRAM_LOG_LEVEL: 'warn',
+      ENGRAM_WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      ENGRAM_WEBHOOK_ALLOW_HTTP: 'true',
+      ENGRAM_WEBHOOK_TIMEOUT_SECONDS: '2',
     });
     workers.push(w);
     return w;
@@ -30,8 +38,14 @@ forEachDialect('webhook delivery across worker processes', (dialect) => {
   it('two workers share deliveries without attempting one twice at once; a kill -9 mid-delivery loses nothing', async () => {
     receiver.set('/slow', 'slow');
     const created = await t.call('POST', '/org/webhooks', {
-      token: owner.token, headers: { 'x-project-id': t.projectId },
-      body: { name: 'slow', url: `${receiver.url}/slow`, events: ['memory.created'], retry_config: { schedule_seconds: [0, 1, 1, 1] } },
+      token: owner.token,
+      headers: { 'x-project-id': t.projectId },
+      body: {
+        name: 'slow',
+        url: `${receiver.url}/slow`,
+        events: ['memory.created'],
+        retry_config: { schedule_seconds: [0, 1, 1, 1] },
+      },
     });
     expect(created.status).toBe(201);
     receiver.verifyWith('/slow', created.body.secret);
@@ -43,10 +57,14 @@ forEachDialect('webhook delivery across worker processes', (dialect) => {
     worker();
     await until(() => receiver.at('/slow').length >= 20, 'deliveries under way', 60_000);
     expect(await victim.stop('SIGKILL')).toBe(null);
-    const ids = await until(() => {
-      const seen = new Set(receiver.at('/slow').map((r) => r.headers['webhook-id']));
-      return seen.size === EVENTS && seen;
-    }, 'every event after the kill', 90_000);
+    const ids = await until(
+      () => {
+        const seen = new Set(receiver.at('/slow').map((r) => r.headers['webhook-id']));
+        return seen.size === EVENTS && seen;
+      },
+      'every event after the kill',
+      90_000,
+    );
     expect(ids.size).toBe(EVENTS);
     expect(receiver.at('/slow').every((r) => r.verified)).toBe(true);
     expect(receiver.overlaps).toBe(0);

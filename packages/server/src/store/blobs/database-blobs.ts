@@ -11,7 +11,10 @@ const CHUNK_BYTES = 1024 * 1024;
  * SQLite that would stall every other writer). This store owns both tables.
  */
 export class DatabaseBlobStore implements BlobStore {
-  constructor(private readonly database: Database, private readonly chunkBytes = CHUNK_BYTES) {}
+  constructor(
+    private readonly database: Database,
+    private readonly chunkBytes = CHUNK_BYTES,
+  ) {}
 
   async put(key: string, body: AsyncIterable<Uint8Array>): Promise<BlobInfo> {
     const { db } = this.database;
@@ -24,19 +27,31 @@ export class DatabaseBlobStore implements BlobStore {
       size += piece.length;
     }
     const info = { size, sha256: hash.digest('hex') };
-    await db.insertInto('blobs').values({ key, size, chunk_bytes: this.chunkBytes, sha256: info.sha256, created_at: nowIso() }).execute();
+    await db
+      .insertInto('blobs')
+      .values({ key, size, chunk_bytes: this.chunkBytes, sha256: info.sha256, created_at: nowIso() })
+      .execute();
     return info;
   }
 
   async get(key: string, range: ByteRange = { offset: 0 }): Promise<Readable | undefined> {
-    const blob = await this.database.db.selectFrom('blobs').select(['size', 'chunk_bytes']).where('key', '=', key).executeTakeFirst();
+    const blob = await this.database.db
+      .selectFrom('blobs')
+      .select(['size', 'chunk_bytes'])
+      .where('key', '=', key)
+      .executeTakeFirst();
     if (!blob) return undefined;
     const end = Math.min(blob.size, range.length === undefined ? blob.size : range.offset + range.length);
     const { db } = this.database;
     async function* bytes() {
       // One chunk in memory at a time, however large the blob.
       for (let n = Math.floor(range.offset / blob!.chunk_bytes); n * blob!.chunk_bytes < end; n++) {
-        const row = await db.selectFrom('blob_chunks').select('data').where('key', '=', key).where('n', '=', n).executeTakeFirstOrThrow();
+        const row = await db
+          .selectFrom('blob_chunks')
+          .select('data')
+          .where('key', '=', key)
+          .where('n', '=', n)
+          .executeTakeFirstOrThrow();
         const start = n * blob!.chunk_bytes;
         const data = Buffer.from(row.data);
         yield data.subarray(Math.max(0, range.offset - start), Math.min(data.length, end - start));

@@ -4,7 +4,11 @@ import { createHash } from 'node:crypto';
  * Cuts a byte stream into pieces of exactly `size` bytes (the last may be shorter, and an empty
  * stream yields no piece), hashing everything that passes: both stores write fixed-size pieces.
  */
-export async function* fixedPieces(body: AsyncIterable<Uint8Array>, size: number, hash: ReturnType<typeof createHash>): AsyncGenerator<Buffer> {
+export async function* fixedPieces(
+  body: AsyncIterable<Uint8Array>,
+  size: number,
+  hash: ReturnType<typeof createHash>,
+): AsyncGenerator<Buffer> {
   let parts: Buffer[] = [];
   let held = 0;
   for await (const chunk of body) {

@@ -30,11 +30,17 @@ export class S3BlobStore implements BlobStore {
   }
 
   private async request(
-    method: string, key: string, options: { query?: Record<string, string>; headers?: Record<string, string>; body?: Buffer } = {},
+    method: string,
+    key: string,
+    options: { query?: Record<string, string>; headers?: Record<string, string>; body?: Buffer } = {},
   ): Promise<Response> {
     const path = this.pathPrefix + uriEncode(this.location.prefix + key, true);
     const signed = signRequest(this.location, {
-      method, host: this.base.host, path, query: options.query, headers: options.headers,
+      method,
+      host: this.base.host,
+      path,
+      query: options.query,
+      headers: options.headers,
       payloadHash: options.body ? sha256Hex(options.body) : EMPTY_SHA256,
     });
     const query = new URLSearchParams(options.query ?? {}).toString();
@@ -67,7 +73,8 @@ export class S3BlobStore implements BlobStore {
       let size = 0;
       const upload = async (data: Buffer) => {
         const res = await this.expectOk(
-          await this.request('PUT', key, { query: { partNumber: String(etags.length + 1), uploadId }, body: data }), 'part upload',
+          await this.request('PUT', key, { query: { partNumber: String(etags.length + 1), uploadId }, body: data }),
+          'part upload',
         );
         etags.push(res.headers.get('etag') ?? '');
         size += data.length;
@@ -76,7 +83,10 @@ export class S3BlobStore implements BlobStore {
       await upload(second.value);
       for (let next = await pieces.next(); !next.done; next = await pieces.next()) await upload(next.value);
       const manifest = `<CompleteMultipartUpload>${etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`).join('')}</CompleteMultipartUpload>`;
-      const done = await this.expectOk(await this.request('POST', key, { query: { uploadId }, body: Buffer.from(manifest) }), 'multipart completion');
+      const done = await this.expectOk(
+        await this.request('POST', key, { query: { uploadId }, body: Buffer.from(manifest) }),
+        'multipart completion',
+      );
       // S3 may answer 200 with an error document when completion fails late.
       if (/<Error>/.test(await done.text())) throw new S3Error('S3 multipart completion failed');
       return { size, sha256: hash.digest('hex') };

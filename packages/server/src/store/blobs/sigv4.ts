@@ -31,10 +31,20 @@ export function uriEncode(value: string, keepSlash = false): string {
  */
 export function signRequest(
   credentials: Credentials,
-  request: { method: string; host: string; path: string; query?: Record<string, string>; headers?: Record<string, string>; payloadHash: string },
+  request: {
+    method: string;
+    host: string;
+    path: string;
+    query?: Record<string, string>;
+    headers?: Record<string, string>;
+    payloadHash: string;
+  },
   now = new Date(),
 ): Record<string, string> {
-  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
   const headers: Record<string, string> = {
     ...Object.fromEntries(Object.entries(request.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v.trim()])),
@@ -49,11 +59,20 @@ export function signRequest(
     .map(([k, v]) => `${k}=${v}`)
     .join('&');
   const canonical = [
-    request.method, request.path, query, ...names.map((n) => `${n}:${headers[n]}`), '', names.join(';'), request.payloadHash,
+    request.method,
+    request.path,
+    query,
+    ...names.map((n) => `${n}:${headers[n]}`),
+    '',
+    names.join(';'),
+    request.payloadHash,
   ].join('\n');
   const scope = `${day}/${credentials.region}/s3/aws4_request`;
   const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonical)].join('\n');
-  const key = hmac(hmac(hmac(hmac(`AWS4${credentials.secretAccessKey}`, day), credentials.region), 's3'), 'aws4_request');
+  const key = hmac(
+    hmac(hmac(hmac(`AWS4${credentials.secretAccessKey}`, day), credentials.region), 's3'),
+    'aws4_request',
+  );
   const signature = createHmac('sha256', key).update(toSign).digest('hex');
   const { host: _host, ...send } = headers;
   return {

@@ -1,7 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { OutboundResponse } from '../../../core/outbound.js';
 import { jsonOf, vendorRequest } from './http.js';
-import { ConsentRevoked, ProviderConfigError, type ConnectorProvider, type SourceAccess, type SyncEnd, type SyncRun } from './provider.js';
+import {
+  ConsentRevoked,
+  ProviderConfigError,
+  type ConnectorProvider,
+  type SourceAccess,
+  type SyncEnd,
+  type SyncRun,
+} from './provider.js';
 
 /**
  * Google Drive (API v3). The first sync takes `changes.getStartPageToken`, then lists the chosen
@@ -12,13 +19,24 @@ import { ConsentRevoked, ProviderConfigError, type ConnectorProvider, type Sourc
  * (`alt=media`) and read by the upload pipeline. A file's `version` decides whether it changed.
  */
 
-const Config = Type.Object({
-  folder_ids: Type.Array(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' }), {
-    minItems: 1, maxItems: 50, uniqueItems: true, description: 'Drive folder ids (the last part of the folder URL)',
-  }),
-  recursive: Type.Boolean({ default: true, description: 'Read subfolders too' }),
-  page_size: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Files per files.list / changes.list page' }),
-}, { additionalProperties: false });
+const Config = Type.Object(
+  {
+    folder_ids: Type.Array(Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_-]+$' }), {
+      minItems: 1,
+      maxItems: 50,
+      uniqueItems: true,
+      description: 'Drive folder ids (the last part of the folder URL)',
+    }),
+    recursive: Type.Boolean({ default: true, description: 'Read subfolders too' }),
+    page_size: Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 100,
+      description: 'Files per files.list / changes.list page',
+    }),
+  },
+  { additionalProperties: false },
+);
 type Config = Static<typeof Config>;
 
 const API = 'https://www.googleapis.com/drive/v3';
@@ -33,26 +51,51 @@ const FILE_FIELDS = 'id,name,mimeType,parents,trashed,version,modifiedTime,size,
 const MAX_FILE_BYTES = 50 * 1024 * 1024;
 
 interface DriveFile {
-  id: string; name: string; mimeType: string; parents?: string[]; trashed?: boolean; version?: string; modifiedTime?: string; size?: string; webViewLink?: string;
+  id: string;
+  name: string;
+  mimeType: string;
+  parents?: string[];
+  trashed?: boolean;
+  version?: string;
+  modifiedTime?: string;
+  size?: string;
+  webViewLink?: string;
 }
-interface Cursor { page_token: string; folders: string[] }
+interface Cursor {
+  page_token: string;
+  folders: string[];
+}
 
 // Google answers rate limits as 429, or as 403 with reason rateLimitExceeded / userRateLimitExceeded.
-const rateLimited = (r: OutboundResponse) => r.status === 403 && /"(rateLimitExceeded|userRateLimitExceeded)"/.test(r.body.toString('utf8'));
+const rateLimited = (r: OutboundResponse) =>
+  r.status === 403 && /"(rateLimitExceeded|userRateLimitExceeded)"/.test(r.body.toString('utf8'));
 
-async function request(access: SourceAccess, path: string, query: Record<string, string | number | undefined> = {}): Promise<OutboundResponse> {
+async function request(
+  access: SourceAccess,
+  path: string,
+  query: Record<string, string | number | undefined> = {},
+): Promise<OutboundResponse> {
   const url = access.endpoint(`${API}${path}`);
   for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
   for (let attempt = 0; ; attempt++) {
     const token = await access.oauth!.accessToken();
-    const response = await vendorRequest(access, url, { headers: { authorization: `Bearer ${token}` }, maxBytes: MAX_FILE_BYTES }, rateLimited);
+    const response = await vendorRequest(
+      access,
+      url,
+      { headers: { authorization: `Bearer ${token}` }, maxBytes: MAX_FILE_BYTES },
+      rateLimited,
+    );
     if (response.status !== 401) return response;
     if (attempt > 0) throw new ConsentRevoked('Google Drive refused the access token after a refresh');
     await access.oauth!.refresh();
   }
 }
 
-async function json(access: SourceAccess, path: string, query: Record<string, string | number | undefined> = {}): Promise<any> {
+async function json(
+  access: SourceAccess,
+  path: string,
+  query: Record<string, string | number | undefined> = {},
+): Promise<any> {
   const response = await request(access, path, query);
   const body = jsonOf(response, `Google Drive ${path}`);
   if (response.status === 200) return body;
@@ -63,13 +106,24 @@ async function json(access: SourceAccess, path: string, query: Record<string, st
 }
 
 /** Every file (not folder) under the folders, pages saved as checkpoints; answers the folders seen. */
-async function listFolders(run: SyncRun, config: Config, state: { queue: string[]; folders: string[]; page?: string }, onFile: (f: DriveFile) => Promise<void>, save: (s: typeof state) => Promise<void>) {
+async function listFolders(
+  run: SyncRun,
+  config: Config,
+  state: { queue: string[]; folders: string[]; page?: string },
+  onFile: (f: DriveFile) => Promise<void>,
+  save: (s: typeof state) => Promise<void>,
+) {
   while (state.queue.length) {
     const folder = state.queue[0]!;
     do {
       const page = await json(run, '/files', {
-        q: `'${folder}' in parents and trashed = false`, fields: `nextPageToken,files(${FILE_FIELDS})`, pageSize: config.page_size ?? 100,
-        pageToken: state.page, supportsAllDrives: 'true', includeItemsFromAllDrives: 'true', orderBy: 'name',
+        q: `'${folder}' in parents and trashed = false`,
+        fields: `nextPageToken,files(${FILE_FIELDS})`,
+        pageSize: config.page_size ?? 100,
+        pageToken: state.page,
+        supportsAllDrives: 'true',
+        includeItemsFromAllDrives: 'true',
+        orderBy: 'name',
       });
       for (const file of page.files as DriveFile[]) {
         if (file.mimeType === FOLDER) {
@@ -90,7 +144,8 @@ async function listFolders(run: SyncRun, config: Config, state: { queue: string[
 export const googleDrive: ConnectorProvider = {
   name: 'google_drive',
   title: 'Google Drive',
-  description: 'Reads the files of chosen Google Drive folders: Google Docs, Sheets and Slides as text, other files through the upload pipeline.',
+  description:
+    'Reads the files of chosen Google Drive folders: Google Docs, Sheets and Slides as text, other files through the upload pipeline.',
   authKind: 'oauth2',
   configSchema: Config,
   credentialsSchema: null,
@@ -107,8 +162,12 @@ export const googleDrive: ConnectorProvider = {
 
   async validate(access) {
     for (const id of (access.config as Config).folder_ids) {
-      const folder = await json(access, `/files/${encodeURIComponent(id)}`, { fields: 'id,name,mimeType,trashed', supportsAllDrives: 'true' });
-      if (folder.mimeType !== FOLDER || folder.trashed) throw new ProviderConfigError(`${id} is not a folder (or is in the trash)`, 'config/folder_ids');
+      const folder = await json(access, `/files/${encodeURIComponent(id)}`, {
+        fields: 'id,name,mimeType,trashed',
+        supportsAllDrives: 'true',
+      });
+      if (folder.mimeType !== FOLDER || folder.trashed)
+        throw new ProviderConfigError(`${id} is not a folder (or is in the trash)`, 'config/folder_ids');
     }
   },
 
@@ -126,8 +185,13 @@ export const googleDrive: ConnectorProvider = {
       if (response.status === 404) return run.gone(file.id);
       if (response.status !== 200) return run.failed(file.id, `Google Drive answered ${response.status}`);
       await run.object({
-        sourceId: file.id, version, title: file.name, ...(file.webViewLink ? { url: file.webViewLink } : {}),
-        name: exported ? `${file.name}.${exported.ext}` : file.name, mediaType: exported?.mime ?? file.mimeType, bytes: response.body,
+        sourceId: file.id,
+        version,
+        title: file.name,
+        ...(file.webViewLink ? { url: file.webViewLink } : {}),
+        name: exported ? `${file.name}.${exported.ext}` : file.name,
+        mediaType: exported?.mime ?? file.mimeType,
+        bytes: response.body,
       });
     };
 
@@ -138,9 +202,15 @@ export const googleDrive: ConnectorProvider = {
 
     const fullListing = async (): Promise<SyncEnd> => {
       // The start token is taken before listing, so changes made while listing are read next time.
-      const state: Listing = checkpoint?.phase === 'list'
-        ? checkpoint
-        : { phase: 'list', start: (await json(run, '/changes/startPageToken', { supportsAllDrives: 'true' })).startPageToken, queue: [...config.folder_ids], folders: [...config.folder_ids] };
+      const state: Listing =
+        checkpoint?.phase === 'list'
+          ? checkpoint
+          : {
+              phase: 'list',
+              start: (await json(run, '/changes/startPageToken', { supportsAllDrives: 'true' })).startPageToken,
+              queue: [...config.folder_ids],
+              folders: [...config.folder_ids],
+            };
       await listFolders(run, config, state, read, (s) => run.saveCheckpoint(s));
       return { complete: true, cursor: { page_token: state.start, folders: state.folders } satisfies Cursor };
     };
@@ -150,7 +220,11 @@ export const googleDrive: ConnectorProvider = {
     let token = checkpoint?.page_token ?? cursor.page_token;
     for (;;) {
       const response = await request(run, '/changes', {
-        pageToken: token, pageSize: config.page_size ?? 100, includeRemoved: 'true', supportsAllDrives: 'true', includeItemsFromAllDrives: 'true',
+        pageToken: token,
+        pageSize: config.page_size ?? 100,
+        includeRemoved: 'true',
+        supportsAllDrives: 'true',
+        includeItemsFromAllDrives: 'true',
         fields: `nextPageToken,newStartPageToken,changes(fileId,removed,time,file(${FILE_FIELDS}))`,
       });
       // A page token Google no longer accepts: list everything again (a complete run).
@@ -177,7 +251,10 @@ export const googleDrive: ConnectorProvider = {
         await run.saveCheckpoint({ phase: 'changes', page_token: token, folders: [...folders] } satisfies Changes);
         continue;
       }
-      return { complete: false, cursor: { page_token: page.newStartPageToken, folders: [...folders] } satisfies Cursor };
+      return {
+        complete: false,
+        cursor: { page_token: page.newStartPageToken, folders: [...folders] } satisfies Cursor,
+      };
     }
   },
 };

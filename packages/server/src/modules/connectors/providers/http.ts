@@ -22,13 +22,18 @@ export function retryAfterMs(response: OutboundResponse, attempt: number): numbe
 }
 
 export async function vendorRequest(
-  access: Pick<SourceAccess, 'fetch' | 'pause'>, url: URL, request: OutboundRequest = {}, limited: (r: OutboundResponse) => boolean = () => false,
+  access: Pick<SourceAccess, 'fetch' | 'pause'>,
+  url: URL,
+  request: OutboundRequest = {},
+  limited: (r: OutboundResponse) => boolean = () => false,
 ): Promise<OutboundResponse> {
   return withRetries({ ...POLICY, pause: (ms) => access.pause(ms) }, async (attempt) => {
     const response = await access.fetch(url, { maxRedirects: 0, ...request });
     if (response.status !== 429 && !limited(response)) return { ok: true, value: response };
     const wait = retryAfterMs(response, attempt);
-    const error = new RateLimited(`${url.host} kept answering rate limited (asked to wait ${Math.round(wait / 1000)} s); the next sync continues`);
+    const error = new RateLimited(
+      `${url.host} kept answering rate limited (asked to wait ${Math.round(wait / 1000)} s); the next sync continues`,
+    );
     return { ok: false, error, retry: true, waitMs: wait };
   });
 }

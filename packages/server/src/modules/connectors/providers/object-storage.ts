@@ -9,19 +9,30 @@ import { ProviderConfigError, type ConnectorProvider, type SyncRun } from './pro
  * (store/blobs/sigv4.ts) and go through the SSRF guard.
  */
 
-const Config = Type.Object({
-  bucket: Type.String({ minLength: 3, maxLength: 63, pattern: '^[a-z0-9][a-z0-9.-]+[a-z0-9]$' }),
-  prefix: Type.String({ maxLength: 1024, default: '' }),
-  region: Type.String({ minLength: 1, maxLength: 64, default: 'us-east-1' }),
-  page_size: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Keys per ListObjectsV2 page' }),
-  endpoint: Type.Optional(Type.String({ pattern: '^https?://[^/]+/?$', description: 'http(s)://host[:port] of an S3-compatible service (path-style); absent: AWS' })),
-}, { additionalProperties: false });
+const Config = Type.Object(
+  {
+    bucket: Type.String({ minLength: 3, maxLength: 63, pattern: '^[a-z0-9][a-z0-9.-]+[a-z0-9]$' }),
+    prefix: Type.String({ maxLength: 1024, default: '' }),
+    region: Type.String({ minLength: 1, maxLength: 64, default: 'us-east-1' }),
+    page_size: Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Keys per ListObjectsV2 page' }),
+    endpoint: Type.Optional(
+      Type.String({
+        pattern: '^https?://[^/]+/?$',
+        description: 'http(s)://host[:port] of an S3-compatible service (path-style); absent: AWS',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 type Config = Static<typeof Config>;
 
-const Credentials = Type.Object({
-  access_key_id: Type.String({ minLength: 1, maxLength: 256 }),
-  secret_access_key: Type.String({ minLength: 1, maxLength: 256 }),
-}, { additionalProperties: false });
+const Credentials = Type.Object(
+  {
+    access_key_id: Type.String({ minLength: 1, maxLength: 256 }),
+    secret_access_key: Type.String({ minLength: 1, maxLength: 256 }),
+  },
+  { additionalProperties: false },
+);
 type Credentials = Static<typeof Credentials>;
 
 const MAX_OBJECT_BYTES = 50 * 1024 * 1024;
@@ -35,7 +46,12 @@ function client(run: Pick<SyncRun, 'fetch'>, config: Config, credentials: Creden
       { method, host: base.host, path, query, payloadHash: EMPTY_SHA256 },
     );
     const qs = new URLSearchParams(query).toString();
-    return run.fetch(`${base.origin}${path}${qs ? `?${qs}` : ''}`, { method, headers, maxBytes: MAX_OBJECT_BYTES, maxRedirects: 0 });
+    return run.fetch(`${base.origin}${path}${qs ? `?${qs}` : ''}`, {
+      method,
+      headers,
+      maxBytes: MAX_OBJECT_BYTES,
+      maxRedirects: 0,
+    });
   };
   return {
     list: (query: Record<string, string>) => signed('GET', bucketPath || '/', { 'list-type': '2', ...query }),
@@ -44,11 +60,18 @@ function client(run: Pick<SyncRun, 'fetch'>, config: Config, credentials: Creden
 }
 
 const tag = (xml: string, name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
-const unescape = (s: string) => s.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const unescapeXml = (s: string) =>
+  s
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 
 function failure(status: number, body: string): ProviderConfigError {
   const code = tag(body, 'Code') ?? String(status);
-  if (status === 403 || code === 'InvalidAccessKeyId' || code === 'SignatureDoesNotMatch') return new ProviderConfigError(`The storage refused the credentials (${code})`, 'credentials');
+  if (status === 403 || code === 'InvalidAccessKeyId' || code === 'SignatureDoesNotMatch')
+    return new ProviderConfigError(`The storage refused the credentials (${code})`, 'credentials');
   if (code === 'NoSuchBucket') return new ProviderConfigError('The bucket does not exist', 'config/bucket');
   return new ProviderConfigError(`The storage answered ${status} ${code}`, 'config');
 }
@@ -56,7 +79,8 @@ function failure(status: number, body: string): ProviderConfigError {
 export const objectStorage: ConnectorProvider = {
   name: 'object_storage',
   title: 'Object storage (S3-compatible)',
-  description: 'Reads the files under a bucket prefix of Amazon S3 or any S3-compatible service (MinIO, R2, GCS interoperability).',
+  description:
+    'Reads the files under a bucket prefix of Amazon S3 or any S3-compatible service (MinIO, R2, GCS interoperability).',
   authKind: 'access_keys',
   configSchema: Config,
   credentialsSchema: Credentials,
@@ -64,7 +88,10 @@ export const objectStorage: ConnectorProvider = {
 
   async validate(run) {
     const config = run.config as Config;
-    const response = await client(run, config, run.credentials as Credentials).list({ 'max-keys': '1', prefix: config.prefix ?? '' });
+    const response = await client(run, config, run.credentials as Credentials).list({
+      'max-keys': '1',
+      prefix: config.prefix ?? '',
+    });
     if (response.status !== 200) throw failure(response.status, response.body.toString('utf8'));
   },
 
@@ -73,12 +100,16 @@ export const objectStorage: ConnectorProvider = {
     const s3 = client(run, config, run.credentials as Credentials);
     let token = (run.checkpoint as { token?: string } | null)?.token;
     for (;;) {
-      const response = await s3.list({ prefix: config.prefix ?? '', 'max-keys': String(config.page_size ?? 1000), ...(token ? { 'continuation-token': token } : {}) });
+      const response = await s3.list({
+        prefix: config.prefix ?? '',
+        'max-keys': String(config.page_size ?? 1000),
+        ...(token ? { 'continuation-token': token } : {}),
+      });
       const xml = response.body.toString('utf8');
       if (response.status !== 200) throw failure(response.status, xml);
       for (const [, entry] of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
-        const key = unescape(tag(entry!, 'Key') ?? '');
-        const etag = unescape(tag(entry!, 'ETag') ?? '').replace(/"/g, '') || null;
+        const key = unescapeXml(tag(entry!, 'Key') ?? '');
+        const etag = unescapeXml(tag(entry!, 'ETag') ?? '').replace(/"/g, '') || null;
         if (!key || key.endsWith('/')) continue;
         if (Number(tag(entry!, 'Size') ?? 0) > MAX_OBJECT_BYTES) {
           await run.failed(key, `Larger than ${MAX_OBJECT_BYTES} bytes`);
@@ -92,13 +123,17 @@ export const objectStorage: ConnectorProvider = {
           continue;
         }
         await run.object({
-          sourceId: key, version: etag, name: key.split('/').pop()!, mediaType: object.headers['content-type'],
-          url: `s3://${config.bucket}/${key}`, bytes: object.body,
+          sourceId: key,
+          version: etag,
+          name: key.split('/').pop()!,
+          mediaType: object.headers['content-type'],
+          url: `s3://${config.bucket}/${key}`,
+          bytes: object.body,
         });
       }
       const next = tag(xml, 'NextContinuationToken');
       if (tag(xml, 'IsTruncated') !== 'true' || !next) return { complete: true };
-      token = unescape(next);
+      token = unescapeXml(next);
       await run.saveCheckpoint({ token });
     }
   },

@@ -95,7 +95,8 @@ export interface SourceAccess<Config = Record<string, unknown>, Credentials = Re
   pause(ms: number): Promise<void>;
 }
 
-export interface SyncRun<Config = Record<string, unknown>, Credentials = Record<string, unknown> | null> extends SourceAccess<Config, Credentials> {
+export interface SyncRun<Config = Record<string, unknown>, Credentials = Record<string, unknown> | null>
+  extends SourceAccess<Config, Credentials> {
   /** Where an interrupted run of this sync got to (null on a fresh start). */
   checkpoint: unknown;
   /** The provider's cursor after the last complete sync (null before the first). */
@@ -123,7 +124,10 @@ export interface SyncEnd {
 
 /** A configuration or credential problem the user must fix (400 on create/update/repair; the connection's error state on sync). */
 export class ProviderConfigError extends Error {
-  constructor(message: string, readonly field?: string) {
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
     super(message);
   }
 }

@@ -1,6 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { jsonOf, vendorRequest } from './http.js';
-import { ConsentRevoked, ProviderConfigError, type ConnectorProvider, type SourceAccess, type SourceStatement, type SyncRun } from './provider.js';
+import {
+  ConsentRevoked,
+  ProviderConfigError,
+  type ConnectorProvider,
+  type SourceAccess,
+  type SourceStatement,
+  type SyncRun,
+} from './provider.js';
 
 /**
  * Slack (Web API, bot token from OAuth v2). Every sync reads the configured channels whole
@@ -11,35 +18,92 @@ import { ConsentRevoked, ProviderConfigError, type ConnectorProvider, type Sourc
  * Errors arrive as HTTP 200 `{ok:false,error}`; rate limits as 429 + Retry-After (providers/http.ts).
  */
 
-const Config = Type.Object({
-  channels: Type.Array(Type.String({ minLength: 1, maxLength: 80, pattern: '^#?[A-Za-z0-9._-]+$' }), {
-    minItems: 1, maxItems: 100, uniqueItems: true, description: 'Channel ids (C0123ABC) or names (#general) the bot is a member of',
-  }),
-  oldest_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650, description: 'Only messages of the last N days (default: the whole history)' })),
-  include_threads: Type.Boolean({ default: true, description: 'Read thread replies (one conversations.replies call per thread)' }),
-  page_size: Type.Integer({ minimum: 1, maximum: 999, default: 200, description: 'Messages per history page' }),
-}, { additionalProperties: false });
+const Config = Type.Object(
+  {
+    channels: Type.Array(Type.String({ minLength: 1, maxLength: 80, pattern: '^#?[A-Za-z0-9._-]+$' }), {
+      minItems: 1,
+      maxItems: 100,
+      uniqueItems: true,
+      description: 'Channel ids (C0123ABC) or names (#general) the bot is a member of',
+    }),
+    oldest_days: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 3650,
+        description: 'Only messages of the last N days (default: the whole history)',
+      }),
+    ),
+    include_threads: Type.Boolean({
+      default: true,
+      description: 'Read thread replies (one conversations.replies call per thread)',
+    }),
+    page_size: Type.Integer({ minimum: 1, maximum: 999, default: 200, description: 'Messages per history page' }),
+  },
+  { additionalProperties: false },
+);
 type Config = Static<typeof Config>;
 
 const API = 'https://slack.com/api/';
 /** Errors meaning the token no longer stands for a consent. */
-const REVOKED = new Set(['invalid_auth', 'not_authed', 'token_revoked', 'account_inactive', 'no_permission', 'team_access_not_granted']);
+const REVOKED = new Set([
+  'invalid_auth',
+  'not_authed',
+  'token_revoked',
+  'account_inactive',
+  'no_permission',
+  'team_access_not_granted',
+]);
 /** Message subtypes that are not something someone said. */
-const SKIPPED = new Set(['channel_join', 'channel_leave', 'channel_topic', 'channel_purpose', 'channel_name', 'channel_archive', 'channel_unarchive', 'group_join', 'group_leave', 'tombstone', 'bot_add', 'bot_remove', 'pinned_item', 'unpinned_item']);
+const SKIPPED = new Set([
+  'channel_join',
+  'channel_leave',
+  'channel_topic',
+  'channel_purpose',
+  'channel_name',
+  'channel_archive',
+  'channel_unarchive',
+  'group_join',
+  'group_leave',
+  'tombstone',
+  'bot_add',
+  'bot_remove',
+  'pinned_item',
+  'unpinned_item',
+]);
 
 interface SlackMessage {
-  type?: string; subtype?: string; ts: string; thread_ts?: string; user?: string; username?: string; bot_id?: string;
-  bot_profile?: { name?: string }; text?: string; reply_count?: number; edited?: { ts: string; user?: string };
+  type?: string;
+  subtype?: string;
+  ts: string;
+  thread_ts?: string;
+  user?: string;
+  username?: string;
+  bot_id?: string;
+  bot_profile?: { name?: string };
+  text?: string;
+  reply_count?: number;
+  edited?: { ts: string; user?: string };
 }
-interface Channel { id: string; name: string }
+interface Channel {
+  id: string;
+  name: string;
+}
 
 /** Calls a Web API method; an error named in `tolerated` answers null instead of failing. */
-async function call(access: SourceAccess, method: string, params: Record<string, string | number | undefined> = {}, tolerated: string[] = []): Promise<any> {
+async function call(
+  access: SourceAccess,
+  method: string,
+  params: Record<string, string | number | undefined> = {},
+  tolerated: string[] = [],
+): Promise<any> {
   const url = access.endpoint(`${API}${method}`);
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
   for (let attempt = 0; ; attempt++) {
     const token = await access.oauth!.accessToken();
-    const response = await vendorRequest(access, url, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' }, maxBytes: 20 * 1024 * 1024 });
+    const response = await vendorRequest(access, url, {
+      headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+      maxBytes: 20 * 1024 * 1024,
+    });
     if (response.status === 401 && attempt === 0) {
       await access.oauth!.refresh();
       continue;
@@ -55,8 +119,16 @@ async function call(access: SourceAccess, method: string, params: Record<string,
       continue;
     }
     if (REVOKED.has(error) || error === 'token_expired') throw new ConsentRevoked(`Slack refused the token (${error})`);
-    if (error === 'missing_scope') throw new ProviderConfigError(`The Slack app lacks the scope ${body.needed ?? ''}; add it and consent again`, 'config');
-    if (error === 'channel_not_found' || error === 'not_in_channel') throw new ProviderConfigError(`Slack: ${error} (${params.channel}); invite the app to the channel`, 'config/channels');
+    if (error === 'missing_scope')
+      throw new ProviderConfigError(
+        `The Slack app lacks the scope ${body.needed ?? ''}; add it and consent again`,
+        'config',
+      );
+    if (error === 'channel_not_found' || error === 'not_in_channel')
+      throw new ProviderConfigError(
+        `Slack: ${error} (${params.channel}); invite the app to the channel`,
+        'config/channels',
+      );
     throw new Error(`Slack ${method} answered ${error}`);
   }
 }
@@ -67,14 +139,24 @@ async function resolveChannels(access: SourceAccess, config: Config): Promise<Ch
   const found = new Map<string, Channel>();
   let cursor: string | undefined;
   do {
-    const page = await call(access, 'conversations.list', { types: 'public_channel,private_channel', exclude_archived: 'true', limit: 200, cursor });
+    const page = await call(access, 'conversations.list', {
+      types: 'public_channel,private_channel',
+      exclude_archived: 'true',
+      limit: 200,
+      cursor,
+    });
     for (const c of page.channels as Array<{ id: string; name: string }>) {
-      if (wanted.includes(c.id) || wanted.includes(c.name)) found.set(wanted.includes(c.id) ? c.id : c.name, { id: c.id, name: c.name });
+      if (wanted.includes(c.id) || wanted.includes(c.name))
+        found.set(wanted.includes(c.id) ? c.id : c.name, { id: c.id, name: c.name });
     }
     cursor = page.response_metadata?.next_cursor || undefined;
   } while (cursor);
   const missing = wanted.filter((w) => !found.has(w));
-  if (missing.length) throw new ProviderConfigError(`Slack has no channel ${missing.map((m) => `#${m}`).join(', ')} visible to the app`, 'config/channels');
+  if (missing.length)
+    throw new ProviderConfigError(
+      `Slack has no channel ${missing.map((m) => `#${m}`).join(', ')} visible to the app`,
+      'config/channels',
+    );
   return wanted.map((w) => found.get(w)!);
 }
 
@@ -83,7 +165,8 @@ const timeOf = (ts: string) => new Date(Math.round(Number(ts) * 1000)).toISOStri
 export const slack: ConnectorProvider = {
   name: 'slack',
   title: 'Slack',
-  description: 'Reads the messages and threads of chosen Slack channels; edits and deletions are reflected on the next sync.',
+  description:
+    'Reads the messages and threads of chosen Slack channels; edits and deletions are reflected on the next sync.',
   authKind: 'oauth2',
   configSchema: Config,
   credentialsSchema: null,
@@ -120,19 +203,34 @@ export const slack: ConnectorProvider = {
     // <@U123> mentions read as @name.
     const readable = async (text: string) => {
       let out = text;
-      for (const [, id] of text.matchAll(/<@([UW][A-Z0-9]+)(?:\|[^>]*)?>/g)) out = out.replaceAll(new RegExp(`<@${id}(?:\\|[^>]*)?>`, 'g'), `@${await nameOf({ ts: '', user: id })}`);
-      return out.replace(/<#C[A-Z0-9]+\|([^>]+)>/g, '#$1').replace(/<(https?:[^|>]+)\|([^>]+)>/g, '$2 ($1)').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+      for (const [, id] of text.matchAll(/<@([UW][A-Z0-9]+)(?:\|[^>]*)?>/g))
+        out = out.replaceAll(new RegExp(`<@${id}(?:\\|[^>]*)?>`, 'g'), `@${await nameOf({ ts: '', user: id })}`);
+      return out
+        .replace(/<#C[A-Z0-9]+\|([^>]+)>/g, '#$1')
+        .replace(/<(https?:[^|>]+)\|([^>]+)>/g, '$2 ($1)')
+        .replace(/&lt;/g, '<')
+        .replace(/&gt;/g, '>')
+        .replace(/&amp;/g, '&');
     };
     const permalink = (channel: Channel, m: SlackMessage) =>
       `${workspace}archives/${channel.id}/p${m.ts.replace('.', '')}${m.thread_ts && m.thread_ts !== m.ts ? `?thread_ts=${m.thread_ts}&cid=${channel.id}` : ''}`;
     const statement = async (channel: Channel, m: SlackMessage): Promise<SourceStatement> => {
       const author = await nameOf(m);
       return {
-        text: await readable(m.text ?? ''), time: timeOf(m.ts), speaker: author, sessionId: `slack:${channel.id}`,
+        text: await readable(m.text ?? ''),
+        time: timeOf(m.ts),
+        speaker: author,
+        sessionId: `slack:${channel.id}`,
         metadata: {
           slack: {
-            channel_id: channel.id, channel: `#${channel.name}`, author, author_id: m.user ?? m.bot_id ?? null, ts: m.ts,
-            ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}), ...(m.edited ? { edited_ts: m.edited.ts } : {}), permalink: permalink(channel, m),
+            channel_id: channel.id,
+            channel: `#${channel.name}`,
+            author,
+            author_id: m.user ?? m.bot_id ?? null,
+            ts: m.ts,
+            ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}),
+            ...(m.edited ? { edited_ts: m.edited.ts } : {}),
+            permalink: permalink(channel, m),
           },
         },
       };
@@ -144,7 +242,12 @@ export const slack: ConnectorProvider = {
       const channel = channels[i]!;
       let cursor = i === start.channel ? start.cursor : undefined;
       do {
-        const page = await call(run, 'conversations.history', { channel: channel.id, limit: config.page_size ?? 200, cursor, oldest });
+        const page = await call(run, 'conversations.history', {
+          channel: channel.id,
+          limit: config.page_size ?? 200,
+          cursor,
+          oldest,
+        });
         for (const message of page.messages as SlackMessage[]) {
           // A reply also sent to the channel belongs to its thread's object.
           if (message.thread_ts && message.thread_ts !== message.ts) continue;
@@ -153,7 +256,12 @@ export const slack: ConnectorProvider = {
             thread = [];
             let replies: string | undefined;
             do {
-              const part = await call(run, 'conversations.replies', { channel: channel.id, ts: message.ts, limit: 200, cursor: replies });
+              const part = await call(run, 'conversations.replies', {
+                channel: channel.id,
+                ts: message.ts,
+                limit: 200,
+                cursor: replies,
+              });
               thread.push(...(part.messages as SlackMessage[]).filter((m) => !thread.some((t) => t.ts === m.ts)));
               replies = part.response_metadata?.next_cursor || undefined;
             } while (replies);
@@ -163,8 +271,11 @@ export const slack: ConnectorProvider = {
           const statements: SourceStatement[] = [];
           for (const m of said) statements.push(await statement(channel, m));
           await run.object({
-            sourceId: `${channel.id}/${message.ts}`, version: null, title: `#${channel.name} ${message.thread_ts ? 'thread' : 'message'} ${message.ts}`,
-            url: permalink(channel, message), statements,
+            sourceId: `${channel.id}/${message.ts}`,
+            version: null,
+            title: `#${channel.name} ${message.thread_ts ? 'thread' : 'message'} ${message.ts}`,
+            url: permalink(channel, message),
+            statements,
           });
         }
         cursor = page.response_metadata?.next_cursor || undefined;

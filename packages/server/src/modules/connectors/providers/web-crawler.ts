@@ -20,14 +20,32 @@ const ROBOTS_TOKEN = 'EngramBot';
 // A CommonJS module whose typings declare an ES default export: the function is the module itself.
 const robotsParser = robotsParserModule as unknown as typeof robotsParserModule.default;
 
-const Config = Type.Object({
-  start_urls: Type.Array(Type.String({ pattern: '^https?://\\S+$', maxLength: 2048 }), { minItems: 0, maxItems: 20, default: [] }),
-  sitemap_urls: Type.Array(Type.String({ pattern: '^https?://\\S+$', maxLength: 2048 }), { maxItems: 10, default: [] }),
-  same_site: Type.Boolean({ default: true, description: 'Follow links only to the hosts of the start URLs and sitemaps' }),
-  max_depth: Type.Integer({ minimum: 0, maximum: 20, default: 3, description: 'Links followed from a start URL' }),
-  max_pages: Type.Integer({ minimum: 1, maximum: 100_000, default: 500 }),
-  delay_ms: Type.Integer({ minimum: 0, maximum: 60_000, default: 1000, description: "Pause between requests (robots.txt's Crawl-delay wins when longer)" }),
-}, { additionalProperties: false });
+const Config = Type.Object(
+  {
+    start_urls: Type.Array(Type.String({ pattern: '^https?://\\S+$', maxLength: 2048 }), {
+      minItems: 0,
+      maxItems: 20,
+      default: [],
+    }),
+    sitemap_urls: Type.Array(Type.String({ pattern: '^https?://\\S+$', maxLength: 2048 }), {
+      maxItems: 10,
+      default: [],
+    }),
+    same_site: Type.Boolean({
+      default: true,
+      description: 'Follow links only to the hosts of the start URLs and sitemaps',
+    }),
+    max_depth: Type.Integer({ minimum: 0, maximum: 20, default: 3, description: 'Links followed from a start URL' }),
+    max_pages: Type.Integer({ minimum: 1, maximum: 100_000, default: 500 }),
+    delay_ms: Type.Integer({
+      minimum: 0,
+      maximum: 60_000,
+      default: 1000,
+      description: "Pause between requests (robots.txt's Crawl-delay wins when longer)",
+    }),
+  },
+  { additionalProperties: false },
+);
 type Config = Static<typeof Config>;
 
 interface Checkpoint {
@@ -60,17 +78,23 @@ async function robotsFor(run: Pick<SyncRun, 'fetch'>, origin: string): Promise<R
     return { allowed: () => false, delayMs: 0 };
   }
   if (response.status >= 500) return { allowed: () => false, delayMs: 0 };
-  if (response.status >= 400 || response.status < 200 || response.status >= 300) return { allowed: () => true, delayMs: 0 };
+  if (response.status >= 400 || response.status < 200 || response.status >= 300)
+    return { allowed: () => true, delayMs: 0 };
   const robots = robotsParser(url, response.body.toString('utf8'));
-  return { allowed: (u) => robots.isAllowed(u, ROBOTS_TOKEN) !== false, delayMs: (robots.getCrawlDelay(ROBOTS_TOKEN) ?? 0) * 1000 };
+  return {
+    allowed: (u) => robots.isAllowed(u, ROBOTS_TOKEN) !== false,
+    delayMs: (robots.getCrawlDelay(ROBOTS_TOKEN) ?? 0) * 1000,
+  };
 }
 
 async function sitemapUrls(run: Pick<SyncRun, 'fetch'>, sitemap: string, depth = 0): Promise<string[]> {
   const response = await run.fetch(sitemap, { headers: { 'user-agent': USER_AGENT } });
-  if (response.status !== 200) throw new ProviderConfigError(`The sitemap ${sitemap} answered ${response.status}`, 'config/sitemap_urls');
+  if (response.status !== 200)
+    throw new ProviderConfigError(`The sitemap ${sitemap} answered ${response.status}`, 'config/sitemap_urls');
   const xml = response.body.toString('utf8');
   const locs = [...xml.matchAll(/<loc>\s*([^<\s]+)\s*<\/loc>/gi)].map((m) => m[1]!.replace(/&amp;/g, '&'));
-  if (/<sitemapindex/i.test(xml) && depth < 2) return (await Promise.all(locs.slice(0, 50).map((l) => sitemapUrls(run, l, depth + 1)))).flat();
+  if (/<sitemapindex/i.test(xml) && depth < 2)
+    return (await Promise.all(locs.slice(0, 50).map((l) => sitemapUrls(run, l, depth + 1)))).flat();
   return locs;
 }
 
@@ -90,7 +114,10 @@ export const webCrawler: ConnectorProvider = {
     try {
       await run.fetch(first, { headers: { 'user-agent': USER_AGENT }, maxBytes: 5 * 1024 * 1024 });
     } catch (error) {
-      throw new ProviderConfigError(`${first} cannot be fetched: ${error instanceof Error ? error.message : String(error)}`, config.start_urls[0] ? 'config/start_urls' : 'config/sitemap_urls');
+      throw new ProviderConfigError(
+        `${first} cannot be fetched: ${error instanceof Error ? error.message : String(error)}`,
+        config.start_urls[0] ? 'config/start_urls' : 'config/sitemap_urls',
+      );
     }
   },
 
@@ -103,9 +130,13 @@ export const webCrawler: ConnectorProvider = {
     let queue: Array<[string, number]> = saved?.queue ?? [];
     let pages = saved?.pages ?? 0;
     if (!saved) {
-      for (const sitemap of config.sitemap_urls) for (const url of await sitemapUrls(run, sitemap)) queue.push([url, 0]);
+      for (const sitemap of config.sitemap_urls)
+        for (const url of await sitemapUrls(run, sitemap)) queue.push([url, 0]);
       for (const url of config.start_urls) queue.push([url, 0]);
-      queue = queue.flatMap(([u, d]) => { const n = normalize(u); return n ? [[n, d] as [string, number]] : []; });
+      queue = queue.flatMap(([u, d]) => {
+        const n = normalize(u);
+        return n ? [[n, d] as [string, number]] : [];
+      });
     }
     let requests = 0;
     const onSite = (url: string) => !config.same_site || hosts.has(new URL(url).host);
@@ -123,7 +154,9 @@ export const webCrawler: ConnectorProvider = {
 
       let response: OutboundResponse;
       try {
-        response = await run.fetch(url, { headers: { 'user-agent': USER_AGENT, accept: 'text/html,application/xhtml+xml,*/*;q=0.5' } });
+        response = await run.fetch(url, {
+          headers: { 'user-agent': USER_AGENT, accept: 'text/html,application/xhtml+xml,*/*;q=0.5' },
+        });
       } catch (error) {
         await run.failed(url, error instanceof Error ? error.message : String(error));
         continue;
@@ -144,7 +177,10 @@ export const webCrawler: ConnectorProvider = {
         const meta = (document.querySelector('meta[name="robots"]')?.getAttribute('content') ?? '').toLowerCase();
         if (meta.includes('noindex')) index = false;
         if (meta.includes('nofollow')) follow = false;
-        const canonical = normalize(document.querySelector('link[rel="canonical"]')?.getAttribute('href') ?? '', finalUrl);
+        const canonical = normalize(
+          document.querySelector('link[rel="canonical"]')?.getAttribute('href') ?? '',
+          finalUrl,
+        );
         if (canonical && onSite(canonical)) {
           if (canonical !== finalUrl && visited.has(canonical)) index = false;
           id = canonical;
@@ -162,8 +198,12 @@ export const webCrawler: ConnectorProvider = {
         const path = new URL(id).pathname;
         const name = path.endsWith('/') || !/\.[a-z0-9]+$/i.test(path) ? 'page.html' : path.split('/').pop()!;
         await run.object({
-          sourceId: id, version: response.headers.etag ?? response.headers['last-modified'] ?? null, name,
-          mediaType: response.headers['content-type'], url: id, bytes: response.body,
+          sourceId: id,
+          version: response.headers.etag ?? response.headers['last-modified'] ?? null,
+          name,
+          mediaType: response.headers['content-type'],
+          url: id,
+          bytes: response.body,
         });
         pages++;
       }

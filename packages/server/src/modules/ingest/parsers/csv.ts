@@ -13,13 +13,20 @@ export const csvParser: Parser = {
     try {
       rows = parse(text, { delimiter, relax_column_count: true, skip_empty_lines: true, trim: true }) as string[][];
     } catch (error) {
-      throw unreadable(`The CSV file cannot be parsed (${error instanceof Error ? error.message.split('\n')[0] : 'malformed'})`);
+      throw unreadable(
+        `The CSV file cannot be parsed (${error instanceof Error ? error.message.split('\n')[0] : 'malformed'})`,
+      );
     }
     const [header, ...body] = rows;
     if (!header) return { blocks: [] };
     return {
       blocks: body
-        .map((row) => row.map((value, i) => (value === '' ? '' : header[i] ? `${header[i]}: ${value}` : value)).filter(Boolean).join('; '))
+        .map((row) =>
+          row
+            .map((value, i) => (value === '' ? '' : header[i] ? `${header[i]}: ${value}` : value))
+            .filter(Boolean)
+            .join('; '),
+        )
         .filter((text) => text.length > 0)
         .map((text) => ({ kind: 'row' as const, text })),
     };

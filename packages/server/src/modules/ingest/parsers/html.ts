@@ -8,17 +8,39 @@ import { unreadable, utf8Text, type Block, type ParsedDocument, type Parser } fr
  * Firefox Reader View extractor) to keep the article and drop navigation, ads and footers.
  */
 
-const SKIPPED = new Set(['script', 'style', 'noscript', 'template', 'svg', 'iframe', 'nav', 'footer', 'header', 'aside', 'form', 'button']);
+const SKIPPED = new Set([
+  'script',
+  'style',
+  'noscript',
+  'template',
+  'svg',
+  'iframe',
+  'nav',
+  'footer',
+  'header',
+  'aside',
+  'form',
+  'button',
+]);
 const BLOCKS = new Set(['p', 'li', 'blockquote', 'pre', 'dd', 'dt', 'figcaption', 'caption', 'address']);
 const HEADING = /^h([1-6])$/;
 
 const clean = (text: string) => text.replace(/[ \t\r\n\u00a0]+/g, ' ').trim();
 
-type Node = { nodeType: number; nodeName: string; textContent: string | null; childNodes: ArrayLike<Node>; children?: ArrayLike<Node> };
+type Node = {
+  nodeType: number;
+  nodeName: string;
+  textContent: string | null;
+  childNodes: ArrayLike<Node>;
+  children?: ArrayLike<Node>;
+};
 
 function rowText(row: Node, header: string[] | undefined): string {
-  const cells = Array.from(row.childNodes).filter((c) => /^(TD|TH)$/i.test(c.nodeName)).map((c) => clean(c.textContent ?? ''));
-  if (header && header.length === cells.length) return cells.map((c, i) => (header[i] ? `${header[i]}: ${c}` : c)).join('; ');
+  const cells = Array.from(row.childNodes)
+    .filter((c) => /^(TD|TH)$/i.test(c.nodeName))
+    .map((c) => clean(c.textContent ?? ''));
+  if (header && header.length === cells.length)
+    return cells.map((c, i) => (header[i] ? `${header[i]}: ${c}` : c)).join('; ');
   return cells.join(' | ');
 }
 
@@ -75,7 +97,9 @@ function walk(node: Node, out: Block[]): void {
       out.push(...nested);
     } else if (name === 'br') {
       inline += '\n';
-    } else if (/^(span|a|em|strong|b|i|u|code|small|sub|sup|mark|abbr|time|q|s|del|ins|kbd|var|cite|label)$/.test(name)) {
+    } else if (
+      /^(span|a|em|strong|b|i|u|code|small|sub|sup|mark|abbr|time|q|s|del|ins|kbd|var|cite|label)$/.test(name)
+    ) {
       inline += child.textContent ?? '';
     } else {
       flush();
@@ -86,7 +110,22 @@ function walk(node: Node, out: Block[]): void {
 }
 
 /** Elements that never hold others, so never open a level. */
-const VOID = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'param', 'source', 'track', 'wbr']);
+const VOID = new Set([
+  'area',
+  'base',
+  'br',
+  'col',
+  'embed',
+  'hr',
+  'img',
+  'input',
+  'link',
+  'meta',
+  'param',
+  'source',
+  'track',
+  'wbr',
+]);
 /** Deeper than any page people write; the DOM and Readability slow down past linearly with depth (200,000 levels: minutes). */
 export const MAX_NESTING = 1_000;
 
@@ -104,13 +143,19 @@ function checkNesting(html: string): void {
 /** Blocks of an HTML document; `readable` first extracts the main content of a web page. */
 export function htmlBlocks(html: string, options: { readable: boolean; url?: string }): ParsedDocument {
   checkNesting(html);
-  const { document } = parseHTML(html.includes('<html') ? html : `<!doctype html><html><head></head><body>${html}</body></html>`);
+  const { document } = parseHTML(
+    html.includes('<html') ? html : `<!doctype html><html><head></head><body>${html}</body></html>`,
+  );
   const title = clean(document.querySelector('title')?.textContent ?? '') || undefined;
   let root: Node = (document.body ?? document.documentElement) as unknown as Node;
   if (options.readable) {
     // Readability changes the document it reads, so it gets its own copy.
-    const article = new Readability(parseHTML(html).document as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 100 }).parse();
-    if (article?.content) root = parseHTML(`<!doctype html><html><body>${article.content}</body></html>`).document.body as unknown as Node;
+    const article = new Readability(
+      parseHTML(html).document as unknown as ConstructorParameters<typeof Readability>[0],
+      { charThreshold: 100 },
+    ).parse();
+    if (article?.content)
+      root = parseHTML(`<!doctype html><html><body>${article.content}</body></html>`).document.body as unknown as Node;
   }
   const blocks: Block[] = [];
   if (root) walk(root, blocks);

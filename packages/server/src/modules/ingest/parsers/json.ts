@@ -28,7 +28,8 @@ function walk(value: unknown, key: string | undefined, level: number, out: Block
     }
     return;
   }
-  if (value !== null && value !== '') out.push({ kind: 'text', text: key === undefined ? String(value) : `${key}: ${String(value)}` });
+  if (value !== null && value !== '')
+    out.push({ kind: 'text', text: key === undefined ? String(value) : `${key}: ${String(value)}` });
 }
 
 /** A record on one line per member, nested values as compact JSON. */

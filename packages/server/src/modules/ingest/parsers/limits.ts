@@ -11,10 +11,14 @@ import { AppError } from '../../../core/errors.js';
 export type DocumentLimits = Pick<Config['parse'], 'maxExpandedBytes' | 'maxPages' | 'maxParts'>;
 
 /** A bound broken: 413 naming the setting that bounds it, so an operator knows what to raise. */
-export const tooLarge = (setting: string, what: string) => new AppError('payload_too_large', `${what} (${setting})`, 'file');
+export const tooLarge = (setting: string, what: string) =>
+  new AppError('payload_too_large', `${what} (${setting})`, 'file');
 
 const expandedTooFar = (limits: DocumentLimits) =>
-  tooLarge('ENGRAM_PARSE_MAX_EXPANDED_BYTES', `The file expands to more than ${limits.maxExpandedBytes} bytes when decompressed`);
+  tooLarge(
+    'ENGRAM_PARSE_MAX_EXPANDED_BYTES',
+    `The file expands to more than ${limits.maxExpandedBytes} bytes when decompressed`,
+  );
 
 /**
  * Inflates `input`, counting what comes out against `budget.left` and dropping it. zlib data nested
@@ -63,7 +67,8 @@ async function inflatedBytes(data: Uint8Array, raw: boolean, budget: { left: num
 
 const PDF_STREAM = Buffer.from('stream');
 /** A zlib header: deflate (method 8), window up to 32 KiB, header checksum right. */
-const zlibHeader = (b0: number | undefined, b1: number | undefined) => b0 !== undefined && b1 !== undefined && (b0 & 0x0f) === 8 && (b0 >> 4) <= 7 && ((b0 << 8) | b1) % 31 === 0;
+const zlibHeader = (b0: number | undefined, b1: number | undefined) =>
+  b0 !== undefined && b1 !== undefined && (b0 & 0x0f) === 8 && b0 >> 4 <= 7 && ((b0 << 8) | b1) % 31 === 0;
 
 /**
  * Every stream of a PDF that holds zlib data, inflated and counted: by content, not by its /Filter
@@ -103,7 +108,8 @@ export async function checkZipExpansion(bytes: Buffer, limits: DocumentLimits): 
   // Not a zip JSZip can open either: the parser reports it as unreadable.
   if (eocd === -1) return;
   const entries = bytes.readUInt16LE(eocd + 10);
-  if (entries > limits.maxParts) throw tooLarge('ENGRAM_PARSE_MAX_PARTS', `The file holds more than ${limits.maxParts} parts`);
+  if (entries > limits.maxParts)
+    throw tooLarge('ENGRAM_PARSE_MAX_PARTS', `The file holds more than ${limits.maxParts} parts`);
   const budget = { left: limits.maxExpandedBytes };
   let at = bytes.readUInt32LE(eocd + 16);
   for (let n = 0; n < entries && at + 46 <= bytes.length && bytes.readUInt32LE(at) === CENTRAL; n++) {

@@ -25,7 +25,8 @@ export const pdfParser: Parser = {
     } catch (error) {
       if (error instanceof AppError) throw error;
       const name = error instanceof Error ? error.name : '';
-      if (name === 'PasswordException') throw unreadable('The PDF is encrypted (password-protected); upload an unprotected copy');
+      if (name === 'PasswordException')
+        throw unreadable('The PDF is encrypted (password-protected); upload an unprotected copy');
       throw unreadable('The PDF is corrupt and cannot be read');
     }
     const blocks: Block[] = [];
