@@ -9,7 +9,7 @@ import { expectError } from '../../testing/memories.js';
 import { until } from '../../testing/until.js';
 import { JobRunner } from '../../jobs/runner.js';
 import { decodeJson } from '../../store/database.js';
-import { queueDueSyncs } from './service.js';
+import { queueDueSyncs } from './syncs.js';
 import type { SyncDeps } from './deps.js';
 import { PURGE_LEASE_MS } from './store.js';
 

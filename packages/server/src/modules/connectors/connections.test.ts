@@ -5,7 +5,7 @@ import { expectError } from '../../testing/memories.js';
 import { JobHandlers } from '../../jobs/runner.js';
 import { EraseHooks } from '../memories/index.js';
 import { endUserPseudonyms } from '../../core/pseudonyms.js';
-import { purgeFinishedSyncs, queueDueSyncs } from './service.js';
+import { purgeFinishedSyncs, queueDueSyncs } from './syncs.js';
 
 const HTML = 'text/html';
 

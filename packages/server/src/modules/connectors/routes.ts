@@ -29,6 +29,9 @@ import {
   SyncParams,
 } from './schemas.js';
 import * as connectors from './service.js';
+import * as integrations from './integrations.js';
+import * as purge from './purge.js';
+import * as syncs from './syncs.js';
 import { PROVIDERS, providerNamed } from './providers/index.js';
 import { notFound } from '../../core/errors.js';
 import type { SyncDeps } from './sync.js';
@@ -207,7 +210,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
         response: { 200: Purged, ...declaredErrors(409) },
       },
     },
-    async (request) => connectors.purgeConnection(deps, projectContext(request), request.params.connection_id),
+    async (request) => purge.purgeConnection(deps, projectContext(request), request.params.connection_id),
   );
 
   app.delete(
@@ -223,7 +226,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
         response: { 200: Removed, ...declaredErrors(409) },
       },
     },
-    async (request) => connectors.removeConnection(deps, projectContext(request), request.params.connection_id),
+    async (request) => purge.removeConnection(deps, projectContext(request), request.params.connection_id),
   );
 
   // ---- configuration pages ------------------------------------------------------------------
@@ -276,7 +279,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
       },
     },
     async (request, reply) =>
-      reply.status(202).send(await connectors.triggerSync(deps, projectContext(request), request.params.connection_id)),
+      reply.status(202).send(await syncs.triggerSync(deps, projectContext(request), request.params.connection_id)),
   );
 
   app.get(
@@ -292,7 +295,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
       },
     },
     async (request) =>
-      connectors.listSyncs(database.db, projectContext(request).projectId, request.params.connection_id, request.query),
+      syncs.listSyncs(database.db, projectContext(request).projectId, request.params.connection_id, request.query),
   );
 
   app.get(
@@ -307,7 +310,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
         response: { 200: Sync },
       },
     },
-    async (request) => connectors.getSync(database.db, projectContext(request).projectId, request.params.sync_id),
+    async (request) => syncs.getSync(database.db, projectContext(request).projectId, request.params.sync_id),
   );
 
   app.post(
@@ -322,7 +325,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
         response: { 200: Sync },
       },
     },
-    async (request) => connectors.cancelSync(deps, projectContext(request), request.params.sync_id),
+    async (request) => syncs.cancelSync(deps, projectContext(request), request.params.sync_id),
   );
 
   app.get(
@@ -339,12 +342,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
       },
     },
     async (request) =>
-      connectors.listObjects(
-        database.db,
-        projectContext(request).projectId,
-        request.params.connection_id,
-        request.query,
-      ),
+      syncs.listObjects(database.db, projectContext(request).projectId, request.params.connection_id, request.query),
   );
 
   app.get(
@@ -358,7 +356,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
         response: { 200: Insights },
       },
     },
-    async (request) => connectors.insights(database.db, projectContext(request).projectId),
+    async (request) => integrations.insights(database.db, projectContext(request).projectId),
   );
 
   // ---- integrations (legacy catalog and aggregate view) -------------------------------------
@@ -378,7 +376,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
         response: { 200: Type.Object({ items: Type.Array(Integration) }) },
       },
     },
-    async (request) => connectors.integrationCatalog(database.db, organizationOf(request).organizationId),
+    async (request) => integrations.integrationCatalog(database.db, organizationOf(request).organizationId),
   );
 
   for (const action of ['enable', 'disable'] as const) {
@@ -398,7 +396,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
         },
       },
       async (request) =>
-        connectors.setIntegration(
+        integrations.setIntegration(
           database,
           controlContextOf(request, undefined, null),
           request.params.provider,
@@ -422,7 +420,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
       },
     },
     async (request) =>
-      connectors.setOAuthClient(
+      integrations.setOAuthClient(
         deps,
         controlContextOf(request, undefined, null),
         request.params.provider,
@@ -443,7 +441,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
       },
     },
     async (request) =>
-      connectors.removeOAuthClient(deps, controlContextOf(request, undefined, null), request.params.provider),
+      integrations.removeOAuthClient(deps, controlContextOf(request, undefined, null), request.params.provider),
   );
 
   app.get(
@@ -459,7 +457,7 @@ export const connectorRoutes: FastifyPluginAsyncTypebox<SyncDeps> = async (app, 
       },
     },
     async (request) =>
-      connectors.integrationsOverview(
+      integrations.integrationsOverview(
         database.db,
         organizationOf(request).organizationId,
         projectContext(request).projectId,

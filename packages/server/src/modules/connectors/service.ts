@@ -1,10 +1,9 @@
 import type { ValidateFunction } from 'ajv';
 import type { Selectable } from 'kysely';
 import type { ConnectorSyncsTable } from '../../store/schema.js';
-import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
+import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { outboundRequest } from '../../core/outbound.js';
 import {
-  clientOf,
   exchangeCode,
   sourceAccess,
   startConsent,
@@ -16,27 +15,17 @@ import {
 import { AppError, forbidden, invalid, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { compileBody, validationError } from '../../core/validation.js';
-import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
-import { forgetWithin } from '../memories/index.js';
+import { decodeJson, encodeJson, nowIso, type Executor } from '../../store/database.js';
 import { sleep } from './providers/http.js';
-import { PROVIDERS, providerNamed } from './providers/index.js';
+import { providerNamed } from './providers/index.js';
 import {
   ConsentRevoked,
   ProviderConfigError,
   type ConnectorProvider,
   type SourceAccess,
 } from './providers/provider.js';
-import {
-  lockedConnection,
-  PURGE_STOPPED,
-  purgeUnderWay,
-  sameCredentials,
-  sealCredentials,
-  type ConnectionRow,
-  type StoredCredentials,
-} from './store.js';
-import { AWAITING_CONSENT, queueSync, type SyncDeps } from './sync.js';
-import { deleteInBatches } from '../../core/batches.js';
+import { sameCredentials, sealCredentials, type ConnectionRow, type StoredCredentials } from './store.js';
+import { AWAITING_CONSENT, type SyncDeps } from './sync.js';
 
 export interface ConnectionInput {
   provider: string;
@@ -75,7 +64,7 @@ export const providerView = (p: ConnectorProvider) => ({
   capabilities: p.capabilities,
 });
 
-async function integrationEnabled(db: Executor, organizationId: string, provider: string): Promise<boolean> {
+export async function integrationEnabled(db: Executor, organizationId: string, provider: string): Promise<boolean> {
   const row = await db
     .selectFrom('integration_settings')
     .select('enabled')
@@ -107,7 +96,7 @@ function givenAccess(
  * Checks the configuration and credentials against the provider's schemas, then against the
  * source itself. An oauth2 connection's tokens come from consent: before it, only the schema is checked.
  */
-async function validateAgainstSource(provider: ConnectorProvider, access: SourceAccess, consented = true) {
+export async function validateAgainstSource(provider: ConnectorProvider, access: SourceAccess, consented = true) {
   check(provider.configSchema, access.config, 'config');
   const { credentials } = access;
   if (provider.credentialsSchema) {
@@ -176,7 +165,7 @@ export const syncView = (s: SyncRow) => ({
   created_at: s.created_at,
 });
 
-async function lastSyncs(db: Executor, connectionIds: number[]): Promise<Map<number, SyncRow>> {
+export async function lastSyncs(db: Executor, connectionIds: number[]): Promise<Map<number, SyncRow>> {
   if (connectionIds.length === 0) return new Map();
   const rows = await db
     .selectFrom('connector_syncs')
@@ -192,7 +181,7 @@ async function lastSyncs(db: Executor, connectionIds: number[]): Promise<Map<num
   return new Map(rows.map((r) => [r.connection_id, r]));
 }
 
-function connectionView(row: ConnectionRow, last: SyncRow | undefined): ConnectionView {
+export function connectionView(row: ConnectionRow, last: SyncRow | undefined): ConnectionView {
   return {
     id: row.id,
     provider: row.provider,
@@ -238,7 +227,7 @@ export async function listConnections(db: Executor, projectId: string, page: Pag
   return { ...result, items: result.items.map((r) => connectionView(r, last.get(r.id))) };
 }
 
-const nextRun = (minutes: number | null | undefined, from = Date.now()) =>
+export const nextRun = (minutes: number | null | undefined, from = Date.now()) =>
   minutes ? new Date(from + minutes * 60_000).toISOString() : null;
 
 export async function createConnection(
@@ -432,155 +421,6 @@ export async function completeAuthorization(
   return getConnection(deps.database.db, ctx.projectId, id);
 }
 
-/** The mark (purging_since) this purge or removal set and last renewed: only it clears or renews the mark. */
-interface PurgeMark {
-  since: string;
-}
-
-const takenOver = () =>
-  new AppError(
-    'conflict',
-    'The purge stalled and another purge or removal of the connection took over; it finishes the work',
-  );
-
-/**
- * Marks the connection as being purged, its row locked, unless a sync is queued or running or another
- * purge or removal is under way (409). From then on no sync is queued (queueSync) until the purge ends,
- * so none adds back what it forgets. A purge or removal that died or failed half way (its mark lapsed:
- * PURGE_LEASE_MS) is taken over and finished by the next one.
- */
-async function startPurge(
-  deps: SyncDeps,
-  ctx: WriteContext & { projectId: string },
-  id: number,
-): Promise<{ row: ConnectionRow; mark: PurgeMark }> {
-  return write(deps.database, ctx, async (trx, effects) => {
-    const row = await lockedConnection(deps.database, trx, ctx.projectId, id);
-    if (!row) throw notFound('Connection');
-    // One at a time: a second purge would keep going after the first's end cleared the mark, with syncs queued again.
-    if (purgeUnderWay(row, Date.parse(effects.now))) {
-      throw new AppError(
-        'conflict',
-        "The connection's memories are already being purged (a purge or removal is under way); wait for it to end",
-      );
-    }
-    const active = await trx
-      .selectFrom('connector_syncs')
-      .select('id')
-      .where('connection_id', '=', id)
-      .where('status', 'in', ['queued', 'running'])
-      .executeTakeFirst();
-    if (active)
-      throw new AppError('conflict', `Sync ${active.id} of this connection is in progress; cancel it or wait`);
-    await trx.updateTable('connector_connections').set({ purging_since: effects.now }).where('id', '=', id).execute();
-    return { row, mark: { since: effects.now } };
-  });
-}
-
-/** Renews the purge's mark in the caller's transaction, compare-and-swap on the value it set: a purge taken over commits nothing more. */
-async function renewMark(trx: Executor, id: number, mark: PurgeMark, now: string): Promise<void> {
-  const renewed = await trx
-    .updateTable('connector_connections')
-    .set({ purging_since: now })
-    .where('id', '=', id)
-    .where('purging_since', '=', mark.since)
-    .executeTakeFirst();
-  if (Number(renewed.numUpdatedRows) === 0) throw takenOver();
-}
-
-/** Forgets every memory the connection brought in; its objects are forgotten too, so the next sync starts afresh. */
-async function purgeWithin(deps: SyncDeps, ctx: WriteContext, row: ConnectionRow, mark: PurgeMark): Promise<number> {
-  let forgotten = 0;
-  for (;;) {
-    const objects = await deps.database.db
-      .selectFrom('connector_objects')
-      .select(['source_id', 'memory_ids'])
-      .where('connection_id', '=', row.id)
-      .limit(200)
-      .execute();
-    if (objects.length === 0) return forgotten;
-    const batch = await write(deps.database, ctx, async (trx, effects) => {
-      const ids = objects.flatMap((o) => decodeJson<number[]>(o.memory_ids));
-      const n = (
-        await forgetWithin(
-          trx,
-          { ctx, effects, hooks: deps.erase },
-          { projectId: row.project_id, tenantId: '', endUserId: row.end_user_id },
-          ids,
-        )
-      ).length;
-      await trx
-        .deleteFrom('connector_objects')
-        .where('connection_id', '=', row.id)
-        .where(
-          'source_id',
-          'in',
-          objects.map((o) => o.source_id),
-        )
-        .execute();
-      // Last, after the owner's lock: the connection's row is not held while the batch waits for that (a sync asked for meanwhile is answered at once).
-      await renewMark(trx, row.id, mark, effects.now);
-      return { n, now: effects.now };
-    });
-    forgotten += batch.n;
-    mark.since = batch.now;
-  }
-}
-
-/**
- * Runs a purge or removal: marks the connection, forgets in batches, then `end` in one transaction
- * while the mark is still this purge's. One that fails half way lets its mark lapse at once.
- */
-async function purging<T>(
-  deps: SyncDeps,
-  ctx: WriteContext & { projectId: string },
-  id: number,
-  end: (trx: Executor, effects: Effects, mark: PurgeMark, forgotten: number) => Promise<T>,
-): Promise<T> {
-  const { row, mark } = await startPurge(deps, ctx, id);
-  try {
-    const forgotten = await purgeWithin(deps, ctx, row, mark);
-    return await write(deps.database, ctx, (trx, effects) => end(trx, effects, mark, forgotten));
-  } catch (error) {
-    // Only while the mark is still ours; syncs keep waiting for the next purge or removal to finish the work. Should
-    // this fail too, the mark lapses after PURGE_LEASE_MS all the same.
-    await deps.database.db
-      .updateTable('connector_connections')
-      .set({ purging_since: PURGE_STOPPED })
-      .where('id', '=', id)
-      .where('purging_since', '=', mark.since)
-      .execute()
-      .catch(() => undefined);
-    throw error;
-  }
-}
-
-export async function purgeConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number) {
-  return purging(deps, ctx, id, async (trx, effects, mark, forgotten) => {
-    // Cleared only by the purge that holds the mark: syncs may be queued again once it is done.
-    const ended = await trx
-      .updateTable('connector_connections')
-      .set({ cursor: null, purging_since: null, updated_at: effects.now })
-      .where('id', '=', id)
-      .where('purging_since', '=', mark.since)
-      .executeTakeFirst();
-    if (Number(ended.numUpdatedRows) === 0) throw takenOver();
-    effects.audit('connection.purge', { type: 'connection', id });
-    return { id, memories_forgotten: forgotten };
-  });
-}
-
-export async function removeConnection(deps: SyncDeps, ctx: WriteContext & { projectId: string }, id: number) {
-  return purging(deps, ctx, id, async (trx, effects, mark, forgotten) => {
-    await renewMark(trx, id, mark, effects.now);
-    await trx.deleteFrom('connector_syncs').where('connection_id', '=', id).execute();
-    await trx.deleteFrom('connector_oauth_states').where('connection_id', '=', id).execute();
-    await trx.deleteFrom('connector_connections').where('id', '=', id).execute();
-    effects.audit('connection.remove', { type: 'connection', id });
-    return { id, removed: true, memories_forgotten: forgotten };
-  });
-}
-
 export async function configurationPage(db: Executor, projectId: string, id: number) {
   const row = await connectionRow(db, projectId, id);
   const provider = providerOrThrow(row.provider);
@@ -615,329 +455,4 @@ export async function saveConfiguration(
     effects.audit('connection.configure', { type: 'connection', id });
   });
   return configurationPage(deps.database.db, ctx.projectId, id);
-}
-
-export async function triggerSync(
-  deps: SyncDeps,
-  ctx: WriteContext & { projectId: string },
-  id: number,
-): Promise<SyncView> {
-  const row = await connectionRow(deps.database.db, ctx.projectId, id);
-  if (!(await integrationEnabled(deps.database.db, ctx.organizationId, row.provider)))
-    throw forbidden(`${row.provider} is disabled for this organization`);
-  const syncId = await write(deps.database, ctx, async (trx, effects) => {
-    const queued = await queueSync(deps.database, trx, row, 'manual', ctx, effects.now);
-    effects.audit('connector.sync_trigger', { type: 'connection', id });
-    return queued;
-  });
-  deps.jobs.enqueued();
-  return getSync(deps.database.db, ctx.projectId, syncId);
-}
-
-export async function getSync(db: Executor, projectId: string, syncId: number): Promise<SyncView> {
-  const row = await db
-    .selectFrom('connector_syncs')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .where('id', '=', syncId)
-    .executeTakeFirst();
-  if (!row) throw notFound('Sync');
-  return syncView(row);
-}
-
-/**
- * Retention: deletes syncs that finished before `before`, a batch a statement, except each
- * connection's newest (its last sync, which the connection shows); answers how many.
- */
-export async function purgeFinishedSyncs(db: Executor, before: string, batch = 1_000): Promise<number> {
-  return deleteInBatches(batch, async () => {
-    const finished = db
-      .selectFrom('connector_syncs as s')
-      .select('s.id')
-      .where('s.status', 'not in', ['queued', 'running'])
-      .where('s.finished_at', '<', before)
-      .where(({ exists, selectFrom }) =>
-        exists(
-          selectFrom('connector_syncs as n')
-            .select('n.id')
-            .whereRef('n.connection_id', '=', 's.connection_id')
-            .whereRef('n.id', '>', 's.id'),
-        ),
-      )
-      .limit(batch);
-    return Number(
-      (await db.deleteFrom('connector_syncs').where('id', 'in', finished).executeTakeFirst()).numDeletedRows,
-    );
-  });
-}
-
-export async function listSyncs(db: Executor, projectId: string, connectionId: number, page: PageParams) {
-  await connectionRow(db, projectId, connectionId);
-  return paginate(
-    db.selectFrom('connector_syncs').selectAll().where('connection_id', '=', connectionId).orderBy('id', 'desc'),
-    page,
-    syncView,
-  );
-}
-
-/** Asks a queued or running sync to stop; it stops before its next object. A finished sync is 409. */
-export async function cancelSync(
-  deps: SyncDeps,
-  ctx: WriteContext & { projectId: string },
-  syncId: number,
-): Promise<SyncView> {
-  const sync = await getSync(deps.database.db, ctx.projectId, syncId);
-  if (!['queued', 'running'].includes(sync.status))
-    throw new AppError('conflict', `The sync has already ${sync.status}`);
-  await write(deps.database, ctx, async (trx, effects) => {
-    // A queued sync is cancelled outright; a running one at its next object.
-    await trx
-      .updateTable('connector_syncs')
-      .set({ cancel_requested: deps.database.bool(true), updated_at: effects.now })
-      .where('id', '=', syncId)
-      .execute();
-    await trx
-      .updateTable('connector_syncs')
-      .set({ status: 'cancelled', finished_at: effects.now })
-      .where('id', '=', syncId)
-      .where('status', '=', 'queued')
-      .execute();
-    effects.audit('connector.sync_cancel', { type: 'sync', id: syncId });
-  });
-  return getSync(deps.database.db, ctx.projectId, syncId);
-}
-
-export async function listObjects(
-  db: Executor,
-  projectId: string,
-  connectionId: number,
-  page: PageParams & { status?: string },
-) {
-  await connectionRow(db, projectId, connectionId);
-  return paginate(
-    db
-      .selectFrom('connector_objects')
-      .selectAll()
-      .where('connection_id', '=', connectionId)
-      .$if(page.status !== undefined, (qb) => qb.where('status', '=', page.status!))
-      .orderBy('source_id'),
-    page,
-    (o) => ({
-      source_id: o.source_id,
-      title: o.title,
-      url: o.url,
-      version: o.version,
-      content_hash: o.content_hash,
-      memory_ids: decodeJson<number[]>(o.memory_ids),
-      status: o.status,
-      error: o.error,
-      created_at: o.created_at,
-      updated_at: o.updated_at,
-    }),
-  );
-}
-
-export async function insights(db: Executor, projectId: string) {
-  const connections = await db
-    .selectFrom('connector_connections')
-    .select(['state', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('project_id', '=', projectId)
-    .groupBy('state')
-    .execute();
-  const objects = await db
-    .selectFrom('connector_objects')
-    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('project_id', '=', projectId)
-    .groupBy('status')
-    .execute();
-  const syncs = await db
-    .selectFrom('connector_syncs')
-    .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('project_id', '=', projectId)
-    .groupBy('status')
-    .execute();
-  const live = await db
-    .selectFrom('connector_objects')
-    .select('memory_ids')
-    .where('project_id', '=', projectId)
-    .where('status', '=', 'synced')
-    .execute();
-  const recent = await db
-    .selectFrom('connector_syncs')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .orderBy('id', 'desc')
-    .limit(10)
-    .execute();
-  const byKey = (rows: Array<{ n: number } & Record<string, unknown>>, key: string) =>
-    Object.fromEntries(rows.map((r) => [String(r[key]), Number(r.n)]));
-  return {
-    connections: { total: connections.reduce((s, r) => s + Number(r.n), 0), by_state: byKey(connections, 'state') },
-    objects: { total: objects.reduce((s, r) => s + Number(r.n), 0), by_status: byKey(objects, 'status') },
-    memories: live.reduce((s, o) => s + decodeJson<number[]>(o.memory_ids).length, 0),
-    syncs: { total: syncs.reduce((s, r) => s + Number(r.n), 0), by_status: byKey(syncs, 'status') },
-    last_runs: recent.map(syncView),
-  };
-}
-
-export async function integrationCatalog(db: Executor, organizationId: string) {
-  const settings = await db
-    .selectFrom('integration_settings')
-    .selectAll()
-    .where('organization_id', '=', organizationId)
-    .execute();
-  const enabled = new Map(settings.map((s) => [s.provider, Boolean(s.enabled)]));
-  return { items: PROVIDERS.map((p) => ({ ...providerView(p), enabled: enabled.get(p.name) ?? true })) };
-}
-
-export async function setIntegration(database: Database, ctx: WriteContext, provider: string, enabled: boolean) {
-  const p = providerNamed(provider);
-  if (!p) throw notFound('Integration');
-  await write(database, ctx, async (trx, effects) => {
-    await trx
-      .insertInto('integration_settings')
-      .values({
-        organization_id: ctx.organizationId,
-        provider,
-        enabled: database.bool(enabled),
-        oauth_client: null,
-        updated_at: effects.now,
-      })
-      .onConflict((oc) =>
-        oc
-          .columns(['organization_id', 'provider'])
-          .doUpdateSet({ enabled: database.bool(enabled), updated_at: effects.now }),
-      )
-      .execute();
-    effects.audit(enabled ? 'integration.enable' : 'integration.disable', { type: 'integration', id: provider });
-  });
-  return { ...providerView(p), enabled };
-}
-
-function oauthProvider(name: string): ConnectorProvider {
-  const provider = providerNamed(name);
-  if (!provider) throw notFound('Integration');
-  if (!provider.oauth) throw invalid('provider', `${provider.title} does not use OAuth consent`);
-  return provider;
-}
-
-/** Which OAuth client consent and refreshes of the provider use in the organization; the secret is never shown. */
-async function oauthClientView(deps: SyncDeps, provider: ConnectorProvider, organizationId: string) {
-  const client = await clientOf(deps, provider, organizationId).catch((error: unknown) => {
-    if (error instanceof AppError && error.code === 'unavailable') return null;
-    throw error;
-  });
-  return { provider: provider.name, client_id: client?.clientId ?? null, source: client?.source ?? null };
-}
-
-/** Gives the organization its own OAuth client for a provider (its own app at the vendor), stored encrypted. */
-export async function setOAuthClient(
-  deps: SyncDeps,
-  ctx: WriteContext,
-  name: string,
-  client: { client_id: string; client_secret: string },
-) {
-  const provider = oauthProvider(name);
-  const sealed = sealCredentials(deps.secret, client);
-  await write(deps.database, ctx, async (trx, effects) => {
-    await trx
-      .insertInto('integration_settings')
-      .values({
-        organization_id: ctx.organizationId,
-        provider: provider.name,
-        enabled: deps.database.bool(true),
-        oauth_client: sealed,
-        updated_at: effects.now,
-      })
-      .onConflict((oc) =>
-        oc.columns(['organization_id', 'provider']).doUpdateSet({ oauth_client: sealed, updated_at: effects.now }),
-      )
-      .execute();
-    effects.audit('integration.oauth_client_set', { type: 'integration', id: provider.name });
-  });
-  return oauthClientView(deps, provider, ctx.organizationId);
-}
-
-/** Drops the organization's own OAuth client: the server's applies again (if it has one). */
-export async function removeOAuthClient(deps: SyncDeps, ctx: WriteContext, name: string) {
-  const provider = oauthProvider(name);
-  await write(deps.database, ctx, async (trx, effects) => {
-    await trx
-      .updateTable('integration_settings')
-      .set({ oauth_client: null, updated_at: effects.now })
-      .where('organization_id', '=', ctx.organizationId)
-      .where('provider', '=', provider.name)
-      .execute();
-    effects.audit('integration.oauth_client_remove', { type: 'integration', id: provider.name });
-  });
-  return oauthClientView(deps, provider, ctx.organizationId);
-}
-
-/** Every connection of the project with its state and last sync, in one call. */
-export async function integrationsOverview(db: Executor, organizationId: string, projectId: string) {
-  const rows = await db
-    .selectFrom('connector_connections')
-    .selectAll()
-    .where('project_id', '=', projectId)
-    .orderBy('id')
-    .execute();
-  const last = await lastSyncs(
-    db,
-    rows.map((r) => r.id),
-  );
-  const catalog = await integrationCatalog(db, organizationId);
-  return {
-    project_id: projectId,
-    integrations: catalog.items.map((i) => ({
-      provider: i.name,
-      title: i.title,
-      enabled: i.enabled,
-      connections: rows.filter((r) => r.provider === i.name).length,
-    })),
-    connections: rows.map((r) => connectionView(r, last.get(r.id))),
-  };
-}
-
-/**
- * Queues the syncs whose schedule is due. Each connection's next_sync_at is moved forward with a
- * conditional update first, so of several processes only one queues it.
- */
-export async function queueDueSyncs(deps: SyncDeps, now = new Date()): Promise<number[]> {
-  const due = await deps.database.db
-    .selectFrom('connector_connections')
-    .selectAll()
-    .where('next_sync_at', 'is not', null)
-    .where('next_sync_at', '<=', now.toISOString())
-    .where('state', '=', 'active')
-    .where('purging_since', 'is', null)
-    .limit(100)
-    .execute();
-  const queued: number[] = [];
-  for (const row of due) {
-    const claimed = await deps.database.db
-      .updateTable('connector_connections')
-      .set({ next_sync_at: nextRun(row.schedule_minutes, now.getTime()) })
-      .where('id', '=', row.id)
-      .where('next_sync_at', '=', row.next_sync_at)
-      .executeTakeFirst();
-    if (Number(claimed.numUpdatedRows) === 0) continue;
-    const ctx: WriteContext = {
-      actor: { type: 'system', id: null },
-      organizationId: row.organization_id,
-      projectId: row.project_id,
-      requestId: null,
-    };
-    const id = await write(deps.database, ctx, async (trx, effects) => {
-      const syncId = await queueSync(deps.database, trx, row, 'schedule', ctx, effects.now);
-      effects.audit('connector.sync_trigger', { type: 'connection', id: row.id }, 'scheduled');
-      return syncId;
-    }).catch((error: unknown) => {
-      // A sync already under way, or the connection changed since it was found due (a purge began, consent was lost): skipped this time.
-      if (error instanceof AppError && error.code === 'conflict') return undefined;
-      throw error;
-    });
-    if (id !== undefined) queued.push(id);
-  }
-  if (queued.length) deps.jobs.enqueued();
-  return queued;
 }
