@@ -1,12 +1,3 @@
-import { defineConfig } from 'vitest/config';
+import { packageTestConfig } from '../server/src/testing/vitest-package.js';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    testTimeout: 120_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
-    reporters: process.env.CI ? ['default', 'json'] : ['default'],
-    outputFile: { json: '.vitest-results.json' },
-  },
-});
+export default packageTestConfig();

@@ -1,14 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { packageTestConfig } from '../server/src/testing/vitest-package.js';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    // Builds dist once, for the stdio test's `engram-mcp` (bin/engram-mcp.mjs runs dist/cli.js).
-    globalSetup: ['test/build.ts'],
-    testTimeout: 120_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
-    reporters: process.env.CI ? ['default', 'json'] : ['default'],
-    outputFile: { json: '.vitest-results.json' },
-  },
-});
+// Builds dist once, for the stdio test's `engram-mcp` (bin/engram-mcp.mjs runs dist/cli.js).
+export default packageTestConfig({ test: { globalSetup: ['test/build.ts'] } });

@@ -1,26 +1,17 @@
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ServiceClient, type Memory } from '@engram/client';
-import { useTestApp } from '../../server/src/testing/harness.js';
-import { startFakeLlm, type FakeLlm } from '../../server/src/testing/fake-llm.js';
-import { readmeExample, runTsExample } from '../../server/src/testing/readme-example.js';
+import { readmeExample, runTsExample, useAgentExample } from '../../server/src/testing/readme-example.js';
 
 /** The root README's LangGraph (TypeScript) example, run as written (importing the built package) against a real server and a local chat endpoint. */
 const PACKAGE = fileURLToPath(new URL('..', import.meta.url));
 
-const t = useTestApp('sqlite');
-let llm: FakeLlm;
-beforeAll(async () => {
-  llm = await startFakeLlm();
-});
-afterAll(async () => llm?.close());
+const example = useAgentExample();
 
 it('runs the README LangGraph example as written: the memory it put reaches the model', async () => {
-  const baseUrl = await t.app.listen({ host: '127.0.0.1', port: 0 });
-  // Like the key `npm start` prints: locked to its project.
-  const { key } = await t.newKey({ projectId: t.projectId });
+  const llm = example.llm();
   llm.script.push({ content: 'Book an aisle seat.' });
-  const env = { ENGRAM_URL: baseUrl, ENGRAM_API_KEY: key, OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: llm.baseUrl };
+  const { baseUrl, key, env } = await example.start();
   const stdout = await runTsExample(PACKAGE, 'agent.ts', readmeExample('### LangGraph (TypeScript)', 'ts'), env);
   expect(stdout.trim()).toBe('Book an aisle seat.');
   expect(llm.requests[0]!.body.messages[0]).toEqual({
