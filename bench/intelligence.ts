@@ -95,13 +95,16 @@ function statements(file: string) {
   };
 }
 
-const pairFound = (a: string, b: string) => {
-  const memories = [a, b].map((text, i) => ({
+/** A statement and who said it (a LoCoMo turn: its speaker is the "I" of it). */
+type Said = { text: string; speaker?: string | null };
+
+const pairFound = (a: Said, b: Said) => {
+  const memories = [a, b].map((said, i) => ({
     id: i + 1,
     createdAt: `2024-0${i + 1}-01T00:00:00.000Z`,
     supersededBy: null,
     isSummary: false,
-    extraction: extractor.extract(text),
+    extraction: extractor.extract(said.text, said.speaker ?? null),
   }));
   return deriveKnowledge(memories, 'user').conflicts.length > 0;
 };
@@ -112,7 +115,7 @@ function conflicts(file: string) {
   const rows = lines(file);
   for (const line of rows) {
     const [a, b, label] = line.split('||').map((s) => s.trim());
-    tally(counts, pairFound(a!, b!), label === 'yes');
+    tally(counts, pairFound({ text: a! }, { text: b! }), label === 'yes');
   }
   return { pairs: rows.length, ...prf(counts[0]!, counts[1]!, counts[2]!) };
 }
@@ -125,15 +128,15 @@ function tally(counts: number[], found: boolean, gold: boolean) {
 
 /**
  * Issue 53's sets: kind || older || newer || yes/no [|| provenance]; precision and recall overall and per
- * kind of fact, and the false alarms among the compatible pairs. `text` reads a statement (a LoCoMo reference).
+ * kind of fact, and the false alarms among the compatible pairs. `said` reads a statement (a LoCoMo reference).
  */
-function conflictsByKind(file: string, text: (statement: string) => string = (s) => s) {
+function conflictsByKind(file: string, said: (statement: string) => Said = (text) => ({ text })) {
   const all = [0, 0, 0];
   const byKind = new Map<string, number[]>();
   const rows = lines(file);
   for (const line of rows) {
     const [kind, a, b, label] = line.split('||').map((s) => s.trim());
-    const found = pairFound(text(a!), text(b!));
+    const found = pairFound(said(a!), said(b!));
     tally(all, found, label === 'yes');
     if (!byKind.has(kind!)) byKind.set(kind!, [0, 0, 0]);
     tally(byKind.get(kind!)!, found, label === 'yes');
@@ -162,12 +165,23 @@ const quality = {
   facts_heldout: conflictsByKind('conflicts-heldout.txt'),
   // Written by another hand before wave 3 changed the rules, never read while changing them.
   facts_unseen: conflictsByKind('conflicts-unseen.txt'),
+  // Session 4 of wave 3: written before that session changed the rules, scored only while changing them.
+  facts_fresh: conflictsByKind('changes-fresh.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
-    const text = resolver(locomoDir());
+    const statement = resolver(locomoDir());
+    // The earlier sets take every turn's "I" as one end user; the same-subject sets name the speaker.
+    const text = (ref: string) => ({ text: statement(ref).text });
+    const said = (ref: string) => {
+      const s = statement(ref);
+      return { text: s.text, speaker: s.subject === 'I' ? s.speaker : null };
+    };
     return {
       locomo_tuning: conflictsByKind('locomo-pairs-tuning.txt', text),
       locomo_heldout: conflictsByKind('locomo-pairs-heldout.txt', text),
+      locomo_same_tuning: conflictsByKind('locomo-same-tuning.txt', said),
+      // Held out before labelling; scored only.
+      locomo_same_heldout: conflictsByKind('locomo-same-heldout.txt', said),
     };
   })(),
   previous,

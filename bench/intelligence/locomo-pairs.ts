@@ -8,7 +8,7 @@
  * by references (file:dia_id#sentence, file:obsSESSION:Person#index) so the labels file carries no
  * LoCoMo text; resolveRef reads it back from ENGRAM_LOCOMO_DIR.
  *
- *   node --import tsx bench/intelligence/locomo-pairs.ts > /tmp/candidates.txt   (proposes; a person labels)
+ *   node --import tsx bench/intelligence/locomo-pairs.ts [--same | --changes] > /tmp/candidates.txt   (proposes; a person labels)
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -23,8 +23,10 @@ export const locomoDir = () =>
 export interface Statement {
   ref: string;
   text: string;
-  /** Subject: 'I' for a turn, the person's name for an observation. */
+  /** Subject: 'I' for a turn, the person's name for an observation or event. */
   subject: string;
+  /** Who said a turn (the person an observation or event is about). */
+  speaker: string;
   /** Conversation order: session * 1000 + turn. */
   order: number;
 }
@@ -46,12 +48,13 @@ export function loadStatements(dir = locomoDir()): Map<string, Statement> {
     for (const key of Object.keys(raw)) {
       const turns = /^session_(\d+)$/.exec(key);
       if (turns) {
-        for (const [t, turn] of (raw[key] as Array<{ dia_id: string; text: string }>).entries()) {
+        for (const [t, turn] of (raw[key] as Array<{ dia_id: string; text: string; speaker: string }>).entries()) {
           for (const [i, text] of sentencesOf(turn.text).entries()) {
             out.set(`${name}:${turn.dia_id}#${i}`, {
               ref: `${name}:${turn.dia_id}#${i}`,
               text,
               subject: 'I',
+              speaker: turn.speaker,
               order: Number(turns[1]) * 1000 + t,
             });
           }
@@ -62,7 +65,18 @@ export function loadStatements(dir = locomoDir()): Map<string, Statement> {
         for (const [person, facts] of Object.entries(raw[key] as Record<string, Array<[string, string]>>)) {
           for (const [i, [text]] of facts.entries()) {
             const ref = `${name}:obs${observed[1]}:${person}#${i}`;
-            out.set(ref, { ref, text, subject: person, order: Number(observed[1]) * 1000 + i });
+            out.set(ref, { ref, text, subject: person, speaker: person, order: Number(observed[1]) * 1000 + i });
+          }
+        }
+      }
+      // Event summaries: one short third-person sentence per event of a session (ordered after its turns).
+      const events = /^events_session_(\d+)$/.exec(key);
+      if (events) {
+        for (const [person, list] of Object.entries(raw[key] as Record<string, unknown>)) {
+          if (!Array.isArray(list)) continue;
+          for (const [i, text] of (list as string[]).entries()) {
+            const ref = `${name}:ev${events[1]}:${person}#${i}`;
+            out.set(ref, { ref, text, subject: person, speaker: person, order: Number(events[1]) * 1000 + 900 + i });
           }
         }
       }
@@ -71,13 +85,13 @@ export function loadStatements(dir = locomoDir()): Map<string, Statement> {
   return out;
 }
 
-/** The text of a reference, read from the LoCoMo files. */
+/** The statement of a reference, read from the LoCoMo files. */
 export function resolver(dir = locomoDir()) {
   const statements = loadStatements(dir);
   return (ref: string) => {
     const s = statements.get(ref);
     if (!s) throw new Error(`no LoCoMo statement ${ref} in ${dir}`);
-    return s.text;
+    return s;
   };
 }
 
@@ -144,10 +158,117 @@ export function propose(statements: Map<string, Statement>, perKind = 24, seed =
   return pairs;
 }
 
+/**
+ * The same-subject set (issue 53, session 4): pairs of statements about ONE person, each a first-person
+ * turn sentence of that speaker or an observation / event summary about them, from different sessions,
+ * both matching one kind's word list and sharing a content word (so that most pairs speak of the same
+ * thing: the same job, pet, city). Proposed with a fixed seed, split by `heldOut` before labelling.
+ */
+const SAME_KINDS: Record<string, RegExp> = {
+  residence: /\b(live[sd]?|living|moved?|moving|relocat\w*|hometown|apartment|house|neighbou?rhood|grew up)\b/i,
+  employer_job:
+    /\b(work(s|ed|ing)? (at|for|as)|job|career|hired|quit|fired|laid off|employ\w*|promot\w*|boss|company|position|profession|business|studio|store|shop)\b/i,
+  relationship:
+    /\b(married|marry|husband|wife|partner|boyfriend|girlfriend|divorc\w*|engaged|single|dating|fianc\w*|broke up|break up|split up)\b/i,
+  age_birthday: /\b(years? old|birthday|born|turn(ed|ing|s)? \d+|my age|aged)\b/i,
+  favorite_preference: /\b(favou?rite|prefer\w*|rather|more than|the best)\b/i,
+  possession:
+    /\b(own|owns|owned|bought|sold|adopted|got an? |have an? |has an? |new (car|house|phone|dog|cat|puppy)|pets?|dogs?|cats?|car)\b/i,
+  habit:
+    /\b(every (day|morning|week|weekend|evening|night|month|year)|usually|always|daily|weekly|twice|once a|routine|regularly|each (day|week|morning))\b/i,
+  negation: /\b(not|n't|never|no longer|anymore|stopped|quit|gave up)\b/i,
+};
+const CONTENT_STOP = new Set(
+  'that this with have has been about what when where they them their there your just really like from some more also would could should will them then than into over much very make made good great time things thing know think feel want need going doing being were here even still those these such only other every each well back lots much many glad happy love loved awesome amazing thanks thank yeah sure right'.split(
+    ' ',
+  ),
+);
+const contentWords = (text: string) =>
+  new Set(
+    (text.toLowerCase().match(/[a-z]{4,}/g) ?? [])
+      .map((w) => w.replace(/(ies|es|s|ed|ing)$/, ''))
+      .filter((w) => w.length >= 4 && !CONTENT_STOP.has(w)),
+  );
+
+export function proposeSameSubject(statements: Map<string, Statement>, perKind = 22, seed = 534) {
+  const rand = mulberry32(seed);
+  const all = [...statements.values()].filter(
+    (s) => s.text.length >= 12 && s.text.length <= 180 && (s.subject !== 'I' || FIRST_PERSON.test(s.text)),
+  );
+  const pairs: Array<{ kind: string; older: Statement; newer: Statement }> = [];
+  const seen = new Set<string>();
+  for (const [kind, words] of Object.entries(SAME_KINDS)) {
+    const bySubject = new Map<string, Statement[]>();
+    for (const s of all.filter((x) => words.test(x.text))) {
+      const key = `${s.ref.split(':')[0]}:${s.speaker}`;
+      bySubject.set(key, [...(bySubject.get(key) ?? []), s]);
+    }
+    const candidates: Array<[Statement, Statement]> = [];
+    for (const xs of bySubject.values())
+      for (let i = 0; i < xs.length; i++)
+        for (let j = i + 1; j < xs.length; j++) {
+          const [a, b] = xs[i]!.order <= xs[j]!.order ? [xs[i]!, xs[j]!] : [xs[j]!, xs[i]!];
+          if (Math.floor(a.order / 1000) === Math.floor(b.order / 1000)) continue;
+          const wa = contentWords(a.text);
+          if (![...contentWords(b.text)].some((w) => wa.has(w))) continue;
+          candidates.push([a, b]);
+        }
+    for (let i = candidates.length - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      [candidates[i], candidates[j]] = [candidates[j]!, candidates[i]!];
+    }
+    let n = 0;
+    for (const [older, newer] of candidates) {
+      if (n >= perKind) break;
+      const key = `${older.ref}|${newer.ref}`;
+      if (seen.has(key) || older.text === newer.text) continue;
+      seen.add(key);
+      pairs.push({ kind, older, newer });
+      n++;
+    }
+  }
+  return pairs;
+}
+
+/** A newer statement that says something changed (the candidates real updates are among). */
+const CHANGE =
+  /\b(lost|quit|left|moved|sold|gave away|adopted|new|started|began|became|no longer|anymore|passed away|died|stopped|switched|changed|now|opened|closed|got (a|an|my)|broke up|divorc\w*|got married|retired|fired|laid off|third|second|another)\b/i;
+
+/**
+ * Change candidates: per kind, a newer statement with a change word and an older statement of the same
+ * person from an earlier session, of the same kind and sharing a content word (where real updates are).
+ */
+export function proposeChanges(statements: Map<string, Statement>, perKind = 14, seed = 535) {
+  const rand = mulberry32(seed);
+  const all = [...statements.values()].filter(
+    (s) => s.text.length >= 12 && s.text.length <= 180 && (s.subject !== 'I' || FIRST_PERSON.test(s.text)),
+  );
+  const pairs: Array<{ kind: string; older: Statement; newer: Statement }> = [];
+  for (const [kind, words] of Object.entries(SAME_KINDS)) {
+    const candidates: Array<[Statement, Statement]> = [];
+    const matching = all.filter((x) => words.test(x.text));
+    for (const b of matching.filter((x) => CHANGE.test(x.text)))
+      for (const a of matching) {
+        if (a.speaker !== b.speaker || a.ref.split(':')[0] !== b.ref.split(':')[0]) continue;
+        if (Math.floor(a.order / 1000) >= Math.floor(b.order / 1000)) continue;
+        const wa = contentWords(a.text);
+        if ([...contentWords(b.text)].some((w) => wa.has(w))) candidates.push([a, b]);
+      }
+    for (let i = candidates.length - 1; i > 0; i--) {
+      const j = Math.floor(rand() * (i + 1));
+      [candidates[i], candidates[j]] = [candidates[j]!, candidates[i]!];
+    }
+    for (const [older, newer] of candidates.slice(0, perKind)) pairs.push({ kind, older, newer });
+  }
+  return pairs;
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
-  for (const { kind, older, newer } of propose(loadStatements())) {
+  const same = ['--same', '--changes'].some((f) => process.argv.includes(f));
+  const proposer = process.argv.includes('--changes') ? proposeChanges : same ? proposeSameSubject : propose;
+  for (const { kind, older, newer } of proposer(loadStatements())) {
     console.log(
-      `${heldOut(older.ref, newer.ref) ? 'H' : 'T'} ${kind} || ${older.ref} || ${newer.ref}\n    A: ${older.text}\n    B: ${newer.text}`,
+      `${heldOut(older.ref, newer.ref) ? 'H' : 'T'} ${kind} || ${older.ref} || ${newer.ref}\n    A: ${same ? `(${older.speaker}) ` : ''}${older.text}\n    B: ${same ? `(${newer.speaker}) ` : ''}${newer.text}`,
     );
   }
 }
