@@ -6,7 +6,7 @@
 // ("I swim twice a week") and its end ("I quit swimming"), a job or a home left ("I left Google").
 // Deterministic and offline; complements the cue relations of extract.ts.
 import type { EntityMention } from './entities.js';
-import { britishToAmerican, NUMBER_WORDS } from './lexicon.js';
+import { britishToAmerican, GIVEN_NAMES, MONTHS, NUMBER_WORDS } from './lexicon.js';
 import type { Token } from './tokens.js';
 
 /** Relation names the fact rules produce; each is used only when the ontology declares it. */
@@ -216,6 +216,7 @@ const STOP = new Set([
   'day',
   'lot',
   'thi',
+  'this',
   'over',
   'instead',
   'either',
@@ -279,6 +280,7 @@ chiropractor radiologist anesthesiologist pediatrician psychiatrist worker lifeg
 astronomer statistician actuary headteacher dean pastor priest rabbi imam officer detective sheriff solicitor barrister notary
 supervisor foreman sommelier housekeeper maid babysitter referee umpire footballer mailman postman trucker surveyor planner
 strategist copywriter curator archivist historian linguist interpreter diplomat politician senator mayor councillor councilor
+principal headmaster headmistress doula cashier paramedic clergyman minister ambassador
 `
     .trim()
     .split(/\s+/),
@@ -316,7 +318,7 @@ const STATUS = new Set(['single', 'married', 'divorced', 'engaged', 'widowed', '
 const TRAITS = new Set(
   `
 vegetarian vegan pescatarian religious atheist christian muslim jewish buddhist catholic shy introverted extroverted sober
-pregnant diabetic celiac lactose-intolerant gay straight bisexual transgender trans queer left-handed right-handed
+pregnant diabetic celiac lactose-intolerant gay straight bisexual transgender trans queer left-handed right-handed teetotal
 `
     .trim()
     .split(/\s+/),
@@ -547,7 +549,9 @@ function withRole(
   let j = i;
   while (
     clause[j] &&
-    ['new', 'old', 'late', 'current', 'little', 'older', 'younger', 'ex', 'belov'].includes(clause[j]!.key)
+    ['new', 'old', 'late', 'current', 'little', 'older', 'younger', 'ex', 'belov', 'first', 'second', 'third'].includes(
+      clause[j]!.key,
+    )
   )
     j++;
   // A modifier before an attribute noun ("wedding anniversary", "cell phone number") names the same attribute.
@@ -701,7 +705,7 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
       const m = mentionAt.get(offset + i);
       if (m && m.type !== 'date' && m.type !== 'quantity') lastEntity = { name: m.name, type: m.type };
     }
-    if (!subject && homeIs(clause, mentionAt, offset, self, emit)) continue;
+    if (!subject && homeIs(clause, mentionAt, offset, self, before, emit)) continue;
     if (!subject) {
       favouriteBackward(clause, mentionAt, offset, self, before, emit);
       continue;
@@ -726,8 +730,16 @@ function readClause(
   let copula = false;
   for (; i < clause.length; i++) {
     const t = clause[i]!;
-    if (HYPOTHETICAL.has(t.key)) return;
+    // "I'd rather fly than drive": a preference, not a wish.
+    if (t.key === 'would' && clause[i + 1]?.key === 'rather') {
+      preferred(clause.slice(i + 2), subject.ref, negated, emit);
+      return;
+    }
+    // "I use an Android phone" is a fact; "I used to ..." is not one of today.
+    if (HYPOTHETICAL.has(t.key) && (t.key !== 'use' || clause[i + 1]?.key === 'to')) return;
     if (t.key === 'be') copula = true;
+    // "I'm at Deloitte", "I've been at IKEA for years": "at" starts the predicate here, not "at least".
+    else if (t.key === 'at' && mentionAt.has(offset + i + 1)) break;
     else if (NEGATORS.has(t.key)) negated = true;
     else if (t.key === 'longer' && clause[i - 1]?.key === 'no') negated = true;
     else if (
@@ -773,7 +785,14 @@ function readClause(
     clause[subject.next + 1]?.lower === 'i'
   ) {
     const verb = clause.slice(subject.next + 2).map((t) => t.key);
-    if (verb.includes('broke') || verb.includes('split') || verb.includes('separ') || verb.includes('divorc')) {
+    if (
+      verb.includes('broke') ||
+      verb.includes('split') ||
+      verb.includes('separ') ||
+      verb.includes('divorc') ||
+      (verb.includes('end') && verb.some((w) => ['thing', 'it', 'relationship'].includes(w))) ||
+      (verb.includes('call') && verb.includes('quit'))
+    ) {
       emit(self, FACT_RELATIONS.partner, conceptRef(subject.ref.name, 'person'), true);
       emit(self, FACT_RELATIONS.married, conceptRef(subject.ref.name, 'person'), true);
     }
@@ -804,7 +823,73 @@ function readClause(
     const activity = activityKey(words);
     if (!activity) return;
     emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
-    if (!neg) emit(owner, FACT_RELATIONS.habit, conceptRef(f.value), false, `${activity} | ${f.dimension}`);
+    if (neg) return;
+    emit(owner, FACT_RELATIONS.habit, conceptRef(f.value), false, `${activity} | ${f.dimension}`);
+    // "every Sunday" is also once a week, "every morning" once a day: a new frequency changes either.
+    const implied = impliedFrequency(rest, f);
+    if (implied) emit(owner, FACT_RELATIONS.habit, conceptRef(implied), false, `${activity} | frequency`);
+    return;
+  }
+  // "I started eating meat again", "I've begun running": the activity is done (again).
+  if ((v === 'start' || v === 'began' || v === 'begin') && rest[1] && /ing$/.test(rest[1].lower)) {
+    if (rest[1].key === 'date' || rest[1].key === 'see') {
+      dating(rest.slice(1), (k) => at(k + 1), owner, neg, mentionAt, emit);
+      return;
+    }
+    const until = rest.findIndex((t, k) => k > 1 && STOP.has(t.key) && !['the', 'to'].includes(t.key));
+    const activity = activityKey(rest.slice(1, until < 0 ? undefined : until));
+    if (activity) emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
+    return;
+  }
+  // "I became a principal", "(gave up law and) became a teacher", "I've become a morning person".
+  if (v === 'becam' || v === 'becom' || v === 'became' || v === 'become') {
+    copulaFacts(rest.slice(1), (k) => at(k + 1), owner, neg, mentionAt, before, emit);
+    return;
+  }
+  // "I handed in my notice at IKEA", "I resigned from the library": no longer works there.
+  if (v === 'resign' || (v === 'hand' && rest.slice(1, 4).some((t) => t.key === 'notic'))) {
+    const k = rest.findIndex((t, j) => j > 0 && j <= 5 && ['at', 'from', 'with'].includes(t.key));
+    if (k > 0) {
+      const m = mentionAt.get(at(k + 1)) ?? mentionAt.get(at(k + 2));
+      if (m && m.type !== 'place' && m.type !== 'date')
+        emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), !neg);
+      else {
+        const p = phrase(rest, k + 1, 3);
+        if (p.words.length && !PRONOUNS.has(p.words[0]!.key))
+          emit(owner, FACT_RELATIONS.worksAt, concept(p.words), !neg);
+      }
+    }
+    return;
+  }
+  // "We rent a flat in Leeds", "I'm renting an apartment in Lyon": where one lives.
+  if (v === 'rent' && rest.slice(1, 4).some((t) => HOMES.has(t.key))) {
+    const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
+    if (place) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
+    return;
+  }
+  // "(We bought a house in Nice and) moved there": the place of the clause before.
+  if ((v === 'move' || v === 'relocat') && rest[1]?.key === 'there' && before?.type === 'place') {
+    emit(owner, FACT_RELATIONS.livesIn, conceptRef(before.name, 'place'), neg);
+    return;
+  }
+  // "I like summer better than winter", "I love tea more than coffee": a preference.
+  if (['like', 'love', 'enjoy'].includes(v)) {
+    const a = phrase(rest, 1);
+    const more = rest[a.end];
+    if (a.words.length && more && ['better', 'more'].includes(more.key) && rest[a.end + 1]?.key === 'than') {
+      preferred([...rest.slice(1, a.end), rest[a.end + 1]!, ...rest.slice(a.end + 2)], owner, neg, emit);
+      return;
+    }
+  }
+  // "We had a baby", "I had a son last year": the subject has children.
+  if (
+    (v === 'had' || v === 'have') &&
+    (rest[1]?.lower === 'a' || rest[1]?.key === 'our' || rest[1]?.key === 'my') &&
+    rest[2] &&
+    ['babi', 'son', 'daughter', 'boy', 'girl'].includes(rest[2].key) &&
+    (v === 'had' || isParticiple(rest[0]))
+  ) {
+    emit(owner, FACT_RELATIONS.children, conceptRef('children'), neg);
     return;
   }
   // "I got laid off from Barclays", "I got fired by Tesco".
@@ -912,15 +997,7 @@ function readClause(
   }
   // Preferences of one thing over another: the pair is the attribute, the preferred one its value.
   if (v === 'prefer') {
-    const a = phrase(rest, 1);
-    const link = rest[a.end];
-    if (a.words.length && link && ['over', 'to', 'than', 'instead'].includes(link.key)) {
-      const b = phrase(rest, a.end + (link.key === 'instead' ? 2 : 1));
-      if (b.words.length) {
-        const [x, y] = [concept(a.words).name, concept(b.words).name];
-        emit(owner, FACT_RELATIONS.prefers, conceptRef(x), neg, [x, y].sort().join(' | '));
-      }
-    }
+    preferred(rest.slice(1), owner, neg, emit, ['over', 'to', 'than', 'instead']);
     return;
   }
   // Relationships.
@@ -1021,6 +1098,19 @@ function readClause(
       }
     }
   }
+  // "I replaced the Ford with a Toyota": the old one is gone, the new one is had.
+  if (v === 'replac') {
+    const withAt = rest.findIndex((t, k) => k > 1 && t.key === 'with');
+    const p = phrase(rest, 1, 3);
+    if (p.words.length && !PRONOUNS.has(p.words[0]!.key)) {
+      emit(owner, FACT_RELATIONS.has, conceptRef(headOf(p.words)), true);
+      if (withAt > 0) {
+        const single = singleThing(phrase(rest, withAt + 1, 3).words, true);
+        if (single) emit(owner, single.relation, conceptRef(single.value), false);
+      }
+    }
+    return;
+  }
   if (LOSS_VERBS.has(v) || (v === 'got' && rest[1]?.key === 'rid')) {
     const from = v === 'got' ? 3 : v === 'gave' || v === 'give' ? (rest[1]?.key === 'away' ? 2 : 1) : 1;
     const p = phrase(rest, from, 3);
@@ -1032,7 +1122,17 @@ function readClause(
     return;
   }
   // Leaving a job or a home: "I left Google", "I left the law firm", "I left Paris".
-  if (LEAVE_VERBS.has(v)) {
+  if (LEAVE_VERBS.has(v) || (v === 'gave' && rest[1]?.key === 'up')) {
+    // "I left nursing (to become a midwife)", "gave up law": the work of that field has ended.
+    const field = FIELDS[rest[v === 'gave' ? 2 : 1]?.key ?? ''];
+    if (field) {
+      emit(owner, FACT_RELATIONS.worksAs, conceptRef(field), true);
+      const become = rest.findIndex((t) => t.key === 'becom' || t.key === 'become');
+      if (become > 0)
+        copulaFacts(rest.slice(become + 1), (k) => at(k + become + 1), owner, neg, mentionAt, before, emit);
+      return;
+    }
+    if (v === 'gave') return stopped(rest, owner, emit);
     let j = 1;
     if (rest[j]?.key === 'my' && rest[j + 1]?.key === 'job') j += 2;
     if (rest[j]?.key === 'at' || rest[j]?.key === 'with') j++;
@@ -1053,19 +1153,14 @@ function readClause(
   }
   if (v === 'lost' || v === 'lose') return lostJob(rest, at, owner, mentionAt, emit);
   // "I stopped going to the gym", "I gave up smoking".
-  if (STOP_VERBS.has(v) || (v === 'gave' && rest[1]?.key === 'up')) {
-    const from = rest[1]?.key === 'up' ? 2 : 1;
-    const gerund = rest[from];
-    if (gerund && /ing$/.test(gerund.lower)) {
-      const until = rest.findIndex((t, k) => k > from && STOP.has(t.key) && !['to', 'the', 'at'].includes(t.key));
-      emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(rest.slice(from, until < 0 ? undefined : until))), true);
-    }
-    return;
-  }
+  if (STOP_VERBS.has(v)) return stopped(rest, owner, emit);
   // A bare habit stated as a present-tense verb with its object ("I smoke", "I don't drink", "I eat meat").
   if (['smoke', 'drink', 'eat', 'meditat', 'vape', 'gambl'].includes(v)) {
     const p = phrase(rest, 1, 2);
-    emit(owner, FACT_RELATIONS.does, conceptRef(activityKey([verb, ...p.words])), neg);
+    const activity = activityKey([verb, ...p.words]);
+    emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
+    // "I drink wine now" is drinking, which "I don't drink" denied (eating is not a habit one gives up).
+    if (!neg && v !== 'eat' && activity !== v) emit(owner, FACT_RELATIONS.does, conceptRef(v), false);
   }
 }
 
@@ -1131,19 +1226,12 @@ function copulaFacts(
 ): void {
   const first = rest[0];
   if (!first) return;
-  const n = numberOf(first);
-  if (n !== null && /^\d+$/.test(first.text) && n > 0 && n < 130) {
-    const next = rest[1]?.key;
-    if (
-      next === undefined ||
-      next === 'year' ||
-      next === 'yo' ||
-      next === 'now' ||
-      next === 'and' ||
-      rest[1]!.punct ||
-      next === 'thi' ||
-      next === 'today'
-    ) {
+  const spelled = spelledNumber(rest);
+  const n = spelled ? spelled.value : /^\d+$/.test(first.text) ? Number(first.text) : null;
+  if (n !== null && n > 0 && n < 130) {
+    // "I'm 27 as of this week", "I'm twenty-six": an age unless a unit follows ("I'm 5 minutes away").
+    const next = rest[spelled ? spelled.end : 1];
+    if (!next || next.punct || next.key === 'year' || next.key === 'yo' || !NOT_AGE.has(next.key)) {
       emit(owner, FACT_RELATIONS.age, conceptRef(String(n), 'quantity'), neg);
     }
     return;
@@ -1152,9 +1240,20 @@ function copulaFacts(
     emit(owner, FACT_RELATIONS.birthYear, conceptRef(rest[2]!.text, 'date'), neg);
     return;
   }
+  // "I was born on 2 May", "born on the 12th of May": the birthday (a year alone is the birth year).
+  if (first.key === 'born' && rest[1]?.lower === 'on') {
+    const day = dayOfYear(rest.slice(2, 7));
+    if (day) emit(owner, FACT_RELATIONS.birthday, conceptRef(day), neg);
+    return;
+  }
   if (first.key === 'at' || first.key === 'with') {
     const m = mentionAt.get(at(1));
-    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
+    // An unknown capitalised name after "at" is taken for a person by the entity rules ("I'm at Accenture").
+    if (
+      m?.type === 'organization' ||
+      (first.key === 'at' && m?.type === 'person' && m.last - m.first === 1 && !GIVEN_NAMES.has(m.name.toLowerCase()))
+    )
+      emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
     return;
   }
   // "Mike is employed at Tesco"; "I was fired from Tesco", "I was laid off by Tesco".
@@ -1169,6 +1268,10 @@ function copulaFacts(
   if (WORK_STATES.has(word)) {
     emit(owner, FACT_RELATIONS.worksAs, conceptRef(word), neg);
     return;
+  }
+  // "I'm seeing a guy called Omar", "I'm dating someone named Theo".
+  if ((first.key === 'see' || first.key === 'date') && /ing$/.test(first.lower)) {
+    if (dating(rest, at, owner, neg, mentionAt, emit)) return;
   }
   if (STATUS.has(word) || first.key === 'date') {
     const status = first.key === 'date' ? 'dating' : word;
@@ -1258,8 +1361,15 @@ function possessive(
   const role = subject.role!;
   const rest = clause.slice(i);
   if (!copula) {
-    // "Nate's dog Max passed away", "my cat died": the owner no longer has it.
+    // "Our first baby was born" is a copula; "my bike got stolen": the owner no longer has it.
     const verb = rest[0]?.key;
+    if (
+      (verb === 'got' || verb === 'get') &&
+      ['stolen', 'wreck', 'total', 'scrap', 'sold', 'lost'].includes(rest[1]?.key ?? '')
+    ) {
+      emit(owner, FACT_RELATIONS.has, conceptRef(role), true);
+      return;
+    }
     if (
       verb &&
       DEATH_VERBS.has(verb) &&
@@ -1269,6 +1379,11 @@ function possessive(
       emit(owner, FACT_RELATIONS.has, conceptRef(role), true);
       if (subject.roleName) emit(owner, FACT_RELATIONS.has, conceptRef(subject.roleName.toLowerCase()), true);
     }
+    return;
+  }
+  // "Our first baby was born last week": the owner has children.
+  if ((role === 'babi' || role === 'son' || role === 'daughter') && rest[0]?.key === 'born') {
+    emit(owner, FACT_RELATIONS.children, conceptRef('children'), neg);
     return;
   }
   // "my bike was stolen", "my car got totalled": the owner no longer has it.
@@ -1374,10 +1489,25 @@ function homeIs(
   mentionAt: Map<number, EntityMention>,
   offset: number,
   self: EntityRef,
+  before: EntityRef | null,
   emit: Emit,
 ): boolean {
-  const be = clause.findIndex((t) => t.key === 'be');
+  // "that's" is "that is" ("'s" is otherwise a possessive).
+  const be = clause.findIndex(
+    (t, k) => t.key === 'be' || (t.text === "'s" && ['that', 'it', 'there'].includes(clause[k - 1]?.key ?? '')),
+  );
   if (be < 0) return false;
+  // "(We bought a house in Queens,) that's home now".
+  const pointing = clause.slice(0, be).filter((t) => !LEADING.has(t.key));
+  if (
+    before?.type === 'place' &&
+    pointing.length === 1 &&
+    ['that', 'thi', 'it', 'there'].includes(pointing[0]!.key) &&
+    clause[be + 1]?.key === 'home'
+  ) {
+    emit(self, FACT_RELATIONS.livesIn, conceptRef(before.name, 'place'), false);
+    return true;
+  }
   const named = (from: number, to: number) => {
     for (let k = from; k < to; k++) {
       const m = mentionAt.get(offset + k);
@@ -1405,3 +1535,156 @@ function homeIs(
   emit(self, FACT_RELATIONS.livesIn, conceptRef(m.name, 'place'), negated);
   return true;
 }
+
+const HOMES = new Set(['apart', 'flat', 'hous', 'room', 'place', 'home', 'condo', 'studio', 'cottag', 'bungalow']);
+/** Words after a number that make it something else than an age. */
+const NOT_AGE = new Set([
+  'minut',
+  'hour',
+  'second',
+  'day',
+  'week',
+  'month',
+  'mile',
+  'km',
+  'feet',
+  'foot',
+  'inch',
+  'meter',
+  'metr',
+  'kg',
+  'pound',
+  'lb',
+  'percent',
+  '%',
+  'time',
+  'kid',
+  'child',
+  'children',
+  'of',
+  'out',
+  'point',
+  'hundr',
+  'thousand',
+  'million',
+  'dollar',
+  'euro',
+  'step',
+  'page',
+  'book',
+  'min',
+  'mins',
+  'hrs',
+  'am',
+  'pm',
+  "o'clock",
+  'th',
+  'st',
+  'nd',
+  'rd',
+]);
+/** Spelled-out tens and teens (stemmed forms too: "twenti"); units are COUNT_WORDS' one to nine. */
+const TENS = Object.fromEntries(
+  'twenty thirty forty fifty sixty seventy eighty ninety'
+    .split(' ')
+    .flatMap((w, k) => [[w, 20 + 10 * k] as const, [w.replace(/y$/, 'i'), 20 + 10 * k] as const]),
+) as Record<string, number>;
+const TEENS = Object.fromEntries(
+  'ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen'
+    .split(' ')
+    .map((w, k) => [w, 10 + k]),
+) as Record<string, number>;
+const unitOf = (word: string | undefined) => {
+  const n = word && /^[a-z]+$/.test(word) && NUMBER_WORDS.has(word) ? COUNT_WORDS[word] : undefined;
+  return n !== undefined && n >= 1 && n <= 9 ? n : undefined;
+};
+
+/** "twenty-six", "thirty one", "nineteen": a number spelled out at the start of `words`. */
+function spelledNumber(words: Token[]): { value: number; end: number } | null {
+  const first = words[0]?.lower;
+  if (!first) return null;
+  const [tens, unit] = first.split('-');
+  if (TENS[tens!] !== undefined) {
+    if (unitOf(unit)) return { value: TENS[tens!]! + unitOf(unit)!, end: 1 };
+    const k = words[1]?.text === '-' ? 2 : 1;
+    const u = unitOf(words[k]?.lower);
+    return u ? { value: TENS[tens!]! + u, end: k + 1 } : { value: TENS[tens!]!, end: 1 };
+  }
+  if (TEENS[first] !== undefined) return { value: TEENS[first]!, end: 1 };
+  return null;
+}
+
+/** "2 May", "the 12th of May", "May 2nd": "may 2"; a month alone: "may". */
+function dayOfYear(words: Token[]): string | null {
+  const month = words.find((w) => MONTHS.has(w.lower));
+  if (!month) return null;
+  const day = words.find((w) => /^\d{1,2}(st|nd|rd|th)?$/.test(w.lower));
+  return day ? `${month.lower} ${Number.parseInt(day.lower, 10)}` : month.lower;
+}
+
+/** "once a week" implied by "every Sunday" and "every weekend", "once a day" by "every morning". */
+function impliedFrequency(rest: Token[], f: Frequency): string | null {
+  if (rest[f.start]?.key !== 'everi') return null;
+  if (f.dimension === 'weekday') return '1/week';
+  if (f.dimension === 'time_of_day') return f.value === 'weekend' ? '1/week' : '1/day';
+  return null;
+}
+
+/** "(I'd rather) take the train than fly", "(prefer) tea to coffee": the pair is the attribute, the first its value. */
+function preferred(rest: Token[], owner: EntityRef, neg: boolean, emit: Emit, links = ['than']): void {
+  const a = phrase(rest, 0);
+  const link = rest[a.end];
+  if (!a.words.length || !link || !links.includes(link.key)) return;
+  const b = phrase(rest, a.end + (link.key === 'instead' ? 2 : 1));
+  if (!b.words.length) return;
+  const [x, y] = [concept(a.words).name, concept(b.words).name];
+  emit(owner, FACT_RELATIONS.prefers, conceptRef(x), neg, [x, y].sort().join(' | '));
+}
+
+/** "seeing a guy called Omar", "dating Theo": the person is the subject's partner. */
+function dating(
+  rest: Token[],
+  at: (k: number) => number,
+  owner: EntityRef,
+  neg: boolean,
+  mentionAt: Map<number, EntityMention>,
+  emit: Emit,
+): boolean {
+  for (let k = 1; k <= 5 && k < rest.length; k++) {
+    const m = mentionAt.get(at(k));
+    if (m?.type === 'person') {
+      emit(owner, FACT_RELATIONS.partner, conceptRef(m.name, 'person'), neg);
+      if (!neg) emit(owner, FACT_RELATIONS.status, conceptRef('dating'), false);
+      return true;
+    }
+  }
+  return false;
+}
+
+/** "stopped going to the gym", "gave up smoking": the activity is no longer done. */
+function stopped(rest: Token[], owner: EntityRef, emit: Emit): void {
+  const from = rest[1]?.key === 'up' ? 2 : 1;
+  const gerund = rest[from];
+  if (gerund && /ing$/.test(gerund.lower)) {
+    const until = rest.findIndex((t, k) => k > from && STOP.has(t.key) && !['to', 'the', 'at'].includes(t.key));
+    emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(rest.slice(from, until < 0 ? undefined : until))), true);
+  }
+}
+
+/** Fields of work left by name ("I left nursing", "gave up law"), stemmed, and who works in them. */
+const FIELDS: Record<string, string> = {
+  nurs: 'nurse',
+  teach: 'teacher',
+  law: 'lawyer',
+  account: 'accountant',
+  medicin: 'doctor',
+  bank: 'banker',
+  journal: 'journalist',
+  engin: 'engineer',
+  consult: 'consultant',
+  academia: 'academic',
+  social: 'social worker',
+  polic: 'police officer',
+  nursing: 'nurse',
+  teaching: 'teacher',
+};

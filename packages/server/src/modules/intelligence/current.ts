@@ -14,11 +14,11 @@ const ASKED: Array<[RegExp, string[]]> = [
   [/\b(work|works|working|employer|company|employed|job)\b/, ['works_at', 'works_as']],
   [/\b(job|occupation|profession|career|for a living)\b/, ['works_as']],
   [/\bhow old\b|\bage\b/, ['age', 'birth_year']],
-  [/\bbirthday\b|\bborn\b/, ['birthday', 'birth_year']],
+  [/\bbirthday\b|\bborn\b|\bbirth\b/, ['birthday', 'birth_year']],
   [/\banniversary\b/, ['anniversary']],
   [/\b(married|wife|husband|spouse)\b/, ['married_to', 'relationship_status']],
   [
-    /\b(partner|girlfriend|boyfriend|dating|single|relationship|engaged|fianc\w*)\b/,
+    /\b(partner|girlfriend|boyfriend|dating|seeing|single|relationship|engaged|fianc\w*)\b/,
     ['partner', 'relationship_status', 'married_to'],
   ],
   [/\b(kids?|children|child)\b/, ['children', 'child_count']],

@@ -361,6 +361,10 @@ forEachDialect('intelligence: graph, decisions, clusters, report, ontology', (di
       ["I'm a pharmacist.", "I'm a librarian now.", 'works_as'],
       ["I'm single.", "I'm engaged to Omar.", 'relationship_status'],
       ["I'm vegetarian.", "I'm not vegetarian anymore.", 'is'],
+      // Issue 53, session 4: a fact ended by an incompatible one, a fact stated through its use, a preference by "rather".
+      ["I'm vegan.", 'I started eating meat again.', 'is'],
+      ['I use an Android phone.', 'I switched to an iPhone.', 'phone'],
+      ["I'd rather take the train than fly.", "These days I'd rather fly than take the train.", 'prefers'],
       ['I like tea.', 'I like juice.', null],
       ['I go to yoga every Monday.', 'I go to the library every Monday.', null],
       ['My birthday is in March.', "My brother's birthday is in March too.", null],

@@ -130,6 +130,23 @@ type Resolved = RelationFact & { source: string; target: string };
 
 /** Relations whose positive statement denies the other's (the same object liked, then hated). */
 const OPPOSITES: Record<string, string> = { likes: 'dislikes', dislikes: 'likes' };
+/**
+ * Facts that cannot hold together though their relations differ: a vegetarian who eats meat, a
+ * teetotaller who drinks. Either, stated after the other, ends it (a conflict of kind negation).
+ */
+const EXCLUSIVE: Array<[string, string]> = [
+  ['is|concept:vegetarian', 'does|concept:eat meat'],
+  ['is|concept:vegan', 'does|concept:eat meat'],
+  ['is|concept:vegan', 'does|concept:eat dairy'],
+  ['is|concept:sober', 'does|concept:drink'],
+  ['is|concept:teetotal', 'does|concept:drink'],
+  ['is|concept:non-smoker', 'does|concept:smoke'],
+];
+const EXCLUDES = new Map<string, string[]>();
+for (const [a, b] of EXCLUSIVE) {
+  EXCLUDES.set(a, [...(EXCLUDES.get(a) ?? []), b]);
+  EXCLUDES.set(b, [...(EXCLUDES.get(b) ?? []), a]);
+}
 type RawConflict = Omit<Conflict, 'subject'> & { subject: string };
 
 /**
@@ -183,14 +200,17 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
       const live = current.get(slot);
       // Liking what one disliked (or the reverse) ends the opposite fact, as its denial would.
       const opposite = OPPOSITES[f.relation];
-      if (opposite && !f.negated) {
-        const oppositeSlot = `${f.source}|${opposite}|${f.target}`;
-        const contrary = current.get(oppositeSlot);
+      const contraries = f.negated
+        ? []
+        : [...(opposite ? [`${opposite}|${f.target}`] : []), ...(EXCLUDES.get(`${f.relation}|${f.target}`) ?? [])];
+      for (const contraryFact of contraries) {
+        const contrarySlot = `${f.source}|${contraryFact}`;
+        const contrary = current.get(contrarySlot);
         if (contrary) {
-          conflict('negation', { ...f, relation: opposite }, contrary, m);
+          conflict('negation', { ...f, relation: contrary.type }, contrary, m);
           if (!overruled) {
             end(contrary, m);
-            current.delete(oppositeSlot);
+            current.delete(contrarySlot);
           }
         }
       }
