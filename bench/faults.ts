@@ -5,7 +5,8 @@
  * are acknowledged, then judged. Prints JSON per scenario and database: process alive, acknowledged
  * writes lost (must be 0), 5xx other than 503 and the scenario's designed answers (must be 0),
  * unanswered requests, seconds from the end of the fault to the first acknowledged write started
- * after it (must be <= 5). Exit code 1 when a bound is broken.
+ * after it (must be <= 5), and for hostile uploads the RSS peak over the baseline (must be < 512 MB).
+ * Exit code 1 when a bound is broken.
  *
  *   npm run bench:faults [-- --trials 5] [--clients 8] [--postgres URL] [--only NAME,NAME]
  *   npm run bench:faults -- --trials 10 --postgres URL --only cold-start-2,cold-start-3,cold-start-2-pgbouncer,cold-start-3-pgbouncer
@@ -25,7 +26,7 @@ import type { Dialect, FaultScenario, StartScenario } from './faults/scenario.js
 if (process.argv.includes('--help')) {
   process.stdout.write(`npm run bench:faults -- [--trials 5] [--clients 8] [--postgres ADMIN_URL] [--only NAME,NAME]
   scenarios: every file of bench/faults/ (--only takes their names: pg-terminate-backends, pg-unreachable, pg-role-nologin,
-  sqlite-write-lock, sqlite-full-disk, cold-start-2, cold-start-3, cold-start-2-pgbouncer, cold-start-3-pgbouncer);
+  sqlite-write-lock, sqlite-full-disk, hostile-uploads, cold-start-2, cold-start-3, cold-start-2-pgbouncer, cold-start-3-pgbouncer);
   without --postgres only SQLite's. JSON on stdout, one line per scenario on stderr; exit 1 when a bound is broken.
 `);
   process.exit(0);
@@ -36,6 +37,8 @@ const adminUrl = option('--postgres');
 const only = option('--only')?.split(',');
 const RECOVERY_BOUND_S = 5;
 const RECOVERY_GIVE_UP_S = 30;
+/** RSS a scenario reporting `rss_peak_mb` (over its baseline: hostile uploads) may reach. */
+const RSS_BOUND_MB = 512;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 const dir = new URL('./faults/', import.meta.url);
@@ -143,6 +146,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
     const results = [];
     for (let n = 1; n <= trials; n++) results.push(await trial(scenario, dialect, n));
     const recoveries = results.map((r) => r.recovery_s);
+    const rssPeaks = results.flatMap((r) => ('rss_peak_mb' in r ? [Number(r.rss_peak_mb)] : []));
     const summary = {
       scenario: scenario.name,
       database: dialect,
@@ -155,6 +159,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       other_5xx: results.reduce((s, r) => s + r.other_5xx, 0),
       unanswered: results.reduce((s, r) => s + r.unanswered, 0),
       recovery_s_max: recoveries.includes(null) ? null : Math.max(...(recoveries as number[])),
+      ...(rssPeaks.length ? { rss_peak_mb_max: Math.max(...rssPeaks) } : {}),
       per_trial: results,
     };
     if (
@@ -162,12 +167,13 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       summary.recovery_s_max > RECOVERY_BOUND_S ||
       summary.process_alive < trials ||
       summary.lost > 0 ||
-      summary.other_5xx > 0
+      summary.other_5xx > 0 ||
+      rssPeaks.some((mb) => mb >= RSS_BOUND_MB)
     )
       broken = true;
     report.push(summary);
     console.error(
-      `${scenario.name} on ${dialect}: alive ${summary.process_alive}/${trials}, lost ${summary.lost}, other 5xx ${summary.other_5xx}, recovery max ${summary.recovery_s_max} s`,
+      `${scenario.name} on ${dialect}: alive ${summary.process_alive}/${trials}, lost ${summary.lost}, other 5xx ${summary.other_5xx}, recovery max ${summary.recovery_s_max} s${rssPeaks.length ? `, RSS peak +${Math.max(...rssPeaks)} MB` : ''}`,
     );
   }
 }

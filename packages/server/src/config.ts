@@ -266,15 +266,15 @@ export function loadConfig(env: Env = process.env): Config {
       maxExpandedBytes: integer(
         env,
         'ENGRAM_PARSE_MAX_EXPANDED_BYTES',
-        256 * 1024 * 1024,
+        64 * 1024 * 1024,
         1024 * 1024,
         64 * 1024 * 1024 * 1024,
       ),
       maxPages: integer(env, 'ENGRAM_PARSE_MAX_PAGES', 5_000, 1, 10_000_000),
       maxParts: integer(env, 'ENGRAM_PARSE_MAX_PARTS', 10_000, 1, 100_000_000),
-      maxHeapMb: integer(env, 'ENGRAM_PARSE_MAX_HEAP_MB', 256, 32, 65_536),
+      maxHeapMb: integer(env, 'ENGRAM_PARSE_MAX_HEAP_MB', 128, 32, 65_536),
       timeoutMs: integer(env, 'ENGRAM_PARSE_TIMEOUT_MS', 60_000, 100, 3_600_000),
-      concurrency: integer(env, 'ENGRAM_PARSE_CONCURRENCY', 2, 1, 256),
+      concurrency: integer(env, 'ENGRAM_PARSE_CONCURRENCY', 1, 1, 256),
     },
     llm: llmConfig(env),
     intelligence: {

@@ -75,20 +75,23 @@ const RELS =
  * thousandth of that: the zip bomb that raised the server's memory to 2.2 GB (issue 46, defect 6).
  */
 export function docxBomb(expandedMb = 1024): Buffer {
-  const unit = Buffer.from(
-    '<w:p><w:r><w:t>All work and no play makes a dull boy.</w:t></w:r></w:p>'.repeat(14_000).slice(0, 1024 * 1024),
+  const paragraph = '<w:p><w:r><w:t>All work and no play makes a dull boy.</w:t></w:r></w:p>';
+  // Whole paragraphs, so that the document stays well-formed and a parser reads all of it.
+  const unit = Buffer.from(paragraph.repeat(Math.floor((1024 * 1024) / paragraph.length)));
+  const head = Buffer.from(
+    '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>',
   );
-  const head =
-    '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>';
-  const body = deflateRepeated(unit, expandedMb);
+  const tail = Buffer.from('</w:body></w:document>');
+  const body = deflateRepeated(unit, expandedMb).subarray(0, -2);
   return zip([
     deflated('[Content_Types].xml', CONTENT_TYPES),
     deflated('_rels/.rels', RELS),
-    // The header and the repeated body as one deflate stream: the head's blocks, then the bomb's.
+    // The header, the repeated body and the tail as one deflate stream; its size declared as it is
+    // (JSZip trusts it), its checksum left wrong (JSZip does not check it by default).
     {
       name: 'word/document.xml',
-      data: Buffer.concat([deflateRawSync(Buffer.from(head), { finishFlush: constants.Z_SYNC_FLUSH }), body]),
-      size: 0xffffffff,
+      data: Buffer.concat([deflateRawSync(head, { finishFlush: constants.Z_SYNC_FLUSH }), body, deflateRawSync(tail)]),
+      size: Math.min(0xffffffff, head.length + unit.length * expandedMb + tail.length),
       crc: 0,
     },
   ]);

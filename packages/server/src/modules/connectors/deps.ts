@@ -13,6 +13,6 @@ export interface SyncDeps {
   outbound: OutboundPolicy;
   erase: EraseHooks;
   connectors: ConnectorsConfig;
-  /** Files a source holds are read as uploads are, on reading threads within the ENGRAM_PARSE_* bounds. */
+  /** Files a source holds are read as uploads are, in reading processes within the ENGRAM_PARSE_* bounds. */
   reader: DocumentReader;
 }

@@ -227,7 +227,7 @@ forEachDialect('hostile uploads', (dialect) => {
 });
 
 forEachDialect('a file that takes too long to read', (dialect) => {
-  const t = useTestApp(dialect, { parse: { ...parse, maxExpandedBytes: defaults.maxExpandedBytes, timeoutMs: 1_000 } });
+  const t = useTestApp(dialect, { parse: { ...parse, maxExpandedBytes: 256 * 1024 * 1024, timeoutMs: 1_000 } });
 
   it('is stopped at ENGRAM_PARSE_TIMEOUT_MS with 413, and the next file is read', async () => {
     const res = await refused(
@@ -238,5 +238,22 @@ forEachDialect('a file that takes too long to read', (dialect) => {
       'file',
     );
     expect(res.body.error.message).toContain('ENGRAM_PARSE_TIMEOUT_MS');
+  });
+});
+
+forEachDialect('a file that needs more memory than a reader has', (dialect) => {
+  // A DOCX inflating to 48 MB (within the bound) whose document a parser builds in memory several times over.
+  const t = useTestApp(dialect, { parse: { ...parse, maxExpandedBytes: 64 * 1024 * 1024, maxHeapMb: 64 } });
+
+  it('ends that reader alone with 413 naming ENGRAM_PARSE_MAX_HEAP_MB, and the server reads the next file', async () => {
+    const endUser = freshUser();
+    const res = await refused(
+      t,
+      () => upload(t, { name: 'heavy.docx', content: docxBomb(48) }, { endUser }),
+      413,
+      'payload_too_large',
+      'file',
+    );
+    expect(res.body.error.message).toContain('ENGRAM_PARSE_MAX_HEAP_MB');
   });
 });

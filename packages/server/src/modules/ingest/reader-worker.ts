@@ -1,14 +1,15 @@
-import { parentPort } from 'node:worker_threads';
 import { threadError } from '../../core/worker-threads.js';
 import { readDocumentHere } from './document.js';
 import { detectType, tooLarge } from './parsers/index.js';
 import type { ReadAnswer, ReadCall } from './reader.js';
 
 /**
- * A reading thread (reader.ts): reads one document at a time, within the limits it is sent, and
- * answers with the document or the error. Its heap is bounded by the thread's resource limits.
+ * A reading process (reader.ts): reads one document at a time, within the limits it is sent, and
+ * answers with the document or the error. Its heap is bounded by --max-old-space-size.
  */
-const port = parentPort!;
+const send = (message: ReadAnswer | 'ready') => process.send!(message);
+// The server gone (its IPC channel closed), nothing is left to read for.
+process.on('disconnect', () => process.exit(0));
 
 async function answer(call: ReadCall): Promise<unknown> {
   const bytes = Buffer.from(call.bytes.buffer, call.bytes.byteOffset, call.bytes.byteLength);
@@ -23,10 +24,10 @@ async function answer(call: ReadCall): Promise<unknown> {
   }
 }
 
-port.on('message', (call: ReadCall) => {
+process.on('message', (call: ReadCall) => {
   void answer(call).then(
-    (result) => port.postMessage({ id: call.id, result } satisfies ReadAnswer),
-    (error: unknown) => port.postMessage({ id: call.id, error: threadError(error) } satisfies ReadAnswer),
+    (result) => send({ id: call.id, result }),
+    (error: unknown) => send({ id: call.id, error: threadError(error) }),
   );
 });
-port.postMessage('ready');
+send('ready');

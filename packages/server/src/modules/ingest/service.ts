@@ -45,7 +45,7 @@ export interface IngestDeps {
   blobs: BlobStore;
   jobs: JobHandlers;
   erase: EraseHooks;
-  /** Reads files on threads of their own, within the ENGRAM_PARSE_* bounds. */
+  /** Reads files in processes of their own, within the ENGRAM_PARSE_* bounds. */
   reader: DocumentReader;
 }
 

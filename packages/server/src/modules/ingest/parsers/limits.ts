@@ -6,7 +6,7 @@ import { AppError } from '../../../core/errors.js';
 /**
  * The bounds a file is read within (ENGRAM_PARSE_*), checked before a parser library sees the file:
  * PDF.js and JSZip inflate into typed arrays, which live outside the JavaScript heap and so outside
- * the reading thread's heap limit; only a count made first keeps a bomb from filling memory.
+ * the reading process's heap limit; only a count made first keeps a bomb from filling memory.
  */
 export type DocumentLimits = Pick<Config['parse'], 'maxExpandedBytes' | 'maxPages' | 'maxParts'>;
 
