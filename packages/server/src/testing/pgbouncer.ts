@@ -26,7 +26,8 @@ const BINARY = ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((path) => exis
 /** Whether PgBouncer is installed (tests that need it skip without it). */
 export const pgbouncerInstalled = BINARY !== undefined;
 
-async function freePort(): Promise<number> {
+/** A port of 127.0.0.1 free a moment ago (a caller binding it retries if it was taken meanwhile). */
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };
