@@ -490,7 +490,7 @@ export class MemoryIndex {
       .live(this.firstPerson)
       .live(this.endsAsking);
     w.live(this.importance).live(this.feedback).live(this.sessionNo).live(this.prevSlot).live(this.nextSlot);
-    w.live(this.ngramVecs).live(v.codes).live(v.scale).live(v.has).live(v.list).live(v.centroids);
+    w.live(this.ngramVecs).live(v.codes).live(v.signs).live(v.scale).live(v.has).live(v.list).live(v.centroids);
     const take: IndexTake = {
       writer: w,
       ids,
@@ -638,6 +638,7 @@ export class MemoryIndex {
     const v = index.vectors;
     [v.dims, v.lists, v.count, v.trainedAt] = [vectorDims, lists, vectorCount, trainedAt];
     v.codes = r.array('i8');
+    v.signs = r.array('u8');
     v.scale = r.array('f32');
     v.has = r.array('u8');
     v.list = r.array('i32');
@@ -867,7 +868,7 @@ export class MemoryIndex {
     const vectors = this.vectors;
     const extQ =
       opts.queryVector && vectors.count > 0 && vectors.dims === opts.queryVector.length && w.semantic > 0
-        ? unit(opts.queryVector)
+        ? vectors.prepare(unit(opts.queryVector))
         : null;
 
     const lexNorm = maxLex > 0 ? 1 / maxLex : 0;

@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 
 const MAGIC = 0x58494d45; // "EMIX", little-endian
 /** Changes whenever what an index stores changes; a snapshot of another format is not read. */
-export const SNAPSHOT_FORMAT = 3;
+export const SNAPSHOT_FORMAT = 4;
 
 type ArrayKind = 'f64' | 'f32' | 'i32' | 'u16' | 'u8' | 'i8';
 type NumberArray = Float64Array | Float32Array | Int32Array | Uint16Array | Uint8Array | Int8Array;

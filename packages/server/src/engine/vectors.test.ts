@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { builtinEmbedder } from './embedder.js';
 import { MemoryIndex } from './memory-index.js';
-import { VECTOR_TRAIN_MIN } from './vectors.js';
+import { rotation, VECTOR_TRAIN_MIN, VectorIndex } from './vectors.js';
 
 // Texts of a few themes recombined, with the built-in hashed vectors (words and character n-grams)
 // at 128 dimensions as a remote embedder's: near for texts that share words or sub-words.
@@ -94,5 +94,49 @@ describe('compact vectors and the bounded candidate search', () => {
     expect(late.setVector(1, embedder.embedSync('guitar lesson'))).toBe(true);
     expect(late.setVector(3, queryVector)).toBe(false);
     expect(late.search('zzz', { k: 2, now: T0, queryVector }).map((h) => h.id)[0]).toBe(1);
+  });
+});
+
+describe('the rotation and the sign bits', () => {
+  it('keeps dot products (an orthogonal map), for dimensions of any size', () => {
+    for (const dims of [8, 100, 512, 1536]) {
+      const rotate = rotation(dims);
+      const a = Float32Array.from({ length: dims }, (_, i) => (i % 7 === 0 ? 1 : 0));
+      const b = Float32Array.from({ length: dims }, (_, i) => Math.sin(i));
+      const dot = (x: Float32Array, y: Float32Array) => x.reduce((s, v, i) => s + v * y[i]!, 0);
+      expect(dot(rotate(a), rotate(b))).toBeCloseTo(dot(a, b), 3);
+      expect(dot(rotate(a), rotate(a))).toBeCloseTo(dot(a, a), 3);
+    }
+  });
+
+  it('spreads a sparse vector over every dimension, so that its sign bits describe it', () => {
+    const sparse = new Float32Array(512);
+    sparse[3] = 1;
+    sparse[300] = -0.5;
+    const rotated = rotation(512)(sparse);
+    expect(rotated.filter((x) => x === 0)).toHaveLength(0);
+  });
+
+  it('ranks by sign bits, then rescores exactly: the same nearest as scoring every code', () => {
+    const vectors = new VectorIndex();
+    // Below VECTOR_TRAIN_MIN every vector is read (by its bits): the sign bits alone pick what is rescored.
+    const n = VECTOR_TRAIN_MIN - 48;
+    vectors.grow(n);
+    const texts = Array.from(
+      { length: n },
+      (_, i) => `${WORDS[i % WORDS.length]} ${WORDS[(i * 7) % WORDS.length]} ${i}`,
+    );
+    texts.forEach((text, i) => vectors.set(i, embedder.embedSync(text), n));
+    let found = 0;
+    for (const q of ['guitar concert', 'puppy shelter', 'lake tent camping']) {
+      const query = vectors.prepare(embedder.embedSync(q));
+      const near = vectors.nearest(query, 20, n, () => true);
+      const exact = Array.from({ length: n }, (_, s) => [s, vectors.cosine(query, s)] as const)
+        .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+        .slice(0, 20);
+      found += exact.filter(([s]) => near.slots.includes(s)).length;
+      expect(near.cosines[0]).toBeCloseTo(exact[0]![1], 6);
+    }
+    expect(found / 60).toBeGreaterThanOrEqual(0.95);
   });
 });

@@ -1,9 +1,12 @@
 // Remote-embedder vectors of one index, compact and searched without scanning every doc (issue 53).
 // Each unit vector is kept as int8 codes and a scale (a quarter of float32's bytes; the int8 dot
-// product is the cosine to within ~0.5 %), and assigned to the nearest of `lists` centroids
-// (spherical k-means on a sample, retrained each time the count has grown fourfold). A query scores
-// the centroids, then the docs of the nearest lists until about `probeShare` of the docs (at least
-// `probeMin`) have been read: those are its candidates, scored exactly on their codes.
+// product is the cosine to within ~0.5 %), its sign bits (a 32nd), and assigned to the nearest of
+// `lists` centroids (spherical k-means on a sample, retrained each time the count has grown
+// fourfold). A query scores the centroids, then reads the docs of the nearest lists until about
+// `probeShare` of the docs (at least `probeMin`) have been read, by their sign bits only: each
+// doc's estimate is the query's (float) components summed where its bits are set, read eight
+// dimensions at a time from a table of the query's 256 sums a byte. The best RESCORE of those
+// estimates are scored exactly on their codes; they are the candidates.
 
 /** Below this many vectors a query reads them all (cheap), and no centroids are trained. */
 export const VECTOR_TRAIN_MIN = 2048;
@@ -11,11 +14,55 @@ export const VECTOR_TRAIN_MIN = 2048;
 const PROBE_SHARE = 0.03;
 const PROBE_MIN = 1024;
 const KMEANS_ROUNDS = 6;
+/** Docs read by their sign bits that are scored exactly on their codes: this many, or 8 per candidate asked. */
+export const RESCORE_MIN = 400;
+const RESCORE_PER_CANDIDATE = 8;
 
 export interface VectorCandidates {
   slots: number[];
   /** Cosines of `slots` (same order, best first). */
   cosines: number[];
+}
+
+/**
+ * A fixed orthogonal map of `dims` (random signs, a random permutation, then a Walsh-Hadamard
+ * transform of each block of the largest power of two dividing `dims`), the same for every index
+ * and process. Vectors are kept, and queries scored, after it: cosines are unchanged, and a vector
+ * with few non-zero parts (a short text's, a sparse model's) is spread over all of them, so that
+ * its sign bits describe it (without it, every zero reads as a negative part).
+ */
+export function rotation(dims: number): (v: Float32Array) => Float32Array {
+  let seed = 0x9e3779b9 ^ dims;
+  const next = () => {
+    // mulberry32
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+  const perm = Int32Array.from({ length: dims }, (_, i) => i);
+  for (let i = dims - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [perm[i], perm[j]] = [perm[j]!, perm[i]!];
+  }
+  const sign = Float32Array.from({ length: dims }, () => (next() < 0.5 ? -1 : 1));
+  const block = Math.min(dims & -dims, 4096);
+  const norm = 1 / Math.sqrt(block);
+  return (v) => {
+    const out = new Float32Array(dims);
+    for (let i = 0; i < dims; i++) out[i] = sign[i]! * v[perm[i]!]!;
+    for (let b = 0; b < dims; b += block)
+      for (let h = 1; h < block; h *= 2)
+        for (let i = b; i < b + block; i += 2 * h)
+          for (let j = i; j < i + h; j++) {
+            const x = out[j]!;
+            const y = out[j + h]!;
+            out[j] = x + y;
+            out[j + h] = x - y;
+          }
+    for (let i = 0; i < dims; i++) out[i]! *= norm;
+    return out;
+  };
 }
 
 export class VectorIndex {
@@ -24,6 +71,8 @@ export class VectorIndex {
   codes = new Int8Array(0);
   /** Per slot: the code's unit (cosine = dot(query, codes) * scale). */
   scale = new Float32Array(0);
+  /** Per slot: `signBytes` bytes of sign bits (bit b of byte j: dimension 8j + b is positive). */
+  signs = new Uint8Array(0);
   /** Per slot: 1 when it holds a vector. */
   has = new Uint8Array(0);
   /** Per slot: its list (-1 before centroids are trained). */
@@ -36,6 +85,15 @@ export class VectorIndex {
   trainedAt = 0;
   /** Per list, the slots assigned to it (a slot reassigned or removed is skipped when read). */
   private members: number[][] = [];
+  /** Per query, reused: the slots read, their estimates, and the query's sums per sign byte. */
+  private readSlots = new Int32Array(0);
+  private estimates = new Float32Array(0);
+  private sums = new Float32Array(0);
+  private rotate: ((v: Float32Array) => Float32Array) | null = null;
+
+  get signBytes(): number {
+    return (this.dims + 7) >> 3;
+  }
 
   grow(capacity: number): void {
     const g = <T extends Int8Array | Float32Array | Uint8Array | Int32Array>(a: T, per = 1): T => {
@@ -43,7 +101,10 @@ export class VectorIndex {
       n.set(a);
       return n;
     };
-    if (this.dims) this.codes = g(this.codes, this.dims);
+    if (this.dims) {
+      this.codes = g(this.codes, this.dims);
+      this.signs = g(this.signs, this.signBytes);
+    }
     this.scale = g(this.scale);
     this.has = g(this.has);
     const old = this.list.length;
@@ -51,14 +112,21 @@ export class VectorIndex {
     this.list.fill(-1, old);
   }
 
+  /** A unit query as this index scores it (rotated: `rotation`); for `cosine` and `nearest`. */
+  prepare(q: Float32Array): Float32Array {
+    this.rotate ??= rotation(this.dims);
+    return this.rotate(q);
+  }
+
   /** Stores a slot's vector (any length-`dims` vector; kept unit-length). */
-  set(slot: number, vector: Float32Array, capacity: number): void {
+  set(slot: number, given: Float32Array, capacity: number): void {
     if (this.dims === 0) {
-      this.dims = vector.length;
+      this.dims = given.length;
       this.codes = new Int8Array(capacity * this.dims);
+      this.signs = new Uint8Array(capacity * this.signBytes);
     }
-    if (vector.length !== this.dims)
-      throw new Error(`vector has ${vector.length} dimensions, index holds ${this.dims}`);
+    if (given.length !== this.dims) throw new Error(`vector has ${given.length} dimensions, index holds ${this.dims}`);
+    const vector = this.prepare(given);
     let n = 0;
     let max = 0;
     for (let i = 0; i < vector.length; i++) {
@@ -71,6 +139,10 @@ export class VectorIndex {
     const base = slot * this.dims;
     const q = scale > 0 ? 1 / (scale * norm) : 0;
     for (let i = 0; i < vector.length; i++) this.codes[base + i] = Math.round(vector[i]! * q);
+    const sb = this.signBytes;
+    const at = slot * sb;
+    this.signs.fill(0, at, at + sb);
+    for (let i = 0; i < vector.length; i++) if (this.codes[base + i]! > 0) this.signs[at + (i >> 3)]! |= 1 << (i & 7);
     this.scale[slot] = scale;
     if (!this.has[slot]) this.count++;
     this.has[slot] = 1;
@@ -107,39 +179,97 @@ export class VectorIndex {
     return (s0 + s1 + s2 + s3) * this.scale[slot]!;
   }
 
-  /** The `k` best docs for a unit query among those read (all of them below VECTOR_TRAIN_MIN), best first. */
+  /**
+   * The `k` best docs for a unit query among those read (all of them below VECTOR_TRAIN_MIN), best
+   * first: the docs read are ranked by their sign bits, and the best RESCORE of them by their codes.
+   */
   nearest(q: Float32Array, k: number, capacity: number, eligible: (slot: number) => boolean): VectorCandidates {
-    const best: Array<[number, number]> = [];
+    let n = 0;
+    const take = (s: number) => {
+      if (n === this.readSlots.length) {
+        const more = new Int32Array(Math.max(1024, 2 * n));
+        more.set(this.readSlots);
+        this.readSlots = more;
+      }
+      this.readSlots[n++] = s;
+    };
+    if (this.trainedAt === 0) {
+      for (let s = 0; s < capacity; s++) if (this.has[s] && eligible(s)) take(s);
+    } else {
+      const budget = Math.max(PROBE_MIN, Math.ceil(this.count * PROBE_SHARE));
+      let listed = 0;
+      for (const l of this.nearestLists(q)) {
+        if (listed >= budget) break;
+        for (const s of this.members[l]!) {
+          if (this.list[s] !== l) continue;
+          listed++;
+          if (eligible(s)) take(s);
+        }
+      }
+    }
+    const slots = this.readSlots;
+    const rescore = Math.max(RESCORE_MIN, RESCORE_PER_CANDIDATE * k);
     let floor = -Infinity;
-    const consider = (slot: number) => {
-      if (!this.has[slot] || !eligible(slot)) return;
+    if (n > rescore) {
+      const est = this.estimate(q, n);
+      floor = est.slice(0, n).sort()[n - rescore]!;
+    }
+    const best: Array<[number, number]> = [];
+    let least = -Infinity;
+    for (let i = 0; i < n; i++) {
+      if (this.estimates[i]! < floor) continue;
+      const slot = slots[i]!;
       const c = this.cosine(q, slot);
-      if (best.length >= k && c <= floor) return;
+      if (best.length >= k && c <= least) continue;
       best.push([slot, c]);
       if (best.length > 2 * k) {
         best.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
         best.length = k;
-        floor = best[k - 1]![1];
-      }
-    };
-    if (this.trainedAt === 0) {
-      for (let s = 0; s < capacity; s++) consider(s);
-    } else {
-      const order = this.nearestLists(q);
-      const budget = Math.max(PROBE_MIN, Math.ceil(this.count * PROBE_SHARE));
-      let read = 0;
-      for (const l of order) {
-        if (read >= budget) break;
-        for (const s of this.members[l]!) {
-          if (this.list[s] !== l) continue;
-          consider(s);
-          read++;
-        }
+        least = best[k - 1]![1];
       }
     }
     best.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
     best.length = Math.min(best.length, k);
     return { slots: best.map((b) => b[0]), cosines: best.map((b) => b[1]) };
+  }
+
+  /**
+   * Each read slot's sign-bit estimate of its dot product with the query: the query's components
+   * summed where the slot's bits are set (the query stays float: a better order than the Hamming
+   * distance of two sign vectors, measured in engine/README.md), a table lookup per byte.
+   */
+  private estimate(q: Float32Array, n: number): Float32Array {
+    const d = this.dims;
+    const sb = this.signBytes;
+    if (this.sums.length < sb * 256) this.sums = new Float32Array(sb * 256);
+    const t = this.sums;
+    for (let j = 0; j < sb; j++) {
+      const base = j * 256;
+      t[base] = 0;
+      for (let m = 1; m < 256; m++) {
+        const low = m & -m;
+        const i = 8 * j + 31 - Math.clz32(low);
+        t[base + m] = t[base + (m ^ low)]! + (i < d ? q[i]! : 0);
+      }
+    }
+    if (this.estimates.length < n) this.estimates = new Float32Array(this.readSlots.length);
+    const est = this.estimates;
+    const signs = this.signs;
+    const slots = this.readSlots;
+    const whole = sb & ~3;
+    for (let i = 0; i < n; i++) {
+      const o = slots[i]! * sb;
+      let e0 = 0;
+      let e1 = 0;
+      let j = 0;
+      for (; j < whole; j += 4) {
+        e0 += t[j * 256 + signs[o + j]!]! + t[(j + 2) * 256 + signs[o + j + 2]!]!;
+        e1 += t[(j + 1) * 256 + signs[o + j + 1]!]! + t[(j + 3) * 256 + signs[o + j + 3]!]!;
+      }
+      for (; j < sb; j++) e0 += t[j * 256 + signs[o + j]!]!;
+      est[i] = e0 + e1;
+    }
+    return est;
   }
 
   /** After a restore: the lists' members from each slot's list. */
@@ -231,6 +361,7 @@ export class VectorIndex {
   approxBytes(): number {
     return (
       this.codes.byteLength +
+      this.signs.byteLength +
       this.scale.byteLength +
       this.has.byteLength +
       this.list.byteLength +

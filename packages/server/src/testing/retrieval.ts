@@ -84,6 +84,8 @@ export interface FakeEmbedder {
   generation: number;
   /** When set, each request is answered once the promise it returns settles (a slow provider the test releases). */
   hold: ((input: string[]) => Promise<void>) | null;
+  /** When set, a request it gives a status for is answered with that HTTP error (a failing provider). */
+  fail: ((input: string[]) => number | null) | null;
   vector(text: string): number[];
   close(): Promise<void>;
 }
@@ -113,6 +115,7 @@ export async function startFakeEmbedder(): Promise<FakeEmbedder> {
     requests: [],
     generation: 0,
     hold: null,
+    fail: null,
     vector(text) {
       const v = new Array<number>(DIMS).fill(0);
       for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
@@ -143,6 +146,13 @@ export async function startFakeEmbedder(): Promise<FakeEmbedder> {
       const body = JSON.parse(raw) as { model: string; input: string[] };
       fake.requests.push(body);
       await fake.hold?.(body.input);
+      const failed = fake.fail?.(body.input);
+      if (failed) {
+        res
+          .writeHead(failed, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: `failed with ${failed}`, type: 'server_error' } }));
+        return;
+      }
       // Items in reverse order: `index` is authoritative on the real wire.
       const data = body.input
         .map((text, index) => ({ object: 'embedding', index, embedding: fake.vector(text) }))

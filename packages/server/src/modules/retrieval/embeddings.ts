@@ -137,7 +137,11 @@ export class EmbeddingStore {
       return await this.embedder!.embed(texts);
     } catch (error) {
       const detail = error instanceof EmbedderError ? `: ${error.message}` : '';
-      throw new AppError('unavailable', `The embedding provider (${this.embedder!.id}) did not answer${detail}`);
+      throw Object.assign(
+        new AppError('unavailable', `The embedding provider (${this.embedder!.id}) did not answer${detail}`),
+        // The background embedding tells a refused request (not tried again) from a failure (index-cache.ts).
+        { cause: error },
+      );
     }
   }
 

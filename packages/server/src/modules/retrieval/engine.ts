@@ -73,7 +73,7 @@ export function createInProcessRetrieval(
     cache,
     retrieval: new Retrieval(database, cache, embeddings),
     start: () => {},
-    close: async () => {},
+    close: async () => cache.close(),
   };
 }
 

@@ -1,4 +1,4 @@
-import { MemoryIndex, parseTemporal, SLICE_MS, type MemoryIndexOptions } from '../../engine/index.js';
+import { EmbedderError, MemoryIndex, parseTemporal, SLICE_MS, type MemoryIndexOptions } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
   changesSince,
@@ -47,12 +47,29 @@ interface ToEmbed {
   projectId: string;
   row: IndexedMemory;
   attempts: number;
+  /** Sent in a call of its own: its batch was refused, and one text of it may be why. */
+  alone?: boolean;
 }
 
 /** Texts sent to the provider in one call by the background embedding. */
 const EMBED_BATCH = 64;
-/** Tries of a batch before its memories are left without a vector (until the next change or `POST /memory/refresh`). */
+/**
+ * Tries of a memory the provider refuses (a 4xx other than 408/429: the request itself is wrong;
+ * a refused batch is sent again a memory a call) before it is left without a vector (until the
+ * next change or `POST /memory/refresh`).
+ * Any other failure (the provider unreachable, slow, rate limiting or failing; the database) is
+ * tried again without end, after a pause.
+ */
 const EMBED_ATTEMPTS = 3;
+/** The pause of the background embedding after a failed call, doubled by each failure in a row up to the most. */
+const EMBED_BACKOFF_MS = 1000;
+const EMBED_BACKOFF_MAX_MS = 60_000;
+
+/** A failure that trying again cannot mend: the provider refused the request as made. */
+const refused = (error: unknown): boolean => {
+  const status = error instanceof Error && error.cause instanceof EmbedderError ? error.cause.status : undefined;
+  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
+};
 
 /** What /metrics reports of the index cache. */
 export interface IndexCacheStats {
@@ -93,6 +110,8 @@ export class IndexCache {
 
   /** How long taking a snapshot runs before it gives the event loop back (engine/snapshot.ts); 0: after every step (tests). */
   snapshotSliceMs = SLICE_MS;
+  /** The background embedding's first pause after a failure (tests shorten it). */
+  embedBackoffMs = EMBED_BACKOFF_MS;
 
   /** snapshotMinMemories: end users with at least this many memories get their index stored (snapshots.ts); 0: never. */
   constructor(
@@ -398,6 +417,9 @@ export class IndexCache {
    */
   private readonly toEmbed = new Map<string, { items: ToEmbed[]; head: number }>();
   private embedding = false;
+  private closed = false;
+  /** The background embedding's pause after a failure, while it lasts. */
+  private backoff?: NodeJS.Timeout;
   /** Background embedding: batches embedded (and stored), and failed tries (for /metrics and tests). */
   readonly embedded = { batches: 0, failures: 0 };
 
@@ -416,7 +438,9 @@ export class IndexCache {
     const [projectId, queue] = first.value;
     const batch: ToEmbed[] = [];
     while (queue.head < queue.items.length && batch.length < EMBED_BATCH) {
-      const item = queue.items[queue.head++]!;
+      const item = queue.items[queue.head]!;
+      if (batch.length > 0 && (item.alone || batch[0]!.alone)) break;
+      queue.head++;
       if (item.entry.awaiting?.get(item.row.id) === item.row.text) batch.push(item);
     }
     // To the back of the line (the other projects' next batches first); what was taken is dropped once it is half the queue.
@@ -433,14 +457,17 @@ export class IndexCache {
   /**
    * Embeds the memories waiting for a vector, a batch per provider call, one batch at a time, and
    * gives each to the cached index still waiting for it with that text (a memory changed or forgotten
-   * meanwhile is not). A failed batch is tried again later, at most EMBED_ATTEMPTS times; the loop
-   * never throws (a provider or database failure is counted and the memories keep their words).
+   * meanwhile is not). After a failed call the loop pauses (EMBED_BACKOFF_MS, doubled by each
+   * failure in a row, at most EMBED_BACKOFF_MAX_MS) and the batch goes back in its queue: tried again
+   * until it is stored, unless the provider refused it (EMBED_ATTEMPTS). The loop never throws
+   * (a provider or database failure is counted and the memories keep their words meanwhile).
    */
   private embedSoon(): void {
-    if (this.embedding || this.toEmbed.size === 0) return;
+    if (this.embedding || this.closed || this.toEmbed.size === 0) return;
     this.embedding = true;
     void (async () => {
-      for (let next = this.nextToEmbed(); next; next = this.nextToEmbed()) {
+      let pause = 0;
+      for (let next = this.nextToEmbed(); next && !this.closed; next = this.nextToEmbed()) {
         const { projectId, batch } = next;
         if (batch.length === 0) continue;
         const vectors = new Map<number, Float32Array>();
@@ -452,14 +479,18 @@ export class IndexCache {
             vectors,
           );
           this.embedded.batches++;
-        } catch {
+          pause = 0;
+        } catch (error) {
           this.embedded.failures++;
-          const again = batch.filter((b) => ++b.attempts < EMBED_ATTEMPTS);
-          if (again.length > 0)
-            setTimeout(() => {
-              this.queueToEmbed(again);
-              this.embedSoon();
-            }, 1000 * again[0]!.attempts).unref();
+          if (!refused(error)) this.queueToEmbed(batch);
+          // A refused batch is sent again a memory a call, so that a text the provider refuses keeps no other from its vector.
+          else if (batch.length > 1) this.queueToEmbed(batch.map((b) => Object.assign(b, { alone: true })));
+          else if (++batch[0]!.attempts < EMBED_ATTEMPTS) this.queueToEmbed(batch);
+          pause = Math.min(EMBED_BACKOFF_MAX_MS, pause === 0 ? this.embedBackoffMs : 2 * pause);
+          await new Promise<void>((resolve) => {
+            this.backoff = setTimeout(resolve, pause);
+            this.backoff.unref();
+          });
           continue;
         }
         const done = new Set<Entry>();
@@ -491,6 +522,13 @@ export class IndexCache {
         this.embedding = false;
         this.embedSoon();
       });
+  }
+
+  /** Stops the background embedding (the database is closing): what waits for a vector is dropped. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.backoff);
+    this.toEmbed.clear();
   }
 
   private account(entry: Entry): void {

@@ -16,6 +16,7 @@ import {
   type FakeEmbedder,
 } from '../../testing/retrieval.js';
 import { until } from '../../testing/until.js';
+import type { IndexCache } from './index-cache.js';
 
 forEachDialect('POST /memory/refresh and GET /memory/refresh/{job_id}', (dialect) => {
   const t = useTestApp(dialect);
@@ -311,5 +312,79 @@ forEachDialect('retrieval when the embedding provider is down', (dialect) => {
     const stored = await t.database.db.selectFrom('memory_embeddings').selectAll().execute();
     expect(stored).toHaveLength(0);
     expect((await t.call('GET', `/memory/${added.body.id}`)).status).toBe(200);
+  });
+});
+
+forEachDialect('background embedding while the provider fails', (dialect) => {
+  let fake: FakeEmbedder;
+  beforeAll(async () => {
+    fake = await startFakeEmbedder();
+  });
+  afterAll(() => fake?.close());
+  // In process, to shorten the pauses after a failure.
+  const t = useTestApp(dialect, () => ({
+    ...retrievalConfig({
+      embedder: { kind: 'openai', baseUrl: fake.baseUrl, model: 'fake-embed' },
+      searchThread: false,
+    }),
+  }));
+  const cache = () => {
+    const c = t.services.retrieval.cache as IndexCache;
+    c.embedBackoffMs = 10;
+    return c;
+  };
+
+  it('tries a failing provider again after a pause until it answers, and keeps the words searchable meanwhile', async () => {
+    const endUser = freshUser();
+    const texts = ['My puppy chewed the sofa', 'The sedan needs new tyres'];
+    const failures = cache().embedded.failures;
+    let failed = 0;
+    // Unreachable, then rate limiting, then failing: five calls in a row, more than a refused memory's tries.
+    fake.fail = (input) =>
+      input.some((text) => texts.includes(text)) && failed < 5 ? [502, 429, 503, 500, 408][failed++]! : null;
+    const added = await addAll(t, texts, { endUser });
+    expect(idsOf(await query(t, 'sofa', { endUser }))).toEqual([added[0]!.id]);
+    await until(
+      async () => (await query(t, 'canine', { endUser }))[0]?.id === added[0]!.id,
+      'the puppy memory found by its vector',
+    );
+    fake.fail = null;
+    expect(failed).toBe(5);
+    expect(cache().embedded.failures - failures).toBe(5);
+  });
+
+  it('sends a refused batch again a memory a call, and gives up on the memory the provider refuses', async () => {
+    const endUser = freshUser();
+    const bad = 'A text the provider refuses';
+    // Texts no other test embeds (a text embedded in the project before would take its stored vector, no call).
+    const texts = ['Our old hound sleeps all day', bad, 'I washed the vehicle on Sunday'];
+    const calls: string[][] = [];
+    fake.fail = (input) => {
+      if (!input.some((text) => texts.includes(text))) return null;
+      calls.push(input);
+      return input.includes(bad) ? 400 : null;
+    };
+    const added = await addAll(t, texts, { endUser });
+    await query(t, 'sleeps', { endUser });
+    await until(
+      async () => (await query(t, 'automobile', { endUser }))[0]?.id === added[2]!.id,
+      'the sedan memory found by its vector',
+    );
+    // The batch of three once, then one call a memory; the refused one three times in all.
+    await until(
+      async () => calls.filter((c) => c.length === 1 && c[0] === bad).length === 3,
+      `three tries: ${JSON.stringify(calls)}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    fake.fail = null;
+    expect(calls[0]!.length).toBe(3);
+    expect(calls.filter((c) => c.includes(bad))).toHaveLength(4);
+    expect(calls.filter((c) => c.length === 1 && c[0] !== bad)).toHaveLength(2);
+    const stored = await t.database.db
+      .selectFrom('memory_embeddings')
+      .select('memory_id')
+      .where('memory_id', 'in', idsOf(added))
+      .execute();
+    expect(stored.map((s) => s.memory_id).sort((a, b) => a - b)).toEqual([added[0]!.id, added[2]!.id]);
   });
 });

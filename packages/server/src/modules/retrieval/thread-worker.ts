@@ -35,6 +35,7 @@ async function answer({ method, args }: ThreadCall): Promise<unknown> {
     case 'stats':
       return cache.stats();
     case 'close':
+      cache.close();
       return database.close();
   }
 }
