@@ -7,7 +7,8 @@
  * built-in hashed embedder's (word and character n-gram features) at 512 dimensions, so texts that
  * share words and sub-words are near, as a remote model's would be for paraphrases; deterministic.
  * Then the bounded candidate search alone (`VectorIndex.nearest`, the 50 candidates a k = 10 query
- * takes) against the exact 50 nearest by the same int8 codes (every vector scored): its recall and p50.
+ * takes) against the exact 50 nearest by the same int8 codes (every vector scored): its recall and p50
+ * over the first 100 questions.
  *
  *   node --import tsx bench/semantic.ts [--sizes 10000,100000] [--rounds 3]
  */
@@ -98,7 +99,9 @@ for (const size of sizes) {
   const nearestMs: number[] = [];
   let found = 0;
   const all = () => true;
-  for (const q of vectors) {
+  // The first 100 questions: the exact 50 cost a read of every vector each.
+  const sample = vectors.slice(0, 100);
+  for (const q of sample) {
     const t = performance.now();
     const rotated = alone.prepare(q);
     const near = alone.nearest(rotated, CANDIDATES, size, all);
@@ -121,7 +124,8 @@ for (const size of sizes) {
       k: CANDIDATES,
       p50_ms: pct(nearestMs, 0.5),
       p99_ms: pct(nearestMs, 0.99),
-      recall_against_exact: Math.round((found / vectors.length) * 10000) / 10000,
+      questions: sample.length,
+      recall_against_exact: Math.round((found / sample.length) * 10000) / 10000,
     },
   };
   console.error(JSON.stringify({ [size]: out[size] }));
