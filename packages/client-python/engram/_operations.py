@@ -72,6 +72,7 @@ OPERATIONS: dict[str, Operation] = {
     "intelligence.resolveDecision": Operation("POST", "/memory/decision/{decision_id}/resolve", (), False, True),
     "intelligence.report": Operation("GET", "/memory/intelligence", (), False, False),
     "intelligence.stats": Operation("GET", "/memory/knowledge/stats", (), False, False),
+    "memories.infer": Operation("POST", "/memory/infer", (), False, True),
     "v1.addTurn": Operation("POST", "/v1/memory/add_turn", (), False, True),
     "v1.recall": Operation("POST", "/v1/memory/recall", (), False, False),
     "v1.status": Operation("GET", "/v1/memory/status", (), False, False),

@@ -7,6 +7,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 AddMemory = TypedDict("AddMemory", {"text": str, "source": NotRequired[str], "tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "client_ref": NotRequired[str], "session_id": NotRequired[str], "expires_at": NotRequired[str], "ttl_seconds": NotRequired[int]})
 Filters = TypedDict("Filters", {"tags": NotRequired[Any], "tags_any": NotRequired[list[str]], "tags_all": NotRequired[list[str]], "text": NotRequired[Any], "source": NotRequired[Any], "session_id": NotRequired[Any], "importance": NotRequired[Any], "created_at": NotRequired[Any], "updated_at": NotRequired[Any], "created_after": NotRequired[str], "created_before": NotRequired[str], "metadata": NotRequired[dict[str, Any]], "is_summary": NotRequired[Any], "$and": NotRequired[list[dict[str, Any]]], "$or": NotRequired[list[dict[str, Any]]], "$not": NotRequired[dict[str, Any]]})
+ConversationMessage = TypedDict("ConversationMessage", {"role": Literal["user", "assistant", "system"], "content": str, "name": NotRequired[str], "time": NotRequired[str], "id": NotRequired[str]})
 MemoriesAddRequest = TypedDict("MemoriesAddRequest", {"text": str, "source": NotRequired[str], "tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "client_ref": NotRequired[str], "session_id": NotRequired[str], "expires_at": NotRequired[str], "ttl_seconds": NotRequired[int]})
 MemoriesBulkAddRequest = list[AddMemory]
 MemoriesBatchUpdateRequestUpdatesItem = TypedDict("MemoriesBatchUpdateRequestUpdatesItem", {"id": int, "tags": NotRequired[list[str]], "importance": NotRequired[float], "metadata": NotRequired[dict[str, Any]], "source": NotRequired[str], "expires_at": NotRequired[str | None], "ttl_seconds": NotRequired[int]})
@@ -31,6 +32,7 @@ IntelligenceReplaceOntologyRequestEntityTypesItem = TypedDict("IntelligenceRepla
 IntelligenceReplaceOntologyRequestRelationTypesItem = TypedDict("IntelligenceReplaceOntologyRequestRelationTypesItem", {"name": str, "description": str, "source_types": list[str], "target_types": list[str], "single_valued": bool, "cues": list[str]})
 IntelligenceReplaceOntologyRequest = TypedDict("IntelligenceReplaceOntologyRequest", {"categories": list[IntelligenceReplaceOntologyRequestCategoriesItem], "entity_types": list[IntelligenceReplaceOntologyRequestEntityTypesItem], "relation_types": list[IntelligenceReplaceOntologyRequestRelationTypesItem]})
 IntelligenceResolveDecisionRequest = TypedDict("IntelligenceResolveDecisionRequest", {"resolution": Literal["keep_one", "keep_both", "dismiss"], "memory_id": NotRequired[int], "note": NotRequired[str]})
+MemoriesInferRequest = TypedDict("MemoriesInferRequest", {"messages": list[ConversationMessage], "session_id": NotRequired[str], "tags": NotRequired[list[str]], "metadata": NotRequired[dict[str, Any]]})
 V1AddTurnRequestMetadata = TypedDict("V1AddTurnRequestMetadata", {"session_id": NotRequired[str], "project": NotRequired[str], "timestamp": NotRequired[str]})
 V1AddTurnRequest = TypedDict("V1AddTurnRequest", {"tenant_id": str, "user_id": str, "source": NotRequired[str], "text": str, "speaker": str, "expires_at": NotRequired[str], "ttl_seconds": NotRequired[int], "metadata": NotRequired[V1AddTurnRequestMetadata]})
 V1RecallRequest = TypedDict("V1RecallRequest", {"tenant_id": str, "user_id": str, "query": str, "k": NotRequired[int], "session_id": NotRequired[str], "min_score": NotRequired[float]})
@@ -75,6 +77,7 @@ RelationsCreateBody = RelationsCreateRequest
 MemoriesSynthesizeBody = MemoriesSynthesizeRequest
 IntelligenceReplaceOntologyBody = IntelligenceReplaceOntologyRequest
 IntelligenceResolveDecisionBody = IntelligenceResolveDecisionRequest
+MemoriesInferBody = MemoriesInferRequest
 V1AddTurnBody = V1AddTurnRequest
 V1RecallBody = V1RecallRequest
 AuthLoginBody = AuthLoginRequest

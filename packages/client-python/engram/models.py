@@ -87,6 +87,19 @@ class Relation(EngramModel):
     metadata: dict[str, Any]
     created_at: str
 
+class ConversationMessage(EngramModel):
+    role: Literal["user", "assistant", "system"]
+    content: str
+    name: str | None = Field(default=None)
+    time: str | None = Field(default=None)
+    id: str | None = Field(default=None)
+
+class InferredFact(EngramModel):
+    status: Literal["created", "duplicate"]
+    memory: Memory
+    messages: list[int]
+    supersedes: list[int]
+
 class HealthLiveResponse(EngramModel):
     status: str
 
@@ -1532,6 +1545,23 @@ class IntelligenceStatsResponse(EngramModel):
     categories: dict[str, Any]
     revision: int
 
+class MemoriesInferRequest(EngramModel):
+    messages: list[ConversationMessage]
+    session_id: str | None = Field(default=None)
+    tags: list[str] | None = Field(default=None)
+    metadata: dict[str, Any] | None = Field(default=None)
+
+class MemoriesInferResponseUsage(EngramModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+class MemoriesInferResponse(EngramModel):
+    method: Literal["builtin", "llm"]
+    model: str | None = Field(default=None)
+    usage: MemoriesInferResponseUsage | None = Field(default=None)
+    results: list[InferredFact]
+
 class V1AddTurnRequestMetadata(EngramModel):
     session_id: str | None = Field(default=None)
     project: str | None = Field(default=None)
@@ -2674,6 +2704,7 @@ IntelligenceDecisionsResult = IntelligenceDecisionsResponse
 IntelligenceResolveDecisionResult = IntelligenceResolveDecisionResponse
 IntelligenceReportResult = IntelligenceReportResponse
 IntelligenceStatsResult = IntelligenceStatsResponse
+MemoriesInferResult = MemoriesInferResponse
 V1AddTurnResult = V1AddTurnResponse200 | V1AddTurnResponse201
 V1RecallResult = V1RecallResponse
 V1StatusResult = V1StatusResponse
@@ -2798,6 +2829,7 @@ RESULTS: dict[str, Any] = {
     "intelligence.resolveDecision": IntelligenceResolveDecisionResult,
     "intelligence.report": IntelligenceReportResult,
     "intelligence.stats": IntelligenceStatsResult,
+    "memories.infer": MemoriesInferResult,
     "v1.addTurn": V1AddTurnResult,
     "v1.recall": V1RecallResult,
     "v1.status": V1StatusResult,

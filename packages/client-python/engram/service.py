@@ -54,6 +54,10 @@ class Memories(_Group):
     def bulk_add(self, body: bodies.MemoriesBulkAddBody, **params: Any) -> models.MemoriesBulkAddResult:
         return self._call("memories.bulkAdd", body=body, **params)
 
+    # The facts a conversation states about the end user (Mem0's add with infer=True), each created or a duplicate.
+    def infer(self, body: bodies.MemoriesInferBody, **params: Any) -> models.MemoriesInferResult:
+        return self._call("memories.infer", body=body, **params)
+
     # A page of the end user's memories; filters= is the filters dict of query (sent as JSON), cursor= the last page's next_cursor.
     def list(self, **params: Any) -> models.MemoriesListResult:
         return self._call("memories.list", **list_params(params))

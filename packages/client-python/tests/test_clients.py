@@ -114,6 +114,8 @@ def test_data_plane(service):
     assert many["results"][7]["error"]["code"] == "validation_error"
     assert service.memories.add_many(items[:3])["totals"]["skipped"] == 3
     bulk = service.memories.bulk_add([{"text": "Alice drives a blue bicycle"}])
+    inferred = service.memories.infer({"messages": [{"role": "user", "content": "I work at Initech.", "id": "m1"}]})
+    assert [(r["status"], r["memory"]["text"]) for r in inferred["results"]] == [("created", "I work at Initech.")]
     other = bulk["results"][0]["memory"]["id"]
 
     assert service.memories.get(memory["id"])["id"] == memory["id"]

@@ -105,6 +105,8 @@ export class ServiceClient {
     add: (body: Body<'memories.add'>, options?: CallOptions) => this.call('memories.add', { body }, options),
     bulkAdd: (body: Body<'memories.bulkAdd'>, options?: CallOptions) =>
       this.call('memories.bulkAdd', { body }, options),
+    /** Stores the facts a conversation states about the end user (Mem0's add with infer): created or duplicate, each with the messages it came from. */
+    infer: (body: Body<'memories.infer'>, options?: CallOptions) => this.call('memories.infer', { body }, options),
     /** A page of the end user's memories; `filters` is the filters object of query (sent as JSON), `cursor` the last page's next_cursor. */
     list: (query: ListQuery = {}, options?: CallOptions) =>
       this.call('memories.list', { query: listQuery(query) }, options),

@@ -120,6 +120,13 @@ forEachDialect('TypeScript clients against a real server', (dialect) => {
     expect((await service.memories.addMany(items.slice(0, 3))).totals).toMatchObject({ skipped: 3 });
     const bulk = await service.memories.bulkAdd([{ text: 'Alice drives a blue bicycle' }]);
     expect(bulk.totals.created).toBe(1);
+    const inferred = await service.memories.infer({
+      messages: [{ role: 'user', content: 'I work at Contoso.', id: 'msg-1' }],
+      session_id: 'onboarding',
+    });
+    expect(inferred.results.map((r) => [r.status, r.memory.text, r.memory.session_id])).toEqual([
+      ['created', 'I work at Contoso.', 'onboarding'],
+    ]);
 
     expect(await service.memories.get(memory.id)).toMatchObject({ id: memory.id });
     await service.memories.update(memory.id, { tags: ['travel', 'seats'] });

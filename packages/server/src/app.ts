@@ -155,7 +155,12 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(connectorRoutes, services.connectors);
   await app.register(retrievalRoutes, { database, jobs: services.jobs, engine: services.retrieval });
   await app.register(synthesisRoutes, { database, retrieval: services.retrieval.retrieval, llm: services.llm });
-  await app.register(intelligenceRoutes, { database, jobs: services.jobs, intelligence: services.intelligence });
+  await app.register(intelligenceRoutes, {
+    database,
+    jobs: services.jobs,
+    intelligence: services.intelligence,
+    llm: services.llm,
+  });
   await app.register(v1Routes, {
     database,
     retrieval: services.retrieval.retrieval,

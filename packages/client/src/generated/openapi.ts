@@ -1195,6 +1195,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/memory/infer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add the facts of a conversation
+         * @description Reads up to 100 messages and stores each fact the user states about themselves as a memory (source conversation, the session_id given, metadata.inferred_from naming the messages). A fact the end user's memories already state is a duplicate (that memory, nothing written); a fact that ends every fact of a stored memory (a new home, a new employer) marks that memory superseded_by the new one, with a history entry. With a chat model configured it is asked for the facts under a strict JSON schema, each citing its messages (an answer off the schema or citing no given message is asked again once, then the offline extractor stands; the model unreachable is 503, nothing written); without one the offline extractor reads the user's sentences. Audited memory.infer; emits memory.created and memory.updated.
+         *
+         *     Requires scope memories:write.
+         */
+        post: operations["memories.infer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/memory/add_turn": {
         parameters: {
             query?: never;
@@ -2429,6 +2451,29 @@ export interface components {
             };
             /** Format: date-time */
             created_at: string;
+        };
+        ConversationMessage: {
+            /** @description Who said it; facts are taken from what the user says */
+            role: "user" | "assistant" | "system";
+            content: string;
+            /** @description The speaker's name */
+            name?: string;
+            /**
+             * Format: date-time
+             * @description When it was said (not in the future): a fact it states is stored as of then
+             */
+            time?: string;
+            /** @description The caller's id of the message, kept as provenance */
+            id?: string;
+        };
+        InferredFact: {
+            /** @description created: stored now; duplicate: the end user already has a live memory stating it (that memory) */
+            status: "created" | "duplicate";
+            memory: components["schemas"]["Memory"];
+            /** @description Indices of the messages that state it */
+            messages: number[];
+            /** @description Memories whose facts this one ended, now superseded_by it */
+            supersedes: number[];
         };
         /** HealthLiveResponse */
         HealthLiveResponse: {
@@ -4156,6 +4201,30 @@ export interface components {
                 [key: string]: number;
             };
             revision: number;
+        };
+        /** MemoriesInferRequest */
+        MemoriesInferRequest: {
+            messages: components["schemas"]["ConversationMessage"][];
+            /** @description Conversation session, narrows retrieval */
+            session_id?: string;
+            tags?: string[];
+            /** @description Free-form JSON object, at most 16384 bytes */
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        /** MemoriesInferResponse */
+        MemoriesInferResponse: {
+            /** @description llm: the configured model extracted the facts; builtin: the offline extractor did */
+            method: "builtin" | "llm";
+            /** @description The model that answered (method llm) */
+            model?: string;
+            usage?: {
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            };
+            results: components["schemas"]["InferredFact"][];
         };
         /** V1AddTurnRequest */
         V1AddTurnRequest: {
@@ -16592,6 +16661,234 @@ export interface operations {
             };
             /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "memories.infer": {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description Makes the write safe to retry: the same key for the same request within 24 hours replays the first answer (Idempotent-Replayed: true)
+                 * @example idempotency-key
+                 */
+                "idempotency-key"?: string;
+                /**
+                 * @description API-key calls: the project; required unless the key is locked to a project
+                 * @example x-project-id
+                 */
+                "x-project-id"?: string;
+                /**
+                 * @description Tenant, for cross-tenant operator keys
+                 * @example x-tenant-id
+                 */
+                "x-tenant-id"?: string;
+                /**
+                 * @description Opaque end-user id (not an e-mail address); required
+                 * @example x-end-user-id
+                 */
+                "x-end-user-id": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "Hi! I moved to Berlin last month. I work at Google.",
+                 *           "id": "msg-1"
+                 *         },
+                 *         {
+                 *           "role": "assistant",
+                 *           "content": "Welcome to Berlin! How do you like it?",
+                 *           "id": "msg-2"
+                 *         }
+                 *       ],
+                 *       "session_id": "chat-42"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MemoriesInferRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "method": "builtin",
+                     *       "model": "model",
+                     *       "usage": {
+                     *         "prompt_tokens": 1,
+                     *         "completion_tokens": 1,
+                     *         "total_tokens": 1
+                     *       },
+                     *       "results": [
+                     *         {
+                     *           "status": "created",
+                     *           "memory": {
+                     *             "id": 1,
+                     *             "text": "Prefers a window seat on long flights",
+                     *             "tags": [
+                     *               "tag"
+                     *             ],
+                     *             "is_summary": true,
+                     *             "source": "chat",
+                     *             "importance": 0.5,
+                     *             "metadata": {},
+                     *             "client_ref": "crm-1042",
+                     *             "session_id": "session-7",
+                     *             "end_user_id": "user-42",
+                     *             "created_at": "2026-01-15T09:30:00.000Z",
+                     *             "updated_at": "2026-01-15T09:30:00.000Z",
+                     *             "superseded_by": 1,
+                     *             "expires_at": "2026-01-15T09:30:00.000Z"
+                     *           },
+                     *           "messages": [
+                     *             1
+                     *           ],
+                     *           "supersedes": [
+                     *             1
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MemoriesInferResponse"];
+                };
+            };
+            /** @description Invalid request; `field` names the offending field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credential lacks the scope or the role the capability */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Absent, or outside the caller's scope */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request (headers and body) did not arrive within the request timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflicts with the current state (`conflict`), or a request with this Idempotency-Key is in flight (`idempotency_in_progress`, retry after Retry-After) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Content-Type must be application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The Idempotency-Key was used for a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited (see Retry-After), a quota is used up, or too many open connections */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request headers are over 16 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error; quote the request_id */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database (`database_unavailable`), a provider or a dependency (`unavailable`) is unavailable; retry after Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The database has no room left (its disk is full); nothing of the write was stored */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -61,6 +61,7 @@ export const OPERATIONS = {
   'intelligence.resolveDecision': { method: 'POST', path: '/memory/decision/{decision_id}/resolve', idempotent: true },
   'intelligence.report': { method: 'GET', path: '/memory/intelligence' },
   'intelligence.stats': { method: 'GET', path: '/memory/knowledge/stats' },
+  'memories.infer': { method: 'POST', path: '/memory/infer', idempotent: true },
   'v1.addTurn': { method: 'POST', path: '/v1/memory/add_turn', idempotent: true },
   'v1.recall': { method: 'POST', path: '/v1/memory/recall' },
   'v1.status': { method: 'GET', path: '/v1/memory/status' },

@@ -10,6 +10,7 @@ export const OPERATION_NAMES: Readonly<Record<string, string>> = {
   'GET /readyz': 'health.ready',
   'POST /memory/add': 'memories.add',
   'POST /memory/bulk-add': 'memories.bulkAdd',
+  'POST /memory/infer': 'memories.infer',
   'GET /memory': 'memories.list',
   'GET /memory/export': 'memories.export',
   'POST /memory/batch-update': 'memories.batchUpdate',

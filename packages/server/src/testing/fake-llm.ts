@@ -19,6 +19,7 @@ export interface ChatCompletionRequest {
   tools?: Array<{ type: 'function'; function: { name: string; description?: string; parameters?: unknown } }>;
   /** Server-sent events: one chunk per delta, then `data: [DONE]`. */
   stream?: boolean;
+  response_format?: { type: string; json_schema?: { name: string; strict?: boolean; schema: unknown } };
 }
 
 /** A tool call the fake model makes (its arguments are sent as JSON text, as the real API does). */

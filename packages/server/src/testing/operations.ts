@@ -665,6 +665,13 @@ export const DECLARATIONS: Record<string, Declaration> = {
     targets: namedScope,
     build: inPlace((p) => [{ text: `${marker(p)} bulk ${serial++}` }]),
   },
+  'POST /memory/infer': {
+    ok: 200,
+    targets: namedScope,
+    build: inPlace((p) => ({
+      messages: [{ role: 'user', content: `My favorite color is ${marker(p)} ${serial++}.` }],
+    })),
+  },
   'GET /memory': {
     ok: 200,
     targets: namedScope,

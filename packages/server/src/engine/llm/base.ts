@@ -12,6 +12,8 @@ export interface ChatRequest {
   maxTokens?: number;
   /** 0 (default) for answers that should not vary between calls. */
   temperature?: number;
+  /** An answer held to a JSON schema (`response_format: json_schema`, strict): the schema and its name. */
+  jsonSchema?: { name: string; schema: Record<string, unknown> };
 }
 
 export interface TokenUsage {

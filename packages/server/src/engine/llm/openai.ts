@@ -97,6 +97,9 @@ export function openAiLlm(cfg: OpenAiLlmConfig): LlmProvider {
         messages: request.messages,
         temperature: request.temperature ?? 0,
         ...(request.maxTokens ? { max_tokens: request.maxTokens } : {}),
+        ...(request.jsonSchema
+          ? { response_format: { type: 'json_schema', json_schema: { ...request.jsonSchema, strict: true } } }
+          : {}),
       });
       // Exponential backoff unless the provider said how long; a wait longer than we may hold a request fails now.
       const result = await withRetries(

@@ -1,4 +1,4 @@
-import type { Extraction } from '../../engine/nlp/index.js';
+import type { Extraction, Extractor } from '../../engine/nlp/index.js';
 import type { Database } from '../../store/database.js';
 import { changesSince, liveMemoryCountOf, revisionOf, type Owner } from '../memories/index.js';
 import { clusterMemories, type Cluster } from './clusters.js';
@@ -141,6 +141,11 @@ export class IntelligenceCache {
       }
       return refreshed.view!;
     }
+  }
+
+  /** The project's extractor as its ontology now stands (to read new statements as its memories are read). */
+  async extractorOf(projectId: string): Promise<Extractor> {
+    return this.extractors.forProject(projectId, await this.ontologyRevisionOf(projectId, 0));
   }
 
   /** Per project: its ontology revision and when it was read (LRU-bounded like the entries). */

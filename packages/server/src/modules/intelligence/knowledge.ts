@@ -321,3 +321,16 @@ export function factIndex({ nodes, edges }: Knowledge): FactIndex {
   );
   return { successorOf, endedIn, current: newestFirst, people };
 }
+
+/** The memory that first stated a fact of the end user's that is still current, when `fact` states it again (its value named as a node or an alias). */
+export function currentStatement(knowledge: Knowledge, fact: RelationFact): number | undefined {
+  if (fact.negated || fact.subject.name !== SELF) return undefined;
+  const target = nodeId(fact.object);
+  const name = fact.object.name.toLowerCase();
+  const names = (id: string) =>
+    id === target || (knowledge.nodes.get(id)?.aliases.some((a) => a.toLowerCase() === name) ?? false);
+  const edge = knowledge.edges.find(
+    (e) => e.invalid_at === null && e.source === 'self' && e.type === fact.relation && names(e.target),
+  );
+  return edge?.memory_ids[0];
+}

@@ -12,6 +12,9 @@ import {
   Decision,
   GraphQuery,
   GraphResult,
+  InferBody,
+  InferResult,
+  INFER_LIMITS,
   IntelligenceResult,
   Ontology,
   OntologyResult,
@@ -19,6 +22,8 @@ import {
   StatsResult,
 } from './schemas.js';
 import type { Intelligence } from './service.js';
+import type { LlmProvider } from '../../engine/llm/index.js';
+import { inferFacts } from './infer.js';
 
 const read = { auth: { scope: 'memories:read', endUser: 'required' } } as const;
 const tags = ['intelligence'];
@@ -28,11 +33,13 @@ export interface IntelligenceOptions {
   /** To start the reclassification job at once in this process (its handler is registered in services.ts). */
   jobs: JobHandlers;
   intelligence: Intelligence;
+  /** The configured chat model, or null: facts are then extracted offline. */
+  llm: LlmProvider | null;
 }
 
 export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> = async (
   app,
-  { database, jobs, intelligence },
+  { database, jobs, intelligence, llm },
 ) => {
   const ontologyView = async (projectId: string) => {
     const stored = await readOntology(database.db, projectId);
@@ -175,5 +182,20 @@ export const intelligenceRoutes: FastifyPluginAsyncTypebox<IntelligenceOptions> 
       },
     },
     async (request) => intelligence.stats(ownerOf(request)),
+  );
+
+  app.post(
+    '/memory/infer',
+    {
+      config: { auth: { scope: 'memories:write', endUser: 'required' } },
+      schema: {
+        tags: ['memories'],
+        summary: 'Add the facts of a conversation',
+        description: `Reads up to ${INFER_LIMITS.messages} messages and stores each fact the user states about themselves as a memory (source conversation, the session_id given, metadata.inferred_from naming the messages). A fact the end user's memories already state is a duplicate (that memory, nothing written); a fact that ends every fact of a stored memory (a new home, a new employer) marks that memory superseded_by the new one, with a history entry. With a chat model configured it is asked for the facts under a strict JSON schema, each citing its messages (an answer off the schema or citing no given message is asked again once, then the offline extractor stands; the model unreachable is 503, nothing written); without one the offline extractor reads the user's sentences. Audited memory.infer; emits memory.created and memory.updated.`,
+        body: InferBody,
+        response: { 200: InferResult },
+      },
+    },
+    async (request) => inferFacts(database, intelligence, llm, writeContextOf(request), ownerOf(request), request.body),
   );
 };

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PageOf, PageQuery } from '../../core/paging.js';
 import { Relation } from '../synthesis/index.js';
+import { AddMemoryBody, Memory } from '../memories/index.js';
 
 const Name = Type.String({
   minLength: 1,
@@ -208,3 +209,77 @@ export const StatsResult = Type.Object({
   categories: Counts,
   revision: Type.Integer(),
 });
+
+/** Bounds of POST /memory/infer (docs/api.md). */
+export const INFER_LIMITS = { messages: 100, contentChars: 32_000, facts: 50 } as const;
+
+export const ConversationMessage = Type.Object(
+  {
+    role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')], {
+      description: 'Who said it; facts are taken from what the user says',
+    }),
+    content: Type.String({ minLength: 1, maxLength: INFER_LIMITS.contentChars }),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "The speaker's name" })),
+    time: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: 'When it was said (not in the future): a fact it states is stored as of then',
+      }),
+    ),
+    id: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 256, description: "The caller's id of the message, kept as provenance" }),
+    ),
+  },
+  { additionalProperties: false, $id: 'ConversationMessage' },
+);
+
+export const InferBody = Type.Object(
+  {
+    messages: Type.Array(ConversationMessage, { minItems: 1, maxItems: INFER_LIMITS.messages }),
+    session_id: AddMemoryBody.properties.session_id,
+    tags: AddMemoryBody.properties.tags,
+    metadata: AddMemoryBody.properties.metadata,
+  },
+  {
+    additionalProperties: false,
+    $id: 'InferRequest',
+    examples: [
+      {
+        messages: [
+          { role: 'user', content: 'Hi! I moved to Berlin last month. I work at Google.', id: 'msg-1' },
+          { role: 'assistant', content: 'Welcome to Berlin! How do you like it?', id: 'msg-2' },
+        ],
+        session_id: 'chat-42',
+      },
+    ],
+  },
+);
+export type InferInput = Static<typeof InferBody>;
+
+export const InferredFact = Type.Object(
+  {
+    status: Type.Union([Type.Literal('created'), Type.Literal('duplicate')], {
+      description: 'created: stored now; duplicate: the end user already has a live memory stating it (that memory)',
+    }),
+    memory: Memory,
+    messages: Type.Array(Type.Integer({ minimum: 0 }), { description: 'Indices of the messages that state it' }),
+    supersedes: Type.Array(Type.Integer(), {
+      description: 'Memories whose facts this one ended, now superseded_by it',
+    }),
+  },
+  { $id: 'InferredFact' },
+);
+
+export const InferResult = Type.Object(
+  {
+    method: Type.Union([Type.Literal('builtin'), Type.Literal('llm')], {
+      description: 'llm: the configured model extracted the facts; builtin: the offline extractor did',
+    }),
+    model: Type.Optional(Type.String({ description: 'The model that answered (method llm)' })),
+    usage: Type.Optional(
+      Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() }),
+    ),
+    results: Type.Array(InferredFact),
+  },
+  { $id: 'InferResult' },
+);

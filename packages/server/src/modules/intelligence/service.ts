@@ -5,6 +5,7 @@ import { AppError, invalid, notFound } from '../../core/errors.js';
 import type { Page } from '../../core/paging.js';
 import { isUniqueViolation, type Database, type Executor } from '../../store/database.js';
 import type { JobHandler } from '../../jobs/runner.js';
+import type { Extractor } from '../../engine/nlp/index.js';
 import { endUsersOf, liveMemoryIds, markSuperseded, nextSeq, type EraseHook, type Owner } from '../memories/index.js';
 import { relationsOfOwner, type RelationView } from '../synthesis/index.js';
 import { IntelligenceCache, type OwnerView } from './cache.js';
@@ -61,6 +62,11 @@ export class Intelligence {
 
   view(owner: Owner): Promise<OwnerView> {
     return this.cache.forOwner(owner);
+  }
+
+  /** The project's extractor as its ontology now stands. */
+  extractorOf(projectId: string): Promise<Extractor> {
+    return this.cache.extractorOf(projectId);
   }
 
   /** The view of an owner with at most `most` memories; null for a larger one (IntelligenceCache.forOwnerWithin). */

@@ -29,7 +29,7 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
     for (const row of rows) expect(row).toMatchObject({ response: null, committed: null });
   }
 
-  it('a replay of an add, bulk-add, patch, batch-update, summarize or upload after the memory is forgotten is 410, not its content', async () => {
+  it('a replay of an add, infer, bulk-add, patch, batch-update, summarize or upload after the memory is forgotten is 410, not its content', async () => {
     type Sent = { send: () => Promise<Response>; ids: (res: Response) => number[] };
     const cases: Record<string, (secret: string, key: string) => Promise<Sent>> = {
       add: async (secret, key) => ({
@@ -39,6 +39,14 @@ forEachDialect('erasure of what copies a forgotten memory', (dialect) => {
             body: { text: `Visits ${secret}`, tags: [secret], metadata: { note: secret } },
           }),
         ids: (res) => [res.body.id],
+      }),
+      infer: async (secret, key) => ({
+        send: () =>
+          t.call('POST', '/memory/infer', {
+            ...keyed(key),
+            body: { messages: [{ role: 'user', content: `My favorite color is ${secret}.` }] },
+          }),
+        ids: (res) => res.body.results.map((r: { memory: { id: number } }) => r.memory.id),
       }),
       'bulk-add': async (secret, key) => ({
         send: () => t.call('POST', '/memory/bulk-add', { ...keyed(key), body: [{ text: `Bulk ${secret}` }] }),

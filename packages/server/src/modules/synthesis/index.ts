@@ -1,4 +1,4 @@
-/** The synthesis module's public face: its erase hook (registered by services.ts), the relations the graph shows, and relations in exports and imports. */
+/** The synthesis module's public face: its erase hook (registered by services.ts), the relations the graph shows, relations in exports and imports, and the one answer to a failed model. */
 export {
   importRelations,
   relationsFromMemories,
@@ -6,5 +6,5 @@ export {
   type ImportedRelation,
   type PortableRelation,
 } from './relations.js';
-export { eraseSynthesisData } from './summaries.js';
+export { eraseSynthesisData, llmUnavailable } from './summaries.js';
 export { Relation, RELATION_TYPES, SUMMARIZES, type RelationView } from './schemas.js';
