@@ -3,7 +3,9 @@
  * rule-based extractor on the labelled sets in bench/intelligence (dev: rules were tuned on it;
  * test: written before measuring and never tuned on); and issue 53's personal-fact conflict sets,
  * per kind of fact (conflicts-dev.txt: tuned on; conflicts-heldout.txt: written before the rules, never
- * tuned on), beside the figures of the rules before them (intelligence/previous.json). Speed: a real server (SQLite) with one end
+ * tuned on; conflicts-unseen.txt: another hand's, tuned on since session 4; changes-fresh.txt and the
+ * LoCoMo same-subject held-out half: written or drawn before session 4's rules, scored only), beside the
+ * figures of the rules before them and at session 4's start (intelligence/previous.json). Speed: a real server (SQLite) with one end
  * user holding N memories (default 10,000, LoCoMo sentences recombined): the first read after start
  * and warm p50 of GET /memory/graph, /memory/clusters and /memory/decisions. Prints JSON.
  *
@@ -130,7 +132,7 @@ function tally(counts: number[], found: boolean, gold: boolean) {
  * Issue 53's sets: kind || older || newer || yes/no [|| provenance]; precision and recall overall and per
  * kind of fact, and the false alarms among the compatible pairs. `said` reads a statement (a LoCoMo reference).
  */
-function conflictsByKind(file: string, said: (statement: string) => Said = (text) => ({ text })) {
+function conflictsByKind(name: string, file: string, said: (statement: string) => Said = (text) => ({ text })) {
   const all = [0, 0, 0];
   const byKind = new Map<string, number[]>();
   const rows = lines(file);
@@ -142,16 +144,25 @@ function conflictsByKind(file: string, said: (statement: string) => Said = (text
     tally(byKind.get(kind!)!, found, label === 'yes');
   }
   const compatible = rows.length - all[0]! - all[2]!;
+  // The same set under the rules of the session's start, per kind beside today's (previous.json).
+  const before = previous.session_start?.sets?.[name];
   return {
     pairs: rows.length,
     conflicting: all[0]! + all[2]!,
     ...prf(all[0]!, all[1]!, all[2]!),
     false_alarm_rate: compatible ? Math.round((all[1]! / compatible) * 1000) / 1000 : 0,
-    by_kind: Object.fromEntries([...byKind].map(([k, c]) => [k, prf(c[0]!, c[1]!, c[2]!)])),
+    ...(before ? { before: { precision: before.precision, recall: before.recall } } : {}),
+    by_kind: Object.fromEntries(
+      [...byKind].map(([k, c]) => {
+        const { precision, recall } = prf(c[0]!, c[1]!, c[2]!);
+        return [k, { precision, recall, ...(before?.by_kind?.[k] ? { before: before.by_kind[k] } : {}), ...count(c) }];
+      }),
+    ),
   };
 }
+const count = (c: number[]) => ({ tp: c[0]!, fp: c[1]!, fn: c[2]! });
 
-/** The figures of the rules before issue 53 (commit 78144f4) on the same files, printed beside today's. */
+/** The figures of the rules before issue 53 (commit 78144f4) and at this session's start (session_start), printed beside today's. */
 const previous = JSON.parse(readFileSync(join(here, 'intelligence', 'previous.json'), 'utf8'));
 
 const quality = {
@@ -161,12 +172,12 @@ const quality = {
       { ...statements(`${split}-statements.txt`), conflicts: conflicts(`${split}-conflicts.txt`) },
     ]),
   ),
-  facts_dev: conflictsByKind('conflicts-dev.txt'),
-  facts_heldout: conflictsByKind('conflicts-heldout.txt'),
+  facts_dev: conflictsByKind('facts_dev', 'conflicts-dev.txt'),
+  facts_heldout: conflictsByKind('facts_heldout', 'conflicts-heldout.txt'),
   // Written by another hand before wave 3 changed the rules, never read while changing them.
-  facts_unseen: conflictsByKind('conflicts-unseen.txt'),
+  facts_unseen: conflictsByKind('facts_unseen', 'conflicts-unseen.txt'),
   // Session 4 of wave 3: written before that session changed the rules, scored only while changing them.
-  facts_fresh: conflictsByKind('changes-fresh.txt'),
+  facts_fresh: conflictsByKind('facts_fresh', 'changes-fresh.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const statement = resolver(locomoDir());
@@ -177,11 +188,11 @@ const quality = {
       return { text: s.text, speaker: s.subject === 'I' ? s.speaker : null };
     };
     return {
-      locomo_tuning: conflictsByKind('locomo-pairs-tuning.txt', text),
-      locomo_heldout: conflictsByKind('locomo-pairs-heldout.txt', text),
-      locomo_same_tuning: conflictsByKind('locomo-same-tuning.txt', said),
+      locomo_tuning: conflictsByKind('locomo_tuning', 'locomo-pairs-tuning.txt', text),
+      locomo_heldout: conflictsByKind('locomo_heldout', 'locomo-pairs-heldout.txt', text),
+      locomo_same_tuning: conflictsByKind('locomo_same_tuning', 'locomo-same-tuning.txt', said),
       // Held out before labelling; scored only.
-      locomo_same_heldout: conflictsByKind('locomo-same-heldout.txt', said),
+      locomo_same_heldout: conflictsByKind('locomo_same_heldout', 'locomo-same-heldout.txt', said),
     };
   })(),
   previous,
