@@ -178,6 +178,8 @@ const quality = {
   facts_unseen: conflictsByKind('facts_unseen', 'conflicts-unseen.txt'),
   // Session 4 of wave 3: written before that session changed the rules, scored only while changing them.
   facts_fresh: conflictsByKind('facts_fresh', 'changes-fresh.txt'),
+  // Written after the first fresh set's misses were read, before the rules tuned on session 4's own pairs.
+  facts_fresh2: conflictsByKind('facts_fresh2', 'changes-fresh2.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const statement = resolver(locomoDir());
