@@ -22,11 +22,11 @@ const typescriptSources = [read('../src/service.ts'), read('../src/control.ts')]
 const pythonSources = [read('../../client-python/engram/service.py'), read('../../client-python/engram/control.py')];
 const typescript = bound(
   typescriptSources,
-  /^ {4}\w+: (?:async )?\(.*?\) => this\.(?:call|transport\.\w+)\('([\w.]+)'/gm,
+  /^ {4}(?:\w+): (?:async )?\((?:[^()]|\([^()]*\))*\) =>\s*this\.(?:call|transport\.\w+)\(\s*'([\w.]+)'/gm,
 );
 const python = bound(
   pythonSources,
-  /^ {4}def \w+\(self.*?\bself\.(?:_call|_pages|_client\.transport\.\w+)\("([\w.]+)"/gm,
+  /^ {4}def \w+\(\s*self[^)]*\)[^:\n]*:\s*(?:return (?:await )?)?self\.(?:_call|_pages|_client\.transport\.\w+)\(\s*"([\w.]+)"/gm,
 );
 const snake = (name: string) => name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 /** A paged variant (decisionsAll, allInvitations, list_all, all_invitations) names the operation it pages through. */
@@ -39,17 +39,16 @@ const unpaged = (name: string) =>
 it('names each operation after the method that sends it, in both clients', () => {
   const misnamed: string[] = [];
   for (const source of typescriptSources) {
-    let group = '';
-    for (const line of source.split('\n')) {
-      group = /^ {2}readonly (\w+) = \{/.exec(line)?.[1] ?? (line.startsWith('  };') ? '' : group);
-      const method = /^ {4}(\w+): (?:async )?\(.*?\) => this\.(?:call|transport\.\w+)\('([\w.]+)'/.exec(line);
-      if (method && `${group}.${unpaged(method[1]!)}` !== method[2])
-        misnamed.push(`TypeScript ${group}.${method[1]} sends ${method[2]}`);
+    for (const m of source.matchAll(
+      /^ {4}(\w+): (?:async )?\((?:[^()]|\([^()]*\))*\) =>\s*this\.(?:call|transport\.\w+)\(\s*'([\w.]+)'/gm,
+    )) {
+      const group = [...source.slice(0, m.index).matchAll(/^ {2}readonly (\w+) = \{/gm)].at(-1)?.[1] ?? '';
+      if (`${group}.${unpaged(m[1]!)}` !== m[2]) misnamed.push(`TypeScript ${group}.${m[1]} sends ${m[2]}`);
     }
   }
   for (const source of pythonSources) {
     for (const [, name, id] of source.matchAll(
-      /^ {4}def (\w+)\(self.*?\bself\.(?:_call|_pages|_client\.transport\.\w+)\("([\w.]+)"/gm,
+      /^ {4}def (\w+)\(\s*self[^)]*\)[^:\n]*:\s*(?:return (?:await )?)?self\.(?:_call|_pages|_client\.transport\.\w+)\(\s*"([\w.]+)"/gm,
     )) {
       if (unpaged(name!) !== snake(id!.split('.')[1]!)) misnamed.push(`Python ${name} sends ${id}`);
     }
