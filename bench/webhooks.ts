@@ -1,17 +1,23 @@
 /**
  * Webhook delivery of a real server: events committed through the API (bulk-add of memories,
  * each a memory.created event) delivered to a local receiver subscribed with 16 endpoints.
- * Prints JSON: deliveries per second (16 endpoints), commit-to-delivery p50/p99 (the event's
+ * Prints JSON: deliveries per second (16 endpoints) beside the ceiling (a bare keep-alive POST loop
+ * of the delivery loop's concurrency from another process to the same receiver, run just before and
+ * just after, `bench/lib/post-loop.ts`), commit-to-delivery p50/p99 (the event's
  * commit timestamp to its arrival, on an idle server, one event at a time), and the duplicates
  * after an `engram worker` process sharing the work is killed with SIGKILL mid-delivery.
  *
- *   npm run bench:webhooks [-- --events N] [--postgres URL]
+ *   npm run bench:webhooks [-- --events N] [--postgres URL] [--base REV]
+ *
+ * `--base REV` runs another revision's server (built once, bench/lib/baseline.ts) in the same harness.
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { option } from './lib/args.js';
+import { baselineMain } from './lib/baseline.js';
 import { jsonClient } from './lib/http.js';
 import { percentile } from './lib/load.js';
 import { freshDataDir, startServer } from './lib/server.js';
@@ -20,7 +26,10 @@ const postgresUrl = option('--postgres');
 const EVENTS = Number(option('--events') ?? 2000);
 const ENDPOINTS = 16;
 const LATENCY_SAMPLES = 100;
-const MAIN = fileURLToPath(new URL('../packages/server/dist/main.js', import.meta.url));
+const baseRev = option('--base');
+const MAIN = baseRev
+  ? baselineMain(fileURLToPath(new URL('..', import.meta.url)), baseRev).main
+  : fileURLToPath(new URL('../packages/server/dist/main.js', import.meta.url));
 
 // ---- the receiver --------------------------------------------------------------
 const arrivals = new Map<string, number>(); // `${path} ${webhook-id}` -> count
@@ -29,6 +38,11 @@ let received = 0;
 let recordLatency = false;
 const waiters: Array<() => void> = [];
 const receiver = createServer((req, res) => {
+  if (req.url === '/ceiling') {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+    return;
+  }
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
@@ -60,6 +74,7 @@ const dataDir = freshDataDir();
 const server = await startServer({
   ...(postgresUrl ? { postgresUrl } : {}),
   dataDir,
+  main: MAIN,
   env: { ENGRAM_BOOTSTRAP_EMAIL: email, ENGRAM_BOOTSTRAP_PASSWORD: password, ...webhookEnv },
 });
 const anonymous = jsonClient(server.url, {});
@@ -101,6 +116,24 @@ for (let i = 0; i < LATENCY_SAMPLES; i++) {
 recordLatency = false;
 latencies.sort((a, b) => a - b);
 
+// ---- the ceiling: a bare keep-alive POST loop to the same receiver ------------------
+const POST_LOOP = fileURLToPath(new URL('./lib/post-loop.ts', import.meta.url));
+/** The delivery loop's attempts in flight (modules/webhooks/delivery.ts, CONCURRENCY), and the size of a delivery's body. */
+// Not execFileSync: this process is the receiver.
+const ceiling = async () => {
+  const { stdout } = await promisify(execFile)(process.execPath, [
+    '--import',
+    'tsx',
+    POST_LOOP,
+    `${receiverUrl}/ceiling`,
+    '16000',
+    '64',
+    '420',
+  ]);
+  return (JSON.parse(stdout) as { per_second: number }).per_second;
+};
+const ceilingBefore = await ceiling();
+
 // ---- throughput: EVENTS events committed as fast as the API takes them ------------
 const before = received;
 const started = performance.now();
@@ -113,6 +146,8 @@ await Promise.all(
 const committedMs = performance.now() - started;
 await receivedAtLeast(before + EVENTS * ENDPOINTS);
 const deliveredMs = performance.now() - started;
+const ceilingAfter = await ceiling();
+const deliveriesPerSecond = Math.round((EVENTS * ENDPOINTS) / (deliveredMs / 1000));
 
 // ---- a worker killed mid-delivery: nothing lost, duplicates counted ----------------
 const worker = spawn(process.execPath, [MAIN, 'worker'], {
@@ -149,10 +184,13 @@ console.log(
   JSON.stringify(
     {
       dialect: server.dialect,
+      ...(baseRev ? { base: baseRev } : {}),
       endpoints: ENDPOINTS,
       events: EVENTS,
       deliveries: EVENTS * ENDPOINTS,
-      deliveries_per_second: Math.round((EVENTS * ENDPOINTS) / (deliveredMs / 1000)),
+      deliveries_per_second: deliveriesPerSecond,
+      bare_post_loop_per_second: { before: ceilingBefore, after: ceilingAfter },
+      ratio_to_ceiling: +(deliveriesPerSecond / ((ceilingBefore + ceilingAfter) / 2)).toFixed(3),
       commit_seconds: +(committedMs / 1000).toFixed(2),
       delivery_seconds: +(deliveredMs / 1000).toFixed(2),
       commit_to_delivery_ms: {

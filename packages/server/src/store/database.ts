@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, type RawBuilder, sql, SqliteDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { DB } from './schema.js';
@@ -650,6 +650,27 @@ export function decodeJson<T>(value: unknown): T {
 
 export function encodeJson(value: unknown): string {
   return JSON.stringify(value);
+}
+
+/**
+ * Rows as a FROM item `alias` with typed columns, from ONE parameter (their JSON): PostgreSQL's
+ * json_to_recordset, SQLite's json_each. One statement text whatever the number of rows, so a batch
+ * of changes to many rows is one prepared statement (an UPDATE … FROM of them, for one).
+ */
+export function jsonRows(
+  dialect: Dialect,
+  alias: string,
+  columns: readonly (readonly [name: string, postgresType: string])[],
+  rows: readonly Record<string, unknown>[],
+): RawBuilder<unknown> {
+  const json = JSON.stringify(rows.map((row) => columns.map(([name]) => row[name] ?? null)));
+  if (dialect === 'postgres') {
+    // Arrays rather than objects: the names are said once, in the column list.
+    const list = columns.map(([name, type], i) => `(r ->> ${i})::${type} AS ${name}`).join(', ');
+    return sql`(SELECT ${sql.raw(list)} FROM json_array_elements(${json}::json) AS r) AS ${sql.raw(alias)}`;
+  }
+  const list = columns.map(([name], i) => `json_extract(value, '$[${i}]') AS ${name}`).join(', ');
+  return sql`(SELECT ${sql.raw(list)} FROM json_each(${json})) AS ${sql.raw(alias)}`;
 }
 
 export function nowIso(): string {

@@ -16,7 +16,7 @@ import {
 } from '../../core/events.js';
 import { checkAddress, OutboundRefused } from '../../core/outbound.js';
 import { write } from '../../core/unit-of-work.js';
-import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import { decodeJson, jsonRows, nowIso, type Database, type Executor } from '../../store/database.js';
 import { notifyDeliveriesDue, onDeliveriesDue } from './due.js';
 import { openSecret, policyOf, retryConfigOf, subscribeEndpoint, type WebhookSettings } from './endpoints.js';
 
@@ -26,6 +26,14 @@ export const RESPONSE_CAPTURE_BYTES = 2048;
 const CONCURRENCY = 64;
 const PER_ENDPOINT = 8;
 const CLAIM_BATCH = CONCURRENCY / 4;
+/**
+ * An attempt's slot is free once its answer is in, before its outcome is recorded (its lease keeps the
+ * delivery from being claimed again meanwhile), so attempts go on while a batch is written; claims wait
+ * while this many outcomes are still to be written (a slow database then slows delivery instead of
+ * piling outcomes up). A batch is written in transactions of at most RECORD_BATCH.
+ */
+const MAX_UNRECORDED = CONCURRENCY * 4;
+const RECORD_BATCH = 500;
 /** How often an idle loop looks for work committed by other processes; commits in this process wake it at once. */
 const IDLE_POLL_MS = 200;
 /**
@@ -291,7 +299,9 @@ interface Finished {
  * and attempts due deliveries, each under a lease longer than the attempt deadline (rows claimed
  * with SKIP LOCKED on PostgreSQL), so several processes share the work and never attempt one
  * delivery twice at once; a process killed mid-attempt leaves a lease that simply expires.
- * Outcomes are recorded in batches (one transaction for every attempt finished meanwhile).
+ * Outcomes are recorded in batches (one transaction for every attempt finished meanwhile: the
+ * attempts in one INSERT, the deliveries' next steps in one UPDATE, their endpoints' health in one),
+ * while the next attempts go on: a slot is free once its answer is in.
  */
 export class DeliveryLoop {
   private running = false;
@@ -300,7 +310,7 @@ export class DeliveryLoop {
   private unsubscribe: (() => void) | null = null;
   private readonly inFlight = new Map<number, Promise<void>>();
   private readonly perEndpoint = new Map<number, number>();
-  private finished: Array<Finished & { recorded: () => void }> = [];
+  private finished: Finished[] = [];
   private recording: Promise<void> | null = null;
   private readonly secrets = new Map<string, string>();
   private outboxDirty = true;
@@ -339,6 +349,7 @@ export class DeliveryLoop {
     this.wake?.();
     await this.loop;
     await Promise.all(this.inFlight.values());
+    while (this.recording) await this.recording;
   }
 
   private async run(): Promise<void> {
@@ -356,7 +367,11 @@ export class DeliveryLoop {
         }
         // Claims are taken in batches (a quarter of the slots at least, or whatever is due when idle): each is a transaction.
         const free = CONCURRENCY - this.inFlight.size;
-        if (this.claimsDue && (free >= CLAIM_BATCH || this.inFlight.size === 0)) {
+        if (
+          this.claimsDue &&
+          (free >= CLAIM_BATCH || this.inFlight.size === 0) &&
+          this.finished.length < MAX_UNRECORDED
+        ) {
           this.claimsDue = false;
           const claimed = await this.claim(free);
           for (const delivery of claimed) this.begin(delivery);
@@ -455,7 +470,7 @@ export class DeliveryLoop {
       .catch((error: unknown) =>
         this.log.warn(
           { delivery: delivery.id, err: error instanceof Error ? error.message : String(error) },
-          'webhook attempt failed to record',
+          'webhook attempt failed',
         ),
       )
       .finally(() => {
@@ -495,16 +510,22 @@ export class DeliveryLoop {
       'user-agent': 'Engram-Webhooks/1',
     };
     const outcome = await attempt(this.settings, delivery.url, headers, delivery.body);
-    await new Promise<void>((recorded) => {
-      this.finished.push({ delivery, outcome, at: nowIso(), recorded });
-      this.recording ??= this.record().finally(() => (this.recording = null));
+    this.finished.push({ delivery, outcome, at: nowIso() });
+    this.startRecording();
+  }
+
+  private startRecording(): void {
+    this.recording ??= this.record().finally(() => {
+      this.recording = null;
+      // Finished after the last round looked.
+      if (this.finished.length > 0) this.startRecording();
     });
   }
 
-  /** Records every finished attempt in one transaction per round, until none is left. */
+  /** Records the finished attempts, those finished meanwhile in one transaction per round, until none is left. */
   private async record(): Promise<void> {
     while (this.finished.length > 0) {
-      const batch = this.finished.splice(0);
+      const batch = this.finished.splice(0, RECORD_BATCH);
       try {
         await recordAttempts(this.database, batch);
       } catch (error) {
@@ -513,10 +534,29 @@ export class DeliveryLoop {
           'webhook attempts not recorded; their leases will expire and they will be retried',
         );
       }
-      for (const item of batch) item.recorded();
+      // Claims that waited for outcomes to be written may go on.
+      this.claimsDue = true;
+      this.wake?.();
     }
   }
 }
+
+const STEP_COLUMNS = [
+  ['id', 'bigint'],
+  ['lease_until', 'timestamptz'],
+  ['updated_at', 'timestamptz'],
+  ['status', 'text'],
+  ['next_step', 'integer'],
+  ['next_attempt_at', 'timestamptz'],
+  ['at', 'timestamptz'],
+] as const;
+const HEALTH_COLUMNS = [
+  ['id', 'bigint'],
+  ['failing_since', 'timestamptz'],
+  ['consecutive_failures', 'integer'],
+  ['last_success_at', 'timestamptz'],
+  ['last_failure_at', 'timestamptz'],
+] as const;
 
 /**
  * Records attempts and moves each delivery on: succeeded, the next step of its endpoint's
@@ -562,43 +602,36 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
         })),
       )
       .execute();
-    for (const { delivery, outcome, at } of ordered) {
+    // Every delivery moved on in one statement. Its next step applies only while it holds the lease it was claimed
+    // with and was not queued again meanwhile (`current`): an operator's retry wins (pending, due when they asked),
+    // and after a lapsed lease the process that took it over decides; then this attempt only counts, and gives the
+    // lease up if it is still this one.
+    const steps = ordered.map(({ delivery, outcome, at }) => {
       const schedule = decodeJson<{ schedule_seconds: number[] }>(delivery.retry_config).schedule_seconds;
       const succeeded = outcome.error === null;
       const nextStep = delivery.next_step + 1;
       const exhausted = !succeeded && nextStep >= schedule.length;
-      const moved = await trx
-        .updateTable('webhook_deliveries')
-        .set((eb) => ({
-          status: succeeded ? 'succeeded' : exhausted ? 'exhausted' : 'pending',
-          attempts: eb('attempts', '+', 1),
-          next_step: succeeded || exhausted ? delivery.next_step : nextStep,
-          next_attempt_at:
-            succeeded || exhausted ? null : new Date(Date.parse(at) + schedule[nextStep]! * 1000).toISOString(),
-          lease_until: null,
-          updated_at: at,
-        }))
-        .where('id', '=', delivery.id)
-        .where('lease_until', '=', delivery.lease_until)
-        .where('updated_at', '=', delivery.updated_at)
-        .executeTakeFirst();
-      if (Number(moved.numUpdatedRows) === 0) {
-        // Queued again by an operator while attempted (their retry wins: pending, due when they asked), or its lease
-        // lapsed and another process took it over (whose outcome decides): this attempt only counts, and gives the
-        // lease up if it is still this one.
-        await trx
-          .updateTable('webhook_deliveries')
-          .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
-          .where('id', '=', delivery.id)
-          .execute();
-        await trx
-          .updateTable('webhook_deliveries')
-          .set({ lease_until: null })
-          .where('id', '=', delivery.id)
-          .where('lease_until', '=', delivery.lease_until)
-          .execute();
-      }
-    }
+      return {
+        id: delivery.id,
+        lease_until: delivery.lease_until,
+        updated_at: delivery.updated_at,
+        status: succeeded ? 'succeeded' : exhausted ? 'exhausted' : 'pending',
+        next_step: succeeded || exhausted ? delivery.next_step : nextStep,
+        next_attempt_at:
+          succeeded || exhausted ? null : new Date(Date.parse(at) + schedule[nextStep]! * 1000).toISOString(),
+        at,
+      };
+    });
+    const current = sql.raw('(d.lease_until = s.lease_until AND d.updated_at = s.updated_at)');
+    await sql`UPDATE webhook_deliveries AS d SET
+        status = CASE WHEN ${current} THEN s.status ELSE d.status END,
+        attempts = d.attempts + 1,
+        next_step = CASE WHEN ${current} THEN s.next_step ELSE d.next_step END,
+        next_attempt_at = CASE WHEN ${current} THEN s.next_attempt_at ELSE d.next_attempt_at END,
+        lease_until = CASE WHEN d.lease_until = s.lease_until THEN NULL ELSE d.lease_until END,
+        updated_at = CASE WHEN ${current} THEN s.at ELSE d.updated_at END
+      FROM ${jsonRows(database.dialect, 's', STEP_COLUMNS, steps)}
+      WHERE d.id = s.id`.execute(trx);
     const endpointIds = [...new Set(ordered.map((b) => b.delivery.endpoint_id))];
     // Locked as read: another worker's batch, or an operator's change, landing between this read and the
     // update below would otherwise be overwritten with what this transaction saw (PostgreSQL; SQLite has one writer).
@@ -618,7 +651,7 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
       .$if(database.dialect === 'postgres', (qb) => qb.forUpdate())
       .execute();
     const disable: Array<{ id: number; failingSince: string }> = [];
-    for (const e of endpoints) {
+    const health = endpoints.map((e) => {
       let {
         failing_since: failingSince,
         consecutive_failures: failures,
@@ -630,16 +663,6 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
         if (outcome.error === null) [failingSince, failures, lastSuccess] = [null, 0, at];
         else [failingSince, failures, lastFailure] = [failingSince ?? at, failures + 1, at];
       }
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({
-          failing_since: failingSince,
-          consecutive_failures: failures,
-          last_success_at: lastSuccess,
-          last_failure_at: lastFailure,
-        })
-        .where('id', '=', e.id)
-        .execute();
       const disableAfterMs = retryConfigOf(e).disable_after_seconds * 1000;
       if (
         e.status === 'enabled' &&
@@ -648,7 +671,20 @@ async function recordAttempts(database: Database, batch: Finished[]): Promise<vo
         Date.parse(lastFailure) - Date.parse(failingSince) >= disableAfterMs
       )
         disable.push({ id: e.id, failingSince });
-    }
+      return {
+        id: e.id,
+        failing_since: failingSince,
+        consecutive_failures: failures,
+        last_success_at: lastSuccess,
+        last_failure_at: lastFailure,
+      };
+    });
+    if (health.length > 0)
+      await sql`UPDATE webhook_endpoints AS e SET failing_since = h.failing_since,
+          consecutive_failures = h.consecutive_failures, last_success_at = h.last_success_at,
+          last_failure_at = h.last_failure_at
+        FROM ${jsonRows(database.dialect, 'h', HEALTH_COLUMNS, health)}
+        WHERE e.id = h.id`.execute(trx);
     return disable;
   });
   for (const { id, failingSince } of toDisable) await disableEndpoint(database, id, failingSince);
