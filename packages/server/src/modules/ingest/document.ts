@@ -19,7 +19,7 @@ export interface ReadDocument {
 
 /**
  * Throws 415 for an unsupported type, 400 for a corrupt, encrypted or empty file and 413 for one
- * beyond `limits`. Runs on a reading thread (reader.ts), never on a thread that serves requests.
+ * beyond `limits`. Runs in a reading process (reader.ts), never in the process that serves requests.
  */
 export async function readDocumentHere(
   bytes: Buffer,
@@ -29,10 +29,14 @@ export async function readDocumentHere(
 ): Promise<ReadDocument> {
   const type = detectType(bytes, name, mediaType);
   const parsed = await parserFor(type).parse(bytes, limits);
-  if (parsed.blocks.length > limits.maxParts)
+  // Paragraphs and headings are bounded; table rows and records are not (a CSV of a million rows is a
+  // legitimate import): their number is bounded by the file's bytes (ENGRAM_UPLOAD_MAX_BYTES) and the
+  // reader's heap (ENGRAM_PARSE_MAX_HEAP_MB).
+  const parts = parsed.blocks.reduce((n, block) => (block.kind === 'row' ? n : n + 1), 0);
+  if (parts > limits.maxParts)
     throw tooLarge(
       'ENGRAM_PARSE_MAX_PARTS',
-      `The file has more than ${limits.maxParts} parts (paragraphs, rows or records)`,
+      `The file has more than ${limits.maxParts} parts (paragraphs or headings)`,
     );
   const chunks = chunkBlocks(parsed.blocks);
   if (chunks.length === 0) throw invalid('file', 'The file has no text to remember (a scanned PDF needs OCR first)');

@@ -257,3 +257,28 @@ forEachDialect('a file that needs more memory than a reader has', (dialect) => {
     expect(res.body.error.message).toContain('ENGRAM_PARSE_MAX_HEAP_MB');
   });
 });
+
+forEachDialect('the parts bound', (dialect) => {
+  const t = useTestApp(dialect, { parse: { ...parse, maxParts: 100 } });
+
+  it('counts paragraphs and headings, not the rows of a CSV or the records of a JSON array', async () => {
+    const endUser = freshUser();
+    const csv = `sku,location\n${Array.from({ length: 250 }, (_, i) => `item-${i},Shelf ${i % 9}`).join('\n')}\n`;
+    const rows = await upload(t, { name: 'stock.csv', content: csv }, { endUser });
+    expect(rows.status, rows.text).toBe(201);
+    expect(rows.body.memories).toHaveLength(250);
+    const json = JSON.stringify(Array.from({ length: 150 }, (_, i) => ({ name: `Person ${i}`, city: 'Lyon' })));
+    const records = await upload(t, { name: 'people.json', content: json }, { endUser });
+    expect(records.status, records.text).toBe(201);
+    expect(records.body.memories).toHaveLength(150);
+    const prose = Array.from({ length: 101 }, (_, i) => `Paragraph ${i}.`).join('\n\n');
+    const refusedProse = await refused(
+      t,
+      () => upload(t, { name: 'long.md', content: prose }, { endUser }),
+      413,
+      'payload_too_large',
+      'file',
+    );
+    expect(refusedProse.body.error.message).toContain('ENGRAM_PARSE_MAX_PARTS');
+  });
+});
