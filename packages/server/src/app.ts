@@ -113,7 +113,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
     );
   });
 
-  await app.register(errorHandling);
+  await app.register(errorHandling, { database });
   await app.register(openapi, { version: VERSION });
   await app.register(metrics, {
     database,

@@ -2,7 +2,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { AppError, invalid, type ErrorBody, type ErrorCode } from '../core/errors.js';
 import { validationError, type AjvError } from '../core/validation.js';
-import { databaseFault } from '../store/faults.js';
+import type { Database } from '../store/database.js';
+import { databaseFault, isUndefinedTable, schemaAbsent } from '../store/faults.js';
 
 function fromFastifyError(error: FastifyError): AppError | undefined {
   switch (error.code) {
@@ -36,9 +37,18 @@ function fromFastifyError(error: FastifyError): AppError | undefined {
 /** How long a client waits before retrying a request the database could not serve. */
 const DATABASE_RETRY_AFTER_S = '1';
 
-/** The database cannot serve now (down, unreachable, locked by another process) or its disk is full: the caller may retry. */
-function fromDatabaseFault(error: unknown): AppError | undefined {
-  switch (databaseFault(error)) {
+/**
+ * The database cannot serve now (down, unreachable, locked by another process, re-created empty) or
+ * its disk is full: the caller may retry. A missing table is that only while the whole schema is
+ * missing; otherwise it is a bug, answered 500 and logged as one.
+ */
+async function fromDatabaseFault(error: unknown, database: Database): Promise<AppError | undefined> {
+  const fault = isUndefinedTable(error)
+    ? (await schemaAbsent(database))
+      ? 'unavailable'
+      : undefined
+    : databaseFault(error);
+  switch (fault) {
     case 'unavailable':
       return new AppError(
         'database_unavailable',
@@ -56,9 +66,9 @@ function fromDatabaseFault(error: unknown): AppError | undefined {
 }
 
 /** One error path for every route: AppError, schema validation, framework errors, and the unexpected. */
-export const errorHandling = fp(async (app: FastifyInstance) => {
+export const errorHandling = fp(async (app: FastifyInstance, { database }: { database: Database }) => {
   app.setErrorHandler(
-    (error: FastifyError & { validation?: AjvError[]; validationContext?: string }, request, reply) => {
+    async (error: FastifyError & { validation?: AjvError[]; validationContext?: string }, request, reply) => {
       if (error instanceof AppError) {
         return send(reply.headers(error.headers), request, error.status, error.code, error.message, error.field);
       }
@@ -71,7 +81,7 @@ export const errorHandling = fp(async (app: FastifyInstance) => {
       if (error.statusCode === 429) {
         return send(reply, request, 429, 'rate_limited', 'Too many requests; retry after the Retry-After delay');
       }
-      const fault = fromDatabaseFault(error);
+      const fault = await fromDatabaseFault(error, database);
       if (fault) {
         request.log.warn({ err: error }, fault.message);
         return send(reply.headers(fault.headers), request, fault.status, fault.code, fault.message);

@@ -1,14 +1,17 @@
+import { sql } from 'kysely';
+import type { Database } from './database.js';
+
 /**
  * Database errors that say the database cannot serve now, as opposed to a statement that is wrong:
  * the connection refused, cut or timed out, the server shutting down, the database or role gone
- * (or not migrated: a re-created empty database), SQLite's lock held by another process or its file
+ * (or not migrated: a re-created empty database, see schemaAbsent), SQLite's lock held by another process or its file
  * unwritable. They answer 503 database_unavailable with Retry-After and are retried by background
  * loops; a full disk answers 507 insufficient_storage (http/error-handler.ts).
  */
 export type DatabaseFault = 'unavailable' | 'storage_full';
 
-/** SQLSTATE classes and codes: 08 connection exception, 57P0x shutdown and cannot-connect-now, 3D000 no such database, 28 authorization (a role that may not log in), 53300 too many connections, 42P01 no such table (an empty database), 25006 read-only transaction (a standby after failover), 26000 and 42P05 a prepared statement lost or doubled by a transaction-mode pooler (the pool stops naming statements at once: store/database.ts#withNamedStatements, so a retry goes through). */
-const UNAVAILABLE_SQLSTATE = /^(08...|57P0[1-4]|3D000|28...|53300|53400|42P01|25006|26000|42P05)$/;
+/** SQLSTATE classes and codes: 08 connection exception, 57P0x shutdown and cannot-connect-now, 3D000 no such database, 28 authorization (a role that may not log in), 53300 too many connections, 25006 read-only transaction (a standby after failover), 26000 and 42P05 a prepared statement lost or doubled by a transaction-mode pooler (the pool stops naming statements at once: store/database.ts#withNamedStatements, so a retry goes through). */
+const UNAVAILABLE_SQLSTATE = /^(08...|57P0[1-4]|3D000|28...|53300|53400|25006|26000|42P05)$/;
 const NETWORK = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -38,6 +41,26 @@ export function databaseFault(error: unknown): DatabaseFault | undefined {
   if (error instanceof AggregateError)
     return error.errors.some((e) => databaseFault(e) === 'unavailable') ? 'unavailable' : undefined;
   return undefined;
+}
+
+/** PostgreSQL's "relation does not exist": a bug in a statement, unless the whole schema is gone (schemaAbsent). */
+export const isUndefinedTable = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '42P01';
+
+/**
+ * Whether the database has no schema at all (no `schema_migrations`: re-created empty under a
+ * running server), which makes a missing table the database's state, not a statement's bug; a
+ * database that cannot answer the question counts as absent too.
+ */
+export async function schemaAbsent(database: Database): Promise<boolean> {
+  if (database.config.dialect !== 'postgres') return false;
+  try {
+    const { rows } = await sql<{ t: string | null }>`SELECT to_regclass('schema_migrations')::text AS t`.execute(
+      database.db,
+    );
+    return rows[0]?.t == null;
+  } catch {
+    return true;
+  }
 }
 
 /**
