@@ -3,11 +3,17 @@ import type { Config } from './config.js';
 import type { Credentials } from './core/context.js';
 import { sealAuditChains } from './core/audit-log.js';
 import { answerSubject, eraseStoredAnswers, purgeExpiredIdempotencyKeys } from './core/idempotency-keys.js';
-import { eraseMemoryEvents, listEventTypes, purgeDispatchedEvents, type OutboxDispatcher } from './core/events.js';
+import {
+  eraseMemoryEvents,
+  listEventTypes,
+  purgeDispatchedEvents,
+  renameEndUserInEvents,
+  type OutboxDispatcher,
+} from './core/events.js';
 import { endUserPseudonyms, type Pseudonymize } from './core/pseudonyms.js';
 import { createLlm, type LlmProvider } from './engine/index.js';
 import { createMailer, type Mailer } from './core/mailer.js';
-import { JobHandlers, purgeFinishedJobs } from './jobs/runner.js';
+import { JobHandlers, purgeFinishedJobs, renameEndUserInJobs } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
 import { liveSession, TokenIssuer, touchSession } from './modules/auth/index.js';
 import {
@@ -35,11 +41,13 @@ import {
   importJob,
   purgeDeletedArtifacts,
   sweepExports,
+  renameEndUserInExports,
   withdrawArtifactsHolding,
 } from './modules/exports/index.js';
 import {
   createRetrieval,
   eraseDerivedData,
+  eraseEndUserSnapshot,
   REFRESH_JOB,
   refreshEmbeddingsJob,
   type RetrievalEngine,
@@ -142,12 +150,7 @@ export function buildServices({
 
   // Forgetting withdraws export artifacts holding the memories in its transaction; their bytes go
   // right after it commits (and at every sweep, should this process stop first).
-  let purge: NodeJS.Timeout | undefined;
-  const purgeSoon = () => {
-    clearTimeout(purge);
-    purge = setTimeout(() => void purgeDeletedArtifacts(database, blobs).catch(() => {}), 50);
-    purge.unref();
-  };
+  const purgeArtifacts = () => void purgeDeletedArtifacts(database, blobs).catch(() => {});
   const pseudonymize = endUserPseudonyms(secret);
   const erase = new EraseHooks(pseudonymize);
   erase.register(eraseDerivedData);
@@ -160,14 +163,27 @@ export function buildServices({
   erase.register((trx, ids, erasure) =>
     eraseStoredAnswers(trx, [...ids, ...erasure.rewritten].map(answerSubject.memory), erasure.effects.now),
   );
-  erase.registerEndUser((trx, owner, now) =>
+  erase.registerEndUser((trx, owner, _pseudonym, now) =>
     eraseStoredAnswers(trx, [answerSubject.endUser(pseudonymize, owner)], now),
   );
-  erase.registerEndUser((trx, owner) => eraseEndUserDeliveries(trx, pseudonymize(owner.projectId, owner.endUserId)));
   erase.registerEndUser(eraseEndUserFiles);
+  // What must outlive the end user but named them by id names their pseudonym instead (docs/api.md, "What
+  // forgetting removes"); their tombstones and revision row follow last, in the purge itself (memories).
+  erase.registerEndUser((trx, owner, pseudonym) => eraseEndUserDeliveries(trx, owner.endUserId, pseudonym));
+  erase.registerEndUser((trx, owner, pseudonym) =>
+    renameEndUserInEvents(trx, owner.projectId, owner.endUserId, pseudonym),
+  );
+  erase.registerEndUser((trx, owner, pseudonym) =>
+    renameEndUserInJobs(trx, owner.projectId, owner.endUserId, pseudonym),
+  );
+  erase.registerEndUser((trx, owner, pseudonym) =>
+    renameEndUserInExports(trx, owner.projectId, owner.endUserId, pseudonym),
+  );
+  erase.registerEndUser(eraseEndUserSnapshot);
   erase.register(eraseForgottenFiles);
   erase.register(async (trx, ids, erasure) => {
-    if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten])) purgeSoon();
+    if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten]))
+      erasure.effects.afterCommit(purgeArtifacts);
   });
 
   // SQLite: the WAL's frames from before the erasure are checkpointed and truncated away in the background.

@@ -1,6 +1,15 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox';
 import { PostgresAdapter, sql, type Insertable } from 'kysely';
-import { decodeJson, encodeJson, nowIso, sqlLiteral, type Database, type Executor } from '../store/database.js';
+import {
+  containsText,
+  decodeJson,
+  encodeJson,
+  nowIso,
+  sqlLiteral,
+  type Database,
+  type Executor,
+} from '../store/database.js';
+import { renamedJson } from './pseudonyms.js';
 import { preparedInsert } from '../store/prepared.js';
 import type { OutboxEventsTable } from '../store/schema.js';
 import { bodyAjv } from './validation.js';
@@ -74,8 +83,8 @@ export const EVENT_TYPES = {
     }),
   ),
   'end_user.purged': event(
-    1,
-    'Every memory of an end user was forgotten.',
+    2,
+    'Every memory of an end user was forgotten; `end_user_id` is their pseudonym (`eu~…`), never the id (docs/api.md, "What forgetting removes").',
     Type.Object({
       end_user_id: Type.String(),
       deleted: Type.Integer({ minimum: 0 }),
@@ -398,6 +407,31 @@ export async function eraseMemoryEvents(
       .set({ payload: encodeJson({ memory: erasedMemory(row.memory_id!, rewritten) }) })
       .where('id', '=', row.id)
       .execute();
+  }
+}
+
+/**
+ * Removing an end user: outbox events of the project naming them (memory.deleted, relation.*, decision.resolved,
+ * an earlier end_user.purged) name their pseudonym instead. Found by the id's JSON text in the payload: a purge
+ * is rare, and the outbox keeps events only until they are dispatched and then for its retention.
+ */
+export async function renameEndUserInEvents(
+  trx: Executor,
+  projectId: string,
+  endUserId: string,
+  pseudonym: string,
+): Promise<void> {
+  const rows = await trx
+    .selectFrom('outbox_events')
+    .select(['id', 'payload'])
+    .where('project_id', '=', projectId)
+    .where(containsText(trx, 'payload', JSON.stringify(endUserId)))
+    .orderBy('id')
+    .execute();
+  for (const row of rows) {
+    const payload = renamedJson(row.payload, endUserId, pseudonym);
+    if (payload !== undefined)
+      await trx.updateTable('outbox_events').set({ payload }).where('id', '=', row.id).execute();
   }
 }
 

@@ -29,3 +29,46 @@ export function endUserPseudonyms(secret: Uint8Array): Pseudonymize {
     return PSEUDONYM_PREFIX + createHmac('sha256', key).update(endUserId, 'utf8').digest('base64url');
   };
 }
+
+/** The keys under which stored JSON (event payloads, job payloads, export scopes) names an end user. */
+const END_USER_KEYS = new Set(['end_user_id', 'endUserId', 'user_id']);
+
+/**
+ * `value` (parsed JSON) with every end-user id equal to `endUserId` under one of END_USER_KEYS, at any depth,
+ * replaced by `pseudonym`; `changed` says whether there was one.
+ */
+export function renameEndUser(
+  value: unknown,
+  endUserId: string,
+  pseudonym: string,
+): { value: unknown; changed: boolean } {
+  let changed = false;
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v === null || typeof v !== 'object') return v;
+    return Object.fromEntries(
+      Object.entries(v).map(([key, inner]) => {
+        if (END_USER_KEYS.has(key) && inner === endUserId) {
+          changed = true;
+          return [key, pseudonym];
+        }
+        return [key, walk(inner)];
+      }),
+    );
+  };
+  const renamed = walk(value);
+  return { value: renamed, changed };
+}
+
+/** Whether `value` is a pseudonym (the end-user ids customers choose may not start so: core/validation.ts). */
+export const isPseudonym = (value: string): boolean => value.startsWith(PSEUDONYM_PREFIX);
+
+/**
+ * Stored JSON (text, or parsed as PostgreSQL returns it) with the end user renamed as renameEndUser does,
+ * encoded; undefined when it does not name them.
+ */
+export function renamedJson(stored: unknown, endUserId: string, pseudonym: string): string | undefined {
+  if (stored === null) return undefined;
+  const renamed = renameEndUser(typeof stored === 'string' ? JSON.parse(stored) : stored, endUserId, pseudonym);
+  return renamed.changed ? JSON.stringify(renamed.value) : undefined;
+}

@@ -23,6 +23,8 @@ export interface Effects {
   emit<K extends EventKind>(type: K, payload: EventPayload<K>): void;
   /** A statement to run in this transaction whose result the change does not need: sent with the audit and outbox rows. */
   later(statement: PendingWrite | undefined): void;
+  /** Runs `task` once the transaction has committed (not if it rolls back): work on what the change made final. */
+  afterCommit(task: () => void): void;
   readonly now: string;
 }
 
@@ -39,6 +41,7 @@ export async function write<T>(
   if (earlier) return earlier.value as T;
   const events: OutboxEvent[] = [];
   let sent: OutboxEvent[] = [];
+  let committed: Array<() => void> = [];
   let transaction: Transaction<DB> | undefined;
   const result = await inTransaction(database, async (trx) => {
     transaction = trx;
@@ -49,8 +52,10 @@ export async function write<T>(
     const now = nowIso();
     const audits: AuditEntry[] = [];
     const pending: PendingWrite[] = [];
+    committed = [];
     const effects: Effects = {
       now,
+      afterCommit: (task) => committed.push(task),
       audit: (action, target, result = 'success') =>
         audits.push({
           organizationId: ctx.organizationId,
@@ -89,6 +94,7 @@ export async function write<T>(
   });
   subscriptionsCommitted(database, transaction!);
   if (sent.length > 0) notifyEventsCommitted();
+  for (const task of committed) task();
   return result;
 }
 
@@ -551,17 +557,21 @@ export async function writeUnaudited<T>(
   database: Database,
   change: (trx: Transaction<DB>, effects: Effects) => Promise<T>,
 ): Promise<T> {
-  return database.db.transaction().execute(async (trx) => {
+  const committed: Array<() => void> = [];
+  const result = await database.db.transaction().execute(async (trx) => {
     const pending: PendingWrite[] = [];
     const result = await change(trx, {
       now: nowIso(),
       audit: () => {},
       emit: () => {},
       later: (s) => void (s && pending.push(s)),
+      afterCommit: (task) => committed.push(task),
     });
     await runTogether(database, trx, pending);
     return result;
   });
+  for (const task of committed) task();
+  return result;
 }
 
 /**

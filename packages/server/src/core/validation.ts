@@ -1,5 +1,6 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { invalid, type AppError } from './errors.js';
+import { PSEUDONYM_PREFIX } from './pseudonyms.js';
 
 /**
  * Bodies are validated strictly: no type coercion and no silent removal of unknown fields,
@@ -70,9 +71,17 @@ export function describeValidation(error: AjvError, field: string): string {
 const END_USER_ID = /^[^\x00-\x1f\x7f]{1,256}$/;
 const LOOKS_LIKE_EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
 
-/** An end-user id is opaque and stable: 1 to 256 characters, no control characters, not an e-mail address. */
+/**
+ * An end-user id is opaque and stable: 1 to 256 characters, no control characters, not an e-mail address, and
+ * not beginning `eu~`, which marks the pseudonym of a removed end user (core/pseudonyms.ts) wherever one is stored.
+ */
 export function validateEndUserId(value: string, field: string): string {
   if (!END_USER_ID.test(value)) throw invalid(field, `${field} must be 1 to 256 characters without control characters`);
+  if (value.startsWith(PSEUDONYM_PREFIX))
+    throw invalid(
+      field,
+      `${field} must not begin with ${PSEUDONYM_PREFIX} (reserved for removed end users' pseudonyms)`,
+    );
   if (LOOKS_LIKE_EMAIL.test(value)) {
     throw invalid(field, `${field} must be an opaque stable id, not an e-mail address`);
   }

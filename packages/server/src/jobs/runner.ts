@@ -1,6 +1,7 @@
 import type { BaseLogger } from 'pino';
 import { sql } from 'kysely';
-import { decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
+import { containsText, decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
+import { renamedJson } from '../core/pseudonyms.js';
 import { deleteInBatches } from '../core/batches.js';
 
 /**
@@ -314,6 +315,37 @@ export async function eraseJobs(db: Executor, ids: number[]): Promise<void> {
       .deleteFrom('jobs')
       .where('id', 'in', ids.slice(i, i + 500))
       .execute();
+}
+
+/**
+ * Removing an end user: jobs of the project whose payload or result names them (a refresh of their vectors, say)
+ * name their pseudonym instead (core/pseudonyms.ts). Found by the id's JSON text: a purge is rare, and finished
+ * jobs are kept only for their retention.
+ */
+export async function renameEndUserInJobs(
+  db: Executor,
+  projectId: string,
+  endUserId: string,
+  pseudonym: string,
+): Promise<void> {
+  const needle = JSON.stringify(endUserId);
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['id', 'payload', 'result'])
+    .where('project_id', '=', projectId)
+    .where((eb) => eb.or([containsText(db, 'payload', needle), containsText(db, 'result', needle)]))
+    .orderBy('id')
+    .execute();
+  for (const row of rows) {
+    const payload = renamedJson(row.payload, endUserId, pseudonym);
+    const result = renamedJson(row.result, endUserId, pseudonym);
+    if (payload !== undefined || result !== undefined)
+      await db
+        .updateTable('jobs')
+        .set({ ...(payload !== undefined ? { payload } : {}), ...(result !== undefined ? { result } : {}) })
+        .where('id', '=', row.id)
+        .execute();
+  }
 }
 
 /** Jobs by status (queued, running, succeeded, failed), for `engram status` and /metrics. */

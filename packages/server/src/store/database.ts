@@ -4,7 +4,15 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, type RawBuilder, sql, SqliteDialect, type Transaction } from 'kysely';
+import {
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  sql,
+  SqliteDialect,
+  type RawBuilder,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import type { DB } from './schema.js';
@@ -418,6 +426,16 @@ function startCheckpointer(path: string, failed: () => void): { truncate(): void
       return exited;
     },
   };
+}
+
+/**
+ * SQL true when the text of `column` (text or JSON) contains `needle`, a plain string (no pattern characters):
+ * for finding the stored JSON that names a removed end user (their id JSON-encoded, quotes included).
+ */
+export function containsText(db: Executor, column: string, needle: string): RawBuilder<boolean> {
+  return db.getExecutor().adapter instanceof PostgresAdapter
+    ? sql<boolean>`strpos(CAST(${sql.ref(column)} AS TEXT), ${needle}) > 0`
+    : sql<boolean>`instr(${sql.ref(column)}, ${needle}) > 0`;
 }
 
 /** A constant string as an SQL literal, for statements of fixed text that hold no request's values (core/unit-of-work.ts#groupedInsert). */

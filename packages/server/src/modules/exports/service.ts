@@ -4,7 +4,16 @@ import { AppError, notFound } from '../../core/errors.js';
 import { paginate, type PageParams } from '../../core/paging.js';
 import { enqueueJob } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
-import { decodeJson, encodeJson, nowIso, type Database, type Dialect, type Executor } from '../../store/database.js';
+import {
+  containsText,
+  decodeJson,
+  encodeJson,
+  nowIso,
+  type Database,
+  type Dialect,
+  type Executor,
+} from '../../store/database.js';
+import { renamedJson } from '../../core/pseudonyms.js';
 import type { ExportsTable } from '../../store/schema.js';
 import { ownersOfMemories, type ExportFilter } from '../memories/index.js';
 import type { CreateExportInput, ExportScopeInput, ExportView } from './schemas.js';
@@ -196,6 +205,28 @@ export async function deleteExport(
  * checked (erasure blanks them first), so such exports are withdrawn conservatively; nor are times
  * for an export with relations, whose links reach memories outside its own.
  */
+/**
+ * Removing an end user: exports of the project scoped to them name their pseudonym in their scope instead
+ * (their artifacts were withdrawn with the memories, withdrawArtifactsHolding).
+ */
+export async function renameEndUserInExports(
+  trx: Executor,
+  projectId: string,
+  endUserId: string,
+  pseudonym: string,
+): Promise<void> {
+  const rows = await trx
+    .selectFrom('exports')
+    .select(['id', 'scope'])
+    .where('project_id', '=', projectId)
+    .where(containsText(trx, 'scope', JSON.stringify(endUserId)))
+    .execute();
+  for (const row of rows) {
+    const scope = renamedJson(row.scope, endUserId, pseudonym);
+    if (scope !== undefined) await trx.updateTable('exports').set({ scope }).where('id', '=', row.id).execute();
+  }
+}
+
 export async function withdrawArtifactsHolding(trx: Executor, dialect: Dialect, ids: number[]): Promise<boolean> {
   const owners = await ownersOfMemories(trx, ids);
   const byProject = new Map<string, typeof owners>();

@@ -1,6 +1,6 @@
 import type { Extraction, Extractor } from '../../engine/nlp/index.js';
 import type { Database } from '../../store/database.js';
-import { changesSince, liveMemoryCountOf, revisionOf, type Owner } from '../memories/index.js';
+import { liveMemoryCountOf, ownerChangesSince, revisionOf, type Owner } from '../memories/index.js';
 import { clusterMemories, type Cluster } from './clusters.js';
 import { deriveKnowledge, factIndex, type FactIndex, type Knowledge } from './knowledge.js';
 import { ontologyRevision, type Extractors } from './ontology.js';
@@ -171,7 +171,8 @@ export class IntelligenceCache {
       entry.revision = 0;
     }
     const extractor = await this.extractors.forProject(owner.projectId, ontology);
-    const rows = await changesSince(this.database.db, owner, entry.revision);
+    const { restart, rows } = await ownerChangesSince(this.database.db, owner, entry.revision);
+    if (restart) entry.items.clear();
     for (const row of rows) {
       if (row.deleted) {
         entry.items.delete(row.id);

@@ -143,6 +143,13 @@ export async function* exportMemories(
   for await (const page of pages) for (const row of page) yield toMemory(row);
 }
 
+/**
+ * The end_users row of a project and tenant whose revision adds up those of its removed end users (purgeEndUser):
+ * '' is no end user's id. A new end user's revisions start after it, so an id used again after its removal never
+ * repeats a revision of its earlier life, and the project's revision (the sum) never moves back.
+ */
+export const RETIRED_REVISIONS = '';
+
 /** The owner's change sequence: bumped by every change to their memories (0 before the first). */
 const revisionRow = prepared(3, (db, projectId: string, tenantId: string, endUserId: string) =>
   db
@@ -280,8 +287,36 @@ function toIndexed(row: Pick<MemoryRow, (typeof INDEXED_COLUMNS)[number]>): Inde
 }
 
 /**
+ * What a copy of the owner's memories as of `seq` (an index) must apply to be current: the rows changed
+ * since, or, when `restart`, every live row, the copy being dropped first. Restart when no row of the owner
+ * has a sequence at or below `seq`: the end user was removed since (their tombstones moved to a pseudonym,
+ * purgeEndUser) and perhaps written to again under the same id, whose revisions continue past every earlier
+ * one (retireOwner), so the rows of the new life are all after `seq`; or every row changed since, when the
+ * changes are the whole owner anyway.
+ */
+export async function ownerChangesSince(
+  db: Executor,
+  owner: Owner,
+  seq: number,
+): Promise<{ restart: boolean; rows: IndexedMemory[] }> {
+  if (seq > 0) {
+    const kept = await db
+      .selectFrom('memories')
+      .select('id')
+      .where('project_id', '=', owner.projectId)
+      .where('tenant_id', '=', owner.tenantId)
+      .where('end_user_id', '=', owner.endUserId)
+      .where('seq', '<=', seq)
+      .limit(1)
+      .execute();
+    if (kept.length === 0) return { restart: true, rows: await changesSince(db, owner, 0) };
+  }
+  return { restart: false, rows: await changesSince(db, owner, seq) };
+}
+
+/**
  * The owner's memories changed after `seq` (all of them from 0), forgotten ones included, in id
- * order. Served by the (owner, seq) index.
+ * order. Served by the (owner, seq) index. A copy kept across calls follows ownerChangesSince.
  */
 export async function changesSince(db: Executor, owner: Owner, seq: number): Promise<IndexedMemory[]> {
   const rows = await db
@@ -303,6 +338,8 @@ export async function endUsersOf(db: Executor, projectId: string): Promise<Owner
     .selectFrom('end_users')
     .select(['tenant_id', 'end_user_id'])
     .where('project_id', '=', projectId)
+    // The row of retired revisions (RETIRED_REVISIONS) is no end user.
+    .where('end_user_id', '!=', RETIRED_REVISIONS)
     .orderBy('tenant_id')
     .orderBy('end_user_id')
     .execute();

@@ -154,7 +154,8 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
       target_id: expect.stringMatching(new RegExp(`^${PSEUDONYM_PREFIX}`)),
     });
     expect(JSON.stringify(audit)).not.toContain('leaving-user');
-    expect(events).toMatchObject([{ type: 'end_user.purged', payload: { end_user_id: 'leaving-user', deleted: 2 } }]);
+    const pseudonym = t.services.pseudonymize(t.projectId, 'leaving-user');
+    expect(events).toMatchObject([{ type: 'end_user.purged', payload: { end_user_id: pseudonym, deleted: 2 } }]);
     for (const m of gone) await expectTombstone(m.id, m.text);
     const left = await t.database.db
       .selectFrom('memories')
@@ -187,7 +188,7 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
     const rows = await t.database.db
       .selectFrom('memories')
       .select(['text', 'metadata', 'deleted_at'])
-      .where('end_user_id', '=', endUser)
+      .where('end_user_id', '=', t.services.pseudonymize(t.projectId, endUser))
       .execute();
     expect(rows).toHaveLength(count);
     expect(
@@ -197,7 +198,7 @@ forEachDialect('DELETE /memory/forget and DELETE /memory/user/{end_user_id}', (d
       .selectFrom('memory_history')
       .innerJoin('memories', 'memories.id', 'memory_history.memory_id')
       .select(['memory_history.changes', 'memory_history.action'])
-      .where('memories.end_user_id', '=', endUser)
+      .where('memories.end_user_id', '=', t.services.pseudonymize(t.projectId, endUser))
       .execute();
     expect(history.filter((h) => h.changes !== null)).toEqual([]);
     expect(history.filter((h) => h.action === 'forget')).toHaveLength(count);

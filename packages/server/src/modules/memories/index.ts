@@ -2,6 +2,7 @@
 export {
   changesSince,
   endUsersOf,
+  ownerChangesSince,
   exportMemories,
   forgottenSince,
   largeOwnersChangedAfter,

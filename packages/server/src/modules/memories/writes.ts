@@ -12,13 +12,14 @@ import {
   encodeJson,
   isUniqueViolation,
   nowIso,
+  sqlLiteral,
   type Database,
   type Executor,
 } from '../../store/database.js';
 import { prepared, preparedInsert } from '../../store/prepared.js';
 import type { DB, MemoriesTable, MemoryHistoryTable } from '../../store/schema.js';
 import { countSelected, selectedIds, type Selection } from './list.js';
-import { owned, revisionOf, toMemory, viewOf, type MemoryRow, type Owner } from './feed.js';
+import { owned, RETIRED_REVISIONS, revisionOf, toMemory, viewOf, type MemoryRow, type Owner } from './feed.js';
 import {
   AddMemoryBody,
   LIMITS,
@@ -78,7 +79,7 @@ async function nextSeqs(database: Database, trx: Executor, owners: Owner[], now:
   const rows = owners.map((o) => ({ project_id: o.projectId, tenant_id: o.tenantId, end_user_id: o.endUserId }));
   const { rows: bumped } = await sql<{ project_id: string; tenant_id: string; end_user_id: string; revision: number }>`
     INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at)
-    SELECT project_id, tenant_id, end_user_id, 1, ${now}::timestamptz, ${now}::timestamptz
+    SELECT project_id, tenant_id, end_user_id, 1 + ${sql.raw(retiredRevisionsOf('o.project_id', 'o.tenant_id'))}, ${now}::timestamptz, ${now}::timestamptz
     FROM json_to_recordset(${JSON.stringify(rows)}::json) AS o(project_id text, tenant_id text, end_user_id text) ORDER BY 1, 2, 3
     ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = end_users.revision + 1, updated_at = excluded.updated_at
     RETURNING project_id, tenant_id, end_user_id, revision`.execute(trx);
@@ -92,6 +93,13 @@ const bumpRevision = prepared(4, (db, projectId: string, tenantId: string, endUs
   revisionBump(db, { projectId, tenantId, endUserId }, now),
 );
 
+/**
+ * The first revision of an owner's row is 1 + this: the revisions of the project's (and tenant's) removed end
+ * users (RETIRED_REVISIONS, retireOwner), so an id used again after its removal continues past its earlier life.
+ */
+const retiredRevisionsOf = (project: string, tenant: string) =>
+  `COALESCE((SELECT r.revision FROM end_users r WHERE r.project_id = ${project} AND r.tenant_id = ${tenant} AND r.end_user_id = ${sqlLiteral(RETIRED_REVISIONS)}), 0)`;
+
 /** The upsert behind nextSeq, returning the new revision (on PostgreSQL also a CTE of a single add's insert). */
 function revisionBump(trx: QueryCreator<DB>, owner: Pick<Owner, 'projectId' | 'tenantId' | 'endUserId'>, now: string) {
   return trx
@@ -100,7 +108,12 @@ function revisionBump(trx: QueryCreator<DB>, owner: Pick<Owner, 'projectId' | 't
       project_id: owner.projectId,
       tenant_id: owner.tenantId,
       end_user_id: owner.endUserId,
-      revision: 1,
+      revision: sql<number>`1 + COALESCE((${trx
+        .selectFrom('end_users as r')
+        .select('r.revision')
+        .where('r.project_id', '=', owner.projectId)
+        .where('r.tenant_id', '=', owner.tenantId)
+        .where('r.end_user_id', '=', RETIRED_REVISIONS)}), 0)`,
       created_at: now,
       updated_at: now,
     })
@@ -789,7 +802,8 @@ const memoryColumnList = NEW_MEMORY_COLUMNS.map(([column]) => column).join(', ')
 
 /** A grouped statement's bump of each owner's revision, once per statement, owners in one order (both locks and deadlocks follow it). */
 const REVISION_STEP = `INSERT INTO end_users (project_id, tenant_id, end_user_id, revision, created_at, updated_at)
-  SELECT project_id, tenant_id, end_user_id, 1, max(ctx_now), max(ctx_now) FROM input GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+  SELECT project_id, tenant_id, end_user_id, 1 + ${retiredRevisionsOf('o.project_id', 'o.tenant_id')}, max(ctx_now), max(ctx_now)
+  FROM input o GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
   ON CONFLICT (project_id, tenant_id, end_user_id) DO UPDATE SET revision = end_users.revision + 1, updated_at = excluded.updated_at
   RETURNING project_id, tenant_id, end_user_id, revision`;
 
@@ -1012,8 +1026,11 @@ export interface Erasure {
   rewritten: number[];
 }
 
-/** Erases what a module keeps of an end user beyond their memories (file names, stored answers) in the purging transaction. */
-export type EndUserEraseHook = (trx: Executor, owner: Owner, now: string) => Promise<void>;
+/**
+ * Erases what a module keeps of an end user beyond their memories (file names, stored answers) in the purging
+ * transaction, and renames to `pseudonym` (core/pseudonyms.ts) what must outlive them but named them by id.
+ */
+export type EndUserEraseHook = (trx: Executor, owner: Owner, pseudonym: string, now: string) => Promise<void>;
 
 /** Erases what a module derived from memories (vectors, feedback, relations, summaries) in the transaction that forgets them. */
 export type EraseHook = (trx: Executor, ids: number[], erasure: Erasure) => Promise<void>;
@@ -1040,8 +1057,8 @@ export class EraseHooks {
   }
 
   /** Runs every end-user hook in the order registered. */
-  async runEndUser(trx: Executor, owner: Owner, now: string): Promise<void> {
-    for (const hook of this.endUserHooks) await hook(trx, owner, now);
+  async runEndUser(trx: Executor, owner: Owner, pseudonym: string, now: string): Promise<void> {
+    for (const hook of this.endUserHooks) await hook(trx, owner, pseudonym, now);
   }
 
   /** Runs every hook in the order registered, sharing one Erasure (so a later hook sees what an earlier one rewrote). */
@@ -1328,15 +1345,58 @@ export async function purgeEndUser(
     const live = await owned(owner)(trx).clearSelect().select('id').execute();
     const ids = live.map((r) => r.id);
     for (let i = 0; i < ids.length; i += 500) await eraseMemories(trx, ctx, effects, ids.slice(i, i + 500), seq, erase);
-    await erase.runEndUser(trx, owner, effects.now);
-    effects.emit('end_user.purged', { end_user_id: owner.endUserId, deleted: ids.length });
-    // The hash-chained audit row outlives the end user: it names them by pseudonym only.
-    effects.audit('memory.purge_end_user', {
-      type: 'end_user',
-      id: erase.pseudonymize(owner.projectId, owner.endUserId),
-    });
+    const pseudonym = erase.pseudonymize(owner.projectId, owner.endUserId);
+    await erase.runEndUser(trx, owner, pseudonym, effects.now);
+    await retireOwner(trx, owner, pseudonym);
+    // What outlives the end user names them by pseudonym only: the event (stored in the outbox and in deliveries)
+    // and the hash-chained audit row.
+    effects.emit('end_user.purged', { end_user_id: pseudonym, deleted: ids.length });
+    effects.audit('memory.purge_end_user', { type: 'end_user', id: pseudonym });
     return ids.length;
   });
+}
+
+/**
+ * The last of a purge: the end user's tombstones are filed under their pseudonym, and their end_users row goes, its
+ * revision added to the row of retired revisions (RETIRED_REVISIONS), from which the revisions of an end user
+ * written to later start. So the id is in neither table, the project's revision (their sum) still only grows, and
+ * an index kept of the earlier life finds no row of the owner at or before its revision and starts over
+ * (ownerChangesSince). The owner's row is locked (nextSeq) by the purge, so no write of theirs runs meanwhile;
+ * one waiting on the lock inserts a new row when the purge commits.
+ */
+async function retireOwner(trx: Executor, owner: Owner, pseudonym: string): Promise<void> {
+  await trx
+    .updateTable('memories')
+    .set({ end_user_id: pseudonym })
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .execute();
+  const retired = await trx
+    .deleteFrom('end_users')
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .returning('revision')
+    .executeTakeFirst();
+  if (!retired) return;
+  await trx
+    .insertInto('end_users')
+    .values({
+      project_id: owner.projectId,
+      tenant_id: owner.tenantId,
+      end_user_id: RETIRED_REVISIONS,
+      revision: retired.revision,
+      created_at: nowIso(),
+      updated_at: nowIso(),
+    })
+    .onConflict((oc) =>
+      oc.columns(['project_id', 'tenant_id', 'end_user_id']).doUpdateSet((eb) => ({
+        revision: eb('end_users.revision', '+', retired.revision),
+        updated_at: nowIso(),
+      })),
+    )
+    .execute();
 }
 
 /**

@@ -1,7 +1,7 @@
 import { EmbedderError, MemoryIndex, parseTemporal, SLICE_MS, type MemoryIndexOptions } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
-  changesSince,
+  ownerChangesSince,
   largeOwnersChangedAfter,
   liveMemoryCount,
   liveProjectMemories,
@@ -170,7 +170,8 @@ export class IndexCache {
             this.snapshots.loaded++;
           }
         }
-        const rows = await changesSince(this.database.db, owner, entry.revision);
+        const { restart, rows } = await ownerChangesSince(this.database.db, owner, entry.revision);
+        if (restart) this.clear(entry);
         await this.apply(entry, owner.projectId, rows, { owner, key });
         entry.revision = revision;
         entry.unsnapshotted += rows.length;
@@ -337,6 +338,15 @@ export class IndexCache {
     if (fresh) this.hits++;
     else this.misses++;
     return entry;
+  }
+
+  /** Drops what an entry holds, to be built again from every live row (ownerChangesSince's restart). */
+  private clear(entry: Entry): void {
+    entry.index = new MemoryIndex(this.indexOptions);
+    entry.meta.clear();
+    entry.awaiting?.clear();
+    entry.snapshotted = false;
+    entry.unsnapshotted = 0;
   }
 
   private async apply(

@@ -8,6 +8,7 @@ export {
   refreshEmbeddingsJob,
   type RetrievalEngine,
 } from './engine.js';
+export { eraseEndUserSnapshot } from './snapshots.js';
 export type { RetrievalScope, ScoredMemory } from './service.js';
 export type { RetrievalService } from './thread.js';
 export { JobResult } from './schemas.js';

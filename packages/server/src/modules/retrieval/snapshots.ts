@@ -468,6 +468,16 @@ export async function storeSnapshot(
   });
 }
 
+/** Removing an end user: their snapshot goes, whichever memories it holds (the row names them). */
+export async function eraseEndUserSnapshot(trx: Executor, owner: Owner): Promise<void> {
+  await trx
+    .deleteFrom('index_snapshots')
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId)
+    .execute();
+}
+
 /** Erase hook: forgetting memories deletes their owners' snapshots. */
 export async function eraseIndexSnapshots(trx: Executor, memoryIds: number[]): Promise<void> {
   const owners = new Map<string, Owner>();
@@ -478,12 +488,5 @@ export async function eraseIndexSnapshots(trx: Executor, memoryIds: number[]): P
       endUserId: row.end_user_id,
     });
   }
-  for (const owner of owners.values()) {
-    await trx
-      .deleteFrom('index_snapshots')
-      .where('project_id', '=', owner.projectId)
-      .where('tenant_id', '=', owner.tenantId)
-      .where('end_user_id', '=', owner.endUserId)
-      .execute();
-  }
+  for (const owner of owners.values()) await eraseEndUserSnapshot(trx, owner);
 }

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import type { BaseLogger } from 'pino';
 import { sql } from 'kysely';
 import { SYSTEM_ACTOR } from '../../core/context.js';
-import type { Pseudonymize } from '../../core/pseudonyms.js';
+import { isPseudonym, renamedJson, type Pseudonymize } from '../../core/pseudonyms.js';
 import {
   dispatchOutbox,
   erasedMemory,
@@ -97,8 +97,13 @@ export const fanOut =
       const named = payload as { memory?: { id?: number; end_user_id?: string }; end_user_id?: string };
       const memory = named.memory?.id ?? null;
       const endUser = named.end_user_id ?? named.memory?.end_user_id;
+      // An event of a purge names the end user by pseudonym already.
       const endUserKey =
-        endUser !== undefined && event.projectId !== null ? pseudonymize(event.projectId, endUser) : null;
+        endUser === undefined || event.projectId === null
+          ? null
+          : isPseudonym(endUser)
+            ? endUser
+            : pseudonymize(event.projectId, endUser);
       return targets.map((e) => ({
         endpoint_id: e.id,
         message_id: messageId,
@@ -166,9 +171,22 @@ export async function eraseMemoryDeliveries(
   );
 }
 
-/** Removing an end user: what receivers answered to every delivery whose event named them is erased. */
-export async function eraseEndUserDeliveries(trx: Executor, endUserKey: string): Promise<void> {
-  const rows = await trx.selectFrom('webhook_deliveries').select('id').where('end_user_key', '=', endUserKey).execute();
+/**
+ * Removing an end user: every delivery whose event named them (found by their pseudonym, `end_user_key`) names the
+ * pseudonym instead, still to be sent or kept for its retention, and what receivers answered to it is erased.
+ */
+export async function eraseEndUserDeliveries(trx: Executor, endUserId: string, pseudonym: string): Promise<void> {
+  const rows = await trx
+    .selectFrom('webhook_deliveries')
+    .select(['id', 'body'])
+    .where('end_user_key', '=', pseudonym)
+    .orderBy('id')
+    .execute();
+  for (const row of rows) {
+    const body = renamedJson(row.body, endUserId, pseudonym);
+    if (body !== undefined)
+      await trx.updateTable('webhook_deliveries').set({ body }).where('id', '=', row.id).execute();
+  }
   await eraseReceiverAnswers(
     trx,
     rows.map((r) => r.id),
