@@ -10,7 +10,6 @@ import { freshDatabaseConfig, forEachDialect } from '../testing/harness.js';
 import type { BlobStore } from './blobs.js';
 import { openBlobStore } from './blobs/open.js';
 import { DatabaseBlobStore } from './blobs/database-blobs.js';
-import { signRequest } from './blobs/sigv4.js';
 import { openDatabase, type Database } from './database.js';
 import { migrate } from './migrate.js';
 
@@ -165,30 +164,5 @@ describe('configuration of the blob store', () => {
     expect(loadConfig({}).blobs).toEqual({ kind: 'database' });
     expect(() => loadConfig({ ENGRAM_BLOB_URL: 'ftp://x' })).toThrow(/ENGRAM_BLOB_URL/);
     expect(() => loadConfig({ ENGRAM_BLOB_URL: 's3://bucket/p' })).toThrow(/ENGRAM_BLOB_ACCESS_KEY_ID/);
-  });
-});
-
-describe('SigV4 signing', () => {
-  it("matches AWS's published example (GET Object with a Range)", () => {
-    // "Example: GET Object" in the S3 API reference, Signature Version 4, Authorization header.
-    const headers = signRequest(
-      {
-        accessKeyId: 'AKIAIOSFODNN7EXAMPLE',
-        secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
-        region: 'us-east-1',
-      },
-      {
-        method: 'GET',
-        host: 'examplebucket.s3.amazonaws.com',
-        path: '/test.txt',
-        headers: { range: 'bytes=0-9' },
-        payloadHash: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
-      },
-      new Date('2013-05-24T00:00:00Z'),
-    );
-    expect(headers.authorization).toBe(
-      'AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, ' +
-        'SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41',
-    );
   });
 });

@@ -1,12 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { EMPTY_SHA256, signRequest, uriEncode } from '../../../store/blobs/sigv4.js';
+import { s3Client, s3Failure, s3Sdk } from '../../../store/blobs/s3-client.js';
 import { ProviderConfigError, type ConnectorProvider, type SyncRun } from './provider.js';
 
 /**
  * S3-compatible object storage: ListObjectsV2 pages (continuation tokens; the token of the page
  * being worked on is the checkpoint), the ETag as the object's version (an unchanged ETag is not
- * downloaded again), objects read by the upload pipeline. Requests are signed with SigV4
- * (store/blobs/sigv4.ts) and go through the SSRF guard.
+ * downloaded again), objects read by the upload pipeline. The AWS SDK's S3 client (store/blobs/s3-client.ts)
+ * builds and signs the requests; they go through the SSRF guard (run.fetch).
  */
 
 const Config = Type.Object(
@@ -38,38 +38,23 @@ type Credentials = Static<typeof Credentials>;
 const MAX_OBJECT_BYTES = 50 * 1024 * 1024;
 
 function client(run: Pick<SyncRun, 'fetch'>, config: Config, credentials: Credentials) {
-  const base = new URL(config.endpoint ?? `https://${config.bucket}.s3.${config.region}.amazonaws.com`);
-  const bucketPath = config.endpoint ? `/${uriEncode(config.bucket)}` : '';
-  const signed = (method: string, path: string, query: Record<string, string> = {}) => {
-    const headers = signRequest(
-      { accessKeyId: credentials.access_key_id, secretAccessKey: credentials.secret_access_key, region: config.region },
-      { method, host: base.host, path, query, payloadHash: EMPTY_SHA256 },
-    );
-    const qs = new URLSearchParams(query).toString();
-    return run.fetch(`${base.origin}${path}${qs ? `?${qs}` : ''}`, {
-      method,
-      headers,
-      maxBytes: MAX_OBJECT_BYTES,
-      maxRedirects: 0,
-    });
-  };
-  return {
-    list: (query: Record<string, string>) => signed('GET', bucketPath || '/', { 'list-type': '2', ...query }),
-    get: (key: string) => signed('GET', `${bucketPath}/${uriEncode(key, true)}`),
-  };
+  return s3Client(
+    {
+      bucket: config.bucket,
+      region: config.region,
+      ...(config.endpoint ? { endpoint: config.endpoint } : {}),
+      accessKeyId: credentials.access_key_id,
+      secretAccessKey: credentials.secret_access_key,
+    },
+    (url, request) => run.fetch(url, { ...request, maxBytes: MAX_OBJECT_BYTES, maxRedirects: 0 }),
+  );
 }
 
-const tag = (xml: string, name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
-const unescapeXml = (s: string) =>
-  s
-    .replace(/&quot;/g, '"')
-    .replace(/&apos;/g, "'")
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&amp;/g, '&');
-
-function failure(status: number, body: string): ProviderConfigError {
-  const code = tag(body, 'Code') ?? String(status);
+/** A refused listing as the connection's configuration error; a failure with no S3 answer as it is. */
+function failure(error: unknown): ProviderConfigError {
+  const answer = s3Failure(error);
+  if (!answer) throw error;
+  const { status, code } = answer;
   if (status === 403 || code === 'InvalidAccessKeyId' || code === 'SignatureDoesNotMatch')
     return new ProviderConfigError(`The storage refused the credentials (${code})`, 'credentials');
   if (code === 'NoSuchBucket') return new ProviderConfigError('The bucket does not exist', 'config/bucket');
@@ -88,52 +73,65 @@ export const objectStorage: ConnectorProvider = {
 
   async validate(run) {
     const config = run.config as Config;
-    const response = await client(run, config, run.credentials as Credentials).list({
-      'max-keys': '1',
-      prefix: config.prefix ?? '',
-    });
-    if (response.status !== 200) throw failure(response.status, response.body.toString('utf8'));
+    const { ListObjectsV2Command } = await s3Sdk();
+    await (await client(run, config, run.credentials as Credentials))
+      .send(new ListObjectsV2Command({ Bucket: config.bucket, Prefix: config.prefix ?? '', MaxKeys: 1 }))
+      .catch((error: unknown) => {
+        throw failure(error);
+      });
   },
 
   async sync(run) {
     const config = run.config as Config;
-    const s3 = client(run, config, run.credentials as Credentials);
+    const { GetObjectCommand, ListObjectsV2Command } = await s3Sdk();
+    const s3 = await client(run, config, run.credentials as Credentials);
     let token = (run.checkpoint as { token?: string } | null)?.token;
     for (;;) {
-      const response = await s3.list({
-        prefix: config.prefix ?? '',
-        'max-keys': String(config.page_size ?? 1000),
-        ...(token ? { 'continuation-token': token } : {}),
-      });
-      const xml = response.body.toString('utf8');
-      if (response.status !== 200) throw failure(response.status, xml);
-      for (const [, entry] of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
-        const key = unescapeXml(tag(entry!, 'Key') ?? '');
-        const etag = unescapeXml(tag(entry!, 'ETag') ?? '').replace(/"/g, '') || null;
+      const page = await s3
+        .send(
+          new ListObjectsV2Command({
+            Bucket: config.bucket,
+            Prefix: config.prefix ?? '',
+            MaxKeys: config.page_size ?? 1000,
+            ...(token ? { ContinuationToken: token } : {}),
+          }),
+        )
+        .catch((error: unknown) => {
+          throw failure(error);
+        });
+      for (const entry of page.Contents ?? []) {
+        const key = entry.Key ?? '';
+        const etag = (entry.ETag ?? '').replace(/"/g, '') || null;
         if (!key || key.endsWith('/')) continue;
-        if (Number(tag(entry!, 'Size') ?? 0) > MAX_OBJECT_BYTES) {
+        if ((entry.Size ?? 0) > MAX_OBJECT_BYTES) {
           await run.failed(key, `Larger than ${MAX_OBJECT_BYTES} bytes`);
           continue;
         }
         if (await run.unchanged(key, etag)) continue;
-        const object = await s3.get(key);
-        if (object.status === 404) continue;
-        if (object.status !== 200) {
-          await run.failed(key, `GET answered ${object.status}`);
+        // An S3 error answer as its status (a missing object is skipped); a failure with no answer fails the sync.
+        const object = await s3
+          .send(new GetObjectCommand({ Bucket: config.bucket, Key: key }))
+          .catch((error: unknown) => {
+            const status = s3Failure(error)?.status;
+            if (status === undefined) throw error;
+            return status;
+          });
+        if (typeof object === 'number') {
+          if (object !== 404) await run.failed(key, `GET answered ${object}`);
           continue;
         }
         await run.object({
           sourceId: key,
           version: etag,
           name: key.split('/').pop()!,
-          mediaType: object.headers['content-type'],
+          mediaType: object.ContentType,
           url: `s3://${config.bucket}/${key}`,
-          bytes: object.body,
+          bytes: Buffer.from(await object.Body!.transformToByteArray()),
         });
       }
-      const next = tag(xml, 'NextContinuationToken');
-      if (tag(xml, 'IsTruncated') !== 'true' || !next) return { complete: true };
-      token = unescapeXml(next);
+      const next = page.NextContinuationToken;
+      if (!page.IsTruncated || !next) return { complete: true };
+      token = next;
       await run.saveCheckpoint({ token });
     }
   },
