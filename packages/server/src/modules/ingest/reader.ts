@@ -186,8 +186,11 @@ export class DocumentReader {
     const child = fork(module, [], {
       execArgv: [
         `--max-old-space-size=${this.settings.maxHeapMb}`,
-        // TypeScript (npm run dev, tests without a build) is loaded through tsx.
-        ...(module.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : []),
+        // TypeScript (npm run dev, tests without a build) is loaded through tsx. Vite's transform of a workspace
+        // package's tests has no import.meta.resolve: there the name is resolved from the working directory.
+        ...(module.endsWith('.ts')
+          ? ['--import', typeof import.meta.resolve === 'function' ? import.meta.resolve('tsx') : 'tsx']
+          : []),
       ],
       // Bytes and documents cross as structured clones, as they would between threads.
       serialization: 'advanced',
