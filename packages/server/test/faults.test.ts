@@ -255,11 +255,15 @@ describe('SQLite under another process, a full disk, a read-only directory [sqli
     try {
       await untilAcknowledged(load, 40);
       // busy_timeout is 5 s: held longer, writes and the job runner's lease see SQLITE_BUSY. Held 9 s, so the
-      // writes sent in its first 4 s meet it (held 6 s, only the first second's did: under CI's load, none).
-      const lock = await holdSqliteWriteLock(join(dir, 'engram.db'), 9_000);
-      await lock.released;
-      const ended = performance.now();
-      await until(() => firstAcknowledgedAfter(load, ended), 'a write acknowledged after the lock was released');
+      // writes sent in its first 4 s meet it (held 6 s, only the first second's did: under CI's load, none). A
+      // loaded machine may still let the clients send nothing in those 4 s: then the lock is taken again, at most
+      // three times, and every time the server must recover.
+      for (let attempt = 0; attempt < 3 && !load.answers.some((a) => a.status === 503); attempt++) {
+        const lock = await holdSqliteWriteLock(join(dir, 'engram.db'), 9_000);
+        await lock.released;
+        const ended = performance.now();
+        await until(() => firstAcknowledgedAfter(load, ended), 'a write acknowledged after the lock was released');
+      }
     } finally {
       await load.stop();
     }
@@ -268,7 +272,7 @@ describe('SQLite under another process, a full disk, a read-only directory [sqli
       'some write met the lock',
     ).toBe(true);
     await judge(server, load);
-  });
+  }, 120_000);
 
   it('a full disk answers 507 insufficient_storage naming the cause, and writes again once there is room', async () => {
     const load = writeLoad({ url: server.url, key: KEY }, 'full');
