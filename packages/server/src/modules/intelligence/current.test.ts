@@ -222,7 +222,9 @@ forEachDialect('the current fact first on the read path', (dialect) => {
     statements = 0;
     const after = await cache.forOwnerWithin(owner, 2_000, moved);
     expect(after?.items.size).toBe(3);
-    expect(statements).toBe(1);
+    // The changed rows, and whether a row is still at or before the held revision (after a purge, an end-user id
+    // used again starts its view over: e8c25b4).
+    expect(statements).toBe(2);
     // Told nothing, it reads the revision itself (the ontology's read is held for a second).
     statements = 0;
     expect(await cache.forOwnerWithin(owner, 2_000)).toBe(after);
