@@ -118,7 +118,7 @@ latencies.sort((a, b) => a - b);
 
 // ---- the ceiling: a bare keep-alive POST loop to the same receiver ------------------
 const POST_LOOP = fileURLToPath(new URL('./lib/post-loop.ts', import.meta.url));
-/** The delivery loop's attempts in flight (modules/webhooks/delivery.ts, CONCURRENCY), and the size of a delivery's body. */
+/** The delivery loop's attempts in flight (modules/webhooks/attempt.ts, CONCURRENCY), and the size of a delivery's body. */
 // Not execFileSync: this process is the receiver.
 const ceiling = async () => {
   const { stdout } = await promisify(execFile)(process.execPath, [

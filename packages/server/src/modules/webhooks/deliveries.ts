@@ -4,7 +4,7 @@ import { paginate, type PageParams } from '../../core/paging.js';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import type { Database, Executor } from '../../store/database.js';
 import type { WebhookDeliveriesTable } from '../../store/schema.js';
-import { messageBody, newMessageId } from './delivery.js';
+import { messageBody, newMessageId } from './fan-out.js';
 import { notifyDeliveriesDue } from './due.js';
 import { endpointRow, type EndpointScope, type EndpointState } from './endpoints.js';
 import { deleteInBatches } from '../../core/batches.js';
