@@ -1,0 +1,34 @@
+// The fact model (issue 53): relation names and the shape of what the fact rules emit.
+
+/** Relation names the fact rules produce; each is used only when the ontology declares it. */
+export const FACT_RELATIONS = {
+  age: 'age',
+  birthYear: 'birth_year',
+  birthday: 'birthday',
+  anniversary: 'anniversary',
+  worksAs: 'works_as',
+  worksAt: 'works_at',
+  livesIn: 'lives_in',
+  is: 'is',
+  status: 'relationship_status',
+  partner: 'partner',
+  married: 'married_to',
+  children: 'children',
+  childCount: 'child_count',
+  has: 'has',
+  drives: 'drives',
+  phone: 'phone',
+  prefers: 'prefers',
+  does: 'does',
+  habit: 'habit',
+  likes: 'likes',
+  favoritePrefix: 'favorite_',
+} as const;
+
+/** A subject or a value (extract.ts's EntityRef; not imported, so the two files do not import each other). */
+export interface EntityRef {
+  name: string;
+  type: string;
+}
+
+export type Emit = (subject: EntityRef, relation: string, object: EntityRef, negated: boolean, aspect?: string) => void;

@@ -1,0 +1,285 @@
+// Clause, subject and phrase reading for the fact rules (facts.ts): clauses, subjects, noun phrases, frequencies, numbers.
+import type { EntityMention } from './entities.js';
+import { type EntityRef, FACT_RELATIONS } from './fact-model.js';
+import {
+  ADVERBS,
+  ATTRIBUTES,
+  CLAUSE_BREAK,
+  COUNT_WORDS,
+  DETERMINERS,
+  LEADING,
+  LIGHT_VERBS,
+  PERIODS,
+  SINGLE_THINGS,
+  STOP,
+  TEENS,
+  TENS,
+  TIMES_OF_DAY,
+  unitOf,
+  WEEKDAYS,
+} from './fact-words.js';
+import { MONTHS, NUMBER_WORDS } from './lexicon.js';
+import type { Token } from './tokens.js';
+
+export const numberOf = (t: Token | undefined): number | null => {
+  if (!t) return null;
+  if (/^\d+$/.test(t.text)) return Number(t.text);
+  if (t.lower in COUNT_WORDS && NUMBER_WORDS.has(t.lower)) return COUNT_WORDS[t.lower]!;
+  return null;
+};
+
+export interface Clause {
+  tokens: Token[];
+  /** Index in the sentence's tokens of the clause's first token. */
+  offset: number;
+  joinedBy: string | null;
+}
+
+export function clausesOf(tokens: Token[]): Clause[] {
+  const out: Clause[] = [];
+  let start = 0;
+  let joinedBy: string | null = null;
+  for (let i = 0; i <= tokens.length; i++) {
+    const t = tokens[i];
+    if (t && !CLAUSE_BREAK.has(t.punct ? t.text : t.key)) continue;
+    // "and"/"or" inside a noun phrase ("landscapes and still life", "tea and juice") does not break a clause
+    // unless a subject or a verb-like word follows; kept simple: break and let an empty subject carry over.
+    if (i > start) out.push({ tokens: tokens.slice(start, i), offset: start, joinedBy });
+    joinedBy = t ? (t.punct ? t.text : t.key) : null;
+    start = i + 1;
+  }
+  return out;
+}
+
+export interface Subject {
+  ref: EntityRef;
+  /** "my wife" / "Mel's dog": the noun after the owner (stemmed), the owner in `ref`. */
+  role: string | null;
+  /** A name following the role ("my dog Max"). */
+  roleName: string | null;
+  next: number;
+}
+
+/** The end user ("I", "we", "my ..."), a named person, or an owner's role noun at the start of a clause. */
+export function subjectOf(
+  clause: Token[],
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+  self: EntityRef,
+): Subject | null {
+  for (let i = 0; i < Math.min(clause.length, 5); i++) {
+    const t = clause[i]!;
+    const mention = mentionAt.get(offset + i);
+    if (t.lower === 'i' || t.lower === 'we') return { ref: self, role: null, roleName: null, next: i + 1 };
+    if (t.lower === 'my' || t.lower === 'our') return withRole(clause, i + 1, self, mentionAt, offset);
+    if (mention?.type === 'person') {
+      const end = mention.last - offset;
+      const ref: EntityRef = { name: mention.name, type: 'person' };
+      if (clause[end]?.text === "'s") return withRole(clause, end + 1, ref, mentionAt, offset);
+      // "Emma and I broke up": the end user with the person as the object.
+      return { ref, role: null, roleName: null, next: end };
+    }
+    if (mention) return null;
+    if (!LEADING.has(t.key) && !LEADING.has(t.lower)) return null;
+  }
+  return null;
+}
+
+export function withRole(
+  clause: Token[],
+  i: number,
+  owner: EntityRef,
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+): Subject {
+  let j = i;
+  while (
+    clause[j] &&
+    ['new', 'old', 'late', 'current', 'little', 'older', 'younger', 'ex', 'belov', 'first', 'second', 'third'].includes(
+      clause[j]!.key,
+    )
+  )
+    j++;
+  // A modifier before an attribute noun ("wedding anniversary", "cell phone number") names the same attribute.
+  if (clause[j] && clause[j + 1] && ATTRIBUTES[clause[j + 1]!.key] && !ATTRIBUTES[clause[j]!.key]) j++;
+  const role = clause[j] && !clause[j]!.punct ? clause[j]!.key : null;
+  let next = role ? j + 1 : j;
+  let roleName: string | null = null;
+  if (clause[next]?.text === ',') next++;
+  const named = mentionAt.get(offset + next);
+  if (role && named?.type === 'person') {
+    roleName = named.name;
+    next = named.last - offset;
+  }
+  return { ref: owner, role, roleName, next };
+}
+
+/** Words of a noun phrase from `i` (determiners skipped) up to a stop word, at most `max`. */
+export function phrase(clause: Token[], i: number, max = 3): { words: Token[]; end: number } {
+  let j = i;
+  while (clause[j] && DETERMINERS.has(clause[j]!.key)) j++;
+  const words: Token[] = [];
+  while (clause[j] && words.length < max && !STOP.has(clause[j]!.key) && !clause[j]!.punct) words.push(clause[j++]!);
+  return { words, end: j };
+}
+
+export const concept = (words: Token[]): EntityRef => ({ name: words.map((w) => w.lower).join(' '), type: 'concept' });
+export const conceptRef = (name: string, type = 'concept'): EntityRef => ({ name, type });
+
+/** The activity of a verb phrase as a short stable key: light verbs, determiners and particles dropped ("go running" -> "run"). */
+export function activityKey(words: Token[]): string {
+  const keys = words.filter(
+    (w) =>
+      !w.punct &&
+      !LIGHT_VERBS.has(w.key) &&
+      !/^\d/.test(w.text) &&
+      !NUMBER_WORDS.has(w.lower) &&
+      !['cup', 'glass', 'time', 'of', 'with', 'mile', 'km', 'hour', 'minut'].includes(w.key) &&
+      !ADVERBS.has(w.key),
+  );
+  return keys
+    .map((w) => w.key)
+    .slice(0, 3)
+    .join(' ');
+}
+
+export interface Frequency {
+  dimension: 'frequency' | 'time_of_day' | 'weekday';
+  value: string;
+  start: number;
+}
+
+/** "every morning", "twice a week", "three times a week", "on Saturdays", "in the evenings", "daily", "two cups a day". */
+export function frequencyIn(clause: Token[]): Frequency | null {
+  for (let i = 0; i < clause.length; i++) {
+    const t = clause[i]!;
+    const next = clause[i + 1];
+    if (t.key === 'everi' && next) {
+      if (next.key in TIMES_OF_DAY && next.key !== 'day')
+        return { dimension: 'time_of_day', value: TIMES_OF_DAY[next.key]!, start: i };
+      if (WEEKDAYS.has(next.lower)) return { dimension: 'weekday', value: next.lower, start: i };
+      const n = numberOf(next);
+      const period = PERIODS[(n !== null ? clause[i + 2] : next)?.key ?? ''];
+      if (period)
+        return { dimension: 'frequency', value: n !== null ? `every ${n} ${period}s` : `1/${period}`, start: i };
+    }
+    if (t.key === 'daili' || t.key === 'weekli' || t.key === 'monthli') {
+      return {
+        dimension: 'frequency',
+        value: `1/${t.key === 'daili' ? 'day' : t.key === 'weekli' ? 'week' : 'month'}`,
+        start: i,
+      };
+    }
+    if (
+      (t.lower === 'on' || t.lower === 'most') &&
+      next &&
+      WEEKDAYS.has(next.lower.replace(/s$/, '')) &&
+      /s$/.test(next.lower)
+    ) {
+      return { dimension: 'weekday', value: next.lower.replace(/s$/, ''), start: i };
+    }
+    if (
+      t.lower === 'in' &&
+      clause[i + 1]?.lower === 'the' &&
+      clause[i + 2] &&
+      /s$/.test(clause[i + 2]!.lower) &&
+      clause[i + 2]!.key in TIMES_OF_DAY
+    ) {
+      return { dimension: 'time_of_day', value: TIMES_OF_DAY[clause[i + 2]!.key]!, start: i };
+    }
+    if ((t.lower === 'at' && next?.lower === 'night') || t.lower === 'nightly')
+      return { dimension: 'time_of_day', value: 'night', start: i };
+    // "<count> a/per <period>": "twice a week", "three times a week", "two cups a day".
+    if (
+      (t.lower === 'a' || t.lower === 'per') &&
+      next &&
+      PERIODS[next.key] &&
+      next.key !== 'night' &&
+      next.key !== 'morn'
+    ) {
+      let count: number | null = null;
+      for (let j = i - 1; j >= 0 && j >= i - 5; j--) {
+        const n = numberOf(clause[j]);
+        if (n !== null && clause[j]!.lower !== 'a' && clause[j]!.lower !== 'an') {
+          count = n;
+          break;
+        }
+        if (clause[j]!.key === 'onc' || clause[j]!.lower === 'once') {
+          count = 1;
+          break;
+        }
+        if (clause[j]!.lower === 'twice') {
+          count = 2;
+          break;
+        }
+      }
+      if (count !== null) return { dimension: 'frequency', value: `${count}/${PERIODS[next.key]}`, start: i };
+    }
+  }
+  return null;
+}
+
+/** Where a frequency phrase begins, so the activity before it does not swallow its count ("three times a week"). */
+export function frequencyStart(clause: Token[], f: Frequency): number {
+  let s = f.start;
+  while (
+    s > 0 &&
+    (numberOf(clause[s - 1]) !== null ||
+      ['time', 'onc', 'once', 'twice', 'cup', 'glass', 'of'].includes(clause[s - 1]!.key) ||
+      clause[s - 1]!.lower === 'twice')
+  )
+    s--;
+  return s;
+}
+
+export const isParticiple = (t: Token | undefined) =>
+  !!t &&
+  (/(ed|en|wn)$/.test(t.lower) ||
+    ['been', 'got', 'had', 'done', 'made', 'sold', 'left', 'lost', 'bought', 'quit', 'switched'].includes(t.lower));
+
+/** The last noun of a short phrase ("my old piano" -> "piano"); a plural keeps its stem form. */
+export const headOf = (words: Token[]) => words[words.length - 1]!.lower.replace(/(?<=[^s])s$/, '');
+
+export function singleThing(words: Token[], driving: boolean): { relation: string; value: string } | null {
+  if (!words.length) return null;
+  for (const [relation, names] of SINGLE_THINGS) {
+    if (!words.some((w) => names.has(w.key) || names.has(w.lower))) continue;
+    if (relation === FACT_RELATIONS.drives && !driving && !words.some((w) => w.capitalized)) return null;
+    // A bare category word ("a phone") names no particular one.
+    const specific = words.filter((w) => !['phone', 'car', 'truck', 'van', 'suv', 'new', 'old'].includes(w.key));
+    if (!specific.length) return null;
+    return { relation, value: specific.map((w) => w.lower).join(' ') };
+  }
+  return driving ? { relation: FACT_RELATIONS.drives, value: words.map((w) => w.lower).join(' ') } : null;
+}
+
+/** "twenty-six", "thirty one", "nineteen": a number spelled out at the start of `words`. */
+export function spelledNumber(words: Token[]): { value: number; end: number } | null {
+  const first = words[0]?.lower;
+  if (!first) return null;
+  const [tens, unit] = first.split('-');
+  if (TENS[tens!] !== undefined) {
+    if (unitOf(unit)) return { value: TENS[tens!]! + unitOf(unit)!, end: 1 };
+    const k = words[1]?.text === '-' ? 2 : 1;
+    const u = unitOf(words[k]?.lower);
+    return u ? { value: TENS[tens!]! + u, end: k + 1 } : { value: TENS[tens!]!, end: 1 };
+  }
+  if (TEENS[first] !== undefined) return { value: TEENS[first]!, end: 1 };
+  return null;
+}
+
+/** "2 May", "the 12th of May", "May 2nd": "may 2"; a month alone: "may". */
+export function dayOfYear(words: Token[]): string | null {
+  const month = words.find((w) => MONTHS.has(w.lower));
+  if (!month) return null;
+  const day = words.find((w) => /^\d{1,2}(st|nd|rd|th)?$/.test(w.lower));
+  return day ? `${month.lower} ${Number.parseInt(day.lower, 10)}` : month.lower;
+}
+
+/** "once a week" implied by "every Sunday" and "every weekend", "once a day" by "every morning". */
+export function impliedFrequency(rest: Token[], f: Frequency): string | null {
+  if (rest[f.start]?.key !== 'everi') return null;
+  if (f.dimension === 'weekday') return '1/week';
+  if (f.dimension === 'time_of_day') return f.value === 'weekend' ? '1/week' : '1/day';
+  return null;
+}

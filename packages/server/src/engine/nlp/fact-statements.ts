@@ -1,0 +1,427 @@
+// Statement forms of the fact rules (facts.ts) that stand on their own: a copula, a possessive attribute,
+// a favourite stated backwards, a home, a preference, dating, a stopped habit, a lost job.
+import type { EntityMention } from './entities.js';
+import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
+import {
+  activityKey,
+  concept,
+  conceptRef,
+  dayOfYear,
+  phrase,
+  singleThing,
+  spelledNumber,
+  type Subject,
+} from './fact-phrases.js';
+import {
+  ADVERBS,
+  ATTRIBUTES,
+  DEATH_VERBS,
+  DETERMINERS,
+  DISMISSED,
+  HABIT_AGENTS,
+  LEADING,
+  NEGATORS,
+  NOT_AGE,
+  OCCUPATIONS,
+  PARTNERS,
+  PRONOUNS,
+  SPOUSES,
+  STATUS,
+  STOP,
+  TRAITS,
+  WORK_STATES,
+} from './fact-words.js';
+import { britishToAmerican, GIVEN_NAMES } from './lexicon.js';
+import type { Token } from './tokens.js';
+
+/** "I'm 30", "I'm a nurse", "I'm not vegetarian", "I'm married to Tom", "I'm at Deloitte", "I'm retired". */
+export function copulaFacts(
+  rest: Token[],
+  at: (k: number) => number,
+  owner: EntityRef,
+  neg: boolean,
+  mentionAt: Map<number, EntityMention>,
+  before: EntityRef | null,
+  emit: Emit,
+): void {
+  const first = rest[0];
+  if (!first) return;
+  const spelled = spelledNumber(rest);
+  const n = spelled ? spelled.value : /^\d+$/.test(first.text) ? Number(first.text) : null;
+  if (n !== null && n > 0 && n < 130) {
+    // "I'm 27 as of this week", "I'm twenty-six": an age unless a unit follows ("I'm 5 minutes away").
+    const next = rest[spelled ? spelled.end : 1];
+    if (!next || next.punct || next.key === 'year' || next.key === 'yo' || !NOT_AGE.has(next.key)) {
+      emit(owner, FACT_RELATIONS.age, conceptRef(String(n), 'quantity'), neg);
+    }
+    return;
+  }
+  if (first.key === 'born' && rest[1]?.lower === 'in' && /^(19|20)\d\d$/.test(rest[2]?.text ?? '')) {
+    emit(owner, FACT_RELATIONS.birthYear, conceptRef(rest[2]!.text, 'date'), neg);
+    return;
+  }
+  // "I was born on 2 May", "born on the 12th of May": the birthday (a year alone is the birth year).
+  if (first.key === 'born' && rest[1]?.lower === 'on') {
+    const day = dayOfYear(rest.slice(2, 7));
+    if (day) emit(owner, FACT_RELATIONS.birthday, conceptRef(day), neg);
+    return;
+  }
+  if (first.key === 'at' || first.key === 'with') {
+    const m = mentionAt.get(at(1));
+    // An unknown capitalised name after "at" is taken for a person by the entity rules ("I'm at Accenture").
+    if (
+      m?.type === 'organization' ||
+      (first.key === 'at' && m?.type === 'person' && m.last - m.first === 1 && !GIVEN_NAMES.has(m.name.toLowerCase()))
+    )
+      emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
+    return;
+  }
+  // "Mike is employed at Tesco"; "I was fired from Tesco", "I was laid off by Tesco".
+  if (first.key === 'employ' || DISMISSED.has(first.key)) {
+    const k = rest.findIndex((t, j) => j > 0 && j <= 3 && ['at', 'by', 'with', 'from'].includes(t.key));
+    const m = k > 0 ? (mentionAt.get(at(k + 1)) ?? mentionAt.get(at(k + 2))) : undefined;
+    if (m?.type === 'organization')
+      emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), first.key === 'employ' ? neg : true);
+    return;
+  }
+  const word = first.lower;
+  if (WORK_STATES.has(word)) {
+    emit(owner, FACT_RELATIONS.worksAs, conceptRef(word), neg);
+    return;
+  }
+  // "I'm seeing a guy called Omar", "I'm dating someone named Theo".
+  if ((first.key === 'see' || first.key === 'date') && /ing$/.test(first.lower)) {
+    if (dating(rest, at, owner, neg, mentionAt, emit)) return;
+  }
+  if (STATUS.has(word) || first.key === 'date') {
+    const status = first.key === 'date' ? 'dating' : word;
+    emit(owner, FACT_RELATIONS.status, conceptRef(status), neg);
+    const link = rest[1]?.key;
+    const person = mentionAt.get(at(link === 'to' || link === 'from' || link === 'with' ? 2 : 1));
+    if (person?.type === 'person') {
+      if (status === 'divorced' || status === 'separated')
+        emit(owner, FACT_RELATIONS.married, conceptRef(person.name, 'person'), true);
+      else if (status === 'engaged' || status === 'dating')
+        emit(owner, FACT_RELATIONS.partner, conceptRef(person.name, 'person'), neg);
+    } else if (!neg && (status === 'divorced' || status === 'separated') && before?.type === 'person') {
+      // "Mark and I are divorced now": the person of the clause before.
+      emit(owner, FACT_RELATIONS.married, conceptRef(before.name, 'person'), true);
+    }
+    return;
+  }
+  if (TRAITS.has(word)) {
+    emit(owner, FACT_RELATIONS.is, conceptRef(word), neg);
+    return;
+  }
+  // "a nurse", "an accountant at a big firm", "a full-time painter", "a morning person", "a smoker".
+  if (first.lower === 'a' || first.lower === 'an') {
+    const p = phrase(rest, 0, 3);
+    if (!p.words.length) return;
+    const last = p.words[p.words.length - 1]!;
+    const occupation = OCCUPATIONS.has(last.lower) || OCCUPATIONS.has(last.lower.replace(/s$/, ''));
+    if (occupation) {
+      const words = p.words.filter(
+        (w) =>
+          ![
+            'full-time',
+            'part-time',
+            'profession',
+            'freelanc',
+            'senior',
+            'junior',
+            'head',
+            'great',
+            'good',
+            'big',
+            'proud',
+          ].includes(w.key),
+      );
+      emit(owner, FACT_RELATIONS.worksAs, concept(words.length ? words : p.words), neg);
+    } else if (p.words.length === 1 && HABIT_AGENTS[p.words[0]!.key]) {
+      // "I'm a smoker" is the habit "I quit smoking" ends.
+      emit(owner, FACT_RELATIONS.does, conceptRef(HABIT_AGENTS[p.words[0]!.key]!), neg);
+      emit(owner, FACT_RELATIONS.is, concept(p.words), neg);
+    } else if (
+      p.words.length <= 2 &&
+      ![
+        'bit',
+        'lot',
+        'littl',
+        'fan',
+        'big',
+        'huge',
+        'great',
+        'good',
+        'part',
+        'member',
+        'kind',
+        'sort',
+        'mix',
+        'few',
+      ].includes(p.words[0]!.key)
+    ) {
+      emit(owner, FACT_RELATIONS.is, concept(p.words), neg);
+    }
+  }
+}
+
+/** "my birthday is in May", "our anniversary is on October 5", "my girlfriend is Emma", "Mel's dog Max died", "my favorite X is Y". */
+export function possessive(
+  clause: Token[],
+  i: number,
+  subject: Subject,
+  copula: boolean,
+  neg: boolean,
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+  self: EntityRef,
+  emit: Emit,
+): void {
+  const owner = subject.ref;
+  const role = subject.role!;
+  const rest = clause.slice(i);
+  if (!copula) {
+    // "Our first baby was born" is a copula; "my bike got stolen": the owner no longer has it.
+    const verb = rest[0]?.key;
+    if (
+      (verb === 'got' || verb === 'get') &&
+      ['stolen', 'wreck', 'total', 'scrap', 'sold', 'lost'].includes(rest[1]?.key ?? '')
+    ) {
+      emit(owner, FACT_RELATIONS.has, conceptRef(role), true);
+      return;
+    }
+    if (
+      verb &&
+      DEATH_VERBS.has(verb) &&
+      (verb !== 'run' || rest[1]?.key === 'away') &&
+      (verb !== 'pass' || rest[1]?.key === 'away')
+    ) {
+      emit(owner, FACT_RELATIONS.has, conceptRef(role), true);
+      if (subject.roleName) emit(owner, FACT_RELATIONS.has, conceptRef(subject.roleName.toLowerCase()), true);
+    }
+    return;
+  }
+  // "Our first baby was born last week": the owner has children.
+  if ((role === 'babi' || role === 'son' || role === 'daughter') && rest[0]?.key === 'born') {
+    emit(owner, FACT_RELATIONS.children, conceptRef('children'), neg);
+    return;
+  }
+  // "my bike was stolen", "my car got totalled": the owner no longer has it.
+  if (['stolen', 'sold', 'lost', 'wreck', 'total', 'scrap'].includes(rest[0]?.key ?? '') && !ATTRIBUTES[role]) {
+    emit(owner, FACT_RELATIONS.has, conceptRef(role), true);
+    return;
+  }
+  if (role === 'favorit') return; // extract.ts reads "my favorite X is Y"
+  // "my phone is a Samsung Galaxy", "my car is a Volvo": the one phone or car the owner has.
+  if (role === 'phone' || role === 'car') {
+    const p = phrase(rest, rest[0]?.key === 'now' ? 1 : 0, 3);
+    const named = p.words.some((w) => w.capitalized)
+      ? {
+          relation: role === 'phone' ? FACT_RELATIONS.phone : FACT_RELATIONS.drives,
+          value: p.words.map((w) => w.lower).join(' '),
+        }
+      : null;
+    const single = singleThing(p.words, role === 'car') ?? named;
+    if (single) emit(owner, single.relation, conceptRef(single.value), neg);
+    return;
+  }
+  let j = 0;
+  while (rest[j] && (rest[j]!.key === 'on' || rest[j]!.key === 'in' || ADVERBS.has(rest[j]!.key))) j++;
+  const person = mentionAt.get(offset + i + j);
+  if (PARTNERS.has(role) && person?.type === 'person') {
+    emit(owner, FACT_RELATIONS.partner, conceptRef(person.name, 'person'), neg);
+    return;
+  }
+  if (SPOUSES.has(role)) return; // extract.ts reads "my wife is Anna"
+  const relation = ATTRIBUTES[role];
+  if (!relation) return;
+  if (relation === FACT_RELATIONS.livesIn) {
+    if (person?.type === 'place') emit(owner === self ? self : owner, relation, conceptRef(person.name, 'place'), neg);
+    else {
+      const place = [...Array(4).keys()].map((k) => mentionAt.get(offset + i + j + k)).find((m) => m?.type === 'place');
+      if (place) emit(owner, relation, conceptRef(place.name, 'place'), neg);
+    }
+    return;
+  }
+  const words: string[] = [];
+  for (
+    let k = j;
+    rest[k] &&
+    words.length < 4 &&
+    !rest[k]!.punct &&
+    !['now', 'too', 'and', 'but', 'this', 'anymor', 'again'].includes(rest[k]!.key);
+    k++
+  ) {
+    words.push(rest[k]!.lower.replace(/(st|nd|rd|th)$/, (s) => (/\d/.test(rest[k]!.lower) ? '' : s)));
+  }
+  if (words.length) emit(owner, relation, conceptRef(words.join(' ')), neg);
+}
+
+/** "Hiking is my favorite hobby", "it's my favorite city", "Inception is no longer my favorite movie". */
+export function favouriteBackward(
+  clause: Token[],
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+  self: EntityRef,
+  before: EntityRef | null,
+  emit: Emit,
+): void {
+  const be = clause.findIndex((t) => t.key === 'be');
+  if (be <= 0) return;
+  let j = be + 1;
+  let negated = false;
+  while (clause[j] && (NEGATORS.has(clause[j]!.key) || clause[j]!.key === 'longer' || ADVERBS.has(clause[j]!.key))) {
+    if (NEGATORS.has(clause[j]!.key)) negated = true;
+    j++;
+  }
+  let owner: EntityRef | null = null;
+  if (clause[j]?.lower === 'my' || clause[j]?.lower === 'our') owner = self;
+  else {
+    const m = mentionAt.get(offset + j);
+    if (m?.type === 'person' && clause[m.last - offset]?.text === "'s") {
+      owner = { name: m.name, type: 'person' };
+      j = m.last - offset;
+    }
+  }
+  if (!owner || clause[j + 1]?.key !== 'favorit') return;
+  const thing: string[] = [];
+  for (let k = j + 2; clause[k] && !clause[k]!.punct && thing.length < 3 && !STOP.has(clause[k]!.key); k++)
+    thing.push(britishToAmerican(clause[k]!.lower.replace(/[^a-z0-9]/g, '')));
+  if (!thing.length) return;
+  const subjectWords = clause
+    .slice(0, be)
+    .filter((t) => !DETERMINERS.has(t.key) && !LEADING.has(t.key) && !ADVERBS.has(t.key));
+  if (!subjectWords.length) return;
+  let value: EntityRef;
+  if (subjectWords.length === 1 && PRONOUNS.has(subjectWords[0]!.key)) {
+    if (!before) return;
+    value = before;
+  } else {
+    const m = mentionAt.get(offset + clause.indexOf(subjectWords[0]!));
+    value = m && m.last - offset >= be ? { name: m.name, type: m.type } : concept(subjectWords.slice(-3));
+  }
+  emit(owner, `${FACT_RELATIONS.favoritePrefix}${thing.join('_')}`, value, negated);
+}
+
+/** "Home is Galway now", "Galway is home now", "Galway is my home": where the end user lives. */
+export function homeIs(
+  clause: Token[],
+  mentionAt: Map<number, EntityMention>,
+  offset: number,
+  self: EntityRef,
+  before: EntityRef | null,
+  emit: Emit,
+): boolean {
+  // "that's" is "that is" ("'s" is otherwise a possessive).
+  const be = clause.findIndex(
+    (t, k) => t.key === 'be' || (t.text === "'s" && ['that', 'it', 'there'].includes(clause[k - 1]?.key ?? '')),
+  );
+  if (be < 0) return false;
+  // "(We bought a house in Queens,) that's home now".
+  const pointing = clause.slice(0, be).filter((t) => !LEADING.has(t.key));
+  if (
+    before?.type === 'place' &&
+    pointing.length === 1 &&
+    ['that', 'thi', 'it', 'there'].includes(pointing[0]!.key) &&
+    clause[be + 1]?.key === 'home'
+  ) {
+    emit(self, FACT_RELATIONS.livesIn, conceptRef(before.name, 'place'), false);
+    return true;
+  }
+  const named = (from: number, to: number) => {
+    for (let k = from; k < to; k++) {
+      const m = mentionAt.get(offset + k);
+      if (m && m.type !== 'date' && m.type !== 'quantity' && m.type !== 'organization') return m;
+    }
+    return undefined;
+  };
+  const words = clause.map((t) => t.key);
+  const negated = words.slice(be, be + 3).some((w) => NEGATORS.has(w));
+  let m: EntityMention | undefined;
+  const head = words
+    .slice(0, be)
+    .filter((w) => !LEADING.has(w))
+    .join(' ');
+  if (head === 'home' || head === 'home for me' || head === 'home for us') m = named(be + 1, clause.length);
+  else if (
+    words
+      .slice(be + 1)
+      .filter((w) => !NEGATORS.has(w) && w !== 'my' && w !== 'our' && !ADVERBS.has(w) && w !== 'longer')
+      .join(' ')
+      .startsWith('home')
+  )
+    m = named(0, be);
+  if (!m) return false;
+  emit(self, FACT_RELATIONS.livesIn, conceptRef(m.name, 'place'), negated);
+  return true;
+}
+
+export function lostJob(
+  rest: Token[],
+  at: (k: number) => number,
+  owner: EntityRef,
+  mentionAt: Map<number, EntityMention>,
+  emit: Emit,
+): void {
+  const job = rest.findIndex((t) => t.key === 'job');
+  if (job < 0) return;
+  const link = rest[job + 1]?.key;
+  if (link === 'at' || link === 'with') {
+    const m = mentionAt.get(at(job + 2)) ?? mentionAt.get(at(job + 3));
+    if (m)
+      emit(
+        owner,
+        FACT_RELATIONS.worksAt,
+        conceptRef(m.name, m.type === 'organization' ? 'organization' : 'concept'),
+        true,
+      );
+    else {
+      const p = phrase(rest, job + 2, 3);
+      if (p.words.length) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), true);
+    }
+  } else if (link === 'as') {
+    const p = phrase(rest, job + 2, 3);
+    if (p.words.length) emit(owner, FACT_RELATIONS.worksAs, concept(p.words), true);
+  }
+}
+
+/** "(I'd rather) take the train than fly", "(prefer) tea to coffee": the pair is the attribute, the first its value. */
+export function preferred(rest: Token[], owner: EntityRef, neg: boolean, emit: Emit, links = ['than']): void {
+  const a = phrase(rest, 0);
+  const link = rest[a.end];
+  if (!a.words.length || !link || !links.includes(link.key)) return;
+  const b = phrase(rest, a.end + (link.key === 'instead' ? 2 : 1));
+  if (!b.words.length) return;
+  const [x, y] = [concept(a.words).name, concept(b.words).name];
+  emit(owner, FACT_RELATIONS.prefers, conceptRef(x), neg, [x, y].sort().join(' | '));
+}
+
+/** "seeing a guy called Omar", "dating Theo": the person is the subject's partner. */
+export function dating(
+  rest: Token[],
+  at: (k: number) => number,
+  owner: EntityRef,
+  neg: boolean,
+  mentionAt: Map<number, EntityMention>,
+  emit: Emit,
+): boolean {
+  for (let k = 1; k <= 5 && k < rest.length; k++) {
+    const m = mentionAt.get(at(k));
+    if (m?.type === 'person') {
+      emit(owner, FACT_RELATIONS.partner, conceptRef(m.name, 'person'), neg);
+      if (!neg) emit(owner, FACT_RELATIONS.status, conceptRef('dating'), false);
+      return true;
+    }
+  }
+  return false;
+}
+
+/** "stopped going to the gym", "gave up smoking": the activity is no longer done. */
+export function stopped(rest: Token[], owner: EntityRef, emit: Emit): void {
+  const from = rest[1]?.key === 'up' ? 2 : 1;
+  const gerund = rest[from];
+  if (gerund && /ing$/.test(gerund.lower)) {
+    const until = rest.findIndex((t, k) => k > from && STOP.has(t.key) && !['to', 'the', 'at'].includes(t.key));
+    emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(rest.slice(from, until < 0 ? undefined : until))), true);
+  }
+}

@@ -1,0 +1,441 @@
+// Word lists of the fact rules (facts.ts): stemmed keys (tokens.ts's `key`) unless a comment says otherwise.
+import { FACT_RELATIONS } from './fact-model.js';
+import { HEDGES, NUMBER_WORDS, PHRASE_ENDS } from './lexicon.js';
+
+export const CLAUSE_BREAK = new Set([
+  '.',
+  ';',
+  ':',
+  '!',
+  '?',
+  ',',
+  'but',
+  'becaus',
+  'so',
+  'while',
+  'although',
+  'though',
+  'and',
+  'or',
+  'which',
+  'who',
+  'when',
+]);
+export const LEADING = new Set([
+  'well',
+  'yeah',
+  'yes',
+  'oh',
+  'now',
+  'these',
+  'day',
+  'today',
+  'also',
+  'then',
+  'honest',
+  'honestly',
+  'current',
+  'actual',
+  'just',
+  'so',
+  'final',
+  'recent',
+  'lately',
+  'sinc',
+  'anyway',
+  'nowaday',
+  'guess',
+  'what',
+  'well',
+  'still',
+  'right',
+  'realli',
+]);
+export const ADVERBS = new Set([
+  'just',
+  'recent',
+  'final',
+  'now',
+  'also',
+  'still',
+  'current',
+  'realli',
+  'actual',
+  'alreadi',
+  'offici',
+  'eventu',
+  'again',
+  'happili',
+  'definit',
+  'honest',
+  'genuin',
+  'too',
+  'even',
+  'both',
+  'total',
+  'absolut',
+  'pretti',
+  'veri',
+  'usual',
+  'normal',
+  'typic',
+  'general',
+  'sometim',
+  'often',
+  'alway',
+  'mostli',
+  'each',
+  'sinc',
+  'newli',
+  'proud',
+  'all',
+  'at',
+]);
+export const HYPOTHETICAL = new Set([...HEDGES, 'need', 'ask', 'whether', 'whi', 'how', 'do you', 'you']);
+export const NEGATORS = new Set(['not', 'never', 'no']);
+export const STOP = new Set([...PHRASE_ENDS, 'these', 'day', 'thi', 'this', 'over', 'instead', 'either', 'all']);
+export const DETERMINERS = new Set([
+  'a',
+  'an',
+  'the',
+  'my',
+  'our',
+  'his',
+  'her',
+  'their',
+  'your',
+  'some',
+  'this',
+  'that',
+  'ani',
+  'new',
+  'own',
+]);
+export const PRONOUNS = new Set([
+  'it',
+  'that',
+  'this',
+  'them',
+  'him',
+  'her',
+  'you',
+  'me',
+  'us',
+  'someth',
+  'anyth',
+  'everyth',
+  'noth',
+  'one',
+  'what',
+  'bit',
+  'lot',
+]);
+
+/** Nouns naming a person's work; the last word of "a <...> nurse" decides that it is a job. */
+export const OCCUPATIONS = new Set(
+  `
+nurse teacher lawyer attorney doctor physician surgeon dentist engineer developer programmer designer architect accountant banker
+chef cook baker barista waiter waitress bartender cashier clerk manager director consultant analyst scientist researcher professor
+lecturer tutor student intern firefighter police officer cop soldier pilot driver plumber electrician carpenter mechanic farmer
+writer author journalist editor photographer painter artist musician singer actor actress dancer coach trainer therapist
+counselor counsellor psychologist pharmacist vet veterinarian librarian secretary receptionist assistant salesman saleswoman
+realtor entrepreneur founder ceo cto freelancer contractor translator paramedic caregiver nanny janitor guard technician
+administrator economist mathematician programmer marketer recruiter investor broker dietitian nutritionist midwife surgeon
+critic reporter producer cleaner gardener landscaper butcher tailor jeweler optician optometrist paralegal judge auditor bookkeeper
+courier dispatcher ranger sailor fisherman miner welder roofer plasterer builder bricklayer sculptor illustrator animator filmmaker
+screenwriter novelist poet blogger youtuber streamer influencer stylist hairdresser barber beautician physiotherapist physio
+chiropractor radiologist anesthesiologist pediatrician psychiatrist worker lifeguard zookeeper biologist chemist physicist geologist
+astronomer statistician actuary headteacher dean pastor priest rabbi imam officer detective sheriff solicitor barrister notary
+supervisor foreman sommelier housekeeper maid babysitter referee umpire footballer mailman postman trucker surveyor planner
+strategist copywriter curator archivist historian linguist interpreter diplomat politician senator mayor councillor councilor
+principal headmaster headmistress doula cashier paramedic clergyman minister ambassador
+`
+    .trim()
+    .split(/\s+/),
+);
+/** "a smoker" -> the activity key of "smoking" (activityKey), so the noun and the verb state one habit. */
+export const HABIT_AGENTS: Record<string, string> = {
+  smoker: 'smoke',
+  drinker: 'drink',
+  vaper: 'vape',
+  gambler: 'gambl',
+};
+/** States that are a person's work situation rather than a job. */
+export const WORK_STATES = new Set(['retired', 'unemployed', 'jobless', 'self-employed']);
+/** "got <...>": the relationship status it gives. */
+export const STATUS_CHANGES: Record<string, string> = {
+  marri: 'married',
+  divorc: 'divorced',
+  engag: 'engaged',
+  separ: 'separated',
+};
+/** Verbs that begin a job ("started a new job at", "took a position with", "landed a role as"). */
+export const JOB_STARTS = new Set([
+  'start',
+  'began',
+  'begin',
+  'took',
+  'take',
+  'accept',
+  'land',
+  'found',
+  'got',
+  'get',
+  'secur',
+]);
+/** Participles of losing one's job ("fired", "laid off", "let go", "sacked"). */
+export const DISMISSED = new Set(['fire', 'laid', 'let', 'sack', 'dismiss']);
+export const JOB_WORDS = new Set(['job', 'posit', 'role', 'gig', 'career']);
+export const STATUS = new Set(['single', 'married', 'divorced', 'engaged', 'widowed', 'separated', 'dating']);
+/** Adjectives that say what a person is, lastingly (a copula with one of them is a fact, "I'm happy" is not). */
+export const TRAITS = new Set(
+  `
+vegetarian vegan pescatarian religious atheist christian muslim jewish buddhist catholic shy introverted extroverted sober
+pregnant diabetic celiac lactose-intolerant gay straight bisexual transgender trans queer left-handed right-handed teetotal
+`
+    .trim()
+    .split(/\s+/),
+);
+/** "my <attribute> is ..." nouns with one value per person. */
+export const ATTRIBUTES: Record<string, string> = {
+  birthday: FACT_RELATIONS.birthday,
+  anniversari: FACT_RELATIONS.anniversary,
+  job: FACT_RELATIONS.worksAs,
+  occup: FACT_RELATIONS.worksAs,
+  profess: FACT_RELATIONS.worksAs,
+  age: FACT_RELATIONS.age,
+  home: FACT_RELATIONS.livesIn,
+};
+export const PARTNERS = new Set(['girlfriend', 'boyfriend', 'partner', 'fianc', 'fiance', 'fiancé', 'fiancée']);
+export const SPOUSES = new Set(['wife', 'husband', 'spous']);
+export const CHILD_WORDS = new Set(['kid', 'child', 'children', 'son', 'daughter', 'babi']);
+/** Things with one current instance per person, by the words that name them. */
+export const SINGLE_THINGS: Array<[string, Set<string>]> = [
+  [
+    FACT_RELATIONS.phone,
+    new Set(['iphon', 'android', 'samsung', 'pixel', 'galaxi', 'blackberri', 'nokia', 'motorola', 'phone']),
+  ],
+  [
+    FACT_RELATIONS.drives,
+    new Set([
+      'honda',
+      'toyota',
+      'ford',
+      'tesla',
+      'bmw',
+      'civic',
+      'prius',
+      'corolla',
+      'mustang',
+      'jeep',
+      'audi',
+      'subaru',
+      'volkswagen',
+      'vw',
+      'kia',
+      'hyundai',
+      'nissan',
+      'chevi',
+      'chevrolet',
+      'merced',
+      'volvo',
+      'mazda',
+      'car',
+      'truck',
+      'van',
+      'suv',
+    ]),
+  ],
+];
+export const LOSS_VERBS = new Set([
+  'sold',
+  'sell',
+  'lost',
+  'lose',
+  'gave',
+  'give',
+  'donat',
+  'trade',
+  'traded',
+  'scrap',
+  'crash',
+  'wreck',
+  'total',
+]);
+export const DEATH_VERBS = new Set(['die', 'pass', 'ran', 'run']);
+export const STOP_VERBS = new Set(['quit', 'stop', 'gave', 'give']);
+export const LEAVE_VERBS = new Set(['left', 'leav', 'quit']);
+export const LIGHT_VERBS = new Set([
+  'go',
+  'do',
+  'have',
+  'get',
+  'take',
+  'make',
+  'play',
+  'to',
+  'the',
+  'a',
+  'my',
+  'some',
+  'for',
+  'out',
+  'at',
+  'start',
+  'begin',
+  'keep',
+  'continu',
+  'tri',
+  'love',
+  'like',
+  'enjoy',
+  'still',
+]);
+export const TIMES_OF_DAY: Record<string, string> = {
+  morn: 'morning',
+  morning: 'morning',
+  even: 'evening',
+  evening: 'evening',
+  night: 'night',
+  afternoon: 'afternoon',
+  lunchtim: 'lunchtime',
+  weekend: 'weekend',
+};
+export const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']);
+export const PERIODS: Record<string, string> = {
+  day: 'day',
+  week: 'week',
+  month: 'month',
+  year: 'year',
+  night: 'day',
+  morn: 'day',
+};
+export const COUNT_WORDS: Record<string, number> = {
+  onc: 1,
+  once: 1,
+  twice: 2,
+  one: 1,
+  two: 2,
+  three: 3,
+  four: 4,
+  five: 5,
+  six: 6,
+  seven: 7,
+  eight: 8,
+  nine: 9,
+  ten: 10,
+  a: 1,
+  an: 1,
+  singl: 1,
+  no: 0,
+};
+export const COMMUTE = new Set(['work', 'school', 'offic', 'colleg', 'campus']);
+export const MODES: Record<string, string> = {
+  walk: 'walk',
+  bike: 'bike',
+  cycl: 'bike',
+  ride: 'bike',
+  drive: 'car',
+  car: 'car',
+  bus: 'bus',
+  train: 'train',
+  subway: 'train',
+  metro: 'train',
+  tube: 'train',
+  run: 'run',
+  jog: 'run',
+  scooter: 'scooter',
+  carpool: 'car',
+};
+
+export const HOMES = new Set([
+  'apart',
+  'flat',
+  'hous',
+  'room',
+  'place',
+  'home',
+  'condo',
+  'studio',
+  'cottag',
+  'bungalow',
+]);
+/** Words after a number that make it something else than an age. */
+export const NOT_AGE = new Set([
+  'minut',
+  'hour',
+  'second',
+  'day',
+  'week',
+  'month',
+  'mile',
+  'km',
+  'feet',
+  'foot',
+  'inch',
+  'meter',
+  'metr',
+  'kg',
+  'pound',
+  'lb',
+  'percent',
+  '%',
+  'time',
+  'kid',
+  'child',
+  'children',
+  'of',
+  'out',
+  'point',
+  'hundr',
+  'thousand',
+  'million',
+  'dollar',
+  'euro',
+  'step',
+  'page',
+  'book',
+  'min',
+  'mins',
+  'hrs',
+  'am',
+  'pm',
+  "o'clock",
+  'th',
+  'st',
+  'nd',
+  'rd',
+]);
+/** Spelled-out tens and teens (stemmed forms too: "twenti"); units are COUNT_WORDS' one to nine. */
+export const TENS = Object.fromEntries(
+  'twenty thirty forty fifty sixty seventy eighty ninety'
+    .split(' ')
+    .flatMap((w, k) => [[w, 20 + 10 * k] as const, [w.replace(/y$/, 'i'), 20 + 10 * k] as const]),
+) as Record<string, number>;
+export const TEENS = Object.fromEntries(
+  'ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen'
+    .split(' ')
+    .map((w, k) => [w, 10 + k]),
+) as Record<string, number>;
+export const unitOf = (word: string | undefined) => {
+  const n = word && /^[a-z]+$/.test(word) && NUMBER_WORDS.has(word) ? COUNT_WORDS[word] : undefined;
+  return n !== undefined && n >= 1 && n <= 9 ? n : undefined;
+};
+
+/** Fields of work left by name ("I left nursing", "gave up law"), stemmed, and who works in them. */
+export const FIELDS: Record<string, string> = {
+  nurs: 'nurse',
+  teach: 'teacher',
+  law: 'lawyer',
+  account: 'accountant',
+  medicin: 'doctor',
+  bank: 'banker',
+  journal: 'journalist',
+  engin: 'engineer',
+  consult: 'consultant',
+  academia: 'academic',
+  social: 'social worker',
+  polic: 'police officer',
+  nursing: 'nurse',
+  teaching: 'teacher',
+};
