@@ -32,38 +32,26 @@ export {
   type ExportFilter,
   type PortableMemory,
 } from './feed.js';
+export { addMemory, addWithin, bulkAdd } from './add.js';
+export { batchUpdate, updateMemory } from './update.js';
 export {
-  addMemory,
-  addWithin,
-  batchUpdate,
-  bulkAdd,
   EraseHooks,
-  forgetExpired,
-  withExpiry,
   forget,
+  forgetExpired,
   forgetSelected,
   forgetWithin,
-  insertSummary,
-  insertTurn,
-  insertTurnInOneStatement,
   liveMemoryIds,
-  markSuperseded,
-  nextSeq,
   purgeEndUser,
-  recordHistory,
-  rewriteSummary,
-  tombstoneProjectMemories,
-  touchMemories,
-  updateMemory,
   type EndUserEraseHook,
   type EraseHook,
   type Erasure,
-  type SummaryInput,
-  type TurnCount,
-  type TurnInput,
-  importMemories,
-  type ImportedMemory,
-} from './writes.js';
+} from './erase.js';
+export { insertTurn, insertTurnInOneStatement, type TurnCount, type TurnInput } from './turns.js';
+export { insertSummary, rewriteSummary, type SummaryInput } from './summaries.js';
+export { markSuperseded, tombstoneProjectMemories, touchMemories } from './marks.js';
+export { importMemories } from './import.js';
+export { nextSeq } from './revisions.js';
+export { recordHistory, withExpiry, type ImportedMemory } from './rows.js';
 export { listPage, selectedIds, type ListPage, type ListRequest } from './list.js';
 export {
   Filters,

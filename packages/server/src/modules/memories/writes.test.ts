@@ -24,7 +24,7 @@ import {
   touchMemories,
   type Owner,
 } from './index.js';
-import { TURN_REDELIVERY_WINDOW_MS } from './writes.js';
+import { TURN_REDELIVERY_WINDOW_MS } from './turns.js';
 
 /**
  * The write side other modules build on (connectors, imports, summaries, decisions, /v1 turns),
