@@ -180,6 +180,8 @@ const quality = {
   facts_fresh: conflictsByKind('facts_fresh', 'changes-fresh.txt'),
   // Written after the first fresh set's misses were read, before the rules tuned on session 4's own pairs.
   facts_fresh2: conflictsByKind('facts_fresh2', 'changes-fresh2.txt'),
+  // Session 5 of wave 3: drawn from the LoCoMo dev conversations, committed before that session changed a rule; held out.
+  facts_locomo_changes: conflictsByKind('facts_locomo_changes', 'changes-locomo.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const statement = resolver(locomoDir());
