@@ -19,7 +19,7 @@ import {
   projectRevision,
   revisionOf,
 } from './index.js';
-import { rowsAtRevisionTogether } from './feed.js';
+import { rowsAtRevisionTogether } from './reads.js';
 
 /**
  * The read side other modules build on (retrieval indexes, /v1 lists, exports, erase hooks),

@@ -2,7 +2,8 @@ import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
 import { addMemory, expectError } from '../../testing/memories.js';
 import { freshUser, idsOf, query, setColumns } from '../../testing/retrieval.js';
-import { matchesFilters, type FilterSubject, type FiltersInput } from './filters.js';
+import { matchesFilters } from './filter-match.js';
+import type { FilterSubject, FiltersInput } from './filters.js';
 
 type Stored = {
   id: number;

@@ -3,35 +3,35 @@ export {
   changesSince,
   endUsersOf,
   ownerChangesSince,
-  exportMemories,
   forgottenSince,
   largeOwnersChangedAfter,
-  getMemory,
-  liveMemoryCount,
-  liveMemoryCountOf,
   liveProjectMemories,
-  listMemories,
-  memoriesByIds,
-  memoriesHeld,
-  memoryCounts,
-  ownerMemoriesAt,
-  turnsStoredBy,
-  memoryHistory,
   projectRevision,
   revisionOf,
-  summaryBySetKey,
   type IndexedMemory,
   type Owner,
-  type ScopedMemory,
+} from './feed.js';
+export {
   clientRefsOf,
-  countForExport,
-  exportPage,
+  getMemory,
   historyOfMemories,
   liveIdsByClientRef,
+  memoriesByIds,
+  memoriesHeld,
+  memoryHistory,
+  ownerMemoriesAt,
   ownersOfMemories,
+  summaryBySetKey,
+  type ScopedMemory,
+} from './reads.js';
+export {
+  countForExport,
+  exportMemories,
+  exportPage,
   type ExportFilter,
   type PortableMemory,
-} from './feed.js';
+} from './export.js';
+export { liveMemoryCount, liveMemoryCountOf, memoryCounts, turnsStoredBy } from './counts.js';
 export { addMemory, addWithin, bulkAdd } from './add.js';
 export { batchUpdate, updateMemory } from './update.js';
 export {
@@ -52,16 +52,10 @@ export { markSuperseded, tombstoneProjectMemories, touchMemories } from './marks
 export { importMemories } from './import.js';
 export { nextSeq } from './revisions.js';
 export { recordHistory, withExpiry, type ImportedMemory } from './rows.js';
-export { listPage, selectedIds, type ListPage, type ListRequest } from './list.js';
-export {
-  Filters,
-  filterConditions,
-  filtersFrom,
-  filtersReadText,
-  matchesFilters,
-  type FilterSubject,
-  type FiltersInput,
-} from './filters.js';
+export { listMemories, listPage, selectedIds, type ListPage, type ListRequest } from './list.js';
+export { Filters, filtersFrom, filtersReadText, type FilterSubject, type FiltersInput } from './filters.js';
+export { matchesFilters } from './filter-match.js';
+export { filterConditions } from './filter-sql.js';
 export {
   AddMemoryBody,
   ExpiresAt,

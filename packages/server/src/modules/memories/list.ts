@@ -1,7 +1,10 @@
 import { invalid } from '../../core/errors.js';
+import { paginate, type Page, type PageParams } from '../../core/paging.js';
 import type { Database, Dialect, Executor } from '../../store/database.js';
-import { filterConditions, matchesFilters, type FilterSubject, type FiltersInput } from './filters.js';
-import { owned, toMemory, type MemoryRow, type Owner } from './feed.js';
+import { filterConditions } from './filter-sql.js';
+import { matchesFilters } from './filter-match.js';
+import type { FilterSubject, FiltersInput } from './filters.js';
+import { owned, toMemory, unexpired, type MemoryRow, type Owner } from './feed.js';
 import type { MemoryView } from './schemas.js';
 
 /** The orders an end user's memories are listed in. */
@@ -170,4 +173,24 @@ export async function selectedIds(
     if (ids.length >= limit || rows.length < limit) return ids.slice(0, limit);
     after = rows[rows.length - 1]!.id;
   }
+}
+
+/** A page of live /v1 memories (those of a tenant) of a project, filtered by tenant, end user and session, newest first. */
+export async function listMemories(
+  db: Executor,
+  filter: { projectId: string; tenantId?: string | null; endUserId?: string | null; sessionId?: string | null },
+  page: PageParams,
+): Promise<Page<MemoryView & { speaker: string | null; tenant_id: string }>> {
+  const query = db
+    .selectFrom('memories')
+    .selectAll()
+    .where('project_id', '=', filter.projectId)
+    .where('deleted_at', 'is', null)
+    .where(unexpired())
+    .where('tenant_id', '!=', '')
+    .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
+    .$if(filter.endUserId != null, (qb) => qb.where('end_user_id', '=', filter.endUserId!))
+    .$if(filter.sessionId != null, (qb) => qb.where('session_id', '=', filter.sessionId!))
+    .orderBy('id', 'desc');
+  return paginate(query, page, (r) => ({ ...toMemory(r), speaker: r.speaker, tenant_id: r.tenant_id }));
 }
