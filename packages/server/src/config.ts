@@ -26,7 +26,7 @@ export interface PostgresConfig {
   directUrl?: string;
   poolSize: number;
   /**
-   * Named prepared statements and pipelined BEGIN/COMMIT (store/database.ts#withNamedStatements):
+   * Named prepared statements and pipelined BEGIN/COMMIT (store/postgres-connections.ts#withNamedStatements):
    * 'auto' names statements unless the pool's start finds a transaction-mode pooler in front of the
    * database (or a statement meets one), false neither names nor pipelines.
    */

@@ -1,5 +1,6 @@
 import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
-import { LAST_IN_TRANSACTION, nowIso, type Database, type Executor } from '../store/database.js';
+import { nowIso, type Database, type Executor } from '../store/database.js';
+import { LAST_IN_TRANSACTION } from '../store/postgres-connections.js';
 import type { DB } from '../store/schema.js';
 import { auditInsert, auditInsertPerInsertedRow, type AuditEntry } from './audit-log.js';
 import type { InsertedRecord, InsertedRecordShape, JournalRecord, PendingWrite, WriteContext } from './context.js';

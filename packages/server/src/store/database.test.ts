@@ -4,7 +4,8 @@ import { Socket } from 'node:net';
 import { expect, it } from 'vitest';
 import { freshDatabaseConfig } from '../testing/harness.js';
 import { until } from '../testing/until.js';
-import { LAST_IN_TRANSACTION, openDatabase, timestamptzToIso } from './database.js';
+import { openDatabase } from './database.js';
+import { LAST_IN_TRANSACTION, timestamptzToIso } from './postgres-connections.js';
 
 /** A kill -9 test cannot see a lost fsync (the OS still writes the page cache), so the settings are asserted. */
 it('runs SQLite in WAL mode with synchronous=FULL, so a commit is on disk before it is acknowledged', async () => {
@@ -156,7 +157,7 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
 );
 
 /**
- * SQLite rows are built from raw arrays (store/database.ts#withRowsBuiltInJs): the same objects as
+ * SQLite rows are built from raw arrays (store/sqlite-connection.ts#withRowsBuiltInJs): the same objects as
  * better-sqlite3's, a repeated name keeping its last value, and still right after a migration
  * changed the shape of the table a kept statement reads.
  */

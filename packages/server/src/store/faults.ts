@@ -10,7 +10,7 @@ import type { Database } from './database.js';
  */
 export type DatabaseFault = 'unavailable' | 'storage_full';
 
-/** SQLSTATE classes and codes: 08 connection exception, 57P0x shutdown and cannot-connect-now, 3D000 no such database, 28 authorization (a role that may not log in), 53300 too many connections, 25006 read-only transaction (a standby after failover), 26000 and 42P05 a prepared statement lost or doubled by a transaction-mode pooler (the pool stops naming statements at once: store/database.ts#withNamedStatements, so a retry goes through). */
+/** SQLSTATE classes and codes: 08 connection exception, 57P0x shutdown and cannot-connect-now, 3D000 no such database, 28 authorization (a role that may not log in), 53300 too many connections, 25006 read-only transaction (a standby after failover), 26000 and 42P05 a prepared statement lost or doubled by a transaction-mode pooler (the pool stops naming statements at once: store/postgres-connections.ts#withNamedStatements, so a retry goes through). */
 const UNAVAILABLE_SQLSTATE = /^(08...|57P0[1-4]|3D000|28...|53300|53400|25006|26000|42P05)$/;
 const NETWORK = new Set([
   'ECONNREFUSED',

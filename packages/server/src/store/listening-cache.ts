@@ -1,4 +1,5 @@
-import type { ChannelWatcher, Database, Watch } from './database.js';
+import type { Database } from './database.js';
+import type { ChannelWatcher, Watch } from './listener.js';
 
 /**
  * Values read from PostgreSQL and kept in this process's memory only while exact: only while the

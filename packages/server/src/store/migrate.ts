@@ -53,7 +53,7 @@ export async function migrate(database: Database, { through }: { through?: strin
 /**
  * Holds the migration lock until `trx` ends: migrations, and the first-run bootstrap (modules/org),
  * which several processes starting together on an empty database would otherwise all attempt.
- * SQLite: `begin` is sent as `begin immediate` (store/database.ts); a first statement makes it take effect.
+ * SQLite: `begin` is sent as `begin immediate` (store/sqlite-connection.ts); a first statement makes it take effect.
  */
 export async function takeMigrationLock(database: Database, trx: Transaction<DB>): Promise<void> {
   await sql.raw(database.dialect === 'postgres' ? 'SELECT pg_advisory_xact_lock(724991)' : 'SELECT 1').execute(trx);

@@ -3,7 +3,7 @@ import type { Generated } from 'kysely';
 /**
  * Row shapes as Kysely sees them. JSON columns are written as JSON text on both dialects
  * and read back through `decodeJson` (SQLite returns text, PostgreSQL parsed json or jsonb).
- * Timestamps are RFC 3339 strings on both (see database.ts for the PostgreSQL parser).
+ * Timestamps are RFC 3339 strings on both (see postgres-connections.ts for the PostgreSQL parser).
  */
 type Json = string | unknown;
 type Bool = number | boolean;

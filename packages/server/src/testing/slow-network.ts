@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
-import { LISTENER_PROBE_PREFIX } from '../store/database.js';
+import { LISTENER_PROBE_PREFIX } from '../store/listener.js';
 import { until } from './until.js';
 
 export interface SlowRelay {
@@ -77,7 +77,7 @@ function serverMessages(onMessage: (type: string, body: Buffer) => void): (chunk
 
 /**
  * Waits until the process behind `relay` listens on each of `channels` (its probe came back:
- * store/database.ts) and has been passed every notification committed before the call: PostgreSQL
+ * store/listener.ts) and has been passed every notification committed before the call: PostgreSQL
  * sends a listener its notifications in commit order, so a marker notified now (on the first
  * channel, which makes the process forget what it holds for it, as any change does) comes after
  * them all. They are then in the process's socket ahead of any request sent afterwards.

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forEachDialect, useOwner, useTestApp } from '../../testing/harness.js';
 import { startServerProcess, type ServerProcess } from '../../testing/process.js';
 import { SUBSCRIPTIONS_CHANNEL } from '../../core/event-subscriptions.js';
-import { LISTENER_APPLICATION_NAME } from '../../store/database.js';
+import { LISTENER_APPLICATION_NAME } from '../../store/listener.js';
 import { listeningCache } from '../../store/listening-cache.js';
 import { heardEverything, startSlowRelay, type SlowRelay } from '../../testing/slow-network.js';
 import { CREDENTIALS_CHANNEL, ResolvedKeys } from './resolved-keys.js';

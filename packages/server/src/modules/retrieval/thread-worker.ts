@@ -9,7 +9,7 @@ import type { ThreadAnswer, ThreadCall, ThreadData } from './thread.js';
  * the HTTP thread's calls one message each, concurrently, as it would in process.
  */
 const { database: databaseConfig, retrieval: retrievalConfig } = workerData as ThreadData;
-// Checkpoints stay with the serving connection's own thread (store/database.ts).
+// Checkpoints stay with the serving connection's own thread (store/sqlite-connection.ts).
 const database = openDatabase(databaseConfig, { checkpoints: false });
 const { retrieval, cache } = createInProcessRetrieval(database, retrievalConfig);
 const port = parentPort!;
