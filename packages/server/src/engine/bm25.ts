@@ -1,6 +1,24 @@
 // Incremental BM25 over an inverted index keyed by dense slots (see MemoryIndex).
 // Adding or removing a document touches only that document's postings.
+import {
+  CONTEXT_CACHE_MIN_POSTINGS,
+  ContextCache,
+  type ContextScratch,
+  growList,
+  type SlotList,
+} from './bm25-context.js';
+import {
+  type DocAt,
+  type FieldTake,
+  type FrozenDocTerms,
+  type Postings,
+  writeDocTerms,
+  writePostings,
+} from './bm25-snapshot.js';
+import { nearestHeldTerm } from './nearest-term.js';
 import type { SnapshotReader, SnapshotWriter, Steps } from './snapshot.js';
+
+export type { FieldTake } from './bm25-snapshot.js';
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -13,107 +31,6 @@ export const BM25_B = 0.75;
 export const TF_MAX = 0xffff;
 /** Bytes of a postings entry: its slot (i32) and tf (u16). */
 const ENTRY_BYTES = 6;
-
-/**
- * One term's postings: (slot, tf) appended in the order docs were added. Removing a doc leaves
- * its entries behind (dirty) and a slot added again appends a new entry; compacting keeps each
- * slot's last entry if its doc still holds the term, so the order is always that of the docs'
- * last additions (what an insertion-ordered map would give, without a map entry per posting).
- */
-interface Postings {
-  /** The term's number in the restored snapshot's dictionary (frozen doc terms), -1 for a term added since. */
-  id: number;
-  slots: Int32Array;
-  tfs: Uint16Array;
-  /** Entries in the arrays, stale ones included while dirty. */
-  n: number;
-  /** Docs holding the term (document frequency). */
-  live: number;
-  dirty: boolean;
-}
-
-/** Reusable per-caller buffers for scoreWithContext; all indexed by slot (length >= slot capacity). */
-export interface ContextScratch {
-  tfSelf: Float64Array;
-  tfCtx: Float64Array;
-  /** Slots touched by the current term (length at least the slot capacity + 1). */
-  termTouched: Int32Array;
-  /** Per-slot cached length normalisation, 0 where not computed yet; valid while normStamp === stamp. */
-  norm: Float64Array;
-  /** The stamp the cached normalisations were computed under (0: none). */
-  normStamp: number;
-  /** Current stamp; the caller changes it whenever lengths, links or parameters may have changed. */
-  stamp: number;
-}
-
-/**
- * A term's postings spread over the session neighbours (scoreWithContext, before saturation): each
- * slot the term touches, in first-touch order, with its own tf and its own + neighbours' weighted tf.
- * Kept across searches (Bm25Field.contextCacheShare) until a doc holding the term, or a doc next to
- * one, changes: what a search then does for the term is the saturation alone.
- */
-interface ContextPostings {
-  slots: Int32Array;
-  own: Float64Array;
-  total: Float64Array;
-}
-/** Bytes of a context postings entry (slot i32, own and total f64) and of a kept term besides its entries. */
-const CONTEXT_ENTRY_BYTES = 20;
-const CONTEXT_TERM_BYTES = 96;
-/**
- * Terms with fewer postings are spread afresh each search: a short list costs little to spread, and
- * the long ones (a common word, ~10 % of the docs) are most of a search's time.
- */
-const CONTEXT_CACHE_MIN_POSTINGS = 64;
-
-/** Slots appended in first-touch order. */
-export interface SlotList {
-  a: Int32Array;
-  n: number;
-}
-
-/**
- * The doc terms of a restored snapshot, in one array (terms of slot s at start[s]..end[s], in the
- * order the doc first used them; start -1 once the doc is removed or added again): a map per doc
- * would cost what restoring saves.
- */
-interface FrozenDocTerms {
-  start: Int32Array;
-  end: Int32Array;
-  terms: Int32Array;
-  tfs: Uint16Array;
-  dictionary: string[];
-}
-
-/**
- * What a snapshot taken in steps (snapshotSteps) needs of a field as it was when it began: read
- * then, or kept by the changes since (before they change it) while it has yet to read it.
- */
-export interface FieldTake {
-  dictionary: string[];
-  /** Each term's number in the dictionary. */
-  ids: Map<string, number>;
-  /** Postings entries (as many as doc terms) and slots when it began. */
-  entries: number;
-  capacity: number;
-  /** The writer's parts it writes in place: counts, postings' slots and tfs, doc ranges' starts and ends, doc terms and tfs. */
-  parts: number[];
-  /** Entries written so far (of the postings, then of the doc terms). */
-  at: number;
-  /** Entries of terms changed since it began, as they were then (compacted). */
-  terms: Map<string, { slots: Int32Array; tfs: Uint16Array; n: number }>;
-  /** Terms of slots changed since it began, as they were then: see docAt. */
-  docs: Map<number, DocAt>;
-  /** Terms [0, termsRead) of the dictionary and slots [0, slotsRead) are written: changes to them need not be kept. */
-  termsRead: number;
-  slotsRead: number;
-}
-
-/** A doc's terms: its own map, the start of its frozen terms, or null (no doc in the slot). */
-type DocAt = ReadonlyMap<string, number> | number | null;
-
-/** Work (postings entries, doc terms, slots) in a step of a snapshot: well under a millisecond. */
-const STEP_WORK = 1 << 13;
 
 export class Bm25Field {
   private readonly postings = new Map<string, Postings>(); // term -> postings
@@ -134,11 +51,7 @@ export class Bm25Field {
    * bytes (0: none kept). Counted in approxBytes, so the index cache's budget includes them.
    */
   contextCacheShare = 0;
-  /** Kept context postings by term. */
-  private readonly contextCache = new Map<string, ContextPostings>();
-  private contextCacheBytes = 0;
-  /** The context parameters they were spread with. */
-  private contextCacheKey = '';
+  private readonly contextCache = new ContextCache();
 
   get docCount(): number {
     return this.docTerms.size + this.frozenDocs;
@@ -282,44 +195,7 @@ export class Bm25Field {
   forgetContext(slot: number): void {
     if (this.contextCache.size === 0) return;
     const tf = this.termsOf(slot);
-    if (tf) for (const t of tf.keys()) this.dropContext(t);
-  }
-
-  private dropContext(term: string): void {
-    const kept = this.contextCache.get(term);
-    if (!kept) return;
-    this.contextCache.delete(term);
-    this.contextCacheBytes -= CONTEXT_TERM_BYTES + kept.slots.length * CONTEXT_ENTRY_BYTES;
-  }
-
-  /**
-   * Keeps a term's context postings as just spread (gathered in first-touch order, leaving the
-   * buffers zero); null (nothing gathered) when they do not fit in what is left of the share.
-   */
-  private keepContext(
-    term: string,
-    n: number,
-    touchedSlots: Int32Array,
-    tfSelf: Float64Array,
-    tfCtx: Float64Array,
-  ): ContextPostings | null {
-    const bytes = CONTEXT_TERM_BYTES + n * CONTEXT_ENTRY_BYTES;
-    // Kept while they fit, and until a write changes them: no eviction, since a workload that asks
-    // more terms than fit in turn (a benchmark's fixed list of questions) would evict each before its next use.
-    if (this.contextCacheBytes + bytes > this.contextCacheShare * (this.approxBytes() - this.contextCacheBytes))
-      return null;
-    const kept = { slots: touchedSlots.slice(0, n), own: new Float64Array(n), total: new Float64Array(n) };
-    for (let j = 0; j < n; j++) {
-      const slot = touchedSlots[j]!;
-      const ts = tfSelf[slot]!;
-      kept.own[j] = ts;
-      kept.total[j] = ts + tfCtx[slot]!;
-      tfSelf[slot] = 0;
-      tfCtx[slot] = 0;
-    }
-    this.contextCache.set(term, kept);
-    this.contextCacheBytes += bytes;
-    return kept;
+    if (tf) for (const t of tf.keys()) this.contextCache.drop(t);
   }
 
   /** Number of docs containing the term. */
@@ -327,43 +203,9 @@ export class Bm25Field {
     return this.postings.get(term)?.live ?? 0;
   }
 
-  /**
-   * The held term one edit from `term` (a letter dropped, added or replaced, or two neighbours
-   * swapped) that the most docs hold, the first in code-unit order among equals; failing that, the
-   * longest held term of at least 5 characters that begins `term` and is at most 3 shorter (a typo
-   * in a suffix keeps the stemmer from removing it: "vacaton" stays whole, "vacation" is "vacat");
-   * undefined when none. Letters are tried from a-z and the term's own, so a term of any script
-   * gets its own edits.
-   */
+  /** The held term nearest to `term`, a typo (nearest-term.ts); undefined when none. */
   nearestTerm(term: string): string | undefined {
-    const edited = this.nearestEdit(term);
-    if (edited !== undefined) return edited;
-    for (let n = term.length - 1; n >= Math.max(5, term.length - 3); n--)
-      if (this.df(term.slice(0, n)) > 0) return term.slice(0, n);
-    return undefined;
-  }
-
-  private nearestEdit(term: string): string | undefined {
-    let best: string | undefined;
-    let bestDf = 0;
-    const consider = (candidate: string) => {
-      const df = this.df(candidate);
-      if (df > bestDf || (df === bestDf && df > 0 && candidate < best!)) [best, bestDf] = [candidate, df];
-    };
-    const letters = new Set([...'abcdefghijklmnopqrstuvwxyz', ...term]);
-    const chars = [...term];
-    for (let i = 0; i <= chars.length; i++) {
-      const head = chars.slice(0, i).join('');
-      const tail = chars.slice(i).join('');
-      const rest = chars.slice(i + 1).join('');
-      for (const c of letters) consider(head + c + tail);
-      if (i === chars.length) break;
-      consider(head + rest);
-      for (const c of letters) if (c !== chars[i]) consider(head + c + rest);
-      if (i + 1 < chars.length && chars[i] !== chars[i + 1])
-        consider(head + chars[i + 1] + chars[i] + chars.slice(i + 2).join(''));
-    }
-    return best;
+    return nearestHeldTerm(term, (t) => this.df(t));
   }
 
   /** Robertson/Sparck-Jones idf, floored at a small positive value so very common terms still count a little. */
@@ -430,12 +272,7 @@ export class Bm25Field {
       scratch.normStamp = scratch.stamp;
     }
     const contextKey = `${window} ${weight} ${decay} ${back}`;
-    if (contextKey !== this.contextCacheKey) {
-      this.contextCache.clear();
-      this.contextCacheBytes = 0;
-      this.contextCacheKey = contextKey;
-    }
-    const same = outSelf === outCtx;
+    this.contextCache.useParameters(contextKey);
     // Length normalisation uses the expanded length (own + weighted neighbours), so a
     // one-word turn does not get the full neighbour score for free.
     let spread = 0;
@@ -445,107 +282,81 @@ export class Bm25Field {
       const p = this.compiled(term);
       if (!p) continue;
       const idf = this.idf(term) * qtf;
-      const held = this.contextCache.get(term);
-      if (held) {
-        this.saturate(
-          held.slots,
-          held.own,
-          held.total,
-          held.slots.length,
-          idf,
-          links,
-          normCache,
-          avgExpanded,
-          outSelf,
-          outCtx,
-          touched,
-        );
-        continue;
-      }
-      const slots = p.slots;
-      const tfs = p.tfs;
-      let nt = 0;
-      for (let i = 0, n = p.n; i < n; i++) {
-        const slot = slots[i]!;
-        const tf = tfs[i]!;
-        // First touch of a slot for this term: appended without a branch (written always, counted once).
-        termTouched[nt] = slot;
-        nt += +(tfSelf[slot] === 0) & +(tfCtx[slot] === 0);
-        tfSelf[slot]! += tf;
-        if (weight > 0) {
-          let v = tf * weight;
-          let a = prev[slot]!;
-          let b = next[slot]!;
-          for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
-            if (a >= 0) {
-              if (back > 0) {
-                termTouched[nt] = a;
-                nt += +(tfSelf[a] === 0) & +(tfCtx[a] === 0);
-                tfCtx[a]! += v * back;
+      // The term's spread over the neighbours: kept by an earlier search, or spread now (and kept if it fits).
+      let kept = this.contextCache.get(term) ?? null;
+      if (kept === null) {
+        const slots = p.slots;
+        const tfs = p.tfs;
+        let nt = 0;
+        for (let i = 0, n = p.n; i < n; i++) {
+          const slot = slots[i]!;
+          const tf = tfs[i]!;
+          // First touch of a slot for this term: appended without a branch (written always, counted once).
+          termTouched[nt] = slot;
+          nt += +(tfSelf[slot] === 0) & +(tfCtx[slot] === 0);
+          tfSelf[slot]! += tf;
+          if (weight > 0) {
+            let v = tf * weight;
+            let a = prev[slot]!;
+            let b = next[slot]!;
+            for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
+              if (a >= 0) {
+                if (back > 0) {
+                  termTouched[nt] = a;
+                  nt += +(tfSelf[a] === 0) & +(tfCtx[a] === 0);
+                  tfCtx[a]! += v * back;
+                }
+                a = prev[a]!;
               }
-              a = prev[a]!;
+              if (b >= 0) {
+                termTouched[nt] = b;
+                nt += +(tfSelf[b] === 0) & +(tfCtx[b] === 0);
+                tfCtx[b]! += v;
+                b = next[b]!;
+              }
+              v *= decay;
             }
-            if (b >= 0) {
-              termTouched[nt] = b;
-              nt += +(tfSelf[b] === 0) & +(tfCtx[b] === 0);
-              tfCtx[b]! += v;
-              b = next[b]!;
-            }
-            v *= decay;
           }
         }
-      }
-      const kept =
-        this.contextCacheShare > 0 && p.live >= CONTEXT_CACHE_MIN_POSTINGS
-          ? this.keepContext(term, nt, termTouched, tfSelf, tfCtx)
-          : null;
-      if (kept) {
-        this.saturate(
-          kept.slots,
-          kept.own,
-          kept.total,
-          nt,
-          idf,
-          links,
-          normCache,
-          avgExpanded,
-          outSelf,
-          outCtx,
-          touched,
-        );
-        continue;
-      }
-      // saturate's loop, kept apart: reading the spread where it lies (and leaving the buffers zero)
-      // instead of gathering it first for saturate, which cost a search 15-30 % at 100,000 docs.
-      let ta = touched.a;
-      let tn = touched.n;
-      for (let j = 0; j < nt; j++) {
-        const slot = termTouched[j]!;
-        const ts = tfSelf[slot]!;
-        const t = ts + tfCtx[slot]!;
-        let norm = normCache[slot]!;
-        if (norm === 0) norm = normCache[slot] = this.expandedNorm(slot, links, avgExpanded);
-        const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
-        const selfPart = (sc * ts) / t;
-        if (tn === ta.length) {
-          touched.n = tn;
-          ta = growList(touched);
+        kept =
+          this.contextCacheShare > 0 && p.live >= CONTEXT_CACHE_MIN_POSTINGS
+            ? this.contextCache.keep(term, nt, termTouched, tfSelf, tfCtx, this.contextBudget())
+            : null;
+        if (kept === null) {
+          // The spread read where it lies (the buffers left zero), not gathered first: gathering cost a
+          // search 15-30 % at 100,000 docs.
+          this.saturate(
+            termTouched,
+            tfSelf,
+            tfCtx,
+            nt,
+            true,
+            idf,
+            links,
+            normCache,
+            avgExpanded,
+            outSelf,
+            outCtx,
+            touched,
+          );
+          continue;
         }
-        ta[tn] = slot;
-        if (same) {
-          // One buffer for both parts: read once, the two parts added in the same order.
-          const o = outSelf[slot]!;
-          tn += +(o === 0);
-          outSelf[slot] = o + selfPart + (sc - selfPart);
-        } else {
-          tn += +(outSelf[slot] === 0) & +(outCtx[slot] === 0);
-          outSelf[slot]! += selfPart;
-          outCtx[slot]! += sc - selfPart;
-        }
-        tfSelf[slot] = 0;
-        tfCtx[slot] = 0;
       }
-      touched.n = tn;
+      const n = kept.slots.length;
+      this.saturate(
+        kept.slots,
+        kept.own,
+        kept.total,
+        n,
+        false,
+        idf,
+        links,
+        normCache,
+        avgExpanded,
+        outSelf,
+        outCtx,
+        touched,
+      );
     }
   }
 
@@ -580,12 +391,17 @@ export class Bm25Field {
     return BM25_K1 * (1 - BM25_B + (BM25_B * len) / avgExpanded);
   }
 
-  /** One term's BM25F score of each slot it touches (its context postings), split between own and context evidence. */
+  /**
+   * One term's BM25F score of each slot it touches, split between own and context evidence: from
+   * its kept context postings (`own` and `total` by entry), or, `inPlace`, from the spread that
+   * scoreWithContext left in the buffers (`own` and context tf by slot), set back to zero as read.
+   */
   private saturate(
     slots: Int32Array,
     own: Float64Array,
-    total: Float64Array,
+    totalOrCtx: Float64Array,
     nt: number,
+    inPlace: boolean,
     idf: number,
     links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number },
     normCache: Float64Array,
@@ -599,8 +415,9 @@ export class Bm25Field {
     let tn = touched.n;
     for (let j = 0; j < nt; j++) {
       const slot = slots[j]!;
-      const ts = own[j]!;
-      const t = total[j]!;
+      const at = inPlace ? slot : j;
+      const ts = own[at]!;
+      const t = inPlace ? ts + totalOrCtx[at]! : totalOrCtx[at]!;
       let norm = normCache[slot]!;
       if (norm === 0) norm = normCache[slot] = this.expandedNorm(slot, links, avgExpanded);
       const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
@@ -619,6 +436,10 @@ export class Bm25Field {
         tn += +(outSelf[slot] === 0) & +(outCtx[slot] === 0);
         outSelf[slot]! += selfPart;
         outCtx[slot]! += sc - selfPart;
+      }
+      if (inPlace) {
+        own[slot] = 0;
+        totalOrCtx[slot] = 0;
       }
     }
     touched.n = tn;
@@ -699,7 +520,7 @@ export class Bm25Field {
   *snapshotSteps(k: FieldTake, w: SnapshotWriter): Steps<void> {
     const [counts, slots, tfs] = [w.view(k.parts[0]!, 'i32'), w.view(k.parts[1]!, 'i32'), w.view(k.parts[2]!, 'u16')];
     while (k.termsRead < k.dictionary.length) {
-      this.writePostings(k, counts, slots, tfs);
+      writePostings(k, counts, slots, tfs, (term) => this.compiled(term)!);
       yield;
     }
     if (k.at !== k.entries) throw new Error('index snapshot does not add up');
@@ -717,66 +538,11 @@ export class Bm25Field {
     yield;
     k.at = 0;
     while (k.slotsRead < k.capacity) {
-      this.writeDocTerms(k, renumber, start, end, docTerms, docTfs);
+      writeDocTerms(k, f, (slot) => this.docAt(slot), renumber, start, end, docTerms, docTfs);
       yield;
     }
     if (k.at !== k.entries) throw new Error('index snapshot does not add up');
     this.endSnapshot(k);
-  }
-
-  /** A step of snapshotSteps: the postings of the next terms. */
-  private writePostings(k: FieldTake, counts: Int32Array, slots: Int32Array, tfs: Uint16Array): void {
-    let { termsRead: i, at } = k;
-    for (let work = 0; i < k.dictionary.length && work < STEP_WORK; i++) {
-      const term = k.dictionary[i]!;
-      const p = k.terms.get(term) ?? this.compiled(term)!;
-      if (at + p.n > k.entries) throw new Error('index snapshot does not add up');
-      counts[i] = p.n;
-      slots.set(p.slots.subarray(0, p.n), at);
-      tfs.set(p.tfs.subarray(0, p.n), at);
-      at += p.n;
-      work += p.n + 16;
-    }
-    k.termsRead = i;
-    k.at = at;
-  }
-
-  /** A step of snapshotSteps: the terms of the docs in the next slots, as they were. */
-  private writeDocTerms(
-    k: FieldTake,
-    renumber: Int32Array,
-    start: Int32Array,
-    end: Int32Array,
-    docTerms: Int32Array,
-    docTfs: Uint16Array,
-  ): void {
-    const f = this.frozen;
-    let { slotsRead: slot, at } = k;
-    for (let work = 0; slot < k.capacity && work < STEP_WORK; slot++) {
-      const kept = k.docs.get(slot);
-      const doc = kept === undefined ? this.docAt(slot) : kept;
-      work++;
-      if (doc === null) continue;
-      const from = at;
-      if (at + (typeof doc === 'number' ? f!.end[slot]! - doc : doc.size) > k.entries)
-        throw new Error('index snapshot does not add up');
-      if (typeof doc === 'number') {
-        for (let i = doc, e = f!.end[slot]!; i < e; i++) {
-          docTerms[at] = renumber[f!.terms[i]!]!;
-          docTfs[at++] = f!.tfs[i]!;
-        }
-      } else {
-        for (const [t, n] of doc) {
-          docTerms[at] = k.ids.get(t)!;
-          docTfs[at++] = n;
-        }
-      }
-      start[slot] = from;
-      end[slot] = at;
-      work += at - from;
-    }
-    k.slotsRead = slot;
-    k.at = at;
   }
 
   /** A field as snapshot() wrote it. */
@@ -815,14 +581,15 @@ export class Bm25Field {
     return field;
   }
 
+  /** What the kept context postings may take in all: the share of the field's own bytes. */
+  private contextBudget(): number {
+    return this.contextCacheShare * (this.approxBytes() - this.contextCache.bytes);
+  }
+
   approxBytes(): number {
     // A per-doc term map entry ~ 40 bytes, plus the posting arrays (ENTRY_BYTES an entry).
-    return this.approxTermBytes + this.entries * 40 + this.arrayBytes + this.docLen.byteLength + this.contextCacheBytes;
+    return (
+      this.approxTermBytes + this.entries * 40 + this.arrayBytes + this.docLen.byteLength + this.contextCache.bytes
+    );
   }
-}
-
-function growList(l: SlotList): Int32Array {
-  const a = new Int32Array(Math.max(64, l.a.length * 2));
-  a.set(l.a);
-  return (l.a = a);
 }

@@ -3,14 +3,8 @@ export type { EngineDoc, Explanation, SearchHit, SearchOptions } from './types.j
 export type { Embedder, BuiltinEmbedder } from './embedder.js';
 export { builtinEmbedder } from './embedder.js';
 export { openAiEmbedder, EmbedderError, type OpenAiEmbedderConfig } from './openai-embedder.js';
-export {
-  MemoryIndex,
-  DEFAULT_WEIGHTS,
-  FEATURES,
-  relevanceOf,
-  type MemoryIndexOptions,
-  type RankingWeights,
-} from './memory-index.js';
+export { MemoryIndex, type MemoryIndexOptions } from './memory-index.js';
+export { DEFAULT_WEIGHTS, FEATURES, relevanceOf, type RankingWeights } from './ranking-weights.js';
 export { parseTemporal, type TemporalRange } from './temporal.js';
 export {
   runInSlices,
