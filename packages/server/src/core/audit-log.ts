@@ -103,7 +103,7 @@ const auditRows = preparedInsert<Insertable<AuditLogTable>>(
 
 /**
  * PostgreSQL: the insert appending one entry per row of the CTE `inserted` of a grouped insert
- * (core/unit-of-work.ts#groupedInsert), whose id is the entry's target; each entry's actor, request
+ * (core/grouped-statements.ts#groupedInsert), whose id is the entry's target; each entry's actor, request
  * and time are its write's, from the CTE `input` (joined on `ord`).
  */
 export function auditInsertPerInsertedRow(action: string, targetType: string): string {

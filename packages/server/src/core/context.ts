@@ -111,7 +111,7 @@ export interface WriteJournal {
    */
   record(trx: Transaction<DB>, value: unknown): JournalRecord;
   /**
-   * PostgreSQL: the record of the result of a write a grouped insert makes (core/unit-of-work.ts#groupedInsert),
+   * PostgreSQL: the record of the result of a write a grouped insert makes (core/grouped-statements.ts#groupedInsert),
    * written by that insert's own statement. `value` is the result but for the id of the row the statement
    * inserts, which goes at the member path `idAt` (the result is sealed before the row exists).
    */

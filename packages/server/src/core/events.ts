@@ -345,7 +345,7 @@ function subscribed(organization: string, project: string, type: string): string
 
 /**
  * PostgreSQL: the insert writing one event per row of the CTE `inserted` of a grouped insert
- * (core/unit-of-work.ts#groupedInsert), if subscribed: the memory the event carries is the row
+ * (core/grouped-statements.ts#groupedInsert), if subscribed: the memory the event carries is the row
  * inserted, so each write's payload (from eventJson, in the CTE `input`) is written with the row's
  * id at `memory.id` (by jsonb_set, so such a payload's keys are stored in jsonb's order). A write
  * whose event was found unsubscribed before it was built carries no payload (null) and gets no row.

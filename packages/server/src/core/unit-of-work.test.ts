@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
-import { bookkeeping, CommitGroup, groupedStatement, write } from './unit-of-work.js';
+import { bookkeeping, CommitGroup } from './commit-group.js';
+import { groupedStatement } from './grouped-statements.js';
+import { write } from './unit-of-work.js';
 import type { Executor } from '../store/database.js';
 
 /**
@@ -58,7 +60,7 @@ forEachDialect('concurrent writes, one failing midway', (dialect) => {
     expect(history).toHaveLength(12);
     // The update, the last change, stamped its memory with the owner's revision. On SQLite eleven adds
     // and the update bumped it once each, and the failed add's bump was rolled back with it; on
-    // PostgreSQL the adds that shared a statement (core/unit-of-work.ts#groupedInsert) bumped it once.
+    // PostgreSQL the adds that shared a statement (core/grouped-statements.ts#groupedInsert) bumped it once.
     const owner = await db
       .selectFrom('end_users')
       .select('revision')

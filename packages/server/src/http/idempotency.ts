@@ -3,7 +3,8 @@ import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import { decrypt, deriveKey, encrypt, sha256Hex } from '../core/crypto.js';
 import type { InsertedRecordShape, WriteJournal } from '../core/context.js';
-import { bookkeeping, groupedStatement } from '../core/unit-of-work.js';
+import { bookkeeping } from '../core/commit-group.js';
+import { groupedStatement } from '../core/grouped-statements.js';
 import { answerSubject, IDEMPOTENCY_WINDOW_MS } from '../core/idempotency-keys.js';
 import { canonicalJson } from '../core/json.js';
 import type { Pseudonymize } from '../core/pseudonyms.js';
@@ -129,7 +130,7 @@ function committedResults(sealKey: Buffer, committed: string | null, committedId
 }
 
 /**
- * How a grouped insert's statement records a journaled write (core/unit-of-work.ts#groupedInsert): it locks the
+ * How a grouped insert's statement records a journaled write (core/grouped-statements.ts#groupedInsert): it locks the
  * claim if the request still holds it (a takeover committed before leaves the write out; one after waits, then
  * finds the write's result), and writes the sealed result with the id of the row inserted.
  */
@@ -176,7 +177,7 @@ type Outcome =
 
 /**
  * PostgreSQL: the claims and the stored answers of requests arriving together go out as one statement each
- * (core/unit-of-work.ts#groupedStatement), and commit without waiting for their WAL flush
+ * (core/grouped-statements.ts#groupedStatement), and commit without waiting for their WAL flush
  * (`synchronous_commit = off` for their own transaction, set by the statement itself). Neither needs
  * a flush of its own: a write the request makes commits durably after the claim, and flushing its
  * commit flushes the WAL before it, the claim's included; a stored answer lost to a crash of the

@@ -136,7 +136,7 @@ export function openDatabase(
   // WAL with synchronous=FULL: a commit is on disk before the response that acknowledges it.
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = FULL');
-  // Group commit (core/unit-of-work.ts) runs each write of a group in a savepoint, and SQLite copies
+  // Group commit (core/commit-group.ts) runs each write of a group in a savepoint, and SQLite copies
   // every page a savepoint changes again into a sub-journal, a temporary file past 64 KiB: a write
   // syscall per page. Kept in memory, it halved the system CPU of a SQLite add at 16 clients. Other
   // temporary data (sorts without an index) is held in memory too, as the retrieval indexes are.
@@ -181,7 +181,7 @@ export function containsText(db: Executor, column: string, needle: string): RawB
     : sql<boolean>`instr(${sql.ref(column)}, ${needle}) > 0`;
 }
 
-/** A constant string as an SQL literal, for statements of fixed text that hold no request's values (core/unit-of-work.ts#groupedInsert). */
+/** A constant string as an SQL literal, for statements of fixed text that hold no request's values (core/grouped-statements.ts#groupedInsert). */
 export const sqlLiteral = (value: string) => `'${value.replace(/'/g, "''")}'`;
 
 /** JSON columns: text on SQLite, parsed json or jsonb on PostgreSQL. */

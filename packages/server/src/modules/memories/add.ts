@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import { eventJson } from '../../core/events.js';
-import { groupedInsert, write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
+import { groupedInsert } from '../../core/grouped-statements.js';
+import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
 import { compileBody, validationError } from '../../core/validation.js';
 import { encodeJson, nowIso, type Database } from '../../store/database.js';
 import type { DB } from '../../store/schema.js';
@@ -61,7 +62,7 @@ export async function addMemory(
 /**
  * PostgreSQL: a new memory with its revision bump, history row, memory.created event and audit
  * row, grouped with the adds submitted at the same time into one statement
- * (core/unit-of-work.ts#groupedInsert). Undefined for a duplicate, of which nothing but the revision
+ * (core/grouped-statements.ts#groupedInsert). Undefined for a duplicate, of which nothing but the revision
  * bump was written: addMemory then takes the general path, which finds it.
  */
 async function addInOneStatement(

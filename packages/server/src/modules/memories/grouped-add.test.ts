@@ -4,7 +4,7 @@ import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { until } from '../../testing/until.js';
 
 /**
- * Adds arriving together share one statement on PostgreSQL (core/unit-of-work.ts#groupedInsert) and
+ * Adds arriving together share one statement on PostgreSQL (core/grouped-statements.ts#groupedInsert) and
  * one commit on SQLite: each is still answered with its own memory, duplicates among them are
  * skipped against the first, and every row written beside a memory is that memory's.
  */

@@ -1,7 +1,7 @@
 import type { Compilable } from 'kysely';
 import { notFound } from '../../core/errors.js';
 import { CLOCK_NOW_SQL, clockNow } from '../../core/credentials-clock.js';
-import { groupedStatement } from '../../core/unit-of-work.js';
+import { groupedStatement } from '../../core/grouped-statements.js';
 import { decodeJson, type Database, type Executor } from '../../store/database.js';
 import { prepared } from '../../store/prepared.js';
 import { isUnexpired, owned, toMemory, VIEW_COLUMNS, type MemoryRow, type Owner } from './feed.js';
@@ -189,7 +189,7 @@ export async function ownerMemoriesAt(
 }
 
 /**
- * ownerMemoriesAt's statement on PostgreSQL, for many owners at once (core/unit-of-work.ts#groupedStatement):
+ * ownerMemoriesAt's statement on PostgreSQL, for many owners at once (core/grouped-statements.ts#groupedStatement):
  * each owner's row by its key and its rows by id, through LATERAL subqueries the planner cannot turn into a
  * scan of either table when it has no statistics for them (a new database, autovacuum off). Each request
  * gets its own rows: one row with its revision and the clock, the memory's columns null, when none is live.

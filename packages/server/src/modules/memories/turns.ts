@@ -1,6 +1,7 @@
 import { sha256Hex } from '../../core/crypto.js';
 import { eventJson } from '../../core/events.js';
-import { groupedInsert, type Effects, type InputColumn, type WriteContext } from '../../core/unit-of-work.js';
+import { groupedInsert, type InputColumn } from '../../core/grouped-statements.js';
+import type { Effects, WriteContext } from '../../core/unit-of-work.js';
 import { encodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { owned, toMemory, viewOf, type MemoryRow, type Owner } from './feed.js';
 import { nextSeq, REVISION_STEP } from './revisions.js';
@@ -149,7 +150,7 @@ export type TurnNotLanded = 'refused' | 'left out';
 
 /**
  * PostgreSQL: a new turn with its revision bump, history row, memory.created event, audit row and the caller's
- * count, grouped with the turns submitted at the same time into one statement (core/unit-of-work.ts#groupedInsert).
+ * count, grouped with the turns submitted at the same time into one statement (core/grouped-statements.ts#groupedInsert).
  * Only a turn that is certainly new lands: its redelivery lookup reads the statement's snapshot, so a turn is left
  * out when the lookup finds an earlier delivery, when its insert meets one (the dedupe index), and when its end
  * user's revision moved after the snapshot was taken (the statement waited for another transaction's row lock:
