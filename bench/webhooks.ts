@@ -7,11 +7,15 @@
  * commit timestamp to its arrival, on an idle server, one event at a time), and the duplicates
  * after an `engram worker` process sharing the work is killed with SIGKILL mid-delivery.
  *
- *   npm run bench:webhooks [-- --events N] [--postgres URL] [--base REV]
+ *   npm run bench:webhooks [-- --events N] [--postgres URL] [--base REV] [--cpu-prof DIR] [--statements FILE]
  *
  * `--base REV` runs another revision's server (built once, bench/lib/baseline.ts) in the same harness.
+ * `--cpu-prof DIR` writes the server's CPU profile there; `--statements FILE` logs every statement the server
+ * sends to PostgreSQL (bench/lib/count-statements.mjs), and the JSON counts those of the throughput phase.
  */
 import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +31,14 @@ const EVENTS = Number(option('--events') ?? 2000);
 const ENDPOINTS = 16;
 const LATENCY_SAMPLES = 100;
 const baseRev = option('--base');
+const cpuProfDir = option('--cpu-prof');
+const statementLog = option('--statements');
+const nodeArgs = [
+  ...(cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : []),
+  ...(statementLog ? ['--import', fileURLToPath(new URL('./lib/count-statements.mjs', import.meta.url))] : []),
+];
+/** Lines of the statement log so far (0 without --statements). */
+const statementsLogged = () => (statementLog ? readFileSync(statementLog, 'utf8').split('\n').length - 1 : 0);
 const MAIN = baseRev
   ? baselineMain(fileURLToPath(new URL('..', import.meta.url)), baseRev).main
   : fileURLToPath(new URL('../packages/server/dist/main.js', import.meta.url));
@@ -75,7 +87,13 @@ const server = await startServer({
   ...(postgresUrl ? { postgresUrl } : {}),
   dataDir,
   main: MAIN,
-  env: { ENGRAM_BOOTSTRAP_EMAIL: email, ENGRAM_BOOTSTRAP_PASSWORD: password, ...webhookEnv },
+  nodeArgs,
+  env: {
+    ENGRAM_BOOTSTRAP_EMAIL: email,
+    ENGRAM_BOOTSTRAP_PASSWORD: password,
+    ...webhookEnv,
+    ...(statementLog ? { ENGRAM_BENCH_STATEMENT_LOG: resolve(statementLog) } : {}),
+  },
 });
 const anonymous = jsonClient(server.url, {});
 const login = JSON.parse((await anonymous('POST', '/auth/login', { email, password })).body) as {
@@ -136,6 +154,7 @@ const ceilingBefore = await ceiling();
 
 // ---- throughput: EVENTS events committed as fast as the API takes them ------------
 const before = received;
+const statementsBefore = statementsLogged();
 const started = performance.now();
 const BATCH = 50;
 await Promise.all(
@@ -146,6 +165,7 @@ await Promise.all(
 const committedMs = performance.now() - started;
 await receivedAtLeast(before + EVENTS * ENDPOINTS);
 const deliveredMs = performance.now() - started;
+const throughputStatements = statementsLogged() - statementsBefore;
 const ceilingAfter = await ceiling();
 const deliveriesPerSecond = Math.round((EVENTS * ENDPOINTS) / (deliveredMs / 1000));
 
@@ -191,6 +211,7 @@ console.log(
       deliveries_per_second: deliveriesPerSecond,
       bare_post_loop_per_second: { before: ceilingBefore, after: ceilingAfter },
       ratio_to_ceiling: +(deliveriesPerSecond / ((ceilingBefore + ceilingAfter) / 2)).toFixed(3),
+      ...(statementLog ? { statements_per_delivery: +(throughputStatements / (EVENTS * ENDPOINTS)).toFixed(3) } : {}),
       commit_seconds: +(committedMs / 1000).toFixed(2),
       delivery_seconds: +(deliveredMs / 1000).toFixed(2),
       commit_to_delivery_ms: {

@@ -1,14 +1,12 @@
 import type { BaseLogger } from 'pino';
-import { sql } from 'kysely';
 import { dispatchOutbox, onEventsCommitted, type OutboxDispatcher } from '../../core/events.js';
 import { nowIso, type Database } from '../../store/database.js';
 import { attempt, CONCURRENCY, sign } from './attempt.js';
+import { claimDeliveries } from './claim.js';
 import { onDeliveriesDue } from './due.js';
 import { openSecret, type WebhookSettings } from './endpoints.js';
 import { type Claimed, type Finished, recordAttempts } from './record.js';
 
-/** At most this many attempts in flight for one endpoint, so a slow receiver cannot stall the others. */
-const PER_ENDPOINT = 8;
 const CLAIM_BATCH = CONCURRENCY / 4;
 /**
  * An attempt's slot is free once its answer is in, before its outcome is recorded (its lease keeps the
@@ -145,57 +143,9 @@ export class DeliveryLoop {
     });
   }
 
-  private async claim(limit: number): Promise<Claimed[]> {
-    const now = nowIso();
+  private claim(limit: number): Promise<Claimed[]> {
     const leaseUntil = new Date(Date.now() + this.settings.timeoutMs + LEASE_MARGIN_MS).toISOString();
-    return this.database.db.transaction().execute(async (trx) => {
-      const candidates = await trx
-        .selectFrom('webhook_deliveries as d')
-        .innerJoin('webhook_endpoints as e', 'e.id', 'd.endpoint_id')
-        .select([
-          'd.id',
-          'd.endpoint_id',
-          'd.message_id',
-          'd.body',
-          'd.next_step',
-          'd.updated_at',
-          'e.url',
-          'e.secret',
-          'e.previous_secret',
-          'e.previous_secret_until',
-          'e.retry_config',
-        ])
-        .where('d.status', '=', 'pending')
-        .where('e.status', '=', 'enabled')
-        .where('d.next_attempt_at', '<=', now)
-        .where((eb) => eb.or([eb('d.lease_until', 'is', null), eb('d.lease_until', '<', now)]))
-        .orderBy('d.next_attempt_at')
-        .orderBy('d.id')
-        .limit(limit * 4)
-        .$if(this.database.dialect === 'postgres', (qb) => qb.modifyEnd(sql`for update of d skip locked`))
-        .execute();
-      const taken: Claimed[] = [];
-      const counts = new Map(this.perEndpoint);
-      for (const c of candidates) {
-        if (taken.length >= limit) break;
-        const n = counts.get(c.endpoint_id) ?? 0;
-        if (n >= PER_ENDPOINT) continue;
-        counts.set(c.endpoint_id, n + 1);
-        taken.push({ ...c, lease_until: leaseUntil });
-      }
-      if (taken.length > 0) {
-        await trx
-          .updateTable('webhook_deliveries')
-          .set({ lease_until: leaseUntil })
-          .where(
-            'id',
-            'in',
-            taken.map((c) => c.id),
-          )
-          .execute();
-      }
-      return taken;
-    });
+    return claimDeliveries(this.database, limit, this.perEndpoint, nowIso(), leaseUntil);
   }
 
   private begin(delivery: Claimed): void {

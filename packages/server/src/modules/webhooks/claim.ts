@@ -1,0 +1,74 @@
+import { sql } from 'kysely';
+import { jsonRows, type Database } from '../../store/database.js';
+import type { Claimed } from './record.js';
+
+/** At most this many attempts in flight for one endpoint (in one process), so a slow receiver cannot stall the others. */
+export const PER_ENDPOINT = 8;
+
+const HELD_COLUMNS = [
+  ['endpoint_id', 'bigint'],
+  ['held', 'integer'],
+] as const;
+
+/**
+ * The deliveries due now, in the order they fell due, at most `limit` and at most PER_ENDPOINT per endpoint counting
+ * those this process holds (`held`), leased until `leaseUntil`. On PostgreSQL one statement: the candidates are
+ * locked with SKIP LOCKED (several processes claim at once without waiting on each other), ranked per endpoint and
+ * leased, the endpoints' columns returned with them; SQLite (one writer) selects and leases in one transaction.
+ */
+export async function claimDeliveries(
+  database: Database,
+  limit: number,
+  held: ReadonlyMap<number, number>,
+  now: string,
+  leaseUntil: string,
+): Promise<Claimed[]> {
+  const postgres = database.dialect === 'postgres';
+  const heldRows = [...held].map(([endpoint_id, n]) => ({ endpoint_id, held: n }));
+  // Four times the slots are looked at, so an endpoint at its limit does not leave the others' slots empty.
+  const chosen = sql`candidates AS (
+      SELECT d.id, d.endpoint_id, d.next_attempt_at
+      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE d.status = 'pending' AND e.status = 'enabled' AND d.next_attempt_at <= ${now}
+        AND (d.lease_until IS NULL OR d.lease_until < ${now})
+      ORDER BY d.next_attempt_at, d.id
+      LIMIT ${limit * 4}
+      ${postgres ? sql`FOR UPDATE OF d SKIP LOCKED` : sql``}
+    ), ranked AS (
+      SELECT c.id, c.next_attempt_at,
+        row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.id) + COALESCE(h.held, 0) AS place
+      FROM candidates c LEFT JOIN ${jsonRows(database.dialect, 'h', HELD_COLUMNS, heldRows)} ON h.endpoint_id = c.endpoint_id
+    ), chosen AS (
+      SELECT id FROM ranked WHERE place <= ${PER_ENDPOINT} ORDER BY next_attempt_at, id LIMIT ${limit}
+    )`;
+  const byDue = (a: Claimed & { next_attempt_at: string }, b: Claimed & { next_attempt_at: string }) =>
+    a.next_attempt_at < b.next_attempt_at ? -1 : a.next_attempt_at > b.next_attempt_at ? 1 : a.id - b.id;
+  if (postgres) {
+    const { rows } = await sql<Claimed & { next_attempt_at: string }>`WITH ${chosen}
+      UPDATE webhook_deliveries AS d SET lease_until = ${leaseUntil}
+      FROM chosen, webhook_endpoints AS e
+      WHERE d.id = chosen.id AND e.id = d.endpoint_id
+      RETURNING d.id, d.endpoint_id, d.message_id, d.body, d.next_step, d.updated_at, d.next_attempt_at,
+        e.url, e.secret, e.previous_secret, e.previous_secret_until, e.retry_config`.execute(database.db);
+    return rows.sort(byDue).map(({ next_attempt_at: _, ...c }) => ({ ...c, lease_until: leaseUntil }));
+  }
+  return database.db.transaction().execute(async (trx) => {
+    const { rows } = await sql<Claimed & { next_attempt_at: string }>`WITH ${chosen}
+      SELECT d.id, d.endpoint_id, d.message_id, d.body, d.next_step, d.updated_at, d.next_attempt_at,
+        e.url, e.secret, e.previous_secret, e.previous_secret_until, e.retry_config
+      FROM chosen JOIN webhook_deliveries d ON d.id = chosen.id JOIN webhook_endpoints e ON e.id = d.endpoint_id`.execute(
+      trx,
+    );
+    if (rows.length > 0)
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ lease_until: leaseUntil })
+        .where(
+          'id',
+          'in',
+          rows.map((r) => r.id),
+        )
+        .execute();
+    return rows.sort(byDue).map(({ next_attempt_at: _, ...c }) => ({ ...c, lease_until: leaseUntil }));
+  });
+}
