@@ -3,7 +3,7 @@ import { analyze } from '../text.js';
 import { findEntities, type CustomNames, type EntityMention } from './entities.js';
 import { FAVORITE_PREFIX, type Ontology, type RelationTypeDef } from './ontology.js';
 import { keyOf, tokenizeWithOffsets, type Token } from './tokens.js';
-import { britishToAmerican, HEDGES, PHRASE_ENDS } from './lexicon.js';
+import { favoriteKind, HEDGES, PHRASE_ENDS } from './lexicon.js';
 import { personalFacts } from './facts.js';
 
 /** The end user (or the speaker of a turn) when a statement is in the first person. */
@@ -353,6 +353,8 @@ export class Extractor {
       next = i + 2;
     }
     if (!owner) return null;
+    // "my new favorite movie", "my all-time favourite band".
+    while (tokens[next] && ['new', 'current', 'all-tim', 'all-time', 'absolut'].includes(tokens[next]!.key)) next++;
     if (this.favorites && tokens[next]?.key === 'favorit') {
       const thing: string[] = [];
       let j = next + 1;
@@ -365,7 +367,9 @@ export class Extractor {
       const negated = tokens[k]?.key === 'not';
       const object = this.objectAfter(tokens, k + (negated ? 1 : 0), mentionAt);
       if (!object) return null;
-      const relation = `${FAVORITE_PREFIX}${thing.map((w) => britishToAmerican(w.replace(/[^a-z0-9]/g, ''))).join('_')}`;
+      const kind = favoriteKind(thing);
+      if (!kind) return null;
+      const relation = `${FAVORITE_PREFIX}${kind}`;
       return { subject: owner, relation, object: object.ref, negated, singleValued: this.favorites.single_valued };
     }
     if (this.married && SPOUSE.has(tokens[next]?.key ?? '')) {

@@ -15,6 +15,7 @@ export const FACT_RELATIONS = {
   married: 'married_to',
   children: 'children',
   childCount: 'child_count',
+  count: 'has_count',
   has: 'has',
   drives: 'drives',
   phone: 'phone',

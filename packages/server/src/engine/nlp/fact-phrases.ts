@@ -18,7 +18,7 @@ import {
   unitOf,
   WEEKDAYS,
 } from './fact-words.js';
-import { MONTHS, NUMBER_WORDS } from './lexicon.js';
+import { GIVEN_NAMES, MONTHS, NUMBER_WORDS } from './lexicon.js';
 import type { Token } from './tokens.js';
 
 export const numberOf = (t: Token | undefined): number | null => {
@@ -283,3 +283,11 @@ export function impliedFrequency(rest: Token[], f: Frequency): string | null {
   if (f.dimension === 'time_of_day') return f.value === 'weekend' ? '1/week' : '1/day';
   return null;
 }
+
+/**
+ * A place, or a one-word name the entity rules took for a person that is no known given name: "out of Cork",
+ * "I left Cork", where only the context ("in Cork") would have typed it.
+ */
+export const placeLike = (m: EntityMention | undefined): boolean =>
+  !!m &&
+  (m.type === 'place' || (m.type === 'person' && m.last - m.first === 1 && !GIVEN_NAMES.has(m.name.toLowerCase())));

@@ -8,6 +8,7 @@ import {
   conceptRef,
   dayOfYear,
   phrase,
+  placeLike,
   singleThing,
   spelledNumber,
   type Subject,
@@ -24,14 +25,17 @@ import {
   NOT_AGE,
   OCCUPATIONS,
   PARTNERS,
+  PERSON_NOUNS,
   PRONOUNS,
   SPOUSES,
   STATUS,
+  STAY_WORDS,
   STOP,
   TRAITS,
+  unitOf,
   WORK_STATES,
 } from './fact-words.js';
-import { britishToAmerican, GIVEN_NAMES } from './lexicon.js';
+import { favoriteKind, GIVEN_NAMES, singular } from './lexicon.js';
 import type { Token } from './tokens.js';
 
 /** "I'm 30", "I'm a nurse", "I'm not vegetarian", "I'm married to Tom", "I'm at Deloitte", "I'm retired". */
@@ -46,14 +50,9 @@ export function copulaFacts(
 ): void {
   const first = rest[0];
   if (!first) return;
-  const spelled = spelledNumber(rest);
-  const n = spelled ? spelled.value : /^\d+$/.test(first.text) ? Number(first.text) : null;
-  if (n !== null && n > 0 && n < 130) {
-    // "I'm 27 as of this week", "I'm twenty-six": an age unless a unit follows ("I'm 5 minutes away").
-    const next = rest[spelled ? spelled.end : 1];
-    if (!next || next.punct || next.key === 'year' || next.key === 'yo' || !NOT_AGE.has(next.key)) {
-      emit(owner, FACT_RELATIONS.age, conceptRef(String(n), 'quantity'), neg);
-    }
+  const age = ageAt(rest, false);
+  if (age !== undefined) {
+    if (age !== null) emit(owner, FACT_RELATIONS.age, conceptRef(String(age), 'quantity'), neg);
     return;
   }
   if (first.key === 'born' && rest[1]?.lower === 'in' && /^(19|20)\d\d$/.test(rest[2]?.text ?? '')) {
@@ -64,6 +63,38 @@ export function copulaFacts(
   if (first.key === 'born' && rest[1]?.lower === 'on') {
     const day = dayOfYear(rest.slice(2, 7));
     if (day) emit(owner, FACT_RELATIONS.birthday, conceptRef(day), neg);
+    return;
+  }
+  // "I'm not with my boyfriend anymore": the partner is no longer had.
+  if (first.key === 'with' && ['my', 'our'].includes(rest[1]?.key ?? '') && PARTNERS.has(rest[2]?.key ?? '')) {
+    emit(owner, FACT_RELATIONS.has, conceptRef(rest[2]!.key), neg);
+    return;
+  }
+  // "These days I'm in Glasgow": where one lives, unless a stay ("in Rome for a week", "on a trip").
+  if (first.key === 'in' && !rest.some((t) => STAY_WORDS.has(t.key))) {
+    const place = mentionAt.get(at(1)) ?? mentionAt.get(at(2));
+    if (placeLike(place)) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place!.name, 'place'), neg);
+    return;
+  }
+  // "I'm living with my parents in Leeds".
+  if (first.key === 'live' && /ing$/.test(first.lower)) {
+    const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 1))).find((m) => m?.type === 'place');
+    if (place) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
+    return;
+  }
+  // "I'm out of work", "out of a job".
+  if (
+    first.key === 'out' &&
+    rest[1]?.key === 'of' &&
+    ['work', 'job'].includes((rest[2]?.key === 'a' ? rest[3] : rest[2])?.key ?? '')
+  ) {
+    emit(owner, FACT_RELATIONS.worksAs, conceptRef('unemployed'), neg);
+    return;
+  }
+  // "I was promoted to finance director": the new job.
+  if (first.key === 'promot' && rest[1]?.key === 'to') {
+    const p = phrase(rest, 2, 3);
+    if (p.words.length) emit(owner, FACT_RELATIONS.worksAs, concept(p.words), neg);
     return;
   }
   if (first.key === 'at' || first.key === 'with') {
@@ -80,8 +111,15 @@ export function copulaFacts(
   if (first.key === 'employ' || DISMISSED.has(first.key)) {
     const k = rest.findIndex((t, j) => j > 0 && j <= 3 && ['at', 'by', 'with', 'from'].includes(t.key));
     const m = k > 0 ? (mentionAt.get(at(k + 1)) ?? mentionAt.get(at(k + 2))) : undefined;
+    const employed = first.key === 'employ';
     if (m?.type === 'organization')
-      emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), first.key === 'employ' ? neg : true);
+      emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), employed ? neg : true);
+    else if (!employed && k > 0 && !m) {
+      const p = phrase(rest, k + 1, 3);
+      if (p.words.length && !PRONOUNS.has(p.words[0]!.key)) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), true);
+    }
+    // Dismissed: out of work now.
+    if (!employed && !neg) emit(owner, FACT_RELATIONS.worksAs, conceptRef('unemployed'), false);
     return;
   }
   const word = first.lower;
@@ -92,6 +130,11 @@ export function copulaFacts(
   // "I'm seeing a guy called Omar", "I'm dating someone named Theo".
   if ((first.key === 'see' || first.key === 'date') && /ing$/.test(first.lower)) {
     if (dating(rest, at, owner, neg, mentionAt, emit)) return;
+    // "I've been seeing a woman from work" (not "seeing a movie").
+    if (rest.slice(1, 4).some((t) => PERSON_NOUNS.has(t.key))) {
+      emit(owner, FACT_RELATIONS.status, conceptRef('dating'), neg);
+      return;
+    }
   }
   if (STATUS.has(word) || first.key === 'date') {
     const status = first.key === 'date' ? 'dating' : word;
@@ -180,6 +223,16 @@ export function possessive(
   const owner = subject.ref;
   const role = subject.role!;
   const rest = clause.slice(i);
+  // "My son is eight", "our cat Mittens turned four": the age of the one named (else of the owner's role).
+  const turned = !copula && (rest[0]?.key === 'turn' || rest[0]?.key === 'turned');
+  const age = copula || turned ? ageAt(rest.slice(turned ? 1 : 0), true) : undefined;
+  if (age !== undefined && !ATTRIBUTES[role]) {
+    if (age === null) return;
+    const value = conceptRef(String(age), 'quantity');
+    if (subject.roleName) emit({ name: subject.roleName, type: 'person' }, FACT_RELATIONS.age, value, neg);
+    else emit(owner, FACT_RELATIONS.age, value, neg, role);
+    return;
+  }
   if (!copula) {
     // "Our first baby was born" is a copula; "my bike got stolen": the owner no longer has it.
     const verb = rest[0]?.key;
@@ -283,11 +336,19 @@ export function favouriteBackward(
       j = m.last - offset;
     }
   }
-  if (!owner || clause[j + 1]?.key !== 'favorit') return;
-  const thing: string[] = [];
-  for (let k = j + 2; clause[k] && !clause[k]!.punct && thing.length < 3 && !STOP.has(clause[k]!.key); k++)
-    thing.push(britishToAmerican(clause[k]!.lower.replace(/[^a-z0-9]/g, '')));
-  if (!thing.length) return;
+  if (!owner) return;
+  // "my new favorite band".
+  while (['new', 'current', 'all-tim', 'all-time', 'absolut'].includes(clause[j + 1]?.key ?? '')) j++;
+  if (clause[j + 1]?.key !== 'favorit') return;
+  const words: string[] = [];
+  for (
+    let k = j + 2;
+    clause[k] && !clause[k]!.punct && words.length < 4 && (!STOP.has(clause[k]!.key) || clause[k]!.key === 'of');
+    k++
+  )
+    words.push(clause[k]!.lower);
+  const thing = favoriteKind(words);
+  if (!thing) return;
   const subjectWords = clause
     .slice(0, be)
     .filter((t) => !DETERMINERS.has(t.key) && !LEADING.has(t.key) && !ADVERBS.has(t.key));
@@ -300,7 +361,7 @@ export function favouriteBackward(
     const m = mentionAt.get(offset + clause.indexOf(subjectWords[0]!));
     value = m && m.last - offset >= be ? { name: m.name, type: m.type } : concept(subjectWords.slice(-3));
   }
-  emit(owner, `${FACT_RELATIONS.favoritePrefix}${thing.join('_')}`, value, negated);
+  emit(owner, `${FACT_RELATIONS.favoritePrefix}${thing}`, value, negated);
 }
 
 /** "Home is Galway now", "Galway is home now", "Galway is my home": where the end user lives. */
@@ -365,6 +426,8 @@ export function lostJob(
 ): void {
   const job = rest.findIndex((t) => t.key === 'job');
   if (job < 0) return;
+  // Out of work now, whatever the job was.
+  emit(owner, FACT_RELATIONS.worksAs, conceptRef('unemployed'), false);
   const link = rest[job + 1]?.key;
   if (link === 'at' || link === 'with') {
     const m = mentionAt.get(at(job + 2)) ?? mentionAt.get(at(job + 3));
@@ -392,7 +455,8 @@ export function preferred(rest: Token[], owner: EntityRef, neg: boolean, emit: E
   if (!a.words.length || !link || !links.includes(link.key)) return;
   const b = phrase(rest, a.end + (link.key === 'instead' ? 2 : 1));
   if (!b.words.length) return;
-  const [x, y] = [concept(a.words).name, concept(b.words).name];
+  // Heads in the singular: "fantasy movies over thrillers" and "a thriller over a fantasy movie" name one pair.
+  const [x, y] = [a.words, b.words].map((words) => words.map((w) => singular(w.lower)).join(' ')) as [string, string];
   emit(owner, FACT_RELATIONS.prefers, conceptRef(x), neg, [x, y].sort().join(' | '));
 }
 
@@ -424,4 +488,37 @@ export function stopped(rest: Token[], owner: EntityRef, emit: Emit): void {
     const until = rest.findIndex((t, k) => k > from && STOP.has(t.key) && !['to', 'the', 'at'].includes(t.key));
     emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(rest.slice(from, until < 0 ? undefined : until))), true);
   }
+}
+
+/** "at Bosch", "at a primary school" from `k` (the "at"): where the subject works. */
+export function worksAtAfter(
+  rest: Token[],
+  k: number,
+  at: (k: number) => number,
+  owner: EntityRef,
+  neg: boolean,
+  mentionAt: Map<number, EntityMention>,
+  emit: Emit,
+): void {
+  const m = mentionAt.get(at(k + 1)) ?? mentionAt.get(at(k + 2));
+  if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
+  else if (!m) {
+    const p = phrase(rest, k + 1, 3);
+    if (p.words.length && !PRONOUNS.has(p.words[0]!.key)) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), neg);
+  }
+}
+
+/**
+ * An age at the start of `rest` ("27", "twenty-six", with `units` also "eight"): undefined when no number is
+ * there, null when a unit follows that makes it something else ("5 minutes away", "two kids").
+ */
+function ageAt(rest: Token[], units: boolean): number | null | undefined {
+  const first = rest[0];
+  if (!first) return undefined;
+  const spelled = spelledNumber(rest);
+  const unit = units && !spelled ? unitOf(first.lower) : undefined;
+  const n = spelled ? spelled.value : /^\d+$/.test(first.text) ? Number(first.text) : (unit ?? null);
+  if (n === null || n <= 0 || n >= 130) return undefined;
+  const next = rest[spelled ? spelled.end : 1];
+  return !next || next.punct || next.key === 'year' || next.key === 'yo' || !NOT_AGE.has(next.key) ? n : null;
 }

@@ -52,6 +52,7 @@ export const LEADING = new Set([
   'realli',
 ]);
 export const ADVERBS = new Set([
+  'onli',
   'just',
   'recent',
   'final',
@@ -93,7 +94,20 @@ export const ADVERBS = new Set([
 ]);
 export const HYPOTHETICAL = new Set([...HEDGES, 'need', 'ask', 'whether', 'whi', 'how', 'do you', 'you']);
 export const NEGATORS = new Set(['not', 'never', 'no']);
-export const STOP = new Set([...PHRASE_ENDS, 'these', 'day', 'thi', 'this', 'over', 'instead', 'either', 'all']);
+export const STOP = new Set([
+  ...PHRASE_ENDS,
+  'nowaday',
+  'late',
+  'recent',
+  'these',
+  'day',
+  'thi',
+  'this',
+  'over',
+  'instead',
+  'either',
+  'all',
+]);
 export const DETERMINERS = new Set([
   'a',
   'an',
@@ -439,3 +453,42 @@ export const FIELDS: Record<string, string> = {
   nursing: 'nurse',
   teaching: 'teacher',
 };
+
+/** "I'd take / pick / choose / go for X over Y": a preference. */
+export const CHOOSE = new Set(['take', 'pick', 'choos', 'go']);
+/** Words between the preferred thing and the other one ("tea over coffee", "tea to coffee", "tea instead of coffee"). */
+export const PREFERENCE_LINKS = ['over', 'to', 'than', 'instead'];
+/** Nouns for a person one may be seeing without naming them ("seeing a woman from work"). */
+export const PERSON_NOUNS = new Set(['woman', 'man', 'guy', 'girl', 'boy', 'someon', 'somebodi', 'ladi', 'gal']);
+/** "the sack", "the boot", "the axe": losing one's job, as "fired". */
+export const SACKED = new Set(['sack', 'boot', 'axe', 'push']);
+/** Ordinals of a new one of a kind ("a third turtle"): how many one has then. */
+export const ORDINALS: Record<string, number> = {
+  second: 2,
+  third: 3,
+  fourth: 4,
+  fifth: 5,
+  sixth: 6,
+  seventh: 7,
+  eighth: 8,
+  ninth: 9,
+  tenth: 10,
+};
+/** Verbs of the activities one simply does ("I do pilates", "I play tennis", "I practise judo", "I go to choir"). */
+export const ACTIVITY_VERBS = new Set(['do', 'play', 'practic', 'practis', 'go', 'attend']);
+/** Words of a stay somewhere rather than a home ("I'm in Rome for a week", "in Paris on business"). */
+export const STAY_WORDS = new Set([
+  'for',
+  'visit',
+  'trip',
+  'holiday',
+  'vacat',
+  'confer',
+  'busi',
+  'week',
+  'weekend',
+  'tonight',
+  'today',
+  'moment',
+  'hospit',
+]);

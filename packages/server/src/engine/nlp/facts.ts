@@ -21,6 +21,7 @@ import {
   phrase,
   singleThing,
   type Subject,
+  placeLike,
   subjectOf,
 } from './fact-phrases.js';
 import {
@@ -32,10 +33,13 @@ import {
   possessive,
   preferred,
   stopped,
+  worksAtAfter,
 } from './fact-statements.js';
 import {
+  ACTIVITY_VERBS,
   ADVERBS,
   CHILD_WORDS,
+  CHOOSE,
   COMMUTE,
   DEATH_VERBS,
   DISMISSED,
@@ -48,11 +52,17 @@ import {
   LOSS_VERBS,
   MODES,
   NEGATORS,
+  ORDINALS,
+  PARTNERS,
+  PREFERENCE_LINKS,
   PRONOUNS,
+  SACKED,
+  SPOUSES,
   STATUS_CHANGES,
   STOP,
   STOP_VERBS,
 } from './fact-words.js';
+import { singular } from './lexicon.js';
 import type { Token } from './tokens.js';
 
 /**
@@ -64,8 +74,13 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
   for (const m of mentions) mentionAt.set(m.first, m);
   let carried = null as Subject | null;
   let lastEntity: EntityRef | null = null;
+  // The clause before when it was a subject alone ("My wife | and I separated", "Tom | and his wife divorced").
+  let alone: Subject | null = null;
   for (const { tokens: clause, offset, joinedBy } of clausesOf(tokens)) {
     let subject = subjectOf(clause, mentionAt, offset, self);
+    const couple = alone && joinedBy === 'and' ? alone : null;
+    alone = subject && subject.next >= clause.length ? subject : null;
+    if (couple && parted(clause, couple, subject, self, emit)) continue;
     // "Maria retired from cooking and is a painter now": a clause without a subject of its own keeps the last one.
     if (!subject && carried && joinedBy === 'and' && clause[0] && !mentionAt.has(offset))
       subject = { ...carried, next: 0 };
@@ -75,6 +90,16 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
       if (m && m.type !== 'date' && m.type !== 'quantity') lastEntity = { name: m.name, type: m.type };
     }
     if (!subject && homeIs(clause, mentionAt, offset, self, before, emit)) continue;
+    // "Biscuit died last week": a name the entity rules did not know (a pet's) is gone.
+    if (!subject && clause[0]?.capitalized && !mentionAt.has(offset) && diedAt(clause, 1)) {
+      emit(self, FACT_RELATIONS.has, conceptRef(clause[0].lower), true);
+      continue;
+    }
+    // "(These days) Coldplay is my favorite band": the named value, not a person's fact.
+    if ((!subject || (subject.ref !== self && !subject.role)) && clause.some((t) => t.key === 'favorit')) {
+      favouriteBackward(clause, mentionAt, offset, self, before, emit);
+      continue;
+    }
     if (!subject) {
       favouriteBackward(clause, mentionAt, offset, self, before, emit);
       continue;
@@ -97,13 +122,27 @@ function readClause(
   let i = subject.next;
   let negated = false;
   let copula = false;
+  let progressive = false;
   for (; i < clause.length; i++) {
     const t = clause[i]!;
-    // "I'd rather fly than drive": a preference, not a wish.
+    // "I'd rather fly than drive", "I'd take coffee over tea": a preference, not a wish.
     if (t.key === 'would' && clause[i + 1]?.key === 'rather') {
       preferred(clause.slice(i + 2), subject.ref, negated, emit);
       return;
     }
+    if (t.key === 'would' && CHOOSE.has(clause[i + 1]?.key ?? '')) {
+      preferred(clause.slice(i + (clause[i + 2]?.key === 'for' ? 3 : 2)), subject.ref, negated, emit, PREFERENCE_LINKS);
+      return;
+    }
+    // "I haven't been going", "I had to move out": auxiliaries before the verb.
+    if (t.key === 'have' && ['not', 'never'].includes(clause[i + 1]?.key ?? '')) continue;
+    if (t.lower === 'had' && clause[i + 1]?.key === 'to') {
+      i++;
+      continue;
+    }
+    // "I don't do yoga": the last "do" before its object is the verb.
+    if (t.key === 'do' && clause[i + 1] && !NEGATORS.has(clause[i + 1]!.key) && !ADVERBS.has(clause[i + 1]!.key)) break;
+    if (t.lower === 'been') progressive = true;
     // "I use an Android phone" is a fact; "I used to ..." is not one of today.
     if (HYPOTHETICAL.has(t.key) && (t.key !== 'use' || clause[i + 1]?.key === 'to')) return;
     if (t.key === 'be') copula = true;
@@ -123,6 +162,9 @@ function readClause(
       if (t.key === 'have' && !isParticiple(clause[i + 1])) break;
     } else break;
   }
+  // "I've been going to choir", "I haven't been playing": the -ing form is the verb (not "I've been seeing Tom").
+  if (copula && progressive && /ing$/.test(clause[i]?.lower ?? '') && !['see', 'date'].includes(clause[i]!.key))
+    copula = false;
   const rest = clause.slice(i);
   const after = clause.slice(i).map((t) => t.key);
   const anymore = after.includes('anymor') || (after.includes('ani') && after.includes('more'));
@@ -153,15 +195,7 @@ function readClause(
     clause[subject.next]?.lower === 'and' &&
     clause[subject.next + 1]?.lower === 'i'
   ) {
-    const verb = clause.slice(subject.next + 2).map((t) => t.key);
-    if (
-      verb.includes('broke') ||
-      verb.includes('split') ||
-      verb.includes('separ') ||
-      verb.includes('divorc') ||
-      (verb.includes('end') && verb.some((w) => ['thing', 'it', 'relationship'].includes(w))) ||
-      (verb.includes('call') && verb.includes('quit'))
-    ) {
+    if (splitUp(clause.slice(subject.next + 2).map((t) => t.key))) {
       emit(self, FACT_RELATIONS.partner, conceptRef(subject.ref.name, 'person'), true);
       emit(self, FACT_RELATIONS.married, conceptRef(subject.ref.name, 'person'), true);
     }
@@ -231,7 +265,11 @@ function readClause(
     return;
   }
   // "We rent a flat in Leeds", "I'm renting an apartment in Lyon": where one lives.
-  if (v === 'rent' && rest.slice(1, 4).some((t) => HOMES.has(t.key))) {
+  // "We rent a flat in Leeds", "I got my own place in Sheffield", "we bought a house in Nice".
+  if (
+    ['rent', 'get', 'got', 'buy', 'bought', 'found', 'find'].includes(v) &&
+    rest.slice(1, 4).some((t) => HOMES.has(t.key))
+  ) {
     const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
     if (place) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
     return;
@@ -261,9 +299,46 @@ function readClause(
     emit(owner, FACT_RELATIONS.children, conceptRef('children'), neg);
     return;
   }
-  // "I got laid off from Barclays", "I got fired by Tesco".
-  if ((v === 'got' || v === 'get') && rest[1] && DISMISSED.has(rest[1].key)) {
+  // "I got laid off from Barclays", "I got fired by Tesco", "I got promoted to manager".
+  if ((v === 'got' || v === 'get') && rest[1] && (DISMISSED.has(rest[1].key) || rest[1].key === 'promot')) {
     copulaFacts(rest.slice(1), (k) => at(k + 1), owner, neg, mentionAt, before, emit);
+    return;
+  }
+  // "I got the sack from Tesco": as "fired".
+  if ((v === 'got' || v === 'get') && rest[1]?.key === 'the' && SACKED.has(rest[2]?.key ?? '')) {
+    copulaFacts(
+      [{ ...rest[2]!, key: 'fire' }, ...rest.slice(3)],
+      (k) => at(k + 2),
+      owner,
+      neg,
+      mentionAt,
+      before,
+      emit,
+    );
+    return;
+  }
+  // "I teach at a primary school": a teacher, working there.
+  if (v === 'teach') {
+    emit(owner, FACT_RELATIONS.worksAs, conceptRef('teacher'), neg);
+    if (rest[1]?.key === 'at') worksAtAfter(rest, 1, at, owner, neg, mentionAt, emit);
+    return;
+  }
+  // "I run my own bakery", "I started my own business": one's own business is one's work.
+  if (
+    ['run', 'start', 'open', 'own'].includes(v) &&
+    ['my', 'our'].includes(rest[1]?.key ?? '') &&
+    rest[2]?.key === 'own'
+  ) {
+    emit(owner, FACT_RELATIONS.worksAs, conceptRef('business owner'), neg);
+    return;
+  }
+  // "I earn my living as a photographer", "I make a living from gaming".
+  if ((v === 'earn' || v === 'make') && rest[2]?.key === 'live' && ['my', 'a', 'our'].includes(rest[1]?.key ?? '')) {
+    const link = rest[3]?.key;
+    const p = phrase(rest, 4, 3);
+    if (link === 'as' && p.words.length) emit(owner, FACT_RELATIONS.worksAs, concept(p.words), neg);
+    else if ((link === 'from' || link === 'by' || link === 'off') && p.words.length)
+      emit(owner, FACT_RELATIONS.worksAs, conceptRef(activityKey(p.words)), neg);
     return;
   }
   // "I call Denver home".
@@ -280,7 +355,7 @@ function readClause(
   }
   // "We moved out of Bristol", "I moved away from Leeds": no longer lives there.
   if ((v === 'move' || v === 'relocat') && (rest[1]?.key === 'out' || rest[1]?.key === 'away')) {
-    const place = [...Array(4).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
+    const place = [...Array(4).keys()].map((k) => mentionAt.get(at(k + 2))).find(placeLike);
     if (place) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), true);
     return;
   }
@@ -316,13 +391,16 @@ function readClause(
     return;
   }
   // "We called off the engagement", "I broke off our engagement".
-  if (['call', 'broke', 'break', 'cancel'].includes(v) && rest.slice(1, 5).some((t) => t.key === 'engag')) {
+  if (
+    ['call', 'broke', 'break', 'cancel'].includes(v) &&
+    rest.slice(1, 5).some((t) => t.key === 'engag' || t.key === 'wed')
+  ) {
     emit(owner, FACT_RELATIONS.status, conceptRef('engaged'), true);
     return;
   }
   // "(We packed up and) moved to Leeds", "I've just moved into a house in Edinburgh": where the subject lives.
   if ((v === 'move' || v === 'relocat') && ['to', 'into', 'back', 'in'].includes(rest[1]?.key ?? '')) {
-    const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
+    const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 2))).find(placeLike);
     if (place) {
       emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
       return;
@@ -366,7 +444,7 @@ function readClause(
   }
   // Preferences of one thing over another: the pair is the attribute, the preferred one its value.
   if (v === 'prefer') {
-    preferred(rest.slice(1), owner, neg, emit, ['over', 'to', 'than', 'instead']);
+    preferred(rest.slice(1), owner, neg, emit, PREFERENCE_LINKS);
     return;
   }
   // Relationships.
@@ -424,6 +502,12 @@ function readClause(
     }
   }
   // Possessions: what is had (named: "a cat named Luna") and what is lost ("I sold my piano").
+  if ((v === 'got' || v === 'get') && rest[1]?.key === 'rid') {
+    const p = phrase(rest, 3, 3);
+    if (p.words.length && !PRONOUNS.has(p.words[0]!.key))
+      emit(owner, FACT_RELATIONS.has, conceptRef(headOf(p.words)), true);
+    return;
+  }
   if (
     v === 'have' ||
     v === 'own' ||
@@ -438,11 +522,21 @@ function readClause(
     const p = phrase(rest, 1, 3);
     if (!p.words.length || PRONOUNS.has(p.words[0]!.key)) return;
     const thing = headOf(p.words);
-    // A plain "I have a dog" is the cue relation's (extract.ts); here only its loss and a name it goes by.
+    // How many of a kind: "I have three cats", "we adopted a fourth cat" (one count per kind).
+    const counted = numberOf(p.words[0]) ?? ORDINALS[p.words[0]!.lower];
+    if (!neg && p.words.length >= 2 && counted !== undefined && counted !== null && counted > 1)
+      emit(owner, FACT_RELATIONS.count, conceptRef(String(counted), 'quantity'), false, singular(thing));
+    // "I bought a car": had now (a plain "I have a dog" is the cue relation's, extract.ts).
+    if ((v === 'buy' || v === 'bought') && !neg) emit(owner, FACT_RELATIONS.has, conceptRef(thing), false);
+    // Here only its loss and a name it goes by.
     if (v === 'have' || v === 'own' || v === 'adopt' || v === 'got' || v === 'get') {
       if (neg) emit(owner, FACT_RELATIONS.has, conceptRef(thing), true);
-      const named = rest[p.end]?.key === 'name' ? mentionAt.get(at(p.end + 1)) : undefined;
-      if (named) emit(owner, FACT_RELATIONS.has, conceptRef(named.name.toLowerCase()), neg);
+      // "a cat named Luna", "a goldfish called Bubbles" (a name the entity rules may not know).
+      const naming = rest[p.end]?.key === 'name' || rest[p.end]?.key === 'call';
+      const named = naming
+        ? (mentionAt.get(at(p.end + 1))?.name ?? (rest[p.end + 1]?.capitalized ? rest[p.end + 1]!.text : null))
+        : null;
+      if (named) emit(owner, FACT_RELATIONS.has, conceptRef(named.toLowerCase()), neg);
     }
     const single = singleThing(p.words, v === 'drive');
     if (single && !neg) emit(owner, single.relation, conceptRef(single.value), false);
@@ -480,6 +574,12 @@ function readClause(
     }
     return;
   }
+  // "I gave up pilates": an activity stopped (a thing given up is no longer had, below).
+  if ((v === 'gave' || v === 'give') && rest[1]?.key === 'up' && rest[2] && !/ing$/.test(rest[2].lower)) {
+    const p = phrase(rest, 2, 3);
+    if (p.words.length && !PRONOUNS.has(p.words[0]!.key) && !FIELDS[p.words[0]!.key])
+      emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(p.words)), true);
+  }
   if (LOSS_VERBS.has(v) || (v === 'got' && rest[1]?.key === 'rid')) {
     const from = v === 'got' ? 3 : v === 'gave' || v === 'give' ? (rest[1]?.key === 'away' ? 2 : 1) : 1;
     const p = phrase(rest, from, 3);
@@ -506,7 +606,7 @@ function readClause(
     if (rest[j]?.key === 'my' && rest[j + 1]?.key === 'job') j += 2;
     if (rest[j]?.key === 'at' || rest[j]?.key === 'with') j++;
     const m = mentionAt.get(at(j)) ?? mentionAt.get(at(j + 1));
-    if (m?.type === 'place') emit(owner, FACT_RELATIONS.livesIn, conceptRef(m.name, 'place'), true);
+    if (placeLike(m)) emit(owner, FACT_RELATIONS.livesIn, conceptRef(m!.name, 'place'), true);
     else if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), true);
     else if (rest[j] && rest[j]!.key !== 'job') {
       const p = phrase(rest, j, 3);
@@ -515,6 +615,8 @@ function readClause(
           emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(rest.slice(j, p.end))), true);
         } else {
           emit(owner, FACT_RELATIONS.worksAt, concept(p.words), true);
+          // "I quit tennis": a place of work or an activity; the denial ends whichever was stated.
+          if (STOP_VERBS.has(v)) emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(p.words)), true);
         }
       }
     }
@@ -523,6 +625,19 @@ function readClause(
   if (v === 'lost' || v === 'lose') return lostJob(rest, at, owner, mentionAt, emit);
   // "I stopped going to the gym", "I gave up smoking".
   if (STOP_VERBS.has(v)) return stopped(rest, owner, emit);
+  // "I do pilates", "I play tennis", "I've been going to choir": an activity done (many-valued: only its denial conflicts).
+  if (ACTIVITY_VERBS.has(v)) {
+    const from = v === 'go' && rest[1]?.key === 'to' ? 2 : 1;
+    const place = mentionAt.get(at(from)) ?? mentionAt.get(at(from + 1));
+    if (place && place.type !== 'organization') return;
+    const until = rest.findIndex((t, k) => k >= from && STOP.has(t.key) && !['the', 'to'].includes(t.key));
+    const words = rest.slice(from, until < 0 ? undefined : until);
+    if (words.length && !PRONOUNS.has(words[0]!.key) && !(v === 'go' && from === 1 && !/ing$/.test(words[0]!.lower))) {
+      const activity = activityKey(words);
+      if (activity) emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
+    }
+    return;
+  }
   // A bare habit stated as a present-tense verb with its object ("I smoke", "I don't drink", "I eat meat").
   if (['smoke', 'drink', 'eat', 'meditat', 'vape', 'gambl'].includes(v)) {
     const p = phrase(rest, 1, 2);
@@ -531,4 +646,49 @@ function readClause(
     // "I drink wine now" is drinking, which "I don't drink" denied (eating is not a habit one gives up).
     if (!neg && v !== 'eat' && activity !== v) emit(owner, FACT_RELATIONS.does, conceptRef(v), false);
   }
+}
+
+/** "died", "passed away", "ran away" at `i`. */
+const diedAt = (clause: Token[], i: number) => {
+  const verb = clause[i]?.key;
+  return (
+    !!verb &&
+    DEATH_VERBS.has(verb) &&
+    (verb !== 'run' || clause[i + 1]?.key === 'away') &&
+    (verb !== 'pass' || clause[i + 1]?.key === 'away')
+  );
+};
+
+/** Words of a couple's parting: "broke up", "split", "separated", "divorced", "ended things", "called it quits". */
+const splitUp = (verbs: string[]) =>
+  verbs.includes('broke') ||
+  verbs.includes('break') ||
+  verbs.includes('split') ||
+  verbs.includes('separ') ||
+  verbs.includes('divorc') ||
+  (verbs.includes('end') && verbs.some((w) => ['thing', 'it', 'relationship'].includes(w))) ||
+  (verbs.includes('call') && verbs.includes('quit'));
+
+/** "My wife and I separated", "my girlfriend and I broke up", "Tom and his wife divorced": the couple's status after. */
+function parted(clause: Token[], couple: Subject, subject: Subject | null, self: EntityRef, emit: Emit): boolean {
+  let owner: EntityRef;
+  let partner: string;
+  let verbs: string[];
+  if (couple.role && couple.ref === self && subject?.ref === self && !subject.role) {
+    owner = self;
+    partner = couple.role;
+    verbs = clause.slice(subject.next).map((t) => t.key);
+  } else if (!couple.role && couple.ref !== self && ['his', 'her', 'their'].includes(clause[0]?.lower ?? '')) {
+    owner = couple.ref;
+    partner = clause[1]?.key ?? '';
+    verbs = clause.slice(2).map((t) => t.key);
+  } else return false;
+  if (!splitUp(verbs)) return false;
+  if (SPOUSES.has(partner))
+    emit(owner, FACT_RELATIONS.status, conceptRef(verbs.includes('divorc') ? 'divorced' : 'separated'), false);
+  else if (PARTNERS.has(partner)) {
+    emit(owner, FACT_RELATIONS.has, conceptRef(partner), true);
+    emit(owner, FACT_RELATIONS.status, conceptRef('single'), false);
+  } else return false;
+  return true;
 }

@@ -234,3 +234,47 @@ export const HEDGES = [
   'consid',
   'dream',
 ];
+
+/** The head noun of a word in its singular ("movies" -> "movie", "berries" -> "berry"), lower case. */
+export const singular = (word: string): string => {
+  const w = word.toLowerCase();
+  if (w.length > 4 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;
+  if (w.length > 3 && w.endsWith('s') && !/(ss|us|is|ics)$/.test(w)) return w.slice(0, -1);
+  return w;
+};
+
+/** Words around "favorite" that do not name the kind of thing: "my new favorite", "favorite type of tea", "favorite food now". */
+const NOT_THE_KIND = new Set(
+  'now current currently still these days nowadays new all-time alltime absolute type types kind kinds sort sorts style styles genre genres of'.split(
+    ' ',
+  ),
+);
+
+/** Words for one kind of thing: "my favorite film" asks what "my favorite movie" does. */
+const KIND_SYNONYMS: Record<string, string> = {
+  film: 'movie',
+  flick: 'movie',
+  writer: 'author',
+  novelist: 'author',
+  tune: 'song',
+  tv: 'show',
+  series: 'show',
+  meal: 'food',
+  dish: 'food',
+  hue: 'color',
+  pastime: 'hobby',
+  group: 'band',
+};
+
+/**
+ * The attribute a favourite names, from the words after "favorite" (lower case): "type of tea" and "tea",
+ * "dance style" and "style of dance", "movies" and "movie" give one attribute ("tea", "dance", "movie").
+ */
+export function favoriteKind(words: string[]): string {
+  return words
+    .map((w) => w.toLowerCase().replace(/[^a-z0-9-]/g, ''))
+    .filter((w) => w && !NOT_THE_KIND.has(w))
+    .map((w) => singular(britishToAmerican(w)))
+    .map((w) => KIND_SYNONYMS[w] ?? w)
+    .join('_');
+}

@@ -135,6 +135,13 @@ const OPPOSITES: Record<string, string> = { likes: 'dislikes', dislikes: 'likes'
  * teetotaller who drinks. Either, stated after the other, ends it (a conflict of kind negation).
  */
 const EXCLUSIVE: Array<[string, string]> = [
+  // "*": any value of a single-valued relation (being single ends a partner, any job ends being out of work).
+  ['relationship_status|concept:single', 'partner|*'],
+  ['relationship_status|concept:single', 'married_to|*'],
+  ['relationship_status|concept:single', 'has|concept:girlfriend'],
+  ['relationship_status|concept:single', 'has|concept:boyfriend'],
+  ['relationship_status|concept:single', 'has|concept:partner'],
+  ['works_as|concept:unemployed', 'works_at|*'],
   ['is|concept:vegetarian', 'does|concept:eat meat'],
   ['is|concept:vegan', 'does|concept:eat meat'],
   ['is|concept:vegan', 'does|concept:eat dairy'],
@@ -202,9 +209,19 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
       const opposite = OPPOSITES[f.relation];
       const contraries = f.negated
         ? []
-        : [...(opposite ? [`${opposite}|${f.target}`] : []), ...(EXCLUDES.get(`${f.relation}|${f.target}`) ?? [])];
+        : [
+            ...(opposite ? [`${opposite}|${f.target}`] : []),
+            ...(EXCLUDES.get(`${f.relation}|${f.target}`) ?? []),
+            ...(EXCLUDES.get(`${f.relation}|*`) ?? []),
+          ];
       for (const contraryFact of contraries) {
-        const contrarySlot = `${f.source}|${contraryFact}`;
+        // A many-valued contrary has its own slot; a single-valued one ("partner|*", "works_as|…") the relation's.
+        const [contraryRelation, contraryTarget] = contraryFact.split('|') as [string, string];
+        const held = current.get(`${f.source}|${contraryRelation}`);
+        const contrarySlot =
+          held && (contraryTarget === '*' || held.target === contraryTarget)
+            ? `${f.source}|${contraryRelation}`
+            : `${f.source}|${contraryFact}`;
         const contrary = current.get(contrarySlot);
         if (contrary) {
           conflict('negation', { ...f, relation: contrary.type }, contrary, m);
@@ -215,22 +232,34 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
         }
       }
       if (f.negated) {
-        if (live && live.target === f.target) {
-          conflict('negation', f, live, m);
+        // A many-valued fact is denied by its head too ("I quit choir" ends "choir practice").
+        const liveSlot =
+          live && sameValue(live.target, f.target)
+            ? slot
+            : f.singleValued
+              ? undefined
+              : [...current.keys()].find((k) => k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k));
+        if (liveSlot) {
+          conflict('negation', f, current.get(liveSlot)!, m);
           if (!overruled) {
-            end(live, m);
-            current.delete(slot);
+            end(current.get(liveSlot)!, m);
+            current.delete(liveSlot);
           }
         }
         denied.set(factKey, { memoryId: m.id, at: m.createdAt });
         continue;
       }
-      const denial = denied.get(factKey);
-      if (denial && !(live && live.target === f.target)) {
+      const deniedKey = f.singleValued
+        ? factKey
+        : [...denied.keys()].find(
+            (k) => k === factKey || (k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k)),
+          );
+      const denial = deniedKey === undefined ? undefined : denied.get(deniedKey);
+      if (denial && !(live && sameValue(live.target, f.target))) {
         conflict('negation', f, { ...denial, target: f.target, negated: true }, m);
-        denied.delete(factKey);
+        denied.delete(deniedKey!);
       }
-      if (live && live.target === f.target) {
+      if (live && sameValue(live.target, f.target)) {
         if (!live.memory_ids.includes(m.id)) live.memory_ids.push(m.id);
         continue;
       }
@@ -257,6 +286,23 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
     }
   }
   return { edges, conflicts };
+}
+
+/** One value named alike, whatever type the entity rules gave it ("Alien" a person in one sentence, a concept in another). */
+const sameValue = (a: string, b: string) => a === b || a.slice(a.indexOf(':') + 1) === b.slice(b.indexOf(':') + 1);
+
+/**
+ * Whether a fact's value and the value at the end of a many-valued key name the same thing: the words of
+ * one contain the other's ("choir" / "choir practice", "van" / "old van"); a possession also shares its head noun.
+ */
+function sameThing(f: Resolved, key: string): boolean {
+  const other = key.slice(key.lastIndexOf('|') + 1);
+  if (!f.target.startsWith('concept:') || !other.startsWith('concept:')) return false;
+  const a = f.target.slice('concept:'.length).split(' ');
+  const b = other.slice('concept:'.length).split(' ');
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
+  if (!short.every((w) => long.includes(w))) return false;
+  return f.relation !== 'has' || a[a.length - 1] === b[b.length - 1];
 }
 
 /** Edges true at `asOf` (all edges when absent): stated by then and not yet ended. */
