@@ -3,6 +3,7 @@
 // it), and a question about an attribute ("where do I live") has the subject's current statement of it
 // on top, found through the graph rather than shared words ("I moved to Berlin").
 import type { Database } from '../../store/database.js';
+import { FAVORITE_PREFIX, favoriteKind } from '../../engine/nlp/index.js';
 import { memoriesByIds, type Owner } from '../memories/index.js';
 import type { RetrievalService, ScoredMemory } from '../retrieval/index.js';
 import type { FactIndex } from './knowledge.js';
@@ -22,6 +23,7 @@ const ASKED: Array<[RegExp, string[]]> = [
     ['partner', 'relationship_status', 'married_to'],
   ],
   [/\b(kids?|children|child)\b/, ['children', 'child_count']],
+  [/\bhow many\b/, ['has_count', 'child_count']],
   [/\b(car|drive|drives|driving)\b/, ['drives']],
   [/\b(phone|smartphone)\b/, ['phone']],
   [/\bprefer/, ['prefers']],
@@ -41,11 +43,14 @@ export function askedAbout(query: string, facts: FactIndex): { subject: string; 
   const q = query.toLowerCase().replace(/’/g, "'");
   const relations = new Set<string>();
   for (const [pattern, names] of ASKED) if (pattern.test(q)) for (const n of names) relations.add(n);
-  const favourite = /\bfavou?rite ([a-z]+)(?: ([a-z]+))?/.exec(q);
+  // "my favourite film", "favorite type of tea": the kind as the fact rules name it (favoriteKind), one or two words.
+  const favourite = /\bfavou?rite ((?:[a-z-]+ ?){1,4})/.exec(q);
   if (favourite) {
-    relations.add(`favorite_${favourite[1]}`);
-    if (favourite[2]) relations.add(`favorite_${favourite[1]}_${favourite[2]}`);
-    relations.add(`favorite_${favourite[1]!.replace(/s$/, '')}`);
+    const words = favourite[1]!.trim().split(' ');
+    for (let n = 1; n <= words.length; n++) {
+      const kind = favoriteKind(words.slice(0, n));
+      if (kind) relations.add(`${FAVORITE_PREFIX}${kind}`);
+    }
   }
   let subject = 'self';
   for (const word of q.split(/[^a-z'-]+/)) {
