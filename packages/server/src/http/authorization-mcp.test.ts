@@ -2,7 +2,9 @@ import { beforeAll, expect, it } from 'vitest';
 import { boundAgainst, expectedAnswer, forbiddenText, settle, snapshot } from '../testing/authorization-matrix.js';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
 import { MCP_TOOLS, mcpRequest, toolAnswer } from '../testing/mcp.js';
-import { buildWorld, DECLARATIONS, PROBE_CONFIG, type Place, type World } from '../testing/operations.js';
+import { DECLARATIONS } from '../testing/operations.js';
+import { PROBE_CONFIG, type Place, type World } from '../testing/probe-places.js';
+import { buildWorld } from '../testing/probe-world.js';
 import { answerProblems, servedOperations, type ServedOperation } from '../testing/served.js';
 
 /**

@@ -2,16 +2,9 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../testing/harness.js';
 import { MCP_HEADERS, MCP_TOOLS, toolAnswer } from '../testing/mcp.js';
-import {
-  buildWorld,
-  DECLARATIONS,
-  fillPath,
-  PROBE_CONFIG,
-  queryString,
-  type Built,
-  type Credential,
-  type World,
-} from '../testing/operations.js';
+import { DECLARATIONS, fillPath, queryString } from '../testing/operations.js';
+import { PROBE_CONFIG, type Built, type Credential, type World } from '../testing/probe-places.js';
+import { buildWorld } from '../testing/probe-world.js';
 import {
   answerProblems,
   deeplyNested,

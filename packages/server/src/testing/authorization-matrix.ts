@@ -4,21 +4,19 @@ import { jobCounts } from '../jobs/runner.js';
 import type { Database } from '../store/database.js';
 import { forEachDialect, useTestApp } from './harness.js';
 import { until } from './until.js';
+import { DECLARATIONS, fillPath, queryString } from './operations.js';
 import {
-  buildWorld,
-  DECLARATIONS,
-  fillPath,
-  landing,
   marker,
   PLACES,
   PROBE_CONFIG,
-  queryString,
   VICTIM_USER_AGENT,
   type Credential,
   type Declaration,
   type Place,
   type World,
-} from './operations.js';
+} from './probe-places.js';
+import { landing } from './probe-targets.js';
+import { buildWorld } from './probe-world.js';
 import { answerProblems, servedOperations, type ServedOperation } from './served.js';
 
 /**

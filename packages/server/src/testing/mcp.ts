@@ -1,5 +1,6 @@
 import type { TestApp, Response } from './harness.js';
-import { landing, marker, placeHeaders, type Credential, type Place, type World } from './operations.js';
+import { marker, placeHeaders, type Credential, type Place, type World } from './probe-places.js';
+import { landing } from './probe-targets.js';
 
 /**
  * The MCP tools served at POST /mcp (packages/mcp), as the probes call them: the HTTP operation each
