@@ -3,8 +3,10 @@ import { readdirSync, statSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { expect, it } from 'vitest';
 import { freshDatabaseConfig } from '../testing/harness.js';
+import { holdSqliteWriteLock } from '../testing/faults.js';
 import { until } from '../testing/until.js';
 import { openDatabase } from './database.js';
+import { LOCK_ATTEMPT_MS } from './sqlite-connection.js';
 import { LAST_IN_TRANSACTION, timestamptzToIso } from './postgres-connections.js';
 
 /** A kill -9 test cannot see a lost fsync (the OS still writes the page cache), so the settings are asserted. */
@@ -207,4 +209,35 @@ it('reads PostgreSQL timestamptz text as Date would, without Date where it can',
   // Forms left to Date: another offset, and years Date reads its own way.
   expect(timestamptzToIso('2023-05-08 15:56:01.25+02')).toBe('2023-05-08T13:56:01.250Z');
   expect(timestamptzToIso('0099-01-01 00:00:00+00')).toBe(new Date('0099-01-01 00:00:00+00').toISOString());
+});
+
+/**
+ * Another process holding SQLite's write lock must not stop this one: a transaction waits for the lock
+ * between short attempts, so a timer set after the transaction started fires before it ends (with
+ * busy_timeout alone, `begin immediate` blocked the event loop until the lock was free), and the
+ * transaction still commits once the lock is released.
+ */
+it('waits for another process’s SQLite write lock without blocking the event loop', async () => {
+  const fresh = await freshDatabaseConfig('sqlite');
+  const database = openDatabase(fresh.config);
+  const path = fresh.config.dialect === 'sqlite' ? fresh.config.path : '';
+  try {
+    await sql`CREATE TABLE marks (at INTEGER NOT NULL)`.execute(database.db);
+    const lock = await holdSqliteWriteLock(path, 1_500);
+    const order: string[] = [];
+    const write = database.db
+      .transaction()
+      .execute((trx) => sql`INSERT INTO marks (at) VALUES (1)`.execute(trx))
+      .then(() => order.push('write'));
+    const timer = new Promise<void>((resolve) => setTimeout(resolve, 50)).then(() => order.push('timer'));
+    await Promise.all([write, timer, lock.released]);
+    expect(order).toEqual(['timer', 'write']);
+    const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM marks`.execute(database.db);
+    expect(rows[0]!.n).toBe(1);
+    const busy = await sql.raw('PRAGMA busy_timeout').execute(database.db);
+    expect(Object.values(busy.rows[0] as object)[0]).toBe(LOCK_ATTEMPT_MS);
+  } finally {
+    await database.close();
+    await fresh.drop();
+  }
 });

@@ -1,14 +1,6 @@
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import {
-  Kysely,
-  PostgresAdapter,
-  PostgresDialect,
-  sql,
-  SqliteDialect,
-  type RawBuilder,
-  type Transaction,
-} from 'kysely';
+import { Kysely, PostgresAdapter, PostgresDialect, sql, type RawBuilder, type Transaction } from 'kysely';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Config } from '../config.js';
@@ -19,7 +11,8 @@ import {
   SQLITE_BUSY_TIMEOUT_MS,
   CHECKPOINT_BOUND_PAGES,
   startCheckpointer,
-  withStatementCache,
+  LockWaitingSqliteDialect,
+  LOCK_ATTEMPT_MS,
 } from './sqlite-connection.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -151,7 +144,9 @@ export function openDatabase(
       ? startCheckpointer(config.path, () => void (sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000')))
       : null;
   if (checkpointer) sqlite.pragma(`wal_autocheckpoint = ${CHECKPOINT_BOUND_PAGES}`);
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  // From here a statement meeting another process's write lock waits without blocking (LockWaitingSqliteDialect).
+  sqlite.pragma(`busy_timeout = ${LOCK_ATTEMPT_MS}`);
+  const db = new Kysely<DB>({ dialect: new LockWaitingSqliteDialect(sqlite) });
   return {
     dialect: 'sqlite',
     config,

@@ -1,5 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
+import { type DatabaseConnection, SqliteDialect, SqliteDriver } from 'kysely';
 import { createRequire } from 'node:module';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 
 /** The SQLite connection as openDatabase sets it up: the checkpointer thread, the statement cache and rows built in JavaScript. */
@@ -144,4 +146,58 @@ function withRowsBuiltInJs(statement: BetterSqlite3.Statement): BetterSqlite3.St
     run: (...parameters: unknown[]) => statement.run(...parameters),
   };
   return reading as unknown as BetterSqlite3.Statement;
+}
+
+/**
+ * SQLite's write lock, waited for without holding the event loop. better-sqlite3 runs a statement
+ * synchronously, so a `begin immediate` under a 5 s busy_timeout blocked the whole process until the
+ * lock was free: with another process holding it 15 s, each queued write stalled everything (health
+ * checks, index-only queries, other requests) for the full 5 s. The connection's busy_timeout is
+ * LOCK_ATTEMPT_MS instead (openDatabase), and a statement outside a transaction (a `begin immediate`,
+ * or a write on its own) that meets the lock is tried again, the event loop running in between, until
+ * SQLITE_BUSY_TIMEOUT_MS have passed; then SQLITE_BUSY is the caller's (503 database_unavailable). Such a
+ * statement changed nothing, so trying it again is safe; inside a transaction the lock is already held.
+ * Kysely's connection lock is held while waiting, as it was while blocked: one connection, one transaction.
+ */
+export class LockWaitingSqliteDialect extends SqliteDialect {
+  readonly #sqlite: BetterSqlite3.Database;
+  constructor(sqlite: BetterSqlite3.Database) {
+    super({ database: sqlite }); // unused: createDriver builds the driver
+    this.#sqlite = sqlite;
+  }
+  override createDriver(): SqliteDriver {
+    return new LockWaitingSqliteDriver({ database: withStatementCache(this.#sqlite) }, this.#sqlite);
+  }
+}
+
+/** How long one attempt at SQLite's write lock may block the event loop (the connection's busy_timeout). */
+export const LOCK_ATTEMPT_MS = 25;
+
+class LockWaitingSqliteDriver extends SqliteDriver {
+  readonly #sqlite: BetterSqlite3.Database;
+  #waiting: DatabaseConnection | undefined;
+  constructor(config: ConstructorParameters<typeof SqliteDriver>[0], sqlite: BetterSqlite3.Database) {
+    super(config);
+    this.#sqlite = sqlite;
+  }
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await super.acquireConnection();
+    this.#waiting ??= {
+      executeQuery: (query) => this.#waitingForTheLock(() => connection.executeQuery(query)),
+      streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
+    };
+    return this.#waiting;
+  }
+  async #waitingForTheLock<T>(run: () => Promise<T>): Promise<T> {
+    const deadline = performance.now() + SQLITE_BUSY_TIMEOUT_MS;
+    for (let pause = 2; ; pause = Math.min(pause * 2, 100)) {
+      try {
+        return await run();
+      } catch (error) {
+        const busy = (error as { code?: unknown }).code === 'SQLITE_BUSY' && !this.#sqlite.inTransaction;
+        if (!busy || performance.now() >= deadline) throw error;
+      }
+      await sleep(pause);
+    }
+  }
 }
