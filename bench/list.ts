@@ -5,7 +5,12 @@
  * pages at the end should cost what the first ones do: the JSON gives the median milliseconds of the first and last
  * `--edge` pages (default 20) of each walk and their ratio, beside a single GET /memory/{id} measured in the same run
  * (the floor of any request). SQLite by default; PostgreSQL with `--postgres URL`.
- *   npm run bench:list -- [--total 100000] [--limit 100] [--postgres postgres://postgres@127.0.0.1:5432/postgres]
+ *
+ * Then filtered queries (issue 54: "no slower than today's unfiltered ones"): `--queries` (default 200) POST
+ * /memory/query, each query text sent once unfiltered and once with each filter of FILTERS, in turn (so drift of a
+ * loaded machine falls on all alike); the JSON gives each one's median and its ratio to the unfiltered median of the
+ * same run (the ceiling: 1.0), and the first text-filtered query's time apart (it reads the end user's texts).
+ *   npm run bench:list -- [--total 100000] [--limit 100] [--queries 200] [--postgres postgres://postgres@127.0.0.1:5432/postgres]
  */
 import { option } from './lib/args.js';
 import { startServer } from './lib/server.js';
@@ -13,6 +18,7 @@ import { startServer } from './lib/server.js';
 const total = Number(option('--total') ?? 100_000);
 const limit = Number(option('--limit') ?? 100);
 const edge = Number(option('--edge') ?? 20);
+const queries = Number(option('--queries') ?? 200);
 const postgresUrl = option('--postgres');
 const END_USER = 'bench-lister';
 
@@ -62,6 +68,49 @@ async function walk(
   };
 }
 
+/** Filters of the query bench, over what the fill writes: each selects part of the memories. */
+const FILTERS: Record<string, unknown> = {
+  tags_in: { tags: { $in: ['even'] } },
+  metadata_range: { metadata: { n: { $gte: Math.floor(total / 2) } } },
+  or_not: {
+    $or: [{ tags: 'odd' }, { metadata: { n: { $lt: Math.floor(total / 10) } } }],
+    $not: { importance: { $gt: 0.9 } },
+  },
+  text_contains: { text: { $contains: 'topic 4' } },
+};
+
+/** Median milliseconds of POST /memory/query unfiltered and with each filter, and each one's ratio to unfiltered. */
+async function queryTimes() {
+  const query = (i: number, filters?: unknown) =>
+    call('POST', '/memory/query', { query: `a note about topic ${i % 97}`, k: 10, ...(filters ? { filters } : {}) });
+  const check = (res: { status: number; json: any }) => {
+    if (res.status !== 200) throw new Error(`query answered ${res.status}: ${JSON.stringify(res.json).slice(0, 300)}`);
+    return res;
+  };
+  // The index is built by the first query; the first text-filtered one (which reads the texts) is timed apart.
+  check(await query(0));
+  const firstText = check(await query(1, FILTERS.text_contains)).ms;
+  const times: Record<string, number[]> = {
+    unfiltered: [],
+    ...Object.fromEntries(Object.keys(FILTERS).map((k) => [k, []])),
+  };
+  for (let i = 0; i < queries; i++) {
+    times.unfiltered!.push(check(await query(i)).ms);
+    for (const [name, filters] of Object.entries(FILTERS)) times[name]!.push(check(await query(i, filters)).ms);
+  }
+  const base = median(times.unfiltered!);
+  return {
+    count: queries,
+    first_text_filtered_ms: round(firstText),
+    ...Object.fromEntries(
+      Object.entries(times).map(([name, ms]) => [
+        name,
+        { p50_ms: round(median(ms)), over_unfiltered: round(median(ms) / base) },
+      ]),
+    ),
+  };
+}
+
 try {
   const fillStart = performance.now();
   const batches = Math.ceil(total / 50);
@@ -95,6 +144,7 @@ try {
   const newestFirst = await walk({});
   const oldestFirst = await walk({ order: 'asc' });
   const filtered = await walk({ filters: JSON.stringify({ tags_any: ['even'] }) });
+  const filteredQueries = await queryTimes();
   console.log(
     JSON.stringify(
       {
@@ -109,6 +159,7 @@ try {
         oldest_first: oldestFirst,
         filtered_half: filtered,
         total_count_ms: round(counted.ms),
+        queries: filteredQueries,
       },
       null,
       2,

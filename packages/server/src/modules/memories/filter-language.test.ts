@@ -194,6 +194,35 @@ forEachDialect('the filter language', (dialect) => {
     expect(counts({ $not: { tags: 'travel' } }) + counts({ tags: 'travel' })).toBe(36);
   });
 
+  it('keeps a filter on the text exact while memories are added and forgotten (texts kept beside the index)', async () => {
+    const endUser = freshUser('texts');
+    const kiln = async () =>
+      idsOf(
+        await query(
+          t,
+          { query: 'bowl tulips kiln oven element', k: 10, min_score: 0, filters: { text: { $contains: 'kiln' } } },
+          { endUser },
+        ),
+      ).sort((x, y) => x - y);
+    const forget = async (ids: number[]) => {
+      const res = await t.call('DELETE', '/memory/forget', { endUser, body: { ids } });
+      expect(res.status, res.text).toBe(200);
+    };
+    const a = await addMemory(t, 'Fired a bowl in the kiln', { endUser });
+    await addMemory(t, 'Planted tulips by the fence', { endUser });
+    expect(await kiln()).toEqual([a.id]);
+    // Again on the index as held, with the texts the first query read.
+    expect(await kiln()).toEqual([a.id]);
+    const c = await addMemory(t, 'The kiln needs a new element', { endUser });
+    expect(await kiln()).toEqual([a.id, c.id]);
+    await forget([a.id]);
+    expect(await kiln()).toEqual([c.id]);
+    const d = await addMemory(t, 'Tulips painted on a kiln-fired vase', { endUser });
+    await forget([c.id]);
+    expect(await kiln()).toEqual([d.id]);
+    expect(await kiln()).toEqual([d.id]);
+  });
+
   it('answers an unknown operator or a type mismatch with 400 naming the path, on every route that takes filters', async () => {
     const endUser = freshUser('filters');
     const cases: Array<[unknown, string]> = [

@@ -16,6 +16,7 @@ export {
   getMemory,
   historyOfMemories,
   liveIdsByClientRef,
+  liveTextsOf,
   memoriesByIds,
   memoriesHeld,
   memoryHistory,
@@ -54,7 +55,7 @@ export { nextSeq } from './revisions.js';
 export { recordHistory, withExpiry, type ImportedMemory } from './rows.js';
 export { listMemories, listPage, selectedIds, type ListPage, type ListRequest } from './list.js';
 export { Filters, filtersFrom, filtersReadText, type FilterSubject, type FiltersInput } from './filters.js';
-export { matchesFilters } from './filter-match.js';
+export { filterPredicate, matchesFilters, type FilterPredicate } from './filter-match.js';
 export { filterConditions } from './filter-sql.js';
 export {
   AddMemoryBody,

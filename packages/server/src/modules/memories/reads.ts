@@ -294,3 +294,8 @@ export async function ownersOfMemories(db: Executor, ids: number[]) {
     .where('id', 'in', ids)
     .execute();
 }
+
+/** The text of each of the owner's live memories (a copy kept beside a retrieval index: IndexTexts). */
+export async function liveTextsOf(db: Executor, owner: Owner): Promise<Array<{ id: number; text: string }>> {
+  return owned(owner)(db).clearSelect().select(['id', 'text']).execute();
+}

@@ -14,6 +14,7 @@ import { invalid } from '../../core/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
 import { loadSnapshot, SnapshotTaking, snapshotRevision, storeSnapshot, type DocMeta } from './snapshots.js';
+import { IndexTexts } from './texts.js';
 
 export type { DocMeta };
 
@@ -21,6 +22,8 @@ export interface CachedIndex {
   index: MemoryIndex;
   meta: Map<number, DocMeta>;
   revision: number;
+  /** The texts of its memories, once a query filtered on them (forOwnerWithTexts). */
+  texts?: IndexTexts;
   /** Set while the index is being brought up to date (it may be half applied): its revision is not yet what it holds. */
   readonly refreshing?: Promise<void>;
 }
@@ -165,6 +168,7 @@ export class IndexCache {
               index: stored.index,
               meta: stored.meta,
               revision: stored.revision,
+              texts: undefined,
               snapshotted: true,
             });
             this.snapshots.loaded++;
@@ -178,6 +182,23 @@ export class IndexCache {
         if (snapshots) this.maybeStore(key, owner, entry);
       },
     );
+  }
+
+  /**
+   * The owner's index brought up to date, with the texts of its memories (IndexTexts), read the first time. They
+   * are kept only if no refresh began while they were read (one may have applied rows the read did not see); else
+   * they serve this call alone, as a read of the database's current rows.
+   */
+  async forOwnerWithTexts(owner: Owner): Promise<CachedIndex & { texts: IndexTexts }> {
+    const entry = (await this.forOwner(owner)) as Entry;
+    if (entry.texts) return entry as Entry & { texts: IndexTexts };
+    const { index, revision } = entry;
+    const texts = await IndexTexts.read(this.database.db, owner);
+    if (entry.refreshing || entry.index !== index || entry.revision !== revision || entry.texts)
+      return { index, meta: entry.meta, revision, texts };
+    entry.texts = texts;
+    this.account(entry);
+    return entry as Entry & { texts: IndexTexts };
   }
 
   /**
@@ -345,6 +366,7 @@ export class IndexCache {
     entry.index = new MemoryIndex(this.indexOptions);
     entry.meta.clear();
     entry.awaiting?.clear();
+    entry.texts = undefined;
     entry.snapshotted = false;
     entry.unsnapshotted = 0;
   }
@@ -374,6 +396,7 @@ export class IndexCache {
         await new Promise((resolve) => setImmediate(resolve));
       }
       entry.taking?.metaChanging(row.id);
+      entry.texts?.apply(row);
       if (row.deleted) {
         entry.index.remove(row.id);
         entry.meta.delete(row.id);
@@ -542,7 +565,7 @@ export class IndexCache {
   }
 
   private account(entry: Entry): void {
-    const bytes = entry.index.approxBytes() + entry.meta.size * 200;
+    const bytes = entry.index.approxBytes() + entry.meta.size * 200 + (entry.texts?.bytes ?? 0);
     this.totalBytes += bytes - entry.bytes;
     entry.bytes = bytes;
     for (const [key, oldest] of this.entries) {

@@ -3,12 +3,11 @@ import { checkHeld, verifyHeld } from '../../core/credentials-clock.js';
 import { invalid } from '../../core/errors.js';
 import type { Database } from '../../store/database.js';
 import {
+  filterPredicate,
   filtersReadText,
-  matchesFilters as filtersMatch,
   memoriesByIds,
   ownerMemoriesAt,
   revisionOf,
-  selectedIds,
   type Owner,
 } from '../memories/index.js';
 import type { MemoryView, ScopedMemory } from '../memories/index.js';
@@ -48,14 +47,26 @@ function happenedWithin(meta: DocMeta, range: { from: number; to: number }): boo
   return meta.event !== undefined && meta.event.from < range.to && meta.event.to > range.from;
 }
 
-function matchesFilters(
-  meta: DocMeta | undefined,
+/**
+ * Whether the memory of an id passes the filters (and happened within the range): by what the index keeps beside
+ * it, and by its text when the filters read it (then the cached index's texts: forOwnerWithTexts).
+ */
+function filterOf(
+  { meta, texts }: CachedIndex,
   f: FiltersInput | undefined,
   range?: { from: number; to: number },
-): boolean {
-  if (!meta) return false;
-  if (range && !happenedWithin(meta, range)) return false;
-  return filtersMatch(meta, f);
+): (id: number) => boolean {
+  const passes = filterPredicate(f);
+  const readsText = filtersReadText(f);
+  if (readsText && !texts) throw new Error('filters on the text need the index with its texts');
+  return (id) => {
+    const m = meta.get(id);
+    if (!m || (range && !happenedWithin(m, range))) return false;
+    if (!readsText) return passes(m);
+    // No text: forgotten after the texts were read (the index drops it at its next refresh).
+    const text = texts!.get(id);
+    return text !== undefined && passes(m, text);
+  };
 }
 
 /** Sentences or lines of a long prompt that carry content words, longest first, at most 16. */
@@ -102,16 +113,14 @@ function searchIndex(
   opts: RankOptions,
   queryVector: Float32Array | undefined,
 ): SearchHit[] {
-  const { index, meta } = cached;
   const { only } = opts;
   const needsFilter = opts.filters !== undefined || opts.range !== undefined || only !== undefined;
-  return index.search(query, {
+  const passes = needsFilter ? filterOf(cached, opts.filters, opts.range) : undefined;
+  return cached.index.search(query, {
     k: opts.k,
     ...cutoffOptions(opts.cutoff),
     ...(opts.sessionId !== undefined ? { sessionId: opts.sessionId } : {}),
-    ...(needsFilter
-      ? { filter: (id: number) => (!only || only.has(id)) && matchesFilters(meta.get(id), opts.filters, opts.range) }
-      : {}),
+    ...(needsFilter ? { filter: (id: number) => (!only || only.has(id)) && passes!(id) } : {}),
     explain: opts.explain ?? false,
     temporal: opts.temporal ?? true,
     queryVector,
@@ -165,19 +174,15 @@ export function checkQuery(input: QueryInput): void {
   if (input.query.trim() === '') throw invalid('query', 'query must not be blank');
 }
 
-/** `only`: the memories the filters select, when SQL decided them (filters on the text, which no index keeps). */
-function queryOptions(input: QueryInput, only?: Set<number>): RankOptions {
+function queryOptions(input: QueryInput): RankOptions {
   return {
     k: input.k ?? DEFAULT_K,
     cutoff: input,
     ...(input.session_id !== undefined ? { sessionId: input.session_id } : {}),
-    ...(only ? { only } : input.filters !== undefined ? { filters: input.filters } : {}),
+    ...(input.filters !== undefined ? { filters: input.filters } : {}),
     explain: input.explain ?? false,
   };
 }
-
-/** Everything of an owner's live memories that filters reading the text select (exact: SQL, then the reference rule). */
-const MAX_SELECTED = 1_000_000_000;
 
 /**
  * The answer to a query ranked on a held index, if the owner's revision, read with the winning rows
@@ -210,6 +215,11 @@ export class Retrieval {
     private readonly cache: IndexCache,
     private readonly embeddings: EmbeddingStore,
   ) {}
+
+  /** The owner's index, with its texts when the filters read them. */
+  private ownerIndex(owner: Owner, filters: FiltersInput | undefined): Promise<CachedIndex> {
+    return filtersReadText(filters) ? this.cache.forOwnerWithTexts(owner) : this.cache.forOwner(owner);
+  }
 
   private indexOf(scope: RetrievalScope): Promise<CachedIndex> {
     return scope.kind === 'owner'
@@ -276,8 +286,8 @@ export class Retrieval {
     const vector = queryVector ? { queryVector } : {};
     const index = this.cache.held(owner);
     // The index is of index.revision unless a refresh has begun (the search below is synchronous). Filters on the text
-    // need the database: queryAfresh.
-    if (!index || index.refreshing || filtersReadText(input.filters)) return vector;
+    // need its texts, read by queryAfresh the first time.
+    if (!index || index.refreshing || (filtersReadText(input.filters) && !index.texts)) return vector;
     this.cache.confirmed();
     return {
       held: { hits: searchIndex(index, input.query, queryOptions(input), queryVector), rankedAt: index.revision },
@@ -290,10 +300,9 @@ export class Retrieval {
     checkQuery(input);
     const queryVector = vector ?? (await this.embeddings.embedQuery(input.query));
     const scope: RetrievalScope = { kind: 'owner', owner };
-    const cached = await this.indexOf(scope);
-    const only = await this.selectedByText(owner, input.filters);
+    const cached = await this.ownerIndex(owner, input.filters);
     const [ranked] = await Promise.all([
-      this.hydrate(scope, searchIndex(cached, input.query, queryOptions(input, only), queryVector), input.explain),
+      this.hydrate(scope, searchIndex(cached, input.query, queryOptions(input), queryVector), input.explain),
       verifyHeld(this.database.db, heldAt),
     ]);
     return ranked;
@@ -301,20 +310,14 @@ export class Retrieval {
 
   /** Ids of the owner's live memories that pass the filters (and session), oldest first: the same filters query applies. */
   async matching(owner: Owner, input: { filters?: FiltersInput; session_id?: string }): Promise<number[]> {
-    const { meta } = await this.indexOf({ kind: 'owner', owner });
-    const only = await this.selectedByText(owner, input.filters);
+    const cached = await this.ownerIndex(owner, input.filters);
+    const passes = filterOf(cached, input.filters);
     const ids: number[] = [];
-    for (const [id, m] of meta) {
+    for (const [id, m] of cached.meta) {
       if (input.session_id !== undefined && m.sessionId !== input.session_id) continue;
-      if (only ? only.has(id) : matchesFilters(m, input.filters)) ids.push(id);
+      if (passes(id)) ids.push(id);
     }
     return ids.sort((a, b) => a - b);
-  }
-
-  /** The owner's memories that filters reading the text select, decided by the database; undefined for other filters. */
-  private async selectedByText(owner: Owner, filters: FiltersInput | undefined): Promise<Set<number> | undefined> {
-    if (!filtersReadText(filters)) return undefined;
-    return new Set(await selectedIds(this.database.db, this.database.dialect, owner, { filters }, MAX_SELECTED));
   }
 
   /**
