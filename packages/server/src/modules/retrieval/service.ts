@@ -114,13 +114,15 @@ function searchIndex(
   queryVector: Float32Array | undefined,
 ): SearchHit[] {
   const { only } = opts;
-  const needsFilter = opts.filters !== undefined || opts.range !== undefined || only !== undefined;
-  const passes = needsFilter ? filterOf(cached, opts.filters, opts.range) : undefined;
+  const passes =
+    opts.filters !== undefined || opts.range !== undefined ? filterOf(cached, opts.filters, opts.range) : undefined;
+  const filter =
+    only && passes ? (id: number) => only.has(id) && passes(id) : only ? (id: number) => only.has(id) : passes;
   return cached.index.search(query, {
     k: opts.k,
     ...cutoffOptions(opts.cutoff),
     ...(opts.sessionId !== undefined ? { sessionId: opts.sessionId } : {}),
-    ...(needsFilter ? { filter: (id: number) => (!only || only.has(id)) && passes!(id) } : {}),
+    ...(filter ? { filter } : {}),
     explain: opts.explain ?? false,
     temporal: opts.temporal ?? true,
     queryVector,
