@@ -1,6 +1,5 @@
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
-import type { LlmSettings } from './engine/llm/index.js';
 
 /** S3-compatible object storage for blobs: ENGRAM_BLOB_URL=s3://bucket/prefix plus endpoint, region and keys. */
 export interface S3BlobConfig {
@@ -15,6 +14,16 @@ export interface S3BlobConfig {
   secretAccessKey: string;
 }
 export type BlobConfig = { kind: 'database' } | S3BlobConfig;
+
+/** What configuration says about the LLM (engine/llm builds the provider from it); null when none is configured (built-in methods only). */
+export type LlmSettings = {
+  kind: 'openai';
+  baseUrl: string;
+  model: string;
+  apiKey?: string;
+  timeoutMs: number;
+  maxRetries: number;
+} | null;
 
 export interface PostgresConfig {
   dialect: 'postgres';

@@ -4,10 +4,11 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The layering, checked from the source: no circular imports (type-only ones included), the
- * transport-free layers (core, engine, store, jobs) import neither HTTP nor modules, HTTP plugins
- * import no module and modules not the composition root (app.ts and services.ts wire them together),
- * only route files and the app reach into http/, and modules meet each other only at their index.ts.
+ * The layering, checked from the source: no circular imports (type-only ones included), config.ts
+ * imports nothing of the project, the transport-free layers (core, engine, store, jobs) import neither
+ * HTTP nor modules, HTTP plugins import no module and modules not the composition root (app.ts and
+ * services.ts wire them together), only route files and the app reach into http/, and modules meet
+ * each other only at their index.ts.
  */
 
 const SRC = dirname(fileURLToPath(import.meta.url));
@@ -100,6 +101,10 @@ describe('import graph', () => {
         /from '(fastify|fastify-plugin|@fastify\/[^']+)'/.test(readFileSync(join(SRC, f), 'utf8')),
     );
     expect(fastify).toEqual([]);
+  });
+
+  it('keeps config.ts at the bottom: the layers below HTTP read it, so it imports nothing of the project', () => {
+    expect(graph.get('config.ts')).toEqual([]);
   });
 
   it('builds the service graph and runs the worker without loading any HTTP code', () => {

@@ -24,7 +24,6 @@ export {
   type ChatMessage,
   type ChatResult,
   type LlmProvider,
-  type LlmSettings,
   type TokenUsage,
 } from './llm/index.js';
 export { extractiveSummary, type SummarySentence, type SummarySource } from './summarize.js';

@@ -1,4 +1,5 @@
 // LLM providers: one interface (base.ts), one file per vendor wire, one factory from configuration.
+import type { LlmSettings } from '../../config.js';
 import type { LlmProvider } from './base.js';
 import { openAiLlm } from './openai.js';
 
@@ -11,16 +12,6 @@ export {
   type TokenUsage,
 } from './base.js';
 export { openAiLlm, retryDelayMs, type OpenAiLlmConfig } from './openai.js';
-
-/** What configuration says about the LLM; null when none is configured (built-in methods only). */
-export type LlmSettings = {
-  kind: 'openai';
-  baseUrl: string;
-  model: string;
-  apiKey?: string;
-  timeoutMs: number;
-  maxRetries: number;
-} | null;
 
 /** The configured provider, or null. */
 export function createLlm(settings: LlmSettings): LlmProvider | null {
