@@ -59,6 +59,22 @@ it("README's repository layout names every folder of the repository, the server'
   expect(required.filter((dir) => !named.includes(dir) && !named.includes(dir.replace(/\/$/, '')))).toEqual([]);
 });
 
+it("docs/architecture.md's layout names every source file of the lower layers and HTTP plugins", () => {
+  const layout = /## Layout\s+```\n([\s\S]*?)```/.exec(read('../../../docs/architecture.md'))?.[1];
+  expect(layout).toBeDefined();
+  const files = ['core', 'engine', 'store', 'jobs', 'http'].flatMap((dir) =>
+    readdirSync(new URL(`./${dir}/`, import.meta.url))
+      .filter((name) => name.endsWith('.ts') && !/\.(test|d)\.ts$/.test(name))
+      .map((name) => `${dir}/${name}`),
+  );
+  expect(files.length).toBeGreaterThan(40);
+  const named = (file: string) => {
+    const name = file.split('/')[1]!.replace(/\.ts$/, '');
+    return new RegExp(`(^|[^\\w-])${name.replace(/[-.]/g, '\\$&')}($|[^\\w-])`).test(layout!);
+  };
+  expect(files.filter((file) => !named(file))).toEqual([]);
+});
+
 it('docs/specification.txt is the shared specification, where that is beside the repository', () => {
   const shared = new URL('../../../../shared/spec/000_a8d4fe45183a4112.txt', import.meta.url);
   if (!existsSync(shared)) return;
