@@ -8,7 +8,8 @@ import type { MemoryView } from './schemas.js';
 /**
  * What every read of memories is built from (whose rows, the view of a row, not expired) and the change feed
  * the retrieval indexes follow (each end user's revision and the rows changed since a sequence number). Reads
- * by id are in reads.ts, exports in export.ts, counts in counts.ts, lists in list.ts; writes in writes.ts.
+ * by id are in reads.ts, exports in export.ts, counts in counts.ts, lists in list.ts; writes in a file per
+ * operation (add.ts, update.ts, erase.ts, …).
  */
 
 /** Whose memories: every query of this module is built from one. */
@@ -64,7 +65,7 @@ export function viewOf(row: Omit<Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>,
 
 /**
  * Not expired: an expired memory is gone from every read at once, before the expiry sweep erases it
- * (writes.ts#forgetExpired). A condition on `memories` for the queries of this module.
+ * (erase.ts#forgetExpired). A condition on `memories` for the queries of this module.
  */
 export const unexpired = () => sql<boolean>`(memories.expires_at IS NULL OR memories.expires_at > ${nowIso()})`;
 
