@@ -107,7 +107,7 @@ export interface Config {
   /** An OpenAI-compatible chat-completions endpoint; null: built-in methods only. */
   llm: LlmSettings;
   /** End users whose derived intelligence views (graph, decisions, clusters) one process keeps. */
-  intelligence: { cacheOwners: number; currentFactMaxMemories: number };
+  intelligence: { cacheOwners: number; cacheBytes: number; currentFactMaxMemories: number };
   webhooks: {
     /** ENGRAM_WEBHOOK_ALLOW_HOSTS: hosts, addresses or CIDR ranges receivers may use although not public (SSRF exceptions). */
     allowHosts: string[];
@@ -275,7 +275,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxExpandedBytes: integer(
         env,
         'ENGRAM_PARSE_MAX_EXPANDED_BYTES',
-        64 * 1024 * 1024,
+        // 32 MiB: with 64, six bombs at once took server and reader to +464-560 MB; with 32, +440-460 (bench:faults).
+        32 * 1024 * 1024,
         1024 * 1024,
         64 * 1024 * 1024 * 1024,
       ),
@@ -288,6 +289,7 @@ export function loadConfig(env: Env = process.env): Config {
     llm: llmConfig(env),
     intelligence: {
       cacheOwners: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_USERS', 1000, 1, 10_000_000),
+      cacheBytes: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_MB', 256, 1, 1_000_000) * 1024 * 1024,
       currentFactMaxMemories: integer(env, 'ENGRAM_CURRENT_FACT_MAX_MEMORIES', 2000, 0, 10_000_000),
     },
     webhooks: {

@@ -139,7 +139,7 @@ export function buildServices({
 }): Services {
   const secret = secretKey ?? randomBytes(32);
   const engine = createRetrieval(database, config.retrieval);
-  const intelligence = createIntelligence(database, config.intelligence.cacheOwners);
+  const intelligence = createIntelligence(database, config.intelligence.cacheOwners, config.intelligence.cacheBytes);
   // Queries answer the current fact first: the graph reorders what the engine ranked (intelligence/current.ts).
   const retrieval: RetrievalEngine = {
     ...engine,

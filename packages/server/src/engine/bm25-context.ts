@@ -1,5 +1,6 @@
 // Bm25Field.scoreWithContext's working state: the caller's buffers, the touched lists, and the
 // terms' context postings that a field keeps between searches.
+import { MAP_ENTRY_BYTES, objectBytes, TYPED_ARRAY_BYTES } from './heap-bytes.js';
 
 /** Reusable per-caller buffers for scoreWithContext; all indexed by slot (length >= slot capacity). */
 export interface ContextScratch {
@@ -39,9 +40,9 @@ export interface ContextPostings {
   own: Float64Array;
   total: Float64Array;
 }
-/** Bytes of a context postings entry (slot i32, own and total f64) and of a kept term besides its entries. */
+/** Bytes of a context postings entry (slot i32, own and total f64) and of a kept term besides its entries (heap-bytes.ts). */
 const CONTEXT_ENTRY_BYTES = 20;
-const CONTEXT_TERM_BYTES = 96;
+const CONTEXT_TERM_BYTES = 3 * TYPED_ARRAY_BYTES + objectBytes(3) + MAP_ENTRY_BYTES;
 /**
  * Terms with fewer postings are spread afresh each search: a short list costs little to spread, and
  * the long ones (a common word, ~10 % of the docs) are most of a search's time.

@@ -15,6 +15,15 @@ import {
   writeDocTerms,
   writePostings,
 } from './bm25-snapshot.js';
+import {
+  ARRAY_BYTES,
+  ARRAY_SLOT_BYTES,
+  MAP_ENTRY_BYTES,
+  mapBytes,
+  objectBytes,
+  stringBytes,
+  TYPED_ARRAY_BYTES,
+} from './heap-bytes.js';
 import { nearestHeldTerm } from './nearest-term.js';
 import type { SnapshotReader, SnapshotWriter, Steps } from './snapshot.js';
 
@@ -39,8 +48,11 @@ export class Bm25Field {
   private frozenDocs = 0;
   private docLen = new Float64Array(64);
   private totalLen = 0;
-  private approxTermBytes = 0;
+  /** Bytes of the terms' postings besides their entries (termBytes), of the docs' own term maps (docMapBytes). */
+  private termBytes = 0;
+  private docMapBytes = 0;
   private entries = 0;
+  /** Bytes of the postings' entries, spare capacity included. */
   private arrayBytes = 0;
   /** Changes on every add/remove (lengths, df and N may have changed). */
   version = 0;
@@ -69,7 +81,7 @@ export class Bm25Field {
       if (!p) {
         p = { id: -1, slots: new Int32Array(0), tfs: new Uint16Array(0), n: 0, live: 0, dirty: false };
         this.postings.set(t, p);
-        this.approxTermBytes += 64 + t.length * 2;
+        this.termBytes += termBytes(t);
       }
       if (p.n === p.slots.length) {
         // Stale entries are dropped before the arrays grow for them.
@@ -82,6 +94,7 @@ export class Bm25Field {
       p.live++;
     }
     this.docTerms.set(slot, tf);
+    this.docMapBytes += docMapBytes(tf);
     this.entries += tf.size;
     this.forgetContext(slot);
     if (slot >= this.docLen.length) {
@@ -173,11 +186,12 @@ export class Bm25Field {
       p.dirty = true;
       if (p.live === 0) {
         this.postings.delete(t);
-        this.approxTermBytes -= 64 + t.length * 2;
+        this.termBytes -= termBytes(t);
         this.arrayBytes -= p.slots.length * ENTRY_BYTES;
       }
     }
     this.entries -= tf.size;
+    if (own) this.docMapBytes -= docMapBytes(own);
     this.docTerms.delete(slot);
     this.totalLen -= this.docLen[slot] ?? 0;
     this.docLen[slot] = 0;
@@ -565,7 +579,7 @@ export class Bm25Field {
         live: n,
         dirty: false,
       });
-      field.approxTermBytes += 64 + term.length * 2;
+      field.termBytes += termBytes(term);
       at += n;
     });
     field.arrayBytes = at * ENTRY_BYTES;
@@ -586,10 +600,37 @@ export class Bm25Field {
     return this.contextCacheShare * (this.approxBytes() - this.contextCache.bytes);
   }
 
+  /** Bytes held (heap-bytes.ts): postings, the docs' terms (own maps, or a restored snapshot's arrays), lengths, kept context postings. */
   approxBytes(): number {
-    // A per-doc term map entry ~ 40 bytes, plus the posting arrays (ENTRY_BYTES an entry).
+    const f = this.frozen;
+    const frozen = f
+      ? f.start.byteLength +
+        f.end.byteLength +
+        f.terms.byteLength +
+        f.tfs.byteLength +
+        ARRAY_BYTES +
+        ARRAY_SLOT_BYTES * f.dictionary.length
+      : 0;
     return (
-      this.approxTermBytes + this.entries * 40 + this.arrayBytes + this.docLen.byteLength + this.contextCache.bytes
+      this.termBytes +
+      this.arrayBytes +
+      this.docMapBytes +
+      frozen +
+      TYPED_ARRAY_BYTES +
+      this.docLen.byteLength +
+      this.contextCache.bytes
     );
   }
+}
+
+/** A term's postings besides their entries: its key in the map, the Postings object, its two arrays. */
+function termBytes(term: string): number {
+  return MAP_ENTRY_BYTES + stringBytes(term) + objectBytes(6) + 2 * TYPED_ARRAY_BYTES;
+}
+
+/** A doc's own term map (and its entry in docTerms): the terms are strings of its own text's analysis. */
+function docMapBytes(tf: ReadonlyMap<string, number>): number {
+  let bytes = MAP_ENTRY_BYTES + mapBytes(tf.size);
+  for (const t of tf.keys()) bytes += stringBytes(t);
+  return bytes;
 }

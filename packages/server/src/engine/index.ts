@@ -7,6 +7,15 @@ export { MemoryIndex, type MemoryIndexOptions } from './memory-index.js';
 export { DEFAULT_WEIGHTS, FEATURES, relevanceOf, type RankingWeights } from './ranking-weights.js';
 export { parseTemporal, type TemporalRange } from './temporal.js';
 export {
+  ARRAY_BYTES,
+  ARRAY_SLOT_BYTES,
+  HEAP_NUMBER_BYTES,
+  jsonBytes,
+  MAP_ENTRY_BYTES,
+  objectBytes,
+  stringBytes,
+} from './heap-bytes.js';
+export {
   runInSlices,
   SLICE_MS,
   SNAPSHOT_FORMAT,

@@ -6,6 +6,7 @@ import { Bm25Field } from './bm25.js';
 import type { ContextScratch } from './bm25-context.js';
 import { type IndexTake, readIds, type SessionIds, STEP } from './index-take.js';
 import { builtinEmbedder, type BuiltinEmbedder } from './embedder.js';
+import { ARRAY_BYTES, ARRAY_SLOT_BYTES, MAP_ENTRY_BYTES, stringBytes, TYPED_ARRAY_BYTES } from './heap-bytes.js';
 import { type NormKey, rank } from './rank.js';
 import { DEFAULT_WEIGHTS, type RankingWeights } from './ranking-weights.js';
 import { SearchBuffers } from './search-buffers.js';
@@ -82,6 +83,8 @@ export class MemoryIndex {
   private frozenSessions: { offsets: Int32Array; members: Float64Array; taken: Uint8Array } | null = null;
   /** Ids in `sessions`, all sessions together (what a snapshot's list of them holds). */
   private sessionMembers = 0;
+  /** Bytes of the interned sessions' names. */
+  private sessionNameBytes = 0;
 
   private text = new Bm25Field();
   private meta = new Bm25Field();
@@ -244,6 +247,7 @@ export class MemoryIndex {
       n = this.sessionNos.size;
       this.sessionNos.set(sid, n);
       this.sessionNames.push(sid);
+      this.sessionNameBytes += stringBytes(sid);
       if (n >= this.sessionBuf.length) {
         const g = new Float64Array(this.sessionBuf.length * 2);
         g.set(this.sessionBuf);
@@ -484,25 +488,39 @@ export class MemoryIndex {
     return index;
   }
 
-  /** Approximate heap bytes held, for the server's LRU-by-bytes. */
+  /** Bytes held (heap-bytes.ts), for the server's LRU-by-bytes: per-slot arrays, maps, sessions, both fields. */
   approxBytes(): number {
-    const arrays =
-      this.slotId.byteLength +
-      this.live.byteLength +
-      this.createdAt.byteLength +
-      this.namesTime.byteLength +
-      this.firstPerson.byteLength +
-      this.endsAsking.byteLength +
-      this.importance.byteLength +
-      this.feedback.byteLength +
-      this.ngramVecs.byteLength +
-      this.vectors.approxBytes() +
-      this.scratch.norm.byteLength +
-      this.prevSlot.byteLength +
-      this.nextSlot.byteLength +
-      this.sessionNo.byteLength;
-    const maps = this.size * 48 + this.sessionNos.size * 64;
-    return arrays + maps + this.text.approxBytes() + this.meta.approxBytes();
+    const slotArrays = [
+      this.slotId,
+      this.live,
+      this.createdAt,
+      this.namesTime,
+      this.firstPerson,
+      this.endsAsking,
+      this.importance,
+      this.feedback,
+      this.ngramVecs,
+      this.scratch.norm,
+      this.prevSlot,
+      this.nextSlot,
+      this.sessionNo,
+      this.sessionBuf,
+    ];
+    let arrays = this.vectors.approxBytes();
+    for (const a of slotArrays) arrays += TYPED_ARRAY_BYTES + a.byteLength;
+    const restored = this.restoredIds;
+    const ids = restored
+      ? restored.ids.byteLength + restored.slots.byteLength
+      : this.slotsById.size * MAP_ENTRY_BYTES + ARRAY_SLOT_BYTES * this.freeSlots.length;
+    const frozen = this.frozenSessions;
+    // Interned names (their map, their list); each session's ids (a growing array: ~1.5 slots an id).
+    const sessions =
+      this.sessionNameBytes +
+      this.sessionNos.size * (MAP_ENTRY_BYTES + ARRAY_SLOT_BYTES) +
+      this.sessions.size * (MAP_ENTRY_BYTES + ARRAY_BYTES) +
+      this.sessionMembers * ARRAY_SLOT_BYTES * 1.5 +
+      (frozen ? frozen.offsets.byteLength + frozen.members.byteLength + frozen.taken.byteLength : 0);
+    return arrays + ids + sessions + this.text.approxBytes() + this.meta.approxBytes();
   }
 
   search(query: string, opts: SearchOptions): SearchHit[] {

@@ -8,6 +8,8 @@
 // dimensions at a time from a table of the query's 256 sums a byte. The best RESCORE of those
 // estimates are scored exactly on their codes; they are the candidates.
 
+import { TYPED_ARRAY_BYTES } from './heap-bytes.js';
+
 /** Below this many vectors a query reads them all (cheap), and no centroids are trained. */
 export const VECTOR_TRAIN_MIN = 2048;
 /** The share of the vectors a query reads past VECTOR_TRAIN_MIN, and its floor. */
@@ -366,6 +368,7 @@ export class VectorIndex {
       this.has.byteLength +
       this.list.byteLength +
       this.centroids.byteLength +
+      6 * TYPED_ARRAY_BYTES +
       this.count * 8
     );
   }

@@ -21,9 +21,7 @@ import { until } from '../../testing/until.js';
  * deserves, writes nothing, and the server goes on serving. The files are made here, not committed.
  */
 
-const defaults = loadConfig({}).parse;
-// The expansion bound lowered so that counting a bomb up to it is quick; the bombs inflate to a gigabyte either way.
-const parse = { ...defaults, maxExpandedBytes: 32 * 1024 * 1024 };
+const parse = loadConfig({}).parse;
 
 /** Everything an upload can write: memories, history, audit and events, the file rows, jobs and stored bytes. */
 async function state(t: TestApp) {
@@ -58,6 +56,18 @@ async function refused(
 forEachDialect('hostile uploads', (dialect) => {
   const t = useTestApp(dialect, { upload: { maxBytes: 8 * 1024 * 1024, backgroundFromBytes: 4 * 1024 * 1024 }, parse });
 
+  it('refuses by default a PDF whose streams inflate to 40 MB (32 MiB: a reader holds ~3x a stream while decoding it)', async () => {
+    expect(parse.maxExpandedBytes).toBe(32 * 1024 * 1024);
+    const pdf = await refused(
+      t,
+      () => upload(t, { name: 'forty.pdf', content: pdfFlateBomb(40) }, { endUser: freshUser() }),
+      413,
+      'payload_too_large',
+      'file',
+    );
+    expect(pdf.body.error.message).toContain('ENGRAM_PARSE_MAX_EXPANDED_BYTES');
+  });
+
   it('refuses a zip-bomb DOCX and a Flate-bomb PDF with 413 naming the expansion bound', async () => {
     const endUser = freshUser();
     const docx = await refused(
@@ -78,7 +88,7 @@ forEachDialect('hostile uploads', (dialect) => {
     expect(pdf.body.error.message).toContain('ENGRAM_PARSE_MAX_EXPANDED_BYTES');
     const parts = await refused(
       t,
-      () => upload(t, { name: 'parts.docx', content: docxOfManyParts(defaults.maxParts + 1) }, { endUser }),
+      () => upload(t, { name: 'parts.docx', content: docxOfManyParts(parse.maxParts + 1) }, { endUser }),
       413,
       'payload_too_large',
       'file',
@@ -90,7 +100,7 @@ forEachDialect('hostile uploads', (dialect) => {
     const endUser = freshUser();
     const many = await refused(
       t,
-      () => upload(t, { name: 'many.pdf', content: pdfOfPages(defaults.maxPages + 1) }, { endUser }),
+      () => upload(t, { name: 'many.pdf', content: pdfOfPages(parse.maxPages + 1) }, { endUser }),
       413,
       'payload_too_large',
       'file',
@@ -127,7 +137,7 @@ forEachDialect('hostile uploads', (dialect) => {
           t,
           {
             name: 'wide.md',
-            content: Array.from({ length: defaults.maxParts + 1 }, (_, i) => `Line ${i}.`).join('\n\n'),
+            content: Array.from({ length: parse.maxParts + 1 }, (_, i) => `Line ${i}.`).join('\n\n'),
           },
           { endUser },
         ),

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory } from '../../testing/memories.js';
-import { explained, freshUser, query } from '../../testing/retrieval.js';
+import { addAll, explained, freshUser, query } from '../../testing/retrieval.js';
 import { loadConfig } from '../../config.js';
 import type { KyselyPlugin } from 'kysely';
 import { revisionOf } from '../memories/index.js';
@@ -232,5 +232,36 @@ forEachDialect('the current fact first on the read path', (dialect) => {
     statements = 0;
     expect(await cache.forOwnerWithin(owner, 2_000)).toBe(after);
     expect(statements).toBe(1);
+  });
+
+  it('holds at most its bytes (ENGRAM_INTELLIGENCE_CACHE_MB): the least recently used end users go first (issue 46, defect 8)', async () => {
+    const owners = [freshUser(), freshUser(), freshUser()].map((endUserId) => ({
+      projectId: t.projectId,
+      tenantId: '',
+      endUserId,
+    }));
+    for (const owner of owners) {
+      await addAll(
+        t,
+        Array.from({ length: 20 }, (_, i) => `I moved to city number ${i} and my sister Anna works at Oracle there.`),
+        { endUser: owner.endUserId },
+      );
+    }
+    const unbounded = new IntelligenceCache(t.database, new Extractors(t.database), 10);
+    await unbounded.forOwner(owners[0]!);
+    const one = unbounded.bytes;
+    // 20 memories of some 70 characters, their extractions: tens of kilobytes, not a guess per user.
+    expect(one).toBeGreaterThan(20 * 300);
+    // Room for two end users' views, not three.
+    const cache = new IntelligenceCache(t.database, new Extractors(t.database), 10, Math.floor(2.5 * one));
+    const first = await cache.forOwner(owners[0]!);
+    const second = await cache.forOwner(owners[1]!);
+    expect(await cache.forOwner(owners[0]!)).toBe(first);
+    await cache.forOwner(owners[2]!);
+    expect(cache.bytes).toBeLessThanOrEqual(Math.floor(2.5 * one));
+    // The first end user was used after the second: the second went (its view is made again), the first stayed.
+    expect(await cache.forOwner(owners[0]!)).toBe(first);
+    expect(await cache.forOwner(owners[1]!)).not.toBe(second);
+    expect(cache.bytes).toBeLessThanOrEqual(Math.floor(2.5 * one));
   });
 });

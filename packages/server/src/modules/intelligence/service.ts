@@ -294,8 +294,8 @@ export class Intelligence {
 }
 
 /** The intelligence views of a process, over one cache of derived knowledge bounded by end users. */
-export function createIntelligence(database: Database, cacheOwners: number): Intelligence {
-  return new Intelligence(database, new IntelligenceCache(database, new Extractors(database), cacheOwners));
+export function createIntelligence(database: Database, cacheOwners: number, cacheBytes?: number): Intelligence {
+  return new Intelligence(database, new IntelligenceCache(database, new Extractors(database), cacheOwners, cacheBytes));
 }
 
 /** Reclassification after an ontology change: brings every end user's view of the project up to the new ontology. */

@@ -1,4 +1,12 @@
-import { EmbedderError, MemoryIndex, parseTemporal, SLICE_MS, type MemoryIndexOptions } from '../../engine/index.js';
+import {
+  EmbedderError,
+  MAP_ENTRY_BYTES,
+  MemoryIndex,
+  parseTemporal,
+  SLICE_MS,
+  stringBytes,
+  type MemoryIndexOptions,
+} from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
   ownerChangesSince,
@@ -13,7 +21,14 @@ import {
 import { invalid } from '../../core/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
-import { loadSnapshot, SnapshotTaking, snapshotRevision, storeSnapshot, type DocMeta } from './snapshots.js';
+import {
+  docMetaBytes,
+  loadSnapshot,
+  SnapshotTaking,
+  snapshotRevision,
+  storeSnapshot,
+  type DocMeta,
+} from './snapshots.js';
 import { IndexTexts } from './texts.js';
 
 export type { DocMeta };
@@ -30,6 +45,8 @@ export interface CachedIndex {
 
 interface Entry extends CachedIndex {
   bytes: number;
+  /** What `meta` holds (docMetaBytes, kept as rows are applied). */
+  metaBytes: number;
   /** Concurrent queries share one refresh. */
   refreshing?: Promise<void>;
   /** Rows applied since the index was last stored or loaded as a snapshot (or built), and whether one is being stored. */
@@ -82,6 +99,20 @@ export interface IndexCacheStats {
   misses: number;
   snapshots: { loaded: number; stored: number; failed: number };
 }
+
+/** A restored doc's DocMeta before its first read: one without tags, source or metadata, in a session (docMetaBytes). */
+const RESTORED_META_BYTES = docMetaBytes({
+  tags: [],
+  source: null,
+  createdAt: 0,
+  metadata: {},
+  isSummary: false,
+  sessionId: 's'.repeat(16),
+  importance: 0,
+  updatedAt: 0,
+});
+/** A memory waiting for its vector: its entry in `awaiting` and its text (200 characters, a typical memory's). */
+const AWAITING_BYTES = MAP_ENTRY_BYTES + stringBytes('x'.repeat(200));
 
 const ownerKey = (owner: Owner) => `u\u0000${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
 
@@ -167,6 +198,8 @@ export class IndexCache {
             Object.assign(entry, {
               index: stored.index,
               meta: stored.meta,
+              // Decoded when first read (RestoredMeta): each doc counted as one without tags or metadata until then.
+              metaBytes: stored.meta.size * RESTORED_META_BYTES,
               revision: stored.revision,
               texts: undefined,
               snapshotted: true,
@@ -286,6 +319,7 @@ export class IndexCache {
         }
         entry.index = new MemoryIndex(this.indexOptions);
         entry.meta.clear();
+        entry.metaBytes = 0;
         let batch: IndexedMemory[] = [];
         for await (const row of liveProjectMemories(this.database.db, projectId, tenantId)) {
           batch.push(row);
@@ -323,6 +357,7 @@ export class IndexCache {
         meta: new Map(),
         revision: 0,
         bytes: 0,
+        metaBytes: 0,
         unsnapshotted: 0,
         snapshotted: false,
       };
@@ -365,6 +400,7 @@ export class IndexCache {
   private clear(entry: Entry): void {
     entry.index = new MemoryIndex(this.indexOptions);
     entry.meta.clear();
+    entry.metaBytes = 0;
     entry.awaiting?.clear();
     entry.texts = undefined;
     entry.snapshotted = false;
@@ -397,6 +433,8 @@ export class IndexCache {
       }
       entry.taking?.metaChanging(row.id);
       entry.texts?.apply(row);
+      const old = entry.meta.get(row.id);
+      if (old) entry.metaBytes -= docMetaBytes(old);
       if (row.deleted) {
         entry.index.remove(row.id);
         entry.meta.delete(row.id);
@@ -427,7 +465,7 @@ export class IndexCache {
         vectors.get(row.id),
       );
       const event = parseTemporal(row.text, createdAt);
-      entry.meta.set(row.id, {
+      const meta: DocMeta = {
         tags: row.tags,
         source: row.source,
         createdAt,
@@ -437,7 +475,9 @@ export class IndexCache {
         importance: row.importance,
         updatedAt: Date.parse(row.updated_at),
         ...(event ? { event: { from: event.from, to: event.to } } : {}),
-      });
+      };
+      entry.meta.set(row.id, meta);
+      entry.metaBytes += docMetaBytes(meta);
     }
     this.embedSoon();
   }
@@ -565,7 +605,11 @@ export class IndexCache {
   }
 
   private account(entry: Entry): void {
-    const bytes = entry.index.approxBytes() + entry.meta.size * 200 + (entry.texts?.bytes ?? 0);
+    const bytes =
+      entry.index.approxBytes() +
+      entry.metaBytes +
+      (entry.texts?.bytes ?? 0) +
+      (entry.awaiting?.size ?? 0) * AWAITING_BYTES;
     this.totalBytes += bytes - entry.bytes;
     entry.bytes = bytes;
     for (const [key, oldest] of this.entries) {

@@ -2,8 +2,15 @@ import { promisify } from 'node:util';
 import { deflate, inflate } from 'node:zlib';
 import { sql } from 'kysely';
 import {
+  ARRAY_BYTES,
+  ARRAY_SLOT_BYTES,
+  HEAP_NUMBER_BYTES,
+  jsonBytes,
+  MAP_ENTRY_BYTES,
   MemoryIndex,
   type MemoryIndexOptions,
+  objectBytes,
+  stringBytes,
   runInSlices,
   SLICE_MS,
   SNAPSHOT_FORMAT,
@@ -97,6 +104,19 @@ export interface DocMeta {
   updatedAt: number;
   /** When the text says it happened (a date in the text, read relative to created_at), if it names one. */
   event?: { from: number; to: number };
+}
+
+/**
+ * What a DocMeta holds in the index cache (engine heap-bytes): its entry in the map, the object
+ * (its three numbers boxed), the tags, the strings, the metadata as parsed, the event.
+ */
+export function docMetaBytes(m: DocMeta): number {
+  let bytes = MAP_ENTRY_BYTES + objectBytes(9) + 3 * HEAP_NUMBER_BYTES + ARRAY_BYTES + ARRAY_SLOT_BYTES * m.tags.length;
+  for (const t of m.tags) bytes += stringBytes(t);
+  if (m.source !== null) bytes += stringBytes(m.source);
+  if (m.sessionId !== null) bytes += stringBytes(m.sessionId);
+  if (m.event) bytes += objectBytes(2) + 2 * HEAP_NUMBER_BYTES;
+  return bytes + jsonBytes(m.metadata);
 }
 
 export interface Snapshot {

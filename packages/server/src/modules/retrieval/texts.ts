@@ -1,8 +1,9 @@
+import { MAP_ENTRY_BYTES, stringBytes } from '../../engine/index.js';
 import type { Executor } from '../../store/database.js';
 import { liveTextsOf, type IndexedMemory, type Owner } from '../memories/index.js';
 
-/** Heap bytes a kept text costs beyond its characters (the map entry, the string's header). */
-const ENTRY_BYTES = 64;
+/** What a kept text takes: its entry in the map and the string (engine heap-bytes). */
+const textBytes = (text: string): number => MAP_ENTRY_BYTES + stringBytes(text);
 
 /**
  * The texts of an end user's memories, kept beside their index once a query filters on the text: no index keeps
@@ -21,7 +22,7 @@ export class IndexTexts {
     let size = 0;
     for (const { id, text } of await liveTextsOf(db, owner)) {
       byId.set(id, text);
-      size += ENTRY_BYTES + 2 * text.length;
+      size += textBytes(text);
     }
     return new IndexTexts(byId, size);
   }
@@ -34,16 +35,16 @@ export class IndexTexts {
   /** A row the index applied: its text, or none when it was forgotten. */
   apply(row: IndexedMemory): void {
     const before = this.byId.get(row.id);
-    if (before !== undefined) this.size -= ENTRY_BYTES + 2 * before.length;
+    if (before !== undefined) this.size -= textBytes(before);
     if (row.deleted) {
       this.byId.delete(row.id);
       return;
     }
     this.byId.set(row.id, row.text);
-    this.size += ENTRY_BYTES + 2 * row.text.length;
+    this.size += textBytes(row.text);
   }
 
-  /** Approximate heap bytes held. */
+  /** Bytes held (engine heap-bytes). */
   get bytes(): number {
     return this.size;
   }
