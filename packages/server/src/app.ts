@@ -193,17 +193,38 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   return app;
 }
 
+/** Query parameters naming an end user (`GET /v1/memory/memories?user_id=`), by their decoded name. */
+const END_USER_PARAMETERS = new Set(['user_id', 'end_user_id']);
+
 /**
- * The URL as the request log keeps it: a path segment naming an end user (DELETE /memory/user/{end_user_id})
- * is replaced, since the id is personal data the log would otherwise keep after the end user is removed.
+ * The URL as the request log keeps it: a path segment or a query parameter naming an end user
+ * (DELETE /memory/user/{end_user_id}, ?user_id=) is replaced, since the id is personal data the log would
+ * otherwise keep after the end user is removed.
  */
 export function loggedUrl(request: FastifyRequest): string {
-  const route = request.routeOptions.url;
-  if (!route?.includes(':end_user_id')) return request.url;
   const at = request.url.indexOf('?');
-  const [path, query] = at < 0 ? [request.url, ''] : [request.url.slice(0, at), request.url.slice(at)];
+  const [path, query] = at < 0 ? [request.url, ''] : [request.url.slice(0, at), request.url.slice(at + 1)];
+  const loggedQuery = query
+    ? `?${query
+        .split('&')
+        .map((part) => {
+          const name = part.split('=', 1)[0]!;
+          return END_USER_PARAMETERS.has(decodedName(name)) ? `${name}=[end user]` : part;
+        })
+        .join('&')}`
+    : '';
+  const route = request.routeOptions.url;
+  if (!route?.includes(':end_user_id')) return path + loggedQuery;
   const pattern = route.split('/');
   const segments = path.split('/');
-  if (segments.length !== pattern.length) return route + query;
-  return segments.map((s, i) => (pattern[i] === ':end_user_id' ? '[end user]' : s)).join('/') + query;
+  if (segments.length !== pattern.length) return route + loggedQuery;
+  return segments.map((s, i) => (pattern[i] === ':end_user_id' ? '[end user]' : s)).join('/') + loggedQuery;
+}
+
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' '));
+  } catch {
+    return name;
+  }
 }

@@ -5,6 +5,8 @@ import { sealAuditChains } from './core/audit-log.js';
 import { loadConfig } from './config.js';
 import { forgetExpired } from './modules/memories/index.js';
 import type { IndexCache } from './modules/retrieval/index-cache.js';
+import { connectorsClient } from './testing/connectors.js';
+import { GRANOLA_KEY, startFakeGranola, type FakeGranola } from './testing/fake-granola.js';
 import { columnsHolding, filesHolding, logLinesHolding, pgDumpHolding, type Hit } from './testing/erasure.js';
 import { upload } from './testing/files.js';
 import { forEachDialect, useOwner, useTestApp, type Response } from './testing/harness.js';
@@ -17,8 +19,9 @@ import { until } from './testing/until.js';
  * Issue 47, "Keep it checked": a marker planted in a memory's text, tags and metadata, an uploaded file's name
  * and an end user's id is driven through every path that copies memory content (webhook deliveries to a
  * receiver echoing them, an export, a summary, relations, graph/clusters/decisions, index snapshots, history,
- * audit, idempotency keys, an upload job, MCP, retrieval), then erased every way there is (forget by
- * id, forget by scope, the expiry sweep, the purge of the end user). After that the whole database (every table
+ * audit, idempotency keys, an upload job, MCP, retrieval, facts inferred from messages, /v1 turns of a tenant,
+ * pages a connector synced), then erased every way there is (forget by id, forget by scope, the expiry sweep,
+ * the purge of the end user). After that the whole database (every table
  * and column; pg_dump, or the SQLite file and its WAL as bytes), the data directory and the server's log are
  * searched for the marker, and any hit fails with its place. The search covers everything rather than a list
  * of places, so a new table or copy path is caught; a new path that copies content belongs in the drive below.
@@ -31,8 +34,26 @@ import { until } from './testing/until.js';
 const KNOWN_LEFT: ReadonlyArray<{ place: RegExp; why: string }> = [];
 
 forEachDialect('erasure leaves no marker anywhere', (dialect) => {
+  const M = `zqm${randomBytes(6).toString('hex')}`;
+  /** Meeting notes a Granola connection syncs: the marker in a note's title and summary, not in its id. */
+  let granola: FakeGranola;
+  beforeAll(async () => {
+    granola = await startFakeGranola();
+    granola.notes.push({
+      id: 'not_1MarkedNotes01',
+      title: `${M} review`,
+      created_at: '2026-02-03T10:00:00.000Z',
+      updated_at: '2026-02-03T11:00:00.000Z',
+      owner: { name: 'Dana Fox', email: 'dana@example.com' },
+      attendees: [{ name: 'Dana Fox', email: 'dana@example.com' }],
+      summary_markdown: `The ${M} review moved to Friday.`,
+      transcript: [],
+    });
+  });
   const t = useTestApp(dialect, () => ({
+    connectors: { redirectUrl: 'https://console.example.com/cb', vendors: { granola: { baseUrl: granola.base } } },
     webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 },
+    outbound: { allow: ['127.0.0.1'] },
     // Snapshots of small indexes, taken when the test asks; the engine in process, where the test can ask.
     ...retrievalConfig({
       ...loadConfig({}).retrieval,
@@ -44,9 +65,13 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
   const owner = useOwner(t);
   const receiver = new Receiver();
   beforeAll(() => receiver.start());
-  afterAll(() => receiver.stop());
+  afterAll(async () => {
+    await receiver.stop();
+    await granola?.close();
+  });
+  /** The tenant of the /v1 turns (whose memories the /memory routes reach with X-Tenant-ID). */
+  const TENANT = 'acme';
 
-  const M = `zqm${randomBytes(6).toString('hex')}`;
   const keeper = 'user-1';
   const person = `${M}-person`;
   const asOwner = () => ({ token: owner.token, headers: { 'x-project-id': t.projectId } });
@@ -137,6 +162,49 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
       ),
     );
     expect(mcp.error, JSON.stringify(mcp)).toBeUndefined();
+    // Facts inferred from a conversation: their text, tags, session and the messages' ids in their provenance.
+    const inferred = ok(
+      await t.call('POST', '/memory/infer', {
+        endUser,
+        headers: keyed(`infer-${endUser}`),
+        body: {
+          messages: [
+            { role: 'user', content: `I live in Porto near ${M}.`, id: `${M}-msg`, name: `${M}-name` },
+            { role: 'assistant', content: `Porto near ${M}, noted.`, id: `${M}-reply` },
+          ],
+          session_id: `infer-${M}`,
+          tags: [M],
+        },
+      }),
+      'infer',
+    );
+    expect(inferred.results.length, JSON.stringify(inferred)).toBeGreaterThan(0);
+    if (endUser === keeper) planted.push(...inferred.results.map((r: { memory: { id: number } }) => r.memory.id));
+    // A /v1 turn of a tenant user (the same id in a tenant), its speaker and session, recalled and listed.
+    const v1 = (method: string, url: string, body?: unknown, key?: string) =>
+      t.call(method, url, {
+        endUser: null,
+        headers: { 'X-Tenant-ID': TENANT, ...(key ? keyed(key) : {}) },
+        ...(body ? { body } : {}),
+      });
+    ok(
+      await v1(
+        'POST',
+        '/v1/memory/add_turn',
+        {
+          tenant_id: TENANT,
+          user_id: endUser,
+          text: `Turn about the ${M} review.`,
+          speaker: `${M}-speaker`,
+          source: 'chat',
+          metadata: { session_id: `turn-${M}` },
+        },
+        `turn-${endUser}`,
+      ),
+      'add_turn',
+    );
+    ok(await v1('POST', '/v1/memory/recall', { tenant_id: TENANT, user_id: endUser, query: `review ${M}` }), 'recall');
+    ok(await v1('GET', `/v1/memory/memories?user_id=${encodeURIComponent(endUser)}`), 'v1 list');
     // Reads that build and keep derived copies: indexes, the graph, clusters, decisions, history, answers.
     for (const [method, url, body] of [
       ['POST', '/memory/query', { query: `review ${M}` }],
@@ -186,6 +254,20 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
 
     await drive(keeper);
     await drive(person);
+    // Notes a connector synced: for the keeper (forgotten by id below) and for an end user purged below.
+    const connectors = connectorsClient(t, owner);
+    const reader = 'meeting-reader';
+    for (const endUser of [keeper, reader]) {
+      const connection = await connectors.create({
+        provider: 'granola',
+        name: `Meetings of ${endUser}`,
+        end_user_id: endUser,
+        config: {},
+        credentials: { api_key: GRANOLA_KEY },
+      });
+      const synced = await connectors.waitForSync((await connectors.sync(connection.id)).id);
+      expect(synced, JSON.stringify(synced)).toMatchObject({ status: 'succeeded', progress: { created: 1 } });
+    }
     const expiring = await add(keeper, `Short-lived note on ${M}.`, { ttl_seconds: 1 });
     const exported = ok(
       await t.call('POST', '/exports', {
@@ -216,7 +298,13 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
     );
     // Before erasure the marker is everywhere: the search finds what it looks for.
     expect(await columnsHolding(t.database, M)).toEqual(
-      expect.arrayContaining(['memories.text', 'uploaded_files.name', 'webhook_attempts.response_body']),
+      expect.arrayContaining([
+        'memories.text',
+        'memories.speaker',
+        'uploaded_files.name',
+        'webhook_attempts.response_body',
+        'connector_objects.title',
+      ]),
     );
 
     // Forget by scope, by id (what is left of the keeper's), the expiry sweep, and the purge of the person.
@@ -228,27 +316,34 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
       }),
       'forget by scope',
     );
-    const live = (
-      await t.database.db
-        .selectFrom('memories')
-        .select('id')
-        .where('end_user_id', '=', keeper)
-        .where('deleted_at', 'is', null)
-        .execute()
-    ).map((r) => r.id);
-    ok(
-      await t.call('DELETE', '/memory/forget', {
-        endUser: keeper,
-        headers: keyed('forget-ids'),
-        body: { ids: live.filter((id) => id !== expiring.id) },
-      }),
-      'forget by id',
-    );
+    const live = await t.database.db
+      .selectFrom('memories')
+      .select(['id', 'tenant_id'])
+      .where('end_user_id', '=', keeper)
+      .where('deleted_at', 'is', null)
+      .execute();
+    for (const tenant of ['', TENANT])
+      ok(
+        await t.call('DELETE', '/memory/forget', {
+          endUser: keeper,
+          headers: { ...keyed(`forget-ids-${tenant}`), ...(tenant ? { 'X-Tenant-ID': tenant } : {}) },
+          body: { ids: live.filter((m) => m.tenant_id === tenant && m.id !== expiring.id).map((m) => m.id) },
+        }),
+        'forget by id',
+      );
     await until(
       async () => (await forgetExpired(t.database, t.services.erase, async () => t.organizationId)) > 0,
       'the expiry sweep to erase the short-lived memory',
     );
     ok(await t.call('DELETE', `/memory/user/${encodeURIComponent(person)}`, { endUser: null }), 'purge');
+    ok(
+      await t.call('DELETE', `/memory/user/${encodeURIComponent(person)}`, {
+        endUser: null,
+        headers: { 'X-Tenant-ID': TENANT },
+      }),
+      'purge of the tenant user',
+    );
+    ok(await t.call('DELETE', `/memory/user/${reader}`, { endUser: null }), 'purge of the reader');
     await sealAuditChains(t.database);
     expect(planted.length).toBeGreaterThan(5);
 

@@ -64,6 +64,7 @@ import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
 import type { Database } from './store/database.js';
 import {
+  eraseSyncedObjectTitles,
   purgeFinishedSyncs,
   queueDueSyncs,
   SYNC_JOB,
@@ -163,6 +164,8 @@ export function buildServices({
   erase.register((trx, ids, erasure) =>
     eraseStoredAnswers(trx, [...ids, ...erasure.rewritten].map(answerSubject.memory), erasure.effects.now),
   );
+  // A synced object's title and URL (the source's content) go with its memories; the next sync reads them again.
+  erase.register(eraseSyncedObjectTitles(database));
   erase.registerEndUser((trx, owner, _pseudonym, now) =>
     eraseStoredAnswers(trx, [answerSubject.endUser(pseudonymize, owner)], now),
   );
