@@ -1,5 +1,5 @@
 import { sql, type SqlBool } from 'kysely';
-import type { Erasure } from '../memories/index.js';
+import { ownersOfMemories, type Erasure } from '../memories/index.js';
 import type { Database, Executor } from '../../store/database.js';
 
 /**
@@ -11,6 +11,22 @@ import type { Database, Executor } from '../../store/database.js';
 export function eraseSyncedObjectTitles(database: Database) {
   return async (trx: Executor, ids: number[], erasure: Erasure): Promise<void> => {
     if (ids.length === 0) return;
+    // Only connections of the memories' owners: most forgotten memories have none, and nothing more is read.
+    const owners = new Map(
+      (await ownersOfMemories(trx, ids)).map((o) => [`${o.project_id}\n${o.end_user_id}`, o] as const),
+    );
+    const connections = await trx
+      .selectFrom('connector_connections')
+      .select('id')
+      .where((eb) =>
+        eb.or(
+          [...owners.values()].map((o) =>
+            eb.and([eb('project_id', '=', o.project_id), eb('end_user_id', '=', o.end_user_id)]),
+          ),
+        ),
+      )
+      .execute();
+    if (connections.length === 0) return;
     const holds =
       database.dialect === 'postgres'
         ? sql<SqlBool>`EXISTS (SELECT 1 FROM jsonb_array_elements_text(connector_objects.memory_ids) AS held(id)
@@ -19,17 +35,12 @@ export function eraseSyncedObjectTitles(database: Database) {
     await trx
       .updateTable('connector_objects')
       .set({ title: null, url: null, updated_at: erasure.effects.now })
-      .where((eb) => eb.or([eb('title', 'is not', null), eb('url', 'is not', null)]))
-      // Only connections of the memories' owners: most forgotten memories have none, and nothing is scanned.
-      .where('connection_id', 'in', (eb) =>
-        eb
-          .selectFrom('connector_connections as c')
-          .innerJoin('memories as m', (j) =>
-            j.onRef('m.project_id', '=', 'c.project_id').onRef('m.end_user_id', '=', 'c.end_user_id'),
-          )
-          .select('c.id')
-          .where('m.id', 'in', ids),
+      .where(
+        'connection_id',
+        'in',
+        connections.map((c) => c.id),
       )
+      .where((eb) => eb.or([eb('title', 'is not', null), eb('url', 'is not', null)]))
       .where(holds)
       .execute();
   };
