@@ -9,7 +9,7 @@
  *
  *   npm run bench:cache-memory [-- --users 200] [--memories 2000] [--cache-mb 64,512] [--passes 2]
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
@@ -19,7 +19,7 @@ import { resolveApiKey } from '../packages/server/src/modules/org/index.js';
 import { openDatabase } from '../packages/server/src/store/database.js';
 import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
-import { loadConversation, mulberry32 } from './lib/locomo.js';
+import { locomoCorpus, mulberry32 } from './lib/locomo.js';
 import { BENCH_KEY, freshDataDir, startServer, type BenchServer } from './lib/server.js';
 
 const users = Number(option('--users') ?? 200);
@@ -31,14 +31,7 @@ const BATCH = 50;
 const METRICS_TOKEN = 'engram-bench-metrics';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(repoRoot, '../shared/bench/locomo-dev');
-const convs = readdirSync(dataDir)
-  .filter((f) => f.endsWith('.json'))
-  .sort()
-  .map((f) => loadConversation(join(dataDir, f)));
-const sentences = [
-  ...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3)),
-];
-const questions = convs.flatMap((c) => c.qa.map((q) => q.question));
+const { sentences, questions } = locomoCorpus(dataDir);
 const rand = mulberry32(11);
 const pick = <T>(a: T[]) => a[Math.floor(rand() * a.length)]!;
 const userId = (u: number) => `user-${String(u).padStart(4, '0')}`;

@@ -11,14 +11,14 @@
  *
  *   npm run bench:intelligence [-- --size 10000] [--quality-only]   (ENGRAM_LOCOMO_DIR: the LoCoMo files)
  */
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_ONTOLOGY, Extractor, SELF } from '../packages/server/src/engine/nlp/index.js';
 import { deriveKnowledge } from '../packages/server/src/modules/intelligence/knowledge.js';
 import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
-import { loadConversation, mulberry32 } from './lib/locomo.js';
+import { locomoCorpus, mulberry32 } from './lib/locomo.js';
 import { locomoDir, resolver } from './intelligence/locomo-pairs.js';
 import { startServer } from './lib/server.js';
 
@@ -205,13 +205,7 @@ const quality = {
 async function speed() {
   // Beside the repository, like bench/latency.ts; ENGRAM_LOCOMO_DIR when the checkout lives elsewhere.
   const dataDir = locomoDir();
-  const convs = readdirSync(dataDir)
-    .filter((f) => f.endsWith('.json'))
-    .sort()
-    .map((f) => loadConversation(join(dataDir, f)));
-  const sentences = [
-    ...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3)),
-  ];
+  const { sentences } = locomoCorpus(dataDir);
   const rand = mulberry32(11);
   const server = await startServer();
   try {

@@ -21,7 +21,7 @@
  * sentences recombined from the LoCoMo turns (unique per end user); queries are LoCoMo questions.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:http';
@@ -34,7 +34,7 @@ import { openDatabase } from '../packages/server/src/store/database.js';
 import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad, type LoadResult } from './lib/load.js';
-import { loadConversation, mulberry32 } from './lib/locomo.js';
+import { locomoCorpus, mulberry32 } from './lib/locomo.js';
 import { BENCH_KEY, freshDataDir, startServer, type BenchServer } from './lib/server.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -58,14 +58,7 @@ const BATCH = 50;
 // ---- data ----------------------------------------------------------------------
 // Beside the repository; ENGRAM_LOCOMO_DIR when the checkout lives elsewhere (a worktree).
 const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(repoRoot, '../shared/bench/locomo-dev');
-const convs = readdirSync(dataDir)
-  .filter((f) => f.endsWith('.json'))
-  .sort()
-  .map((f) => loadConversation(join(dataDir, f)));
-const sentences = [
-  ...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3)),
-];
-const questions = convs.flatMap((c) => c.qa.map((q) => q.question));
+const { sentences, questions } = locomoCorpus(dataDir);
 const rand = mulberry32(7);
 const pick = <T>(a: T[]) => a[Math.floor(rand() * a.length)]!;
 

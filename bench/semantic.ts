@@ -12,26 +12,19 @@
  *
  *   node --import tsx bench/semantic.ts [--sizes 10000,100000] [--rounds 3]
  */
-import { readdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { builtinEmbedder, MemoryIndex } from '../packages/server/src/engine/index.js';
 import { VectorIndex } from '../packages/server/src/engine/vectors.js';
 import { option } from './lib/args.js';
-import { loadConversation, mulberry32 } from './lib/locomo.js';
+import { locomoCorpus, mulberry32 } from './lib/locomo.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const sizes = (option('--sizes') ?? '10000,100000').split(',').map(Number);
 const rounds = Number(option('--rounds') ?? 3);
 const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(here, '../../shared/bench/locomo-dev');
-const convs = readdirSync(dataDir)
-  .filter((f) => f.endsWith('.json'))
-  .sort()
-  .map((f) => loadConversation(join(dataDir, f)));
-const sentences = [
-  ...new Set(convs.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3)),
-];
-const questions = convs.flatMap((c) => c.qa.map((q) => q.question)).slice(0, 600);
+const { sentences, questions: asked } = locomoCorpus(dataDir);
+const questions = asked.slice(0, 600);
 const embedder = builtinEmbedder(512);
 
 const pct = (xs: number[], p: number) => {

@@ -4,7 +4,8 @@
  * Shared by the in-process harness (bench/engine-eval.ts) and the HTTP benchmark
  * (bench/retrieval.ts). Answers and evidence are read only by the scoring here.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { EngineDoc } from '../../packages/server/src/engine/index.js';
 
 export interface Turn {
@@ -214,4 +215,21 @@ export function mulberry32(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/**
+ * The LoCoMo conversations of `dir` (in file order), their distinct sentences (what the scale
+ * benches recombine into memories' texts) and their questions (what they ask).
+ */
+export function locomoCorpus(dir: string): { conversations: Conversation[]; sentences: string[]; questions: string[] } {
+  const conversations = readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => loadConversation(join(dir, f)));
+  const sentences = [
+    ...new Set(
+      conversations.flatMap((c) => c.docs.flatMap((d) => d.text.split(/(?<=[.!?])\s+/))).filter((s) => s.length > 3),
+    ),
+  ];
+  return { conversations, sentences, questions: conversations.flatMap((c) => c.qa.map((q) => q.question)) };
 }
