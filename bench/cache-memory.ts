@@ -8,6 +8,7 @@
  * query), the cache's counted bytes and entries, and RSS over the setting.
  *
  *   npm run bench:cache-memory [-- --users 200] [--memories 2000] [--cache-mb 64,512] [--passes 2]
+ *                              [--intelligence-mb N] (ENGRAM_INTELLIGENCE_CACHE_MB; the default, 256, unless given)
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
@@ -26,6 +27,7 @@ const users = Number(option('--users') ?? 200);
 const memories = Number(option('--memories') ?? 2000);
 const settings = (option('--cache-mb') ?? '64,512').split(',').map(Number);
 const passes = Number(option('--passes') ?? 2);
+const intelligenceMb = option('--intelligence-mb');
 const CLIENTS = 4;
 const BATCH = 50;
 const METRICS_TOKEN = 'engram-bench-metrics';
@@ -91,7 +93,11 @@ async function cacheMetrics(server: BenchServer): Promise<{ bytes: number; entri
 async function measure(dir: string, cacheMb: number) {
   const server = await startServer({
     dataDir: dir,
-    env: { ENGRAM_INDEX_CACHE_MB: String(cacheMb), ENGRAM_METRICS_TOKEN: METRICS_TOKEN },
+    env: {
+      ENGRAM_INDEX_CACHE_MB: String(cacheMb),
+      ENGRAM_METRICS_TOKEN: METRICS_TOKEN,
+      ...(intelligenceMb ? { ENGRAM_INTELLIGENCE_CACHE_MB: intelligenceMb } : {}),
+    },
   });
   const pid = server.process.pid!;
   try {
@@ -125,6 +131,7 @@ async function measure(dir: string, cacheMb: number) {
     const settled = rssMb(pid);
     return {
       cache_mb: cacheMb,
+      intelligence_cache_mb: Number(intelligenceMb ?? 256),
       queries: total,
       errors,
       seconds: Math.round(seconds * 10) / 10,
