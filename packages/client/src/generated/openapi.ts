@@ -2310,6 +2310,28 @@ export interface components {
                 request_id: string;
             };
         };
+        /**
+         * @example {
+         *       "text": "Prefers a window seat on long flights",
+         *       "source": "chat",
+         *       "tags": [
+         *         "travel"
+         *       ],
+         *       "importance": 0.7,
+         *       "metadata": {
+         *         "airline": "TAP"
+         *       },
+         *       "client_ref": "crm-1042",
+         *       "session_id": "session-7"
+         *     }
+         * @example {
+         *       "text": "Flight TP123 to Lisbon on Friday, seat 14A",
+         *       "tags": [
+         *         "travel"
+         *       ],
+         *       "ttl_seconds": 604800
+         *     }
+         */
         AddMemory: {
             /** @description One statement */
             text: string;
@@ -2655,7 +2677,10 @@ export interface components {
                 };
             }[];
         };
-        /** MemoriesForgetRequest */
+        /**
+         * MemoriesForgetRequest
+         * @description What to forget: ids, or filters and/or session_id (one kind of selection a request)
+         */
         MemoriesForgetRequest: {
             /** @description Forget these memories (answers the array of ids forgotten) */
             ids?: number[];
@@ -5820,21 +5845,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "text": "Prefers a window seat on long flights",
-                 *       "source": "chat",
-                 *       "tags": [
-                 *         "tag"
-                 *       ],
-                 *       "importance": 0,
-                 *       "metadata": {},
-                 *       "client_ref": "crm-1042",
-                 *       "session_id": "session-7",
-                 *       "expires_at": "2026-01-15T09:30:00.000Z",
-                 *       "ttl_seconds": 1
-                 *     }
-                 */
                 "application/json": components["schemas"]["MemoriesAddRequest"];
             };
         };
@@ -6048,14 +6058,14 @@ export interface operations {
                  *         "text": "Prefers a window seat on long flights",
                  *         "source": "chat",
                  *         "tags": [
-                 *           "tag"
+                 *           "travel"
                  *         ],
-                 *         "importance": 0,
-                 *         "metadata": {},
+                 *         "importance": 0.7,
+                 *         "metadata": {
+                 *           "airline": "TAP"
+                 *         },
                  *         "client_ref": "crm-1042",
-                 *         "session_id": "session-7",
-                 *         "expires_at": "2026-01-15T09:30:00.000Z",
-                 *         "ttl_seconds": 1
+                 *         "session_id": "session-7"
                  *       }
                  *     ]
                  */
@@ -6294,7 +6304,7 @@ export interface operations {
             query?: {
                 /**
                  * @description The filters object of POST /memory/query, as JSON (URL-encoded): {"tags_any": ["travel"], "metadata": {"lang": "en"}}
-                 * @example filters
+                 * @example {"tags":{"$in":["travel"]},"importance":{"$gte":0.5}}
                  */
                 filters?: string;
                 /**
@@ -6648,14 +6658,14 @@ export interface operations {
                  *       "updates": [
                  *         {
                  *           "id": 1,
+                 *           "importance": 0.9
+                 *         },
+                 *         {
+                 *           "id": 2,
                  *           "tags": [
-                 *             "tag"
+                 *             "archived"
                  *           ],
-                 *           "importance": 0,
-                 *           "metadata": {},
-                 *           "source": "chat",
-                 *           "expires_at": "2026-01-15T09:30:00.000Z",
-                 *           "ttl_seconds": 1
+                 *           "ttl_seconds": 86400
                  *         }
                  *       ]
                  *     }
@@ -6914,37 +6924,9 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description What to forget: ids, or filters and/or session_id (one kind of selection a request) */
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "ids": [
-                 *         1
-                 *       ],
-                 *       "filters": {
-                 *         "tags": {
-                 *           "$in": [
-                 *             "work",
-                 *             "travel"
-                 *           ]
-                 *         },
-                 *         "importance": {
-                 *           "$gte": 0.5
-                 *         },
-                 *         "metadata": {
-                 *           "trip.year": {
-                 *             "$gte": 2024
-                 *           },
-                 *           "mood": {
-                 *             "$ne": "sad"
-                 *           }
-                 *         }
-                 *       },
-                 *       "session_id": "session-7",
-                 *       "dry_run": true,
-                 *       "limit": 1
-                 *     }
-                 */
                 "application/json": components["schemas"]["MemoriesForgetRequest"];
             };
         };
@@ -7441,18 +7423,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "tags": [
-                 *         "tag"
-                 *       ],
-                 *       "importance": 0,
-                 *       "metadata": {},
-                 *       "source": "chat",
-                 *       "expires_at": "2026-01-15T09:30:00.000Z",
-                 *       "ttl_seconds": 1
-                 *     }
-                 */
                 "application/json": components["schemas"]["MemoriesUpdateRequest"];
             };
         };
@@ -16925,17 +16895,15 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "tenant_id": "42",
-                 *       "user_id": "42",
+                 *       "tenant_id": "acme",
+                 *       "user_id": "user-42",
+                 *       "text": "I just booked the Lisbon flight for Friday.",
+                 *       "speaker": "user",
                  *       "source": "chat",
-                 *       "text": "Prefers a window seat on long flights",
-                 *       "speaker": "speaker",
-                 *       "expires_at": "2026-01-15T09:30:00.000Z",
-                 *       "ttl_seconds": 1,
+                 *       "ttl_seconds": 2592000,
                  *       "metadata": {
                  *         "session_id": "session-7",
-                 *         "project": "project",
-                 *         "timestamp": "2026-01-15T09:30:00.000Z"
+                 *         "timestamp": "2026-01-15T09:30:00Z"
                  *       }
                  *     }
                  */

@@ -3,7 +3,8 @@
  * every operation, including ones added later, gets the same treatment without declaring anything:
  * each request and success body becomes a named component (`MemoriesAddRequest`, `MemoriesAddResponse`),
  * for generators that would otherwise invent anonymous type names, and each body and parameter gets an
- * example made from its schema (a schema's own `examples`/`default` wins).
+ * example made from its schema (a schema's own `examples`/`default` wins; several examples of a request body stay
+ * its `examples`).
  */
 type Json = Record<string, any>;
 
@@ -14,7 +15,8 @@ export function finishDocument(document: Json): Json {
       const base = pascal(String(operation.operationId));
       for (const [type, media] of Object.entries<Json>(operation.requestBody?.content ?? {})) {
         media.schema = named(schemas, media.schema, `${base}Request`, type);
-        media.example ??= exampleOf(media.schema, document);
+        // A schema with several examples has them as the body's `examples` (example and examples exclude each other).
+        if (!media.examples) media.example ??= exampleOf(media.schema, document);
       }
       const successes = Object.entries<Json>(operation.responses ?? {}).filter(
         ([status, r]) => status.startsWith('2') && r.content,

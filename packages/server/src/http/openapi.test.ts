@@ -135,7 +135,10 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
             /^#\/components\/schemas\/[A-Z]\w+$/,
           );
           if (type === 'application/json') {
-            fits(media.schema, media.example, `${name} request`);
+            const given = media.examples
+              ? Object.values<{ value: unknown }>(media.examples).map((e) => e.value)
+              : [media.example];
+            for (const value of given) fits(media.schema, value, `${name} request`);
             examples.push('request');
           }
         }
@@ -162,9 +165,53 @@ forEachDialect('OpenAPI document and docs page', (dialect) => {
     expect(doc.paths['/memory/add'].post.requestBody.content['application/json'].schema.$ref).toBe(
       '#/components/schemas/MemoriesAddRequest',
     );
-    expect(doc.paths['/memory/add'].post.requestBody.content['application/json'].example.text).toEqual(
+    expect(doc.paths['/memory/add'].post.requestBody.content['application/json'].examples.example1.value.text).toEqual(
       expect.any(String),
     );
+  });
+
+  it("sends the memory API's request examples as a client would copy them: each is accepted", async () => {
+    const doc = (await t.call('GET', '/openapi.json', anonymous)).body;
+    /** The request examples of an operation, as the document gives them. */
+    const examples = (path: string, method: string): any[] => {
+      const media = doc.paths[path][method].requestBody.content['application/json'];
+      return media.examples ? Object.values<{ value: unknown }>(media.examples).map((e) => e.value) : [media.example];
+    };
+    const endUser = 'examples-user';
+    const accepted = async (what: string, res: { status: number; text: string }) =>
+      expect(res.status, `${what}: ${res.text}`).toBeLessThan(300);
+    const ids: number[] = [];
+    for (const body of examples('/memory/add', 'post')) {
+      const res = await t.call('POST', '/memory/add', { endUser, body });
+      await accepted('add', res);
+      ids.push(res.body.id);
+    }
+    await accepted(
+      'bulk-add',
+      await t.call('POST', '/memory/bulk-add', { endUser, body: examples('/memory/add', 'post') }),
+    );
+    for (const body of examples('/memory/{memory_id}', 'patch'))
+      await accepted('patch', await t.call('PATCH', `/memory/${ids[0]}`, { endUser, body }));
+    for (const body of examples('/memory/batch-update', 'post')) {
+      const updates = body.updates.map((u: { id: number }, i: number) => ({ ...u, id: ids[i % ids.length] }));
+      await accepted('batch-update', await t.call('POST', '/memory/batch-update', { endUser, body: { updates } }));
+    }
+    const filters = doc.paths['/memory'].get.parameters.find((p: { name: string }) => p.name === 'filters').example;
+    await accepted('list', await t.call('GET', `/memory?filters=${encodeURIComponent(filters)}`, { endUser }));
+    for (const body of examples('/memory/forget', 'delete')) {
+      const sent = body.ids ? { ...body, ids: [ids[1]] } : body;
+      await accepted('forget', await t.call('DELETE', '/memory/forget', { endUser, body: sent }));
+    }
+    for (const body of examples('/v1/memory/add_turn', 'post'))
+      await accepted(
+        'add_turn',
+        await t.call('POST', '/v1/memory/add_turn', {
+          endUser: null,
+          headers: { 'X-Tenant-ID': body.tenant_id },
+          body,
+        }),
+      );
+    expect(ids.length).toBeGreaterThan(1);
   });
 
   it('is the committed packages/server/openapi.json (regenerate it with `npm run openapi`)', async () => {

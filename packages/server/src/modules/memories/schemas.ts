@@ -56,7 +56,22 @@ export const AddMemoryBody = Type.Object(
     expires_at: Type.Optional(ExpiresAt),
     ttl_seconds: Type.Optional(TtlSeconds),
   },
-  { additionalProperties: false, $id: 'AddMemory' },
+  {
+    additionalProperties: false,
+    $id: 'AddMemory',
+    examples: [
+      {
+        text: 'Prefers a window seat on long flights',
+        source: 'chat',
+        tags: ['travel'],
+        importance: 0.7,
+        metadata: { airline: 'TAP' },
+        client_ref: 'crm-1042',
+        session_id: 'session-7',
+      },
+      { text: 'Flight TP123 to Lisbon on Friday, seat 14A', tags: ['travel'], ttl_seconds: 604_800 },
+    ],
+  },
 );
 export type AddMemoryInput = Static<typeof AddMemoryBody>;
 
@@ -71,7 +86,15 @@ export const MemoryPatch = Type.Object(
     ),
     ttl_seconds: Type.Optional(TtlSeconds),
   },
-  { additionalProperties: false, minProperties: 1 },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    examples: [
+      { tags: ['travel', 'work'], importance: 0.8 },
+      { expires_at: '2026-12-31T23:59:59Z' },
+      { expires_at: null },
+    ],
+  },
 );
 export type MemoryPatchInput = Static<typeof MemoryPatch>;
 
@@ -139,7 +162,17 @@ export const BatchUpdateBody = Type.Object(
       { minItems: 1, maxItems: LIMITS.batchUpdates },
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        updates: [
+          { id: 1, importance: 0.9 },
+          { id: 2, tags: ['archived'], ttl_seconds: 86_400 },
+        ],
+      },
+    ],
+  },
 );
 export const BatchUpdateResult = Type.Object({
   totals: Type.Object({ updated: Type.Integer(), failed: Type.Integer() }),
@@ -179,7 +212,15 @@ export const ForgetBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    description: 'What to forget: ids, or filters and/or session_id (one kind of selection a request)',
+    examples: [
+      { ids: [1, 2] },
+      { filters: { tags: { $in: ['travel'] }, created_at: { $lt: '2025-01-01T00:00:00Z' } }, dry_run: true },
+      { session_id: 'session-7', limit: 500 },
+    ],
+  },
 );
 
 export const ForgetScopeResult = Type.Object({
@@ -212,6 +253,7 @@ export const ListMemoriesQuery = Type.Object(
         maxLength: 16_384,
         description:
           'The filters object of POST /memory/query, as JSON (URL-encoded): {"tags_any": ["travel"], "metadata": {"lang": "en"}}',
+        examples: ['{"tags":{"$in":["travel"]},"importance":{"$gte":0.5}}'],
       }),
     ),
     session_id: Type.Optional(SessionId),

@@ -32,7 +32,20 @@ export const AddTurnBody = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        tenant_id: 'acme',
+        user_id: 'user-42',
+        text: 'I just booked the Lisbon flight for Friday.',
+        speaker: 'user',
+        source: 'chat',
+        ttl_seconds: 2_592_000,
+        metadata: { session_id: 'session-7', timestamp: '2026-01-15T09:30:00Z' },
+      },
+    ],
+  },
 );
 
 export const AddTurnResult = Type.Object({
