@@ -83,11 +83,15 @@ async function fill(file: string): Promise<number> {
 const rssMb = (pid: number) =>
   Math.round(Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
 
-async function cacheMetrics(server: BenchServer): Promise<{ bytes: number; entries: number }> {
+async function cacheMetrics(server: BenchServer): Promise<{ bytes: number; entries: number; intelligence: number }> {
   const res = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
   const text = await res.text();
   const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
-  return { bytes: read('engram_index_cache_bytes'), entries: read('engram_index_cache_entries') };
+  return {
+    bytes: read('engram_index_cache_bytes'),
+    entries: read('engram_index_cache_entries'),
+    intelligence: read('engram_intelligence_cache_bytes'),
+  };
 }
 
 async function measure(dir: string, cacheMb: number) {
@@ -139,6 +143,7 @@ async function measure(dir: string, cacheMb: number) {
       rss_over_start_mb: { peak: Math.max(peak, settled) - afterStart, settled: settled - afterStart },
       cache_counted_mb: Math.round((cache.bytes / 2 ** 20) * 10) / 10,
       cache_entries: cache.entries,
+      intelligence_counted_mb: Math.round((cache.intelligence / 2 ** 20) * 10) / 10,
     };
   } finally {
     await server.stop();

@@ -118,6 +118,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
   await app.register(metrics, {
     database,
     indexCache: () => services.retrieval.cache.stats(),
+    intelligenceCacheBytes: () => services.intelligence.cacheBytes,
     webhookBacklog: () => webhookBacklog(database.db),
     token: config.metricsToken,
   });

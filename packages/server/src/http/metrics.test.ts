@@ -60,6 +60,8 @@ forEachDialect('GET /metrics', (dialect) => {
     expect(sample(text, 'engram_index_cache_lookups_total{result="miss"}')).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'engram_index_cache_lookups_total{result="hit"}')).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'engram_index_cache_bytes')).toBeGreaterThan(0);
+    // The queries read the current fact: the end user's extractions are held and counted.
+    expect(sample(text, 'engram_intelligence_cache_bytes')).toBeGreaterThan(0);
     expect(sample(text, 'engram_jobs{state="queued"}')).toBe(1);
     expect(sample(text, 'engram_outbox_pending_events')).toBe(3);
     expect(sample(text, 'engram_outbox_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(0);
@@ -77,6 +79,7 @@ forEachDialect('GET /metrics', (dialect) => {
       engram_db_pool_connections: 'gauge',
       engram_index_cache_bytes: 'gauge',
       engram_index_cache_entries: 'gauge',
+      engram_intelligence_cache_bytes: 'gauge',
       engram_index_cache_lookups_total: 'counter',
       engram_index_snapshots_total: 'counter',
       engram_jobs: 'gauge',

@@ -25,6 +25,8 @@ export interface MetricsSources {
     misses: number;
     snapshots: { loaded: number; stored: number; failed: number };
   }>;
+  /** Bytes the intelligence cache counts (modules/intelligence: ENGRAM_INTELLIGENCE_CACHE_MB). */
+  intelligenceCacheBytes: () => number;
   /** Webhook endpoints by state and the pending deliveries (modules/webhooks). */
   webhookBacklog: () => Promise<{ endpoints: Record<string, number>; pending: number; oldestPending: string | null }>;
 }
@@ -68,7 +70,12 @@ function engramMetrics(sources: MetricsSources) {
   });
   const cacheBytes = new Gauge({
     name: 'engram_index_cache_bytes',
-    help: 'Estimated memory held by in-process retrieval indexes.',
+    help: 'Memory held by in-process retrieval indexes, counted by what their structures hold (ENGRAM_INDEX_CACHE_MB).',
+    registers,
+  });
+  const intelligenceBytes = new Gauge({
+    name: 'engram_intelligence_cache_bytes',
+    help: "Memory held by end users' extractions and derived knowledge, counted like the index cache (ENGRAM_INTELLIGENCE_CACHE_MB).",
     registers,
   });
   const cacheEntries = new Gauge({
@@ -148,6 +155,7 @@ function engramMetrics(sources: MetricsSources) {
         });
       cacheBytes.set(cache.bytes);
       cacheEntries.set(cache.entries);
+      intelligenceBytes.set(sources.intelligenceCacheBytes());
       setTotals(lookups, 'result', { hit: cache.hits, miss: cache.misses });
       setTotals(snapshots, 'event', cache.snapshots);
       jobs.reset();

@@ -60,6 +60,11 @@ export class Intelligence {
     private readonly cache: IntelligenceCache,
   ) {}
 
+  /** Bytes its cache holds (IntelligenceCache.bytes), for /metrics. */
+  get cacheBytes(): number {
+    return this.cache.bytes;
+  }
+
   view(owner: Owner): Promise<OwnerView> {
     return this.cache.forOwner(owner);
   }
