@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { expect, it } from 'vitest';
+import { createProject } from '../org/service.js';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
 import {
   addMemory,
@@ -127,6 +128,54 @@ forEachDialect('DELETE /memory/forget by filters or session', (dialect) => {
       has_more: false,
     });
     expect((await t.call('GET', '/memory?total=true', { endUser: user })).body.total).toBe(0);
+  });
+
+  it("reaches only the caller's scope: the same end user id in another tenant or project, and a bound key's own", async () => {
+    const user = freshUser('scoped');
+    const sibling = await createProject(t.database.db, {
+      organizationId: t.organizationId,
+      name: 'Sibling of forget',
+      slug: `sibling-${user}`,
+    });
+    const acme = { 'X-Tenant-ID': 'acme' };
+    const add = async (options: { headers?: Record<string, string>; project?: string }) =>
+      (await addMemory(t, { text: `kept apart ${user}`, session_id: 'chat-1' }, { endUser: user, ...options })).id;
+    const plain = await add({});
+    const inTenant = await add({ headers: acme });
+    const inSibling = await add({ project: sibling.id });
+    const bound = await t.newKey({ projectId: t.projectId, tenantId: 'acme', endUserId: user });
+    const live = async () =>
+      (
+        await t.database.db
+          .selectFrom('memories')
+          .select('id')
+          .where('end_user_id', '=', user)
+          .where('deleted_at', 'is', null)
+          .orderBy('id')
+          .execute()
+      ).map((r) => r.id);
+
+    const everything = await forget(user, { filters: {} });
+    expect(everything.body).toMatchObject({ ids: [plain], matched: 1 });
+    expect(await live()).toEqual([inTenant, inSibling]);
+    // A key bound to the tenant user: its session only, whatever it names beside.
+    const byBound = await t.call('DELETE', '/memory/forget', {
+      endUser: null,
+      key: bound.key,
+      body: { session_id: 'chat-1' },
+    });
+    expect(byBound.body, byBound.text).toMatchObject({ ids: [inTenant], matched: 1 });
+    expect(await live()).toEqual([inSibling]);
+    expectError(
+      await t.call('DELETE', '/memory/forget', {
+        endUser: 'someone-else',
+        key: bound.key,
+        body: { filters: {} },
+      }),
+      404,
+      'not_found',
+    );
+    expect(await live()).toEqual([inSibling]);
   });
 
   it('refuses a mixed or empty selection with 400 naming the field, writing nothing', async () => {
