@@ -3,7 +3,7 @@ import { analyze } from '../text.js';
 import { findEntities, type CustomNames, type EntityMention } from './entities.js';
 import { FAVORITE_PREFIX, type Ontology, type RelationTypeDef } from './ontology.js';
 import { keyOf, tokenizeWithOffsets, type Token } from './tokens.js';
-import { favoriteKind, HEDGES, PHRASE_ENDS } from './lexicon.js';
+import { favoriteKind, HEDGES, PHRASE_ENDS, speaksOfFuture } from './lexicon.js';
 import { personalFacts } from './facts.js';
 
 /** The end user (or the speaker of a turn) when a statement is in the first person. */
@@ -316,6 +316,8 @@ export class Extractor {
   ): RelationFact | null {
     const found = this.subjectBefore(tokens, i, mentionEnding, self, lastPerson);
     if (!found) return null;
+    // "We're moving to York next month": a plan.
+    if (speaksOfFuture(tokens.slice(i, i + 10).map((t) => t.key))) return null;
     let object = this.objectAfter(tokens, i + cue.keys.length, mentionAt);
     // "I live in a small town in Ohio": a place named a few words on is where.
     if (object && !allowed(cue.relation.target_types, object.ref.type) && cue.relation.target_types.includes('place')) {

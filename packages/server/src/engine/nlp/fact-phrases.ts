@@ -80,6 +80,15 @@ export function subjectOf(
       return { ref, role: null, roleName: null, next: end };
     }
     if (mention) return null;
+    // "Jess and I split up", "Dan is my ex": a name the entity rules did not know, in a person's place.
+    const next = clause[i + 1]?.key;
+    if (
+      t.capitalized &&
+      !PRONOUN_SUBJECTS.has(t.lower) &&
+      ((next === 'and' && ['i', 'we'].includes(clause[i + 2]?.lower ?? '')) ||
+        (next === 'be' && ['my', 'our'].includes(clause[i + 2]?.lower ?? '')))
+    )
+      return { ref: { name: t.text, type: 'person' }, role: null, roleName: null, next: i + 1 };
     if (!LEADING.has(t.key) && !LEADING.has(t.lower)) return null;
   }
   return null;
@@ -235,7 +244,22 @@ export function frequencyStart(clause: Token[], f: Frequency): number {
 export const isParticiple = (t: Token | undefined) =>
   !!t &&
   (/(ed|en|wn)$/.test(t.lower) ||
-    ['been', 'got', 'had', 'done', 'made', 'sold', 'left', 'lost', 'bought', 'quit', 'switched'].includes(t.lower));
+    [
+      'been',
+      'got',
+      'had',
+      'done',
+      'made',
+      'sold',
+      'left',
+      'lost',
+      'bought',
+      'quit',
+      'switched',
+      'gone',
+      'become',
+      'begun',
+    ].includes(t.lower));
 
 /** The last noun of a short phrase ("my old piano" -> "piano"); a plural keeps its stem form. */
 export const headOf = (words: Token[]) => words[words.length - 1]!.lower.replace(/(?<=[^s])s$/, '');
@@ -291,3 +315,20 @@ export function impliedFrequency(rest: Token[], f: Frequency): string | null {
 export const placeLike = (m: EntityMention | undefined): boolean =>
   !!m &&
   (m.type === 'place' || (m.type === 'person' && m.last - m.first === 1 && !GIVEN_NAMES.has(m.name.toLowerCase())));
+
+/** Capitalised words at a clause's start that are not names. */
+const PRONOUN_SUBJECTS = new Set([
+  'he',
+  'she',
+  'they',
+  'it',
+  'this',
+  'that',
+  'there',
+  'here',
+  'what',
+  'who',
+  'you',
+  'my',
+  'our',
+]);

@@ -71,9 +71,27 @@ export function copulaFacts(
     return;
   }
   // "These days I'm in Glasgow": where one lives, unless a stay ("in Rome for a week", "on a trip").
-  if (first.key === 'in' && !rest.some((t) => STAY_WORDS.has(t.key))) {
-    const place = mentionAt.get(at(1)) ?? mentionAt.get(at(2));
-    if (placeLike(place)) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place!.name, 'place'), neg);
+  // "I'm back home in Osaka now".
+  const home = rest.findIndex((t) => t.key !== 'back' && t.key !== 'home');
+  if (rest[home]?.key === 'in' && !rest.some((t) => STAY_WORDS.has(t.key))) {
+    const place = mentionAt.get(at(home + 1)) ?? mentionAt.get(at(home + 2));
+    if (placeLike(place)) {
+      emit(owner, FACT_RELATIONS.livesIn, conceptRef(place!.name, 'place'), neg);
+      return;
+    }
+  }
+  // "I'm in a relationship (with Jess)".
+  if (first.key === 'in' && rest[2]?.key === 'relationship') {
+    emit(owner, FACT_RELATIONS.status, conceptRef('dating'), neg);
+    const person = rest[3]?.key === 'with' ? mentionAt.get(at(4)) : undefined;
+    if (person?.type === 'person') emit(owner, FACT_RELATIONS.partner, conceptRef(person.name, 'person'), neg);
+    return;
+  }
+  // "I'm (not) a (big) fan of sushi".
+  const fan = rest.findIndex((t, k) => k <= 3 && t.key === 'fan');
+  if (fan > 0 && (first.key === 'a' || first.key === 'an') && rest[fan + 1]?.key === 'of') {
+    const p = phrase(rest, fan + 2, 3);
+    if (p.words.length && !PRONOUNS.has(p.words[0]!.key)) emit(owner, FACT_RELATIONS.likes, concept(p.words), neg);
     return;
   }
   // "I'm living with my parents in Leeds".

@@ -61,8 +61,9 @@ import {
   STATUS_CHANGES,
   STOP,
   STOP_VERBS,
+  TRAITS,
 } from './fact-words.js';
-import { singular } from './lexicon.js';
+import { singular, speaksOfFuture } from './lexicon.js';
 import type { Token } from './tokens.js';
 
 /**
@@ -79,7 +80,12 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
   for (const { tokens: clause, offset, joinedBy } of clausesOf(tokens)) {
     let subject = subjectOf(clause, mentionAt, offset, self);
     const couple = alone && joinedBy === 'and' ? alone : null;
-    alone = subject && subject.next >= clause.length ? subject : null;
+    alone =
+      subject && subject.next >= clause.length
+        ? subject
+        : clause.length === 1 && clause[0]!.capitalized && !mentionAt.has(offset) && clause[0]!.lower !== 'i'
+          ? { ref: { name: clause[0]!.text, type: 'person' }, role: null, roleName: null, next: 1 }
+          : null;
     if (couple && parted(clause, couple, subject, self, emit)) continue;
     // "Maria retired from cooking and is a painter now": a clause without a subject of its own keeps the last one.
     if (!subject && carried && joinedBy === 'and' && clause[0] && !mentionAt.has(offset))
@@ -167,6 +173,7 @@ function readClause(
     copula = false;
   const rest = clause.slice(i);
   const after = clause.slice(i).map((t) => t.key);
+  if (speaksOfFuture(after)) return;
   const anymore = after.includes('anymor') || (after.includes('ani') && after.includes('more'));
   const neg = negated || (anymore && negated);
   const owner = subject.ref;
@@ -202,6 +209,12 @@ function readClause(
     return;
   }
 
+  // "Dan is my ex now".
+  if (copula && subject.ref !== self && rest[0]?.key === 'my' && rest[1]?.key === 'ex') {
+    emit(self, FACT_RELATIONS.partner, conceptRef(subject.ref.name, 'person'), !neg);
+    emit(self, FACT_RELATIONS.married, conceptRef(subject.ref.name, 'person'), !neg);
+    return;
+  }
   if (copula) {
     copulaFacts(rest, at, owner, neg, mentionAt, before, emit);
     return;
@@ -242,6 +255,11 @@ function readClause(
     const until = rest.findIndex((t, k) => k > 1 && STOP.has(t.key) && !['the', 'to'].includes(t.key));
     const activity = activityKey(rest.slice(1, until < 0 ? undefined : until));
     if (activity) emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
+    return;
+  }
+  // "I've gone vegetarian", "we went vegan", "he turned vegan": a trait taken up.
+  if ((v === 'go' || v === 'turn') && rest[1] && TRAITS.has(rest[1].lower)) {
+    emit(owner, FACT_RELATIONS.is, conceptRef(rest[1].lower), neg);
     return;
   }
   // "I became a principal", "(gave up law and) became a teacher", "I've become a morning person".
@@ -527,7 +545,8 @@ function readClause(
     if (!neg && p.words.length >= 2 && counted !== undefined && counted !== null && counted > 1)
       emit(owner, FACT_RELATIONS.count, conceptRef(String(counted), 'quantity'), false, singular(thing));
     // "I bought a car": had now (a plain "I have a dog" is the cue relation's, extract.ts).
-    if ((v === 'buy' || v === 'bought') && !neg) emit(owner, FACT_RELATIONS.has, conceptRef(thing), false);
+    if (['buy', 'bought', 'get', 'got', 'adopt'].includes(v) && !neg)
+      emit(owner, FACT_RELATIONS.has, conceptRef(thing), false);
     // Here only its loss and a name it goes by.
     if (v === 'have' || v === 'own' || v === 'adopt' || v === 'got' || v === 'get') {
       if (neg) emit(owner, FACT_RELATIONS.has, conceptRef(thing), true);
@@ -603,6 +622,12 @@ function readClause(
     }
     if (v === 'gave') return stopped(rest, owner, emit);
     let j = 1;
+    // "I quit my barista job": that work has ended.
+    const jobAt = rest.findIndex((t, k) => k >= 3 && k <= 4 && t.key === 'job');
+    if (rest[1]?.key === 'my' && jobAt > 0) {
+      emit(owner, FACT_RELATIONS.worksAs, concept(rest.slice(2, jobAt)), true);
+      return;
+    }
     if (rest[j]?.key === 'my' && rest[j + 1]?.key === 'job') j += 2;
     if (rest[j]?.key === 'at' || rest[j]?.key === 'with') j++;
     const m = mentionAt.get(at(j)) ?? mentionAt.get(at(j + 1));
@@ -678,6 +703,15 @@ function parted(clause: Token[], couple: Subject, subject: Subject | null, self:
     owner = self;
     partner = couple.role;
     verbs = clause.slice(subject.next).map((t) => t.key);
+  } else if (!couple.role && couple.ref !== self && subject?.ref === self && !subject.role) {
+    // "Jess and I are no longer together", "Jess and I split up".
+    const words = clause.slice(subject.next).map((t) => t.key);
+    const apart =
+      words.includes('togeth') && words.some((w, k) => w === 'not' || (w === 'no' && words[k + 1] === 'longer'));
+    if (!apart && !splitUp(words)) return false;
+    emit(self, FACT_RELATIONS.partner, conceptRef(couple.ref.name, 'person'), true);
+    emit(self, FACT_RELATIONS.married, conceptRef(couple.ref.name, 'person'), true);
+    return true;
   } else if (!couple.role && couple.ref !== self && ['his', 'her', 'their'].includes(clause[0]?.lower ?? '')) {
     owner = couple.ref;
     partner = clause[1]?.key ?? '';

@@ -278,3 +278,19 @@ export function favoriteKind(words: string[]): string {
     .map((w) => KIND_SYNONYMS[w] ?? w)
     .join('_');
 }
+
+const NEXT_TIMES = new Set([
+  'week',
+  'month',
+  'year',
+  'weekend',
+  'spring',
+  'summer',
+  'fall',
+  'autumn',
+  'winter',
+  'time',
+]);
+/** Whether stemmed keys speak of a time to come ("next month", "tomorrow", "soon"): a plan, not a fact of now. */
+export const speaksOfFuture = (keys: string[]): boolean =>
+  keys.some((k, i) => k === 'tomorrow' || k === 'soon' || (k === 'next' && NEXT_TIMES.has(keys[i + 1] ?? '')));

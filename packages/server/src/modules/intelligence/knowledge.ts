@@ -297,9 +297,8 @@ const sameValue = (a: string, b: string) => a === b || a.slice(a.indexOf(':') + 
  */
 function sameThing(f: Resolved, key: string): boolean {
   const other = key.slice(key.lastIndexOf('|') + 1);
-  if (!f.target.startsWith('concept:') || !other.startsWith('concept:')) return false;
-  const a = f.target.slice('concept:'.length).split(' ');
-  const b = other.slice('concept:'.length).split(' ');
+  const a = f.target.slice(f.target.indexOf(':') + 1).split(' ');
+  const b = other.slice(other.indexOf(':') + 1).split(' ');
   const [short, long] = a.length <= b.length ? [a, b] : [b, a];
   if (!short.every((w) => long.includes(w))) return false;
   return f.relation !== 'has' || a[a.length - 1] === b[b.length - 1];
