@@ -278,6 +278,12 @@ export class Extractor {
       const person = mentionEnding.get(j);
       if (person?.type === 'person') return { subject: { name: person.name, type: 'person' }, negated };
       if (THIRD_PERSON.has(t.lower)) return lastPerson ? { subject: lastPerson, negated } : null;
+      // "I used to live in Paris": true once, not now.
+      if (t.key === 'to' && tokens[j - 1]?.lower === 'used') {
+        negated = true;
+        j--;
+        continue;
+      }
       if (HYPOTHETICAL.has(t.key)) return null;
       if (NEGATIONS.has(t.key) || (t.key === 'no' && tokens[j + 1]?.key === 'longer')) negated = true;
       if (!BETWEEN.has(t.key) && !NEGATIONS.has(t.key)) return null;

@@ -478,17 +478,21 @@ export const ORDINALS: Record<string, number> = {
 export const ACTIVITY_VERBS = new Set(['do', 'play', 'practic', 'practis', 'go', 'attend']);
 /** Words of a stay somewhere rather than a home ("I'm in Rome for a week", "in Paris on business"). */
 export const STAY_WORDS = new Set([
-  'for',
   'visit',
   'trip',
   'holiday',
   'vacat',
   'confer',
   'busi',
+  'work',
+  'night',
   'week',
   'weekend',
   'tonight',
   'today',
   'moment',
   'hospit',
+  'wed',
+  'funer',
+  'tour',
 ]);

@@ -236,7 +236,7 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
         const liveSlot =
           live && sameValue(live.target, f.target)
             ? slot
-            : f.singleValued
+            : !matchedByHead(f)
               ? undefined
               : [...current.keys()].find((k) => k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k));
         if (liveSlot) {
@@ -249,7 +249,7 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
         denied.set(factKey, { memoryId: m.id, at: m.createdAt });
         continue;
       }
-      const deniedKey = f.singleValued
+      const deniedKey = !matchedByHead(f)
         ? factKey
         : [...denied.keys()].find(
             (k) => k === factKey || (k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k)),
@@ -290,6 +290,9 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
 
 /** One value named alike, whatever type the entity rules gave it ("Alien" a person in one sentence, a concept in another). */
 const sameValue = (a: string, b: string) => a === b || a.slice(a.indexOf(':') + 1) === b.slice(b.indexOf(':') + 1);
+
+/** Only what is done or had is matched by its head: "I don't like big dogs" does not deny "I like dogs". */
+const matchedByHead = (f: Resolved) => !f.singleValued && (f.relation === 'does' || f.relation === 'has');
 
 /**
  * Whether a fact's value and the value at the end of a many-valued key name the same thing: the words of
