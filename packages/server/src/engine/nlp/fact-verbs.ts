@@ -388,7 +388,8 @@ export function verbFacts(
       const named = naming
         ? (mentionAt.get(at(p.end + 1))?.name ?? (rest[p.end + 1]?.capitalized ? rest[p.end + 1]!.text : null))
         : null;
-      if (named) emit(owner, FACT_RELATIONS.has, conceptRef(named.toLowerCase()), neg);
+      // The name is had as its kind (the aspect), so that losing Luna is losing the cat.
+      if (named) emit(owner, FACT_RELATIONS.has, conceptRef(named.toLowerCase()), neg, thing);
     }
     const single = singleThing(p.words, v === 'drive');
     if (single && !neg) emit(owner, single.relation, conceptRef(single.value), false);

@@ -68,6 +68,15 @@ const WAVE3: Array<[kind: string, older: string, newer: string, question: string
   ['habit', 'I meditate twice a day.', 'I meditate once a day now.', 'how often do I meditate?'],
   ['possession', 'I have a motorbike.', 'I sold the motorbike in June.', 'do I have a motorbike?'],
   ['possession', 'I own a house in the country.', 'We sold the country house.', 'do I own a house?'],
+  // Session 5 of wave 3: the mechanisms of that session (tuned on).
+  ['pet', 'I have a dog named Rex.', 'Rex died last spring.', 'do I have a dog?'],
+  ['job', "I'm a pharmacist.", 'I lost my job at the pharmacy.', 'what do I do for work?'],
+  ['partner', 'I have a girlfriend.', 'My girlfriend and I broke up.', 'do I have a girlfriend?'],
+  ['count', 'I have two dogs.', 'We have three dogs now.', 'how many dogs do I have?'],
+  ['used to', 'I smoke.', 'I used to smoke.', 'do I smoke?'],
+  ['habit', 'I go to choir practice every Thursday.', "I haven't been going to choir lately.", 'do I still go to choir?'],
+  ['favourite', 'My favorite movie is Alien.', 'My favorite film these days is Heat.', 'what is my favourite film?'],
+  ['age', 'My son is eight.', 'My son turned nine.', 'how old is my son?'],
 ];
 /** The changes (with their question) of a bench/intelligence set: kind || older || newer || yes || question. */
 const changesOf = (file: string) =>

@@ -240,10 +240,19 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
               ? undefined
               : [...current.keys()].find((k) => k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k));
         if (liveSlot) {
-          conflict('negation', f, current.get(liveSlot)!, m);
+          const ended = current.get(liveSlot)!;
+          conflict('negation', f, ended, m);
           if (!overruled) {
-            end(current.get(liveSlot)!, m);
+            end(ended, m);
             current.delete(liveSlot);
+            // "I have a cat named Miso" / "Miso died": the kind the name was had as, stated with it, ends too.
+            const kind = liveSlot.split('|').length === 4 ? liveSlot.split('|')[2] : undefined;
+            const kindSlot = `${f.source}|${f.relation}|concept:${kind}`;
+            const kindEdge = kind ? current.get(kindSlot) : undefined;
+            if (kindEdge?.memory_ids.some((id) => ended.memory_ids.includes(id))) {
+              end(kindEdge, m);
+              current.delete(kindSlot);
+            }
           }
         }
         denied.set(factKey, { memoryId: m.id, at: m.createdAt });
