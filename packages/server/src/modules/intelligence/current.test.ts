@@ -74,7 +74,12 @@ const WAVE3: Array<[kind: string, older: string, newer: string, question: string
   ['partner', 'I have a girlfriend.', 'My girlfriend and I broke up.', 'do I have a girlfriend?'],
   ['count', 'I have two dogs.', 'We have three dogs now.', 'how many dogs do I have?'],
   ['used to', 'I smoke.', 'I used to smoke.', 'do I smoke?'],
-  ['habit', 'I go to choir practice every Thursday.', "I haven't been going to choir lately.", 'do I still go to choir?'],
+  [
+    'habit',
+    'I go to choir practice every Thursday.',
+    "I haven't been going to choir lately.",
+    'do I still go to choir?',
+  ],
   ['favourite', 'My favorite movie is Alien.', 'My favorite film these days is Heat.', 'what is my favourite film?'],
   ['age', 'My son is eight.', 'My son turned nine.', 'how old is my son?'],
 ];
