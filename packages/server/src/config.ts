@@ -275,7 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxExpandedBytes: integer(
         env,
         'ENGRAM_PARSE_MAX_EXPANDED_BYTES',
-        // 32 MiB: with 64, six bombs at once took server and reader to +464-560 MB; with 32, +440-460 (bench:faults).
+        // 32 MiB: with 64, six bombs at once took server and reader to +462-610 MB; with 32, +421-460 (bench:faults).
         32 * 1024 * 1024,
         1024 * 1024,
         64 * 1024 * 1024 * 1024,
