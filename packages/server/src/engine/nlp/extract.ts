@@ -23,6 +23,8 @@ export interface RelationFact {
   singleValued: boolean;
   /** What one value is held per, besides subject and relation ("coffee | tea" for prefers, "swim | frequency" for habit). */
   aspect?: string;
+  /** "I used to live in Paris": a denial of now that ends the fact, but makes no later statement of it a change. */
+  past?: boolean;
 }
 
 export interface Extraction {
@@ -204,7 +206,7 @@ export class Extractor {
     const self: EntityRef = speaker ? { name: speaker, type: 'person' } : { name: SELF, type: 'person' };
     const relations = this.relations(tokens, mentions, self);
     const seen = new Set(relations.map(factKey));
-    personalFacts(tokens, mentions, self, (subject, relation, object, negated, aspect) => {
+    personalFacts(tokens, mentions, self, (subject, relation, object, negated, aspect, past) => {
       const def = relation.startsWith(FAVORITE_PREFIX) ? this.favorites : this.byName.get(relation);
       if (!def || !object.name) return;
       const fact: RelationFact = {
@@ -214,6 +216,7 @@ export class Extractor {
         negated,
         singleValued: def.single_valued,
         ...(aspect ? { aspect } : {}),
+        ...(past ? { past } : {}),
       };
       const key = factKey(fact);
       if (seen.has(key)) return;
@@ -270,17 +273,19 @@ export class Extractor {
     mentionEnding: Map<number, EntityMention>,
     self: EntityRef,
     lastPerson: EntityRef | null,
-  ): { subject: EntityRef; negated: boolean } | null {
+  ): { subject: EntityRef; negated: boolean; past: boolean } | null {
     let negated = false;
+    let past = false;
     for (let j = cueStart - 1; j >= 0 && j >= cueStart - 6; j--) {
       const t = tokens[j]!;
-      if (t.lower === 'i' || t.lower === 'we') return { subject: self, negated };
+      if (t.lower === 'i' || t.lower === 'we') return { subject: self, negated, past };
       const person = mentionEnding.get(j);
-      if (person?.type === 'person') return { subject: { name: person.name, type: 'person' }, negated };
-      if (THIRD_PERSON.has(t.lower)) return lastPerson ? { subject: lastPerson, negated } : null;
+      if (person?.type === 'person') return { subject: { name: person.name, type: 'person' }, negated, past };
+      if (THIRD_PERSON.has(t.lower)) return lastPerson ? { subject: lastPerson, negated, past } : null;
       // "I used to live in Paris": true once, not now.
       if (t.key === 'to' && tokens[j - 1]?.lower === 'used') {
         negated = true;
+        past = true;
         j--;
         continue;
       }
@@ -341,6 +346,7 @@ export class Extractor {
       object: object.ref,
       negated,
       singleValued: cue.relation.single_valued,
+      ...(found.past ? { past: true } : {}),
     };
   }
 

@@ -32,4 +32,12 @@ export interface EntityRef {
   type: string;
 }
 
-export type Emit = (subject: EntityRef, relation: string, object: EntityRef, negated: boolean, aspect?: string) => void;
+/** `past`: a denial from "used to" (true once, not now). */
+export type Emit = (
+  subject: EntityRef,
+  relation: string,
+  object: EntityRef,
+  negated: boolean,
+  aspect?: string,
+  past?: boolean,
+) => void;

@@ -81,6 +81,13 @@ function readClause(
   before: EntityRef | null,
   emit: Emit,
 ): void {
+  // Being out of work is read from the speaker's own job loss, not from a story about someone else's.
+  if (subject.ref !== self) {
+    const emitAll = emit;
+    emit = (s, r, o, n, a, p) => {
+      if (r !== FACT_RELATIONS.worksAs || o.name !== 'unemployed' || n) emitAll(s, r, o, n, a, p);
+    };
+  }
   // Auxiliaries, adverbs and negation between the subject and its predicate.
   let i = subject.next;
   let negated = false;
@@ -110,6 +117,8 @@ function readClause(
     // "I used to smoke": true once, so not now (a denial of today's fact).
     if (t.lower === 'used' && clause[i + 1]?.key === 'to') {
       negated = true;
+      const emitNow = emit;
+      emit = (s, r, o, n, a) => emitNow(s, r, o, n, a, n);
       i++;
       continue;
     }

@@ -238,7 +238,7 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
             ? slot
             : !matchedByHead(f)
               ? undefined
-              : [...current.keys()].find((k) => k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k));
+              : [...current.keys()].find((k) => k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k, true));
         if (liveSlot) {
           const ended = current.get(liveSlot)!;
           conflict('negation', f, ended, m);
@@ -255,13 +255,14 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
             }
           }
         }
-        denied.set(factKey, { memoryId: m.id, at: m.createdAt });
+        // "I used to …" ends today's fact, but a later "I … again" is no change from it.
+        if (!f.past) denied.set(factKey, { memoryId: m.id, at: m.createdAt });
         continue;
       }
       const deniedKey = !matchedByHead(f)
         ? factKey
         : [...denied.keys()].find(
-            (k) => k === factKey || (k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k)),
+            (k) => k === factKey || (k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k, false)),
           );
       const denial = deniedKey === undefined ? undefined : denied.get(deniedKey);
       if (denial && !(live && sameValue(live.target, f.target))) {
@@ -304,15 +305,16 @@ const sameValue = (a: string, b: string) => a === b || a.slice(a.indexOf(':') + 
 const matchedByHead = (f: Resolved) => !f.singleValued && (f.relation === 'does' || f.relation === 'has');
 
 /**
- * Whether a fact's value and the value at the end of a many-valued key name the same thing: the words of
- * one contain the other's ("choir" / "choir practice", "van" / "old van"); a possession also shares its head noun.
+ * Whether a fact's value and the value at the end of a many-valued key name the same thing: the denied words
+ * are all in the affirmed value ("choir" / "choir practice", "van" / "old van"); a possession also shares its head noun.
  */
-function sameThing(f: Resolved, key: string): boolean {
+function sameThing(f: Resolved, key: string, denying: boolean): boolean {
   const other = key.slice(key.lastIndexOf('|') + 1);
   const a = f.target.slice(f.target.indexOf(':') + 1).split(' ');
   const b = other.slice(other.indexOf(':') + 1).split(' ');
-  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
-  if (!short.every((w) => long.includes(w))) return false;
+  // The denied words are all in the affirmed value: "I don't drink" ends "drink coffee", "I don't drink tea" not "drink".
+  const [denied, affirmed] = denying ? [a, b] : [b, a];
+  if (!denied.every((w) => affirmed.includes(w))) return false;
   return f.relation !== 'has' || a[a.length - 1] === b[b.length - 1];
 }
 
