@@ -165,6 +165,25 @@ describe('MemoryIndex lexical search', () => {
     expect(ids(idx, 'coffee', 10, { sessionId: 'nope' })).toEqual([]);
   });
 
+  it('asks the filter once per doc in a search, and again in the next search', () => {
+    // The docs the ranking meets first fail the filter: its seed and pruning passes meet them again.
+    const docs = Array.from({ length: 400 }, (_, i) =>
+      doc(`a note about topic ${i % 13}`, { createdAt: T0 - (400 - i) * 60_000 }),
+    );
+    const idx = build(docs);
+    const passing = new Set(docs.slice(200).map((d) => d.id));
+    for (let round = 0; round < 2; round++) {
+      const asked = new Map<number, number>();
+      const hits = ids(idx, 'note about topic 5', 10, {
+        filter: (id: number) => (asked.set(id, (asked.get(id) ?? 0) + 1), passing.has(id)),
+      });
+      expect(hits.length).toBe(10);
+      expect(hits.every((id) => passing.has(id))).toBe(true);
+      expect(Math.max(...asked.values())).toBe(1);
+      expect(asked.size).toBeGreaterThan(200);
+    }
+  });
+
   it('explanation contributions sum to the score', () => {
     const idx = build([
       doc('I adopted a dog named Rex', { sessionId: 'a', speaker: 'Ann', importance: 0.9, feedback: 2 }),

@@ -115,7 +115,7 @@ export function rank(ix: RankedIndex, query: string, opts: SearchOptions, k: num
   const w = ix.weights;
   const now = opts.now ?? Date.now();
   const q = queryTerms(ix, query, opts, now);
-  const eligible = eligibility(ix, opts);
+  const eligible = eligibility(ix, opts, b);
   const links = contextLinks(ix);
 
   // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
@@ -184,19 +184,32 @@ function queryTerms(ix: RankedIndex, query: string, opts: SearchOptions, now: nu
   return { temporal, lexQuery, qTerms, textTerms, whenLift };
 }
 
-/** Whether a slot may be a hit: live, and in the session and through the filter asked for. */
-function eligibility(ix: RankedIndex, opts: SearchOptions): Eligible {
+/**
+ * Whether a slot may be a hit: live, and in the session and through the filter asked for. The filter (the
+ * caller's, a map lookup and its predicate) is asked once per slot and search: the seed and pruning passes meet
+ * the same slots again, twice as often as not under a filter that excludes the first docs they meet.
+ */
+function eligibility(ix: RankedIndex, opts: SearchOptions, b: SearchBuffers): Eligible {
   const live = ix.live;
   const sessionNo = ix.sessionNo;
   const slotId = ix.slotId;
   const filter = opts.filter;
   const onlySession = opts.sessionId;
-  const restricted = !!filter || onlySession !== undefined;
   // The session's number (-2, which no doc has, for a session this index has never held).
   const onlyNo = onlySession === undefined ? -2 : (ix.sessionNos.get(onlySession) ?? -2);
-  return (slot: number): boolean =>
-    live[slot] === 1 &&
-    (!restricted || ((onlySession === undefined || sessionNo[slot] === onlyNo) && (!filter || filter(slotId[slot]!))));
+  if (!filter)
+    return (slot: number): boolean => live[slot] === 1 && (onlySession === undefined || sessionNo[slot] === onlyNo);
+  const asked = b.filterAsked;
+  const pass = b.filterPass;
+  const stamp = b.nextFilterStamp();
+  return (slot: number): boolean => {
+    if (live[slot] !== 1 || (onlySession !== undefined && sessionNo[slot] !== onlyNo)) return false;
+    if (asked[slot] === stamp) return pass[slot] === 1;
+    const passes = filter(slotId[slot]!);
+    asked[slot] = stamp;
+    pass[slot] = passes ? 1 : 0;
+    return passes;
+  };
 }
 
 /**

@@ -24,6 +24,13 @@ export class SearchBuffers {
   readonly touched: SlotList = { a: new Int32Array(0), n: 0 };
   readonly metaTouched: SlotList = { a: new Int32Array(0), n: 0 };
   readonly expTouched: SlotList = { a: new Int32Array(0), n: 0 };
+  /**
+   * The caller's filter asked once per slot and search: the stamp of the search that last asked it of a slot,
+   * and its answer. A search takes a new stamp (nextFilterStamp), so nothing needs zeroing between searches.
+   */
+  filterAsked = new Uint32Array(0);
+  filterPass = new Uint8Array(0);
+  private filterStamp = 0;
   private slots = 0;
 
   /** The thread's buffers, for an index of `slots` slots. */
@@ -46,6 +53,18 @@ export class SearchBuffers {
     this.tfCtx = new Float64Array(slots);
     this.termTouched = new Int32Array(slots + 1);
     for (const l of [this.touched, this.metaTouched, this.expTouched]) l.a = new Int32Array(slots);
+    this.filterAsked = new Uint32Array(slots);
+    this.filterPass = new Uint8Array(slots);
+  }
+
+  /** A stamp no slot holds yet, for the filter answers of one search. */
+  nextFilterStamp(): number {
+    this.filterStamp = (this.filterStamp + 1) >>> 0;
+    if (this.filterStamp === 0) {
+      this.filterAsked.fill(0);
+      this.filterStamp = 1;
+    }
+    return this.filterStamp;
   }
 
   /**
