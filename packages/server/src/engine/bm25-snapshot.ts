@@ -1,4 +1,5 @@
 // What Bm25Field's postings and snapshots are made of, and the steps that write a snapshot of a field.
+import type { SnapshotReader } from './snapshot.js';
 
 /**
  * One term's postings: (slot, tf) appended in the order docs were added. Removing a doc leaves
@@ -121,4 +122,38 @@ export function writeDocTerms(
   }
   k.slotsRead = slot;
   k.at = at;
+}
+
+/** The postings a snapshot wrote (writePostings), by term, their arrays views of the read ones. */
+export function* readPostings(r: SnapshotReader, dictionary: string[]): Generator<[string, Postings]> {
+  const counts = r.array('i32');
+  const slots = r.array('i32');
+  const tfs = r.array('u16');
+  let at = 0;
+  for (let id = 0; id < dictionary.length; id++) {
+    const n = counts[id]!;
+    yield [
+      dictionary[id]!,
+      { id, slots: slots.subarray(at, at + n), tfs: tfs.subarray(at, at + n), n, live: n, dirty: false },
+    ];
+    at += n;
+  }
+}
+
+/** The doc terms a snapshot wrote (writeDocTerms), with the docs holding terms and their entries. */
+export function readFrozenDocTerms(
+  r: SnapshotReader,
+  dictionary: string[],
+): { terms: FrozenDocTerms; docs: number; entries: number } {
+  const start = r.array('i32');
+  const end = r.array('i32');
+  const terms = { start, end, terms: r.array('i32'), tfs: r.array('u16'), dictionary };
+  let docs = 0;
+  let entries = 0;
+  for (let slot = 0; slot < start.length; slot++) {
+    if (start[slot]! < 0) continue;
+    docs++;
+    entries += end[slot]! - start[slot]!;
+  }
+  return { terms, docs, entries };
 }

@@ -12,18 +12,13 @@ import {
   type FieldTake,
   type FrozenDocTerms,
   type Postings,
+  readFrozenDocTerms,
+  readPostings,
   writeDocTerms,
   writePostings,
 } from './bm25-snapshot.js';
-import {
-  ARRAY_BYTES,
-  ARRAY_SLOT_BYTES,
-  MAP_ENTRY_BYTES,
-  mapBytes,
-  objectBytes,
-  stringBytes,
-  TYPED_ARRAY_BYTES,
-} from './heap-bytes.js';
+import { docMapBytes, ENTRY_BYTES, frozenBytes, termBytes } from './bm25-bytes.js';
+import { TYPED_ARRAY_BYTES } from './heap-bytes.js';
 import { nearestHeldTerm } from './nearest-term.js';
 import type { SnapshotReader, SnapshotWriter, Steps } from './snapshot.js';
 
@@ -38,8 +33,6 @@ export const BM25_B = 0.75;
  * stored doc reaches the cap; BM25 has saturated long before it.
  */
 export const TF_MAX = 0xffff;
-/** Bytes of a postings entry: its slot (i32) and tf (u16). */
-const ENTRY_BYTES = 6;
 
 export class Bm25Field {
   private readonly postings = new Map<string, Postings>(); // term -> postings
@@ -565,32 +558,15 @@ export class Bm25Field {
     const dictionary = r.value<string[]>();
     field.totalLen = r.value<number>();
     field.version = r.value<number>();
-    const counts = r.array('i32');
-    const slots = r.array('i32');
-    const tfs = r.array('u16');
-    let at = 0;
-    dictionary.forEach((term, id) => {
-      const n = counts[id]!;
-      field.postings.set(term, {
-        id,
-        slots: slots.subarray(at, at + n),
-        tfs: tfs.subarray(at, at + n),
-        n,
-        live: n,
-        dirty: false,
-      });
+    for (const [term, postings] of readPostings(r, dictionary)) {
+      field.postings.set(term, postings);
       field.termBytes += termBytes(term);
-      at += n;
-    });
-    field.arrayBytes = at * ENTRY_BYTES;
-    const start = r.array('i32');
-    const end = r.array('i32');
-    field.frozen = { start, end, terms: r.array('i32'), tfs: r.array('u16'), dictionary };
-    for (let slot = 0; slot < start.length; slot++) {
-      if (start[slot]! < 0) continue;
-      field.frozenDocs++;
-      field.entries += end[slot]! - start[slot]!;
+      field.arrayBytes += postings.n * ENTRY_BYTES;
     }
+    const frozen = readFrozenDocTerms(r, dictionary);
+    field.frozen = frozen.terms;
+    field.frozenDocs = frozen.docs;
+    field.entries = frozen.entries;
     field.docLen = r.array('f64');
     return field;
   }
@@ -602,35 +578,14 @@ export class Bm25Field {
 
   /** Bytes held (heap-bytes.ts): postings, the docs' terms (own maps, or a restored snapshot's arrays), lengths, kept context postings. */
   approxBytes(): number {
-    const f = this.frozen;
-    const frozen = f
-      ? f.start.byteLength +
-        f.end.byteLength +
-        f.terms.byteLength +
-        f.tfs.byteLength +
-        ARRAY_BYTES +
-        ARRAY_SLOT_BYTES * f.dictionary.length
-      : 0;
     return (
       this.termBytes +
       this.arrayBytes +
       this.docMapBytes +
-      frozen +
+      frozenBytes(this.frozen) +
       TYPED_ARRAY_BYTES +
       this.docLen.byteLength +
       this.contextCache.bytes
     );
   }
-}
-
-/** A term's postings besides their entries: its key in the map, the Postings object, its two arrays. */
-function termBytes(term: string): number {
-  return MAP_ENTRY_BYTES + stringBytes(term) + objectBytes(6) + 2 * TYPED_ARRAY_BYTES;
-}
-
-/** A doc's own term map (and its entry in docTerms): the terms are strings of its own text's analysis. */
-function docMapBytes(tf: ReadonlyMap<string, number>): number {
-  let bytes = MAP_ENTRY_BYTES + mapBytes(tf.size);
-  for (const t of tf.keys()) bytes += stringBytes(t);
-  return bytes;
 }

@@ -29,6 +29,7 @@ import {
   storeSnapshot,
   type DocMeta,
 } from './snapshots.js';
+import { EmbedQueue } from './embed-queue.js';
 import { IndexTexts } from './texts.js';
 
 export type { DocMeta };
@@ -444,7 +445,7 @@ export class IndexCache {
       // A memory without a stored vector is searchable by its words now and gets its vector in the background.
       if (this.embeddings.embedder && !vectors.has(row.id)) {
         (entry.awaiting ??= new Map()).set(row.id, row.text);
-        this.queueToEmbed([
+        this.toEmbed.push([
           { entry, key: opts.key ?? '', ...(opts.owner ? { owner: opts.owner } : {}), projectId, row, attempts: 0 },
         ]);
       } else {
@@ -482,50 +483,17 @@ export class IndexCache {
     this.embedSoon();
   }
 
-  /**
-   * Memories waiting for a vector, a queue per project (a provider call embeds one project's texts),
-   * the projects served a batch each in turn. Each queue is read from its head: taking a batch
-   * from the front of one array by splicing cost O(queue) per memory, 20 s of the search thread's
-   * time for a 100,000-memory end user.
-   */
-  private readonly toEmbed = new Map<string, { items: ToEmbed[]; head: number }>();
+  /** Memories waiting for a vector, a queue per project, taken a batch at a time (embed-queue.ts). */
+  private readonly toEmbed = new EmbedQueue<ToEmbed>(
+    EMBED_BATCH,
+    (item) => item.entry.awaiting?.get(item.row.id) === item.row.text,
+  );
   private embedding = false;
   private closed = false;
   /** The background embedding's pause after a failure, while it lasts. */
   private backoff?: NodeJS.Timeout;
   /** Background embedding: batches embedded (and stored), and failed tries (for /metrics and tests). */
   readonly embedded = { batches: 0, failures: 0 };
-
-  private queueToEmbed(items: ToEmbed[]): void {
-    for (const item of items) {
-      const queue = this.toEmbed.get(item.projectId);
-      if (queue) queue.items.push(item);
-      else this.toEmbed.set(item.projectId, { items: [item], head: 0 });
-    }
-  }
-
-  /** The next batch of one project's memories still waiting with the text they were queued with. */
-  private nextToEmbed(): { projectId: string; batch: ToEmbed[] } | undefined {
-    const first = this.toEmbed.entries().next();
-    if (first.done) return undefined;
-    const [projectId, queue] = first.value;
-    const batch: ToEmbed[] = [];
-    while (queue.head < queue.items.length && batch.length < EMBED_BATCH) {
-      const item = queue.items[queue.head]!;
-      if (batch.length > 0 && (item.alone || batch[0]!.alone)) break;
-      queue.head++;
-      if (item.entry.awaiting?.get(item.row.id) === item.row.text) batch.push(item);
-    }
-    // To the back of the line (the other projects' next batches first); what was taken is dropped once it is half the queue.
-    this.toEmbed.delete(projectId);
-    if (queue.head === queue.items.length) return { projectId, batch };
-    if (queue.head * 2 > queue.items.length) {
-      queue.items = queue.items.slice(queue.head);
-      queue.head = 0;
-    }
-    this.toEmbed.set(projectId, queue);
-    return { projectId, batch };
-  }
 
   /**
    * Embeds the memories waiting for a vector, a batch per provider call, one batch at a time, and
@@ -536,11 +504,11 @@ export class IndexCache {
    * (a provider or database failure is counted and the memories keep their words meanwhile).
    */
   private embedSoon(): void {
-    if (this.embedding || this.closed || this.toEmbed.size === 0) return;
+    if (this.embedding || this.closed || this.toEmbed.empty) return;
     this.embedding = true;
     void (async () => {
       let pause = 0;
-      for (let next = this.nextToEmbed(); next && !this.closed; next = this.nextToEmbed()) {
+      for (let next = this.toEmbed.next(); next && !this.closed; next = this.toEmbed.next()) {
         const { projectId, batch } = next;
         if (batch.length === 0) continue;
         const vectors = new Map<number, Float32Array>();
@@ -555,10 +523,10 @@ export class IndexCache {
           pause = 0;
         } catch (error) {
           this.embedded.failures++;
-          if (!refused(error)) this.queueToEmbed(batch);
+          if (!refused(error)) this.toEmbed.push(batch);
           // A refused batch is sent again a memory a call, so that a text the provider refuses keeps no other from its vector.
-          else if (batch.length > 1) this.queueToEmbed(batch.map((b) => Object.assign(b, { alone: true })));
-          else if (++batch[0]!.attempts < EMBED_ATTEMPTS) this.queueToEmbed(batch);
+          else if (batch.length > 1) this.toEmbed.push(batch.map((b) => Object.assign(b, { alone: true })));
+          else if (++batch[0]!.attempts < EMBED_ATTEMPTS) this.toEmbed.push(batch);
           pause = Math.min(EMBED_BACKOFF_MAX_MS, pause === 0 ? this.embedBackoffMs : 2 * pause);
           await new Promise<void>((resolve) => {
             this.backoff = setTimeout(resolve, pause);
