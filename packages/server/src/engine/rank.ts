@@ -12,7 +12,7 @@ import { type SearchBuffers, TopK } from './search-buffers.js';
 import { parseTemporal, type TemporalRange } from './temporal.js';
 import { analyze } from './text.js';
 import type { Explanation, SearchHit, SearchOptions } from './types.js';
-import type { VectorIndex } from './vectors.js';
+import { unit, type VectorIndex } from './vectors.js';
 
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
@@ -596,12 +596,4 @@ function offerWithWordEvidence(
     }
     for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 0;
   }
-}
-
-function unit(v: Float32Array): Float32Array {
-  let n = 0;
-  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
-  if (n === 0) return v;
-  const inv = 1 / Math.sqrt(n);
-  return v.map((x) => x * inv);
 }

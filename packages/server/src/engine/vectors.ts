@@ -373,3 +373,12 @@ export class VectorIndex {
     );
   }
 }
+
+/** v scaled to length 1 (v itself when it is all zeros). */
+export function unit(v: Float32Array): Float32Array {
+  let n = 0;
+  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
+  if (n === 0) return v;
+  const inv = 1 / Math.sqrt(n);
+  return v.map((x) => x * inv);
+}
