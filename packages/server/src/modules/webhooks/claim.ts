@@ -2,13 +2,16 @@ import { sql } from 'kysely';
 import { jsonRows, type Database } from '../../store/database.js';
 import type { Claimed } from './record.js';
 
+/** At most this many attempts in flight for one endpoint (in one process), so a slow receiver cannot stall the others. */
+export const PER_ENDPOINT = 8;
+
 const HELD_COLUMNS = [
   ['endpoint_id', 'bigint'],
   ['held', 'integer'],
 ] as const;
 
 /**
- * The deliveries due now, in the order they fell due, at most `limit` and at most `perEndpoint` per endpoint counting
+ * The deliveries due now, in the order they fell due, at most `limit` and at most PER_ENDPOINT per endpoint counting
  * those this process holds (`held`), leased until `leaseUntil`. On PostgreSQL one statement: the candidates are
  * locked with SKIP LOCKED (several processes claim at once without waiting on each other), ranked per endpoint and
  * leased, the endpoints' columns returned with them; SQLite (one writer) selects and leases in one transaction.
@@ -16,7 +19,6 @@ const HELD_COLUMNS = [
 export async function claimDeliveries(
   database: Database,
   limit: number,
-  perEndpoint: number,
   held: ReadonlyMap<number, number>,
   now: string,
   leaseUntil: string,
@@ -37,7 +39,7 @@ export async function claimDeliveries(
         row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.id) + COALESCE(h.held, 0) AS place
       FROM candidates c LEFT JOIN ${jsonRows(database.dialect, 'h', HELD_COLUMNS, heldRows)} ON h.endpoint_id = c.endpoint_id
     ), chosen AS (
-      SELECT id FROM ranked WHERE place <= ${perEndpoint} ORDER BY next_attempt_at, id LIMIT ${limit}
+      SELECT id FROM ranked WHERE place <= ${PER_ENDPOINT} ORDER BY next_attempt_at, id LIMIT ${limit}
     )`;
   const byDue = (a: Claimed & { next_attempt_at: string }, b: Claimed & { next_attempt_at: string }) =>
     a.next_attempt_at < b.next_attempt_at ? -1 : a.next_attempt_at > b.next_attempt_at ? 1 : a.id - b.id;
@@ -69,21 +71,4 @@ export async function claimDeliveries(
         .execute();
     return rows.sort(byDue).map(({ next_attempt_at: _, ...c }) => ({ ...c, lease_until: leaseUntil }));
   });
-}
-
-/** Gives up leases still as claimed (a stopping process's deliveries not yet attempted), so another process need not wait them out. */
-export async function releaseLeases(database: Database, deliveries: readonly Claimed[]): Promise<void> {
-  const byLease = new Map<string, Claimed[]>();
-  for (const d of deliveries) byLease.set(d.lease_until, [...(byLease.get(d.lease_until) ?? []), d]);
-  for (const [leaseUntil, group] of byLease)
-    await database.db
-      .updateTable('webhook_deliveries')
-      .set({ lease_until: null })
-      .where(
-        'id',
-        'in',
-        group.map((d) => d.id),
-      )
-      .where('lease_until', '=', leaseUntil)
-      .execute();
 }

@@ -2,18 +2,11 @@ import type { BaseLogger } from 'pino';
 import { dispatchOutbox, onEventsCommitted, type OutboxDispatcher } from '../../core/events.js';
 import { nowIso, type Database } from '../../store/database.js';
 import { attempt, CONCURRENCY, sign } from './attempt.js';
-import { claimDeliveries, releaseLeases } from './claim.js';
+import { claimDeliveries } from './claim.js';
 import { onDeliveriesDue } from './due.js';
 import { openSecret, type WebhookSettings } from './endpoints.js';
 import { type Claimed, type Finished, recordAttempts } from './record.js';
 
-/** At most this many attempts in flight for one endpoint, so a slow receiver cannot stall the others. */
-const PER_ENDPOINT = 8;
-/**
- * Deliveries claimed ahead of the free slots (at most as many again, and PER_ENDPOINT per endpoint), started as
- * slots free up: attempts go on while the next claim is out, so a claim's round trip does not leave slots idle.
- */
-const AHEAD = CONCURRENCY;
 const CLAIM_BATCH = CONCURRENCY / 4;
 /**
  * An attempt's slot is free once its answer is in, before its outcome is recorded (its lease keeps the
@@ -32,12 +25,6 @@ const IDLE_POLL_MS = 200;
 const DISPATCH_GAP_MS = 10;
 /** A lease outlives the attempt deadline by this much, for recording the outcome; then a dead process's deliveries are taken over. */
 const LEASE_MARGIN_MS = 5000;
-/**
- * A delivery claimed ahead starts only while its lease has the attempt deadline and this much left (for recording);
- * one that waited longer behind its endpoint's slots is let go with the rest of its endpoint's queue (order kept), its
- * lease lapsing, and claimed again.
- */
-const START_MARGIN_MS = LEASE_MARGIN_MS / 2;
 
 /**
  * Background delivery: drains the outbox into delivery rows (fanOut, registered as a dispatcher)
@@ -54,11 +41,7 @@ export class DeliveryLoop {
   private wake: (() => void) | null = null;
   private unsubscribe: (() => void) | null = null;
   private readonly inFlight = new Map<number, Promise<void>>();
-  /** Claimed and not yet started, in the order they fell due. */
-  private readonly queued: Claimed[] = [];
-  /** Per endpoint: deliveries claimed and not yet ended (queued or in flight), and those in flight. */
-  private readonly held = new Map<number, number>();
-  private readonly attempting = new Map<number, number>();
+  private readonly perEndpoint = new Map<number, number>();
   private finished: Finished[] = [];
   private recording: Promise<void> | null = null;
   private readonly secrets = new Map<string, string>();
@@ -97,16 +80,6 @@ export class DeliveryLoop {
     this.unsubscribe?.();
     this.wake?.();
     await this.loop;
-    const unstarted = this.queued.splice(0);
-    for (const delivery of unstarted) count(this.held, delivery.endpoint_id, -1);
-    try {
-      await releaseLeases(this.database, unstarted);
-    } catch (error) {
-      this.log.warn(
-        { err: error instanceof Error ? error.message : String(error) },
-        'webhook leases not given up; they will lapse',
-      );
-    }
     await Promise.all(this.inFlight.values());
     while (this.recording) await this.recording;
   }
@@ -124,20 +97,18 @@ export class DeliveryLoop {
           busy = (await dispatchOutbox(this.database, this.dispatchers)) > 0;
           this.outboxDirty = busy;
         }
-        // Claims are taken in batches (a quarter of the slots at least, or whatever is due when idle).
-        const room = CONCURRENCY + AHEAD - this.inFlight.size - this.queued.length;
+        // Claims are taken in batches (a quarter of the slots at least, or whatever is due when idle): each is a transaction.
+        const free = CONCURRENCY - this.inFlight.size;
         if (
           this.claimsDue &&
-          (room >= CLAIM_BATCH || (this.inFlight.size === 0 && this.queued.length === 0)) &&
+          (free >= CLAIM_BATCH || this.inFlight.size === 0) &&
           this.finished.length < MAX_UNRECORDED
         ) {
           this.claimsDue = false;
-          const claimed = await this.claim(room);
-          for (const delivery of claimed) count(this.held, delivery.endpoint_id, 1);
-          this.queued.push(...claimed);
-          this.startQueued();
+          const claimed = await this.claim(free);
+          for (const delivery of claimed) this.begin(delivery);
           // A full batch: more may be due.
-          this.claimsDue ||= claimed.length === room;
+          this.claimsDue ||= claimed.length === free;
           busy ||= this.claimsDue;
         }
         this.failures = 0;
@@ -174,34 +145,11 @@ export class DeliveryLoop {
 
   private claim(limit: number): Promise<Claimed[]> {
     const leaseUntil = new Date(Date.now() + this.settings.timeoutMs + LEASE_MARGIN_MS).toISOString();
-    return claimDeliveries(this.database, limit, 2 * PER_ENDPOINT, this.held, nowIso(), leaseUntil);
-  }
-
-  /** Starts queued deliveries in order while slots are free, passing over (with the rest of their queue) endpoints at their limit. */
-  private startQueued(): void {
-    const now = Date.now();
-    const passed = new Set<number>();
-    const lettingGo = new Set<number>();
-    for (let i = 0; i < this.queued.length && this.inFlight.size < CONCURRENCY; ) {
-      const delivery = this.queued[i]!;
-      const endpoint = delivery.endpoint_id;
-      const stale = Date.parse(delivery.lease_until) - now < this.settings.timeoutMs + START_MARGIN_MS;
-      if (stale || lettingGo.has(endpoint)) {
-        lettingGo.add(endpoint);
-        this.queued.splice(i, 1);
-        count(this.held, endpoint, -1);
-      } else if (passed.has(endpoint) || (this.attempting.get(endpoint) ?? 0) >= PER_ENDPOINT) {
-        passed.add(endpoint);
-        i++;
-      } else {
-        this.queued.splice(i, 1);
-        this.begin(delivery);
-      }
-    }
+    return claimDeliveries(this.database, limit, this.perEndpoint, nowIso(), leaseUntil);
   }
 
   private begin(delivery: Claimed): void {
-    count(this.attempting, delivery.endpoint_id, 1);
+    this.perEndpoint.set(delivery.endpoint_id, (this.perEndpoint.get(delivery.endpoint_id) ?? 0) + 1);
     const work = this.deliver(delivery)
       .catch((error: unknown) =>
         this.log.warn(
@@ -211,9 +159,9 @@ export class DeliveryLoop {
       )
       .finally(() => {
         this.inFlight.delete(delivery.id);
-        count(this.attempting, delivery.endpoint_id, -1);
-        count(this.held, delivery.endpoint_id, -1);
-        if (this.running) this.startQueued();
+        const n = (this.perEndpoint.get(delivery.endpoint_id) ?? 1) - 1;
+        if (n === 0) this.perEndpoint.delete(delivery.endpoint_id);
+        else this.perEndpoint.set(delivery.endpoint_id, n);
         this.claimsDue = true;
         this.wake?.();
       });
@@ -275,11 +223,4 @@ export class DeliveryLoop {
       this.wake?.();
     }
   }
-}
-
-/** Adds `by` to a per-endpoint count, dropping it at zero. */
-function count(counts: Map<number, number>, endpoint: number, by: number): void {
-  const n = (counts.get(endpoint) ?? 0) + by;
-  if (n === 0) counts.delete(endpoint);
-  else counts.set(endpoint, n);
 }
