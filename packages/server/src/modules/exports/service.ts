@@ -199,13 +199,6 @@ export async function deleteExport(
 }
 
 /**
- * Erase hook: forgetting memories (or purging an end user) withdraws every artifact that holds
- * one of them, in the same transaction; the record stays, naming the reason. Exports still
- * running restart, since what they wrote so far may hold them. Session and tag filters are not
- * checked (erasure blanks them first), so such exports are withdrawn conservatively; nor are times
- * for an export with relations, whose links reach memories outside its own.
- */
-/**
  * Removing an end user: exports of the project scoped to them name their pseudonym in their scope instead
  * (their artifacts were withdrawn with the memories, withdrawArtifactsHolding).
  */
@@ -227,6 +220,13 @@ export async function renameEndUserInExports(
   }
 }
 
+/**
+ * Erase hook: forgetting memories (or purging an end user) withdraws every artifact that holds
+ * one of them, in the same transaction; the record stays, naming the reason. Exports still
+ * running restart, since what they wrote so far may hold them. Session and tag filters are not
+ * checked (erasure blanks them first), so such exports are withdrawn conservatively; nor are times
+ * for an export with relations, whose links reach memories outside its own.
+ */
 export async function withdrawArtifactsHolding(trx: Executor, dialect: Dialect, ids: number[]): Promise<boolean> {
   const owners = await ownersOfMemories(trx, ids);
   const byProject = new Map<string, typeof owners>();
