@@ -12,6 +12,10 @@
  * speed of the moment (bench:latency reports the same). Prints JSON. `--cpu-prof DIR` writes the server's CPU profile there.
  * `--base REV [--rounds 3]` runs this checkout and REV's build (bench/lib/baseline.ts) alternately, fresh servers each
  * round, and prints each figure's median, min and max per side and of the ratio current / base within a round.
+ * `--processes N --postgres URL [--rounds 3]` measures a fleet instead (issue 51): N `engram serve` processes on one
+ * database against one of them, alternately, 16 clients of single adds split across the processes by the same load
+ * generator (client c to process c mod N, each client writing its own 4 end users, as a balancer with end-user
+ * affinity would send them), with the CPU an add costs all servers and the database.
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -34,6 +38,8 @@ const WARM_UP_ADDS = Math.round(5000 * scale);
 /** `--base REV --rounds N`: this checkout against another revision, N rounds of each, paired (medians, min, max). */
 const baseRev = option('--base');
 const rounds = Number(option('--rounds') ?? 3);
+/** `--processes N`: the fleet measurement (fleetBenchmark) instead of the usual phases. */
+const processes = Number(option('--processes') ?? 1);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
 
@@ -223,8 +229,82 @@ const spread = (values: number[]) => ({
   max: round3(Math.max(...values)),
 });
 
+/**
+ * Adds at 16 clients through one process and through `processes` processes on the same database, alternately
+ * (1, N, N, 1, …), the same warmed processes throughout: each round's throughput, the CPU milliseconds an add cost
+ * the servers (every process) and the database's backends, and the ratio of N processes to one in the same round.
+ */
+async function fleetBenchmark(url: string) {
+  const first = await startServer({ postgresUrl: url, nodeArgs });
+  const servers = [first];
+  try {
+    for (let p = 1; p < processes; p++) servers.push(await startServer({ databaseUrl: first.databaseUrl, nodeArgs }));
+    const requests = servers.map((server) => jsonClient(server.url, { 'x-api-key': server.key }));
+    const add = (target: number, endUser: string, i: number) =>
+      requests[target]!(
+        'POST',
+        '/memory/add',
+        { text: `Fleet ${i}: preference ${i % 97} for trip ${i}` },
+        {
+          'x-end-user-id': endUser,
+        },
+      ).then((r) => r.status === 201);
+    let written = 0;
+    for (let p = 0; p < servers.length; p++)
+      await runLoad(WARM_UP_ADDS, 4, (i) => add(p, `warmup-${p}`, written + i + p * WARM_UP_ADDS));
+    written += WARM_UP_ADDS * servers.length;
+    const adds = Math.round(10000 * scale);
+    const phase = async (used: number) => {
+      const cpu = () => servers.reduce((sum, server) => sum + processCpuSeconds(server.process.pid!), 0);
+      const [server0, database0] = [cpu(), postgresCpuSeconds(first.databaseUrl)];
+      const from = written;
+      written += adds;
+      // Client c writes end users c, c + 16, c + 32 and c + 48, all through process c mod `used`.
+      const load = await runLoad(adds, 16, (i, client) =>
+        add(client % used, `fleet-${client + 16 * (i % 4)}`, from + i),
+      );
+      const perAdd = (seconds: number) => round3((seconds * 1000) / adds);
+      return {
+        ...load,
+        server_cpu_ms_per_add: perAdd(cpu() - server0),
+        database_cpu_ms_per_add: perAdd(postgresCpuSeconds(first.databaseUrl) - database0),
+      };
+    };
+    const runs: Array<{ one: Awaited<ReturnType<typeof phase>>; fleet: Awaited<ReturnType<typeof phase>> }> = [];
+    for (let r = 0; r < rounds; r++) {
+      if (r % 2 === 0) {
+        const one = await phase(1);
+        runs.push({ one, fleet: await phase(processes) });
+      } else {
+        const fleet = await phase(processes);
+        runs.push({ fleet, one: await phase(1) });
+      }
+    }
+    const ratios = (figure: 'per_second' | 'server_cpu_ms_per_add' | 'database_cpu_ms_per_add') =>
+      spread(runs.map((run) => run.fleet[figure] / run.one[figure]));
+    return {
+      dialect: 'postgres',
+      processes,
+      rounds: runs,
+      fleet_over_one_process: {
+        per_second: ratios('per_second'),
+        server_cpu_ms_per_add: ratios('server_cpu_ms_per_add'),
+        database_cpu_ms_per_add: ratios('database_cpu_ms_per_add'),
+      },
+    };
+  } finally {
+    for (const server of servers.reverse()) await server.stop();
+  }
+}
+
 const dialects = [undefined, postgresUrl].filter((u, i) => i === 0 || u);
-if (!baseRev) {
+if (processes > 1) {
+  if (!postgresUrl) throw new Error('--processes needs --postgres URL: the processes share one PostgreSQL database');
+  const result = await fleetBenchmark(postgresUrl);
+  process.stdout.write(
+    `${JSON.stringify({ benchmark: 'write', node: process.version, results: [result] }, null, 2)}\n`,
+  );
+} else if (!baseRev) {
   const results = [];
   for (const url of dialects) {
     const server = await startServer({ postgresUrl: url, nodeArgs });

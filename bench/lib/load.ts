@@ -17,17 +17,17 @@ export function percentile(sorted: number[], p: number): number {
 export async function runLoad(
   total: number,
   concurrency: number,
-  send: (i: number) => Promise<boolean>,
+  send: (i: number, client: number) => Promise<boolean>,
 ): Promise<LoadResult> {
   const latencies: number[] = [];
   let next = 0;
   let errors = 0;
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
+    Array.from({ length: concurrency }, async (_, client) => {
       for (let i = next++; i < total; i = next++) {
         const t0 = performance.now();
-        const ok = await send(i);
+        const ok = await send(i, client);
         latencies.push(performance.now() - t0);
         if (!ok) errors++;
       }
