@@ -15,7 +15,7 @@
  * `--processes N --postgres URL [--rounds 3]` measures a fleet instead (issue 51): N `engram serve` processes on one
  * database against one of them, alternately, 16 clients of single adds split across the processes by the same load
  * generator (client c to process c mod N, each client writing its own 4 end users, as a balancer with end-user
- * affinity would send them), with the CPU an add costs all servers and the database.
+ * affinity would send them), with the CPU an add costs the servers taking the load and the database.
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -232,7 +232,8 @@ const spread = (values: number[]) => ({
 /**
  * Adds at 16 clients through one process and through `processes` processes on the same database, alternately
  * (1, N, N, 1, …), the same warmed processes throughout: each round's throughput, the CPU milliseconds an add cost
- * the servers (every process) and the database's backends, and the ratio of N processes to one in the same round.
+ * the servers taking the load and the database's backends (the idle processes' chores included), and the ratio of N
+ * processes to one in the same round.
  */
 async function fleetBenchmark(url: string) {
   const first = await startServer({ postgresUrl: url, nodeArgs });
@@ -255,7 +256,8 @@ async function fleetBenchmark(url: string) {
     written += WARM_UP_ADDS * servers.length;
     const adds = Math.round(10000 * scale);
     const phase = async (used: number) => {
-      const cpu = () => servers.reduce((sum, server) => sum + processCpuSeconds(server.process.pid!), 0);
+      // The processes taking the load (an idle one's chores, ~30 ms of CPU a second, are not the adds' cost).
+      const cpu = () => servers.slice(0, used).reduce((sum, server) => sum + processCpuSeconds(server.process.pid!), 0);
       const [server0, database0] = [cpu(), postgresCpuSeconds(first.databaseUrl)];
       const from = written;
       written += adds;
