@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { builtinEmbedder } from './embedder.js';
 import { MemoryIndex } from './memory-index.js';
-import { rotation, VECTOR_TRAIN_MIN, VectorIndex } from './vectors.js';
+import { kthLargest, rotation, VECTOR_TRAIN_MIN, VectorIndex } from './vectors.js';
 
 // Texts of a few themes recombined, with the built-in hashed vectors (words and character n-grams)
 // at 128 dimensions as a remote embedder's: near for texts that share words or sub-words.
@@ -138,5 +138,20 @@ describe('the rotation and the sign bits', () => {
       expect(near.cosines[0]).toBeCloseTo(exact[0]![1], 6);
     }
     expect(found / 60).toBeGreaterThanOrEqual(0.95);
+  });
+});
+
+describe('kthLargest', () => {
+  it('is the value a full sort puts k-th from the top, for any k, with ties', () => {
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    for (const n of [1, 2, 3, 10, 257, 1000]) {
+      // Few distinct values as well as many: ties are where a partition goes wrong.
+      for (const distinct of [3, 1e9]) {
+        const values = Float32Array.from({ length: n + 5 }, () => Math.floor(next() * distinct));
+        const sorted = values.slice(0, n).sort();
+        for (const k of [1, 2, Math.ceil(n / 2), n]) expect(kthLargest(values, n, k)).toBe(sorted[n - k]);
+      }
+    }
   });
 });
