@@ -6,7 +6,12 @@
  * ceiling; the server's resident memory (VmRSS) after warm-up and at the end. Prints JSON.
  *
  *   npm run bench:latency [-- --fill http|direct] [--total N] [--sizes 1000,10000,100000] [--postgres URL]
- *                         [--cpu-prof DIR] [--restarts 3] [--vectors 512]
+ *                         [--cpu-prof DIR] [--restarts 3] [--vectors 512] [--data DIR] [--base REV]
+ *
+ * `--data DIR` (SQLite, direct fill): the database file in DIR, filled there the first time and kept; a run on a
+ * DIR already filled skips the fill and deletes the stored index snapshots first (the cold first query is again
+ * from rows). `--base REV`: the measured server is that revision's build (bench/lib/baseline.ts), to alternate
+ * before and after on one filled database.
  *
  * `--vectors D` (SQLite): the server uses an OpenAI-compatible embedder that this process serves on a
  * local port (the real wire format; D-dimension vectors of the built-in hashed embedder, so texts that
@@ -21,7 +26,7 @@
  * sentences recombined from the LoCoMo turns (unique per end user); queries are LoCoMo questions.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:http';
@@ -35,6 +40,7 @@ import { option } from './lib/args.js';
 import { processCpuSeconds } from './lib/cpu.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad, type LoadResult } from './lib/load.js';
+import { baselineMain } from './lib/baseline.js';
 import { locomoCorpus, mulberry32 } from './lib/locomo.js';
 import { BENCH_KEY, freshDataDir, startServer, type BenchServer } from './lib/server.js';
 
@@ -53,6 +59,9 @@ if (fill === 'direct' && postgresUrl) throw new Error('--fill direct is for SQLi
 const SIZES = (option('--sizes') ?? '1000,10000,100000').split(',').map(Number);
 const vectorDims = option('--vectors') === undefined ? 0 : Number(option('--vectors'));
 if (vectorDims && postgresUrl) throw new Error('--vectors is for SQLite only');
+const keptData = option('--data');
+if (keptData && (fill !== 'direct' || postgresUrl)) throw new Error('--data is for SQLite with --fill direct');
+const baseRev = option('--base');
 const QPS_SIZE = SIZES.includes(10_000) ? 10_000 : SIZES[SIZES.length - 1]!;
 const BATCH = 50;
 
@@ -235,6 +244,7 @@ async function measure(server: BenchServer) {
       async (i) => (await query(`user-${n}`, questions.length - 1 - (i % questions.length))) >= 0,
     );
   const rssWarm = rssMb(pid);
+  const indexCacheMb = Math.round((await indexCacheBytes(server)) / 1e5) / 10;
   let empty = 0;
   for (const n of SIZES) {
     const runs = n >= 100_000 ? 1000 : 3000;
@@ -260,6 +270,7 @@ async function measure(server: BenchServer) {
       queries_with_no_result: empty,
       texts_embedded: embedded,
       rss_mb: { after_start: rssStart, after_warm_up: rssWarm },
+      index_cache_mb_after_warm_up: indexCacheMb,
     };
   const qps = await runLoad(20_000, 16, async (i) => (await query(`user-${QPS_SIZE}`, i)) >= 0);
   const healthz = await runLoad(40_000, 16, async () => (await request('GET', '/healthz')).status === 200);
@@ -270,11 +281,13 @@ async function measure(server: BenchServer) {
     query_16_clients: { memories_of_user: QPS_SIZE, ...qps },
     healthz_16_clients: healthz,
     rss_mb: { after_start: rssStart, after_warm_up: rssWarm, at_end: rssEnd },
+    index_cache_mb_after_warm_up: indexCacheMb,
   };
 }
 
 // ---- run -----------------------------------------------------------------------
-const dir = postgresUrl ? undefined : freshDataDir();
+const dir = postgresUrl ? undefined : (keptData ?? freshDataDir());
+const main = baseRev ? baselineMain(repoRoot, baseRev).main : undefined;
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
 const METRICS_TOKEN = 'engram-bench-metrics';
 const baseEnv = { ENGRAM_HTTP_PROCESSES: String(workers), ENGRAM_METRICS_TOKEN: METRICS_TOKEN };
@@ -321,6 +334,12 @@ async function untilEmbedded(): Promise<number> {
   return embeddings!.texts;
 }
 
+/** What the index cache counts it holds (GET /metrics). */
+async function indexCacheBytes(server: BenchServer): Promise<number> {
+  const res = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  return Number(/engram_index_cache_bytes (\d+)/.exec(await res.text())?.[1] ?? 0);
+}
+
 /** Indexes the server has stored (GET /metrics). */
 async function snapshotsStored(server: BenchServer): Promise<number> {
   const res = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
@@ -343,7 +362,9 @@ async function firstQueriesAfterRestart(server: BenchServer) {
       running.process.kill('SIGTERM');
       await exited;
       running = await startServer(
-        postgresUrl ? { databaseUrl: server.databaseUrl, env: workerEnv } : { dataDir: dir!, env: workerEnv },
+        postgresUrl
+          ? { databaseUrl: server.databaseUrl, env: workerEnv, main }
+          : { dataDir: dir!, env: workerEnv, main },
       );
       const request = jsonClient(running.url, { 'x-api-key': running.key });
       const first: Record<string, number> = {};
@@ -373,7 +394,7 @@ const t0 = performance.now();
 if (fill === 'http') {
   // Queries are measured on the same process: bulk-add builds no index, so every index is still cold.
   server = await startServer(
-    postgresUrl ? { postgresUrl, nodeArgs, env: workerEnv } : { dataDir: dir!, nodeArgs, env: workerEnv },
+    postgresUrl ? { postgresUrl, nodeArgs, env: workerEnv, main } : { dataDir: dir!, nodeArgs, env: workerEnv, main },
   );
   try {
     filled = await fillHttp(server);
@@ -383,9 +404,17 @@ if (fill === 'http') {
   }
 } else {
   // Schema, organization, project and key from a first start; then rows; then the server measured.
-  await (await startServer({ dataDir: dir! })).stop();
-  filled = await fillDirect(join(dir!, 'engram.db'));
-  server = await startServer({ dataDir: dir!, nodeArgs, env: workerEnv });
+  const file = join(dir!, 'engram.db');
+  if (keptData && existsSync(file)) {
+    filled = 0;
+    const database = openDatabase({ dialect: 'sqlite', path: file });
+    await sql`DELETE FROM index_snapshots`.execute(database.db);
+    await database.close();
+  } else {
+    await (await startServer({ dataDir: dir!, main })).stop();
+    filled = await fillDirect(file);
+  }
+  server = await startServer({ dataDir: dir!, nodeArgs, env: workerEnv, main });
 }
 const fillSeconds = (performance.now() - t0) / 1000;
 let results: Awaited<ReturnType<typeof measure>>;
@@ -396,7 +425,7 @@ try {
     const exited = new Promise((r) => server.process.once('exit', r));
     server.process.kill('SIGTERM');
     await exited;
-    server = await startServer({ dataDir: dir!, env: baseEnv });
+    server = await startServer({ dataDir: dir!, env: baseEnv, main });
     const lexical = await measure(server);
     type Measured = Record<string, { p50_ms: number; server_cpu_ms_per_query: number }>;
     const withVectors = results.query_latency_1_client as Measured;
@@ -417,12 +446,13 @@ try {
 } finally {
   await server.stop();
   await embeddings?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (dir && !keptData) rmSync(dir, { recursive: true, force: true });
 }
 process.stdout.write(
   `${JSON.stringify(
     {
       benchmark: 'latency',
+      ...(baseRev ? { base: baseRev } : {}),
       node: process.version,
       dialect: server.dialect,
       workers,

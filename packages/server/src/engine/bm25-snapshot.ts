@@ -1,4 +1,5 @@
 // What Bm25Field's postings and snapshots are made of, and the steps that write a snapshot of a field.
+import type { DocTerms } from './doc-terms.js';
 import type { SnapshotReader } from './snapshot.js';
 
 /**
@@ -8,8 +9,9 @@ import type { SnapshotReader } from './snapshot.js';
  * last additions (what an insertion-ordered map would give, without a map entry per posting).
  */
 export interface Postings {
-  /** The term's number in the restored snapshot's dictionary (frozen doc terms), -1 for a term added since. */
+  /** The term's id (what the docs' terms hold: DocTerms). */
   id: number;
+  term: string;
   slots: Int32Array;
   tfs: Uint16Array;
   /** Entries in the arrays, stale ones included while dirty. */
@@ -20,26 +22,14 @@ export interface Postings {
 }
 
 /**
- * The doc terms of a restored snapshot, in one array (terms of slot s at start[s]..end[s], in the
- * order the doc first used them; start -1 once the doc is removed or added again): a map per doc
- * would cost what restoring saves.
- */
-export interface FrozenDocTerms {
-  start: Int32Array;
-  end: Int32Array;
-  terms: Int32Array;
-  tfs: Uint16Array;
-  dictionary: string[];
-}
-
-/**
  * What a snapshot taken in steps (snapshotSteps) needs of a field as it was when it began: read
  * then, or kept by the changes since (before they change it) while it has yet to read it.
  */
 export interface FieldTake {
   dictionary: string[];
-  /** Each term's number in the dictionary. */
-  ids: Map<string, number>;
+  /** Each dictionary term's id, and each term id's number in the dictionary (-1: none). */
+  termIds: Int32Array;
+  renumber: Int32Array;
   /** Postings entries (as many as doc terms) and slots when it began. */
   entries: number;
   capacity: number;
@@ -47,8 +37,8 @@ export interface FieldTake {
   parts: number[];
   /** Entries written so far (of the postings, then of the doc terms). */
   at: number;
-  /** Entries of terms changed since it began, as they were then (compacted). */
-  terms: Map<string, { slots: Int32Array; tfs: Uint16Array; n: number }>;
+  /** Entries of terms changed since it began (by number in the dictionary), as they were then (compacted). */
+  terms: Map<number, { slots: Int32Array; tfs: Uint16Array; n: number }>;
   /** Terms of slots changed since it began, as they were then: see docAt. */
   docs: Map<number, DocAt>;
   /** Terms [0, termsRead) of the dictionary and slots [0, slotsRead) are written: changes to them need not be kept. */
@@ -56,24 +46,23 @@ export interface FieldTake {
   slotsRead: number;
 }
 
-/** A doc's terms: its own map, the start of its frozen terms, or null (no doc in the slot). */
-export type DocAt = ReadonlyMap<string, number> | number | null;
+/** A doc's terms (ids and counts) as they were, or null (no doc in the slot). */
+export type DocAt = { terms: Int32Array; tfs: Uint16Array } | null;
 
 /** Work (postings entries, doc terms, slots) in a step of a snapshot: well under a millisecond. */
 const STEP_WORK = 1 << 13;
 
-/** A step of Bm25Field.snapshotSteps: the postings of the next terms (`compiled`: a term's as they are, compacted). */
+/** A step of Bm25Field.snapshotSteps: the postings of the next terms (`compiled`: a term id's as they are, compacted). */
 export function writePostings(
   k: FieldTake,
   counts: Int32Array,
   slots: Int32Array,
   tfs: Uint16Array,
-  compiled: (term: string) => Postings,
+  compiled: (id: number) => Postings,
 ): void {
   let { termsRead: i, at } = k;
   for (let work = 0; i < k.dictionary.length && work < STEP_WORK; i++) {
-    const term = k.dictionary[i]!;
-    const p = k.terms.get(term) ?? compiled(term);
+    const p = k.terms.get(i) ?? compiled(k.termIds[i]!);
     if (at + p.n > k.entries) throw new Error('index snapshot does not add up');
     counts[i] = p.n;
     slots.set(p.slots.subarray(0, p.n), at);
@@ -85,36 +74,29 @@ export function writePostings(
   k.at = at;
 }
 
-/** A step of Bm25Field.snapshotSteps: the terms of the docs in the next slots, as they were (`docAt`: as they are). */
+/** A step of Bm25Field.snapshotSteps: the terms of the docs in the next slots, as they were (`d`: as they are). */
 export function writeDocTerms(
   k: FieldTake,
-  f: FrozenDocTerms | null,
-  docAt: (slot: number) => DocAt,
-  renumber: Int32Array,
+  d: DocTerms,
   start: Int32Array,
   end: Int32Array,
   docTerms: Int32Array,
   docTfs: Uint16Array,
 ): void {
   let { slotsRead: slot, at } = k;
+  const renumber = k.renumber;
   for (let work = 0; slot < k.capacity && work < STEP_WORK; slot++) {
     const kept = k.docs.get(slot);
-    const doc = kept === undefined ? docAt(slot) : kept;
     work++;
-    if (doc === null) continue;
+    if (kept === null || (kept === undefined && !d.has(slot))) continue;
+    const [terms, tfs, s, e] = kept
+      ? [kept.terms, kept.tfs, 0, kept.terms.length]
+      : [d.terms, d.tfs, d.start[slot]!, d.end[slot]!];
     const from = at;
-    if (at + (typeof doc === 'number' ? f!.end[slot]! - doc : doc.size) > k.entries)
-      throw new Error('index snapshot does not add up');
-    if (typeof doc === 'number') {
-      for (let i = doc, e = f!.end[slot]!; i < e; i++) {
-        docTerms[at] = renumber[f!.terms[i]!]!;
-        docTfs[at++] = f!.tfs[i]!;
-      }
-    } else {
-      for (const [t, n] of doc) {
-        docTerms[at] = k.ids.get(t)!;
-        docTfs[at++] = n;
-      }
+    if (at + e - s > k.entries) throw new Error('index snapshot does not add up');
+    for (let i = s; i < e; i++) {
+      docTerms[at] = renumber[terms[i]!]!;
+      docTfs[at++] = tfs[i]!;
     }
     start[slot] = from;
     end[slot] = at;
@@ -132,28 +114,11 @@ export function* readPostings(r: SnapshotReader, dictionary: string[]): Generato
   let at = 0;
   for (let id = 0; id < dictionary.length; id++) {
     const n = counts[id]!;
+    const term = dictionary[id]!;
     yield [
-      dictionary[id]!,
-      { id, slots: slots.subarray(at, at + n), tfs: tfs.subarray(at, at + n), n, live: n, dirty: false },
+      term,
+      { id, term, slots: slots.subarray(at, at + n), tfs: tfs.subarray(at, at + n), n, live: n, dirty: false },
     ];
     at += n;
   }
-}
-
-/** The doc terms a snapshot wrote (writeDocTerms), with the docs holding terms and their entries. */
-export function readFrozenDocTerms(
-  r: SnapshotReader,
-  dictionary: string[],
-): { terms: FrozenDocTerms; docs: number; entries: number } {
-  const start = r.array('i32');
-  const end = r.array('i32');
-  const terms = { start, end, terms: r.array('i32'), tfs: r.array('u16'), dictionary };
-  let docs = 0;
-  let entries = 0;
-  for (let slot = 0; slot < start.length; slot++) {
-    if (start[slot]! < 0) continue;
-    docs++;
-    entries += end[slot]! - start[slot]!;
-  }
-  return { terms, docs, entries };
 }

@@ -7,18 +7,10 @@ import {
   growList,
   type SlotList,
 } from './bm25-context.js';
-import {
-  type DocAt,
-  type FieldTake,
-  type FrozenDocTerms,
-  type Postings,
-  readFrozenDocTerms,
-  readPostings,
-  writeDocTerms,
-  writePostings,
-} from './bm25-snapshot.js';
-import { docMapBytes, ENTRY_BYTES, frozenBytes, termBytes } from './bm25-bytes.js';
-import { TYPED_ARRAY_BYTES } from './heap-bytes.js';
+import { type FieldTake, type Postings, readPostings, writeDocTerms, writePostings } from './bm25-snapshot.js';
+import { ENTRY_BYTES, termBytes } from './bm25-bytes.js';
+import { DocTerms } from './doc-terms.js';
+import { ARRAY_BYTES, ARRAY_SLOT_BYTES, TYPED_ARRAY_BYTES } from './heap-bytes.js';
 import { nearestHeldTerm } from './nearest-term.js';
 import type { SnapshotReader, SnapshotWriter, Steps } from './snapshot.js';
 
@@ -36,15 +28,21 @@ export const TF_MAX = 0xffff;
 
 export class Bm25Field {
   private readonly postings = new Map<string, Postings>(); // term -> postings
-  private readonly docTerms = new Map<number, Map<string, number>>(); // slot -> term -> tf (for removal)
-  private frozen: FrozenDocTerms | null = null;
-  private frozenDocs = 0;
+  /** The postings by term id (what the docs' terms are); a term's id is reused once no doc holds it. */
+  private byId: (Postings | undefined)[] = [];
+  private freeIds: number[] = [];
+  /** Ids of terms no doc holds any more, freed once the snapshot being taken ends (it may still read them). */
+  private idsToFree: number[] = [];
+  /** Each doc's terms by id (for removal, compaction, expansion). */
+  private docTerms = new DocTerms();
+  /** add's working arrays: a doc's distinct term ids and counts, and where each id is in them (by id). */
+  private addIds = new Int32Array(64);
+  private addTfs = new Uint16Array(64);
+  private addAt = new Int32Array(64);
   private docLen = new Float64Array(64);
   private totalLen = 0;
-  /** Bytes of the terms' postings besides their entries (termBytes), of the docs' own term maps (docMapBytes). */
+  /** Bytes of the terms' postings besides their entries (termBytes). */
   private termBytes = 0;
-  private docMapBytes = 0;
-  private entries = 0;
   /** Bytes of the postings' entries, spare capacity included. */
   private arrayBytes = 0;
   /** Changes on every add/remove (lengths, df and N may have changed). */
@@ -59,36 +57,45 @@ export class Bm25Field {
   private readonly contextCache = new ContextCache();
 
   get docCount(): number {
-    return this.docTerms.size + this.frozenDocs;
+    return this.docTerms.docs;
   }
 
   add(slot: number, terms: readonly string[]): void {
     this.remove(slot);
     this.version++;
     if (terms.length === 0) return;
-    const tf = new Map<string, number>();
-    for (const t of terms) tf.set(t, Math.min(TF_MAX, (tf.get(t) ?? 0) + 1));
-    if (this.taking) for (const t of tf.keys()) this.keepTerm(t);
-    for (const [t, n] of tf) {
-      let p = this.postings.get(t);
-      if (!p) {
-        p = { id: -1, slots: new Int32Array(0), tfs: new Uint16Array(0), n: 0, live: 0, dirty: false };
-        this.postings.set(t, p);
-        this.termBytes += termBytes(t);
+    if (terms.length > this.addIds.length) {
+      this.addIds = new Int32Array(2 * terms.length);
+      this.addTfs = new Uint16Array(2 * terms.length);
+    }
+    // The doc's distinct terms in the order it first uses them, with their counts.
+    const [ids, tfs] = [this.addIds, this.addTfs];
+    let m = 0;
+    for (const t of terms) {
+      const p = this.postings.get(t) ?? this.newTerm(t);
+      const at = this.addAt[p.id]!;
+      if (at < m && ids[at] === p.id) {
+        if (tfs[at]! < TF_MAX) tfs[at]!++;
+      } else {
+        this.addAt[p.id] = m;
+        ids[m] = p.id;
+        tfs[m++] = 1;
       }
+    }
+    if (this.taking) for (let i = 0; i < m; i++) this.keepTerm(this.byId[ids[i]!]!);
+    for (let i = 0; i < m; i++) {
+      const p = this.byId[ids[i]!]!;
       if (p.n === p.slots.length) {
         // Stale entries are dropped before the arrays grow for them.
-        if (p.dirty && p.n >= 2 * p.live + 16) this.compact(p, t);
+        if (p.dirty && p.n >= 2 * p.live + 16) this.compact(p);
         if (p.n === p.slots.length) this.growPostings(p, Math.max(4, p.n * 2));
       }
       p.slots[p.n] = slot;
-      p.tfs[p.n] = n;
+      p.tfs[p.n] = tfs[i]!;
       p.n++;
       p.live++;
     }
-    this.docTerms.set(slot, tf);
-    this.docMapBytes += docMapBytes(tf);
-    this.entries += tf.size;
+    this.docTerms.set(slot, ids, tfs, m);
     this.forgetContext(slot);
     if (slot >= this.docLen.length) {
       const grown = new Float64Array(Math.max(slot + 1, this.docLen.length * 2));
@@ -97,6 +104,21 @@ export class Bm25Field {
     }
     this.docLen[slot] = terms.length;
     this.totalLen += terms.length;
+  }
+
+  /** A term no doc holds yet: its postings, empty, under a free id. */
+  private newTerm(term: string): Postings {
+    const id = this.freeIds.pop() ?? this.byId.length;
+    const p: Postings = { id, term, slots: new Int32Array(0), tfs: new Uint16Array(0), n: 0, live: 0, dirty: false };
+    this.byId[id] = p;
+    this.postings.set(term, p);
+    this.termBytes += termBytes(term);
+    if (id >= this.addAt.length) {
+      const at = new Int32Array(2 * this.addAt.length);
+      at.set(this.addAt);
+      this.addAt = at;
+    }
+    return p;
   }
 
   private growPostings(p: Postings, cap: number): void {
@@ -112,19 +134,19 @@ export class Bm25Field {
   /** The term's postings without stale entries. */
   private compiled(term: string): Postings | undefined {
     const p = this.postings.get(term);
-    if (p?.dirty) this.compact(p, term);
+    if (p?.dirty) this.compact(p);
     return p;
   }
 
   /** Drops stale entries in place: each slot keeps its last entry, if its doc still holds the term. */
-  private compact(p: Postings, term: string): void {
+  private compact(p: Postings): void {
     const seen = new Set<number>();
     const kept: number[] = [];
     for (let i = p.n - 1; i >= 0; i--) {
       const slot = p.slots[i]!;
       if (seen.has(slot)) continue;
       seen.add(slot);
-      if (this.holds(slot, term, p.id)) kept.push(i);
+      if (this.docTerms.holds(slot, p.id)) kept.push(i);
     }
     // Kept indices are written forward, each to a position at or before its own.
     for (let j = 0, m = kept.length; j < m; j++) {
@@ -141,58 +163,39 @@ export class Bm25Field {
     }
   }
 
-  private holds(slot: number, term: string, termId: number): boolean {
-    const own = this.docTerms.get(slot);
-    if (own) return own.has(term);
-    const f = this.frozen;
-    if (!f || termId < 0 || slot >= f.start.length || f.start[slot]! < 0) return false;
-    for (let i = f.start[slot]!, end = f.end[slot]!; i < end; i++) if (f.terms[i] === termId) return true;
-    return false;
-  }
-
-  /** A restored doc's terms as a map (in the order the doc first used them), or undefined. */
-  private frozenTerms(slot: number): Map<string, number> | undefined {
-    const f = this.frozen;
-    if (!f || slot >= f.start.length || f.start[slot]! < 0) return undefined;
-    const terms = new Map<string, number>();
-    for (let i = f.start[slot]!, end = f.end[slot]!; i < end; i++) terms.set(f.dictionary[f.terms[i]!]!, f.tfs[i]!);
-    return terms;
-  }
-
   remove(slot: number): void {
     // (add removes first: a snapshot being taken keeps the slot as it was, doc or none, from here.)
     if (this.taking) this.keepDoc(slot);
-    const own = this.docTerms.get(slot);
-    const tf = own ?? this.frozenTerms(slot);
-    if (!tf) return;
+    const d = this.docTerms;
+    if (!d.has(slot)) return;
     this.forgetContext(slot);
-    if (this.taking) for (const t of tf.keys()) this.keepTerm(t);
-    if (!own) {
-      this.frozen!.start[slot] = -1;
-      this.frozenDocs--;
-    }
+    const [from, to] = [d.start[slot]!, d.end[slot]!];
+    if (this.taking) for (let i = from; i < to; i++) this.keepTerm(this.byId[d.terms[i]!]!);
     this.version++;
-    for (const t of tf.keys()) {
-      const p = this.postings.get(t);
-      if (!p) continue;
+    for (let i = from; i < to; i++) {
+      const p = this.byId[d.terms[i]!]!;
       p.live--;
       p.dirty = true;
       if (p.live === 0) {
-        this.postings.delete(t);
-        this.termBytes -= termBytes(t);
+        this.postings.delete(p.term);
+        this.byId[p.id] = undefined;
+        (this.taking ? this.idsToFree : this.freeIds).push(p.id);
+        this.termBytes -= termBytes(p.term);
         this.arrayBytes -= p.slots.length * ENTRY_BYTES;
       }
     }
-    this.entries -= tf.size;
-    if (own) this.docMapBytes -= docMapBytes(own);
-    this.docTerms.delete(slot);
+    d.remove(slot);
     this.totalLen -= this.docLen[slot] ?? 0;
     this.docLen[slot] = 0;
   }
 
-  /** The doc's terms with their frequencies (read-only view). */
+  /** The doc's terms with their frequencies, in the order the doc first used them (a map made for the caller). */
   termsOf(slot: number): ReadonlyMap<string, number> | undefined {
-    return this.docTerms.get(slot) ?? this.frozenTerms(slot);
+    const d = this.docTerms;
+    if (!d.has(slot)) return undefined;
+    const terms = new Map<string, number>();
+    for (let i = d.start[slot]!, end = d.end[slot]!; i < end; i++) terms.set(this.byId[d.terms[i]!]!.term, d.tfs[i]!);
+    return terms;
   }
 
   /**
@@ -200,9 +203,9 @@ export class Bm25Field {
    * when the doc's neighbours do (MemoryIndex calls this for the docs around a change of links).
    */
   forgetContext(slot: number): void {
-    if (this.contextCache.size === 0) return;
-    const tf = this.termsOf(slot);
-    if (tf) for (const t of tf.keys()) this.contextCache.drop(t);
+    const d = this.docTerms;
+    if (this.contextCache.size === 0 || !d.has(slot)) return;
+    for (let i = d.start[slot]!, end = d.end[slot]!; i < end; i++) this.contextCache.drop(this.byId[d.terms[i]!]!.term);
   }
 
   /** Number of docs containing the term. */
@@ -452,31 +455,22 @@ export class Bm25Field {
     touched.n = tn;
   }
 
-  /** The doc in the slot (DocAt), as it is now. */
-  private docAt(slot: number): DocAt {
-    const own = this.docTerms.get(slot);
-    if (own) return own;
-    const f = this.frozen;
-    return f && slot < f.start.length && f.start[slot]! >= 0 ? f.start[slot]! : null;
-  }
-
   /** Before the slot's doc changes: what a snapshot being taken has yet to read of it, as it is. */
   private keepDoc(slot: number): void {
     const k = this.taking!;
-    if (slot < k.capacity && slot >= k.slotsRead && !k.docs.has(slot)) k.docs.set(slot, this.docAt(slot));
+    if (slot < k.capacity && slot >= k.slotsRead && !k.docs.has(slot)) k.docs.set(slot, this.docTerms.copy(slot));
   }
 
   /**
    * Before a term's postings change (a doc holding it is added or removed): the entries, compacted
    * as they are (no doc holding the term has changed since the snapshot began, or this ran then).
    */
-  private keepTerm(term: string): void {
+  private keepTerm(p: Postings): void {
     const k = this.taking!;
-    if (k.terms.has(term)) return;
-    const id = k.ids.get(term);
-    if (id === undefined || id < k.termsRead) return;
-    const p = this.compiled(term)!;
-    k.terms.set(term, { slots: p.slots.slice(0, p.n), tfs: p.tfs.slice(0, p.n), n: p.n });
+    const i = p.id < k.renumber.length ? k.renumber[p.id]! : -1;
+    if (i < k.termsRead || k.terms.has(i)) return;
+    if (p.dirty) this.compact(p);
+    k.terms.set(i, { slots: p.slots.slice(0, p.n), tfs: p.tfs.slice(0, p.n), n: p.n });
   }
 
   /**
@@ -486,7 +480,10 @@ export class Bm25Field {
    */
   beginSnapshot(w: SnapshotWriter, track: boolean): FieldTake {
     const dictionary = [...this.postings.keys()];
-    const { entries } = this;
+    const termIds = new Int32Array(dictionary.length);
+    const renumber = new Int32Array(this.byId.length).fill(-1);
+    for (let i = 0; i < dictionary.length; i++) renumber[(termIds[i] = this.postings.get(dictionary[i]!)!.id)] = i;
+    const { entries } = this.docTerms;
     const capacity = this.docLen.length;
     w.value(dictionary).value(this.totalLen).value(this.version);
     const parts = [
@@ -501,7 +498,8 @@ export class Bm25Field {
     w.live(this.docLen);
     const take: FieldTake = {
       dictionary,
-      ids: new Map(dictionary.map((t, i) => [t, i])),
+      termIds,
+      renumber,
       entries,
       capacity,
       parts,
@@ -516,7 +514,10 @@ export class Bm25Field {
   }
 
   endSnapshot(take: FieldTake): void {
-    if (this.taking === take) this.taking = null;
+    if (this.taking !== take) return;
+    this.taking = null;
+    this.freeIds.push(...this.idsToFree);
+    this.idsToFree = [];
   }
 
   /**
@@ -527,7 +528,11 @@ export class Bm25Field {
   *snapshotSteps(k: FieldTake, w: SnapshotWriter): Steps<void> {
     const [counts, slots, tfs] = [w.view(k.parts[0]!, 'i32'), w.view(k.parts[1]!, 'i32'), w.view(k.parts[2]!, 'u16')];
     while (k.termsRead < k.dictionary.length) {
-      writePostings(k, counts, slots, tfs, (term) => this.compiled(term)!);
+      writePostings(k, counts, slots, tfs, (id) => {
+        const p = this.byId[id]!;
+        if (p.dirty) this.compact(p);
+        return p;
+      });
       yield;
     }
     if (k.at !== k.entries) throw new Error('index snapshot does not add up');
@@ -539,13 +544,10 @@ export class Bm25Field {
     ];
     // A slot holding no doc has an empty range.
     start.fill(-1);
-    // A restored doc's terms are numbers of the restored dictionary: renumbered by one table, not looked up term by term.
-    const f = this.frozen;
-    const renumber = Int32Array.from(f ? f.dictionary : [], (t) => k.ids.get(t) ?? -1);
     yield;
     k.at = 0;
     while (k.slotsRead < k.capacity) {
-      writeDocTerms(k, f, (slot) => this.docAt(slot), renumber, start, end, docTerms, docTfs);
+      writeDocTerms(k, this.docTerms, start, end, docTerms, docTfs);
       yield;
     }
     if (k.at !== k.entries) throw new Error('index snapshot does not add up');
@@ -560,13 +562,13 @@ export class Bm25Field {
     field.version = r.value<number>();
     for (const [term, postings] of readPostings(r, dictionary)) {
       field.postings.set(term, postings);
+      field.byId.push(postings);
       field.termBytes += termBytes(term);
       field.arrayBytes += postings.n * ENTRY_BYTES;
     }
-    const frozen = readFrozenDocTerms(r, dictionary);
-    field.frozen = frozen.terms;
-    field.frozenDocs = frozen.docs;
-    field.entries = frozen.entries;
+    field.addAt = new Int32Array(Math.max(64, dictionary.length));
+    // The dictionary's numbers are the terms' ids.
+    field.docTerms = DocTerms.of(r.array('i32'), r.array('i32'), r.array('i32'), r.array('u16'));
     field.docLen = r.array('f64');
     return field;
   }
@@ -576,13 +578,18 @@ export class Bm25Field {
     return this.contextCacheShare * (this.approxBytes() - this.contextCache.bytes);
   }
 
-  /** Bytes held (heap-bytes.ts): postings, the docs' terms (own maps, or a restored snapshot's arrays), lengths, kept context postings. */
+  /** Bytes held (heap-bytes.ts): postings, the terms by id, the docs' terms, lengths, kept context postings. */
   approxBytes(): number {
     return (
       this.termBytes +
       this.arrayBytes +
-      this.docMapBytes +
-      frozenBytes(this.frozen) +
+      ARRAY_BYTES +
+      ARRAY_SLOT_BYTES * (this.byId.length + this.freeIds.length + this.idsToFree.length) +
+      TYPED_ARRAY_BYTES * 3 +
+      this.addAt.byteLength +
+      this.addIds.byteLength +
+      this.addTfs.byteLength +
+      this.docTerms.approxBytes() +
       TYPED_ARRAY_BYTES +
       this.docLen.byteLength +
       this.contextCache.bytes
