@@ -37,11 +37,12 @@ export function growList(l: SlotList): Int32Array {
  */
 export interface ContextPostings {
   slots: Int32Array;
-  own: Float64Array;
+  /** The slot's own tf (one compacted postings entry's, so within 16 bits: the same double read back). */
+  own: Uint16Array;
   total: Float64Array;
 }
-/** Bytes of a context postings entry (slot i32, own and total f64) and of a kept term besides its entries (heap-bytes.ts). */
-const CONTEXT_ENTRY_BYTES = 20;
+/** Bytes of a context postings entry (slot i32, own u16, total f64) and of a kept term besides its entries (heap-bytes.ts). */
+const CONTEXT_ENTRY_BYTES = 14;
 const CONTEXT_TERM_BYTES = 3 * TYPED_ARRAY_BYTES + objectBytes(3) + MAP_ENTRY_BYTES;
 /**
  * Terms with fewer postings are spread afresh each search: a short list costs little to spread, and
@@ -96,7 +97,7 @@ export class ContextCache {
     // Kept while they fit, and until a write changes them: no eviction, since a workload that asks
     // more terms than fit in turn (a benchmark's fixed list of questions) would evict each before its next use.
     if (this.bytes + bytes > budget) return null;
-    const kept = { slots: touchedSlots.slice(0, n), own: new Float64Array(n), total: new Float64Array(n) };
+    const kept = { slots: touchedSlots.slice(0, n), own: new Uint16Array(n), total: new Float64Array(n) };
     for (let j = 0; j < n; j++) {
       const slot = touchedSlots[j]!;
       const ts = tfSelf[slot]!;

@@ -9,6 +9,7 @@ import {
 } from './bm25-context.js';
 import { type FieldTake, type Postings, readPostings, writeDocTerms, writePostings } from './bm25-snapshot.js';
 import { ENTRY_BYTES, termBytes } from './bm25-bytes.js';
+import { BM25_B, BM25_K1, saturateInPlace, saturateKept } from './bm25-saturate.js';
 import { DocTerms } from './doc-terms.js';
 import { ARRAY_BYTES, ARRAY_SLOT_BYTES, TYPED_ARRAY_BYTES } from './heap-bytes.js';
 import { nearestHeldTerm } from './nearest-term.js';
@@ -16,8 +17,7 @@ import type { SnapshotReader, SnapshotWriter, Steps } from './snapshot.js';
 
 export type { FieldTake } from './bm25-snapshot.js';
 
-export const BM25_K1 = 1.2;
-export const BM25_B = 0.75;
+export { BM25_B, BM25_K1 };
 
 /**
  * Term frequencies are kept as 16-bit counts (postings and restored doc terms: 6 bytes an entry,
@@ -335,12 +335,12 @@ export class Bm25Field {
         if (kept === null) {
           // The spread read where it lies (the buffers left zero), not gathered first: gathering cost a
           // search 15-30 % at 100,000 docs.
-          this.saturate(
+          saturateInPlace(
+            this.docLen,
             termTouched,
             tfSelf,
             tfCtx,
             nt,
-            true,
             idf,
             links,
             normCache,
@@ -352,107 +352,8 @@ export class Bm25Field {
           continue;
         }
       }
-      const n = kept.slots.length;
-      this.saturate(
-        kept.slots,
-        kept.own,
-        kept.total,
-        n,
-        false,
-        idf,
-        links,
-        normCache,
-        avgExpanded,
-        outSelf,
-        outCtx,
-        touched,
-      );
+      saturateKept(this.docLen, kept, idf, links, normCache, avgExpanded, outSelf, outCtx, touched);
     }
-  }
-
-  /**
-   * The length normalisation of a slot with its neighbours (computed once per slot until the index
-   * changes): its own length plus the neighbours' at their context weights, so that a one-word turn
-   * does not get the full neighbour score for free. (A normalisation that is 0 is computed again
-   * each time: the same value.)
-   */
-  private expandedNorm(
-    slot: number,
-    links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number },
-    avgExpanded: number,
-  ): number {
-    const { prev, next, window, weight, decay } = links;
-    const docLen = this.docLen;
-    let len = docLen[slot] ?? 0;
-    if (weight > 0) {
-      let a = prev[slot]!;
-      let b = next[slot]!;
-      for (let d = 1, v = weight; d <= window && (a >= 0 || b >= 0); d++, v *= decay) {
-        if (a >= 0) {
-          len += v * docLen[a]!;
-          a = prev[a]!;
-        }
-        if (b >= 0) {
-          len += v * docLen[b]!;
-          b = next[b]!;
-        }
-      }
-    }
-    return BM25_K1 * (1 - BM25_B + (BM25_B * len) / avgExpanded);
-  }
-
-  /**
-   * One term's BM25F score of each slot it touches, split between own and context evidence: from
-   * its kept context postings (`own` and `total` by entry), or, `inPlace`, from the spread that
-   * scoreWithContext left in the buffers (`own` and context tf by slot), set back to zero as read.
-   */
-  private saturate(
-    slots: Int32Array,
-    own: Float64Array,
-    totalOrCtx: Float64Array,
-    nt: number,
-    inPlace: boolean,
-    idf: number,
-    links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number },
-    normCache: Float64Array,
-    avgExpanded: number,
-    outSelf: Float64Array,
-    outCtx: Float64Array,
-    touched: SlotList,
-  ): void {
-    const same = outSelf === outCtx;
-    let ta = touched.a;
-    let tn = touched.n;
-    for (let j = 0; j < nt; j++) {
-      const slot = slots[j]!;
-      const at = inPlace ? slot : j;
-      const ts = own[at]!;
-      const t = inPlace ? ts + totalOrCtx[at]! : totalOrCtx[at]!;
-      let norm = normCache[slot]!;
-      if (norm === 0) norm = normCache[slot] = this.expandedNorm(slot, links, avgExpanded);
-      const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
-      const selfPart = (sc * ts) / t;
-      if (tn === ta.length) {
-        touched.n = tn;
-        ta = growList(touched);
-      }
-      ta[tn] = slot;
-      if (same) {
-        // One buffer for both parts: read once, the two parts added in the same order.
-        const o = outSelf[slot]!;
-        tn += +(o === 0);
-        outSelf[slot] = o + selfPart + (sc - selfPart);
-      } else {
-        tn += +(outSelf[slot] === 0) & +(outCtx[slot] === 0);
-        outSelf[slot]! += selfPart;
-        outCtx[slot]! += sc - selfPart;
-      }
-      if (inPlace) {
-        own[slot] = 0;
-        totalOrCtx[slot] = 0;
-      }
-    }
-    touched.n = tn;
   }
 
   /** Before the slot's doc changes: what a snapshot being taken has yet to read of it, as it is. */

@@ -59,10 +59,11 @@ const stemCache = new Map<string, string>();
 
 /** Porter2 for plain ASCII words; other scripts are kept as they are. */
 export function stem(word: string): string {
-  // Long "words" are ids, hashes or junk; the stemmer's regexes are slow on them.
-  if (word.length < 3 || word.length > 40 || !ASCII_WORD_RE.test(word)) return word;
+  // A cached word passed the checks below when it was stemmed: looked up first (most words are).
   let s = stemCache.get(word);
   if (s === undefined) {
+    // Long "words" are ids, hashes or junk; the stemmer's regexes are slow on them.
+    if (word.length < 3 || word.length > 40 || !ASCII_WORD_RE.test(word)) return word;
     s = porter2(word);
     // The cache is bounded so an index fed arbitrary text cannot grow it without limit.
     if (stemCache.size > 200_000) stemCache.clear();

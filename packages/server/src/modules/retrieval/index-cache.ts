@@ -23,6 +23,9 @@ import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
 import {
   docMetaBytes,
+  RESTORED_META_BYTES,
+  sharedMetadata,
+  sharedTags,
   loadSnapshot,
   SnapshotTaking,
   snapshotRevision,
@@ -101,17 +104,6 @@ export interface IndexCacheStats {
   snapshots: { loaded: number; stored: number; failed: number };
 }
 
-/** A restored doc's DocMeta before its first read: one without tags, source or metadata, in a session (docMetaBytes). */
-const RESTORED_META_BYTES = docMetaBytes({
-  tags: [],
-  source: null,
-  createdAt: 0,
-  metadata: {},
-  isSummary: false,
-  sessionId: 's'.repeat(16),
-  importance: 0,
-  updatedAt: 0,
-});
 /** A memory waiting for its vector: its entry in `awaiting` and its text (200 characters, a typical memory's). */
 const AWAITING_BYTES = MAP_ENTRY_BYTES + stringBytes('x'.repeat(200));
 
@@ -467,10 +459,10 @@ export class IndexCache {
       );
       const event = parseTemporal(row.text, createdAt);
       const meta: DocMeta = {
-        tags: row.tags,
+        tags: sharedTags(row.tags),
         source: row.source,
         createdAt,
-        metadata: row.metadata,
+        metadata: sharedMetadata(row.metadata),
         isSummary: row.is_summary,
         sessionId: row.session_id,
         importance: row.importance,

@@ -107,18 +107,40 @@ export interface DocMeta {
 }
 
 /**
+ * No tags and no metadata, what most docs have: one frozen value for every such doc (a DocMeta is
+ * read-only, and restored ones share equal values too), counted once (docMetaBytes counts none).
+ */
+export const NO_TAGS: string[] = Object.freeze([]) as unknown as string[];
+export const NO_METADATA: Record<string, unknown> = Object.freeze({});
+export const sharedTags = (tags: string[]): string[] => (tags.length === 0 ? NO_TAGS : tags);
+export const sharedMetadata = (m: Record<string, unknown>): Record<string, unknown> =>
+  Object.keys(m).length === 0 ? NO_METADATA : m;
+
+/**
  * What a DocMeta holds in the index cache (engine heap-bytes): its entry in the map, the object
  * (its three numbers boxed), the tags, the strings, the metadata as parsed, the event.
  */
 export function docMetaBytes(m: DocMeta): number {
-  let bytes = MAP_ENTRY_BYTES + objectBytes(9) + 3 * HEAP_NUMBER_BYTES + ARRAY_BYTES + ARRAY_SLOT_BYTES * m.tags.length;
+  let bytes = MAP_ENTRY_BYTES + objectBytes(9) + 3 * HEAP_NUMBER_BYTES;
+  if (m.tags !== NO_TAGS) bytes += ARRAY_BYTES + ARRAY_SLOT_BYTES * m.tags.length;
   for (const t of m.tags) bytes += stringBytes(t);
   if (m.source !== null) bytes += stringBytes(m.source);
   if (m.sessionId !== null) bytes += stringBytes(m.sessionId);
   if (m.event) bytes += objectBytes(2) + 2 * HEAP_NUMBER_BYTES;
-  return bytes + jsonBytes(m.metadata);
+  return bytes + (m.metadata === NO_METADATA ? 0 : jsonBytes(m.metadata));
 }
 
+/** A restored doc's DocMeta before its first read: one without tags, source or metadata, in a session (docMetaBytes). */
+export const RESTORED_META_BYTES = docMetaBytes({
+  tags: NO_TAGS,
+  source: null,
+  createdAt: 0,
+  metadata: NO_METADATA,
+  isSummary: false,
+  sessionId: 's'.repeat(16),
+  importance: 0,
+  updatedAt: 0,
+});
 export interface Snapshot {
   index: MemoryIndex;
   meta: Map<number, DocMeta>;
@@ -250,8 +272,8 @@ export class SnapshotTaking {
 export function decodeMeta(bytes: Uint8Array): Map<number, DocMeta> {
   const r = new SnapshotReader(bytes);
   const strings = r.value<string[]>();
-  const tags = r.value<string[]>().map((t) => JSON.parse(t) as string[]);
-  const metadata = r.value<string[]>().map((m) => JSON.parse(m) as Record<string, unknown>);
+  const tags = r.value<string[]>().map((t) => sharedTags(JSON.parse(t) as string[]));
+  const metadata = r.value<string[]>().map((m) => sharedMetadata(JSON.parse(m) as Record<string, unknown>));
   const [ids, createdAt, eventFrom, eventTo] = [r.array('f64'), r.array('f64'), r.array('f64'), r.array('f64')];
   const isSummary = r.array('u8');
   const [source, session, tagList, metadataOf] = [r.array('i32'), r.array('i32'), r.array('i32'), r.array('i32')];
