@@ -1,9 +1,7 @@
 import { sql } from 'kysely';
+import { inTransaction } from '../../core/commit-group.js';
 import { jsonRows, type Database } from '../../store/database.js';
 import type { Claimed } from './record.js';
-
-/** At most this many attempts in flight for one endpoint (in one process), so a slow receiver cannot stall the others. */
-export const PER_ENDPOINT = 8;
 
 const HELD_COLUMNS = [
   ['endpoint_id', 'bigint'],
@@ -11,14 +9,18 @@ const HELD_COLUMNS = [
 ] as const;
 
 /**
- * The deliveries due now, in the order they fell due, at most `limit` and at most PER_ENDPOINT per endpoint counting
+ * The deliveries due now, in the order they fell due, at most `limit` and at most `perEndpoint` per endpoint counting
  * those this process holds (`held`), leased until `leaseUntil`. On PostgreSQL one statement: the candidates are
  * locked with SKIP LOCKED (several processes claim at once without waiting on each other), ranked per endpoint and
  * leased, the endpoints' columns returned with them; SQLite (one writer) selects and leases in one transaction.
+ * A lease is bookkeeping, committed without a flush of its own (`synchronous_commit` off on PostgreSQL, a
+ * non-durable place in the group commit on SQLite): one lost with the database only lets the delivery be
+ * attempted again, as a crash of the process does, and the flush of the outcome's record takes it along.
  */
 export async function claimDeliveries(
   database: Database,
   limit: number,
+  perEndpoint: number,
   held: ReadonlyMap<number, number>,
   now: string,
   leaseUntil: string,
@@ -39,36 +41,56 @@ export async function claimDeliveries(
         row_number() OVER (PARTITION BY c.endpoint_id ORDER BY c.next_attempt_at, c.id) + COALESCE(h.held, 0) AS place
       FROM candidates c LEFT JOIN ${jsonRows(database.dialect, 'h', HELD_COLUMNS, heldRows)} ON h.endpoint_id = c.endpoint_id
     ), chosen AS (
-      SELECT id FROM ranked WHERE place <= ${PER_ENDPOINT} ORDER BY next_attempt_at, id LIMIT ${limit}
+      SELECT id FROM ranked WHERE place <= ${perEndpoint} ORDER BY next_attempt_at, id LIMIT ${limit}
     )`;
   const byDue = (a: Claimed & { next_attempt_at: string }, b: Claimed & { next_attempt_at: string }) =>
     a.next_attempt_at < b.next_attempt_at ? -1 : a.next_attempt_at > b.next_attempt_at ? 1 : a.id - b.id;
   if (postgres) {
-    const { rows } = await sql<Claimed & { next_attempt_at: string }>`WITH ${chosen}
+    const { rows } = await sql<Claimed & { next_attempt_at: string; async_commit: string }>`WITH ${chosen}
       UPDATE webhook_deliveries AS d SET lease_until = ${leaseUntil}
       FROM chosen, webhook_endpoints AS e
       WHERE d.id = chosen.id AND e.id = d.endpoint_id
       RETURNING d.id, d.endpoint_id, d.message_id, d.body, d.next_step, d.updated_at, d.next_attempt_at,
-        e.url, e.secret, e.previous_secret, e.previous_secret_until, e.retry_config`.execute(database.db);
-    return rows.sort(byDue).map(({ next_attempt_at: _, ...c }) => ({ ...c, lease_until: leaseUntil }));
+        e.url, e.secret, e.previous_secret, e.previous_secret_until, e.retry_config,
+        set_config('synchronous_commit', 'off', true) AS async_commit`.execute(database.db);
+    return rows
+      .sort(byDue)
+      .map(({ next_attempt_at: _, async_commit: __, ...c }) => ({ ...c, lease_until: leaseUntil }));
   }
-  return database.db.transaction().execute(async (trx) => {
-    const { rows } = await sql<Claimed & { next_attempt_at: string }>`WITH ${chosen}
+  return inTransaction(
+    database,
+    async (trx) => {
+      const { rows } = await sql<Claimed & { next_attempt_at: string }>`WITH ${chosen}
       SELECT d.id, d.endpoint_id, d.message_id, d.body, d.next_step, d.updated_at, d.next_attempt_at,
         e.url, e.secret, e.previous_secret, e.previous_secret_until, e.retry_config
       FROM chosen JOIN webhook_deliveries d ON d.id = chosen.id JOIN webhook_endpoints e ON e.id = d.endpoint_id`.execute(
-      trx,
-    );
-    if (rows.length > 0)
-      await trx
-        .updateTable('webhook_deliveries')
-        .set({ lease_until: leaseUntil })
-        .where(
-          'id',
-          'in',
-          rows.map((r) => r.id),
-        )
-        .execute();
-    return rows.sort(byDue).map(({ next_attempt_at: _, ...c }) => ({ ...c, lease_until: leaseUntil }));
-  });
+        trx,
+      );
+      if (rows.length > 0)
+        await trx
+          .updateTable('webhook_deliveries')
+          .set({ lease_until: leaseUntil })
+          .where(
+            'id',
+            'in',
+            rows.map((r) => r.id),
+          )
+          .execute();
+      return rows.sort(byDue).map(({ next_attempt_at: _, ...c }) => ({ ...c, lease_until: leaseUntil }));
+    },
+    false,
+  );
+}
+
+/** Gives up leases still as claimed (deliveries claimed and not attempted), so they need not be waited out. */
+export async function releaseLeases(database: Database, deliveries: readonly Claimed[]): Promise<void> {
+  const byLease = new Map<string, number[]>();
+  for (const d of deliveries) byLease.set(d.lease_until, [...(byLease.get(d.lease_until) ?? []), d.id]);
+  for (const [leaseUntil, ids] of byLease)
+    await database.db
+      .updateTable('webhook_deliveries')
+      .set({ lease_until: null })
+      .where('id', 'in', ids)
+      .where('lease_until', '=', leaseUntil)
+      .execute();
 }

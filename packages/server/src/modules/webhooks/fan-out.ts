@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { isPseudonym, type Pseudonymize } from '../../core/pseudonyms.js';
 import type { OutboxDispatcher, StoredEvent } from '../../core/events.js';
 import { decodeJson, nowIso } from '../../store/database.js';
-import { notifyDeliveriesDue } from './due.js';
 
 export const newMessageId = () => `msg_${randomBytes(12).toString('base64url')}`;
 
@@ -72,6 +71,4 @@ export const fanOut =
         .insertInto('webhook_deliveries')
         .values(rows.slice(i, i + 500))
         .execute();
-    // The loop dispatching these events claims after their transaction has committed.
-    if (rows.length > 0) notifyDeliveriesDue();
   };

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { SYSTEM_ACTOR } from '../../core/context.js';
 import { write } from '../../core/unit-of-work.js';
 import { decodeJson, jsonRows, type Database } from '../../store/database.js';
+import { LAST_IN_TRANSACTION } from '../../store/postgres-connections.js';
 import type { Outcome } from './attempt.js';
 import { retryConfigOf, subscribeEndpoint } from './endpoints.js';
 
@@ -73,21 +74,6 @@ export async function recordAttempts(database: Database, batch: Finished[]): Pro
     );
     const ordered = sorted.filter((b) => present.has(b.delivery.id));
     if (ordered.length === 0) return [];
-    await trx
-      .insertInto('webhook_attempts')
-      .values(
-        ordered.map(({ delivery, outcome, at }) => ({
-          delivery_id: delivery.id,
-          endpoint_id: delivery.endpoint_id,
-          attempted_at: at,
-          status_code: outcome.statusCode,
-          latency_ms: outcome.latencyMs,
-          response_body: outcome.body,
-          error: outcome.error,
-          succeeded: database.bool(outcome.error === null),
-        })),
-      )
-      .execute();
     // Every delivery moved on in one statement. Its next step applies only while it holds the lease it was claimed
     // with and was not queued again meanwhile (`current`): an operator's retry wins (pending, due when they asked),
     // and after a lapsed lease the process that took it over decides; then this attempt only counts, and gives the
@@ -109,7 +95,28 @@ export async function recordAttempts(database: Database, batch: Finished[]): Pro
       };
     });
     const current = sql.raw('(d.lease_until = s.lease_until AND d.updated_at = s.updated_at)');
-    await sql`UPDATE webhook_deliveries AS d SET
+    const endpointIds = [...new Set(ordered.map((b) => b.delivery.endpoint_id))];
+    // Locked as read: another worker's batch, or an operator's change, landing between this read and the
+    // update below would otherwise be overwritten with what this transaction saw (PostgreSQL; SQLite has one writer).
+    // Not the key: a fan-out inserting deliveries holds their endpoints' keys in its own order (a deadlock with FOR UPDATE).
+    // The three statements go out together (pipelined on PostgreSQL: one round trip), in this order: deliveries, then endpoints.
+    const [, , endpoints] = await Promise.all([
+      trx
+        .insertInto('webhook_attempts')
+        .values(
+          ordered.map(({ delivery, outcome, at }) => ({
+            delivery_id: delivery.id,
+            endpoint_id: delivery.endpoint_id,
+            attempted_at: at,
+            status_code: outcome.statusCode,
+            latency_ms: outcome.latencyMs,
+            response_body: outcome.body,
+            error: outcome.error,
+            succeeded: database.bool(outcome.error === null),
+          })),
+        )
+        .execute(),
+      sql`UPDATE webhook_deliveries AS d SET
         status = CASE WHEN ${current} THEN s.status ELSE d.status END,
         attempts = d.attempts + 1,
         next_step = CASE WHEN ${current} THEN s.next_step ELSE d.next_step END,
@@ -117,25 +124,23 @@ export async function recordAttempts(database: Database, batch: Finished[]): Pro
         lease_until = CASE WHEN d.lease_until = s.lease_until THEN NULL ELSE d.lease_until END,
         updated_at = CASE WHEN ${current} THEN s.at ELSE d.updated_at END
       FROM ${jsonRows(database.dialect, 's', STEP_COLUMNS, steps)}
-      WHERE d.id = s.id`.execute(trx);
-    const endpointIds = [...new Set(ordered.map((b) => b.delivery.endpoint_id))];
-    // Locked as read: another worker's batch, or an operator's change, landing between this read and the
-    // update below would otherwise be overwritten with what this transaction saw (PostgreSQL; SQLite has one writer).
-    const endpoints = await trx
-      .selectFrom('webhook_endpoints')
-      .select([
-        'id',
-        'failing_since',
-        'consecutive_failures',
-        'status',
-        'retry_config',
-        'last_success_at',
-        'last_failure_at',
-      ])
-      .where('id', 'in', endpointIds)
-      .orderBy('id')
-      .$if(database.dialect === 'postgres', (qb) => qb.forUpdate())
-      .execute();
+      WHERE d.id = s.id`.execute(trx),
+      trx
+        .selectFrom('webhook_endpoints')
+        .select([
+          'id',
+          'failing_since',
+          'consecutive_failures',
+          'status',
+          'retry_config',
+          'last_success_at',
+          'last_failure_at',
+        ])
+        .where('id', 'in', endpointIds)
+        .orderBy('id')
+        .$if(database.dialect === 'postgres', (qb) => qb.forNoKeyUpdate())
+        .execute(),
+    ]);
     const disable: Array<{ id: number; failingSince: string }> = [];
     const health = endpoints.map((e) => {
       let {
@@ -166,7 +171,8 @@ export async function recordAttempts(database: Database, batch: Finished[]): Pro
       };
     });
     if (health.length > 0)
-      await sql`UPDATE webhook_endpoints AS e SET failing_since = h.failing_since,
+      // The COMMIT is sent behind it (LAST_IN_TRANSACTION).
+      await sql`${sql.raw(LAST_IN_TRANSACTION)}UPDATE webhook_endpoints AS e SET failing_since = h.failing_since,
           consecutive_failures = h.consecutive_failures, last_success_at = h.last_success_at,
           last_failure_at = h.last_failure_at
         FROM ${jsonRows(database.dialect, 'h', HEALTH_COLUMNS, health)}
