@@ -7,7 +7,8 @@
  * SQLite by default; PostgreSQL with `--postgres URL`. Prints JSON.
  *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres]
  */
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { sql } from 'kysely';
 import { join } from 'node:path';
 import { freshDataDir, freshPostgres } from './lib/server.js';
@@ -25,6 +26,24 @@ const args = process.argv.slice(2);
 const option = (name: string) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : undefined);
 const total = Number(option('--total') ?? 1_000_000);
 const postgresUrl = option('--postgres');
+const profileDir = option('--profile');
+
+/** Runs `work` under V8's CPU profiler when `--profile DIR` is given, writing DIR/<name>.cpuprofile. */
+async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+  if (!profileDir) return work();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await work();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    mkdirSync(profileDir, { recursive: true });
+    writeFileSync(join(profileDir, `${name}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
+}
 
 async function open(): Promise<{ database: Database; drop: () => Promise<void> }> {
   if (postgresUrl) {
@@ -115,7 +134,9 @@ try {
   // Import the gzip artifact (the smaller upload) into the empty project.
   const upload = (await blobs.get(gzipped.key))!;
   const record = await createImport(database, blobs, { ...ctx, projectId: target.id }, 'auto', upload);
-  const imported = await measured(() => importJob(database, blobs)(job(record.id, target.id, { importId: record.id })));
+  const imported = await measured(() =>
+    profiled('import', () => importJob(database, blobs)(job(record.id, target.id, { importId: record.id }))),
+  );
   const row = await database.db
     .selectFrom('imports')
     .select(['status', 'rows_created'])

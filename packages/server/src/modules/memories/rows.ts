@@ -298,7 +298,11 @@ export function recordCreated(
       effects.now,
     ),
   );
-  // One owner for all, or each memory's own (insertAcrossOwners).
+  emitCreated(effects, owner, created);
+}
+
+/** The memory.created events of new memories: of one owner for all, or each memory's own (an import). */
+export function emitCreated(effects: Effects, owner: Owner | Owner[], created: MemoryView[]): void {
   created.forEach((m, i) =>
     effects.emit('memory.created', {
       memory: m,
