@@ -21,6 +21,9 @@ export class ImportFileError extends Error {
 }
 
 const RECORD_KEYS = new Set(['results', 'memories']);
+const [NEWLINE, QUOTE, BACKSLASH, OPEN_BRACE, CLOSE_BRACE, OPEN_BRACKET, CLOSE_BRACKET] = [...'\n"\\{}[]'].map((c) =>
+  c.charCodeAt(0),
+);
 const MAX_HEADER_CHARS = 1024 * 1024;
 
 export async function* scanRecords(chunks: AsyncIterable<string>): AsyncGenerator<Scanned> {
@@ -46,11 +49,32 @@ export async function* scanRecords(chunks: AsyncIterable<string>): AsyncGenerato
   };
 
   for await (const chunk of chunks) {
-    for (const c of chunk) {
+    for (let i = 0; i < chunk.length; i++) {
+      if (current !== null) {
+        // Inside a record: scanned by char code and taken as one slice, not appended a character at a time.
+        const start = i;
+        for (; i < chunk.length; i++) {
+          const code = chunk.charCodeAt(i);
+          if (code === NEWLINE) line++;
+          if (inString) {
+            if (escaped) escaped = false;
+            else if (code === BACKSLASH) escaped = true;
+            else if (code === QUOTE) inString = false;
+          } else if (code === QUOTE) inString = true;
+          else if (code === OPEN_BRACE || code === OPEN_BRACKET) depth++;
+          else if ((code === CLOSE_BRACE || code === CLOSE_BRACKET) && --depth === recordDepth) break;
+        }
+        current += chunk.slice(start, i + 1);
+        if (i < chunk.length) {
+          yield { kind: 'record', container, text: current, record, line: currentLine };
+          current = null;
+        }
+        continue;
+      }
+      const c = chunk[i]!;
       if (c === '\n') line++;
       if (inString) {
-        if (current !== null) current += c;
-        else skeleton += c;
+        skeleton += c;
         if (escaped) escaped = false;
         else if (c === '\\') escaped = true;
         else if (c === '"') inString = false;
@@ -59,19 +83,6 @@ export async function* scanRecords(chunks: AsyncIterable<string>): AsyncGenerato
           else {
             lastKey = JSON.parse(`"${keyText}"`) as string;
             keyText = null;
-          }
-        }
-        continue;
-      }
-      if (current !== null) {
-        current += c;
-        if (c === '"') inString = true;
-        else if (c === '{' || c === '[') depth++;
-        else if (c === '}' || c === ']') {
-          depth--;
-          if (depth === recordDepth) {
-            yield { kind: 'record', container, text: current, record, line: currentLine };
-            current = null;
           }
         }
         continue;

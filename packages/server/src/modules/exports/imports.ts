@@ -365,19 +365,29 @@ export function importJob(database: Database, blobs: BlobStore) {
       if (Number(finished.numUpdatedRows) === 0)
         await db.updateTable('imports').set({ blob_key: null }).where('id', '=', id).execute();
     };
-    const flush = async (last = false) => {
-      if (batch.length) {
-        const result = await importMemories(database, ctx, batch);
-        totals.done += batch.length;
+    // A batch is recorded while the next one is read and parsed (the database's work and Node's side by side), one
+    // at a time, so batches land in file order. `refusedAt`: the last record of a batch the memories module refused.
+    let recording: Promise<boolean> | undefined;
+    let refusedAt: { record: number; line: number } | null = null;
+    const record = async (
+      memories: typeof batch,
+      relations: ImportedRelation[],
+      end: typeof current,
+      bytes: number,
+      last: boolean,
+    ) => {
+      if (memories.length) {
+        const result = await importMemories(database, ctx, memories).catch((error: unknown) => {
+          if (error instanceof AppError) refusedAt = end;
+          throw error;
+        });
+        totals.done += memories.length;
         totals.created += result.created;
         totals.skipped += result.skipped;
-        batch = [];
       }
-      await link(linking, false);
-      linking = [];
+      await link(relations, false);
       if (last) await link(waiting.splice(0), true);
-      const now = await db.selectFrom('imports').select('status').where('id', '=', id).executeTakeFirst();
-      await db
+      const now = await db
         .updateTable('imports')
         .set({
           rows_done: totals.done,
@@ -385,13 +395,31 @@ export function importJob(database: Database, blobs: BlobStore) {
           rows_skipped: totals.skipped,
           relations_created: totals.relationsCreated,
           relations_skipped: totals.relationsSkipped,
-          bytes_done: counter.bytes,
+          bytes_done: bytes,
           updated_at: nowIso(),
         })
         .where('id', '=', id)
-        .execute();
-      await job.progress(row.bytes_total ? counter.bytes / row.bytes_total : 1);
+        .returning('status')
+        .executeTakeFirst();
+      await job.progress(row.bytes_total ? bytes / row.bytes_total : 1);
       return now?.status === 'running';
+    };
+    /** Whether the batch before still runs (not cancelled); an error of its recording is thrown here. */
+    const recorded = async () => {
+      const earlier = recording;
+      recording = undefined;
+      return earlier ? earlier : true;
+    };
+    const flush = async (last = false) => {
+      if (!(await recorded())) return false;
+      const next = record(batch, linking, current, counter.bytes, last);
+      batch = [];
+      linking = [];
+      if (last) return next;
+      // Awaited by the next flush, or by the failure that ends the import first.
+      recording = next;
+      next.catch(() => {});
+      return true;
     };
     if (!(await blobs.stat(row.blob_key))) {
       await finish({
@@ -441,7 +469,12 @@ export function importJob(database: Database, blobs: BlobStore) {
       if (!(await flush(true))) return stop();
       await finish({ status: 'completed' });
       return totals;
-    } catch (error) {
+    } catch (thrown) {
+      // A batch still being recorded lands (or fails, which came first in the file) before the outcome is decided.
+      const error = await recorded().then(
+        () => thrown,
+        (earlier: unknown) => earlier,
+      );
       if (error instanceof ImportFileError || error instanceof TypeError) {
         const message =
           error instanceof ImportFileError
@@ -457,11 +490,12 @@ export function importJob(database: Database, blobs: BlobStore) {
       }
       if (error instanceof AppError) {
         // A record the memories module refused as a whole (e.g. a NUL character): the batch did not land.
+        const at: typeof current = refusedAt ?? current;
         await finish({
           status: 'failed',
-          error: `batch ending at record ${current?.record ?? 0}: ${error.message}`,
-          error_record: current?.record ?? null,
-          error_line: current?.line ?? null,
+          error: `batch ending at record ${at?.record ?? 0}: ${error.message}`,
+          error_record: at?.record ?? null,
+          error_line: at?.line ?? null,
         });
         return { failed: true };
       }
