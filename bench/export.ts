@@ -4,14 +4,17 @@
  * runs the real export job (jsonl, plain and gzip) and the real import job into an empty project.
  * Reports rows per second, peak RSS growth of this process during each run, and artifact sizes; the
  * ceiling is the fill's rows as bare 1,000-row INSERTs into an unindexed copy of the table, same run.
+ * With `--http`, the same file goes through `engram import` (the CLI's code: upload, then the job in a
+ * server's worker, polled) into a fresh server of the same dialect, reported beside the job's rate.
  * SQLite by default; PostgreSQL with `--postgres URL`. Prints JSON.
- *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres]
+ *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--http] [--profile DIR]
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { sql } from 'kysely';
 import { join } from 'node:path';
-import { freshDataDir, freshPostgres } from './lib/server.js';
+import { freshDataDir, freshPostgres, startServer } from './lib/server.js';
+import { importCommand } from '../packages/server/src/cli/transfer.js';
 import type { JobContext } from '../packages/server/src/jobs/runner.js';
 import { exportJob, importJob } from '../packages/server/src/modules/exports/index.js';
 import { createImport } from '../packages/server/src/modules/exports/imports.js';
@@ -27,6 +30,7 @@ const option = (name: string) => (args.indexOf(name) >= 0 ? args[args.indexOf(na
 const total = Number(option('--total') ?? 1_000_000);
 const postgresUrl = option('--postgres');
 const profileDir = option('--profile');
+const overHttp = args.includes('--http');
 
 /** Runs `work` under V8's CPU profiler when `--profile DIR` is given, writing DIR/<name>.cpuprofile. */
 async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
@@ -85,6 +89,41 @@ const job = (id: number, projectId: string, payload: Record<string, unknown>): J
   progress: async () => {},
 });
 
+/** Seconds `engram import FILE` takes against a fresh server of this run's dialect, from the upload to the completed import. */
+async function importOverHttp(bytes: Buffer): Promise<number> {
+  const [email, password] = ['bench@engram.local', 'bench-password-123'];
+  const server = await startServer({
+    ...(postgresUrl ? { postgresUrl } : {}),
+    env: { ENGRAM_BOOTSTRAP_EMAIL: email, ENGRAM_BOOTSTRAP_PASSWORD: password },
+  });
+  const dir = freshDataDir();
+  try {
+    const json = async (path: string, init: RequestInit) => (await fetch(`${server.url}${path}`, init)).json();
+    const login = await json('/auth/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password }),
+    });
+    const projects = await json('/org/projects', { headers: { authorization: `Bearer ${login.access_token}` } });
+    const path = join(dir, 'export.jsonl.gz');
+    writeFileSync(path, bytes);
+    const env = { ENGRAM_URL: server.url, ENGRAM_TOKEN: login.access_token, ENGRAM_PROJECT_ID: projects.items[0].id };
+    const start = performance.now();
+    // The CLI's progress and summary lines are not this benchmark's JSON.
+    const [out, err] = [process.stdout.write, process.stderr.write];
+    process.stdout.write = process.stderr.write = () => true;
+    try {
+      await importCommand([path], env);
+    } finally {
+      [process.stdout.write, process.stderr.write] = [out, err];
+    }
+    return (performance.now() - start) / 1000;
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const { database, drop } = await open();
 try {
   await migrate(database);
@@ -133,6 +172,7 @@ try {
 
   // Import the gzip artifact (the smaller upload) into the empty project.
   const upload = (await blobs.get(gzipped.key))!;
+  const file = (await blobs.get(gzipped.key))!;
   const record = await createImport(database, blobs, { ...ctx, projectId: target.id }, 'auto', upload);
   const imported = await measured(() =>
     profiled('import', () => importJob(database, blobs)(job(record.id, target.id, { importId: record.id }))),
@@ -144,6 +184,9 @@ try {
     .executeTakeFirstOrThrow();
   if (row.status !== 'completed' || row.rows_created !== total)
     throw new Error(`import ended ${row.status} with ${row.rows_created} created`);
+
+  // `engram import` of the same file into a fresh server: upload, the job in the server's worker, polls.
+  const viaHttp = overHttp ? await importOverHttp(Buffer.concat(await file.toArray())) : undefined;
 
   // The ceiling: the fill's rows as bare multi-row INSERTs of 1,000 into a copy of the table without
   // its indexes, constraints, history or events, in the same run.
@@ -220,6 +263,14 @@ try {
           of_ceiling: Math.round((bare.seconds / imported.seconds) * 100) / 100,
           peak_rss_growth_mb: imported.peak_rss_growth_mb,
         },
+        ...(viaHttp && {
+          import_http: {
+            seconds: Math.round(viaHttp * 10) / 10,
+            rows_per_second: Math.round(total / viaHttp),
+            of_ceiling: Math.round((bare.seconds / viaHttp) * 100) / 100,
+            of_job: Math.round((imported.seconds / viaHttp) * 100) / 100,
+          },
+        }),
       },
       null,
       2,

@@ -90,10 +90,17 @@ export function exportJob(database: Database, blobs: BlobStore) {
           scope,
           include,
         });
+        // The next page is read while this one is written out (the database's work and Node's side by side).
+        let reading = exportPage(database, filter, lastId, PAGE);
         for (;;) {
-          const page = await exportPage(database, filter, lastId, PAGE);
+          const page = await reading;
           if (page.length === 0) break;
           const ids = page.map((m) => m.id);
+          if (page.length === PAGE) {
+            reading = exportPage(database, filter, ids[ids.length - 1]!, PAGE);
+            // Awaited at the top of the loop, unless the export stops first.
+            reading.catch(() => {});
+          }
           const history = include.includes('history') ? await historyOfMemories(db, row!.project_id, ids) : undefined;
           const feedback = include.includes('feedback') ? await feedbackOfMemories(db, ids) : undefined;
           // A summary's links to its sources always travel with it: imported, it is still rewritten when a source is forgotten.
