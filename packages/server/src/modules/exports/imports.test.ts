@@ -7,6 +7,9 @@ import { countRows, expectError } from '../../testing/memories.js';
 import { waitFor } from '../../testing/jobs.js';
 import { until } from '../../testing/until.js';
 import { importJob } from './imports.js';
+import { sealAuditChains } from '../../core/audit-log.js';
+import { columnsHolding } from '../../testing/erasure.js';
+import { verifyAuditChains } from '../audit/index.js';
 
 forEachDialect('imports', (dialect) => {
   const t = useTestApp(dialect);
@@ -233,6 +236,75 @@ forEachDialect('imports', (dialect) => {
     records[1_050] = good(1_050);
     const fixed = await imported(target, `{"results": [${records.join(',')}]}`);
     expect(fixed).toMatchObject({ status: 'completed', created: 100, skipped: 1_000 });
+  });
+
+  it('a batch across end users with a duplicate in its middle lands the rest once; a refused batch lands nothing; what landed is erased whole and the audit chain verifies', async () => {
+    const target = (
+      await createProject(t.database.db, { organizationId: t.organizationId, name: 'Interleaved', slug: 'interleaved' })
+    ).id;
+    const marker = `erasure-marker-${Date.now()}`;
+    // 40 end users, one after another: each 1,000-record batch spans them all; user-7's memories carry the marker.
+    const record = (prefix: string, n: number, memory = `interleaved ${n}${n % 40 === 7 ? ` ${marker}` : ''}`) =>
+      JSON.stringify({ id: `${prefix}${n}`, memory, user_id: `user-${n % 40}`, created_at: '2024-02-01T00:00:00Z' });
+    const file = (prefix: string, count: number, at?: { n: number; memory: string }) =>
+      JSON.stringify({
+        results: Array.from({ length: count }, (_, n) =>
+          JSON.parse(n === at?.n ? record(prefix, n, at.memory) : record(prefix, n)),
+        ),
+      });
+    const historyRows = async () =>
+      Number(
+        (
+          await t.database.db
+            .selectFrom('memory_history')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('project_id', '=', target)
+            .where('action', '=', 'create')
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+    // The end user of record 1,500 (the middle of the second batch) has its memory already, under another id.
+    expect(
+      await imported(target, file('seed-', 1, { n: 0, memory: 'interleaved 1500' }).replace('user-0', 'user-20')),
+    ).toMatchObject({ status: 'completed', created: 1 });
+    const done = await imported(target, file('x', 2_500));
+    expect(done).toMatchObject({ status: 'completed', created: 2_499, skipped: 1 });
+    const texts = (await memoriesOf(target)).map((m) => `${m.end_user_id}:${m.text}`);
+    expect(texts).toHaveLength(2_500);
+    expect(new Set(texts).size).toBe(2_500);
+    expect(await historyRows()).toBe(2_500);
+
+    // A batch the memories module refuses (a blank text) lands nothing of itself; the batch before it stays.
+    const refusing = (
+      await createProject(t.database.db, { organizationId: t.organizationId, name: 'Refusing', slug: 'refusing' })
+    ).id;
+    const failed = await imported(refusing, file('r', 2_500, { n: 1_500, memory: '   ' }));
+    expect(failed).toMatchObject({ status: 'failed', created: 1_000, progress: { rows_done: 1_000 } });
+    expect(failed.error).toMatchObject({ record: 2_000, message: expect.stringContaining('blank') });
+    expect(await memoriesOf(refusing)).toHaveLength(1_000);
+    const refusedHistory = await t.database.db
+      .selectFrom('memory_history')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('project_id', '=', refusing)
+      .executeTakeFirstOrThrow();
+    expect(Number(refusedHistory.n)).toBe(1_000);
+
+    // Erasing an imported end user leaves no copy of its memories (the rows, their history, their events).
+    for (const project of [target, refusing]) {
+      const key = await createApiKey(t.database.db, {
+        organizationId: t.organizationId,
+        name: 'erase',
+        projectId: project,
+      });
+      expect((await t.call('DELETE', '/memory/user/user-7', { key: key.key, project, endUser: null })).status).toBe(
+        200,
+      );
+    }
+    expect(await columnsHolding(t.database, marker)).toEqual([]);
+
+    // What `engram audit verify` runs: the chain, sealed, verifies.
+    await sealAuditChains(t.database);
+    expect(await verifyAuditChains(t.database, t.organizationId)).toMatchObject([{ ok: true }]);
   });
 
   it('bad input: empty body, unknown format, another project; lists and cancels', async () => {
