@@ -182,6 +182,9 @@ const quality = {
   facts_fresh2: conflictsByKind('facts_fresh2', 'changes-fresh2.txt'),
   // Session 5 of wave 3: drawn from the LoCoMo dev conversations, committed before that session changed a rule; held out.
   facts_locomo_changes: conflictsByKind('facts_locomo_changes', 'changes-locomo.txt'),
+  // Wave 4: anchored on LoCoMo sessions the set above does not use, committed before that wave read a rule; only
+  // its totals are read (the cleanest unseen figure).
+  facts_sealed: conflictsByKind('facts_sealed', 'changes-sealed.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const statement = resolver(locomoDir());
