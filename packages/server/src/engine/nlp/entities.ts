@@ -69,6 +69,7 @@ const PRONOUNS = new Set([
 /** Verbs (stemmed) that, right after a capitalised word at a sentence start, mark it as a person's name. */
 const PERSON_VERBS = new Set([
   'work',
+  'settl',
   'live',
   'move',
   'quit',
@@ -285,7 +286,9 @@ export function findEntities(tokens: Token[], custom: CustomNames): EntityMentio
       const first = tokens[i]!.lower;
       // At a sentence start capitalisation is no evidence: keep only known names or multi-word names.
       // A single word followed by a verb said of people ("Ana works for ...", "Tom moved to ...") is a name too.
-      const next = tokens[i + 1];
+      // "Jenna now works as ...", "Ravi has settled in ...": an adverb or an auxiliary may stand before the verb.
+      const between = ['now', 'just', 'recent', 'final', 'still', 'have', 'had'].includes(tokens[i + 1]?.key ?? '');
+      const next = between && tokens[i + 2] && !tokens[i + 2]!.capitalized ? tokens[i + 2] : tokens[i + 1];
       const personVerb =
         run === 1 &&
         !!next &&

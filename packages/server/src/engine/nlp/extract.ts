@@ -101,6 +101,13 @@ const OBJECT_STOP = new Set([
   'sometim',
   'everi',
   'whenev',
+  // A relative clause's subject: "an old car I barely drive".
+  'i',
+  'we',
+  'you',
+  'he',
+  'she',
+  'they',
 ]);
 const DETERMINERS = new Set([
   'a',

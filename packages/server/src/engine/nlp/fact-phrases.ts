@@ -25,6 +25,8 @@ export const numberOf = (t: Token | undefined): number | null => {
   if (!t) return null;
   if (/^\d+$/.test(t.text)) return Number(t.text);
   if (t.lower in COUNT_WORDS && NUMBER_WORDS.has(t.lower)) return COUNT_WORDS[t.lower]!;
+  // "thirty-five" as one token.
+  if (t.lower.includes('-')) return spelledNumber([t])?.value ?? null;
   return null;
 };
 
@@ -128,7 +130,14 @@ export function phrase(clause: Token[], i: number, max = 3): { words: Token[]; e
   let j = i;
   while (clause[j] && DETERMINERS.has(clause[j]!.key)) j++;
   const words: Token[] = [];
-  while (clause[j] && words.length < max && !STOP.has(clause[j]!.key) && !clause[j]!.punct) words.push(clause[j++]!);
+  while (
+    clause[j] &&
+    words.length < max &&
+    !STOP.has(clause[j]!.key) &&
+    !clause[j]!.punct &&
+    !RELATIVE_SUBJECTS.has(clause[j]!.lower)
+  )
+    words.push(clause[j++]!);
   return { words, end: j };
 }
 
@@ -315,6 +324,9 @@ export function impliedFrequency(rest: Token[], f: Frequency): string | null {
 export const placeLike = (m: EntityMention | undefined): boolean =>
   !!m &&
   (m.type === 'place' || (m.type === 'person' && m.last - m.first === 1 && !GIVEN_NAMES.has(m.name.toLowerCase())));
+
+/** A relative clause's subject ends a noun phrase: "an old car I barely drive". */
+const RELATIVE_SUBJECTS = new Set(['i', 'we', 'you', 'he', 'she', 'they']);
 
 /** Capitalised words at a clause's start that are not names. */
 const PRONOUN_SUBJECTS = new Set([

@@ -35,7 +35,7 @@ import {
   unitOf,
   WORK_STATES,
 } from './fact-words.js';
-import { favoriteKind, GIVEN_NAMES, singular } from './lexicon.js';
+import { favoriteKind, GIVEN_NAMES } from './lexicon.js';
 import type { Token } from './tokens.js';
 
 /** "I'm 30", "I'm a nurse", "I'm not vegetarian", "I'm married to Tom", "I'm at Deloitte", "I'm retired". */
@@ -68,6 +68,14 @@ export function copulaFacts(
   // "I'm not with my boyfriend anymore": the partner is no longer had.
   if (first.key === 'with' && ['my', 'our'].includes(rest[1]?.key ?? '') && PARTNERS.has(rest[2]?.key ?? '')) {
     emit(owner, FACT_RELATIONS.has, conceptRef(rest[2]!.key), neg);
+    // "I've been with my girlfriend Sofia for two years": Sofia is the partner.
+    const named = mentionAt.get(at(3));
+    if (named?.type === 'person') emit(owner, FACT_RELATIONS.partner, conceptRef(named.name, 'person'), neg);
+    return;
+  }
+  // "We're together now": a couple (the end user speaking of "we").
+  if (first.key === 'togeth' && rest.length <= 3) {
+    emit(owner, FACT_RELATIONS.status, conceptRef(neg ? 'single' : 'dating'), false);
     return;
   }
   // "These days I'm in Glasgow": where one lives, unless a stay ("in Rome for a week", "on a trip").
@@ -98,6 +106,11 @@ export function copulaFacts(
   if (first.key === 'live' && /ing$/.test(first.lower)) {
     const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 1))).find((m) => m?.type === 'place');
     if (place) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
+    return;
+  }
+  // "I'm between jobs".
+  if (first.key === 'between' && rest[1]?.key === 'job') {
+    emit(owner, FACT_RELATIONS.worksAs, conceptRef('unemployed'), neg);
     return;
   }
   // "I'm out of work", "out of a job".
@@ -147,6 +160,11 @@ export function copulaFacts(
   }
   // "I'm seeing a guy called Omar", "I'm dating someone named Theo".
   if ((first.key === 'see' || first.key === 'date') && /ing$/.test(first.lower)) {
+    // "I'm not seeing anyone": single; "I'm dating someone": not.
+    if (['anyon', 'anybodi', 'someon', 'somebodi'].includes(rest[1]?.key ?? '')) {
+      emit(owner, FACT_RELATIONS.status, conceptRef(neg ? 'single' : 'dating'), false);
+      return;
+    }
     if (dating(rest, at, owner, neg, mentionAt, emit)) return;
     // "I've been seeing a woman from work" (not "seeing a movie").
     if (rest.slice(1, 4).some((t) => PERSON_NOUNS.has(t.key))) {
@@ -309,9 +327,29 @@ export function possessive(
   if (relation === FACT_RELATIONS.livesIn) {
     if (person?.type === 'place') emit(owner === self ? self : owner, relation, conceptRef(person.name, 'place'), neg);
     else {
-      const place = [...Array(4).keys()].map((k) => mentionAt.get(offset + i + j + k)).find((m) => m?.type === 'place');
+      // "Our home is a little cottage in Devon".
+      const place = [...Array(7).keys()].map((k) => mentionAt.get(offset + i + j + k)).find((m) => m?.type === 'place');
       if (place) emit(owner, relation, conceptRef(place.name, 'place'), neg);
     }
+    return;
+  }
+  // "My job is at the city library": where one works.
+  // ("at" may have been read as an adverb before the predicate.)
+  const at = rest[j]?.key === 'at' ? j + 1 : clause[i - 1]?.key === 'at' ? j : -1;
+  if (relation === FACT_RELATIONS.worksAs && at >= 0) {
+    const m = mentionAt.get(offset + i + at);
+    const p = phrase(rest, at, 3);
+    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
+    else if (p.words.length) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), neg);
+    return;
+  }
+  // "on 3 August", "August 3rd", "the 3rd of August": one spelling of a day of the year.
+  const day =
+    relation === FACT_RELATIONS.birthday || relation === FACT_RELATIONS.anniversary
+      ? dayOfYear(rest.slice(j, j + 5).filter((t) => !t.punct))
+      : null;
+  if (day) {
+    emit(owner, relation, conceptRef(day), neg);
     return;
   }
   const words: string[] = [];
@@ -337,7 +375,8 @@ export function favouriteBackward(
   before: EntityRef | null,
   emit: Emit,
 ): void {
-  const be = clause.findIndex((t) => t.key === 'be');
+  // "Purple has become my favourite colour".
+  const be = clause.findIndex((t) => t.key === 'be' || t.key === 'becom' || t.key === 'becam');
   if (be <= 0) return;
   let j = be + 1;
   let negated = false;
@@ -369,7 +408,7 @@ export function favouriteBackward(
   if (!thing) return;
   const subjectWords = clause
     .slice(0, be)
-    .filter((t) => !DETERMINERS.has(t.key) && !LEADING.has(t.key) && !ADVERBS.has(t.key));
+    .filter((t) => !DETERMINERS.has(t.key) && !LEADING.has(t.key) && !ADVERBS.has(t.key) && t.key !== 'have');
   if (!subjectWords.length) return;
   let value: EntityRef;
   if (subjectWords.length === 1 && PRONOUNS.has(subjectWords[0]!.key)) {
@@ -464,18 +503,6 @@ export function lostJob(
     const p = phrase(rest, job + 2, 3);
     if (p.words.length) emit(owner, FACT_RELATIONS.worksAs, concept(p.words), true);
   }
-}
-
-/** "(I'd rather) take the train than fly", "(prefer) tea to coffee": the pair is the attribute, the first its value. */
-export function preferred(rest: Token[], owner: EntityRef, neg: boolean, emit: Emit, links = ['than']): void {
-  const a = phrase(rest, 0);
-  const link = rest[a.end];
-  if (!a.words.length || !link || !links.includes(link.key)) return;
-  const b = phrase(rest, a.end + (link.key === 'instead' ? 2 : 1));
-  if (!b.words.length) return;
-  // Heads in the singular: "fantasy movies over thrillers" and "a thriller over a fantasy movie" name one pair.
-  const [x, y] = [a.words, b.words].map((words) => words.map((w) => singular(w.lower)).join(' ')) as [string, string];
-  emit(owner, FACT_RELATIONS.prefers, conceptRef(x), neg, [x, y].sort().join(' | '));
 }
 
 /** "seeing a guy called Omar", "dating Theo": the person is the subject's partner. */

@@ -17,13 +17,15 @@ import {
   singleThing,
   placeLike,
 } from './fact-phrases.js';
-import { copulaFacts, dating, lostJob, preferred, stopped, worksAtAfter } from './fact-statements.js';
+import { preferred } from './fact-changes.js';
+import { copulaFacts, dating, lostJob, stopped, worksAtAfter } from './fact-statements.js';
 import {
   ACTIVITY_VERBS,
   ADVERBS,
   CHILD_WORDS,
   COMMUTE,
   DISMISSED,
+  FOOD_KINDS,
   FIELDS,
   HOMES,
   JOB_STARTS,
@@ -118,7 +120,7 @@ export function verbFacts(
   // "We rent a flat in Leeds", "I'm renting an apartment in Lyon": where one lives.
   // "We rent a flat in Leeds", "I got my own place in Sheffield", "we bought a house in Nice".
   if (
-    ['rent', 'get', 'got', 'buy', 'bought', 'found', 'find'].includes(v) &&
+    ['rent', 'get', 'got', 'buy', 'bought', 'found', 'find', 'share', 'own', 'have'].includes(v) &&
     rest.slice(1, 4).some((t) => HOMES.has(t.key))
   ) {
     const place = [...Array(6).keys()].map((k) => mentionAt.get(at(k + 2))).find((m) => m?.type === 'place');
@@ -129,15 +131,6 @@ export function verbFacts(
   if ((v === 'move' || v === 'relocat') && rest[1]?.key === 'there' && before?.type === 'place') {
     emit(owner, FACT_RELATIONS.livesIn, conceptRef(before.name, 'place'), neg);
     return;
-  }
-  // "I like summer better than winter", "I love tea more than coffee": a preference.
-  if (['like', 'love', 'enjoy'].includes(v)) {
-    const a = phrase(rest, 1);
-    const more = rest[a.end];
-    if (a.words.length && more && ['better', 'more'].includes(more.key) && rest[a.end + 1]?.key === 'than') {
-      preferred([...rest.slice(1, a.end), rest[a.end + 1]!, ...rest.slice(a.end + 2)], owner, neg, emit);
-      return;
-    }
   }
   // "We had a baby", "I had a son last year": the subject has children.
   if (
@@ -444,6 +437,8 @@ export function verbFacts(
       emit(owner, FACT_RELATIONS.has, conceptRef(headOf(p.words)), true);
     return;
   }
+  if ((v === 'gave' || v === 'give') && rest[1]?.key === 'up' && /ing$/.test(rest[2]?.lower ?? ''))
+    return stopped(rest, owner, emit);
   if (LOSS_VERBS.has(v) || (v === 'got' && rest[1]?.key === 'rid')) {
     const from = v === 'got' ? 3 : v === 'gave' || v === 'give' ? (rest[1]?.key === 'away' ? 2 : 1) : 1;
     const p = phrase(rest, from, 3);
@@ -515,5 +510,8 @@ export function verbFacts(
     emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
     // "I drink wine now" is drinking, which "I don't drink" denied (eating is not a habit one gives up).
     if (!neg && v !== 'eat' && activity !== v) emit(owner, FACT_RELATIONS.does, conceptRef(v), false);
+    // "I eat chicken now" is eating meat, which a vegetarian does not.
+    const kind = v === 'eat' ? FOOD_KINDS[singular(p.words[p.words.length - 1]?.lower ?? '')] : undefined;
+    if (kind && !neg) emit(owner, FACT_RELATIONS.does, conceptRef(`eat ${kind}`), false);
   }
 }

@@ -282,6 +282,7 @@ export const LEAVE_VERBS = new Set(['left', 'leav', 'quit']);
 export const LIGHT_VERBS = new Set([
   'go',
   'do',
+  'done',
   'have',
   'get',
   'take',
@@ -496,3 +497,24 @@ export const STAY_WORDS = new Set([
   'funer',
   'tour',
 ]);
+
+/** Foods by the kind a diet names: "I eat chicken" is eating meat, "I eat cheese" eating dairy. */
+export const FOOD_KINDS: Record<string, string> = Object.fromEntries([
+  ...'meat chicken beef pork bacon steak ham lamb sausage burger turkey veal mince salami pepperoni'
+    .split(' ')
+    .map((w) => [w, 'meat']),
+  ...'dairy cheese milk butter yogurt yoghurt cream'.split(' ').map((w) => [w, 'dairy']),
+]);
+
+/** Relatives and others an end user names by role ("my sister", "my boss"): people whose own facts can change. */
+export const KIN = new Set(
+  'sister brother mom mum mother dad father husband wife partner girlfriend boyfriend son daughter cousin friend aunt uncle grandma grandmoth grandpa grandfath niec nephew roommat boss neighbour neighbor'.split(
+    ' ',
+  ),
+);
+/** Places of work a job is named by ("I work at a call centre", "I don't work at the bakery anymore"). */
+export const WORKPLACES = new Set(
+  'centr center hospit school bank cafe café shop store restaur factori offic librari hotel bar pub firm compani agenc warehous clinic univers colleg supermarket salon bakeri plant lab council station garag kitchen'.split(
+    ' ',
+  ),
+);

@@ -8,12 +8,14 @@
 import type { EntityMention } from './entities.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
 import { clausesOf, conceptRef, isParticiple, type Subject, subjectOf } from './fact-phrases.js';
-import { copulaFacts, favouriteBackward, homeIs, possessive, preferred } from './fact-statements.js';
+import { copulaFacts, favouriteBackward, homeIs, possessive } from './fact-statements.js';
 import {
   ADVERBS,
+  ATTRIBUTES,
   CHOOSE,
   DEATH_VERBS,
   HYPOTHETICAL,
+  KIN,
   NEGATORS,
   PARTNERS,
   PREFERENCE_LINKS,
@@ -21,6 +23,7 @@ import {
 } from './fact-words.js';
 import { speaksOfFuture } from './lexicon.js';
 import { verbFacts } from './fact-verbs.js';
+import { changeFacts, notDone, preferred } from './fact-changes.js';
 import type { Token } from './tokens.js';
 
 /**
@@ -152,7 +155,18 @@ function readClause(
   const at = (k: number) => offset + i + k;
 
   if (subject.role) {
-    possessive(clause, i, subject, copula, neg, mentionAt, offset, self, emit);
+    // "My birthday's in May", "my birthday falls on 3 August": a copula all the same.
+    const linked = !copula && (clause[i]?.text === "'s" || (clause[i]?.key === 'fall' && ATTRIBUTES[subject.role]));
+    let read = false;
+    possessive(clause, linked ? i + 1 : i, subject, copula || !!linked, neg, mentionAt, offset, self, (...fact) => {
+      read = true;
+      emit(...fact);
+    });
+    // "My sister moved to Milan", "my husband is a plumber": a relative unnamed is a person all the same.
+    if (read || !KIN.has(subject.role) || subject.roleName || subject.ref !== self) return;
+    const kin: EntityRef = { name: `my ${clause[subject.next - 1]!.lower}`, type: 'person' };
+    if (copula) copulaFacts(rest, at, kin, neg, mentionAt, before, emit);
+    else verbFacts(rest, at, kin, neg, mentionAt, before, emit);
     return;
   }
   if (
@@ -191,7 +205,13 @@ function readClause(
     copulaFacts(rest, at, owner, neg, mentionAt, before, emit);
     return;
   }
-  verbFacts(rest, at, owner, neg, mentionAt, before, emit);
+  if (changeFacts(rest, at, owner, neg, mentionAt, before, subject.next === 0, emit)) return;
+  let read = false;
+  verbFacts(rest, at, owner, neg, mentionAt, before, (...fact) => {
+    read = true;
+    emit(...fact);
+  });
+  if (!read) notDone(rest, owner, neg, emit);
 }
 
 /** "died", "passed away", "ran away" at `i`. */

@@ -235,9 +235,14 @@ export const HEDGES = [
   'dream',
 ];
 
+/** Nouns ending in -ie, whose plural is not of a -y noun. */
+const IE_NOUNS =
+  /(mov|cook|self|smooth|hipp|rook|zomb|brown|vegg|goal|gen|calor|prair|sweet|aunt|room|ind|hood|newb|freeb|book|pix|cut)ies$/;
+
 /** The head noun of a word in its singular ("movies" -> "movie", "berries" -> "berry"), lower case. */
 export const singular = (word: string): string => {
   const w = word.toLowerCase();
+  if (IE_NOUNS.test(w)) return w.slice(0, -1);
   if (w.length > 4 && w.endsWith('ies')) return `${w.slice(0, -3)}y`;
   if (w.length > 3 && w.endsWith('s') && !/(ss|us|is|ics)$/.test(w)) return w.slice(0, -1);
   return w;

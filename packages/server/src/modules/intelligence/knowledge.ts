@@ -233,8 +233,9 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
       }
       if (f.negated) {
         // A many-valued fact is denied by its head too ("I quit choir" ends "choir practice").
+        // A single value is denied by its head too ("I resigned from the library" ends "the city library").
         const liveSlot =
-          live && sameValue(live.target, f.target)
+          live && (sameValue(live.target, f.target) || (!f.aspect && sameThing(f, live.target, true)))
             ? slot
             : !matchedByHead(f)
               ? undefined
@@ -301,8 +302,12 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
 /** One value named alike, whatever type the entity rules gave it ("Alien" a person in one sentence, a concept in another). */
 const sameValue = (a: string, b: string) => a === b || a.slice(a.indexOf(':') + 1) === b.slice(b.indexOf(':') + 1);
 
-/** Only what is done or had is matched by its head: "I don't like big dogs" does not deny "I like dogs". */
-const matchedByHead = (f: Resolved) => !f.singleValued && (f.relation === 'does' || f.relation === 'has');
+/**
+ * What is done, had or liked is matched by its head: the denied words must all be in the affirmed value, so "I don't
+ * like big dogs" does not deny "I like dogs", but "I'm not into games" is denied by "I'm into board games".
+ */
+const matchedByHead = (f: Resolved) =>
+  !f.singleValued && (f.relation === 'does' || f.relation === 'has' || f.relation === 'likes');
 
 /**
  * Whether a fact's value and the value at the end of a many-valued key name the same thing: the denied words
@@ -310,13 +315,52 @@ const matchedByHead = (f: Resolved) => !f.singleValued && (f.relation === 'does'
  */
 function sameThing(f: Resolved, key: string, denying: boolean): boolean {
   const other = key.slice(key.lastIndexOf('|') + 1);
-  const a = f.target.slice(f.target.indexOf(':') + 1).split(' ');
-  const b = other.slice(other.indexOf(':') + 1).split(' ');
-  // The denied words are all in the affirmed value: "I don't drink" ends "drink coffee", "I don't drink tea" not "drink".
+  const a = f.target
+    .slice(f.target.indexOf(':') + 1)
+    .split(' ')
+    .map(thingWord);
+  const b = other
+    .slice(other.indexOf(':') + 1)
+    .split(' ')
+    .map(thingWord);
+  // The denied words are all in the affirmed value: "I don't drink" ends "drink coffee", "I don't drink tea" not "drink";
+  // a kind is denied by one of its members ("I don't have any pets" / "I got a puppy").
   const [denied, affirmed] = denying ? [a, b] : [b, a];
-  if (!denied.every((w) => affirmed.includes(w))) return false;
-  return f.relation !== 'has' || a[a.length - 1] === b[b.length - 1];
+  const covered = (w: string) => affirmed.some((x) => x === w || KIND_OF[x]?.includes(w));
+  if (!denied.every(covered)) return false;
+  return f.relation !== 'has' || covered(denied[denied.length - 1]!);
 }
+
+/** One word for one thing ("bike" and "bicycle"), in the singular. */
+const thingWord = (w: string) => {
+  const one = w.length > 3 && w.endsWith('s') && !/(ss|us|is)$/.test(w) ? w.slice(0, -1) : w;
+  return SAME_THING[one] ?? one;
+};
+const SAME_THING: Record<string, string> = {
+  bike: 'bicycle',
+  motorbike: 'motorcycle',
+  telly: 'tv',
+  television: 'tv',
+  automobile: 'car',
+  cellphone: 'phone',
+  smartphone: 'phone',
+  kitty: 'cat',
+  doggy: 'dog',
+  licence: 'license',
+};
+/** Members of a kind a denial may name: a puppy is a dog and a pet. */
+const KIND_OF: Record<string, string[]> = {
+  ...Object.fromEntries(
+    'dog cat puppy kitten turtle tortoise hamster rabbit bunny parrot bird fish goldfish snake lizard guinea horse'
+      .split(' ')
+      .map((w) => [w, ['pet', 'animal']]),
+  ),
+  puppy: ['dog', 'pet', 'animal'],
+  kitten: ['cat', 'pet', 'animal'],
+  bicycle: ['vehicle'],
+  car: ['vehicle'],
+  motorcycle: ['vehicle'],
+};
 
 /** Edges true at `asOf` (all edges when absent): stated by then and not yet ended. */
 export function edgesAsOf(edges: GraphEdge[], asOf: string | undefined): GraphEdge[] {
