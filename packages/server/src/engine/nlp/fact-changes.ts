@@ -4,7 +4,7 @@
 // each returns whether it read the clause.
 import type { EntityMention } from './entities.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
-import { activityKey, concept, conceptRef, headOf, phrase, placeLike } from './fact-phrases.js';
+import { activityKey, concept, conceptRef, headOf, isParticiple, phrase, placeLike } from './fact-phrases.js';
 import { ADVERBS, ORDINALS, PRONOUNS, STAY_WORDS, STOP, WORKPLACES } from './fact-words.js';
 import { GIVEN_NAMES, NUMBER_WORDS, singular } from './lexicon.js';
 import type { Token } from './tokens.js';
@@ -125,14 +125,10 @@ export function changeFacts(
     }
   }
   // "I work at a call centre", "I don't work at the bakery anymore": a workplace named by its kind.
-  if (
-    v === 'work' &&
-    (rest[1]?.key === 'at' || rest[1]?.key === 'in') &&
-    !mentionAt.get(at(2)) &&
-    !mentionAt.get(at(3))
-  ) {
-    const place = rest.findIndex((t, k) => k >= 2 && k <= 5 && WORKPLACES.has(t.key));
-    const from = rest.findIndex((t, k) => k >= 2 && !['a', 'an', 'the', 'my', 'our'].includes(t.key));
+  const link = v === 'work' ? rest.findIndex((t, k) => k >= 1 && k <= 2 && (t.key === 'at' || t.key === 'in')) : -1;
+  if (link > 0 && !mentionAt.get(at(link + 1)) && !mentionAt.get(at(link + 2))) {
+    const place = rest.findIndex((t, k) => k > link && k <= link + 4 && WORKPLACES.has(t.key));
+    const from = rest.findIndex((t, k) => k > link && !['a', 'an', 'the', 'my', 'our'].includes(t.key));
     if (place > 0 && from <= place && !rest.slice(from, place).some((t) => t.punct)) {
       emit(owner, FACT_RELATIONS.worksAt, concept(rest.slice(from, place + 1)), neg);
       return true;
@@ -189,12 +185,51 @@ export function changeFacts(
 /** "I no longer read before bed", "I don't bake anymore": an activity not done, when no other rule read the clause (a denial ends the activity by its head). */
 export function notDone(rest: Token[], owner: EntityRef, neg: boolean, emit: Emit): void {
   const v = rest[0]?.key;
-  if (!neg || !v || NOT_ACTIVITIES.has(v) || ADVERBS.has(v) || rest[0]!.capitalized || rest[0]!.punct) return;
+  if (!v || NOT_ACTIVITIES.has(v) || ADVERBS.has(v) || rest[0]!.capitalized || rest[0]!.punct) return;
+  // Affirmed, only a verb in the present with its object ("I speak Spanish now"), which a denial before may have denied.
+  if (
+    !neg &&
+    (!rest[1] || rest[1].punct || isParticiple(rest[0]) || PAST.has(rest[0]!.lower) || /ing$/.test(rest[0]!.lower))
+  )
+    return;
   const until = rest.findIndex((t, k) => k > 0 && STOP.has(t.key) && !['the', 'to', 'befor', 'after'].includes(t.key));
   const words = rest.slice(0, until < 0 ? rest.length : until).filter((t) => !AGAIN.has(t.key));
   const activity = activityKey(words.slice(0, 4));
-  if (activity) emit(owner, FACT_RELATIONS.does, conceptRef(activity), true);
+  if (activity) emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
 }
+const PAST = new Set([
+  'went',
+  'saw',
+  'took',
+  'came',
+  'ate',
+  'drank',
+  'ran',
+  'swam',
+  'wrote',
+  'read',
+  'met',
+  'felt',
+  'told',
+  'said',
+  'put',
+  'sat',
+  'spent',
+  'found',
+  'gave',
+  'bought',
+  'thought',
+  'brought',
+  'caught',
+  'taught',
+  'kept',
+  'slept',
+  'won',
+  'began',
+  'did',
+  'was',
+  'were',
+]);
 const AGAIN = new Set(['anymor', 'ani', 'more', 'again', 'now', 'longer', 'these', 'day', 'nowaday']);
 
 /** Verbs that lead an activity one prefers to another ("paint portraits", "watch films"). */

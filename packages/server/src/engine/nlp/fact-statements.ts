@@ -216,6 +216,11 @@ export function copulaFacts(
           ].includes(w.key),
       );
       emit(owner, FACT_RELATIONS.worksAs, concept(words.length ? words : p.words), neg);
+      // "a software engineer at Spotify": where, too.
+      if (['at', 'with', 'for'].includes(rest[p.end]?.key ?? '')) {
+        const m = mentionAt.get(at(p.end + 1)) ?? mentionAt.get(at(p.end + 2));
+        if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
+      }
     } else if (p.words.length === 1 && HABIT_AGENTS[p.words[0]!.key]) {
       // "I'm a smoker" is the habit "I quit smoking" ends.
       emit(owner, FACT_RELATIONS.does, conceptRef(HABIT_AGENTS[p.words[0]!.key]!), neg);

@@ -21,7 +21,7 @@ import {
   PREFERENCE_LINKS,
   SPOUSES,
 } from './fact-words.js';
-import { speaksOfFuture } from './lexicon.js';
+import { MONTHS, speaksOfFuture } from './lexicon.js';
 import { verbFacts } from './fact-verbs.js';
 import { changeFacts, notDone, preferred } from './fact-changes.js';
 import type { Token } from './tokens.js';
@@ -125,6 +125,8 @@ function readClause(
       i++;
       continue;
     }
+    // "My birthday is May 2": the month, not a modal.
+    if (t.capitalized && MONTHS.has(t.lower)) break;
     if (HYPOTHETICAL.has(t.key) && (t.key !== 'use' || clause[i + 1]?.key === 'to')) return;
     if (t.key === 'be') copula = true;
     // "I'm at Deloitte", "I've been at IKEA for years": "at" starts the predicate here, not "at least".
@@ -179,6 +181,11 @@ function readClause(
     // "Luna died": a named pet or person is gone; the end user no longer has them.
     if (rest[0].key !== 'run' || rest[1]?.key === 'away')
       emit(self, FACT_RELATIONS.has, conceptRef(subject.ref.name.toLowerCase()), true);
+    // "Dave passed away": no longer one's husband or partner either.
+    if (rest[0].key !== 'run') {
+      emit(self, FACT_RELATIONS.married, conceptRef(subject.ref.name, 'person'), true);
+      emit(self, FACT_RELATIONS.partner, conceptRef(subject.ref.name, 'person'), true);
+    }
     return;
   }
   // "Emma and I broke up".
@@ -211,7 +218,7 @@ function readClause(
     read = true;
     emit(...fact);
   });
-  if (!read) notDone(rest, owner, neg, emit);
+  if (!read) notDone(rest, owner, neg || (anymore && negated), emit);
 }
 
 /** "died", "passed away", "ran away" at `i`. */
