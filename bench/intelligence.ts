@@ -9,12 +9,20 @@
  * user holding N memories (default 10,000, LoCoMo sentences recombined): the first read after start
  * and warm p50 of GET /memory/graph, /memory/clusters and /memory/decisions. Prints JSON.
  *
- *   npm run bench:intelligence [-- --size 10000] [--quality-only]   (ENGRAM_LOCOMO_DIR: the LoCoMo files)
+ *   npm run bench:intelligence [-- --size 10000] [--quality-only] [--llm]   (ENGRAM_LOCOMO_DIR: the LoCoMo files;
+ *   --llm: a chat model's facts added, from the ENGRAM_LLM_* endpoint)
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_ONTOLOGY, Extractor, SELF } from '../packages/server/src/engine/nlp/index.js';
+import { openAiLlm } from '../packages/server/src/engine/llm/index.js';
+import {
+  DEFAULT_ONTOLOGY,
+  Extractor,
+  factsByModel,
+  type ModelFact,
+  SELF,
+} from '../packages/server/src/engine/nlp/index.js';
 import { deriveKnowledge } from '../packages/server/src/modules/intelligence/knowledge.js';
 import { option } from './lib/args.js';
 import { jsonClient } from './lib/http.js';
@@ -100,14 +108,64 @@ function statements(file: string) {
 /** A statement and who said it (a LoCoMo turn: its speaker is the "I" of it). */
 type Said = { text: string; speaker?: string | null };
 
+/**
+ * `--llm`: a chat model's facts (model-facts.ts) added to the rules', read through the OpenAI-compatible endpoint of
+ * ENGRAM_LLM_BASE_URL / ENGRAM_LLM_MODEL / ENGRAM_LLM_API_KEY, for the statements of the written sets.
+ */
+const modelFacts = new Map<string, ModelFact[]>();
+if (argv.includes('--llm')) {
+  const baseUrl = process.env.ENGRAM_LLM_BASE_URL;
+  const model = process.env.ENGRAM_LLM_MODEL;
+  if (!baseUrl || !model) throw new Error('--llm needs ENGRAM_LLM_BASE_URL and ENGRAM_LLM_MODEL');
+  const llm = openAiLlm({
+    baseUrl,
+    model,
+    ...(process.env.ENGRAM_LLM_API_KEY ? { apiKey: process.env.ENGRAM_LLM_API_KEY } : {}),
+  });
+  const written = [
+    'dev-conflicts.txt',
+    'test-conflicts.txt',
+    'conflicts-dev.txt',
+    'conflicts-heldout.txt',
+    'conflicts-unseen.txt',
+    'changes-fresh.txt',
+    'changes-fresh2.txt',
+    'changes-locomo.txt',
+    'changes-sealed.txt',
+  ];
+  const texts = [
+    ...new Set(
+      written.flatMap((file) =>
+        lines(file).flatMap((line) => {
+          const fields = line.split('||').map((f) => f.trim());
+          return ['yes', 'no'].includes(fields[3] ?? '') ? [fields[1]!, fields[2]!] : [fields[0]!, fields[1]!];
+        }),
+      ),
+    ),
+  ];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (next < texts.length) {
+        const text = texts[next++]!;
+        modelFacts.set(text, await factsByModel(llm, text));
+      }
+    }),
+  );
+}
+
 const pairFound = (a: Said, b: Said) => {
-  const memories = [a, b].map((said, i) => ({
-    id: i + 1,
-    createdAt: `2024-0${i + 1}-01T00:00:00.000Z`,
-    supersededBy: null,
-    isSummary: false,
-    extraction: extractor.extract(said.text, said.speaker ?? null),
-  }));
+  const memories = [a, b].map((said, i) => {
+    const rules = extractor.extract(said.text, said.speaker ?? null);
+    const byModel = modelFacts.get(said.text);
+    return {
+      id: i + 1,
+      createdAt: `2024-0${i + 1}-01T00:00:00.000Z`,
+      supersededBy: null,
+      isSummary: false,
+      extraction: byModel ? extractor.withFacts(rules, byModel) : rules,
+    };
+  });
   return deriveKnowledge(memories, 'user').conflicts.length > 0;
 };
 

@@ -206,6 +206,27 @@ export class Extractor {
     }));
   }
 
+  /**
+   * An extraction with facts read elsewhere (a chat model's, model-facts.ts) added: those of relations the ontology
+   * declares, valued by the types it allows, and not stated already.
+   */
+  withFacts(extraction: Extraction, facts: Array<Omit<RelationFact, 'singleValued'>>): Extraction {
+    const relations = [...extraction.relations];
+    const seen = new Set(relations.map(factKey));
+    const entities = new Map(extraction.entities.map((e) => [`${e.type}\u0000${e.name}`, e]));
+    for (const f of facts) {
+      const favorite = f.relation.startsWith(FAVORITE_PREFIX);
+      const def = favorite ? this.favorites : this.byName.get(f.relation);
+      if (!def || (!favorite && !allowed(def.target_types, f.object.type))) continue;
+      const fact: RelationFact = { ...f, singleValued: def.single_valued };
+      if (seen.has(factKey(fact))) continue;
+      seen.add(factKey(fact));
+      relations.push(fact);
+      if (f.object.type !== 'concept') entities.set(`${f.object.type}\u0000${f.object.name}`, f.object);
+    }
+    return { ...extraction, entities: [...entities.values()], relations };
+  }
+
   /** Entities, relations and categories of one memory; `speaker` names who "I" is in a conversation turn. */
   extract(text: string, speaker?: string | null): Extraction {
     const tokens = tokenizeWithOffsets(text);
