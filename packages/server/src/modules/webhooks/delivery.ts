@@ -44,11 +44,13 @@ const DISPATCH_GAP_MS = 10;
  */
 const LEASE_MARGIN_MS = 5000;
 /**
- * A delivery claimed ahead starts only while its lease has the attempt deadline and this much left (for
- * recording); one that waited longer is let go with the rest of its endpoint's queue (order kept), its
- * lease given up, and claimed again.
+ * A delivery claimed ahead starts only within this long of its claim (its lease then has more than the attempt
+ * deadline and the recording's margin left); one that waited longer is let go with the rest of its endpoint's queue
+ * (order kept), its lease given up, and claimed again. Its body was read when it was claimed, and a memory forgotten
+ * meanwhile has its stored deliveries rewritten (erase.ts): so what a forget may still see sent is only what was
+ * claimed within this long before it.
  */
-const START_MARGIN_MS = LEASE_MARGIN_MS / 2;
+const MAX_QUEUED_MS = 1000;
 
 /**
  * Background delivery: drains the outbox into delivery rows (fanOut, registered as a dispatcher)
@@ -168,10 +170,11 @@ export class DeliveryLoop {
 
   /**
    * Starts queued deliveries in order while slots are free, passing over (with the rest of their queue) endpoints with
-   * PER_ENDPOINT unrecorded; one whose lease has too little left is let go with the rest of its endpoint's queue.
+   * PER_ENDPOINT unrecorded; one claimed over MAX_QUEUED_MS ago is let go with the rest of its endpoint's queue.
    */
   private startQueued(): void {
-    const leastLease = Date.now() + this.settings.timeoutMs + START_MARGIN_MS;
+    // A claim's lease runs 2 deadlines + LEASE_MARGIN_MS (claimAhead): less left means claimed over MAX_QUEUED_MS ago.
+    const leastLease = Date.now() + 2 * this.settings.timeoutMs + LEASE_MARGIN_MS - MAX_QUEUED_MS;
     const passed = new Set<number>();
     const stale: Claimed[] = [];
     for (let i = 0; i < this.queued.length && this.inFlight.size < CONCURRENCY; ) {
