@@ -192,11 +192,18 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL goes away under load [postgres]', () 
     let late: Promise<ServerProcess> | undefined;
     let lateWorker: BackgroundProcess | undefined;
     try {
-      late = startServerProcess(env());
+      // Both must have tried and logged before the database comes back: a loaded machine may take seconds to
+      // bring a process as far as its first connection.
+      let serverLog = '';
+      late = startServerProcess(env(), { limitMs: 80_000, onStderr: (chunk) => (serverLog += chunk) });
       lateWorker = startWorkerProcess(env());
       await until(
         () => (lateWorker!.stderr().includes('database unavailable at start-up') ? true : undefined),
         'the worker saying it waits',
+      );
+      await until(
+        () => (serverLog.includes('database unavailable at start-up') ? true : undefined),
+        'the server saying it waits',
       );
       await sleep(1000);
       expect(alive(lateWorker)).toBe(true);

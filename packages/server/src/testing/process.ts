@@ -53,7 +53,13 @@ export function runCli(
  */
 export async function startServerProcess(
   env: Record<string, string>,
-  { limitMs = START_LIMIT_MS } = {},
+  {
+    limitMs = START_LIMIT_MS,
+    onStderr,
+  }: {
+    limitMs?: number /** Sees stderr while the server starts (what it logs before it is ready). */;
+    onStderr?: (chunk: string) => void;
+  } = {},
 ): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...programArgs(), 'serve'], {
     // PostgreSQL deployments must share one secret between processes (see README); tests use a fixed one.
@@ -62,7 +68,10 @@ export async function startServerProcess(
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
+  child.stderr!.on('data', (d) => {
+    stderr += d;
+    onStderr?.(String(d));
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const running = () => child.exitCode === null && child.signalCode === null;
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
