@@ -132,6 +132,7 @@ if (argv.includes('--llm')) {
     'changes-fresh2.txt',
     'changes-locomo.txt',
     'changes-sealed.txt',
+    'changes-sealed2.txt',
   ];
   const texts = [
     ...new Set(
@@ -243,6 +244,9 @@ const quality = {
   // Wave 4: anchored on LoCoMo sessions the set above does not use, committed before that wave read a rule; only
   // its totals are read (the cleanest unseen figure).
   facts_sealed: conflictsByKind('facts_sealed', 'changes-sealed.txt'),
+  // Wave 3 session 7: written by a hand that read no rule and no other set's pairs, on the LoCoMo sessions the set
+  // above leaves out; like it, only its totals per kind are read.
+  facts_sealed2: conflictsByKind('facts_sealed2', 'changes-sealed2.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const statement = resolver(locomoDir());
