@@ -44,11 +44,12 @@ const DISPATCH_GAP_MS = 10;
  */
 const LEASE_MARGIN_MS = 5000;
 /**
- * A delivery claimed ahead starts only within this long of its claim (its lease then has more than the attempt
- * deadline and the recording's margin left); one that waited longer is let go with the rest of its endpoint's queue
- * (order kept), its lease given up, and claimed again. Its body was read when it was claimed, and a memory forgotten
- * meanwhile has its stored deliveries rewritten (erase.ts): so what a forget may still see sent is only what was
- * claimed within this long before it.
+ * A delivery claimed ahead starts only within this long of its claim's answer; one that waited longer is let go with
+ * the rest of its endpoint's queue (order kept), its lease given up, and claimed again. Its body was read when it was
+ * claimed, and a memory forgotten meanwhile has its stored deliveries rewritten (erase.ts): so claiming ahead adds at
+ * most this long to what a forget may still see sent (the claim's own round trip, as when nothing was claimed ahead).
+ * Counted from the answer, not from the lease (set before the claim was sent): a claim slower than this under load
+ * would otherwise give up everything it claimed, every time, and nothing would be delivered.
  */
 const MAX_QUEUED_MS = 1000;
 
@@ -69,7 +70,7 @@ export class DeliveryLoop {
   private readonly claims = new Wakeup();
   private unsubscribe: (() => void) | null = null;
   /** Claimed and not yet started, in the order they fell due. */
-  private readonly queued: Claimed[] = [];
+  private readonly queued: Queued[] = [];
   private readonly inFlight = new Map<number, Promise<void>>();
   private finished: Finished[] = [];
   /** Per endpoint: claimed and not yet recorded (queued, in flight or answered), what a claim counts as held. */
@@ -105,7 +106,7 @@ export class DeliveryLoop {
     this.outbox.wake();
     this.claims.wake();
     await Promise.all(this.loops);
-    const unstarted = this.queued.splice(0);
+    const unstarted = this.queued.splice(0).map((q) => q.delivery);
     for (const delivery of unstarted) count(this.held, delivery.endpoint_id, -1);
     await this.release(unstarted);
     await Promise.all(this.inFlight.values());
@@ -162,8 +163,11 @@ export class DeliveryLoop {
     if ((room < CLAIM_BATCH && !idle) || this.finished.length >= MAX_UNRECORDED) return false;
     const leaseUntil = new Date(Date.now() + 2 * this.settings.timeoutMs + LEASE_MARGIN_MS).toISOString();
     const claimed = await claimDeliveries(this.database, room, 2 * PER_ENDPOINT, this.held, nowIso(), leaseUntil);
-    for (const delivery of claimed) count(this.held, delivery.endpoint_id, 1);
-    this.queued.push(...claimed);
+    const queuedAt = Date.now();
+    for (const delivery of claimed) {
+      count(this.held, delivery.endpoint_id, 1);
+      this.queued.push({ delivery, queuedAt });
+    }
     this.startQueued();
     return claimed.length === room;
   }
@@ -173,18 +177,17 @@ export class DeliveryLoop {
    * PER_ENDPOINT unrecorded; one claimed over MAX_QUEUED_MS ago is let go with the rest of its endpoint's queue.
    */
   private startQueued(): void {
-    // A claim's lease runs 2 deadlines + LEASE_MARGIN_MS (claimAhead): less left means claimed over MAX_QUEUED_MS ago.
-    const leastLease = Date.now() + 2 * this.settings.timeoutMs + LEASE_MARGIN_MS - MAX_QUEUED_MS;
+    const queuedSince = Date.now() - MAX_QUEUED_MS;
     const passed = new Set<number>();
     const stale: Claimed[] = [];
     for (let i = 0; i < this.queued.length && this.inFlight.size < CONCURRENCY; ) {
-      const delivery = this.queued[i]!;
+      const { delivery, queuedAt } = this.queued[i]!;
       const endpoint = delivery.endpoint_id;
       if (passed.has(endpoint)) i++;
-      else if (Date.parse(delivery.lease_until) < leastLease) {
+      else if (queuedAt < queuedSince) {
         passed.add(endpoint);
         for (let j = i; j < this.queued.length; )
-          if (this.queued[j]!.endpoint_id === endpoint) stale.push(...this.queued.splice(j, 1));
+          if (this.queued[j]!.delivery.endpoint_id === endpoint) stale.push(this.queued.splice(j, 1)[0]!.delivery);
           else j++;
       } else if ((this.unrecorded.get(endpoint) ?? 0) >= PER_ENDPOINT) {
         passed.add(endpoint);
@@ -306,6 +309,12 @@ export class DeliveryLoop {
     if (this.running) this.startQueued();
     this.claims.wake();
   }
+}
+
+interface Queued {
+  delivery: Claimed;
+  /** When its claim answered (Date.now()). */
+  queuedAt: number;
 }
 
 /** A loop's wake-up: `due` once woken (or the wait ran out), until the loop takes it. */

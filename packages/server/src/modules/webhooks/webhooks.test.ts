@@ -861,6 +861,28 @@ forEachDialect('webhooks', (dialect) => {
     expect(await outcome('hang')).toMatchObject({ status_code: null, succeeded: false, error: 'no answer within 2 s' });
   });
 
+  it.runIf(dialect === 'postgres')(
+    'delivers while every claim takes longer than a claimed-ahead delivery may wait to start (a loaded database)',
+    async () => {
+      // Every UPDATE of deliveries (claims, releases, records) takes 1.2 s, over delivery.ts's MAX_QUEUED_MS: the wait
+      // counts from the claim's answer, so what a claim brings can start; counted from before the claim was sent, every
+      // claim would be given up on arrival and claimed again, for ever.
+      await sql`CREATE FUNCTION slow_delivery_updates() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN PERFORM pg_sleep(1.2); RETURN NULL; END $$`.execute(t.database.db);
+      await sql`CREATE TRIGGER slow_delivery_updates BEFORE UPDATE ON webhook_deliveries
+        FOR EACH STATEMENT EXECUTE FUNCTION slow_delivery_updates()`.execute(t.database.db);
+      try {
+        await subscribe('/loaded');
+        for (let i = 0; i < 3; i++) await addMemory(`Loaded ${i}`);
+        await until(() => receiver.at('/loaded').length >= 3, 'every delivery through slow claims', 30_000);
+      } finally {
+        await sql`DROP TRIGGER slow_delivery_updates ON webhook_deliveries`.execute(t.database.db);
+        await sql`DROP FUNCTION slow_delivery_updates()`.execute(t.database.db);
+      }
+      expect(new Set(receiver.at('/loaded').map((r) => r.headers['webhook-id'])).size).toBe(3);
+    },
+  );
+
   it('forgetting a memory leaves no copy in stored deliveries or the outbox', async () => {
     const endpoint = await subscribe('/forget');
     await t.call('POST', `/org/webhooks/${endpoint.id}/pause`, as());
