@@ -6,7 +6,8 @@
  * ceiling is the fill's rows as bare 1,000-row INSERTs into an unindexed copy of the table, same run.
  * With `--http`, the same file goes through `engram import` (the CLI's code: upload, then the job in a
  * server's worker, polled) into a fresh server of the same dialect, reported beside the job's rate.
- * SQLite by default; PostgreSQL with `--postgres URL`. Prints JSON.
+ * SQLite by default; PostgreSQL with `--postgres URL`. Prints JSON. `--profile DIR` writes the import and export
+ * jobs' CPU profiles there, and with `--http` the server's (`--cpu-prof`) for the time of `engram import`.
  *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--http] [--profile DIR]
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -94,6 +95,9 @@ async function importOverHttp(bytes: Buffer): Promise<number> {
   const [email, password] = ['bench@engram.local', 'bench-password-123'];
   const server = await startServer({
     ...(postgresUrl ? { postgresUrl } : {}),
+    ...(profileDir
+      ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', 'server.cpuprofile'] }
+      : {}),
     env: { ENGRAM_BOOTSTRAP_EMAIL: email, ENGRAM_BOOTSTRAP_PASSWORD: password },
   });
   const dir = freshDataDir();
@@ -157,7 +161,11 @@ try {
 
   const runExport = async (gzip: boolean) => {
     const record = await createExport(database, { ...ctx, projectId: source.id }, { format: 'jsonl', gzip }, 86_400);
-    const run = await measured(() => exportJob(database, blobs)(job(record.id, source.id, { exportId: record.id })));
+    const run = await measured(() =>
+      profiled(gzip ? 'export-gzip' : 'export', () =>
+        exportJob(database, blobs)(job(record.id, source.id, { exportId: record.id })),
+      ),
+    );
     const row = await database.db
       .selectFrom('exports')
       .select(['status', 'size', 'rows_done', 'blob_key'])

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { keysetPages } from '../../core/paging.js';
-import type { Database, Executor } from '../../store/database.js';
+import type { Database, Dialect, Executor } from '../../store/database.js';
 import { toMemory, unexpired } from './feed.js';
 import type { MemoryView } from './schemas.js';
 
@@ -50,7 +50,7 @@ export interface ExportFilter {
 /** A memory as exported and imported: the wire Memory plus who it belongs to and the /v1 speaker. */
 export type PortableMemory = MemoryView & { tenant_id: string; speaker: string | null };
 
-function exportQuery({ db, dialect }: Database, filter: ExportFilter) {
+function exportQuery({ db, dialect }: { db: Executor; dialect: Dialect }, filter: ExportFilter) {
   return db
     .selectFrom('memories')
     .where('project_id', '=', filter.projectId)
@@ -81,6 +81,18 @@ export async function countForExport(database: Database, filter: ExportFilter): 
   return Number(row.n);
 }
 
+/** The statement of one keyset page of live memories matching `filter` with ids above `afterId`, in id order. */
+export const exportPageQuery = (db: Executor, dialect: Dialect, filter: ExportFilter, afterId: number, limit: number) =>
+  exportQuery({ db, dialect }, filter).selectAll().where('id', '>', afterId).orderBy('id').limit(limit);
+
+/**
+ * How PostgreSQL reads an export page: without a sort step. A table without statistics (just filled, not yet
+ * analyzed) gave every page a plan that read all the rows past `afterId` through one of the owners' indexes and
+ * sorted them (O(n) a page: 100,000 memories exported at 15,000 a second where SQLite read 97,000), while a scan
+ * in id order stops at the page's end, so an export's pages together read the project's rows once.
+ */
+export const EXPORT_PAGE_SETTING = sql`SET LOCAL enable_sort = off`;
+
 /** One keyset page of live memories matching `filter` with ids above `afterId`, in id order. */
 export async function exportPage(
   database: Database,
@@ -88,11 +100,12 @@ export async function exportPage(
   afterId: number,
   limit: number,
 ): Promise<PortableMemory[]> {
-  const rows = await exportQuery(database, filter)
-    .selectAll()
-    .where('id', '>', afterId)
-    .orderBy('id')
-    .limit(limit)
-    .execute();
+  const rows =
+    database.dialect === 'postgres'
+      ? await database.db.transaction().execute(async (trx) => {
+          await EXPORT_PAGE_SETTING.execute(trx);
+          return exportPageQuery(trx, 'postgres', filter, afterId, limit).execute();
+        })
+      : await exportPageQuery(database.db, database.dialect, filter, afterId, limit).execute();
   return rows.map((r) => ({ ...toMemory(r), tenant_id: r.tenant_id, speaker: r.speaker }));
 }
