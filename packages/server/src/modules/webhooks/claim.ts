@@ -28,10 +28,17 @@ export async function claimDeliveries(
   const postgres = database.dialect === 'postgres';
   const heldRows = [...held].map(([endpoint_id, n]) => ({ endpoint_id, held: n }));
   // Four times the slots are looked at, so an endpoint at its limit does not leave the others' slots empty.
+  // PostgreSQL takes the enabled endpoints as a list computed once: joined, a planner without statistics of a
+  // young or suddenly busy table (the pending rows) walked every pending row endpoint by endpoint before sorting
+  // them, 30-100 ms a claim at 8,000 pending in bench/webhooks.ts, where the list lets it read them in one pass.
+  const enabled = postgres
+    ? sql`FROM webhook_deliveries d
+      WHERE d.endpoint_id = ANY (ARRAY(SELECT id FROM webhook_endpoints WHERE status = 'enabled'))`
+    : sql`FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE e.status = 'enabled'`;
   const chosen = sql`candidates AS (
       SELECT d.id, d.endpoint_id, d.next_attempt_at
-      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-      WHERE d.status = 'pending' AND e.status = 'enabled' AND d.next_attempt_at <= ${now}
+      ${enabled} AND d.status = 'pending' AND d.next_attempt_at <= ${now}
         AND (d.lease_until IS NULL OR d.lease_until < ${now})
       ORDER BY d.next_attempt_at, d.id
       LIMIT ${limit * 4}
