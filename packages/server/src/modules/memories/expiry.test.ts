@@ -1,5 +1,6 @@
 import { expect, it } from 'vitest';
-import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
+import { forEachDialect, useOwner, useTestApp, type TestApp } from '../../testing/harness.js';
+import { waitFor } from '../../testing/jobs.js';
 import { addMemory, expectError, historyRows, lastEventId, memoryRow } from '../../testing/memories.js';
 import { freshUser, idsOf, query } from '../../testing/retrieval.js';
 
@@ -17,6 +18,7 @@ async function expireNow(t: TestApp, ids: number[]): Promise<void> {
 
 forEachDialect('memory expiry', (dialect) => {
   const t = useTestApp(dialect);
+  const owner = useOwner(t);
 
   it('takes expires_at or ttl_seconds on add, bulk add, add_turn and patch, and refuses a past or doubled expiry naming the field', async () => {
     const endUser = freshUser('expiry');
@@ -131,6 +133,24 @@ forEachDialect('memory expiry', (dialect) => {
     expect({ ids: idsOf(listed.body.items), total: listed.body.total }).toEqual({ ids: [kept.id], total: 1 });
     const exported = await t.call('GET', '/memory/export', { endUser });
     expect(idsOf(exported.body.memories)).toEqual([kept.id]);
+    const job = await t.call('POST', '/exports', {
+      token: owner.token,
+      project: t.projectId,
+      body: { scope: { end_user_id: endUser } },
+    });
+    expect(job.status, job.text).toBe(202);
+    const done = await waitFor(t, owner.token, `/exports/${job.body.id}`, t.projectId);
+    expect(done).toMatchObject({ status: 'completed', progress: { rows_done: 1, rows_total: 1 } });
+    const artifact = await t.app.inject({
+      method: 'GET',
+      url: `/exports/${job.body.id}/download`,
+      headers: { authorization: `Bearer ${owner.token}`, 'x-project-id': t.projectId },
+    });
+    const records = artifact.body
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id?: number });
+    expect(records.filter((r) => r.id !== undefined).map((r) => r.id)).toEqual([kept.id]);
     const retrieved = await t.call('POST', '/memory/retrieve', {
       endUser,
       body: { prompt: 'Which flight is the window seat on?', min_score: 0 },

@@ -55,6 +55,7 @@ function exportQuery({ db, dialect }: { db: Executor; dialect: Dialect }, filter
     .selectFrom('memories')
     .where('project_id', '=', filter.projectId)
     .where('deleted_at', 'is', null)
+    .where(unexpired())
     .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
     .$if(filter.endUserId != null, (qb) => qb.where('end_user_id', '=', filter.endUserId!))
     .$if(filter.sessionId != null, (qb) => qb.where('session_id', '=', filter.sessionId!))
