@@ -130,6 +130,7 @@ if (argv.includes('--llm')) {
     'conflicts-unseen.txt',
     'changes-fresh.txt',
     'changes-fresh2.txt',
+    'changes-fresh3.txt',
     'changes-locomo.txt',
     'changes-sealed.txt',
     'changes-sealed2.txt',
@@ -239,6 +240,8 @@ const quality = {
   facts_fresh: conflictsByKind('facts_fresh', 'changes-fresh.txt'),
   // Written after the first fresh set's misses were read, before the rules tuned on session 4's own pairs.
   facts_fresh2: conflictsByKind('facts_fresh2', 'changes-fresh2.txt'),
+  // Session 7: written before that session's helper changed a rule or read a miss; scored only.
+  facts_fresh3: conflictsByKind('facts_fresh3', 'changes-fresh3.txt'),
   // Session 5 of wave 3: drawn from the LoCoMo dev conversations, committed before that session changed a rule; held out.
   facts_locomo_changes: conflictsByKind('facts_locomo_changes', 'changes-locomo.txt'),
   // Wave 4: anchored on LoCoMo sessions the set above does not use, committed before that wave read a rule; only
