@@ -282,6 +282,11 @@ export function findEntities(tokens: Token[], custom: CustomNames): EntityMentio
       continue;
     }
     const run = capitalisedRun(tokens, i);
+    // "In March I ...", "Since January ...": a closed-class word capitalised at a sentence start is not part of a name.
+    if (run > 1 && t.sentenceStart && SENTENCE_OPENERS.has(t.lower)) {
+      i++;
+      continue;
+    }
     if (run > 0) {
       const first = tokens[i]!.lower;
       // At a sentence start capitalisation is no evidence: keep only known names or multi-word names.
@@ -308,6 +313,11 @@ export function findEntities(tokens: Token[], custom: CustomNames): EntityMentio
   }
   return out;
 }
+
+/** Prepositions, articles and conjunctions that open a sentence before a name or a date. */
+const SENTENCE_OPENERS = new Set(
+  'in on at since after before during by for from with the a an and but so when until last next this every'.split(' '),
+);
 
 /**
  * Merges short forms of people's names into the longer name they begin ("Mel" -> "Melanie",

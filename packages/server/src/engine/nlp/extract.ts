@@ -5,6 +5,7 @@ import { FAVORITE_PREFIX, type Ontology, type RelationTypeDef } from './ontology
 import { keyOf, tokenizeWithOffsets, type Token } from './tokens.js';
 import { favoriteKind, HEDGES, PHRASE_ENDS, speaksOfFuture } from './lexicon.js';
 import { personalFacts } from './facts.js';
+import { endedState } from './fact-phrases.js';
 
 /** The end user (or the speaker of a turn) when a statement is in the first person. */
 export const SELF = '@self';
@@ -251,6 +252,10 @@ export class Extractor {
       seen.add(key);
       relations.push(fact);
     });
+    // A state the personal-fact rules read as ended ("I worked at IKEA for ten years") is not also a fact of now.
+    const ended = new Set(relations.filter((r) => r.past).map((r) => factKey({ ...r, negated: false })));
+    const kept = relations.filter((r) => r.negated || !ended.has(factKey(r)));
+    relations.splice(0, relations.length, ...kept);
     const entities = new Map<string, EntityRef>();
     for (const m of mentions) entities.set(`${m.type}\u0000${m.name}`, { name: m.name, type: m.type });
     return { entities: [...entities.values()], relations, categories: this.categorise(text) };
@@ -367,14 +372,17 @@ export class Extractor {
     if (!object || !allowed(cue.relation.target_types, object.ref.type)) return null;
     // "joined a gym", "joined a mentorship program", "join forces": membership, not a job; only a named organisation is an employer.
     if (cue.keys.length === 1 && cue.keys[0] === 'join' && object.ref.type !== 'organization') return null;
-    const negated = found.negated;
+    // "I worked at IKEA for ten years": a state over a span in the past is not one of now.
+    const from = Math.max(0, i - 4);
+    const verb = ['was', 'were'].includes(tokens[i - 1]?.lower ?? '') ? i - 1 : i;
+    const ended = endedState(tokens.slice(from, i + 12), verb - from);
     return {
       subject: found.subject,
       relation: cue.relation.name,
       object: object.ref,
-      negated,
+      negated: found.negated || ended,
       singleValued: cue.relation.single_valued,
-      ...(found.past ? { past: true } : {}),
+      ...(found.past || ended ? { past: true } : {}),
     };
   }
 
@@ -432,7 +440,8 @@ export class Extractor {
   }
 }
 
-const factKey = (f: RelationFact) => `${f.subject.name}|${f.relation}|${f.object.name.toLowerCase()}|${f.negated}`;
+const factKey = (f: RelationFact) =>
+  `${f.subject.name}|${f.relation}|${f.object.name.toLowerCase()}|${f.negated}|${f.aspect ?? ''}`;
 
 const allowed = (types: string[], type: string) =>
   types.length === 0 || types.includes(type) || (type === 'concept' && types.includes('concept'));

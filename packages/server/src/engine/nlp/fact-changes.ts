@@ -54,11 +54,80 @@ const NOT_ACTIVITIES = new Set([
   'give',
   'left',
   'leav',
+  'stand',
+  'afford',
+  'help',
+  'imagin',
 ]);
 /** Verbs of a paid task: "I deliver for DoorDash", "she writes for the Guardian". */
 const WORK_FOR = new Set(['work', 'deliv', 'deliver', 'drive', 'write', 'cook', 'code', 'design', 'clean', 'nurs']);
 /** Where a move leaves from without a destination: "we moved across town", "I had to move out". */
-const MOVE_ENDS = new Set(['across', 'out', 'away', 'hous', 'home', 'last', 'recent', 'again', 'back', 'abroad']);
+const MOVE_ENDS = new Set([
+  'across',
+  'out',
+  'away',
+  'hous',
+  'home',
+  'last',
+  'recent',
+  'again',
+  'back',
+  'abroad',
+  'into',
+  'to',
+  'in',
+  'off',
+  'here',
+  'there',
+  'closer',
+  'nearer',
+]);
+
+/**
+ * The residence frame has two single-valued slots (issue 53): the place (`lives_in`, a named place) and the
+ * dwelling (`lives_in` with this aspect: "a flat above the bakery", "the dorms", "a small village near York"),
+ * so "I live in a flat" and "I live in London" are both true, and a move ends both.
+ */
+export const DWELLING = 'dwelling';
+/** Heads after "live in" that are a way of living, not a home ("I live in fear", "we live in hope"). */
+const NOT_HOMES = new Set([
+  'fear',
+  'hope',
+  'moment',
+  'present',
+  'past',
+  'denial',
+  'peac',
+  'harmoni',
+  'luxuri',
+  'poverti',
+  'comfort',
+  'style',
+  'dream',
+  'shadow',
+  'world',
+  'bubbl',
+]);
+
+/** Words that end a dwelling's noun phrase: "a flat above the bakery", "a village near York". */
+const PLACE_LINKS = new Set(
+  'in at on near above below by with outsid behind next off over under the a an of for from close across around'.split(
+    ' ',
+  ),
+);
+
+/** "(live) in the dorms", "(moved) into a bigger house": the dwelling's head noun, when no named place stands first. */
+function dwelling(rest: Token[], at: (k: number) => number, mentionAt: Map<number, EntityMention>): string | null {
+  const link = rest.findIndex((t, k) => k >= 1 && k <= 2 && ['in', 'at', 'into', 'to'].includes(t.key));
+  if (link < 0 || mentionAt.has(at(link + 1)) || mentionAt.has(at(link + 2))) return null;
+  const p = phrase(rest, link + 1, 4);
+  const cut = p.words.findIndex((w) => PLACE_LINKS.has(w.key) || PLACE_LINKS.has(w.lower));
+  const words = p.words.slice(0, cut < 0 ? p.words.length : cut).filter((w) => !ADVERBS.has(w.key));
+  if (!words.length || words.some((w) => w.capitalized || PRONOUNS.has(w.key) || /\d/.test(w.lower))) return null;
+  const head = words[words.length - 1]!;
+  if (NOT_HOMES.has(head.key) || STOP.has(head.key) || head.key === 'live') return null;
+  return singular(head.lower);
+}
 
 export function changeFacts(
   rest: Token[],
@@ -101,15 +170,17 @@ export function changeFacts(
     [...Array(to - from).keys()].map((k) => mentionAt.get(at(k + from))).find(placeLike);
   // "Ravi has settled in Bangalore", "we live just outside York", "I live near Leeds": where one lives.
   if ((v === 'settl' || v === 'live') && !rest.some((t) => STAY_WORDS.has(t.key))) {
+    const home = dwelling(rest, at, mentionAt);
+    if (home) emit(owner, FACT_RELATIONS.livesIn, conceptRef(home), neg, DWELLING);
     const place = placeWithin(1, 6);
-    if (place) {
-      emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
-      return true;
-    }
-    return false;
+    if (place) emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
+    return !!(place || home);
   }
-  // "We moved across town last year", "she had to move out": the home stated before is no longer it.
+  // "We moved across town last year", "she had to move out", "we moved into a bigger house": the home stated
+  // before, place and dwelling, is no longer it.
   if ((v === 'move' || v === 'relocat') && !neg && (!rest[1] || MOVE_ENDS.has(rest[1].key)) && !placeWithin(1, 6)) {
+    const into = rest[1]?.key === 'into' || rest[1]?.key === 'to' ? dwelling(rest, at, mentionAt) : null;
+    emit(owner, FACT_RELATIONS.livesIn, conceptRef(into ?? ELSEWHERE), false, DWELLING);
     emit(owner, FACT_RELATIONS.livesIn, conceptRef(ELSEWHERE), false);
     return true;
   }
@@ -183,13 +254,17 @@ export function changeFacts(
 }
 
 /** "I no longer read before bed", "I don't bake anymore": an activity not done, when no other rule read the clause (a denial ends the activity by its head). */
-export function notDone(rest: Token[], owner: EntityRef, neg: boolean, emit: Emit): void {
+export function notDone(rest: Token[], owner: EntityRef, neg: boolean, emit: Emit, ability = false): void {
   const v = rest[0]?.key;
   if (!v || NOT_ACTIVITIES.has(v) || ADVERBS.has(v) || rest[0]!.capitalized || rest[0]!.punct) return;
-  // Affirmed, only a verb in the present with its object ("I speak Spanish now"), which a denial before may have denied.
+  // Affirmed, only a verb in the present with its object ("I speak Spanish now"), which a denial before may have
+  // denied; an ability may be a bare verb ("I can drive now", "I learned to swim").
   if (
     !neg &&
-    (!rest[1] || rest[1].punct || isParticiple(rest[0]) || PAST.has(rest[0]!.lower) || /ing$/.test(rest[0]!.lower))
+    ((!ability && (!rest[1] || rest[1].punct)) ||
+      isParticiple(rest[0]) ||
+      PAST.has(rest[0]!.lower) ||
+      /ing$/.test(rest[0]!.lower))
   )
     return;
   const until = rest.findIndex((t, k) => k > 0 && STOP.has(t.key) && !['the', 'to', 'befor', 'after'].includes(t.key));

@@ -53,6 +53,9 @@ export function clausesOf(tokens: Token[]): Clause[] {
   return out;
 }
 
+/** Prepositions that lead a time before the subject ("In May I turned 40"). */
+const TIME_PREPOSITIONS = new Set(['in', 'on', 'at', 'sinc', 'after', 'befor', 'dure', 'by', 'for', 'over']);
+
 export interface Subject {
   ref: EntityRef;
   /** "my wife" / "Mel's dog": the noun after the owner (stemmed), the owner in `ref`. */
@@ -69,8 +72,22 @@ export function subjectOf(
   offset: number,
   self: EntityRef,
 ): Subject | null {
-  for (let i = 0; i < Math.min(clause.length, 5); i++) {
+  // Adjuncts before the subject do not count against the window: a time ("Last week we moved", "In May I
+  // turned 40", "Two years ago my wife and I ..."), a manner adverb in -ly ("Sadly, I ...").
+  let window = 5;
+  for (let i = 0; i < Math.min(clause.length, window); i++) {
     const t = clause[i]!;
+    const time = mentionAt.get(offset + i + (TIME_PREPOSITIONS.has(t.key) ? 1 : 0));
+    if (time?.type === 'date' && (time.first === offset + i || TIME_PREPOSITIONS.has(t.key))) {
+      const skip = time.last - offset - i;
+      window += skip;
+      i += skip - 1;
+      continue;
+    }
+    if (!t.capitalized && /[a-z]{3}ly$/.test(t.lower) && i < clause.length - 1) {
+      window++;
+      continue;
+    }
     const mention = mentionAt.get(offset + i);
     if (t.lower === 'i' || t.lower === 'we') return { ref: self, role: null, roleName: null, next: i + 1 };
     if (t.lower === 'my' || t.lower === 'our') return withRole(clause, i + 1, self, mentionAt, offset);
@@ -344,3 +361,24 @@ const PRONOUN_SUBJECTS = new Set([
   'my',
   'our',
 ]);
+
+/** Simple-past forms of the verbs of a state (being, living, working, having, owning, dating, staying, renting). */
+const PAST_STATES = new Set(['was', 'were', 'lived', 'worked', 'had', 'owned', 'dated', 'stayed', 'rented']);
+/** Units of a span long enough to be a state of one's life ("for years", "for a decade"), not a visit. */
+const LIFE_SPANS = new Set(['year', 'month', 'decad', 'age', 'long', 'while', 'life', 'childhood']);
+
+/**
+ * Tense as polarity (issue 53): a state in the simple past over a span ("Chicago was home for years", "I worked at
+ * IKEA for a decade", "I was married until 2019") is true once and not now, like "used to". The present perfect
+ * ("I've lived here for years") is a state that holds, and a past without a span ("I was in Rome") says nothing.
+ * `verb`: where the verb or copula stands in `clause`.
+ */
+export function endedState(clause: Token[], verb: number): boolean {
+  const v = clause[verb];
+  if (!v || !PAST_STATES.has(v.lower)) return false;
+  if (clause.slice(0, verb).some((t) => t.key === 'have' || t.key === 'use')) return false;
+  const words = clause.slice(verb + 1).map((t) => t.key);
+  if (words.some((w) => w === 'until' || w === 'till')) return true;
+  const span = words.indexOf('for');
+  return span >= 0 && words.slice(span + 1, span + 5).some((w) => LIFE_SPANS.has(w));
+}

@@ -7,6 +7,7 @@ import {
   concept,
   conceptRef,
   dayOfYear,
+  endedState,
   phrase,
   placeLike,
   singleThing,
@@ -459,7 +460,9 @@ export function homeIs(
     return undefined;
   };
   const words = clause.map((t) => t.key);
-  const negated = words.slice(be, be + 3).some((w) => NEGATORS.has(w));
+  // "Chicago was home for years": a home once, not now.
+  const ended = endedState(clause, be);
+  const negated = ended || words.slice(be, be + 3).some((w) => NEGATORS.has(w));
   let m: EntityMention | undefined;
   const head = words
     .slice(0, be)
@@ -475,7 +478,7 @@ export function homeIs(
   )
     m = named(0, be);
   if (!m) return false;
-  emit(self, FACT_RELATIONS.livesIn, conceptRef(m.name, 'place'), negated);
+  emit(self, FACT_RELATIONS.livesIn, conceptRef(m.name, 'place'), negated, undefined, ended);
   return true;
 }
 

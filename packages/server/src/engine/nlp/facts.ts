@@ -7,7 +7,7 @@
 // Deterministic and offline; complements the cue relations of extract.ts.
 import type { EntityMention } from './entities.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
-import { clausesOf, conceptRef, isParticiple, type Subject, subjectOf } from './fact-phrases.js';
+import { clausesOf, conceptRef, endedState, isParticiple, type Subject, subjectOf } from './fact-phrases.js';
 import { copulaFacts, favouriteBackward, homeIs, possessive } from './fact-statements.js';
 import {
   ADVERBS,
@@ -16,6 +16,7 @@ import {
   DEATH_VERBS,
   HYPOTHETICAL,
   KIN,
+  LEADING,
   NEGATORS,
   PARTNERS,
   PREFERENCE_LINKS,
@@ -37,6 +38,8 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
   let lastEntity: EntityRef | null = null;
   // The clause before when it was a subject alone ("My wife | and I separated", "Tom | and his wife divorced").
   let alone: Subject | null = null;
+  // The last person other than the end user who was a clause's subject.
+  let other: EntityRef | null = null;
   for (const { tokens: clause, offset, joinedBy } of clausesOf(tokens)) {
     let subject = subjectOf(clause, mentionAt, offset, self);
     const couple = alone && joinedBy === 'and' ? alone : null;
@@ -47,8 +50,23 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
           ? { ref: { name: clause[0]!.text, type: 'person' }, role: null, roleName: null, next: 1 }
           : null;
     if (couple && parted(clause, couple, subject, self, emit)) continue;
+    // "My sister lives in Leeds but she moved to York": "he"/"she" is the person the clause before spoke of.
+    const pronoun = clause.findIndex((t) => !LEADING.has(t.key));
+    if (!subject && other && ['he', 'she'].includes(clause[pronoun]?.lower ?? ''))
+      subject = { ref: other, role: null, roleName: null, next: pronoun + 1 };
+    if (subject && subject.ref !== self && !subject.role) other = subject.ref;
+    else if (subject?.role && KIN.has(subject.role) && !subject.roleName && subject.ref === self)
+      other = { name: `my ${clause[subject.next - 1]!.lower}`, type: 'person' };
+    else if (subject?.ref === self) other = null;
     // "Maria retired from cooking and is a painter now": a clause without a subject of its own keeps the last one.
-    if (!subject && carried && joinedBy === 'and' && clause[0] && !mentionAt.has(offset))
+    if (
+      !subject &&
+      carried &&
+      joinedBy === 'and' &&
+      clause[0] &&
+      !mentionAt.has(offset) &&
+      !THIRD_PERSON.has(clause[0].lower)
+    )
       subject = { ...carried, next: 0 };
     const before = lastEntity;
     for (let i = 0; i < clause.length; i++) {
@@ -94,6 +112,13 @@ function readClause(
   // Auxiliaries, adverbs and negation between the subject and its predicate.
   let i = subject.next;
   let negated = false;
+  // "I worked at IKEA for ten years", "I was married until 2019": true once, not now (as "used to" below).
+  const verbAt = clause.findIndex((t, k) => k >= i && !ADVERBS.has(t.key));
+  if (verbAt >= 0 && endedState(clause, verbAt)) {
+    negated = true;
+    const emitNow = emit;
+    emit = (s, r, o, n, a) => emitNow(s, r, o, n, a, n);
+  }
   let copula = false;
   let progressive = false;
   for (; i < clause.length; i++) {
@@ -128,7 +153,9 @@ function readClause(
     // "My birthday is May 2": the month, not a modal.
     if (t.capitalized && MONTHS.has(t.lower)) break;
     if (HYPOTHETICAL.has(t.key) && (t.key !== 'use' || clause[i + 1]?.key === 'to')) return;
-    if (t.key === 'be') copula = true;
+    // "she's a nurse": the clitic after a pronoun is "is", not a possessive.
+    if (t.key === 'be' || (t.text === "'s" && i === subject.next && THIRD_PERSON.has(clause[i - 1]?.lower ?? '')))
+      copula = true;
     // "I'm at Deloitte", "I've been at IKEA for years": "at" starts the predicate here, not "at least".
     else if (t.key === 'at' && mentionAt.has(offset + i + 1)) break;
     else if (NEGATORS.has(t.key)) negated = true;
@@ -148,6 +175,19 @@ function readClause(
   // "I've been going to choir", "I haven't been playing": the -ing form is the verb (not "I've been seeing Tom").
   if (copula && progressive && /ing$/.test(clause[i]?.lower ?? '') && !['see', 'date'].includes(clause[i]!.key))
     copula = false;
+  // The ability frame: "I can't swim", "I can drive now", "I learned (how) to swim" state one fact, an activity one
+  // can do, whatever the verb; its denial and its learning conflict.
+  const learned = clause[i]?.key === 'learn' && clause[i + 1]?.key === 'how' ? 2 : clause[i]?.key === 'learn' ? 1 : 0;
+  const ability = (clause[i]?.key === 'can' && !copula) || (!!learned && clause[i + learned]?.key === 'to');
+  if (ability) {
+    i += learned ? learned + 1 : 1;
+    if (NEGATORS.has(clause[i]?.key ?? '')) {
+      negated = true;
+      i++;
+    }
+    const emitFact = emit;
+    emit = (s, r, o, n, a, p) => emitFact(s, r, r === FACT_RELATIONS.does ? conceptRef(`can ${o.name}`) : o, n, a, p);
+  }
   const rest = clause.slice(i);
   const after = clause.slice(i).map((t) => t.key);
   if (speaksOfFuture(after)) return;
@@ -168,7 +208,7 @@ function readClause(
     if (read || !KIN.has(subject.role) || subject.roleName || subject.ref !== self) return;
     const kin: EntityRef = { name: `my ${clause[subject.next - 1]!.lower}`, type: 'person' };
     if (copula) copulaFacts(rest, at, kin, neg, mentionAt, before, emit);
-    else verbFacts(rest, at, kin, neg, mentionAt, before, emit);
+    else predicateFacts(rest, at, kin, neg || (anymore && negated), mentionAt, before, false, ability, emit);
     return;
   }
   if (
@@ -212,14 +252,32 @@ function readClause(
     copulaFacts(rest, at, owner, neg, mentionAt, before, emit);
     return;
   }
-  if (changeFacts(rest, at, owner, neg, mentionAt, before, subject.next === 0, emit)) return;
+  predicateFacts(rest, at, owner, neg, mentionAt, before, subject.next === 0, ability, emit, anymore && negated);
+}
+
+/** A verb's predicate, the same frames for every subject (the end user, a named person, "my sister"). */
+function predicateFacts(
+  rest: Token[],
+  at: (k: number) => number,
+  owner: EntityRef,
+  neg: boolean,
+  mentionAt: Map<number, EntityMention>,
+  before: EntityRef | null,
+  carried: boolean,
+  ability: boolean,
+  emit: Emit,
+  notAnymore = false,
+): void {
+  if (changeFacts(rest, at, owner, neg, mentionAt, before, carried, emit)) return;
   let read = false;
   verbFacts(rest, at, owner, neg, mentionAt, before, (...fact) => {
     read = true;
     emit(...fact);
   });
-  if (!read) notDone(rest, owner, neg || (anymore && negated), emit);
+  if (!read) notDone(rest, owner, neg || notAnymore, emit, ability);
 }
+
+const THIRD_PERSON = new Set(['he', 'she', 'they', 'it', 'you']);
 
 /** "died", "passed away", "ran away" at `i`. */
 const diedAt = (clause: Token[], i: number) => {

@@ -32,6 +32,7 @@ const IRREGULAR: Record<string, string> = {
   having: 'have',
   "'ve": 'have',
   ve: 'have',
+  does: 'do',
   went: 'go',
   goes: 'go',
   gone: 'go',

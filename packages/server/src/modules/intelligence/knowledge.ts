@@ -141,7 +141,10 @@ const EXCLUSIVE: Array<[string, string]> = [
   ['relationship_status|concept:single', 'has|concept:girlfriend'],
   ['relationship_status|concept:single', 'has|concept:boyfriend'],
   ['relationship_status|concept:single', 'has|concept:partner'],
+  // The employment frame: out of work, retired or one's own boss has no employer.
   ['works_as|concept:unemployed', 'works_at|*'],
+  ['works_as|concept:retired', 'works_at|*'],
+  ['works_as|concept:self-employed', 'works_at|*'],
   ['is|concept:vegetarian', 'does|concept:eat meat'],
   ['is|concept:vegan', 'does|concept:eat meat'],
   ['is|concept:vegan', 'does|concept:eat dairy'],

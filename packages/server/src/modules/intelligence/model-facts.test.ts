@@ -9,11 +9,11 @@ import { deriveKnowledge } from './knowledge.js';
 // /chat/completions endpoint that speaks the real wire format: it answers from a table of statements.
 const KEY = 'sk-test-FACTS-42';
 const ANSWERS: Record<string, unknown> = {
-  "I can't swim.": {
-    facts: [{ subject: 'I', attribute: 'does', value: 'swim', negated: true, past: false, qualifier: null }],
+  "I don't drink.": {
+    facts: [{ subject: 'I', attribute: 'does', value: 'drink', negated: true, past: false, qualifier: null }],
   },
-  'I learned to swim last summer.': {
-    facts: [{ subject: 'I', attribute: 'does', value: 'swim', negated: false, past: false, qualifier: null }],
+  'I have a glass of wine most nights.': {
+    facts: [{ subject: 'I', attribute: 'does', value: 'drink', negated: false, past: false, qualifier: null }],
   },
   "I'm a cat person.": {
     facts: [{ subject: 'I', attribute: 'prefers', value: 'cats', negated: false, past: false, qualifier: 'dogs' }],
@@ -91,7 +91,7 @@ async function conflicts(older: string, newer: string, withModel: boolean): Prom
 describe('facts read by a chat model (optional)', () => {
   it('asks the endpoint in the chat-completions wire format, with a strict JSON schema and the bearer key', async () => {
     seen.length = 0;
-    await factsByModel(llm(), "I can't swim.");
+    await factsByModel(llm(), "I don't drink.");
     expect(seen).toHaveLength(1);
     expect(seen[0]!.url).toBe('/v1/chat/completions');
     expect(seen[0]!.auth).toBe(`Bearer ${KEY}`);
@@ -102,12 +102,12 @@ describe('facts read by a chat model (optional)', () => {
   });
 
   it('finds changes the rules alone miss, and the rules alone are unchanged', async () => {
-    expect(await conflicts("I can't swim.", 'I learned to swim last summer.', false)).toBe(0);
-    expect(await conflicts("I can't swim.", 'I learned to swim last summer.', true)).toBe(1);
+    expect(await conflicts("I don't drink.", 'I have a glass of wine most nights.', false)).toBe(0);
+    expect(await conflicts("I don't drink.", 'I have a glass of wine most nights.', true)).toBe(1);
     expect(await conflicts("I'm a cat person.", "I'm more of a dog person these days.", false)).toBe(0);
     expect(await conflicts("I'm a cat person.", "I'm more of a dog person these days.", true)).toBe(1);
     // A compatible pair stays compatible.
-    expect(await conflicts("I'm a cat person.", "I can't swim.", true)).toBe(0);
+    expect(await conflicts("I'm a cat person.", "I don't drink.", true)).toBe(0);
   });
 
   it("names the end user as the rules do (a turn's speaker), and keeps only what the ontology declares", async () => {
