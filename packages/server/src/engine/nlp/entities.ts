@@ -282,8 +282,8 @@ export function findEntities(tokens: Token[], custom: CustomNames): EntityMentio
       continue;
     }
     const run = capitalisedRun(tokens, i);
-    // "In March I ...", "Since January ...": a closed-class word capitalised at a sentence start is not part of a name.
-    if (run > 1 && t.sentenceStart && SENTENCE_OPENERS.has(t.lower)) {
+    // "In March I ...", "Since moving ...": a closed-class word capitalised at a sentence start is not (part of) a name.
+    if (t.sentenceStart && SENTENCE_OPENERS.has(t.lower)) {
       i++;
       continue;
     }
@@ -316,7 +316,9 @@ export function findEntities(tokens: Token[], custom: CustomNames): EntityMentio
 
 /** Prepositions, articles and conjunctions that open a sentence before a name or a date. */
 const SENTENCE_OPENERS = new Set(
-  'in on at since after before during by for from with the a an and but so when until last next this every'.split(' '),
+  'in on at since after before during by for from with the a an and but so when while until upon last next this every'.split(
+    ' ',
+  ),
 );
 
 /**

@@ -219,6 +219,11 @@ export const ATTRIBUTES: Record<string, string> = {
   profess: FACT_RELATIONS.worksAs,
   age: FACT_RELATIONS.age,
   home: FACT_RELATIONS.livesIn,
+  // One's dwelling stands for one's home: "our house is in Bristol", "my new apartment in Denver".
+  hous: FACT_RELATIONS.livesIn,
+  apart: FACT_RELATIONS.livesIn,
+  flat: FACT_RELATIONS.livesIn,
+  condo: FACT_RELATIONS.livesIn,
 };
 export const PARTNERS = new Set(['girlfriend', 'boyfriend', 'partner', 'fianc', 'fiance', 'fiancé', 'fiancée']);
 export const SPOUSES = new Set(['wife', 'husband', 'spous']);
