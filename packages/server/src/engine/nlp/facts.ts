@@ -184,7 +184,15 @@ function readClause(
   // The ability frame: "I can't swim", "I can drive now", "I learned (how) to swim" state one fact, an activity one
   // can do, whatever the verb; its denial and its learning conflict.
   const learned = clause[i]?.key === 'learn' && clause[i + 1]?.key === 'how' ? 2 : clause[i]?.key === 'learn' ? 1 : 0;
-  const ability = (clause[i]?.key === 'can' && !copula) || (!!learned && clause[i + learned]?.key === 'to');
+  // Only a short predicate is an ability ("I can't swim", "I can drive now"); a longer one is a possibility
+  // ("I can teach others the joy ...", "we can do great things together").
+  const until = clause.findIndex((t, k) => k > i && (t.punct || ABILITY_ENDS.has(t.key)));
+  const words = clause
+    .slice(i, until < 0 ? clause.length : until)
+    .filter((t) => !ADVERBS.has(t.key) && t.key !== 'not').length;
+  const ability =
+    ((clause[i]?.key === 'can' && !copula) || (!!learned && clause[i + learned]?.key === 'to')) &&
+    words <= (learned ? learned + 4 : 4);
   if (ability) {
     i += learned ? learned + 1 : 1;
     if (NEGATORS.has(clause[i]?.key ?? '')) {
@@ -192,7 +200,10 @@ function readClause(
       i++;
     }
     const emitFact = emit;
-    emit = (s, r, o, n, a, p) => emitFact(s, r, r === FACT_RELATIONS.does ? conceptRef(`can ${o.name}`) : o, n, a, p);
+    // An ability is an activity one can do, not a job or a home ("I can teach" is no teacher).
+    emit = (s, r, o, n, a, p) => {
+      if (r === FACT_RELATIONS.does) emitFact(s, r, conceptRef(`can ${o.name}`), n, a, p);
+    };
   }
   const rest = clause.slice(i);
   const after = clause.slice(i).map((t) => t.key);
@@ -283,6 +294,21 @@ function predicateFacts(
   if (!read) notDone(rest, owner, neg || notAnymore, emit, ability);
 }
 
+/** Words after which an ability's predicate has ended: a time or a place ("learned to drive over the summer"). */
+const ABILITY_ENDS = new Set([
+  'over',
+  'in',
+  'on',
+  'at',
+  'last',
+  'this',
+  'dure',
+  'for',
+  'after',
+  'befor',
+  'when',
+  'sinc',
+]);
 const THIRD_PERSON = new Set(['he', 'she', 'they', 'it', 'you']);
 
 /** "died", "passed away", "ran away" at `i`. */
