@@ -50,12 +50,6 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
           ? { ref: { name: clause[0]!.text, type: 'person' }, role: null, roleName: null, next: 1 }
           : null;
     if (couple && parted(clause, couple, subject, self, emit)) continue;
-    // "Since moving to Austin, I ...", "After selling the car we ...": a participle's subject is the sentence's.
-    if (!subject && ['sinc', 'after', 'upon'].includes(clause[0]?.key ?? '') && /ing$/.test(clause[1]?.lower ?? '')) {
-      const main = tokens.slice(offset + clause.length, offset + clause.length + 4);
-      if (main.some((t) => t.lower === 'i' || t.lower === 'we'))
-        subject = { ref: self, role: null, roleName: null, next: 1 };
-    }
     // "My sister lives in Leeds but she moved to York": "he"/"she" is the person the clause before spoke of.
     const pronoun = clause.findIndex((t) => !LEADING.has(t.key));
     if (!subject && other && ['he', 'she'].includes(clause[pronoun]?.lower ?? ''))
