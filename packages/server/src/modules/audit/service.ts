@@ -45,8 +45,9 @@ export async function verifyAuditChains(database: Database, organizationId?: str
     let prev = GENESIS_HASH;
     let expected = 1;
     const pages = keysetPages(
-      (after, limit) =>
-        db
+      db,
+      (executor, after, limit) =>
+        executor
           .selectFrom('audit_seals as s')
           .leftJoin('audit_log as a', 'a.id', 's.audit_id')
           .select(['s.position as id', 's.audit_id', 's.prev_hash', 's.hash', 's.legacy'])

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { keysetPages } from '../../core/paging.js';
+import { keysetPages, readKeysetPage } from '../../core/paging.js';
 import type { Database, Dialect, Executor } from '../../store/database.js';
 import { toMemory, unexpired } from './feed.js';
 import type { MemoryView } from './schemas.js';
@@ -11,24 +11,14 @@ import type { MemoryView } from './schemas.js';
  * a page at a time, so memory use stays flat however many there are.
  */
 export async function* exportMemories(
-  db: Executor,
+  database: Database,
   filter: { projectId: string; tenantId?: string | null; endUserId?: string | null },
   pageSize = 500,
 ): AsyncGenerator<MemoryView> {
+  const scope = { ...filter, endUserId: filter.endUserId || null };
   const pages = keysetPages(
-    (after, limit) =>
-      db
-        .selectFrom('memories')
-        .selectAll()
-        .where('project_id', '=', filter.projectId)
-        .where('deleted_at', 'is', null)
-        .where(unexpired())
-        .where('id', '>', after)
-        .$if(filter.tenantId != null, (qb) => qb.where('tenant_id', '=', filter.tenantId!))
-        .$if(Boolean(filter.endUserId), (qb) => qb.where('end_user_id', '=', filter.endUserId!))
-        .orderBy('id')
-        .limit(limit)
-        .execute(),
+    database.db,
+    (executor, after, limit) => exportPageQuery(executor, database.dialect, scope, after, limit).execute(),
     pageSize,
   );
   for await (const page of pages) for (const row of page) yield toMemory(row);
@@ -86,14 +76,6 @@ export async function countForExport(database: Database, filter: ExportFilter): 
 export const exportPageQuery = (db: Executor, dialect: Dialect, filter: ExportFilter, afterId: number, limit: number) =>
   exportQuery({ db, dialect }, filter).selectAll().where('id', '>', afterId).orderBy('id').limit(limit);
 
-/**
- * How PostgreSQL reads an export page: without a sort step. A table without statistics (just filled, not yet
- * analyzed) gave every page a plan that read all the rows past `afterId` through one of the owners' indexes and
- * sorted them (O(n) a page: 100,000 memories exported at 15,000 a second where SQLite read 97,000), while a scan
- * in id order stops at the page's end, so an export's pages together read the project's rows once.
- */
-export const EXPORT_PAGE_SETTING = sql`SET LOCAL enable_sort = off`;
-
 /** One keyset page of live memories matching `filter` with ids above `afterId`, in id order. */
 export async function exportPage(
   database: Database,
@@ -101,12 +83,8 @@ export async function exportPage(
   afterId: number,
   limit: number,
 ): Promise<PortableMemory[]> {
-  const rows =
-    database.dialect === 'postgres'
-      ? await database.db.transaction().execute(async (trx) => {
-          await EXPORT_PAGE_SETTING.execute(trx);
-          return exportPageQuery(trx, 'postgres', filter, afterId, limit).execute();
-        })
-      : await exportPageQuery(database.db, database.dialect, filter, afterId, limit).execute();
+  const rows = await readKeysetPage(database.db, (executor) =>
+    exportPageQuery(executor, database.dialect, filter, afterId, limit).execute(),
+  );
   return rows.map((r) => ({ ...toMemory(r), tenant_id: r.tenant_id, speaker: r.speaker }));
 }

@@ -1,4 +1,4 @@
-import { CompiledQuery, sql } from 'kysely';
+import { sql } from 'kysely';
 import { beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory } from '../../testing/memories.js';
@@ -19,7 +19,6 @@ import {
   projectRevision,
   revisionOf,
 } from './index.js';
-import { EXPORT_PAGE_SETTING, exportPageQuery } from './export.js';
 import { rowsAtRevisionTogether } from './reads.js';
 
 /**
@@ -216,45 +215,6 @@ forEachDialect('memory feed', (dialect) => {
           (scan) => !scan.startsWith('Index Scan') && !scan.startsWith('Bitmap') && !scan.endsWith('credentials_clock'),
         ),
       ).toEqual([]);
-    },
-  );
-
-  it.runIf(dialect === 'postgres')(
-    'reads an export page in id order without sorting what lies past it, whether or not PostgreSQL has statistics',
-    async () => {
-      const plans: string[][] = [];
-      await t.database.db
-        .transaction()
-        .execute(async (trx) => {
-          // Rows of many owners with no statistics, as right after a large import.
-          await sql`insert into memories (project_id, tenant_id, end_user_id, text, tags, importance, metadata, seq, created_at, updated_at)
-            select ${project()}, '', 'filler-' || (g % 200), 'filler ' || g, '[]', 0.5, '{}', g, now(), now()
-            from generate_series(1, 20000) g`.execute(trx);
-          await sql`delete from pg_statistic where starelid = 'memories'::regclass`.execute(trx);
-          const explain = async () => {
-            const query = exportPageQuery(trx, 'postgres', { projectId: project() }, ids.alice!, 1000).compile();
-            const { rows } = await trx.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-              CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${query.sql}`, [...query.parameters]),
-            );
-            const nodes: string[] = [];
-            const walk = (node: PlanNode): void => {
-              nodes.push(`${node['Node Type']}${node['Relation Name'] ? ` ${node['Relation Name']}` : ''}`);
-              node.Plans?.forEach(walk);
-            };
-            walk(rows[0]!['QUERY PLAN'][0].Plan);
-            plans.push(nodes);
-          };
-          await explain();
-          await EXPORT_PAGE_SETTING.execute(trx);
-          await explain();
-          throw new RolledBack();
-        })
-        .catch((error) => {
-          if (!(error instanceof RolledBack)) throw error;
-        });
-      // Planned as they come, pages sorted everything past the cursor (an export of n rows read O(n²) of them).
-      expect(plans[0]).toContain('Sort');
-      expect(plans[1]).toEqual(['Limit', 'Index Scan memories']);
     },
   );
 

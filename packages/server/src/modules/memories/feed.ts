@@ -1,8 +1,8 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { keysetPages } from '../../core/paging.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { prepared } from '../../store/prepared.js';
-import type { MemoriesTable } from '../../store/schema.js';
+import type { DB, MemoriesTable } from '../../store/schema.js';
 import type { MemoryView } from './schemas.js';
 
 /**
@@ -299,23 +299,32 @@ export async function projectRevision(db: Executor, projectId: string, tenantId:
 
 /** Every live memory of a project (optionally one tenant), a page at a time. */
 export async function* liveProjectMemories(
-  db: Executor,
+  db: Kysely<DB>,
   projectId: string,
   tenantId: string | null,
 ): AsyncGenerator<IndexedMemory> {
   const pages = keysetPages(
-    (after, limit) =>
-      db
-        .selectFrom('memories')
-        .select(INDEXED_COLUMNS)
-        .where('project_id', '=', projectId)
-        .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
-        .where('deleted_at', 'is', null)
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(limit)
-        .execute(),
+    db,
+    (executor, after, limit) => liveProjectPageQuery(executor, projectId, tenantId, after, limit).execute(),
     1000,
   );
   for await (const page of pages) for (const row of page) yield toIndexed(row);
 }
+
+/** The statement of one page of liveProjectMemories: live memories with ids above `afterId`, in id order. */
+export const liveProjectPageQuery = (
+  db: Executor,
+  projectId: string,
+  tenantId: string | null,
+  afterId: number,
+  limit: number,
+) =>
+  db
+    .selectFrom('memories')
+    .select(INDEXED_COLUMNS)
+    .where('project_id', '=', projectId)
+    .$if(tenantId !== null, (qb) => qb.where('tenant_id', '=', tenantId!))
+    .where('deleted_at', 'is', null)
+    .where('id', '>', afterId)
+    .orderBy('id')
+    .limit(limit);

@@ -170,7 +170,7 @@ export const memoryRoutes: FastifyPluginAsyncTypebox<{ database: Database; erase
       // The scope of compose: an end user is one end user of one tenant ('' outside /v1); without one, the
       // key's tenant or else every tenant of the project.
       const tenantId = scope.endUserId ? scope.tenantId : scope.tenantId || null;
-      const rows = memories.exportMemories(database.db, {
+      const rows = memories.exportMemories(database, {
         projectId: scope.projectId,
         tenantId,
         endUserId: scope.endUserId,

@@ -1,0 +1,82 @@
+import { CompiledQuery, sql, type Compilable, type Kysely } from 'kysely';
+import { beforeAll, expect, it } from 'vitest';
+import { readKeysetPage } from '../../core/paging.js';
+import type { Executor } from '../../store/database.js';
+import type { DB } from '../../store/schema.js';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { exportPageQuery } from './export.js';
+import { liveProjectPageQuery } from './feed.js';
+
+/**
+ * The plans of the keyset pages that walk a project's memories (the export job, GET /memory/export, the
+ * retrieval index's load), on a table PostgreSQL has no statistics for, as right after a large fill or
+ * import: read through readKeysetPage, each is a scan in id order that stops at the page's end.
+ */
+type PlanNode = { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] };
+
+forEachDialect('keyset page plans', (dialect) => {
+  const t = useTestApp(dialect, { runJobs: false });
+  let middle = 0;
+
+  beforeAll(async () => {
+    if (dialect !== 'postgres') return;
+    // Rows of many owners, committed, then the table's statistics removed (this file's database is its own).
+    await sql`insert into memories (project_id, tenant_id, end_user_id, text, tags, importance, metadata, seq, created_at, updated_at)
+      select ${t.projectId}, case when g % 2 = 0 then 'acme' else '' end, 'filler-' || (g % 200), 'filler ' || g,
+        '[]', 0.5, '{}', g, now(), now()
+      from generate_series(1, 20000) g`.execute(t.database.db);
+    await sql`delete from pg_statistic where starelid = 'memories'::regclass`.execute(t.database.db);
+    const ids = await t.database.db.selectFrom('memories').select('id').orderBy('id').execute();
+    middle = ids[Math.floor(ids.length / 2)]!.id;
+  }, 60_000);
+
+  /** The plan's nodes, outermost first, with the relation each scans. */
+  const planOf = async (db: Executor, query: Compilable) => {
+    const compiled = query.compile();
+    const { rows } = await db.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+      CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${compiled.sql}`, [...compiled.parameters]),
+    );
+    const nodes: string[] = [];
+    const walk = (node: PlanNode): void => {
+      nodes.push(`${node['Node Type']}${node['Relation Name'] ? ` ${node['Relation Name']}` : ''}`);
+      node.Plans?.forEach(walk);
+    };
+    walk(rows[0]!['QUERY PLAN'][0].Plan);
+    return nodes;
+  };
+  const asRead = (db: Kysely<DB>, query: (executor: Executor) => Compilable) =>
+    readKeysetPage(db, (executor) => planOf(executor, query(executor)));
+
+  const pages: Record<string, (executor: Executor) => Compilable> = {
+    'the export job, a project': (e) => exportPageQuery(e, 'postgres', { projectId: t.projectId }, middle, 1000),
+    'the export job, a tenant': (e) =>
+      exportPageQuery(e, 'postgres', { projectId: t.projectId, tenantId: 'acme' }, middle, 1000),
+    'GET /memory/export, a project': (e) =>
+      exportPageQuery(e, 'postgres', { projectId: t.projectId, tenantId: null, endUserId: null }, middle, 500),
+    'GET /memory/export, an end user': (e) =>
+      exportPageQuery(e, 'postgres', { projectId: t.projectId, tenantId: '', endUserId: 'filler-7' }, middle, 500),
+    'the retrieval index, a project': (e) => liveProjectPageQuery(e, t.projectId, null, middle, 1000),
+    'the retrieval index, a tenant': (e) => liveProjectPageQuery(e, t.projectId, 'acme', middle, 1000),
+  };
+
+  it.runIf(dialect === 'postgres')(
+    'planned as they come, a walk of a whole project sorts what lies past its cursor',
+    async () => {
+      // What the setting is for: O(n) a page, O(n²) a walk.
+      for (const name of [
+        'the export job, a project',
+        'GET /memory/export, a project',
+        'the retrieval index, a project',
+      ])
+        expect(await planOf(t.database.db, pages[name]!(t.database.db)), name).toContain('Sort');
+    },
+  );
+
+  it.runIf(dialect === 'postgres')(
+    'read as pages, every walk is a scan in id order that stops at the page end',
+    async () => {
+      for (const [name, query] of Object.entries(pages))
+        expect(await asRead(t.database.db, query), name).toEqual(['Limit', 'Index Scan memories']);
+    },
+  );
+});
