@@ -150,7 +150,8 @@ if (argv.includes('--llm')) {
     Array.from({ length: 4 }, async () => {
       while (next < texts.length) {
         const text = texts[next++]!;
-        modelFacts.set(text, await factsByModel(llm, text));
+        // A statement the model did not answer (after the provider's retries) counts as one with no facts.
+        modelFacts.set(text, await factsByModel(llm, text).catch(() => []));
       }
     }),
   );

@@ -119,12 +119,14 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
     database,
     indexCache: () => services.retrieval.cache.stats(),
     intelligenceCacheBytes: () => services.intelligence.cacheBytes,
+    modelReadings: () => services.intelligence.modelReadings,
     webhookBacklog: () => webhookBacklog(database.db),
     token: config.metricsToken,
   });
   // The search thread (modules/retrieval/thread.ts) ends with the app, after the requests under way.
   app.addHook('onClose', () => services.retrieval.close());
   app.addHook('onClose', () => services.reader.close());
+  app.addHook('onClose', async () => services.intelligence.close());
   await app.register(rateLimits, {
     rateLimit: config.rateLimit,
     redisUrl: config.redisUrl,

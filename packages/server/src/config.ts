@@ -107,7 +107,13 @@ export interface Config {
   /** An OpenAI-compatible chat-completions endpoint; null: built-in methods only. */
   llm: LlmSettings;
   /** End users whose derived intelligence views (graph, decisions, clusters) one process keeps. */
-  intelligence: { cacheOwners: number; cacheBytes: number; currentFactMaxMemories: number };
+  intelligence: {
+    cacheOwners: number;
+    cacheBytes: number;
+    currentFactMaxMemories: number;
+    /** ENGRAM_LLM_FACTS: with an LLM configured, it also reads each memory's personal facts (default on). */
+    modelFacts: boolean;
+  };
   webhooks: {
     /** ENGRAM_WEBHOOK_ALLOW_HOSTS: hosts, addresses or CIDR ranges receivers may use although not public (SSRF exceptions). */
     allowHosts: string[];
@@ -291,6 +297,7 @@ export function loadConfig(env: Env = process.env): Config {
       cacheOwners: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_USERS', 1000, 1, 10_000_000),
       cacheBytes: integer(env, 'ENGRAM_INTELLIGENCE_CACHE_MB', 256, 1, 1_000_000) * 1024 * 1024,
       currentFactMaxMemories: integer(env, 'ENGRAM_CURRENT_FACT_MAX_MEMORIES', 2000, 0, 10_000_000),
+      modelFacts: boolean(env, 'ENGRAM_LLM_FACTS', true),
     },
     webhooks: {
       allowHosts: (env.ENGRAM_WEBHOOK_ALLOW_HOSTS ?? '')

@@ -7,6 +7,8 @@ import { forgetExpired } from './modules/memories/index.js';
 import type { IndexCache } from './modules/retrieval/index-cache.js';
 import { connectorsClient } from './testing/connectors.js';
 import { GRANOLA_KEY, startFakeGranola, type FakeGranola } from './testing/fake-granola.js';
+import { startFakeLlm, type ChatCompletionRequest, type FakeAnswer, type FakeLlm } from './testing/fake-llm.js';
+import { MODEL_FACTS_SCHEMA_NAME } from './engine/nlp/index.js';
 import { columnsHolding, filesHolding, logLinesHolding, pgDumpHolding, type Hit } from './testing/erasure.js';
 import { upload } from './testing/files.js';
 import { forEachDialect, useOwner, useTestApp, type Response } from './testing/harness.js';
@@ -20,7 +22,7 @@ import { until } from './testing/until.js';
  * and an end user's id is driven through every path that copies memory content (webhook deliveries to a
  * receiver echoing them, an export, a summary, relations, graph/clusters/decisions, index snapshots, history,
  * audit, idempotency keys, an upload job, MCP, retrieval, facts inferred from messages, /v1 turns of a tenant,
- * pages a connector synced), then erased every way there is (forget by id, forget by scope, the expiry sweep,
+ * pages a connector synced, a chat model's answers and its readings of the memories' facts), then erased every way there is (forget by id, forget by scope, the expiry sweep,
  * the purge of the end user). After that the whole database (every table
  * and column; pg_dump, or the SQLite file and its WAL as bytes), the data directory and the server's log are
  * searched for the marker, and any hit fails with its place. The search covers everything rather than a list
@@ -50,7 +52,15 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
       transcript: [],
     });
   });
+  /** A chat model answering every request with the marker: summaries, answers, inferred facts, fact readings. */
+  let llm: FakeLlm;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    llm.fallback = (body) => markedAnswer(body, M);
+  });
+  afterAll(() => llm?.close());
   const t = useTestApp(dialect, () => ({
+    llm: { kind: 'openai', baseUrl: llm.baseUrl, model: 'marker-model', timeoutMs: 5_000, maxRetries: 0 },
     connectors: { redirectUrl: 'https://console.example.com/cb', vendors: { granola: { baseUrl: granola.base } } },
     webhooks: { allowHosts: ['127.0.0.1'], allowHttp: true, timeoutMs: 2000, retentionDays: 30 },
     outbound: { allow: ['127.0.0.1'] },
@@ -296,6 +306,10 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
         ).length === 0,
       'every delivery sent',
     );
+    await until(
+      async () => (await columnsHolding(t.database, M)).includes('memory_model_facts.facts'),
+      "the chat model's readings stored",
+    );
     // Before erasure the marker is everywhere: the search finds what it looks for.
     expect(await columnsHolding(t.database, M)).toEqual(
       expect.arrayContaining([
@@ -304,6 +318,7 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
         'uploaded_files.name',
         'webhook_attempts.response_body',
         'connector_objects.title',
+        'memory_model_facts.facts',
       ]),
     );
 
@@ -362,3 +377,32 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
   }, 120_000);
 });
+
+/** What the stand-in chat model says, by request: each answer holds the marker, as a model echoing its input would. */
+function markedAnswer(body: ChatCompletionRequest, marker: string): FakeAnswer {
+  const asked = String(body.messages.at(-1)?.content);
+  const schema = body.response_format?.json_schema?.name;
+  if (schema === MODEL_FACTS_SCHEMA_NAME) {
+    const facts = asked.includes(marker)
+      ? [
+          {
+            subject: 'I',
+            attribute: 'lives_in',
+            value: `Porto ${marker}`,
+            negated: false,
+            past: false,
+            qualifier: null,
+          },
+        ]
+      : [];
+    return { content: JSON.stringify({ facts }) };
+  }
+  // POST /memory/infer: one statement citing the first message.
+  if (schema !== undefined)
+    return { content: JSON.stringify({ facts: [{ text: `I live in Porto near ${marker}.`, messages: [0] }] }) };
+  // POST /memory/synthesize: an answer citing the first memory listed.
+  const cited = /\[m:(\d+)\]/.exec(asked)?.[1];
+  if (asked.includes('Question:'))
+    return { content: JSON.stringify({ answer: `Porto near ${marker}.`, memory_ids: cited ? [Number(cited)] : [] }) };
+  return { content: `A summary of the ${marker} review.` };
+}

@@ -28,6 +28,7 @@ import { monthlyTurnLimit } from './modules/billing/index.js';
 import {
   createIntelligence,
   currentFactsFirst,
+  eraseModelFacts,
   eraseResolutions,
   RECLASSIFY_JOB,
   reclassifyJob,
@@ -140,7 +141,13 @@ export function buildServices({
 }): Services {
   const secret = secretKey ?? randomBytes(32);
   const engine = createRetrieval(database, config.retrieval);
-  const intelligence = createIntelligence(database, config.intelligence.cacheOwners, config.intelligence.cacheBytes);
+  const llm = createLlm(config.llm);
+  const intelligence = createIntelligence(
+    database,
+    config.intelligence.cacheOwners,
+    config.intelligence.cacheBytes,
+    llm && config.intelligence.modelFacts ? { llm } : null,
+  );
   // Queries answer the current fact first: the graph reorders what the engine ranked (intelligence/current.ts).
   const retrieval: RetrievalEngine = {
     ...engine,
@@ -157,6 +164,8 @@ export function buildServices({
   erase.register(eraseDerivedData);
   erase.register(eraseSynthesisData);
   erase.register(eraseResolutions);
+  // The chat model's readings of the memories, and of a summary rewritten without them (read from its old text).
+  erase.register((trx, ids, erasure) => eraseModelFacts(trx, [...ids, ...erasure.rewritten]));
   // After eraseSynthesisData: the summaries it rewrote (erasure.rewritten) lose their earlier copies too.
   erase.register((trx, ids, erasure) => eraseMemoryEvents(trx, ids, erasure.rewritten));
   erase.register((trx, ids, erasure) => eraseMemoryDeliveries(trx, ids, erasure.rewritten));
@@ -272,7 +281,7 @@ export function buildServices({
     pseudonymize,
     tokens,
     retrieval,
-    llm: createLlm(config.llm),
+    llm,
     intelligence,
     blobs,
     reader,

@@ -58,6 +58,7 @@ const TABLE_OWNER: Record<string, keyof typeof OWNERS> = {
   index_snapshots: 'retrieval',
   memory_relations: 'synthesis',
   ontologies: 'intelligence',
+  memory_model_facts: 'intelligence',
   decision_resolutions: 'intelligence',
   tenant_usage: 'v1',
   organization_plans: 'billing',

@@ -27,6 +27,8 @@ export interface MetricsSources {
   }>;
   /** Bytes the intelligence cache counts (modules/intelligence: ENGRAM_INTELLIGENCE_CACHE_MB). */
   intelligenceCacheBytes: () => number;
+  /** Memories a configured chat model read for their personal facts, and its failed calls (modules/intelligence). */
+  modelReadings: () => { read: number; failures: number };
   /** Webhook endpoints by state and the pending deliveries (modules/webhooks). */
   webhookBacklog: () => Promise<{ endpoints: Record<string, number>; pending: number; oldestPending: string | null }>;
 }
@@ -95,6 +97,12 @@ function engramMetrics(sources: MetricsSources) {
     labelNames: ['event'],
     registers,
   });
+  const modelReadings = new Counter({
+    name: 'engram_model_fact_readings_total',
+    help: 'Memories the chat model read for personal facts (read), and failed calls (failed; tried again later).',
+    labelNames: ['outcome'],
+    registers,
+  });
   const jobs = new Gauge({ name: 'engram_jobs', help: 'Background jobs by state.', labelNames: ['state'], registers });
   const outboxPending = new Gauge({
     name: 'engram_outbox_pending_events',
@@ -158,6 +166,8 @@ function engramMetrics(sources: MetricsSources) {
       intelligenceBytes.set(sources.intelligenceCacheBytes());
       setTotals(lookups, 'result', { hit: cache.hits, miss: cache.misses });
       setTotals(snapshots, 'event', cache.snapshots);
+      const readings = sources.modelReadings();
+      setTotals(modelReadings, 'outcome', { read: readings.read, failed: readings.failures });
       jobs.reset();
       setByState(jobs, jobCount);
       outboxPending.set(outbox.pending);

@@ -351,6 +351,14 @@ export interface TenantUsageTable {
   turns: number;
 }
 
+export interface MemoryModelFactsTable {
+  memory_id: number;
+  model: string;
+  project_id: string;
+  text_hash: string;
+  facts: Json;
+  created_at: string;
+}
 export interface OntologiesTable {
   project_id: string;
   document: Json;
@@ -553,6 +561,7 @@ export interface DB {
   organization_plans: OrganizationPlansTable;
   usage_counters: UsageCountersTable;
   ontologies: OntologiesTable;
+  memory_model_facts: MemoryModelFactsTable;
   decision_resolutions: DecisionResolutionsTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_deliveries: WebhookDeliveriesTable;

@@ -44,6 +44,8 @@ const VALUE_TYPES: Partial<Record<Attribute, string>> = {
 };
 
 const nullableString = { type: ['string', 'null'] };
+/** The name the answer's JSON schema is sent under (a stand-in endpoint in tests tells this request by it). */
+export const MODEL_FACTS_SCHEMA_NAME = 'personal_facts';
 export const MODEL_FACTS_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -80,23 +82,20 @@ lost, quit, left, moved away from, broke up with, died, no longer, not any more,
 for what held once ("I used to ..."). Values are short, in lower case but for names. A plan, a wish, a question or
 someone else's fact about another unnamed person states nothing. No fact stated: an empty list.`;
 
-/** The facts of one statement by the model; an unreachable model or an answer off the schema gives none. */
+/**
+ * The facts of one statement by the model; an answer off the schema gives none. An unreachable model rejects
+ * (the provider's error, after its retries): the caller decides whether to ask again later.
+ */
 export async function factsByModel(llm: LlmProvider, text: string, speaker?: string | null): Promise<ModelFact[]> {
-  let content: string;
-  try {
-    const result = await llm.complete({
-      messages: [
-        { role: 'system', content: SYSTEM },
-        { role: 'user', content: speaker ? `${speaker} said: ${text}` : text },
-      ],
-      maxTokens: 600,
-      jsonSchema: { name: 'personal_facts', schema: MODEL_FACTS_SCHEMA },
-    });
-    content = result.content;
-  } catch {
-    return [];
-  }
-  return parseModelFacts(content, speaker ?? null);
+  const result = await llm.complete({
+    messages: [
+      { role: 'system', content: SYSTEM },
+      { role: 'user', content: speaker ? `${speaker} said: ${text}` : text },
+    ],
+    maxTokens: 600,
+    jsonSchema: { name: MODEL_FACTS_SCHEMA_NAME, schema: MODEL_FACTS_SCHEMA },
+  });
+  return parseModelFacts(result.content, speaker ?? null);
 }
 
 /** The answer's facts mapped onto the fact model; anything malformed is left out. */

@@ -1,8 +1,10 @@
 import { jsonBytes, MAP_ENTRY_BYTES, objectBytes, stringBytes } from '../../engine/index.js';
-import type { Extraction, Extractor } from '../../engine/nlp/index.js';
+import type { LlmProvider } from '../../engine/llm/index.js';
+import type { Extraction, Extractor, ModelFact } from '../../engine/nlp/index.js';
 import type { Database } from '../../store/database.js';
 import { liveMemoryCountOf, ownerChangesSince, revisionOf, type Owner } from '../memories/index.js';
 import { clusterMemories, type Cluster } from './clusters.js';
+import { ModelFactReader } from './model-reading.js';
 import { deriveKnowledge, factIndex, type FactIndex, type Knowledge } from './knowledge.js';
 import { ontologyRevision, type Extractors } from './ontology.js';
 
@@ -85,12 +87,25 @@ interface Entry {
 export class IntelligenceCache {
   private readonly entries = new Map<string, Entry>();
 
+  /** The chat model's reader of personal facts (model-reading.ts), when one is configured for it. */
+  readonly reader: ModelFactReader | null;
+
   constructor(
     private readonly database: Database,
     private readonly extractors: Extractors,
     private readonly maxOwners: number,
     private readonly maxBytes = Number.POSITIVE_INFINITY,
-  ) {}
+    factModel: { llm: LlmProvider; backoffMs?: number } | null = null,
+  ) {
+    this.reader = factModel
+      ? new ModelFactReader(
+          database,
+          factModel.llm,
+          (owner, read) => void this.modelFactsRead(owner, read).catch(() => undefined),
+          factModel.backoffMs,
+        )
+      : null;
+  }
 
   /** Bytes the cached views hold (counted: extractedBytes), summed afresh (at most maxOwners entries). */
   get bytes(): number {
@@ -209,6 +224,9 @@ export class IntelligenceCache {
       entry.items.clear();
       entry.bytes = 0;
     }
+    const live = rows.filter((r) => !r.deleted);
+    const byModel = this.reader ? await this.reader.stored(live) : undefined;
+    const unread = [];
     for (const row of rows) {
       const old = entry.items.get(row.id);
       if (old) entry.bytes -= extractedBytes(old);
@@ -216,20 +234,55 @@ export class IntelligenceCache {
         entry.items.delete(row.id);
         continue;
       }
+      const read = byModel?.get(row.id);
+      if (byModel && !read) unread.push(row);
+      const rules = extractor.extract(row.text, row.speaker);
       const extracted: Extracted = {
         id: row.id,
         createdAt: row.created_at,
         supersededBy: row.superseded_by,
         isSummary: row.is_summary,
         text: row.text,
-        extraction: extractor.extract(row.text, row.speaker),
+        extraction: read ? extractor.withFacts(rules, read) : rules,
       };
       entry.items.set(row.id, extracted);
       entry.bytes += extractedBytes(extracted);
     }
+    // Read by the model in the background; their rules' facts count meanwhile (modelFactsRead adds the model's).
+    if (unread.length > 0) this.reader!.want(owner, unread);
     // changesSince read at least up to `revision`; a write committed meanwhile is picked up next time.
     entry.revision = revision;
     entry.ontologyRevision = ontology;
     entry.view = new OwnerView(owner, revision, new Map(entry.items));
+  }
+
+  /**
+   * Readings the model gave for memories of an owner whose view is held: added to those memories' extractions
+   * (still of the text read), and the view rebuilt at the same revision. An owner not held reads them from the
+   * table when next viewed.
+   */
+  private async modelFactsRead(owner: Owner, read: Map<number, { text: string; facts: ModelFact[] }>): Promise<void> {
+    const entry = this.entries.get(ownerKey(owner));
+    if (!entry) return;
+    const ontology = entry.ontologyRevision;
+    const extractor = await this.extractors.forProject(owner.projectId, ontology);
+    await entry.refreshing?.catch(() => undefined);
+    // From here to the end nothing awaits: no refresh interleaves. A refresh to another ontology read them itself.
+    if (this.entries.get(ownerKey(owner)) !== entry || !entry.view || entry.ontologyRevision !== ontology) return;
+    let changed = false;
+    for (const [id, { text, facts }] of read) {
+      const item = entry.items.get(id);
+      if (!item || item.text !== text) continue;
+      const updated = { ...item, extraction: extractor.withFacts(item.extraction, facts) };
+      entry.bytes += extractedBytes(updated) - extractedBytes(item);
+      entry.items.set(id, updated);
+      changed = true;
+    }
+    if (changed) entry.view = new OwnerView(owner, entry.revision, new Map(entry.items));
+  }
+
+  /** Stops the model's background reading (the database is closing). */
+  close(): void {
+    this.reader?.close();
   }
 }

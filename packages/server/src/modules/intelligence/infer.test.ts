@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { loadConfig } from '../../config.js';
 import { forEachDialect, useTestApp, type TestApp } from '../../testing/harness.js';
 import {
   addMemory,
@@ -149,6 +150,8 @@ forEachDialect('POST /memory/infer (chat model)', (dialect) => {
   afterAll(() => fake.close());
   const t = useTestApp(dialect, () => ({
     llm: { kind: 'openai', baseUrl: fake.baseUrl, model: 'extractor', timeoutMs: 2_000, maxRetries: 0 },
+    // These tests count and script the model's requests: no background reading of the memories' facts between them.
+    intelligence: { ...loadConfig({}).intelligence, modelFacts: false },
   }));
   const reset = () => {
     fake.requests.length = 0;

@@ -127,8 +127,8 @@ describe('facts read by a chat model (optional)', () => {
     expect(merged.relations[0]!.singleValued).toBe(true);
   });
 
-  it('adds nothing when the endpoint fails or answers off the schema', async () => {
-    expect(await factsByModel(llm(), 'Server error.')).toEqual([]);
+  it('rejects when the endpoint fails (the caller asks again later) and adds nothing off the schema', async () => {
+    await expect(factsByModel(llm(), 'Server error.')).rejects.toThrow();
     expect(await factsByModel(llm(), 'Not JSON.')).toEqual([]);
     expect(parseModelFacts('{"facts":[{"subject":"I","attribute":"lives_in"}]}', null)).toEqual([]);
     expect(parseModelFacts('{"facts":"none"}', null)).toEqual([]);

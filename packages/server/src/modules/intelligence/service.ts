@@ -1,4 +1,5 @@
 // The intelligence views of one end user, and the one write: resolving a decision.
+import type { LlmProvider } from '../../engine/llm/index.js';
 import type { Static } from '@sinclair/typebox';
 import { write, type WriteContext } from '../../core/unit-of-work.js';
 import { AppError, invalid, notFound } from '../../core/errors.js';
@@ -63,6 +64,16 @@ export class Intelligence {
   /** Bytes its cache holds (IntelligenceCache.bytes), for /metrics. */
   get cacheBytes(): number {
     return this.cache.bytes;
+  }
+
+  /** Memories the chat model read and stored, and its failed calls (model-reading.ts; zeros without one). */
+  get modelReadings(): { read: number; failures: number } {
+    return this.cache.reader?.counts ?? { read: 0, failures: 0 };
+  }
+
+  /** Stops background work (the model's reading) before the database closes. */
+  close(): void {
+    this.cache.close();
   }
 
   view(owner: Owner): Promise<OwnerView> {
@@ -298,9 +309,20 @@ export class Intelligence {
   }
 }
 
-/** The intelligence views of a process, over one cache of derived knowledge bounded by end users. */
-export function createIntelligence(database: Database, cacheOwners: number, cacheBytes?: number): Intelligence {
-  return new Intelligence(database, new IntelligenceCache(database, new Extractors(database), cacheOwners, cacheBytes));
+/**
+ * The intelligence views of a process, over one cache of derived knowledge bounded by end users; with `factModel`,
+ * a chat model also reads each memory's personal facts (model-reading.ts).
+ */
+export function createIntelligence(
+  database: Database,
+  cacheOwners: number,
+  cacheBytes?: number,
+  factModel: { llm: LlmProvider; backoffMs?: number } | null = null,
+): Intelligence {
+  return new Intelligence(
+    database,
+    new IntelligenceCache(database, new Extractors(database), cacheOwners, cacheBytes, factModel),
+  );
 }
 
 /** Reclassification after an ontology change: brings every end user's view of the project up to the new ontology. */

@@ -32,7 +32,7 @@ import {
   storeSnapshot,
   type DocMeta,
 } from './snapshots.js';
-import { EmbedQueue } from './embed-queue.js';
+import { FairQueue } from '../../core/fair-queue.js';
 import { IndexTexts } from './texts.js';
 
 export type { DocMeta };
@@ -475,8 +475,8 @@ export class IndexCache {
     this.embedSoon();
   }
 
-  /** Memories waiting for a vector, a queue per project, taken a batch at a time (embed-queue.ts). */
-  private readonly toEmbed = new EmbedQueue<ToEmbed>(
+  /** Memories waiting for a vector, a queue per project, taken a batch at a time (core/fair-queue.ts). */
+  private readonly toEmbed = new FairQueue<ToEmbed>(
     EMBED_BATCH,
     (item) => item.entry.awaiting?.get(item.row.id) === item.row.text,
   );

@@ -1,10 +1,11 @@
 /**
- * Memories waiting for a vector, a queue per project (a provider call embeds one project's texts),
- * the projects served a batch each in turn. Each queue is read from its head: taking a batch from
+ * Work for a remote provider, a queue per project (a provider call serves one project's items), the projects
+ * served a batch each in turn: the memories waiting for a vector (retrieval/index-cache.ts) or for a chat
+ * model's reading (intelligence/model-reading.ts). Each queue is read from its head: taking a batch from
  * the front of one array by splicing cost O(queue) per memory, 20 s of the search thread's time
- * for a 100,000-memory end user. The background embedding loop that drains it is IndexCache's.
+ * for a 100,000-memory end user. The loop that drains it is its owner's.
  */
-export class EmbedQueue<T extends { projectId: string; alone?: boolean }> {
+export class FairQueue<T extends { projectId: string; alone?: boolean }> {
   private readonly queues = new Map<string, { items: T[]; head: number }>();
 
   /** `wanted`: whether an item still waits with what it was queued with (a memory changed or forgotten meanwhile does not). */
