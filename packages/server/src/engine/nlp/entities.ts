@@ -15,6 +15,7 @@ import {
   WEEKDAYS,
 } from './lexicon.js';
 import type { Token } from './tokens.js';
+import { isKind } from './word-kinds.js';
 
 export interface EntityMention {
   /** As written. */
@@ -225,6 +226,8 @@ function typeOfName(tokens: Token[], i: number, n: number, custom: CustomNames):
   if (ORG_CONTEXT.has(before2) || ORG_CONTEXT.has(before3) || ORG_CONTEXT.has(tokens[i - 1]?.lower ?? ''))
     return 'organization';
   if (GIVEN_NAMES.has(words[0]!)) return 'person';
+  // A city, country, state or island WordNet names (and names no person): "Tacoma", "Saskatchewan".
+  if (isKind(phrase, 'place')) return 'place';
   if (PLACE_CONTEXT.has(tokens[i - 1]?.lower ?? '') || tokens[i - 1]?.lower === 'the') return 'place';
   if (/^\p{Lu}{2,5}$/u.test(tokens[i]!.text) && n === 1) return 'organization';
   return 'person';

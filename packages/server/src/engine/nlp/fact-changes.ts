@@ -5,9 +5,11 @@
 import type { EntityMention } from './entities.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
 import { activityKey, concept, conceptRef, headOf, isParticiple, phrase, placeLike } from './fact-phrases.js';
+import { worksAtAfter } from './fact-statements.js';
 import { ADVERBS, ORDINALS, PRONOUNS, STAY_WORDS, STOP, WORKPLACES } from './fact-words.js';
 import { GIVEN_NAMES, NUMBER_WORDS, singular } from './lexicon.js';
 import type { Token } from './tokens.js';
+import { type VerbClass, verbClassAt } from './word-kinds.js';
 
 /** A move whose destination is not named ends the home stated before: its value is no place. */
 export const ELSEWHERE = 'elsewhere';
@@ -345,4 +347,92 @@ export function preferred(rest: Token[], owner: EntityRef, neg: boolean, emit: E
   ) as [string, string];
   if (!x || !y) return;
   emit(owner, FACT_RELATIONS.prefers, conceptRef(x), neg, [x, y].sort().join(' | '));
+}
+
+/** A verb token standing for the rules' own verb of a class ("relocated" read as "moved"). */
+const asVerb = (t: Token, key: string, lower = key): Token => ({ ...t, key, lower, text: lower });
+/** What the rules' verb for each class reads ("emigrated to Canada" as "moved to Canada"). */
+const CLASS_VERBS: Partial<Record<VerbClass, [string, string]>> = {
+  residence: ['move', 'moved'],
+  possession_end: ['sell', 'sold'],
+  habit_end: ['quit', 'quit'],
+  relationship_end: ['split', 'split'],
+};
+
+/**
+ * A clause the rules did not read, read by the kind of its verb (word-kinds.ts, from WordNet): a verb of a class
+ * stands for the verb the rules know for it ("I emigrated to Canada" as "I moved to Canada", "I auctioned off my
+ * cello" as "I sold my cello", "I ceased smoking" as "I quit smoking"); a job or a marriage begun is read here.
+ * `read` runs the verb rules on the rewritten clause; returns whether the clause was read.
+ */
+export function changeByKind(
+  rest: Token[],
+  at: (k: number) => number,
+  owner: EntityRef,
+  neg: boolean,
+  mentionAt: Map<number, EntityMention>,
+  read: (rest: Token[], at: (k: number) => number) => boolean,
+  emit: Emit,
+): boolean {
+  const verb = verbClassAt(rest);
+  if (!verb) return false;
+  const { kind, span } = verb;
+  // The words after the verb phrase, at their places in the text; "abstain from", "parted ways with" drop the link.
+  let skip = span;
+  if (kind === 'habit_end' && rest[skip]?.key === 'from') skip++;
+  if (kind === 'relationship_end' && rest[skip]?.key === 'way') skip++;
+  const after = rest.slice(skip);
+  const atAfter = (k: number) => at(k === 0 ? 0 : k + skip - 1);
+  const link = after.findIndex((t, k) => k <= 3 && ['at', 'with', 'for', 'by', 'from'].includes(t.key));
+  const named = (from: number) =>
+    [...Array(3).keys()].map((k) => mentionAt.get(atAfter(from + k))).find((m) => m?.type === 'person');
+  switch (kind) {
+    case 'job_end':
+      // "I stepped down from the board", "I was furloughed by Tesco": as resigning from it; without a place, as quitting.
+      return read([asVerb(rest[0]!, link >= 0 ? 'resign' : 'quit'), ...after], atAfter);
+    case 'job_start': {
+      // "I signed on with Acme", "I took up a post at the museum", "I took on a role as a tutor".
+      const as = after.findIndex((t, k) => k <= 3 && t.key === 'as');
+      if (as >= 0) {
+        const p = phrase(after, as + 1, 3);
+        if (!p.words.length) return false;
+        emit(owner, FACT_RELATIONS.worksAs, concept(p.words), neg);
+        return true;
+      }
+      if (link < 0 || link + 1 >= after.length) return false;
+      worksAtAfter(after, link, atAfter, owner, neg, mentionAt, emit);
+      return true;
+    }
+    case 'marriage': {
+      // "I married Tom", "we eloped": married (to the person named).
+      const person = named(1);
+      emit(owner, FACT_RELATIONS.status, conceptRef('married'), neg);
+      if (person) emit(owner, FACT_RELATIONS.married, conceptRef(person.name, 'person'), neg);
+      return true;
+    }
+    case 'courtship': {
+      const person = named(1);
+      if (!person) return false;
+      emit(owner, FACT_RELATIONS.partner, conceptRef(person.name, 'person'), neg);
+      if (!neg) emit(owner, FACT_RELATIONS.status, conceptRef('dating'), false);
+      return true;
+    }
+    case 'habit_start': {
+      // "I took up pottery", "I've resumed running": the activity is done.
+      const until = after.findIndex((t, k) => k > 0 && STOP.has(t.key) && !['the', 'to'].includes(t.key));
+      const activity = activityKey(after.slice(0, until < 0 ? undefined : until));
+      if (!activity || neg) return false;
+      emit(owner, FACT_RELATIONS.does, conceptRef(activity), false);
+      return true;
+    }
+    default: {
+      const [key, lower] = CLASS_VERBS[kind]!;
+      const rewritten = [
+        asVerb(rest[0]!, key, lower),
+        ...(kind === 'relationship_end' ? [asVerb(rest[0]!, 'up')] : []),
+      ];
+      const shift = rewritten.length;
+      return read([...rewritten, ...after], (k) => (k < shift ? at(0) : atAfter(k - shift + 1)));
+    }
+  }
 }

@@ -38,6 +38,7 @@ import {
 } from './fact-words.js';
 import { favoriteKind, GIVEN_NAMES } from './lexicon.js';
 import type { Token } from './tokens.js';
+import { nounIs, verbClassAt } from './word-kinds.js';
 
 /** "I'm 30", "I'm a nurse", "I'm not vegetarian", "I'm married to Tom", "I'm at Deloitte", "I'm retired". */
 export function copulaFacts(
@@ -139,11 +140,13 @@ export function copulaFacts(
       emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
     return;
   }
-  // "Mike is employed at Tesco"; "I was fired from Tesco", "I was laid off by Tesco".
-  if (first.key === 'employ' || DISMISSED.has(first.key)) {
+  // "Mike is employed at Tesco"; "I was fired from Tesco", "I was laid off by Tesco"; any verb of hiring or of
+  // dismissal by its class ("I was recruited by Acme", "I got furloughed").
+  const hiring = WORK_STATES.has(first.lower) ? undefined : verbClassAt(rest)?.kind;
+  if (first.key === 'employ' || DISMISSED.has(first.key) || hiring === 'job_start' || hiring === 'job_end') {
     const k = rest.findIndex((t, j) => j > 0 && j <= 3 && ['at', 'by', 'with', 'from'].includes(t.key));
     const m = k > 0 ? (mentionAt.get(at(k + 1)) ?? mentionAt.get(at(k + 2))) : undefined;
-    const employed = first.key === 'employ';
+    const employed = first.key === 'employ' || hiring === 'job_start';
     if (m?.type === 'organization')
       emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), employed ? neg : true);
     else if (!employed && k > 0 && !m) {
@@ -198,7 +201,8 @@ export function copulaFacts(
     const p = phrase(rest, 0, 3);
     if (!p.words.length) return;
     const last = p.words[p.words.length - 1]!;
-    const occupation = OCCUPATIONS.has(last.lower) || OCCUPATIONS.has(last.lower.replace(/s$/, ''));
+    const occupation =
+      OCCUPATIONS.has(last.lower) || OCCUPATIONS.has(last.lower.replace(/s$/, '')) || nounIs(last.lower, 'occupation');
     if (occupation) {
       const words = p.words.filter(
         (w) =>

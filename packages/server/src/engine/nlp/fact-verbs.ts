@@ -44,6 +44,7 @@ import {
 } from './fact-words.js';
 import { singular } from './lexicon.js';
 import type { Token } from './tokens.js';
+import { isKind, verbClassAt } from './word-kinds.js';
 
 export function verbFacts(
   rest: Token[],
@@ -144,7 +145,12 @@ export function verbFacts(
     return;
   }
   // "I got laid off from Barclays", "I got fired by Tesco", "I got promoted to manager".
-  if ((v === 'got' || v === 'get') && rest[1] && (DISMISSED.has(rest[1].key) || rest[1].key === 'promot')) {
+  const jobChange = rest[1] ? verbClassAt(rest.slice(1))?.kind : undefined;
+  if (
+    (v === 'got' || v === 'get') &&
+    rest[1] &&
+    (DISMISSED.has(rest[1].key) || rest[1].key === 'promot' || jobChange === 'job_start' || jobChange === 'job_end')
+  ) {
     copulaFacts(rest.slice(1), (k) => at(k + 1), owner, neg, mentionAt, before, emit);
     return;
   }
@@ -440,8 +446,10 @@ export function verbFacts(
   if ((v === 'gave' || v === 'give') && rest[1]?.key === 'up' && /ing$/.test(rest[2]?.lower ?? ''))
     return stopped(rest, owner, emit);
   if (LOSS_VERBS.has(v) || (v === 'got' && rest[1]?.key === 'rid')) {
-    const from = v === 'got' ? 3 : v === 'gave' || v === 'give' ? (rest[1]?.key === 'away' ? 2 : 1) : 1;
+    // A particle before or after the thing: "traded in my car", "gave my bike away", "sold off the boat".
+    const from = v === 'got' ? 3 : PARTICLES.has(rest[1]?.key ?? '') ? 2 : 1;
     const p = phrase(rest, from, 3);
+    while (p.words.length > 1 && PARTICLES.has(p.words[p.words.length - 1]!.key)) p.words.pop();
     if (p.words.length && !PRONOUNS.has(p.words[0]!.key) && numberOf(p.words[0]) === null) {
       if (rest[from - 1]?.key === 'job' || p.words[0]?.key === 'job') return lostJob(rest, at, owner, mentionAt, emit);
       emit(owner, FACT_RELATIONS.has, conceptRef(headOf(p.words)), true);
@@ -511,7 +519,11 @@ export function verbFacts(
     // "I drink wine now" is drinking, which "I don't drink" denied (eating is not a habit one gives up).
     if (!neg && v !== 'eat' && activity !== v) emit(owner, FACT_RELATIONS.does, conceptRef(v), false);
     // "I eat chicken now" is eating meat, which a vegetarian does not.
-    const kind = v === 'eat' ? FOOD_KINDS[singular(p.words[p.words.length - 1]?.lower ?? '')] : undefined;
+    const food = singular(p.words[p.words.length - 1]?.lower ?? '');
+    const kind =
+      v === 'eat' ? (FOOD_KINDS[food] ?? (['meat', 'dairy'] as const).find((k) => isKind(food, k))) : undefined;
     if (kind && !neg) emit(owner, FACT_RELATIONS.does, conceptRef(`eat ${kind}`), false);
   }
 }
+/** Particles of a phrasal verb of loss, on either side of its object. */
+const PARTICLES = new Set(['away', 'in', 'off', 'out', 'up']);

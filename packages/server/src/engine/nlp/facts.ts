@@ -24,7 +24,7 @@ import {
 } from './fact-words.js';
 import { MONTHS, speaksOfFuture } from './lexicon.js';
 import { verbFacts } from './fact-verbs.js';
-import { changeFacts, notDone, preferred } from './fact-changes.js';
+import { changeByKind, changeFacts, notDone, preferred } from './fact-changes.js';
 import type { Token } from './tokens.js';
 
 /**
@@ -280,12 +280,18 @@ function predicateFacts(
   notAnymore = false,
 ): void {
   if (changeFacts(rest, at, owner, neg, mentionAt, before, carried, emit)) return;
-  let read = false;
-  verbFacts(rest, at, owner, neg, mentionAt, before, (...fact) => {
-    read = true;
-    emit(...fact);
-  });
-  if (!read) notDone(rest, owner, neg || notAnymore, emit, ability);
+  const verbsRead = (words: Token[], position: (k: number) => number) => {
+    let read = false;
+    verbFacts(words, position, owner, neg, mentionAt, before, (...fact) => {
+      read = true;
+      emit(...fact);
+    });
+    return read;
+  };
+  if (verbsRead(rest, at)) return;
+  // Wording the rules were not written for, read by the kind of its verb (WordNet's classes of change).
+  if (changeByKind(rest, at, owner, neg, mentionAt, verbsRead, emit)) return;
+  notDone(rest, owner, neg || notAnymore, emit, ability);
 }
 
 /** Words after which an ability's predicate has ended: a time or a place ("learned to drive over the summer"). */

@@ -3,6 +3,7 @@ export { Extractor, SELF, type EntityRef, type Extraction, type RelationFact } f
 export { personAliases } from './entities.js';
 export { factsByModel, MODEL_FACTS_SCHEMA_NAME, parseModelFacts, type ModelFact } from './model-facts.js';
 export { favoriteKind } from './lexicon.js';
+export { type NounKind, nounIs } from './word-kinds.js';
 export {
   BUILTIN_ENTITY_TYPES,
   DEFAULT_ONTOLOGY,

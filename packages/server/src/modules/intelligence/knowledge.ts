@@ -1,7 +1,15 @@
 // What an end user's memories say, derived: the entity graph with fact validity, and conflicting statements.
 // Pure functions of the extracted memories, so every process derives the same answer from the same rows.
 import { sha256Hex } from '../../core/crypto.js';
-import { personAliases, SELF, type EntityRef, type Extraction, type RelationFact } from '../../engine/nlp/index.js';
+import {
+  type NounKind,
+  nounIs,
+  personAliases,
+  SELF,
+  type EntityRef,
+  type Extraction,
+  type RelationFact,
+} from '../../engine/nlp/index.js';
 
 export interface ExtractedMemory {
   id: number;
@@ -329,7 +337,7 @@ function sameThing(f: Resolved, key: string, denying: boolean): boolean {
   // The denied words are all in the affirmed value: "I don't drink" ends "drink coffee", "I don't drink tea" not "drink";
   // a kind is denied by one of its members ("I don't have any pets" / "I got a puppy").
   const [denied, affirmed] = denying ? [a, b] : [b, a];
-  const covered = (w: string) => affirmed.some((x) => x === w || KIND_OF[x]?.includes(w));
+  const covered = (w: string) => affirmed.some((x) => x === w || KIND_OF[x]?.includes(w) || isOfKind(x, w));
   if (!denied.every(covered)) return false;
   return f.relation !== 'has' || covered(denied[denied.length - 1]!);
 }
@@ -351,6 +359,14 @@ const SAME_THING: Record<string, string> = {
   doggy: 'dog',
   licence: 'license',
 };
+/** A kind a denial names by its word ("I don't have any pets") and the lexicon's kind of its members (WordNet's). */
+const KIND_WORDS: Record<string, NounKind> = {
+  pet: 'animal',
+  animal: 'animal',
+  vehicle: 'vehicle',
+  instrument: 'instrument',
+};
+const isOfKind = (member: string, kind: string) => !!KIND_WORDS[kind] && nounIs(member, KIND_WORDS[kind]);
 /** Members of a kind a denial may name: a puppy is a dog and a pet. */
 const KIND_OF: Record<string, string[]> = {
   ...Object.fromEntries(
