@@ -457,6 +457,12 @@ export function verbFacts(
     if (v === 'lost' || v === 'lose') lostJob(rest, at, owner, mentionAt, emit);
     return;
   }
+  // "I quit teaching to become a nurse", "she stopped acting to become a director": the new work.
+  const become = rest.findIndex(
+    (t, k) => k > 1 && (t.key === 'becom' || t.key === 'become') && rest[k - 1]?.key === 'to',
+  );
+  if ((LEAVE_VERBS.has(v) || STOP_VERBS.has(v)) && become > 0)
+    copulaFacts(rest.slice(become + 1), (k) => at(k + become + 1), owner, neg, mentionAt, before, emit);
   // Leaving a job or a home: "I left Google", "I left the law firm", "I left Paris".
   if (LEAVE_VERBS.has(v) || (v === 'gave' && rest[1]?.key === 'up')) {
     // "I left nursing (to become a midwife)", "gave up law": the work of that field has ended.

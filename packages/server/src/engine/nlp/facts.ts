@@ -26,6 +26,7 @@ import { MONTHS, speaksOfFuture } from './lexicon.js';
 import { verbFacts } from './fact-verbs.js';
 import { changeByKind, changeFacts, notDone, preferred } from './fact-changes.js';
 import type { Token } from './tokens.js';
+import { nounIs } from './word-kinds.js';
 
 /**
  * Reads the personal facts of one text. `emit` receives each (subject, relation, value, negated, aspect);
@@ -55,7 +56,7 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
     if (!subject && other && ['he', 'she'].includes(clause[pronoun]?.lower ?? ''))
       subject = { ref: other, role: null, roleName: null, next: pronoun + 1 };
     if (subject && subject.ref !== self && !subject.role) other = subject.ref;
-    else if (subject?.role && KIN.has(subject.role) && !subject.roleName && subject.ref === self)
+    else if (subject?.role && isKin(clause[subject.next - 1]) && !subject.roleName && subject.ref === self)
       other = { name: `my ${clause[subject.next - 1]!.lower}`, type: 'person' };
     else if (subject?.ref === self) other = null;
     // "Maria retired from cooking and is a painter now": a clause without a subject of its own keeps the last one.
@@ -216,7 +217,7 @@ function readClause(
       emit(...fact);
     });
     // "My sister moved to Milan", "my husband is a plumber": a relative unnamed is a person all the same.
-    if (read || !KIN.has(subject.role) || subject.roleName || subject.ref !== self) return;
+    if (read || !isKin(clause[subject.next - 1]) || subject.roleName || subject.ref !== self) return;
     const kin: EntityRef = { name: `my ${clause[subject.next - 1]!.lower}`, type: 'person' };
     if (copula) copulaFacts(rest, at, kin, neg, mentionAt, before, emit);
     else predicateFacts(rest, at, kin, neg || (anymore && negated), mentionAt, before, false, ability, emit);
@@ -364,3 +365,6 @@ function parted(clause: Token[], couple: Subject, subject: Subject | null, self:
   } else return false;
   return true;
 }
+
+/** A relative or another person one names by role ("my sister", "my stepdad", "my boss"): WordNet's relatives too. */
+const isKin = (role: Token | undefined) => !!role && (KIN.has(role.key) || nounIs(role.lower, 'relative'));
