@@ -69,6 +69,8 @@ export async function verifyAuditChains(database: Database, organizationId?: str
           .limit(limit)
           .execute(),
       1000,
+      // One organization's chain, read by its (organization, position) key: no sort to avoid.
+      false,
     );
     walk: for await (const seals of pages) {
       for (const seal of seals) {

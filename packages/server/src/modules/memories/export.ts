@@ -20,6 +20,7 @@ export async function* exportMemories(
     database.db,
     (executor, after, limit) => exportPageQuery(executor, database.dialect, scope, after, limit).execute(),
     pageSize,
+    scope.endUserId === null,
   );
   for await (const page of pages) for (const row of page) yield toMemory(row);
 }
@@ -85,6 +86,7 @@ export async function exportPage(
 ): Promise<PortableMemory[]> {
   const rows = await readKeysetPage(database.db, (executor) =>
     exportPageQuery(executor, database.dialect, filter, afterId, limit).execute(),
+    filter.endUserId == null,
   );
   return rows.map((r) => ({ ...toMemory(r), tenant_id: r.tenant_id, speaker: r.speaker }));
 }

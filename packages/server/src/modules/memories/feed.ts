@@ -307,6 +307,7 @@ export async function* liveProjectMemories(
     db,
     (executor, after, limit) => liveProjectPageQuery(executor, projectId, tenantId, after, limit).execute(),
     1000,
+    true,
   );
   for await (const page of pages) for (const row of page) yield toIndexed(row);
 }

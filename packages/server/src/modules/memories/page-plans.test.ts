@@ -10,9 +10,11 @@ import { liveProjectPageQuery } from './feed.js';
 /**
  * The plans of the keyset pages that walk a project's memories (the export job, GET /memory/export, the
  * retrieval index's load), on a table PostgreSQL has no statistics for, as right after a large fill or
- * import: read through readKeysetPage, each is a scan in id order that stops at the page's end.
+ * import: read through readKeysetPage, a walk of a whole project is a scan in id order that stops at the
+ * page's end, and a walk of one end user reads that end user's rows through an owner's index, never the
+ * table's other rows.
  */
-type PlanNode = { 'Node Type': string; 'Relation Name'?: string; Plans?: PlanNode[] };
+type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] };
 
 forEachDialect('keyset page plans', (dialect) => {
   const t = useTestApp(dialect, { runJobs: false });
@@ -38,14 +40,16 @@ forEachDialect('keyset page plans', (dialect) => {
     );
     const nodes: string[] = [];
     const walk = (node: PlanNode): void => {
-      nodes.push(`${node['Node Type']}${node['Relation Name'] ? ` ${node['Relation Name']}` : ''}`);
+      nodes.push(
+        [node['Node Type'], node['Relation Name'], node['Index Name']].filter((part) => part !== undefined).join(' '),
+      );
       node.Plans?.forEach(walk);
     };
     walk(rows[0]!['QUERY PLAN'][0].Plan);
     return nodes;
   };
-  const asRead = (db: Kysely<DB>, query: (executor: Executor) => Compilable) =>
-    readKeysetPage(db, (executor) => planOf(executor, query(executor)));
+  const asRead = (db: Kysely<DB>, query: (executor: Executor) => Compilable, wholeProject: boolean) =>
+    readKeysetPage(db, (executor) => planOf(executor, query(executor)), wholeProject);
 
   const pages: Record<string, (executor: Executor) => Compilable> = {
     'the export job, a project': (e) => exportPageQuery(e, 'postgres', { projectId: t.projectId }, middle, 1000),
@@ -53,11 +57,11 @@ forEachDialect('keyset page plans', (dialect) => {
       exportPageQuery(e, 'postgres', { projectId: t.projectId, tenantId: 'acme' }, middle, 1000),
     'GET /memory/export, a project': (e) =>
       exportPageQuery(e, 'postgres', { projectId: t.projectId, tenantId: null, endUserId: null }, middle, 500),
-    'GET /memory/export, an end user': (e) =>
-      exportPageQuery(e, 'postgres', { projectId: t.projectId, tenantId: '', endUserId: 'filler-7' }, middle, 500),
     'the retrieval index, a project': (e) => liveProjectPageQuery(e, t.projectId, null, middle, 1000),
     'the retrieval index, a tenant': (e) => liveProjectPageQuery(e, t.projectId, 'acme', middle, 1000),
   };
+  const endUserPage = (e: Executor) =>
+    exportPageQuery(e, 'postgres', { projectId: t.projectId, tenantId: '', endUserId: 'filler-7' }, middle, 500);
 
   it.runIf(dialect === 'postgres')(
     'planned as they come, a walk of a whole project sorts what lies past its cursor',
@@ -73,10 +77,22 @@ forEachDialect('keyset page plans', (dialect) => {
   );
 
   it.runIf(dialect === 'postgres')(
-    'read as pages, every walk is a scan in id order that stops at the page end',
+    'read as pages, a walk of a project is a scan in id order that stops at the page end',
     async () => {
       for (const [name, query] of Object.entries(pages))
-        expect(await asRead(t.database.db, query), name).toEqual(['Limit', 'Index Scan memories']);
+        expect(await asRead(t.database.db, query, true), name).toEqual([
+          'Limit',
+          'Index Scan memories memories_project_id',
+        ]);
+    },
+  );
+
+  it.runIf(dialect === 'postgres')(
+    "a walk of one end user reads that end user's rows through an owner's index, not the table past its cursor",
+    async () => {
+      const plan = await asRead(t.database.db, endUserPage, false);
+      expect(plan.join(' / ')).toMatch(/memories_owner_/);
+      expect(plan.join(' / ')).not.toMatch(/memories_pkey|memories_project_id|Seq Scan/);
     },
   );
 });
