@@ -3,7 +3,7 @@
 // of a few WordNet senses under hyponymy (nouns: kinds and instances; verbs: troponyms), so a word is read by
 // its kind ("relocate" is a change of residence, "Tacoma" a place, "cello" a musical instrument) rather than
 // by a list written from the sentences the rules were tuned on. The service reads only the generated file.
-// Run: node --import tsx scripts/build-word-kinds.ts (from packages/server).
+// Run: node --import tsx scripts/build-word-kinds.ts [out] (from packages/server).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -231,7 +231,8 @@ const lines = [
     return `verb:${kind}\t${[...new Set(words.flatMap(withForms))].sort().join('|')}`;
   }),
 ];
-const target = new URL('../src/engine/nlp/word-kinds.txt', import.meta.url);
+// A path argument writes there instead (word-kinds.test.ts compares the committed file with a fresh build).
+const target = process.argv[2] ?? new URL('../src/engine/nlp/word-kinds.txt', import.meta.url);
 writeFileSync(target, `${lines.join('\n')}\n`);
 for (const line of lines.slice(3)) {
   const [kind, words] = line.split('\t');

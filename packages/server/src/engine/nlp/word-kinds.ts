@@ -95,12 +95,15 @@ export function verbClassAt(rest: Token[]): { kind: VerbClass; span: number } | 
   const span = 1 + Math.max(...found.map((c) => c.rest.length));
   const kinds = new Set(found.filter((c) => c.rest.length === span - 1).map((c) => c.kind));
   // A phrase of several classes ("give up": a habit, a possession, a job) is read by what follows it: an activity
-  // ("gave up running") is a habit, a job ("gave up my job") employment, anything else a possession.
+  // ("gave up running") is a habit, a job ("gave up my job", "took up a post") employment, anything else a possession
+  // ended or a pastime begun ("took up pottery").
   const next = rest.slice(span, span + 3);
   const pick =
     (kinds.has('habit_end') && /ing$/.test(next[0]?.lower ?? '') && 'habit_end') ||
     (kinds.has('job_end') && next.some((t) => JOB_NOUNS.has(t.key)) && 'job_end') ||
+    (kinds.has('job_start') && next.some((t) => JOB_NOUNS.has(t.key) || t.key === 'as') && 'job_start') ||
     (kinds.has('possession_end') && 'possession_end') ||
+    (kinds.has('habit_start') && 'habit_start') ||
     [...kinds][0]!;
   return { kind: pick, span };
 }
