@@ -5,6 +5,9 @@
  * restore and the first search of the restored index. `--check FILE` writes every search's hits
  * (ids and scores) to FILE, or compares them with FILE when it exists: results identical. JSON.
  *
+ * With FILE from another build, also the share of searches whose ids agree and the mean overlap@10.
+ * `--context-share` sets the index's contextCacheShare.
+ *
  *   node --expose-gc --import tsx bench/big-user.ts [--docs 300000] [--queries 400] [--check /tmp/hits.json]
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -58,7 +61,8 @@ const now = 1.7e12 + docs * 1000;
 const before = heap();
 let t = performance.now();
 let c = cpu();
-let index: MemoryIndex | null = new MemoryIndex(contextCacheShare === undefined ? {} : { contextCacheShare });
+const indexOptions = contextCacheShare === undefined ? {} : { contextCacheShare };
+let index: MemoryIndex | null = new MemoryIndex(indexOptions);
 for (const row of rows) index.upsert(row);
 const buildMs = ms(t);
 const buildCpuMs = Math.round(cpu() - c);
@@ -88,7 +92,7 @@ index = null;
 const beforeRestore = heap();
 t = performance.now();
 c = cpu();
-const restored = MemoryIndex.restore(bytes.slice());
+const restored = MemoryIndex.restore(bytes.slice(), indexOptions);
 const restoreMs = ms(t);
 const restoreCpuMs = Math.round(cpu() - c);
 t = performance.now();
@@ -99,10 +103,22 @@ if (JSON.stringify(first.flatMap((h) => [h.id, h.score])) !== JSON.stringify(hit
   throw new Error('the restored index answers otherwise');
 
 let identical: boolean | undefined;
+/** Against FILE's searches: the share whose ids are the same in the same order, and the mean share of FILE's ids found. */
+let agreement: { same_ids: number; overlap_at_10: number } | undefined;
 if (check) {
   if (existsSync(check)) {
     const want = JSON.parse(readFileSync(check, 'utf8')) as number[][];
     identical = JSON.stringify(want) === JSON.stringify(hits);
+    const ids = (h: number[] | undefined) => (h ?? []).filter((_, i) => i % 2 === 0);
+    let same = 0;
+    let overlap = 0;
+    want.forEach((w, i) => {
+      const [a, b] = [ids(w), ids(hits[i])];
+      if (JSON.stringify(a) === JSON.stringify(b)) same++;
+      overlap += a.length === 0 ? 1 : a.filter((id) => b.includes(id)).length / a.length;
+    });
+    const round = (x: number) => Math.round((x / want.length) * 10_000) / 10_000;
+    agreement = { same_ids: round(same), overlap_at_10: round(overlap) };
     if (!identical) {
       const at = want.findIndex((w, i) => JSON.stringify(w) !== JSON.stringify(hits[i]));
       process.stderr.write(
@@ -130,5 +146,6 @@ console.log(
     restored_heap_mb: mb(restoredHeld),
     restored_approx_mb: mb(restored.approxBytes()),
     ...(identical === undefined ? {} : { identical }),
+    ...(agreement === undefined ? {} : agreement),
   }),
 );
