@@ -25,6 +25,8 @@ export interface MemoryIndexOptions {
    * spreading their postings over the neighbours again. Exact; a write drops the terms it changes.
    */
   contextCacheShare?: number;
+  /** Remote vectors' cosines by the WebAssembly SIMD kernel (default, where it runs) or in JavaScript (vectors.ts). */
+  vectorKernel?: 'wasm' | 'js';
 }
 
 /** The server's default too (ENGRAM_INDEX_CONTEXT_CACHE_PERCENT, 200). */
@@ -92,7 +94,7 @@ export class MemoryIndex {
   private readonly dims: number;
   private ngramVecs = new Float32Array(0);
   /** Remote-embedder vectors: int8 codes in lists, searched without reading every doc (vectors.ts). */
-  private vectors = new VectorIndex();
+  private vectors: VectorIndex;
 
   /** The context scorer's state: its per-slot buffers are the thread's (SearchBuffers), its cached normalisations this index's. */
   private readonly scratch: ContextScratch = {
@@ -117,6 +119,7 @@ export class MemoryIndex {
     this.embedder = this.weights.ngram > 0 ? e : null;
     this.dims = this.embedder?.dimensions ?? 0;
     this.text.contextCacheShare = opts.contextCacheShare ?? DEFAULT_CONTEXT_CACHE_SHARE;
+    this.vectors = new VectorIndex({ kernel: opts.vectorKernel });
   }
 
   get size(): number {
@@ -470,8 +473,7 @@ export class MemoryIndex {
     index.ngramVecs = r.array('f32');
     const v = index.vectors;
     [v.dims, v.lists, v.count, v.trainedAt] = [vectorDims, lists, vectorCount, trainedAt];
-    v.codes = r.array('i8');
-    v.signs = r.array('u8');
+    v.adopt(r.array('i8'), r.array('u8'));
     v.scale = r.array('f32');
     v.has = r.array('u8');
     v.list = r.array('i32');

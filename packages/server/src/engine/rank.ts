@@ -428,8 +428,8 @@ function fusion(
 
 /**
  * The candidates offered to the top k. Remote vectors: the nearest docs by vector (vectors.ts: a
- * bounded read of the nearest lists) are candidates beside those with word evidence; any other
- * doc's semantic part is at most the best cosine found, which the pruning bound then allows for.
+ * bounded read of the nearest lists) are candidates beside those with word evidence; any other doc's semantic
+ * part is at most the best cosine found (`semantic.most`), and exactly its own (`semantic.of`, the tighter).
  */
 function offerCandidates(
   ix: RankedIndex,
@@ -450,11 +450,12 @@ function offerCandidates(
   const ma = b.metaTouched.a;
   const mn = b.metaTouched.n;
   const en = b.expTouched.n;
-  let semanticBound = 0;
+  const semantic = { most: 0, of: (_slot: number) => 0 };
   if (extQ && !opts.exactVectors) {
     const near = ix.vectors.nearest(extQ, Math.max(4 * k, VECTOR_CANDIDATES), ix.capacity, eligible);
     for (const slot of near.slots) offer(slot);
-    semanticBound = Math.max(0, w.semantic) * Math.max(0, near.cosines[0] ?? 0);
+    semantic.most = Math.max(0, w.semantic) * Math.max(0, near.cosines[0] ?? 0);
+    semantic.of = (s) => (ix.vectors.has[s] ? Math.max(0, w.semantic * ix.vectors.cosine(extQ, s)) : 0);
     if (tn === 0 && en === 0) for (let i = 0; i < mn; i++) if (eligible(ma[i]!)) offer(ma[i]!);
   }
   if (qvec || (extQ && opts.exactVectors) || (!extQ && tn === 0 && en === 0)) {
@@ -468,17 +469,16 @@ function offerCandidates(
       for (let s = 0; s < ix.capacity; s++) if (live[s] && eligible(s)) offer(s);
     }
   } else {
-    offerWithWordEvidence(ix, b, fused, norms, q.temporal, semanticBound, now, k, eligible);
+    offerWithWordEvidence(ix, b, fused, norms, q.temporal, semantic, now, k, eligible);
   }
 }
 
 /**
- * Candidates are the docs with word evidence (own, neighbours', expansion). Exact pruning: every
- * other feature is bounded, so a doc whose word evidence plus that bound cannot beat the current
- * k-th score is skipped without computing the rest. The parts already computed per doc (words,
- * session, meta) are taken exactly; the rest is bounded by what this index holds (a time phrase,
- * its newest doc, its importance and feedback extremes), so the bound is tight and the pruning
- * still exact.
+ * Candidates are the docs with word evidence (own, neighbours', expansion). Pruning: every other feature is
+ * bounded, so a doc whose word evidence plus that bound cannot beat the current k-th score is skipped without
+ * computing the rest. The parts already computed per doc (words, session, meta) are taken exactly; the rest is
+ * bounded by what this index holds (a time phrase, its newest doc, its importance and feedback extremes), so the
+ * bound is tight and the pruning exact; a doc that passes it with the best cosine found is then tried with its own.
  */
 function offerWithWordEvidence(
   ix: RankedIndex,
@@ -486,7 +486,7 @@ function offerWithWordEvidence(
   fused: Fusion,
   norms: Norms,
   temporal: TemporalRange | null,
-  semanticBound: number,
+  semantic: { most: number; of: (slot: number) => number },
   now: number,
   k: number,
   eligible: Eligible,
@@ -512,8 +512,9 @@ function offerWithWordEvidence(
     Math.max(0, w.recency) * 0.5 ** (Math.max(0, now - ix.maxCreatedAt) / halfLife) +
     Math.abs(w.importance) * ix.maxImportanceDev +
     Math.abs(w.feedback) * Math.tanh(ix.maxAbsFeedback / 2) +
-    semanticBound +
+    semantic.most +
     1e-9;
+  const mayEnter = (known: number, s: number, floor: number) => known + bound - semantic.most + semantic.of(s) > floor;
   const namesTime = ix.namesTime;
   // One pass over the first-pass docs: each one's known part (below) is kept by its index in the
   // touched list, and the docs with the best word evidence seed the top k.
@@ -552,7 +553,7 @@ function offerWithWordEvidence(
   for (let i = 0; i < tn; i++) {
     if (knownOf[i]! + bound <= min) continue;
     const s = ta[i]!;
-    if (eligible(s)) {
+    if (mayEnter(knownOf[i]!, s, min) && eligible(s)) {
       offer(s);
       min = top.floor;
     }
@@ -588,7 +589,7 @@ function offerWithWordEvidence(
         words * (1 + metaLiftL * m + (namesTime[s] ? whenLiftL : 0)) +
         (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNormL) +
         wMeta * m * metaNormL;
-      if (known + bound <= min) continue;
+      if (known + bound <= min || !mayEnter(known, s, min)) continue;
       if (eligible(s)) {
         offer(s);
         min = top.floor;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { builtinEmbedder } from './embedder.js';
 import { MemoryIndex } from './memory-index.js';
-import { kthLargest, rotation, VECTOR_TRAIN_MIN, VectorIndex } from './vectors.js';
+import { arena } from './vector-arena.js';
+import { kthLargest, rotation, unit, VECTOR_TRAIN_MIN, VectorIndex } from './vectors.js';
 
 // Texts of a few themes recombined, with the built-in hashed vectors (words and character n-grams)
 // at 128 dimensions as a remote embedder's: near for texts that share words or sub-words.
@@ -12,8 +13,8 @@ const WORDS = `hiking mountain trail guitar concert band sushi ramen dinner pupp
 const embedder = builtinEmbedder(128);
 const T0 = Date.UTC(2024, 0, 1);
 
-function build(n: number, vectors = true): MemoryIndex {
-  const index = new MemoryIndex({ embedder: null });
+function build(n: number, vectors = true, vectorKernel: 'wasm' | 'js' = 'wasm'): MemoryIndex {
+  const index = new MemoryIndex({ embedder: null, vectorKernel });
   let seed = 7;
   const next = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
   for (let id = 1; id <= n; id++) {
@@ -94,6 +95,81 @@ describe('compact vectors and the bounded candidate search', () => {
     expect(late.setVector(1, embedder.embedSync('guitar lesson'))).toBe(true);
     expect(late.setVector(3, queryVector)).toBe(false);
     expect(late.search('zzz', { k: 2, now: T0, queryVector }).map((h) => h.id)[0]).toBe(1);
+  });
+});
+
+describe('the WebAssembly kernel and its arena', () => {
+  it('ranks as the JavaScript dot product does (bounded and exact), cosines within 1e-3', () => {
+    const n = VECTOR_TRAIN_MIN * 2;
+    const [simd, js] = [build(n), build(n, true, 'js')];
+    for (const q of ['evening concert with the band', 'a puppy from the shelter', 'tent by the lake', 'zzz']) {
+      const queryVector = embedder.embedSync(q);
+      for (const exactVectors of [false, true]) {
+        const [a, b] = [simd, js].map((i) => i.search(q, { k: 10, now: T0, queryVector, exactVectors, explain: true }));
+        expect(a!.map((h) => h.id)).toEqual(b!.map((h) => h.id));
+        a!.forEach((h, i) => expect(h.explanation!.semantic).toBeCloseTo(b![i]!.explanation!.semantic!, 3));
+      }
+    }
+    const probe = new VectorIndex();
+    probe.grow(4);
+    probe.set(0, embedder.embedSync('guitar'), 4);
+    expect(probe.simd).toBe(true);
+  });
+
+  it('reads sign bits as JavaScript does, for any number of dimensions (an odd count of sign bytes too)', () => {
+    for (const dims of [100, 128, 200]) {
+      const e = builtinEmbedder(dims);
+      const n = VECTOR_TRAIN_MIN - 48;
+      const [simd, js] = [new VectorIndex(), new VectorIndex({ kernel: 'js' })];
+      for (const v of [simd, js]) {
+        v.grow(n);
+        for (let i = 0; i < n; i++)
+          v.set(i, e.embedSync(`${WORDS[i % WORDS.length]} ${WORDS[(i * 7) % WORDS.length]} ${i}`), n);
+      }
+      for (const q of ['guitar concert', 'puppy shelter', 'lake tent camping']) {
+        const [a, b] = [simd, js].map((v) => v.nearest(v.prepare(unit(e.embedSync(q))), 20, n, () => true));
+        // The same 20 but where the quantised query moves a doc across the rescoring cut or two cosines' order.
+        expect(a!.slots.filter((s) => b!.slots.includes(s)).length).toBeGreaterThanOrEqual(19);
+        expect(a!.cosines[0]).toBeCloseTo(b!.cosines[0]!, 3);
+        expect(a!.cosines[19]).toBeCloseTo(b!.cosines[19]!, 2);
+      }
+    }
+  });
+
+  it('zeroes a forgotten vector at once, and the codes an index outgrew', () => {
+    const vectors = new VectorIndex();
+    // 40 slots: the codes' block (5,120 bytes -> 8 KiB) and the signs' (640 -> 4 KiB) are of other sizes
+    // than the signs' next block, which could otherwise reuse the codes' old one.
+    vectors.grow(40);
+    for (let s = 0; s < 8; s++) vectors.set(s, embedder.embedSync(`${WORDS[s]} ${WORDS[s + 1]}`), 40);
+    const d = vectors.dims;
+    const before = vectors.codes;
+    const zero = (a: ArrayLike<number>) => Array.prototype.every.call(a, (x: number) => x === 0);
+    expect(zero(before.subarray(3 * d, 4 * d))).toBe(false);
+    vectors.delete(3);
+    expect(zero(vectors.codes.subarray(3 * d, 4 * d))).toBe(true);
+    expect(zero(vectors.signs.subarray(3 * vectors.signBytes, 4 * vectors.signBytes))).toBe(true);
+    expect(vectors.scale[3]).toBe(0);
+    const kept = vectors.codes.slice(0, 8 * d);
+    const signsBefore = vectors.signs;
+    vectors.grow(64);
+    // The old blocks (the same memory: a shared memory's views stay valid) are zeroed; the codes moved.
+    expect(zero(before)).toBe(true);
+    expect(zero(signsBefore)).toBe(true);
+    expect([...vectors.codes.subarray(0, 8 * d)]).toEqual([...kept]);
+    const q = vectors.prepare(unit(embedder.embedSync(`${WORDS[4]} ${WORDS[5]}`)));
+    expect(vectors.nearest(q, 1, 64, () => true).slots).toEqual([4]);
+  });
+
+  it('gives a block back zeroed and hands it out again', () => {
+    const a = arena.allocate(10_000, Int8Array)!;
+    a.view.fill(7);
+    arena.release(a);
+    expect(a.view.every((x) => x === 0)).toBe(true);
+    const b = arena.allocate(9_000, Int8Array)!;
+    expect(b.at).toBe(a.at);
+    expect(b.view.every((x) => x === 0)).toBe(true);
+    arena.release(b);
   });
 });
 
