@@ -84,8 +84,9 @@ export async function exportPage(
   afterId: number,
   limit: number,
 ): Promise<PortableMemory[]> {
-  const rows = await readKeysetPage(database.db, (executor) =>
-    exportPageQuery(executor, database.dialect, filter, afterId, limit).execute(),
+  const rows = await readKeysetPage(
+    database.db,
+    (executor) => exportPageQuery(executor, database.dialect, filter, afterId, limit).execute(),
     filter.endUserId == null,
   );
   return rows.map((r) => ({ ...toMemory(r), tenant_id: r.tenant_id, speaker: r.speaker }));
