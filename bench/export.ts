@@ -8,7 +8,7 @@
  * server's worker, polled) into a fresh server of the same dialect, reported beside the job's rate.
  * SQLite by default; PostgreSQL with `--postgres URL`. Prints JSON. `--profile DIR` writes the import and export
  * jobs' CPU profiles there, and with `--http` the server's (`--cpu-prof`) for the time of `engram import`.
- *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--http] [--profile DIR]
+ *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--http] [--profile DIR] [--batch N]
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -25,6 +25,7 @@ import { createOrganization, createProject } from '../packages/server/src/module
 import { openBlobStore } from '../packages/server/src/store/blobs/open.js';
 import { openDatabase, type Database } from '../packages/server/src/store/database.js';
 import { migrate } from '../packages/server/src/store/migrate.js';
+import { loadConfig } from '../packages/server/src/config.js';
 
 const args = process.argv.slice(2);
 const option = (name: string) => (args.indexOf(name) >= 0 ? args[args.indexOf(name) + 1] : undefined);
@@ -32,6 +33,8 @@ const total = Number(option('--total') ?? 1_000_000);
 const postgresUrl = option('--postgres');
 const profileDir = option('--profile');
 const overHttp = args.includes('--http');
+// Records per import transaction: the server's default (ENGRAM_IMPORT_BATCH) unless given.
+const importBatch = Number(option('--batch') ?? loadConfig({}).importBatch);
 
 /** Runs `work` under V8's CPU profiler when `--profile DIR` is given, writing DIR/<name>.cpuprofile. */
 async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
@@ -98,7 +101,11 @@ async function importOverHttp(bytes: Buffer): Promise<number> {
     ...(profileDir
       ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', 'server.cpuprofile'] }
       : {}),
-    env: { ENGRAM_BOOTSTRAP_EMAIL: email, ENGRAM_BOOTSTRAP_PASSWORD: password },
+    env: {
+      ENGRAM_BOOTSTRAP_EMAIL: email,
+      ENGRAM_BOOTSTRAP_PASSWORD: password,
+      ENGRAM_IMPORT_BATCH: String(importBatch),
+    },
   });
   const dir = freshDataDir();
   try {
@@ -183,7 +190,9 @@ try {
   const file = (await blobs.get(gzipped.key))!;
   const record = await createImport(database, blobs, { ...ctx, projectId: target.id }, 'auto', upload);
   const imported = await measured(() =>
-    profiled('import', () => importJob(database, blobs)(job(record.id, target.id, { importId: record.id }))),
+    profiled('import', () =>
+      importJob(database, blobs, importBatch)(job(record.id, target.id, { importId: record.id })),
+    ),
   );
   const row = await database.db
     .selectFrom('imports')

@@ -57,6 +57,12 @@ export interface Config {
   runJobs: boolean;
   /** ENGRAM_JOB_RETENTION_DAYS: finished jobs and connector syncs are deleted this long after (a connection's last sync stays). */
   jobRetentionDays: number;
+  /**
+   * ENGRAM_IMPORT_BATCH: records an import writes per transaction. Larger batches write each index page of
+   * their end users once per more rows (SQLite's WAL, PostgreSQL's revision bumps); a batch holds its end users'
+   * revision locks (and SQLite's one connection) while it is written.
+   */
+  importBatch: number;
   /** Deprecated settings in use, to print once at start-up. */
   warnings: string[];
   logLevel: string;
@@ -242,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpProcesses,
     runJobs: boolean(env, 'ENGRAM_RUN_JOBS', true),
     jobRetentionDays: integer(env, 'ENGRAM_JOB_RETENTION_DAYS', 30, 1, 3650),
+    importBatch: integer(env, 'ENGRAM_IMPORT_BATCH', 10_000, 100, 100_000),
     databaseWaitSeconds: integer(env, 'ENGRAM_DATABASE_WAIT_SECONDS', 60, 0, 86_400),
     warnings,
     logLevel: env.ENGRAM_LOG_LEVEL || 'info',

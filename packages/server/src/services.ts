@@ -206,7 +206,7 @@ export function buildServices({
   jobs.register(REFRESH_JOB, refreshEmbeddingsJob(database, retrieval));
   jobs.register(RECLASSIFY_JOB, reclassifyJob(database, intelligence));
   jobs.register(EXPORT_JOB, exportJob(database, blobs));
-  jobs.register(IMPORT_JOB, importJob(database, blobs));
+  jobs.register(IMPORT_JOB, importJob(database, blobs, config.importBatch));
   const reader = new DocumentReader(config.parse);
   jobs.register(UPLOAD_JOB, uploadJobHandler({ database, blobs, erase, reader }));
   const connectors = {

@@ -19,6 +19,7 @@ it('runs SQLite in WAL mode with synchronous=FULL, so a commit is on disk before
     expect(await pragma('journal_mode')).toBe('wal');
     expect(await pragma('synchronous')).toBe(2); // FULL
     expect(await pragma('foreign_keys')).toBe(1);
+    expect(await pragma('cache_size')).toBe(-65536); // 64 MiB: an import's transaction stays in it
   } finally {
     await database.close();
     await fresh.drop();

@@ -12,7 +12,8 @@ import { columnsHolding } from '../../testing/erasure.js';
 import { verifyAuditChains } from '../audit/index.js';
 
 forEachDialect('imports', (dialect) => {
-  const t = useTestApp(dialect);
+  // Batches of 1,000 records, so that files of a few thousand cross batch boundaries (the default is 10,000).
+  const t = useTestApp(dialect, { importBatch: 1_000 });
   const owner = useOwner(t);
 
   const upload = (project: string, body: string | Buffer, query = '', contentType = 'application/x-ndjson') =>
@@ -334,13 +335,13 @@ forEachDialect('imports', (dialect) => {
     { id: 'r2', memory: 'raced two', user_id: 'dana' },
   ]);
   /** An import recorded as POST /imports records it, but with no job queued: the test runs its job. */
-  const unqueuedImport = async (slug: string) => {
+  const unqueuedImport = async (slug: string, body = twoRecords) => {
     const project = (await createProject(t.database.db, { organizationId: t.organizationId, name: slug, slug })).id;
     const key = `${project}/imports/upload-${slug}`;
     await t.services.blobs.put(
       key,
       (async function* () {
-        yield Buffer.from(twoRecords);
+        yield Buffer.from(body);
       })(),
     );
     const now = new Date().toISOString();
@@ -353,7 +354,7 @@ forEachDialect('imports', (dialect) => {
         status: 'queued',
         format: 'auto',
         blob_key: key,
-        bytes_total: Buffer.byteLength(twoRecords),
+        bytes_total: Buffer.byteLength(body),
         created_at: now,
         updated_at: now,
       })
@@ -361,10 +362,11 @@ forEachDialect('imports', (dialect) => {
       .executeTakeFirstOrThrow();
     return { id: row.id, project, key };
   };
-  const runJob = (id: number, progress: () => Promise<void> = async () => {}) =>
+  const runJob = (id: number, progress: () => Promise<void> = async () => {}, recordsPerBatch = 1_000) =>
     importJob(
       t.database,
       t.services.blobs,
+      recordsPerBatch,
     )({ id: 0, projectId: null, payload: { importId: id }, attempt: 1, finalAttempt: false, progress });
   const cancel = (id: number, project: string) =>
     t.call('POST', `/imports/${id}/cancel`, { token: owner.token, project });
@@ -403,6 +405,38 @@ forEachDialect('imports', (dialect) => {
       memories: 0,
     });
     expect(state.import.error.message).toMatch(/uploaded file is gone/);
+  });
+
+  it("a batch of 10,000 records across 40 end users (SQLite takes them in statements of 1,000) lands whole, each end user's memories in file order, with its history; again, all are skipped", async () => {
+    const records = Array.from({ length: 10_000 }, (_, n) => ({
+      id: `b${n}`,
+      memory: `big ${n}`,
+      user_id: `user-${n % 40}`,
+    }));
+    const { id, project, key } = await unqueuedImport('big-batch', JSON.stringify(records));
+    expect(await runJob(id, undefined, 10_000)).toMatchObject({ done: 10_000, created: 10_000, skipped: 0 });
+    // Each end user's memories in file order (a batch's rows go owner by owner).
+    const byUser = (rows: Array<{ end_user_id: string; text: string }>) =>
+      rows.map((m) => `${m.end_user_id}:${m.text}`).sort((x, y) => x.localeCompare(y, 'en', { numeric: true }));
+    expect(byUser(await memoriesOf(project))).toEqual(
+      byUser(records.map((r) => ({ end_user_id: r.user_id, text: r.memory }))),
+    );
+    const user7 = (await memoriesOf(project)).filter((m) => m.end_user_id === 'user-7').map((m) => m.text);
+    expect(user7).toEqual(records.filter((r) => r.user_id === 'user-7').map((r) => r.memory));
+    const history = await t.database.db
+      .selectFrom('memory_history')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('project_id', '=', project)
+      .where('action', '=', 'create')
+      .executeTakeFirstOrThrow();
+    expect(Number(history.n)).toBe(10_000);
+    expect(await stateOf(id, project, key)).toMatchObject({ import: { status: 'completed', created: 10_000 } });
+
+    // The same file again: every record a duplicate of its end user's memory, skipped owner by owner.
+    const again = await unqueuedImport('big-batch-again', JSON.stringify(records));
+    await t.database.db.updateTable('imports').set({ project_id: project }).where('id', '=', again.id).execute();
+    expect(await runJob(again.id, undefined, 10_000)).toMatchObject({ created: 0, skipped: 10_000 });
+    expect(await memoriesOf(project)).toHaveLength(10_000);
   });
 
   it('a cancel while the import records its last batch stands: the job does not finish it over, and deletes the file', async () => {

@@ -22,7 +22,7 @@ import type { ImportView } from './schemas.js';
  */
 
 export const IMPORT_JOB = 'imports.run';
-const BATCH = 1000;
+const RELATIONS_PER_CALL = 1000;
 const SYSTEM = { type: 'system', id: null } as const;
 type ImportRow = Selectable<ImportsTable>;
 type Format = 'auto' | 'engram' | 'mem0';
@@ -288,7 +288,8 @@ async function fileText(blobs: BlobStore, key: string, counter: { bytes: number 
   return decoded(magic[0] === 0x1f && magic[1] === 0x8b ? pipeline(bytes, createGunzip(), () => {}) : bytes);
 }
 
-export function importJob(database: Database, blobs: BlobStore) {
+/** `recordsPerBatch`: the records a batch's transaction writes (config.importBatch). */
+export function importJob(database: Database, blobs: BlobStore, recordsPerBatch: number) {
   return async (job: JobContext) => {
     const id = job.payload.importId as number;
     const { db } = database;
@@ -337,8 +338,8 @@ export function importJob(database: Database, blobs: BlobStore) {
     const waiting: ImportedRelation[] = [];
     const totals = { done: 0, created: 0, skipped: 0, relationsCreated: 0, relationsSkipped: 0 };
     const link = async (relations: ImportedRelation[], last: boolean) => {
-      for (let start = 0; start < relations.length; start += BATCH) {
-        const chunk = relations.slice(start, start + BATCH);
+      for (let start = 0; start < relations.length; start += RELATIONS_PER_CALL) {
+        const chunk = relations.slice(start, start + RELATIONS_PER_CALL);
         (await importRelations(database, ctx, chunk)).forEach((outcome, i) => {
           if (outcome === 'created') totals.relationsCreated++;
           else if (outcome === 'existing' || last) totals.relationsSkipped++;
@@ -464,7 +465,7 @@ export function importJob(database: Database, blobs: BlobStore) {
             scanned.line,
           );
         }
-        if (batch.length === BATCH && !(await flush())) return stop();
+        if (batch.length === recordsPerBatch && !(await flush())) return stop();
       }
       if (!(await flush(true))) return stop();
       await finish({ status: 'completed' });

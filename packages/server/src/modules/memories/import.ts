@@ -1,7 +1,7 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import type { InputColumn } from '../../core/grouped-statements.js';
 import { write, type Effects, type WriteContext } from '../../core/unit-of-work.js';
-import { encodeJson, isUniqueViolation, type Database } from '../../store/database.js';
+import { encodeJson, isUniqueViolation, postgresArray, type Database } from '../../store/database.js';
 import type { DB } from '../../store/schema.js';
 import { DuplicateFound, retryingOnDuplicates, insertMemories, repeatsWithin } from './duplicates.js';
 import { viewOf, type MemoryRow, type Owner } from './feed.js';
@@ -22,6 +22,8 @@ import type { MemoryView } from './schemas.js';
 
 /** Importing memories of many end users in one transaction (POST /memory/import and the transfer CLI). */
 
+type OwnerItems = { owner: Owner; items: ImportedMemory[]; hashes: string[] };
+
 /**
  * The items of many owners in one INSERT, and their history in one more, for an import whose items
  * repeat none of one another: an import interleaves end users, so per owner it was one row a
@@ -34,7 +36,7 @@ async function insertAcrossOwners(
   trx: Transaction<DB>,
   ctx: WriteContext,
   effects: Effects,
-  owners: Array<{ owner: Owner; items: ImportedMemory[] }>,
+  owners: OwnerItems[],
 ): Promise<number> {
   const seqs =
     database.dialect === 'postgres'
@@ -47,25 +49,30 @@ async function insertAcrossOwners(
         );
   const rows: Array<Omit<MemoryRow, 'id'>> = [];
   const ownerOfRow: Owner[] = [];
-  owners.forEach(({ owner, items }, i) => {
-    for (const item of items) {
-      rows.push(memoryRow(database, owner, item, duplicateKey(item), seqs[i]!, effects.now));
+  owners.forEach(({ owner, items, hashes }, i) => {
+    for (const [j, item] of items.entries()) {
+      rows.push(memoryRow(database, owner, item, hashes[j]!, seqs[i]!, effects.now));
       ownerOfRow.push(owner);
     }
   });
-  let memories: MemoryView[];
   try {
-    memories =
-      database.dialect === 'postgres'
-        ? await insertedInOneStatement(trx, ctx, effects.now, rows)
-        : await insertedMemories(database, trx, rows, seqs[0]!);
+    if (database.dialect === 'postgres') {
+      emitCreated(effects, ownerOfRow, await insertedInOneStatement(trx, ctx, effects.now, rows));
+      return rows.length;
+    }
+    // SQLite binds at most 32,766 values a statement: a batch's rows go in statements of SQLITE_ROWS.
+    for (let start = 0; start < rows.length; start += SQLITE_ROWS) {
+      const end = Math.min(start + SQLITE_ROWS, rows.length);
+      const memories = await insertedMemories(database, trx, rows.slice(start, end), seqs[0]!);
+      recordCreated(trx, ctx, effects, ownerOfRow.slice(start, end), memories);
+    }
+    return rows.length;
   } catch (error) {
     throw isUniqueViolation(error) ? new DuplicateFound('a memory duplicates one its owner has') : error;
   }
-  if (database.dialect === 'postgres') emitCreated(effects, ownerOfRow, memories);
-  else recordCreated(trx, ctx, effects, ownerOfRow, memories);
-  return memories.length;
 }
+
+const SQLITE_ROWS = 1000;
 
 const HISTORY_CHANGES: InputColumn = ['history_changes', 'json'];
 const IMPORT_COLUMNS: readonly InputColumn[] = [...NEW_MEMORY_COLUMNS, HISTORY_CHANGES];
@@ -111,7 +118,7 @@ async function insertedInOneStatement(
     });
     columns[NEW_MEMORY_COLUMNS.length]![r] = encodeJson(createdChanges(views[r]!));
   });
-  const parameters = [...columns, now, ctx.actor.type, ctx.actor.id, ctx.requestId];
+  const parameters = [...columns.map(postgresArray), now, ctx.actor.type, ctx.actor.id, ctx.requestId];
   const { rows: landed } = await trx.executeQuery<{ id: number; ord: number }>(
     CompiledQuery.raw(IMPORT_STATEMENT, parameters),
   );
@@ -128,16 +135,18 @@ export async function importMemories(
   ctx: WriteContext,
   batch: Array<{ owner: Owner; item: ImportedMemory }>,
 ): Promise<{ created: number; skipped: number }> {
-  const groups = new Map<string, { owner: Owner; items: ImportedMemory[] }>();
+  const groups = new Map<string, OwnerItems>();
   for (const { owner, item } of batch) {
     checkContent(item);
     const key = JSON.stringify([owner.tenantId, owner.endUserId]);
-    const group = groups.get(key) ?? { owner, items: [] };
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { owner, items: [], hashes: [] }));
     group.items.push(item);
-    groups.set(key, group);
+    // Each item's duplicate key once (its text's normal form and hash were a tenth of an import's JavaScript, twice over).
+    group.hashes.push(duplicateKey(item));
   }
   const owners = [...groups.values()];
-  const repeats = owners.some(({ items }) => repeatsWithin(items, items.map(duplicateKey)));
+  const repeats = owners.some(({ items, hashes }) => repeatsWithin(items, hashes));
   return retryingOnDuplicates((duplicates) =>
     write(database, ctx, async (trx, effects) => {
       let created = 0;
@@ -151,18 +160,21 @@ export async function importMemories(
           effects.now,
         );
         for (const [i, { owner, items }] of owners.entries()) {
-          const outcomes = await insertMemories(
-            database,
-            trx,
-            ctx,
-            effects,
-            owner,
-            items,
-            'already_migrated',
-            duplicates,
-            seqs[i],
-          );
-          created += outcomes.filter((o) => 'created' in o).length;
+          // An owner's items in statements of at most SQLITE_ROWS, each seeing the ones before as the owner's memories.
+          for (let start = 0; start < items.length; start += SQLITE_ROWS) {
+            const outcomes = await insertMemories(
+              database,
+              trx,
+              ctx,
+              effects,
+              owner,
+              items.slice(start, start + SQLITE_ROWS),
+              'already_migrated',
+              duplicates,
+              seqs[i],
+            );
+            created += outcomes.filter((o) => 'created' in o).length;
+          }
         }
       }
       effects.audit('memory.import', { type: 'memory', id: null }, created === batch.length ? 'success' : 'partial');
