@@ -5,7 +5,7 @@ import { expect, it } from 'vitest';
 import { freshDatabaseConfig } from '../testing/harness.js';
 import { holdSqliteWriteLock } from '../testing/faults.js';
 import { until } from '../testing/until.js';
-import { openDatabase } from './database.js';
+import { openDatabase, postgresArray } from './database.js';
 import { LOCK_ATTEMPT_MS } from './sqlite-connection.js';
 import { LAST_IN_TRANSACTION, timestamptzToIso } from './postgres-connections.js';
 
@@ -86,6 +86,28 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
       expect((await database.db.transaction().execute((trx) => read(trx))).rows).toEqual([
         { id: 1, name: 'one', colour: null, size: null },
       ]);
+    } finally {
+      await database.close();
+      await fresh.drop();
+    }
+  },
+);
+
+it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
+  'postgresArray: PostgreSQL reads its literal back as the values given (quotes, backslashes, braces, NULL, empty)',
+  async () => {
+    const fresh = await freshDatabaseConfig('postgres');
+    const database = openDatabase(fresh.config);
+    try {
+      const texts = ['plain', 'say "hi"', 'back\\slash\\', '{a,b}', 'new\nline, comma', '', 'NULL', null, 'ünï 😀'];
+      const read = await sql<{ value: string | null }>`SELECT unnest(${postgresArray(texts)}::text[]) AS value`.execute(
+        database.db,
+      );
+      expect(read.rows.map((r) => r.value)).toEqual(texts);
+      const numbers = await sql<{
+        value: number;
+      }>`SELECT unnest(${postgresArray([0.5, 1e-7, -3])}::float8[]) AS value`.execute(database.db);
+      expect(numbers.rows.map((r) => r.value)).toEqual([0.5, 1e-7, -3]);
     } finally {
       await database.close();
       await fresh.drop();
