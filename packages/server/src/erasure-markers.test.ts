@@ -316,6 +316,8 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
         'memories.text',
         'memories.speaker',
         'uploaded_files.name',
+        // The exports' artifacts, deflated in the database blob store: the search reads them inflated.
+        'blob_chunks.data',
         'webhook_attempts.response_body',
         'connector_objects.title',
         'memory_model_facts.facts',

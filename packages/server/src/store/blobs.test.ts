@@ -106,6 +106,44 @@ forEachDialect('blob store in the database', (dialect) => {
       .execute();
     expect(rows.map((r) => r.n)).toEqual([0, 1, 2]);
   });
+
+  it('stores a chunk deflated when that makes it smaller, and reads it back whole and by range', async () => {
+    const store = new DatabaseBlobStore(database, chunk);
+    const lines = Buffer.from(
+      Array.from({ length: 4000 }, (_, n) => `{"id":${n},"text":"memory ${n} of the user"}\n`).join(''),
+    ).subarray(0, chunk * 2);
+    const noise = randomBytes(chunk * 1.5);
+    const data = Buffer.concat([lines, noise]);
+    expect(await store.put('p3/mixed', pieces(data))).toEqual({ size: data.length, sha256: sha(data) });
+    const rows = await database.db
+      .selectFrom('blob_chunks')
+      .select(['n', 'deflated', (eb) => eb.fn('length', ['data']).as('stored')])
+      .where('key', '=', 'p3/mixed')
+      .orderBy('n')
+      .execute();
+    // The JSON lines' chunks deflated to a fraction; random bytes, which deflate makes larger, as they came.
+    expect(rows.map((r) => Boolean(r.deflated))).toEqual([true, true, false, false]);
+    expect(Number(rows[0]!.stored)).toBeLessThan(chunk / 4);
+    expect(Number(rows[2]!.stored)).toBe(chunk);
+    expect((await bytesOf(await store.get('p3/mixed'))).equals(data)).toBe(true);
+    for (const offset of [chunk - 7, chunk * 2 - 7]) {
+      const part = await bytesOf(await store.get('p3/mixed', { offset, length: chunk + 20 }));
+      expect(part.equals(data.subarray(offset, offset + chunk + 20)), String(offset)).toBe(true);
+    }
+  });
+
+  it('a put whose stream fails has written its last chunk before it rejects', async () => {
+    const store = new DatabaseBlobStore(database, chunk);
+    async function* failing() {
+      yield randomBytes(chunk * 3);
+      throw new Error('stream failed');
+    }
+    await expect(store.put('p4/failed', failing())).rejects.toThrow('stream failed');
+    await store.delete('p4/failed');
+    expect(await database.db.selectFrom('blob_chunks').select('n').where('key', '=', 'p4/failed').execute()).toEqual(
+      [],
+    );
+  });
 });
 
 describe('blob store in S3 (local s3rver)', () => {

@@ -392,6 +392,8 @@ export interface BlobChunksTable {
   key: string;
   n: number;
   data: Buffer;
+  /** `data` is the chunk's bytes deflated (raw DEFLATE), stored so when that made them smaller. */
+  deflated: Generated<Bool>;
 }
 
 export interface UploadedFilesTable {

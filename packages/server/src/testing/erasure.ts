@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { gunzipSync, inflateRawSync } from 'node:zlib';
 import { sql } from 'kysely';
 import type { Database } from '../store/database.js';
 
@@ -26,9 +27,18 @@ async function tablesOf(database: Database): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
+/** The bytes as stored and, when they read as compressed (a deflated blob chunk, a gzip artifact), as they read. */
+function readings(bytes: Buffer): Buffer[] {
+  try {
+    return [bytes, bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : inflateRawSync(bytes)];
+  } catch {
+    return [bytes];
+  }
+}
+
 const holds = (value: unknown, needle: string): boolean => {
   if (value === null || value === undefined) return false;
-  if (Buffer.isBuffer(value)) return value.includes(needle);
+  if (Buffer.isBuffer(value)) return readings(value).some((bytes) => bytes.includes(needle));
   return (typeof value === 'string' ? value : JSON.stringify(value)).includes(needle);
 };
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { keysetPages, readKeysetPage } from '../../core/paging.js';
 import type { Database, Dialect, Executor } from '../../store/database.js';
-import { toMemory, unexpired } from './feed.js';
+import { toMemory, unexpired, VIEW_COLUMNS } from './feed.js';
 import type { MemoryView } from './schemas.js';
 
 /** Reading a project's memories out whole (the CLI's export and the export jobs), a keyset page at a time. */
@@ -73,9 +73,12 @@ export async function countForExport(database: Database, filter: ExportFilter): 
   return Number(row.n);
 }
 
+/** What an exported memory is made of, and no more: each column read is parsed again for every row. */
+const PORTABLE_COLUMNS = [...VIEW_COLUMNS, 'tenant_id', 'speaker'] as const;
+
 /** The statement of one keyset page of live memories matching `filter` with ids above `afterId`, in id order. */
 export const exportPageQuery = (db: Executor, dialect: Dialect, filter: ExportFilter, afterId: number, limit: number) =>
-  exportQuery({ db, dialect }, filter).selectAll().where('id', '>', afterId).orderBy('id').limit(limit);
+  exportQuery({ db, dialect }, filter).select(PORTABLE_COLUMNS).where('id', '>', afterId).orderBy('id').limit(limit);
 
 /** One keyset page of live memories matching `filter` with ids above `afterId`, in id order. */
 export async function exportPage(

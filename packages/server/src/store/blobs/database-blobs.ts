@@ -1,14 +1,21 @@
 import { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { deflateRaw, inflateRaw } from 'node:zlib';
 import type { BlobInfo, BlobStore, ByteRange } from '../blobs.js';
 import { nowIso, type Database } from '../database.js';
 import { fixedPieces, sha256 } from './hashing.js';
 
 const CHUNK_BYTES = 1024 * 1024;
+const deflate = promisify(deflateRaw);
+const inflate = promisify(inflateRaw);
 
 /**
  * Blobs in the database, in 1 MiB chunks (`blob_chunks`), listed in `blobs` once complete. Each
  * chunk is its own short statement, so a long upload never holds a write transaction open (on
- * SQLite that would stall every other writer). This store owns both tables.
+ * SQLite that would stall every other writer). A chunk is stored deflated when that makes it smaller
+ * (an export's plain JSON lines, to a tenth): sent to PostgreSQL as it came, 40 MB of them cost the
+ * process 0.3 s of socket writes and the database 0.55 s of its own compression. Deflating runs on
+ * libuv's threads, and one chunk is written while the next is read and deflated. This store owns both tables.
  */
 export class DatabaseBlobStore implements BlobStore {
   constructor(
@@ -22,9 +29,23 @@ export class DatabaseBlobStore implements BlobStore {
     const hash = sha256();
     let size = 0;
     let n = 0;
-    for await (const piece of fixedPieces(body, this.chunkBytes, hash)) {
-      await db.insertInto('blob_chunks').values({ key, n: n++, data: piece }).execute();
-      size += piece.length;
+    let writing: Promise<unknown> = Promise.resolve();
+    try {
+      for await (const piece of fixedPieces(body, this.chunkBytes, hash)) {
+        const deflated = await deflate(piece, { level: 1 });
+        const stored = deflated.length < piece.length ? deflated : piece;
+        await writing;
+        writing = db
+          .insertInto('blob_chunks')
+          .values({ key, n: n++, data: stored, deflated: this.database.bool(stored === deflated) })
+          .execute();
+        // Awaited before the next chunk or in finally; until then its failure is no unhandled rejection.
+        writing.catch(() => {});
+        size += piece.length;
+      }
+    } finally {
+      // No chunk lands after put has ended (a caller deleting the key on an error must find them all).
+      await writing;
     }
     const info = { size, sha256: hash.digest('hex') };
     await db
@@ -48,12 +69,12 @@ export class DatabaseBlobStore implements BlobStore {
       for (let n = Math.floor(range.offset / blob!.chunk_bytes); n * blob!.chunk_bytes < end; n++) {
         const row = await db
           .selectFrom('blob_chunks')
-          .select('data')
+          .select(['data', 'deflated'])
           .where('key', '=', key)
           .where('n', '=', n)
           .executeTakeFirstOrThrow();
         const start = n * blob!.chunk_bytes;
-        const data = Buffer.from(row.data);
+        const data = row.deflated ? await inflate(row.data) : Buffer.from(row.data);
         yield data.subarray(Math.max(0, range.offset - start), Math.min(data.length, end - start));
       }
     }
