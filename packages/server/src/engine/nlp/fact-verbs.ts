@@ -485,8 +485,14 @@ export function verbFacts(
     if (rest[j]?.key === 'my' && rest[j + 1]?.key === 'job') j += 2;
     if (rest[j]?.key === 'at' || rest[j]?.key === 'with') j++;
     const m = mentionAt.get(at(j)) ?? mentionAt.get(at(j + 1));
-    if (placeLike(m)) emit(owner, FACT_RELATIONS.livesIn, conceptRef(m!.name, 'place'), true);
-    else if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), true);
+    // A name the entity rules could not type ("I left Siemens", "I quit Globex") is a home or a workplace left: the
+    // denial ends whichever was stated; one quits a job, never a town.
+    if (placeLike(m) && (m!.type === 'place' || v !== 'quit'))
+      emit(owner, FACT_RELATIONS.livesIn, conceptRef(m!.name, 'place'), true);
+    if (placeLike(m) && m!.type !== 'place')
+      emit(owner, FACT_RELATIONS.worksAt, conceptRef(m!.name, 'organization'), true);
+    if (placeLike(m)) return;
+    if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), true);
     else if (rest[j] && rest[j]!.key !== 'job') {
       const p = phrase(rest, j, 3);
       if (p.words.length && !PRONOUNS.has(p.words[0]!.key) && !ADVERBS.has(p.words[0]!.key)) {

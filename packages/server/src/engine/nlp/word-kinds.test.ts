@@ -3,27 +3,9 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { deriveKnowledge } from '../../modules/intelligence/knowledge.js';
-import { DEFAULT_ONTOLOGY, Extractor } from './index.js';
+import { conflicting, factsOf as facts } from '../../testing/fact-reading.js';
 import { tokenizeWithOffsets } from './tokens.js';
 import { nounIs, verbClassAt } from './word-kinds.js';
-
-const extractor = new Extractor(DEFAULT_ONTOLOGY);
-const facts = (text: string) =>
-  extractor
-    .extract(text, null)
-    .relations.map((r) => `${r.relation}${r.negated ? '!' : ''}=${r.object.name.toLowerCase()}`);
-const conflicting = (older: string, newer: string) =>
-  deriveKnowledge(
-    [older, newer].map((text, i) => ({
-      id: i + 1,
-      createdAt: `2024-0${i + 1}-01T00:00:00.000Z`,
-      supersededBy: null,
-      isSummary: false,
-      extraction: extractor.extract(text, null),
-    })),
-    'user',
-  ).conflicts.length > 0;
 
 describe('the lexicon of kinds (WordNet)', () => {
   it('is the file the generator writes from WordNet', () => {

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { conflicting, factsOf as facts } from '../../testing/fact-reading.js';
+
+describe('frames around a stated fact', () => {
+  it('reads the clause a question, a report or a date frames as it reads the clause bare', () => {
+    expect(facts('Did I tell you I sold the van?')).toContain('has!=van');
+    expect(facts('You know we moved to Austin, right?')).toContain('lives_in=austin');
+    expect(facts('My physio says I have to quit running.')).not.toContain('does=run');
+    expect(facts('I told my landlord that I live in Ottawa now.')).toContain('lives_in=ottawa');
+    expect(facts("It's been a year since I gave away my hamster.")).toContain('has!=hamster');
+    expect(conflicting('I work at Intel.', "It's been six months since I left Intel.")).toBe(true);
+    expect(conflicting("I'm vegetarian.", "Did I tell you I'm not vegetarian anymore?")).toBe(true);
+    // A denied frame is no statement, and a report about someone else stays theirs.
+    expect(facts('I never said I sold the van.')).not.toContain('has!=van');
+    expect(conflicting('I work at Honda.', 'Did you know my cousin works at Toyota?')).toBe(false);
+  });
+
+  it('puts a passive loss, the end user as the object and a former partner in the rules shape', () => {
+    expect(facts('The kayak was sold last month.')).toContain('has!=kayak');
+    expect(facts('My iPad got stolen on the train.')).toContain('has!=ipad');
+    expect(facts('The kayak was sold by my brother.')).not.toContain('has!=kayak');
+    expect(conflicting('I work at Asda.', 'Asda let me go last week.')).toBe(true);
+    expect(conflicting("I'm dating Ali.", 'Ali dumped me.')).toBe(true);
+    expect(conflicting("I'm dating Rosa.", "I'm not with Rosa anymore.")).toBe(true);
+    expect(conflicting("I'm married to Hugo.", 'My ex-husband Hugo lives in Spain.')).toBe(true);
+    expect(conflicting('I work at Siemens.', 'I quit Siemens.')).toBe(true);
+    // The person who fired one is not the employer; a message left for one is no parting.
+    expect(facts('My boss fired me.')).not.toContain('works_at!=boss');
+    expect(conflicting("I'm dating Tom.", 'Tom left me a message.')).toBe(false);
+  });
+
+  it('reads kin named as a name and an ordinal birthday as an age', () => {
+    expect(conflicting('My mum is 60.', 'Mum turned 61 on Friday.')).toBe(true);
+    expect(conflicting("I'm 39.", 'I celebrated my 40th birthday last month.')).toBe(true);
+    expect(conflicting("I'm 39.", 'My mum is 61.')).toBe(false);
+  });
+});

@@ -1,0 +1,363 @@
+// Sentence frames around a stated fact (issue 53, session 9). People rarely state a change bare: they ask
+// ("Did I tell you I quit Siemens?"), report ("My doctor says I can't eat spicy food", "You know we're in
+// Idaho now, right?"), date it ("It's been a year since we moved to Bremen", "Now that I'm 65 ...") or put
+// it in the passive ("The boat was sold in the spring"). The fact rules read a clause from its subject, so
+// a frame hid the fact whatever its words. `unframed` removes the frame by shape (an auxiliary, a subject, a
+// verb that takes a clause, an optional hearer and "that", then a clause with a subject of its own) and
+// turns a thing's passive loss into the owner's active one, before the rules read the clause; the words of
+// the fact itself are untouched, so any wording the rules read bare is read framed too.
+import type { EntityMention } from './entities.js';
+import { NEGATORS, PARTNERS, SPOUSES } from './fact-words.js';
+import { keyOf, type Token } from './tokens.js';
+import { verbClassAt } from './word-kinds.js';
+
+/** Verbs that take a clause as their object ("say (that) ...", "tell you ...", "know ..."), by key. */
+const CLAUSE_VERBS = new Set([
+  'say',
+  'said',
+  'tell',
+  'told',
+  'mention',
+  'know',
+  'knew',
+  'hear',
+  'heard',
+  'think',
+  'thought',
+  'guess',
+  'believ',
+  'realis',
+  'realiz',
+  'rememb',
+  'forget',
+  'forgot',
+  'notic',
+  'admit',
+  'announc',
+  'explain',
+  'reckon',
+  'suppos',
+  'swear',
+  'swore',
+  'bet',
+  'find',
+  'found',
+  'learn',
+  'learnt',
+  'confirm',
+  'insist',
+  'claim',
+  'report',
+  'write',
+  'wrote',
+  'text',
+  'email',
+]);
+/** Auxiliaries that open a question about a frame ("Did I tell you", "Have I mentioned", "Do you know"). */
+const QUESTION_AUX = new Set(['do', 'did', 'have', 'had', 'can', 'could']);
+/** Who speaks or knows in a frame: a pronoun, one's relation ("my doctor"), or a name (a person mention). */
+const FRAME_SUBJECTS = new Set(['i', 'you', 'we', 'he', 'she', 'they', 'everyon', 'everybodi', 'peopl']);
+const POSSESSIVES = new Set(['my', 'our', 'his', 'her', 'their', 'your']);
+/** Who a clause may be told to: "tell you", "told my boss". */
+const HEARERS = new Set(['you', 'me', 'him', 'her', 'them', 'us', 'everyon', 'everybodi']);
+/** Adverbs a frame may carry ("I just found out", "Did I ever tell you", "my mum keeps saying"). */
+const FRAME_ADVERBS = new Set(['ever', 'alreadi', 'just', 'even', 'final', 'alway', 'keep', 'also', 'onli']);
+/** Subjects an embedded clause opens with. */
+const CLAUSE_SUBJECTS = new Set(['i', 'we', 'he', 'she', 'they', 'my', 'our', 'his', 'her', 'their']);
+
+/** Tokens put in place of the tokens [from, to): a rewritten clause. */
+interface Rewrite {
+  from: number;
+  to: number;
+  tokens: Token[];
+}
+
+/** The tokens of a text with its frames removed and its clauses put in the rules' shape; mentions moved with them. */
+export function unframed(tokens: Token[], mentions: EntityMention[]): { tokens: Token[]; mentions: EntityMention[] } {
+  const mentionAt = new Map(mentions.map((m) => [m.first, m]));
+  const rewrites: Rewrite[] = [];
+  let done = 0;
+  let embedded = -1;
+  for (let start = 0; start < tokens.length; start++) {
+    if (start < done || (start > 0 && start !== embedded && !opensClause(tokens[start - 1]!))) continue;
+    const frame = reportFrame(tokens, start, mentionAt) ?? sinceFrame(tokens, start);
+    const rewrite =
+      frame !== null
+        ? { from: start, to: frame, tokens: [] }
+        : (passiveLoss(tokens, start) ?? patientSelf(tokens, start, mentionAt) ?? beingWith(tokens, start, mentionAt));
+    if (!rewrite) continue;
+    rewrites.push(rewrite);
+    done = rewrite.to;
+    // A frame removed leaves a clause the other shapes may still apply to ("Did I tell you the boat was sold?").
+    if (frame !== null) {
+      embedded = frame;
+      start = frame - 1;
+    }
+  }
+  for (let k = 0; k < tokens.length; k++) {
+    if (rewrites.some((r) => k >= r.from && k < r.to)) continue;
+    const kin = bareKin(tokens, k) ?? ordinalBirthday(tokens, k) ?? formerPartner(tokens, k);
+    if (kin) rewrites.push(kin);
+  }
+  if (!rewrites.length) return { tokens, mentions };
+  rewrites.sort((a, b) => a.from - b.from || a.to - b.to);
+  const out: Token[] = [];
+  let k = 0;
+  for (const r of rewrites) {
+    if (r.from < k) continue;
+    out.push(...tokens.slice(k, r.from), ...r.tokens);
+    k = r.to;
+  }
+  out.push(...tokens.slice(k));
+  // A mention keeps its tokens where they still stand together; one a rewrite broke up is dropped.
+  const at = new Map(out.map((t, i) => [t, i]));
+  const moved = mentions.flatMap((m) => {
+    const first = at.get(tokens[m.first]!);
+    const last = at.get(tokens[m.last - 1]!);
+    return first !== undefined && last === first + m.last - 1 - m.first ? [{ ...m, first, last: last + 1 }] : [];
+  });
+  return { tokens: out, mentions: moved };
+}
+
+const opensClause = (t: Token) => (t.punct ? ['.', '!', '?', ',', ';', ':'].includes(t.text) : t.key === 'and');
+
+/**
+ * "Did I tell you (that) ...", "You know ...", "My doctor says ...", "I told my boss that ...": the index of the
+ * embedded clause's first token, or null. The frame must not be denied ("I never said I moved"), and the clause
+ * after it must open with a subject of its own.
+ */
+function reportFrame(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): number | null {
+  let i = start;
+  if (QUESTION_AUX.has(tokens[i]?.key ?? '')) i++;
+  const subjectEnd = frameSubject(tokens, i, mentionAt);
+  if (subjectEnd === null) return null;
+  i = subjectEnd;
+  while (FRAME_ADVERBS.has(tokens[i]?.key ?? '')) i++;
+  const verb = tokens[i];
+  if (
+    !verb ||
+    !CLAUSE_VERBS.has(verb.key) ||
+    tokens.slice(start, i).some((t) => NEGATORS.has(t.key) || t.key === "n't")
+  )
+    return null;
+  i++;
+  // "find out", "tell you", "told my boss", "said to me".
+  if (tokens[i]?.key === 'out') i++;
+  if (tokens[i]?.key === 'to' && HEARERS.has(tokens[i + 1]?.key ?? '')) i += 2;
+  else if (HEARERS.has(tokens[i]?.key ?? '') && tokens[i + 1]?.key !== 'that' && !opensEmbedded(tokens, i, mentionAt))
+    i++;
+  else if (POSSESSIVES.has(tokens[i]?.lower ?? '') && tokens[i + 2]?.key === 'that') i += 2;
+  if (HEARERS.has(tokens[i]?.key ?? '') && tokens[i + 1]?.key === 'that') i++;
+  if (tokens[i]?.key === 'that') i++;
+  return opensEmbedded(tokens, i, mentionAt) ? i : null;
+}
+
+/** A frame's subject ending at the returned index: a pronoun, "my doctor", "my wife's friend", a named person. */
+function frameSubject(tokens: Token[], i: number, mentionAt: Map<number, EntityMention>): number | null {
+  const t = tokens[i];
+  if (!t) return null;
+  if (FRAME_SUBJECTS.has(t.key)) return i + 1;
+  if (POSSESSIVES.has(t.lower) && tokens[i + 1] && !tokens[i + 1]!.punct) return i + 2;
+  const m = mentionAt.get(i);
+  return m?.type === 'person' ? m.last : null;
+}
+
+/** Whether a clause with a subject of its own opens at `i` ("I ...", "my son ...", "Carl and I ..."). */
+function opensEmbedded(tokens: Token[], i: number, mentionAt: Map<number, EntityMention>): boolean {
+  const t = tokens[i];
+  if (!t || t.punct) return false;
+  if (CLAUSE_SUBJECTS.has(t.lower)) return true;
+  // "the boat was sold": a thing as the subject of a passive.
+  if (t.lower === 'the' && tokens.slice(i + 2, i + 4).some((w) => w.key === 'be' || w.key === 'get')) return true;
+  const m = mentionAt.get(i);
+  return !!m && (m.type === 'person' || (t.capitalized && tokens[m.last]?.key === 'be'));
+}
+
+/** "It's been a year since we moved", "Ever since I left", "Now that I'm 65": where the dated clause starts. */
+function sinceFrame(tokens: Token[], start: number): number | null {
+  const at = (k: number) => tokens[start + k]?.key;
+  let since = -1;
+  if (at(0) === 'ever' && at(1) === 'sinc') since = 1;
+  else if (at(0) === 'now' && at(1) === 'that') since = 1;
+  else if (at(0) === 'it' && ['be', 'have', "'s"].includes(at(1) ?? '')) {
+    // "It's been (over) two years since", "It has been a while since".
+    for (let k = 2; k < 8 && start + k < tokens.length; k++) {
+      const t = tokens[start + k]!;
+      if (t.punct) break;
+      if (t.key === 'sinc') {
+        since = k;
+        break;
+      }
+    }
+  }
+  if (since < 0) return null;
+  const next = tokens[start + since + 1];
+  return next && CLAUSE_SUBJECTS.has(next.lower) ? start + since + 1 : null;
+}
+
+/**
+ * "(My / The / Our) boat was sold", "the piano got given away": a thing's passive loss, read as its owner's
+ * active one ("I sold my boat"); "was stolen" as lost. Only a verb whose class ends a possession, and only when
+ * no agent but the owner is named ("was sold by my brother" is someone else's doing and stays unread).
+ */
+function passiveLoss(tokens: Token[], start: number): Rewrite | null {
+  const owner = tokens[start];
+  if (!owner || !['my', 'our', 'the'].includes(owner.lower)) return null;
+  let be = start + 1;
+  while (be < tokens.length && be <= start + 3 && !['be', 'get'].includes(tokens[be]!.key)) {
+    if (tokens[be]!.punct) return null;
+    be++;
+  }
+  if (be === start + 1 || (tokens[be]?.key !== 'be' && tokens[be]?.key !== 'get')) return null;
+  const rest = tokens.slice(be + 1);
+  const stolen = rest[0]?.lower === 'stolen';
+  const verb = stolen ? null : verbClassAt(rest);
+  if (!stolen && verb?.kind !== 'possession_end') return null;
+  const span = stolen ? 1 : verb!.span;
+  if (rest[span]?.key === 'by') return null;
+  const we = owner.lower === 'our';
+  // "I sold my boat" for "The boat was sold": the owner, the verb phrase, the thing.
+  return {
+    from: start,
+    to: be + 1 + span,
+    tokens: [
+      word(owner, we ? 'we' : 'i'),
+      ...(stolen ? [word(rest[0]!, 'lost')] : rest.slice(0, span)),
+      word(owner, we ? 'our' : 'my'),
+      ...tokens.slice(start + 1, be),
+    ],
+  };
+}
+
+/** A word put in by a rewrite, at the place of the token it stands for. */
+const word = (at: Token, lower: string): Token => ({
+  ...at,
+  lower,
+  text: lower,
+  key: keyOf(lower),
+  capitalized: false,
+  punct: false,
+});
+
+/** Verbs whose object is the partner left ("Ali dumped me", "she left me"), read as the couple parting. */
+const LEAVE_PARTNER = new Set(['dump', 'ditch', 'leav', 'left']);
+/** What may follow "me" when the clause ends there ("Tesco let me go last week", "Ali dumped me."). */
+const AFTER_OBJECT = new Set(['go', 'off', 'on', 'last', 'in', 'at', 'after', 'this', 'yesterday', 'for', 'recent']);
+
+/**
+ * "Tesco let me go", "the bank laid me off", "Acme hired me", "Ali dumped me", "Chris broke up with me": the end
+ * user as the object, read as the rules read it with the end user as the subject ("I was let go by Tesco", "Ali
+ * and I split up"). The agent must be named or one's own ("my boss"), so a story about others stays unread.
+ */
+function patientSelf(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): Rewrite | null {
+  const first = tokens[start];
+  if (!first) return null;
+  const m = mentionAt.get(start);
+  const agentEnd =
+    m && (m.type === 'person' || m.type === 'organization')
+      ? m.last
+      : ['my', 'the'].includes(first.lower) && tokens[start + 1] && !tokens[start + 1]!.punct
+        ? start + 2
+        : first.capitalized && !m && !CLAUSE_SUBJECTS.has(first.lower) && !FRAME_SUBJECTS.has(first.key)
+          ? start + 1
+          : null;
+  if (agentEnd === null) return null;
+  let v = agentEnd;
+  while (FRAME_ADVERBS.has(tokens[v]?.key ?? '')) v++;
+  const verb = tokens[v];
+  if (!verb || verb.punct) return null;
+  // "broke up with me": the particles between the verb and "with me".
+  let me = v + 1;
+  while (me <= v + 2 && tokens[me] && ['up', 'off', 'with'].includes(tokens[me]!.key)) me++;
+  if (tokens[me]?.lower !== 'me') return null;
+  const particle = tokens[me + 1] && ['go', 'off', 'on'].includes(tokens[me + 1]!.key) ? [tokens[me + 1]!] : [];
+  const end = me + 1 + particle.length;
+  const next = tokens[end];
+  if (next && !next.punct && !AFTER_OBJECT.has(next.key)) return null;
+  const agent = tokens.slice(start, agentEnd);
+  const phrase = [verb, ...tokens.slice(v + 1, me).filter((t) => t.key !== 'with'), ...particle];
+  const kind = verbClassAt(phrase)?.kind;
+  if (kind === 'relationship_end' || LEAVE_PARTNER.has(verb.key))
+    return {
+      from: start,
+      to: end,
+      tokens: [...agent, word(verb, 'and'), word(verb, 'i'), word(verb, 'split'), word(verb, 'up')],
+    };
+  if (kind !== 'job_end' && kind !== 'job_start' && !['let', 'fire', 'sack'].includes(verb.key)) return null;
+  // A person who fired or hired one ("my boss", "Tom") is not the employer: the agent is named only when it is not one.
+  const employer = m?.type !== 'person' && !(first.lower === 'my' && tokens[start + 1]!.key !== 'compani');
+  const by = employer ? [word(verb, 'by'), ...agent] : [];
+  return { from: start, to: end, tokens: [word(verb, 'i'), word(verb, 'was'), ...phrase, ...by] };
+}
+
+/** "I'm (not) with Kai (anymore)": a partner, read as "dating". */
+function beingWith(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): Rewrite | null {
+  if (!['i', 'we'].includes(tokens[start]?.lower ?? '') || tokens[start + 1]?.key !== 'be') return null;
+  let w = start + 2;
+  while (w < start + 5 && tokens[w] && ['not', "n't", 'still', 'no', 'longer', 'now'].includes(tokens[w]!.key)) w++;
+  const person = mentionAt.get(w + 1);
+  if (tokens[w]?.key !== 'with' || person?.type !== 'person') return null;
+  const next = tokens[person.last];
+  if (next && !next.punct && !['anymor', 'now', 'for', 'sinc', 'these'].includes(next.key)) return null;
+  return { from: w, to: w + 1, tokens: [word(tokens[w]!, 'dating')] };
+}
+
+/** Kin named as a name ("Mum turned 61", "Dad is 70"): one's own ("my mum"). */
+const KIN_NAMES = new Set([
+  'mum',
+  'mom',
+  'mummi',
+  'mommi',
+  'dad',
+  'daddi',
+  'grandma',
+  'grandpa',
+  'granni',
+  'nan',
+  'nana',
+  'grandad',
+  'granddad',
+]);
+function bareKin(tokens: Token[], k: number): Rewrite | null {
+  const t = tokens[k]!;
+  if (!t.capitalized || !KIN_NAMES.has(t.key) || (k > 0 && !tokens[k - 1]!.punct && tokens[k - 1]!.key !== 'and'))
+    return null;
+  return { from: k, to: k + 1, tokens: [word(t, 'my'), word(t, t.lower)] };
+}
+
+const ORDINAL_WORDS = new Map(
+  'first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth fortieth fiftieth sixtieth seventieth eightieth ninetieth hundredth'
+    .split(' ')
+    .map((w, i) => [w, i < 20 ? i + 1 : i === 27 ? 100 : (i - 17) * 10]),
+);
+
+/** "I celebrated my 40th birthday", "Mel had her sixth birthday": the owner turned that age. */
+function ordinalBirthday(tokens: Token[], k: number): Rewrite | null {
+  const owner = tokens[k]!;
+  if (!['my', 'our'].includes(owner.lower) || tokens[k + 2]?.key !== 'birthday') return null;
+  const ordinal = tokens[k + 1]!.lower;
+  const age = /^\d+(st|nd|rd|th)$/.test(ordinal) ? Number.parseInt(ordinal, 10) : ORDINAL_WORDS.get(ordinal);
+  if (!age) return null;
+  // The clause's verb ("celebrated", "had") and the owner become "I turned N".
+  let verb = k - 1;
+  while (verb >= 0 && !tokens[verb]!.punct && tokens[verb]!.lower !== 'i') verb--;
+  if (tokens[verb]?.lower !== 'i') return null;
+  return { from: verb, to: k + 3, tokens: [tokens[verb]!, word(owner, 'turned'), word(owner, String(age))] };
+}
+
+/** "my ex-wife Maria", "my ex husband": the couple parted, said before the sentence ("my wife and I split up"). */
+function formerPartner(tokens: Token[], k: number): Rewrite | null {
+  const t = tokens[k]!;
+  const joined = /^ex-?(.+)$/.exec(t.lower)?.[1];
+  const role = joined ?? (t.lower === 'ex' ? tokens[k + 1]?.lower : undefined);
+  if (!role || !['my', 'our'].includes(tokens[k - 1]?.lower ?? '')) return null;
+  const key = keyOf(role);
+  if (!SPOUSES.has(key) && !PARTNERS.has(key) && !PARTNERS.has(role)) return null;
+  let sentence = k - 1;
+  while (sentence > 0 && !['.', '!', '?'].includes(tokens[sentence - 1]!.text)) sentence--;
+  return {
+    from: sentence,
+    to: sentence,
+    tokens: ['my', role, 'and', 'i', 'split', 'up', ','].map((w) => word(t, w)),
+  };
+}
