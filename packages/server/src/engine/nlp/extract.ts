@@ -4,6 +4,7 @@ import { findEntities, type CustomNames, type EntityMention } from './entities.j
 import { FAVORITE_PREFIX, type Ontology, type RelationTypeDef } from './ontology.js';
 import { keyOf, tokenizeWithOffsets, type Token } from './tokens.js';
 import { favoriteKind, HEDGES, PHRASE_ENDS, speaksOfFuture } from './lexicon.js';
+import { unframed } from './fact-frames.js';
 import { personalFacts } from './facts.js';
 import { endedState } from './fact-phrases.js';
 
@@ -233,9 +234,11 @@ export class Extractor {
     const tokens = tokenizeWithOffsets(text);
     const mentions = findEntities(tokens, this.custom);
     const self: EntityRef = speaker ? { name: speaker, type: 'person' } : { name: SELF, type: 'person' };
-    const relations = this.relations(tokens, mentions, self);
+    // The cues and the fact rules read the clauses with their frames removed (fact-frames.ts); entities are the text's.
+    const read = unframed(tokens, mentions);
+    const relations = this.relations(read.tokens, read.mentions, self);
     const seen = new Set(relations.map(factKey));
-    personalFacts(tokens, mentions, self, (subject, relation, object, negated, aspect, past) => {
+    personalFacts(read.tokens, read.mentions, self, (subject, relation, object, negated, aspect, past) => {
       const def = relation.startsWith(FAVORITE_PREFIX) ? this.favorites : this.byName.get(relation);
       if (!def || !object.name) return;
       const fact: RelationFact = {

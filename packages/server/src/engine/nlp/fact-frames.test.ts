@@ -34,4 +34,21 @@ describe('frames around a stated fact', () => {
     expect(conflicting("I'm 39.", 'I celebrated my 40th birthday last month.')).toBe(true);
     expect(conflicting("I'm 39.", 'My mum is 61.')).toBe(false);
   });
+
+  it('reads an aspect, a gerund subject, a cleft, "me and" and a pronoun for a thing given up', () => {
+    expect(facts('Basically I quit my job.')).toContain('works_as=unemployed');
+    expect(facts('I recently started working at Tesco.')).toContain('works_at=tesco');
+    expect(facts('We ended up moving to Leeds.')).toContain('lives_in=leeds');
+    expect(facts('I managed to sell my car.')).toContain('has!=car');
+    expect(facts('Moving to Leeds was the best decision.')).toContain('lives_in=leeds');
+    expect(facts('Moving to Leeds would be great.')).not.toContain('lives_in=leeds');
+    expect(facts('After I left Google, I joined a startup.')).toContain('works_at!=google');
+    expect(facts('Leeds is where I live now.')).toContain('lives_in=leeds');
+    expect(facts('Tesco is where I work now.')).toContain('works_at=tesco');
+    expect(facts('Me and my wife moved to Leeds.')).toContain('lives_in=leeds');
+    expect(conflicting('I have a piano.', 'I loved my old piano but I sold it last year.')).toBe(true);
+    // A past home stays past; an aspect before an object the rules read is left to them.
+    expect(facts('Chicago was home for years.')).toContain('lives_in!=chicago');
+    expect(facts("I've started dating a guy named Theo.")).toContain('partner=theo');
+  });
 });

@@ -9,7 +9,7 @@
 import type { EntityMention } from './entities.js';
 import { NEGATORS, PARTNERS, SPOUSES } from './fact-words.js';
 import { keyOf, type Token } from './tokens.js';
-import { verbClassAt } from './word-kinds.js';
+import { isKind, verbClassAt } from './word-kinds.js';
 
 /** Verbs that take a clause as their object ("say (that) ...", "tell you ...", "know ..."), by key. */
 const CLAUSE_VERBS = new Set([
@@ -70,6 +70,8 @@ interface Rewrite {
   from: number;
   to: number;
   tokens: Token[];
+  /** A name among `tokens` the entity rules did not find (at a sentence's start), with its type. */
+  named?: { tokens: Token[]; type: string };
 }
 
 /** The tokens of a text with its frames removed and its clauses put in the rules' shape; mentions moved with them. */
@@ -80,11 +82,18 @@ export function unframed(tokens: Token[], mentions: EntityMention[]): { tokens: 
   let embedded = -1;
   for (let start = 0; start < tokens.length; start++) {
     if (start < done || (start > 0 && start !== embedded && !opensClause(tokens[start - 1]!))) continue;
-    const frame = reportFrame(tokens, start, mentionAt) ?? sinceFrame(tokens, start);
+    const frame =
+      reportFrame(tokens, start, mentionAt) ?? sinceFrame(tokens, start) ?? leadingWord(tokens, start, mentionAt);
     const rewrite =
       frame !== null
-        ? { from: start, to: frame, tokens: [] }
-        : (passiveLoss(tokens, start) ?? patientSelf(tokens, start, mentionAt) ?? beingWith(tokens, start, mentionAt));
+        ? { from: start, to: frame, tokens: [], ...speakerSubject(tokens, start, frame, mentionAt) }
+        : (passiveLoss(tokens, start) ??
+          patientSelf(tokens, start, mentionAt) ??
+          beingWith(tokens, start, mentionAt) ??
+          aspectual(tokens, start, mentionAt) ??
+          gerundSubject(tokens, start) ??
+          cleft(tokens, start, mentionAt) ??
+          meAnd(tokens, start, mentionAt));
     if (!rewrite) continue;
     rewrites.push(rewrite);
     done = rewrite.to;
@@ -96,7 +105,8 @@ export function unframed(tokens: Token[], mentions: EntityMention[]): { tokens: 
   }
   for (let k = 0; k < tokens.length; k++) {
     if (rewrites.some((r) => k >= r.from && k < r.to)) continue;
-    const kin = bareKin(tokens, k) ?? ordinalBirthday(tokens, k) ?? formerPartner(tokens, k);
+    const kin =
+      bareKin(tokens, k) ?? ordinalBirthday(tokens, k) ?? formerPartner(tokens, k) ?? thingReferredTo(tokens, k);
     if (kin) rewrites.push(kin);
   }
   if (!rewrites.length) return { tokens, mentions };
@@ -116,6 +126,12 @@ export function unframed(tokens: Token[], mentions: EntityMention[]): { tokens: 
     const last = at.get(tokens[m.last - 1]!);
     return first !== undefined && last === first + m.last - 1 - m.first ? [{ ...m, first, last: last + 1 }] : [];
   });
+  for (const { named } of rewrites) {
+    const first = named && at.get(named.tokens[0]!);
+    if (first === undefined || moved.some((m) => m.first === first)) continue;
+    const text = named!.tokens.map((t) => t.text).join(' ');
+    moved.push({ text, name: text, type: named!.type, first, last: first + named!.tokens.length });
+  }
   return { tokens: out, mentions: moved };
 }
 
@@ -150,6 +166,13 @@ function reportFrame(tokens: Token[], start: number, mentionAt: Map<number, Enti
   if (HEARERS.has(tokens[i]?.key ?? '') && tokens[i + 1]?.key === 'that') i++;
   if (tokens[i]?.key === 'that') i++;
   return opensEmbedded(tokens, i, mentionAt) ? i : null;
+}
+
+/** "Mel said she loves pottery": the reported "he"/"she" is the person who said it, kept in its place. */
+function speakerSubject(tokens: Token[], start: number, embedded: number, mentionAt: Map<number, EntityMention>) {
+  const speaker = mentionAt.get(start) ?? mentionAt.get(start + 1);
+  if (speaker?.type !== 'person' || !['he', 'she'].includes(tokens[embedded]?.lower ?? '')) return {};
+  return { to: embedded + 1, tokens: tokens.slice(speaker.first, speaker.last) };
 }
 
 /** A frame's subject ending at the returned index: a pronoun, "my doctor", "my wife's friend", a named person. */
@@ -361,3 +384,162 @@ function formerPartner(tokens: Token[], k: number): Rewrite | null {
     tokens: ['my', role, 'and', 'i', 'split', 'up', ','].map((w) => word(t, w)),
   };
 }
+
+/** Words that open a clause without being part of it ("Basically I quit", "After I left Google", "Once we moved"). */
+const SUBORDINATORS = new Set(['after', 'befor', 'onc', 'until', 'sinc', 'anyway', 'actual', 'basic', 'plus', 'btw']);
+/** The clause after a sentence adverb or a subordinator of time, when a subject of its own follows it. */
+function leadingWord(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): number | null {
+  const t = tokens[start];
+  if (!t || t.punct || !(SUBORDINATORS.has(t.key) || /^[a-z]{4,}ly$/.test(t.lower))) return null;
+  return opensEmbedded(tokens, start + 1, mentionAt) ? start + 1 : null;
+}
+
+/** The clause's subject ending at the returned index: "I", "we", "my sister", a named person. */
+function clauseSubject(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): number | null {
+  const t = tokens[start];
+  if (!t) return null;
+  if (t.lower === 'i' || t.lower === 'we') return start + 1;
+  if ((t.lower === 'my' || t.lower === 'our') && tokens[start + 1] && !tokens[start + 1]!.punct) return start + 2;
+  const m = mentionAt.get(start);
+  return m?.type === 'person' ? m.last : null;
+}
+
+const PREPOSITIONS = new Set(['at', 'in', 'to', 'for', 'as', 'from', 'with', 'on']);
+/** A verb's -ing form read as the verb ("moving" as "move"): the rules compare keys. */
+const asVerb = (t: Token): Token => word(t, t.key);
+
+/**
+ * "I started working at Tesco", "we ended up moving to Leeds", "I managed to sell my car", "I went ahead and
+ * sold it": an aspect or an achievement around the verb; the verb is what happened.
+ */
+function aspectual(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): Rewrite | null {
+  const subject = clauseSubject(tokens, start, mentionAt);
+  if (subject === null) return null;
+  let a = subject;
+  while (['have', 'be', 'final', 'recent', 'just', 'eventu', 'alreadi'].includes(tokens[a]?.key ?? '')) a++;
+  const at = (k: number) => tokens[a + k]?.key ?? '';
+  const ing = (k: number) => /[a-z]ing$/.test(tokens[a + k]?.lower ?? '');
+  let verb = -1;
+  // An -ing verb only with a place or a role after it ("working at", "moving to"): "started dating Theo" the rules read.
+  const placed = (k: number) => ing(k) && PREPOSITIONS.has(at(k + 1));
+  if (['start', 'began', 'begun', 'begin'].includes(at(0)) && placed(1)) verb = 1;
+  else if (at(0) === 'end' && at(1) === 'up' && placed(2)) verb = 2;
+  else if (at(0) === 'manag' && at(1) === 'to') verb = 2;
+  else if (['went', 'go'].includes(at(0)) && at(1) === 'ahead' && at(2) === 'and') verb = 3;
+  if (verb < 0 || !tokens[a + verb] || tokens[a + verb]!.punct) return null;
+  const v = tokens[a + verb]!;
+  // The adverbs between go with the aspect ("I recently started working at" as "I work at").
+  return { from: subject, to: a + verb + 1, tokens: [ing(verb) ? asVerb(v) : v] };
+}
+
+/** "Moving to Leeds was the best decision", "Selling the car has been hard": the speaker's own change, done. */
+function gerundSubject(tokens: Token[], start: number): Rewrite | null {
+  const g = tokens[start];
+  if (!g || !/^[a-z]{2,}ing$/.test(g.lower)) return null;
+  let copula = start + 1;
+  while (copula < start + 7 && tokens[copula] && !tokens[copula]!.punct && tokens[copula]!.key !== 'be') copula++;
+  const be = tokens[copula];
+  // Done ("was", "has been"), not a general truth ("is hard") or a wish ("would be").
+  const done = be?.lower === 'was' || (be?.lower === 'been' && tokens[copula - 1]?.key === 'have');
+  if (!done || copula === start + 1) return null;
+  const end = be!.lower === 'been' ? copula - 1 : copula;
+  const verb = asVerb(g);
+  if (!verbClassAt([verb, ...tokens.slice(start + 1, end)]) && !CHANGE_VERBS.has(verb.key)) return null;
+  return { from: start, to: end, tokens: [word(g, 'i'), verb, ...tokens.slice(start + 1, end), word(g, ',')] };
+}
+/** Verbs of change the rules read by their own words. */
+const CHANGE_VERBS = new Set(['move', 'quit', 'sell', 'leav', 'stop', 'retir', 'marri', 'divorc', 'split', 'break']);
+
+/** "Leeds is where I live now", "Tesco is where I work", "Denver is home now": the place said first. */
+function cleft(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): Rewrite | null {
+  const first = tokens[start]!;
+  // A name at a sentence's start is often no mention: a place by the lexicon, else where one works.
+  const m =
+    mentionAt.get(start) ??
+    (first.capitalized
+      ? { first: start, last: start + 1, type: isKind(first.lower, 'place') ? 'place' : 'organization' }
+      : null);
+  if (!m || (m.type !== 'place' && m.type !== 'organization')) return null;
+  const name = tokens.slice(start, m.last);
+  let be = m.last;
+  if (tokens[be]?.key === 'have' && tokens[be + 1]?.key === 'be') be++;
+  // Now ("is", "has been"), not once ("was home for years").
+  if (!['is', "'s", 'been'].includes(tokens[be]?.lower ?? '')) return null;
+  const named = mentionAt.has(start) ? {} : { named: { tokens: name, type: m.type } };
+  const after = tokens[be + 1];
+  if (after?.key === 'home' && m.type === 'place')
+    return {
+      from: start,
+      to: be + 2,
+      tokens: [word(after, 'i'), word(after, 'live'), word(after, 'in'), ...name],
+      ...named,
+    };
+  if (after?.key !== 'where' || !['i', 'we'].includes(tokens[be + 2]?.lower ?? '')) return null;
+  let verb = be + 3;
+  while (['have', 'be', "'ve", 'been'].includes(tokens[verb]?.key ?? '')) verb++;
+  if (!tokens[verb] || tokens[verb]!.punct) return null;
+  const link = m.type === 'place' ? 'in' : 'at';
+  return {
+    from: start,
+    to: verb + 1,
+    tokens: [...tokens.slice(be + 2, verb + 1), word(after, link), ...name],
+    ...named,
+  };
+}
+
+/** "Me and my wife moved to Leeds", "me and Tom split up": the speaker among the subjects, said as "my wife and I". */
+function meAnd(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): Rewrite | null {
+  if (tokens[start]?.lower !== 'me' || tokens[start + 1]?.key !== 'and') return null;
+  const other = clauseSubject(tokens, start + 2, mentionAt);
+  if (other === null || tokens[start + 2]?.lower === 'i') return null;
+  return {
+    from: start,
+    to: other,
+    tokens: [...tokens.slice(start + 2, other), tokens[start + 1]!, word(tokens[start]!, 'i')],
+  };
+}
+
+const OBJECT_PRONOUNS = new Set(['it', 'them', 'him', 'her']);
+/**
+ * "I loved my old piano but I sold it", "My car? I sold it": a pronoun a thing was given up by stands for the
+ * thing the text named last ("my piano").
+ */
+function thingReferredTo(tokens: Token[], k: number): Rewrite | null {
+  const it = tokens[k]!;
+  if (!OBJECT_PRONOUNS.has(it.lower) || k < 2) return null;
+  const verb = tokens[k - 1]!;
+  const particle = tokens[k + 1] && !tokens[k + 1]!.punct ? [tokens[k + 1]!] : [];
+  const kind = verbClassAt([verb, ...particle])?.kind ?? verbClassAt([verb])?.kind;
+  if (kind !== 'possession_end') return null;
+  // The last "my / our / the / a" noun phrase before, within the text: its head noun.
+  for (let d = k - 2; d >= 0 && d >= k - 25; d--) {
+    if (!['my', 'our', 'the', 'a', 'an'].includes(tokens[d]!.lower)) continue;
+    let head = d + 1;
+    while (tokens[head + 1] && !tokens[head + 1]!.punct && head < d + 3 && !PHRASE_BREAK.has(tokens[head + 1]!.key))
+      head++;
+    const noun = tokens[head];
+    if (!noun || noun.punct || head >= k - 1) continue;
+    const owner = tokens[d]!.lower === 'our' ? 'our' : 'my';
+    return { from: k, to: k + 1, tokens: [word(it, owner), noun] };
+  }
+  return null;
+}
+/** Words that end a noun phrase ("my car but", "a piano that"). */
+const PHRASE_BREAK = new Set([
+  'but',
+  'and',
+  'that',
+  'which',
+  'i',
+  'we',
+  'for',
+  'to',
+  'in',
+  'on',
+  'at',
+  'with',
+  'be',
+  'have',
+  'so',
+  'becaus',
+]);

@@ -482,7 +482,12 @@ export function verbFacts(
       emit(owner, FACT_RELATIONS.worksAs, concept(rest.slice(2, jobAt)), true);
       return;
     }
-    if (rest[j]?.key === 'my' && rest[j + 1]?.key === 'job') j += 2;
+    if (rest[j]?.key === 'my' && rest[j + 1]?.key === 'job') {
+      j += 2;
+      // "I quit my job (last week)": out of work, whatever the employer was.
+      if (!rest.slice(j, j + 3).some((t) => ['at', 'with', 'as', 'to'].includes(t.key)) && !neg)
+        return void emit(owner, FACT_RELATIONS.worksAs, conceptRef('unemployed'), false);
+    }
     if (rest[j]?.key === 'at' || rest[j]?.key === 'with') j++;
     const m = mentionAt.get(at(j)) ?? mentionAt.get(at(j + 1));
     // A name the entity rules could not type ("I left Siemens", "I quit Globex") is a home or a workplace left: the

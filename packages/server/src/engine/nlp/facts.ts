@@ -8,7 +8,6 @@
 import type { EntityMention } from './entities.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
 import { clausesOf, conceptRef, endedState, isParticiple, type Subject, subjectOf } from './fact-phrases.js';
-import { unframed } from './fact-frames.js';
 import { copulaFacts, favouriteBackward, homeIs, possessive } from './fact-statements.js';
 import {
   ADVERBS,
@@ -33,8 +32,7 @@ import { nounIs } from './word-kinds.js';
  * Reads the personal facts of one text. `emit` receives each (subject, relation, value, negated, aspect);
  * the caller keeps those its ontology declares.
  */
-export function personalFacts(text: Token[], found: EntityMention[], self: EntityRef, emit: Emit): void {
-  const { tokens, mentions } = unframed(text, found);
+export function personalFacts(tokens: Token[], mentions: EntityMention[], self: EntityRef, emit: Emit): void {
   const mentionAt = new Map<number, EntityMention>();
   for (const m of mentions) mentionAt.set(m.first, m);
   let carried = null as Subject | null;
