@@ -3,7 +3,7 @@
 // docs, the normaliser); pseudo-relevance feedback; the fused features of a doc; the candidates
 // offered to the top k (vector neighbours, every doc, or the docs with word evidence, exactly
 // pruned); the hits and their explanations. A search leaves the thread's buffers zero.
-import { ANSWER_TYPES } from './answer-types.js';
+import { addAnswerTypes } from './answer-types.js';
 import type { Bm25Field } from './bm25.js';
 import type { ContextScratch } from './bm25-context.js';
 import { dot, type BuiltinEmbedder } from './embedder.js';
@@ -158,7 +158,8 @@ function queryTerms(ix: RankedIndex, query: string, opts: SearchOptions, now: nu
   const lexQuery = temporal ? q.replace(temporal.matched, ' ') : q;
   const whenLift = WHEN_QUESTION.test(q) ? Math.max(0, w.whenNamesTime) : 0;
   const qTerms = new Map<string, number>();
-  for (const t of analyze(lexQuery)) {
+  const terms = analyze(lexQuery);
+  for (const t of terms) {
     if (qTerms.size >= MAX_QUERY_TERMS && !qTerms.has(t)) continue;
     qTerms.set(t, (qTerms.get(t) ?? 0) + 1);
   }
@@ -173,14 +174,7 @@ function queryTerms(ix: RankedIndex, query: string, opts: SearchOptions, now: nu
     }
   }
 
-  if (w.answerType > 0) {
-    for (const [t, n] of qTerms) {
-      for (const instance of ANSWER_TYPES.get(t) ?? []) {
-        if (!qTerms.has(instance) && ix.text.df(instance) > 0)
-          textTerms.set(instance, (textTerms.get(instance) ?? 0) + n * w.answerType);
-      }
-    }
-  }
+  if (w.answerType > 0 || w.answerTypeLexicon > 0) addAnswerTypes(ix.text, ix.mutations, w, terms, qTerms, textTerms);
   return { temporal, lexQuery, qTerms, textTerms, whenLift };
 }
 

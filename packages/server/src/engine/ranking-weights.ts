@@ -65,6 +65,11 @@ export interface RankingWeights {
    * instances of it this index holds (answer-types.ts), each at this fraction of its weight (0 disables).
    */
   answerType: number;
+  /**
+   * The same for the other single-word members the lexicon of kinds (nlp/word-kinds.txt, from WordNet)
+   * lists for the kinds it has ("bassoon", "Tampa", "kickboxing"); 0 disables.
+   */
+  answerTypeLexicon: number;
   /** Cosine of built-in hashed vectors (sub-word overlap). */
   ngram: number;
   /** Cosine of remote embedder vectors, when the caller supplies them. */
@@ -100,6 +105,7 @@ export const DEFAULT_WEIGHTS: RankingWeights = {
   expansionTerms: 10,
   typo: 0.5,
   answerType: 0.2,
+  answerTypeLexicon: 0.1,
   ngram: 0,
   semantic: 0.6,
   time: 0.6,

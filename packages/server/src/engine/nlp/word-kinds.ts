@@ -69,6 +69,11 @@ export function isKind(word: string, kind: NounKind): boolean {
   return lexicon().nouns.get(kind)?.has(word) ?? false;
 }
 
+/** Every lower-case word and phrase of a kind (for answer types: "which instruments" -> "bassoon"). */
+export function wordsOfKind(kind: NounKind): ReadonlySet<string> {
+  return lexicon().nouns.get(kind) ?? new Set();
+}
+
 /** The noun's kind in the singular or as written. */
 export function nounIs(word: string, kind: NounKind): boolean {
   const set = lexicon().nouns.get(kind);
