@@ -22,7 +22,11 @@ describe('frames around a stated fact', () => {
     expect(conflicting('I work at Asda.', 'Asda let me go last week.')).toBe(true);
     expect(conflicting("I'm dating Ali.", 'Ali dumped me.')).toBe(true);
     expect(conflicting("I'm dating Rosa.", "I'm not with Rosa anymore.")).toBe(true);
-    expect(conflicting("I'm married to Hugo.", 'My ex-husband Hugo lives in Spain.')).toBe(true);
+    expect(conflicting("I'm dating Hugo.", 'My ex-boyfriend Hugo lives in Spain.')).toBe(true);
+    // An ex unnamed may be anyone's past; being with someone is company unless denied.
+    expect(conflicting("I'm married to Lucy.", 'My ex-wife called me yesterday.')).toBe(false);
+    expect(conflicting("I'm married to Lucy.", 'I was with Mel at the park.')).toBe(false);
+    expect(facts("My parents' house was sold.")).not.toContain('has!=house');
     expect(conflicting('I work at Siemens.', 'I quit Siemens.')).toBe(true);
     // The person who fired one is not the employer; a message left for one is no parting.
     expect(facts('My boss fired me.')).not.toContain('works_at!=boss');

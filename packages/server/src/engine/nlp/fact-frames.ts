@@ -7,9 +7,9 @@
 // turns a thing's passive loss into the owner's active one, before the rules read the clause; the words of
 // the fact itself are untouched, so any wording the rules read bare is read framed too.
 import type { EntityMention } from './entities.js';
-import { NEGATORS, PARTNERS, SPOUSES } from './fact-words.js';
+import { KIN, NEGATORS, PARTNERS, SPOUSES } from './fact-words.js';
 import { keyOf, type Token } from './tokens.js';
-import { isKind, verbClassAt } from './word-kinds.js';
+import { isKind, nounIs, verbClassAt } from './word-kinds.js';
 
 /** Verbs that take a clause as their object ("say (that) ...", "tell you ...", "know ..."), by key. */
 const CLAUSE_VERBS = new Set([
@@ -232,12 +232,17 @@ function passiveLoss(tokens: Token[], start: number): Rewrite | null {
     be++;
   }
   if (be === start + 1 || (tokens[be]?.key !== 'be' && tokens[be]?.key !== 'get')) return null;
+  // One's own thing, not someone's ("my parents' house") nor a named one.
+  const thing = tokens.slice(start + 1, be);
+  if (thing.some((t) => t.punct || t.text === "'s" || t.capitalized || KIN.has(t.key) || nounIs(t.lower, 'relative')))
+    return null;
   const rest = tokens.slice(be + 1);
   const stolen = rest[0]?.lower === 'stolen';
   const verb = stolen ? null : verbClassAt(rest);
   if (!stolen && verb?.kind !== 'possession_end') return null;
   const span = stolen ? 1 : verb!.span;
-  if (rest[span]?.key === 'by') return null;
+  // "was sold by my brother" is someone else's doing; "sold out" no loss of one's own.
+  if (rest[span]?.key === 'by' || rest.slice(0, span + 1).some((t) => t.key === 'out')) return null;
   const we = owner.lower === 'our';
   // "I sold my boat" for "The boat was sold": the owner, the verb phrase, the thing.
   return {
@@ -313,15 +318,17 @@ function patientSelf(tokens: Token[], start: number, mentionAt: Map<number, Enti
   return { from: start, to: end, tokens: [word(verb, 'i'), word(verb, 'was'), ...phrase, ...by] };
 }
 
-/** "I'm (not) with Kai (anymore)": a partner, read as "dating". */
+/** "I'm not with Kai anymore": a partner no more, read as "not dating". */
 function beingWith(tokens: Token[], start: number, mentionAt: Map<number, EntityMention>): Rewrite | null {
   if (!['i', 'we'].includes(tokens[start]?.lower ?? '') || tokens[start + 1]?.key !== 'be') return null;
   let w = start + 2;
-  while (w < start + 5 && tokens[w] && ['not', "n't", 'still', 'no', 'longer', 'now'].includes(tokens[w]!.key)) w++;
+  // Only a present denial ("I'm not with Rosa anymore", "we're no longer with"): "I was with Mel at the park" is company.
+  if (!['am', "'m", 'are', "'re"].includes(tokens[start + 1]!.lower)) return null;
+  while (w < start + 5 && tokens[w] && ['not', "n't", 'no', 'longer'].includes(tokens[w]!.key)) w++;
   const person = mentionAt.get(w + 1);
-  if (tokens[w]?.key !== 'with' || person?.type !== 'person') return null;
+  if (w === start + 2 || tokens[w]?.key !== 'with' || person?.type !== 'person') return null;
   const next = tokens[person.last];
-  if (next && !next.punct && !['anymor', 'now', 'for', 'sinc', 'these'].includes(next.key)) return null;
+  if (next && !next.punct && next.key !== 'anymor') return null;
   return { from: w, to: w + 1, tokens: [word(tokens[w]!, 'dating')] };
 }
 
@@ -368,7 +375,7 @@ function ordinalBirthday(tokens: Token[], k: number): Rewrite | null {
   return { from: verb, to: k + 3, tokens: [tokens[verb]!, word(owner, 'turned'), word(owner, String(age))] };
 }
 
-/** "my ex-wife Maria", "my ex husband": the couple parted, said before the sentence ("my wife and I split up"). */
+/** "my ex-wife Maria": the couple parted, said before the sentence ("Maria and I split up"). */
 function formerPartner(tokens: Token[], k: number): Rewrite | null {
   const t = tokens[k]!;
   const joined = /^ex-?(.+)$/.exec(t.lower)?.[1];
@@ -376,12 +383,15 @@ function formerPartner(tokens: Token[], k: number): Rewrite | null {
   if (!role || !['my', 'our'].includes(tokens[k - 1]?.lower ?? '')) return null;
   const key = keyOf(role);
   if (!SPOUSES.has(key) && !PARTNERS.has(key) && !PARTNERS.has(role)) return null;
+  // Only the ex named: "my ex" alone may be anyone's past, not the partner of now.
+  const name = tokens[joined ? k + 1 : k + 2];
+  if (!name?.capitalized || name.punct) return null;
   let sentence = k - 1;
   while (sentence > 0 && !['.', '!', '?'].includes(tokens[sentence - 1]!.text)) sentence--;
   return {
     from: sentence,
     to: sentence,
-    tokens: ['my', role, 'and', 'i', 'split', 'up', ','].map((w) => word(t, w)),
+    tokens: [{ ...name }, ...['and', 'i', 'split', 'up', ','].map((w) => word(t, w))],
   };
 }
 
@@ -511,9 +521,9 @@ function thingReferredTo(tokens: Token[], k: number): Rewrite | null {
   const particle = tokens[k + 1] && !tokens[k + 1]!.punct ? [tokens[k + 1]!] : [];
   const kind = verbClassAt([verb, ...particle])?.kind ?? verbClassAt([verb])?.kind;
   if (kind !== 'possession_end') return null;
-  // The last "my / our / the / a" noun phrase before, within the text: its head noun.
+  // The last thing of one's own named before ("my ...", "our ..."), within the text: its head noun.
   for (let d = k - 2; d >= 0 && d >= k - 25; d--) {
-    if (!['my', 'our', 'the', 'a', 'an'].includes(tokens[d]!.lower)) continue;
+    if (!['my', 'our'].includes(tokens[d]!.lower)) continue;
     let head = d + 1;
     while (tokens[head + 1] && !tokens[head + 1]!.punct && head < d + 3 && !PHRASE_BREAK.has(tokens[head + 1]!.key))
       head++;
