@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { PostgresAdapter, sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { CompiledQuery, PostgresAdapter, sql, type Compilable, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Executor } from '../store/database.js';
+import { LAST_IN_TRANSACTION } from '../store/postgres-connections.js';
 import type { DB } from '../store/schema.js';
 
 /** Offset paging for every list: offset/limit (default 50, maximum 100) -> items, total, offset, limit, has_next. */
@@ -62,23 +63,28 @@ export async function paginate<DB, TB extends keyof DB, O, T>(
 }
 
 /**
- * Reads one keyset page (`read` runs its statement on the executor it is given). A page of a whole project (or
+ * Reads one keyset page (`page` builds its statement on the executor it is given). A page of a whole project (or
  * tenant) is planned on PostgreSQL with sorting off: on a table without statistics (just filled or imported, not
  * yet analyzed) it was planned as a read of every row past the cursor through an owner's index and a sort of
  * them for the page's few (O(n) a page, O(n²) a walk), where a scan of (project_id, id) stops at the page's end.
- * A page of one end user is left to the planner: with sorting off it became a scan of every row of the table
- * past the cursor for the end user's few (measured: 0.3 ms -> 298 ms a page at 500,000 memories), where the
- * owner's index and a sort of the end user's rows is the plan it picks.
+ * Its transaction is two round trips: the BEGIN goes out with the SET LOCAL, the COMMIT with the page's statement
+ * (LAST_IN_TRANSACTION). A page of one end user is left to the planner: with sorting off it became a scan of every
+ * row of the table past the cursor for the end user's few (measured: 0.3 ms -> 298 ms a page at 500,000
+ * memories), where the owner's index and a sort of the end user's rows is the plan it picks.
  */
 export async function readKeysetPage<R>(
   db: Kysely<DB>,
-  read: (db: Executor) => Promise<R[]>,
+  page: (db: Executor) => Compilable<R>,
   wholeProject: boolean,
 ): Promise<R[]> {
-  if (!wholeProject || !(db.getExecutor().adapter instanceof PostgresAdapter)) return read(db);
+  if (!wholeProject || !(db.getExecutor().adapter instanceof PostgresAdapter))
+    return (await db.executeQuery(page(db))).rows;
   return db.transaction().execute(async (trx) => {
     await sql`SET LOCAL enable_sort = off`.execute(trx);
-    return read(trx);
+    const statement = page(trx).compile();
+    return (
+      await trx.executeQuery(CompiledQuery.raw(`${LAST_IN_TRANSACTION}${statement.sql}`, [...statement.parameters]))
+    ).rows as R[];
   });
 }
 
@@ -88,7 +94,7 @@ export async function readKeysetPage<R>(
  */
 export async function* keysetPages<R extends { id: number }>(
   db: Kysely<DB>,
-  pageQuery: (db: Executor, afterId: number, limit: number) => Promise<R[]>,
+  pageQuery: (db: Executor, afterId: number, limit: number) => Compilable<R>,
   pageSize: number,
   wholeProject: boolean,
 ): AsyncGenerator<R[]> {

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import { readdirSync, statSync } from 'node:fs';
-import { Socket } from 'node:net';
 import { expect, it } from 'vitest';
 import { freshDatabaseConfig } from '../testing/harness.js';
 import { holdSqliteWriteLock } from '../testing/faults.js';
+import { watchSocketWrites } from '../testing/socket-writes.js';
 import { until } from '../testing/until.js';
 import { openDatabase, postgresArray } from './database.js';
 import { LOCK_ATTEMPT_MS } from './sqlite-connection.js';
@@ -127,22 +127,12 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
     const fresh = await freshDatabaseConfig('postgres');
     const database = openDatabase({ ...fresh.config, poolSize: 1 } as typeof fresh.config);
     const port = Number(new URL((fresh.config as { url: string }).url).port || 5432);
-    const socket = Socket.prototype as unknown as Record<
-      '_write' | '_writev',
-      (this: Socket, ...args: unknown[]) => unknown
-    >;
-    const original = { _write: socket._write, _writev: socket._writev };
-    const written: string[] = [];
-    const counting = (method: '_write' | '_writev') =>
-      function (this: Socket, ...args: unknown[]) {
-        if (this.remotePort === port) written.push(method);
-        return original[method].apply(this, args);
-      };
+    let watching: ReturnType<typeof watchSocketWrites> | undefined;
     try {
       await sql`CREATE TABLE pipelined (id INTEGER PRIMARY KEY, name TEXT NOT NULL)`.execute(database.db);
       await sql`SELECT ${1}::int AS warm`.execute(database.db);
-      socket._write = counting('_write');
-      socket._writev = counting('_writev');
+      watching = watchSocketWrites(port);
+      const { written } = watching;
 
       await database.db.transaction().execute(async (trx) => {
         await sql`INSERT INTO pipelined VALUES (${1}, ${'one'})`.execute(trx);
@@ -174,7 +164,7 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
         (await sql<{ id: number }>`SELECT id FROM pipelined ORDER BY id`.execute(database.db)).rows.map((r) => r.id),
       ).toEqual([1, 2, 3]);
     } finally {
-      Object.assign(socket, original);
+      watching?.stop();
       await database.close();
       await fresh.drop();
     }

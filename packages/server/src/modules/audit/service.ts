@@ -66,8 +66,7 @@ export async function verifyAuditChains(database: Database, organizationId?: str
           .where('s.organization_id', '=', head.organization_id)
           .where('s.position', '>', after)
           .orderBy('s.position')
-          .limit(limit)
-          .execute(),
+          .limit(limit),
       1000,
       // One organization's chain, read by its (organization, position) key: no sort to avoid.
       false,

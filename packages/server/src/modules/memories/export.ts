@@ -18,7 +18,7 @@ export async function* exportMemories(
   const scope = { ...filter, endUserId: filter.endUserId || null };
   const pages = keysetPages(
     database.db,
-    (executor, after, limit) => exportPageQuery(executor, database.dialect, scope, after, limit).execute(),
+    (executor, after, limit) => exportPageQuery(executor, database.dialect, scope, after, limit),
     pageSize,
     scope.endUserId === null,
   );
@@ -89,7 +89,7 @@ export async function exportPage(
 ): Promise<PortableMemory[]> {
   const rows = await readKeysetPage(
     database.db,
-    (executor) => exportPageQuery(executor, database.dialect, filter, afterId, limit).execute(),
+    (executor) => exportPageQuery(executor, database.dialect, filter, afterId, limit),
     filter.endUserId == null,
   );
   return rows.map((r) => ({ ...toMemory(r), tenant_id: r.tenant_id, speaker: r.speaker }));

@@ -305,7 +305,7 @@ export async function* liveProjectMemories(
 ): AsyncGenerator<IndexedMemory> {
   const pages = keysetPages(
     db,
-    (executor, after, limit) => liveProjectPageQuery(executor, projectId, tenantId, after, limit).execute(),
+    (executor, after, limit) => liveProjectPageQuery(executor, projectId, tenantId, after, limit),
     1000,
     true,
   );

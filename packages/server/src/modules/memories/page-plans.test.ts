@@ -4,6 +4,7 @@ import { readKeysetPage } from '../../core/paging.js';
 import type { Executor } from '../../store/database.js';
 import type { DB } from '../../store/schema.js';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { watchSocketWrites } from '../../testing/socket-writes.js';
 import { exportPageQuery } from './export.js';
 import { liveProjectPageQuery } from './feed.js';
 
@@ -32,12 +33,18 @@ forEachDialect('keyset page plans', (dialect) => {
     middle = ids[Math.floor(ids.length / 2)]!.id;
   }, 60_000);
 
+  type Explained = { 'QUERY PLAN': [{ Plan: PlanNode }] };
+  /** The statement that explains `query`. */
+  const explain = (query: Compilable): Compilable<Explained> => ({
+    compile: () => {
+      const compiled = query.compile();
+      return CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${compiled.sql}`, [
+        ...compiled.parameters,
+      ]) as CompiledQuery<Explained>;
+    },
+  });
   /** The plan's nodes, outermost first, with the relation each scans. */
-  const planOf = async (db: Executor, query: Compilable) => {
-    const compiled = query.compile();
-    const { rows } = await db.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-      CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${compiled.sql}`, [...compiled.parameters]),
-    );
+  const nodesOf = (rows: Explained[]) => {
     const nodes: string[] = [];
     const walk = (node: PlanNode): void => {
       nodes.push(
@@ -48,8 +55,9 @@ forEachDialect('keyset page plans', (dialect) => {
     walk(rows[0]!['QUERY PLAN'][0].Plan);
     return nodes;
   };
-  const asRead = (db: Kysely<DB>, query: (executor: Executor) => Compilable, wholeProject: boolean) =>
-    readKeysetPage(db, (executor) => planOf(executor, query(executor)), wholeProject);
+  const planOf = async (db: Executor, query: Compilable) => nodesOf((await db.executeQuery(explain(query))).rows);
+  const asRead = async (db: Kysely<DB>, query: (executor: Executor) => Compilable, wholeProject: boolean) =>
+    nodesOf(await readKeysetPage(db, (executor) => explain(query(executor)), wholeProject));
 
   const pages: Record<string, (executor: Executor) => Compilable> = {
     'the export job, a project': (e) => exportPageQuery(e, 'postgres', { projectId: t.projectId }, middle, 1000),
@@ -93,6 +101,22 @@ forEachDialect('keyset page plans', (dialect) => {
       const plan = await asRead(t.database.db, endUserPage, false);
       expect(plan.join(' / ')).toMatch(/memories_owner_/);
       expect(plan.join(' / ')).not.toMatch(/memories_pkey|memories_project_id|Seq Scan/);
+    },
+  );
+
+  it.runIf(dialect === 'postgres')(
+    "a page of a project is two socket writes: the BEGIN with the setting, the page's statement with the COMMIT",
+    async () => {
+      const port = Number(new URL(process.env.ENGRAM_TEST_DATABASE_URL!).port || 5432);
+      const page = (e: Executor) => exportPageQuery(e, 'postgres', { projectId: t.projectId }, middle, 1000);
+      await readKeysetPage(t.database.db, page, true); // the statement prepared
+      const { written, stop } = watchSocketWrites(port);
+      try {
+        expect(await readKeysetPage(t.database.db, page, true)).toHaveLength(1000);
+      } finally {
+        stop();
+      }
+      expect(written).toHaveLength(2);
     },
   );
 });
