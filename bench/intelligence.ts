@@ -132,6 +132,7 @@ if (argv.includes('--llm')) {
     'changes-fresh2.txt',
     'changes-fresh3.txt',
     'changes-fresh4.txt',
+    'changes-dev4.txt',
     'changes-locomo.txt',
     'changes-sealed.txt',
     'changes-sealed2.txt',
@@ -247,6 +248,8 @@ const quality = {
   // Session 9: written and committed before that session changed a rule, in everyday shapes (questions, reported
   // and embedded clauses, pronoun subjects, the passive, "anymore"); only its totals per kind are read.
   facts_fresh4: conflictsByKind('facts_fresh4', 'changes-fresh4.txt'),
+  // Session 9's tuning pairs, written after fresh4 in the same shapes with other words; read and tuned on.
+  facts_dev4: conflictsByKind('facts_dev4', 'changes-dev4.txt'),
   // Session 5 of wave 3: drawn from the LoCoMo dev conversations, committed before that session changed a rule; held out.
   facts_locomo_changes: conflictsByKind('facts_locomo_changes', 'changes-locomo.txt'),
   // Wave 4: anchored on LoCoMo sessions the set above does not use, committed before that wave read a rule; only
