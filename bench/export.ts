@@ -10,10 +10,10 @@
  * jobs' CPU profiles there, and with `--http` the server's (`--cpu-prof`) for the time of `engram import`.
  *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--http] [--profile DIR] [--batch N]
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
+import { rmSync, writeFileSync } from 'node:fs';
 import { sql } from 'kysely';
 import { join } from 'node:path';
+import { profiled } from './lib/profile.js';
 import { freshDataDir, freshPostgres, startServer } from './lib/server.js';
 import { importCommand } from '../packages/server/src/cli/transfer.js';
 import type { JobContext } from '../packages/server/src/jobs/runner.js';
@@ -35,23 +35,6 @@ const profileDir = option('--profile');
 const overHttp = args.includes('--http');
 // Records per import transaction: the server's default (ENGRAM_IMPORT_BATCH) unless given.
 const importBatch = Number(option('--batch') ?? loadConfig({}).importBatch);
-
-/** Runs `work` under V8's CPU profiler when `--profile DIR` is given, writing DIR/<name>.cpuprofile. */
-async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
-  if (!profileDir) return work();
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-  try {
-    return await work();
-  } finally {
-    const { profile } = await session.post('Profiler.stop');
-    mkdirSync(profileDir, { recursive: true });
-    writeFileSync(join(profileDir, `${name}.cpuprofile`), JSON.stringify(profile));
-    session.disconnect();
-  }
-}
 
 async function open(): Promise<{ database: Database; drop: () => Promise<void> }> {
   if (postgresUrl) {
@@ -169,7 +152,7 @@ try {
   const runExport = async (gzip: boolean) => {
     const record = await createExport(database, { ...ctx, projectId: source.id }, { format: 'jsonl', gzip }, 86_400);
     const run = await measured(() =>
-      profiled(gzip ? 'export-gzip' : 'export', () =>
+      profiled(profileDir, gzip ? 'export-gzip' : 'export', () =>
         exportJob(database, blobs)(job(record.id, source.id, { exportId: record.id })),
       ),
     );
@@ -190,7 +173,7 @@ try {
   const file = (await blobs.get(gzipped.key))!;
   const record = await createImport(database, blobs, { ...ctx, projectId: target.id }, 'auto', upload);
   const imported = await measured(() =>
-    profiled('import', () =>
+    profiled(profileDir, 'import', () =>
       importJob(database, blobs, importBatch)(job(record.id, target.id, { importId: record.id })),
     ),
   );
