@@ -74,18 +74,30 @@ function progressPrinter(label: string) {
   };
 }
 
+const POLL_MS = 500;
+const SOONEST_POLL_MS = 100;
+
+/**
+ * Polls a job's record until it finishes. The wait before the next poll is the time the rate so far
+ * says is left (`fraction`: how much is done, when known), within SOONEST_POLL_MS and POLL_MS: a
+ * fixed 500 ms saw a job's end 250 ms late on average, a twentieth of a 5 s import.
+ */
 async function poll<T extends { status: string }>(
   c: Connection,
   path: string,
   show: (record: T, final: boolean) => void,
+  fraction: (record: T) => number | null,
   finished: string[],
 ): Promise<T> {
+  const started = performance.now();
   for (;;) {
     const record = (await (await call(c, 'GET', path)).json()) as T;
     const done = finished.includes(record.status);
     show(record, done);
     if (done) return record;
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    const part = fraction(record);
+    const left = part ? ((performance.now() - started) * (1 - Math.min(1, part))) / part : POLL_MS;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, Math.max(SOONEST_POLL_MS, left))));
   }
 }
 
@@ -128,6 +140,7 @@ export async function exportCommand(argv: string[], env = process.env): Promise<
     c,
     `/exports/${created.id}`,
     (r, final) => show(r.progress.rows_done, r.progress.rows_total, 'rows', final),
+    (r) => (r.progress.rows_total ? r.progress.rows_done / r.progress.rows_total : null),
     ['completed', 'failed', 'cancelled', 'expired'],
   );
   if (record.status !== 'completed')
@@ -191,6 +204,7 @@ export async function importCommand(argv: string[], env = process.env): Promise<
     c,
     `/imports/${created.id}`,
     (r, final) => show(r.progress.bytes_done, r.progress.bytes_total, `bytes, ${r.progress.rows_done} records`, final),
+    (r) => (r.progress.bytes_total ? r.progress.bytes_done / r.progress.bytes_total : null),
     ['completed', 'failed', 'cancelled'],
   );
   if (record.status !== 'completed')

@@ -454,6 +454,31 @@ forEachDialect('imports', (dialect) => {
     });
   });
 
+  it("a batch's counts are written in its own transaction: when that write fails, the batch does not land", async () => {
+    const { id, project, key } = await unqueuedImport('counts-refused');
+    // The database refuses any count for this import, as a failure between the batch and its count would.
+    const refuse =
+      dialect === 'sqlite'
+        ? [
+            `CREATE TRIGGER refuse_counts BEFORE UPDATE OF rows_done ON imports
+             WHEN NEW.id = ${id} AND NEW.rows_done > 0 BEGIN SELECT RAISE(ABORT, 'counts refused'); END`,
+          ]
+        : [
+            `CREATE FUNCTION refuse_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN RAISE EXCEPTION 'counts refused'; END $$`,
+            `CREATE TRIGGER refuse_counts BEFORE UPDATE OF rows_done ON imports
+             FOR EACH ROW WHEN (NEW.id = ${id} AND NEW.rows_done > 0) EXECUTE FUNCTION refuse_counts()`,
+          ];
+    for (const statement of refuse) await sql.raw(statement).execute(t.database.db);
+    try {
+      await expect(runJob(id)).rejects.toThrow(/counts refused/);
+    } finally {
+      await sql.raw(`DROP TRIGGER refuse_counts${dialect === 'postgres' ? ' ON imports' : ''}`).execute(t.database.db);
+      if (dialect === 'postgres') await sql.raw('DROP FUNCTION refuse_counts()').execute(t.database.db);
+    }
+    expect(await stateOf(id, project, key)).toMatchObject({ import: { status: 'running', created: 0 }, memories: 0 });
+  });
+
   it.runIf(dialect === 'postgres')(
     "a cancel committing as the import's job starts stands: nothing is imported and the file is deleted",
     async () => {

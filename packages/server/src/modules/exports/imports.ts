@@ -370,6 +370,25 @@ export function importJob(database: Database, blobs: BlobStore, recordsPerBatch:
     // at a time, so batches land in file order. `refusedAt`: the last record of a batch the memories module refused.
     let recording: Promise<boolean> | undefined;
     let refusedAt: { record: number; line: number } | null = null;
+    type Totals = typeof totals;
+    /** Writes the import's counts; answers whether it still runs (not cancelled). */
+    const progressed = async (executor: Executor, counts: Totals, bytes: number) => {
+      const now = await executor
+        .updateTable('imports')
+        .set({
+          rows_done: counts.done,
+          rows_created: counts.created,
+          rows_skipped: counts.skipped,
+          relations_created: counts.relationsCreated,
+          relations_skipped: counts.relationsSkipped,
+          bytes_done: bytes,
+          updated_at: nowIso(),
+        })
+        .where('id', '=', id)
+        .returning('status')
+        .executeTakeFirst();
+      return now?.status === 'running';
+    };
     const record = async (
       memories: typeof batch,
       relations: ImportedRelation[],
@@ -377,33 +396,38 @@ export function importJob(database: Database, blobs: BlobStore, recordsPerBatch:
       bytes: number,
       last: boolean,
     ) => {
+      let running = true;
       if (memories.length) {
-        const result = await importMemories(database, ctx, memories).catch((error: unknown) => {
+        // The counts go in the batch's own transaction: one commit a batch (each of its own was an fsync on
+        // SQLite), and counts that never run ahead of what landed.
+        const result = await importMemories(database, ctx, memories, (trx, outcome) =>
+          progressed(
+            trx,
+            {
+              ...totals,
+              done: totals.done + memories.length,
+              created: totals.created + outcome.created,
+              skipped: totals.skipped + outcome.skipped,
+            },
+            bytes,
+          ),
+        ).catch((error: unknown) => {
           if (error instanceof AppError) refusedAt = end;
           throw error;
         });
         totals.done += memories.length;
         totals.created += result.created;
         totals.skipped += result.skipped;
+        running = result.recorded!;
       }
+      const relationsBefore = totals.relationsCreated + totals.relationsSkipped;
       await link(relations, false);
       if (last) await link(waiting.splice(0), true);
-      const now = await db
-        .updateTable('imports')
-        .set({
-          rows_done: totals.done,
-          rows_created: totals.created,
-          rows_skipped: totals.skipped,
-          relations_created: totals.relationsCreated,
-          relations_skipped: totals.relationsSkipped,
-          bytes_done: bytes,
-          updated_at: nowIso(),
-        })
-        .where('id', '=', id)
-        .returning('status')
-        .executeTakeFirst();
+      // Relations are restored after their batch committed: counted by a write of their own when there were any.
+      if (!memories.length || totals.relationsCreated + totals.relationsSkipped !== relationsBefore)
+        running = await progressed(db, totals, bytes);
       await job.progress(row.bytes_total ? bytes / row.bytes_total : 1);
-      return now?.status === 'running';
+      return running;
     };
     /** Whether the batch before still runs (not cancelled); an error of its recording is thrown here. */
     const recorded = async () => {

@@ -126,15 +126,24 @@ async function insertedInOneStatement(
   return views;
 }
 
+/** How many of a batch's items landed, and how many were skipped as already there. */
+export interface ImportOutcome {
+  created: number;
+  skipped: number;
+}
+
 /**
  * Imports memories of several end users in one transaction. An item whose client_ref already
  * landed is skipped (`already_migrated`), so a re-run of an interrupted import skips what landed.
+ * `alongside` runs last in the same transaction, told the outcome (the caller's record of its
+ * progress: committed with the rows it counts, and no commit of its own); its answer is `recorded`.
  */
-export async function importMemories(
+export async function importMemories<T = undefined>(
   database: Database,
   ctx: WriteContext,
   batch: Array<{ owner: Owner; item: ImportedMemory }>,
-): Promise<{ created: number; skipped: number }> {
+  alongside?: (trx: Transaction<DB>, outcome: ImportOutcome) => Promise<T>,
+): Promise<ImportOutcome & { recorded: T | undefined }> {
   const groups = new Map<string, OwnerItems>();
   for (const { owner, item } of batch) {
     checkContent(item);
@@ -178,7 +187,8 @@ export async function importMemories(
         }
       }
       effects.audit('memory.import', { type: 'memory', id: null }, created === batch.length ? 'success' : 'partial');
-      return { created, skipped: batch.length - created };
+      const outcome = { created, skipped: batch.length - created };
+      return { ...outcome, recorded: await alongside?.(trx, outcome) };
     }),
   );
 }
