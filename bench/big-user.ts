@@ -64,6 +64,8 @@ let c = cpu();
 const indexOptions = contextCacheShare === undefined ? {} : { contextCacheShare };
 let index: MemoryIndex | null = new MemoryIndex(indexOptions);
 for (const row of rows) index.upsert(row);
+// As the index cache does after a build from rows.
+index.fit();
 const buildMs = ms(t);
 const buildCpuMs = Math.round(cpu() - c);
 const heldBytes = heap() - before;

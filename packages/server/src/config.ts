@@ -262,7 +262,7 @@ export function loadConfig(env: Env = process.env): Config {
     retrieval: {
       embedder: embedderConfig(env),
       indexCacheBytes: integer(env, 'ENGRAM_INDEX_CACHE_MB', 512, 1, 1_000_000) * 1024 * 1024,
-      indexContextCacheShare: integer(env, 'ENGRAM_INDEX_CONTEXT_CACHE_PERCENT', 200, 0, 10_000) / 100,
+      indexContextCacheShare: integer(env, 'ENGRAM_INDEX_CONTEXT_CACHE_PERCENT', 300, 0, 10_000) / 100,
       projectIndexMaxMemories: integer(env, 'ENGRAM_PROJECT_INDEX_MAX_MEMORIES', 200_000, 1, 100_000_000),
       indexSnapshotMinMemories: integer(env, 'ENGRAM_INDEX_SNAPSHOT_MIN_MEMORIES', 10_000, 0, 100_000_000),
       indexSnapshotIntervalMs: integer(env, 'ENGRAM_INDEX_SNAPSHOT_INTERVAL', 30, 1, 86_400) * 1000,

@@ -106,6 +106,24 @@ export class Bm25Field {
     this.totalLen += terms.length;
   }
 
+  /**
+   * Its arrays cut to what they hold (MemoryIndex.fit): the docs' lengths to `slots`, the docs' terms, each
+   * term's postings to its entries (stale ones dropped first).
+   */
+  fit(slots: number): void {
+    if (this.taking) return;
+    if (this.docLen.length > slots) this.docLen = this.docLen.slice(0, slots);
+    this.docTerms.fit(slots);
+    for (const p of this.byId) {
+      if (!p) continue;
+      if (p.dirty) this.compact(p);
+      if (p.slots.length > p.n) {
+        this.arrayBytes -= (p.slots.length - p.n) * ENTRY_BYTES;
+        [p.slots, p.tfs] = [p.slots.slice(0, p.n), p.tfs.slice(0, p.n)];
+      }
+    }
+  }
+
   /** A term no doc holds yet: its postings, empty, under a free id. */
   private newTerm(term: string): Postings {
     const id = this.freeIds.pop() ?? this.byId.length;

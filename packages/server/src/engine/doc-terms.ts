@@ -90,6 +90,13 @@ export class DocTerms {
     [this.terms, this.tfs] = [terms, tfs];
   }
 
+  /** Its arrays cut to `slots` slots (none of them beyond in use) and the arena to what is in use. */
+  fit(slots: number): void {
+    if (this.start.length > slots) [this.start, this.end] = [this.start.slice(0, slots), this.end.slice(0, slots)];
+    if (this.terms.length > this.used)
+      [this.terms, this.tfs] = [this.terms.slice(0, this.used), this.tfs.slice(0, this.used)];
+  }
+
   /** Whether the slot's doc holds the term id. */
   holds(slot: number, id: number): boolean {
     if (!this.has(slot)) return false;

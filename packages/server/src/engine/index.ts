@@ -14,6 +14,7 @@ export {
   MAP_ENTRY_BYTES,
   objectBytes,
   stringBytes,
+  TYPED_ARRAY_BYTES,
 } from './heap-bytes.js';
 export {
   runInSlices,

@@ -111,7 +111,7 @@ describe('the WebAssembly kernel and its arena', () => {
       }
     }
     const probe = new VectorIndex();
-    probe.grow(4);
+    probe.resize(4);
     probe.set(0, embedder.embedSync('guitar'), 4);
     expect(probe.simd).toBe(true);
   });
@@ -122,7 +122,7 @@ describe('the WebAssembly kernel and its arena', () => {
       const n = VECTOR_TRAIN_MIN - 48;
       const [simd, js] = [new VectorIndex(), new VectorIndex({ kernel: 'js' })];
       for (const v of [simd, js]) {
-        v.grow(n);
+        v.resize(n);
         for (let i = 0; i < n; i++)
           v.set(i, e.embedSync(`${WORDS[i % WORDS.length]} ${WORDS[(i * 7) % WORDS.length]} ${i}`), n);
       }
@@ -140,7 +140,7 @@ describe('the WebAssembly kernel and its arena', () => {
     const vectors = new VectorIndex();
     // 40 slots: the codes' block (5,120 bytes -> 8 KiB) and the signs' (640 -> 4 KiB) are of other sizes
     // than the signs' next block, which could otherwise reuse the codes' old one.
-    vectors.grow(40);
+    vectors.resize(40);
     for (let s = 0; s < 8; s++) vectors.set(s, embedder.embedSync(`${WORDS[s]} ${WORDS[s + 1]}`), 40);
     const d = vectors.dims;
     const before = vectors.codes;
@@ -152,7 +152,7 @@ describe('the WebAssembly kernel and its arena', () => {
     expect(vectors.scale[3]).toBe(0);
     const kept = vectors.codes.slice(0, 8 * d);
     const signsBefore = vectors.signs;
-    vectors.grow(64);
+    vectors.resize(64);
     // The old blocks (the same memory: a shared memory's views stay valid) are zeroed; the codes moved.
     expect(zero(before)).toBe(true);
     expect(zero(signsBefore)).toBe(true);
@@ -197,7 +197,7 @@ describe('the rotation and the sign bits', () => {
     const vectors = new VectorIndex();
     // Below VECTOR_TRAIN_MIN every vector is read (by its bits): the sign bits alone pick what is rescored.
     const n = VECTOR_TRAIN_MIN - 48;
-    vectors.grow(n);
+    vectors.resize(n);
     const texts = Array.from(
       { length: n },
       (_, i) => `${WORDS[i % WORDS.length]} ${WORDS[(i * 7) % WORDS.length]} ${i}`,

@@ -163,15 +163,16 @@ export class VectorIndex {
     return (this.dims + 7) >> 3;
   }
 
-  grow(capacity: number): void {
+  /** Room for `capacity` slots (more, or as many as the slots in use). */
+  resize(capacity: number): void {
     const g = <T extends Int8Array | Float32Array | Uint8Array | Int32Array>(a: T, per = 1): T => {
       const n = new (a.constructor as new (len: number) => T)(capacity * per);
-      n.set(a);
+      n.set(a.length > n.length ? a.subarray(0, n.length) : a);
       return n;
     };
     if (this.dims) {
-      this.replaceCodes(capacity * this.dims, this.codes);
-      this.replaceSigns(capacity * this.signBytes, this.signs);
+      this.replaceCodes(capacity * this.dims, this.codes.subarray(0, capacity * this.dims));
+      this.replaceSigns(capacity * this.signBytes, this.signs.subarray(0, capacity * this.signBytes));
     }
     this.scale = g(this.scale);
     this.has = g(this.has);

@@ -21,17 +21,8 @@ import {
 import { invalid } from '../../core/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
-import {
-  docMetaBytes,
-  RESTORED_META_BYTES,
-  sharedMetadata,
-  sharedTags,
-  loadSnapshot,
-  SnapshotTaking,
-  snapshotRevision,
-  storeSnapshot,
-  type DocMeta,
-} from './snapshots.js';
+import { DocMetas, type DocMeta } from './doc-metas.js';
+import { loadSnapshot, SnapshotTaking, snapshotRevision, storeSnapshot } from './snapshots.js';
 import { FairQueue } from '../../core/fair-queue.js';
 import { IndexTexts } from './texts.js';
 
@@ -39,7 +30,7 @@ export type { DocMeta };
 
 export interface CachedIndex {
   index: MemoryIndex;
-  meta: Map<number, DocMeta>;
+  meta: DocMetas;
   revision: number;
   /** The texts of its memories, once a query filtered on them (forOwnerWithTexts). */
   texts?: IndexTexts;
@@ -49,8 +40,6 @@ export interface CachedIndex {
 
 interface Entry extends CachedIndex {
   bytes: number;
-  /** What `meta` holds (docMetaBytes, kept as rows are applied). */
-  metaBytes: number;
   /** Concurrent queries share one refresh. */
   refreshing?: Promise<void>;
   /** Rows applied since the index was last stored or loaded as a snapshot (or built), and whether one is being stored. */
@@ -191,8 +180,6 @@ export class IndexCache {
             Object.assign(entry, {
               index: stored.index,
               meta: stored.meta,
-              // Decoded when first read (RestoredMeta): each doc counted as one without tags or metadata until then.
-              metaBytes: stored.meta.size * RESTORED_META_BYTES,
               revision: stored.revision,
               texts: undefined,
               snapshotted: true,
@@ -202,7 +189,9 @@ export class IndexCache {
         }
         const { restart, rows } = await ownerChangesSince(this.database.db, owner, entry.revision);
         if (restart) this.clear(entry);
+        const building = entry.index.size === 0;
         await this.apply(entry, owner.projectId, rows, { owner, key });
+        if (building) this.fit(entry);
         entry.revision = revision;
         entry.unsnapshotted += rows.length;
         if (snapshots) this.maybeStore(key, owner, entry);
@@ -312,7 +301,6 @@ export class IndexCache {
         }
         entry.index = new MemoryIndex(this.indexOptions);
         entry.meta.clear();
-        entry.metaBytes = 0;
         let batch: IndexedMemory[] = [];
         for await (const row of liveProjectMemories(this.database.db, projectId, tenantId)) {
           batch.push(row);
@@ -322,6 +310,7 @@ export class IndexCache {
           }
         }
         await this.apply(entry, projectId, batch, {});
+        this.fit(entry);
         entry.revision = revision;
       },
     );
@@ -347,10 +336,9 @@ export class IndexCache {
     if (!entry) {
       entry = {
         index: new MemoryIndex(this.indexOptions),
-        meta: new Map(),
+        meta: new DocMetas(),
         revision: 0,
         bytes: 0,
-        metaBytes: 0,
         unsnapshotted: 0,
         snapshotted: false,
       };
@@ -389,11 +377,16 @@ export class IndexCache {
     return entry;
   }
 
+  /** A built entry's arrays cut to what they hold (MemoryIndex.fit, DocMetas.fit). */
+  private fit(entry: Entry): void {
+    entry.index.fit();
+    entry.meta.fit();
+  }
+
   /** Drops what an entry holds, to be built again from every live row (ownerChangesSince's restart). */
   private clear(entry: Entry): void {
     entry.index = new MemoryIndex(this.indexOptions);
     entry.meta.clear();
-    entry.metaBytes = 0;
     entry.awaiting?.clear();
     entry.texts = undefined;
     entry.snapshotted = false;
@@ -426,8 +419,6 @@ export class IndexCache {
       }
       entry.taking?.metaChanging(row.id);
       entry.texts?.apply(row);
-      const old = entry.meta.get(row.id);
-      if (old) entry.metaBytes -= docMetaBytes(old);
       if (row.deleted) {
         entry.index.remove(row.id);
         entry.meta.delete(row.id);
@@ -459,10 +450,10 @@ export class IndexCache {
       );
       const event = parseTemporal(row.text, createdAt);
       const meta: DocMeta = {
-        tags: sharedTags(row.tags),
+        tags: row.tags,
         source: row.source,
         createdAt,
-        metadata: sharedMetadata(row.metadata),
+        metadata: row.metadata,
         isSummary: row.is_summary,
         sessionId: row.session_id,
         importance: row.importance,
@@ -470,7 +461,6 @@ export class IndexCache {
         ...(event ? { event: { from: event.from, to: event.to } } : {}),
       };
       entry.meta.set(row.id, meta);
-      entry.metaBytes += docMetaBytes(meta);
     }
     this.embedSoon();
   }
@@ -567,7 +557,7 @@ export class IndexCache {
   private account(entry: Entry): void {
     const bytes =
       entry.index.approxBytes() +
-      entry.metaBytes +
+      entry.meta.bytes +
       (entry.texts?.bytes ?? 0) +
       (entry.awaiting?.size ?? 0) * AWAITING_BYTES;
     this.totalBytes += bytes - entry.bytes;

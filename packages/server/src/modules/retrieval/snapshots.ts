@@ -2,15 +2,8 @@ import { promisify } from 'node:util';
 import { deflate, inflate } from 'node:zlib';
 import { sql } from 'kysely';
 import {
-  ARRAY_BYTES,
-  ARRAY_SLOT_BYTES,
-  HEAP_NUMBER_BYTES,
-  jsonBytes,
-  MAP_ENTRY_BYTES,
   MemoryIndex,
   type MemoryIndexOptions,
-  objectBytes,
-  stringBytes,
   runInSlices,
   SLICE_MS,
   SNAPSHOT_FORMAT,
@@ -21,6 +14,9 @@ import {
 } from '../../engine/index.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.js';
+import { DocMetas, type DocMeta } from './doc-metas.js';
+
+export type { DocMeta };
 
 /**
  * Stored indexes of large end users (this module owns index_snapshots): building an index reads
@@ -91,59 +87,12 @@ export async function inflatedPieces(bytes: Uint8Array): Promise<Buffer[]> {
   );
 }
 
-/** What filters need of a memory, kept beside the index so filtering costs no query. */
-export interface DocMeta {
-  tags: string[];
-  source: string | null;
-  createdAt: number;
-  metadata: Record<string, unknown>;
-  isSummary: boolean;
-  sessionId: string | null;
-  importance: number;
-  /** Milliseconds since the epoch. */
-  updatedAt: number;
-  /** When the text says it happened (a date in the text, read relative to created_at), if it names one. */
-  event?: { from: number; to: number };
-}
+/** What taking a snapshot reads of the filter metadata (a DocMetas, or a Map of the same). */
+export type MetaSource = Pick<ReadonlyMap<number, DocMeta>, 'size' | 'get' | 'keys'>;
 
-/**
- * No tags and no metadata, what most docs have: one frozen value for every such doc (a DocMeta is
- * read-only, and restored ones share equal values too), counted once (docMetaBytes counts none).
- */
-export const NO_TAGS: string[] = Object.freeze([]) as unknown as string[];
-export const NO_METADATA: Record<string, unknown> = Object.freeze({});
-export const sharedTags = (tags: string[]): string[] => (tags.length === 0 ? NO_TAGS : tags);
-export const sharedMetadata = (m: Record<string, unknown>): Record<string, unknown> =>
-  Object.keys(m).length === 0 ? NO_METADATA : m;
-
-/**
- * What a DocMeta holds in the index cache (engine heap-bytes): its entry in the map, the object
- * (its three numbers boxed), the tags, the strings, the metadata as parsed, the event.
- */
-export function docMetaBytes(m: DocMeta): number {
-  let bytes = MAP_ENTRY_BYTES + objectBytes(9) + 3 * HEAP_NUMBER_BYTES;
-  if (m.tags !== NO_TAGS) bytes += ARRAY_BYTES + ARRAY_SLOT_BYTES * m.tags.length;
-  for (const t of m.tags) bytes += stringBytes(t);
-  if (m.source !== null) bytes += stringBytes(m.source);
-  if (m.sessionId !== null) bytes += stringBytes(m.sessionId);
-  if (m.event) bytes += objectBytes(2) + 2 * HEAP_NUMBER_BYTES;
-  return bytes + (m.metadata === NO_METADATA ? 0 : jsonBytes(m.metadata));
-}
-
-/** A restored doc's DocMeta before its first read: one without tags, source or metadata, in a session (docMetaBytes). */
-export const RESTORED_META_BYTES = docMetaBytes({
-  tags: NO_TAGS,
-  source: null,
-  createdAt: 0,
-  metadata: NO_METADATA,
-  isSummary: false,
-  sessionId: 's'.repeat(16),
-  importance: 0,
-  updatedAt: 0,
-});
 export interface Snapshot {
   index: MemoryIndex;
-  meta: Map<number, DocMeta>;
+  meta: DocMetas;
   revision: number;
 }
 
@@ -226,7 +175,7 @@ export class SnapshotTaking {
 
   constructor(
     index: MemoryIndex,
-    private readonly meta: Map<number, DocMeta>,
+    private readonly meta: MetaSource,
     sliceMs = SLICE_MS,
   ) {
     this.taken = runInSlices(this.steps(index), sliceMs);
@@ -268,95 +217,30 @@ export class SnapshotTaking {
   }
 }
 
-/** Filter metadata as encodeMetaSteps wrote it (exported for its test). */
-export function decodeMeta(bytes: Uint8Array): Map<number, DocMeta> {
+/** Filter metadata as encodeMetaSteps wrote it (exported for its test): its columns as they are. */
+export function decodeMeta(bytes: Uint8Array): DocMetas {
   const r = new SnapshotReader(bytes);
-  const strings = r.value<string[]>();
-  const tags = r.value<string[]>().map((t) => sharedTags(JSON.parse(t) as string[]));
-  const metadata = r.value<string[]>().map((m) => sharedMetadata(JSON.parse(m) as Record<string, unknown>));
+  const [strings, tags, metadata] = [r.value<string[]>(), r.value<string[]>(), r.value<string[]>()];
   const [ids, createdAt, eventFrom, eventTo] = [r.array('f64'), r.array('f64'), r.array('f64'), r.array('f64')];
   const isSummary = r.array('u8');
   const [source, session, tagList, metadataOf] = [r.array('i32'), r.array('i32'), r.array('i32'), r.array('i32')];
   const [updatedAt, importance] = [r.array('f64'), r.array('f64')];
-  return new RestoredMeta(ids.length, (set) => {
-    for (let i = 0; i < ids.length; i++) {
-      const doc: DocMeta = {
-        // Docs with equal tag lists or metadata share one (read-only) value.
-        tags: tags[tagList[i]!]!,
-        source: source[i]! < 0 ? null : strings[source[i]!]!,
-        createdAt: createdAt[i]!,
-        metadata: metadata[metadataOf[i]!]!,
-        isSummary: isSummary[i] === 1,
-        sessionId: session[i]! < 0 ? null : strings[session[i]!]!,
-        importance: importance[i]!,
-        updatedAt: updatedAt[i]!,
-      };
-      if (!Number.isNaN(eventFrom[i]!)) doc.event = { from: eventFrom[i]!, to: eventTo[i]! };
-      set(ids[i]!, doc);
-    }
+  return DocMetas.restored({
+    ids,
+    createdAt,
+    updatedAt,
+    importance,
+    eventFrom,
+    eventTo,
+    isSummary,
+    source,
+    session,
+    tagList,
+    metadataOf,
+    strings,
+    tags,
+    metadata,
   });
-}
-
-/**
- * Filter metadata restored from a snapshot, made into the map's entries the first time anything
- * reads or changes them (its size excepted): a first query without filters after a restart needs
- * none of it, and 100,000 docs' objects cost it 30-50 ms.
- */
-class RestoredMeta extends Map<number, DocMeta> {
-  private decode: ((set: (id: number, doc: DocMeta) => void) => void) | null;
-
-  constructor(
-    private readonly count: number,
-    decode: (set: (id: number, doc: DocMeta) => void) => void,
-  ) {
-    super();
-    this.decode = decode;
-  }
-
-  private decoded(): this {
-    const decode = this.decode;
-    if (decode) {
-      this.decode = null;
-      decode((id, doc) => super.set(id, doc));
-    }
-    return this;
-  }
-
-  override get size(): number {
-    return this.decode ? this.count : super.size;
-  }
-  override get(id: number): DocMeta | undefined {
-    return this.decoded() && super.get(id);
-  }
-  override has(id: number): boolean {
-    return this.decoded() && super.has(id);
-  }
-  override set(id: number, doc: DocMeta): this {
-    return this.decoded() && super.set(id, doc);
-  }
-  override delete(id: number): boolean {
-    return this.decoded() && super.delete(id);
-  }
-  override clear(): void {
-    this.decode = null;
-    super.clear();
-  }
-  override forEach(each: (doc: DocMeta, id: number, map: Map<number, DocMeta>) => void, thisArg?: unknown): void {
-    this.decoded();
-    super.forEach(each, thisArg);
-  }
-  override keys(): MapIterator<number> {
-    return this.decoded() && super.keys();
-  }
-  override values(): MapIterator<DocMeta> {
-    return this.decoded() && super.values();
-  }
-  override entries(): MapIterator<[number, DocMeta]> {
-    return this.decoded() && super.entries();
-  }
-  override [Symbol.iterator](): MapIterator<[number, DocMeta]> {
-    return this.entries();
-  }
 }
 
 /** Distinct values, numbered in order of first use. */
