@@ -136,6 +136,7 @@ if (argv.includes('--llm')) {
     'changes-locomo.txt',
     'changes-sealed.txt',
     'changes-sealed2.txt',
+    'changes-sealed3.txt',
   ];
   const texts = [
     ...new Set(
@@ -258,6 +259,9 @@ const quality = {
   // Wave 3 session 7: written by a hand that read no rule and no other set's pairs, on the LoCoMo sessions the set
   // above leaves out; like it, only its totals per kind are read.
   facts_sealed2: conflictsByKind('facts_sealed2', 'changes-sealed2.txt'),
+  // Session 10: a third hand's, written without reading a rule, another set's pairs or the bench notes on them, in
+  // everyday chat wording; only its totals per kind are read.
+  facts_sealed3: conflictsByKind('facts_sealed3', 'changes-sealed3.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const statement = resolver(locomoDir());
