@@ -133,6 +133,8 @@ if (argv.includes('--llm')) {
     'changes-fresh3.txt',
     'changes-fresh4.txt',
     'changes-dev4.txt',
+    'changes-fresh5.txt',
+    'changes-dev5.txt',
     'changes-locomo.txt',
     'changes-sealed.txt',
     'changes-sealed2.txt',
@@ -251,6 +253,11 @@ const quality = {
   facts_fresh4: conflictsByKind('facts_fresh4', 'changes-fresh4.txt'),
   // Session 9's tuning pairs, written after fresh4 in the same shapes with other words; read and tuned on.
   facts_dev4: conflictsByKind('facts_dev4', 'changes-dev4.txt'),
+  // Session 10: committed before that session read a rule (job changes without "work at", pronoun subjects across
+  // memories, partners); only its totals per kind are read.
+  facts_fresh5: conflictsByKind('facts_fresh5', 'changes-fresh5.txt'),
+  // Session 10's tuning pairs, written after fresh5 with other words; read and tuned on.
+  facts_dev5: conflictsByKind('facts_dev5', 'changes-dev5.txt'),
   // Session 5 of wave 3: drawn from the LoCoMo dev conversations, committed before that session changed a rule; held out.
   facts_locomo_changes: conflictsByKind('facts_locomo_changes', 'changes-locomo.txt'),
   // Wave 4: anchored on LoCoMo sessions the set above does not use, committed before that wave read a rule; only
