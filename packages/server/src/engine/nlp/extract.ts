@@ -6,6 +6,7 @@ import { keyOf, tokenizeWithOffsets, type Token } from './tokens.js';
 import { favoriteKind, HEDGES, PHRASE_ENDS, speaksOfFuture } from './lexicon.js';
 import { unframed } from './fact-frames.js';
 import { personalFacts } from './facts.js';
+import { PRONOUN_SUBJECT } from './fact-model.js';
 import { endedState } from './fact-phrases.js';
 
 /** The end user (or the speaker of a turn) when a statement is in the first person. */
@@ -33,6 +34,8 @@ export interface Extraction {
   entities: EntityRef[];
   relations: RelationFact[];
   categories: string[];
+  /** Facts of a bare "he"/"she"/"they" the text does not name (subject named `PRONOUN_SUBJECT` + the pronoun). */
+  ofPronoun?: RelationFact[];
 }
 
 interface Cue {
@@ -258,10 +261,16 @@ export class Extractor {
     // A state the personal-fact rules read as ended ("I worked at IKEA for ten years") is not also a fact of now.
     const ended = new Set(relations.filter((r) => r.past).map((r) => factKey({ ...r, negated: false })));
     const kept = relations.filter((r) => r.negated || !ended.has(factKey(r)));
-    relations.splice(0, relations.length, ...kept);
+    const ofPronoun = kept.filter((r) => r.subject.name.startsWith(PRONOUN_SUBJECT));
+    relations.splice(0, relations.length, ...kept.filter((r) => !r.subject.name.startsWith(PRONOUN_SUBJECT)));
     const entities = new Map<string, EntityRef>();
     for (const m of mentions) entities.set(`${m.type}\u0000${m.name}`, { name: m.name, type: m.type });
-    return { entities: [...entities.values()], relations, categories: this.categorise(text) };
+    return {
+      entities: [...entities.values()],
+      relations,
+      categories: this.categorise(text),
+      ...(ofPronoun.length ? { ofPronoun } : {}),
+    };
   }
 
   private categorise(text: string): string[] {

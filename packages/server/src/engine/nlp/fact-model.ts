@@ -26,6 +26,12 @@ export const FACT_RELATIONS = {
   favoritePrefix: 'favorite_',
 } as const;
 
+/**
+ * The name prefix of a subject that is a bare pronoun ("she") in a text that names no one: the person it stands
+ * for is the one the end user's memory before spoke of (knowledge.ts `pronounsNamed`).
+ */
+export const PRONOUN_SUBJECT = '@pronoun:';
+
 /** A subject or a value (extract.ts's EntityRef; not imported, so the two files do not import each other). */
 export interface EntityRef {
   name: string;

@@ -6,7 +6,7 @@
 // ("I swim twice a week") and its end ("I quit swimming"), a job or a home left ("I left Google").
 // Deterministic and offline; complements the cue relations of extract.ts.
 import type { EntityMention } from './entities.js';
-import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
+import { type Emit, type EntityRef, FACT_RELATIONS, PRONOUN_SUBJECT } from './fact-model.js';
 import { clausesOf, conceptRef, endedState, isParticiple, type Subject, subjectOf } from './fact-phrases.js';
 import { copulaFacts, favouriteBackward, homeIs, possessive } from './fact-statements.js';
 import {
@@ -32,6 +32,9 @@ import { nounIs } from './word-kinds.js';
  * Reads the personal facts of one text. `emit` receives each (subject, relation, value, negated, aspect);
  * the caller keeps those its ontology declares.
  */
+/** Third-person subjects a fact may be stated of without naming whom ("He joined KPMG"). */
+const PRONOUN_SUBJECTS = new Set(['he', 'she', 'they']);
+
 export function personalFacts(tokens: Token[], mentions: EntityMention[], self: EntityRef, emit: Emit): void {
   const mentionAt = new Map<number, EntityMention>();
   for (const m of mentions) mentionAt.set(m.first, m);
@@ -55,6 +58,15 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
     const pronoun = clause.findIndex((t) => !LEADING.has(t.key));
     if (!subject && other && ['he', 'she'].includes(clause[pronoun]?.lower ?? ''))
       subject = { ref: other, role: null, roleName: null, next: pronoun + 1 };
+    // "She's moved to Atlanta" with no one named before it in the text: the person of an earlier memory, whom the
+    // knowledge derivation names (knowledge.ts); marked here so no fact of the end user's is read from it.
+    else if (!subject && !other && PRONOUN_SUBJECTS.has(clause[pronoun]?.lower ?? '') && pronoun + 1 < clause.length)
+      subject = {
+        ref: { name: `${PRONOUN_SUBJECT}${clause[pronoun]!.lower}`, type: 'person' },
+        role: null,
+        roleName: null,
+        next: pronoun + 1,
+      };
     if (subject && subject.ref !== self && !subject.role) other = subject.ref;
     else if (subject?.role && isKin(clause[subject.next - 1]) && !subject.roleName && subject.ref === self)
       other = { name: `my ${clause[subject.next - 1]!.lower}`, type: 'person' };
@@ -154,9 +166,12 @@ function readClause(
     // "My birthday is May 2": the month, not a modal.
     if (t.capitalized && MONTHS.has(t.lower)) break;
     if (HYPOTHETICAL.has(t.key) && (t.key !== 'use' || clause[i + 1]?.key === 'to')) return;
+    const clitic = t.text === "'s" && i === subject.next && THIRD_PERSON.has(clause[i - 1]?.lower ?? '');
+    // "she's moved to Boulder", "he's left Google": before a participle of an act the clitic is "has".
+    if (clitic && isParticiple(clause[i + 1]) && clause[i + 1]!.lower !== 'been' && !STATES.has(clause[i + 1]!.lower))
+      continue;
     // "she's a nurse": the clitic after a pronoun is "is", not a possessive.
-    if (t.key === 'be' || (t.text === "'s" && i === subject.next && THIRD_PERSON.has(clause[i - 1]?.lower ?? '')))
-      copula = true;
+    if (t.key === 'be' || clitic) copula = true;
     // "I'm at Deloitte", "I've been at IKEA for years": "at" starts the predicate here, not "at least".
     else if (t.key === 'at' && mentionAt.has(offset + i + 1)) break;
     else if (NEGATORS.has(t.key)) negated = true;
@@ -309,6 +324,24 @@ const ABILITY_ENDS = new Set([
   'befor',
   'when',
   'sinc',
+]);
+/** Participles that name a state after "'s" ("she's married", "he's based in Oslo"), read as "is". */
+const STATES = new Set([
+  'married',
+  'engaged',
+  'divorced',
+  'separated',
+  'retired',
+  'widowed',
+  'based',
+  'employed',
+  'unemployed',
+  'settled',
+  'located',
+  'interested',
+  'tired',
+  'done',
+  'gone',
 ]);
 const THIRD_PERSON = new Set(['he', 'she', 'they', 'it', 'you']);
 

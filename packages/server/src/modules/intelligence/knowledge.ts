@@ -4,6 +4,7 @@ import { sha256Hex } from '../../core/crypto.js';
 import {
   type NounKind,
   nounIs,
+  PRONOUN_SUBJECT,
   personAliases,
   SELF,
   type EntityRef,
@@ -70,9 +71,61 @@ const edgeId = (key: string) => `e_${sha256Hex(key).slice(0, 16)}`;
 const chronological = (memories: ExtractedMemory[]) =>
   [...memories].sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id - b.id));
 
+const MALE_KIN = /^my (brother|dad|father|husband|son|boyfriend|uncle|grandad|grandfather|nephew|fianc[eé])$/;
+const FEMALE_KIN = /^my (sister|mum|mom|mother|wife|daughter|girlfriend|aunt|grandma|grandmother|niece|fianc[eé]e)$/;
+
+/** Whether "he", "she" or "they" can stand for a person so named (a kin word's gender and number). */
+function pronounFits(pronoun: string, name: string): boolean {
+  const plural = /^my \w+s$/.test(name);
+  if (pronoun === 'they') return plural;
+  if (plural) return false;
+  return pronoun === 'he' ? !FEMALE_KIN.test(name) : !MALE_KIN.test(name);
+}
+
+/** The extractor keeps a relative's age as the end user's with the relative as aspect ("My dad is 66"). */
+const KIN_AGE = /^my (\w+)$/;
+
+/** The last person other than the end user a memory's facts are of ("my dad" for "My dad is 66"). */
+function personSpokenOf(relations: RelationFact[]): EntityRef | undefined {
+  const r = relations.findLast(
+    (r) => (r.subject.type === 'person' && r.subject.name !== SELF) || (r.relation === 'age' && r.aspect),
+  );
+  return r && r.subject.name === SELF ? { name: `my ${r.aspect}`, type: 'person' } : r?.subject;
+}
+
+/** A pronoun's fact as the extractor states it of the person named. */
+function ofPerson(fact: RelationFact, person: EntityRef): RelationFact {
+  const kin = KIN_AGE.exec(person.name);
+  if (fact.relation === 'age' && kin && !fact.aspect)
+    return { ...fact, subject: { name: SELF, type: 'person' }, aspect: kin[1]! };
+  return { ...fact, subject: person };
+}
+
+/**
+ * "Priya lives in Chicago." then "She's moved to Atlanta.": a fact the extractor read of a bare pronoun is of the
+ * person the end user's memory just before spoke of (that memory's last subject other than the end user); with
+ * no such person, or one the pronoun cannot stand for, it is dropped.
+ */
+function pronounsNamed(ordered: ExtractedMemory[]): ExtractedMemory[] {
+  let previous: EntityRef | null = null;
+  return ordered.map((m) => {
+    if (m.isSummary) return m;
+    const before = previous;
+    let resolved: RelationFact[] = [];
+    if (before && m.extraction.ofPronoun) {
+      resolved = m.extraction.ofPronoun
+        .filter((r) => pronounFits(r.subject.name.slice(PRONOUN_SUBJECT.length), before.name))
+        .map((r) => ofPerson(r, before));
+    }
+    previous = personSpokenOf([...m.extraction.relations, ...resolved]) ?? null;
+    if (!resolved.length) return m;
+    return { ...m, extraction: { ...m.extraction, relations: [...m.extraction.relations, ...resolved] } };
+  });
+}
+
 /** Builds nodes (with person short names merged into full names), edges with validity, and conflicts. */
 export function deriveKnowledge(memories: ExtractedMemory[], endUserName: string): Knowledge {
-  const ordered = chronological(memories);
+  const ordered = pronounsNamed(chronological(memories));
   const aliases = personAliases(
     ordered.flatMap((m) => [
       ...m.extraction.entities.filter((e) => e.type === 'person').map((e) => e.name),
