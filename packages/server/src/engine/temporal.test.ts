@@ -75,4 +75,13 @@ describe('parseTemporal', () => {
     for (const phrase of phrases) expect(parseTemporal(`what about ${phrase}?`, now), phrase).not.toBeNull();
     expect(parseTemporal('what did Caroline paint for her friend?', now)).toBeNull();
   });
+
+  it('tries the rules of dates and of "since" under the case folding they match with (a gate of its own must not differ)', () => {
+    // U+017F (long s) folds to "s" and U+212A (Kelvin) to "k" under /iu, as the rules match: "ſince" is "since".
+    expect(range('\u017Fince 2021')).toEqual(['2021-01-01', '2023-09-01']);
+    expect(range('SINCE MONDAY')).toEqual(['2023-08-28', '2023-09-01']);
+    expect(range('ſince yesterday')).toEqual(['2023-08-31', '2023-09-01']);
+    // Full-width digits are no digits to the rules (\d is ASCII): no date.
+    expect(range('on ２０２３-０５-０８')).toBeNull();
+  });
 });

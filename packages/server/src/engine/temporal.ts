@@ -117,7 +117,15 @@ function validDay(y: number, m: number, d: number): boolean {
   return t.getUTCMonth() === m && t.getUTCDate() === d;
 }
 
-type Rule = { re: RegExp; range: (m: RegExpExecArray, now: number) => [number, number] | null };
+type Rule = {
+  re: RegExp;
+  range: (m: RegExpExecArray, now: number) => [number, number] | null;
+  /** What every match of `re` holds (the same case folding), tested once a text: a text without it skips the rule. */
+  needs?: 'digit' | 'since';
+};
+
+const DIGIT = /\d/u;
+const SINCE = /since/iu;
 
 const b = (s: string) => new RegExp(`(?<![\\p{L}\\p{N}])${s}(?![\\p{L}\\p{N}])`, 'iu');
 
@@ -134,6 +142,7 @@ const RULES: Rule[] = [
   {
     // ISO date, optionally with time: 2023-05-08
     re: b('(\\d{4})-(\\d{2})-(\\d{2})(?:[t ][\\d:.]+z?)?'),
+    needs: 'digit',
     range: (m) => {
       const y = +m[1]!,
         mo = +m[2]! - 1,
@@ -148,6 +157,7 @@ const RULES: Rule[] = [
     re: b(
       `(?:(\\d{1,2})(?:st|nd|rd|th)?(?: of)? ${MONTH_RE},? (\\d{4})|${MONTH_RE} (\\d{1,2})(?:st|nd|rd|th)?,? (\\d{4}))`,
     ),
+    needs: 'digit',
     range: (m) => {
       const d = +(m[1] ?? m[5]!),
         mo = monthIndex(m[2] ?? m[4]!),
@@ -160,6 +170,7 @@ const RULES: Rule[] = [
   {
     // May 2023 / in March, 2023
     re: b(`(?:(?:in|during|of) )?${MONTH_RE},? (\\d{4})`),
+    needs: 'digit',
     range: (m) => {
       const mo = monthIndex(m[1]!),
         y = +m[2]!;
@@ -169,6 +180,7 @@ const RULES: Rule[] = [
   {
     // May 8 / 8 May (no year): the most recent such day not in the future
     re: b(`(?:(\\d{1,2})(?:st|nd|rd|th)?(?: of)? ${MONTH_RE}|${MONTH_RE} (\\d{1,2})(?:st|nd|rd|th)?)`),
+    needs: 'digit',
     range: (m, now) => {
       const d = +(m[1] ?? m[4]!),
         mo = monthIndex(m[2] ?? m[3]!);
@@ -181,10 +193,12 @@ const RULES: Rule[] = [
   },
   {
     re: b(`since (?:last )?${WEEKDAY_RE}`),
+    needs: 'since',
     range: (m, now) => [pastWeekday(now, weekdayIndex(m[1]!)), now + 1],
   },
   {
     re: b(`since ${MONTH_RE}`),
+    needs: 'since',
     range: (m, now) => {
       const mo = monthIndex(m[1]!);
       let y = new Date(now).getUTCFullYear();
@@ -194,14 +208,17 @@ const RULES: Rule[] = [
   },
   {
     re: b('since (?:the )?(?:start of )?(last|this) (week|month|year)'),
+    needs: 'since',
     range: (m, now) => [unitRange(now, m[2]!, m[1] === 'last' ? -1 : 0)[0], now + 1],
   },
   {
     re: b('since (\\d{4})'),
+    needs: 'since',
     range: (m, now) => [Date.UTC(+m[1]!, 0, 1), now + 1],
   },
   {
     re: b('since yesterday'),
+    needs: 'since',
     range: (_m, now) => [startOfDay(now) - DAY, now + 1],
   },
   {
@@ -216,6 +233,7 @@ const RULES: Rule[] = [
   },
   {
     re: b('(?:in|during|of|from) (\\d{4})'),
+    needs: 'digit',
     range: (m) => {
       const y = +m[1]!;
       if (y < 1900 || y > 2199) return null;
@@ -272,7 +290,12 @@ const RULES: Rule[] = [
 export function parseTemporal(query: string, now: number): TemporalRange | null {
   if (!query || !MAY_NAME_TIME.test(query)) return null;
   const text = query.length > 2000 ? query.slice(0, 2000) : query;
+  // A memory's text that names a time mostly does so by a word ("last week"): the rules of dates and of
+  // "since" are skipped unless it has a digit or the word (half the rules; the index applies this to each memory).
+  const digit = DIGIT.test(text);
+  const since = SINCE.test(text);
   for (const rule of RULES) {
+    if (rule.needs === 'digit' ? !digit : rule.needs === 'since' && !since) continue;
     const m = rule.re.exec(text);
     if (!m) continue;
     const r = rule.range(m, now);
