@@ -134,7 +134,7 @@ export function rank(ix: RankedIndex, query: string, opts: SearchOptions, k: num
       ? vectors.prepare(unit(opts.queryVector))
       : null;
 
-  const norms = normalisers(w, b, first, q.whenLift);
+  const norms = normalisers(w, b, first, q.whenLift, ix.capacity);
   const fused = fusion(ix, b, q, norms, qvec, extQ, opts, now, k);
   offerCandidates(ix, b, fused, norms, q, qvec, extQ, opts, now, k, eligible);
 
@@ -314,7 +314,7 @@ function expandQuery(ix: RankedIndex, best: TopK, qTerms: Map<string, number>, l
   }
 }
 
-function normalisers(w: RankingWeights, b: SearchBuffers, first: FirstPass, whenLift: number): Norms {
+function normalisers(w: RankingWeights, b: SearchBuffers, first: FirstPass, whenLift: number, cap: number): Norms {
   const ma = b.metaTouched.a;
   const mn = b.metaTouched.n;
   const ea = b.expTouched.a;
@@ -327,7 +327,11 @@ function normalisers(w: RankingWeights, b: SearchBuffers, first: FirstPass, when
   // Expansion is normalised like the first pass unless its own best is stronger (a first pass
   // that matched only a weak word, e.g. a name): then by its own best, so it never outweighs `expansion`.
   let maxExp = 0;
-  for (let i = 0, exp = b.exp; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
+  const exp = b.exp;
+  // Most of a large index touched: read in order (a scan the cache reads ahead), not by the touched list.
+  if (en > cap >>> 3) {
+    for (let s = 0; s < cap; s++) if (exp[s]! > maxExp) maxExp = exp[s]!;
+  } else for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
   const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
   const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
   return { lexNorm, expNorm, sessionNorm: first.sessionNorm, metaNorm, metaLift, whenLift };
@@ -529,16 +533,20 @@ function offerWithWordEvidence(
     metaNormL = norms.metaNorm,
     metaLiftL = norms.metaLift,
     whenLiftL = norms.whenLift;
+  // Per-slot arrays read only when they can matter (a search at 300,000 memories is bound by these reads):
+  // speaker/tag scores are zero unless the query matched some, and the when-lift is zero for another question.
+  const anyMeta = mn > 0;
+  const whenQuestion = whenLiftL !== 0;
   for (let i = 0; i < tn; i++) {
     const s = ta[i]!;
     // knownOf[i] holds the doc's (asking-weighted) lexical + context words from the first pass.
     const words = knownOf[i]! * lexNormL + wExp * exp[s]! * expNormL;
     if (words > seed.floor && eligible(s)) seed.offer(s, words);
-    const ms = metaS[s]!;
+    const ms = anyMeta ? metaS[s]! : 0;
     const sn = sessionNo[s]!;
     const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
     knownOf[i] =
-      words * (1 + metaLiftL * m + (namesTime[s] ? whenLiftL : 0)) +
+      words * (1 + metaLiftL * m + (whenQuestion && namesTime[s] ? whenLiftL : 0)) +
       (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNormL) +
       wMeta * m * metaNormL;
   }
