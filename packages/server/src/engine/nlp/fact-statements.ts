@@ -35,6 +35,7 @@ import {
   TRAITS,
   unitOf,
   WORK_STATES,
+  WORKPLACES,
 } from './fact-words.js';
 import { favoriteKind, GIVEN_NAMES } from './lexicon.js';
 import type { Token } from './tokens.js';
@@ -162,6 +163,14 @@ export function copulaFacts(
     emit(owner, FACT_RELATIONS.worksAs, conceptRef(word), neg);
     return;
   }
+  // "I'm freelancing now": working for oneself, as "self-employed" says it.
+  if (
+    word === 'freelancing' ||
+    (word === 'freelance' && !rest[1]?.capitalized && !OCCUPATIONS.has(rest[1]?.lower ?? ''))
+  ) {
+    emit(owner, FACT_RELATIONS.worksAs, conceptRef('self-employed'), neg);
+    return;
+  }
   // "I'm seeing a guy called Omar", "I'm dating someone named Theo".
   if ((first.key === 'see' || first.key === 'date') && /ing$/.test(first.lower)) {
     // "I'm not seeing anyone": single; "I'm dating someone": not.
@@ -225,6 +234,12 @@ export function copulaFacts(
       if (['at', 'with', 'for'].includes(rest[p.end]?.key ?? '')) {
         const m = mentionAt.get(at(p.end + 1)) ?? mentionAt.get(at(p.end + 2));
         if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
+        else {
+          // "a cashier at a supermarket", "a nurse at the hospital": the workplace as "I work at a supermarket" says it.
+          const place = phrase(rest, p.end + 1, 2).words;
+          if (place.length && WORKPLACES.has(place[place.length - 1]!.key))
+            emit(owner, FACT_RELATIONS.worksAt, concept(place), neg);
+        }
       }
     } else if (p.words.length === 1 && HABIT_AGENTS[p.words[0]!.key]) {
       // "I'm a smoker" is the habit "I quit smoking" ends.

@@ -33,6 +33,7 @@ import {
   LEAVE_VERBS,
   LOSS_VERBS,
   MODES,
+  OCCUPATIONS,
   ORDINALS,
   PREFERENCE_LINKS,
   PRONOUNS,
@@ -44,7 +45,10 @@ import {
 } from './fact-words.js';
 import { singular } from './lexicon.js';
 import type { Token } from './tokens.js';
-import { isKind, verbClassAt } from './word-kinds.js';
+import { isKind, nounIs, verbClassAt } from './word-kinds.js';
+
+/** Verbs whose "as" names the job one has from then on. */
+const AS_JOB = new Set(['retrain', 'requalifi', 'qualifi', 'start', 'begin', 'began', 'begun']);
 
 export function verbFacts(
   rest: Token[],
@@ -255,6 +259,21 @@ export function verbFacts(
       emit(owner, FACT_RELATIONS.livesIn, conceptRef(place.name, 'place'), neg);
       return;
     }
+  }
+  // "I retrained as a paramedic", "she qualified as a nurse", "I was taken on as a chef": the job now.
+  if ((AS_JOB.has(v) || verbClassAt(rest)?.kind === 'job_start') && rest[1]?.key === 'as') {
+    const p = phrase(rest, 2, 3);
+    const last = p.words[p.words.length - 1];
+    if (last && (OCCUPATIONS.has(last.lower) || nounIs(last.lower, 'occupation')))
+      emit(owner, FACT_RELATIONS.worksAs, concept(p.words), neg);
+    return;
+  }
+  // "I've moved on to BP": a named employer moved on to (a place so named is a home, read elsewhere).
+  if (v === 'move' && rest[1]?.key === 'on' && rest[2]?.key === 'to') {
+    const m = mentionAt.get(at(3));
+    if (m && (m.type === 'organization' || (m.type === 'place' && !nounIs(m.name.toLowerCase(), 'place'))))
+      emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
+    return;
   }
   // "I started a new job at Bosch", "I took a position with the council", "she landed a role as a designer".
   if (JOB_STARTS.has(v)) {

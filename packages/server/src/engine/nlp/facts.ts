@@ -102,6 +102,7 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
       continue;
     }
     carried = subject.role ? null : subject;
+    partnerNamed(clause, subject, self, emit);
     readClause(clause, offset, subject, mentionAt, self, before, emit);
   }
 }
@@ -364,7 +365,7 @@ const splitUp = (verbs: string[]) =>
   verbs.includes('separ') ||
   verbs.includes('divorc') ||
   (verbs.includes('end') && verbs.some((w) => ['thing', 'it', 'relationship'].includes(w))) ||
-  (verbs.includes('call') && verbs.includes('quit'));
+  (verbs.includes('call') && (verbs.includes('quit') || (verbs.includes('it') && verbs.includes('off'))));
 
 /** "My wife and I separated", "my girlfriend and I broke up", "Tom and his wife divorced": the couple's status after. */
 function parted(clause: Token[], couple: Subject, subject: Subject | null, self: EntityRef, emit: Emit): boolean {
@@ -397,6 +398,39 @@ function parted(clause: Token[], couple: Subject, subject: Subject | null, self:
     emit(owner, FACT_RELATIONS.status, conceptRef('single'), false);
   } else return false;
   return true;
+}
+
+/** Words before a partner's role that make the partner a former one ("my ex husband", "my late wife"). */
+const FORMER = new Set(['ex', 'late', 'former', 'old', 'first']);
+
+/**
+ * "Hugo is my husband", "my new girlfriend, Amy, ...", "my husband Hugo ...": the partner named is the value of
+ * the end user's spouse or partner, as "My husband is Hugo" states it.
+ */
+function partnerNamed(clause: Token[], subject: Subject, self: EntityRef, emit: Emit): void {
+  const link = (role: Token | undefined) =>
+    role && SPOUSES.has(role.key)
+      ? FACT_RELATIONS.married
+      : role && PARTNERS.has(role.key)
+        ? FACT_RELATIONS.partner
+        : null;
+  const k = subject.next;
+  if (
+    subject.ref !== self &&
+    !subject.role &&
+    clause[k]?.key === 'be' &&
+    ['my', 'our'].includes(clause[k + 1]?.lower ?? '')
+  ) {
+    const relation = link(clause[k + 2]);
+    if (relation && (!clause[k + 3] || clause[k + 3]!.punct)) emit(self, relation, subject.ref, false);
+    return;
+  }
+  if (subject.ref !== self || !subject.roleName) return;
+  const role = clause.findIndex((t) => t.key === subject.role);
+  const owner = clause.findIndex((t) => t.lower === 'my' || t.lower === 'our');
+  const relation = link(clause[role]);
+  if (relation && owner >= 0 && owner < role && !clause.slice(owner, role).some((t) => FORMER.has(t.key)))
+    emit(self, relation, { name: subject.roleName, type: 'person' }, false);
 }
 
 /** A relative or another person one names by role ("my sister", "my stepdad", "my boss"): WordNet's relatives too. */

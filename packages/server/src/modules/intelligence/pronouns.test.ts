@@ -20,3 +20,22 @@ describe('a pronoun subject across memories', () => {
     expect(conflicting('Tom is married to Ellie.', "He's married to Ellie.")).toBe(false);
   });
 });
+
+describe('a job or a partner said another way', () => {
+  it('reads a workplace after a job title, a job taken "as", an employer moved on to, and freelancing', () => {
+    expect(factsOf("I'm a cashier at a supermarket.")).toContain('works_at=supermarket');
+    expect(factsOf('I retrained as an electrician.')).toContain('works_as=electrician');
+    expect(factsOf('I started as a joke.')).not.toContain('works_as=joke');
+    expect(factsOf("I've moved on to Coca-Cola.")).toContain('works_at=coca-cola');
+    expect(factsOf('I moved on to Paris.')).not.toContain('works_at=paris');
+    expect(conflicting('I work at a law firm.', "I'm freelancing now.")).toBe(true);
+  });
+
+  it('reads the partner named beside the role as the spouse or partner, not a former one', () => {
+    expect(factsOf('Hugo is my husband.')).toContain('married_to=hugo');
+    expect(factsOf('My husband Hugo loves cooking.')).toContain('married_to=hugo');
+    expect(factsOf('My late husband Bob loved fishing.')).not.toContain('married_to=bob');
+    expect(factsOf('Hugo is not my husband.')).not.toContain('married_to=hugo');
+    expect(conflicting("I'm dating Kai.", 'Kai and I called it off.')).toBe(true);
+  });
+});
