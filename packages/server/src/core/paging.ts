@@ -1,7 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { CompiledQuery, PostgresAdapter, sql, type Compilable, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { Executor } from '../store/database.js';
-import { LAST_IN_TRANSACTION } from '../store/postgres-connections.js';
+import { LAST_IN_TRANSACTION, ROWS_AS_ARRAYS } from '../store/postgres-connections.js';
 import type { DB } from '../store/schema.js';
 
 /** Offset paging for every list: offset/limit (default 50, maximum 100) -> items, total, offset, limit, has_next. */
@@ -72,19 +72,37 @@ export async function paginate<DB, TB extends keyof DB, O, T>(
  * row of the table past the cursor for the end user's few (measured: 0.3 ms -> 298 ms a page at 500,000
  * memories), where the owner's index and a sort of the end user's rows is the plan it picks.
  */
+export function readKeysetPage<R>(
+  db: Kysely<DB>,
+  page: (db: Executor) => Compilable<R>,
+  wholeProject: boolean,
+): Promise<R[]>;
+/**
+ * The same, rows as arrays of the selected columns in order where the connection gives them so (PostgreSQL with
+ * named statements: ROWS_AS_ARRAYS), as objects elsewhere: the caller reads either.
+ */
+export function readKeysetPage<R>(
+  db: Kysely<DB>,
+  page: (db: Executor) => Compilable<R>,
+  wholeProject: boolean,
+  rowsAs: 'arrays',
+): Promise<(R | unknown[])[]>;
 export async function readKeysetPage<R>(
   db: Kysely<DB>,
   page: (db: Executor) => Compilable<R>,
   wholeProject: boolean,
-): Promise<R[]> {
-  if (!wholeProject || !(db.getExecutor().adapter instanceof PostgresAdapter))
-    return (await db.executeQuery(page(db))).rows;
+  rowsAs?: 'arrays',
+): Promise<(R | unknown[])[]> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const marked = (executor: Executor, prefix: string) => {
+    const statement = page(executor).compile();
+    const marks = `${prefix}${postgres && rowsAs === 'arrays' ? ROWS_AS_ARRAYS : ''}`;
+    return marks ? CompiledQuery.raw(`${marks}${statement.sql}`, [...statement.parameters]) : statement;
+  };
+  if (!wholeProject || !postgres) return (await db.executeQuery(marked(db, ''))).rows as R[];
   return db.transaction().execute(async (trx) => {
     await sql`SET LOCAL enable_sort = off`.execute(trx);
-    const statement = page(trx).compile();
-    return (
-      await trx.executeQuery(CompiledQuery.raw(`${LAST_IN_TRANSACTION}${statement.sql}`, [...statement.parameters]))
-    ).rows as R[];
+    return (await trx.executeQuery(marked(trx, LAST_IN_TRANSACTION))).rows as R[];
   });
 }
 
