@@ -8,13 +8,16 @@
  * server's worker, polled) into a fresh server of the same dialect, reported beside the job's rate (after a warm-up
  * import of the file's first tenth into another project: the job it is compared with runs warm).
  * SQLite by default; PostgreSQL with `--postgres URL`. Prints JSON. `--profile DIR` writes the import and export
- * jobs' CPU profiles there, and with `--http` the server's (`--cpu-prof`) for the time of `engram import`.
+ * jobs' CPU profiles there, and with `--http` the server's (`--cpu-prof`) for the time of `engram import`. The import
+ * reports its CPU seconds (Node, and PostgreSQL's backends), and with `--import ./bench/lib/count-statements.mjs` and
+ * ENGRAM_BENCH_STATEMENT_LOG=FILE the statements and round trips it sent.
  *   npm run bench:export -- [--total N] [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--http] [--profile DIR] [--batch N]
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import { sql } from 'kysely';
 import { join } from 'node:path';
+import { postgresCpuSeconds } from './lib/cpu.js';
 import { profiled } from './lib/profile.js';
 import { freshDataDir, freshPostgres, startServer } from './lib/server.js';
 import { importCommand } from '../packages/server/src/cli/transfer.js';
@@ -38,18 +41,20 @@ const overHttp = args.includes('--http');
 // Records per import transaction: the server's default (ENGRAM_IMPORT_BATCH) unless given.
 const importBatch = Number(option('--batch') ?? loadConfig({}).importBatch);
 
-async function open(): Promise<{ database: Database; drop: () => Promise<void> }> {
+async function open(): Promise<{ database: Database; drop: () => Promise<void>; databaseCpu: () => number }> {
   if (postgresUrl) {
     const fresh = await freshPostgres(postgresUrl);
     return {
       database: openDatabase({ dialect: 'postgres', url: fresh.url, poolSize: 5, preparedStatements: true }),
       drop: fresh.drop,
+      databaseCpu: () => postgresCpuSeconds(fresh.url),
     };
   }
   const dir = freshDataDir();
   return {
     database: openDatabase({ dialect: 'sqlite', path: join(dir, 'engram.db') }),
     drop: async () => rmSync(dir, { recursive: true, force: true }),
+    databaseCpu: () => 0, // SQLite runs in this process: its CPU is the process's
   };
 }
 
@@ -140,7 +145,7 @@ async function importOverHttp(bytes: Buffer): Promise<number> {
   }
 }
 
-const { database, drop } = await open();
+const { database, drop, databaseCpu } = await open();
 try {
   await migrate(database);
   const blobs = openBlobStore({ kind: 'database' }, database);
@@ -194,11 +199,30 @@ try {
   const upload = (await blobs.get(gzipped.key))!;
   const file = (await blobs.get(gzipped.key))!;
   const record = await createImport(database, blobs, { ...ctx, projectId: target.id }, 'auto', upload);
+  // With bench/lib/count-statements.mjs preloaded (ENGRAM_BENCH_STATEMENT_LOG), the job's statements are the log's lines from here.
+  const statementLog = process.env.ENGRAM_BENCH_STATEMENT_LOG;
+  const logged = () => (statementLog && existsSync(statementLog) ? readFileSync(statementLog, 'utf8') : '');
+  const logBefore = logged().length;
+  // CPU seconds of each side during the job: on 2 shared cores, what a row costs Node and the database.
+  const [nodeCpuBefore, databaseCpuBefore] = [process.cpuUsage(), databaseCpu()];
   const imported = await measured(() =>
     profiled(profileDir, 'import', () =>
       importJob(database, blobs, importBatch)(job(record.id, target.id, { importId: record.id })),
     ),
   );
+  const nodeCpu = process.cpuUsage(nodeCpuBefore);
+  const jobStatements = logged()
+    .slice(logBefore)
+    .split('\n')
+    .filter((line) => line !== '');
+  const importCpu = {
+    node_cpu_seconds: Math.round((nodeCpu.user + nodeCpu.system) / 1e4) / 100,
+    ...(postgresUrl && { database_cpu_seconds: Math.round((databaseCpu() - databaseCpuBefore) * 100) / 100 }),
+    ...(statementLog && {
+      statements: jobStatements.length,
+      round_trips: jobStatements.filter((line) => !line.startsWith('+ ')).length,
+    }),
+  };
   const row = await database.db
     .selectFrom('imports')
     .select(['status', 'rows_created'])
@@ -284,6 +308,7 @@ try {
           rows_per_second: Math.round(total / imported.seconds),
           of_ceiling: Math.round((bare.seconds / imported.seconds) * 100) / 100,
           peak_rss_growth_mb: imported.peak_rss_growth_mb,
+          ...importCpu,
         },
         ...(viaHttp && {
           import_http: {

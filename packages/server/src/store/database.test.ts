@@ -94,16 +94,34 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
 );
 
 it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
-  'postgresArray: PostgreSQL reads its literal back as the values given (quotes, backslashes, braces, NULL, empty)',
+  'postgresArray: PostgreSQL reads its literal back as the values given (quotes, backslashes, braces, NULL, empty, control characters, booleans)',
   async () => {
     const fresh = await freshDatabaseConfig('postgres');
     const database = openDatabase(fresh.config);
     try {
-      const texts = ['plain', 'say "hi"', 'back\\slash\\', '{a,b}', 'new\nline, comma', '', 'NULL', null, 'ünï 😀'];
-      const read = await sql<{ value: string | null }>`SELECT unnest(${postgresArray(texts)}::text[]) AS value`.execute(
-        database.db,
-      );
-      expect(read.rows.map((r) => r.value)).toEqual(texts);
+      // Without control characters or lone surrogates JSON writes the literal; with them (the second), the loop.
+      const plain = [
+        'plain',
+        'say "hi"',
+        'back\\slash\\',
+        '{a,b}',
+        '{"k": ["v"]}',
+        '',
+        'NULL',
+        null,
+        'ünï 😀',
+        'a\u007fb',
+      ];
+      for (const texts of [plain, [...plain, 'new\nline, comma', 'tab\there', 'lone \ud800 surrogate']]) {
+        const read = await sql<{
+          value: string | null;
+        }>`SELECT unnest(${postgresArray(texts)}::text[]) AS value`.execute(database.db);
+        expect(read.rows.map((r) => r.value)).toEqual(texts.map((t) => t?.replace('\ud800', '\ufffd') ?? null));
+      }
+      const flags = await sql<{
+        value: boolean | null;
+      }>`SELECT unnest(${postgresArray([true, false, null])}::boolean[]) AS value`.execute(database.db);
+      expect(flags.rows.map((r) => r.value)).toEqual([true, false, null]);
       const numbers = await sql<{
         value: number;
       }>`SELECT unnest(${postgresArray([0.5, 1e-7, -3])}::float8[]) AS value`.execute(database.db);

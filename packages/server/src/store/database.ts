@@ -189,6 +189,10 @@ export const sqlLiteral = (value: string) => `'${value.replace(/'/g, "''")}'`;
  * tenth of an import's JavaScript; most elements need no escape at all.
  */
 export function postgresArray(values: readonly unknown[]): string {
+  // JSON escapes a string's quotes and backslashes as the literal does, and writes the whole array in one native
+  // pass; it writes other escapes of its own (control characters, lone surrogates), so such arrays take the loop.
+  // A replace per element of JSON text (every one has quotes) was ~7 µs: 70 ms of a 10,000-row import batch.
+  if (values.every(isJsonSafe)) return `{${JSON.stringify(values).slice(1, -1)}}`;
   let literal = '{';
   for (let i = 0; i < values.length; i++) {
     const value = values[i];
@@ -203,6 +207,15 @@ export function postgresArray(values: readonly unknown[]): string {
 }
 const NEEDS_ESCAPE = /["\\]/;
 const ESCAPED = /["\\]/g;
+/** Written by JSON.stringify as the array literal reads it (its null, unquoted, is the literal's NULL). */
+const isJsonSafe = (value: unknown) =>
+  value === null ||
+  value === undefined ||
+  typeof value === 'boolean' ||
+  (typeof value === 'number' && Number.isFinite(value)) ||
+  (typeof value === 'string' && !JSON_ESCAPED.test(value));
+/** Control characters and lone surrogates (with the u flag a pair is one code point, not Cs). */
+const JSON_ESCAPED = /[\u0000-\u001f]|\p{Cs}/u;
 
 /** JSON columns: text on SQLite, parsed json or jsonb on PostgreSQL. */
 export function decodeJson<T>(value: unknown): T {

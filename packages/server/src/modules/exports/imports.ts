@@ -9,7 +9,15 @@ import { enqueueJob, LeaseLost, type JobContext } from '../../jobs/runner.js';
 import type { BlobStore } from '../../store/blobs.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import type { ImportsTable } from '../../store/schema.js';
-import { AddMemoryBody, importMemories, MEMORY_LIMITS, type ImportedMemory, type Owner } from '../memories/index.js';
+import {
+  AddMemoryBody,
+  importMemories,
+  MEMORY_LIMITS,
+  prepareImport,
+  type ImportedMemory,
+  type Owner,
+  type PreparedImport,
+} from '../memories/index.js';
 import { importRelations, RELATION_TYPES, SUMMARIZES, type ImportedRelation } from '../synthesis/index.js';
 import { ENGRAM_EXPORT_FORMAT } from './formats.js';
 import { ImportFileError, scanRecords, type Container } from './import-scanner.js';
@@ -366,8 +374,8 @@ export function importJob(database: Database, blobs: BlobStore, recordsPerBatch:
       if (Number(finished.numUpdatedRows) === 0)
         await db.updateTable('imports').set({ blob_key: null }).where('id', '=', id).execute();
     };
-    // A batch is recorded while the next one is read and parsed (the database's work and Node's side by side), one
-    // at a time, so batches land in file order. `refusedAt`: the last record of a batch the memories module refused.
+    // A batch is recorded while the next one is read, parsed and prepared (the database's work and Node's side by
+    // side), one at a time, so batches land in file order. `refusedAt`: the last record of a batch the memories module refused.
     let recording: Promise<boolean> | undefined;
     let refusedAt: { record: number; line: number } | null = null;
     type Totals = typeof totals;
@@ -390,14 +398,14 @@ export function importJob(database: Database, blobs: BlobStore, recordsPerBatch:
       return now?.status === 'running';
     };
     const record = async (
-      memories: typeof batch,
+      memories: PreparedImport | undefined,
       relations: ImportedRelation[],
       end: typeof current,
       bytes: number,
       last: boolean,
     ) => {
       let running = true;
-      if (memories.length) {
+      if (memories) {
         // The counts go in the batch's own transaction: one commit a batch (each of its own was an fsync on
         // SQLite), and counts that never run ahead of what landed.
         const result = await importMemories(database, ctx, memories, (trx, outcome) =>
@@ -405,7 +413,7 @@ export function importJob(database: Database, blobs: BlobStore, recordsPerBatch:
             trx,
             {
               ...totals,
-              done: totals.done + memories.length,
+              done: totals.done + memories.size,
               created: totals.created + outcome.created,
               skipped: totals.skipped + outcome.skipped,
             },
@@ -415,7 +423,7 @@ export function importJob(database: Database, blobs: BlobStore, recordsPerBatch:
           if (error instanceof AppError) refusedAt = end;
           throw error;
         });
-        totals.done += memories.length;
+        totals.done += memories.size;
         totals.created += result.created;
         totals.skipped += result.skipped;
         running = result.recorded!;
@@ -424,7 +432,7 @@ export function importJob(database: Database, blobs: BlobStore, recordsPerBatch:
       await link(relations, false);
       if (last) await link(waiting.splice(0), true);
       // Relations are restored after their batch committed: counted by a write of their own when there were any.
-      if (!memories.length || totals.relationsCreated + totals.relationsSkipped !== relationsBefore)
+      if (!memories || totals.relationsCreated + totals.relationsSkipped !== relationsBefore)
         running = await progressed(db, totals, bytes);
       await job.progress(row.bytes_total ? bytes / row.bytes_total : 1);
       return running;
@@ -436,8 +444,11 @@ export function importJob(database: Database, blobs: BlobStore, recordsPerBatch:
       return earlier ? earlier : true;
     };
     const flush = async (last = false) => {
+      // Checked and prepared before the batch before is awaited: while the database writes that one (prepareImport).
+      // Content the memories module refuses fails the import here, as the batch ending at the current record.
+      const prepared = batch.length > 0 ? prepareImport(database, batch) : undefined;
       if (!(await recorded())) return false;
-      const next = record(batch, linking, current, counter.bytes, last);
+      const next = record(prepared, linking, current, counter.bytes, last);
       batch = [];
       linking = [];
       if (last) return next;

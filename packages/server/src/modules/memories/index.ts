@@ -50,7 +50,7 @@ export {
 export { insertTurn, insertTurnInOneStatement, type TurnCount, type TurnInput } from './turns.js';
 export { insertSummary, rewriteSummary, type SummaryInput } from './summaries.js';
 export { markSuperseded, tombstoneProjectMemories, touchMemories } from './marks.js';
-export { importMemories } from './import.js';
+export { importMemories, prepareImport, type PreparedImport } from './import.js';
 export { nextSeq } from './revisions.js';
 export { recordHistory, withExpiry, type ImportedMemory } from './rows.js';
 export { listMemories, listPage, selectedIds, type ListPage, type ListRequest } from './list.js';
