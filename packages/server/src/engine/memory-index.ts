@@ -7,10 +7,12 @@ import type { ContextScratch } from './bm25-context.js';
 import { type IndexTake, readIds, type SessionIds, STEP } from './index-take.js';
 import { builtinEmbedder, type BuiltinEmbedder } from './embedder.js';
 import { ARRAY_BYTES, ARRAY_SLOT_BYTES, MAP_ENTRY_BYTES, stringBytes, TYPED_ARRAY_BYTES } from './heap-bytes.js';
-import { type NormKey, rank } from './rank.js';
+import { rank } from './rank.js';
+import type { NormKey } from './ranked-index.js';
+import { lowerBound } from './sorted.js';
 import { DEFAULT_WEIGHTS, type RankingWeights } from './ranking-weights.js';
 import { SearchBuffers } from './search-buffers.js';
-import { analyze } from './text.js';
+import { analyze, endsAsking, namesTime, speaksInFirstPerson } from './text.js';
 import { VectorIndex } from './vectors.js';
 import { runNow, SnapshotReader, SnapshotWriter, type Steps } from './snapshot.js';
 import type { EngineDoc, SearchHit, SearchOptions } from './types.js';
@@ -36,13 +38,6 @@ export interface MemoryIndexOptions {
  */
 export const DEFAULT_CONTEXT_CACHE_SHARE = 3;
 
-/** Words that place a text in time (for `whenNamesTime`); English, like the temporal parser. */
-const TIME_WORDS =
-  /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
-/** First-person words (English, like TIME_WORDS). */
-const FIRST_PERSON = /\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b/i;
-/** Text ending with a question mark, an image caption the server appended ignored. */
-const ENDS_ASKING = /[?？]\s*(?:\[image:[^\]]*\])?\s*$/;
 export class MemoryIndex {
   private readonly embedder: BuiltinEmbedder | null;
   readonly weights: RankingWeights;
@@ -60,11 +55,11 @@ export class MemoryIndex {
   private slotId = new Float64Array(0);
   private live = new Uint8Array(0);
   private createdAt = new Float64Array(0);
-  /** 1 when the doc's text names a time (TIME_WORDS). */
+  /** 1 when the doc's text names a time (namesTime, text.ts). */
   private namesTime = new Uint8Array(0);
-  /** 1 when the doc's text has a first-person word (FIRST_PERSON). */
+  /** 1 when the doc's text has a first-person word (speaksInFirstPerson). */
   private firstPerson = new Uint8Array(0);
-  /** 1 when the doc's text ends with a question (ENDS_ASKING). */
+  /** 1 when the doc's text ends with a question (endsAsking). */
   private endsAsking = new Uint8Array(0);
   /** Upper bounds over every doc ever held (never lowered: a stale bound is still a bound), for pruning. */
   private maxCreatedAt = -Infinity;
@@ -214,9 +209,9 @@ export class MemoryIndex {
     this.importance[slot] = Number.isFinite(doc.importance) ? doc.importance : 0.5;
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
-    this.namesTime[slot] = TIME_WORDS.test(doc.text) ? 1 : 0;
-    this.firstPerson[slot] = FIRST_PERSON.test(doc.text) ? 1 : 0;
-    this.endsAsking[slot] = ENDS_ASKING.test(doc.text) ? 1 : 0;
+    this.namesTime[slot] = namesTime(doc.text) ? 1 : 0;
+    this.firstPerson[slot] = speaksInFirstPerson(doc.text) ? 1 : 0;
+    this.endsAsking[slot] = endsAsking(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
@@ -602,15 +597,4 @@ export class MemoryIndex {
       throw error;
     }
   }
-}
-
-function lowerBound(a: readonly number[], x: number): number {
-  let lo = 0;
-  let hi = a.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (a[mid]! < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }

@@ -4,15 +4,14 @@
 // offered to the top k (vector neighbours, every doc, or the docs with word evidence, exactly
 // pruned); the hits and their explanations. A search leaves the thread's buffers zero.
 import { addAnswerTypes } from './answer-types.js';
-import type { Bm25Field } from './bm25.js';
-import type { ContextScratch } from './bm25-context.js';
-import { dot, type BuiltinEmbedder } from './embedder.js';
+import { dot } from './embedder.js';
 import { FEATURES, relevanceOf, type RankingWeights } from './ranking-weights.js';
+import type { RankedIndex } from './ranked-index.js';
 import { type SearchBuffers, TopK } from './search-buffers.js';
 import { parseTemporal, type TemporalRange } from './temporal.js';
 import { analyze } from './text.js';
 import type { Explanation, SearchHit, SearchOptions } from './types.js';
-import { unit, type VectorIndex } from './vectors.js';
+import { unit } from './vectors.js';
 
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
@@ -26,47 +25,6 @@ const DAY = 86_400_000;
 const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
 /** Vector candidates a query takes at least (4 k when more). */
 const VECTOR_CANDIDATES = 50;
-
-/** What the cached length normalisations (ContextScratch.norm) were computed under. */
-export interface NormKey {
-  mutations: number;
-  window: number;
-  weight: number;
-  decay: number;
-  backward: number;
-}
-
-/** What ranking reads of an index: MemoryIndex.search hands over its own fields for one search. */
-export interface RankedIndex {
-  readonly weights: RankingWeights;
-  readonly capacity: number;
-  readonly live: Uint8Array;
-  readonly slotId: Float64Array;
-  readonly createdAt: Float64Array;
-  readonly namesTime: Uint8Array;
-  readonly firstPerson: Uint8Array;
-  readonly endsAsking: Uint8Array;
-  readonly importance: Float32Array;
-  readonly feedback: Float32Array;
-  readonly maxCreatedAt: number;
-  readonly maxImportanceDev: number;
-  readonly maxAbsFeedback: number;
-  readonly sessionNo: Int32Array;
-  readonly sessionNos: ReadonlyMap<string, number>;
-  /** Per-session sums of a search, by session number (zero between searches). */
-  readonly sessionBuf: Float64Array;
-  readonly prevSlot: Int32Array;
-  readonly nextSlot: Int32Array;
-  readonly text: Bm25Field;
-  readonly meta: Bm25Field;
-  readonly embedder: BuiltinEmbedder | null;
-  readonly dims: number;
-  readonly ngramVecs: Float32Array;
-  readonly vectors: VectorIndex;
-  readonly scratch: ContextScratch;
-  readonly mutations: number;
-  readonly normKey: NormKey;
-}
 
 type Links = { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number; backward: number };
 type Eligible = (slot: number) => boolean;

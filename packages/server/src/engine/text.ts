@@ -117,3 +117,23 @@ export function splitSentences(text: string): string[] {
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
 }
+
+/** Words that place a text in time (MemoryIndex's namesTime feature, for when-questions); English, like the temporal parser. */
+const TIME_WORDS =
+  /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
+/** First-person words (English, like TIME_WORDS). */
+const FIRST_PERSON = /\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b/i;
+/** Text ending with a question mark, an image caption the server appended ignored. */
+const ENDS_ASKING = /[?？]\s*(?:\[image:[^\]]*\])?\s*$/;
+
+export function namesTime(text: string): boolean {
+  return TIME_WORDS.test(text);
+}
+
+export function speaksInFirstPerson(text: string): boolean {
+  return FIRST_PERSON.test(text);
+}
+
+export function endsAsking(text: string): boolean {
+  return ENDS_ASKING.test(text);
+}
