@@ -32,6 +32,19 @@ export const FACT_RELATIONS = {
  */
 export const PRONOUN_SUBJECT = '@pronoun:';
 
+const MALE_KIN = /^my (brother|dad|father|husband|son|boyfriend|uncle|grandad|grandfather|nephew|fianc[eé])$/;
+const FEMALE_KIN = /^my (sister|mum|mom|mother|wife|daughter|girlfriend|aunt|grandma|grandmother|niece|fianc[eé]e)$/;
+/** "my parents", "my kids"; not "my boss". */
+const PLURAL_KIN = /^my \w+[^s]s$/;
+
+/** Whether "he", "she" or "they" can stand for a person so named (a kin word's gender and number). */
+export function pronounFits(pronoun: string, name: string): boolean {
+  const plural = PLURAL_KIN.test(name);
+  if (pronoun === 'they') return plural;
+  if (plural) return false;
+  return pronoun === 'he' ? !FEMALE_KIN.test(name) : !MALE_KIN.test(name);
+}
+
 /** A subject or a value (extract.ts's EntityRef; not imported, so the two files do not import each other). */
 export interface EntityRef {
   name: string;

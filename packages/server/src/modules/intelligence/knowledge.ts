@@ -5,6 +5,7 @@ import {
   type NounKind,
   nounIs,
   PRONOUN_SUBJECT,
+  pronounFits,
   personAliases,
   SELF,
   type EntityRef,
@@ -70,17 +71,6 @@ const edgeId = (key: string) => `e_${sha256Hex(key).slice(0, 16)}`;
 /** Memories in the order their statements were made (creation time, then id). */
 const chronological = (memories: ExtractedMemory[]) =>
   [...memories].sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id - b.id));
-
-const MALE_KIN = /^my (brother|dad|father|husband|son|boyfriend|uncle|grandad|grandfather|nephew|fianc[eé])$/;
-const FEMALE_KIN = /^my (sister|mum|mom|mother|wife|daughter|girlfriend|aunt|grandma|grandmother|niece|fianc[eé]e)$/;
-
-/** Whether "he", "she" or "they" can stand for a person so named (a kin word's gender and number). */
-function pronounFits(pronoun: string, name: string): boolean {
-  const plural = /^my \w+s$/.test(name);
-  if (pronoun === 'they') return plural;
-  if (plural) return false;
-  return pronoun === 'he' ? !FEMALE_KIN.test(name) : !MALE_KIN.test(name);
-}
 
 /** The extractor keeps a relative's age as the end user's with the relative as aspect ("My dad is 66"). */
 const KIN_AGE = /^my (\w+)$/;

@@ -7,6 +7,9 @@ describe('a pronoun subject across memories', () => {
     expect(conflicting('Omar works at EY.', 'He joined PwC last week.')).toBe(true);
     expect(conflicting('My grandparents live in Kent.', 'They moved to Devon last year.')).toBe(true);
     expect(conflicting('My dad is 66.', "He's 67 now.")).toBe(true);
+    // A kin word ending in s is not always many ("my boss").
+    expect(conflicting('My boss lives in Leeds.', 'She moved to York.')).toBe(true);
+    expect(conflicting('My boss lives in Leeds.', 'They moved to York.')).toBe(false);
     // Not the end user's fact, and not a person the pronoun cannot stand for.
     expect(conflicting('I live in Kent.', 'She moved to Devon.')).toBe(false);
     expect(conflicting('My brother lives in Oslo.', 'She moved to Bergen.')).toBe(false);
