@@ -32,33 +32,25 @@ export function postgresTypes(): pg.CustomTypesConfig {
 }
 
 /**
- * Whether `url` leads to a transaction-mode pooler (PgBouncer's pool_mode=transaction), which hands
- * each transaction of a client connection to whichever server connection is free: then nothing a
- * session keeps (a prepared statement, a LISTEN, a session lock) lasts past the transaction that
- * made it. Two connections of the probe's own: one reads its backend, the other holds a transaction
- * open and reads its own, and the first reads its backend again meanwhile. Directly, each connection
- * is one backend throughout; through such a pooler the held transaction is given the backend the
- * first just released (PgBouncer reuses the last one freed), or the first is given another.
+ * Whether `url` leads to a connection pooler (PgBouncer, and any pooler that hands a client's
+ * transactions to whichever server connection is free): then nothing a session keeps (a prepared
+ * statement, a LISTEN, a session lock) may be relied on past the transaction that made it. At connect
+ * PostgreSQL tells a client its backend's pid (BackendKeyData, for cancelling); a pooler, which binds
+ * the client to no backend, answers with a key of its own, so the pid a statement reads differs. A
+ * TCP proxy passes the server's key on and is not a pooler. Deterministic, unlike comparing backends
+ * across transactions, which N processes starting together through one pooler could make look direct
+ * (the statements of another process take the backend the probe expected to be given). A pooler in
+ * session mode counts as pooled too: statements go unnamed there, which costs speed, not correctness.
  */
 export async function sessionsPooled(url: string): Promise<boolean> {
-  const [first, second] = [0, 1].map(
-    () => new pg.Client({ connectionString: url, application_name: 'engram-pooler-probe' }),
-  );
-  for (const client of [first!, second!]) client.on('error', () => {});
+  const client = new pg.Client({ connectionString: url, application_name: 'engram-pooler-probe' });
+  client.on('error', () => {});
   try {
-    await Promise.all([first!.connect(), second!.connect()]);
-    const backend = async (client: pg.Client) =>
-      (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    const before = await backend(first!);
-    await second!.query('BEGIN');
-    const held = await backend(second!);
-    // Not awaited before the COMMIT: a pooler with one server connection gives it only then.
-    const after = backend(first!);
-    await second!.query('COMMIT').finally(() => after.catch(() => {}));
-    const again = await after;
-    return held === before || again !== before;
+    await client.connect();
+    const { pid } = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!;
+    return (client as unknown as { processID: number | null }).processID !== pid;
   } finally {
-    await Promise.all([first!.end().catch(() => {}), second!.end().catch(() => {})]);
+    await client.end().catch(() => {});
   }
 }
 
