@@ -8,6 +8,7 @@ import { unframed } from './fact-frames.js';
 import { personalFacts } from './facts.js';
 import { PRONOUN_SUBJECT } from './fact-model.js';
 import { endedState } from './fact-phrases.js';
+import { chatText } from './chat-text.js';
 
 /** The end user (or the speaker of a turn) when a statement is in the first person. */
 export const SELF = '@self';
@@ -233,7 +234,8 @@ export class Extractor {
   }
 
   /** Entities, relations and categories of one memory; `speaker` names who "I" is in a conversation turn. */
-  extract(text: string, speaker?: string | null): Extraction {
+  extract(said: string, speaker?: string | null): Extraction {
+    const text = chatText(said);
     const tokens = tokenizeWithOffsets(text);
     const mentions = findEntities(tokens, this.custom);
     const self: EntityRef = speaker ? { name: speaker, type: 'person' } : { name: SELF, type: 'person' };
