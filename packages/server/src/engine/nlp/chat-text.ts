@@ -184,9 +184,23 @@ function subjectRestored(text: string): string {
 }
 const bare = (word: string) => word.toLowerCase().replace(/[,!?.:]+$/, '');
 
+/** Kin words that name the writer's own when they open a sentence bare ("Mum retired", "dad just turned 60"). */
+const BARE_KIN =
+  /(^|[.!?]\s+)(mum|mom|dad|mummy|daddy|grandma|grandpa|granny|grandad|nan|nana)\b(?=['’]s\b|\s+\p{L})/giu;
+
+/** "Cork-based" -> "based in Cork"; a bare kin word opening a sentence -> "my mum". */
+const spelledOut = (text: string) =>
+  text
+    .replace(/\b(\p{Lu}[\p{L}]+)-based\b/gu, 'based in $1')
+    .replace(
+      BARE_KIN,
+      (_, start: string, kin: string) =>
+        `${start}${start ? 'my' : kin[0] === kin[0]!.toUpperCase() ? 'My' : 'my'} ${kin.toLowerCase()}`,
+    );
+
 /** The text with chat spellings rewritten; unchanged when it has none. */
 export function chatText(text: string): string {
-  return subjectRestored(capitalised(text)).replace(WORD, (word) => {
+  return subjectRestored(spelledOut(capitalised(text))).replace(WORD, (word) => {
     if (word === 'i') return 'I';
     const lower = word.toLowerCase();
     const contraction = CONTRACTIONS[lower];

@@ -6,7 +6,8 @@ import { keyOf, tokenizeWithOffsets, type Token } from './tokens.js';
 import { favoriteKind, HEDGES, PHRASE_ENDS, speaksOfFuture } from './lexicon.js';
 import { unframed } from './fact-frames.js';
 import { personalFacts } from './facts.js';
-import { PRONOUN_SUBJECT } from './fact-model.js';
+import { type Emit, PRONOUN_SUBJECT } from './fact-model.js';
+import { nounFacts } from './fact-nouns.js';
 import { endedState } from './fact-phrases.js';
 import { chatText } from './chat-text.js';
 
@@ -243,7 +244,7 @@ export class Extractor {
     const read = unframed(tokens, mentions);
     const relations = this.relations(read.tokens, read.mentions, self);
     const seen = new Set(relations.map(factKey));
-    personalFacts(read.tokens, read.mentions, self, (subject, relation, object, negated, aspect, past) => {
+    const personal: Emit = (subject, relation, object, negated, aspect, past) => {
       const def = relation.startsWith(FAVORITE_PREFIX) ? this.favorites : this.byName.get(relation);
       if (!def || !object.name) return;
       const fact: RelationFact = {
@@ -259,7 +260,10 @@ export class Extractor {
       if (seen.has(key)) return;
       seen.add(key);
       relations.push(fact);
-    });
+    };
+    personalFacts(read.tokens, read.mentions, self, personal);
+    // A fact stated through its attribute's noun ("our new place in Leeds"), when no rule above read it.
+    nounFacts(read.tokens, read.mentions, self, personal);
     // A state the personal-fact rules read as ended ("I worked at IKEA for ten years") is not also a fact of now.
     const ended = new Set(relations.filter((r) => r.past).map((r) => factKey({ ...r, negated: false })));
     const kept = relations.filter((r) => r.negated || !ended.has(factKey(r)));

@@ -365,7 +365,11 @@ const splitUp = (verbs: string[]) =>
   verbs.includes('separ') ||
   verbs.includes('divorc') ||
   (verbs.includes('end') && verbs.some((w) => ['thing', 'it', 'relationship'].includes(w))) ||
-  (verbs.includes('call') && (verbs.includes('quit') || (verbs.includes('it') && verbs.includes('off'))));
+  (verbs.includes('call') && (verbs.includes('quit') || (verbs.includes('it') && verbs.includes('off')))) ||
+  // "Leo and I are done", "we're over now": a couple's state, when nothing follows but a time.
+  verbs.some((w, k) => w === 'be' && COUPLE_ENDED.has(verbs[k + 1] ?? '') && TAIL.has(verbs[k + 2] ?? ''));
+const COUPLE_ENDED = new Set(['done', 'over', 'through', 'finish']);
+const TAIL = new Set(['', 'now', 'for', 'offici', 'final', '.', '!']);
 
 /** "My wife and I separated", "my girlfriend and I broke up", "Tom and his wife divorced": the couple's status after. */
 function parted(clause: Token[], couple: Subject, subject: Subject | null, self: EntityRef, emit: Emit): boolean {
