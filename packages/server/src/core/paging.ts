@@ -67,10 +67,11 @@ export async function paginate<DB, TB extends keyof DB, O, T>(
  * tenant) is planned on PostgreSQL with sorting off: on a table without statistics (just filled or imported, not
  * yet analyzed) it was planned as a read of every row past the cursor through an owner's index and a sort of
  * them for the page's few (O(n) a page, O(n²) a walk), where a scan of (project_id, id) stops at the page's end.
- * Its transaction is two round trips: the BEGIN goes out with the SET LOCAL, the COMMIT with the page's statement
- * (LAST_IN_TRANSACTION). A page of one end user is left to the planner: with sorting off it became a scan of every
- * row of the table past the cursor for the end user's few (measured: 0.3 ms -> 298 ms a page at 500,000
- * memories), where the owner's index and a sort of the end user's rows is the plan it picks.
+ * Its transaction is one round trip: the BEGIN and the SET LOCAL go out with the page's statement and its COMMIT
+ * (LAST_IN_TRANSACTION), so a page asked for ahead is read while the caller works on the one before. A page of one
+ * end user is left to the planner: with sorting off it became a scan of every row of the table past the cursor for
+ * the end user's few (measured: 0.3 ms -> 298 ms a page at 500,000 memories), where the owner's index and a sort
+ * of the end user's rows is the plan it picks.
  */
 export function readKeysetPage<R>(
   db: Kysely<DB>,

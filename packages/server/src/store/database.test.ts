@@ -137,7 +137,8 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
  * In this 2-core VM a socket write costs the server tens of microseconds and wakes the backend
  * once more, so a PostgreSQL transaction sends its BEGIN with its first statement and its last
  * statement (LAST_IN_TRANSACTION) with its COMMIT, one write each; one that sends nothing sends no
- * BEGIN. Counted on the pool's real socket: every write to the database's port while it runs.
+ * BEGIN, and a SET LOCAL before the first statement waits with the BEGIN. Counted on the pool's
+ * real socket: every write to the database's port while it runs.
  */
 it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
   'sends a PostgreSQL BEGIN with the first statement and the COMMIT with the last, one socket write each',
@@ -181,6 +182,24 @@ it.skipIf(!process.env.ENGRAM_TEST_DATABASE_URL)(
       expect(
         (await sql<{ id: number }>`SELECT id FROM pipelined ORDER BY id`.execute(database.db)).rows.map((r) => r.id),
       ).toEqual([1, 2, 3]);
+
+      // A SET LOCAL before the first statement goes out with it and the BEGIN; when it fails, its error is the one seen.
+      written.length = 0;
+      const setting = await database.db.transaction().execute(async (trx) => {
+        await sql`SET LOCAL enable_sort = off`.execute(trx);
+        return (await sql.raw<{ enable_sort: string }>(`${LAST_IN_TRANSACTION}SHOW enable_sort`).execute(trx)).rows;
+      });
+      expect(setting).toEqual([{ enable_sort: 'off' }]);
+      expect(written).toHaveLength(1);
+      await expect(
+        database.db.transaction().execute(async (trx) => {
+          await sql`SET LOCAL enable_sort = sideways`.execute(trx);
+          await sql`INSERT INTO pipelined VALUES (${5}, ${'five'})`.execute(trx);
+        }),
+      ).rejects.toMatchObject({ code: '22023' });
+      expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM pipelined`.execute(database.db)).rows[0]!.n).toBe(
+        3,
+      );
     } finally {
       watching?.stop();
       await database.close();

@@ -105,8 +105,10 @@ export function withNamedStatements(pool: pg.Pool, decide: () => Promise<boolean
     let inTransaction = false;
     // A BEGIN is not sent when asked for: it goes out with the transaction's first statement, in
     // the same socket write (pipeline mode), one round trip for both; that statement's answer waits
-    // for the BEGIN's, and fails if it failed. A transaction that sends nothing sends no BEGIN.
-    let unsentBegin: string | undefined;
+    // for the BEGIN's, and fails if it failed. A transaction that sends nothing sends no BEGIN. A
+    // SET LOCAL asked for before anything was sent waits with it (a keyset page's enable_sort = off,
+    // core/paging.ts: its statement is sent at once, not after the setting's answer).
+    let unsent: string[] | undefined;
     let begun: Promise<unknown> | undefined;
     let committing: Promise<pg.QueryResult> | undefined;
     const connection = client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } };
@@ -119,10 +121,10 @@ export function withNamedStatements(pool: pg.Pool, decide: () => Promise<boolean
       const stream = connection.connection?.stream;
       stream?.cork?.();
       try {
-        if (unsentBegin !== undefined) {
-          begun = client.query(unsentBegin);
+        if (unsent !== undefined) {
+          begun = Promise.all(unsent.map((statement) => client.query(statement)));
           begun.catch(() => {}); // reported by the statement that follows it
-          unsentBegin = undefined;
+          unsent = undefined;
         }
         return afterBegin(thenCommit(text, send()));
       } finally {
@@ -172,14 +174,18 @@ export function withNamedStatements(pool: pg.Pool, decide: () => Promise<boolean
             const statement = text.trim().toLowerCase();
             if (statement.startsWith('begin') || statement.startsWith('start transaction')) {
               inTransaction = true;
-              unsentBegin = text;
+              unsent = [text];
               return Promise.resolve(noCommand('BEGIN'));
+            }
+            if (unsent !== undefined && statement.startsWith('set local ')) {
+              unsent.push(text);
+              return Promise.resolve(noCommand('SET'));
             }
             if (statement === 'commit' || statement === 'rollback') {
               inTransaction = false;
               // Nothing was sent since the BEGIN: there is no transaction to end.
-              if (unsentBegin !== undefined) {
-                unsentBegin = undefined;
+              if (unsent !== undefined) {
+                unsent = undefined;
                 return Promise.resolve(noCommand(statement === 'commit' ? 'COMMIT' : 'ROLLBACK'));
               }
               const sent = committing;

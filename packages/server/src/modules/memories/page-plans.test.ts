@@ -105,7 +105,7 @@ forEachDialect('keyset page plans', (dialect) => {
   );
 
   it.runIf(dialect === 'postgres')(
-    "a page of a project is two socket writes: the BEGIN with the setting, the page's statement with the COMMIT",
+    "a page of a project is one socket write: the BEGIN, the setting, the page's statement and the COMMIT",
     async () => {
       const port = Number(new URL(process.env.ENGRAM_TEST_DATABASE_URL!).port || 5432);
       const page = (e: Executor) => exportPageQuery(e, 'postgres', { projectId: t.projectId }, middle, 1000);
@@ -116,7 +116,8 @@ forEachDialect('keyset page plans', (dialect) => {
       } finally {
         stop();
       }
-      expect(written).toHaveLength(2);
+      // The page's statement is not held back until the setting is answered.
+      expect(written).toHaveLength(1);
     },
   );
 });
