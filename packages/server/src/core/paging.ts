@@ -79,8 +79,8 @@ export function readKeysetPage<R>(
   wholeProject: boolean,
 ): Promise<R[]>;
 /**
- * The same, rows as arrays of the selected columns in order where the connection gives them so (PostgreSQL with
- * named statements: ROWS_AS_ARRAYS), as objects elsewhere: the caller reads either.
+ * The same, rows as arrays of the selected columns in order where the connection gives them so (ROWS_AS_ARRAYS:
+ * SQLite, PostgreSQL with named statements), as objects elsewhere: the caller reads either.
  */
 export function readKeysetPage<R>(
   db: Kysely<DB>,
@@ -97,7 +97,7 @@ export async function readKeysetPage<R>(
   const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
   const marked = (executor: Executor, prefix: string) => {
     const statement = page(executor).compile();
-    const marks = `${prefix}${postgres && rowsAs === 'arrays' ? ROWS_AS_ARRAYS : ''}`;
+    const marks = `${prefix}${rowsAs === 'arrays' ? ROWS_AS_ARRAYS : ''}`;
     return marks ? CompiledQuery.raw(`${marks}${statement.sql}`, [...statement.parameters]) : statement;
   };
   if (!wholeProject || !postgres) return (await db.executeQuery(marked(db, ''))).rows as R[];

@@ -64,8 +64,9 @@ export const LAST_IN_TRANSACTION = '/* last in transaction */ ';
 
 /**
  * Marks a statement whose rows are wanted as arrays of the selected columns in order (node-pg's rowMode
- * 'array'), placed after LAST_IN_TRANSACTION when both are: no object with keys is built for each row, which
- * the caller would copy into its own at once (an export page's 1,000 rows of 16 columns). Honoured with named
+ * 'array', better-sqlite3's raw rows), placed after LAST_IN_TRANSACTION when both are: no object with keys is
+ * built for each row, which the caller would copy into its own at once (an export page's 1,000 rows of 16
+ * columns). Honoured on SQLite (sqlite-connection.ts#withStatementCache) and on PostgreSQL with named
  * statements on (withNamedStatements); without them rows come as objects, so the caller reads either.
  */
 export const ROWS_AS_ARRAYS = '/* rows as arrays */ ';

@@ -3,6 +3,7 @@ import { type DatabaseConnection, SqliteDialect, SqliteDriver } from 'kysely';
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
+import { ROWS_AS_ARRAYS } from './postgres-connections.js';
 
 /** The SQLite connection as openDatabase sets it up: the checkpointer thread, the statement cache and rows built in JavaScript. */
 
@@ -95,7 +96,7 @@ export function withStatementCache(sqlite: BetterSqlite3.Database, limit = 500):
         // A statement that changes the schema (a migration) may change what `select *` returns: the
         // statements kept so far, and the column names their row builders hold, are prepared anew.
         if (!prepared.reader && SCHEMA_CHANGE.test(source)) cache.clear();
-        statement = prepared.reader ? withRowsBuiltInJs(prepared) : prepared;
+        statement = prepared.reader ? withRowsBuiltInJs(prepared, source.startsWith(ROWS_AS_ARRAYS)) : prepared;
         if (cache.size >= limit) cache.delete(cache.keys().next().value!);
         cache.set(source, statement);
       }
@@ -125,8 +126,9 @@ function rollbackIfActive(
  * the same order, a repeated name keeping its last value) as one object literal. The column names
  * are read again whenever a row's width differs from them (the schema changed under a statement
  * another process's migration recompiled). Kysely calls only `reader`, `all` and `run` on a statement.
+ * A statement marked ROWS_AS_ARRAYS answers the raw arrays themselves.
  */
-function withRowsBuiltInJs(statement: BetterSqlite3.Statement): BetterSqlite3.Statement {
+function withRowsBuiltInJs(statement: BetterSqlite3.Statement, asArrays: boolean): BetterSqlite3.Statement {
   const names = () => statement.columns().map((column) => column.name);
   // A column named __proto__ sets the prototype in the literal as better-sqlite3's assignment does.
   const builderFor = (columns: string[]) =>
@@ -140,6 +142,7 @@ function withRowsBuiltInJs(statement: BetterSqlite3.Statement): BetterSqlite3.St
     reader: true,
     all: (...parameters: unknown[]) => {
       const rows = statement.all(...parameters) as unknown[][];
+      if (asArrays) return rows;
       if (rows.length > 0 && rows[0]!.length !== columns.length) build = builderFor((columns = names()));
       return rows.map(build);
     },

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { keysetPages, readKeysetPage } from '../../core/paging.js';
-import { decodeJson, type Database, type Dialect, type Executor } from '../../store/database.js';
-import { toMemory, unexpired, VIEW_COLUMNS } from './feed.js';
+import type { Database, Dialect, Executor } from '../../store/database.js';
+import { toMemory, unexpired, VIEW_COLUMNS, viewOfValues } from './feed.js';
 import type { MemoryView } from './schemas.js';
 
 /** Reading a project's memories out whole (the CLI's export and the export jobs), a keyset page at a time. */
@@ -75,6 +75,8 @@ export async function countForExport(database: Database, filter: ExportFilter): 
 
 /** What an exported memory is made of, and no more: each column read is parsed again for every row. */
 const PORTABLE_COLUMNS = [...VIEW_COLUMNS, 'tenant_id', 'speaker'] as const;
+const TENANT_ID = PORTABLE_COLUMNS.indexOf('tenant_id');
+const SPEAKER = PORTABLE_COLUMNS.indexOf('speaker');
 
 /** The statement of one keyset page of live memories matching `filter` with ids above `afterId`, in id order. */
 export const exportPageQuery = (db: Executor, dialect: Dialect, filter: ExportFilter, afterId: number, limit: number) =>
@@ -82,7 +84,7 @@ export const exportPageQuery = (db: Executor, dialect: Dialect, filter: ExportFi
 
 /**
  * One keyset page of live memories matching `filter` with ids above `afterId`, in id order. Each is a new object
- * the caller may extend (the export job adds what it includes). PostgreSQL sends the rows as arrays.
+ * the caller may extend (the export job adds what it includes).
  */
 export async function exportPage(
   database: Database,
@@ -96,38 +98,13 @@ export async function exportPage(
     filter.endUserId == null,
     'arrays',
   );
-  return rows.map((r) =>
-    Array.isArray(r) ? portableOfValues(r) : { ...toMemory(r), tenant_id: r.tenant_id, speaker: r.speaker },
-  );
+  return rows.map((r) => portableOfValues(Array.isArray(r) ? r : PORTABLE_COLUMNS.map((column) => r[column])));
 }
 
-const at = Object.fromEntries(PORTABLE_COLUMNS.map((column, i) => [column, i])) as Record<
-  (typeof PORTABLE_COLUMNS)[number],
-  number
->;
-
-/**
- * The memory toMemory (feed.ts#viewOf) makes of a row, with its owner, from the row's PORTABLE_COLUMNS values:
- * the same keys in the same order, so the same JSON.
- */
-function portableOfValues(v: unknown[]): PortableMemory {
-  const expires = v[at.expires_at] as string | null;
-  return {
-    id: v[at.id] as number,
-    text: v[at.text] as string,
-    tags: decodeJson<string[]>(v[at.tags]),
-    is_summary: Boolean(v[at.is_summary]),
-    source: v[at.source] as string,
-    importance: v[at.importance] as number,
-    metadata: decodeJson<Record<string, unknown>>(v[at.metadata]),
-    client_ref: v[at.client_ref] as string | null,
-    session_id: v[at.session_id] as string | null,
-    end_user_id: v[at.end_user_id] as string,
-    created_at: v[at.created_at] as string,
-    updated_at: v[at.updated_at] as string,
-    superseded_by: v[at.superseded_by] as number | null,
-    expires_at: expires === null ? null : new Date(expires).toISOString(),
-    tenant_id: v[at.tenant_id] as string,
-    speaker: v[at.speaker] as string | null,
-  };
+/** The view of a memory with its owner, from its PORTABLE_COLUMNS' values (feed.ts#viewOfValues). */
+function portableOfValues(v: readonly unknown[]): PortableMemory {
+  const memory = viewOfValues(v) as PortableMemory;
+  memory.tenant_id = v[TENANT_ID] as string;
+  memory.speaker = v[SPEAKER] as string | null;
+  return memory;
 }

@@ -21,7 +21,7 @@ export interface Owner {
 
 export type MemoryRow = Selectable<MemoriesTable>;
 
-/** The columns a memory's view is built from. */
+/** The columns a memory's view is built from, in the order viewOfValues reads them. */
 export const VIEW_COLUMNS = [
   'id',
   'text',
@@ -38,29 +38,42 @@ export const VIEW_COLUMNS = [
   'superseded_by',
   'expires_at',
 ] as const;
+type ViewColumn = (typeof VIEW_COLUMNS)[number];
 
-export function toMemory(row: Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>): MemoryView {
+/** Where each of VIEW_COLUMNS stands in a row read as an array. */
+const at = Object.fromEntries(VIEW_COLUMNS.map((column, i) => [column, i])) as Record<ViewColumn, number>;
+
+/**
+ * The view of a stored memory from its VIEW_COLUMNS' values in that order (a row read as an array, as an export
+ * page is; values after them are not read): the one mapping of a row to a memory, which every read goes through.
+ */
+export function viewOfValues(v: readonly unknown[]): MemoryView {
+  const expires = v[at.expires_at] as string | null;
+  return {
+    id: v[at.id] as number,
+    text: v[at.text] as string,
+    tags: decodeJson<string[]>(v[at.tags]),
+    is_summary: Boolean(v[at.is_summary]),
+    source: v[at.source] as string,
+    importance: v[at.importance] as number,
+    metadata: decodeJson<Record<string, unknown>>(v[at.metadata]),
+    client_ref: v[at.client_ref] as string | null,
+    session_id: v[at.session_id] as string | null,
+    end_user_id: v[at.end_user_id] as string,
+    created_at: v[at.created_at] as string,
+    updated_at: v[at.updated_at] as string,
+    superseded_by: v[at.superseded_by] as number | null,
+    expires_at: expires === null ? null : new Date(expires).toISOString(),
+  };
+}
+
+export function toMemory(row: Pick<MemoryRow, ViewColumn>): MemoryView {
   return viewOf(row, row.id);
 }
 
 /** The view of a row stored under `id` (a row built before its insert gave it one). */
-export function viewOf(row: Omit<Pick<MemoryRow, (typeof VIEW_COLUMNS)[number]>, 'id'>, id: number): MemoryView {
-  return {
-    id,
-    text: row.text,
-    tags: decodeJson<string[]>(row.tags),
-    is_summary: Boolean(row.is_summary),
-    source: row.source,
-    importance: row.importance,
-    metadata: decodeJson<Record<string, unknown>>(row.metadata),
-    client_ref: row.client_ref,
-    session_id: row.session_id,
-    end_user_id: row.end_user_id,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    superseded_by: row.superseded_by,
-    expires_at: row.expires_at === null ? null : new Date(row.expires_at).toISOString(),
-  };
+export function viewOf(row: Omit<Pick<MemoryRow, ViewColumn>, 'id'>, id: number): MemoryView {
+  return viewOfValues(VIEW_COLUMNS.map((column) => (column === 'id' ? id : row[column])));
 }
 
 /**
