@@ -280,9 +280,22 @@ export async function changesSince(db: Executor, owner: Owner, seq: number): Pro
     .where('end_user_id', '=', owner.endUserId)
     .where('seq', '>', seq)
     .$if(seq === 0, (qb) => qb.where('deleted_at', 'is', null))
-    .orderBy('id')
+    // Every live row (a cold index, 300,000 of one end user) comes in the index's (seq) order and is put in id
+    // order here: SQLite sorted whole rows in a temporary B-tree first, ~0.5 s of 300,000's ~1.6 s read.
+    .$if(seq > 0, (qb) => qb.orderBy('id'))
     .execute();
+  if (seq === 0) inIdOrder(rows);
   return rows.map(toIndexed);
+}
+
+/** Rows sorted by id, in place; rows written in id order (as most are: seq grows with id) are left as they are. */
+function inIdOrder<T extends { id: number }>(rows: T[]): void {
+  for (let i = 1; i < rows.length; i++) {
+    if (rows[i - 1]!.id > rows[i]!.id) {
+      rows.sort((a, b) => a.id - b.id);
+      return;
+    }
+  }
 }
 
 /** Every end user of a project who has ever had a memory. */
