@@ -25,7 +25,17 @@ export {
   SnapshotWriter,
   type Steps,
 } from './snapshot.js';
-export { estimateTokens, normalizeText, tokenize, analyze, splitSentences, stem, isStopWord } from './text.js';
+export {
+  estimateTokens,
+  normalizeText,
+  tokenize,
+  analyze,
+  scanText,
+  splitSentences,
+  stem,
+  isStopWord,
+  type TextScan,
+} from './text.js';
 export {
   createLlm,
   LlmError,

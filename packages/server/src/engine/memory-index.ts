@@ -12,7 +12,7 @@ import type { NormKey } from './ranked-index.js';
 import { lowerBound } from './sorted.js';
 import { DEFAULT_WEIGHTS, type RankingWeights } from './ranking-weights.js';
 import { SearchBuffers } from './search-buffers.js';
-import { analyze, endsAsking, namesTime, speaksInFirstPerson } from './text.js';
+import { analyze, endsAsking, scanText, type TextScan } from './text.js';
 import { VectorIndex } from './vectors.js';
 import { runNow, SnapshotReader, SnapshotWriter, type Steps } from './snapshot.js';
 import type { EngineDoc, SearchHit, SearchOptions } from './types.js';
@@ -190,8 +190,8 @@ export class MemoryIndex {
     this.meta.fit(cap);
   }
 
-  /** Adds or replaces one doc. vector: the doc's embedding from a remote embedder, if any. */
-  upsert(doc: EngineDoc, vector?: Float32Array): void {
+  /** Adds or replaces one doc. vector: the doc's embedding from a remote embedder, if any; scan: scanText of its text. */
+  upsert(doc: EngineDoc, vector?: Float32Array, scan: TextScan = scanText(doc.text)): void {
     if (this.taking) this.beforeChange(this.taking);
     this.mutations++;
     let slot = this.idToSlot.get(doc.id);
@@ -209,13 +209,13 @@ export class MemoryIndex {
     this.importance[slot] = Number.isFinite(doc.importance) ? doc.importance : 0.5;
     this.feedback[slot] = Number.isFinite(doc.feedback) ? doc.feedback : 0;
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
-    this.namesTime[slot] = namesTime(doc.text) ? 1 : 0;
-    this.firstPerson[slot] = speaksInFirstPerson(doc.text) ? 1 : 0;
+    this.namesTime[slot] = scan.namesTime ? 1 : 0;
+    this.firstPerson[slot] = scan.firstPerson ? 1 : 0;
     this.endsAsking[slot] = endsAsking(doc.text) ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 
-    this.text.add(slot, analyze(doc.text));
+    this.text.add(slot, scan.terms);
     const metaText = [doc.speaker ?? '', ...(doc.tags ?? [])].join(' ');
     this.meta.add(slot, analyze(metaText));
 

@@ -134,7 +134,7 @@ const b = (s: string) => new RegExp(`(?<![\\p{L}\\p{N}])${s}(?![\\p{L}\\p{N}])`,
  * case folding: one pass of this excludes most texts (three in four conversation turns) at a
  * twelfth of the cost of trying the rules, which the index pays for every memory it loads.
  */
-const MAY_NAME_TIME =
+export const MAY_NAME_TIME =
   /\d|day|week|month|year|night|morning|afternoon|evening|recent|lately|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec/iu;
 
 // Ordered from most to least specific; the first rule that matches wins.
@@ -287,8 +287,9 @@ const RULES: Rule[] = [
  * Finds the most specific temporal phrase in the query and returns its created_at
  * range, or null when the query has none.
  */
-export function parseTemporal(query: string, now: number): TemporalRange | null {
-  if (!query || !MAY_NAME_TIME.test(query)) return null;
+export function parseTemporal(query: string, now: number, cue?: boolean): TemporalRange | null {
+  // `cue`: whether the caller already found MAY_NAME_TIME in it (the index's scanText).
+  if (!query || !(cue ?? MAY_NAME_TIME.test(query))) return null;
   const text = query.length > 2000 ? query.slice(0, 2000) : query;
   // A memory's text that names a time mostly does so by a word ("last week"): the rules of dates and of
   // "since" are skipped unless it has a digit or the word (half the rules; the index applies this to each memory).

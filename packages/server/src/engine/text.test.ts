@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { analyze, estimateTokens, normalizeText, tokenize } from './text.js';
+import {
+  analyze,
+  endsAsking,
+  estimateTokens,
+  namesTime,
+  normalizeText,
+  scanText,
+  speaksInFirstPerson,
+  tokenize,
+} from './text.js';
+import { MAY_NAME_TIME } from './temporal.js';
 
 describe('text analysis', () => {
   it('normalizes case, width, accents, punctuation and whitespace', () => {
@@ -33,6 +43,60 @@ describe('text analysis', () => {
       expect([...tokenize(text), 'ж']).toEqual(tokenize(`${text} ж`));
     }
     expect(tokenize("Caroline's DON'T")).toEqual(['caroline', 'don']);
+  });
+
+  it('scans a text (scanText) as analyze, namesTime, speaksInFirstPerson and the temporal cue read it apart', () => {
+    const apart = (text: string) => ({
+      terms: analyze(text),
+      namesTime: namesTime(text),
+      firstPerson: speaksInFirstPerson(text),
+      mayNameTime: MAY_NAME_TIME.test(text),
+    });
+    const texts = [
+      "I'm Bob's friend; DON'T go, we'll see x's 1990s e-mail",
+      "it's 's x'S `ve A'S abc'Sx 'd'",
+      'tab\tnew\nline_under-score 3.14',
+      'my_thing next_week', // `\b` counts `_` in: no first person, no time word
+      'In 2023 on Monday, MY dog; the weekend before yesterday',
+      'Kelvin \u212a and \u017fince we met', // characters that fold to ASCII letters
+      'Caféé with ME last Tuesday', // not ASCII: read apart
+      'janitor MAYBE', // the cue within words
+      '',
+      '   ',
+      'x2023 2023x 2023 12345',
+    ];
+    // Random texts of the words and characters that matter.
+    const pieces = [
+      "'",
+      '`',
+      '_',
+      ' ',
+      '-',
+      '.',
+      '?',
+      's',
+      't',
+      'd',
+      're',
+      'I',
+      'we',
+      'Us',
+      'my',
+      'ago',
+      'Week',
+      'weeks',
+    ];
+    pieces.push('2024', '999', 'jan', 'day', 'the', 'running', 'Caroline', 'é', '東京', 'k', 'AND', 'x_y', '\n');
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let i = 0; i < 3000; i++)
+      texts.push(
+        Array.from({ length: 1 + Math.floor(next() * 12) }, () => pieces[Math.floor(next() * pieces.length)]).join(''),
+      );
+    for (const text of texts) expect(scanText(text), JSON.stringify(text)).toEqual(apart(text));
+    expect(scanText("I'm here").firstPerson).toBe(true);
+    expect(scanText('my_thing').firstPerson).toBe(false);
+    expect(endsAsking('ok?')).toBe(true);
   });
 
   it('estimates tokens', () => {

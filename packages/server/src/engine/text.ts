@@ -1,6 +1,7 @@
 // Text normalisation, tokenisation and stemming shared by every lexical feature.
 import porter2 from 'wink-porter2-stemmer';
 import { STOP_WORDS } from './stopwords.js';
+import { MAY_NAME_TIME } from './temporal.js';
 
 // Scripts written without spaces between words: we index overlapping character
 // bigrams for them (the classic CJK bigram approach) because no dictionary is available offline.
@@ -119,10 +120,12 @@ export function splitSentences(text: string): string[] {
 }
 
 /** Words that place a text in time (MemoryIndex's namesTime feature, for when-questions); English, like the temporal parser. */
-const TIME_WORDS =
-  /\b(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\d{4})\b/i;
+const TIME_WORD =
+  '(?:yesterday|tomorrow|tonight|today|ago|last|next|weeks?|weekend|months?|years?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|january|february|march|april|may|june|july|august|september|october|november|december|\\d{4})';
+const TIME_WORDS = new RegExp(`\\b${TIME_WORD}\\b`, 'i');
 /** First-person words (English, like TIME_WORDS). */
-const FIRST_PERSON = /\b(?:i|me|my|mine|myself|we|us|our|ours|ourselves)\b/i;
+const FIRST_PERSON_WORD = '(?:i|me|my|mine|myself|we|us|our|ours|ourselves)';
+const FIRST_PERSON = new RegExp(`\\b${FIRST_PERSON_WORD}\\b`, 'i');
 /** Text ending with a question mark, an image caption the server appended ignored. */
 const ENDS_ASKING = /[?？]\s*(?:\[image:[^\]]*\])?\s*$/;
 
@@ -136,4 +139,89 @@ export function speaksInFirstPerson(text: string): boolean {
 
 export function endsAsking(text: string): boolean {
   return ENDS_ASKING.test(text);
+}
+
+/** What the index reads of a memory's text (MemoryIndex.upsert, and the index cache's parseTemporal). */
+export interface TextScan {
+  /** analyze(text) */
+  terms: string[];
+  /** namesTime(text) */
+  namesTime: boolean;
+  /** speaksInFirstPerson(text) */
+  firstPerson: boolean;
+  /** Whether parseTemporal's cue (MAY_NAME_TIME) is in it: without, the text names no time. */
+  mayNameTime: boolean;
+}
+
+/** What a word (an ASCII token, lower case) gives a scan: its term (null: a stop word) and the flags below. */
+interface Word {
+  term: string | null;
+  flags: number;
+}
+const [NAMES_TIME, FIRST_PERSON_FLAG, TIME_CUE] = [1, 2, 4];
+const TIME_WORD_RE = new RegExp(`^${TIME_WORD}$`);
+const FIRST_PERSON_WORD_RE = new RegExp(`^${FIRST_PERSON_WORD}$`);
+/** The words scanned so far (bounded as the stems' cache is). */
+const words = new Map<string, Word>();
+
+function wordOf(token: string): Word {
+  const word: Word = {
+    term: STOP_WORDS.has(token) ? null : stem(token),
+    flags:
+      (TIME_WORD_RE.test(token) ? NAMES_TIME : 0) |
+      (FIRST_PERSON_WORD_RE.test(token) ? FIRST_PERSON_FLAG : 0) |
+      (MAY_NAME_TIME.test(token) ? TIME_CUE : 0),
+  };
+  if (words.size > 200_000) words.clear();
+  words.set(token, word);
+  return word;
+}
+
+/**
+ * analyze, namesTime, speaksInFirstPerson and the temporal cue of a text together. An ASCII text (most)
+ * is read in one pass: its words are the runs of letters and digits (lower case; tokenize's clitics are
+ * such runs, and stop words), and each distinct word's term and flags are worked out once (a map lookup a word,
+ * where the four apart cost a stop-word, a stem and three regular-expression passes). `\b` of the two
+ * flags' expressions also counts `_` as a word character: a text with one has them tested as they are.
+ * Any other text: each as it is.
+ */
+export function scanText(text: string): TextScan {
+  const lower = text.toLowerCase();
+  const terms: string[] = [];
+  let flags = 0;
+  let underscore = false;
+  for (let i = 0, n = text.length; i < n; ) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x80) return scanApart(text);
+    if (!isAsciiAlnum(c)) {
+      if (c === 0x5f) underscore = true;
+      i++;
+      continue;
+    }
+    const start = i;
+    while (++i < n && isAsciiAlnum(text.charCodeAt(i)));
+    const token = lower.slice(start, i);
+    const word = words.get(token) ?? wordOf(token);
+    flags |= word.flags;
+    if (word.term !== null) terms.push(word.term);
+  }
+  return {
+    terms,
+    namesTime: underscore ? namesTime(text) : (flags & NAMES_TIME) !== 0,
+    firstPerson: underscore ? speaksInFirstPerson(text) : (flags & FIRST_PERSON_FLAG) !== 0,
+    mayNameTime: (flags & TIME_CUE) !== 0,
+  };
+}
+
+function isAsciiAlnum(c: number): boolean {
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a);
+}
+
+function scanApart(text: string): TextScan {
+  return {
+    terms: analyze(text),
+    namesTime: namesTime(text),
+    firstPerson: speaksInFirstPerson(text),
+    mayNameTime: MAY_NAME_TIME.test(text),
+  };
 }

@@ -3,6 +3,7 @@ import {
   MAP_ENTRY_BYTES,
   MemoryIndex,
   parseTemporal,
+  scanText,
   SLICE_MS,
   stringBytes,
   type MemoryIndexOptions,
@@ -435,6 +436,8 @@ export class IndexCache {
         entry.awaiting?.delete(row.id);
       }
       const createdAt = Date.parse(row.created_at);
+      // The text read once for the index and for the time it names.
+      const scan = scanText(row.text);
       entry.index.upsert(
         {
           id: row.id,
@@ -447,8 +450,9 @@ export class IndexCache {
           tags: row.tags,
         },
         vectors.get(row.id),
+        scan,
       );
-      const event = parseTemporal(row.text, createdAt);
+      const event = parseTemporal(row.text, createdAt, scan.mayNameTime);
       const meta: DocMeta = {
         tags: row.tags,
         source: row.source,
