@@ -39,7 +39,7 @@ export class Bm25Field {
   private addIds = new Int32Array(64);
   private addTfs = new Uint16Array(64);
   private addAt = new Int32Array(64);
-  private docLen = new Float64Array(64);
+  private docLen: Float64Array = new Float64Array(64);
   private totalLen = 0;
   /** Bytes of the terms' postings besides their entries (termBytes). */
   private termBytes = 0;
@@ -97,13 +97,15 @@ export class Bm25Field {
     }
     this.docTerms.set(slot, ids, tfs, m);
     this.forgetContext(slot);
-    if (slot >= this.docLen.length) {
-      const grown = new Float64Array(Math.max(slot + 1, this.docLen.length * 2));
-      grown.set(this.docLen);
-      this.docLen = grown;
-    }
+    if (slot >= this.docLen.length) this.docLen = grownTo(this.docLen, Math.max(slot + 1, this.docLen.length * 2));
     this.docLen[slot] = terms.length;
     this.totalLen += terms.length;
+  }
+
+  /** Room for docs in slots below `slots` (MemoryIndex.reserve). */
+  reserve(slots: number): void {
+    if (slots > this.docLen.length) this.docLen = grownTo(this.docLen, slots);
+    this.docTerms.reserve(slots);
   }
 
   /**
@@ -514,4 +516,10 @@ export class Bm25Field {
       this.contextCache.bytes
     );
   }
+}
+
+function grownTo(array: Float64Array, length: number): Float64Array<ArrayBuffer> {
+  const grown = new Float64Array(length);
+  grown.set(array);
+  return grown;
 }

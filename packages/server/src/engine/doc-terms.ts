@@ -40,14 +40,7 @@ export class DocTerms {
   /** The doc's terms as ids and counts, the first n of each (replacing any it had). */
   set(slot: number, ids: Int32Array, tfs: Uint16Array, n: number): void {
     this.remove(slot);
-    if (slot >= this.start.length) {
-      const cap = Math.max(slot + 1, this.start.length * 2, 64);
-      const start = new Int32Array(cap).fill(-1);
-      const end = new Int32Array(cap);
-      start.set(this.start);
-      end.set(this.end);
-      [this.start, this.end] = [start, end];
-    }
+    if (slot >= this.start.length) this.reserve(Math.max(slot + 1, this.start.length * 2, 64));
     if (this.used + n > this.terms.length) this.makeRoom(n);
     this.terms.set(ids.subarray(0, n), this.used);
     this.tfs.set(tfs.subarray(0, n), this.used);
@@ -55,6 +48,16 @@ export class DocTerms {
     this.end[slot] = this.used += n;
     this.entries += n;
     this.docs++;
+  }
+
+  /** Room for slots below `slots`. */
+  reserve(slots: number): void {
+    if (slots <= this.start.length) return;
+    const start = new Int32Array(slots).fill(-1);
+    const end = new Int32Array(slots);
+    start.set(this.start);
+    end.set(this.end);
+    [this.start, this.end] = [start, end];
   }
 
   remove(slot: number): void {

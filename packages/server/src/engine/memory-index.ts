@@ -139,8 +139,10 @@ export class MemoryIndex {
     return this.idToSlot.has(id);
   }
 
-  private grow(min: number): void {
-    this.resize(Math.max(min, this.capacity * 2, 64));
+  /** Room for `docs` docs in all: a build from rows knows how many come, and sizes its arrays once (not doubled as they do). */
+  reserve(docs: number): void {
+    if (docs > this.capacity) this.resize(docs);
+    this.text.reserve(docs);
   }
 
   /** The per-slot arrays at `cap` slots (more, or as many as the slots in use). */
@@ -182,8 +184,7 @@ export class MemoryIndex {
    * slots left free by removals.
    */
   fit(): void {
-    if (this.taking || this.restoredIds || this.freeSlots.length > 0) return;
-    // No slot is free: the docs hold slots 0 .. size - 1.
+    if (this.taking || this.restoredIds || this.freeSlots.length > 0) return; // (else the docs hold slots 0 .. size - 1)
     const cap = Math.max(64, this.slotsById.size);
     if (cap < this.capacity) this.resize(cap);
     this.text.fit(cap);
@@ -197,7 +198,7 @@ export class MemoryIndex {
     let slot = this.idToSlot.get(doc.id);
     if (slot === undefined) {
       slot = this.freeSlots.pop() ?? this.idToSlot.size;
-      if (slot >= this.capacity) this.grow(slot + 1);
+      if (slot >= this.capacity) this.resize(Math.max(slot + 1, this.capacity * 2, 64));
       this.idToSlot.set(doc.id, slot);
     } else {
       this.forgetContextAround(slot);
@@ -401,10 +402,9 @@ export class MemoryIndex {
     }
   }
 
-  /** Before the index changes, with a snapshot being taken: what it has yet to read of what may change. */
+  /** Before the index changes, with a snapshot being taken: what it has yet to read of what may change (maps: now, at once). */
   private beforeChange(take: IndexTake): void {
     take.writer.keep();
-    // (Reading a map that changes would be wrong: done now, at once.)
     if (take.entries) readIds(take, Infinity);
   }
 

@@ -11,6 +11,7 @@ import {
   largeOwnersChangedAfter,
   listMemories,
   liveMemoryCount,
+  liveOwnerPages,
   liveProjectMemories,
   memoriesByIds,
   memoryCounts,
@@ -18,6 +19,7 @@ import {
   ownersOfMemories,
   projectRevision,
   revisionOf,
+  type IndexedMemory,
 } from './index.js';
 import { rowsAtRevisionTogether } from './reads.js';
 
@@ -375,5 +377,31 @@ forEachDialect('memory feed', (dialect) => {
         [ids.acmeU2, 'acme', 'u2'],
       ].sort(),
     );
+  });
+
+  // Last: the memories it writes would change what the tests above count.
+  it("gives an owner's live rows from scratch in id order, however their changes were ordered", async () => {
+    const first = (await addMemory(t, 'carol reads', { endUser: 'carol' })).id;
+    const second = (await addMemory(t, 'carol writes', { endUser: 'carol' })).id;
+    // Changed after the second: its sequence is now the owner's last.
+    const patched = await t.call('PATCH', `/memory/${first}`, { endUser: 'carol', body: { tags: ['books'] } });
+    expect(patched.status, patched.text).toBe(200);
+    const rows = await changesSince(t.database.db, plain('carol'), 0);
+    expect(rows.map((r) => r.id)).toEqual([first, second]);
+    expect(rows[0]!.seq).toBeGreaterThan(rows[1]!.seq);
+    // The same a page at a time (a cold index's read), forgotten rows and other owners' left out.
+    for (const [owner, size] of [
+      [plain('carol'), 1],
+      [plain('alice'), 1],
+      [plain('alice'), 1000],
+      [{ projectId: project(), tenantId: 'acme', endUserId: 'u1' }, 1],
+    ] as const) {
+      const { count, pages } = await liveOwnerPages(t.database.db, owner, size);
+      const paged: IndexedMemory[] = [];
+      for await (const page of pages) paged.push(...page);
+      expect(paged).toEqual(await changesSince(t.database.db, owner, 0));
+      expect(count).toBeGreaterThanOrEqual(paged.length);
+    }
+    expect((await liveOwnerPages(t.database.db, plain('alice'), 1)).count).toBe(2);
   });
 });

@@ -272,12 +272,8 @@ export async function ownerChangesSince(
  * order. Served by the (owner, seq) index. A copy kept across calls follows ownerChangesSince.
  */
 export async function changesSince(db: Executor, owner: Owner, seq: number): Promise<IndexedMemory[]> {
-  const rows = await db
-    .selectFrom('memories')
+  const rows = await ownerMemories(db, owner)
     .select(INDEXED_COLUMNS)
-    .where('project_id', '=', owner.projectId)
-    .where('tenant_id', '=', owner.tenantId)
-    .where('end_user_id', '=', owner.endUserId)
     .where('seq', '>', seq)
     .$if(seq === 0, (qb) => qb.where('deleted_at', 'is', null))
     // Every live row (a cold index, 300,000 of one end user) comes in the index's (seq) order and is put in id
@@ -287,6 +283,48 @@ export async function changesSince(db: Executor, owner: Owner, seq: number): Pro
   if (seq === 0) inIdOrder(rows);
   return rows.map(toIndexed);
 }
+
+/**
+ * The owner's live memories as changesSince from scratch gives them (in id order), a page of `size` at a time:
+ * a cold index indexes each page's rows (and drops them) before the next is read, where 300,000 rows read at
+ * once lived through the whole build. `count`: how many at most (forgotten ones are among the ids). The ids
+ * come from the (owner, seq) index alone, each page's rows by id (the owner checked here): SQLite, without
+ * statistics, would read a page through the owner's index, every row of the owner a page.
+ */
+export async function liveOwnerPages(
+  db: Executor,
+  owner: Owner,
+  size: number,
+): Promise<{ count: number; pages: AsyncGenerator<IndexedMemory[]> }> {
+  const ids = (await ownerMemories(db, owner).select('id').where('seq', '>', 0).execute())
+    .map((r) => r.id)
+    .sort((a, b) => a - b);
+  async function* pages(): AsyncGenerator<IndexedMemory[]> {
+    for (let at = 0; at < ids.length; at += size) {
+      const rows = await db
+        .selectFrom('memories')
+        .select([...INDEXED_COLUMNS, 'project_id', 'tenant_id'])
+        .where('id', 'in', ids.slice(at, at + size))
+        .where('deleted_at', 'is', null)
+        .execute();
+      inIdOrder(rows);
+      const { projectId, tenantId, endUserId } = owner;
+      const mine = rows.filter(
+        (r) => r.project_id === projectId && r.tenant_id === tenantId && r.end_user_id === endUserId && r.seq > 0,
+      );
+      yield mine.map(toIndexed);
+    }
+  }
+  return { count: ids.length, pages: pages() };
+}
+
+/** The owner's rows of the memories table, to select from. */
+const ownerMemories = (db: Executor, owner: Owner) =>
+  db
+    .selectFrom('memories')
+    .where('project_id', '=', owner.projectId)
+    .where('tenant_id', '=', owner.tenantId)
+    .where('end_user_id', '=', owner.endUserId);
 
 /** Rows sorted by id, in place; rows written in id order (as most are: seq grows with id) are left as they are. */
 function inIdOrder<T extends { id: number }>(rows: T[]): void {

@@ -1,6 +1,7 @@
 /** The memories module's public face: what other modules, the worker and the CLI may use. */
 export {
   changesSince,
+  liveOwnerPages,
   endUsersOf,
   ownerChangesSince,
   forgottenSince,

@@ -192,6 +192,11 @@ export class DocMetas {
     this.end = this.count = 0;
   }
 
+  /** Room for `more` rows (a build from rows knows how many come): the columns grown once, not doubled. */
+  reserve(more: number): void {
+    if (this.end + more > this.ids.length) this.grow(this.end + more);
+  }
+
   /** Room for one more row: the deleted ones' rows compacted away when they are half, else the columns doubled. */
   private makeRoom(): void {
     if (this.end - this.count >= Math.max(64, this.count)) {
@@ -205,7 +210,10 @@ export class DocMetas {
       this.end = to;
       return;
     }
-    const capacity = Math.max(64, 2 * this.ids.length);
+    this.grow(Math.max(64, 2 * this.ids.length));
+  }
+
+  private grow(capacity: number): void {
     this.ids = grown(this.ids, capacity);
     this.createdAt = grown(this.createdAt, capacity);
     this.updatedAt = grown(this.updatedAt, capacity);

@@ -10,6 +10,7 @@ import {
 } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
+  liveOwnerPages,
   ownerChangesSince,
   largeOwnersChangedAfter,
   liveMemoryCount,
@@ -100,6 +101,8 @@ const AWAITING_BYTES = MAP_ENTRY_BYTES + stringBytes('x'.repeat(200));
 const ownerKey = (owner: Owner) => `u\u0000${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
 
 const YIELD_EVERY_ROWS = 2000;
+/** Rows a page of a build from scratch reads. */
+const BUILD_PAGE = 2000;
 /** The background refresh looks again at end users changed this long before its last run (writes commit after their time). */
 const REFRESH_OVERLAP_MS = 60_000;
 /**
@@ -188,13 +191,23 @@ export class IndexCache {
             this.snapshots.loaded++;
           }
         }
-        const { restart, rows } = await ownerChangesSince(this.database.db, owner, entry.revision);
-        if (restart) this.clear(entry);
-        const building = entry.index.size === 0;
-        await this.apply(entry, owner.projectId, rows, { owner, key });
-        if (building) this.fit(entry);
+        let applied = 0;
+        if (entry.revision === 0) {
+          // From scratch: the rows a page at a time, each indexed (and dropped) before the next is read.
+          const { count, pages } = await liveOwnerPages(this.database.db, owner, BUILD_PAGE);
+          entry.index.reserve(count);
+          entry.meta.reserve(count);
+          for await (const rows of pages) applied += await this.apply(entry, owner.projectId, rows, { owner, key });
+          this.fit(entry);
+        } else {
+          const { restart, rows } = await ownerChangesSince(this.database.db, owner, entry.revision);
+          if (restart) this.clear(entry);
+          const building = entry.index.size === 0;
+          applied = await this.apply(entry, owner.projectId, rows, { owner, key });
+          if (building) this.fit(entry);
+        }
         entry.revision = revision;
-        entry.unsnapshotted += rows.length;
+        entry.unsnapshotted += applied;
         if (snapshots) this.maybeStore(key, owner, entry);
       },
     );
@@ -399,8 +412,8 @@ export class IndexCache {
     projectId: string,
     rows: IndexedMemory[],
     opts: { owner?: Owner; key?: string },
-  ): Promise<void> {
-    if (rows.length === 0) return;
+  ): Promise<number> {
+    if (rows.length === 0) return 0;
     const live = rows.filter((r) => !r.deleted);
     const [vectors, feedback] = await Promise.all([
       this.embeddings.storedVectors(this.database, live),
@@ -467,6 +480,7 @@ export class IndexCache {
       entry.meta.set(row.id, meta);
     }
     this.embedSoon();
+    return rows.length;
   }
 
   /** Memories waiting for a vector, a queue per project, taken a batch at a time (core/fair-queue.ts). */
