@@ -154,25 +154,35 @@ export function throughProxy(url: string, proxy: TcpProxy): string {
 }
 
 /**
- * Another process holding the SQLite file's write lock (BEGIN IMMEDIATE) for `ms`: resolves once
- * it holds it, with a promise of its release.
+ * Another process holding the SQLite file's write lock (BEGIN IMMEDIATE) for at most `ms`: resolves once
+ * it holds it, with a promise of its release and `release()` to let it go earlier (a test that waits for
+ * what the lock must cause holds it until then, not for a time guessed to be long enough).
  */
-export async function holdSqliteWriteLock(path: string, ms: number): Promise<{ released: Promise<void> }> {
+export async function holdSqliteWriteLock(
+  path: string,
+  ms: number,
+): Promise<{ released: Promise<void>; release: () => Promise<void> }> {
   const script = `
     const Database = require('better-sqlite3');
     const db = new Database(process.argv[1], { timeout: 30000 });
     db.exec('BEGIN IMMEDIATE');
     process.stdout.write('locked\\n');
-    setTimeout(() => { db.exec('ROLLBACK'); db.close(); }, Number(process.argv[2]));
+    const release = () => { db.exec('ROLLBACK'); db.close(); process.exit(0); };
+    setTimeout(release, Number(process.argv[2]));
+    process.stdin.once('data', release);
   `;
   const child = spawn(process.execPath, ['-e', script, path, String(ms)], {
     cwd: new URL('../../', import.meta.url).pathname, // where better-sqlite3 resolves
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
   const released = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   await new Promise<void>((resolve, reject) => {
     child.stdout!.once('data', () => resolve());
     child.once('exit', (code) => reject(new Error(`lock holder exited ${code}`)));
   });
-  return { released };
+  const release = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.stdin!.end('release\n');
+    await released;
+  };
+  return { released, release };
 }
