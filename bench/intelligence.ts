@@ -137,6 +137,7 @@ if (argv.includes('--llm')) {
     'changes-dev5.txt',
     'changes-fresh6.txt',
     'changes-dev6.txt',
+    'changes-fresh7.txt',
     'changes-locomo.txt',
     'changes-sealed.txt',
     'changes-sealed2.txt',
@@ -265,6 +266,9 @@ const quality = {
   facts_fresh6: conflictsByKind('facts_fresh6', 'changes-fresh6.txt'),
   // Session 11's tuning pairs, written after fresh6 in chat wording with other words; read and tuned on.
   facts_dev6: conflictsByKind('facts_dev6', 'changes-dev6.txt'),
+  // Session 12: committed before that session's helper read a rule or trained anything, partly drawn from LoCoMo dev
+  // turns; only its totals per kind are read.
+  facts_fresh7: conflictsByKind('facts_fresh7', 'changes-fresh7.txt'),
   // Session 5 of wave 3: drawn from the LoCoMo dev conversations, committed before that session changed a rule; held out.
   facts_locomo_changes: conflictsByKind('facts_locomo_changes', 'changes-locomo.txt'),
   // Wave 4: anchored on LoCoMo sessions the set above does not use, committed before that wave read a rule; only
