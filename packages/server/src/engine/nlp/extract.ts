@@ -8,6 +8,8 @@ import { unframed } from './fact-frames.js';
 import { personalFacts } from './facts.js';
 import { type Emit, PRONOUN_SUBJECT } from './fact-model.js';
 import { nounFacts } from './fact-nouns.js';
+import { type Ending, endingsOf } from './fact-endings.js';
+import { type Update, updatesOf } from './fact-kinds.js';
 import { endedState } from './fact-phrases.js';
 import { chatText } from './chat-text.js';
 
@@ -38,6 +40,10 @@ export interface Extraction {
   categories: string[];
   /** Facts of a bare "he"/"she"/"they" the text does not name (subject named `PRONOUN_SUBJECT` + the pronoun). */
   ofPronoun?: RelationFact[];
+  /** Sentences saying that something of a subject's ended, by the words they name (fact-endings.ts). */
+  endings?: Ending[];
+  /** Sentences stating a new value of a kind of attribute without naming it in a rule's frame (fact-kinds.ts). */
+  updates?: Update[];
 }
 
 interface Cue {
@@ -271,11 +277,15 @@ export class Extractor {
     relations.splice(0, relations.length, ...kept.filter((r) => !r.subject.name.startsWith(PRONOUN_SUBJECT)));
     const entities = new Map<string, EntityRef>();
     for (const m of mentions) entities.set(`${m.type}\u0000${m.name}`, { name: m.name, type: m.type });
+    const endings = endingsOf(tokens, mentions, self);
+    const updates = updatesOf(tokens, mentions, self);
     return {
       entities: [...entities.values()],
       relations,
       categories: this.categorise(text),
       ...(ofPronoun.length ? { ofPronoun } : {}),
+      ...(endings.length ? { endings } : {}),
+      ...(updates.length ? { updates } : {}),
     };
   }
 

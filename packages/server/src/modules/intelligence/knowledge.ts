@@ -8,6 +8,7 @@ import {
   pronounFits,
   personAliases,
   SELF,
+  singularOf,
   type EntityRef,
   type Extraction,
   type RelationFact,
@@ -159,13 +160,10 @@ export function deriveKnowledge(memories: ExtractedMemory[], endUserName: string
       touch(r.object, m.id);
     }
   }
-  const resolve = (r: RelationFact) => ({
-    ...r,
-    source: nodeId(canonical(r.subject)),
-    target: nodeId(canonical(r.object)),
-  });
-  const edges = timeline(ordered, resolve, true).edges;
-  const conflicts = timeline(ordered, resolve, false).conflicts.map((c) => ({
+  const idOf = (ref: EntityRef) => nodeId(canonical(ref));
+  const resolve = (r: RelationFact) => ({ ...r, source: idOf(r.subject), target: idOf(r.object) });
+  const edges = timeline(ordered, resolve, idOf, true).edges;
+  const conflicts = timeline(ordered, resolve, idOf, false).conflicts.map((c) => ({
     ...c,
     subject: { id: c.subject, name: nodes.get(c.subject)?.name ?? c.subject },
     values: c.values.map((v) => ({ ...v, value: nodes.get(v.value)?.name ?? v.value })),
@@ -215,7 +213,12 @@ type RawConflict = Omit<Conflict, 'subject'> & { subject: string };
  * different value ends it (and is a conflict); a denial of a current fact ends it (also a conflict).
  * With `honourSupersession`, a memory that a resolution overruled never ends another fact.
  */
-function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Resolved, honourSupersession: boolean) {
+function timeline(
+  ordered: ExtractedMemory[],
+  resolve: (r: RelationFact) => Resolved,
+  idOf: (ref: EntityRef) => string,
+  honourSupersession: boolean,
+) {
   const edges: GraphEdge[] = [];
   const conflicts: RawConflict[] = [];
   const current = new Map<string, GraphEdge>(); // subject|relation|object (multi) or subject|relation (single)
@@ -349,6 +352,41 @@ function timeline(ordered: ExtractedMemory[], resolve: (r: RelationFact) => Reso
       if (live) end(live, m);
       current.set(slot, edge);
     }
+    // "we said goodbye to the caravan": a sentence of ending ends the subject's current facts whose value it names.
+    for (const ending of m.extraction.endings ?? []) {
+      const source = idOf(ending.subject);
+      const named = new Set(ending.words);
+      for (const [slot, edge] of current) {
+        if (edge.source !== source || edge.memory_ids.includes(m.id) || !valueNamed(slot, edge.target, named)) continue;
+        const denial = { subject: ending.subject, relation: edge.type, object: ending.subject, negated: true };
+        conflict('negation', { ...denial, singleValued: false, source, target: edge.target }, edge, m);
+        if (overruled) continue;
+        end(edge, m);
+        current.delete(slot);
+      }
+    }
+    // "Porto is home now": a statement of now of a kind ends the subject's fact of that kind whose value it does not name.
+    for (const update of m.extraction.updates ?? []) {
+      const source = idOf(update.subject);
+      const named = new Set(update.words);
+      for (const [slot, edge] of current) {
+        if (edge.source !== source || edge.memory_ids.includes(m.id) || !KIND_RELATIONS[update.kind]?.test(edge.type))
+          continue;
+        const type = edge.target.slice(0, edge.target.indexOf(':'));
+        if (
+          type === 'concept'
+            ? !otherOfKindNamed(edge.target, update.words)
+            : !update.values.includes(VALUE_TYPES[type] ?? type)
+        )
+          continue;
+        if (valueWords(edge.target).some((w) => named.has(w))) continue;
+        const statement = { subject: update.subject, relation: edge.type, object: update.subject, negated: false };
+        conflict('single_valued', { ...statement, singleValued: true, source, target: edge.target }, edge, m);
+        if (overruled) continue;
+        end(edge, m);
+        current.delete(slot);
+      }
+    }
   }
   return { edges, conflicts };
 }
@@ -384,6 +422,61 @@ function sameThing(f: Resolved, key: string, denying: boolean): boolean {
   if (!denied.every(covered)) return false;
   return f.relation !== 'has' || covered(denied[denied.length - 1]!);
 }
+
+/** Relations an ending cannot end: an age or a date is replaced, never given up. */
+const NOT_ENDED = new Set(['age', 'birthday', 'birth_year', 'anniversary', 'child_count', 'has_count']);
+/** Heads too general to say which fact a sentence ends ("I left work early" ends no "work out"). */
+const GENERAL_HEADS = new Set([
+  'work',
+  'go',
+  'do',
+  'make',
+  'get',
+  'have',
+  'thing',
+  'time',
+  'lot',
+  'day',
+  'week',
+  'year',
+]);
+
+/**
+ * Whether an ending's words name a current fact's value: a name by any of its words, a concept by its head ("drink
+ * tea" by "tea"). The slot carries the relation and, for a habit or preference, its aspect.
+ */
+function valueNamed(slot: string, target: string, named: Set<string>): boolean {
+  const [, relation] = slot.split('|');
+  if (!relation || NOT_ENDED.has(relation)) return false;
+  const kind = target.slice(0, target.indexOf(':'));
+  const words = valueWords(target).filter((w) => w.length > 2 && !GENERAL_HEADS.has(w));
+  if (kind === 'concept') return words.length > 0 && named.has(words[words.length - 1]!);
+  return words.some((w) => named.has(w));
+}
+
+const valueWords = (target: string) =>
+  target
+    .slice(target.indexOf(':') + 1)
+    .split(/\s+/)
+    .map(singularOf);
+/** The single-valued relations of a kind of attribute (fact-kinds.ts), which a statement of now of that kind replaces. */
+const KIND_RELATIONS: Partial<Record<string, RegExp>> = {
+  residence: /^lives_in$/,
+  employer_job: /^works_(at|as)$/,
+  relationship: /^(partner|married_to|relationship_status)$/,
+  age_birthday: /^(age|birthday|birth_year)$/,
+  favorite_preference: /^(favorite_.*|prefers)$/,
+  possession: /^drives$/,
+};
+const NOUN_KINDS: NounKind[] = ['occupation', 'animal', 'instrument', 'vehicle', 'food', 'sport', 'recreation'];
+/** Whether a statement names another thing of the value's kind (a job for a job: "I'm a plumber now"), if it has one. */
+function otherOfKindNamed(target: string, words: string[]): boolean {
+  const head = valueWords(target).at(-1)!;
+  const kind = NOUN_KINDS.find((k) => nounIs(head, k));
+  return !kind || words.some((w) => w !== head && nounIs(w, kind));
+}
+/** The name type an update must carry to give a value of that type (an age is a figure). */
+const VALUE_TYPES: Record<string, string> = { quantity: 'number', date: 'number' };
 
 /** One word for one thing ("bike" and "bicycle"), in the singular. */
 const thingWord = (w: string) => {
