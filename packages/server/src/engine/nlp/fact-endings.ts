@@ -5,7 +5,7 @@
 // them. The rules need not read the new sentence's grammar; the older statement, which they read, says what it is.
 import { STOP_WORDS } from '../stopwords.js';
 import type { EntityMention } from './entities.js';
-import type { EntityRef } from './extract.js';
+import type { EntityRef } from './fact-model.js';
 import { CHILD_WORDS, PARTNERS, SPOUSES } from './fact-words.js';
 import { HEDGES } from './lexicon.js';
 import type { Token } from './tokens.js';
@@ -55,6 +55,22 @@ const TEMPORARY = new Set(['weekend', 'trip', 'holiday', 'vacat', 'visit', 'tour
 const PHRASE_FOLLOWERS = new Set([...STOP_WORDS, 'last', 'yesterday', 'today', 'ago', 'completely', 'now', 'anymore']);
 /** Words of ending that need a negation before them: "not ... anymore", "no longer", "no more". */
 const NEGATED_ENDINGS = new Set(['anymor', 'longer', 'more']);
+/** Words after which a verb stands: a subject, an auxiliary, an adverb of time. */
+const VERB_BEFORE = new Set([
+  'i',
+  'we',
+  'he',
+  'she',
+  'they',
+  'have',
+  "'ve",
+  'had',
+  "'d",
+  'has',
+  'just',
+  'finally',
+  'to',
+]);
 const ENDING_CLASSES = new Set(['possession_end', 'job_end', 'relationship_end', 'habit_end']);
 const NEGATION = new Set(['not', "n't", 'never', 'no', 'nt']);
 /** A plan, a wish or a condition states no ending ("I might sell the boat"); "used to" is the rules'. */
@@ -123,7 +139,11 @@ function endingAt(sentence: Token[]): number {
       continue;
     }
     if (WITH_PARTICLE.has(t.lower) && sentence[i + 1] && !PARTICLES.has(sentence[i + 1]!.lower)) continue;
-    const verb = verbClassAt(sentence.slice(i));
+    // "we ended up with sponsors" ends nothing; "quite" shares its stem with "quit".
+    if ((t.key === 'end' && sentence[i + 1]?.lower === 'up') || t.lower === 'quite') continue;
+    // A WordNet verb of ending only where a verb stands ("we parted", "I've parted with it"; not "part of my life").
+    const verb =
+      (t.lower.endsWith('ed') || VERB_BEFORE.has(sentence[i - 1]?.lower ?? '')) && verbClassAt(sentence.slice(i));
     if ((ENDING_KEYS.has(t.key) || ENDING_KEYS.has(t.lower) || (verb && ENDING_CLASSES.has(verb.kind))) && !negated)
       return i;
   }
@@ -174,7 +194,7 @@ export function subjectOf(
 export function headsOf(sentence: Token[]): string[] {
   const heads = sentence.filter((s, k) => {
     const next = sentence[k + 1];
-    return !s.punct && (!next || next.punct || PHRASE_FOLLOWERS.has(next.lower));
+    return !s.punct && !STOP_WORDS.has(s.lower) && (!next || next.punct || PHRASE_FOLLOWERS.has(next.lower));
   });
   return [...new Set(heads.map((s) => singularOf(s.lower)))];
 }

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { STOP_WORDS } from '../stopwords.js';
 import type { EntityMention } from './entities.js';
-import type { EntityRef } from './extract.js';
+import type { EntityRef } from './fact-model.js';
 import { hedged, headsOf, statementsOf, subjectOf } from './fact-endings.js';
 import { NUMBER_WORDS } from './lexicon.js';
 import type { Token } from './tokens.js';
@@ -90,6 +90,7 @@ export function kindOf(tokens: Token[], mentions: EntityMention[]): { kind: Fact
 
 /** Words that say a statement is of now, after an earlier one ("now", "these days", "new", "officially"). */
 const CURRENT = new Set(['now', 'nowaday', 'currentli', 'offici']);
+const OTHERS = new Set(['you', 'your', "you're", 'he', 'she', 'they', 'his', 'her', 'their']);
 /** How sure the classifier must be of the kind. */
 const SURE = 0.6;
 
@@ -120,8 +121,9 @@ export function updatesOf(tokens: Token[], mentions: EntityMention[], self: Enti
     // The words must say the kind too: a name alone ("my new office is in Sydney") is no residence.
     const byWords = kindScores(kindFeatures(sentence, inside).filter((f) => !f.startsWith('<')));
     if (p < SURE || byWords[model().kinds.indexOf(kind)]! < Math.max(...byWords)) continue;
-    const subject =
-      subjectOf(sentence, at, marker, mentions, self) ?? (inside.some((m) => m.type === 'person') ? null : self);
+    // With no subject named, the writer's, unless it speaks of someone ("you're loving life now").
+    const someoneElse = inside.some((m) => m.type === 'person') || sentence.some((t) => OTHERS.has(t.lower));
+    const subject = subjectOf(sentence, at, marker, mentions, self) ?? (someoneElse ? null : self);
     if (!subject) continue;
     const values = [...new Set(inside.map((m) => m.type))];
     if (sentence.some((t) => /^\d/.test(t.lower) || NUMBER_WORDS.has(t.lower))) values.push('number');

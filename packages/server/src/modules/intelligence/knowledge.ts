@@ -373,12 +373,7 @@ function timeline(
         if (edge.source !== source || edge.memory_ids.includes(m.id) || !KIND_RELATIONS[update.kind]?.test(edge.type))
           continue;
         const type = edge.target.slice(0, edge.target.indexOf(':'));
-        if (
-          type === 'concept'
-            ? !otherOfKindNamed(edge.target, update.words)
-            : !update.values.includes(VALUE_TYPES[type] ?? type)
-        )
-          continue;
+        if (!updateFits(edge.type, edge.target, update)) continue;
         if (valueWords(edge.target).some((w) => named.has(w))) continue;
         const statement = { subject: update.subject, relation: edge.type, object: update.subject, negated: false };
         conflict('single_valued', { ...statement, singleValued: true, source, target: edge.target }, edge, m);
@@ -425,6 +420,8 @@ function sameThing(f: Resolved, key: string, denying: boolean): boolean {
 
 /** Relations an ending cannot end: an age or a date is replaced, never given up. */
 const NOT_ENDED = new Set(['age', 'birthday', 'birth_year', 'anniversary', 'child_count', 'has_count']);
+/** Many-valued likes and pastimes, said of in passing in any chat, are the rules' to end, not a word's nearby. */
+const NOT_ENDED_BY_WORDS = new Set(['likes', 'dislikes']);
 /** Heads too general to say which fact a sentence ends ("I left work early" ends no "work out"). */
 const GENERAL_HEADS = new Set([
   'work',
@@ -447,7 +444,7 @@ const GENERAL_HEADS = new Set([
  */
 function valueNamed(slot: string, target: string, named: Set<string>): boolean {
   const [, relation] = slot.split('|');
-  if (!relation || NOT_ENDED.has(relation)) return false;
+  if (!relation || NOT_ENDED.has(relation) || NOT_ENDED_BY_WORDS.has(relation)) return false;
   const kind = target.slice(0, target.indexOf(':'));
   const words = valueWords(target).filter((w) => w.length > 2 && !GENERAL_HEADS.has(w));
   if (kind === 'concept') return words.length > 0 && named.has(words[words.length - 1]!);
@@ -469,11 +466,22 @@ const KIND_RELATIONS: Partial<Record<string, RegExp>> = {
   possession: /^drives$/,
 };
 const NOUN_KINDS: NounKind[] = ['occupation', 'animal', 'instrument', 'vehicle', 'food', 'sport', 'recreation'];
-/** Whether a statement names another thing of the value's kind (a job for a job: "I'm a plumber now"), if it has one. */
-function otherOfKindNamed(target: string, words: string[]): boolean {
+/**
+ * Whether an update can give a fact a new value: a name of the value's type (a place for a home, a figure for an
+ * age); a favourite's thing named again ("hip hop is my favourite music now"); for another concept, a different
+ * thing of the value's kind (a job for a job: "I'm a dancer now").
+ */
+function updateFits(relation: string, target: string, update: { words: string[]; values: string[] }): boolean {
+  const type = target.slice(0, target.indexOf(':'));
+  if (type !== 'concept') return update.values.includes(VALUE_TYPES[type] ?? type);
+  if (relation.startsWith('favorite_'))
+    return relation
+      .slice(9)
+      .split(/[-_ ]/)
+      .every((w) => update.words.includes(singularOf(w)));
   const head = valueWords(target).at(-1)!;
   const kind = NOUN_KINDS.find((k) => nounIs(head, k));
-  return !kind || words.some((w) => w !== head && nounIs(w, kind));
+  return !!kind && update.words.some((w) => w !== head && nounIs(w, kind));
 }
 /** The name type an update must carry to give a value of that type (an age is a figure). */
 const VALUE_TYPES: Record<string, string> = { quantity: 'number', date: 'number' };
