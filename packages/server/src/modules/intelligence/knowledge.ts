@@ -8,11 +8,11 @@ import {
   pronounFits,
   personAliases,
   SELF,
-  singularOf,
   type EntityRef,
   type Extraction,
   type RelationFact,
 } from '../../engine/nlp/index.js';
+import { KIND_RELATIONS, updateFits, valueNamed, valueWords } from './fact-ends.js';
 
 export interface ExtractedMemory {
   id: number;
@@ -352,36 +352,34 @@ function timeline(
       if (live) end(live, m);
       current.set(slot, edge);
     }
-    // "we said goodbye to the caravan": a sentence of ending ends the subject's current facts whose value it names.
-    for (const ending of m.extraction.endings ?? []) {
-      const source = idOf(ending.subject);
-      const named = new Set(ending.words);
+    // Facts of a subject's that a sentence ends without a rule's frame (fact-ends.ts): "we said goodbye to the
+    // caravan" ends the fact whose value it names; "Porto is home now" the fact of its kind whose value it does not.
+    const endFacts = (
+      kind: RawConflict['kind'],
+      subject: EntityRef,
+      ends: (slot: string, edge: GraphEdge) => boolean,
+    ) => {
+      const source = idOf(subject);
       for (const [slot, edge] of current) {
-        if (edge.source !== source || edge.memory_ids.includes(m.id) || !valueNamed(slot, edge.target, named)) continue;
-        const denial = { subject: ending.subject, relation: edge.type, object: ending.subject, negated: true };
-        conflict('negation', { ...denial, singleValued: false, source, target: edge.target }, edge, m);
+        if (edge.source !== source || edge.memory_ids.includes(m.id) || !ends(slot, edge)) continue;
+        const statement = { subject, relation: edge.type, object: subject, negated: kind === 'negation' };
+        conflict(kind, { ...statement, singleValued: kind === 'single_valued', source, target: edge.target }, edge, m);
         if (overruled) continue;
         end(edge, m);
         current.delete(slot);
       }
-    }
-    // "Porto is home now": a statement of now of a kind ends the subject's fact of that kind whose value it does not name.
-    for (const update of m.extraction.updates ?? []) {
-      const source = idOf(update.subject);
-      const named = new Set(update.words);
-      for (const [slot, edge] of current) {
-        if (edge.source !== source || edge.memory_ids.includes(m.id) || !KIND_RELATIONS[update.kind]?.test(edge.type))
-          continue;
-        const type = edge.target.slice(0, edge.target.indexOf(':'));
-        if (!updateFits(edge.type, edge.target, update)) continue;
-        if (valueWords(edge.target).some((w) => named.has(w))) continue;
-        const statement = { subject: update.subject, relation: edge.type, object: update.subject, negated: false };
-        conflict('single_valued', { ...statement, singleValued: true, source, target: edge.target }, edge, m);
-        if (overruled) continue;
-        end(edge, m);
-        current.delete(slot);
-      }
-    }
+    };
+    for (const ending of m.extraction.endings ?? [])
+      endFacts('negation', ending.subject, (slot, edge) => valueNamed(slot, edge.target, new Set(ending.words)));
+    for (const update of m.extraction.updates ?? [])
+      endFacts(
+        'single_valued',
+        update.subject,
+        (_, edge) =>
+          !!KIND_RELATIONS[update.kind]?.test(edge.type) &&
+          updateFits(edge.type, edge.target, update) &&
+          !valueWords(edge.target).some((w) => update.words.includes(w)),
+      );
   }
   return { edges, conflicts };
 }
@@ -417,74 +415,6 @@ function sameThing(f: Resolved, key: string, denying: boolean): boolean {
   if (!denied.every(covered)) return false;
   return f.relation !== 'has' || covered(denied[denied.length - 1]!);
 }
-
-/** Relations an ending cannot end: an age or a date is replaced, never given up. */
-const NOT_ENDED = new Set(['age', 'birthday', 'birth_year', 'anniversary', 'child_count', 'has_count']);
-/** Many-valued likes and pastimes, said of in passing in any chat, are the rules' to end, not a word's nearby. */
-const NOT_ENDED_BY_WORDS = new Set(['likes', 'dislikes']);
-/** Heads too general to say which fact a sentence ends ("I left work early" ends no "work out"). */
-const GENERAL_HEADS = new Set([
-  'work',
-  'go',
-  'do',
-  'make',
-  'get',
-  'have',
-  'thing',
-  'time',
-  'lot',
-  'day',
-  'week',
-  'year',
-]);
-
-/**
- * Whether an ending's words name a current fact's value: a name by any of its words, a concept by its head ("drink
- * tea" by "tea"). The slot carries the relation and, for a habit or preference, its aspect.
- */
-function valueNamed(slot: string, target: string, named: Set<string>): boolean {
-  const [, relation] = slot.split('|');
-  if (!relation || NOT_ENDED.has(relation) || NOT_ENDED_BY_WORDS.has(relation)) return false;
-  const kind = target.slice(0, target.indexOf(':'));
-  const words = valueWords(target).filter((w) => w.length > 2 && !GENERAL_HEADS.has(w));
-  if (kind === 'concept') return words.length > 0 && named.has(words[words.length - 1]!);
-  return words.some((w) => named.has(w));
-}
-
-const valueWords = (target: string) =>
-  target
-    .slice(target.indexOf(':') + 1)
-    .split(/\s+/)
-    .map(singularOf);
-/** The single-valued relations of a kind of attribute (fact-kinds.ts), which a statement of now of that kind replaces. */
-const KIND_RELATIONS: Partial<Record<string, RegExp>> = {
-  residence: /^lives_in$/,
-  employer_job: /^works_(at|as)$/,
-  relationship: /^(partner|married_to|relationship_status)$/,
-  age_birthday: /^(age|birthday|birth_year)$/,
-  favorite_preference: /^(favorite_.*|prefers)$/,
-  possession: /^drives$/,
-};
-const NOUN_KINDS: NounKind[] = ['occupation', 'animal', 'instrument', 'vehicle', 'food', 'sport', 'recreation'];
-/**
- * Whether an update can give a fact a new value: a name of the value's type (a place for a home, a figure for an
- * age); a favourite's thing named again ("hip hop is my favourite music now"); for another concept, a different
- * thing of the value's kind (a job for a job: "I'm a dancer now").
- */
-function updateFits(relation: string, target: string, update: { words: string[]; values: string[] }): boolean {
-  const type = target.slice(0, target.indexOf(':'));
-  if (type !== 'concept') return update.values.includes(VALUE_TYPES[type] ?? type);
-  if (relation.startsWith('favorite_'))
-    return relation
-      .slice(9)
-      .split(/[-_ ]/)
-      .every((w) => update.words.includes(singularOf(w)));
-  const head = valueWords(target).at(-1)!;
-  const kind = NOUN_KINDS.find((k) => nounIs(head, k));
-  return !!kind && update.words.some((w) => w !== head && nounIs(w, kind));
-}
-/** The name type an update must carry to give a value of that type (an age is a figure). */
-const VALUE_TYPES: Record<string, string> = { quantity: 'number', date: 'number' };
 
 /** One word for one thing ("bike" and "bicycle"), in the singular. */
 const thingWord = (w: string) => {
