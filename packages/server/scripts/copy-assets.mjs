@@ -5,4 +5,7 @@ import { cpSync, rmSync, statSync } from 'node:fs';
 const src = new URL('../src', import.meta.url);
 const dist = new URL('../dist', import.meta.url);
 rmSync(new URL('../dist/store/migrations', import.meta.url), { recursive: true, force: true });
-cpSync(src, dist, { recursive: true, filter: (path) => statSync(path).isDirectory() || /\.(sql|txt|json)$/.test(path) });
+cpSync(src, dist, {
+  recursive: true,
+  filter: (path) => statSync(path).isDirectory() || /\.(sql|txt|json)$/.test(path),
+});
