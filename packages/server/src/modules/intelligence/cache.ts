@@ -140,7 +140,7 @@ export class IntelligenceCache {
     const key = ownerKey(owner);
     if (this.tooLarge.has(key)) return null;
     const entry = this.entries.get(key);
-    const size = entry?.view ? entry.items.size : await liveMemoryCountOf(this.database.db, owner);
+    const size = entry?.view ? entry.items.size : await liveMemoryCountOf(this.database.db, owner, most + 1);
     if (size > most) {
       if (this.tooLarge.size >= this.maxOwners) this.tooLarge.clear();
       this.tooLarge.add(key);

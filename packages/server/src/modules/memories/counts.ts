@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from '../../store/database.js';
 import { unexpired, type Owner } from './feed.js';
 
@@ -53,16 +54,25 @@ export async function turnsStoredBy(
   return Number(row.n);
 }
 
-/** How many live memories one end user has. */
-export async function liveMemoryCountOf(db: Executor, owner: Owner): Promise<number> {
+/**
+ * How many live memories one end user has, counted up to `upTo`: a caller that asks whether there
+ * are more than N stops reading there (counting all 300,000 of a large end user took 110-220 ms).
+ */
+export async function liveMemoryCountOf(db: Executor, owner: Owner, upTo: number): Promise<number> {
   const row = await db
-    .selectFrom('memories')
+    .selectFrom((eb) =>
+      eb
+        .selectFrom('memories')
+        .select(sql.lit(1).as('live'))
+        .where('project_id', '=', owner.projectId)
+        .where('tenant_id', '=', owner.tenantId)
+        .where('end_user_id', '=', owner.endUserId)
+        .where('deleted_at', 'is', null)
+        .where(unexpired())
+        .limit(upTo)
+        .as('m'),
+    )
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('project_id', '=', owner.projectId)
-    .where('tenant_id', '=', owner.tenantId)
-    .where('end_user_id', '=', owner.endUserId)
-    .where('deleted_at', 'is', null)
-    .where(unexpired())
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }

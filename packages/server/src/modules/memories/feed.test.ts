@@ -11,6 +11,7 @@ import {
   largeOwnersChangedAfter,
   listMemories,
   liveMemoryCount,
+  liveMemoryCountOf,
   liveOwnerPages,
   liveProjectMemories,
   memoriesByIds,
@@ -303,6 +304,12 @@ forEachDialect('memory feed', (dialect) => {
     expect(await collect('acme')).toEqual([ids.acmeU1, ids.acmeU1Other, ids.acmeU2]);
     expect(await liveMemoryCount(db, [project()])).toBe(6);
     expect(await liveMemoryCount(db, [])).toBe(0);
+    // One end user's, counted no further than asked (whether there are more than N).
+    const acmeU1 = owners[2]!;
+    expect(await liveMemoryCountOf(db, acmeU1, 10)).toBe(2);
+    expect(await liveMemoryCountOf(db, acmeU1, 2)).toBe(2);
+    expect(await liveMemoryCountOf(db, acmeU1, 1)).toBe(1);
+    expect(await liveMemoryCountOf(db, owners[4]!, 10)).toBe(1);
   });
 
   it('lists and counts /v1 memories by tenant, end user and session', async () => {
