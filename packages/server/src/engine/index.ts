@@ -20,6 +20,7 @@ export {
   runInSlices,
   SLICE_MS,
   SNAPSHOT_FORMAT,
+  PIECE_SLACK,
   snapshotCuts,
   SnapshotReader,
   SnapshotWriter,

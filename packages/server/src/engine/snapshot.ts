@@ -215,6 +215,13 @@ export function snapshotCuts(bytes: Uint8Array, piece: number): number[] {
   return cuts;
 }
 
+/**
+ * Bytes a piece may leave unused at the end of its buffer and still be kept as it is: a piece is
+ * inflated into a buffer a byte longer than it (zlib, having filled its output buffer, allocates
+ * another of the same size to look for more: 65 MB of garbage for a 300,000-memory index).
+ */
+export const PIECE_SLACK = 8;
+
 export class SnapshotReader {
   private readonly values: unknown[];
   private readonly kinds: Array<[ArrayKind, number]>;
@@ -227,15 +234,17 @@ export class SnapshotReader {
 
   /**
    * Throws when the bytes are not a snapshot of this format. The bytes, or its pieces in order (as
-   * `snapshotCuts` cuts them), each become the index's memory when it fills its own buffer: an array
-   * is a view into it. A piece that shares its buffer is copied first, and an array that a piece does
-   * not hold whole, or not aligned, is copied on its own.
+   * `snapshotCuts` cuts them), each become the index's memory when it fills its own buffer (all but
+   * PIECE_SLACK bytes at most): an array is a view into it. A piece that shares its buffer is copied
+   * first, and an array that a piece does not hold whole, or not aligned, is copied on its own.
    */
   constructor(input: Uint8Array | readonly Uint8Array[]) {
     let start = 0;
     for (const bytes of input instanceof Uint8Array ? [input] : input) {
       const own =
-        bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+        bytes.byteOffset === 0 &&
+        bytes.buffer.byteLength - bytes.byteLength <= PIECE_SLACK &&
+        bytes.buffer instanceof ArrayBuffer;
       this.pieces.push({ start, bytes: own ? (bytes as Uint8Array<ArrayBuffer>) : Uint8Array.from(bytes) });
       start += bytes.byteLength;
     }
