@@ -8,6 +8,8 @@
  *   npm run bench:latency [-- --fill http|direct] [--total N] [--sizes 1000,10000,100000] [--postgres URL]
  *                         [--cpu-prof DIR] [--restarts 3] [--vectors 512] [--data DIR] [--base REV]
  *
+ * `--cpu-prof DIR`: every server process of the run (the measured one and each restart) writes its threads'
+ * profiles there.
  * `--data DIR` (SQLite, direct fill): the database file in DIR, filled there the first time and kept; a run on a
  * DIR already filled skips the fill and deletes the stored index snapshots first (the cold first query is again
  * from rows). `--base REV`: the measured server is that revision's build (bench/lib/baseline.ts), to alternate
@@ -363,10 +365,11 @@ async function firstQueriesAfterRestart(server: BenchServer) {
       const exited = new Promise((r) => running.process.once('exit', r));
       running.process.kill('SIGTERM');
       await exited;
+      // Profiled as the first server is (--cpu-prof): where the first query after a restart goes.
       running = await startServer(
         postgresUrl
-          ? { databaseUrl: server.databaseUrl, env: workerEnv, main }
-          : { dataDir: dir!, env: workerEnv, main },
+          ? { databaseUrl: server.databaseUrl, env: workerEnv, main, nodeArgs }
+          : { dataDir: dir!, env: workerEnv, main, nodeArgs },
       );
       const request = jsonClient(running.url, { 'x-api-key': running.key });
       const first: Record<string, number> = {};
