@@ -359,6 +359,8 @@ async function firstQueriesAfterRestart(server: BenchServer) {
   for (let i = 0; i < 600 && (await snapshotsStored(server)) < large; i++) await new Promise((r) => setTimeout(r, 100));
   const stored = await snapshotsStored(server);
   const runs: Array<Record<string, number>> = [];
+  // The server's CPU (every thread) during each first query: what loading costs it, which the machine's load does not inflate.
+  const cpuRuns: Array<Record<string, number>> = [];
   let running = server;
   try {
     for (let run = 0; run < restarts; run++) {
@@ -373,7 +375,9 @@ async function firstQueriesAfterRestart(server: BenchServer) {
       );
       const request = jsonClient(running.url, { 'x-api-key': running.key });
       const first: Record<string, number> = {};
+      const cpu: Record<string, number> = {};
       for (const n of SIZES) {
+        const cpuBefore = processCpuSeconds(running.process.pid!);
         const s = performance.now();
         const res = await request(
           'POST',
@@ -383,15 +387,22 @@ async function firstQueriesAfterRestart(server: BenchServer) {
         );
         if (res.status !== 200) throw new Error(`query -> ${res.status}: ${res.body.slice(0, 300)}`);
         first[String(n)] = Math.round((performance.now() - s) * 100) / 100;
+        cpu[String(n)] = Math.round((processCpuSeconds(running.process.pid!) - cpuBefore) * 1000);
       }
       runs.push(first);
+      cpuRuns.push(cpu);
     }
   } finally {
     if (running !== server) await running.stop();
   }
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
   const firstQueryMs = Object.fromEntries(SIZES.map((n) => [String(n), median(runs.map((r) => r[String(n)]!))]));
-  return { index_snapshots_stored: stored, first_query_ms: firstQueryMs, first_query_ms_runs: runs };
+  return {
+    index_snapshots_stored: stored,
+    first_query_ms: firstQueryMs,
+    first_query_ms_runs: runs,
+    first_query_server_cpu_ms_runs: cpuRuns,
+  };
 }
 let server: BenchServer;
 let filled: number;
