@@ -12,7 +12,7 @@ import type { NormKey } from './ranked-index.js';
 import { lowerBound } from './sorted.js';
 import { DEFAULT_WEIGHTS, type RankingWeights } from './ranking-weights.js';
 import { SearchBuffers } from './search-buffers.js';
-import { analyze, endsAsking, scanText, type TextScan } from './text.js';
+import { analyze, scanText, type TextScan } from './text.js';
 import { VectorIndex } from './vectors.js';
 import { runNow, SnapshotReader, SnapshotWriter, type Steps } from './snapshot.js';
 import type { EngineDoc, SearchHit, SearchOptions } from './types.js';
@@ -212,7 +212,7 @@ export class MemoryIndex {
     this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
     this.namesTime[slot] = scan.namesTime ? 1 : 0;
     this.firstPerson[slot] = scan.firstPerson ? 1 : 0;
-    this.endsAsking[slot] = endsAsking(doc.text) ? 1 : 0;
+    this.endsAsking[slot] = scan.endsAsking ? 1 : 0;
     this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
     this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
 

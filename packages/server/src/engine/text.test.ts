@@ -45,12 +45,13 @@ describe('text analysis', () => {
     expect(tokenize("Caroline's DON'T")).toEqual(['caroline', 'don']);
   });
 
-  it('scans a text (scanText) as analyze, namesTime, speaksInFirstPerson and the temporal cue read it apart', () => {
+  it('scans a text (scanText) as analyze, namesTime, speaksInFirstPerson, the temporal cue and endsAsking read it apart', () => {
     const apart = (text: string) => ({
       terms: analyze(text),
       namesTime: namesTime(text),
       firstPerson: speaksInFirstPerson(text),
       mayNameTime: MAY_NAME_TIME.test(text),
+      endsAsking: endsAsking(text),
     });
     const texts = [
       "I'm Bob's friend; DON'T go, we'll see x's 1990s e-mail",
@@ -64,6 +65,7 @@ describe('text analysis', () => {
       '',
       '   ',
       'x2023 2023x 2023 12345',
+      'is it? [image: a cat] ',
     ];
     // Random texts of the words and characters that matter.
     const pieces = [

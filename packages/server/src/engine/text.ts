@@ -151,6 +151,8 @@ export interface TextScan {
   firstPerson: boolean;
   /** Whether parseTemporal's cue (MAY_NAME_TIME) is in it: without, the text names no time. */
   mayNameTime: boolean;
+  /** endsAsking(text) */
+  endsAsking: boolean;
 }
 
 /** What a word (an ASCII token, lower case) gives a scan: its term (null: a stop word) and the flags below. */
@@ -178,7 +180,7 @@ function wordOf(token: string): Word {
 }
 
 /**
- * analyze, namesTime, speaksInFirstPerson and the temporal cue of a text together. An ASCII text (most)
+ * analyze, namesTime, speaksInFirstPerson, the temporal cue and endsAsking of a text together. An ASCII text (most)
  * is read in one pass: its words are the runs of letters and digits (lower case; tokenize's clitics are
  * such runs, and stop words), and each distinct word's term and flags are worked out once (a map lookup a word,
  * where the four apart cost a stop-word, a stem and three regular-expression passes). `\b` of the two
@@ -210,6 +212,7 @@ export function scanText(text: string): TextScan {
     namesTime: underscore ? namesTime(text) : (flags & NAMES_TIME) !== 0,
     firstPerson: underscore ? speaksInFirstPerson(text) : (flags & FIRST_PERSON_FLAG) !== 0,
     mayNameTime: (flags & TIME_CUE) !== 0,
+    endsAsking: ENDS_ASKING.test(text),
   };
 }
 
@@ -223,5 +226,6 @@ function scanApart(text: string): TextScan {
     namesTime: namesTime(text),
     firstPerson: speaksInFirstPerson(text),
     mayNameTime: MAY_NAME_TIME.test(text),
+    endsAsking: ENDS_ASKING.test(text),
   };
 }

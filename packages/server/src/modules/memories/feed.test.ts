@@ -12,7 +12,8 @@ import {
   listMemories,
   liveMemoryCount,
   liveMemoryCountOf,
-  liveOwnerPages,
+  liveOwnerIds,
+  liveOwnerPage,
   liveProjectMemories,
   memoriesByIds,
   memoryCounts,
@@ -403,12 +404,14 @@ forEachDialect('memory feed', (dialect) => {
       [plain('alice'), 1000],
       [{ projectId: project(), tenantId: 'acme', endUserId: 'u1' }, 1],
     ] as const) {
-      const { count, pages } = await liveOwnerPages(t.database.db, owner, size);
+      const ids = await liveOwnerIds(t.database.db, owner);
       const paged: IndexedMemory[] = [];
-      for await (const page of pages) paged.push(...page);
+      for (let at = 0; at < ids.length; at += size)
+        paged.push(...(await liveOwnerPage(t.database.db, owner, ids.slice(at, at + size))));
       expect(paged).toEqual(await changesSince(t.database.db, owner, 0));
-      expect(count).toBeGreaterThanOrEqual(paged.length);
+      expect(ids.length).toBeGreaterThanOrEqual(paged.length);
     }
-    expect((await liveOwnerPages(t.database.db, plain('alice'), 1)).count).toBe(2);
+    // Forgotten memories are among the ids.
+    expect(await liveOwnerIds(t.database.db, plain('alice'))).toHaveLength(2);
   });
 });

@@ -285,37 +285,32 @@ export async function changesSince(db: Executor, owner: Owner, seq: number): Pro
 }
 
 /**
- * The owner's live memories as changesSince from scratch gives them (in id order), a page of `size` at a time:
- * a cold index indexes each page's rows (and drops them) before the next is read, where 300,000 rows read at
- * once lived through the whole build. `count`: how many at most (forgotten ones are among the ids). The ids
- * come from the (owner, seq) index alone, each page's rows by id (the owner checked here): SQLite, without
- * statistics, would read a page through the owner's index, every row of the owner a page.
+ * The ids of the owner's memories (forgotten ones among them), ascending, from the (owner, seq) index alone: what a
+ * cold index reads first, then its rows a page at a time by id (liveOwnerPage), each page indexed and dropped
+ * before the next is read (300,000 rows read at once lived through the whole build).
  */
-export async function liveOwnerPages(
-  db: Executor,
-  owner: Owner,
-  size: number,
-): Promise<{ count: number; pages: AsyncGenerator<IndexedMemory[]> }> {
-  const ids = (await ownerMemories(db, owner).select('id').where('seq', '>', 0).execute())
+export async function liveOwnerIds(db: Executor, owner: Owner): Promise<number[]> {
+  return (await ownerMemories(db, owner).select('id').where('seq', '>', 0).execute())
     .map((r) => r.id)
     .sort((a, b) => a - b);
-  async function* pages(): AsyncGenerator<IndexedMemory[]> {
-    for (let at = 0; at < ids.length; at += size) {
-      const rows = await db
-        .selectFrom('memories')
-        .select([...INDEXED_COLUMNS, 'project_id', 'tenant_id'])
-        .where('id', 'in', ids.slice(at, at + size))
-        .where('deleted_at', 'is', null)
-        .execute();
-      inIdOrder(rows);
-      const { projectId, tenantId, endUserId } = owner;
-      const mine = rows.filter(
-        (r) => r.project_id === projectId && r.tenant_id === tenantId && r.end_user_id === endUserId && r.seq > 0,
-      );
-      yield mine.map(toIndexed);
-    }
-  }
-  return { count: ids.length, pages: pages() };
+}
+
+/**
+ * The owner's live memories among `ids` (ascending), in id order: read by id, the owner checked here (SQLite,
+ * without statistics, would read them through the owner's index, every row of the owner a page).
+ */
+export async function liveOwnerPage(db: Executor, owner: Owner, ids: readonly number[]): Promise<IndexedMemory[]> {
+  const rows = await db
+    .selectFrom('memories')
+    .select([...INDEXED_COLUMNS, 'project_id', 'tenant_id'])
+    .where('id', 'in', ids)
+    .where('deleted_at', 'is', null)
+    .execute();
+  inIdOrder(rows);
+  const { projectId, tenantId, endUserId } = owner;
+  return rows
+    .filter((r) => r.project_id === projectId && r.tenant_id === tenantId && r.end_user_id === endUserId && r.seq > 0)
+    .map(toIndexed);
 }
 
 /** The owner's rows of the memories table, to select from. */

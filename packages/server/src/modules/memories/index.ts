@@ -1,7 +1,8 @@
 /** The memories module's public face: what other modules, the worker and the CLI may use. */
 export {
   changesSince,
-  liveOwnerPages,
+  liveOwnerIds,
+  liveOwnerPage,
   endUsersOf,
   ownerChangesSince,
   forgottenSince,

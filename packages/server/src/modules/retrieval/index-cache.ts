@@ -2,15 +2,12 @@ import {
   EmbedderError,
   MAP_ENTRY_BYTES,
   MemoryIndex,
-  parseTemporal,
-  scanText,
   SLICE_MS,
   stringBytes,
   type MemoryIndexOptions,
 } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import {
-  liveOwnerPages,
   ownerChangesSince,
   largeOwnersChangedAfter,
   liveMemoryCount,
@@ -27,6 +24,8 @@ import { DocMetas, type DocMeta } from './doc-metas.js';
 import { loadSnapshot, SnapshotTaking, snapshotRevision, storeSnapshot } from './snapshots.js';
 import { FairQueue } from '../../core/fair-queue.js';
 import { IndexTexts } from './texts.js';
+import { ownerBuildPages } from './build-reader.js';
+import { prepareRow, type PreparedRow } from './build-rows.js';
 
 export type { DocMeta };
 
@@ -103,6 +102,8 @@ const ownerKey = (owner: Owner) => `u\u0000${owner.projectId}\u0000${owner.tenan
 const YIELD_EVERY_ROWS = 2000;
 /** Rows a page of a build from scratch reads. */
 const BUILD_PAGE = 2000;
+/** A build from scratch of at least this many rows reads them on a thread of its own (build-reader.ts; starting it costs ~0.1 s). */
+const BUILD_READER_MIN_ROWS = 20_000;
 /** The background refresh looks again at end users changed this long before its last run (writes commit after their time). */
 const REFRESH_OVERLAP_MS = 60_000;
 /**
@@ -132,6 +133,8 @@ export class IndexCache {
   snapshotSliceMs = SLICE_MS;
   /** The background embedding's first pause after a failure (tests shorten it). */
   embedBackoffMs = EMBED_BACKOFF_MS;
+  /** Builds from scratch of at least this many rows read them on the build reader's thread (tests lower it). */
+  buildReaderMinRows = BUILD_READER_MIN_ROWS;
 
   /** snapshotMinMemories: end users with at least this many memories get their index stored (snapshots.ts); 0: never. */
   constructor(
@@ -194,10 +197,11 @@ export class IndexCache {
         let applied = 0;
         if (entry.revision === 0) {
           // From scratch: the rows a page at a time, each indexed (and dropped) before the next is read.
-          const { count, pages } = await liveOwnerPages(this.database.db, owner, BUILD_PAGE);
+          const { count, pages } = await ownerBuildPages(this.database, owner, BUILD_PAGE, this.buildReaderMinRows);
           entry.index.reserve(count);
           entry.meta.reserve(count);
-          for await (const rows of pages) applied += await this.apply(entry, owner.projectId, rows, { owner, key });
+          for await (const { rows, prepared } of pages)
+            applied += await this.apply(entry, owner.projectId, rows, { owner, key }, prepared);
           this.fit(entry);
         } else {
           const { restart, rows } = await ownerChangesSince(this.database.db, owner, entry.revision);
@@ -407,24 +411,24 @@ export class IndexCache {
     entry.unsnapshotted = 0;
   }
 
+  /** `prepared`: each row's prepareRow, when worked out already (the build reader's). */
   private async apply(
     entry: Entry,
     projectId: string,
     rows: IndexedMemory[],
     opts: { owner?: Owner; key?: string },
+    prepared?: PreparedRow[],
   ): Promise<number> {
     if (rows.length === 0) return 0;
     const live = rows.filter((r) => !r.deleted);
+    const liveIds = live.map((r) => r.id);
     const [vectors, feedback] = await Promise.all([
       this.embeddings.storedVectors(this.database, live),
-      feedbackSums(
-        this.database.db,
-        live.map((r) => r.id),
-        opts.owner,
-      ),
+      feedbackSums(this.database.db, liveIds, opts.owner),
     ]);
     let since = 0;
-    for (const row of rows) {
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!;
       // A large build gives the event loop back now and then (other requests wait for it otherwise);
       // queries of this entry wait for the whole refresh (use()), so none sees it half built.
       if (++since === YIELD_EVERY_ROWS) {
@@ -448,9 +452,7 @@ export class IndexCache {
       } else {
         entry.awaiting?.delete(row.id);
       }
-      const createdAt = Date.parse(row.created_at);
-      // The text read once for the index and for the time it names.
-      const scan = scanText(row.text);
+      const { scan, createdAt, updatedAt, event } = prepared?.[i] ?? prepareRow(row);
       entry.index.upsert(
         {
           id: row.id,
@@ -465,8 +467,7 @@ export class IndexCache {
         vectors.get(row.id),
         scan,
       );
-      const event = parseTemporal(row.text, createdAt, scan.mayNameTime);
-      const meta: DocMeta = {
+      entry.meta.set(row.id, {
         tags: row.tags,
         source: row.source,
         createdAt,
@@ -474,10 +475,9 @@ export class IndexCache {
         isSummary: row.is_summary,
         sessionId: row.session_id,
         importance: row.importance,
-        updatedAt: Date.parse(row.updated_at),
-        ...(event ? { event: { from: event.from, to: event.to } } : {}),
-      };
-      entry.meta.set(row.id, meta);
+        updatedAt,
+        ...(event ? { event } : {}),
+      });
     }
     this.embedSoon();
     return rows.length;

@@ -1,0 +1,49 @@
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { threadError } from '../../core/worker-threads.js';
+import { openDatabase } from '../../store/database.js';
+import { liveOwnerPage } from '../memories/index.js';
+import type { BuildReaderData, BuildReaderMessage } from './build-reader.js';
+import { preparedPage } from './build-rows.js';
+
+/**
+ * The build reader (build-reader.ts): an owner's live rows by id, a page at a time on a connection of its own,
+ * sent at most `ahead` pages before the builder has taken them. A page read while the builder waits (it has taken
+ * every page sent) goes as it is, for the builder to prepare, and the next is read meanwhile; any other is
+ * prepared here (build-rows.ts). So the two threads share the work as their speeds (and the machine's load) allow.
+ */
+const { database: config, owner, ids, size, ahead } = workerData as BuildReaderData;
+const port = parentPort!;
+// Checkpoints stay with the serving connection's own thread (store/sqlite-connection.ts).
+const database = openDatabase(config, { checkpoints: false });
+let credit = ahead;
+let wake: (() => void) | undefined;
+const onTaken = () => {
+  credit++;
+  wake?.();
+};
+port.on('message', onTaken);
+const send = (message: BuildReaderMessage) => port.postMessage(message);
+
+/** Takes the builder's messages that arrived while this thread ran (the event loop delivers them only when idle). */
+const takeArrived = () => {
+  while (receiveMessageOnPort(port)) credit++;
+};
+
+try {
+  for (let at = 0; at < ids.length; at += size) {
+    takeArrived();
+    while (credit === 0) await new Promise<void>((resolve) => (wake = resolve));
+    credit--;
+    const rows = await liveOwnerPage(database.db, owner, Array.from(ids.subarray(at, at + size)));
+    takeArrived();
+    // Every page sent before was taken: the builder waits for this one.
+    const builderWaits = credit === ahead - 1;
+    send({ page: preparedPage(rows, !builderWaits) });
+  }
+  send({ done: true });
+} catch (error) {
+  send({ error: threadError(error) });
+} finally {
+  port.off('message', onTaken);
+  await database.close();
+}

@@ -1,0 +1,82 @@
+import { expect, it } from 'vitest';
+import { forEachDialect, useTestApp } from '../../testing/harness.js';
+import { freshUser } from '../../testing/retrieval.js';
+import { changesSince } from '../memories/index.js';
+import { ownerBuildPages, type BuildPage } from './build-reader.js';
+import { pageRows, preparedPage, prepareRow } from './build-rows.js';
+import { EmbeddingStore } from './embeddings.js';
+import { IndexCache } from './index-cache.js';
+
+/** Texts with what a row's preparing reads: terms shared by many, times named, questions, non-ASCII, `_`. */
+const TEXTS = [
+  'Caroline went to the LGBTQ support group yesterday',
+  'Melanie painted a lake at sunrise last week?',
+  'We took the kids camping in June 2023',
+  'Café au lait with Zoë on Tuesday, ¿sí?',
+  'my_thing next_week: the pottery class',
+  'What did the adoption agency say? [image: a letter]',
+  '東京への旅行は来月です',
+  'I ran the marathon 3 days ago',
+];
+
+forEachDialect('a cold build read on the build reader', (dialect) => {
+  const t = useTestApp(dialect);
+
+  it('builds the same index and filter metadata as a build read on its own thread', async () => {
+    const endUser = freshUser();
+    const items = Array.from({ length: 50 }, (_, i) => ({
+      text: `${TEXTS[i % TEXTS.length]} (note ${i})`,
+      ...(i % 5 === 0 ? {} : { session_id: `s${Math.floor(i / 7)}` }),
+      ...(i % 3 === 0 ? { tags: ['hobby', `t${i % 2}`] } : {}),
+      ...(i % 4 === 0 ? { metadata: { mood: i % 8 === 0 ? 'excited' : 'calm', n: i } } : {}),
+      importance: (i % 10) / 10,
+    }));
+    const added = await t.call('POST', '/memory/bulk-add', { endUser, body: items });
+    expect(added.status, added.text).toBe(200);
+    const ids = (added.body as { results: Array<{ memory: { id: number } }> }).results.map((r) => r.memory.id);
+    const forgotten = await t.call('DELETE', '/memory/forget', { endUser, body: { ids: [ids[7], ids[30]] } });
+    expect(forgotten.status, forgotten.text).toBe(200);
+
+    const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
+    // Pages of 7: the reader sends pages ahead, some prepared there and some not (build-reader-worker.ts).
+    const read = async (readerMinRows: number) => {
+      const { count, pages, onReader } = await ownerBuildPages(t.database, owner, 7, readerMinRows);
+      const taken: BuildPage[] = [];
+      for await (const page of pages) taken.push(page);
+      return { count, onReader, rows: taken.flatMap((p) => p.rows), prepared: taken.flatMap((p) => p.prepared ?? []) };
+    };
+    const [fromReader, fromHere] = [await read(1), await read(Infinity)];
+    expect([fromReader.onReader, fromHere.onReader]).toEqual([true, false]);
+    expect(fromReader.count).toBe(50);
+    expect(fromReader.rows).toEqual(fromHere.rows);
+    expect(fromReader.rows).toEqual(await changesSince(t.database.db, owner, 0));
+    expect(fromReader.prepared).toEqual(fromHere.rows.map(prepareRow));
+    const built = async (readerMinRows: number) => {
+      const cache = new IndexCache(t.database, new EmbeddingStore(null), 2 ** 30, 100_000);
+      cache.buildReaderMinRows = readerMinRows;
+      return cache.forOwner(owner);
+    };
+    // Pages of 2,000: the reader's path from 1 row, its own thread's below Infinity.
+    const [onReader, onItsOwn] = [await built(1), await built(Infinity)];
+    expect(onReader.index.size).toBe(48);
+    expect([...onReader.meta.entries()]).toEqual([...onItsOwn.meta.entries()]);
+    const now = Date.parse('2026-12-01T00:00:00Z');
+    for (const query of ['support group', 'when did Melanie paint', 'camping June 2023', 'café', 'marathon', 'hobby'])
+      expect(onReader.index.search(query, { k: 20, now, explain: true })).toEqual(
+        onItsOwn.index.search(query, { k: 20, now, explain: true }),
+      );
+  });
+
+  it('hands over a page as it was read, prepared on either side', async () => {
+    const endUser = freshUser();
+    const body = TEXTS.map((text, i) => ({ text, ...(i % 2 ? { tags: ['x'], metadata: { k: [i] } } : {}) }));
+    expect((await t.call('POST', '/memory/bulk-add', { endUser, body })).status).toBe(200);
+    const rows = await changesSince(t.database.db, { projectId: t.projectId, tenantId: '', endUserId: endUser }, 0);
+    for (const prepare of [true, false]) {
+      const page = structuredClone(preparedPage(rows, prepare));
+      const taken = pageRows(page, endUser, new Map());
+      expect(taken.rows).toEqual(rows);
+      expect(taken.prepared).toEqual(rows.map(prepareRow));
+    }
+  });
+});

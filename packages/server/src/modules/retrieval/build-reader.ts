@@ -1,0 +1,90 @@
+import type { Config } from '../../config.js';
+import { moduleWorker, rethrown, siblingModule, type ThreadError } from '../../core/worker-threads.js';
+import { opensAgain, type Database } from '../../store/database.js';
+import { liveOwnerIds, liveOwnerPage, type IndexedMemory, type Owner } from '../memories/index.js';
+import { pageRows, type PreparedPage, type PreparedRow } from './build-rows.js';
+
+/** A page of a build from scratch: live rows in id order, and their prepareRow when the reader worked it out. */
+export interface BuildPage {
+  rows: IndexedMemory[];
+  prepared?: PreparedRow[];
+}
+
+/** What the build reader is started with (build-reader-worker.ts). */
+export interface BuildReaderData {
+  database: Config['database'];
+  owner: Owner;
+  ids: Float64Array;
+  size: number;
+  /** Pages it may read before the first is taken; one more each time one is. */
+  ahead: number;
+}
+
+export type BuildReaderMessage = { page: PreparedPage } | { done: true } | { error: ThreadError };
+
+/** Pages the reader keeps ready: the one the builder takes next, and the one being read meanwhile. */
+const READ_AHEAD = 2;
+
+const readerUrl = siblingModule('build-reader-worker', import.meta.url);
+
+/**
+ * The owner's live rows for a build from scratch, a page of `size` at a time, each to be indexed and dropped before
+ * the next is taken (300,000 rows read at once lived through the whole build): their ids first (liveOwnerIds),
+ * then each page's rows by id (liveOwnerPage). `count`: how many at most (forgotten ones are among the ids).
+ * With at least `readerMinRows` of them, on a database another thread can open, the pages are read and prepared
+ * (prepareRow) by a thread of its own on its own connection, a page ahead of the indexing: the reads and the
+ * texts' scans of page n + 1 take the second core while page n is indexed, where they took turns on one thread.
+ */
+export async function ownerBuildPages(
+  database: Database,
+  owner: Owner,
+  size: number,
+  readerMinRows: number,
+): Promise<{ count: number; pages: AsyncGenerator<BuildPage>; onReader: boolean }> {
+  const ids = await liveOwnerIds(database.db, owner);
+  const onReader = ids.length >= readerMinRows && opensAgain(database.config);
+  const pages = onReader ? readerPages(database.config, owner, ids, size) : localPages(database, owner, ids, size);
+  return { count: ids.length, pages, onReader };
+}
+
+async function* localPages(database: Database, owner: Owner, ids: number[], size: number): AsyncGenerator<BuildPage> {
+  for (let at = 0; at < ids.length; at += size)
+    yield { rows: await liveOwnerPage(database.db, owner, ids.slice(at, at + size)) };
+}
+
+/** The pages as the build reader sends them; it ends when they are all taken, or when the taker stops (or fails). */
+async function* readerPages(
+  config: Config['database'],
+  owner: Owner,
+  ids: number[],
+  size: number,
+): AsyncGenerator<BuildPage> {
+  // One connection is all it uses.
+  const database = config.dialect === 'postgres' ? { ...config, poolSize: 1 } : config;
+  const worker = moduleWorker(readerUrl, {
+    workerData: { database, owner, ids: Float64Array.from(ids), size, ahead: READ_AHEAD } satisfies BuildReaderData,
+  });
+  const arrived: Array<BuildReaderMessage | { failed: Error }> = [];
+  let wake: (() => void) | undefined;
+  const take = (message: BuildReaderMessage | { failed: Error }) => {
+    arrived.push(message);
+    wake?.();
+  };
+  worker.on('message', take);
+  worker.on('error', (error) => take({ failed: error }));
+  worker.on('exit', (code) => take({ failed: new Error(`the build reader exited (code ${code})`) }));
+  const terms = new Map<string, string>();
+  try {
+    for (;;) {
+      while (arrived.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+      const message = arrived.shift()!;
+      if ('done' in message) return;
+      if ('error' in message) throw rethrown(message.error, 'the build reader');
+      if ('failed' in message) throw message.failed;
+      worker.postMessage('next');
+      yield pageRows(message.page, owner.endUserId, terms);
+    }
+  } finally {
+    void worker.terminate();
+  }
+}
