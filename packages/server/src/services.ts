@@ -11,7 +11,7 @@ import {
   type OutboxDispatcher,
 } from './core/events.js';
 import { endUserPseudonyms, type Pseudonymize } from './core/pseudonyms.js';
-import { createLlm, type LlmProvider } from './engine/index.js';
+import { createLlm, forgetWords, type LlmProvider } from './engine/index.js';
 import { createMailer, type Mailer } from './core/mailer.js';
 import { JobHandlers, purgeFinishedJobs, renameEndUserInJobs } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
@@ -193,6 +193,8 @@ export function buildServices({
   );
   erase.registerEndUser(eraseEndUserSnapshot);
   erase.register(eraseForgottenFiles);
+  // This thread's cache of words (engine/text.ts) may hold words only the forgotten memories had.
+  erase.register(async (_trx, _ids, erasure) => erasure.effects.afterCommit(forgetWords));
   erase.register(async (trx, ids, erasure) => {
     if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten]))
       erasure.effects.afterCommit(purgeArtifacts);

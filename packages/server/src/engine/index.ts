@@ -32,6 +32,7 @@ export {
   tokenize,
   analyze,
   scanText,
+  forgetWords,
   splitSentences,
   stem,
   isStopWord,

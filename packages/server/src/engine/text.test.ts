@@ -2,11 +2,14 @@ import { describe, expect, it } from 'vitest';
 import {
   analyze,
   endsAsking,
+  forgetWords,
+  wordsHeld,
   estimateTokens,
   namesTime,
   normalizeText,
   scanText,
   speaksInFirstPerson,
+  stem,
   tokenize,
 } from './text.js';
 import { MAY_NAME_TIME } from './temporal.js';
@@ -99,6 +102,20 @@ describe('text analysis', () => {
     expect(scanText("I'm here").firstPerson).toBe(true);
     expect(scanText('my_thing').firstPerson).toBe(false);
     expect(endsAsking('ok?')).toBe(true);
+  });
+
+  it('holds each word once, whether stemmed or scanned, until forgetWords empties the cache', () => {
+    forgetWords();
+    expect(stem('marathons')).toBe('marathon');
+    expect(scanText('Marathons and a zqmword').terms).toEqual(['marathon', 'zqmword']);
+    // "marathons" once; "and" (a stop word), "a" and "zqmword" from the scan.
+    expect(wordsHeld()).toBe(4);
+    // Ids and long junk are not held by stem.
+    stem('x'.repeat(41));
+    expect(wordsHeld()).toBe(4);
+    forgetWords();
+    expect(wordsHeld()).toBe(0);
+    expect(stem('marathons')).toBe('marathon');
   });
 
   it('estimates tokens', () => {

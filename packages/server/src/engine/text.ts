@@ -56,22 +56,16 @@ export function tokenize(text: string): string[] {
   return out;
 }
 
-const stemCache = new Map<string, string>();
-
 /** Porter2 for plain ASCII words; other scripts are kept as they are. */
 export function stem(word: string): string {
-  // A cached word passed the checks below when it was stemmed: looked up first (most words are).
-  let s = stemCache.get(word);
-  if (s === undefined) {
-    // Long "words" are ids, hashes or junk; the stemmer's regexes are slow on them.
-    if (word.length < 3 || word.length > 40 || !ASCII_WORD_RE.test(word)) return word;
-    s = porter2(word);
-    // The cache is bounded so an index fed arbitrary text cannot grow it without limit.
-    if (stemCache.size > 200_000) stemCache.clear();
-    stemCache.set(word, s);
-  }
-  return s;
+  // A held word passed the checks below when it was stemmed: looked up first (most words are).
+  const held = words.get(word);
+  if (held !== undefined) return held.stem;
+  // Long "words" are ids, hashes or junk (the stemmer's regexes are slow on them); not held either.
+  return stemmable(word) ? wordOf(word).stem : word;
 }
+
+const stemmable = (word: string) => word.length >= 3 && word.length <= 40 && ASCII_WORD_RE.test(word);
 
 export function isStopWord(token: string): boolean {
   return STOP_WORDS.has(token);
@@ -155,29 +149,48 @@ export interface TextScan {
   endsAsking: boolean;
 }
 
-/** What a word (an ASCII token, lower case) gives a scan: its term (null: a stop word) and the flags below. */
+/**
+ * What a word (lower case) gives: its stem, its term in an index (null: a stop word) and, for an ASCII token, the
+ * flags scanText reads.
+ */
 interface Word {
+  stem: string;
   term: string | null;
   flags: number;
 }
 const [NAMES_TIME, FIRST_PERSON_FLAG, TIME_CUE] = [1, 2, 4];
 const TIME_WORD_RE = new RegExp(`^${TIME_WORD}$`);
 const FIRST_PERSON_WORD_RE = new RegExp(`^${FIRST_PERSON_WORD}$`);
-/** The words scanned so far (bounded as the stems' cache is). */
+/**
+ * The words stemmed or scanned so far by this thread, each worked out once: the one cache of words. Single words,
+ * no text, memory or end user; bounded, so that arbitrary text cannot grow it without limit, and emptied by
+ * forgetWords when a memory is forgotten (docs/api.md, What forgetting removes).
+ */
 const words = new Map<string, Word>();
+const WORDS_HELD = 200_000;
 
 function wordOf(token: string): Word {
+  const stemmed = stemmable(token) ? porter2(token) : token;
   const word: Word = {
-    term: STOP_WORDS.has(token) ? null : stem(token),
+    stem: stemmed,
+    term: STOP_WORDS.has(token) ? null : stemmed,
     flags:
       (TIME_WORD_RE.test(token) ? NAMES_TIME : 0) |
       (FIRST_PERSON_WORD_RE.test(token) ? FIRST_PERSON_FLAG : 0) |
       (MAY_NAME_TIME.test(token) ? TIME_CUE : 0),
   };
-  if (words.size > 200_000) words.clear();
+  if (words.size >= WORDS_HELD) words.clear();
   words.set(token, word);
   return word;
 }
+
+/** Empties the cache of words: a word that only forgotten memories had leaves this thread with it. */
+export function forgetWords(): void {
+  words.clear();
+}
+
+/** How many words the cache holds. */
+export const wordsHeld = (): number => words.size;
 
 /**
  * analyze, namesTime, speaksInFirstPerson, the temporal cue and endsAsking of a text together. An ASCII text (most)

@@ -1,5 +1,6 @@
 import {
   EmbedderError,
+  forgetWords,
   MAP_ENTRY_BYTES,
   MemoryIndex,
   SLICE_MS,
@@ -102,8 +103,7 @@ const ownerKey = (owner: Owner) => `u\u0000${owner.projectId}\u0000${owner.tenan
 const YIELD_EVERY_ROWS = 2000;
 /** Rows a page of a build from scratch reads. */
 const BUILD_PAGE = 2000;
-/** A build from scratch of at least this many rows reads them on a thread of its own (build-reader.ts; starting it costs ~0.1 s). */
-const BUILD_READER_MIN_ROWS = 20_000;
+const BUILD_READER_MIN_ROWS = 20_000; // (builds read on a thread of their own, build-reader.ts: starting one costs ~0.1 s)
 /** The background refresh looks again at end users changed this long before its last run (writes commit after their time). */
 const REFRESH_OVERLAP_MS = 60_000;
 /**
@@ -438,6 +438,7 @@ export class IndexCache {
       entry.taking?.metaChanging(row.id);
       entry.texts?.apply(row);
       if (row.deleted) {
+        forgetWords(); // (its words leave this thread's cache of words as its terms leave the index)
         entry.index.remove(row.id);
         entry.meta.delete(row.id);
         entry.awaiting?.delete(row.id);
