@@ -64,6 +64,7 @@ async function* readerPages(
   const worker = moduleWorker(readerUrl, {
     workerData: { database, owner, ids: Float64Array.from(ids), size, ahead: READ_AHEAD } satisfies BuildReaderData,
   });
+  worker.unref();
   const arrived: Array<BuildReaderMessage | { failed: Error }> = [];
   let wake: (() => void) | undefined;
   const take = (message: BuildReaderMessage | { failed: Error }) => {
@@ -76,7 +77,10 @@ async function* readerPages(
   const terms = new Map<string, string>();
   try {
     for (;;) {
+      // Held only while the builder waits for it: a build left unfinished (its process closing) holds nothing.
+      worker.ref();
       while (arrived.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+      worker.unref();
       const message = arrived.shift()!;
       if ('done' in message) return;
       if ('error' in message) throw rethrown(message.error, 'the build reader');
