@@ -29,7 +29,12 @@ export interface WriteLoad {
  * not acknowledged is retried after 50 ms, not after its Retry-After: how soon the server answers
  * again is what a fault's recovery is measured by.
  */
-export function writeLoad(target: { url: string; key: string }, trial: string, clients = 8): WriteLoad {
+export function writeLoad(
+  target: { url: string; key: string },
+  trial: string,
+  clients = 8,
+  requestTimeoutMs = 30_000,
+): WriteLoad {
   const acknowledged = new Map<string, string[]>();
   const answers: Answer[] = [];
   let stopped = false;
@@ -49,7 +54,7 @@ export function writeLoad(target: { url: string; key: string }, trial: string, c
             method: 'POST',
             headers: { 'content-type': 'application/json', 'x-api-key': target.key, 'x-end-user-id': endUser },
             body: JSON.stringify({ text }),
-            signal: AbortSignal.timeout(30_000),
+            signal: AbortSignal.timeout(requestTimeoutMs),
           });
           status = res.status;
           retryAfter = res.headers.get('retry-after');
