@@ -7,15 +7,18 @@ import { preparedPage } from './build-rows.js';
 
 /**
  * The build reader (build-reader.ts): an owner's live rows by id, a page at a time on a connection of its own,
- * sent at most `ahead` pages before the builder has taken them. A page read while the builder waits (it has taken
- * every page sent) goes as it is, for the builder to prepare, and the next is read meanwhile; any other is
- * prepared here (build-rows.ts). So the two threads share the work as their speeds (and the machine's load) allow.
+ * sent at most `ahead` pages before the builder has taken them; each one it claims first (the builder reads those it
+ * finds unclaimed when it would wait: the first ones, while this thread starts). A page read while the builder waits
+ * (it has taken every page sent) goes as it is, for the builder to prepare, and the next is read meanwhile; any other
+ * is prepared here (build-rows.ts). So the two threads share the work as their speeds (and the machine's load) allow.
  */
-const { database: config, owner, ids, size, ahead } = workerData as BuildReaderData;
+const { database: config, owner, ids, size, claimed, ahead } = workerData as BuildReaderData;
 const port = parentPort!;
 // Checkpoints stay with the serving connection's own thread (store/sqlite-connection.ts).
 const database = openDatabase(config, { checkpoints: false });
 let credit = ahead;
+// The build's numbers of the terms of the pages prepared here (preparedPage).
+const termNumbers = new Map<string, number>();
 let wake: (() => void) | undefined;
 const onTaken = () => {
   credit++;
@@ -30,15 +33,17 @@ const takeArrived = () => {
 };
 
 try {
-  for (let at = 0; at < ids.length; at += size) {
+  for (;;) {
     takeArrived();
     while (credit === 0) await new Promise<void>((resolve) => (wake = resolve));
+    const number = Atomics.add(claimed, 0, 1);
+    if (number * size >= ids.length) break;
     credit--;
-    const rows = await liveOwnerPage(database.db, owner, Array.from(ids.subarray(at, at + size)));
+    const rows = await liveOwnerPage(database.db, owner, Array.from(ids.subarray(number * size, (number + 1) * size)));
     takeArrived();
     // Every page sent before was taken: the builder waits for this one.
     const builderWaits = credit === ahead - 1;
-    send({ page: preparedPage(rows, !builderWaits) });
+    send({ page: preparedPage(rows, builderWaits ? undefined : termNumbers), number });
   }
   send({ done: true });
 } catch (error) {

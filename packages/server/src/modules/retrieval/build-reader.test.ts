@@ -3,7 +3,7 @@ import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser } from '../../testing/retrieval.js';
 import { changesSince } from '../memories/index.js';
 import { ownerBuildPages, type BuildPage } from './build-reader.js';
-import { pageRows, preparedPage, prepareRow } from './build-rows.js';
+import { buildTerms, pageRows, preparedPage, prepareRow } from './build-rows.js';
 import { EmbeddingStore } from './embeddings.js';
 import { IndexCache } from './index-cache.js';
 
@@ -42,7 +42,11 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
     const read = async (readerMinRows: number) => {
       const { count, pages, onReader } = await ownerBuildPages(t.database, owner, 7, readerMinRows);
       const taken: BuildPage[] = [];
-      for await (const page of pages) taken.push(page);
+      for await (const page of pages) {
+        taken.push(page);
+        // A slow builder: the first page is read here while the reader's thread starts, which then sends the next.
+        await new Promise((resolve) => setTimeout(resolve, taken.length === 1 ? 2000 : 20));
+      }
       return { count, onReader, rows: taken.flatMap((p) => p.rows), prepared: taken.flatMap((p) => p.prepared ?? []) };
     };
     const [fromReader, fromHere] = [await read(1), await read(Infinity)];
@@ -72,11 +76,15 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
     const body = TEXTS.map((text, i) => ({ text, ...(i % 2 ? { tags: ['x'], metadata: { k: [i] } } : {}) }));
     expect((await t.call('POST', '/memory/bulk-add', { endUser, body })).status).toBe(200);
     const rows = await changesSince(t.database.db, { projectId: t.projectId, tenantId: '', endUserId: endUser }, 0);
-    for (const prepare of [true, false]) {
-      const page = structuredClone(preparedPage(rows, prepare));
-      const taken = pageRows(page, endUser, new Map());
+    // Pages prepared on the reader number a term once a build: the second page's terms are all the first's.
+    const termNumbers = new Map<string, number>();
+    const terms = buildTerms();
+    for (const numbering of [termNumbers, undefined, termNumbers]) {
+      const page = structuredClone(preparedPage(rows, numbering));
+      const taken = pageRows(page, endUser, terms);
       expect(taken.rows).toEqual(rows);
       expect(taken.prepared).toEqual(rows.map(prepareRow));
     }
+    expect(terms.numbered.length).toBe(termNumbers.size);
   });
 });

@@ -2,7 +2,7 @@ import type { Config } from '../../config.js';
 import { moduleWorker, rethrown, siblingModule, type ThreadError } from '../../core/worker-threads.js';
 import { opensAgain, type Database } from '../../store/database.js';
 import { liveOwnerIds, liveOwnerPage, type IndexedMemory, type Owner } from '../memories/index.js';
-import { pageRows, type PreparedPage, type PreparedRow } from './build-rows.js';
+import { buildTerms, pageRows, preparedHere, type PreparedPage, type PreparedRow } from './build-rows.js';
 
 /** A page of a build from scratch: live rows in id order, and their prepareRow when the reader worked it out. */
 export interface BuildPage {
@@ -16,11 +16,13 @@ export interface BuildReaderData {
   owner: Owner;
   ids: Float64Array;
   size: number;
+  /** The number of pages claimed so far by either thread (Atomics): each page is read by the one that claims it. */
+  claimed: Int32Array;
   /** Pages it may read before the first is taken; one more each time one is. */
   ahead: number;
 }
 
-export type BuildReaderMessage = { page: PreparedPage } | { done: true } | { error: ThreadError };
+export type BuildReaderMessage = { page: PreparedPage; number: number } | { done: true } | { error: ThreadError };
 
 /** Pages the reader keeps ready: the one the builder takes next, and the one being read meanwhile. */
 const READ_AHEAD = 2;
@@ -43,7 +45,7 @@ export async function ownerBuildPages(
 ): Promise<{ count: number; pages: AsyncGenerator<BuildPage>; onReader: boolean }> {
   const ids = await liveOwnerIds(database.db, owner);
   const onReader = ids.length >= readerMinRows && opensAgain(database.config);
-  const pages = onReader ? readerPages(database.config, owner, ids, size) : localPages(database, owner, ids, size);
+  const pages = onReader ? readerPages(database, owner, ids, size) : localPages(database, owner, ids, size);
   return { count: ids.length, pages, onReader };
 }
 
@@ -52,17 +54,25 @@ async function* localPages(database: Database, owner: Owner, ids: number[], size
     yield { rows: await liveOwnerPage(database.db, owner, ids.slice(at, at + size)) };
 }
 
-/** The pages as the build reader sends them; it ends when they are all taken, or when the taker stops (or fails). */
-async function* readerPages(
-  config: Config['database'],
-  owner: Owner,
-  ids: number[],
-  size: number,
-): AsyncGenerator<BuildPage> {
-  // One connection is all it uses.
-  const database = config.dialect === 'postgres' ? { ...config, poolSize: 1 } : config;
+/**
+ * The pages as the build reader sends them; it ends when they are all taken, or when the taker stops (or fails).
+ * A page the reader has not claimed when the builder would wait for it is read and prepared here: the reader's
+ * thread takes a few hundred ms to start (its modules, its connection), which the first pages' indexing takes.
+ */
+async function* readerPages(database: Database, owner: Owner, ids: number[], size: number): AsyncGenerator<BuildPage> {
+  const { config } = database;
+  const pageCount = Math.ceil(ids.length / size);
+  const claimed = new Int32Array(new SharedArrayBuffer(4));
   const worker = moduleWorker(readerUrl, {
-    workerData: { database, owner, ids: Float64Array.from(ids), size, ahead: READ_AHEAD } satisfies BuildReaderData,
+    workerData: {
+      // One connection is all it uses.
+      database: config.dialect === 'postgres' ? { ...config, poolSize: 1 } : config,
+      owner,
+      ids: Float64Array.from(ids),
+      size,
+      claimed,
+      ahead: READ_AHEAD,
+    } satisfies BuildReaderData,
   });
   worker.unref();
   const arrived: Array<BuildReaderMessage | { failed: Error }> = [];
@@ -74,17 +84,22 @@ async function* readerPages(
   worker.on('message', take);
   worker.on('error', (error) => take({ failed: error }));
   worker.on('exit', (code) => take({ failed: new Error(`the build reader exited (code ${code})`) }));
-  const terms = new Map<string, string>();
+  const terms = buildTerms();
   try {
-    for (;;) {
+    for (let next = 0; next < pageCount; next++) {
+      if (arrived.length === 0 && Atomics.compareExchange(claimed, 0, next, next + 1) === next) {
+        const rows = await liveOwnerPage(database.db, owner, ids.slice(next * size, (next + 1) * size));
+        yield { rows, prepared: preparedHere(rows, terms) };
+        continue;
+      }
       // Held only while the builder waits for it: a build left unfinished (its process closing) holds nothing.
       worker.ref();
       while (arrived.length === 0) await new Promise<void>((resolve) => (wake = resolve));
       worker.unref();
       const message = arrived.shift()!;
-      if ('done' in message) return;
       if ('error' in message) throw rethrown(message.error, 'the build reader');
       if ('failed' in message) throw message.failed;
+      if ('done' in message || message.number !== next) throw new Error(`the build reader did not send page ${next}`);
       worker.postMessage('next');
       yield pageRows(message.page, owner.endUserId, terms);
     }

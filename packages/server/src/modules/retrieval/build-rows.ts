@@ -45,9 +45,10 @@ export interface PreparedPage {
   sharedText: (string | null)[];
   /** Each row's tags and metadata (into sharedJson), source, session and speaker (into sharedText), five a row. */
   sharedIndexes: Int32Array;
-  /** The page's distinct terms. */
+  /** The terms this page is the first (of the build's prepared pages) to have: numbers termsFrom, termsFrom + 1, ... */
   terms: string[];
-  /** Each row's terms, as indexes into `terms`: row i's from termEnds[i - 1] (0 for the first) to termEnds[i]. */
+  termsFrom: number;
+  /** Each row's terms, as their numbers: row i's from termEnds[i - 1] (0 for the first) to termEnds[i]. */
   termIndexes: Int32Array;
   termEnds: Int32Array;
   /** Each row's scan flags (FLAGS' bits). */
@@ -59,8 +60,12 @@ export interface PreparedPage {
 const FLAGS = { namesTime: 1, firstPerson: 2, mayNameTime: 4, endsAsking: 8 } as const;
 const SHARED = 5;
 
-/** Live rows (not `deleted`) of one owner as a PreparedPage, each prepared if `prepare` (else by pageRows). */
-export function preparedPage(rows: readonly IndexedMemory[], prepare: boolean): PreparedPage {
+/**
+ * Live rows (not `deleted`) of one owner as a PreparedPage, each prepared if `termNumbers` (else by pageRows):
+ * the build's numbers of the terms of the pages prepared so far, which this page's new terms join. Numbered once a
+ * build, a term goes in the first page that has it (a dictionary a page cost the reader ~0.5 s of 300,000 rows).
+ */
+export function preparedPage(rows: readonly IndexedMemory[], termNumbers?: Map<string, number>): PreparedPage {
   const n = rows.length;
   const page: PreparedPage = {
     prepared: false,
@@ -74,6 +79,7 @@ export function preparedPage(rows: readonly IndexedMemory[], prepare: boolean): 
     sharedText: [],
     sharedIndexes: new Int32Array(SHARED * n),
     terms: [],
+    termsFrom: 0,
     termIndexes: new Int32Array(0),
     termEnds: new Int32Array(n),
     flags: new Uint8Array(n),
@@ -110,7 +116,7 @@ export function preparedPage(rows: readonly IndexedMemory[], prepare: boolean): 
     page.sharedIndexes[SHARED * i + 3] = shareText(row.session_id);
     page.sharedIndexes[SHARED * i + 4] = shareText(row.speaker);
   }
-  if (prepare) prepareInto(page, rows);
+  if (termNumbers) prepareInto(page, rows, termNumbers);
   return page;
 }
 
@@ -120,9 +126,9 @@ function isEmpty(value: object): boolean {
 }
 
 /** Fills in the page's prepareRow of its rows. */
-function prepareInto(page: PreparedPage, rows: readonly IndexedMemory[]): void {
+function prepareInto(page: PreparedPage, rows: readonly IndexedMemory[], termNumbers: Map<string, number>): void {
   const n = rows.length;
-  const termNo = new Map<string, number>();
+  page.termsFrom = termNumbers.size;
   let indexes = new Int32Array(16 * n);
   let m = 0;
   for (let i = 0; i < n; i++) {
@@ -133,8 +139,11 @@ function prepareInto(page: PreparedPage, rows: readonly IndexedMemory[]): void {
       indexes = grown;
     }
     for (const term of scan.terms) {
-      let no = termNo.get(term);
-      if (no === undefined) termNo.set(term, (no = page.terms.push(term) - 1));
+      let no = termNumbers.get(term);
+      if (no === undefined) {
+        termNumbers.set(term, (no = termNumbers.size));
+        page.terms.push(term);
+      }
       indexes[m++] = no;
     }
     page.termEnds[i] = m;
@@ -153,15 +162,37 @@ function prepareInto(page: PreparedPage, rows: readonly IndexedMemory[]): void {
 }
 
 /**
- * The rows of `owner`'s PreparedPage and their prepareRow, as they were (prepared here when the page was not).
- * `terms`: the terms of the pages taken so far, each as one string, which every page's rows are given: the index
- * finds a term in its maps at once when it is the very string the term was added as, and compares the characters
- * of a copy (a page's terms come as new strings), which cost the indexing ~0.5 s of 300,000 memories' terms.
+ * The terms of the pages a build has taken, each as one string, which every page's rows are given: the index finds
+ * a term in its maps at once when it is the very string the term was added as, and compares the characters of a
+ * copy (a page's terms come as new strings), which cost the indexing ~0.5 s of 300,000 memories' terms.
+ * `numbered`: by the build reader's numbers (preparedPage); `held`: each by its text.
  */
+export interface BuildTerms {
+  numbered: string[];
+  held: Map<string, string>;
+}
+
+export const buildTerms = (): BuildTerms => ({ numbered: [], held: new Map() });
+
+const heldTerm = (terms: BuildTerms, term: string): string => {
+  const held = terms.held.get(term);
+  if (held !== undefined) return held;
+  terms.held.set(term, term);
+  return term;
+};
+
+/** The rows' prepareRow, worked out on the indexing thread, with the build's terms. */
+export function preparedHere(rows: readonly IndexedMemory[], terms: BuildTerms): PreparedRow[] {
+  const prepared = rows.map(prepareRow);
+  for (const { scan } of prepared) scan.terms = scan.terms.map((term) => heldTerm(terms, term));
+  return prepared;
+}
+
+/** The rows of `owner`'s PreparedPage and their prepareRow, as they were (prepared here when the page was not). */
 export function pageRows(
   page: PreparedPage,
   endUserId: string,
-  terms: Map<string, string>,
+  terms: BuildTerms,
 ): { rows: IndexedMemory[]; prepared: PreparedRow[] } {
   const { ids, texts, numbers, sharedText, sharedIndexes } = page;
   // Rows with equal tags or metadata share one value, as DocMetas holds them.
@@ -189,19 +220,16 @@ export function pageRows(
       superseded_by: Number.isNaN(supersededBy) ? null : supersededBy,
     };
   }
-  if (!page.prepared) prepareInto(page, rows);
+  if (!page.prepared) return { rows, prepared: preparedHere(rows, terms) };
+  const { numbered } = terms;
+  if (numbered.length !== page.termsFrom) throw new Error('the build reader sent a page out of order');
+  for (const term of page.terms) numbered.push(heldTerm(terms, term));
   const { termIndexes, termEnds, flags, times } = page;
-  const pageTerms = page.terms.map((term) => {
-    const held = terms.get(term);
-    if (held !== undefined) return held;
-    terms.set(term, term);
-    return term;
-  });
   const prepared = new Array<PreparedRow>(n);
   for (let i = 0, from = 0; i < n; i++) {
     const to = termEnds[i]!;
     const rowTerms = new Array<string>(to - from);
-    for (let j = from; j < to; j++) rowTerms[j - from] = pageTerms[termIndexes[j]!]!;
+    for (let j = from; j < to; j++) rowTerms[j - from] = numbered[termIndexes[j]!]!;
     from = to;
     const f = flags[i]!;
     const eventFrom = times[4 * i + 2]!;
