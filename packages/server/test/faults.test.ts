@@ -259,8 +259,8 @@ describe('SQLite under another process, a full disk, a read-only directory [sqli
   });
 
   it('another process holding the write lock past the busy timeout: 201 or 503, recovers, nothing lost', async () => {
-    // A write may wait longer than one busy timeout here: one CI run saw no answer within 30 s while the lock was
-    // held (the cause not found yet; the timeline below is printed when that is so), so the clients wait 120 s.
+    // Writes queued on the connection share one busy timeout (one CI run saw a write unanswered for 30 s when each
+    // waited its own in turn): none waits much past it. The clients wait longer, so that a slow answer is seen.
     const load = writeLoad({ url: server.url, key: KEY }, 'locked', 8, 120_000);
     try {
       await untilAcknowledged(load, 40);
@@ -279,11 +279,10 @@ describe('SQLite under another process, a full disk, a read-only directory [sqli
         (a) => `${a.status}@${Math.round(a.started - taken)}..${Math.round(a.ended - taken)}`,
       );
       const slowest = Math.max(...load.answers.filter((a) => a.ended > taken).map((a) => a.ended - a.started));
-      if (slowest > 3 * SQLITE_BUSY_TIMEOUT_MS)
-        console.warn(`a write waited ${Math.round(slowest)} ms: ${seen.join(' ')}`);
-      expect(refused.status, `answers (status@started..ended ms from the lock): ${seen.slice(-40).join(' ')}`).toBe(
-        503,
-      );
+      const timeline = `answers (status@started..ended ms from the lock): ${seen.slice(-40).join(' ')}`;
+      expect(refused.status, timeline).toBe(503);
+      // 8 writes each waiting its own timeout would take 40 s; the margin is for a loaded machine.
+      expect(slowest, timeline).toBeLessThan(4 * SQLITE_BUSY_TIMEOUT_MS);
       await until(() => firstAcknowledgedAfter(load, ended), 'a write acknowledged after the lock was released');
     } finally {
       await load.stop();

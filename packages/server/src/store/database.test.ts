@@ -6,7 +6,7 @@ import { holdSqliteWriteLock } from '../testing/faults.js';
 import { watchSocketWrites } from '../testing/socket-writes.js';
 import { until } from '../testing/until.js';
 import { openDatabase, postgresArray } from './database.js';
-import { LOCK_ATTEMPT_MS } from './sqlite-connection.js';
+import { LOCK_ATTEMPT_MS, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-connection.js';
 import { LAST_IN_TRANSACTION, timestamptzToIso } from './postgres-connections.js';
 
 /** A kill -9 test cannot see a lost fsync (the OS still writes the page cache), so the settings are asserted. */
@@ -291,3 +291,43 @@ it('waits for another process’s SQLite write lock without blocking the event l
     await fresh.drop();
   }
 });
+
+/**
+ * Writes queued behind one another on the connection share one wait: once the lock has been refused for the busy
+ * timeout, the writes still queued are refused at their first attempt rather than each waiting the timeout anew (a
+ * queue of background statements and requests then waited 5 s apiece: one CI run saw a write unanswered for 30 s).
+ * A write that gets the lock starts the clock again.
+ */
+it('writes queued behind another process’s write lock are refused together after one busy timeout', async () => {
+  const fresh = await freshDatabaseConfig('sqlite');
+  const database = openDatabase(fresh.config);
+  const path = fresh.config.dialect === 'sqlite' ? fresh.config.path : '';
+  try {
+    await sql`CREATE TABLE marks (at INTEGER NOT NULL)`.execute(database.db);
+    const lock = await holdSqliteWriteLock(path, 60_000);
+    const started = performance.now();
+    const settled = await Promise.allSettled(
+      [1, 2, 3, 4].map((n) =>
+        database.db.transaction().execute((trx) => sql`INSERT INTO marks (at) VALUES (${n})`.execute(trx)),
+      ),
+    );
+    const waited = performance.now() - started;
+    expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+    for (const s of settled) expect((s as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_BUSY' });
+    // One timeout for the four, not four in turn (20 s); the margin is for a loaded machine.
+    expect(waited).toBeGreaterThanOrEqual(SQLITE_BUSY_TIMEOUT_MS);
+    expect(waited).toBeLessThan(2 * SQLITE_BUSY_TIMEOUT_MS);
+    // A write coming after a pause gets a timeout of its own (the lock still held): it waits, and commits once the
+    // lock is released.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const fifth = database.db.transaction().execute((trx) => sql`INSERT INTO marks (at) VALUES (5)`.execute(trx));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await lock.release();
+    await fifth;
+    const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM marks`.execute(database.db);
+    expect(rows[0]!.n).toBe(1);
+  } finally {
+    await database.close();
+    await fresh.drop();
+  }
+}, 40_000);

@@ -158,7 +158,8 @@ function withRowsBuiltInJs(statement: BetterSqlite3.Statement, asArrays: boolean
  * checks, index-only queries, other requests) for the full 5 s. The connection's busy_timeout is
  * LOCK_ATTEMPT_MS instead (openDatabase), and a statement outside a transaction (a `begin immediate`,
  * or a write on its own) that meets the lock is tried again, the event loop running in between, until
- * SQLITE_BUSY_TIMEOUT_MS have passed; then SQLITE_BUSY is the caller's (503 database_unavailable). Such a
+ * SQLITE_BUSY_TIMEOUT_MS have passed since the lock was first refused (to this statement or one queued before it);
+ * then SQLITE_BUSY is the caller's (503 database_unavailable). Such a
  * statement changed nothing, so trying it again is safe; inside a transaction the lock is already held.
  * Kysely's connection lock is held while waiting, as it was while blocked: one connection, one transaction.
  */
@@ -179,6 +180,13 @@ export const LOCK_ATTEMPT_MS = 25;
 class LockWaitingSqliteDriver extends SqliteDriver {
   readonly #sqlite: BetterSqlite3.Database;
   #waiting: DatabaseConnection | undefined;
+  /**
+   * When the lock was first refused since a write last got it. Statements queue on the one connection, so each
+   * waiting the timeout on its own made the nth in the queue wait n timeouts (a write unanswered for 30 s behind
+   * background statements); with one clock, those still queued once the timeout has passed are refused at once.
+   */
+  #refusedSince: number | undefined;
+  #lastRefusal = 0;
   constructor(config: ConstructorParameters<typeof SqliteDriver>[0], sqlite: BetterSqlite3.Database) {
     super(config);
     this.#sqlite = sqlite;
@@ -186,21 +194,32 @@ class LockWaitingSqliteDriver extends SqliteDriver {
   override async acquireConnection(): Promise<DatabaseConnection> {
     const connection = await super.acquireConnection();
     this.#waiting ??= {
-      executeQuery: (query) => this.#waitingForTheLock(() => connection.executeQuery(query)),
+      executeQuery: (query) => this.#waitingForTheLock(query.sql, () => connection.executeQuery(query)),
       streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
     };
     return this.#waiting;
   }
-  async #waitingForTheLock<T>(run: () => Promise<T>): Promise<T> {
-    const deadline = performance.now() + SQLITE_BUSY_TIMEOUT_MS;
+  async #waitingForTheLock<T>(text: string, run: () => Promise<T>): Promise<T> {
     for (let pause = 2; ; pause = Math.min(pause * 2, 100)) {
       try {
-        return await run();
+        const result = await run();
+        // A read succeeds while another process writes (WAL): only a statement that took the lock restarts the clock.
+        if (this.#sqlite.inTransaction || !READ.test(text)) this.#refusedSince = undefined;
+        return result;
       } catch (error) {
         const busy = (error as { code?: unknown }).code === 'SQLITE_BUSY' && !this.#sqlite.inTransaction;
-        if (!busy || performance.now() >= deadline) throw error;
+        if (!busy) throw error;
+        const now = performance.now();
+        // A refusal after a pause in which nothing waited (the clock's last refusal long past) starts a new clock.
+        if (this.#refusedSince === undefined || now - this.#lastRefusal > REFUSALS_APART_MS) this.#refusedSince = now;
+        this.#lastRefusal = now;
+        if (now - this.#refusedSince >= SQLITE_BUSY_TIMEOUT_MS) throw error;
       }
       await sleep(pause);
     }
   }
 }
+
+const READ = /^\s*select\b/i;
+/** Refusals further apart than this had no statement waiting between them (a waiting one tries every 100 ms at most). */
+const REFUSALS_APART_MS = 1_000;
