@@ -138,6 +138,8 @@ if (argv.includes('--llm')) {
     'changes-fresh6.txt',
     'changes-dev6.txt',
     'changes-fresh7.txt',
+    'changes-fresh8.txt',
+    'changes-dev8.txt',
     'changes-locomo.txt',
     'changes-sealed.txt',
     'changes-sealed2.txt',
@@ -269,6 +271,10 @@ const quality = {
   // Session 12: committed before that session's helper read a rule or trained anything, partly drawn from LoCoMo dev
   // turns; only its totals per kind are read.
   facts_fresh7: conflictsByKind('facts_fresh7', 'changes-fresh7.txt'),
+  // Session 13: 80 pairs written before that session's helper read a rule, split in two by a fixed rule before any
+  // was scored: fresh8 held out (totals per kind only), dev8 read and tuned on.
+  facts_fresh8: conflictsByKind('facts_fresh8', 'changes-fresh8.txt'),
+  facts_dev8: conflictsByKind('facts_dev8', 'changes-dev8.txt'),
   // Session 5 of wave 3: drawn from the LoCoMo dev conversations, committed before that session changed a rule; held out.
   facts_locomo_changes: conflictsByKind('facts_locomo_changes', 'changes-locomo.txt'),
   // Wave 4: anchored on LoCoMo sessions the set above does not use, committed before that wave read a rule; only
