@@ -199,6 +199,8 @@ function capitalisedRun(tokens: Token[], i: number): number {
     else if (
       n > 0 &&
       CONNECTORS.has(t.lower) &&
+      // "Lisa and Greg" are two people, "Marks and Spencer" one name.
+      !(n === 1 && (t.lower === 'and' || t.lower === '&') && GIVEN_NAMES.has(tokens[i]!.lower)) &&
       tokens[i + n + 1]?.capitalized &&
       !NOT_NAMES.has(tokens[i + n + 1]!.lower)
     )

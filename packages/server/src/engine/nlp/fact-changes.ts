@@ -4,9 +4,18 @@
 // each returns whether it read the clause.
 import type { EntityMention } from './entities.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
-import { activityKey, concept, conceptRef, headOf, isParticiple, phrase, placeLike } from './fact-phrases.js';
+import {
+  activityKey,
+  concept,
+  conceptRef,
+  headOf,
+  isParticiple,
+  ordinalOf,
+  phrase,
+  placeLike,
+} from './fact-phrases.js';
 import { worksAtAfter } from './fact-statements.js';
-import { ADVERBS, ORDINALS, PRONOUNS, STAY_WORDS, STOP, WORKPLACES } from './fact-words.js';
+import { ADVERBS, PRONOUNS, STAY_WORDS, STOP, WORKPLACES } from './fact-words.js';
 import { GIVEN_NAMES, NUMBER_WORDS, singular } from './lexicon.js';
 import type { Token } from './tokens.js';
 import { type VerbClass, verbClassAt } from './word-kinds.js';
@@ -151,10 +160,7 @@ export function changeFacts(
   // "We celebrated my daughter's seventh birthday": her age now.
   const birthday = rest.findIndex((t, k) => k >= 2 && t.key === 'birthday' && rest[k - 2]?.text === "'s");
   if (birthday > 2 && !neg && ['my', 'our'].includes(rest[birthday - 4]?.key ?? '')) {
-    const ordinal = rest[birthday - 1]!;
-    const n =
-      ORDINALS[ordinal.lower] ??
-      (/^\d+(st|nd|rd|th)$/.test(ordinal.lower) ? Number.parseInt(ordinal.lower, 10) : undefined);
+    const n = ordinalOf(rest[birthday - 1]!);
     if (n) {
       emit(owner, FACT_RELATIONS.age, conceptRef(String(n), 'quantity'), false, rest[birthday - 3]!.key);
       return true;

@@ -18,5 +18,14 @@ describe('endings named by what they end', () => {
     expect(conflicting('I own a canoe.', 'My neighbour sold his canoe.')).toBe(false);
     expect(conflicting('I live in Hull.', 'I lost my keys in Hull on a trip.')).toBe(false);
     expect(conflicting('I play the cello.', 'I broke a string on the cello.')).toBe(false);
+    expect(conflicting('I volunteer at the shelter every week.', 'I volunteered there and they gave me a medal.')).toBe(
+      false,
+    );
+  });
+
+  it('names an activity by its key only in the object of the word of ending', () => {
+    expect(conflicting('I drink coffee every day.', 'Cut out coffee completely, it was keeping me up.')).toBe(true);
+    expect(conflicting('I hike every weekend to enjoy nature.', 'It felt good to get lost in nature.')).toBe(false);
+    expect(conflicting('I drink coffee every day.', 'I lost my keys, so no coffee shop this morning.')).toBe(false);
   });
 });

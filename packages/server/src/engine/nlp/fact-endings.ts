@@ -11,10 +11,15 @@ import { HEDGES } from './lexicon.js';
 import type { Token } from './tokens.js';
 import { nounIs, verbClassAt } from './word-kinds.js';
 
-/** A sentence stating that something of `subject`'s ended; `words`: its words in the singular, lower case. */
+/**
+ * A sentence stating that something of `subject`'s ended; `words`: its words in the singular, lower case; `objectKeys`:
+ * the keys of the words right after its word of ending ("cut out coffee" -> "coffe"), which may name an activity's
+ * value by its key.
+ */
 export interface Ending {
   subject: EntityRef;
   words: string[];
+  objectKeys: string[];
 }
 
 /** Keys (tokens.ts) of words that end what they govern, beside WordNet's verb classes of ending. */
@@ -49,6 +54,9 @@ const ENDING_KEYS = new Set([
 /** Ending only with a particle or alone: "broke up", "split from", not "broke a string" or "split the bill". */
 const WITH_PARTICLE = new Set(['broke', 'split']);
 const PARTICLES = new Set(['up', 'off', 'with', 'from']);
+/** Words of ending that, before a person, give or do something for them instead. */
+const TO_SOMEONE = new Set(['gave', 'cut', 'sold', 'lost']);
+const OBJECT_PRONOUNS = new Set(['me', 'us', 'him', 'her', 'them', 'you']);
 /** An absence for a while is no ending ("I left the city for the weekend"). */
 const TEMPORARY = new Set(['weekend', 'trip', 'holiday', 'vacat', 'visit', 'tour', 'break']);
 /** Words after which a noun ends its phrase: "my iPhone charger" names a charger, "my iPhone in the lake" an iPhone. */
@@ -76,6 +84,7 @@ const NEGATION = new Set(['not', "n't", 'never', 'no', 'nt']);
 /** A plan, a wish or a condition states no ending ("I might sell the boat"); "used to" is the rules'. */
 const HEDGED = new Set([...HEDGES.filter((h) => h !== 'use'), 'someday']);
 const SELF_WORDS = new Set(['i', 'we', 'me', 'us', 'my', 'our', 'myself']);
+const OTHERS_UNNAMED = new Set(['they', 'you']);
 /** A person named by a role after "my" ("my friend sold her piano" is not the writer's ending). */
 const ROLES = new Set([
   ...PARTNERS,
@@ -124,7 +133,21 @@ export function endingsOf(tokens: Token[], mentions: EntityMention[], self: Enti
     if (cue < 0 || hedged(sentence)) continue;
     const subject = subjectOf(sentence, at, cue, mentions, self);
     if (!subject) continue;
-    out.push({ subject, words: headsOf(sentence) });
+    out.push({ subject, words: headsOf(sentence), objectKeys: objectKeysAfter(sentence, cue) });
+  }
+  return out;
+}
+
+/** Words that close the object of a verb of ending ("gave up golf and now ...", "lost in nature"). */
+const OBJECT_BREAKS = new Set(['and', 'but', 'so', 'becaus', 'because', 'then', 'in', 'at', 'for', 'to', 'me', 'us']);
+
+/** The keys of the heads among the few words after the word of ending, up to a mark or a word that closes its object. */
+function objectKeysAfter(sentence: Token[], cue: number): string[] {
+  const out: string[] = [];
+  for (let k = cue + 1; k < sentence.length && k <= cue + 4; k++) {
+    const t = sentence[k]!;
+    if (t.punct || OBJECT_BREAKS.has(t.key) || OBJECT_BREAKS.has(t.lower)) break;
+    if (isHead(sentence, k)) out.push(t.key);
   }
   return out;
 }
@@ -139,6 +162,8 @@ function endingAt(sentence: Token[]): number {
       continue;
     }
     if (WITH_PARTICLE.has(t.lower) && sentence[i + 1] && !PARTICLES.has(sentence[i + 1]!.lower)) continue;
+    // "they gave me a medal", "she cut us a slice": a thing given or cut for someone ends nothing.
+    if (TO_SOMEONE.has(t.key) && OBJECT_PRONOUNS.has(sentence[i + 1]?.lower ?? '')) continue;
     // "we ended up with sponsors" ends nothing; "quite" shares its stem with "quit".
     if ((t.key === 'end' && sentence[i + 1]?.lower === 'up') || t.lower === 'quite') continue;
     // A WordNet verb of ending only where a verb stands ("we parted", "I've parted with it"; not "part of my life").
@@ -180,6 +205,8 @@ export function subjectOf(
     return null;
   };
   for (let j = cue - 1; j >= 0; j--) {
+    // "... and they gave ...": the ending is of people unnamed, not of whoever was named before.
+    if (OTHERS_UNNAMED.has(sentence[j]!.lower)) return null;
     const found = who(j);
     if (found) return found;
   }
@@ -192,11 +219,15 @@ export function subjectOf(
 
 /** The heads of a sentence's noun phrases (a word followed by the end, a mark or a function word), as values are. */
 export function headsOf(sentence: Token[]): string[] {
-  const heads = sentence.filter((s, k) => {
-    const next = sentence[k + 1];
-    return !s.punct && !STOP_WORDS.has(s.lower) && (!next || next.punct || PHRASE_FOLLOWERS.has(next.lower));
-  });
+  const heads = sentence.filter((_, k) => isHead(sentence, k));
   return [...new Set(heads.map((s) => singularOf(s.lower)))];
+}
+
+/** Whether the word at `k` ends a noun phrase: followed by the end, a mark or a function word. */
+function isHead(sentence: Token[], k: number): boolean {
+  const s = sentence[k]!;
+  const next = sentence[k + 1];
+  return !s.punct && !STOP_WORDS.has(s.lower) && (!next || next.punct || PHRASE_FOLLOWERS.has(next.lower));
 }
 
 /** A word as a value's word is compared: lower case, in the singular. */

@@ -37,6 +37,19 @@ describe('frames around a stated fact', () => {
     expect(conflicting('My mum is 60.', 'Mum turned 61 on Friday.')).toBe(true);
     expect(conflicting("I'm 39.", 'I celebrated my 40th birthday last month.')).toBe(true);
     expect(conflicting("I'm 39.", 'My mum is 61.')).toBe(false);
+    expect(conflicting('My son is four.', 'My son celebrated his fifth birthday on Saturday.')).toBe(true);
+    expect(facts('Tom celebrated his 40th birthday yesterday.')).toContain('age=40');
+    expect(conflicting("I'm 29.", 'I went to his fifth birthday party.')).toBe(false);
+  });
+
+  it('reads two people named together as two, and their parting as each one’s', () => {
+    expect(conflicting('Lisa is married to Greg.', 'Lisa and Greg are getting divorced.')).toBe(true);
+    expect(conflicting('Kate is dating Tom.', 'Kate and Tom broke up last week.')).toBe(true);
+    expect(conflicting('Kate is dating Tom.', 'Kate and Tom split the bill.')).toBe(false);
+  });
+
+  it('reads a habit whose place one "makes it to" as the habit', () => {
+    expect(conflicting('I go to the gym five times a week.', 'I only make it to the gym once a week now.')).toBe(true);
   });
 
   it('reads an aspect, a gerund subject, a cleft, "me and" and a pronoun for a thing given up', () => {

@@ -9,6 +9,7 @@ import {
   DETERMINERS,
   LEADING,
   LIGHT_VERBS,
+  ORDINALS,
   PERIODS,
   SINGLE_THINGS,
   STOP,
@@ -169,13 +170,28 @@ export function activityKey(words: Token[]): string {
       !LIGHT_VERBS.has(w.key) &&
       !/^\d/.test(w.text) &&
       !NUMBER_WORDS.has(w.lower) &&
-      !['cup', 'glass', 'time', 'of', 'with', 'mile', 'km', 'hour', 'minut'].includes(w.key) &&
+      !['cup', 'glass', 'time', 'of', 'with', 'mile', 'km', 'hour', 'minut', 'it'].includes(w.key) &&
       !ADVERBS.has(w.key),
   );
   return keys
     .map((w) => w.key)
     .slice(0, 3)
     .join(' ');
+}
+
+/** The number of an ordinal word or figure ("fifth", "40th"). */
+export const ordinalOf = (t: Token): number | undefined =>
+  ORDINALS[t.lower] ?? (/^\d+(st|nd|rd|th)$/.test(t.lower) ? Number.parseInt(t.lower, 10) : undefined);
+/** Possessives by which the writer, or someone else, speaks of their own birthday. */
+const OWN_POSSESSIVES = { writer: new Set(['my', 'our']), other: new Set(['his', 'her', 'their']) };
+/**
+ * The age a predicate gives its subject by its own birthday ("celebrated his fifth birthday", "had my 40th birthday");
+ * `writer`: whether the subject is the writer ("I went to his fifth birthday" gives no one's age).
+ */
+export function ownBirthdayAge(rest: Token[], writer: boolean): number | undefined {
+  const own = OWN_POSSESSIVES[writer ? 'writer' : 'other'];
+  const k = rest.findIndex((t, j) => j >= 2 && t.key === 'birthday' && own.has(rest[j - 2]!.lower));
+  return k < 0 ? undefined : ordinalOf(rest[k - 1]!);
 }
 
 export interface Frequency {

@@ -8,6 +8,7 @@ import {
   conceptRef,
   dayOfYear,
   endedState,
+  ownBirthdayAge,
   phrase,
   placeLike,
   singleThing,
@@ -286,7 +287,8 @@ export function possessive(
   const rest = clause.slice(i);
   // "My son is eight", "our cat Mittens turned four": the age of the one named (else of the owner's role).
   const turned = !copula && (rest[0]?.key === 'turn' || rest[0]?.key === 'turned');
-  const age = copula || turned ? ageAt(rest.slice(turned ? 1 : 0), true) : undefined;
+  // "My son celebrated his fifth birthday": the age of the one whose birthday it is.
+  const age = copula || turned ? ageAt(rest.slice(turned ? 1 : 0), true) : ownBirthdayAge(rest, false);
   if (age !== undefined && !ATTRIBUTES[role]) {
     if (age === null) return;
     const value = conceptRef(String(age), 'quantity');

@@ -7,7 +7,15 @@
 // Deterministic and offline; complements the cue relations of extract.ts.
 import type { EntityMention } from './entities.js';
 import { type Emit, type EntityRef, FACT_RELATIONS, PRONOUN_SUBJECT } from './fact-model.js';
-import { clausesOf, conceptRef, endedState, isParticiple, type Subject, subjectOf } from './fact-phrases.js';
+import {
+  clausesOf,
+  conceptRef,
+  endedState,
+  isParticiple,
+  ownBirthdayAge,
+  type Subject,
+  subjectOf,
+} from './fact-phrases.js';
 import { copulaFacts, favouriteBackward, homeIs, possessive } from './fact-statements.js';
 import {
   ADVERBS,
@@ -280,6 +288,12 @@ function readClause(
     copulaFacts(rest, at, owner, neg, mentionAt, before, emit);
     return;
   }
+  // "Tom celebrated his 40th birthday", "I had my 30th birthday": the subject's age now.
+  const birthdayAge = neg ? undefined : ownBirthdayAge(rest, owner === self);
+  if (birthdayAge) {
+    emit(owner, FACT_RELATIONS.age, conceptRef(String(birthdayAge), 'quantity'), false);
+    return;
+  }
   predicateFacts(rest, at, owner, neg, mentionAt, before, subject.next === 0, ability, emit, anymore && negated);
 }
 
@@ -369,6 +383,8 @@ const splitUp = (verbs: string[]) =>
   // "Leo and I are done", "we're over now": a couple's state, when nothing follows but a time.
   verbs.some((w, k) => w === 'be' && COUPLE_ENDED.has(verbs[k + 1] ?? '') && TAIL.has(verbs[k + 2] ?? ''));
 const COUPLE_ENDED = new Set(['done', 'over', 'through', 'finish']);
+/** What may follow "split"/"broke" when a couple parted ("split up", "broke up last week", "split for good"). */
+const COUPLE_SPLIT_AFTER = new Set(['', 'up', 'apart', 'last', 'for', 'recent', 'yesterday', 'thi', 'in', 'after']);
 const TAIL = new Set(['', 'now', 'for', 'offici', 'final', '.', '!']);
 
 /** "My wife and I separated", "my girlfriend and I broke up", "Tom and his wife divorced": the couple's status after. */
@@ -388,6 +404,30 @@ function parted(clause: Token[], couple: Subject, subject: Subject | null, self:
     if (!apart && !splitUp(words)) return false;
     emit(self, FACT_RELATIONS.partner, conceptRef(couple.ref.name, 'person'), true);
     emit(self, FACT_RELATIONS.married, conceptRef(couple.ref.name, 'person'), true);
+    return true;
+  } else if (
+    !couple.role &&
+    couple.ref !== self &&
+    couple.ref.type === 'person' &&
+    subject?.ref.type === 'person' &&
+    subject.ref !== self &&
+    !subject.role
+  ) {
+    // "Lisa and Greg are getting divorced", "Kate and Tom split up": each is no longer the other's.
+    const words = clause.slice(subject.next).map((t) => t.key);
+    // "split the bill", "broke a window": a split or a break of something else.
+    const cue = words.findIndex((w) => w === 'split' || w === 'broke' || w === 'break');
+    const ofSomething = cue >= 0 && !COUPLE_SPLIT_AFTER.has(words[cue + 1] ?? '');
+    if (!splitUp(words) || (ofSomething && !words.includes('divorc') && !words.includes('separ'))) return false;
+    const status = words.includes('divorc') ? 'divorced' : words.includes('separ') ? 'separated' : 'single';
+    for (const [one, other] of [
+      [couple.ref, subject.ref],
+      [subject.ref, couple.ref],
+    ] as const) {
+      emit(one, FACT_RELATIONS.partner, conceptRef(other.name, 'person'), true);
+      emit(one, FACT_RELATIONS.married, conceptRef(other.name, 'person'), true);
+      emit(one, FACT_RELATIONS.status, conceptRef(status), false);
+    }
     return true;
   } else if (!couple.role && couple.ref !== self && ['his', 'her', 'their'].includes(clause[0]?.lower ?? '')) {
     owner = couple.ref;

@@ -24,15 +24,17 @@ const GENERAL_HEADS = new Set([
 
 /**
  * Whether an ending's words name a current fact's value: a name by any of its words, a concept by its head ("drink
- * tea" by "tea"). The slot carries the relation and, for a habit or preference, its aspect.
+ * tea" by "tea"), or by the key of a word of the ending's object (an activity's value is its words' keys: "drink
+ * coffe" named by "cut out coffee"). The slot carries the relation and, for a habit or preference, its aspect.
  */
-export function valueNamed(slot: string, target: string, named: Set<string>): boolean {
+export function valueNamed(slot: string, target: string, named: Set<string>, objectKeys: string[] = []): boolean {
   const [, relation] = slot.split('|');
   if (!relation || NOT_ENDED.has(relation) || NOT_ENDED_BY_WORDS.has(relation)) return false;
   const kind = target.slice(0, target.indexOf(':'));
   const words = valueWords(target).filter((w) => w.length > 2 && !GENERAL_HEADS.has(w));
-  if (kind === 'concept') return words.length > 0 && named.has(words[words.length - 1]!);
-  return words.some((w) => named.has(w));
+  const isNamed = (w: string) => named.has(w) || objectKeys.includes(w);
+  if (kind === 'concept') return words.length > 0 && isNamed(words[words.length - 1]!);
+  return words.some(isNamed);
 }
 
 export const valueWords = (target: string) =>

@@ -370,7 +370,9 @@ function timeline(
       }
     };
     for (const ending of m.extraction.endings ?? [])
-      endFacts('negation', ending.subject, (slot, edge) => valueNamed(slot, edge.target, new Set(ending.words)));
+      endFacts('negation', ending.subject, (slot, edge) =>
+        valueNamed(slot, edge.target, new Set(ending.words), ending.objectKeys),
+      );
     for (const update of m.extraction.updates ?? [])
       endFacts(
         'single_valued',
