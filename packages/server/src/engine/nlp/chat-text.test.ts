@@ -13,6 +13,16 @@ describe('chat wording', () => {
     expect(chatText('Tired today.')).toBe('Tired today.');
     expect(chatText('Ted moved to Paris.')).toBe('Ted moved to Paris.');
     expect(conflicting('I live in Atlanta.', 'Tom moved to Nashville.')).toBe(false);
+    // A denial too, but not a greeting's.
+    expect(chatText("Haven't meditated since January.")).toBe("I haven't meditated since January.");
+    expect(conflicting('I meditate every morning.', "Haven't meditated since January honestly.")).toBe(true);
+    expect(chatText("Haven't talked with you in a while!")).toBe("Haven't talked with you in a while!");
+  });
+
+  it('reads "mum and dad" as the writer’s parents', () => {
+    expect(facts('mum and dad moved to Spain last year')).toContain('lives_in=spain');
+    expect(conflicting('My parents live in Kent.', 'mum and dad moved to Spain last year, they love it')).toBe(true);
+    expect(conflicting('My parents live in Kent.', "My mum and dad's friends moved to Spain.")).toBe(false);
   });
 
   it('reads contractions typed without apostrophes, "i" and shorthand as the rules spell them', () => {

@@ -166,7 +166,10 @@ function subjectRestored(text: string): string {
     if (!word || STATES.has(word)) return whole;
     const past = PAST.has(word) || (/^[a-z]{3,}ed$/.test(word) && !/eed$/.test(word));
     const been = word === 'been';
-    if (!past && !been) return whole;
+    // "Haven't meditated since January", "didn't renew the lease": a denial with no subject is the writer's too.
+    // Not a greeting ("Haven't talked with you in a while"), which states nothing of the writer's own.
+    const denied = DENIED.has(word.replace('’', "'")) && !/\byou\b/i.test(sentence);
+    if (!past && !been && !denied) return whole;
     // A capitalised participle mid-sentence is a name ("Ted"); "been" needs "have" in the rules' shape.
     if (/^\p{Lu}/u.test(words[i]!) && i > 0) return whole;
     words.splice(at, 0, been ? "I've " : 'I ');
@@ -182,16 +185,25 @@ function subjectRestored(text: string): string {
     );
   });
 }
+const DENIED = new Set(["haven't", 'havent', "hadn't", 'hadnt', "didn't", 'didnt']);
 const bare = (word: string) => word.toLowerCase().replace(/[,!?.:]+$/, '');
 
 /** Kin words that name the writer's own when they open a sentence bare ("Mum retired", "dad just turned 60"). */
 const BARE_KIN =
   /(^|[.!?]\s+)(mum|mom|dad|mummy|daddy|grandma|grandpa|granny|grandad|nan|nana)\b(?=['’]s\b|\s+\p{L})/giu;
 
-/** "Cork-based" -> "based in Cork"; a bare kin word opening a sentence -> "my mum". */
+/** Both parents or grandparents named as a pair ("mum and dad", "my grandma and grandpa"). */
+const KIN_PAIRS =
+  /\b(?:(my|our) )?(?:(?:mum|mom|mother) and (?:dad|father)|(?:dad|father) and (?:mum|mom|mother)|(grand)(?:ma|mother|pa|father|ad) and grand(?:ma|mother|pa|father|ad))\b/giu;
+
+/** "Cork-based" -> "based in Cork"; "mum and dad" -> "my parents"; a bare kin word opening a sentence -> "my mum". */
 const spelledOut = (text: string) =>
   text
     .replace(/\b(\p{Lu}[\p{L}]+)-based\b/gu, 'based in $1')
+    .replace(KIN_PAIRS, (whole, owner: string | undefined, grand: string | undefined) => {
+      const pair = `${grand ? 'grand' : ''}parents`;
+      return `${owner ?? (whole[0] === whole[0]!.toUpperCase() ? 'My' : 'my')} ${pair}`;
+    })
     .replace(
       BARE_KIN,
       (_, start: string, kin: string) =>

@@ -27,5 +27,12 @@ describe('endings named by what they end', () => {
     expect(conflicting('I drink coffee every day.', 'Cut out coffee completely, it was keeping me up.')).toBe(true);
     expect(conflicting('I hike every weekend to enjoy nature.', 'It felt good to get lost in nature.')).toBe(false);
     expect(conflicting('I drink coffee every day.', 'I lost my keys, so no coffee shop this morning.')).toBe(false);
+    expect(conflicting('I bake bread every weekend.', 'No more baking for me, the oven broke.')).toBe(true);
+    expect(conflicting('I drink tea every day.', 'No more drinking for me after that party.')).toBe(false);
+  });
+
+  it('ends a habit by its activity, never by its time', () => {
+    expect(conflicting('I play football every Thursday.', 'We lost 3-1 on Thursday, gutted.')).toBe(false);
+    expect(conflicting('I play football every Thursday.', 'Gave up football after my knee op.')).toBe(true);
   });
 });

@@ -28,14 +28,37 @@ const GENERAL_HEADS = new Set([
  * coffe" named by "cut out coffee"). The slot carries the relation and, for a habit or preference, its aspect.
  */
 export function valueNamed(slot: string, target: string, named: Set<string>, objectKeys: string[] = []): boolean {
-  const [, relation] = slot.split('|');
+  const [, relation, activity, dimension] = slot.split('|').map((p) => p.trim());
   if (!relation || NOT_ENDED.has(relation) || NOT_ENDED_BY_WORDS.has(relation)) return false;
+  // A habit's time ("every Thursday") is no thing to end: the habit ends when its activity is named.
+  if (relation === 'habit' && activity && TIMES.has(dimension ?? ''))
+    return valueNamed('|does', `concept:${activity}`, named, objectKeys);
   const kind = target.slice(0, target.indexOf(':'));
   const words = valueWords(target).filter((w) => w.length > 2 && !GENERAL_HEADS.has(w));
   const isNamed = (w: string) => named.has(w) || objectKeys.includes(w);
-  if (kind === 'concept') return words.length > 0 && isNamed(words[words.length - 1]!);
-  return words.some(isNamed);
+  if (kind !== 'concept') return words.some(isNamed);
+  if (words.length > 0 && isNamed(words[words.length - 1]!)) return true;
+  // "No more baking for me" ends "bake bread": an activity of its own verb is named by it in the ending's object.
+  const verb = valueWords(target)[0]!;
+  return relation === 'does' && !GENERAL_VERBS.has(verb) && objectKeys.includes(verb);
 }
+/** A habit's dimensions of time (fact-phrases.ts frequencyIn). */
+const TIMES = new Set(['frequency', 'time_of_day', 'weekday']);
+/** Verbs (keys) of activities too general to be named by the verb alone ("I stopped eating out" ends no "eat meat"). */
+const GENERAL_VERBS = new Set([
+  'eat',
+  'drink',
+  'play',
+  'go',
+  'do',
+  'have',
+  'make',
+  'get',
+  'take',
+  'see',
+  'use',
+  'visit',
+]);
 
 export const valueWords = (target: string) =>
   target
