@@ -138,6 +138,12 @@ const NOUN_KINDS: Record<string, Array<[string, string]>> = {
   vehicle: [['04531608', 'vehicle']],
   meat: [['07665463', 'meat']],
   dairy: [['07859751', 'dairy_product']],
+  // Fish eaten and alcoholic drinks: what "I don't eat fish" and "I don't drink alcohol" deny ("salmon", "wine").
+  fish: [
+    ['07791351', 'fish'],
+    ['02514684', 'fish'],
+  ],
+  alcohol: [['07900542', 'alcohol']],
   food: [
     ['00021445', 'food'],
     ['07897775', 'beverage'],

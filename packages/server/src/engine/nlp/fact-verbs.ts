@@ -1,6 +1,7 @@
 // Verb-led statements of the fact rules (facts.ts): habits with a frequency, activities begun, done and stopped,
 // jobs begun, lost and left, homes rented, moved into and out of, relationships begun and ended, ages turned,
 // preferences, possessions had, counted, bought, replaced and lost. `rest` starts at the verb.
+import { STOP_WORDS } from '../stopwords.js';
 import type { EntityMention } from './entities.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
 import {
@@ -95,6 +96,9 @@ export function verbFacts(
     const until = rest.findIndex((t, k) => k > 1 && STOP.has(t.key) && !['the', 'to'].includes(t.key));
     const activity = activityKey(rest.slice(1, until < 0 ? undefined : until));
     if (activity) emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
+    // "I started eating salmon", "I've started having a glass of wine": fish eaten, alcohol drunk.
+    const kind = consumedKind(rest[1].key, rest.slice(2));
+    if (kind && !neg) emit(owner, FACT_RELATIONS.does, conceptRef(kind), false);
     return;
   }
   // "I've gone vegetarian", "we went vegan", "he turned vegan": a trait taken up.
@@ -554,12 +558,30 @@ export function verbFacts(
     emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
     // "I drink wine now" is drinking, which "I don't drink" denied (eating is not a habit one gives up).
     if (!neg && v !== 'eat' && activity !== v) emit(owner, FACT_RELATIONS.does, conceptRef(v), false);
-    // "I eat chicken now" is eating meat, which a vegetarian does not.
-    const food = singular(p.words[p.words.length - 1]?.lower ?? '');
-    const kind =
-      v === 'eat' ? (FOOD_KINDS[food] ?? (['meat', 'dairy'] as const).find((k) => isKind(food, k))) : undefined;
-    if (kind && !neg) emit(owner, FACT_RELATIONS.does, conceptRef(`eat ${kind}`), false);
+    // "I eat chicken now" is eating meat, which a vegetarian does not; "I drink wine" drinking alcohol.
+    const kind = consumedKind(v, p.words);
+    if (kind && !neg) emit(owner, FACT_RELATIONS.does, conceptRef(kind), false);
   }
+}
+
+/** Containers a drink is had in ("a glass of wine", "a pint of beer"). */
+const SERVINGS = new Set(['glass', 'pint', 'bottl', 'can', 'cup', 'shot', 'drink']);
+
+/**
+ * The kind of diet or abstinence a verb and its object state, as the activity that denies it names it: "eat chicken"
+ * is "eat meat", "eat salmon" "eat fish", "drink wine" and "have a glass of wine" "drink alcohol".
+ */
+function consumedKind(verb: string, words: Token[]): string | undefined {
+  const heads = words.filter((w) => !w.punct && !STOP.has(w.key) && !STOP_WORDS.has(w.lower));
+  const thing = singular(heads.find((w, k) => !SERVINGS.has(w.key) || k === heads.length - 1)?.lower ?? '');
+  if (!thing) return undefined;
+  if (verb === 'eat') {
+    const kind = FOOD_KINDS[thing] ?? (['meat', 'dairy', 'fish'] as const).find((k) => isKind(thing, k));
+    return kind && `eat ${kind}`;
+  }
+  const served = verb === 'have' && words.some((w) => SERVINGS.has(w.key));
+  if ((verb === 'drink' || served) && isKind(thing, 'alcohol')) return 'drink alcohol';
+  return undefined;
 }
 /** Particles of a phrasal verb of loss, on either side of its object. */
 const PARTICLES = new Set(['away', 'in', 'off', 'out', 'up']);

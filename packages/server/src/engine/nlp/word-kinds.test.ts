@@ -21,6 +21,9 @@ describe('the lexicon of kinds (WordNet)', () => {
     expect(nounIs('ferrets', 'animal')).toBe(true);
     expect(nounIs('oboe', 'instrument')).toBe(true);
     expect(nounIs('venison', 'meat')).toBe(true);
+    expect(nounIs('mackerel', 'fish')).toBe(true);
+    expect(nounIs('champagne', 'alcohol')).toBe(true);
+    expect(nounIs('lemonade', 'alcohol')).toBe(false);
     expect(nounIs('stepfather', 'relative')).toBe(true);
     expect(nounIs('cello', 'animal')).toBe(false);
     const kind = (text: string) => verbClassAt(tokenizeWithOffsets(text))?.kind ?? null;
@@ -50,6 +53,9 @@ describe('the lexicon of kinds (WordNet)', () => {
     expect(conflicting('I have a ferret.', 'I gave my ferret away.')).toBe(true);
     expect(conflicting("I don't own any pets.", 'We adopted a ferret.')).toBe(true);
     expect(conflicting("I'm a vegetarian.", 'I eat venison now.')).toBe(true);
+    expect(conflicting("I don't eat fish.", "I've started eating mackerel, my doctor told me to.")).toBe(true);
+    expect(conflicting("I don't drink alcohol.", "I've started having a glass of champagne with dinner.")).toBe(true);
+    expect(conflicting("I don't drink alcohol.", 'I had a glass of lemonade with dinner.')).toBe(false);
     expect(conflicting('My stepfather lives in Ohio.', 'My stepfather moved to Texas.')).toBe(true);
     expect(conflicting('Joanna is a screenwriter.', 'Joanna quit screenwriting to become a teacher.')).toBe(true);
     // Compatible statements stay so.

@@ -15,6 +15,8 @@ export type NounKind =
   | 'vehicle'
   | 'meat'
   | 'dairy'
+  | 'fish'
+  | 'alcohol'
   | 'food'
   | 'sport'
   | 'recreation';
