@@ -5,7 +5,8 @@
  * of the delivery loop's concurrency from another process to the same receiver, run just before and
  * just after, `bench/lib/post-loop.ts`), commit-to-delivery p50/p99 (the event's
  * commit timestamp to its arrival, on an idle server, one event at a time), and the duplicates
- * after an `engram worker` process sharing the work is killed with SIGKILL mid-delivery.
+ * after an `engram worker` process sharing the work is killed with SIGKILL mid-delivery. The throughput phase's CPU
+ * a delivery (server, database backends, this process as receiver and client) shows what delivery costs each side.
  *
  *   npm run bench:webhooks [-- --events N] [--postgres URL] [--base REV] [--cpu-prof DIR] [--statements FILE]
  *
@@ -22,6 +23,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { option } from './lib/args.js';
 import { baselineMain } from './lib/baseline.js';
+import { postgresCpuSeconds, processCpuSeconds } from './lib/cpu.js';
 import { jsonClient } from './lib/http.js';
 import { percentile } from './lib/load.js';
 import { freshDataDir, startServer } from './lib/server.js';
@@ -155,6 +157,15 @@ const ceilingBefore = await ceiling();
 // ---- throughput: EVENTS events committed as fast as the API takes them ------------
 const before = received;
 const statementsBefore = statementsLogged();
+// CPU of each side of the throughput phase: the server, its database's backends, and this process (the receiver
+// and the bulk-add client), so that the delivery's own cost shows beside the ratio, which the machine's load moves.
+const serverCpu = () => processCpuSeconds(server.process.pid!);
+const databaseCpu = () => (server.dialect === 'postgres' ? postgresCpuSeconds(server.databaseUrl) : 0);
+const benchCpu = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+};
+const cpuBefore = [serverCpu(), databaseCpu(), benchCpu()];
 const started = performance.now();
 const BATCH = 50;
 await Promise.all(
@@ -166,6 +177,9 @@ const committedMs = performance.now() - started;
 await receivedAtLeast(before + EVENTS * ENDPOINTS);
 const deliveredMs = performance.now() - started;
 const throughputStatements = statementsLogged() - statementsBefore;
+const [serverCpuMs, databaseCpuMs, benchCpuMs] = [serverCpu(), databaseCpu(), benchCpu()].map(
+  (seconds, i) => +(((seconds - cpuBefore[i]!) * 1000) / (EVENTS * ENDPOINTS)).toFixed(4),
+);
 const ceilingAfter = await ceiling();
 const deliveriesPerSecond = Math.round((EVENTS * ENDPOINTS) / (deliveredMs / 1000));
 
@@ -212,6 +226,11 @@ console.log(
       bare_post_loop_per_second: { before: ceilingBefore, after: ceilingAfter },
       ratio_to_ceiling: +(deliveriesPerSecond / ((ceilingBefore + ceilingAfter) / 2)).toFixed(3),
       ...(statementLog ? { statements_per_delivery: +(throughputStatements / (EVENTS * ENDPOINTS)).toFixed(3) } : {}),
+      cpu_ms_per_delivery: {
+        server: serverCpuMs,
+        ...(server.dialect === 'postgres' ? { database: databaseCpuMs } : {}),
+        receiver_and_client: benchCpuMs,
+      },
       commit_seconds: +(committedMs / 1000).toFixed(2),
       delivery_seconds: +(deliveredMs / 1000).toFixed(2),
       commit_to_delivery_ms: {

@@ -222,8 +222,11 @@ describe('one schema', () => {
     }
   });
 
+  /** SQLite's webhook claim reads pending deliveries across endpoints in due order; PostgreSQL's walks each endpoint's (0075). */
+  const SQLITE_ONLY_INDEX = 'webhook_deliveries_due';
+
   it.runIf(process.env.ENGRAM_TEST_DATABASE_URL)(
-    'is the same on SQLite and PostgreSQL: columns, nullability, types and indexes',
+    'is the same on SQLite and PostgreSQL: columns, nullability, types and indexes (but one)',
     () => {
       const { sqlite, postgres } = schemas as Record<Dialect, Schema>;
       // SQLite stores timestamps and JSON as text and booleans as integers: compare at that resolution.
@@ -241,7 +244,9 @@ describe('one schema', () => {
           ),
         );
       expect(flatten(sqlite)).toEqual(flatten(postgres));
-      expect(sorted(sqlite.indexes)).toEqual(sorted(postgres.indexes));
+      const { [SQLITE_ONLY_INDEX]: sqliteOnly, ...shared } = sqlite.indexes;
+      expect(sqliteOnly, SQLITE_ONLY_INDEX).toBeDefined();
+      expect(sorted(shared)).toEqual(sorted(postgres.indexes));
     },
   );
 });
