@@ -1,8 +1,9 @@
+import { cpus } from 'node:os';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser } from '../../testing/retrieval.js';
 import { changesSince } from '../memories/index.js';
-import { ownerBuildPages, type BuildPage } from './build-reader.js';
+import { idleCores, ownerBuildPages, type BuildPage } from './build-reader.js';
 import { buildTerms, pageRows, preparedPage, prepareRow } from './build-rows.js';
 import { EmbeddingStore } from './embeddings.js';
 import { IndexCache } from './index-cache.js';
@@ -40,7 +41,10 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
     const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
     // Pages of 7: the reader sends pages ahead, some prepared there and some not (build-reader-worker.ts).
     const read = async (readerMinRows: number) => {
-      const { count, pages, onReader } = await ownerBuildPages(t.database, owner, 7, readerMinRows);
+      const { count, pages, onReader } = await ownerBuildPages(t.database, owner, 7, {
+        minRows: readerMinRows,
+        idleCores: 0,
+      });
       const taken: BuildPage[] = [];
       for await (const page of pages) {
         taken.push(page);
@@ -57,7 +61,7 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
     expect(fromReader.prepared).toEqual(fromHere.rows.map(prepareRow));
     const built = async (readerMinRows: number) => {
       const cache = new IndexCache(t.database, new EmbeddingStore(null), 2 ** 30, 100_000);
-      cache.buildReaderMinRows = readerMinRows;
+      cache.buildReader = { minRows: readerMinRows, idleCores: 0 };
       return cache.forOwner(owner);
     };
     // Pages of 2,000: the reader's path from 1 row, its own thread's below Infinity.
@@ -69,6 +73,26 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
       expect(onReader.index.search(query, { k: 20, now, explain: true })).toEqual(
         onItsOwn.index.search(query, { k: 20, now, explain: true }),
       );
+  });
+
+  it('reads on the build reader only while enough cores are idle', async () => {
+    const endUser = freshUser();
+    const body = [{ text: 'one' }, { text: 'two' }];
+    expect((await t.call('POST', '/memory/bulk-add', { endUser, body })).status).toBe(200);
+    const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
+    // More idle cores than the machine has: never.
+    const busy = await ownerBuildPages(t.database, owner, 7, { minRows: 1, idleCores: cpus().length + 1 });
+    const rows = [];
+    for await (const page of busy.pages) rows.push(...page.rows);
+    expect([busy.onReader, busy.count, rows.length]).toEqual([false, 2, 2]);
+    // Two cores, one of them idle over the interval (ticks: user, nice, sys, idle, irq).
+    const times = (user: number, idle: number) => ({
+      model: '',
+      speed: 0,
+      times: { user, nice: 0, sys: 0, idle, irq: 0 },
+    });
+    expect(idleCores([times(0, 0), times(0, 0)], [times(100, 0), times(0, 100)])).toBe(1);
+    expect(idleCores([times(0, 0), times(0, 0)], [times(100, 0), times(75, 25)])).toBe(0.25);
   });
 
   it('hands over a page as it was read, prepared on either side', async () => {

@@ -1,3 +1,4 @@
+import { type CpuInfo, cpus, loadavg } from 'node:os';
 import type { Config } from '../../config.js';
 import { moduleWorker, rethrown, siblingModule, type ThreadError } from '../../core/worker-threads.js';
 import { opensAgain, type Database } from '../../store/database.js';
@@ -30,21 +31,41 @@ const READ_AHEAD = 2;
 const readerUrl = siblingModule('build-reader-worker', import.meta.url);
 
 /**
+ * How many of the machine's cores were idle between two readings of os.cpus() (the share of their time idle, times
+ * their number); from the load average when no time passed between them (its ticks are of 10 ms).
+ */
+export function idleCores(before: readonly CpuInfo[], after: readonly CpuInfo[]): number {
+  let [idle, total] = [0, 0];
+  for (let i = 0; i < after.length && i < before.length; i++) {
+    const [a, b] = [after[i]!.times, before[i]!.times];
+    idle += a.idle - b.idle;
+    total += a.user + a.nice + a.sys + a.idle + a.irq - (b.user + b.nice + b.sys + b.idle + b.irq);
+  }
+  return total > 0 ? (idle / total) * after.length : Math.max(0, after.length - loadavg()[0]!);
+}
+
+/**
  * The owner's live rows for a build from scratch, a page of `size` at a time, each to be indexed and dropped before
  * the next is taken (300,000 rows read at once lived through the whole build): their ids first (liveOwnerIds),
  * then each page's rows by id (liveOwnerPage). `count`: how many at most (forgotten ones are among the ids).
- * With at least `readerMinRows` of them, on a database another thread can open, the pages are read and prepared
- * (prepareRow) by a thread of its own on its own connection, a page ahead of the indexing: the reads and the
- * texts' scans of page n + 1 take the second core while page n is indexed, where they took turns on one thread.
+ * With at least `reader.minRows` of them, on a database another thread can open, while at least `reader.idleCores`
+ * of the machine's cores were idle (during the read of the ids), the pages are read and prepared (prepareRow) by a
+ * thread of its own on its own connection, a page ahead of the indexing: the reads and the texts' scans of page
+ * n + 1 take an idle core while page n is indexed, where they took turns on one thread. With no idle core the
+ * reader's own cost (its start, the pages' copies) made the build slower (bench/README.md, session 12).
  */
 export async function ownerBuildPages(
   database: Database,
   owner: Owner,
   size: number,
-  readerMinRows: number,
+  reader: { minRows: number; idleCores: number },
 ): Promise<{ count: number; pages: AsyncGenerator<BuildPage>; onReader: boolean }> {
+  const before = cpus();
   const ids = await liveOwnerIds(database.db, owner);
-  const onReader = ids.length >= readerMinRows && opensAgain(database.config);
+  const onReader =
+    ids.length >= reader.minRows &&
+    opensAgain(database.config) &&
+    (reader.idleCores <= 0 || idleCores(before, cpus()) >= reader.idleCores);
   const pages = onReader ? readerPages(database, owner, ids, size) : localPages(database, owner, ids, size);
   return { count: ids.length, pages, onReader };
 }

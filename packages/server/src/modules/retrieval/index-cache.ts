@@ -101,9 +101,9 @@ const AWAITING_BYTES = MAP_ENTRY_BYTES + stringBytes('x'.repeat(200));
 const ownerKey = (owner: Owner) => `u\u0000${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
 
 const YIELD_EVERY_ROWS = 2000;
-/** Rows a page of a build from scratch reads. */
-const BUILD_PAGE = 2000;
-const BUILD_READER_MIN_ROWS = 20_000; // (builds read on a thread of their own, build-reader.ts: starting one costs ~0.1 s)
+const BUILD_PAGE = 2000; // (rows a page of a build from scratch reads)
+/** Builds read on a thread of their own (build-reader.ts; starting one costs ~0.1 s). */
+const BUILD_READER = { minRows: 20_000, idleCores: 0.5 };
 /** The background refresh looks again at end users changed this long before its last run (writes commit after their time). */
 const REFRESH_OVERLAP_MS = 60_000;
 /**
@@ -133,8 +133,8 @@ export class IndexCache {
   snapshotSliceMs = SLICE_MS;
   /** The background embedding's first pause after a failure (tests shorten it). */
   embedBackoffMs = EMBED_BACKOFF_MS;
-  /** Builds from scratch of at least this many rows read them on the build reader's thread (tests lower it). */
-  buildReaderMinRows = BUILD_READER_MIN_ROWS;
+  /** Builds from scratch of at least minRows rows read them on the build reader's thread when idleCores are idle. */
+  buildReader = { ...BUILD_READER };
 
   /** snapshotMinMemories: end users with at least this many memories get their index stored (snapshots.ts); 0: never. */
   constructor(
@@ -197,7 +197,7 @@ export class IndexCache {
         let applied = 0;
         if (entry.revision === 0) {
           // From scratch: the rows a page at a time, each indexed (and dropped) before the next is read.
-          const { count, pages } = await ownerBuildPages(this.database, owner, BUILD_PAGE, this.buildReaderMinRows);
+          const { count, pages } = await ownerBuildPages(this.database, owner, BUILD_PAGE, this.buildReader);
           entry.index.reserve(count);
           entry.meta.reserve(count);
           for await (const { rows, prepared } of pages)
