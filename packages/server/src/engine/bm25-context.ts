@@ -39,11 +39,20 @@ export interface ContextPostings {
   slots: Int32Array;
   /** The slot's own tf (one compacted postings entry's, so within 16 bits: the same double read back). */
   own: Uint16Array;
-  total: Float64Array;
+  /**
+   * The slot's own + neighbours' tf, by its number in `totals`: a term's entries hold few distinct ones
+   * (sums of a few small counts at the context weights), so an entry takes 8 bytes, not 14, and a budget
+   * keeps nearly twice the terms.
+   */
+  totalNo: Uint16Array;
+  /** The distinct totals, each the same double the spread summed. */
+  totals: Float64Array;
 }
-/** Bytes of a context postings entry (slot i32, own u16, total f64) and of a kept term besides its entries (heap-bytes.ts). */
-const CONTEXT_ENTRY_BYTES = 14;
-const CONTEXT_TERM_BYTES = 3 * TYPED_ARRAY_BYTES + objectBytes(3) + MAP_ENTRY_BYTES;
+/** Bytes of a context postings entry (slot i32, own u16, total's number u16) and of a kept term besides its entries (heap-bytes.ts). */
+const CONTEXT_ENTRY_BYTES = 8;
+const CONTEXT_TERM_BYTES = 4 * TYPED_ARRAY_BYTES + objectBytes(4) + MAP_ENTRY_BYTES;
+/** Distinct totals a kept term may hold (a u16 number each); a term with more is spread each search. */
+export const MAX_TOTALS = 0x10000;
 /**
  * Terms with fewer postings are spread afresh each search: a short list costs little to spread, and
  * the long ones (a common word, ~10 % of the docs) are most of a search's time.
@@ -57,6 +66,8 @@ export class ContextCache {
   bytes = 0;
   /** The context parameters they were spread with. */
   private key = '';
+  /** keep's working map: a total's number by its value. */
+  private readonly totalNumbers = new Map<number, number>();
 
   get size(): number {
     return this.terms.size;
@@ -78,12 +89,13 @@ export class ContextCache {
     const kept = this.terms.get(term);
     if (!kept) return;
     this.terms.delete(term);
-    this.bytes -= CONTEXT_TERM_BYTES + kept.slots.length * CONTEXT_ENTRY_BYTES;
+    this.bytes -= CONTEXT_TERM_BYTES + kept.slots.length * CONTEXT_ENTRY_BYTES + kept.totals.byteLength;
   }
 
   /**
    * Keeps a term's context postings as just spread (gathered in first-touch order, leaving the
-   * buffers zero); null (nothing gathered) when they do not fit in `budget` bytes in all.
+   * buffers zero); null (the buffers as they were) when they do not fit in `budget` bytes in all, or
+   * hold more distinct totals than a u16 numbers.
    */
   keep(
     term: string,
@@ -93,19 +105,35 @@ export class ContextCache {
     tfCtx: Float64Array,
     budget: number,
   ): ContextPostings | null {
-    const bytes = CONTEXT_TERM_BYTES + n * CONTEXT_ENTRY_BYTES;
+    const entryBytes = n * CONTEXT_ENTRY_BYTES;
     // Kept while they fit, and until a write changes them: no eviction, since a workload that asks
     // more terms than fit in turn (a benchmark's fixed list of questions) would evict each before its next use.
-    if (this.bytes + bytes > budget) return null;
-    const kept = { slots: touchedSlots.slice(0, n), own: new Uint16Array(n), total: new Float64Array(n) };
+    if (this.bytes + CONTEXT_TERM_BYTES + entryBytes > budget) return null;
+    const own = new Uint16Array(n);
+    const totalNo = new Uint16Array(n);
+    const numbers = this.totalNumbers;
+    numbers.clear();
     for (let j = 0; j < n; j++) {
       const slot = touchedSlots[j]!;
       const ts = tfSelf[slot]!;
-      kept.own[j] = ts;
-      kept.total[j] = ts + tfCtx[slot]!;
+      const total = ts + tfCtx[slot]!;
+      let no = numbers.get(total);
+      if (no === undefined) numbers.set(total, (no = numbers.size));
+      own[j] = ts;
+      totalNo[j] = no;
+    }
+    const bytes = CONTEXT_TERM_BYTES + entryBytes + numbers.size * Float64Array.BYTES_PER_ELEMENT;
+    if (numbers.size > MAX_TOTALS || this.bytes + bytes > budget) {
+      numbers.clear();
+      return null;
+    }
+    for (let j = 0; j < n; j++) {
+      const slot = touchedSlots[j]!;
       tfSelf[slot] = 0;
       tfCtx[slot] = 0;
     }
+    const kept = { slots: touchedSlots.slice(0, n), own, totalNo, totals: Float64Array.from(numbers.keys()) };
+    numbers.clear();
     this.terms.set(term, kept);
     this.bytes += bytes;
     return kept;

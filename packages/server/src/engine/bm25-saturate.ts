@@ -84,7 +84,7 @@ export function saturateInPlace(
   touched.n = tn;
 }
 
-/** saturateInPlace from a term's kept context postings (`own` and `total` by entry). */
+/** saturateInPlace from a term's kept context postings (`own` and the total's number by entry). */
 export function saturateKept(
   docLen: Float64Array,
   kept: ContextPostings,
@@ -96,14 +96,14 @@ export function saturateKept(
   outCtx: Float64Array,
   touched: SlotList,
 ): void {
-  const { slots, own, total } = kept;
+  const { slots, own, totalNo, totals } = kept;
   const same = outSelf === outCtx;
   let ta = touched.a;
   let tn = touched.n;
   for (let j = 0, nt = slots.length; j < nt; j++) {
     const slot = slots[j]!;
     const ts = own[j]!;
-    const t = total[j]!;
+    const t = totals[totalNo[j]!]!;
     let norm = normCache[slot]!;
     if (norm === 0) norm = normCache[slot] = expandedNorm(docLen, slot, links, avgExpanded);
     const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
