@@ -5,7 +5,7 @@ import { freshDatabaseConfig } from '../testing/harness.js';
 import { holdSqliteWriteLock } from '../testing/faults.js';
 import { watchSocketWrites } from '../testing/socket-writes.js';
 import { until } from '../testing/until.js';
-import { openDatabase, postgresArray } from './database.js';
+import { type Database, openDatabase, postgresArray } from './database.js';
 import { LOCK_ATTEMPT_MS, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-connection.js';
 import { LAST_IN_TRANSACTION, timestamptzToIso } from './postgres-connections.js';
 
@@ -267,30 +267,18 @@ it('reads PostgreSQL timestamptz text as Date would, without Date where it can',
  * busy_timeout alone, `begin immediate` blocked the event loop until the lock was free), and the
  * transaction still commits once the lock is released.
  */
-it('waits for another process’s SQLite write lock without blocking the event loop', async () => {
-  const fresh = await freshDatabaseConfig('sqlite');
-  const database = openDatabase(fresh.config);
-  const path = fresh.config.dialect === 'sqlite' ? fresh.config.path : '';
-  try {
-    await sql`CREATE TABLE marks (at INTEGER NOT NULL)`.execute(database.db);
+it('waits for another process’s SQLite write lock without blocking the event loop', () =>
+  withMarks(async (database, path) => {
     const lock = await holdSqliteWriteLock(path, 1_500);
     const order: string[] = [];
-    const write = database.db
-      .transaction()
-      .execute((trx) => sql`INSERT INTO marks (at) VALUES (1)`.execute(trx))
-      .then(() => order.push('write'));
+    const write = mark(database, 1).then(() => order.push('write'));
     const timer = new Promise<void>((resolve) => setTimeout(resolve, 50)).then(() => order.push('timer'));
     await Promise.all([write, timer, lock.released]);
     expect(order).toEqual(['timer', 'write']);
-    const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM marks`.execute(database.db);
-    expect(rows[0]!.n).toBe(1);
+    expect(await marks(database)).toBe(1);
     const busy = await sql.raw('PRAGMA busy_timeout').execute(database.db);
     expect(Object.values(busy.rows[0] as object)[0]).toBe(LOCK_ATTEMPT_MS);
-  } finally {
-    await database.close();
-    await fresh.drop();
-  }
-});
+  }));
 
 /**
  * Writes queued behind one another on the connection share one wait: once the lock has been refused for the busy
@@ -298,36 +286,49 @@ it('waits for another process’s SQLite write lock without blocking the event l
  * queue of background statements and requests then waited 5 s apiece: one CI run saw a write unanswered for 30 s).
  * A write that gets the lock starts the clock again.
  */
-it('writes queued behind another process’s write lock are refused together after one busy timeout', async () => {
+it(
+  'writes queued behind another process’s write lock are refused together after one busy timeout',
+  () =>
+    withMarks(async (database, path) => {
+      const lock = await holdSqliteWriteLock(path, 60_000);
+      const started = performance.now();
+      const settled = await Promise.allSettled([1, 2, 3, 4].map((n) => mark(database, n)));
+      const waited = performance.now() - started;
+      expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+      for (const s of settled) expect((s as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_BUSY' });
+      // One timeout for the four, not four in turn (20 s); the margin is for a loaded machine.
+      expect(waited).toBeGreaterThanOrEqual(SQLITE_BUSY_TIMEOUT_MS);
+      expect(waited).toBeLessThan(2 * SQLITE_BUSY_TIMEOUT_MS);
+      // A write coming after a pause gets a timeout of its own (the lock still held): it waits, and commits once the
+      // lock is released.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const fifth = mark(database, 5);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await lock.release();
+      await fifth;
+      expect(await marks(database)).toBe(1);
+    }),
+  40_000,
+);
+
+/** A fresh SQLite database with a table of marks, closed and dropped after `run`. */
+async function withMarks(run: (database: Database, path: string) => Promise<void>) {
   const fresh = await freshDatabaseConfig('sqlite');
   const database = openDatabase(fresh.config);
-  const path = fresh.config.dialect === 'sqlite' ? fresh.config.path : '';
   try {
     await sql`CREATE TABLE marks (at INTEGER NOT NULL)`.execute(database.db);
-    const lock = await holdSqliteWriteLock(path, 60_000);
-    const started = performance.now();
-    const settled = await Promise.allSettled(
-      [1, 2, 3, 4].map((n) =>
-        database.db.transaction().execute((trx) => sql`INSERT INTO marks (at) VALUES (${n})`.execute(trx)),
-      ),
-    );
-    const waited = performance.now() - started;
-    expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
-    for (const s of settled) expect((s as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_BUSY' });
-    // One timeout for the four, not four in turn (20 s); the margin is for a loaded machine.
-    expect(waited).toBeGreaterThanOrEqual(SQLITE_BUSY_TIMEOUT_MS);
-    expect(waited).toBeLessThan(2 * SQLITE_BUSY_TIMEOUT_MS);
-    // A write coming after a pause gets a timeout of its own (the lock still held): it waits, and commits once the
-    // lock is released.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    const fifth = database.db.transaction().execute((trx) => sql`INSERT INTO marks (at) VALUES (5)`.execute(trx));
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    await lock.release();
-    await fifth;
-    const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM marks`.execute(database.db);
-    expect(rows[0]!.n).toBe(1);
+    await run(database, fresh.config.dialect === 'sqlite' ? fresh.config.path : '');
   } finally {
     await database.close();
     await fresh.drop();
   }
-}, 40_000);
+}
+
+/** A mark written in a transaction of its own (a `begin immediate`, which meets another process's write lock). */
+const mark = (database: Database, at: number) =>
+  database.db.transaction().execute((trx) => sql`INSERT INTO marks (at) VALUES (${at})`.execute(trx));
+
+async function marks(database: Database): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM marks`.execute(database.db);
+  return Number(rows[0]!.n);
+}
