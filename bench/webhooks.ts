@@ -21,6 +21,7 @@ import { promisify } from 'node:util';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { option } from './lib/args.js';
 import { baselineMain } from './lib/baseline.js';
 import { postgresCpuSeconds, processCpuSeconds } from './lib/cpu.js';
@@ -165,6 +166,7 @@ const benchCpu = () => {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1e6;
 };
+const updatesBefore = await deliveryRowUpdates();
 const cpuBefore = [serverCpu(), databaseCpu(), benchCpu()];
 const started = performance.now();
 const BATCH = 50;
@@ -180,8 +182,29 @@ const throughputStatements = statementsLogged() - statementsBefore;
 const [serverCpuMs, databaseCpuMs, benchCpuMs] = [serverCpu(), databaseCpu(), benchCpu()].map(
   (seconds, i) => +(((seconds - cpuBefore[i]!) * 1000) / (EVENTS * ENDPOINTS)).toFixed(4),
 );
+const updatesAfter = await deliveryRowUpdates();
 const ceilingAfter = await ceiling();
 const deliveriesPerSecond = Math.round((EVENTS * ENDPOINTS) / (deliveredMs / 1000));
+
+/**
+ * PostgreSQL's count of updates of webhook_deliveries rows and of those that were HOT (heap-only: no index entry
+ * written, the lease and the outcome updated in place on the row's page, which migration 0075's fillfactor leaves room
+ * for). The statistics reach pg_stat_user_tables up to a second after a backend's transaction, so this waits that long.
+ */
+async function deliveryRowUpdates(): Promise<{ updates: number; hot: number } | null> {
+  if (server.dialect !== 'postgres') return null;
+  await new Promise((r) => setTimeout(r, 1500));
+  const client = new pg.Client({ connectionString: server.databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      "SELECT n_tup_upd::float8 AS updates, n_tup_hot_upd::float8 AS hot FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'",
+    );
+    return rows[0] ? { updates: rows[0].updates, hot: rows[0].hot } : null;
+  } finally {
+    await client.end();
+  }
+}
 
 // ---- a worker killed mid-delivery: nothing lost, duplicates counted ----------------
 const worker = spawn(process.execPath, [MAIN, 'worker'], {
@@ -231,6 +254,17 @@ console.log(
         ...(server.dialect === 'postgres' ? { database: databaseCpuMs } : {}),
         receiver_and_client: benchCpuMs,
       },
+      ...(updatesBefore && updatesAfter
+        ? {
+            delivery_row_updates: {
+              per_delivery: +((updatesAfter.updates - updatesBefore.updates) / (EVENTS * ENDPOINTS)).toFixed(3),
+              hot_share: +(
+                (updatesAfter.hot - updatesBefore.hot) /
+                Math.max(1, updatesAfter.updates - updatesBefore.updates)
+              ).toFixed(3),
+            },
+          }
+        : {}),
       commit_seconds: +(committedMs / 1000).toFixed(2),
       delivery_seconds: +(deliveredMs / 1000).toFixed(2),
       commit_to_delivery_ms: {
