@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ContextCache, MAX_TOTALS } from './bm25-context.js';
+import { ContextCache, MAX_PAIRS } from './bm25-context.js';
 
 /** A spread as scoreWithContext leaves it: own and neighbours' tf by slot, and the slots in first-touch order. */
 function spread(entries: [slot: number, own: number, ctx: number][]) {
@@ -16,7 +16,7 @@ function spread(entries: [slot: number, own: number, ctx: number][]) {
 }
 
 describe('ContextCache', () => {
-  it('keeps each entry own tf and the same total double the spread summed, by its number among few', () => {
+  it('keeps each entry own tf and the same total double the spread summed, by their pair\'s number among few', () => {
     // Totals summed in different orders can differ in the last bit: each is kept as it is.
     const ctxA = 0.7 + 0.35 + 0.175;
     const ctxB = 0.175 + 0.35 + 0.7;
@@ -28,6 +28,7 @@ describe('ContextCache', () => {
       [7, 2, ctxB],
       [9, 0, 0.7],
       [8, 1, 0.35],
+      [10, 0, 1],
     ];
     const { tfSelf, tfCtx, touched, n } = spread(entries);
     const cache = new ContextCache();
@@ -35,10 +36,12 @@ describe('ContextCache', () => {
     expect(kept).not.toBeNull();
     expect([...kept.slots]).toEqual(entries.map(([slot]) => slot));
     entries.forEach(([, own, ctx], j) => {
-      expect(kept.own[j]).toBe(own);
-      expect(Object.is(kept.totals[kept.totalNo[j]!], own + ctx)).toBe(true);
+      const p = kept.pairNo[j]! * 2;
+      expect(kept.pairs[p]).toBe(own);
+      expect(Object.is(kept.pairs[p + 1], own + ctx)).toBe(true);
     });
-    expect(kept.totals.length).toBe(new Set(entries.map(([, own, ctx]) => own + ctx)).size);
+    // One pair per distinct (own, total): slots 5 and 10 have one total and two pairs; slots 6 and 9 one pair.
+    expect(kept.pairs.length / 2).toBe(new Set(entries.map(([, own, ctx]) => `${own} ${own + ctx}`)).size);
     // The buffers are left zero for the next term.
     expect(tfSelf.every((v) => v === 0) && tfCtx.every((v) => v === 0)).toBe(true);
     expect(cache.bytes).toBeGreaterThan(0);
@@ -46,14 +49,14 @@ describe('ContextCache', () => {
     expect(cache.bytes).toBe(0);
   });
 
-  it('keeps nothing, and leaves the spread where it lies, for a term with more distinct totals than a number holds', () => {
-    const entries = Array.from({ length: MAX_TOTALS + 1 }, (_, j): [number, number, number] => [j, 0, 1 + j / 1024]);
+  it('keeps nothing, and leaves the spread where it lies, for a term with more distinct pairs than a number holds', () => {
+    const entries = Array.from({ length: MAX_PAIRS + 1 }, (_, j): [number, number, number] => [j, 0, 1 + j / 1024]);
     const { tfSelf, tfCtx, touched, n } = spread(entries);
     const cache = new ContextCache();
     expect(cache.keep('term', n, touched, tfSelf, tfCtx, 1e12)).toBeNull();
     expect(cache.bytes).toBe(0);
     // saturateInPlace reads the spread from the buffers next.
-    expect(tfCtx[MAX_TOTALS]).toBe(1 + MAX_TOTALS / 1024);
+    expect(tfCtx[MAX_PAIRS]).toBe(1 + MAX_PAIRS / 1024);
     expect(tfCtx[0]).toBe(1);
   });
 

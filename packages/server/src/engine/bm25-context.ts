@@ -37,22 +37,20 @@ export function growList(l: SlotList): Int32Array {
  */
 export interface ContextPostings {
   slots: Int32Array;
-  /** The slot's own tf (one compacted postings entry's, so within 16 bits: the same double read back). */
-  own: Uint16Array;
   /**
-   * The slot's own + neighbours' tf, by its number in `totals`: a term's entries hold few distinct ones
-   * (sums of a few small counts at the context weights), so an entry takes 8 bytes, not 14, and a budget
-   * keeps nearly twice the terms.
+   * The slot's own tf and own + neighbours' tf, by their pair's number in `pairs`: a term's entries hold
+   * few distinct pairs (a small own count beside sums of a few small counts at the context weights), so an
+   * entry takes 6 bytes, not 14, and a budget keeps twice the terms.
    */
-  totalNo: Uint16Array;
-  /** The distinct totals, each the same double the spread summed. */
-  totals: Float64Array;
+  pairNo: Uint16Array;
+  /** The distinct pairs, own then total: the own tf (one compacted postings entry's) and the same total double the spread summed. */
+  pairs: Float64Array;
 }
-/** Bytes of a context postings entry (slot i32, own u16, total's number u16) and of a kept term besides its entries (heap-bytes.ts). */
-const CONTEXT_ENTRY_BYTES = 8;
-const CONTEXT_TERM_BYTES = 4 * TYPED_ARRAY_BYTES + objectBytes(4) + MAP_ENTRY_BYTES;
-/** Distinct totals a kept term may hold (a u16 number each); a term with more is spread each search. */
-export const MAX_TOTALS = 0x10000;
+/** Bytes of a context postings entry (slot i32, pair's number u16) and of a kept term besides its entries (heap-bytes.ts). */
+const CONTEXT_ENTRY_BYTES = 6;
+const CONTEXT_TERM_BYTES = 3 * TYPED_ARRAY_BYTES + objectBytes(3) + MAP_ENTRY_BYTES;
+/** Distinct (own, total) pairs a kept term may hold (a u16 number each); a term with more is spread each search. */
+export const MAX_PAIRS = 0x10000;
 /**
  * Terms with fewer postings are spread afresh each search: a short list costs little to spread, and
  * the long ones (a common word, ~10 % of the docs) are most of a search's time.
@@ -66,8 +64,8 @@ export class ContextCache {
   bytes = 0;
   /** The context parameters they were spread with. */
   private key = '';
-  /** keep's working map: a total's number by its value. */
-  private readonly totalNumbers = new Map<number, number>();
+  /** keep's working maps: a pair's number by its own tf, then by its total. */
+  private readonly pairNumbers = new Map<number, Map<number, number>>();
 
   get size(): number {
     return this.terms.size;
@@ -89,13 +87,13 @@ export class ContextCache {
     const kept = this.terms.get(term);
     if (!kept) return;
     this.terms.delete(term);
-    this.bytes -= CONTEXT_TERM_BYTES + kept.slots.length * CONTEXT_ENTRY_BYTES + kept.totals.byteLength;
+    this.bytes -= CONTEXT_TERM_BYTES + kept.slots.length * CONTEXT_ENTRY_BYTES + kept.pairs.byteLength;
   }
 
   /**
    * Keeps a term's context postings as just spread (gathered in first-touch order, leaving the
    * buffers zero); null (the buffers as they were) when they do not fit in `budget` bytes in all, or
-   * hold more distinct totals than a u16 numbers.
+   * hold more distinct (own, total) pairs than a u16 numbers.
    */
   keep(
     term: string,
@@ -109,31 +107,31 @@ export class ContextCache {
     // Kept while they fit, and until a write changes them: no eviction, since a workload that asks
     // more terms than fit in turn (a benchmark's fixed list of questions) would evict each before its next use.
     if (this.bytes + CONTEXT_TERM_BYTES + entryBytes > budget) return null;
-    const own = new Uint16Array(n);
-    const totalNo = new Uint16Array(n);
-    const numbers = this.totalNumbers;
-    numbers.clear();
+    const pairNo = new Uint16Array(n);
+    const numbers = this.pairNumbers;
+    const pairs: number[] = [];
     for (let j = 0; j < n; j++) {
       const slot = touchedSlots[j]!;
       const ts = tfSelf[slot]!;
       const total = ts + tfCtx[slot]!;
-      let no = numbers.get(total);
-      if (no === undefined) numbers.set(total, (no = numbers.size));
-      own[j] = ts;
-      totalNo[j] = no;
+      let byTotal = numbers.get(ts);
+      if (byTotal === undefined) numbers.set(ts, (byTotal = new Map()));
+      let no = byTotal.get(total);
+      if (no === undefined) {
+        byTotal.set(total, (no = pairs.length >> 1));
+        pairs.push(ts, total);
+      }
+      pairNo[j] = no;
     }
-    const bytes = CONTEXT_TERM_BYTES + entryBytes + numbers.size * Float64Array.BYTES_PER_ELEMENT;
-    if (numbers.size > MAX_TOTALS || this.bytes + bytes > budget) {
-      numbers.clear();
-      return null;
-    }
+    numbers.clear();
+    const bytes = CONTEXT_TERM_BYTES + entryBytes + pairs.length * Float64Array.BYTES_PER_ELEMENT;
+    if (pairs.length >> 1 > MAX_PAIRS || this.bytes + bytes > budget) return null;
     for (let j = 0; j < n; j++) {
       const slot = touchedSlots[j]!;
       tfSelf[slot] = 0;
       tfCtx[slot] = 0;
     }
-    const kept = { slots: touchedSlots.slice(0, n), own, totalNo, totals: Float64Array.from(numbers.keys()) };
-    numbers.clear();
+    const kept = { slots: touchedSlots.slice(0, n), pairNo, pairs: Float64Array.from(pairs) };
     this.terms.set(term, kept);
     this.bytes += bytes;
     return kept;

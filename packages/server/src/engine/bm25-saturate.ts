@@ -84,7 +84,7 @@ export function saturateInPlace(
   touched.n = tn;
 }
 
-/** saturateInPlace from a term's kept context postings (`own` and the total's number by entry). */
+/** saturateInPlace from a term's kept context postings (the number of its own tf and total's pair by entry). */
 export function saturateKept(
   docLen: Float64Array,
   kept: ContextPostings,
@@ -96,14 +96,15 @@ export function saturateKept(
   outCtx: Float64Array,
   touched: SlotList,
 ): void {
-  const { slots, own, totalNo, totals } = kept;
+  const { slots, pairNo, pairs } = kept;
   const same = outSelf === outCtx;
   let ta = touched.a;
   let tn = touched.n;
   for (let j = 0, nt = slots.length; j < nt; j++) {
     const slot = slots[j]!;
-    const ts = own[j]!;
-    const t = totals[totalNo[j]!]!;
+    const p = pairNo[j]! << 1;
+    const ts = pairs[p]!;
+    const t = pairs[p + 1]!;
     let norm = normCache[slot]!;
     if (norm === 0) norm = normCache[slot] = expandedNorm(docLen, slot, links, avgExpanded);
     const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
