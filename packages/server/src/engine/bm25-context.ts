@@ -29,6 +29,13 @@ export function growList(l: SlotList): Int32Array {
   return (l.a = a);
 }
 
+/** The list's array, with room for `more` entries after its `n`. */
+export function listRoom(l: SlotList, more: number): Int32Array {
+  let a = l.a;
+  while (a.length < l.n + more) a = growList(l);
+  return a;
+}
+
 /**
  * A term's postings spread over the session neighbours (scoreWithContext, before saturation): each
  * slot the term touches, in first-touch order, with its own tf and its own + neighbours' weighted tf.
@@ -45,10 +52,12 @@ export interface ContextPostings {
   pairNo: Uint16Array;
   /** The distinct pairs, own then total: the own tf (one compacted postings entry's) and the same total double the spread summed. */
   pairs: Float64Array;
+  /** The field's norm epoch (Bm25Field) under which every entry's slot has its length normalisation cached; -1: not yet. */
+  normEpoch: number;
 }
 /** Bytes of a context postings entry (slot i32, pair's number u16) and of a kept term besides its entries (heap-bytes.ts). */
 const CONTEXT_ENTRY_BYTES = 6;
-const CONTEXT_TERM_BYTES = 3 * TYPED_ARRAY_BYTES + objectBytes(3) + MAP_ENTRY_BYTES;
+const CONTEXT_TERM_BYTES = 3 * TYPED_ARRAY_BYTES + objectBytes(4) + MAP_ENTRY_BYTES;
 /** Distinct (own, total) pairs a kept term may hold (a u16 number each); a term with more is spread each search. */
 export const MAX_PAIRS = 0x10000;
 /**
@@ -131,7 +140,7 @@ export class ContextCache {
       tfSelf[slot] = 0;
       tfCtx[slot] = 0;
     }
-    const kept = { slots: touchedSlots.slice(0, n), pairNo, pairs: Float64Array.from(pairs) };
+    const kept = { slots: touchedSlots.slice(0, n), pairNo, pairs: Float64Array.from(pairs), normEpoch: -1 };
     this.terms.set(term, kept);
     this.bytes += bytes;
     return kept;

@@ -1,6 +1,6 @@
 // Bm25Field.scoreWithContext's last step: a term's BM25F score of each slot it touches, from its
 // spread over the session neighbours, with each slot's length normalised with its neighbours'.
-import { type ContextPostings, growList, type SlotList } from './bm25-context.js';
+import { type ContextPostings, growList, listRoom, type SlotList } from './bm25-context.js';
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -84,41 +84,60 @@ export function saturateInPlace(
   touched.n = tn;
 }
 
-/** saturateInPlace from a term's kept context postings (the number of its own tf and total's pair by entry). */
+/**
+ * saturateInPlace from a term's kept context postings (the number of its own tf and total's pair by entry).
+ * The loop calls nothing (the entries' normalisations cached first, once per norm epoch; the touched list's
+ * room made first): a call in it, even one not taken, made V8 check every array again each entry.
+ */
 export function saturateKept(
   docLen: Float64Array,
   kept: ContextPostings,
   idf: number,
   links: Links,
   normCache: Float64Array,
+  normEpoch: number,
   avgExpanded: number,
   outSelf: Float64Array,
   outCtx: Float64Array,
   touched: SlotList,
 ): void {
   const { slots, pairNo, pairs } = kept;
-  const same = outSelf === outCtx;
-  let ta = touched.a;
-  let tn = touched.n;
-  for (let j = 0, nt = slots.length; j < nt; j++) {
-    const slot = slots[j]!;
-    const p = pairNo[j]! << 1;
-    const ts = pairs[p]!;
-    const t = pairs[p + 1]!;
-    let norm = normCache[slot]!;
-    if (norm === 0) norm = normCache[slot] = expandedNorm(docLen, slot, links, avgExpanded);
-    const sc = (idf * t * (BM25_K1 + 1)) / (t + norm);
-    const selfPart = (sc * ts) / t;
-    if (tn === ta.length) {
-      touched.n = tn;
-      ta = growList(touched);
+  const nt = slots.length;
+  if (kept.normEpoch !== normEpoch) {
+    for (let j = 0; j < nt; j++) {
+      const slot = slots[j]!;
+      if (normCache[slot] === 0) normCache[slot] = expandedNorm(docLen, slot, links, avgExpanded);
     }
-    ta[tn] = slot;
-    if (same) {
+    kept.normEpoch = normEpoch;
+  }
+  const ta = listRoom(touched, nt);
+  let tn = touched.n;
+  // Doubles before the loop (a parameter or a module's constant is otherwise unboxed, or read from its cell, each entry).
+  const idfV = idf * 1;
+  const k1p1 = BM25_K1 + 1;
+  if (outSelf === outCtx) {
+    // One buffer for both parts (the expansion pass): read once, the two parts added in the same order.
+    for (let j = 0; j < nt; j++) {
+      const slot = slots[j]!;
+      const p = pairNo[j]! << 1;
+      const ts = pairs[p]!;
+      const t = pairs[p + 1]!;
+      const sc = (idfV * t * k1p1) / (t + normCache[slot]!);
+      const selfPart = (sc * ts) / t;
+      ta[tn] = slot;
       const o = outSelf[slot]!;
       tn += +(o === 0);
       outSelf[slot] = o + selfPart + (sc - selfPart);
-    } else {
+    }
+  } else {
+    for (let j = 0; j < nt; j++) {
+      const slot = slots[j]!;
+      const p = pairNo[j]! << 1;
+      const ts = pairs[p]!;
+      const t = pairs[p + 1]!;
+      const sc = (idfV * t * k1p1) / (t + normCache[slot]!);
+      const selfPart = (sc * ts) / t;
+      ta[tn] = slot;
       tn += +(outSelf[slot] === 0) & +(outCtx[slot] === 0);
       outSelf[slot]! += selfPart;
       outCtx[slot]! += sc - selfPart;

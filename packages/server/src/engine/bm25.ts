@@ -55,6 +55,12 @@ export class Bm25Field {
    */
   contextCacheShare = 0;
   private readonly contextCache = new ContextCache();
+  /**
+   * Counts the times the cached length normalisations scoreWithContext reads were cleared or replaced: a kept
+   * term whose norm epoch is this one has every entry's cached (saturateKept), so its loop need not check.
+   */
+  private normEpoch = 0;
+  private normsOf: Float64Array | null = null;
 
   get docCount(): number {
     return this.docTerms.docs;
@@ -300,6 +306,11 @@ export class Bm25Field {
     if (scratch.normStamp !== scratch.stamp) {
       normCache.fill(0);
       scratch.normStamp = scratch.stamp;
+      this.normEpoch++;
+    }
+    if (normCache !== this.normsOf) {
+      this.normsOf = normCache;
+      this.normEpoch++;
     }
     const contextKey = `${window} ${weight} ${decay} ${back}`;
     this.contextCache.useParameters(contextKey);
@@ -372,7 +383,7 @@ export class Bm25Field {
           continue;
         }
       }
-      saturateKept(this.docLen, kept, idf, links, normCache, avgExpanded, outSelf, outCtx, touched);
+      saturateKept(this.docLen, kept, idf, links, normCache, this.normEpoch, avgExpanded, outSelf, outCtx, touched);
     }
   }
 
