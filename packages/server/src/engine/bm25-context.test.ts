@@ -16,7 +16,7 @@ function spread(entries: [slot: number, own: number, ctx: number][]) {
 }
 
 describe('ContextCache', () => {
-  it('keeps each entry own tf and the same total double the spread summed, by their pair\'s number among few', () => {
+  it("keeps each entry own tf and the same total double the spread summed, by their pair's number among few", () => {
     // Totals summed in different orders can differ in the last bit: each is kept as it is.
     const ctxA = 0.7 + 0.35 + 0.175;
     const ctxB = 0.175 + 0.35 + 0.7;
