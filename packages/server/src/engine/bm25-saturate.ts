@@ -115,6 +115,8 @@ export function saturateKept(
   // Doubles before the loop (a parameter or a module's constant is otherwise unboxed, or read from its cell, each entry).
   const idfV = idf * 1;
   const k1p1 = BM25_K1 + 1;
+  // Two loops, one per kind of output, their first lines alike: the branch inside one loop cost back most of
+  // what calling nothing saves (in process 0.95 of main's CPU a search against 0.80, bench/README.md session 14).
   if (outSelf === outCtx) {
     // One buffer for both parts (the expansion pass): read once, the two parts added in the same order.
     for (let j = 0; j < nt; j++) {
