@@ -258,6 +258,7 @@ export function buildServices({
       name: 'retrieval.snapshots',
       everyMs: config.retrieval.indexSnapshotIntervalMs,
       run: () => retrieval.cache.refreshLargeOwners(),
+      perProcess: true,
     },
   ];
 

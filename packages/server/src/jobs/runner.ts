@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { containsText, decodeJson, encodeJson, nowIso, type Database, type Executor } from '../store/database.js';
 import { renamedJson } from '../core/pseudonyms.js';
 import { deleteInBatches } from '../core/batches.js';
+import { everyProcessLeads, FOLLOWER_POLL_MS, type Leadership } from '../store/leadership.js';
 
 /**
  * Durable background jobs: rows in `jobs`, leased by whichever process polls first
@@ -150,11 +151,19 @@ export class JobRunner {
     private readonly handlers: JobHandlers,
     private readonly log: Log,
     private readonly pollMs = 1000,
+    /** Whether this process leads the fleet (store/leadership.ts): the others poll every FOLLOWER_POLL_MS, not pollMs. */
+    private readonly leadership: Leadership = everyProcessLeads,
   ) {}
 
   start(): void {
     this.stopped = false;
-    this.unlisten = this.handlers.onEnqueued(() => this.kick());
+    const stopEnqueued = this.handlers.onEnqueued(() => this.kick());
+    // Come to lead (the last leader died): the jobs it left queued are looked for now.
+    const stopLead = this.leadership.onLead(() => this.kick());
+    this.unlisten = () => {
+      stopEnqueued();
+      stopLead();
+    };
     this.schedule(0);
   }
 
@@ -176,7 +185,7 @@ export class JobRunner {
       this.running = this.drain()
         .then(() => {
           this.failures = 0;
-          return this.pollMs;
+          return this.leadership.leads() ? this.pollMs : Math.max(this.pollMs, FOLLOWER_POLL_MS);
         })
         // The database unreachable, locked or failing: logged, and the next poll backs off (doubling up to MAX_BACKOFF_MS).
         .catch((error: unknown) => {

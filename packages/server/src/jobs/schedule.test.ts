@@ -58,3 +58,23 @@ it('never runs a chore twice at once, and stops before a first run that has not 
   await vi.advanceTimersByTimeAsync(FIRST_RUN_WITHIN_MS * 2);
   expect(ran).toBe(false);
 });
+
+it('runs the chores through the shared database only while the process leads the fleet, its own chores always', async () => {
+  const runs = { shared: 0, own: 0 };
+  let leads = false;
+  const schedule = new Schedule(
+    [
+      { name: 'shared', everyMs: 1_000, run: async () => void runs.shared++ },
+      { name: 'own', everyMs: 1_000, run: async () => void runs.own++, perProcess: true },
+    ],
+    log,
+    () => leads,
+  );
+  schedule.start();
+  await vi.advanceTimersByTimeAsync(3_000);
+  expect(runs).toEqual({ shared: 0, own: 3 });
+  leads = true;
+  await vi.advanceTimersByTimeAsync(2_000);
+  expect(runs).toEqual({ shared: 2, own: 5 });
+  await schedule.stop();
+});

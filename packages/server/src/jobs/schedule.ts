@@ -5,6 +5,11 @@ export interface Chore {
   name: string;
   everyMs: number;
   run(): Promise<unknown>;
+  /**
+   * Work on this process's own state, run in every process; otherwise the chore goes through the shared
+   * database and runs only in the process leading the fleet (store/leadership.ts).
+   */
+  perProcess?: true;
 }
 
 /**
@@ -21,6 +26,8 @@ export class Schedule {
   constructor(
     private readonly chores: readonly Chore[],
     private readonly log: Pick<BaseLogger, 'warn'>,
+    /** Whether this process leads the fleet (store/leadership.ts): the database-wide chores run only then. */
+    private readonly leads: () => boolean = () => true,
   ) {}
 
   start(): void {
@@ -50,7 +57,7 @@ export class Schedule {
   }
 
   private runOnce(chore: Chore): void {
-    if (this.running.has(chore.name)) return;
+    if (this.running.has(chore.name) || !(chore.perProcess || this.leads())) return;
     const run = chore
       .run()
       .then(() => undefined)

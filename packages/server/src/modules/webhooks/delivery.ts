@@ -1,6 +1,7 @@
 import type { BaseLogger } from 'pino';
 import { dispatchOutbox, onEventsCommitted, type OutboxDispatcher } from '../../core/events.js';
 import { nowIso, type Database } from '../../store/database.js';
+import { everyProcessLeads, FOLLOWER_POLL_MS, type Leadership } from '../../store/leadership.js';
 import { attempt, CONCURRENCY, sign } from './attempt.js';
 import { claimDeliveries, releaseLeases } from './claim.js';
 import { onDeliveriesDue } from './due.js';
@@ -31,7 +32,10 @@ const RECORD_BATCH = 500;
 /** Recording transactions under way at once, a second one only for at least this many outcomes. */
 const RECORDINGS = 2;
 const RECORD_TOGETHER = CLAIM_BATCH;
-/** How often an idle loop looks for work committed by other processes; commits in this process wake it at once. */
+/**
+ * How often an idle loop of the process leading the fleet (store/leadership.ts) looks for work committed by other
+ * processes (FOLLOWER_POLL_MS in the others); commits in this process wake it at once.
+ */
 const IDLE_POLL_MS = 200;
 /**
  * Outbox reads start at least this far apart: under a stream of writes each read takes the events
@@ -87,15 +91,22 @@ export class DeliveryLoop {
     private readonly settings: WebhookSettings,
     private readonly dispatchers: readonly OutboxDispatcher[],
     private readonly log: Pick<BaseLogger, 'warn'>,
+    private readonly leadership: Leadership = everyProcessLeads,
   ) {}
 
   start(): void {
     this.running = true;
     const stopEvents = onEventsCommitted(() => this.outbox.wake());
     const stopDue = onDeliveriesDue(() => this.claims.wake());
+    // Come to lead (the last leader died): what the fleet left waiting is looked for now, not at the next slow poll.
+    const stopLead = this.leadership.onLead(() => {
+      this.outbox.wake();
+      this.claims.wake();
+    });
     this.unsubscribe = () => {
       stopEvents();
       stopDue();
+      stopLead();
     };
     this.loops = [this.repeat(this.outbox, () => this.dispatch()), this.repeat(this.claims, () => this.claimAhead())];
   }
@@ -137,8 +148,10 @@ export class DeliveryLoop {
           );
         }
       }
-      if (this.running && !wakeup.due)
-        await wakeup.wait(failures === 0 ? IDLE_POLL_MS : Math.min(30_000, IDLE_POLL_MS * 2 ** Math.min(failures, 8)));
+      if (this.running && !wakeup.due) {
+        const poll = this.leadership.leads() ? IDLE_POLL_MS : FOLLOWER_POLL_MS;
+        await wakeup.wait(failures === 0 ? poll : Math.min(30_000, IDLE_POLL_MS * 2 ** Math.min(failures, 8)));
+      }
     }
   }
 
