@@ -15,7 +15,9 @@
  * `--processes N --postgres URL [--rounds 3]` measures a fleet instead (issue 51): N `engram serve` processes on one
  * database against one of them, alternately, 16 clients of single adds split across the processes by the same load
  * generator (client c to process c mod N, each client writing its own 4 end users, as a balancer with end-user
- * affinity would send them), with the CPU an add costs the servers taking the load and the database.
+ * affinity would send them), with the CPU an add costs the servers taking the load and the database; with
+ * `--idle SECONDS` first what each process and the database cost a second with no requests; with `--base REV
+ * [--runs 2]` this checkout's fleet and REV's one after the other, `--runs` times, the order alternating.
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -40,6 +42,8 @@ const baseRev = option('--base');
 const rounds = Number(option('--rounds') ?? 3);
 /** `--processes N`: the fleet measurement (fleetBenchmark) instead of the usual phases. */
 const processes = Number(option('--processes') ?? 1);
+/** `--idle SECONDS` (fleet): the processes' and the database's CPU a second with no requests, after the warm-up. */
+const idleSeconds = Number(option('--idle') ?? 0);
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
 
@@ -235,11 +239,12 @@ const spread = (values: number[]) => ({
  * the servers taking the load and the database's backends (the idle processes' chores included), and the ratio of N
  * processes to one in the same round.
  */
-async function fleetBenchmark(url: string) {
-  const first = await startServer({ postgresUrl: url, nodeArgs });
+async function fleetBenchmark(url: string, main?: string) {
+  const first = await startServer({ postgresUrl: url, nodeArgs, main });
   const servers = [first];
   try {
-    for (let p = 1; p < processes; p++) servers.push(await startServer({ databaseUrl: first.databaseUrl, nodeArgs }));
+    for (let p = 1; p < processes; p++)
+      servers.push(await startServer({ databaseUrl: first.databaseUrl, nodeArgs, main }));
     const requests = servers.map((server) => jsonClient(server.url, { 'x-api-key': server.key }));
     const add = (target: number, endUser: string, i: number) =>
       requests[target]!(
@@ -254,6 +259,21 @@ async function fleetBenchmark(url: string) {
     for (let p = 0; p < servers.length; p++)
       await runLoad(WARM_UP_ADDS, 4, (i) => add(p, `warmup-${p}`, written + i + p * WARM_UP_ADDS));
     written += WARM_UP_ADDS * servers.length;
+    // What the processes and the database cost with no requests (their chores and polls), after the warm-up settled.
+    let idle: { server_cpu_ms_per_second: number[]; database_cpu_ms_per_second: number } | undefined;
+    if (idleSeconds > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 5000));
+      const servers0 = servers.map((server) => processCpuSeconds(server.process.pid!));
+      const database0 = postgresCpuSeconds(first.databaseUrl);
+      await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+      const perSecond = (seconds: number) => Math.round((seconds * 10000) / idleSeconds) / 10;
+      idle = {
+        server_cpu_ms_per_second: servers.map((server, p) =>
+          perSecond(processCpuSeconds(server.process.pid!) - servers0[p]!),
+        ),
+        database_cpu_ms_per_second: perSecond(postgresCpuSeconds(first.databaseUrl) - database0),
+      };
+    }
     const adds = Math.round(10000 * scale);
     const phase = async (used: number) => {
       // The processes taking the load (an idle one's chores, ~30 ms of CPU a second, are not the adds' cost).
@@ -287,6 +307,8 @@ async function fleetBenchmark(url: string) {
     return {
       dialect: 'postgres',
       processes,
+      ...(main ? { build: 'base' } : {}),
+      ...(idle ? { idle } : {}),
       rounds: runs,
       fleet_over_one_process: {
         per_second: ratios('per_second'),
@@ -302,10 +324,14 @@ async function fleetBenchmark(url: string) {
 const dialects = [undefined, postgresUrl].filter((u, i) => i === 0 || u);
 if (processes > 1) {
   if (!postgresUrl) throw new Error('--processes needs --postgres URL: the processes share one PostgreSQL database');
-  const result = await fleetBenchmark(postgresUrl);
-  process.stdout.write(
-    `${JSON.stringify({ benchmark: 'write', node: process.version, results: [result] }, null, 2)}\n`,
-  );
+  // With --base: this checkout's fleet and the base's, one after the other, `--runs` times (order alternating).
+  const base = baseRev ? baselineMain(repoRoot, baseRev).main : undefined;
+  const results = [];
+  const runs = base ? Number(option('--runs') ?? 2) : 1;
+  for (let run = 0; run < runs; run++)
+    for (const main of !base ? [undefined] : run % 2 === 0 ? [undefined, base] : [base, undefined])
+      results.push(await fleetBenchmark(postgresUrl, main));
+  process.stdout.write(`${JSON.stringify({ benchmark: 'write', node: process.version, results }, null, 2)}\n`);
 } else if (!baseRev) {
   const results = [];
   for (const url of dialects) {
