@@ -141,6 +141,7 @@ if (argv.includes('--llm')) {
     'changes-fresh8.txt',
     'changes-dev8.txt',
     'changes-fresh9.txt',
+    'changes-dev9.txt',
     'changes-locomo.txt',
     'changes-sealed.txt',
     'changes-sealed2.txt',
@@ -279,6 +280,8 @@ const quality = {
   // Session 14: 96 pairs drawn from the LoCoMo dev conversations, committed before that session's helper read a rule
   // or another set's misses; only its totals per kind are read.
   facts_fresh9: conflictsByKind('facts_fresh9', 'changes-fresh9.txt'),
+  // Session 14's tuning pairs, written after fresh9 was committed, in other words; read and tuned on.
+  facts_dev9: conflictsByKind('facts_dev9', 'changes-dev9.txt'),
   // Session 5 of wave 3: drawn from the LoCoMo dev conversations, committed before that session changed a rule; held out.
   facts_locomo_changes: conflictsByKind('facts_locomo_changes', 'changes-locomo.txt'),
   // Wave 4: anchored on LoCoMo sessions the set above does not use, committed before that wave read a rule; only

@@ -8,6 +8,9 @@ import { unframed } from './fact-frames.js';
 import { personalFacts } from './facts.js';
 import { type Emit, PRONOUN_SUBJECT } from './fact-model.js';
 import { nounFacts } from './fact-nouns.js';
+import { type HabitChange, habitChangesOf, lapsesOf, likingsGivenUp, rivalPreferences } from './fact-shifts.js';
+import { favouritesUnnamed } from './fact-favourites.js';
+import { THING_PRONOUN, worldFacts } from './fact-world.js';
 import { type Ending, endingsOf } from './fact-endings.js';
 import { type Update, updatesOf } from './fact-kinds.js';
 import { endedState } from './fact-phrases.js';
@@ -40,8 +43,12 @@ export interface Extraction {
   categories: string[];
   /** Facts of a bare "he"/"she"/"they" the text does not name (subject named `PRONOUN_SUBJECT` + the pronoun). */
   ofPronoun?: RelationFact[];
+  /** Possessions a text ends by naming them "it" ("I sold it"), object `THING_PRONOUN`: of the thing named before. */
+  ofThing?: RelationFact[];
   /** Sentences saying that something of a subject's ended, by the words they name (fact-endings.ts). */
   endings?: Ending[];
+  /** A habit's new time or frequency, said without the rules' frame (fact-shifts.ts). */
+  habitChanges?: HabitChange[];
   /** Sentences stating a new value of a kind of attribute without naming it in a rule's frame (fact-kinds.ts). */
   updates?: Update[];
 }
@@ -270,21 +277,35 @@ export class Extractor {
     personalFacts(read.tokens, read.mentions, self, personal);
     // A fact stated through its attribute's noun ("our new place in Leeds"), when no rule above read it.
     nounFacts(read.tokens, read.mentions, self, personal);
+    // Values only world knowledge tells apart (a religion, a language, a team) and a thing named by "it".
+    worldFacts(read.tokens, read.mentions, self, personal);
+    // Preferences and likings said without a verb of liking ("I'm a tea person", "I'm so over jazz").
+    rivalPreferences(read.tokens, read.mentions, self, personal);
+    likingsGivenUp(read.tokens, read.mentions, self, personal);
+    favouritesUnnamed(read.tokens, self, personal);
     // A state the personal-fact rules read as ended ("I worked at IKEA for ten years") is not also a fact of now.
     const ended = new Set(relations.filter((r) => r.past).map((r) => factKey({ ...r, negated: false })));
     const kept = relations.filter((r) => r.negated || !ended.has(factKey(r)));
     const ofPronoun = kept.filter((r) => r.subject.name.startsWith(PRONOUN_SUBJECT));
-    relations.splice(0, relations.length, ...kept.filter((r) => !r.subject.name.startsWith(PRONOUN_SUBJECT)));
+    const ofThing = kept.filter((r) => r.object.name === THING_PRONOUN);
+    relations.splice(
+      0,
+      relations.length,
+      ...kept.filter((r) => !r.subject.name.startsWith(PRONOUN_SUBJECT) && r.object.name !== THING_PRONOUN),
+    );
     const entities = new Map<string, EntityRef>();
     for (const m of mentions) entities.set(`${m.type}\u0000${m.name}`, { name: m.name, type: m.type });
-    const endings = endingsOf(tokens, mentions, self);
+    const endings = [...endingsOf(tokens, mentions, self), ...lapsesOf(tokens, mentions, self)];
+    const habitChanges = habitChangesOf(tokens, mentions, self);
     const updates = updatesOf(tokens, mentions, self);
     return {
       entities: [...entities.values()],
       relations,
       categories: this.categorise(text),
       ...(ofPronoun.length ? { ofPronoun } : {}),
+      ...(ofThing.length ? { ofThing } : {}),
       ...(endings.length ? { endings } : {}),
+      ...(habitChanges.length ? { habitChanges } : {}),
       ...(updates.length ? { updates } : {}),
     };
   }

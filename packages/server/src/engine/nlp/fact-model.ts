@@ -23,6 +23,9 @@ export const FACT_RELATIONS = {
   does: 'does',
   habit: 'habit',
   likes: 'likes',
+  religion: 'religion',
+  speaks: 'speaks',
+  supports: 'supports',
   favoritePrefix: 'favorite_',
 } as const;
 

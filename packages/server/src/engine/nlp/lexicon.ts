@@ -259,6 +259,11 @@ const NOT_THE_KIND = new Set(
 const KIND_SYNONYMS: Record<string, string> = {
   film: 'movie',
   flick: 'movie',
+  treat: 'dessert',
+  sweet: 'dessert',
+  pudding: 'dessert',
+  beverage: 'drink',
+  cuisine: 'food',
   writer: 'author',
   novelist: 'author',
   tune: 'song',

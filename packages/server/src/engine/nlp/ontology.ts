@@ -404,6 +404,9 @@ export const DEFAULT_ONTOLOGY: Ontology = {
     rel('drives', 'The car the subject drives', true, [], ['person'], []),
     rel('phone', 'The phone the subject uses', true, [], ['person'], []),
     rel('prefers', 'Which of two things the subject prefers (one value per pair)', true, [], ['person'], []),
+    rel('religion', "The subject's religion, or none (one at a time)", true, [], ['person'], []),
+    rel('speaks', 'A language the subject speaks', false, [], ['person'], []),
+    rel('supports', 'The team the subject is a fan of (one per league)', true, [], ['person'], []),
     rel('does', 'An activity the subject does as a habit', false, [], ['person'], []),
     rel(
       'habit',

@@ -4,6 +4,7 @@ import { sha256Hex } from '../../core/crypto.js';
 import {
   type NounKind,
   nounIs,
+  placeWithin,
   PRONOUN_SUBJECT,
   pronounFits,
   personAliases,
@@ -11,6 +12,8 @@ import {
   type EntityRef,
   type Extraction,
   type RelationFact,
+  THING_PRONOUN,
+  VEHICLES,
 } from '../../engine/nlp/index.js';
 import { KIND_RELATIONS, updateFits, valueNamed, valueWords } from './fact-ends.js';
 
@@ -114,9 +117,29 @@ function pronounsNamed(ordered: ExtractedMemory[]): ExtractedMemory[] {
   });
 }
 
+/**
+ * "I bought a Honda last year." then "I sold it last week.": a possession a memory ends by naming it "it" is the
+ * thing the end user's memory just before had (its last possession of the same subject); with none, it is dropped.
+ */
+function thingsNamed(ordered: ExtractedMemory[]): ExtractedMemory[] {
+  let previous: RelationFact[] = [];
+  return ordered.map((m) => {
+    if (m.isSummary) return m;
+    const before = previous;
+    previous = m.extraction.relations.filter((r) => !r.negated && (r.relation === 'has' || r.relation === 'drives'));
+    if (!m.extraction.ofThing) return m;
+    const resolved = m.extraction.ofThing.flatMap((r) => {
+      const thing = before.findLast((b) => b.subject.name === r.subject.name);
+      return thing ? [{ ...r, object: thing.object }] : [];
+    });
+    if (!resolved.length) return m;
+    return { ...m, extraction: { ...m.extraction, relations: [...m.extraction.relations, ...resolved] } };
+  });
+}
+
 /** Builds nodes (with person short names merged into full names), edges with validity, and conflicts. */
 export function deriveKnowledge(memories: ExtractedMemory[], endUserName: string): Knowledge {
-  const ordered = pronounsNamed(chronological(memories));
+  const ordered = thingsNamed(pronounsNamed(chronological(memories)));
   const aliases = personAliases(
     ordered.flatMap((m) => [
       ...m.extraction.entities.filter((e) => e.type === 'person').map((e) => e.name),
@@ -197,6 +220,9 @@ const EXCLUSIVE: Array<[string, string]> = [
   ['is|concept:vegetarian', 'does|concept:eat meat'],
   ['is|concept:vegan', 'does|concept:eat meat'],
   ['is|concept:vegan', 'does|concept:eat dairy'],
+  ['is|concept:vegetarian', 'does|concept:eat fish'],
+  ['is|concept:vegan', 'does|concept:eat fish'],
+  ['is|concept:pescatarian', 'does|concept:eat meat'],
   ['is|concept:sober', 'does|concept:drink'],
   ['is|concept:teetotal', 'does|concept:drink'],
   ['is|concept:non-smoker', 'does|concept:smoke'],
@@ -327,7 +353,8 @@ function timeline(
         conflict('negation', f, { ...denial, target: f.target, negated: true }, m);
         denied.delete(deniedKey!);
       }
-      if (live && sameValue(live.target, f.target)) {
+      // A place inside the other ("I live in Sweden", "my flat in Gothenburg") names the same home more or less closely.
+      if (live && (sameValue(live.target, f.target) || samePlace(f.relation, live.target, f.target))) {
         if (!live.memory_ids.includes(m.id)) live.memory_ids.push(m.id);
         continue;
       }
@@ -373,6 +400,26 @@ function timeline(
       endFacts('negation', ending.subject, (slot, edge) =>
         valueNamed(slot, edge.target, new Set(ending.words), ending.objectKeys),
       );
+    for (const change of m.extraction.habitChanges ?? []) {
+      const source = idOf(change.subject);
+      const ofDimension = [...current].filter(
+        ([slot, edge]) =>
+          edge.source === source &&
+          edge.type === 'habit' &&
+          slot.endsWith(` | ${change.dimension}`) &&
+          !edge.memory_ids.includes(m.id),
+      );
+      const named = ofDimension.filter(([slot]) => activityNamed(slot, change.keys));
+      const changed = named.length ? named : change.switched && ofDimension.length === 1 ? ofDimension : [];
+      for (const [slot, edge] of changed) {
+        if (sameValue(edge.target, `concept:${change.value}`)) continue;
+        const statement = { subject: change.subject, relation: 'habit', object: change.subject, negated: false };
+        conflict('single_valued', { ...statement, singleValued: true, source, target: `concept:${change.value}` }, edge, m);
+        if (overruled) continue;
+        end(edge, m);
+        current.delete(slot);
+      }
+    }
     for (const update of m.extraction.updates ?? [])
       endFacts(
         'single_valued',
@@ -385,6 +432,16 @@ function timeline(
   }
   return { edges, conflicts };
 }
+
+/** Whether a habit's activity (its slot's aspect, as word keys) is named by a sentence's word keys. */
+const activityNamed = (slot: string, keys: string[]) =>
+  slot
+    .slice(slot.indexOf('|habit|') + 7, slot.lastIndexOf(' | '))
+    .split(' ')
+    .some((w) => w.length > 2 && keys.includes(w));
+
+const samePlace = (relation: string, a: string, b: string) =>
+  relation === 'lives_in' && placeWithin(a.slice(a.indexOf(':') + 1), b.slice(b.indexOf(':') + 1));
 
 /** One value named alike, whatever type the entity rules gave it ("Alien" a person in one sentence, a concept in another). */
 const sameValue = (a: string, b: string) => a === b || a.slice(a.indexOf(':') + 1) === b.slice(b.indexOf(':') + 1);
@@ -455,6 +512,8 @@ const KIND_OF: Record<string, string[]> = {
   bicycle: ['vehicle'],
   car: ['vehicle'],
   motorcycle: ['vehicle'],
+  // A brand or model is its kind of vehicle: "I sold my car" ends "I drive a Corolla".
+  ...Object.fromEntries(Object.entries(VEHICLES).map(([name, kind]) => [name, [kind, 'vehicle']])),
 };
 
 /** Edges true at `asOf` (all edges when absent): stated by then and not yet ended. */
