@@ -201,7 +201,10 @@ const spelledOut = (text: string) =>
   text
     .replace(/\b(\p{Lu}[\p{L}]+)-based\b/gu, 'based in $1')
     // Words for a favourite: "my go-to drink", "my top pick", "my number one", "at the top of my list".
-    .replace(/\b(my|his|her|our|their)( new)? (?:go-to|go to|top pick|top choice|number one|no\. ?1)\b/giu, '$1$2 favourite')
+    .replace(
+      /\b(my|his|her|our|their)( new)? (?:go-to|go to|top pick|top choice|number one|no\. ?1)\b/giu,
+      '$1$2 favourite',
+    )
     .replace(/\bat the top of (my|his|her|our|their) list\b/giu, '$1 favourite')
     .replace(KIN_PAIRS, (whole, owner: string | undefined, grand: string | undefined) => {
       const pair = `${grand ? 'grand' : ''}parents`;

@@ -10,6 +10,7 @@ import { type Emit, PRONOUN_SUBJECT } from './fact-model.js';
 import { nounFacts } from './fact-nouns.js';
 import { type HabitChange, habitChangesOf, lapsesOf, likingsGivenUp, rivalPreferences } from './fact-shifts.js';
 import { favouritesUnnamed } from './fact-favourites.js';
+import { pastFrame } from './past-frames.js';
 import { THING_PRONOUN, worldFacts } from './fact-world.js';
 import { type Ending, endingsOf } from './fact-endings.js';
 import { type Update, updatesOf } from './fact-kinds.js';
@@ -249,6 +250,25 @@ export class Extractor {
 
   /** Entities, relations and categories of one memory; `speaker` names who "I" is in a conversation turn. */
   extract(said: string, speaker?: string | null): Extraction {
+    const extraction = this.read(said, speaker);
+    // A fact stated only in a sentence of the past or of a wish ("I was 18 when I moved out") is no fact of now.
+    const frame = pastFrame(chatText(said));
+    if (!frame) return extraction;
+    const now = new Set(frame.rest.trim() ? this.read(frame.rest, speaker).relations.map(factKey) : []);
+    const then = new Set(
+      this.read(frame.past, speaker)
+        .relations.filter(
+          (r) =>
+            (!r.negated || frame.stateDenied) &&
+            !(frame.begun && (r.relation === 'does' || r.relation === 'habit')) &&
+            !now.has(factKey(r)),
+        )
+        .map(factKey),
+    );
+    return { ...extraction, relations: extraction.relations.filter((r) => !then.has(factKey(r))) };
+  }
+
+  private read(said: string, speaker?: string | null): Extraction {
     const text = chatText(said);
     const tokens = tokenizeWithOffsets(text);
     const mentions = findEntities(tokens, this.custom);

@@ -12,7 +12,20 @@ import { type NounKind, nounIs } from './word-kinds.js';
 const OTHERS = new Set(['says', 'said', 'thinks', 'told']);
 const FAVOURITE = new Set(['favorite', 'favourite', 'fave', 'fav']);
 /** Words that open a sentence without being part of what is favoured ("Honestly, ...", "These days ..."). */
-const OPENERS = new Set(['honestly', 'these', 'days', 'now', 'lately', 'so', 'ok', 'okay', 'well', 'yeah', 'but', 'and']);
+const OPENERS = new Set([
+  'honestly',
+  'these',
+  'days',
+  'now',
+  'lately',
+  'so',
+  'ok',
+  'okay',
+  'well',
+  'yeah',
+  'but',
+  'and',
+]);
 const KINDS: Array<[NounKind, string]> = [
   ['food', 'food'],
   ['animal', 'animal'],

@@ -4,9 +4,10 @@
 // good"), and a thing named by a pronoun ("I sold it"), which the knowledge timeline gives the thing the memory
 // before spoke of. Each reads a sentence by a word of a closed class (world.ts) and the few words around it.
 import type { EntityMention } from './entities.js';
-import { hedged, statementsOf, subjectOf } from './fact-endings.js';
+import { hedged, singularOf, statementsOf, subjectOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
 import type { Token } from './tokens.js';
+import { speaksOfFuture } from './lexicon.js';
 import { nounIs } from './word-kinds.js';
 import { knownPlace, LANGUAGES, RELIGIONS, TEAMS, WORSHIP } from './world.js';
 
@@ -64,6 +65,7 @@ export function worldFacts(tokens: Token[], mentions: EntityMention[], self: Ent
       thingEndedAt(sentence, i, who, emit);
     }
     homeIn(sentence, at, mentions, who, emit);
+    employerIn(sentence, at, mentions, self, who, emit);
   }
 }
 
@@ -202,7 +204,10 @@ function thingEndedAt(sentence: Token[], i: number, who: Who, emit: Emit): void 
   const t = sentence[i]!;
   const it = sentence[i + 1]?.lower === 'it';
   const named =
-    (it && (ENDS_IT.has(t.key) || ENDS_IT.has(t.lower) || (ENDS_IT_WITH.has(t.lower) && ENDS_IT_WITH.get(t.lower) === sentence[i + 2]?.lower))) ||
+    (it &&
+      (ENDS_IT.has(t.key) ||
+        ENDS_IT.has(t.lower) ||
+        (ENDS_IT_WITH.has(t.lower) && ENDS_IT_WITH.get(t.lower) === sentence[i + 2]?.lower))) ||
     (t.lower === 'rid' && sentence[i + 1]?.lower === 'of' && sentence[i + 2]?.lower === 'it') ||
     (t.lower === 'it' &&
       ['got', 'was', 'been'].includes(sentence[i + 1]?.lower ?? '') &&
@@ -212,32 +217,138 @@ function thingEndedAt(sentence: Token[], i: number, who: Who, emit: Emit): void 
   if (subject) emit(subject, FACT_RELATIONS.has, concept(THING_PRONOUN), true);
 }
 
+/** Keys of words that make a place named in the sentence a home: a verb of living or moving, a word for home. */
+const HOME_VERBS = new Set(['live', 'rent', 'reloc', 'settl', 'move', 'base', 'home']);
+/** A dwelling, a home when it is the writer's own or new ("our new place in Leeds", "my flat in Gothenburg"). */
+const DWELLINGS = new Set([
+  'flat',
+  'apartment',
+  'place',
+  'hous',
+  'condo',
+  'dorm',
+  'houseboat',
+  'cottag',
+  'neighbourhood',
+]);
+/** Words before a place that make it the home left or another one ("left Lisbon for Porto", "from Fort Worth"). */
+const NOT_THIS_PLACE = new Set(['from', 'left', 'leav', 'of', 'visit', 'near', 'outsid']);
+/** Words that make a stay or a place of work, not a home ("my office in Sydney", "a conference in Berlin"). */
+const NOT_HOME = new Set(['offic', 'confer', 'job', 'work', 'school', 'colleg', 'univers', 'meet', 'wed', 'hotel']);
+
 /**
- * A home named by a known place, when the sentence says it is home now: "living in Spain", "now that I'm in Japan
- * for good", "been in Tokyo a year now", "Berlin ... my new flat here".
+ * A home named by a known place and a word of home anywhere in its sentence: "living in Spain", "we relocated ...
+ * Sacramento", "now that I'm in Japan for good", "been in Tokyo a year now", "Berlin ... my new flat here".
  */
 function homeIn(sentence: Token[], at: number, mentions: EntityMention[], who: Who, emit: Emit): void {
   const placeAt = new Map<number, string>();
   for (const m of mentions) if (m.type === 'place' && m.first >= at) placeAt.set(m.first - at, m.name);
+  // "home" but not "from home", "my home country" or "my hometown" (where one is from).
+  const verb = sentence.some(
+    (t, k) =>
+      HOME_VERBS.has(t.key) &&
+      !(t.key === 'home' && (sentence[k - 1]?.lower === 'from' || ORIGINS.has(sentence[k + 1]?.lower ?? ''))),
+  );
+  // A move to come ("we're moving to York next month") is a plan.
+  if (
+    speaksOfFuture(sentence.map((t) => t.key)) ||
+    sentence.some((t, k) => t.lower === 'moving' && sentence[k - 1]?.key === 'be')
+  )
+    return;
+  const dwelling = sentence.some(
+    (t, k) => DWELLINGS.has(t.key) && ['my', 'our', 'new', 'own'].includes(sentence[k - 1]?.lower ?? ''),
+  );
+  const noHome =
+    sentence.some((t) => NOT_HOME.has(t.key)) && !sentence.some((t) => t.key === 'reloc' || t.key === 'move');
+  // The last place the sentence makes a home: "moved from Denver to Austin", "sold our house in Bristol and rent in Bath".
+  let home: { i: number; name: string } | null = null;
   for (let i = 0; i < sentence.length; i++) {
     const known = placeAt.has(i) ? null : phraseIn(sentence, i, knownPlace);
     const name = placeAt.get(i) ?? (known ? titled(known.name) : undefined);
     if (!name) continue;
-    const prev = sentence[i - 1]?.lower;
-    const living =
-      prev === 'in' &&
-      (sentence[i - 2]?.lower === 'living' || sentence[i - 2]?.lower === 'settled') &&
-      !['after', 'before', 'when', 'since'].includes(sentence[i - 3]?.lower ?? '');
-    const inNow = prev === 'in' && ['be', 'back'].includes(sentence[i - 2]?.key ?? '') && has(sentence.slice(i), NOW);
-    const here = sentence.some(
-      (t, k) => t.lower === 'here' && HOMES.has(sentence[k - 1]?.lower ?? '') && sentence[k - 2]?.lower === 'new',
-    );
-    if (!living && !inNow && !here) continue;
-    if (sentence.slice(0, i).some((s) => PAST.has(s.lower) || s.lower === 'grew')) continue;
-    const subject = who(living || inNow ? i - 1 : sentence.length);
-    if (subject) emit(subject, FACT_RELATIONS.livesIn, { name, type: 'place' }, false);
-    return;
+    const prev = sentence[i - 1];
+    if (prev && (NOT_THIS_PLACE.has(prev.key) || NOT_THIS_PLACE.has(prev.lower))) continue;
+    if (sentence.slice(Math.max(0, i - 4), i).some((t) => t.key === 'sold' || t.key === 'sell')) continue;
+    const inNow =
+      prev?.lower === 'in' && ['be', 'back'].includes(sentence[i - 2]?.key ?? '') && has(sentence.slice(i), NOW);
+    const life = sentence[i + 1]?.lower === 'life' || sentence[i + 1]?.lower === 'people';
+    if (!((verb || dwelling) && !noHome) && !inNow && !life) continue;
+    home = { i, name };
+  }
+  if (!home) return;
+  const before = sentence.slice(0, home.i);
+  if (before.some((s) => PAST.has(s.lower) || s.lower === 'grew' || s.lower === 'after' || s.key === 'rememb')) return;
+  // "My best friend just moved to Mombasa": someone of the writer's, not the writer, unless "I" or "we" is said too.
+  if (!before.some((t) => SUBJECT_SELF.has(t.lower)) && before.some((_, k) => isMine(before, k))) return;
+  const subject = who(home.i);
+  if (subject) emit(subject, FACT_RELATIONS.livesIn, { name: home.name, type: 'place' }, false);
+}
+const ORIGINS = new Set(['country', 'town', 'state', 'city']);
+const SUBJECT_SELF = new Set(['i', 'we', "i'm", "we're"]);
+const PEOPLE = new Set([
+  'friend',
+  'boss',
+  'colleague',
+  'coworker',
+  'neighbour',
+  'neighbor',
+  'roommate',
+  'partner',
+  'kids',
+]);
+/** "my best friend", "our neighbour": a person of the writer's at `k` ("my"/"our" and a person noun in two words). */
+const isMine = (words: Token[], k: number) =>
+  ['my', 'our'].includes(words[k]!.lower) &&
+  [words[k + 1], words[k + 2]].some(
+    (t) => !!t && (PEOPLE.has(singularOf(t.lower)) || PEOPLE.has(t.lower) || nounIs(singularOf(t.lower), 'relative')),
+  );
+const titled = (name: string) => name.replace(/\b\p{L}/gu, (c) => c.toUpperCase());
+
+/** Keys of words that make an organisation named in the sentence an employer: a job, an offer, a start, a hire. */
+const JOB_WORDS = new Set([
+  'job',
+  'role',
+  'posit',
+  'offer',
+  'hire',
+  'hired',
+  'poach',
+  'employ',
+  'gig',
+  'intern',
+  'sign',
+  'recruit',
+  'career',
+]);
+/** Words before an organisation that end the job there ("last day at Tesco", "notice at Boots", "fired from Ikea"). */
+const JOB_ENDS = new Set(['quit', 'left', 'leav', 'fire', 'fired', 'notic', 'laid', 'redund', 'last']);
+
+/** "got a job at the BBC", "starting at Lidl on Monday", "poached by Stripe"; "last day at Tesco" ends Tesco. */
+function employerIn(
+  sentence: Token[],
+  at: number,
+  mentions: EntityMention[],
+  self: EntityRef,
+  who: Who,
+  emit: Emit,
+): void {
+  for (const m of mentions) {
+    const i = m.first - at;
+    if (i < 1 || i >= sentence.length) continue;
+    const link = sentence[i - 1]!.key;
+    // An unknown name after "at" is taken for a person by the entity rules; people are seldom worked "at".
+    if (m.type !== 'organization' && !(m.type === 'person' && link === 'at')) continue;
+    const before = sentence.slice(Math.max(0, i - 4), i);
+    const ended = before.some((t) => JOB_ENDS.has(t.key) || JOB_ENDS.has(t.lower));
+    const started =
+      (['at', 'for', 'with', 'by', 'join'].includes(link) || (link === 'from' && sentence[i - 2]?.key === 'offer')) &&
+      sentence.slice(Math.max(0, i - 6), i).some((t) => JOB_WORDS.has(t.key) || t.key === 'start');
+    if (!ended && !started) continue;
+    if (!ended && sentence.slice(0, i).some((s) => PAST.has(s.lower) || s.lower === 'after')) continue;
+    const subject = who(i);
+    // The subject found may be a workplace the rules took for a person ("notice at Boots, starting at Lloyds").
+    const workplace = mentions.some((o) => o.name === subject?.name && sentence[o.first - at - 1]?.key === 'at');
+    if (subject)
+      emit(workplace ? self : subject, FACT_RELATIONS.worksAt, { name: m.name, type: 'organization' }, ended);
   }
 }
-const HOMES = new Set(['flat', 'apartment', 'place', 'house', 'home']);
-const titled = (name: string) => name.replace(/\b\p{L}/gu, (c) => c.toUpperCase());

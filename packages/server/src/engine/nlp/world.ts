@@ -171,7 +171,6 @@ const WITHIN: Record<string, string> = Object.fromEntries(
 /** Another name of one country. */
 const COUNTRY_NAMES: Record<string, string> = {
   usa: 'united states',
-  us: 'united states',
   america: 'united states',
   'the us': 'united states',
   'the states': 'united states',
