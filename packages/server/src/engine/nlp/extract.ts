@@ -10,6 +10,7 @@ import { type Emit, PRONOUN_SUBJECT } from './fact-model.js';
 import { nounFacts } from './fact-nouns.js';
 import { type HabitChange, habitChangesOf, lapsesOf, likingsGivenUp, rivalPreferences } from './fact-shifts.js';
 import { agesReached } from './fact-ages.js';
+import { coupleStatuses } from './fact-couples.js';
 import { favouritesUnnamed } from './fact-favourites.js';
 import { pastFrame } from './past-frames.js';
 import { THING_PRONOUN, worldFacts } from './fact-world.js';
@@ -305,6 +306,7 @@ export class Extractor {
     likingsGivenUp(read.tokens, read.mentions, self, personal);
     favouritesUnnamed(read.tokens, self, personal);
     agesReached(read.tokens, read.mentions, self, personal);
+    coupleStatuses(read.tokens, read.mentions, self, personal);
     // A state the personal-fact rules read as ended ("I worked at IKEA for ten years") is not also a fact of now.
     const ended = new Set(relations.filter((r) => r.past).map((r) => factKey({ ...r, negated: false })));
     const kept = relations.filter((r) => r.negated || !ended.has(factKey(r)));

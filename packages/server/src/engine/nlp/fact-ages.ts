@@ -34,7 +34,19 @@ const AFTER_AGE = new Set([
   'but',
 ]);
 /** Words after a birthday's ordinal that end its phrase ("her 90th", "his 25th with a party", "90th birthday"). */
-const AFTER_ORDINAL = new Set(['birthday', 'bday', 'with', 'at', 'on', 'was', 'to', 'party', 'yesterday', 'last', 'is']);
+const AFTER_ORDINAL = new Set([
+  'birthday',
+  'bday',
+  'with',
+  'at',
+  'on',
+  'was',
+  'to',
+  'party',
+  'yesterday',
+  'last',
+  'is',
+]);
 
 const ADVERBS = new Set(['just', 'finally', 'officially', 'now', 'already', 'been']);
 const age = (n: number) => ({ name: String(n), type: 'quantity' });
@@ -43,8 +55,7 @@ const age = (n: number) => ({ name: String(n), type: 'quantity' });
 function emitAge(subject: EntityRef, n: number, self: EntityRef, emit: Emit): void {
   if (n < 1 || n > 120) return;
   const kin = /^(?:my |our )?(\w+)$/.exec(subject.name.toLowerCase());
-  if (subject !== self && kin && nounIs(kin[1]!, 'relative'))
-    emit(self, FACT_RELATIONS.age, age(n), false, kin[1]!);
+  if (subject !== self && kin && nounIs(kin[1]!, 'relative')) emit(self, FACT_RELATIONS.age, age(n), false, kin[1]!);
   else emit(subject, FACT_RELATIONS.age, age(n), false);
 }
 
