@@ -62,6 +62,7 @@ export function worldFacts(tokens: Token[], mentions: EntityMention[], self: Ent
       languageAt(sentence, i, who, emit);
       teamAt(sentence, i, who, emit);
       dietAt(sentence, i, who, emit);
+      drinkAt(sentence, i, who, emit);
       thingEndedAt(sentence, i, who, emit);
     }
     homeIn(sentence, at, mentions, who, emit);
@@ -186,6 +187,32 @@ function dietAt(sentence: Token[], i: number, who: Who, emit: Emit): void {
     if (subject) emit(subject, FACT_RELATIONS.does, concept(`eat ${kind}`), false);
     return;
   }
+}
+
+/** Drinks of alcohol, beside the lexicon's kind ("a couple of beers", "a glass of wine"). */
+const ALCOHOL = new Set([
+  'beer',
+  'beers',
+  'wine',
+  'pint',
+  'pints',
+  'cocktail',
+  'cocktails',
+  'booze',
+  'whisky',
+  'vodka',
+]);
+const HAVING = new Set(['have', 'having', 'had', 'drink', 'drinking', 'drank', 'grab', 'grabbing', 'order']);
+
+/** "I've started having a beer after work", "had a couple of beers", "I'm drinking again": `does drink`, a teetotaller's end. */
+function drinkAt(sentence: Token[], i: number, who: Who, emit: Emit): void {
+  const t = sentence[i]!;
+  const alcohol = ALCOHOL.has(t.lower) || nounIs(t.lower, 'alcohol');
+  const again = t.lower === 'drinking' && ['again', 'socially'].includes(sentence[i + 1]?.lower ?? '');
+  if (!again && !(alcohol && sentence.slice(Math.max(0, i - 4), i).some((s) => HAVING.has(s.lower)))) return;
+  if (negatedBefore(sentence, i, 5) || sentence.slice(0, i).some((s) => PAST.has(s.lower))) return;
+  const subject = who(i);
+  if (subject) emit(subject, FACT_RELATIONS.does, concept('drink'), false);
 }
 
 /** Verbs that end a possession named after them by "it" ("I sold it", "someone stole it", "we gave it away"). */

@@ -314,6 +314,13 @@ function timeline(
           }
         }
       }
+      // "I donated my old car" ends "I drive a Corolla": a vehicle no longer had is no longer driven.
+      const drivenThing = (denied: Resolved) => {
+        const driven = current.get(`${denied.source}|drives`);
+        return denied.relation === 'has' && driven && sameThing(denied, `|${driven.target}`, true)
+          ? `${denied.source}|drives`
+          : undefined;
+      };
       if (f.negated) {
         // A many-valued fact is denied by its head too ("I quit choir" ends "choir practice").
         // A single value is denied by its head too ("I resigned from the library" ends "the city library").
@@ -322,7 +329,8 @@ function timeline(
             ? slot
             : !matchedByHead(f)
               ? undefined
-              : [...current.keys()].find((k) => k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k, true));
+              : ([...current.keys()].find((k) => k.startsWith(`${f.source}|${relation}|`) && sameThing(f, k, true)) ??
+                drivenThing(f));
         if (liveSlot) {
           const ended = current.get(liveSlot)!;
           conflict('negation', f, ended, m);
@@ -414,7 +422,12 @@ function timeline(
       for (const [slot, edge] of changed) {
         if (sameValue(edge.target, `concept:${change.value}`)) continue;
         const statement = { subject: change.subject, relation: 'habit', object: change.subject, negated: false };
-        conflict('single_valued', { ...statement, singleValued: true, source, target: `concept:${change.value}` }, edge, m);
+        conflict(
+          'single_valued',
+          { ...statement, singleValued: true, source, target: `concept:${change.value}` },
+          edge,
+          m,
+        );
         if (overruled) continue;
         end(edge, m);
         current.delete(slot);
