@@ -299,7 +299,7 @@ function homeIn(sentence: Token[], at: number, mentions: EntityMention[], who: W
     const inNow =
       prev?.lower === 'in' && ['be', 'back'].includes(sentence[i - 2]?.key ?? '') && has(sentence.slice(i), NOW);
     const life = sentence[i + 1]?.lower === 'life' || sentence[i + 1]?.lower === 'people';
-    if (!((verb || dwelling) && !noHome) && !inNow && !life) continue;
+    if (noHome || (!verb && !dwelling && !inNow && !life)) continue;
     home = { i, name };
   }
   if (!home) return;
@@ -347,6 +347,7 @@ const JOB_WORDS = new Set([
   'recruit',
   'career',
 ]);
+const NOT_HIRED = new Set(['interview', 'appli', 'apply', 'down', 'declin', 'reject', 'hope', 'dream']);
 /** Words before an organisation that end the job there ("last day at Tesco", "notice at Boots", "fired from Ikea"). */
 const JOB_ENDS = new Set(['quit', 'left', 'leav', 'fire', 'fired', 'notic', 'laid', 'redund', 'last']);
 
@@ -371,6 +372,8 @@ function employerIn(
       (['at', 'for', 'with', 'by', 'join'].includes(link) || (link === 'from' && sentence[i - 2]?.key === 'offer')) &&
       sentence.slice(Math.max(0, i - 6), i).some((t) => JOB_WORDS.has(t.key) || t.key === 'start');
     if (!ended && !started) continue;
+    // An interview, an application or an offer turned down is no job; nor a start to come ("next week").
+    if (!ended && (sentence.some((t) => NOT_HIRED.has(t.key)) || speaksOfFuture(sentence.map((t) => t.key)))) continue;
     if (!ended && sentence.slice(0, i).some((s) => PAST.has(s.lower) || s.lower === 'after')) continue;
     const subject = who(i);
     // The subject found may be a workplace the rules took for a person ("notice at Boots, starting at Lloyds").

@@ -9,17 +9,17 @@ import { deriveKnowledge } from './knowledge.js';
 // /chat/completions endpoint that speaks the real wire format: it answers from a table of statements.
 const KEY = 'sk-test-FACTS-42';
 const ANSWERS: Record<string, unknown> = {
-  "I don't drink.": {
-    facts: [{ subject: 'I', attribute: 'does', value: 'drink', negated: true, past: false, qualifier: null }],
+  "I don't drive.": {
+    facts: [{ subject: 'I', attribute: 'does', value: 'drive', negated: true, past: false, qualifier: null }],
   },
-  'I have a glass of wine most nights.': {
-    facts: [{ subject: 'I', attribute: 'does', value: 'drink', negated: false, past: false, qualifier: null }],
+  'I passed my driving test last week!': {
+    facts: [{ subject: 'I', attribute: 'does', value: 'drive', negated: false, past: false, qualifier: null }],
   },
-  "I'm a cat person.": {
-    facts: [{ subject: 'I', attribute: 'prefers', value: 'cats', negated: false, past: false, qualifier: 'dogs' }],
+  "I'm not a morning person.": {
+    facts: [{ subject: 'I', attribute: 'is', value: 'morning person', negated: true, past: false, qualifier: null }],
   },
-  "I'm more of a dog person these days.": {
-    facts: [{ subject: 'I', attribute: 'prefers', value: 'dogs', negated: false, past: false, qualifier: 'cats' }],
+  "I've turned into a morning person, up at five every day.": {
+    facts: [{ subject: 'I', attribute: 'is', value: 'morning person', negated: false, past: false, qualifier: null }],
   },
   'My favourite genre is jazz.': {
     facts: [
@@ -102,12 +102,13 @@ describe('facts read by a chat model (optional)', () => {
   });
 
   it('finds changes the rules alone miss, and the rules alone are unchanged', async () => {
-    expect(await conflicts("I don't drink.", 'I have a glass of wine most nights.', false)).toBe(0);
-    expect(await conflicts("I don't drink.", 'I have a glass of wine most nights.', true)).toBe(1);
-    expect(await conflicts("I'm a cat person.", "I'm more of a dog person these days.", false)).toBe(0);
-    expect(await conflicts("I'm a cat person.", "I'm more of a dog person these days.", true)).toBe(1);
+    expect(await conflicts("I don't drive.", 'I passed my driving test last week!', false)).toBe(0);
+    expect(await conflicts("I don't drive.", 'I passed my driving test last week!', true)).toBe(1);
+    const morning = ["I'm not a morning person.", "I've turned into a morning person, up at five every day."] as const;
+    expect(await conflicts(...morning, false)).toBe(0);
+    expect(await conflicts(...morning, true)).toBe(1);
     // A compatible pair stays compatible.
-    expect(await conflicts("I'm a cat person.", "I don't drink.", true)).toBe(0);
+    expect(await conflicts("I'm not a morning person.", "I don't drive.", true)).toBe(0);
   });
 
   it("names the end user as the rules do (a turn's speaker), and keeps only what the ontology declares", async () => {
