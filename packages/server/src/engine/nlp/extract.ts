@@ -8,7 +8,14 @@ import { unframed } from './fact-frames.js';
 import { personalFacts } from './facts.js';
 import { type Emit, PRONOUN_SUBJECT } from './fact-model.js';
 import { nounFacts } from './fact-nouns.js';
-import { type HabitChange, habitChangesOf, lapsesOf, likingsGivenUp, rivalPreferences } from './fact-shifts.js';
+import {
+  type HabitChange,
+  habitChangesOf,
+  lapsesOf,
+  likingsGivenUp,
+  replacedEndings,
+  rivalPreferences,
+} from './fact-shifts.js';
 import { agesReached } from './fact-ages.js';
 import { coupleStatuses } from './fact-couples.js';
 import { favouritesUnnamed } from './fact-favourites.js';
@@ -319,7 +326,11 @@ export class Extractor {
     );
     const entities = new Map<string, EntityRef>();
     for (const m of mentions) entities.set(`${m.type}\u0000${m.name}`, { name: m.name, type: m.type });
-    const endings = [...endingsOf(tokens, mentions, self), ...lapsesOf(tokens, mentions, self)];
+    const endings = [
+      ...endingsOf(tokens, mentions, self),
+      ...lapsesOf(tokens, mentions, self),
+      ...replacedEndings(tokens, mentions, self),
+    ];
     const habitChanges = habitChangesOf(tokens, mentions, self);
     const updates = updatesOf(tokens, mentions, self);
     return {

@@ -11,6 +11,16 @@ describe('habits, preferences, favourites, ages and couples said without the rul
     expect(conflicting('I play the drums.', "It's a bond I haven't felt since my time in the band.")).toBe(false);
   });
 
+  it('reads an activity ended by its container, its replacement or the substance it holds, not a day’s swap', () => {
+    expect(conflicting('I go to the gym three times a week.', 'I cancelled my gym membership.')).toBe(true);
+    expect(conflicting('I drink two coffees a day.', "I've cut out caffeine completely.")).toBe(true);
+    expect(conflicting('I smoke about half a pack a day.', 'Six months smoke-free today!!')).toBe(true);
+    expect(conflicting('I go to kickboxing on Tuesdays.', 'I switched from kickboxing to taekwondo.')).toBe(true);
+    expect(conflicting('I run every Saturday.', 'I swim on Saturdays instead of running.')).toBe(true);
+    expect(conflicting('I go running every morning.', 'I went for a swim instead of running today.')).toBe(false);
+    expect(conflicting('I smoke.', 'I quit smoking three months ago.')).toBe(true);
+  });
+
   it('reads a preference between rivals and a liking given up, not a liking added', () => {
     expect(conflicting("I'm a tea person.", "Coffee is my drink now, tea just doesn't do it anymore.")).toBe(true);
     expect(conflicting("I'm more of a beach person.", 'Mountains over beaches, every time.')).toBe(true);

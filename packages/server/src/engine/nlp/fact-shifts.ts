@@ -177,3 +177,72 @@ export function likingsGivenUp(tokens: Token[], mentions: EntityMention[], self:
     }
   }
 }
+
+/** Nouns that hold an activity in their modifiers: "my gym membership", "the pottery classes", "my Netflix subscription". */
+const CONTAINERS = new Set(['membership', 'subscription', 'pass', 'class', 'classes', 'lessons', 'routine', 'habit']);
+const ENDS_CONTAINER = new Set(['cancel', 'quit', 'stop', 'end', 'drop', 'gave', 'cut']);
+/** What a substance is in: "cut out caffeine" ends coffee; "smoke-free", "without a cigarette" end smoking. */
+const IN_WHAT: Record<string, string[]> = {
+  caffein: ['coffee', 'tea', 'espresso', 'latte', 'cola', 'coffe'],
+  cigarett: ['smoke', 'smoking'],
+  nicotin: ['smoke', 'smoking', 'vape'],
+  alcohol: ['drink', 'beer', 'wine'],
+  booze: ['drink', 'beer', 'wine'],
+  sugar: ['soda', 'candy', 'sweets'],
+};
+
+/**
+ * Endings said another way: a container's activity ("cancelled my gym membership"), an activity replaced ("swim
+ * instead of running", "switched from kickboxing to taekwondo", "swapped her yoga for kickboxing"), a substance
+ * given up by what holds it ("cut out caffeine" ends coffee; "six months smoke-free", "without a cigarette").
+ */
+export function replacedEndings(tokens: Token[], mentions: EntityMention[], self: EntityRef): Ending[] {
+  const out: Ending[] = [];
+  for (const { sentence, at } of statementsOf(tokens)) {
+    if (hedged(sentence)) continue;
+    // A day's change ("a swim instead of a run today") replaces nothing for good.
+    const oneDay = sentence.some(
+      (t, k) => ONE_DAY.has(t.lower) || (t.lower === 'this' && sentence[k + 1]?.key === 'morn'),
+    );
+    const add = (cue: number, object: Token[]) => {
+      const words = object.filter(
+        (t) => !t.punct && !STOP_WORDS.has(t.lower) && !['my', 'our', 'the'].includes(t.lower),
+      );
+      if (!words.length) return;
+      const subject = whose(sentence, at, cue, mentions, self);
+      if (!subject) return;
+      const keys = words.flatMap((t) => [t.key, ...(IN_WHAT[t.key] ?? [])]);
+      out.push({ subject, words: [...words.map((t) => singularOf(t.lower)), ...keys], objectKeys: keys });
+    };
+    sentence.forEach((t, k) => {
+      if (ENDS_CONTAINER.has(t.key)) {
+        const c = sentence.findIndex((w, j) => j > k && j <= k + 5 && CONTAINERS.has(w.lower));
+        if (c > k + 1) add(k, sentence.slice(k + 1, c));
+        // "cut out caffeine", "gave up sugar"
+        const substance = sentence.slice(k + 1, k + 4).find((w) => w.key in IN_WHAT);
+        if (substance) add(k, [substance]);
+      }
+      // "six months smoke-free", "three months without a cigarette"
+      const free = /^(\w+)-free$/.exec(t.lower);
+      if (free && !negatedNear(sentence, k)) add(k, [{ ...t, key: keyOf(free[1]!), lower: free[1]! }]);
+      if (t.lower === 'without' && (sentence[k + 2]?.key ?? '') in IN_WHAT) add(k, [sentence[k + 2]!]);
+      if (oneDay) return;
+      // "instead of running"
+      if (t.lower === 'instead' && sentence[k + 1]?.lower === 'of' && sentence[k + 2]) add(k, [sentence[k + 2]!]);
+      // "switched from kickboxing to taekwondo"
+      if (SWITCH.has(t.key) && sentence[k + 1]?.lower === 'from') {
+        const to = sentence.findIndex((w, j) => j > k + 1 && w.lower === 'to');
+        if (to > k + 2) add(k, sentence.slice(k + 2, to));
+      }
+      // "swapped her morning yoga for kickboxing"
+      if (t.key === 'swap') {
+        const f = sentence.findIndex((w, j) => j > k && w.lower === 'for');
+        if (f > k + 1) add(k, sentence.slice(k + 1, f));
+      }
+    });
+  }
+  return out;
+}
+const ONE_DAY = new Set(['today', 'yesterday', 'tonight', 'tomorrow']);
+const negatedNear = (sentence: Token[], k: number) =>
+  sentence.slice(Math.max(0, k - 3), k).some((t) => t.lower === 'not' || t.lower === "n't");

@@ -40,6 +40,8 @@ function phraseIn(sentence: Token[], i: number, known: (p: string) => boolean): 
   return null;
 }
 
+const TIME_NAMES =
+  /^(monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december)s?$/i;
 /** Whose statement the word at `cue` makes: the subject before it, else the writer when the sentence names no one else. */
 export function whose(
   sentence: Token[],
@@ -49,7 +51,8 @@ export function whose(
   self: EntityRef,
 ): EntityRef | null {
   const named = subjectOf(sentence, at, cue, mentions, self);
-  if (named) return named;
+  // A day or a month the entity rules took for a person ("on Saturdays") is no one.
+  if (named && !TIME_NAMES.test(named.name)) return named;
   return sentence.slice(0, cue).some((t) => OTHERS.has(t.lower)) ? null : self;
 }
 

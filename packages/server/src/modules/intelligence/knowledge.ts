@@ -482,12 +482,16 @@ function sameThing(f: Resolved, key: string, denying: boolean): boolean {
     .map(thingWord);
   // The denied words are all in the affirmed value: "I don't drink" ends "drink coffee", "I don't drink tea" not "drink";
   // a kind is denied by one of its members ("I don't have any pets" / "I got a puppy").
-  const [denied, affirmed] = denying ? [a, b] : [b, a];
+  const [allDenied, affirmed] = denying ? [a, b] : [b, a];
+  // "I quit smoking three months ago" denies "smoke": a time said with the act is no part of the thing.
+  const denied = allDenied.filter((w) => !TIME_WORDS.has(w));
+  if (!denied.length) return false;
   const covered = (w: string) => affirmed.some((x) => x === w || KIND_OF[x]?.includes(w) || isOfKind(x, w));
   if (!denied.every(covered)) return false;
   return f.relation !== 'has' || covered(denied[denied.length - 1]!);
 }
 
+const TIME_WORDS = new Set(['day', 'week', 'month', 'year', 'ago', 'today', 'yesterday', 'tonight', 'last', 'now']);
 /** One word for one thing ("bike" and "bicycle"), in the singular. */
 const thingWord = (w: string) => {
   const one = w.length > 3 && w.endsWith('s') && !/(ss|us|is)$/.test(w) ? w.slice(0, -1) : w;
