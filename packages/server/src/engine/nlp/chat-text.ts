@@ -206,6 +206,10 @@ const spelledOut = (text: string) =>
       '$1$2 favourite',
     )
     .replace(/\bat the top of (my|his|her|our|their) list\b/giu, '$1 favourite')
+    .replace(
+      /\b(my|his|her|our|their|'s) (?:new )?top (?=food|drink|dish|movie|film|book|band|song|show|game|sport|team|dessert|snack|place)/giu,
+      '$1 favourite ',
+    )
     .replace(KIN_PAIRS, (whole, owner: string | undefined, grand: string | undefined) => {
       const pair = `${grand ? 'grand' : ''}parents`;
       return `${owner ?? (whole[0] === whole[0]!.toUpperCase() ? 'My' : 'my')} ${pair}`;

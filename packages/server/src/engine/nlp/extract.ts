@@ -18,7 +18,7 @@ import {
 } from './fact-shifts.js';
 import { agesReached } from './fact-ages.js';
 import { coupleStatuses } from './fact-couples.js';
-import { favouritesUnnamed } from './fact-favourites.js';
+import { favouritesSwitched, favouritesUnnamed } from './fact-favourites.js';
 import { pastFrame } from './past-frames.js';
 import { THING_PRONOUN, worldFacts } from './fact-world.js';
 import { type Ending, endingsOf } from './fact-endings.js';
@@ -312,6 +312,7 @@ export class Extractor {
     rivalPreferences(read.tokens, read.mentions, self, personal);
     likingsGivenUp(read.tokens, read.mentions, self, personal);
     favouritesUnnamed(read.tokens, self, personal);
+    favouritesSwitched(read.tokens, self, personal);
     agesReached(read.tokens, read.mentions, self, personal);
     coupleStatuses(read.tokens, read.mentions, self, personal);
     // A state the personal-fact rules read as ended ("I worked at IKEA for ten years") is not also a fact of now.

@@ -33,12 +33,20 @@ const KINDS: Array<[NounKind, string]> = [
   ['instrument', 'instrument'],
   ['alcohol', 'drink'],
 ];
+/** Drinks, which the lexicon files under food or alcohol: a favourite drink is of these. */
+const DRINKS = new Set(
+  'coffee tea latte cappuccino espresso americano mocha macchiato matcha chai juice smoothie soda cola lemonade water wine beer cider gin vodka whisky rum tequila prosecco champagne cocktail kombucha'
+    .split(' ')
+    .concat(['flat white', 'hot chocolate', 'iced coffee', 'cold brew']),
+);
 /** Words that end a value's phrase after "my favourite is ..." ("mango sorbet, I've ..."). */
 const ENDS = new Set(['now', 'these', 'lately', 'anymore', 'though']);
 
 /** The kind of a favourite's value by its head: a food, an animal...; an activity when it starts with a gerund. */
 function kindOfValue(words: string[]): string | null {
   if (/ing$/.test(words[0]!) && words[0]!.length > 5) return 'activity';
+  const one = words.map((w) => w.replace(/s$/, ''));
+  if (one.some((w) => DRINKS.has(w)) || DRINKS.has(one.slice(-2).join(' '))) return 'drink';
   const head = words[words.length - 1]!;
   return KINDS.find(([kind]) => nounIs(head, kind))?.[1] ?? null;
 }
@@ -93,5 +101,30 @@ export function favouritesUnnamed(tokens: Token[], self: EntityRef, emit: Emit):
     }
     const kind = value && kindOfValue(value);
     if (value && kind) emit(subject, `favorite_${kind}`, { name: value.join(' '), type: 'concept' }, false);
+  }
+}
+
+/** "I've switched to flat whites", "moved on to oat lattes": the drink or food switched to is the favourite of its kind now. */
+export function favouritesSwitched(tokens: Token[], self: EntityRef, emit: Emit): void {
+  for (const { sentence } of statementsOf(tokens)) {
+    if (hedged(sentence) || sentence.some((t) => OTHERS.has(t.lower) || t.lower === 'he' || t.lower === 'she'))
+      continue;
+    const to = sentence.findIndex(
+      (t, k) =>
+        t.lower === 'to' &&
+        ['switched', 'moved', 'converted'].includes(
+          sentence[k - 1]?.lower === 'on' ? sentence[k - 2]!.lower : (sentence[k - 1]?.lower ?? ''),
+        ),
+    );
+    if (to < 0) continue;
+    const rest: Token[] = [];
+    for (const t of sentence.slice(to + 1)) {
+      if (t.punct || ENDS.has(t.lower) || (STOP_WORDS.has(t.lower) && rest.length)) break;
+      rest.push(t);
+    }
+    const value = valueOf(rest);
+    const kind = value && kindOfValue(value);
+    if (value && (kind === 'drink' || kind === 'food'))
+      emit(self, `favorite_${kind}`, { name: value.map((w) => w.replace(/s$/, '')).join(' '), type: 'concept' }, false);
   }
 }

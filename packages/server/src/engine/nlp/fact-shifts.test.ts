@@ -33,6 +33,10 @@ describe('habits, preferences, favourites, ages and couples said without the rul
   it('reads a favourite without its kind or by a replacement', () => {
     expect(conflicting('My go-to drink is red wine.', 'My favourite drink is gin now.')).toBe(true);
     expect(conflicting('Pizza is my favourite.', 'These days my favourite is sushi.')).toBe(true);
+    expect(conflicting('My go-to drink is a latte.', "I've switched to flat whites.")).toBe(true);
+    expect(conflicting('My go-to drink is a flat white.', "I've moved on from flat whites.")).toBe(true);
+    expect(conflicting("I'd rather hike than bike.", "I'd pick biking over hiking any day.")).toBe(true);
+    expect(conflicting('I drink coffee every day.', 'My sister switched to green tea.')).toBe(false);
     expect(conflicting('My favourite movie is Titanic.', 'Inception has replaced Titanic as my favourite movie.')).toBe(
       true,
     );

@@ -6,6 +6,7 @@ import { STOP_WORDS } from '../stopwords.js';
 import type { EntityMention } from './entities.js';
 import { type Ending, hedged, headsOf, singularOf, statementsOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
+import { preferred } from './fact-changes.js';
 import { frequencyIn } from './fact-phrases.js';
 import { whose } from './fact-world.js';
 import { TIMES_OF_DAY, WEEKDAYS } from './fact-words.js';
@@ -100,6 +101,7 @@ export function lapsesOf(tokens: Token[], mentions: EntityMention[], self: Entit
   return out;
 }
 
+const CHOOSE_VERBS = new Set(['pick', 'take', 'choos', 'chose']);
 /** Rivals one usually prefers one of; a preference of either is the pair's value ("coffee | tea"). */
 const RIVALS = [
   ['coffee', 'tea'],
@@ -121,6 +123,16 @@ const FOR_GOOD = new Set(['day', 'time', 'way', 'down', 'now']);
 /** "I'm a tea person", "more of a beach person", "coffee is my drink now", "cats over dogs now", "switched to tea". */
 export function rivalPreferences(tokens: Token[], mentions: EntityMention[], self: EntityRef, emit: Emit): void {
   for (const { sentence, at } of statementsOf(tokens)) {
+    // "I'd pick biking over hiking any day", "I'd take the countryside over the city": a choice, though "would".
+    const choose = sentence.findIndex(
+      (t, k) => CHOOSE_VERBS.has(t.key) && sentence.slice(k + 1, k + 5).some((w) => w.lower === 'over'),
+    );
+    if (choose >= 0) {
+      const subject = whose(sentence, at, choose, mentions, self);
+      const from = choose + 1 + (['the', 'a', 'an'].includes(sentence[choose + 1]?.lower ?? '') ? 1 : 0);
+      if (subject) preferred(sentence.slice(from), subject, false, emit, ['over']);
+      continue;
+    }
     if (hedged(sentence)) continue;
     for (let i = 0; i < sentence.length; i++) {
       const x = singularOf(sentence[i]!.lower);
@@ -233,6 +245,15 @@ export function replacedEndings(tokens: Token[], mentions: EntityMention[], self
       if (SWITCH.has(t.key) && sentence[k + 1]?.lower === 'from') {
         const to = sentence.findIndex((w, j) => j > k + 1 && w.lower === 'to');
         if (to > k + 2) add(k, sentence.slice(k + 2, to));
+      }
+      // "I've moved on from flat whites", "moved on from contemporary"
+      if (t.lower === 'moved' && sentence[k + 1]?.lower === 'on' && sentence[k + 2]?.lower === 'from') {
+        const object: Token[] = [];
+        for (const w of sentence.slice(k + 3)) {
+          if (w.punct || (STOP_WORDS.has(w.lower) && object.length)) break;
+          object.push(w);
+        }
+        add(k, object);
       }
       // "swapped her morning yoga for kickboxing"
       if (t.key === 'swap') {
