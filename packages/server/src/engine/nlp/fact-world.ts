@@ -308,8 +308,11 @@ function homeIn(sentence: Token[], at: number, mentions: EntityMention[], who: W
   if (!home) return;
   const before = sentence.slice(0, home.i);
   if (before.some((s) => PAST.has(s.lower) || s.lower === 'grew' || s.lower === 'after' || s.key === 'rememb')) return;
-  // "My best friend just moved to Mombasa": someone of the writer's, not the writer, unless "I" or "we" is said too.
+  // "My best friend just moved to Mombasa": someone of the writer's, not the writer, unless "I" or "we" is said too;
+  // "Ben's brother lives in Oakland": someone of Ben's. "I don't live in Seattle anymore" is the rules' to deny.
   if (!before.some((t) => SUBJECT_SELF.has(t.lower)) && before.some((_, k) => isMine(before, k))) return;
+  if (before.some((t, k) => t.lower === "'s" && isPerson(before[k + 1]))) return;
+  if (before.some((t) => NEGATORS.has(t.lower) || t.lower === 'longer')) return;
   const subject = who(home.i);
   if (subject) emit(subject, FACT_RELATIONS.livesIn, { name: home.name, type: 'place' }, false);
 }
@@ -326,6 +329,8 @@ const PEOPLE = new Set([
   'partner',
   'kids',
 ]);
+const isPerson = (t: Token | undefined) =>
+  !!t && (PEOPLE.has(singularOf(t.lower)) || nounIs(singularOf(t.lower), 'relative'));
 /** "my best friend", "our neighbour": a person of the writer's at `k` ("my"/"our" and a person noun in two words). */
 const isMine = (words: Token[], k: number) =>
   ['my', 'our'].includes(words[k]!.lower) &&
@@ -375,6 +380,7 @@ function employerIn(
       (['at', 'for', 'with', 'by', 'join'].includes(link) || (link === 'from' && sentence[i - 2]?.key === 'offer')) &&
       sentence.slice(Math.max(0, i - 6), i).some((t) => JOB_WORDS.has(t.key) || t.key === 'start');
     if (!ended && !started) continue;
+    if (!ended && sentence.slice(0, i).some((t) => NEGATORS.has(t.lower) || t.lower === 'longer')) continue;
     // An interview, an application or an offer turned down is no job; nor a start to come ("next week").
     if (!ended && (sentence.some((t) => NOT_HIRED.has(t.key)) || speaksOfFuture(sentence.map((t) => t.key)))) continue;
     if (!ended && sentence.slice(0, i).some((s) => PAST.has(s.lower) || s.lower === 'after')) continue;
