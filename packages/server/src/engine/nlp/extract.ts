@@ -259,9 +259,10 @@ export class Extractor {
 
   /** Entities, relations and categories of one memory; `speaker` names who "I" is in a conversation turn. */
   extract(said: string, speaker?: string | null): Extraction {
-    const extraction = this.read(said, speaker);
+    const text = chatText(said);
+    const extraction = this.read(text, speaker);
     // A fact stated only in a sentence of the past or of a wish ("I was 18 when I moved out") is no fact of now.
-    const frame = pastFrame(chatText(said));
+    const frame = pastFrame(text);
     if (!frame) return extraction;
     const now = new Set(frame.rest.trim() ? this.read(frame.rest, speaker).relations.map(factKey) : []);
     const then = new Set(
@@ -277,8 +278,8 @@ export class Extractor {
     return { ...extraction, relations: extraction.relations.filter((r) => !then.has(factKey(r))) };
   }
 
-  private read(said: string, speaker?: string | null): Extraction {
-    const text = chatText(said);
+  /** The extraction of a text already in the rules' spelling (chat-text.ts). */
+  private read(text: string, speaker?: string | null): Extraction {
     const tokens = tokenizeWithOffsets(text);
     const mentions = findEntities(tokens, this.custom);
     const self: EntityRef = speaker ? { name: speaker, type: 'person' } : { name: SELF, type: 'person' };

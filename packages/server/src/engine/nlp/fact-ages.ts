@@ -49,6 +49,8 @@ const AFTER_ORDINAL = new Set([
 ]);
 
 const ADVERBS = new Set(['just', 'finally', 'officially', 'now', 'already', 'been']);
+/** How ordinals end ("90th", "twenty-first", "second", "third"): only such words are read as one. */
+const ORDINAL_ENDS = new Set(['th', 'st', 'nd', 'rd']);
 const age = (n: number) => ({ name: String(n), type: 'quantity' });
 
 /** The age's owner as the extractor states it: a relative ("my dad", "grandpa") as the writer's with an aspect. */
@@ -64,7 +66,7 @@ export function agesReached(tokens: Token[], mentions: EntityMention[], self: En
     for (let k = 0; k < sentence.length; k++) {
       const t = sentence[k]!;
       const next = sentence[k + 1];
-      const ordinal = ordinalOf(t);
+      const ordinal = ORDINAL_ENDS.has(t.lower.slice(-2)) ? ordinalOf(t) : undefined;
       if (ordinal && (!next || next.punct || AFTER_ORDINAL.has(next.lower))) {
         const owner = sentence[k - 1]?.lower;
         if (owner === "'s" && sentence[k - 2]) {

@@ -5,15 +5,18 @@ import type { EntityMention } from './entities.js';
 import { hedged, statementsOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
 import type { Token } from './tokens.js';
+import { dict } from './world.js';
 
 /** Words of a status a couple gets, by the status they give. */
-const STATUSES: Record<string, string> = {
-  divorced: 'divorced',
-  separated: 'separated',
-  married: 'married',
-  engaged: 'engaged',
-  wed: 'married',
-};
+const STATUSES: Record<string, string> = dict<string>(
+  Object.entries({
+    divorced: 'divorced',
+    separated: 'separated',
+    married: 'married',
+    engaged: 'engaged',
+    wed: 'married',
+  }),
+);
 const status = (name: string): EntityRef => ({ name, type: 'concept' });
 
 export function coupleStatuses(tokens: Token[], mentions: EntityMention[], self: EntityRef, emit: Emit): void {

@@ -108,6 +108,9 @@ const isRole = (t: Token | undefined) => !!t && (ROLES.has(t.key) || nounIs(t.lo
 
 /** A text's statements: its sentences that ask nothing, with the index of their first token. */
 export function statementsOf(tokens: Token[]): Array<{ sentence: Token[]; at: number }> {
+  // Many readers walk one text's statements; they share one split (and phrases cached by sentence, fact-world.ts).
+  const known = statementsCache.get(tokens);
+  if (known) return known;
   const out: Array<{ sentence: Token[]; at: number }> = [];
   let start = 0;
   for (let i = 0; i <= tokens.length; i++) {
@@ -116,14 +119,23 @@ export function statementsOf(tokens: Token[]): Array<{ sentence: Token[]; at: nu
     if (t?.text !== '?' && i > start) out.push({ sentence: tokens.slice(start, i), at: start });
     start = i + 1;
   }
+  statementsCache.set(tokens, out);
   return out;
 }
+const statementsCache = new WeakMap<Token[], Array<{ sentence: Token[]; at: number }>>();
 
 /** A plan, a wish, a condition or a stay away for a while: no change of what holds. */
-export const hedged = (sentence: Token[]) =>
-  sentence.some(
-    (s, k) => HEDGED.has(s.key) || TEMPORARY.has(s.key) || (s.lower === 'going' && sentence[k + 1]?.lower === 'to'),
-  );
+export function hedged(sentence: Token[]): boolean {
+  let known = hedgedCache.get(sentence);
+  if (known === undefined) {
+    known = sentence.some(
+      (s, k) => HEDGED.has(s.key) || TEMPORARY.has(s.key) || (s.lower === 'going' && sentence[k + 1]?.lower === 'to'),
+    );
+    hedgedCache.set(sentence, known);
+  }
+  return known;
+}
+const hedgedCache = new WeakMap<Token[], boolean>();
 
 /** The endings stated in a text's sentences; `self` is who "I" is. */
 export function endingsOf(tokens: Token[], mentions: EntityMention[], self: EntityRef): Ending[] {

@@ -11,6 +11,7 @@ import { frequencyIn } from './fact-phrases.js';
 import { whose } from './fact-world.js';
 import { TIMES_OF_DAY, WEEKDAYS } from './fact-words.js';
 import { keyOf, type Token } from './tokens.js';
+import { dict } from './world.js';
 
 /** A habit's new time or frequency: it replaces the subject's value of that dimension for the activity it names. */
 export interface HabitChange {
@@ -194,14 +195,16 @@ export function likingsGivenUp(tokens: Token[], mentions: EntityMention[], self:
 const CONTAINERS = new Set(['membership', 'subscription', 'pass', 'class', 'classes', 'lessons', 'routine', 'habit']);
 const ENDS_CONTAINER = new Set(['cancel', 'quit', 'stop', 'end', 'drop', 'gave', 'cut']);
 /** What a substance is in: "cut out caffeine" ends coffee; "smoke-free", "without a cigarette" end smoking. */
-const IN_WHAT: Record<string, string[]> = {
-  caffein: ['coffee', 'tea', 'espresso', 'latte', 'cola', 'coffe'],
-  cigarett: ['smoke', 'smoking'],
-  nicotin: ['smoke', 'smoking', 'vape'],
-  alcohol: ['drink', 'beer', 'wine'],
-  booze: ['drink', 'beer', 'wine'],
-  sugar: ['soda', 'candy', 'sweets'],
-};
+const IN_WHAT: Record<string, string[]> = dict<string[]>(
+  Object.entries({
+    caffein: ['coffee', 'tea', 'espresso', 'latte', 'cola', 'coffe'],
+    cigarett: ['smoke', 'smoking'],
+    nicotin: ['smoke', 'smoking', 'vape'],
+    alcohol: ['drink', 'beer', 'wine'],
+    booze: ['drink', 'beer', 'wine'],
+    sugar: ['soda', 'candy', 'sweets'],
+  }),
+);
 
 /**
  * Endings said another way: a container's activity ("cancelled my gym membership"), an activity replaced ("swim

@@ -9,7 +9,7 @@ import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
 import type { Token } from './tokens.js';
 import { speaksOfFuture } from './lexicon.js';
 import { nounIs } from './word-kinds.js';
-import { knownPlace, LANGUAGES, RELIGIONS, TEAMS, WORSHIP } from './world.js';
+import { dict, FIRST_WORDS, knownPlace, LANGUAGES, RELIGIONS, TEAMS, WORSHIP } from './world.js';
 
 /** The object a possession's ending names by a pronoun; knowledge.ts gives it the thing the memory before named. */
 export const THING_PRONOUN = '@it';
@@ -27,16 +27,25 @@ const negatedBefore = (sentence: Token[], at: number, span = 3) =>
   sentence.slice(Math.max(0, at - span), at).some((t) => NEGATORS.has(t.lower));
 const has = (sentence: Token[], words: Set<string>) => sentence.some((t) => words.has(t.lower) || words.has(t.key));
 
+/** A sentence's phrases of up to three words from each word, longest first, computed once for every class. */
+const gramsCache = new WeakMap<Token[], string[][]>();
+function gramsOf(sentence: Token[]): string[][] {
+  let grams = gramsCache.get(sentence);
+  if (grams) return grams;
+  grams = sentence.map((t, i) => {
+    const two = i + 1 < sentence.length ? `${t.lower} ${sentence[i + 1]!.lower}` : '';
+    const three = i + 2 < sentence.length ? `${two} ${sentence[i + 2]!.lower}` : '';
+    return [three, two, t.lower];
+  });
+  gramsCache.set(sentence, grams);
+  return grams;
+}
+
 /** The longest phrase of a closed class starting at `i` (up to three words) and its length. */
 function phraseIn(sentence: Token[], i: number, known: (p: string) => boolean): { name: string; n: number } | null {
-  for (let n = 3; n >= 1; n--) {
-    if (i + n > sentence.length) continue;
-    const name = sentence
-      .slice(i, i + n)
-      .map((t) => t.lower)
-      .join(' ');
-    if (known(name)) return { name, n };
-  }
+  if (!FIRST_WORDS.has(sentence[i]!.lower)) return null;
+  const grams = gramsOf(sentence)[i]!;
+  for (let g = 0; g < 3; g++) if (grams[g] && known(grams[g]!)) return { name: grams[g]!, n: 3 - g };
   return null;
 }
 
@@ -61,9 +70,12 @@ export function worldFacts(tokens: Token[], mentions: EntityMention[], self: Ent
     if (hedged(sentence)) continue;
     const who = (cue: number) => whose(sentence, at, cue, mentions, self);
     for (let i = 0; i < sentence.length; i++) {
-      religionAt(sentence, i, who, emit);
-      languageAt(sentence, i, who, emit);
-      teamAt(sentence, i, who, emit);
+      // Most words start no name of a closed class; only they are looked up as one.
+      if (FIRST_WORDS.has(sentence[i]!.lower) || sentence[i]!.lower === 'faith') {
+        religionAt(sentence, i, who, emit);
+        languageAt(sentence, i, who, emit);
+        teamAt(sentence, i, who, emit);
+      }
       dietAt(sentence, i, who, emit);
       drinkAt(sentence, i, who, emit);
       thingEndedAt(sentence, i, who, emit);
@@ -153,26 +165,28 @@ function teamAt(sentence: Token[], i: number, who: Who, emit: Emit): void {
   emit(subject, FACT_RELATIONS.supports, concept(found.name), negatedBefore(sentence, cue), TEAMS[found.name]);
 }
 
-const DIET_WORDS: Record<string, string> = {
-  meat: 'meat',
-  chicken: 'meat',
-  beef: 'meat',
-  pork: 'meat',
-  bacon: 'meat',
-  steak: 'meat',
-  lamb: 'meat',
-  burger: 'meat',
-  burgers: 'meat',
-  fish: 'fish',
-  seafood: 'fish',
-  salmon: 'fish',
-  tuna: 'fish',
-  shrimp: 'fish',
-  prawns: 'fish',
-  dairy: 'dairy',
-  cheese: 'dairy',
-  eggs: 'dairy',
-};
+const DIET_WORDS: Record<string, string> = dict<string>(
+  Object.entries({
+    meat: 'meat',
+    chicken: 'meat',
+    beef: 'meat',
+    pork: 'meat',
+    bacon: 'meat',
+    steak: 'meat',
+    lamb: 'meat',
+    burger: 'meat',
+    burgers: 'meat',
+    fish: 'fish',
+    seafood: 'fish',
+    salmon: 'fish',
+    tuna: 'fish',
+    shrimp: 'fish',
+    prawns: 'fish',
+    dairy: 'dairy',
+    cheese: 'dairy',
+    eggs: 'dairy',
+  }),
+);
 /** Words that make eating a habit of now, not one meal ("started eating fish again"). */
 const EATING_NOW = new Set(['again', 'now', 'start', 'started', 'back', 'days', 'every']);
 
@@ -272,7 +286,10 @@ const NOT_HOME = new Set(['offic', 'confer', 'job', 'work', 'school', 'colleg', 
  */
 function homeIn(sentence: Token[], at: number, mentions: EntityMention[], who: Who, emit: Emit): void {
   const placeAt = new Map<number, string>();
-  for (const m of mentions) if (m.type === 'place' && m.first >= at) placeAt.set(m.first - at, m.name);
+  for (const m of mentions)
+    if (m.type === 'place' && m.first >= at && m.first < at + sentence.length) placeAt.set(m.first - at, m.name);
+  // Most sentences name no place: nothing more to read in them.
+  if (!placeAt.size && !sentence.some((t) => FIRST_WORDS.has(t.lower) && knownPlaceAt(sentence, t))) return;
   // "home" but not "from home", "my home country" or "my hometown" (where one is from).
   const verb = sentence.some(
     (t, k) =>
@@ -316,6 +333,8 @@ function homeIn(sentence: Token[], at: number, mentions: EntityMention[], who: W
   const subject = who(home.i);
   if (subject) emit(subject, FACT_RELATIONS.livesIn, { name: home.name, type: 'place' }, false);
 }
+/** Whether a known place's name starts at token `t` of the sentence. */
+const knownPlaceAt = (sentence: Token[], t: Token) => !!phraseIn(sentence, sentence.indexOf(t), knownPlace);
 const ORIGINS = new Set(['country', 'town', 'state', 'city']);
 const SUBJECT_SELF = new Set(['i', 'we', "i'm", "we're"]);
 const PEOPLE = new Set([

@@ -2,6 +2,10 @@
 // other or contain each other. A religion and its words of practice, languages, sports teams and their leagues,
 // vehicle brands and models, and which country or state a city is in. Lower case; multi-word names space-separated.
 
+/** A lookup by any word: no prototype, so "constructor" is no key. */
+export const dict = <T>(entries: Array<readonly [string, T]>): Record<string, T> =>
+  Object.assign(Object.create(null) as Record<string, T>, Object.fromEntries(entries));
+
 const list = (text: string) =>
   text
     .trim()
@@ -9,7 +13,7 @@ const list = (text: string) =>
     .filter(Boolean);
 
 /** A religion's family by the words that name it or its practice ("mass" is a Christian's, "synagogue" a Jew's). */
-export const RELIGIONS: Record<string, string> = Object.fromEntries(
+export const RELIGIONS: Record<string, string> = dict(
   (
     [
       [
@@ -39,7 +43,7 @@ hungarian | romanian | persian | farsi | indonesian | malay | latin | sign langu
 );
 
 /** Sports teams by the league whose fans support one at a time (a fan of the Lakers and the Celtics is rare). */
-export const TEAMS: Record<string, string> = Object.fromEntries(
+export const TEAMS: Record<string, string> = dict(
   (
     [
       [
@@ -71,7 +75,7 @@ export const TEAMS: Record<string, string> = Object.fromEntries(
 );
 
 /** Vehicle brands and models by the kind of vehicle they are ("I sold my car" ends "I drive a Corolla"). */
-export const VEHICLES: Record<string, string> = Object.fromEntries(
+export const VEHICLES: Record<string, string> = dict(
   (
     [
       [
@@ -88,7 +92,7 @@ export const VEHICLES: Record<string, string> = Object.fromEntries(
 );
 
 /** The country (or US state, then country) a city or state is in. */
-const WITHIN: Record<string, string> = Object.fromEntries(
+const WITHIN: Record<string, string> = dict(
   (
     [
       [
@@ -169,17 +173,19 @@ const WITHIN: Record<string, string> = Object.fromEntries(
   ).flatMap(([outer, inner]) => list(inner).map((p) => [`${p}>${outer}`, outer])),
 );
 /** Another name of one country. */
-const COUNTRY_NAMES: Record<string, string> = {
-  usa: 'united states',
-  america: 'united states',
-  'the us': 'united states',
-  'the states': 'united states',
-  uk: 'united kingdom',
-  britain: 'united kingdom',
-  'great britain': 'united kingdom',
-  holland: 'netherlands',
-  korea: 'south korea',
-};
+const COUNTRY_NAMES: Record<string, string> = dict<string>(
+  Object.entries({
+    usa: 'united states',
+    america: 'united states',
+    'the us': 'united states',
+    'the states': 'united states',
+    uk: 'united kingdom',
+    britain: 'united kingdom',
+    'great britain': 'united kingdom',
+    holland: 'netherlands',
+    korea: 'south korea',
+  }),
+);
 const place = (name: string) => {
   const lower = name.toLowerCase().trim();
   return COUNTRY_NAMES[lower] ?? lower;
@@ -197,4 +203,9 @@ const KNOWN_PLACES = new Set([
   ...Object.values(COUNTRY_NAMES),
 ]);
 /** Whether a name is a place this list knows (a city, state or country). */
-export const knownPlace = (name: string) => KNOWN_PLACES.has(name.toLowerCase().trim());
+export const knownPlace = (name: string) => KNOWN_PLACES.has(name.toLowerCase());
+
+/** The first words of every name of the closed classes above: a word not among them starts none of their names. */
+export const FIRST_WORDS = new Set(
+  [...Object.keys(RELIGIONS), ...LANGUAGES, ...Object.keys(TEAMS), ...KNOWN_PLACES].map((n) => n.split(' ')[0]!),
+);

@@ -518,7 +518,7 @@ const KIND_WORDS: Record<string, NounKind> = {
 };
 const isOfKind = (member: string, kind: string) => !!KIND_WORDS[kind] && nounIs(member, KIND_WORDS[kind]);
 /** Members of a kind a denial may name: a puppy is a dog and a pet. */
-const KIND_OF: Record<string, string[]> = {
+const KIND_OF: Record<string, string[]> = Object.assign(Object.create(null), {
   ...Object.fromEntries(
     'dog cat puppy kitten turtle tortoise hamster rabbit bunny parrot bird fish goldfish snake lizard guinea horse'
       .split(' ')
@@ -531,7 +531,7 @@ const KIND_OF: Record<string, string[]> = {
   motorcycle: ['vehicle'],
   // A brand or model is its kind of vehicle: "I sold my car" ends "I drive a Corolla".
   ...Object.fromEntries(Object.entries(VEHICLES).map(([name, kind]) => [name, [kind, 'vehicle']])),
-};
+});
 
 /** Edges true at `asOf` (all edges when absent): stated by then and not yet ended. */
 export function edgesAsOf(edges: GraphEdge[], asOf: string | undefined): GraphEdge[] {
