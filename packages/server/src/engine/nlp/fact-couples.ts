@@ -60,7 +60,7 @@ function coupleBefore(sentence: Token[], end: number, people: Person[], self: En
   const last = sentence[k - 1]?.lower;
   if (last === 'we' && sentence[k - 2]?.lower !== 'and') return [self];
   const second = people.find((p) => p.last === k);
-  if (second && second.name.includes(' And ')) return both(second);
+  if (second?.name.includes(' And ')) return both(second);
   const secondStart = last === 'i' ? k - 1 : second ? second.first : -1;
   if (secondStart < 1 || sentence[secondStart - 1]?.lower !== 'and') return [];
   // A name the entity rules did not read as one ("Jake", opening the sentence): a capitalised word of its own.

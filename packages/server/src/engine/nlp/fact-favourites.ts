@@ -52,7 +52,7 @@ function kindOfValue(words: string[]): string | null {
 }
 
 /** The words of a noun phrase, skipping articles and openers; null when a function word or a figure is in it. */
-function valueOf(tokens: Token[]): string[] | null {
+function phraseValue(tokens: Token[]): string[] | null {
   const words = tokens
     .filter((t) => !t.punct && !OPENERS.has(t.lower) && !['the', 'a', 'an', 'this', 'that'].includes(t.lower))
     .map((t) => t.lower);
@@ -61,7 +61,7 @@ function valueOf(tokens: Token[]): string[] | null {
 }
 
 export function favouritesUnnamed(tokens: Token[], self: EntityRef, emit: Emit): void {
-  for (const { sentence, at } of statementsOf(tokens)) {
+  for (const { sentence } of statementsOf(tokens)) {
     if (hedged(sentence)) continue;
     const fav = sentence.findIndex((t) => FAVOURITE.has(t.lower));
     if (fav < 1 || !['my', 'new'].includes(sentence[fav - 1]!.lower)) continue;
@@ -75,7 +75,7 @@ export function favouritesUnnamed(tokens: Token[], self: EntityRef, emit: Emit):
     // "X is my favourite[, ...]" and "X has replaced Y as my favourite K".
     const replaced = sentence.findIndex((t, k) => k < my && ['replac', 'overtaken', 'overtak'].includes(t.key));
     if (replaced > 0 && sentence[my - 1]?.lower === 'as') {
-      const value = valueOf(sentence.slice(clauseStart, replaced).filter((t) => !['have', 'be'].includes(t.key)));
+      const value = phraseValue(sentence.slice(clauseStart, replaced).filter((t) => !['have', 'be'].includes(t.key)));
       const kindWords = sentence
         .slice(fav + 1)
         .filter((t) => !t.punct)
@@ -94,10 +94,10 @@ export function favouritesUnnamed(tokens: Token[], self: EntityRef, emit: Emit):
         if (t.punct || ENDS.has(t.lower)) break;
         rest.push(t);
       }
-      value = valueOf(rest);
+      value = phraseValue(rest);
     } else if (sentence[my - 1]?.key === 'be') {
       // "coconut milk ice cream is my favourite"
-      value = valueOf(sentence.slice(clauseStart, my - 1));
+      value = phraseValue(sentence.slice(clauseStart, my - 1));
     }
     const kind = value && kindOfValue(value);
     if (value && kind) emit(subject, `favorite_${kind}`, { name: value.join(' '), type: 'concept' }, false);
@@ -122,7 +122,7 @@ export function favouritesSwitched(tokens: Token[], self: EntityRef, emit: Emit)
       if (t.punct || ENDS.has(t.lower) || (STOP_WORDS.has(t.lower) && rest.length)) break;
       rest.push(t);
     }
-    const value = valueOf(rest);
+    const value = phraseValue(rest);
     const kind = value && kindOfValue(value);
     if (value && (kind === 'drink' || kind === 'food'))
       emit(self, `favorite_${kind}`, { name: value.map((w) => w.replace(/s$/, '')).join(' '), type: 'concept' }, false);

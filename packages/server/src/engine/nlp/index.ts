@@ -1,7 +1,6 @@
 // Public API of the language machinery (a pure library: no HTTP, no database).
 export { Extractor, SELF, type EntityRef, type Extraction, type RelationFact } from './extract.js';
 export { PRONOUN_SUBJECT, pronounFits } from './fact-model.js';
-export { THING_PRONOUN } from './fact-world.js';
 export { placeWithin, VEHICLES } from './world.js';
 export { singularOf } from './fact-endings.js';
 export { personAliases } from './entities.js';

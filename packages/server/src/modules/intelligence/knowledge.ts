@@ -12,7 +12,6 @@ import {
   type EntityRef,
   type Extraction,
   type RelationFact,
-  THING_PRONOUN,
   VEHICLES,
 } from '../../engine/nlp/index.js';
 import { KIND_RELATIONS, updateFits, valueNamed, valueWords } from './fact-ends.js';
