@@ -39,6 +39,10 @@ export class Bm25Field {
   private addIds = new Int32Array(64);
   private addTfs = new Uint16Array(64);
   private addAt = new Int32Array(64);
+  /** add's terms as ids. */
+  private termIds = new Int32Array(64);
+  /** Docs added by addBuilt whose postings postBuilt has yet to lay out. */
+  private unposted = false;
   private docLen: Float64Array = new Float64Array(64);
   private totalLen = 0;
   /** Bytes of the terms' postings besides their entries (termBytes). */
@@ -67,27 +71,15 @@ export class Bm25Field {
   }
 
   add(slot: number, terms: readonly string[]): void {
+    if (this.unposted) throw new Error('a build from scratch is under way (postBuilt first)');
     this.remove(slot);
     this.version++;
     if (terms.length === 0) return;
-    if (terms.length > this.addIds.length) {
-      this.addIds = new Int32Array(2 * terms.length);
-      this.addTfs = new Uint16Array(2 * terms.length);
-    }
-    // The doc's distinct terms in the order it first uses them, with their counts.
+    if (terms.length > this.termIds.length) this.termIds = new Int32Array(2 * terms.length);
+    const termIds = this.termIds;
+    for (let i = 0; i < terms.length; i++) termIds[i] = (this.postings.get(terms[i]!) ?? this.newTerm(terms[i]!)).id;
+    const m = this.distinctTerms(termIds, 0, terms.length);
     const [ids, tfs] = [this.addIds, this.addTfs];
-    let m = 0;
-    for (const t of terms) {
-      const p = this.postings.get(t) ?? this.newTerm(t);
-      const at = this.addAt[p.id]!;
-      if (at < m && ids[at] === p.id) {
-        if (tfs[at]! < TF_MAX) tfs[at]!++;
-      } else {
-        this.addAt[p.id] = m;
-        ids[m] = p.id;
-        tfs[m++] = 1;
-      }
-    }
     if (this.taking) for (let i = 0; i < m; i++) this.keepTerm(this.byId[ids[i]!]!);
     for (let i = 0; i < m; i++) {
       const p = this.byId[ids[i]!]!;
@@ -103,9 +95,89 @@ export class Bm25Field {
     }
     this.docTerms.set(slot, ids, tfs, m);
     this.forgetContext(slot);
+    this.setLength(slot, terms.length);
+  }
+
+  /** The id of a term, a new one (with no postings yet) when no doc holds it: what addBuilt takes. */
+  termId(term: string): number {
+    return (this.postings.get(term) ?? this.newTerm(term)).id;
+  }
+
+  /**
+   * A doc of a build from scratch (MemoryIndex.addBuilt): its terms as ids (termId), in its text's order, at
+   * `termIds[from..to)`, into an empty slot. Its terms and length are kept as add keeps them; its postings are
+   * laid out with every other doc's by postBuilt, which must run before the field is read or changed otherwise.
+   * Only on a field none of whose docs came by add (a fresh one), with no snapshot being taken.
+   */
+  addBuilt(slot: number, termIds: Int32Array, from: number, to: number): void {
+    if (!this.unposted && (this.docTerms.docs > 0 || this.taking))
+      throw new Error('a build from scratch of a field in use');
+    this.unposted = true;
+    this.version++;
+    if (to === from) return;
+    const m = this.distinctTerms(termIds, from, to);
+    this.docTerms.set(slot, this.addIds, this.addTfs, m);
+    this.setLength(slot, to - from);
+  }
+
+  /**
+   * The postings of the docs addBuilt added, laid out at once: a term's entries in slot order (as add appends
+   * them, docs being added in slot order), each term's a view of one arena (as a restored field's are), sized
+   * from the counts: no array grown entry by entry, none cut to size after.
+   */
+  postBuilt(): void {
+    if (!this.unposted) return;
+    this.unposted = false;
+    const d = this.docTerms;
+    const counts = new Int32Array(this.byId.length + 1);
+    for (let slot = 0; slot < d.start.length; slot++)
+      for (let i = d.start[slot]!, end = i < 0 ? i : d.end[slot]!; i < end; i++) counts[d.terms[i]! + 1]!++;
+    for (let id = 1; id < counts.length; id++) counts[id]! += counts[id - 1]!;
+    // counts[id]: where the term's entries begin (and, once filled, counts[id - 1] where they end).
+    const total = counts[counts.length - 1]!;
+    const [slots, tfs] = [new Int32Array(total), new Uint16Array(total)];
+    for (let slot = 0; slot < d.start.length; slot++) {
+      for (let i = d.start[slot]!, end = i < 0 ? i : d.end[slot]!; i < end; i++) {
+        const at = counts[d.terms[i]!]!++;
+        slots[at] = slot;
+        tfs[at] = d.tfs[i]!;
+      }
+    }
+    for (let id = 0, from = 0; id < this.byId.length; id++) {
+      const p = this.byId[id]!;
+      const to = counts[id]!;
+      [p.slots, p.tfs, p.n, p.live] = [slots.subarray(from, to), tfs.subarray(from, to), to - from, to - from];
+      from = to;
+    }
+    this.arrayBytes += total * ENTRY_BYTES;
+  }
+
+  /** The doc's distinct terms (of ids[from..to)) in the order it first uses them, with their counts: addIds, addTfs. */
+  private distinctTerms(termIds: Int32Array, from: number, to: number): number {
+    if (to - from > this.addIds.length) {
+      this.addIds = new Int32Array(2 * (to - from));
+      this.addTfs = new Uint16Array(2 * (to - from));
+    }
+    const [ids, tfs, addAt] = [this.addIds, this.addTfs, this.addAt];
+    let m = 0;
+    for (let j = from; j < to; j++) {
+      const id = termIds[j]!;
+      const at = addAt[id]!;
+      if (at < m && ids[at] === id) {
+        if (tfs[at]! < TF_MAX) tfs[at]!++;
+      } else {
+        addAt[id] = m;
+        ids[m] = id;
+        tfs[m++] = 1;
+      }
+    }
+    return m;
+  }
+
+  private setLength(slot: number, length: number): void {
     if (slot >= this.docLen.length) this.docLen = grownTo(this.docLen, Math.max(slot + 1, this.docLen.length * 2));
-    this.docLen[slot] = terms.length;
-    this.totalLen += terms.length;
+    this.docLen[slot] = length;
+    this.totalLen += length;
   }
 
   /** Room for docs in slots below `slots` (MemoryIndex.reserve). */

@@ -5,6 +5,7 @@
 import { Bm25Field } from './bm25.js';
 import type { ContextScratch } from './bm25-context.js';
 import { type IndexTake, readIds, type SessionIds, STEP } from './index-take.js';
+import { type BuiltDocs, TEXT_FLAGS } from './built-docs.js';
 import { builtinEmbedder, type BuiltinEmbedder } from './embedder.js';
 import { ARRAY_BYTES, ARRAY_SLOT_BYTES, MAP_ENTRY_BYTES, stringBytes, TYPED_ARRAY_BYTES } from './heap-bytes.js';
 import { rank } from './rank.js';
@@ -86,6 +87,9 @@ export class MemoryIndex {
   private sessionMembers = 0;
   /** Bytes of the interned sessions' names. */
   private sessionNameBytes = 0;
+  /** A build from scratch's (addBuilt) docs (-1 once fitted), and its last slot of each session so far (-1: none). */
+  private builtDocs = 0;
+  private lastInSession = new Int32Array(0);
 
   private text = new Bm25Field();
   private meta = new Bm25Field();
@@ -184,6 +188,9 @@ export class MemoryIndex {
    * slots left free by removals.
    */
   fit(): void {
+    this.text.postBuilt();
+    this.meta.postBuilt();
+    [this.builtDocs, this.lastInSession] = [-1, new Int32Array(0)];
     if (this.taking || this.restoredIds || this.freeSlots.length > 0) return; // (else the docs hold slots 0 .. size - 1)
     const cap = Math.max(64, this.slotsById.size);
     if (cap < this.capacity) this.resize(cap);
@@ -243,6 +250,67 @@ export class MemoryIndex {
       if (n >= 0) this.prevSlot[n] = slot;
       this.forgetContextAround(slot);
     }
+  }
+
+  /** A text term's id, what BuiltDocs.terms hold. */
+  textTermId(term: string): number {
+    return this.text.termId(term);
+  }
+
+  /**
+   * A page of a build from scratch: each doc as upsert adds it (the same index, bit for bit), from columns, into
+   * the next slots. Its postings are laid out by `fit`, which must follow the last page before anything else.
+   */
+  addBuilt(docs: BuiltDocs): void {
+    const n = docs.ids.length;
+    let slot = this.slotsById.size;
+    // Every doc so far one of this build's (and none after fit), the ids ascending.
+    if (this.builtDocs !== slot || this.taking || this.restoredIds)
+      throw new Error('a build from scratch of an index in use');
+    if (slot + n > this.capacity) this.resize(Math.max(slot + n, this.capacity * 2, 64));
+    const sessionNos = docs.sessionNames.map((name) => this.internSession(name));
+    if (this.sessionNos.size > this.lastInSession.length)
+      this.lastInSession = Int32Array.from({ length: 2 * this.sessionNos.size }, (_, i) => this.lastInSession[i] ?? -1);
+    const metaIds = docs.speakerTags.map((text) => Int32Array.from(analyze(text), (term) => this.meta.termId(term)));
+    for (let i = 0, from = 0; i < n; i++, slot++) {
+      const id = docs.ids[i]!;
+      if (!(id > (slot > 0 ? this.slotId[slot - 1]! : -Infinity))) throw new Error('a built doc out of order');
+      this.slotsById.set(id, slot);
+      this.slotId[slot] = id;
+      this.live[slot] = 1;
+      const [createdAt, importance, feedback] = [docs.createdAt[i]!, docs.importance[i]!, docs.feedback[i]!];
+      this.createdAt[slot] = Number.isFinite(createdAt) ? createdAt : 0;
+      this.importance[slot] = Number.isFinite(importance) ? importance : 0.5;
+      this.feedback[slot] = Number.isFinite(feedback) ? feedback : 0;
+      this.maxCreatedAt = Math.max(this.maxCreatedAt, this.createdAt[slot]!);
+      const flags = docs.flags[i]!;
+      this.namesTime[slot] = flags & TEXT_FLAGS.namesTime ? 1 : 0;
+      this.firstPerson[slot] = flags & TEXT_FLAGS.firstPerson ? 1 : 0;
+      this.endsAsking[slot] = flags & TEXT_FLAGS.endsAsking ? 1 : 0;
+      this.maxImportanceDev = Math.max(this.maxImportanceDev, Math.abs(this.importance[slot]! - 0.5));
+      this.maxAbsFeedback = Math.max(this.maxAbsFeedback, Math.abs(this.feedback[slot]!));
+      this.text.addBuilt(slot, docs.terms, from, (from = docs.termEnds[i]!));
+      const meta = metaIds[docs.speakerTagsOf[i]!]!;
+      this.meta.addBuilt(slot, meta, 0, meta.length);
+      if (this.embedder) this.ngramVecs.set(this.embedder.embedSync(docs.texts[i]!), slot * this.dims);
+      const vector = docs.vectors.get(id);
+      if (vector) this.vectors.set(slot, vector, this.capacity);
+      const session = docs.sessions[i]!;
+      if (session < 0) continue;
+      // Ids ascending: the doc follows the session's last so far.
+      const no = sessionNos[session]!;
+      this.sessionNo[slot] = no;
+      let ids = this.sessions.get(docs.sessionNames[session]!);
+      if (!ids) this.sessions.set(docs.sessionNames[session]!, (ids = []));
+      ids.push(id);
+      this.sessionMembers++;
+      const before = this.lastInSession[no]!;
+      this.prevSlot[slot] = before;
+      if (before >= 0) this.nextSlot[before] = slot;
+      this.lastInSession[no] = slot;
+    }
+    this.mutations += n;
+    this.builtDocs += n;
   }
 
   /**

@@ -2,9 +2,10 @@ import { cpus } from 'node:os';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { freshUser } from '../../testing/retrieval.js';
-import { changesSince } from '../memories/index.js';
+import { TEXT_FLAGS } from '../../engine/index.js';
+import { changesSince, type IndexedMemory } from '../memories/index.js';
 import { idleCores, ownerBuildPages, type BuildPage } from './build-reader.js';
-import { buildTerms, pageRows, preparedPage, prepareRow } from './build-rows.js';
+import { prepareInto, preparedPage, prepareRow, rowAt, type PreparedRow } from './build-rows.js';
 import { EmbeddingStore } from './embeddings.js';
 import { IndexCache } from './index-cache.js';
 
@@ -19,6 +20,34 @@ const TEXTS = [
   '東京への旅行は来月です',
   'I ran the marathon 3 days ago',
 ];
+
+/** The rows of pages as taken, in order, and their prepareRow as the pages' columns give it (each numbering's terms). */
+function pagesRead(pages: readonly BuildPage[], endUserId: string): { rows: IndexedMemory[]; prepared: PreparedRow[] } {
+  const numbered = { reader: [] as string[], here: [] as string[] };
+  const [rows, prepared] = [[] as IndexedMemory[], [] as PreparedRow[]];
+  for (const { page, byReader } of pages) {
+    const terms = byReader ? numbered.reader : numbered.here;
+    expect([page.prepared, page.termsFrom]).toEqual([true, terms.length]);
+    terms.push(...page.terms);
+    for (let i = 0, from = 0; i < page.ids.length; i++) {
+      rows.push(rowAt(page, i, endUserId));
+      const [to, flags, times] = [page.termEnds[i]!, page.flags[i]!, page.times.subarray(4 * i, 4 * i + 4)];
+      prepared.push({
+        scan: {
+          terms: Array.from(page.termIndexes.subarray(from, (from = to)), (no) => terms[no]!),
+          namesTime: (flags & TEXT_FLAGS.namesTime) !== 0,
+          firstPerson: (flags & TEXT_FLAGS.firstPerson) !== 0,
+          mayNameTime: (flags & TEXT_FLAGS.mayNameTime) !== 0,
+          endsAsking: (flags & TEXT_FLAGS.endsAsking) !== 0,
+        },
+        createdAt: times[0]!,
+        updatedAt: times[1]!,
+        event: Number.isNaN(times[2]!) ? null : { from: times[2]!, to: times[3]! },
+      });
+    }
+  }
+  return { rows, prepared };
+}
 
 forEachDialect('a cold build read on the build reader', (dialect) => {
   const t = useTestApp(dialect);
@@ -51,7 +80,7 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
         // A slow builder: the first page is read here while the reader's thread starts, which then sends the next.
         await new Promise((resolve) => setTimeout(resolve, taken.length === 1 ? 2000 : 20));
       }
-      return { count, onReader, rows: taken.flatMap((p) => p.rows), prepared: taken.flatMap((p) => p.prepared ?? []) };
+      return { count, onReader, ...pagesRead(taken, endUser) };
     };
     const [fromReader, fromHere] = [await read(1), await read(Infinity)];
     expect([fromReader.onReader, fromHere.onReader]).toEqual([true, false]);
@@ -83,7 +112,7 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
     // More idle cores than the machine has: never.
     const busy = await ownerBuildPages(t.database, owner, 7, { minRows: 1, idleCores: cpus().length + 1 });
     const rows = [];
-    for await (const page of busy.pages) rows.push(...page.rows);
+    for await (const { page } of busy.pages) rows.push(...page.ids);
     expect([busy.onReader, busy.count, rows.length]).toEqual([false, 2, 2]);
     // Two cores, one of them idle over the interval (ticks: user, nice, sys, idle, irq).
     const times = (user: number, idle: number) => ({
@@ -100,15 +129,19 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
     const body = TEXTS.map((text, i) => ({ text, ...(i % 2 ? { tags: ['x'], metadata: { k: [i] } } : {}) }));
     expect((await t.call('POST', '/memory/bulk-add', { endUser, body })).status).toBe(200);
     const rows = await changesSince(t.database.db, { projectId: t.projectId, tenantId: '', endUserId: endUser }, 0);
-    // Pages prepared on the reader number a term once a build: the second page's terms are all the first's.
-    const termNumbers = new Map<string, number>();
-    const terms = buildTerms();
-    for (const numbering of [termNumbers, undefined, termNumbers]) {
+    // Pages prepared on the reader number a term once a build: the second page's terms are all the first's. A page
+    // sent unprepared is prepared by the builder, in its own numbering.
+    const [readerNumbers, builderNumbers] = [new Map<string, number>(), new Map<string, number>()];
+    const taken: BuildPage[] = [];
+    for (const numbering of [readerNumbers, undefined, readerNumbers, undefined]) {
       const page = structuredClone(preparedPage(rows, numbering));
-      const taken = pageRows(page, endUser, terms);
-      expect(taken.rows).toEqual(rows);
-      expect(taken.prepared).toEqual(rows.map(prepareRow));
+      expect(page.prepared).toBe(numbering !== undefined);
+      if (!page.prepared) prepareInto(page, builderNumbers);
+      taken.push({ page, byReader: numbering !== undefined });
     }
-    expect(terms.numbered.length).toBe(termNumbers.size);
+    expect(taken.map(({ page }) => page.terms.length > 0)).toEqual([true, true, false, false]);
+    const read = pagesRead(taken, endUser);
+    expect(read.rows).toEqual([...rows, ...rows, ...rows, ...rows]);
+    expect(read.prepared).toEqual([...rows, ...rows, ...rows, ...rows].map(prepareRow));
   });
 });

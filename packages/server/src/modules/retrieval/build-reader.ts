@@ -2,13 +2,16 @@ import { type CpuInfo, cpus, loadavg } from 'node:os';
 import type { Config } from '../../config.js';
 import { moduleWorker, rethrown, siblingModule, type ThreadError } from '../../core/worker-threads.js';
 import { opensAgain, type Database } from '../../store/database.js';
-import { liveOwnerIds, liveOwnerPage, type IndexedMemory, type Owner } from '../memories/index.js';
-import { buildTerms, pageRows, preparedHere, type PreparedPage, type PreparedRow } from './build-rows.js';
+import { liveOwnerIds, liveOwnerPage, type Owner } from '../memories/index.js';
+import { prepareInto, preparedPage, type PreparedPage } from './build-rows.js';
 
-/** A page of a build from scratch: live rows in id order, and their prepareRow when the reader worked it out. */
+/**
+ * A page of a build from scratch: live rows in id order, prepared (prepareRow), their terms numbered by the build
+ * reader (`byReader`) or by the building thread (each numbers the terms of the pages it prepared).
+ */
 export interface BuildPage {
-  rows: IndexedMemory[];
-  prepared?: PreparedRow[];
+  page: PreparedPage;
+  byReader: boolean;
 }
 
 /** What the build reader is started with (build-reader-worker.ts). */
@@ -71,8 +74,11 @@ export async function ownerBuildPages(
 }
 
 async function* localPages(database: Database, owner: Owner, ids: number[], size: number): AsyncGenerator<BuildPage> {
-  for (let at = 0; at < ids.length; at += size)
-    yield { rows: await liveOwnerPage(database.db, owner, ids.slice(at, at + size)) };
+  const termNumbers = new Map<string, number>();
+  for (let at = 0; at < ids.length; at += size) {
+    const rows = await liveOwnerPage(database.db, owner, ids.slice(at, at + size));
+    yield { page: preparedPage(rows, termNumbers), byReader: false };
+  }
 }
 
 /**
@@ -105,12 +111,13 @@ async function* readerPages(database: Database, owner: Owner, ids: number[], siz
   worker.on('message', take);
   worker.on('error', (error) => take({ failed: error }));
   worker.on('exit', (code) => take({ failed: new Error(`the build reader exited (code ${code})`) }));
-  const terms = buildTerms();
+  // The terms of the pages prepared here, numbered.
+  const termNumbers = new Map<string, number>();
   try {
     for (let next = 0; next < pageCount; next++) {
       if (arrived.length === 0 && Atomics.compareExchange(claimed, 0, next, next + 1) === next) {
         const rows = await liveOwnerPage(database.db, owner, ids.slice(next * size, (next + 1) * size));
-        yield { rows, prepared: preparedHere(rows, terms) };
+        yield { page: preparedPage(rows, termNumbers), byReader: false };
         continue;
       }
       // Held only while the builder waits for it: a build left unfinished (its process closing) holds nothing.
@@ -122,7 +129,12 @@ async function* readerPages(database: Database, owner: Owner, ids: number[], siz
       if ('failed' in message) throw message.failed;
       if ('done' in message || message.number !== next) throw new Error(`the build reader did not send page ${next}`);
       worker.postMessage('next');
-      yield pageRows(message.page, owner.endUserId, terms);
+      const { page } = message;
+      if (page.prepared) yield { page, byReader: true };
+      else {
+        prepareInto(page, termNumbers);
+        yield { page, byReader: false };
+      }
     }
   } finally {
     void worker.terminate();

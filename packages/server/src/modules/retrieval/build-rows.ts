@@ -1,4 +1,4 @@
-import { parseTemporal, scanText, type TextScan } from '../../engine/index.js';
+import { parseTemporal, scanText, TEXT_FLAGS, type TextScan } from '../../engine/index.js';
 import type { IndexedMemory } from '../memories/index.js';
 
 /** What the index cache works out of a live row before it indexes it (prepareRow). */
@@ -11,16 +11,30 @@ export interface PreparedRow {
   event: { from: number; to: number } | null;
 }
 
-export function prepareRow(row: IndexedMemory): PreparedRow {
-  const createdAt = Date.parse(row.created_at);
-  const scan = scanText(row.text);
-  const event = parseTemporal(row.text, createdAt, scan.mayNameTime);
+export const prepareRow = (row: IndexedMemory): PreparedRow =>
+  prepareText(row.text, row.created_at, row.updated_at, Date.parse);
+
+function prepareText(
+  text: string,
+  createdAtIso: string,
+  updatedAtIso: string,
+  parse: (iso: string) => number,
+): PreparedRow {
+  const createdAt = parse(createdAtIso);
+  const scan = scanText(text);
+  const event = parseTemporal(text, createdAt, scan.mayNameTime);
   return {
     scan,
     createdAt,
-    updatedAt: Date.parse(row.updated_at),
+    updatedAt: parse(updatedAtIso),
     event: event ? { from: event.from, to: event.to } : null,
   };
+}
+
+/** Date.parse, the last time parsed again kept: rows written together (an import, a turn and its update) share times. */
+function timeParser(): (iso: string) => number {
+  let [last, parsed] = ['', NaN];
+  return (iso) => (iso === last ? parsed : (parsed = Date.parse((last = iso))));
 }
 
 /**
@@ -51,14 +65,13 @@ export interface PreparedPage {
   /** Each row's terms, as their numbers: row i's from termEnds[i - 1] (0 for the first) to termEnds[i]. */
   termIndexes: Int32Array;
   termEnds: Int32Array;
-  /** Each row's scan flags (FLAGS' bits). */
+  /** Each row's scan flags (TEXT_FLAGS' bits). */
   flags: Uint8Array;
   /** Each row's createdAt, updatedAt and event (from, to; NaN: none), four a row. */
   times: Float64Array;
 }
 
-const FLAGS = { namesTime: 1, firstPerson: 2, mayNameTime: 4, endsAsking: 8 } as const;
-const SHARED = 5;
+export const SHARED = 5;
 
 /**
  * Live rows (not `deleted`) of one owner as a PreparedPage, each prepared if `termNumbers` (else by pageRows):
@@ -116,7 +129,7 @@ export function preparedPage(rows: readonly IndexedMemory[], termNumbers?: Map<s
     page.sharedIndexes[SHARED * i + 3] = shareText(row.session_id);
     page.sharedIndexes[SHARED * i + 4] = shareText(row.speaker);
   }
-  if (termNumbers) prepareInto(page, rows, termNumbers);
+  if (termNumbers) prepareInto(page, termNumbers);
   return page;
 }
 
@@ -125,14 +138,23 @@ function isEmpty(value: object): boolean {
   return true;
 }
 
-/** Fills in the page's prepareRow of its rows. */
-function prepareInto(page: PreparedPage, rows: readonly IndexedMemory[], termNumbers: Map<string, number>): void {
-  const n = rows.length;
+/**
+ * Fills in the prepareRow of the page's rows (on either thread), its terms numbered by `termNumbers`: the build's
+ * numbers (on the thread that prepares) of the terms of the pages prepared so far, which this page's new terms join.
+ */
+export function prepareInto(page: PreparedPage, termNumbers: Map<string, number>): void {
+  const n = page.ids.length;
   page.termsFrom = termNumbers.size;
   let indexes = new Int32Array(16 * n);
   let m = 0;
+  const parse = timeParser();
   for (let i = 0; i < n; i++) {
-    const { scan, createdAt, updatedAt, event } = prepareRow(rows[i]!);
+    const { scan, createdAt, updatedAt, event } = prepareText(
+      page.texts[i]!,
+      page.createdAt[i]!,
+      page.updatedAt[i]!,
+      parse,
+    );
     if (m + scan.terms.length > indexes.length) {
       const grown = new Int32Array(2 * (m + scan.terms.length));
       grown.set(indexes.subarray(0, m));
@@ -148,10 +170,10 @@ function prepareInto(page: PreparedPage, rows: readonly IndexedMemory[], termNum
     }
     page.termEnds[i] = m;
     page.flags[i] =
-      (scan.namesTime ? FLAGS.namesTime : 0) |
-      (scan.firstPerson ? FLAGS.firstPerson : 0) |
-      (scan.mayNameTime ? FLAGS.mayNameTime : 0) |
-      (scan.endsAsking ? FLAGS.endsAsking : 0);
+      (scan.namesTime ? TEXT_FLAGS.namesTime : 0) |
+      (scan.firstPerson ? TEXT_FLAGS.firstPerson : 0) |
+      (scan.mayNameTime ? TEXT_FLAGS.mayNameTime : 0) |
+      (scan.endsAsking ? TEXT_FLAGS.endsAsking : 0);
     page.times[4 * i] = createdAt;
     page.times[4 * i + 1] = updatedAt;
     page.times[4 * i + 2] = event?.from ?? NaN;
@@ -161,90 +183,27 @@ function prepareInto(page: PreparedPage, rows: readonly IndexedMemory[], termNum
   page.prepared = true;
 }
 
-/**
- * The terms of the pages a build has taken, each as one string, which every page's rows are given: the index finds
- * a term in its maps at once when it is the very string the term was added as, and compares the characters of a
- * copy (a page's terms come as new strings), which cost the indexing ~0.5 s of 300,000 memories' terms.
- * `numbered`: by the build reader's numbers (preparedPage); `held`: each by its text.
- */
-export interface BuildTerms {
-  numbered: string[];
-  held: Map<string, string>;
-}
-
-export const buildTerms = (): BuildTerms => ({ numbered: [], held: new Map() });
-
-const heldTerm = (terms: BuildTerms, term: string): string => {
-  const held = terms.held.get(term);
-  if (held !== undefined) return held;
-  terms.held.set(term, term);
-  return term;
-};
-
-/** The rows' prepareRow, worked out on the indexing thread, with the build's terms. */
-export function preparedHere(rows: readonly IndexedMemory[], terms: BuildTerms): PreparedRow[] {
-  const prepared = rows.map(prepareRow);
-  for (const { scan } of prepared) scan.terms = scan.terms.map((term) => heldTerm(terms, term));
-  return prepared;
-}
-
-/** The rows of `owner`'s PreparedPage and their prepareRow, as they were (prepared here when the page was not). */
-export function pageRows(
-  page: PreparedPage,
-  endUserId: string,
-  terms: BuildTerms,
-): { rows: IndexedMemory[]; prepared: PreparedRow[] } {
-  const { ids, texts, numbers, sharedText, sharedIndexes } = page;
-  // Rows with equal tags or metadata share one value, as DocMetas holds them.
-  const json = page.sharedJson.map((text) => JSON.parse(text) as unknown);
-  const n = ids.length;
-  const rows = new Array<IndexedMemory>(n);
-  for (let i = 0; i < n; i++) {
-    const at = SHARED * i;
-    const supersededBy = numbers[3 * i + 2]!;
-    rows[i] = {
-      id: ids[i]!,
-      text: texts[i]!,
-      tags: json[sharedIndexes[at]!] as string[],
-      source: sharedText[sharedIndexes[at + 2]!]!,
-      importance: numbers[3 * i]!,
-      metadata: json[sharedIndexes[at + 1]!] as Record<string, unknown>,
-      session_id: sharedText[sharedIndexes[at + 3]!]!,
-      speaker: sharedText[sharedIndexes[at + 4]!]!,
-      is_summary: page.isSummary[i] === 1,
-      created_at: page.createdAt[i]!,
-      updated_at: page.updatedAt[i]!,
-      end_user_id: endUserId,
-      deleted: false,
-      seq: numbers[3 * i + 1]!,
-      superseded_by: Number.isNaN(supersededBy) ? null : supersededBy,
-    };
-  }
-  if (!page.prepared) return { rows, prepared: preparedHere(rows, terms) };
-  const { numbered } = terms;
-  if (numbered.length !== page.termsFrom) throw new Error('the build reader sent a page out of order');
-  for (const term of page.terms) numbered.push(heldTerm(terms, term));
-  const { termIndexes, termEnds, flags, times } = page;
-  const prepared = new Array<PreparedRow>(n);
-  for (let i = 0, from = 0; i < n; i++) {
-    const to = termEnds[i]!;
-    const rowTerms = new Array<string>(to - from);
-    for (let j = from; j < to; j++) rowTerms[j - from] = numbered[termIndexes[j]!]!;
-    from = to;
-    const f = flags[i]!;
-    const eventFrom = times[4 * i + 2]!;
-    prepared[i] = {
-      scan: {
-        terms: rowTerms,
-        namesTime: (f & FLAGS.namesTime) !== 0,
-        firstPerson: (f & FLAGS.firstPerson) !== 0,
-        mayNameTime: (f & FLAGS.mayNameTime) !== 0,
-        endsAsking: (f & FLAGS.endsAsking) !== 0,
-      },
-      createdAt: times[4 * i]!,
-      updatedAt: times[4 * i + 1]!,
-      event: Number.isNaN(eventFrom) ? null : { from: eventFrom, to: times[4 * i + 3]! },
-    };
-  }
-  return { rows, prepared };
+/** Row i of `owner`'s PreparedPage, as it was read. */
+export function rowAt(page: PreparedPage, i: number, endUserId: string): IndexedMemory {
+  const { numbers, sharedText, sharedIndexes } = page;
+  const at = SHARED * i;
+  const supersededBy = numbers[3 * i + 2]!;
+  const json = (v: number) => JSON.parse(page.sharedJson[v]!) as unknown;
+  return {
+    id: page.ids[i]!,
+    text: page.texts[i]!,
+    tags: json(sharedIndexes[at]!) as string[],
+    source: sharedText[sharedIndexes[at + 2]!]!,
+    importance: numbers[3 * i]!,
+    metadata: json(sharedIndexes[at + 1]!) as Record<string, unknown>,
+    session_id: sharedText[sharedIndexes[at + 3]!]!,
+    speaker: sharedText[sharedIndexes[at + 4]!]!,
+    is_summary: page.isSummary[i] === 1,
+    created_at: page.createdAt[i]!,
+    updated_at: page.updatedAt[i]!,
+    end_user_id: endUserId,
+    deleted: false,
+    seq: numbers[3 * i + 1]!,
+    superseded_by: Number.isNaN(supersededBy) ? null : supersededBy,
+  };
 }

@@ -1,4 +1,5 @@
 import type { FilterSubject } from '../memories/index.js';
+import { SHARED, type PreparedPage } from './build-rows.js';
 import { ARRAY_SLOT_BYTES, jsonBytes, MAP_ENTRY_BYTES, stringBytes, TYPED_ARRAY_BYTES } from '../../engine/index.js';
 
 /** What filters need of a memory, kept beside the index so filtering costs no query. */
@@ -40,6 +41,11 @@ class SharedValues<T> {
     }
     this.refs[n]! += holders;
     return n;
+  }
+
+  /** One more doc holds value n. */
+  hold(n: number): void {
+    this.refs[n]!++;
   }
 
   /** A doc no longer holds value n. */
@@ -166,6 +172,56 @@ export class DocMetas {
       empty ? '{}' : JSON.stringify(doc.metadata),
       empty ? NO_METADATA : doc.metadata,
     );
+  }
+
+  /**
+   * The docs of a prepared page of a build from scratch (ids ascending, above any held), as `set` adds each (the
+   * same columns and tables), from its columns: a distinct value of the page is looked up once, the first time.
+   */
+  addBuilt(page: PreparedPage): void {
+    const n = page.ids.length;
+    if (n > 0 && this.end > 0 && !(page.ids[0]! > this.ids[this.end - 1]!))
+      throw new Error('a built page out of order');
+    // Rows by id: made when something first asks by id (a first query without filters does not; as a restored one's).
+    const rows = this.end === 0 ? (this.rows = null) : this.rows;
+    if (this.end + n > this.ids.length) this.grow(Math.max(this.end + n, 2 * this.ids.length));
+    const { sharedText, sharedJson, sharedIndexes, numbers, times } = page;
+    // A page value's number in each table (-1: not looked up yet).
+    const [strings, tags, metadata] = [sharedText, sharedJson, sharedJson].map((values) =>
+      new Int32Array(values.length).fill(-1),
+    ) as [Int32Array, Int32Array, Int32Array];
+    const string = (v: number): number => {
+      const text = sharedText[v]!;
+      if (text === null) return NONE;
+      if (strings[v]! >= 0) this.strings.hold(strings[v]!);
+      else strings[v] = this.strings.of(text, text);
+      return strings[v]!;
+    };
+    const json = <T>(table: SharedValues<T>, numbered: Int32Array, v: number, empty: string, none: T): number => {
+      if (numbered[v]! >= 0) table.hold(numbered[v]!);
+      else
+        numbered[v] =
+          sharedJson[v] === empty ? table.of(empty, none) : table.of(sharedJson[v]!, JSON.parse(sharedJson[v]!) as T);
+      return numbered[v]!;
+    };
+    for (let i = 0; i < n; i++) {
+      const r = this.end++;
+      const id = page.ids[i]!;
+      rows?.set(id, r);
+      this.ids[r] = id;
+      this.createdAt[r] = times[4 * i]!;
+      this.updatedAt[r] = times[4 * i + 1]!;
+      this.importance[r] = numbers[3 * i]!;
+      this.eventFrom[r] = times[4 * i + 2]!;
+      this.eventTo[r] = times[4 * i + 3]!;
+      this.isSummary[r] = page.isSummary[i]!;
+      const at = SHARED * i;
+      this.source[r] = string(sharedIndexes[at + 2]!);
+      this.session[r] = string(sharedIndexes[at + 3]!);
+      this.tagList[r] = json(this.tags, tags, sharedIndexes[at]!, '[]', NO_TAGS);
+      this.metadataOf[r] = json(this.metadata, metadata, sharedIndexes[at + 1]!, '{}', NO_METADATA);
+    }
+    this.count += n;
   }
 
   /** The row's shared values, one holder fewer. */

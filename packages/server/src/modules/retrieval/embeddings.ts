@@ -28,17 +28,15 @@ export class EmbeddingStore {
   }
 
   /** Stored vectors for these memories (none are computed: the index cache embeds missing ones in the background). */
-  async storedVectors(database: Database, rows: IndexedMemory[]): Promise<Map<number, Float32Array>> {
+  async storedVectors(database: Database, ids: readonly number[]): Promise<Map<number, Float32Array>> {
     const vectors = new Map<number, Float32Array>();
-    if (!this.embedder || rows.length === 0) return vectors;
-    const live = rows.filter((r) => !r.deleted);
-    for (let i = 0; i < live.length; i += 500) {
-      const ids = live.slice(i, i + 500).map((r) => r.id);
+    if (!this.embedder || ids.length === 0) return vectors;
+    for (let i = 0; i < ids.length; i += 500) {
       const stored = await database.db
         .selectFrom('memory_embeddings')
         .select(['memory_id', 'vector'])
         .where('embedder', '=', this.embedder.id)
-        .where('memory_id', 'in', ids)
+        .where('memory_id', 'in', ids.slice(i, i + 500))
         .execute();
       for (const s of stored) vectors.set(s.memory_id, decodeVector(s.vector));
     }

@@ -26,7 +26,8 @@ import { loadSnapshot, SnapshotTaking, snapshotRevision, storeSnapshot } from '.
 import { FairQueue } from '../../core/fair-queue.js';
 import { IndexTexts } from './texts.js';
 import { ownerBuildPages } from './build-reader.js';
-import { prepareRow, type PreparedRow } from './build-rows.js';
+import { prepareRow } from './build-rows.js';
+import { OwnerBuild } from './build-index.js';
 
 export type { DocMeta };
 
@@ -200,8 +201,14 @@ export class IndexCache {
           const { count, pages } = await ownerBuildPages(this.database, owner, BUILD_PAGE, this.buildReader);
           entry.index.reserve(count);
           entry.meta.reserve(count);
-          for await (const { rows, prepared } of pages)
-            applied += await this.apply(entry, owner.projectId, rows, { owner, key }, prepared);
+          const build = new OwnerBuild(this.database, this.embeddings, owner, entry.index, entry.meta);
+          for await (const page of pages) {
+            for (const row of await build.add(page)) this.awaitVector(entry, row, owner.projectId, { owner, key });
+            applied += page.page.ids.length;
+            this.embedSoon();
+            // (other requests wait for a large build otherwise; queries of this entry wait for the whole refresh)
+            await new Promise((resolve) => setImmediate(resolve));
+          }
           this.fit(entry);
         } else {
           const { restart, rows } = await ownerChangesSince(this.database.db, owner, entry.revision);
@@ -411,19 +418,16 @@ export class IndexCache {
     entry.unsnapshotted = 0;
   }
 
-  /** `prepared`: each row's prepareRow, when worked out already (the build reader's). */
   private async apply(
     entry: Entry,
     projectId: string,
     rows: IndexedMemory[],
     opts: { owner?: Owner; key?: string },
-    prepared?: PreparedRow[],
   ): Promise<number> {
     if (rows.length === 0) return 0;
-    const live = rows.filter((r) => !r.deleted);
-    const liveIds = live.map((r) => r.id);
+    const liveIds = rows.filter((r) => !r.deleted).map((r) => r.id);
     const [vectors, feedback] = await Promise.all([
-      this.embeddings.storedVectors(this.database, live),
+      this.embeddings.storedVectors(this.database, liveIds),
       feedbackSums(this.database.db, liveIds, opts.owner),
     ]);
     let since = 0;
@@ -444,16 +448,9 @@ export class IndexCache {
         entry.awaiting?.delete(row.id);
         continue;
       }
-      // A memory without a stored vector is searchable by its words now and gets its vector in the background.
-      if (this.embeddings.embedder && !vectors.has(row.id)) {
-        (entry.awaiting ??= new Map()).set(row.id, row.text);
-        this.toEmbed.push([
-          { entry, key: opts.key ?? '', ...(opts.owner ? { owner: opts.owner } : {}), projectId, row, attempts: 0 },
-        ]);
-      } else {
-        entry.awaiting?.delete(row.id);
-      }
-      const { scan, createdAt, updatedAt, event } = prepared?.[i] ?? prepareRow(row);
+      if (this.embeddings.embedder && !vectors.has(row.id)) this.awaitVector(entry, row, projectId, opts);
+      else entry.awaiting?.delete(row.id);
+      const { scan, createdAt, updatedAt, event } = prepareRow(row);
       entry.index.upsert(
         {
           id: row.id,
@@ -482,6 +479,19 @@ export class IndexCache {
     }
     this.embedSoon();
     return rows.length;
+  }
+
+  /** A memory without a stored vector is searchable by its words now and gets its vector in the background. */
+  private awaitVector(
+    entry: Entry,
+    row: IndexedMemory,
+    projectId: string,
+    opts: { owner?: Owner; key?: string },
+  ): void {
+    (entry.awaiting ??= new Map()).set(row.id, row.text);
+    this.toEmbed.push([
+      { entry, key: opts.key ?? '', ...(opts.owner ? { owner: opts.owner } : {}), projectId, row, attempts: 0 },
+    ]);
   }
 
   /** Memories waiting for a vector, a queue per project, taken a batch at a time (core/fair-queue.ts). */
