@@ -4,13 +4,13 @@
 // one explainable score.
 import { Bm25Field } from './bm25.js';
 import type { ContextScratch } from './bm25-context.js';
-import { type IndexTake, readIds, type SessionIds, STEP } from './index-take.js';
+import { type IndexTake, readIds, STEP } from './index-take.js';
+import { SessionMembers } from './session-members.js';
 import { type BuiltDocs, TEXT_FLAGS } from './built-docs.js';
 import { builtinEmbedder, type BuiltinEmbedder } from './embedder.js';
-import { ARRAY_BYTES, ARRAY_SLOT_BYTES, MAP_ENTRY_BYTES, stringBytes, TYPED_ARRAY_BYTES } from './heap-bytes.js';
+import { ARRAY_SLOT_BYTES, MAP_ENTRY_BYTES, stringBytes, TYPED_ARRAY_BYTES } from './heap-bytes.js';
 import { rank } from './rank.js';
 import type { NormKey } from './ranked-index.js';
-import { lowerBound } from './sorted.js';
 import { DEFAULT_WEIGHTS, type RankingWeights } from './ranking-weights.js';
 import { SearchBuffers } from './search-buffers.js';
 import { analyze, scanText, type TextScan } from './text.js';
@@ -77,14 +77,7 @@ export class MemoryIndex {
   // Neighbouring slots in the same session (id order), -1 at the ends.
   private prevSlot = new Int32Array(0);
   private nextSlot = new Int32Array(0);
-  private readonly sessions = new Map<string, number[]>(); // session -> ids ascending
-  /**
-   * A restored index's sessions' ids (session n's at offsets[n]..offsets[n + 1]), each moved into
-   * `sessions` when it first changes (taken[n]): a first query after a restart changes none of them.
-   */
-  private frozenSessions: { offsets: Int32Array; members: Float64Array; taken: Uint8Array } | null = null;
-  /** Ids in `sessions`, all sessions together (what a snapshot's list of them holds). */
-  private sessionMembers = 0;
+  private readonly sessions = new SessionMembers();
   /** Bytes of the interned sessions' names. */
   private sessionNameBytes = 0;
   /** A build from scratch's (addBuilt) docs (-1 once fitted), and its last slot of each session so far (-1: none). */
@@ -234,14 +227,9 @@ export class MemoryIndex {
     this.sessionNo[slot] =
       doc.sessionId === null || doc.sessionId === undefined ? -1 : this.internSession(doc.sessionId);
     if (doc.sessionId !== null && doc.sessionId !== undefined) {
-      if (this.taking) this.keepSession(doc.sessionId);
-      let ids = this.ownSessionIds(doc.sessionId);
-      if (!ids) this.sessions.set(doc.sessionId, (ids = []));
-      // Ids usually arrive in increasing order, so appending is the common case.
-      let i = ids.length;
-      if (i === 0 || ids[i - 1]! < doc.id) ids.push(doc.id);
-      else ids.splice((i = lowerBound(ids, doc.id)), 0, doc.id);
-      this.sessionMembers++;
+      const no = this.sessionNo[slot]!;
+      if (this.taking) this.sessions.keep(this.taking, doc.sessionId, no);
+      const { ids, at: i } = this.sessions.add(doc.sessionId, no, doc.id);
       const p = i > 0 ? this.idToSlot.get(ids[i - 1]!)! : -1;
       const n = i + 1 < ids.length ? this.idToSlot.get(ids[i + 1]!)! : -1;
       this.prevSlot[slot] = p;
@@ -300,10 +288,7 @@ export class MemoryIndex {
       // Ids ascending: the doc follows the session's last so far.
       const no = sessionNos[session]!;
       this.sessionNo[slot] = no;
-      let ids = this.sessions.get(docs.sessionNames[session]!);
-      if (!ids) this.sessions.set(docs.sessionNames[session]!, (ids = []));
-      ids.push(id);
-      this.sessionMembers++;
+      this.sessions.add(docs.sessionNames[session]!, no, id);
       const before = this.lastInSession[no]!;
       this.prevSlot[slot] = before;
       if (before >= 0) this.nextSlot[before] = slot;
@@ -353,16 +338,8 @@ export class MemoryIndex {
     const no = this.sessionNo[slot]!;
     if (no < 0) return;
     const s = this.sessionNames[no]!;
-    if (this.taking) this.keepSession(s);
-    const ids = this.ownSessionIds(s);
-    if (ids) {
-      const i = lowerBound(ids, this.slotId[slot]!);
-      if (ids[i] === this.slotId[slot]) {
-        ids.splice(i, 1);
-        this.sessionMembers--;
-      }
-      if (ids.length === 0) this.sessions.delete(s);
-    }
+    if (this.taking) this.sessions.keep(this.taking, s, no);
+    this.sessions.delete(s, no, this.slotId[slot]!);
     this.sessionNo[slot] = -1;
     const p = this.prevSlot[slot]!;
     const n = this.nextSlot[slot]!;
@@ -440,7 +417,7 @@ export class MemoryIndex {
       sessionsRead: 0,
       // Each interned session's ids, ascending (empty for a session with no doc left).
       offsets: w.reserve('i32', names.length + 1),
-      members: w.reserve('f64', this.sessionMembers),
+      members: w.reserve('f64', this.sessions.count),
       text: this.text.beginSnapshot(w, track),
       meta: this.meta.beginSnapshot(w, track),
     };
@@ -456,7 +433,7 @@ export class MemoryIndex {
       yield;
       const [offsets, members] = [w.view(take.offsets, 'i32'), w.view(take.members, 'f64')];
       while (take.sessionsRead < names.length) {
-        this.writeSessions(take, offsets, members);
+        this.sessions.write(take, offsets, members);
         yield;
       }
       if (offsets[names.length] !== members.length) throw new Error('index snapshot does not add up');
@@ -474,55 +451,6 @@ export class MemoryIndex {
   private beforeChange(take: IndexTake): void {
     take.writer.keep();
     if (take.entries) readIds(take, Infinity);
-  }
-
-  /** A step of snapshotSteps: the ids of the next sessions, as they were. */
-  private writeSessions(take: IndexTake, offsets: Int32Array, members: Float64Array): void {
-    let n = take.sessionsRead;
-    for (let work = 0; n < take.names.length && work < STEP; n++) {
-      const ids = this.sessionAt(take, n) ?? [];
-      if (offsets[n]! + ids.length > members.length) throw new Error('index snapshot does not add up');
-      members.set(ids, offsets[n]!);
-      offsets[n + 1] = offsets[n]! + ids.length;
-      work += 1 + ids.length;
-    }
-    take.sessionsRead = n;
-  }
-
-  /** The ids of the take's n-th session when it began. */
-  private sessionAt(take: IndexTake, n: number): SessionIds | undefined {
-    return take.sessions.has(n) ? take.sessions.get(n) : this.sessionIds(take.names[n]!);
-  }
-
-  /** A session's ids as they are (none: undefined). */
-  private sessionIds(name: string): SessionIds | undefined {
-    const own = this.sessions.get(name);
-    if (own) return own;
-    const f = this.frozenSessions;
-    const n = this.sessionNos.get(name);
-    if (!f || n === undefined || n >= f.taken.length || f.taken[n] || f.offsets[n + 1] === f.offsets[n])
-      return undefined;
-    return f.members.subarray(f.offsets[n]!, f.offsets[n + 1]!);
-  }
-
-  /** A session's ids as an array of its own, to change (none: undefined). */
-  private ownSessionIds(name: string): number[] | undefined {
-    const own = this.sessions.get(name);
-    if (own) return own;
-    const frozen = this.sessionIds(name);
-    if (!frozen) return undefined;
-    this.frozenSessions!.taken[this.sessionNos.get(name)!] = 1;
-    const ids = Array.from(frozen);
-    this.sessions.set(name, ids);
-    return ids;
-  }
-
-  /** Before a session's ids change: a snapshot being taken keeps them as they are, if it has yet to read them. */
-  private keepSession(name: string): void {
-    const take = this.taking!;
-    const n = this.sessionNos.get(name);
-    if (n === undefined || n >= take.names.length || n < take.sessionsRead || take.sessions.has(n)) return;
-    take.sessions.set(n, this.sessionIds(name)?.slice());
   }
 
   /**
@@ -569,9 +497,9 @@ export class MemoryIndex {
     v.rebuildLists(capacity);
     const offsets = r.array('i32');
     const members = r.array('f64');
-    index.sessionMembers = members.length;
+    index.sessions.count = members.length;
     for (const name of sessionNames) index.internSession(name);
-    index.frozenSessions = { offsets, members, taken: new Uint8Array(sessionNames.length) };
+    index.sessions.frozen = { offsets, members, taken: new Uint8Array(sessionNames.length) };
     index.text = Bm25Field.restore(r);
     index.text.contextCacheShare = opts.contextCacheShare ?? DEFAULT_CONTEXT_CACHE_SHARE;
     index.meta = Bm25Field.restore(r);
@@ -602,14 +530,9 @@ export class MemoryIndex {
     const ids = restored
       ? restored.ids.byteLength + restored.slots.byteLength
       : this.slotsById.size * MAP_ENTRY_BYTES + ARRAY_SLOT_BYTES * this.freeSlots.length;
-    const frozen = this.frozenSessions;
-    // Interned names (their map, their list); each session's ids (a growing array: ~1.5 slots an id).
+    // Interned names (their map, their list); each session's ids.
     const sessions =
-      this.sessionNameBytes +
-      this.sessionNos.size * (MAP_ENTRY_BYTES + ARRAY_SLOT_BYTES) +
-      this.sessions.size * (MAP_ENTRY_BYTES + ARRAY_BYTES) +
-      this.sessionMembers * ARRAY_SLOT_BYTES * 1.5 +
-      (frozen ? frozen.offsets.byteLength + frozen.members.byteLength + frozen.taken.byteLength : 0);
+      this.sessionNameBytes + this.sessionNos.size * (MAP_ENTRY_BYTES + ARRAY_SLOT_BYTES) + this.sessions.approxBytes();
     return arrays + ids + sessions + this.text.approxBytes() + this.meta.approxBytes();
   }
 

@@ -1,18 +1,49 @@
 import type { BuiltDocs, MemoryIndex } from '../../engine/index.js';
 import type { Database } from '../../store/database.js';
 import type { IndexedMemory, Owner } from '../memories/index.js';
-import type { BuildPage } from './build-reader.js';
+import { ownerBuildPages, type BuildPage } from './build-reader.js';
 import { rowAt, SHARED, type PreparedPage } from './build-rows.js';
 import type { DocMetas } from './doc-metas.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
+
+/** Rows a page of a build from scratch reads. */
+const BUILD_PAGE = 2000;
+
+/**
+ * Builds `owner`'s index and filter metadata (`into`'s, empty) from scratch: its live rows a page at a time, each
+ * indexed (and dropped) before the next is taken (build-reader.ts: read on the build reader with `reader`'s rows and
+ * idle cores). `awaitVector`: a row without a stored vector, when there is an embedder. Returns the rows indexed;
+ * `fit` follows (it lays out the postings).
+ */
+export async function buildFromScratch(
+  database: Database,
+  embeddings: EmbeddingStore,
+  owner: Owner,
+  into: { index: MemoryIndex; meta: DocMetas },
+  reader: { minRows: number; idleCores: number },
+  awaitVector: (row: IndexedMemory) => void,
+): Promise<number> {
+  const { count, pages } = await ownerBuildPages(database, owner, BUILD_PAGE, reader);
+  into.index.reserve(count);
+  into.meta.reserve(count);
+  const build = new OwnerBuild(database, embeddings, owner, into.index, into.meta);
+  let built = 0;
+  for await (const page of pages) {
+    for (const row of await build.add(page)) awaitVector(row);
+    built += page.page.ids.length;
+    // Other requests wait for a large build otherwise (queries of this owner wait for the whole refresh).
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return built;
+}
 
 /**
  * A build from scratch of one owner's index and filter metadata from its prepared pages (build-reader.ts), a page
  * at a time as columns (MemoryIndex.addBuilt, DocMetas.addBuilt): no object a row, each term found by number. The
  * same index and metadata as each row's upsert and set give (build-index.test.ts).
  */
-export class OwnerBuild {
+class OwnerBuild {
   /** The index's term ids of each numbering's terms (the reader's, this thread's: BuildPage.byReader). */
   private readonly termIds = { reader: [] as number[], here: [] as number[] };
 

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { IndexedMemory } from '../memories/index.js';
+import { preparedPage, prepareRow } from './build-rows.js';
 import { DocMetas, type DocMeta } from './doc-metas.js';
 
 /** A seeded generator (the steps are the same every run). */
@@ -62,5 +64,53 @@ describe('DocMetas, the filter metadata by columns', () => {
       columnsOnly.set(id, { ...docMeta(id, 0), tags: [], metadata: {}, source: null, sessionId: null });
     for (let id = 1; id <= 1_000; id++) columnsOnly.delete(id);
     expect(again.bytes).toBe(columnsOnly.bytes);
+  });
+
+  it('holds a build from scratch\'s pages (addBuilt) as each row set, value by value', () => {
+    const rows: IndexedMemory[] = Array.from({ length: 1_000 }, (_, i) => ({
+      id: 3 + 2 * i,
+      text: i % 7 === 0 ? 'we met 3 days ago' : `note ${i}`,
+      tags: i % 3 === 0 ? ['hobby', `t${i % 2}`] : [],
+      source: i % 5 === 0 ? 'chat' : null,
+      importance: (i % 10) / 10,
+      metadata: i % 4 === 0 ? { day: i % 7 } : {},
+      session_id: i % 13 === 0 ? null : `s${i >> 4}`,
+      speaker: i % 6 === 0 ? 'chat' : null,
+      is_summary: i % 11 === 0,
+      created_at: new Date(1_700_000_000_000 + (i >> 2) * 1000).toISOString(),
+      updated_at: new Date(1_700_000_000_000 + i * 1000).toISOString(),
+      end_user_id: 'u',
+      deleted: false,
+      seq: i + 1,
+      superseded_by: null,
+    }));
+    const [set, built] = [new DocMetas(), new DocMetas()];
+    // (as a build reserves its rows)
+    for (const metas of [set, built]) metas.reserve(rows.length);
+    for (const row of rows) {
+      const { createdAt, updatedAt, event } = prepareRow(row);
+      set.set(row.id, {
+        tags: row.tags,
+        source: row.source,
+        createdAt,
+        metadata: row.metadata,
+        isSummary: row.is_summary,
+        sessionId: row.session_id,
+        importance: row.importance,
+        updatedAt,
+        ...(event ? { event } : {}),
+      });
+    }
+    const termNumbers = new Map<string, number>();
+    for (let at = 0; at < rows.length; at += 300) built.addBuilt(preparedPage(rows.slice(at, at + 300), termNumbers));
+    expect([...built.entries()]).toEqual([...set.entries()]);
+    // Its rows by id made when first asked for.
+    expect(built.bytes).toBeLessThan(set.bytes);
+    expect(built.get(rows[500]!.id)).toEqual(set.get(rows[500]!.id));
+    expect(built.bytes).toBe(set.bytes);
+    expect(() => built.addBuilt(preparedPage(rows.slice(0, 1), termNumbers))).toThrow(/out of order/);
+    // Every value let go with the last of its docs.
+    for (const metas of [set, built]) for (const row of rows) metas.delete(row.id);
+    expect(built.bytes).toBe(set.bytes);
   });
 });

@@ -25,9 +25,8 @@ import { DocMetas, type DocMeta } from './doc-metas.js';
 import { loadSnapshot, SnapshotTaking, snapshotRevision, storeSnapshot } from './snapshots.js';
 import { FairQueue } from '../../core/fair-queue.js';
 import { IndexTexts } from './texts.js';
-import { ownerBuildPages } from './build-reader.js';
 import { prepareRow } from './build-rows.js';
-import { OwnerBuild } from './build-index.js';
+import { buildFromScratch } from './build-index.js';
 
 export type { DocMeta };
 
@@ -102,7 +101,6 @@ const AWAITING_BYTES = MAP_ENTRY_BYTES + stringBytes('x'.repeat(200));
 const ownerKey = (owner: Owner) => `u\u0000${owner.projectId}\u0000${owner.tenantId}\u0000${owner.endUserId}`;
 
 const YIELD_EVERY_ROWS = 2000;
-const BUILD_PAGE = 2000; // (rows a page of a build from scratch reads)
 /** Builds read on a thread of their own (build-reader.ts; starting one costs ~0.1 s). */
 const BUILD_READER = { minRows: 20_000, idleCores: 0.5 };
 /** The background refresh looks again at end users changed this long before its last run (writes commit after their time). */
@@ -198,17 +196,9 @@ export class IndexCache {
         let applied = 0;
         if (entry.revision === 0) {
           // From scratch: the rows a page at a time, each indexed (and dropped) before the next is read.
-          const { count, pages } = await ownerBuildPages(this.database, owner, BUILD_PAGE, this.buildReader);
-          entry.index.reserve(count);
-          entry.meta.reserve(count);
-          const build = new OwnerBuild(this.database, this.embeddings, owner, entry.index, entry.meta);
-          for await (const page of pages) {
-            for (const row of await build.add(page)) this.awaitVector(entry, row, owner.projectId, { owner, key });
-            applied += page.page.ids.length;
-            this.embedSoon();
-            // (other requests wait for a large build otherwise; queries of this entry wait for the whole refresh)
-            await new Promise((resolve) => setImmediate(resolve));
-          }
+          const awaitVector = (row: IndexedMemory) => this.awaitVector(entry, row, owner.projectId, { owner, key });
+          applied = await buildFromScratch(this.database, this.embeddings, owner, entry, this.buildReader, awaitVector);
+          this.embedSoon();
           this.fit(entry);
         } else {
           const { restart, rows } = await ownerChangesSince(this.database.db, owner, entry.revision);
