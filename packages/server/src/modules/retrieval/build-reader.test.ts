@@ -102,7 +102,7 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
       expect(onReader.index.search(query, { k: 20, now, explain: true })).toEqual(
         onItsOwn.index.search(query, { k: 20, now, explain: true }),
       );
-  });
+  }, 20_000); // (a slow builder waits 2 s on its first page; two builds and two reads on a loaded machine)
 
   it('reads on the build reader only while enough cores are idle', async () => {
     const endUser = freshUser();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { IndexedMemory } from '../memories/index.js';
 import { preparedPage, prepareRow } from './build-rows.js';
-import { DocMetas, type DocMeta } from './doc-metas.js';
+import { DocMetas, rowMeta, type DocMeta } from './doc-metas.js';
 
 /** A seeded generator (the steps are the same every run). */
 function seeded(seed: number): () => number {
@@ -66,7 +66,7 @@ describe('DocMetas, the filter metadata by columns', () => {
     expect(again.bytes).toBe(columnsOnly.bytes);
   });
 
-  it('holds a build from scratch\'s pages (addBuilt) as each row set, value by value', () => {
+  it("holds a build from scratch's pages (addBuilt) as each row set, value by value", () => {
     const rows: IndexedMemory[] = Array.from({ length: 1_000 }, (_, i) => ({
       id: 3 + 2 * i,
       text: i % 7 === 0 ? 'we met 3 days ago' : `note ${i}`,
@@ -87,20 +87,7 @@ describe('DocMetas, the filter metadata by columns', () => {
     const [set, built] = [new DocMetas(), new DocMetas()];
     // (as a build reserves its rows)
     for (const metas of [set, built]) metas.reserve(rows.length);
-    for (const row of rows) {
-      const { createdAt, updatedAt, event } = prepareRow(row);
-      set.set(row.id, {
-        tags: row.tags,
-        source: row.source,
-        createdAt,
-        metadata: row.metadata,
-        isSummary: row.is_summary,
-        sessionId: row.session_id,
-        importance: row.importance,
-        updatedAt,
-        ...(event ? { event } : {}),
-      });
-    }
+    for (const row of rows) set.set(row.id, rowMeta(row, prepareRow(row)));
     const termNumbers = new Map<string, number>();
     for (let at = 0; at < rows.length; at += 300) built.addBuilt(preparedPage(rows.slice(at, at + 300), termNumbers));
     expect([...built.entries()]).toEqual([...set.entries()]);

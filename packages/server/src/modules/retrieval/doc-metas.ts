@@ -1,5 +1,5 @@
-import type { FilterSubject } from '../memories/index.js';
-import { SHARED, type PreparedPage } from './build-rows.js';
+import type { FilterSubject, IndexedMemory } from '../memories/index.js';
+import { SHARED, type PreparedPage, type PreparedRow } from './build-rows.js';
 import { ARRAY_SLOT_BYTES, jsonBytes, MAP_ENTRY_BYTES, stringBytes, TYPED_ARRAY_BYTES } from '../../engine/index.js';
 
 /** What filters need of a memory, kept beside the index so filtering costs no query. */
@@ -7,6 +7,19 @@ export interface DocMeta extends Omit<FilterSubject, 'text'> {
   /** When the text says it happened (a date in the text, read relative to created_at), if it names one. */
   event?: { from: number; to: number };
 }
+
+/** A live row's DocMeta, with its prepareRow. */
+export const rowMeta = (row: IndexedMemory, { createdAt, updatedAt, event }: PreparedRow): DocMeta => ({
+  tags: row.tags,
+  source: row.source,
+  createdAt,
+  metadata: row.metadata,
+  isSummary: row.is_summary,
+  sessionId: row.session_id,
+  importance: row.importance,
+  updatedAt,
+  ...(event ? { event } : {}),
+});
 
 /**
  * No tags and no metadata, what most docs have: one frozen value for every such doc (a DocMeta is

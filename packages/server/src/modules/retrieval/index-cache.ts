@@ -21,7 +21,7 @@ import {
 import { invalid } from '../../core/errors.js';
 import type { EmbeddingStore } from './embeddings.js';
 import { feedbackSums } from './feedback.js';
-import { DocMetas, type DocMeta } from './doc-metas.js';
+import { DocMetas, rowMeta, type DocMeta } from './doc-metas.js';
 import { loadSnapshot, SnapshotTaking, snapshotRevision, storeSnapshot } from './snapshots.js';
 import { FairQueue } from '../../core/fair-queue.js';
 import { IndexTexts } from './texts.js';
@@ -440,7 +440,8 @@ export class IndexCache {
       }
       if (this.embeddings.embedder && !vectors.has(row.id)) this.awaitVector(entry, row, projectId, opts);
       else entry.awaiting?.delete(row.id);
-      const { scan, createdAt, updatedAt, event } = prepareRow(row);
+      const prepared = prepareRow(row);
+      const { scan, createdAt } = prepared;
       entry.index.upsert(
         {
           id: row.id,
@@ -455,17 +456,7 @@ export class IndexCache {
         vectors.get(row.id),
         scan,
       );
-      entry.meta.set(row.id, {
-        tags: row.tags,
-        source: row.source,
-        createdAt,
-        metadata: row.metadata,
-        isSummary: row.is_summary,
-        sessionId: row.session_id,
-        importance: row.importance,
-        updatedAt,
-        ...(event ? { event } : {}),
-      });
+      entry.meta.set(row.id, rowMeta(row, prepared));
     }
     this.embedSoon();
     return rows.length;
