@@ -122,3 +122,25 @@ export function* readPostings(r: SnapshotReader, dictionary: string[]): Generato
     at += n;
   }
 }
+
+/**
+ * Every term's postings from the docs' terms (Bm25Field.postBuilt): each term's entries in slot order, term id by term
+ * id in one arena; term id i's end at ends[i] (and begin where id i - 1's end).
+ */
+export function layOutPostings(d: DocTerms, terms: number): { ends: Int32Array; slots: Int32Array; tfs: Uint16Array } {
+  const counts = new Int32Array(terms + 1);
+  for (let slot = 0; slot < d.start.length; slot++)
+    for (let i = d.start[slot]!, end = i < 0 ? i : d.end[slot]!; i < end; i++) counts[d.terms[i]! + 1]!++;
+  for (let id = 1; id < counts.length; id++) counts[id]! += counts[id - 1]!;
+  // counts[id]: where the term's entries begin; once written, where they end.
+  const total = counts[terms]!;
+  const [slots, tfs] = [new Int32Array(total), new Uint16Array(total)];
+  for (let slot = 0; slot < d.start.length; slot++) {
+    for (let i = d.start[slot]!, end = i < 0 ? i : d.end[slot]!; i < end; i++) {
+      const at = counts[d.terms[i]!]!++;
+      slots[at] = slot;
+      tfs[at] = d.tfs[i]!;
+    }
+  }
+  return { ends: counts, slots, tfs };
+}

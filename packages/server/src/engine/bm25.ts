@@ -7,7 +7,14 @@ import {
   growList,
   type SlotList,
 } from './bm25-context.js';
-import { type FieldTake, type Postings, readPostings, writeDocTerms, writePostings } from './bm25-snapshot.js';
+import {
+  type FieldTake,
+  layOutPostings,
+  type Postings,
+  readPostings,
+  writeDocTerms,
+  writePostings,
+} from './bm25-snapshot.js';
 import { ENTRY_BYTES, termBytes } from './bm25-bytes.js';
 import { BM25_B, BM25_K1, saturateInPlace, saturateKept } from './bm25-saturate.js';
 import { DocTerms } from './doc-terms.js';
@@ -104,10 +111,9 @@ export class Bm25Field {
   }
 
   /**
-   * A doc of a build from scratch (MemoryIndex.addBuilt): its terms as ids (termId), in its text's order, at
-   * `termIds[from..to)`, into an empty slot. Its terms and length are kept as add keeps them; its postings are
-   * laid out with every other doc's by postBuilt, which must run before the field is read or changed otherwise.
-   * Only on a field none of whose docs came by add (a fresh one), with no snapshot being taken.
+   * A doc of a build from scratch (MemoryIndex.addBuilt) into an empty slot of a fresh field: its terms as ids
+   * (termId) in its text's order at `termIds[from..to)`, kept as add keeps them; its postings are laid out with
+   * every other doc's by postBuilt, which must run before the field is read or changed otherwise.
    */
   addBuilt(slot: number, termIds: Int32Array, from: number, to: number): void {
     if (!this.unposted && (this.docTerms.docs > 0 || this.taking))
@@ -128,28 +134,14 @@ export class Bm25Field {
   postBuilt(): void {
     if (!this.unposted) return;
     this.unposted = false;
-    const d = this.docTerms;
-    const counts = new Int32Array(this.byId.length + 1);
-    for (let slot = 0; slot < d.start.length; slot++)
-      for (let i = d.start[slot]!, end = i < 0 ? i : d.end[slot]!; i < end; i++) counts[d.terms[i]! + 1]!++;
-    for (let id = 1; id < counts.length; id++) counts[id]! += counts[id - 1]!;
-    // counts[id]: where the term's entries begin (and, once filled, counts[id - 1] where they end).
-    const total = counts[counts.length - 1]!;
-    const [slots, tfs] = [new Int32Array(total), new Uint16Array(total)];
-    for (let slot = 0; slot < d.start.length; slot++) {
-      for (let i = d.start[slot]!, end = i < 0 ? i : d.end[slot]!; i < end; i++) {
-        const at = counts[d.terms[i]!]!++;
-        slots[at] = slot;
-        tfs[at] = d.tfs[i]!;
-      }
-    }
+    const { ends, slots, tfs } = layOutPostings(this.docTerms, this.byId.length);
     for (let id = 0, from = 0; id < this.byId.length; id++) {
       const p = this.byId[id]!;
-      const to = counts[id]!;
+      const to = ends[id]!;
       [p.slots, p.tfs, p.n, p.live] = [slots.subarray(from, to), tfs.subarray(from, to), to - from, to - from];
       from = to;
     }
-    this.arrayBytes += total * ENTRY_BYTES;
+    this.arrayBytes += slots.length * ENTRY_BYTES;
   }
 
   /** The doc's distinct terms (of ids[from..to)) in the order it first uses them, with their counts: addIds, addTfs. */
