@@ -10,6 +10,7 @@ import { PLACES } from './nlp/lexicon.js';
 import { type NounKind, wordsOfKind } from './nlp/word-kinds.js';
 import type { RankingWeights } from './ranking-weights.js';
 import { analyze, isStopWord, stem } from './text.js';
+import { lookupTable } from '../core/lookup.js';
 
 const COUNTRIES = `usa america canada mexico brazil argentina chile peru colombia uk england scotland wales ireland france germany
 spain portugal italy netherlands belgium switzerland austria poland sweden norway denmark finland iceland greece turkey russia
@@ -20,7 +21,7 @@ const CITIES = [...PLACES]
   .filter((p) => !COUNTRIES.includes(p) && !US_STATES.includes(p) && !p.includes(' '))
   .join(' ');
 
-const KINDS: Record<string, string> = {
+const KINDS: Record<string, string> = lookupTable({
   instrument:
     'guitar violin piano cello drums drum flute clarinet saxophone sax trumpet ukulele harp bass keyboard banjo harmonica trombone',
   sport:
@@ -49,10 +50,10 @@ const KINDS: Record<string, string> = {
   season: 'spring summer autumn fall winter',
   flower: 'rose roses tulip sunflower sunflowers daisy lily orchid',
   color: 'red blue green yellow purple pink orange black white',
-};
+});
 
 /** Question kind words (singular; the plural is added) -> the lexicon's kinds whose members answer them. */
-const LEXICON_KINDS: Record<string, readonly NounKind[]> = {
+const LEXICON_KINDS: Record<string, readonly NounKind[]> = lookupTable({
   instrument: ['instrument'],
   sport: ['sport'],
   exercise: ['sport'],
@@ -80,7 +81,7 @@ const LEXICON_KINDS: Record<string, readonly NounKind[]> = {
   career: ['occupation'],
   profession: ['occupation'],
   occupation: ['occupation'],
-};
+});
 
 /** The stems a kind word and its plural analyse to ("martial arts" -> "martial art"). */
 const keysOf = (kind: string) => [...new Set([analyze(kind).join(' '), analyze(`${kind}s`).join(' ')])];

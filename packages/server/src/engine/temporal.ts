@@ -1,6 +1,7 @@
 // Temporal phrases in a query -> created_at range [from, to) in epoch ms.
 // Calendar arithmetic is in UTC: the engine does not know the end user's time zone,
 // and UTC keeps results identical on every server.
+import { lookupTable } from '../core/lookup.js';
 
 export interface TemporalRange {
   from: number;
@@ -30,7 +31,7 @@ const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'frida
 // Full names only: "sun", "sat" and "wed" are ordinary words too often.
 const WEEKDAY_RE = '(sunday|monday|tuesday|wednesday|thursday|friday|saturday)';
 const UNIT_RE = '(day|week|month|year)s?';
-const NUM_WORDS: Record<string, number> = {
+const NUM_WORDS: Record<string, number> = lookupTable({
   a: 1,
   an: 1,
   one: 1,
@@ -48,7 +49,7 @@ const NUM_WORDS: Record<string, number> = {
   few: 3,
   couple: 2,
   several: 3,
-};
+});
 const NUM_RE =
   '(\\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|a couple of|several)';
 

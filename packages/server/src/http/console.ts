@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { lookupTable } from '../core/lookup.js';
 
 /** Where `npm install` (the console package's prepare) and `npm start` put the built console. */
 export const CONSOLE_DIRECTORY = fileURLToPath(new URL('../../../console/dist/', import.meta.url));
@@ -23,7 +24,7 @@ export const CONSOLE_CSP = [
   "form-action 'self'",
 ].join('; ');
 
-const TYPES: Record<string, string> = {
+const TYPES: Record<string, string> = lookupTable({
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
   '.html': 'text/html; charset=utf-8',
@@ -32,7 +33,7 @@ const TYPES: Record<string, string> = {
   '.ico': 'image/x-icon',
   '.json': 'application/json',
   '.woff2': 'font/woff2',
-};
+});
 /** Vite's asset names: a hash in the name, no directory part, so no path can leave the folder. */
 const ASSET_NAME = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.[a-z0-9]+$/;
 

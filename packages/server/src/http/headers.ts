@@ -1,8 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import { invalid } from '../core/errors.js';
+import { lookupTable } from '../core/lookup.js';
 
 /** Headers by the names errors give them (`field`). */
-const CANONICAL: Record<string, string> = {
+const CANONICAL: Record<string, string> = lookupTable({
   'x-api-key': 'X-API-Key',
   authorization: 'Authorization',
   'x-project-id': 'X-Project-ID',
@@ -10,7 +11,7 @@ const CANONICAL: Record<string, string> = {
   'x-end-user-id': 'X-End-User-ID',
   'x-organization-id': 'X-Organization-ID',
   'idempotency-key': 'Idempotency-Key',
-};
+});
 
 export const canonicalHeader = (name: string) => CANONICAL[name] ?? name;
 

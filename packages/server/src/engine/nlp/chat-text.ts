@@ -5,9 +5,10 @@
 // since the entity rules take capitalisation as evidence of a name.
 import { GIVEN_NAMES, PLACES } from './lexicon.js';
 import { wordsOfKind } from './word-kinds.js';
+import { lookupTable } from '../../core/lookup.js';
 
 /** A contraction typed without its apostrophe -> the spelling the tokenizer splits. */
-const CONTRACTIONS: Record<string, string> = {
+const CONTRACTIONS: Record<string, string> = lookupTable({
   im: "I'm",
   ive: "I've",
   dont: "don't",
@@ -36,10 +37,10 @@ const CONTRACTIONS: Record<string, string> = {
   theyve: "they've",
   weve: "we've",
   youve: "you've",
-};
+});
 
 /** Chat shorthand for kin, dates and attribute words -> the word the rules know. */
-const SHORTHAND: Record<string, string> = {
+const SHORTHAND: Record<string, string> = lookupTable({
   bf: 'boyfriend',
   gf: 'girlfriend',
   hubby: 'husband',
@@ -69,7 +70,7 @@ const SHORTHAND: Record<string, string> = {
   u: 'you',
   ur: 'your',
   '&': 'and',
-};
+});
 
 const WORD = /(?<![\p{L}\p{N}'’-])(?:[\p{L}][\p{L}/-]*|&)(?![\p{L}\p{N}'’])/gu;
 

@@ -9,6 +9,7 @@ import type { EntityRef } from './fact-model.js';
 import { hedged, headsOf, statementsOf, subjectOf } from './fact-endings.js';
 import { NUMBER_WORDS } from './lexicon.js';
 import type { Token } from './tokens.js';
+import { lookupTable } from '../../core/lookup.js';
 
 /** The single-valued attributes the classifier tells apart, and the possessions and habits beside them. */
 export type FactKind =
@@ -28,16 +29,18 @@ interface Model {
 
 let loaded: Model | null = null;
 const model = (): Model => {
-  loaded ??= JSON.parse(readFileSync(new URL('./fact-kinds.json', import.meta.url), 'utf8')) as Model;
+  if (!loaded) {
+    const read = JSON.parse(readFileSync(new URL('./fact-kinds.json', import.meta.url), 'utf8')) as Model;
+    loaded = { ...read, weights: lookupTable(read.weights) };
+  }
   return loaded;
 };
 let loadedAliases: Record<string, string> | null = null;
 /** Words the sets do not use, as the set word nearest to them in GloVe (build-fact-kinds.ts --glove). */
 const wordAliases = (): Record<string, string> => {
-  loadedAliases ??= JSON.parse(readFileSync(new URL('./fact-kind-words.json', import.meta.url), 'utf8')) as Record<
-    string,
-    string
-  >;
+  loadedAliases ??= lookupTable(
+    JSON.parse(readFileSync(new URL('./fact-kind-words.json', import.meta.url), 'utf8')) as Record<string, string>,
+  );
   return loadedAliases;
 };
 

@@ -1,6 +1,7 @@
 // Word lists of the fact rules (facts.ts): stemmed keys (tokens.ts's `key`) unless a comment says otherwise.
 import { FACT_RELATIONS } from './fact-model.js';
 import { HEDGES, NUMBER_WORDS, PHRASE_ENDS } from './lexicon.js';
+import { lookupTable } from '../../core/lookup.js';
 
 export const CLAUSE_BREAK = new Set([
   '.',
@@ -168,21 +169,21 @@ principal headmaster headmistress doula cashier paramedic clergyman minister amb
     .split(/\s+/),
 );
 /** "a smoker" -> the activity key of "smoking" (activityKey), so the noun and the verb state one habit. */
-export const HABIT_AGENTS: Record<string, string> = {
+export const HABIT_AGENTS: Record<string, string> = lookupTable({
   smoker: 'smoke',
   drinker: 'drink',
   vaper: 'vape',
   gambler: 'gambl',
-};
+});
 /** States that are a person's work situation rather than a job. */
 export const WORK_STATES = new Set(['retired', 'unemployed', 'jobless', 'self-employed']);
 /** "got <...>": the relationship status it gives. */
-export const STATUS_CHANGES: Record<string, string> = {
+export const STATUS_CHANGES: Record<string, string> = lookupTable({
   marri: 'married',
   divorc: 'divorced',
   engag: 'engaged',
   separ: 'separated',
-};
+});
 /** Verbs that begin a job ("started a new job at", "took a position with", "landed a role as"). */
 export const JOB_STARTS = new Set([
   'start',
@@ -211,7 +212,7 @@ pregnant diabetic celiac lactose-intolerant gay straight bisexual transgender tr
     .split(/\s+/),
 );
 /** "my <attribute> is ..." nouns with one value per person. */
-export const ATTRIBUTES: Record<string, string> = {
+export const ATTRIBUTES: Record<string, string> = lookupTable({
   birthday: FACT_RELATIONS.birthday,
   anniversari: FACT_RELATIONS.anniversary,
   job: FACT_RELATIONS.worksAs,
@@ -224,7 +225,7 @@ export const ATTRIBUTES: Record<string, string> = {
   apart: FACT_RELATIONS.livesIn,
   flat: FACT_RELATIONS.livesIn,
   condo: FACT_RELATIONS.livesIn,
-};
+});
 export const PARTNERS = new Set(['girlfriend', 'boyfriend', 'partner', 'fianc', 'fiance', 'fiancé', 'fiancée']);
 export const SPOUSES = new Set(['wife', 'husband', 'spous']);
 export const CHILD_WORDS = new Set(['kid', 'child', 'children', 'son', 'daughter', 'babi']);
@@ -311,7 +312,7 @@ export const LIGHT_VERBS = new Set([
   'enjoy',
   'still',
 ]);
-export const TIMES_OF_DAY: Record<string, string> = {
+export const TIMES_OF_DAY: Record<string, string> = lookupTable({
   morn: 'morning',
   morning: 'morning',
   even: 'evening',
@@ -320,17 +321,17 @@ export const TIMES_OF_DAY: Record<string, string> = {
   afternoon: 'afternoon',
   lunchtim: 'lunchtime',
   weekend: 'weekend',
-};
+});
 export const WEEKDAYS = new Set(['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday']);
-export const PERIODS: Record<string, string> = {
+export const PERIODS: Record<string, string> = lookupTable({
   day: 'day',
   week: 'week',
   month: 'month',
   year: 'year',
   night: 'day',
   morn: 'day',
-};
-export const COUNT_WORDS: Record<string, number> = {
+});
+export const COUNT_WORDS: Record<string, number> = lookupTable({
   onc: 1,
   once: 1,
   twice: 2,
@@ -348,9 +349,9 @@ export const COUNT_WORDS: Record<string, number> = {
   an: 1,
   singl: 1,
   no: 0,
-};
+});
 export const COMMUTE = new Set(['work', 'school', 'offic', 'colleg', 'campus']);
-export const MODES: Record<string, string> = {
+export const MODES: Record<string, string> = lookupTable({
   walk: 'walk',
   bike: 'bike',
   cycl: 'bike',
@@ -366,7 +367,7 @@ export const MODES: Record<string, string> = {
   jog: 'run',
   scooter: 'scooter',
   carpool: 'car',
-};
+});
 
 export const HOMES = new Set([
   'apart',
@@ -427,23 +428,27 @@ export const NOT_AGE = new Set([
   'rd',
 ]);
 /** Spelled-out tens and teens (stemmed forms too: "twenti"); units are COUNT_WORDS' one to nine. */
-export const TENS = Object.fromEntries(
-  'twenty thirty forty fifty sixty seventy eighty ninety'
-    .split(' ')
-    .flatMap((w, k) => [[w, 20 + 10 * k] as const, [w.replace(/y$/, 'i'), 20 + 10 * k] as const]),
-) as Record<string, number>;
-export const TEENS = Object.fromEntries(
-  'ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen'
-    .split(' ')
-    .map((w, k) => [w, 10 + k]),
-) as Record<string, number>;
+export const TENS: Record<string, number> = lookupTable(
+  Object.fromEntries(
+    'twenty thirty forty fifty sixty seventy eighty ninety'
+      .split(' ')
+      .flatMap((w, k) => [[w, 20 + 10 * k] as const, [w.replace(/y$/, 'i'), 20 + 10 * k] as const]),
+  ),
+);
+export const TEENS: Record<string, number> = lookupTable(
+  Object.fromEntries(
+    'ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen'
+      .split(' ')
+      .map((w, k) => [w, 10 + k]),
+  ),
+);
 export const unitOf = (word: string | undefined) => {
   const n = word && /^[a-z]+$/.test(word) && NUMBER_WORDS.has(word) ? COUNT_WORDS[word] : undefined;
   return n !== undefined && n >= 1 && n <= 9 ? n : undefined;
 };
 
 /** Fields of work left by name ("I left nursing", "gave up law"), stemmed, and who works in them. */
-export const FIELDS: Record<string, string> = {
+export const FIELDS: Record<string, string> = lookupTable({
   nurs: 'nurse',
   teach: 'teacher',
   law: 'lawyer',
@@ -458,7 +463,7 @@ export const FIELDS: Record<string, string> = {
   polic: 'police officer',
   nursing: 'nurse',
   teaching: 'teacher',
-};
+});
 
 /** "I'd take / pick / choose / go for X over Y": a preference. */
 export const CHOOSE = new Set(['take', 'pick', 'choos', 'go']);
@@ -469,7 +474,7 @@ export const PERSON_NOUNS = new Set(['woman', 'man', 'guy', 'girl', 'boy', 'some
 /** "the sack", "the boot", "the axe": losing one's job, as "fired". */
 export const SACKED = new Set(['sack', 'boot', 'axe', 'push']);
 /** Ordinals of a new one of a kind ("a third turtle"): how many one has then. */
-export const ORDINALS: Record<string, number> = {
+export const ORDINALS: Record<string, number> = lookupTable({
   second: 2,
   third: 3,
   fourth: 4,
@@ -479,7 +484,7 @@ export const ORDINALS: Record<string, number> = {
   eighth: 8,
   ninth: 9,
   tenth: 10,
-};
+});
 /** Verbs of the activities one simply does ("I do pilates", "I play tennis", "I practise judo", "I go to choir"). */
 export const ACTIVITY_VERBS = new Set(['do', 'play', 'practic', 'practis', 'go', 'attend']);
 /** Words of a stay somewhere rather than a home ("I'm in Rome for a week", "in Paris on business"). */
@@ -504,12 +509,14 @@ export const STAY_WORDS = new Set([
 ]);
 
 /** Foods by the kind a diet names: "I eat chicken" is eating meat, "I eat cheese" eating dairy. */
-export const FOOD_KINDS: Record<string, string> = Object.fromEntries([
-  ...'meat chicken beef pork bacon steak ham lamb sausage burger turkey veal mince salami pepperoni'
-    .split(' ')
-    .map((w) => [w, 'meat']),
-  ...'dairy cheese milk butter yogurt yoghurt cream'.split(' ').map((w) => [w, 'dairy']),
-]);
+export const FOOD_KINDS: Record<string, string> = lookupTable(
+  Object.fromEntries([
+    ...'meat chicken beef pork bacon steak ham lamb sausage burger turkey veal mince salami pepperoni'
+      .split(' ')
+      .map((w) => [w, 'meat']),
+    ...'dairy cheese milk butter yogurt yoghurt cream'.split(' ').map((w) => [w, 'dairy']),
+  ]),
+);
 
 /** Relatives and others an end user names by role ("my sister", "my boss"): people whose own facts can change. */
 export const KIN = new Set(

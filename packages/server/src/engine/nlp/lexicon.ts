@@ -1,4 +1,5 @@
 // Word lists the rule-based extractor recognises names with. Lower case; multi-word names are space-separated.
+import { lookupTable } from '../../core/lookup.js';
 
 const words = (text: string) =>
   new Set(
@@ -26,7 +27,7 @@ new zealand | israel | europe | asia | africa | nyc | la | sf | dc | the alps | 
 `);
 
 /** Spelling variants that name one place or organisation: the value is the canonical name. */
-export const ALIASES: Record<string, string> = {
+export const ALIASES: Record<string, string> = lookupTable({
   nyc: 'New York',
   'new york city': 'New York',
   'the big apple': 'New York',
@@ -55,7 +56,7 @@ export const ALIASES: Record<string, string> = {
   alphabet: 'Google',
   fb: 'Facebook',
   meta: 'Facebook',
-};
+});
 
 export const ORGANIZATIONS = words(`
 google | microsoft | apple | amazon | facebook | meta | netflix | spotify | tesla | ibm | intel | nvidia | oracle | salesforce |
@@ -139,7 +140,7 @@ christmas | easter | halloween | thanksgiving | lgbtq | lgbt | covid | internet 
 `);
 
 /** British spellings of the kinds of a favourite, so "favourite colour" and "favorite color" are one attribute. */
-const AMERICAN: Record<string, string> = {
+const AMERICAN: Record<string, string> = lookupTable({
   colour: 'color',
   colours: 'colors',
   flavour: 'flavor',
@@ -149,7 +150,7 @@ const AMERICAN: Record<string, string> = {
   centre: 'center',
   jewellery: 'jewelry',
   programme: 'program',
-};
+});
 export const britishToAmerican = (word: string): string => AMERICAN[word] ?? word;
 
 /** Stemmed keys (and punctuation) that end a noun phrase read after a verb: conjunctions, prepositions, time words. */
@@ -256,7 +257,7 @@ const NOT_THE_KIND = new Set(
 );
 
 /** Words for one kind of thing: "my favorite film" asks what "my favorite movie" does. */
-const KIND_SYNONYMS: Record<string, string> = {
+const KIND_SYNONYMS: Record<string, string> = lookupTable({
   film: 'movie',
   flick: 'movie',
   treat: 'dessert',
@@ -274,7 +275,7 @@ const KIND_SYNONYMS: Record<string, string> = {
   hue: 'color',
   pastime: 'hobby',
   group: 'band',
-};
+});
 
 /**
  * The attribute a favourite names, from the words after "favorite" (lower case): "type of tea" and "tea",

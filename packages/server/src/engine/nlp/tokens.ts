@@ -1,5 +1,6 @@
 // Tokens with their surface form, position and a lemma-ish key for matching cue phrases.
 import { stem } from '../text.js';
+import { lookupTable } from '../../core/lookup.js';
 
 export interface Token {
   /** As written, possessive and clitics split off ("Caroline's" -> "Caroline", "'s"). */
@@ -16,7 +17,7 @@ export interface Token {
   punct: boolean;
 }
 
-const IRREGULAR: Record<string, string> = {
+const IRREGULAR: Record<string, string> = lookupTable({
   am: 'be',
   is: 'be',
   are: 'be',
@@ -60,7 +61,7 @@ const IRREGULAR: Record<string, string> = {
   traveled: 'travel',
   travelling: 'travel',
   traveling: 'travel',
-};
+});
 
 export function keyOf(word: string): string {
   const lower = word.toLowerCase().replace(/’/g, "'");

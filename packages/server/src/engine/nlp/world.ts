@@ -2,9 +2,11 @@
 // other or contain each other. A religion and its words of practice, languages, sports teams and their leagues,
 // vehicle brands and models, and which country or state a city is in. Lower case; multi-word names space-separated.
 
-/** A lookup by any word: no prototype, so "constructor" is no key. */
+import { lookupTable } from '../../core/lookup.js';
+
+/** A lookup by any word, from its entries (`lookupTable`: "constructor" is no key). */
 export const dict = <T>(entries: Array<readonly [string, T]>): Record<string, T> =>
-  Object.assign(Object.create(null) as Record<string, T>, Object.fromEntries(entries));
+  lookupTable(Object.fromEntries(entries));
 
 const list = (text: string) =>
   text

@@ -271,6 +271,23 @@ forEachDialect('a file that needs more memory than a reader has', (dialect) => {
 forEachDialect('the parts bound', (dialect) => {
   const t = useTestApp(dialect, { parse: { ...parse, maxParts: 100 } });
 
+  it("reads a file named or typed after Object's members (.constructor, .__proto__, a media type 'constructor') as text", async () => {
+    const endUser = freshUser();
+    for (const [name, type] of [
+      ['notes.constructor', 'text/plain'],
+      ['notes.__proto__', 'text/plain'],
+      ['notes.tostring', 'text/plain'],
+      ['notes', 'constructor'],
+      ['notes', 'hasOwnProperty; charset=utf-8'],
+    ] as const) {
+      const content = `Plain words from ${name} typed ${type}.`;
+      const res = await upload(t, { name, type, content }, { endUser });
+      expect(res.status, `${name} (${type}): ${res.text}`).toBe(201);
+      expect(res.body.file.type).toBe('text');
+      expect(res.body.memories.map((m: { text: string }) => m.text)).toEqual([content]);
+    }
+  });
+
   it('counts paragraphs and headings, not the rows of a CSV or the records of a JSON array', async () => {
     const endUser = freshUser();
     const csv = `sku,location\n${Array.from({ length: 250 }, (_, i) => `item-${i},Shelf ${i % 9}`).join('\n')}\n`;

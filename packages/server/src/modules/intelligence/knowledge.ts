@@ -15,6 +15,7 @@ import {
   VEHICLES,
 } from '../../engine/nlp/index.js';
 import { KIND_RELATIONS, updateFits, valueNamed, valueWords } from './fact-ends.js';
+import { lookupTable } from '../../core/lookup.js';
 
 export interface ExtractedMemory {
   id: number;
@@ -496,7 +497,7 @@ const thingWord = (w: string) => {
   const one = w.length > 3 && w.endsWith('s') && !/(ss|us|is)$/.test(w) ? w.slice(0, -1) : w;
   return SAME_THING[one] ?? one;
 };
-const SAME_THING: Record<string, string> = {
+const SAME_THING: Record<string, string> = lookupTable({
   bike: 'bicycle',
   motorbike: 'motorcycle',
   telly: 'tv',
@@ -507,17 +508,17 @@ const SAME_THING: Record<string, string> = {
   kitty: 'cat',
   doggy: 'dog',
   licence: 'license',
-};
+});
 /** A kind a denial names by its word ("I don't have any pets") and the lexicon's kind of its members (WordNet's). */
-const KIND_WORDS: Record<string, NounKind> = {
+const KIND_WORDS: Record<string, NounKind> = lookupTable({
   pet: 'animal',
   animal: 'animal',
   vehicle: 'vehicle',
   instrument: 'instrument',
-};
+});
 const isOfKind = (member: string, kind: string) => !!KIND_WORDS[kind] && nounIs(member, KIND_WORDS[kind]);
 /** Members of a kind a denial may name: a puppy is a dog and a pet. */
-const KIND_OF: Record<string, string[]> = Object.assign(Object.create(null), {
+const KIND_OF: Record<string, string[]> = lookupTable({
   ...Object.fromEntries(
     'dog cat puppy kitten turtle tortoise hamster rabbit bunny parrot bird fish goldfish snake lizard guinea horse'
       .split(' ')

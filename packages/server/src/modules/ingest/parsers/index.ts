@@ -6,6 +6,7 @@ import { markdownParser } from './markdown.js';
 import { unreadable, unsupported, utf8Text, type FileType, type Parser } from './parser.js';
 import { pdfParser } from './pdf.js';
 import { textParser } from './text.js';
+import { lookupTable } from '../../../core/lookup.js';
 
 export { FILE_TYPES, type Block, type FileType, type ParsedDocument, type Parser } from './parser.js';
 export { tooLarge, type DocumentLimits } from './limits.js';
@@ -23,7 +24,7 @@ const PARSERS: Record<FileType, Parser> = {
 
 export const parserFor = (type: FileType): Parser => PARSERS[type];
 
-const BY_EXTENSION: Record<string, FileType> = {
+const BY_EXTENSION: Record<string, FileType> = lookupTable({
   txt: 'text',
   text: 'text',
   log: 'text',
@@ -38,8 +39,8 @@ const BY_EXTENSION: Record<string, FileType> = {
   csv: 'csv',
   tsv: 'csv',
   json: 'json',
-};
-const BY_MEDIA_TYPE: Record<string, FileType> = {
+});
+const BY_MEDIA_TYPE: Record<string, FileType> = lookupTable({
   'text/plain': 'text',
   'text/markdown': 'markdown',
   'text/x-markdown': 'markdown',
@@ -50,7 +51,7 @@ const BY_MEDIA_TYPE: Record<string, FileType> = {
   'text/tab-separated-values': 'csv',
   'application/json': 'json',
   'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
-};
+});
 
 const startsWith = (bytes: Buffer, signature: number[]) => signature.every((b, i) => bytes[i] === b);
 const PDF = [0x25, 0x50, 0x44, 0x46, 0x2d]; // %PDF-
