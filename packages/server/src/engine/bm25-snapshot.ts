@@ -1,6 +1,7 @@
 // What Bm25Field's postings and snapshots are made of, and the steps that write a snapshot of a field.
 import type { DocTerms } from './doc-terms.js';
-import type { SnapshotReader } from './snapshot.js';
+import { ENTRY_BYTES } from './bm25-bytes.js';
+import type { SnapshotReader, SnapshotWriter } from './snapshot.js';
 
 /**
  * One term's postings: (slot, tf) appended in the order docs were added. Removing a doc leaves
@@ -48,6 +49,78 @@ export interface FieldTake {
 
 /** A doc's terms (ids and counts) as they were, or null (no doc in the slot). */
 export type DocAt = { terms: Int32Array; tfs: Uint16Array } | null;
+
+/**
+ * A take of a field as it is now (Bm25Field.beginSnapshot): its dictionary, then `head` (the field's totals), written
+ * to `w`, and the parts the steps write in place reserved; the docs' lengths written live.
+ */
+export function beginTake(
+  w: SnapshotWriter,
+  postings: ReadonlyMap<string, Postings>,
+  ids: number,
+  entries: number,
+  docLen: Float64Array,
+  head: readonly number[],
+): FieldTake {
+  const dictionary = [...postings.keys()];
+  const termIds = new Int32Array(dictionary.length);
+  const renumber = new Int32Array(ids).fill(-1);
+  for (let i = 0; i < dictionary.length; i++) renumber[(termIds[i] = postings.get(dictionary[i]!)!.id)] = i;
+  const capacity = docLen.length;
+  w.value(dictionary);
+  for (const v of head) w.value(v);
+  const parts = [
+    w.reserve('i32', dictionary.length),
+    w.reserve('i32', entries),
+    w.reserve('u16', entries),
+    w.reserve('i32', capacity),
+    w.reserve('i32', capacity),
+    w.reserve('i32', entries),
+    w.reserve('u16', entries),
+  ];
+  w.live(docLen);
+  return {
+    dictionary,
+    termIds,
+    renumber,
+    entries,
+    capacity,
+    parts,
+    at: 0,
+    terms: new Map(),
+    docs: new Map(),
+    termsRead: 0,
+    slotsRead: 0,
+  };
+}
+
+/**
+ * Drops a term's stale entries in place: each slot keeps its last entry, if its doc still holds the term (`d`).
+ * Returns the bytes of entries given back (arrays cut once under a quarter full).
+ */
+export function compactPostings(p: Postings, d: DocTerms): number {
+  const seen = new Set<number>();
+  const kept: number[] = [];
+  for (let i = p.n - 1; i >= 0; i--) {
+    const slot = p.slots[i]!;
+    if (seen.has(slot)) continue;
+    seen.add(slot);
+    if (d.holds(slot, p.id)) kept.push(i);
+  }
+  // Kept indices are written forward, each to a position at or before its own.
+  for (let j = 0, m = kept.length; j < m; j++) {
+    const i = kept[m - 1 - j]!;
+    p.slots[j] = p.slots[i]!;
+    p.tfs[j] = p.tfs[i]!;
+  }
+  p.n = kept.length;
+  p.dirty = false;
+  if (p.n >= p.slots.length / 4) return 0;
+  const freed = (p.slots.length - p.n) * ENTRY_BYTES;
+  p.slots = p.slots.slice(0, p.n);
+  p.tfs = p.tfs.slice(0, p.n);
+  return freed;
+}
 
 /** Work (postings entries, doc terms, slots) in a step of a snapshot: well under a millisecond. */
 const STEP_WORK = 1 << 13;

@@ -8,6 +8,8 @@ import {
   type SlotList,
 } from './bm25-context.js';
 import {
+  beginTake,
+  compactPostings,
   type FieldTake,
   layOutPostings,
   type Postings,
@@ -228,29 +230,9 @@ export class Bm25Field {
     return p;
   }
 
-  /** Drops stale entries in place: each slot keeps its last entry, if its doc still holds the term. */
+  /** Drops stale entries in place (compactPostings). */
   private compact(p: Postings): void {
-    const seen = new Set<number>();
-    const kept: number[] = [];
-    for (let i = p.n - 1; i >= 0; i--) {
-      const slot = p.slots[i]!;
-      if (seen.has(slot)) continue;
-      seen.add(slot);
-      if (this.docTerms.holds(slot, p.id)) kept.push(i);
-    }
-    // Kept indices are written forward, each to a position at or before its own.
-    for (let j = 0, m = kept.length; j < m; j++) {
-      const i = kept[m - 1 - j]!;
-      p.slots[j] = p.slots[i]!;
-      p.tfs[j] = p.tfs[i]!;
-    }
-    p.n = kept.length;
-    p.dirty = false;
-    if (p.n < p.slots.length / 4) {
-      this.arrayBytes -= (p.slots.length - p.n) * ENTRY_BYTES;
-      p.slots = p.slots.slice(0, p.n);
-      p.tfs = p.tfs.slice(0, p.n);
-    }
+    this.arrayBytes -= compactPostings(p, this.docTerms);
   }
 
   remove(slot: number): void {
@@ -475,36 +457,10 @@ export class Bm25Field {
    * yet to read; untracked, nothing may change before it is written.
    */
   beginSnapshot(w: SnapshotWriter, track: boolean): FieldTake {
-    const dictionary = [...this.postings.keys()];
-    const termIds = new Int32Array(dictionary.length);
-    const renumber = new Int32Array(this.byId.length).fill(-1);
-    for (let i = 0; i < dictionary.length; i++) renumber[(termIds[i] = this.postings.get(dictionary[i]!)!.id)] = i;
-    const { entries } = this.docTerms;
-    const capacity = this.docLen.length;
-    w.value(dictionary).value(this.totalLen).value(this.version);
-    const parts = [
-      w.reserve('i32', dictionary.length),
-      w.reserve('i32', entries),
-      w.reserve('u16', entries),
-      w.reserve('i32', capacity),
-      w.reserve('i32', capacity),
-      w.reserve('i32', entries),
-      w.reserve('u16', entries),
-    ];
-    w.live(this.docLen);
-    const take: FieldTake = {
-      dictionary,
-      termIds,
-      renumber,
-      entries,
-      capacity,
-      parts,
-      at: 0,
-      terms: new Map(),
-      docs: new Map(),
-      termsRead: 0,
-      slotsRead: 0,
-    };
+    const take = beginTake(w, this.postings, this.byId.length, this.docTerms.entries, this.docLen, [
+      this.totalLen,
+      this.version,
+    ]);
     if (track) this.taking = take;
     return take;
   }
