@@ -35,7 +35,20 @@ export { BM25_B, BM25_K1 };
  */
 export const TF_MAX = 0xffff;
 
+/**
+ * The statistics of the whole owner's field, where this field holds one shard of it (a session-disjoint part
+ * of its docs): ranking then scores with the whole's doc count, lengths and document frequencies, so each
+ * shard's scores are the whole index's.
+ */
+export interface FieldStats {
+  readonly docs: number;
+  readonly totalLen: number;
+  df(term: string): number;
+}
+
 export class Bm25Field {
+  /** The whole's statistics when this field is a shard; null: its own. */
+  stats: FieldStats | null = null;
   private readonly postings = new Map<string, Postings>(); // term -> postings
   /** The postings by term id (what the docs' terms are); a term's id is reused once no doc holds it. */
   private byId: (Postings | undefined)[] = [];
@@ -280,9 +293,25 @@ export class Bm25Field {
     for (let i = d.start[slot]!, end = d.end[slot]!; i < end; i++) this.contextCache.drop(this.byId[d.terms[i]!]!.term);
   }
 
-  /** Number of docs containing the term. */
+  /** Number of docs containing the term (the whole's, for a shard). */
   df(term: string): number {
+    return this.stats ? this.stats.df(term) : this.ownDf(term);
+  }
+
+  /** Number of this field's own docs containing the term. */
+  ownDf(term: string): number {
     return this.postings.get(term)?.live ?? 0;
+  }
+
+  /** This field's own total length (FieldStats of a whole made of shards). */
+  get ownTotalLen(): number {
+    return this.totalLen;
+  }
+
+  /** The average doc length scoring normalises by: the whole's, for a shard. */
+  private avgLen(): number {
+    const s = this.stats;
+    return s ? s.totalLen / s.docs || 1 : this.totalLen / this.docCount || 1;
   }
 
   /** The held term nearest to `term`, a typo (nearest-term.ts); undefined when none. */
@@ -292,9 +321,9 @@ export class Bm25Field {
 
   /** Robertson/Sparck-Jones idf, floored at a small positive value so very common terms still count a little. */
   idf(term: string): number {
-    const n = this.postings.get(term)?.live ?? 0;
+    const n = this.df(term);
     if (n === 0) return 0;
-    const N = this.docCount;
+    const N = this.stats ? this.stats.docs : this.docCount;
     return Math.max(0.01, Math.log(1 + (N - n + 0.5) / (n + 0.5)));
   }
 
@@ -303,9 +332,8 @@ export class Bm25Field {
    * Slots seen for the first time (out[slot] was 0) are appended to touched.
    */
   scoreInto(query: ReadonlyMap<string, number>, out: Float64Array, touched: SlotList, weight = 1): void {
-    const N = this.docCount;
-    if (N === 0) return;
-    const avgLen = this.totalLen / N || 1;
+    if (this.docCount === 0) return;
+    const avgLen = this.avgLen();
     const docLen = this.docLen;
     let ta = touched.a;
     for (const [term, qtf] of query) {
@@ -343,9 +371,8 @@ export class Bm25Field {
     outCtx: Float64Array,
     touched: SlotList,
   ): void {
-    const N = this.docCount;
-    if (N === 0) return;
-    const avgLen = this.totalLen / N || 1;
+    if (this.docCount === 0) return;
+    const avgLen = this.avgLen();
     const { prev, next, window, weight, decay } = links;
     const back = links.backward ?? 1;
     const { tfSelf, tfCtx, termTouched, norm: normCache } = scratch;

@@ -10,7 +10,7 @@ import { type BuiltDocs, TEXT_FLAGS } from './built-docs.js';
 import { builtinEmbedder, type BuiltinEmbedder } from './embedder.js';
 import { ARRAY_SLOT_BYTES, MAP_ENTRY_BYTES, stringBytes, TYPED_ARRAY_BYTES } from './heap-bytes.js';
 import { rank } from './rank.js';
-import type { NormKey } from './ranked-index.js';
+import type { NormKey, RankedIndex } from './ranked-index.js';
 import { DEFAULT_WEIGHTS, type RankingWeights } from './ranking-weights.js';
 import { SearchBuffers } from './search-buffers.js';
 import { analyze, scanText, type TextScan } from './text.js';
@@ -540,52 +540,58 @@ export class MemoryIndex {
     const k = Math.floor(opts.k);
     if (!(k > 0) || this.size === 0) return [];
     const b = SearchBuffers.forSlots(this.capacity);
-    const scratch = this.scratch;
-    scratch.tfSelf = b.tfSelf;
-    scratch.tfCtx = b.tfCtx;
-    scratch.termTouched = b.termTouched;
     try {
-      // The index's own fields, read by the ranking phases (rank.ts).
-      return rank(
-        {
-          weights: this.weights,
-          capacity: this.capacity,
-          live: this.live,
-          slotId: this.slotId,
-          createdAt: this.createdAt,
-          namesTime: this.namesTime,
-          firstPerson: this.firstPerson,
-          endsAsking: this.endsAsking,
-          importance: this.importance,
-          feedback: this.feedback,
-          maxCreatedAt: this.maxCreatedAt,
-          maxImportanceDev: this.maxImportanceDev,
-          maxAbsFeedback: this.maxAbsFeedback,
-          sessionNo: this.sessionNo,
-          sessionNos: this.sessionNos,
-          sessionBuf: this.sessionBuf,
-          prevSlot: this.prevSlot,
-          nextSlot: this.nextSlot,
-          text: this.text,
-          meta: this.meta,
-          embedder: this.embedder,
-          dims: this.dims,
-          ngramVecs: this.ngramVecs,
-          vectors: this.vectors,
-          scratch: this.scratch,
-          mutations: this.mutations,
-          normKey: this.normKey,
-        },
-        query,
-        opts,
-        k,
-        b,
-      );
+      return rank(this.ranked(b), query, opts, k, b);
     } catch (error) {
       // (A caller's filter that throws.) The buffers are the thread's: zero again for the next search, whatever index.
       b.clear(this.capacity);
       this.sessionBuf.fill(0);
       throw error;
     }
+  }
+
+  /**
+   * The index's own fields, read by the ranking phases (rank.ts), with `b` as its context scorer's buffers.
+   * `mutations`: what its cached normalisations are keyed by (a shard's: the whole's count of changes).
+   */
+  ranked(b: SearchBuffers, mutations = this.mutations): RankedIndex {
+    const scratch = this.scratch;
+    scratch.tfSelf = b.tfSelf;
+    scratch.tfCtx = b.tfCtx;
+    scratch.termTouched = b.termTouched;
+    return {
+      weights: this.weights,
+      capacity: this.capacity,
+      live: this.live,
+      slotId: this.slotId,
+      createdAt: this.createdAt,
+      namesTime: this.namesTime,
+      firstPerson: this.firstPerson,
+      endsAsking: this.endsAsking,
+      importance: this.importance,
+      feedback: this.feedback,
+      maxCreatedAt: this.maxCreatedAt,
+      maxImportanceDev: this.maxImportanceDev,
+      maxAbsFeedback: this.maxAbsFeedback,
+      sessionNo: this.sessionNo,
+      sessionNos: this.sessionNos,
+      sessionBuf: this.sessionBuf,
+      prevSlot: this.prevSlot,
+      nextSlot: this.nextSlot,
+      text: this.text,
+      meta: this.meta,
+      embedder: this.embedder,
+      dims: this.dims,
+      ngramVecs: this.ngramVecs,
+      vectors: this.vectors,
+      scratch,
+      mutations,
+      normKey: this.normKey,
+    };
+  }
+
+  /** Its text and speaker/tag fields (a sharded owner's statistics are summed over its shards' fields). */
+  get fields(): { text: Bm25Field; meta: Bm25Field; mutations: number } {
+    return { text: this.text, meta: this.meta, mutations: this.mutations };
   }
 }

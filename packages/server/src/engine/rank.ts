@@ -12,6 +12,7 @@ import { parseTemporal, type TemporalRange } from './temporal.js';
 import { analyze } from './text.js';
 import type { Explanation, SearchHit, SearchOptions } from './types.js';
 import { unit } from './vectors.js';
+import { offerCandidates } from './rank-offer.js';
 
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
@@ -27,10 +28,10 @@ const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|wh
 const VECTOR_CANDIDATES = 50;
 
 type Links = { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number; backward: number };
-type Eligible = (slot: number) => boolean;
+export type Eligible = (slot: number) => boolean;
 
 /** The query as searched. */
-interface QueryTerms {
+export interface QueryTerms {
   temporal: TemporalRange | null;
   /** The query without its time phrase: what is matched as words. */
   lexQuery: string;
@@ -45,14 +46,15 @@ interface QueryTerms {
 /** What the first pass over the docs with word evidence found. */
 interface FirstPass {
   maxLex: number;
-  sessionNorm: number;
+  /** The largest session sum. */
+  maxSession: number;
   sessionsTouched: number[];
   /** The best first-pass docs, for pseudo-relevance feedback (null: none wanted). */
   best: TopK | null;
 }
 
 /** Each feature's normaliser (and lifts) for this query. */
-interface Norms {
+export interface Norms {
   lexNorm: number;
   expNorm: number;
   sessionNorm: number;
@@ -62,46 +64,108 @@ interface Norms {
 }
 
 /** The fused score of a doc, and the top k it is offered to. */
-interface Fusion {
+export interface Fusion {
   top: TopK;
   offer: (slot: number) => void;
   explain: (slot: number) => Explanation;
 }
 
+/** One shard of a search: an index and the buffers its phases fill (zero before and after). */
+export interface Shard {
+  ix: RankedIndex;
+  b: SearchBuffers;
+}
+
+/** A shard's state between the phases of a search. */
+interface ShardRun extends Shard {
+  eligible: Eligible;
+  links: Links;
+  first: FirstPass;
+  extQ: Float32Array | null;
+  fused: Fusion | null;
+}
+
 /** search() with the thread's buffers, which it leaves zero. */
 export function rank(ix: RankedIndex, query: string, opts: SearchOptions, k: number, b: SearchBuffers): SearchHit[] {
-  const w = ix.weights;
+  return rankShards([{ ix, b }], query, opts, k);
+}
+
+/**
+ * A search of an owner's index held as session-disjoint shards (a session's docs, and so its sums and context
+ * neighbours, in one shard), each ranking with the whole's statistics (Bm25Field.stats). What is global is
+ * merged between the phases: the first pass's maxima, the feedback docs (and so the expansion terms picked from
+ * them), the speaker/tag and expansion maxima, the top k; so each shard's scores are the whole index's. Every
+ * shard's buffers are left zero. Equal scores from different shards are ordered by shard (the whole index
+ * orders them by when they were offered).
+ */
+export function rankShards(shards: readonly Shard[], query: string, opts: SearchOptions, k: number): SearchHit[] {
+  const ix0 = shards[0]!.ix;
+  const w = ix0.weights;
   const now = opts.now ?? Date.now();
-  const q = queryTerms(ix, query, opts, now);
-  const eligible = eligibility(ix, opts, b);
-  const links = contextLinks(ix);
-
-  // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
-  b.touched.n = b.metaTouched.n = b.expTouched.n = 0;
-  ix.text.scoreWithContext(q.textTerms, links, ix.scratch, b.lex, b.ctx, b.touched);
-  ix.meta.scoreInto(q.qTerms, b.meta, b.metaTouched);
-
-  const first = firstPass(ix, b, opts, eligible);
-  if (first.best !== null) expandQuery(ix, first.best, q.qTerms, links, b);
+  const q = queryTerms(ix0, query, opts, now);
+  const runs: ShardRun[] = shards.map(({ ix, b }) => {
+    const eligible = eligibility(ix, opts, b);
+    const links = contextLinks(ix);
+    // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
+    b.touched.n = b.metaTouched.n = b.expTouched.n = 0;
+    ix.text.scoreWithContext(q.textTerms, links, ix.scratch, b.lex, b.ctx, b.touched);
+    ix.meta.scoreInto(q.qTerms, b.meta, b.metaTouched);
+    return { ix, b, eligible, links, first: firstPass(ix, b, opts, eligible), extQ: null, fused: null };
+  });
+  const n = runs.length;
+  let maxLex = 0;
+  let maxSession = 0;
+  // The feedback docs: each shard's best, as the whole's (a doc's key: its slot and shard).
+  let best: TopK | null = null;
+  for (const { first } of runs) {
+    maxLex = Math.max(maxLex, first.maxLex);
+    maxSession = Math.max(maxSession, first.maxSession);
+    if (first.best === null) continue;
+    if (n === 1) best = first.best;
+    else {
+      best ??= new TopK(w.expansionDocs);
+      const shard = runs.findIndex((r) => r.first === first);
+      for (const { slot, score } of first.best.sorted()) best.offer(slot * n + shard, score);
+    }
+  }
+  if (best !== null) expandQuery(runs, best, q.qTerms);
 
   // Vector features are scored for every live doc, so a doc can be found without sharing a word.
-  const qvec = ix.embedder && w.ngram > 0 && q.qTerms.size > 0 ? ix.embedder.embedSync(q.lexQuery) : null;
-  const vectors = ix.vectors;
-  const extQ =
-    opts.queryVector && vectors.count > 0 && vectors.dims === opts.queryVector.length && w.semantic > 0
-      ? vectors.prepare(unit(opts.queryVector))
-      : null;
+  const qvec = ix0.embedder && w.ngram > 0 && q.qTerms.size > 0 ? ix0.embedder.embedSync(q.lexQuery) : null;
+  let maxMeta = 0;
+  let maxExp = 0;
+  let words = false;
+  let extAny = false;
+  for (const r of runs) {
+    const vectors = r.ix.vectors;
+    r.extQ =
+      opts.queryVector && vectors.count > 0 && vectors.dims === opts.queryVector.length && w.semantic > 0
+        ? vectors.prepare(unit(opts.queryVector))
+        : null;
+    extAny ||= r.extQ !== null;
+    words ||= r.b.touched.n > 0 || r.b.expTouched.n > 0;
+    const m = maxima(r.b, r.ix.capacity);
+    maxMeta = Math.max(maxMeta, m.maxMeta);
+    maxExp = Math.max(maxExp, m.maxExp);
+  }
+  const norms = normalisers(w, maxLex, maxSession, maxMeta, maxExp, q.whenLift);
+  const top = n === 1 ? null : new TopK(k);
+  for (let shard = 0; shard < n; shard++) {
+    const r = runs[shard]!;
+    r.fused = fusion(r.ix, r.b, q, norms, qvec, r.extQ, opts, now, k);
+    const seen = { words, extAny };
+    offerCandidates(r.ix, r.b, r.fused, norms, q, qvec, r.extQ, seen, opts, now, k, r.eligible);
+    if (top !== null) for (const { slot, score } of r.fused.top.sorted()) top.offer(slot * n + shard, score);
+  }
 
-  const norms = normalisers(w, b, first, q.whenLift, ix.capacity);
-  const fused = fusion(ix, b, q, norms, qvec, extQ, opts, now, k);
-  offerCandidates(ix, b, fused, norms, q, qvec, extQ, opts, now, k, eligible);
-
-  const hits: SearchHit[] = fused.top.sorted().map(({ slot, score }) => {
-    const hit: SearchHit = { id: ix.slotId[slot]!, score, relevance: relevanceOf(score) };
-    if (opts.explain) hit.explanation = fused.explain(slot);
+  const hits: SearchHit[] = (top ?? runs[0]!.fused!.top).sorted().map(({ slot: key, score }) => {
+    const r = runs[key % n]!;
+    const slot = (key - (key % n)) / n;
+    const hit: SearchHit = { id: r.ix.slotId[slot]!, score, relevance: relevanceOf(score) };
+    if (opts.explain) hit.explanation = r.fused!.explain(slot);
     return hit;
   });
-  b.zero(ix.capacity, ix.sessionBuf, first.sessionsTouched);
+  for (const r of runs) r.b.zero(r.ix.capacity, r.ix.sessionBuf, r.first.sessionsTouched);
   return hits;
 }
 
@@ -243,24 +307,26 @@ function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions, eligi
     const v = (sessionScore[sn]! += l);
     if (v > maxSession) maxSession = v;
   }
-  return { maxLex, sessionNorm: maxSession > 0 ? 1 / maxSession : 0, sessionsTouched, best };
+  return { maxLex, maxSession, sessionsTouched, best };
 }
 
 /**
- * Pseudo-relevance feedback: the best first-pass docs suggest vocabulary the query lacked (the
- * answer turn often shares words with the turns that match the question); scored into `b.exp`.
+ * Pseudo-relevance feedback: the best first-pass docs (keys: slot x shards + shard) suggest vocabulary the
+ * query lacked (the answer turn often shares words with the turns that match the question); scored into `b.exp`.
  */
-function expandQuery(ix: RankedIndex, best: TopK, qTerms: Map<string, number>, links: Links, b: SearchBuffers): void {
-  const w = ix.weights;
+function expandQuery(runs: readonly ShardRun[], best: TopK, qTerms: Map<string, number>): void {
+  const text = runs[0]!.ix.text;
+  const w = runs[0]!.ix.weights;
+  const n = runs.length;
   const cand = new Map<string, number>();
-  for (const { slot } of best.sorted()) {
-    const terms = ix.text.termsOf(slot);
+  for (const { slot: key } of best.sorted()) {
+    const terms = runs[key % n]!.ix.text.termsOf((key - (key % n)) / n);
     if (!terms) continue;
     let len = 0;
-    for (const n of terms.values()) len += n;
-    for (const [t, n] of terms) {
+    for (const c of terms.values()) len += c;
+    for (const [t, c] of terms) {
       if (qTerms.has(t)) continue;
-      cand.set(t, (cand.get(t) ?? 0) + (n / len) * ix.text.idf(t));
+      cand.set(t, (cand.get(t) ?? 0) + (c / len) * text.idf(t));
     }
   }
   const picked = [...cand].sort((a, b) => b[1] - a[1]).slice(0, w.expansionTerms);
@@ -268,31 +334,44 @@ function expandQuery(ix: RankedIndex, best: TopK, qTerms: Map<string, number>, l
   if (top > 0) {
     const expTerms = new Map<string, number>(picked.map(([t, v]) => [t, v / top]));
     // Context evidence for expansion terms lands in the same buffer: one feature.
-    ix.text.scoreWithContext(expTerms, links, ix.scratch, b.exp, b.exp, b.expTouched);
+    for (const { ix, b, links } of runs)
+      ix.text.scoreWithContext(expTerms, links, ix.scratch, b.exp, b.exp, b.expTouched);
   }
 }
 
-function normalisers(w: RankingWeights, b: SearchBuffers, first: FirstPass, whenLift: number, cap: number): Norms {
+/** A shard's largest speaker/tag score and expansion score. */
+function maxima(b: SearchBuffers, cap: number): { maxMeta: number; maxExp: number } {
   const ma = b.metaTouched.a;
   const mn = b.metaTouched.n;
   const ea = b.expTouched.a;
   const en = b.expTouched.n;
   let maxMeta = 0;
   for (let i = 0, metaS = b.meta; i < mn; i++) if (metaS[ma[i]!]! > maxMeta) maxMeta = metaS[ma[i]!]!;
-  const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
-  const maxLex = first.maxLex;
-  const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
-  // Expansion is normalised like the first pass unless its own best is stronger (a first pass
-  // that matched only a weak word, e.g. a name): then by its own best, so it never outweighs `expansion`.
   let maxExp = 0;
   const exp = b.exp;
   // Most of a large index touched: read in order (a scan the cache reads ahead), not by the touched list.
   if (en > cap >>> 3) {
     for (let s = 0; s < cap; s++) if (exp[s]! > maxExp) maxExp = exp[s]!;
   } else for (let i = 0; i < en; i++) if (exp[ea[i]!]! > maxExp) maxExp = exp[ea[i]!]!;
+  return { maxMeta, maxExp };
+}
+
+function normalisers(
+  w: RankingWeights,
+  maxLex: number,
+  maxSession: number,
+  maxMeta: number,
+  maxExp: number,
+  whenLift: number,
+): Norms {
+  const metaNorm = maxMeta > 0 ? 1 / maxMeta : 0;
+  const lexNorm = maxLex > 0 ? 1 / maxLex : 0;
+  // Expansion is normalised like the first pass unless its own best is stronger (a first pass
+  // that matched only a weak word, e.g. a name): then by its own best, so it never outweighs `expansion`.
   const expNorm = maxExp > maxLex ? 1 / maxExp : lexNorm;
   const metaLift = Math.max(0, w.metaEvidence) * metaNorm;
-  return { lexNorm, expNorm, sessionNorm: first.sessionNorm, metaNorm, metaLift, whenLift };
+  const sessionNorm = maxSession > 0 ? 1 / maxSession : 0;
+  return { lexNorm, expNorm, sessionNorm, metaNorm, metaLift, whenLift };
 }
 
 /**
@@ -380,181 +459,4 @@ function fusion(
     top.offer(slot, score);
   };
   return { top, offer, explain };
-}
-
-/**
- * The candidates offered to the top k. Remote vectors: the nearest docs by vector (vectors.ts: a
- * bounded read of the nearest lists) are candidates beside those with word evidence; any other doc's semantic
- * part is at most the best cosine found (`semantic.most`), and exactly its own (`semantic.of`, the tighter).
- */
-function offerCandidates(
-  ix: RankedIndex,
-  b: SearchBuffers,
-  fused: Fusion,
-  norms: Norms,
-  q: QueryTerms,
-  qvec: Float32Array | null,
-  extQ: Float32Array | null,
-  opts: SearchOptions,
-  now: number,
-  k: number,
-  eligible: Eligible,
-): void {
-  const w = ix.weights;
-  const { offer } = fused;
-  const tn = b.touched.n;
-  const ma = b.metaTouched.a;
-  const mn = b.metaTouched.n;
-  const en = b.expTouched.n;
-  const semantic = { most: 0, of: (_slot: number) => 0 };
-  if (extQ && !opts.exactVectors) {
-    const near = ix.vectors.nearest(extQ, Math.max(4 * k, VECTOR_CANDIDATES), ix.capacity, eligible);
-    for (const slot of near.slots) offer(slot);
-    semantic.most = Math.max(0, w.semantic) * Math.max(0, near.cosines[0] ?? 0);
-    semantic.of = (s) => (ix.vectors.has[s] ? Math.max(0, w.semantic * ix.vectors.cosine(extQ, s)) : 0);
-    if (tn === 0 && en === 0) for (let i = 0; i < mn; i++) if (eligible(ma[i]!)) offer(ma[i]!);
-  }
-  if (qvec || (extQ && opts.exactVectors) || (!extQ && tn === 0 && en === 0)) {
-    // Built-in vectors can find a doc that shares no word with the query, and a query
-    // without content words ("what's new?") ranks every doc by its priors.
-    if (!qvec && !extQ && q.qTerms.size > 0) {
-      // Query words matched nothing but speaker/tags (possibly nothing at all).
-      for (let i = 0; i < mn; i++) if (eligible(ma[i]!)) offer(ma[i]!);
-    } else {
-      const live = ix.live;
-      for (let s = 0; s < ix.capacity; s++) if (live[s] && eligible(s)) offer(s);
-    }
-  } else {
-    offerWithWordEvidence(ix, b, fused, norms, q.temporal, semantic, now, k, eligible);
-  }
-}
-
-/**
- * Candidates are the docs with word evidence (own, neighbours', expansion). Pruning: every other feature is
- * bounded, so a doc whose word evidence plus that bound cannot beat the current k-th score is skipped without
- * computing the rest. The parts already computed per doc (words, session, meta) are taken exactly; the rest is
- * bounded by what this index holds (a time phrase, its newest doc, its importance and feedback extremes), so the
- * bound is tight and the pruning exact; a doc that passes it with the best cosine found is then tried with its own.
- */
-function offerWithWordEvidence(
-  ix: RankedIndex,
-  b: SearchBuffers,
-  fused: Fusion,
-  norms: Norms,
-  temporal: TemporalRange | null,
-  semantic: { most: number; of: (slot: number) => number },
-  now: number,
-  k: number,
-  eligible: Eligible,
-): void {
-  const w = ix.weights;
-  const { top, offer } = fused;
-  const ta = b.touched.a;
-  const tn = b.touched.n;
-  const ma = b.metaTouched.a;
-  const mn = b.metaTouched.n;
-  const ea = b.expTouched.a;
-  const en = b.expTouched.n;
-  const halfLife = w.recencyHalfLifeDays * DAY;
-  const wLex = w.lexical;
-  const wLexAsking = w.lexical * w.asking;
-  const notSelf = w.metaNotSelf;
-  const wCtx = w.context;
-  const wExp = w.expansion;
-  const wSession = w.session;
-  const wMeta = w.meta;
-  const bound =
-    (temporal ? Math.max(0, w.time) : 0) +
-    Math.max(0, w.recency) * 0.5 ** (Math.max(0, now - ix.maxCreatedAt) / halfLife) +
-    Math.abs(w.importance) * ix.maxImportanceDev +
-    Math.abs(w.feedback) * Math.tanh(ix.maxAbsFeedback / 2) +
-    semantic.most +
-    1e-9;
-  const mayEnter = (known: number, s: number, floor: number) => known + bound - semantic.most + semantic.of(s) > floor;
-  const namesTime = ix.namesTime;
-  // One pass over the first-pass docs: each one's known part (below) is kept by its index in the
-  // touched list, and the docs with the best word evidence seed the top k.
-  const knownOf = b.known;
-  const seed = new TopK(k);
-  // (Hot loops read local names, not a closure's or an object's: a load and an unboxing per use.)
-  const lex = b.lex,
-    ctx = b.ctx,
-    exp = b.exp,
-    metaS = b.meta,
-    sessionNo = ix.sessionNo,
-    sessionScore = ix.sessionBuf;
-  const firstPerson = ix.firstPerson,
-    endsAsking = ix.endsAsking;
-  const lexNormL = norms.lexNorm,
-    expNormL = norms.expNorm,
-    sessionNormL = norms.sessionNorm,
-    metaNormL = norms.metaNorm,
-    metaLiftL = norms.metaLift,
-    whenLiftL = norms.whenLift;
-  // Per-slot arrays read only when they can matter (a search at 300,000 memories is bound by these reads):
-  // speaker/tag scores are zero unless the query matched some, and the when-lift is zero for another question.
-  const anyMeta = mn > 0;
-  const whenQuestion = whenLiftL !== 0;
-  for (let i = 0; i < tn; i++) {
-    const s = ta[i]!;
-    // knownOf[i] holds the doc's (asking-weighted) lexical + context words from the first pass.
-    const words = knownOf[i]! * lexNormL + wExp * exp[s]! * expNormL;
-    if (words > seed.floor && eligible(s)) seed.offer(s, words);
-    const ms = anyMeta ? metaS[s]! : 0;
-    const sn = sessionNo[s]!;
-    const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
-    knownOf[i] =
-      words * (1 + metaLiftL * m + (whenQuestion && namesTime[s] ? whenLiftL : 0)) +
-      (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNormL) +
-      wMeta * m * metaNormL;
-  }
-  for (const { slot } of seed.sorted()) offer(slot);
-  let min = top.floor;
-  for (let i = 0; i < tn; i++) {
-    if (knownOf[i]! + bound <= min) continue;
-    const s = ta[i]!;
-    if (mayEnter(knownOf[i]!, s, min) && eligible(s)) {
-      offer(s);
-      min = top.floor;
-    }
-  }
-  // A doc with expansion evidence only and no speaker/tag match has no evidence of its own, so
-  // it scores its expansion words plus the when-lift on them and no priors: at most this.
-  const bareExpansionCap = Math.abs(wExp) * (1 + whenLiftL) + 1e-9;
-  // And none of them scores more than this (its words are expansion's alone; words, meta and
-  // session are each normalised to at most 1): once the k-th score is above it, the scan below
-  // cannot offer anything, and is not run (a name in the question matches half the turns).
-  const metaMost = Math.max(1, notSelf);
-  const expansionOnlyCap =
-    Math.abs(wExp) * (1 + Math.max(0, w.metaEvidence) * metaMost + whenLiftL) +
-    Math.max(0, wSession) +
-    Math.max(0, wMeta) * metaMost +
-    1e-9;
-  if ((mn > 0 || bareExpansionCap > min) && expansionOnlyCap + bound > min) {
-    const metaHit = b.metaHit;
-    for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 1;
-    for (let i = 0; i < en; i++) {
-      const s = ea[i]!;
-      // No speaker/tag match (metaS[s] is 0) once bare expansion cannot reach the top k: skipped below.
-      if (metaHit[s] === 0 && bareExpansionCap <= min) continue;
-      const ms = metaS[s]!;
-      // A doc with first-pass evidence was already offered in the first pass; offering it
-      // again cannot change the top k.
-      if ((ms === 0 && bareExpansionCap <= min) || lex[s] !== 0 || ctx[s] !== 0) continue;
-      const sn = sessionNo[s]!;
-      const words =
-        ((endsAsking[s] ? wLexAsking : wLex) * lex[s]! + wCtx * ctx[s]!) * lexNormL + wExp * exp[s]! * expNormL;
-      const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
-      const known =
-        words * (1 + metaLiftL * m + (namesTime[s] ? whenLiftL : 0)) +
-        (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNormL) +
-        wMeta * m * metaNormL;
-      if (known + bound <= min || !mayEnter(known, s, min)) continue;
-      if (eligible(s)) {
-        offer(s);
-        min = top.floor;
-      }
-    }
-    for (let i = 0; i < mn; i++) metaHit[ma[i]!] = 0;
-  }
 }

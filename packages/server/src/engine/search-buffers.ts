@@ -40,6 +40,13 @@ export class SearchBuffers {
     return b;
   }
 
+  /** Buffers of their own (shards of one search ranked on one thread each need theirs). */
+  static own(slots: number): SearchBuffers {
+    const b = new SearchBuffers();
+    b.grow(Math.max(1, slots));
+    return b;
+  }
+
   /** New, zero buffers (the old ones are zero: nothing to carry over). */
   private grow(slots: number): void {
     this.slots = slots;
