@@ -303,6 +303,11 @@ export class Bm25Field {
     return this.postings.get(term)?.live ?? 0;
   }
 
+  /** Each term and how many of this field's own docs hold it (a shard's statistics, for the other shards). */
+  *ownDfs(): IterableIterator<[string, number]> {
+    for (const [term, p] of this.postings) yield [term, p.live];
+  }
+
   /** This field's own total length (FieldStats of a whole made of shards). */
   get ownTotalLen(): number {
     return this.totalLen;

@@ -9,7 +9,7 @@ import { SessionMembers } from './session-members.js';
 import { type BuiltDocs, TEXT_FLAGS } from './built-docs.js';
 import { builtinEmbedder, type BuiltinEmbedder } from './embedder.js';
 import { ARRAY_SLOT_BYTES, MAP_ENTRY_BYTES, stringBytes, TYPED_ARRAY_BYTES } from './heap-bytes.js';
-import { rank } from './rank.js';
+import { rank } from './rank-search.js';
 import type { NormKey, RankedIndex } from './ranked-index.js';
 import { DEFAULT_WEIGHTS, type RankingWeights } from './ranking-weights.js';
 import { SearchBuffers } from './search-buffers.js';

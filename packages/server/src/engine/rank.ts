@@ -12,7 +12,6 @@ import { parseTemporal, type TemporalRange } from './temporal.js';
 import { analyze } from './text.js';
 import type { Explanation, SearchHit, SearchOptions } from './types.js';
 import { unit } from './vectors.js';
-import { offerCandidates } from './rank-offer.js';
 
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
@@ -27,7 +26,14 @@ const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|wh
 /** Vector candidates a query takes at least (4 k when more). */
 const VECTOR_CANDIDATES = 50;
 
-type Links = { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number; backward: number };
+export type Links = {
+  prev: Int32Array;
+  next: Int32Array;
+  window: number;
+  weight: number;
+  decay: number;
+  backward: number;
+};
 export type Eligible = (slot: number) => boolean;
 
 /** The query as searched. */
@@ -44,7 +50,7 @@ export interface QueryTerms {
 }
 
 /** What the first pass over the docs with word evidence found. */
-interface FirstPass {
+export interface FirstPass {
   maxLex: number;
   /** The largest session sum. */
   maxSession: number;
@@ -70,110 +76,11 @@ export interface Fusion {
   explain: (slot: number) => Explanation;
 }
 
-/** One shard of a search: an index and the buffers its phases fill (zero before and after). */
-export interface Shard {
-  ix: RankedIndex;
-  b: SearchBuffers;
-}
-
-/** A shard's state between the phases of a search. */
-interface ShardRun extends Shard {
-  eligible: Eligible;
-  links: Links;
-  first: FirstPass;
-  extQ: Float32Array | null;
-  fused: Fusion | null;
-}
-
-/** search() with the thread's buffers, which it leaves zero. */
-export function rank(ix: RankedIndex, query: string, opts: SearchOptions, k: number, b: SearchBuffers): SearchHit[] {
-  return rankShards([{ ix, b }], query, opts, k);
-}
-
-/**
- * A search of an owner's index held as session-disjoint shards (a session's docs, and so its sums and context
- * neighbours, in one shard), each ranking with the whole's statistics (Bm25Field.stats). What is global is
- * merged between the phases: the first pass's maxima, the feedback docs (and so the expansion terms picked from
- * them), the speaker/tag and expansion maxima, the top k; so each shard's scores are the whole index's. Every
- * shard's buffers are left zero. Equal scores from different shards are ordered by shard (the whole index
- * orders them by when they were offered).
- */
-export function rankShards(shards: readonly Shard[], query: string, opts: SearchOptions, k: number): SearchHit[] {
-  const ix0 = shards[0]!.ix;
-  const w = ix0.weights;
-  const now = opts.now ?? Date.now();
-  const q = queryTerms(ix0, query, opts, now);
-  const runs: ShardRun[] = shards.map(({ ix, b }) => {
-    const eligible = eligibility(ix, opts, b);
-    const links = contextLinks(ix);
-    // Lexical evidence of the doc itself and of its session neighbours (BM25F-style).
-    b.touched.n = b.metaTouched.n = b.expTouched.n = 0;
-    ix.text.scoreWithContext(q.textTerms, links, ix.scratch, b.lex, b.ctx, b.touched);
-    ix.meta.scoreInto(q.qTerms, b.meta, b.metaTouched);
-    return { ix, b, eligible, links, first: firstPass(ix, b, opts, eligible), extQ: null, fused: null };
-  });
-  const n = runs.length;
-  let maxLex = 0;
-  let maxSession = 0;
-  // The feedback docs: each shard's best, as the whole's (a doc's key: its slot and shard).
-  let best: TopK | null = null;
-  for (const { first } of runs) {
-    maxLex = Math.max(maxLex, first.maxLex);
-    maxSession = Math.max(maxSession, first.maxSession);
-    if (first.best === null) continue;
-    if (n === 1) best = first.best;
-    else {
-      best ??= new TopK(w.expansionDocs);
-      const shard = runs.findIndex((r) => r.first === first);
-      for (const { slot, score } of first.best.sorted()) best.offer(slot * n + shard, score);
-    }
-  }
-  if (best !== null) expandQuery(runs, best, q.qTerms);
-
-  // Vector features are scored for every live doc, so a doc can be found without sharing a word.
-  const qvec = ix0.embedder && w.ngram > 0 && q.qTerms.size > 0 ? ix0.embedder.embedSync(q.lexQuery) : null;
-  let maxMeta = 0;
-  let maxExp = 0;
-  let words = false;
-  let extAny = false;
-  for (const r of runs) {
-    const vectors = r.ix.vectors;
-    r.extQ =
-      opts.queryVector && vectors.count > 0 && vectors.dims === opts.queryVector.length && w.semantic > 0
-        ? vectors.prepare(unit(opts.queryVector))
-        : null;
-    extAny ||= r.extQ !== null;
-    words ||= r.b.touched.n > 0 || r.b.expTouched.n > 0;
-    const m = maxima(r.b, r.ix.capacity);
-    maxMeta = Math.max(maxMeta, m.maxMeta);
-    maxExp = Math.max(maxExp, m.maxExp);
-  }
-  const norms = normalisers(w, maxLex, maxSession, maxMeta, maxExp, q.whenLift);
-  const top = n === 1 ? null : new TopK(k);
-  for (let shard = 0; shard < n; shard++) {
-    const r = runs[shard]!;
-    r.fused = fusion(r.ix, r.b, q, norms, qvec, r.extQ, opts, now, k);
-    const seen = { words, extAny };
-    offerCandidates(r.ix, r.b, r.fused, norms, q, qvec, r.extQ, seen, opts, now, k, r.eligible);
-    if (top !== null) for (const { slot, score } of r.fused.top.sorted()) top.offer(slot * n + shard, score);
-  }
-
-  const hits: SearchHit[] = (top ?? runs[0]!.fused!.top).sorted().map(({ slot: key, score }) => {
-    const r = runs[key % n]!;
-    const slot = (key - (key % n)) / n;
-    const hit: SearchHit = { id: r.ix.slotId[slot]!, score, relevance: relevanceOf(score) };
-    if (opts.explain) hit.explanation = r.fused!.explain(slot);
-    return hit;
-  });
-  for (const r of runs) r.b.zero(r.ix.capacity, r.ix.sessionBuf, r.first.sessionsTouched);
-  return hits;
-}
-
 /**
  * The query's terms. A time phrase becomes a created_at preference and is not matched as words
  * ("last week" should not favour texts containing "week").
  */
-function queryTerms(ix: RankedIndex, query: string, opts: SearchOptions, now: number): QueryTerms {
+export function queryTerms(ix: RankedIndex, query: string, opts: SearchOptions, now: number): QueryTerms {
   const w = ix.weights;
   const q = typeof query === 'string' ? query : '';
   const temporal = opts.temporal === false ? null : parseTemporal(q, now);
@@ -205,7 +112,7 @@ function queryTerms(ix: RankedIndex, query: string, opts: SearchOptions, now: nu
  * caller's, a map lookup and its predicate) is asked once per slot and search: the seed and pruning passes meet
  * the same slots again, twice as often as not under a filter that excludes the first docs they meet.
  */
-function eligibility(ix: RankedIndex, opts: SearchOptions, b: SearchBuffers): Eligible {
+export function eligibility(ix: RankedIndex, opts: SearchOptions, b: SearchBuffers): Eligible {
   const live = ix.live;
   const sessionNo = ix.sessionNo;
   const slotId = ix.slotId;
@@ -232,7 +139,7 @@ function eligibility(ix: RankedIndex, opts: SearchOptions, b: SearchBuffers): El
  * The session links and context parameters. Expanded-length normalisations are cached per slot
  * across searches until the index or the context parameters change.
  */
-function contextLinks(ix: RankedIndex): Links {
+export function contextLinks(ix: RankedIndex): Links {
   const w = ix.weights;
   const scratch = ix.scratch;
   const nk = ix.normKey;
@@ -271,12 +178,12 @@ function contextLinks(ix: RankedIndex): Links {
  * per-slot arrays). Session-level evidence: a topic discussed across a session lifts all of its
  * turns a little.
  */
-function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions, eligible: Eligible): FirstPass {
+export function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions, eligible: Eligible): FirstPass {
   const w = ix.weights;
   const ta = b.touched.a;
   const tn = b.touched.n;
   const doExpansion = w.expansion > 0 && w.expansionDocs > 0 && tn > 0;
-  const best = doExpansion ? new TopK(w.expansionDocs) : null;
+  const best = doExpansion ? new TopK(w.expansionDocs, ix.slotId) : null;
   const doSession = w.session > 0;
   const sessionsTouched: number[] = [];
   let maxSession = 0;
@@ -298,7 +205,7 @@ function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions, eligi
     wordsPart[i] = (endsAsking[s] ? wLexAsking : wLex) * l + wCtx * c;
     const lc = l + c;
     if (lc > maxLex) maxLex = lc;
-    if (best !== null && lc > best.floor && eligible(s)) best.offer(s, lc);
+    if (best !== null && lc >= best.floor && eligible(s)) best.offer(s, lc);
     if (!doSession) continue;
     const sn = sessionNo[s]!;
     // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
@@ -310,37 +217,8 @@ function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions, eligi
   return { maxLex, maxSession, sessionsTouched, best };
 }
 
-/**
- * Pseudo-relevance feedback: the best first-pass docs (keys: slot x shards + shard) suggest vocabulary the
- * query lacked (the answer turn often shares words with the turns that match the question); scored into `b.exp`.
- */
-function expandQuery(runs: readonly ShardRun[], best: TopK, qTerms: Map<string, number>): void {
-  const text = runs[0]!.ix.text;
-  const w = runs[0]!.ix.weights;
-  const n = runs.length;
-  const cand = new Map<string, number>();
-  for (const { slot: key } of best.sorted()) {
-    const terms = runs[key % n]!.ix.text.termsOf((key - (key % n)) / n);
-    if (!terms) continue;
-    let len = 0;
-    for (const c of terms.values()) len += c;
-    for (const [t, c] of terms) {
-      if (qTerms.has(t)) continue;
-      cand.set(t, (cand.get(t) ?? 0) + (c / len) * text.idf(t));
-    }
-  }
-  const picked = [...cand].sort((a, b) => b[1] - a[1]).slice(0, w.expansionTerms);
-  const top = picked[0]?.[1] ?? 0;
-  if (top > 0) {
-    const expTerms = new Map<string, number>(picked.map(([t, v]) => [t, v / top]));
-    // Context evidence for expansion terms lands in the same buffer: one feature.
-    for (const { ix, b, links } of runs)
-      ix.text.scoreWithContext(expTerms, links, ix.scratch, b.exp, b.exp, b.expTouched);
-  }
-}
-
 /** A shard's largest speaker/tag score and expansion score. */
-function maxima(b: SearchBuffers, cap: number): { maxMeta: number; maxExp: number } {
+export function maxima(b: SearchBuffers, cap: number): { maxMeta: number; maxExp: number } {
   const ma = b.metaTouched.a;
   const mn = b.metaTouched.n;
   const ea = b.expTouched.a;
@@ -356,7 +234,7 @@ function maxima(b: SearchBuffers, cap: number): { maxMeta: number; maxExp: numbe
   return { maxMeta, maxExp };
 }
 
-function normalisers(
+export function normalisers(
   w: RankingWeights,
   maxLex: number,
   maxSession: number,
@@ -378,7 +256,7 @@ function normalisers(
  * One fixed-order feature vector per doc; the score is its sum and the explanation lists the same
  * numbers, so contributions always add up to the score.
  */
-function fusion(
+export function fusion(
   ix: RankedIndex,
   b: SearchBuffers,
   q: QueryTerms,
@@ -449,7 +327,7 @@ function fusion(
     return e;
   };
 
-  const top = new TopK(k);
+  const top = new TopK(k, ix.slotId);
   const requireEvidence = opts.requireEvidence === true;
   const minRelevance = opts.minRelevance ?? 0;
   const offer = (slot: number): void => {

@@ -107,22 +107,31 @@ export class SearchBuffers {
   }
 }
 
-/** Bounded best-k list, best first. Offering the same slot twice keeps one entry. */
+/**
+ * Bounded best-k list, best first. Offering the same slot twice keeps one entry. With `ids` (the slots' ids),
+ * equal scores are ordered by id, the lower (older) first, so the list does not depend on the order of the
+ * offers: shards of an owner's index (rank-search.ts) then merge their lists into the whole's.
+ */
 export class TopK {
   // Parallel arrays (no object per offer): slots[i] scored scores[i], best first.
   private readonly slots: number[] = [];
   private readonly scores: number[] = [];
-  /** The score an offer must beat: the k-th best once full, -Infinity before (kept in a field: read per candidate). */
+  /** The score an offer must reach: the k-th best once full, -Infinity before (kept in a field: read per candidate). */
   floor = -Infinity;
-  constructor(private readonly k: number) {}
+  constructor(
+    private readonly k: number,
+    private readonly ids: Float64Array | null = null,
+  ) {}
   offer(slot: number, score: number): void {
-    if (score <= this.floor) return;
     const slots = this.slots;
     const scores = this.scores;
+    const ids = this.ids;
     let n = slots.length;
+    if (score <= this.floor && (score < this.floor || ids === null || !(ids[slot]! < ids[slots[n - 1]!]!))) return;
     for (let j = 0; j < n; j++) if (slots[j] === slot) return;
     let i = n;
-    while (i > 0 && scores[i - 1]! < score) i--;
+    if (ids === null) while (i > 0 && scores[i - 1]! < score) i--;
+    else while (i > 0 && (scores[i - 1]! < score || (scores[i - 1] === score && ids[slots[i - 1]!]! > ids[slot]!))) i--;
     slots.push(slot);
     scores.push(score);
     for (let j = n; j > i; j--) {

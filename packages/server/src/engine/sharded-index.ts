@@ -3,7 +3,7 @@
 // between them, so the hits are those of one index holding every doc.
 import type { Bm25Field, FieldStats } from './bm25.js';
 import type { MemoryIndex } from './memory-index.js';
-import { rankShards, type Shard } from './rank.js';
+import { rankShards, type Shard } from './rank-search.js';
 import { SearchBuffers } from './search-buffers.js';
 import type { SearchHit, SearchOptions } from './types.js';
 
