@@ -101,8 +101,7 @@ export class MemoryIndex {
     normStamp: 0,
     stamp: 1,
   };
-  /** Changes on every upsert/remove: cached length normalisations (scratch.norm) are then stale. */
-  private mutations = 0;
+  private mutations = 0; // changes on every upsert/remove: cached length normalisations (scratch.norm) are then stale
   /** What scratch.stamp's cached norms were computed under. */
   private readonly normKey: NormKey = { mutations: -1, window: NaN, weight: NaN, decay: NaN, backward: NaN };
   /** A snapshot being taken in steps, for which changes keep what they change (snapshotSteps). */
@@ -550,15 +549,10 @@ export class MemoryIndex {
     }
   }
 
-  /**
-   * The index's own fields, read by the ranking phases (rank.ts), with `b` as its context scorer's buffers.
-   * `mutations`: what its cached normalisations are keyed by (a shard's: the whole's count of changes).
-   */
+  /** Its fields for the ranking phases (rank.ts), `b` its context scorer's buffers; `mutations`: a shard's whole's. */
   ranked(b: SearchBuffers, mutations = this.mutations): RankedIndex {
     const scratch = this.scratch;
-    scratch.tfSelf = b.tfSelf;
-    scratch.tfCtx = b.tfCtx;
-    scratch.termTouched = b.termTouched;
+    [scratch.tfSelf, scratch.tfCtx, scratch.termTouched] = [b.tfSelf, b.tfCtx, b.termTouched];
     return {
       weights: this.weights,
       capacity: this.capacity,
@@ -590,7 +584,7 @@ export class MemoryIndex {
     };
   }
 
-  /** Its text and speaker/tag fields (a sharded owner's statistics are summed over its shards' fields). */
+  /** Its fields and count of changes (a sharded owner's statistics sum its shards'). */
   get fields(): { text: Bm25Field; meta: Bm25Field; mutations: number } {
     return { text: this.text, meta: this.meta, mutations: this.mutations };
   }
