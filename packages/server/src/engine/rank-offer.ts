@@ -1,13 +1,11 @@
 // The candidates a search offers to its top k (rank.ts): vector neighbours, every doc, or the docs with
 // word evidence, exactly pruned.
-import { relevanceOf } from './ranking-weights.js';
-import type { Eligible, Fusion, Norms, QueryTerms } from './rank.js';
+import { DAY, type Eligible, type Fusion, type Norms, type QueryTerms } from './rank.js';
 import type { RankedIndex } from './ranked-index.js';
 import { type SearchBuffers, TopK } from './search-buffers.js';
 import type { TemporalRange } from './temporal.js';
 import type { SearchOptions } from './types.js';
 
-const DAY = 86_400_000;
 /** Vector candidates a query takes at least (4 k when more). */
 const VECTOR_CANDIDATES = 50;
 

@@ -10,8 +10,7 @@ import type { RankedIndex } from './ranked-index.js';
 import { type SearchBuffers, TopK } from './search-buffers.js';
 import { parseTemporal, type TemporalRange } from './temporal.js';
 import { analyze } from './text.js';
-import type { Explanation, SearchHit, SearchOptions } from './types.js';
-import { unit } from './vectors.js';
+import type { Explanation, SearchOptions } from './types.js';
 
 /** Most unique query terms considered; keeps a pasted document from costing a full scan per term. */
 const MAX_QUERY_TERMS = 64;
@@ -21,10 +20,8 @@ const MAX_QUERY_TERMS = 64;
  */
 const TYPO_MIN_CHARS = 5;
 const TYPO_MAX_CHARS = 24;
-const DAY = 86_400_000;
+export const DAY = 86_400_000;
 const WHEN_QUESTION = /^\s*(?:when|how long|what (?:date|time|year|month|day)|which (?:year|month|day))\b/i;
-/** Vector candidates a query takes at least (4 k when more). */
-const VECTOR_CANDIDATES = 50;
 
 export type Links = {
   prev: Int32Array;
