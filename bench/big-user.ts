@@ -11,21 +11,14 @@
  *   node --expose-gc --import tsx bench/big-user.ts [--docs 300000] [--queries 400] [--check /tmp/hits.json]
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { MemoryIndex, normalizeText } from '../packages/server/src/engine/index.js';
+import { MemoryIndex } from '../packages/server/src/engine/index.js';
 import { option } from './lib/args.js';
-import { locomoCorpus, mulberry32 } from './lib/locomo.js';
+import { bigUserRows } from './lib/big-user-rows.js';
 
 const docs = Number(option('--docs') ?? 300_000);
 const queries = Number(option('--queries') ?? 400);
 const check = option('--check');
 const contextCacheShare = option('--context-share') === undefined ? undefined : Number(option('--context-share'));
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const dataDir = process.env.ENGRAM_LOCOMO_DIR ?? resolve(repoRoot, '../shared/bench/locomo-dev');
-const { sentences, questions } = locomoCorpus(dataDir);
-const rand = mulberry32(7);
-const pick = <T>(a: T[]) => a[Math.floor(rand() * a.length)]!;
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
 const heap = () => {
@@ -41,23 +34,7 @@ const cpu = () => {
 };
 const mb = (b: number) => Math.round(b / 1e5) / 10;
 
-const seen = new Set<string>();
-const rows = Array.from({ length: docs }, (_, i) => {
-  let text: string;
-  do text = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(sentences)).join(' ');
-  while (seen.has(normalizeText(text)));
-  seen.add(normalizeText(text));
-  return {
-    id: i + 1,
-    text,
-    sessionId: `s${Math.floor(i / 20) + 1}`,
-    createdAt: 1.7e12 + i * 1000,
-    importance: 0.5,
-    feedback: 0,
-  };
-});
-seen.clear();
-const now = 1.7e12 + docs * 1000;
+const { rows, questions, now } = bigUserRows(docs);
 const before = heap();
 let t = performance.now();
 let c = cpu();

@@ -6,40 +6,17 @@
  *
  *   node --expose-gc --import tsx bench/scratch-shards/exact.ts [--docs 300000] [--queries 400] [--rounds 2]
  */
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { MemoryIndex, normalizeText } from '../../packages/server/src/engine/index.js';
+import { type EngineDoc, MemoryIndex } from '../../packages/server/src/engine/index.js';
 import { ShardedIndex } from '../../packages/server/src/engine/sharded-index.js';
 import type { SearchOptions } from '../../packages/server/src/engine/types.js';
 import { option } from '../lib/args.js';
-import { locomoCorpus, mulberry32 } from '../lib/locomo.js';
+import { bigUserRows } from '../lib/big-user-rows.js';
 
-type Row = { id: number; text: string; sessionId: string; createdAt: number; importance: number; feedback: number };
+type Row = EngineDoc;
 const docs = Number(option('--docs') ?? 300_000);
 const queries = Number(option('--queries') ?? 400);
 const rounds = Number(option('--rounds') ?? 2);
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const { sentences, questions } = locomoCorpus(
-  process.env.ENGRAM_LOCOMO_DIR ?? resolve(repoRoot, '../shared/bench/locomo-dev'),
-);
-const rand = mulberry32(7);
-const pick = <T>(a: T[]) => a[Math.floor(rand() * a.length)]!;
-const seen = new Set<string>();
-const rows: Row[] = Array.from({ length: docs }, (_, i) => {
-  let text: string;
-  do text = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(sentences)).join(' ');
-  while (seen.has(normalizeText(text)));
-  seen.add(normalizeText(text));
-  return {
-    id: i + 1,
-    text,
-    sessionId: `s${Math.floor(i / 20) + 1}`,
-    createdAt: 1.7e12 + i * 1000,
-    importance: 0.5,
-    feedback: 0,
-  };
-});
-const now = 1.7e12 + docs * 1000;
+const { rows, questions, now } = bigUserRows(docs);
 const build = (rs: Row[]) => {
   const ix = new MemoryIndex({});
   for (const r of rs) ix.upsert(r);

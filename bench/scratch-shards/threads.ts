@@ -7,7 +7,6 @@
  *
  *   node --expose-gc --import tsx bench/scratch-shards/threads.ts [--docs 300000] [--queries 400] [--rounds 3]
  */
-import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   isMainThread,
@@ -18,7 +17,7 @@ import {
   workerData,
 } from 'node:worker_threads';
 import type { Bm25Field, FieldStats } from '../../packages/server/src/engine/bm25.js';
-import { MemoryIndex, normalizeText } from '../../packages/server/src/engine/index.js';
+import { type EngineDoc, MemoryIndex } from '../../packages/server/src/engine/index.js';
 import { queryTerms } from '../../packages/server/src/engine/rank.js';
 import {
   expansionTerms,
@@ -33,14 +32,10 @@ import {
 import { SearchBuffers } from '../../packages/server/src/engine/search-buffers.js';
 import type { SearchHit } from '../../packages/server/src/engine/types.js';
 import { option } from '../lib/args.js';
-import { locomoCorpus, mulberry32 } from '../lib/locomo.js';
+import { bigUserRows } from '../lib/big-user-rows.js';
 
-type Row = { id: number; text: string; sessionId: string; createdAt: number; importance: number; feedback: number };
+type Row = EngineDoc;
 type Summary = { docs: number; totalLen: number; dfs: [string, number][] };
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const { sentences, questions } = locomoCorpus(
-  process.env.ENGRAM_LOCOMO_DIR ?? resolve(repoRoot, '../shared/bench/locomo-dev'),
-);
 const build = (rs: Row[]) => {
   const ix = new MemoryIndex({});
   for (const r of rs) ix.upsert(r);
@@ -110,25 +105,7 @@ if (!isMainThread) {
   const docs = Number(option('--docs') ?? 300_000);
   const queries = Number(option('--queries') ?? 400);
   const rounds = Number(option('--rounds') ?? 3);
-  const rand = mulberry32(7);
-  const pick = <T>(a: T[]) => a[Math.floor(rand() * a.length)]!;
-  const seen = new Set<string>();
-  const rows: Row[] = Array.from({ length: docs }, (_, i) => {
-    let text: string;
-    do text = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => pick(sentences)).join(' ');
-    while (seen.has(normalizeText(text)));
-    seen.add(normalizeText(text));
-    return {
-      id: i + 1,
-      text,
-      sessionId: `s${Math.floor(i / 20) + 1}`,
-      createdAt: 1.7e12 + i * 1000,
-      importance: 0.5,
-      feedback: 0,
-    };
-  });
-  seen.clear();
-  const now = 1.7e12 + docs * 1000;
+  const { rows, questions, now } = bigUserRows(docs);
   const half = (r: Row) => Math.floor((r.id - 1) / 20) % 2;
   const { port1, port2 } = new MessageChannel();
   const flags = new Int32Array(new SharedArrayBuffer(8));
