@@ -295,7 +295,7 @@ export class Bm25Field {
 
   /** Number of docs containing the term (the whole's, for a shard). */
   df(term: string): number {
-    return this.stats ? this.stats.df(term) : this.ownDf(term);
+    return this.stats ? this.stats.df(term) : (this.postings.get(term)?.live ?? 0);
   }
 
   /** Number of this field's own docs containing the term. */
