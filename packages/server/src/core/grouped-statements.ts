@@ -90,7 +90,7 @@ export function groupedInsert(shape: GroupedInsertShape) {
     return statement;
   };
   const groups = new WeakMap<Database, Map<InsertedRecordShape | undefined, StatementGroup>>();
-  return async <Row extends { id: number }>(
+  const run = async <Row extends { id: number }>(
     database: Database,
     ctx: WriteContext,
     now: string,
@@ -139,6 +139,8 @@ export function groupedInsert(shape: GroupedInsertShape) {
     journaled?.recorded((row as unknown as Row).id);
     return row as unknown as Row;
   };
+  // The whole statement of writes without a journal, or with `journal`'s (for a test of its plan).
+  return Object.assign(run, { textFor: (journal?: InsertedRecordShape) => statementFor(journal).text });
 }
 
 /** The text and input columns of a grouped insert's statement; with `journal`, each write is left out unless its request still holds its claim, and its result is recorded there. */

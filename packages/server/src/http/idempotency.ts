@@ -130,22 +130,42 @@ function committedResults(sealKey: Buffer, committed: string | null, committedId
 }
 
 /**
+ * A grouped statement's claims are reached by key, one index lookup each, whatever PostgreSQL knows of the table.
+ * Joined to the statement's input (a function scan it estimates at 100 rows, where a group holds a few), a plan made
+ * while the table was small or unanalysed hash-joins a scan of every claim, and a connection keeps its plan: 13-15 ms a
+ * statement at 30,000 claims. So each claim is locked through a LATERAL subquery with a LIMIT (CLAIM_OF; the rule of
+ * core/grouped-statements.ts#groupedStatement), and written by an INSERT of the locked row that meets it ON CONFLICT
+ * (UPSERT_CLAIM: the primary key's index finds it): it never inserts, since the row is locked until the statement
+ * commits. Reached by key, not ctid: a claim updated since the statement's snapshot (an erasure's mark, a takeover) is
+ * locked in its newest version and checked again there.
+ */
+const CLAIM_OF = (principal: string, keyHash: string, createdAt: string, extra = '') =>
+  `SELECT principal, key_hash, fingerprint, created_at, locked_until, expires_at FROM idempotency_keys k
+    WHERE k.principal = ${principal} AND k.key_hash = ${keyHash} AND k.created_at = ${createdAt}${extra} LIMIT 1 FOR UPDATE`;
+const UPSERT_CLAIM = (columns: string[]) =>
+  `INSERT INTO idempotency_keys (principal, key_hash, fingerprint, created_at, locked_until, expires_at, ${columns.join(', ')})`;
+
+/**
  * How a grouped insert's statement records a journaled write (core/grouped-statements.ts#groupedInsert): it locks the
  * claim if the request still holds it (a takeover committed before leaves the write out; one after waits, then
  * finds the write's result), and writes the sealed result with the id of the row inserted.
  */
-const INSERTED_RECORD: InsertedRecordShape = {
+export const INSERTED_RECORD: InsertedRecordShape = {
   columns: [
     ['journal_principal', 'text'],
     ['journal_key_hash', 'text'],
     ['journal_created_at', 'timestamptz'],
     ['journal_committed', 'text'],
   ],
-  held: `SELECT given.ord FROM given JOIN idempotency_keys k ON k.principal = given.journal_principal
-    AND k.key_hash = given.journal_key_hash AND k.created_at = given.journal_created_at FOR UPDATE OF k`,
-  record: `UPDATE idempotency_keys k SET committed = input.journal_committed, committed_id = inserted.id
-    FROM inserted JOIN input USING (ord)
-    WHERE k.principal = input.journal_principal AND k.key_hash = input.journal_key_hash AND k.created_at = input.journal_created_at`,
+  held: `SELECT given.ord, claim.* FROM given CROSS JOIN LATERAL (${CLAIM_OF(
+    'given.journal_principal',
+    'given.journal_key_hash',
+    'given.journal_created_at',
+  )}) claim`,
+  record: `${UPSERT_CLAIM(['committed', 'committed_id'])}
+    SELECT held.principal, held.key_hash, held.fingerprint, held.created_at, held.locked_until, held.expires_at, input.journal_committed, inserted.id
+    FROM inserted JOIN input USING (ord) JOIN held USING (ord)
+    ON CONFLICT (principal, key_hash) DO UPDATE SET committed = excluded.committed, committed_id = excluded.committed_id`,
 };
 
 declare module 'fastify' {
@@ -187,7 +207,7 @@ type Outcome =
  * At one client this was two WAL flushes of three per idempotent write. Claims are inserted in key
  * order, so that two statements never wait for each other's keys in opposite orders.
  */
-const claimTogether = groupedStatement(
+export const claimTogether = groupedStatement(
   [
     ['principal', 'text'],
     ['key_hash', 'text'],
@@ -204,7 +224,7 @@ const claimTogether = groupedStatement(
   SELECT given.ord FROM claimed JOIN given USING (principal, key_hash)`,
 );
 
-const storeTogether = groupedStatement(
+export const storeTogether = groupedStatement(
   [
     ['principal', 'text'],
     ['key_hash', 'text'],
@@ -216,10 +236,18 @@ const storeTogether = groupedStatement(
   ],
   `, linked AS (INSERT INTO idempotency_answer_subjects (subject, principal, key_hash, expires_at)
     SELECT s.subject, given.principal, given.key_hash, given.expires_at FROM given, jsonb_array_elements_text(given.subjects::jsonb) AS s(subject)
-    ON CONFLICT DO NOTHING)
-  UPDATE idempotency_keys k SET status = given.status, response = given.response FROM given
-    WHERE k.principal = given.principal AND k.key_hash = given.key_hash AND k.created_at = given.created_at AND k.erased_at IS NULL
-    RETURNING given.ord, set_config('synchronous_commit', 'off', true) AS async_commit`,
+    ON CONFLICT DO NOTHING),
+  claim AS (SELECT given.ord, claim.* FROM given CROSS JOIN LATERAL (${CLAIM_OF(
+    'given.principal',
+    'given.key_hash',
+    'given.created_at',
+    ' AND k.erased_at IS NULL',
+  )}) claim)
+  ${UPSERT_CLAIM(['status', 'response'])}
+    SELECT claim.principal, claim.key_hash, claim.fingerprint, claim.created_at, claim.locked_until, claim.expires_at, given.status, given.response
+    FROM claim JOIN given USING (ord)
+    ON CONFLICT (principal, key_hash) DO UPDATE SET status = excluded.status, response = excluded.response
+    RETURNING set_config('synchronous_commit', 'off', true) AS async_commit`,
 );
 
 async function claim(

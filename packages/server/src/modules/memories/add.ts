@@ -92,7 +92,7 @@ async function addInOneStatement(
  * are inserted in their writes' order, and each landed row is matched to its write by owner and
  * dedupe hash (unique among a statement's writes: `exclusive`).
  */
-const addStatement = groupedInsert({
+export const addStatement = groupedInsert({
   columns: [...NEW_MEMORY_COLUMNS, ['history_changes', 'json']],
   steps: [
     ['revision', REVISION_STEP],
