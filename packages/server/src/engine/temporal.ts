@@ -11,7 +11,8 @@ export interface TemporalRange {
 }
 
 const DAY = 86_400_000;
-const MONTHS = [
+/** Month names in calendar order (also the fact rules' names of a time, nlp/fact-world.ts). */
+export const MONTHS = [
   'january',
   'february',
   'march',

@@ -22,6 +22,7 @@ import { favouritesSwitched, favouritesUnnamed } from './fact-favourites.js';
 import { pastFrame } from './past-frames.js';
 import { THING_PRONOUN, worldFacts } from './fact-world.js';
 import { type Ending, endingsOf } from './fact-endings.js';
+import { presupposedFacts } from './fact-presupposed.js';
 import { type Update, updatesOf } from './fact-kinds.js';
 import { endedState } from './fact-phrases.js';
 import { chatText } from './chat-text.js';
@@ -316,6 +317,8 @@ export class Extractor {
     favouritesSwitched(read.tokens, self, personal);
     agesReached(read.tokens, read.mentions, self, personal);
     coupleStatuses(read.tokens, read.mentions, self, personal);
+    // Facts an event presupposes ("we welcomed our baby girl", "my dog Max", "made an Instagram").
+    presupposedFacts(read.tokens, read.mentions, self, personal);
     // A state the personal-fact rules read as ended ("I worked at IKEA for ten years") is not also a fact of now.
     const ended = new Set(relations.filter((r) => r.past).map((r) => factKey({ ...r, negated: false })));
     const kept = relations.filter((r) => r.negated || !ended.has(factKey(r)));

@@ -50,6 +50,14 @@ const ENDING_KEYS = new Set([
   'gave',
   'cut',
   'kick',
+  // A thing ended by its own verb or taken ("the boat sank", "someone nicked my bike", "we had to rehome Luna").
+  'stole',
+  'stolen',
+  'nick',
+  'sank',
+  'sunk',
+  'rehom',
+  'wreck',
 ]);
 /** Ending only with a particle or alone: "broke up", "split from", not "broke a string" or "split the bill". */
 const WITH_PARTICLE = new Set(['broke', 'split']);
@@ -57,6 +65,9 @@ const PARTICLES = new Set(['up', 'off', 'with', 'from']);
 /** Words of ending that, before a person, give or do something for them instead. */
 const TO_SOMEONE = new Set(['gave', 'cut', 'sold', 'lost']);
 const OBJECT_PRONOUNS = new Set(['me', 'us', 'him', 'her', 'them', 'you']);
+/** Words before a thing named as the subject of its own ending ("the boat sank", "our piano's gone"). */
+const THING_OWNERS = new Set(['the', 'my', 'our', 'his', 'her', 'their']);
+const LINKS = new Set(["'s", 'is', 'was', 'got', 'has', 'had', 'were', 'are', "'re"]);
 /** An absence for a while is no ending ("I left the city for the weekend"). */
 const TEMPORARY = new Set(['weekend', 'trip', 'holiday', 'vacat', 'visit', 'tour', 'break']);
 /** Words after which a noun ends its phrase: "my iPhone charger" names a charger, "my iPhone in the lake" an iPhone. */
@@ -145,7 +156,13 @@ export function endingsOf(tokens: Token[], mentions: EntityMention[], self: Enti
     if (cue < 0 || hedged(sentence)) continue;
     const subject = subjectOf(sentence, at, cue, mentions, self);
     if (!subject) continue;
-    out.push({ subject, words: headsOf(sentence), objectKeys: objectKeysAfter(sentence, cue) });
+    // "The boat sank", "my old laptop died": the thing before the word of ending is named too.
+    const k = cue - (LINKS.has(sentence[cue - 1]?.lower ?? '') ? 2 : 1);
+    const thing = sentence[k];
+    const owned = thing && !thing.punct && !STOP_WORDS.has(thing.lower) && THING_OWNERS.has(sentence[k - 1]?.lower ?? '');
+    const words = headsOf(sentence);
+    if (owned && !words.includes(singularOf(thing.lower))) words.push(singularOf(thing.lower));
+    out.push({ subject, words, objectKeys: objectKeysAfter(sentence, cue) });
   }
   return out;
 }
@@ -178,6 +195,12 @@ function endingAt(sentence: Token[]): number {
     if (TO_SOMEONE.has(t.key) && OBJECT_PRONOUNS.has(sentence[i + 1]?.lower ?? '')) continue;
     // "we ended up with sponsors" ends nothing; "quite" shares its stem with "quit".
     if ((t.key === 'end' && sentence[i + 1]?.lower === 'up') || t.lower === 'quite') continue;
+    // "Nick" is a name; "gone" ends only as a state ("the piano's gone"), not a trip ("we've gone to Rome").
+    if (t.key === 'nick' && t.capitalized) continue;
+    if (t.lower === 'gone' && !negated && ["'s", 'is', 'are', "'re", 'was'].includes(sentence[i - 1]?.lower ?? '')) {
+      const next = sentence[i + 1];
+      if (!next || next.punct || ['now', 'for', 'too', 'forever', 'after', 'sinc'].includes(next.key)) return i;
+    }
     // A WordNet verb of ending only where a verb stands ("we parted", "I've parted with it"; not "part of my life").
     const verb =
       (t.lower.endsWith('ed') || VERB_BEFORE.has(sentence[i - 1]?.lower ?? '')) && verbClassAt(sentence.slice(i));

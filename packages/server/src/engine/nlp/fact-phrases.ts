@@ -12,6 +12,7 @@ import {
   ORDINALS,
   PERIODS,
   SINGLE_THINGS,
+  STATUS,
   STOP,
   TEENS,
   TENS,
@@ -95,7 +96,9 @@ export function subjectOf(
     if (mention?.type === 'person') {
       const end = mention.last - offset;
       const ref: EntityRef = { name: mention.name, type: 'person' };
-      if (clause[end]?.text === "'s") return withRole(clause, end + 1, ref, mentionAt, offset);
+      // "Gina's 24", "Nate's not a hiker", "Caroline's single": the clitic is "is", not a possessive.
+      if (clause[end]?.text === "'s" && !isCopulaClitic(clause[end + 1], clause[end + 2]))
+        return withRole(clause, end + 1, ref, mentionAt, offset);
       // "Emma and I broke up": the end user with the person as the object.
       return { ref, role: null, roleName: null, next: end };
     }
@@ -113,6 +116,24 @@ export function subjectOf(
   }
   return null;
 }
+
+/** Words after a name's "'s" that make it "is" or "has": a negation, an article, a status, an adverb, a participle. */
+const CLITIC_NEXT = new Set(
+  'not never a an been becom got gone just still now back alreadi final offici actual realli alway onli also in at out from move left start quit turn no over'.split(
+    ' ',
+  ),
+);
+const CLITIC_ING = new Set(['living', 'working', 'dating', 'seeing', 'staying', 'moving', 'getting']);
+/** Whether a name's "'s" before `t` is "is"/"has" ("Gina's 24", "Nate's not a hiker", "Caroline's single"). */
+const isCopulaClitic = (t: Token | undefined, after: Token | undefined) =>
+  !!t &&
+  (CLITIC_NEXT.has(t.key) ||
+    CLITIC_NEXT.has(t.lower) ||
+    STATUS.has(t.lower) ||
+    CLITIC_ING.has(t.lower) ||
+    // A figure as an age ("Gina's 24", "Leo's one year old now"), not a count ("Mel's two dogs").
+    ((/^\d+$/.test(t.text) || NUMBER_WORDS.has(t.lower)) &&
+      (!after || after.punct || ['year', 'month', 'week', 'now', 'old', 'today', 'soon'].includes(after.key))));
 
 export function withRole(
   clause: Token[],

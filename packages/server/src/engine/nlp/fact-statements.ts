@@ -590,7 +590,10 @@ function ageAt(rest: Token[], units: boolean): number | null | undefined {
   const first = rest[0];
   if (!first) return undefined;
   const spelled = spelledNumber(rest);
-  const unit = units && !spelled ? unitOf(first.lower) : undefined;
+  // A unit alone is an age only for a relative's age ("my son is four") or before "years old" ("Max is nine years
+  // old"): "I'm one of them" is none.
+  const yearsOld = rest[1]?.key === 'year' && rest[2]?.key === 'old';
+  const unit = (units || yearsOld) && !spelled ? unitOf(first.lower) : undefined;
   const n = spelled ? spelled.value : /^\d+$/.test(first.text) ? Number(first.text) : (unit ?? null);
   if (n === null || n <= 0 || n >= 130) return undefined;
   const next = rest[spelled ? spelled.end : 1];

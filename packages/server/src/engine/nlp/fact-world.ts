@@ -6,7 +6,9 @@
 import type { EntityMention } from './entities.js';
 import { hedged, singularOf, statementsOf, subjectOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
+import { WEEKDAYS } from './fact-words.js';
 import type { Token } from './tokens.js';
+import { MONTHS } from '../temporal.js';
 import { speaksOfFuture } from './lexicon.js';
 import { nounIs } from './word-kinds.js';
 import { dict, FIRST_WORDS, knownPlace, LANGUAGES, RELIGIONS, TEAMS, WORSHIP } from './world.js';
@@ -49,8 +51,12 @@ function phraseIn(sentence: Token[], i: number, known: (p: string) => boolean): 
   return null;
 }
 
-const TIME_NAMES =
-  /^(monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december)s?$/i;
+/** Days and months ("on Saturdays", "in May"), which the entity rules may take for a person. */
+const TIME_NAMES = new Set([...WEEKDAYS, ...MONTHS]);
+const isTimeName = (name: string) => {
+  const w = name.toLowerCase();
+  return TIME_NAMES.has(w) || (w.endsWith('s') && TIME_NAMES.has(w.slice(0, -1)));
+};
 /** Whose statement the word at `cue` makes: the subject before it, else the writer when the sentence names no one else. */
 export function whose(
   sentence: Token[],
@@ -61,7 +67,7 @@ export function whose(
 ): EntityRef | null {
   const named = subjectOf(sentence, at, cue, mentions, self);
   // A day or a month the entity rules took for a person ("on Saturdays") is no one.
-  if (named && !TIME_NAMES.test(named.name)) return named;
+  if (named && !isTimeName(named.name)) return named;
   return sentence.slice(0, cue).some((t) => OTHERS.has(t.lower)) ? null : self;
 }
 

@@ -175,7 +175,11 @@ function readClause(
     // "My birthday is May 2": the month, not a modal.
     if (t.capitalized && MONTHS.has(t.lower)) break;
     if (HYPOTHETICAL.has(t.key) && (t.key !== 'use' || clause[i + 1]?.key === 'to')) return;
-    const clitic = t.text === "'s" && i === subject.next && THIRD_PERSON.has(clause[i - 1]?.lower ?? '');
+    // After a pronoun, or a name the subject reader took as "Gina is" ("Gina's 24").
+    const clitic =
+      t.text === "'s" &&
+      i === subject.next &&
+      (THIRD_PERSON.has(clause[i - 1]?.lower ?? '') || (subject.ref !== self && !subject.role));
     // "she's moved to Boulder", "he's left Google": before a participle of an act the clitic is "has".
     if (clitic && isParticiple(clause[i + 1]) && clause[i + 1]!.lower !== 'been' && !STATES.has(clause[i + 1]!.lower))
       continue;
