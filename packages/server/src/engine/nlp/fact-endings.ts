@@ -159,7 +159,8 @@ export function endingsOf(tokens: Token[], mentions: EntityMention[], self: Enti
     // "The boat sank", "my old laptop died": the thing before the word of ending is named too.
     const k = cue - (LINKS.has(sentence[cue - 1]?.lower ?? '') ? 2 : 1);
     const thing = sentence[k];
-    const owned = thing && !thing.punct && !STOP_WORDS.has(thing.lower) && THING_OWNERS.has(sentence[k - 1]?.lower ?? '');
+    const owned =
+      thing && !thing.punct && !STOP_WORDS.has(thing.lower) && THING_OWNERS.has(sentence[k - 1]?.lower ?? '');
     const words = headsOf(sentence);
     if (owned && !words.includes(singularOf(thing.lower))) words.push(singularOf(thing.lower));
     out.push({ subject, words, objectKeys: objectKeysAfter(sentence, cue) });

@@ -168,11 +168,23 @@ function reportFrame(tokens: Token[], start: number, mentionAt: Map<number, Enti
   return opensEmbedded(tokens, i, mentionAt) ? i : null;
 }
 
-/** "Mel said she loves pottery": the reported "he"/"she" is the person who said it, kept in its place. */
+/**
+ * "Mel said she loves pottery", "Joanna says her new favourite dessert is ...": the reported "he"/"she" is the person
+ * who said it, and "his"/"her" that person's, kept in its place.
+ */
 function speakerSubject(tokens: Token[], start: number, embedded: number, mentionAt: Map<number, EntityMention>) {
   const speaker = mentionAt.get(start) ?? mentionAt.get(start + 1);
-  if (speaker?.type !== 'person' || !['he', 'she'].includes(tokens[embedded]?.lower ?? '')) return {};
-  return { to: embedded + 1, tokens: tokens.slice(speaker.first, speaker.last) };
+  const pronoun = tokens[embedded]?.lower ?? '';
+  if (speaker?.type !== 'person' || !['he', 'she', 'his', 'her'].includes(pronoun)) return {};
+  const name = tokens.slice(speaker.first, speaker.last);
+  if (pronoun === 'he' || pronoun === 'she') return { to: embedded + 1, tokens: name };
+  // "her" as an object ("said her boss fired her") is not the owner's: only before a noun phrase's word.
+  const next = tokens[embedded + 1];
+  if (!next || next.punct || next.capitalized) return {};
+  return {
+    to: embedded + 1,
+    tokens: [...name, { ...word(tokens[embedded]!, "'s"), text: "'s", lower: "'s", key: "'s" }],
+  };
 }
 
 /** A frame's subject ending at the returned index: a pronoun, "my doctor", "my wife's friend", a named person. */

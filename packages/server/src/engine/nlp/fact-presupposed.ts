@@ -102,7 +102,9 @@ function socialMedia(sentence: Token[], self: EntityRef, emit: Emit): void {
   const named = sentence[network]!.lower !== 'social';
   // A denial: "not on social media", "don't use Instagram", "never been on Facebook".
   if (denied(sentence, network - 4, network)) {
-    const on = sentence.slice(Math.max(0, network - 4), network).some((t) => ['on', 'use', 'have', 'do'].includes(t.key));
+    const on = sentence
+      .slice(Math.max(0, network - 4), network)
+      .some((t) => ['on', 'use', 'have', 'do'].includes(t.key));
     if (on) emit(self, FACT_RELATIONS.does, concept(`use ${SOCIAL_MEDIA}`), true);
     return;
   }

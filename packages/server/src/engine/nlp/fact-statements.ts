@@ -22,8 +22,10 @@ import {
   DETERMINERS,
   DISMISSED,
   HABIT_AGENTS,
+  INTENSIFIERS,
   LEADING,
   NEGATORS,
+  NOT_A_KIND,
   NOT_AGE,
   OCCUPATIONS,
   PARTNERS,
@@ -233,8 +235,8 @@ export function copulaFacts(
       emit(owner, FACT_RELATIONS.worksAs, concept(words.length ? words : p.words), neg);
       // "a software engineer at Spotify": where, too.
       if (['at', 'with', 'for'].includes(rest[p.end]?.key ?? '')) {
-        const m = mentionAt.get(at(p.end + 1)) ?? mentionAt.get(at(p.end + 2));
-        if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
+        const employer = employerAt(rest, p.end + 1, at, mentionAt);
+        if (employer) emit(owner, FACT_RELATIONS.worksAt, conceptRef(employer, 'organization'), neg);
         else {
           // "a cashier at a supermarket", "a nurse at the hospital": the workplace as "I work at a supermarket" says it.
           const place = phrase(rest, p.end + 1, 2).words;
@@ -246,25 +248,10 @@ export function copulaFacts(
       // "I'm a smoker" is the habit "I quit smoking" ends.
       emit(owner, FACT_RELATIONS.does, conceptRef(HABIT_AGENTS[p.words[0]!.key]!), neg);
       emit(owner, FACT_RELATIONS.is, concept(p.words), neg);
-    } else if (
-      p.words.length <= 2 &&
-      ![
-        'bit',
-        'lot',
-        'littl',
-        'fan',
-        'big',
-        'huge',
-        'great',
-        'good',
-        'part',
-        'member',
-        'kind',
-        'sort',
-        'mix',
-        'few',
-      ].includes(p.words[0]!.key)
-    ) {
+    } else if (p.words.length === 2 && INTENSIFIERS.has(p.words[0]!.key) && /(er|ist|ian)$/.test(p.words[1]!.lower)) {
+      // "a real hiker", "a huge runner": the kind of person, as "not a hiker" names it.
+      emit(owner, FACT_RELATIONS.is, concept(p.words.slice(1)), neg);
+    } else if (p.words.length <= 2 && !NOT_A_KIND.has(p.words[0]!.key)) {
       emit(owner, FACT_RELATIONS.is, concept(p.words), neg);
     }
   }
@@ -574,12 +561,28 @@ export function worksAtAfter(
   mentionAt: Map<number, EntityMention>,
   emit: Emit,
 ): void {
-  const m = mentionAt.get(at(k + 1)) ?? mentionAt.get(at(k + 2));
-  if (m?.type === 'organization') emit(owner, FACT_RELATIONS.worksAt, conceptRef(m.name, 'organization'), neg);
-  else if (!m) {
+  const employer = employerAt(rest, k + 1, at, mentionAt);
+  if (employer) emit(owner, FACT_RELATIONS.worksAt, conceptRef(employer, 'organization'), neg);
+  else if (!mentionAt.get(at(k + 1)) && !mentionAt.get(at(k + 2))) {
     const p = phrase(rest, k + 1, 3);
     if (p.words.length && !PRONOUNS.has(p.words[0]!.key)) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), neg);
   }
+}
+
+/**
+ * The employer named at `k` (or after "the" there): an organisation, or a one-word capitalised name the entity rules
+ * took for a person that is no given name ("a shelf stacker at Aldi").
+ */
+export function employerAt(
+  rest: Token[],
+  k: number,
+  at: (k: number) => number,
+  mentionAt: Map<number, EntityMention>,
+): string | null {
+  const m = mentionAt.get(at(k)) ?? mentionAt.get(at(k + 1));
+  if (m?.type === 'organization') return m.name;
+  if (m?.type === 'person' && m.last - m.first === 1 && !GIVEN_NAMES.has(m.name.toLowerCase())) return m.name;
+  return null;
 }
 
 /**

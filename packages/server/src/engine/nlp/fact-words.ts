@@ -530,3 +530,19 @@ export const WORKPLACES = new Set(
     ' ',
   ),
 );
+
+/** Words before a kind of person that say how much, not what ("a real hiker", "a huge runner"). */
+export const INTENSIFIERS = new Set([
+  'real',
+  'true',
+  'total',
+  'proper',
+  'complet',
+  'huge',
+  'big',
+  'massiv',
+  'genuin',
+  'fulli',
+]);
+/** First words of "a ..." after a copula that name no kind of person ("a bit tired", "a lot", "a fan of", "a member"). */
+export const NOT_A_KIND = new Set('bit lot littl fan big huge great good part member kind sort mix few'.split(' '));

@@ -185,6 +185,16 @@ function readClause(
       continue;
     // "she's a nurse": the clitic after a pronoun is "is", not a possessive.
     if (t.key === 'be' || clitic) copula = true;
+    // "I've become a morning person", "I've turned into a hiker": the state now, as "I'm" states it.
+    else if (BECOME.has(t.key) && ['a', 'an'].includes(clause[i + 1]?.lower ?? '')) copula = true;
+    else if (
+      (t.key === 'turn' || t.key === 'grow') &&
+      clause[i + 1]?.key === 'into' &&
+      ['a', 'an'].includes(clause[i + 2]?.lower ?? '')
+    ) {
+      copula = true;
+      i++;
+    }
     // "I'm at Deloitte", "I've been at IKEA for years": "at" starts the predicate here, not "at least".
     else if (t.key === 'at' && mentionAt.has(offset + i + 1)) break;
     else if (NEGATORS.has(t.key)) negated = true;
@@ -198,7 +208,10 @@ function readClause(
       t.key === 'ever'
     ) {
       // "have" is an auxiliary only before a past participle; as a main verb it is handled below.
-      if (t.key === 'have' && !isParticiple(clause[i + 1])) break;
+      // "I've finally moved on": adverbs may stand between.
+      let v = i + 1;
+      while (ADVERBS.has(clause[v]?.key ?? '')) v++;
+      if (t.key === 'have' && !isParticiple(clause[v])) break;
     } else break;
   }
   // "I've been going to choir", "I haven't been playing": the -ing form is the verb (not "I've been seeing Tom").
@@ -245,6 +258,9 @@ function readClause(
       emit(...fact);
     });
     // "My sister moved to Milan", "my husband is a plumber": a relative unnamed is a person all the same.
+    // "My husband Raj is a software engineer at Google": the named relative's own facts.
+    if (!read && copula && subject.roleName && subject.ref === self && !ATTRIBUTES[subject.role])
+      copulaFacts(rest, at, { name: subject.roleName, type: 'person' }, neg, mentionAt, before, emit);
     if (read || !isKin(clause[subject.next - 1]) || subject.roleName || subject.ref !== self) return;
     const kin: EntityRef = { name: `my ${clause[subject.next - 1]!.lower}`, type: 'person' };
     if (copula) copulaFacts(rest, at, kin, neg, mentionAt, before, emit);
@@ -362,6 +378,7 @@ const STATES = new Set([
   'done',
   'gone',
 ]);
+const BECOME = new Set(['becom', 'becam']);
 const THIRD_PERSON = new Set(['he', 'she', 'they', 'it', 'you']);
 
 /** "died", "passed away", "ran away" at `i`. */
