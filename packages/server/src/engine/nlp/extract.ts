@@ -270,7 +270,8 @@ export class Extractor {
       this.read(frame.past, speaker)
         .relations.filter(
           (r) =>
-            (!r.negated || frame.stateDenied) &&
+            // "I used to drink five coffees a day in grad school": a habit of then, which says nothing of now.
+            (!r.negated || frame.stateDenied || r.past) &&
             !(frame.begun && (r.relation === 'does' || r.relation === 'habit')) &&
             !now.has(factKey(r)),
         )

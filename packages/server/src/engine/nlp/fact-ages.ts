@@ -63,6 +63,8 @@ function emitAge(subject: EntityRef, n: number, self: EntityRef, emit: Emit): vo
 
 export function agesReached(tokens: Token[], mentions: EntityMention[], self: EntityRef, emit: Emit): void {
   for (const { sentence, at } of statementsOf(tokens)) {
+    // "... for my 18th birthday ten years ago": an age of then.
+    if (sentence.some((t) => t.key === 'ago')) continue;
     for (let k = 0; k < sentence.length; k++) {
       const t = sentence[k]!;
       const next = sentence[k + 1];

@@ -415,7 +415,8 @@ export function endedState(clause: Token[], verb: number): boolean {
   if (!v || !PAST_STATES.has(v.lower)) return false;
   if (clause.slice(0, verb).some((t) => t.key === 'have' || t.key === 'use')) return false;
   const words = clause.slice(verb + 1).map((t) => t.key);
-  if (words.some((w) => w === 'until' || w === 'till')) return true;
+  // "I was married until 2019", "I was an actress before I got into writing".
+  if (words.some((w) => w === 'until' || w === 'till' || w === 'befor')) return true;
   const span = words.indexOf('for');
   return span >= 0 && words.slice(span + 1, span + 5).some((w) => LIFE_SPANS.has(w));
 }

@@ -553,17 +553,22 @@ export function verbFacts(
   }
   // A bare habit stated as a present-tense verb with its object ("I smoke", "I don't drink", "I eat meat").
   if (['smoke', 'drink', 'eat', 'meditat', 'vape', 'gambl'].includes(v)) {
-    const p = phrase(rest, 1, 2);
+    // "I drink a lot of water", "lots of tea": the amount is no object.
+    const amount = rest.findIndex((t, k) => k >= 1 && k <= 3 && t.key === 'of' && AMOUNTS.has(rest[k - 1]!.key));
+    const p = phrase(rest, amount > 0 ? amount + 1 : 1, 2);
     const activity = activityKey([verb, ...p.words]);
     emit(owner, FACT_RELATIONS.does, conceptRef(activity), neg);
-    // "I drink wine now" is drinking, which "I don't drink" denied (eating is not a habit one gives up).
-    if (!neg && v !== 'eat' && activity !== v) emit(owner, FACT_RELATIONS.does, conceptRef(v), false);
-    // "I eat chicken now" is eating meat, which a vegetarian does not; "I drink wine" drinking alcohol.
+    // "I drink wine now" is drinking, which "I don't drink" denied (eating is not a habit one gives up; "I drink
+    // water" is no drinking of that sense).
     const kind = consumedKind(v, p.words);
+    if (!neg && v !== 'eat' && activity !== v && (v !== 'drink' || kind))
+      emit(owner, FACT_RELATIONS.does, conceptRef(v), false);
+    // "I eat chicken now" is eating meat, which a vegetarian does not; "I drink wine" drinking alcohol.
     if (kind && !neg) emit(owner, FACT_RELATIONS.does, conceptRef(kind), false);
   }
 }
 
+const AMOUNTS = new Set(['lot', 'lots', 'plenti', 'ton', 'tons', 'load', 'loads', 'bunch']);
 /** Containers a drink is had in ("a glass of wine", "a pint of beer"). */
 const SERVINGS = new Set(['glass', 'pint', 'bottl', 'can', 'cup', 'shot', 'drink']);
 

@@ -53,6 +53,9 @@ export function personalFacts(tokens: Token[], mentions: EntityMention[], self: 
   // The last person other than the end user who was a clause's subject.
   let other: EntityRef | null = null;
   for (const { tokens: clause, offset, joinedBy } of clausesOf(tokens)) {
+    // "When she's 10 we'll let her have a phone": a time to come, no fact of now.
+    if ((FUTURE_WHEN.has(clause[0]?.key ?? '') || FUTURE_WHEN.has(joinedBy ?? '')) && futureAfter(tokens, offset))
+      continue;
     let subject = subjectOf(clause, mentionAt, offset, self);
     const couple = alone && joinedBy === 'and' ? alone : null;
     alone =
@@ -378,6 +381,13 @@ const STATES = new Set([
   'done',
   'gone',
 ]);
+const FUTURE_WHEN = new Set(['when', 'onc', 'whenev', 'until', 'till']);
+/** Whether the sentence from `offset` speaks of what will be ("... we'll let her", "... I'm gonna"). */
+const futureAfter = (tokens: Token[], offset: number) => {
+  for (let k = offset; k < tokens.length && !/^[.!?;]$/.test(tokens[k]!.text); k++)
+    if (tokens[k]!.key === 'will' || tokens[k]!.key === 'gonna') return true;
+  return false;
+};
 const BECOME = new Set(['becom', 'becam']);
 const THIRD_PERSON = new Set(['he', 'she', 'they', 'it', 'you']);
 

@@ -467,6 +467,9 @@ const matchedByHead = (f: Resolved) =>
  * Whether a fact's value and the value at the end of a many-valued key name the same thing: the denied words
  * are all in the affirmed value ("choir" / "choir practice", "van" / "old van"); a possession also shares its head noun.
  */
+/** What one drinks without drinking in the sense of "I don't drink". */
+const SOFT_DRINKS = new Set(['water', 'coffee', 'coffe', 'tea', 'juice', 'milk', 'soda', 'lemonade', 'smoothie', 'coke']);
+
 function sameThing(f: Resolved, key: string, denying: boolean): boolean {
   const other = key.slice(key.lastIndexOf('|') + 1);
   const a = f.target
@@ -485,6 +488,8 @@ function sameThing(f: Resolved, key: string, denying: boolean): boolean {
   if (!denied.length) return false;
   const covered = (w: string) => affirmed.some((x) => x === w || KIND_OF[x]?.includes(w) || isOfKind(x, w));
   if (!denied.every(covered)) return false;
+  // "I don't drink" is of alcohol: "I drink a lot of water" keeps it.
+  if (denied.length === 1 && denied[0] === 'drink' && affirmed.some((x) => SOFT_DRINKS.has(x))) return false;
   return f.relation !== 'has' || covered(denied[denied.length - 1]!);
 }
 
