@@ -17,7 +17,7 @@ import {
   rivalPreferences,
 } from './fact-shifts.js';
 import { agesReached } from './fact-ages.js';
-import { coupleStatuses } from './fact-couples.js';
+import { coupleStatuses, ownBreakUps } from './fact-couples.js';
 import { favouritesSwitched, favouritesUnnamed } from './fact-favourites.js';
 import { pastFrame } from './past-frames.js';
 import { THING_PRONOUN, worldFacts } from './fact-world.js';
@@ -318,6 +318,7 @@ export class Extractor {
     favouritesSwitched(read.tokens, self, personal);
     agesReached(read.tokens, read.mentions, self, personal);
     coupleStatuses(read.tokens, read.mentions, self, personal);
+    ownBreakUps(tokens, self, personal);
     // Facts an event presupposes ("we welcomed our baby girl", "my dog Max", "made an Instagram").
     presupposedFacts(read.tokens, read.mentions, self, personal);
     // A state the personal-fact rules read as ended ("I worked at IKEA for ten years") is not also a fact of now.

@@ -14,7 +14,7 @@ import {
   phrase,
   placeLike,
 } from './fact-phrases.js';
-import { employerAt, worksAtAfter } from './fact-statements.js';
+import { employerAt, worksAtAfter } from './fact-predicates.js';
 import { ADVERBS, PRONOUNS, STAY_WORDS, STOP, WORKPLACES } from './fact-words.js';
 import { GIVEN_NAMES, NUMBER_WORDS, singular } from './lexicon.js';
 import type { Token } from './tokens.js';
@@ -200,8 +200,7 @@ export function changeFacts(
       if (p.words.length && !PRONOUNS.has(p.words[0]!.key)) {
         emit(owner, FACT_RELATIONS.worksAs, concept(p.words), neg);
         // "I work as a pharmacist at Boots": where, too.
-        const employer =
-          ['at', 'for', 'with'].includes(rest[p.end]?.key ?? '') && employerAt(rest, p.end + 1, at, mentionAt);
+        const employer = ['at', 'for', 'with'].includes(rest[p.end]?.key ?? '') && employerAt(p.end + 1, at, mentionAt);
         if (employer) emit(owner, FACT_RELATIONS.worksAt, conceptRef(employer, 'organization'), neg);
         return true;
       }

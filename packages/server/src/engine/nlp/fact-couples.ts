@@ -1,6 +1,7 @@
 // A couple's status said of both ("Jake and I got divorced", "Leah and Tom got married", "Alex and I tied the knot")
 // and a divorce said by its noun ("since the divorce", "Melanie's divorce from Rick was finalized") (issue 53,
-// session 14): a `relationship_status` of each person of the couple, which a status stated before contradicts.
+// session 14): a `relationship_status` of each person of the couple, which a status stated before contradicts; one's
+// own break-up ("I broke up with him", session 15): single.
 import type { EntityMention } from './entities.js';
 import { hedged, statementsOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
@@ -43,6 +44,25 @@ export function coupleStatuses(tokens: Token[], mentions: EntityMention[], self:
     const the = before === 'the' && (divorce === 1 || ['since', 'after'].includes(sentence[divorce - 2]?.lower ?? ''));
     if (before === 'my' || the) emit(self, FACT_RELATIONS.status, status('divorced'), false);
     else if (owner) emit({ name: owner.name, type: 'person' }, FACT_RELATIONS.status, status('divorced'), false);
+  }
+}
+
+/**
+ * "I broke up with the guy from the gym", "we split up", "Tom and I broke up": single again. Read on the text as written
+ * (not on the frames' rewrites, which say "Jo and I split up" of "my ex-wife Jo").
+ */
+export function ownBreakUps(tokens: Token[], self: EntityRef, emit: Emit): void {
+  for (const { sentence } of statementsOf(tokens)) {
+    if (hedged(sentence)) continue;
+    // "I broke up with the guy from the gym", "we split up", "Tom and I broke up": single again.
+    const parted = sentence.findIndex(
+      (t, k) => ['broke', 'split'].includes(t.lower) && ['up', 'from'].includes(sentence[k + 1]?.lower ?? ''),
+    );
+    let who = parted - 1;
+    while (who > 0 && ['just', 'finally', 'have', "'ve", 'had'].includes(sentence[who]!.lower)) who--;
+    const denied = sentence.slice(0, Math.max(0, parted)).some((t) => ['not', "n't", 'never'].includes(t.lower));
+    if (parted > 0 && !denied && ['i', 'we'].includes(sentence[who]!.lower))
+      emit(self, FACT_RELATIONS.status, status('single'), false);
   }
 }
 

@@ -106,7 +106,11 @@ export function unframed(tokens: Token[], mentions: EntityMention[]): { tokens: 
   for (let k = 0; k < tokens.length; k++) {
     if (rewrites.some((r) => k >= r.from && k < r.to)) continue;
     const kin =
-      bareKin(tokens, k) ?? ordinalBirthday(tokens, k) ?? formerPartner(tokens, k) ?? thingReferredTo(tokens, k);
+      bareKin(tokens, k) ??
+      ordinalBirthday(tokens, k) ??
+      formerPartner(tokens, k) ??
+      thingReferredTo(tokens, k) ??
+      nameOfRole(tokens, k);
     if (kin) rewrites.push(kin);
   }
   if (!rewrites.length) return { tokens, mentions };
@@ -372,6 +376,13 @@ const ORDINAL_WORDS = new Map(
     .split(' ')
     .map((w, i) => [w, i < 20 ? i + 1 : i === 27 ? 100 : (i - 17) * 10]),
 );
+
+/** "My husband's name is Tom", "our dog's name is Max": the one named, as "my husband is Tom" states it. */
+function nameOfRole(tokens: Token[], k: number): Rewrite | null {
+  if (!['my', 'our'].includes(tokens[k]!.lower) || tokens[k + 2]?.text !== "'s" || tokens[k + 3]?.key !== 'name')
+    return null;
+  return tokens[k + 4]?.key === 'be' ? { from: k + 2, to: k + 4, tokens: [] } : null;
+}
 
 /** "I celebrated my 40th birthday", "Mel had her sixth birthday": the owner turned that age. */
 function ordinalBirthday(tokens: Token[], k: number): Rewrite | null {

@@ -119,7 +119,7 @@ export function subjectOf(
 
 /** Words after a name's "'s" that make it "is" or "has": a negation, an article, a status, an adverb, a participle. */
 const CLITIC_NEXT = new Set(
-  'not never a an been becom got gone just still now back alreadi final offici actual realli alway onli also in at out from move left start quit turn no over'.split(
+  'not never a an been becom got gone just still now back alreadi final offici actual realli alway onli also in at out from move left start quit turn no over my our'.split(
     ' ',
   ),
 );

@@ -8,6 +8,7 @@
 import type { EntityMention } from './entities.js';
 import { hedged, singularOf, statementsOf, subjectOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
+import { PARTNERS, SPOUSES } from './fact-words.js';
 import { STOP_WORDS } from '../stopwords.js';
 import type { Token } from './tokens.js';
 import { nounIs } from './word-kinds.js';
@@ -66,15 +67,17 @@ const startsWithVerb = (sentence: Token[]) => {
 
 /**
  * "my dog Max", "I've got a dog, Max", "we have two cats, Miso and Tofu": each name is had, as its kind (the aspect),
- * so that "Max passed away" ends it.
+ * so that "Max passed away" ends it; "a girlfriend, Lena", "a boyfriend named Leo": the partner.
  */
 function petsNamed(sentence: Token[], at: number, mentions: EntityMention[], self: EntityRef, emit: Emit): void {
   for (let i = 1; i < sentence.length - 1; i++) {
     const t = sentence[i]!;
-    if (!PET_DETERMINERS.has(sentence[i - 1]!.key) || !nounIs(singularOf(t.lower), 'animal')) continue;
+    const partner = SPOUSES.has(t.key) ? FACT_RELATIONS.married : PARTNERS.has(t.key) ? FACT_RELATIONS.partner : null;
+    if (!PET_DETERMINERS.has(sentence[i - 1]!.key) || !(partner || nounIs(singularOf(t.lower), 'animal'))) continue;
     if (denied(sentence, 0, i)) return;
-    let j = sentence[i + 1]!.text === ',' ? i + 2 : i + 1;
+    let j = sentence[i + 1]!.text === ',' || ['name', 'call'].includes(sentence[i + 1]!.key) ? i + 2 : i + 1;
     const names: string[] = [];
+    const first = sentence[j];
     while (isName(sentence[j])) {
       names.push(sentence[j]!.lower);
       if (sentence[j + 1]?.key !== 'and' || !isName(sentence[j + 2])) break;
@@ -83,7 +86,11 @@ function petsNamed(sentence: Token[], at: number, mentions: EntityMention[], sel
     if (!names.length) continue;
     const owner = subjectOf(sentence, at, i, mentions, self);
     if (!owner) return;
-    for (const name of names) emit(owner, FACT_RELATIONS.has, concept(name), false, singularOf(t.lower));
+    // "I have a girlfriend, Lena", "a boyfriend named Leo": the partner, as "my girlfriend is Lena" states it.
+    if (partner) {
+      if (owner === self && sentence[i - 1]!.key !== 'two')
+        emit(self, partner, { name: first!.text, type: 'person' }, false);
+    } else for (const name of names) emit(owner, FACT_RELATIONS.has, concept(name), false, singularOf(t.lower));
     return;
   }
 }

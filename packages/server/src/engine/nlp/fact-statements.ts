@@ -1,9 +1,8 @@
 // Statement forms of the fact rules (facts.ts) that stand on their own: a copula, a possessive attribute,
-// a favourite stated backwards, a home, a preference, dating, a stopped habit, a lost job.
+// a favourite stated backwards, a home, a preference (dating, a stopped habit, a lost job and employers: fact-predicates.ts).
 import type { EntityMention } from './entities.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
 import {
-  activityKey,
   concept,
   conceptRef,
   dayOfYear,
@@ -43,6 +42,7 @@ import {
 import { favoriteKind, GIVEN_NAMES } from './lexicon.js';
 import type { Token } from './tokens.js';
 import { nounIs, verbClassAt } from './word-kinds.js';
+import { dating, employerAt } from './fact-predicates.js';
 
 /** "I'm 30", "I'm a nurse", "I'm not vegetarian", "I'm married to Tom", "I'm at Deloitte", "I'm retired". */
 export function copulaFacts(
@@ -80,7 +80,10 @@ export function copulaFacts(
     return;
   }
   // "We're together now": a couple (the end user speaking of "we").
-  if (first.key === 'togeth' && rest.length <= 3) {
+  if (
+    first.key === 'togeth' &&
+    (rest.length <= 3 || rest.slice(1).every((t) => TOGETHER_SINCE.has(t.key) || /^\d/.test(t.text)))
+  ) {
     emit(owner, FACT_RELATIONS.status, conceptRef(neg ? 'single' : 'dating'), false);
     return;
   }
@@ -179,6 +182,8 @@ export function copulaFacts(
     // "I'm not seeing anyone": single; "I'm dating someone": not.
     if (['anyon', 'anybodi', 'someon', 'somebodi'].includes(rest[1]?.key ?? '')) {
       emit(owner, FACT_RELATIONS.status, conceptRef(neg ? 'single' : 'dating'), false);
+      // "I'm seeing someone called Josh": Josh is the partner.
+      if (['call', 'name'].includes(rest[2]?.key ?? '')) dating(rest, at, owner, neg, mentionAt, emit);
       return;
     }
     if (dating(rest, at, owner, neg, mentionAt, emit)) return;
@@ -192,16 +197,29 @@ export function copulaFacts(
     const status = first.key === 'date' ? 'dating' : word;
     emit(owner, FACT_RELATIONS.status, conceptRef(status), neg);
     const link = rest[1]?.key;
-    const person = mentionAt.get(at(link === 'to' || link === 'from' || link === 'with' ? 2 : 1));
+    const k = link === 'to' || link === 'from' || link === 'with' ? 2 : 1;
+    // "married to Hugo": a capitalised name the entity rules did not know, alone before the end.
+    const bare = k === 2 && /^[A-Z][a-z]+$/.test(rest[2]?.text ?? '') && (!rest[3] || rest[3].punct);
+    const known = mentionAt.get(at(k));
+    const person = known?.type === 'person' ? known : bare ? { name: rest[2]!.text, type: 'person' } : undefined;
     if (person?.type === 'person') {
-      if (status === 'divorced' || status === 'separated')
-        emit(owner, FACT_RELATIONS.married, conceptRef(person.name, 'person'), true);
+      if (status === 'divorced' || status === 'separated' || status === 'married')
+        emit(owner, FACT_RELATIONS.married, conceptRef(person.name, 'person'), status !== 'married' || neg);
       else if (status === 'engaged' || status === 'dating')
         emit(owner, FACT_RELATIONS.partner, conceptRef(person.name, 'person'), neg);
     } else if (!neg && (status === 'divorced' || status === 'separated') && before?.type === 'person') {
       // "Mark and I are divorced now": the person of the clause before.
       emit(owner, FACT_RELATIONS.married, conceptRef(before.name, 'person'), true);
     }
+    return;
+  }
+  // "I'm a widow": widowed, which a new marriage ends.
+  if (
+    (first.key === 'a' || first.key === 'an') &&
+    ['widow', 'widower'].includes(rest[1]?.lower ?? '') &&
+    (!rest[2] || rest[2].punct)
+  ) {
+    emit(owner, FACT_RELATIONS.status, conceptRef('widowed'), neg);
     return;
   }
   if (TRAITS.has(word)) {
@@ -235,7 +253,7 @@ export function copulaFacts(
       emit(owner, FACT_RELATIONS.worksAs, concept(words.length ? words : p.words), neg);
       // "a software engineer at Spotify": where, too.
       if (['at', 'with', 'for'].includes(rest[p.end]?.key ?? '')) {
-        const employer = employerAt(rest, p.end + 1, at, mentionAt);
+        const employer = employerAt(p.end + 1, at, mentionAt);
         if (employer) emit(owner, FACT_RELATIONS.worksAt, conceptRef(employer, 'organization'), neg);
         else {
           // "a cashier at a supermarket", "a nurse at the hospital": the workplace as "I work at a supermarket" says it.
@@ -256,6 +274,27 @@ export function copulaFacts(
     }
   }
 }
+
+/** Words of a couple's time together ("together two months now", "together since May"). */
+const TOGETHER_SINCE = new Set([
+  'for',
+  'sinc',
+  'now',
+  'year',
+  'month',
+  'week',
+  'two',
+  'three',
+  'four',
+  'five',
+  'six',
+  'a',
+  'few',
+  'offici',
+  'again',
+  '.',
+  '!',
+]);
 
 /** "my birthday is in May", "our anniversary is on October 5", "my girlfriend is Emma", "Mel's dog Max died", "my favorite X is Y". */
 export function possessive(
@@ -488,101 +527,6 @@ export function homeIs(
   if (!m) return false;
   emit(self, FACT_RELATIONS.livesIn, conceptRef(m.name, 'place'), negated, undefined, ended);
   return true;
-}
-
-export function lostJob(
-  rest: Token[],
-  at: (k: number) => number,
-  owner: EntityRef,
-  mentionAt: Map<number, EntityMention>,
-  emit: Emit,
-): void {
-  const job = rest.findIndex((t) => t.key === 'job');
-  if (job < 0) return;
-  // Out of work now, whatever the job was.
-  emit(owner, FACT_RELATIONS.worksAs, conceptRef('unemployed'), false);
-  const link = rest[job + 1]?.key;
-  if (link === 'at' || link === 'with') {
-    const m = mentionAt.get(at(job + 2)) ?? mentionAt.get(at(job + 3));
-    if (m)
-      emit(
-        owner,
-        FACT_RELATIONS.worksAt,
-        conceptRef(m.name, m.type === 'organization' ? 'organization' : 'concept'),
-        true,
-      );
-    else {
-      const p = phrase(rest, job + 2, 3);
-      if (p.words.length) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), true);
-    }
-  } else if (link === 'as') {
-    const p = phrase(rest, job + 2, 3);
-    if (p.words.length) emit(owner, FACT_RELATIONS.worksAs, concept(p.words), true);
-  }
-}
-
-/** "seeing a guy called Omar", "dating Theo": the person is the subject's partner. */
-export function dating(
-  rest: Token[],
-  at: (k: number) => number,
-  owner: EntityRef,
-  neg: boolean,
-  mentionAt: Map<number, EntityMention>,
-  emit: Emit,
-): boolean {
-  for (let k = 1; k <= 5 && k < rest.length; k++) {
-    const m = mentionAt.get(at(k));
-    if (m?.type === 'person') {
-      emit(owner, FACT_RELATIONS.partner, conceptRef(m.name, 'person'), neg);
-      if (!neg) emit(owner, FACT_RELATIONS.status, conceptRef('dating'), false);
-      return true;
-    }
-  }
-  return false;
-}
-
-/** "stopped going to the gym", "gave up smoking": the activity is no longer done. */
-export function stopped(rest: Token[], owner: EntityRef, emit: Emit): void {
-  const from = rest[1]?.key === 'up' ? 2 : 1;
-  const gerund = rest[from];
-  if (gerund && /ing$/.test(gerund.lower)) {
-    const until = rest.findIndex((t, k) => k > from && STOP.has(t.key) && !['to', 'the', 'at'].includes(t.key));
-    emit(owner, FACT_RELATIONS.does, conceptRef(activityKey(rest.slice(from, until < 0 ? undefined : until))), true);
-  }
-}
-
-/** "at Bosch", "at a primary school" from `k` (the "at"): where the subject works. */
-export function worksAtAfter(
-  rest: Token[],
-  k: number,
-  at: (k: number) => number,
-  owner: EntityRef,
-  neg: boolean,
-  mentionAt: Map<number, EntityMention>,
-  emit: Emit,
-): void {
-  const employer = employerAt(rest, k + 1, at, mentionAt);
-  if (employer) emit(owner, FACT_RELATIONS.worksAt, conceptRef(employer, 'organization'), neg);
-  else if (!mentionAt.get(at(k + 1)) && !mentionAt.get(at(k + 2))) {
-    const p = phrase(rest, k + 1, 3);
-    if (p.words.length && !PRONOUNS.has(p.words[0]!.key)) emit(owner, FACT_RELATIONS.worksAt, concept(p.words), neg);
-  }
-}
-
-/**
- * The employer named at `k` (or after "the" there): an organisation, or a one-word capitalised name the entity rules
- * took for a person that is no given name ("a shelf stacker at Aldi").
- */
-export function employerAt(
-  rest: Token[],
-  k: number,
-  at: (k: number) => number,
-  mentionAt: Map<number, EntityMention>,
-): string | null {
-  const m = mentionAt.get(at(k)) ?? mentionAt.get(at(k + 1));
-  if (m?.type === 'organization') return m.name;
-  if (m?.type === 'person' && m.last - m.first === 1 && !GIVEN_NAMES.has(m.name.toLowerCase())) return m.name;
-  return null;
 }
 
 /**

@@ -19,7 +19,8 @@ import {
   placeLike,
 } from './fact-phrases.js';
 import { preferred } from './fact-changes.js';
-import { copulaFacts, dating, lostJob, stopped, worksAtAfter } from './fact-statements.js';
+import { copulaFacts } from './fact-statements.js';
+import { dating, lostJob, stopped, worksAtAfter } from './fact-predicates.js';
 import {
   ACTIVITY_VERBS,
   ADVERBS,

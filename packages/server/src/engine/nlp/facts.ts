@@ -381,6 +381,7 @@ const STATES = new Set([
   'done',
   'gone',
 ]);
+const ENGAGED = new Set(['fianc', 'fiance', 'fiancé', 'fiancée']);
 const FUTURE_WHEN = new Set(['when', 'onc', 'whenev', 'until', 'till']);
 /** Whether the sentence from `offset` speaks of what will be ("... we'll let her", "... I'm gonna"). */
 const futureAfter = (tokens: Token[], offset: number) => {
@@ -497,7 +498,12 @@ function partnerNamed(clause: Token[], subject: Subject, self: EntityRef, emit: 
     ['my', 'our'].includes(clause[k + 1]?.lower ?? '')
   ) {
     const relation = link(clause[k + 2]);
-    if (relation && (!clause[k + 3] || clause[k + 3]!.punct)) emit(self, relation, subject.ref, false);
+    if (relation && (!clause[k + 3] || clause[k + 3]!.punct)) {
+      emit(self, relation, subject.ref, false);
+      // "Jo is my fiancée": engaged, which a wedding ends.
+      if (ENGAGED.has(clause[k + 2]!.key))
+        emit(self, FACT_RELATIONS.status, { name: 'engaged', type: 'concept' }, false);
+    }
     return;
   }
   if (subject.ref !== self || !subject.roleName) return;
