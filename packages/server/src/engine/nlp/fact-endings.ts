@@ -67,6 +67,9 @@ const TO_SOMEONE = new Set(['gave', 'cut', 'sold', 'lost']);
 const OBJECT_PRONOUNS = new Set(['me', 'us', 'him', 'her', 'them', 'you']);
 /** Words before a thing named as the subject of its own ending ("the boat sank", "our piano's gone"). */
 const THING_OWNERS = new Set(['the', 'my', 'our', 'his', 'her', 'their']);
+/** Verbs a thing ends by of its own ("the boat sank"), which make an ending no one named the writer's. */
+const OWN_ENDINGS = new Set(['sank', 'sunk', 'stolen', 'wreck', 'die', 'dead']);
+const OTHER_PEOPLE = new Set(['he', 'she', 'they', 'his', 'her', 'their', 'you', 'your']);
 const LINKS = new Set(["'s", 'is', 'was', 'got', 'has', 'had', 'were', 'are', "'re"]);
 /** An absence for a while is no ending ("I left the city for the weekend"). */
 const TEMPORARY = new Set(['weekend', 'trip', 'holiday', 'vacat', 'visit', 'tour', 'break']);
@@ -154,13 +157,18 @@ export function endingsOf(tokens: Token[], mentions: EntityMention[], self: Enti
   for (const { sentence, at } of statementsOf(tokens)) {
     const cue = endingAt(sentence);
     if (cue < 0 || hedged(sentence)) continue;
-    const subject = subjectOf(sentence, at, cue, mentions, self);
-    if (!subject) continue;
-    // "The boat sank", "my old laptop died": the thing before the word of ending is named too.
+    // "The boat sank", "my old laptop died": the thing before the word of ending is named too; "the piano's gone"
+    // with no one named is the writer's.
     const k = cue - (LINKS.has(sentence[cue - 1]?.lower ?? '') ? 2 : 1);
     const thing = sentence[k];
     const owned =
       thing && !thing.punct && !STOP_WORDS.has(thing.lower) && THING_OWNERS.has(sentence[k - 1]?.lower ?? '');
+    const nobody = () =>
+      !sentence.some((t) => OTHER_PEOPLE.has(t.lower)) &&
+      !mentions.some((m) => m.type === 'person' && m.first >= at && m.last <= at + sentence.length);
+    const ownVerb = OWN_ENDINGS.has(sentence[cue]!.key) || sentence[cue]!.lower === 'gone';
+    const subject = subjectOf(sentence, at, cue, mentions, self) ?? (owned && ownVerb && nobody() ? self : null);
+    if (!subject) continue;
     const words = headsOf(sentence);
     if (owned && !words.includes(singularOf(thing.lower))) words.push(singularOf(thing.lower));
     out.push({ subject, words, objectKeys: objectKeysAfter(sentence, cue) });

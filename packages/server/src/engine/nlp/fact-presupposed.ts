@@ -8,7 +8,7 @@
 import type { EntityMention } from './entities.js';
 import { hedged, singularOf, statementsOf, subjectOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
-import { PARTNERS, SPOUSES } from './fact-words.js';
+import { KIN, PARTNERS, SPOUSES } from './fact-words.js';
 import { STOP_WORDS } from '../stopwords.js';
 import type { Token } from './tokens.js';
 import { nounIs } from './word-kinds.js';
@@ -49,14 +49,26 @@ export function presupposedFacts(tokens: Token[], mentions: EntityMention[], sel
   for (const { sentence, at } of statementsOf(tokens)) {
     if (hedged(sentence)) continue;
     petsNamed(sentence, at, mentions, self, emit);
-    const firstPerson = sentence.some((t) => ['i', 'we', 'my', 'our', 'me'].includes(t.lower));
-    // The other readers are the writer's own and need "I"/"we" (or a dropped one: "Caved and made an Instagram").
+    // The other readers are the writer's own: the subject is "I"/"we" (not "my sister"), or a dropped one ("Caved
+    // and made an Instagram").
     const others = sentence.some((t) => ['he', 'she', 'they', 'you', 'his', 'her', 'their'].includes(t.lower));
-    if (others || (!firstPerson && !startsWithVerb(sentence))) continue;
+    const writer = writerFirst(sentence, at, mentions);
+    if (others || (writer === undefined ? !startsWithVerb(sentence) : !writer)) continue;
     socialMedia(sentence, self, emit);
     licence(sentence, self, emit);
     childBorn(sentence, self, emit);
   }
+}
+
+/** Whether the sentence's first subject is the writer ("we", "I"), another ("my sister", "Tom"), or none (undefined). */
+function writerFirst(sentence: Token[], at: number, mentions: EntityMention[]): boolean | undefined {
+  for (let k = 0; k < sentence.length; k++) {
+    const t = sentence[k]!;
+    if (t.lower === 'i' || t.lower === 'we') return true;
+    if ((t.lower === 'my' || t.lower === 'our') && KIN.has(sentence[k + 1]?.key ?? '')) return false;
+    if (mentions.some((m) => m.type === 'person' && m.first === at + k)) return false;
+  }
+  return undefined;
 }
 
 /** A sentence whose "I" was dropped: it opens with a verb in the past ("Passed my driving test", "Caved and made"). */
