@@ -9,17 +9,22 @@ import { deriveKnowledge } from './knowledge.js';
 // /chat/completions endpoint that speaks the real wire format: it answers from a table of statements.
 const KEY = 'sk-test-FACTS-42';
 const ANSWERS: Record<string, unknown> = {
-  "I don't drive.": {
-    facts: [{ subject: 'I', attribute: 'does', value: 'drive', negated: true, past: false, qualifier: null }],
+  // Pairs the rules alone do not read (session 15 taught them "passed my driving test" and "turned into").
+  "I'm lactose intolerant.": {
+    facts: [
+      { subject: 'I', attribute: 'is', value: 'lactose intolerant', negated: false, past: false, qualifier: null },
+    ],
   },
-  'I passed my driving test last week!': {
-    facts: [{ subject: 'I', attribute: 'does', value: 'drive', negated: false, past: false, qualifier: null }],
+  "Turns out I'm not lactose intolerant after all.": {
+    facts: [
+      { subject: 'I', attribute: 'is', value: 'lactose intolerant', negated: true, past: false, qualifier: null },
+    ],
   },
-  "I'm not a morning person.": {
-    facts: [{ subject: 'I', attribute: 'is', value: 'morning person', negated: true, past: false, qualifier: null }],
+  "I'm on the keto diet.": {
+    facts: [{ subject: 'I', attribute: 'does', value: 'keto diet', negated: false, past: false, qualifier: null }],
   },
-  "I've turned into a morning person, up at five every day.": {
-    facts: [{ subject: 'I', attribute: 'is', value: 'morning person', negated: false, past: false, qualifier: null }],
+  "I'm off keto, it made me miserable.": {
+    facts: [{ subject: 'I', attribute: 'does', value: 'keto diet', negated: true, past: false, qualifier: null }],
   },
   'My favourite genre is jazz.': {
     facts: [
@@ -102,13 +107,14 @@ describe('facts read by a chat model (optional)', () => {
   });
 
   it('finds changes the rules alone miss, and the rules alone are unchanged', async () => {
-    expect(await conflicts("I don't drive.", 'I passed my driving test last week!', false)).toBe(0);
-    expect(await conflicts("I don't drive.", 'I passed my driving test last week!', true)).toBe(1);
-    const morning = ["I'm not a morning person.", "I've turned into a morning person, up at five every day."] as const;
-    expect(await conflicts(...morning, false)).toBe(0);
-    expect(await conflicts(...morning, true)).toBe(1);
+    const lactose = ["I'm lactose intolerant.", "Turns out I'm not lactose intolerant after all."] as const;
+    expect(await conflicts(...lactose, false)).toBe(0);
+    expect(await conflicts(...lactose, true)).toBe(1);
+    const keto = ["I'm on the keto diet.", "I'm off keto, it made me miserable."] as const;
+    expect(await conflicts(...keto, false)).toBe(0);
+    expect(await conflicts(...keto, true)).toBe(1);
     // A compatible pair stays compatible.
-    expect(await conflicts("I'm not a morning person.", "I don't drive.", true)).toBe(0);
+    expect(await conflicts("I'm lactose intolerant.", "I'm on the keto diet.", true)).toBe(0);
   });
 
   it("names the end user as the rules do (a turn's speaker), and keeps only what the ontology declares", async () => {
