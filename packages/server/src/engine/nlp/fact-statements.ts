@@ -89,7 +89,10 @@ export function copulaFacts(
   }
   // "These days I'm in Glasgow": where one lives, unless a stay ("in Rome for a week", "on a trip").
   // "I'm back home in Osaka now".
-  const home = rest.findIndex((t) => t.key !== 'back' && t.key !== 'home');
+  // "she's out in Tacoma these days": "out" only with a word of now, else an outing ("out in London tonight").
+  const out =
+    rest[0]?.key === 'out' && rest.some((t, k) => t.key === 'now' || (t.key === 'these' && rest[k + 1]?.key === 'day'));
+  const home = rest.findIndex((t) => t.key !== 'back' && t.key !== 'home' && !(out && t.key === 'out'));
   if (rest[home]?.key === 'in' && !rest.some((t) => STAY_WORDS.has(t.key))) {
     const place = mentionAt.get(at(home + 1)) ?? mentionAt.get(at(home + 2));
     if (placeLike(place)) {
