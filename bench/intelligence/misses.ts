@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { DEFAULT_ONTOLOGY, Extractor } from '../../packages/server/src/engine/nlp/index.js';
 import { deriveKnowledge } from '../../packages/server/src/modules/intelligence/knowledge.js';
 const file = process.argv[2]!;
-if (!/(^|\/)bench\/intelligence\/[^/]+$/.test(file) || file.includes('..')) throw new Error('not a set of bench/intelligence/');
+if (!/(^|\/)bench\/intelligence\/[^/]+$/.test(file) || file.includes('..'))
+  throw new Error('not a set of bench/intelligence/');
 const ex = new Extractor(DEFAULT_ONTOLOGY);
 const rel = (t: string) =>
   ex

@@ -6,7 +6,10 @@ import { deriveKnowledge } from '../../packages/server/src/modules/intelligence/
 const ex = new Extractor(DEFAULT_ONTOLOGY);
 const show = (text: string) => {
   const e = ex.extract(text, null);
-  const rel = e.relations.map((r) => `${r.subject.name}>${r.relation}>${r.object.name}${r.negated ? '>not' : ''}${r.aspect ? `[${r.aspect}]` : ''}`);
+  const rel = e.relations.map(
+    (r) =>
+      `${r.subject.name}>${r.relation}>${r.object.name}${r.negated ? '>not' : ''}${r.aspect ? `[${r.aspect}]` : ''}`,
+  );
   const more = [
     ...(e.endings ?? []).map((x) => `END ${JSON.stringify(x)}`),
     ...(e.updates ?? []).map((x) => `UPD ${JSON.stringify(x)}`),
@@ -21,7 +24,13 @@ for (const line of readFileSync(0, 'utf8').split('\n')) {
   const [a, b] = line.split('||').map((s) => s.trim());
   const A = show(a!);
   const B = show(b!);
-  const ms = [A.e, B.e].map((extraction, i) => ({ id: i + 1, createdAt: `2024-0${i + 1}-01T00:00:00.000Z`, supersededBy: null, isSummary: false, extraction }));
+  const ms = [A.e, B.e].map((extraction, i) => ({
+    id: i + 1,
+    createdAt: `2024-0${i + 1}-01T00:00:00.000Z`,
+    supersededBy: null,
+    isSummary: false,
+    extraction,
+  }));
   const c = deriveKnowledge(ms, 'user').conflicts.length > 0;
   console.log(`${c ? 'YES' : 'no '} A: ${a}\n       ${A.line}\n    B: ${b}\n       ${B.line}`);
 }

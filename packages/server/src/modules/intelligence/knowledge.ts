@@ -468,7 +468,18 @@ const matchedByHead = (f: Resolved) =>
  * are all in the affirmed value ("choir" / "choir practice", "van" / "old van"); a possession also shares its head noun.
  */
 /** What one drinks without drinking in the sense of "I don't drink". */
-const SOFT_DRINKS = new Set(['water', 'coffee', 'coffe', 'tea', 'juice', 'milk', 'soda', 'lemonade', 'smoothie', 'coke']);
+const SOFT_DRINKS = new Set([
+  'water',
+  'coffee',
+  'coffe',
+  'tea',
+  'juice',
+  'milk',
+  'soda',
+  'lemonade',
+  'smoothie',
+  'coke',
+]);
 
 function sameThing(f: Resolved, key: string, denying: boolean): boolean {
   const other = key.slice(key.lastIndexOf('|') + 1);
