@@ -146,6 +146,7 @@ if (argv.includes('--llm')) {
     'changes-sealed.txt',
     'changes-sealed2.txt',
     'changes-sealed3.txt',
+    'changes-fresh10.txt',
   ];
   const texts = [
     ...new Set(
@@ -293,6 +294,10 @@ const quality = {
   // Session 10: a third hand's, written without reading a rule, another set's pairs or the bench notes on them, in
   // everyday chat wording; only its totals per kind are read.
   facts_sealed3: conflictsByKind('facts_sealed3', 'changes-sealed3.txt'),
+  // Session 15: 192 pairs by a hand that read no rule, no other set and no bench note ("sealer"), from Persona-Chat,
+  // BlenderBot examples, LoCoMo dev turns and chat wording; kept outside the repository until the session's rules had
+  // landed, then scored once, totals per kind only.
+  facts_fresh10: conflictsByKind('facts_fresh10', 'changes-fresh10.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const statement = resolver(locomoDir());
