@@ -65,7 +65,9 @@ const isWhenQuestion = (q: string) => /^\s*(when|what (date|day|year|month|time)
  * terms, and at least one word the question does not already say.
  */
 function bestClause(sentence: string, terms: Set<string>): string {
-  const clauses = sentence.split(/\s*[,;:—–]\s+|\s+-\s+/u).filter((c) => c.trim().length > 0);
+  // White space before a separator taken only from the start of its run: from each space of a long run, the pattern
+  // read the whole run again (quadratic).
+  const clauses = sentence.split(/(?:(?<!\s)\s+)?[,;:—–]\s+|(?<!\s)\s+-\s+/u).filter((c) => c.trim().length > 0);
   if (clauses.length <= 1) return sentence;
   let best = sentence;
   let bestScore = -Infinity;
@@ -91,12 +93,12 @@ function trimSpan(span: string, terms: Set<string>): string {
   let end = words.length;
   while (start < end && idle(words[start]!)) start++;
   while (end > start && idle(words[end - 1]!)) end--;
-  return start < end
-    ? words
-        .slice(start, end)
-        .join(' ')
-        .replace(/^[^\p{L}\p{N}"“(]+|[^\p{L}\p{N}"”)]+$/gu, '') || span
-    : span;
+  if (start >= end) return span;
+  const kept = words.slice(start, end).join(' ');
+  // The leading marks, then the trailing ones from the start of their run only (tried from each mark of a long run, the
+  // pattern read it to its end each time: quadratic).
+  const rest = kept.slice(/^[^\p{L}\p{N}"“(]+/u.exec(kept)?.[0].length ?? 0);
+  return rest.replace(/(?<![^\p{L}\p{N}"”)])[^\p{L}\p{N}"”)]+$/u, '') || span;
 }
 
 /**

@@ -105,10 +105,13 @@ export function estimateTokens(text: string): number {
   return Math.ceil(ascii / 4) + cjk + Math.ceil(other / 2);
 }
 
-/** Sentences of a text: split after . ! ? (not after a single initial or a number's dot) and at line breaks. */
+/**
+ * Sentences of a text: split after . ! ? (not after a single initial or a number's dot) and at line breaks. The
+ * `(?=\s)` first: the look-behind, tried at every position, read back over a run of "!!!..." each time (quadratic).
+ */
 export function splitSentences(text: string): string[] {
   return text
-    .split(/(?<=(?:[^\s.!?]{2,}|\d)[.!?]+["')\]]?)\s+(?=\S)|\n+/u)
+    .split(/(?=\s)(?<=(?:[^\s.!?]{2,}|\d)[.!?]+["')\]]?)\s+(?=\S)|\n+/u)
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
 }
@@ -120,8 +123,6 @@ const TIME_WORDS = new RegExp(`\\b${TIME_WORD}\\b`, 'i');
 /** First-person words (English, like TIME_WORDS). */
 const FIRST_PERSON_WORD = '(?:i|me|my|mine|myself|we|us|our|ours|ourselves)';
 const FIRST_PERSON = new RegExp(`\\b${FIRST_PERSON_WORD}\\b`, 'i');
-/** Text ending with a question mark, an image caption the server appended ignored. */
-const ENDS_ASKING = /[?？]\s*(?:\[image:[^\]]*\])?\s*$/;
 
 export function namesTime(text: string): boolean {
   return TIME_WORDS.test(text);
@@ -131,8 +132,26 @@ export function speaksInFirstPerson(text: string): boolean {
   return FIRST_PERSON.test(text);
 }
 
+/**
+ * Text ending with a question mark, an image caption the server appended ignored: what
+ * /[?？]\s*(?:\[image:[^\]]*\])?\s*$/ says, in one pass (the pattern, tried after each "?", read to the end each
+ * time: quadratic in a text of "?[image:" repeated).
+ */
 export function endsAsking(text: string): boolean {
-  return ENDS_ASKING.test(text);
+  const end = text.trimEnd().length;
+  if (asksBefore(text, end)) return true;
+  if (text[end - 1] !== ']') return false;
+  // A caption is the last "]" and an "[image:" after the "]" before it; any such "[image:" may open it.
+  for (let at = text.indexOf('[image:', text.lastIndexOf(']', end - 2) + 1); at >= 0 && at < end; )
+    if (asksBefore(text, at)) return true;
+    else at = text.indexOf('[image:', at + 1);
+  return false;
+}
+/** Whether text[0, end) ends with a question mark and white space. */
+function asksBefore(text: string, end: number): boolean {
+  let i = end;
+  while (i > 0 && /\s/.test(text[i - 1]!)) i--;
+  return text[i - 1] === '?' || text[i - 1] === '？';
 }
 
 /** What the index reads of a memory's text (MemoryIndex.upsert, and the index cache's parseTemporal). */
@@ -225,7 +244,7 @@ export function scanText(text: string): TextScan {
     namesTime: underscore ? namesTime(text) : (flags & NAMES_TIME) !== 0,
     firstPerson: underscore ? speaksInFirstPerson(text) : (flags & FIRST_PERSON_FLAG) !== 0,
     mayNameTime: (flags & TIME_CUE) !== 0,
-    endsAsking: ENDS_ASKING.test(text),
+    endsAsking: endsAsking(text),
   };
 }
 
@@ -239,6 +258,6 @@ function scanApart(text: string): TextScan {
     namesTime: namesTime(text),
     firstPerson: speaksInFirstPerson(text),
     mayNameTime: MAY_NAME_TIME.test(text),
-    endsAsking: ENDS_ASKING.test(text),
+    endsAsking: endsAsking(text),
   };
 }

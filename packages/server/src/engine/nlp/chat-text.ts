@@ -156,7 +156,10 @@ const ADVERBS = new Set('just finally recently officially actually already also 
  * in the past tense is the writer's own ("I just moved to Leeds!"); "been living here a year" -> "I've been ...".
  */
 function subjectRestored(text: string): string {
-  return text.replace(/(^|[.!?;]\s+|\n\s*)([^.!?;\n]+)/g, (whole, start: string, sentence: string) => {
+  // The white space after a stop taken whole ((?=(\s+))\2: no backtracking into it) and the sentence possibly empty, a
+  // no-op: retried from each line break of a long run, the pattern read the run again each time (quadratic).
+  const sentences = /(^(?=[^.!?;\n])|[.!?;](?=(\s+))\2|\n(?=(\s*))\3)([^.!?;\n]*)/g;
+  return text.replace(sentences, (whole, start: string, _a, _b, sentence: string) => {
     const words = sentence.split(/(\s+)/);
     let i = 0;
     const blank = (w: string) => /^\s*$|^[,:!-]+$/.test(w);
@@ -187,7 +190,8 @@ function subjectRestored(text: string): string {
   });
 }
 const DENIED = new Set(["haven't", 'havent', "hadn't", 'hadnt', "didn't", 'didnt']);
-const bare = (word: string) => word.toLowerCase().replace(/[,!?.:]+$/, '');
+// From the start of the marks' run only (from each mark of "!!!...x" the pattern read to the end: quadratic).
+const bare = (word: string) => word.toLowerCase().replace(/(?<![,!?.:])[,!?.:]+$/, '');
 
 /** Kin words that name the writer's own when they open a sentence bare ("Mum retired", "dad just turned 60"). */
 const BARE_KIN =
@@ -197,10 +201,35 @@ const BARE_KIN =
 const KIN_PAIRS =
   /\b(?:(my|our) )?(?:(?:mum|mom|mother) and (?:dad|father)|(?:dad|father) and (?:mum|mom|mother)|(grand)(?:ma|mother|pa|father|ad) and grand(?:ma|mother|pa|father|ad))\b/giu;
 
+/**
+ * "Cork-based" -> "based in Cork": what .replace(/\b(\p{Lu}[\p{L}]+)-based\b/gu, 'based in $1') did, each run of letters
+ * read once (from each capital of a long run, the pattern read the run again: quadratic). The name starts at the
+ * run's first capital after a word boundary (\b: ASCII word characters) with a letter after it.
+ */
+function basedIn(text: string): string {
+  let out = '';
+  let done = 0;
+  for (const m of text.matchAll(/(?<!\p{L})\p{L}+(?=-based\b)/gu)) {
+    const run = m[0];
+    const word = (c: string | undefined) => c !== undefined && /\w/.test(c);
+    let before = text[m.index - 1];
+    let i = 0;
+    for (const c of run) {
+      if (/\p{Lu}/u.test(c) && word(before) !== word(c) && i + c.length < run.length) {
+        out += `${text.slice(done, m.index + i)}based in ${run.slice(i)}`;
+        done = m.index + run.length + '-based'.length;
+        break;
+      }
+      before = c;
+      i += c.length;
+    }
+  }
+  return out + text.slice(done);
+}
+
 /** "Cork-based" -> "based in Cork"; "mum and dad" -> "my parents"; a bare kin word opening a sentence -> "my mum". */
 const spelledOut = (text: string) =>
-  text
-    .replace(/\b(\p{Lu}[\p{L}]+)-based\b/gu, 'based in $1')
+  basedIn(text)
     // Words for a favourite: "my go-to drink", "my top pick", "my number one", "at the top of my list".
     .replace(
       /\b(my|his|her|our|their)( new)? (?:go-to|go to|top pick|top choice|number one|no\. ?1)\b/giu,

@@ -211,8 +211,7 @@ function endingAt(sentence: Token[]): number {
       if (!next || next.punct || ['now', 'for', 'too', 'forever', 'after', 'sinc'].includes(next.key)) return i;
     }
     // A WordNet verb of ending only where a verb stands ("we parted", "I've parted with it"; not "part of my life").
-    const verb =
-      (t.lower.endsWith('ed') || VERB_BEFORE.has(sentence[i - 1]?.lower ?? '')) && verbClassAt(sentence.slice(i));
+    const verb = (t.lower.endsWith('ed') || VERB_BEFORE.has(sentence[i - 1]?.lower ?? '')) && verbClassAt(sentence, i);
     if ((ENDING_KEYS.has(t.key) || ENDING_KEYS.has(t.lower) || (verb && ENDING_CLASSES.has(verb.kind))) && !negated)
       return i;
   }

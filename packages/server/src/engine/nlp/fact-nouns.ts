@@ -127,7 +127,7 @@ function sentence(
   if (s.some((t) => (NOT_NOW.has(t.key) || NOT_NOW.has(t.lower)) && !(t.capitalized && t.key === 'may'))) return;
   // "I quit my job at IBM", "we sold our house in Leeds", "I miss my old flat": the noun's fact ended, which the
   // clause rules read; a verb of ending anywhere in the sentence leaves it to them.
-  const ending = s.some((t, k) => ENDS.has(t.key) || ENDING_CLASSES.has(verbClassAt(s.slice(k))?.kind ?? ''));
+  const ending = s.some((t, k) => ENDS.has(t.key) || ENDING_CLASSES.has(verbClassAt(s, k)?.kind ?? ''));
   const at = (k: number) => mentionAt.get(from + k);
   for (let k = 0; k < s.length; k++) {
     const key = s[k]!.key;

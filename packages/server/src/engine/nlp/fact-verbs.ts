@@ -154,7 +154,7 @@ export function verbFacts(
     return;
   }
   // "I got laid off from Barclays", "I got fired by Tesco", "I got promoted to manager".
-  const jobChange = rest[1] ? verbClassAt(rest.slice(1))?.kind : undefined;
+  const jobChange = rest[1] ? verbClassAt(rest, 1)?.kind : undefined;
   if (
     (v === 'got' || v === 'get') &&
     rest[1] &&

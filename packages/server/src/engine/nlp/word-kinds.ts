@@ -88,23 +88,25 @@ export function nounIs(word: string, kind: NounKind): boolean {
 }
 
 /**
- * The change of state the verb phrase at the start of `rest` states ("relocated", "gave away", "split up"),
+ * The change of state the verb phrase at `tokens[at]` states ("relocated", "gave away", "split up"),
  * with the number of tokens it spans; null when the verb is of no class. A verb's inflection is its stem's.
+ * It reads a few tokens from `at`: a caller trying each position passes the index, not a slice (a slice per
+ * position was quadratic in a sentence's length).
  */
-export function verbClassAt(rest: Token[]): { kind: VerbClass; span: number } | null {
-  const first = rest[0];
+export function verbClassAt(tokens: Token[], at = 0): { kind: VerbClass; span: number } | null {
+  const first = tokens[at];
   if (!first || first.punct) return null;
   const { verbs } = lexicon();
   const found = [first.key, first.lower]
     .flatMap((key) => verbs.get(key) ?? [])
-    .filter((c) => c.rest.every((w, k) => rest[k + 1]?.lower === w || rest[k + 1]?.key === keyOf(w)));
+    .filter((c) => c.rest.every((w, k) => tokens[at + k + 1]?.lower === w || tokens[at + k + 1]?.key === keyOf(w)));
   if (!found.length) return null;
   const span = 1 + Math.max(...found.map((c) => c.rest.length));
   const kinds = new Set(found.filter((c) => c.rest.length === span - 1).map((c) => c.kind));
   // A phrase of several classes ("give up": a habit, a possession, a job) is read by what follows it: an activity
   // ("gave up running") is a habit, a job ("gave up my job", "took up a post") employment, anything else a possession
   // ended or a pastime begun ("took up pottery").
-  const next = rest.slice(span, span + 3);
+  const next = tokens.slice(at + span, at + span + 3);
   const pick =
     (kinds.has('habit_end') && /ing$/.test(next[0]?.lower ?? '') && 'habit_end') ||
     (kinds.has('job_end') && next.some((t) => JOB_NOUNS.has(t.key)) && 'job_end') ||

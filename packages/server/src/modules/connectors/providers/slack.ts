@@ -200,14 +200,17 @@ export const slack: ConnectorProvider = {
       }
       return names.get(message.user)!;
     };
-    // <@U123> mentions read as @name.
+    // <@U123> mentions read as @name. Slack escapes "<" and ">" in text (&lt;, &gt;), so no label holds them: each pattern stops at the next "<", where
+    // [^>]* read from every "<@U|" to the end of a message without ">" (quadratic); the names are looked up first, then
+    // every mention replaced in one pass (a pass per mention was quadratic too).
     const readable = async (text: string) => {
-      let out = text;
-      for (const [, id] of text.matchAll(/<@([UW][A-Z0-9]+)(?:\|[^>]*)?>/g))
-        out = out.replaceAll(new RegExp(`<@${id}(?:\\|[^>]*)?>`, 'g'), `@${await nameOf({ ts: '', user: id })}`);
-      return out
-        .replace(/<#C[A-Z0-9]+\|([^>]+)>/g, '#$1')
-        .replace(/<(https?:[^|>]+)\|([^>]+)>/g, '$2 ($1)')
+      const mention = /<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>/g;
+      const named = new Map<string, string>();
+      for (const [, id] of text.matchAll(mention)) named.set(id!, await nameOf({ ts: '', user: id! }));
+      return text
+        .replace(mention, (_, id: string) => `@${named.get(id)}`)
+        .replace(/<#C[A-Z0-9]+\|([^<>]+)>/g, '#$1')
+        .replace(/<(https?:[^|<>]+)\|([^<>]+)>/g, '$2 ($1)')
         .replace(/&lt;/g, '<')
         .replace(/&gt;/g, '>')
         .replace(/&amp;/g, '&');

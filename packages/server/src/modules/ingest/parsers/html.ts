@@ -132,7 +132,10 @@ export const MAX_NESTING = 1_000;
 /** Refuses markup nested deeper than MAX_NESTING, counted from its tags before a DOM is built. */
 function checkNesting(html: string): void {
   let depth = 0;
-  for (const tag of html.matchAll(/<(\/?)([a-zA-Z][\w:-]*)[^>]*?(\/?)>/g)) {
+  // Up to the last ">" only: there every tag the pattern starts ends, where past it each "<a" read to the end of the
+  // file, and back through its name (quadratic).
+  const tags = html.slice(0, html.lastIndexOf('>') + 1);
+  for (const tag of tags.matchAll(/<(\/?)([a-zA-Z][\w:-]*)[^>]*?(\/?)>/g)) {
     if (tag[1]) depth = Math.max(0, depth - 1);
     else if (!tag[3] && !VOID.has(tag[2]!.toLowerCase()) && ++depth > MAX_NESTING) {
       throw new AppError('payload_too_large', `The file nests elements more than ${MAX_NESTING} levels deep`, 'file');

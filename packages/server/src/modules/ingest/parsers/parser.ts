@@ -46,9 +46,12 @@ export function utf8Text(bytes: Buffer): string | undefined {
 
 /** Paragraphs of plain text: runs of lines separated by blank lines, inner whitespace kept readable. */
 export function paragraphs(text: string): string[] {
+  // Blanks before a line break from the start of their run only (from each blank of a long run, the pattern read it
+  // again: quadratic).
+  const blanks = /(?<![ \t])[ \t]+\n/g;
   return text
     .replace(/\r\n?/g, '\n')
     .split(/\n[ \t]*\n+/)
-    .map((p) => p.replace(/[ \t]+\n/g, '\n').trim())
+    .map((p) => p.replace(blanks, '\n').trim())
     .filter((p) => p.length > 0);
 }

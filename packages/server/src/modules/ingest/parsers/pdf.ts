@@ -52,8 +52,11 @@ export const pdfParser: Parser = {
       throw unreadable('The PDF is corrupt and cannot be read');
     }
     const blocks: Block[] = [];
+    // A line break and the blanks around it from the start of their run only (from each blank of a long run, the pattern
+    // read it again: quadratic).
+    const lines = /(?<!\s)\s*\n\s*/g;
     pages.forEach((text, i) => {
-      for (const p of paragraphs(text)) blocks.push({ kind: 'text', text: p.replace(/\s*\n\s*/g, ' '), page: i + 1 });
+      for (const p of paragraphs(text)) blocks.push({ kind: 'text', text: p.replace(lines, ' '), page: i + 1 });
     });
     return { blocks };
   },
