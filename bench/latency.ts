@@ -12,7 +12,8 @@
  * profiles there.
  * `--data DIR` (SQLite, direct fill): the database file in DIR, filled there the first time and kept; a run on a
  * DIR already filled skips the fill and deletes the stored index snapshots first (the cold first query is again
- * from rows). `--base REV`: the measured server is that revision's build (bench/lib/baseline.ts), to alternate
+ * from rows). `--postgres URL --fill direct`: the same on the PostgreSQL database URL names (it must exist; it is
+ * served as it is and kept), filled the first time (while it holds no memories). `--base REV`: the measured server is that revision's build (bench/lib/baseline.ts), to alternate
  * before and after on one filled database.
  *
  * `--vectors D` (SQLite): the server uses an OpenAI-compatible embedder that this process serves on a
@@ -57,12 +58,13 @@ const cpuProfDir = option('--cpu-prof');
 const workers = Number(option('--workers') ?? 1);
 const restarts = Number(option('--restarts') ?? 3);
 if (!Number.isInteger(restarts) || restarts < 1) throw new Error('--restarts must be a positive integer');
-if (fill === 'direct' && postgresUrl) throw new Error('--fill direct is for SQLite only');
 const SIZES = (option('--sizes') ?? '1000,10000,100000').split(',').map(Number);
 const vectorDims = option('--vectors') === undefined ? 0 : Number(option('--vectors'));
 if (vectorDims && postgresUrl) throw new Error('--vectors is for SQLite only');
 const keptData = option('--data');
 if (keptData && (fill !== 'direct' || postgresUrl)) throw new Error('--data is for SQLite with --fill direct');
+/** With --postgres and --fill direct: the database URL names is served and kept, filled on first use. */
+const keptPostgres = fill === 'direct' && postgresUrl ? postgresUrl : undefined;
 const baseRev = option('--base');
 const QPS_SIZE = SIZES.includes(10_000) ? 10_000 : SIZES[SIZES.length - 1]!;
 const BATCH = 50;
@@ -162,10 +164,13 @@ async function fillHttp(server: BenchServer): Promise<number> {
  * memories module (bulk-add's own code: rows, history, revisions), one transaction per batch of 50.
  */
 async function fillDirect(file: string): Promise<number> {
-  const database = openDatabase({ dialect: 'sqlite', path: file });
+  const database = keptPostgres
+    ? openDatabase({ dialect: 'postgres', url: keptPostgres, poolSize: 4 })
+    : openDatabase({ dialect: 'sqlite', path: file });
   try {
     // A bulk load with the server stopped: no fsync per transaction (the old direct fill did the same).
-    await sql`PRAGMA synchronous = OFF`.execute(database.db);
+    if (keptPostgres) await sql`SET synchronous_commit = OFF`.execute(database.db);
+    else await sql`PRAGMA synchronous = OFF`.execute(database.db);
     const key = await resolveApiKey(database.db, BENCH_KEY);
     if (!key?.projectId) throw new Error('the bench key must be locked to the bootstrap project');
     let done = 0;
@@ -290,7 +295,7 @@ async function measure(server: BenchServer) {
 }
 
 // ---- run -----------------------------------------------------------------------
-const dir = postgresUrl ? undefined : (keptData ?? freshDataDir());
+const dir = postgresUrl && !keptPostgres ? undefined : (keptData ?? freshDataDir());
 const main = baseRev ? baselineMain(repoRoot, baseRev).main : undefined;
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
 const METRICS_TOKEN = 'engram-bench-metrics';
@@ -369,7 +374,7 @@ async function firstQueriesAfterRestart(server: BenchServer) {
       await exited;
       // Profiled as the first server is (--cpu-prof): where the first query after a restart goes.
       running = await startServer(
-        postgresUrl
+        server.dialect === 'postgres'
           ? { databaseUrl: server.databaseUrl, env: workerEnv, main, nodeArgs }
           : { dataDir: dir!, env: workerEnv, main, nodeArgs },
       );
@@ -420,6 +425,16 @@ if (fill === 'http') {
     await server.stop();
     throw error;
   }
+} else if (keptPostgres) {
+  // The same on a kept PostgreSQL database (its own data directory is a fresh one each run).
+  const served = { databaseUrl: keptPostgres, dataDir: dir!, main };
+  await (await startServer(served)).stop();
+  const database = openDatabase({ dialect: 'postgres', url: keptPostgres, poolSize: 1 });
+  const held = await sql<{ n: string }>`SELECT count(*) AS n FROM memories`.execute(database.db);
+  await sql`DELETE FROM index_snapshots`.execute(database.db);
+  await database.close();
+  filled = Number(held.rows[0]?.n ?? 0) > 0 ? 0 : await fillDirect('');
+  server = await startServer({ ...served, nodeArgs, env: workerEnv });
 } else {
   // Schema, organization, project and key from a first start; then rows; then the server measured.
   const file = join(dir!, 'engram.db');

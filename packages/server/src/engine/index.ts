@@ -33,6 +33,8 @@ export {
   tokenize,
   analyze,
   scanText,
+  scanNumbered,
+  TermNumbering,
   forgetWords,
   splitSentences,
   stem,

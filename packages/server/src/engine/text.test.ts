@@ -7,8 +7,10 @@ import {
   estimateTokens,
   namesTime,
   normalizeText,
+  scanNumbered,
   scanText,
   speaksInFirstPerson,
+  TermNumbering,
   stem,
   tokenize,
 } from './text.js';
@@ -92,6 +94,8 @@ describe('text analysis', () => {
       'weeks',
     ];
     pieces.push('2024', '999', 'jan', 'day', 'the', 'running', 'Caroline', 'é', '東京', 'k', 'AND', 'x_y', '\n');
+    // Longer than the table of ASCII words holds (scanNumbered).
+    pieces.push(`Z${'abcdefghij'.repeat(5)}`, 'abcdefghij'.repeat(4));
     let seed = 7;
     const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let i = 0; i < 3000; i++)
@@ -99,6 +103,20 @@ describe('text analysis', () => {
         Array.from({ length: 1 + Math.floor(next() * 12) }, () => pieces[Math.floor(next() * pieces.length)]).join(''),
       );
     for (const text of texts) expect(scanText(text), JSON.stringify(text)).toEqual(apart(text));
+    // scanNumbered: the same terms as numbers, and the same flags; its words held across texts and forgetWords.
+    const numbering = new TermNumbering();
+    for (const [i, text] of texts.entries()) {
+      if (i % 700 === 0) forgetWords();
+      numbering.length = 0;
+      const flags = scanNumbered(text, numbering);
+      const scan = apart(text);
+      const bits = [scan.namesTime, scan.firstPerson, scan.mayNameTime, scan.endsAsking];
+      expect(Array.from(numbering.numbers.subarray(0, numbering.length), (no) => numbering.terms[no])).toEqual(
+        scan.terms,
+      );
+      expect(flags, JSON.stringify(text)).toBe(bits.reduce((sum, on, bit) => sum | (on ? 1 << bit : 0), 0));
+    }
+    expect(new Set(numbering.terms).size).toBe(numbering.terms.length);
     expect(scanText("I'm here").firstPerson).toBe(true);
     expect(scanText('my_thing').firstPerson).toBe(false);
     expect(endsAsking('ok?')).toBe(true);

@@ -5,8 +5,13 @@ import type { CallOptions, Response, TestApp } from './harness.js';
 import { addMemory } from './memories.js';
 import { until } from './until.js';
 import { loadConfig, type Config } from '../config.js';
+import { LIVE_PAGE_COLUMNS, type IndexedMemory } from '../modules/memories/index.js';
 
 /** Helpers shared by the retrieval and /v1 tenant-plane tests. */
+
+/** Rows as liveOwnerPage gives them: LIVE_PAGE_COLUMNS' values, tags and metadata as JSON text (as SQLite holds them). */
+export const pageValues = (rows: readonly IndexedMemory[]): unknown[][] =>
+  rows.map((row) => LIVE_PAGE_COLUMNS.map((c) => (c === 'tags' || c === 'metadata' ? JSON.stringify(row[c]) : row[c])));
 
 /** A unique end-user id, so that a test starts from an end user nobody has indexed yet. */
 export const freshUser = (prefix = 'u'): string => `${prefix}-${Math.random().toString(36).slice(2, 10)}`;

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { decodeJson } from '../../store/database.js';
 import { beforeAll, expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
 import { addMemory } from '../../testing/memories.js';
@@ -14,6 +15,7 @@ import {
   liveMemoryCountOf,
   liveOwnerIds,
   liveOwnerPage,
+  LIVE_PAGE_COLUMNS,
   liveProjectMemories,
   memoriesByIds,
   memoryCounts,
@@ -405,10 +407,17 @@ forEachDialect('memory feed', (dialect) => {
       [{ projectId: project(), tenantId: 'acme', endUserId: 'u1' }, 1],
     ] as const) {
       const ids = await liveOwnerIds(t.database.db, owner);
-      const paged: IndexedMemory[] = [];
+      const paged: unknown[][] = [];
       for (let at = 0; at < ids.length; at += size)
         paged.push(...(await liveOwnerPage(t.database.db, owner, ids.slice(at, at + size))));
-      expect(paged).toEqual(await changesSince(t.database.db, owner, 0));
+      // The values of LIVE_PAGE_COLUMNS in order, tags and metadata as stored.
+      const asRow = (values: unknown[]) => {
+        const row = Object.fromEntries(LIVE_PAGE_COLUMNS.map((column, i) => [column, values[i]]));
+        return { ...row, tags: decodeJson(row.tags), metadata: decodeJson(row.metadata), is_summary: !!row.is_summary };
+      };
+      const columns = (row: IndexedMemory) =>
+        Object.fromEntries(LIVE_PAGE_COLUMNS.map((column) => [column, row[column]]));
+      expect(paged.map(asRow)).toEqual((await changesSince(t.database.db, owner, 0)).map(columns));
       expect(ids.length).toBeGreaterThanOrEqual(paged.length);
     }
     // Forgotten memories are among the ids.

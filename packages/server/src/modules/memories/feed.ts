@@ -1,6 +1,7 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Selectable } from 'kysely';
 import { keysetPages } from '../../core/paging.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
+import { ROWS_AS_ARRAYS } from '../../store/postgres-connections.js';
 import { prepared } from '../../store/prepared.js';
 import type { DB, MemoriesTable } from '../../store/schema.js';
 import type { MemoryView } from './schemas.js';
@@ -295,22 +296,51 @@ export async function liveOwnerIds(db: Executor, owner: Owner): Promise<number[]
     .sort((a, b) => a - b);
 }
 
+/** The columns of liveOwnerPage's rows, in order. */
+export const LIVE_PAGE_COLUMNS = [
+  'id',
+  'text',
+  'tags',
+  'source',
+  'importance',
+  'metadata',
+  'session_id',
+  'speaker',
+  'is_summary',
+  'created_at',
+  'updated_at',
+  'seq',
+  'superseded_by',
+] as const;
+
 /**
- * The owner's live memories among `ids` (ascending), in id order: read by id, the owner checked here (SQLite,
- * without statistics, would read them through the owner's index, every row of the owner a page).
+ * The owner's live memories among `ids` (ascending), in id order, each as the values of LIVE_PAGE_COLUMNS in order
+ * (tags and metadata as stored: JSON text on SQLite; is_summary 0/1 or a boolean), for a cold index's page
+ * (retrieval/build-rows.ts): no object a row, no JSON decoded. Read by id, the owner checked by a column of the
+ * select list (SQLite, without statistics, would read them through the owner's index, every row of the owner a
+ * page, were it in the WHERE clause; its three strings were read for a check in JS).
  */
-export async function liveOwnerPage(db: Executor, owner: Owner, ids: readonly number[]): Promise<IndexedMemory[]> {
-  const rows = await db
+export async function liveOwnerPage(db: Executor, owner: Owner, ids: readonly number[]): Promise<unknown[][]> {
+  const { projectId, tenantId, endUserId } = owner;
+  const mine = sql<boolean>`(project_id = ${projectId} AND tenant_id = ${tenantId} AND end_user_id = ${endUserId})`;
+  const query = db
     .selectFrom('memories')
-    .select([...INDEXED_COLUMNS, 'project_id', 'tenant_id'])
+    .select([...LIVE_PAGE_COLUMNS, mine.as('mine')])
     .where('id', 'in', ids)
     .where('deleted_at', 'is', null)
-    .execute();
-  inIdOrder(rows);
-  const { projectId, tenantId, endUserId } = owner;
-  return rows
-    .filter((r) => r.project_id === projectId && r.tenant_id === tenantId && r.end_user_id === endUserId && r.seq > 0)
-    .map(toIndexed);
+    .compile();
+  const rows = (await db.executeQuery(CompiledQuery.raw(`${ROWS_AS_ARRAYS}${query.sql}`, [...query.parameters]))).rows;
+  const [MINE, SEQ] = [LIVE_PAGE_COLUMNS.length, LIVE_PAGE_COLUMNS.indexOf('seq')];
+  const live: unknown[][] = [];
+  // Objects where the connection does not give arrays (PostgreSQL without named statements): their keys in order.
+  for (const row of rows) {
+    const values = Array.isArray(row) ? row : Object.values(row as object);
+    if (values[MINE] && (values[SEQ] as number) > 0) live.push(values);
+  }
+  for (let i = 1; i < live.length; i++)
+    if ((live[i - 1]![0] as number) > (live[i]![0] as number))
+      return live.sort((a, b) => (a[0] as number) - (b[0] as number));
+  return live;
 }
 
 /** The owner's rows of the memories table, to select from. */

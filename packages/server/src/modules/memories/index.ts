@@ -3,6 +3,7 @@ export {
   changesSince,
   liveOwnerIds,
   liveOwnerPage,
+  LIVE_PAGE_COLUMNS,
   endUsersOf,
   ownerChangesSince,
   forgottenSince,

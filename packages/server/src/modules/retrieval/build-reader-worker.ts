@@ -1,5 +1,6 @@
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { threadError } from '../../core/worker-threads.js';
+import { TermNumbering } from '../../engine/index.js';
 import { openDatabase } from '../../store/database.js';
 import { liveOwnerPage } from '../memories/index.js';
 import type { BuildReaderData, BuildReaderMessage } from './build-reader.js';
@@ -18,7 +19,7 @@ const port = parentPort!;
 const database = openDatabase(config, { checkpoints: false });
 let credit = ahead;
 // The build's numbers of the terms of the pages prepared here (preparedPage).
-const termNumbers = new Map<string, number>();
+const numbering = new TermNumbering();
 let wake: (() => void) | undefined;
 const onTaken = () => {
   credit++;
@@ -43,7 +44,7 @@ try {
     takeArrived();
     // Every page sent before was taken: the builder waits for this one.
     const builderWaits = credit === ahead - 1;
-    send({ page: preparedPage(rows, builderWaits ? undefined : termNumbers), number });
+    send({ page: preparedPage(rows, builderWaits ? undefined : numbering), number });
   }
   send({ done: true });
 } catch (error) {

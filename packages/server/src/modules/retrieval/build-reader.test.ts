@@ -1,8 +1,8 @@
 import { cpus } from 'node:os';
 import { expect, it } from 'vitest';
 import { forEachDialect, useTestApp } from '../../testing/harness.js';
-import { freshUser } from '../../testing/retrieval.js';
-import { TEXT_FLAGS } from '../../engine/index.js';
+import { freshUser, pageValues } from '../../testing/retrieval.js';
+import { TermNumbering, TEXT_FLAGS } from '../../engine/index.js';
 import { changesSince, type IndexedMemory } from '../memories/index.js';
 import { idleCores, ownerBuildPages, type BuildPage } from './build-reader.js';
 import { prepareInto, preparedPage, prepareRow, rowAt, type PreparedRow } from './build-rows.js';
@@ -131,10 +131,10 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
     const rows = await changesSince(t.database.db, { projectId: t.projectId, tenantId: '', endUserId: endUser }, 0);
     // Pages prepared on the reader number a term once a build: the second page's terms are all the first's. A page
     // sent unprepared is prepared by the builder, in its own numbering.
-    const [readerNumbers, builderNumbers] = [new Map<string, number>(), new Map<string, number>()];
+    const [readerNumbers, builderNumbers] = [new TermNumbering(), new TermNumbering()];
     const taken: BuildPage[] = [];
     for (const numbering of [readerNumbers, undefined, readerNumbers, undefined]) {
-      const page = structuredClone(preparedPage(rows, numbering));
+      const page = structuredClone(preparedPage(pageValues(rows), numbering));
       expect(page.prepared).toBe(numbering !== undefined);
       if (!page.prepared) prepareInto(page, builderNumbers);
       taken.push({ page, byReader: numbering !== undefined });

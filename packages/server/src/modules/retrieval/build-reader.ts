@@ -1,6 +1,7 @@
 import { type CpuInfo, cpus, loadavg } from 'node:os';
 import type { Config } from '../../config.js';
 import { moduleWorker, rethrown, siblingModule, type ThreadError } from '../../core/worker-threads.js';
+import { TermNumbering } from '../../engine/index.js';
 import { opensAgain, type Database } from '../../store/database.js';
 import { liveOwnerIds, liveOwnerPage, type Owner } from '../memories/index.js';
 import { prepareInto, preparedPage, type PreparedPage } from './build-rows.js';
@@ -74,10 +75,10 @@ export async function ownerBuildPages(
 }
 
 async function* localPages(database: Database, owner: Owner, ids: number[], size: number): AsyncGenerator<BuildPage> {
-  const termNumbers = new Map<string, number>();
+  const numbering = new TermNumbering();
   for (let at = 0; at < ids.length; at += size) {
     const rows = await liveOwnerPage(database.db, owner, ids.slice(at, at + size));
-    yield { page: preparedPage(rows, termNumbers), byReader: false };
+    yield { page: preparedPage(rows, numbering), byReader: false };
   }
 }
 
@@ -112,12 +113,12 @@ async function* readerPages(database: Database, owner: Owner, ids: number[], siz
   worker.on('error', (error) => take({ failed: error }));
   worker.on('exit', (code) => take({ failed: new Error(`the build reader exited (code ${code})`) }));
   // The terms of the pages prepared here, numbered.
-  const termNumbers = new Map<string, number>();
+  const numbering = new TermNumbering();
   try {
     for (let next = 0; next < pageCount; next++) {
       if (arrived.length === 0 && Atomics.compareExchange(claimed, 0, next, next + 1) === next) {
         const rows = await liveOwnerPage(database.db, owner, ids.slice(next * size, (next + 1) * size));
-        yield { page: preparedPage(rows, termNumbers), byReader: false };
+        yield { page: preparedPage(rows, numbering), byReader: false };
         continue;
       }
       // Held only while the builder waits for it: a build left unfinished (its process closing) holds nothing.
@@ -132,7 +133,7 @@ async function* readerPages(database: Database, owner: Owner, ids: number[], siz
       const { page } = message;
       if (page.prepared) yield { page, byReader: true };
       else {
-        prepareInto(page, termNumbers);
+        prepareInto(page, numbering);
         yield { page, byReader: false };
       }
     }

@@ -1,4 +1,11 @@
-import { parseTemporal, scanText, TEXT_FLAGS, type TextScan } from '../../engine/index.js';
+import {
+  parseTemporal,
+  scanNumbered,
+  scanText,
+  TEXT_FLAGS,
+  type TermNumbering,
+  type TextScan,
+} from '../../engine/index.js';
 import type { IndexedMemory } from '../memories/index.js';
 
 /** What the index cache works out of a live row before it indexes it (prepareRow). */
@@ -74,11 +81,12 @@ export interface PreparedPage {
 export const SHARED = 5;
 
 /**
- * Live rows (not `deleted`) of one owner as a PreparedPage, each prepared if `termNumbers` (else by pageRows):
- * the build's numbers of the terms of the pages prepared so far, which this page's new terms join. Numbered once a
- * build, a term goes in the first page that has it (a dictionary a page cost the reader ~0.5 s of 300,000 rows).
+ * Live rows of one owner (liveOwnerPage's values, LIVE_PAGE_COLUMNS in order) as a PreparedPage, each prepared if
+ * `numbering` (else by pageRows): the build's numbers of the terms of the pages prepared so far, which this page's
+ * new terms join. Numbered once a build, a term goes in the first page that has it (a dictionary a page cost the
+ * reader ~0.5 s of 300,000 rows).
  */
-export function preparedPage(rows: readonly IndexedMemory[], termNumbers?: Map<string, number>): PreparedPage {
+export function preparedPage(rows: readonly (readonly unknown[])[], numbering?: TermNumbering): PreparedPage {
   const n = rows.length;
   const page: PreparedPage = {
     prepared: false,
@@ -101,35 +109,42 @@ export function preparedPage(rows: readonly IndexedMemory[], termNumbers?: Map<s
   const jsonNo = new Map<string, number>();
   const textNo = new Map<string | null, number>();
   const shareJson = (value: unknown) => {
-    // Most rows have no tags and no metadata.
-    const empty = typeof value === 'object' && value !== null && isEmpty(value);
-    const json = empty ? (Array.isArray(value) ? '[]' : '{}') : JSON.stringify(value);
+    // As stored (SQLite: the JSON text it was written as); most rows have no tags and no metadata.
+    const json =
+      typeof value === 'string'
+        ? value
+        : typeof value === 'object' && value !== null && isEmpty(value)
+          ? Array.isArray(value)
+            ? '[]'
+            : '{}'
+          : JSON.stringify(value);
     let no = jsonNo.get(json);
     if (no === undefined) jsonNo.set(json, (no = page.sharedJson.push(json) - 1));
     return no;
   };
-  const shareText = (value: string | null) => {
-    let no = textNo.get(value);
-    if (no === undefined) textNo.set(value, (no = page.sharedText.push(value) - 1));
+  const shareText = (value: unknown) => {
+    let no = textNo.get(value as string | null);
+    if (no === undefined) textNo.set(value as string | null, (no = page.sharedText.push(value as string | null) - 1));
     return no;
   };
   for (let i = 0; i < n; i++) {
-    const row = rows[i]!;
-    page.ids[i] = row.id;
-    page.texts[i] = row.text;
-    page.createdAt[i] = row.created_at;
-    page.updatedAt[i] = row.updated_at;
-    page.numbers[3 * i] = row.importance;
-    page.numbers[3 * i + 1] = row.seq;
-    page.numbers[3 * i + 2] = row.superseded_by ?? NaN;
-    page.isSummary[i] = row.is_summary ? 1 : 0;
-    page.sharedIndexes[SHARED * i] = shareJson(row.tags);
-    page.sharedIndexes[SHARED * i + 1] = shareJson(row.metadata);
-    page.sharedIndexes[SHARED * i + 2] = shareText(row.source);
-    page.sharedIndexes[SHARED * i + 3] = shareText(row.session_id);
-    page.sharedIndexes[SHARED * i + 4] = shareText(row.speaker);
+    const [id, text, tags, source, importance, metadata, session, speaker, isSummary, created, updated, seq, by] =
+      rows[i]!;
+    page.ids[i] = id as number;
+    page.texts[i] = text as string;
+    page.createdAt[i] = created as string;
+    page.updatedAt[i] = updated as string;
+    page.numbers[3 * i] = importance as number;
+    page.numbers[3 * i + 1] = seq as number;
+    page.numbers[3 * i + 2] = (by as number | null) ?? NaN;
+    page.isSummary[i] = isSummary ? 1 : 0;
+    page.sharedIndexes[SHARED * i] = shareJson(tags);
+    page.sharedIndexes[SHARED * i + 1] = shareJson(metadata);
+    page.sharedIndexes[SHARED * i + 2] = shareText(source);
+    page.sharedIndexes[SHARED * i + 3] = shareText(session);
+    page.sharedIndexes[SHARED * i + 4] = shareText(speaker);
   }
-  if (termNumbers) prepareInto(page, termNumbers);
+  if (numbering) prepareInto(page, numbering);
   return page;
 }
 
@@ -139,47 +154,28 @@ function isEmpty(value: object): boolean {
 }
 
 /**
- * Fills in the prepareRow of the page's rows (on either thread), its terms numbered by `termNumbers`: the build's
+ * Fills in the prepareRow of the page's rows (on either thread), its terms numbered by `numbering`: the build's
  * numbers (on the thread that prepares) of the terms of the pages prepared so far, which this page's new terms join.
  */
-export function prepareInto(page: PreparedPage, termNumbers: Map<string, number>): void {
+export function prepareInto(page: PreparedPage, numbering: TermNumbering): void {
   const n = page.ids.length;
-  page.termsFrom = termNumbers.size;
-  let indexes = new Int32Array(16 * n);
-  let m = 0;
+  page.termsFrom = numbering.terms.length;
+  numbering.length = 0;
   const parse = timeParser();
   for (let i = 0; i < n; i++) {
-    const { scan, createdAt, updatedAt, event } = prepareText(
-      page.texts[i]!,
-      page.createdAt[i]!,
-      page.updatedAt[i]!,
-      parse,
-    );
-    if (m + scan.terms.length > indexes.length) {
-      const grown = new Int32Array(2 * (m + scan.terms.length));
-      grown.set(indexes.subarray(0, m));
-      indexes = grown;
-    }
-    for (const term of scan.terms) {
-      let no = termNumbers.get(term);
-      if (no === undefined) {
-        termNumbers.set(term, (no = termNumbers.size));
-        page.terms.push(term);
-      }
-      indexes[m++] = no;
-    }
-    page.termEnds[i] = m;
-    page.flags[i] =
-      (scan.namesTime ? TEXT_FLAGS.namesTime : 0) |
-      (scan.firstPerson ? TEXT_FLAGS.firstPerson : 0) |
-      (scan.mayNameTime ? TEXT_FLAGS.mayNameTime : 0) |
-      (scan.endsAsking ? TEXT_FLAGS.endsAsking : 0);
+    const text = page.texts[i]!;
+    const flags = scanNumbered(text, numbering);
+    const createdAt = parse(page.createdAt[i]!);
+    const event = parseTemporal(text, createdAt, (flags & TEXT_FLAGS.mayNameTime) !== 0);
+    page.termEnds[i] = numbering.length;
+    page.flags[i] = flags;
     page.times[4 * i] = createdAt;
-    page.times[4 * i + 1] = updatedAt;
+    page.times[4 * i + 1] = parse(page.updatedAt[i]!);
     page.times[4 * i + 2] = event?.from ?? NaN;
     page.times[4 * i + 3] = event?.to ?? NaN;
   }
-  page.termIndexes = indexes.slice(0, m);
+  page.terms = numbering.terms.slice(page.termsFrom);
+  page.termIndexes = numbering.numbers.slice(0, numbering.length);
   page.prepared = true;
 }
 

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { TermNumbering } from '../../engine/index.js';
+import { pageValues } from '../../testing/retrieval.js';
 import type { IndexedMemory } from '../memories/index.js';
 import { preparedPage, prepareRow } from './build-rows.js';
 import { DocMetas, rowMeta, type DocMeta } from './doc-metas.js';
@@ -88,14 +90,15 @@ describe('DocMetas, the filter metadata by columns', () => {
     // (as a build reserves its rows)
     for (const metas of [set, built]) metas.reserve(rows.length);
     for (const row of rows) set.set(row.id, rowMeta(row, prepareRow(row)));
-    const termNumbers = new Map<string, number>();
-    for (let at = 0; at < rows.length; at += 300) built.addBuilt(preparedPage(rows.slice(at, at + 300), termNumbers));
+    const termNumbers = new TermNumbering();
+    for (let at = 0; at < rows.length; at += 300)
+      built.addBuilt(preparedPage(pageValues(rows.slice(at, at + 300)), termNumbers));
     expect([...built.entries()]).toEqual([...set.entries()]);
     // Its rows by id made when first asked for.
     expect(built.bytes).toBeLessThan(set.bytes);
     expect(built.get(rows[500]!.id)).toEqual(set.get(rows[500]!.id));
     expect(built.bytes).toBe(set.bytes);
-    expect(() => built.addBuilt(preparedPage(rows.slice(0, 1), termNumbers))).toThrow(/out of order/);
+    expect(() => built.addBuilt(preparedPage(pageValues(rows.slice(0, 1)), termNumbers))).toThrow(/out of order/);
     // Every value let go with the last of its docs.
     for (const metas of [set, built]) for (const row of rows) metas.delete(row.id);
     expect(built.bytes).toBe(set.bytes);
