@@ -67,11 +67,17 @@ export class DocTerms {
     this.start[slot] = -1;
   }
 
-  /** Compacts the arena when half of it is left behind, else grows it (twice the room needed). */
+  /**
+   * Compacts the arena when half of it is left behind, else grows it: twice the room needed or, once a thousand docs
+   * are held, to what their average would fill in every slot reserved (a build from scratch reserves its slots
+   * first: doubling copied the arena of 300,000 docs ~16 times, ~0.2-0.4 s of a cold build under load), at most 8x.
+   */
   private makeRoom(n: number): void {
     const garbage = this.used - this.entries;
     const need = this.entries + n;
-    const cap = garbage > this.entries ? Math.max(64, 2 * need) : Math.max(64, 2 * (this.used + n));
+    const projected =
+      this.docs >= 1000 ? Math.min(Math.ceil((need / this.docs) * this.start.length * 1.05), 8 * need) : 0;
+    const cap = garbage > this.entries ? Math.max(64, 2 * need) : Math.max(64, 2 * (this.used + n), projected);
     const terms = new Int32Array(cap);
     const tfs = new Uint16Array(cap);
     if (garbage > this.entries) {

@@ -74,11 +74,24 @@ export async function ownerBuildPages(
   return { count: ids.length, pages, onReader };
 }
 
+/**
+ * The pages read and prepared on the building thread. On PostgreSQL the next page is asked for before this one is
+ * handed over, so the server reads it while this thread prepares and indexes (a SQLite read runs on this thread).
+ */
 async function* localPages(database: Database, owner: Owner, ids: number[], size: number): AsyncGenerator<BuildPage> {
   const numbering = new TermNumbering();
-  for (let at = 0; at < ids.length; at += size) {
-    const rows = await liveOwnerPage(database.db, owner, ids.slice(at, at + size));
-    yield { page: preparedPage(rows, numbering), byReader: false };
+  const read = (at: number) => liveOwnerPage(database.db, owner, ids.slice(at, at + size));
+  const ahead = database.config.dialect === 'postgres';
+  let pending: Promise<unknown[][]> | undefined;
+  try {
+    for (let at = 0; at < ids.length; at += size) {
+      const rows = await (pending ?? read(at));
+      pending = ahead && at + size < ids.length ? read(at + size) : undefined;
+      yield { page: preparedPage(rows, numbering), byReader: false };
+    }
+  } finally {
+    // A page asked for ahead of a build that stopped: its failure is nobody's.
+    pending?.catch(() => {});
   }
 }
 
