@@ -95,7 +95,7 @@ describe('text analysis', () => {
     ];
     pieces.push('2024', '999', 'jan', 'day', 'the', 'running', 'Caroline', 'é', '東京', 'k', 'AND', 'x_y', '\n');
     // Longer than the table of ASCII words holds (scanNumbered).
-    pieces.push(`Z${'abcdefghij'.repeat(5)}`, 'abcdefghij'.repeat(4));
+    pieces.push(`Z${'abcdefghij'.repeat(5)}`, 'abcdefghij'.repeat(4), '[image: a]', ']', '\t');
     let seed = 7;
     const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (let i = 0; i < 3000; i++)

@@ -434,9 +434,17 @@ export function scanNumbered(text: string, numbering: TermNumbering): number {
     if (namesTime(text)) flags |= NAMES_TIME;
     if (speaksInFirstPerson(text)) flags |= FIRST_PERSON_FLAG;
   }
-  return ENDS_ASKING.test(text) ? flags | ENDS_ASKING_FLAG : flags;
+  return endsAskingAscii(text) ? flags | ENDS_ASKING_FLAG : flags;
 }
 const ENDS_ASKING_FLAG = 8;
+
+/** endsAsking of an ASCII text: its last character but white space is `?`, or `]` and the expression says so. */
+function endsAskingAscii(text: string): boolean {
+  let i = text.length - 1;
+  for (let c = text.charCodeAt(i); c === 0x20 || (c >= 0x09 && c <= 0x0d); c = text.charCodeAt(--i));
+  const last = text.charCodeAt(i);
+  return last === 0x3f || (last === 0x5d && ENDS_ASKING.test(text));
+}
 
 function scannedApart(text: string, numbering: TermNumbering): number {
   const scan = scanApart(text);

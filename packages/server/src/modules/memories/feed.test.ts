@@ -409,7 +409,7 @@ forEachDialect('memory feed', (dialect) => {
       const ids = await liveOwnerIds(t.database.db, owner);
       const paged: unknown[][] = [];
       for (let at = 0; at < ids.length; at += size)
-        paged.push(...(await liveOwnerPage(t.database.db, owner, ids.slice(at, at + size))));
+        paged.push(...(await liveOwnerPage(t.database.db, owner, Array.from(ids.subarray(at, at + size)))));
       // The values of LIVE_PAGE_COLUMNS in order, tags and metadata as stored.
       const asRow = (values: unknown[]) => {
         const row = Object.fromEntries(LIVE_PAGE_COLUMNS.map((column, i) => [column, values[i]]));

@@ -1,4 +1,4 @@
-import { CompiledQuery, sql, type Kysely, type Selectable } from 'kysely';
+import { CompiledQuery, sql, type Compilable, type Kysely, type Selectable } from 'kysely';
 import { keysetPages } from '../../core/paging.js';
 import { decodeJson, nowIso, type Database, type Executor } from '../../store/database.js';
 import { ROWS_AS_ARRAYS } from '../../store/postgres-connections.js';
@@ -290,10 +290,21 @@ export async function changesSince(db: Executor, owner: Owner, seq: number): Pro
  * cold index reads first, then its rows a page at a time by id (liveOwnerPage), each page indexed and dropped
  * before the next is read (300,000 rows read at once lived through the whole build).
  */
-export async function liveOwnerIds(db: Executor, owner: Owner): Promise<number[]> {
-  return (await ownerMemories(db, owner).select('id').where('seq', '>', 0).execute())
-    .map((r) => r.id)
-    .sort((a, b) => a - b);
+export async function liveOwnerIds(db: Executor, owner: Owner): Promise<Float64Array> {
+  const rows = await rowsAsArrays(db, ownerMemories(db, owner).select('id').where('seq', '>', 0));
+  const ids = new Float64Array(rows.length);
+  for (let i = 0; i < rows.length; i++) ids[i] = rows[i]![0] as number;
+  // (numerically: a typed array's sort; 300,000 ids as row objects, mapped and sorted by a comparator took ~3x)
+  return ids.sort();
+}
+
+/** A statement's rows as arrays of the selected columns in order (ROWS_AS_ARRAYS; else the objects' values in order). */
+async function rowsAsArrays(db: Executor, query: Compilable<unknown>): Promise<unknown[][]> {
+  const { sql: text, parameters } = query.compile();
+  const { rows } = await db.executeQuery(CompiledQuery.raw(`${ROWS_AS_ARRAYS}${text}`, [...parameters]));
+  return rows.length > 0 && !Array.isArray(rows[0])
+    ? rows.map((row) => Object.values(row as object))
+    : (rows as unknown[][]);
 }
 
 /** The columns of liveOwnerPage's rows, in order. */
@@ -323,20 +334,16 @@ export const LIVE_PAGE_COLUMNS = [
 export async function liveOwnerPage(db: Executor, owner: Owner, ids: readonly number[]): Promise<unknown[][]> {
   const { projectId, tenantId, endUserId } = owner;
   const mine = sql<boolean>`(project_id = ${projectId} AND tenant_id = ${tenantId} AND end_user_id = ${endUserId})`;
-  const query = db
-    .selectFrom('memories')
-    .select([...LIVE_PAGE_COLUMNS, mine.as('mine')])
-    .where('id', 'in', ids)
-    .where('deleted_at', 'is', null)
-    .compile();
-  const rows = (await db.executeQuery(CompiledQuery.raw(`${ROWS_AS_ARRAYS}${query.sql}`, [...query.parameters]))).rows;
+  const rows = await rowsAsArrays(
+    db,
+    db
+      .selectFrom('memories')
+      .select([...LIVE_PAGE_COLUMNS, mine.as('mine')])
+      .where('id', 'in', ids)
+      .where('deleted_at', 'is', null),
+  );
   const [MINE, SEQ] = [LIVE_PAGE_COLUMNS.length, LIVE_PAGE_COLUMNS.indexOf('seq')];
-  const live: unknown[][] = [];
-  // Objects where the connection does not give arrays (PostgreSQL without named statements): their keys in order.
-  for (const row of rows) {
-    const values = Array.isArray(row) ? row : Object.values(row as object);
-    if (values[MINE] && (values[SEQ] as number) > 0) live.push(values);
-  }
+  const live = rows.filter((values) => values[MINE] && (values[SEQ] as number) > 0);
   for (let i = 1; i < live.length; i++)
     if ((live[i - 1]![0] as number) > (live[i]![0] as number))
       return live.sort((a, b) => (a[0] as number) - (b[0] as number));

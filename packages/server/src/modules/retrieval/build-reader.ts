@@ -78,9 +78,14 @@ export async function ownerBuildPages(
  * The pages read and prepared on the building thread. On PostgreSQL the next page is asked for before this one is
  * handed over, so the server reads it while this thread prepares and indexes (a SQLite read runs on this thread).
  */
-async function* localPages(database: Database, owner: Owner, ids: number[], size: number): AsyncGenerator<BuildPage> {
+async function* localPages(
+  database: Database,
+  owner: Owner,
+  ids: Float64Array,
+  size: number,
+): AsyncGenerator<BuildPage> {
   const numbering = new TermNumbering();
-  const read = (at: number) => liveOwnerPage(database.db, owner, ids.slice(at, at + size));
+  const read = (at: number) => liveOwnerPage(database.db, owner, Array.from(ids.subarray(at, at + size)));
   const ahead = database.config.dialect === 'postgres';
   let pending: Promise<unknown[][]> | undefined;
   try {
@@ -100,7 +105,12 @@ async function* localPages(database: Database, owner: Owner, ids: number[], size
  * A page the reader has not claimed when the builder would wait for it is read and prepared here: the reader's
  * thread takes a few hundred ms to start (its modules, its connection), which the first pages' indexing takes.
  */
-async function* readerPages(database: Database, owner: Owner, ids: number[], size: number): AsyncGenerator<BuildPage> {
+async function* readerPages(
+  database: Database,
+  owner: Owner,
+  ids: Float64Array,
+  size: number,
+): AsyncGenerator<BuildPage> {
   const { config } = database;
   const pageCount = Math.ceil(ids.length / size);
   const claimed = new Int32Array(new SharedArrayBuffer(4));
@@ -109,7 +119,7 @@ async function* readerPages(database: Database, owner: Owner, ids: number[], siz
       // One connection is all it uses.
       database: config.dialect === 'postgres' ? { ...config, poolSize: 1 } : config,
       owner,
-      ids: Float64Array.from(ids),
+      ids,
       size,
       claimed,
       ahead: READ_AHEAD,
@@ -130,7 +140,7 @@ async function* readerPages(database: Database, owner: Owner, ids: number[], siz
   try {
     for (let next = 0; next < pageCount; next++) {
       if (arrived.length === 0 && Atomics.compareExchange(claimed, 0, next, next + 1) === next) {
-        const rows = await liveOwnerPage(database.db, owner, ids.slice(next * size, (next + 1) * size));
+        const rows = await liveOwnerPage(database.db, owner, Array.from(ids.subarray(next * size, (next + 1) * size)));
         yield { page: preparedPage(rows, numbering), byReader: false };
         continue;
       }
