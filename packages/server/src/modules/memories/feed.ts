@@ -201,8 +201,8 @@ export interface IndexedMemory {
   superseded_by: number | null;
 }
 
-/** The columns an index reads (a cold index reads every row of its owner: no column it does not use). */
-const INDEXED_COLUMNS = [
+/** The columns of liveOwnerPage's rows, in order (a cold index reads every row of its owner: no column it does not use). */
+export const LIVE_PAGE_COLUMNS = [
   'id',
   'text',
   'tags',
@@ -214,11 +214,12 @@ const INDEXED_COLUMNS = [
   'is_summary',
   'created_at',
   'updated_at',
-  'end_user_id',
-  'deleted_at',
   'seq',
   'superseded_by',
 ] as const;
+
+/** The columns an index reads of changed rows. */
+const INDEXED_COLUMNS = [...LIVE_PAGE_COLUMNS, 'end_user_id', 'deleted_at'] as const;
 
 function toIndexed(row: Pick<MemoryRow, (typeof INDEXED_COLUMNS)[number]>): IndexedMemory {
   return {
@@ -306,23 +307,6 @@ async function rowsAsArrays(db: Executor, query: Compilable<unknown>): Promise<u
     ? rows.map((row) => Object.values(row as object))
     : (rows as unknown[][]);
 }
-
-/** The columns of liveOwnerPage's rows, in order. */
-export const LIVE_PAGE_COLUMNS = [
-  'id',
-  'text',
-  'tags',
-  'source',
-  'importance',
-  'metadata',
-  'session_id',
-  'speaker',
-  'is_summary',
-  'created_at',
-  'updated_at',
-  'seq',
-  'superseded_by',
-] as const;
 
 /**
  * The owner's live memories among `ids` (ascending), in id order, each as the values of LIVE_PAGE_COLUMNS in order
