@@ -438,12 +438,12 @@ export function scanNumbered(text: string, numbering: TermNumbering): number {
 }
 const ENDS_ASKING_FLAG = 8;
 
-/** endsAsking of an ASCII text: its last character but white space is `?`, or `]` and the expression says so. */
+/** endsAsking of an ASCII text: its last character but white space is `?`, or `]` and endsAsking says so. */
 function endsAskingAscii(text: string): boolean {
   let i = text.length - 1;
   for (let c = text.charCodeAt(i); c === 0x20 || (c >= 0x09 && c <= 0x0d); c = text.charCodeAt(--i));
   const last = text.charCodeAt(i);
-  return last === 0x3f || (last === 0x5d && ENDS_ASKING.test(text));
+  return last === 0x3f || (last === 0x5d && endsAsking(text));
 }
 
 function scannedApart(text: string, numbering: TermNumbering): number {
