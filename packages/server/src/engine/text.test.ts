@@ -117,6 +117,12 @@ describe('text analysis', () => {
       expect(flags, JSON.stringify(text)).toBe(bits.reduce((sum, on, bit) => sum | (on ? 1 << bit : 0), 0));
     }
     expect(new Set(numbering.terms).size).toBe(numbering.terms.length);
+    // Only terms a text has are numbered: "caf" of "café" was, a term without postings that changed a snapshot.
+    const had = new Set(texts.flatMap((text) => apart(text).terms));
+    expect(numbering.terms.filter((term) => !had.has(term))).toEqual([]);
+    const cafe = new TermNumbering();
+    scanNumbered('a good time at the café', cafe);
+    expect(cafe.terms).toEqual(apart('a good time at the café').terms.filter((t, i, all) => all.indexOf(t) === i));
     expect(scanText("I'm here").firstPerson).toBe(true);
     expect(scanText('my_thing').firstPerson).toBe(false);
     expect(endsAsking('ok?')).toBe(true);

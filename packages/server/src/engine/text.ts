@@ -414,6 +414,11 @@ export function scanNumbered(text: string, numbering: TermNumbering): number {
       hash = Math.imul(hash ^ lowerCode(c), FNV_PRIME);
       c = ++i < n ? text.charCodeAt(i) : 0;
     } while (isAsciiAlnum(c));
+    // A word running on into a non-ASCII letter ("café") is one word of scanApart's: nothing of it may be numbered.
+    if (c >= 0x80) {
+      numbering.length = from;
+      return scannedApart(text, numbering);
+    }
     const held = i - start <= TABLE_WORD_CHARS;
     let no = held ? asciiWords.find(text, start, i, hash) : -1;
     if (no < 0) {
