@@ -142,6 +142,7 @@ if (argv.includes('--llm')) {
     'changes-dev8.txt',
     'changes-fresh9.txt',
     'changes-dev9.txt',
+    'changes-dev16.txt',
     'changes-locomo.txt',
     'changes-sealed.txt',
     'changes-sealed2.txt',
@@ -283,6 +284,9 @@ const quality = {
   facts_fresh9: conflictsByKind('facts_fresh9', 'changes-fresh9.txt'),
   // Session 14's tuning pairs, written after fresh9 was committed, in other words; read and tuned on.
   facts_dev9: conflictsByKind('facts_dev9', 'changes-dev9.txt'),
+  // Session 16's tuning pairs: homes and employers implied without a verb of living or working, and near misses;
+  // written by category before fact-slots.ts was tuned, read and tuned on.
+  facts_dev16: conflictsByKind('facts_dev16', 'changes-dev16.txt'),
   // Session 5 of wave 3: drawn from the LoCoMo dev conversations, committed before that session changed a rule; held out.
   facts_locomo_changes: conflictsByKind('facts_locomo_changes', 'changes-locomo.txt'),
   // Wave 4: anchored on LoCoMo sessions the set above does not use, committed before that wave read a rule; only

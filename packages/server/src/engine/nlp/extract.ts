@@ -20,6 +20,7 @@ import { agesReached } from './fact-ages.js';
 import { coupleStatuses, ownBreakUps } from './fact-couples.js';
 import { favouritesSwitched, favouritesUnnamed } from './fact-favourites.js';
 import { pastFrame } from './past-frames.js';
+import { slotFacts } from './fact-slots.js';
 import { THING_PRONOUN, worldFacts } from './fact-world.js';
 import { type Ending, endingsOf } from './fact-endings.js';
 import { presupposedFacts } from './fact-presupposed.js';
@@ -311,6 +312,8 @@ export class Extractor {
     nounFacts(read.tokens, read.mentions, self, personal);
     // Values only world knowledge tells apart (a religion, a language, a team) and a thing named by "it".
     worldFacts(read.tokens, read.mentions, self, personal);
+    // A home or an employer implied by what surrounds it ("the landlord here in Leeds", "my shift at the bank").
+    slotFacts(read.tokens, read.mentions, self, personal);
     // Preferences and likings said without a verb of liking ("I'm a tea person", "I'm so over jazz").
     rivalPreferences(read.tokens, read.mentions, self, personal);
     likingsGivenUp(read.tokens, read.mentions, self, personal);

@@ -333,8 +333,7 @@ function homeIn(sentence: Token[], at: number, mentions: EntityMention[], who: W
   if (before.some((s) => PAST.has(s.lower) || s.lower === 'grew' || s.lower === 'after' || s.key === 'rememb')) return;
   // "My best friend just moved to Mombasa": someone of the writer's, not the writer, unless "I" or "we" is said too;
   // "Ben's brother lives in Oakland": someone of Ben's. "I don't live in Seattle anymore" is the rules' to deny.
-  if (!before.some((t) => SUBJECT_SELF.has(t.lower)) && before.some((_, k) => isMine(before, k))) return;
-  if (before.some((t, k) => t.lower === "'s" && isPerson(before[k + 1]))) return;
+  if (someoneElses(before)) return;
   if (before.some((t) => NEGATORS.has(t.lower) || t.lower === 'longer')) return;
   const subject = who(home.i);
   if (subject) emit(subject, FACT_RELATIONS.livesIn, { name: home.name, type: 'place' }, false);
@@ -362,6 +361,17 @@ const isMine = (words: Token[], k: number) =>
   [words[k + 1], words[k + 2]].some(
     (t) => !!t && (PEOPLE.has(singularOf(t.lower)) || PEOPLE.has(t.lower) || nounIs(singularOf(t.lower), 'relative')),
   );
+/**
+ * Whether words before a value make it someone else's: "My best friend just moved to Mombasa" is a friend's home,
+ * unless "I" or "we" is said too; "Ben's brother lives in Oakland" is someone of Ben's. `except` (a boss, for a
+ * job) is a person of the writer's whose mention makes the value the writer's own.
+ */
+export function someoneElses(before: Token[], except?: ReadonlySet<string>): boolean {
+  const mine = (k: number) =>
+    isMine(before, k) && !(except && [1, 2].some((d) => except.has(before[k + d]?.lower ?? '')));
+  if (!before.some((t) => SUBJECT_SELF.has(t.lower)) && before.some((_, k) => mine(k))) return true;
+  return before.some((t, k) => t.lower === "'s" && isPerson(before[k + 1]));
+}
 const titled = (name: string) => name.replace(/\b\p{L}/gu, (c) => c.toUpperCase());
 
 /** Keys of words that make an organisation named in the sentence an employer: a job, an offer, a start, a hire. */

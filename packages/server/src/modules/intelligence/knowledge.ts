@@ -358,8 +358,7 @@ function timeline(
         conflict('negation', f, { ...denial, target: f.target, negated: true }, m);
         denied.delete(deniedKey!);
       }
-      // A place inside the other ("I live in Sweden", "my flat in Gothenburg") names the same home more or less closely.
-      if (live && (sameValue(live.target, f.target) || samePlace(f.relation, live.target, f.target))) {
+      if (live && (sameValue(live.target, f.target) || sameSlotValue(f.relation, live.target, f.target))) {
         if (!live.memory_ids.includes(m.id)) live.memory_ids.push(m.id);
         continue;
       }
@@ -450,8 +449,17 @@ const activityNamed = (slot: string, keys: string[]) =>
     .split(' ')
     .some((w) => w.length > 2 && keys.includes(w));
 
-const samePlace = (relation: string, a: string, b: string) =>
-  relation === 'lives_in' && placeWithin(a.slice(a.indexOf(':') + 1), b.slice(b.indexOf(':') + 1));
+/**
+ * One home or employer named more or less closely: a place inside the other ("I live in Sweden", "my flat in
+ * Gothenburg"), a workplace by fewer of its words ("a dental clinic", "my shift at the clinic").
+ */
+const sameSlotValue = (relation: string, a: string, b: string) => {
+  if (relation === 'lives_in') return placeWithin(a.slice(a.indexOf(':') + 1), b.slice(b.indexOf(':') + 1));
+  if (relation !== 'works_at' || !a.startsWith('concept:') || !b.startsWith('concept:')) return false;
+  const [x, y] = [valueWords(a), valueWords(b)];
+  const [fewer, more] = x.length <= y.length ? [x, y] : [y, x];
+  return fewer.at(-1) === more.at(-1) && fewer.every((w) => more.includes(w));
+};
 
 /** One value named alike, whatever type the entity rules gave it ("Alien" a person in one sentence, a concept in another). */
 const sameValue = (a: string, b: string) => a === b || a.slice(a.indexOf(':') + 1) === b.slice(b.indexOf(':') + 1);
