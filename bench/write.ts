@@ -15,9 +15,13 @@
  * `--processes N --postgres URL [--rounds 3]` measures a fleet instead (issue 51): N `engram serve` processes on one
  * database against one of them, alternately, 16 clients of single adds split across the processes by the same load
  * generator (client c to process c mod N, each client writing its own 4 end users, as a balancer with end-user
- * affinity would send them), with the CPU an add costs the servers taking the load and the database; with
- * `--idle SECONDS` first what each process and the database cost a second with no requests; with `--base REV
- * [--runs 2]` this checkout's fleet and REV's one after the other, `--runs` times, the order alternating.
+ * affinity would send them), with the CPU an add costs the servers taking the load (by thread, with their context
+ * switches), the database, the load generator itself and everything else on the machine, the cores left idle, and
+ * the database's transactions an add (grouped statements); with `--share-check` also one process at 16/N clients
+ * each round (what a fleet's smaller groups cost, apart from the second process); with `--cpu-prof DIR` a profile of
+ * each process in each phase (through its inspector); with `--idle SECONDS` first what each process and the database
+ * cost a second with no requests; with `--base REV [--runs 2]` this checkout's fleet and REV's one after the other,
+ * `--runs` times, the order alternating.
  */
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -27,9 +31,10 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { option } from './lib/args.js';
 import { baselineMain, median } from './lib/baseline.js';
-import { processCpuSeconds, processWriteCalls, postgresCpuSeconds } from './lib/cpu.js';
+import { machineCpuSeconds, processCpuSeconds, processWriteCalls, postgresCpuSeconds, threadCpu } from './lib/cpu.js';
 import { jsonClient } from './lib/http.js';
 import { runLoad, type LoadResult } from './lib/load.js';
+import { inspectorProfiler } from './lib/profile.js';
 import { freshDataDir, startServer, type BenchServer } from './lib/server.js';
 
 const postgresUrl = option('--postgres') ?? process.env.ENGRAM_BENCH_DATABASE_URL;
@@ -44,6 +49,8 @@ const rounds = Number(option('--rounds') ?? 3);
 const processes = Number(option('--processes') ?? 1);
 /** `--idle SECONDS` (fleet): the processes' and the database's CPU a second with no requests, after the warm-up. */
 const idleSeconds = Number(option('--idle') ?? 0);
+/** `--share-check` (fleet): each round also one process at 16/N clients, the share each process of the fleet serves. */
+const shareCheck = process.argv.includes('--share-check');
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const nodeArgs = cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(cpuProfDir)}`] : [];
 
@@ -237,14 +244,19 @@ const spread = (values: number[]) => ({
  * Adds at 16 clients through one process and through `processes` processes on the same database, alternately
  * (1, N, N, 1, …), the same warmed processes throughout: each round's throughput, the CPU milliseconds an add cost
  * the servers taking the load and the database's backends (the idle processes' chores included), and the ratio of N
- * processes to one in the same round.
+ * processes to one in the same round. On this 2-core machine the load generator, the database and the servers share
+ * the cores, so each phase also says what the load generator and everything else cost and how many cores sat idle.
  */
 async function fleetBenchmark(url: string, main?: string) {
-  const first = await startServer({ postgresUrl: url, nodeArgs, main });
+  // With --cpu-prof, a profile of each process in each phase, taken through its inspector.
+  const inspectPorts = Array.from({ length: processes }, () => 40000 + Math.floor(Math.random() * 20000));
+  const argsOf = (p: number) => (cpuProfDir ? [`--inspect=127.0.0.1:${inspectPorts[p]}`] : []);
+  const first = await startServer({ postgresUrl: url, nodeArgs: argsOf(0), main });
   const servers = [first];
   try {
     for (let p = 1; p < processes; p++)
-      servers.push(await startServer({ databaseUrl: first.databaseUrl, nodeArgs, main }));
+      servers.push(await startServer({ databaseUrl: first.databaseUrl, nodeArgs: argsOf(p), main }));
+    const profilers = cpuProfDir ? await Promise.all(inspectPorts.map((port) => inspectorProfiler(port))) : [];
     const requests = servers.map((server) => jsonClient(server.url, { 'x-api-key': server.key }));
     const add = (target: number, endUser: string, i: number) =>
       requests[target]!(
@@ -275,46 +287,114 @@ async function fleetBenchmark(url: string, main?: string) {
       };
     }
     const adds = Math.round(10000 * scale);
-    const phase = async (used: number) => {
+    const stats = new pg.Client({ connectionString: first.databaseUrl });
+    await stats.connect();
+    // Transactions the database committed or rolled back (a grouped add's statement is one): read after the
+    // backends flushed their counters (at most once a second while busy).
+    const transactions = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const { rows } = await stats.query<{ n: string }>(
+        'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()',
+      );
+      return Number(rows[0]!.n);
+    };
+    const phase = async (used: number, clients = 16) => {
       // The processes taking the load (an idle one's chores, ~30 ms of CPU a second, are not the adds' cost).
       const cpu = () => servers.slice(0, used).reduce((sum, server) => sum + processCpuSeconds(server.process.pid!), 0);
-      const [server0, database0] = [cpu(), postgresCpuSeconds(first.databaseUrl)];
+      const threads = () => servers.slice(0, used).map((server) => threadCpu(server.process.pid!));
+      const transactions0 = await transactions();
+      const allServers = () => servers.reduce((sum, server) => sum + processCpuSeconds(server.process.pid!), 0);
+      const [server0, database0, threads0, client0, machine0, all0] = [
+        cpu(),
+        postgresCpuSeconds(first.databaseUrl),
+        threads(),
+        process.cpuUsage(),
+        machineCpuSeconds(),
+        allServers(),
+      ];
+      await Promise.all(profilers.map((profiler) => profiler.start()));
       const from = written;
       written += adds;
       // Client c writes end users c, c + 16, c + 32 and c + 48, all through process c mod `used`.
-      const load = await runLoad(adds, 16, (i, client) =>
+      const load = await runLoad(adds, clients, (i, client) =>
         add(client % used, `fleet-${client + 16 * (i % 4)}`, from + i),
       );
+      const [server1, database1, threads1, client1, machine1, all1] = [
+        cpu(),
+        postgresCpuSeconds(first.databaseUrl),
+        threads(),
+        process.cpuUsage(client0),
+        machineCpuSeconds(),
+        allServers(),
+      ];
+      const clientSeconds = (client1.user + client1.system) / 1e6;
+      const tag = `${main ? 'base' : 'current'}-${Date.now()}-${used}p${clients}c`;
+      await Promise.all(
+        profilers.map((profiler, p) => profiler.stop(join(resolve(cpuProfDir!), `${tag}-process${p}.cpuprofile`))),
+      );
       const perAdd = (seconds: number) => round3((seconds * 1000) / adds);
+      // Each thread kind's CPU an add, over the processes taking the load (`MainThread`, V8's `V8Worker`s, the search `WorkerThread`).
+      const byThread: Record<string, number> = {};
+      threads1.forEach((after, p) => {
+        for (const [name, seconds] of Object.entries(after.seconds))
+          byThread[name] = (byThread[name] ?? 0) + seconds - (threads0[p]!.seconds[name] ?? 0);
+      });
+      const switches = (kind: 'voluntary' | 'involuntary') =>
+        round3(threads1.reduce((sum, after, p) => sum + after[kind] - threads0[p]![kind], 0) / adds);
       return {
         ...load,
-        server_cpu_ms_per_add: perAdd(cpu() - server0),
-        database_cpu_ms_per_add: perAdd(postgresCpuSeconds(first.databaseUrl) - database0),
+        server_cpu_ms_per_add: perAdd(server1 - server0),
+        database_cpu_ms_per_add: perAdd(database1 - database0),
+        // The load generator's own CPU (this process): it shares the 2 cores with the servers and the database.
+        client_cpu_ms_per_add: perAdd(clientSeconds),
+        // What else ran meanwhile (other processes on the machine, the database's own background processes): noise.
+        other_cpu_ms_per_add: perAdd(
+          machine1.busy - machine0.busy - (all1 - all0) - (database1 - database0) - clientSeconds,
+        ),
+        // Cores left idle, on average: a phase that leaves some is bounded by waiting (a commit's flush), not CPU.
+        machine_idle_cores: round3((machine1.idle - machine0.idle) / load.seconds),
+        server_cpu_ms_per_add_by_thread: Object.fromEntries(
+          Object.entries(byThread)
+            .filter(([, seconds]) => seconds > 0)
+            .map(([name, seconds]) => [name, perAdd(seconds)]),
+        ),
+        server_context_switches_per_add: { voluntary: switches('voluntary'), involuntary: switches('involuntary') },
+        database_transactions_per_add: round3(((await transactions()) - transactions0) / adds),
       };
     };
-    const runs: Array<{ one: Awaited<ReturnType<typeof phase>>; fleet: Awaited<ReturnType<typeof phase>> }> = [];
+    type Phase = Awaited<ReturnType<typeof phase>>;
+    const runs: Array<{ one: Phase; fleet: Phase; one_at_fleet_share?: Phase }> = [];
     for (let r = 0; r < rounds; r++) {
-      if (r % 2 === 0) {
-        const one = await phase(1);
-        runs.push({ one, fleet: await phase(processes) });
-      } else {
-        const fleet = await phase(processes);
-        runs.push({ fleet, one: await phase(1) });
+      const run: Partial<(typeof runs)[number]> = {};
+      for (const step of r % 2 === 0 ? (['one', 'fleet'] as const) : (['fleet', 'one'] as const)) {
+        run[step] = await phase(step === 'one' ? 1 : processes);
+        // One process at the clients each process of the fleet serves: what smaller groups cost, apart from a second process.
+        if (step === 'one' && shareCheck) run.one_at_fleet_share = await phase(1, Math.round(16 / processes));
       }
+      runs.push(run as (typeof runs)[number]);
     }
-    const ratios = (figure: 'per_second' | 'server_cpu_ms_per_add' | 'database_cpu_ms_per_add') =>
-      spread(runs.map((run) => run.fleet[figure] / run.one[figure]));
+    await stats.end();
+    for (const profiler of profilers) profiler.close();
+    type Figure = 'per_second' | 'server_cpu_ms_per_add' | 'database_cpu_ms_per_add' | 'database_transactions_per_add';
+    const ratiosTo = (base: (run: (typeof runs)[number]) => Phase) =>
+      Object.fromEntries(
+        (
+          [
+            'per_second',
+            'server_cpu_ms_per_add',
+            'database_cpu_ms_per_add',
+            'database_transactions_per_add',
+          ] as Figure[]
+        ).map((figure) => [figure, spread(runs.map((run) => run.fleet[figure] / base(run)[figure]))]),
+      );
     return {
       dialect: 'postgres',
       processes,
       ...(main ? { build: 'base' } : {}),
       ...(idle ? { idle } : {}),
       rounds: runs,
-      fleet_over_one_process: {
-        per_second: ratios('per_second'),
-        server_cpu_ms_per_add: ratios('server_cpu_ms_per_add'),
-        database_cpu_ms_per_add: ratios('database_cpu_ms_per_add'),
-      },
+      fleet_over_one_process: ratiosTo((run) => run.one),
+      ...(shareCheck ? { fleet_over_one_process_at_fleet_share: ratiosTo((run) => run.one_at_fleet_share!) } : {}),
     };
   } finally {
     for (const server of servers.reverse()) await server.stop();

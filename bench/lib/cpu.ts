@@ -63,3 +63,37 @@ export function processWriteCalls(pid: number): number {
     .find((l) => l.startsWith('syscw:'));
   return Number(line?.slice('syscw:'.length) ?? NaN);
 }
+
+/**
+ * CPU seconds used so far by each kind of thread of a process, by the thread's name (`MainThread`,
+ * `libuv-worker`, V8's workers, a worker thread's own name), summed over the threads of one name, with the context
+ * switches of all its threads (voluntary: it waited for I/O or a lock; involuntary: the kernel took the core away).
+ */
+export function threadCpu(pid: number): { seconds: Record<string, number>; voluntary: number; involuntary: number } {
+  const seconds: Record<string, number> = {};
+  let voluntary = 0;
+  let involuntary = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      seconds[name] = (seconds[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      voluntary += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+      involuntary += Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return { seconds, voluntary, involuntary };
+}
+
+/** CPU seconds the whole machine has spent busy and idle (idle and iowait) so far, over all its cores (/proc/stat). */
+export function machineCpuSeconds(): { busy: number; idle: number } {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  // user nice system idle iowait irq softirq steal (guest time is counted in user already)
+  const ticks = fields.slice(0, 8).map(Number);
+  const idle = ticks[3]! + ticks[4]!;
+  return { busy: (ticks.reduce((a, b) => a + b, 0) - idle) / CLOCK_TICKS, idle: idle / CLOCK_TICKS };
+}
