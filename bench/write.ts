@@ -333,7 +333,8 @@ async function fleetBenchmark(url: string, main?: string) {
         profilers.map((profiler, p) => profiler.stop(join(resolve(cpuProfDir!), `${tag}-process${p}.cpuprofile`))),
       );
       const perAdd = (seconds: number) => round3((seconds * 1000) / adds);
-      // Each thread kind's CPU an add, over the processes taking the load (`MainThread`, V8's `V8Worker`s, the search `WorkerThread`).
+      // Each thread kind's CPU an add, over the processes taking the load (`MainThread`, V8's `V8Worker`s, the
+      // search `WorkerThread`).
       const byThread: Record<string, number> = {};
       threads1.forEach((after, p) => {
         for (const [name, seconds] of Object.entries(after.seconds))
