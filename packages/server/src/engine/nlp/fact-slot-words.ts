@@ -40,15 +40,6 @@ export const JOB_ENDED = words(`
   quit quitting left leaving leave fired sacked laid redundant resigned resigning notice last lost retired retiring
   former ex old previous used
 `);
-/** Workplace nouns, the head of an employer named without a name ("at the hospital", "for a law firm"). */
-export const WORKPLACES = words(`
-  hospital clinic surgery practice school academy university college nursery daycare kindergarten
-  bank bakery cafe café restaurant bar pub diner hotel store shop supermarket pharmacy chemist library museum gallery
-  firm agency startup start-up company corporation factory warehouse plant mill garage salon gym council ministry
-  newspaper magazine station airline airport lab laboratory charity nonprofit brewery winery farm ranch
-  call-centre call-center dealership studio theatre theater zoo cinema
-`);
-
 /** Words that make a statement a plan, a wish, a condition, a stay or a visit (beside fact-endings.ts's hedges). */
 export const SLOT_HEDGES = words(`
   if would could might maybe perhaps someday thinking consider considering plan planning hope hoping wish dream
@@ -60,3 +51,20 @@ export const NOT_NOW = words(`grew born childhood kid ago used was were `);
 /** A span of a stay ("for two weeks", "this weekend", "a few days") before its unit. */
 export const STAY_SPANS = words(`for this few couple two three several`);
 export const STAY_UNITS = words(`week weeks days nights night weekend month months`);
+
+/** The status the word one names one's partner by implies ("my girlfriend": dating, "my wife": married). */
+export const PARTNER_STATUS = new Map([
+  ...[...words(`boyfriend girlfriend bf gf`)].map((w) => [w, 'dating'] as const),
+  ...[...words(`fiance fiancé fiancee fiancée`)].map((w) => [w, 'engaged'] as const),
+  ...[...words(`husband wife hubby spouse`)].map((w) => [w, 'married'] as const),
+]);
+/** Words between "my" and a partner's word that keep the partner the writer's now ("my lovely wife", "my new bf"). */
+export const PARTNER_PRAISE = words(`lovely beautiful amazing wonderful darling dear sweet new gorgeous`);
+/** Words that make a partner's word a wish or a condition ("if I had a girlfriend", "my future wife someday"). */
+export const STATUS_HEDGES = words(`if would could might maybe perhaps someday wish dream imagine`);
+/** Words that make a partner's word one of the past or another's ("ex", "late", "divorce", "broke up", "passed"). */
+export const PARTED = words(`
+  ex ex-wife ex-husband ex-boyfriend ex-girlfriend late former future first second next old
+  broke split divorce divorced divorcing separated separating dumped cheated died passed funeral widow widowed
+  widower
+`);

@@ -25,6 +25,16 @@ describe('a home or an employer implied by what surrounds it', () => {
     expect(conflicting('I work at a bakery.', "My sister's boss at the hospital is so strict.")).toBe(false);
   });
 
+  it('reads a relationship status from the word one names one’s partner by', () => {
+    expect(conflicting("I'm single.", 'me and my girlfriend went to Paris for the weekend')).toBe(true);
+    expect(conflicting('my boyfriend is Sam', 'my husband Sam made dinner tonight')).toBe(true);
+    expect(conflicting("I'm single and loving it.", 'My fiancée wants a summer wedding.')).toBe(true);
+    expect(conflicting("I'm married.", 'my husband made pancakes for everyone')).toBe(false);
+    expect(conflicting("I'm single.", "my friend's girlfriend is lovely")).toBe(false);
+    expect(conflicting("I'm single.", 'my ex-boyfriend texted me last night')).toBe(false);
+    expect(conflicting("I'm single.", "if I had a girlfriend I'd take her to Rome")).toBe(false);
+  });
+
   it('takes a workplace named by fewer of its words for the same one', () => {
     expect(conflicting("I'm a receptionist at a dental clinic.", 'My shift at the clinic ran late again.')).toBe(false);
     expect(conflicting('I work at the city library.', 'My boss at the hospital is retiring.')).toBe(true);

@@ -4,6 +4,7 @@
 // and events that surround a home or a job), not from any set's sentences, and its value by type: a place name for
 // a home, an organisation or a workplace noun for an employer. Words of modality (a visit, a plan, a condition, a
 // past) keep the near misses compatible. A different value of the slot, stated later, is then a change (knowledge.ts).
+// The word one names one's partner by implies a relationship status the same way ("my fiancée": engaged).
 import { canonicalName, type EntityMention } from './entities.js';
 import { hedged, statementsOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
@@ -15,13 +16,17 @@ import {
   JOB_ENDED,
   NOT_NOW,
   OLD_HOME,
+  PARTED,
+  PARTNER_PRAISE,
+  PARTNER_STATUS,
   ORIGIN,
   SLOT_HEDGES,
   STAY_SPANS,
+  STATUS_HEDGES,
   STAY_UNITS,
   WORK_HERE,
-  WORKPLACES,
 } from './fact-slot-words.js';
+import { WORKPLACES } from './fact-words.js';
 import { ORGANIZATIONS, speaksOfFuture } from './lexicon.js';
 import type { Token } from './tokens.js';
 import { FIRST_WORDS, knownPlace } from './world.js';
@@ -34,7 +39,7 @@ const OTHERS = new Set(['he', 'she', 'they', 'his', 'her', 'their', 'you', 'your
 /** How far from the value a cue may stand, before and after it. */
 const CUE_BEFORE = 7;
 const CUE_AFTER = 5;
-const ANY_CUE = new Set([...HOME_CUES, ...JOB_CUES, 'here']);
+const ANY_CUE = new Set([...HOME_CUES, ...JOB_CUES, ...PARTNER_STATUS.keys(), 'here']);
 
 const titled = (name: string) => name.replace(/\b\p{L}/gu, (c) => c.toUpperCase());
 const cueIn = (words: Token[], cues: ReadonlySet<string>) => words.some((t) => cues.has(t.lower) || cues.has(t.key));
@@ -123,7 +128,7 @@ function employerAt(sentence: Token[], at: number, mentionAt: MentionAt, i: numb
   for (let n = 0; n < 3 && sentence[k + n] && !sentence[k + n]!.punct; n++) {
     const t = sentence[k + n]!;
     words.push(t.lower);
-    if (WORKPLACES.has(t.lower)) {
+    if (WORKPLACES.has(t.key)) {
       const kept = words.filter((w) => !['small', 'big', 'new', 'local', 'little', 'huge', 'tiny'].includes(w));
       return { name: kept.join(' '), type: 'concept' };
     }
@@ -146,6 +151,25 @@ function employerOf(sentence: Token[], at: number, mentionAt: MentionAt): { i: n
   return found.size === 1 ? [...found.values()][0]! : null;
 }
 
+/** The relationship status the word naming one's partner implies: "my girlfriend", "my lovely wife", "my fiancé Tom". */
+function statusOf(sentence: Token[]): { i: number; value: string } | null {
+  let found: { i: number; value: string } | null = null;
+  for (let k = 1; k < sentence.length; k++) {
+    const value = PARTNER_STATUS.get(sentence[k]!.lower);
+    if (!value) continue;
+    const mine =
+      sentence[k - 1]!.lower === 'my' ||
+      (PARTNER_PRAISE.has(sentence[k - 1]!.lower) && sentence[k - 2]?.lower === 'my');
+    if (!mine) continue;
+    // "my wife ... my fiancé": two statuses in one sentence are a story these words cannot order.
+    if (found && found.value !== value) return null;
+    found = { i: k, value };
+  }
+  if (!found || cueIn(sentence, PARTED)) return null;
+  // "my friend's girlfriend", "her husband": the word must be the writer's own ("my" just before it).
+  return found;
+}
+
 /** The homes and employers a text's statements imply, for the writer or the person they speak of. */
 export function slotFacts(tokens: Token[], mentions: EntityMention[], self: EntityRef, emit: Emit): void {
   let mentionAt: MentionAt | null = null;
@@ -155,6 +179,10 @@ export function slotFacts(tokens: Token[], mentions: EntityMention[], self: Enti
     mentionAt ??= new Map(mentions.map((m) => [m.first, m]));
     const home = homeOf(sentence, at, mentionAt);
     const job = employerOf(sentence, at, mentionAt);
+    // A partner's word holds through a trip or a visit ("me and my girlfriend went to Paris"), not through a wish.
+    const status = statusOf(sentence);
+    if (status && !cueIn(sentence, STATUS_HEDGES))
+      emit(self, FACT_RELATIONS.status, { name: status.value, type: 'concept' }, false);
     if ((!home && !job) || modal(sentence)) continue;
     for (const [slot, relation, value, cues] of [
       [home?.i, FACT_RELATIONS.livesIn, home ? { name: home.name, type: 'place' } : null, HOME_CUES],

@@ -526,7 +526,7 @@ export const KIN = new Set(
 );
 /** Places of work a job is named by ("I work at a call centre", "I don't work at the bakery anymore"). */
 export const WORKPLACES = new Set(
-  'centr center hospit school bank cafe café shop store restaur factori offic librari hotel bar pub firm compani agenc warehous clinic univers colleg supermarket salon bakeri plant lab council station garag kitchen'.split(
+  'centr center hospit school bank cafe café shop store restaur factori offic librari hotel bar pub firm compani agenc warehous clinic univers colleg supermarket salon bakeri plant lab council station garag kitchen academi nurseri daycar kindergarten diner pharmaci museum galleri startup corpor ministri newspap magazin airlin laboratori chariti nonprofit breweri wineri dealership theatr theater zoo cinema'.split(
     ' ',
   ),
 );
