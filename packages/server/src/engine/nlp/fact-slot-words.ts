@@ -35,6 +35,10 @@ export const JOB_CUES = words(`
 `);
 /** Words before a place that make it where one works or studies ("work in Swansea", "my office in Sydney"). */
 export const WORK_HERE = words(`work works working worked office job school study studying campus conference meeting`);
+/** Nouns of a job that, said new ("a new job", "my new coworkers"), say the employer changed even unnamed. */
+export const NEW_JOB = words(
+  `job role position boss manager supervisor coworkers co-workers colleagues employer workplace`,
+);
 /** Words that end a job before its employer ("quit my job at IBM", "my last day at Tesco", "laid off from"). */
 export const JOB_ENDED = words(`
   quit quitting left leaving leave fired sacked laid redundant resigned resigning notice last lost retired retiring

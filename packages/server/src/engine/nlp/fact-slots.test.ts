@@ -35,6 +35,15 @@ describe('a home or an employer implied by what surrounds it', () => {
     expect(conflicting("I'm single.", "if I had a girlfriend I'd take her to Rome")).toBe(false);
   });
 
+  it('reads a job begun at an employer not named as a change, named by the statement after it', () => {
+    expect(conflicting('I work at Tesco.', 'Started a new job this week, so nervous!')).toBe(true);
+    expect(conflicting('I work for the council.', 'my new coworkers are so friendly')).toBe(true);
+    expect(conflicting('I work at Tesco.', 'My new boss at Tesco is much nicer than the old one.')).toBe(false);
+    expect(conflicting('I work at Tesco.', 'My sister started a new job this week.')).toBe(false);
+    expect(conflicting('I work at the bank.', 'I might look for a new job next year.')).toBe(false);
+    expect(conflicting('I started a new job last week.', 'I work at a mechanical engineering company.')).toBe(false);
+  });
+
   it('takes a workplace named by fewer of its words for the same one', () => {
     expect(conflicting("I'm a receptionist at a dental clinic.", 'My shift at the clinic ran late again.')).toBe(false);
     expect(conflicting('I work at the city library.', 'My boss at the hospital is retiring.')).toBe(true);

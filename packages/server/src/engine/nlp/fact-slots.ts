@@ -7,6 +7,7 @@
 // The word one names one's partner by implies a relationship status the same way ("my fiancée": engaged).
 import { canonicalName, type EntityMention } from './entities.js';
 import { hedged, statementsOf } from './fact-endings.js';
+import { ELSEWHERE } from './fact-changes.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
 import { someoneElses, whose } from './fact-world.js';
 import {
@@ -14,6 +15,7 @@ import {
   HOME_DEIXIS,
   JOB_CUES,
   JOB_ENDED,
+  NEW_JOB,
   NOT_NOW,
   OLD_HOME,
   PARTED,
@@ -44,16 +46,17 @@ const ANY_CUE = new Set([...HOME_CUES, ...JOB_CUES, ...PARTNER_STATUS.keys(), 'h
 const titled = (name: string) => name.replace(/\b\p{L}/gu, (c) => c.toUpperCase());
 const cueIn = (words: Token[], cues: ReadonlySet<string>) => words.some((t) => cues.has(t.lower) || cues.has(t.key));
 
-/** A plan, a wish, a condition, a stay for a while, or a past: nothing that holds now. */
+/** A plan, a wish, a condition, a visit or a past: nothing that holds now. */
 function modal(sentence: Token[]): boolean {
   if (hedged(sentence) || speaksOfFuture(sentence.map((t) => t.key))) return true;
-  return sentence.some((t, k) => {
-    if (SLOT_HEDGES.has(t.lower) || SLOT_HEDGES.has(t.key) || NOT_NOW.has(t.lower)) return true;
-    // "for two weeks", "for a few days", "this week": a stay, not a home.
-    const unit = STAY_UNITS.has(t.lower);
-    return unit && sentence.slice(Math.max(0, k - 3), k).some((s) => STAY_SPANS.has(s.lower));
-  });
+  return sentence.some((t) => SLOT_HEDGES.has(t.lower) || SLOT_HEDGES.has(t.key) || NOT_NOW.has(t.lower));
 }
+
+/** "for two weeks", "for a few days", "this week": a stay, not a home (a job may start this week). */
+const stay = (sentence: Token[]) =>
+  sentence.some(
+    (t, k) => STAY_UNITS.has(t.lower) && sentence.slice(Math.max(0, k - 3), k).some((s) => STAY_SPANS.has(s.lower)),
+  );
 
 /** A text's mentions by the token each starts at (one map a text: a look-up a sentence would be quadratic). */
 type MentionAt = Map<number, EntityMention>;
@@ -151,6 +154,17 @@ function employerOf(sentence: Token[], at: number, mentionAt: MentionAt): { i: n
   return found.size === 1 ? [...found.values()][0]! : null;
 }
 
+/** "Started a new job", "my new coworkers": a job begun whose employer is not named (the token of "new"). */
+function newJobAt(sentence: Token[]): number {
+  return sentence.findIndex(
+    (t, k) =>
+      t.lower === 'new' &&
+      NEW_JOB.has(sentence[k + 1]?.lower ?? '') &&
+      ['my', 'a', 'our'].includes(sentence[k - 1]?.lower ?? '') &&
+      !cueIn(sentence.slice(0, k), JOB_ENDED),
+  );
+}
+
 /** The relationship status the word naming one's partner implies: "my girlfriend", "my lovely wife", "my fiancé Tom". */
 function statusOf(sentence: Token[]): { i: number; value: string } | null {
   let found: { i: number; value: string } | null = null;
@@ -177,8 +191,12 @@ export function slotFacts(tokens: Token[], mentions: EntityMention[], self: Enti
     // Most sentences name no home and no work: a cue word of either is needed before anything else is read.
     if (!cueIn(sentence, ANY_CUE)) continue;
     mentionAt ??= new Map(mentions.map((m) => [m.first, m]));
-    const home = homeOf(sentence, at, mentionAt);
-    const job = employerOf(sentence, at, mentionAt);
+    const found = homeOf(sentence, at, mentionAt);
+    const home = found && !stay(sentence) ? found : null;
+    const named = employerOf(sentence, at, mentionAt);
+    // A job begun at an employer not named ends the one stated before, as a move to a place not named does.
+    const unnamed = named ? -1 : newJobAt(sentence);
+    const job = named ?? (unnamed >= 0 ? { i: unnamed, value: { name: ELSEWHERE, type: 'concept' } } : null);
     // A partner's word holds through a trip or a visit ("me and my girlfriend went to Paris"), not through a wish.
     const status = statusOf(sentence);
     if (status && !cueIn(sentence, STATUS_HEDGES))

@@ -1,6 +1,7 @@
 // Public API of the language machinery (a pure library: no HTTP, no database).
 export { Extractor, SELF, type EntityRef, type Extraction, type RelationFact } from './extract.js';
 export { PRONOUN_SUBJECT, pronounFits } from './fact-model.js';
+export { ELSEWHERE } from './fact-changes.js';
 export { placeWithin, VEHICLES } from './world.js';
 export { singularOf } from './fact-endings.js';
 export { personAliases } from './entities.js';

@@ -2,6 +2,7 @@
 // Pure functions of the extracted memories, so every process derives the same answer from the same rows.
 import { sha256Hex } from '../../core/crypto.js';
 import {
+  ELSEWHERE,
   placeWithin,
   PRONOUN_SUBJECT,
   pronounFits,
@@ -373,7 +374,8 @@ function timeline(
         invalidated_by: null,
       };
       edges.push(edge);
-      if (live) conflict('single_valued', f, live, m);
+      // A home or a job begun unnamed ("we moved", "a new job") is named, not changed, by the value stated next.
+      if (live && live.target !== UNNAMED) conflict('single_valued', f, live, m);
       if (overruled) {
         // Kept for the record, but never true: the resolution preferred another statement.
         edge.invalid_at = m.createdAt;
@@ -449,6 +451,7 @@ const activityNamed = (slot: string, keys: string[]) =>
     .split(' ')
     .some((w) => w.length > 2 && keys.includes(w));
 
+const UNNAMED = `concept:${ELSEWHERE}`;
 /**
  * One home or employer named more or less closely: a place inside the other ("I live in Sweden", "my flat in
  * Gothenburg"), a workplace by fewer of its words ("a dental clinic", "my shift at the clinic").
