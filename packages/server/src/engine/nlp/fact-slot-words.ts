@@ -18,10 +18,10 @@ export const HOME_CUES = words(`
 /** "here in Leeds", "back home in Ohio", "out here in Denver": the writer is in the place as at home. */
 export const HOME_DEIXIS = new Set(['here in', 'home in']);
 
-/** Words near a place that make it a home left or not one's own ("the old flat", "sold", "empty", "from"). */
-export const OLD_HOME = words(`
-  old former previous ex empty emptied sold selling sell left leaving leave vacated miss missed
-`);
+/** Words near a place that make it a home left ("sold", "empty", "left", "miss"). */
+export const OLD_HOME = words(`empty emptied sold selling sell left leaving leave vacated miss missed`);
+/** Words before a place that make it a home of the past or of origin ("the old flat", "back home in Ohio"). */
+export const OLD_BEFORE = words(`old former previous ex back`);
 /** The word before a place that makes it where one comes from. */
 export const ORIGIN = words(`from of outside near`);
 
@@ -47,7 +47,7 @@ export const JOB_ENDED = words(`
 /** Words that make a statement a plan, a wish, a condition, a stay or a visit (beside fact-endings.ts's hedges). */
 export const SLOT_HEDGES = words(`
   if would could might maybe perhaps someday thinking consider considering plan planning hope hoping wish dream
-  looking want wanted wants visiting visited visit trip holiday holidays vacation conference hotel airbnb
+  looking want wanted visiting visited visit trip holiday holidays vacation conference hotel airbnb
   honeymoon interview interviewed applied apply applying application offer offered staying
 `);
 /** Words that put a statement in the past or someone's memory ("grew up", "as a kid", "years ago"). */

@@ -17,6 +17,7 @@ import {
   JOB_ENDED,
   NEW_JOB,
   NOT_NOW,
+  OLD_BEFORE,
   OLD_HOME,
   PARTED,
   PARTNER_PRAISE,
@@ -103,7 +104,7 @@ function homeOf(sentence: Token[], at: number, mentionAt: MentionAt): { i: numbe
     if (ORIGIN.has(prev) && !commute) continue;
     // "I work in Swansea", "my office in Sydney": a place of work, not a home.
     if (cueIn(sentence.slice(Math.max(0, p.i - 3), p.i), WORK_HERE)) continue;
-    if (cueIn(before, OLD_HOME) || cueIn(after, OLD_HOME)) continue;
+    if (cueIn(before, OLD_HOME) || cueIn(after, OLD_HOME) || cueIn(before, OLD_BEFORE)) continue;
     // Another's home: "my sister's flat in Leeds", "his place in Austin".
     if (sentence.slice(Math.max(0, p.i - 4), p.i).some((t) => OTHERS.has(t.lower))) continue;
     homes.set(p.name, p.i);
