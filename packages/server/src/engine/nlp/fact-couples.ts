@@ -1,7 +1,7 @@
 // A couple's status said of both ("Jake and I got divorced", "Leah and Tom got married", "Alex and I tied the knot")
 // and a divorce said by its noun ("since the divorce", "Melanie's divorce from Rick was finalized") (issue 53,
 // session 14): a `relationship_status` of each person of the couple, which a status stated before contradicts; one's
-// own break-up ("I broke up with him", session 15): single.
+// own break-up ("I broke up with him", session 15; "she dumped me", session 16): single.
 import type { EntityMention } from './entities.js';
 import { hedged, statementsOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
@@ -61,11 +61,23 @@ export function ownBreakUps(tokens: Token[], self: EntityRef, emit: Emit): void 
     let who = parted - 1;
     while (who > 0 && ['just', 'finally', 'have', "'ve", 'had'].includes(sentence[who]!.lower)) who--;
     const denied = sentence.slice(0, Math.max(0, parted)).some((t) => ['not', "n't", 'never'].includes(t.lower));
-    if (parted > 0 && !denied && ['i', 'we'].includes(sentence[who]!.lower))
+    // "kate dumped me", "he broke up with me": the writer is the one left, single again too.
+    const left = sentence.findIndex(
+      (t, k) =>
+        (DUMPED.has(t.lower) && sentence[k + 1]?.lower === 'me') ||
+        (k === parted && sentence[k + 2]?.lower === 'with' && sentence[k + 3]?.lower === 'me'),
+    );
+    const leftDenied = sentence.slice(0, Math.max(0, left)).some((t) => ['not', "n't", 'never'].includes(t.lower));
+    if (
+      (parted > 0 && !denied && ['i', 'we'].includes(sentence[who]!.lower)) ||
+      (left > 0 && !leftDenied && !sentence.slice(0, left).some((t) => ['if', 'would'].includes(t.lower)))
+    )
       emit(self, FACT_RELATIONS.status, status('single'), false);
   }
 }
 
+/** Verbs of a partner ending it with the writer ("dumped me", "ditched me"). */
+const DUMPED = new Set(['dumped', 'ditched', 'dumps', 'dump']);
 const NOT_NAMES = new Set(['i', 'we', 'my', 'the', 'and', 'so', 'but', 'mum', 'mom', 'dad']);
 type Person = { name: string; first: number; last: number };
 /** "Jo And Sam", read as one name by the entity rules, is two people. */

@@ -33,6 +33,10 @@ describe('a home or an employer implied by what surrounds it', () => {
     expect(conflicting("I'm single.", "my friend's girlfriend is lovely")).toBe(false);
     expect(conflicting("I'm single.", 'my ex-boyfriend texted me last night')).toBe(false);
     expect(conflicting("I'm single.", "if I had a girlfriend I'd take her to Rome")).toBe(false);
+    // The writer left by a partner (fact-couples.ts): single again.
+    expect(conflicting('my girlfriend is Kate', 'kate dumped me on my birthday, can you believe it')).toBe(true);
+    expect(conflicting('my boyfriend is Sam', 'Sam broke up with me last night')).toBe(true);
+    expect(conflicting('my boyfriend is Sam', 'Sam would never dump me')).toBe(false);
   });
 
   it('reads a job begun at an employer not named as a change, named by the statement after it', () => {
