@@ -148,6 +148,7 @@ if (argv.includes('--llm')) {
     'changes-sealed2.txt',
     'changes-sealed3.txt',
     'changes-fresh10.txt',
+    'changes-fresh11.txt',
   ];
   const texts = [
     ...new Set(
@@ -302,6 +303,10 @@ const quality = {
   // BlenderBot examples, LoCoMo dev turns and chat wording; kept outside the repository until the session's rules had
   // landed, then scored once, totals per kind only.
   facts_fresh10: conflictsByKind('facts_fresh10', 'changes-fresh10.txt'),
+  // Session 16: 240 pairs by another hand that read no rule ("sealer11"), from support, therapy, moving and farewell
+  // posts, voice-assistant requests and friends' texts (not Persona-Chat); kept outside the repository until the
+  // session's rules had landed, then scored once (start and end), totals per kind only.
+  facts_fresh11: conflictsByKind('facts_fresh11', 'changes-fresh11.txt'),
   // Pairs of real statements nobody here wrote (bench/intelligence/locomo-pairs.ts), split before labelling.
   ...(() => {
     const statement = resolver(locomoDir());
