@@ -61,6 +61,22 @@ function emitAge(subject: EntityRef, n: number, self: EntityRef, emit: Emit): vo
   else emit(subject, FACT_RELATIONS.age, age(n), false);
 }
 
+/** Auxiliaries between a subject and its verb of reaching ("my son is turning 6", "she's just turned 30"). */
+const AUXILIARIES = new Set(['is', "'s", 'are', "'re", 'was', 'were', 'has', 'have', "'ve", 'had', 'will', "'ll"]);
+const POSSESSIVES = new Set(['my', 'our', 'his', 'her', 'their', 'your']);
+/** Whether the verb at `k` follows a possessed noun phrase that is no relative ("my dog", "our little one"). */
+function someonesBefore(sentence: Token[], k: number): boolean {
+  let j = k - 1;
+  while (j >= 0 && (ADVERBS.has(sentence[j]!.lower) || AUXILIARIES.has(sentence[j]!.lower))) j--;
+  const head = sentence[j];
+  if (!head || head.punct || nounIs(head.lower, 'relative')) return false;
+  for (let p = j - 1; p >= Math.max(0, j - 3); p--) {
+    if (POSSESSIVES.has(sentence[p]!.lower)) return true;
+    if (sentence[p]!.punct || sentence[p]!.lower === 'and') return false;
+  }
+  return false;
+}
+
 export function agesReached(tokens: Token[], mentions: EntityMention[], self: EntityRef, emit: Emit): void {
   for (const { sentence, at } of statementsOf(tokens)) {
     // "... for my 18th birthday ten years ago": an age of then.
@@ -100,6 +116,8 @@ export function agesReached(tokens: Token[], mentions: EntityMention[], self: En
         .slice(0, k)
         .some((s, j) => s.lower === "'s" && j + 1 < k && !ADVERBS.has(sentence[j + 1]!.lower));
       if (possessed) continue;
+      // "my dog turned 9", "my little one just turned 2": a thing or one of the writer's the rules name no kin of.
+      if (someonesBefore(sentence, k)) continue;
       const subject = whose(sentence, at, k, mentions, self);
       if (subject) emitAge(subject, n, self, emit);
     }

@@ -60,21 +60,25 @@ export function ownBreakUps(tokens: Token[], self: EntityRef, emit: Emit): void 
     );
     let who = parted - 1;
     while (who > 0 && ['just', 'finally', 'have', "'ve", 'had'].includes(sentence[who]!.lower)) who--;
-    const denied = sentence.slice(0, Math.max(0, parted)).some((t) => ['not', "n't", 'never'].includes(t.lower));
     // "kate dumped me", "he broke up with me": the writer is the one left, single again too.
     const left = sentence.findIndex(
       (t, k) =>
         (DUMPED.has(t.lower) && sentence[k + 1]?.lower === 'me') ||
         (k === parted && sentence[k + 2]?.lower === 'with' && sentence[k + 3]?.lower === 'me'),
     );
-    const leftDenied = sentence.slice(0, Math.max(0, left)).some((t) => ['not', "n't", 'never'].includes(t.lower));
     if (
-      (parted > 0 && !denied && ['i', 'we'].includes(sentence[who]!.lower)) ||
-      (left > 0 && !leftDenied && !sentence.slice(0, left).some((t) => ['if', 'would'].includes(t.lower)))
+      (parted > 0 && !deniedBefore(sentence, parted) && ['i', 'we'].includes(sentence[who]!.lower)) ||
+      (left > 0 &&
+        !deniedBefore(sentence, left) &&
+        !sentence.slice(0, left).some((t) => ['if', 'would'].includes(t.lower)))
     )
       emit(self, FACT_RELATIONS.status, status('single'), false);
   }
 }
+
+/** "never broke up", "didn't dump me": a denial before the words at `at` ("no" is left out: "no, we split up"). */
+const deniedBefore = (sentence: Token[], at: number) =>
+  sentence.slice(0, at).some((t) => t.lower === 'not' || t.lower === "n't" || t.lower === 'never');
 
 /** Verbs of a partner ending it with the writer ("dumped me", "ditched me"). */
 const DUMPED = new Set(['dumped', 'ditched', 'dumps', 'dump']);

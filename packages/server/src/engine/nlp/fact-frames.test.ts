@@ -42,6 +42,15 @@ describe('frames around a stated fact', () => {
     expect(conflicting("I'm 29.", 'I went to his fifth birthday party.')).toBe(false);
   });
 
+  it("reads an age reached after a possessed noun as that one's, not the writer's", () => {
+    expect(conflicting('I am 35.', 'my little one just turned 2')).toBe(false);
+    expect(conflicting('I am 35.', 'my dog turned 9 this week')).toBe(false);
+    expect(conflicting('I am 35.', 'Happy to say my boy turned 10!')).toBe(false);
+    expect(conflicting('I am 35.', 'my wife and I both turned 36 this year')).toBe(true);
+    expect(conflicting('My son is 6.', 'My son just turned 7.')).toBe(true);
+    expect(conflicting('I am 35.', 'our puppy is turning 1 on Sunday')).toBe(false);
+  });
+
   it('reads two people named together as two, and their parting as each one’s', () => {
     expect(conflicting('Lisa is married to Greg.', 'Lisa and Greg are getting divorced.')).toBe(true);
     expect(conflicting('Kate is dating Tom.', 'Kate and Tom broke up last week.')).toBe(true);

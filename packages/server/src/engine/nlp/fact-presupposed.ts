@@ -8,12 +8,12 @@
 import type { EntityMention } from './entities.js';
 import { hedged, singularOf, statementsOf, subjectOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
-import { KIN, PARTNERS, SPOUSES } from './fact-words.js';
+import { KIN, PARTNERS, SPOUSES, WRITTEN_NEGATIONS } from './fact-words.js';
 import { STOP_WORDS } from '../stopwords.js';
 import type { Token } from './tokens.js';
 import { nounIs } from './word-kinds.js';
 
-const NEGATORS = new Set(['not', "n't", 'never', 'no', 'nt', 'without']);
+const NEGATORS = new Set<string>([...WRITTEN_NEGATIONS, 'without']);
 /** Words before an animal noun that make it one had: "my dog", "a cat", "two cats", "our old dog". */
 const PET_DETERMINERS = new Set(['my', 'our', 'a', 'an', 'two', 'three', 'four', 'old', 'new', 'little', 'rescu']);
 /** Social networks, by the names one makes an account on. */

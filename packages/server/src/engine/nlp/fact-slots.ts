@@ -29,12 +29,12 @@ import {
   STAY_UNITS,
   WORK_HERE,
 } from './fact-slot-words.js';
-import { WORKPLACES } from './fact-words.js';
+import { WORKPLACES, WRITTEN_NEGATIONS } from './fact-words.js';
 import { ORGANIZATIONS, speaksOfFuture } from './lexicon.js';
 import type { Token } from './tokens.js';
 import { FIRST_WORDS, knownPlace } from './world.js';
 
-const NEGATORS = new Set(['not', "n't", 'never', 'no', 'nt', 'longer']);
+const NEGATORS = new Set<string>([...WRITTEN_NEGATIONS, 'longer']);
 /** Words that link a place to what is said of it ("in Leeds", "to Leeds", "the Leeds flat"). */
 const PLACE_LINKS = new Set(['in', 'to', 'into', 'from', 'near', 'outside', 'around']);
 /** Possessors other than the writer ("my sister's flat in Leeds", "his office at Google"). */

@@ -95,6 +95,8 @@ export const ADVERBS = new Set([
 ]);
 export const HYPOTHETICAL = new Set([...HEDGES, 'need', 'ask', 'whether', 'whi', 'how', 'do you', 'you']);
 export const NEGATORS = new Set(['not', 'never', 'no']);
+/** Negations as written (a token's `lower`); a reader adds its own words beside them ("longer", "without"). */
+export const WRITTEN_NEGATIONS = ['not', "n't", 'never', 'no', 'nt'] as const;
 export const STOP = new Set([
   ...PHRASE_ENDS,
   'nowaday',

@@ -6,7 +6,7 @@
 import type { EntityMention } from './entities.js';
 import { hedged, singularOf, statementsOf, subjectOf } from './fact-endings.js';
 import { type Emit, type EntityRef, FACT_RELATIONS } from './fact-model.js';
-import { WEEKDAYS } from './fact-words.js';
+import { WEEKDAYS, WRITTEN_NEGATIONS } from './fact-words.js';
 import type { Token } from './tokens.js';
 import { MONTHS } from '../temporal.js';
 import { speaksOfFuture } from './lexicon.js';
@@ -16,7 +16,7 @@ import { dict, FIRST_WORDS, knownPlace, LANGUAGES, RELIGIONS, TEAMS, WORSHIP } f
 /** The object a possession's ending names by a pronoun; knowledge.ts gives it the thing the memory before named. */
 export const THING_PRONOUN = '@it';
 
-const NEGATORS = new Set(['not', "n't", 'never', 'no', 'nt']);
+const NEGATORS = new Set<string>(WRITTEN_NEGATIONS);
 /** Subjects the sentence names that are not the writer (a dropped "I" is the writer's only without them). */
 const OTHERS = new Set(['he', 'she', 'they', 'you', 'his', 'her', 'their', 'your']);
 const BE = new Set(['be', 'becom', 'becam']);
