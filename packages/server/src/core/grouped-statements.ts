@@ -61,6 +61,14 @@ const GROUP_LIMIT = 64;
  */
 const STALL_MS = 20;
 const STALLED_LIMIT = 4;
+/** At most this long a grouped insert's next statement waits for the writers its last one answered (Gather). */
+const GATHER_LIMIT_MS = 4;
+/**
+ * Gather joins two halves only into a statement of at most this many writes: past it the statement's fixed cost
+ * (its commit, WAL flush and round trip, ~0.5 ms of CPU) is spread thinly enough that serving one half while the
+ * other's statement runs is worth more (one process at 16 clients: 0.87 of the adds a second when joined).
+ */
+const GATHER_UP_TO = 8;
 
 /**
  * PostgreSQL group commit of single-row inserts. A write that is one INSERT whose audit row, event
@@ -115,7 +123,7 @@ export function groupedInsert(shape: GroupedInsertShape) {
     let group = byJournal.get(journaled?.shape);
     if (!group) {
       const { text, columns } = statementFor(journaled?.shape);
-      byJournal.set(journaled?.shape, (group = new StatementGroup(database, text, columns)));
+      byJournal.set(journaled?.shape, (group = new StatementGroup(database, text, columns, undefined, true)));
     }
     const contextValues = [
       ctx.organizationId,
@@ -205,6 +213,8 @@ class StatementGroup {
   /** The statements under way, with when each started (performance.now()). */
   private readonly underWay = new Set<{ started: number }>();
   private stallTimer: NodeJS.Timeout | undefined;
+  /** With `gathers`: when the next statement waits for the writers the last one answered (Gather). */
+  private readonly gather: Gather | undefined;
   private readonly keys: ReadonlyArray<readonly [key: string, embedded: boolean]>;
 
   constructor(
@@ -212,13 +222,16 @@ class StatementGroup {
     private readonly text: string,
     columns: readonly InputColumn[],
     private readonly alone?: Alone,
+    gathers = false,
   ) {
+    if (gathers) this.gather = new Gather(() => this.flush());
     this.keys = columns.map(([name, type]) => [`,"${name}":`, type === 'json' || type === 'jsonb'] as const);
   }
 
   submit(values: readonly unknown[], exclusive: readonly string[]): Promise<GroupAnswer> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ values, exclusive, resolve, reject });
+      this.gather?.arrived();
       this.schedule();
     });
   }
@@ -235,7 +248,11 @@ class StatementGroup {
 
   /** Sends the waiting writes as groups while a statement may start (STALL_MS); the rest wait for the next to finish. */
   private flush(): void {
-    while (this.waiting.length > 0 && this.mayStart()) {
+    while (
+      this.waiting.length > 0 &&
+      this.mayStart() &&
+      !(this.underWay.size === 0 && this.gather?.holds(this.waiting.length))
+    ) {
       const group: StatementWrite[] = [];
       const taken = new Set<string>();
       const later: StatementWrite[] = [];
@@ -251,6 +268,7 @@ class StatementGroup {
       this.underWay.add(statement);
       void this.run(group).finally(() => {
         this.underWay.delete(statement);
+        this.gather?.answered(group.length, this.waiting.length, statement.started);
         this.flush();
       });
     }
@@ -312,6 +330,64 @@ class StatementGroup {
       .join(',')}]`;
   }
 }
+
+/**
+ * Whether a grouped insert's next statement waits for the writers the last one answered. Under steady load
+ * the requesters of a statement's writes send their next ones soon after their answers; sent at once, the next
+ * statement carries only those that came meanwhile, and the writes settle into two alternating halves, each
+ * statement (a commit, a WAL flush) carrying half of them. Waiting for the answered ones to return joins the halves,
+ * which pays when they return faster than a statement takes (its database is busy: several processes' statements,
+ * say): then it waits until as many writes wait as the last statement carried and as waited beside it, for no longer
+ * than that statement took (nor GATHER_LIMIT_MS). When they return more slowly (this process's own work on them is
+ * what they wait for), each half's statement runs while the other half is served, and nothing waits. The two times
+ * are running averages, the return measured whether or not the statement waits.
+ */
+export class Gather {
+  private last = { writes: 0, waiting: 0, at: 0, took: 0 };
+  /** Writes arrived since the last answer; undefined once as many as it answered arrived. */
+  private returned: number | undefined;
+  private returnMs: number | undefined;
+  private statementMs: number | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly flush: () => void) {}
+
+  /** A statement of `writes` ended, `waiting` waiting then. */
+  answered(writes: number, waiting: number, started: number): void {
+    const at = performance.now();
+    // The writers of the statement before had not all returned by now: they return in at least this long.
+    if (this.returned !== undefined) this.returnMs = average(this.returnMs, at - this.last.at);
+    this.last = { writes, waiting, at, took: at - started };
+    this.statementMs = average(this.statementMs, this.last.took);
+    this.returned = 0;
+  }
+
+  arrived(): void {
+    if (this.returned === undefined || ++this.returned < this.last.writes) return;
+    this.returned = undefined;
+    this.returnMs = average(this.returnMs, performance.now() - this.last.at);
+  }
+
+  /** Whether the next statement waits, with `waiting` writes waiting and none under way. */
+  holds(waiting: number): boolean {
+    const { writes, waiting: beside, at, took } = this.last;
+    if (this.returnMs === undefined || this.returnMs >= this.statementMs!) return false;
+    if (waiting >= writes + beside || writes + beside > GATHER_UP_TO) return false;
+    const left = at + Math.min(took, GATHER_LIMIT_MS) - performance.now();
+    if (left <= 0) return false;
+    if (!this.timer) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.flush();
+      }, left);
+      this.timer.unref();
+    }
+    return true;
+  }
+}
+
+/** A running average giving the newest figure an eighth of the weight. */
+const average = (mean: number | undefined, figure: number) => (mean === undefined ? figure : mean + (figure - mean) / 8);
 
 /**
  * PostgreSQL: a statement of fixed text run for many requests at once (StatementGroup), for bookkeeping whose rows
