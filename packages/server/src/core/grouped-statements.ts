@@ -387,7 +387,8 @@ export class Gather {
 }
 
 /** A running average giving the newest figure an eighth of the weight. */
-const average = (mean: number | undefined, figure: number) => (mean === undefined ? figure : mean + (figure - mean) / 8);
+const average = (mean: number | undefined, figure: number) =>
+  mean === undefined ? figure : mean + (figure - mean) / 8;
 
 /**
  * PostgreSQL: a statement of fixed text run for many requests at once (StatementGroup), for bookkeeping whose rows
