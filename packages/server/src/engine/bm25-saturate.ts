@@ -84,6 +84,9 @@ export function saturateInPlace(
   touched.n = tn;
 }
 
+/** saturateKept's table of a term's pairs with their numerators (the thread's; grown, never shrunk). */
+let pairScratch = new Float64Array(0);
+
 /**
  * saturateInPlace from a term's kept context postings (the number of its own tf and total's pair by entry).
  * The loop calls nothing (the entries' normalisations cached first, once per norm epoch; the touched list's
@@ -112,19 +115,29 @@ export function saturateKept(
   }
   const ta = listRoom(touched, nt);
   let tn = touched.n;
-  // Doubles before the loop (a parameter or a module's constant is otherwise unboxed, or read from its cell, each entry).
+  // Each pair's numerator idf * t * (k1 + 1) once per call (the same product in the same order: exact), so an entry
+  // multiplies nothing before its division. A pair is read as three doubles: own tf, total, numerator.
+  const pn = pairs.length >>> 1;
+  if (pairScratch.length < pn * 3) pairScratch = new Float64Array(Math.max(pn * 3, pairScratch.length * 2));
+  const pt = pairScratch;
   const idfV = idf * 1;
   const k1p1 = BM25_K1 + 1;
+  for (let p = 0; p < pn; p++) {
+    const t = pairs[2 * p + 1]!;
+    pt[3 * p] = pairs[2 * p]!;
+    pt[3 * p + 1] = t;
+    pt[3 * p + 2] = idfV * t * k1p1;
+  }
   // Two loops, one per kind of output, their first lines alike: the branch inside one loop cost back most of
   // what calling nothing saves (in process 0.95 of main's CPU a search against 0.80, bench/README.md session 14).
   if (outSelf === outCtx) {
     // One buffer for both parts (the expansion pass): read once, the two parts added in the same order.
     for (let j = 0; j < nt; j++) {
       const slot = slots[j]!;
-      const p = pairNo[j]! << 1;
-      const ts = pairs[p]!;
-      const t = pairs[p + 1]!;
-      const sc = (idfV * t * k1p1) / (t + normCache[slot]!);
+      const p = pairNo[j]! * 3;
+      const ts = pt[p]!;
+      const t = pt[p + 1]!;
+      const sc = pt[p + 2]! / (t + normCache[slot]!);
       const selfPart = (sc * ts) / t;
       ta[tn] = slot;
       const o = outSelf[slot]!;
@@ -134,10 +147,10 @@ export function saturateKept(
   } else {
     for (let j = 0; j < nt; j++) {
       const slot = slots[j]!;
-      const p = pairNo[j]! << 1;
-      const ts = pairs[p]!;
-      const t = pairs[p + 1]!;
-      const sc = (idfV * t * k1p1) / (t + normCache[slot]!);
+      const p = pairNo[j]! * 3;
+      const ts = pt[p]!;
+      const t = pt[p + 1]!;
+      const sc = pt[p + 2]! / (t + normCache[slot]!);
       const selfPart = (sc * ts) / t;
       ta[tn] = slot;
       tn += +(outSelf[slot] === 0) & +(outCtx[slot] === 0);

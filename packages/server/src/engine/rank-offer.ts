@@ -126,11 +126,14 @@ function offerWithWordEvidence(
   // speaker/tag scores are zero unless the query matched some, and the when-lift is zero for another question.
   const anyMeta = mn > 0;
   const whenQuestion = whenLiftL !== 0;
+  // The per-slot reads in a loop that calls nothing; each doc's words are left in `offered` for the seeding loop
+  // after it, offered in the same order.
+  const wordsOf = b.offered;
   for (let i = 0; i < tn; i++) {
     const s = ta[i]!;
     // knownOf[i] holds the doc's (asking-weighted) lexical + context words from the first pass.
     const words = knownOf[i]! * lexNormL + wExp * exp[s]! * expNormL;
-    if (words > seed.floor && eligible(s)) seed.offer(s, words);
+    wordsOf[i] = words;
     const ms = anyMeta ? metaS[s]! : 0;
     const sn = sessionNo[s]!;
     const m = ms === 0 || firstPerson[s] ? ms : ms * notSelf;
@@ -138,6 +141,10 @@ function offerWithWordEvidence(
       words * (1 + metaLiftL * m + (whenQuestion && namesTime[s] ? whenLiftL : 0)) +
       (sn < 0 ? 0 : wSession * sessionScore[sn]! * sessionNormL) +
       wMeta * m * metaNormL;
+  }
+  for (let i = 0; i < tn; i++) {
+    const words = wordsOf[i]!;
+    if (words > seed.floor && eligible(ta[i]!)) seed.offer(ta[i]!, words);
   }
   for (const { slot } of seed.sorted()) offer(slot);
   let min = top.floor;

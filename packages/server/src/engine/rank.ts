@@ -51,7 +51,7 @@ export interface FirstPass {
   maxLex: number;
   /** The largest session sum. */
   maxSession: number;
-  sessionsTouched: number[];
+  sessionsTouched: Iterable<number>;
   /** The best first-pass docs, for pseudo-relevance feedback (null: none wanted). */
   best: TopK | null;
 }
@@ -195,23 +195,53 @@ export function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions
   const wLex = w.lexical,
     wLexAsking = w.lexical * w.asking,
     wCtx = w.context;
+  if (restricted && doSession) {
+    for (let i = 0; i < tn; i++) {
+      const s = ta[i]!;
+      const l = lex[s]!;
+      const c = ctx[s]!;
+      wordsPart[i] = (endsAsking[s] ? wLexAsking : wLex) * l + wCtx * c;
+      const lc = l + c;
+      if (lc > maxLex) maxLex = lc;
+      if (best !== null && lc >= best.floor && eligible(s)) best.offer(s, lc);
+      const sn = sessionNo[s]!;
+      // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
+      if (sn < 0 || l === 0 || !eligible(s)) continue;
+      if (sessionScore[sn] === 0) sessionsTouched.push(sn);
+      const v = (sessionScore[sn]! += l);
+      if (v > maxSession) maxSession = v;
+    }
+    return { maxLex, maxSession, sessionsTouched, best };
+  }
+  // Unrestricted (the server's usual search): the per-slot reads in a loop that calls nothing (the sessions touched
+  // counted into a list with room made first), each slot's l + c left in `offered` for the feedback docs' loop after
+  // it, offered in the same order (so the same ties).
+  const lcOf = b.offered;
+  const touchedSessions = doSession ? b.sessionList : null;
+  let sessions = 0;
   for (let i = 0; i < tn; i++) {
     const s = ta[i]!;
     const l = lex[s]!;
     const c = ctx[s]!;
     wordsPart[i] = (endsAsking[s] ? wLexAsking : wLex) * l + wCtx * c;
     const lc = l + c;
+    lcOf[i] = lc;
     if (lc > maxLex) maxLex = lc;
-    if (best !== null && lc >= best.floor && eligible(s)) best.offer(s, lc);
-    if (!doSession) continue;
+    if (touchedSessions === null) continue;
     const sn = sessionNo[s]!;
-    // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
-    if (sn < 0 || l === 0 || (restricted && !eligible(s))) continue;
-    if (sessionScore[sn] === 0) sessionsTouched.push(sn);
-    const v = (sessionScore[sn]! += l);
+    if (sn < 0 || l === 0) continue;
+    const before = sessionScore[sn]!;
+    touchedSessions[sessions] = sn;
+    sessions += +(before === 0);
+    const v = (sessionScore[sn] = before + l);
     if (v > maxSession) maxSession = v;
   }
-  return { maxLex, maxSession, sessionsTouched, best };
+  if (best !== null)
+    for (let i = 0; i < tn; i++) {
+      const lc = lcOf[i]!;
+      if (lc >= best.floor && eligible(ta[i]!)) best.offer(ta[i]!, lc);
+    }
+  return { maxLex, maxSession, sessionsTouched: touchedSessions?.subarray(0, sessions) ?? sessionsTouched, best };
 }
 
 /** A shard's largest speaker/tag score and expansion score. */

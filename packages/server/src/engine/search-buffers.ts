@@ -15,6 +15,14 @@ export class SearchBuffers {
   exp = new Float64Array(0);
   /** Per first-pass candidate (by its index in the touched list): its known score part, for ranking. */
   known = new Float64Array(0);
+  /**
+   * Per first-pass candidate: a value a pass's loop over the per-slot arrays leaves for a second loop that offers it
+   * to a best-k list (a call in the first loop made V8 check every array again each slot). Not zeroed: each pass
+   * writes the entries it reads.
+   */
+  offered = new Float64Array(0);
+  /** The sessions a first pass summed, each once (room for every slot's, so its loop makes none). */
+  sessionList = new Int32Array(0);
   /** 1 for the slots whose speaker/tags matched the current query (a byte a slot: cheaper to scan than `meta`). */
   metaHit = new Uint8Array(0);
   tfSelf = new Float64Array(0);
@@ -55,6 +63,8 @@ export class SearchBuffers {
     this.ctx = new Float64Array(slots);
     this.exp = new Float64Array(slots);
     this.known = new Float64Array(slots);
+    this.offered = new Float64Array(slots);
+    this.sessionList = new Int32Array(slots);
     this.metaHit = new Uint8Array(slots);
     this.tfSelf = new Float64Array(slots);
     this.tfCtx = new Float64Array(slots);
@@ -78,7 +88,7 @@ export class SearchBuffers {
    * Zero again after a search of an index of `cap` slots, from its touched lists: slot by slot, or
    * whole when most of it was touched (a sequential fill is cheaper). The index's per-session sums too.
    */
-  zero(cap: number, sessionScore: Float64Array, sessionsTouched: readonly number[]): void {
+  zero(cap: number, sessionScore: Float64Array, sessionsTouched: Iterable<number>): void {
     const { lex, ctx, exp } = this;
     const metaS = this.meta;
     const ta = this.touched.a;
