@@ -182,7 +182,6 @@ export function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions
   const doExpansion = w.expansion > 0 && w.expansionDocs > 0 && tn > 0;
   const best = doExpansion ? new TopK(w.expansionDocs, ix.slotId) : null;
   const doSession = w.session > 0;
-  const sessionsTouched: number[] = [];
   let maxSession = 0;
   let maxLex = 0;
   const lex = b.lex,
@@ -195,29 +194,13 @@ export function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions
   const wLex = w.lexical,
     wLexAsking = w.lexical * w.asking,
     wCtx = w.context;
-  if (restricted && doSession) {
-    for (let i = 0; i < tn; i++) {
-      const s = ta[i]!;
-      const l = lex[s]!;
-      const c = ctx[s]!;
-      wordsPart[i] = (endsAsking[s] ? wLexAsking : wLex) * l + wCtx * c;
-      const lc = l + c;
-      if (lc > maxLex) maxLex = lc;
-      if (best !== null && lc >= best.floor && eligible(s)) best.offer(s, lc);
-      const sn = sessionNo[s]!;
-      // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
-      if (sn < 0 || l === 0 || !eligible(s)) continue;
-      if (sessionScore[sn] === 0) sessionsTouched.push(sn);
-      const v = (sessionScore[sn]! += l);
-      if (v > maxSession) maxSession = v;
-    }
-    return { maxLex, maxSession, sessionsTouched, best };
-  }
-  // Unrestricted (the server's usual search): the per-slot reads in a loop that calls nothing (the sessions touched
-  // counted into a list with room made first), each slot's l + c left in `offered` for the feedback docs' loop after
-  // it, offered in the same order (so the same ties).
+  // The per-slot reads in a loop that calls nothing (a call in it made V8 check every array again each slot): each
+  // slot's l + c is left in `offered` for the feedback docs' loop after it, offered in the same order (so the same
+  // ties); the sessions touched listed with room made first. Under a filter or a session, the session sums are
+  // a loop of their own (in the same touched order: the same sums).
   const lcOf = b.offered;
-  const touchedSessions = doSession ? b.sessionList : null;
+  const touchedSessions = b.sessionList;
+  const sumHere = doSession && !restricted;
   let sessions = 0;
   for (let i = 0; i < tn; i++) {
     const s = ta[i]!;
@@ -227,7 +210,7 @@ export function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions
     const lc = l + c;
     lcOf[i] = lc;
     if (lc > maxLex) maxLex = lc;
-    if (touchedSessions === null) continue;
+    if (!sumHere) continue;
     const sn = sessionNo[s]!;
     if (sn < 0 || l === 0) continue;
     const before = sessionScore[sn]!;
@@ -236,12 +219,23 @@ export function firstPass(ix: RankedIndex, b: SearchBuffers, opts: SearchOptions
     const v = (sessionScore[sn] = before + l);
     if (v > maxSession) maxSession = v;
   }
+  if (doSession && restricted)
+    for (let i = 0; i < tn; i++) {
+      const s = ta[i]!;
+      const l = lex[s]!;
+      const sn = sessionNo[s]!;
+      // A touched slot is live (postings and session links hold live slots only): only a filter can exclude it.
+      if (sn < 0 || l === 0 || !eligible(s)) continue;
+      if (sessionScore[sn] === 0) touchedSessions[sessions++] = sn;
+      const v = (sessionScore[sn]! += l);
+      if (v > maxSession) maxSession = v;
+    }
   if (best !== null)
     for (let i = 0; i < tn; i++) {
       const lc = lcOf[i]!;
       if (lc >= best.floor && eligible(ta[i]!)) best.offer(ta[i]!, lc);
     }
-  return { maxLex, maxSession, sessionsTouched: touchedSessions?.subarray(0, sessions) ?? sessionsTouched, best };
+  return { maxLex, maxSession, sessionsTouched: touchedSessions.subarray(0, sessions), best };
 }
 
 /** A shard's largest speaker/tag score and expansion score. */
