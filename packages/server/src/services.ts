@@ -34,7 +34,7 @@ import {
   reclassifyJob,
   type Intelligence,
 } from './modules/intelligence/index.js';
-import { EraseHooks, forgetExpired } from './modules/memories/index.js';
+import { EraseHooks, forgetExpired, type Owner } from './modules/memories/index.js';
 import {
   exportJob,
   EXPORT_JOB,
@@ -63,7 +63,7 @@ import {
 } from './modules/webhooks/index.js';
 import type { BlobStore } from './store/blobs.js';
 import { openBlobStore } from './store/blobs/open.js';
-import type { Database } from './store/database.js';
+import { forgetLastQuery, type Database } from './store/database.js';
 import {
   eraseSyncedObjectTitles,
   purgeFinishedSyncs,
@@ -193,8 +193,21 @@ export function buildServices({
   );
   erase.registerEndUser(eraseEndUserSnapshot);
   erase.register(eraseForgottenFiles);
-  // This thread's cache of words (engine/text.ts) may hold words only the forgotten memories had.
-  erase.register(async (_trx, _ids, erasure) => erasure.effects.afterCommit(forgetWords));
+  // What this process holds in memory of the forgotten, once the erasure commits: the owner's index (on the search
+  // thread when there is one) and intelligence view, and each thread's cache of words, last RegExp match and last
+  // statement's parameters (docs/architecture.md, "Erasure in memory"). A purge lets go of the owner whole.
+  const forgottenInMemory = (owner: Owner, purged: boolean) => {
+    forgetWords();
+    forgetLastQuery(database);
+    void retrieval.cache.forgotten(owner, purged).catch(() => undefined);
+    void intelligence.forgotten(owner, purged);
+  };
+  erase.register(async (_trx, _ids, { effects, owner, purging }) => {
+    if (!purging) effects.afterCommit(() => forgottenInMemory(owner, false));
+  });
+  erase.registerEndUser(async (_trx, owner, _pseudonym, _now, effects) =>
+    effects.afterCommit(() => forgottenInMemory(owner, true)),
+  );
   erase.register(async (trx, ids, erasure) => {
     if (await withdrawArtifactsHolding(trx, database.dialect, [...ids, ...erasure.rewritten]))
       erasure.effects.afterCommit(purgeArtifacts);

@@ -256,8 +256,11 @@ export class MemoryIndex {
       throw new Error('a build from scratch of an index in use');
     if (slot + n > this.capacity) this.resize(Math.max(slot + n, this.capacity * 2, 64));
     const sessionNos = docs.sessionNames.map((name) => this.internSession(name));
-    if (this.sessionNos.size > this.lastInSession.length)
-      this.lastInSession = Int32Array.from({ length: 2 * this.sessionNos.size }, (_, i) => this.lastInSession[i] ?? -1);
+    if (this.sessionNames.length > this.lastInSession.length)
+      this.lastInSession = Int32Array.from(
+        { length: 2 * this.sessionNames.length },
+        (_, i) => this.lastInSession[i] ?? -1,
+      );
     const metaIds = docs.speakerTags.map((text) => Int32Array.from(analyze(text), (term) => this.meta.termId(term)));
     for (let i = 0, from = 0; i < n; i++, slot++) {
       const id = docs.ids[i]!;
@@ -319,8 +322,8 @@ export class MemoryIndex {
   private internSession(sid: string): number {
     let n = this.sessionNos.get(sid);
     if (n === undefined) {
-      // Never forgotten: an interned number costs a few bytes even after its session is gone.
-      n = this.sessionNos.size;
+      // Never reused: a number costs a few bytes after its session is gone (and its name forgotten: detachSession).
+      n = this.sessionNames.length;
       this.sessionNos.set(sid, n);
       this.sessionNames.push(sid);
       this.sessionNameBytes += stringBytes(sid);
@@ -333,12 +336,17 @@ export class MemoryIndex {
     return n;
   }
 
-  private detachSession(slot: number): void {
+  /** `removing`: the doc is forgotten, and with its session's last doc the session's name (user content) goes. */
+  private detachSession(slot: number, removing = false): void {
     const no = this.sessionNo[slot]!;
     if (no < 0) return;
     const s = this.sessionNames[no]!;
     if (this.taking) this.sessions.keep(this.taking, s, no);
-    this.sessions.delete(s, no, this.slotId[slot]!);
+    if (this.sessions.delete(s, no, this.slotId[slot]!) && removing) {
+      this.sessionNos.delete(s);
+      this.sessionNameBytes -= stringBytes(s);
+      this.sessionNames[no] = `\u0000${no}`;
+    }
     this.sessionNo[slot] = -1;
     const p = this.prevSlot[slot]!;
     const n = this.nextSlot[slot]!;
@@ -354,7 +362,7 @@ export class MemoryIndex {
     if (this.taking) this.beforeChange(this.taking);
     this.mutations++;
     this.forgetContextAround(slot);
-    this.detachSession(slot);
+    this.detachSession(slot, true);
     this.text.remove(slot);
     this.meta.remove(slot);
     this.live[slot] = 0;
@@ -392,7 +400,7 @@ export class MemoryIndex {
     if (track && this.taking) throw new Error('a snapshot of this index is already being taken');
     const w = new SnapshotWriter();
     const [ids, slots] = [new Float64Array(this.idToSlot.size), new Int32Array(this.idToSlot.size)];
-    const names = [...this.sessionNos.keys()];
+    const names = [...this.sessionNames];
     const v = this.vectors;
     w.value(this.capacity).value(this.dims).value([v.dims, v.lists, v.count, v.trainedAt]).value(names);
     w.value([this.maxCreatedAt, this.maxImportanceDev, this.maxAbsFeedback]);

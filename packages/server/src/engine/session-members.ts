@@ -52,15 +52,17 @@ export class SessionMembers {
     return { ids, at };
   }
 
-  delete(name: string, no: number, id: number): void {
+  /** Takes an id out of a session's; true when none is left. */
+  delete(name: string, no: number, id: number): boolean {
     const ids = this.ownIds(name, no);
-    if (!ids) return;
+    if (!ids) return true;
     const i = lowerBound(ids, id);
     if (ids[i] === id) {
       ids.splice(i, 1);
       this.count--;
     }
     if (ids.length === 0) this.own.delete(name);
+    return ids.length === 0;
   }
 
   /** Before a session's ids change: a snapshot being taken keeps them as they are, if it has yet to read them. */

@@ -203,10 +203,15 @@ function wordOf(token: string): Word {
   return word;
 }
 
-/** Empties the cache of words: a word that only forgotten memories had leaves this thread with it. */
+/**
+ * Empties the cache of words: a word that only forgotten memories had leaves this thread with it. So does the last
+ * text a regular expression matched, which V8 keeps per thread (`RegExp.input`, `RegExp.lastMatch`) until the next
+ * match: a match of nothing takes its place.
+ */
 export function forgetWords(): void {
   words.clear();
   asciiWords.clear();
+  /(?:)/.exec('');
 }
 
 /** How many words the cache holds. */

@@ -255,3 +255,11 @@ export function isUniqueViolation(error: unknown): boolean {
   const e = error as { code?: string };
   return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
+
+/**
+ * Lets go of what the last statement compiled on this thread held: Kysely's compiler keeps its parameters (a memory's
+ * text, an end user's id) until it compiles the next, so after an erasure a statement of nothing is compiled.
+ */
+export function forgetLastQuery(database: Database): void {
+  database.db.selectNoFrom(sql.lit(0).as('nothing')).compile();
+}

@@ -97,3 +97,83 @@ export function logLinesHolding(logs: string[], needle: string): Hit[] {
     .filter((line) => line.includes(needle))
     .map((line) => `log: ${line.slice(0, 200)}`);
 }
+
+/**
+ * Whether a V8 heap snapshot (`v8.getHeapSnapshot()`, `Worker.getHeapSnapshot()`: taken after a full collection, so
+ * only what is still reachable) holds `needle`, read as it streams (a snapshot of a test process is tens of MB).
+ * Strings are cut to `--heap-snapshot-string-limit` characters (1,024 by default) in a snapshot; a marker further
+ * into a longer string is not seen.
+ */
+export async function snapshotHolds(snapshot: AsyncIterable<Buffer | string>, needle: string): Promise<boolean> {
+  let tail = '';
+  for await (const chunk of snapshot) {
+    const text = tail + chunk.toString();
+    if (text.includes(needle)) return true;
+    tail = text.slice(-needle.length);
+  }
+  return false;
+}
+
+/**
+ * What holds each string of a heap snapshot containing `needle`: the chain of retainers up from it (edge names and
+ * the retaining objects' names), for a failure to say where the copy sits.
+ */
+export async function snapshotHolders(snapshot: AsyncIterable<Buffer | string>, needle: string): Promise<string[]> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of snapshot) chunks.push(Buffer.from(chunk));
+  const heap = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+    snapshot: {
+      meta: { node_fields: string[]; node_types: [string[]]; edge_fields: string[]; edge_types: [string[]] };
+    };
+    nodes: number[];
+    edges: number[];
+    strings: string[];
+  };
+  const { meta } = heap.snapshot;
+  const nodeWidth = meta.node_fields.length;
+  const edgeWidth = meta.edge_fields.length;
+  const [typeAt, nameAt, edgeCountAt] = ['type', 'name', 'edge_count'].map((f) => meta.node_fields.indexOf(f)) as [
+    number,
+    number,
+    number,
+  ];
+  const [edgeTypeAt, edgeNameAt, toAt] = ['type', 'name_or_index', 'to_node'].map((f) =>
+    meta.edge_fields.indexOf(f),
+  ) as [number, number, number];
+  const nodeTypes = meta.node_types[0];
+  const edgeTypes = meta.edge_types[0];
+  const { nodes, edges, strings } = heap;
+  const nodeCount = nodes.length / nodeWidth;
+  // Each node's retainers: (retaining node, edge) pairs, weak edges left out.
+  const retainers: Array<Array<[number, number]>> = Array.from({ length: nodeCount }, () => []);
+  for (let node = 0, edge = 0; node < nodeCount; node++) {
+    const count = nodes[node * nodeWidth + edgeCountAt]!;
+    for (let i = 0; i < count; i++, edge += edgeWidth) {
+      if (edgeTypes[edges[edge + edgeTypeAt]!] === 'weak') continue;
+      retainers[edges[edge + toAt]! / nodeWidth]!.push([node, edge]);
+    }
+  }
+  const nameOf = (node: number) => strings[nodes[node * nodeWidth + nameAt]!]!.slice(0, 60);
+  const edgeName = (edge: number) => {
+    const type = edgeTypes[edges[edge + edgeTypeAt]!];
+    const name = edges[edge + edgeNameAt]!;
+    return type === 'element' || type === 'hidden' ? `[${name}]` : String(strings[name]);
+  };
+  const found: string[] = [];
+  for (let node = 0; node < nodeCount && found.length < 40; node++) {
+    const type = nodeTypes[nodes[node * nodeWidth + typeAt]!];
+    if ((type !== 'string' && type !== 'concatenated string' && type !== 'sliced string') || !nameOf(node)) continue;
+    if (!strings[nodes[node * nodeWidth + nameAt]!]!.includes(needle)) continue;
+    const path = [`'${nameOf(node)}'`];
+    const seen = new Set([node]);
+    for (let at = node, depth = 0; depth < 12; depth++) {
+      const next = retainers[at]!.find(([by]) => !seen.has(by));
+      if (!next) break;
+      at = next[0];
+      seen.add(at);
+      path.push(`${edgeName(next[1])} of ${nodeTypes[nodes[at * nodeWidth + typeAt]!]} ${nameOf(at)}`);
+    }
+    found.push(path.join(' <- '));
+  }
+  return found;
+}

@@ -58,6 +58,11 @@ export class Receiver {
     return this.received.filter((r) => r.path === path);
   }
 
+  /** Lets go of what was received (a test searching this process's heap for what deliveries carried). */
+  clear(): void {
+    this.received.length = 0;
+  }
+
   async stop(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));

@@ -146,10 +146,13 @@ export class DocumentReader {
     reader.child.channel?.ref();
     let outcome: { answer: ReadAnswer } | { ended: Error } | { timedOut: true };
     try {
+      let startDeadline: NodeJS.Timeout | undefined;
       const started = await Promise.race([
         reader.ready.then(() => true),
-        new Promise<false>((r) => setTimeout(() => r(false), START_MS).unref()),
+        new Promise<false>((r) => (startDeadline = setTimeout(() => r(false), START_MS).unref())),
       ]);
+      // Cleared, not left to run out: its closure's scope holds the call (the file's bytes and name) meanwhile.
+      clearTimeout(startDeadline);
       if (!started) throw new Error(`a reading process did not start within ${START_MS} ms`);
       outcome = await new Promise((resolve) => {
         const deadline = setTimeout(() => resolve({ timedOut: true }), this.settings.timeoutMs);

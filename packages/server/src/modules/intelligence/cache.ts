@@ -190,6 +190,20 @@ export class IntelligenceCache {
     }
   }
 
+  /**
+   * After an erasure of the owner's memories committed: their view lets them go now, not at its next use, and a
+   * removed owner's goes whole (docs/api.md, What forgetting removes).
+   */
+  async forgotten(owner: Owner, purged: boolean): Promise<void> {
+    const key = ownerKey(owner);
+    const entry = this.entries.get(key);
+    await entry?.refreshing?.catch(() => undefined);
+    if (purged) {
+      this.tooLarge.delete(key);
+      if (this.entries.get(key) === entry) this.entries.delete(key);
+    } else if (entry && this.entries.get(key) === entry) await this.forOwner(owner).catch(() => undefined);
+  }
+
   /** The project's extractor as its ontology now stands (to read new statements as its memories are read). */
   async extractorOf(projectId: string): Promise<Extractor> {
     return this.extractors.forProject(projectId, await this.ontologyRevisionOf(projectId, 0));

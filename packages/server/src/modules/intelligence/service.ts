@@ -76,6 +76,11 @@ export class Intelligence {
     this.cache.close();
   }
 
+  /** After an erasure of the owner's memories committed (IntelligenceCache.forgotten). */
+  forgotten(owner: Owner, purged: boolean): Promise<void> {
+    return this.cache.forgotten(owner, purged);
+  }
+
   view(owner: Owner): Promise<OwnerView> {
     return this.cache.forOwner(owner);
   }

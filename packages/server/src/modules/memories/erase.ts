@@ -17,6 +17,10 @@ export interface Erasure {
   effects: Effects;
   /** The change sequence of the forgetting transaction. */
   seq: number;
+  /** Whose memories they are (one owner a transaction). */
+  owner: Owner;
+  /** The owner is being removed (purgeEndUser): what is held of them goes whole, not memory by memory. */
+  purging: boolean;
   /** The hooks this erasure runs, for a hook that forgets further memories (forgetWithin). */
   hooks: EraseHooks;
   /**
@@ -31,7 +35,13 @@ export interface Erasure {
  * Erases what a module keeps of an end user beyond their memories (file names, stored answers) in the purging
  * transaction, and renames to `pseudonym` (core/pseudonyms.ts) what must outlive them but named them by id.
  */
-export type EndUserEraseHook = (trx: Executor, owner: Owner, pseudonym: string, now: string) => Promise<void>;
+export type EndUserEraseHook = (
+  trx: Executor,
+  owner: Owner,
+  pseudonym: string,
+  now: string,
+  effects: Effects,
+) => Promise<void>;
 
 /** Erases what a module derived from memories (vectors, feedback, relations, summaries) in the transaction that forgets them. */
 export type EraseHook = (trx: Executor, ids: number[], erasure: Erasure) => Promise<void>;
@@ -58,8 +68,8 @@ export class EraseHooks {
   }
 
   /** Runs every end-user hook in the order registered. */
-  async runEndUser(trx: Executor, owner: Owner, pseudonym: string, now: string): Promise<void> {
-    for (const hook of this.endUserHooks) await hook(trx, owner, pseudonym, now);
+  async runEndUser(trx: Executor, owner: Owner, pseudonym: string, effects: Effects): Promise<void> {
+    for (const hook of this.endUserHooks) await hook(trx, owner, pseudonym, effects.now, effects);
   }
 
   /** Runs every hook in the order registered, sharing one Erasure (so a later hook sees what an earlier one rewrote). */
@@ -80,6 +90,8 @@ async function eraseMemories(
   ids: number[],
   seq: number,
   erase: EraseHooks,
+  owner: Owner,
+  purging = false,
 ): Promise<void> {
   if (ids.length === 0) return;
   await trx
@@ -148,7 +160,7 @@ async function eraseMemories(
     : []) {
     effects.emit('memory.updated', { memory: toMemory(row), fields: ['superseded_by'] });
   }
-  await erase.run(trx, ids, { ctx, effects, seq });
+  await erase.run(trx, ids, { ctx, effects, seq, owner, purging });
 }
 
 /**
@@ -159,7 +171,7 @@ async function eraseMemories(
  */
 export async function forgetWithin(
   trx: Executor,
-  erasure: Omit<Erasure, 'seq' | 'rewritten'> & { seq?: number },
+  erasure: Omit<Erasure, 'seq' | 'rewritten' | 'owner' | 'purging'> & { seq?: number },
   owner: Owner,
   ids: number[],
 ): Promise<number[]> {
@@ -174,7 +186,7 @@ export async function forgetWithin(
     if (found.length === 0) return found;
   }
   for (let i = 0; i < found.length; i += 500)
-    await eraseMemories(trx, erasure.ctx, erasure.effects, found.slice(i, i + 500), seq, erasure.hooks);
+    await eraseMemories(trx, erasure.ctx, erasure.effects, found.slice(i, i + 500), seq, erasure.hooks, owner);
   for (const id of found) erasure.effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
   return found;
 }
@@ -302,7 +314,7 @@ export async function forgetExpired(
           .execute()
       ).map((r) => r.id);
       for (let i = 0; i < still.length; i += 500)
-        await eraseMemories(trx, ctx, effects, still.slice(i, i + 500), seq, erase);
+        await eraseMemories(trx, ctx, effects, still.slice(i, i + 500), seq, erase, owner);
       for (const id of still) effects.emit('memory.deleted', { memory_id: id, end_user_id: owner.endUserId });
       if (still.length > 0) effects.audit('memory.expire', { type: 'memory', id: still.join(',') });
       return still.length;
@@ -322,9 +334,10 @@ export async function purgeEndUser(
     const seq = await nextSeq(trx, owner, effects.now);
     const live = await owned(owner)(trx).clearSelect().select('id').execute();
     const ids = live.map((r) => r.id);
-    for (let i = 0; i < ids.length; i += 500) await eraseMemories(trx, ctx, effects, ids.slice(i, i + 500), seq, erase);
+    for (let i = 0; i < ids.length; i += 500)
+      await eraseMemories(trx, ctx, effects, ids.slice(i, i + 500), seq, erase, owner, true);
     const pseudonym = erase.pseudonymize(owner.projectId, owner.endUserId);
-    await erase.runEndUser(trx, owner, pseudonym, effects.now);
+    await erase.runEndUser(trx, owner, pseudonym, effects);
     await retireOwner(trx, owner, pseudonym);
     // What outlives the end user names them by pseudonym only: the event (stored in the outbox and in deliveries)
     // and the hash-chained audit row.

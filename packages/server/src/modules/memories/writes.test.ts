@@ -341,6 +341,8 @@ forEachDialect('memory writes', (dialect) => {
         seq: 4242,
         hooks: new EraseHooks(endUserPseudonyms(randomBytes(32))),
         rewritten: [] as number[],
+        owner: o,
+        purging: false,
       };
       await rewriteSummary(trx, erasure, o, summary.id, {
         text: 'A summary of one note',

@@ -4,6 +4,26 @@ import { AppError } from '../../core/errors.js';
 import { nowIso, type Database } from '../../store/database.js';
 import { memoriesHeld, type IndexedMemory } from '../memories/index.js';
 
+/** Texts sent to the provider in one call by the background embedding. */
+export const EMBED_BATCH = 64;
+/**
+ * Tries of a memory the provider refuses (a 4xx other than 408/429: the request itself is wrong;
+ * a refused batch is sent again a memory a call) before it is left without a vector (until the
+ * next change or `POST /memory/refresh`).
+ * Any other failure (the provider unreachable, slow, rate limiting or failing; the database) is
+ * tried again without end, after a pause.
+ */
+export const EMBED_ATTEMPTS = 3;
+/** The pause of the background embedding after a failed call, doubled by each failure in a row up to the most. */
+export const EMBED_BACKOFF_MS = 1000;
+export const EMBED_BACKOFF_MAX_MS = 60_000;
+
+/** A failure that trying again cannot mend: the provider refused the request as made. */
+export const refused = (error: unknown): boolean => {
+  const status = error instanceof Error && error.cause instanceof EmbedderError ? error.cause.status : undefined;
+  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
+};
+
 /**
  * Vectors of a remote (OpenAI-compatible) embedder, stored per memory and embedder id so that
  * they are computed once and an embedder change never mixes spaces. This module owns

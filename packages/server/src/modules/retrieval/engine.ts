@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Config } from '../../config.js';
 import { openAiEmbedder, type Embedder } from '../../engine/index.js';
 import type { JobHandler } from '../../jobs/runner.js';
@@ -30,6 +31,8 @@ export interface RetrievalEngine {
   start(): void;
   /** Ends the search thread, if there is one. */
   close(): Promise<void>;
+  /** The search thread's heap snapshot, if one runs (the erasure test searches it; thread.ts). */
+  heapSnapshot(): Promise<Readable> | undefined;
 }
 
 /**
@@ -51,6 +54,7 @@ export function createRetrieval(database: Database, config: Config['retrieval'])
     retrieval: thread.retrieval,
     start: () => thread.start(),
     close: () => thread.close(),
+    heapSnapshot: () => thread.heapSnapshot(),
   };
 }
 
@@ -74,6 +78,7 @@ export function createInProcessRetrieval(
     retrieval: new Retrieval(database, cache, embeddings),
     start: () => {},
     close: async () => cache.close(),
+    heapSnapshot: () => undefined,
   };
 }
 

@@ -1,5 +1,4 @@
 import {
-  EmbedderError,
   forgetWords,
   MAP_ENTRY_BYTES,
   MemoryIndex,
@@ -7,7 +6,7 @@ import {
   stringBytes,
   type MemoryIndexOptions,
 } from '../../engine/index.js';
-import type { Database } from '../../store/database.js';
+import { forgetLastQuery, type Database } from '../../store/database.js';
 import {
   ownerChangesSince,
   largeOwnersChangedAfter,
@@ -19,7 +18,14 @@ import {
   type Owner,
 } from '../memories/index.js';
 import { invalid } from '../../core/errors.js';
-import type { EmbeddingStore } from './embeddings.js';
+import {
+  EMBED_ATTEMPTS,
+  EMBED_BACKOFF_MAX_MS,
+  EMBED_BACKOFF_MS,
+  EMBED_BATCH,
+  refused,
+  type EmbeddingStore,
+} from './embeddings.js';
 import { feedbackSums } from './feedback.js';
 import { DocMetas, rowMeta, type DocMeta } from './doc-metas.js';
 import { loadSnapshot, SnapshotTaking, snapshotRevision, storeSnapshot } from './snapshots.js';
@@ -65,26 +71,6 @@ interface ToEmbed {
   /** Sent in a call of its own: its batch was refused, and one text of it may be why. */
   alone?: boolean;
 }
-
-/** Texts sent to the provider in one call by the background embedding. */
-const EMBED_BATCH = 64;
-/**
- * Tries of a memory the provider refuses (a 4xx other than 408/429: the request itself is wrong;
- * a refused batch is sent again a memory a call) before it is left without a vector (until the
- * next change or `POST /memory/refresh`).
- * Any other failure (the provider unreachable, slow, rate limiting or failing; the database) is
- * tried again without end, after a pause.
- */
-const EMBED_ATTEMPTS = 3;
-/** The pause of the background embedding after a failed call, doubled by each failure in a row up to the most. */
-const EMBED_BACKOFF_MS = 1000;
-const EMBED_BACKOFF_MAX_MS = 60_000;
-
-/** A failure that trying again cannot mend: the provider refused the request as made. */
-const refused = (error: unknown): boolean => {
-  const status = error instanceof Error && error.cause instanceof EmbedderError ? error.cause.status : undefined;
-  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
-};
 
 /** What /metrics reports of the index cache. */
 export interface IndexCacheStats {
@@ -329,6 +315,24 @@ export class IndexCache {
         entry.revision = revision;
       },
     );
+  }
+
+  /**
+   * After an erasure of the owner's memories committed: their index lets them go now, not at its next use, a removed
+   * owner's goes whole, and so do the project's (docs/api.md, What forgetting removes). Then this thread's cache of
+   * words and the parameters of its last query (the forgotten end user's id, say) go too.
+   */
+  async forgotten(owner: Owner, purged: boolean): Promise<void> {
+    const key = ownerKey(owner);
+    const entry = this.entries.get(key);
+    // A refresh under way ends first (it would put back what it counted of the entry).
+    await entry?.refreshing?.catch(() => undefined);
+    for (const [held, { bytes }] of this.entries)
+      if ((purged && held === key) || held.startsWith(`p\u0000${owner.projectId}\u0000`))
+        this.entries.delete(held) && (this.totalBytes -= bytes);
+    if (entry && this.entries.get(key) === entry) await this.forOwner(owner).catch(() => undefined);
+    forgetWords();
+    forgetLastQuery(this.database);
   }
 
   /** Drops cached indexes of a project, and the vectors held by text (after an embedder change, say). */

@@ -32,6 +32,8 @@ async function answer({ method, args }: ThreadCall): Promise<unknown> {
       return cache.refreshLargeOwners();
     case 'invalidateProject':
       return cache.invalidateProject(args[0] as string);
+    case 'forgotten':
+      return cache.forgotten(...(args as Parameters<typeof cache.forgotten>));
     case 'stats':
       return cache.stats();
     case 'close':

@@ -1,7 +1,9 @@
+import type { Readable } from 'node:stream';
 import type { Worker } from 'node:worker_threads';
 import { moduleWorker, rethrown, siblingModule, type ThreadError } from '../../core/worker-threads.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../store/database.js';
+import type { Owner } from '../memories/index.js';
 import type { IndexCacheStats } from './index-cache.js';
 import { answerFromHeld, checkQuery, type Ranking, type Retrieval, type ScoredMemory } from './service.js';
 
@@ -21,6 +23,8 @@ export type RetrievalService = Pick<Retrieval, 'query' | 'matching' | 'retrieve'
 export interface IndexCacheService {
   refreshLargeOwners(): Promise<number>;
   invalidateProject(projectId: string): void;
+  /** After an erasure of the owner's memories committed (IndexCache.forgotten). */
+  forgotten(owner: Owner, purged: boolean): Promise<void>;
   stats(): Promise<IndexCacheStats>;
 }
 
@@ -33,6 +37,7 @@ export type ThreadMethod =
   | 'compose'
   | 'refreshLargeOwners'
   | 'invalidateProject'
+  | 'forgotten'
   | 'stats'
   | 'close';
 
@@ -97,6 +102,8 @@ export class RetrievalThread {
     refreshLargeOwners: () => this.call('refreshLargeOwners', []) as Promise<number>,
     // Nothing to drop on a thread that has not started (or has died): it holds no index.
     invalidateProject: (projectId) => void (this.worker && this.call('invalidateProject', [projectId]).catch(() => {})),
+    // Nothing to let go on a thread that has not started: it holds nothing.
+    forgotten: async (owner, purged) => void (this.worker && (await this.call('forgotten', [owner, purged]))),
     stats: async () =>
       this.worker
         ? ((await this.call('stats', [])) as IndexCacheStats)
@@ -151,6 +158,11 @@ export class RetrievalThread {
     });
     this.worker = worker;
     return worker;
+  }
+
+  /** The thread's V8 heap snapshot, taken after a full collection (the erasure test searches it), or undefined when none runs. */
+  heapSnapshot(): Promise<Readable> | undefined {
+    return this.worker?.getHeapSnapshot();
   }
 
   /** Closes the thread's database connection and ends it (calls made afterwards fail). */

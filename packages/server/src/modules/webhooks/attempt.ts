@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { checkAddress, OutboundRefused } from '../../core/outbound.js';
 import { policyOf, type WebhookSettings } from './endpoints.js';
 
@@ -15,6 +15,22 @@ export const CONCURRENCY = 64;
 // opened), as large as the loop's concurrency, so a request never waits in a pool behind a slow receiver.
 const httpAgent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
 const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+
+/**
+ * A lookup that answers `address`: the connection goes to the address checked, whatever a second resolution would
+ * say. Made here, not beside the request, so that the keep-alive socket holding it keeps nothing of the request's
+ * scope (the delivery's body, the receiver's answer: a forgotten memory's copies).
+ */
+function resolvingTo(address: string): LookupFunction {
+  return (_hostname, options, callback) => {
+    const family = isIP(address);
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
+        { address, family },
+      ]);
+    else callback(null, address, family);
+  };
+}
 
 /** Standard Webhooks: `v1,<base64 HMAC-SHA256 of id.timestamp.body>` under the secret's base64 key. */
 export function sign(secret: string, messageId: string, timestamp: number, body: string): string {
@@ -77,15 +93,7 @@ export async function attempt(
       {
         method: 'POST',
         headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
-        // The connection goes to the address checked above, whatever a second resolution would say.
-        lookup: (_hostname, options, callback) => {
-          const family = isIP(address);
-          if ((options as { all?: boolean }).all)
-            (callback as unknown as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [
-              { address, family },
-            ]);
-          else callback(null, address, family);
-        },
+        lookup: resolvingTo(address),
         agent: url.protocol === 'https:' ? httpsAgent : httpAgent,
       },
       (res) => {
