@@ -111,6 +111,23 @@ describe('index snapshots', () => {
       expect(index.search('guitar lake', { k: 5, now: T0, sessionId: 'session_none' })).toEqual([]);
   });
 
+  it('forgets the name of a session whose last doc is removed, in the index and its snapshot (issue 51)', () => {
+    const index = new MemoryIndex({ embedder: null });
+    for (const d of turns(60, 5)) index.upsert(d);
+    for (const d of turns(3, 6, 500)) index.upsert({ ...d, sessionId: 'session_forgotten' });
+    const held = (bytes: Uint8Array) => Buffer.from(bytes).includes('session_forgotten');
+    expect(held(index.snapshot())).toBe(true);
+    for (const id of [500, 501, 502]) index.remove(id);
+    const bytes = index.snapshot();
+    expect(held(bytes)).toBe(false);
+    // Its number stays taken (placeholder): restored, the index answers as its original, and the session comes back anew.
+    const restored = MemoryIndex.restore(bytes, { embedder: null });
+    for (const one of [index, restored]) one.upsert({ ...turns(1, 7, 600)[0]!, sessionId: 'session_forgotten' });
+    expect(answers(restored)).toEqual(answers(index));
+    for (const one of [index, restored])
+      expect(one.search(turns(1, 7, 600)[0]!.text, { k: 5, now: T0, sessionId: 'session_forgotten' })[0]?.id).toBe(600);
+  });
+
   it('carries sub-word and external vectors', () => {
     const docs = turns(200, 3);
     const vector = (id: number) => Float32Array.from({ length: 8 }, (_, i) => Math.sin(id * (i + 1)));
