@@ -66,6 +66,10 @@ export const MAX_PAIRS = 0x10000;
  */
 export const CONTEXT_CACHE_MIN_POSTINGS = 64;
 
+/** keep's hashing of a pair: its own tf and total, and their bits. */
+const pairBits = new Float64Array(2);
+const pairWords = new Int32Array(pairBits.buffer);
+
 /** Kept context postings by term, all spread with the same context parameters. */
 export class ContextCache {
   private readonly terms = new Map<string, ContextPostings>();
@@ -73,8 +77,6 @@ export class ContextCache {
   bytes = 0;
   /** The context parameters they were spread with. */
   private key = '';
-  /** keep's working maps: a pair's number by its own tf, then by its total. */
-  private readonly pairNumbers = new Map<number, Map<number, number>>();
 
   get size(): number {
     return this.terms.size;
@@ -117,24 +119,39 @@ export class ContextCache {
     // more terms than fit in turn (a benchmark's fixed list of questions) would evict each before its next use.
     if (this.bytes + CONTEXT_TERM_BYTES + entryBytes > budget) return null;
     const pairNo = new Uint16Array(n);
-    const numbers = this.pairNumbers;
+    // A pair's number (+ 1, 0: free) by a hash of its two values, open addressing at most half full: a
+    // Map of Maps keyed by the values boxed a heap number for each entry's total, and keeping was a
+    // third of a first search's time at 300,000 docs (bench/README.md, "The first query after a restart").
+    const most = Math.min(n, MAX_PAIRS + 1);
+    let mask = 63;
+    while (mask < 2 * most) mask = mask * 2 + 1;
+    const numbers = new Int32Array(mask + 1);
     const pairs: number[] = [];
     for (let j = 0; j < n; j++) {
       const slot = touchedSlots[j]!;
       const ts = tfSelf[slot]!;
       const total = ts + tfCtx[slot]!;
-      let byTotal = numbers.get(ts);
-      if (byTotal === undefined) numbers.set(ts, (byTotal = new Map()));
-      let no = byTotal.get(total);
-      if (no === undefined) {
-        byTotal.set(total, (no = pairs.length >> 1));
+      pairBits[0] = ts;
+      pairBits[1] = total;
+      let at =
+        Math.imul(pairWords[1]! ^ pairWords[0]!, 0x9e3779b1) ^ Math.imul(pairWords[3]! ^ pairWords[2]!, 0x85ebca6b);
+      at = Math.imul(at ^ (at >>> 16), 0x7feb352d);
+      at = (at ^ (at >>> 15)) & mask;
+      let no = numbers[at]! - 1;
+      while (no >= 0 && (pairs[2 * no] !== ts || pairs[2 * no + 1] !== total)) {
+        at = (at + 1) & mask;
+        no = numbers[at]! - 1;
+      }
+      if (no < 0) {
+        no = pairs.length >> 1;
+        if (no === MAX_PAIRS) return null;
+        numbers[at] = no + 1;
         pairs.push(ts, total);
       }
       pairNo[j] = no;
     }
-    numbers.clear();
     const bytes = CONTEXT_TERM_BYTES + entryBytes + pairs.length * Float64Array.BYTES_PER_ELEMENT;
-    if (pairs.length >> 1 > MAX_PAIRS || this.bytes + bytes > budget) return null;
+    if (this.bytes + bytes > budget) return null;
     for (let j = 0; j < n; j++) {
       const slot = touchedSlots[j]!;
       tfSelf[slot] = 0;

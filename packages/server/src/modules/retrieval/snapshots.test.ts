@@ -12,8 +12,8 @@ import type { IndexCache } from './index-cache.js';
 import type { DocMetas } from './doc-metas.js';
 import {
   decodeMeta,
-  deflatedPieces,
-  inflatedPieces,
+  compressedPieces,
+  decompressedPieces,
   loadSnapshot,
   SnapshotTaking,
   storeSnapshot,
@@ -193,7 +193,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
         .executeTakeFirst(),
     );
     const owner = { projectId: t.projectId, tenantId: row.tenant_id, endUserId: endUser };
-    // On PostgreSQL 97 bytes a row: the deflated index comes back in dozens of rows.
+    // On PostgreSQL 97 bytes a row: the compressed index comes back in dozens of rows.
     expect(row.index_data.length).toBeGreaterThan(97 * 10);
     const [whole, parts] = [
       await loadSnapshot(t.database, owner, 'builtin'),
@@ -316,10 +316,15 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     await fill(endUser, MIN);
     await query(endUser, 'guitar lessons');
     const current = await eventually(() => stored(endUser));
-    // As an earlier version would have left it: another format, a revision not below the one to store.
+    // As an earlier version would have left it: the format before this one's (deflated pieces), a revision not below
+    // the one to store.
     await t.database.db
       .updateTable('index_snapshots')
-      .set({ format: 1, revision: Number(current.revision) + 1000, index_data: Buffer.from('raw, not deflated') })
+      .set({
+        format: Number(current.format) - 1,
+        revision: Number(current.revision) + 1000,
+        index_data: Buffer.from('old'),
+      })
       .where('project_id', '=', t.projectId)
       .where('end_user_id', '=', endUser)
       .execute();
@@ -446,7 +451,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
 
       // Stored: the index as it was when taking began, byte for byte, and its metadata then.
       expect(Number(stored.revision)).toBe(startRevision);
-      expect(Buffer.concat(await inflatedPieces(stored.index_data)).equals(atStart!)).toBe(true);
+      expect(Buffer.concat(await decompressedPieces(stored.index_data)).equals(atStart!)).toBe(true);
       const loaded = (await loadSnapshot(t.database, owner, 'builtin'))!;
       expect(loaded.meta.size).toBe(MIN + 25);
       expect(loaded.meta.has(added.body.id)).toBe(false);
@@ -560,20 +565,20 @@ describe('taking an index and its filter metadata in slices', () => {
   });
 });
 
-describe('an index stored in deflated pieces', () => {
+describe('an index stored in compressed pieces', () => {
   const every = (length: number, piece: number) =>
     Array.from({ length: Math.ceil(length / piece) }, (_, i) => i * piece);
-  it('inflates to the bytes deflated, piece by piece, whatever their length against the cuts', async () => {
+  it('decompresses to the bytes compressed, piece by piece, whatever their length against the cuts', async () => {
     const bytes = Buffer.concat([randomBytes(3000), Buffer.alloc(3000, 7)]);
     for (const length of [0, 1, 999, 1000, 1001, 2500, 6000]) {
-      const stored = await deflatedPieces(bytes.subarray(0, length), every(length, 1000));
-      const pieces = await inflatedPieces(stored);
+      const stored = await compressedPieces(bytes.subarray(0, length), every(length, 1000));
+      const pieces = await decompressedPieces(stored);
       expect(pieces).toHaveLength(Math.max(1, Math.ceil(length / 1000)));
       expect(Buffer.concat(pieces).equals(bytes.subarray(0, length))).toBe(true);
     }
   });
 
-  it('restores an index from pieces cut where its arrays begin, each inflated into a buffer of its own', async () => {
+  it('restores an index from pieces cut where its arrays begin, each decompressed into a buffer of its own', async () => {
     const index = new MemoryIndex({ embedder: null });
     for (let i = 1; i <= 2000; i++)
       index.upsert({
@@ -589,7 +594,7 @@ describe('an index stored in deflated pieces', () => {
     // slices of its shared pool instead of buffers of their own.
     const cuts = snapshotCuts(bytes, 32_768);
     expect(cuts.length).toBeGreaterThan(2);
-    const pieces = await inflatedPieces(await deflatedPieces(bytes, cuts));
+    const pieces = await decompressedPieces(await compressedPieces(bytes, cuts));
     for (const piece of pieces.slice(0, -1)) expect(piece.length).toBeGreaterThanOrEqual(32_768);
     // Large pieces come back as buffers of their own (a byte longer: PIECE_SLACK), the memory a restored index keeps
     // without copying.
@@ -607,12 +612,12 @@ describe('an index stored in deflated pieces', () => {
   });
 
   it('refuses pieces that do not add up', async () => {
-    const stored = await deflatedPieces(randomBytes(2500), every(2500, 1000));
-    await expect(inflatedPieces(stored.subarray(0, stored.length - 1))).rejects.toThrow();
-    await expect(inflatedPieces(Buffer.concat([stored, Buffer.alloc(1)]))).rejects.toThrow('do not add up');
-    // A piece whose inflated length is not the one recorded.
+    const stored = await compressedPieces(randomBytes(2500), every(2500, 1000));
+    await expect(decompressedPieces(stored.subarray(0, stored.length - 1))).rejects.toThrow();
+    await expect(decompressedPieces(Buffer.concat([stored, Buffer.alloc(1)]))).rejects.toThrow('do not add up');
+    // A piece whose decompressed length is not the one recorded.
     const misstated = Buffer.from(stored);
     misstated.writeUInt32LE(999, 8);
-    await expect(inflatedPieces(misstated)).rejects.toThrow('do not add up');
+    await expect(decompressedPieces(misstated)).rejects.toThrow('do not add up');
   });
 });
