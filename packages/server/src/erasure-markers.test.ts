@@ -16,6 +16,7 @@ import {
   pgDumpHolding,
   snapshotHolders,
   snapshotHolds,
+  HeldApart,
   type Hit,
 } from './testing/erasure.js';
 import { upload } from './testing/files.js';
@@ -437,15 +438,4 @@ function markedAnswer(body: ChatCompletionRequest, marker: string): FakeAnswer {
   if (asked.includes('Question:'))
     return { content: JSON.stringify({ answer: `Porto near ${marker}.`, memory_ids: cited ? [Number(cited)] : [] }) };
   return { content: `A summary of the ${marker} review.` };
-}
-
-/** A string kept as bytes, made a string (a new one each time) only where it is used. */
-class HeldApart {
-  private readonly bytes: Buffer;
-  constructor(text: string) {
-    this.bytes = Buffer.from(text);
-  }
-  toString(): string {
-    return this.bytes.toString();
-  }
 }

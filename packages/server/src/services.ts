@@ -196,14 +196,14 @@ export function buildServices({
   // What this process holds in memory of the forgotten, once the erasure commits: the owner's index (on the search
   // thread when there is one) and intelligence view, and each thread's cache of words, last RegExp match and last
   // statement's parameters (docs/architecture.md, "Erasure in memory"). A purge lets go of the owner whole.
-  const forgottenInMemory = (owner: Owner, purged: boolean) => {
+  const forgottenInMemory = (owner: Owner, purged: boolean, ids?: ReadonlySet<number>) => {
     forgetWords();
     forgetLastQuery(database);
     void retrieval.cache.forgotten(owner, purged).catch(() => undefined);
-    void intelligence.forgotten(owner, purged);
+    void intelligence.forgotten(owner, purged, ids).catch(() => undefined);
   };
-  erase.register(async (_trx, _ids, { effects, owner, purging }) => {
-    if (!purging) effects.afterCommit(() => forgottenInMemory(owner, false));
+  erase.register(async (_trx, ids, { effects, owner, purging, rewritten }) => {
+    if (!purging) effects.afterCommit(() => forgottenInMemory(owner, false, new Set([...ids, ...rewritten])));
   });
   erase.registerEndUser(async (_trx, owner, _pseudonym, _now, effects) =>
     effects.afterCommit(() => forgottenInMemory(owner, true)),

@@ -49,6 +49,15 @@ export class FairQueue<T extends { projectId: string; alone?: boolean }> {
     return { projectId, batch };
   }
 
+  /** Drops every item not kept (by default: not wanted), so that what a forgotten memory queued goes now, not when reached. */
+  prune(keep: (item: T) => boolean = this.wanted): void {
+    for (const [projectId, queue] of this.queues) {
+      queue.items = queue.items.slice(queue.head).filter(keep);
+      queue.head = 0;
+      if (queue.items.length === 0) this.queues.delete(projectId);
+    }
+  }
+
   clear(): void {
     this.queues.clear();
   }

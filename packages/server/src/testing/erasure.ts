@@ -177,3 +177,14 @@ export async function snapshotHolders(snapshot: AsyncIterable<Buffer | string>, 
   }
   return found;
 }
+
+/** A string kept as bytes, made a string (a new one each time) only where it is used. */
+export class HeldApart {
+  private readonly bytes: Buffer;
+  constructor(text: string) {
+    this.bytes = Buffer.from(text);
+  }
+  toString(): string {
+    return this.bytes.toString();
+  }
+}

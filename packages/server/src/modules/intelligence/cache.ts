@@ -194,7 +194,8 @@ export class IntelligenceCache {
    * After an erasure of the owner's memories committed: their view lets them go now, not at its next use, and a
    * removed owner's goes whole (docs/api.md, What forgetting removes).
    */
-  async forgotten(owner: Owner, purged: boolean): Promise<void> {
+  async forgotten(owner: Owner, purged: boolean, ids: ReadonlySet<number> = new Set()): Promise<void> {
+    this.reader?.forget(owner, purged ? 'all' : ids);
     const key = ownerKey(owner);
     const entry = this.entries.get(key);
     await entry?.refreshing?.catch(() => undefined);

@@ -103,9 +103,22 @@ export class ModelFactReader {
     this.readSoon();
   }
 
-  /** Forgotten or rewritten memories: a reading in flight for them is not stored (the transaction checks too). */
-  drop(ids: Iterable<number>): void {
-    for (const id of ids) this.pending.delete(id);
+  /**
+   * After an erasure committed: the owner's forgotten memories (all of a removed owner's) leave the queue now, not
+   * when reached, and a reading in flight for them is not stored (the transaction checks too).
+   */
+  forget(owner: Owner, ids: ReadonlySet<number> | 'all'): void {
+    const gone = (item: ToRead) =>
+      item.owner.projectId === owner.projectId &&
+      item.owner.tenantId === owner.tenantId &&
+      item.owner.endUserId === owner.endUserId &&
+      (ids === 'all' || ids.has(item.memory.id));
+    this.queue.prune((item) => {
+      if (!gone(item)) return this.wanted(item);
+      if (this.wanted(item)) this.pending.delete(item.memory.id);
+      return false;
+    });
+    if (ids !== 'all') for (const id of ids) this.pending.delete(id);
   }
 
   private wanted(item: ToRead): boolean {
@@ -121,38 +134,10 @@ export class ModelFactReader {
     if (this.reading || this.closed || this.queue.empty) return;
     this.reading = true;
     void (async () => {
-      let pause = 0;
-      for (let next = this.queue.next(); next && !this.closed; next = this.queue.next()) {
-        const batch = next.batch;
-        if (batch.length === 0) continue;
-        let failed: ToRead[] = [];
-        let error: unknown;
-        try {
-          const { read, unread } = await this.read(next.projectId, batch);
-          failed = unread.map((u) => u.item);
-          error = unread[0]?.error;
-          this.counts.read += read.length;
-          for (const [owner, facts] of byOwner(read)) this.onRead(owner, facts);
-        } catch (caught) {
-          // The database: the whole batch waits for the next try.
-          failed = batch;
-          error = caught;
-        }
-        // Done with, stored or not (a memory forgotten or changed meanwhile is queued again by its next view).
-        for (const item of batch) if (!failed.includes(item) && this.wanted(item)) this.pending.delete(item.memory.id);
-        if (failed.length === 0) {
-          pause = 0;
-          continue;
-        }
-        this.counts.failures++;
-        const again = failed.filter((item) => !refused(error) || ++item.attempts < READ_ATTEMPTS);
-        for (const item of failed) if (!again.includes(item) && this.wanted(item)) this.pending.delete(item.memory.id);
-        this.queue.push(again);
-        pause = Math.min(READ_BACKOFF_MAX_MS, pause === 0 ? this.backoffMs : 2 * pause);
-        await new Promise<void>((resolve) => {
-          this.backoff = setTimeout(resolve, pause);
-          this.backoff.unref();
-        });
+      // A batch lives in readNext's frame alone: nothing of a forgotten memory waits out a pause here.
+      for (let pause = 0; !this.closed && !this.queue.empty; ) {
+        pause = await this.readNext(pause);
+        if (pause > 0) await new Promise<void>((resolve) => (this.backoff = setTimeout(resolve, pause)).unref());
       }
     })()
       .catch(() => void this.counts.failures++)
@@ -160,6 +145,34 @@ export class ModelFactReader {
         this.reading = false;
         this.readSoon();
       });
+  }
+
+  /** Reads the next batch; the pause to make before the next one (0 after a success). */
+  private async readNext(pause: number): Promise<number> {
+    const next = this.queue.next();
+    if (!next || next.batch.length === 0) return 0;
+    const batch = next.batch;
+    let failed: ToRead[] = [];
+    let error: unknown;
+    try {
+      const { read, unread } = await this.read(next.projectId, batch);
+      failed = unread.map((u) => u.item);
+      error = unread[0]?.error;
+      this.counts.read += read.length;
+      for (const [owner, facts] of byOwner(read)) this.onRead(owner, facts);
+    } catch (caught) {
+      // The database: the whole batch waits for the next try.
+      failed = batch;
+      error = caught;
+    }
+    // Done with, stored or not (a memory forgotten or changed meanwhile is queued again by its next view).
+    for (const item of batch) if (!failed.includes(item) && this.wanted(item)) this.pending.delete(item.memory.id);
+    if (failed.length === 0) return 0;
+    this.counts.failures++;
+    const again = failed.filter((item) => !refused(error) || ++item.attempts < READ_ATTEMPTS);
+    for (const item of failed) if (!again.includes(item) && this.wanted(item)) this.pending.delete(item.memory.id);
+    this.queue.push(again);
+    return Math.min(READ_BACKOFF_MAX_MS, pause === 0 ? this.backoffMs : 2 * pause);
   }
 
   /**

@@ -77,8 +77,8 @@ export class Intelligence {
   }
 
   /** After an erasure of the owner's memories committed (IntelligenceCache.forgotten). */
-  forgotten(owner: Owner, purged: boolean): Promise<void> {
-    return this.cache.forgotten(owner, purged);
+  forgotten(owner: Owner, purged: boolean, ids?: ReadonlySet<number>): Promise<void> {
+    return this.cache.forgotten(owner, purged, ids);
   }
 
   view(owner: Owner): Promise<OwnerView> {

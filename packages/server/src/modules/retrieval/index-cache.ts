@@ -327,10 +327,14 @@ export class IndexCache {
     const entry = this.entries.get(key);
     // A refresh under way ends first (it would put back what it counted of the entry).
     await entry?.refreshing?.catch(() => undefined);
-    for (const [held, { bytes }] of this.entries)
-      if ((purged && held === key) || held.startsWith(`p\u0000${owner.projectId}\u0000`))
-        this.entries.delete(held) && (this.totalBytes -= bytes);
+    for (const [held, dropped] of this.entries)
+      if ((purged && held === key) || held.startsWith(`p\u0000${owner.projectId}\u0000`)) {
+        this.entries.delete(held) && (this.totalBytes -= dropped.bytes);
+        dropped.awaiting?.clear();
+      }
     if (entry && this.entries.get(key) === entry) await this.forOwner(owner).catch(() => undefined);
+    // What waited for a vector with a text forgotten (or of an index let go) leaves the queue now.
+    this.toEmbed.prune();
     forgetWords();
     forgetLastQuery(this.database);
   }
@@ -492,65 +496,20 @@ export class IndexCache {
   readonly embedded = { batches: 0, failures: 0 };
 
   /**
-   * Embeds the memories waiting for a vector, a batch per provider call, one batch at a time, and
-   * gives each to the cached index still waiting for it with that text (a memory changed or forgotten
-   * meanwhile is not). After a failed call the loop pauses (EMBED_BACKOFF_MS, doubled by each
-   * failure in a row, at most EMBED_BACKOFF_MAX_MS) and the batch goes back in its queue: tried again
-   * until it is stored, unless the provider refused it (EMBED_ATTEMPTS). The loop never throws
-   * (a provider or database failure is counted and the memories keep their words meanwhile).
+   * Embeds the memories waiting for a vector, a batch per provider call, one batch at a time, and gives each to the
+   * cached index still waiting for it with that text (a memory changed or forgotten meanwhile is not). After a failed
+   * call the loop pauses (EMBED_BACKOFF_MS, doubled by each failure in a row, at most EMBED_BACKOFF_MAX_MS) and the
+   * batch goes back in its queue: tried again until it is stored, unless the provider refused it (EMBED_ATTEMPTS).
+   * The loop never throws (a provider or database failure is counted; the memories keep their words meanwhile).
    */
   private embedSoon(): void {
     if (this.embedding || this.closed || this.toEmbed.empty) return;
     this.embedding = true;
     void (async () => {
-      let pause = 0;
-      for (let next = this.toEmbed.next(); next && !this.closed; next = this.toEmbed.next()) {
-        const { projectId, batch } = next;
-        if (batch.length === 0) continue;
-        const vectors = new Map<number, Float32Array>();
-        try {
-          await this.embeddings.store(
-            this.database,
-            projectId,
-            batch.map((b) => b.row),
-            vectors,
-          );
-          this.embedded.batches++;
-          pause = 0;
-        } catch (error) {
-          this.embedded.failures++;
-          if (!refused(error)) this.toEmbed.push(batch);
-          // A refused batch is sent again a memory a call, so that a text the provider refuses keeps no other from its vector.
-          else if (batch.length > 1) this.toEmbed.push(batch.map((b) => Object.assign(b, { alone: true })));
-          else if (++batch[0]!.attempts < EMBED_ATTEMPTS) this.toEmbed.push(batch);
-          pause = Math.min(EMBED_BACKOFF_MAX_MS, pause === 0 ? this.embedBackoffMs : 2 * pause);
-          await new Promise<void>((resolve) => {
-            this.backoff = setTimeout(resolve, pause);
-            this.backoff.unref();
-          });
-          continue;
-        }
-        const done = new Set<Entry>();
-        for (const { entry, row } of batch) {
-          const vector = vectors.get(row.id);
-          if (!vector || entry.awaiting?.get(row.id) !== row.text) continue;
-          entry.index.setVector(row.id, vector);
-          entry.awaiting.delete(row.id);
-          done.add(entry);
-        }
-        for (const item of batch) {
-          if (!done.has(item.entry)) continue;
-          done.delete(item.entry);
-          this.account(item.entry);
-          if (
-            item.owner &&
-            this.snapshotMinMemories > 0 &&
-            item.entry.awaiting?.size === 0 &&
-            this.entries.get(item.key) === item.entry
-          ) {
-            this.maybeStore(item.key, item.owner, item.entry);
-          }
-        }
+      // A batch lives in embedNext's frame alone: nothing of a forgotten memory waits out a pause here.
+      for (let pause = 0; !this.closed && !this.toEmbed.empty; ) {
+        pause = await this.embedNext(pause);
+        if (pause > 0) await new Promise<void>((resolve) => (this.backoff = setTimeout(resolve, pause)).unref());
       }
     })()
       // Whatever else fails here is counted, never left to reject: a background loop must not take the process down.
@@ -559,6 +518,52 @@ export class IndexCache {
         this.embedding = false;
         this.embedSoon();
       });
+  }
+
+  /** Embeds the next batch; the pause to make before the next one (0 after a success). */
+  private async embedNext(pause: number): Promise<number> {
+    const next = this.toEmbed.next();
+    if (!next || next.batch.length === 0) return 0;
+    const { projectId, batch } = next;
+    const vectors = new Map<number, Float32Array>();
+    try {
+      await this.embeddings.store(
+        this.database,
+        projectId,
+        batch.map((b) => b.row),
+        vectors,
+      );
+      this.embedded.batches++;
+    } catch (error) {
+      this.embedded.failures++;
+      if (!refused(error)) this.toEmbed.push(batch);
+      // A refused batch is sent again a memory a call, so that a text the provider refuses keeps no other from its vector.
+      else if (batch.length > 1) this.toEmbed.push(batch.map((b) => Object.assign(b, { alone: true })));
+      else if (++batch[0]!.attempts < EMBED_ATTEMPTS) this.toEmbed.push(batch);
+      return Math.min(EMBED_BACKOFF_MAX_MS, pause === 0 ? this.embedBackoffMs : 2 * pause);
+    }
+    const done = new Set<Entry>();
+    for (const { entry, row } of batch) {
+      const vector = vectors.get(row.id);
+      if (!vector || entry.awaiting?.get(row.id) !== row.text) continue;
+      entry.index.setVector(row.id, vector);
+      entry.awaiting.delete(row.id);
+      done.add(entry);
+    }
+    for (const item of batch) {
+      if (!done.has(item.entry)) continue;
+      done.delete(item.entry);
+      this.account(item.entry);
+      if (
+        item.owner &&
+        this.snapshotMinMemories > 0 &&
+        item.entry.awaiting?.size === 0 &&
+        this.entries.get(item.key) === item.entry
+      ) {
+        this.maybeStore(item.key, item.owner, item.entry);
+      }
+    }
+    return 0;
   }
 
   /** Stops the background embedding (the database is closing): what waits for a vector is dropped. */
