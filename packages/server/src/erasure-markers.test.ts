@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { getHeapSnapshot } from 'node:v8';
 import { dirname } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sealAuditChains } from './core/audit-log.js';
@@ -14,9 +13,8 @@ import {
   filesHolding,
   logLinesHolding,
   pgDumpHolding,
-  snapshotHolders,
-  snapshotHolds,
   HeldApart,
+  heapsHolding as threadHeapsHolding,
   type Hit,
 } from './testing/erasure.js';
 import { upload } from './testing/files.js';
@@ -384,27 +382,16 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
       granola.notes.length = 0;
       llm.requests.length = 0;
       receiver.clear();
-      const heaps = {
-        'the main thread': getHeapSnapshot,
-        'the search thread': () => t.services.retrieval.heapSnapshot(),
-      };
-      const hits: Hit[] = [];
-      for (const [thread, snapshot] of Object.entries(heaps)) {
-        const taken = await snapshot();
-        if (!taken) hits.push(`${thread}: no heap`);
-        // What holds each copy: the failure names the place.
-        else if (explain)
-          hits.push(...(await snapshotHolders(taken, `${M}`)).map((path) => `${thread}'s heap: ${path}`));
-        else if (await snapshotHolds(taken, `${M}`)) hits.push(`${thread}'s heap`);
-      }
-      return hits;
+      return threadHeapsHolding(t.services.retrieval, M, explain);
     };
     // Export bytes go right after the erasure commits, the SQLite WAL once the checkpointer ran: moments.
     let hits: Hit[] = [];
     await until(async () => (hits = await search()).length === 0, 'no place holding the marker').catch(() => {});
     expect(hits).toEqual([]);
     // The caches let the forgotten go once the erasure committed, in the background: moments.
-    await until(async () => (hits = await heapsHolding()).length === 0, 'no heap holding the marker').catch(() => {});
+    await until(async () => (hits = await heapsHolding()).length === 0, 'no heap holding the marker', 90_000).catch(
+      () => {},
+    );
     expect(hits.length > 0 ? await heapsHolding(true) : []).toEqual([]);
     const verified = await t.cli('audit', 'verify');
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { getHeapSnapshot } from 'node:v8';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from './config.js';
 import { startFakeLlm, type FakeLlm } from './testing/fake-llm.js';
-import { HeldApart, snapshotHolders, snapshotHolds, type Hit } from './testing/erasure.js';
+import { HeldApart, heapsHolding as threadHeapsHolding, type Hit } from './testing/erasure.js';
 import { forEachDialect, useTestApp } from './testing/harness.js';
 import { retrievalConfig, startFakeEmbedder, type FakeEmbedder } from './testing/retrieval.js';
 import { until } from './testing/until.js';
@@ -42,18 +41,7 @@ forEachDialect('erasure empties the background queues of a failing provider', (d
   const heapsHolding = async (explain = false): Promise<Hit[]> => {
     llm.requests.length = 0;
     embedder.requests.length = 0;
-    const heaps = {
-      'the main thread': getHeapSnapshot,
-      'the search thread': () => t.services.retrieval.heapSnapshot(),
-    };
-    const hits: Hit[] = [];
-    for (const [thread, snapshot] of Object.entries(heaps)) {
-      const taken = await snapshot();
-      if (!taken) hits.push(`${thread}: no heap`);
-      else if (explain) hits.push(...(await snapshotHolders(taken, `${M}`)).map((path) => `${thread}'s heap: ${path}`));
-      else if (await snapshotHolds(taken, `${M}`)) hits.push(`${thread}'s heap`);
-    }
-    return hits;
+    return threadHeapsHolding(t.services.retrieval, M, explain);
   };
 
   it('lets a forgotten memory out of the embedding queue and the fact reading queue', async () => {
@@ -84,7 +72,9 @@ forEachDialect('erasure empties the background queues of a failing provider', (d
     });
     expect(forgot.status, forgot.text).toBeLessThan(300);
     let hits: Hit[] = [];
-    await until(async () => (hits = await heapsHolding()).length === 0, 'no heap holding the marker').catch(() => {});
+    await until(async () => (hits = await heapsHolding()).length === 0, 'no heap holding the marker', 90_000).catch(
+      () => {},
+    );
     expect(hits.length > 0 ? await heapsHolding(true) : []).toEqual([]);
-  }, 120_000);
+  }, 180_000);
 });

@@ -1,7 +1,9 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
+import { getHeapSnapshot } from 'node:v8';
 import { gunzipSync, inflateRawSync } from 'node:zlib';
 import { sql } from 'kysely';
 import type { Database } from '../store/database.js';
@@ -187,4 +189,27 @@ export class HeldApart {
   toString(): string {
     return this.bytes.toString();
   }
+}
+
+/**
+ * The threads whose heap holds `needle`: this process's main thread (the server's, in a test) and the search thread
+ * (`heapSnapshot` of the retrieval engine), each snapshot taken after a full collection; with `explain`, what holds
+ * each copy, for a failure to name the place. The caller's own stand-ins let go of what they were sent first.
+ */
+export async function heapsHolding(
+  retrieval: { heapSnapshot(): Promise<Readable> | undefined },
+  needle: HeldApart,
+  explain = false,
+): Promise<Hit[]> {
+  const heaps = { 'the main thread': getHeapSnapshot, 'the search thread': () => retrieval.heapSnapshot() };
+  const hits: Hit[] = [];
+  for (const [thread, snapshot] of Object.entries(heaps)) {
+    const taken = await snapshot();
+    if (!taken) hits.push(`${thread}: no heap`);
+    // The needle made a string only once the snapshot is taken (a string on the stack would be found in it).
+    else if (explain)
+      hits.push(...(await snapshotHolders(taken, `${needle}`)).map((path) => `${thread}'s heap: ${path}`));
+    else if (await snapshotHolds(taken, `${needle}`)) hits.push(`${thread}'s heap`);
+  }
+  return hits;
 }

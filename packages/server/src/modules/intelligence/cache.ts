@@ -202,7 +202,9 @@ export class IntelligenceCache {
     if (purged) {
       this.tooLarge.delete(key);
       if (this.entries.get(key) === entry) this.entries.delete(key);
-    } else if (entry && this.entries.get(key) === entry) await this.forOwner(owner).catch(() => undefined);
+    } else if (entry && this.entries.get(key) === entry)
+      // Not applied (the database failed): the view goes whole rather than hold the forgotten until its next use.
+      await this.forOwner(owner).catch(() => this.entries.get(key) === entry && this.entries.delete(key));
   }
 
   /** The project's extractor as its ontology now stands (to read new statements as its memories are read). */

@@ -328,15 +328,18 @@ export class IndexCache {
     // A refresh under way ends first (it would put back what it counted of the entry).
     await entry?.refreshing?.catch(() => undefined);
     for (const [held, dropped] of this.entries)
-      if ((purged && held === key) || held.startsWith(`p\u0000${owner.projectId}\u0000`)) {
-        this.entries.delete(held) && (this.totalBytes -= dropped.bytes);
-        dropped.awaiting?.clear();
-      }
-    if (entry && this.entries.get(key) === entry) await this.forOwner(owner).catch(() => undefined);
+      if ((purged && held === key) || held.startsWith(`p\u0000${owner.projectId}\u0000`)) this.letGo(held, dropped);
+    // Not applied (the database failed): the index goes whole rather than hold the forgotten until its next use.
+    if (entry && this.entries.get(key) === entry) await this.forOwner(owner).catch(() => this.letGo(key, entry));
     // What waited for a vector with a text forgotten (or of an index let go) leaves the queue now.
     this.toEmbed.prune();
     forgetWords();
     forgetLastQuery(this.database);
+  }
+
+  private letGo(key: string, entry: Entry): void {
+    if (this.entries.get(key) === entry && this.entries.delete(key)) this.totalBytes -= entry.bytes;
+    entry.awaiting?.clear();
   }
 
   /** Drops cached indexes of a project, and the vectors held by text (after an embedder change, say). */
@@ -527,12 +530,8 @@ export class IndexCache {
     const { projectId, batch } = next;
     const vectors = new Map<number, Float32Array>();
     try {
-      await this.embeddings.store(
-        this.database,
-        projectId,
-        batch.map((b) => b.row),
-        vectors,
-      );
+      const rows = batch.map((b) => b.row);
+      await this.embeddings.store(this.database, projectId, rows, vectors);
       this.embedded.batches++;
     } catch (error) {
       this.embedded.failures++;
