@@ -118,6 +118,8 @@ forEachDialect('erasure leaves no marker anywhere', (dialect) => {
     const a = await add(endUser, `I live in Lisbon near ${M}.`, {}, `add-${endUser}`);
     const b = await add(endUser, `I moved to Madrid with ${M}.`);
     const c = await add(endUser, `The ${M} project review is on Friday.`, { session_id: `s-${M}` });
+    // A text past 1,024 characters with the marker at its end (a heap snapshot would cut it there by default).
+    await add(endUser, `${'We went over the plans for the garden again, bed by bed. '.repeat(24)}The ${M} plan won.`);
     const bulk = ok(
       await t.call('POST', '/memory/bulk-add', {
         endUser,

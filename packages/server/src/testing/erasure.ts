@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
-import { getHeapSnapshot } from 'node:v8';
+import { getHeapSnapshot, setFlagsFromString } from 'node:v8';
 import { gunzipSync, inflateRawSync } from 'node:zlib';
 import { sql } from 'kysely';
 import type { Database } from '../store/database.js';
@@ -103,8 +103,7 @@ export function logLinesHolding(logs: string[], needle: string): Hit[] {
 /**
  * Whether a V8 heap snapshot (`v8.getHeapSnapshot()`, `Worker.getHeapSnapshot()`: taken after a full collection, so
  * only what is still reachable) holds `needle`, read as it streams (a snapshot of a test process is tens of MB).
- * Strings are cut to `--heap-snapshot-string-limit` characters (1,024 by default) in a snapshot; a marker further
- * into a longer string is not seen.
+ * Strings appear whole only under `heapsHolding`'s raised string limit (V8 cuts them at 1,024 characters).
  */
 export async function snapshotHolds(snapshot: AsyncIterable<Buffer | string>, needle: string): Promise<boolean> {
   let tail = '';
@@ -201,6 +200,9 @@ export async function heapsHolding(
   needle: HeldApart,
   explain = false,
 ): Promise<Hit[]> {
+  // Strings whole: V8 cuts them at 1,024 characters in a snapshot by default, so a marker deep in a long text would
+  // not be seen. The flag is the process's, so it holds for the search thread's snapshot too.
+  setFlagsFromString(`--heap-snapshot-string-limit=${2 ** 24}`);
   const heaps = { 'the main thread': getHeapSnapshot, 'the search thread': () => retrieval.heapSnapshot() };
   const hits: Hit[] = [];
   for (const [thread, snapshot] of Object.entries(heaps)) {
