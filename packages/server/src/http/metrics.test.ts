@@ -70,6 +70,27 @@ forEachDialect('GET /metrics', (dialect) => {
     expect(text).not.toContain(t.key);
   });
 
+  it('counts no index lookup for a forget brought into a held index', async () => {
+    const added = await t.call('POST', '/memory/add', { endUser: 'forgetful', body: { text: 'a lookup fact' } });
+    expect(added.status).toBe(201);
+    expect((await t.call('POST', '/memory/query', { endUser: 'forgetful', body: { query: 'lookup' } })).status).toBe(
+      200,
+    );
+    const lookups = async () => {
+      const text = (await scrape()).text;
+      return ['hit', 'miss'].map((result) => sample(text, `engram_index_cache_lookups_total{result="${result}"}`));
+    };
+    const before = await lookups();
+    const forgot = await t.call('DELETE', '/memory/forget', { endUser: 'forgetful', body: { ids: [added.body.id] } });
+    expect(forgot.status, forgot.text).toBeLessThan(300);
+    expect(await lookups()).toEqual(before);
+    // The forget was applied to the held index: the next query finds it current.
+    expect((await t.call('POST', '/memory/query', { endUser: 'forgetful', body: { query: 'lookup' } })).status).toBe(
+      200,
+    );
+    expect(await lookups()).toEqual([before[0]! + 1, before[1]]);
+  });
+
   it('keeps every metric name and type, and adds the process, GC and event-loop metrics', async () => {
     const text = (await scrape()).text;
     const types = Object.fromEntries([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]));

@@ -91,11 +91,7 @@ const YIELD_EVERY_ROWS = 2000;
 const BUILD_READER = { minRows: 20_000, idleCores: 0.5 };
 /** The background refresh looks again at end users changed this long before its last run (writes commit after their time). */
 const REFRESH_OVERLAP_MS = 60_000;
-/**
- * A built index is taken for storing this long after the refresh that built it: taking it costs
- * ~0.3 s of CPU at 100,000 memories (in slices, SnapshotTaking), which the queries that waited for
- * the build, and those that follow them, need more.
- */
+/** A built index is stored this long after its build: taking it (~0.3 s CPU at 100,000) lets its queries go first. */
 const STORE_AFTER_MS = 1_000;
 
 /**
@@ -159,11 +155,13 @@ export class IndexCache {
     this.hits++;
   }
 
-  async forOwner(owner: Owner): Promise<CachedIndex> {
+  /** The owner's index, current; `lookup` false when bringing it up to date is no use of it (a forget applied). */
+  async forOwner(owner: Owner, lookup = true): Promise<CachedIndex> {
     const key = ownerKey(owner);
     const snapshots = this.snapshotMinMemories > 0;
     return this.use(
       key,
+      lookup,
       () => revisionOf(this.database.db, owner),
       async (entry, revision) => {
         if (snapshots && entry.revision === 0 && entry.index.size === 0) {
@@ -291,6 +289,7 @@ export class IndexCache {
     const key = `p\u0000${projectId}\u0000${tenantId ?? '*'}`;
     return this.use(
       key,
+      true,
       () => projectRevision(this.database.db, projectId, tenantId),
       async (entry, revision) => {
         // A whole-project index lives in memory; past this size a request must name an end user.
@@ -330,7 +329,7 @@ export class IndexCache {
     for (const [held, dropped] of this.entries)
       if ((purged && held === key) || held.startsWith(`p\u0000${owner.projectId}\u0000`)) this.letGo(held, dropped);
     // Not applied (the database failed): the index goes whole rather than hold the forgotten until its next use.
-    if (entry && this.entries.get(key) === entry) await this.forOwner(owner).catch(() => this.letGo(key, entry));
+    if (entry && this.entries.get(key) === entry) await this.forOwner(owner, false).catch(() => this.letGo(key, entry));
     // What waited for a vector with a text forgotten (or of an index let go) leaves the queue now.
     this.toEmbed.prune();
     forgetWords();
@@ -353,8 +352,10 @@ export class IndexCache {
     }
   }
 
+  /** The entry at `key`, brought to the current revision; a `lookup` counts (hit or miss) and makes it the newest. */
   private async use(
     key: string,
+    lookup: boolean,
     currentRevision: () => Promise<number>,
     refresh: (entry: Entry, revision: number) => Promise<void>,
   ): Promise<CachedIndex> {
@@ -369,7 +370,7 @@ export class IndexCache {
         snapshotted: false,
       };
       this.entries.set(key, entry);
-    } else {
+    } else if (lookup) {
       // Most recently used last.
       this.entries.delete(key);
       this.entries.set(key, entry);
@@ -398,8 +399,8 @@ export class IndexCache {
       this.account(current);
       break;
     }
-    if (fresh) this.hits++;
-    else this.misses++;
+    if (lookup && fresh) this.hits++;
+    else if (lookup) this.misses++;
     return entry;
   }
 
