@@ -7,7 +7,7 @@ export const TEXT_FLAGS = { namesTime: 1, firstPerson: 2, mayNameTime: 4, endsAs
 export interface BuiltDocs {
   /** Ascending, each above every id the index holds. */
   ids: Float64Array;
-  /** The texts (read only for the built-in sub-word vectors, when the index has them). */
+  /** The texts (read only for the built-in sub-word vectors, when the index has them; else they may be left out). */
   texts: readonly string[];
   createdAt: Float64Array;
   importance: Float64Array;

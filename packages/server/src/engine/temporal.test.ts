@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseTemporal } from './temporal.js';
+import { scanText } from './text.js';
 
 // Friday 2023-09-01 15:00 UTC
 const now = Date.UTC(2023, 8, 1, 15);
@@ -74,6 +75,25 @@ describe('parseTemporal', () => {
     ];
     for (const phrase of phrases) expect(parseTemporal(`what about ${phrase}?`, now), phrase).not.toBeNull();
     expect(parseTemporal('what did Caroline paint for her friend?', now)).toBeNull();
+  });
+
+  it("finds no time in a text without the index's cue (TIME_RULE_WORD a word at a time), glued words and edges too", () => {
+    // Words of every rule, and letters that glue onto them ("xtoday", "stonight", "weekends"): each alternative's edges.
+    const pieces = ['yesterday', 'today', 'tonight', 'weekend', 'recently', 'lately', 'night', 'morning', 'evening'];
+    pieces.push('last', 'past', 'this', 'next', 'the', 'these', 'since', 'in', 'during', 'on', 'before', 'ago', 'a');
+    pieces.push('few', 'May', 'march', 'sept', 'Monday', 'day', 'days', 'week', 'years', '3', '2023', '05', 'x', 's');
+    pieces.push(' ', ' ', ' ', ' ', ' ', ' ', ',', '-', '_', 'é');
+    let seed = 11;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    let found = 0;
+    for (let i = 0; i < 20_000; i++) {
+      const text = Array.from({ length: 1 + Math.floor(next() * 7) }, () => pieces[Math.floor(next() * pieces.length)]);
+      const joined = text.join('');
+      const cued = parseTemporal(joined, now, scanText(joined).mayNameTime);
+      expect(cued, JSON.stringify(joined)).toEqual(parseTemporal(joined, now));
+      if (cued) found++;
+    }
+    expect(found).toBeGreaterThan(2000);
   });
 
   it('tries the rules of dates and of "since" under the case folding they match with (a gate of its own must not differ)', () => {

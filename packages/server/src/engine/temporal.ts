@@ -139,6 +139,19 @@ const b = (s: string) => new RegExp(`(?<![\\p{L}\\p{N}])${s}(?![\\p{L}\\p{N}])`,
 export const MAY_NAME_TIME =
   /\d|day|week|month|year|night|morning|afternoon|evening|recent|lately|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec/iu;
 
+/**
+ * The same check a word at a time, finer, for ASCII text (the index's scan looks each distinct word up once): a match
+ * of every rule below holds a word (a run of ASCII letters and digits, lower case) this matches. A digit for the
+ * rules that need one, the word "since" for those that need it; the rest hold a month, weekday or unit, "ago",
+ * "night", "morning", "afternoon" or "evening" as a whole word, or, in an alternative of theirs that lacks a boundary
+ * on one side, a word that starts with "yesterday", "today", "weekend" or "recently" or holds "tonight" or "lately".
+ * MAY_NAME_TIME also lets through texts that only have such letters within words ("maybe", "doctor", "birthday"),
+ * each trying every rule: 63,325 of the bench's 300,000 texts against 48,864.
+ */
+export const TIME_RULE_WORD = new RegExp(
+  `\\d|^(?:since|${MONTH_RE}|${WEEKDAY_RE}|${UNIT_RE}|ago|night|morning|afternoon|evening|(?:yesterday|today|weekend|recently).*|.*(?:tonight|lately).*)$`,
+);
+
 // Ordered from most to least specific; the first rule that matches wins.
 const RULES: Rule[] = [
   {
@@ -290,7 +303,7 @@ const RULES: Rule[] = [
  * range, or null when the query has none.
  */
 export function parseTemporal(query: string, now: number, cue?: boolean): TemporalRange | null {
-  // `cue`: whether the caller already found MAY_NAME_TIME in it (the index's scanText).
+  // `cue`: whether the caller already found MAY_NAME_TIME in it, or TIME_RULE_WORD in a word of it (the index's scanText).
   if (!query || !(cue ?? MAY_NAME_TIME.test(query))) return null;
   const text = query.length > 2000 ? query.slice(0, 2000) : query;
   // A memory's text that names a time mostly does so by a word ("last week"): the rules of dates and of

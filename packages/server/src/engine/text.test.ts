@@ -14,7 +14,7 @@ import {
   stem,
   tokenize,
 } from './text.js';
-import { MAY_NAME_TIME } from './temporal.js';
+import { MAY_NAME_TIME, TIME_RULE_WORD } from './temporal.js';
 
 describe('text analysis', () => {
   it('normalizes case, width, accents, punctuation and whitespace', () => {
@@ -55,7 +55,10 @@ describe('text analysis', () => {
       terms: analyze(text),
       namesTime: namesTime(text),
       firstPerson: speaksInFirstPerson(text),
-      mayNameTime: MAY_NAME_TIME.test(text),
+      // ASCII text: a word of it TIME_RULE_WORD matches (the runs of letters and digits, lower case).
+      mayNameTime: /^[\x00-\x7f]*$/.test(text)
+        ? (text.toLowerCase().match(/[a-z0-9]+/g) ?? []).some((word) => TIME_RULE_WORD.test(word))
+        : MAY_NAME_TIME.test(text),
       endsAsking: endsAsking(text),
     });
     const texts = [

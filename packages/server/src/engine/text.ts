@@ -1,7 +1,7 @@
 // Text normalisation, tokenisation and stemming shared by every lexical feature.
 import porter2 from 'wink-porter2-stemmer';
 import { STOP_WORDS } from './stopwords.js';
-import { MAY_NAME_TIME } from './temporal.js';
+import { MAY_NAME_TIME, TIME_RULE_WORD } from './temporal.js';
 
 // Scripts written without spaces between words: we index overlapping character
 // bigrams for them (the classic CJK bigram approach) because no dictionary is available offline.
@@ -162,7 +162,7 @@ export interface TextScan {
   namesTime: boolean;
   /** speaksInFirstPerson(text) */
   firstPerson: boolean;
-  /** Whether parseTemporal's cue (MAY_NAME_TIME) is in it: without, the text names no time. */
+  /** Whether parseTemporal's cue is in it (TIME_RULE_WORD in a word of an ASCII text, else MAY_NAME_TIME): without, the text names no time. */
   mayNameTime: boolean;
   /** endsAsking(text) */
   endsAsking: boolean;
@@ -196,7 +196,7 @@ function wordOf(token: string): Word {
     flags:
       (TIME_WORD_RE.test(token) ? NAMES_TIME : 0) |
       (FIRST_PERSON_WORD_RE.test(token) ? FIRST_PERSON_FLAG : 0) |
-      (MAY_NAME_TIME.test(token) ? TIME_CUE : 0),
+      (TIME_RULE_WORD.test(token) ? TIME_CUE : 0),
   };
   if (words.size >= WORDS_HELD) forgetWords();
   words.set(token, word);

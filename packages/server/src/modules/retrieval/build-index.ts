@@ -24,7 +24,9 @@ export async function buildFromScratch(
   reader: { minRows: number; idleCores: number },
   awaitVector: (row: IndexedMemory) => void,
 ): Promise<number> {
-  const { count, pages } = await ownerBuildPages(database, owner, BUILD_PAGE, reader);
+  // Rows are read back only for the embedder (awaitVector); the cache's indexes have no built-in vectors (texts).
+  const rowsRead = embeddings.embedder !== null;
+  const { count, pages } = await ownerBuildPages(database, owner, BUILD_PAGE, reader, rowsRead);
   into.index.reserve(count);
   into.meta.reserve(count);
   const build = new OwnerBuild(database, embeddings, owner, into.index, into.meta);

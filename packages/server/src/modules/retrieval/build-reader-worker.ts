@@ -4,7 +4,7 @@ import { TermNumbering } from '../../engine/index.js';
 import { openDatabase } from '../../store/database.js';
 import { liveOwnerPage } from '../memories/index.js';
 import type { BuildReaderData, BuildReaderMessage } from './build-reader.js';
-import { preparedPage } from './build-rows.js';
+import { preparedPage, withoutRows } from './build-rows.js';
 
 /**
  * The build reader (build-reader.ts): an owner's live rows by id, a page at a time on a connection of its own,
@@ -12,8 +12,9 @@ import { preparedPage } from './build-rows.js';
  * finds unclaimed when it would wait: the first ones, while this thread starts). A page read while the builder waits
  * (it has taken every page sent) goes as it is, for the builder to prepare, and the next is read meanwhile; any other
  * is prepared here (build-rows.ts). So the two threads share the work as their speeds (and the machine's load) allow.
+ * A prepared page goes without its texts and times as text unless the builder reads its rows back (rowsRead).
  */
-const { database: config, owner, ids, size, claimed, ahead } = workerData as BuildReaderData;
+const { database: config, owner, ids, size, claimed, ahead, rowsRead } = workerData as BuildReaderData;
 const port = parentPort!;
 // Checkpoints stay with the serving connection's own thread (store/sqlite-connection.ts).
 const database = openDatabase(config, { checkpoints: false });
@@ -44,7 +45,8 @@ try {
     takeArrived();
     // Every page sent before was taken: the builder waits for this one.
     const builderWaits = credit === ahead - 1;
-    send({ page: preparedPage(rows, builderWaits ? undefined : numbering), number });
+    const page = preparedPage(rows, builderWaits ? undefined : numbering);
+    send({ page: page.prepared && !rowsRead ? withoutRows(page) : page, number });
   }
   send({ done: true });
 } catch (error) {

@@ -69,18 +69,22 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
 
     const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
     // Pages of 7: the reader sends pages ahead, some prepared there and some not (build-reader-worker.ts).
-    const read = async (readerMinRows: number) => {
-      const { count, pages, onReader } = await ownerBuildPages(t.database, owner, 7, {
-        minRows: readerMinRows,
-        idleCores: 0,
-      });
+    const read = async (readerMinRows: number, rowsRead = true) => {
+      const reader = { minRows: readerMinRows, idleCores: 0 };
+      const { count, pages, onReader } = await ownerBuildPages(t.database, owner, 7, reader, rowsRead);
       const taken: BuildPage[] = [];
       for await (const page of pages) {
         taken.push(page);
         // A slow builder: the first page is read here while the reader's thread starts, which then sends the next.
         await new Promise((resolve) => setTimeout(resolve, taken.length === 1 ? 2000 : 20));
       }
-      return { count, onReader, ...pagesRead(taken, endUser) };
+      return {
+        count,
+        onReader,
+        // Whether each page came with its texts, and whether the reader prepared it (when its thread started in time).
+        texts: taken.map(({ page, byReader }) => [page.texts.length > 0, byReader]),
+        ...pagesRead(taken, endUser),
+      };
     };
     const [fromReader, fromHere] = [await read(1), await read(Infinity)];
     expect([fromReader.onReader, fromHere.onReader]).toEqual([true, false]);
@@ -88,6 +92,11 @@ forEachDialect('a cold build read on the build reader', (dialect) => {
     expect(fromReader.rows).toEqual(fromHere.rows);
     expect(fromReader.rows).toEqual(await changesSince(t.database.db, owner, 0));
     expect(fromReader.prepared).toEqual(fromHere.rows.map(prepareRow));
+    // A build that reads no rows back: the pages prepared on the reader come without their texts, the same columns.
+    const lean = await read(1, false);
+    expect(fromReader.texts.every(([texts]) => texts)).toBe(true);
+    expect(lean.texts.every(([texts, byReader]) => texts === !byReader)).toBe(true);
+    expect(lean.prepared).toEqual(fromReader.prepared);
     const built = async (readerMinRows: number) => {
       const cache = new IndexCache(t.database, new EmbeddingStore(null), 2 ** 30, 100_000);
       cache.buildReader = { minRows: readerMinRows, idleCores: 0 };

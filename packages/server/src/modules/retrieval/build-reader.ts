@@ -25,6 +25,8 @@ export interface BuildReaderData {
   claimed: Int32Array;
   /** Pages it may read before the first is taken; one more each time one is. */
   ahead: number;
+  /** Whether the builder reads rows back (rowAt); without, a page prepared there goes without them (withoutRows). */
+  rowsRead: boolean;
 }
 
 export type BuildReaderMessage = { page: PreparedPage; number: number } | { done: true } | { error: ThreadError };
@@ -57,12 +59,14 @@ export function idleCores(before: readonly CpuInfo[], after: readonly CpuInfo[])
  * thread of its own on its own connection, a page ahead of the indexing: the reads and the texts' scans of page
  * n + 1 take an idle core while page n is indexed, where they took turns on one thread. With no idle core the
  * reader's own cost (its start, the pages' copies) made the build slower (bench/README.md, session 12).
+ * `rowsRead`: whether the builder reads the pages' rows back (rowAt), else it has only their prepared columns.
  */
 export async function ownerBuildPages(
   database: Database,
   owner: Owner,
   size: number,
   reader: { minRows: number; idleCores: number },
+  rowsRead = true,
 ): Promise<{ count: number; pages: AsyncGenerator<BuildPage>; onReader: boolean }> {
   const before = cpus();
   const ids = await liveOwnerIds(database.db, owner);
@@ -70,7 +74,7 @@ export async function ownerBuildPages(
     ids.length >= reader.minRows &&
     opensAgain(database.config) &&
     (reader.idleCores <= 0 || idleCores(before, cpus()) >= reader.idleCores);
-  const pages = onReader ? readerPages(database, owner, ids, size) : localPages(database, owner, ids, size);
+  const pages = onReader ? readerPages(database, owner, ids, size, rowsRead) : localPages(database, owner, ids, size);
   return { count: ids.length, pages, onReader };
 }
 
@@ -110,6 +114,7 @@ async function* readerPages(
   owner: Owner,
   ids: Float64Array,
   size: number,
+  rowsRead: boolean,
 ): AsyncGenerator<BuildPage> {
   const { config } = database;
   const pageCount = Math.ceil(ids.length / size);
@@ -123,6 +128,7 @@ async function* readerPages(
       size,
       claimed,
       ahead: READ_AHEAD,
+      rowsRead,
     } satisfies BuildReaderData,
   });
   worker.unref();

@@ -54,6 +54,7 @@ export interface PreparedPage {
   /** Whether the rows were prepared (the fields from `terms` on are empty when not). */
   prepared: boolean;
   ids: Float64Array;
+  /** The rows' texts and times as read (empty in a prepared page withoutRows). */
   texts: string[];
   createdAt: string[];
   updatedAt: string[];
@@ -179,7 +180,13 @@ export function prepareInto(page: PreparedPage, numbering: TermNumbering): void 
   page.prepared = true;
 }
 
-/** Row i of `owner`'s PreparedPage, as it was read. */
+/**
+ * A prepared page without what only rowAt reads (its texts, its times as text), for a build that reads no rows back:
+ * the texts were most of what the build reader's message copied (twice, on each thread).
+ */
+export const withoutRows = (page: PreparedPage): PreparedPage => ({ ...page, texts: [], createdAt: [], updatedAt: [] });
+
+/** Row i of `owner`'s PreparedPage, as it was read (not of a page withoutRows). */
 export function rowAt(page: PreparedPage, i: number, endUserId: string): IndexedMemory {
   const { numbers, sharedText, sharedIndexes } = page;
   const at = SHARED * i;
