@@ -56,7 +56,6 @@ const TABLE_OWNER: Record<string, keyof typeof OWNERS> = {
   feedback: 'retrieval',
   memory_embeddings: 'retrieval',
   index_snapshots: 'retrieval',
-  index_snapshot_pieces: 'retrieval',
   memory_relations: 'synthesis',
   ontologies: 'intelligence',
   memory_model_facts: 'intelligence',

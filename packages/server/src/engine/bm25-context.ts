@@ -54,6 +54,11 @@ export interface ContextPostings {
   pairs: Float64Array;
   /** The field's norm epoch (Bm25Field) under which every entry's slot has its length normalisation cached; -1: not yet. */
   normEpoch: number;
+  /**
+   * Under that epoch, the largest t / (t + norm) of an entry with no own tf: what bounds the score the term gives
+   * a slot by its context alone (a deferred slot's, bm25-saturate.ts's markReach).
+   */
+  ctxMost: number;
 }
 /** Bytes of a context postings entry (slot i32, pair's number u16) and of a kept term besides its entries (heap-bytes.ts). */
 const CONTEXT_ENTRY_BYTES = 6;
@@ -157,7 +162,13 @@ export class ContextCache {
       tfSelf[slot] = 0;
       tfCtx[slot] = 0;
     }
-    const kept = { slots: touchedSlots.slice(0, n), pairNo, pairs: Float64Array.from(pairs), normEpoch: -1 };
+    const kept = {
+      slots: touchedSlots.slice(0, n),
+      pairNo,
+      pairs: Float64Array.from(pairs),
+      normEpoch: -1,
+      ctxMost: 0,
+    };
     this.terms.set(term, kept);
     this.bytes += bytes;
     return kept;

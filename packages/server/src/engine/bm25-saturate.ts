@@ -7,6 +7,65 @@ export const BM25_B = 0.75;
 
 type Links = { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number };
 
+/** What a search's saturation reads besides a term's spread: lengths, links, the cached normalisations. */
+export interface Saturation {
+  docLen: Float64Array;
+  links: Links;
+  normCache: Float64Array;
+  /** Bm25Field's norm epoch (ContextPostings.normEpoch). */
+  normEpoch: number;
+  avgExpanded: number;
+}
+
+/**
+ * A term's postings spread over the session neighbours into the buffers (own tf, context tf by slot), the slots
+ * in first-touch order in `termTouched`; their number.
+ */
+export function spreadTerm(
+  slots: Int32Array,
+  tfs: Uint16Array,
+  n: number,
+  links: Links,
+  back: number,
+  tfSelf: Float64Array,
+  tfCtx: Float64Array,
+  termTouched: Int32Array,
+): number {
+  const { prev, next, window, weight, decay } = links;
+  let nt = 0;
+  for (let i = 0; i < n; i++) {
+    const slot = slots[i]!;
+    const tf = tfs[i]!;
+    // First touch of a slot for this term: appended without a branch (written always, counted once).
+    termTouched[nt] = slot;
+    nt += +(tfSelf[slot] === 0) & +(tfCtx[slot] === 0);
+    tfSelf[slot]! += tf;
+    if (weight > 0) {
+      let v = tf * weight;
+      let a = prev[slot]!;
+      let b = next[slot]!;
+      for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
+        if (a >= 0) {
+          if (back > 0) {
+            termTouched[nt] = a;
+            nt += +(tfSelf[a] === 0) & +(tfCtx[a] === 0);
+            tfCtx[a]! += v * back;
+          }
+          a = prev[a]!;
+        }
+        if (b >= 0) {
+          termTouched[nt] = b;
+          nt += +(tfSelf[b] === 0) & +(tfCtx[b] === 0);
+          tfCtx[b]! += v;
+          b = next[b]!;
+        }
+        v *= decay;
+      }
+    }
+  }
+  return nt;
+}
+
 /**
  * The length normalisation of a slot with its neighbours (computed once per slot until the index
  * changes): its own length plus the neighbours' at their context weights, so that a one-word turn
@@ -39,19 +98,17 @@ export function expandedNorm(docLen: Float64Array, slot: number, links: Links, a
  * read. (saturateKept does the same from kept context postings: two loops, each reading one kind of array.)
  */
 export function saturateInPlace(
-  docLen: Float64Array,
+  sat: Saturation,
   slots: Int32Array,
   own: Float64Array,
   ctx: Float64Array,
   nt: number,
   idf: number,
-  links: Links,
-  normCache: Float64Array,
-  avgExpanded: number,
   outSelf: Float64Array,
   outCtx: Float64Array,
   touched: SlotList,
 ): void {
+  const { docLen, links, normCache, avgExpanded } = sat;
   const same = outSelf === outCtx;
   let ta = touched.a;
   let tn = touched.n;
@@ -84,35 +141,104 @@ export function saturateInPlace(
   touched.n = tn;
 }
 
+/**
+ * The kept term's entries with their slots' length normalisations cached (once per norm epoch), and the largest
+ * t / (t + norm) of its context-only entries.
+ */
+export function prepareKept(sat: Saturation, kept: ContextPostings): void {
+  const { docLen, links, normCache, normEpoch, avgExpanded } = sat;
+  if (kept.normEpoch === normEpoch) return;
+  const { slots, pairNo, pairs } = kept;
+  let most = 0;
+  for (let j = 0, nt = slots.length; j < nt; j++) {
+    const slot = slots[j]!;
+    let norm = normCache[slot]!;
+    if (norm === 0) norm = normCache[slot] = expandedNorm(docLen, slot, links, avgExpanded);
+    const p = 2 * pairNo[j]!;
+    const t = pairs[p + 1]!;
+    if (pairs[p] === 0 && t / (t + norm) > most) most = t / (t + norm);
+  }
+  kept.ctxMost = most;
+  kept.normEpoch = normEpoch;
+}
+
+/**
+ * A search's slots by how their query words are scored (SearchBuffers.reach): 0 untouched; 1 touched by one kept
+ * term's context alone, its score deferred (a single entry: no own tf, nothing else added to it, so scored alone
+ * later it is the same number); 2 scored in full. Counts each kept term's entries (1 on the first, 2 on a second),
+ * then sets 2 on every slot holding a query term (postings) and on every slot an unkept term's spread reaches.
+ */
+export function markReach(
+  reach: Uint8Array,
+  kept: ContextPostings | null,
+  postings: Int32Array,
+  n: number,
+  links: Links,
+  backward: number,
+): void {
+  if (kept !== null) {
+    const slots = kept.slots;
+    for (let j = 0, nt = slots.length; j < nt; j++) {
+      const slot = slots[j]!;
+      const x = reach[slot]!;
+      reach[slot] = x + +(x < 2);
+    }
+    for (let i = 0; i < n; i++) reach[postings[i]!] = 2;
+    return;
+  }
+  // As scoreWithContext spreads it: the slot, and its neighbours within the window (before it only with backward > 0).
+  const { prev, next, window, weight } = links;
+  for (let i = 0; i < n; i++) {
+    const slot = postings[i]!;
+    reach[slot] = 2;
+    if (weight <= 0) continue;
+    let a = prev[slot]!;
+    let b = next[slot]!;
+    for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
+      if (a >= 0) {
+        if (backward > 0) reach[a] = 2;
+        a = prev[a]!;
+      }
+      if (b >= 0) {
+        reach[b] = 2;
+        b = next[b]!;
+      }
+    }
+  }
+}
+
+/** A search's deferred slots (markReach): the kept terms reaching them, with their idf, and the most one may score. */
+export interface Deferred {
+  terms: Map<ContextPostings, number>;
+  most: number;
+  sat: Saturation;
+}
+
 /** saturateKept's table of a term's pairs with their numerators (the thread's; grown, never shrunk). */
 let pairScratch = new Float64Array(0);
+/** saturateKept's list of the entries it scores under `reach` (the thread's; grown, never shrunk). */
+let entryScratch = new Int32Array(0);
 
 /**
  * saturateInPlace from a term's kept context postings (the number of its own tf and total's pair by entry).
  * The loop calls nothing (the entries' normalisations cached first, once per norm epoch; the touched list's
  * room made first): a call in it, even one not taken, made V8 check every array again each entry.
+ * With `reach` (separate outputs only): the entries whose slot's reach is `only` (markReach), the others skipped.
  */
 export function saturateKept(
-  docLen: Float64Array,
+  sat: Saturation,
   kept: ContextPostings,
   idf: number,
-  links: Links,
-  normCache: Float64Array,
-  normEpoch: number,
-  avgExpanded: number,
   outSelf: Float64Array,
   outCtx: Float64Array,
   touched: SlotList,
+  reach: Uint8Array | null = null,
+  only = 0,
 ): void {
   const { slots, pairNo, pairs } = kept;
   const nt = slots.length;
-  if (kept.normEpoch !== normEpoch) {
-    for (let j = 0; j < nt; j++) {
-      const slot = slots[j]!;
-      if (normCache[slot] === 0) normCache[slot] = expandedNorm(docLen, slot, links, avgExpanded);
-    }
-    kept.normEpoch = normEpoch;
-  }
+  prepareKept(sat, kept);
+  const normCache = sat.normCache;
   const ta = listRoom(touched, nt);
   let tn = touched.n;
   // Each pair's numerator idf * t * (k1 + 1) once per call (the same product in the same order: exact), so an entry
@@ -145,7 +271,20 @@ export function saturateKept(
       outSelf[slot] = o + selfPart + (sc - selfPart);
     }
   } else {
-    for (let j = 0; j < nt; j++) {
+    // The entries to score listed first: under `reach` those whose slot's reach is `only`, without a branch (about
+    // half are skipped, in no order a branch predicts: a skip in the scoring loop cost what the skipped entries
+    // saved); else all of them.
+    if (entryScratch.length < nt) entryScratch = new Int32Array(Math.max(nt, entryScratch.length * 2));
+    const at = entryScratch;
+    let m = 0;
+    if (reach === null) for (; m < nt; m++) at[m] = m;
+    else
+      for (let j = 0; j < nt; j++) {
+        at[m] = j;
+        m += +(reach[slots[j]!] === only);
+      }
+    for (let i = 0; i < m; i++) {
+      const j = at[i]!;
       const slot = slots[j]!;
       const p = pairNo[j]! * 3;
       const ts = pt[p]!;
@@ -159,4 +298,15 @@ export function saturateKept(
     }
   }
   touched.n = tn;
+}
+
+/** The slots scoreWithContext deferred, scored now (a single entry each: the numbers a full scoring gives them). */
+export function scoreDeferred(
+  d: Deferred,
+  lex: Float64Array,
+  ctx: Float64Array,
+  touched: SlotList,
+  reach: Uint8Array,
+): void {
+  for (const [kept, idf] of d.terms) saturateKept(d.sat, kept, idf, lex, ctx, touched, reach, 1);
 }

@@ -18,13 +18,25 @@ import {
   writePostings,
 } from './bm25-snapshot.js';
 import { ENTRY_BYTES, termBytes } from './bm25-bytes.js';
-import { BM25_B, BM25_K1, saturateInPlace, saturateKept } from './bm25-saturate.js';
+import {
+  BM25_B,
+  BM25_K1,
+  type Deferred,
+  markReach,
+  prepareKept,
+  saturateInPlace,
+  saturateKept,
+  spreadTerm,
+} from './bm25-saturate.js';
 import { DocTerms } from './doc-terms.js';
 import { ARRAY_BYTES, ARRAY_SLOT_BYTES, TYPED_ARRAY_BYTES } from './heap-bytes.js';
 import { nearestHeldTerm } from './nearest-term.js';
 import type { SnapshotReader, SnapshotWriter, Steps } from './snapshot.js';
 
 export type { FieldTake } from './bm25-snapshot.js';
+
+/** The session links and context parameters scoreWithContext spreads with. */
+type Links = { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number; backward?: number };
 
 export { BM25_B, BM25_K1 };
 
@@ -367,18 +379,21 @@ export class Bm25Field {
    * Computed at query time from the postings and the neighbour links, so an upsert never
    * has to re-index its neighbours. The saturated per-term score is split between
    * outSelf and outCtx in proportion to where its tf came from (keeps explanations additive).
+   * With `reach` (SearchBuffers.reach, zero): the slots one kept term reaches by context alone are deferred
+   * (bm25-saturate.ts's markReach), left unscored and untouched for bm25-saturate.ts's scoreDeferred; what they may score is returned.
    */
   scoreWithContext(
     query: ReadonlyMap<string, number>,
-    links: { prev: Int32Array; next: Int32Array; window: number; weight: number; decay: number; backward?: number },
+    links: Links,
     scratch: ContextScratch,
     outSelf: Float64Array,
     outCtx: Float64Array,
     touched: SlotList,
-  ): void {
-    if (this.docCount === 0) return;
+    reach: Uint8Array | null = null,
+  ): Deferred | null {
+    if (this.docCount === 0) return null;
     const avgLen = this.avgLen();
-    const { prev, next, window, weight, decay } = links;
+    const { window, weight, decay } = links;
     const back = links.backward ?? 1;
     const { tfSelf, tfCtx, termTouched, norm: normCache } = scratch;
     if (scratch.normStamp !== scratch.stamp) {
@@ -397,6 +412,22 @@ export class Bm25Field {
     let spread = 0;
     for (let d = 1, v = weight; d <= window; d++, v *= decay) spread += (1 + back) * v;
     const avgExpanded = avgLen * (1 + spread);
+    const sat = { docLen: this.docLen, links, normCache, normEpoch: this.normEpoch, avgExpanded };
+    const deferred: Deferred | null = reach === null ? null : { terms: new Map(), most: 0, sat };
+    if (deferred !== null) {
+      for (const [term, qtf] of query) {
+        const p = this.compiled(term);
+        if (!p) continue;
+        const idf = this.idf(term) * qtf;
+        const kept = idf > 0 ? (this.contextCache.get(term) ?? null) : null;
+        if (kept !== null) {
+          prepareKept(sat, kept);
+          deferred.terms.set(kept, idf);
+          deferred.most = Math.max(deferred.most, idf * (BM25_K1 + 1) * kept.ctxMost * (1 + 1e-9));
+        }
+        markReach(reach!, kept, p.slots, p.n, links, back);
+      }
+    }
     for (const [term, qtf] of query) {
       const p = this.compiled(term);
       if (!p) continue;
@@ -404,39 +435,7 @@ export class Bm25Field {
       // The term's spread over the neighbours: kept by an earlier search, or spread now (and kept if it fits).
       let kept = this.contextCache.get(term) ?? null;
       if (kept === null) {
-        const slots = p.slots;
-        const tfs = p.tfs;
-        let nt = 0;
-        for (let i = 0, n = p.n; i < n; i++) {
-          const slot = slots[i]!;
-          const tf = tfs[i]!;
-          // First touch of a slot for this term: appended without a branch (written always, counted once).
-          termTouched[nt] = slot;
-          nt += +(tfSelf[slot] === 0) & +(tfCtx[slot] === 0);
-          tfSelf[slot]! += tf;
-          if (weight > 0) {
-            let v = tf * weight;
-            let a = prev[slot]!;
-            let b = next[slot]!;
-            for (let d = 1; d <= window && (a >= 0 || b >= 0); d++) {
-              if (a >= 0) {
-                if (back > 0) {
-                  termTouched[nt] = a;
-                  nt += +(tfSelf[a] === 0) & +(tfCtx[a] === 0);
-                  tfCtx[a]! += v * back;
-                }
-                a = prev[a]!;
-              }
-              if (b >= 0) {
-                termTouched[nt] = b;
-                nt += +(tfSelf[b] === 0) & +(tfCtx[b] === 0);
-                tfCtx[b]! += v;
-                b = next[b]!;
-              }
-              v *= decay;
-            }
-          }
-        }
+        const nt = spreadTerm(p.slots, p.tfs, p.n, links, back, tfSelf, tfCtx, termTouched);
         kept =
           this.contextCacheShare > 0 && p.live >= CONTEXT_CACHE_MIN_POSTINGS
             ? this.contextCache.keep(term, nt, termTouched, tfSelf, tfCtx, this.contextBudget())
@@ -444,25 +443,15 @@ export class Bm25Field {
         if (kept === null) {
           // The spread read where it lies (the buffers left zero), not gathered first: gathering cost a
           // search 15-30 % at 100,000 docs.
-          saturateInPlace(
-            this.docLen,
-            termTouched,
-            tfSelf,
-            tfCtx,
-            nt,
-            idf,
-            links,
-            normCache,
-            avgExpanded,
-            outSelf,
-            outCtx,
-            touched,
-          );
+          saturateInPlace(sat, termTouched, tfSelf, tfCtx, nt, idf, outSelf, outCtx, touched);
           continue;
         }
       }
-      saturateKept(this.docLen, kept, idf, links, normCache, this.normEpoch, avgExpanded, outSelf, outCtx, touched);
+      const only = deferred?.terms.has(kept) ? 2 : 0;
+      const r = only ? reach : null;
+      saturateKept(sat, kept, idf, outSelf, outCtx, touched, r, only);
     }
+    return deferred;
   }
 
   /** Before the slot's doc changes: what a snapshot being taken has yet to read of it, as it is. */

@@ -60,6 +60,53 @@ export function offerCandidates(
   }
 }
 
+/** The most a doc's period named, recency, importance and feedback may add (what this index holds). */
+function priors(ix: RankedIndex, temporal: TemporalRange | null, now: number): number {
+  const w = ix.weights;
+  const halfLife = w.recencyHalfLifeDays * DAY;
+  return (
+    (temporal ? Math.max(0, w.time) : 0) +
+    Math.max(0, w.recency) * 0.5 ** (Math.max(0, now - ix.maxCreatedAt) / halfLife) +
+    Math.abs(w.importance) * ix.maxImportanceDev +
+    Math.abs(w.feedback) * Math.tanh(ix.maxAbsFeedback / 2)
+  );
+}
+
+/**
+ * The most a slot whose words were deferred (bm25-saturate.ts's markReach: one kept term's context alone, scoring at
+ * most `most`; no own words) may score, for a search with no vectors (rank-search.ts's mayDefer). Without a
+ * speaker/tag match it has no evidence of its own: its context and expansion words, the when-lift on them, no
+ * priors. With one, what offerWithWordEvidence bounds a doc by. `expMost`: the largest normalised expansion score.
+ */
+export function deferredMost(
+  ix: RankedIndex,
+  b: SearchBuffers,
+  norms: Norms,
+  expMost: number,
+  temporal: TemporalRange | null,
+  now: number,
+  most: number,
+): number {
+  const w = ix.weights;
+  const words = w.context * most * norms.lexNorm + w.expansion * expMost;
+  let top = words * (1 + norms.whenLift) + 1e-9;
+  const { a: ma, n: mn } = b.metaTouched;
+  const bound = mn > 0 ? priors(ix, temporal, now) + 1e-9 : 0;
+  for (let i = 0; i < mn; i++) {
+    const s = ma[i]!;
+    if (b.reach[s] !== 1) continue;
+    const ms = b.meta[s]!;
+    const m = ms === 0 || ix.firstPerson[s] ? ms : ms * w.metaNotSelf;
+    const sn = ix.sessionNo[s]!;
+    const known =
+      words * (1 + norms.metaLift * m + (ix.namesTime[s] ? norms.whenLift : 0)) +
+      (sn < 0 ? 0 : w.session * ix.sessionBuf[sn]! * norms.sessionNorm) +
+      w.meta * m * norms.metaNorm;
+    top = Math.max(top, known + bound);
+  }
+  return top;
+}
+
 /**
  * Candidates are the docs with word evidence (own, neighbours', expansion). Pruning: every other feature is
  * bounded, so a doc whose word evidence plus that bound cannot beat the current k-th score is skipped without
@@ -86,7 +133,6 @@ function offerWithWordEvidence(
   const mn = b.metaTouched.n;
   const ea = b.expTouched.a;
   const en = b.expTouched.n;
-  const halfLife = w.recencyHalfLifeDays * DAY;
   const wLex = w.lexical;
   const wLexAsking = w.lexical * w.asking;
   const notSelf = w.metaNotSelf;
@@ -94,13 +140,7 @@ function offerWithWordEvidence(
   const wExp = w.expansion;
   const wSession = w.session;
   const wMeta = w.meta;
-  const bound =
-    (temporal ? Math.max(0, w.time) : 0) +
-    Math.max(0, w.recency) * 0.5 ** (Math.max(0, now - ix.maxCreatedAt) / halfLife) +
-    Math.abs(w.importance) * ix.maxImportanceDev +
-    Math.abs(w.feedback) * Math.tanh(ix.maxAbsFeedback / 2) +
-    semantic.most +
-    1e-9;
+  const bound = priors(ix, temporal, now) + semantic.most + 1e-9;
   const mayEnter = (known: number, s: number, floor: number) => known + bound - semantic.most + semantic.of(s) > floor;
   const namesTime = ix.namesTime;
   // One pass over the first-pass docs: each one's known part (below) is kept by its index in the

@@ -4,6 +4,9 @@
 // may be searched on another thread; what is global is merged between them: the first pass's maxima, the
 // feedback docs (and so the expansion terms picked from them), the speaker/tag and expansion maxima, the top
 // k. So each shard's scores are the whole index's. Every shard's buffers are left zero.
+// The slots one kept term reaches by its context alone (most of a long term's entries) are scored only when they
+// might matter (bm25-saturate.ts's markReach): hold the largest first-pass score, enter the feedback docs or the top k.
+import { type Deferred, scoreDeferred } from './bm25-saturate.js';
 import { relevanceOf, type RankingWeights } from './ranking-weights.js';
 import {
   contextLinks,
@@ -20,7 +23,7 @@ import {
   queryTerms,
   firstPass,
 } from './rank.js';
-import { offerCandidates } from './rank-offer.js';
+import { deferredMost, offerCandidates } from './rank-offer.js';
 import type { RankedIndex } from './ranked-index.js';
 import type { SearchBuffers } from './search-buffers.js';
 import type { SearchHit, SearchOptions } from './types.js';
@@ -49,6 +52,8 @@ export interface FirstReport {
   words: boolean;
   /** Its best first-pass docs, best first, with their terms and counts (null: no feedback wanted or possible). */
   best: Ranked[] | null;
+  /** The most a deferred slot's first-pass score may be (0: none deferred). */
+  deferredMost: number;
 }
 
 /** What a shard's expansion phase reports. */
@@ -62,6 +67,8 @@ export interface ExpansionReport {
 /** What the whole decided for the last phase. */
 export interface Whole {
   norms: Norms;
+  /** The largest expansion score, normalised. */
+  expMost: number;
   words: boolean;
   extAny: boolean;
 }
@@ -73,6 +80,11 @@ export class ShardSearch {
   private first: FirstPass | null = null;
   private extQ: Float32Array | null = null;
   private fused: Fusion | null = null;
+  /** The slots whose words are not scored yet (markReach), until complete(). */
+  private deferred: Deferred | null = null;
+  private reachUsed = false;
+  /** After offerPhase, the most a deferred slot may score (0: none deferred). */
+  deferredScoreMost = 0;
 
   constructor(
     readonly ix: RankedIndex,
@@ -90,8 +102,30 @@ export class ShardSearch {
   firstPhase(): FirstReport {
     const { ix, b, q } = this;
     b.touched.n = b.metaTouched.n = b.expTouched.n = 0;
-    ix.text.scoreWithContext(q.textTerms, this.links, ix.scratch, b.lex, b.ctx, b.touched);
+    this.reachUsed = mayDefer(ix, this.opts, q);
+    const reach = this.reachUsed ? b.reach : null;
+    this.deferred = ix.text.scoreWithContext(q.textTerms, this.links, ix.scratch, b.lex, b.ctx, b.touched, reach);
     ix.meta.scoreInto(q.qTerms, b.meta, b.metaTouched);
+    return this.report();
+  }
+
+  /** Whether some of its slots' words are deferred still. */
+  get pending(): boolean {
+    return this.deferred !== null;
+  }
+
+  /** Its deferred slots scored, and the first pass again over every doc with word evidence. */
+  complete(): FirstReport {
+    const { ix, b } = this;
+    scoreDeferred(this.deferred!, b.lex, b.ctx, b.touched, b.reach);
+    this.deferred = null;
+    // The session sums from zero again (the deferred slots add none: no own words).
+    for (const sn of this.first!.sessionsTouched) ix.sessionBuf[sn] = 0;
+    return this.report();
+  }
+
+  private report(): FirstReport {
+    const { ix, b } = this;
     const first = (this.first = firstPass(ix, b, this.opts, this.eligible));
     let maxMeta = 0;
     for (let i = 0, ma = b.metaTouched.a, metaS = b.meta; i < b.metaTouched.n; i++)
@@ -105,7 +139,8 @@ export class ShardSearch {
             score,
             terms: [...(ix.text.termsOf(slot) ?? [])],
           }));
-    return { maxLex: first.maxLex, maxSession: first.maxSession, maxMeta, words: b.touched.n > 0, best };
+    const deferredMost = this.deferred?.most ?? 0;
+    return { maxLex: first.maxLex, maxSession: first.maxSession, maxMeta, words: b.touched.n > 0, best, deferredMost };
   }
 
   /** The expansion terms' evidence (pseudo-relevance feedback), into `b.exp`; the query's remote vector prepared. */
@@ -129,6 +164,8 @@ export class ShardSearch {
     const qvec = ix.embedder && w.ngram > 0 && q.qTerms.size > 0 ? ix.embedder.embedSync(q.lexQuery) : null;
     const fused = (this.fused = fusion(ix, b, q, whole.norms, qvec, this.extQ, opts, now, k));
     offerCandidates(ix, b, fused, whole.norms, q, qvec, this.extQ, whole, opts, now, k, this.eligible);
+    const most = this.deferred?.most ?? 0;
+    this.deferredScoreMost = most > 0 ? deferredMost(ix, b, whole.norms, whole.expMost, q.temporal, now, most) : 0;
     return fused.top.sorted().map(({ slot, score }) => ({ slot, id: ix.slotId[slot]!, score }));
   }
 
@@ -142,7 +179,47 @@ export class ShardSearch {
   /** Its buffers zero again. */
   end(): void {
     this.b.zero(this.ix.capacity, this.ix.sessionBuf, this.first?.sessionsTouched ?? []);
+    if (this.reachUsed) this.b.reach.fill(0, 0, this.ix.capacity);
   }
+}
+
+/**
+ * Whether a search may defer slots (markReach): one with query words, no vectors (a deferred slot offered among a
+ * vector's neighbours would be scored without its context) and weights of the usual signs (its bounds add them).
+ */
+function mayDefer(ix: RankedIndex, opts: SearchOptions, q: QueryTerms): boolean {
+  const w = ix.weights;
+  return (
+    q.qTerms.size > 0 &&
+    opts.queryVector === undefined &&
+    !(ix.embedder && w.ngram > 0) &&
+    w.context > 0 &&
+    w.expansion >= 0 &&
+    w.session >= 0 &&
+    w.meta >= 0 &&
+    w.metaEvidence >= 0 &&
+    w.metaNotSelf >= 0
+  );
+}
+
+/**
+ * The first reports again where a shard's deferred slots might hold the largest first-pass score or enter the
+ * feedback docs (strictly below both, they change neither: ties go by id).
+ */
+function completedWhereNeeded(w: RankingWeights, runs: ShardSearch[], first: FirstReport[]): FirstReport[] {
+  let maxLex = 0;
+  for (const r of first) maxLex = Math.max(maxLex, r.maxLex);
+  let floor = Infinity;
+  if (first.some((r) => r.best !== null)) {
+    const best = merged(
+      first.map((r) => r.best ?? []),
+      w.expansionDocs,
+    );
+    floor = best.length >= w.expansionDocs ? best[best.length - 1]!.score : -Infinity;
+  }
+  return first.map((r, i) =>
+    r.deferredMost > 0 && !(r.deferredMost < maxLex && r.deferredMost < floor) ? runs[i]!.complete() : r,
+  );
 }
 
 /**
@@ -199,7 +276,8 @@ export function wholeOf(
     words ||= r.words;
     extAny ||= r.ext;
   }
-  return { norms: normalisers(w, maxLex, maxSession, maxMeta, maxExp, whenLift), words, extAny };
+  const norms = normalisers(w, maxLex, maxSession, maxMeta, maxExp, whenLift);
+  return { norms, expMost: maxExp * norms.expNorm, words, extAny };
 }
 
 /**
@@ -225,7 +303,11 @@ export function rankShards(shards: readonly Shard[], query: string, opts: Search
   const q = queryTerms(ix0, query, opts, now);
   const runs = shards.map(({ ix, b }) => new ShardSearch(ix, b, q, opts, now, k));
   try {
-    const first = runs.map((r) => r.firstPhase());
+    const first = completedWhereNeeded(
+      w,
+      runs,
+      runs.map((r) => r.firstPhase()),
+    );
     const expTerms = expansionTerms(w, first, q.qTerms, (t) => ix0.text.idf(t));
     const whole = wholeOf(
       w,
@@ -233,10 +315,19 @@ export function rankShards(shards: readonly Shard[], query: string, opts: Search
       runs.map((r) => r.expansionPhase(expTerms)),
       q.whenLift,
     );
-    const top = merged(
-      runs.map((r) => r.offerPhase(whole)),
-      k,
-    );
+    const tops = runs.map((r) => r.offerPhase(whole));
+    let top = merged(tops, k);
+    // A shard whose deferred slots might enter the top k (strictly below its k-th they cannot: ties go by id):
+    // scored, and its offers again.
+    const floor = top.length >= k ? top[k - 1]!.score : -Infinity;
+    let again = false;
+    runs.forEach((r, i) => {
+      if (!r.pending || r.deferredScoreMost < floor) return;
+      r.complete();
+      tops[i] = r.offerPhase(whole);
+      again = true;
+    });
+    if (again) top = merged(tops, k);
     return top.map(({ shard, slot, score }) => runs[shard]!.hit(slot, score));
   } finally {
     for (const r of runs) r.end();

@@ -25,6 +25,8 @@ export class SearchBuffers {
   sessionList = new Int32Array(0);
   /** 1 for the slots whose speaker/tags matched the current query (a byte a slot: cheaper to scan than `meta`). */
   metaHit = new Uint8Array(0);
+  /** How a slot's query words are scored, by bm25-saturate.ts's markReach (zero between searches). */
+  reach = new Uint8Array(0);
   tfSelf = new Float64Array(0);
   tfCtx = new Float64Array(0);
   // One more than the slots: a slot is written at the end of the list before it is known to be new.
@@ -66,6 +68,7 @@ export class SearchBuffers {
     this.offered = new Float64Array(slots);
     this.sessionList = new Int32Array(slots);
     this.metaHit = new Uint8Array(slots);
+    this.reach = new Uint8Array(slots);
     this.tfSelf = new Float64Array(slots);
     this.tfCtx = new Float64Array(slots);
     this.termTouched = new Int32Array(slots + 1);
@@ -113,6 +116,7 @@ export class SearchBuffers {
   clear(slots: number): void {
     for (const a of [this.lex, this.meta, this.ctx, this.exp, this.tfSelf, this.tfCtx]) a.fill(0, 0, slots);
     this.metaHit.fill(0, 0, slots);
+    this.reach.fill(0, 0, slots);
     this.touched.n = this.metaTouched.n = this.expTouched.n = 0;
   }
 }
