@@ -56,6 +56,7 @@ const TABLE_OWNER: Record<string, keyof typeof OWNERS> = {
   feedback: 'retrieval',
   memory_embeddings: 'retrieval',
   index_snapshots: 'retrieval',
+  index_snapshot_pieces: 'retrieval',
   memory_relations: 'synthesis',
   ontologies: 'intelligence',
   memory_model_facts: 'intelligence',

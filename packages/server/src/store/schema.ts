@@ -308,9 +308,19 @@ export interface IndexSnapshotsTable {
   embedder: string;
   format: number;
   memories: number;
+  /** Empty from stored format 407 on (the pieces are rows of index_snapshot_pieces); the previous version's. */
   index_data: Buffer;
   doc_meta: Buffer;
   created_at: string;
+}
+export interface IndexSnapshotPiecesTable {
+  project_id: string;
+  tenant_id: string;
+  end_user_id: string;
+  piece: number;
+  revision: number;
+  length: number;
+  data: Buffer;
 }
 export interface MemoryRelationsTable {
   id: Generated<number>;
@@ -553,6 +563,7 @@ export interface DB {
   feedback: FeedbackTable;
   memory_embeddings: MemoryEmbeddingsTable;
   index_snapshots: IndexSnapshotsTable;
+  index_snapshot_pieces: IndexSnapshotPiecesTable;
   tenant_usage: TenantUsageTable;
   memory_relations: MemoryRelationsTable;
   sessions: SessionsTable;

@@ -13,13 +13,17 @@ import type { DocMetas } from './doc-metas.js';
 import {
   decodeMeta,
   compressedPieces,
-  decompressedPieces,
+  decompressedPiece,
+  type StoredPiece,
   loadSnapshot,
   SnapshotTaking,
   storeSnapshot,
+  eraseEndUserSnapshot,
   type DocMeta,
 } from './snapshots.js';
 
+/** A row of index_snapshot_pieces as the piece it holds. */
+const piece = (row: { length: number; data: Buffer }): StoredPiece => ({ length: Number(row.length), data: row.data });
 const METRICS_TOKEN = 'metrics-token-for-snapshot-tests';
 const MIN = 20;
 // The background refresh runs when a test says so; the engine runs in process, where a test can watch its index being taken.
@@ -135,6 +139,14 @@ forEachDialect('stored indexes of large end users', (dialect) => {
       .where('project_id', '=', t.projectId)
       .where('end_user_id', '=', endUser)
       .executeTakeFirst();
+  const pieceRows = (endUser: string) =>
+    t.database.db
+      .selectFrom('index_snapshot_pieces')
+      .select(['piece', 'revision', 'length', 'data'])
+      .where('project_id', '=', t.projectId)
+      .where('end_user_id', '=', endUser)
+      .orderBy('piece')
+      .execute();
   const revision = async (endUser: string) =>
     Number(
       (
@@ -180,30 +192,44 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     );
   });
 
-  it('a snapshot read in many parts is the snapshot stored', async () => {
+  it('a snapshot is stored as rows of its pieces and read back as it was', async () => {
     const endUser = freshUser();
     await fill(endUser, MIN + 5);
     await query(endUser, 'pottery class');
-    const row = await eventually(() =>
-      t.database.db
-        .selectFrom('index_snapshots')
-        .select(['tenant_id', 'revision', 'index_data'])
-        .where('project_id', '=', t.projectId)
-        .where('end_user_id', '=', endUser)
-        .executeTakeFirst(),
+    const row = await eventually(() => stored(endUser));
+    const owner = { projectId: t.projectId, tenantId: '', endUserId: endUser };
+    const first = (await loadSnapshot(t.database, owner, 'builtin'))!;
+    expect(first).not.toBeNull();
+    // Stored again in pieces of 1 KB or more (cut where arrays begin): rows read one by one.
+    const bytes = first.index.snapshot();
+    const taken = await new SnapshotTaking(first.index, first.meta).taken;
+    const revision = Number(row.revision) + 1;
+    expect(await storeSnapshot(t.database, owner, 'builtin', { ...taken, revision, memories: MIN + 5 }, 1024)).toBe(
+      'stored',
     );
-    const owner = { projectId: t.projectId, tenantId: row.tenant_id, endUserId: endUser };
-    // On PostgreSQL 97 bytes a row: the compressed index comes back in dozens of rows.
-    expect(row.index_data.length).toBeGreaterThan(97 * 10);
-    const [whole, parts] = [
-      await loadSnapshot(t.database, owner, 'builtin'),
-      await loadSnapshot(t.database, owner, 'builtin', undefined, 97),
-    ];
-    expect(whole).not.toBeNull();
-    expect(parts).not.toBeNull();
-    expect(parts!.revision).toBe(Number(row.revision));
-    expect(Buffer.from(parts!.index.snapshot()).equals(Buffer.from(whole!.index.snapshot()))).toBe(true);
-    expect([...parts!.meta]).toEqual([...whole!.meta]);
+    const rows = await pieceRows(endUser);
+    expect(rows.length).toBeGreaterThan(4);
+    expect(rows.every((piece) => Number(piece.revision) === revision)).toBe(true);
+    const again = (await loadSnapshot(t.database, owner, 'builtin'))!;
+    expect(again.revision).toBe(revision);
+    expect(Buffer.from(again.index.snapshot()).equals(Buffer.from(bytes))).toBe(true);
+    expect([...again.meta]).toEqual([...first.meta]);
+    // On PostgreSQL 16 bytes a row: a piece comes back in many rows.
+    expect(rows.some((piece) => piece.data.length > 16 * 10)).toBe(true);
+    const parts = (await loadSnapshot(t.database, owner, 'builtin', undefined, 16))!;
+    expect(Buffer.from(parts.index.snapshot()).equals(Buffer.from(bytes))).toBe(true);
+    expect([...parts.meta]).toEqual([...first.meta]);
+    // A piece missing (the snapshot replaced or erased while it was read): none.
+    await t.database.db
+      .deleteFrom('index_snapshot_pieces')
+      .where('project_id', '=', t.projectId)
+      .where('end_user_id', '=', endUser)
+      .where('piece', '=', 3)
+      .execute();
+    expect(await loadSnapshot(t.database, owner, 'builtin')).toBeNull();
+    // The pieces go with their snapshot.
+    await eraseEndUserSnapshot(t.database.db, owner);
+    expect(await pieceRows(endUser)).toEqual([]);
   });
 
   it('background upkeep stores the indexes of large end users nobody has queried yet', async () => {
@@ -298,10 +324,11 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     await query(endUser, 'guitar lessons');
     await eventually(() => stored(endUser));
     await t.database.db
-      .updateTable('index_snapshots')
-      .set({ index_data: Buffer.from('not an index') })
+      .updateTable('index_snapshot_pieces')
+      .set({ data: Buffer.from('not an index') })
       .where('project_id', '=', t.projectId)
       .where('end_user_id', '=', endUser)
+      .where('piece', '=', 1)
       .execute();
     await t.call('POST', '/memory/add', { endUser, body: { text: 'One more note about guitar lessons' } });
 
@@ -316,8 +343,8 @@ forEachDialect('stored indexes of large end users', (dialect) => {
     await fill(endUser, MIN);
     await query(endUser, 'guitar lessons');
     const current = await eventually(() => stored(endUser));
-    // As an earlier version would have left it: the format before this one's (deflated pieces), a revision not below
-    // the one to store.
+    // As an earlier version would have left it: the format before this one's (zstd pieces in the row), a revision not
+    // below the one to store.
     await t.database.db
       .updateTable('index_snapshots')
       .set({
@@ -440,7 +467,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
         expect((await cache.stats()).snapshots.failed, 'taking or storing the snapshot failed').toBe(failed);
         return t.database.db
           .selectFrom('index_snapshots')
-          .select(['revision', 'index_data'])
+          .select(['revision'])
           .where('project_id', '=', t.projectId)
           .where('end_user_id', '=', endUser)
           .executeTakeFirst();
@@ -451,7 +478,9 @@ forEachDialect('stored indexes of large end users', (dialect) => {
 
       // Stored: the index as it was when taking began, byte for byte, and its metadata then.
       expect(Number(stored.revision)).toBe(startRevision);
-      expect(Buffer.concat(await decompressedPieces(stored.index_data)).equals(atStart!)).toBe(true);
+      const indexPieces = (await pieceRows(endUser)).filter((row) => Number(row.piece) > 0);
+      const decompressed = await Promise.all(indexPieces.map((row) => decompressedPiece(piece(row))));
+      expect(Buffer.concat(decompressed).equals(atStart!)).toBe(true);
       const loaded = (await loadSnapshot(t.database, owner, 'builtin'))!;
       expect(loaded.meta.size).toBe(MIN + 25);
       expect(loaded.meta.has(added.body.id)).toBe(false);
@@ -568,11 +597,11 @@ describe('taking an index and its filter metadata in slices', () => {
 describe('an index stored in compressed pieces', () => {
   const every = (length: number, piece: number) =>
     Array.from({ length: Math.ceil(length / piece) }, (_, i) => i * piece);
+  const decompressed = (pieces: StoredPiece[]) => Promise.all(pieces.map(decompressedPiece));
   it('decompresses to the bytes compressed, piece by piece, whatever their length against the cuts', async () => {
     const bytes = Buffer.concat([randomBytes(3000), Buffer.alloc(3000, 7)]);
     for (const length of [0, 1, 999, 1000, 1001, 2500, 6000]) {
-      const stored = await compressedPieces(bytes.subarray(0, length), every(length, 1000));
-      const pieces = await decompressedPieces(stored);
+      const pieces = await decompressed(await compressedPieces(bytes.subarray(0, length), every(length, 1000)));
       expect(pieces).toHaveLength(Math.max(1, Math.ceil(length / 1000)));
       expect(Buffer.concat(pieces).equals(bytes.subarray(0, length))).toBe(true);
     }
@@ -594,7 +623,7 @@ describe('an index stored in compressed pieces', () => {
     // slices of its shared pool instead of buffers of their own.
     const cuts = snapshotCuts(bytes, 32_768);
     expect(cuts.length).toBeGreaterThan(2);
-    const pieces = await decompressedPieces(await compressedPieces(bytes, cuts));
+    const pieces = await decompressed(await compressedPieces(bytes, cuts));
     for (const piece of pieces.slice(0, -1)) expect(piece.length).toBeGreaterThanOrEqual(32_768);
     // Large pieces come back as buffers of their own (a byte longer: PIECE_SLACK), the memory a restored index keeps
     // without copying.
@@ -611,13 +640,10 @@ describe('an index stored in compressed pieces', () => {
     expect(Buffer.from(restored.snapshot()).equals(Buffer.from(bytes))).toBe(true);
   });
 
-  it('refuses pieces that do not add up', async () => {
-    const stored = await compressedPieces(randomBytes(2500), every(2500, 1000));
-    await expect(decompressedPieces(stored.subarray(0, stored.length - 1))).rejects.toThrow();
-    await expect(decompressedPieces(Buffer.concat([stored, Buffer.alloc(1)]))).rejects.toThrow('do not add up');
-    // A piece whose decompressed length is not the one recorded.
-    const misstated = Buffer.from(stored);
-    misstated.writeUInt32LE(999, 8);
-    await expect(decompressedPieces(misstated)).rejects.toThrow('do not add up');
+  it('refuses a piece that is not of its stated length or not whole', async () => {
+    const [stored] = await compressedPieces(randomBytes(2500), []);
+    await expect(decompressedPiece({ ...stored!, length: 2499 })).rejects.toThrow('not of its stated length');
+    await expect(decompressedPiece({ ...stored!, length: 2501 })).rejects.toThrow('not of its stated length');
+    await expect(decompressedPiece({ ...stored!, data: stored!.data.subarray(0, -1) })).rejects.toThrow();
   });
 });

@@ -32,67 +32,53 @@ export type { DocMeta };
  * Both parts are stored compressed (zstd level 1, in the thread pool): a snapshot of 300,000 memories
  * is 18.8 MB of its 65, which SQLite reads page by page and PostgreSQL has to detoast and send. Each
  * part is compressed in pieces (the index in pieces of at least ZLIB_CHUNK bytes, cut where an array
- * of the snapshot begins, `snapshotCuts`; the filter metadata as one), with their lengths
- * uncompressed, and decompressed side by side in the thread pool on load, each into a buffer of its
- * own that the restored index keeps as it is: the pieces are never joined (65 MB of fresh memory and
- * a copy less). The stored format is the engine's with this encoding (+1: one deflate stream; +2:
- * pieces; +3: pieces cut at arrays, with their lengths; +5: the filter metadata too, so that it is
- * inflated into a buffer of its length, not gathered from 4 MB chunks; +6: zstd, not deflate: it
- * decompresses in about 70 % of inflate's CPU and stores 8 % fewer bytes, bench/README.md "The first
- * query after a restart"). A snapshot of an earlier format is not read: the owner's index is built
- * from rows, and the next store replaces it.
+ * of the snapshot begins, `snapshotCuts`; the filter metadata as one), each stored as a row of
+ * index_snapshot_pieces with its length uncompressed. A load reads them one by one while the thread
+ * pool decompresses the ones read before (the read and the decompression overlap, and no buffer of
+ * the whole is made), each into a buffer of its own that the restored index keeps as it is: the
+ * pieces are never joined (65 MB of fresh memory and a copy less). The stored format is the engine's
+ * with this encoding (+1: one deflate stream; +2: pieces; +3: pieces cut at arrays, with their
+ * lengths; +5: the filter metadata too; +6: zstd, not deflate, bench/README.md "The first query after
+ * a restart"; +7: the pieces as rows, "The first query after a restart, session 18"). A snapshot of
+ * an earlier format is not read: the owner's index is built from rows, and the next store replaces it.
  */
-const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 6;
+const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 7;
 // Large chunks: the thread pool hands each chunk back to the event loop (16 KB by default: 1,200 hops for 19 MB).
 const ZLIB_CHUNK = 4 << 20;
 const ZSTD_LEVEL = { [constants.ZSTD_c_compressionLevel]: 1 };
 const compressed = (bytes: Uint8Array) => promisify(zstdCompress)(bytes, { params: ZSTD_LEVEL, chunkSize: ZLIB_CHUNK });
-const decompressed = (bytes: Uint8Array, chunkSize = ZLIB_CHUNK) => promisify(zstdDecompress)(bytes, { chunkSize });
 
-/**
- * Bytes compressed in pieces, cut at `cuts` (ascending offsets where the second and later pieces
- * begin): a count, each piece's length compressed and not (u32 LE), the pieces (exported for its
- * test). One piece at a time: storing is background work, and pieces compressed side by side would
- * take both cores from the event loop (its own work ran 1.5-3 times slower meanwhile).
- */
-export async function compressedPieces(bytes: Uint8Array, cuts: readonly number[]): Promise<Buffer> {
-  const bounds = [0, ...cuts.filter((at) => at > 0 && at < bytes.length), bytes.length];
-  const parts: Buffer[] = [];
-  const header = Buffer.alloc(4 * (2 * (bounds.length - 1) + 1));
-  header.writeUInt32LE(bounds.length - 1, 0);
-  for (let i = 0; i + 1 < bounds.length; i++) {
-    parts.push(await compressed(bytes.subarray(bounds[i]!, bounds[i + 1]!)));
-    header.writeUInt32LE(parts[i]!.length, 4 * (2 * i + 1));
-    header.writeUInt32LE(bounds[i + 1]! - bounds[i]!, 4 * (2 * i + 2));
-  }
-  return Buffer.concat([header, ...parts]);
+/** A piece as stored: compressed, and its length uncompressed. */
+export interface StoredPiece {
+  length: number;
+  data: Buffer;
 }
 
 /**
- * What compressedPieces wrote, decompressed piece by piece, each into a buffer of its own a byte
- * longer than it (one chunk, which zlib hands back as it is and the restored index keeps;
- * engine/snapshot.ts PIECE_SLACK: one of exactly its length would make zlib allocate a second to
- * look for more output).
+ * Bytes compressed in pieces, cut at `cuts` (ascending offsets where the second and later pieces
+ * begin; exported for its test). One piece at a time: storing is background work, and pieces
+ * compressed side by side would take both cores from the event loop (its own work ran 1.5-3 times
+ * slower meanwhile).
  */
-export async function decompressedPieces(bytes: Uint8Array): Promise<Buffer[]> {
-  const stored = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const count = stored.readUInt32LE(0);
-  const parts: Array<{ packed: Buffer; length: number }> = [];
-  let at = 4 * (2 * count + 1);
-  if (at > stored.length) throw new Error('index snapshot pieces do not add up');
-  for (let i = 0; i < count; i++) {
-    const length = stored.readUInt32LE(4 * (2 * i + 1));
-    parts.push({ packed: stored.subarray(at, at + length), length: stored.readUInt32LE(4 * (2 * i + 2)) });
-    at += length;
+export async function compressedPieces(bytes: Uint8Array, cuts: readonly number[]): Promise<StoredPiece[]> {
+  const bounds = [0, ...cuts.filter((at) => at > 0 && at < bytes.length), bytes.length];
+  const pieces: StoredPiece[] = [];
+  for (let i = 0; i + 1 < bounds.length; i++) {
+    const piece = bytes.subarray(bounds[i]!, bounds[i + 1]!);
+    pieces.push({ length: piece.length, data: await compressed(piece) });
   }
-  if (at !== stored.length) throw new Error('index snapshot pieces do not add up');
-  return Promise.all(
-    parts.map(async ({ packed, length }) => {
-      const piece = await decompressed(packed, Math.max(64, length + 1));
-      if (piece.length !== length) throw new Error('index snapshot pieces do not add up');
-      return piece;
-    }),
-  );
+  return pieces;
+}
+
+/**
+ * A stored piece decompressed into a buffer of its own a byte longer than it (one chunk, which zlib
+ * hands back as it is and the restored index keeps; engine/snapshot.ts PIECE_SLACK: one of exactly
+ * its length would make zlib allocate a second to look for more output).
+ */
+export async function decompressedPiece({ length, data }: StoredPiece): Promise<Buffer> {
+  const piece = await promisify(zstdDecompress)(data, { chunkSize: Math.max(64, length + 1) });
+  if (piece.length !== length) throw new Error('an index snapshot piece is not of its stated length');
+  return piece;
 }
 
 /** What taking a snapshot reads of the filter metadata (a DocMetas, or a Map of the same). */
@@ -267,57 +253,56 @@ class Interned {
   }
 }
 
+const EMPTY = Buffer.alloc(0);
+
 const ownerIs = (owner: Owner) => ({
   project_id: owner.projectId,
   tenant_id: owner.tenantId,
   end_user_id: owner.endUserId,
 });
 
+/** A snapshot's pieces: 0 the filter metadata, 1.. the index's (index_snapshot_pieces.piece). */
+const META_PIECE = 0;
+
 /**
- * PostgreSQL sends the index part in rows of this many bytes: node-pg gathers a message larger than
- * its buffer by copying what it has each time more arrives, so the 6.6 MB of a 100,000-memory index
- * took 77-125 ms to receive as one value and 41-87 ms as 1 MB rows (the first query after a restart
- * fetched it in 103-125 ms, now 79).
+ * PostgreSQL sends a piece in rows of this many bytes: node-pg gathers a message larger than its
+ * buffer by copying what it has each time more arrives, so the 6.6 MB of a 100,000-memory index
+ * took 77-125 ms to receive as one value and 41-87 ms as 1 MB rows.
  */
 const FETCH_CHUNK = 1 << 20;
 
-/** The stored row of the owner's index for this embedder, in the current format. */
-async function storedRow(
+/** One piece's bytes if it is still of the snapshot at `revision` (else undefined). */
+async function pieceData(
   database: Database,
   owner: Owner,
-  embedder: string,
+  piece: number,
+  revision: number,
   chunk: number,
-): Promise<{ revision: number; index_data: Uint8Array; doc_meta: Uint8Array } | undefined> {
+): Promise<Buffer | undefined> {
   if (database.dialect === 'postgres') {
-    // One statement, so every part is of the same stored row.
-    const { rows } = await sql<{ revision: string; part: Buffer; doc_meta: Buffer | null }>`
-      SELECT s.revision, substring(s.index_data FROM p FOR ${chunk}) AS part, CASE WHEN p = 1 THEN s.doc_meta END AS doc_meta
-      FROM index_snapshots s, generate_series(1, length(s.index_data), ${chunk}) AS p
-      WHERE s.project_id = ${owner.projectId} AND s.tenant_id = ${owner.tenantId} AND s.end_user_id = ${owner.endUserId}
-        AND s.embedder = ${embedder} AND s.format = ${STORED_FORMAT}
+    const { rows } = await sql<{ part: Buffer }>`
+      SELECT substring(data FROM p FOR ${chunk}) AS part
+      FROM index_snapshot_pieces, generate_series(1, length(data), ${chunk}) AS p
+      WHERE project_id = ${owner.projectId} AND tenant_id = ${owner.tenantId} AND end_user_id = ${owner.endUserId}
+        AND piece = ${piece} AND revision = ${revision}
       ORDER BY p`.execute(database.db);
-    if (rows.length === 0) return undefined;
-    return {
-      revision: Number(rows[0]!.revision),
-      index_data: Buffer.concat(rows.map((r) => r.part)),
-      doc_meta: rows[0]!.doc_meta!,
-    };
+    return rows.length === 0 ? undefined : rows.length === 1 ? rows[0]!.part : Buffer.concat(rows.map((r) => r.part));
   }
   const row = await database.db
-    .selectFrom('index_snapshots')
-    .select(['revision', 'index_data', 'doc_meta'])
-    .where('project_id', '=', owner.projectId)
-    .where('tenant_id', '=', owner.tenantId)
-    .where('end_user_id', '=', owner.endUserId)
-    .where('embedder', '=', embedder)
-    .where('format', '=', STORED_FORMAT)
+    .selectFrom('index_snapshot_pieces')
+    .select('data')
+    .where((eb) => eb.and(ownerIs(owner)))
+    .where('piece', '=', piece)
+    .where('revision', '=', revision)
     .executeTakeFirst();
-  return row && { revision: Number(row.revision), index_data: row.index_data, doc_meta: row.doc_meta };
+  return row?.data;
 }
 
 /**
  * The owner's stored index built with this embedder, or null (none, another embedder or format,
- * unreadable), restored with `indexOptions`. `chunk`: the bytes a row on PostgreSQL (a test's small value reads many).
+ * replaced or erased while read, unreadable), restored with `indexOptions`. Each piece is read while
+ * the thread pool decompresses those read before it. `chunk`: the bytes a row on PostgreSQL (a test's
+ * small value reads many).
  */
 export async function loadSnapshot(
   database: Database,
@@ -326,11 +311,38 @@ export async function loadSnapshot(
   indexOptions: MemoryIndexOptions = { embedder: null },
   chunk = FETCH_CHUNK,
 ): Promise<Snapshot | null> {
-  const row = await storedRow(database, owner, embedder, chunk);
-  if (!row) return null;
+  const head = await database.db
+    .selectFrom('index_snapshots as s')
+    .innerJoin('index_snapshot_pieces as p', (join) =>
+      join
+        .onRef('p.project_id', '=', 's.project_id')
+        .onRef('p.tenant_id', '=', 's.tenant_id')
+        .onRef('p.end_user_id', '=', 's.end_user_id')
+        .onRef('p.revision', '=', 's.revision'),
+    )
+    .select(['s.revision', 'p.piece', 'p.length'])
+    .where('s.project_id', '=', owner.projectId)
+    .where('s.tenant_id', '=', owner.tenantId)
+    .where('s.end_user_id', '=', owner.endUserId)
+    .where('s.embedder', '=', embedder)
+    .where('s.format', '=', STORED_FORMAT)
+    .orderBy('p.piece')
+    .execute();
+  if (head.length === 0 || head.some((p, i) => Number(p.piece) !== i + META_PIECE)) return null;
+  const revision = Number(head[0]!.revision);
+  const decompressing: Array<Promise<Buffer>> = [];
+  for (const { piece, length } of head) {
+    const data = await pieceData(database, owner, Number(piece), revision, chunk);
+    // Replaced or erased since the first read: as if there were none.
+    if (!data) return null;
+    const decompressed = decompressedPiece({ length: Number(length), data });
+    // Observed now: a piece that fails while later ones are read, or after a return above, is no unhandled rejection.
+    decompressed.catch(() => undefined);
+    decompressing.push(decompressed);
+  }
   try {
-    const [index, [meta]] = await Promise.all([decompressedPieces(row.index_data), decompressedPieces(row.doc_meta)]);
-    return { index: MemoryIndex.restore(index, indexOptions), meta: decodeMeta(meta!), revision: row.revision };
+    const [meta, ...index] = await Promise.all(decompressing);
+    return { index: MemoryIndex.restore(index, indexOptions), meta: decodeMeta(meta!), revision };
   } catch {
     // Unreadable (written by another version): the caller builds, and the next store replaces it.
     return null;
@@ -354,15 +366,19 @@ export async function snapshotRevision(db: Executor, owner: Owner, embedder: str
 /**
  * Stores an index taken at `revision` unless something of the owner was forgotten since then (its
  * text would survive in the snapshot: 'forgotten') or a snapshot as new is already stored ('current').
+ * `pieceBytes`: the least an index piece holds uncompressed (a test's small value stores many).
  */
 export async function storeSnapshot(
   database: Database,
   owner: Owner,
   embedder: string,
   taken: Taken & { revision: number; memories: number },
+  pieceBytes = ZLIB_CHUNK,
 ): Promise<'stored' | 'current' | 'forgotten'> {
-  const index = await compressedPieces(taken.index, snapshotCuts(taken.index, ZLIB_CHUNK));
-  const docMeta = await compressedPieces(taken.meta, []);
+  const pieces = [
+    ...(await compressedPieces(taken.meta, [])),
+    ...(await compressedPieces(taken.index, snapshotCuts(taken.index, pieceBytes))),
+  ];
   return database.db.transaction().execute(async (trx) => {
     if (await forgottenSince(database, trx, owner, taken.revision)) return 'forgotten';
     const result = await trx
@@ -373,8 +389,8 @@ export async function storeSnapshot(
         embedder,
         format: STORED_FORMAT,
         memories: taken.memories,
-        index_data: index,
-        doc_meta: docMeta,
+        index_data: EMPTY,
+        doc_meta: EMPTY,
         created_at: nowIso(),
       })
       .onConflict((oc) =>
@@ -398,17 +414,27 @@ export async function storeSnapshot(
           ),
       )
       .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0 ? 'stored' : 'current';
+    if (Number(result.numInsertedOrUpdatedRows ?? 0) === 0) return 'current';
+    await trx
+      .deleteFrom('index_snapshot_pieces')
+      .where((eb) => eb.and(ownerIs(owner)))
+      .execute();
+    // A statement a piece: a few MB each, not one statement of the whole.
+    for (const [piece, { length, data }] of pieces.entries()) {
+      await trx
+        .insertInto('index_snapshot_pieces')
+        .values({ ...ownerIs(owner), piece, revision: taken.revision, length, data })
+        .execute();
+    }
+    return 'stored';
   });
 }
 
-/** Removing an end user: their snapshot goes, whichever memories it holds (the row names them). */
+/** Removing an end user: their snapshot goes (its pieces with it), whichever memories it holds (the row names them). */
 export async function eraseEndUserSnapshot(trx: Executor, owner: Owner): Promise<void> {
   await trx
     .deleteFrom('index_snapshots')
-    .where('project_id', '=', owner.projectId)
-    .where('tenant_id', '=', owner.tenantId)
-    .where('end_user_id', '=', owner.endUserId)
+    .where((eb) => eb.and(ownerIs(owner)))
     .execute();
 }
 
