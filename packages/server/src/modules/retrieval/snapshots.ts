@@ -271,23 +271,45 @@ const META_PIECE = 0;
  */
 const FETCH_CHUNK = 1 << 20;
 
-/** One piece's bytes if it is still of the snapshot at `revision` (else undefined). */
+/**
+ * On PostgreSQL every piece of the snapshot in one statement, in 1 MB rows (a statement a piece cost
+ * ~40 ms each in a paired run: 1.24-1.40 s against 0.75-0.82 s for the first query at 300k), so
+ * there the pieces are decompressed once all are read.
+ */
+async function piecesAtOnce(database: Database, owner: Owner, embedder: string, chunk: number) {
+  const { rows } = await sql<{ revision: string; piece: number; length: number; part: Buffer }>`
+    SELECT s.revision, p.piece, p.length, substring(p.data FROM g FOR ${chunk}) AS part
+    FROM index_snapshots s
+    JOIN index_snapshot_pieces p ON p.project_id = s.project_id AND p.tenant_id = s.tenant_id
+      AND p.end_user_id = s.end_user_id AND p.revision = s.revision,
+      generate_series(1, length(p.data), ${chunk}) AS g
+    WHERE s.project_id = ${owner.projectId} AND s.tenant_id = ${owner.tenantId} AND s.end_user_id = ${owner.endUserId}
+      AND s.embedder = ${embedder} AND s.format = ${STORED_FORMAT}
+    ORDER BY p.piece, g`.execute(database.db);
+  const pieces: Array<StoredPiece & { parts: Buffer[] }> = [];
+  for (const row of rows) {
+    const piece = Number(row.piece);
+    if (piece === pieces.length) pieces.push({ length: Number(row.length), data: row.part, parts: [] });
+    else if (piece !== pieces.length - 1) return null;
+    pieces[piece]!.parts.push(row.part);
+  }
+  if (pieces.length === 0) return null;
+  return {
+    revision: Number(rows[0]!.revision),
+    pieces: pieces.map(({ length, parts }) => ({
+      length,
+      data: parts.length === 1 ? parts[0]! : Buffer.concat(parts),
+    })),
+  };
+}
+
+/** On SQLite one piece's bytes if it is still of the snapshot at `revision` (else undefined). */
 async function pieceData(
   database: Database,
   owner: Owner,
   piece: number,
   revision: number,
-  chunk: number,
 ): Promise<Buffer | undefined> {
-  if (database.dialect === 'postgres') {
-    const { rows } = await sql<{ part: Buffer }>`
-      SELECT substring(data FROM p FOR ${chunk}) AS part
-      FROM index_snapshot_pieces, generate_series(1, length(data), ${chunk}) AS p
-      WHERE project_id = ${owner.projectId} AND tenant_id = ${owner.tenantId} AND end_user_id = ${owner.endUserId}
-        AND piece = ${piece} AND revision = ${revision}
-      ORDER BY p`.execute(database.db);
-    return rows.length === 0 ? undefined : rows.length === 1 ? rows[0]!.part : Buffer.concat(rows.map((r) => r.part));
-  }
   const row = await database.db
     .selectFrom('index_snapshot_pieces')
     .select('data')
@@ -311,6 +333,10 @@ export async function loadSnapshot(
   indexOptions: MemoryIndexOptions = { embedder: null },
   chunk = FETCH_CHUNK,
 ): Promise<Snapshot | null> {
+  if (database.dialect === 'postgres') {
+    const stored = await piecesAtOnce(database, owner, embedder, chunk);
+    return stored && restored(stored.pieces.map(decompressedPiece), stored.revision, indexOptions);
+  }
   const head = await database.db
     .selectFrom('index_snapshots as s')
     .innerJoin('index_snapshot_pieces as p', (join) =>
@@ -332,7 +358,7 @@ export async function loadSnapshot(
   const revision = Number(head[0]!.revision);
   const decompressing: Array<Promise<Buffer>> = [];
   for (const { piece, length } of head) {
-    const data = await pieceData(database, owner, Number(piece), revision, chunk);
+    const data = await pieceData(database, owner, Number(piece), revision);
     // Replaced or erased since the first read: as if there were none.
     if (!data) return null;
     const decompressed = decompressedPiece({ length: Number(length), data });
@@ -340,6 +366,15 @@ export async function loadSnapshot(
     decompressed.catch(() => undefined);
     decompressing.push(decompressed);
   }
+  return restored(decompressing, revision, indexOptions);
+}
+
+/** The snapshot of these pieces being decompressed (the filter metadata's first), or null if one is unreadable. */
+async function restored(
+  decompressing: Array<Promise<Buffer>>,
+  revision: number,
+  indexOptions: MemoryIndexOptions,
+): Promise<Snapshot | null> {
   try {
     const [meta, ...index] = await Promise.all(decompressing);
     return { index: MemoryIndex.restore(index, indexOptions), meta: decodeMeta(meta!), revision };
