@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,13 +14,15 @@ export function baselineMain(repoRoot: string, rev: string): { sha: string; main
   }).trim();
   const dir = join(tmpdir(), `engram-baseline-${sha}`);
   const main = join(dir, 'packages/server/dist/main.js');
-  if (existsSync(main)) return { sha, main };
+  // existsSync follows the links: a build whose node_modules went with a removed worktree is built again.
+  if (existsSync(main) && existsSync(join(dir, 'node_modules/pino'))) return { sha, main };
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C "${dir}"`], { cwd: repoRoot });
-  symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'));
+  // The real directories, not a worktree's links to them, so the build outlives the worktree.
+  symlinkSync(realpathSync(join(repoRoot, 'node_modules')), join(dir, 'node_modules'));
   const serverModules = join(repoRoot, 'packages/server/node_modules');
-  if (existsSync(serverModules)) symlinkSync(serverModules, join(dir, 'packages/server/node_modules'));
+  if (existsSync(serverModules)) symlinkSync(realpathSync(serverModules), join(dir, 'packages/server/node_modules'));
   const server = join(dir, 'packages/server');
   execFileSync(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
     cwd: server,
