@@ -4,6 +4,7 @@ export type { Embedder, BuiltinEmbedder } from './embedder.js';
 export { builtinEmbedder } from './embedder.js';
 export { openAiEmbedder, EmbedderError, type OpenAiEmbedderConfig } from './openai-embedder.js';
 export { MemoryIndex, type MemoryIndexOptions } from './memory-index.js';
+export { SearchBuffers } from './search-buffers.js';
 export { TEXT_FLAGS, type BuiltDocs } from './built-docs.js';
 export { DEFAULT_WEIGHTS, FEATURES, relevanceOf, type RankingWeights } from './ranking-weights.js';
 export { parseTemporal, type TemporalRange } from './temporal.js';

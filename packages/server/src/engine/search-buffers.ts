@@ -42,12 +42,30 @@ export class SearchBuffers {
   filterPass = new Uint8Array(0);
   private filterStamp = 0;
   private slots = 0;
+  /** Every page of the buffers written (prepare): nothing to do until they grow again. */
+  private written = false;
 
   /** The thread's buffers, for an index of `slots` slots. */
   static forSlots(slots: number): SearchBuffers {
     const b = (SearchBuffers.shared ??= new SearchBuffers());
     if (slots > b.slots) b.grow(Math.max(slots, b.slots * 2));
     return b;
+  }
+
+  /**
+   * The thread's buffers grown for an index of `slots` slots ahead of its first search, their pages
+   * written now: a search of fresh buffers takes a page fault at each 4 KB it first touches, scattered
+   * (~28 MB at 300,000 slots: 0.1-0.3 s of a first search after a restart, bench/README.md "The first
+   * query after a restart, session 19"), which a caller does while it waits anyway (a snapshot's
+   * decompression, snapshots.ts).
+   */
+  static prepare(slots: number): void {
+    const b = SearchBuffers.forSlots(slots);
+    if (b.written) return;
+    b.written = true;
+    for (const a of [b.lex, b.meta, b.ctx, b.exp, b.known, b.offered, b.tfSelf, b.tfCtx, b.termTouched]) a.fill(0);
+    for (const a of [b.sessionList, b.touched.a, b.metaTouched.a, b.expTouched.a, b.filterAsked]) a.fill(0);
+    for (const a of [b.metaHit, b.reach, b.filterPass]) a.fill(0);
   }
 
   /** Buffers of their own (shards of one search ranked on one thread each need theirs). */
@@ -60,6 +78,7 @@ export class SearchBuffers {
   /** New, zero buffers (the old ones are zero: nothing to carry over). */
   private grow(slots: number): void {
     this.slots = slots;
+    this.written = false;
     this.lex = new Float64Array(slots);
     this.meta = new Float64Array(slots);
     this.ctx = new Float64Array(slots);

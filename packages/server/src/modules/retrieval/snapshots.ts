@@ -5,6 +5,7 @@ import {
   MemoryIndex,
   type MemoryIndexOptions,
   runInSlices,
+  SearchBuffers,
   SLICE_MS,
   SNAPSHOT_FORMAT,
   snapshotCuts,
@@ -274,11 +275,14 @@ const FETCH_CHUNK = 1 << 20;
 /**
  * On PostgreSQL every piece of the snapshot in one statement, in 1 MB rows (a statement a piece cost
  * ~40 ms each in a paired run: 1.24-1.40 s against 0.75-0.82 s for the first query at 300k), so
- * there the pieces are decompressed once all are read.
+ * there the pieces are decompressed once all are read. Sent as base64 text (decoded by Node, which
+ * skips PostgreSQL's line breaks): node-pg receives a bytea as hex, twice its bytes, and a 300,000-memory
+ * snapshot's read took 163-266 ms of the process's CPU as hex against 106-123 as base64 (bench/README.md,
+ * "The first query after a restart, session 19"; node-pg's binary results read every value as UTF-8 text).
  */
 async function piecesAtOnce(database: Database, owner: Owner, embedder: string, chunk: number) {
-  const { rows } = await sql<{ revision: string; piece: number; length: number; part: Buffer }>`
-    SELECT s.revision, p.piece, p.length, substring(p.data FROM g FOR ${chunk}) AS part
+  const { rows } = await sql<{ revision: string; memories: number; piece: number; length: number; part: string }>`
+    SELECT s.revision, s.memories, p.piece, p.length, encode(substring(p.data FROM g FOR ${chunk}), 'base64') AS part
     FROM index_snapshots s
     JOIN index_snapshot_pieces p ON p.project_id = s.project_id AND p.tenant_id = s.tenant_id
       AND p.end_user_id = s.end_user_id AND p.revision = s.revision,
@@ -289,13 +293,15 @@ async function piecesAtOnce(database: Database, owner: Owner, embedder: string, 
   const pieces: Array<StoredPiece & { parts: Buffer[] }> = [];
   for (const row of rows) {
     const piece = Number(row.piece);
-    if (piece === pieces.length) pieces.push({ length: Number(row.length), data: row.part, parts: [] });
+    const part = Buffer.from(row.part, 'base64');
+    if (piece === pieces.length) pieces.push({ length: Number(row.length), data: part, parts: [] });
     else if (piece !== pieces.length - 1) return null;
-    pieces[piece]!.parts.push(row.part);
+    pieces[piece]!.parts.push(part);
   }
   if (pieces.length === 0) return null;
   return {
     revision: Number(rows[0]!.revision),
+    memories: Number(rows[0]!.memories),
     pieces: pieces.map(({ length, parts }) => ({
       length,
       data: parts.length === 1 ? parts[0]! : Buffer.concat(parts),
@@ -335,7 +341,7 @@ export async function loadSnapshot(
 ): Promise<Snapshot | null> {
   if (database.dialect === 'postgres') {
     const stored = await piecesAtOnce(database, owner, embedder, chunk);
-    return stored && restored(stored.pieces.map(decompressedPiece), stored.revision, indexOptions);
+    return stored && restored(stored.pieces.map(decompressedPiece), stored, indexOptions);
   }
   const head = await database.db
     .selectFrom('index_snapshots as s')
@@ -346,7 +352,7 @@ export async function loadSnapshot(
         .onRef('p.end_user_id', '=', 's.end_user_id')
         .onRef('p.revision', '=', 's.revision'),
     )
-    .select(['s.revision', 'p.piece', 'p.length'])
+    .select(['s.revision', 's.memories', 'p.piece', 'p.length'])
     .where('s.project_id', '=', owner.projectId)
     .where('s.tenant_id', '=', owner.tenantId)
     .where('s.end_user_id', '=', owner.endUserId)
@@ -366,16 +372,27 @@ export async function loadSnapshot(
     decompressed.catch(() => undefined);
     decompressing.push(decompressed);
   }
-  return restored(decompressing, revision, indexOptions);
+  return restored(decompressing, { revision, memories: Number(head[0]!.memories) }, indexOptions);
 }
 
-/** The snapshot of these pieces being decompressed (the filter metadata's first), or null if one is unreadable. */
+/**
+ * Slots to have the search's buffers ready for, by memories in a snapshot: a restored index holds a
+ * slot per memory and those left free by removals since it was built (a snapshot is stored again
+ * after changes of a tenth).
+ */
+const SLOTS_PER_MEMORY = 1.125;
+
+/**
+ * The snapshot of these pieces being decompressed (the filter metadata's first), or null if one is
+ * unreadable. While they are, the search's buffers are readied for its size (SearchBuffers.prepare).
+ */
 async function restored(
   decompressing: Array<Promise<Buffer>>,
-  revision: number,
+  { revision, memories }: { revision: number; memories: number },
   indexOptions: MemoryIndexOptions,
 ): Promise<Snapshot | null> {
   try {
+    SearchBuffers.prepare(Math.ceil(memories * SLOTS_PER_MEMORY));
     const [meta, ...index] = await Promise.all(decompressing);
     return { index: MemoryIndex.restore(index, indexOptions), meta: decodeMeta(meta!), revision };
   } catch {
