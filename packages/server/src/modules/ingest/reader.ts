@@ -78,7 +78,11 @@ export class DocumentReader {
   private nextId = 0;
   private closed = false;
 
-  constructor(private readonly settings: ParseSettings) {}
+  /** `idleMs`: how long an idle reader is kept (a test shortens it). */
+  constructor(
+    private readonly settings: ParseSettings,
+    private readonly idleMs = IDLE_MS,
+  ) {}
 
   /** The document in `bytes`: its type, chunks and digest; 400, 413 or 415 for a file that cannot be read. */
   read(bytes: Buffer, name: string, mediaType: string | undefined, whenBusy: WhenBusy): Promise<ReadDocument> {
@@ -153,7 +157,17 @@ export class DocumentReader {
       ]);
       // Cleared, not left to run out: its closure's scope holds the call (the file's bytes and name) meanwhile.
       clearTimeout(startDeadline);
-      if (!started) throw new Error(`a reading process did not start within ${START_MS} ms`);
+      // A machine too busy to start a process is the server's state, not the file's: 503, try again.
+      if (!started) {
+        throw new AppError(
+          'unavailable',
+          `No reading process started within ${START_MS} ms; retry shortly`,
+          undefined,
+          {
+            'Retry-After': '5',
+          },
+        );
+      }
       outcome = await new Promise((resolve) => {
         const deadline = setTimeout(() => resolve({ timedOut: true }), this.settings.timeoutMs);
         reader.settle = (o) => {
@@ -226,13 +240,16 @@ export class DocumentReader {
     reader.child.unref();
     reader.child.channel?.unref();
     if (this.closed) return void this.end(reader);
-    reader.idleTimer = setTimeout(() => void this.end(reader), IDLE_MS).unref();
+    reader.idleTimer = setTimeout(() => void this.end(reader), this.idleMs).unref();
     this.idle.push(reader);
   }
 
   private async end(reader: ReadingProcess): Promise<void> {
     reader.settle = undefined;
     reader.ending = true;
+    // Out of the idle list at once, not at its exit: a read taking it meanwhile failed (500) when it exited.
+    const at = this.idle.indexOf(reader);
+    if (at !== -1) this.idle.splice(at, 1);
     const { child } = reader;
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));
