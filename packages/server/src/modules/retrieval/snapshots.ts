@@ -275,14 +275,13 @@ const FETCH_CHUNK = 1 << 20;
 /**
  * On PostgreSQL every piece of the snapshot in one statement, in 1 MB rows (a statement a piece cost
  * ~40 ms each in a paired run: 1.24-1.40 s against 0.75-0.82 s for the first query at 300k), so
- * there the pieces are decompressed once all are read. Sent as base64 text (decoded by Node, which
- * skips PostgreSQL's line breaks): node-pg receives a bytea as hex, twice its bytes, and a 300,000-memory
- * snapshot's read took 163-266 ms of the process's CPU as hex against 106-123 as base64 (bench/README.md,
- * "The first query after a restart, session 19"; node-pg's binary results read every value as UTF-8 text).
+ * there the pieces are decompressed once all are read. (As hex, node-pg's bytea: base64 text cost the
+ * process less CPU in a probe but the first query over HTTP no less, bench/README.md "The first query after
+ * a restart, session 19"; node-pg's binary results read every value as UTF-8 text.)
  */
 async function piecesAtOnce(database: Database, owner: Owner, embedder: string, chunk: number) {
-  const { rows } = await sql<{ revision: string; memories: number; piece: number; length: number; part: string }>`
-    SELECT s.revision, s.memories, p.piece, p.length, encode(substring(p.data FROM g FOR ${chunk}), 'base64') AS part
+  const { rows } = await sql<{ revision: string; memories: number; piece: number; length: number; part: Buffer }>`
+    SELECT s.revision, s.memories, p.piece, p.length, substring(p.data FROM g FOR ${chunk}) AS part
     FROM index_snapshots s
     JOIN index_snapshot_pieces p ON p.project_id = s.project_id AND p.tenant_id = s.tenant_id
       AND p.end_user_id = s.end_user_id AND p.revision = s.revision,
@@ -293,10 +292,9 @@ async function piecesAtOnce(database: Database, owner: Owner, embedder: string, 
   const pieces: Array<StoredPiece & { parts: Buffer[] }> = [];
   for (const row of rows) {
     const piece = Number(row.piece);
-    const part = Buffer.from(row.part, 'base64');
-    if (piece === pieces.length) pieces.push({ length: Number(row.length), data: part, parts: [] });
+    if (piece === pieces.length) pieces.push({ length: Number(row.length), data: row.part, parts: [] });
     else if (piece !== pieces.length - 1) return null;
-    pieces[piece]!.parts.push(part);
+    pieces[piece]!.parts.push(row.part);
   }
   if (pieces.length === 0) return null;
   return {
