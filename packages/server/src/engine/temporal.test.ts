@@ -82,7 +82,7 @@ describe('parseTemporal', () => {
     const pieces = ['yesterday', 'today', 'tonight', 'weekend', 'recently', 'lately', 'night', 'morning', 'evening'];
     pieces.push('last', 'past', 'this', 'next', 'the', 'these', 'since', 'in', 'during', 'on', 'before', 'ago', 'a');
     pieces.push('few', 'May', 'march', 'sept', 'Monday', 'day', 'days', 'week', 'years', '3', '2023', '05', 'x', 's');
-    pieces.push(' ', ' ', ' ', ' ', ' ', ' ', ',', '-', '_', 'é');
+    pieces.push(' ', ' ', ' ', ' ', ' ', ' ', ',', '-', '_', 'é', '\u2013', '\u2014');
     let seed = 11;
     const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     let found = 0;

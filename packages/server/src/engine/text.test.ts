@@ -55,8 +55,8 @@ describe('text analysis', () => {
       terms: analyze(text),
       namesTime: namesTime(text),
       firstPerson: speaksInFirstPerson(text),
-      // ASCII text: a word of it TIME_RULE_WORD matches (the runs of letters and digits, lower case).
-      mayNameTime: /^[\x00-\x7f]*$/.test(text)
+      // ASCII text (en and em dashes allowed): a word of it TIME_RULE_WORD matches (the runs of letters and digits).
+      mayNameTime: /^[\x00-\x7f\u2013\u2014]*$/.test(text)
         ? (text.toLowerCase().match(/[a-z0-9]+/g) ?? []).some((word) => TIME_RULE_WORD.test(word))
         : MAY_NAME_TIME.test(text),
       endsAsking: endsAsking(text),
@@ -74,6 +74,8 @@ describe('text analysis', () => {
       '   ',
       'x2023 2023x 2023 12345',
       'is it? [image: a cat] ',
+      'Me\u2014last week\u2013or 2023\u2014', // dashes: read as ASCII punctuation
+      'we\u2019ll go \u2014 today', // a typographic apostrophe: read apart
     ];
     // Random texts of the words and characters that matter.
     const pieces = [
@@ -97,6 +99,7 @@ describe('text analysis', () => {
       'weeks',
     ];
     pieces.push('2024', '999', 'jan', 'day', 'the', 'running', 'Caroline', 'é', '東京', 'k', 'AND', 'x_y', '\n');
+    pieces.push('\u2013', '\u2014', '\u2014', '\u2019');
     // Longer than the table of ASCII words holds (scanNumbered).
     pieces.push(`Z${'abcdefghij'.repeat(5)}`, 'abcdefghij'.repeat(4), '[image: a]', ']', '\t');
     let seed = 7;

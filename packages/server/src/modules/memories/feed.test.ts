@@ -399,9 +399,20 @@ forEachDialect('memory feed', (dialect) => {
     const rows = await changesSince(t.database.db, plain('carol'), 0);
     expect(rows.map((r) => r.id)).toEqual([first, second]);
     expect(rows[0]!.seq).toBeGreaterThan(rows[1]!.seq);
+    // Values a page's JSON (PostgreSQL) must carry as node-pg reads them: escapes, keys jsonb reorders, numbers.
+    const body = {
+      text: 'dave said "hi"\\ \u2014 caf\u00e9 \u{1f9d8}\u200d\u2640\ufe0f\n\ttab',
+      tags: ['b "q"', 'a\u00e9'],
+      metadata: { zz: 1, a: { 'x y': [1.5, null, true], e: 12345678901234 }, long: 'x'.repeat(300), n: -0.1234567890123457 },
+      importance: 0.123456789012345678,
+      session_id: 's\u00e9',
+    };
+    await addMemory(t, body, { endUser: 'dave' });
+    await addMemory(t, { ...body, text: 'dave again', metadata: {} }, { endUser: 'dave' });
     // The same a page at a time (a cold index's read), forgotten rows and other owners' left out.
     for (const [owner, size] of [
       [plain('carol'), 1],
+      [plain('dave'), 1000],
       [plain('alice'), 1],
       [plain('alice'), 1000],
       [{ projectId: project(), tenantId: 'acme', endUserId: 'u1' }, 1],
@@ -409,10 +420,13 @@ forEachDialect('memory feed', (dialect) => {
       const ids = await liveOwnerIds(t.database.db, owner);
       const paged: unknown[][] = [];
       for (let at = 0; at < ids.length; at += size)
-        paged.push(...(await liveOwnerPage(t.database.db, owner, Array.from(ids.subarray(at, at + size)))));
+        paged.push(...(await liveOwnerPage(t.database.db, t.database.dialect, owner, Array.from(ids.subarray(at, at + size)))));
       // The values of LIVE_PAGE_COLUMNS in order, tags and metadata as stored.
       const asRow = (values: unknown[]) => {
         const row = Object.fromEntries(LIVE_PAGE_COLUMNS.map((column, i) => [column, values[i]]));
+        // As JSON.stringify writes the values (the index's filter metadata is keyed by that text).
+        expect(row.tags).toBe(JSON.stringify(decodeJson(row.tags)));
+        expect(row.metadata).toBe(JSON.stringify(decodeJson(row.metadata)));
         return { ...row, tags: decodeJson(row.tags), metadata: decodeJson(row.metadata), is_summary: !!row.is_summary };
       };
       const columns = (row: IndexedMemory) =>
