@@ -379,7 +379,6 @@ function grown<T extends Int32Array | Uint8Array>(array: T, length: number): T {
   return bigger;
 }
 
-
 /**
  * A build's terms numbered as first met (0, 1, ...), and the terms of the texts scanned since `length` was last
  * set, as those numbers (scanNumbered).

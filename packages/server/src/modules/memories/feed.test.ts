@@ -403,8 +403,13 @@ forEachDialect('memory feed', (dialect) => {
     const body = {
       text: 'dave said "hi"\\ \u2014 caf\u00e9 \u{1f9d8}\u200d\u2640\ufe0f\n\ttab',
       tags: ['b "q"', 'a\u00e9'],
-      metadata: { zz: 1, a: { 'x y': [1.5, null, true], e: 12345678901234 }, long: 'x'.repeat(300), n: -0.1234567890123457 },
-      importance: 0.123456789012345678,
+      metadata: {
+        zz: 1,
+        a: { 'x y': [1.5, null, true], e: 12345678901234 },
+        long: 'x'.repeat(300),
+        n: -0.1234567890123457,
+      },
+      importance: 0.12345678901234568,
       session_id: 's\u00e9',
     };
     await addMemory(t, body, { endUser: 'dave' });
@@ -420,7 +425,9 @@ forEachDialect('memory feed', (dialect) => {
       const ids = await liveOwnerIds(t.database.db, owner);
       const paged: unknown[][] = [];
       for (let at = 0; at < ids.length; at += size)
-        paged.push(...(await liveOwnerPage(t.database.db, t.database.dialect, owner, Array.from(ids.subarray(at, at + size)))));
+        paged.push(
+          ...(await liveOwnerPage(t.database.db, t.database.dialect, owner, Array.from(ids.subarray(at, at + size)))),
+        );
       // The values of LIVE_PAGE_COLUMNS in order, tags and metadata as stored.
       const asRow = (values: unknown[]) => {
         const row = Object.fromEntries(LIVE_PAGE_COLUMNS.map((column, i) => [column, values[i]]));

@@ -343,27 +343,18 @@ export async function liveOwnerPage(
 }
 
 /**
- * liveOwnerPage's rows on PostgreSQL, with its `mine` column, as one JSON text the database builds (a value a
- * row's column, the texts escaped): node-pg decoded a page of 2,000 rows' 14 columns value by value (~1.8 s of a
- * 300,000-row build, bench/README.md, session 18) where JSON.parse takes one string. The values are those node-pg
- * gives (postgresTypes): numbers, booleans, timestamps as ISO text; tags and metadata as JSON.stringify writes them.
+ * liveOwnerPage's rows on PostgreSQL, with its `mine` column, each as one JSON text the database builds (a value a
+ * column, the text escaped) that JSON.parse reads: node-pg decoded the 14 columns of a page's 2,000 rows value by
+ * value (~1.8 s of a 300,000-row build, bench/README.md, session 18). A row a text, not a page: a string over 128 KB
+ * (V8's large objects) took ~20 times as long a byte to decode. The values are those node-pg gives (postgresTypes):
+ * numbers, booleans, timestamps as ISO text; tags and metadata as JSON.stringify writes them.
  */
 async function postgresPageRows(db: Executor, mine: RawBuilder<boolean>, ids: readonly number[]): Promise<unknown[][]> {
-  const { rows } = await sql<{ page: string | null }>`SELECT json_agg(json_build_array(
+  const query = sql`SELECT json_build_array(
       id, text, tags::text, source, importance, metadata::text, session_id, speaker, is_summary,
-      created_at::text, updated_at::text, seq, superseded_by, ${mine}))::text AS page
-    FROM memories WHERE id = ANY(${ids}::bigint[]) AND deleted_at IS NULL`.execute(db);
-  const page = rows[0]?.page;
-  if (!page) return [];
-  const values = JSON.parse(page) as unknown[][];
-  const [TAGS, IMPORTANCE, METADATA, CREATED, UPDATED] = ['tags', 'importance', 'metadata', 'created_at', 'updated_at']
-    .map((column) => LIVE_PAGE_COLUMNS.indexOf(column as (typeof LIVE_PAGE_COLUMNS)[number])) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+      created_at::text, updated_at::text, seq, superseded_by, ${mine})::text
+    FROM memories WHERE id = ANY(${ids}::bigint[]) AND deleted_at IS NULL`.compile(db);
+  const { rows } = await db.executeQuery(CompiledQuery.raw(`${ROWS_AS_ARRAYS}${query.sql}`, [...query.parameters]));
   const json = new Map<string, string>();
   // jsonb's text (its own spacing) as the decoded value's JSON.stringify; empty ones (most) are the same text.
   const asStringified = (text: string) => {
@@ -375,16 +366,25 @@ async function postgresPageRows(db: Executor, mine: RawBuilder<boolean>, ids: re
   // Rows written together share their times: each distinct one rearranged once.
   let [lastTime, lastIso] = ['', ''];
   const iso = (text: string) => (text === lastTime ? lastIso : (lastIso = timestamptzToIso((lastTime = text))));
-  for (const row of values) {
-    row[TAGS] = asStringified(row[TAGS] as string);
-    row[METADATA] = asStringified(row[METADATA] as string);
+  const values = new Array<unknown[]>(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const read = rows[i] as unknown[] | Record<string, unknown>;
+    const row = JSON.parse((Array.isArray(read) ? read[0] : Object.values(read)[0]) as string) as unknown[];
+    row[AT.tags] = asStringified(row[AT.tags] as string);
+    row[AT.metadata] = asStringified(row[AT.metadata] as string);
     // JSON has no NaN or infinities: json_build_array writes them as strings, which node-pg's parseFloat reads.
-    if (typeof row[IMPORTANCE] !== 'number') row[IMPORTANCE] = Number(row[IMPORTANCE]);
-    row[CREATED] = iso(row[CREATED] as string);
-    row[UPDATED] = iso(row[UPDATED] as string);
+    if (typeof row[AT.importance] !== 'number') row[AT.importance] = Number(row[AT.importance]);
+    row[AT.created_at] = iso(row[AT.created_at] as string);
+    row[AT.updated_at] = iso(row[AT.updated_at] as string);
+    values[i] = row;
   }
   return values;
 }
+/** Where each of LIVE_PAGE_COLUMNS stands in a page's row. */
+const AT = Object.fromEntries(LIVE_PAGE_COLUMNS.map((column, i) => [column, i])) as Record<
+  (typeof LIVE_PAGE_COLUMNS)[number],
+  number
+>;
 
 /** The owner's rows of the memories table, to select from. */
 const ownerMemories = (db: Executor, owner: Owner) =>

@@ -41,7 +41,12 @@ try {
     const number = Atomics.add(claimed, 0, 1);
     if (number * size >= ids.length) break;
     credit--;
-    const rows = await liveOwnerPage(database.db, database.dialect, owner, Array.from(ids.subarray(number * size, (number + 1) * size)));
+    const rows = await liveOwnerPage(
+      database.db,
+      database.dialect,
+      owner,
+      Array.from(ids.subarray(number * size, (number + 1) * size)),
+    );
     takeArrived();
     // Every page sent before was taken: the builder waits for this one.
     const builderWaits = credit === ahead - 1;

@@ -155,7 +155,12 @@ async function* readerPages(
   try {
     for (let next = 0; next < pageCount; next++) {
       if (arrived.length === 0 && Atomics.compareExchange(claimed, 0, next, next + 1) === next) {
-        const rows = await liveOwnerPage(database.db, database.dialect, owner, Array.from(ids.subarray(next * size, (next + 1) * size)));
+        const rows = await liveOwnerPage(
+          database.db,
+          database.dialect,
+          owner,
+          Array.from(ids.subarray(next * size, (next + 1) * size)),
+        );
         yield { page: preparedPage(rows, numbering), byReader: false };
         continue;
       }
