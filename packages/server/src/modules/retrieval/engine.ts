@@ -72,6 +72,10 @@ export function createInProcessRetrieval(
     config.indexSnapshotMinMemories,
     config.indexContextCacheShare,
   );
+  // Not on PostgreSQL: its process encodes the pages a build asks for two ahead (feed.ts#liveOwnerPage) while this
+  // thread indexes; the build reader, a page at a time on one connection, made a 300,000-row build slower (5.5 s
+  // against 3.8 s in process on 2 cores, bench/README.md, session 19).
+  if (database.dialect === 'postgres') cache.buildReader.minRows = Number.POSITIVE_INFINITY;
   return {
     embeddings,
     cache,
