@@ -30,8 +30,7 @@ import { webhookRoutes } from './modules/webhooks/routes.js';
 import { webhookBacklog } from './modules/webhooks/index.js';
 import { exportRoutes } from './modules/exports/routes.js';
 import { peopleRoutes } from './modules/people/routes.js';
-
-export const VERSION = '0.1.0';
+import { VERSION } from './version.js';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Room for a 256-character end-user id in a path even when every character is percent-encoded UTF-8. */
