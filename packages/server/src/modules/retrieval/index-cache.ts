@@ -318,9 +318,8 @@ export class IndexCache {
   }
 
   /**
-   * After an erasure of the owner's memories committed: their index lets them go now, not at its next use, a removed
-   * owner's goes whole, and so do the project's (docs/api.md, What forgetting removes). Then this thread's cache of
-   * words and the parameters of its last query (the forgotten end user's id, say) go too.
+   * After an erasure of the owner's memories committed: their index lets them go now, a removed owner's goes whole, and
+   * so do the project's (docs/api.md, What forgetting removes); then this thread's word cache and last query's parameters.
    */
   async forgotten(owner: Owner, purged: boolean): Promise<void> {
     const key = ownerKey(owner);
@@ -437,8 +436,7 @@ export class IndexCache {
     let since = 0;
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
-      // A large build gives the event loop back now and then (other requests wait for it otherwise);
-      // queries of this entry wait for the whole refresh (use()), so none sees it half built.
+      // A large build yields now and then to other requests; this entry's queries wait for the whole refresh (use()).
       if (++since === YIELD_EVERY_ROWS) {
         since = 0;
         await new Promise((resolve) => setImmediate(resolve));
