@@ -12,12 +12,16 @@ forEachDialect('engram serve with ENGRAM_HTTP_PROCESSES', (dialect) => {
 
   it('serves from several HTTP processes that all see every write, and stops cleanly', async () => {
     const key = `egm_workers_${'w'.repeat(30)}`;
-    const server = await startServerProcess({
-      ENGRAM_DATABASE_URL: fresh.config.dialect === 'postgres' ? fresh.config.url : fresh.config.path,
-      ENGRAM_BOOTSTRAP_API_KEY: key,
-      ENGRAM_HTTP_PROCESSES: '2',
-      ENGRAM_LOG_LEVEL: 'warn',
-    });
+    const server = await startServerProcess(
+      {
+        ENGRAM_DATABASE_URL: fresh.config.dialect === 'postgres' ? fresh.config.url : fresh.config.path,
+        ENGRAM_BOOTSTRAP_API_KEY: key,
+        ENGRAM_HTTP_PROCESSES: '2',
+        ENGRAM_LOG_LEVEL: 'warn',
+      },
+      // Three processes start (a primary and two HTTP children): beside the suite's other files on 2 cores, over 30 s once.
+      { limitMs: 90_000 },
+    );
     try {
       const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(server.child.pid)])
         .toString()

@@ -3,24 +3,16 @@ import { openDatabase } from '../../store/database.js';
 import { createInProcessRetrieval } from './engine.js';
 import { threadError } from '../../core/worker-threads.js';
 import type { ThreadAnswer, ThreadCall, ThreadData } from './thread.js';
-import { warmUpSearch } from './warm-up.js';
 
 /**
  * The search thread (thread.ts): the retrieval engine with its own database connection, answering
  * the HTTP thread's calls one message each, concurrently, as it would in process.
  */
-const { database: databaseConfig, retrieval: retrievalConfig, warmUp } = workerData as ThreadData;
+const { database: databaseConfig, retrieval: retrievalConfig } = workerData as ThreadData;
 // Checkpoints stay with the serving connection's own thread (store/sqlite-connection.ts).
 const database = openDatabase(databaseConfig, { checkpoints: false });
 const { retrieval, cache } = createInProcessRetrieval(database, retrievalConfig);
 const port = parentPort!;
-/** Calls taken so far: the warm-up (warm-up.ts) stops at the first. */
-let calls = 0;
-// A failure only leaves the code cold.
-if (warmUp) {
-  const indexOptions = { embedder: null, contextCacheShare: retrievalConfig.indexContextCacheShare };
-  warmUpSearch(indexOptions, () => calls > 0).catch(() => undefined);
-}
 
 async function answer({ method, args }: ThreadCall): Promise<unknown> {
   switch (method) {
@@ -77,7 +69,6 @@ function onCall(call: ThreadCall, awake = false): void {
     spinning = spinMs > 0 && turnedAt - answeredAt <= spinMs;
   }
   underWay++;
-  calls++;
   answer(call).then(
     (result) => reply(call, { id: call.id, result }),
     (error: unknown) => reply(call, { id: call.id, error: threadError(error) }),

@@ -52,8 +52,6 @@ export type ThreadAnswer = { id: number; result: unknown } | { id: number; error
 export interface ThreadData {
   database: Config['database'];
   retrieval: Config['retrieval'];
-  /** Started ahead of any call (`start`): the search code is warmed as it starts (warm-up.ts). */
-  warmUp?: boolean;
 }
 
 /** The worker's module: compiled JavaScript beside this file, or TypeScript under tsx (`npm run dev`, tests without a build). */
@@ -120,7 +118,7 @@ export class RetrievalThread {
 
   /** Starts the thread now (it loads its modules and opens its connection meanwhile), so that the first call does not wait for it. */
   start(): void {
-    if (!this.worker && !this.closed) this.spawn(true);
+    if (!this.worker && !this.closed) this.spawn();
   }
 
   private call(method: ThreadMethod, args: unknown[]): Promise<unknown> {
@@ -135,9 +133,8 @@ export class RetrievalThread {
     });
   }
 
-  /** `warmUp`: no call waits for the thread (one started at a call answers it first). */
-  private spawn(warmUp = false): Worker {
-    const worker = moduleWorker(workerUrl, { workerData: { ...this.data, warmUp } satisfies ThreadData });
+  private spawn(): Worker {
+    const worker = moduleWorker(workerUrl, { workerData: this.data satisfies ThreadData });
     // Like the checkpointer thread, it must not keep alive a process that has nothing else to do.
     worker.unref();
     worker.on('message', (answer: ThreadAnswer) => {
