@@ -37,7 +37,6 @@ export {
   scanNumbered,
   TermNumbering,
   forgetWords,
-  leaveBufferPool,
   splitSentences,
   stem,
   isStopWord,

@@ -214,20 +214,6 @@ export function forgetWords(): void {
   /(?:)/.exec('');
 }
 
-/**
- * Moves this thread on to a new Buffer pool: `Buffer.from` of a string and `Buffer.allocUnsafe` under 4 KiB cut their
- * bytes from an 8 KiB slab shared by the thread, which stays alive while it is the current one (a database driver's
- * messages, a request's body: a memory's text). After an erasure the old slab goes once the Buffers cut from it do;
- * what was never handed out of it is zeroed on the way. Once per erasure (a few allocations).
- */
-export function leaveBufferPool(): void {
-  const filler = (Buffer.poolSize >>> 1) - 1;
-  if (filler < 8) return;
-  const current = Buffer.allocUnsafe(1).buffer;
-  for (let taken = Buffer.allocUnsafe(filler).fill(0); taken.buffer === current; )
-    taken = Buffer.allocUnsafe(filler).fill(0);
-}
-
 /** How many words the cache holds. */
 export const wordsHeld = (): number => words.size;
 

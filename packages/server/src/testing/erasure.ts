@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -8,7 +7,6 @@ import { getHeapSnapshot, setFlagsFromString } from 'node:v8';
 import { gunzipSync, inflateRawSync } from 'node:zlib';
 import { sql } from 'kysely';
 import type { Database } from '../store/database.js';
-import type { MaskedMarker } from './process-memory.js';
 
 /**
  * Test support for erasure (issue 47): finding a marker wherever a database, a directory or a log may keep it.
@@ -181,43 +179,14 @@ export async function snapshotHolders(snapshot: AsyncIterable<Buffer | string>, 
   return found;
 }
 
-/**
- * A string kept as masked bytes (XOR with random ones, each in its own allocation outside the shared Buffer pool),
- * made a string (a new one each time) only where it is used: neither a heap snapshot nor the process's memory
- * holds it whole on the test's account (`processMemoryHolding`).
- */
-export class HeldApart implements MaskedMarker {
-  private readonly masked: Buffer;
-  private readonly mask: Buffer;
+/** A string kept as bytes, made a string (a new one each time) only where it is used. */
+export class HeldApart {
+  private readonly bytes: Buffer;
   constructor(text: string) {
-    this.mask = randomBytes(Buffer.byteLength(text));
-    this.masked = Buffer.allocUnsafeSlow(this.mask.length);
-    this.masked.write(text);
-    for (let i = 0; i < this.mask.length; i++) this.masked[i]! ^= this.mask[i]!;
-  }
-  /** `prefix` and `hexDigits` random hexadecimal digits, never made a string whole (`new` would take one). */
-  static random(prefix: string, hexDigits = 12): HeldApart {
-    const held = new HeldApart(prefix + '0'.repeat(hexDigits));
-    const digits = randomBytes(hexDigits);
-    for (let i = 0; i < hexDigits; i++)
-      held.masked[prefix.length + i] = '0123456789abcdef'.charCodeAt(digits[i]! & 15) ^ held.mask[prefix.length + i]!;
-    return held;
-  }
-  get length(): number {
-    return this.masked.length;
-  }
-  head(): Buffer {
-    return Buffer.from(Array.from({ length: 4 }, (_, i) => this.byteAt(i)));
-  }
-  byteAt(index: number): number {
-    return this.masked[index]! ^ this.mask[index]!;
+    this.bytes = Buffer.from(text);
   }
   toString(): string {
-    const plain = Buffer.allocUnsafeSlow(this.masked.length);
-    for (let i = 0; i < plain.length; i++) plain[i] = this.byteAt(i);
-    const text = plain.toString();
-    plain.fill(0);
-    return text;
+    return this.bytes.toString();
   }
 }
 

@@ -1,6 +1,5 @@
 import {
   forgetWords,
-  leaveBufferPool,
   MAP_ENTRY_BYTES,
   MemoryIndex,
   SLICE_MS,
@@ -334,7 +333,6 @@ export class IndexCache {
     this.toEmbed.prune();
     forgetWords();
     forgetLastQuery(this.database);
-    leaveBufferPool();
   }
 
   private letGo(key: string, entry: Entry): void {
