@@ -9,7 +9,7 @@ import { idempotency } from './http/idempotency.js';
 import { rateLimits } from './http/rate-limit.js';
 import { openapi } from './http/openapi.js';
 import { metrics } from './http/metrics.js';
-import { validatorCompiler } from './http/validation.js';
+import { serializersOnFirstUse, validatorCompiler } from './http/validation.js';
 import { useJsonParser } from './http/input.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { consoleRoutes } from './http/console.js';
@@ -79,6 +79,7 @@ export async function buildApp({ services, logStream }: AppOptions): Promise<Fas
       return typeof incoming === 'string' && VALID_REQUEST_ID.test(incoming) ? incoming : nextRequestId();
     },
     ajv: { customOptions: { removeAdditional: false } },
+    schemaController: { compilersFactory: { buildSerializer: serializersOnFirstUse } },
     // Fastify's own logging writes two lines per request; the onResponse hook below writes one.
     logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -1,4 +1,4 @@
-import { createTransport, type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 
 /**
  * Outgoing mail (invitations, password-reset links) through the SMTP server of ENGRAM_SMTP_URL.
@@ -11,10 +11,13 @@ export interface Mailer {
 
 export function createMailer(settings: { url?: string; from: string }): Mailer | null {
   if (!settings.url) return null;
-  const transport: Transporter = createTransport(settings.url);
+  const url = settings.url;
+  // nodemailer is loaded at the first message: most processes never send one.
+  let transport: Transporter | undefined;
   return {
     send: async ({ to, subject, text }) => {
       try {
+        transport ??= (await import('nodemailer')).createTransport(url);
         await transport.sendMail({ from: settings.from, to, subject, text });
         return true;
       } catch {

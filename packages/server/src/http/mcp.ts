@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { answerMcp } from '@engram/mcp';
 import { AppError, invalid } from '../core/errors.js';
 import { scopeOf, type RouteAuth } from './auth.js';
 import { singleHeader } from './headers.js';
@@ -83,6 +82,8 @@ export const mcpRoutes: FastifyPluginAsync = async (app) => {
       ...(scope.tenantId ? { tenantId: scope.tenantId } : {}),
       ...(scope.endUserId ? { endUserId: scope.endUserId } : {}),
     };
+    // Loaded at the first exchange: the MCP SDK (and zod) are a fifth of what a start would load.
+    const { answerMcp } = await import('@engram/mcp');
     const answer = await answerMcp(
       new Request(`${IN_PROCESS}/mcp`, { method: 'POST', headers }),
       request.body,

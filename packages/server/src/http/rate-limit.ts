@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
-import { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { AppError } from '../core/errors.js';
 
@@ -13,8 +12,13 @@ import { AppError } from '../core/errors.js';
  */
 export const rateLimits = fp(
   async (app: FastifyInstance, opts: Pick<Config, 'rateLimit' | 'redisUrl' | 'redisPrefix'>) => {
+    // The Redis client is loaded only by the processes configured to use it.
     const redis = opts.redisUrl
-      ? new Redis(opts.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 2_000, lazyConnect: false })
+      ? new (await import('ioredis')).Redis(opts.redisUrl, {
+          maxRetriesPerRequest: 1,
+          connectTimeout: 2_000,
+          lazyConnect: false,
+        })
       : undefined;
     // An unreachable Redis is reported in the log and lets requests through (skipOnError) rather than failing them.
     redis?.on('error', (error: Error) =>

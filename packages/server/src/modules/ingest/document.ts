@@ -1,6 +1,5 @@
 import { sha256Hex } from '../../core/crypto.js';
 import { invalid } from '../../core/errors.js';
-import type { AddMemoryInput } from '../memories/index.js';
 import { chunkBlocks, type Chunk } from './chunker.js';
 import { detectType, parserFor, tooLarge, type DocumentLimits, type FileType } from './parsers/index.js';
 
@@ -47,31 +46,4 @@ export async function readDocumentHere(
     ...(parsed.title ? { title: parsed.title } : {}),
     chunks,
   };
-}
-
-/** Where a memory came from, in its metadata: enough for retrieval to cite the file and the place in it. */
-export interface Provenance {
-  source: string;
-  file: Record<string, unknown>;
-}
-
-export function chunkMemories(document: ReadDocument, provenance: Provenance): AddMemoryInput[] {
-  return document.chunks.map((chunk) => ({
-    text: chunk.text,
-    source: provenance.source,
-    metadata: {
-      file: {
-        ...provenance.file,
-        type: document.type,
-        sha256: document.sha256,
-        ...(document.title ? { title: document.title } : {}),
-      },
-      heading_path: chunk.headingPath,
-      ...(chunk.page !== null ? { page: chunk.page } : {}),
-      chunk_index: chunk.index,
-      chunk_count: document.chunks.length,
-      char_start: chunk.charStart,
-      char_end: chunk.charEnd,
-    },
-  }));
 }

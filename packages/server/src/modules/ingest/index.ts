@@ -1,4 +1,5 @@
 /** The ingest module's public face: the document pipeline (connectors reuse it) and the upload job. */
-export { chunkMemories, type ReadDocument } from './document.js';
+export type { ReadDocument } from './document.js';
+export { chunkMemories } from './provenance.js';
 export { DocumentReader, type ParseSettings } from './reader.js';
 export { eraseEndUserFiles, eraseForgottenFiles, UPLOAD_JOB, uploadJobHandler } from './service.js';

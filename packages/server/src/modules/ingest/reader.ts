@@ -4,7 +4,8 @@ import type { Config } from '../../config.js';
 import { AppError } from '../../core/errors.js';
 import { rethrown, siblingModule, type ThreadError } from '../../core/worker-threads.js';
 import type { ReadDocument } from './document.js';
-import { tooLarge, type DocumentLimits, type FileType } from './parsers/index.js';
+import { tooLarge, type DocumentLimits } from './parsers/limits.js';
+import type { FileType } from './parsers/parser.js';
 
 /**
  * Untrusted files are read in processes of their own (reader-worker.ts), never in the process that

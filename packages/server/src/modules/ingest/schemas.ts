@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { Memory } from '../memories/index.js';
 import { JobResult } from '../retrieval/index.js';
-import { FILE_TYPES } from './parsers/index.js';
+// The list alone: the parsers (and their libraries) load only in the reading processes (reader-worker.ts).
+import { FILE_TYPES } from './parsers/parser.js';
 
 const File = Type.Object({
   name: Type.String(),

@@ -24,7 +24,8 @@ import {
   type MemoryView,
   type Owner,
 } from '../memories/index.js';
-import { chunkMemories, type ReadDocument } from './document.js';
+import type { ReadDocument } from './document.js';
+import { chunkMemories } from './provenance.js';
 import type { FileType } from './parsers/index.js';
 import type { DocumentReader } from './reader.js';
 

@@ -1,5 +1,4 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { parseHTML } from 'linkedom';
 import robotsParserModule from 'robots-parser';
 import type { OutboundResponse } from '../../../core/outbound.js';
 import { sleep } from './http.js';
@@ -173,7 +172,7 @@ export const webCrawler: ConnectorProvider = {
       let follow = depth < config.max_depth;
       let index = true;
       if (isHtml(response)) {
-        const { document } = parseHTML(response.body.toString('utf8'));
+        const { document } = (await import('linkedom')).parseHTML(response.body.toString('utf8'));
         const meta = (document.querySelector('meta[name="robots"]')?.getAttribute('content') ?? '').toLowerCase();
         if (meta.includes('noindex')) index = false;
         if (meta.includes('nofollow')) follow = false;
