@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { readdirSync, statSync } from 'node:fs';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { freshDatabaseConfig } from '../testing/harness.js';
 import { holdSqliteWriteLock } from '../testing/faults.js';
 import { watchSocketWrites } from '../testing/socket-writes.js';
@@ -269,11 +269,14 @@ it('reads PostgreSQL timestamptz text as Date would, without Date where it can',
  */
 it('waits for another process’s SQLite write lock without blocking the event loop', () =>
   withMarks(async (database, path) => {
-    const lock = await holdSqliteWriteLock(path, 1_500);
+    const lock = await holdSqliteWriteLock(path, 60_000);
     const order: string[] = [];
     const write = mark(database, 1).then(() => order.push('write'));
-    const timer = new Promise<void>((resolve) => setTimeout(resolve, 50)).then(() => order.push('timer'));
-    await Promise.all([write, timer, lock.released]);
+    // The lock is let go once the timer has fired (not after a time a busy machine could outlast): with the event
+    // loop held by the write, the timer could not fire, and the write would be refused when its wait ran out.
+    await new Promise<void>((resolve) => setTimeout(resolve, 50)).then(() => order.push('timer'));
+    await lock.release();
+    await write;
     expect(order).toEqual(['timer', 'write']);
     expect(await marks(database)).toBe(1);
     const busy = await sql.raw('PRAGMA busy_timeout').execute(database.db);
@@ -291,21 +294,38 @@ it(
   () =>
     withMarks(async (database, path) => {
       const lock = await holdSqliteWriteLock(path, 60_000);
-      const started = performance.now();
-      const settled = await Promise.allSettled([1, 2, 3, 4].map((n) => mark(database, n)));
-      const waited = performance.now() - started;
-      expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
-      for (const s of settled) expect((s as PromiseRejectedResult).reason).toMatchObject({ code: 'SQLITE_BUSY' });
-      // One timeout for the four, not four in turn (20 s); the margin is for a loaded machine.
-      expect(waited).toBeGreaterThanOrEqual(SQLITE_BUSY_TIMEOUT_MS);
-      expect(waited).toBeLessThan(2 * SQLITE_BUSY_TIMEOUT_MS);
-      // A write coming after a pause gets a timeout of its own (the lock still held): it waits, and commits once the
-      // lock is released.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      const fifth = mark(database, 5);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      await lock.release();
-      await fifth;
+      // The waits between attempts, and the clock they are counted on, are vitest's (each attempt still blocks for
+      // up to LOCK_ATTEMPT_MS of real time, which this clock does not count): a busy machine cannot move them.
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+      try {
+        const started = performance.now();
+        const ended: Array<{ after: number; code: unknown }> = [];
+        const writes = [1, 2, 3, 4].map((n) =>
+          mark(database, n).then(
+            () => ended.push({ after: performance.now() - started, code: 'committed' }),
+            (error: { code?: unknown }) => ended.push({ after: performance.now() - started, code: error.code }),
+          ),
+        );
+        await vi.advanceTimersByTimeAsync(5 * SQLITE_BUSY_TIMEOUT_MS);
+        await Promise.all(writes);
+        expect(ended.map((e) => e.code)).toEqual(['SQLITE_BUSY', 'SQLITE_BUSY', 'SQLITE_BUSY', 'SQLITE_BUSY']);
+        // One timeout for the four, not four in turn (the last refused after 20 s): the last refused within the
+        // longest pause between attempts (100 ms) of the first.
+        for (const { after } of ended) expect(after).toBeGreaterThanOrEqual(SQLITE_BUSY_TIMEOUT_MS);
+        expect(Math.max(...ended.map((e) => e.after))).toBeLessThanOrEqual(SQLITE_BUSY_TIMEOUT_MS + 100);
+        // A write coming after a pause gets a timeout of its own (the lock still held): it waits, and commits once
+        // the lock is released.
+        await vi.advanceTimersByTimeAsync(1_500);
+        let fifthEnded = false;
+        const fifth = mark(database, 5).finally(() => (fifthEnded = true));
+        await vi.advanceTimersByTimeAsync(1_000);
+        expect(fifthEnded).toBe(false);
+        await lock.release();
+        await vi.advanceTimersByTimeAsync(200);
+        await fifth;
+      } finally {
+        vi.useRealTimers();
+      }
       expect(await marks(database)).toBe(1);
     }),
   40_000,

@@ -1,7 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { type DatabaseConnection, SqliteDialect, SqliteDriver } from 'kysely';
 import { createRequire } from 'node:module';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { ROWS_AS_ARRAYS } from './postgres-connections.js';
 
@@ -219,6 +218,9 @@ class LockWaitingSqliteDriver extends SqliteDriver {
     }
   }
 }
+
+/** On the global timer, not node:timers/promises: database.test.ts runs these waits on vitest's clock. */
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 const READ = /^\s*select\b/i;
 /** Refusals further apart than this had no statement waiting between them (a waiting one tries every 100 ms at most). */
