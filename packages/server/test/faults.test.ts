@@ -223,9 +223,9 @@ describe.skipIf(!POSTGRES_URL)('PostgreSQL goes away under load [postgres]', () 
         const idle = connect(Number(new URL(started.url).port), '127.0.0.1');
         idle.on('error', () => {});
         await new Promise((resolve) => idle.once('connect', resolve));
-        const stopping = performance.now();
+        // Ended by itself: a stop held past its limit (serve.ts, 10 s) exits saying so. Not timed here: a busy
+        // machine's stop may be slow.
         expect(await started.stop()).toBe(0);
-        expect(performance.now() - stopping, started.stderr()).toBeLessThan(5_000);
         expect(started.stderr()).not.toContain('shutdown did not finish in time');
         idle.destroy();
       }
@@ -264,25 +264,25 @@ describe('SQLite under another process, a full disk, a read-only directory [sqli
     const load = writeLoad({ url: server.url, key: KEY }, 'locked', 8, 120_000);
     try {
       await untilAcknowledged(load, 40);
-      // busy_timeout is 5 s: a write that meets the lock is answered 503 once it has waited that long. The lock
-      // is held until such an answer has come (not for a fixed time, which a loaded machine can fill with
-      // nothing), at most 150 s.
+      // busy_timeout is 5 s: a write that meets the lock is answered 503 once it has waited that long; then the
+      // writes queued, and those sent again, are refused at once. The lock is held until REFUSALS such answers have
+      // come (counted, not timed: a loaded machine only makes them slower), at most 120 s. Each write waiting its own
+      // timeout in turn would be refused one every 5 s: REFUSALS in 200 s.
+      const REFUSALS = 40;
       const lock = await holdSqliteWriteLock(join(dir, 'engram.db'), 150_000);
       const taken = performance.now();
-      const refused = await until(
-        () => load.answers.find((a) => a.ended > taken && a.status !== 201),
-        'a write refused while another process held the lock',
-        150_000,
+      const refusals = () => load.answers.filter((a) => a.ended > taken && a.status !== 201);
+      await until(
+        () => (refusals().length >= REFUSALS ? true : undefined),
+        `${REFUSALS} writes refused while another process held the lock`,
+        REFUSALS * SQLITE_BUSY_TIMEOUT_MS * 0.6,
       ).finally(() => lock.release());
       const ended = performance.now();
       const seen = load.answers.map(
         (a) => `${a.status}@${Math.round(a.started - taken)}..${Math.round(a.ended - taken)}`,
       );
-      const slowest = Math.max(...load.answers.filter((a) => a.ended > taken).map((a) => a.ended - a.started));
-      const timeline = `answers (status@started..ended ms from the lock): ${seen.slice(-40).join(' ')}`;
-      expect(refused.status, timeline).toBe(503);
-      // 8 writes each waiting its own timeout would take 40 s; the margin is for a loaded machine.
-      expect(slowest, timeline).toBeLessThan(4 * SQLITE_BUSY_TIMEOUT_MS);
+      const timeline = `answers (status@started..ended ms from the lock): ${seen.slice(-60).join(' ')}`;
+      expect(new Set(refusals().map((a) => a.status)), timeline).toEqual(new Set([503]));
       await until(() => firstAcknowledgedAfter(load, ended), 'a write acknowledged after the lock was released');
     } finally {
       await load.stop();
