@@ -158,7 +158,7 @@ forEachDialect('stored indexes of large end users', (dialect) => {
           .executeTakeFirstOrThrow()
       ).revision,
     );
-  const eventually = <T>(read: () => Promise<T | undefined>): Promise<T> => until(read, 'a snapshot', 5_000);
+  const eventually = <T>(read: () => Promise<T | undefined>): Promise<T> => until(read, 'a snapshot');
 
   it('stores a large index once built; another process loads it, catches up, and answers alike', async () => {
     const endUser = freshUser();
