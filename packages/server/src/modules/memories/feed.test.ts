@@ -399,7 +399,7 @@ forEachDialect('memory feed', (dialect) => {
     const rows = await changesSince(t.database.db, plain('carol'), 0);
     expect(rows.map((r) => r.id)).toEqual([first, second]);
     expect(rows[0]!.seq).toBeGreaterThan(rows[1]!.seq);
-    // Values a page must carry as the rows' read gives them (PostgreSQL: jsonb as text, keys it reorders; numbers).
+    // Values a page's JSON (PostgreSQL) must carry as node-pg reads them: escapes, keys jsonb reorders, numbers.
     const body = {
       text: 'dave said "hi"\\ \u2014 caf\u00e9 \u{1f9d8}\u200d\u2640\ufe0f\n\ttab',
       tags: ['b "q"', 'a\u00e9'],

@@ -343,17 +343,16 @@ export async function liveOwnerPage(
 }
 
 /**
- * liveOwnerPage's rows on PostgreSQL, with its `mine` column, as the values node-pg gives (postgresTypes): numbers,
- * booleans, timestamps as ISO text; tags and metadata as JSON.stringify writes them. The jsonb and the times come as
- * text (`::text`): node-pg parsed each jsonb (JSON.stringify'd back here) and rearranged each time by a regular
- * expression, ~1.8 s of a 300,000-row build (bench/README.md, session 18); here each distinct one is converted once.
- * Columns, not one JSON text a row (session 19): the database's json_build_array took it ~2x the CPU of the plain
- * columns (2.0 against 1.1 s of 300,000 rows) on the 2 cores the build shares with it, for no less decoding here
- * (bench/README.md, session 20).
+ * liveOwnerPage's rows on PostgreSQL, with its `mine` column, each as one JSON text the database builds (a value a
+ * column, the text escaped) that JSON.parse reads: node-pg decoded the 14 columns of a page's 2,000 rows value by
+ * value (~1.8 s of a 300,000-row build, bench/README.md, session 18). A row a text, not a page: a string over 128 KB
+ * (V8's large objects) took ~20 times as long a byte to decode. The values are those node-pg gives (postgresTypes):
+ * numbers, booleans, timestamps as ISO text; tags and metadata as JSON.stringify writes them.
  */
 async function postgresPageRows(db: Executor, mine: RawBuilder<boolean>, ids: readonly number[]): Promise<unknown[][]> {
-  const query = sql`SELECT id, text, tags::text, source, importance, metadata::text, session_id, speaker, is_summary,
-      created_at::text, updated_at::text, seq, superseded_by, ${mine}
+  const query = sql`SELECT json_build_array(
+      id, text, tags::text, source, importance, metadata::text, session_id, speaker, is_summary,
+      created_at::text, updated_at::text, seq, superseded_by, ${mine})::text
     FROM memories WHERE id = ANY(${ids}::bigint[]) AND deleted_at IS NULL`.compile(db);
   const { rows } = await db.executeQuery(CompiledQuery.raw(`${ROWS_AS_ARRAYS}${query.sql}`, [...query.parameters]));
   const json = new Map<string, string>();
@@ -370,9 +369,11 @@ async function postgresPageRows(db: Executor, mine: RawBuilder<boolean>, ids: re
   const values = new Array<unknown[]>(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const read = rows[i] as unknown[] | Record<string, unknown>;
-    const row = Array.isArray(read) ? read : Object.values(read);
+    const row = JSON.parse((Array.isArray(read) ? read[0] : Object.values(read)[0]) as string) as unknown[];
     row[AT.tags] = asStringified(row[AT.tags] as string);
     row[AT.metadata] = asStringified(row[AT.metadata] as string);
+    // JSON has no NaN or infinities: json_build_array writes them as strings, which node-pg's parseFloat reads.
+    if (typeof row[AT.importance] !== 'number') row[AT.importance] = Number(row[AT.importance]);
     row[AT.created_at] = iso(row[AT.created_at] as string);
     row[AT.updated_at] = iso(row[AT.updated_at] as string);
     values[i] = row;
