@@ -11,7 +11,7 @@ import {
   type OutboxDispatcher,
 } from './core/events.js';
 import { endUserPseudonyms, type Pseudonymize } from './core/pseudonyms.js';
-import { createLlm, forgetWords, type LlmProvider } from './engine/index.js';
+import { createLlm, forgetWords, leaveBufferPool, type LlmProvider } from './engine/index.js';
 import { createMailer, type Mailer } from './core/mailer.js';
 import { JobHandlers, purgeFinishedJobs, renameEndUserInJobs } from './jobs/runner.js';
 import type { Chore } from './jobs/schedule.js';
@@ -194,11 +194,13 @@ export function buildServices({
   erase.registerEndUser(eraseEndUserSnapshot);
   erase.register(eraseForgottenFiles);
   // What this process holds in memory of the forgotten, once the erasure commits: the owner's index (on the search
-  // thread when there is one) and intelligence view, and each thread's cache of words, last RegExp match and last
-  // statement's parameters (docs/architecture.md, "Erasure in memory"). A purge lets go of the owner whole.
+  // thread when there is one) and intelligence view, and each thread's cache of words, last RegExp match, last
+  // statement's parameters, SQLite page cache and Buffer pool (docs/architecture.md, "Erasure in memory"). A purge
+  // lets go of the owner whole.
   const forgottenInMemory = (owner: Owner, purged: boolean, ids?: ReadonlySet<number>) => {
     forgetWords();
     forgetLastQuery(database);
+    leaveBufferPool();
     void retrieval.cache.forgotten(owner, purged).catch(() => undefined);
     void intelligence.forgotten(owner, purged, ids).catch(() => undefined);
   };

@@ -37,6 +37,7 @@ export {
   scanNumbered,
   TermNumbering,
   forgetWords,
+  leaveBufferPool,
   splitSentences,
   stem,
   isStopWord,

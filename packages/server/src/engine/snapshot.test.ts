@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { MemoryIndex } from './memory-index.js';
 import { TF_MAX } from './bm25.js';
 import { runInSlices, snapshotCuts } from './snapshot.js';
+import { leaveBufferPool } from './text.js';
 import type { EngineDoc } from './types.js';
 
 const T0 = Date.UTC(2023, 4, 8);
@@ -126,6 +127,19 @@ describe('index snapshots', () => {
     expect(answers(restored)).toEqual(answers(index));
     for (const one of [index, restored])
       expect(one.search(turns(1, 7, 600)[0]!.text, { k: 5, now: T0, sessionId: 'session_forgotten' })[0]?.id).toBe(600);
+  });
+
+  it("writes its header into the snapshot's own bytes, not through the thread's Buffer pool (issue 47)", () => {
+    const index = new MemoryIndex({ embedder: null });
+    for (const d of turns(3, 8)) index.upsert({ ...d, sessionId: 'session_zqmheader' });
+    // Compared as bytes made outside the pool (`includes` of a string would cut it from the pool).
+    const needle = Buffer.allocUnsafeSlow(17);
+    needle.write('session_zqmheader');
+    leaveBufferPool(); // a slab with room to spare: the header would not start a new one
+    const bytes = index.snapshot();
+    expect(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).includes(needle)).toBe(true);
+    // Any Buffer cut from the current slab exposes all of it (`.buffer`).
+    expect(Buffer.from(Buffer.allocUnsafe(1).buffer).includes(needle)).toBe(false);
   });
 
   it('carries sub-word and external vectors', () => {

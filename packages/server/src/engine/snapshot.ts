@@ -124,11 +124,11 @@ export class SnapshotWriter {
   /** The bytes, zeroed, with the header written: every value and part has been put. */
   layout(): void {
     if (this.out) return;
-    const header = Buffer.from(
-      JSON.stringify({ values: this.values, arrays: this.parts.map((p) => [p.kind, p.length]) }),
-      'utf8',
-    );
-    let at = align8(12 + header.length);
+    // Written straight into the snapshot's bytes: Buffer.from would copy a header under 4 KiB (an index's terms, a
+    // memory's tags and session) into the thread's shared Buffer pool, which keeps it while the pool is current.
+    const header = JSON.stringify({ values: this.values, arrays: this.parts.map((p) => [p.kind, p.length]) });
+    const headerLength = Buffer.byteLength(header);
+    let at = align8(12 + headerLength);
     for (const p of this.parts) {
       this.offsets.push(at);
       at = align8(at + p.length * CONSTRUCTORS[p.kind].BYTES_PER_ELEMENT);
@@ -137,8 +137,8 @@ export class SnapshotWriter {
     const view = new DataView(out.buffer);
     view.setUint32(0, MAGIC, true);
     view.setUint32(4, SNAPSHOT_FORMAT, true);
-    view.setUint32(8, header.length, true);
-    out.set(header, 12);
+    view.setUint32(8, headerLength, true);
+    Buffer.from(out.buffer).write(header, 12);
     this.out = out;
   }
 

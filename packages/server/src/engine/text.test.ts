@@ -3,6 +3,7 @@ import {
   analyze,
   endsAsking,
   forgetWords,
+  leaveBufferPool,
   wordsHeld,
   estimateTokens,
   namesTime,
@@ -146,6 +147,24 @@ describe('text analysis', () => {
     forgetWords();
     expect(wordsHeld()).toBe(0);
     expect(stem('marathons')).toBe('marathon');
+  });
+
+  it('leaves the Buffer pool at an erasure: the new slab, and what the old one never handed out, zeroed (issue 47)', () => {
+    // Compared as bytes made outside the pool (`indexOf` of a string would cut it from the pool).
+    const needle = Buffer.allocUnsafeSlow(9);
+    needle.write('zqmpooled');
+    leaveBufferPool(); // a slab with room to spare
+    const planted = Buffer.from('a body with zqmpooled in it');
+    const old = planted.buffer;
+
+    leaveBufferPool();
+    const slab = Buffer.from(Buffer.allocUnsafe(1).buffer);
+    expect(slab.buffer).not.toBe(old);
+    expect(slab.every((byte) => byte === 0)).toBe(true);
+    const handedOut = Math.ceil((planted.byteOffset + planted.length) / 8) * 8;
+    expect(new Uint8Array(old, handedOut).every((byte) => byte === 0)).toBe(true);
+    // The old slab lives on while a Buffer cut from it does (this test's).
+    expect(Buffer.from(old).indexOf(needle)).toBe(planted.byteOffset + 12);
   });
 
   it('estimates tokens', () => {

@@ -52,6 +52,11 @@ export interface Database {
    * background. Nothing on PostgreSQL (dead row versions are vacuum's: docs/api.md, What forgetting removes).
    */
   erased(): void;
+  /**
+   * SQLite: lets go of the pages this connection's cache holds (`PRAGMA shrink_memory`), which may be versions from
+   * before an erasure, read before it committed; once per erasure, on each thread's connection. Nothing on PostgreSQL.
+   */
+  releaseCache(): void;
   close(): Promise<void>;
 }
 
@@ -115,6 +120,7 @@ export function openDatabase(
       // A pooler passes no notification on, and drops a server connection for each it gets: no LISTEN through it.
       watch: (channel, watcher) => (foundPooled && !direct ? null : listening.watch(channel, watcher)),
       erased: () => {},
+      releaseCache: () => {},
       close: () => {
         listening.stopAll();
         return db.destroy();
@@ -163,6 +169,7 @@ export function openDatabase(
     pool: () => null,
     watch: () => null,
     erased: () => checkpointer?.truncate(),
+    releaseCache: () => void (sqlite.open && sqlite.pragma('shrink_memory')),
     close: async () => {
       await checkpointer?.stop();
       await db.destroy();
@@ -258,8 +265,10 @@ export function isUniqueViolation(error: unknown): boolean {
 
 /**
  * Lets go of what the last statement compiled on this thread held: Kysely's compiler keeps its parameters (a memory's
- * text, an end user's id) until it compiles the next, so after an erasure a statement of nothing is compiled.
+ * text, an end user's id) until it compiles the next, so after an erasure a statement of nothing is compiled; and
+ * of the pages the connection's cache holds (SQLite: `releaseCache`).
  */
 export function forgetLastQuery(database: Database): void {
   database.db.selectNoFrom(sql.lit(0).as('nothing')).compile();
+  database.releaseCache();
 }

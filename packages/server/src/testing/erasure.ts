@@ -179,16 +179,31 @@ export async function snapshotHolders(snapshot: AsyncIterable<Buffer | string>, 
   return found;
 }
 
-/** A string kept as bytes, made a string (a new one each time) only where it is used. */
+/**
+ * A string kept as bytes outside the thread's shared Buffer pool (which `bufferPoolHolding` searches), made a string
+ * (a new one each time) only where it is used: a heap snapshot holds no copy of it on the test's account.
+ */
 export class HeldApart {
   private readonly bytes: Buffer;
   constructor(text: string) {
-    this.bytes = Buffer.from(text);
+    this.bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text));
+    this.bytes.write(text);
   }
   toString(): string {
     return this.bytes.toString();
   }
+  /** Whether `bytes` hold the text (UTF-8): compared as bytes (`includes` of a string cuts it from the pool). */
+  in(bytes: Uint8Array): boolean {
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).includes(this.bytes);
+  }
 }
+
+/**
+ * Whether this thread's current Buffer pool holds `needle`: its whole slab, which any Buffer cut from it exposes to
+ * any code (`.buffer`), handed out or not (a request's body, an idempotency key, a driver's message).
+ */
+export const bufferPoolHolding = (needle: HeldApart): boolean =>
+  needle.in(new Uint8Array(Buffer.allocUnsafe(1).buffer));
 
 /**
  * The threads whose heap holds `needle`: this process's main thread (the server's, in a test) and the search thread

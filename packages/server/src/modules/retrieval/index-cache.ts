@@ -1,5 +1,6 @@
 import {
   forgetWords,
+  leaveBufferPool,
   MAP_ENTRY_BYTES,
   MemoryIndex,
   SLICE_MS,
@@ -333,6 +334,7 @@ export class IndexCache {
     this.toEmbed.prune();
     forgetWords();
     forgetLastQuery(this.database);
+    leaveBufferPool();
   }
 
   private letGo(key: string, entry: Entry): void {
