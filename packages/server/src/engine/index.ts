@@ -23,6 +23,8 @@ export {
   SLICE_MS,
   SNAPSHOT_FORMAT,
   PIECE_SLACK,
+  type ArrayKind,
+  snapshotArrays,
   snapshotCuts,
   SnapshotReader,
   SnapshotWriter,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryIndex } from './memory-index.js';
 import { TF_MAX } from './bm25.js';
-import { runInSlices, snapshotCuts } from './snapshot.js';
+import { runInSlices, snapshotArrays, snapshotCuts } from './snapshot.js';
 import { leaveBufferPool } from './text.js';
 import type { EngineDoc } from './types.js';
 
@@ -183,6 +183,17 @@ describe('index snapshots', () => {
     const cuts = snapshotCuts(bytes, 4096);
     expect(cuts.length).toBeGreaterThan(2);
     for (const at of cuts) expect(at % 8).toBe(0);
+    // The cuts are where arrays begin; the arrays, in order, aligned, end within the bytes.
+    const arrays = snapshotArrays(bytes);
+    for (const at of cuts) expect(arrays.some((a) => a.at === at)).toBe(true);
+    for (const [i, a] of arrays.entries()) {
+      expect(a.at % 8).toBe(0);
+      if (i > 0) expect(a.at).toBeGreaterThanOrEqual(arrays[i - 1]!.at);
+    }
+    const last = arrays[arrays.length - 1]!;
+    expect(last.at + last.length * { f64: 8, f32: 4, i32: 4, u16: 2, u8: 1, i8: 1 }[last.kind]).toBeLessThanOrEqual(
+      bytes.length,
+    );
     const arbitrary = Array.from({ length: Math.floor(bytes.length / 1001) }, (_, i) => (i + 1) * 1001);
     for (const at of [cuts, arbitrary]) {
       const bounds = [0, ...at, bytes.length];

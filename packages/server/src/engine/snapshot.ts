@@ -8,7 +8,7 @@ const MAGIC = 0x58494d45; // "EMIX", little-endian
 /** Changes whenever what an index stores changes; a snapshot of another format is not read. */
 export const SNAPSHOT_FORMAT = 4;
 
-type ArrayKind = 'f64' | 'f32' | 'i32' | 'u16' | 'u8' | 'i8';
+export type ArrayKind = 'f64' | 'f32' | 'i32' | 'u16' | 'u8' | 'i8';
 type NumberArray = Float64Array | Float32Array | Int32Array | Uint16Array | Uint8Array | Int8Array;
 const CONSTRUCTORS = {
   f64: Float64Array,
@@ -198,20 +198,26 @@ function headerOf(
   return { ...header, end: align8(12 + headerLength) };
 }
 
+/** A snapshot's arrays in order: each one's kind, where its bytes begin, and its length in elements. */
+export function snapshotArrays(bytes: Uint8Array): Array<{ kind: ArrayKind; at: number; length: number }> {
+  const { arrays, end } = headerOf(bytes, bytes.byteLength);
+  let at = end;
+  return arrays.map(([kind, length]) => {
+    const array = { kind, at, length };
+    at = align8(at + length * CONSTRUCTORS[kind].BYTES_PER_ELEMENT);
+    return array;
+  });
+}
+
 /**
  * Where to cut a snapshot into pieces of at least `piece` bytes (the last may be shorter), each
  * holding whole arrays: the offsets at which the second and later pieces begin. Pieces cut there and
  * given to `SnapshotReader` as they are become the arrays' memory without being joined first.
  */
 export function snapshotCuts(bytes: Uint8Array, piece: number): number[] {
-  const { arrays, end } = headerOf(bytes, bytes.byteLength);
   const cuts: number[] = [];
   let from = 0;
-  let at = end;
-  for (const [kind, length] of arrays) {
-    if (at - from >= piece) cuts.push((from = at));
-    at = align8(at + length * CONSTRUCTORS[kind].BYTES_PER_ELEMENT);
-  }
+  for (const { at } of snapshotArrays(bytes)) if (at - from >= piece) cuts.push((from = at));
   return cuts;
 }
 

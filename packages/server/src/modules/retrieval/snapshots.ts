@@ -15,6 +15,15 @@ import {
 } from '../../engine/index.js';
 import { nowIso, type Database, type Executor } from '../../store/database.js';
 import { forgottenSince, ownersOfMemories, type Owner } from '../memories/index.js';
+import {
+  fromPlanes,
+  planesOf,
+  planesTable,
+  planesWithin,
+  readPlanesTable,
+  toPlanes,
+  type Planes,
+} from './byte-planes.js';
 import { DocMetas, type DocMeta } from './doc-metas.js';
 
 export type { DocMeta };
@@ -40,16 +49,18 @@ export type { DocMeta };
  * pieces are never joined (65 MB of fresh memory and a copy less). The stored format is the engine's
  * with this encoding (+1: one deflate stream; +2: pieces; +3: pieces cut at arrays, with their
  * lengths; +5: the filter metadata too; +6: zstd, not deflate, bench/README.md "The first query after
- * a restart"; +7: the pieces as rows, "The first query after a restart, session 18"). A snapshot of
- * an earlier format is not read: the owner's index is built from rows, and the next store replaces it.
+ * a restart"; +7: the pieces as rows, "The first query after a restart, session 18"; +8: arrays as byte
+ * planes, byte-planes.ts, "The first query after a restart, session 20"). A snapshot of an earlier format is not
+ * read: the owner's index is built from rows, and the next store replaces it.
  */
-const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 7;
+const STORED_FORMAT = SNAPSHOT_FORMAT * 100 + 8;
 // Large chunks: the thread pool hands each chunk back to the event loop (16 KB by default: 1,200 hops for 19 MB).
 const ZLIB_CHUNK = 4 << 20;
 const ZSTD_LEVEL = { [constants.ZSTD_c_compressionLevel]: 1 };
-const compressed = (bytes: Uint8Array) => promisify(zstdCompress)(bytes, { params: ZSTD_LEVEL, chunkSize: ZLIB_CHUNK });
+export const compressed = (bytes: Uint8Array) =>
+  promisify(zstdCompress)(bytes, { params: ZSTD_LEVEL, chunkSize: ZLIB_CHUNK });
 
-/** A piece as stored: compressed, and its length uncompressed. */
+/** A piece as stored: its table of byte planes (byte-planes.ts) and its bytes compressed, and its length uncompressed. */
 export interface StoredPiece {
   length: number;
   data: Buffer;
@@ -57,16 +68,26 @@ export interface StoredPiece {
 
 /**
  * Bytes compressed in pieces, cut at `cuts` (ascending offsets where the second and later pieces
- * begin; exported for its test). One piece at a time: storing is background work, and pieces
- * compressed side by side would take both cores from the event loop (its own work ran 1.5-3 times
- * slower meanwhile).
+ * begin; exported for its test), the runs `planes` names stored as byte planes. One piece at a time:
+ * storing is background work, and pieces compressed side by side would take both cores from the
+ * event loop (its own work ran 1.5-3 times slower meanwhile).
  */
-export async function compressedPieces(bytes: Uint8Array, cuts: readonly number[]): Promise<StoredPiece[]> {
+export async function compressedPieces(
+  bytes: Uint8Array,
+  cuts: readonly number[],
+  planes: readonly Planes[] = [],
+): Promise<StoredPiece[]> {
   const bounds = [0, ...cuts.filter((at) => at > 0 && at < bytes.length), bytes.length];
   const pieces: StoredPiece[] = [];
   for (let i = 0; i + 1 < bounds.length; i++) {
     const piece = bytes.subarray(bounds[i]!, bounds[i + 1]!);
-    pieces.push({ length: piece.length, data: await compressed(piece) });
+    const within = planesWithin(planes, bounds[i]!, bounds[i + 1]!);
+    const [table, data] = [planesTable(within), await compressed(toPlanes(piece, within))];
+    // Buffer.alloc, not Buffer.concat: a small piece would be copied into the thread's shared Buffer pool.
+    const stored = Buffer.alloc(table.length + data.length);
+    table.copy(stored);
+    data.copy(stored, table.length);
+    pieces.push({ length: piece.length, data: stored });
   }
   return pieces;
 }
@@ -77,8 +98,10 @@ export async function compressedPieces(bytes: Uint8Array, cuts: readonly number[
  * its length would make zlib allocate a second to look for more output).
  */
 export async function decompressedPiece({ length, data }: StoredPiece): Promise<Buffer> {
-  const piece = await promisify(zstdDecompress)(data, { chunkSize: Math.max(64, length + 1) });
+  const { planes, rest } = readPlanesTable(data, length);
+  const piece = await promisify(zstdDecompress)(rest, { chunkSize: Math.max(64, length + 1) });
   if (piece.length !== length) throw new Error('an index snapshot piece is not of its stated length');
+  fromPlanes(piece, planes);
   return piece;
 }
 
@@ -426,8 +449,12 @@ export async function storeSnapshot(
   pieceBytes = ZLIB_CHUNK,
 ): Promise<'stored' | 'current' | 'forgotten'> {
   const pieces = [
-    ...(await compressedPieces(taken.meta, [])),
-    ...(await compressedPieces(taken.index, snapshotCuts(taken.index, pieceBytes))),
+    ...(await compressedPieces(taken.meta, [], await planesOf(taken.meta, compressed))),
+    ...(await compressedPieces(
+      taken.index,
+      snapshotCuts(taken.index, pieceBytes),
+      await planesOf(taken.index, compressed),
+    )),
   ];
   return database.db.transaction().execute(async (trx) => {
     if (await forgottenSince(database, trx, owner, taken.revision)) return 'forgotten';
