@@ -312,10 +312,10 @@ async function piecesAtOnce(database: Database, owner: Owner, embedder: string, 
     WHERE s.project_id = ${owner.projectId} AND s.tenant_id = ${owner.tenantId} AND s.end_user_id = ${owner.endUserId}
       AND s.embedder = ${embedder} AND s.format = ${STORED_FORMAT}
     ORDER BY p.piece, g`.execute(database.db);
-  const pieces: Array<StoredPiece & { parts: Buffer[] }> = [];
+  const pieces: Array<{ length: number; parts: Buffer[] }> = [];
   for (const row of rows) {
     const piece = Number(row.piece);
-    if (piece === pieces.length) pieces.push({ length: Number(row.length), data: row.part, parts: [] });
+    if (piece === pieces.length) pieces.push({ length: Number(row.length), parts: [] });
     else if (piece !== pieces.length - 1) return null;
     pieces[piece]!.parts.push(row.part);
   }
